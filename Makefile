@@ -1,0 +1,58 @@
+# envbuilder: the single entry point. `make help` lists the targets.
+SHELL := /bin/bash
+PY ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.DEFAULT_GOAL := help
+.PHONY: help install run check lint fmt types unit test test-docker services golden bench clean
+
+help: ## List the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
+
+$(STAMP): pyproject.toml
+	$(PY) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -e '.[dev]'
+	touch $(STAMP)
+
+install: $(STAMP) ## Create .venv and install envbuilder with its dev tools
+
+run: $(STAMP) ## The main job: doctor + resolve a PyTorch training stack for this machine
+	-$(BIN)/envbuilder doctor
+	$(BIN)/envbuilder resolve --framework torch
+
+check: lint types unit ## Lint, type-check and unit-test (run before every commit)
+
+lint: $(STAMP) ## ruff lint + format check
+	$(BIN)/ruff check envbuilder tests benchmarks
+	$(BIN)/ruff format --check envbuilder tests benchmarks
+
+fmt: $(STAMP) ## Apply ruff's formatting and safe fixes
+	$(BIN)/ruff check --fix envbuilder tests benchmarks
+	$(BIN)/ruff format envbuilder tests benchmarks
+
+types: $(STAMP) ## mypy --strict
+	$(BIN)/mypy
+
+unit: $(STAMP) ## Unit tests (offline, seconds)
+	$(BIN)/pytest -q tests/unit
+
+services: ## Install and start what the docker tests need (docker.io, dockerd, base image, registry); needs root
+	bash scripts/services.sh
+
+test: $(STAMP) services ## Everything the tests need, then all tests (unit + docker)
+	$(BIN)/pytest -q -m 'not gpu' tests
+
+test-docker: $(STAMP) services ## Only the Docker integration tests
+	$(BIN)/pytest -q -m docker tests/integration
+
+golden: $(STAMP) ## Regenerate golden Dockerfiles and the committed images/*.Dockerfile renders
+	$(BIN)/pytest -q tests/unit -k golden --update-golden
+
+bench: $(STAMP) services ## Build benchmarks (cold vs warm build, image sizes) -> benchmarks/results/
+	$(BIN)/python benchmarks/build_bench.py
+
+clean: ## Remove the venv and caches
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache

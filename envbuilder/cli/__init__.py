@@ -1,0 +1,61 @@
+"""The `envbuilder` command: connects the pieces, prints results, maps errors to exit codes.
+
+Each subcommand lives in its own module here and only wires core modules together. Results go
+to stdout (so `--json` pipes cleanly); progress and diagnostics to stderr.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import click
+
+from envbuilder import __version__
+from envbuilder.errors import EnvbuilderError, Interrupted
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+class _Group(click.Group):
+    """Turns expected failures into one error line + hint + exit code (traceback only with --debug)."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except EnvbuilderError as exc:
+            _fail(ctx, exc)
+        except KeyboardInterrupt:
+            _fail(ctx, Interrupted("interrupted", hint="nothing was tagged or half-written"))
+        return None
+
+
+def _fail(ctx: click.Context, exc: EnvbuilderError) -> None:
+    debug = bool(ctx.find_root().params.get("debug"))
+    if debug:
+        import traceback
+
+        traceback.print_exc()
+    click.echo(f"envbuilder: error: {exc.message}", err=True)
+    if exc.hint:
+        click.echo(f"hint: {exc.hint}", err=True)
+    ctx.exit(exc.exit_code)
+
+
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="envbuilder")
+@click.option("--debug", is_flag=True, help="Show a traceback for errors.")
+def cli(debug: bool) -> None:
+    """Resolve, build and certify GPU training containers that are known to work on this machine."""
+
+
+def main() -> None:
+    try:
+        cli.main(prog_name="envbuilder", standalone_mode=True)
+    except KeyboardInterrupt:  # pragma: no cover - raised outside a command
+        sys.exit(130)
+
+
+# Subcommands register themselves on import; one line per module.
+from envbuilder.cli import matrix_cmd  # noqa: E402,F401

@@ -1,0 +1,99 @@
+"""Every expected failure of envbuilder, one class per family, each with its exit code.
+
+Core modules raise these; the CLI prints `envbuilder: error: ...` and `hint: ...` and exits
+with `exit_code`. The table of codes is documented in README.md (Exit codes); keep them in sync.
+"""
+
+from __future__ import annotations
+
+
+class EnvbuilderError(Exception):
+    """Base of all expected failures. `message` says what failed and why; `hint` what to do."""
+
+    exit_code = 1
+
+    def __init__(self, message: str, hint: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class UsageError(EnvbuilderError):
+    """Bad command-line input: malformed version, unknown GPU name, impossible requirement."""
+
+    exit_code = 2
+
+
+class MatrixError(EnvbuilderError):
+    """A matrices/ file is missing, corrupt or breaks an invariant (names file, row, field)."""
+
+    exit_code = 3
+
+
+class NoCompatibleStackError(EnvbuilderError):
+    """The resolver rejected every candidate stack."""
+
+    exit_code = 4
+
+
+class NoGpuError(EnvbuilderError):
+    """No NVIDIA GPU or driver was found on this machine where one is needed."""
+
+    exit_code = 5
+
+
+class DoctorFailedError(EnvbuilderError):
+    """`envbuilder doctor` found at least one failing check."""
+
+    exit_code = 6
+
+
+class DockerUnavailableError(EnvbuilderError):
+    """The Docker daemon cannot be reached."""
+
+    exit_code = 7
+
+
+class BuildKitMissingError(EnvbuilderError):
+    """No docker CLI that can build with BuildKit was found."""
+
+    exit_code = 8
+
+
+class BuildFailedError(EnvbuilderError):
+    """`docker build` failed; nothing was tagged and no lock file was written."""
+
+    exit_code = 9
+
+
+class SpecError(EnvbuilderError):
+    """An image spec (images/NAME.yaml) or lock file is invalid, or a value in it is refused."""
+
+    exit_code = 10
+
+
+class CertificationFailedError(EnvbuilderError):
+    """The certification harness ran and the image failed at least one step."""
+
+    exit_code = 11
+
+
+class CertificateRefusedError(EnvbuilderError):
+    """A certificate does not cover this host or image, or has been tampered with."""
+
+    exit_code = 12
+
+
+class RegistryError(EnvbuilderError):
+    """A push to or pull from a registry failed."""
+
+    exit_code = 13
+
+
+class Interrupted(EnvbuilderError):
+    """The user pressed Ctrl-C; work in progress was rolled back."""
+
+    exit_code = 130
