@@ -15,14 +15,10 @@ STRATEGIES: tuple[Strategy, ...] = ("bundled", "system-cuda")
 Flavor = Literal["base", "runtime", "devel"]
 
 
-def _frozen() -> Any:
-    return dataclass(frozen=True, slots=True, kw_only=True)
-
-
 # --------------------------------------------------------------------------- matrix: CUDA
 
 
-@_frozen()
+@dataclass(frozen=True, slots=True, kw_only=True)
 class CudaRelease:
     """One CUDA toolkit release (GA or update), e.g. 12.8 Update 1 = version '12.8.1'."""
 
@@ -32,7 +28,7 @@ class CudaRelease:
     archs: tuple[str, ...]  # compute capabilities this toolkit can compile SASS/PTX for
 
 
-@_frozen()
+@dataclass(frozen=True, slots=True, kw_only=True)
 class CudaMajor:
     """Minor-version compatibility of one CUDA major (release notes Table 2)."""
 
@@ -41,7 +37,7 @@ class CudaMajor:
     mvc_max_branch: int | None  # first branch that no longer counts as "MVC range" (None: open)
 
 
-@_frozen()
+@dataclass(frozen=True, slots=True, kw_only=True)
 class CudaMatrix:
     releases: tuple[CudaRelease, ...]
     majors: tuple[CudaMajor, ...]
@@ -52,14 +48,14 @@ class CudaMatrix:
 # --------------------------------------------------------------------------- matrix: GPUs
 
 
-@_frozen()
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ArchInfo:
     cc: str  # "9.0"
     family: str  # "hopper"
     name: str  # marketing name of the arch ("Hopper")
 
 
-@_frozen()
+@dataclass(frozen=True, slots=True, kw_only=True)
 class GpuModel:
     name: str  # canonical name
     nvml_names: tuple[str, ...]  # names NVML / nvidia-smi report for it
@@ -71,7 +67,7 @@ class GpuModel:
     last_branch: int | None  # last driver branch supporting it (None: still supported)
 
 
-@_frozen()
+@dataclass(frozen=True, slots=True, kw_only=True)
 class GpuMatrix:
     archs: tuple[ArchInfo, ...]
     models: tuple[GpuModel, ...]
@@ -80,7 +76,7 @@ class GpuMatrix:
 # --------------------------------------------------------------------------- matrix: frameworks
 
 
-@_frozen()
+@dataclass(frozen=True, slots=True, kw_only=True)
 class FrameworkVariant:
     """One published build of a framework release, e.g. torch 2.11.0 + cu126."""
 
@@ -101,7 +97,7 @@ class FrameworkVariant:
     default: bool  # what a bare `pip install FRAMEWORK==V` gets on Linux x86_64
 
 
-@_frozen()
+@dataclass(frozen=True, slots=True, kw_only=True)
 class FrameworkRelease:
     framework: str  # torch | tensorflow | jax
     version: str
@@ -110,7 +106,7 @@ class FrameworkRelease:
     variants: tuple[FrameworkVariant, ...]
 
 
-@_frozen()
+@dataclass(frozen=True, slots=True, kw_only=True)
 class FrameworkMatrix:
     name: str
     releases: tuple[FrameworkRelease, ...]
@@ -119,7 +115,7 @@ class FrameworkMatrix:
 # --------------------------------------------------------------------------- matrix: base images
 
 
-@_frozen()
+@dataclass(frozen=True, slots=True, kw_only=True)
 class RequireRule:
     """One alternative of NVIDIA_REQUIRE_CUDA: brand=X,driver>=B,driver<B+1."""
 
@@ -127,7 +123,7 @@ class RequireRule:
     branch: int
 
 
-@_frozen()
+@dataclass(frozen=True, slots=True, kw_only=True)
 class BaseImage:
     ref: str  # full reference, e.g. nvidia/cuda:12.8.1-cudnn-runtime-ubuntu24.04
     kind: Literal["cuda", "slim"]
@@ -141,7 +137,7 @@ class BaseImage:
     require_rules: tuple[RequireRule, ...]  # brand/branch exemptions in NVIDIA_REQUIRE_CUDA
 
 
-@_frozen()
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Matrix:
     cuda: CudaMatrix
     gpus: GpuMatrix
@@ -154,7 +150,7 @@ class Matrix:
 # --------------------------------------------------------------------------- host and request
 
 
-@_frozen()
+@dataclass(frozen=True, slots=True, kw_only=True)
 class HostGpu:
     """One GPU as probed or as given on the command line."""
 
@@ -178,7 +174,7 @@ class HostGpu:
         }
 
 
-@_frozen()
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Host:
     driver: str | None  # None: no NVIDIA driver
     gpus: tuple[HostGpu, ...] = ()
@@ -192,7 +188,7 @@ class Host:
         }
 
 
-@_frozen()
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Request:
     framework: str  # torch | tensorflow | jax
     specifier: str  # PEP 440 specifier, "" = any
@@ -222,7 +218,7 @@ class Request:
 # --------------------------------------------------------------------------- resolver output
 
 
-@_frozen()
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Stack:
     """A complete, compatible environment: what `build` turns into an image."""
 
@@ -299,7 +295,7 @@ class Stack:
         )
 
 
-@_frozen()
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Rejection:
     candidate: str  # e.g. "torch 2.11.0+cu130 / py3.12 / bundled"
     component: str  # driver | arch | python | base-image | require-cuda | gpu-support | ...
@@ -309,7 +305,7 @@ class Rejection:
         return {"candidate": self.candidate, "component": self.component, "reason": self.reason}
 
 
-@_frozen()
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Resolution:
     request: Request
     host: Host

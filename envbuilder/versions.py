@@ -55,7 +55,7 @@ def parse_cc(text: str) -> tuple[int, int]:
     if not m:
         raise UsageError(
             f"malformed compute capability {text!r}",
-            hint="write it as MAJOR.MINOR, e.g. --cc 8.6 (see `nvidia-smi --query-gpu=compute_cap --format=csv`)",
+            hint="write it as MAJOR.MINOR, e.g. --cc 8.6 (nvidia-smi --query-gpu=compute_cap --format=csv)",
         )
     return int(m.group(1)), int(m.group(2))
 

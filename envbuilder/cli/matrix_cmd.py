@@ -16,8 +16,13 @@ def matrix() -> None:
 
 
 @matrix.command("check")
-@click.option("--dir", "directory", type=click.Path(path_type=Path), default=None,
-              help="Matrix folder to check (default: the bundled matrices/).")
+@click.option(
+    "--dir",
+    "directory",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Matrix folder to check (default: the bundled matrices/).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON summary.")
 def check(directory: Path | None, as_json: bool) -> None:
     """Load every matrix file and verify its invariants."""
