@@ -1,0 +1,130 @@
+#!/usr/bin/env bash
+# Install and start everything the docker-marked tests and benchmarks need, idempotently:
+# Debian's docker.io (dockerd + the BuildKit-capable 20.10 client), a local Debian base image
+# made with debootstrap + `docker import`, a wheelhouse with the torch CPU wheel, and two local
+# registries (Debian's docker-registry): open on 127.0.0.1:5000, htpasswd auth on 127.0.0.1:5001.
+# Root, no stdin (CI). See shared/docs/environment.md for why each piece is done this way.
+set -euo pipefail
+
+BASE_IMAGE="${ENVBUILDER_TEST_BASE:-envbuilder-test/debian:bookworm}"
+STATE_DIR="${ENVBUILDER_TEST_STATE:-/var/cache/envbuilder-test}"
+WHEELHOUSE="$STATE_DIR/wheelhouse"
+TORCH_REQ="${ENVBUILDER_TEST_TORCH:-torch==2.13.0}"
+REG_PORT=5000
+REG_AUTH_PORT=5001
+REG_USER=envbuilder
+REG_PASS=envbuilder-test
+DEB_MIRROR="${DEBOOTSTRAP_MIRROR:-http://deb.debian.org/debian}"
+
+say() { printf 'services: %s\n' "$*" >&2; }
+die() { printf 'services: error: %s\n' "$*" >&2; exit 1; }
+
+docker_up() { timeout 10 docker info >/dev/null 2>&1; }
+registry_up() { curl -fsS -o /dev/null -m 3 "http://127.0.0.1:$1/v2/" 2>/dev/null \
+  || [ "$(curl -s -o /dev/null -w '%{http_code}' -m 3 "http://127.0.0.1:$1/v2/")" = 401 ]; }
+image_up() { docker_up && docker image inspect "$BASE_IMAGE" >/dev/null 2>&1; }
+wheelhouse_up() { compgen -G "$WHEELHOUSE/torch-*.whl" >/dev/null; }
+
+all_up() { docker_up && image_up && wheelhouse_up && registry_up "$REG_PORT" && registry_up "$REG_AUTH_PORT"; }
+
+summary() {
+  say "summary:"
+  printf '  dockerd         %s\n' "$(docker info --format '{{.ServerVersion}} ({{.Driver}})' 2>/dev/null || echo DOWN)" >&2
+  printf '  buildkit client %s\n' "$( (/usr/bin/docker version --format '{{.Client.Version}}' 2>/dev/null | sed 's|^|/usr/bin/docker |') || echo MISSING)" >&2
+  printf '  base image      %s %s\n' "$BASE_IMAGE" "$(docker image inspect -f '{{.Id}}' "$BASE_IMAGE" 2>/dev/null || echo MISSING)" >&2
+  printf '  wheelhouse      %s (%s)\n' "$WHEELHOUSE" "$(ls "$WHEELHOUSE" 2>/dev/null | tr '\n' ' ')" >&2
+  printf '  registry        127.0.0.1:%s %s\n' "$REG_PORT" "$(registry_up $REG_PORT && echo up || echo DOWN)" >&2
+  printf '  registry (auth) 127.0.0.1:%s %s (user %s, htpasswd in %s)\n' "$REG_AUTH_PORT" \
+    "$(registry_up $REG_AUTH_PORT && echo up || echo DOWN)" "$REG_USER" "$STATE_DIR/registry-auth" >&2
+}
+
+if [ "$(id -u)" != 0 ] || [ ! -f /etc/debian_version ]; then
+  if all_up; then
+    say "not root or not Debian, but everything is already up"
+    summary
+    exit 0
+  fi
+  die "needs root on Debian to install docker.io, debootstrap and docker-registry, start dockerd,
+  build $BASE_IMAGE and start registries on 127.0.0.1:$REG_PORT/$REG_AUTH_PORT; run it as root
+  (CI does), or start those yourself"
+fi
+
+# 1. Packages.
+missing=()
+command -v dockerd >/dev/null || missing+=(docker.io)
+[ -x /usr/bin/docker ] || missing+=(docker.io)
+command -v debootstrap >/dev/null || missing+=(debootstrap)
+command -v docker-registry >/dev/null || missing+=(docker-registry)
+command -v htpasswd >/dev/null || missing+=(apache2-utils)
+command -v curl >/dev/null || missing+=(curl)
+if [ ${#missing[@]} -gt 0 ]; then
+  say "installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# 2. dockerd.
+if ! docker_up; then
+  say "starting dockerd (log: /tmp/dockerd.log)"
+  setsid dockerd >/tmp/dockerd.log 2>&1 < /dev/null &
+  for _ in $(seq 1 60); do docker_up && break; sleep 1; done
+  if ! docker_up; then
+    tail -n 30 /tmp/dockerd.log >&2 || true
+    die "dockerd did not become ready within 60 s (log tail above)"
+  fi
+fi
+
+# 3. Base image: debootstrap + docker import (no registry is reachable to pull one).
+if ! image_up; then
+  say "building $BASE_IMAGE with debootstrap (about a minute)"
+  rootfs="$(mktemp -d /tmp/envbuilder-rootfs.XXXXXX)"
+  trap 'rm -rf "$rootfs"' EXIT
+  if ! debootstrap --variant=minbase --include=python3,python3-venv,ca-certificates \
+      bookworm "$rootfs" "$DEB_MIRROR" >/tmp/debootstrap.log 2>&1; then
+    tail -n 30 /tmp/debootstrap.log >&2 || true
+    die "debootstrap failed (log tail above)"
+  fi
+  rm -rf "$rootfs"/var/cache/apt/archives/*.deb "$rootfs"/var/lib/apt/lists/*
+  tar -C "$rootfs" -c . | docker import \
+    --change 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' \
+    --change 'CMD ["/bin/bash"]' - "$BASE_IMAGE" >/dev/null
+  rm -rf "$rootfs"
+  trap - EXIT
+fi
+
+# 4. Wheelhouse (pip takes the CPU wheel from the local find-links, offline).
+if ! wheelhouse_up; then
+  say "filling wheelhouse $WHEELHOUSE with $TORCH_REQ"
+  mkdir -p "$WHEELHOUSE"
+  python3 -m pip download -q "$TORCH_REQ" --no-deps --only-binary=:all: -d "$WHEELHOUSE" \
+    || die "pip download $TORCH_REQ failed"
+fi
+
+# 5. Registries.
+start_registry() { # port dir [auth]
+  local port=$1 dir=$2 auth=${3:-}
+  mkdir -p "$dir/data"
+  {
+    printf 'version: 0.1\nlog: {level: warn}\n'
+    printf 'storage:\n  filesystem: {rootdirectory: %s}\n  delete: {enabled: true}\n' "$dir/data"
+    printf 'http: {addr: "127.0.0.1:%s"}\n' "$port"
+    if [ -n "$auth" ]; then
+      printf 'auth:\n  htpasswd: {realm: envbuilder-test, path: %s}\n' "$dir/htpasswd"
+    fi
+  } >"$dir/config.yml"
+  say "starting docker-registry on 127.0.0.1:$port (log: $dir/registry.log)"
+  setsid docker-registry serve "$dir/config.yml" >"$dir/registry.log" 2>&1 < /dev/null &
+  for _ in $(seq 1 30); do registry_up "$port" && return 0; sleep 0.5; done
+  tail -n 20 "$dir/registry.log" >&2 || true
+  die "registry on 127.0.0.1:$port did not start (log tail above)"
+}
+registry_up "$REG_PORT" || start_registry "$REG_PORT" "$STATE_DIR/registry"
+if ! registry_up "$REG_AUTH_PORT"; then
+  mkdir -p "$STATE_DIR/registry-auth"
+  htpasswd -Bbn "$REG_USER" "$REG_PASS" >"$STATE_DIR/registry-auth/htpasswd"
+  start_registry "$REG_AUTH_PORT" "$STATE_DIR/registry-auth" auth
+fi
+
+all_up || die "something is still down after setup"
+summary
