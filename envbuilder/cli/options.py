@@ -1,0 +1,131 @@
+"""Options shared by several subcommands: the host (detected or given) and the request."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import click
+from packaging.requirements import InvalidRequirement, Requirement
+
+from envbuilder.errors import UsageError
+from envbuilder.models import Host, Matrix, Request
+from envbuilder.resolve import enrich_host, gpu_from_cc, gpu_from_model, lookup_gpu
+from envbuilder.versions import parse_driver, parse_version
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def host_options(func: F) -> F:
+    """--driver, --gpu (repeatable), --cc (repeatable): describe a host instead of probing this one."""
+    func = click.option(
+        "--cc",
+        "ccs",
+        multiple=True,
+        metavar="X.Y",
+        help="Compute capability of a target GPU (repeatable; every GPU must be served).",
+    )(func)
+    func = click.option(
+        "--gpu",
+        "gpus",
+        multiple=True,
+        metavar="NAME",
+        help='Target GPU by the name nvidia-smi prints, e.g. "Tesla V100-SXM2-16GB" (repeatable).',
+    )(func)
+    func = click.option(
+        "--driver", metavar="VERSION", help="Target NVIDIA driver, e.g. 535.104.05 (default: this host's)."
+    )(func)
+    return func
+
+
+def host_from_options(
+    matrix: Matrix, driver: str | None, gpus: tuple[str, ...], ccs: tuple[str, ...]
+) -> Host:
+    """The host given on the command line, or this machine's when nothing is given.
+
+    Raises UsageError for a malformed driver, an unknown GPU name or compute capability.
+    """
+    if driver is None and not gpus and not ccs:
+        from envbuilder.host import probe_host  # lazy: probing touches NVML / nvidia-smi
+
+        return enrich_host(matrix, probe_host().to_host())
+    if driver is not None:
+        parse_driver(driver)
+    given = [gpu_from_model(lookup_gpu(matrix, name)) for name in gpus]
+    given += [gpu_from_cc(matrix, cc) for cc in ccs]
+    return Host(driver=driver, gpus=tuple(given), source="given")
+
+
+def request_options(func: F) -> F:
+    """--framework, --python, --strategy, --os, --flavor, --cpu, --forward-compat."""
+    options = [
+        click.option(
+            "--forward-compat",
+            is_flag=True,
+            help="Allow CUDA forward compatibility (cuda-compat) on data-center GPUs with system-cuda.",
+        ),
+        click.option("--cpu", "cpu_only", is_flag=True, help="Resolve a CPU-only stack."),
+        click.option(
+            "--flavor",
+            type=click.Choice(["runtime", "devel", "base"]),
+            default="runtime",
+            show_default=True,
+            help="nvidia/cuda image flavor for the system-cuda strategy.",
+        ),
+        click.option("--os", "os_name", metavar="OS", help="Base OS, e.g. ubuntu24.04 or debian12."),
+        click.option(
+            "--strategy",
+            type=click.Choice(["system-cuda", "bundled"]),
+            default=None,
+            help="system-cuda: nvidia/cuda base with system CUDA; bundled: slim base + the "
+            "framework's own CUDA wheels. Default: consider both, prefer bundled.",
+        ),
+        click.option("--python", metavar="X.Y", help="CPython version (default: newest that fits)."),
+        click.option(
+            "--framework",
+            "framework_req",
+            default="torch",
+            show_default=True,
+            metavar="REQ",
+            help="Framework requirement: 'torch==2.11.*', 'tensorflow>=2.16', 'jax'.",
+        ),
+    ]
+    for opt in options:
+        func = opt(func)
+    return func
+
+
+def request_from_options(
+    framework_req: str,
+    python: str | None,
+    strategy: str | None,
+    os_name: str | None,
+    flavor: str,
+    cpu_only: bool,
+    forward_compat: bool,
+) -> Request:
+    """Parse the request options. Raises UsageError for a malformed requirement or version."""
+    try:
+        req = Requirement(framework_req)
+    except InvalidRequirement as exc:
+        raise UsageError(
+            f"malformed framework requirement {framework_req!r}",
+            hint="write it as NAME[SPECIFIER], e.g. 'torch==2.11.*' or 'tensorflow>=2.16'",
+        ) from exc
+    if req.extras or req.url or req.marker:
+        raise UsageError(
+            f"framework requirement {framework_req!r} may only name a framework and versions",
+            hint="extras and CUDA variants are chosen by the resolver",
+        )
+    if python is not None:
+        parse_version(python, "Python version")
+    return Request(
+        framework=req.name.lower(),
+        specifier=str(req.specifier),
+        python=python,
+        strategy=strategy,  # type: ignore[arg-type]
+        os=os_name,
+        flavor=flavor,  # type: ignore[arg-type]
+        forward_compat=forward_compat,
+        cpu_only=cpu_only,
+    )

@@ -1,0 +1,113 @@
+"""`envbuilder resolve`: pick a compatible stack for this (or a given) host and explain the rest."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+
+import click
+
+from envbuilder.cli import cli
+from envbuilder.cli.options import host_from_options, host_options, request_from_options, request_options
+from envbuilder.errors import NoCompatibleStackError
+from envbuilder.matrix import load_matrix
+from envbuilder.models import Resolution, Stack
+
+
+@cli.command()
+@request_options
+@host_options
+@click.option("--explain", is_flag=True, help="List every rejected candidate and why.")
+@click.option("--json", "as_json", is_flag=True, help="Print the resolution as JSON (stable schema).")
+@click.option(
+    "--lock",
+    "lock_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Write the lock file that `envbuilder build --lock` consumes.",
+)
+def resolve(
+    framework_req: str,
+    python: str | None,
+    strategy: str | None,
+    os_name: str | None,
+    flavor: str,
+    cpu_only: bool,
+    forward_compat: bool,
+    driver: str | None,
+    gpus: tuple[str, ...],
+    ccs: tuple[str, ...],
+    explain: bool,
+    as_json: bool,
+    lock_path: Path | None,
+) -> None:
+    """Resolve a driver-, GPU-, framework- and Python-compatible stack.
+
+    Exit codes: 0 a stack was found; 2 bad input; 3 bad matrix; 4 nothing fits (with --json the
+    document, including every rejection, is still printed).
+    """
+    from envbuilder.resolve import resolve as resolve_stack
+
+    matrix = load_matrix()
+    request = request_from_options(framework_req, python, strategy, os_name, flavor, cpu_only, forward_compat)
+    host = host_from_options(matrix, driver, gpus, ccs)
+    resolution = resolve_stack(matrix, request, host)
+    if as_json:
+        click.echo(json.dumps(resolution.to_dict(), indent=2, sort_keys=True))
+    else:
+        _print_human(resolution, explain)
+    if resolution.stack is None:
+        components = Counter(r.component for r in resolution.rejected)
+        summary = ", ".join(f"{c}: {n}" for c, n in components.most_common())
+        raise NoCompatibleStackError(
+            f"no compatible {request.requirement or request.framework} stack for this host "
+            f"({len(resolution.rejected)} candidates rejected; {summary})",
+            hint="run with --explain to see each reason; relax the requirement, or change the driver",
+        )
+    if lock_path is not None:
+        from envbuilder.lock import write_resolution_lock
+
+        write_resolution_lock(lock_path, resolution)
+        click.echo(f"wrote {lock_path}", err=True)
+
+
+def _host_line(resolution: Resolution) -> str:
+    host = resolution.host
+    gpus = ", ".join(f"{g.name} ({g.cc})" for g in host.gpus) or "no GPU"
+    return f"host: driver {host.driver or 'none'}, {gpus} [{host.source}]"
+
+
+def _print_stack(stack: Stack, indent: str = "  ") -> None:
+    rows = [
+        ("framework", f"{stack.framework} {stack.version} ({stack.variant})"),
+        ("cuda", f"{stack.cuda or '-'}   cudnn {stack.cudnn or '-'}   nccl {stack.nccl or '-'}"),
+        ("python", stack.python),
+        ("base", f"{stack.base_image} ({stack.strategy})"),
+        ("min driver", f"{stack.min_driver or '-'}   NVIDIA_REQUIRE_CUDA {stack.require_cuda or '-'}"),
+        ("archs", f"sass {' '.join(stack.sass) or '-'}   ptx {' '.join(stack.ptx) or '-'}"),
+        ("install", " ".join(stack.packages) + (f"  (index {stack.index_url})" if stack.index_url else "")),
+    ]
+    rows += [("note", n) for n in stack.notes]
+    for k, v in rows:
+        click.echo(f"{indent}{k:<11}{v}")
+
+
+def _print_human(resolution: Resolution, explain: bool) -> None:
+    click.echo(_host_line(resolution))
+    for w in resolution.warnings:
+        click.echo(f"warning: {w}", err=True)
+    if resolution.stack is not None:
+        click.echo(f"\nstack {resolution.stack.id}")
+        _print_stack(resolution.stack)
+    if resolution.alternatives:
+        click.echo("\nalternatives (runners-up)")
+        for alt in resolution.alternatives:
+            click.echo(f"  {alt.id}   min driver {alt.min_driver or '-'}")
+    if explain:
+        click.echo(f"\nrejected ({len(resolution.rejected)})")
+        for r in resolution.rejected:
+            click.echo(f"  {r.candidate}\n      {r.component}: {r.reason}")
+    elif resolution.rejected:
+        components = Counter(r.component for r in resolution.rejected)
+        summary = ", ".join(f"{c} {n}" for c, n in components.most_common())
+        click.echo(f"\nrejected {len(resolution.rejected)} candidates ({summary}); --explain lists each")

@@ -1,0 +1,490 @@
+"""The resolver: (matrix, request, host) -> the best compatible stack, the runners-up, and a reason
+for every candidate it rejected. Pure and deterministic: no I/O, no clock, no Docker.
+
+Ranking key (survivors are sorted by this tuple, best first; see `_rank_key`):
+  1. framework version, newest first (the user's specifier already bounds it);
+  2. GPU coverage: stacks with native SASS for every GPU before stacks that rely on PTX JIT;
+  3. full driver support before minor-version compatibility (driver >= the toolkit driver of the
+     build's CUDA, so PTX JIT and newer-driver APIs work), then driver-agnostic CPU builds last
+     on GPU hosts;
+  4. strategy: the requested one; otherwise `bundled` before `system-cuda` (one copy of CUDA,
+     smaller image, guarded by the NVIDIA_REQUIRE_CUDA we derive from the real minimum driver);
+  5. the build's CUDA version, newest first;
+  6. Python, newest first (unless requested);
+  7. base image: newest OS, then newest CUDA patch (one image is chosen per candidate).
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass, replace
+
+from packaging.specifiers import SpecifierSet
+from packaging.version import Version
+
+from envbuilder.errors import UsageError
+from envbuilder.matrix import framework as framework_table
+from envbuilder.models import (
+    STRATEGIES,
+    BaseImage,
+    CudaRelease,
+    FrameworkRelease,
+    FrameworkVariant,
+    GpuModel,
+    Host,
+    HostGpu,
+    Matrix,
+    Rejection,
+    Request,
+    Resolution,
+    Stack,
+    Strategy,
+)
+from envbuilder.versions import cc_str, driver_branch, major, major_minor, parse_cc, parse_specifier
+
+MAX_ALTERNATIVES = 4
+
+
+# --------------------------------------------------------------------------- GPU lookup
+
+
+def lookup_gpu(matrix: Matrix, name: str) -> GpuModel:
+    """The GPU model NVML calls `name` (case-insensitive). Raises UsageError naming the closest
+    known names when there is no such model."""
+    wanted = name.strip().casefold()
+    by_name: dict[str, GpuModel] = {}
+    for model in matrix.gpus.models:
+        for n in (model.name, *model.nvml_names):
+            by_name[n.casefold()] = model
+    if wanted in by_name:
+        return by_name[wanted]
+    originals = {n.casefold(): n for m in matrix.gpus.models for n in (m.name, *m.nvml_names)}
+    close = difflib.get_close_matches(wanted, list(originals), n=3, cutoff=0.5)
+    suggestion = ", ".join(repr(originals[c]) for c in close) if close else "none close"
+    raise UsageError(
+        f"unknown GPU {name!r} (closest known: {suggestion})",
+        hint="use the exact name nvidia-smi prints, or give the compute capability with --cc X.Y",
+    )
+
+
+def gpu_from_model(model: GpuModel, **extra: object) -> HostGpu:
+    return HostGpu(
+        name=str(extra.get("name") or model.name),
+        cc=model.cc,
+        brand=model.brand,
+        segment=model.segment,
+        model=model.name,
+        uuid=extra.get("uuid") if isinstance(extra.get("uuid"), str) else None,  # type: ignore[arg-type]
+    )
+
+
+def gpu_from_cc(matrix: Matrix, cc: str) -> HostGpu:
+    """A GPU known only by its compute capability. Raises UsageError for an unknown one."""
+    parse_cc(cc)
+    known = {a.cc for a in matrix.gpus.archs}
+    if cc not in known:
+        raise UsageError(
+            f"unknown compute capability {cc!r}",
+            hint=f"known compute capabilities: {', '.join(sorted(known, key=parse_cc))}",
+        )
+    return HostGpu(name=f"GPU with compute capability {cc}", cc=cc)
+
+
+def enrich_host(matrix: Matrix, host: Host) -> Host:
+    """Fill brand/segment/model of probed GPUs from the matrix when NVML's name is known."""
+    gpus = []
+    for g in host.gpus:
+        try:
+            model = lookup_gpu(matrix, g.name)
+        except UsageError:
+            gpus.append(g)
+            continue
+        gpus.append(replace(g, brand=g.brand or model.brand, segment=model.segment, model=model.name))
+    return replace(host, gpus=tuple(gpus))
+
+
+# --------------------------------------------------------------------------- CUDA facts
+
+
+def native_cuda(matrix: Matrix, driver: str) -> str | None:
+    """The newest CUDA X.Y a driver supports without any compatibility layer (what nvidia-smi
+    prints as "CUDA Version"): the newest release whose toolkit driver is <= the driver."""
+    best: str | None = None
+    for r in matrix.cuda.releases:
+        if Version(r.min_driver) <= Version(driver):
+            best = major_minor(r.version)
+    return best
+
+
+def _first_release(matrix: Matrix, cuda: str) -> CudaRelease:
+    for r in matrix.cuda.releases:
+        if major_minor(r.version) == major_minor(cuda):
+            return r
+    raise AssertionError(f"matrix check guarantees CUDA {cuda} exists")  # pragma: no cover
+
+
+def mvc_floor(matrix: Matrix, cuda: str) -> str:
+    """Lowest driver on which any build of this CUDA major runs (minor-version compatibility)."""
+    for m in matrix.cuda.majors:
+        if m.major == major(cuda):
+            return m.mvc_min_driver
+    raise AssertionError(f"matrix check guarantees CUDA major of {cuda} exists")  # pragma: no cover
+
+
+# --------------------------------------------------------------------------- candidates
+
+
+@dataclass(frozen=True, slots=True)
+class _Candidate:
+    release: FrameworkRelease
+    variant: FrameworkVariant
+    strategy: Strategy
+    python: str
+
+    def label(self) -> str:
+        return (
+            f"{self.release.framework} {self.release.version}+{self.variant.name} / "
+            f"py{self.python} / {self.strategy}"
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class _Verdict:
+    stack: Stack
+    sass_everywhere: bool
+    full_driver: bool
+
+
+class _Reject(Exception):
+    def __init__(self, component: str, reason: str) -> None:
+        super().__init__(reason)
+        self.component, self.reason = component, reason
+
+
+def _python_candidates(matrix: Matrix, request: Request, strategy: Strategy) -> list[str]:
+    kind = "slim" if strategy == "bundled" else "cuda"
+    pythons = {b.python for b in matrix.base_images if b.kind == kind}
+    if request.python:
+        return [request.python]
+    return sorted(pythons, key=Version, reverse=True)
+
+
+def _coverage(variant: FrameworkVariant, gpu: HostGpu) -> str | None:
+    """'sass', 'ptx' or None: how the build runs on this GPU (cubins run on the same major with a
+    minor >= theirs; PTX JITs forward to any newer compute capability)."""
+    g = parse_cc(gpu.cc)
+    if any(parse_cc(s)[0] == g[0] and parse_cc(s)[1] <= g[1] for s in variant.sass):
+        return "sass"
+    if any(parse_cc(p) <= g for p in variant.ptx):
+        return "ptx"
+    return None
+
+
+def _check_gpu_support(matrix: Matrix, host: Host) -> list[Rejection]:
+    if host.driver is None:
+        return []
+    branch = driver_branch(host.driver)
+    out = []
+    for g in host.gpus:
+        if g.model is None:
+            continue
+        model = next(m for m in matrix.gpus.models if m.name == g.model)
+        if model.last_branch is not None and branch > model.last_branch:
+            out.append(
+                Rejection(
+                    candidate="every stack",
+                    component="gpu-support",
+                    reason=f"{g.name} is not supported by driver branch {branch} at all: its last "
+                    f"driver branch is R{model.last_branch}; install an R{model.last_branch} driver",
+                )
+            )
+        if model.first_branch is not None and branch < model.first_branch:
+            out.append(
+                Rejection(
+                    candidate="every stack",
+                    component="gpu-support",
+                    reason=f"{g.name} needs driver branch R{model.first_branch} or newer; "
+                    f"driver {host.driver} is too old to drive it",
+                )
+            )
+    return out
+
+
+def _pick_base(matrix: Matrix, request: Request, cand: _Candidate) -> tuple[BaseImage | None, str]:
+    """The base image for a candidate, or None and why none fits."""
+    v = cand.variant
+    if cand.strategy == "bundled":
+        pool = [b for b in matrix.base_images if b.kind == "slim" and b.python == cand.python]
+        if request.os:
+            pool = [b for b in pool if b.os == request.os]
+        if not pool:
+            where = f" on {request.os}" if request.os else ""
+            return None, f"no slim base image with Python {cand.python}{where}"
+        return max(pool, key=lambda b: b.os), ""
+    assert v.cuda is not None
+    pool = [
+        b
+        for b in matrix.base_images
+        if b.kind == "cuda"
+        and b.cuda is not None
+        and major_minor(b.cuda) == major_minor(v.cuda)
+        and b.flavor == request.flavor
+        and (b.cudnn == v.needs_system_cudnn if v.needs_system_cudnn else b.cudnn is None)
+    ]
+    if request.os:
+        pool = [b for b in pool if b.os == request.os]
+    if not pool:
+        cudnn = f" with cuDNN {v.needs_system_cudnn}" if v.needs_system_cudnn else ""
+        where = f" on {request.os}" if request.os else ""
+        return None, f"no nvidia/cuda {major_minor(v.cuda)} {request.flavor} image{cudnn}{where}"
+    fitting = [b for b in pool if b.python == cand.python]
+    if not fitting:
+        have = ", ".join(sorted({f"{b.os} (Python {b.python})" for b in pool}))
+        return None, f"no nvidia/cuda {major_minor(v.cuda)} image ships Python {cand.python}: {have}"
+    return max(fitting, key=lambda b: (_os_version(b.os), Version(b.cuda or "0"))), ""
+
+
+def _os_version(os_name: str) -> Version:
+    """'ubuntu24.04' -> 24.04, for "newest OS first"."""
+    digits = os_name.lstrip("abcdefghijklmnopqrstuvwxyz")
+    return Version(digits) if digits else Version("0")
+
+
+def _require_cuda_ok(matrix: Matrix, host: Host, image: BaseImage) -> tuple[bool, str]:
+    """Would the Container Toolkit start this image here (its NVIDIA_REQUIRE_CUDA)?"""
+    if host.driver is None or image.require_cuda is None:
+        return True, ""
+    native = native_cuda(matrix, host.driver)
+    if native is not None and Version(native) >= Version(image.require_cuda):
+        return True, ""
+    branch = driver_branch(host.driver)
+    refused = [
+        g
+        for g in host.gpus
+        if not any(r.brand == g.brand and r.branch == branch for r in image.require_rules)
+    ]
+    if not refused and host.gpus:
+        return True, f"allowed by the image's forward-compatibility exemption for branch R{branch}"
+    who = ", ".join(f"{g.name} (brand={g.brand or 'unknown'})" for g in refused) or "this host"
+    return False, (
+        f"{image.ref} carries NVIDIA_REQUIRE_CUDA cuda>={image.require_cuda}; driver {host.driver} "
+        f"supports CUDA {native} and the image exempts no such brand on branch R{branch} "
+        f"for {who}: the Container Toolkit would refuse to start it (bundled strategy avoids this)"
+    )
+
+
+def _evaluate(matrix: Matrix, request: Request, host: Host, cand: _Candidate) -> _Verdict:
+    rel, v = cand.release, cand.variant
+    if cand.python not in SpecifierSet(rel.python):
+        raise _Reject(
+            "python",
+            f"Python {cand.python} is outside {rel.framework} {rel.version}'s supported range {rel.python}",
+        )
+    notes: list[str] = []
+    gpus = host.gpus
+    if v.cuda is None:
+        if gpus and not request.cpu_only:
+            raise _Reject("variant", "CPU-only build, but this host has GPUs (use --cpu to allow it)")
+        if cand.strategy == "system-cuda":
+            raise _Reject("strategy", "a CPU-only build has no CUDA for a system-cuda image")
+    elif request.cpu_only:
+        raise _Reject("variant", "CUDA build, but a CPU-only stack was requested (--cpu)")
+    min_driver: str | None = None
+    full_driver = True
+    sass_everywhere = True
+    if v.cuda is not None:
+        floor = mvc_floor(matrix, v.cuda)
+        if v.min_driver and Version(v.min_driver) > Version(floor):
+            floor = v.min_driver
+        toolkit_driver = _first_release(matrix, v.cuda).min_driver
+        for g in gpus:
+            how = _coverage(v, g)
+            if how is None:
+                raise _Reject(
+                    "arch",
+                    f"no kernels for {g.name} (sm_{g.cc.replace('.', '')}): the build has SASS for "
+                    f"{', '.join(v.sass) or 'none'} and PTX for {', '.join(v.ptx) or 'none'}",
+                )
+            if how == "ptx":
+                sass_everywhere = False
+                notes.append(f"{g.name} runs this build through PTX JIT (slow first start)")
+                if Version(toolkit_driver) > Version(floor):
+                    floor = toolkit_driver
+        min_driver = floor
+        if host.driver is not None:
+            if Version(host.driver) < Version(floor):
+                raise _Reject("driver", _driver_reason(matrix, request, host, v, floor, gpus))
+            if Version(host.driver) < Version(toolkit_driver):
+                full_driver = False
+                notes.append(
+                    f"driver {host.driver} runs CUDA {v.cuda} builds through minor-version "
+                    f"compatibility (limited feature set; full support from {toolkit_driver})"
+                )
+    if cand.strategy == "bundled" and not v.bundled_packages:
+        raise _Reject("strategy", f"{rel.framework} {rel.version} publishes no wheels that bundle CUDA")
+    if cand.strategy == "system-cuda" and not v.system_packages:
+        raise _Reject("strategy", f"{rel.framework} {rel.version} has no build for a system CUDA")
+    image, why = _pick_base(matrix, request, cand)
+    if image is None:
+        raise _Reject("base-image", why)
+    if cand.strategy == "system-cuda":
+        ok, detail = _require_cuda_ok(matrix, host, image)
+        if not ok:
+            raise _Reject("require-cuda", detail)
+        if detail:
+            notes.append(detail)
+        if not v.uses_system_cuda:
+            notes.append(
+                f"{rel.framework} wheels bring their own CUDA libraries: the image's CUDA runtime "
+                "is a second copy (the bundled strategy avoids it)"
+            )
+        require = image.require_cuda
+    else:
+        require = native_cuda(matrix, min_driver) if min_driver else None
+    stack = _make_stack(cand, image, min_driver, require, tuple(notes))
+    return _Verdict(stack=stack, sass_everywhere=sass_everywhere, full_driver=full_driver)
+
+
+def _driver_reason(
+    matrix: Matrix, request: Request, host: Host, v: FrameworkVariant, floor: str, gpus: tuple[HostGpu, ...]
+) -> str:
+    assert v.cuda is not None and host.driver is not None
+    reason = (
+        f"driver {host.driver} < {floor} needed by CUDA {major_minor(v.cuda)} builds "
+        f"(minor-version-compatibility floor of CUDA {major(v.cuda)}.x"
+        + (f", or {v.name}'s own floor" if v.min_driver else "")
+        + ")"
+    )
+    fwd_ok = gpus and all(g.segment in matrix.cuda.forward_compat_segments for g in gpus)
+    if fwd_ok and not request.forward_compat:
+        reason += "; forward compatibility (cuda-compat) could apply on this data-center GPU"
+    elif not fwd_ok:
+        reason += "; forward compatibility (cuda-compat) does not apply to this GPU class"
+    return reason
+
+
+def _make_stack(
+    cand: _Candidate, image: BaseImage, min_driver: str | None, require: str | None, notes: tuple[str, ...]
+) -> Stack:
+    rel, v = cand.release, cand.variant
+    if cand.strategy == "system-cuda":
+        base = f"cuda{image.cuda}-{image.flavor}-{image.os}"
+        sid = f"{rel.framework}{rel.version}-{v.name}-py{cand.python}-{base}"
+        packages = v.system_packages
+    else:
+        sid = f"{rel.framework}{rel.version}-{v.name}-py{cand.python}-bundled-{image.os}"
+        packages = v.bundled_packages
+    return Stack(
+        id=sid,
+        framework=rel.framework,
+        version=rel.version,
+        variant=v.name,
+        cuda=v.cuda,
+        cudnn=v.cudnn,
+        nccl=v.nccl,
+        python=cand.python,
+        base_image=image.ref,
+        os=image.os,
+        strategy=cand.strategy,
+        flavor=image.flavor,
+        min_driver=min_driver,
+        require_cuda=f"cuda>={require}" if require else None,
+        sass=v.sass,
+        ptx=v.ptx,
+        index_url=v.index_url,
+        packages=packages,
+        companions=v.companion_packages,
+        python_install=image.python_install,
+        notes=notes,
+    )
+
+
+def _rank_key(verdict: _Verdict, request: Request) -> tuple[object, ...]:
+    s = verdict.stack
+    strategy_pref = 0 if (request.strategy or "bundled") == s.strategy else 1
+    return (
+        Version(s.version),
+        verdict.sass_everywhere,
+        verdict.full_driver,
+        -strategy_pref,
+        Version(s.cuda) if s.cuda else Version("0"),
+        Version(s.python),
+        s.id,
+    )
+
+
+# --------------------------------------------------------------------------- public API
+
+
+def resolve(matrix: Matrix, request: Request, host: Host) -> Resolution:
+    """Enumerate every candidate stack for `request` on `host`, reject each that cannot work (with
+    its reason), and rank the rest by the key in the module docstring.
+
+    Raises UsageError for a malformed or impossible request (no release matches the specifier,
+    unknown framework or strategy). An empty result is not an error here: `stack` is None and
+    `rejected` says why (the CLI maps it to NoCompatibleStackError).
+    """
+    table = framework_table(matrix, request.framework)
+    spec = parse_specifier(request.specifier, f"{request.framework} requirement")
+    releases = [r for r in table.releases if spec.contains(r.version, prereleases=True)]
+    if not releases:
+        known = ", ".join(r.version for r in table.releases[-6:])
+        raise UsageError(
+            f"no {request.framework} release matches {request.requirement!r}",
+            hint=f"envbuilder knows {request.framework} {table.releases[0].version} .. "
+            f"{table.releases[-1].version} (newest: {known})",
+        )
+    if request.strategy is not None and request.strategy not in STRATEGIES:
+        raise UsageError(f"unknown strategy {request.strategy!r}", hint="use system-cuda or bundled")
+    warnings: list[str] = []
+    if not host.gpus and not request.cpu_only:
+        warnings.append(
+            "no GPU on this host or given: resolving a CPU-only stack "
+            "(give --driver and --gpu/--cc to resolve for a GPU host)"
+        )
+        request = replace(request, cpu_only=True)
+    if host.gpus and host.driver is None:
+        warnings.append("no driver given: driver compatibility was not checked (give --driver)")
+    rejected = _check_gpu_support(matrix, host)
+    survivors: list[_Verdict] = []
+    if not rejected:
+        strategies = [request.strategy] if request.strategy else list(STRATEGIES)
+        for rel in reversed(releases):
+            for v in rel.variants:
+                for strategy in strategies:
+                    for py in _python_candidates(matrix, request, strategy):
+                        if request.python is None and py not in SpecifierSet(rel.python):
+                            continue  # not a candidate at all, nothing to explain
+                        cand = _Candidate(rel, v, strategy, py)
+                        try:
+                            survivors.append(_evaluate(matrix, request, host, cand))
+                        except _Reject as r:
+                            if r.component == "strategy" and v.cuda is None:
+                                continue
+                            rejected.append(
+                                Rejection(candidate=cand.label(), component=r.component, reason=r.reason)
+                            )
+    survivors.sort(key=lambda verdict: _rank_key(verdict, request), reverse=True)
+    best = survivors[0].stack if survivors else None
+    alternatives: list[Stack] = []
+    seen = {(best.version, best.variant, best.strategy)} if best else set()
+    for verdict in survivors[1:]:
+        s = verdict.stack
+        if (s.version, s.variant, s.strategy) in seen:
+            continue
+        seen.add((s.version, s.variant, s.strategy))
+        alternatives.append(s)
+        if len(alternatives) == MAX_ALTERNATIVES:
+            break
+    return Resolution(
+        request=request,
+        host=host,
+        stack=best,
+        alternatives=tuple(alternatives),
+        rejected=tuple(rejected),
+        warnings=tuple(warnings),
+    )
+
+
+def describe_gpu(gpu: HostGpu) -> str:
+    return f"{gpu.name} (sm_{cc_str(parse_cc(gpu.cc)).replace('.', '')})"

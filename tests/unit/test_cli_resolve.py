@@ -1,0 +1,138 @@
+"""CLI tests for `resolve` and `matrix check`: exit codes and messages of every error family."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from envbuilder.cli import cli
+from envbuilder.resources import matrices_dir
+
+
+def run(*args: str) -> tuple[int, str, str]:
+    result = CliRunner().invoke(cli, list(args))
+    return result.exit_code, result.stdout, result.stderr
+
+
+def test_resolve_given_host_prints_stack_and_alternatives() -> None:
+    code, out, _ = run(
+        "resolve", "--driver", "580.95.05", "--gpu", "Tesla V100-SXM2-16GB", "--framework", "torch==2.11.*"
+    )
+    assert code == 0
+    assert "stack torch2.11.0-cu126" in out
+    assert "rejected" in out
+
+
+def test_resolve_json_contract() -> None:
+    code, out, _ = run("resolve", "--json", "--driver", "580.159.04", "--gpu", "NVIDIA H200")
+    assert code == 0
+    doc = json.loads(out)
+    stack = doc["stack"]
+    for key in ("id", "framework", "cuda", "cudnn", "python", "base_image", "min_driver", "strategy"):
+        assert key in stack
+    assert set(stack["framework"]) == {"name", "version", "variant"}
+    assert doc["host"]["driver"] == "580.159.04"
+    assert doc["host"]["gpus"][0]["cc"] == "9.0"
+    assert isinstance(doc["alternatives"], list) and doc["alternatives"]
+    assert all(set(r) == {"candidate", "component", "reason"} for r in doc["rejected"])
+
+
+def test_explain_lists_every_rejection() -> None:
+    code, out, _ = run(
+        "resolve", "--explain", "--driver", "580.95.05", "--cc", "6.1", "--framework", "torch==2.11.*"
+    )
+    assert code == 0
+    assert "arch: no kernels for" in out
+
+
+def test_nothing_fits_exit_4_and_json_still_lists_rejections() -> None:
+    code, out, err = run(
+        "resolve",
+        "--json",
+        "--driver",
+        "580.95.05",
+        "--gpu",
+        "Tesla V100-SXM2-16GB",
+        "--framework",
+        "torch==2.15.*",
+    )
+    assert code == 4
+    doc = json.loads(out)
+    assert doc["stack"] is None and doc["rejected"]
+    assert "envbuilder: error: no compatible torch==2.15.* stack" in err
+    assert "hint: run with --explain" in err
+
+
+@pytest.mark.parametrize(
+    ("args", "message", "hint"),
+    [
+        (
+            ["--gpu", "NVIDIA GeForce RTX 5900", "--driver", "580.95.05"],
+            "unknown GPU 'NVIDIA GeForce RTX 5900' (closest known: 'NVIDIA GeForce RTX 5090'",
+            "--cc",
+        ),
+        (["--driver", "53x.1", "--cc", "8.0"], "malformed driver version '53x.1'", "nvidia-smi"),
+        (["--cc", "eight", "--driver", "580.95.05"], "malformed compute capability 'eight'", "MAJOR.MINOR"),
+        (
+            ["--cc", "4.2", "--driver", "580.95.05"],
+            "unknown compute capability '4.2'",
+            "known compute capabilities",
+        ),
+        (["--framework", "torch==2.x!", "--cc", "8.0"], "malformed framework requirement", "NAME[SPECIFIER]"),
+        (
+            ["--framework", "torch==9.9", "--cc", "8.0"],
+            "no torch release matches 'torch==9.9'",
+            "envbuilder knows torch",
+        ),
+        (["--framework", "caffe", "--cc", "8.0"], "unknown framework 'caffe'", "torch, tensorflow, jax"),
+        (["--python", "three", "--cc", "8.0"], "malformed Python version 'three'", "dotted numbers"),
+    ],
+)
+def test_bad_input_is_one_line_with_hint_and_exit_2(args: list[str], message: str, hint: str) -> None:
+    code, _, err = run("resolve", *args)
+    assert code == 2, err
+    lines = err.strip().splitlines()
+    assert lines[0].startswith("envbuilder: error: ") and message in lines[0]
+    assert lines[1].startswith("hint: ") and hint in lines[1]
+    assert "Traceback" not in err
+
+
+def test_matrix_check_passes_on_bundled_matrix() -> None:
+    code, out, _ = run("matrix", "check")
+    assert code == 0
+    assert "minimum drivers non-decreasing" in out
+
+
+def _broken_copy(tmp_path: Path, file: str, old: str, new: str) -> Path:
+    root = tmp_path / "m"
+    shutil.copytree(matrices_dir(), root)
+    path = root / file
+    text = path.read_text()
+    assert old in text, f"fixture text {old!r} not in {file}"
+    path.write_text(text.replace(old, new, 1))
+    return root
+
+
+@pytest.mark.parametrize(
+    ("file", "old", "new", "message"),
+    [
+        ("cuda.yaml", 'min_driver: "450.51.05"', "min_driver: 450.51", "cuda.yaml:"),
+        ("cuda.yaml", 'min_driver: "450.51.05"', 'min_driver: "999.1"', "minimum drivers never decrease"),
+        ("gpus.yaml", 'cc: "9.0"\n    brand', 'cc: "9.9"\n    brand', "not a known compute capability"),
+        ("frameworks/torch.yaml", "schema_version: 1", "schema_version: 7", "field 'schema_version'"),
+        ("base_images.yaml", "reviewed:", "reviewedx:", "field 'reviewed'"),
+        ("cuda.yaml", "releases:", "releases: [\n", "not valid YAML"),
+    ],
+)
+def test_corrupt_matrix_names_file_row_field_exit_3(
+    tmp_path: Path, file: str, old: str, new: str, message: str
+) -> None:
+    root = _broken_copy(tmp_path, file, old, new)
+    code, _, err = run("matrix", "check", "--dir", str(root))
+    assert code == 3, err
+    assert message in err
+    assert "Traceback" not in err

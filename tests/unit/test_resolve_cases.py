@@ -1,0 +1,84 @@
+"""Resolver cases as data: one file per real-world situation in tests/data/cases/.
+
+Each case gives a request and a host, and what must come out: the chosen stack's fields (glob
+patterns on dotted paths of the stack JSON, or `stack: null`), rejections that must be present
+(substrings of candidate and reason, exact component), and optional note/warning substrings.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from envbuilder.cli.options import host_from_options, request_from_options
+from envbuilder.matrix import load_matrix
+from envbuilder.resolve import resolve
+
+CASES = sorted((Path(__file__).parent.parent / "data" / "cases").glob("*.yaml"))
+
+
+def _dig(d: dict[str, Any], dotted: str) -> Any:
+    for part in dotted.split("."):
+        d = d[part]
+    return d
+
+
+@pytest.mark.parametrize("case_file", CASES, ids=[c.stem for c in CASES])
+def test_case(case_file: Path) -> None:
+    case = yaml.safe_load(case_file.read_text())
+    matrix = load_matrix()
+    req = case["request"]
+    request = request_from_options(
+        req["framework"],
+        req.get("python"),
+        req.get("strategy"),
+        req.get("os"),
+        req.get("flavor", "runtime"),
+        bool(req.get("cpu", False)),
+        bool(req.get("forward_compat", False)),
+    )
+    h = case["host"]
+    host = host_from_options(matrix, h.get("driver"), tuple(h.get("gpus", ())), tuple(h.get("ccs", ())))
+    if h.get("driver") is None and not h.get("gpus") and not h.get("ccs"):
+        from envbuilder.models import Host
+
+        host = Host(driver=None, gpus=(), source="given")
+    res = resolve(matrix, request, host)
+    doc = res.to_dict()
+    expect = case["expect"]
+    if expect["stack"] is None:
+        assert res.stack is None, f"expected no stack, got {res.stack and res.stack.id}"
+        assert res.rejected, "an empty result must explain itself"
+    else:
+        assert res.stack is not None, "no stack; rejections:\n" + "\n".join(
+            f"{r.candidate}: {r.component}: {r.reason}" for r in res.rejected
+        )
+        for path, pattern in expect["stack"].items():
+            value = str(_dig(doc["stack"], path))
+            assert fnmatch.fnmatch(value, pattern), f"stack.{path} = {value!r}, expected {pattern!r}"
+    for want in expect.get("rejected", []):
+        hits = [
+            r
+            for r in res.rejected
+            if want["candidate"] in r.candidate
+            and r.component == want["component"]
+            and want.get("reason", "").casefold() in r.reason.casefold()
+        ]
+        assert hits, f"no rejection like {want}; got:\n" + "\n".join(
+            f"{r.candidate}: {r.component}: {r.reason}" for r in res.rejected
+        )
+    if "only_components" in expect:
+        assert {r.component for r in res.rejected} <= set(expect["only_components"])
+    if "notes_contain" in expect:
+        assert res.stack is not None
+        assert any(expect["notes_contain"] in n for n in res.stack.notes), res.stack.notes
+    if "warnings_contain" in expect:
+        assert any(expect["warnings_contain"] in w for w in res.warnings), res.warnings
+
+
+def test_cases_exist() -> None:
+    assert len(CASES) >= 10
