@@ -23,7 +23,7 @@ docker_up() { timeout 10 docker info >/dev/null 2>&1; }
 registry_up() { curl -fsS -o /dev/null -m 3 "http://127.0.0.1:$1/v2/" 2>/dev/null \
   || [ "$(curl -s -o /dev/null -w '%{http_code}' -m 3 "http://127.0.0.1:$1/v2/")" = 401 ]; }
 image_up() { docker_up && docker image inspect "$BASE_IMAGE" >/dev/null 2>&1; }
-wheelhouse_up() { compgen -G "$WHEELHOUSE/torch-*.whl" >/dev/null; }
+wheelhouse_up() { compgen -G "$WHEELHOUSE/torch-*.whl" >/dev/null && compgen -G "$WHEELHOUSE/sympy-*.whl" >/dev/null; }
 
 all_up() { docker_up && image_up && wheelhouse_up && registry_up "$REG_PORT" && registry_up "$REG_AUTH_PORT"; }
 
@@ -97,8 +97,11 @@ fi
 if ! wheelhouse_up; then
   say "filling wheelhouse $WHEELHOUSE with $TORCH_REQ"
   mkdir -p "$WHEELHOUSE"
-  python3 -m pip download -q "$TORCH_REQ" --no-deps --only-binary=:all: -d "$WHEELHOUSE" \
-    || die "pip download $TORCH_REQ failed"
+  # With its dependencies (filelock, sympy, ...): an offline build installs with --no-index.
+  # The torch CPU wheel comes from this machine's local find-links; the small ones from PyPI.
+  python3 -m pip download -q "$TORCH_REQ" pip setuptools wheel --only-binary=:all: \
+    -d "$WHEELHOUSE" 2>&1 | grep -v "is ignored: it is neither" >&2 || true
+  wheelhouse_up || die "pip download $TORCH_REQ into $WHEELHOUSE failed (see above)"
 fi
 
 # 5. Registries.
