@@ -435,3 +435,111 @@ def _build_failure(code: int, parser: ProgressParser) -> BuildFailedError:
         f"docker build failed (exit {code}){where}\n--- last {len(parser.tail)} log lines ---\n{tail}",
         hint="fix the failing step above and build again; nothing was tagged",
     )
+
+
+# --------------------------------------------------------------------------- run_container
+# Added for certify (and later `run`): a container with devices, mounts, shm, ulimits, env, its
+# stderr streamed line by line, its stdout collected.
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ContainerRun:
+    """What to run and with what: the structured twin of a `docker run` command line."""
+
+    image: str
+    command: tuple[str, ...]
+    env: Mapping[str, str] = field(default_factory=dict)
+    devices: tuple[str, ...] = ()  # host device nodes, given at the same path (rwm)
+    gpus_all: bool = False  # `--gpus all`: DeviceRequest(count=-1, capabilities=[["gpu"]])
+    cdi_devices: tuple[str, ...] = ()  # `--device nvidia.com/gpu=all` (engines with CDI)
+    binds: tuple[tuple[str, str, bool], ...] = ()  # (host path, container path, read_only)
+    shm_size: int | None = None  # bytes
+    ulimits: tuple[tuple[str, int, int], ...] = ()  # (name, soft, hard)
+    network: str | None = "none"  # None: the daemon's default network
+    user: str | None = None
+    timeout_s: float | None = None  # kill the container after this long (exit code 124)
+
+
+def run_container(
+    spec: ContainerRun,
+    *,
+    on_stderr: Callable[[str], None] | None = None,
+    engine: DockerEngine | None = None,
+) -> RunResult:
+    """Create, start and follow a container; call `on_stderr` with each stderr line as it comes;
+    return its exit code, whole stdout and stderr. The container is removed in every case
+    (also on Ctrl-C, which is re-raised). A timeout kills it and returns exit code 124.
+
+    Raises DockerUnavailableError when the daemon is down or refuses the container (unknown image,
+    a device request no runtime can serve: "could not select device driver").
+    """
+    import contextlib
+    import threading
+
+    import docker.types
+
+    client = (engine or DockerEngine()).client
+    requests = []
+    if spec.gpus_all:
+        requests.append(docker.types.DeviceRequest(count=-1, capabilities=[["gpu"]]))
+    if spec.cdi_devices:
+        requests.append(docker.types.DeviceRequest(driver="cdi", device_ids=list(spec.cdi_devices)))
+    kwargs: dict[str, Any] = {
+        "environment": dict(spec.env),
+        "devices": [f"{d}:{d}:rwm" for d in spec.devices],
+        "device_requests": requests or None,
+        "mounts": [
+            docker.types.Mount(target=dst, source=src, type="bind", read_only=ro)
+            for src, dst, ro in spec.binds
+        ],
+        "ulimits": [docker.types.Ulimit(name=n, soft=s, hard=h) for n, s, h in spec.ulimits] or None,
+        "shm_size": spec.shm_size,
+        "network_mode": spec.network,
+        "user": spec.user,
+    }
+    try:
+        container = client.containers.create(spec.image, list(spec.command), **kwargs)
+    except docker.errors.DockerException as exc:
+        raise DockerUnavailableError(f"docker create {spec.image} failed: {exc}") from exc
+    timed_out = threading.Event()
+
+    def _kill() -> None:
+        timed_out.set()
+        with contextlib.suppress(docker.errors.DockerException):
+            container.kill()
+
+    timer = threading.Timer(spec.timeout_s, _kill) if spec.timeout_s else None
+    err_lines: list[str] = []
+
+    def _line(raw: bytes) -> None:
+        text = raw.decode(errors="replace").rstrip("\r")
+        err_lines.append(text)
+        if on_stderr is not None:
+            on_stderr(text)
+
+    try:
+        container.start()
+        if timer is not None:
+            timer.daemon = True
+            timer.start()
+        buf = b""
+        for chunk in container.logs(stream=True, follow=True, stdout=False, stderr=True):
+            buf += chunk
+            while b"\n" in buf:
+                raw, buf = buf.split(b"\n", 1)
+                _line(raw)
+        if buf:
+            _line(buf)
+        status = container.wait()
+        out = container.logs(stdout=True, stderr=False).decode(errors="replace")
+    except docker.errors.DockerException as exc:
+        raise DockerUnavailableError(f"docker run {spec.image} failed: {exc}") from exc
+    finally:
+        if timer is not None:
+            timer.cancel()
+        with contextlib.suppress(docker.errors.DockerException):
+            container.remove(force=True)
+    code = 124 if timed_out.is_set() else int(status.get("StatusCode", -1))
+    if timed_out.is_set():
+        err_lines.append(f"envbuilder: container killed after {spec.timeout_s:g} s")
+    return RunResult(exit_code=code, stdout=out, stderr="\n".join(err_lines))
