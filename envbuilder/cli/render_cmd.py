@@ -1,0 +1,165 @@
+"""`envbuilder render images/NAME.yaml`: resolve the spec's stack for a host, write the build context."""
+
+from __future__ import annotations
+
+import json
+import shlex
+from pathlib import Path
+
+import click
+
+from envbuilder.cli import cli
+from envbuilder.cli.options import host_from_options, host_options
+from envbuilder.errors import NoCompatibleStackError
+from envbuilder.models import Stack
+from envbuilder.render import (
+    SECRET_CA,
+    SECRET_EXTRA_INDEX,
+    SECRET_INDEX,
+    RenderOptions,
+    render_dockerfile,
+    uses_system_cuda,
+    write_build_context,
+)
+from envbuilder.spec import ImageSpec, load_spec
+
+SECRET_IDS = (SECRET_CA, SECRET_INDEX, SECRET_EXTRA_INDEX)
+
+
+def regenerate_command(
+    spec_path: str, driver: str | None, gpus: tuple[str, ...], ccs: tuple[str, ...], cpu: bool
+) -> str:
+    """The command line printed in the Dockerfile header: how to render this file again."""
+    argv = ["envbuilder", "render", spec_path]
+    if driver:
+        argv += ["--driver", driver]
+    for gpu in gpus:
+        argv += ["--gpu", gpu]
+    for cc in ccs:
+        argv += ["--cc", cc]
+    if cpu:
+        argv.append("--cpu")
+    return shlex.join(argv)
+
+
+def prepare(
+    spec_path: Path,
+    *,
+    driver: str | None = None,
+    gpus: tuple[str, ...] = (),
+    ccs: tuple[str, ...] = (),
+    cpu_only: bool = False,
+    base_image: str | None = None,
+    wheelhouse: Path | None = None,
+    secrets: tuple[str, ...] = (),
+) -> tuple[ImageSpec, Stack, RenderOptions]:
+    """Load the spec, resolve its stack for the host given (or this one), choose render options.
+
+    Raises SpecError, UsageError, MatrixError, NoCompatibleStackError. Warnings go to stderr.
+    """
+    from envbuilder.matrix import load_matrix
+    from envbuilder.resolve import resolve as resolve_stack
+
+    spec = load_spec(spec_path)
+    matrix = load_matrix()
+    host = host_from_options(matrix, driver, gpus, ccs)
+    resolution = resolve_stack(matrix, spec.to_request(cpu_only=cpu_only), host)
+    for warning in resolution.warnings:
+        click.echo(f"warning: {warning}", err=True)
+    stack = resolution.stack
+    if stack is None:
+        raise NoCompatibleStackError(
+            f"{spec_path}: no compatible {spec.framework}{spec.specifier} stack for this host "
+            f"({len(resolution.rejected)} candidates rejected)",
+            hint=f"run `envbuilder resolve --framework '{spec.framework}{spec.specifier}' --explain`",
+        )
+    options = RenderOptions(
+        base_image=base_image,
+        wheelhouse=wheelhouse,
+        ca_secret=SECRET_CA in secrets,
+        index_secret=SECRET_INDEX in secrets,
+        extra_index_secret=SECRET_EXTRA_INDEX in secrets,
+        uses_system_cuda=uses_system_cuda(matrix, stack),
+        regenerate=regenerate_command(str(spec_path), driver, gpus, ccs, cpu_only),
+    )
+    return spec, stack, options
+
+
+@cli.command()
+@click.argument("spec_path", type=click.Path(dir_okay=False, path_type=Path))
+@host_options
+@click.option("--cpu", "cpu_only", is_flag=True, help="Resolve a CPU-only stack.")
+@click.option(
+    "--out",
+    "out_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Folder for Dockerfile + context/ (default: build/NAME).",
+)
+@click.option(
+    "--base-image",
+    metavar="REF",
+    default=None,
+    help="Build FROM this image instead of the resolved base (e.g. a local test image).",
+)
+@click.option(
+    "--wheelhouse",
+    type=click.Path(file_okay=False, exists=True, path_type=Path),
+    default=None,
+    help="Install every wheel from this folder, offline (--no-index).",
+)
+@click.option(
+    "--secret",
+    "secrets",
+    multiple=True,
+    type=click.Choice(SECRET_IDS),
+    help="Read this BuildKit secret in the pip steps (ca: CA bundle; pip_index_url, "
+    "pip_extra_index_url: private index with its token). Repeatable.",
+)
+@click.option("--print", "print_only", is_flag=True, help="Print the Dockerfile to stdout and write nothing.")
+@click.option("--json", "as_json", is_flag=True, help="Print what was written as JSON.")
+def render(
+    spec_path: Path,
+    driver: str | None,
+    gpus: tuple[str, ...],
+    ccs: tuple[str, ...],
+    cpu_only: bool,
+    out_dir: Path | None,
+    base_image: str | None,
+    wheelhouse: Path | None,
+    secrets: tuple[str, ...],
+    print_only: bool,
+    as_json: bool,
+) -> None:
+    """Resolve the stack of an image spec for this host (or --driver/--gpu/--cc) and render it.
+
+    Exit codes: 0 written; 2 bad input; 3 bad matrix; 4 no compatible stack; 10 bad spec value.
+    """
+    spec, stack, options = prepare(
+        spec_path,
+        driver=driver,
+        gpus=gpus,
+        ccs=ccs,
+        cpu_only=cpu_only,
+        base_image=base_image,
+        wheelhouse=wheelhouse,
+        secrets=secrets,
+    )
+    if print_only:
+        click.echo(render_dockerfile(spec, stack, options), nl=False)
+        return
+    rendered = write_build_context(spec, stack, out_dir or Path("build") / spec.name, options)
+    if as_json:
+        doc = {
+            "dockerfile": str(rendered.dockerfile),
+            "context_dir": str(rendered.context_dir),
+            "dockerfile_sha256": rendered.dockerfile_sha256,
+            "lock_hash": rendered.lock_hash,
+            "secrets": sorted(secrets),
+            "stack": rendered.stack.to_dict(),
+        }
+        click.echo(json.dumps(doc, indent=2, sort_keys=True))
+    else:
+        click.echo(f"stack {rendered.stack.id}")
+        click.echo(f"wrote {rendered.dockerfile} (sha256 {rendered.dockerfile_sha256[:12]})")
+        click.echo(f"context {rendered.context_dir}")

@@ -1,0 +1,190 @@
+"""Image specs: every field validated, hostile values refused with file, field and value named."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from render_cases import spec
+
+from envbuilder.errors import SpecError
+from envbuilder.resources import images_dir
+from envbuilder.spec import load_spec, parse_spec
+
+
+def refused(**fields: Any) -> SpecError:
+    with pytest.raises(SpecError) as info:
+        spec(**fields)
+    return info.value
+
+
+def test_shipped_specs_load() -> None:
+    names = {load_spec(p).name for p in sorted(images_dir().glob("*.yaml"))}
+    assert {"pytorch-train", "pytorch-devel", "tensorflow-train", "jax-train"} <= names
+
+
+def test_pytorch_train_is_the_field_guide_image() -> None:
+    s = load_spec(images_dir() / "pytorch-train.yaml")
+    assert s.framework == "torch"
+    assert s.companions == ("torchvision",)
+    assert {r.split(">")[0] for r in s.requirements} == {"numpy", "pillow"}
+    assert s.certify.level == "default"
+
+
+def test_lists_are_sorted_and_deduplicated() -> None:
+    s = spec(apt=["libgl1", "git", "git"], requirements=["pillow>=10", "Numpy>=1", "pillow>=10"])
+    assert s.apt == ("git", "libgl1")
+    assert s.requirements == ("Numpy>=1", "pillow>=10")
+
+
+def test_request_from_spec() -> None:
+    s = spec(python="3.11", strategy="system-cuda", flavor="devel")
+    req = s.to_request(cpu_only=True)
+    assert (req.framework, req.specifier, req.python) == ("torch", "==2.11.*", "3.11")
+    assert (req.strategy, req.flavor, req.cpu_only) == ("system-cuda", "devel", True)
+
+
+def test_error_names_file_field_and_value() -> None:
+    err = refused(apt=["git", "curl; rm -rf /"])
+    assert "images/test.yaml" in err.message
+    assert "apt[1]" in err.message
+    assert "curl; rm -rf /" in err.message
+    assert err.hint
+
+
+@pytest.mark.parametrize(
+    "req",
+    [
+        "https://evil.example/x.whl",
+        "pkg @ https://evil.example/pkg.whl",
+        "./local/path",
+        "/abs/path.whl",
+        "-e .",
+        "--index-url=https://x",
+        "numpy\nRUN curl evil",
+        "numpy && curl evil",
+        "numpy|sh",
+        "numpy`id`",
+        "numpy$(id)",
+        "numpy\\",
+        'numpy"',
+        "numpy'",
+        "numpy #comment",
+        "numpy\x00",
+        "numpy\u2028RUN x",
+        "numpy>=1; python_version>'3' ; os_name=='nt'",
+        "numpy (>=1.0)",
+        "numpy  >=1",
+        "",
+    ],
+)
+def test_hostile_requirements_refused(req: str) -> None:
+    err = refused(requirements=[req])
+    assert "requirements[0]" in err.message
+
+
+@pytest.mark.parametrize(
+    ("req", "canonical"),
+    [
+        ("numpy", "numpy"),
+        ("numpy>=1.26", "numpy>=1.26"),
+        ("numpy>=1.26,<3", "numpy<3,>=1.26"),
+        ("uvicorn[standard]>=0.30", "uvicorn[standard]>=0.30"),
+        ("numpy; python_version >= '3.10'", 'numpy; python_version >= "3.10"'),
+        ('numpy==2.1.*;python_version>"3.9"', 'numpy==2.1.*; python_version > "3.9"'),
+    ],
+)
+def test_valid_requirements_are_canonical(req: str, canonical: str) -> None:
+    assert spec(requirements=[req]).requirements == (canonical,)
+
+
+def test_framework_and_companions_cannot_be_requirements() -> None:
+    assert "pinned by the stack" in refused(requirements=["torch>=2"]).message
+    assert "pinned by the stack" in refused(requirements=["TorchVision"]).message
+
+
+@pytest.mark.parametrize(
+    "name", ["Git", "g", "git curl", "git\n", "-x", "git=1.0 evil", "git=", "gi$t", "git;ls"]
+)
+def test_hostile_apt_names_refused(name: str) -> None:
+    refused(apt=[name])
+
+
+def test_apt_version_pin_allowed() -> None:
+    assert spec(apt=["git=1:2.39.5-0+deb12u1"]).apt == ("git=1:2.39.5-0+deb12u1",)
+
+
+@pytest.mark.parametrize("key", ["lower", "1X", "A-B", "A B", "X\nRUN", "PATH", "LD_LIBRARY_PATH",
+                                 "NVIDIA_REQUIRE_CUDA", "ENVBUILDER_HARNESS", "A" * 65])
+def test_bad_env_keys_refused(key: str) -> None:
+    refused(env={key: "1"})
+
+
+@pytest.mark.parametrize("value", ["a\nRUN x", 'a"b', "a\\b", "$HOME", "`id`", "\x7f", "é", True, 1.5])
+def test_bad_env_values_refused(value: object) -> None:
+    refused(env={"X": value})
+
+
+def test_env_int_becomes_string() -> None:
+    assert spec(env={"OMP_NUM_THREADS": 8}).env == (("OMP_NUM_THREADS", "8"),)
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [
+        {"name": "Bad Name"},
+        {"name": None},
+        {"framework": "torch[extra]==2.11"},
+        {"framework": "torch; python_version>'3'"},
+        {"python": 3.12},
+        {"python": "3"},
+        {"strategy": "docker"},
+        {"flavor": "base"},
+        {"flavor": "devel"},  # devel without system-cuda
+        {"companions": ["Torch Vision"]},
+        {"user": {"name": "root!", "uid": 1000}},
+        {"user": {"uid": 0}},
+        {"user": {"uid": "1000"}},
+        {"user": {"gid": 5}},
+        {"workdir": "relative"},
+        {"workdir": "/a/../etc"},
+        {"workdir": "/a b"},
+        {"certify": {"level": "extreme"}},
+        {"certify": {"thresholds": {"min_tflops": -1}}},
+        {"certify": {"thresholds": {"min_tflops": float("nan")}}},
+        {"certify": {"bogus": 1}},
+        {"description": "it's"},
+        {"source": "http://insecure.example"},
+        {"requirements": "numpy"},
+        {"requirements": [f"pkg{i}" for i in range(201)]},
+        {"unknown_field": 1},
+        {"schema_version": 2},
+    ],
+)
+def test_bad_fields_refused(fields: dict[str, Any]) -> None:
+    refused(**fields)
+
+
+def test_certify_thresholds() -> None:
+    s = spec(certify={"level": "quick", "thresholds": {"min_tflops": 300, "max_step_ms": 2.5}})
+    assert s.certify.level == "quick"
+    assert s.certify.thresholds == (("max_step_ms", 2.5), ("min_tflops", 300.0))
+
+
+def test_load_errors(tmp_path: Path) -> None:
+    with pytest.raises(SpecError, match="cannot read"):
+        load_spec(tmp_path / "missing.yaml")
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("name: [unclosed\n", encoding="utf-8")
+    with pytest.raises(SpecError, match="not valid YAML"):
+        load_spec(bad)
+    bad.write_text("- a list\n", encoding="utf-8")
+    with pytest.raises(SpecError, match="expected a mapping"):
+        load_spec(bad)
+
+
+def test_to_dict_is_canonical() -> None:
+    a = parse_spec({"name": "x", "framework": "jax", "apt": ["b-1", "a-1"]})
+    b = parse_spec({"name": "x", "framework": "jax", "apt": ["a-1", "b-1"]}, "elsewhere.yaml")
+    assert a.to_dict() == b.to_dict()
