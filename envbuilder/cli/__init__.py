@@ -62,3 +62,4 @@ def main() -> None:
 from envbuilder.cli import matrix_cmd
 from envbuilder.cli import resolve_cmd
 from envbuilder.cli import render_cmd
+from envbuilder.cli import build_cmd

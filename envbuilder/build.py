@@ -1,0 +1,315 @@
+"""`envbuilder build`: spec + stack (fresh or from a lock) -> render -> BuildKit build -> lock.
+
+Order matters for the guarantees: the image is built untagged; only after it succeeded and was
+inspected are tags applied, then the lock is written atomically. Anything that fails or is
+interrupted before that leaves no new tag and the old lock file byte-for-byte intact.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import tempfile
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Protocol
+
+from envbuilder.engine import BuildKitCli, BuildResult, BuildSecret, ImageInfo
+from envbuilder.errors import BuildFailedError, RegistryError, SpecError, UsageError
+from envbuilder.lock import BuildRecord, LockFile, read_lock, write_lock
+from envbuilder.models import Resolution, Stack
+from envbuilder.progress import BuildEvent
+from envbuilder.render import (
+    SECRET_CA,
+    SECRET_EXTRA_INDEX,
+    SECRET_INDEX,
+    VENV,
+    RenderOptions,
+    rendered_stack,
+    write_build_context,
+)
+from envbuilder.spec import ImageSpec, parse_spec
+
+TAG_RE = re.compile(
+    r"^(?:[a-z0-9.-]+(?::\d{1,5})?/)?[a-z0-9]+(?:[._-]+[a-z0-9]+)*(?:/[a-z0-9]+(?:[._-]+[a-z0-9]+)*)*"
+    r"(?::[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?$"
+)
+REGISTRY_RE = re.compile(r"^[a-z0-9.-]+(?::\d{1,5})?(?:/[a-z0-9._-]+)*$")
+
+
+class Engine(Protocol):
+    """What build needs from engine.DockerEngine (tests pass a FakeEngine)."""
+
+    def ping(self) -> None: ...
+    def buildkit_cli(self) -> BuildKitCli: ...
+    def build(
+        self,
+        context: Path,
+        dockerfile: Path,
+        *,
+        secrets: Sequence[BuildSecret] = (),
+        build_args: Mapping[str, str] | None = None,
+        build_contexts: Mapping[str, Path] | None = None,
+        no_cache: bool = False,
+        on_event: Callable[[BuildEvent], None] | None = None,
+    ) -> BuildResult: ...
+    def inspect_image(self, ref: str) -> ImageInfo | None: ...
+    def tag(self, image: str, ref: str) -> None: ...
+    def remove_image(self, ref: str, *, force: bool = False) -> bool: ...
+    def pip_freeze(self, image: str, python: str = ...) -> tuple[str, ...]: ...
+    def push(self, ref: str) -> str: ...
+    def pull(self, ref: str) -> ImageInfo: ...
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BuildOptions:
+    base_image: str | None = None  # override the stack's base (a local image in tests)
+    wheelhouse: Path | None = None  # offline: install only from these wheels
+    secrets: tuple[BuildSecret, ...] = ()
+    tags: tuple[str, ...] = ()  # extra tags beyond envbuilder/NAME:<stack-id>
+    push: str | None = None  # registry host[:port][/prefix]
+    lock_out: Path | None = None
+    no_cache: bool = False
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BuildPlan:
+    """Everything decided before Docker is touched."""
+
+    spec: ImageSpec
+    stack: Stack  # the resolved stack (overrides are render options, noted in the image label)
+    resolution: dict[str, Any]
+    base_ref: str  # what FROM will name
+    lock_out: Path
+    previous: BuildRecord | None = None  # from --lock: what to reproduce
+    warnings: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BuildOutcome:
+    lock: LockFile
+    lock_path: Path
+    image: ImageInfo
+    result: BuildResult
+    tags: tuple[str, ...]
+    pushed: tuple[str, ...]
+    warnings: tuple[str, ...] = field(default=())
+
+
+def stack_tag(stack: Stack) -> str:
+    """The stack id as a Docker tag (characters Docker refuses become '-')."""
+    tag = re.sub(r"[^A-Za-z0-9_.-]", "-", stack.id).lstrip(".-")
+    return tag[:128] or "latest"
+
+
+def default_tag(spec: ImageSpec, stack: Stack) -> str:
+    return f"envbuilder/{spec.name}:{stack_tag(stack)}"
+
+
+def plan_from_spec(
+    spec: ImageSpec, resolution: Resolution, options: BuildOptions, spec_path: Path
+) -> BuildPlan:
+    """Plan a fresh build. Raises SpecError when the resolution holds no stack."""
+    if resolution.stack is None:
+        raise SpecError(f"{spec_path}: no stack to build", hint="resolve must succeed first")
+    lock_out = options.lock_out or spec_path.with_name(f"{spec_path.stem}.lock.json")
+    return BuildPlan(
+        spec=spec,
+        stack=resolution.stack,
+        resolution=resolution.to_dict(),
+        base_ref=options.base_image or resolution.stack.base_image,
+        lock_out=lock_out,
+        warnings=resolution.warnings,
+    )
+
+
+def plan_from_lock(lock_path: Path, options: BuildOptions, spec: ImageSpec | None = None) -> BuildPlan:
+    """Plan a rebuild from a lock: its stack, its spec (unless given) and its pinned base.
+
+    Raises SpecError (malformed lock, or a lock without a spec and none given).
+    """
+    lock = read_lock(lock_path)
+    if spec is None:
+        if lock.spec is None:
+            raise SpecError(
+                f"{lock_path}: holds no image spec (written by `resolve --lock`)",
+                hint="give the spec too: envbuilder build images/NAME.yaml --lock FILE",
+            )
+        spec = parse_spec(lock.spec, lock.spec_path or str(lock_path))
+    warnings: list[str] = []
+    prev = lock.build
+    base = options.base_image or (prev.base_image if prev else None) or lock.stack.base_image
+    return BuildPlan(
+        spec=spec,
+        stack=lock.stack,
+        resolution=lock.resolution,
+        base_ref=base,
+        lock_out=options.lock_out or lock_path,
+        previous=prev,
+        warnings=tuple(warnings),
+    )
+
+
+def render_options(plan: BuildPlan, options: BuildOptions) -> RenderOptions:
+    ids = {s.id for s in options.secrets}
+    return RenderOptions(
+        base_image=plan.base_ref if plan.base_ref != plan.stack.base_image else None,
+        wheelhouse=options.wheelhouse,
+        ca_secret=SECRET_CA in ids,
+        index_secret=SECRET_INDEX in ids,
+        extra_index_secret=SECRET_EXTRA_INDEX in ids,
+        regenerate=f"envbuilder build images/{plan.spec.name}.yaml",
+    )
+
+
+def _check_inputs(plan: BuildPlan, options: BuildOptions) -> list[str]:
+    for s in options.secrets:
+        if not s.src.is_file():
+            raise UsageError(f"secret {s.id!r}: {s.src} is not a readable file")
+    for tag in options.tags:
+        if not TAG_RE.match(tag):
+            raise UsageError(f"--tag {tag!r} is not a valid image reference", hint="e.g. myorg/train:v1")
+    if options.push is not None and not REGISTRY_RE.match(options.push):
+        raise UsageError(f"--push {options.push!r} is not a registry address", hint="e.g. 127.0.0.1:5000")
+    tags = [default_tag(plan.spec, plan.stack), *options.tags]
+    return list(dict.fromkeys(tags))
+
+
+def _pin_base(engine: Engine, plan: BuildPlan) -> tuple[str, str | None, list[str]]:
+    """(FROM reference, recorded digest, warnings). A base with a registry digest is pinned as
+    `ref@sha256:...`; a local-only base (docker import, local build) is recorded by image ID."""
+    warnings: list[str] = []
+    ref = plan.base_ref
+    info = engine.inspect_image(ref)
+    if info is None:
+        try:
+            info = engine.pull(ref)
+        except RegistryError as exc:  # BuildKit will try (and report) itself
+            warnings.append(f"base {ref} is not local and could not be pulled first: {exc}")
+            return ref, None, warnings
+    if "@sha256:" in ref:
+        return ref, ref, warnings
+    prev = plan.previous
+    recorded = prev.base_image_digest if prev else None
+    if recorded and "@" not in recorded and recorded != info.id:
+        warnings.append(
+            f"base {ref} is now image {info.id[:19]}, the lock recorded "
+            f"{recorded[:19]}: the rebuild will differ"
+        )
+    name = ref if "/" in ref.rsplit(":", 1)[-1] else ref.rsplit(":", 1)[0]
+    aliases = {name, f"docker.io/{name}", f"docker.io/library/{name}"}
+    for d in info.repo_digests:
+        repo, _, digest = d.partition("@")
+        if repo in aliases:
+            pinned = f"{ref}@{digest}"
+            return pinned, pinned, warnings
+    return ref, info.id, warnings
+
+
+def run_build(
+    plan: BuildPlan,
+    options: BuildOptions,
+    engine: Engine,
+    *,
+    on_event: Callable[[BuildEvent], None] | None = None,
+    work_dir: Path | None = None,
+) -> BuildOutcome:
+    """Render, build, inspect, freeze, tag, write the lock, push.
+
+    Raises DockerUnavailableError, BuildKitMissingError, BuildFailedError, SpecError, UsageError,
+    RegistryError (push: the image stays tagged, the lock is written without `pushed`);
+    KeyboardInterrupt passes through after rolling back tags, the lock untouched.
+    """
+    tags = _check_inputs(plan, options)
+    engine.ping()
+    engine.buildkit_cli()
+    from_ref, base_digest, warnings = _pin_base(engine, plan)
+    warnings = [*plan.warnings, *warnings]
+    plan = replace(plan, base_ref=from_ref)
+    ropts = render_options(plan, options)
+    # The stack as it lands in the image (base override noted, companions chosen): the lock
+    # records this one, so its hash equals the image's io.envbuilder.lock-hash label.
+    built_stack = rendered_stack(plan.spec, plan.stack, ropts)
+    tmp = Path(tempfile.mkdtemp(prefix="envbuilder-render-", dir=work_dir))
+    try:
+        rendered = write_build_context(plan.spec, plan.stack, tmp / "build", ropts)
+        if plan.previous and plan.previous.dockerfile_sha256 != rendered.dockerfile_sha256:
+            warnings.append(
+                "the rendered Dockerfile differs from the one the lock records "
+                f"({rendered.dockerfile_sha256[:12]} vs {plan.previous.dockerfile_sha256[:12]}): "
+                "check --wheelhouse/--secret/--base-image match the original build"
+            )
+        result = engine.build(
+            rendered.context_dir,
+            rendered.dockerfile,
+            secrets=options.secrets,
+            no_cache=options.no_cache,
+            on_event=on_event,
+        )
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    image = engine.inspect_image(result.image_id)
+    if image is None:
+        raise BuildFailedError(f"the build reported image {result.image_id}, which is not there")
+    packages = engine.pip_freeze(result.image_id, f"{VENV}/bin/python")
+    record = BuildRecord(
+        image_id=result.image_id,
+        base_image=plan.base_ref,
+        base_image_digest=base_digest,
+        dockerfile_sha256=rendered.dockerfile_sha256,
+        packages=packages,
+        tags=tuple(tags),
+    )
+    lock = LockFile(
+        resolution=plan.resolution,
+        stack=built_stack,
+        spec=plan.spec.to_dict(),
+        spec_path=plan.spec.path,
+        build=record,
+    )
+    label = image.labels.get("io.envbuilder.lock-hash")
+    if label != lock.hash:
+        warnings.append(f"image label io.envbuilder.lock-hash {label} differs from the lock's {lock.hash}")
+    _tag_and_lock(engine, result.image_id, tags, plan.lock_out, lock)
+    pushed: tuple[str, ...] = ()
+    if options.push:
+        pushed = (push_image(engine, result.image_id, plan, options.push),)
+        lock = lock.with_build(replace(record, pushed=pushed))
+        write_lock(plan.lock_out, lock)
+    return BuildOutcome(
+        lock=lock,
+        lock_path=plan.lock_out,
+        image=engine.inspect_image(result.image_id) or image,
+        result=result,
+        tags=tuple(tags),
+        pushed=pushed,
+        warnings=tuple(warnings),
+    )
+
+
+def _tag_and_lock(engine: Engine, image_id: str, tags: list[str], lock_out: Path, lock: LockFile) -> None:
+    """Tag, then write the lock; on any failure (Ctrl-C too) put the old tags back."""
+    before = {t: engine.inspect_image(t) for t in tags}
+    try:
+        for t in tags:
+            engine.tag(image_id, t)
+        write_lock(lock_out, lock)
+    except BaseException:
+        for t, old in before.items():
+            if old is None:
+                engine.remove_image(t)
+            elif old.id != image_id:
+                engine.tag(old.id, t)
+        raise
+
+
+def push_image(engine: Engine, image_id: str, plan: BuildPlan, registry: str) -> str:
+    """Tag for `registry` and push; return registry/name@sha256:... Raises RegistryError."""
+    repo = f"{registry}/envbuilder/{plan.spec.name}"
+    ref = f"{repo}:{stack_tag(plan.stack)}"
+    engine.tag(image_id, ref)
+    digest = engine.push(ref)
+    if not digest.startswith("sha256:"):
+        raise RegistryError(f"push of {ref} returned {digest!r}, not a digest")
+    return f"{repo}@{digest}"

@@ -1,0 +1,217 @@
+"""`envbuilder build`: resolve (or read a lock), render, build with BuildKit, tag, lock, push."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+from typing import IO, Any
+
+import click
+
+from envbuilder.build import BuildOptions, BuildOutcome, plan_from_lock, plan_from_spec, run_build
+from envbuilder.cli import cli
+from envbuilder.cli.options import host_from_options, host_options
+from envbuilder.engine import BuildSecret, DockerEngine
+from envbuilder.errors import NoCompatibleStackError, UsageError
+from envbuilder.models import Resolution
+from envbuilder.progress import BuildEvent, step_instruction
+from envbuilder.render import SECRET_CA, SECRET_INDEX
+from envbuilder.spec import ImageSpec, load_spec
+
+_FILE = click.Path(exists=True, dir_okay=False, path_type=Path)
+
+
+def parse_secret(text: str) -> BuildSecret:
+    """`id=NAME,src=FILE` (docker's syntax; `source=` too). Raises UsageError."""
+    fields: dict[str, str] = {}
+    for part in text.split(","):
+        key, sep, value = part.partition("=")
+        if not sep or not value:
+            raise UsageError(f"--secret {text!r}: expected id=NAME,src=FILE")
+        fields[key.strip()] = value.strip()
+    sid, src = fields.get("id"), fields.get("src") or fields.get("source")
+    if not sid or not src:
+        raise UsageError(f"--secret {text!r}: expected id=NAME,src=FILE")
+    if not Path(src).is_file():
+        raise UsageError(f"--secret {text!r}: {src} is not a file")
+    return BuildSecret(id=sid, src=Path(src))
+
+
+class ProgressDisplay:
+    """Current step k/n, its instruction and the elapsed time on stderr: one updating line on a
+    TTY, a plain line per step otherwise (CI logs)."""
+
+    def __init__(self, stream: IO[str] | None = None, tty: bool | None = None) -> None:
+        self.stream = stream or sys.stderr
+        self.tty = self.stream.isatty() if tty is None else tty
+        self.started = time.monotonic()
+        self.width = 100
+        self._dirty = False
+
+    def __call__(self, event: BuildEvent) -> None:
+        if not event.is_step:
+            return
+        elapsed = time.monotonic() - self.started
+        instr = " ".join(step_instruction(event.name).split())
+        head = f"[{event.index}/{event.total}]"
+        if self.tty:
+            if event.kind in ("start", "log", "cached", "done"):
+                state = {"cached": "CACHED ", "done": "done   "}.get(event.kind, "")
+                line = f"{head} {elapsed:6.1f}s {state}{instr}"
+                self.stream.write("\r\033[K" + line[: self.width])
+                self._dirty = True
+        elif event.kind in ("cached", "done", "error"):
+            took = f" {event.seconds:.1f}s" if event.seconds is not None else ""
+            state = {"cached": "CACHED", "done": "done", "error": "FAILED"}[event.kind]
+            self.stream.write(f"{head} {state}{took} (t={elapsed:.0f}s) {instr[:160]}\n")
+        self.stream.flush()
+
+    def finish(self) -> None:
+        if self._dirty:
+            self.stream.write("\r\033[K")
+            self.stream.flush()
+
+
+def outcome_dict(outcome: BuildOutcome) -> dict[str, Any]:
+    record = outcome.lock.build
+    assert record is not None
+    steps = outcome.result.steps
+    return {
+        "image_id": outcome.image.id,
+        "tags": list(outcome.tags),
+        "size_bytes": outcome.image.size,
+        "base_image": record.base_image,
+        "base_image_digest": record.base_image_digest,
+        "stack_id": outcome.lock.stack.id,
+        "lock_hash": outcome.lock.hash,
+        "dockerfile_sha256": record.dockerfile_sha256,
+        "steps": len(steps),
+        "cached_steps": outcome.result.cached_steps,
+        "build_seconds": round(outcome.result.seconds, 2),
+        "packages": len(record.packages),
+        "lock_file": str(outcome.lock_path),
+        "pushed": list(outcome.pushed),
+        "warnings": list(outcome.warnings),
+    }
+
+
+def _print_summary(d: dict[str, Any]) -> None:
+    click.echo(f"built {d['image_id']}")
+    click.echo(f"  tags        {', '.join(d['tags'])}")
+    click.echo(f"  size        {d['size_bytes'] / 1e6:,.0f} MB")
+    click.echo(f"  stack       {d['stack_id']}")
+    click.echo(f"  base        {d['base_image']} ({d['base_image_digest'] or 'digest unknown'})")
+    click.echo(f"  cache hits  {d['cached_steps']}/{d['steps']} steps, {d['build_seconds']:.1f}s")
+    click.echo(f"  packages    {d['packages']} (pip freeze, in the lock)")
+    click.echo(f"  lock        {d['lock_file']}")
+    for ref in d["pushed"]:
+        click.echo(f"  pushed      {ref}")
+
+
+@cli.command()
+@click.argument("spec_path", required=False, type=_FILE, metavar="[SPEC]")
+@click.option("--lock", "lock_path", type=_FILE, help="Rebuild the stack (and spec) of a lock file.")
+@host_options
+@click.option("--cpu", "cpu_only", is_flag=True, help="Resolve a CPU-only stack.")
+@click.option("--base-image", metavar="REF", help="Build FROM this image instead of the stack's.")
+@click.option(
+    "--wheelhouse",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    help="Install wheels only from this folder (offline, air-gapped).",
+)
+@click.option(
+    "--secret", "secrets", multiple=True, metavar="id=ID,src=FILE", help="A BuildKit secret (repeatable)."
+)
+@click.option("--ca-bundle", type=_FILE, help="CA bundle for pip (TLS-intercepting proxy); a secret.")
+@click.option("--pip-index-url-file", type=_FILE, help="File holding a private index URL with token.")
+@click.option("--tag", "tags", multiple=True, metavar="REF", help="Also tag the image REF (repeatable).")
+@click.option("--push", metavar="REGISTRY", help="Push to REGISTRY (host[:port]) after building.")
+@click.option("--lock-out", type=click.Path(dir_okay=False, path_type=Path), help="Lock file to write.")
+@click.option("--no-cache", is_flag=True, help="Build without BuildKit's layer cache.")
+@click.option("--json", "as_json", is_flag=True, help="Print the build summary as JSON.")
+def build(
+    spec_path: Path | None,
+    lock_path: Path | None,
+    driver: str | None,
+    gpus: tuple[str, ...],
+    ccs: tuple[str, ...],
+    cpu_only: bool,
+    base_image: str | None,
+    wheelhouse: Path | None,
+    secrets: tuple[str, ...],
+    ca_bundle: Path | None,
+    pip_index_url_file: Path | None,
+    tags: tuple[str, ...],
+    push: str | None,
+    lock_out: Path | None,
+    no_cache: bool,
+    as_json: bool,
+) -> None:
+    """Build images/NAME.yaml (or --lock FILE) into a tagged image and write its lock file.
+
+    Exit codes: 0 built; 2 bad input; 4 no compatible stack; 7 Docker unreachable; 8 no BuildKit
+    client; 9 build failed (nothing tagged, lock untouched); 10 bad spec/lock; 13 push failed;
+    130 interrupted.
+    """
+    parsed = [parse_secret(s) for s in secrets]
+    if ca_bundle:
+        parsed.append(BuildSecret(id=SECRET_CA, src=ca_bundle))
+    if pip_index_url_file:
+        parsed.append(BuildSecret(id=SECRET_INDEX, src=pip_index_url_file))
+    dupes = [k for k, n in Counter(s.id for s in parsed).items() if n > 1]
+    if dupes:
+        raise UsageError(f"secret id {dupes[0]!r} given twice")
+    options = BuildOptions(
+        base_image=base_image,
+        wheelhouse=wheelhouse,
+        secrets=tuple(parsed),
+        tags=tags,
+        push=push,
+        lock_out=lock_out,
+        no_cache=no_cache,
+    )
+    spec = load_spec(spec_path) if spec_path else None
+    if lock_path is not None:
+        plan = plan_from_lock(lock_path, options, spec)
+    elif spec is not None and spec_path is not None:
+        plan = plan_from_spec(spec, _resolve(spec, driver, gpus, ccs, cpu_only), options, spec_path)
+    else:
+        raise UsageError("give an image spec or --lock FILE", hint="envbuilder build images/NAME.yaml")
+    for warning in plan.warnings:
+        click.echo(f"warning: {warning}", err=True)
+    display = ProgressDisplay()
+    try:
+        outcome = run_build(plan, options, DockerEngine(), on_event=display)
+    finally:
+        display.finish()
+    for warning in outcome.warnings[len(plan.warnings) :]:
+        click.echo(f"warning: {warning}", err=True)
+    summary = outcome_dict(outcome)
+    if as_json:
+        click.echo(json.dumps(summary, indent=2, sort_keys=True))
+    else:
+        _print_summary(summary)
+
+
+def _resolve(
+    spec: ImageSpec, driver: str | None, gpus: tuple[str, ...], ccs: tuple[str, ...], cpu: bool
+) -> Resolution:
+    """Resolve the spec's request for the given (or this) host. Raises NoCompatibleStackError."""
+    from envbuilder.matrix import load_matrix
+    from envbuilder.resolve import resolve
+
+    matrix = load_matrix()
+    host = host_from_options(matrix, driver, gpus, ccs)
+    resolution = resolve(matrix, spec.to_request(cpu_only=cpu), host)
+    if resolution.stack is None:
+        components = Counter(r.component for r in resolution.rejected)
+        summary = ", ".join(f"{c}: {n}" for c, n in components.most_common())
+        raise NoCompatibleStackError(
+            f"no compatible {spec.framework}{spec.specifier} stack for {spec.path} "
+            f"({len(resolution.rejected)} candidates rejected; {summary})",
+            hint="`envbuilder resolve --explain` shows each reason",
+        )
+    return resolution

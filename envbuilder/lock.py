@@ -1,0 +1,209 @@
+"""The lock file (`*.lock.json`): the resolved stack, the spec, and what a build produced.
+
+Written atomically (temp file in the same directory, fsync, os.replace), so a crash or Ctrl-C
+leaves the previous file intact. `lock_hash` covers only what changes the image (stack + spec),
+never the host probe or timestamps, so images built from the same inputs carry the same hash.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import tempfile
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from envbuilder.errors import SpecError
+from envbuilder.models import Resolution, Stack
+
+LOCK_SCHEMA_VERSION = 1
+_HINT = "regenerate it with `envbuilder resolve --lock FILE` or `envbuilder build SPEC --lock-out FILE`"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BuildRecord:
+    """What `envbuilder build` produced; enough to rebuild the same image later."""
+
+    image_id: str
+    base_image: str  # the reference the Dockerfile used (FROM)
+    base_image_digest: str | None  # name@sha256:... when known; a local image's ID otherwise
+    dockerfile_sha256: str
+    packages: tuple[str, ...]  # `pip freeze` inside the image, sorted
+    tags: tuple[str, ...]
+    pushed: tuple[str, ...] = ()  # registry/name@sha256:... of pushes
+    built_at: str | None = None  # informational, never hashed
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "image_id": self.image_id,
+            "base_image": self.base_image,
+            "base_image_digest": self.base_image_digest,
+            "dockerfile_sha256": self.dockerfile_sha256,
+            "packages": list(self.packages),
+            "tags": list(self.tags),
+            "pushed": list(self.pushed),
+            "built_at": self.built_at,
+        }
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LockFile:
+    resolution: dict[str, Any]  # Resolution.to_dict() as written (host, rejections: provenance)
+    stack: Stack
+    spec: dict[str, Any] | None  # ImageSpec.to_dict(); None for a `resolve --lock` file
+    spec_path: str | None = None  # where the spec was read (the Dockerfile header names it)
+    build: BuildRecord | None = None
+
+    @property
+    def hash(self) -> str:
+        return lock_hash(self.stack, self.spec)
+
+    def with_build(self, build: BuildRecord) -> LockFile:
+        return replace(self, build=build)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "schema_version": LOCK_SCHEMA_VERSION,
+            "lock_hash": self.hash,
+            "resolution": self.resolution,
+            "stack": self.stack.to_dict(),
+            "spec": self.spec,
+            "spec_path": self.spec_path,
+            "build": self.build.to_dict() if self.build else None,
+        }
+
+
+def canonical_json(value: Any) -> str:
+    """Sorted keys, no whitespace: the form every hash in envbuilder is taken over."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+
+
+def lock_hash(stack: Stack, spec: dict[str, Any] | None) -> str:
+    """sha256 (hex) of what decides the image: the stack and the spec, not the host or the build.
+
+    The same formula as render.lock_hash, so it equals the image's io.envbuilder.lock-hash label.
+    """
+    doc = {"spec": spec, "stack": stack.to_dict()}
+    return hashlib.sha256(canonical_json(doc).encode()).hexdigest()
+
+
+def lock_from_resolution(resolution: Resolution, spec: dict[str, Any] | None = None) -> LockFile:
+    """A lock for a resolution that found a stack. Raises SpecError when it found none."""
+    if resolution.stack is None:
+        raise SpecError("cannot lock a resolution without a stack", hint="resolve must succeed first")
+    return LockFile(resolution=resolution.to_dict(), stack=resolution.stack, spec=spec)
+
+
+def write_resolution_lock(path: Path, resolution: Resolution) -> None:
+    """`resolve --lock`: write a lock with the stack and no build yet. Raises SpecError, OSError."""
+    write_lock(path, lock_from_resolution(resolution))
+
+
+def write_lock(path: Path, lock: LockFile) -> None:
+    """Write atomically: a reader sees the old file or the new one, never half of either.
+
+    Raises OSError when the directory is not writable (the old file is then untouched).
+    """
+    text = json.dumps(lock.to_dict(), indent=2, sort_keys=True) + "\n"
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent or ".")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        Path(tmp).replace(path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            Path(tmp).unlink()
+        raise
+    with contextlib.suppress(OSError):  # make the rename itself durable
+        dir_fd = os.open(path.parent, os.O_RDONLY)
+        try:
+            os.fsync(dir_fd)
+        finally:
+            os.close(dir_fd)
+
+
+def read_lock(path: Path) -> LockFile:
+    """Read and check a lock file. Raises SpecError naming the file and the bad field."""
+    try:
+        raw = json.loads(Path(path).read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise SpecError(f"{path}: cannot read lock file: {exc.strerror}", hint=_HINT) from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise SpecError(f"{path}: not valid JSON: {exc}", hint=_HINT) from None
+    return parse_lock(raw, str(path))
+
+
+def parse_lock(raw: object, where: str = "<lock>") -> LockFile:
+    """Validate a parsed lock document. Raises SpecError naming `where` and the field."""
+
+    def fail(field: str, why: str) -> SpecError:
+        return SpecError(f"{where}: field {field!r}: {why}", hint=_HINT)
+
+    if not isinstance(raw, dict):
+        raise fail("<top>", "expected a JSON object")
+    if raw.get("schema_version") != LOCK_SCHEMA_VERSION:
+        raise fail("schema_version", f"expected {LOCK_SCHEMA_VERSION}, got {raw.get('schema_version')!r}")
+    resolution = raw.get("resolution")
+    if not isinstance(resolution, dict):
+        raise fail("resolution", "expected an object (the output of `resolve --json`)")
+    stack_raw = raw.get("stack", resolution.get("stack"))
+    if not isinstance(stack_raw, dict):
+        raise fail("stack", "expected an object")
+    try:
+        stack = Stack.from_dict(stack_raw)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise fail("stack", f"malformed ({type(exc).__name__}: {exc})") from None
+    spec = raw.get("spec")
+    if spec is not None and not isinstance(spec, dict):
+        raise fail("spec", "expected an object or null")
+    spec_path = raw.get("spec_path")
+    if spec_path is not None and not isinstance(spec_path, str):
+        raise fail("spec_path", "expected a string or null")
+    build = raw.get("build")
+    lock = LockFile(
+        resolution=resolution,
+        stack=stack,
+        spec=spec,
+        spec_path=spec_path,
+        build=_parse_build(build, fail) if build is not None else None,
+    )
+    recorded = raw.get("lock_hash")
+    if recorded is not None and recorded != lock.hash:
+        raise fail("lock_hash", f"{recorded} does not match the stack and spec ({lock.hash}): edited?")
+    return lock
+
+
+def _parse_build(raw: object, fail: Any) -> BuildRecord:
+    if not isinstance(raw, dict):
+        raise fail("build", "expected an object or null")
+
+    def text(key: str, optional: bool = False) -> Any:
+        v = raw.get(key)
+        if v is None and optional:
+            return None
+        if not isinstance(v, str) or not v:
+            raise fail(f"build.{key}", "expected a non-empty string")
+        return v
+
+    def strings(key: str) -> tuple[str, ...]:
+        v = raw.get(key, [])
+        if not isinstance(v, list) or not all(isinstance(x, str) for x in v):
+            raise fail(f"build.{key}", "expected a list of strings")
+        return tuple(v)
+
+    return BuildRecord(
+        image_id=text("image_id"),
+        base_image=text("base_image"),
+        base_image_digest=text("base_image_digest", optional=True),
+        dockerfile_sha256=text("dockerfile_sha256"),
+        packages=strings("packages"),
+        tags=strings("tags"),
+        pushed=strings("pushed"),
+        built_at=text("built_at", optional=True),
+    )
