@@ -543,3 +543,100 @@ def run_container(
     if timed_out.is_set():
         err_lines.append(f"envbuilder: container killed after {spec.timeout_s:g} s")
     return RunResult(exit_code=code, stdout=out, stderr="\n".join(err_lines))
+
+
+# --------------------------------------------------------------------------- run_attached
+# Added for `envbuilder run`: the user's own job in the foreground. Through the docker CLI
+# (create, then `start --attach`), because only the CLI gives a job a real terminal (-t: raw
+# mode, window size, Ctrl-C as a keystroke) and stdin, streams both outputs unbuffered, and
+# proxies signals; the SDK offers none of that. Nothing here decides flags: the caller does.
+
+
+def ulimit_refusal(
+    image: str, ulimits: Sequence[tuple[str, int, int]], engine: DockerEngine | None = None
+) -> str | None:
+    """Whether the runtime refuses these ulimits (rootless or nested Docker cannot raise
+    RLIMIT_MEMLOCK): the refusal, or None. Probes with a container that never runs a program
+    (its entrypoint does not exist), so it costs a create and a failed start, nothing more.
+    Raises DockerUnavailableError when the daemon is down or the image is missing."""
+    import contextlib
+
+    import docker.types
+
+    client = (engine or DockerEngine()).client
+    try:
+        container = client.containers.create(
+            image,
+            [],
+            entrypoint=["/envbuilder-ulimit-probe-does-not-exist"],
+            ulimits=[docker.types.Ulimit(name=n, soft=s, hard=h) for n, s, h in ulimits],
+            network_disabled=True,
+        )
+    except docker.errors.DockerException as exc:
+        raise DockerUnavailableError(f"docker create {image} failed: {exc}") from exc
+    try:
+        container.start()
+    except docker.errors.APIError as exc:
+        text = str(exc)
+        return text if "rlimit" in text.lower() else None
+    finally:
+        with contextlib.suppress(docker.errors.DockerException):
+            container.remove(force=True)
+    return None
+
+
+def run_attached(create_args: Sequence[str], *, interactive: bool, stop_timeout_s: float = 10.0) -> int:
+    """`docker create CREATE_ARGS`, then `docker start --attach` with this process's stdout and
+    stderr (and stdin when `interactive`); return the container's exit code. Ctrl-C is passed to
+    the job (SIGINT); if it has not ended after `stop_timeout_s` it is stopped. The container is
+    removed in every case; KeyboardInterrupt is re-raised.
+
+    Raises DockerUnavailableError: no docker CLI, the daemon refused the container, or it could
+    not be started (the daemon's reason, e.g. an unknown device or a refused ulimit).
+    """
+    import contextlib
+
+    cli = next(iter(_cli_candidates()), None)
+    if cli is None:
+        raise DockerUnavailableError("no docker CLI found on PATH", hint=_DAEMON_HINT)
+    created = subprocess.run(
+        [cli, "create", *create_args], capture_output=True, text=True, stdin=subprocess.DEVNULL, check=False
+    )
+    if created.returncode != 0:
+        said = created.stderr.strip() or created.stdout.strip()
+        raise DockerUnavailableError(f"docker create failed: {said}", hint=_DAEMON_HINT)
+    cid = created.stdout.strip().splitlines()[-1]
+
+    def quiet(*args: str, timeout: float = 30.0) -> subprocess.CompletedProcess[str] | None:
+        with contextlib.suppress(OSError, subprocess.TimeoutExpired):
+            return subprocess.run(
+                [cli, *args], capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL
+            )
+        return None
+
+    proc: subprocess.Popen[bytes] | None = None
+    try:
+        start = [cli, "start", "--attach", *(["--interactive"] if interactive else []), cid]
+        proc = subprocess.Popen(start, stdin=None if interactive else subprocess.DEVNULL)
+        try:
+            proc.wait()
+        except KeyboardInterrupt:
+            quiet("kill", "--signal", "INT", cid)  # the CLI proxies it too; this covers -t
+            try:
+                proc.wait(timeout=stop_timeout_s)
+            except (subprocess.TimeoutExpired, KeyboardInterrupt):
+                quiet("stop", "--time", "5", cid, timeout=20.0)
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    proc.wait(timeout=10.0)
+            raise
+        state = quiet("inspect", "--format", "{{.State.StartedAt}}|{{.State.ExitCode}}|{{.State.Error}}", cid)
+        started, _, rest = (state.stdout.strip() if state else "").partition("|")
+        code, _, error = rest.partition("|")
+        if started.startswith("0001-01-01") or not code.lstrip("-").isdigit():
+            raise DockerUnavailableError(f"the container did not start: {error or 'unknown reason'}")
+        return int(code)
+    finally:
+        if proc is not None and proc.poll() is None:
+            with contextlib.suppress(OSError):
+                proc.kill()
+        quiet("rm", "--force", cid)
