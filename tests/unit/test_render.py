@@ -6,6 +6,7 @@ import json
 import re
 from dataclasses import replace
 from pathlib import Path
+from typing import Any, cast
 
 import pytest
 from render_cases import (
@@ -18,7 +19,7 @@ from render_cases import (
     spec,
 )
 
-from envbuilder import render as render_mod
+from envbuilder import resources
 from envbuilder.errors import SpecError, UsageError
 from envbuilder.models import (
     FrameworkMatrix,
@@ -99,8 +100,9 @@ def test_cpu_and_system_cuda_leave_toolkit_variables_to_the_base() -> None:
 
 
 def test_system_cuda_installs_python_with_apt_and_says_cuda_is_duplicated() -> None:
-    text = render_dockerfile(spec(strategy="system-cuda"), TORCH_SYSTEM_CU126,
-                             RenderOptions(uses_system_cuda=False))
+    text = render_dockerfile(
+        spec(strategy="system-cuda"), TORCH_SYSTEM_CU126, RenderOptions(uses_system_cuda=False)
+    )
     assert "python3.12 \\\n        python3.12-venv \\" in text
     assert "python3.12-dev" not in text
     assert "--no-install-recommends" in text and "rm -rf /var/lib/apt/lists/*" in text
@@ -151,8 +153,9 @@ def test_wheelhouse_is_offline() -> None:
 
 
 def test_non_root_user_and_workdir() -> None:
-    text = render_dockerfile(spec(user={"name": "trainer", "uid": 1234}, workdir="/work"),
-                             TORCH_BUNDLED_CU130)
+    text = render_dockerfile(
+        spec(user={"name": "trainer", "uid": 1234}, workdir="/work"), TORCH_BUNDLED_CU130
+    )
     assert "useradd --uid 1234 --gid 1234 --create-home --shell /bin/bash trainer" in text
     assert "\nUSER 1234:1234\nWORKDIR /work\n" in text
 
@@ -160,8 +163,22 @@ def test_non_root_user_and_workdir() -> None:
 def test_cache_friendly_order() -> None:
     s = spec(apt=["git"])
     kinds = instructions(render_dockerfile(s, TORCH_SYSTEM_CU126, RenderOptions()))
-    assert kinds == ["FROM", "RUN", "RUN", "ENV", "RUN", "RUN", "RUN", "RUN", "COPY", "ENV", "ENV",
-                     "USER", "WORKDIR", "LABEL"]
+    assert kinds == [
+        "FROM",
+        "RUN",
+        "RUN",
+        "ENV",
+        "RUN",
+        "RUN",
+        "RUN",
+        "RUN",
+        "COPY",
+        "ENV",
+        "ENV",
+        "USER",
+        "WORKDIR",
+        "LABEL",
+    ]
 
 
 def test_render_is_deterministic() -> None:
@@ -201,7 +218,8 @@ def test_base_image_override_is_recorded() -> None:
 )
 def test_stack_values_from_a_lock_are_validated(field: str, value: object) -> None:
     with pytest.raises(SpecError, match=field.split("_")[0]):
-        render_dockerfile(spec(), replace(TORCH_BUNDLED_CU130, **{field: value}))
+        changes: dict[str, Any] = {field: value}
+        render_dockerfile(spec(), replace(TORCH_BUNDLED_CU130, **changes))
 
 
 def test_bad_options_refused() -> None:
@@ -234,14 +252,30 @@ def test_requirement_pinned_by_stack_refused() -> None:
 
 def test_uses_system_cuda_lookup() -> None:
     variant = FrameworkVariant(
-        name="cuda12", cuda="12.3", cudnn="8.9", nccl=None, sass=(), ptx=(), min_driver=None,
-        index_url=None, bundled_packages=(), system_packages=("tensorflow==2.17.0",),
-        companion_packages=(), uses_system_cuda=True, needs_system_cudnn="8", default=True,
+        name="cuda12",
+        cuda="12.3",
+        cudnn="8.9",
+        nccl=None,
+        sass=(),
+        ptx=(),
+        min_driver=None,
+        index_url=None,
+        bundled_packages=(),
+        system_packages=("tensorflow==2.17.0",),
+        companion_packages=(),
+        uses_system_cuda=True,
+        needs_system_cudnn="8",
+        default=True,
     )
-    release = FrameworkRelease(framework="tensorflow", version="2.17.0", python=">=3.9",
-                               companions=(), variants=(variant,))
-    matrix = Matrix(cuda=None, gpus=None, base_images=(),  # type: ignore[arg-type]
-                    frameworks=(FrameworkMatrix(name="tensorflow", releases=(release,)),))
+    release = FrameworkRelease(
+        framework="tensorflow", version="2.17.0", python=">=3.9", companions=(), variants=(variant,)
+    )
+    matrix = Matrix(
+        cuda=cast(Any, None),
+        gpus=cast(Any, None),
+        base_images=(),
+        frameworks=(FrameworkMatrix(name="tensorflow", releases=(release,)),),
+    )
     assert uses_system_cuda(matrix, TF_SYSTEM_CUDNN) is True
     assert uses_system_cuda(matrix, TORCH_SYSTEM_CU126) is None
 
@@ -251,7 +285,7 @@ def test_write_build_context(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
     (harness / "__pycache__").mkdir(parents=True)
     (harness / "smoke.py").write_text("print('ok')\n", encoding="utf-8")
     (harness / "__pycache__" / "smoke.cpython-311.pyc").write_bytes(b"x")
-    monkeypatch.setattr(render_mod.resources, "harness_dir", lambda: harness)
+    monkeypatch.setattr(resources, "harness_dir", lambda: harness)
     wheels = tmp_path / "wheels"
     wheels.mkdir()
     (wheels / "torch-2.11.0-cp312-none-any.whl").write_bytes(b"wheel")
@@ -266,9 +300,7 @@ def test_write_build_context(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
     assert not (ctx / "harness" / "__pycache__").exists()
     assert (ctx / "wheelhouse" / "torch-2.11.0-cp312-none-any.whl").read_bytes() == b"wheel"
     assert (ctx / "requirements" / "user.txt").read_text() == "numpy>=1.26\npillow>=10\n"
-    assert (ctx / "requirements" / "constraints.txt").read_text() == (
-        "torch==2.11.0\ntorchvision==0.26.0\n"
-    )
+    assert (ctx / "requirements" / "constraints.txt").read_text() == ("torch==2.11.0\ntorchvision==0.26.0\n")
     assert result.lock_hash == labels(text)["io.envbuilder.lock-hash"]
     # A second render replaces the first atomically and leaves no temporary folders behind.
     write_build_context(spec(requirements=[]), TORCH_BUNDLED_CU130, out)
@@ -287,6 +319,6 @@ def test_write_refuses_a_folder_it_did_not_write(tmp_path: Path) -> None:
 def test_empty_wheelhouse_refused_and_nothing_written(tmp_path: Path) -> None:
     (tmp_path / "wheels").mkdir()
     out = tmp_path / "out"
-    with pytest.raises(UsageError, match="no .whl"):
+    with pytest.raises(UsageError, match=r"no \.whl"):
         write_build_context(spec(), TORCH_BUNDLED_CU130, out, RenderOptions(wheelhouse=tmp_path / "wheels"))
     assert sorted(p.name for p in tmp_path.iterdir()) == ["wheels"]

@@ -115,8 +115,21 @@ def test_apt_version_pin_allowed() -> None:
     assert spec(apt=["git=1:2.39.5-0+deb12u1"]).apt == ("git=1:2.39.5-0+deb12u1",)
 
 
-@pytest.mark.parametrize("key", ["lower", "1X", "A-B", "A B", "X\nRUN", "PATH", "LD_LIBRARY_PATH",
-                                 "NVIDIA_REQUIRE_CUDA", "ENVBUILDER_HARNESS", "A" * 65])
+@pytest.mark.parametrize(
+    "key",
+    [
+        "lower",
+        "1X",
+        "A-B",
+        "A B",
+        "X\nRUN",
+        "PATH",
+        "LD_LIBRARY_PATH",
+        "NVIDIA_REQUIRE_CUDA",
+        "ENVBUILDER_HARNESS",
+        "A" * 65,
+    ],
+)
 def test_bad_env_keys_refused(key: str) -> None:
     refused(env={key: "1"})
 
