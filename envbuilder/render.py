@@ -25,6 +25,15 @@ from envbuilder import resources
 from envbuilder.errors import SpecError, UsageError
 from envbuilder.models import Matrix, Stack
 from envbuilder.spec import ImageSpec
+from envbuilder.stackcheck import (
+    IMAGE_REF_RE,
+    LABEL_KEY_RE,
+    LABEL_VALUE_RE,
+    REGENERATE_RE,
+    check,
+    refuse,
+    validate_stack,
+)
 
 VENV = "/opt/venv"
 HARNESS_DEST = "/opt/envbuilder/harness"
@@ -37,23 +46,6 @@ SECRET_CA = "ca"
 SECRET_INDEX = "pip_index_url"
 SECRET_EXTRA_INDEX = "pip_extra_index_url"
 RENDER_MARKER = ".envbuilder-render"
-
-# Patterns for values that come from a stack / lock file (render refuses, never escapes).
-IMAGE_REF_RE = re.compile(
-    r"(?:[a-z0-9.-]+(?::\d{1,5})?/)?[a-z0-9]+(?:[._-]+[a-z0-9]+)*"
-    r"(?:/[a-z0-9]+(?:[._-]+[a-z0-9]+)*)*"
-    r"(?::[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?(?:@sha256:[0-9a-f]{64})?"
-)
-INDEX_URL_RE = re.compile(r"https://[A-Za-z0-9.-]+(?::\d{1,5})?(?:/[A-Za-z0-9._~%+-]*)*")
-PIN_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*(?:\[[A-Za-z0-9._,-]+\])?==[A-Za-z0-9.+!_-]+")
-VERSION_RE = re.compile(r"\d+(?:\.\d+){0,3}")
-DRIVER_RE = re.compile(r"\d{3,4}(?:\.\d{1,3}){0,2}")
-CC_RE = re.compile(r"\d{1,2}\.\d")
-REQUIRE_CUDA_RE = re.compile(r"cuda>=\d+\.\d+(?: brand=[a-z]+,driver>=\d{3,4},driver<\d{3,4})*")
-TOKEN_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]{0,127}")
-LABEL_KEY_RE = re.compile(r"[a-z0-9](?:[a-z0-9.-]{0,126}[a-z0-9])?")
-LABEL_VALUE_RE = re.compile(r"[\x20-\x26\x28-\x7e]{0,65536}")  # printable ASCII without '
-REGENERATE_RE = re.compile(r"[A-Za-z0-9 ._/=:,@+'-]{1,400}")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -102,65 +94,11 @@ def environment() -> jinja2.Environment:
     return _ENV
 
 
-def _refuse(field: str, value: object, hint: str) -> SpecError:
-    text = repr(value)
-    text = text if len(text) <= 100 else text[:97] + "..."
-    return SpecError(f"stack field {field!r}: value {text} refused", hint)
-
-
-def _check(field: str, value: str | None, regex: re.Pattern[str], hint: str) -> None:
-    if value is not None and (not isinstance(value, str) or not regex.fullmatch(value)):
-        raise _refuse(field, value, hint)
-
-
-def validate_stack(stack: Stack) -> None:
-    """Check every stack value that reaches the Dockerfile. Raises SpecError (a corrupt lock)."""
-    lock_hint = "the lock file or stack looks corrupt; re-run `envbuilder resolve --lock`"
-    _check("id", stack.id, TOKEN_RE, lock_hint)
-    _check("framework", stack.framework, TOKEN_RE, lock_hint)
-    _check("version", stack.version, TOKEN_RE, lock_hint)
-    _check("variant", stack.variant, TOKEN_RE, lock_hint)
-    _check("os", stack.os, TOKEN_RE, lock_hint)
-    _check(
-        "base_image",
-        stack.base_image,
-        IMAGE_REF_RE,
-        "a Docker image reference such as nvidia/cuda:12.8.1-runtime-ubuntu24.04",
-    )
-    _check(
-        "index_url",
-        stack.index_url,
-        INDEX_URL_RE,
-        "an https:// index URL without credentials or query; pass tokens as a build secret",
-    )
-    _check("python", stack.python, re.compile(r"3\.\d{1,2}"), lock_hint)
-    for name in ("cuda", "cudnn", "nccl"):
-        _check(name, getattr(stack, name), VERSION_RE, lock_hint)
-    _check("min_driver", stack.min_driver, DRIVER_RE, lock_hint)
-    if stack.require_cuda is not None and not (
-        VERSION_RE.fullmatch(stack.require_cuda) or REQUIRE_CUDA_RE.fullmatch(stack.require_cuda)
-    ):
-        raise _refuse("require_cuda", stack.require_cuda, lock_hint)
-    for field in ("sass", "ptx"):
-        for cc in getattr(stack, field):
-            _check(field, cc, CC_RE, lock_hint)
-    if stack.strategy not in ("bundled", "system-cuda"):
-        raise _refuse("strategy", stack.strategy, lock_hint)
-    if stack.python_install not in ("apt", "present"):
-        raise _refuse("python_install", stack.python_install, lock_hint)
-    if not stack.packages:
-        raise _refuse("packages", stack.packages, lock_hint)
-    for pin in (*stack.packages, *(req for _, req in stack.companions)):
-        _check("packages", pin, PIN_RE, "exact pins NAME[extras]==VERSION only")
-    for name, _ in stack.companions:
-        _check("companions", name, TOKEN_RE, lock_hint)
-
-
 def effective_stack(stack: Stack, options: RenderOptions) -> Stack:
     """The stack as rendered: overrides applied and recorded in its notes. Raises SpecError."""
     notes = list(stack.notes)
     if options.base_image and options.base_image != stack.base_image:
-        _check("base_image", options.base_image, IMAGE_REF_RE, "a Docker image reference")
+        check("base_image", options.base_image, IMAGE_REF_RE, "a Docker image reference")
         notes.append(f"base image overridden: {options.base_image} (resolved: {stack.base_image})")
         stack = replace(stack, base_image=options.base_image)
     if options.python_install and options.python_install != stack.python_install:
@@ -194,7 +132,7 @@ def _label_value(text: str, field: str) -> str:
     """Single-quoted LABEL values: JSON escapes `'`; anything else with one is refused."""
     text = text.replace("'", "\\u0027") if text.startswith(("{", "[")) else text
     if not LABEL_VALUE_RE.fullmatch(text):
-        raise _refuse(field, text, "labels are one line of printable ASCII without `'`")
+        raise refuse(field, text, "labels are one line of printable ASCII without `'`")
     return text
 
 
@@ -220,9 +158,9 @@ def _labels(spec: ImageSpec, stack: Stack, options: RenderOptions) -> list[tuple
     if spec.source:
         labels["org.opencontainers.image.source"] = spec.source
     for key, value in options.labels:
-        _check("labels", key, LABEL_KEY_RE, "label keys are lower-case dotted names")
+        check("labels", key, LABEL_KEY_RE, "label keys are lower-case dotted names")
         if key in labels or key.startswith("io.envbuilder."):
-            raise _refuse("labels", key, "this label is set by envbuilder")
+            raise refuse("labels", key, "this label is set by envbuilder")
         labels[key] = value
     return [(k, _label_value(v, f"label {k}")) for k, v in sorted(labels.items())]
 
@@ -230,7 +168,7 @@ def _labels(spec: ImageSpec, stack: Stack, options: RenderOptions) -> list[tuple
 def _header(spec: ImageSpec, stack: Stack, options: RenderOptions) -> list[str]:
     spec_ref = spec.path if re.fullmatch(r"[A-Za-z0-9._/-]{1,200}", spec.path) else spec.name
     regenerate = options.regenerate or f"envbuilder render {spec_ref}"
-    _check("regenerate", regenerate, REGENERATE_RE, "a plain command line")
+    check("regenerate", regenerate, REGENERATE_RE, "a plain command line")
     cuda = f"CUDA {stack.cuda}" if stack.cuda else "CPU only"
     return [
         f"Generated by envbuilder from {spec_ref}: do not edit, changes are overwritten.",
@@ -315,7 +253,7 @@ def constraints(stack: Stack) -> list[str]:
         try:
             req = Requirement(pin)
         except InvalidRequirement as exc:  # validate_stack already guards this
-            raise _refuse("packages", pin, "exact pins only") from exc
+            raise refuse("packages", pin, "exact pins only") from exc
         out.add(f"{req.name}{req.specifier}")
     return sorted(out)
 

@@ -58,21 +58,8 @@ RESERVED_ENV = frozenset(
 )
 _TOP_KEYS = frozenset(
     {
-        "schema_version",
-        "name",
-        "description",
-        "source",
-        "framework",
-        "python",
-        "strategy",
-        "flavor",
-        "companions",
-        "requirements",
-        "apt",
-        "env",
-        "user",
-        "workdir",
-        "certify",
+        *("schema_version", "name", "description", "source", "framework", "python", "strategy"),
+        *("flavor", "companions", "requirements", "apt", "env", "user", "workdir", "certify"),
     }
 )
 

@@ -1,0 +1,83 @@
+"""Strict checks of the values a stack (or a lock file) brings to a Dockerfile.
+
+A lock file is user-editable input too: every value that reaches a template passes a pattern
+here first; anything else raises SpecError. Nothing is escaped.
+"""
+
+from __future__ import annotations
+
+import re
+
+from envbuilder.errors import SpecError
+from envbuilder.models import Stack
+
+# Patterns for values that come from a stack / lock file (render refuses, never escapes).
+IMAGE_REF_RE = re.compile(
+    r"(?:[a-z0-9.-]+(?::\d{1,5})?/)?[a-z0-9]+(?:[._-]+[a-z0-9]+)*"
+    r"(?:/[a-z0-9]+(?:[._-]+[a-z0-9]+)*)*"
+    r"(?::[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?(?:@sha256:[0-9a-f]{64})?"
+)
+INDEX_URL_RE = re.compile(r"https://[A-Za-z0-9.-]+(?::\d{1,5})?(?:/[A-Za-z0-9._~%+-]*)*")
+PIN_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*(?:\[[A-Za-z0-9._,-]+\])?==[A-Za-z0-9.+!_-]+")
+VERSION_RE = re.compile(r"\d+(?:\.\d+){0,3}")
+DRIVER_RE = re.compile(r"\d{3,4}(?:\.\d{1,3}){0,2}")
+CC_RE = re.compile(r"\d{1,2}\.\d")
+REQUIRE_CUDA_RE = re.compile(r"cuda>=\d+\.\d+(?: brand=[a-z]+,driver>=\d{3,4},driver<\d{3,4})*")
+TOKEN_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]{0,127}")
+LABEL_KEY_RE = re.compile(r"[a-z0-9](?:[a-z0-9.-]{0,126}[a-z0-9])?")
+LABEL_VALUE_RE = re.compile(r"[\x20-\x26\x28-\x7e]{0,65536}")  # printable ASCII without '
+REGENERATE_RE = re.compile(r"[A-Za-z0-9 ._/=:,@+'-]{1,400}")
+
+
+def refuse(field: str, value: object, hint: str) -> SpecError:
+    text = repr(value)
+    text = text if len(text) <= 100 else text[:97] + "..."
+    return SpecError(f"stack field {field!r}: value {text} refused", hint)
+
+
+def check(field: str, value: str | None, regex: re.Pattern[str], hint: str) -> None:
+    if value is not None and (not isinstance(value, str) or not regex.fullmatch(value)):
+        raise refuse(field, value, hint)
+
+
+def validate_stack(stack: Stack) -> None:
+    """Check every stack value that reaches the Dockerfile. Raises SpecError (a corrupt lock)."""
+    lock_hint = "the lock file or stack looks corrupt; re-run `envbuilder resolve --lock`"
+    check("id", stack.id, TOKEN_RE, lock_hint)
+    check("framework", stack.framework, TOKEN_RE, lock_hint)
+    check("version", stack.version, TOKEN_RE, lock_hint)
+    check("variant", stack.variant, TOKEN_RE, lock_hint)
+    check("os", stack.os, TOKEN_RE, lock_hint)
+    check(
+        "base_image",
+        stack.base_image,
+        IMAGE_REF_RE,
+        "a Docker image reference such as nvidia/cuda:12.8.1-runtime-ubuntu24.04",
+    )
+    check(
+        "index_url",
+        stack.index_url,
+        INDEX_URL_RE,
+        "an https:// index URL without credentials or query; pass tokens as a build secret",
+    )
+    check("python", stack.python, re.compile(r"3\.\d{1,2}"), lock_hint)
+    for name in ("cuda", "cudnn", "nccl"):
+        check(name, getattr(stack, name), VERSION_RE, lock_hint)
+    check("min_driver", stack.min_driver, DRIVER_RE, lock_hint)
+    if stack.require_cuda is not None and not (
+        VERSION_RE.fullmatch(stack.require_cuda) or REQUIRE_CUDA_RE.fullmatch(stack.require_cuda)
+    ):
+        raise refuse("require_cuda", stack.require_cuda, lock_hint)
+    for field in ("sass", "ptx"):
+        for cc in getattr(stack, field):
+            check(field, cc, CC_RE, lock_hint)
+    if stack.strategy not in ("bundled", "system-cuda"):
+        raise refuse("strategy", stack.strategy, lock_hint)
+    if stack.python_install not in ("apt", "present"):
+        raise refuse("python_install", stack.python_install, lock_hint)
+    if not stack.packages:
+        raise refuse("packages", stack.packages, lock_hint)
+    for pin in (*stack.packages, *(req for _, req in stack.companions)):
+        check("packages", pin, PIN_RE, "exact pins NAME[extras]==VERSION only")
+    for name, _ in stack.companions:
+        check("companions", name, TOKEN_RE, lock_hint)
