@@ -1,0 +1,246 @@
+"""The certificate document: its schema, the host fingerprint, the content hash and tamper checks.
+
+A certificate binds one image (by ID) to one host (by fingerprint) and keeps the harness's
+evidence. `content_hash` is sha256 over the canonical JSON of everything else, and
+`section_hashes` holds one hash per top-level section, so an edit is detected AND named. This is
+integrity, not authenticity: whoever recomputes every hash can forge one (docs/certify.md).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any
+
+from envbuilder import __version__
+from envbuilder.errors import CertificateRefusedError
+
+SCHEMA_VERSION = 1
+KIND = "envbuilder-certificate"
+VERDICTS = ("certified", "certified-cpu-only", "failed")
+# Top-level sections, in schema order. `content_hash` and `section_hashes` are not sections.
+SECTIONS = (
+    "schema_version",
+    "kind",
+    "image",
+    "host",
+    "run",
+    "harness",
+    "thresholds",
+    "verdict",
+    "verdict_reason",
+    "issued_at",
+    "envbuilder_version",
+)
+_HASH_PREFIX = "sha256:"
+
+
+def canonical_json(value: Any) -> str:
+    """Sorted keys, no whitespace, ASCII, no NaN: the exact form every certificate hash covers."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=False)
+
+
+def sha256_of(value: Any) -> str:
+    return _HASH_PREFIX + hashlib.sha256(canonical_json(value).encode("ascii")).hexdigest()
+
+
+def host_fingerprint(driver: str | None, gpus: Sequence[Mapping[str, Any]]) -> str:
+    """sha256 of the sorted GPU UUIDs, models and compute capabilities, and the driver version:
+    the same machine with the same driver and GPUs always gives the same fingerprint."""
+    doc = {
+        "driver": driver,
+        "uuids": sorted(str(g.get("uuid") or "") for g in gpus),
+        "models": sorted(str(g.get("name") or "") for g in gpus),
+        "ccs": sorted(str(g.get("cc") or "") for g in gpus),
+    }
+    return sha256_of(doc)
+
+
+def utc_now() -> str:
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def seal(body: Mapping[str, Any]) -> dict[str, Any]:
+    """Add `section_hashes` and `content_hash` to a certificate body (its SECTIONS)."""
+    doc = {k: body[k] for k in SECTIONS if k in body}
+    doc["section_hashes"] = {k: sha256_of(doc[k]) for k in SECTIONS if k in doc}
+    doc["content_hash"] = sha256_of(doc)
+    return doc
+
+
+@dataclass(frozen=True, slots=True)
+class Certificate:
+    """A sealed certificate document. `data` is the JSON object exactly as stored and exported."""
+
+    data: Mapping[str, Any]
+
+    @property
+    def content_hash(self) -> str:
+        return str(self.data.get("content_hash", ""))
+
+    @property
+    def id(self) -> str:
+        """The hex digest of the content hash: the certificate's identity in the store."""
+        return self.content_hash.removeprefix(_HASH_PREFIX)
+
+    @property
+    def verdict(self) -> str:
+        return str(self.data.get("verdict", ""))
+
+    @property
+    def image(self) -> Mapping[str, Any]:
+        image = self.data.get("image")
+        return image if isinstance(image, Mapping) else {}
+
+    @property
+    def host(self) -> Mapping[str, Any]:
+        host = self.data.get("host")
+        return host if isinstance(host, Mapping) else {}
+
+    @property
+    def steps(self) -> list[Mapping[str, Any]]:
+        harness = self.data.get("harness")
+        steps = harness.get("steps") if isinstance(harness, Mapping) else None
+        return [s for s in steps if isinstance(s, Mapping)] if isinstance(steps, list) else []
+
+    def to_dict(self) -> dict[str, Any]:
+        return json.loads(self.to_json())  # type: ignore[no-any-return]
+
+    def to_json(self, indent: int | None = None) -> str:
+        return json.dumps(self.data, sort_keys=True, indent=indent, allow_nan=False)
+
+    @classmethod
+    def from_json(cls, text: str, where: str = "certificate") -> Certificate:
+        """Parse a certificate. Raises CertificateRefusedError when it is not a JSON object."""
+        try:
+            data = json.loads(text)
+        except ValueError as exc:
+            raise CertificateRefusedError(f"{where} is not valid JSON: {exc}") from exc
+        if not isinstance(data, dict):
+            raise CertificateRefusedError(f"{where} is not a JSON object")
+        return cls(data)
+
+
+def build_certificate(
+    *,
+    image: Mapping[str, Any],
+    host: Mapping[str, Any],
+    run: Mapping[str, Any],
+    harness: Mapping[str, Any],
+    thresholds: Mapping[str, Any],
+    verdict: str,
+    verdict_reason: str,
+    issued_at: str | None = None,
+) -> Certificate:
+    """Assemble and seal a certificate. Raises CertificateRefusedError for an unknown verdict or
+    a body that is not strict JSON (NaN, inf)."""
+    if verdict not in VERDICTS:
+        raise CertificateRefusedError(f"unknown verdict {verdict!r} (expected one of {', '.join(VERDICTS)})")
+    body = {
+        "schema_version": SCHEMA_VERSION,
+        "kind": KIND,
+        "image": dict(image),
+        "host": dict(host),
+        "run": dict(run),
+        "harness": dict(harness),
+        "thresholds": dict(thresholds),
+        "verdict": verdict,
+        "verdict_reason": verdict_reason,
+        "issued_at": issued_at or utc_now(),
+        "envbuilder_version": __version__,
+    }
+    try:
+        return Certificate(seal(body))
+    except ValueError as exc:
+        raise CertificateRefusedError(f"certificate body is not strict JSON: {exc}") from exc
+
+
+def _shape_problems(doc: Mapping[str, Any]) -> list[str]:
+    problems: list[str] = []
+    if doc.get("kind") != KIND:
+        problems.append(f"kind is {doc.get('kind')!r}, not {KIND!r}")
+    if doc.get("schema_version") != SCHEMA_VERSION:
+        problems.append(f"schema_version {doc.get('schema_version')!r} is not {SCHEMA_VERSION} (unsupported)")
+    missing = [k for k in (*SECTIONS, "section_hashes", "content_hash") if k not in doc]
+    if missing:
+        problems.append(f"missing fields: {', '.join(missing)}")
+    if "verdict" in doc and doc.get("verdict") not in VERDICTS:
+        problems.append(f"verdict {doc.get('verdict')!r} is not one of {', '.join(VERDICTS)}")
+    for key in ("image", "host", "harness", "thresholds", "run", "section_hashes"):
+        if key in doc and not isinstance(doc[key], Mapping):
+            problems.append(f"{key} is not an object")
+    image = doc.get("image")
+    if isinstance(image, Mapping) and not isinstance(image.get("id"), str):
+        problems.append("image.id is missing")
+    return problems
+
+
+def changed_sections(doc: Mapping[str, Any]) -> list[str] | None:
+    """Sections whose hash no longer matches `section_hashes`; None when section_hashes itself is
+    unusable (then the sections cannot be named)."""
+    stored = doc.get("section_hashes")
+    if not isinstance(stored, Mapping):
+        return None
+    changed = []
+    for key in sorted(set(SECTIONS) | set(stored)):
+        if key not in SECTIONS:
+            changed.append(key)  # a section added after sealing
+            continue
+        try:
+            now = sha256_of(doc[key]) if key in doc else None
+        except (TypeError, ValueError):
+            now = "unhashable"
+        if now != stored.get(key):
+            changed.append(key)
+    return changed
+
+
+def verify_certificate(cert: Certificate | Mapping[str, Any], *, image_id: str | None = None) -> list[str]:
+    """Every problem with a certificate (empty: intact). Checks the shape, recomputes the content
+    hash (a mismatch names the sections that changed), and, given `image_id`, that the certificate
+    is for that image (a certificate moved to another image). Never raises."""
+    doc = cert.data if isinstance(cert, Certificate) else cert
+    problems = _shape_problems(doc)
+    body = {k: v for k, v in doc.items() if k != "content_hash"}
+    try:
+        recomputed = sha256_of(body)
+    except (TypeError, ValueError) as exc:
+        return [*problems, f"content hash cannot be computed: {exc}"]
+    if recomputed != doc.get("content_hash"):
+        changed = changed_sections(doc)
+        if changed is None:
+            what = "section_hashes is missing or altered, so the changed sections cannot be named"
+        elif changed:
+            what = f"changed: {', '.join(changed)}"
+        elif "content_hash" in doc:
+            what = "changed: content_hash or section_hashes"
+        else:
+            what = "content_hash is missing"
+        problems.append(f"content hash mismatch (tampered or corrupted; {what})")
+    if image_id is not None:
+        have = str(doc.get("image", {}).get("id", "")) if isinstance(doc.get("image"), Mapping) else ""
+        if not _same_image(have, image_id):
+            problems.append(f"certificate is for image {_short(have)}, not {_short(image_id)}")
+    return problems
+
+
+def _same_image(a: str, b: str) -> bool:
+    a, b = a.removeprefix("sha256:"), b.removeprefix("sha256:")
+    return bool(a) and bool(b) and (a == b or (len(b) >= 12 and a.startswith(b)))
+
+
+def _short(image_id: str) -> str:
+    return image_id.removeprefix("sha256:")[:12] or "(none)"
+
+
+def require_valid(cert: Certificate, *, image_id: str | None = None, where: str = "certificate") -> None:
+    """Raise CertificateRefusedError naming every problem verify_certificate finds."""
+    problems = verify_certificate(cert, image_id=image_id)
+    if problems:
+        raise CertificateRefusedError(
+            f"{where} failed verification: " + "; ".join(problems),
+            hint="re-certify the image on this host: envbuilder certify IMAGE",
+        )

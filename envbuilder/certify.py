@@ -1,0 +1,301 @@
+"""`certify`: run the harness inside an image with GPU access and turn its result into a Certificate.
+
+Chooses the GPU access mode (toolkit, cdi, devices, none), builds the container (shared memory,
+ulimits, no network, the thresholds and an output folder mounted), streams the harness's progress,
+and seals its result together with the image and host records (envbuilder/certificate.py).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import Any, Protocol
+
+import yaml
+
+from envbuilder import engine
+from envbuilder.certificate import VERDICTS, Certificate, build_certificate, host_fingerprint
+from envbuilder.container import AccessChoice, choose_gpu_access, docker_cli_args, training_container
+from envbuilder.engine import ContainerRun, DaemonInfo, ImageInfo, RunResult
+from envbuilder.errors import CertificationFailedError, DockerUnavailableError, MatrixError, UsageError
+from envbuilder.host import AccessMode, HostReport, gpu_access_modes, probe_host
+from envbuilder.resources import matrices_dir
+
+HOST_HARNESS_DIR = "/opt/envbuilder-host/harness"  # where the host's copy goes for unlabelled images
+IO_DIR = "/envbuilder-io"  # mounted read-write: thresholds.json in, result.json out
+TIMEOUT_S = {"full": 1800.0, "quick": 600.0}
+
+Progress = Callable[[str], None]
+
+
+class CertifyEngine(Protocol):
+    """What certify needs from the container engine (engine.py; a fake in unit tests)."""
+
+    def inspect_image(self, ref: str) -> ImageInfo | None: ...
+
+    def daemon_info(self) -> DaemonInfo: ...
+
+    def run_container(self, spec: ContainerRun, on_stderr: Progress | None) -> RunResult: ...
+
+
+class DockerCertifyEngine:
+    """The real engine: DockerEngine plus engine.run_container."""
+
+    def __init__(self) -> None:
+        self._engine = engine.DockerEngine()
+
+    def inspect_image(self, ref: str) -> ImageInfo | None:
+        return self._engine.inspect_image(ref)
+
+    def daemon_info(self) -> DaemonInfo:
+        return self._engine.daemon_info()
+
+    def run_container(self, spec: ContainerRun, on_stderr: Progress | None) -> RunResult:
+        return engine.run_container(spec, on_stderr=on_stderr, engine=self._engine)
+
+
+def harness_command(
+    harness_dir: str,
+    *,
+    quick: bool,
+    cpu: bool,
+    watchdog_s: float,
+    budget_s: float | None = None,
+    steps: int | None = None,
+) -> tuple[str, ...]:
+    """The payload's command line inside the container (envbuilder/harness/cli.py). Its watchdog
+    fires before our container timeout, so a hung run still leaves a failed result behind."""
+    argv = ["python3", f"{harness_dir}/run.py", "--out", f"{IO_DIR}/result.json"]
+    argv += ["--thresholds", f"{IO_DIR}/thresholds.json", "--watchdog-seconds", f"{watchdog_s:g}"]
+    if quick:
+        argv.append("--quick")
+    if cpu:
+        argv.append("--cpu-only")
+    if budget_s is not None:
+        argv += ["--budget-seconds", f"{budget_s:g}"]
+    if steps is not None:
+        argv += ["--steps", str(steps)]
+    return tuple(argv)
+
+
+def load_thresholds(overrides: Mapping[str, float] | None = None) -> tuple[dict[str, Any], list[str]]:
+    """matrices/thresholds.yaml with an image's overrides applied, and warnings for overrides that
+    matched nothing. A plain key overrides `defaults`; `throughput.RUN.FIELD` overrides that field
+    of RUN in every GPU entry that has RUN. Raises MatrixError when the file is unreadable."""
+    path = matrices_dir() / "thresholds.yaml"
+    try:
+        doc = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError) as exc:
+        raise MatrixError(f"cannot read {path}: {exc}") from exc
+    if not isinstance(doc, dict) or not isinstance(doc.get("defaults"), dict):
+        raise MatrixError(f"{path}: expected a mapping with a `defaults` mapping")
+    doc["source_path"] = "matrices/thresholds.yaml"
+    warnings: list[str] = []
+    for key, value in sorted((overrides or {}).items()):
+        parts = key.split(".")
+        if len(parts) == 1:
+            doc["defaults"][key] = value
+        elif len(parts) == 3 and parts[0] == "throughput":
+            hits = [g for g in doc.get("gpus") or [] if parts[1] in (g.get("throughput") or {})]
+            for entry in hits:
+                entry["throughput"][parts[1]][parts[2]] = value
+            if not hits:
+                warnings.append(f"threshold override {key} matched no GPU entry")
+        else:
+            warnings.append(f"threshold override {key} ignored (use NAME or throughput.RUN.FIELD)")
+    doc["overrides"] = dict(overrides or {})
+    return doc, warnings
+
+
+def _label_json(info: ImageInfo, key: str) -> Any:
+    raw = info.labels.get(key)
+    if raw is None:
+        return None
+    try:
+        return json.loads(raw)
+    except ValueError:
+        return {"unparsed": raw}
+
+
+def parse_harness_output(io_dir: Path, stdout: str) -> dict[str, Any] | None:
+    """The harness result: result.json in the io folder, else the last JSON line of stdout."""
+    candidates = []
+    out = io_dir / "result.json"
+    if out.is_file():
+        candidates.append(out.read_text(encoding="utf-8", errors="replace"))
+    candidates += [line for line in reversed(stdout.splitlines()) if line.startswith("{")][:1]
+    for text in candidates:
+        try:
+            doc = json.loads(text)
+        except ValueError:
+            continue
+        if isinstance(doc, dict) and doc.get("kind") == "result":
+            return doc
+    return None
+
+
+def decide(result: Mapping[str, Any], exit_code: int, choice: AccessChoice, stack: Any) -> tuple[str, str]:
+    """The certificate's verdict: the harness's, made stricter. A GPU stack run with GPU access
+    that only saw the CPU failed (the classic `torch.cuda.is_available() == False` in a container)."""
+    verdict = str(result.get("verdict"))
+    reason = str(result.get("verdict_reason") or "")
+    if verdict not in VERDICTS:
+        return "failed", f"harness gave an unknown verdict {verdict!r}"
+    gpu_stack = isinstance(stack, Mapping) and bool(stack.get("cuda"))
+    if verdict == "certified-cpu-only" and choice.name != "none" and gpu_stack:
+        return "failed", (
+            f"the container got the GPUs ({choice.name} mode) but the {stack.get('id', 'GPU')} stack "
+            "only ran on the CPU: the framework does not see the GPU inside this image"
+        )
+    if verdict != "failed" and exit_code != 0:
+        return "failed", f"harness exited {exit_code} after a {verdict} result"
+    return verdict, reason
+
+
+def host_record(report: HostReport, gpu_access: str) -> dict[str, Any]:
+    gpus = [{"name": g.name, "uuid": g.uuid, "cc": g.cc} for g in report.gpus]
+    return {
+        "fingerprint": host_fingerprint(report.driver, gpus),
+        "driver": report.driver,
+        "cuda_driver": report.cuda_driver,
+        "gpus": gpus,
+        "gpu_access": gpu_access,
+    }
+
+
+def certify_image(
+    image_ref: str,
+    *,
+    gpu_access: str = "auto",
+    quick: bool = False,
+    thresholds: Mapping[str, float] | None = None,
+    progress: Progress | None = None,
+    eng: CertifyEngine | None = None,
+    probe: Callable[[], HostReport] = probe_host,
+    access_modes: Callable[[DaemonInfo], Sequence[AccessMode]] | None = None,
+    mem_total: int | None = None,
+    timeout_s: float | None = None,
+    budget_s: float | None = None,
+    steps: int | None = None,
+) -> Certificate:
+    """Certify `image_ref` on this host and return the sealed certificate (failed ones too: the
+    caller stores the evidence, then raises). `thresholds` override the image's own overrides;
+    `budget_s` and `steps` are handed to the harness (its time budget, training steps).
+
+    Raises UsageError (image not found), NoGpuError (an explicit mode this host lacks),
+    DockerUnavailableError, MatrixError (thresholds file), CertificationFailedError (the harness
+    produced no result: it crashed, was killed or timed out).
+    """
+    say = progress or (lambda _line: None)
+    eng = eng or DockerCertifyEngine()
+    info = eng.inspect_image(image_ref)
+    if info is None:
+        raise UsageError(f"image {image_ref!r} not found locally", hint="build it, or `docker pull` it first")
+    daemon = eng.daemon_info()
+    if gpu_access == "none":
+        modes: Sequence[AccessMode] = ()
+    elif access_modes is not None:
+        modes = access_modes(daemon)
+    else:
+        modes = gpu_access_modes(
+            docker_reachable=True, runtimes=daemon.runtimes, cdi_spec_dirs=daemon.cdi_spec_dirs
+        )
+    choice = choose_gpu_access(gpu_access, modes)
+    say(f"certify: GPU access {choice.name} ({choice.reason})")
+    if choice.name == "none":
+        say("certify: CPU path: the result will NOT be a GPU certification")
+    settings = _label_json(info, "io.envbuilder.certify") or {}
+    image_overrides = settings.get("thresholds") if isinstance(settings, dict) else None
+    level_quick = isinstance(settings, dict) and settings.get("level") == "quick"
+    doc, warnings = load_thresholds({**(image_overrides or {}), **(thresholds or {})})
+    harness_dir = info.labels.get("io.envbuilder.harness")
+    host_harness = None
+    if not harness_dir:
+        harness_dir, host_harness = HOST_HARNESS_DIR, str(Path(__file__).resolve().parent / "harness")
+        warnings.append("image has no io.envbuilder.harness label: the host's harness copy was mounted")
+    for w in warnings:
+        say(f"certify: warning: {w}")
+    run_quick = quick or level_quick
+    report = probe()
+    tmp = Path(tempfile.mkdtemp(prefix="envbuilder-certify-"))
+    try:
+        tmp.chmod(0o777)  # the image runs as a non-root user that must write result.json
+        (tmp / "thresholds.json").write_text(json.dumps(doc, sort_keys=True), encoding="utf-8")
+        binds = [(str(tmp), IO_DIR, False)]
+        binds += [(host_harness, harness_dir, True)] if host_harness else []
+        limit = timeout_s or TIMEOUT_S["quick" if run_quick else "full"]
+        command = harness_command(
+            harness_dir,
+            quick=run_quick,
+            cpu=choice.name == "none",
+            watchdog_s=max(10.0, limit - 30.0),
+            budget_s=budget_s,
+            steps=steps,
+        )
+        spec = training_container(
+            info,
+            choice,
+            command,
+            env={"PYTHONUNBUFFERED": "1", "PYTHONDONTWRITEBYTECODE": "1"},
+            binds=binds,
+            mem_total=mem_total,
+            timeout_s=limit,
+        )
+        started = time.monotonic()
+        res, spec = _run_with_memlock_fallback(eng, spec, say, warnings)
+        seconds = time.monotonic() - started
+        result = parse_harness_output(tmp, res.stdout)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    if result is None:
+        tail = "\n".join(res.stderr.splitlines()[-30:])
+        raise CertificationFailedError(
+            f"the harness in {image_ref} produced no result (exit {res.exit_code})\n"
+            f"--- stderr tail ---\n{tail}",
+            hint="exit 124 means it ran out of time; otherwise the payload crashed: see the tail above",
+        )
+    stack = _label_json(info, "io.envbuilder.stack")
+    verdict, reason = decide(result, res.exit_code, choice, stack)
+    lock_hash = info.labels.get("io.envbuilder.lock-hash")
+    return build_certificate(
+        image={"id": info.id, "ref": image_ref, "stack": stack, "lock_hash": lock_hash},
+        host=host_record(report, choice.name),
+        run={
+            "gpu_access_reason": choice.reason,
+            "quick": run_quick,
+            "exit_code": res.exit_code,
+            "seconds": round(seconds, 3),
+            "docker_args": docker_cli_args(spec),
+            "harness_dir": harness_dir,
+            "harness_source": "host" if host_harness else "image",
+            "warnings": warnings,
+        },
+        harness=result,
+        thresholds=doc,
+        verdict=verdict,
+        verdict_reason=reason,
+    )
+
+
+def _run_with_memlock_fallback(
+    eng: CertifyEngine, spec: ContainerRun, say: Progress, warnings: list[str]
+) -> tuple[RunResult, ContainerRun]:
+    """Run; where the daemon may not raise RLIMIT_MEMLOCK (no CAP_SYS_RESOURCE, e.g. rootless or
+    nested Docker), run again without the memlock ulimit and record it."""
+    try:
+        return eng.run_container(spec, say), spec
+    except DockerUnavailableError as exc:
+        if "rlimit" not in str(exc).lower():
+            raise
+        said = str(exc)
+        at = said.find("error setting rlimit")
+        said = said[at : at + 60] if at >= 0 else said[-80:]
+        warnings.append(f"memlock ulimit refused by the container runtime ({said}); ran without it")
+        say(f"certify: warning: {warnings[-1]}")
+        spec = replace(spec, ulimits=tuple(u for u in spec.ulimits if u[0] != "memlock"))
+        return eng.run_container(spec, say), spec

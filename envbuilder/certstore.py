@@ -1,0 +1,282 @@
+"""The embedded certificate store: one SQLite file in the user's data folder.
+
+WAL journal, a busy timeout and one `BEGIN IMMEDIATE` transaction per write make it safe against
+concurrent writers and crashes mid-write: a row holds the whole certificate JSON and its hash, so
+a certificate is either stored whole or not at all. Every read re-verifies the content hash.
+"""
+
+from __future__ import annotations
+
+import builtins
+import contextlib
+import os
+import sqlite3
+import tempfile
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from envbuilder.certificate import Certificate, require_valid, verify_certificate
+from envbuilder.errors import CertificateRefusedError, EnvbuilderError, UsageError
+
+DB_NAME = "certs.sqlite"
+BUSY_TIMEOUT_MS = 30_000
+MIN_PREFIX = 4
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS certificates (
+    id TEXT PRIMARY KEY,            -- hex of the content hash
+    content_hash TEXT NOT NULL,     -- sha256:<hex>, as in the document
+    image_id TEXT NOT NULL,
+    image_ref TEXT,
+    verdict TEXT NOT NULL,
+    host_fingerprint TEXT,
+    issued_at TEXT NOT NULL,
+    stored_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%SZ', 'now')),
+    body TEXT NOT NULL              -- the certificate JSON, exactly as exported
+);
+CREATE INDEX IF NOT EXISTS certificates_image ON certificates (image_id);
+"""
+
+
+class StoreError(EnvbuilderError):
+    """The certificate store cannot be opened, read or written (names the file)."""
+
+    exit_code = 1
+
+
+def data_dir(env: dict[str, str] | None = None) -> Path:
+    """ENVBUILDER_DATA_DIR, else $XDG_DATA_HOME/envbuilder, else ~/.local/share/envbuilder."""
+    env = dict(os.environ) if env is None else env
+    if env.get("ENVBUILDER_DATA_DIR"):
+        return Path(env["ENVBUILDER_DATA_DIR"])
+    base = env.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(base) / "envbuilder"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StoredCert:
+    """One row as listed: enough for a table, without parsing the body."""
+
+    id: str
+    image_id: str
+    image_ref: str | None
+    verdict: str
+    host_fingerprint: str | None
+    issued_at: str
+    stored_at: str
+
+
+class CertStore:
+    """The store at `path` (default: data_dir()/certs.sqlite). Methods raise StoreError when the
+    file cannot be used; reads raise CertificateRefusedError for a tampered row."""
+
+    def __init__(self, path: Path | None = None) -> None:
+        self.path = Path(path) if path is not None else data_dir() / DB_NAME
+        self._after_insert: Callable[[], None] | None = None  # tests: crash between statements
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            with self._connect() as db, _write(db):
+                for stmt in filter(str.strip, _SCHEMA.split(";")):
+                    db.execute(stmt)
+        except (sqlite3.Error, OSError) as exc:
+            raise StoreError(f"cannot open the certificate store {self.path}: {exc}") from exc
+
+    @contextlib.contextmanager
+    def _connect(self) -> Iterator[sqlite3.Connection]:
+        db = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
+        try:
+            db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            if db.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+                db.execute("PRAGMA journal_mode = WAL")
+            db.execute("PRAGMA synchronous = FULL")
+            yield db
+        finally:
+            db.close()
+
+    # ------------------------------------------------------------------ write
+
+    def add(self, cert: Certificate) -> str:
+        """Store a certificate after verifying it; return its id. Adding the same certificate
+        again is a no-op. Raises CertificateRefusedError (tampered), StoreError."""
+        require_valid(cert)
+        body = cert.to_json()
+        image = cert.image
+        row = (
+            cert.id,
+            cert.content_hash,
+            str(image.get("id", "")),
+            image.get("ref"),
+            cert.verdict,
+            cert.host.get("fingerprint"),
+            str(cert.data.get("issued_at", "")),
+            body,
+        )
+        try:
+            with self._connect() as db, _write(db):
+                db.execute(
+                    "INSERT OR IGNORE INTO certificates (id, content_hash, image_id, image_ref, verdict, "
+                    "host_fingerprint, issued_at, body) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    row,
+                )
+                if self._after_insert is not None:
+                    self._after_insert()
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot write to the certificate store {self.path}: {exc}") from exc
+        return cert.id
+
+    def remove(self, ident: str) -> str:
+        """Delete one certificate (id or unique prefix); return its id. Raises UsageError, StoreError."""
+        cid = self._resolve(ident)
+        try:
+            with self._connect() as db, _write(db):
+                db.execute("DELETE FROM certificates WHERE id = ?", (cid,))
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot write to the certificate store {self.path}: {exc}") from exc
+        return cid
+
+    # ------------------------------------------------------------------ read
+
+    def list(self, image: str | None = None) -> builtins.list[StoredCert]:
+        """Every stored certificate, newest first; `image` filters by image ID (or its prefix)
+        or by the reference it was certified under. Raises StoreError."""
+        sql = "SELECT id, image_id, image_ref, verdict, host_fingerprint, issued_at, stored_at"
+        sql += " FROM certificates"
+        args: tuple[str, ...] = ()
+        if image:
+            bare = image.removeprefix("sha256:")
+            sql += " WHERE image_id = ? OR image_id LIKE ? OR image_ref = ?"
+            args = (image, f"sha256:{_like(bare)}%", image)
+        sql += " ORDER BY issued_at DESC, stored_at DESC, id"
+        rows = self._query(sql, args)
+        return [
+            StoredCert(
+                id=r[0],
+                image_id=r[1],
+                image_ref=r[2],
+                verdict=r[3],
+                host_fingerprint=r[4],
+                issued_at=r[5],
+                stored_at=r[6],
+            )
+            for r in rows
+        ]
+
+    def get(self, ident: str) -> Certificate:
+        """The certificate with this id or unique id prefix (at least 4 hex digits), verified.
+        Raises UsageError (none or several match), CertificateRefusedError (the row was
+        tampered with), StoreError."""
+        cid = self._resolve(ident)
+        rows = self._query("SELECT content_hash, body FROM certificates WHERE id = ?", (cid,))
+        content_hash, body = rows[0]
+        cert = Certificate.from_json(body, where=f"stored certificate {cid[:12]}")
+        problems = verify_certificate(cert)
+        if content_hash != cert.content_hash or cid != cert.id:
+            problems.append("stored row hash differs from the certificate's content_hash (row edited)")
+        if problems:
+            raise CertificateRefusedError(
+                f"stored certificate {cid[:12]} failed verification: " + "; ".join(problems),
+                hint="remove it (`envbuilder certs` never repairs a certificate) and re-certify the image",
+            )
+        return cert
+
+    def verify(self, ident: str, *, image_id: str | None = None) -> builtins.list[str]:
+        """Problems with a stored certificate (empty: intact and, given `image_id`, for that
+        image). Raises UsageError (unknown id), StoreError."""
+        try:
+            cert = self.get(ident)
+        except CertificateRefusedError as exc:
+            return [exc.message]
+        return verify_certificate(cert, image_id=image_id)
+
+    def export(self, ident: str, dest: Path) -> Path:
+        """Write a verified certificate to `dest` atomically (never half a file). Raises
+        UsageError, CertificateRefusedError, StoreError (cannot write)."""
+        cert = self.get(ident)
+        try:
+            _write_atomic(Path(dest), cert.to_json(indent=2) + "\n")
+        except OSError as exc:
+            raise StoreError(f"cannot write {dest}: {exc}") from exc
+        return Path(dest)
+
+    def import_(self, src: Path) -> str:
+        """Read a certificate file, verify it, store it; return its id. Raises StoreError (cannot
+        read), CertificateRefusedError (not a certificate, or tampered)."""
+        try:
+            text = Path(src).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise StoreError(f"cannot read {src}: {exc}") from exc
+        cert = Certificate.from_json(text, where=str(src))
+        require_valid(cert, where=str(src))
+        return self.add(cert)
+
+    def integrity_check(self) -> str:
+        """SQLite's own check of the file ("ok" when sound). Raises StoreError."""
+        return str(self._query("PRAGMA integrity_check", ())[0][0])
+
+    def _resolve(self, ident: str) -> str:
+        bare = ident.strip().lower().removeprefix("sha256:")
+        if len(bare) < MIN_PREFIX or any(c not in "0123456789abcdef" for c in bare):
+            raise UsageError(
+                f"{ident!r} is not a certificate id", hint=f"give at least {MIN_PREFIX} hex digits of an id"
+            )
+        rows = self._query("SELECT id FROM certificates WHERE id LIKE ? LIMIT 3", (f"{_like(bare)}%",))
+        if not rows:
+            raise UsageError(
+                f"no certificate {bare} in {self.path}", hint="`envbuilder certs list` shows them"
+            )
+        if len(rows) > 1:
+            raise UsageError(f"{bare} matches several certificates", hint="give more digits of the id")
+        return str(rows[0][0])
+
+    def _query(self, sql: str, args: tuple[str, ...]) -> builtins.list[tuple[str, ...]]:
+        try:
+            with self._connect() as db:
+                return builtins.list(db.execute(sql, args).fetchall())
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot read the certificate store {self.path}: {exc}") from exc
+
+
+@contextlib.contextmanager
+def _write(db: sqlite3.Connection) -> Iterator[None]:
+    """One write transaction: BEGIN IMMEDIATE takes the write lock up front (waiting busy_timeout),
+    COMMIT on success, ROLLBACK on any exception. A crash before COMMIT leaves nothing behind."""
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise
+    db.execute("COMMIT")
+
+
+def _like(text: str) -> str:
+    return text.replace("\\", "").replace("%", "").replace("_", "")
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        Path(tmp).replace(path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            Path(tmp).unlink()
+        raise
+
+
+def certificate_summary(cert: Certificate) -> dict[str, object]:
+    """The fields `certs list --json` and `certify --json` share."""
+    image = cert.image
+    return {
+        "id": cert.id,
+        "image_id": image.get("id"),
+        "image_ref": image.get("ref"),
+        "verdict": cert.verdict,
+        "issued_at": cert.data.get("issued_at"),
+        "gpu_access": cert.host.get("gpu_access"),
+        "problems": verify_certificate(cert),
+    }
