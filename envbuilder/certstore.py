@@ -192,10 +192,7 @@ class CertStore:
         """Write a verified certificate to `dest` atomically (never half a file). Raises
         UsageError, CertificateRefusedError, StoreError (cannot write)."""
         cert = self.get(ident)
-        try:
-            _write_atomic(Path(dest), cert.to_json(indent=2) + "\n")
-        except OSError as exc:
-            raise StoreError(f"cannot write {dest}: {exc}") from exc
+        write_atomic(Path(dest), cert.to_json(indent=2) + "\n")
         return Path(dest)
 
     def import_(self, src: Path) -> str:
@@ -253,18 +250,25 @@ def _like(text: str) -> str:
     return text.replace("\\", "").replace("%", "").replace("_", "")
 
 
-def _write_atomic(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+def write_atomic(path: Path, text: str) -> None:
+    """Write `text` to `path` so that a reader sees the old file or the new one, never half
+    (temp file in the same folder, fsync, rename). Raises StoreError."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    except OSError as exc:
+        raise StoreError(f"cannot write {path}: {exc}") from exc
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(text)
             fh.flush()
             os.fsync(fh.fileno())
         Path(tmp).replace(path)
-    except BaseException:
+    except BaseException as exc:
         with contextlib.suppress(OSError):
             Path(tmp).unlink()
+        if isinstance(exc, OSError):
+            raise StoreError(f"cannot write {path}: {exc}") from exc
         raise
 
 

@@ -63,3 +63,5 @@ from envbuilder.cli import matrix_cmd
 from envbuilder.cli import resolve_cmd
 from envbuilder.cli import render_cmd
 from envbuilder.cli import build_cmd
+from envbuilder.cli import certify_cmd
+from envbuilder.cli import certs_cmd

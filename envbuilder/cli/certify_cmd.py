@@ -1,0 +1,134 @@
+"""`envbuilder certify IMAGE`: run the harness in the image on this host, store the certificate."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import click
+
+from envbuilder.certificate import Certificate
+from envbuilder.cli import cli
+from envbuilder.container import GPU_ACCESS_CHOICES
+from envbuilder.errors import CertificationFailedError
+
+
+def key_metric(step: Mapping[str, Any]) -> str:
+    """The one number that says most about a step, for the summary table."""
+    m = step.get("metrics")
+    m = m if isinstance(m, Mapping) else {}
+
+    def num(key: str) -> float | None:
+        v = m.get(key)
+        return float(v) if isinstance(v, int | float) and not isinstance(v, bool) else None
+
+    if step.get("name") == "host":
+        gpus = m.get("gpus")
+        names = sorted({str(g.get("name")) for g in gpus if isinstance(g, Mapping)}) if gpus else []
+        return ", ".join(names) or "no GPU visible"
+    if (ips := num("images_per_s")) is not None:
+        acc = num("val_accuracy")
+        return f"{ips:,.0f} img/s" + (f", val acc {acc:.2f}" if acc is not None else "")
+    if (fed := num("loader_fed_img_s")) is not None:
+        res = num("resident_img_s")
+        return f"loader {fed:,.0f} vs resident {res or 0:,.0f} img/s"
+    if (batch := num("largest_batch")) is not None:
+        return f"largest batch {batch:.0f}"
+    if (over := num("overhead")) is not None:
+        return f"overhead {over:.2%}"
+    for key in ("train", "loss"):
+        if (v := num(key)) is not None:
+            return f"{key} {v:g}"
+    return ""
+
+
+def print_summary(cert: Certificate, stored_id: str | None) -> None:
+    """Steps table, gates, verdict (stdout)."""
+    steps = cert.steps
+    width = max([len(str(s.get("name", ""))) for s in steps] + [4])
+    click.echo(f"{'step':<{width}}  {'status':<6} {'seconds':>8}  key metric")
+    for s in steps:
+        status = str(s.get("status", "?"))
+        seconds = s.get("seconds")
+        secs = f"{seconds:8.1f}" if isinstance(seconds, int | float) else f"{'-':>8}"
+        detail = key_metric(s) if status == "pass" else str(s.get("reason", ""))[:70]
+        click.echo(f"{s.get('name', '?'):<{width}}  {status:<6} {secs}  {detail}")
+    harness = cert.data.get("harness")
+    gates = harness.get("gates") if isinstance(harness, Mapping) else None
+    for g in gates if isinstance(gates, list) else []:
+        if isinstance(g, Mapping):
+            click.echo(f"gate {g.get('name')}: {g.get('status')} ({g.get('reason', '')})")
+    host = cert.host
+    image = cert.image
+    click.echo("")
+    click.echo(f"image    {image.get('ref')} ({str(image.get('id', ''))[:19]})")
+    click.echo(f"host     driver {host.get('driver') or 'none'}, GPU access {host.get('gpu_access')}")
+    click.echo(f"verdict  {cert.verdict.upper()}: {cert.data.get('verdict_reason', '')}")
+    if cert.verdict == "certified-cpu-only":
+        click.echo("         this image is NOT GPU-certified: only the CPU path ran")
+    if stored_id:
+        click.echo(f"stored   {stored_id[:12]} (envbuilder certs show {stored_id[:12]})")
+
+
+@cli.command()
+@click.argument("image")
+@click.option(
+    "--gpu-access",
+    type=click.Choice(GPU_ACCESS_CHOICES),
+    default="auto",
+    show_default=True,
+    help="How the container gets the GPUs: auto picks toolkit, then cdi, then devices, else none (CPU).",
+)
+@click.option("--quick", is_flag=True, help="Host record and smoke tests only (seconds).")
+@click.option("--json", "as_json", is_flag=True, help="Print the certificate JSON on stdout.")
+@click.option(
+    "--out", "out_path", type=click.Path(dir_okay=False, path_type=Path), help="Also write it here."
+)
+@click.option("--no-store", is_flag=True, help="Do not keep the certificate in the local store.")
+@click.option("--budget-seconds", type=float, help="The harness's time budget (default: its own).")
+@click.option("--steps", type=click.IntRange(min=8), help="Training steps of the accuracy runs.")
+@click.option("--timeout", "timeout_s", type=float, help="Kill the container after this many seconds.")
+def certify(
+    image: str,
+    gpu_access: str,
+    quick: bool,
+    as_json: bool,
+    out_path: Path | None,
+    no_store: bool,
+    budget_seconds: float | None,
+    steps: int | None,
+    timeout_s: float | None,
+) -> None:
+    """Certify IMAGE on this host: smoke tests, training benchmark and telemetry in the container.
+
+    Progress goes to stderr; the summary (or with --json the certificate) to stdout. The
+    certificate is stored (see `envbuilder certs`) even when it failed. Exit codes: 0 certified
+    or certified-cpu-only; 11 failed; 5 the asked GPU access mode is not available; 7 Docker is
+    unreachable; 2 the image is not found.
+    """
+    from envbuilder.certify import certify_image
+    from envbuilder.certstore import CertStore, write_atomic
+
+    cert = certify_image(
+        image,
+        gpu_access=gpu_access,
+        quick=quick,
+        progress=lambda line: click.echo(line, err=True),
+        budget_s=budget_seconds,
+        steps=steps,
+        timeout_s=timeout_s,
+    )
+    stored_id = None if no_store else CertStore().add(cert)
+    if out_path is not None:
+        write_atomic(out_path, cert.to_json(indent=2) + "\n")
+        click.echo(f"wrote {out_path}", err=True)
+    if as_json:
+        click.echo(cert.to_json(indent=2))
+    else:
+        print_summary(cert, stored_id)
+    if cert.verdict == "failed":
+        raise CertificationFailedError(
+            f"{image} failed certification: {cert.data.get('verdict_reason', '')}",
+            hint="see the failing steps above; `envbuilder certs show ID` keeps the whole evidence",
+        )

@@ -1,0 +1,125 @@
+"""`envbuilder certs list|show|verify|export|import`: the local certificate store."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+from envbuilder.cli import cli
+from envbuilder.errors import CertificateRefusedError
+
+
+@cli.group()
+def certs() -> None:
+    """Certificates kept in the local store (ENVBUILDER_DATA_DIR, else the XDG data folder)."""
+
+
+@certs.command("list")
+@click.option("--image", help="Only certificates for this image (ID, ID prefix or reference).")
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON list.")
+def list_cmd(image: str | None, as_json: bool) -> None:
+    """List stored certificates, newest first."""
+    from envbuilder.certstore import CertStore
+
+    rows = CertStore().list(image)
+    if as_json:
+        click.echo(
+            json.dumps(
+                [
+                    {
+                        "id": r.id,
+                        "image_id": r.image_id,
+                        "image_ref": r.image_ref,
+                        "verdict": r.verdict,
+                        "host_fingerprint": r.host_fingerprint,
+                        "issued_at": r.issued_at,
+                        "stored_at": r.stored_at,
+                    }
+                    for r in rows
+                ],
+                indent=2,
+            )
+        )
+        return
+    if not rows:
+        click.echo("no certificates stored" + (f" for {image}" if image else ""), err=True)
+        return
+    click.echo(f"{'id':<12}  {'issued':<20}  {'verdict':<18}  {'image':<12}  ref")
+    for r in rows:
+        image_id = r.image_id.removeprefix("sha256:")[:12]
+        click.echo(f"{r.id[:12]}  {r.issued_at:<20}  {r.verdict:<18}  {image_id:<12}  {r.image_ref or '-'}")
+
+
+@certs.command("show")
+@click.argument("ident", metavar="ID")
+@click.option("--json", "as_json", is_flag=True, help="Print the whole certificate JSON.")
+def show_cmd(ident: str, as_json: bool) -> None:
+    """Show one certificate (ID: its id or a unique prefix of at least 4 hex digits)."""
+    from envbuilder.certstore import CertStore
+    from envbuilder.cli.certify_cmd import print_summary
+
+    cert = CertStore().get(ident)
+    if as_json:
+        click.echo(cert.to_json(indent=2))
+    else:
+        print_summary(cert, cert.id)
+
+
+@certs.command("verify")
+@click.argument("ident", metavar="ID")
+@click.option("--image", help="Also check that the certificate is for this image (ID or reference).")
+@click.option("--json", "as_json", is_flag=True, help="Print {id, ok, problems} as JSON.")
+def verify_cmd(ident: str, image: str | None, as_json: bool) -> None:
+    """Recompute the content hash (and, with --image, the image ID). Exit 12 when anything is off."""
+    from envbuilder.certstore import CertStore
+
+    store = CertStore()
+    image_id = _image_id(image) if image else None
+    problems = store.verify(ident, image_id=image_id)
+    if as_json:
+        click.echo(json.dumps({"id": ident, "ok": not problems, "problems": problems}, indent=2))
+    elif not problems:
+        click.echo(f"{ident}: OK (content hash matches" + (f", image {image})" if image else ")"))
+    if problems:
+        raise CertificateRefusedError(
+            f"certificate {ident} failed verification: " + "; ".join(problems),
+            hint="re-certify the image on this host: envbuilder certify IMAGE",
+        )
+
+
+def _image_id(image: str) -> str:
+    """An image ID as given, or the ID of a local image reference (needs Docker)."""
+    bare = image.removeprefix("sha256:")
+    if len(bare) >= 12 and all(c in "0123456789abcdef" for c in bare):
+        return image
+    from envbuilder.engine import DockerEngine
+    from envbuilder.errors import UsageError
+
+    info = DockerEngine().inspect_image(image)
+    if info is None:
+        raise UsageError(f"image {image!r} not found locally", hint="give its ID, or build/pull it first")
+    return info.id
+
+
+@certs.command("export")
+@click.argument("ident", metavar="ID")
+@click.argument("dest", metavar="FILE", type=click.Path(dir_okay=False, path_type=Path))
+def export_cmd(ident: str, dest: Path) -> None:
+    """Write a verified certificate to FILE (atomically)."""
+    from envbuilder.certstore import CertStore
+
+    CertStore().export(ident, dest)
+    click.echo(f"wrote {dest}", err=True)
+
+
+@certs.command("import")
+@click.argument("src", metavar="FILE", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--json", "as_json", is_flag=True, help="Print {id} as JSON.")
+def import_cmd(src: Path, as_json: bool) -> None:
+    """Verify a certificate file and store it. Exit 12 when it has been tampered with."""
+    from envbuilder.certstore import CertStore
+
+    cid = CertStore().import_(src)
+    click.echo(json.dumps({"id": cid}) if as_json else f"imported {cid[:12]}")
