@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# Run the certification payload natively on a GPU host (no Docker), exactly as it runs in images:
+# the harness folder is copied as a top-level package `envbuilder_harness` and run with
+# `python3 -m envbuilder_harness`, so it cannot lean on the envbuilder package being importable.
+#
+#   bash benchmarks/gpu/run_harness_native.sh            # writes $OUT (or ./out)/cert-native.json
+#   PYTHON=python3.12 OUT=/tmp/o bash benchmarks/gpu/run_harness_native.sh --budget-seconds 170
+#
+# Extra arguments go to the harness (--quick, --steps N, --data DIR, ...). Thresholds come from
+# matrices/thresholds.yaml (converted to JSON here, as the host side does).
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+PYTHON="${PYTHON:-python3}"
+OUT="${OUT:-$ROOT/out}"
+mkdir -p "$OUT"
+STAGE="$(mktemp -d)"
+trap 'rm -rf "$STAGE"' EXIT
+cp -r "$ROOT/envbuilder/harness" "$STAGE/envbuilder_harness"
+find "$STAGE" -name __pycache__ -prune -exec rm -rf {} +
+
+# thresholds.yaml -> JSON (PyYAML is on the GPU machine; without it the harness uses its
+# built-in correctness defaults and applies no throughput gate).
+THRESH_ARGS=()
+if "$PYTHON" -c 'import yaml' 2>/dev/null; then
+  "$PYTHON" - "$ROOT/matrices/thresholds.yaml" "$STAGE/thresholds.json" <<'PY'
+import json, sys, yaml
+doc = yaml.safe_load(open(sys.argv[1]))
+doc["source_path"] = "matrices/thresholds.yaml"
+json.dump(doc, open(sys.argv[2], "w"), indent=1)
+PY
+  THRESH_ARGS=(--thresholds "$STAGE/thresholds.json")
+else
+  echo "run_harness_native: PyYAML missing: built-in thresholds (no throughput gate)" >&2
+fi
+
+{
+  echo "date: $(date -u +%FT%TZ)"
+  echo "host: $(hostname)"
+  nvidia-smi --query-gpu=name,driver_version,memory.total,power.limit --format=csv,noheader 2>/dev/null || echo "nvidia-smi: not available"
+  "$PYTHON" -c 'import sys, torch; print("python", sys.version.split()[0], "torch", torch.__version__, "cuda", torch.version.cuda)' 2>/dev/null || true
+  echo "nproc: $(nproc)"
+} | tee "$OUT/cert-native.host.txt" >&2
+
+start=$(date +%s.%N)
+set +e
+PYTHONPATH="$STAGE${PYTHONPATH:+:$PYTHONPATH}" "$PYTHON" -m envbuilder_harness \
+  --out "$OUT/cert-native.json" "${THRESH_ARGS[@]}" "$@" \
+  > "$OUT/cert-native.steps.jsonl" 2> >(tee "$OUT/cert-native.log" >&2)
+rc=$?
+set -e
+end=$(date +%s.%N)
+wall=$(awk -v a="$start" -v b="$end" 'BEGIN { printf "%.1f", b - a }')
+echo "run_harness_native: exit $rc, wall ${wall} s (target <= 180 s), result $OUT/cert-native.json" >&2
+"$PYTHON" - "$OUT/cert-native.json" "$wall" <<'PY' >&2 || true
+import json, sys
+doc = json.load(open(sys.argv[1]))
+print(f"verdict: {doc['verdict']} ({doc['verdict_reason']}); harness wall {doc['wall_seconds']:.1f} s, script wall {sys.argv[2]} s")
+for s in doc["steps"]:
+    m = s["metrics"]
+    ips = m.get("images_per_s")
+    extra = f" {ips:,.0f} img/s" if isinstance(ips, (int, float)) else ""
+    print(f"  {s['status']:4} {s['name']:28} {s['seconds']:7.1f} s{extra}  {s['reason'][:90]}")
+for g in doc["gates"]:
+    print(f"  gate {g['name']:34} {g['status']:5} {g.get('reason', '')}")
+PY
+exit $rc

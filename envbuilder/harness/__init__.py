@@ -1,0 +1,8 @@
+"""envbuilder's certification payload: copied into images and run there (or on a bare host).
+
+Self-contained: stdlib + the framework (+ numpy/PIL/pynvml when present). It never imports
+envbuilder, so it runs under any package name (see docs/harness.md for the in-image layout).
+"""
+
+HARNESS_VERSION = "1.0.0"
+RESULT_SCHEMA_VERSION = 1

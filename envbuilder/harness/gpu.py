@@ -1,0 +1,265 @@
+"""The GPU path: CUDA smoke, the ResNet-18 sequence (FP32 -> mixed precision -> batch 64 ->
+batch ramp), the tuned runs (ResNet-18 and ResNet-50 at batch 256, eager and compiled), the
+telemetry overhead measurement and the input pipeline check. Each is a step that can fail alone."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from .result import StepFailed, StepSkipped, log
+from .suite import Suite
+
+# Seconds each step is expected to take on an H200 (measured anchors + margin): a step whose
+# estimate exceeds what is left of the budget is skipped, with that as its reason.
+ESTIMATE = {
+    "fp32": 20,
+    "amp": 10,
+    "bs64": 10,
+    "ramp": 30,
+    "rn18_eager": 8,
+    "rn50_eager": 20,
+    "rn50_compiled": 80,
+    "rn18_compiled": 35,
+    "overhead": 8,
+}
+TUNED_BATCH = 256
+RAMP_CAP = 65536
+
+
+def tf32_flags() -> dict[str, Any]:
+    import torch
+
+    flags: dict[str, Any] = {"float32_matmul_precision": torch.get_float32_matmul_precision()}
+    for label, obj in (("matmul", torch.backends.cuda.matmul), ("cudnn", torch.backends.cudnn)):
+        try:
+            flags[f"{label}_allow_tf32"] = bool(obj.allow_tf32)
+        except Exception as e:  # newer torch: fp32_precision API
+            flags[f"{label}_allow_tf32"] = f"unknown ({type(e).__name__})"
+        prec = getattr(obj, "fp32_precision", None)
+        if isinstance(prec, str):
+            flags[f"{label}_fp32_precision"] = prec
+    return flags
+
+
+def cuda_smoke_step(s: Suite) -> bool:
+    from .smoke import cuda_smoke
+
+    with s.rec.step("cuda_smoke") as st:
+        st.metrics.update(cuda_smoke())
+    return s.rec.steps[-1].status == "pass"
+
+
+def run_gpu_benchmarks(s: Suite) -> None:
+    """Steps d, f (overhead) and e of the issue on the GPU, in budget order."""
+    import torch
+
+    from .train import RunConfig
+
+    torch.backends.cudnn.benchmark = True
+    bf16 = torch.cuda.is_bf16_supported()
+    amp = "bf16" if bf16 else "fp16"
+    s.facts.update(amp=amp, tf32=tf32_flags(), cudnn_benchmark=True)
+    s.make_data(224, 4096, 512)
+    steps = s.opts.steps or 200
+
+    def rn18(**kw: Any) -> RunConfig:
+        return RunConfig(name="", arch="resnet18", device="cuda", seed=s.opts.seed, **kw)
+
+    fp32 = s.train_step(
+        "train_rn18_fp32_bs32",
+        rn18(batch=32, steps=steps, extra={"tf32": tf32_flags()}),
+        estimate=ESTIMATE["fp32"],
+    )
+    s.train_step(f"train_rn18_{amp}_bs32", rn18(batch=32, steps=steps, amp=amp), estimate=ESTIMATE["amp"])
+    # Batch 64 only when the first run left room for it (2x its peak + 20%).
+    peak = (fp32.metrics.get("memory") or {}).get("peak_reserved_mib")
+    free_mib = (torch.cuda.mem_get_info()[0] / 2**20) if torch.cuda.is_available() else 0
+    if peak is None:
+        s.rec.skip(f"train_rn18_{amp}_bs64", "no memory figure from the batch-32 run")
+    elif 2.4 * peak > free_mib:
+        s.rec.skip(
+            f"train_rn18_{amp}_bs64",
+            f"not enough VRAM headroom: batch 32 peaked at {peak:.0f} MiB, {free_mib:.0f} free",
+        )
+    else:
+        s.train_step(
+            f"train_rn18_{amp}_bs64",
+            rn18(batch=64, steps=steps, amp=amp, extra={"headroom_free_mib": free_mib}),
+            estimate=ESTIMATE["bs64"],
+        )
+    batch_ramp(s, amp)
+    tuned = {"amp": amp, "channels_last": True, "device": "cuda", "seed": s.opts.seed}
+    s.train_step(
+        "tuned_rn18_eager",
+        RunConfig(name="", arch="resnet18", batch=TUNED_BATCH, steps=70, warmup=10, **tuned),
+        estimate=ESTIMATE["rn18_eager"],
+        gate_key="tuned_rn18_eager",
+    )
+    for compiled in (False, True):
+        tag = "compiled" if compiled else "eager"
+        s.train_step(
+            f"tuned_rn50_{tag}",
+            RunConfig(
+                name="",
+                arch="resnet50",
+                batch=TUNED_BATCH,
+                steps=48,
+                warmup=8,
+                compile=compiled,
+                **tuned,
+            ),
+            estimate=ESTIMATE[f"rn50_{tag}"],
+            gate_key=f"tuned_rn50_{tag}",
+        )
+    telemetry_overhead(s, amp)
+    s.input_pipeline(
+        RunConfig(name="", arch="resnet50", batch=TUNED_BATCH, **tuned),
+        src_size=320,
+        n_images=512,
+        batches=8,
+    )
+    # Compiling ResNet-18 too is the first thing to go when time is short (it is not gated).
+    s.train_step(
+        "tuned_rn18_compiled",
+        RunConfig(name="", arch="resnet18", batch=TUNED_BATCH, steps=70, warmup=10, compile=True, **tuned),
+        estimate=ESTIMATE["rn18_compiled"],
+        gate_key="tuned_rn18_compiled",
+    )
+    s.real_data("resnet18", 64, 224, s.opts.steps or 100, amp)
+
+
+def batch_ramp(s: Suite, amp: str) -> None:
+    """ResNet-18, mixed precision, channels_last: double until OOM, back off, bisect."""
+    import torch
+
+    from .models import build_model
+    from .ramp import find_max_batch
+    from .synthetic import NUM_CLASSES, normalize
+    from .train import amp_dtype, free_device_memory
+
+    with s.rec.step("batch_ramp") as st:
+        if s.data is None:
+            raise StepSkipped("no dataset (the dataset step did not pass)")
+        s.need(ESTIMATE["ramp"] / 2)
+        free_device_memory()
+        model = build_model("resnet18", NUM_CLASSES)[0]
+        model = model.to("cuda", memory_format=torch.channels_last)
+        opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+        dt = amp_dtype(amp)
+        n = len(s.data.train)
+        # cuDNN autotuning each new batch would cost seconds per size; off for the ramp only.
+        torch.backends.cudnn.benchmark = False
+
+        def try_batch(b: int) -> dict[str, Any]:
+            torch.cuda.reset_peak_memory_stats()
+            for _ in range(2):
+                idx = torch.randint(0, n, (b,), device="cuda")
+                x = normalize(s.data.train.images[idx]).contiguous(memory_format=torch.channels_last)
+                with torch.autocast("cuda", dtype=dt):
+                    loss = torch.nn.functional.cross_entropy(model(x), s.data.train.labels[idx])
+                opt.zero_grad(set_to_none=True)
+                loss.backward()
+                opt.step()
+                del x, loss
+            torch.cuda.synchronize()
+            return {"peak_allocated_mib": round(torch.cuda.max_memory_allocated() / 2**20)}
+
+        def after_oom() -> None:
+            opt.zero_grad(set_to_none=True)
+            free_device_memory()
+
+        t_start = s.window_start()
+        budget = min(ESTIMATE["ramp"], max(5.0, s.remaining() - 100))
+        try:
+            res = find_max_batch(
+                try_batch,
+                start=64,
+                cap=RAMP_CAP,
+                after_oom=after_oom,
+                deadline=time.monotonic() + budget,
+            )
+        finally:
+            torch.backends.cudnn.benchmark = True
+            s.window_end(st, t_start)
+        st.metrics.update(res, model="resnet18", precision=amp, channels_last=True)
+        st.metrics["ramp_budget_s"] = round(budget, 1)
+        if res["stopped"]:
+            st.warnings.append(res["stopped"])
+        if res["largest_batch"] is None:
+            raise StepFailed("even the smallest batch of the ramp ran out of memory")
+        s.facts["largest_batch"] = res["largest_batch"]
+        log(f"batch ramp: largest batch {res['largest_batch']}, first OOM {res['first_oom_batch']}")
+
+
+def measure_overhead(window: Any, pairs: int, pause: Any, resume: Any) -> dict[str, Any]:
+    """A/B: the same window with the sampler off and on, in ABBA order to cancel drift.
+
+    `window()` returns the mean step time (s) of one window. overhead = on/off - 1.
+    """
+    off: list[float] = []
+    on: list[float] = []
+    for i in range(pairs):
+        order = (False, True) if i % 2 == 0 else (True, False)
+        for sampling in order:
+            (resume if sampling else pause)()
+            (on if sampling else off).append(window())
+    resume()
+    med_off, med_on = sorted(off)[len(off) // 2], sorted(on)[len(on) // 2]
+    return {
+        "windows_off_s": off,
+        "windows_on_s": on,
+        "median_step_off_ms": med_off * 1000,
+        "median_step_on_ms": med_on * 1000,
+        "overhead": med_on / med_off - 1 if med_off > 0 else None,
+    }
+
+
+def telemetry_overhead(s: Suite, amp: str) -> None:
+    import torch
+
+    from .models import build_model
+    from .synthetic import NUM_CLASSES, normalize
+    from .train import amp_dtype, free_device_memory
+
+    with s.rec.step("telemetry_overhead") as st:
+        if s.sampler is None:
+            raise StepSkipped("no NVML sampler (see telemetry.reason)")
+        if s.data is None:
+            raise StepSkipped("no dataset (the dataset step did not pass)")
+        s.need(ESTIMATE["overhead"])
+        free_device_memory()
+        model = build_model("resnet18", NUM_CLASSES)[0].to("cuda", memory_format=torch.channels_last)
+        opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+        dt, n, b = amp_dtype(amp), len(s.data.train), 128
+
+        def one() -> None:
+            idx = torch.randint(0, n, (b,), device="cuda")
+            x = normalize(s.data.train.images[idx]).contiguous(memory_format=torch.channels_last)
+            with torch.autocast("cuda", dtype=dt):
+                loss = torch.nn.functional.cross_entropy(model(x), s.data.train.labels[idx])
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            opt.step()
+
+        def window(steps: int = 40) -> float:
+            ev = [torch.cuda.Event(enable_timing=True) for _ in range(steps + 1)]
+            for i in range(steps):
+                ev[i].record()
+                one()
+            ev[-1].record()
+            ev[-1].synchronize()
+            # The mean, not the median: a sample's cost lands on a few steps, the median would
+            # hide it.
+            return ev[0].elapsed_time(ev[-1]) / steps / 1000
+
+        for _ in range(8):
+            one()
+        torch.cuda.synchronize()
+        assert s.sampler is not None
+        res = measure_overhead(window, 2, s.sampler.pause, s.sampler.resume)
+        st.metrics.update(res, interval_s=s.sampler.interval, batch=b, model="resnet18")
+        s.facts["telemetry_overhead"] = res["overhead"]
+        limit = float(s.applied["telemetry_overhead_max"])
+        if res["overhead"] is not None and res["overhead"] >= limit:
+            raise StepFailed(f"sampler overhead {res['overhead']:.2%} >= {limit:.0%} of step time")

@@ -1,0 +1,139 @@
+"""The host record: OS, Python, frameworks, and each GPU as NVML sees it (idle state included)."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import platform
+import sys
+from pathlib import Path
+from typing import Any
+
+
+def _s(v: Any) -> Any:
+    return v.decode() if isinstance(v, bytes) else v
+
+
+def _try(fn: Any, *args: Any) -> Any:
+    try:
+        return _s(fn(*args))
+    except Exception:
+        return None
+
+
+def gpu_devices_present() -> bool:
+    """Device nodes of the NVIDIA driver: a GPU was given to this host or container."""
+    return Path("/dev/nvidia0").exists() or any(Path("/dev").glob("nvidia[0-9]*"))
+
+
+def nvml_gpus(nvml: Any) -> list[dict[str, Any]]:
+    """Every GPU NVML lists, with its idle state and the processes already on it."""
+    out: list[dict[str, Any]] = []
+    for i in range(nvml.nvmlDeviceGetCount()):
+        h = nvml.nvmlDeviceGetHandleByIndex(i)
+        mem = _try(nvml.nvmlDeviceGetMemoryInfo, h)
+        cc = _try(nvml.nvmlDeviceGetCudaComputeCapability, h)
+        procs = _try(nvml.nvmlDeviceGetComputeRunningProcesses, h) or []
+        power = _try(nvml.nvmlDeviceGetPowerUsage, h)
+        limit = _try(nvml.nvmlDeviceGetEnforcedPowerLimit, h)
+        out.append(
+            {
+                "index": i,
+                "name": _try(nvml.nvmlDeviceGetName, h),
+                "uuid": _try(nvml.nvmlDeviceGetUUID, h),
+                "pci_bus_id": _s(getattr(_try(nvml.nvmlDeviceGetPciInfo, h), "busId", None)),
+                "compute_capability": f"{cc[0]}.{cc[1]}" if cc else None,
+                "memory_total_mib": round(mem.total / 2**20) if mem else None,
+                "memory_used_mib": round(mem.used / 2**20) if mem else None,
+                "temperature_c": _try(nvml.nvmlDeviceGetTemperature, h, 0),
+                "power_w": power / 1000 if power is not None else None,
+                "power_limit_w": limit / 1000 if limit is not None else None,
+                "sm_clock_max_mhz": _try(nvml.nvmlDeviceGetMaxClockInfo, h, 1),
+                "processes": [
+                    {"pid": p.pid, "used_mib": round((p.usedGpuMemory or 0) / 2**20)} for p in procs
+                ],
+            }
+        )
+    return out
+
+
+def framework_versions() -> dict[str, Any]:
+    """Versions of the frameworks that are installed, read without importing them."""
+    from importlib import metadata
+
+    out: dict[str, Any] = {}
+    names = ("torch", "torchvision", "tensorflow", "jax", "jaxlib", "numpy", "pillow")
+    for name in (*names, "nvidia-ml-py"):
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            out[name] = None
+    return out
+
+
+def torch_build_info() -> dict[str, Any]:
+    import torch
+
+    info: dict[str, Any] = {
+        "version": torch.__version__,
+        "cuda_build": torch.version.cuda,
+        "cuda_available": torch.cuda.is_available(),
+        "cudnn": torch.backends.cudnn.version() if torch.backends.cudnn.is_available() else None,
+        "threads": torch.get_num_threads(),
+    }
+    if torch.cuda.is_available():
+        info["arch_list"] = torch.cuda.get_arch_list()
+        info["device_count"] = torch.cuda.device_count()
+        info["nccl"] = ".".join(map(str, torch.cuda.nccl.version())) if _has_nccl() else None
+    return info
+
+
+def _has_nccl() -> bool:
+    try:
+        import torch.cuda.nccl as nccl
+
+        nccl.version()
+        return True
+    except Exception:
+        return False
+
+
+def host_record(nvml: Any, nvml_why: str) -> dict[str, Any]:
+    """Everything the certificate binds to: machine, driver, GPUs, software."""
+    rec: dict[str, Any] = {
+        "hostname": platform.node(),
+        "os": platform.platform(),
+        "machine": platform.machine(),
+        "python": sys.version.split()[0],
+        "python_executable": sys.executable,
+        "cpu_count": os.cpu_count(),
+        "cpu_affinity": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
+        "in_container": Path("/.dockerenv").exists() or Path("/run/.containerenv").exists(),
+        "dev_nvidia_present": gpu_devices_present(),
+        "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
+        "packages": framework_versions(),
+        "shm_mib": _shm_mib(),
+    }
+    if nvml is None:
+        rec["nvml"] = {"available": False, "reason": nvml_why}
+        rec["gpus"] = []
+    else:
+        rec["nvml"] = {"available": True}
+        rec["driver_version"] = _try(nvml.nvmlSystemGetDriverVersion)
+        v = _try(nvml.nvmlSystemGetCudaDriverVersion)
+        rec["cuda_driver_version"] = f"{v // 1000}.{(v % 1000) // 10}" if v else None
+        rec["gpus"] = nvml_gpus(nvml)
+    if importlib.util.find_spec("torch") is not None:
+        try:
+            rec["torch"] = torch_build_info()
+        except Exception as e:
+            rec["torch"] = {"error": f"{type(e).__name__}: {e}"}
+    return rec
+
+
+def _shm_mib() -> int | None:
+    try:
+        st = os.statvfs("/dev/shm")
+    except OSError:
+        return None
+    return round(st.f_blocks * st.f_frsize / 2**20)

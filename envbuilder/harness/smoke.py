@@ -1,0 +1,136 @@
+"""CPU one-batch check and the CUDA smoke test (the framework sees the GPU and really uses it)."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import torch
+from torch import nn
+
+from .models import build_model
+from .result import StepFailed
+from .synthetic import NUM_CLASSES, normalize, render
+
+_ARCH = re.compile(r"^(sm|compute)_(\d+)([a-z]?)$")
+
+
+def parse_arch(entry: str) -> tuple[str, int, int, str] | None:
+    """'sm_90a' -> ('sm', 9, 0, 'a'); 'compute_120' -> ('compute', 12, 0, '')."""
+    m = _ARCH.match(entry)
+    if not m:
+        return None
+    digits = m.group(2)
+    return m.group(1), int(digits[:-1]), int(digits[-1]), m.group(3)
+
+
+def arch_covered(arch_list: list[str], cc: tuple[int, int]) -> tuple[bool, str]:
+    """Does a build with these targets run on compute capability cc?
+
+    SASS runs on the same major with an equal or higher minor ('a' targets: that exact cc);
+    PTX (compute_XY) is JIT-compiled by the driver for any cc >= XY.
+    """
+    for entry in arch_list:
+        p = parse_arch(entry)
+        if p and p[0] == "sm":
+            _, major, minor, suffix = p
+            if major == cc[0] and (minor == cc[1] or (suffix != "a" and minor <= cc[1])):
+                return True, f"SASS {entry}"
+    ptx = [(e, p) for e in arch_list if (p := parse_arch(e)) and p[0] == "compute"]
+    for entry, (_, major, minor, _s) in sorted(ptx, key=lambda x: x[1][1:3], reverse=True):
+        if (major, minor) <= cc:
+            return True, f"PTX {entry} (JIT-compiled by the driver at first use)"
+    return False, f"no SASS for sm_{cc[0]}{cc[1]} and no PTX <= compute_{cc[0]}{cc[1]}"
+
+
+def one_batch(model: nn.Module, x: torch.Tensor, y: torch.Tensor) -> dict[str, Any]:
+    """One forward + backward; fails on non-finite loss or gradients."""
+    out = model(x)
+    loss = nn.functional.cross_entropy(out, y)
+    loss.backward()
+    if not torch.isfinite(loss):
+        raise StepFailed(f"non-finite loss {float(loss)}")
+    grads = [p.grad for p in model.parameters() if p.grad is not None]
+    if len(grads) != sum(1 for _ in model.parameters()):
+        raise StepFailed("some parameters got no gradient")
+    if not all(bool(torch.isfinite(g).all()) for g in grads):
+        raise StepFailed("non-finite gradients")
+    return {"loss": float(loss), "logits_shape": list(out.shape)}
+
+
+def cpu_check(size: int = 64, batch: int = 8) -> dict[str, Any]:
+    """Data and model code work on the CPU: a real ResNet-18 (full width), one batch."""
+    torch.manual_seed(0)
+    split = render(batch, size, seed=7)
+    model, info = build_model("resnet18", NUM_CLASSES)
+    m = one_batch(model, normalize(split.images), split.labels)
+    return {"model": info, "image_size": size, "batch": batch, **m}
+
+
+def cuda_smoke(size: int = 224, batch: int = 16) -> dict[str, Any]:
+    """The GPU is visible, the build has kernels for it, the model and the batch live on it,
+    a forward+backward runs there, and memory grows as it should."""
+    if not torch.cuda.is_available():
+        raise StepFailed(
+            f"torch.cuda.is_available() is False (torch {torch.__version__}, built for CUDA "
+            f"{torch.version.cuda}): training would silently run on the CPU. Check the device "
+            "nodes, the driver libraries in the container and the CUDA build of torch."
+        )
+    dev = torch.device("cuda", 0)
+    props = torch.cuda.get_device_properties(dev)
+    cc = (props.major, props.minor)
+    arch_list = torch.cuda.get_arch_list()
+    ok, how = arch_covered(arch_list, cc)
+    metrics: dict[str, Any] = {
+        "device_name": props.name,
+        "compute_capability": f"{cc[0]}.{cc[1]}",
+        "total_memory_mib": round(props.total_memory / 2**20),
+        "multiprocessors": props.multi_processor_count,
+        "arch_list": arch_list,
+        "arch_covered_by": how,
+        "bf16_supported": torch.cuda.is_bf16_supported(),
+        "torch_cuda_build": torch.version.cuda,
+        "cudnn": torch.backends.cudnn.version(),
+    }
+    if not ok:
+        raise StepFailed(f"this torch build cannot run on the GPU: {how} (built for {arch_list})")
+    torch.cuda.reset_peak_memory_stats()
+    base = torch.cuda.memory_allocated()
+    model, info = build_model("resnet18", NUM_CLASSES)
+    model = model.to(dev)
+    after_model = torch.cuda.memory_allocated()
+    split = render(batch, size, seed=7, device=dev)
+    x, y = normalize(split.images), split.labels
+    where = {p.device.type for p in model.parameters()} | {x.device.type, y.device.type}
+    if where != {"cuda"}:
+        raise StepFailed(f"parameters/batch not all on cuda: {sorted(where)}")
+    metrics.update(model=info, batch=batch, image_size=size, **one_batch(model, x, y))
+    torch.cuda.synchronize()
+    grads_on = {p.grad.device.type for p in model.parameters() if p.grad is not None}
+    # A GEMM checked against the CPU: catches a broken kernel or a bad device.
+    a = torch.randn(512, 512, generator=torch.Generator().manual_seed(1))
+    b = torch.randn(512, 512, generator=torch.Generator().manual_seed(2))
+    diff = float(((a.to(dev) @ b.to(dev)).cpu() - a @ b).abs().max())
+    mib = 2**20
+    metrics.update(
+        gradients_on=sorted(grads_on),
+        memory_baseline_mib=base / mib,
+        memory_after_model_mib=after_model / mib,
+        memory_peak_allocated_mib=torch.cuda.max_memory_allocated() / mib,
+        memory_reserved_mib=torch.cuda.memory_reserved() / mib,
+        matmul_max_abs_diff_vs_cpu=diff,
+    )
+    param_mib = sum(p.numel() * p.element_size() for p in model.parameters()) / mib
+    if after_model - base < 0.9 * param_mib * mib:
+        raise StepFailed(
+            f"GPU memory grew {(after_model - base) / mib:.1f} MiB for {param_mib:.1f} MiB of "
+            "parameters: the model is not where it should be"
+        )
+    if torch.cuda.max_memory_allocated() <= after_model:
+        raise StepFailed("GPU memory did not grow during forward+backward")
+    if grads_on != {"cuda"}:
+        raise StepFailed(f"gradients on {sorted(grads_on)}")
+    if diff > 0.5:  # TF32 may be on: tolerance for a 512-long dot product of N(0,1) values
+        raise StepFailed(f"GPU matmul differs from the CPU by {diff:.3g}")
+    del model, x, y, split
+    return metrics

@@ -1,0 +1,175 @@
+"""NVML access and the background telemetry sampler (one thread for the whole certification).
+
+Each run marks its time window; per-run summaries are cut from the one time series, which the
+result keeps (columnar, compact). pynvml comes from nvidia-ml-py when the image has it.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+# NVML clock-event ("throttle") reason bits: nvml.h, nvmlClocksEventReason* (stable ABI).
+CLOCK_EVENT_REASONS = {
+    0x1: "gpu_idle",
+    0x2: "applications_clocks_setting",
+    0x4: "sw_power_cap",
+    0x8: "hw_slowdown",
+    0x10: "sync_boost",
+    0x20: "sw_thermal_slowdown",
+    0x40: "hw_thermal_slowdown",
+    0x80: "hw_power_brake_slowdown",
+    0x100: "display_clock_setting",
+}
+# Reasons that mean the GPU ran slower than it could because of power or heat.
+SLOWDOWN_BITS = 0x4 | 0x8 | 0x20 | 0x40 | 0x80
+FIELDS = ("util_gpu", "util_mem", "mem_used_mib", "power_w", "temp_c", "sm_clock_mhz", "reasons")
+
+
+def load_nvml() -> tuple[Any | None, str]:
+    """(pynvml module initialised, "") or (None, why not)."""
+    try:
+        import pynvml
+    except ImportError:
+        return None, "pynvml (nvidia-ml-py) is not installed"
+    try:
+        pynvml.nvmlInit()
+    except Exception as e:
+        return None, f"NVML init failed: {e}"
+    return pynvml, ""
+
+
+def decode_reasons(mask: int) -> list[str]:
+    return [name for bit, name in CLOCK_EVENT_REASONS.items() if mask & bit]
+
+
+def _reasons_fn(nvml: Any) -> Any:
+    fn = getattr(nvml, "nvmlDeviceGetCurrentClocksEventReasons", None)
+    return fn or nvml.nvmlDeviceGetCurrentClocksThrottleReasons
+
+
+class Sampler:
+    """Samples one GPU every `interval` seconds on a daemon thread until stop()."""
+
+    def __init__(self, nvml: Any, handle: Any, interval: float = 0.25, max_samples: int = 4000):
+        self.nvml, self.handle, self.interval, self.max_samples = nvml, handle, interval, max_samples
+        self.series: dict[str, list[Any]] = {"t": [], **{f: [] for f in FIELDS}}
+        self.unsupported: dict[str, str] = {}
+        self.windows: dict[str, tuple[float, float]] = {}
+        self.errors = 0
+        self._t0 = time.monotonic()
+        self._stop = threading.Event()
+        self._paused = threading.Event()
+        self._lock = threading.Lock()
+        self._thread = threading.Thread(target=self._loop, name="nvml-sampler", daemon=True)
+        self._queries = {
+            "util": lambda: nvml.nvmlDeviceGetUtilizationRates(handle),
+            "mem_used_mib": lambda: nvml.nvmlDeviceGetMemoryInfo(handle).used / 2**20,
+            "power_w": lambda: nvml.nvmlDeviceGetPowerUsage(handle) / 1000.0,
+            "temp_c": lambda: nvml.nvmlDeviceGetTemperature(handle, 0),  # 0 = NVML_TEMPERATURE_GPU
+            "sm_clock_mhz": lambda: nvml.nvmlDeviceGetClockInfo(handle, 1),  # 1 = NVML_CLOCK_SM
+            "reasons": lambda: int(_reasons_fn(nvml)(handle)),
+        }
+
+    def now(self) -> float:
+        """Seconds since the sampler was made: the time base of the series and the windows."""
+        return time.monotonic() - self._t0
+
+    def start(self) -> Sampler:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join(timeout=2 * self.interval + 1)
+
+    def pause(self) -> None:
+        self._paused.set()
+
+    def resume(self) -> None:
+        self._paused.clear()
+
+    def mark(self, name: str, start: float, end: float) -> None:
+        self.windows[name] = (start, end)
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.interval):
+            if not self._paused.is_set() and len(self.series["t"]) < self.max_samples:
+                self.sample()
+
+    def sample(self) -> None:
+        row: dict[str, Any] = {"t": round(self.now(), 3)}
+        for key, query in self._queries.items():
+            if key in self.unsupported:
+                value: Any = None
+            else:
+                try:
+                    value = query()
+                except Exception as e:  # NVMLError_NotSupported on some parts / in VMs
+                    self.errors += 1
+                    self.unsupported[key] = str(e) or type(e).__name__
+                    value = None
+            if key == "util":
+                row["util_gpu"] = getattr(value, "gpu", None)
+                row["util_mem"] = getattr(value, "memory", None)
+            elif isinstance(value, float):
+                row[key] = round(value, 1)
+            else:
+                row[key] = value
+        with self._lock:
+            for k, v in row.items():
+                self.series[k].append(v)
+
+    def summarize(self, start: float | None = None, end: float | None = None) -> dict[str, Any]:
+        """mean/max of each field (and clock-event reasons as fractions of samples) in a window."""
+        with self._lock:
+            ts = list(self.series["t"])
+            idx = [i for i, t in enumerate(ts) if (start is None or t >= start) and (end is None or t <= end)]
+            cols = {f: [self.series[f][i] for i in idx] for f in FIELDS}
+        out: dict[str, Any] = {"samples": len(idx)}
+        for f in FIELDS[:-1]:
+            vals = [float(v) for v in cols[f] if v is not None]
+            if vals:
+                out[f] = {"mean": round(sum(vals) / len(vals), 2), "max": max(vals)}
+        masks = [int(m) for m in cols["reasons"] if m is not None]
+        if masks:
+            out["clock_event_reasons"] = {
+                name: round(sum(1 for m in masks if m & bit) / len(masks), 3)
+                for bit, name in CLOCK_EVENT_REASONS.items()
+                if any(m & bit for m in masks)
+            }
+            out["slowdown_fraction"] = round(sum(1 for m in masks if m & SLOWDOWN_BITS) / len(masks), 3)
+        return out
+
+    def window_summary(self, name: str) -> dict[str, Any]:
+        if name not in self.windows:
+            return {"samples": 0}
+        return self.summarize(*self.windows[name])
+
+    def to_json(self) -> dict[str, Any]:
+        with self._lock:
+            series = {k: list(v) for k, v in self.series.items()}
+        return {
+            "available": True,
+            "interval_s": self.interval,
+            "summary": self.summarize(),
+            "windows": {k: [round(a, 3), round(b, 3)] for k, (a, b) in self.windows.items()},
+            "unsupported": dict(self.unsupported),
+            "series": series,
+            "reason_bits": {str(b): n for b, n in CLOCK_EVENT_REASONS.items()},
+        }
+
+
+def slowdown_warnings(summary: dict[str, Any]) -> list[str]:
+    """Warnings for power/thermal clock events seen during a window."""
+    frac = summary.get("slowdown_fraction") or 0.0
+    if frac <= 0:
+        return []
+    seen = [
+        n
+        for n, v in (summary.get("clock_event_reasons") or {}).items()
+        if v and n not in ("gpu_idle", "applications_clocks_setting", "sync_boost")
+    ]
+    return [f"GPU clocks slowed in {frac:.0%} of samples ({', '.join(seen)})"]

@@ -1,0 +1,420 @@
+"""The harness's pure logic against fakes: verdict, thresholds, OOM back-off, loss checks,
+arch coverage, telemetry with a fake NVML, bottleneck naming and the result schema."""
+
+from __future__ import annotations
+
+import ast
+import io
+import json
+import math
+import time
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+import torch
+import yaml
+
+from envbuilder.harness.gpu import measure_overhead
+from envbuilder.harness.pipeline import name_bottleneck
+from envbuilder.harness.ramp import find_max_batch, is_oom
+from envbuilder.harness.result import (
+    FAIL,
+    PASS,
+    SKIP,
+    Recorder,
+    Step,
+    StepFailed,
+    StepSkipped,
+    decide_verdict,
+    validate_result,
+)
+from envbuilder.harness.smoke import arch_covered
+from envbuilder.harness.telemetry import Sampler, decode_reasons, slowdown_warnings
+from envbuilder.harness.thresholds import (
+    BUILTIN_DEFAULTS,
+    judge_overhead,
+    judge_throughput,
+    select_thresholds,
+)
+from envbuilder.harness.train import check_losses, step_stats
+
+ROOT = Path(__file__).resolve().parents[2]
+HARNESS = ROOT / "envbuilder" / "harness"
+
+
+# ---------------------------------------------------------------- the payload stays self-contained
+def test_harness_never_imports_envbuilder() -> None:
+    offenders = []
+    for f in sorted(HARNESS.glob("*.py")):
+        for node in ast.walk(ast.parse(f.read_text())):
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0:
+                names = [node.module or ""]
+            else:
+                continue
+            offenders += [f"{f.name}: {n}" for n in names if n.split(".")[0] == "envbuilder"]
+    assert offenders == []
+
+
+# ---------------------------------------------------------------- verdict
+def _steps(*statuses: str) -> list[Step]:
+    return [Step(name="host")] + [
+        Step(name=f"s{i}", status=st, reason="" if st == PASS else "why") for i, st in enumerate(statuses)
+    ]
+
+
+@pytest.mark.parametrize(
+    ("statuses", "gates", "gpu", "mode", "verdict"),
+    [
+        ((PASS, PASS), [], True, "full", "certified"),
+        ((PASS, SKIP), [], True, "full", "certified"),
+        ((PASS, FAIL), [], True, "full", "failed"),
+        ((PASS,), [{"name": "g", "status": FAIL}], True, "full", "failed"),
+        ((PASS,), [{"name": "g", "status": "warn"}], True, "full", "certified"),
+        ((PASS,), [{"name": "g", "status": SKIP}], True, "full", "certified"),
+        ((PASS, PASS), [], False, "cpu", "certified-cpu-only"),
+        ((PASS, FAIL), [], False, "cpu", "failed"),
+        ((SKIP, SKIP), [], True, "full", "failed"),  # nothing checked is not a certificate
+        ((PASS,), [], True, "quick", "certified"),
+    ],
+)
+def test_verdict(
+    statuses: tuple[str, ...], gates: list[dict[str, Any]], gpu: bool, mode: str, verdict: str
+) -> None:
+    got, reason = decide_verdict(_steps(*statuses), gates, mode=mode, gpu_path=gpu)
+    assert got == verdict
+    assert reason
+    if verdict == "certified-cpu-only":
+        assert "NOT a GPU certification" in reason
+
+
+def test_recorder_turns_exceptions_into_steps() -> None:
+    out = io.StringIO()
+    rec = Recorder(out)
+    with rec.step("a") as st:
+        st.metrics["x"] = 1.5
+    with rec.step("b"):
+        raise StepFailed("loss did not fall")
+    with rec.step("c"):
+        raise StepSkipped("no GPU")
+    with rec.step("d"):
+        raise RuntimeError("CUDA error: an illegal memory access")
+    lines = [json.loads(ln) for ln in out.getvalue().splitlines()]
+    assert [(ln["name"], ln["status"]) for ln in lines] == [
+        ("a", PASS),
+        ("b", FAIL),
+        ("c", SKIP),
+        ("d", FAIL),
+    ]
+    assert lines[1]["reason"] == "loss did not fall"
+    assert lines[3]["reason"].startswith("RuntimeError: CUDA error")
+    assert "traceback" in lines[3]["metrics"]
+    assert all(ln["kind"] == "step" and ln["seconds"] >= 0 for ln in lines)
+
+
+# ---------------------------------------------------------------- thresholds
+def test_builtin_defaults_mirror_the_yaml() -> None:
+    doc = yaml.safe_load((ROOT / "matrices" / "thresholds.yaml").read_text())
+    assert doc["defaults"] == BUILTIN_DEFAULTS
+    assert doc["schema_version"] == 1 and doc["source"] and doc["reviewed"]
+
+
+def test_h200_entry_carries_the_issue_targets() -> None:
+    doc = yaml.safe_load((ROOT / "matrices" / "thresholds.yaml").read_text())
+    applied = select_thresholds(doc, "NVIDIA H200")
+    assert applied["gpu_entry"] == "NVIDIA H200"
+    tp = applied["throughput"]
+    assert tp["tuned_rn50_eager"] == {"anchor_img_s": 4718, "min_fraction": 0.95}
+    assert tp["tuned_rn50_compiled"] == {"anchor_img_s": 6661, "min_fraction": 0.95}
+    unknown = select_thresholds(doc, "NVIDIA GeForce GTX 1080")
+    assert unknown["gpu_entry"] is None and unknown["throughput"] == {}
+    assert unknown["accuracy_margin_over_chance"] == BUILTIN_DEFAULTS["accuracy_margin_over_chance"]
+
+
+def test_throughput_gates() -> None:
+    applied = select_thresholds(
+        {
+            "gpus": [
+                {
+                    "name": "G",
+                    "nvml_names": ["G"],
+                    "throughput": {
+                        "a": {"anchor_img_s": 1000, "min_fraction": 0.95},
+                        "b": {"anchor_img_s": 1000, "min_fraction": 0.95},
+                        "c": {"anchor_img_s": 1000, "min_fraction": None},
+                        "d": {"anchor_img_s": 1000, "min_fraction": 0.95},
+                        "e": {"anchor_img_s": 1000, "min_fraction": 0.5},
+                    },
+                }
+            ]
+        },
+        "G",
+    )
+    gates = judge_throughput(
+        applied, {"a": 960.0, "b": 940.0, "c": 500.0, "e": 800.0}, {"d": "compile failed"}
+    )
+    by = {g["name"].split(":")[1]: g for g in gates}
+    assert by["a"]["status"] == PASS
+    assert by["b"]["status"] == FAIL
+    assert by["c"]["status"] == "warn"  # warn-only entry far below its anchor
+    assert by["d"]["status"] == SKIP and by["d"]["reason"] == "compile failed"
+    assert by["e"]["status"] == "warn"  # above the gate, below the 90% warn band
+
+
+def test_overhead_gate() -> None:
+    applied = select_thresholds(None, None)
+    assert judge_overhead(applied, 0.004, "")["status"] == PASS
+    assert judge_overhead(applied, 0.02, "")["status"] == FAIL
+    assert judge_overhead(applied, None, "no NVML")["status"] == SKIP
+
+
+# ---------------------------------------------------------------- OOM back-off
+def _fake_gpu(limit: int) -> Any:
+    calls: list[int] = []
+
+    def try_batch(b: int) -> dict[str, Any]:
+        calls.append(b)
+        if b > limit:
+            raise torch.cuda.OutOfMemoryError(f"CUDA out of memory. Tried to allocate {b} MiB")
+        return {"peak_allocated_mib": b}
+
+    return try_batch, calls
+
+
+def test_ramp_backs_off_and_bisects() -> None:
+    try_batch, calls = _fake_gpu(limit=1000)
+    freed: list[int] = []
+    res = find_max_batch(try_batch, start=64, cap=65536, after_oom=lambda: freed.append(1))
+    assert calls == [64, 128, 256, 512, 1024, 768, 896, 960]
+    assert res["first_oom_batch"] == 1024
+    assert res["hit_oom"] is True
+    assert res["largest_batch"] == 960
+    assert len(freed) == sum(1 for t in res["tried"] if not t["fits"])
+    assert all("error" in t for t in res["tried"] if not t["fits"])
+
+
+def test_ramp_stops_at_cap_and_reports_it() -> None:
+    try_batch, _ = _fake_gpu(limit=10**9)
+    res = find_max_batch(try_batch, start=64, cap=512)
+    assert res["largest_batch"] == 512 and not res["hit_oom"]
+    assert "cap" in res["stopped"]
+
+
+def test_ramp_smallest_batch_oom_and_other_errors() -> None:
+    try_batch, _ = _fake_gpu(limit=10)
+    assert find_max_batch(try_batch, start=64, cap=512)["largest_batch"] is None
+
+    def broken(b: int) -> dict[str, Any]:
+        raise RuntimeError("CUDA error: misaligned address")
+
+    with pytest.raises(RuntimeError, match="misaligned"):
+        find_max_batch(broken, start=64, cap=512)
+
+
+def test_ramp_deadline() -> None:
+    now = [0.0]
+
+    def slow(b: int) -> dict[str, Any]:
+        now[0] += 10
+        return {}
+
+    res = find_max_batch(slow, start=64, cap=65536, deadline=25, clock=lambda: now[0])
+    assert res["largest_batch"] == 256 and "budget" in res["stopped"]
+
+
+def test_is_oom() -> None:
+    assert is_oom(torch.cuda.OutOfMemoryError("x"))
+    assert is_oom(RuntimeError("cuDNN error: CUDNN_STATUS_ALLOC_FAILED"))
+    assert not is_oom(RuntimeError("device-side assert triggered"))
+
+
+# ---------------------------------------------------------------- losses and timing
+def test_nan_and_inf_fail() -> None:
+    assert "non-finite" in check_losses([1.6, 1.2, math.nan, 0.4, 0.3], 0.2)[0]
+    assert "non-finite" in check_losses([1.6, math.inf, 0.5, 0.4], 0.2)[0]
+
+
+def test_loss_must_fall() -> None:
+    assert check_losses([1.6] * 10 + [0.4] * 10, 0.2) == []
+    assert "did not fall" in check_losses([1.6] * 20, 0.2)[0]
+    assert "did not fall" in check_losses([1.6] * 10 + [1.4] * 10, 0.2)[0]
+
+
+def test_step_stats() -> None:
+    st = step_stats([0.01] * 94 + [0.05] * 6)
+    assert st["p50_ms"] == pytest.approx(10)
+    assert st["p95_ms"] == pytest.approx(50)
+    assert st["mean_ms"] == pytest.approx(12.4)
+    assert step_stats([]) == {}
+
+
+# ---------------------------------------------------------------- arch coverage
+@pytest.mark.parametrize(
+    ("archs", "cc", "ok", "how"),
+    [
+        (["sm_80", "sm_86", "sm_90", "sm_100", "sm_120"], (9, 0), True, "SASS sm_90"),
+        (["sm_80"], (8, 6), True, "SASS sm_80"),  # same major, lower minor
+        (["sm_86"], (8, 0), False, ""),  # higher minor does not run
+        (["sm_90a"], (9, 0), True, "SASS sm_90a"),
+        (["sm_100a"], (10, 3), False, ""),  # arch-specific: exact cc only
+        (["sm_80", "compute_80"], (9, 0), True, "PTX compute_80"),
+        (["sm_90", "compute_90"], (12, 0), True, "PTX compute_90"),
+        (["sm_75", "sm_80"], (9, 0), False, ""),
+        (["sm_37"], (3, 7), True, "SASS sm_37"),
+    ],
+)
+def test_arch_covered(archs: list[str], cc: tuple[int, int], ok: bool, how: str) -> None:
+    got, why = arch_covered(archs, cc)
+    assert got is ok
+    assert why.startswith(how) if ok else "no SASS" in why
+
+
+# ---------------------------------------------------------------- telemetry with a fake NVML
+class FakeNVML:
+    def __init__(self, reasons: int = 0, power_supported: bool = True) -> None:
+        self.reasons, self.power_supported, self.n = reasons, power_supported, 0
+
+    def nvmlDeviceGetUtilizationRates(self, h: Any) -> Any:
+        self.n += 1
+        return SimpleNamespace(gpu=90 + self.n % 10, memory=40)
+
+    def nvmlDeviceGetMemoryInfo(self, h: Any) -> Any:
+        return SimpleNamespace(used=2048 * 2**20, total=80000 * 2**20)
+
+    def nvmlDeviceGetPowerUsage(self, h: Any) -> int:
+        if not self.power_supported:
+            raise RuntimeError("Not Supported")
+        return 650_000
+
+    def nvmlDeviceGetTemperature(self, h: Any, sensor: int) -> int:
+        return 55
+
+    def nvmlDeviceGetClockInfo(self, h: Any, clock: int) -> int:
+        return 1980
+
+    def nvmlDeviceGetCurrentClocksEventReasons(self, h: Any) -> int:
+        return self.reasons
+
+
+def test_sampler_summaries_windows_and_series() -> None:
+    s = Sampler(FakeNVML(reasons=0x4), handle=None, interval=0.01)
+    for _ in range(5):
+        s.sample()
+    s.mark("run", 0.0, s.now() + 1)
+    summ = s.window_summary("run")
+    assert summ["samples"] == 5
+    assert summ["power_w"] == {"mean": 650.0, "max": 650.0}
+    assert summ["sm_clock_mhz"]["max"] == 1980
+    assert summ["mem_used_mib"]["mean"] == 2048
+    assert summ["clock_event_reasons"] == {"sw_power_cap": 1.0}
+    assert summ["slowdown_fraction"] == 1.0
+    assert slowdown_warnings(summ) and "sw_power_cap" in slowdown_warnings(summ)[0]
+    doc = s.to_json()
+    assert doc["available"] and len(doc["series"]["t"]) == 5
+    assert set(doc["series"]) >= {"util_gpu", "power_w", "temp_c", "sm_clock_mhz", "reasons"}
+    json.dumps(doc, allow_nan=False)
+
+
+def test_sampler_thread_pause_and_unsupported_fields() -> None:
+    nv = FakeNVML(power_supported=False)
+    s = Sampler(nv, handle=None, interval=0.005).start()
+    try:
+        deadline = 200
+        while len(s.series["t"]) < 3 and deadline:
+            time.sleep(0.01)
+            deadline -= 1
+        s.pause()
+        time.sleep(0.03)
+        n = len(s.series["t"])
+        time.sleep(0.05)
+        assert len(s.series["t"]) == n  # paused: no new samples
+    finally:
+        s.stop()
+    assert n >= 3
+    assert "power_w" in s.unsupported
+    assert all(v is None for v in s.series["power_w"])
+    assert "power_w" not in s.summarize()
+
+
+def test_decode_reasons() -> None:
+    assert decode_reasons(0x1 | 0x40) == ["gpu_idle", "hw_thermal_slowdown"]
+    assert slowdown_warnings({"slowdown_fraction": 0.0}) == []
+
+
+def test_overhead_ab_measurement() -> None:
+    state = {"on": True}
+    res = measure_overhead(
+        lambda: 0.0105 if state["on"] else 0.0100,
+        2,
+        pause=lambda: state.update(on=False),
+        resume=lambda: state.update(on=True),
+    )
+    assert res["overhead"] == pytest.approx(0.05)
+    assert len(res["windows_on_s"]) == len(res["windows_off_s"]) == 2
+    assert state["on"] is True  # the sampler is left running
+
+
+# ---------------------------------------------------------------- bottleneck naming
+def test_bottleneck_naming() -> None:
+    cpu, facts = name_bottleneck(loader_only=3000, fed=2950, resident=4700, workers=16)
+    assert cpu.startswith("CPU input pipeline") and facts["workers_needed_estimate"] == 26
+    none, _ = name_bottleneck(loader_only=9000, fed=4600, resident=4700, workers=16)
+    assert none.startswith("none")
+    h2d, _ = name_bottleneck(loader_only=9000, fed=2000, resident=4700, workers=16)
+    assert h2d.startswith("host-to-device")
+
+
+# ---------------------------------------------------------------- result schema
+def _valid_doc() -> dict[str, Any]:
+    return {
+        "kind": "result",
+        "schema_version": 1,
+        "harness_version": "1.0.0",
+        "mode": "cpu",
+        "started": "t0",
+        "finished": "t1",
+        "verdict": "certified-cpu-only",
+        "verdict_reason": "CPU path passed",
+        "thresholds": {},
+        "telemetry": {"available": False},
+        "host": {},
+        "gates": [],
+        "steps": [
+            {
+                "kind": "step",
+                "name": "host",
+                "status": "pass",
+                "reason": "",
+                "seconds": 0.1,
+                "metrics": {},
+            }
+        ],
+    }
+
+
+def test_validate_result_accepts_a_valid_doc() -> None:
+    assert validate_result(_valid_doc()) == []
+
+
+@pytest.mark.parametrize(
+    ("mutate", "expect"),
+    [
+        (lambda d: d.update(verdict="certified-ish"), "verdict"),
+        (lambda d: d.pop("steps"), "missing 'steps'"),
+        (lambda d: d["steps"][0].update(status="ok"), "status"),
+        (lambda d: d["steps"][0].update(status="fail"), "needs a reason"),
+        (lambda d: d["steps"].append(dict(d["steps"][0])), "duplicate"),
+        (lambda d: d["steps"][0].update(seconds="1"), "seconds"),
+        (lambda d: d.update(mode="turbo"), "mode"),
+        (lambda d: d["host"].update(x=math.nan), "strict JSON"),
+        (lambda d: d.update(kind="step"), "kind"),
+    ],
+)
+def test_validate_result_rejects(mutate: Any, expect: str) -> None:
+    doc = _valid_doc()
+    mutate(doc)
+    problems = validate_result(doc)
+    assert any(expect in p for p in problems), problems
