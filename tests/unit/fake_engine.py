@@ -1,0 +1,174 @@
+"""A FakeEngine for unit tests: the engine interface build.py needs, in memory, no Docker.
+
+It replays a recorded BuildKit plain-progress log (tests/data/buildkit/) through the real
+parser, so the events build.py and the CLI see are the ones a real build produces.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from envbuilder.engine import BuildKitCli, BuildResult, BuildSecret, ImageInfo
+from envbuilder.errors import BuildFailedError, DockerUnavailableError, RegistryError
+from envbuilder.models import Host, Resolution, Stack
+from envbuilder.progress import BuildEvent, ProgressParser
+from envbuilder.spec import ImageSpec, parse_spec
+
+DATA = Path(__file__).resolve().parent.parent / "data" / "buildkit"
+
+
+def sample(name: str) -> list[str]:
+    """A recorded plain-progress log, line by line."""
+    return (DATA / f"{name}.log").read_text().splitlines(keepends=True)
+
+
+@dataclass
+class FakeEngine:
+    daemon_up: bool = True
+    buildkit: bool = True
+    log: str = "cold"  # which recorded sample build() replays
+    fail_build: bool = False
+    interrupt_build: bool = False
+    push_error: str | None = None
+    images: dict[str, ImageInfo] = field(default_factory=dict)  # ref or id -> image
+    calls: list[tuple[str, object]] = field(default_factory=list)
+    built_dockerfiles: list[str] = field(default_factory=list)
+    packages: tuple[str, ...] = ("filelock==4.3.1", "torch==2.13.0+cpu")
+
+    def ping(self) -> None:
+        self.calls.append(("ping", None))
+        if not self.daemon_up:
+            raise DockerUnavailableError("cannot reach the Docker daemon", hint="start it")
+
+    def buildkit_cli(self) -> BuildKitCli:
+        if not self.buildkit:
+            from envbuilder.errors import BuildKitMissingError
+
+            raise BuildKitMissingError("no docker client that can build with BuildKit")
+        return BuildKitCli(path="/usr/bin/docker", kind="docker-buildkit", version="20.10.24")
+
+    def build(
+        self,
+        context: Path,
+        dockerfile: Path,
+        *,
+        secrets: Sequence[BuildSecret] = (),
+        build_args: Mapping[str, str] | None = None,
+        build_contexts: Mapping[str, Path] | None = None,
+        no_cache: bool = False,
+        on_event: Callable[[BuildEvent], None] | None = None,
+    ) -> BuildResult:
+        text = dockerfile.read_text()
+        self.built_dockerfiles.append(text)
+        self.calls.append(("build", [s.id for s in secrets]))
+        assert (context / "harness").is_dir(), "the build context must carry the harness"
+        parser = ProgressParser()
+        for line in sample("failed" if self.fail_build else self.log):
+            for event in parser.feed(line):
+                if on_event:
+                    on_event(event)
+            if self.interrupt_build and "[stage-0 2/4]" in line:
+                raise KeyboardInterrupt
+        if self.fail_build:
+            raise BuildFailedError("docker build failed (exit 1)\n" + "\n".join(parser.tail))
+        image_id = "sha256:" + hashlib.sha256(text.encode()).hexdigest()
+        labels = _labels_from(text)
+        self.images[image_id] = ImageInfo(
+            id=image_id, tags=(), repo_digests=(), labels=labels, size=1_260_000_000
+        )
+        return BuildResult(
+            image_id=image_id,
+            seconds=1.0,
+            steps=tuple(parser.dockerfile_steps()),
+            log_tail=tuple(parser.tail),
+        )
+
+    def inspect_image(self, ref: str) -> ImageInfo | None:
+        return self.images.get(ref)
+
+    def tag(self, image: str, ref: str) -> None:
+        self.calls.append(("tag", (image, ref)))
+        self.images[ref] = self.images[image]
+
+    def remove_image(self, ref: str, *, force: bool = False) -> bool:
+        self.calls.append(("remove", ref))
+        return self.images.pop(ref, None) is not None
+
+    def pip_freeze(self, image: str, python: str = "/opt/venv/bin/python") -> tuple[str, ...]:
+        self.calls.append(("pip_freeze", image))
+        return self.packages
+
+    def push(self, ref: str) -> str:
+        self.calls.append(("push", ref))
+        if self.push_error:
+            raise RegistryError(self.push_error)
+        return "sha256:" + "ab" * 32
+
+    def pull(self, ref: str) -> ImageInfo:
+        self.calls.append(("pull", ref))
+        raise RegistryError(f"pull of {ref} failed: no such host")
+
+    def tags(self) -> set[str]:
+        return {k for k in self.images if not k.startswith("sha256:")}
+
+
+def _labels_from(dockerfile: str) -> dict[str, str]:
+    """The io.envbuilder.lock-hash label, read back from the rendered LABEL instruction."""
+    out: dict[str, str] = {}
+    for line in dockerfile.splitlines():
+        if "io.envbuilder.lock-hash=" in line:
+            out["io.envbuilder.lock-hash"] = line.split("=", 1)[1].split("'")[1]
+    return out
+
+
+def cpu_stack(**overrides: object) -> Stack:
+    """The stack the resolver picks for torch 2.13.0 on a CPU-only host (bundled)."""
+    values: dict[str, object] = {
+        "id": "torch2.13.0-cpu-py3.11-bundled",
+        "framework": "torch",
+        "version": "2.13.0",
+        "variant": "cpu",
+        "cuda": None,
+        "cudnn": None,
+        "nccl": None,
+        "python": "3.11",
+        "base_image": "python:3.11-slim-bookworm",
+        "os": "debian12",
+        "strategy": "bundled",
+        "flavor": None,
+        "min_driver": None,
+        "require_cuda": None,
+        "sass": (),
+        "ptx": (),
+        "index_url": "https://download.pytorch.org/whl/cpu",
+        "packages": ("torch==2.13.0",),
+        "companions": (),
+        "python_install": "present",
+    }
+    values.update(overrides)
+    return Stack(**values)  # type: ignore[arg-type]
+
+
+def make_spec(name: str = "smoke", **fields: object) -> ImageSpec:
+    raw: dict[str, object] = {
+        "schema_version": 1,
+        "name": name,
+        "framework": "torch==2.13.0",
+        "python": "3.11",
+        "strategy": "bundled",
+    }
+    raw.update(fields)
+    return parse_spec(raw, f"images/{name}.yaml")
+
+
+def make_resolution(spec: ImageSpec, stack: Stack | None = None) -> Resolution:
+    return Resolution(
+        request=spec.to_request(cpu_only=True),
+        host=Host(driver=None, source="none"),
+        stack=stack or cpu_stack(),
+        alternatives=(),
+        rejected=(),
+    )

@@ -1,0 +1,275 @@
+"""Build orchestration on a FakeEngine: tags only after success, atomic lock, reproducible --lock."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from fake_engine import FakeEngine, cpu_stack, make_resolution, make_spec
+
+from envbuilder.build import (
+    BuildOptions,
+    default_tag,
+    plan_from_lock,
+    plan_from_spec,
+    run_build,
+    stack_tag,
+)
+from envbuilder.cli import cli
+from envbuilder.cli.build_cmd import ProgressDisplay, parse_secret
+from envbuilder.engine import BuildSecret, ImageInfo
+from envbuilder.errors import (
+    BuildFailedError,
+    BuildKitMissingError,
+    DockerUnavailableError,
+    RegistryError,
+    SpecError,
+    UsageError,
+)
+from envbuilder.lock import read_lock
+from envbuilder.progress import BuildEvent
+
+BASE = "envbuilder-test/debian:bookworm"
+BASE_ID = "sha256:" + "b" * 64
+TAG = "envbuilder/smoke:torch2.13.0-cpu-py3.11-bundled"
+
+
+def engine(**kw: object) -> FakeEngine:
+    fake = FakeEngine(**kw)  # type: ignore[arg-type]
+    fake.images[BASE] = ImageInfo(id=BASE_ID, tags=(BASE,), repo_digests=())
+    return fake
+
+
+def build(tmp_path: Path, fake: FakeEngine, **kw: object) -> tuple[object, Path]:
+    lock_out = tmp_path / "smoke.lock.json"
+    options = BuildOptions(base_image=BASE, lock_out=lock_out, **kw)  # type: ignore[arg-type]
+    spec = make_spec()
+    plan = plan_from_spec(spec, make_resolution(spec), options, Path("images/smoke.yaml"))
+    return run_build(plan, options, fake, work_dir=tmp_path), lock_out
+
+
+def test_success_tags_after_the_build_and_writes_the_lock(tmp_path: Path) -> None:
+    fake = engine()
+    events: list[BuildEvent] = []
+    lock_out = tmp_path / "smoke.lock.json"
+    options = BuildOptions(base_image=BASE, lock_out=lock_out, tags=("me/train:v1",))
+    spec = make_spec()
+    plan = plan_from_spec(spec, make_resolution(spec), options, Path("images/smoke.yaml"))
+    outcome = run_build(plan, options, fake, on_event=events.append, work_dir=tmp_path)
+    kinds = [c[0] for c in fake.calls]
+    assert kinds.index("build") < kinds.index("tag")  # untagged build, tags afterwards
+    assert fake.tags() == {BASE, TAG, "me/train:v1"}
+    lock = read_lock(lock_out)
+    assert lock.build is not None and lock.build.image_id == outcome.image.id
+    assert lock.build.packages == fake.packages
+    assert lock.build.base_image == BASE and lock.build.base_image_digest == BASE_ID
+    assert lock.build.tags == (TAG, "me/train:v1")
+    assert lock.spec == spec.to_dict()
+    assert lock.stack.base_image == BASE and "base image overridden" in lock.stack.notes[-1]
+    assert outcome.warnings == ()  # the lock hash equals the image's label
+    assert any(e.kind == "cached" for e in events)
+    assert list(tmp_path.glob("envbuilder-render-*")) == []  # render dir cleaned up
+
+
+def test_failed_build_leaves_no_tag_and_the_lock_untouched(tmp_path: Path) -> None:
+    _, lock_out = build(tmp_path, engine())
+    before = lock_out.read_bytes()
+    fake = engine(fail_build=True)
+    with pytest.raises(BuildFailedError, match="No matching distribution"):
+        build(tmp_path, fake)
+    assert fake.tags() == {BASE}
+    assert lock_out.read_bytes() == before
+
+
+def test_interrupt_leaves_no_tag_and_no_lock(tmp_path: Path) -> None:
+    fake = engine(interrupt_build=True)
+    with pytest.raises(KeyboardInterrupt):
+        build(tmp_path, fake)
+    assert fake.tags() == {BASE}
+    assert not (tmp_path / "smoke.lock.json").exists()
+    assert [p.name for p in tmp_path.iterdir()] == []
+
+
+def test_lock_write_failure_rolls_the_tags_back(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    fake = engine()
+    old = ImageInfo(id="sha256:" + "0" * 64, tags=(TAG,), repo_digests=())
+    fake.images[old.id] = old
+    fake.images[TAG] = old
+
+    def fail(path: Path, lock: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr("envbuilder.build.write_lock", fail)
+    with pytest.raises(KeyboardInterrupt):
+        build(tmp_path, fake, tags=("me/new:v1",))
+    assert fake.images[TAG].id == old.id  # the previous image got its tag back
+    assert "me/new:v1" not in fake.tags()
+
+
+def test_daemon_down_and_no_buildkit_fail_before_rendering(tmp_path: Path) -> None:
+    with pytest.raises(DockerUnavailableError):
+        build(tmp_path, engine(daemon_up=False))
+    with pytest.raises(BuildKitMissingError):
+        build(tmp_path, engine(buildkit=False))
+    assert [p.name for p in tmp_path.iterdir()] == []
+
+
+def test_secrets_reach_the_build_and_the_dockerfile_mounts_them(tmp_path: Path) -> None:
+    ca = tmp_path / "ca.pem"
+    ca.write_text("-----BEGIN CERTIFICATE-----\n")
+    fake = engine()
+    build(tmp_path, fake, secrets=(BuildSecret(id="ca", src=ca),))
+    assert ("build", ["ca"]) in fake.calls
+    assert "type=secret,id=ca" in fake.built_dockerfiles[0]
+    assert "BEGIN CERTIFICATE" not in fake.built_dockerfiles[0]
+
+
+def test_push_records_the_digest(tmp_path: Path) -> None:
+    fake = engine()
+    outcome, lock_out = build(tmp_path, fake, push="127.0.0.1:5000")
+    ref = "127.0.0.1:5000/envbuilder/smoke@sha256:" + "ab" * 32
+    assert outcome.pushed == (ref,)  # type: ignore[attr-defined]
+    lock = read_lock(lock_out)
+    assert lock.build is not None and lock.build.pushed == (ref,)
+
+
+def test_push_failure_is_a_registry_error_after_the_lock(tmp_path: Path) -> None:
+    fake = engine(push_error="unauthorized: authentication required")
+    with pytest.raises(RegistryError, match="unauthorized"):
+        build(tmp_path, fake, push="127.0.0.1:5001")
+    lock = read_lock(tmp_path / "smoke.lock.json")
+    assert lock.build is not None and lock.build.pushed == ()
+
+
+def test_bad_inputs_are_refused_before_docker(tmp_path: Path) -> None:
+    fake = engine()
+    with pytest.raises(UsageError, match="--tag"):
+        build(tmp_path, fake, tags=("Bad Tag!",))
+    with pytest.raises(UsageError, match="--push"):
+        build(tmp_path, fake, push="http://x")
+    with pytest.raises(UsageError, match="secret"):
+        build(tmp_path, fake, secrets=(BuildSecret(id="ca", src=tmp_path / "nope"),))
+    assert fake.calls == []
+
+
+def test_rebuild_from_lock_renders_the_same_dockerfile(tmp_path: Path) -> None:
+    fake = engine()
+    _, lock_out = build(tmp_path, fake)
+    copy = tmp_path / "copy.lock.json"
+    copy.write_bytes(lock_out.read_bytes())
+    plan = plan_from_lock(copy, BuildOptions())
+    assert plan.base_ref == BASE and plan.lock_out == copy
+    again = run_build(plan, BuildOptions(), fake, work_dir=tmp_path)
+    assert fake.built_dockerfiles[0] == fake.built_dockerfiles[1]
+    assert again.warnings == ()
+    a, b = read_lock(lock_out), read_lock(copy)
+    assert a.build is not None and b.build is not None
+    assert a.build.dockerfile_sha256 == b.build.dockerfile_sha256 and a.hash == b.hash
+
+
+def test_rebuild_warns_when_the_local_base_changed(tmp_path: Path) -> None:
+    fake = engine()
+    _, lock_out = build(tmp_path, fake)
+    fake.images[BASE] = ImageInfo(id="sha256:" + "c" * 64, tags=(BASE,), repo_digests=())
+    outcome = run_build(plan_from_lock(lock_out, BuildOptions()), BuildOptions(), fake, work_dir=tmp_path)
+    assert any("the rebuild will differ" in w for w in outcome.warnings)
+
+
+def test_base_with_a_registry_digest_is_pinned(tmp_path: Path) -> None:
+    fake = engine()
+    digest = "sha256:" + "d" * 64
+    fake.images["127.0.0.1:5000/base:1"] = ImageInfo(
+        id=BASE_ID, tags=(), repo_digests=(f"127.0.0.1:5000/base@{digest}",)
+    )
+    spec = make_spec()
+    options = BuildOptions(base_image="127.0.0.1:5000/base:1", lock_out=tmp_path / "p.lock.json")
+    plan = plan_from_spec(spec, make_resolution(spec), options, Path("images/smoke.yaml"))
+    run_build(plan, options, fake, work_dir=tmp_path)
+    assert f"FROM 127.0.0.1:5000/base:1@{digest}" in fake.built_dockerfiles[0]
+    lock = read_lock(tmp_path / "p.lock.json")
+    assert lock.build is not None and lock.build.base_image_digest == f"127.0.0.1:5000/base:1@{digest}"
+
+
+def test_lock_without_spec_needs_one(tmp_path: Path) -> None:
+    from envbuilder.lock import write_resolution_lock
+
+    path = tmp_path / "stack.lock.json"
+    write_resolution_lock(path, make_resolution(make_spec()))
+    with pytest.raises(SpecError, match="holds no image spec"):
+        plan_from_lock(path, BuildOptions())
+    plan = plan_from_lock(path, BuildOptions(), make_spec())
+    assert plan.stack == cpu_stack()
+
+
+def test_stack_tag_is_a_valid_docker_tag() -> None:
+    assert stack_tag(cpu_stack(id="torch2.11.0+cu130-py3.12")) == "torch2.11.0-cu130-py3.12"
+    assert default_tag(make_spec("pytorch-train"), cpu_stack()).startswith("envbuilder/pytorch-train:")
+
+
+def test_progress_display_plain_and_tty() -> None:
+    plain = io.StringIO()
+    display = ProgressDisplay(plain, tty=False)
+    ev = BuildEvent(
+        kind="cached", vertex=5, name="[stage-0 2/4] RUN python3 -m venv /opt/venv", index=2, total=4
+    )
+    display(ev)
+    display(BuildEvent(kind="start", vertex=1, name="[internal] load .dockerignore", index=None, total=None))
+    assert plain.getvalue().startswith("[2/4] CACHED") and plain.getvalue().count("\n") == 1
+    tty = io.StringIO()
+    display = ProgressDisplay(tty, tty=True)
+    display(ev)
+    display.finish()
+    assert tty.getvalue().startswith("\r\033[K[2/4]") and "\n" not in tty.getvalue()
+
+
+def test_parse_secret(tmp_path: Path) -> None:
+    f = tmp_path / "tok"
+    f.write_text("x")
+    assert parse_secret(f"id=ca,src={f}") == BuildSecret(id="ca", src=f)
+    for bad in ("ca", f"src={f}", "id=ca,src=/nonexistent"):
+        with pytest.raises(UsageError):
+            parse_secret(bad)
+
+
+@pytest.mark.parametrize(
+    ("fake", "code", "message"),
+    [
+        (FakeEngine(daemon_up=False), 7, "cannot reach the Docker daemon"),
+        (FakeEngine(buildkit=False), 8, "BuildKit"),
+        (FakeEngine(fail_build=True), 9, "docker build failed"),
+        (FakeEngine(interrupt_build=True), 130, "interrupted"),
+    ],
+)
+def test_cli_exit_codes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fake: FakeEngine, code: int, message: str
+) -> None:
+    fake.images[BASE] = ImageInfo(id=BASE_ID, tags=(BASE,), repo_digests=())
+    spec = make_spec()
+    lock = tmp_path / "smoke.lock.json"
+    from envbuilder.lock import lock_from_resolution, write_lock
+
+    write_lock(lock, lock_from_resolution(make_resolution(spec), spec.to_dict()))
+    before = lock.read_bytes()
+    monkeypatch.setattr("envbuilder.cli.build_cmd.DockerEngine", lambda: fake)
+    result = CliRunner().invoke(cli, ["build", "--lock", str(lock), "--base-image", BASE])
+    assert result.exit_code == code, result.output
+    assert message in result.output
+    assert lock.read_bytes() == before
+
+
+def test_cli_json_summary(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    fake = engine()
+    spec = make_spec()
+    lock = tmp_path / "smoke.lock.json"
+    from envbuilder.lock import lock_from_resolution, write_lock
+
+    write_lock(lock, lock_from_resolution(make_resolution(spec), spec.to_dict()))
+    monkeypatch.setattr("envbuilder.cli.build_cmd.DockerEngine", lambda: fake)
+    result = CliRunner().invoke(cli, ["build", "--lock", str(lock), "--base-image", BASE, "--json"])
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout)
+    assert doc["tags"] == [TAG] and doc["cached_steps"] == 1 and doc["steps"] == 4
+    assert doc["lock_file"] == str(lock) and doc["base_image_digest"] == BASE_ID

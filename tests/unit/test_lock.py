@@ -1,0 +1,125 @@
+"""Lock files: round trip, refusal of malformed ones (file + field named), atomic writes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from fake_engine import cpu_stack, make_resolution, make_spec
+
+from envbuilder.errors import SpecError
+from envbuilder.lock import (
+    BuildRecord,
+    LockFile,
+    lock_from_resolution,
+    lock_hash,
+    read_lock,
+    write_lock,
+    write_resolution_lock,
+)
+from envbuilder.render import lock_hash as render_lock_hash
+
+
+def built_lock() -> LockFile:
+    spec = make_spec()
+    lock = lock_from_resolution(make_resolution(spec), spec.to_dict())
+    return lock.with_build(
+        BuildRecord(
+            image_id="sha256:" + "1" * 64,
+            base_image="envbuilder-test/debian:bookworm",
+            base_image_digest="sha256:" + "2" * 64,
+            dockerfile_sha256="3" * 64,
+            packages=("filelock==4.3.1", "torch==2.13.0+cpu"),
+            tags=("envbuilder/smoke:torch2.13.0-cpu-py3.11-bundled",),
+        )
+    )
+
+
+def test_round_trip(tmp_path: Path) -> None:
+    path = tmp_path / "smoke.lock.json"
+    lock = built_lock()
+    write_lock(path, lock)
+    again = read_lock(path)
+    assert again == lock
+    doc = json.loads(path.read_text())
+    assert doc["schema_version"] == 1 and doc["lock_hash"] == lock.hash
+    assert doc["build"]["packages"] == ["filelock==4.3.1", "torch==2.13.0+cpu"]
+
+
+def test_hash_covers_stack_and_spec_only_and_matches_the_image_label() -> None:
+    spec = make_spec()
+    stack = cpu_stack()
+    assert lock_hash(stack, spec.to_dict()) == render_lock_hash(spec, stack)
+    other = lock_hash(cpu_stack(version="2.12.0"), spec.to_dict())
+    assert other != lock_hash(stack, spec.to_dict())
+    a, b = built_lock(), lock_from_resolution(make_resolution(spec), spec.to_dict())
+    assert a.hash == b.hash  # the build record does not change the hash
+
+
+def test_resolution_lock_has_no_spec_and_no_build(tmp_path: Path) -> None:
+    path = tmp_path / "stack.lock.json"
+    write_resolution_lock(path, make_resolution(make_spec()))
+    lock = read_lock(path)
+    assert lock.spec is None and lock.build is None and lock.stack == cpu_stack()
+
+
+@pytest.mark.parametrize(
+    ("mutate", "field"),
+    [
+        (lambda d: d.update(schema_version=2), "schema_version"),
+        (lambda d: d.update(resolution=[]), "resolution"),
+        (lambda d: d["stack"].pop("python"), "stack"),
+        (lambda d: d.update(spec="torch"), "spec"),
+        (lambda d: d["build"].update(image_id=""), "build.image_id"),
+        (lambda d: d["build"].update(packages="torch"), "build.packages"),
+        (lambda d: d["stack"]["framework"].update(version="2.99.0"), "lock_hash"),
+    ],
+)
+def test_malformed_lock_names_file_and_field(tmp_path: Path, mutate: object, field: str) -> None:
+    path = tmp_path / "bad.lock.json"
+    doc = built_lock().to_dict()
+    mutate(doc)  # type: ignore[operator]
+    path.write_text(json.dumps(doc))
+    with pytest.raises(SpecError) as err:
+        read_lock(path)
+    assert str(path) in err.value.message and repr(field) in err.value.message
+    assert err.value.exit_code == 10
+
+
+def test_not_json_and_missing(tmp_path: Path) -> None:
+    bad = tmp_path / "x.lock.json"
+    bad.write_text("{not json")
+    with pytest.raises(SpecError, match="not valid JSON"):
+        read_lock(bad)
+    with pytest.raises(SpecError, match="cannot read"):
+        read_lock(tmp_path / "missing.json")
+
+
+def test_crash_mid_write_keeps_the_old_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "smoke.lock.json"
+    write_resolution_lock(path, make_resolution(make_spec()))
+    before = path.read_bytes()
+
+    def crash(fd: int) -> None:  # the data is half on disk when the "power fails"
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr("envbuilder.lock.os.fsync", crash)
+    with pytest.raises(KeyboardInterrupt):
+        write_lock(path, built_lock())
+    assert path.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["smoke.lock.json"]  # no temp file left behind
+
+
+def test_failed_rename_keeps_the_old_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "smoke.lock.json"
+    path.write_text("old contents\n")
+
+    def fail(self: Path, target: object) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(Path, "replace", fail)
+    with pytest.raises(OSError):
+        write_lock(path, built_lock())
+    assert path.read_text() == "old contents\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["smoke.lock.json"]
