@@ -61,6 +61,7 @@ def main() -> None:
 # file in pyproject.toml so that each module's line stays separate).
 from envbuilder.cli import matrix_cmd
 from envbuilder.cli import resolve_cmd
+from envbuilder.cli import doctor_cmd
 from envbuilder.cli import render_cmd
 from envbuilder.cli import build_cmd
 from envbuilder.cli import certify_cmd

@@ -1,0 +1,369 @@
+"""`envbuilder doctor`: probes the host, Docker and the current Python's frameworks, and turns what
+it finds into one ok/warn/fail check each, with the fix for every warn and fail.
+
+`diagnose` is pure (facts in, checks out); `run_doctor` gathers the facts through injectable probes.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import json
+import os
+import shutil
+import sys
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from envbuilder.errors import DoctorFailedError, EnvbuilderError, NoGpuError
+from envbuilder.framework import (
+    FRAMEWORKS,
+    FrameworkBuild,
+    Status,
+    cuda_fit,
+    kernel_fit,
+    probe_framework,
+)
+from envbuilder.host import (
+    AccessMode,
+    GpuInfo,
+    HostReport,
+    Runner,
+    Which,
+    gpu_access_modes,
+    probe_host,
+    run_command,
+)
+from envbuilder.models import Matrix
+
+Verdict = Literal["ok", "warn", "fail", "no-gpu"]
+TOOLKIT_URL = "https://docs.nvidia.com/datacenter/cloud-native/container-toolkit/latest/install-guide.html"
+DRIVER_URL = "https://docs.nvidia.com/datacenter/tesla/driver-installation-guide/"
+HOT_C = 85  # a GPU this hot at rest will throttle under load
+_FIX_TOOLKIT = f"install the NVIDIA Container Toolkit: {TOOLKIT_URL}, or use --gpu-access devices"
+_FIX_NO_ACCESS = (
+    f"install the NVIDIA Container Toolkit ({TOOLKIT_URL}), or make /dev/nvidia* and "
+    "libcuda.so.1 (ldconfig) available for --gpu-access devices"
+)
+_FIX_NO_DRIVER = (
+    f"install the NVIDIA driver ({DRIVER_URL}); to plan for another machine: "
+    "`envbuilder resolve --driver VERSION --gpu NAME`"
+)
+_FIX_NO_GPU = (
+    "check that libnvidia-ml.so.1 and nvidia-smi match the loaded kernel module (reboot after a "
+    "driver update) and that /dev/nvidia* is readable"
+)
+_FIX_VRAM = "stop them or use another GPU (CUDA_VISIBLE_DEVICES): they skew benchmarks and can cause OOM"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Check:
+    name: str
+    status: Status
+    detail: str
+    fix: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "status": self.status, "detail": self.detail, "fix": self.fix}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DockerState:
+    reachable: bool
+    detail: str  # server version and storage driver, or why the daemon did not answer
+    fix: str | None = None
+    runtimes: tuple[str, ...] = ()
+    cdi_spec_dirs: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DoctorReport:
+    host: HostReport
+    checks: tuple[Check, ...]
+    access_modes: tuple[AccessMode, ...]
+    frameworks: tuple[FrameworkBuild, ...]
+    verdict: Verdict
+
+    def to_dict(self) -> dict[str, Any]:
+        """The stable `doctor --json` document (schema_version 1)."""
+        return {
+            "schema_version": 1,
+            "host": self.host.to_dict(),
+            "checks": [c.to_dict() for c in self.checks],
+            "access_modes": [m.to_dict() for m in self.access_modes],
+            "frameworks": [f.to_dict() for f in self.frameworks],
+            "verdict": self.verdict,
+        }
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=2, sort_keys=True)
+
+
+# --------------------------------------------------------------------------- gathering facts
+
+
+def probe_docker() -> DockerState:
+    """Ask the daemon through engine.py, imported here so doctor runs without the docker SDK.
+    Never raises: a missing SDK or an unreachable daemon is a state, not an error."""
+    try:
+        from envbuilder import engine
+    except ImportError as exc:
+        return DockerState(
+            reachable=False,
+            detail=f"the docker Python SDK is not installed ({exc})",
+            fix="pip install docker",
+        )
+    try:
+        info = engine.daemon_info()
+    except EnvbuilderError as exc:
+        return DockerState(reachable=False, detail=exc.message, fix=exc.hint)
+    except Exception as exc:  # a daemon that answers with an API error: report it, don't crash
+        return DockerState(reachable=False, detail=f"the daemon answered with an error: {exc}")
+    return DockerState(
+        reachable=True,
+        detail=f"Docker {info.server_version} ({info.storage_driver}), runtimes: {', '.join(info.runtimes)}",
+        runtimes=info.runtimes,
+        cdi_spec_dirs=info.cdi_spec_dirs,
+    )
+
+
+def load_matrix_or_reason() -> Matrix | str:
+    """The loaded matrix, or why it could not be loaded (doctor then lacks the MVC floors).
+    Never raises for a missing or broken matrix."""
+    try:
+        module = importlib.import_module("envbuilder.matrix")
+        matrix: Matrix = module.load_matrix()
+    except ImportError as exc:
+        return f"envbuilder.matrix is not available ({exc})"
+    except EnvbuilderError as exc:
+        return exc.message
+    return matrix
+
+
+def _installed(name: str) -> bool:
+    return importlib.util.find_spec(name) is not None
+
+
+def _quiet(_message: str) -> None:
+    return None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DoctorInputs:
+    """Where doctor gets its facts; the defaults probe this machine. Tests pass fakes."""
+
+    nvml: Any = None  # None: import pynvml
+    run: Runner = run_command
+    root: Path = Path("/")
+    which: Which = shutil.which
+    env: Mapping[str, str] = field(default_factory=lambda: os.environ)
+    docker: Callable[[], DockerState] = probe_docker
+    python: str = sys.executable
+    installed: Callable[[str], bool] = _installed
+    matrix: Callable[[], Matrix | str] = load_matrix_or_reason
+    progress: Callable[[str], None] = _quiet
+
+
+def run_doctor(inputs: DoctorInputs | None = None) -> DoctorReport:
+    """Gather every fact and diagnose. Never raises for what it finds: see `exit_error`."""
+    i = inputs or DoctorInputs()
+    i.progress("probing GPUs and driver (NVML, nvidia-smi, /proc)")
+    host = probe_host(nvml=i.nvml, run=i.run, root=i.root)
+    i.progress("asking the Docker daemon")
+    docker = i.docker()
+    modes = gpu_access_modes(
+        docker_reachable=docker.reachable,
+        runtimes=docker.runtimes,
+        cdi_spec_dirs=docker.cdi_spec_dirs,
+        run=i.run,
+        which=i.which,
+        env=i.env,
+        root=i.root,
+    )
+    tools = {t: i.which(t) for t in ("nvidia-container-cli", "nvidia-ctk")}
+    builds = []
+    for name in FRAMEWORKS:
+        if i.installed(name):
+            i.progress(f"importing {name} in {i.python}")
+            builds.append(probe_framework(name, run=i.run, python=i.python))
+    matrix = i.matrix() if host.gpus and any(b.cuda for b in builds) else None
+    return diagnose(
+        host=host,
+        docker=docker,
+        tools=tools,
+        modes=modes,
+        frameworks=tuple(builds),
+        matrix=matrix,
+        python=i.python,
+    )
+
+
+# --------------------------------------------------------------------------- checks (pure)
+
+
+def _gpu_checks(g: GpuInfo) -> list[Check]:
+    facts = [f"cc {g.cc or '?'}"]
+    if g.memory_total_mib is not None:
+        used = "?" if g.memory_used_mib is None else g.memory_used_mib
+        facts.append(f"{used}/{g.memory_total_mib} MiB used")
+    if g.temperature_c is not None:
+        facts.append(f"{g.temperature_c} C")
+    if g.power_draw_w is not None:
+        limit = "" if g.power_limit_w is None else f"/{g.power_limit_w:.0f}"
+        facts.append(f"{g.power_draw_w:.0f}{limit} W")
+    facts.append(g.uuid or "no UUID")
+    fix = None
+    if not g.cc:
+        fix = "give the compute capability yourself: `envbuilder resolve --cc X.Y`"
+    elif (g.temperature_c or 0) >= HOT_C:
+        fix = "the GPU is hot at rest: check its cooling before training (it will throttle)"
+    name = f"gpu{g.index}"
+    out = [Check(name=name, status="warn" if fix else "ok", detail=f"{g.name}, {', '.join(facts)}", fix=fix)]
+    if not g.processes:
+        return [*out, Check(name=f"{name} vram", status="ok", detail="no process holds VRAM")]
+    total = sum(p.used_mib or 0 for p in g.processes)
+    who = ", ".join(
+        f"pid {p.pid} {p.name or '?'} ({'?' if p.used_mib is None else p.used_mib} MiB)" for p in g.processes
+    )
+    detail = f"{len(g.processes)} process(es) hold {total} MiB: {who}"
+    return [*out, Check(name=f"{name} vram", status="warn", detail=detail, fix=_FIX_VRAM)]
+
+
+def _host_checks(host: HostReport) -> list[Check]:
+    tried = "; ".join(host.attempts) or "nothing answered"
+    if host.driver is None:
+        detail = f"no NVIDIA driver found ({tried})"
+        return [Check(name="driver", status="fail", detail=detail, fix=_FIX_NO_DRIVER)]
+    cuda = f", CUDA {host.cuda_driver}" if host.cuda_driver else ""
+    out = [Check(name="driver", status="ok", detail=f"{host.driver}{cuda} (via {host.source})")]
+    if not host.gpus:
+        detail = f"driver {host.driver} is loaded but no GPU could be queried ({tried})"
+        out.append(Check(name="gpus", status="fail", detail=detail, fix=_FIX_NO_GPU))
+    for g in host.gpus:
+        out += _gpu_checks(g)
+    return out
+
+
+def _container_checks(
+    docker: DockerState, tools: Mapping[str, str | None], modes: tuple[AccessMode, ...]
+) -> list[Check]:
+    fix = None if docker.reachable else f"{docker.fix or 'start Docker'} (build and certify need it)"
+    out = [Check(name="docker", status="ok" if docker.reachable else "warn", detail=docker.detail, fix=fix)]
+    specs = next((m.cdi_specs for m in modes if m.name == "cdi"), ())
+    if "nvidia" in docker.runtimes or specs:
+        said = ["nvidia runtime registered"] if "nvidia" in docker.runtimes else []
+        specs_said = [f"CDI spec {s}" for s in specs]
+        out.append(Check(name="nvidia runtime", status="ok", detail=", ".join(said + specs_said)))
+    else:
+        unknown = "" if docker.reachable else " (Docker not reachable: its runtimes are unknown)"
+        detail = f"no nvidia runtime registered and no CDI spec for nvidia.com/gpu{unknown}"
+        out.append(Check(name="nvidia runtime", status="warn", detail=detail, fix=_FIX_TOOLKIT))
+    found = [f"{t} at {p}" for t, p in tools.items() if p]
+    out.append(
+        Check(
+            name="toolkit tools",
+            status="ok" if found else "warn",
+            detail=", ".join(found) or "neither nvidia-container-cli nor nvidia-ctk is on PATH",
+            fix=None if found else _FIX_TOOLKIT,
+        )
+    )
+    offered = [m.name for m in modes if m.available]
+    why_not = "; ".join(f"{m.name}: {m.detail}" for m in modes if not m.available)
+    detail = f"offered: {', '.join(offered) or 'none'}" + (f"; not {why_not}" if why_not else "")
+    status: Status = "ok" if offered else "fail"
+    out.append(
+        Check(name="gpu access", status=status, detail=detail, fix=None if offered else _FIX_NO_ACCESS)
+    )
+    return out
+
+
+def _framework_checks(b: FrameworkBuild, host: HostReport, matrix: Matrix | None) -> list[Check]:
+    resolve = f"`envbuilder resolve --framework {b.name}`"
+    if b.error or not b.version:
+        fix = f"repair {b.name} in this Python, or ignore this if you do not use it here"
+        return [Check(name=b.name, status="warn", detail=f"import failed: {b.error}", fix=fix)]
+    if not b.cuda:
+        detail = f"{b.version} is a CPU-only build: it will not use the GPU"
+        return [Check(name=b.name, status="warn", detail=detail, fix=f"install a CUDA build: {resolve}")]
+    archs = " ".join(b.archs) or "not introspectable"
+    out = [Check(name=b.name, status="ok", detail=f"{b.version}, CUDA {b.cuda}, archs: {archs}")]
+    status, detail, cuda_fix = cuda_fit(b.cuda, host, matrix)
+    out.append(Check(name=f"{b.name} cuda", status=status, detail=detail, fix=cuda_fix))
+    if b.archs:
+        status, detail = kernel_fit(b, host)
+        fix = f"install a {b.name} build with kernels for this GPU: {resolve}"
+        out.append(Check(name=f"{b.name} kernels", status=status, detail=detail, fix=fix))
+    return out
+
+
+def diagnose(
+    *,
+    host: HostReport,
+    docker: DockerState,
+    tools: Mapping[str, str | None],
+    modes: tuple[AccessMode, ...],
+    frameworks: tuple[FrameworkBuild, ...],
+    matrix: Matrix | str | None,
+    python: str,
+) -> DoctorReport:
+    """Turn gathered facts into checks and a verdict. Pure; never raises. `matrix` is the loaded
+    matrix, the reason it did not load, or None when nothing needed it."""
+    checks = _host_checks(host) + _container_checks(docker, tools, modes)
+    if isinstance(matrix, str):
+        fix = "run `envbuilder matrix check` to see what is wrong"
+        checks.append(Check(name="matrix", status="warn", detail=f"not loaded: {matrix}", fix=fix))
+    loaded = matrix if isinstance(matrix, Matrix) else None
+    for b in frameworks:
+        if host.gpus:
+            checks += _framework_checks(b, host, loaded)
+        else:
+            said = f"{b.version}, CUDA {b.cuda or 'none'}" if b.version else f"import failed: {b.error}"
+            checks.append(Check(name=b.name, status="ok", detail=f"{said} (no GPU to check it on)"))
+    if not frameworks:
+        detail = f"none of {', '.join(FRAMEWORKS)} is importable in {python}"
+        checks.append(Check(name="frameworks", status="ok", detail=detail))
+    statuses = {c.status for c in checks}
+    verdict: Verdict = "no-gpu" if not host.gpus else "fail" if "fail" in statuses else "ok"
+    if verdict == "ok" and "warn" in statuses:
+        verdict = "warn"
+    return DoctorReport(
+        host=host, checks=tuple(checks), access_modes=modes, frameworks=frameworks, verdict=verdict
+    )
+
+
+def format_report(report: DoctorReport) -> str:
+    """The human view: one aligned `status  name: detail` line per check, `fix:` under each warn
+    and fail, then the access modes and the verdict."""
+    h = report.host
+    cuda = f", CUDA {h.cuda_driver}" if h.cuda_driver else ""
+    lines = [f"host: {len(h.gpus)} GPU(s), driver {h.driver or 'none'}{cuda} (via {h.source})", ""]
+    width = max(len(c.name) for c in report.checks) + 1
+    for c in report.checks:
+        lines.append(f"{c.status:<5} {c.name + ':':<{width}} {c.detail}")
+        if c.fix and c.status != "ok":
+            lines.append(f"{'':<5} {'fix:':<{width}} {c.fix}")
+    offered = ", ".join(m.name for m in report.access_modes if m.available) or "none"
+    lines += ["", f"gpu access modes: {offered}", f"verdict: {report.verdict}"]
+    return "\n".join(lines)
+
+
+def exit_error(report: DoctorReport) -> EnvbuilderError | None:
+    """The error the CLI raises after printing the report: NoGpuError (exit 5) when no GPU could be
+    queried, DoctorFailedError (exit 6) when a check failed, None when all are ok or warn."""
+    if report.verdict == "no-gpu":
+        driver = report.host.driver
+        what = "no NVIDIA driver is loaded" if driver is None else f"driver {driver}, but no GPU"
+        return NoGpuError(
+            f"no NVIDIA GPU found on this machine ({what})",
+            hint="doctor needs an NVIDIA GPU and its driver; to plan for another machine use "
+            "`envbuilder resolve --driver VERSION --gpu NAME` (or --cc X.Y)",
+        )
+    failed = [c.name for c in report.checks if c.status == "fail"]
+    if failed:
+        return DoctorFailedError(
+            f"{len(failed)} check(s) failed: {', '.join(failed)}",
+            hint="each failing line above says how to fix it",
+        )
+    return None

@@ -1,0 +1,191 @@
+"""What a framework (torch, tensorflow, jax) importable in a Python was built for, and whether that
+build fits a host: kernels (SASS or PTX) for each GPU's compute capability, CUDA runtime vs driver.
+
+The import happens in a child interpreter with a timeout; the fit rules are pure functions.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from packaging.version import Version
+
+from envbuilder.host import HostReport, Runner, run_command
+from envbuilder.models import Matrix
+
+Status = Literal["ok", "warn", "fail"]
+FRAMEWORKS = ("torch", "tensorflow", "jax")
+FRAMEWORK_TIMEOUT_S = 120.0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FrameworkBuild:
+    """What a framework importable in the current Python was built for."""
+
+    name: str
+    version: str | None = None
+    cuda: str | None = None  # CUDA runtime X.Y (jax: the plugin's major only); None: CPU build
+    archs: tuple[str, ...] = ()  # sm_XY (SASS) and compute_XY (PTX) entries
+    arch_source: str | None = None
+    error: str | None = None  # import or probe failure
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "version": self.version,
+            "cuda": self.cuda,
+            "archs": list(self.archs),
+            "arch_source": self.arch_source,
+            "error": self.error,
+        }
+
+
+# Runs in a child interpreter: a framework that hangs or crashes on import cannot take doctor down.
+# torch.cuda.get_arch_list() is empty without a GPU; _cuda_getArchFlags() answers anyway.
+_PROBE = """
+import json, sys
+name, out = sys.argv[1], {}
+try:
+    if name == "torch":
+        import torch
+        out.update(version=torch.__version__, cuda=torch.version.cuda)
+        archs = torch.cuda.get_arch_list() if torch.cuda.is_available() else []
+        out["arch_source"] = "torch.cuda.get_arch_list()"
+        if not archs:
+            flags = getattr(torch._C, "_cuda_getArchFlags", lambda: None)()
+            archs, out["arch_source"] = (flags or "").split(), "torch._C._cuda_getArchFlags()"
+        out["archs"] = list(archs)
+    elif name == "tensorflow":
+        import tensorflow as tf
+        info = tf.sysconfig.get_build_info()
+        out.update(version=tf.__version__, cuda=info.get("cuda_version"),
+                   archs=list(info.get("cuda_compute_capabilities") or []),
+                   arch_source="tf.sysconfig.get_build_info()")
+    elif name == "jax":
+        import jax
+        from importlib import metadata
+        out["version"] = jax.__version__
+        for major in ("13", "12", "11"):
+            try:
+                metadata.version("jax-cuda%s-plugin" % major)
+                out["cuda"] = major
+                break
+            except metadata.PackageNotFoundError:
+                pass
+except Exception as exc:
+    out["error"] = "%s: %s" % (type(exc).__name__, exc)
+print(json.dumps(out))
+"""
+
+
+def probe_framework(name: str, *, run: Runner = run_command, python: str = sys.executable) -> FrameworkBuild:
+    """Import `name` in a child `python` (with a timeout) and read its build. Never raises: a
+    failed import or probe comes back in `error`."""
+    res = run([python, "-c", _PROBE, name], FRAMEWORK_TIMEOUT_S)
+    lines = res.stdout.strip().splitlines()
+    try:
+        data = json.loads(lines[-1]) if res.returncode == 0 and lines else None
+    except json.JSONDecodeError:
+        data = None
+    if not isinstance(data, dict):
+        said = (res.stderr.strip() or res.stdout.strip() or "no output").splitlines()[-1]
+        return FrameworkBuild(name=name, error=f"probe exited {res.returncode}: {said}")
+    cuda = data.get("cuda")
+    return FrameworkBuild(
+        name=name,
+        version=data.get("version"),
+        cuda=None if cuda is None else str(cuda),
+        archs=tuple(str(a) for a in data.get("archs") or ()),
+        arch_source=data.get("arch_source"),
+        error=data.get("error"),
+    )
+
+
+_ARCH_RE = re.compile(r"^(sm|compute)_(\d+)(\d)([af]?)$")
+_DOTTED_ARCH_RE = re.compile(r"^()(\d+)\.(\d)()$")  # TensorFlow's older "7.0" form: SASS
+
+
+def kernel_for(archs: tuple[str, ...], cc: str) -> tuple[Literal["sass", "ptx"], str] | None:
+    """The best kernel a build with `archs` has for a GPU of compute capability `cc`: SASS of the
+    same major with minor <= the GPU's (sm_XYa only on exactly X.Y), else PTX for a cc <= the
+    GPU's (the driver JIT-compiles it). None: "no kernel image is available for execution"."""
+    major, minor = (int(p) for p in cc.split("."))
+    sass: list[tuple[tuple[int, int], str]] = []
+    ptx: list[tuple[tuple[int, int], str]] = []
+    for arch in archs:
+        m = _ARCH_RE.match(arch.strip()) or _DOTTED_ARCH_RE.match(arch.strip())
+        if not m:
+            continue
+        kind, arch_cc, suffix = m.group(1), (int(m.group(2)), int(m.group(3))), m.group(4)
+        if suffix == "a" and arch_cc != (major, minor):
+            continue
+        if kind != "compute" and arch_cc[0] == major and arch_cc[1] <= minor:
+            sass.append((arch_cc, arch))
+        elif kind == "compute" and arch_cc <= (major, minor):
+            ptx.append((arch_cc, arch))
+    if sass:
+        return "sass", max(sass)[1]
+    return ("ptx", max(ptx)[1]) if ptx else None
+
+
+def cuda_xy(version: str) -> Version:
+    """'12.8.1' -> 12.8, '13' -> 13.0: the part of a CUDA version the driver contract is about."""
+    parts = [*re.findall(r"\d+", version), "0"][:2]
+    return Version(".".join(parts))
+
+
+def cuda_fit(runtime: str, host: HostReport, matrix: Matrix | None) -> tuple[Status, str, str | None]:
+    """Does a CUDA `runtime` run on this host's driver? ok when the driver supports it natively;
+    warn through minor-version compatibility (same major, driver >= that major's floor from the
+    matrix); fail otherwise. Returns (status, detail, fix). Never raises."""
+    if not host.cuda_driver:
+        return "warn", f"CUDA {runtime} runtime; the driver's CUDA version is unknown", None
+    rt, drv = cuda_xy(runtime), cuda_xy(host.cuda_driver)
+    said = f"CUDA {runtime} runtime, driver {host.driver} supports CUDA {host.cuda_driver}"
+    if rt <= drv:
+        return "ok", said, None
+    fix = (
+        f"install a build for CUDA <= {host.cuda_driver} (`envbuilder resolve`) "
+        f"or a driver that supports CUDA {rt}"
+    )
+    if rt.major > drv.major:
+        return "fail", f"{said}: CUDA driver version is insufficient for this runtime", fix
+    majors = matrix.cuda.majors if matrix else ()
+    floor = next((m.mvc_min_driver for m in majors if m.major == rt.major), None)
+    if floor is None:
+        why = "the matrix was not loaded" if matrix is None else "the matrix has no floor for it"
+        return "warn", f"{said}: needs minor-version compatibility ({why})", fix
+    if host.driver and Version(host.driver) >= Version(floor):
+        return (
+            "warn",
+            f"{said}: runs through minor-version compatibility (driver >= {floor}) with a "
+            f"limited feature set; PTX JIT needs a CUDA {rt} driver",
+            fix,
+        )
+    return "fail", f"{said}: below the CUDA {rt.major}.x minor-version floor {floor}", fix
+
+
+def kernel_fit(build: FrameworkBuild, host: HostReport) -> tuple[Status, str]:
+    """Does `build` have kernels for every GPU of `host`? ok: SASS for all; warn: some only have PTX
+    (JIT at first use) that this driver can compile; fail: a GPU has no usable kernel."""
+    worst: Status = "ok"
+    parts = []
+    for g in host.gpus:
+        got = kernel_for(build.archs, g.cc) if g.cc else None
+        if got and got[0] == "sass":
+            parts.append(f"gpu{g.index} (cc {g.cc}): SASS {got[1]}")
+            continue
+        if got is None:
+            worst = "fail"
+            parts.append(f"gpu{g.index} (cc {g.cc or '?'}): no kernel image for this GPU")
+            continue
+        # PTX is JIT-compiled by the driver, which must be at least as new as the PTX's toolkit.
+        jit_ok = bool(host.cuda_driver) and cuda_xy(build.cuda or "0") <= cuda_xy(host.cuda_driver or "0")
+        worst = "fail" if worst == "fail" or not jit_ok else "warn"
+        too_old = "" if jit_ok else f"; the driver is too old to JIT CUDA {build.cuda} PTX"
+        parts.append(f"gpu{g.index} (cc {g.cc}): PTX {got[1]} only, JIT at first use{too_old}")
+    return worst, "; ".join(parts)
