@@ -1,0 +1,355 @@
+"""`envbuilder run`: check the image's certificate against this host, then run the user's job in
+the image the way it was certified (GPU access mode, shared memory, ulimits), in the foreground.
+
+Refusals come from runcheck.py (pure); --force runs anyway and is recorded in the run log
+(runs.jsonl in the data folder). --monitor samples NVML meanwhile (monitor.py).
+"""
+
+from __future__ import annotations
+
+import re
+import secrets
+import sys
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Protocol
+
+from envbuilder.atomic import append_jsonl
+from envbuilder.certstore import data_dir
+from envbuilder.container import AccessChoice, choose_gpu_access, docker_cli_args, training_container
+from envbuilder.engine import ContainerRun, DaemonInfo, ImageInfo
+from envbuilder.errors import CertificateRefusedError, UsageError
+from envbuilder.host import AccessMode, HostReport, gpu_access_modes, probe_host
+from envbuilder.monitor import Monitor, diagnose, format_diagnosis, write_monitor_files
+from envbuilder.runcheck import (
+    CERTIFY_HINT,
+    Refusal,
+    RunHost,
+    check_run,
+    image_ref,
+    refusal_error,
+    short_id,
+)
+
+RUN_LOG = "runs.jsonl"
+IPC_MODES = ("private", "shareable", "host")
+_ENV_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_SIZE = re.compile(r"^(\d+)([bkmg]?)b?$", re.IGNORECASE)
+
+Say = Callable[[str], None]
+FindCertificate = Callable[[str], Mapping[str, Any] | None]
+
+
+class RunEngine(Protocol):
+    """What `run` needs from the container engine (engine.py; a fake in unit tests)."""
+
+    def inspect_image(self, ref: str) -> ImageInfo | None: ...
+
+    def daemon_info(self) -> DaemonInfo: ...
+
+    def ulimit_refusal(self, image: str, ulimits: Sequence[tuple[str, int, int]]) -> str | None: ...
+
+    def run_attached(self, create_args: Sequence[str], *, interactive: bool) -> int: ...
+
+
+class DockerRunEngine:
+    """The real engine: DockerEngine plus engine.run_attached / ulimit_refusal."""
+
+    def __init__(self) -> None:
+        from envbuilder import engine
+
+        self._mod = engine
+        self._engine = engine.DockerEngine()
+
+    def inspect_image(self, ref: str) -> ImageInfo | None:
+        return self._engine.inspect_image(ref)
+
+    def daemon_info(self) -> DaemonInfo:
+        return self._engine.daemon_info()
+
+    def ulimit_refusal(self, image: str, ulimits: Sequence[tuple[str, int, int]]) -> str | None:
+        return self._mod.ulimit_refusal(image, ulimits, engine=self._engine)
+
+    def run_attached(self, create_args: Sequence[str], *, interactive: bool) -> int:
+        return self._mod.run_attached(create_args, interactive=interactive)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RunOptions:
+    image: str
+    command: tuple[str, ...]
+    gpu_access: str = "auto"
+    force: bool = False
+    monitor: bool = False
+    monitor_dir: Path | None = None  # default: DATA/runs/<run id>/
+    volumes: tuple[str, ...] = ()  # SRC:DST[:ro|rw]
+    env: tuple[str, ...] = ()  # K=V
+    workdir: str | None = None
+    shm_size: str | None = None  # 16g, 512m, bytes; default: half the RAM, at most 8 GiB
+    ipc: str | None = None  # private | shareable | host
+    network: str | None = None  # None: the daemon's default network
+    interactive: bool = False  # hand stdin to the job
+    tty: bool = False  # give it a terminal
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RunOutcome:
+    exit_code: int
+    run_id: str
+    refusals: tuple[Refusal, ...] = ()
+    forced: bool = False
+    monitor_files: tuple[Path, ...] = ()
+    warnings: tuple[str, ...] = field(default=())
+
+
+# --------------------------------------------------------------------------- option parsing
+
+
+def parse_size(text: str) -> int:
+    """'16g', '512m', '65536' -> bytes. Raises UsageError."""
+    m = _SIZE.match(text.strip())
+    if not m:
+        raise UsageError(f"malformed size {text!r}", hint="write it like docker does: 16g, 512m or bytes")
+    power = "bkmg".index((m.group(2) or "b").lower())
+    return int(m.group(1)) * (1 << (10 * power))
+
+
+def parse_env(items: Sequence[str]) -> dict[str, str]:
+    """-e K=V items -> dict. Raises UsageError for a missing '=' or a malformed key."""
+    out: dict[str, str] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not _ENV_KEY.match(key):
+            raise UsageError(f"malformed -e {item!r}", hint="write -e NAME=VALUE (NAME: letters, digits, _)")
+        out[key] = value
+    return out
+
+
+def parse_volume(item: str, cwd: Path | None = None) -> tuple[str, str, bool]:
+    """-v SRC:DST[:ro|rw] -> (absolute host path, container path, read_only). Raises UsageError
+    when SRC does not exist (docker would silently create an empty folder) or DST is relative."""
+    parts = item.split(":")
+    if len(parts) not in (2, 3) or not all(parts[:2]) or (len(parts) == 3 and parts[2] not in ("ro", "rw")):
+        raise UsageError(f"malformed -v {item!r}", hint="write -v SRC:DST or -v SRC:DST:ro")
+    src = ((cwd or Path.cwd()) / parts[0]).resolve()
+    if not src.exists():
+        raise UsageError(f"-v {item!r}: {src} does not exist", hint="create it, or fix the path")
+    if not parts[1].startswith("/"):
+        raise UsageError(f"-v {item!r}: the container path must be absolute")
+    return str(src), parts[1], len(parts) == 3 and parts[2] == "ro"
+
+
+# --------------------------------------------------------------------------- the run
+
+
+def run_host(report: HostReport, choice: AccessChoice, requested: str, cuda_fallback: str | None) -> RunHost:
+    return RunHost(
+        driver=report.driver,
+        cuda_driver=report.cuda_driver or cuda_fallback,
+        gpus=report.gpus,
+        access=choice.name,
+        requested=requested,
+    )
+
+
+def _native_cuda(driver: str | None) -> str | None:
+    """The driver's CUDA version from the matrix, for probes that could not tell (/proc)."""
+    if driver is None:
+        return None
+    try:
+        from envbuilder.matrix import load_matrix
+        from envbuilder.resolve import native_cuda
+
+        return native_cuda(load_matrix(), driver)
+    except Exception:  # a broken matrix must not stop a run; the check is then skipped
+        return None
+
+
+def create_args(spec: ContainerRun, opts: RunOptions, name: str) -> list[str]:
+    """`docker create` arguments: the certify-style container (docker_cli_args without its
+    `docker run --rm`: run_attached removes the container itself, after reading its exit code)
+    plus the run's own flags."""
+    argv = docker_cli_args(spec)
+    assert argv[:3] == ["docker", "run", "--rm"], argv[:3]
+    extra = ["--name", name, "--label", "io.envbuilder.run=1"]
+    extra += ["--interactive"] if opts.interactive else []
+    extra += ["--tty"] if opts.tty else []
+    extra += ["--workdir", opts.workdir] if opts.workdir else []
+    extra += ["--ipc", opts.ipc] if opts.ipc else []
+    return [*extra, *argv[3:]]
+
+
+def _log(path: Path, record: Mapping[str, Any], say: Say) -> None:
+    try:
+        append_jsonl(path, record)
+    except OSError as exc:
+        say(f"envbuilder: warning: could not write the run log {path}: {exc}")
+
+
+def run_image(
+    opts: RunOptions,
+    *,
+    find_certificate: FindCertificate,
+    eng: RunEngine | None = None,
+    probe: Callable[[], HostReport] | None = None,
+    access_modes: Callable[[DaemonInfo], Sequence[AccessMode]] | None = None,
+    say: Say | None = None,
+    log_dir: Path | None = None,
+    monitor_factory: Callable[[], Monitor] = Monitor,
+) -> RunOutcome:
+    """Check the certificate, then run. Returns the job's exit code (the caller passes it on).
+
+    Raises UsageError (image not found, bad -v/-e/--shm-size/--ipc, empty command),
+    CertificateRefusedError (the certificate does not cover this run and not --force),
+    NoGpuError (an explicit access mode this host lacks), DockerUnavailableError; Ctrl-C stops
+    the container and re-raises KeyboardInterrupt after logging.
+    """
+    say = say or (lambda line: print(line, file=sys.stderr, flush=True))
+    if not opts.command:
+        raise UsageError(
+            "no command given", hint="write it after --: envbuilder run IMAGE -- python train.py"
+        )
+    if opts.ipc is not None and opts.ipc not in IPC_MODES:
+        raise UsageError(f"unknown --ipc {opts.ipc!r}", hint=f"use one of {', '.join(IPC_MODES)}")
+    env, binds = parse_env(opts.env), [parse_volume(v) for v in opts.volumes]
+    shm = parse_size(opts.shm_size) if opts.shm_size else None
+    eng = eng or DockerRunEngine()
+    info = eng.inspect_image(opts.image)
+    if info is None:
+        raise UsageError(
+            f"image {opts.image!r} not found locally", hint="build it, or `docker pull` it first"
+        )
+    daemon = eng.daemon_info()
+    modes: Sequence[AccessMode] = ()
+    if opts.gpu_access != "none":
+        modes = (access_modes or _default_modes)(daemon)
+    choice = choose_gpu_access(opts.gpu_access, modes)
+    report = (probe or probe_host)()
+    host = run_host(report, choice, opts.gpu_access, _native_cuda(report.driver))
+    try:
+        cert = find_certificate(info.id)
+        refusals = tuple(check_run(cert, info, host))
+    except CertificateRefusedError as exc:  # the store found the newest one tampered with
+        cert = None
+        hint = CERTIFY_HINT.format(ref=image_ref(info))
+        refusals = (Refusal(reason="tampered", message=exc.message, hint=hint),)
+    run_id = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ") + "-" + secrets.token_hex(3)
+    log_path = (log_dir or data_dir()) / RUN_LOG
+    record: dict[str, Any] = {
+        "run_id": run_id,
+        "time": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "image": info.id,
+        "ref": opts.image,
+        "command": list(opts.command),
+        "gpu_access": choice.name,
+        "certificate": (cert or {}).get("content_hash"),
+        "refusals": [r.to_dict() for r in refusals],
+        "forced": bool(refusals) and opts.force,
+    }
+    if refusals and not opts.force:
+        _log(log_path, {**record, "outcome": "refused"}, say)
+        raise refusal_error(refusals)
+    for r in refusals:
+        say(f"envbuilder: warning: --force: running although {r.message} [{r.reason}]")
+    if refusals:
+        say(f"envbuilder: the forced run is recorded in {log_path}")
+    if cert is not None and not refusals:
+        say(
+            f"envbuilder: certificate {str(cert.get('content_hash', ''))[7:19]} covers this run "
+            f"({cert.get('verdict')}); GPU access: {choice.name}"
+        )
+    spec = training_container(info, choice, opts.command, env=env, binds=binds, network=opts.network)
+    if opts.ipc == "host":
+        spec = replace(spec, shm_size=None)  # the host's /dev/shm is shared: no size of its own
+    elif shm is not None:
+        spec = replace(spec, shm_size=shm)
+    warnings: list[str] = []
+    refused = eng.ulimit_refusal(info.id, [u for u in spec.ulimits if u[0] == "memlock"])
+    if refused:
+        warnings.append(f"the runtime refuses the memlock ulimit ({refused[-100:]}); running without it")
+        say(f"envbuilder: warning: {warnings[-1]}")
+        spec = replace(spec, ulimits=tuple(u for u in spec.ulimits if u[0] != "memlock"))
+    monitor = _start_monitor(opts, choice, monitor_factory, say, warnings)
+    started = time.monotonic()
+    outcome, code = "interrupted", 130
+    files: tuple[Path, ...] = ()
+    try:
+        code = eng.run_attached(
+            create_args(spec, opts, f"envbuilder-run-{run_id.lower()}"), interactive=opts.interactive
+        )
+        outcome = "exited"
+    finally:
+        seconds = round(time.monotonic() - started, 3)
+        if monitor is not None:
+            files = _finish_monitor(monitor, opts, run_id, info, seconds, say)
+        _log(
+            log_path,
+            {
+                **record,
+                "outcome": outcome,
+                "exit_code": code,
+                "seconds": seconds,
+                "monitor": [str(p) for p in files],
+                "warnings": warnings,
+            },
+            say,
+        )
+    return RunOutcome(
+        exit_code=code,
+        run_id=run_id,
+        refusals=refusals,
+        forced=bool(refusals),
+        monitor_files=files,
+        warnings=tuple(warnings),
+    )
+
+
+def _default_modes(daemon: DaemonInfo) -> Sequence[AccessMode]:
+    return gpu_access_modes(
+        docker_reachable=True, runtimes=daemon.runtimes, cdi_spec_dirs=daemon.cdi_spec_dirs
+    )
+
+
+def _start_monitor(
+    opts: RunOptions, choice: AccessChoice, factory: Callable[[], Monitor], say: Say, warnings: list[str]
+) -> Monitor | None:
+    if not opts.monitor:
+        return None
+    if choice.name == "none":
+        warnings.append("--monitor: no GPU telemetry (the container gets no GPU)")
+        say(f"envbuilder: warning: {warnings[-1]}")
+        return None
+    monitor = factory()
+    if not monitor.available:
+        warnings.append(f"--monitor: no GPU telemetry ({monitor.why})")
+        say(f"envbuilder: warning: {warnings[-1]}")
+        return None
+    monitor.start()
+    return monitor
+
+
+def _finish_monitor(
+    monitor: Monitor, opts: RunOptions, run_id: str, info: ImageInfo, seconds: float, say: Say
+) -> tuple[Path, ...]:
+    gpus = monitor.stop()
+    findings = diagnose(gpus)
+    folder = opts.monitor_dir or data_dir() / "runs" / run_id
+    context = {
+        "run_id": run_id,
+        "image": info.id,
+        "ref": image_ref(info),
+        "command": list(opts.command),
+        "seconds": seconds,
+        "interval_s": monitor.interval,
+    }
+    try:
+        paths = write_monitor_files(folder, gpus, findings, context)
+    except OSError as exc:
+        say(f"envbuilder: warning: could not write telemetry to {folder}: {exc}")
+        return ()
+    say(f"envbuilder: monitor ({short_id(info.id)}): telemetry {paths[0]}, diagnosis {paths[1]}")
+    say(format_diagnosis(findings).rstrip())
+    return paths

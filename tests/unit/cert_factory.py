@@ -1,0 +1,53 @@
+"""Sealed certificates for unit tests of run, report and compare (built with the real sealing
+code, so their hashes verify), and the GPUs they name."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from envbuilder.certificate import build_certificate
+from envbuilder.host import GpuInfo
+
+IMAGE_ID = "sha256:" + "ab" * 32
+OTHER_ID = "sha256:" + "cd" * 32
+H200 = GpuInfo(index=0, name="NVIDIA H200", uuid="GPU-1", cc="9.0", brand="nvidia")
+RTX = GpuInfo(index=0, name="NVIDIA GeForce RTX 3090", uuid="GPU-2", cc="8.6", brand="geforce")
+K80 = GpuInfo(index=0, name="Tesla K80", uuid="GPU-3", cc="3.7", brand="tesla")
+REQUIRE_130 = "cuda>=13.0 brand=tesla,driver>=535,driver<536 brand=nvidia,driver>=535,driver<536"
+
+
+def stack(**over: Any) -> dict[str, Any]:
+    doc: dict[str, Any] = {
+        "id": "torch-2.11.0-cu130-py3.12-bundled",
+        "framework": {"name": "torch", "version": "2.11.0", "variant": "cu130"},
+        "cuda": "13.0",
+        "min_driver": "580.65.06",
+        "archs": {"sass": ["7.5", "8.0", "8.6", "9.0", "10.0", "12.0"], "ptx": ["12.0"]},
+    }
+    doc.update(over)
+    return doc
+
+
+def cert(
+    verdict: str = "certified",
+    gpus: tuple[GpuInfo, ...] = (H200,),
+    issued_at: str | None = None,
+    **stack_over: Any,
+) -> dict[str, Any]:
+    """A sealed certificate for IMAGE_ID issued on a host with `gpus`; stack fields overridable."""
+    c = build_certificate(
+        image={"id": IMAGE_ID, "ref": "team/train:1", "stack": stack(**stack_over), "lock_hash": None},
+        host={
+            "fingerprint": "sha256:00",
+            "driver": "580.159.04",
+            "gpus": [{"name": g.name, "uuid": g.uuid, "cc": g.cc} for g in gpus],
+            "gpu_access": "devices",
+        },
+        run={},
+        harness={"steps": [], "verdict": verdict},
+        thresholds={},
+        verdict=verdict,
+        verdict_reason="3 checks passed" if verdict != "failed" else "failed steps: cuda_smoke",
+        issued_at=issued_at,
+    )
+    return c.to_dict()

@@ -1,0 +1,144 @@
+"""The monitor's diagnosis rules, each proven on a synthetic series built to trigger it (and not
+the others), plus the telemetry/diagnosis files it writes."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+from envbuilder.monitor import Finding, GpuSeries, diagnose, format_diagnosis, write_monitor_files
+
+N = 120  # samples (one per second)
+
+
+def gpu(
+    util: list[float] | None = None,
+    mem: list[float] | None = None,
+    power: list[float] | None = None,
+    reasons: list[int] | None = None,
+    temp: list[float] | None = None,
+    limit: float = 700.0,
+) -> GpuSeries:
+    series: dict[str, list[Any]] = {
+        "t": [float(i) for i in range(N)],
+        "util_gpu": util if util is not None else [95.0] * N,
+        "mem_used_mib": mem if mem is not None else [30_000.0] * N,
+        "power_w": power if power is not None else [600.0] * N,
+        "temp_c": temp if temp is not None else [60.0] * N,
+        "reasons": reasons if reasons is not None else [0] * N,
+    }
+    return GpuSeries(
+        index=0, name="NVIDIA H200", memory_total_mib=143_771.0, power_limit_w=limit, series=series
+    )
+
+
+def rules(findings: tuple[Finding, ...]) -> list[str]:
+    return [f.rule for f in findings]
+
+
+def test_healthy_busy_gpu_is_gpu_bound_and_ok() -> None:
+    got = diagnose([gpu()])
+    assert rules(got) == ["gpu-bound", "ok"]
+
+
+def test_low_utilization_is_input_bound() -> None:
+    got = diagnose([gpu(util=[35.0 + (i % 3) for i in range(N)])])
+    assert rules(got)[0] == "input-bound"
+    assert "mostly waiting" in got[0].message
+    assert "num_workers" in got[0].advice
+
+
+def test_spiky_utilization_is_input_bound() -> None:
+    # Mean 75 % (not "low"), but every fourth sample the GPU starves: bursts between waits.
+    util = [10.0 if i % 4 == 0 else 97.0 for i in range(N)]
+    got = diagnose([gpu(util=util)])
+    assert rules(got)[0] == "input-bound"
+    assert "spiky" in got[0].message
+
+
+def test_high_utilization_low_power_is_compute_inefficient() -> None:
+    got = diagnose([gpu(power=[210.0] * N)])  # 30 % of 700 W while 95 % busy
+    assert rules(got) == ["compute-inefficient"]
+    assert "precision" in got[0].advice and "30%" in got[0].message
+
+
+def test_thermal_clock_events_point_at_cooling() -> None:
+    reasons = [0x20 if i % 2 else 0 for i in range(N)]  # sw_thermal_slowdown half the time
+    got = diagnose([gpu(reasons=reasons, temp=[89.0] * N)])
+    held = [f for f in got if f.rule == "clocks-held-down"]
+    assert len(held) == 1
+    assert "sw_thermal_slowdown" in held[0].message
+    assert "cooling (max 89 C)" in held[0].advice and "power" not in held[0].advice
+
+
+def test_power_cap_clock_events_point_at_power() -> None:
+    got = diagnose([gpu(reasons=[0x4] * N)])  # sw_power_cap every sample
+    held = next(f for f in got if f.rule == "clocks-held-down")
+    assert "sw_power_cap" in held.message and "100%" in held.message
+    assert held.advice.startswith("power") and "cooling" not in held.advice
+
+
+def test_rare_or_benign_clock_events_are_ignored() -> None:
+    rare = [0x4 if i < 5 else 0x1 for i in range(N)]  # 4 % power cap, rest gpu_idle (benign)
+    assert "clocks-held-down" not in rules(diagnose([gpu(reasons=rare)]))
+
+
+def test_memory_climbing_step_after_step_is_a_leak() -> None:
+    mem = [20_000.0 + 40.0 * i for i in range(N)]  # +40 MiB per second, never levelling off
+    got = diagnose([gpu(mem=mem)])
+    leak = next(f for f in got if f.rule == "memory-leak")
+    assert leak.severity == "warn"
+    assert "loss.item()" in leak.advice
+
+
+def test_reserved_but_stable_memory_is_the_caching_allocator() -> None:
+    # Jumps to 60 GiB in the first seconds (allocator reserves), then flat with small noise.
+    mem = [2_000.0 + 58_000.0 * min(1.0, i / 5) + 30 * math.sin(i) for i in range(N)]
+    got = diagnose([gpu(mem=mem)])
+    assert "memory-leak" not in rules(got)
+    cache = next(f for f in got if f.rule == "caching-allocator")
+    assert cache.severity == "info" and "not a leak" in cache.advice
+
+
+def test_idle_gpu_says_the_job_did_not_use_it() -> None:
+    got = diagnose([gpu(util=[0.0] * N)])
+    assert rules(got) == ["idle"]
+    assert "torch.cuda.is_available()" in got[0].advice
+
+
+def test_too_few_busy_samples_is_not_judged() -> None:
+    util = [0.0] * (N - 3) + [90.0] * 3
+    assert rules(diagnose([gpu(util=util)])) == ["too-short"]
+
+
+def test_start_up_and_tear_down_idle_is_ignored() -> None:
+    # 20 idle samples before and after a well-fed job must not read as "low utilization".
+    util = [0.0] * 20 + [96.0] * (N - 40) + [0.0] * 20
+    assert rules(diagnose([gpu(util=util)])) == ["gpu-bound", "ok"]
+
+
+def test_missing_power_data_does_not_claim_inefficiency() -> None:
+    g = gpu(power=[None] * N)  # type: ignore[list-item]
+    assert rules(diagnose([g])) == ["gpu-bound", "ok"]
+
+
+def test_each_gpu_is_judged_on_its_own() -> None:
+    busy, idle = gpu(), gpu(util=[0.0] * N)
+    idle = GpuSeries(index=1, name=idle.name, series=idle.series)
+    got = diagnose([busy, idle])
+    assert [(f.gpu, f.rule) for f in got] == [(0, "gpu-bound"), (0, "ok"), (1, "idle")]
+
+
+def test_files_are_written_beside_each_other(tmp_path: Path) -> None:
+    g = gpu(util=[30.0] * N)
+    findings = diagnose([g])
+    telemetry, diagnosis = write_monitor_files(tmp_path / "m", [g], findings, {"image": "sha256:ab"})
+    assert telemetry.parent == diagnosis.parent
+    doc = json.loads(telemetry.read_text())
+    assert doc["kind"] == "envbuilder-run-telemetry" and doc["image"] == "sha256:ab"
+    assert doc["gpus"][0]["series"]["util_gpu"][0] == 30.0
+    assert doc["diagnosis"][0]["rule"] == "input-bound"
+    assert diagnosis.read_text() == format_diagnosis(findings)
+    assert "[warn] GPU 0 input-bound" in diagnosis.read_text()

@@ -1,0 +1,166 @@
+"""`envbuilder run`'s host check: one test per refusal reason (and its hint), each on a pure
+(certificate, image, host) triple, plus the cases that must NOT refuse."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import replace
+from typing import Any
+
+import pytest
+from cert_factory import H200, IMAGE_ID, K80, OTHER_ID, REQUIRE_130, RTX, cert
+
+from envbuilder.engine import ImageInfo
+from envbuilder.host import GpuInfo
+from envbuilder.runcheck import (
+    CHECKS,
+    RunHost,
+    check_run,
+    parse_require,
+    refusal_error,
+)
+
+
+def image(env: tuple[str, ...] = (), image_id: str = IMAGE_ID) -> ImageInfo:
+    return ImageInfo(id=image_id, tags=("team/train:1",), repo_digests=(), env=env)
+
+
+def host(gpus: tuple[GpuInfo, ...] = (H200,), access: str = "devices", **over: Any) -> RunHost:
+    base = RunHost(driver="580.159.04", cuda_driver="13.0", gpus=gpus, access=access, requested="auto")
+    return replace(base, **over)
+
+
+def reasons(c: Mapping[str, Any] | None, i: ImageInfo, h: RunHost) -> list[str]:
+    return [r.reason for r in check_run(c, i, h)]
+
+
+def test_a_matching_certificate_is_accepted() -> None:
+    assert check_run(cert(), image(env=(f"NVIDIA_REQUIRE_CUDA={REQUIRE_130}",)), host()) == []
+
+
+def test_no_certificate_names_the_image_id_and_says_certify() -> None:
+    (r,) = check_run(None, image(), host())
+    assert r.reason == "no-certificate"
+    assert r.message == f"no certificate for image {IMAGE_ID} (team/train:1)"
+    assert r.hint == "re-certify the image on this host: envbuilder certify team/train:1"
+
+
+def test_an_edited_certificate_is_tampered_and_names_the_section() -> None:
+    c = cert()
+    c["verdict_reason"] = "all good, trust me"
+    (r,) = check_run(c, image(), host())
+    assert r.reason == "tampered"
+    assert "content hash mismatch" in r.message and "verdict_reason" in r.message
+
+
+def test_a_certificate_moved_to_another_image_is_refused() -> None:
+    got = check_run(cert(), image(image_id=OTHER_ID), host())
+    assert [r.reason for r in got] == ["image-mismatch"]
+    assert IMAGE_ID in got[0].message and OTHER_ID in got[0].message
+
+
+def test_a_failed_certification_is_refused_with_its_reason() -> None:
+    (r,) = check_run(cert("failed"), image(), host())
+    assert r.reason == "failed"
+    assert "FAILED certification (failed steps: cuda_smoke)" in r.message
+    assert "envbuilder report sha256:" in r.hint
+
+
+def test_a_cpu_only_certificate_does_not_cover_a_gpu_run() -> None:
+    c = cert("certified-cpu-only", gpus=())
+    assert reasons(c, image(), host()) == ["cpu-only"]
+    assert reasons(c, image(), host(access="none", requested="none")) == []
+
+
+def test_a_gpu_certificate_on_a_host_without_gpu_access_is_refused() -> None:
+    r = check_run(cert(), image(), host(gpus=(), access="none", driver=None, cuda_driver=None))
+    assert [x.reason for x in r] == ["no-gpu"]
+    assert "certified on NVIDIA H200" in r[0].message and "--gpu-access none" in r[0].hint
+    # Asking for the CPU explicitly is the user's call: the CPU path was certified too.
+    assert reasons(cert(), image(), host(gpus=(), access="none", requested="none")) == []
+
+
+def test_a_gpu_the_stack_has_no_kernels_for_is_refused_with_a_rebuild_hint() -> None:
+    got = check_run(cert(gpus=(K80,)), image(), host(gpus=(K80,)))
+    assert [r.reason for r in got] == ["gpu-arch"]
+    assert "Tesla K80 (compute capability 3.7)" in got[0].message
+    assert "torch 2.11.0+cu130" in got[0].message
+    assert got[0].hint == 'rebuild for this host: envbuilder build SPEC --driver 580.159.04 --gpu "Tesla K80"'
+
+
+def test_ptx_covers_newer_gpus_and_sass_covers_same_major_newer_minor() -> None:
+    ptx_only = cert(gpus=(RTX,), archs={"sass": [], "ptx": ["8.0"]})
+    assert reasons(ptx_only, image(), host(gpus=(RTX,))) == []
+    sass_80 = cert(gpus=(RTX,), archs={"sass": ["8.0"], "ptx": []})
+    assert reasons(sass_80, image(), host(gpus=(RTX,))) == []  # sm_80 cubins run on 8.6
+    sass_90 = cert(gpus=(RTX,), archs={"sass": ["9.0"], "ptx": []})
+    assert reasons(sass_90, image(), host(gpus=(RTX,))) == ["gpu-arch"]
+
+
+def test_a_gpu_model_that_was_not_certified_is_refused() -> None:
+    got = check_run(cert(gpus=(H200,)), image(), host(gpus=(RTX,)))
+    assert [r.reason for r in got] == ["gpu-model"]
+    assert "NVIDIA GeForce RTX 3090 was not part of that certification" in got[0].message
+    assert "envbuilder certify team/train:1" in got[0].hint
+
+
+def test_a_driver_below_the_stack_minimum_is_refused() -> None:
+    got = check_run(cert(), image(), host(driver="570.86.15", cuda_driver="12.8"))
+    assert [r.reason for r in got] == ["driver-too-old"]
+    assert "needs NVIDIA driver >= 580.65.06; this host has 570.86.15" in got[0].message
+    assert "--driver 570.86.15" in got[0].hint
+
+
+def test_require_cuda_refuses_a_driver_that_is_too_old_without_exemption() -> None:
+    env = (f"NVIDIA_REQUIRE_CUDA={REQUIRE_130}",)
+    c = cert(min_driver="525.60.13")  # the stack's own floor is met: only the image env refuses
+    h = host(gpus=(RTX,), driver="535.104.05", cuda_driver="12.2")
+    got = check_run(cert(gpus=(RTX,), min_driver="525.60.13"), image(env=env), h)
+    assert [r.reason for r in got] == ["require-cuda"]
+    assert "driver 535.104.05 supports CUDA 12.2" in got[0].message and "brand=geforce" in got[0].message
+    # A data-center card on the exempted branch is allowed by the forward-compat alternative.
+    tesla = replace(H200, brand="tesla")
+    assert reasons(c, image(env=env), host(gpus=(tesla,), driver="535.104.05", cuda_driver="12.2")) == []
+
+
+def test_require_cuda_is_skipped_when_the_image_disables_it() -> None:
+    env = (f"NVIDIA_REQUIRE_CUDA={REQUIRE_130}", "NVIDIA_DISABLE_REQUIRE=1")
+    h = host(gpus=(RTX,), driver="535.104.05", cuda_driver="12.2")
+    assert reasons(cert(gpus=(RTX,), min_driver="525.60.13"), image(env=env), h) == []
+
+
+def test_parse_require_reads_alternatives_and_constraints() -> None:
+    assert parse_require("cuda>=12.8 brand=tesla,driver>=470,driver<471") == [
+        [("cuda", ">=", "12.8")],
+        [("brand", "=", "tesla"), ("driver", ">=", "470"), ("driver", "<", "471")],
+    ]
+    assert parse_require("cuda~12") == [[("cuda~12", "?", "")]]
+
+
+def test_cpu_runs_skip_the_gpu_checks() -> None:
+    cpu_cert = cert("certified-cpu-only", gpus=(), cuda=None, min_driver=None, archs={"sass": [], "ptx": []})
+    assert reasons(cpu_cert, image(), host(gpus=(), access="none", driver=None, cuda_driver=None)) == []
+
+
+def test_every_reason_has_its_own_check() -> None:
+    assert len(CHECKS) == 10
+
+
+def test_refusal_error_lists_every_reason_and_hint_and_force() -> None:
+    err = refusal_error(check_run(cert(gpus=(K80,)), image(image_id=OTHER_ID), host(gpus=(RTX,))))
+    assert err.exit_code == 12
+    assert "[image-mismatch]" in err.message and "[gpu-model]" in err.message
+    assert err.hint is not None and err.hint.endswith("pass --force to run anyway (recorded in the run log)")
+    assert "envbuilder certify team/train:1" in err.hint
+
+
+@pytest.mark.parametrize("field", ["image", "host", "verdict"])
+def test_any_edit_is_caught_before_the_other_checks_believe_it(field: str) -> None:
+    c = cert()
+    c[field] = json.loads(json.dumps(c[field])) if field != "verdict" else "certified-cpu-only"
+    if field == "image":
+        c["image"]["id"] = OTHER_ID
+    elif field == "host":
+        c["host"]["gpus"].append({"name": "NVIDIA GeForce RTX 3090", "uuid": "x", "cc": "8.6"})
+    assert "tampered" in reasons(c, image(), host())

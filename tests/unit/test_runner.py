@@ -1,0 +1,289 @@
+"""`envbuilder run` end to end against a fake engine: refusal, --force and its record, the
+container's arguments, the memlock fallback, exit codes, Ctrl-C, --monitor, and the CLI."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+from cert_factory import H200, IMAGE_ID, cert
+from click.testing import CliRunner
+
+from envbuilder.cli import cli
+from envbuilder.engine import DaemonInfo, ImageInfo
+from envbuilder.errors import CertificateRefusedError, UsageError
+from envbuilder.host import AccessMode, GpuInfo, HostReport
+from envbuilder.monitor import GpuSeries, Monitor
+from envbuilder.runner import RunOptions, parse_size, parse_volume, run_image
+
+DEVICES = AccessMode(
+    name="devices",
+    available=True,
+    detail="4 device nodes",
+    devices=("/dev/nvidia0", "/dev/nvidiactl", "/dev/nvidia-uvm"),
+    lib_dir="/usr/local/nvidia/lib64",
+)
+
+
+@dataclass
+class FakeRunEngine:
+    exit_code: int = 0
+    memlock_refused: bool = False
+    interrupt: bool = False
+    images: dict[str, ImageInfo] = field(
+        default_factory=lambda: {
+            "team/train:1": ImageInfo(id=IMAGE_ID, tags=("team/train:1",), repo_digests=())
+        }
+    )
+    runs: list[list[str]] = field(default_factory=list)
+
+    def inspect_image(self, ref: str) -> ImageInfo | None:
+        return self.images.get(ref)
+
+    def daemon_info(self) -> DaemonInfo:
+        return DaemonInfo(
+            server_version="27.0",
+            runtimes=("runc",),
+            default_runtime="runc",
+            cdi_spec_dirs=(),
+            storage_driver="overlay2",
+        )
+
+    def ulimit_refusal(self, image: str, ulimits: Sequence[tuple[str, int, int]]) -> str | None:
+        return "error setting rlimit type 8: operation not permitted" if self.memlock_refused else None
+
+    def run_attached(self, create_args: Sequence[str], *, interactive: bool) -> int:
+        self.runs.append(list(create_args))
+        if self.interrupt:
+            raise KeyboardInterrupt
+        return self.exit_code
+
+
+def report(gpus: tuple[GpuInfo, ...] = (H200,)) -> HostReport:
+    return HostReport(
+        source="nvml", driver="580.159.04" if gpus else None, cuda_driver="13.0" if gpus else None, gpus=gpus
+    )
+
+
+def go(tmp_path: Path, eng: FakeRunEngine, certificate: Mapping[str, Any] | None, **opts: Any) -> Any:
+    lines: list[str] = []
+    options = RunOptions(image="team/train:1", command=("python", "train.py"), **opts)
+    outcome = run_image(
+        options,
+        find_certificate=lambda image_id: certificate if image_id == IMAGE_ID else None,
+        eng=eng,
+        probe=lambda: report(),
+        access_modes=lambda daemon: (DEVICES,),
+        say=lines.append,
+        log_dir=tmp_path,
+    )
+    return outcome, lines
+
+
+def log(tmp_path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in (tmp_path / "runs.jsonl").read_text().splitlines()]
+
+
+def test_a_covered_run_starts_the_container_like_certify_does(tmp_path: Path) -> None:
+    eng = FakeRunEngine(exit_code=0)
+    outcome, lines = go(
+        tmp_path, eng, cert(), env=("EPOCHS=3",), workdir="/work", volumes=(f"{tmp_path}:/data:ro",)
+    )
+    assert outcome.exit_code == 0 and outcome.refusals == ()
+    (args,) = eng.runs
+    joined = " ".join(args)
+    assert "--device /dev/nvidia0" in joined and "--device /dev/nvidia-uvm" in joined
+    assert "--ulimit memlock=-1:-1" in joined and "--ulimit stack=67108864:67108864" in joined
+    assert "--shm-size" in args and "--workdir /work" in joined
+    assert f"-v {tmp_path}:/data:ro" in joined and "-e EPOCHS=3" in joined
+    assert "--rm" not in args  # run_attached removes it after reading the exit code
+    assert args[-3:] == [IMAGE_ID, "python", "train.py"]
+    assert any("covers this run" in line for line in lines)
+    assert log(tmp_path)[0]["outcome"] == "exited" and log(tmp_path)[0]["forced"] is False
+
+
+def test_the_exit_code_is_passed_through(tmp_path: Path) -> None:
+    outcome, _ = go(tmp_path, FakeRunEngine(exit_code=3), cert())
+    assert outcome.exit_code == 3
+    assert log(tmp_path)[0]["exit_code"] == 3
+
+
+def test_a_refusal_raises_and_is_logged_without_running(tmp_path: Path) -> None:
+    eng = FakeRunEngine()
+    with pytest.raises(CertificateRefusedError) as exc:
+        go(tmp_path, eng, None)
+    assert f"no certificate for image {IMAGE_ID}" in exc.value.message
+    assert exc.value.exit_code == 12
+    assert eng.runs == []
+    assert log(tmp_path)[0]["outcome"] == "refused"
+
+
+def test_force_runs_anyway_and_records_it(tmp_path: Path) -> None:
+    eng = FakeRunEngine(exit_code=0)
+    outcome, lines = go(tmp_path, eng, None, force=True)
+    assert outcome.forced and len(eng.runs) == 1
+    assert any("--force: running although no certificate" in line for line in lines)
+    entry = log(tmp_path)[0]
+    assert entry["forced"] is True and entry["refusals"][0]["reason"] == "no-certificate"
+
+
+def test_a_refused_memlock_ulimit_is_dropped_and_said(tmp_path: Path) -> None:
+    eng = FakeRunEngine(memlock_refused=True)
+    _outcome, lines = go(tmp_path, eng, cert())
+    assert "memlock=-1:-1" not in " ".join(eng.runs[0])
+    assert "stack=67108864:67108864" in " ".join(eng.runs[0])
+    assert any("refuses the memlock ulimit" in line for line in lines)
+
+
+def test_ipc_host_replaces_the_shm_size(tmp_path: Path) -> None:
+    eng = FakeRunEngine()
+    go(tmp_path, eng, cert(), ipc="host")
+    assert "--ipc host" in " ".join(eng.runs[0]) and "--shm-size" not in eng.runs[0]
+    eng2 = FakeRunEngine()
+    go(tmp_path, eng2, cert(), shm_size="2g")
+    assert eng2.runs[0][eng2.runs[0].index("--shm-size") + 1] == str(2 * 1024**3)
+
+
+def test_ctrl_c_is_logged_and_re_raised(tmp_path: Path) -> None:
+    with pytest.raises(KeyboardInterrupt):
+        go(tmp_path, FakeRunEngine(interrupt=True), cert())
+    assert log(tmp_path)[0]["outcome"] == "interrupted"
+
+
+class FakeMonitor(Monitor):
+    def __init__(self) -> None:
+        self.interval, self.why, self.started = 1.0, "", False
+
+    @property
+    def available(self) -> bool:
+        return True
+
+    def start(self) -> None:
+        self.started = True
+
+    def stop(self) -> list[GpuSeries]:
+        n = 30
+        return [
+            GpuSeries(
+                index=0,
+                name="NVIDIA H200",
+                power_limit_w=700.0,
+                series={"t": list(range(n)), "util_gpu": [20.0] * n, "power_w": [100.0] * n},
+            )
+        ]
+
+
+def test_monitor_writes_telemetry_and_diagnosis_beside_it(tmp_path: Path) -> None:
+    lines: list[str] = []
+    outcome = run_image(
+        RunOptions(
+            image="team/train:1", command=("python", "x.py"), monitor=True, monitor_dir=tmp_path / "m"
+        ),
+        find_certificate=lambda _id: cert(),
+        eng=FakeRunEngine(),
+        probe=lambda: report(),
+        access_modes=lambda d: (DEVICES,),
+        say=lines.append,
+        log_dir=tmp_path,
+        monitor_factory=FakeMonitor,
+    )
+    telemetry, diagnosis = outcome.monitor_files
+    assert telemetry == tmp_path / "m" / "telemetry.json" and diagnosis.parent == telemetry.parent
+    assert json.loads(telemetry.read_text())["diagnosis"][0]["rule"] == "input-bound"
+    assert any("input-bound" in line for line in lines)
+
+
+def test_monitor_without_gpu_says_no_gpu_telemetry(tmp_path: Path) -> None:
+    cpu_cert = cert("certified-cpu-only", gpus=(), cuda=None, min_driver=None)
+    outcome, lines = go(tmp_path, FakeRunEngine(), cpu_cert, monitor=True, gpu_access="none")
+    assert outcome.monitor_files == ()
+    assert any("no GPU telemetry" in line for line in lines)
+
+
+def test_bad_options_are_usage_errors(tmp_path: Path) -> None:
+    with pytest.raises(UsageError, match="does not exist"):
+        parse_volume("/no/such/dir:/data")
+    with pytest.raises(UsageError, match="malformed -v"):
+        parse_volume("/tmp:/data:rx")
+    with pytest.raises(UsageError, match="malformed size"):
+        parse_size("lots")
+    assert parse_size("512m") == 512 * 1024**2 and parse_size("65536") == 65536
+    with pytest.raises(UsageError, match="malformed -e"):
+        go(tmp_path, FakeRunEngine(), cert(), env=("1BAD=x",))
+    with pytest.raises(UsageError, match="not found locally"):
+        run_image(
+            RunOptions(image="nope", command=("x",)),
+            find_certificate=lambda _i: None,
+            eng=FakeRunEngine(),
+            say=lambda _l: None,
+            log_dir=tmp_path,
+        )
+
+
+def test_cli_refusal_exit_code_and_message(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import envbuilder.cli.run_cmd as run_cmd
+    import envbuilder.runner as runner
+
+    monkeypatch.setenv("ENVBUILDER_DATA_DIR", str(tmp_path))
+    monkeypatch.setattr(runner, "DockerRunEngine", FakeRunEngine)
+    monkeypatch.setattr(runner, "probe_host", lambda: report(gpus=()))
+    monkeypatch.setattr(runner, "gpu_access_modes", lambda **_kw: ())
+    monkeypatch.setattr(run_cmd, "newest_certificate", lambda _id: None)
+    res = CliRunner().invoke(cli, ["run", "team/train:1", "--", "python", "-c", "print(1)"])
+    assert res.exit_code == 12, res.output
+    assert f"envbuilder: error: refusing to run: no certificate for image {IMAGE_ID}" in res.output
+    assert "hint: re-certify the image on this host: envbuilder certify team/train:1" in res.output
+
+
+def test_cli_passes_the_exit_code_through(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import envbuilder.cli.run_cmd as run_cmd
+    import envbuilder.runner as runner
+
+    monkeypatch.setenv("ENVBUILDER_DATA_DIR", str(tmp_path))
+    monkeypatch.setattr(runner, "DockerRunEngine", lambda: FakeRunEngine(exit_code=3))
+    monkeypatch.setattr(runner, "probe_host", lambda: report(gpus=()))
+    cpu_cert = cert("certified-cpu-only", gpus=(), cuda=None, min_driver=None)
+    monkeypatch.setattr(run_cmd, "newest_certificate", lambda _id: cpu_cert)
+    res = CliRunner().invoke(cli, ["run", "--gpu-access", "none", "team/train:1", "--", "python", "-c", "x"])
+    assert res.exit_code == 3, res.output
+    assert (tmp_path / "runs.jsonl").is_file()
+
+
+def test_a_tampered_row_in_the_store_is_a_tampered_refusal(tmp_path: Path) -> None:
+    def tampered(_image_id: str) -> Mapping[str, Any] | None:
+        raise CertificateRefusedError(
+            "stored certificate 0123abcd failed verification: content hash mismatch"
+        )
+
+    with pytest.raises(CertificateRefusedError, match=r"content hash mismatch \[tampered\]"):
+        run_image(
+            RunOptions(image="team/train:1", command=("x",)),
+            find_certificate=tampered,
+            eng=FakeRunEngine(),
+            probe=lambda: report(),
+            access_modes=lambda d: (DEVICES,),
+            say=lambda _l: None,
+            log_dir=tmp_path,
+        )
+    assert log(tmp_path)[0]["refusals"][0]["reason"] == "tampered"
+
+
+def test_newest_certificate_picks_the_newest_for_the_exact_image(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from envbuilder.certificate import Certificate
+    from envbuilder.certstore import CertStore
+    from envbuilder.cli.run_cmd import newest_certificate
+
+    monkeypatch.setenv("ENVBUILDER_DATA_DIR", str(tmp_path))
+    store = CertStore()
+    old, new = cert(issued_at="2026-01-01T00:00:00Z"), cert(issued_at="2026-06-01T00:00:00Z")
+    store.add(Certificate(old))
+    store.add(Certificate(new))
+    got = newest_certificate(IMAGE_ID)
+    assert got is not None and got["issued_at"] == "2026-06-01T00:00:00Z"
+    assert newest_certificate("sha256:" + "ee" * 32) is None
