@@ -1,0 +1,127 @@
+"""The certificate document: schema, content hash, host fingerprint, tamper detection."""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+from typing import Any
+
+import pytest
+
+from envbuilder.certificate import (
+    SCHEMA_VERSION,
+    Certificate,
+    build_certificate,
+    canonical_json,
+    host_fingerprint,
+    verify_certificate,
+)
+from envbuilder.errors import CertificateRefusedError
+
+IMAGE_ID = "sha256:" + "cd" * 32
+GPUS = [
+    {"name": "NVIDIA H200", "uuid": "GPU-b", "cc": "9.0"},
+    {"name": "NVIDIA H200", "uuid": "GPU-a", "cc": "9.0"},
+]
+
+
+def make(verdict: str = "certified", **over: Any) -> Certificate:
+    kw: dict[str, Any] = {
+        "image": {"id": IMAGE_ID, "ref": "img:1", "stack": {"id": "s", "cuda": "13.0"}, "lock_hash": None},
+        "host": {"fingerprint": host_fingerprint("580.159.04", GPUS), "driver": "580.159.04", "gpus": GPUS,
+                 "gpu_access": "devices"},
+        "run": {"quick": False},
+        "harness": {"kind": "result", "verdict": verdict, "steps": [{"name": "host", "status": "pass"}]},
+        "thresholds": {"defaults": {"loss_drop_min": 0.2}},
+        "verdict": verdict,
+        "verdict_reason": "ok",
+        "issued_at": "2026-11-30T00:00:00Z",
+    }  # fmt: skip
+    kw.update(over)
+    return build_certificate(**kw)
+
+
+def test_schema_and_content_hash_is_sha256_of_canonical_json_without_it() -> None:
+    cert = make()
+    doc = dict(cert.data)
+    assert doc["schema_version"] == SCHEMA_VERSION and doc["kind"] == "envbuilder-certificate"
+    assert {"image", "host", "harness", "thresholds", "verdict", "issued_at", "envbuilder_version"} <= set(
+        doc
+    )
+    body = {k: v for k, v in doc.items() if k != "content_hash"}
+    canonical = json.dumps(body, sort_keys=True, separators=(",", ":"))
+    assert doc["content_hash"] == "sha256:" + hashlib.sha256(canonical.encode()).hexdigest()
+    assert cert.id == doc["content_hash"].removeprefix("sha256:")
+    assert verify_certificate(cert) == [] and verify_certificate(cert, image_id=IMAGE_ID) == []
+
+
+def test_round_trip_through_json_keeps_the_hash() -> None:
+    cert = make()
+    again = Certificate.from_json(cert.to_json(indent=2))
+    assert verify_certificate(again) == [] and again.id == cert.id
+    assert canonical_json(again.to_dict()) == canonical_json(cert.to_dict())
+
+
+def test_fingerprint_ignores_gpu_order_and_changes_with_driver_or_gpu() -> None:
+    fp = host_fingerprint("580.159.04", GPUS)
+    assert fp == host_fingerprint("580.159.04", list(reversed(GPUS)))
+    assert fp != host_fingerprint("580.160.01", GPUS)
+    assert fp != host_fingerprint("580.159.04", GPUS[:1])
+    assert host_fingerprint(None, []) == host_fingerprint(None, [])
+
+
+@pytest.mark.parametrize(
+    ("edit", "section"),
+    [
+        (lambda d: d["image"].update(id="sha256:" + "00" * 32), "image"),
+        (lambda d: d.update(verdict="certified-cpu-only"), "verdict"),
+        (lambda d: d["harness"]["steps"][0].update(status="fail"), "harness"),
+        (lambda d: d["thresholds"]["defaults"].update(loss_drop_min=0.0), "thresholds"),
+        (lambda d: d["host"]["gpus"].pop(), "host"),
+    ],
+)
+def test_each_edit_is_detected_and_its_section_named(edit: Any, section: str) -> None:
+    doc = copy.deepcopy(make().to_dict())
+    edit(doc)
+    problems = verify_certificate(doc)
+    assert len(problems) == 1
+    assert problems[0].startswith("content hash mismatch") and f"changed: {section}" in problems[0]
+
+
+def test_edit_with_section_hash_also_rewritten_is_still_caught() -> None:
+    from envbuilder.certificate import sha256_of
+
+    doc = make().to_dict()
+    doc["verdict"] = "failed"
+    doc["section_hashes"]["verdict"] = sha256_of("failed")
+    assert "content hash mismatch" in verify_certificate(doc)[0]
+    del doc["section_hashes"]
+    problems = verify_certificate(doc)
+    assert any("cannot be named" in p for p in problems) and any("missing fields" in p for p in problems)
+
+
+def test_moved_to_another_image_is_named() -> None:
+    cert = make()
+    assert verify_certificate(cert, image_id="sha256:" + "ee" * 32) == [
+        f"certificate is for image {'cd' * 6}, not {'ee' * 6}"
+    ]
+    assert verify_certificate(cert, image_id="cd" * 6) == []  # a 12-digit short ID is fine
+
+
+def test_wrong_kind_schema_and_verdict_are_reported() -> None:
+    doc = make().to_dict()
+    doc.update(kind="other", schema_version=2, verdict="great")
+    problems = " | ".join(verify_certificate(doc))
+    assert "kind" in problems and "schema_version 2" in problems and "verdict 'great'" in problems
+
+
+def test_bad_input_is_refused() -> None:
+    with pytest.raises(CertificateRefusedError, match="unknown verdict"):
+        make(verdict="maybe")
+    with pytest.raises(CertificateRefusedError, match="not strict JSON"):
+        make(run={"x": float("nan")})
+    with pytest.raises(CertificateRefusedError, match="not valid JSON"):
+        Certificate.from_json("{nope")
+    with pytest.raises(CertificateRefusedError, match="not a JSON object"):
+        Certificate.from_json("[]")

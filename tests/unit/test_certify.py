@@ -1,0 +1,326 @@
+"""certify: GPU access choice, the run arguments of each mode, thresholds, and certify_image
+against a fake engine (no Docker)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from envbuilder.certificate import verify_certificate
+from envbuilder.certify import certify_image, harness_command, load_thresholds
+from envbuilder.container import choose_gpu_access, docker_cli_args, shm_bytes, training_container
+from envbuilder.engine import ContainerRun, DaemonInfo, ImageInfo, RunResult
+from envbuilder.errors import CertificationFailedError, DockerUnavailableError, NoGpuError, UsageError
+from envbuilder.host import AccessMode, CommandResult, GpuInfo, HostReport, gpu_access_modes
+
+LDCONFIG = """\
+3 libs found in cache `/etc/ld.so.cache'
+\tlibcuda.so.1 (libc6) => /usr/lib/i386-linux-gnu/libcuda.so.1
+\tlibcuda.so.1 (libc6,x86-64) => /usr/local/nvidia/lib64/libcuda.so.1
+\tlibc.so.6 (libc6,x86-64) => /lib/x86_64-linux-gnu/libc.so.6
+"""
+GPU_STACK = {"id": "torch2.11.0-cu130-py3.12-bundled", "cuda": "13.0"}
+CPU_STACK = {"id": "torch2.13.0-cpu-py3.11-bundled", "cuda": None}
+
+
+def fake_root(tmp: Path, gpus: int = 2) -> Path:
+    dev = tmp / "dev"
+    dev.mkdir(parents=True)
+    for name in [f"nvidia{i}" for i in range(gpus)] + ["nvidiactl", "nvidia-uvm", "nvidia-uvm-tools"]:
+        (dev / name).touch()
+    libs = tmp / "usr/local/nvidia/lib64"
+    libs.mkdir(parents=True)
+    for lib in ("libcuda.so.1", "libnvidia-ml.so.1"):
+        (libs / lib).touch()
+    return tmp
+
+
+def ldconfig_runner(argv: Sequence[str], timeout: float) -> CommandResult:
+    assert argv[-1] == "-p"
+    return CommandResult(returncode=0, stdout=LDCONFIG, stderr="")
+
+
+def devices_mode(tmp: Path) -> AccessMode:
+    modes = gpu_access_modes(
+        docker_reachable=True,
+        run=ldconfig_runner,
+        which=lambda n: "/sbin/ldconfig" if n == "ldconfig" else None,
+        env={},
+        root=fake_root(tmp),
+    )
+    mode = modes[2]
+    assert mode.name == "devices" and mode.available, mode.detail
+    return mode
+
+
+def mode(name: str, available: bool = True) -> AccessMode:
+    return AccessMode(name=name, available=available, detail=f"{name} detail")  # type: ignore[arg-type]
+
+
+IMAGE = ImageInfo(
+    id="sha256:" + "ab" * 32,
+    tags=("img:1",),
+    repo_digests=(),
+    labels={
+        "io.envbuilder.stack": json.dumps(GPU_STACK),
+        "io.envbuilder.lock-hash": "sha256:" + "11" * 32,
+        "io.envbuilder.harness": "/opt/envbuilder/harness",
+        "io.envbuilder.certify": json.dumps({"level": "default", "thresholds": {"loss_drop_min": 0.3}}),
+    },
+    env=("PATH=/opt/venv/bin:/usr/bin", "LD_LIBRARY_PATH=/opt/own/lib"),
+)
+
+
+# ------------------------------------------------------------------ mode choice
+
+
+def test_auto_prefers_toolkit_then_cdi_then_devices() -> None:
+    three = [mode("toolkit"), mode("cdi"), mode("devices")]
+    assert choose_gpu_access("auto", three).name == "toolkit"
+    assert choose_gpu_access("auto", [mode("toolkit", False), *three[1:]]).name == "cdi"
+    assert choose_gpu_access("auto", [mode("toolkit", False), mode("cdi", False), three[2]]).name == "devices"
+
+
+def test_auto_without_any_mode_falls_back_to_the_cpu_path_and_says_why() -> None:
+    choice = choose_gpu_access("auto", [mode("toolkit", False), mode("cdi", False), mode("devices", False)])
+    assert choice.name == "none" and choice.mode is None
+    assert "toolkit: toolkit detail" in choice.reason and "devices: devices detail" in choice.reason
+
+
+def test_explicit_mode_that_is_not_offered_is_refused_with_exit_5() -> None:
+    with pytest.raises(NoGpuError, match=r"'cdi' is not available.*cdi detail") as err:
+        choose_gpu_access("cdi", [mode("toolkit"), mode("cdi", False)])
+    assert err.value.exit_code == 5
+    with pytest.raises(UsageError):
+        choose_gpu_access("gpus", [])
+    assert choose_gpu_access("none", [mode("toolkit")]).name == "none"
+
+
+# ------------------------------------------------------------------ run arguments
+
+
+def run_for(choice_name: str, tmp: Path) -> ContainerRun:
+    modes = {"toolkit": mode("toolkit"), "cdi": mode("cdi"), "devices": devices_mode(tmp)}
+    choice = choose_gpu_access(choice_name, list(modes.values()) if choice_name != "none" else [])
+    return training_container(IMAGE, choice, ("python3", "x.py"), env={"A": "1"}, mem_total=64 * 1024**3)
+
+
+def test_toolkit_mode_is_a_gpu_device_request(tmp_path: Path) -> None:
+    run = run_for("toolkit", tmp_path)
+    assert run.gpus_all and not run.devices and not run.cdi_devices
+    argv = docker_cli_args(run)
+    assert argv[argv.index("--gpus") + 1] == "all"
+
+
+def test_cdi_mode_is_the_nvidia_com_gpu_device(tmp_path: Path) -> None:
+    run = run_for("cdi", tmp_path)
+    assert run.cdi_devices == ("nvidia.com/gpu=all",) and not run.gpus_all
+    assert "nvidia.com/gpu=all" in docker_cli_args(run)
+
+
+def test_devices_mode_from_a_fake_dev_listing_and_ldconfig(tmp_path: Path) -> None:
+    run = run_for("devices", tmp_path)
+    assert run.devices == (
+        "/dev/nvidia0",
+        "/dev/nvidia1",
+        "/dev/nvidiactl",
+        "/dev/nvidia-uvm",
+        "/dev/nvidia-uvm-tools",
+    )
+    lib = "/usr/local/nvidia/lib64"  # the 64-bit ldconfig entry, not the i386 one
+    assert run.binds == ((lib, lib, True),)
+    # the driver's folder first, the image's own LD_LIBRARY_PATH kept after it
+    assert run.env["LD_LIBRARY_PATH"] == f"{lib}:/opt/own/lib"
+    assert run.env["NVIDIA_VISIBLE_DEVICES"] == "all"
+    assert run.env["A"] == "1" and not run.gpus_all
+    argv = docker_cli_args(run)
+    assert f"{lib}:{lib}:ro" in argv and argv.count("--device") == 5
+
+
+@pytest.mark.parametrize("name", ["toolkit", "cdi", "devices", "none"])
+def test_every_mode_gets_shm_ulimits_and_no_network(name: str, tmp_path: Path) -> None:
+    run = run_for(name, tmp_path)
+    assert run.shm_size == 8 * 1024**3  # min(8 GiB, half of 64 GiB)
+    assert ("memlock", -1, -1) in run.ulimits and ("stack", 67108864, 67108864) in run.ulimits
+    assert run.network == "none"
+    argv = docker_cli_args(run)
+    assert argv[3:5] == ["--network", "none"] and "memlock=-1:-1" in argv
+    if name == "none":
+        assert not (run.gpus_all or run.devices or run.cdi_devices or run.binds)
+
+
+def test_shm_is_half_the_ram_when_that_is_less_than_8_gib() -> None:
+    assert shm_bytes(4 * 1024**3) == 2 * 1024**3
+    assert shm_bytes(1024**4) == 8 * 1024**3
+
+
+def test_harness_command_flags() -> None:
+    argv = harness_command("/opt/envbuilder/harness", quick=True, cpu=True, watchdog_s=570, steps=20)
+    assert argv[:2] == ("python3", "/opt/envbuilder/harness/run.py")
+    assert {"--quick", "--cpu-only", "--out", "--thresholds"} <= set(argv)
+    assert argv[argv.index("--watchdog-seconds") + 1] == "570" and argv[-2:] == ("--steps", "20")
+
+
+def test_thresholds_overrides_apply_to_defaults_and_throughput() -> None:
+    doc, warnings = load_thresholds(
+        {"loss_drop_min": 0.5, "throughput.tuned_rn50_eager.min_fraction": 0.9, "throughput.nope.x": 1.0,
+         "a.b": 2.0}
+    )  # fmt: skip
+    assert doc["defaults"]["loss_drop_min"] == 0.5
+    h200 = next(g for g in doc["gpus"] if g["name"] == "NVIDIA H200")
+    assert h200["throughput"]["tuned_rn50_eager"]["min_fraction"] == 0.9
+    assert len(warnings) == 2 and doc["overrides"]["loss_drop_min"] == 0.5
+
+
+# ------------------------------------------------------------------ certify_image
+
+
+def harness_result(verdict: str = "certified", steps: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    return {
+        "kind": "result",
+        "schema_version": 1,
+        "harness_version": "1.0.0",
+        "mode": "full",
+        "started": "2026-11-30T00:00:00Z",
+        "finished": "2026-11-30T00:01:00Z",
+        "steps": steps
+        or [{"kind": "step", "name": "host", "status": "pass", "reason": "", "seconds": 1.0, "metrics": {}}],
+        "thresholds": {},
+        "gates": [],
+        "verdict": verdict,
+        "verdict_reason": f"harness says {verdict}",
+        "telemetry": {},
+        "host": {},
+    }
+
+
+@dataclass
+class FakeEngine:
+    """inspect_image / daemon_info / run_container in memory; the harness writes `result`."""
+
+    result: dict[str, Any] | None = field(default_factory=harness_result)
+    exit_code: int = 0
+    image: ImageInfo = IMAGE
+    runtimes: tuple[str, ...] = ("runc",)
+    refuse_memlock: bool = False
+    via_stdout: bool = False
+    runs: list[ContainerRun] = field(default_factory=list)
+    thresholds_seen: list[dict[str, Any]] = field(default_factory=list)
+
+    def inspect_image(self, ref: str) -> ImageInfo | None:
+        return self.image if ref in ("img:1", self.image.id) else None
+
+    def daemon_info(self) -> DaemonInfo:
+        return DaemonInfo(
+            server_version="20.10", runtimes=self.runtimes, default_runtime="runc", cdi_spec_dirs=(),
+            storage_driver="overlay2",
+        )  # fmt: skip
+
+    def run_container(self, spec: ContainerRun, on_stderr: Callable[[str], None] | None) -> RunResult:
+        self.runs.append(spec)
+        if self.refuse_memlock and any(u[0] == "memlock" for u in spec.ulimits):
+            raise DockerUnavailableError(
+                "docker run failed: error setting rlimit type 8: operation not permitted"
+            )
+        io = next(src for src, dst, _ in spec.binds if dst == "/envbuilder-io")
+        self.thresholds_seen.append(json.loads((Path(io) / "thresholds.json").read_text()))
+        if on_stderr:
+            on_stderr("[harness] ---- host")
+        stdout = ""
+        if self.result is not None and self.via_stdout:
+            stdout = '{"kind": "step"}\n' + json.dumps(self.result) + "\n"
+        elif self.result is not None:
+            (Path(io) / "result.json").write_text(json.dumps(self.result))
+        return RunResult(exit_code=self.exit_code, stdout=stdout, stderr="[harness] boom")
+
+
+def a100_host() -> HostReport:
+    gpu = GpuInfo(index=0, name="NVIDIA A100-SXM4-80GB", uuid="GPU-1", cc="8.0", brand="tesla")
+    return HostReport(source="nvml", driver="580.159.04", cuda_driver="13.0", gpus=(gpu,))
+
+
+def certify(eng: FakeEngine, **kw: Any) -> Any:
+    lines: list[str] = []
+    kw.setdefault("access_modes", lambda _d: [mode("toolkit"), mode("cdi", False), mode("devices", False)])
+    cert = certify_image("img:1", eng=eng, probe=a100_host, progress=lines.append, mem_total=2**34, **kw)
+    return cert, lines
+
+
+def test_certificate_records_image_host_mode_and_harness() -> None:
+    eng = FakeEngine()
+    cert, lines = certify(eng)
+    assert verify_certificate(cert, image_id=IMAGE.id) == []
+    assert cert.verdict == "certified"
+    assert cert.image["stack"] == GPU_STACK and cert.image["lock_hash"] == "sha256:" + "11" * 32
+    assert cert.host["gpu_access"] == "toolkit" and cert.host["gpus"][0]["uuid"] == "GPU-1"
+    assert cert.host["fingerprint"].startswith("sha256:")
+    assert cert.data["harness"]["verdict"] == "certified"
+    assert "--gpus" in cert.data["run"]["docker_args"]
+    assert "[harness] ---- host" in lines and any("GPU access toolkit" in x for x in lines)
+    # the image's own threshold override reached the harness
+    assert eng.thresholds_seen[0]["defaults"]["loss_drop_min"] == 0.3
+
+
+def test_result_read_from_stdout_when_no_file() -> None:
+    cert, _ = certify(FakeEngine(via_stdout=True))
+    assert cert.verdict == "certified"
+
+
+def test_failed_harness_gives_a_failed_certificate() -> None:
+    cert, _ = certify(FakeEngine(result=harness_result("failed"), exit_code=1))
+    assert cert.verdict == "failed" and cert.data["verdict_reason"] == "harness says failed"
+    assert verify_certificate(cert) == []
+
+
+def test_gpu_stack_that_only_saw_the_cpu_fails() -> None:
+    cert, _ = certify(FakeEngine(result=harness_result("certified-cpu-only")))
+    assert cert.verdict == "failed" and "does not see the GPU" in cert.data["verdict_reason"]
+
+
+def test_cpu_stack_with_gpu_access_none_is_certified_cpu_only() -> None:
+    labels = {**IMAGE.labels, "io.envbuilder.stack": json.dumps(CPU_STACK)}
+    image = ImageInfo(id=IMAGE.id, tags=(), repo_digests=(), labels=labels)
+    eng = FakeEngine(result=harness_result("certified-cpu-only"), image=image)
+    cert, lines = certify(eng, gpu_access="none")
+    assert cert.verdict == "certified-cpu-only" and cert.host["gpu_access"] == "none"
+    assert "--cpu-only" in eng.runs[0].command and not eng.runs[0].gpus_all
+    assert any("NOT be a GPU certification" in x for x in lines)
+
+
+def test_nonzero_exit_after_a_passing_result_fails() -> None:
+    cert, _ = certify(FakeEngine(exit_code=3))
+    assert cert.verdict == "failed" and "exited 3" in cert.data["verdict_reason"]
+
+
+def test_no_result_raises_exit_11_with_the_stderr_tail() -> None:
+    with pytest.raises(CertificationFailedError, match=r"(?s)produced no result.*boom") as err:
+        certify(FakeEngine(result=None, exit_code=137))
+    assert err.value.exit_code == 11
+
+
+def test_quick_and_missing_image() -> None:
+    eng = FakeEngine()
+    cert, _ = certify(eng, quick=True)
+    assert "--quick" in eng.runs[0].command and cert.data["run"]["quick"] is True
+    with pytest.raises(UsageError, match="not found"):
+        certify_image("nope:1", eng=eng, probe=a100_host)
+
+
+def test_memlock_refused_by_the_runtime_reruns_without_it_and_says_so() -> None:
+    eng = FakeEngine(refuse_memlock=True)
+    cert, _ = certify(eng)
+    assert len(eng.runs) == 2 and all(u[0] != "memlock" for u in eng.runs[1].ulimits)
+    assert any("memlock" in w for w in cert.data["run"]["warnings"])
+
+
+def test_unlabelled_image_gets_the_hosts_harness_mounted() -> None:
+    image = ImageInfo(id=IMAGE.id, tags=(), repo_digests=(), labels={})
+    eng = FakeEngine(image=image)
+    cert, _ = certify(eng)
+    assert cert.data["run"]["harness_source"] == "host"
+    assert any(dst == "/opt/envbuilder-host/harness" and ro for _, dst, ro in eng.runs[0].binds)

@@ -1,0 +1,185 @@
+"""The SQLite certificate store: add/list/get/verify/export/import, tampering, concurrent writers,
+and a writer killed between statements."""
+
+from __future__ import annotations
+
+import json
+import signal
+import sqlite3
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from envbuilder.certificate import Certificate, build_certificate
+from envbuilder.certstore import CertStore, data_dir
+from envbuilder.errors import CertificateRefusedError, UsageError
+
+IMAGE_ID = "sha256:" + "ab" * 32
+REPO = Path(__file__).resolve().parents[2]
+
+
+def make(n: int = 0, image_id: str = IMAGE_ID, verdict: str = "certified-cpu-only") -> Certificate:
+    return build_certificate(
+        image={"id": image_id, "ref": f"img:{n}", "stack": None, "lock_hash": None},
+        host={"fingerprint": "sha256:00", "driver": None, "gpus": [], "gpu_access": "none"},
+        run={"n": n},
+        harness={"kind": "result", "verdict": verdict, "steps": []},
+        thresholds={},
+        verdict=verdict,
+        verdict_reason="test",
+        issued_at=f"2026-11-30T00:00:{n % 60:02d}Z",
+    )
+
+
+def test_data_dir_precedence(tmp_path: Path) -> None:
+    assert data_dir({"ENVBUILDER_DATA_DIR": str(tmp_path), "XDG_DATA_HOME": "/x"}) == tmp_path
+    assert data_dir({"XDG_DATA_HOME": "/x"}) == Path("/x/envbuilder")
+    assert data_dir({}) == Path.home() / ".local/share/envbuilder"
+
+
+def test_default_path_follows_envbuilder_data_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ENVBUILDER_DATA_DIR", str(tmp_path / "d"))
+    store = CertStore()
+    assert store.path == tmp_path / "d" / "certs.sqlite" and store.path.is_file()
+    with sqlite3.connect(store.path) as db:
+        assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+
+
+def test_add_list_get_verify(tmp_path: Path) -> None:
+    store = CertStore(tmp_path / "c.sqlite")
+    a, b = make(1), make(2, image_id="sha256:" + "cd" * 32, verdict="failed")
+    ida, idb = store.add(a), store.add(b)
+    assert store.add(a) == ida  # idempotent
+    assert [r.id for r in store.list()] == [idb, ida]  # newest first
+    assert [r.id for r in store.list(image=IMAGE_ID)] == [ida]
+    assert [r.id for r in store.list(image="ab" * 6)] == [ida]
+    assert [r.id for r in store.list(image="img:2")] == [idb]
+    assert store.get(ida[:6]).data == a.data
+    assert store.verify(ida) == []
+    assert store.verify(ida, image_id="sha256:" + "cd" * 32) == [
+        f"certificate is for image {'ab' * 6}, not {'cd' * 6}"
+    ]
+    with pytest.raises(UsageError, match="no certificate"):
+        store.get("ffff")
+    with pytest.raises(UsageError, match="not a certificate id"):
+        store.get("xy")
+
+
+def test_tampered_rows_are_detected_and_named(tmp_path: Path) -> None:
+    store = CertStore(tmp_path / "c.sqlite")
+    cid = store.add(make(1))
+    with sqlite3.connect(store.path) as db:
+        db.execute("UPDATE certificates SET body = replace(body, 'certified-cpu-only', 'certified')")
+    problems = store.verify(cid)
+    assert len(problems) == 1 and "content hash mismatch" in problems[0] and "harness, verdict" in problems[0]
+    with pytest.raises(CertificateRefusedError) as err:
+        store.get(cid)
+    assert err.value.exit_code == 12
+    # a row copied under another id (the body intact, the row not) is caught too
+    with sqlite3.connect(store.path) as db:
+        db.execute("DELETE FROM certificates")
+    good = make(2)
+    store.add(good)
+    with sqlite3.connect(store.path) as db:
+        db.execute("UPDATE certificates SET id = ?", (good.id[:6] + "0" * 58,))
+    assert "row edited" in store.verify(good.id[:6])[0]
+
+
+def test_ambiguous_prefix(tmp_path: Path) -> None:
+    store = CertStore(tmp_path / "c.sqlite")
+    cid = store.add(make(1))
+    with sqlite3.connect(store.path) as db:
+        db.execute(
+            "INSERT INTO certificates (id, content_hash, image_id, verdict, issued_at, body) "
+            "SELECT ?, content_hash, image_id, verdict, issued_at, body FROM certificates",
+            (cid[:6] + "0" * 58,),
+        )
+    with pytest.raises(UsageError, match="matches several"):
+        store.get(cid[:6])
+    assert store.get(cid).id == cid
+
+
+def test_export_import_and_a_tampered_file(tmp_path: Path) -> None:
+    store = CertStore(tmp_path / "a.sqlite")
+    cid = store.add(make(1))
+    out = store.export(cid[:8], tmp_path / "sub" / "cert.json")
+    assert json.loads(out.read_text())["content_hash"] == f"sha256:{cid}"
+    assert not list((tmp_path / "sub").glob(".*tmp"))  # no temp file left behind
+    other = CertStore(tmp_path / "b.sqlite")
+    assert other.import_(out) == cid and other.verify(cid) == []
+    doc = json.loads(out.read_text())
+    doc["image"]["id"] = "sha256:" + "99" * 32
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(doc))
+    third = CertStore(tmp_path / "c.sqlite")
+    with pytest.raises(CertificateRefusedError, match=r"content hash mismatch.*changed: image"):
+        third.import_(bad)
+    assert third.list() == []
+
+
+WRITER = textwrap.dedent(
+    """
+    import sys
+    sys.path.insert(0, {repo!r})
+    sys.path.insert(0, {tests!r})
+    from test_certstore import make
+    from envbuilder.certstore import CertStore
+    store = CertStore(__import__("pathlib").Path(sys.argv[1]))
+    start = int(sys.argv[2])
+    for n in range(start, start + int(sys.argv[3])):
+        store.add(make(n))
+    """
+)
+
+
+def _python(code: str, *args: str) -> subprocess.Popen[bytes]:
+    script = code.format(repo=str(REPO), tests=str(Path(__file__).parent))
+    return subprocess.Popen([sys.executable, "-c", script, *args], stderr=subprocess.PIPE)
+
+
+def test_concurrent_writers_lose_nothing(tmp_path: Path) -> None:
+    db = tmp_path / "c.sqlite"  # not created yet: the writers also race to create it
+    writers, each = 8, 6
+    procs = [_python(WRITER, str(db), str(i * each), str(each)) for i in range(writers)]
+    for p in procs:
+        _, err = p.communicate(timeout=120)
+        assert p.returncode == 0, err.decode()
+    store = CertStore(db)
+    rows = store.list()
+    assert len(rows) == writers * each
+    assert {r.image_ref for r in rows} == {f"img:{n}" for n in range(writers * each)}
+    assert all(store.verify(r.id) == [] for r in rows)
+    assert store.integrity_check() == "ok"
+
+
+KILLER = textwrap.dedent(
+    """
+    import os, signal, sys
+    sys.path.insert(0, {repo!r})
+    sys.path.insert(0, {tests!r})
+    from test_certstore import make
+    from envbuilder.certstore import CertStore
+    store = CertStore(__import__("pathlib").Path(sys.argv[1]))
+    # die after the INSERT ran, before COMMIT: the row is written to the WAL but not committed
+    store._after_insert = lambda: os.kill(os.getpid(), signal.SIGKILL)
+    store.add(make(99))
+    """
+)
+
+
+def test_writer_killed_between_statements_leaves_nothing_half_stored(tmp_path: Path) -> None:
+    db = tmp_path / "c.sqlite"
+    store = CertStore(db)
+    kept = [store.add(make(n)) for n in range(3)]
+    proc = _python(KILLER, str(db))
+    proc.communicate(timeout=60)
+    assert proc.returncode == -signal.SIGKILL
+    again = CertStore(db)  # the file still opens (WAL recovery)
+    assert again.integrity_check() == "ok"
+    rows = again.list()
+    assert sorted(r.id for r in rows) == sorted(kept)  # nothing lost, nothing half-stored
+    assert all(again.verify(cid) == [] for cid in kept)
+    assert again.add(make(99)) == make(99).id  # and the store takes writes again
