@@ -225,7 +225,9 @@ def _pip_step(stack: Stack, options: RenderOptions, *, framework: bool) -> dict[
         if framework and stack.index_url and not options.index_secret:
             lines.append(f"--index-url {stack.index_url}")
     if framework:
-        lines += sorted(stack.packages) + sorted(req for _, req in stack.companions)
+        pins = sorted(stack.packages) + sorted(req for _, req in stack.companions)
+        # Extras' brackets are a shell glob: quote them (PIN_RE admits no quote or `$`).
+        lines += [f"'{pin}'" if "[" in pin else pin for pin in pins]
     else:
         mounts.append(f"type=bind,source={REQUIREMENTS_DIR},target={REQUIREMENTS_MOUNT}")
         lines += [f"-r {REQUIREMENTS_MOUNT}/user.txt", f"-c {REQUIREMENTS_MOUNT}/constraints.txt"]

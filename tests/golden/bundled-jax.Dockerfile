@@ -20,7 +20,7 @@ ENV VIRTUAL_ENV=/opt/venv \
 # the base image carries none, so there is one copy of CUDA in the image.
 RUN --mount=type=cache,target=/root/.cache/pip \
     pip install \
-        jax[cuda12]==0.7.2
+        'jax[cuda12]==0.7.2'
 
 # The spec's requirements, constrained to the framework pins so pip cannot replace them.
 RUN --mount=type=cache,target=/root/.cache/pip \

@@ -322,3 +322,10 @@ def test_empty_wheelhouse_refused_and_nothing_written(tmp_path: Path) -> None:
     with pytest.raises(UsageError, match=r"no \.whl"):
         write_build_context(spec(), TORCH_BUNDLED_CU130, out, RenderOptions(wheelhouse=tmp_path / "wheels"))
     assert sorted(p.name for p in tmp_path.iterdir()) == ["wheels"]
+
+
+def test_pins_with_extras_are_quoted_against_globbing() -> None:
+    s = spec(framework="jax", companions=[])
+    text = render_dockerfile(s, JAX_BUNDLED)
+    assert "        'jax[cuda12]==0.7.2'\n" in text
+    assert "torch==2.11.0\n" in render_dockerfile(spec(companions=[]), TORCH_BUNDLED_CU130)
