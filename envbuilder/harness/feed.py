@@ -56,30 +56,38 @@ class _Trainer:
         return x.to(dev, non_blocking=True), y.to(dev, non_blocking=True)
 
 
-def feed_benchmark(cfg: RunConfig, data: Dataset, it: Iterator[Any], batches: int) -> tuple[float, float]:
-    """(loader-fed img/s, GPU-resident img/s) for the same model and batch, warm-up excluded."""
-    free_device_memory()
-    tr = _Trainer(cfg.arch, NUM_CLASSES, cfg)
-    gen = torch.Generator(device=cfg.device).manual_seed(3)
-    n = len(data.train)
+def _timed(tr: _Trainer, get: Any, warm: int, batches: int) -> float:
+    for _ in range(warm):
+        tr.step(*get())
+    tr.sync()
+    t0 = time.perf_counter()
+    for _ in range(batches):
+        tr.step(*get())
+    tr.sync()
+    return tr.cfg.batch * batches / (time.perf_counter() - t0)
 
-    def resident_batch() -> tuple[torch.Tensor, torch.Tensor]:
-        idx = torch.randint(0, n, (cfg.batch,), generator=gen, device=cfg.device)
-        return data.train.images[idx], data.train.labels[idx]
 
-    def timed(get: Any, warm: int) -> float:
-        for _ in range(warm):
-            tr.step(*get())
-        tr.sync()
-        t0 = time.perf_counter()
-        for _ in range(batches):
-            tr.step(*get())
-        tr.sync()
-        return cfg.batch * batches / (time.perf_counter() - t0)
+class FeedBench:
+    """One model measured twice: fed from GPU-resident data, then from a DataLoader iterator.
+    Measure resident() before the loader starts: its workers would compete for the CPU."""
 
-    resident = timed(resident_batch, 3)
-    fed = timed(lambda: tr.to_device(*next(it)), 2)
-    return fed, resident
+    def __init__(self, cfg: RunConfig) -> None:
+        free_device_memory()
+        self.tr = _Trainer(cfg.arch, NUM_CLASSES, cfg)
+
+    def resident(self, data: Dataset, batches: int) -> float:
+        cfg = self.tr.cfg
+        gen = torch.Generator(device=cfg.device).manual_seed(3)
+        n = len(data.train)
+
+        def batch() -> tuple[torch.Tensor, torch.Tensor]:
+            idx = torch.randint(0, n, (cfg.batch,), generator=gen, device=cfg.device)
+            return data.train.images[idx], data.train.labels[idx]
+
+        return _timed(self.tr, batch, 3, batches)
+
+    def fed(self, it: Iterator[Any], batches: int) -> float:
+        return _timed(self.tr, lambda: self.tr.to_device(*next(it)), 2, batches)
 
 
 def real_data_run(

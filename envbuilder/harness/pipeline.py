@@ -142,7 +142,7 @@ def loader_throughput(it: Iterator[Any], batches: int, batch: int) -> float:
 
 
 def name_bottleneck(
-    loader_only: float, fed: float, resident: float, workers: int
+    loader_only: float, fed: float, resident: float, workers: int, device: str = "cuda"
 ) -> tuple[str, dict[str, Any]]:
     """Which side limits training: compare loader-fed and GPU-resident throughput."""
     ratio = fed / resident if resident > 0 else 0.0
@@ -156,6 +156,12 @@ def name_bottleneck(
             f"CPU input pipeline (decode + augmentation): {workers} workers give "
             f"{loader_only:.0f} img/s, the model alone takes {resident:.0f} img/s; about {need} "
             "workers (or GPU decoding, e.g. DALI/nvJPEG) would be needed",
+            facts,
+        )
+    if device == "cpu":
+        return (
+            "CPU contention: the loader alone is fast enough, but its workers and the model "
+            "share the same cores",
             facts,
         )
     return (

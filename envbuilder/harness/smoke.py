@@ -49,13 +49,13 @@ def one_batch(model: nn.Module, x: torch.Tensor, y: torch.Tensor) -> dict[str, A
     loss = nn.functional.cross_entropy(out, y)
     loss.backward()
     if not torch.isfinite(loss):
-        raise StepFailed(f"non-finite loss {float(loss)}")
+        raise StepFailed(f"non-finite loss {loss.item()}")
     grads = [p.grad for p in model.parameters() if p.grad is not None]
     if len(grads) != sum(1 for _ in model.parameters()):
         raise StepFailed("some parameters got no gradient")
     if not all(bool(torch.isfinite(g).all()) for g in grads):
         raise StepFailed("non-finite gradients")
-    return {"loss": float(loss), "logits_shape": list(out.shape)}
+    return {"loss": loss.item(), "logits_shape": list(out.shape)}
 
 
 def cpu_check(size: int = 64, batch: int = 8) -> dict[str, Any]:

@@ -152,7 +152,7 @@ class Suite:
 
     def _input_pipeline(self, st: Step, cfg: Any, *, src_size: int, n: int, batches: int) -> None:
 
-        from .feed import feed_benchmark
+        from .feed import FeedBench
         from .pipeline import (
             DecodeAugment,
             default_workers,
@@ -168,7 +168,6 @@ class Suite:
         raw_hw = None if codec == "jpeg" else (src_size, src_size)
         ds = DecodeAugment(blobs, labels, self.data.size, train=True, raw_hw=raw_hw)
         cuda = self.device == "cuda"
-        loader = make_loader(ds, cfg.batch, workers, pin=cuda)
         st.metrics.update(
             codec=codec,
             source_image=f"{src_size}x{src_size}",
@@ -177,19 +176,24 @@ class Suite:
             pin_memory=cuda,
             prefetch_factor=4,
             batch=cfg.batch,
+            model=cfg.arch,
+            precision=cfg.amp or "fp32",
             augmentation="RandomResizedCrop(0.08-1, 3/4-4/3) + horizontal flip",
         )
         if codec != "jpeg":
             st.warnings.append("PIL is not installed: raw bytes were loaded, JPEG decode not measured")
+        bench = FeedBench(cfg)
+        resident = bench.resident(self.data, batches)  # before any worker competes for the CPU
+        loader = make_loader(ds, cfg.batch, workers, pin=cuda)
         it = iter(loader)
         t0 = time.perf_counter()
         next(it)  # worker start-up, excluded
         st.metrics["first_batch_s"] = time.perf_counter() - t0
         loader_only = loader_throughput(it, batches, cfg.batch)
-        fed, resident = feed_benchmark(cfg, self.data, it, batches)
-        del it, loader
+        fed = bench.fed(it, batches)
+        del it, loader, bench
         self.free()
-        verdict, facts = name_bottleneck(loader_only, fed, resident, workers)
+        verdict, facts = name_bottleneck(loader_only, fed, resident, workers, self.device)
         st.metrics.update(
             loader_only_img_s=loader_only,
             loader_fed_img_s=fed,

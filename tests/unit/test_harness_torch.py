@@ -1,0 +1,225 @@
+"""The harness with real (CPU) torch: dataset, models, training checks, the loader, and the
+payload end to end in a child process, laid out as it is inside an image."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+
+from envbuilder.harness.models import build_model, builtin_resnet, load_weights
+from envbuilder.harness.pipeline import HAVE_PIL, DecodeAugment, encode_split, make_loader
+from envbuilder.harness.result import validate_result
+from envbuilder.harness.smoke import cpu_check
+from envbuilder.harness.synthetic import NUM_CLASSES, make_dataset, normalize, render
+from envbuilder.harness.train import RunConfig, train_run
+
+ROOT = Path(__file__).resolve().parents[2]
+HARNESS = ROOT / "envbuilder" / "harness"
+
+
+# ---------------------------------------------------------------- synthetic dataset
+def test_dataset_is_deterministic_and_balanced() -> None:
+    a, b = render(40, 32, seed=5), render(40, 32, seed=5)
+    assert torch.equal(a.images, b.images) and torch.equal(a.labels, b.labels)
+    c = render(40, 32, seed=6)
+    assert not torch.equal(a.images, c.images)
+    assert a.images.dtype == torch.uint8 and a.images.shape == (40, 3, 32, 32)
+    assert torch.bincount(a.labels, minlength=NUM_CLASSES).tolist() == [8] * NUM_CLASSES
+    x = normalize(a.images)
+    assert x.dtype == torch.float32 and float(x.min()) >= -2.01 and float(x.max()) <= 2.01
+
+
+def test_splits_differ() -> None:
+    d = make_dataset(16, 50, 20, seed=3)
+    assert not torch.equal(d.train.images[:20], d.val.images)
+    assert not torch.equal(d.val.images, d.test.images)
+    assert d.describe()["classes"][0] == "disk"
+
+
+def test_dataset_is_learnable_and_run_metrics() -> None:
+    """The CPU path's own configuration: loss falls, validation accuracy far above chance."""
+    torch.set_num_threads(2)
+    data = make_dataset(64, 1024, 256, seed=1234)
+    cfg = RunConfig(name="t", width=16, batch=32, steps=60, warmup=5, device="cpu")
+    metrics, problems = train_run(cfg, data, loss_drop_min=0.2, accuracy_margin=0.25)
+    assert problems == []
+    assert metrics["val_accuracy"] >= 0.45 and metrics["test_accuracy"] >= 0.45
+    assert metrics["loss_last"] < metrics["loss_first"]
+    assert metrics["steps_timed"] == 55 and metrics["images_per_s"] > 0
+    st = metrics["step_time"]
+    assert 0 < st["min_ms"] <= st["p50_ms"] <= st["p95_ms"] <= st["max_ms"]
+    assert metrics["config"]["precision"] == "fp32" and metrics["model"]["source"] == "built-in"
+
+
+def test_divergence_is_caught() -> None:
+    data = make_dataset(32, 256, 64, seed=1)
+    cfg = RunConfig(name="t", width=8, batch=16, steps=10, warmup=2, lr=1e30, device="cpu")
+    metrics, problems = train_run(cfg, data, loss_drop_min=0.2, accuracy_margin=0.25)
+    assert any("non-finite loss" in p for p in problems)
+    assert "val_accuracy" not in metrics  # no accuracy claimed for a diverged run
+
+
+def test_no_learning_is_caught() -> None:
+    data = make_dataset(32, 256, 64, seed=1)
+    cfg = RunConfig(name="t", width=8, batch=16, steps=12, warmup=2, lr=1e-9, device="cpu")
+    _, problems = train_run(cfg, data, loss_drop_min=0.2, accuracy_margin=0.25)
+    assert any("did not fall" in p for p in problems)
+
+
+# ---------------------------------------------------------------- models
+@pytest.mark.parametrize(("arch", "params"), [("resnet18", 11_689_512), ("resnet50", 25_557_032)])
+def test_builtin_resnets_match_torchvision_sizes(arch: str, params: int) -> None:
+    model = builtin_resnet(arch, 1000)
+    assert sum(p.numel() for p in model.parameters()) == params
+
+
+def test_build_model_reports_source_and_weights_drop_mismatched_head(tmp_path: Path) -> None:
+    model, info = build_model("resnet18", NUM_CLASSES, width=16)
+    assert info["source"] == "built-in" and info["parameters"] > 0
+    donor = builtin_resnet("resnet18", 1000, width=16)
+    path = tmp_path / "w.pt"
+    torch.save({"state_dict": {f"module.{k}": v for k, v in donor.state_dict().items()}}, path)
+    res = load_weights(model, str(path))
+    assert sorted(res["dropped_shape_mismatch"]) == ["fc.bias", "fc.weight"]
+    assert torch.equal(model.state_dict()["conv1.weight"], donor.state_dict()["conv1.weight"])
+    bad = tmp_path / "bad.pt"
+    torch.save({"nothing": torch.zeros(1)}, bad)
+    with pytest.raises(ValueError, match="no tensor matched"):
+        load_weights(model, str(bad))
+
+
+def test_cpu_check() -> None:
+    m = cpu_check(size=32, batch=4)
+    assert m["logits_shape"] == [4, NUM_CLASSES] and m["loss"] > 0
+
+
+# ---------------------------------------------------------------- the loader
+def test_loader_decodes_and_augments_with_workers() -> None:
+    split = render(24, 48, seed=2)
+    blobs, labels, codec = encode_split(split)
+    assert codec == ("jpeg" if HAVE_PIL else "raw")
+    raw_hw = None if codec == "jpeg" else (48, 48)
+    ds = DecodeAugment(blobs, labels, 32, train=True, raw_hw=raw_hw)
+    it = iter(make_loader(ds, 8, 2, pin=False))
+    for _ in range(3):
+        x, y = next(it)
+        assert x.shape == (8, 3, 32, 32) and x.dtype == torch.uint8 and y.shape == (8,)
+    val = DecodeAugment(blobs, labels, 32, train=False, raw_hw=raw_hw)
+    assert sum(len(b[1]) for b in make_loader(val, 8, 0, pin=False, infinite=False)) == 24
+
+
+def test_real_data_run(tmp_path: Path) -> None:
+    from envbuilder.harness.feed import real_data_run
+
+    if HAVE_PIL:
+        image = importlib.import_module("PIL.Image")  # optional: CI may not have pillow
+
+        for sub, n in (("train", 24), ("val", 10)):
+            split = render(n, 48, seed=len(sub))
+            for i, (img, lab) in enumerate(zip(split.images, split.labels, strict=True)):
+                d = tmp_path / sub / f"class{int(lab)}"
+                d.mkdir(parents=True, exist_ok=True)
+                hwc = img.permute(1, 2, 0).contiguous()
+                image.frombytes("RGB", (48, 48), bytes(hwc.flatten().tolist())).save(d / f"{i}.png")
+    else:
+        for sub in ("train", "val"):
+            (tmp_path / sub / "a").mkdir(parents=True)
+            (tmp_path / sub / "a" / "x.jpg").write_bytes(b"")
+    metrics, problems = real_data_run(
+        tmp_path,
+        arch="resnet18",
+        batch=8,
+        size=32,
+        steps=30,
+        amp=None,
+        device="cpu",
+        workers=0,
+        weights=None,
+        loss_drop_min=0.0,
+    )
+    if HAVE_PIL:
+        assert metrics["classes"] == [f"class{i}" for i in range(NUM_CLASSES)]
+        assert metrics["val_images"] == 10 and metrics["images_per_s"] > 0
+    else:
+        assert problems and "PIL" in problems[0]
+
+
+# ---------------------------------------------------------------- the payload end to end
+def _stage(tmp_path: Path) -> Path:
+    """The payload as an image holds it: a top-level package envbuilder_harness, no envbuilder."""
+    stage = tmp_path / "opt"
+    shutil.copytree(HARNESS, stage / "envbuilder_harness", ignore=shutil.ignore_patterns("__py*"))
+    return stage
+
+
+def _run(args: list[str], cwd: Path, env_path: str | None) -> subprocess.CompletedProcess[str]:
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(cwd), "CUDA_VISIBLE_DEVICES": ""}
+    if env_path:
+        env["PYTHONPATH"] = env_path
+    return subprocess.run(
+        [sys.executable, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=240
+    )
+
+
+def _lines(stdout: str) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in stdout.splitlines()]
+
+
+def test_payload_cpu_certification_end_to_end(tmp_path: Path) -> None:
+    stage = _stage(tmp_path)
+    out = tmp_path / "res" / "result.json"
+    proc = _run(["-m", "envbuilder_harness", "--cpu-only", "--out", str(out)], tmp_path, str(stage))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    lines = _lines(proc.stdout)  # every stdout line is JSON: no prose leaks into stdout
+    result = lines[-1]
+    assert result["kind"] == "result" and all(ln["kind"] == "step" for ln in lines[:-1])
+    assert validate_result(result) == []
+    assert json.loads(out.read_text()) == result
+    assert result["verdict"] == "certified-cpu-only"
+    assert "NOT a GPU certification" in result["verdict_reason"]
+    assert result["mode"] == "cpu" and result["gpu_path"] is False
+    status = {s["name"]: s["status"] for s in result["steps"]}
+    for name in ("host", "cpu_check", "dataset", "train_cpu_rn18w16_fp32_bs32", "input_pipeline"):
+        assert status[name] == "pass", (name, result["steps"])
+    assert status["cuda_smoke"] == "skip"
+    train = next(s for s in result["steps"] if s["name"] == "train_cpu_rn18w16_fp32_bs32")
+    assert train["metrics"]["val_accuracy"] >= train["metrics"]["accuracy_required"]
+    pipe = next(s for s in result["steps"] if s["name"] == "input_pipeline")
+    assert pipe["metrics"]["bottleneck"] and pipe["metrics"]["loader_only_img_s"] > 0
+    assert result["thresholds"]["source"] == "built-in defaults"
+    assert result["wall_seconds"] < 120
+
+
+def test_payload_quick_by_file_path_with_thresholds(tmp_path: Path) -> None:
+    """run.py works without PYTHONPATH; a thresholds file is read; --quick stops after smoke."""
+    stage = _stage(tmp_path)
+    thr = tmp_path / "t.json"
+    thr.write_text(json.dumps({"source_path": "t.json", "defaults": {"loss_drop_min": 0.3}}))
+    proc = _run(
+        [str(stage / "envbuilder_harness" / "run.py"), "--quick", "--cpu-only", "--thresholds", str(thr)],
+        tmp_path,
+        None,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    result = _lines(proc.stdout)[-1]
+    assert validate_result(result) == []
+    assert result["mode"] == "quick" and result["verdict"] == "certified-cpu-only"
+    assert [s["name"] for s in result["steps"]][:2] == ["host", "cpu_check"]
+    assert "dataset" not in {s["name"] for s in result["steps"]}
+    assert result["thresholds"]["loss_drop_min"] == 0.3 and result["thresholds"]["source"] == "t.json"
+
+
+def test_payload_refuses_a_bad_thresholds_file(tmp_path: Path) -> None:
+    stage = _stage(tmp_path)
+    bad = tmp_path / "t.json"
+    bad.write_text("[1, 2")
+    proc = _run(["-m", "envbuilder_harness", "--quick", "--thresholds", str(bad)], tmp_path, str(stage))
+    assert proc.returncode == 2 and "error" in proc.stderr
