@@ -47,9 +47,9 @@ WORKDIR /workspace
 LABEL io.envbuilder.archs='sm_75,sm_80,sm_90,sm_100,sm_110,compute_120' \
       io.envbuilder.certify='{"level":"default","thresholds":{}}' \
       io.envbuilder.harness='/opt/envbuilder/harness' \
-      io.envbuilder.lock-hash='046010ed0d1b729ec6f030bef6860eb9dfba5dee85e32642b6833208637f1a87' \
+      io.envbuilder.lock-hash='2c91d8ec6942c96bdc51621d828f5d8def9517e374dde71cb3c178d32bc47072' \
       io.envbuilder.min-driver='580' \
-      io.envbuilder.stack='{"archs":{"ptx":["12.0"],"sass":["7.5","8.0","9.0","10.0","11.0"]},"base_image":"python:3.14-slim-trixie","companions":{},"cuda":"13.0","cudnn":"9.12","flavor":null,"framework":{"name":"jax","variant":"cuda13","version":"0.11.2"},"id":"jax0.11.2-cuda13-py3.14-bundled-debian13","index_url":null,"min_driver":"580","nccl":"2.29.7","notes":[],"os":"debian13","packages":["jax[cuda13]==0.11.2"],"python":"3.14","python_install":"present","require_cuda":"cuda>=12.9","strategy":"bundled"}' \
+      io.envbuilder.stack='{"archs":{"ptx":["12.0"],"sass":["7.5","8.0","9.0","10.0","11.0"]},"base_image":"python:3.14-slim-trixie","companions":{},"cuda":"13.0","cudnn":"9.12","flavor":null,"framework":{"name":"jax","variant":"cuda13","version":"0.11.2"},"id":"jax0.11.2-cuda13-py3.14-bundled-debian13","index_url":null,"min_driver":"580","nccl":"2.27.7","notes":[],"os":"debian13","packages":["jax[cuda13]==0.11.2"],"python":"3.14","python_install":"present","require_cuda":"cuda>=12.9","strategy":"bundled"}' \
       org.opencontainers.image.base.name='python:3.14-slim-trixie' \
       org.opencontainers.image.description='JAX training (Flax, Optax)' \
       org.opencontainers.image.title='jax-train' \
