@@ -67,3 +67,4 @@ from envbuilder.cli import build_cmd
 from envbuilder.cli import certify_cmd
 from envbuilder.cli import certs_cmd
 from envbuilder.cli import run_cmd
+from envbuilder.cli import report_cmd

@@ -1,0 +1,412 @@
+"""Reports on a certificate: a terminal table, JSON, and a self-contained HTML page (inline CSS,
+inline SVG charts from charts.py, no network), plus two certificates side by side (compare.py).
+
+`build_report` turns the certificate document into a Report (pure); the renderers only format it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import jinja2
+from markupsafe import Markup
+
+from envbuilder import __version__
+from envbuilder.atomic import write_text_atomic
+from envbuilder.certificate import Certificate, verify_certificate
+from envbuilder.charts import PALETTE, Band, Chart, Line, Segment, render_chart
+from envbuilder.errors import UsageError
+from envbuilder.harness.telemetry import CLOCK_EVENT_REASONS
+from envbuilder.resources import templates_dir
+
+NO_TELEMETRY = "no GPU telemetry"
+DASH = "-"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StepRow:
+    name: str
+    status: str
+    reason: str
+    seconds: float
+    images_per_s: float | None = None
+    step_ms: float | None = None
+    p95_ms: float | None = None
+    peak_vram_mib: float | None = None
+    temp_max_c: float | None = None
+    val_accuracy: float | None = None
+    warnings: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ComparisonRow:
+    """One row of the field guide's table: CPU, GPU FP32, GPU mixed precision."""
+
+    label: str
+    step: str | None  # the harness step it comes from; None: not run in this certification
+    step_ms: float | None = None
+    p95_ms: float | None = None
+    images_per_s: float | None = None
+    peak_vram_mib: float | None = None
+    temp_max_c: float | None = None
+    val_accuracy: float | None = None
+    largest_batch: int | None = None
+    note: str = ""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Report:
+    id: str
+    verdict: str
+    verdict_reason: str
+    issued_at: str
+    integrity: tuple[str, ...]  # verify_certificate's problems; empty: intact
+    fixture: str | None  # "_fixture" label of test data
+    image: tuple[tuple[str, str], ...]
+    stack: tuple[tuple[str, str], ...]
+    host: tuple[tuple[str, str], ...]
+    steps: tuple[StepRow, ...]
+    comparison: tuple[ComparisonRow, ...]
+    notes: tuple[str, ...] = ()
+    telemetry: Mapping[str, Any] | None = None  # the harness's telemetry with series, or None
+    telemetry_why: str = ""
+    windows: Mapping[str, tuple[float, float]] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The report as JSON (without the telemetry series: those stay in the certificate)."""
+        doc = asdict(self)
+        doc.pop("telemetry")
+        doc["telemetry_available"] = self.telemetry is not None
+        for key in ("image", "stack", "host"):
+            doc[key] = dict(doc[key])
+        return doc
+
+
+def _m(d: Any, *keys: str) -> Any:
+    for k in keys:
+        d = d.get(k) if isinstance(d, Mapping) else None
+    return d
+
+
+def _num(v: Any) -> float | None:
+    return float(v) if isinstance(v, int | float) and not isinstance(v, bool) else None
+
+
+def _step_row(s: Mapping[str, Any]) -> StepRow:
+    m = s.get("metrics") if isinstance(s.get("metrics"), Mapping) else {}
+    return StepRow(
+        name=str(s.get("name", "?")),
+        status=str(s.get("status", "?")),
+        reason=str(s.get("reason") or ""),
+        seconds=_num(s.get("seconds")) or 0.0,
+        images_per_s=_num(_m(m, "images_per_s")),
+        step_ms=_num(_m(m, "step_time", "mean_ms")),
+        p95_ms=_num(_m(m, "step_time", "p95_ms")),
+        peak_vram_mib=_num(_m(m, "memory", "peak_reserved_mib")),
+        temp_max_c=_num(_m(m, "telemetry", "temp_c", "max")),
+        val_accuracy=_num(_m(m, "val_accuracy")),
+        warnings=tuple(str(w) for w in s.get("warnings") or () if isinstance(w, str)),
+    )
+
+
+def _comparison(steps: Sequence[Mapping[str, Any]], rows: Sequence[StepRow]) -> tuple[ComparisonRow, ...]:
+    by_name = {r.name: r for r in rows}
+    ramp = next((s for s in steps if s.get("name") == "batch_ramp"), None)
+    largest = _m(ramp, "metrics", "largest_batch")
+    ramp_precision = _m(ramp, "metrics", "precision")
+
+    def training(precisions: tuple[str, ...], cpu: bool) -> Mapping[str, Any] | None:
+        found = [
+            s
+            for s in steps
+            if str(s.get("name", "")).startswith("train_")
+            and str(s.get("name", "")).startswith("train_cpu") == cpu
+            and _m(s, "metrics", "config", "precision") in precisions
+        ]
+        return min(found, key=lambda s: _m(s, "metrics", "config", "batch") or 0, default=None)
+
+    out = []
+    picks = [
+        ("CPU", training(("fp32",), cpu=True), ()),
+        ("GPU FP32", training(("fp32",), cpu=False), ("fp32",)),
+        ("GPU mixed precision", training(("bf16", "fp16"), cpu=False), ("bf16", "fp16")),
+    ]
+    for label, s, ramp_for in picks:
+        if s is None:
+            out.append(ComparisonRow(label=label, step=None, note="not run in this certification"))
+            continue
+        r = by_name[str(s.get("name"))]
+        precision = _m(s, "metrics", "config", "precision")
+        ramp_ok = ramp_precision in ramp_for and isinstance(largest, int)
+        out.append(
+            ComparisonRow(
+                label=f"{label} ({precision})" if label.endswith("precision") else label,
+                step=r.name,
+                step_ms=r.step_ms,
+                p95_ms=r.p95_ms,
+                images_per_s=r.images_per_s,
+                peak_vram_mib=r.peak_vram_mib,
+                temp_max_c=r.temp_max_c,
+                val_accuracy=r.val_accuracy,
+                largest_batch=largest if ramp_ok else None,
+                note=f"batch {_m(s, 'metrics', 'config', 'batch')}"
+                + ("" if r.status == "pass" else f", {r.status}"),
+            )
+        )
+    return tuple(out)
+
+
+def _stack_rows(stack: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
+    fw = _m(stack, "framework") or {}
+    archs = _m(stack, "archs") or {}
+    return (
+        ("stack", str(stack.get("id") or DASH)),
+        ("framework", f"{fw.get('name', DASH)} {fw.get('version', '')} ({fw.get('variant', DASH)})"),
+        ("cuda / cudnn", f"{stack.get('cuda') or DASH} / {stack.get('cudnn') or DASH}"),
+        ("python", str(stack.get("python") or DASH)),
+        ("base image", f"{stack.get('base_image') or DASH} ({stack.get('strategy') or DASH})"),
+        ("min driver", str(stack.get("min_driver") or DASH)),
+        (
+            "archs",
+            f"sass {' '.join(map(str, archs.get('sass') or ())) or DASH}; "
+            f"ptx {' '.join(map(str, archs.get('ptx') or ())) or DASH}",
+        ),
+    )
+
+
+def build_report(cert: Mapping[str, Any]) -> Report:
+    """The Report of a certificate document (pure). A malformed field shows as '-', never raises."""
+    harness = _m(cert, "harness") or {}
+    image, host = _m(cert, "image") or {}, _m(cert, "host") or {}
+    raw_steps = [s for s in harness.get("steps") or () if isinstance(s, Mapping)]
+    rows = tuple(_step_row(s) for s in raw_steps)
+    gpus = [g for g in host.get("gpus") or () if isinstance(g, Mapping)]
+    telemetry = _m(harness, "telemetry")
+    series = _m(telemetry, "series")
+    has_series = isinstance(series, Mapping) and bool(series.get("t"))
+    why = "" if has_series else f"{NO_TELEMETRY} ({_m(telemetry, 'reason') or 'no GPU took part'})"
+    windows = {
+        str(k): (float(v[0]), float(v[1]))
+        for k, v in (_m(telemetry, "windows") or {}).items()
+        if isinstance(v, list | tuple) and len(v) == 2 and all(_num(x) is not None for x in v)
+    }
+    if not windows:  # no telemetry: lay the steps end to end on the harness's clock
+        t = 0.0
+        for r in rows:
+            windows[r.name] = (t, t + r.seconds)
+            t += r.seconds
+    return Report(
+        id=str(cert.get("content_hash", "")).removeprefix("sha256:"),
+        verdict=str(cert.get("verdict", "?")),
+        verdict_reason=str(cert.get("verdict_reason") or ""),
+        issued_at=str(cert.get("issued_at", "?")),
+        integrity=tuple(verify_certificate(cert)),
+        fixture=str(_m(harness, "_fixture") or _m(cert, "run", "_fixture") or "") or None,
+        image=(("ref", str(image.get("ref") or DASH)), ("id", str(image.get("id") or DASH))),
+        stack=_stack_rows(_m(image, "stack") or {}),
+        host=(
+            ("gpus", ", ".join(f"{g.get('name')} (cc {g.get('cc')})" for g in gpus) or "no GPU"),
+            ("driver", f"{host.get('driver') or 'none'} (CUDA {host.get('cuda_driver') or DASH})"),
+            ("gpu access", str(host.get("gpu_access") or DASH)),
+            ("fingerprint", str(host.get("fingerprint") or DASH)[:19]),
+        ),
+        steps=rows,
+        comparison=_comparison(raw_steps, rows),
+        notes=tuple(str(n) for n in harness.get("notes") or ()),
+        telemetry=telemetry if has_series else None,
+        telemetry_why=why,
+        windows=windows,
+    )
+
+
+# --------------------------------------------------------------------------- terminal
+
+
+def fmt(v: float | int | None, spec: str = ",.1f", suffix: str = "") -> str:
+    return DASH if v is None else f"{v:{spec}}{suffix}"
+
+
+def table(headers: Sequence[str], rows: Sequence[Sequence[str]], indent: str = "  ") -> list[str]:
+    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(headers)]
+    line = [indent + "  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)).rstrip()]
+    return line + [
+        indent + "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows
+    ]
+
+
+def comparison_cells(c: ComparisonRow) -> list[str]:
+    ms = DASH if c.step_ms is None else f"{c.step_ms:.1f} ({fmt(c.p95_ms)})"
+    return [
+        c.label,
+        ms,
+        fmt(c.images_per_s, ",.0f"),
+        fmt(c.peak_vram_mib, ",.0f", " MiB"),
+        fmt(c.temp_max_c, ".0f", " C"),
+        fmt(c.val_accuracy, ".3f"),
+        fmt(c.largest_batch, "d"),
+        c.note,
+    ]
+
+
+COMPARISON_HEADERS = (
+    "RUN",
+    "STEP MS (P95)",
+    "IMG/S",
+    "PEAK VRAM",
+    "TEMP MAX",
+    "VAL ACC",
+    "LARGEST BATCH",
+    "NOTE",
+)
+
+
+def format_terminal(r: Report) -> str:
+    """The report as plain text: summary, per-step table, the field guide's comparison."""
+    out = [f"certificate {r.id[:12]}  {r.verdict.upper()}  ({r.verdict_reason})"]
+    if r.fixture:
+        out.append(f"  FIXTURE: {r.fixture}")
+    integrity = "intact" if not r.integrity else "FAILED: " + "; ".join(r.integrity)
+    out += [f"  {k:<14}{v}" for k, v in (*r.image, *r.stack, *r.host)]
+    out += [f"  {'issued':<14}{r.issued_at}", f"  {'integrity':<14}{integrity}", "", "steps"]
+    rows = [
+        [
+            s.name,
+            s.status,
+            f"{s.seconds:.1f}",
+            fmt(s.images_per_s, ",.0f"),
+            fmt(s.step_ms),
+            fmt(s.peak_vram_mib, ",.0f"),
+            fmt(s.val_accuracy, ".3f"),
+            s.reason[:60],
+        ]
+        for s in r.steps
+    ]
+    out += table(("STEP", "STATUS", "SECONDS", "IMG/S", "STEP MS", "VRAM MIB", "VAL ACC", "REASON"), rows)
+    out += ["", "comparison (field guide: CPU vs GPU FP32 vs mixed precision)"]
+    out += table(COMPARISON_HEADERS, [comparison_cells(c) for c in r.comparison])
+    out += ["", f"telemetry: {r.telemetry_why or 'GPU time series kept (see the HTML report)'}"]
+    out += [f"note: {n}" for n in r.notes]
+    return "\n".join(out) + "\n"
+
+
+# --------------------------------------------------------------------------- charts and HTML
+
+
+def charts(r: Report) -> list[str]:
+    """The report's SVG charts on one time axis: step time always (from the step windows); GPU
+    memory, utilization, power, temperature and clock events when telemetry was recorded."""
+    s = r.telemetry["series"] if r.telemetry is not None else {}
+    t = [float(x) for x in s.get("t") or ()]
+    spans = [x for w in r.windows.values() for x in w] + t
+    rng = (min(spans), max(spans)) if spans else None
+    bands = [Band(label=k, x0=a, x1=b) for k, (a, b) in r.windows.items()]
+    timed = [(x, x.step_ms) for x in r.steps if x.step_ms is not None and x.name in r.windows]
+    segs = [
+        Segment(
+            label=f"{x.name} {ms:.1f} ms",
+            x0=r.windows[x.name][0],
+            x1=r.windows[x.name][1],
+            y=ms,
+            color=PALETTE[i % len(PALETTE)],
+        )
+        for i, (x, ms) in enumerate(timed)
+    ]
+    out = [
+        render_chart(
+            Chart(
+                title="Step time per training run (mean)",
+                y_label="ms per step",
+                segments=segs,
+                bands=bands,
+                x_range=rng,
+            )
+        )
+    ]
+    if r.telemetry is None:
+        return out
+
+    def line(key: str, label: str, color: str = PALETTE[0]) -> Line:
+        return Line(label=label, xs=t, ys=[_num(v) for v in s.get(key) or ()], color=color)
+
+    masks = [int(m) if _num(m) is not None else 0 for m in s.get("reasons") or ()]
+    seen = [(bit, name) for bit, name in CLOCK_EVENT_REASONS.items() if any(m & bit for m in masks)]
+    for title, unit, lines, top, events in (
+        ("GPU memory used", "MiB", [line("mem_used_mib", "memory used")], None, []),
+        (
+            "GPU utilization",
+            "%",
+            [line("util_gpu", "SM busy"), line("util_mem", "memory busy", PALETTE[1])],
+            100.0,
+            [],
+        ),
+        ("Power draw", "W", [line("power_w", "power", PALETTE[2])], None, []),
+        ("Temperature", "deg C", [line("temp_c", "GPU temperature", PALETTE[1])], None, []),
+        (
+            "SM clock and clock-event reasons",
+            "MHz",
+            [line("sm_clock_mhz", "SM clock", PALETTE[3])],
+            None,
+            [(name, t, [bool(m & bit) for m in masks]) for bit, name in seen],
+        ),
+    ):
+        chart = Chart(
+            title=title, y_label=unit, lines=lines, bands=bands, y_max=top, x_range=rng, events=events
+        )
+        out.append(render_chart(chart))
+    return out
+
+
+def jinja_env() -> jinja2.Environment:
+    """The HTML environment: autoescape on, StrictUndefined (a missing field is a bug)."""
+    return jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(templates_dir())),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+
+
+def render_html(r: Report) -> str:
+    """The single-certificate HTML page. Every string from the certificate is escaped."""
+    return (
+        jinja_env()
+        .get_template("report.html.j2")
+        .render(
+            mode="single",
+            r=r,
+            charts=[Markup(c) for c in charts(r)],
+            comparison_headers=COMPARISON_HEADERS,
+            comparison_cells=comparison_cells,
+            fmt=fmt,
+            version=__version__,
+        )
+    )
+
+
+def write_html(path: Path, html: str) -> Path:
+    """Write atomically. Raises UsageError when the folder cannot be written."""
+    try:
+        write_text_atomic(path, html)
+    except OSError as exc:
+        raise UsageError(f"cannot write {path}: {exc.strerror or exc}") from exc
+    return path
+
+
+def load_certificate(arg: str) -> Mapping[str, Any]:
+    """A certificate from a JSON file (`arg` is a path that exists) or from the store (an id or
+    a unique prefix). Raises UsageError (unknown id, unreadable file), CertificateRefusedError (not a
+    certificate; a tampered stored row), StoreError."""
+    path = Path(arg)
+    if path.is_file():
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise UsageError(f"cannot read {path}: {exc}") from exc
+        return Certificate.from_json(text, where=str(path)).data
+    from envbuilder.certstore import CertStore
+
+    return CertStore().get(arg).data

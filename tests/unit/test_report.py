@@ -1,0 +1,194 @@
+"""Reports: the terminal table, JSON, the HTML page's sections and charts, escaping of hostile
+certificate strings, the CPU-only page, compare highlighting, and the CLI's exit codes."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from envbuilder.certificate import Certificate, build_certificate
+from envbuilder.cli import cli
+from envbuilder.comparison import compare_reports, format_compare, render_compare_html
+from envbuilder.report import build_report, format_terminal, load_certificate, render_html
+
+CERTS = Path(__file__).resolve().parent.parent / "data" / "certs"
+GPU, CPU = CERTS / "sample-gpu.json", CERTS / "sample-cpu.json"
+EVIL = '<script>alert("x")</script><img src=x onerror=alert(1)>&amp;'
+
+
+def doc(path: Path) -> dict[str, Any]:
+    return json.loads(path.read_text())  # type: ignore[no-any-return]
+
+
+def hostile() -> dict[str, Any]:
+    """A validly sealed certificate whose strings try to inject markup everywhere they can."""
+    base = doc(GPU)
+    harness = dict(base["harness"])
+    steps = [dict(s) for s in harness["steps"]]
+    steps[0] = {**steps[0], "name": EVIL, "reason": EVIL, "status": "fail", "warnings": [EVIL]}
+    fp32 = next(i for i, s in enumerate(steps) if s["name"] == "train_rn18_fp32_bs32")
+    steps[fp32] = {**steps[fp32], "name": EVIL}  # reaches the SVG charts as a band and a segment
+    windows = dict(harness["telemetry"]["windows"])
+    windows[EVIL] = windows.pop("train_rn18_fp32_bs32")
+    harness["telemetry"] = {**harness["telemetry"], "windows": windows}
+    harness["steps"] = steps
+    harness["notes"] = [EVIL]
+    image = {**base["image"], "ref": EVIL, "stack": {**base["image"]["stack"], "id": EVIL}}
+    return build_certificate(
+        image=image,
+        host={**base["host"], "gpu_access": EVIL},
+        run={},
+        harness=harness,
+        thresholds={},
+        verdict="failed",
+        verdict_reason=EVIL,
+    ).to_dict()
+
+
+def test_fixtures_verify_and_the_gpu_one_says_it_is_synthetic() -> None:
+    gpu, cpu = build_report(doc(GPU)), build_report(doc(CPU))
+    assert gpu.integrity == () and cpu.integrity == ()
+    assert gpu.fixture == "synthetic test data, not a measurement"
+    assert cpu.fixture is None  # a real certificate, made by `envbuilder certify` on the CI machine
+
+
+def test_terminal_has_stack_verdict_steps_and_the_field_guide_table() -> None:
+    text = format_terminal(build_report(doc(GPU)))
+    assert text.startswith("certificate a2acafccd8b4  CERTIFIED  (13 checks passed on the GPU)")
+    assert "FIXTURE: synthetic test data" in text
+    assert "torch 2.11.0 (cu130)" in text and "integrity     intact" in text
+    assert re.search(r"train_rn18_fp32_bs32\s+pass\s+8\.0\s+2,712\s+11\.8\s+3,588\s+0\.962", text)
+    assert re.search(r"GPU FP32\s+11\.8 \(13\.2\)\s+2,712\s+3,588 MiB\s+48 C\s+0\.962\s+-\s+batch 32", text)
+    assert re.search(
+        r"GPU mixed precision \(bf16\)\s+9\.6 \(10\.8\)\s+3,333\s+2,392 MiB\s+53 C\s+0\.958\s+3072", text
+    )
+    assert re.search(r"CPU\s+-.*not run in this certification", text)
+
+
+def test_cpu_certificate_says_no_gpu_telemetry() -> None:
+    r = build_report(doc(CPU))
+    assert r.telemetry is None
+    assert r.telemetry_why == "no GPU telemetry (pynvml (nvidia-ml-py) is not installed)"
+    cpu_row = r.comparison[0]
+    assert cpu_row.step == "train_cpu_rn18w16_fp32_bs32" and cpu_row.images_per_s is not None
+    assert "telemetry: no GPU telemetry" in format_terminal(r)
+    html = render_html(r)
+    assert 'id="no-telemetry"' in html and "no GPU telemetry" in html
+    assert html.count("<svg") == 1  # the step-time chart only, laid out on the harness's clock
+
+
+def test_html_is_self_contained_with_every_section_and_chart() -> None:
+    html = render_html(build_report(doc(GPU)))
+    for section in ('id="steps"', 'id="comparison"', 'id="fixture"', "Image and stack", "Host"):
+        assert section in html
+    titles = re.findall(r"<svg[^>]*><title>([^<]*)</title>", html)
+    assert titles == [
+        "Step time per training run (mean)",
+        "GPU memory used",
+        "GPU utilization",
+        "Power draw",
+        "Temperature",
+        "SM clock and clock-event reasons",
+    ]
+    assert "sw_power_cap" in html  # the clock-event row the fixture's power cap produced
+    assert "<script" not in html and "http://" not in html.replace("http://www.w3.org/2000/svg", "")
+    assert "https://" not in html and "<link" not in html
+
+
+def test_hostile_strings_are_escaped_in_html_and_svg() -> None:
+    r = build_report(hostile())
+    html = render_html(r)
+    assert "<script>" not in html and "<img" not in html
+    assert "&lt;script&gt;alert(&#34;x&#34;)&lt;/script&gt;" in html
+    assert "&amp;amp;" in html  # an entity in the data stays text, it is not decoded
+    svg_titles = re.findall(r"<rect class=\"band\d\"[^>]*><title>([^<]*)</title>", html)
+    assert any("&lt;script&gt;" in t for t in svg_titles)  # step names reach the SVG escaped
+    assert "&lt;img src=x onerror=alert(1)&gt;&amp;amp; 11.8 ms" in html  # the segment key
+    rows = compare_reports(r, build_report(doc(GPU)))
+    page = render_compare_html(r, build_report(doc(GPU)), rows)
+    assert "<script>" not in page and "<img" not in page
+
+
+def test_a_tampered_certificate_file_is_shown_with_its_failure() -> None:
+    bad = doc(GPU)
+    bad["verdict_reason"] = "edited"
+    html = render_html(build_report(bad))
+    assert 'id="integrity"' in html and "INTEGRITY CHECK FAILED" in html and "verdict_reason" in html
+
+
+def test_compare_marks_differences_and_not_noise() -> None:
+    a = build_report(doc(GPU))
+    edited = doc(GPU)
+    steps = edited["harness"]["steps"]
+    fp32 = next(s for s in steps if s["name"] == "train_rn18_fp32_bs32")
+    fp32["metrics"]["images_per_s"] *= 1.02  # noise: within tolerance
+    bf16 = next(s for s in steps if s["name"] == "train_rn18_bf16_bs32")
+    bf16["metrics"]["images_per_s"] *= 1.5  # a real difference
+    edited["host"] = {**edited["host"], "driver": "570.86.15"}
+    b_doc = build_certificate(
+        **{k: edited[k] for k in ("image", "host", "run", "harness", "thresholds")},
+        verdict="certified",
+        verdict_reason=edited["verdict_reason"],
+        issued_at=edited["issued_at"],
+    ).to_dict()
+    rows = compare_reports(a, build_report(b_doc))
+    by = {(r.section, r.field): r for r in rows}
+    assert by[("step train_rn18_bf16_bs32", "images/s")].differs
+    assert by[("step train_rn18_bf16_bs32", "images/s")].delta == "+50.0%"
+    assert not by[("step train_rn18_fp32_bs32", "images/s")].differs
+    assert by[("host", "driver")].differs and not by[("summary", "verdict")].differs
+    text = format_compare(a, build_report(b_doc), rows)
+    assert re.search(r"^\s+\*\s+host\s+driver\s+580\.159\.04 \(CUDA 13\.0\)\s+570\.86\.15", text, re.M)
+    html = render_compare_html(a, build_report(b_doc), rows)
+    assert html.count('class="diff"') == sum(r.differs for r in rows) >= 2
+
+
+def test_compare_of_gpu_and_cpu_certificates_pairs_absent_steps() -> None:
+    rows = compare_reports(build_report(doc(GPU)), build_report(doc(CPU)))
+    by = {(r.section, r.field): r for r in rows}
+    assert by[("step cuda_smoke", "status")].a == "pass" and by[("step cuda_smoke", "status")].b == "skip"
+    assert by[("step train_cpu_rn18w16_fp32_bs32", "status")].a == "absent"
+    assert by[("summary", "verdict")].differs
+
+
+def test_load_certificate_from_the_store_and_from_a_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from envbuilder.certstore import CertStore
+    from envbuilder.errors import UsageError
+
+    monkeypatch.setenv("ENVBUILDER_DATA_DIR", str(tmp_path))
+    cid = CertStore().add(Certificate(doc(GPU)))
+    assert load_certificate(cid[:8])["content_hash"] == f"sha256:{cid}"
+    assert load_certificate(str(CPU))["verdict"] == "certified-cpu-only"
+    with pytest.raises(UsageError):
+        load_certificate("ffffffff")
+
+
+def test_cli_writes_html_prints_the_table_and_json(tmp_path: Path) -> None:
+    out = tmp_path / "r.html"
+    res = CliRunner().invoke(cli, ["report", str(GPU), "--html", str(out)])
+    assert res.exit_code == 0, res.output
+    assert "CERTIFIED" in res.output and f"wrote {out}" in res.output
+    assert out.read_text().startswith("<!DOCTYPE html>")
+    res = CliRunner().invoke(cli, ["report", str(CPU), "--json", "--no-html"])
+    assert res.exit_code == 0
+    assert json.loads(res.output)["verdict"] == "certified-cpu-only"
+
+
+def test_cli_compare_and_usage_errors(tmp_path: Path) -> None:
+    out = tmp_path / "c.html"
+    res = CliRunner().invoke(cli, ["report", "--compare", str(GPU), str(CPU), "--html", str(out)])
+    assert res.exit_code == 0, res.output
+    assert "fields differ (*)" in res.output and 'class="diff"' in out.read_text()
+    res = CliRunner().invoke(cli, ["report", "--compare", str(GPU)])
+    assert res.exit_code == 2 and "--compare needs exactly two certificates" in res.output
+    not_cert = tmp_path / "x.json"
+    not_cert.write_text("[1, 2]")
+    res = CliRunner().invoke(cli, ["report", str(not_cert), "--no-html"])
+    assert res.exit_code == 12 and "is not a JSON object" in res.output
