@@ -43,6 +43,8 @@ from envbuilder.models import (
 from envbuilder.versions import cc_str, driver_branch, major, major_minor, parse_cc, parse_specifier
 
 MAX_ALTERNATIVES = 4
+# Rejections whose reason does not depend on the Python version: reported once per build.
+_PYTHON_INDEPENDENT = frozenset({"driver", "arch", "strategy"})
 
 
 # --------------------------------------------------------------------------- GPU lookup
@@ -282,13 +284,8 @@ def _evaluate(matrix: Matrix, request: Request, host: Host, cand: _Candidate) ->
         )
     notes: list[str] = []
     gpus = host.gpus
-    if v.cuda is None:
-        if gpus and not request.cpu_only:
-            raise _Reject("variant", "CPU-only build, but this host has GPUs (use --cpu to allow it)")
-        if cand.strategy == "system-cuda":
-            raise _Reject("strategy", "a CPU-only build has no CUDA for a system-cuda image")
-    elif request.cpu_only:
-        raise _Reject("variant", "CUDA build, but a CPU-only stack was requested (--cpu)")
+    if v.cuda is None and cand.strategy == "system-cuda":
+        raise _Reject("strategy", "a CPU-only build has no CUDA for a system-cuda image")
     min_driver: str | None = None
     full_driver = True
     sass_everywhere = True
@@ -339,8 +336,12 @@ def _evaluate(matrix: Matrix, request: Request, host: Host, cand: _Candidate) ->
                 "is a second copy (the bundled strategy avoids it)"
             )
         require = image.require_cuda
+    elif v.cuda is not None:
+        # The toolkit checks the driver's own CUDA version: X.0 is what the MVC floor of the major
+        # reports; a GPU that needs PTX JIT needs the build's X.Y itself.
+        require = major_minor(v.cuda) if not sass_everywhere else f"{major(v.cuda)}.0"
     else:
-        require = native_cuda(matrix, min_driver) if min_driver else None
+        require = None
     stack = _make_stack(cand, image, min_driver, require, tuple(notes))
     return _Verdict(stack=stack, sass_everywhere=sass_everywhere, full_driver=full_driver)
 
@@ -451,6 +452,8 @@ def resolve(matrix: Matrix, request: Request, host: Host) -> Resolution:
         strategies = [request.strategy] if request.strategy else list(STRATEGIES)
         for rel in reversed(releases):
             for v in rel.variants:
+                if (v.cuda is None) != request.cpu_only:
+                    continue  # CPU builds on GPU hosts (and CUDA builds with --cpu) are not candidates
                 for strategy in strategies:
                     for py in _python_candidates(matrix, request, strategy):
                         if request.python is None and py not in SpecifierSet(rel.python):
@@ -461,9 +464,12 @@ def resolve(matrix: Matrix, request: Request, host: Host) -> Resolution:
                         except _Reject as r:
                             if r.component == "strategy" and v.cuda is None:
                                 continue
-                            rejected.append(
-                                Rejection(candidate=cand.label(), component=r.component, reason=r.reason)
-                            )
+                            label = cand.label()
+                            if r.component in _PYTHON_INDEPENDENT:
+                                label = label.replace(f" / py{py} / ", " / any Python / ")
+                            rejection = Rejection(candidate=label, component=r.component, reason=r.reason)
+                            if rejection not in rejected:
+                                rejected.append(rejection)
     survivors.sort(key=lambda verdict: _rank_key(verdict, request), reverse=True)
     best = survivors[0].stack if survivors else None
     alternatives: list[Stack] = []
