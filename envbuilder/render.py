@@ -36,6 +36,7 @@ from envbuilder.stackcheck import (
 )
 
 VENV = "/opt/venv"
+BASE_VENV_RE = re.compile(r"/[A-Za-z0-9._-]+(?:/[A-Za-z0-9._-]+)*")
 HARNESS_DEST = "/opt/envbuilder/harness"
 PIP_CACHE_MOUNT = "type=cache,target=/root/.cache/pip"
 REQUIREMENTS_DIR = "requirements"  # context subdir, bind-mounted for the user-requirements step
@@ -61,6 +62,10 @@ class RenderOptions:
     labels: tuple[tuple[str, str], ...] = ()  # extra LABELs (not io.envbuilder.*)
     uses_system_cuda: bool | None = None  # from the matrix: do the wheels load the image's CUDA?
     regenerate: str | None = None  # the command line printed in the header
+    # Install into the Python environment the base image already has (an NGC container, an
+    # imported host environment) instead of creating /opt/venv: pins it already satisfies cost
+    # nothing and need no network. Validated as an absolute path.
+    base_venv: str | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -285,7 +290,7 @@ def template_context(spec: ImageSpec, stack: Stack, options: RenderOptions) -> d
     py = stack.python
     python_apt = (
         [f"python{py}", f"python{py}-venv"] + ([f"python{py}-dev"] if spec.flavor == "devel" else [])
-        if stack.python_install == "apt"
+        if stack.python_install == "apt" and options.base_venv is None
         else []
     )
     nvidia_env: list[tuple[str, str]] = []
@@ -301,8 +306,13 @@ def template_context(spec: ImageSpec, stack: Stack, options: RenderOptions) -> d
         "header": _header(spec, stack, options),
         "base_image": stack.base_image,
         "os": stack.os,
-        "python": {"version": py, "executable": f"python{py}", "apt_packages": python_apt},
-        "venv": VENV,
+        "python": {
+            "version": py,
+            "executable": f"python{py}",
+            "apt_packages": python_apt,
+            "create_venv": options.base_venv is None,
+        },
+        "venv": venv_path(options),
         "nvidia_env": [(k, json.dumps(v)) for k, v in nvidia_env],
         "min_driver": stack.min_driver or "none",
         "framework": {
@@ -317,6 +327,18 @@ def template_context(spec: ImageSpec, stack: Stack, options: RenderOptions) -> d
         "env": [(k, json.dumps(v)) for k, v in spec.env],
         "labels": _labels(spec, stack, options),
     }
+
+
+def venv_path(options: RenderOptions) -> str:
+    """Where the image's Python environment lives. Raises SpecError for a bad --base-venv."""
+    if options.base_venv is None:
+        return VENV
+    if not BASE_VENV_RE.fullmatch(options.base_venv):
+        raise SpecError(
+            f"refused base venv {options.base_venv!r}",
+            hint="give an absolute path of letters, digits, '.', '_', '-' and '/', e.g. /opt/venv",
+        )
+    return options.base_venv
 
 
 def render_dockerfile(spec: ImageSpec, stack: Stack, options: RenderOptions | None = None) -> str:

@@ -7,7 +7,7 @@ FROM python:3.14-slim-trixie
 # for the CUDA the wheels carry (this stack needs driver >= 580).
 ENV NVIDIA_VISIBLE_DEVICES="all" \
     NVIDIA_DRIVER_CAPABILITIES="compute,utility" \
-    NVIDIA_REQUIRE_CUDA="cuda>=12.9"
+    NVIDIA_REQUIRE_CUDA="cuda>=13.0"
 
 # Python 3.14 comes with the base image.
 RUN python3.14 -m venv /opt/venv
@@ -47,9 +47,9 @@ WORKDIR /workspace
 LABEL io.envbuilder.archs='sm_75,sm_80,sm_90,sm_100,sm_110,compute_120' \
       io.envbuilder.certify='{"level":"default","thresholds":{}}' \
       io.envbuilder.harness='/opt/envbuilder/harness' \
-      io.envbuilder.lock-hash='2c91d8ec6942c96bdc51621d828f5d8def9517e374dde71cb3c178d32bc47072' \
+      io.envbuilder.lock-hash='ffcfe6fa042e58d17849e6d003d6d2f5c5dd2a1640867f1a3052cfc021264c7f' \
       io.envbuilder.min-driver='580' \
-      io.envbuilder.stack='{"archs":{"ptx":["12.0"],"sass":["7.5","8.0","9.0","10.0","11.0"]},"base_image":"python:3.14-slim-trixie","companions":{},"cuda":"13.0","cudnn":"9.12","flavor":null,"framework":{"name":"jax","variant":"cuda13","version":"0.11.2"},"id":"jax0.11.2-cuda13-py3.14-bundled-debian13","index_url":null,"min_driver":"580","nccl":"2.27.7","notes":[],"os":"debian13","packages":["jax[cuda13]==0.11.2"],"python":"3.14","python_install":"present","require_cuda":"cuda>=12.9","strategy":"bundled"}' \
+      io.envbuilder.stack='{"archs":{"ptx":["12.0"],"sass":["7.5","8.0","9.0","10.0","11.0"]},"base_image":"python:3.14-slim-trixie","companions":{},"cuda":"13.0","cudnn":"9.12","flavor":null,"framework":{"name":"jax","variant":"cuda13","version":"0.11.2"},"id":"jax0.11.2-cuda13-py3.14-bundled-debian13","index_url":null,"min_driver":"580","nccl":"2.27.7","notes":[],"os":"debian13","packages":["jax[cuda13]==0.11.2"],"python":"3.14","python_install":"present","require_cuda":"cuda>=13.0","strategy":"bundled"}' \
       org.opencontainers.image.base.name='python:3.14-slim-trixie' \
       org.opencontainers.image.description='JAX training (Flax, Optax)' \
       org.opencontainers.image.title='jax-train' \
