@@ -143,6 +143,8 @@ def main(argv: list[str] | None = None) -> int:
             notes.append("torch is not installed: the torch steps are skipped")
         sampler = _start_sampler(nvml, args.telemetry_interval) if gpu_path else None
         suite.sampler = sampler
+        if gpu_path and sampler is None:
+            notes.append(f"GPU telemetry unavailable ({nvml_why or 'NVML lists no GPU'}): not sampled")
         try:
             run_steps(suite, gpu_path=gpu_path, have_torch=have_torch)
         finally:
@@ -238,8 +240,9 @@ def build_result(
     notes: list[str],
     args: argparse.Namespace,
 ) -> dict[str, Any]:
-    gates = judge_throughput(s.applied, s.measured, s.not_measured) if gpu_path else []
+    gates: list[dict[str, Any]] = []
     if gpu_path and mode == "full":
+        gates = judge_throughput(s.applied, s.measured, s.not_measured)
         over = s.facts.get("telemetry_overhead")
         why = next((x.reason for x in s.rec.steps if x.name == "telemetry_overhead"), "")
         gates.append(judge_overhead(s.applied, over, why))

@@ -15,7 +15,7 @@ from torch import nn
 from .models import build_model, load_weights
 from .pipeline import HAVE_PIL, DecodeAugment, default_workers, make_loader, scan_image_folder
 from .synthetic import NUM_CLASSES, Dataset, normalize
-from .train import RunConfig, amp_dtype, check_losses, free_device_memory
+from .train import RunConfig, amp_dtype, check_losses, free_device_memory, grad_scaler
 
 
 class _Trainer:
@@ -31,7 +31,7 @@ class _Trainer:
             self.model.parameters(), lr=cfg.learning_rate(), momentum=0.9, weight_decay=5e-5
         )
         self.dt = amp_dtype(cfg.amp)
-        self.scaler = torch.amp.GradScaler("cuda") if self.cuda and cfg.amp == "fp16" else None
+        self.scaler = grad_scaler(cfg)
 
     def step(self, x_u8: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         x = normalize(x_u8).contiguous(memory_format=self.fmt)

@@ -13,15 +13,16 @@ from .suite import Suite
 # Seconds each step is expected to take on an H200 (measured anchors + margin): a step whose
 # estimate exceeds what is left of the budget is skipped, with that as its reason.
 ESTIMATE = {
-    "fp32": 20,
-    "amp": 10,
-    "bs64": 10,
-    "ramp": 30,
+    "fp32": 15,
+    "amp": 8,
+    "bs64": 8,
+    "ramp": 30,  # the most it may take; it gets what the steps after it leave
     "rn18_eager": 8,
-    "rn50_eager": 20,
-    "rn50_compiled": 80,
-    "rn18_compiled": 35,
-    "overhead": 8,
+    "rn50_eager": 15,
+    "rn50_compiled": 70,  # cold Inductor compile 58-63 s (perf-anchors 1c)
+    "rn18_compiled": 30,  # cold compile 21 s (perf-anchors 2)
+    "overhead": 6,
+    "pipeline": 12,
 }
 TUNED_BATCH = 256
 RAMP_CAP = 65536
@@ -88,7 +89,9 @@ def run_gpu_benchmarks(s: Suite) -> None:
             rn18(batch=64, steps=steps, amp=amp, extra={"headroom_free_mib": free_mib}),
             estimate=ESTIMATE["bs64"],
         )
-    batch_ramp(s, amp)
+    # The tuned runs come before the batch ramp (the issue lists the ramp first): they carry the
+    # throughput gates, so they must not be the ones the time budget squeezes out, and they
+    # should not run on an allocator the ramp has just filled to the brim.
     tuned = {"amp": amp, "channels_last": True, "device": "cuda", "seed": s.opts.seed}
     s.train_step(
         "tuned_rn18_eager",
@@ -101,17 +104,12 @@ def run_gpu_benchmarks(s: Suite) -> None:
         s.train_step(
             f"tuned_rn50_{tag}",
             RunConfig(
-                name="",
-                arch="resnet50",
-                batch=TUNED_BATCH,
-                steps=48,
-                warmup=8,
-                compile=compiled,
-                **tuned,
+                name="", arch="resnet50", batch=TUNED_BATCH, steps=48, warmup=8, compile=compiled, **tuned
             ),
             estimate=ESTIMATE[f"rn50_{tag}"],
             gate_key=f"tuned_rn50_{tag}",
         )
+    batch_ramp(s, amp, reserve=ESTIMATE["overhead"] + ESTIMATE["pipeline"])
     telemetry_overhead(s, amp)
     s.input_pipeline(
         RunConfig(name="", arch="resnet50", batch=TUNED_BATCH, **tuned),
@@ -129,7 +127,7 @@ def run_gpu_benchmarks(s: Suite) -> None:
     s.real_data("resnet18", 64, 224, s.opts.steps or 100, amp)
 
 
-def batch_ramp(s: Suite, amp: str) -> None:
+def batch_ramp(s: Suite, amp: str, reserve: float) -> None:
     """ResNet-18, mixed precision, channels_last: double until OOM, back off, bisect."""
     import torch
 
@@ -170,7 +168,7 @@ def batch_ramp(s: Suite, amp: str) -> None:
             free_device_memory()
 
         t_start = s.window_start()
-        budget = min(ESTIMATE["ramp"], max(5.0, s.remaining() - 100))
+        budget = min(ESTIMATE["ramp"], max(5.0, s.remaining() - reserve))
         try:
             res = find_max_batch(
                 try_batch,
@@ -242,7 +240,7 @@ def telemetry_overhead(s: Suite, amp: str) -> None:
             loss.backward()
             opt.step()
 
-        def window(steps: int = 40) -> float:
+        def window(steps: int = 80) -> float:
             ev = [torch.cuda.Event(enable_timing=True) for _ in range(steps + 1)]
             for i in range(steps):
                 ev[i].record()

@@ -84,18 +84,19 @@ def torch_build_info() -> dict[str, Any]:
     if torch.cuda.is_available():
         info["arch_list"] = torch.cuda.get_arch_list()
         info["device_count"] = torch.cuda.device_count()
-        info["nccl"] = ".".join(map(str, torch.cuda.nccl.version())) if _has_nccl() else None
+        info["nccl"] = _nccl_version()
     return info
 
 
-def _has_nccl() -> bool:
+def _nccl_version() -> str | None:
+    """NCCL's version as "2.28.9" (torch returns a tuple, older releases an int), or None."""
     try:
         import torch.cuda.nccl as nccl
 
-        nccl.version()
-        return True
+        v = nccl.version()
     except Exception:
-        return False
+        return None
+    return ".".join(map(str, v)) if isinstance(v, tuple | list) else str(v)
 
 
 def host_record(nvml: Any, nvml_why: str) -> dict[str, Any]:

@@ -143,7 +143,7 @@ class Suite:
         with self.rec.step("input_pipeline") as st:
             if self.data is None:
                 raise StepSkipped("no dataset (the dataset step did not pass)")
-            self.need(15 if self.device == "cuda" else 8)
+            self.need(12 if self.device == "cuda" else 8)
             t_start = self.window_start()
             try:
                 self._input_pipeline(st, cfg, src_size=src_size, n=n_images, batches=batches)

@@ -82,6 +82,15 @@ def check_losses(losses: list[float], loss_drop_min: float) -> list[str]:
     return []
 
 
+def grad_scaler(cfg: RunConfig) -> Any:
+    """A GradScaler for fp16 on CUDA (torch.amp's, or torch.cuda.amp's before torch 2.3)."""
+    if not (cfg.device.startswith("cuda") and cfg.amp == "fp16"):
+        return None
+    if hasattr(torch, "amp") and hasattr(torch.amp, "GradScaler"):
+        return torch.amp.GradScaler("cuda")
+    return torch.cuda.amp.GradScaler()
+
+
 def amp_dtype(amp: str | None) -> torch.dtype | None:
     return {"bf16": torch.bfloat16, "fp16": torch.float16}.get(amp or "")
 
@@ -150,7 +159,7 @@ def train_run(
     warm_lr = cfg.lr_warmup_steps()
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda i: min(1.0, (i + 1) / warm_lr))
     dt = amp_dtype(cfg.amp)
-    scaler = torch.amp.GradScaler("cuda") if cuda and cfg.amp == "fp16" else None
+    scaler = grad_scaler(cfg)
     runner: Any = model
     if cfg.compile:
         runner = torch.compile(model)
