@@ -1,0 +1,141 @@
+"""`envbuilder run` for real: build the bundled torch CPU image, certify it (CPU path), run commands
+in it (output streamed, exit code passed through, mounts/env/workdir/ulimits applied, Ctrl-C stops
+and removes the container), then rebuild it with a change: the new image ID has no certificate
+and run refuses it (exit 12) unless --force, which the run log records.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from conftest import envbuilder_cli, write_spec
+
+from envbuilder.engine import DockerEngine
+
+pytestmark = pytest.mark.docker
+
+HELLO = "print('hello from envbuilder')"
+
+
+def build(spec: Path, base_image: str, wheelhouse: Path, tag: str, lock: Path) -> None:
+    res = envbuilder_cli(
+        "build", str(spec), "--cpu", "--base-image", base_image, "--wheelhouse", str(wheelhouse),
+        "--tag", tag, "--lock-out", str(lock),
+    )  # fmt: skip
+    assert res.returncode == 0, res.stderr[-3000:]
+
+
+@pytest.fixture(scope="module")
+def certified(
+    engine: DockerEngine,
+    base_image: str,
+    wheelhouse: Path,
+    run_id: str,
+    cleanup_refs: list[str],
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[tuple[str, Path, Path]]:
+    """(tag, data dir, work dir): the CPU image built by the real CLI and certified into a
+    private store (ENVBUILDER_DATA_DIR, inherited by every envbuilder_cli() of this module)."""
+    work = tmp_path_factory.mktemp("run-it")
+    data = work / "data"
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("ENVBUILDER_DATA_DIR", str(data))
+        spec = write_spec(work / "images", "run-it")
+        tag = f"envbuilder-it/run:{run_id}"
+        build(spec.path, base_image, wheelhouse, tag, work / "lock.json")
+        cleanup_refs.append(tag)
+        res = envbuilder_cli("certify", tag, "--gpu-access", "none")
+        assert res.returncode == 0, res.stderr[-3000:]
+        yield tag, data, work
+
+
+def runs_log(data: Path) -> list[dict[str, object]]:
+    return [json.loads(line) for line in (data / "runs.jsonl").read_text().splitlines()]
+
+
+def test_run_streams_output_and_passes_the_exit_code(certified: tuple[str, Path, Path]) -> None:
+    tag, data, _ = certified
+    ok = envbuilder_cli("run", tag, "--", "python3", "-c", HELLO)
+    assert ok.returncode == 0, ok.stderr[-2000:]
+    assert ok.stdout.strip().splitlines()[-1] == "hello from envbuilder"
+    assert "covers this run (certified-cpu-only); GPU access: none" in ok.stderr
+    three = envbuilder_cli("run", tag, "--", "python3", "-c", "import sys; sys.exit(3)")
+    assert three.returncode == 3, three.stderr[-2000:]
+    entries = runs_log(data)
+    assert [(e["outcome"], e["exit_code"]) for e in entries[-2:]] == [("exited", 0), ("exited", 3)]
+
+
+def test_run_applies_mounts_env_workdir_and_training_limits(
+    certified: tuple[str, Path, Path], tmp_path: Path
+) -> None:
+    tag, _, _ = certified
+    (tmp_path / "f.txt").write_text("mounted")
+    tmp_path.chmod(0o755)
+    probe = (
+        "import os, resource, shutil; "
+        "print(os.environ['GREETING'], os.getcwd(), open('f.txt').read(), "
+        "resource.getrlimit(resource.RLIMIT_STACK)[0], shutil.disk_usage('/dev/shm').total > 2**26)"
+    )
+    res = envbuilder_cli(
+        "run", tag, "-v", f"{tmp_path}:/data:ro", "-e", "GREETING=hi", "-w", "/data", "--shm-size", "256m",
+        "--", "python3", "-c", probe,
+    )  # fmt: skip
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert res.stdout.strip().splitlines()[-1] == "hi /data mounted 67108864 True"
+
+
+def test_ctrl_c_stops_and_removes_the_container(certified: tuple[str, Path, Path]) -> None:
+    tag, data, _ = certified
+    sleeper = "import time; print('started', flush=True); time.sleep(120)"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "envbuilder", "run", tag, "--", "python3", "-c", sleeper],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True,
+    )  # fmt: skip
+    assert proc.stdout is not None
+    assert proc.stdout.readline().strip() == "started"
+    t0 = time.monotonic()
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err[-2000:]
+    assert time.monotonic() - t0 < 30  # the job got SIGINT; no 10-second stop timeout was needed
+    left = subprocess.run(
+        ["docker", "ps", "-aq", "--filter", "label=io.envbuilder.run=1"], capture_output=True, text=True
+    )
+    assert left.stdout.strip() == ""
+    assert runs_log(data)[-1]["outcome"] == "interrupted"
+
+
+def test_a_rebuilt_image_is_refused_until_forced(
+    certified: tuple[str, Path, Path],
+    engine: DockerEngine,
+    base_image: str,
+    wheelhouse: Path,
+) -> None:
+    tag, data, work = certified
+    before = engine.inspect_image(tag)
+    spec = work / "images" / "run-it.yaml"
+    spec.write_text(spec.read_text() + 'env:\n  RUN_IT_CHANGE: "1"\n')
+    build(spec, base_image, wheelhouse, tag, work / "lock2.json")
+    after = engine.inspect_image(tag)
+    assert before is not None and after is not None and after.id != before.id
+    refused = envbuilder_cli("run", tag, "--", "python3", "-c", HELLO)
+    assert refused.returncode == 12, refused.stderr[-2000:]
+    assert (
+        f"envbuilder: error: refusing to run: no certificate for image {after.id} ({tag})" in refused.stderr
+    )
+    assert f"hint: re-certify the image on this host: envbuilder certify {tag}" in refused.stderr
+    assert "hello from envbuilder" not in refused.stdout
+    forced = envbuilder_cli("run", "--force", tag, "--", "python3", "-c", HELLO)
+    assert forced.returncode == 0, forced.stderr[-2000:]
+    assert "hello from envbuilder" in forced.stdout
+    assert "--force: running although no certificate for image" in forced.stderr
+    last = runs_log(data)[-2:]
+    assert [e["outcome"] for e in last] == ["refused", "exited"]
+    assert last[1]["forced"] is True and last[1]["image"] == after.id
