@@ -1,0 +1,180 @@
+"""`envbuilder build` on the real engine: a bundled torch CPU image from the local base, offline
+from a wheelhouse; the cache hit of a rebuild; reproduction from the lock; push and pull by digest;
+a failing build that leaves no tag and the lock untouched."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from conftest import SpecFile, envbuilder_cli, write_spec
+
+from envbuilder.build import BuildOptions, BuildOutcome, plan_from_spec, run_build, stack_tag
+from envbuilder.engine import DockerEngine
+from envbuilder.errors import BuildFailedError
+from envbuilder.lock import read_lock
+from envbuilder.matrix import load_matrix
+from envbuilder.models import Host, Resolution, Stack
+from envbuilder.progress import BuildEvent
+from envbuilder.resolve import resolve
+from envbuilder.spec import load_spec
+
+pytestmark = pytest.mark.docker
+
+
+def resolve_cpu(spec_path: Path) -> Resolution:
+    """What `envbuilder build --cpu` resolves: the CPU variant of torch 2.13.0 on Python 3.11."""
+    spec = load_spec(spec_path)
+    resolution = resolve(load_matrix(), spec.to_request(cpu_only=True), Host(driver=None, source="none"))
+    stack = resolution.stack
+    assert stack is not None, [r.to_dict() for r in resolution.rejected]
+    assert (stack.framework, stack.version, stack.cuda, stack.python) == ("torch", "2.13.0", None, "3.11")
+    return resolution
+
+
+@dataclass
+class Built:
+    spec: SpecFile
+    outcome: BuildOutcome
+    events: list[BuildEvent]
+    seconds: float
+    lock: Path
+    options: BuildOptions
+
+
+def build_spec(spec: SpecFile, engine: DockerEngine, options: BuildOptions) -> Built:
+    events: list[BuildEvent] = []
+    plan = plan_from_spec(load_spec(spec.path), resolve_cpu(spec.path), options, spec.path)
+    started = time.monotonic()
+    outcome = run_build(plan, options, engine, on_event=events.append)
+    assert options.lock_out is not None
+    return Built(spec, outcome, events, time.monotonic() - started, options.lock_out, options)
+
+
+def pip_step(events: list[BuildEvent], kind: str) -> list[BuildEvent]:
+    return [e for e in events if e.kind == kind and e.is_step and "pip install" in e.name]
+
+
+@pytest.fixture(scope="module")
+def cold(
+    tmp_path_factory: pytest.TempPathFactory,
+    engine: DockerEngine,
+    base_image: str,
+    wheelhouse: Path,
+    run_id: str,
+    cleanup_refs: list[str],
+) -> Built:
+    """A cold build (--no-cache: nothing reused, results still cached for the warm one)."""
+    work = tmp_path_factory.mktemp("cold")
+    spec = write_spec(work, f"it-torch-cpu-{run_id}")
+    options = BuildOptions(
+        base_image=base_image, wheelhouse=wheelhouse, lock_out=work / "lock.json", no_cache=True
+    )
+    built = build_spec(spec, engine, options)
+    cleanup_refs.extend(built.outcome.tags)
+    return built
+
+
+def test_cold_build_makes_a_working_labelled_image(cold: Built, engine: DockerEngine) -> None:
+    image = cold.outcome.image
+    assert pip_step(cold.events, "done") and not pip_step(cold.events, "cached")
+    res = engine.run(image.id, ["/opt/venv/bin/python", "-c", "import torch; print(torch.__version__)"])
+    assert res.exit_code == 0, res.stderr
+    assert res.stdout.strip() == "2.13.0+cpu"
+    assert engine.run(image.id, ["id", "-u"]).stdout.strip() == "1000"  # not root
+    lock = read_lock(cold.lock)
+    assert Stack.from_dict(json.loads(image.labels["io.envbuilder.stack"])) == lock.stack
+    assert image.labels["io.envbuilder.lock-hash"] == lock.hash
+    assert image.labels["org.opencontainers.image.title"] == cold.spec.name
+    assert image.labels["io.envbuilder.min-driver"] == "none"
+    assert lock.build is not None and lock.build.image_id == image.id
+    assert "torch==2.13.0+cpu" in lock.build.packages
+    assert lock.build.base_image_digest == engine.inspect_image(lock.build.base_image).id  # type: ignore[union-attr]
+    assert set(cold.outcome.tags) <= set(engine.inspect_image(image.id).tags)  # type: ignore[union-attr]
+
+
+def test_warm_rebuild_is_a_cache_hit(cold: Built, engine: DockerEngine, tmp_path: Path) -> None:
+    options = BuildOptions(
+        base_image=cold.options.base_image,
+        wheelhouse=cold.options.wheelhouse,
+        lock_out=tmp_path / "warm.lock.json",
+    )
+    warm = build_spec(cold.spec, engine, options)
+    assert pip_step(warm.events, "cached"), "the pip install step was not a cache hit"
+    assert not pip_step(warm.events, "log"), "pip ran (printed output) on a warm rebuild"
+    assert warm.outcome.image.id == cold.outcome.image.id
+    ratio = cold.outcome.result.seconds / warm.outcome.result.seconds
+    print(
+        f"\ncold build {cold.outcome.result.seconds:.1f}s, warm rebuild "
+        f"{warm.outcome.result.seconds:.1f}s: {ratio:.1f}x faster "
+        f"({warm.outcome.result.cached_steps}/{len(warm.outcome.result.steps)} steps cached)"
+    )
+
+
+def test_build_from_the_lock_reproduces_it(cold: Built, tmp_path: Path) -> None:
+    lock = tmp_path / "copy.lock.json"
+    shutil.copy(cold.lock, lock)
+    proc = envbuilder_cli(
+        "build", "--lock", str(lock), "--wheelhouse", str(cold.options.wheelhouse), "--json"
+    )
+    assert proc.returncode == 0, proc.stderr
+    summary = json.loads(proc.stdout)
+    original, again = read_lock(cold.lock).build, read_lock(lock).build
+    assert original is not None and again is not None
+    assert again.dockerfile_sha256 == original.dockerfile_sha256
+    assert again.base_image_digest == original.base_image_digest
+    assert summary["image_id"] == cold.outcome.image.id
+    assert "CACHED" in proc.stderr and "pip install" in proc.stderr  # the plain progress lines
+    assert summary["warnings"] == []
+
+
+def test_push_and_pull_back_by_digest(
+    cold: Built, engine: DockerEngine, registry: str, tmp_path: Path, cleanup_refs: list[str]
+) -> None:
+    options = BuildOptions(
+        base_image=cold.options.base_image,
+        wheelhouse=cold.options.wheelhouse,
+        lock_out=tmp_path / "pushed.lock.json",
+        push=registry,
+    )
+    built = build_spec(cold.spec, engine, options)
+    (pushed,) = built.outcome.pushed
+    assert pushed.startswith(f"{registry}/envbuilder/{cold.spec.name}@sha256:")
+    lock = read_lock(options.lock_out)  # type: ignore[arg-type]
+    assert lock.build is not None and lock.build.pushed == (pushed,)
+    repo = pushed.split("@")[0]
+    assert engine.remove_image(f"{repo}:{stack_tag(built.outcome.lock.stack)}")
+    pulled = engine.pull(pushed)
+    cleanup_refs.append(pushed)
+    assert pulled.id == cold.outcome.image.id
+    assert pushed in pulled.repo_digests
+
+
+def test_failing_build_leaves_no_tag_and_the_lock_unchanged(
+    cold: Built, engine: DockerEngine, tmp_path: Path, run_id: str
+) -> None:
+    spec = write_spec(tmp_path, f"it-fail-{run_id}", requirements=("envbuilder-no-such-package==1.0",))
+    lock = tmp_path / "fail.lock.json"
+    shutil.copy(cold.lock, lock)
+    before = lock.read_bytes()
+    options = BuildOptions(
+        base_image=cold.options.base_image, wheelhouse=cold.options.wheelhouse, lock_out=lock
+    )
+    with pytest.raises(BuildFailedError) as err:
+        build_spec(spec, engine, options)
+    assert "envbuilder-no-such-package" in err.value.message
+    assert lock.read_bytes() == before
+    assert not [t for t in engine.client.images.list(name=f"envbuilder/{spec.name}")]
+    # The CLI says the same with exit code 9 and the last log lines.
+    proc = envbuilder_cli(
+        "build", str(spec.path), "--cpu", "--base-image", str(cold.options.base_image),
+        "--wheelhouse", str(cold.options.wheelhouse), "--lock-out", str(lock),
+    )  # fmt: skip
+    assert proc.returncode == 9, proc.stderr
+    assert "envbuilder: error: docker build failed" in proc.stderr
+    assert "No matching distribution found for envbuilder-no-such-package" in proc.stderr
+    assert lock.read_bytes() == before
