@@ -4,6 +4,7 @@ a failing build that leaves no tag and the lock untouched."""
 
 from __future__ import annotations
 
+import base64
 import json
 import shutil
 import time
@@ -11,11 +12,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from conftest import SpecFile, envbuilder_cli, write_spec
+from conftest import REGISTRY_PASSWORD, REGISTRY_USER, SpecFile, envbuilder_cli, write_spec
 
 from envbuilder.build import BuildOptions, BuildOutcome, plan_from_spec, run_build, stack_tag
 from envbuilder.engine import DockerEngine
-from envbuilder.errors import BuildFailedError
+from envbuilder.errors import BuildFailedError, RegistryError
 from envbuilder.lock import read_lock
 from envbuilder.matrix import load_matrix
 from envbuilder.models import Host, Resolution, Stack
@@ -178,3 +179,23 @@ def test_failing_build_leaves_no_tag_and_the_lock_unchanged(
     assert "envbuilder: error: docker build failed" in proc.stderr
     assert "No matching distribution found for envbuilder-no-such-package" in proc.stderr
     assert lock.read_bytes() == before
+
+
+def test_push_uses_docker_config_credentials(
+    engine: DockerEngine, base_image: str, registry_auth: str, tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch, run_id: str, cleanup_refs: list[str],
+) -> None:  # fmt: skip
+    """The htpasswd registry refuses an anonymous push (RegistryError) and takes one with the
+    credentials of the usual Docker config ($DOCKER_CONFIG/config.json)."""
+    ref = f"{registry_auth}/envbuilder-test/base:{run_id}"
+    engine.tag(base_image, ref)
+    cleanup_refs.append(ref)
+    monkeypatch.setenv("DOCKER_CONFIG", str(tmp_path / "anonymous"))
+    with pytest.raises(RegistryError, match="push of"):
+        DockerEngine().push(ref)
+    auth = base64.b64encode(f"{REGISTRY_USER}:{REGISTRY_PASSWORD}".encode()).decode()
+    (tmp_path / "cfg").mkdir()
+    (tmp_path / "cfg" / "config.json").write_text(json.dumps({"auths": {registry_auth: {"auth": auth}}}))
+    monkeypatch.setenv("DOCKER_CONFIG", str(tmp_path / "cfg"))
+    digest = DockerEngine().push(ref)
+    assert digest.startswith("sha256:")
