@@ -15,7 +15,7 @@ from typing import Any
 
 from . import HARNESS_VERSION, RESULT_SCHEMA_VERSION
 from .hostinfo import gpu_devices_present, host_record
-from .result import Recorder, clean_json, decide_verdict, log, utc_now
+from .result import FAIL, Recorder, Step, clean_json, decide_verdict, log, utc_now
 from .suite import Options, Suite
 from .telemetry import Sampler, load_nvml
 from .thresholds import (
@@ -109,14 +109,17 @@ def main(argv: list[str] | None = None) -> int:
                 Path(args.out).write_text(json.dumps(doc, indent=1, allow_nan=False) + "\n")
             except OSError as e:
                 log(f"cannot write --out {args.out}: {e}")
-        print(line, flush=True)
+        with rec.lock:
+            print(line, flush=True)
         log(f"verdict: {doc['verdict']} ({doc['verdict_reason']}) in {doc['wall_seconds']:.0f} s")
         return code_if_ok if doc["verdict"] != "failed" else EXIT_FAILED
 
     def on_watchdog() -> None:
-        notes.append(f"watchdog: stopped after {args.watchdog_seconds:.0f} s (a step hung)")
-        rec.skip("watchdog", f"hung: the run passed {args.watchdog_seconds:.0f} s")
-        rec.steps[-1].status = "fail"
+        rec.lock.acquire()  # held until os._exit: no step line may follow the result
+        hung = rec.current or "between steps"
+        notes.append(f"watchdog: stopped after {args.watchdog_seconds:.0f} s in step {hung}")
+        why = f"step {hung} still running when the run passed {args.watchdog_seconds:.0f} s"
+        rec.emit(Step(name="watchdog", status=FAIL, reason=why))
         finish()
         os._exit(EXIT_WATCHDOG)
 

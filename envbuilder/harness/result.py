@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import math
 import sys
+import threading
 import time
 import traceback
 from collections.abc import Callable, Iterator
@@ -81,11 +82,15 @@ class Recorder:
 
     def __init__(self, out: TextIO | None = None) -> None:
         self.steps: list[Step] = []
+        self.current = ""  # the step running now (the watchdog names it)
+        # Serialises stdout lines: the watchdog thread may print the result mid-run.
+        self.lock = threading.RLock()
         self._out = out if out is not None else sys.stdout
 
     def emit(self, step: Step) -> Step:
-        self.steps.append(step)
-        print(json.dumps(step.to_json(), allow_nan=False), file=self._out, flush=True)
+        with self.lock:
+            self.steps.append(step)
+            print(json.dumps(step.to_json(), allow_nan=False), file=self._out, flush=True)
         mark = {"pass": "ok  ", "fail": "FAIL", "skip": "skip"}[step.status]
         extra = f": {step.reason}" if step.reason else ""
         log(f"{mark} {step.name} ({step.seconds:.1f}s){extra}")
@@ -96,6 +101,7 @@ class Recorder:
         """Run a block as a step: StepFailed/StepSkipped set its status, any other exception
         becomes a failed step with the exception as reason (never a crash)."""
         st = Step(name=name)
+        self.current = name
         log(f"---- {name}")
         t0 = time.perf_counter()
         try:
@@ -108,6 +114,7 @@ class Recorder:
             st.status, st.reason = FAIL, f"{type(e).__name__}: {e}"
             st.metrics.setdefault("traceback", traceback.format_exc(limit=6)[-2000:])
         st.seconds = time.perf_counter() - t0
+        self.current = ""
         self.emit(st)
 
     def skip(self, name: str, reason: str) -> Step:

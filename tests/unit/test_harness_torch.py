@@ -46,10 +46,14 @@ def test_splits_differ() -> None:
 
 def test_dataset_is_learnable_and_run_metrics() -> None:
     """The CPU path's own configuration: loss falls, validation accuracy far above chance."""
+    threads = torch.get_num_threads()
     torch.set_num_threads(1)  # oversubscribed cores (parallel jobs) make OpenMP spin for ages
-    data = make_dataset(64, 1024, 256, seed=1234)
-    cfg = RunConfig(name="t", width=16, batch=32, steps=60, warmup=5, device="cpu")
-    metrics, problems = train_run(cfg, data, loss_drop_min=0.2, accuracy_margin=0.25)
+    try:
+        data = make_dataset(64, 1024, 256, seed=1234)
+        cfg = RunConfig(name="t", width=16, batch=32, steps=60, warmup=5, device="cpu")
+        metrics, problems = train_run(cfg, data, loss_drop_min=0.2, accuracy_margin=0.25)
+    finally:
+        torch.set_num_threads(threads)
     assert problems == []
     assert metrics["val_accuracy"] >= 0.45 and metrics["test_accuracy"] >= 0.45
     assert metrics["loss_last"] < metrics["loss_first"]
@@ -223,3 +227,13 @@ def test_payload_refuses_a_bad_thresholds_file(tmp_path: Path) -> None:
     bad.write_text("[1, 2")
     proc = _run(["-m", "envbuilder_harness", "--quick", "--thresholds", str(bad)], tmp_path, str(stage))
     assert proc.returncode == 2 and "error" in proc.stderr
+
+
+def test_payload_watchdog_leaves_a_failed_result(tmp_path: Path) -> None:
+    stage = _stage(tmp_path)
+    proc = _run(["-m", "envbuilder_harness", "--cpu-only", "--watchdog-seconds", "1"], tmp_path, str(stage))
+    assert proc.returncode == 3, proc.stderr[-2000:]
+    result = _lines(proc.stdout)[-1]
+    assert validate_result(result) == []
+    assert result["verdict"] == "failed"
+    assert result["steps"][-1]["name"] == "watchdog" and result["steps"][-1]["status"] == "fail"
