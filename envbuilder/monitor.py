@@ -18,6 +18,7 @@ from envbuilder.harness.telemetry import CLOCK_EVENT_REASONS, FIELDS, Sampler, l
 
 # ---- thresholds of the rules (docs/run.md explains each)
 MIN_SAMPLES = 8  # fewer busy samples than this: too short to judge
+ACTIVE_MEM_MIB = 256.0  # memory this far above the first sample: the job holds the GPU
 LOW_UTIL = 60.0  # mean GPU utilization (%) below this: the GPU is waiting
 DIP_UTIL = 40.0  # a sample below this counts as a dip
 SPIKY_DIP_FRACTION = 0.2  # this share of dips with...
@@ -70,10 +71,26 @@ class Finding:
         }
 
 
-def _busy_window(util: Sequence[Any]) -> tuple[int, int] | None:
-    """[first, last] index with utilization > 0: start-up and tear-down are not the job."""
-    busy = [i for i, u in enumerate(util) if u is not None and u > 0]
-    return (busy[0], busy[-1]) if busy else None
+def _busy_window(util: Sequence[Any], mem: Sequence[Any]) -> tuple[int, int] | None:
+    """[first, last] index where the job is on the GPU: utilization > 0, or memory held above the
+    first sample (taken before the job started) by ACTIVE_MEM_MIB. Start-up and tear-down are
+    not the job; a starved job that holds its model on the GPU at ~0% utilization still is.
+    None when no sample shows any utilization (the job never ran a kernel there)."""
+    if not any(u is not None and u > 0 for u in util):
+        return None
+    base = next((float(m) for m in mem if isinstance(m, int | float)), None)
+    active = [
+        i
+        for i in range(len(util))
+        if (util[i] is not None and util[i] > 0)
+        or (
+            base is not None
+            and i < len(mem)
+            and isinstance(mem[i], int | float)
+            and mem[i] - base >= ACTIVE_MEM_MIB
+        )
+    ]
+    return active[0], active[-1]
 
 
 def _nums(values: Sequence[Any]) -> list[float]:
@@ -173,7 +190,8 @@ def _clock_findings(
     ]
 
 
-def _memory_findings(gpu: GpuSeries, mem: list[float]) -> list[Finding]:
+def _memory_findings(gpu: GpuSeries, mem: list[float], base: float) -> list[Finding]:
+    """`mem`: the job's window; `base`: the first sample of the whole run (before the job)."""
     if len(mem) < MIN_SAMPLES:
         return []
     q = len(mem) // 4
@@ -194,7 +212,7 @@ def _memory_findings(gpu: GpuSeries, mem: list[float]) -> list[Finding]:
                 "torch.cuda.memory_allocated() per step (allocated, not reserved)",
             )
         ]
-    rise = max(mem) - mem[0]
+    rise = max(mem) - base
     if rise >= CACHE_MIN_MIB and abs(growth) <= floor:
         return [
             Finding(
@@ -210,24 +228,42 @@ def _memory_findings(gpu: GpuSeries, mem: list[float]) -> list[Finding]:
     return []
 
 
+def _idle(gpu: GpuSeries, samples: int) -> Finding:
+    """No utilization at all. Holding memory means a CUDA context (and maybe a model) is there:
+    the work is on the CPU, or the GPU waits for input nearly all the time (kernels busy ~1% of
+    the time read as 0% in NVML's utilization)."""
+    mem = _nums(gpu.column("mem_used_mib"))
+    held = max(mem) - mem[0] if mem else 0.0
+    if held < ACTIVE_MEM_MIB:
+        return Finding(
+            rule="idle",
+            severity="warn",
+            gpu=gpu.index,
+            message=f"GPU {gpu.index} showed no utilization and no memory use in {samples} samples",
+            advice="the job did not use this GPU: check torch.cuda.is_available() inside the "
+            "container, that the model and batches are moved .to('cuda'), and the GPU access mode",
+        )
+    return Finding(
+        rule="idle",
+        severity="warn",
+        gpu=gpu.index,
+        message=f"the job held {held:.0f} MiB on GPU {gpu.index} but utilization read 0% in all "
+        f"{samples} samples",
+        advice="either the model or the batches are not on the GPU (check .to('cuda')), or the GPU "
+        "waits for input nearly all the time (see the input-bound advice: DataLoader workers, "
+        "pin_memory, prefetch, larger batches)",
+    )
+
+
 def diagnose(gpus: Sequence[GpuSeries]) -> tuple[Finding, ...]:
     """Apply the field guide's rules to each GPU's samples (pure). Never raises; an empty or idle
     series gives an 'idle' or 'too-short' finding rather than a guess."""
     out: list[Finding] = []
     for gpu in gpus:
         util_all = gpu.column("util_gpu")
-        window = _busy_window(util_all)
+        window = _busy_window(util_all, gpu.column("mem_used_mib"))
         if window is None:
-            out.append(
-                Finding(
-                    rule="idle",
-                    severity="warn",
-                    gpu=gpu.index,
-                    message=f"GPU {gpu.index} showed no utilization in {len(util_all)} samples",
-                    advice="the job did not use this GPU: check torch.cuda.is_available() inside the "
-                    "container, that the model and batches are moved .to('cuda'), and the GPU access mode",
-                )
-            )
+            out.append(_idle(gpu, len(util_all)))
             continue
         a, b = window[0], window[1] + 1
         util = _nums(util_all[a:b])
@@ -246,7 +282,8 @@ def diagnose(gpus: Sequence[GpuSeries]) -> tuple[Finding, ...]:
         masks = [int(m) for m in _nums(gpu.column("reasons")[a:b])]
         found = _utilization_findings(gpu, util, power)
         found += _clock_findings(gpu, masks, temps, power)
-        found += _memory_findings(gpu, _nums(gpu.column("mem_used_mib")[a:b]))
+        mem_all = _nums(gpu.column("mem_used_mib"))
+        found += _memory_findings(gpu, _nums(gpu.column("mem_used_mib")[a:b]), mem_all[0] if mem_all else 0.0)
         if not any(f.severity == "warn" for f in found):
             found.append(Finding(rule="ok", severity="info", gpu=gpu.index, message="no problem found"))
         out.extend(found)

@@ -8,6 +8,8 @@ import math
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from envbuilder.monitor import Finding, GpuSeries, diagnose, format_diagnosis, write_monitor_files
 
 N = 120  # samples (one per second)
@@ -142,3 +144,52 @@ def test_files_are_written_beside_each_other(tmp_path: Path) -> None:
     assert doc["diagnosis"][0]["rule"] == "input-bound"
     assert diagnosis.read_text() == format_diagnosis(findings)
     assert "[warn] GPU 0 input-bound" in diagnosis.read_text()
+
+
+def test_a_starved_job_holding_gpu_memory_is_input_bound_not_idle() -> None:
+    # Measured shape (H200, tiny kernels between 30 ms waits): utilization reads 0-2 %, while the
+    # job's memory sits above the pre-job first sample the whole time.
+    util = [0.0] * 5 + [2.0 if i % 9 == 0 else 0.0 for i in range(N - 10)] + [0.0] * 5
+    mem = [600.0] * 5 + [2_700.0] * (N - 10) + [600.0] * 5
+    got = diagnose([gpu(util=util, mem=mem)])
+    assert rules(got)[0] == "input-bound"
+    assert "mostly waiting" in got[0].message
+
+
+RECORDED = Path(__file__).resolve().parent.parent / "data" / "monitor"
+
+
+def recorded(name: str) -> GpuSeries:
+    """A series recorded by the real Monitor on an H200 (tests/data/monitor/README.md)."""
+    g = json.loads((RECORDED / f"h200-{name}.json").read_text())["gpus"][0]
+    return GpuSeries(
+        index=g["index"],
+        name=g["name"],
+        uuid=g["uuid"],
+        memory_total_mib=g["memory_total_mib"],
+        power_limit_w=g["power_limit_w"],
+        series=g["series"],
+    )
+
+
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [
+        ("dense-bf16", ["gpu-bound", "clocks-held-down", "caching-allocator"]),
+        ("starved", ["idle"]),
+        ("leak", ["input-bound", "memory-leak"]),
+        ("cached", ["input-bound", "caching-allocator"]),
+    ],
+)
+def test_recorded_h200_workloads_get_the_right_diagnosis(name: str, expected: list[str]) -> None:
+    got = diagnose([recorded(name)])
+    assert rules(got) == expected
+    if name == "dense-bf16":
+        assert "sw_power_cap" in got[1].message and got[1].advice.startswith("power (mean 658 W)")
+    if name == "starved":
+        assert "held" in got[0].message and "utilization read 0%" in got[0].message
+
+
+def test_idle_without_memory_says_the_job_did_not_use_the_gpu() -> None:
+    got = diagnose([gpu(util=[0.0] * N, mem=[500.0] * N)])
+    assert "no utilization and no memory use" in got[0].message

@@ -1,0 +1,87 @@
+"""Record tests/data/monitor/h200-*.json: envbuilder.monitor sampling four synthetic torch
+workloads on a real GPU (dense bf16 GEMMs; tiny kernels between waits; a leak; an 8 GiB buffer
+freed and re-allocated each step). Run from the repository root on a GPU machine:
+    OUT=/tmp/mon python3 tests/data/monitor/record_workloads.py
+"""
+
+# ruff: noqa
+# mypy: ignore-errors
+import json, os, sys, time
+from pathlib import Path
+
+sys.path.insert(0, os.getcwd())
+import torch
+from envbuilder.monitor import Monitor, diagnose, format_diagnosis, write_monitor_files
+
+out = Path(os.environ.get("OUT", "/tmp"))
+torch.cuda.init()
+
+
+def mats():
+    return (
+        torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16),
+        torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16),
+    )
+
+
+def dense(sec):
+    a, b = mats()
+    t = time.time()
+    while time.time() - t < sec:
+        for _ in range(20):
+            a @ b
+        torch.cuda.synchronize()
+
+
+def starved(sec):
+    a, b = mats()
+    t = time.time()
+    while time.time() - t < sec:
+        a[:512, :512] @ b[:512, :512]
+        torch.cuda.synchronize()
+        time.sleep(0.03)  # "waiting for the data loader"
+
+
+def leak(sec):
+    a, b = mats()
+    keep, t = [], time.time()
+    while time.time() - t < sec:
+        keep.append(torch.empty(256 * 2**20, dtype=torch.uint8, device="cuda"))  # +256 MiB kept
+        for _ in range(5):
+            a @ b
+        torch.cuda.synchronize()
+        time.sleep(0.2)
+    return keep
+
+
+def cached(sec):
+    a, b = mats()
+    t = time.time()
+    while time.time() - t < sec:
+        x = torch.empty(8 * 2**30, dtype=torch.uint8, device="cuda")  # 8 GiB, freed each step
+        for _ in range(5):
+            a @ b
+        del x
+        torch.cuda.synchronize()
+        time.sleep(0.05)
+
+
+res = {}
+for name, fn in (("dense-bf16", dense), ("starved", starved), ("leak", leak), ("cached", cached)):
+    torch.cuda.empty_cache()
+    time.sleep(1.0)
+    m = Monitor(interval=0.2)
+    m.start()
+    time.sleep(0.6)
+    kept = fn(12)
+    time.sleep(0.4)
+    gpus = m.stop()
+    del kept
+    f = diagnose(gpus)
+    print(
+        f"== {name}: {len(gpus[0].series['t'])} samples, mem {min(gpus[0].series['mem_used_mib'])}-{max(gpus[0].series['mem_used_mib'])} MiB"
+    )
+    print(format_diagnosis(f), flush=True)
+    write_monitor_files(out / name, gpus, f, {"workload": name})
+    res[name] = [x.rule for x in f]
+print(json.dumps(res))
