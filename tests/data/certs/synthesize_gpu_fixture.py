@@ -9,7 +9,6 @@ Regenerate: .venv/bin/python tests/data/certs/synthesize_gpu_fixture.py
 
 from __future__ import annotations
 
-import json
 import random
 from pathlib import Path
 from typing import Any
