@@ -367,9 +367,10 @@ class DockerEngine:
         return dest
 
     def prune_build_cache(self) -> int:
-        """Drop all BuildKit cache (layers and cache mounts); return bytes reclaimed."""
+        """`docker builder prune -a`: drop all BuildKit cache (layers and cache mounts), not only
+        the dangling part; return bytes reclaimed. Raises DockerUnavailableError."""
         try:
-            res = self.client.api.prune_builds()
+            res = self.client.api.prune_builds(all=True)
         except docker.errors.APIError as exc:
             raise DockerUnavailableError(f"docker builder prune failed: {exc}") from exc
         return int((res or {}).get("SpaceReclaimed") or 0)
