@@ -59,6 +59,14 @@ class DockerCertifyEngine:
         return engine.run_container(spec, on_stderr=on_stderr, engine=self._engine)
 
 
+def _stack_framework(info: ImageInfo) -> str | None:
+    """The framework the image's stack label names (its smoke gates certification)."""
+    stack = _label_json(info, "io.envbuilder.stack")
+    fw = stack.get("framework") if isinstance(stack, dict) else None
+    name = fw.get("name") if isinstance(fw, dict) else None
+    return name if name in ("torch", "tensorflow", "jax") else None
+
+
 def harness_command(
     harness_dir: str,
     *,
@@ -67,6 +75,7 @@ def harness_command(
     watchdog_s: float,
     budget_s: float | None = None,
     steps: int | None = None,
+    framework: str | None = None,
 ) -> tuple[str, ...]:
     """The payload's command line inside the container (envbuilder/harness/cli.py). Its watchdog
     fires before our container timeout, so a hung run still leaves a failed result behind."""
@@ -80,6 +89,8 @@ def harness_command(
         argv += ["--budget-seconds", f"{budget_s:g}"]
     if steps is not None:
         argv += ["--steps", str(steps)]
+    if framework is not None:
+        argv += ["--framework", framework]
     return tuple(argv)
 
 
@@ -236,6 +247,7 @@ def certify_image(
             watchdog_s=max(10.0, limit - 30.0),
             budget_s=budget_s,
             steps=steps,
+            framework=_stack_framework(info),
         )
         spec = training_container(
             info,

@@ -46,6 +46,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--weights", help="state dict to start the --data fine-tune from")
     p.add_argument("--workers", type=int, help="DataLoader workers (default: CPUs available)")
     p.add_argument("--seed", type=int, default=1234, help="seed of the synthetic dataset")
+    p.add_argument(
+        "--framework",
+        choices=("torch", "tensorflow", "jax"),
+        default="torch",
+        help="the framework the image is certified for; other frameworks' smokes do not gate",
+    )
     p.add_argument("--telemetry-interval", type=float, default=0.25, help="NVML sample period (s)")
     args = p.parse_args(argv)
     if args.steps is not None and args.steps < 8:
@@ -94,6 +100,7 @@ def main(argv: list[str] | None = None) -> int:
         weights=args.weights,
         workers=args.workers,
         seed=args.seed,
+        framework=args.framework,
     )
     suite = Suite(opts=opts, rec=rec, applied=select_thresholds(applied_doc, None), started=t0)
     suite.device = "cuda" if gpu_path else "cpu"

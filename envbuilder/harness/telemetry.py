@@ -58,6 +58,8 @@ class Sampler:
         self.unsupported: dict[str, str] = {}
         self.windows: dict[str, tuple[float, float]] = {}
         self.errors = 0
+        self._sample_seconds = 0.0
+        self._sample_count = 0
         self._t0 = time.monotonic()
         self._stop = threading.Event()
         self._paused = threading.Event()
@@ -99,7 +101,25 @@ class Sampler:
             if not self._paused.is_set() and len(self.series["t"]) < self.max_samples:
                 self.sample()
 
+    def cost(self) -> dict[str, Any]:
+        """The sampler's own cost: mean wall time of one sample and its duty cycle."""
+        n = self._sample_count
+        mean = self._sample_seconds / n if n else None
+        return {
+            "sample_count": n,
+            "sample_cost_ms": round(mean * 1000, 3) if mean is not None else None,
+            "sampler_duty_cycle": round(mean / self.interval, 5) if mean is not None else None,
+        }
+
     def sample(self) -> None:
+        t0 = time.perf_counter()
+        try:
+            self._sample()
+        finally:
+            self._sample_seconds += time.perf_counter() - t0
+            self._sample_count += 1
+
+    def _sample(self) -> None:
         row: dict[str, Any] = {"t": round(self.now(), 3)}
         for key, query in self._queries.items():
             if key in self.unsupported:

@@ -354,7 +354,24 @@ def test_overhead_ab_measurement() -> None:
     )
     assert res["overhead"] == pytest.approx(0.05)
     assert len(res["windows_on_s"]) == len(res["windows_off_s"]) == 2
+    assert res["pair_ratios"] == [pytest.approx(1.05)] * 2
     assert state["on"] is True  # the sampler is left running
+
+
+def test_overhead_pairs_cancel_drift() -> None:
+    # The GPU slows down 2% per window (heating up); the sampler itself costs nothing. Comparing
+    # adjacent windows in ABBA order keeps the estimate near zero where pooled medians would not.
+    state = {"on": True, "t": 0}
+
+    def window() -> float:
+        state["t"] += 1
+        return 0.010 * (1.02 ** state["t"])
+
+    res = measure_overhead(
+        window, 6, pause=lambda: state.update(on=False), resume=lambda: state.update(on=True)
+    )
+    assert abs(res["overhead"]) < 0.021
+    assert res["noise"] == pytest.approx(1.02 - 1 / 1.02, abs=1e-3)
 
 
 # ---------------------------------------------------------------- bottleneck naming
