@@ -205,7 +205,7 @@ def measure_overhead(window: Any, pairs: int, pause: Any, resume: Any) -> dict[s
             (resume if sampling else pause)()
             (on if sampling else off).append(window())
     resume()
-    # noqa: the harness also runs on Python 3.8/3.9 images, where zip() has no strict=.
+    # The harness also runs on Python 3.8/3.9 images, where zip() has no strict=.
     ratios = sorted(a / b for a, b in zip(on, off) if b > 0)  # noqa: B905
     median_ratio = _median(ratios) if ratios else None
     return {
