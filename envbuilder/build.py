@@ -65,6 +65,7 @@ class Engine(Protocol):
 @dataclass(frozen=True, slots=True, kw_only=True)
 class BuildOptions:
     base_image: str | None = None  # override the stack's base (a local image in tests)
+    base_venv: str | None = None  # install into this environment of the base (render.RenderOptions)
     wheelhouse: Path | None = None  # offline: install only from these wheels
     secrets: tuple[BuildSecret, ...] = ()
     tags: tuple[str, ...] = ()  # extra tags beyond envbuilder/NAME:<stack-id>
@@ -156,6 +157,7 @@ def render_options(plan: BuildPlan, options: BuildOptions) -> RenderOptions:
     return RenderOptions(
         base_image=plan.base_ref if plan.base_ref != plan.stack.base_image else None,
         wheelhouse=options.wheelhouse,
+        base_venv=options.base_venv,
         ca_secret=SECRET_CA in ids,
         index_secret=SECRET_INDEX in ids,
         extra_index_secret=SECRET_EXTRA_INDEX in ids,
@@ -252,7 +254,7 @@ def run_build(
     image = engine.inspect_image(result.image_id)
     if image is None:
         raise BuildFailedError(f"the build reported image {result.image_id}, which is not there")
-    packages = engine.pip_freeze(result.image_id, f"{VENV}/bin/python")
+    packages = engine.pip_freeze(result.image_id, f"{options.base_venv or VENV}/bin/python")
     record = BuildRecord(
         image_id=result.image_id,
         base_image=plan.base_ref,

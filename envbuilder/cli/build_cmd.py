@@ -118,6 +118,12 @@ def _print_summary(d: dict[str, Any]) -> None:
 @click.option("--cpu", "cpu_only", is_flag=True, help="Resolve a CPU-only stack.")
 @click.option("--base-image", metavar="REF", help="Build FROM this image instead of the stack's.")
 @click.option(
+    "--base-venv",
+    metavar="PATH",
+    help="Install into this Python environment of the base image (one that already carries the "
+    "framework, e.g. an NGC image) instead of creating /opt/venv.",
+)
+@click.option(
     "--wheelhouse",
     type=click.Path(exists=True, file_okay=False, path_type=Path),
     help="Install wheels only from this folder (offline, air-gapped).",
@@ -140,6 +146,7 @@ def build(
     ccs: tuple[str, ...],
     cpu_only: bool,
     base_image: str | None,
+    base_venv: str | None,
     wheelhouse: Path | None,
     secrets: tuple[str, ...],
     ca_bundle: Path | None,
@@ -166,6 +173,7 @@ def build(
         raise UsageError(f"secret id {dupes[0]!r} given twice")
     options = BuildOptions(
         base_image=base_image,
+        base_venv=base_venv,
         wheelhouse=wheelhouse,
         secrets=tuple(parsed),
         tags=tags,
