@@ -1,10 +1,24 @@
-"""Shared pytest options: `--update-golden` rewrites expected renders instead of comparing."""
+"""Shared pytest fixtures: `--update-golden`, the guard keeping unit tests off Docker, and what the
+docker-marked tests need (daemon, BuildKit client, base image, wheelhouse, registries)."""
 
 from __future__ import annotations
 
-from typing import Any
+import contextlib
+import os
+import secrets
+import subprocess
+import sys
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, NoReturn
 
 import pytest
+
+from envbuilder.engine import DockerEngine, find_buildkit_cli
+from envbuilder.errors import EnvbuilderError
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -68,3 +82,129 @@ def _no_docker_in_unit_tests(request: pytest.FixtureRequest, monkeypatch: pytest
         real_init(self, args, *a, **kw)
 
     monkeypatch.setattr(subprocess.Popen, "__init__", guarded_init)
+
+
+# --------------------------------------------------------------------------- docker-marked tests
+# What the docker-marked tests need: a real daemon, a BuildKit client, the local base image, the
+# wheelhouse and the local registries that `make services` (scripts/services.sh) provides. When one
+# is missing the test is skipped, except with ENVBUILDER_REQUIRE_DOCKER=1 (.ci/run sets it): then it
+# fails, because a docker test that skips in CI hides a missing install step. (These live here, not
+# in tests/integration/conftest.py, so that `from conftest import ...` names one module for mypy.)
+
+BASE_IMAGE = os.environ.get("ENVBUILDER_TEST_BASE", "envbuilder-test/debian:bookworm")
+STATE = Path(os.environ.get("ENVBUILDER_TEST_STATE", "/var/cache/envbuilder-test"))
+REGISTRY = "127.0.0.1:5000"
+REGISTRY_AUTH = "127.0.0.1:5001"
+REGISTRY_USER, REGISTRY_PASSWORD = "envbuilder", "envbuilder-test"  # scripts/services.sh
+TORCH = "torch==2.13.0"
+
+
+def unavailable(reason: str) -> NoReturn:
+    """Skip, or fail when ENVBUILDER_REQUIRE_DOCKER=1 (CI)."""
+    if os.environ.get("ENVBUILDER_REQUIRE_DOCKER") == "1":
+        pytest.fail(f"{reason} (ENVBUILDER_REQUIRE_DOCKER=1: a skipped docker test is a failure)")
+    pytest.skip(f"{reason}; run `make services` as root")
+
+
+@pytest.fixture(scope="session")
+def engine() -> DockerEngine:
+    """The real engine, with the daemon up and a BuildKit-capable CLI."""
+    try:
+        cli = find_buildkit_cli()
+        eng = DockerEngine(cli)
+        eng.ping()
+    except EnvbuilderError as exc:
+        unavailable(f"Docker is not usable: {exc.message}")
+    return eng
+
+
+@pytest.fixture(scope="session")
+def base_image(engine: DockerEngine) -> str:
+    if engine.inspect_image(BASE_IMAGE) is None:
+        unavailable(f"base image {BASE_IMAGE} is missing")
+    return BASE_IMAGE
+
+
+@pytest.fixture(scope="session")
+def wheelhouse() -> Path:
+    path = STATE / "wheelhouse"
+    if not list(path.glob("torch-2.13.0*.whl")) or not list(path.glob("sympy-*.whl")):
+        unavailable(f"wheelhouse {path} lacks torch 2.13.0 and its dependencies")
+    return path
+
+
+def _registry_status(address: str) -> int | None:
+    try:
+        with urllib.request.urlopen(f"http://{address}/v2/", timeout=3) as resp:
+            return int(resp.status)
+    except urllib.error.HTTPError as exc:
+        return exc.code
+    except OSError:
+        return None
+
+
+@pytest.fixture(scope="session")
+def registry() -> str:
+    if _registry_status(REGISTRY) != 200:
+        unavailable(f"no open registry on {REGISTRY}")
+    return REGISTRY
+
+
+@pytest.fixture(scope="session")
+def registry_auth() -> str:
+    if _registry_status(REGISTRY_AUTH) != 401:
+        unavailable(f"no htpasswd registry on {REGISTRY_AUTH}")
+    return REGISTRY_AUTH
+
+
+@dataclass(frozen=True)
+class SpecFile:
+    name: str
+    path: Path
+
+
+@pytest.fixture(scope="session")
+def run_id() -> str:
+    """Unique per session, so names and tags of one run never collide with another's."""
+    return secrets.token_hex(3)
+
+
+def write_spec(directory: Path, name: str, *, requirements: tuple[str, ...] = ()) -> SpecFile:
+    """An images/NAME.yaml asking for torch 2.13.0 on Python 3.11 (the local base's Python)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    lines = [
+        "schema_version: 1",
+        f"name: {name}",
+        "description: envbuilder integration test image",
+        f'framework: "{TORCH}"',
+        'python: "3.11"',
+        "strategy: bundled",
+    ]
+    if requirements:
+        lines.append("requirements:")
+        lines += [f'  - "{r}"' for r in requirements]
+    path = directory / f"{name}.yaml"
+    path.write_text("\n".join(lines) + "\n")
+    return SpecFile(name=name, path=path)
+
+
+def envbuilder_cli(*args: str) -> subprocess.CompletedProcess[str]:
+    """Run the real CLI (`python -m envbuilder`) as a user would, output captured."""
+    return subprocess.run(
+        [sys.executable, "-m", "envbuilder", *args],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=False,
+        stdin=subprocess.DEVNULL,
+    )
+
+
+@pytest.fixture(scope="session")
+def cleanup_refs(engine: DockerEngine) -> Iterator[list[str]]:
+    """Image references to remove at the end of the session (tags only; layers stay cached)."""
+    refs: list[str] = []
+    yield refs
+    for ref in reversed(refs):
+        with contextlib.suppress(EnvbuilderError):
+            engine.remove_image(ref, force=True)
