@@ -52,6 +52,7 @@ class Engine(Protocol):
         build_args: Mapping[str, str] | None = None,
         build_contexts: Mapping[str, Path] | None = None,
         no_cache: bool = False,
+        network: str | None = None,
         on_event: Callable[[BuildEvent], None] | None = None,
     ) -> BuildResult: ...
     def inspect_image(self, ref: str) -> ImageInfo | None: ...
@@ -72,6 +73,7 @@ class BuildOptions:
     push: str | None = None  # registry host[:port][/prefix]
     lock_out: Path | None = None
     no_cache: bool = False
+    network: str | None = None  # docker build --network: default | host | none
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -247,6 +249,7 @@ def run_build(
             rendered.dockerfile,
             secrets=options.secrets,
             no_cache=options.no_cache,
+            network=options.network,
             on_event=on_event,
         )
     finally:

@@ -41,6 +41,9 @@ _BUILDKIT_HINT = (
 _SECRET_ID = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 
 
+BUILD_NETWORKS = ("default", "host", "none")
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class DaemonInfo:
     server_version: str
@@ -207,6 +210,7 @@ class DockerEngine:
         build_args: Mapping[str, str] | None = None,
         build_contexts: Mapping[str, Path] | None = None,
         no_cache: bool = False,
+        network: str | None = None,
         on_event: ProgressCallback | None = None,
     ) -> BuildResult:
         """Build WITHOUT a tag (the caller tags after success, so a failure leaves none).
@@ -236,6 +240,12 @@ class DockerEngine:
                 argv += ["--build-context", f"{k}={p}"]
             if no_cache:
                 argv.append("--no-cache")
+            if network is not None:
+                # host: a daemon without a bridge (dockerd --bridge=none) cannot give RUN steps
+                # the default network; none: prove a wheelhouse build needs no network at all.
+                if network not in BUILD_NETWORKS:
+                    raise BuildFailedError(f"invalid build network {network!r}")
+                argv += ["--network", network]
             argv.append(str(context))
             parser = ProgressParser()
             started = time.monotonic()

@@ -137,6 +137,12 @@ def _print_summary(d: dict[str, Any]) -> None:
 @click.option("--push", metavar="REGISTRY", help="Push to REGISTRY (host[:port]) after building.")
 @click.option("--lock-out", type=click.Path(dir_okay=False, path_type=Path), help="Lock file to write.")
 @click.option("--no-cache", is_flag=True, help="Build without BuildKit's layer cache.")
+@click.option(
+    "--network",
+    type=click.Choice(["default", "host", "none"]),
+    help="Network of the build's RUN steps: none proves an offline (--wheelhouse) build; host "
+    "for a daemon without a bridge network.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the build summary as JSON.")
 def build(
     spec_path: Path | None,
@@ -155,6 +161,7 @@ def build(
     push: str | None,
     lock_out: Path | None,
     no_cache: bool,
+    network: str | None,
     as_json: bool,
 ) -> None:
     """Build images/NAME.yaml (or --lock FILE) into a tagged image and write its lock file.
@@ -180,6 +187,7 @@ def build(
         push=push,
         lock_out=lock_out,
         no_cache=no_cache,
+        network=network,
     )
     spec = load_spec(spec_path) if spec_path else None
     if lock_path is not None:

@@ -59,6 +59,7 @@ class FakeEngine:
         build_args: Mapping[str, str] | None = None,
         build_contexts: Mapping[str, Path] | None = None,
         no_cache: bool = False,
+        network: str | None = None,
         on_event: Callable[[BuildEvent], None] | None = None,
     ) -> BuildResult:
         text = dockerfile.read_text()
