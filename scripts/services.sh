@@ -130,4 +130,19 @@ if ! registry_up "$REG_AUTH_PORT"; then
 fi
 
 all_up || die "something is still down after setup"
+
+# 6. Containers really start on the default bridge (a second dockerd started with --bridge=none,
+# e.g. by shared/tools/gpu-docker.sh, deletes docker0 under the running one).
+if ! timeout 60 docker run --rm "$BASE_IMAGE" true >/dev/null 2>&1; then
+  if [ -n "$(docker network inspect bridge -f '{{range .IPAM.Config}}{{.Subnet}}{{end}}' 2>/dev/null)" ] \
+      && ! ip link show docker0 >/dev/null 2>&1; then
+    subnet="$(docker network inspect bridge -f '{{range .IPAM.Config}}{{.Subnet}}{{end}}')"
+    say "docker0 is gone; recreating it for $subnet"
+    ip link add docker0 type bridge
+    ip addr add "${subnet%.*/*}.1/${subnet#*/}" dev docker0
+    ip link set docker0 up
+  fi
+  timeout 60 docker run --rm "$BASE_IMAGE" true >/dev/null \
+    || die "dockerd is up but cannot start a container (see /tmp/dockerd.log; restart dockerd)"
+fi
 summary
