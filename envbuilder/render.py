@@ -209,7 +209,8 @@ def _framework_comments(stack: Stack, options: RenderOptions) -> list[str]:
 def _pip_step(stack: Stack, options: RenderOptions, *, framework: bool) -> dict[str, Any]:
     mounts: list[str] = []
     env: list[str] = []
-    lines = ["pip install"]
+    # `python -m pip`: the environment's own pip, also where a venv (uv-made) has no pip script.
+    lines = ["python -m pip install"]
     if options.wheelhouse is not None:
         mounts.append(f"type=bind,source={WHEELHOUSE_DIR},target={WHEELHOUSE_MOUNT}")
         # Local wheels: nothing to cache, and no cache mount to keep one out of the layer.

@@ -19,13 +19,13 @@ ENV VIRTUAL_ENV=/opt/venv \
 # The jax wheels bring their own CUDA 13.0 libraries;
 # the base image carries none, so there is one copy of CUDA in the image.
 RUN --mount=type=cache,target=/root/.cache/pip \
-    pip install \
+    python -m pip install \
         'jax[cuda13]==0.11.2'
 
 # The spec's requirements, constrained to the framework pins so pip cannot replace them.
 RUN --mount=type=cache,target=/root/.cache/pip \
     --mount=type=bind,source=requirements,target=/tmp/envbuilder-requirements \
-    pip install \
+    python -m pip install \
         -r /tmp/envbuilder-requirements/user.txt \
         -c /tmp/envbuilder-requirements/constraints.txt
 

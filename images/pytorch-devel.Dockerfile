@@ -20,7 +20,7 @@ ENV VIRTUAL_ENV=/opt/venv \
 # base image's CUDA runtime is a second, unused copy (gigabytes). `strategy: bundled`
 # avoids it; keep system-cuda for the devel toolchain (nvcc) or a system CUDA you need.
 RUN --mount=type=cache,target=/root/.cache/pip \
-    pip install \
+    python -m pip install \
         --index-url https://download.pytorch.org/whl/cu130 \
         torch==2.15.0 \
         torchvision==0.29.2
@@ -35,7 +35,7 @@ RUN apt-get update \
 # The spec's requirements, constrained to the framework pins so pip cannot replace them.
 RUN --mount=type=cache,target=/root/.cache/pip \
     --mount=type=bind,source=requirements,target=/tmp/envbuilder-requirements \
-    pip install \
+    python -m pip install \
         -r /tmp/envbuilder-requirements/user.txt \
         -c /tmp/envbuilder-requirements/constraints.txt
 

@@ -12,7 +12,7 @@ ENV VIRTUAL_ENV=/opt/venv \
 
 # CPU-only wheels: no CUDA libraries in this image.
 RUN --mount=type=cache,target=/root/.cache/pip \
-    pip install \
+    python -m pip install \
         --index-url https://download.pytorch.org/whl/cpu \
         torch==2.11.0 \
         torchvision==0.26.0
@@ -20,7 +20,7 @@ RUN --mount=type=cache,target=/root/.cache/pip \
 # The spec's requirements, constrained to the framework pins so pip cannot replace them.
 RUN --mount=type=cache,target=/root/.cache/pip \
     --mount=type=bind,source=requirements,target=/tmp/envbuilder-requirements \
-    pip install \
+    python -m pip install \
         -r /tmp/envbuilder-requirements/user.txt \
         -c /tmp/envbuilder-requirements/constraints.txt
 

@@ -19,7 +19,7 @@ ENV VIRTUAL_ENV=/opt/venv \
 # The torch wheels bring their own CUDA 13.0 libraries;
 # the base image carries none, so there is one copy of CUDA in the image.
 RUN --mount=type=cache,target=/root/.cache/pip \
-    pip install \
+    python -m pip install \
         --index-url https://download.pytorch.org/whl/cu130 \
         torch==2.11.0 \
         torchvision==0.26.0
@@ -27,7 +27,7 @@ RUN --mount=type=cache,target=/root/.cache/pip \
 # The spec's requirements, constrained to the framework pins so pip cannot replace them.
 RUN --mount=type=cache,target=/root/.cache/pip \
     --mount=type=bind,source=requirements,target=/tmp/envbuilder-requirements \
-    pip install \
+    python -m pip install \
         -r /tmp/envbuilder-requirements/user.txt \
         -c /tmp/envbuilder-requirements/constraints.txt
 

@@ -26,7 +26,7 @@ RUN --mount=type=cache,target=/root/.cache/pip \
     SSL_CERT_FILE=/run/secrets/ca \
     PIP_INDEX_URL="$(cat /run/secrets/pip_index_url)" \
     PIP_EXTRA_INDEX_URL="$(cat /run/secrets/pip_extra_index_url)" \
-    pip install \
+    python -m pip install \
         torch==2.11.0 \
         torchvision==0.26.0
 
@@ -40,7 +40,7 @@ RUN --mount=type=cache,target=/root/.cache/pip \
     SSL_CERT_FILE=/run/secrets/ca \
     PIP_INDEX_URL="$(cat /run/secrets/pip_index_url)" \
     PIP_EXTRA_INDEX_URL="$(cat /run/secrets/pip_extra_index_url)" \
-    pip install \
+    python -m pip install \
         -r /tmp/envbuilder-requirements/user.txt \
         -c /tmp/envbuilder-requirements/constraints.txt
 

@@ -17,13 +17,13 @@ ENV VIRTUAL_ENV=/opt/venv \
 
 # tensorflow loads the CUDA 12.3 libraries of the base image.
 RUN --mount=type=cache,target=/root/.cache/pip \
-    pip install \
+    python -m pip install \
         tensorflow==2.17.0
 
 # The spec's requirements, constrained to the framework pins so pip cannot replace them.
 RUN --mount=type=cache,target=/root/.cache/pip \
     --mount=type=bind,source=requirements,target=/tmp/envbuilder-requirements \
-    pip install \
+    python -m pip install \
         -r /tmp/envbuilder-requirements/user.txt \
         -c /tmp/envbuilder-requirements/constraints.txt
 

@@ -17,7 +17,7 @@ ENV VIRTUAL_ENV=/opt/venv \
 
 # CPU-only wheels: no CUDA libraries in this image.
 RUN --mount=type=bind,source=wheelhouse,target=/wheelhouse \
-    pip install \
+    python -m pip install \
         --no-cache-dir --no-index --find-links /wheelhouse \
         torch==2.11.0 \
         torchvision==0.26.0
@@ -25,7 +25,7 @@ RUN --mount=type=bind,source=wheelhouse,target=/wheelhouse \
 # The spec's requirements, constrained to the framework pins so pip cannot replace them.
 RUN --mount=type=bind,source=wheelhouse,target=/wheelhouse \
     --mount=type=bind,source=requirements,target=/tmp/envbuilder-requirements \
-    pip install \
+    python -m pip install \
         --no-cache-dir --no-index --find-links /wheelhouse \
         -r /tmp/envbuilder-requirements/user.txt \
         -c /tmp/envbuilder-requirements/constraints.txt
