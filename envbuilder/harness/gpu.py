@@ -21,7 +21,7 @@ ESTIMATE = {
     "rn50_eager": 15,
     "rn50_compiled": 70,  # cold Inductor compile 58-63 s (perf-anchors 1c)
     "rn18_compiled": 30,  # cold compile 21 s (perf-anchors 2)
-    "overhead": 6,
+    "overhead": 20,
     "pipeline": 12,
 }
 TUNED_BATCH = 256
@@ -194,8 +194,11 @@ def measure_overhead(window: Any, pairs: int, pause: Any, resume: Any) -> dict[s
     """A/B: the same window with the sampler off and on, back to back, in ABBA order.
 
     `window()` returns the mean step time (s) of one window. Each pair's ratio on/off compares two
-    adjacent windows, so drift (clocks, temperature) cancels; overhead = median ratio - 1. The
-    spread of the ratios is reported as the measurement's noise.
+    adjacent windows, so drift (clocks, temperature) cancels. Reported: the mean ratio - 1 as the
+    overhead estimate, and its one-sided 95% lower bound (Student t over the pairs): the
+    overhead the data *shows* for certain. On the H200 VM single windows vary by up to 15%, so an
+    estimate alone cannot resolve 1%; `judge_overhead_measurement` combines the bound with the
+    sampler's own measured cost.
     """
     off: list[float] = []
     on: list[float] = []
@@ -206,17 +209,51 @@ def measure_overhead(window: Any, pairs: int, pause: Any, resume: Any) -> dict[s
             (on if sampling else off).append(window())
     resume()
     # The harness also runs on Python 3.8/3.9 images, where zip() has no strict=.
-    ratios = sorted(a / b for a, b in zip(on, off) if b > 0)  # noqa: B905
-    median_ratio = _median(ratios) if ratios else None
-    return {
+    ratios = [a / b for a, b in zip(on, off) if b > 0]  # noqa: B905
+    out: dict[str, Any] = {
         "windows_off_s": off,
         "windows_on_s": on,
         "pair_ratios": [round(r, 5) for r in ratios],
         "median_step_off_ms": _median(sorted(off)) * 1000,
         "median_step_on_ms": _median(sorted(on)) * 1000,
-        "noise": (ratios[-1] - ratios[0]) if len(ratios) > 1 else None,
-        "overhead": median_ratio - 1 if median_ratio is not None else None,
+        "overhead": None,
+        "overhead_lower_95": None,
+        "noise": None,
     }
+    if ratios:
+        mean = sum(ratios) / len(ratios)
+        out["overhead"] = mean - 1
+        if len(ratios) > 1:
+            sd = (sum((r - mean) ** 2 for r in ratios) / (len(ratios) - 1)) ** 0.5
+            se = sd / len(ratios) ** 0.5
+            out["noise"] = sd
+            out["overhead_lower_95"] = mean - _T95[min(len(ratios) - 1, len(_T95)) - 1] * se - 1
+    return out
+
+
+# One-sided 95% Student t quantiles for 1..10 degrees of freedom (more: use the last).
+_T95 = (6.314, 2.920, 2.353, 2.132, 2.015, 1.943, 1.895, 1.860, 1.833, 1.812)
+
+
+def judge_overhead_measurement(
+    measured: dict[str, Any], duty_cycle: float | None, limit: float
+) -> tuple[float | None, str | None]:
+    """The value gated against `limit`, and a failure reason or None.
+
+    Fails when the A/B shows an overhead of `limit` or more with 95% confidence, or when the
+    sampler's own time (mean cost of one sample / interval) reaches `limit`: either way the
+    sampler slows training measurably. The gated value is the larger of the two.
+    """
+    lower = measured.get("overhead_lower_95")
+    candidates = [v for v in (lower, duty_cycle) if v is not None]
+    if not candidates:
+        return None, None
+    value = max(candidates)
+    if lower is not None and lower >= limit:
+        return value, f"training steps slowed by at least {lower:.2%} with the sampler on (95% bound)"
+    if duty_cycle is not None and duty_cycle >= limit:
+        return value, f"the sampler itself takes {duty_cycle:.2%} of the time"
+    return value, None
 
 
 def _median(xs: list[float]) -> float:
@@ -224,7 +261,7 @@ def _median(xs: list[float]) -> float:
     return xs[n // 2] if n % 2 else (xs[n // 2 - 1] + xs[n // 2]) / 2
 
 
-OVERHEAD_PAIRS = 6  # 12 windows of 60 steps: about 8 s for ResNet-18 at batch 128 on an H200
+OVERHEAD_PAIRS = 6  # 12 windows of 150 steps: about 20 s for ResNet-18 at batch 128 on an H200
 
 
 def telemetry_overhead(s: Suite, amp: str) -> None:
@@ -254,7 +291,8 @@ def telemetry_overhead(s: Suite, amp: str) -> None:
             loss.backward()
             opt.step()
 
-        def window(steps: int = 60) -> float:
+        def window(steps: int = 150) -> float:
+            # Longer than the sample interval (1 s), so every "on" window holds samples.
             ev = [torch.cuda.Event(enable_timing=True) for _ in range(steps + 1)]
             for i in range(steps):
                 ev[i].record()
@@ -271,8 +309,11 @@ def telemetry_overhead(s: Suite, amp: str) -> None:
         assert s.sampler is not None
         res = measure_overhead(window, OVERHEAD_PAIRS, s.sampler.pause, s.sampler.resume)
         st.metrics.update(res, interval_s=s.sampler.interval, batch=b, model="resnet18")
-        st.metrics.update(s.sampler.cost())
-        s.facts["telemetry_overhead"] = res["overhead"]
+        cost = s.sampler.cost()
+        st.metrics.update(cost)
         limit = float(s.applied["telemetry_overhead_max"])
-        if res["overhead"] is not None and res["overhead"] >= limit:
-            raise StepFailed(f"sampler overhead {res['overhead']:.2%} >= {limit:.0%} of step time")
+        value, why = judge_overhead_measurement(res, cost["sampler_duty_cycle"], limit)
+        st.metrics["gated_overhead"] = value
+        s.facts["telemetry_overhead"] = value
+        if why is not None:
+            raise StepFailed(f"{why} (limit {limit:.0%} of step time)")

@@ -52,7 +52,7 @@ def _reasons_fn(nvml: Any) -> Any:
 class Sampler:
     """Samples one GPU every `interval` seconds on a daemon thread until stop()."""
 
-    def __init__(self, nvml: Any, handle: Any, interval: float = 0.25, max_samples: int = 4000):
+    def __init__(self, nvml: Any, handle: Any, interval: float = 1.0, max_samples: int = 4000):
         self.nvml, self.handle, self.interval, self.max_samples = nvml, handle, interval, max_samples
         self.series: dict[str, list[Any]] = {"t": [], **{f: [] for f in FIELDS}}
         self.unsupported: dict[str, str] = {}

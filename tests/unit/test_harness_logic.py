@@ -16,7 +16,7 @@ import pytest
 import torch
 import yaml
 
-from envbuilder.harness.gpu import measure_overhead
+from envbuilder.harness.gpu import judge_overhead_measurement, measure_overhead
 from envbuilder.harness.pipeline import name_bottleneck
 from envbuilder.harness.ramp import find_max_batch, is_oom
 from envbuilder.harness.result import (
@@ -371,7 +371,46 @@ def test_overhead_pairs_cancel_drift() -> None:
         window, 6, pause=lambda: state.update(on=False), resume=lambda: state.update(on=True)
     )
     assert abs(res["overhead"]) < 0.021
-    assert res["noise"] == pytest.approx(1.02 - 1 / 1.02, abs=1e-3)
+    assert res["overhead_lower_95"] < 0.01  # no overhead is shown where there is none
+
+
+def _measured(ratios: list[float]) -> dict[str, Any]:
+    """measure_overhead over scripted windows: off = 10 ms, on = off x ratio, in ABBA order."""
+    calls: list[float] = []
+    for i, r in enumerate(ratios):
+        calls += [0.010, 0.010 * r] if i % 2 == 0 else [0.010 * r, 0.010]
+    it = iter(calls)
+    return measure_overhead(lambda: next(it), len(ratios), pause=lambda: None, resume=lambda: None)
+
+
+H200_OVERHEAD = json.loads(
+    (Path(__file__).parent.parent / "data" / "harness" / "overhead-h200.json").read_text()
+)
+
+
+def test_overhead_judge_fails_the_real_4hz_sampler() -> None:
+    rec = H200_OVERHEAD["container_4hz"]
+    measured = _measured(rec["pair_ratios"])
+    assert measured["pair_ratios"] == pytest.approx(rec["pair_ratios"], abs=1e-4)
+    assert measured["overhead_lower_95"] > 0.01  # a real slowdown, shown with 95% confidence
+    value, why = judge_overhead_measurement(measured, None, 0.01)
+    assert why is not None and "at least" in why
+    assert value == pytest.approx(measured["overhead_lower_95"])
+    _, why = judge_overhead_measurement(measured, rec["sampler_duty_cycle"], 0.01)
+    assert why is not None
+
+
+@pytest.mark.parametrize("run", ["native_1hz", "container_1hz"])
+def test_overhead_judge_passes_the_real_1hz_sampler(run: str) -> None:
+    rec = H200_OVERHEAD[run]
+    value, why = judge_overhead_measurement(_measured(rec["pair_ratios"]), rec["sampler_duty_cycle"], 0.01)
+    assert why is None
+    assert value is not None and value < 0.01
+
+
+def test_overhead_judge_fails_on_duty_cycle_alone() -> None:
+    value, why = judge_overhead_measurement(_measured([1.0, 1.0, 1.0, 1.0]), 0.02, 0.01)
+    assert value == pytest.approx(0.02) and why is not None and "sampler itself" in why
 
 
 # ---------------------------------------------------------------- bottleneck naming
