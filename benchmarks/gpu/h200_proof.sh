@@ -40,7 +40,7 @@ container)
   # driver's helpers (usr/libexec: cc1) and headers, which torch.compile's Triton needs.
   (cd / && tar -c --exclude='usr/local/cuda*' --exclude=usr/share/doc lib lib64 bin sbin usr/bin \
       usr/lib usr/lib64 usr/sbin usr/libexec usr/include etc opt/torch 2>/dev/null) \
-    | docker import --change 'ENV PATH=/opt/torch/.venv/bin:/usr/bin:/bin' - "$BASE" >/dev/null
+    | docker import --change 'ENV PATH=/opt/torch/.venv/bin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' - "$BASE" >/dev/null
   stamp "base image imported: $(docker image inspect -f '{{.Size}}' $BASE) bytes"
   eb doctor > "$OUT/doctor-docker.txt" 2>&1
   eb build benchmarks/gpu/h200-proof.yaml --base-image "$BASE" --base-venv /opt/torch/.venv \
