@@ -39,8 +39,9 @@ types: $(STAMP) ## mypy --strict
 unit: $(STAMP) ## Unit tests (offline, seconds)
 	$(BIN)/pytest -q tests/unit
 
-services: ## Install and start what the docker tests need (docker.io, dockerd, base image, registry); needs root
+services: ## Install and start what the docker tests need (docker.io, dockerd, base image, registry, chromium); root
 	bash scripts/services.sh
+	bash scripts/install-chromium.sh
 
 test: $(STAMP) services ## Everything the tests need, then all tests (unit + docker)
 	$(BIN)/pytest -q -m 'not gpu' tests

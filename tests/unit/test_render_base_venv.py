@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import pytest
+from render_cases import TORCH_BUNDLED_CU130, instructions, spec
 
 from envbuilder.errors import SpecError
 from envbuilder.render import RenderOptions, render_dockerfile
-from render_cases import TORCH_BUNDLED_CU130, instructions, spec
 
 
 def test_base_venv_reuses_the_base_environment() -> None:
