@@ -98,9 +98,7 @@ def _read(path: Path) -> tuple[_LineDict, _Ctx]:
         raise ctx.fail(None, "expected a mapping at the top level")
     _check_scalars(data, ctx, key="")
     if data.get("schema_version") != SCHEMA_VERSION:
-        raise ctx.fail(
-            "schema_version", f"expected {SCHEMA_VERSION}, got {data.get('schema_version')!r}"
-        )
+        raise ctx.fail("schema_version", f"expected {SCHEMA_VERSION}, got {data.get('schema_version')!r}")
     for key in ("source", "reviewed"):
         if not isinstance(data.get(key), str) or not data[key].strip():
             raise ctx.fail(key, "missing (every matrix file names its source and review date)")
@@ -244,9 +242,7 @@ def _load_gpus(path: Path) -> GpuMatrix:
         c = ctx.at(f"archs[{i}]", row)
         cc = _get(row, "cc", c, str)
         _checked(c, "cc", cc, parse_cc)
-        archs.append(
-            ArchInfo(cc=cc, family=_get(row, "family", c, str), name=_get(row, "name", c, str))
-        )
+        archs.append(ArchInfo(cc=cc, family=_get(row, "family", c, str), name=_get(row, "name", c, str)))
     _unique(((a.cc, ctx.at("archs")) for a in archs), "compute capability")
     family_of = {a.cc: a.family for a in archs}
     models, names = [], []
@@ -319,9 +315,7 @@ def _load_framework(path: Path) -> FrameworkMatrix:
         )
         seen.append((version, c))
     _unique(seen, f"{name} release")
-    return FrameworkMatrix(
-        name=name, releases=tuple(sorted(releases, key=lambda r: Version(r.version)))
-    )
+    return FrameworkMatrix(name=name, releases=tuple(sorted(releases, key=lambda r: Version(r.version))))
 
 
 def _variant(
@@ -337,11 +331,7 @@ def _variant(
     uses_system = bool(merged.get("uses_system_cuda", False)) and cuda is not None
     comp_templates = _get(merged, "companions", c, dict, optional=True) or {}
     companion_packages = tuple(
-        sorted(
-            (pkg, str(tpl).format(**subst))
-            for pkg, tpl in comp_templates.items()
-            if pkg in companions
-        )
+        sorted((pkg, str(tpl).format(**subst)) for pkg, tpl in comp_templates.items() if pkg in companions)
     )
     return FrameworkVariant(
         name=vname,
@@ -371,8 +361,7 @@ def _cudnn_tag_ok(flavor: str, flavors: list[Any]) -> bool:
 def _load_base_images(path: Path) -> tuple[BaseImage, ...]:
     data, ctx = _read(path)
     os_python = {
-        k: str(_get(v, "python", ctx.at(f"os.{k}"), str))
-        for k, v in _get(data, "os", ctx, dict).items()
+        k: str(_get(v, "python", ctx.at(f"os.{k}"), str)) for k, v in _get(data, "os", ctx, dict).items()
     }
     images: list[tuple[BaseImage, _Ctx]] = []
     for i, row in enumerate(_rows(data, "cuda_images", ctx)):
@@ -527,9 +516,7 @@ def framework(m: Matrix, name: str) -> FrameworkMatrix:
     for fw in m.frameworks:
         if fw.name == name:
             return fw
-    raise UsageError(
-        f"unknown framework {name!r}", hint=f"envbuilder knows: {', '.join(FRAMEWORKS)}"
-    )
+    raise UsageError(f"unknown framework {name!r}", hint=f"envbuilder knows: {', '.join(FRAMEWORKS)}")
 
 
 def check_matrix(directory: Path | None = None) -> dict[str, Any]:
@@ -550,11 +537,7 @@ def check_matrix(directory: Path | None = None) -> dict[str, Any]:
         )
         counts[fw.name] = {"releases": len(fw.releases), "variants": n_var}
     n_cuda = sum(1 for b in m.base_images if b.kind == "cuda")
-    lines.append(
-        f"ok  base_images.yaml: {n_cuda} nvidia/cuda tags, {len(m.base_images) - n_cuda} slim bases"
-    )
+    lines.append(f"ok  base_images.yaml: {n_cuda} nvidia/cuda tags, {len(m.base_images) - n_cuda} slim bases")
     counts["base_images"] = len(m.base_images)
-    lines.append(
-        "ok  invariants: quoted versions, known CUDA and compute capabilities, no duplicates"
-    )
+    lines.append("ok  invariants: quoted versions, known CUDA and compute capabilities, no duplicates")
     return {"ok": True, "counts": counts, "reviewed": dict(m.reviewed), "lines": lines}
