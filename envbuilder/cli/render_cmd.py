@@ -52,6 +52,7 @@ def prepare(
     base_image: str | None = None,
     wheelhouse: Path | None = None,
     secrets: tuple[str, ...] = (),
+    base_venv: str | None = None,
 ) -> tuple[ImageSpec, Stack, RenderOptions]:
     """Load the spec, resolve its stack for the host given (or this one), choose render options.
 
@@ -75,6 +76,7 @@ def prepare(
         )
     options = RenderOptions(
         base_image=base_image,
+        base_venv=base_venv,
         wheelhouse=wheelhouse,
         ca_secret=SECRET_CA in secrets,
         index_secret=SECRET_INDEX in secrets,
@@ -103,6 +105,13 @@ def prepare(
     help="Build FROM this image instead of the resolved base (e.g. a local test image).",
 )
 @click.option(
+    "--base-venv",
+    metavar="PATH",
+    default=None,
+    help="Install into this Python environment of the base image (one that already carries the "
+    "framework) instead of creating /opt/venv.",
+)
+@click.option(
     "--wheelhouse",
     type=click.Path(file_okay=False, exists=True, path_type=Path),
     default=None,
@@ -126,6 +135,7 @@ def render(
     cpu_only: bool,
     out_dir: Path | None,
     base_image: str | None,
+    base_venv: str | None,
     wheelhouse: Path | None,
     secrets: tuple[str, ...],
     print_only: bool,
@@ -144,6 +154,7 @@ def render(
         base_image=base_image,
         wheelhouse=wheelhouse,
         secrets=secrets,
+        base_venv=base_venv,
     )
     if print_only:
         click.echo(render_dockerfile(spec, stack, options), nl=False)
