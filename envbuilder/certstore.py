@@ -11,11 +11,11 @@ import builtins
 import contextlib
 import os
 import sqlite3
-import tempfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from envbuilder.atomic import write_text_atomic
 from envbuilder.certificate import Certificate, require_valid, verify_certificate
 from envbuilder.errors import CertificateRefusedError, EnvbuilderError, UsageError
 
@@ -251,25 +251,12 @@ def _like(text: str) -> str:
 
 
 def write_atomic(path: Path, text: str) -> None:
-    """Write `text` to `path` so that a reader sees the old file or the new one, never half
-    (temp file in the same folder, fsync, rename). Raises StoreError."""
+    """Write `text` to `path` atomically (envbuilder.atomic), creating its folder. Raises StoreError."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        write_text_atomic(path, text)
     except OSError as exc:
         raise StoreError(f"cannot write {path}: {exc}") from exc
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        Path(tmp).replace(path)
-    except BaseException as exc:
-        with contextlib.suppress(OSError):
-            Path(tmp).unlink()
-        if isinstance(exc, OSError):
-            raise StoreError(f"cannot write {path}: {exc}") from exc
-        raise
 
 
 def certificate_summary(cert: Certificate) -> dict[str, object]:

@@ -7,15 +7,13 @@ never the host probe or timestamps, so images built from the same inputs carry t
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
-import os
-import tempfile
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from envbuilder.atomic import write_text_atomic
 from envbuilder.errors import SpecError
 from envbuilder.models import Resolution, Stack
 
@@ -107,25 +105,7 @@ def write_lock(path: Path, lock: LockFile) -> None:
 
     Raises OSError when the directory is not writable (the old file is then untouched).
     """
-    text = json.dumps(lock.to_dict(), indent=2, sort_keys=True) + "\n"
-    path = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent or ".")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        Path(tmp).replace(path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            Path(tmp).unlink()
-        raise
-    with contextlib.suppress(OSError):  # make the rename itself durable
-        dir_fd = os.open(path.parent, os.O_RDONLY)
-        try:
-            os.fsync(dir_fd)
-        finally:
-            os.close(dir_fd)
+    write_text_atomic(Path(path), json.dumps(lock.to_dict(), indent=2, sort_keys=True) + "\n")
 
 
 def read_lock(path: Path) -> LockFile:

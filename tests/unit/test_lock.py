@@ -104,7 +104,7 @@ def test_crash_mid_write_keeps_the_old_file(tmp_path: Path, monkeypatch: pytest.
     def crash(fd: int) -> None:  # the data is half on disk when the "power fails"
         raise KeyboardInterrupt
 
-    monkeypatch.setattr("envbuilder.lock.os.fsync", crash)
+    monkeypatch.setattr("envbuilder.atomic.os.fsync", crash)
     with pytest.raises(KeyboardInterrupt):
         write_lock(path, built_lock())
     assert path.read_bytes() == before
