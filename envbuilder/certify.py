@@ -34,7 +34,7 @@ Progress = Callable[[str], None]
 
 
 class CertifyEngine(Protocol):
-    """What certify needs from the container engine (engine.py; a fake in unit tests)."""
+    """What certify needs from the container engine (envbuilder.engine; a fake in unit tests)."""
 
     def inspect_image(self, ref: str) -> ImageInfo | None: ...
 

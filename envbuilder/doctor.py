@@ -105,7 +105,7 @@ class DoctorReport:
 
 
 def probe_docker() -> DockerState:
-    """Ask the daemon through engine.py, imported here so doctor runs without the docker SDK.
+    """Ask the daemon through envbuilder.engine, imported here so doctor runs without the docker SDK.
     Never raises: a missing SDK or an unreachable daemon is a state, not an error."""
     try:
         from envbuilder import engine

@@ -1,6 +1,6 @@
 """Parse BuildKit's `--progress=plain` output into build events (current step, total, cached).
 
-Pure text processing, no Docker: engine.py feeds it the CLI's lines; the CLI renders the events.
+Pure text processing, no Docker: the engine package feeds it the CLI's lines; the CLI renders the events.
 The format (moby/buildkit `util/progress/progressui/printer.go`): each vertex is `#N NAME`, then
 `#N 1.23 log text`, and ends with `#N DONE 1.2s`, `#N CACHED` or `#N ERROR: ...`. Dockerfile steps
 are named `[stage k/n] INSTR ...` (or `[k/n] ...` for single-stage builds with newer buildx).

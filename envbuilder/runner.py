@@ -44,7 +44,7 @@ FindCertificate = Callable[[str], Mapping[str, Any] | None]
 
 
 class RunEngine(Protocol):
-    """What `run` needs from the container engine (engine.py; a fake in unit tests)."""
+    """What `run` needs from the container engine (envbuilder.engine; a fake in unit tests)."""
 
     def inspect_image(self, ref: str) -> ImageInfo | None: ...
 

@@ -293,7 +293,8 @@ def test_human_report_is_aligned_with_fixes_under_warnings(tmp_path: Path) -> No
 
 def test_probe_docker_without_the_sdk_is_a_state(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "docker", None)  # as on the GPU machine: no docker package
-    monkeypatch.delitem(sys.modules, "envbuilder.engine", raising=False)
+    for name in [m for m in sys.modules if m == "envbuilder.engine" or m.startswith("envbuilder.engine.")]:
+        monkeypatch.delitem(sys.modules, name)
     monkeypatch.delattr(envbuilder, "engine", raising=False)
     state = probe_docker()
     assert not state.reachable

@@ -1,4 +1,4 @@
-"""engine.py without Docker: BuildKit CLI discovery, streaming a build through a stand-in CLI
+"""The engine package without Docker: BuildKit CLI discovery, streaming a build through a stand-in CLI
 (a script replaying recorded output), Ctrl-C killing the build's process group, refs."""
 
 from __future__ import annotations
@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 from fake_engine import DATA
 
-from envbuilder import engine as eng
-from envbuilder.engine import BuildKitCli, BuildSecret, DockerEngine, _split_ref, find_buildkit_cli
+from envbuilder.engine import BuildKitCli, BuildSecret, DockerEngine, find_buildkit_cli
+from envbuilder.engine import images as eng
+from envbuilder.engine.images import _split_ref
 from envbuilder.errors import BuildFailedError, BuildKitMissingError
 from envbuilder.progress import BuildEvent
 
