@@ -16,21 +16,19 @@ Ranking key (survivors are sorted by this tuple, best first; see `_rank_key`):
 
 from __future__ import annotations
 
-import difflib
 from dataclasses import dataclass, replace
 
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
 from envbuilder.errors import UsageError
+from envbuilder.facts import first_release, mvc_floor, native_cuda
 from envbuilder.matrix import framework as framework_table
 from envbuilder.models import (
     STRATEGIES,
     BaseImage,
-    CudaRelease,
     FrameworkRelease,
     FrameworkVariant,
-    GpuModel,
     Host,
     HostGpu,
     Matrix,
@@ -40,97 +38,11 @@ from envbuilder.models import (
     Stack,
     Strategy,
 )
-from envbuilder.versions import cc_str, driver_branch, major, major_minor, parse_cc, parse_specifier
+from envbuilder.versions import driver_branch, major, major_minor, parse_cc, parse_specifier
 
 MAX_ALTERNATIVES = 4
 # Rejections whose reason does not depend on the Python version: reported once per build.
 _PYTHON_INDEPENDENT = frozenset({"driver", "arch", "strategy"})
-
-
-# --------------------------------------------------------------------------- GPU lookup
-
-
-def lookup_gpu(matrix: Matrix, name: str) -> GpuModel:
-    """The GPU model NVML calls `name` (case-insensitive). Raises UsageError naming the closest
-    known names when there is no such model."""
-    wanted = name.strip().casefold()
-    by_name: dict[str, GpuModel] = {}
-    for model in matrix.gpus.models:
-        for n in (model.name, *model.nvml_names):
-            by_name[n.casefold()] = model
-    if wanted in by_name:
-        return by_name[wanted]
-    originals = {n.casefold(): n for m in matrix.gpus.models for n in (m.name, *m.nvml_names)}
-    close = difflib.get_close_matches(wanted, list(originals), n=3, cutoff=0.5)
-    suggestion = ", ".join(repr(originals[c]) for c in close) if close else "none close"
-    raise UsageError(
-        f"unknown GPU {name!r} (closest known: {suggestion})",
-        hint="use the exact name nvidia-smi prints, or give the compute capability with --cc X.Y",
-    )
-
-
-def gpu_from_model(model: GpuModel, **extra: object) -> HostGpu:
-    return HostGpu(
-        name=str(extra.get("name") or model.name),
-        cc=model.cc,
-        brand=model.brand,
-        segment=model.segment,
-        model=model.name,
-        uuid=extra.get("uuid") if isinstance(extra.get("uuid"), str) else None,  # type: ignore[arg-type]
-    )
-
-
-def gpu_from_cc(matrix: Matrix, cc: str) -> HostGpu:
-    """A GPU known only by its compute capability. Raises UsageError for an unknown one."""
-    parse_cc(cc)
-    known = {a.cc for a in matrix.gpus.archs}
-    if cc not in known:
-        raise UsageError(
-            f"unknown compute capability {cc!r}",
-            hint=f"known compute capabilities: {', '.join(sorted(known, key=parse_cc))}",
-        )
-    return HostGpu(name=f"GPU with compute capability {cc}", cc=cc)
-
-
-def enrich_host(matrix: Matrix, host: Host) -> Host:
-    """Fill brand/segment/model of probed GPUs from the matrix when NVML's name is known."""
-    gpus = []
-    for g in host.gpus:
-        try:
-            model = lookup_gpu(matrix, g.name)
-        except UsageError:
-            gpus.append(g)
-            continue
-        gpus.append(replace(g, brand=g.brand or model.brand, segment=model.segment, model=model.name))
-    return replace(host, gpus=tuple(gpus))
-
-
-# --------------------------------------------------------------------------- CUDA facts
-
-
-def native_cuda(matrix: Matrix, driver: str) -> str | None:
-    """The newest CUDA X.Y a driver supports without any compatibility layer (what nvidia-smi
-    prints as "CUDA Version"): the newest release whose toolkit driver is <= the driver."""
-    best: str | None = None
-    for r in matrix.cuda.releases:
-        if Version(r.min_driver) <= Version(driver):
-            best = major_minor(r.version)
-    return best
-
-
-def _first_release(matrix: Matrix, cuda: str) -> CudaRelease:
-    for r in matrix.cuda.releases:
-        if major_minor(r.version) == major_minor(cuda):
-            return r
-    raise AssertionError(f"matrix check guarantees CUDA {cuda} exists")  # pragma: no cover
-
-
-def mvc_floor(matrix: Matrix, cuda: str) -> str:
-    """Lowest driver on which any build of this CUDA major runs (minor-version compatibility)."""
-    for m in matrix.cuda.majors:
-        if m.major == major(cuda):
-            return m.mvc_min_driver
-    raise AssertionError(f"matrix check guarantees CUDA major of {cuda} exists")  # pragma: no cover
 
 
 # --------------------------------------------------------------------------- candidates
@@ -293,7 +205,7 @@ def _evaluate(matrix: Matrix, request: Request, host: Host, cand: _Candidate) ->
         floor = mvc_floor(matrix, v.cuda)
         if v.min_driver and Version(v.min_driver) > Version(floor):
             floor = v.min_driver
-        toolkit_driver = _first_release(matrix, v.cuda).min_driver
+        toolkit_driver = first_release(matrix, v.cuda).min_driver
         for g in gpus:
             how = _coverage(v, g)
             if how is None:
@@ -490,7 +402,3 @@ def resolve(matrix: Matrix, request: Request, host: Host) -> Resolution:
         rejected=tuple(rejected),
         warnings=tuple(warnings),
     )
-
-
-def describe_gpu(gpu: HostGpu) -> str:
-    return f"{gpu.name} (sm_{cc_str(parse_cc(gpu.cc)).replace('.', '')})"

@@ -160,8 +160,8 @@ def _native_cuda(driver: str | None) -> str | None:
     if driver is None:
         return None
     try:
+        from envbuilder.facts import native_cuda
         from envbuilder.matrix import load_matrix
-        from envbuilder.resolve import native_cuda
 
         return native_cuda(load_matrix(), driver)
     except Exception:  # a broken matrix must not stop a run; the check is then skipped

@@ -9,8 +9,8 @@ import click
 from packaging.requirements import InvalidRequirement, Requirement
 
 from envbuilder.errors import UsageError
+from envbuilder.facts import enrich_host, gpu_from_cc, gpu_from_model, lookup_gpu
 from envbuilder.models import Host, Matrix, Request
-from envbuilder.resolve import enrich_host, gpu_from_cc, gpu_from_model, lookup_gpu
 from envbuilder.versions import parse_driver, parse_version
 
 F = TypeVar("F", bound=Callable[..., Any])
