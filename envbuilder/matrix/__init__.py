@@ -1,4 +1,5 @@
-"""Loads matrices/*.yaml into typed, frozen records and checks their invariants.
+"""Loads matrices/*.yaml into typed, frozen records and checks their invariants (reading and
+field checks: reader.py).
 
 The only reader of the matrix files: everything past this module sees `models.Matrix`.
 Every problem names the file, the row (with its line) and the field.
@@ -8,16 +9,25 @@ from __future__ import annotations
 
 import functools
 import itertools
-from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
-import yaml
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import Version
 
 from envbuilder import resources
 from envbuilder.errors import MatrixError, UsageError
+from envbuilder.matrix.reader import (
+    _ccs,
+    _checked,
+    _Ctx,
+    _driver,
+    _get,
+    _read,
+    _rows,
+    _unique,
+    _version,
+)
 from envbuilder.models import (
     ArchInfo,
     BaseImage,
@@ -32,154 +42,9 @@ from envbuilder.models import (
     Matrix,
     RequireRule,
 )
-from envbuilder.versions import major_minor, parse_cc, parse_driver, parse_version
+from envbuilder.versions import major_minor, parse_cc, parse_version
 
-SCHEMA_VERSION = 1
 FRAMEWORKS = ("torch", "tensorflow", "jax")
-_INT_KEYS = frozenset(
-    {"schema_version", "major", "mvc_max_branch", "first_branch", "last_branch", "branches"}
-)
-T = TypeVar("T")
-
-
-# --------------------------------------------------------------------------- YAML with lines
-
-
-class _LineDict(dict[str, Any]):
-    line: int = 0
-
-
-class _Loader(yaml.SafeLoader):
-    pass
-
-
-def _construct_mapping(loader: _Loader, node: yaml.MappingNode) -> _LineDict:
-    d = _LineDict({str(k): v for k, v in loader.construct_mapping(node, deep=True).items()})
-    d.line = node.start_mark.line + 1
-    return d
-
-
-_Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
-
-
-class _Ctx:
-    """Where we are in a file, for error messages: 'cuda.yaml:42 releases[3] field min_driver'."""
-
-    def __init__(self, file: str, where: str = "", line: int = 0) -> None:
-        self.file, self.where, self.line = file, where, line
-
-    def at(self, where: str, row: Any = None) -> _Ctx:
-        line = getattr(row, "line", 0) or self.line
-        return _Ctx(self.file, f"{self.where} {where}".strip(), line)
-
-    def fail(self, field: str | None, problem: str) -> MatrixError:
-        loc = f"{self.file}:{self.line}" if self.line else self.file
-        row = f" {self.where}" if self.where else ""
-        fld = f" field '{field}'" if field else ""
-        return MatrixError(
-            f"{loc}{row}{fld}: {problem}",
-            hint="fix the matrix file (see matrices/README.md), then run `envbuilder matrix check`",
-        )
-
-
-def _read(path: Path) -> tuple[_LineDict, _Ctx]:
-    ctx = _Ctx(path.name if path.parent.name != "frameworks" else f"frameworks/{path.name}")
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ctx.fail(None, f"cannot read: {exc.strerror}") from exc
-    try:
-        data = yaml.load(text, Loader=_Loader)  # _Loader is a SafeLoader subclass
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = f" (line {mark.line + 1})" if mark is not None else ""
-        raise ctx.fail(None, f"not valid YAML{line}: {getattr(exc, 'problem', exc)}") from exc
-    if not isinstance(data, dict):
-        raise ctx.fail(None, "expected a mapping at the top level")
-    _check_scalars(data, ctx, key="")
-    if data.get("schema_version") != SCHEMA_VERSION:
-        raise ctx.fail("schema_version", f"expected {SCHEMA_VERSION}, got {data.get('schema_version')!r}")
-    for key in ("source", "reviewed"):
-        if not isinstance(data.get(key), str) or not data[key].strip():
-            raise ctx.fail(key, "missing (every matrix file names its source and review date)")
-    return _LineDict(data), ctx
-
-
-def _check_scalars(node: Any, ctx: _Ctx, key: str) -> None:
-    """Versions must be quoted strings: refuse floats anywhere and ints outside integer fields."""
-    if isinstance(node, dict):
-        for k, v in node.items():
-            _check_scalars(v, ctx.at("", node) if isinstance(v, dict) else ctx, str(k))
-    elif isinstance(node, list):
-        for item in node:
-            _check_scalars(item, ctx.at("", item) if isinstance(item, dict) else ctx, key)
-    elif isinstance(node, bool) or node is None:
-        return
-    elif isinstance(node, float):
-        raise ctx.fail(
-            key, f"unquoted number {node!r}: write versions as quoted strings ('12.10', not 12.10)"
-        )
-    elif isinstance(node, int) and key not in _INT_KEYS:
-        raise ctx.fail(key, f"unquoted number {node!r}: write versions as quoted strings")
-
-
-# --------------------------------------------------------------------------- field readers
-
-
-def _get(row: dict[str, Any], key: str, ctx: _Ctx, kind: type[T], *, optional: bool = False) -> T:
-    if key not in row or row[key] is None:
-        if optional:
-            return None  # type: ignore[return-value]
-        raise ctx.fail(key, "missing")
-    value = row[key]
-    if not isinstance(value, kind):
-        raise ctx.fail(key, f"expected {kind.__name__}, got {type(value).__name__} {value!r}")
-    return value
-
-
-def _checked(ctx: _Ctx, field: str, value: str, parse: Callable[[str], object]) -> str:
-    try:
-        parse(value)
-    except UsageError as exc:
-        raise ctx.fail(field, exc.message) from exc
-    return value
-
-
-def _version(row: dict[str, Any], key: str, ctx: _Ctx, *, optional: bool = False) -> str:
-    value = _get(row, key, ctx, str, optional=optional)
-    return value if value is None else _checked(ctx, key, value, parse_version)
-
-
-def _driver(row: dict[str, Any], key: str, ctx: _Ctx, *, optional: bool = False) -> str:
-    value = _get(row, key, ctx, str, optional=optional)
-    return value if value is None else _checked(ctx, key, value, parse_driver)
-
-
-def _ccs(row: dict[str, Any], key: str, ctx: _Ctx) -> tuple[str, ...]:
-    values = _get(row, key, ctx, list)
-    for v in values:
-        if not isinstance(v, str):
-            raise ctx.fail(key, f"compute capability {v!r} must be a quoted string")
-        _checked(ctx, key, v, parse_cc)
-    if len(set(values)) != len(values):
-        raise ctx.fail(key, "duplicate compute capability in list")
-    return tuple(sorted(values, key=parse_cc))
-
-
-def _rows(data: dict[str, Any], key: str, ctx: _Ctx) -> list[_LineDict]:
-    rows = _get(data, key, ctx, list)
-    for i, row in enumerate(rows):
-        if not isinstance(row, dict):
-            raise ctx.at(f"{key}[{i}]").fail(None, "expected a mapping")
-    return rows
-
-
-def _unique(items: Iterable[tuple[str, _Ctx]], what: str) -> None:
-    seen: dict[str, _Ctx] = {}
-    for value, ctx in items:
-        if value in seen:
-            raise ctx.fail(None, f"duplicate {what} {value!r} (also at line {seen[value].line})")
-        seen[value] = ctx
 
 
 # --------------------------------------------------------------------------- cuda.yaml
@@ -292,9 +157,8 @@ def _load_framework(path: Path) -> FrameworkMatrix:
         except InvalidSpecifier as exc:
             raise c.fail("python", f"not a PEP 440 specifier: {python!r}") from exc
         companions = _get(row, "companions", c, dict, optional=True) or {}
-        for k, v in companions.items():
+        for k in companions:
             _checked(c, f"companions.{k}", _get(companions, k, c, str), parse_version)
-            del v
         variants, vseen = [], []
         for j, vrow in enumerate(_rows(row, "variants", c)):
             vc = c.at(f"variants[{j}] ({vrow.get('name')})", vrow)
@@ -517,27 +381,3 @@ def framework(m: Matrix, name: str) -> FrameworkMatrix:
         if fw.name == name:
             return fw
     raise UsageError(f"unknown framework {name!r}", hint=f"envbuilder knows: {', '.join(FRAMEWORKS)}")
-
-
-def check_matrix(directory: Path | None = None) -> dict[str, Any]:
-    """Load the matrix and summarise it for `envbuilder matrix check`. Raises MatrixError."""
-    m = load_matrix(directory)
-    lines = [
-        f"ok  cuda.yaml: {len(m.cuda.releases)} releases "
-        f"({m.cuda.releases[0].version} .. {m.cuda.releases[-1].version}), "
-        "minimum drivers non-decreasing",
-        f"ok  gpus.yaml: {len(m.gpus.models)} GPU models, {len(m.gpus.archs)} compute capabilities",
-    ]
-    counts: dict[str, Any] = {"cuda_releases": len(m.cuda.releases), "gpus": len(m.gpus.models)}
-    for fw in m.frameworks:
-        n_var = sum(len(r.variants) for r in fw.releases)
-        lines.append(
-            f"ok  frameworks/{fw.name}.yaml: {len(fw.releases)} releases "
-            f"({fw.releases[0].version} .. {fw.releases[-1].version}), {n_var} variants"
-        )
-        counts[fw.name] = {"releases": len(fw.releases), "variants": n_var}
-    n_cuda = sum(1 for b in m.base_images if b.kind == "cuda")
-    lines.append(f"ok  base_images.yaml: {n_cuda} nvidia/cuda tags, {len(m.base_images) - n_cuda} slim bases")
-    counts["base_images"] = len(m.base_images)
-    lines.append("ok  invariants: quoted versions, known CUDA and compute capabilities, no duplicates")
-    return {"ok": True, "counts": counts, "reviewed": dict(m.reviewed), "lines": lines}
