@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +27,8 @@ def key_metric(step: Mapping[str, Any]) -> str:
         gpus = m.get("gpus")
         names = sorted({str(g.get("name")) for g in gpus if isinstance(g, Mapping)}) if gpus else []
         return ", ".join(names) or "no GPU visible"
+    if step.get("name") == "multi_gpu":
+        return _multi_gpu_metric(num)
     if (ips := num("images_per_s")) is not None:
         acc = num("val_accuracy")
         return f"{ips:,.0f} img/s" + (f", val acc {acc:.2f}" if acc is not None else "")
@@ -41,6 +43,18 @@ def key_metric(step: Mapping[str, Any]) -> str:
         if (v := num(key)) is not None:
             return f"{key} {v:g}"
     return ""
+
+
+def _multi_gpu_metric(num: Callable[[str], float | None]) -> str:
+    """busbw at the largest all-reduce size and the DDP scaling efficiency."""
+    parts = []
+    if (bw := num("busbw_at_max_gbs")) is not None:
+        size = num("max_bytes") or 0
+        at = f" at {size / 2**30:g} GiB" if size >= 2**30 else f" at {size / 2**20:g} MiB" if size else ""
+        parts.append(f"busbw {bw:,.1f} GB/s{at}")
+    if (eff := num("scaling_efficiency")) is not None:
+        parts.append(f"DDP x{num('world_size') or 0:.0f} scaling {eff:.2f}")
+    return ", ".join(parts)
 
 
 def print_summary(cert: Certificate, stored_id: str | None) -> None:

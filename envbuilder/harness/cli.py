@@ -15,6 +15,7 @@ from typing import Any
 
 from . import HARNESS_VERSION, RESULT_SCHEMA_VERSION
 from .hostinfo import gpu_devices_present, host_record
+from .multigpu import kill_workers
 from .result import FAIL, Recorder, Step, clean_json, decide_verdict, log, utc_now
 from .suite import Options, Suite
 from .telemetry import Sampler, load_nvml
@@ -55,7 +56,17 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     # 1 s, as nvidia-smi dmon and DCGM sample: on the H200 test VM one sample (6 NVML queries)
     # costs 6-10 ms, which at 4 Hz slowed training steps by 3.4% (benchmarks/results/).
     p.add_argument("--telemetry-interval", type=float, default=1.0, help="NVML sample period (s)")
+    p.add_argument(
+        "--multi-gpu-timeout",
+        type=float,
+        default=120.0,
+        help="multi_gpu step: process-group timeout in seconds (a hung rank is killed after it)",
+    )
+    # Tests only (docs/harness.md): the multi_gpu step with gloo and N CPU processes, nothing else.
+    p.add_argument("--multi-gpu-cpu-test", type=int, default=0, metavar="N", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
+    if args.multi_gpu_cpu_test and args.multi_gpu_cpu_test < 2:
+        p.error("--multi-gpu-cpu-test needs at least 2 processes")
     if args.steps is not None and args.steps < 8:
         p.error("--steps must be at least 8")
     return args
@@ -91,7 +102,8 @@ def main(argv: list[str] | None = None) -> int:
             return EXIT_USAGE
     nvml, nvml_why = load_nvml()
     have_torch = importlib.util.find_spec("torch") is not None
-    gpu_path = not args.cpu_only and (gpu_devices_present() or _nvml_count(nvml) > 0)
+    cpu_only = args.cpu_only or bool(args.multi_gpu_cpu_test)
+    gpu_path = not cpu_only and (gpu_devices_present() or _nvml_count(nvml) > 0)
     mode = "quick" if args.quick else ("full" if gpu_path else "cpu")
     budget = args.budget_seconds or (170.0 if gpu_path else 100.0)
     opts = Options(
@@ -103,6 +115,8 @@ def main(argv: list[str] | None = None) -> int:
         workers=args.workers,
         seed=args.seed,
         framework=args.framework,
+        multi_gpu_cpu_test=args.multi_gpu_cpu_test,
+        multi_gpu_timeout=args.multi_gpu_timeout,
     )
     suite = Suite(opts=opts, rec=rec, applied=select_thresholds(applied_doc, None), started=t0)
     suite.device = "cuda" if gpu_path else "cpu"
@@ -125,6 +139,7 @@ def main(argv: list[str] | None = None) -> int:
 
     def on_watchdog() -> None:
         rec.lock.acquire()  # held until os._exit: no step line may follow the result
+        kill_workers()  # multi_gpu ranks run in their own sessions: never leave one on a GPU
         hung = rec.current or "between steps"
         notes.append(f"watchdog: stopped after {args.watchdog_seconds:.0f} s in step {hung}")
         why = f"step {hung} still running when the run passed {args.watchdog_seconds:.0f} s"
@@ -145,7 +160,12 @@ def main(argv: list[str] | None = None) -> int:
                         f"GPU {g['index']} already runs {len(g['processes'])} "
                         "process(es): numbers may be lower"
                     )
-        if mode == "cpu" or (mode == "quick" and not gpu_path):
+        if args.multi_gpu_cpu_test:
+            notes.append(
+                f"--multi-gpu-cpu-test {args.multi_gpu_cpu_test}: only the multi_gpu step's code path, "
+                "with gloo on the CPU. This is NOT a GPU certification."
+            )
+        elif mode == "cpu" or (mode == "quick" and not gpu_path):
             notes.append(
                 "CPU path: "
                 + ("--cpu-only was given" if args.cpu_only else "no GPU on this host")
@@ -186,6 +206,8 @@ def _start_sampler(nvml: Any, interval: float) -> Sampler | None:
 
 def run_steps(s: Suite, *, gpu_path: bool, have_torch: bool) -> None:
     """The steps of the chosen path, in order; a failed prerequisite skips what depends on it."""
+    from .multigpu import multi_gpu_step
+
     rec = s.rec
     if not have_torch:
         for name in ("cpu_check", "cuda_smoke"):
@@ -198,8 +220,9 @@ def run_steps(s: Suite, *, gpu_path: bool, have_torch: bool) -> None:
         torch.set_num_threads(max(1, len(os.sched_getaffinity(0))))
     from .smoke import cpu_check
 
-    with rec.step("cpu_check") as st:
-        st.metrics.update(cpu_check())
+    if not s.opts.multi_gpu_cpu_test:  # that mode runs the multi_gpu step's code path only
+        with rec.step("cpu_check") as st:
+            st.metrics.update(cpu_check())
     if gpu_path:
         from .gpu import cuda_smoke_step, run_gpu_benchmarks
 
@@ -211,12 +234,15 @@ def run_steps(s: Suite, *, gpu_path: bool, have_torch: bool) -> None:
             rec.skip("benchmarks", "the CUDA smoke test failed: no GPU benchmark was run")
             return
         run_gpu_benchmarks(s)
+        multi_gpu_step(s)  # after the single-GPU steps, outside their time budget
         return
     rec.skip("cuda_smoke", "CPU path: no GPU on this host (or --cpu-only)")
     s.framework_smokes(want_gpu=False)
     if s.opts.mode == "quick":
         return
-    run_cpu_benchmarks(s)
+    if not s.opts.multi_gpu_cpu_test:
+        run_cpu_benchmarks(s)
+    multi_gpu_step(s)
 
 
 def run_cpu_benchmarks(s: Suite) -> None:
@@ -243,6 +269,14 @@ def run_cpu_benchmarks(s: Suite) -> None:
     s.real_data("resnet18", 32, 64, s.opts.steps or 40, None)
 
 
+def _not_run(mode: str) -> str:
+    return (
+        "not run: quick mode"
+        if mode == "quick"
+        else "not run: the CUDA smoke test failed or torch is missing"
+    )
+
+
 def build_result(
     s: Suite,
     host: dict[str, Any],
@@ -258,6 +292,7 @@ def build_result(
         over = s.facts.get("telemetry_overhead")
         why = next((x.reason for x in s.rec.steps if x.name == "telemetry_overhead"), "")
         gates.append(judge_overhead(s.applied, over, why))
+    gates.extend(s.multi_gpu_gates)
     verdict, reason = decide_verdict(s.rec.steps, gates, mode=mode, gpu_path=gpu_path)
     if s.sampler is not None:
         telemetry = s.sampler.to_json()
@@ -284,5 +319,6 @@ def build_result(
             "verdict_reason": reason,
             "notes": notes,
             "telemetry": telemetry,
+            "multi_gpu": s.multi_gpu or {"status": "skip", "reason": _not_run(mode)},
         }
     )

@@ -206,8 +206,41 @@ def validate_result(doc: Any) -> list[str]:
             problems.append(f"{w}.reason: a {st} needs a reason")
         need(s, "seconds", (int, float), w)
         need(s, "metrics", dict, w)
+    if "multi_gpu" in doc:  # absent in documents from before the multi_gpu step
+        problems.extend(validate_multi_gpu(doc["multi_gpu"]))
     try:
         json.dumps(doc, allow_nan=False)
     except ValueError as e:
         problems.append(f"result: not strict JSON ({e})")
+    return problems
+
+
+def validate_multi_gpu(sec: Any) -> list[str]:
+    """The result's multi_gpu section: status and reason always; what a run that got as far as
+    the sweep carries; a pass must have correct values and identical parameters."""
+    w = "result.multi_gpu"
+    if not isinstance(sec, dict):
+        return [f"{w}: not an object"]
+    problems: list[str] = []
+    status = sec.get("status")
+    if status not in STATUSES:
+        problems.append(f"{w}.status: {status!r} not in {STATUSES}")
+    if not isinstance(sec.get("reason"), str) or (status in (FAIL, SKIP) and not sec.get("reason")):
+        problems.append(f"{w}.reason: a string, non-empty for a {status}")
+    if status == SKIP:
+        return problems
+    for key, typ in (("world_size", int), ("backend", str), ("sweep", list), ("env", dict)):
+        if not isinstance(sec.get(key), typ):
+            problems.append(f"{w}.{key}: expected {typ.__name__}")
+    for i, row in enumerate(sec.get("sweep") or []):
+        ok = isinstance(row, dict) and isinstance(row.get("bytes"), int)
+        nums = ("time_us", "algbw_gbs", "busbw_gbs")
+        if not ok or not all(isinstance(row.get(k), (int, float)) for k in nums):
+            problems.append(f"{w}.sweep[{i}]: needs bytes and {', '.join(nums)}")
+    if status == PASS:
+        for key in ("allreduce_values_ok", "params_identical"):
+            if sec.get(key) is not True:
+                problems.append(f"{w}.{key}: a pass needs true, got {sec.get(key)!r}")
+        if not sec.get("sweep"):
+            problems.append(f"{w}.sweep: a pass needs the sweep table")
     return problems

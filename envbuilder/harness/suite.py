@@ -25,6 +25,8 @@ class Options:
     workers: int | None = None
     seed: int = 1234
     framework: str = "torch"  # the framework the image is certified for (its smoke gates)
+    multi_gpu_cpu_test: int = 0  # N > 0: the multi_gpu step's path with gloo, N CPU processes
+    multi_gpu_timeout: float = 120.0  # process-group timeout of the multi_gpu step (s)
 
 
 @dataclass
@@ -41,6 +43,8 @@ class Suite:
     measured: dict[str, float | None] = field(default_factory=dict)
     not_measured: dict[str, str] = field(default_factory=dict)
     facts: dict[str, Any] = field(default_factory=dict)
+    multi_gpu: dict[str, Any] | None = None  # the result's multi_gpu section (multigpu.py)
+    multi_gpu_gates: list[dict[str, Any]] = field(default_factory=list)
 
     # ---- budget -------------------------------------------------------------------------
     def remaining(self) -> float:

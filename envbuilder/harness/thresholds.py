@@ -20,6 +20,15 @@ BUILTIN_DEFAULTS: dict[str, Any] = {
 }
 
 
+# The multi_gpu step's floors for a GPU/interconnect without an entry of its own (thresholds.yaml
+# `multi_gpu.defaults` mirrors this; a unit test keeps them equal). Correctness (reduced values,
+# identical parameters) always gates. 0.5 scaling efficiency: at 2 GPUs that is the throughput of
+# one GPU, so below it adding GPUs made training slower: a broken path (no P2P, NCCL over
+# sockets, a tiny /dev/shm), never a slow interconnect. No bandwidth floor without an anchor.
+BUILTIN_MULTI_GPU: dict[str, Any] = {"min_busbw_gbs": None, "min_scaling_efficiency": 0.5}
+MULTI_GPU_FIELDS = ("min_busbw_gbs", "min_scaling_efficiency", "reference_busbw_gbs")
+
+
 class ThresholdsError(Exception):
     """The thresholds file cannot be read or has the wrong shape."""
 
@@ -60,6 +69,7 @@ def select_thresholds(doc: dict[str, Any] | None, gpu_name: str | None) -> dict[
     applied["source"] = "built-in defaults"
     applied["gpu_entry"] = None
     applied["throughput"] = {}
+    applied["multi_gpu"] = {"defaults": dict(BUILTIN_MULTI_GPU), "entries": []}
     if doc is None:
         return applied
     applied["source"] = str(doc.get("source_path", "thresholds file"))
@@ -69,7 +79,81 @@ def select_thresholds(doc: dict[str, Any] | None, gpu_name: str | None) -> dict[
             applied["gpu_entry"] = entry.get("name", gpu_name)
             applied["throughput"] = dict(entry.get("throughput") or {})
             break
+    mg = doc.get("multi_gpu") or {}
+    applied["multi_gpu"]["defaults"].update(mg.get("defaults") or {})
+    applied["multi_gpu"]["entries"] = [
+        dict(e) for e in mg.get("entries") or [] if gpu_name and gpu_name in (e.get("nvml_names") or [])
+    ]
     return applied
+
+
+def pick_multi_gpu(applied: dict[str, Any], interconnect: str, world: int) -> dict[str, Any]:
+    """The multi_gpu thresholds for this GPU model, interconnect and GPU count: the first entry
+    (already filtered to this GPU by select_thresholds) whose interconnect and world_size match
+    (absent = any); its non-null fields replace the defaults. null = no anchor of its own."""
+    table = applied.get("multi_gpu") or {}
+    spec: dict[str, Any] = dict(BUILTIN_MULTI_GPU)
+    spec.update(table.get("defaults") or {})
+    spec["entry"] = None
+    for e in table.get("entries") or []:
+        if e.get("interconnect") not in (None, interconnect) or e.get("world_size") not in (None, world):
+            continue
+        spec["entry"] = e.get("name")
+        spec.update({k: e[k] for k in MULTI_GPU_FIELDS if e.get(k) is not None})
+        break
+    return spec
+
+
+def judge_multi_gpu(
+    spec: dict[str, Any], m: dict[str, Any], *, perf_why_not: str = ""
+) -> list[dict[str, Any]]:
+    """Gates of the multi_gpu step from its metrics m: the all-reduce values, identical parameters
+    (both always), busbw at the largest size and DDP scaling efficiency (a threshold when spec
+    holds one; report-only skips otherwise). perf_why_not: skip the performance gates with it."""
+
+    def flag(name: str, ok: Any, good: str, bad: str, why_missing: str) -> dict[str, Any]:
+        if ok is None:
+            return {"name": name, "status": SKIP, "reason": why_missing}
+        return {"name": name, "status": PASS if ok else FAIL, "reason": good if ok else bad}
+
+    gates = [
+        flag(
+            "multi_gpu:allreduce_values",
+            m.get("allreduce_values_ok"),
+            "every size reduced to n(n+1)/2",
+            "all-reduce values wrong",
+            "the sweep did not finish",
+        ),
+        flag(
+            "multi_gpu:params_identical",
+            m.get("params_identical"),
+            "max abs difference 0 on every rank",
+            "parameters differ across ranks after DDP training",
+            "the DDP run did not finish",
+        ),
+    ]
+    size = m.get("max_bytes")
+    for key, value, unit in (
+        ("busbw", m.get("busbw_at_max_gbs"), "GB/s"),
+        ("scaling_efficiency", m.get("scaling_efficiency"), ""),
+    ):
+        limit = spec.get("min_busbw_gbs" if key == "busbw" else "min_scaling_efficiency")
+        gate: dict[str, Any] = {"name": f"multi_gpu:{key}", "min": limit, "value": value}
+        if key == "busbw":
+            gate.update(at_bytes=size, reference_gbs=spec.get("reference_busbw_gbs"))
+        shown = f"{value:.3g} {unit}".strip() if isinstance(value, (int, float)) else ""
+        if perf_why_not:
+            gate.update(status=SKIP, reason=perf_why_not)
+        elif value is None:
+            gate.update(status=SKIP, reason="not measured")
+        elif limit is None:
+            gate.update(status=SKIP, reason=f"report only: {shown} (no threshold: UNCONFIRMED anchor)")
+        elif float(value) < float(limit):
+            gate.update(status=FAIL, reason=f"{key} {shown} < {float(limit):g} {unit}".rstrip())
+        else:
+            gate.update(status=PASS, reason=f"{key} {shown} >= {float(limit):g} {unit}".rstrip())
+        gates.append(gate)
+    return gates
 
 
 def judge_throughput(

@@ -1,0 +1,354 @@
+"""One rank of the multi_gpu step (multigpu.py launches one process per GPU):
+
+`python -m <package>.multigpu_worker --rank R --world N --backend nccl|gloo --out-dir DIR ...`
+
+1. rank 0 alone, before the process group exists: the single-GPU baseline (the DDP config, no DDP);
+2. init_process_group (MASTER_ADDR/MASTER_PORT from the environment, the timeout in force);
+3. all-reduce sweep 8 B .. max (x2 steps): time per size, then a value check (rank r gives r+1);
+4. DDP training of the same ResNet-18 on the synthetic data, then rank 0's parameters are
+   broadcast and compared with every rank's own (max abs difference must be 0).
+Each rank writes rank{R}.json into DIR (even on error); the parent merges them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import inspect
+import json
+import os
+import sys
+import threading
+import time
+import traceback
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+# Test hook: the last rank misbehaves. allreduce: adds 1 to its contribution of the value check;
+# params: perturbs one parameter after training; hang: sleeps forever before the DDP run.
+FAULT_ENV = "ENVBUILDER_HARNESS_MG_FAULT"
+MIN_BYTES = 8
+GPU_MAX_BYTES = 1 << 30  # 1 GiB, as the issue asks (nccl-tests -b 8 -e 1G -f 2)
+CPU_MAX_BYTES = 4 << 20  # --multi-gpu-cpu-test: 4 MiB keeps the gloo sweep to a second
+
+
+def sweep_sizes(max_bytes: int, min_bytes: int = MIN_BYTES) -> list[int]:
+    """Message sizes in bytes: min_bytes, x2, ... up to max_bytes inclusive."""
+    sizes, b = [], min_bytes
+    while b <= max_bytes:
+        sizes.append(b)
+        b *= 2
+    return sizes
+
+
+def pow2_floor(x: int) -> int:
+    """The largest power of two <= x (1 for x < 1)."""
+    return 1 << (max(1, int(x)).bit_length() - 1)
+
+
+def bandwidths(nbytes: int, seconds: float, world: int) -> tuple[float, float]:
+    """(algbw, busbw) in GB/s (1e9 B/s) of one all-reduce of nbytes taking seconds, as nccl-tests
+    doc/PERFORMANCE.md defines them: algbw = S / t; busbw = algbw * 2(n-1)/n."""
+    if seconds <= 0 or world < 1:
+        return 0.0, 0.0
+    algbw = nbytes / seconds / 1e9
+    return algbw, algbw * 2 * (world - 1) / world
+
+
+def expected_sum(world: int) -> int:
+    """Each rank r contributes r+1: the reduced value is 1 + 2 + ... + n."""
+    return world * (world + 1) // 2
+
+
+def mismatch(got: Any, want: Any, *, exact: bool, rel_tol: float = 1e-6) -> str:
+    """'' if the reduced tensor got equals want (a tensor or a number), else what is wrong.
+    exact: integers, bit-equal; else |got - want| <= rel_tol * |want| (NaN counts as wrong)."""
+    import torch
+
+    tol = rel_tol * (want.abs() if torch.is_tensor(want) else abs(want))
+    bad = got.ne(want) if exact else ~((got - want).abs() <= tol)  # a NaN is never <= tol
+    n_bad = int(bad.sum())
+    if n_bad == 0:
+        return ""
+    i = int(torch.argmax(bad.to(torch.uint8)))
+    w = want[i].item() if torch.is_tensor(want) else want
+    return f"{n_bad} of {got.numel()} elements wrong (first at index {i}: got {got[i].item()}, want {w})"
+
+
+def _log(rank: int, msg: str) -> None:
+    print(f"[multi_gpu rank {rank}] {msg}", file=sys.stderr, flush=True)
+
+
+def _orphan_guard() -> None:
+    """Exit if the harness (our parent) dies: never leave a rank holding a GPU."""
+    parent = os.getppid()
+    while True:
+        time.sleep(1.0)
+        if os.getppid() != parent:
+            os._exit(70)
+
+
+class Worker:
+    def __init__(self, a: argparse.Namespace) -> None:
+        import torch
+
+        self.a = a
+        self.rank, self.world = a.rank, a.world
+        self.cuda = a.backend == "nccl"
+        self.cpu_test = a.mode == "cpu-test"
+        self.fault = os.environ.get(FAULT_ENV, "") if self.rank == self.world - 1 else ""
+        if self.cuda:
+            torch.cuda.set_device(self.rank)
+            torch.backends.cudnn.benchmark = True
+            self.device = torch.device("cuda", self.rank)
+        else:
+            torch.set_num_threads(1)  # N ranks share the CPUs
+            self.device = torch.device("cpu")
+        self.out: dict[str, Any] = {"rank": self.rank, "world": self.world, "backend": a.backend}
+        # What this rank inherited (the parent passes the environment through, never sets these).
+        self.out["nccl_env"] = {k: v for k, v in os.environ.items() if k.startswith(("NCCL_", "TORCH_NCCL_"))}
+
+    # ---- helpers -------------------------------------------------------------------------
+    def sync(self) -> None:
+        import torch
+
+        if self.cuda:
+            torch.cuda.synchronize(self.device)
+
+    def tensor(self, values: list[float], dtype: Any) -> Any:
+        import torch
+
+        return torch.tensor(values, dtype=dtype, device=self.device)
+
+    def config(self) -> Any:
+        import torch
+
+        from .train import RunConfig
+
+        if self.cpu_test:
+            return RunConfig(name="ddp", width=8, batch=16, steps=6, warmup=2, device="cpu", seed=self.a.seed)
+        amp = "bf16" if torch.cuda.is_bf16_supported() else None  # fp16 would need a GradScaler
+        return RunConfig(
+            name="ddp", batch=256, steps=40, warmup=10, amp=amp, channels_last=True, device="cuda",
+            seed=self.a.seed,
+        )  # fmt: skip
+
+    # ---- training (the baseline and the DDP run share this loop) -------------------------
+    def train(self, runner: Any, model: Any, data: Any, cfg: Any, barrier: Any = None) -> dict[str, Any]:
+        import torch
+        from torch import nn
+
+        from .synthetic import normalize
+        from .train import amp_dtype
+
+        fmt = torch.channels_last if cfg.channels_last else torch.contiguous_format
+        opt = torch.optim.SGD(model.parameters(), lr=cfg.learning_rate(), momentum=0.9, weight_decay=5e-5)
+        warm_lr = cfg.lr_warmup_steps()
+        sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda i: min(1.0, (i + 1) / warm_lr))
+        dt = amp_dtype(cfg.amp)
+        # Each rank draws its own samples (as a DistributedSampler shards the data).
+        gen = torch.Generator(device=self.device).manual_seed(cfg.seed + 17 + 1000 * self.rank)
+        losses = torch.zeros(cfg.steps, device=self.device)
+        n_train = len(data.train)
+
+        def one_step(i: int) -> None:
+            idx = torch.randint(0, n_train, (cfg.batch,), generator=gen, device=self.device)
+            x = normalize(data.train.images[idx]).contiguous(memory_format=fmt)
+            with torch.autocast(self.device.type, dtype=dt or torch.float32, enabled=dt is not None):
+                loss = nn.functional.cross_entropy(runner(x), data.train.labels[idx])
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            opt.step()
+            sched.step()
+            losses[i] = loss.detach().float()
+
+        for i in range(cfg.warmup):
+            one_step(i)
+        self.sync()
+        if barrier is not None:
+            barrier()
+        t0 = time.perf_counter()
+        for i in range(cfg.warmup, cfg.steps):
+            one_step(i)
+        self.sync()
+        wall = time.perf_counter() - t0
+        timed = cfg.steps - cfg.warmup
+        ls = [float(v) for v in losses.cpu()]
+        return {
+            "wall_s": wall,
+            "steps_timed": timed,
+            "images_per_s": cfg.batch * timed / wall if wall > 0 else 0.0,
+            "loss_first": ls[0],
+            "loss_last": ls[-1],
+            "losses_finite": all(v == v and abs(v) != float("inf") for v in ls),
+        }
+
+    def build(self, cfg: Any) -> tuple[Any, dict[str, Any]]:
+        import torch
+
+        from .models import build_model
+        from .synthetic import NUM_CLASSES
+
+        torch.manual_seed(cfg.seed)
+        model, info = build_model(cfg.arch, NUM_CLASSES, width=cfg.width)
+        fmt = torch.channels_last if cfg.channels_last else torch.contiguous_format
+        return model.to(self.device, memory_format=fmt), info
+
+    # ---- the phases ----------------------------------------------------------------------
+    def run(self) -> None:
+        import torch.distributed as dist
+
+        from .synthetic import make_dataset
+        from .train import _config_json
+
+        cfg = self.config()
+        size, n_train = (32, 256) if self.cpu_test else (224, 2048)
+        data = make_dataset(size, n_train, 16, seed=self.a.seed, device=self.device)  # same seed everywhere
+        self.out["ddp_config"] = {**_config_json(cfg), "image_size": size, "per_rank_batch": cfg.batch}
+        if self.rank == 0:
+            model, _ = self.build(cfg)
+            self.out["baseline"] = self.train(model, model, data, cfg)
+            _log(0, f"single-device baseline {self.out['baseline']['images_per_s']:.0f} img/s")
+            del model
+        kw: dict[str, Any] = {"timeout": timedelta(seconds=self.a.timeout)}
+        if self.cuda and "device_id" in inspect.signature(dist.init_process_group).parameters:
+            kw["device_id"] = self.device  # eager NCCL communicator: init errors surface here
+        t0 = time.perf_counter()
+        dist.init_process_group(self.a.backend, rank=self.rank, world_size=self.world, **kw)
+        self.out["init_s"] = time.perf_counter() - t0
+        self.sweep()
+        if self.fault == "hang":
+            _log(self.rank, "fault injection: hanging before the DDP run")
+            time.sleep(10**6)
+        bad = self.tensor([float(len(self.out["value_problems"]))], self._f64())
+        dist.all_reduce(bad)  # every rank must take the same branch, or the next collective hangs
+        if float(bad.item()) > 0:
+            self.out["ddp_skipped"] = "all-reduce values wrong: the DDP run would mean nothing"
+        else:
+            self.ddp(cfg, data)
+        # Only after success: after an error a broken communicator can hang in the teardown.
+        dist.destroy_process_group()
+
+    def _f64(self) -> Any:
+        import torch
+
+        return torch.float64
+
+    def sweep(self) -> None:
+        import torch
+        import torch.distributed as dist
+
+        limit = CPU_MAX_BYTES if self.cpu_test else GPU_MAX_BYTES
+        if self.cuda:
+            free = torch.cuda.mem_get_info(self.device)[0]
+            limit = min(limit, pow2_floor(free // 4))  # buffer + check temporaries + NCCL's own
+        cap = self.tensor([float(limit)], self._f64())
+        dist.all_reduce(cap, op=dist.ReduceOp.MIN)  # every rank must sweep the same sizes
+        sizes = sweep_sizes(int(cap.item()))
+        warm, iters = (2, 5) if self.cpu_test else (5, 20)  # nccl-tests defaults: -w 5 -n 20
+        buf = torch.zeros(sizes[-1] // 4, dtype=torch.float32, device=self.device)
+        times, problems = [], []
+        add = 1.0 if self.fault == "allreduce" else 0.0
+        for nbytes in sizes:
+            x = buf[: nbytes // 4]
+            x.zero_()
+            for _ in range(warm):
+                dist.all_reduce(x)
+            self.sync()
+            if self.cuda:
+                start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                start.record()
+                for _ in range(iters):
+                    dist.all_reduce(x)
+                end.record()
+                end.synchronize()
+                times.append(start.elapsed_time(end) / 1000 / iters)
+            else:
+                t0 = time.perf_counter()
+                for _ in range(iters):
+                    dist.all_reduce(x)
+                times.append((time.perf_counter() - t0) / iters)
+            x.fill_(self.rank + 1 + add)
+            dist.all_reduce(x)
+            p = mismatch(x, float(expected_sum(self.world)), exact=False)
+            if p:
+                problems.append(f"float32 {nbytes} B: {p}")
+        # Exact integer check at the largest size, position-dependent (a misplaced chunk shows).
+        xi = buf.view(torch.int32)
+        pattern = torch.arange(xi.numel(), dtype=torch.int32, device=self.device).remainder_(7).add_(1)
+        xi.copy_(pattern).mul_(self.rank + 1)
+        if add:
+            xi.add_(1)
+        dist.all_reduce(xi)
+        p = mismatch(xi, pattern.mul_(expected_sum(self.world)), exact=True)
+        if p:
+            problems.append(f"int32 {sizes[-1]} B: {p}")
+        del buf, xi, pattern
+        t = self.tensor(times, self._f64())
+        dist.all_reduce(t)  # nccl-tests' default: the time averaged over ranks
+        avg = [float(x) / self.world for x in t.tolist()]
+        self.out["sweep"] = [{"bytes": b, "seconds": avg[i]} for i, b in enumerate(sizes)]
+        self.out["value_problems"] = problems
+        self.out["sweep_iters"] = {"warmup": warm, "iters": iters, "dtype": "float32", "op": "sum"}
+
+    def ddp(self, cfg: Any, data: Any) -> None:
+        import torch
+        import torch.distributed as dist
+        from torch.nn.parallel import DistributedDataParallel
+
+        model, info = self.build(cfg)
+        ddp = DistributedDataParallel(model, device_ids=[self.rank] if self.cuda else None)
+        res = self.train(ddp, model, data, cfg, barrier=dist.barrier)
+        wall = self.tensor([res["wall_s"]], self._f64())
+        dist.all_reduce(wall, op=dist.ReduceOp.MAX)  # the slowest rank sets the pace
+        res["wall_max_s"] = float(wall.item())
+        timed = res["steps_timed"]
+        res["images_per_s_all"] = self.world * cfg.batch * timed / res["wall_max_s"]
+        res["model"] = info
+        params = [p.detach() for p in model.parameters()]
+        if self.fault == "params":
+            with torch.no_grad():
+                params[0].add_(1e-3)
+        flat = torch.cat([p.reshape(-1).float() for p in params])
+        ref = flat.clone()
+        dist.broadcast(ref, 0)
+        diffs = [float(d.abs().max()) for d in torch.split(flat - ref, [p.numel() for p in params])]
+        res["param_tensors"] = len(params)
+        res["max_param_abs_diff"] = max(diffs)
+        res["param_tensors_differing"] = sum(1 for d in diffs if d != 0)
+        res["param_checksum_f64"] = float(flat.double().sum())
+        self.out["ddp"] = res
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="multigpu_worker")
+    p.add_argument("--rank", type=int, required=True)
+    p.add_argument("--world", type=int, required=True)
+    p.add_argument("--backend", choices=("nccl", "gloo"), required=True)
+    p.add_argument("--mode", choices=("gpu", "cpu-test"), default="gpu")
+    p.add_argument("--out-dir", required=True)
+    p.add_argument("--timeout", type=float, default=120.0)
+    p.add_argument("--seed", type=int, default=1234)
+    a = p.parse_args(argv)
+    threading.Thread(target=_orphan_guard, daemon=True).start()
+    out_file = Path(a.out_dir) / f"rank{a.rank}.json"
+    w: Worker | None = None
+    code, info = 0, {}
+    try:
+        w = Worker(a)
+        w.run()
+    except BaseException as e:  # recorded for the parent, then a non-zero exit
+        code = 1
+        info = {"error": f"{type(e).__name__}: {e}"[:1500], "traceback": traceback.format_exc()[-3000:]}
+        _log(a.rank, info["error"])
+        if w is not None:
+            w.out.update(info)
+    out = w.out if w is not None else {"rank": a.rank, **info}
+    from .result import clean_json
+
+    out_file.write_text(json.dumps(clean_json(out), allow_nan=False))
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,255 @@
+"""The multi_gpu step: nccl-tests bandwidth arithmetic, the value checker, topology parsing, the
+thresholds, the result section, and real gloo runs on the CPU (2 processes) with injected faults."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import shutil
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+import yaml
+
+from envbuilder.cli.certify_cmd import key_metric
+from envbuilder.harness import multigpu
+from envbuilder.harness.multigpu import classify_interconnect, env_sanity, launch, merge, parse_topo
+from envbuilder.harness.multigpu_worker import (
+    FAULT_ENV,
+    bandwidths,
+    expected_sum,
+    mismatch,
+    pow2_floor,
+    sweep_sizes,
+)
+from envbuilder.harness.result import validate_multi_gpu, validate_result
+from envbuilder.harness.thresholds import (
+    BUILTIN_MULTI_GPU,
+    judge_multi_gpu,
+    pick_multi_gpu,
+    select_thresholds,
+)
+
+ROOT = Path(__file__).resolve().parents[2]
+HARNESS = ROOT / "envbuilder" / "harness"
+GIB = 1 << 30
+
+
+# ---------------------------------------------------------------- arithmetic (nccl-tests PERFORMANCE.md)
+def test_bandwidths_follow_nccl_tests() -> None:
+    # 1 GiB in 10 ms: algbw = S/t = 107.3741824 GB/s; busbw = algbw * 2(n-1)/n.
+    alg, bus = bandwidths(GIB, 0.010, 8)
+    assert alg == pytest.approx(107.3741824)
+    assert bus == pytest.approx(107.3741824 * 14 / 8)  # 187.9048192
+    alg2, bus2 = bandwidths(GIB, 0.010, 2)
+    assert bus2 == pytest.approx(alg2)  # 2(n-1)/n = 1 at n = 2
+    assert bandwidths(8, 20e-6, 4) == pytest.approx((0.0004, 0.0006))  # 8 B / 20 us; x 1.5
+    assert bandwidths(GIB, 0.0, 2) == (0.0, 0.0)
+
+
+def test_sweep_sizes_and_caps() -> None:
+    sizes = sweep_sizes(GIB)
+    assert sizes[0] == 8 and sizes[-1] == GIB and len(sizes) == 28
+    assert all(b == 2 * a for a, b in itertools.pairwise(sizes))
+    assert sweep_sizes(4 << 20)[-1] == 4 << 20 and len(sweep_sizes(4 << 20)) == 20
+    assert pow2_floor(3 * GIB) == 2 * GIB and pow2_floor(GIB) == GIB and pow2_floor(0) == 1
+
+
+def test_value_checker_catches_a_corrupted_element() -> None:
+    n = 4
+    good = torch.full((1000,), float(expected_sum(n)))
+    assert expected_sum(n) == 10 and mismatch(good, 10.0, exact=False) == ""
+    bad = good.clone()
+    bad[123] += 1
+    msg = mismatch(bad, 10.0, exact=False)
+    assert "1 of 1000 elements wrong" in msg and "index 123" in msg and "got 11.0" in msg
+    bad[5] = float("nan")
+    assert "2 of 1000" in mismatch(bad, 10.0, exact=False)
+    pattern = torch.arange(64, dtype=torch.int32) % 7 + 1
+    got = pattern * 10
+    assert mismatch(got, pattern * 10, exact=True) == ""
+    got[63] -= 1
+    assert "index 63" in mismatch(got, pattern * 10, exact=True)
+
+
+# ---------------------------------------------------------------- environment sanity
+TOPO_NVLINK = (
+    "\t\x1b[4mGPU0\tGPU1\tCPU Affinity\tNUMA Affinity\tGPU NUMA ID\x1b[0m\n"
+    "GPU0\t X \tNV18\t0-47\t0\t\tN/A\n"
+    "GPU1\tNV18\t X \t0-47\t0\t\tN/A\n\nLegend:\n  X    = Self\n  NV#  = Connection traversing a bonded set\n"
+)
+TOPO_PCIE = "        GPU0    GPU1    GPU2    CPU Affinity\nGPU0     X      PIX     SYS     0-15\n"
+TOPO_PCIE += "GPU1    PIX      X      NV4     0-15\nGPU2    SYS     NV4      X      16-31\n"
+
+
+def test_topology_parsing() -> None:
+    t = parse_topo(TOPO_NVLINK)
+    assert t["gpus"] == ["GPU0", "GPU1"] and t["links"]["GPU0"]["GPU1"] == "NV18"
+    assert classify_interconnect(t, [0, 1]) == "nvlink"
+    p = parse_topo(TOPO_PCIE)
+    assert classify_interconnect(p, [0, 1]) == "pcie"
+    assert classify_interconnect(p, [1, 2]) == "nvlink"
+    assert classify_interconnect(p, [0, 1, 2]) == "mixed"
+    assert classify_interconnect(p, [0, 5]) == "unknown"
+    assert classify_interconnect(parse_topo(""), [0, 1]) == "unknown"
+
+
+def test_env_sanity_warns_on_small_shm_and_records_nvls(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(multigpu, "shm_facts", lambda: {"total_mib": 64, "free_mib": 60})
+    monkeypatch.setenv("NCCL_NVLS_ENABLE", "0")
+    monkeypatch.setenv("NCCL_P2P_DISABLE", "1")
+    facts, warnings = env_sanity(2, False, 120.0, 180.0)
+    assert facts["nvls_enable"] == "0" and facts["env_vars"]["NCCL_NVLS_ENABLE"] == "0"
+    assert facts["timeout_s"] == 120.0 and facts["interconnect"] == "cpu"
+    assert any("/dev/shm is 64 MiB" in w for w in warnings)
+    assert any("NCCL_P2P_DISABLE=1" in w for w in warnings)
+
+
+# ---------------------------------------------------------------- thresholds
+def _yaml() -> dict[str, Any]:
+    doc: dict[str, Any] = yaml.safe_load((ROOT / "matrices" / "thresholds.yaml").read_text())
+    return doc
+
+
+def test_multi_gpu_defaults_mirror_the_yaml_and_h200_is_unconfirmed() -> None:
+    doc = _yaml()
+    assert doc["multi_gpu"]["defaults"] == BUILTIN_MULTI_GPU
+    h200 = select_thresholds(doc, "NVIDIA H200")
+    spec = pick_multi_gpu(h200, "nvlink", 2)
+    assert spec["entry"] and "x2" in spec["entry"]
+    assert spec["min_busbw_gbs"] is None and spec["min_scaling_efficiency"] == 0.5  # null: defaults
+    assert pick_multi_gpu(h200, "nvlink", 8)["reference_busbw_gbs"] == 365.6
+    assert pick_multi_gpu(h200, "pcie", 2)["entry"] is None
+    assert select_thresholds(doc, "NVIDIA GeForce GTX 1080")["multi_gpu"]["entries"] == []
+    text = (ROOT / "matrices" / "thresholds.yaml").read_text()
+    assert "UNCONFIRMED" in text.split("multi_gpu:", 1)[1]
+
+
+def _metrics(**kw: Any) -> dict[str, Any]:
+    m = {"allreduce_values_ok": True, "params_identical": True, "busbw_at_max_gbs": 350.0}
+    m.update(max_bytes=GIB, scaling_efficiency=0.9)
+    m.update(kw)
+    return m
+
+
+def test_multi_gpu_judging() -> None:
+    doc = {
+        "multi_gpu": {"entries": [{"name": "X2", "nvml_names": ["G"], "world_size": 2, "min_busbw_gbs": 300}]}
+    }
+    spec = pick_multi_gpu(select_thresholds(doc, "G"), "nvlink", 2)
+    status = {g["name"]: g["status"] for g in judge_multi_gpu(spec, _metrics())}
+    assert set(status.values()) == {"pass"} and len(status) == 4
+    low = {
+        g["name"]: g for g in judge_multi_gpu(spec, _metrics(busbw_at_max_gbs=250.0, scaling_efficiency=0.4))
+    }
+    assert low["multi_gpu:busbw"]["status"] == "fail" and "< 300" in low["multi_gpu:busbw"]["reason"]
+    assert low["multi_gpu:scaling_efficiency"]["status"] == "fail"  # the generic 0.5 floor
+    null = {
+        g["name"]: g
+        for g in judge_multi_gpu(pick_multi_gpu(select_thresholds(doc, "H"), "nvlink", 2), _metrics())
+    }
+    assert null["multi_gpu:busbw"]["status"] == "skip" and "report only" in null["multi_gpu:busbw"]["reason"]
+    wrong = {g["name"]: g["status"] for g in judge_multi_gpu(spec, _metrics(allreduce_values_ok=False))}
+    assert wrong["multi_gpu:allreduce_values"] == "fail"
+    cpu = judge_multi_gpu(spec, _metrics(scaling_efficiency=0.1), perf_why_not="CPU test mode")
+    assert [g["status"] for g in cpu[2:]] == ["skip", "skip"]
+
+
+def test_multi_gpu_section_schema_and_key_metric() -> None:
+    sec = {"status": "pass", "reason": "", "world_size": 2, "backend": "nccl", "env": {}}
+    sec.update(allreduce_values_ok=True, params_identical=True)
+    sec["sweep"] = [{"bytes": GIB, "time_us": 3000.0, "algbw_gbs": 357.9, "busbw_gbs": 357.9}]
+    assert validate_multi_gpu(sec) == []
+    assert any("params_identical" in p for p in validate_multi_gpu({**sec, "params_identical": False}))
+    assert any("reason" in p for p in validate_multi_gpu({"status": "skip", "reason": ""}))
+    assert validate_multi_gpu({"status": "skip", "reason": "fewer than 2 GPUs visible (1)"}) == []
+    metrics = {**sec, "busbw_at_max_gbs": 357.9, "max_bytes": GIB, "scaling_efficiency": 0.93}
+    step: dict[str, Any] = {"name": "multi_gpu", "metrics": metrics}
+    assert key_metric(step) == "busbw 357.9 GB/s at 1 GiB, DDP x2 scaling 0.93"
+
+
+# ---------------------------------------------------------------- real gloo runs (2 CPU processes)
+def _run_harness(tmp_path: Path, *args: str, fault: str = "") -> dict[str, Any]:
+    """The payload as an image holds it (package envbuilder_harness), by file path, no PYTHONPATH."""
+    stage = tmp_path / "opt"
+    shutil.copytree(HARNESS, stage / "envbuilder_harness", ignore=shutil.ignore_patterns("__py*"))
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "HOME": str(tmp_path),
+        "CUDA_VISIBLE_DEVICES": "",
+        "NCCL_NVLS_ENABLE": "0",
+    }
+    if fault:
+        env[FAULT_ENV] = fault
+    run_py = stage / "envbuilder_harness" / "run.py"
+    proc = subprocess.run(
+        [sys.executable, str(run_py), "--multi-gpu-cpu-test", "2", *args],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    lines = [json.loads(ln) for ln in proc.stdout.splitlines()]  # stdout is JSON only
+    result: dict[str, Any] = lines[-1]
+    assert validate_result(result) == [], proc.stderr[-3000:]
+    assert proc.returncode == (0 if result["verdict"] != "failed" else 1), proc.stderr[-3000:]
+    return result
+
+
+def test_cpu_test_mode_passes_through_the_cli(tmp_path: Path) -> None:
+    result = _run_harness(tmp_path)
+    assert result["verdict"] == "certified-cpu-only", result["verdict_reason"]
+    assert any("NOT a GPU certification" in n for n in result["notes"])
+    step = next(s for s in result["steps"] if s["name"] == "multi_gpu")
+    assert step["status"] == "pass", step["reason"]
+    mg = result["multi_gpu"]
+    assert mg["status"] == "pass" and mg["world_size"] == 2 and mg["backend"] == "gloo"
+    assert [r["bytes"] for r in mg["sweep"]] == sweep_sizes(4 << 20)
+    # n = 2: busbw = algbw. Small sizes may round to 0 GB/s in the document on a loaded machine.
+    assert all(r["busbw_gbs"] == pytest.approx(r["algbw_gbs"]) and r["time_us"] > 0 for r in mg["sweep"])
+    assert mg["busbw_at_max_gbs"] == mg["sweep"][-1]["busbw_gbs"] > 0
+    assert mg["allreduce_values_ok"] is True and mg["params_identical"] is True
+    assert mg["max_param_abs_diff"] == 0 and len(set(mg["param_checksums_f64"])) == 1
+    assert mg["ddp_images_per_s"] > 0 and mg["scaling_efficiency"] > 0
+    assert [r["nccl_env"] for r in mg["ranks"]] == [{"NCCL_NVLS_ENABLE": "0"}] * 2  # passed through
+    assert mg["env"]["nvls_enable"] == "0" and mg["env"]["timeout_s"] == 120
+    gates = {g["name"]: g["status"] for g in result["gates"]}
+    assert gates["multi_gpu:allreduce_values"] == gates["multi_gpu:params_identical"] == "pass"
+    assert gates["multi_gpu:busbw"] == "skip"  # performance is not judged on the CPU
+
+
+def test_wrong_allreduce_values_fail_the_step(tmp_path: Path) -> None:
+    result = _run_harness(tmp_path, fault="allreduce")
+    mg = result["multi_gpu"]
+    assert result["verdict"] == "failed" and mg["status"] == "fail"
+    assert mg["reason"].startswith("all-reduce values wrong") and mg["allreduce_values_ok"] is False
+    assert mg["ddp"]["skipped"]  # DDP on a broken all-reduce would mean nothing
+
+
+def test_differing_parameters_and_a_hung_rank(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two launches at once (the hang mostly waits): a rank perturbs one parameter after
+    training; a rank hangs before the DDP run and is killed, the step naming the hang."""
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
+
+    def run(fault: str, timeout: float) -> tuple[dict[str, Any], list[str]]:
+        work = tmp_path / fault
+        work.mkdir()
+        kw: dict[str, Any] = {"timeout_s": timeout, "deadline_s": timeout + 60, "seed": 1234}
+        res = launch(2, "gloo", "cpu-test", work, extra_env={FAULT_ENV: fault}, **kw)
+        return merge(2, work, res)
+
+    with ThreadPoolExecutor(2) as pool:
+        hang = pool.submit(run, "hang", 5.0)  # rank 1 waits <= 5 s for rank 0 at the rendezvous
+        params = pool.submit(run, "params", 60.0)
+        (mp, pp), (mh, ph) = params.result(timeout=120), hang.result(timeout=120)
+    assert mp["params_identical"] is False and mp["allreduce_values_ok"] is True
+    assert pp and pp[0].startswith("parameters differ across ranks after DDP training: rank 1")
+    assert ph[0].startswith("hang: rank(s) 1") and "killed" in ph[0], ph
+    assert mh["ranks"][1]["exit_code"] == -9 and multigpu._LIVE == []
+    assert mh["launch_wall_s"] < 30
