@@ -13,25 +13,9 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 PYTHON="${PYTHON:-python3}"
 OUT="${OUT:-$ROOT/out}"
 mkdir -p "$OUT"
-STAGE="$(mktemp -d)"
-trap 'rm -rf "$STAGE"' EXIT
-cp -r "$ROOT/envbuilder/harness" "$STAGE/envbuilder_harness"
-find "$STAGE" -name __pycache__ -prune -exec rm -rf {} +
-
-# thresholds.yaml -> JSON (PyYAML is on the GPU machine; without it the harness uses its
-# built-in correctness defaults and applies no throughput gate).
-THRESH_ARGS=()
-if "$PYTHON" -c 'import yaml' 2>/dev/null; then
-  "$PYTHON" - "$ROOT/matrices/thresholds.yaml" "$STAGE/thresholds.json" <<'PY'
-import json, sys, yaml
-doc = yaml.safe_load(open(sys.argv[1]))
-doc["source_path"] = "matrices/thresholds.yaml"
-json.dump(doc, open(sys.argv[2], "w"), indent=1)
-PY
-  THRESH_ARGS=(--thresholds "$STAGE/thresholds.json")
-else
-  echo "run_harness_native: PyYAML missing: built-in thresholds (no throughput gate)" >&2
-fi
+# shellcheck source=lib.sh
+source "$ROOT/benchmarks/gpu/lib.sh"
+stage_harness run_harness_native
 
 {
   echo "date: $(date -u +%FT%TZ)"

@@ -1,0 +1,23 @@
+# Sourced by the GPU scripts here: stage the harness exactly as images carry it, and convert
+# matrices/thresholds.yaml to the JSON the harness reads (as the host side does).
+#   stage_harness NAME   sets STAGE (a temp dir holding envbuilder_harness/, removed on exit) and
+#                        THRESH_ARGS (empty when PyYAML is missing: built-in thresholds)
+stage_harness() {
+  local name=$1
+  STAGE="$(mktemp -d)"
+  trap 'rm -rf "$STAGE"' EXIT
+  cp -r "$ROOT/envbuilder/harness" "$STAGE/envbuilder_harness"
+  find "$STAGE" -name __pycache__ -prune -exec rm -rf {} +
+  THRESH_ARGS=()
+  if "$PYTHON" -c 'import yaml' 2>/dev/null; then
+    "$PYTHON" - "$ROOT/matrices/thresholds.yaml" "$STAGE/thresholds.json" <<'PY'
+import json, sys, yaml
+doc = yaml.safe_load(open(sys.argv[1]))
+doc["source_path"] = "matrices/thresholds.yaml"
+json.dump(doc, open(sys.argv[2], "w"), indent=1)
+PY
+    THRESH_ARGS=(--thresholds "$STAGE/thresholds.json")
+  else
+    echo "$name: PyYAML missing: the harness's built-in thresholds apply" >&2
+  fi
+}
