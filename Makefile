@@ -51,7 +51,7 @@ test-docker: $(STAMP) services ## Only the Docker integration tests
 	$(BIN)/pytest -q -m docker tests/integration
 
 golden: $(STAMP) ## Regenerate golden Dockerfiles and the committed images/*.Dockerfile renders
-	$(BIN)/pytest -q tests/unit -k golden --update-golden
+	$(BIN)/pytest -q tests/unit -k 'golden or image_renders' --update-golden
 
 bench: $(STAMP) services ## Build benchmarks (cold vs warm build, image sizes) -> benchmarks/results/
 	$(BIN)/python benchmarks/build_bench.py
