@@ -16,6 +16,7 @@ Ranking key (survivors are sorted by this tuple, best first; see `_rank_key`):
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, replace
 
 from packaging.specifiers import SpecifierSet
@@ -402,3 +403,10 @@ def resolve(matrix: Matrix, request: Request, host: Host) -> Resolution:
         rejected=tuple(rejected),
         warnings=tuple(warnings),
     )
+
+
+def rejection_summary(resolution: Resolution) -> str:
+    """'12 candidates rejected; arch: 8, driver: 4': why nothing fit, for one-line errors."""
+    counts = Counter(r.component for r in resolution.rejected)
+    parts = ", ".join(f"{c}: {n}" for c, n in counts.most_common())
+    return f"{len(resolution.rejected)} candidates rejected; {parts}"

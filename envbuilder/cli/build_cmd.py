@@ -217,17 +217,15 @@ def _resolve(
 ) -> Resolution:
     """Resolve the spec's request for the given (or this) host. Raises NoCompatibleStackError."""
     from envbuilder.matrix import load_matrix
-    from envbuilder.resolve import resolve
+    from envbuilder.resolve import rejection_summary, resolve
 
     matrix = load_matrix()
     host = host_from_options(matrix, driver, gpus, ccs)
     resolution = resolve(matrix, spec.to_request(cpu_only=cpu), host)
     if resolution.stack is None:
-        components = Counter(r.component for r in resolution.rejected)
-        summary = ", ".join(f"{c}: {n}" for c, n in components.most_common())
         raise NoCompatibleStackError(
             f"no compatible {spec.framework}{spec.specifier} stack for {spec.path} "
-            f"({len(resolution.rejected)} candidates rejected; {summary})",
+            f"({rejection_summary(resolution)})",
             hint="`envbuilder resolve --explain` shows each reason",
         )
     return resolution

@@ -10,7 +10,7 @@ import click
 
 from envbuilder.certificate import Certificate
 from envbuilder.cli import cli
-from envbuilder.container import GPU_ACCESS_CHOICES
+from envbuilder.cli.options import gpu_access_option
 from envbuilder.errors import CertificationFailedError
 
 
@@ -87,13 +87,7 @@ def print_summary(cert: Certificate, stored_id: str | None) -> None:
 
 @cli.command()
 @click.argument("image")
-@click.option(
-    "--gpu-access",
-    type=click.Choice(GPU_ACCESS_CHOICES),
-    default="auto",
-    show_default=True,
-    help="How the container gets the GPUs: auto picks toolkit, then cdi, then devices, else none (CPU).",
-)
+@gpu_access_option
 @click.option("--quick", is_flag=True, help="Host record and smoke tests only (seconds).")
 @click.option("--json", "as_json", is_flag=True, help="Print the certificate JSON on stdout.")
 @click.option(

@@ -16,6 +16,19 @@ from envbuilder.versions import parse_driver, parse_version
 F = TypeVar("F", bound=Callable[..., Any])
 
 
+def gpu_access_option(func: F) -> F:
+    """--gpu-access, shared by certify and run so an image runs the way it was certified."""
+    from envbuilder.container import GPU_ACCESS_CHOICES
+
+    return click.option(
+        "--gpu-access",
+        type=click.Choice(GPU_ACCESS_CHOICES),
+        default="auto",
+        show_default=True,
+        help="How the container gets the GPUs: auto picks toolkit, then cdi, then devices, else none (CPU).",
+    )(func)
+
+
 def host_options(func: F) -> F:
     """--driver, --gpu (repeatable), --cc (repeatable): describe a host instead of probing this one."""
     func = click.option(

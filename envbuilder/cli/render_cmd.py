@@ -59,6 +59,7 @@ def prepare(
     Raises SpecError, UsageError, MatrixError, NoCompatibleStackError. Warnings go to stderr.
     """
     from envbuilder.matrix import load_matrix
+    from envbuilder.resolve import rejection_summary
     from envbuilder.resolve import resolve as resolve_stack
 
     spec = load_spec(spec_path)
@@ -71,7 +72,7 @@ def prepare(
     if stack is None:
         raise NoCompatibleStackError(
             f"{spec_path}: no compatible {spec.framework}{spec.specifier} stack for this host "
-            f"({len(resolution.rejected)} candidates rejected)",
+            f"({rejection_summary(resolution)})",
             hint=f"run `envbuilder resolve --framework '{spec.framework}{spec.specifier}' --explain`",
         )
     options = RenderOptions(

@@ -46,6 +46,7 @@ def resolve(
     Exit codes: 0 a stack was found; 2 bad input; 3 bad matrix; 4 nothing fits (with --json the
     document, including every rejection, is still printed).
     """
+    from envbuilder.resolve import rejection_summary
     from envbuilder.resolve import resolve as resolve_stack
 
     matrix = load_matrix()
@@ -57,11 +58,9 @@ def resolve(
     else:
         _print_human(resolution, explain)
     if resolution.stack is None:
-        components = Counter(r.component for r in resolution.rejected)
-        summary = ", ".join(f"{c}: {n}" for c, n in components.most_common())
         raise NoCompatibleStackError(
             f"no compatible {request.requirement or request.framework} stack for this host "
-            f"({len(resolution.rejected)} candidates rejected; {summary})",
+            f"({rejection_summary(resolution)})",
             hint="run with --explain to see each reason; relax the requirement, or change the driver",
         )
     if lock_path is not None:

@@ -10,7 +10,7 @@ from typing import Any
 import click
 
 from envbuilder.cli import cli
-from envbuilder.container import GPU_ACCESS_CHOICES
+from envbuilder.cli.options import gpu_access_option
 from envbuilder.runner import IPC_MODES, RunOptions, run_image
 
 
@@ -29,13 +29,7 @@ def newest_certificate(image_id: str) -> Mapping[str, Any] | None:
 @cli.command(context_settings={"help_option_names": ["-h", "--help"]})
 @click.argument("image")
 @click.argument("command", nargs=-1, required=True)
-@click.option(
-    "--gpu-access",
-    type=click.Choice(GPU_ACCESS_CHOICES),
-    default="auto",
-    show_default=True,
-    help="How the container gets the GPUs (as in certify): auto picks toolkit, cdi or devices.",
-)
+@gpu_access_option
 @click.option("--force", is_flag=True, help="Run even if the certificate does not cover it (recorded).")
 @click.option("--monitor", is_flag=True, help="Sample GPU telemetry meanwhile; write it with a diagnosis.")
 @click.option(
