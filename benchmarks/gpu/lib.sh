@@ -21,3 +21,19 @@ PY
     echo "$name: PyYAML missing: the harness's built-in thresholds apply" >&2
   fi
 }
+
+#   run_harness PREFIX ARGS...   runs the staged harness, writing $OUT/PREFIX.json (the result),
+#                                .steps.jsonl (step lines) and .log (stderr); sets rc and wall (s)
+run_harness() {
+  local prefix=$1; shift
+  local start end
+  start=$(date +%s.%N)
+  set +e
+  PYTHONPATH="$STAGE${PYTHONPATH:+:$PYTHONPATH}" "$PYTHON" -m envbuilder_harness \
+    --out "$OUT/$prefix.json" "${THRESH_ARGS[@]}" "$@" \
+    > "$OUT/$prefix.steps.jsonl" 2> >(tee "$OUT/$prefix.log" >&2)
+  rc=$?
+  set -e
+  end=$(date +%s.%N)
+  wall=$(awk -v a="$start" -v b="$end" 'BEGIN { printf "%.1f", b - a }')
+}

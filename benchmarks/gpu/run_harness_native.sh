@@ -25,15 +25,7 @@ stage_harness run_harness_native
   echo "nproc: $(nproc)"
 } | tee "$OUT/cert-native.host.txt" >&2
 
-start=$(date +%s.%N)
-set +e
-PYTHONPATH="$STAGE${PYTHONPATH:+:$PYTHONPATH}" "$PYTHON" -m envbuilder_harness \
-  --out "$OUT/cert-native.json" "${THRESH_ARGS[@]}" "$@" \
-  > "$OUT/cert-native.steps.jsonl" 2> >(tee "$OUT/cert-native.log" >&2)
-rc=$?
-set -e
-end=$(date +%s.%N)
-wall=$(awk -v a="$start" -v b="$end" 'BEGIN { printf "%.1f", b - a }')
+run_harness cert-native "$@"
 echo "run_harness_native: exit $rc, wall ${wall} s (target <= 180 s), result $OUT/cert-native.json" >&2
 "$PYTHON" - "$OUT/cert-native.json" "$wall" <<'PY' >&2 || true
 import json, sys

@@ -33,15 +33,7 @@ stage_harness run_multigpu
   "$PYTHON" -c 'import sys, torch; print("python", sys.version.split()[0], "torch", torch.__version__, "cuda", torch.version.cuda, "nccl", torch.cuda.nccl.version(), "gpus", torch.cuda.device_count())' 2>/dev/null || true
 } | tee "$OUT/cert-multigpu.host.txt" >&2
 
-start=$(date +%s.%N)
-set +e
-PYTHONPATH="$STAGE${PYTHONPATH:+:$PYTHONPATH}" "$PYTHON" -m envbuilder_harness \
-  --out "$OUT/cert-multigpu.json" "${THRESH_ARGS[@]}" "$@" \
-  > "$OUT/cert-multigpu.steps.jsonl" 2> >(tee "$OUT/cert-multigpu.log" >&2)
-rc=$?
-set -e
-end=$(date +%s.%N)
-wall=$(awk -v a="$start" -v b="$end" 'BEGIN { printf "%.1f", b - a }')
+run_harness cert-multigpu "$@"
 echo "run_multigpu: exit $rc, wall ${wall} s, result $OUT/cert-multigpu.json" >&2
 "$PYTHON" - "$OUT/cert-multigpu.json" <<'PY' | tee "$OUT/cert-multigpu.table.txt" >&2 || true
 import json, sys
