@@ -5,6 +5,7 @@ telemetry overhead measurement and the input pipeline check. Each is a step that
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Any
 
 from .result import StepFailed, StepSkipped, log
@@ -127,39 +128,54 @@ def run_gpu_benchmarks(s: Suite) -> None:
     s.real_data("resnet18", 64, 224, s.opts.steps or 100, amp)
 
 
+def synthetic_trainer(s: Suite, amp: str) -> tuple[Any, Callable[[int], None]]:
+    """A fresh ResNet-18 (mixed precision, channels_last) with SGD, and `train_once(batch)`: one
+    step on a random batch of the synthetic set already on the GPU (no loader in the way). The
+    batch ramp and the telemetry overhead A/B both train with it."""
+    import torch
+
+    from .models import build_model
+    from .synthetic import NUM_CLASSES, normalize
+    from .train import amp_dtype
+
+    assert s.data is not None
+    data = s.data.train
+    model = build_model("resnet18", NUM_CLASSES)[0].to("cuda", memory_format=torch.channels_last)
+    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    dt, n = amp_dtype(amp), len(data)
+
+    def train_once(b: int) -> None:
+        idx = torch.randint(0, n, (b,), device="cuda")
+        x = normalize(data.images[idx]).contiguous(memory_format=torch.channels_last)
+        with torch.autocast("cuda", dtype=dt):
+            loss = torch.nn.functional.cross_entropy(model(x), data.labels[idx])
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+
+    return opt, train_once
+
+
 def batch_ramp(s: Suite, amp: str, reserve: float) -> None:
     """ResNet-18, mixed precision, channels_last: double until OOM, back off, bisect."""
     import torch
 
-    from .models import build_model
     from .ramp import find_max_batch
-    from .synthetic import NUM_CLASSES, normalize
-    from .train import amp_dtype, free_device_memory
+    from .train import free_device_memory
 
     with s.rec.step("batch_ramp") as st:
         if s.data is None:
             raise StepSkipped("no dataset (the dataset step did not pass)")
         s.need(ESTIMATE["ramp"] / 2)
         free_device_memory()
-        model = build_model("resnet18", NUM_CLASSES)[0]
-        model = model.to("cuda", memory_format=torch.channels_last)
-        opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
-        dt = amp_dtype(amp)
-        n = len(s.data.train)
+        opt, train_once = synthetic_trainer(s, amp)
         # cuDNN autotuning each new batch would cost seconds per size; off for the ramp only.
         torch.backends.cudnn.benchmark = False
 
         def try_batch(b: int) -> dict[str, Any]:
             torch.cuda.reset_peak_memory_stats()
             for _ in range(2):
-                idx = torch.randint(0, n, (b,), device="cuda")
-                x = normalize(s.data.train.images[idx]).contiguous(memory_format=torch.channels_last)
-                with torch.autocast("cuda", dtype=dt):
-                    loss = torch.nn.functional.cross_entropy(model(x), s.data.train.labels[idx])
-                opt.zero_grad(set_to_none=True)
-                loss.backward()
-                opt.step()
-                del x, loss
+                train_once(b)
             torch.cuda.synchronize()
             return {"peak_allocated_mib": round(torch.cuda.max_memory_allocated() / 2**20)}
 
@@ -267,9 +283,7 @@ OVERHEAD_PAIRS = 6  # 12 windows of 150 steps: about 20 s for ResNet-18 at batch
 def telemetry_overhead(s: Suite, amp: str) -> None:
     import torch
 
-    from .models import build_model
-    from .synthetic import NUM_CLASSES, normalize
-    from .train import amp_dtype, free_device_memory
+    from .train import free_device_memory
 
     with s.rec.step("telemetry_overhead") as st:
         if s.sampler is None:
@@ -278,18 +292,11 @@ def telemetry_overhead(s: Suite, amp: str) -> None:
             raise StepSkipped("no dataset (the dataset step did not pass)")
         s.need(ESTIMATE["overhead"])
         free_device_memory()
-        model = build_model("resnet18", NUM_CLASSES)[0].to("cuda", memory_format=torch.channels_last)
-        opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
-        dt, n, b = amp_dtype(amp), len(s.data.train), 128
+        b = 128
+        train_once = synthetic_trainer(s, amp)[1]
 
         def one() -> None:
-            idx = torch.randint(0, n, (b,), device="cuda")
-            x = normalize(s.data.train.images[idx]).contiguous(memory_format=torch.channels_last)
-            with torch.autocast("cuda", dtype=dt):
-                loss = torch.nn.functional.cross_entropy(model(x), s.data.train.labels[idx])
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            opt.step()
+            train_once(b)
 
         def window(steps: int = 150) -> float:
             # Longer than the sample interval (1 s), so every "on" window holds samples.
