@@ -20,7 +20,13 @@ import yaml
 
 from envbuilder import engine
 from envbuilder.certificate import VERDICTS, Certificate, build_certificate, host_fingerprint
-from envbuilder.container import AccessChoice, choose_gpu_access, docker_cli_args, training_container
+from envbuilder.container import (
+    COLLECTIVE_ENV_PREFIXES,
+    AccessChoice,
+    choose_gpu_access,
+    docker_cli_args,
+    training_container,
+)
 from envbuilder.engine import ContainerRun, DaemonInfo, ImageInfo, RunResult
 from envbuilder.errors import CertificationFailedError, DockerUnavailableError, MatrixError, UsageError
 from envbuilder.host import AccessMode, HostReport, gpu_access_modes, probe_host
@@ -258,6 +264,9 @@ def certify_image(
             mem_total=mem_total,
             timeout_s=limit,
         )
+        passed = [f"{k}={v}" for k, v in sorted(spec.env.items()) if k.startswith(COLLECTIVE_ENV_PREFIXES)]
+        if passed:
+            say(f"certify: the host's collective settings go in: {' '.join(passed)}")
         started = time.monotonic()
         res, spec = _run_with_memlock_fallback(eng, spec, say, warnings)
         seconds = time.monotonic() - started

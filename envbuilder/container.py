@@ -18,6 +18,12 @@ from envbuilder.host import AccessMode
 GPU_ACCESS_CHOICES: tuple[str, ...] = ("auto", "toolkit", "cdi", "devices", "none")
 SHM_MAX = 8 * 1024**3
 STACK_ULIMIT = 67108864  # 64 MiB, as NVIDIA's framework containers advise (with memlock=-1)
+# The host's collective-communication settings, which a container would otherwise silently drop:
+# site NCCL tuning (NCCL_SOCKET_IFNAME, NCCL_IB_HCA, ...) and safety switches such as
+# NCCL_NVLS_ENABLE=0 / NVSHMEM_DISABLE_NVLS=1 / TORCH_SYMM_MEM_DISABLE_MULTICAST=1, which keep NVLink
+# multicast off on hosts where it must stay off. NCCL_VERSION is the image's own label, not a setting.
+COLLECTIVE_ENV_PREFIXES = ("NCCL_", "TORCH_NCCL_", "TORCH_SYMM_MEM_", "NVSHMEM_")
+COLLECTIVE_ENV_SKIP = frozenset({"NCCL_VERSION"})
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -61,6 +67,15 @@ def shm_bytes(mem_total: int | None = None) -> int:
         except (ValueError, OSError):
             mem_total = 2 * SHM_MAX
     return max(64 * 1024**2, min(SHM_MAX, mem_total // 2))
+
+
+def collective_env(environ: Mapping[str, str]) -> dict[str, str]:
+    """The host's NCCL / NVSHMEM / torch collective settings, passed into training containers."""
+    return {
+        k: v
+        for k, v in sorted(environ.items())
+        if k.startswith(COLLECTIVE_ENV_PREFIXES) and k not in COLLECTIVE_ENV_SKIP
+    }
 
 
 def _image_env(info: ImageInfo, key: str) -> str | None:
@@ -111,15 +126,18 @@ def training_container(
     network: str | None = "none",
     mem_total: int | None = None,
     timeout_s: float | None = None,
+    host_env: Mapping[str, str] | None = None,
 ) -> ContainerRun:
     """A container for training work on `image`: GPU access per `choice`, shared memory for
-    DataLoader workers, memlock=-1 and stack=64 MiB ulimits, no network unless asked. The access
-    mode's variables win over `env` (it must not be able to hide the GPUs by accident)."""
+    DataLoader workers, memlock=-1 and stack=64 MiB ulimits, no network unless asked, and the
+    host's collective settings (`collective_env(host_env)`, default os.environ). `env` wins over
+    those; the access mode's variables win over both (nothing may hide the GPUs by accident)."""
     parts = gpu_run_parts(choice, image)
+    forwarded = collective_env(os.environ if host_env is None else host_env)
     return ContainerRun(
         image=image.id,
         command=tuple(command),
-        env={**(env or {}), **parts["env"]},
+        env={**forwarded, **(env or {}), **parts["env"]},
         devices=tuple(parts["devices"]),
         gpus_all=parts["gpus_all"],
         cdi_devices=tuple(parts["cdi_devices"]),

@@ -4,6 +4,7 @@ telemetry overhead measurement and the input pipeline check. Each is a step that
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable
 from typing import Any
@@ -22,7 +23,7 @@ ESTIMATE = {
     "rn50_eager": 15,
     "rn50_compiled": 70,  # cold Inductor compile 58-63 s (perf-anchors 1c)
     "rn18_compiled": 30,  # cold compile 21 s (perf-anchors 2)
-    "overhead": 20,
+    "overhead": 24,
     "pipeline": 12,
 }
 TUNED_BATCH = 256
@@ -277,7 +278,8 @@ def _median(xs: list[float]) -> float:
     return xs[n // 2] if n % 2 else (xs[n // 2 - 1] + xs[n // 2]) / 2
 
 
-OVERHEAD_PAIRS = 6  # 12 windows of 150 steps: about 20 s for ResNet-18 at batch 128 on an H200
+OVERHEAD_PAIRS = 6  # 12 windows of >= 150 steps: 20-26 s for ResNet-18 at batch 128 on an H200
+OVERHEAD_MIN_STEPS = 150
 
 
 def telemetry_overhead(s: Suite, amp: str) -> None:
@@ -295,27 +297,26 @@ def telemetry_overhead(s: Suite, amp: str) -> None:
         b = 128
         train_once = synthetic_trainer(s, amp)[1]
 
-        def one() -> None:
-            train_once(b)
-
-        def window(steps: int = 150) -> float:
-            # Longer than the sample interval (1 s), so every "on" window holds samples.
-            ev = [torch.cuda.Event(enable_timing=True) for _ in range(steps + 1)]
-            for i in range(steps):
-                ev[i].record()
-                one()
-            ev[-1].record()
-            ev[-1].synchronize()
-            # The mean, not the median: a sample's cost lands on a few steps, the median would
-            # hide it.
-            return ev[0].elapsed_time(ev[-1]) / steps / 1000
+        def window(steps: int) -> float:
+            # The mean step time from two CUDA events, not a median: a sample's cost lands on a
+            # few steps, a median would hide it.
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            for _ in range(steps):
+                train_once(b)
+            end.record()
+            end.synchronize()
+            return start.elapsed_time(end) / steps / 1000
 
         for _ in range(8):
-            one()
-        torch.cuda.synchronize()
+            train_once(b)
+        step_s = window(20)
         assert s.sampler is not None
-        res = measure_overhead(window, OVERHEAD_PAIRS, s.sampler.pause, s.sampler.resume)
-        st.metrics.update(res, interval_s=s.sampler.interval, batch=b, model="resnet18")
+        # Each window spans more than one sampler period (which stretches when NVML is slow), so
+        # every "on" window holds at least one sample.
+        steps = max(OVERHEAD_MIN_STEPS, math.ceil(1.2 * s.sampler.period() / step_s))
+        res = measure_overhead(lambda: window(steps), OVERHEAD_PAIRS, s.sampler.pause, s.sampler.resume)
+        st.metrics.update(res, window_steps=steps, batch=b, model="resnet18")
         cost = s.sampler.cost()
         st.metrics.update(cost)
         limit = float(s.applied["telemetry_overhead_max"])

@@ -19,7 +19,7 @@ class Options:
 
     mode: str = "full"  # full | quick | cpu
     steps: int | None = None
-    budget_s: float = 170.0
+    budget_s: float = 180.0
     data: str | None = None
     weights: str | None = None
     workers: int | None = None

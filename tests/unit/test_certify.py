@@ -107,7 +107,34 @@ def test_explicit_mode_that_is_not_offered_is_refused_with_exit_5() -> None:
 def run_for(choice_name: str, tmp: Path) -> ContainerRun:
     modes = {"toolkit": mode("toolkit"), "cdi": mode("cdi"), "devices": devices_mode(tmp)}
     choice = choose_gpu_access(choice_name, list(modes.values()) if choice_name != "none" else [])
-    return training_container(IMAGE, choice, ("python3", "x.py"), env={"A": "1"}, mem_total=64 * 1024**3)
+    return training_container(
+        IMAGE, choice, ("python3", "x.py"), env={"A": "1"}, mem_total=64 * 1024**3, host_env={}
+    )
+
+
+def test_host_collective_settings_reach_the_container(tmp_path: Path) -> None:
+    """The 2-GPU test machine sets NCCL_NVLS_ENABLE=0 (and friends) and they must stay set inside
+    containers; site NCCL tuning must arrive too. NCCL_VERSION is the image's label, not a setting."""
+    host = {
+        "NCCL_NVLS_ENABLE": "0",
+        "NVSHMEM_DISABLE_NVLS": "1",
+        "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1",
+        "TORCH_NCCL_ASYNC_ERROR_HANDLING": "1",
+        "NCCL_SOCKET_IFNAME": "eth0",
+        "NCCL_VERSION": "2.28.3-1",
+        "HOME": "/root",
+        "CUDA_VISIBLE_DEVICES": "1",
+    }
+    choice = choose_gpu_access("devices", [devices_mode(tmp_path)])
+    run = training_container(IMAGE, choice, ("python3",), env={"NCCL_SOCKET_IFNAME": "ib0"}, host_env=host)
+    assert run.env["NCCL_NVLS_ENABLE"] == "0"
+    assert run.env["NVSHMEM_DISABLE_NVLS"] == "1"
+    assert run.env["TORCH_SYMM_MEM_DISABLE_MULTICAST"] == "1"
+    assert run.env["TORCH_NCCL_ASYNC_ERROR_HANDLING"] == "1"
+    assert run.env["NCCL_SOCKET_IFNAME"] == "ib0"  # an explicit -e wins over the host's
+    assert "NCCL_VERSION" not in run.env and "HOME" not in run.env
+    assert "CUDA_VISIBLE_DEVICES" not in run.env  # GPU selection is the access mode's business
+    assert "NCCL_NVLS_ENABLE=0" in docker_cli_args(run)
 
 
 def test_toolkit_mode_is_a_gpu_device_request(tmp_path: Path) -> None:

@@ -339,6 +339,44 @@ def test_sampler_thread_pause_and_unsupported_fields() -> None:
     assert "power_w" not in s.summarize()
 
 
+class SlowNVML(FakeNVML):
+    """One query costs `delay` seconds, like NVML in the H200 VMs (about 1.6 ms a query there)."""
+
+    def __init__(self, delay: float) -> None:
+        super().__init__()
+        self.delay = delay
+
+    def nvmlDeviceGetPowerUsage(self, h: Any) -> int:
+        time.sleep(self.delay)
+        return super().nvmlDeviceGetPowerUsage(h)
+
+
+def test_sampler_stretches_its_period_to_stay_under_max_duty() -> None:
+    s = Sampler(SlowNVML(0.005), handle=None, interval=0.001, max_duty=0.1)
+    assert s.period() == 0.001  # nothing measured yet
+    for _ in range(3):
+        s.sample()
+    cost = s.cost()
+    assert cost["query_cost_ms"]["power_w"] >= 5.0
+    assert cost["sample_cost_ms"] >= cost["query_cost_ms"]["power_w"]
+    assert s.period() == pytest.approx(cost["sample_cost_ms"] / 1000 / 0.1, rel=0.01)
+    assert s.period() >= 0.05
+    assert cost["sampler_duty_cycle"] <= 0.1 + 1e-6
+    unlimited = Sampler(SlowNVML(0.005), handle=None, interval=0.001)
+    unlimited.sample()
+    assert unlimited.period() == 0.001
+    assert unlimited.cost()["sampler_duty_cycle"] > 1  # what a fixed period would have cost
+
+
+def test_sampler_thread_keeps_the_stretched_period() -> None:
+    s = Sampler(SlowNVML(0.005), handle=None, interval=0.001, max_duty=0.1).start()
+    time.sleep(0.4)
+    s.stop()
+    # At most 0.4 s / 50 ms + the first sample; a fixed 1 ms period would have taken ~70.
+    assert 1 <= len(s.series["t"]) <= 10
+    assert s.to_json()["cost"]["period_s"] >= 0.05
+
+
 def test_decode_reasons() -> None:
     assert decode_reasons(0x1 | 0x40) == ["gpu_idle", "hw_thermal_slowdown"]
     assert slowdown_warnings({"slowdown_fraction": 0.0}) == []
@@ -400,7 +438,7 @@ def test_overhead_judge_fails_the_real_4hz_sampler() -> None:
     assert why is not None
 
 
-@pytest.mark.parametrize("run", ["native_1hz", "container_1hz"])
+@pytest.mark.parametrize("run", ["native_1hz", "container_1hz", "native_2gpu_1hz"])
 def test_overhead_judge_passes_the_real_1hz_sampler(run: str) -> None:
     rec = H200_OVERHEAD[run]
     value, why = judge_overhead_measurement(_measured(rec["pair_ratios"]), rec["sampler_duty_cycle"], 0.01)
