@@ -7,6 +7,10 @@
 #                                                 own environment as --base-image, `envbuilder build`,
 #                                                 `envbuilder certify --gpu-access devices`, `envbuilder run`
 #
+# On a machine with 2+ GPUs (nvidia-h200-x2) the container part certifies the image on all of them:
+# the harness adds its multi_gpu step, and certify passes the host's NCCL_* settings in
+# (NCCL_NVLS_ENABLE=0 stays set inside the container).
+#
 # Needs, beside the checkout (carried, ignored by git): .device/dockerbin.tar.xz and gpu-docker.sh
 # (`shared/tools/gpu-docker.sh pack`), .device/whl/docker-*.whl (the docker SDK; the machine has
 # requests and urllib3). Results go to $OUT (the device tool brings them back).

@@ -293,6 +293,16 @@ def test_certificate_records_image_host_mode_and_harness() -> None:
     assert eng.thresholds_seen[0]["defaults"]["loss_drop_min"] == 0.3
 
 
+def test_certify_passes_the_hosts_nvls_switch_into_the_container(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("NCCL_NVLS_ENABLE", "0")
+    monkeypatch.setenv("NCCL_VERSION", "2.28.3-1")
+    eng = FakeEngine()
+    cert, lines = certify(eng)
+    assert eng.runs[0].env["NCCL_NVLS_ENABLE"] == "0" and "NCCL_VERSION" not in eng.runs[0].env
+    assert "NCCL_NVLS_ENABLE=0" in cert.data["run"]["docker_args"]
+    assert any("collective settings go in: NCCL_NVLS_ENABLE=0" in x for x in lines)
+
+
 def test_result_read_from_stdout_when_no_file() -> None:
     cert, _ = certify(FakeEngine(via_stdout=True))
     assert cert.verdict == "certified"
