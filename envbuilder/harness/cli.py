@@ -294,7 +294,7 @@ def build_result(
         gates = judge_throughput(s.applied, s.measured, s.not_measured)
         over = s.facts.get("telemetry_overhead")
         why = next((x.reason for x in s.rec.steps if x.name == "telemetry_overhead"), "")
-        gates.append(judge_overhead(s.applied, over, why))
+        gates.append(judge_overhead(s.applied, over, why, s.facts.get("telemetry_overhead_detail", "")))
     gates.extend(s.multi_gpu_gates)
     verdict, reason = decide_verdict(s.rec.steps, gates, mode=mode, gpu_path=gpu_path)
     if s.sampler is not None:

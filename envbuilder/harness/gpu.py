@@ -273,6 +273,23 @@ def judge_overhead_measurement(
     return value, None
 
 
+def overhead_detail(measured: dict[str, Any], cost: dict[str, Any]) -> str:
+    """What the gated overhead is made of, for the gate's reason: the A/B and the sampler's share."""
+    parts = []
+    if measured.get("overhead") is not None:
+        bound = measured.get("overhead_lower_95")
+        parts.append(
+            f"A/B {measured['overhead']:+.2%}"
+            + (f", 95% lower bound {bound:+.2%}" if bound is not None else "")
+        )
+    if cost.get("sampler_duty_cycle") is not None:
+        parts.append(
+            f"sampler {cost['sampler_duty_cycle']:.2%} of the time: {cost['sample_cost_ms']:.1f} ms "
+            f"per sample, one per {cost['period_s']:.2f} s"
+        )
+    return "; ".join(parts)
+
+
 def _median(xs: list[float]) -> float:
     n = len(xs)
     return xs[n // 2] if n % 2 else (xs[n // 2 - 1] + xs[n // 2]) / 2
@@ -323,5 +340,6 @@ def telemetry_overhead(s: Suite, amp: str) -> None:
         value, why = judge_overhead_measurement(res, cost["sampler_duty_cycle"], limit)
         st.metrics["gated_overhead"] = value
         s.facts["telemetry_overhead"] = value
+        s.facts["telemetry_overhead_detail"] = overhead_detail(res, cost)
         if why is not None:
             raise StepFailed(f"{why} (limit {limit:.0%} of step time)")

@@ -191,14 +191,17 @@ def judge_throughput(
     return gates
 
 
-def judge_overhead(applied: dict[str, Any], overhead: float | None, why: str) -> dict[str, Any]:
-    """The telemetry-overhead gate (fraction of step time)."""
+def judge_overhead(
+    applied: dict[str, Any], overhead: float | None, why: str, detail: str = ""
+) -> dict[str, Any]:
+    """The telemetry-overhead gate (fraction of step time); `detail` says what the value is made of."""
     limit = float(applied.get("telemetry_overhead_max", 0.01))
     gate: dict[str, Any] = {"name": "telemetry_overhead", "max": limit}
+    more = f" ({detail})" if detail else ""
     if overhead is None:
         gate.update(status=SKIP, reason=why or "not measured")
     elif overhead >= limit:
-        gate.update(status=FAIL, value=round(overhead, 5), reason=f"{overhead:.2%} >= {limit:.0%}")
+        gate.update(status=FAIL, value=round(overhead, 5), reason=f"{overhead:.2%} >= {limit:.0%}{more}")
     else:
-        gate.update(status=PASS, value=round(overhead, 5), reason=f"{overhead:.2%} < {limit:.0%}")
+        gate.update(status=PASS, value=round(overhead, 5), reason=f"{overhead:.2%} < {limit:.0%}{more}")
     return gate

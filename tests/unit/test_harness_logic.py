@@ -16,7 +16,7 @@ import pytest
 import torch
 import yaml
 
-from envbuilder.harness.gpu import judge_overhead_measurement, measure_overhead
+from envbuilder.harness.gpu import judge_overhead_measurement, measure_overhead, overhead_detail
 from envbuilder.harness.pipeline import name_bottleneck
 from envbuilder.harness.ramp import find_max_batch, is_oom
 from envbuilder.harness.result import (
@@ -169,6 +169,14 @@ def test_overhead_gate() -> None:
     assert judge_overhead(applied, 0.004, "")["status"] == PASS
     assert judge_overhead(applied, 0.02, "")["status"] == FAIL
     assert judge_overhead(applied, None, "no NVML")["status"] == SKIP
+    detail = overhead_detail(
+        {"overhead": -0.000717, "overhead_lower_95": -0.001899},
+        {"sampler_duty_cycle": 0.005, "sample_cost_ms": 9.231, "period_s": 1.846},
+    )  # the 2-GPU H200 container run
+    assert detail == (
+        "A/B -0.07%, 95% lower bound -0.19%; sampler 0.50% of the time: 9.2 ms per sample, one per 1.85 s"
+    )
+    assert judge_overhead(applied, 0.005, "", detail)["reason"] == f"0.50% < 1% ({detail})"
 
 
 # ---------------------------------------------------------------- OOM back-off
