@@ -20,13 +20,8 @@ import yaml
 
 from envbuilder import engine
 from envbuilder.certificate import VERDICTS, Certificate, build_certificate, host_fingerprint
-from envbuilder.container import (
-    COLLECTIVE_ENV_PREFIXES,
-    AccessChoice,
-    choose_gpu_access,
-    docker_cli_args,
-    training_container,
-)
+from envbuilder.collectives import COLLECTIVE_ENV_PREFIXES
+from envbuilder.container import AccessChoice, choose_gpu_access, docker_cli_args, training_container
 from envbuilder.engine import ContainerRun, DaemonInfo, ImageInfo, RunResult
 from envbuilder.errors import CertificationFailedError, DockerUnavailableError, MatrixError, UsageError
 from envbuilder.host import AccessMode, HostReport, gpu_access_modes, probe_host

@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from envbuilder.collectives import collective_env
 from envbuilder.engine import ContainerRun, ImageInfo
 from envbuilder.errors import NoGpuError, UsageError
 from envbuilder.host import AccessMode
@@ -18,12 +19,6 @@ from envbuilder.host import AccessMode
 GPU_ACCESS_CHOICES: tuple[str, ...] = ("auto", "toolkit", "cdi", "devices", "none")
 SHM_MAX = 8 * 1024**3
 STACK_ULIMIT = 67108864  # 64 MiB, as NVIDIA's framework containers advise (with memlock=-1)
-# The host's collective-communication settings, which a container would otherwise silently drop:
-# site NCCL tuning (NCCL_SOCKET_IFNAME, NCCL_IB_HCA, ...) and safety switches such as
-# NCCL_NVLS_ENABLE=0 / NVSHMEM_DISABLE_NVLS=1 / TORCH_SYMM_MEM_DISABLE_MULTICAST=1, which keep NVLink
-# multicast off on hosts where it must stay off. NCCL_VERSION is the image's own label, not a setting.
-COLLECTIVE_ENV_PREFIXES = ("NCCL_", "TORCH_NCCL_", "TORCH_SYMM_MEM_", "NVSHMEM_")
-COLLECTIVE_ENV_SKIP = frozenset({"NCCL_VERSION"})
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -67,15 +62,6 @@ def shm_bytes(mem_total: int | None = None) -> int:
         except (ValueError, OSError):
             mem_total = 2 * SHM_MAX
     return max(64 * 1024**2, min(SHM_MAX, mem_total // 2))
-
-
-def collective_env(environ: Mapping[str, str]) -> dict[str, str]:
-    """The host's NCCL / NVSHMEM / torch collective settings, passed into training containers."""
-    return {
-        k: v
-        for k, v in sorted(environ.items())
-        if k.startswith(COLLECTIVE_ENV_PREFIXES) and k not in COLLECTIVE_ENV_SKIP
-    }
 
 
 def _image_env(info: ImageInfo, key: str) -> str | None:

@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from envbuilder import collectives
+from envbuilder.collectives import CollectiveFacts
 from envbuilder.errors import DoctorFailedError, EnvbuilderError, NoGpuError
 from envbuilder.framework import (
     FRAMEWORKS,
@@ -85,6 +87,7 @@ class DoctorReport:
     access_modes: tuple[AccessMode, ...]
     frameworks: tuple[FrameworkBuild, ...]
     verdict: Verdict
+    collectives: CollectiveFacts | None = None  # hosts with 2+ GPUs
 
     def to_dict(self) -> dict[str, Any]:
         """The stable `doctor --json` document (schema_version 1)."""
@@ -94,6 +97,7 @@ class DoctorReport:
             "checks": [c.to_dict() for c in self.checks],
             "access_modes": [m.to_dict() for m in self.access_modes],
             "frameworks": [f.to_dict() for f in self.frameworks],
+            "collectives": self.collectives.to_dict() if self.collectives else None,
             "verdict": self.verdict,
         }
 
@@ -189,6 +193,10 @@ def run_doctor(inputs: DoctorInputs | None = None) -> DoctorReport:
             i.progress(f"importing {name} in {i.python}")
             builds.append(probe_framework(name, run=i.run, python=i.python))
     matrix = i.matrix() if host.gpus and any(b.cuda for b in builds) else None
+    multi = None
+    if len(host.gpus) >= 2:
+        i.progress("reading the GPU interconnect (nvidia-smi topo -m), /dev/shm and NCCL settings")
+        multi = collectives.gather(len(host.gpus), run=i.run, root=i.root, env=i.env)
     return diagnose(
         host=host,
         docker=docker,
@@ -197,6 +205,7 @@ def run_doctor(inputs: DoctorInputs | None = None) -> DoctorReport:
         frameworks=tuple(builds),
         matrix=matrix,
         python=i.python,
+        multi=multi,
     )
 
 
@@ -307,10 +316,15 @@ def diagnose(
     frameworks: tuple[FrameworkBuild, ...],
     matrix: Matrix | str | None,
     python: str,
+    multi: CollectiveFacts | None = None,
 ) -> DoctorReport:
     """Turn gathered facts into checks and a verdict. Pure; never raises. `matrix` is the loaded
-    matrix, the reason it did not load, or None when nothing needed it."""
+    matrix, the reason it did not load, or None when nothing needed it; `multi` the collective
+    facts of a host with 2+ GPUs."""
     checks = _host_checks(host) + _container_checks(docker, tools, modes)
+    if multi is not None:
+        rows = collectives.checks(multi)
+        checks += [Check(name=n, status=s, detail=d, fix=f) for n, s, d, f in rows]
     if isinstance(matrix, str):
         fix = "run `envbuilder matrix check` to see what is wrong"
         checks.append(Check(name="matrix", status="warn", detail=f"not loaded: {matrix}", fix=fix))
@@ -329,7 +343,12 @@ def diagnose(
     if verdict == "ok" and "warn" in statuses:
         verdict = "warn"
     return DoctorReport(
-        host=host, checks=tuple(checks), access_modes=modes, frameworks=frameworks, verdict=verdict
+        host=host,
+        checks=tuple(checks),
+        access_modes=modes,
+        frameworks=frameworks,
+        verdict=verdict,
+        collectives=multi,
     )
 
 

@@ -6,6 +6,7 @@
 #
 #   OUT=/tmp/o bash benchmarks/gpu/run_multigpu_faults.sh          # extra arguments go to the harness
 #   ... run_multigpu_faults.sh --multi-gpu-cpu-test 2              # the same with gloo on CPUs
+#   FAULTS=hang ... run_multigpu_faults.sh                         # some of them
 #
 # The single-GPU steps are skipped (--budget-seconds 1: the multi_gpu step runs outside that budget).
 # Writes $OUT/faults.txt (one summary per fault) and $OUT/faults.jsonl (each run's multi_gpu section).
@@ -21,7 +22,7 @@ stage_harness run_multigpu_faults
 RUNS="$STAGE/runs"
 mkdir -p "$RUNS"
 : > "$OUT/faults.jsonl"
-for fault in allreduce params hang; do
+for fault in ${FAULTS:-allreduce params hang}; do
   ENVBUILDER_HARNESS_MG_FAULT=$fault OUT="$RUNS" run_harness "fault-$fault" \
     --budget-seconds 1 --multi-gpu-timeout 20 "$@"
   echo "fault $fault: harness exit $rc, wall $wall s" >> "$OUT/faults.txt"

@@ -97,6 +97,27 @@ def shm_facts() -> dict[str, Any]:
     return {"total_mib": st.f_blocks * st.f_frsize // 2**20, "free_mib": st.f_bavail * st.f_frsize // 2**20}
 
 
+def shm_warnings(total_mib: int) -> list[str]:
+    """A /dev/shm too small for NCCL's shared-memory transport (also used by `envbuilder doctor`)."""
+    if total_mib >= SHM_MIN_MIB:
+        return []
+    return [
+        f"/dev/shm is {total_mib} MiB (< {SHM_MIN_MIB}): NCCL's shared-memory transport can fail or "
+        "hang (Docker's default is 64 MB: run with --shm-size=1g or --ipc=host)"
+    ]
+
+
+def nccl_env_warnings(env: dict[str, str]) -> list[str]:
+    """Settings that slow collectives down or hide hangs (also used by `envbuilder doctor`)."""
+    out = []
+    for var in ("NCCL_P2P_DISABLE", "NCCL_SHM_DISABLE"):
+        if env.get(var, "0") not in ("0", ""):
+            out.append(f"{var}={env[var]}: NCCL avoids that transport (slower collectives)")
+    if env.get("TORCH_NCCL_ASYNC_ERROR_HANDLING") == "0":
+        out.append("TORCH_NCCL_ASYNC_ERROR_HANDLING=0: a hung collective never errors out")
+    return out
+
+
 def env_sanity(
     world: int, cuda: bool, timeout_s: float, deadline_s: float
 ) -> tuple[dict[str, Any], list[str]]:
@@ -117,16 +138,9 @@ def env_sanity(
     if facts["fault_injection"]:
         warnings.append(f"{FAULT_ENV}={facts['fault_injection']}: fault injection (tests only)")
     total = facts["shm"].get("total_mib")
-    if isinstance(total, int) and total < SHM_MIN_MIB:
-        warnings.append(
-            f"/dev/shm is {total} MiB (< {SHM_MIN_MIB}): NCCL's shared-memory transport can fail or "
-            "hang (Docker's default is 64 MB: run with --shm-size=1g or --ipc=host)"
-        )
-    for var in ("NCCL_P2P_DISABLE", "NCCL_SHM_DISABLE"):
-        if env.get(var, "0") not in ("0", ""):
-            warnings.append(f"{var}={env[var]}: NCCL avoids that transport (slower collectives)")
-    if env.get("TORCH_NCCL_ASYNC_ERROR_HANDLING") == "0":
-        warnings.append("TORCH_NCCL_ASYNC_ERROR_HANDLING=0: a hung collective never errors out")
+    if isinstance(total, int):
+        warnings += shm_warnings(total)
+    warnings += nccl_env_warnings(env)
     from .hostinfo import _nccl_version
 
     facts["nccl_version"] = _nccl_version()

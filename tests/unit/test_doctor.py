@@ -17,6 +17,7 @@ from click.testing import CliRunner
 from fake_host import FakeGpu, FakeNvml, FakeRunner, data, gpu_root, ok, smi_runner
 
 import envbuilder
+from envbuilder import collectives
 from envbuilder.cli import cli
 from envbuilder.doctor import (
     DockerState,
@@ -267,11 +268,57 @@ def test_hot_gpu_and_unknown_cc_warn(tmp_path: Path) -> None:
 
 def test_json_document_is_stable(tmp_path: Path) -> None:
     doc = json.loads(run_doctor(_inputs(tmp_path)).to_json())
-    assert set(doc) == {"schema_version", "host", "checks", "access_modes", "frameworks", "verdict"}
+    assert set(doc) == {
+        "schema_version",
+        "host",
+        "checks",
+        "access_modes",
+        "frameworks",
+        "collectives",
+        "verdict",
+    }
+    assert doc["collectives"] is None  # one GPU: nothing to link
     assert doc["schema_version"] == 1
     assert doc["host"]["gpus"][0]["cc"] == "9.0"
     assert all(set(c) == {"name", "status", "detail", "fix"} for c in doc["checks"])
     assert [m["name"] for m in doc["access_modes"]] == ["toolkit", "cdi", "devices"]
+
+
+def test_two_h200s_get_interconnect_shm_and_nccl_checks(tmp_path: Path) -> None:
+    """The 2-GPU H200 machine as it answered on 2026-11-30 (`nvidia-smi topo -m` recorded there)."""
+    runner = FakeRunner({("nvidia-smi", "topo", "-m"): ok(data("smi-topo-h200x2.txt"))})
+    inputs = _inputs(tmp_path, gpus=(FakeGpu(), FakeGpu(uuid="GPU-2")), run=runner)
+    (inputs.root / "dev" / "shm").mkdir(parents=True)
+    env = {"NCCL_NVLS_ENABLE": "0", "NCCL_VERSION": "2.28.3-1", "NVSHMEM_DISABLE_NVLS": "1", "HOME": "/root"}
+    report = run_doctor(replace(inputs, env=env))
+    assert _check(report, "interconnect") == ("ok", "NVLink between every pair: gpu0-gpu1 NV18")
+    assert _check(report, "shm")[0] == "ok"
+    status, detail = _check(report, "nccl settings")
+    assert status == "ok" and detail.startswith("NCCL_NVLS_ENABLE=0 NVSHMEM_DISABLE_NVLS=1 (certify and run")
+    doc = json.loads(report.to_json())
+    assert doc["collectives"]["topology"]["links"]["GPU0"]["GPU1"] == "NV18"
+    assert "NCCL_VERSION" not in doc["collectives"]["settings"]
+
+
+def test_collective_checks_warn_on_what_slows_or_hangs_nccl() -> None:
+    pcie = {"gpus": ["GPU0", "GPU1"], "links": {"GPU0": {"GPU1": "PHB"}, "GPU1": {"GPU0": "PHB"}}}
+    facts = collectives.CollectiveFacts(
+        gpu_count=2, topology=pcie, topology_error=None, shm_mib=64, settings={"NCCL_P2P_DISABLE": "1"}
+    )
+    rows = {name: (status, detail) for name, status, detail, _fix in collectives.checks(facts)}
+    assert rows["interconnect"] == (
+        "ok",
+        "PCIe only (gpu0-gpu1 PHB): all-reduce runs at PCIe speed, far below NVLink",
+    )
+    assert rows["shm"][0] == "warn" and rows["shm"][1].startswith("/dev/shm is 64 MiB (< 1024)")
+    assert rows["nccl settings"] == (
+        "warn",
+        "NCCL_P2P_DISABLE=1: NCCL avoids that transport (slower collectives)",
+    )
+    blind = replace(facts, topology=None, topology_error="nvidia-smi: not found", shm_mib=None, settings={})
+    rows = {name: (status, detail) for name, status, detail, _fix in collectives.checks(blind)}
+    assert rows["interconnect"] == ("warn", "`nvidia-smi topo -m` did not answer (nvidia-smi: not found)")
+    assert "shm" not in rows and rows["nccl settings"] == ("ok", "none set: NCCL's defaults")
 
 
 def test_human_report_is_aligned_with_fixes_under_warnings(tmp_path: Path) -> None:
