@@ -9,7 +9,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from envbuilder.engine.images import _DAEMON_HINT, DockerEngine, RunResult, _cli_candidates
+from envbuilder.engine.images import _DAEMON_HINT, DockerEngine, RunResult, _cli_candidates, require_sdk
 from envbuilder.errors import DockerUnavailableError
 
 
@@ -46,6 +46,7 @@ def run_container(
     """
     import threading
 
+    require_sdk()
     import docker.types
 
     client = (engine or DockerEngine()).client
@@ -130,6 +131,7 @@ def ulimit_refusal(
     (its entrypoint does not exist), so it costs a create and a failed start, nothing more.
     Raises DockerUnavailableError when the daemon is down or the image is missing."""
 
+    require_sdk()
     import docker.types
 
     client = (engine or DockerEngine()).client

@@ -15,9 +15,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-import docker
-import docker.errors
-
 from envbuilder.errors import (
     BuildFailedError,
     BuildKitMissingError,
@@ -25,6 +22,25 @@ from envbuilder.errors import (
     RegistryError,
 )
 from envbuilder.progress import BuildEvent, ProgressParser, StepRecord, step_instruction
+
+# The SDK is a dependency, but a broken or partial install must not take down the commands that never
+# talk to Docker (doctor, resolve, render, matrix): they import this package too.
+_SDK_MISSING: str | None = None
+try:
+    import docker
+    import docker.errors
+except ImportError as _exc:
+    _SDK_MISSING = str(_exc)
+
+
+def require_sdk() -> None:
+    """Raises DockerUnavailableError when the docker Python SDK cannot be imported."""
+    if _SDK_MISSING is not None:
+        raise DockerUnavailableError(
+            f"the docker Python SDK is not installed ({_SDK_MISSING})",
+            hint="pip install docker (a dependency of envbuilder: reinstalling envbuilder brings it)",
+        )
+
 
 _DAEMON_HINT = (
     "start the Docker daemon (e.g. `sudo systemctl start docker`, or `make services` in a checkout) "
@@ -106,6 +122,7 @@ ProgressCallback = Callable[[BuildEvent], None]
 
 def _client(timeout: int = 10) -> Any:
     """A docker SDK client from the usual environment. Raises DockerUnavailableError."""
+    require_sdk()
     try:
         client = docker.from_env(timeout=timeout)
         client.ping()

@@ -426,6 +426,24 @@ def test_real_doctor_on_this_gpu_less_machine_exits_5_plainly() -> None:
     assert "Traceback" not in done.stderr
 
 
+def test_doctor_without_the_docker_sdk_reports_it_instead_of_crashing() -> None:
+    """Found on the 2-GPU H200 machine (2026-11-30), which has no docker SDK: the CLI imported the
+    engine, the engine imported docker, and `doctor` died with a traceback before checking anything."""
+    code = (
+        "import sys; sys.modules['docker'] = None; sys.argv = ['envbuilder', 'doctor', '--json']\n"
+        "from envbuilder.cli import main; main()"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=300, cwd=REPO, check=False
+    )
+    assert "Traceback" not in done.stderr, done.stderr
+    assert done.returncode in (0, 5)  # 5: no GPU on this machine
+    docker = next(c for c in json.loads(done.stdout)["checks"] if c["name"] == "docker")
+    assert docker["status"] == "warn"
+    assert docker["detail"].startswith("the docker Python SDK is not installed")
+    assert docker["fix"].startswith("pip install docker")
+
+
 def test_real_doctor_json_on_this_gpu_less_machine() -> None:
     done = _real_doctor("--json")
     assert done.returncode == 5
