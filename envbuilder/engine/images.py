@@ -38,7 +38,7 @@ def require_sdk() -> None:
     if _SDK_MISSING is not None:
         raise DockerUnavailableError(
             f"the docker Python SDK is not installed ({_SDK_MISSING})",
-            hint="pip install docker (a dependency of envbuilder: reinstalling envbuilder brings it)",
+            hint="pip install docker (envbuilder depends on it)",
         )
 
 
