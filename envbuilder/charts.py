@@ -58,6 +58,11 @@ class Chart:
     events: Sequence[tuple[str, Sequence[float], Sequence[bool]]] = field(default=())  # name, xs, on
 
 
+def as_number(v: object) -> float | None:
+    """A JSON value as a float to plot or print; None for anything else (bools included)."""
+    return float(v) if isinstance(v, int | float) and not isinstance(v, bool) else None
+
+
 def _nice_ticks(lo: float, hi: float, n: int = 5) -> list[float]:
     if hi <= lo:
         hi = lo + 1.0

@@ -17,9 +17,10 @@ from markupsafe import Markup
 from envbuilder import __version__
 from envbuilder.atomic import write_text_atomic
 from envbuilder.certificate import Certificate, verify_certificate
-from envbuilder.charts import PALETTE, Band, Chart, Line, Segment, render_chart
+from envbuilder.charts import as_number
 from envbuilder.errors import UsageError
-from envbuilder.harness.telemetry import CLOCK_EVENT_REASONS
+from envbuilder.report_charts import charts
+from envbuilder.report_multigpu import TABLE_HEADERS, MultiGpuView, busbw_chart, multi_gpu_view, table_rows
 from envbuilder.resources import templates_dir
 
 NO_TELEMETRY = "no GPU telemetry"
@@ -74,6 +75,7 @@ class Report:
     telemetry: Mapping[str, Any] | None = None  # the harness's telemetry with series, or None
     telemetry_why: str = ""
     windows: Mapping[str, tuple[float, float]] = field(default_factory=dict)
+    multi_gpu: MultiGpuView | None = None  # the harness's multi_gpu section (None: none recorded)
 
     def to_dict(self) -> dict[str, Any]:
         """The report as JSON (without the telemetry series: those stay in the certificate)."""
@@ -91,23 +93,19 @@ def _m(d: Any, *keys: str) -> Any:
     return d
 
 
-def _num(v: Any) -> float | None:
-    return float(v) if isinstance(v, int | float) and not isinstance(v, bool) else None
-
-
 def _step_row(s: Mapping[str, Any]) -> StepRow:
     m = s.get("metrics") if isinstance(s.get("metrics"), Mapping) else {}
     return StepRow(
         name=str(s.get("name", "?")),
         status=str(s.get("status", "?")),
         reason=str(s.get("reason") or ""),
-        seconds=_num(s.get("seconds")) or 0.0,
-        images_per_s=_num(_m(m, "images_per_s")),
-        step_ms=_num(_m(m, "step_time", "mean_ms")),
-        p95_ms=_num(_m(m, "step_time", "p95_ms")),
-        peak_vram_mib=_num(_m(m, "memory", "peak_reserved_mib")),
-        temp_max_c=_num(_m(m, "telemetry", "temp_c", "max")),
-        val_accuracy=_num(_m(m, "val_accuracy")),
+        seconds=as_number(s.get("seconds")) or 0.0,
+        images_per_s=as_number(_m(m, "images_per_s")),
+        step_ms=as_number(_m(m, "step_time", "mean_ms")),
+        p95_ms=as_number(_m(m, "step_time", "p95_ms")),
+        peak_vram_mib=as_number(_m(m, "memory", "peak_reserved_mib")),
+        temp_max_c=as_number(_m(m, "telemetry", "temp_c", "max")),
+        val_accuracy=as_number(_m(m, "val_accuracy")),
         warnings=tuple(str(w) for w in s.get("warnings") or () if isinstance(w, str)),
     )
 
@@ -191,7 +189,7 @@ def build_report(cert: Mapping[str, Any]) -> Report:
     windows = {
         str(k): (float(v[0]), float(v[1]))
         for k, v in (_m(telemetry, "windows") or {}).items()
-        if isinstance(v, list | tuple) and len(v) == 2 and all(_num(x) is not None for x in v)
+        if isinstance(v, list | tuple) and len(v) == 2 and all(as_number(x) is not None for x in v)
     }
     if not windows:  # no telemetry: lay the steps end to end on the harness's clock
         t = 0.0
@@ -219,6 +217,7 @@ def build_report(cert: Mapping[str, Any]) -> Report:
         telemetry=telemetry if has_series else None,
         telemetry_why=why,
         windows=windows,
+        multi_gpu=multi_gpu_view(harness),
     )
 
 
@@ -287,76 +286,18 @@ def format_terminal(r: Report) -> str:
     out += table(("STEP", "STATUS", "SECONDS", "IMG/S", "STEP MS", "VRAM MIB", "VAL ACC", "REASON"), rows)
     out += ["", "comparison (field guide: CPU vs GPU FP32 vs mixed precision)"]
     out += table(COMPARISON_HEADERS, [comparison_cells(c) for c in r.comparison])
+    if r.multi_gpu is not None:
+        mg = r.multi_gpu
+        out += ["", f"multi-GPU: {mg.status}" + (f" ({mg.reason})" if mg.reason else "")]
+        out += [f"  {k:<14}{v}" for k, v in mg.summary]
+        out += table(TABLE_HEADERS, table_rows(mg)) if mg.sweep else []
+        out += [f"  gate {name}: {status} ({reason})" for name, status, reason in mg.gates]
     out += ["", f"telemetry: {r.telemetry_why or 'GPU time series kept (see the HTML report)'}"]
     out += [f"note: {n}" for n in r.notes]
     return "\n".join(out) + "\n"
 
 
 # --------------------------------------------------------------------------- charts and HTML
-
-
-def charts(r: Report) -> list[str]:
-    """The report's SVG charts on one time axis: step time always (from the step windows); GPU
-    memory, utilization, power, temperature and clock events when telemetry was recorded."""
-    s = r.telemetry["series"] if r.telemetry is not None else {}
-    t = [float(x) for x in s.get("t") or ()]
-    spans = [x for w in r.windows.values() for x in w] + t
-    rng = (min(spans), max(spans)) if spans else None
-    bands = [Band(label=k, x0=a, x1=b) for k, (a, b) in r.windows.items()]
-    timed = [(x, x.step_ms) for x in r.steps if x.step_ms is not None and x.name in r.windows]
-    segs = [
-        Segment(
-            label=f"{x.name} {ms:.1f} ms",
-            x0=r.windows[x.name][0],
-            x1=r.windows[x.name][1],
-            y=ms,
-            color=PALETTE[i % len(PALETTE)],
-        )
-        for i, (x, ms) in enumerate(timed)
-    ]
-    out = [
-        render_chart(
-            Chart(
-                title="Step time per training run (mean)",
-                y_label="ms per step",
-                segments=segs,
-                bands=bands,
-                x_range=rng,
-            )
-        )
-    ]
-    if r.telemetry is None:
-        return out
-
-    def line(key: str, label: str, color: str = PALETTE[0]) -> Line:
-        return Line(label=label, xs=t, ys=[_num(v) for v in s.get(key) or ()], color=color)
-
-    masks = [int(m) if _num(m) is not None else 0 for m in s.get("reasons") or ()]
-    seen = [(bit, name) for bit, name in CLOCK_EVENT_REASONS.items() if any(m & bit for m in masks)]
-    for title, unit, lines, top, events in (
-        ("GPU memory used", "MiB", [line("mem_used_mib", "memory used")], None, []),
-        (
-            "GPU utilization",
-            "%",
-            [line("util_gpu", "SM busy"), line("util_mem", "memory busy", PALETTE[1])],
-            100.0,
-            [],
-        ),
-        ("Power draw", "W", [line("power_w", "power", PALETTE[2])], None, []),
-        ("Temperature", "deg C", [line("temp_c", "GPU temperature", PALETTE[1])], None, []),
-        (
-            "SM clock and clock-event reasons",
-            "MHz",
-            [line("sm_clock_mhz", "SM clock", PALETTE[3])],
-            None,
-            [(name, t, [bool(m & bit) for m in masks]) for bit, name in seen],
-        ),
-    ):
-        chart = Chart(
-            title=title, y_label=unit, lines=lines, bands=bands, y_max=top, x_range=rng, events=events
-        )
-        out.append(render_chart(chart))
-    return out
 
 
 def jinja_env() -> jinja2.Environment:
@@ -379,6 +320,9 @@ def render_html(r: Report) -> str:
             mode="single",
             r=r,
             charts=[Markup(c) for c in charts(r)],
+            busbw_chart=Markup(busbw_chart(r.multi_gpu) or "") if r.multi_gpu else "",
+            mg_headers=TABLE_HEADERS,
+            mg_rows=table_rows(r.multi_gpu) if r.multi_gpu else [],
             comparison_headers=COMPARISON_HEADERS,
             comparison_cells=comparison_cells,
             fmt=fmt,

@@ -68,7 +68,7 @@ def parse_topo(text: str) -> dict[str, Any]:
 
 
 def classify_interconnect(topo: dict[str, Any], gpus: list[int]) -> str:
-    """nvlink (every pair NV#), pcie (no pair NV#), mixed, or unknown."""
+    """nvlink (every pair NV# or NVML's NVLINK), pcie (no pair), mixed, or unknown."""
     kinds = set()
     for i in gpus:
         for j in gpus:
@@ -76,7 +76,7 @@ def classify_interconnect(topo: dict[str, Any], gpus: list[int]) -> str:
                 link = topo.get("links", {}).get(f"GPU{i}", {}).get(f"GPU{j}")
                 if link is None:
                     return "unknown"
-                kinds.add("nvlink" if re.fullmatch(r"NV\d+", link) else "pcie")
+                kinds.add("nvlink" if re.fullmatch(r"NV\d+|NVLINK", link) else "pcie")
     return kinds.pop() if len(kinds) == 1 else ("mixed" if kinds else "unknown")
 
 
@@ -161,19 +161,53 @@ def env_sanity(
     facts["p2p"] = {"matrix": matrix, "all_pairs": not no_p2p, "missing": no_p2p}
     if no_p2p:
         warnings.append(f"no P2P access between GPUs {', '.join(no_p2p)}: NCCL stages through host memory")
-    smi = shutil.which("nvidia-smi")
-    facts["interconnect"] = "unknown"
-    if smi is None:
-        facts["topology"] = {"skipped": "nvidia-smi not found"}
-    else:
-        try:
-            out = subprocess.run([smi, "topo", "-m"], capture_output=True, text=True, timeout=20).stdout
-            topo = parse_topo(out)
-            facts["topology"] = {"text": out[-4000:], **topo}
-            facts["interconnect"] = classify_interconnect(topo, visible_indices(world))
-        except (OSError, subprocess.SubprocessError) as e:
-            facts["topology"] = {"error": f"{type(e).__name__}: {e}"}
+    gpus = visible_indices(world)
+    facts["topology"] = smi_topology()
+    if not facts["topology"].get("links"):
+        # No topology from nvidia-smi (not in the image, or it printed nothing, as in a devices-mode
+        # container on the 2-GPU H200): ask NVML, which the driver libraries always bring.
+        facts["topology"] = {"nvidia_smi": facts["topology"], **nvml_topology(gpus)}
+    facts["interconnect"] = classify_interconnect(facts["topology"], gpus)
     return facts, warnings
+
+
+def smi_topology() -> dict[str, Any]:
+    """`nvidia-smi topo -m`: its text and parse_topo's links, or why there are none."""
+    smi = shutil.which("nvidia-smi")
+    if smi is None:
+        return {"skipped": "nvidia-smi not found"}
+    try:
+        done = subprocess.run([smi, "topo", "-m"], capture_output=True, text=True, timeout=20)
+    except (OSError, subprocess.SubprocessError) as e:
+        return {"error": f"{type(e).__name__}: {e}"}
+    said = {"text": done.stdout[-4000:], **parse_topo(done.stdout)}
+    if done.returncode != 0:
+        said["error"] = f"exit {done.returncode}: {(done.stderr or done.stdout).strip()[-300:]}"
+    return said
+
+
+def nvml_topology(gpus: list[int]) -> dict[str, Any]:
+    """Links from NVML's pairwise P2P status over NVLink: "NVLINK" or "PCIe" (no NVLink P2P)."""
+    from .telemetry import load_nvml
+
+    nvml, why = load_nvml()
+    if nvml is None:
+        return {"source": "nvml", "error": why}
+    nvlink = getattr(nvml, "NVML_P2P_CAPS_INDEX_NVLINK", 2)
+    ok = getattr(nvml, "NVML_P2P_STATUS_OK", 0)
+    try:
+        h = {i: nvml.nvmlDeviceGetHandleByIndex(i) for i in gpus}
+        links = {
+            f"GPU{i}": {
+                f"GPU{j}": "NVLINK" if nvml.nvmlDeviceGetP2PStatus(h[i], h[j], nvlink) == ok else "PCIe"
+                for j in gpus
+                if j != i
+            }
+            for i in gpus
+        }
+    except Exception as e:  # NVMLError: a driver without the call, or a GPU that vanished
+        return {"source": "nvml", "error": f"{type(e).__name__}: {e}"}
+    return {"source": "nvml", "gpus": [f"GPU{i}" for i in gpus], "links": links}
 
 
 # ---------------------------------------------------------------- launching the ranks

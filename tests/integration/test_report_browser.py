@@ -22,6 +22,7 @@ from envbuilder.report import build_report, render_html, write_html
 pytestmark = pytest.mark.docker
 
 CERTS = Path(__file__).resolve().parent.parent / "data" / "certs"
+H200X2 = CERTS.parents[2] / "benchmarks" / "results" / "multigpu-h200x2-2026-11-30" / "cert-container.json"
 CONSOLE_MARKERS = ("Uncaught", "ERROR:CONSOLE", ":CONSOLE(", "Refused to ")
 
 
@@ -118,10 +119,13 @@ def pages(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
         "cpu": write_html(out / "cpu.html", render_html(cpu)),
         "compare": write_html(out / "compare.html", render_compare_html(gpu, cpu, compare_reports(gpu, cpu))),
         "hostile": write_html(out / "hostile.html", render_html(build_report(evil))),
+        "2gpu": write_html(out / "2gpu.html", render_html(build_report(json.loads(H200X2.read_text())))),
     }
 
 
-@pytest.mark.parametrize(("name", "svgs"), [("gpu", 6), ("cpu", 1), ("compare", 5), ("hostile", 6)])
+@pytest.mark.parametrize(
+    ("name", "svgs"), [("gpu", 6), ("cpu", 1), ("compare", 5), ("hostile", 6), ("2gpu", 7)]
+)
 def test_page_renders_charts_and_tables_without_console_errors(
     chromium: str, pages: dict[str, Path], tmp_path: Path, name: str, svgs: int
 ) -> None:
@@ -134,6 +138,8 @@ def test_page_renders_charts_and_tables_without_console_errors(
         assert 'id="no-telemetry"' in dom and "no GPU telemetry" in dom
     if name == "hostile":
         assert "&lt;script&gt;console.error(" in dom  # shown as text, never run
+    if name == "2gpu":  # the real 2-GPU H200 certificate: the busbw chart and table are there
+        assert '<section id="multi-gpu">' in dom and '<table id="busbw">' in dom
     png = tmp_path / f"{name}.png"
     shot = browse(chromium, pages[name], tmp_path / "profile-shot", f"--screenshot={png}")
     assert shot.returncode == 0 and png.is_file(), shot.stderr[-2000:]

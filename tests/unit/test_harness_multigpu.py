@@ -100,6 +100,39 @@ def test_topology_parsing() -> None:
     assert classify_interconnect(parse_topo(""), [0, 1]) == "unknown"
 
 
+class P2PNVML:
+    """NVML's P2P status over NVLink: GPUs 0-1 linked, GPU 2 on PCIe only."""
+
+    NVML_P2P_CAPS_INDEX_NVLINK, NVML_P2P_STATUS_OK, NOT_SUPPORTED = 2, 0, 5
+
+    def nvmlDeviceGetHandleByIndex(self, i: int) -> int:
+        return i
+
+    def nvmlDeviceGetP2PStatus(self, a: int, b: int, index: int) -> int:
+        assert index == self.NVML_P2P_CAPS_INDEX_NVLINK
+        return self.NVML_P2P_STATUS_OK if {a, b} == {0, 1} else self.NOT_SUPPORTED
+
+
+def test_topology_from_nvml_when_nvidia_smi_gives_none(monkeypatch: pytest.MonkeyPatch) -> None:
+    """In a devices-mode container on the 2-GPU H200, `nvidia-smi topo -m` printed nothing and the
+    interconnect came out "unknown", so the H200 x2 NVLink floors did not apply: NVML answers."""
+    from envbuilder.harness import telemetry
+
+    monkeypatch.setattr(telemetry, "load_nvml", lambda: (P2PNVML(), ""))
+    topo = multigpu.nvml_topology([0, 1])
+    assert topo == {
+        "source": "nvml",
+        "gpus": ["GPU0", "GPU1"],
+        "links": {"GPU0": {"GPU1": "NVLINK"}, "GPU1": {"GPU0": "NVLINK"}},
+    }
+    assert classify_interconnect(topo, [0, 1]) == "nvlink"
+    assert classify_interconnect(multigpu.nvml_topology([0, 1, 2]), [0, 1, 2]) == "mixed"
+    assert classify_interconnect(multigpu.nvml_topology([1, 2]), [1, 2]) == "pcie"
+    monkeypatch.setattr(telemetry, "load_nvml", lambda: (None, "pynvml (nvidia-ml-py) is not installed"))
+    blind = multigpu.nvml_topology([0, 1])
+    assert blind["error"].startswith("pynvml") and classify_interconnect(blind, [0, 1]) == "unknown"
+
+
 def test_env_sanity_warns_on_small_shm_and_records_nvls(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(multigpu, "shm_facts", lambda: {"total_mib": 64, "free_mib": 60})
     monkeypatch.setenv("NCCL_NVLS_ENABLE", "0")

@@ -18,6 +18,14 @@ from envbuilder.report import build_report, format_terminal, load_certificate, r
 
 CERTS = Path(__file__).resolve().parent.parent / "data" / "certs"
 GPU, CPU = CERTS / "sample-gpu.json", CERTS / "sample-cpu.json"
+# A real certificate: `envbuilder certify` of an image on both GPUs of the 2-GPU H200 machine.
+H200X2 = (
+    CERTS.parent.parent.parent
+    / "benchmarks"
+    / "results"
+    / "multigpu-h200x2-2026-11-30"
+    / "cert-container.json"
+)
 EVIL = '<script>alert("x")</script><img src=x onerror=alert(1)>&amp;'
 
 
@@ -112,6 +120,45 @@ def test_hostile_strings_are_escaped_in_html_and_svg() -> None:
     rows = compare_reports(r, build_report(doc(GPU)))
     page = render_compare_html(r, build_report(doc(GPU)), rows)
     assert "<script>" not in page and "<img" not in page
+
+
+def test_multi_gpu_section_from_the_real_2gpu_h200_certificate() -> None:
+    r = build_report(doc(H200X2))
+    assert r.integrity == () and r.verdict == "certified" and r.multi_gpu is not None
+    text = format_terminal(r)
+    assert "multi-GPU: pass" in text
+    assert "  ranks         2 x nccl, NCCL 2.28.9" in text
+    # nvidia-smi printed no topology in that container (the harness now asks NVML too)
+    assert "  interconnect  unknown, NCCL_NVLS_ENABLE=0" in text
+    assert "busbw 328.5 GB/s at 1 GiB (floor -); every value checked" in text  # certified before the floor
+    assert "25,153 img/s vs 12,980 on one GPU: scaling 0.969 (floor 0.50); parameters identical" in text
+    assert re.search(r"1 GiB\s+3,269\.0\s+328\.46\s+328\.46", text), text
+    assert "gate multi_gpu:params_identical: pass (max abs difference 0 on every rank)" in text
+    page = render_html(r)
+    section = page[page.index('<section id="multi-gpu">') : page.index("<h2>Over time</h2>")]
+    assert "NCCL all-reduce bus bandwidth by message size" in section and "<svg" in section
+    busbw = section[section.index('<table id="busbw">') :].split("</table>")[0]
+    assert busbw.count("<tr>") == 1 + 6  # header, 1 KiB ... 1 GiB
+    assert json.loads(json.dumps(r.to_dict()))["multi_gpu"]["status"] == "pass"
+
+
+def test_single_gpu_certificates_show_no_or_a_skipped_multi_gpu_section() -> None:
+    cpu = build_report(doc(CPU))  # a harness from before the multi_gpu section
+    assert cpu.multi_gpu is None and "multi-GPU" not in format_terminal(cpu)
+    assert '<section id="multi-gpu">' not in render_html(cpu)
+    one = doc(GPU)
+    one["harness"] = {
+        **one["harness"],
+        "multi_gpu": {"status": "skip", "reason": "fewer than 2 GPUs visible"},
+    }
+    r = build_report(one)
+    assert r.multi_gpu is not None and r.multi_gpu.summary == () and r.multi_gpu.sweep == ()
+    assert "multi-GPU: skip (fewer than 2 GPUs visible)" in format_terminal(r)
+    page = render_html(r)
+    assert (
+        '<section id="multi-gpu">' in page
+        and "<svg" not in page[page.index('id="multi-gpu"') :].split("<h2>Over time")[0]
+    )
 
 
 def test_a_tampered_certificate_file_is_shown_with_its_failure() -> None:
