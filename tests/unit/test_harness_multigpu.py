@@ -172,13 +172,17 @@ def test_the_measured_h200_x2_runs_pass_their_own_floors() -> None:
     spec = pick_multi_gpu(h200, "nvlink", 2)
     results = ROOT / "benchmarks" / "results" / "multigpu-h200x2-2026-11-30"
     runs = [json.loads(f.read_text()) for f in sorted(results.glob("cert-*.json"))]
-    assert len(runs) == 3
+    assert len(runs) == 4
     for doc in runs:
         mg = (doc.get("harness") or doc)["multi_gpu"]
         gates = {g["name"]: g for g in judge_multi_gpu(spec, mg)}
         assert gates["multi_gpu:busbw"]["status"] == "pass", gates
         assert gates["multi_gpu:scaling_efficiency"]["status"] == "pass", gates
         assert mg["env"]["nvls_enable"] == "0"  # ring numbers: NVLink multicast was off
+    last = json.loads((results / "cert-container-2.json").read_text())["harness"]["multi_gpu"]
+    # the run after the NVML topology fallback: the floors were live there
+    assert last["interconnect"] == "nvlink" and last["env"]["topology"]["source"] == "nvml"
+    assert last["thresholds"]["min_busbw_gbs"] == 293.0
 
 
 def _metrics(**kw: Any) -> dict[str, Any]:
