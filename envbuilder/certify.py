@@ -20,7 +20,7 @@ import yaml
 
 from envbuilder import engine
 from envbuilder.certificate import VERDICTS, Certificate, build_certificate, host_fingerprint
-from envbuilder.collectives import COLLECTIVE_ENV_PREFIXES
+from envbuilder.collectives import collective_env
 from envbuilder.container import AccessChoice, choose_gpu_access, docker_cli_args, training_container
 from envbuilder.engine import ContainerRun, DaemonInfo, ImageInfo, RunResult
 from envbuilder.errors import CertificationFailedError, DockerUnavailableError, MatrixError, UsageError
@@ -259,7 +259,7 @@ def certify_image(
             mem_total=mem_total,
             timeout_s=limit,
         )
-        passed = [f"{k}={v}" for k, v in sorted(spec.env.items()) if k.startswith(COLLECTIVE_ENV_PREFIXES)]
+        passed = [f"{k}={v}" for k, v in collective_env(spec.env).items()]
         if passed:
             say(f"certify: the host's collective settings go in: {' '.join(passed)}")
         started = time.monotonic()

@@ -9,14 +9,19 @@ checks the same things inside the image), imported so both say the same.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from envbuilder.framework import Status
-from envbuilder.harness.multigpu import classify_interconnect, nccl_env_warnings, parse_topo, shm_warnings
+from envbuilder.harness.multigpu import (
+    classify_interconnect,
+    nccl_env_warnings,
+    parse_topo,
+    shm_facts,
+    shm_warnings,
+)
 from envbuilder.host import Runner
 
 # The host's collective-communication settings, which a container would otherwise silently drop:
@@ -65,11 +70,7 @@ def gather(gpu_count: int, *, run: Runner, root: Path, env: Mapping[str, str]) -
         topo = parse_topo(res.stdout)
     else:
         error = (res.stderr.strip() or res.stdout.strip() or f"exit {res.returncode}").splitlines()[0]
-    try:
-        st = os.statvfs(root / "dev" / "shm")
-        shm: int | None = st.f_blocks * st.f_frsize // 2**20
-    except OSError:
-        shm = None
+    shm = shm_facts(str(root / "dev" / "shm")).get("total_mib")
     return CollectiveFacts(
         gpu_count=gpu_count, topology=topo, topology_error=error, shm_mib=shm, settings=collective_env(env)
     )

@@ -1,5 +1,10 @@
-# Sourced by the GPU scripts here: stage the harness exactly as images carry it, and convert
+# Sourced by the GPU scripts here (after they set ROOT, the checkout): PYTHON (default python3) and
+# OUT (default $ROOT/out, created); stage the harness exactly as images carry it, and convert
 # matrices/thresholds.yaml to the JSON the harness reads (as the host side does).
+PYTHON="${PYTHON:-python3}"
+OUT="${OUT:-$ROOT/out}"
+mkdir -p "$OUT"
+
 #   stage_harness NAME   sets STAGE (a temp dir holding envbuilder_harness/, removed on exit) and
 #                        THRESH_ARGS (empty when PyYAML is missing: built-in thresholds)
 stage_harness() {

@@ -12,9 +12,6 @@
 # harness. Thresholds: matrices/thresholds.yaml converted to JSON (as the host side does).
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-PYTHON="${PYTHON:-python3}"
-OUT="${OUT:-$ROOT/out}"
-mkdir -p "$OUT"
 # shellcheck source=lib.sh
 source "$ROOT/benchmarks/gpu/lib.sh"
 stage_harness run_multigpu

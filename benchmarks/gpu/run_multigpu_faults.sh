@@ -13,9 +13,6 @@
 # NCCL variables are left as the machine sets them, as in run_multigpu.sh.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-PYTHON="${PYTHON:-python3}"
-OUT="${OUT:-$ROOT/out}"
-mkdir -p "$OUT"
 # shellcheck source=lib.sh
 source "$ROOT/benchmarks/gpu/lib.sh"
 stage_harness run_multigpu_faults

@@ -89,9 +89,10 @@ def visible_indices(world: int) -> list[int]:
     return list(range(world))
 
 
-def shm_facts() -> dict[str, Any]:
+def shm_facts(path: str = "/dev/shm") -> dict[str, Any]:
+    """Size and free space of the shared-memory mount (also read by `envbuilder doctor`)."""
     try:
-        st = os.statvfs("/dev/shm")
+        st = os.statvfs(path)
     except OSError as e:
         return {"error": str(e)}
     return {"total_mib": st.f_blocks * st.f_frsize // 2**20, "free_mib": st.f_bavail * st.f_frsize // 2**20}
