@@ -29,12 +29,13 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from envbuilder.build import BuildOptions, BuildOutcome, plan_from_spec, run_build
 from envbuilder.engine import DockerEngine
+from envbuilder.host.model import Host
+from envbuilder.image.build import BuildOptions, BuildOutcome, plan_from_spec, run_build
+from envbuilder.image.spec import load_spec
 from envbuilder.matrix import load_matrix
-from envbuilder.models import Host, Resolution
-from envbuilder.resolve import resolve
-from envbuilder.spec import load_spec
+from envbuilder.resolve.model import Resolution
+from envbuilder.resolve.resolver import resolve
 
 ROOT = Path(__file__).resolve().parent
 BASE = os.environ.get("ENVBUILDER_TEST_BASE", "envbuilder-test/debian:bookworm")

@@ -11,15 +11,15 @@ from typing import IO, Any
 
 import click
 
-from envbuilder.build import BuildOptions, BuildOutcome, plan_from_lock, plan_from_spec, run_build
 from envbuilder.cli import cli
 from envbuilder.cli.options import host_from_options, host_options
 from envbuilder.engine import BuildSecret, DockerEngine
+from envbuilder.engine.progress import BuildEvent, step_instruction
 from envbuilder.errors import NoCompatibleStackError, UsageError
-from envbuilder.models import Resolution
-from envbuilder.progress import BuildEvent, step_instruction
-from envbuilder.render import SECRET_CA, SECRET_INDEX
-from envbuilder.spec import ImageSpec, load_spec
+from envbuilder.image.build import BuildOptions, BuildOutcome, plan_from_lock, plan_from_spec, run_build
+from envbuilder.image.render import SECRET_CA, SECRET_INDEX
+from envbuilder.image.spec import ImageSpec, load_spec
+from envbuilder.resolve.model import Resolution
 
 _FILE = click.Path(exists=True, dir_okay=False, path_type=Path)
 
@@ -217,7 +217,7 @@ def _resolve(
 ) -> Resolution:
     """Resolve the spec's request for the given (or this) host. Raises NoCompatibleStackError."""
     from envbuilder.matrix import load_matrix
-    from envbuilder.resolve import rejection_summary, resolve
+    from envbuilder.resolve.resolver import rejection_summary, resolve
 
     matrix = load_matrix()
     host = host_from_options(matrix, driver, gpus, ccs)

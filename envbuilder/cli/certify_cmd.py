@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from envbuilder.certificate import Certificate
+from envbuilder.certify.certificate import Certificate
 from envbuilder.cli import cli
 from envbuilder.cli.options import gpu_access_option
 from envbuilder.errors import CertificationFailedError
@@ -115,8 +115,8 @@ def certify(
     or certified-cpu-only; 11 failed; 5 the asked GPU access mode is not available; 7 Docker is
     unreachable; 2 the image is not found.
     """
-    from envbuilder.certify import certify_image
-    from envbuilder.certstore import CertStore, write_atomic
+    from envbuilder.certify.certify import certify_image
+    from envbuilder.certify.store import CertStore, write_atomic
 
     cert = certify_image(
         image,

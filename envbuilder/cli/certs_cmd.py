@@ -21,7 +21,7 @@ def certs() -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON list.")
 def list_cmd(image: str | None, as_json: bool) -> None:
     """List stored certificates, newest first."""
-    from envbuilder.certstore import CertStore
+    from envbuilder.certify.store import CertStore
 
     rows = CertStore().list(image)
     if as_json:
@@ -57,7 +57,7 @@ def list_cmd(image: str | None, as_json: bool) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print the whole certificate JSON.")
 def show_cmd(ident: str, as_json: bool) -> None:
     """Show one certificate (ID: its id or a unique prefix of at least 4 hex digits)."""
-    from envbuilder.certstore import CertStore
+    from envbuilder.certify.store import CertStore
     from envbuilder.cli.certify_cmd import print_summary
 
     cert = CertStore().get(ident)
@@ -73,7 +73,7 @@ def show_cmd(ident: str, as_json: bool) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print {id, ok, problems} as JSON.")
 def verify_cmd(ident: str, image: str | None, as_json: bool) -> None:
     """Recompute the content hash (and, with --image, the image ID). Exit 12 when anything is off."""
-    from envbuilder.certstore import CertStore
+    from envbuilder.certify.store import CertStore
 
     store = CertStore()
     image_id = _image_id(image) if image else None
@@ -108,7 +108,7 @@ def _image_id(image: str) -> str:
 @click.argument("dest", metavar="FILE", type=click.Path(dir_okay=False, path_type=Path))
 def export_cmd(ident: str, dest: Path) -> None:
     """Write a verified certificate to FILE (atomically)."""
-    from envbuilder.certstore import CertStore
+    from envbuilder.certify.store import CertStore
 
     CertStore().export(ident, dest)
     click.echo(f"wrote {dest}", err=True)
@@ -119,7 +119,7 @@ def export_cmd(ident: str, dest: Path) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print {id} as JSON.")
 def import_cmd(src: Path, as_json: bool) -> None:
     """Verify a certificate file and store it. Exit 12 when it has been tampered with."""
-    from envbuilder.certstore import CertStore
+    from envbuilder.certify.store import CertStore
 
     cid = CertStore().import_(src)
     click.echo(json.dumps({"id": cid}) if as_json else f"imported {cid[:12]}")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from envbuilder.cli import cli
-from envbuilder.doctor import DoctorInputs, exit_error, format_report, run_doctor
+from envbuilder.doctor.checks import DoctorInputs, exit_error, format_report, run_doctor
 
 
 def _progress(message: str) -> None:

@@ -9,8 +9,10 @@ import click
 from packaging.requirements import InvalidRequirement, Requirement
 
 from envbuilder.errors import UsageError
-from envbuilder.facts import enrich_host, gpu_from_cc, gpu_from_model, lookup_gpu
-from envbuilder.models import Host, Matrix, Request
+from envbuilder.host.model import Host
+from envbuilder.matrix.model import Matrix
+from envbuilder.resolve.gpus import enrich_host, gpu_from_cc, gpu_from_model, lookup_gpu
+from envbuilder.resolve.model import Request
 from envbuilder.versions import parse_driver, parse_version
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -18,7 +20,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 def gpu_access_option(func: F) -> F:
     """--gpu-access, shared by certify and run so an image runs the way it was certified."""
-    from envbuilder.container import GPU_ACCESS_CHOICES
+    from envbuilder.certify.gpu_access import GPU_ACCESS_CHOICES
 
     return click.option(
         "--gpu-access",

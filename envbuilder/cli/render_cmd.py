@@ -11,8 +11,7 @@ import click
 from envbuilder.cli import cli
 from envbuilder.cli.options import host_from_options, host_options
 from envbuilder.errors import NoCompatibleStackError
-from envbuilder.models import Stack
-from envbuilder.render import (
+from envbuilder.image.render import (
     SECRET_CA,
     SECRET_EXTRA_INDEX,
     SECRET_INDEX,
@@ -21,7 +20,8 @@ from envbuilder.render import (
     uses_system_cuda,
     write_build_context,
 )
-from envbuilder.spec import ImageSpec, load_spec
+from envbuilder.image.spec import ImageSpec, load_spec
+from envbuilder.resolve.model import Stack
 
 SECRET_IDS = (SECRET_CA, SECRET_INDEX, SECRET_EXTRA_INDEX)
 
@@ -59,8 +59,8 @@ def prepare(
     Raises SpecError, UsageError, MatrixError, NoCompatibleStackError. Warnings go to stderr.
     """
     from envbuilder.matrix import load_matrix
-    from envbuilder.resolve import rejection_summary
-    from envbuilder.resolve import resolve as resolve_stack
+    from envbuilder.resolve.resolver import rejection_summary
+    from envbuilder.resolve.resolver import resolve as resolve_stack
 
     spec = load_spec(spec_path)
     matrix = load_matrix()

@@ -33,7 +33,13 @@ def report(
     Exit codes: 0 written; 2 bad arguments or an unknown id; 12 not a certificate, or a tampered
     stored one. A certificate FILE that fails verification is still shown, with the failure in red.
     """
-    from envbuilder.report import build_report, format_terminal, load_certificate, render_html, write_html
+    from envbuilder.report.report import (
+        build_report,
+        format_terminal,
+        load_certificate,
+        render_html,
+        write_html,
+    )
 
     if compare and len(certs) != 2:
         raise UsageError("--compare needs exactly two certificates", hint="envbuilder report --compare A B")
@@ -44,7 +50,7 @@ def report(
         if r.integrity:
             click.echo(f"warning: {arg} failed verification: {'; '.join(r.integrity)}", err=True)
     if compare:
-        from envbuilder.comparison import compare_reports, format_compare, render_compare_html
+        from envbuilder.report.compare import compare_reports, format_compare, render_compare_html
 
         a, b = reports
         rows = compare_reports(a, b)

@@ -12,7 +12,7 @@ from envbuilder.cli import cli
 from envbuilder.cli.options import host_from_options, host_options, request_from_options, request_options
 from envbuilder.errors import NoCompatibleStackError
 from envbuilder.matrix import load_matrix
-from envbuilder.models import Resolution, Stack
+from envbuilder.resolve.model import Resolution, Stack
 
 
 @cli.command()
@@ -46,8 +46,8 @@ def resolve(
     Exit codes: 0 a stack was found; 2 bad input; 3 bad matrix; 4 nothing fits (with --json the
     document, including every rejection, is still printed).
     """
-    from envbuilder.resolve import rejection_summary
-    from envbuilder.resolve import resolve as resolve_stack
+    from envbuilder.resolve.resolver import rejection_summary
+    from envbuilder.resolve.resolver import resolve as resolve_stack
 
     matrix = load_matrix()
     request = request_from_options(framework_req, python, strategy, os_name, flavor, cpu_only, forward_compat)
@@ -64,7 +64,7 @@ def resolve(
             hint="run with --explain to see each reason; relax the requirement, or change the driver",
         )
     if lock_path is not None:
-        from envbuilder.lock import write_resolution_lock
+        from envbuilder.image.lock import write_resolution_lock
 
         write_resolution_lock(lock_path, resolution)
         click.echo(f"wrote {lock_path}", err=True)

@@ -11,13 +11,13 @@ import click
 
 from envbuilder.cli import cli
 from envbuilder.cli.options import gpu_access_option
-from envbuilder.runner import IPC_MODES, RunOptions, run_image
+from envbuilder.run.launch import IPC_MODES, RunOptions, run_image
 
 
 def newest_certificate(image_id: str) -> Mapping[str, Any] | None:
     """The newest stored certificate whose image.id is exactly `image_id`, or None. Raises
     CertificateRefusedError when that certificate's row was tampered with, StoreError."""
-    from envbuilder.certstore import CertStore
+    from envbuilder.certify.store import CertStore
 
     store = CertStore()
     for row in store.list(image=image_id):

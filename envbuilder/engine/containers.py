@@ -9,7 +9,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from envbuilder.engine.images import _DAEMON_HINT, DockerEngine, RunResult, _cli_candidates, require_sdk
+from envbuilder.engine.images import DAEMON_HINT, DockerEngine, RunResult, cli_candidates, require_sdk
 from envbuilder.errors import DockerUnavailableError
 
 
@@ -166,15 +166,15 @@ def run_attached(create_args: Sequence[str], *, interactive: bool, stop_timeout_
     not be started (the daemon's reason, e.g. an unknown device or a refused ulimit).
     """
 
-    cli = next(iter(_cli_candidates()), None)
+    cli = next(iter(cli_candidates()), None)
     if cli is None:
-        raise DockerUnavailableError("no docker CLI found on PATH", hint=_DAEMON_HINT)
+        raise DockerUnavailableError("no docker CLI found on PATH", hint=DAEMON_HINT)
     created = subprocess.run(
         [cli, "create", *create_args], capture_output=True, text=True, stdin=subprocess.DEVNULL, check=False
     )
     if created.returncode != 0:
         said = created.stderr.strip() or created.stdout.strip()
-        raise DockerUnavailableError(f"docker create failed: {said}", hint=_DAEMON_HINT)
+        raise DockerUnavailableError(f"docker create failed: {said}", hint=DAEMON_HINT)
     cid = created.stdout.strip().splitlines()[-1]
 
     def quiet(*args: str, timeout: float = 30.0) -> subprocess.CompletedProcess[str] | None:

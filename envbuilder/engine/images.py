@@ -15,13 +15,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from envbuilder.engine.progress import BuildEvent, ProgressParser, StepRecord, step_instruction
 from envbuilder.errors import (
     BuildFailedError,
     BuildKitMissingError,
     DockerUnavailableError,
     RegistryError,
 )
-from envbuilder.progress import BuildEvent, ProgressParser, StepRecord, step_instruction
 
 # The SDK is a dependency, but a broken or partial install must not take down the commands that never
 # talk to Docker (doctor, resolve, render, matrix): they import this package too.
@@ -42,7 +42,7 @@ def require_sdk() -> None:
         )
 
 
-_DAEMON_HINT = (
+DAEMON_HINT = (
     "start the Docker daemon (e.g. `sudo systemctl start docker`, or `make services` in a checkout) "
     "or point DOCKER_HOST at a running one"
 )
@@ -128,7 +128,7 @@ def _client(timeout: int = 10) -> Any:
         client.ping()
     except docker.errors.DockerException as exc:
         raise DockerUnavailableError(
-            f"cannot reach the Docker daemon: {exc}".splitlines()[0], hint=_DAEMON_HINT
+            f"cannot reach the Docker daemon: {exc}".splitlines()[0], hint=DAEMON_HINT
         ) from exc
     return client
 
@@ -138,7 +138,7 @@ def daemon_info() -> DaemonInfo:
     return DockerEngine().daemon_info()
 
 
-def _cli_candidates() -> list[str]:
+def cli_candidates() -> list[str]:
     override = os.environ.get("ENVBUILDER_DOCKER_CLI")
     if override:
         return [override]
@@ -162,7 +162,7 @@ def find_buildkit_cli() -> BuildKitCli:
     """The first docker CLI that can build with BuildKit: buildx, else a client that honours
     DOCKER_BUILDKIT=1 (its `build --help` offers --secret). Raises BuildKitMissingError."""
     tried: list[str] = []
-    for path in _cli_candidates():
+    for path in cli_candidates():
         tried.append(path)
         out = _probe([path, "buildx", "version"])
         if out is not None:

@@ -12,7 +12,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from .models import build_model, load_weights
+from .networks import build_model, load_weights
 from .pipeline import HAVE_PIL, DecodeAugment, default_workers, make_loader, scan_image_folder
 from .synthetic import NUM_CLASSES, Dataset, normalize
 from .train import RunConfig, amp_dtype, check_losses, free_device_memory, grad_scaler

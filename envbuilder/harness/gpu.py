@@ -135,7 +135,7 @@ def synthetic_trainer(s: Suite, amp: str) -> tuple[Any, Callable[[int], None]]:
     batch ramp and the telemetry overhead A/B both train with it."""
     import torch
 
-    from .models import build_model
+    from .networks import build_model
     from .synthetic import NUM_CLASSES, normalize
     from .train import amp_dtype
 

@@ -186,7 +186,7 @@ class Worker:
     def build(self, cfg: Any) -> tuple[Any, dict[str, Any]]:
         import torch
 
-        from .models import build_model
+        from .networks import build_model
         from .synthetic import NUM_CLASSES
 
         torch.manual_seed(cfg.seed)

@@ -8,7 +8,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from .models import build_model
+from .networks import build_model
 from .result import StepFailed
 from .synthetic import NUM_CLASSES, normalize, render
 

@@ -14,7 +14,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from .models import build_model, load_weights
+from .networks import build_model, load_weights
 from .synthetic import NUM_CLASSES, Dataset, Split, normalize
 
 

@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from envbuilder.models import Host, HostGpu
+from envbuilder.host.model import Host, HostGpu
 
 Source = Literal["nvml", "nvidia-smi", "proc", "none"]
 Which = Callable[[str], str | None]

@@ -17,18 +17,7 @@ from packaging.version import Version
 
 from envbuilder import resources
 from envbuilder.errors import MatrixError, UsageError
-from envbuilder.matrix.reader import (
-    _ccs,
-    _checked,
-    _Ctx,
-    _driver,
-    _get,
-    _read,
-    _rows,
-    _unique,
-    _version,
-)
-from envbuilder.models import (
+from envbuilder.matrix.model import (
     ArchInfo,
     BaseImage,
     CudaMajor,
@@ -42,6 +31,17 @@ from envbuilder.models import (
     Matrix,
     RequireRule,
 )
+from envbuilder.matrix.reader import (
+    Ctx,
+    cc_list,
+    checked_field,
+    driver_field,
+    get_field,
+    read_file,
+    require_unique,
+    rows,
+    version_field,
+)
 from envbuilder.versions import major_minor, parse_cc, parse_version
 
 FRAMEWORKS = ("torch", "tensorflow", "jax")
@@ -51,33 +51,33 @@ FRAMEWORKS = ("torch", "tensorflow", "jax")
 
 
 def _load_cuda(path: Path) -> CudaMatrix:
-    data, ctx = _read(path)
+    data, ctx = read_file(path)
     majors = []
-    for i, row in enumerate(_rows(data, "majors", ctx)):
+    for i, row in enumerate(rows(data, "majors", ctx)):
         c = ctx.at(f"majors[{i}]", row)
         majors.append(
             CudaMajor(
-                major=_get(row, "major", c, int),
-                mvc_min_driver=_driver(row, "mvc_min_driver", c),
-                mvc_max_branch=_get(row, "mvc_max_branch", c, int, optional=True),
+                major=get_field(row, "major", c, int),
+                mvc_min_driver=driver_field(row, "mvc_min_driver", c),
+                mvc_max_branch=get_field(row, "mvc_max_branch", c, int, optional=True),
             )
         )
-    fwd = _get(data, "forward_compat", ctx, dict)
-    segments = tuple(str(s) for s in _get(fwd, "segments", ctx.at("forward_compat"), list))
+    fwd = get_field(data, "forward_compat", ctx, dict)
+    segments = tuple(str(s) for s in get_field(fwd, "segments", ctx.at("forward_compat"), list))
     releases, row_ctx = [], []
-    for i, row in enumerate(_rows(data, "releases", ctx)):
+    for i, row in enumerate(rows(data, "releases", ctx)):
         c = ctx.at(f"releases[{i}] ({row.get('version')})", row)
         releases.append(
             CudaRelease(
-                version=_version(row, "version", c),
-                label=_get(row, "label", c, str),
-                min_driver=_driver(row, "min_driver", c),
-                archs=_ccs(row, "archs", c),
+                version=version_field(row, "version", c),
+                label=get_field(row, "label", c, str),
+                min_driver=driver_field(row, "min_driver", c),
+                archs=cc_list(row, "archs", c),
             )
         )
         row_ctx.append(c)
-    _unique(((r.version, c) for r, c in zip(releases, row_ctx, strict=True)), "CUDA release")
-    _unique(((str(m.major), ctx.at("majors")) for m in majors), "CUDA major")
+    require_unique(((r.version, c) for r, c in zip(releases, row_ctx, strict=True)), "CUDA release")
+    require_unique(((str(m.major), ctx.at("majors")) for m in majors), "CUDA major")
     order = sorted(zip(releases, row_ctx, strict=True), key=lambda rc: Version(rc[0].version))
     for (prev, _), (cur, c) in itertools.pairwise(order):
         if Version(cur.min_driver) < Version(prev.min_driver):
@@ -101,42 +101,44 @@ def _load_cuda(path: Path) -> CudaMatrix:
 
 
 def _load_gpus(path: Path) -> GpuMatrix:
-    data, ctx = _read(path)
+    data, ctx = read_file(path)
     archs = []
-    for i, row in enumerate(_rows(data, "archs", ctx)):
+    for i, row in enumerate(rows(data, "archs", ctx)):
         c = ctx.at(f"archs[{i}]", row)
-        cc = _get(row, "cc", c, str)
-        _checked(c, "cc", cc, parse_cc)
-        archs.append(ArchInfo(cc=cc, family=_get(row, "family", c, str), name=_get(row, "name", c, str)))
-    _unique(((a.cc, ctx.at("archs")) for a in archs), "compute capability")
+        cc = get_field(row, "cc", c, str)
+        checked_field(c, "cc", cc, parse_cc)
+        archs.append(
+            ArchInfo(cc=cc, family=get_field(row, "family", c, str), name=get_field(row, "name", c, str))
+        )
+    require_unique(((a.cc, ctx.at("archs")) for a in archs), "compute capability")
     family_of = {a.cc: a.family for a in archs}
     models, names = [], []
-    for i, row in enumerate(_rows(data, "models", ctx)):
+    for i, row in enumerate(rows(data, "models", ctx)):
         c = ctx.at(f"models[{i}] ({row.get('name')})", row)
-        cc = _get(row, "cc", c, str)
+        cc = get_field(row, "cc", c, str)
         if cc not in family_of:
             raise c.fail("cc", f"{cc!r} is not a known compute capability (add it under archs)")
-        nvml = tuple(str(n) for n in _get(row, "nvml_names", c, list))
+        nvml = tuple(str(n) for n in get_field(row, "nvml_names", c, list))
         model = GpuModel(
-            name=_get(row, "name", c, str),
+            name=get_field(row, "name", c, str),
             nvml_names=nvml,
             cc=cc,
             family=family_of[cc],
-            brand=_get(row, "brand", c, str),
-            segment=_get(row, "segment", c, str),
-            first_branch=_get(row, "first_branch", c, int, optional=True),
-            last_branch=_get(row, "last_branch", c, int, optional=True),
+            brand=get_field(row, "brand", c, str),
+            segment=get_field(row, "segment", c, str),
+            first_branch=get_field(row, "first_branch", c, int, optional=True),
+            last_branch=get_field(row, "last_branch", c, int, optional=True),
         )
         models.append(model)
         names += [(n.casefold(), c) for n in {model.name, *nvml}]
-    _unique(names, "GPU name")
+    require_unique(names, "GPU name")
     return GpuMatrix(archs=tuple(sorted(archs, key=lambda a: parse_cc(a.cc))), models=tuple(models))
 
 
 # --------------------------------------------------------------------------- frameworks/*.yaml
 
 
-def _fill(templates: list[Any], subst: dict[str, str], c: _Ctx, key: str) -> tuple[str, ...]:
+def _fill(templates: list[Any], subst: dict[str, str], c: Ctx, key: str) -> tuple[str, ...]:
     try:
         return tuple(str(t).format(**subst) for t in templates)
     except (KeyError, IndexError) as exc:
@@ -144,27 +146,27 @@ def _fill(templates: list[Any], subst: dict[str, str], c: _Ctx, key: str) -> tup
 
 
 def _load_framework(path: Path) -> FrameworkMatrix:
-    data, ctx = _read(path)
-    name = _get(data, "framework", ctx, str)
-    install = _get(data, "install", ctx, dict)
+    data, ctx = read_file(path)
+    name = get_field(data, "framework", ctx, str)
+    install = get_field(data, "install", ctx, dict)
     releases, seen = [], []
-    for i, row in enumerate(_rows(data, "releases", ctx)):
+    for i, row in enumerate(rows(data, "releases", ctx)):
         c = ctx.at(f"releases[{i}] ({row.get('version')})", row)
-        version = _version(row, "version", c)
-        python = _get(row, "python", c, str)
+        version = version_field(row, "version", c)
+        python = get_field(row, "python", c, str)
         try:
             SpecifierSet(python)
         except InvalidSpecifier as exc:
             raise c.fail("python", f"not a PEP 440 specifier: {python!r}") from exc
-        companions = _get(row, "companions", c, dict, optional=True) or {}
+        companions = get_field(row, "companions", c, dict, optional=True) or {}
         for k in companions:
-            _checked(c, f"companions.{k}", _get(companions, k, c, str), parse_version)
+            checked_field(c, f"companions.{k}", get_field(companions, k, c, str), parse_version)
         variants, vseen = [], []
-        for j, vrow in enumerate(_rows(row, "variants", c)):
+        for j, vrow in enumerate(rows(row, "variants", c)):
             vc = c.at(f"variants[{j}] ({vrow.get('name')})", vrow)
             variants.append(_variant(vrow, vc, install, version, companions))
             vseen.append((variants[-1].name, vc))
-        _unique(vseen, f"variant of {name} {version}")
+        require_unique(vseen, f"variant of {name} {version}")
         defaults = [v for v in variants if v.default]
         if len(defaults) > 1:
             raise c.fail("default", f"{len(defaults)} variants claim to be the PyPI default")
@@ -178,22 +180,22 @@ def _load_framework(path: Path) -> FrameworkMatrix:
             )
         )
         seen.append((version, c))
-    _unique(seen, f"{name} release")
+    require_unique(seen, f"{name} release")
     return FrameworkMatrix(name=name, releases=tuple(sorted(releases, key=lambda r: Version(r.version))))
 
 
 def _variant(
-    row: dict[str, Any], c: _Ctx, install: dict[str, Any], version: str, companions: dict[str, str]
+    row: dict[str, Any], c: Ctx, install: dict[str, Any], version: str, companions: dict[str, str]
 ) -> FrameworkVariant:
     merged = {**install, **row}  # a variant may override any install key
-    vname = _get(row, "name", c, str)
-    cuda = _version(row, "cuda", c, optional=True)
-    cudnn = _version(row, "cudnn", c, optional=True)
+    vname = get_field(row, "name", c, str)
+    cuda = version_field(row, "cuda", c, optional=True)
+    cudnn = version_field(row, "cudnn", c, optional=True)
     subst = {"version": version, "variant": vname, **companions}
     index_url = merged.get("index_url")
-    system = _fill(_get(merged, "system", c, list), subst, c, "system")
+    system = _fill(get_field(merged, "system", c, list), subst, c, "system")
     uses_system = bool(merged.get("uses_system_cuda", False)) and cuda is not None
-    comp_templates = _get(merged, "companions", c, dict, optional=True) or {}
+    comp_templates = get_field(merged, "companions", c, dict, optional=True) or {}
     companion_packages = tuple(
         sorted((pkg, str(tpl).format(**subst)) for pkg, tpl in comp_templates.items() if pkg in companions)
     )
@@ -201,12 +203,12 @@ def _variant(
         name=vname,
         cuda=cuda,
         cudnn=cudnn,
-        nccl=_version(row, "nccl", c, optional=True),
-        sass=_ccs(row, "sass", c),
-        ptx=_ccs(row, "ptx", c),
-        min_driver=_driver(row, "min_driver", c, optional=True),
+        nccl=version_field(row, "nccl", c, optional=True),
+        sass=cc_list(row, "sass", c),
+        ptx=cc_list(row, "ptx", c),
+        min_driver=driver_field(row, "min_driver", c, optional=True),
         index_url=str(index_url).format(**subst) if index_url else None,
-        bundled_packages=_fill(_get(merged, "bundled", c, list), subst, c, "bundled"),
+        bundled_packages=_fill(get_field(merged, "bundled", c, list), subst, c, "bundled"),
         system_packages=system,
         companion_packages=companion_packages,
         uses_system_cuda=uses_system,
@@ -223,33 +225,34 @@ def _cudnn_tag_ok(flavor: str, flavors: list[Any]) -> bool:
 
 
 def _load_base_images(path: Path) -> tuple[BaseImage, ...]:
-    data, ctx = _read(path)
+    data, ctx = read_file(path)
     os_python = {
-        k: str(_get(v, "python", ctx.at(f"os.{k}"), str)) for k, v in _get(data, "os", ctx, dict).items()
+        k: str(get_field(v, "python", ctx.at(f"os.{k}"), str))
+        for k, v in get_field(data, "os", ctx, dict).items()
     }
-    images: list[tuple[BaseImage, _Ctx]] = []
-    for i, row in enumerate(_rows(data, "cuda_images", ctx)):
+    images: list[tuple[BaseImage, Ctx]] = []
+    for i, row in enumerate(rows(data, "cuda_images", ctx)):
         c = ctx.at(f"cuda_images[{i}] ({row.get('cuda')})", row)
-        cuda = _version(row, "cuda", c)
-        req = _get(row, "require", c, dict)
+        cuda = version_field(row, "cuda", c)
+        req = get_field(row, "require", c, dict)
         rc = c.at("require", req)
-        require_cuda = _version(req, "cuda", rc)
+        require_cuda = version_field(req, "cuda", rc)
         rules = tuple(
             RequireRule(brand=str(b), branch=int(br))
-            for br in _get(req, "branches", rc, list)
-            for b in _get(req, "brands", rc, list)
+            for br in get_field(req, "branches", rc, list)
+            for b in get_field(req, "brands", rc, list)
         )
-        cudnn = _get(row, "cudnn", c, dict, optional=True)
-        for os_name in _get(row, "os", c, list):
+        cudnn = get_field(row, "cudnn", c, dict, optional=True)
+        for os_name in get_field(row, "os", c, list):
             if os_name not in os_python:
                 raise c.fail("os", f"{os_name!r} has no entry in the os table")
-            for flavor in _get(row, "flavors", c, list):
+            for flavor in get_field(row, "flavors", c, list):
                 variants: list[tuple[str | None, str]] = [(None, f"{cuda}-{flavor}-{os_name}")]
-                if cudnn and _cudnn_tag_ok(flavor, _get(cudnn, "flavors", c, list)):
-                    tag = _get(cudnn, "tag", c.at("cudnn"), str)
+                if cudnn and _cudnn_tag_ok(flavor, get_field(cudnn, "flavors", c, list)):
+                    tag = get_field(cudnn, "tag", c.at("cudnn"), str)
                     variants.append(
                         (
-                            _get(cudnn, "major", c.at("cudnn"), str),
+                            get_field(cudnn, "major", c.at("cudnn"), str),
                             f"{cuda}-{tag}-{flavor}-{os_name}",
                         )
                     )
@@ -271,18 +274,18 @@ def _load_base_images(path: Path) -> tuple[BaseImage, ...]:
                             c,
                         )
                     )
-    for i, row in enumerate(_rows(data, "slim_images", ctx)):
+    for i, row in enumerate(rows(data, "slim_images", ctx)):
         c = ctx.at(f"slim_images[{i}] ({row.get('ref')})", row)
         images.append(
             (
                 BaseImage(
-                    ref=_get(row, "ref", c, str),
+                    ref=get_field(row, "ref", c, str),
                     kind="slim",
                     cuda=None,
                     cudnn=None,
                     flavor=None,
-                    os=_get(row, "os", c, str),
-                    python=_version(row, "python", c),
+                    os=get_field(row, "os", c, str),
+                    python=version_field(row, "python", c),
                     python_install="present",
                     require_cuda=None,
                     require_rules=(),
@@ -290,7 +293,7 @@ def _load_base_images(path: Path) -> tuple[BaseImage, ...]:
                 c,
             )
         )
-    _unique(((img.ref, c) for img, c in images), "base image")
+    require_unique(((img.ref, c) for img, c in images), "base image")
     return tuple(img for img, _ in images)
 
 
@@ -304,7 +307,7 @@ def _check_cross(m: Matrix, directory: Path) -> None:
         unknown = set(r.archs) - known_cc
         if unknown:
             raise (
-                _Ctx("cuda.yaml")
+                Ctx("cuda.yaml")
                 .at(f"release {r.version}")
                 .fail(
                     "archs",
@@ -314,7 +317,7 @@ def _check_cross(m: Matrix, directory: Path) -> None:
     for fw in m.frameworks:
         for rel in fw.releases:
             for v in rel.variants:
-                c = _Ctx(f"frameworks/{fw.name}.yaml").at(f"{rel.version} variant {v.name}")
+                c = Ctx(f"frameworks/{fw.name}.yaml").at(f"{rel.version} variant {v.name}")
                 unknown = (set(v.sass) | set(v.ptx)) - known_cc
                 if unknown:
                     raise c.fail("sass/ptx", f"unknown compute capability {sorted(unknown)}")
@@ -323,7 +326,7 @@ def _check_cross(m: Matrix, directory: Path) -> None:
     for img in m.base_images:
         if img.cuda is not None and major_minor(img.cuda) not in cuda_minors:
             raise (
-                _Ctx("base_images.yaml")
+                Ctx("base_images.yaml")
                 .at(img.ref)
                 .fail("cuda", f"CUDA {img.cuda} is not a release in cuda.yaml")
             )
@@ -363,7 +366,7 @@ def _load(directory: Path) -> Matrix:
         "base_images.yaml",
         *(f"frameworks/{n}.yaml" for n in FRAMEWORKS),
     ]
-    reviewed = tuple((f, str(_read(directory / f)[0]["reviewed"])) for f in files)
+    reviewed = tuple((f, str(read_file(directory / f)[0]["reviewed"])) for f in files)
     m = Matrix(
         cuda=_load_cuda(directory / "cuda.yaml"),
         gpus=_load_gpus(directory / "gpus.yaml"),

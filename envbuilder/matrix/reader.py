@@ -39,15 +39,15 @@ def _construct_mapping(loader: _Loader, node: yaml.MappingNode) -> _LineDict:
 _Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
 
 
-class _Ctx:
+class Ctx:
     """Where we are in a file, for error messages: 'cuda.yaml:42 releases[3] field min_driver'."""
 
     def __init__(self, file: str, where: str = "", line: int = 0) -> None:
         self.file, self.where, self.line = file, where, line
 
-    def at(self, where: str, row: Any = None) -> _Ctx:
+    def at(self, where: str, row: Any = None) -> Ctx:
         line = getattr(row, "line", 0) or self.line
-        return _Ctx(self.file, f"{self.where} {where}".strip(), line)
+        return Ctx(self.file, f"{self.where} {where}".strip(), line)
 
     def fail(self, field: str | None, problem: str) -> MatrixError:
         loc = f"{self.file}:{self.line}" if self.line else self.file
@@ -59,8 +59,8 @@ class _Ctx:
         )
 
 
-def _read(path: Path) -> tuple[_LineDict, _Ctx]:
-    ctx = _Ctx(path.name if path.parent.name != "frameworks" else f"frameworks/{path.name}")
+def read_file(path: Path) -> tuple[_LineDict, Ctx]:
+    ctx = Ctx(path.name if path.parent.name != "frameworks" else f"frameworks/{path.name}")
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
@@ -82,7 +82,7 @@ def _read(path: Path) -> tuple[_LineDict, _Ctx]:
     return _LineDict(data), ctx
 
 
-def _check_scalars(node: Any, ctx: _Ctx, key: str) -> None:
+def _check_scalars(node: Any, ctx: Ctx, key: str) -> None:
     """Versions must be quoted strings: refuse floats anywhere and ints outside integer fields."""
     if isinstance(node, dict):
         for k, v in node.items():
@@ -103,7 +103,7 @@ def _check_scalars(node: Any, ctx: _Ctx, key: str) -> None:
 # --------------------------------------------------------------------------- field readers
 
 
-def _get(row: dict[str, Any], key: str, ctx: _Ctx, kind: type[T], *, optional: bool = False) -> T:
+def get_field(row: dict[str, Any], key: str, ctx: Ctx, kind: type[T], *, optional: bool = False) -> T:
     if key not in row or row[key] is None:
         if optional:
             return None  # type: ignore[return-value]
@@ -114,7 +114,7 @@ def _get(row: dict[str, Any], key: str, ctx: _Ctx, kind: type[T], *, optional: b
     return value
 
 
-def _checked(ctx: _Ctx, field: str, value: str, parse: Callable[[str], object]) -> str:
+def checked_field(ctx: Ctx, field: str, value: str, parse: Callable[[str], object]) -> str:
     try:
         parse(value)
     except UsageError as exc:
@@ -122,37 +122,37 @@ def _checked(ctx: _Ctx, field: str, value: str, parse: Callable[[str], object]) 
     return value
 
 
-def _version(row: dict[str, Any], key: str, ctx: _Ctx, *, optional: bool = False) -> str:
-    value = _get(row, key, ctx, str, optional=optional)
-    return value if value is None else _checked(ctx, key, value, parse_version)
+def version_field(row: dict[str, Any], key: str, ctx: Ctx, *, optional: bool = False) -> str:
+    value = get_field(row, key, ctx, str, optional=optional)
+    return value if value is None else checked_field(ctx, key, value, parse_version)
 
 
-def _driver(row: dict[str, Any], key: str, ctx: _Ctx, *, optional: bool = False) -> str:
-    value = _get(row, key, ctx, str, optional=optional)
-    return value if value is None else _checked(ctx, key, value, parse_driver)
+def driver_field(row: dict[str, Any], key: str, ctx: Ctx, *, optional: bool = False) -> str:
+    value = get_field(row, key, ctx, str, optional=optional)
+    return value if value is None else checked_field(ctx, key, value, parse_driver)
 
 
-def _ccs(row: dict[str, Any], key: str, ctx: _Ctx) -> tuple[str, ...]:
-    values = _get(row, key, ctx, list)
+def cc_list(row: dict[str, Any], key: str, ctx: Ctx) -> tuple[str, ...]:
+    values = get_field(row, key, ctx, list)
     for v in values:
         if not isinstance(v, str):
             raise ctx.fail(key, f"compute capability {v!r} must be a quoted string")
-        _checked(ctx, key, v, parse_cc)
+        checked_field(ctx, key, v, parse_cc)
     if len(set(values)) != len(values):
         raise ctx.fail(key, "duplicate compute capability in list")
     return tuple(sorted(values, key=parse_cc))
 
 
-def _rows(data: dict[str, Any], key: str, ctx: _Ctx) -> list[_LineDict]:
-    rows = _get(data, key, ctx, list)
-    for i, row in enumerate(rows):
+def rows(data: dict[str, Any], key: str, ctx: Ctx) -> list[_LineDict]:
+    items = get_field(data, key, ctx, list)
+    for i, row in enumerate(items):
         if not isinstance(row, dict):
             raise ctx.at(f"{key}[{i}]").fail(None, "expected a mapping")
-    return rows
+    return items
 
 
-def _unique(items: Iterable[tuple[str, _Ctx]], what: str) -> None:
-    seen: dict[str, _Ctx] = {}
+def require_unique(items: Iterable[tuple[str, Ctx]], what: str) -> None:
+    seen: dict[str, Ctx] = {}
     for value, ctx in items:
         if value in seen:
             raise ctx.fail(None, f"duplicate {what} {value!r} (also at line {seen[value].line})")

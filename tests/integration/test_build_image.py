@@ -14,15 +14,16 @@ from pathlib import Path
 import pytest
 from conftest import REGISTRY_PASSWORD, REGISTRY_USER, SpecFile, envbuilder_cli, write_spec
 
-from envbuilder.build import BuildOptions, BuildOutcome, plan_from_spec, run_build, stack_tag
 from envbuilder.engine import DockerEngine
+from envbuilder.engine.progress import BuildEvent
 from envbuilder.errors import BuildFailedError, RegistryError
-from envbuilder.lock import read_lock
+from envbuilder.host.model import Host
+from envbuilder.image.build import BuildOptions, BuildOutcome, plan_from_spec, run_build, stack_tag
+from envbuilder.image.lock import read_lock
+from envbuilder.image.spec import load_spec
 from envbuilder.matrix import load_matrix
-from envbuilder.models import Host, Resolution, Stack
-from envbuilder.progress import BuildEvent
-from envbuilder.resolve import resolve
-from envbuilder.spec import load_spec
+from envbuilder.resolve.model import Resolution, Stack
+from envbuilder.resolve.resolver import resolve
 
 pytestmark = pytest.mark.docker
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from conftest import envbuilder_cli, write_spec
 
-from envbuilder.certificate import verify_certificate
+from envbuilder.certify.certificate import verify_certificate
 from envbuilder.engine import DockerEngine
 
 pytestmark = pytest.mark.docker

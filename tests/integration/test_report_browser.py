@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 from conftest import unavailable
 
-from envbuilder.comparison import compare_reports, render_compare_html
-from envbuilder.report import build_report, render_html, write_html
+from envbuilder.report.compare import compare_reports, render_compare_html
+from envbuilder.report.report import build_report, render_html, write_html
 
 pytestmark = pytest.mark.docker
 

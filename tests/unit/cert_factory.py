@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from envbuilder.certificate import build_certificate
+from envbuilder.certify.certificate import build_certificate
 from envbuilder.host import GpuInfo
 
 IMAGE_ID = "sha256:" + "ab" * 32

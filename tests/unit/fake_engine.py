@@ -12,10 +12,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from envbuilder.engine import BuildKitCli, BuildResult, BuildSecret, ImageInfo
+from envbuilder.engine.progress import BuildEvent, ProgressParser
 from envbuilder.errors import BuildFailedError, DockerUnavailableError, RegistryError
-from envbuilder.models import Host, Resolution, Stack
-from envbuilder.progress import BuildEvent, ProgressParser
-from envbuilder.spec import ImageSpec, parse_spec
+from envbuilder.host.model import Host
+from envbuilder.image.spec import ImageSpec, parse_spec
+from envbuilder.resolve.model import Resolution, Stack
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "buildkit"
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from envbuilder.models import Stack
-from envbuilder.spec import ImageSpec, parse_spec
+from envbuilder.image.spec import ImageSpec, parse_spec
+from envbuilder.resolve.model import Stack
 
 TORCH_BUNDLED_CU130 = Stack(
     id="torch2.11.0-cu130-py3.12-bundled-debian12",

@@ -10,17 +10,10 @@ import pytest
 from click.testing import CliRunner
 from fake_engine import FakeEngine, cpu_stack, make_resolution, make_spec
 
-from envbuilder.build import (
-    BuildOptions,
-    default_tag,
-    plan_from_lock,
-    plan_from_spec,
-    run_build,
-    stack_tag,
-)
 from envbuilder.cli import cli
 from envbuilder.cli.build_cmd import ProgressDisplay, parse_secret
 from envbuilder.engine import BuildSecret, ImageInfo
+from envbuilder.engine.progress import BuildEvent
 from envbuilder.errors import (
     BuildFailedError,
     BuildKitMissingError,
@@ -29,8 +22,15 @@ from envbuilder.errors import (
     SpecError,
     UsageError,
 )
-from envbuilder.lock import read_lock
-from envbuilder.progress import BuildEvent
+from envbuilder.image.build import (
+    BuildOptions,
+    default_tag,
+    plan_from_lock,
+    plan_from_spec,
+    run_build,
+    stack_tag,
+)
+from envbuilder.image.lock import read_lock
 
 BASE = "envbuilder-test/debian:bookworm"
 BASE_ID = "sha256:" + "b" * 64
@@ -102,7 +102,7 @@ def test_lock_write_failure_rolls_the_tags_back(tmp_path: Path, monkeypatch: pyt
     def fail(path: Path, lock: object) -> None:
         raise KeyboardInterrupt
 
-    monkeypatch.setattr("envbuilder.build.write_lock", fail)
+    monkeypatch.setattr("envbuilder.image.build.write_lock", fail)
     with pytest.raises(KeyboardInterrupt):
         build(tmp_path, fake, tags=("me/new:v1",))
     assert fake.images[TAG].id == old.id  # the previous image got its tag back
@@ -194,7 +194,7 @@ def test_base_with_a_registry_digest_is_pinned(tmp_path: Path) -> None:
 
 
 def test_lock_without_spec_needs_one(tmp_path: Path) -> None:
-    from envbuilder.lock import write_resolution_lock
+    from envbuilder.image.lock import write_resolution_lock
 
     path = tmp_path / "stack.lock.json"
     write_resolution_lock(path, make_resolution(make_spec()))
@@ -249,7 +249,7 @@ def test_cli_exit_codes(
     fake.images[BASE] = ImageInfo(id=BASE_ID, tags=(BASE,), repo_digests=())
     spec = make_spec()
     lock = tmp_path / "smoke.lock.json"
-    from envbuilder.lock import lock_from_resolution, write_lock
+    from envbuilder.image.lock import lock_from_resolution, write_lock
 
     write_lock(lock, lock_from_resolution(make_resolution(spec), spec.to_dict()))
     before = lock.read_bytes()
@@ -264,7 +264,7 @@ def test_cli_json_summary(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> No
     fake = engine()
     spec = make_spec()
     lock = tmp_path / "smoke.lock.json"
-    from envbuilder.lock import lock_from_resolution, write_lock
+    from envbuilder.image.lock import lock_from_resolution, write_lock
 
     write_lock(lock, lock_from_resolution(make_resolution(spec), spec.to_dict()))
     monkeypatch.setattr("envbuilder.cli.build_cmd.DockerEngine", lambda: fake)

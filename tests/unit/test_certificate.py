@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from envbuilder.certificate import (
+from envbuilder.certify.certificate import (
     SCHEMA_VERSION,
     Certificate,
     build_certificate,
@@ -90,7 +90,7 @@ def test_each_edit_is_detected_and_its_section_named(edit: Any, section: str) ->
 
 
 def test_edit_with_section_hash_also_rewritten_is_still_caught() -> None:
-    from envbuilder.certificate import sha256_of
+    from envbuilder.certify.certificate import sha256_of
 
     doc = make().to_dict()
     doc["verdict"] = "failed"

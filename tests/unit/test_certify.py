@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from envbuilder.certificate import verify_certificate
-from envbuilder.certify import certify_image, harness_command, load_thresholds
-from envbuilder.container import choose_gpu_access, docker_cli_args, shm_bytes, training_container
+from envbuilder.certify.certificate import verify_certificate
+from envbuilder.certify.certify import certify_image, harness_command, load_thresholds
+from envbuilder.certify.gpu_access import choose_gpu_access, docker_cli_args, shm_bytes, training_container
 from envbuilder.engine import ContainerRun, DaemonInfo, ImageInfo, RunResult
 from envbuilder.errors import CertificationFailedError, DockerUnavailableError, NoGpuError, UsageError
 from envbuilder.host import AccessMode, CommandResult, GpuInfo, HostReport, gpu_access_modes

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from envbuilder.certificate import Certificate, build_certificate
-from envbuilder.certstore import CertStore, data_dir
+from envbuilder.certify.certificate import Certificate, build_certificate
+from envbuilder.certify.store import CertStore, data_dir
 from envbuilder.errors import CertificateRefusedError, UsageError
 
 IMAGE_ID = "sha256:" + "ab" * 32
@@ -126,7 +126,7 @@ WRITER = textwrap.dedent(
     sys.path.insert(0, {repo!r})
     sys.path.insert(0, {tests!r})
     from test_certstore import make
-    from envbuilder.certstore import CertStore
+    from envbuilder.certify.store import CertStore
     store = CertStore(__import__("pathlib").Path(sys.argv[1]))
     start = int(sys.argv[2])
     for n in range(start, start + int(sys.argv[3])):
@@ -161,7 +161,7 @@ KILLER = textwrap.dedent(
     sys.path.insert(0, {repo!r})
     sys.path.insert(0, {tests!r})
     from test_certstore import make
-    from envbuilder.certstore import CertStore
+    from envbuilder.certify.store import CertStore
     store = CertStore(__import__("pathlib").Path(sys.argv[1]))
     # die after the INSERT ran, before COMMIT: the row is written to the WAL but not committed
     store._after_insert = lambda: os.kill(os.getpid(), signal.SIGKILL)

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-import envbuilder.certify
-from envbuilder.certificate import Certificate, build_certificate
+import envbuilder.certify.certify
+from envbuilder.certify.certificate import Certificate, build_certificate
 from envbuilder.cli import cli
 from envbuilder.cli.certify_cmd import key_metric
 from envbuilder.errors import DockerUnavailableError, NoGpuError
@@ -64,7 +64,7 @@ def run(args: list[str]) -> Any:
 def test_certify_exit_codes_and_summary(
     verdict: str, code: int, store_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(envbuilder.certify, "certify_image", fake_certify(verdict))
+    monkeypatch.setattr(envbuilder.certify.certify, "certify_image", fake_certify(verdict))
     res = run(["certify", "img:1"])
     assert res.exit_code == code, res.output
     assert "train_rn18_bf16_bs32" in res.stdout and "3,120 img/s, val acc 0.93" in res.stdout
@@ -83,7 +83,7 @@ def test_certify_exit_codes_and_summary(
 def test_certify_json_out_and_no_store(
     store_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(envbuilder.certify, "certify_image", fake_certify("certified"))
+    monkeypatch.setattr(envbuilder.certify.certify, "certify_image", fake_certify("certified"))
     out = tmp_path / "cert.json"
     res = run(["certify", "img:1", "--json", "--no-store", "--out", str(out)])
     assert res.exit_code == 0, res.output
@@ -99,7 +99,7 @@ def test_certify_json_out_and_no_store(
 def test_certify_error_families(
     error: Exception, code: int, store_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(envbuilder.certify, "certify_image", fake_certify(error=error))
+    monkeypatch.setattr(envbuilder.certify.certify, "certify_image", fake_certify(error=error))
     res = run(["certify", "img:1"])
     assert res.exit_code == code and f"envbuilder: error: {error}" in res.stderr
 
@@ -112,7 +112,7 @@ def test_bad_gpu_access_choice_is_a_usage_error(store_dir: Path) -> None:
 def test_certs_show_verify_export_import(
     store_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(envbuilder.certify, "certify_image", fake_certify("certified"))
+    monkeypatch.setattr(envbuilder.certify.certify, "certify_image", fake_certify("certified"))
     assert run(["certify", "img:1"]).exit_code == 0
     cid = json.loads(run(["certs", "list", "--json"]).stdout)[0]["id"]
     show = run(["certs", "show", cid[:8]])

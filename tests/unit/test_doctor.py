@@ -17,9 +17,8 @@ from click.testing import CliRunner
 from fake_host import FakeGpu, FakeNvml, FakeRunner, data, gpu_root, ok, smi_runner
 
 import envbuilder
-from envbuilder import collectives
 from envbuilder.cli import cli
-from envbuilder.doctor import (
+from envbuilder.doctor.checks import (
     DockerState,
     DoctorInputs,
     DoctorReport,
@@ -29,9 +28,9 @@ from envbuilder.doctor import (
     run_doctor,
 )
 from envbuilder.errors import DockerUnavailableError, DoctorFailedError, NoGpuError
-from envbuilder.framework import FrameworkBuild, cuda_fit, kernel_fit, kernel_for, probe_framework
-from envbuilder.host import CommandResult, HostReport, probe_host
-from envbuilder.models import CudaMajor, CudaMatrix, GpuMatrix, Matrix
+from envbuilder.host import CommandResult, HostReport, collectives, probe_host
+from envbuilder.host.frameworks import FrameworkBuild, cuda_fit, kernel_fit, kernel_for, probe_framework
+from envbuilder.matrix.model import CudaMajor, CudaMatrix, GpuMatrix, Matrix
 
 REPO = Path(__file__).resolve().parents[2]
 PY = "/fake/python"

@@ -14,8 +14,8 @@ from fake_engine import DATA
 from envbuilder.engine import BuildKitCli, BuildSecret, DockerEngine, find_buildkit_cli
 from envbuilder.engine import images as eng
 from envbuilder.engine.images import _split_ref
+from envbuilder.engine.progress import BuildEvent
 from envbuilder.errors import BuildFailedError, BuildKitMissingError
-from envbuilder.progress import BuildEvent
 
 
 def fake_cli(tmp_path: Path, log: str, *, rc: int = 0, sleep: float = 0.0) -> BuildKitCli:
@@ -92,7 +92,7 @@ def test_build_contexts_need_buildx(tmp_path: Path) -> None:
 
 
 def test_find_buildkit_cli_prefers_buildx_then_a_buildkit_client(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(eng, "_cli_candidates", lambda: ["/new/docker", "/old/docker"])
+    monkeypatch.setattr(eng, "cli_candidates", lambda: ["/new/docker", "/old/docker"])
 
     def probe(argv: list[str], env: object = None) -> str | None:
         table = {
@@ -114,7 +114,7 @@ def test_find_buildkit_cli_prefers_buildx_then_a_buildkit_client(monkeypatch: py
 
 
 def test_no_buildkit_cli_says_what_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(eng, "_cli_candidates", lambda: ["/usr/local/bin/docker"])
+    monkeypatch.setattr(eng, "cli_candidates", lambda: ["/usr/local/bin/docker"])
     monkeypatch.setattr(eng, "_probe", lambda argv, env=None: None)
     with pytest.raises(BuildKitMissingError) as err:
         find_buildkit_cli()

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from render_cases import TORCH_BUNDLED_CU130, instructions, spec
 
 from envbuilder.errors import SpecError
-from envbuilder.render import render_dockerfile
+from envbuilder.image.render import render_dockerfile
 
 BASE: dict[str, Any] = {
     "requirements": ["pillow>=10"],

@@ -22,9 +22,9 @@ from render_cases import (
     spec,
 )
 
-from envbuilder.models import Stack
-from envbuilder.render import RenderOptions, render_dockerfile
-from envbuilder.spec import ImageSpec
+from envbuilder.image.render import RenderOptions, render_dockerfile
+from envbuilder.image.spec import ImageSpec
+from envbuilder.resolve.model import Stack
 
 ROOT = Path(__file__).resolve().parents[2]
 GOLDEN = ROOT / "tests" / "golden"

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 import torch
 
-from envbuilder.harness.models import build_model, builtin_resnet, load_weights
+from envbuilder.harness.networks import build_model, builtin_resnet, load_weights
 from envbuilder.harness.pipeline import HAVE_PIL, DecodeAugment, encode_split, make_loader
 from envbuilder.harness.result import validate_result
 from envbuilder.harness.smoke import cpu_check

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from test_golden import HADOLINT_CONFIG, ROOT, compare_or_update, hadolint
 
-from envbuilder.render import render_dockerfile
+from envbuilder.image.render import render_dockerfile
 
 # The reference host of the committed renders (images/README.md says the same).
 REFERENCE_DRIVER = "580.159.04"

@@ -9,7 +9,7 @@ import pytest
 from fake_engine import cpu_stack, make_resolution, make_spec
 
 from envbuilder.errors import SpecError
-from envbuilder.lock import (
+from envbuilder.image.lock import (
     BuildRecord,
     LockFile,
     lock_from_resolution,
@@ -18,7 +18,7 @@ from envbuilder.lock import (
     write_lock,
     write_resolution_lock,
 )
-from envbuilder.render import lock_hash as render_lock_hash
+from envbuilder.image.render import lock_hash as render_lock_hash
 
 
 def built_lock() -> LockFile:

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from envbuilder.monitor import Finding, GpuSeries, diagnose, format_diagnosis, write_monitor_files
+from envbuilder.run.monitor import Finding, GpuSeries, diagnose, format_diagnosis, write_monitor_files
 
 N = 120  # samples (one per second)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from fake_engine import sample
 
-from envbuilder.progress import LOG_TAIL_LINES, BuildEvent, ProgressParser, step_instruction
+from envbuilder.engine.progress import LOG_TAIL_LINES, BuildEvent, ProgressParser, step_instruction
 
 
 def parse(name: str) -> tuple[ProgressParser, list[BuildEvent]]:

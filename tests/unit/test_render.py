@@ -21,14 +21,7 @@ from render_cases import (
 
 from envbuilder import resources
 from envbuilder.errors import SpecError, UsageError
-from envbuilder.models import (
-    FrameworkMatrix,
-    FrameworkRelease,
-    FrameworkVariant,
-    Matrix,
-    Stack,
-)
-from envbuilder.render import (
+from envbuilder.image.render import (
     RenderOptions,
     lock_hash,
     render_dockerfile,
@@ -36,6 +29,8 @@ from envbuilder.render import (
     uses_system_cuda,
     write_build_context,
 )
+from envbuilder.matrix.model import FrameworkMatrix, FrameworkRelease, FrameworkVariant, Matrix
+from envbuilder.resolve.model import Stack
 
 
 def labels(dockerfile: str) -> dict[str, str]:

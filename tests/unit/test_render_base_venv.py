@@ -6,7 +6,7 @@ import pytest
 from render_cases import TORCH_BUNDLED_CU130, instructions, spec
 
 from envbuilder.errors import SpecError
-from envbuilder.render import RenderOptions, render_dockerfile
+from envbuilder.image.render import RenderOptions, render_dockerfile
 
 
 def test_base_venv_reuses_the_base_environment() -> None:

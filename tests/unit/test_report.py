@@ -11,10 +11,10 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from envbuilder.certificate import Certificate, build_certificate
+from envbuilder.certify.certificate import Certificate, build_certificate
 from envbuilder.cli import cli
-from envbuilder.comparison import compare_reports, format_compare, render_compare_html
-from envbuilder.report import build_report, format_terminal, load_certificate, render_html
+from envbuilder.report.compare import compare_reports, format_compare, render_compare_html
+from envbuilder.report.report import build_report, format_terminal, load_certificate, render_html
 
 CERTS = Path(__file__).resolve().parent.parent / "data" / "certs"
 GPU, CPU = CERTS / "sample-gpu.json", CERTS / "sample-cpu.json"
@@ -206,7 +206,7 @@ def test_compare_of_gpu_and_cpu_certificates_pairs_absent_steps() -> None:
 def test_load_certificate_from_the_store_and_from_a_file(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from envbuilder.certstore import CertStore
+    from envbuilder.certify.store import CertStore
     from envbuilder.errors import UsageError
 
     monkeypatch.setenv("ENVBUILDER_DATA_DIR", str(tmp_path))

@@ -16,7 +16,7 @@ import yaml
 
 from envbuilder.cli.options import host_from_options, request_from_options
 from envbuilder.matrix import load_matrix
-from envbuilder.resolve import resolve
+from envbuilder.resolve.resolver import resolve
 
 CASES = sorted((Path(__file__).parent.parent / "data" / "cases").glob("*.yaml"))
 
@@ -44,7 +44,7 @@ def test_case(case_file: Path) -> None:
     h = case["host"]
     host = host_from_options(matrix, h.get("driver"), tuple(h.get("gpus", ())), tuple(h.get("ccs", ())))
     if h.get("driver") is None and not h.get("gpus") and not h.get("ccs"):
-        from envbuilder.models import Host
+        from envbuilder.host.model import Host
 
         host = Host(driver=None, gpus=(), source="given")
     res = resolve(matrix, request, host)

@@ -13,7 +13,7 @@ from cert_factory import H200, IMAGE_ID, K80, OTHER_ID, REQUIRE_130, RTX, cert
 
 from envbuilder.engine import ImageInfo
 from envbuilder.host import GpuInfo
-from envbuilder.runcheck import (
+from envbuilder.run.coverage import (
     CHECKS,
     RunHost,
     check_run,

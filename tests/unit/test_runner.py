@@ -17,8 +17,8 @@ from envbuilder.cli import cli
 from envbuilder.engine import DaemonInfo, ImageInfo
 from envbuilder.errors import CertificateRefusedError, UsageError
 from envbuilder.host import AccessMode, GpuInfo, HostReport
-from envbuilder.monitor import GpuSeries, Monitor
-from envbuilder.runner import RunOptions, parse_size, parse_volume, run_image
+from envbuilder.run.launch import RunOptions, parse_size, parse_volume, run_image
+from envbuilder.run.monitor import GpuSeries, Monitor
 
 DEVICES = AccessMode(
     name="devices",
@@ -226,7 +226,7 @@ def test_bad_options_are_usage_errors(tmp_path: Path) -> None:
 
 def test_cli_refusal_exit_code_and_message(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import envbuilder.cli.run_cmd as run_cmd
-    import envbuilder.runner as runner
+    import envbuilder.run.launch as runner
 
     monkeypatch.setenv("ENVBUILDER_DATA_DIR", str(tmp_path))
     monkeypatch.setattr(runner, "DockerRunEngine", FakeRunEngine)
@@ -241,7 +241,7 @@ def test_cli_refusal_exit_code_and_message(tmp_path: Path, monkeypatch: pytest.M
 
 def test_cli_passes_the_exit_code_through(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import envbuilder.cli.run_cmd as run_cmd
-    import envbuilder.runner as runner
+    import envbuilder.run.launch as runner
 
     monkeypatch.setenv("ENVBUILDER_DATA_DIR", str(tmp_path))
     monkeypatch.setattr(runner, "DockerRunEngine", lambda: FakeRunEngine(exit_code=3))
@@ -275,8 +275,8 @@ def test_a_tampered_row_in_the_store_is_a_tampered_refusal(tmp_path: Path) -> No
 def test_newest_certificate_picks_the_newest_for_the_exact_image(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from envbuilder.certificate import Certificate
-    from envbuilder.certstore import CertStore
+    from envbuilder.certify.certificate import Certificate
+    from envbuilder.certify.store import CertStore
     from envbuilder.cli.run_cmd import newest_certificate
 
     monkeypatch.setenv("ENVBUILDER_DATA_DIR", str(tmp_path))

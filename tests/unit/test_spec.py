@@ -9,8 +9,8 @@ import pytest
 from render_cases import spec
 
 from envbuilder.errors import SpecError
+from envbuilder.image.spec import load_spec, parse_spec
 from envbuilder.resources import images_dir
-from envbuilder.spec import load_spec, parse_spec
 
 
 def refused(**fields: Any) -> SpecError:

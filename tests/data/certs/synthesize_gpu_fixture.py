@@ -13,7 +13,7 @@ import random
 from pathlib import Path
 from typing import Any
 
-from envbuilder.certificate import build_certificate, host_fingerprint
+from envbuilder.certify.certificate import build_certificate, host_fingerprint
 
 LABEL = "synthetic test data, not a measurement"
 OUT = Path(__file__).resolve().parent / "sample-gpu.json"

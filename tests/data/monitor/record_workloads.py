@@ -1,4 +1,4 @@
-"""Record tests/data/monitor/h200-*.json: envbuilder.monitor sampling four synthetic torch
+"""Record tests/data/monitor/h200-*.json: envbuilder.run.monitor sampling four synthetic torch
 workloads on a real GPU (dense bf16 GEMMs; tiny kernels between waits; a leak; an 8 GiB buffer
 freed and re-allocated each step). Run from the repository root on a GPU machine:
     OUT=/tmp/mon python3 tests/data/monitor/record_workloads.py
@@ -11,7 +11,7 @@ from pathlib import Path
 
 sys.path.insert(0, os.getcwd())
 import torch
-from envbuilder.monitor import Monitor, diagnose, format_diagnosis, write_monitor_files
+from envbuilder.run.monitor import Monitor, diagnose, format_diagnosis, write_monitor_files
 
 out = Path(os.environ.get("OUT", "/tmp"))
 torch.cuda.init()

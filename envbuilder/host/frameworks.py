@@ -15,7 +15,7 @@ from typing import Any, Literal
 from packaging.version import Version
 
 from envbuilder.host import HostReport, Runner, run_command
-from envbuilder.models import Matrix
+from envbuilder.matrix.model import Matrix
 
 Status = Literal["ok", "warn", "fail"]
 FRAMEWORKS = ("torch", "tensorflow", "jax")

@@ -16,11 +16,11 @@ from markupsafe import Markup
 
 from envbuilder import __version__
 from envbuilder.atomic import write_text_atomic
-from envbuilder.certificate import Certificate, verify_certificate
-from envbuilder.charts import as_number
+from envbuilder.certify.certificate import Certificate, verify_certificate
 from envbuilder.errors import UsageError
-from envbuilder.report_charts import charts
-from envbuilder.report_multigpu import TABLE_HEADERS, MultiGpuView, busbw_chart, multi_gpu_view, table_rows
+from envbuilder.report.charts import as_number
+from envbuilder.report.multigpu import TABLE_HEADERS, MultiGpuView, busbw_chart, multi_gpu_view, table_rows
+from envbuilder.report.timeline import charts
 from envbuilder.resources import templates_dir
 
 NO_TELEMETRY = "no GPU telemetry"
@@ -351,6 +351,6 @@ def load_certificate(arg: str) -> Mapping[str, Any]:
         except (OSError, UnicodeDecodeError) as exc:
             raise UsageError(f"cannot read {path}: {exc}") from exc
         return Certificate.from_json(text, where=str(path)).data
-    from envbuilder.certstore import CertStore
+    from envbuilder.certify.store import CertStore
 
     return CertStore().get(arg).data

@@ -14,7 +14,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from envbuilder.framework import Status
 from envbuilder.harness.multigpu import (
     classify_interconnect,
     nccl_env_warnings,
@@ -23,6 +22,7 @@ from envbuilder.harness.multigpu import (
     shm_warnings,
 )
 from envbuilder.host import Runner
+from envbuilder.host.frameworks import Status
 
 # The host's collective-communication settings, which a container would otherwise silently drop:
 # site NCCL tuning (NCCL_SOCKET_IFNAME, NCCL_IB_HCA, ...) and safety switches such as

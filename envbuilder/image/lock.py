@@ -15,7 +15,7 @@ from typing import Any
 
 from envbuilder.atomic import write_text_atomic
 from envbuilder.errors import SpecError
-from envbuilder.models import Resolution, Stack
+from envbuilder.resolve.model import Resolution, Stack
 
 LOCK_SCHEMA_VERSION = 1
 _HINT = "regenerate it with `envbuilder resolve --lock FILE` or `envbuilder build SPEC --lock-out FILE`"

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from envbuilder.charts import PALETTE, Band, Chart, Line, Segment, as_number, render_chart
 from envbuilder.harness.telemetry import CLOCK_EVENT_REASONS
+from envbuilder.report.charts import PALETTE, Band, Chart, Line, Segment, as_number, render_chart
 
 if TYPE_CHECKING:
-    from envbuilder.report import Report
+    from envbuilder.report.report import Report
 
 
 def charts(r: Report) -> list[str]:

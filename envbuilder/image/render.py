@@ -23,9 +23,8 @@ from packaging.utils import canonicalize_name
 
 from envbuilder import resources
 from envbuilder.errors import SpecError, UsageError
-from envbuilder.models import Matrix, Stack
-from envbuilder.spec import ImageSpec
-from envbuilder.stackcheck import (
+from envbuilder.image.spec import ImageSpec
+from envbuilder.image.validate import (
     IMAGE_REF_RE,
     LABEL_KEY_RE,
     LABEL_VALUE_RE,
@@ -34,6 +33,8 @@ from envbuilder.stackcheck import (
     refuse,
     validate_stack,
 )
+from envbuilder.matrix.model import Matrix
+from envbuilder.resolve.model import Stack
 
 VENV = "/opt/venv"
 BASE_VENV_RE = re.compile(r"/[A-Za-z0-9._-]+(?:/[A-Za-z0-9._-]+)*")

@@ -18,7 +18,8 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
 from envbuilder.errors import SpecError
-from envbuilder.models import Request, Strategy
+from envbuilder.matrix.model import Strategy
+from envbuilder.resolve.model import Request
 
 SpecFlavor = Literal["runtime", "devel"]
 CertifyLevel = Literal["quick", "default"]

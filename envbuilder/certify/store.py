@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from envbuilder.atomic import write_text_atomic
-from envbuilder.certificate import Certificate, require_valid, verify_certificate
+from envbuilder.certify.certificate import Certificate, require_valid, verify_certificate
 from envbuilder.errors import CertificateRefusedError, EnvbuilderError, UsageError
 
 DB_NAME = "certs.sqlite"

@@ -17,10 +17,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from envbuilder import collectives
-from envbuilder.collectives import CollectiveFacts
 from envbuilder.errors import DoctorFailedError, EnvbuilderError, NoGpuError
-from envbuilder.framework import (
+from envbuilder.host import (
+    AccessMode,
+    GpuInfo,
+    HostReport,
+    Runner,
+    Which,
+    collectives,
+    gpu_access_modes,
+    probe_host,
+    run_command,
+)
+from envbuilder.host.collectives import CollectiveFacts
+from envbuilder.host.frameworks import (
     FRAMEWORKS,
     FrameworkBuild,
     Status,
@@ -28,17 +38,7 @@ from envbuilder.framework import (
     kernel_fit,
     probe_framework,
 )
-from envbuilder.host import (
-    AccessMode,
-    GpuInfo,
-    HostReport,
-    Runner,
-    Which,
-    gpu_access_modes,
-    probe_host,
-    run_command,
-)
-from envbuilder.models import Matrix
+from envbuilder.matrix.model import Matrix
 
 Verdict = Literal["ok", "warn", "fail", "no-gpu"]
 TOOLKIT_URL = "https://docs.nvidia.com/datacenter/cloud-native/container-toolkit/latest/install-guide.html"

@@ -13,8 +13,8 @@ from typing import Any
 from markupsafe import Markup
 
 from envbuilder import __version__
-from envbuilder.charts import PALETTE, Chart, Line, Segment, render_chart
-from envbuilder.report import DASH, Report, fmt, jinja_env, table
+from envbuilder.report.charts import PALETTE, Chart, Line, Segment, render_chart
+from envbuilder.report.report import DASH, Report, fmt, jinja_env, table
 
 TOLERANCE = 0.05  # relative difference below which two measurements count as the same
 

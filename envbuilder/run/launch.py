@@ -18,13 +18,12 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from envbuilder.atomic import append_jsonl
-from envbuilder.certstore import data_dir
-from envbuilder.container import AccessChoice, choose_gpu_access, docker_cli_args, training_container
+from envbuilder.certify.gpu_access import AccessChoice, choose_gpu_access, docker_cli_args, training_container
+from envbuilder.certify.store import data_dir
 from envbuilder.engine import ContainerRun, DaemonInfo, ImageInfo
 from envbuilder.errors import CertificateRefusedError, UsageError
 from envbuilder.host import AccessMode, HostReport, gpu_access_modes, probe_host
-from envbuilder.monitor import Monitor, diagnose, format_diagnosis, write_monitor_files
-from envbuilder.runcheck import (
+from envbuilder.run.coverage import (
     CERTIFY_HINT,
     Refusal,
     RunHost,
@@ -33,6 +32,7 @@ from envbuilder.runcheck import (
     refusal_error,
     short_id,
 )
+from envbuilder.run.monitor import Monitor, diagnose, format_diagnosis, write_monitor_files
 
 RUN_LOG = "runs.jsonl"
 IPC_MODES = ("private", "shareable", "host")
@@ -160,8 +160,8 @@ def _native_cuda(driver: str | None) -> str | None:
     if driver is None:
         return None
     try:
-        from envbuilder.facts import native_cuda
         from envbuilder.matrix import load_matrix
+        from envbuilder.resolve.drivers import native_cuda
 
         return native_cuda(load_matrix(), driver)
     except Exception:  # a broken matrix must not stop a run; the check is then skipped

@@ -2,7 +2,7 @@
 
 Chooses the GPU access mode (toolkit, cdi, devices, none), builds the container (shared memory,
 ulimits, no network, the thresholds and an output folder mounted), streams the harness's progress,
-and seals its result together with the image and host records (envbuilder/certificate.py).
+and seals its result together with the image and host records (envbuilder/certify/certificate.py).
 """
 
 from __future__ import annotations
@@ -19,12 +19,12 @@ from typing import Any, Protocol
 import yaml
 
 from envbuilder import engine
-from envbuilder.certificate import VERDICTS, Certificate, build_certificate, host_fingerprint
-from envbuilder.collectives import collective_env
-from envbuilder.container import AccessChoice, choose_gpu_access, docker_cli_args, training_container
+from envbuilder.certify.certificate import VERDICTS, Certificate, build_certificate, host_fingerprint
+from envbuilder.certify.gpu_access import AccessChoice, choose_gpu_access, docker_cli_args, training_container
 from envbuilder.engine import ContainerRun, DaemonInfo, ImageInfo, RunResult
 from envbuilder.errors import CertificationFailedError, DockerUnavailableError, MatrixError, UsageError
 from envbuilder.host import AccessMode, HostReport, gpu_access_modes, probe_host
+from envbuilder.host.collectives import collective_env
 from envbuilder.resources import matrices_dir
 
 HOST_HARNESS_DIR = "/opt/envbuilder-host/harness"  # where the host's copy goes for unlabelled images

@@ -12,7 +12,7 @@ from typing import Any
 
 from envbuilder.atomic import write_text_atomic
 from envbuilder.harness.telemetry import CLOCK_EVENT_REASONS, FIELDS, Sampler, load_nvml
-from envbuilder.monitor_rules import Finding, GpuSeries, diagnose, format_diagnosis
+from envbuilder.run.diagnosis import Finding, GpuSeries, diagnose, format_diagnosis
 
 __all__ = ["Finding", "GpuSeries", "Monitor", "diagnose", "format_diagnosis", "write_monitor_files"]
 

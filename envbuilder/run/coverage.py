@@ -13,7 +13,7 @@ from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
-from envbuilder.certificate import verify_certificate
+from envbuilder.certify.certificate import verify_certificate
 from envbuilder.engine import ImageInfo
 from envbuilder.errors import CertificateRefusedError
 from envbuilder.host import GpuInfo

@@ -11,8 +11,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from envbuilder.charts import PALETTE, Chart, Line, as_number, render_chart
 from envbuilder.harness.multigpu import human_bytes
+from envbuilder.report.charts import PALETTE, Chart, Line, as_number, render_chart
 
 DASH = "-"
 TABLE_SIZES = (1 << 10, 1 << 20, 8 << 20, 64 << 20, 256 << 20, 1 << 30)  # the rows the table shows

@@ -16,11 +16,10 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from envbuilder.engine import BuildKitCli, BuildResult, BuildSecret, ImageInfo
+from envbuilder.engine.progress import BuildEvent
 from envbuilder.errors import BuildFailedError, RegistryError, SpecError, UsageError
-from envbuilder.lock import BuildRecord, LockFile, read_lock, write_lock
-from envbuilder.models import Resolution, Stack
-from envbuilder.progress import BuildEvent
-from envbuilder.render import (
+from envbuilder.image.lock import BuildRecord, LockFile, read_lock, write_lock
+from envbuilder.image.render import (
     SECRET_CA,
     SECRET_EXTRA_INDEX,
     SECRET_INDEX,
@@ -29,7 +28,8 @@ from envbuilder.render import (
     rendered_stack,
     write_build_context,
 )
-from envbuilder.spec import ImageSpec, parse_spec
+from envbuilder.image.spec import ImageSpec, parse_spec
+from envbuilder.resolve.model import Resolution, Stack
 
 TAG_RE = re.compile(
     r"^(?:[a-z0-9.-]+(?::\d{1,5})?/)?[a-z0-9]+(?:[._-]+[a-z0-9]+)*(?:/[a-z0-9]+(?:[._-]+[a-z0-9]+)*)*"

@@ -11,10 +11,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from envbuilder.collectives import collective_env
 from envbuilder.engine import ContainerRun, ImageInfo
 from envbuilder.errors import NoGpuError, UsageError
 from envbuilder.host import AccessMode
+from envbuilder.host.collectives import collective_env
 
 GPU_ACCESS_CHOICES: tuple[str, ...] = ("auto", "toolkit", "cdi", "devices", "none")
 SHM_MAX = 8 * 1024**3

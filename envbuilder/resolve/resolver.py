@@ -23,22 +23,18 @@ from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
 from envbuilder.errors import UsageError
-from envbuilder.facts import first_release, mvc_floor, native_cuda
+from envbuilder.host.model import Host, HostGpu
 from envbuilder.matrix import framework as framework_table
-from envbuilder.models import (
+from envbuilder.matrix.model import (
     STRATEGIES,
     BaseImage,
     FrameworkRelease,
     FrameworkVariant,
-    Host,
-    HostGpu,
     Matrix,
-    Rejection,
-    Request,
-    Resolution,
-    Stack,
     Strategy,
 )
+from envbuilder.resolve.drivers import first_release, mvc_floor, native_cuda
+from envbuilder.resolve.model import Rejection, Request, Resolution, Stack
 from envbuilder.versions import driver_branch, major, major_minor, parse_cc, parse_specifier
 
 MAX_ALTERNATIVES = 4

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 
 from envbuilder.errors import SpecError
-from envbuilder.models import Stack
+from envbuilder.resolve.model import Stack
 
 # Patterns for values that come from a stack / lock file (render refuses, never escapes).
 IMAGE_REF_RE = re.compile(

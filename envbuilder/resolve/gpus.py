@@ -1,18 +1,14 @@
-"""Facts derived from the matrix that several stages ask for: GPU models by the name NVML
-reports, and what a driver means for CUDA (its native version, each major's MVC floor)."""
+"""GPU models by the names people and NVML give them, and a host's GPUs filled in from the matrix."""
 
 from __future__ import annotations
 
 import difflib
 from dataclasses import replace
 
-from packaging.version import Version
-
 from envbuilder.errors import UsageError
-from envbuilder.models import CudaRelease, GpuModel, Host, HostGpu, Matrix
-from envbuilder.versions import major, major_minor, parse_cc
-
-# --------------------------------------------------------------------------- GPU lookup
+from envbuilder.host.model import Host, HostGpu
+from envbuilder.matrix.model import GpuModel, Matrix
+from envbuilder.versions import parse_cc
 
 
 def lookup_gpu(matrix: Matrix, name: str) -> GpuModel:
@@ -68,31 +64,3 @@ def enrich_host(matrix: Matrix, host: Host) -> Host:
             continue
         gpus.append(replace(g, brand=g.brand or model.brand, segment=model.segment, model=model.name))
     return replace(host, gpus=tuple(gpus))
-
-
-# --------------------------------------------------------------------------- CUDA facts
-
-
-def native_cuda(matrix: Matrix, driver: str) -> str | None:
-    """The newest CUDA X.Y a driver supports without any compatibility layer (what nvidia-smi
-    prints as "CUDA Version"): the newest release whose toolkit driver is <= the driver."""
-    best: str | None = None
-    for r in matrix.cuda.releases:
-        if Version(r.min_driver) <= Version(driver):
-            best = major_minor(r.version)
-    return best
-
-
-def first_release(matrix: Matrix, cuda: str) -> CudaRelease:
-    for r in matrix.cuda.releases:
-        if major_minor(r.version) == major_minor(cuda):
-            return r
-    raise AssertionError(f"matrix check guarantees CUDA {cuda} exists")  # pragma: no cover
-
-
-def mvc_floor(matrix: Matrix, cuda: str) -> str:
-    """Lowest driver on which any build of this CUDA major runs (minor-version compatibility)."""
-    for m in matrix.cuda.majors:
-        if m.major == major(cuda):
-            return m.mvc_min_driver
-    raise AssertionError(f"matrix check guarantees CUDA major of {cuda} exists")  # pragma: no cover

@@ -1,0 +1,144 @@
+"""Typed, frozen records of the compatibility facts in matrices/: CUDA releases, GPU models,
+framework builds and base images. Parsed once by matrix/ (nothing downstream sees raw dicts).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+Strategy = Literal["system-cuda", "bundled"]
+STRATEGIES: tuple[Strategy, ...] = ("bundled", "system-cuda")
+Flavor = Literal["base", "runtime", "devel"]
+
+
+# --------------------------------------------------------------------------- matrix: CUDA
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CudaRelease:
+    """One CUDA toolkit release (GA or update), e.g. 12.8 Update 1 = version '12.8.1'."""
+
+    version: str  # X.Y.Z as the nvidia/cuda images name it
+    label: str  # "12.8 Update 1"
+    min_driver: str  # Linux x86_64 toolkit driver (NVIDIA release notes, Table 3)
+    archs: tuple[str, ...]  # compute capabilities this toolkit can compile SASS/PTX for
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CudaMajor:
+    """Minor-version compatibility of one CUDA major (release notes Table 2)."""
+
+    major: int
+    mvc_min_driver: str  # below this nothing of this major runs
+    mvc_max_branch: int | None  # first branch that no longer counts as "MVC range" (None: open)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CudaMatrix:
+    releases: tuple[CudaRelease, ...]
+    majors: tuple[CudaMajor, ...]
+    # GPU segments for which cuda-compat (forward compatibility) is supported
+    forward_compat_segments: tuple[str, ...]
+
+
+# --------------------------------------------------------------------------- matrix: GPUs
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ArchInfo:
+    cc: str  # "9.0"
+    family: str  # "hopper"
+    name: str  # marketing name of the arch ("Hopper")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GpuModel:
+    name: str  # canonical name
+    nvml_names: tuple[str, ...]  # names NVML / nvidia-smi report for it
+    cc: str
+    family: str
+    brand: str  # brand as the Container Toolkit sees it: tesla, nvidia, quadro, nvidiartx, geforce, titan
+    segment: str  # datacenter | workstation | consumer | embedded
+    first_branch: int | None  # first driver branch supporting it (None: older than our data)
+    last_branch: int | None  # last driver branch supporting it (None: still supported)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GpuMatrix:
+    archs: tuple[ArchInfo, ...]
+    models: tuple[GpuModel, ...]
+
+
+# --------------------------------------------------------------------------- matrix: frameworks
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FrameworkVariant:
+    """One published build of a framework release, e.g. torch 2.11.0 + cu126."""
+
+    name: str  # cu126, cu130, cpu, cuda12, cuda13, and-cuda ...
+    cuda: str | None  # CUDA runtime X.Y the build targets; None for CPU builds
+    cudnn: str | None
+    nccl: str | None
+    sass: tuple[str, ...]  # compute capabilities with cubins
+    ptx: tuple[str, ...]  # compute capabilities with embedded PTX
+    min_driver: str | None  # the build's own driver floor when stricter than CUDA MVC (JAX)
+    index_url: str | None  # extra index for pip (torch); None = PyPI
+    # pip requirements, framework first; "{version}" is already substituted
+    bundled_packages: tuple[str, ...]  # wheels that carry their own CUDA; () = not offered
+    system_packages: tuple[str, ...]  # wheels for a system-cuda image (may equal bundled)
+    companion_packages: tuple[tuple[str, str], ...]  # (package, pinned requirement)
+    uses_system_cuda: bool  # True when system_packages really load the image's CUDA libs
+    needs_system_cudnn: str | None  # cuDNN major the image must carry for system_packages
+    default: bool  # what a bare `pip install FRAMEWORK==V` gets on Linux x86_64
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FrameworkRelease:
+    framework: str  # torch | tensorflow | jax
+    version: str
+    python: str  # PEP 440 specifier of supported CPython versions
+    companions: tuple[tuple[str, str], ...]  # (package, version): torchvision, torchaudio ...
+    variants: tuple[FrameworkVariant, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FrameworkMatrix:
+    name: str
+    releases: tuple[FrameworkRelease, ...]
+
+
+# --------------------------------------------------------------------------- matrix: base images
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RequireRule:
+    """One alternative of NVIDIA_REQUIRE_CUDA: brand=X,driver>=B,driver<B+1."""
+
+    brand: str
+    branch: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BaseImage:
+    ref: str  # full reference, e.g. nvidia/cuda:12.8.1-cudnn-runtime-ubuntu24.04
+    kind: Literal["cuda", "slim"]
+    cuda: str | None  # X.Y.Z (cuda kind only)
+    cudnn: str | None  # cuDNN major carried ("9"), None when none
+    flavor: Flavor | None  # base | runtime | devel (cuda kind only)
+    os: str  # ubuntu24.04, debian12 ...
+    python: str  # CPython X.Y the image provides or that `python_install` installs
+    python_install: Literal["apt", "present"]  # how the template gets Python
+    require_cuda: str | None  # the image's own NVIDIA_REQUIRE_CUDA minimum CUDA X.Y
+    require_rules: tuple[RequireRule, ...]  # brand/branch exemptions in NVIDIA_REQUIRE_CUDA
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Matrix:
+    cuda: CudaMatrix
+    gpus: GpuMatrix
+    frameworks: tuple[FrameworkMatrix, ...]
+    base_images: tuple[BaseImage, ...]
+    # file name -> reviewed date, for `matrix check` and provenance in stacks
+    reviewed: tuple[tuple[str, str], ...] = ()

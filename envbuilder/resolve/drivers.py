@@ -1,0 +1,34 @@
+"""What a driver means for CUDA: the newest CUDA it runs natively, each CUDA major's
+minor-version-compatibility floor, the toolkit driver of a CUDA release."""
+
+from __future__ import annotations
+
+from packaging.version import Version
+
+from envbuilder.matrix.model import CudaRelease, Matrix
+from envbuilder.versions import major, major_minor
+
+
+def native_cuda(matrix: Matrix, driver: str) -> str | None:
+    """The newest CUDA X.Y a driver supports without any compatibility layer (what nvidia-smi
+    prints as "CUDA Version"): the newest release whose toolkit driver is <= the driver."""
+    best: str | None = None
+    for r in matrix.cuda.releases:
+        if Version(r.min_driver) <= Version(driver):
+            best = major_minor(r.version)
+    return best
+
+
+def first_release(matrix: Matrix, cuda: str) -> CudaRelease:
+    for r in matrix.cuda.releases:
+        if major_minor(r.version) == major_minor(cuda):
+            return r
+    raise AssertionError(f"matrix check guarantees CUDA {cuda} exists")  # pragma: no cover
+
+
+def mvc_floor(matrix: Matrix, cuda: str) -> str:
+    """Lowest driver on which any build of this CUDA major runs (minor-version compatibility)."""
+    for m in matrix.cuda.majors:
+        if m.major == major(cuda):
+            return m.mvc_min_driver
+    raise AssertionError(f"matrix check guarantees CUDA major of {cuda} exists")  # pragma: no cover

@@ -1,0 +1,150 @@
+"""What the resolver takes and gives: a Request, and a Resolution with the chosen Stack, the
+runners-up and a Rejection per refused candidate. `Stack.to_dict()` is the one JSON schema used
+by `resolve --json`, the lock file, image labels and certificates.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from envbuilder.host.model import Host
+from envbuilder.matrix.model import Flavor, Strategy
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Request:
+    framework: str  # torch | tensorflow | jax
+    specifier: str  # PEP 440 specifier, "" = any
+    python: str | None = None  # X.Y
+    strategy: Strategy | None = None  # None: consider both
+    os: str | None = None
+    flavor: Flavor = "runtime"  # for system-cuda images
+    forward_compat: bool = False  # allow cuda-compat on GPUs that support it
+    cpu_only: bool = False
+
+    @property
+    def requirement(self) -> str:
+        return f"{self.framework}{self.specifier}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "framework": self.requirement,
+            "python": self.python,
+            "strategy": self.strategy,
+            "os": self.os,
+            "flavor": self.flavor,
+            "forward_compat": self.forward_compat,
+            "cpu_only": self.cpu_only,
+        }
+
+
+# --------------------------------------------------------------------------- resolver output
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Stack:
+    """A complete, compatible environment: what `build` turns into an image."""
+
+    id: str
+    framework: str
+    version: str
+    variant: str
+    cuda: str | None
+    cudnn: str | None
+    nccl: str | None
+    python: str
+    base_image: str
+    os: str
+    strategy: Strategy
+    flavor: Flavor | None
+    min_driver: str | None  # lowest driver on which this stack runs (None: CPU)
+    require_cuda: str | None  # NVIDIA_REQUIRE_CUDA the image carries
+    sass: tuple[str, ...]
+    ptx: tuple[str, ...]
+    index_url: str | None
+    packages: tuple[str, ...]  # pip requirements of the framework itself, pinned
+    companions: tuple[tuple[str, str], ...]  # (package, pinned requirement) e.g. torchvision
+    python_install: Literal["apt", "present"]
+    notes: tuple[str, ...] = field(default=())  # warnings that hold for this stack
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "framework": {"name": self.framework, "version": self.version, "variant": self.variant},
+            "cuda": self.cuda,
+            "cudnn": self.cudnn,
+            "nccl": self.nccl,
+            "python": self.python,
+            "base_image": self.base_image,
+            "os": self.os,
+            "strategy": self.strategy,
+            "flavor": self.flavor,
+            "min_driver": self.min_driver,
+            "require_cuda": self.require_cuda,
+            "archs": {"sass": list(self.sass), "ptx": list(self.ptx)},
+            "index_url": self.index_url,
+            "packages": list(self.packages),
+            "companions": dict(self.companions),
+            "python_install": self.python_install,
+            "notes": list(self.notes),
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Stack:
+        """Inverse of to_dict. Raises KeyError/TypeError on a malformed dict (callers wrap it)."""
+        fw = d["framework"]
+        return cls(
+            id=str(d["id"]),
+            framework=str(fw["name"]),
+            version=str(fw["version"]),
+            variant=str(fw["variant"]),
+            cuda=d.get("cuda"),
+            cudnn=d.get("cudnn"),
+            nccl=d.get("nccl"),
+            python=str(d["python"]),
+            base_image=str(d["base_image"]),
+            os=str(d["os"]),
+            strategy=d["strategy"],
+            flavor=d.get("flavor"),
+            min_driver=d.get("min_driver"),
+            require_cuda=d.get("require_cuda"),
+            sass=tuple(d["archs"]["sass"]),
+            ptx=tuple(d["archs"]["ptx"]),
+            index_url=d.get("index_url"),
+            packages=tuple(d["packages"]),
+            companions=tuple(sorted(d.get("companions", {}).items())),
+            python_install=d["python_install"],
+            notes=tuple(d.get("notes", ())),
+        )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Rejection:
+    candidate: str  # e.g. "torch 2.11.0+cu130 / py3.12 / bundled"
+    component: str  # driver | arch | python | base-image | require-cuda | gpu-support | ...
+    reason: str
+
+    def to_dict(self) -> dict[str, str]:
+        return {"candidate": self.candidate, "component": self.component, "reason": self.reason}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Resolution:
+    request: Request
+    host: Host
+    stack: Stack | None
+    alternatives: tuple[Stack, ...]
+    rejected: tuple[Rejection, ...]
+    warnings: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "schema_version": 1,
+            "request": self.request.to_dict(),
+            "host": self.host.to_dict(),
+            "stack": self.stack.to_dict() if self.stack else None,
+            "alternatives": [s.to_dict() for s in self.alternatives],
+            "rejected": [r.to_dict() for r in self.rejected],
+            "warnings": list(self.warnings),
+        }
