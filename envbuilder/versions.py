@@ -1,7 +1,8 @@
 """Version parsing and comparison: framework/CUDA versions, driver versions, compute capabilities.
 
-One place for "12.4 matches 12.4.1" and for reading a driver branch, so no module compares
-version strings by hand.
+One place for "12.4 matches 12.4.1", for reading a driver branch and for the rules a version typed
+on the command line must follow (a full driver version or a bare branch, Python as X.Y, ASCII
+digits only), so no module compares or checks version strings by hand.
 """
 
 from __future__ import annotations
@@ -13,16 +14,32 @@ from packaging.version import InvalidVersion, Version
 
 from envbuilder.errors import UsageError
 
-_DRIVER_RE = re.compile(r"^\d{3,4}(\.\d{1,3}){0,2}$")
-_CC_RE = re.compile(r"^(\d{1,2})\.(\d)$")
-_XY_RE = re.compile(r"^\d+(\.\d+){0,3}$")
+# [0-9], not \d: \d also matches full-width and other Unicode digits, which int() and Version()
+# would then accept (full-width "550" reads as 550), so a typed value would not be what the
+# matrix compares.
+_DRIVER_RE = re.compile(r"^[0-9]{3,4}(\.[0-9]{1,3}){0,2}$")
+_CC_RE = re.compile(r"^([0-9]{1,2})\.([0-9])$")
+_XY_RE = re.compile(r"^[0-9]+(\.[0-9]+){0,3}$")
+_PYTHON_XY_RE = re.compile(r"^[0-9]\.[0-9]{1,2}$")
+_FULL_DRIVER_HINT = (
+    "give the full version, e.g. 550.54.14 (nvidia-smi --query-gpu=driver_version "
+    "--format=csv,noheader prints it), or a bare branch such as 550"
+)
+
+
+def quote_input(text: object) -> str:
+    """The value as an error message quotes it, naming the first non-ASCII character in it
+    ("'...' (non-ASCII character '...' U+FF15)" for a full-width 5), since such a value can look
+    right on screen."""
+    odd = next((c for c in text if not c.isascii()), None) if isinstance(text, str) else None
+    return repr(text) if odd is None else f"{text!r} (non-ASCII character {odd!r} U+{ord(odd):04X})"
 
 
 def parse_version(text: str, what: str = "version") -> Version:
     """Parse a dotted version. Raises UsageError with a hint on malformed input."""
     if not isinstance(text, str) or not _XY_RE.match(text.strip()):
         raise UsageError(
-            f"malformed {what} {text!r}",
+            f"malformed {what} {quote_input(text)}",
             hint=f"write the {what} as dotted numbers, e.g. '12.4' or '2.11.0'",
         )
     try:
@@ -32,16 +49,51 @@ def parse_version(text: str, what: str = "version") -> Version:
 
 
 def parse_driver(text: str) -> Version:
-    """Parse an NVIDIA driver version such as '535.104.05' or a branch such as '580'.
+    """Parse a driver version as the matrix states facts about drivers: '535.104.05', a table's
+    '570.26' or a branch floor such as '580'. Raises UsageError on anything else.
 
-    Raises UsageError on anything else.
+    A version typed by a user goes through `parse_host_driver`, which is stricter.
     """
     if not isinstance(text, str) or not _DRIVER_RE.match(text.strip()):
         raise UsageError(
-            f"malformed driver version {text!r}",
+            f"malformed driver version {quote_input(text)}",
             hint="give the driver as nvidia-smi prints it, e.g. --driver 535.104.05 (or a branch: 580)",
         )
     return Version(text.strip())
+
+
+def parse_host_driver(text: str) -> str:
+    """Check a driver version given for a host (`--driver`): the full X.Y.Z that nvidia-smi prints
+    for every Linux driver since R450 ('550.54.14'), or a bare branch ('580'), which stands for
+    the oldest driver of that branch (580.0.0, the most conservative answer; the resolver says so).
+
+    A partial version ('550.54') is refused instead of being read as 550.54.0, which would change
+    the answer silently. Raises UsageError.
+    """
+    parse_driver(text)
+    parts = text.strip().split(".")
+    if len(parts) == 2:
+        raise UsageError(
+            f"partial driver version {text!r}: a driver version has three parts", hint=_FULL_DRIVER_HINT
+        )
+    return text.strip()
+
+
+def is_driver_branch(driver: str) -> bool:
+    """True for a bare branch ('580') given where a driver version goes."""
+    return len(parse_driver(driver).release) == 1
+
+
+def parse_python_xy(text: str) -> str:
+    """Check a CPython version given as X.Y ('3.12'). Raises UsageError for '3', '3.11.7',
+    'py3.11' and anything else: the patch level comes with the base image."""
+    if not isinstance(text, str) or not _PYTHON_XY_RE.match(text.strip()):
+        raise UsageError(
+            f"malformed Python version {quote_input(text)}: give it as X.Y",
+            hint="give the CPython minor version as X.Y, e.g. --python 3.12 (the patch level comes "
+            "with the base image)",
+        )
+    return text.strip()
 
 
 def driver_branch(driver: str) -> int:
@@ -54,7 +106,7 @@ def parse_cc(text: str) -> tuple[int, int]:
     m = _CC_RE.match(text.strip()) if isinstance(text, str) else None
     if not m:
         raise UsageError(
-            f"malformed compute capability {text!r}",
+            f"malformed compute capability {quote_input(text)}",
             hint="write it as MAJOR.MINOR, e.g. --cc 8.6 (nvidia-smi --query-gpu=compute_cap --format=csv)",
         )
     return int(m.group(1)), int(m.group(2))

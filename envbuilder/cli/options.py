@@ -13,7 +13,7 @@ from envbuilder.host.model import Host
 from envbuilder.matrix.model import Matrix
 from envbuilder.resolve.gpus import enrich_host, gpu_from_cc, gpu_from_model, lookup_gpu
 from envbuilder.resolve.model import Request
-from envbuilder.versions import parse_driver, parse_version
+from envbuilder.versions import parse_host_driver, parse_python_xy, quote_input
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -48,7 +48,10 @@ def host_options(func: F) -> F:
         help='Target GPU by the name nvidia-smi prints, e.g. "Tesla V100-SXM2-16GB" (repeatable).',
     )(func)
     func = click.option(
-        "--driver", metavar="VERSION", help="Target NVIDIA driver, e.g. 535.104.05 (default: this host's)."
+        "--driver",
+        metavar="VERSION",
+        help="Target NVIDIA driver, the full version nvidia-smi prints, e.g. 535.104.05, or a bare "
+        "branch such as 580 (its oldest driver is assumed). Default: this host's.",
     )(func)
     return func
 
@@ -65,7 +68,7 @@ def host_from_options(
 
         return enrich_host(matrix, probe_host().to_host())
     if driver is not None:
-        parse_driver(driver)
+        driver = parse_host_driver(driver)
     given = [gpu_from_model(lookup_gpu(matrix, name)) for name in gpus]
     given += [gpu_from_cc(matrix, cc) for cc in ccs]
     return Host(driver=driver, gpus=tuple(given), source="given")
@@ -124,7 +127,7 @@ def request_from_options(
         req = Requirement(framework_req)
     except InvalidRequirement as exc:
         raise UsageError(
-            f"malformed framework requirement {framework_req!r}",
+            f"malformed framework requirement {quote_input(framework_req)}",
             hint="write it as NAME[SPECIFIER], e.g. 'torch==2.11.*' or 'tensorflow>=2.16'",
         ) from exc
     if req.extras or req.url or req.marker:
@@ -133,7 +136,7 @@ def request_from_options(
             hint="extras and CUDA variants are chosen by the resolver",
         )
     if python is not None:
-        parse_version(python, "Python version")
+        python = parse_python_xy(python)
     return Request(
         framework=req.name.lower(),
         specifier=str(req.specifier),

@@ -28,7 +28,7 @@ SCHEMA_VERSION = 1
 MAX_ITEMS = 200
 
 NAME_RE = re.compile(r"^[a-z0-9][a-z0-9._-]{0,62}$")
-PYTHON_RE = re.compile(r"^3\.\d{1,2}$")
+PYTHON_RE = re.compile(r"^3\.[0-9]{1,2}$")  # [0-9]: \d also takes full-width digits
 # Debian policy names (lower case, >= 2 chars) and an optional `=version` pin.
 APT_RE = re.compile(r"^[a-z0-9][a-z0-9+.-]{1,62}(=[0-9][A-Za-z0-9.+~:-]{0,127})?$")
 ENV_KEY_RE = re.compile(r"^[A-Z_][A-Z0-9_]{0,63}$")

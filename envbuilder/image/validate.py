@@ -12,17 +12,18 @@ from envbuilder.errors import SpecError
 from envbuilder.resolve.model import Stack
 
 # Patterns for values that come from a stack / lock file (render refuses, never escapes).
+# Digits are [0-9], not \d (which also matches full-width and other Unicode digits).
 IMAGE_REF_RE = re.compile(
-    r"(?:[a-z0-9.-]+(?::\d{1,5})?/)?[a-z0-9]+(?:[._-]+[a-z0-9]+)*"
+    r"(?:[a-z0-9.-]+(?::[0-9]{1,5})?/)?[a-z0-9]+(?:[._-]+[a-z0-9]+)*"
     r"(?:/[a-z0-9]+(?:[._-]+[a-z0-9]+)*)*"
     r"(?::[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?(?:@sha256:[0-9a-f]{64})?"
 )
-INDEX_URL_RE = re.compile(r"https://[A-Za-z0-9.-]+(?::\d{1,5})?(?:/[A-Za-z0-9._~%+-]*)*")
+INDEX_URL_RE = re.compile(r"https://[A-Za-z0-9.-]+(?::[0-9]{1,5})?(?:/[A-Za-z0-9._~%+-]*)*")
 PIN_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*(?:\[[A-Za-z0-9._,-]+\])?==[A-Za-z0-9.+!_-]+")
-VERSION_RE = re.compile(r"\d+(?:\.\d+){0,3}")
-DRIVER_RE = re.compile(r"\d{3,4}(?:\.\d{1,3}){0,2}")
-CC_RE = re.compile(r"\d{1,2}\.\d")
-REQUIRE_CUDA_RE = re.compile(r"cuda>=\d+\.\d+(?: brand=[a-z]+,driver>=\d{3,4},driver<\d{3,4})*")
+VERSION_RE = re.compile(r"[0-9]+(?:\.[0-9]+){0,3}")
+DRIVER_RE = re.compile(r"[0-9]{3,4}(?:\.[0-9]{1,3}){0,2}")
+CC_RE = re.compile(r"[0-9]{1,2}\.[0-9]")
+REQUIRE_CUDA_RE = re.compile(r"cuda>=[0-9]+\.[0-9]+(?: brand=[a-z]+,driver>=[0-9]{3,4},driver<[0-9]{3,4})*")
 TOKEN_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]{0,127}")
 LABEL_KEY_RE = re.compile(r"[a-z0-9](?:[a-z0-9.-]{0,126}[a-z0-9])?")
 LABEL_VALUE_RE = re.compile(r"[\x20-\x26\x28-\x7e]{0,65536}")  # printable ASCII without '
@@ -60,7 +61,7 @@ def validate_stack(stack: Stack) -> None:
         INDEX_URL_RE,
         "an https:// index URL without credentials or query; pass tokens as a build secret",
     )
-    check("python", stack.python, re.compile(r"3\.\d{1,2}"), lock_hint)
+    check("python", stack.python, re.compile(r"3\.[0-9]{1,2}"), lock_hint)
     for name in ("cuda", "cudnn", "nccl"):
         check(name, getattr(stack, name), VERSION_RE, lock_hint)
     check("min_driver", stack.min_driver, DRIVER_RE, lock_hint)

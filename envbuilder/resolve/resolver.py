@@ -35,7 +35,15 @@ from envbuilder.matrix.model import (
 )
 from envbuilder.resolve.drivers import first_release, mvc_floor, native_cuda
 from envbuilder.resolve.model import Rejection, Request, Resolution, Stack
-from envbuilder.versions import driver_branch, major, major_minor, parse_cc, parse_specifier
+from envbuilder.versions import (
+    driver_branch,
+    is_driver_branch,
+    major,
+    major_minor,
+    parse_cc,
+    parse_specifier,
+    version_matches,
+)
 
 MAX_ALTERNATIVES = 4
 # Rejections whose reason does not depend on the Python version: reported once per build.
@@ -341,7 +349,8 @@ def resolve(matrix: Matrix, request: Request, host: Host) -> Resolution:
         known = ", ".join(r.version for r in table.releases[-6:])
         raise UsageError(
             f"no {request.framework} release matches {request.requirement!r}",
-            hint=f"envbuilder knows {request.framework} {table.releases[0].version} .. "
+            hint=_wildcard_hint(request, table.releases)
+            or f"envbuilder knows {request.framework} {table.releases[0].version} .. "
             f"{table.releases[-1].version} (newest: {known})",
         )
     if request.strategy is not None and request.strategy not in STRATEGIES:
@@ -355,6 +364,11 @@ def resolve(matrix: Matrix, request: Request, host: Host) -> Resolution:
         request = replace(request, cpu_only=True)
     if host.gpus and host.driver is None:
         warnings.append("no driver given: driver compatibility was not checked (give --driver)")
+    if host.driver is not None and is_driver_branch(host.driver):
+        warnings.append(
+            f"driver given as branch R{host.driver}: checked as its oldest driver ({host.driver}.0.0), "
+            "the most conservative answer; give the full version (e.g. from nvidia-smi) for an exact one"
+        )
     rejected = _check_gpu_support(matrix, host)
     survivors: list[_Verdict] = []
     if not rejected:
@@ -398,6 +412,25 @@ def resolve(matrix: Matrix, request: Request, host: Host) -> Resolution:
         alternatives=tuple(alternatives),
         rejected=tuple(rejected),
         warnings=tuple(warnings),
+    )
+
+
+def _wildcard_hint(request: Request, releases: tuple[FrameworkRelease, ...]) -> str | None:
+    """For a pin like 'tensorflow==2.16' that matches no release while 2.16.x exist: suggest
+    '==2.16.*' (PEP 440 reads ==2.16 as exactly 2.16.0)."""
+    spec = request.specifier.strip()
+    if not spec.startswith("==") or spec.endswith("*") or "," in spec:
+        return None
+    prefix = spec[2:].strip()
+    try:
+        line = [r.version for r in releases if version_matches(prefix, r.version)]
+    except UsageError:
+        return None
+    if not line:
+        return None
+    return (
+        f"'=={prefix}' means exactly {prefix}.0 (PEP 440); for the {prefix} line write "
+        f"'{request.framework}=={prefix}.*' (releases {', '.join(line)})"
     )
 
 

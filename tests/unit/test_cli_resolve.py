@@ -89,7 +89,30 @@ def test_nothing_fits_exit_4_and_json_still_lists_rejections() -> None:
             "envbuilder knows torch",
         ),
         (["--framework", "caffe", "--cc", "8.0"], "unknown framework 'caffe'", "torch, tensorflow, jax"),
-        (["--python", "three", "--cc", "8.0"], "malformed Python version 'three'", "dotted numbers"),
+        (["--python", "three", "--cc", "8.0"], "malformed Python version 'three'", "X.Y"),
+        (["--python", "3", "--cc", "8.0"], "malformed Python version '3': give it as X.Y", "--python 3.12"),
+        (["--python", "3.11.7", "--cc", "8.0"], "malformed Python version '3.11.7'", "X.Y"),
+        (["--python", "py3.11", "--cc", "8.0"], "malformed Python version 'py3.11'", "X.Y"),
+        (
+            ["--driver", "550.54", "--cc", "8.0"],
+            "partial driver version '550.54'",
+            "give the full version, e.g. 550.54.14",
+        ),
+        (
+            ["--driver", "\uff15\uff15\uff10.54.14", "--cc", "8.0"],
+            "malformed driver version '\uff15\uff15\uff10.54.14' (non-ASCII character '\uff15' U+FF15)",
+            "nvidia-smi",
+        ),
+        (
+            ["--framework", "tensorflow==2.16", "--cc", "8.0"],
+            "no tensorflow release matches 'tensorflow==2.16'",
+            "'tensorflow==2.16.*' (releases 2.16.1)",
+        ),
+        (
+            ["--framework", "torch==\uff12.11.*", "--cc", "8.0"],
+            "malformed framework requirement 'torch==\uff12.11.*' (non-ASCII character '\uff12' U+FF12)",
+            "NAME[SPECIFIER]",
+        ),
     ],
 )
 def test_bad_input_is_one_line_with_hint_and_exit_2(args: list[str], message: str, hint: str) -> None:
@@ -99,6 +122,17 @@ def test_bad_input_is_one_line_with_hint_and_exit_2(args: list[str], message: st
     assert lines[0].startswith("envbuilder: error: ") and message in lines[0]
     assert lines[1].startswith("hint: ") and hint in lines[1]
     assert "Traceback" not in err
+
+
+def test_bare_driver_branch_is_accepted_and_the_output_states_the_rule() -> None:
+    code, out, err = run("resolve", "--json", "--driver", "580", "--gpu", "NVIDIA H200")
+    assert code == 0, err
+    doc = json.loads(out)
+    assert doc["host"]["driver"] == "580"
+    rule = "driver given as branch R580: checked as its oldest driver (580.0.0)"
+    assert any(rule in w for w in doc["warnings"])
+    code, _, err = run("resolve", "--driver", "580", "--gpu", "NVIDIA H200")
+    assert code == 0 and "warning: driver given as branch R580" in err
 
 
 def test_matrix_check_passes_on_bundled_matrix() -> None:

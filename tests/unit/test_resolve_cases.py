@@ -2,7 +2,9 @@
 
 Each case gives a request and a host, and what must come out: the chosen stack's fields (glob
 patterns on dotted paths of the stack JSON, or `stack: null`), rejections that must be present
-(substrings of candidate and reason, exact component), and optional note/warning substrings.
+(substrings of candidate and reason, exact component), and optional note/warning substrings; or
+`error:` (substrings of the message and hint) for input that must be refused before resolving.
+`report:` names the public report the situation comes from, where one exists.
 """
 
 from __future__ import annotations
@@ -15,7 +17,9 @@ import pytest
 import yaml
 
 from envbuilder.cli.options import host_from_options, request_from_options
+from envbuilder.errors import UsageError
 from envbuilder.matrix import load_matrix
+from envbuilder.resolve.model import Resolution
 from envbuilder.resolve.resolver import resolve
 
 CASES = sorted((Path(__file__).parent.parent / "data" / "cases").glob("*.yaml"))
@@ -30,6 +34,20 @@ def _dig(d: dict[str, Any], dotted: str) -> Any:
 @pytest.mark.parametrize("case_file", CASES, ids=[c.stem for c in CASES])
 def test_case(case_file: Path) -> None:
     case = yaml.safe_load(case_file.read_text())
+    assert set(case) <= {"description", "report", "request", "host", "expect"}, set(case)
+    assert str(case.get("report", "https://")).startswith("https://")
+    expect = case["expect"]
+    if "error" in expect:
+        with pytest.raises(UsageError) as err:
+            _resolve(case)
+        assert expect["error"]["message"] in err.value.message
+        assert expect["error"]["hint"] in (err.value.hint or "")
+        return
+    res = _resolve(case)
+    _check(res, expect)
+
+
+def _resolve(case: dict[str, Any]) -> Resolution:
     matrix = load_matrix()
     req = case["request"]
     request = request_from_options(
@@ -47,9 +65,11 @@ def test_case(case_file: Path) -> None:
         from envbuilder.host.model import Host
 
         host = Host(driver=None, gpus=(), source="given")
-    res = resolve(matrix, request, host)
+    return resolve(matrix, request, host)
+
+
+def _check(res: Resolution, expect: dict[str, Any]) -> None:
     doc = res.to_dict()
-    expect = case["expect"]
     if expect["stack"] is None:
         assert res.stack is None, f"expected no stack, got {res.stack and res.stack.id}"
         assert res.rejected, "an empty result must explain itself"

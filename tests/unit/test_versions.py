@@ -2,16 +2,22 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 
 from envbuilder.errors import UsageError
 from envbuilder.versions import (
     at_least,
     driver_branch,
+    is_driver_branch,
     major_minor,
     parse_cc,
     parse_driver,
+    parse_host_driver,
+    parse_python_xy,
     parse_specifier,
+    parse_version,
     version_matches,
 )
 
@@ -55,3 +61,43 @@ def test_specifier_errors_are_usage_errors() -> None:
     assert "2.11.0" in parse_specifier("==2.11.*")
     with pytest.raises(UsageError, match="malformed"):
         parse_specifier("=>2")
+
+
+@pytest.mark.parametrize("given", ["550.54.14", "580.159.04", "580", " 535.104.05 "])
+def test_host_driver_full_or_branch(given: str) -> None:
+    assert parse_host_driver(given) == given.strip()
+
+
+def test_partial_host_driver_is_refused_with_the_full_version_hint() -> None:
+    with pytest.raises(UsageError, match=r"partial driver version '550\.54'") as err:
+        parse_host_driver("550.54")
+    assert err.value.hint is not None and "give the full version, e.g. 550.54.14" in err.value.hint
+
+
+def test_branch_is_recognised() -> None:
+    assert is_driver_branch("580")
+    assert not is_driver_branch("580.65.06")
+
+
+@pytest.mark.parametrize("bad", ["3", "3.11.7", "py3.11", "3.x", "", "python3.12", "3.12.", "\uff13.12"])
+def test_python_must_be_x_y(bad: str) -> None:
+    with pytest.raises(UsageError, match="malformed Python version") as err:
+        parse_python_xy(bad)
+    assert err.value.hint is not None and "X.Y" in err.value.hint
+
+
+@pytest.mark.parametrize(
+    ("parse", "text"),
+    [
+        (parse_host_driver, "\uff15\uff15\uff10.54.14"),  # full-width digits
+        (parse_driver, "\u0665\u0665\u0660.54.14"),  # Arabic-Indic digits
+        (parse_python_xy, "3.\uff11\uff12"),
+        (parse_cc, "\uff18.0"),
+        (parse_version, "2.\uff111"),
+    ],
+)
+def test_only_ascii_digits_and_the_message_names_the_character(
+    parse: Callable[[str], object], text: str
+) -> None:
+    with pytest.raises(UsageError, match=r"non-ASCII character '.' U\+[0-9A-F]{4}"):
+        parse(text)
