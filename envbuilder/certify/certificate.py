@@ -8,7 +8,6 @@ integrity, not authenticity: whoever recomputes every hash can forge one (docs/c
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -17,6 +16,7 @@ from typing import Any
 
 from envbuilder import __version__
 from envbuilder.errors import CertificateRefusedError
+from envbuilder.hashing import SHA256_PREFIX, sha256_of
 
 SCHEMA_VERSION = 1
 KIND = "envbuilder-certificate"
@@ -35,16 +35,6 @@ SECTIONS = (
     "issued_at",
     "envbuilder_version",
 )
-_HASH_PREFIX = "sha256:"
-
-
-def canonical_json(value: Any) -> str:
-    """Sorted keys, no whitespace, ASCII, no NaN: the exact form every certificate hash covers."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=False)
-
-
-def sha256_of(value: Any) -> str:
-    return _HASH_PREFIX + hashlib.sha256(canonical_json(value).encode("ascii")).hexdigest()
 
 
 def host_fingerprint(driver: str | None, gpus: Sequence[Mapping[str, Any]]) -> str:
@@ -84,7 +74,7 @@ class Certificate:
     @property
     def id(self) -> str:
         """The hex digest of the content hash: the certificate's identity in the store."""
-        return self.content_hash.removeprefix(_HASH_PREFIX)
+        return self.content_hash.removeprefix(SHA256_PREFIX)
 
     @property
     def verdict(self) -> str:

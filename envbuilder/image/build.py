@@ -25,7 +25,6 @@ from envbuilder.image.render import (
     SECRET_INDEX,
     VENV,
     RenderOptions,
-    rendered_stack,
     write_build_context,
 )
 from envbuilder.image.spec import ImageSpec, parse_spec
@@ -232,9 +231,6 @@ def run_build(
     warnings = [*plan.warnings, *warnings]
     plan = replace(plan, base_ref=from_ref)
     ropts = render_options(plan, options)
-    # The stack as it lands in the image (base override noted, companions chosen): the lock
-    # records this one, so its hash equals the image's io.envbuilder.lock-hash label.
-    built_stack = rendered_stack(plan.spec, plan.stack, ropts)
     tmp = Path(tempfile.mkdtemp(prefix="envbuilder-render-", dir=work_dir))
     try:
         rendered = write_build_context(plan.spec, plan.stack, tmp / "build", ropts)
@@ -266,16 +262,15 @@ def run_build(
         packages=packages,
         tags=tuple(tags),
     )
+    # The stack as it landed in the image (overrides noted, companions chosen): the lock records
+    # it, so the lock's hash is the image's io.envbuilder.lock-hash label (both are lock_hash).
     lock = LockFile(
         resolution=plan.resolution,
-        stack=built_stack,
+        stack=rendered.stack,
         spec=plan.spec.to_dict(),
         spec_path=plan.spec.path,
         build=record,
     )
-    label = image.labels.get("io.envbuilder.lock-hash")
-    if label != lock.hash:
-        warnings.append(f"image label io.envbuilder.lock-hash {label} differs from the lock's {lock.hash}")
     _tag_and_lock(engine, result.image_id, tags, plan.lock_out, lock)
     pushed: tuple[str, ...] = ()
     if options.push:

@@ -7,14 +7,15 @@ never the host probe or timestamps, so images built from the same inputs carry t
 
 from __future__ import annotations
 
-import hashlib
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from envbuilder.atomic import write_text_atomic
 from envbuilder.errors import SpecError
+from envbuilder.hashing import sha256_hex
 from envbuilder.resolve.model import Resolution, Stack
 
 LOCK_SCHEMA_VERSION = 1
@@ -74,18 +75,11 @@ class LockFile:
         }
 
 
-def canonical_json(value: Any) -> str:
-    """Sorted keys, no whitespace: the form every hash in envbuilder is taken over."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
-
-
-def lock_hash(stack: Stack, spec: dict[str, Any] | None) -> str:
-    """sha256 (hex) of what decides the image: the stack and the spec, not the host or the build.
-
-    The same formula as render.lock_hash, so it equals the image's io.envbuilder.lock-hash label.
-    """
-    doc = {"spec": spec, "stack": stack.to_dict()}
-    return hashlib.sha256(canonical_json(doc).encode()).hexdigest()
+def lock_hash(stack: Stack, spec: Mapping[str, Any] | None) -> str:
+    """sha256 (hex) of what decides the image: the stack and the spec (ImageSpec.to_dict(); None
+    for a `resolve --lock` file), not the host or the build. The lock file records it and render
+    writes it as the image's io.envbuilder.lock-hash label."""
+    return sha256_hex({"spec": spec, "stack": stack.to_dict()})
 
 
 def lock_from_resolution(resolution: Resolution, spec: dict[str, Any] | None = None) -> LockFile:

@@ -7,7 +7,6 @@ against strict patterns first, so nothing unchecked is ever formatted into the f
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
@@ -23,6 +22,8 @@ from packaging.utils import canonicalize_name
 
 from envbuilder import resources
 from envbuilder.errors import SpecError, UsageError
+from envbuilder.hashing import canonical_json, sha256_text
+from envbuilder.image.lock import lock_hash
 from envbuilder.image.spec import ImageSpec
 from envbuilder.image.validate import (
     IMAGE_REF_RE,
@@ -113,17 +114,6 @@ def effective_stack(stack: Stack, options: RenderOptions) -> Stack:
     return replace(stack, notes=tuple(notes))
 
 
-def canonical_json(value: object) -> str:
-    """Compact, key-sorted, ASCII JSON: the form hashed and put in labels."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
-
-
-def lock_hash(spec: ImageSpec, stack: Stack) -> str:
-    """sha256 of the canonical JSON of the stack and the spec: same hash, same image inputs."""
-    blob = canonical_json({"spec": spec.to_dict(), "stack": stack.to_dict()})
-    return hashlib.sha256(blob.encode()).hexdigest()
-
-
 def uses_system_cuda(matrix: Matrix, stack: Stack) -> bool | None:
     """Whether the stack's system-cuda wheels load the image's CUDA (None: not in the matrix)."""
     for fw in matrix.frameworks:
@@ -157,7 +147,7 @@ def _labels(spec: ImageSpec, stack: Stack, options: RenderOptions) -> list[tuple
         "io.envbuilder.stack": canonical_json(stack.to_dict()),
         "io.envbuilder.min-driver": stack.min_driver or "none",
         "io.envbuilder.archs": _archs(stack),
-        "io.envbuilder.lock-hash": lock_hash(spec, stack),
+        "io.envbuilder.lock-hash": lock_hash(stack, spec.to_dict()),
         "io.envbuilder.certify": canonical_json(spec.certify.to_dict()),
         "io.envbuilder.harness": HARNESS_DEST,
     }
@@ -417,7 +407,7 @@ def write_build_context(
     return RenderedContext(
         dockerfile=out_dir / "Dockerfile",
         context_dir=out_dir / "context",
-        dockerfile_sha256=hashlib.sha256(text.encode()).hexdigest(),
-        lock_hash=lock_hash(spec, final),
+        dockerfile_sha256=sha256_text(text),
+        lock_hash=lock_hash(final, spec.to_dict()),
         stack=final,
     )

@@ -13,11 +13,11 @@ from envbuilder.certify.certificate import (
     SCHEMA_VERSION,
     Certificate,
     build_certificate,
-    canonical_json,
     host_fingerprint,
     verify_certificate,
 )
 from envbuilder.errors import CertificateRefusedError
+from envbuilder.hashing import canonical_json
 
 IMAGE_ID = "sha256:" + "cd" * 32
 GPUS = [
@@ -90,7 +90,7 @@ def test_each_edit_is_detected_and_its_section_named(edit: Any, section: str) ->
 
 
 def test_edit_with_section_hash_also_rewritten_is_still_caught() -> None:
-    from envbuilder.certify.certificate import sha256_of
+    from envbuilder.hashing import sha256_of
 
     doc = make().to_dict()
     doc["verdict"] = "failed"

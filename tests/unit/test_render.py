@@ -21,9 +21,9 @@ from render_cases import (
 
 from envbuilder import resources
 from envbuilder.errors import SpecError, UsageError
+from envbuilder.image.lock import lock_hash
 from envbuilder.image.render import (
     RenderOptions,
-    lock_hash,
     render_dockerfile,
     rendered_stack,
     uses_system_cuda,
@@ -65,7 +65,7 @@ def test_labels_last_and_parse_as_the_stack() -> None:
     assert stack == rendered_stack(s, TORCH_BUNDLED_CU130, RenderOptions())
     assert lab["io.envbuilder.min-driver"] == "580.65.06"
     assert lab["io.envbuilder.archs"].split(",")[-2:] == ["sm_120", "compute_120"]
-    assert lab["io.envbuilder.lock-hash"] == lock_hash(s, stack)
+    assert lab["io.envbuilder.lock-hash"] == lock_hash(stack, s.to_dict())
     assert lab["org.opencontainers.image.title"] == "pytorch-train"
     assert json.loads(lab["io.envbuilder.certify"]) == {"level": "default", "thresholds": {}}
     assert "created" not in " ".join(lab)  # deterministic: no timestamps

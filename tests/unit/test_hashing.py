@@ -1,0 +1,27 @@
+"""The one canonical JSON form that every hash covers (lock hash, labels, certificates)."""
+
+from __future__ import annotations
+
+import hashlib
+import math
+
+import pytest
+
+from envbuilder.hashing import canonical_json, sha256_hex, sha256_of, sha256_text
+
+
+def test_canonical_json_is_sorted_compact_ascii() -> None:
+    assert canonical_json({"b": [1, "é"], "a": None}) == '{"a":null,"b":[1,"\\u00e9"]}'
+
+
+@pytest.mark.parametrize("bad", [math.nan, math.inf, -math.inf])
+def test_canonical_json_refuses_what_json_cannot_hold(bad: float) -> None:
+    with pytest.raises(ValueError):
+        canonical_json({"x": bad})
+
+
+def test_digests_are_over_the_canonical_text() -> None:
+    doc = {"z": 1, "a": [2, 3]}
+    hexdigest = hashlib.sha256(b'{"a":[2,3],"z":1}').hexdigest()
+    assert sha256_hex(doc) == hexdigest == sha256_text('{"a":[2,3],"z":1}')
+    assert sha256_of(doc) == "sha256:" + hexdigest
