@@ -2,45 +2,15 @@
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 import torch
 from torch import nn
 
+from .kernels import arch_covered
 from .networks import build_model
 from .result import StepFailed
 from .synthetic import NUM_CLASSES, normalize, render
-
-_ARCH = re.compile(r"^(sm|compute)_(\d+)([a-z]?)$")
-
-
-def parse_arch(entry: str) -> tuple[str, int, int, str] | None:
-    """'sm_90a' -> ('sm', 9, 0, 'a'); 'compute_120' -> ('compute', 12, 0, '')."""
-    m = _ARCH.match(entry)
-    if not m:
-        return None
-    digits = m.group(2)
-    return m.group(1), int(digits[:-1]), int(digits[-1]), m.group(3)
-
-
-def arch_covered(arch_list: list[str], cc: tuple[int, int]) -> tuple[bool, str]:
-    """Does a build with these targets run on compute capability cc?
-
-    SASS runs on the same major with an equal or higher minor ('a' targets: that exact cc);
-    PTX (compute_XY) is JIT-compiled by the driver for any cc >= XY.
-    """
-    for entry in arch_list:
-        p = parse_arch(entry)
-        if p and p[0] == "sm":
-            _, major, minor, suffix = p
-            if major == cc[0] and (minor == cc[1] or (suffix != "a" and minor <= cc[1])):
-                return True, f"SASS {entry}"
-    ptx = [(e, p) for e in arch_list if (p := parse_arch(e)) and p[0] == "compute"]
-    for entry, (_, major, minor, _s) in sorted(ptx, key=lambda x: x[1][1:3], reverse=True):
-        if (major, minor) <= cc:
-            return True, f"PTX {entry} (JIT-compiled by the driver at first use)"
-    return False, f"no SASS for sm_{cc[0]}{cc[1]} and no PTX <= compute_{cc[0]}{cc[1]}"
 
 
 def one_batch(model: nn.Module, x: torch.Tensor, y: torch.Tensor) -> dict[str, Any]:

@@ -14,8 +14,11 @@ from typing import Any, Literal
 
 from packaging.version import Version
 
+from envbuilder.archs import kernel_for as archs_kernel_for
+from envbuilder.archs import parse_target
 from envbuilder.host import HostReport, Runner, run_command
 from envbuilder.matrix.model import Matrix
+from envbuilder.versions import parse_cc
 
 Status = Literal["ok", "warn", "fail"]
 FRAMEWORKS = ("torch", "tensorflow", "jax")
@@ -105,31 +108,13 @@ def probe_framework(name: str, *, run: Runner = run_command, python: str = sys.e
     )
 
 
-_ARCH_RE = re.compile(r"^(sm|compute)_(\d+)(\d)([af]?)$")
-_DOTTED_ARCH_RE = re.compile(r"^()(\d+)\.(\d)()$")  # TensorFlow's older "7.0" form: SASS
-
-
 def kernel_for(archs: tuple[str, ...], cc: str) -> tuple[Literal["sass", "ptx"], str] | None:
-    """The best kernel a build with `archs` has for a GPU of compute capability `cc`: SASS of the
-    same major with minor <= the GPU's (sm_XYa only on exactly X.Y), else PTX for a cc <= the
-    GPU's (the driver JIT-compiles it). None: "no kernel image is available for execution"."""
-    major, minor = (int(p) for p in cc.split("."))
-    sass: list[tuple[tuple[int, int], str]] = []
-    ptx: list[tuple[tuple[int, int], str]] = []
-    for arch in archs:
-        m = _ARCH_RE.match(arch.strip()) or _DOTTED_ARCH_RE.match(arch.strip())
-        if not m:
-            continue
-        kind, arch_cc, suffix = m.group(1), (int(m.group(2)), int(m.group(3))), m.group(4)
-        if suffix == "a" and arch_cc != (major, minor):
-            continue
-        if kind != "compute" and arch_cc[0] == major and arch_cc[1] <= minor:
-            sass.append((arch_cc, arch))
-        elif kind == "compute" and arch_cc <= (major, minor):
-            ptx.append((arch_cc, arch))
-    if sass:
-        return "sass", max(sass)[1]
-    return ("ptx", max(ptx)[1]) if ptx else None
+    """The kernel a build with `archs` (sm_XY, compute_XY, or TensorFlow's dotted SASS form) runs on a
+    GPU of compute capability `cc`, as (kind, the arch entry); None: "no kernel image is available
+    for execution". The rule is envbuilder.archs'."""
+    parsed = {t: a for a in archs if (t := parse_target(a)) is not None}
+    got = archs_kernel_for(parse_cc(cc), parsed)
+    return (got.kind, parsed[got]) if got else None
 
 
 def cuda_xy(version: str) -> Version:

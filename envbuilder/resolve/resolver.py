@@ -22,6 +22,7 @@ from dataclasses import dataclass, replace
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
+from envbuilder.archs import describe, kernel_for, matrix_targets
 from envbuilder.errors import UsageError
 from envbuilder.host.model import Host, HostGpu
 from envbuilder.matrix import framework as framework_table
@@ -89,14 +90,9 @@ def _python_candidates(matrix: Matrix, request: Request, strategy: Strategy) -> 
 
 
 def _coverage(variant: FrameworkVariant, gpu: HostGpu) -> str | None:
-    """'sass', 'ptx' or None: how the build runs on this GPU (cubins run on the same major with a
-    minor >= theirs; PTX JITs forward to any newer compute capability)."""
-    g = parse_cc(gpu.cc)
-    if any(parse_cc(s)[0] == g[0] and parse_cc(s)[1] <= g[1] for s in variant.sass):
-        return "sass"
-    if any(parse_cc(p) <= g for p in variant.ptx):
-        return "ptx"
-    return None
+    """'sass', 'ptx' or None: how the build runs on this GPU (envbuilder.archs has the rule)."""
+    kernel = kernel_for(parse_cc(gpu.cc), matrix_targets(variant.sass, variant.ptx))
+    return kernel.kind if kernel else None
 
 
 def _check_gpu_support(matrix: Matrix, host: Host) -> list[Rejection]:
@@ -216,8 +212,8 @@ def _evaluate(matrix: Matrix, request: Request, host: Host, cand: _Candidate) ->
             if how is None:
                 raise _Reject(
                     "arch",
-                    f"no kernels for {g.name} (sm_{g.cc.replace('.', '')}): the build has SASS for "
-                    f"{', '.join(v.sass) or 'none'} and PTX for {', '.join(v.ptx) or 'none'}",
+                    f"no kernels for {g.name} (sm_{g.cc.replace('.', '')}): the build has "
+                    + describe(matrix_targets(v.sass, v.ptx)),
                 )
             if how == "ptx":
                 sass_everywhere = False

@@ -13,6 +13,7 @@ from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
+from envbuilder.archs import kernel_for, matrix_targets
 from envbuilder.certify.certificate import verify_certificate
 from envbuilder.engine import ImageInfo
 from envbuilder.errors import CertificateRefusedError
@@ -157,17 +158,6 @@ def check_gpu_present(cert: Mapping[str, Any] | None, image: ImageInfo, host: Ru
     )
 
 
-def _covered(cc: str, sass: Sequence[str], ptx: Sequence[str]) -> str | None:
-    """'sass', 'ptx' or None: cubins run on the same major with a minor >= theirs; PTX JITs
-    forward to any newer compute capability."""
-    g = parse_cc(cc)
-    if any(parse_cc(s)[0] == g[0] and parse_cc(s)[1] <= g[1] for s in sass):
-        return "sass"
-    if any(parse_cc(p) <= g for p in ptx):
-        return "ptx"
-    return None
-
-
 def check_gpu_arch(cert: Mapping[str, Any] | None, image: ImageInfo, host: RunHost) -> Refusal | None:
     """The stack's SASS/PTX covers the compute capability of every GPU handed in."""
     stack = _stack(cert or {})
@@ -176,7 +166,8 @@ def check_gpu_arch(cert: Mapping[str, Any] | None, image: ImageInfo, host: RunHo
     archs = _section(stack, "archs")
     sass = [str(a) for a in archs.get("sass", ())]
     ptx = [str(a) for a in archs.get("ptx", ())]
-    bad = [g for g in host.gpus if g.cc and _covered(g.cc, sass, ptx) is None]
+    targets = matrix_targets(sass, ptx)
+    bad = [g for g in host.gpus if g.cc and kernel_for(parse_cc(g.cc), targets) is None]
     if not bad:
         return None
     fw = _section(stack, "framework")

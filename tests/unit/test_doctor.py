@@ -29,7 +29,7 @@ from envbuilder.doctor.checks import (
 )
 from envbuilder.errors import DockerUnavailableError, DoctorFailedError, NoGpuError
 from envbuilder.host import CommandResult, HostReport, collectives, probe_host
-from envbuilder.host.frameworks import FrameworkBuild, cuda_fit, kernel_fit, kernel_for, probe_framework
+from envbuilder.host.frameworks import FrameworkBuild, cuda_fit, kernel_fit, probe_framework
 from envbuilder.matrix.model import CudaMajor, CudaMatrix, GpuMatrix, Matrix
 
 REPO = Path(__file__).resolve().parents[2]
@@ -95,25 +95,6 @@ def _check(report: DoctorReport, name: str) -> tuple[str, str]:
 
 
 # --------------------------------------------------------------------------- framework fit rules
-
-
-@pytest.mark.parametrize(
-    ("archs", "cc", "expected"),
-    [
-        (CU130_ARCHS, "9.0", ("sass", "sm_90")),
-        (CU130_ARCHS, "8.9", ("sass", "sm_86")),  # same major, lower minor runs
-        (CU130_ARCHS, "12.1", ("sass", "sm_120")),
-        (CU130_ARCHS, "10.3", ("sass", "sm_100")),
-        (CU130_ARCHS, "6.1", None),  # GTX 1080 on a cu13x wheel: no kernel image
-        (("sm_90a",), "9.0", ("sass", "sm_90a")),
-        (("sm_90a",), "10.0", None),  # arch-specific SASS runs on exactly 9.0
-        (("sm_80", "compute_80"), "9.0", ("ptx", "compute_80")),
-        (("sm_70", "compute_70", "compute_80"), "8.6", ("ptx", "compute_80")),
-        (("7.0", "8.0"), "8.6", ("sass", "8.0")),  # TensorFlow's dotted form
-    ],
-)
-def test_kernel_for(archs: tuple[str, ...], cc: str, expected: tuple[str, str] | None) -> None:
-    assert kernel_for(archs, cc) == expected
 
 
 def _host(driver: str, cuda: str, cc: str = "9.0") -> HostReport:

@@ -30,7 +30,6 @@ from envbuilder.harness.result import (
     decide_verdict,
     validate_result,
 )
-from envbuilder.harness.smoke import arch_covered
 from envbuilder.harness.telemetry import Sampler, decode_reasons, slowdown_warnings
 from envbuilder.harness.thresholds import (
     BUILTIN_DEFAULTS,
@@ -257,27 +256,6 @@ def test_step_stats() -> None:
     assert st["p95_ms"] == pytest.approx(50)
     assert st["mean_ms"] == pytest.approx(12.4)
     assert step_stats([]) == {}
-
-
-# ---------------------------------------------------------------- arch coverage
-@pytest.mark.parametrize(
-    ("archs", "cc", "ok", "how"),
-    [
-        (["sm_80", "sm_86", "sm_90", "sm_100", "sm_120"], (9, 0), True, "SASS sm_90"),
-        (["sm_80"], (8, 6), True, "SASS sm_80"),  # same major, lower minor
-        (["sm_86"], (8, 0), False, ""),  # higher minor does not run
-        (["sm_90a"], (9, 0), True, "SASS sm_90a"),
-        (["sm_100a"], (10, 3), False, ""),  # arch-specific: exact cc only
-        (["sm_80", "compute_80"], (9, 0), True, "PTX compute_80"),
-        (["sm_90", "compute_90"], (12, 0), True, "PTX compute_90"),
-        (["sm_75", "sm_80"], (9, 0), False, ""),
-        (["sm_37"], (3, 7), True, "SASS sm_37"),
-    ],
-)
-def test_arch_covered(archs: list[str], cc: tuple[int, int], ok: bool, how: str) -> None:
-    got, why = arch_covered(archs, cc)
-    assert got is ok
-    assert why.startswith(how) if ok else "no SASS" in why
 
 
 # ---------------------------------------------------------------- telemetry with a fake NVML
