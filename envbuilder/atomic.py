@@ -12,18 +12,26 @@ from pathlib import Path
 from typing import Any
 
 
-def write_bytes_atomic(path: Path, data: bytes) -> None:
+def write_bytes_atomic(path: Path, data: bytes, *, mode: int | None = None, exclusive: bool = False) -> None:
     """Write `data` to `path` so that a reader sees the old file or the new one, never half of
-    either (temp file in the same folder, fsync, rename). Raises OSError; the old file is then
-    untouched and no temp file is left behind."""
+    either (temp file in the same folder, fsync, rename). `mode` sets the permissions before any
+    byte is written (a private key is never readable by others, not even for a moment);
+    `exclusive` never replaces an existing file (FileExistsError). Raises OSError; the old file
+    is then untouched and no temp file is left behind."""
     path = Path(path)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
+        if mode is not None:
+            os.fchmod(fd, mode)
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
-        Path(tmp).replace(path)
+        if exclusive:
+            os.link(tmp, path)  # fails when `path` exists, unlike a rename
+            Path(tmp).unlink()
+        else:
+            Path(tmp).replace(path)
     except BaseException:
         with contextlib.suppress(OSError):
             Path(tmp).unlink()

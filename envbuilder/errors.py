@@ -88,9 +88,29 @@ class CertificateRefusedError(EnvbuilderError):
 
 
 class RegistryError(EnvbuilderError):
-    """A push to or pull from a registry failed."""
+    """A push to or pull from a registry failed (unreachable, refused, or an answer that breaks the
+    distribution spec)."""
 
     exit_code = 13
+
+
+class RegistryAuthError(RegistryError):
+    """The registry wants credentials that are missing, or refused the ones given."""
+
+    exit_code = 14
+
+
+class RegistryNotFoundError(RegistryError):
+    """The registry has no such repository, tag or digest."""
+
+    exit_code = 15
+
+
+class SigningKeyError(EnvbuilderError):
+    """A signing key cannot be made, found, read or unlocked (wrong passphrase), or a trust policy
+    file is invalid (names the file and the field)."""
+
+    exit_code = 16
 
 
 class Interrupted(EnvbuilderError):

@@ -1,0 +1,161 @@
+"""envbuilder/attest keys and trust policy: generated keys (0600, passphrase), found, loaded;
+policy files parsed with every field checked, per-repository trust, durations, `keys import`."""
+
+from __future__ import annotations
+
+import stat
+from pathlib import Path
+
+import pytest
+import yaml
+
+from envbuilder.attest.keys import find_key, generate_key, list_keys, load_signer
+from envbuilder.attest.policy import (
+    choose_policy,
+    default_policy,
+    import_trusted_key,
+    load_policy,
+    parse_duration,
+)
+from envbuilder.errors import SigningKeyError
+
+
+@pytest.mark.parametrize(("keytype", "scheme"), [("ecdsa", "ecdsa-sha2-nistp256"), ("ed25519", "ed25519")])
+def test_generate_key_private_half_is_0600(tmp_path: Path, keytype: str, scheme: str) -> None:
+    folder = tmp_path / "keys"
+    info = generate_key("ci", keytype=keytype, directory=folder)
+    assert info.scheme == scheme and len(info.keyid) == 64 and not info.encrypted
+    assert info.private_path is not None
+    assert stat.S_IMODE(info.private_path.stat().st_mode) == 0o600
+    assert stat.S_IMODE(folder.stat().st_mode) == 0o700
+    assert info.public_path.read_text().startswith("-----BEGIN PUBLIC KEY-----")
+    signer = load_signer(info)
+    assert signer.public_key.keyid == info.keyid
+    assert not list(folder.glob(".*.tmp"))
+
+
+def test_generate_never_overwrites(tmp_path: Path) -> None:
+    first = generate_key("ci", directory=tmp_path)
+    before = first.public_path.read_bytes()
+    with pytest.raises(SigningKeyError, match="already exists") as info:
+        generate_key("ci", keytype="ed25519", directory=tmp_path)
+    assert info.value.exit_code == 16 and first.public_path.read_bytes() == before
+
+
+@pytest.mark.parametrize("name", ["../evil", "", "a b", "x" * 65])
+def test_generate_refuses_bad_names(tmp_path: Path, name: str) -> None:
+    with pytest.raises(SigningKeyError, match="is not a key name"):
+        generate_key(name, directory=tmp_path)
+
+
+def test_passphrase_protected_key(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    info = generate_key("ci", passphrase=b"correct horse", directory=tmp_path)
+    assert info.encrypted and info.private_path is not None
+    assert b"ENCRYPTED PRIVATE KEY" in info.private_path.read_bytes()
+    monkeypatch.delenv("ENVBUILDER_KEY_PASSPHRASE", raising=False)
+    with pytest.raises(SigningKeyError, match="passphrase-protected and no passphrase was given"):
+        load_signer(info)
+    with pytest.raises(SigningKeyError, match="wrong passphrase"):
+        load_signer(info, lambda _name: b"wrong")
+    monkeypatch.setenv("ENVBUILDER_KEY_PASSPHRASE", "correct horse")
+    assert load_signer(info).public_key.keyid == info.keyid
+
+
+def test_find_key_rules(tmp_path: Path) -> None:
+    with pytest.raises(SigningKeyError, match="no signing key in"):
+        find_key(directory=tmp_path)
+    a = generate_key("a", directory=tmp_path)
+    assert find_key(directory=tmp_path) == a  # the only one
+    generate_key("b", directory=tmp_path)
+    with pytest.raises(SigningKeyError, match="none is named 'default'"):
+        find_key(directory=tmp_path)
+    d = generate_key("default", directory=tmp_path)
+    assert find_key(directory=tmp_path) == d
+    assert find_key("b", directory=tmp_path).name == "b"
+    with pytest.raises(SigningKeyError, match="no signing key named 'c'"):
+        find_key("c", directory=tmp_path)
+    assert [k.name for k in list_keys(tmp_path)] == ["a", "b", "default"]
+
+
+# --------------------------------------------------------------------------- policy
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds"), [("45s", 45), ("90m", 5400), ("12h", 43200), ("30d", 2592000), (60, 60)]
+)
+def test_parse_duration(text: str | int, seconds: float) -> None:
+    assert parse_duration(text) == seconds
+
+
+@pytest.mark.parametrize("text", ["soon", "-1d", "0s", "3y"])
+def test_parse_duration_refuses(text: str) -> None:
+    with pytest.raises(SigningKeyError):
+        parse_duration(text)
+
+
+def test_policy_file_keys_repositories_and_max_age(tmp_path: Path) -> None:
+    ci = generate_key("ci", directory=tmp_path / "k")
+    other = generate_key("other", directory=tmp_path / "k")
+    policy_file = tmp_path / "trust.yaml"
+    policy_file.write_text(
+        yaml.safe_dump(
+            {
+                "schema_version": 1,
+                "max_age": "7d",
+                "keys": [
+                    {"name": "ci", "public_key": "k/ci.pub", "repositories": ["reg.example/team/*"]},
+                    {"name": "other", "pem": other.public_path.read_text()},
+                ],
+            }
+        )
+    )
+    policy = load_policy(policy_file)
+    assert policy.max_age_s == 7 * 86400
+    assert [k.keyid for k in policy.keys_for("reg.example/team/train")] == [ci.keyid, other.keyid]
+    assert [k.keyid for k in policy.keys_for("reg.example/elsewhere/train")] == [other.keyid]
+    assert choose_policy(trust=policy_file, max_age="1h").max_age_s == 3600
+
+
+@pytest.mark.parametrize(
+    ("doc", "message"),
+    [
+        ([], "a trust policy is a mapping"),
+        ({"schema_version": 2, "keys": []}, "schema_version must be 1"),
+        ({"schema_version": 1, "keys": [], "extra": 1}, r"unknown field\(s\) extra"),
+        ({"schema_version": 1, "keys": {}}, "`keys` must be a list"),
+        ({"schema_version": 1, "keys": [{"public_key": "x.pub"}]}, r"keys\[0\]: `name` is missing"),
+        ({"schema_version": 1, "keys": [{"name": "a"}]}, "give exactly one of public_key"),
+        ({"schema_version": 1, "keys": [{"name": "a", "pem": "junk"}]}, "is not a PEM public key"),
+        (
+            {"schema_version": 1, "keys": [{"name": "a", "public_key": "none.pub"}]},
+            "cannot read the public key",
+        ),
+        ({"schema_version": 1, "max_age": "ever", "keys": []}, "max_age 'ever' is not a duration"),
+    ],
+)
+def test_policy_errors_name_the_field(tmp_path: Path, doc: object, message: str) -> None:
+    path = tmp_path / "trust.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    with pytest.raises(SigningKeyError, match=message) as info:
+        load_policy(path)
+    assert str(path) in info.value.message
+
+
+def test_default_policy_trusts_own_keys_until_a_policy_file_exists(tmp_path: Path) -> None:
+    own = generate_key("mine", directory=tmp_path / "keys")
+    assert [k.keyid for k in default_policy(tmp_path).keys] == [own.keyid]
+    theirs = generate_key("theirs", directory=tmp_path / "elsewhere")
+    path = import_trusted_key(theirs.public_path, repositories=["reg/team/*"], base=tmp_path)
+    policy = default_policy(tmp_path)
+    assert policy.source == str(path)
+    assert [(k.name, k.keyid) for k in policy.keys] == [("mine", own.keyid), ("theirs", theirs.keyid)]
+    assert [k.name for k in policy.keys_for("reg/other/x")] == ["mine"]
+    with pytest.raises(SigningKeyError, match="already trusts a key named 'theirs'"):
+        import_trusted_key(theirs.public_path, base=tmp_path)
+
+
+def test_choose_policy_key_and_trust_are_exclusive(tmp_path: Path) -> None:
+    k = generate_key("a", directory=tmp_path)
+    assert [t.keyid for t in choose_policy(keys=[k.public_path]).keys] == [k.keyid]
+    with pytest.raises(SigningKeyError, match="not both"):
+        choose_policy(keys=[k.public_path], trust=tmp_path / "t.yaml")
