@@ -1,7 +1,9 @@
-"""Locates envbuilder's data folders (matrices/, templates/, images/) in a checkout or a wheel."""
+"""Locates envbuilder's data folders (matrices/, templates/, images/) in a checkout or a wheel,
+and the user's cache folder."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 _PACKAGE_DIR = Path(__file__).resolve().parent
@@ -31,3 +33,12 @@ def images_dir() -> Path:
 def harness_dir() -> Path:
     """The self-contained certification payload that is copied into every image."""
     return _PACKAGE_DIR / "harness"
+
+
+def cache_dir() -> Path:
+    """ENVBUILDER_CACHE_DIR, else $XDG_CACHE_HOME/envbuilder, else ~/.cache/envbuilder: what can be
+    rebuilt at any time (the compiled matrix)."""
+    if os.environ.get("ENVBUILDER_CACHE_DIR"):
+        return Path(os.environ["ENVBUILDER_CACHE_DIR"])
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "envbuilder"

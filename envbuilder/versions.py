@@ -3,10 +3,14 @@
 One place for "12.4 matches 12.4.1", for reading a driver branch and for the rules a version typed
 on the command line must follow (a full driver version or a bare branch, Python as X.Y, ASCII
 digits only), so no module compares or checks version strings by hand.
+
+The parsers are memoised (the resolver asks about the same few hundred strings thousands of
+times); they return immutable values, and a refused input raises again on every call.
 """
 
 from __future__ import annotations
 
+import functools
 import re
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
@@ -35,6 +39,7 @@ def quote_input(text: object) -> str:
     return repr(text) if odd is None else f"{text!r} (non-ASCII character {odd!r} U+{ord(odd):04X})"
 
 
+@functools.lru_cache(maxsize=4096)
 def parse_version(text: str, what: str = "version") -> Version:
     """Parse a dotted version. Raises UsageError with a hint on malformed input."""
     if not isinstance(text, str) or not _XY_RE.match(text.strip()):
@@ -48,6 +53,7 @@ def parse_version(text: str, what: str = "version") -> Version:
         raise UsageError(f"malformed {what} {text!r}") from exc
 
 
+@functools.lru_cache(maxsize=4096)
 def parse_driver(text: str) -> Version:
     """Parse a driver version as the matrix states facts about drivers: '535.104.05', a table's
     '570.26' or a branch floor such as '580'. Raises UsageError on anything else.
@@ -101,6 +107,7 @@ def driver_branch(driver: str) -> int:
     return int(parse_driver(driver).release[0])
 
 
+@functools.lru_cache(maxsize=4096)
 def parse_cc(text: str) -> tuple[int, int]:
     """Parse a compute capability '8.6' -> (8, 6). Raises UsageError on malformed input."""
     m = _CC_RE.match(text.strip()) if isinstance(text, str) else None
@@ -116,8 +123,11 @@ def cc_str(cc: tuple[int, int]) -> str:
     return f"{cc[0]}.{cc[1]}"
 
 
+@functools.lru_cache(maxsize=1024)
 def parse_specifier(text: str, what: str = "requirement") -> SpecifierSet:
-    """Parse a PEP 440 specifier set such as '>=3.10,<3.15'. Raises UsageError."""
+    """Parse a PEP 440 specifier set such as '>=3.10,<3.15'. Raises UsageError.
+
+    The result is shared between callers (memoised): use it, never change it."""
     try:
         return SpecifierSet(text)
     except InvalidSpecifier as exc:
@@ -127,6 +137,7 @@ def parse_specifier(text: str, what: str = "requirement") -> SpecifierSet:
         ) from exc
 
 
+@functools.lru_cache(maxsize=4096)
 def major_minor(version: str) -> str:
     """'12.4.1' -> '12.4'; '12.4' -> '12.4'."""
     v = parse_version(version)
@@ -134,10 +145,12 @@ def major_minor(version: str) -> str:
     return f"{release[0]}.{release[1]}"
 
 
+@functools.lru_cache(maxsize=4096)
 def major(version: str) -> int:
     return parse_version(version).release[0]
 
 
+@functools.lru_cache(maxsize=4096)
 def version_matches(prefix: str, full: str) -> bool:
     """True when `full` lies inside the release line `prefix`: '12.4' matches '12.4.1' and '12.4',
     not '12.40' or '12.5'."""

@@ -36,6 +36,15 @@ def update_golden(request: pytest.FixtureRequest) -> bool:
     return bool(request.config.getoption("--update-golden"))
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _private_cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """The compiled matrix (and anything else envbuilder caches) goes to a folder of this test
+    session, never the user's ~/.cache; subprocesses of the tests inherit it."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("ENVBUILDER_CACHE_DIR", str(tmp_path_factory.mktemp("envbuilder-cache")))
+        yield
+
+
 # --------------------------------------------------------------------------- Docker guard
 # Unit tests must not touch Docker (design.md, Tests; cibuildwheel's `mock_protection`): any
 # docker SDK client or docker CLI process started from a test not marked `docker`/`gpu` fails it.

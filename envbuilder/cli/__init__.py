@@ -6,6 +6,7 @@ to stdout (so `--json` pipes cleanly); progress and diagnostics to stderr.
 
 from __future__ import annotations
 
+import importlib
 import sys
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -19,7 +20,19 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 class _Group(click.Group):
-    """Turns expected failures into one error line + hint + exit code (traceback only with --debug)."""
+    """Turns expected failures into one error line + hint + exit code (traceback only with --debug).
+
+    Subcommands are imported when they are looked up (`_COMMANDS` below), so a command loads only
+    what it uses: `resolve` never imports the Docker SDK or Jinja (tests/unit/test_cli_imports.py).
+    """
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*super().list_commands(ctx), *_COMMANDS})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name in _COMMANDS and cmd_name not in self.commands:
+            importlib.import_module(f"envbuilder.cli.{_COMMANDS[cmd_name]}")  # registers on `cli`
+        return super().get_command(ctx, cmd_name)
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
@@ -57,14 +70,16 @@ def main() -> None:
         sys.exit(130)
 
 
-# Subcommands register themselves on import; one line per module (isort and E402 are off for this
-# file in pyproject.toml so that each module's line stays separate).
-from envbuilder.cli import matrix_cmd
-from envbuilder.cli import resolve_cmd
-from envbuilder.cli import doctor_cmd
-from envbuilder.cli import render_cmd
-from envbuilder.cli import build_cmd
-from envbuilder.cli import certify_cmd
-from envbuilder.cli import certs_cmd
-from envbuilder.cli import run_cmd
-from envbuilder.cli import report_cmd
+# Subcommands register themselves on `cli` when their module is imported, which happens the first
+# time the command is looked up: command name -> module, one line each (a test checks the table).
+_COMMANDS = {
+    "matrix": "matrix_cmd",
+    "resolve": "resolve_cmd",
+    "doctor": "doctor_cmd",
+    "render": "render_cmd",
+    "build": "build_cmd",
+    "certify": "certify_cmd",
+    "certs": "certs_cmd",
+    "run": "run_cmd",
+    "report": "report_cmd",
+}

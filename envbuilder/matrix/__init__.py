@@ -1,5 +1,5 @@
 """Loads matrices/*.yaml into typed, frozen records and checks their invariants (reading and
-field checks: reader.py).
+field checks: reader.py; the compiled form served to commands: compiled.py).
 
 The only reader of the matrix files: everything past this module sees `models.Matrix`.
 Every problem names the file, the row (with its line) and the field.
@@ -45,13 +45,14 @@ from envbuilder.matrix.reader import (
 from envbuilder.versions import major_minor, parse_cc, parse_version
 
 FRAMEWORKS = ("torch", "tensorflow", "jax")
+Doc = tuple[dict[str, Any], Ctx]  # a parsed matrix file and its location for error messages
 
 
 # --------------------------------------------------------------------------- cuda.yaml
 
 
-def _load_cuda(path: Path) -> CudaMatrix:
-    data, ctx = read_file(path)
+def _load_cuda(doc: Doc) -> CudaMatrix:
+    data, ctx = doc
     majors = []
     for i, row in enumerate(rows(data, "majors", ctx)):
         c = ctx.at(f"majors[{i}]", row)
@@ -100,8 +101,8 @@ def _load_cuda(path: Path) -> CudaMatrix:
 # --------------------------------------------------------------------------- gpus.yaml
 
 
-def _load_gpus(path: Path) -> GpuMatrix:
-    data, ctx = read_file(path)
+def _load_gpus(doc: Doc) -> GpuMatrix:
+    data, ctx = doc
     archs = []
     for i, row in enumerate(rows(data, "archs", ctx)):
         c = ctx.at(f"archs[{i}]", row)
@@ -145,8 +146,8 @@ def _fill(templates: list[Any], subst: dict[str, str], c: Ctx, key: str) -> tupl
         raise c.fail(key, f"unknown placeholder {exc} in {templates!r}") from exc
 
 
-def _load_framework(path: Path) -> FrameworkMatrix:
-    data, ctx = read_file(path)
+def _load_framework(doc: Doc) -> FrameworkMatrix:
+    data, ctx = doc
     name = get_field(data, "framework", ctx, str)
     install = get_field(data, "install", ctx, dict)
     releases, seen = [], []
@@ -224,8 +225,8 @@ def _cudnn_tag_ok(flavor: str, flavors: list[Any]) -> bool:
     return flavor in flavors
 
 
-def _load_base_images(path: Path) -> tuple[BaseImage, ...]:
-    data, ctx = read_file(path)
+def _load_base_images(doc: Doc) -> tuple[BaseImage, ...]:
+    data, ctx = doc
     os_python = {
         k: str(get_field(v, "python", ctx.at(f"os.{k}"), str))
         for k, v in get_field(data, "os", ctx, dict).items()
@@ -336,19 +337,35 @@ def _check_cross(m: Matrix, directory: Path) -> None:
 # --------------------------------------------------------------------------- public API
 
 
-def load_matrix(directory: Path | None = None) -> Matrix:
+def load_matrix(directory: Path | None = None, *, compiled: bool = True) -> Matrix:
     """Load and check every matrix file under `directory` (default: the bundled matrices/).
 
-    Raises MatrixError naming the file, row and field of the first problem found.
+    The bundled matrix is served from its compiled form (matrix/compiled.py) when one exists for
+    exactly these files and this code, and compiled on a miss; `compiled=False`, or another
+    folder, always reads and checks the YAML. Raises MatrixError naming the file, row and field of
+    the first problem found.
     """
-    if directory is None:
-        return _load_default()
-    return _load(Path(directory))
+    if directory is not None:
+        return _load(Path(directory))
+    return _load_default() if compiled else _load(resources.matrices_dir())
 
 
 @functools.cache
 def _load_default() -> Matrix:
-    return _load(resources.matrices_dir())
+    from envbuilder.matrix import compiled
+
+    directory = resources.matrices_dir()
+    try:
+        key = compiled.matrix_key(directory)
+    except OSError:  # an unreadable file: let the YAML reader name it
+        return _load(directory)
+    path = compiled.cache_file(key)
+    cached = compiled.read_compiled(path, key)
+    if cached is not None:
+        return cached
+    matrix = _load(directory)
+    compiled.write_compiled(path, key, matrix)
+    return matrix
 
 
 def _load(directory: Path) -> Matrix:
@@ -356,23 +373,23 @@ def _load(directory: Path) -> Matrix:
         raise MatrixError(
             f"matrix folder {directory} does not exist", hint="pass --dir to an existing folder"
         )
-    frameworks = tuple(_load_framework(directory / "frameworks" / f"{n}.yaml") for n in FRAMEWORKS)
-    for fw, expected in zip(frameworks, FRAMEWORKS, strict=True):
-        if fw.name != expected:
-            raise MatrixError(f"frameworks/{expected}.yaml: field 'framework' says {fw.name!r}")
     files = [
         "cuda.yaml",
         "gpus.yaml",
         "base_images.yaml",
         *(f"frameworks/{n}.yaml" for n in FRAMEWORKS),
     ]
-    reviewed = tuple((f, str(read_file(directory / f)[0]["reviewed"])) for f in files)
+    docs = {f: read_file(directory / f) for f in files}  # each file parsed once
+    frameworks = tuple(_load_framework(docs[f"frameworks/{n}.yaml"]) for n in FRAMEWORKS)
+    for fw, expected in zip(frameworks, FRAMEWORKS, strict=True):
+        if fw.name != expected:
+            raise MatrixError(f"frameworks/{expected}.yaml: field 'framework' says {fw.name!r}")
     m = Matrix(
-        cuda=_load_cuda(directory / "cuda.yaml"),
-        gpus=_load_gpus(directory / "gpus.yaml"),
+        cuda=_load_cuda(docs["cuda.yaml"]),
+        gpus=_load_gpus(docs["gpus.yaml"]),
         frameworks=frameworks,
-        base_images=_load_base_images(directory / "base_images.yaml"),
-        reviewed=reviewed,
+        base_images=_load_base_images(docs["base_images.yaml"]),
+        reviewed=tuple((f, str(data["reviewed"])) for f, (data, _) in docs.items()),
     )
     _check_cross(m, directory)
     return m

@@ -3,18 +3,23 @@ minor-version-compatibility floor, the toolkit driver of a CUDA release."""
 
 from __future__ import annotations
 
-from packaging.version import Version
+import functools
 
 from envbuilder.matrix.model import CudaRelease, Matrix
-from envbuilder.versions import major, major_minor
+from envbuilder.versions import major, major_minor, parse_driver
 
 
 def native_cuda(matrix: Matrix, driver: str) -> str | None:
     """The newest CUDA X.Y a driver supports without any compatibility layer (what nvidia-smi
     prints as "CUDA Version"): the newest release whose toolkit driver is <= the driver."""
+    return _native_cuda(matrix.cuda.releases, driver)
+
+
+@functools.lru_cache(maxsize=64)  # the resolver asks once per candidate for the same driver
+def _native_cuda(releases: tuple[CudaRelease, ...], driver: str) -> str | None:
     best: str | None = None
-    for r in matrix.cuda.releases:
-        if Version(r.min_driver) <= Version(driver):
+    for r in releases:
+        if parse_driver(r.min_driver) <= parse_driver(driver):
             best = major_minor(r.version)
     return best
 

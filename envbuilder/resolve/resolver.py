@@ -19,7 +19,6 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, replace
 
-from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
 from envbuilder.archs import describe, kernel_for, matrix_targets
@@ -190,7 +189,7 @@ def _require_cuda_ok(matrix: Matrix, host: Host, image: BaseImage) -> tuple[bool
 
 def _evaluate(matrix: Matrix, request: Request, host: Host, cand: _Candidate) -> _Verdict:
     rel, v = cand.release, cand.variant
-    if cand.python not in SpecifierSet(rel.python):
+    if cand.python not in parse_specifier(rel.python):
         raise _Reject(
             "python",
             f"Python {cand.python} is outside {rel.framework} {rel.version}'s supported range {rel.python}",
@@ -375,7 +374,7 @@ def resolve(matrix: Matrix, request: Request, host: Host) -> Resolution:
                     continue  # CPU builds on GPU hosts (and CUDA builds with --cpu) are not candidates
                 for strategy in strategies:
                     for py in _python_candidates(matrix, request, strategy):
-                        if request.python is None and py not in SpecifierSet(rel.python):
+                        if request.python is None and py not in parse_specifier(rel.python):
                             continue  # not a candidate at all, nothing to explain
                         cand = _Candidate(rel, v, strategy, py)
                         try:
