@@ -19,7 +19,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from envbuilder.certify.certificate import Certificate, canonical_json, sha256_of
+from envbuilder.certify.certificate import Certificate
+from envbuilder.hashing import canonical_json, sha256_of
 
 STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
 PAYLOAD_TYPE = "application/vnd.in-toto+json"  # the DSSE payloadType of an in-toto statement
