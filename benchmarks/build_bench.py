@@ -96,8 +96,8 @@ def step_summary(outcome: BuildOutcome) -> dict[str, Any]:
 
 
 def cold_vs_warm(engine: DockerEngine, spec_path: Path, res: Resolution, work: Path) -> dict[str, Any]:
-    for ref in list(engine.client.images.list(name=f"envbuilder/{NAME}")):
-        for t in ref.tags:
+    for image in engine.list_images(f"envbuilder/{NAME}"):
+        for t in image.tags:
             engine.remove_image(t, force=True)
     reclaimed = engine.prune_build_cache()
     log(f"pruned the build cache ({reclaimed / MB:.0f} MB); cold build...")

@@ -12,16 +12,23 @@ import shutil
 import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import replace
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 import yaml
 
-from envbuilder import engine
 from envbuilder.certify.certificate import VERDICTS, Certificate, build_certificate, host_fingerprint
-from envbuilder.certify.gpu_access import AccessChoice, choose_gpu_access, docker_cli_args, training_container
-from envbuilder.engine import ContainerRun, DaemonInfo, ImageInfo, RunResult
+from envbuilder.certify.gpu_access import AccessChoice, choose_gpu_access, training_container
+from envbuilder.engine import (
+    ContainerSpec,
+    DaemonInfo,
+    DockerEngine,
+    Engine,
+    ImageInfo,
+    Mount,
+    RunResult,
+    docker_run_argv,
+)
 from envbuilder.errors import CertificationFailedError, DockerUnavailableError, MatrixError, UsageError
 from envbuilder.host import AccessMode, HostReport, gpu_access_modes, probe_host
 from envbuilder.host.collectives import collective_env
@@ -32,32 +39,6 @@ IO_DIR = "/envbuilder-io"  # mounted read-write: thresholds.json in, result.json
 TIMEOUT_S = {"full": 1800.0, "quick": 600.0}
 
 Progress = Callable[[str], None]
-
-
-class CertifyEngine(Protocol):
-    """What certify needs from the container engine (envbuilder.engine; a fake in unit tests)."""
-
-    def inspect_image(self, ref: str) -> ImageInfo | None: ...
-
-    def daemon_info(self) -> DaemonInfo: ...
-
-    def run_container(self, spec: ContainerRun, on_stderr: Progress | None) -> RunResult: ...
-
-
-class DockerCertifyEngine:
-    """The real engine: DockerEngine plus engine.run_container."""
-
-    def __init__(self) -> None:
-        self._engine = engine.DockerEngine()
-
-    def inspect_image(self, ref: str) -> ImageInfo | None:
-        return self._engine.inspect_image(ref)
-
-    def daemon_info(self) -> DaemonInfo:
-        return self._engine.daemon_info()
-
-    def run_container(self, spec: ContainerRun, on_stderr: Progress | None) -> RunResult:
-        return engine.run_container(spec, on_stderr=on_stderr, engine=self._engine)
 
 
 def _stack_framework(info: ImageInfo) -> str | None:
@@ -187,7 +168,7 @@ def certify_image(
     quick: bool = False,
     thresholds: Mapping[str, float] | None = None,
     progress: Progress | None = None,
-    eng: CertifyEngine | None = None,
+    eng: Engine | None = None,
     probe: Callable[[], HostReport] = probe_host,
     access_modes: Callable[[DaemonInfo], Sequence[AccessMode]] | None = None,
     mem_total: int | None = None,
@@ -204,7 +185,7 @@ def certify_image(
     produced no result: it crashed, was killed or timed out).
     """
     say = progress or (lambda _line: None)
-    eng = eng or DockerCertifyEngine()
+    eng = eng or DockerEngine()
     info = eng.inspect_image(image_ref)
     if info is None:
         raise UsageError(f"image {image_ref!r} not found locally", hint="build it, or `docker pull` it first")
@@ -238,8 +219,8 @@ def certify_image(
     try:
         tmp.chmod(0o777)  # the image runs as a non-root user that must write result.json
         (tmp / "thresholds.json").write_text(json.dumps(doc, sort_keys=True), encoding="utf-8")
-        binds = [(str(tmp), IO_DIR, False)]
-        binds += [(host_harness, harness_dir, True)] if host_harness else []
+        mounts = [Mount(source=str(tmp), target=IO_DIR)]
+        mounts += [Mount(source=host_harness, target=harness_dir, read_only=True)] if host_harness else []
         limit = timeout_s or TIMEOUT_S["quick" if run_quick else "full"]
         command = harness_command(
             harness_dir,
@@ -255,15 +236,14 @@ def certify_image(
             choice,
             command,
             env={"PYTHONUNBUFFERED": "1", "PYTHONDONTWRITEBYTECODE": "1"},
-            binds=binds,
+            mounts=mounts,
             mem_total=mem_total,
-            timeout_s=limit,
         )
         passed = [f"{k}={v}" for k, v in collective_env(spec.env).items()]
         if passed:
             say(f"certify: the host's collective settings go in: {' '.join(passed)}")
         started = time.monotonic()
-        res, spec = _run_with_memlock_fallback(eng, spec, say, warnings)
+        res, spec = _run_with_memlock_fallback(eng, spec, limit, say, warnings)
         seconds = time.monotonic() - started
         result = parse_harness_output(tmp, res.stdout)
     finally:
@@ -286,7 +266,7 @@ def certify_image(
             "quick": run_quick,
             "exit_code": res.exit_code,
             "seconds": round(seconds, 3),
-            "docker_args": docker_cli_args(spec),
+            "docker_args": docker_run_argv(spec),
             "harness_dir": harness_dir,
             "harness_source": "host" if host_harness else "image",
             "warnings": warnings,
@@ -299,12 +279,12 @@ def certify_image(
 
 
 def _run_with_memlock_fallback(
-    eng: CertifyEngine, spec: ContainerRun, say: Progress, warnings: list[str]
-) -> tuple[RunResult, ContainerRun]:
+    eng: Engine, spec: ContainerSpec, timeout_s: float, say: Progress, warnings: list[str]
+) -> tuple[RunResult, ContainerSpec]:
     """Run; where the daemon may not raise RLIMIT_MEMLOCK (no CAP_SYS_RESOURCE, e.g. rootless or
     nested Docker), run again without the memlock ulimit and record it."""
     try:
-        return eng.run_container(spec, say), spec
+        return eng.run(spec, on_stderr=say, timeout_s=timeout_s), spec
     except DockerUnavailableError as exc:
         if "rlimit" not in str(exc).lower():
             raise
@@ -313,5 +293,5 @@ def _run_with_memlock_fallback(
         said = said[at : at + 60] if at >= 0 else said[-80:]
         warnings.append(f"memlock ulimit refused by the container runtime ({said}); ran without it")
         say(f"certify: warning: {warnings[-1]}")
-        spec = replace(spec, ulimits=tuple(u for u in spec.ulimits if u[0] != "memlock"))
-        return eng.run_container(spec, say), spec
+        spec = spec.without_ulimit("memlock")
+        return eng.run(spec, on_stderr=say, timeout_s=timeout_s), spec

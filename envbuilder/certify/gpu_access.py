@@ -7,11 +7,13 @@ Shared by `certify` and `run`, so a certified image runs exactly the way it was 
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any, Literal
+from dataclasses import dataclass, field
+from typing import Literal
 
-from envbuilder.engine import ContainerRun, ImageInfo
+from envbuilder.engine import ContainerSpec, GpuRequest, ImageInfo, Mount, Ulimit
+from envbuilder.engine.container import docker_flags
 from envbuilder.errors import NoGpuError, UsageError
 from envbuilder.host import AccessMode
 from envbuilder.host.collectives import collective_env
@@ -19,6 +21,15 @@ from envbuilder.host.collectives import collective_env
 GPU_ACCESS_CHOICES: tuple[str, ...] = ("auto", "toolkit", "cdi", "devices", "none")
 SHM_MAX = 8 * 1024**3
 STACK_ULIMIT = 67108864  # 64 MiB, as NVIDIA's framework containers advise (with memlock=-1)
+TRAINING_ULIMITS = (
+    Ulimit(name="memlock", soft=-1, hard=-1),
+    Ulimit(name="stack", soft=STACK_ULIMIT, hard=STACK_ULIMIT),
+)
+CDI_ALL_GPUS = "nvidia.com/gpu=all"
+# devices mode: the driver's libraries go here, mounted over nothing in the container, so they never
+# shadow the image's own libraries (unless their host folder can be mounted whole at its own path).
+CONTAINER_LIB_DIR = "/usr/local/nvidia/lib64"
+_SYSTEM_LIB_RE = re.compile(r"^/(usr/)?lib(32|64)?(/[a-z0-9_]+-linux-gnu[a-z]*)?/?$")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -72,34 +83,57 @@ def _image_env(info: ImageInfo, key: str) -> str | None:
     return None
 
 
-def gpu_run_parts(choice: AccessChoice, image: ImageInfo) -> dict[str, Any]:
-    """ContainerRun fields for an access mode, read off AccessMode.docker_args() (the flags
-    `doctor` shows) so both agree. devices mode keeps the image's own LD_LIBRARY_PATH after the
-    driver's folder and sets NVIDIA_VISIBLE_DEVICES/NVIDIA_DRIVER_CAPABILITIES."""
-    parts: dict[str, Any] = {"env": {}, "devices": [], "binds": [], "gpus_all": False, "cdi_devices": []}
-    if choice.mode is None:
-        return parts
-    args = list(choice.mode.docker_args())
-    for flag, value in zip(args[::2], args[1::2], strict=True):
-        if flag == "--gpus":
-            parts["gpus_all"] = True
-        elif flag == "--device" and value.startswith("/"):
-            parts["devices"].append(value)
-        elif flag == "--device":
-            parts["cdi_devices"].append(value)
-        elif flag == "-v":
-            src, dst, opt = [*value.split(":"), "rw"][:3]
-            parts["binds"].append((src, dst, opt == "ro"))
-        elif flag == "-e":
-            key, _, val = value.partition("=")
-            parts["env"][key] = val
-    if choice.name == "devices":
-        own = _image_env(image, "LD_LIBRARY_PATH")
-        if own and "LD_LIBRARY_PATH" in parts["env"]:
-            parts["env"]["LD_LIBRARY_PATH"] += f":{own}"
-        parts["env"].setdefault("NVIDIA_VISIBLE_DEVICES", "all")
-        parts["env"].setdefault("NVIDIA_DRIVER_CAPABILITIES", "compute,utility")
-    return parts
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GpuGrant:
+    """What an access mode hands a container: a device request, device nodes, mounts, variables."""
+
+    gpus: GpuRequest | None = None
+    devices: tuple[str, ...] = ()
+    cdi_devices: tuple[str, ...] = ()
+    mounts: tuple[Mount, ...] = ()
+    env: Mapping[str, str] = field(default_factory=dict)
+
+    def docker_flags(self) -> tuple[str, ...]:
+        """The `docker run` flags of this grant alone (what `doctor` shows for each mode)."""
+        bare = ContainerSpec(
+            image="-",
+            network=None,
+            gpus=self.gpus,
+            devices=self.devices,
+            cdi_devices=self.cdi_devices,
+            mounts=self.mounts,
+            env=self.env,
+        )
+        return tuple(docker_flags(bare))
+
+
+def gpu_grant(mode: AccessMode) -> GpuGrant:
+    """What `mode` hands a container. toolkit: `--gpus all`; cdi: the nvidia.com/gpu=all device;
+    devices: every /dev/nvidia* node and the driver's library folder, read-only, on
+    LD_LIBRARY_PATH. A library folder that is a system folder (e.g. /usr/lib/x86_64-linux-gnu)
+    is not mounted whole, which would shadow the image's libc: each driver library is mounted
+    into CONTAINER_LIB_DIR instead."""
+    if mode.name == "toolkit":
+        return GpuGrant(gpus=GpuRequest())
+    if mode.name == "cdi":
+        return GpuGrant(cdi_devices=(CDI_ALL_GPUS,))
+    if not mode.lib_dir:
+        return GpuGrant(devices=mode.devices)
+    if not _SYSTEM_LIB_RE.match(mode.lib_dir):
+        mounts: tuple[Mount, ...] = (Mount(source=mode.lib_dir, target=mode.lib_dir, read_only=True),)
+        lib_path = mode.lib_dir
+    else:
+        mounts = tuple(
+            Mount(source=f"{mode.lib_dir}/{lib}", target=f"{CONTAINER_LIB_DIR}/{lib}", read_only=True)
+            for lib in mode.driver_libs
+        )
+        lib_path = CONTAINER_LIB_DIR
+    return GpuGrant(devices=mode.devices, mounts=mounts, env={"LD_LIBRARY_PATH": lib_path})
+
+
+def mode_docker_args(mode: AccessMode) -> list[str]:
+    """The flags an available mode gives a container (doctor --json's `docker_args`); [] otherwise."""
+    return list(gpu_grant(mode).docker_flags()) if mode.available else []
 
 
 def training_container(
@@ -108,48 +142,35 @@ def training_container(
     command: Sequence[str],
     *,
     env: Mapping[str, str] | None = None,
-    binds: Sequence[tuple[str, str, bool]] = (),
+    mounts: Sequence[Mount] = (),
     network: str | None = "none",
     mem_total: int | None = None,
-    timeout_s: float | None = None,
     host_env: Mapping[str, str] | None = None,
-) -> ContainerRun:
-    """A container for training work on `image`: GPU access per `choice`, shared memory for
-    DataLoader workers, memlock=-1 and stack=64 MiB ulimits, no network unless asked, and the
-    host's collective settings (`collective_env(host_env)`, default os.environ). `env` wins over
-    those; the access mode's variables win over both (nothing may hide the GPUs by accident)."""
-    parts = gpu_run_parts(choice, image)
+) -> ContainerSpec:
+    """A container for training work on `image`: GPU access per `choice` (gpu_grant), shared
+    memory for DataLoader workers, memlock=-1 and stack=64 MiB ulimits, no network unless asked,
+    and the host's collective settings (`collective_env(host_env)`, default os.environ). `env`
+    wins over those; the access mode's variables win over both (nothing may hide the GPUs by
+    accident). In devices mode the image's own LD_LIBRARY_PATH is kept after the driver's folder,
+    and NVIDIA_VISIBLE_DEVICES / NVIDIA_DRIVER_CAPABILITIES are set as the Container Toolkit would."""
+    grant = gpu_grant(choice.mode) if choice.mode is not None else GpuGrant()
+    grant_env = dict(grant.env)
+    if choice.name == "devices":
+        own = _image_env(image, "LD_LIBRARY_PATH")
+        if own and "LD_LIBRARY_PATH" in grant_env:
+            grant_env["LD_LIBRARY_PATH"] += f":{own}"
+        grant_env.setdefault("NVIDIA_VISIBLE_DEVICES", "all")
+        grant_env.setdefault("NVIDIA_DRIVER_CAPABILITIES", "compute,utility")
     forwarded = collective_env(os.environ if host_env is None else host_env)
-    return ContainerRun(
+    return ContainerSpec(
         image=image.id,
         command=tuple(command),
-        env={**forwarded, **(env or {}), **parts["env"]},
-        devices=tuple(parts["devices"]),
-        gpus_all=parts["gpus_all"],
-        cdi_devices=tuple(parts["cdi_devices"]),
-        binds=(*parts["binds"], *binds),
+        env={**forwarded, **(env or {}), **grant_env},
+        gpus=grant.gpus,
+        devices=grant.devices,
+        cdi_devices=grant.cdi_devices,
+        mounts=(*grant.mounts, *mounts),
         shm_size=shm_bytes(mem_total),
-        ulimits=(("memlock", -1, -1), ("stack", STACK_ULIMIT, STACK_ULIMIT)),
+        ulimits=TRAINING_ULIMITS,
         network=network,
-        timeout_s=timeout_s,
     )
-
-
-def docker_cli_args(run: ContainerRun) -> list[str]:
-    """The equivalent `docker run` command line (recorded in the certificate, shown with --debug)."""
-    argv = ["docker", "run", "--rm"]
-    if run.network:
-        argv += ["--network", run.network]
-    if run.shm_size:
-        argv += ["--shm-size", str(run.shm_size)]
-    for name, soft, hard in run.ulimits:
-        argv += ["--ulimit", f"{name}={soft}:{hard}"]
-    if run.gpus_all:
-        argv += ["--gpus", "all"]
-    for d in (*run.devices, *run.cdi_devices):
-        argv += ["--device", d]
-    for src, dst, ro in run.binds:
-        argv += ["-v", f"{src}:{dst}" + (":ro" if ro else "")]
-    for k, v in sorted(run.env.items()):
-        argv += ["-e", f"{k}={v}"]
-    return [*argv, run.image, *run.command]

@@ -13,7 +13,7 @@ import click
 
 from envbuilder.cli import cli
 from envbuilder.cli.options import host_from_options, host_options
-from envbuilder.engine import BuildSecret, DockerEngine
+from envbuilder.engine import BUILD_NETWORKS, BuildSecret, DockerEngine
 from envbuilder.engine.progress import BuildEvent, step_instruction
 from envbuilder.errors import NoCompatibleStackError, UsageError
 from envbuilder.image.build import BuildOptions, BuildOutcome, plan_from_lock, plan_from_spec, run_build
@@ -139,7 +139,7 @@ def _print_summary(d: dict[str, Any]) -> None:
 @click.option("--no-cache", is_flag=True, help="Build without BuildKit's layer cache.")
 @click.option(
     "--network",
-    type=click.Choice(["default", "host", "none"]),
+    type=click.Choice(BUILD_NETWORKS),
     help="Network of the build's RUN steps: none proves an offline (--wheelhouse) build; host "
     "for a daemon without a bridge network.",
 )

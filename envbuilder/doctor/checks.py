@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from envbuilder.certify.gpu_access import mode_docker_args
 from envbuilder.errors import DoctorFailedError, EnvbuilderError, NoGpuError
 from envbuilder.host import (
     AccessMode,
@@ -95,7 +96,7 @@ class DoctorReport:
             "schema_version": 1,
             "host": self.host.to_dict(),
             "checks": [c.to_dict() for c in self.checks],
-            "access_modes": [m.to_dict() for m in self.access_modes],
+            "access_modes": [{**m.to_dict(), "docker_args": mode_docker_args(m)} for m in self.access_modes],
             "frameworks": [f.to_dict() for f in self.frameworks],
             "collectives": self.collectives.to_dict() if self.collectives else None,
             "verdict": self.verdict,
@@ -120,7 +121,7 @@ def probe_docker() -> DockerState:
             fix="pip install docker",
         )
     try:
-        info = engine.daemon_info()
+        info = engine.DockerEngine().daemon_info()
     except EnvbuilderError as exc:
         return DockerState(reachable=False, detail=exc.message, fix=exc.hint)
     except Exception as exc:  # a daemon that answers with an API error: report it, don't crash

@@ -1,36 +1,32 @@
 """The only package that talks to Docker (ruff bans `import docker` elsewhere).
 
-Everything it returns is an envbuilder dataclass; docker-py objects never leak out.
-images.py: the daemon, images and BuildKit builds. containers.py: running containers.
+interface.py: `Engine`, the one interface build, certify and run use. docker_engine.py: DockerEngine,
+its real implementation. container.py: ContainerSpec, the typed container that certify and run
+build and the engine alone turns into the Docker call. buildkit.py: BuildKit builds through the
+docker CLI. model.py: what the engine returns (envbuilder dataclasses; docker-py objects never leak
+out). progress.py: BuildKit's plain progress, parsed.
 """
 
-from envbuilder.engine.containers import ContainerRun, run_attached, run_container, ulimit_refusal
-from envbuilder.engine.images import (
-    BUILD_NETWORKS,
-    BuildKitCli,
-    BuildResult,
-    BuildSecret,
-    DaemonInfo,
-    DockerEngine,
-    ImageInfo,
-    RunResult,
-    daemon_info,
-    find_buildkit_cli,
-)
+from envbuilder.engine.buildkit import BUILD_NETWORKS, BuildKitCli, find_buildkit_cli
+from envbuilder.engine.container import ContainerSpec, GpuRequest, Mount, Ulimit, docker_run_argv
+from envbuilder.engine.docker_engine import DockerEngine
+from envbuilder.engine.interface import Engine
+from envbuilder.engine.model import BuildResult, BuildSecret, DaemonInfo, ImageInfo, RunResult
 
 __all__ = [
     "BUILD_NETWORKS",
     "BuildKitCli",
     "BuildResult",
     "BuildSecret",
-    "ContainerRun",
+    "ContainerSpec",
     "DaemonInfo",
     "DockerEngine",
+    "Engine",
+    "GpuRequest",
     "ImageInfo",
+    "Mount",
     "RunResult",
-    "daemon_info",
+    "Ulimit",
+    "docker_run_argv",
     "find_buildkit_cli",
-    "run_attached",
-    "run_container",
-    "ulimit_refusal",
 ]

@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from envbuilder.host.access import (
         CDI_DIRS,
-        CONTAINER_LIB_DIR,
         AccessMode,
         ModeName,
         find_cdi_specs,
@@ -38,7 +37,7 @@ if TYPE_CHECKING:
 # The names below are imported from their module on first use (PEP 562), so importing
 # envbuilder.host.model (as resolve does) does not load the probes (subprocess, NVML, logging).
 _IN_ACCESS = frozenset(
-    {"CDI_DIRS", "CONTAINER_LIB_DIR", "AccessMode", "ModeName", "find_cdi_specs", "find_libcuda"}
+    {"CDI_DIRS", "AccessMode", "ModeName", "find_cdi_specs", "find_libcuda"}
     | {"gpu_access_modes"}
 )
 
@@ -52,7 +51,6 @@ def __getattr__(name: str) -> Any:
 
 __all__ = [
     "CDI_DIRS",
-    "CONTAINER_LIB_DIR",
     "NVML_BRANDS",
     "SMI_QUERY",
     "AccessMode",

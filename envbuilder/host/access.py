@@ -1,5 +1,6 @@
 """GPU access modes: the ways this host can hand its GPUs to a container (toolkit, cdi, devices),
-and the device nodes and driver library folder the `devices` mode mounts.
+and the device nodes and driver library folder the `devices` mode mounts. The facts only: what a
+container gets from each mode is certify/gpu_access.py's `gpu_grant`.
 """
 
 from __future__ import annotations
@@ -18,9 +19,6 @@ ModeName = Literal["toolkit", "cdi", "devices"]
 
 
 CDI_DIRS = ("/etc/cdi", "/var/run/cdi")
-# Mounted over nothing in the container, so they never shadow the image's own libraries.
-CONTAINER_LIB_DIR = "/usr/local/nvidia/lib64"
-_SYSTEM_LIB_RE = re.compile(r"^/(usr/)?lib(32|64)?(/[a-z0-9_]+-linux-gnu[a-z]*)?/?$")
 _DRIVER_LIB_RE = re.compile(r"^lib(cuda|nvidia-[a-z0-9-]+|cudadebugger|nvcuvid)\.so(\.[\d.]+)?$")
 
 
@@ -36,23 +34,6 @@ class AccessMode:
     driver_libs: tuple[str, ...] = ()  # devices mode: the driver's own libraries in lib_dir
     cdi_specs: tuple[str, ...] = ()  # cdi mode: spec files that define nvidia.com/gpu
 
-    def docker_args(self) -> tuple[str, ...]:
-        """`docker run` flags for this mode. A lib_dir that is a system folder (e.g.
-        /usr/lib/x86_64-linux-gnu) is not mounted whole, which would shadow the image's libc:
-        each driver library is mounted into CONTAINER_LIB_DIR instead."""
-        if self.name == "toolkit":
-            return ("--gpus", "all")
-        if self.name == "cdi":
-            return ("--device", "nvidia.com/gpu=all")
-        args: list[str] = [a for d in self.devices for a in ("--device", d)]
-        if self.lib_dir and not _SYSTEM_LIB_RE.match(self.lib_dir):
-            args += ["-v", f"{self.lib_dir}:{self.lib_dir}:ro", "-e", f"LD_LIBRARY_PATH={self.lib_dir}"]
-        elif self.lib_dir:
-            for lib in self.driver_libs:
-                args += ["-v", f"{self.lib_dir}/{lib}:{CONTAINER_LIB_DIR}/{lib}:ro"]
-            args += ["-e", f"LD_LIBRARY_PATH={CONTAINER_LIB_DIR}"]
-        return tuple(args)
-
     def to_dict(self) -> dict[str, Any]:
         return {
             "name": self.name,
@@ -62,7 +43,6 @@ class AccessMode:
             "lib_dir": self.lib_dir,
             "driver_libs": list(self.driver_libs),
             "cdi_specs": list(self.cdi_specs),
-            "docker_args": list(self.docker_args()) if self.available else [],
         }
 
 

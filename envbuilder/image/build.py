@@ -10,12 +10,12 @@ from __future__ import annotations
 import re
 import shutil
 import tempfile
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
-from envbuilder.engine import BuildKitCli, BuildResult, BuildSecret, ImageInfo
+from envbuilder.engine import BuildResult, BuildSecret, ContainerSpec, Engine, ImageInfo
 from envbuilder.engine.progress import BuildEvent
 from envbuilder.errors import BuildFailedError, RegistryError, SpecError, UsageError
 from envbuilder.image.lock import BuildRecord, LockFile, read_lock, write_lock
@@ -35,31 +35,6 @@ TAG_RE = re.compile(
     r"(?::[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?$"
 )
 REGISTRY_RE = re.compile(r"^[a-z0-9.-]+(?::\d{1,5})?(?:/[a-z0-9._-]+)*$")
-
-
-class Engine(Protocol):
-    """What build needs from engine.DockerEngine (tests pass a FakeEngine)."""
-
-    def ping(self) -> None: ...
-    def buildkit_cli(self) -> BuildKitCli: ...
-    def build(
-        self,
-        context: Path,
-        dockerfile: Path,
-        *,
-        secrets: Sequence[BuildSecret] = (),
-        build_args: Mapping[str, str] | None = None,
-        build_contexts: Mapping[str, Path] | None = None,
-        no_cache: bool = False,
-        network: str | None = None,
-        on_event: Callable[[BuildEvent], None] | None = None,
-    ) -> BuildResult: ...
-    def inspect_image(self, ref: str) -> ImageInfo | None: ...
-    def tag(self, image: str, ref: str) -> None: ...
-    def remove_image(self, ref: str, *, force: bool = False) -> bool: ...
-    def pip_freeze(self, image: str, python: str = ...) -> tuple[str, ...]: ...
-    def push(self, ref: str) -> str: ...
-    def pull(self, ref: str) -> ImageInfo: ...
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -253,7 +228,7 @@ def run_build(
     image = engine.inspect_image(result.image_id)
     if image is None:
         raise BuildFailedError(f"the build reported image {result.image_id}, which is not there")
-    packages = engine.pip_freeze(result.image_id, f"{options.base_venv or VENV}/bin/python")
+    packages = pip_freeze(engine, result.image_id, f"{options.base_venv or VENV}/bin/python")
     record = BuildRecord(
         image_id=result.image_id,
         base_image=plan.base_ref,
@@ -286,6 +261,20 @@ def run_build(
         pushed=pushed,
         warnings=tuple(warnings),
     )
+
+
+def pip_freeze(engine: Engine, image: str, python: str) -> tuple[str, ...]:
+    """`pip freeze --all` inside the image (no network), sorted. Raises BuildFailedError when it
+    fails, DockerUnavailableError."""
+    res = engine.run(
+        ContainerSpec(image=image, command=(python, "-m", "pip", "freeze", "--all")), timeout_s=600
+    )
+    if res.exit_code != 0:
+        raise BuildFailedError(
+            f"`{python} -m pip freeze` failed in {image} (exit {res.exit_code}): "
+            + res.stderr.strip()[-2000:]
+        )
+    return tuple(sorted(line for line in res.stdout.splitlines() if line.strip()))
 
 
 def _tag_and_lock(engine: Engine, image_id: str, tags: list[str], lock_out: Path, lock: LockFile) -> None:

@@ -15,12 +15,12 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from envbuilder.atomic import append_jsonl
-from envbuilder.certify.gpu_access import AccessChoice, choose_gpu_access, docker_cli_args, training_container
+from envbuilder.certify.gpu_access import AccessChoice, choose_gpu_access, training_container
 from envbuilder.certify.store import data_dir
-from envbuilder.engine import ContainerRun, DaemonInfo, ImageInfo
+from envbuilder.engine import DaemonInfo, DockerEngine, Engine, ImageInfo, Mount
 from envbuilder.errors import CertificateRefusedError, UsageError
 from envbuilder.host import AccessMode, HostReport, gpu_access_modes, probe_host
 from envbuilder.run.coverage import (
@@ -35,46 +35,13 @@ from envbuilder.run.coverage import (
 from envbuilder.run.monitor import Monitor, diagnose, format_diagnosis, write_monitor_files
 
 RUN_LOG = "runs.jsonl"
+RUN_LABEL = "io.envbuilder.run"  # on every container `run` starts
 IPC_MODES = ("private", "shareable", "host")
 _ENV_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _SIZE = re.compile(r"^(\d+)([bkmg]?)b?$", re.IGNORECASE)
 
 Say = Callable[[str], None]
 FindCertificate = Callable[[str], Mapping[str, Any] | None]
-
-
-class RunEngine(Protocol):
-    """What `run` needs from the container engine (envbuilder.engine; a fake in unit tests)."""
-
-    def inspect_image(self, ref: str) -> ImageInfo | None: ...
-
-    def daemon_info(self) -> DaemonInfo: ...
-
-    def ulimit_refusal(self, image: str, ulimits: Sequence[tuple[str, int, int]]) -> str | None: ...
-
-    def run_attached(self, create_args: Sequence[str], *, interactive: bool) -> int: ...
-
-
-class DockerRunEngine:
-    """The real engine: DockerEngine plus engine.run_attached / ulimit_refusal."""
-
-    def __init__(self) -> None:
-        from envbuilder import engine
-
-        self._mod = engine
-        self._engine = engine.DockerEngine()
-
-    def inspect_image(self, ref: str) -> ImageInfo | None:
-        return self._engine.inspect_image(ref)
-
-    def daemon_info(self) -> DaemonInfo:
-        return self._engine.daemon_info()
-
-    def ulimit_refusal(self, image: str, ulimits: Sequence[tuple[str, int, int]]) -> str | None:
-        return self._mod.ulimit_refusal(image, ulimits, engine=self._engine)
-
-    def run_attached(self, create_args: Sequence[str], *, interactive: bool) -> int:
-        return self._mod.run_attached(create_args, interactive=interactive)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -128,8 +95,8 @@ def parse_env(items: Sequence[str]) -> dict[str, str]:
     return out
 
 
-def parse_volume(item: str, cwd: Path | None = None) -> tuple[str, str, bool]:
-    """-v SRC:DST[:ro|rw] -> (absolute host path, container path, read_only). Raises UsageError
+def parse_volume(item: str, cwd: Path | None = None) -> Mount:
+    """-v SRC:DST[:ro|rw] -> a bind mount of the absolute host path. Raises UsageError
     when SRC does not exist (docker would silently create an empty folder) or DST is relative."""
     parts = item.split(":")
     if len(parts) not in (2, 3) or not all(parts[:2]) or (len(parts) == 3 and parts[2] not in ("ro", "rw")):
@@ -139,7 +106,7 @@ def parse_volume(item: str, cwd: Path | None = None) -> tuple[str, str, bool]:
         raise UsageError(f"-v {item!r}: {src} does not exist", hint="create it, or fix the path")
     if not parts[1].startswith("/"):
         raise UsageError(f"-v {item!r}: the container path must be absolute")
-    return str(src), parts[1], len(parts) == 3 and parts[2] == "ro"
+    return Mount(source=str(src), target=parts[1], read_only=len(parts) == 3 and parts[2] == "ro")
 
 
 # --------------------------------------------------------------------------- the run
@@ -168,20 +135,6 @@ def _native_cuda(driver: str | None) -> str | None:
         return None
 
 
-def create_args(spec: ContainerRun, opts: RunOptions, name: str) -> list[str]:
-    """`docker create` arguments: the certify-style container (docker_cli_args without its
-    `docker run --rm`: run_attached removes the container itself, after reading its exit code)
-    plus the run's own flags."""
-    argv = docker_cli_args(spec)
-    assert argv[:3] == ["docker", "run", "--rm"], argv[:3]
-    extra = ["--name", name, "--label", "io.envbuilder.run=1"]
-    extra += ["--interactive"] if opts.interactive else []
-    extra += ["--tty"] if opts.tty else []
-    extra += ["--workdir", opts.workdir] if opts.workdir else []
-    extra += ["--ipc", opts.ipc] if opts.ipc else []
-    return [*extra, *argv[3:]]
-
-
 def _log(path: Path, record: Mapping[str, Any], say: Say) -> None:
     try:
         append_jsonl(path, record)
@@ -193,7 +146,7 @@ def run_image(
     opts: RunOptions,
     *,
     find_certificate: FindCertificate,
-    eng: RunEngine | None = None,
+    eng: Engine | None = None,
     probe: Callable[[], HostReport] | None = None,
     access_modes: Callable[[DaemonInfo], Sequence[AccessMode]] | None = None,
     say: Say | None = None,
@@ -214,9 +167,9 @@ def run_image(
         )
     if opts.ipc is not None and opts.ipc not in IPC_MODES:
         raise UsageError(f"unknown --ipc {opts.ipc!r}", hint=f"use one of {', '.join(IPC_MODES)}")
-    env, binds = parse_env(opts.env), [parse_volume(v) for v in opts.volumes]
+    env, mounts = parse_env(opts.env), [parse_volume(v) for v in opts.volumes]
     shm = parse_size(opts.shm_size) if opts.shm_size else None
-    eng = eng or DockerRunEngine()
+    eng = eng or DockerEngine()
     info = eng.inspect_image(opts.image)
     if info is None:
         raise UsageError(
@@ -261,25 +214,31 @@ def run_image(
             f"envbuilder: certificate {str(cert.get('content_hash', ''))[7:19]} covers this run "
             f"({cert.get('verdict')}); GPU access: {choice.name}"
         )
-    spec = training_container(info, choice, opts.command, env=env, binds=binds, network=opts.network)
+    spec = replace(
+        training_container(info, choice, opts.command, env=env, mounts=mounts, network=opts.network),
+        name=f"envbuilder-run-{run_id.lower()}",
+        labels={RUN_LABEL: "1"},
+        workdir=opts.workdir,
+        ipc=opts.ipc,
+        interactive=opts.interactive,
+        tty=opts.tty,
+    )
     if opts.ipc == "host":
         spec = replace(spec, shm_size=None)  # the host's /dev/shm is shared: no size of its own
     elif shm is not None:
         spec = replace(spec, shm_size=shm)
     warnings: list[str] = []
-    refused = eng.ulimit_refusal(info.id, [u for u in spec.ulimits if u[0] == "memlock"])
+    refused = eng.ulimit_refusal(info.id, [u for u in spec.ulimits if u.name == "memlock"])
     if refused:
         warnings.append(f"the runtime refuses the memlock ulimit ({refused[-100:]}); running without it")
         say(f"envbuilder: warning: {warnings[-1]}")
-        spec = replace(spec, ulimits=tuple(u for u in spec.ulimits if u[0] != "memlock"))
+        spec = spec.without_ulimit("memlock")
     monitor = _start_monitor(opts, choice, monitor_factory, say, warnings)
     started = time.monotonic()
     outcome, code = "interrupted", 130
     files: tuple[Path, ...] = ()
     try:
-        code = eng.run_attached(
-            create_args(spec, opts, f"envbuilder-run-{run_id.lower()}"), interactive=opts.interactive
-        )
+        code = eng.run_attached(spec)
         outcome = "exited"
     finally:
         seconds = round(time.monotonic() - started, 3)

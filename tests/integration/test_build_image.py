@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from conftest import REGISTRY_PASSWORD, REGISTRY_USER, SpecFile, envbuilder_cli, write_spec
 
-from envbuilder.engine import DockerEngine
+from envbuilder.engine import ContainerSpec, DockerEngine
 from envbuilder.engine.progress import BuildEvent
 from envbuilder.errors import BuildFailedError, RegistryError
 from envbuilder.host.model import Host
@@ -84,10 +84,13 @@ def cold(
 def test_cold_build_makes_a_working_labelled_image(cold: Built, engine: DockerEngine) -> None:
     image = cold.outcome.image
     assert pip_step(cold.events, "done") and not pip_step(cold.events, "cached")
-    res = engine.run(image.id, ["/opt/venv/bin/python", "-c", "import torch; print(torch.__version__)"])
+    torch_version = ("/opt/venv/bin/python", "-c", "import torch; print(torch.__version__)")
+    res = engine.run(ContainerSpec(image=image.id, command=torch_version))
     assert res.exit_code == 0, res.stderr
     assert res.stdout.strip() == "2.13.0+cpu"
-    assert engine.run(image.id, ["id", "-u"]).stdout.strip() == "1000"  # not root
+    assert (
+        engine.run(ContainerSpec(image=image.id, command=("id", "-u"))).stdout.strip() == "1000"
+    )  # not root
     lock = read_lock(cold.lock)
     assert Stack.from_dict(json.loads(image.labels["io.envbuilder.stack"])) == lock.stack
     assert image.labels["io.envbuilder.lock-hash"] == lock.hash
@@ -170,7 +173,7 @@ def test_failing_build_leaves_no_tag_and_the_lock_unchanged(
         build_spec(spec, engine, options)
     assert "envbuilder-no-such-package" in err.value.message
     assert lock.read_bytes() == before
-    assert not [t for t in engine.client.images.list(name=f"envbuilder/{spec.name}")]
+    assert engine.list_images(f"envbuilder/{spec.name}") == ()
     # The CLI says the same with exit code 9 and the last log lines.
     proc = envbuilder_cli(
         "build", str(spec.path), "--cpu", "--base-image", str(cold.options.base_image),

@@ -1,7 +1,9 @@
-"""A FakeEngine for unit tests: the engine interface build.py needs, in memory, no Docker.
+"""The FakeEngine of the unit tests: the whole engine interface (envbuilder.engine.Engine) in
+memory, no Docker; build, certify and run all use it.
 
-It replays a recorded BuildKit plain-progress log (tests/data/buildkit/) through the real
-parser, so the events build.py and the CLI see are the ones a real build produces.
+Builds replay a recorded BuildKit plain-progress log (tests/data/buildkit/) through the real
+parser, so the events build.py and the CLI see are the ones a real build produces. Containers are
+recorded as the ContainerSpec they were given; what a collected run returns is `job`'s answer.
 """
 
 from __future__ import annotations
@@ -11,7 +13,17 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from envbuilder.engine import BuildKitCli, BuildResult, BuildSecret, ImageInfo
+from envbuilder.engine import (
+    BuildKitCli,
+    BuildResult,
+    BuildSecret,
+    ContainerSpec,
+    DaemonInfo,
+    Engine,
+    ImageInfo,
+    RunResult,
+    Ulimit,
+)
 from envbuilder.engine.progress import BuildEvent, ProgressParser
 from envbuilder.errors import BuildFailedError, DockerUnavailableError, RegistryError
 from envbuilder.host.model import Host
@@ -26,6 +38,11 @@ def sample(name: str) -> list[str]:
     return (DATA / f"{name}.log").read_text().splitlines(keepends=True)
 
 
+Stderr = Callable[[str], None] | None
+Job = Callable[[ContainerSpec, Stderr], RunResult]
+MEMLOCK_REFUSAL = "error setting rlimit type 8: operation not permitted"
+
+
 @dataclass
 class FakeEngine:
     daemon_up: bool = True
@@ -37,12 +54,29 @@ class FakeEngine:
     images: dict[str, ImageInfo] = field(default_factory=dict)  # ref or id -> image
     calls: list[tuple[str, object]] = field(default_factory=list)
     built_dockerfiles: list[str] = field(default_factory=list)
-    packages: tuple[str, ...] = ("filelock==4.3.1", "torch==2.13.0+cpu")
+    packages: tuple[str, ...] = ("filelock==4.3.1", "torch==2.13.0+cpu")  # what `pip freeze` lists
+    runtimes: tuple[str, ...] = ("runc",)
+    cdi_spec_dirs: tuple[str, ...] = ()
+    refuse_memlock: bool = False  # a runtime that cannot raise RLIMIT_MEMLOCK (rootless Docker)
+    job: Job | None = None  # what a collected run does (certify's harness); default: pip freeze
+    exit_code: int = 0  # what an attached run exits with
+    interrupt_run: bool = False  # Ctrl-C while an attached container runs
+    runs: list[ContainerSpec] = field(default_factory=list)  # every container started
 
     def ping(self) -> None:
         self.calls.append(("ping", None))
         if not self.daemon_up:
             raise DockerUnavailableError("cannot reach the Docker daemon", hint="start it")
+
+    def daemon_info(self) -> DaemonInfo:
+        self.ping()
+        return DaemonInfo(
+            server_version="27.0",
+            runtimes=self.runtimes,
+            default_runtime="runc",
+            cdi_spec_dirs=self.cdi_spec_dirs,
+            storage_driver="overlay2",
+        )
 
     def buildkit_cli(self) -> BuildKitCli:
         if not self.buildkit:
@@ -88,8 +122,16 @@ class FakeEngine:
             log_tail=tuple(parser.tail),
         )
 
+    def prune_build_cache(self) -> int:
+        self.calls.append(("prune", None))
+        return 0
+
     def inspect_image(self, ref: str) -> ImageInfo | None:
         return self.images.get(ref)
+
+    def list_images(self, repository: str) -> tuple[ImageInfo, ...]:
+        found = {info.id: info for ref, info in self.images.items() if ref.rpartition(":")[0] == repository}
+        return tuple(found.values())
 
     def tag(self, image: str, ref: str) -> None:
         self.calls.append(("tag", (image, ref)))
@@ -98,10 +140,6 @@ class FakeEngine:
     def remove_image(self, ref: str, *, force: bool = False) -> bool:
         self.calls.append(("remove", ref))
         return self.images.pop(ref, None) is not None
-
-    def pip_freeze(self, image: str, python: str = "/opt/venv/bin/python") -> tuple[str, ...]:
-        self.calls.append(("pip_freeze", image))
-        return self.packages
 
     def push(self, ref: str) -> str:
         self.calls.append(("push", ref))
@@ -113,8 +151,51 @@ class FakeEngine:
         self.calls.append(("pull", ref))
         raise RegistryError(f"pull of {ref} failed: no such host")
 
+    def save(self, ref: str, dest: Path) -> Path:
+        self.calls.append(("save", ref))
+        dest.write_bytes(b"")
+        return dest
+
+    def _start(self, spec: ContainerSpec) -> None:
+        """What the daemon checks when a container starts."""
+        self.ping()
+        if spec.image not in self.images:
+            raise DockerUnavailableError(f"docker create {spec.image} failed: No such image")
+        self.runs.append(spec)
+        if self.refuse_memlock and any(u.name == "memlock" for u in spec.ulimits):
+            raise DockerUnavailableError(f"docker run {spec.image} failed: {MEMLOCK_REFUSAL}")
+
+    def run(
+        self, spec: ContainerSpec, *, on_stderr: Stderr = None, timeout_s: float | None = None
+    ) -> RunResult:
+        self.calls.append(("run", spec.command))
+        self._start(spec)
+        if self.job is not None:
+            return self.job(spec, on_stderr)
+        if spec.command[1:] == ("-m", "pip", "freeze", "--all"):
+            return RunResult(exit_code=0, stdout="\n".join(self.packages) + "\n", stderr="")
+        return RunResult(exit_code=0, stdout="", stderr="")
+
+    def run_attached(self, spec: ContainerSpec, *, stop_timeout_s: float = 10.0) -> int:
+        self.calls.append(("run_attached", spec.command))
+        self._start(spec)
+        if self.interrupt_run:
+            raise KeyboardInterrupt
+        return self.exit_code
+
+    def ulimit_refusal(self, image: str, ulimits: Sequence[Ulimit]) -> str | None:
+        self.calls.append(("ulimit_probe", tuple(u.name for u in ulimits)))
+        if image not in self.images:
+            raise DockerUnavailableError(f"docker create {image} failed: No such image")
+        refused = self.refuse_memlock and any(u.name == "memlock" for u in ulimits)
+        return MEMLOCK_REFUSAL if refused else None
+
     def tags(self) -> set[str]:
         return {k for k in self.images if not k.startswith("sha256:")}
+
+
+def _conforms(fake: FakeEngine) -> Engine:
+    return fake  # mypy proves the fake implements the whole engine interface
 
 
 def _labels_from(dockerfile: str) -> dict[str, str]:

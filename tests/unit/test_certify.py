@@ -10,12 +10,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fake_engine import FakeEngine
 
 from envbuilder.certify.certificate import verify_certificate
 from envbuilder.certify.certify import certify_image, harness_command, load_thresholds
-from envbuilder.certify.gpu_access import choose_gpu_access, docker_cli_args, shm_bytes, training_container
-from envbuilder.engine import ContainerRun, DaemonInfo, ImageInfo, RunResult
-from envbuilder.errors import CertificationFailedError, DockerUnavailableError, NoGpuError, UsageError
+from envbuilder.certify.gpu_access import choose_gpu_access, shm_bytes, training_container
+from envbuilder.engine import ContainerSpec, GpuRequest, ImageInfo, Mount, RunResult, Ulimit, docker_run_argv
+from envbuilder.errors import CertificationFailedError, NoGpuError, UsageError
 from envbuilder.host import AccessMode, CommandResult, GpuInfo, HostReport, gpu_access_modes
 
 LDCONFIG = """\
@@ -104,7 +105,7 @@ def test_explicit_mode_that_is_not_offered_is_refused_with_exit_5() -> None:
 # ------------------------------------------------------------------ run arguments
 
 
-def run_for(choice_name: str, tmp: Path) -> ContainerRun:
+def run_for(choice_name: str, tmp: Path) -> ContainerSpec:
     modes = {"toolkit": mode("toolkit"), "cdi": mode("cdi"), "devices": devices_mode(tmp)}
     choice = choose_gpu_access(choice_name, list(modes.values()) if choice_name != "none" else [])
     return training_container(
@@ -134,20 +135,20 @@ def test_host_collective_settings_reach_the_container(tmp_path: Path) -> None:
     assert run.env["NCCL_SOCKET_IFNAME"] == "ib0"  # an explicit -e wins over the host's
     assert "NCCL_VERSION" not in run.env and "HOME" not in run.env
     assert "CUDA_VISIBLE_DEVICES" not in run.env  # GPU selection is the access mode's business
-    assert "NCCL_NVLS_ENABLE=0" in docker_cli_args(run)
+    assert "NCCL_NVLS_ENABLE=0" in docker_run_argv(run)
 
 
 def test_toolkit_mode_is_a_gpu_device_request(tmp_path: Path) -> None:
     run = run_for("toolkit", tmp_path)
-    assert run.gpus_all and not run.devices and not run.cdi_devices
-    argv = docker_cli_args(run)
+    assert run.gpus == GpuRequest(count=-1, capabilities=("gpu",)) and not run.devices and not run.cdi_devices
+    argv = docker_run_argv(run)
     assert argv[argv.index("--gpus") + 1] == "all"
 
 
 def test_cdi_mode_is_the_nvidia_com_gpu_device(tmp_path: Path) -> None:
     run = run_for("cdi", tmp_path)
-    assert run.cdi_devices == ("nvidia.com/gpu=all",) and not run.gpus_all
-    assert "nvidia.com/gpu=all" in docker_cli_args(run)
+    assert run.cdi_devices == ("nvidia.com/gpu=all",) and run.gpus is None
+    assert "nvidia.com/gpu=all" in docker_run_argv(run)
 
 
 def test_devices_mode_from_a_fake_dev_listing_and_ldconfig(tmp_path: Path) -> None:
@@ -160,12 +161,12 @@ def test_devices_mode_from_a_fake_dev_listing_and_ldconfig(tmp_path: Path) -> No
         "/dev/nvidia-uvm-tools",
     )
     lib = "/usr/local/nvidia/lib64"  # the 64-bit ldconfig entry, not the i386 one
-    assert run.binds == ((lib, lib, True),)
+    assert run.mounts == (Mount(source=lib, target=lib, read_only=True),)
     # the driver's folder first, the image's own LD_LIBRARY_PATH kept after it
     assert run.env["LD_LIBRARY_PATH"] == f"{lib}:/opt/own/lib"
     assert run.env["NVIDIA_VISIBLE_DEVICES"] == "all"
-    assert run.env["A"] == "1" and not run.gpus_all
-    argv = docker_cli_args(run)
+    assert run.env["A"] == "1" and run.gpus is None
+    argv = docker_run_argv(run)
     assert f"{lib}:{lib}:ro" in argv and argv.count("--device") == 5
 
 
@@ -173,12 +174,13 @@ def test_devices_mode_from_a_fake_dev_listing_and_ldconfig(tmp_path: Path) -> No
 def test_every_mode_gets_shm_ulimits_and_no_network(name: str, tmp_path: Path) -> None:
     run = run_for(name, tmp_path)
     assert run.shm_size == 8 * 1024**3  # min(8 GiB, half of 64 GiB)
-    assert ("memlock", -1, -1) in run.ulimits and ("stack", 67108864, 67108864) in run.ulimits
+    assert Ulimit(name="memlock", soft=-1, hard=-1) in run.ulimits
+    assert Ulimit(name="stack", soft=67108864, hard=67108864) in run.ulimits
     assert run.network == "none"
-    argv = docker_cli_args(run)
+    argv = docker_run_argv(run)
     assert argv[3:5] == ["--network", "none"] and "memlock=-1:-1" in argv
     if name == "none":
-        assert not (run.gpus_all or run.devices or run.cdi_devices or run.binds)
+        assert not (run.gpus or run.devices or run.cdi_devices or run.mounts)
 
 
 def test_shm_is_half_the_ram_when_that_is_less_than_8_gib() -> None:
@@ -227,34 +229,16 @@ def harness_result(verdict: str = "certified", steps: list[dict[str, Any]] | Non
 
 
 @dataclass
-class FakeEngine:
-    """inspect_image / daemon_info / run_container in memory; the harness writes `result`."""
+class Harness:
+    """The harness inside the container, as a FakeEngine job: writes `result` (or prints it)."""
 
     result: dict[str, Any] | None = field(default_factory=harness_result)
     exit_code: int = 0
-    image: ImageInfo = IMAGE
-    runtimes: tuple[str, ...] = ("runc",)
-    refuse_memlock: bool = False
     via_stdout: bool = False
-    runs: list[ContainerRun] = field(default_factory=list)
     thresholds_seen: list[dict[str, Any]] = field(default_factory=list)
 
-    def inspect_image(self, ref: str) -> ImageInfo | None:
-        return self.image if ref in ("img:1", self.image.id) else None
-
-    def daemon_info(self) -> DaemonInfo:
-        return DaemonInfo(
-            server_version="20.10", runtimes=self.runtimes, default_runtime="runc", cdi_spec_dirs=(),
-            storage_driver="overlay2",
-        )  # fmt: skip
-
-    def run_container(self, spec: ContainerRun, on_stderr: Callable[[str], None] | None) -> RunResult:
-        self.runs.append(spec)
-        if self.refuse_memlock and any(u[0] == "memlock" for u in spec.ulimits):
-            raise DockerUnavailableError(
-                "docker run failed: error setting rlimit type 8: operation not permitted"
-            )
-        io = next(src for src, dst, _ in spec.binds if dst == "/envbuilder-io")
+    def __call__(self, spec: ContainerSpec, on_stderr: Callable[[str], None] | None) -> RunResult:
+        io = next(m.source for m in spec.mounts if m.target == "/envbuilder-io")
         self.thresholds_seen.append(json.loads((Path(io) / "thresholds.json").read_text()))
         if on_stderr:
             on_stderr("[harness] ---- host")
@@ -264,6 +248,16 @@ class FakeEngine:
         elif self.result is not None:
             (Path(io) / "result.json").write_text(json.dumps(self.result))
         return RunResult(exit_code=self.exit_code, stdout=stdout, stderr="[harness] boom")
+
+
+def engine(image: ImageInfo = IMAGE, **harness: Any) -> FakeEngine:
+    """The shared FakeEngine holding `image` as img:1, its container running a fake harness."""
+    return FakeEngine(images={"img:1": image, image.id: image}, job=Harness(**harness))
+
+
+def job(eng: FakeEngine) -> Harness:
+    assert isinstance(eng.job, Harness)
+    return eng.job
 
 
 def a100_host() -> HostReport:
@@ -279,7 +273,7 @@ def certify(eng: FakeEngine, **kw: Any) -> Any:
 
 
 def test_certificate_records_image_host_mode_and_harness() -> None:
-    eng = FakeEngine()
+    eng = engine()
     cert, lines = certify(eng)
     assert verify_certificate(cert, image_id=IMAGE.id) == []
     assert cert.verdict == "certified"
@@ -290,13 +284,13 @@ def test_certificate_records_image_host_mode_and_harness() -> None:
     assert "--gpus" in cert.data["run"]["docker_args"]
     assert "[harness] ---- host" in lines and any("GPU access toolkit" in x for x in lines)
     # the image's own threshold override reached the harness
-    assert eng.thresholds_seen[0]["defaults"]["loss_drop_min"] == 0.3
+    assert job(eng).thresholds_seen[0]["defaults"]["loss_drop_min"] == 0.3
 
 
 def test_certify_passes_the_hosts_nvls_switch_into_the_container(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("NCCL_NVLS_ENABLE", "0")
     monkeypatch.setenv("NCCL_VERSION", "2.28.3-1")
-    eng = FakeEngine()
+    eng = engine()
     cert, lines = certify(eng)
     assert eng.runs[0].env["NCCL_NVLS_ENABLE"] == "0" and "NCCL_VERSION" not in eng.runs[0].env
     assert "NCCL_NVLS_ENABLE=0" in cert.data["run"]["docker_args"]
@@ -304,44 +298,44 @@ def test_certify_passes_the_hosts_nvls_switch_into_the_container(monkeypatch: py
 
 
 def test_result_read_from_stdout_when_no_file() -> None:
-    cert, _ = certify(FakeEngine(via_stdout=True))
+    cert, _ = certify(engine(via_stdout=True))
     assert cert.verdict == "certified"
 
 
 def test_failed_harness_gives_a_failed_certificate() -> None:
-    cert, _ = certify(FakeEngine(result=harness_result("failed"), exit_code=1))
+    cert, _ = certify(engine(result=harness_result("failed"), exit_code=1))
     assert cert.verdict == "failed" and cert.data["verdict_reason"] == "harness says failed"
     assert verify_certificate(cert) == []
 
 
 def test_gpu_stack_that_only_saw_the_cpu_fails() -> None:
-    cert, _ = certify(FakeEngine(result=harness_result("certified-cpu-only")))
+    cert, _ = certify(engine(result=harness_result("certified-cpu-only")))
     assert cert.verdict == "failed" and "does not see the GPU" in cert.data["verdict_reason"]
 
 
 def test_cpu_stack_with_gpu_access_none_is_certified_cpu_only() -> None:
     labels = {**IMAGE.labels, "io.envbuilder.stack": json.dumps(CPU_STACK)}
     image = ImageInfo(id=IMAGE.id, tags=(), repo_digests=(), labels=labels)
-    eng = FakeEngine(result=harness_result("certified-cpu-only"), image=image)
+    eng = engine(image, result=harness_result("certified-cpu-only"))
     cert, lines = certify(eng, gpu_access="none")
     assert cert.verdict == "certified-cpu-only" and cert.host["gpu_access"] == "none"
-    assert "--cpu-only" in eng.runs[0].command and not eng.runs[0].gpus_all
+    assert "--cpu-only" in eng.runs[0].command and eng.runs[0].gpus is None
     assert any("NOT be a GPU certification" in x for x in lines)
 
 
 def test_nonzero_exit_after_a_passing_result_fails() -> None:
-    cert, _ = certify(FakeEngine(exit_code=3))
+    cert, _ = certify(engine(exit_code=3))
     assert cert.verdict == "failed" and "exited 3" in cert.data["verdict_reason"]
 
 
 def test_no_result_raises_exit_11_with_the_stderr_tail() -> None:
     with pytest.raises(CertificationFailedError, match=r"(?s)produced no result.*boom") as err:
-        certify(FakeEngine(result=None, exit_code=137))
+        certify(engine(result=None, exit_code=137))
     assert err.value.exit_code == 11
 
 
 def test_quick_and_missing_image() -> None:
-    eng = FakeEngine()
+    eng = engine()
     cert, _ = certify(eng, quick=True)
     assert "--quick" in eng.runs[0].command and cert.data["run"]["quick"] is True
     with pytest.raises(UsageError, match="not found"):
@@ -349,15 +343,16 @@ def test_quick_and_missing_image() -> None:
 
 
 def test_memlock_refused_by_the_runtime_reruns_without_it_and_says_so() -> None:
-    eng = FakeEngine(refuse_memlock=True)
+    eng = engine()
+    eng.refuse_memlock = True
     cert, _ = certify(eng)
-    assert len(eng.runs) == 2 and all(u[0] != "memlock" for u in eng.runs[1].ulimits)
+    assert len(eng.runs) == 2 and all(u.name != "memlock" for u in eng.runs[1].ulimits)
     assert any("memlock" in w for w in cert.data["run"]["warnings"])
 
 
 def test_unlabelled_image_gets_the_hosts_harness_mounted() -> None:
     image = ImageInfo(id=IMAGE.id, tags=(), repo_digests=(), labels={})
-    eng = FakeEngine(image=image)
+    eng = engine(image)
     cert, _ = certify(eng)
     assert cert.data["run"]["harness_source"] == "host"
-    assert any(dst == "/opt/envbuilder-host/harness" and ro for _, dst, ro in eng.runs[0].binds)
+    assert any(m.target == "/opt/envbuilder-host/harness" and m.read_only for m in eng.runs[0].mounts)

@@ -262,6 +262,10 @@ def test_json_document_is_stable(tmp_path: Path) -> None:
     assert doc["host"]["gpus"][0]["cc"] == "9.0"
     assert all(set(c) == {"name", "status", "detail", "fix"} for c in doc["checks"])
     assert [m["name"] for m in doc["access_modes"]] == ["toolkit", "cdi", "devices"]
+    keys = {"name", "available", "detail", "devices", "lib_dir", "driver_libs", "cdi_specs", "docker_args"}
+    assert all(set(m) == keys for m in doc["access_modes"])
+    assert all(m["docker_args"] == [] for m in doc["access_modes"] if not m["available"])
+    assert all(m["docker_args"][:1] == ["--device"] for m in doc["access_modes"] if m["name"] == "devices")
 
 
 def test_two_h200s_get_interconnect_shm_and_nccl_checks(tmp_path: Path) -> None:
@@ -331,10 +335,10 @@ def test_probe_docker_without_the_sdk_is_a_state(monkeypatch: pytest.MonkeyPatch
 def test_probe_docker_unreachable_daemon_is_a_state(monkeypatch: pytest.MonkeyPatch) -> None:
     from envbuilder import engine
 
-    def unreachable() -> engine.DaemonInfo:
+    def unreachable(_self: engine.DockerEngine) -> engine.DaemonInfo:
         raise DockerUnavailableError("cannot reach the Docker daemon: connection refused", hint="start it")
 
-    monkeypatch.setattr(engine, "daemon_info", unreachable)
+    monkeypatch.setattr(engine.DockerEngine, "daemon_info", unreachable)
     state = probe_docker()
     assert state == DockerState(
         reachable=False, detail="cannot reach the Docker daemon: connection refused", fix="start it"
@@ -351,7 +355,7 @@ def test_probe_docker_reads_runtimes_and_cdi_dirs(monkeypatch: pytest.MonkeyPatc
         cdi_spec_dirs=("/etc/cdi", "/var/run/cdi"),
         storage_driver="overlay2",
     )
-    monkeypatch.setattr(engine, "daemon_info", lambda: info)
+    monkeypatch.setattr(engine.DockerEngine, "daemon_info", lambda _self: info)
     state = probe_docker()
     assert (state.reachable, state.runtimes, state.cdi_spec_dirs) == (
         True,

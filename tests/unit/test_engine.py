@@ -1,5 +1,6 @@
 """The engine package without Docker: BuildKit CLI discovery, streaming a build through a stand-in CLI
-(a script replaying recorded output), Ctrl-C killing the build's process group, refs."""
+(a script replaying recorded output), Ctrl-C killing the build's process group, refs, and the
+ContainerSpec turned into docker CLI flags and into the SDK's create call (a recording client)."""
 
 from __future__ import annotations
 
@@ -7,15 +8,28 @@ import os
 import stat
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from fake_engine import DATA
 
-from envbuilder.engine import BuildKitCli, BuildSecret, DockerEngine, find_buildkit_cli
-from envbuilder.engine import images as eng
-from envbuilder.engine.images import _split_ref
+from envbuilder.engine import (
+    BuildKitCli,
+    BuildSecret,
+    ContainerSpec,
+    DockerEngine,
+    Engine,
+    GpuRequest,
+    Mount,
+    Ulimit,
+    docker_run_argv,
+    find_buildkit_cli,
+)
+from envbuilder.engine import buildkit as eng
+from envbuilder.engine.container import docker_flags
+from envbuilder.engine.docker_engine import _split_ref
 from envbuilder.engine.progress import BuildEvent
-from envbuilder.errors import BuildFailedError, BuildKitMissingError
+from envbuilder.errors import BuildFailedError, BuildKitMissingError, DockerUnavailableError
 
 
 def fake_cli(tmp_path: Path, log: str, *, rc: int = 0, sleep: float = 0.0) -> BuildKitCli:
@@ -141,3 +155,146 @@ def test_unit_tests_cannot_reach_docker() -> None:
         subprocess.run(["docker", "info"], check=False)
     with pytest.raises(AssertionError):
         DockerEngine().ping()
+
+
+def _conforms(real: DockerEngine) -> Engine:
+    return real  # mypy proves DockerEngine implements the whole engine interface
+
+
+# --------------------------------------------------------------------------- the container spec
+
+FULL = ContainerSpec(
+    image="sha256:" + "ab" * 32,
+    command=("python3", "train.py"),
+    env={"B": "2", "A": "1"},
+    devices=("/dev/nvidia0", "/dev/nvidiactl"),
+    cdi_devices=("nvidia.com/gpu=all",),
+    gpus=GpuRequest(),
+    mounts=(Mount(source="/data", target="/data", read_only=True), Mount(source="/tmp/io", target="/io")),
+    ulimits=(Ulimit(name="memlock", soft=-1, hard=-1), Ulimit(name="stack", soft=64, hard=64)),
+    shm_size=2**30,
+    network="none",
+    ipc="host",
+    workdir="/work",
+    name="envbuilder-run-x",
+    labels={"io.envbuilder.run": "1"},
+    interactive=True,
+    tty=True,
+)
+
+
+def test_docker_flags_render_every_field_in_a_stable_order() -> None:
+    assert docker_run_argv(FULL) == [
+        "docker", "run", "--rm", "--name", "envbuilder-run-x", "--label", "io.envbuilder.run=1",
+        "--interactive", "--tty", "--workdir", "/work", "--ipc", "host", "--network", "none",
+        "--shm-size", str(2**30), "--ulimit", "memlock=-1:-1", "--ulimit", "stack=64:64",
+        "--gpus", "all", "--device", "/dev/nvidia0", "--device", "/dev/nvidiactl",
+        "--device", "nvidia.com/gpu=all", "-v", "/data:/data:ro", "-v", "/tmp/io:/io",
+        "-e", "A=1", "-e", "B=2", FULL.image, "python3", "train.py",
+    ]  # fmt: skip
+    bare = ContainerSpec(image="img", network=None)
+    assert docker_flags(bare) == [] and docker_run_argv(bare) == ["docker", "run", "--rm", "img"]
+    assert GpuRequest(device_ids=("0", "GPU-1")).cli_value() == "device=0,GPU-1"
+    assert GpuRequest(count=2).cli_value() == "2"
+    probe = ContainerSpec(image="img", entrypoint=("/bin/sh", "-c"), command=("true",))
+    assert docker_run_argv(probe)[-5:] == ["--entrypoint", "/bin/sh", "img", "-c", "true"]
+
+
+def test_the_spec_is_frozen_and_refuses_what_docker_would_misread() -> None:
+    with pytest.raises(TypeError):
+        FULL.env["A"] = "3"  # type: ignore[index]
+    assert FULL.without_ulimit("memlock").ulimits == (Ulimit(name="stack", soft=64, hard=64),)
+    with pytest.raises(ValueError, match="CDI"):
+        ContainerSpec(image="img", cdi_devices=("gpu=all",))
+    with pytest.raises(ValueError, match="absolute"):
+        ContainerSpec(image="img", devices=("nvidia0",))
+    with pytest.raises(ValueError, match="absolute"):
+        Mount(source="data", target="/data")
+
+
+class _Created:
+    """A container as the SDK's create returns it, started by the ulimit probe."""
+
+    def __init__(self, start_error: Exception | None) -> None:
+        self.start_error, self.removed = start_error, False
+
+    def start(self) -> None:
+        if self.start_error is not None:
+            raise self.start_error
+
+    def remove(self, force: bool = False) -> None:
+        self.removed = force
+
+
+class _Containers:
+    def __init__(self, start_error: Exception | None = None) -> None:
+        self.created: list[tuple[str, list[str], dict[str, Any]]] = []
+        self.start_error = start_error
+        self.last: _Created | None = None
+
+    def create(self, image: str, command: list[str], **kwargs: Any) -> _Created:
+        self.created.append((image, command, kwargs))
+        self.last = _Created(self.start_error)
+        return self.last
+
+
+class _Client:
+    def __init__(self, containers: _Containers) -> None:
+        self.containers = containers
+
+
+def _recording_engine(containers: _Containers) -> DockerEngine:
+    real = DockerEngine()
+    real._docker = _Client(containers)  # the SDK client, replaced by a recorder (no daemon)
+    return real
+
+
+def test_the_sdk_create_call_carries_the_whole_spec() -> None:
+    import docker.errors
+
+    containers = _Containers(start_error=docker.errors.APIError("error setting rlimit type 8: not permitted"))
+    refusal = _recording_engine(containers).ulimit_refusal(FULL.image, FULL.ulimits)
+    assert refusal is not None and "rlimit type 8" in refusal
+    assert containers.last is not None and containers.last.removed
+    image, command, kw = containers.created[0]
+    assert (image, command, kw["entrypoint"]) == (FULL.image, [], ["/envbuilder-ulimit-probe-does-not-exist"])
+    assert kw["network_mode"] == "none"
+    assert [(u["Name"], u["Soft"], u["Hard"]) for u in kw["ulimits"]] == [
+        ("memlock", -1, -1),
+        ("stack", 64, 64),
+    ]
+
+    engine = _recording_engine(containers)
+    engine._create(FULL)
+    image, command, kw = containers.created[-1]
+    assert (image, command) == (FULL.image, ["python3", "train.py"])
+    gpus, cdi = kw["device_requests"]
+    assert (gpus["Count"], gpus["Capabilities"], gpus["Driver"]) == (-1, [["gpu"]], "")
+    assert (cdi["Driver"], cdi["DeviceIDs"]) == ("cdi", ["nvidia.com/gpu=all"])
+    assert kw["devices"] == ["/dev/nvidia0:/dev/nvidia0:rwm", "/dev/nvidiactl:/dev/nvidiactl:rwm"]
+    assert [(m["Source"], m["Target"], m["ReadOnly"]) for m in kw["mounts"]] == [
+        ("/data", "/data", True),
+        ("/tmp/io", "/io", False),
+    ]
+    assert kw["environment"] == {"A": "1", "B": "2"} and kw["labels"] == {"io.envbuilder.run": "1"}
+    assert (kw["shm_size"], kw["ipc_mode"], kw["working_dir"], kw["name"]) == (
+        2**30,
+        "host",
+        "/work",
+        FULL.name,
+    )
+    assert (kw["stdin_open"], kw["tty"], kw["entrypoint"]) == (True, True, None)
+
+
+def test_a_probe_start_failure_that_is_no_rlimit_is_no_refusal_and_a_refused_create_is_an_error() -> None:
+    import docker.errors
+
+    containers = _Containers(start_error=docker.errors.APIError("exec: no such file"))
+    assert _recording_engine(containers).ulimit_refusal("img", FULL.ulimits) is None
+
+    class _Refusing(_Containers):
+        def create(self, image: str, command: list[str], **kwargs: Any) -> _Created:
+            raise docker.errors.ImageNotFound("No such image: img")
+
+    with pytest.raises(DockerUnavailableError, match="docker create img failed"):
+        _recording_engine(_Refusing()).run(ContainerSpec(image="img"))

@@ -19,8 +19,8 @@ from fake_host import (
     smi_runner,
 )
 
+from envbuilder.certify.gpu_access import CONTAINER_LIB_DIR, mode_docker_args
 from envbuilder.host import (
-    CONTAINER_LIB_DIR,
     AccessMode,
     HostReport,
     Which,
@@ -230,7 +230,7 @@ def test_devices_mode_finds_nodes_and_the_64bit_libcuda(tmp_path: Path) -> None:
     assert devices.devices[10:] == ("/dev/nvidia10", "/dev/nvidiactl", "/dev/nvidia-uvm")
     assert devices.lib_dir == "/usr/local/nvidia/lib64"  # not the i386 entry listed first
     assert "libcuda.so.1" in devices.driver_libs and "libz.so.1" not in devices.driver_libs
-    args = devices.docker_args()
+    args = tuple(mode_docker_args(devices))
     assert args[:2] == ("--device", "/dev/nvidia0")
     assert args[-4:] == (
         "-v",
@@ -262,7 +262,7 @@ def test_system_lib_dir_is_never_mounted_whole(tmp_path: Path) -> None:
     cache = "\tlibcuda.so.1 (libc6,x86-64) => /usr/lib/x86_64-linux-gnu/libcuda.so.1\n"
     run = FakeRunner({("ldconfig", "-p"): ok(cache)})
     devices = gpu_access_modes(docker_reachable=True, run=run, which=_which_ldconfig, env={}, root=root)[2]
-    args = devices.docker_args()
+    args = tuple(mode_docker_args(devices))
     assert "/usr/lib/x86_64-linux-gnu:/usr/lib/x86_64-linux-gnu:ro" not in args
     assert f"/usr/lib/x86_64-linux-gnu/libcuda.so.1:{CONTAINER_LIB_DIR}/libcuda.so.1:ro" in args
     assert args[-1] == f"LD_LIBRARY_PATH={CONTAINER_LIB_DIR}"
@@ -284,7 +284,7 @@ def test_toolkit_mode_from_runtime_or_cli(tmp_path: Path) -> None:
         return modes[0]
 
     by_runtime = toolkit(True, ("nvidia", "runc"), _no_which)
-    assert by_runtime.available and by_runtime.docker_args() == ("--gpus", "all")
+    assert by_runtime.available and mode_docker_args(by_runtime) == ["--gpus", "all"]
     assert toolkit(True, (), cli).available
     assert not toolkit(False, (), cli).available
 
@@ -307,7 +307,7 @@ def test_cdi_mode_needs_a_spec_and_a_daemon_that_reads_specs(tmp_path: Path) -> 
 
     cdi = cdi_mode(("/etc/cdi", "/var/run/cdi"))
     assert cdi.available and cdi.cdi_specs == ("/etc/cdi/nvidia.yaml",)
-    assert cdi.docker_args() == ("--device", "nvidia.com/gpu=all")
+    assert mode_docker_args(cdi) == ["--device", "nvidia.com/gpu=all"]
     off = cdi_mode(())
     assert not off.available and "CDISpecDirs" in off.detail
     assert off.cdi_specs == ("/etc/cdi/nvidia.yaml",)
@@ -317,6 +317,6 @@ def test_access_mode_json_lists_args_only_when_available(tmp_path: Path) -> None
     modes = gpu_access_modes(
         docker_reachable=False, run=LDCONFIG, which=_which_ldconfig, env={}, root=gpu_root(tmp_path)
     )
-    docs = [m.to_dict() for m in modes]
-    assert [d["docker_args"] for d in docs[:2]] == [[], []]
-    assert docs[2]["docker_args"][:2] == ["--device", "/dev/nvidia0"]
+    args = [mode_docker_args(m) for m in modes]  # doctor --json's access_modes[].docker_args
+    assert args[:2] == [[], []]
+    assert args[2][:2] == ["--device", "/dev/nvidia0"]

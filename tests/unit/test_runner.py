@@ -4,17 +4,17 @@ container's arguments, the memlock fallback, exit codes, Ctrl-C, --monitor, and 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import pytest
 from cert_factory import H200, IMAGE_ID, cert
 from click.testing import CliRunner
+from fake_engine import FakeEngine
 
 from envbuilder.cli import cli
-from envbuilder.engine import DaemonInfo, ImageInfo
+from envbuilder.engine import ImageInfo, Mount, Ulimit
 from envbuilder.errors import CertificateRefusedError, UsageError
 from envbuilder.host import AccessMode, GpuInfo, HostReport
 from envbuilder.run.launch import RunOptions, parse_size, parse_volume, run_image
@@ -29,38 +29,10 @@ DEVICES = AccessMode(
 )
 
 
-@dataclass
-class FakeRunEngine:
-    exit_code: int = 0
-    memlock_refused: bool = False
-    interrupt: bool = False
-    images: dict[str, ImageInfo] = field(
-        default_factory=lambda: {
-            "team/train:1": ImageInfo(id=IMAGE_ID, tags=("team/train:1",), repo_digests=())
-        }
-    )
-    runs: list[list[str]] = field(default_factory=list)
-
-    def inspect_image(self, ref: str) -> ImageInfo | None:
-        return self.images.get(ref)
-
-    def daemon_info(self) -> DaemonInfo:
-        return DaemonInfo(
-            server_version="27.0",
-            runtimes=("runc",),
-            default_runtime="runc",
-            cdi_spec_dirs=(),
-            storage_driver="overlay2",
-        )
-
-    def ulimit_refusal(self, image: str, ulimits: Sequence[tuple[str, int, int]]) -> str | None:
-        return "error setting rlimit type 8: operation not permitted" if self.memlock_refused else None
-
-    def run_attached(self, create_args: Sequence[str], *, interactive: bool) -> int:
-        self.runs.append(list(create_args))
-        if self.interrupt:
-            raise KeyboardInterrupt
-        return self.exit_code
+def engine(**kw: Any) -> FakeEngine:
+    """The shared FakeEngine holding the image as team/train:1."""
+    image = ImageInfo(id=IMAGE_ID, tags=("team/train:1",), repo_digests=())
+    return FakeEngine(images={"team/train:1": image, IMAGE_ID: image}, **kw)
 
 
 def report(gpus: tuple[GpuInfo, ...] = (H200,)) -> HostReport:
@@ -69,7 +41,7 @@ def report(gpus: tuple[GpuInfo, ...] = (H200,)) -> HostReport:
     )
 
 
-def go(tmp_path: Path, eng: FakeRunEngine, certificate: Mapping[str, Any] | None, **opts: Any) -> Any:
+def go(tmp_path: Path, eng: FakeEngine, certificate: Mapping[str, Any] | None, **opts: Any) -> Any:
     lines: list[str] = []
     options = RunOptions(image="team/train:1", command=("python", "train.py"), **opts)
     outcome = run_image(
@@ -89,31 +61,35 @@ def log(tmp_path: Path) -> list[dict[str, Any]]:
 
 
 def test_a_covered_run_starts_the_container_like_certify_does(tmp_path: Path) -> None:
-    eng = FakeRunEngine(exit_code=0)
+    eng = engine(exit_code=0)
     outcome, lines = go(
         tmp_path, eng, cert(), env=("EPOCHS=3",), workdir="/work", volumes=(f"{tmp_path}:/data:ro",)
     )
     assert outcome.exit_code == 0 and outcome.refusals == ()
-    (args,) = eng.runs
-    joined = " ".join(args)
-    assert "--device /dev/nvidia0" in joined and "--device /dev/nvidia-uvm" in joined
-    assert "--ulimit memlock=-1:-1" in joined and "--ulimit stack=67108864:67108864" in joined
-    assert "--shm-size" in args and "--workdir /work" in joined
-    assert f"-v {tmp_path}:/data:ro" in joined and "-e EPOCHS=3" in joined
-    assert "--rm" not in args  # run_attached removes it after reading the exit code
-    assert args[-3:] == [IMAGE_ID, "python", "train.py"]
+    (spec,) = eng.runs
+    assert ("run_attached", ("python", "train.py")) in eng.calls
+    assert "/dev/nvidia0" in spec.devices and "/dev/nvidia-uvm" in spec.devices
+    assert Ulimit(name="memlock", soft=-1, hard=-1) in spec.ulimits
+    assert Ulimit(name="stack", soft=67108864, hard=67108864) in spec.ulimits
+    assert spec.shm_size and spec.workdir == "/work"
+    assert Mount(source=str(tmp_path), target="/data", read_only=True) in spec.mounts
+    assert spec.env["EPOCHS"] == "3"
+    assert spec.name == f"envbuilder-run-{outcome.run_id.lower()}" and spec.labels == {
+        "io.envbuilder.run": "1"
+    }
+    assert (spec.image, spec.command) == (IMAGE_ID, ("python", "train.py"))
     assert any("covers this run" in line for line in lines)
     assert log(tmp_path)[0]["outcome"] == "exited" and log(tmp_path)[0]["forced"] is False
 
 
 def test_the_exit_code_is_passed_through(tmp_path: Path) -> None:
-    outcome, _ = go(tmp_path, FakeRunEngine(exit_code=3), cert())
+    outcome, _ = go(tmp_path, engine(exit_code=3), cert())
     assert outcome.exit_code == 3
     assert log(tmp_path)[0]["exit_code"] == 3
 
 
 def test_a_refusal_raises_and_is_logged_without_running(tmp_path: Path) -> None:
-    eng = FakeRunEngine()
+    eng = engine()
     with pytest.raises(CertificateRefusedError) as exc:
         go(tmp_path, eng, None)
     assert f"no certificate for image {IMAGE_ID}" in exc.value.message
@@ -123,7 +99,7 @@ def test_a_refusal_raises_and_is_logged_without_running(tmp_path: Path) -> None:
 
 
 def test_force_runs_anyway_and_records_it(tmp_path: Path) -> None:
-    eng = FakeRunEngine(exit_code=0)
+    eng = engine(exit_code=0)
     outcome, lines = go(tmp_path, eng, None, force=True)
     assert outcome.forced and len(eng.runs) == 1
     assert any("--force: running although no certificate" in line for line in lines)
@@ -132,25 +108,24 @@ def test_force_runs_anyway_and_records_it(tmp_path: Path) -> None:
 
 
 def test_a_refused_memlock_ulimit_is_dropped_and_said(tmp_path: Path) -> None:
-    eng = FakeRunEngine(memlock_refused=True)
+    eng = engine(refuse_memlock=True)
     _outcome, lines = go(tmp_path, eng, cert())
-    assert "memlock=-1:-1" not in " ".join(eng.runs[0])
-    assert "stack=67108864:67108864" in " ".join(eng.runs[0])
+    assert [u.name for u in eng.runs[0].ulimits] == ["stack"]
     assert any("refuses the memlock ulimit" in line for line in lines)
 
 
 def test_ipc_host_replaces_the_shm_size(tmp_path: Path) -> None:
-    eng = FakeRunEngine()
+    eng = engine()
     go(tmp_path, eng, cert(), ipc="host")
-    assert "--ipc host" in " ".join(eng.runs[0]) and "--shm-size" not in eng.runs[0]
-    eng2 = FakeRunEngine()
+    assert eng.runs[0].ipc == "host" and eng.runs[0].shm_size is None
+    eng2 = engine()
     go(tmp_path, eng2, cert(), shm_size="2g")
-    assert eng2.runs[0][eng2.runs[0].index("--shm-size") + 1] == str(2 * 1024**3)
+    assert eng2.runs[0].shm_size == 2 * 1024**3
 
 
 def test_ctrl_c_is_logged_and_re_raised(tmp_path: Path) -> None:
     with pytest.raises(KeyboardInterrupt):
-        go(tmp_path, FakeRunEngine(interrupt=True), cert())
+        go(tmp_path, engine(interrupt_run=True), cert())
     assert log(tmp_path)[0]["outcome"] == "interrupted"
 
 
@@ -184,7 +159,7 @@ def test_monitor_writes_telemetry_and_diagnosis_beside_it(tmp_path: Path) -> Non
             image="team/train:1", command=("python", "x.py"), monitor=True, monitor_dir=tmp_path / "m"
         ),
         find_certificate=lambda _id: cert(),
-        eng=FakeRunEngine(),
+        eng=engine(),
         probe=lambda: report(),
         access_modes=lambda d: (DEVICES,),
         say=lines.append,
@@ -199,7 +174,7 @@ def test_monitor_writes_telemetry_and_diagnosis_beside_it(tmp_path: Path) -> Non
 
 def test_monitor_without_gpu_says_no_gpu_telemetry(tmp_path: Path) -> None:
     cpu_cert = cert("certified-cpu-only", gpus=(), cuda=None, min_driver=None)
-    outcome, lines = go(tmp_path, FakeRunEngine(), cpu_cert, monitor=True, gpu_access="none")
+    outcome, lines = go(tmp_path, engine(), cpu_cert, monitor=True, gpu_access="none")
     assert outcome.monitor_files == ()
     assert any("no GPU telemetry" in line for line in lines)
 
@@ -213,12 +188,12 @@ def test_bad_options_are_usage_errors(tmp_path: Path) -> None:
         parse_size("lots")
     assert parse_size("512m") == 512 * 1024**2 and parse_size("65536") == 65536
     with pytest.raises(UsageError, match="malformed -e"):
-        go(tmp_path, FakeRunEngine(), cert(), env=("1BAD=x",))
+        go(tmp_path, engine(), cert(), env=("1BAD=x",))
     with pytest.raises(UsageError, match="not found locally"):
         run_image(
             RunOptions(image="nope", command=("x",)),
             find_certificate=lambda _i: None,
-            eng=FakeRunEngine(),
+            eng=engine(),
             say=lambda _l: None,
             log_dir=tmp_path,
         )
@@ -229,7 +204,7 @@ def test_cli_refusal_exit_code_and_message(tmp_path: Path, monkeypatch: pytest.M
     import envbuilder.run.launch as runner
 
     monkeypatch.setenv("ENVBUILDER_DATA_DIR", str(tmp_path))
-    monkeypatch.setattr(runner, "DockerRunEngine", FakeRunEngine)
+    monkeypatch.setattr(runner, "DockerEngine", engine)
     monkeypatch.setattr(runner, "probe_host", lambda: report(gpus=()))
     monkeypatch.setattr(runner, "gpu_access_modes", lambda **_kw: ())
     monkeypatch.setattr(run_cmd, "newest_certificate", lambda _id: None)
@@ -244,7 +219,7 @@ def test_cli_passes_the_exit_code_through(tmp_path: Path, monkeypatch: pytest.Mo
     import envbuilder.run.launch as runner
 
     monkeypatch.setenv("ENVBUILDER_DATA_DIR", str(tmp_path))
-    monkeypatch.setattr(runner, "DockerRunEngine", lambda: FakeRunEngine(exit_code=3))
+    monkeypatch.setattr(runner, "DockerEngine", lambda: engine(exit_code=3))
     monkeypatch.setattr(runner, "probe_host", lambda: report(gpus=()))
     cpu_cert = cert("certified-cpu-only", gpus=(), cuda=None, min_driver=None)
     monkeypatch.setattr(run_cmd, "newest_certificate", lambda _id: cpu_cert)
@@ -263,7 +238,7 @@ def test_a_tampered_row_in_the_store_is_a_tampered_refusal(tmp_path: Path) -> No
         run_image(
             RunOptions(image="team/train:1", command=("x",)),
             find_certificate=tampered,
-            eng=FakeRunEngine(),
+            eng=engine(),
             probe=lambda: report(),
             access_modes=lambda d: (DEVICES,),
             say=lambda _l: None,

@@ -1,0 +1,196 @@
+"""BuildKit builds through the docker CLI (cache mounts and secrets need BuildKit; the SDK's build
+uses the classic builder): find a client that can (`find_buildkit_cli`), run it, follow its
+plain progress, stop its whole process group on Ctrl-C."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from envbuilder.engine.model import BuildResult, BuildSecret
+from envbuilder.engine.progress import BuildEvent, ProgressParser, step_instruction
+from envbuilder.errors import BuildFailedError, BuildKitMissingError
+
+BUILDKIT_HINT = (
+    "install the buildx plugin (Docker's `docker-buildx-plugin`, or `docker-buildx` on Debian 13+), "
+    "or Debian 12's `docker.io` (its /usr/bin/docker 20.10 builds with DOCKER_BUILDKIT=1); "
+    "ENVBUILDER_DOCKER_CLI=/path/to/docker picks a client"
+)
+BUILD_NETWORKS = ("default", "host", "none")
+_SECRET_ID = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
+
+ProgressCallback = Callable[[BuildEvent], None]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BuildKitCli:
+    """A docker client that can build with BuildKit."""
+
+    path: str
+    kind: Literal["buildx", "docker-buildkit"]  # `docker buildx build` | DOCKER_BUILDKIT=1 build
+    version: str
+
+    def build_argv(self) -> list[str]:
+        if self.kind == "buildx":
+            return [self.path, "buildx", "build", "--load"]
+        return [self.path, "build"]
+
+
+def cli_candidates() -> list[str]:
+    """The docker CLIs to try, in order: ENVBUILDER_DOCKER_CLI alone when set, else the one on
+    PATH, /usr/bin/docker and /usr/local/bin/docker (each once)."""
+    override = os.environ.get("ENVBUILDER_DOCKER_CLI")
+    if override:
+        return [override]
+    found = [shutil.which("docker"), "/usr/bin/docker", "/usr/local/bin/docker"]
+    out: list[str] = []
+    for c in found:
+        if c and Path(c).is_file() and os.path.realpath(c) not in map(os.path.realpath, out):
+            out.append(c)
+    return out
+
+
+def _probe(argv: Sequence[str], env: Mapping[str, str] | None = None) -> str | None:
+    try:
+        proc = subprocess.run(list(argv), capture_output=True, text=True, timeout=20, env=env, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return proc.stdout if proc.returncode == 0 else None
+
+
+def find_buildkit_cli() -> BuildKitCli:
+    """The first docker CLI that can build with BuildKit: buildx, else a client that honours
+    DOCKER_BUILDKIT=1 (its `build --help` offers --secret). Raises BuildKitMissingError."""
+    tried: list[str] = []
+    for path in cli_candidates():
+        tried.append(path)
+        out = _probe([path, "buildx", "version"])
+        if out is not None:
+            return BuildKitCli(path=path, kind="buildx", version=out.strip().split("\n")[0])
+        env = {**os.environ, "DOCKER_BUILDKIT": "1"}
+        help_text = _probe([path, "build", "--help"], env)
+        if help_text and "--secret" in help_text:
+            version = _probe([path, "version", "--format", "{{.Client.Version}}"], env) or "?"
+            return BuildKitCli(path=path, kind="docker-buildkit", version=version.strip())
+    raise BuildKitMissingError(
+        "no docker client that can build with BuildKit (needed for cache mounts and secrets); "
+        f"tried: {', '.join(tried) or 'no docker on PATH'}",
+        hint=BUILDKIT_HINT,
+    )
+
+
+def buildkit_build(
+    cli: BuildKitCli,
+    context: Path,
+    dockerfile: Path,
+    *,
+    secrets: Sequence[BuildSecret] = (),
+    build_args: Mapping[str, str] | None = None,
+    build_contexts: Mapping[str, Path] | None = None,
+    no_cache: bool = False,
+    network: str | None = None,
+    on_event: ProgressCallback | None = None,
+) -> BuildResult:
+    """Build with `cli`, WITHOUT a tag (the caller tags after success, so a failure leaves none).
+
+    Raises BuildKitMissingError (build_contexts need buildx), BuildFailedError (message ends with
+    the last 40 log lines); on KeyboardInterrupt kills the build's process group and re-raises.
+    """
+    if build_contexts and cli.kind != "buildx":
+        raise BuildKitMissingError(
+            f"named build contexts need buildx; {cli.path} {cli.version} has none", hint=BUILDKIT_HINT
+        )
+    with tempfile.TemporaryDirectory(prefix="envbuilder-build-") as tmp:
+        iidfile = Path(tmp) / "iid"
+        argv = [*cli.build_argv(), "--progress=plain", "--iidfile", str(iidfile)]
+        argv += ["-f", str(dockerfile)]
+        for s in secrets:
+            if not _SECRET_ID.match(s.id):
+                raise BuildFailedError(f"invalid build secret id {s.id!r}")
+            argv += ["--secret", f"id={s.id},src={s.src}"]
+        for k, v in sorted((build_args or {}).items()):
+            argv += ["--build-arg", f"{k}={v}"]
+        for k, p in sorted((build_contexts or {}).items()):
+            argv += ["--build-context", f"{k}={p}"]
+        if no_cache:
+            argv.append("--no-cache")
+        if network is not None:
+            # host: a daemon without a bridge (dockerd --bridge=none) cannot give RUN steps
+            # the default network; none: prove a wheelhouse build needs no network at all.
+            if network not in BUILD_NETWORKS:
+                raise BuildFailedError(f"invalid build network {network!r}")
+            argv += ["--network", network]
+        argv.append(str(context))
+        parser = ProgressParser()
+        started = time.monotonic()
+        code = _run_streaming(argv, parser, on_event)
+        seconds = time.monotonic() - started
+        if code != 0 or not iidfile.is_file():
+            raise _build_failure(code, parser)
+        image_id = iidfile.read_text().strip()
+    return BuildResult(
+        image_id=image_id,
+        seconds=seconds,
+        steps=tuple(parser.dockerfile_steps()),
+        log_tail=tuple(parser.tail),
+    )
+
+
+def _run_streaming(argv: list[str], parser: ProgressParser, on_event: ProgressCallback | None) -> int:
+    env = {**os.environ, "DOCKER_BUILDKIT": "1", "BUILDKIT_PROGRESS": "plain"}
+    # Own process group: Ctrl-C reaches us, and we stop the whole build ourselves.
+    proc = subprocess.Popen(
+        argv,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        stdin=subprocess.DEVNULL,
+        env=env,
+        text=True,
+        errors="replace",
+        bufsize=1,
+        start_new_session=True,
+    )
+    try:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            for event in parser.feed(line):
+                if on_event is not None:
+                    on_event(event)
+        return proc.wait()
+    except BaseException:
+        _kill_group(proc)
+        raise
+
+
+def _kill_group(proc: subprocess.Popen[str]) -> None:
+    for sig, wait in ((signal.SIGINT, 5.0), (signal.SIGKILL, 5.0)):
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            return
+        try:
+            proc.wait(timeout=wait)
+            return
+        except subprocess.TimeoutExpired:
+            continue
+
+
+def _build_failure(code: int, parser: ProgressParser) -> BuildFailedError:
+    failed = parser.failed_step()
+    where = f" at {failed.name}" if failed else ""
+    if failed and failed.index is not None:
+        where = f" at step {failed.index}/{failed.total}: {step_instruction(failed.name)[:160]}"
+    tail = "\n".join(parser.tail)
+    return BuildFailedError(
+        f"docker build failed (exit {code}){where}\n--- last {len(parser.tail)} log lines ---\n{tail}",
+        hint="fix the failing step above and build again; nothing was tagged",
+    )

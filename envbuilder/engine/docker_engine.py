@@ -1,0 +1,401 @@
+"""DockerEngine, the real engine: the Docker SDK for the daemon, images and containers, the docker
+CLI where only it can do the job (BuildKit builds, a terminal attached to a container)."""
+
+from __future__ import annotations
+
+import contextlib
+import subprocess
+import threading
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from envbuilder.engine.buildkit import BuildKitCli, buildkit_build, cli_candidates, find_buildkit_cli
+from envbuilder.engine.container import ContainerSpec, Ulimit
+from envbuilder.engine.model import BuildResult, BuildSecret, DaemonInfo, ImageInfo, RunResult
+from envbuilder.engine.progress import BuildEvent
+from envbuilder.errors import DockerUnavailableError, RegistryError
+
+# The SDK is a dependency, but a broken or partial install must not take down the commands that never
+# talk to Docker (doctor, resolve, render, matrix): they import this package too.
+_SDK_MISSING: str | None = None
+try:
+    import docker
+    import docker.errors
+    import docker.types
+except ImportError as _exc:
+    _SDK_MISSING = str(_exc)
+
+DAEMON_HINT = (
+    "start the Docker daemon (e.g. `sudo systemctl start docker`, or `make services` in a checkout) "
+    "or point DOCKER_HOST at a running one"
+)
+# An entrypoint that does not exist: the ulimit probe's container is created and started (where
+# runc sets the rlimits) but never runs a program.
+_PROBE_ENTRYPOINT = "/envbuilder-ulimit-probe-does-not-exist"
+_NEVER_STARTED = "0001-01-01"  # State.StartedAt of a container that did not start
+
+
+def _require_sdk() -> None:
+    if _SDK_MISSING is not None:
+        raise DockerUnavailableError(
+            f"the docker Python SDK is not installed ({_SDK_MISSING})",
+            hint="pip install docker (envbuilder depends on it)",
+        )
+
+
+class DockerEngine:
+    """The real engine (envbuilder.engine.Engine). Every method raises DockerUnavailableError when
+    the daemon is down; the SDK connects on first use."""
+
+    def __init__(self, cli: BuildKitCli | None = None) -> None:
+        self._cli = cli
+        self._docker: Any = None
+
+    @property
+    def _client(self) -> Any:
+        if self._docker is None:
+            _require_sdk()
+            try:
+                client = docker.from_env(timeout=600)
+                client.ping()
+            except docker.errors.DockerException as exc:
+                raise DockerUnavailableError(
+                    f"cannot reach the Docker daemon: {exc}".splitlines()[0], hint=DAEMON_HINT
+                ) from exc
+            self._docker = client
+        return self._docker
+
+    # ------------------------------------------------------------------ daemon
+
+    def ping(self) -> None:
+        """Raises DockerUnavailableError when the daemon cannot be reached."""
+        _ = self._client
+
+    def daemon_info(self) -> DaemonInfo:
+        """Describe the daemon. Raises DockerUnavailableError."""
+        info = self._client.info()
+        return DaemonInfo(
+            server_version=str(info.get("ServerVersion", "")),
+            runtimes=tuple(sorted((info.get("Runtimes") or {}).keys())),
+            default_runtime=str(info.get("DefaultRuntime", "")),
+            cdi_spec_dirs=tuple(info.get("CDISpecDirs") or ()),
+            storage_driver=str(info.get("Driver", "")),
+        )
+
+    # ------------------------------------------------------------------ builds
+
+    def buildkit_cli(self) -> BuildKitCli:
+        """The BuildKit-capable CLI (found once). Raises BuildKitMissingError."""
+        if self._cli is None:
+            self._cli = find_buildkit_cli()
+        return self._cli
+
+    def build(
+        self,
+        context: Path,
+        dockerfile: Path,
+        *,
+        secrets: Sequence[BuildSecret] = (),
+        build_args: Mapping[str, str] | None = None,
+        build_contexts: Mapping[str, Path] | None = None,
+        no_cache: bool = False,
+        network: str | None = None,
+        on_event: Callable[[BuildEvent], None] | None = None,
+    ) -> BuildResult:
+        """Build WITHOUT a tag (buildkit.buildkit_build). Raises DockerUnavailableError,
+        BuildKitMissingError, BuildFailedError; Ctrl-C stops the build and is re-raised."""
+        self.ping()
+        return buildkit_build(
+            self.buildkit_cli(),
+            context,
+            dockerfile,
+            secrets=secrets,
+            build_args=build_args,
+            build_contexts=build_contexts,
+            no_cache=no_cache,
+            network=network,
+            on_event=on_event,
+        )
+
+    def prune_build_cache(self) -> int:
+        """`docker builder prune -a`: drop all BuildKit cache (layers and cache mounts), not only
+        the dangling part; return bytes reclaimed. Raises DockerUnavailableError."""
+        try:
+            res = self._client.api.prune_builds(all=True)
+        except docker.errors.APIError as exc:
+            raise DockerUnavailableError(f"docker builder prune failed: {exc}") from exc
+        return int((res or {}).get("SpaceReclaimed") or 0)
+
+    # ------------------------------------------------------------------ images
+
+    def inspect_image(self, ref: str) -> ImageInfo | None:
+        """The local image `ref` (name, name@digest or ID), or None. Raises DockerUnavailableError."""
+        try:
+            img = self._client.images.get(ref)
+        except docker.errors.ImageNotFound:
+            return None
+        except docker.errors.APIError as exc:
+            if exc.status_code in (400, 404):  # a malformed reference is "not here" too
+                return None
+            raise DockerUnavailableError(f"docker image inspect {ref} failed: {exc}") from exc
+        return _image_info(img.attrs)
+
+    def list_images(self, repository: str) -> tuple[ImageInfo, ...]:
+        """The local images tagged in `repository`. Raises DockerUnavailableError."""
+        try:
+            images = self._client.images.list(name=repository)
+        except docker.errors.APIError as exc:
+            raise DockerUnavailableError(f"docker images {repository} failed: {exc}") from exc
+        return tuple(_image_info(img.attrs) for img in images)
+
+    def tag(self, image: str, ref: str) -> None:
+        """Tag `image` as `ref` (repo:tag). Raises DockerUnavailableError."""
+        repo, tag = _split_ref(ref)
+        try:
+            self._client.api.tag(image, repo, tag=tag or "latest")
+        except docker.errors.APIError as exc:
+            raise DockerUnavailableError(f"docker tag {image} {ref} failed: {exc}") from exc
+
+    def remove_image(self, ref: str, *, force: bool = False) -> bool:
+        """Remove an image or tag; False when it was not there. Raises DockerUnavailableError."""
+        try:
+            self._client.images.remove(ref, force=force)
+        except docker.errors.ImageNotFound:
+            return False
+        except docker.errors.APIError as exc:
+            raise DockerUnavailableError(f"docker rmi {ref} failed: {exc}") from exc
+        return True
+
+    def push(self, ref: str) -> str:
+        """Push `ref` (registry/name:tag) with credentials from the Docker config; return the
+        manifest digest (sha256:...). Raises RegistryError, DockerUnavailableError."""
+        repo, tag = _split_ref(ref)
+        digest = ""
+        try:
+            for msg in self._client.images.push(repo, tag=tag or "latest", stream=True, decode=True):
+                if "error" in msg or "errorDetail" in msg:
+                    detail = (msg.get("errorDetail") or {}).get("message") or msg.get("error")
+                    raise RegistryError(
+                        f"push of {ref} failed: {detail}",
+                        hint="check the registry address and `docker login` credentials",
+                    )
+                aux = msg.get("aux") or {}
+                digest = aux.get("Digest", digest)
+        except docker.errors.APIError as exc:
+            raise RegistryError(f"push of {ref} failed: {exc}") from exc
+        if not digest:
+            raise RegistryError(f"push of {ref} reported no digest")
+        return str(digest)
+
+    def pull(self, ref: str) -> ImageInfo:
+        """Pull `ref` (name:tag or name@sha256:...). Raises RegistryError, DockerUnavailableError."""
+        repo, tag = _split_ref(ref)
+        try:
+            self._client.images.pull(repo, tag=tag)
+        except docker.errors.APIError as exc:
+            raise RegistryError(f"pull of {ref} failed: {exc}") from exc
+        info = self.inspect_image(ref)
+        if info is None:
+            raise RegistryError(f"pull of {ref} reported success but the image is not there")
+        return info
+
+    def save(self, ref: str, dest: Path) -> Path:
+        """`docker save` `ref` into the tar file `dest`. Raises DockerUnavailableError."""
+        try:
+            chunks: Iterable[bytes] = self._client.images.get(ref).save(named=True)
+            with dest.open("wb") as fh:
+                for chunk in chunks:
+                    fh.write(chunk)
+        except docker.errors.DockerException as exc:
+            raise DockerUnavailableError(f"docker save {ref} failed: {exc}") from exc
+        return dest
+
+    # ------------------------------------------------------------------ containers
+
+    def _create(self, spec: ContainerSpec) -> Any:
+        """The one place a ContainerSpec becomes a Docker call. Raises DockerUnavailableError when
+        the daemon refuses it (unknown image, a device request no runtime can serve: "could not
+        select device driver")."""
+        requests = []
+        if spec.gpus is not None:
+            requests.append(
+                docker.types.DeviceRequest(
+                    count=0 if spec.gpus.device_ids else spec.gpus.count,
+                    device_ids=list(spec.gpus.device_ids),
+                    capabilities=[list(spec.gpus.capabilities)],
+                )
+            )
+        if spec.cdi_devices:
+            requests.append(docker.types.DeviceRequest(driver="cdi", device_ids=list(spec.cdi_devices)))
+        kwargs: dict[str, Any] = {
+            "entrypoint": list(spec.entrypoint) if spec.entrypoint is not None else None,
+            "environment": dict(spec.env),
+            "devices": [f"{d}:{d}:rwm" for d in spec.devices],
+            "device_requests": requests or None,
+            "mounts": [
+                docker.types.Mount(target=m.target, source=m.source, type="bind", read_only=m.read_only)
+                for m in spec.mounts
+            ],
+            "ulimits": [docker.types.Ulimit(name=u.name, soft=u.soft, hard=u.hard) for u in spec.ulimits]
+            or None,
+            "shm_size": spec.shm_size,
+            "network_mode": spec.network,
+            "ipc_mode": spec.ipc,
+            "user": spec.user,
+            "working_dir": spec.workdir,
+            "name": spec.name,
+            "labels": dict(spec.labels),
+            "stdin_open": spec.interactive,
+            "tty": spec.tty,
+        }
+        try:
+            return self._client.containers.create(spec.image, list(spec.command), **kwargs)
+        except docker.errors.DockerException as exc:
+            raise DockerUnavailableError(f"docker create {spec.image} failed: {exc}") from exc
+
+    def run(
+        self,
+        spec: ContainerSpec,
+        *,
+        on_stderr: Callable[[str], None] | None = None,
+        timeout_s: float | None = None,
+    ) -> RunResult:
+        """Create, start and follow a container; call `on_stderr` with each stderr line as it comes;
+        return its exit code, whole stdout and stderr. The container is removed in every case
+        (also on Ctrl-C, which is re-raised). A timeout kills it and returns exit code 124.
+
+        Raises DockerUnavailableError when the daemon is down or refuses the container.
+        """
+        container = self._create(spec)
+        timed_out = threading.Event()
+
+        def _kill() -> None:
+            timed_out.set()
+            with contextlib.suppress(docker.errors.DockerException):
+                container.kill()
+
+        timer = threading.Timer(timeout_s, _kill) if timeout_s else None
+        err_lines: list[str] = []
+
+        def _line(raw: bytes) -> None:
+            text = raw.decode(errors="replace").rstrip("\r")
+            err_lines.append(text)
+            if on_stderr is not None:
+                on_stderr(text)
+
+        try:
+            container.start()
+            if timer is not None:
+                timer.daemon = True
+                timer.start()
+            buf = b""
+            for chunk in container.logs(stream=True, follow=True, stdout=False, stderr=True):
+                buf += chunk
+                while b"\n" in buf:
+                    raw, buf = buf.split(b"\n", 1)
+                    _line(raw)
+            if buf:
+                _line(buf)
+            status = container.wait()
+            out = container.logs(stdout=True, stderr=False).decode(errors="replace")
+        except docker.errors.DockerException as exc:
+            raise DockerUnavailableError(f"docker run {spec.image} failed: {exc}") from exc
+        finally:
+            if timer is not None:
+                timer.cancel()
+            with contextlib.suppress(docker.errors.DockerException):
+                container.remove(force=True)
+        code = 124 if timed_out.is_set() else int(status.get("StatusCode", -1))
+        if timed_out.is_set():
+            err_lines.append(f"envbuilder: container killed after {timeout_s:g} s")
+        return RunResult(exit_code=code, stdout=out, stderr="\n".join(err_lines))
+
+    def run_attached(self, spec: ContainerSpec, *, stop_timeout_s: float = 10.0) -> int:
+        """Create the container (SDK), then `docker start --attach` with this process's stdout and
+        stderr (and stdin when spec.interactive); return its exit code. Through the CLI because
+        only it gives a job a real terminal (raw mode, window size, Ctrl-C as a keystroke) and
+        stdin, streams both outputs unbuffered and proxies signals; the SDK offers none of that.
+        Ctrl-C is passed to the job (SIGINT); if it has not ended after `stop_timeout_s` it is
+        stopped. Removed in every case; KeyboardInterrupt is re-raised.
+
+        Raises DockerUnavailableError: no docker CLI, the daemon refused the container, or it could
+        not be started (the daemon's reason, e.g. an unknown device or a refused ulimit).
+        """
+        cli = next(iter(cli_candidates()), None)
+        if cli is None:
+            raise DockerUnavailableError("no docker CLI found on PATH", hint=DAEMON_HINT)
+        container = self._create(spec)
+        proc: subprocess.Popen[bytes] | None = None
+        try:
+            start = [cli, "start", "--attach", *(["--interactive"] if spec.interactive else []), container.id]
+            proc = subprocess.Popen(start, stdin=None if spec.interactive else subprocess.DEVNULL)
+            try:
+                proc.wait()
+            except KeyboardInterrupt:
+                with contextlib.suppress(docker.errors.DockerException):
+                    container.kill(signal="SIGINT")  # the CLI proxies it too; this covers -t
+                try:
+                    proc.wait(timeout=stop_timeout_s)
+                except (subprocess.TimeoutExpired, KeyboardInterrupt):
+                    with contextlib.suppress(docker.errors.DockerException):
+                        container.stop(timeout=5)
+                    with contextlib.suppress(subprocess.TimeoutExpired):
+                        proc.wait(timeout=10.0)
+                raise
+            try:
+                container.reload()
+            except docker.errors.DockerException as exc:
+                raise DockerUnavailableError(f"docker inspect {container.id[:12]} failed: {exc}") from exc
+            state = container.attrs.get("State") or {}
+            if str(state.get("StartedAt", _NEVER_STARTED)).startswith(_NEVER_STARTED):
+                raise DockerUnavailableError(
+                    f"the container did not start: {state.get('Error') or 'unknown reason'}"
+                )
+            return int(state.get("ExitCode", -1))
+        finally:
+            if proc is not None and proc.poll() is None:
+                with contextlib.suppress(OSError):
+                    proc.kill()
+            with contextlib.suppress(docker.errors.DockerException):
+                container.remove(force=True)
+
+    def ulimit_refusal(self, image: str, ulimits: Sequence[Ulimit]) -> str | None:
+        """Whether the runtime refuses these ulimits (rootless or nested Docker cannot raise
+        RLIMIT_MEMLOCK): the refusal, or None. Probes with a container that never runs a program
+        (its entrypoint does not exist), so it costs a create and a failed start, nothing more.
+        Raises DockerUnavailableError when the daemon is down or the image is missing."""
+        probe = ContainerSpec(image=image, entrypoint=(_PROBE_ENTRYPOINT,), ulimits=tuple(ulimits))
+        container = self._create(probe)
+        try:
+            container.start()
+        except docker.errors.APIError as exc:
+            text = str(exc)
+            return text if "rlimit" in text.lower() else None
+        finally:
+            with contextlib.suppress(docker.errors.DockerException):
+                container.remove(force=True)
+        return None
+
+
+def _image_info(attrs: Mapping[str, Any]) -> ImageInfo:
+    config = attrs.get("Config") or {}
+    return ImageInfo(
+        id=str(attrs["Id"]),
+        tags=tuple(attrs.get("RepoTags") or ()),
+        repo_digests=tuple(attrs.get("RepoDigests") or ()),
+        labels=dict(config.get("Labels") or {}),
+        env=tuple(config.get("Env") or ()),
+        size=int(attrs.get("Size") or 0),
+    )
+
+
+def _split_ref(ref: str) -> tuple[str, str | None]:
+    """`host:5000/a/b:tag` -> (`host:5000/a/b`, `tag`); a digest ref keeps `sha256:...` as tag."""
+    if "@" in ref:
+        repo, _, digest = ref.partition("@")
+        return repo, digest
+    head, sep, tail = ref.rpartition(":")
+    if sep and "/" not in tail:
+        return head, tail
+    return ref, None

@@ -1,0 +1,57 @@
+"""What the engine returns: envbuilder dataclasses, never docker-py objects."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from envbuilder.engine.progress import StepRecord
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DaemonInfo:
+    server_version: str
+    runtimes: tuple[str, ...]  # registered OCI runtimes, e.g. ("runc", "nvidia")
+    default_runtime: str
+    cdi_spec_dirs: tuple[str, ...]  # where the daemon looks for CDI specs (empty: CDI off)
+    storage_driver: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ImageInfo:
+    id: str
+    tags: tuple[str, ...]
+    repo_digests: tuple[str, ...]  # name@sha256:... (empty for a never-pushed/pulled image)
+    labels: Mapping[str, str] = field(default_factory=dict)
+    env: tuple[str, ...] = ()
+    size: int = 0  # bytes, as `docker images` reports
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BuildSecret:
+    """A BuildKit secret: `RUN --mount=type=secret,id=ID` sees the file's content, no layer does."""
+
+    id: str
+    src: Path
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BuildResult:
+    image_id: str
+    seconds: float
+    steps: tuple[StepRecord, ...]  # Dockerfile instructions in order, with cached/done state
+    log_tail: tuple[str, ...]
+
+    @property
+    def cached_steps(self) -> int:
+        return sum(1 for s in self.steps if s.state == "cached")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RunResult:
+    """A finished container: its exit code (124: killed at its time limit), whole stdout and stderr."""
+
+    exit_code: int
+    stdout: str
+    stderr: str
