@@ -37,8 +37,7 @@ if TYPE_CHECKING:
 # The names below are imported from their module on first use (PEP 562), so importing
 # envbuilder.host.model (as resolve does) does not load the probes (subprocess, NVML, logging).
 _IN_ACCESS = frozenset(
-    {"CDI_DIRS", "AccessMode", "ModeName", "find_cdi_specs", "find_libcuda"}
-    | {"gpu_access_modes"}
+    {"CDI_DIRS", "AccessMode", "ModeName", "find_cdi_specs", "find_libcuda"} | {"gpu_access_modes"}
 )
 
 
