@@ -1,15 +1,19 @@
-"""`envbuilder matrix check|show`: validate and inspect matrices/."""
+"""`envbuilder matrix check|list|show`: validate and inspect matrices/."""
 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
 import click
 
 from envbuilder.cli import cli
-from envbuilder.matrix import load_matrix
+from envbuilder.errors import UsageError
+from envbuilder.matrix import FRAMEWORKS, load_matrix
+from envbuilder.matrix import listing as facts
+from envbuilder.tables import table
 
 
 @cli.group()
@@ -58,3 +62,131 @@ def check_matrix(directory: Path | None = None) -> dict[str, Any]:
     counts["base_images"] = len(m.base_images)
     lines.append("ok  invariants: quoted versions, known CUDA and compute capabilities, no duplicates")
     return {"ok": True, "counts": counts, "reviewed": dict(m.reviewed), "lines": lines}
+
+
+@matrix.command("list")
+@click.argument("kind", type=click.Choice(facts.KINDS), metavar="|".join(facts.KINDS))
+@click.option("--json", "as_json", is_flag=True, help="Print the records as JSON.")
+def list_cmd(kind: str, as_json: bool) -> None:
+    """List one kind of fact: GPU models, a framework's releases, CUDA releases or base images."""
+    listed = facts.list_facts(load_matrix(), kind)
+    if as_json:
+        click.echo(json.dumps(listed.to_dict(), indent=2, sort_keys=True))
+        return
+    for line in table(listed.headers, listed.rows, indent=""):
+        click.echo(line)
+    note = "  (* = the build a bare pip install gets)" if kind in FRAMEWORKS else ""
+    click.echo(
+        f"{len(listed.rows)} {kind} from matrices/{listed.file}, reviewed {listed.reviewed}{note}", err=True
+    )
+
+
+_FRAMEWORK_RE = re.compile(rf"^({'|'.join(FRAMEWORKS)})(?:\s*(\S.*))?$", re.IGNORECASE)
+_CUDA_RE = re.compile(r"^(?:cuda\s*)?([0-9]+\.[0-9]+(?:\.[0-9]+)?)$", re.IGNORECASE)
+_ARCH_RE = re.compile(r"^(?:sm_|compute_)([0-9]+)([0-9])$|^cc\s*([0-9]+\.[0-9])$", re.IGNORECASE)
+
+
+@matrix.command("show")
+@click.argument("name")
+@click.option("--json", "as_json", is_flag=True, help="Print the record(s) as JSON.")
+def show(name: str, as_json: bool) -> None:
+    """Show what the matrix says about NAME: a GPU ("RTX 4090", "NVIDIA A100-SXM4-80GB"), a
+    framework release ("torch==2.11.0", "jax 0.11"), a CUDA release ("12.8", "cuda 12.8.1"), a
+    compute capability ("sm_90", "cc 9.0") or a base image ("nvidia/cuda:12.8.1-runtime-ubuntu24.04").
+
+    Exit codes: 0 shown; 2 nothing (or more than one GPU model) has that name.
+    """
+    records = find_records(name)
+    if as_json:
+        click.echo(json.dumps(records if len(records) > 1 else records[0], indent=2, sort_keys=True))
+        return
+    for i, record in enumerate(records):
+        if i:
+            click.echo("")
+        _print_record(record)
+
+
+def find_records(name: str) -> list[dict[str, Any]]:
+    """The matrix records NAME stands for (see `show`). Raises UsageError."""
+    from envbuilder.resolve.gpus import find_gpu  # the one GPU-name rule
+
+    m = load_matrix()
+    text = " ".join(name.split())
+    if fw := _FRAMEWORK_RE.match(text):
+        spec = (fw.group(2) or "").strip()
+        return [facts.release_record(r) for r in facts.find_releases(m, fw.group(1).lower(), spec)]
+    if image := facts.find_image(m, text):
+        return [facts.image_record(image)]
+    if cuda := _CUDA_RE.match(text):
+        found = facts.find_cuda(m, cuda.group(1))
+        if not found:
+            raise UsageError(
+                f"no CUDA release {cuda.group(1)!r} in the matrix",
+                hint="`envbuilder matrix list cuda` lists them (a compute capability is written sm_90 "
+                "or cc 9.0)",
+            )
+        return [facts.cuda_record(m, r) for r in found]
+    if arch := _ARCH_RE.match(text):
+        cc = arch.group(3) or f"{int(arch.group(1))}.{arch.group(2)}"
+        record = facts.arch_record(m, cc)
+        if record is None:
+            raise UsageError(
+                f"unknown compute capability {cc!r}",
+                hint="`envbuilder matrix list cuda` shows the ones toolkits know",
+            )
+        return [record]
+    gpu = find_gpu(m, text)
+    if gpu is None:
+        raise UsageError(
+            f"the matrix has no GPU, framework release, CUDA release, compute capability or base "
+            f"image called {name!r}",
+            hint="e.g. matrix show 'RTX 4090', torch==2.11.0, 'cuda 12.8', sm_90 or an nvidia/cuda "
+            "image; `envbuilder matrix list gpus|torch|tensorflow|jax|cuda|images` lists them",
+        )
+    return [facts.gpu_record(gpu.model)]
+
+
+def _print_record(record: dict[str, Any]) -> None:
+    kind = record["record"]
+    if kind == "framework-release":
+        click.echo(f"{record['framework']} {record['version']}   python {record['python']}")
+        companions = ", ".join(f"{k} {v}" for k, v in record["companions"])
+        if companions:
+            click.echo(f"  with {companions}")
+        rows = [
+            (
+                v["name"] + ("*" if v["default"] else ""),
+                v["cuda"] or "-",
+                v["cudnn"] or "-",
+                v["nccl"] or "-",
+                " ".join(v["sass"]) or "-",
+                " ".join(v["ptx"]) or "-",
+                v["min_driver"] or "-",
+            )
+            for v in record["variants"]
+        ]
+        for line in table(("VARIANT", "CUDA", "CUDNN", "NCCL", "SASS", "PTX", "OWN DRIVER FLOOR"), rows):
+            click.echo(line)
+        return
+    title = record.get("name") or record.get("ref") or record.get("version")
+    click.echo(f"{kind} {title}")
+    shown = {k: _text(k, v) for k, v in record.items() if k not in ("record", "name", "ref", "version")}
+    shown = {k: v for k, v in shown.items() if v}
+    width = max(map(len, shown), default=0) + 2
+    for key, value in shown.items():
+        click.echo(f"  {key.replace('_', ' '):<{width}}{value}")
+
+
+def _text(key: str, value: Any) -> str:
+    """One field of a record as a line of text ('' for an empty one)."""
+    if value is None:
+        return ""
+    if key == "require_rules":  # the exemptions of NVIDIA_REQUIRE_CUDA: brands x branches
+        brands = sorted({r["brand"] for r in value})
+        branches = sorted({r["branch"] for r in value})
+        return f"{', '.join(brands)} on R{', R'.join(map(str, branches))}" if value else ""
+    if isinstance(value, dict):
+        return ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in value.items() if v is not None)
+    if isinstance(value, list | tuple):
+        return ", ".join(" ".join(map(str, v)) if isinstance(v, list | tuple) else str(v) for v in value)
+    return str(value)

@@ -11,7 +11,7 @@ from packaging.requirements import InvalidRequirement, Requirement
 from envbuilder.errors import UsageError
 from envbuilder.host.model import Host
 from envbuilder.matrix.model import Matrix
-from envbuilder.resolve.gpus import enrich_host, gpu_from_cc, gpu_from_model, lookup_gpu
+from envbuilder.resolve.gpus import enrich_host, gpu_from_cc, gpu_from_match, lookup_gpu
 from envbuilder.resolve.model import Request
 from envbuilder.versions import parse_host_driver, parse_python_xy, quote_input
 
@@ -45,7 +45,8 @@ def host_options(func: F) -> F:
         "gpus",
         multiple=True,
         metavar="NAME",
-        help='Target GPU by the name nvidia-smi prints, e.g. "Tesla V100-SXM2-16GB" (repeatable).',
+        help="Target GPU by the name nvidia-smi prints or a short form that fits one model, e.g. "
+        '"Tesla V100-SXM2-16GB", "A100", "RTX 4090" (repeatable).',
     )(func)
     func = click.option(
         "--driver",
@@ -69,7 +70,7 @@ def host_from_options(
         return enrich_host(matrix, probe_host().to_host())
     if driver is not None:
         driver = parse_host_driver(driver)
-    given = [gpu_from_model(lookup_gpu(matrix, name)) for name in gpus]
+    given = [gpu_from_match(lookup_gpu(matrix, name)) for name in gpus]
     given += [gpu_from_cc(matrix, cc) for cc in ccs]
     return Host(driver=driver, gpus=tuple(given), source="given")
 

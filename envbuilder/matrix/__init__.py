@@ -120,9 +120,11 @@ def _load_gpus(doc: Doc) -> GpuMatrix:
         if cc not in family_of:
             raise c.fail("cc", f"{cc!r} is not a known compute capability (add it under archs)")
         nvml = tuple(str(n) for n in get_field(row, "nvml_names", c, list))
+        aliases = tuple(str(n) for n in get_field(row, "aliases", c, list, optional=True) or ())
         model = GpuModel(
             name=get_field(row, "name", c, str),
             nvml_names=nvml,
+            aliases=aliases,
             cc=cc,
             family=family_of[cc],
             brand=get_field(row, "brand", c, str),
@@ -131,7 +133,7 @@ def _load_gpus(doc: Doc) -> GpuMatrix:
             last_branch=get_field(row, "last_branch", c, int, optional=True),
         )
         models.append(model)
-        names += [(n.casefold(), c) for n in {model.name, *nvml}]
+        names += [(n.casefold(), c) for n in {model.name, *nvml, *aliases}]
     require_unique(names, "GPU name")
     return GpuMatrix(archs=tuple(sorted(archs, key=lambda a: parse_cc(a.cc))), models=tuple(models))
 

@@ -54,8 +54,9 @@ class ArchInfo:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class GpuModel:
-    name: str  # canonical name
+    name: str  # canonical name (as NVIDIA's CUDA GPUs page writes it)
     nvml_names: tuple[str, ...]  # names NVML / nvidia-smi report for it
+    aliases: tuple[str, ...]  # other names people use for it ("H100 SXM", "DGX Spark")
     cc: str
     family: str
     brand: str  # brand as the Container Toolkit sees it: tesla, nvidia, quadro, nvidiartx, geforce, titan

@@ -22,6 +22,7 @@ from envbuilder.report.charts import as_number
 from envbuilder.report.multigpu import TABLE_HEADERS, MultiGpuView, busbw_chart, multi_gpu_view, table_rows
 from envbuilder.report.timeline import charts
 from envbuilder.resources import templates_dir
+from envbuilder.tables import table
 
 NO_TELEMETRY = "no GPU telemetry"
 DASH = "-"
@@ -226,14 +227,6 @@ def build_report(cert: Mapping[str, Any]) -> Report:
 
 def fmt(v: float | int | None, spec: str = ",.1f", suffix: str = "") -> str:
     return DASH if v is None else f"{v:{spec}}{suffix}"
-
-
-def table(headers: Sequence[str], rows: Sequence[Sequence[str]], indent: str = "  ") -> list[str]:
-    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(headers)]
-    line = [indent + "  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)).rstrip()]
-    return line + [
-        indent + "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows
-    ]
 
 
 def comparison_cells(c: ComparisonRow) -> list[str]:

@@ -72,8 +72,13 @@ def test_nothing_fits_exit_4_and_json_still_lists_rejections() -> None:
     [
         (
             ["--gpu", "NVIDIA GeForce RTX 5900", "--driver", "580.95.05"],
-            "unknown GPU 'NVIDIA GeForce RTX 5900' (closest known: 'NVIDIA GeForce RTX 5090'",
-            "--cc",
+            "unknown GPU 'NVIDIA GeForce RTX 5900': no known model has that name",
+            "envbuilder matrix list gpus",
+        ),
+        (
+            ["--gpu", "RTX 6000", "--driver", "580.95.05"],
+            "GPU 'RTX 6000' fits 5 models: 'NVIDIA RTX 6000 Ada', ",
+            "give the full name, e.g. --gpu 'NVIDIA RTX 6000 Ada'",
         ),
         (["--driver", "53x.1", "--cc", "8.0"], "malformed driver version '53x.1'", "nvidia-smi"),
         (["--cc", "eight", "--driver", "580.95.05"], "malformed compute capability 'eight'", "MAJOR.MINOR"),
@@ -124,6 +129,11 @@ def test_bad_input_is_one_line_with_hint_and_exit_2(args: list[str], message: st
     assert "Traceback" not in err
 
 
+def test_unknown_gpu_never_suggests_another_model() -> None:
+    code, _, err = run("resolve", "--gpu", "NVIDIA GeForce RTX 5900", "--driver", "580.95.05")
+    assert code == 2 and "5090" not in err and "closest" not in err
+
+
 def test_bare_driver_branch_is_accepted_and_the_output_states_the_rule() -> None:
     code, out, err = run("resolve", "--json", "--driver", "580", "--gpu", "NVIDIA H200")
     assert code == 0, err
@@ -156,7 +166,8 @@ def _broken_copy(tmp_path: Path, file: str, old: str, new: str) -> Path:
     [
         ("cuda.yaml", 'min_driver: "450.51.05"', "min_driver: 450.51", "cuda.yaml:"),
         ("cuda.yaml", 'min_driver: "450.51.05"', 'min_driver: "999.1"', "minimum drivers never decrease"),
-        ("gpus.yaml", 'cc: "9.0"\n    brand', 'cc: "9.9"\n    brand', "not a known compute capability"),
+        ("gpus.yaml", 'hopper: &hopper {cc: "9.0"', 'hopper: &hopper {cc: "9.9"', "not a known compute"),
+        ("gpus.yaml", 'nvml_names: ["NVIDIA H20"]', 'nvml_names: ["Tesla T4"]', "duplicate GPU name"),
         ("frameworks/torch.yaml", "schema_version: 1", "schema_version: 7", "field 'schema_version'"),
         ("base_images.yaml", "reviewed:", "reviewedx:", "field 'reviewed'"),
         ("cuda.yaml", "releases:", "releases: [\n", "not valid YAML"),

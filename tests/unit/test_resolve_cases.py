@@ -3,7 +3,8 @@
 Each case gives a request and a host, and what must come out: the chosen stack's fields (glob
 patterns on dotted paths of the stack JSON, or `stack: null`), rejections that must be present
 (substrings of candidate and reason, exact component), and optional note/warning substrings; or
-`error:` (substrings of the message and hint) for input that must be refused before resolving.
+`error:` (substrings of the message and hint, and one that must be absent) for input that must be
+refused before resolving.
 `report:` names the public report the situation comes from, where one exists.
 """
 
@@ -42,6 +43,8 @@ def test_case(case_file: Path) -> None:
             _resolve(case)
         assert expect["error"]["message"] in err.value.message
         assert expect["error"]["hint"] in (err.value.hint or "")
+        if "absent" in expect["error"]:  # what the error must not offer (another model, a guess)
+            assert expect["error"]["absent"] not in f"{err.value.message} {err.value.hint}"
         return
     res = _resolve(case)
     _check(res, expect)
