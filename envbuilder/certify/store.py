@@ -3,6 +3,11 @@
 WAL journal, a busy timeout and one `BEGIN IMMEDIATE` transaction per write make it safe against
 concurrent writers and crashes mid-write: a row holds the whole certificate JSON and its hash, so
 a certificate is either stored whole or not at all. Every read re-verifies the content hash.
+
+Records are keyed by image ID (the config digest, as certified) and by registry manifest digest
+(`image_digests`: recorded on push, or when an attestation is fetched). Certificates that came
+from a registry (`origin` 'attestation') keep their signed envelopes (`attestations`), which are
+verified again against the trust policy each time they are used.
 """
 
 from __future__ import annotations
@@ -11,7 +16,7 @@ import builtins
 import contextlib
 import os
 import sqlite3
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -35,7 +40,27 @@ CREATE TABLE IF NOT EXISTS certificates (
     body TEXT NOT NULL              -- the certificate JSON, exactly as exported
 );
 CREATE INDEX IF NOT EXISTS certificates_image ON certificates (image_id);
+CREATE TABLE IF NOT EXISTS image_digests (
+    cert_id TEXT NOT NULL,          -- certificates.id
+    repository TEXT NOT NULL,       -- registry/name
+    manifest_digest TEXT NOT NULL,  -- sha256:<hex> of the registry manifest
+    recorded_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%SZ', 'now')),
+    PRIMARY KEY (cert_id, repository, manifest_digest)
+);
+CREATE INDEX IF NOT EXISTS image_digests_digest ON image_digests (manifest_digest);
+CREATE TABLE IF NOT EXISTS attestations (
+    envelope_digest TEXT PRIMARY KEY,  -- sha256:<hex> of the DSSE envelope bytes
+    cert_id TEXT NOT NULL,
+    repository TEXT NOT NULL,
+    manifest_digest TEXT NOT NULL,
+    keyid TEXT NOT NULL,
+    verified_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%SZ', 'now')),
+    envelope TEXT NOT NULL             -- the envelope JSON, exactly as fetched
+);
+CREATE INDEX IF NOT EXISTS attestations_cert ON attestations (cert_id);
 """
+_ADD_DIGEST = "INSERT OR IGNORE INTO image_digests (cert_id, repository, manifest_digest) VALUES (?, ?, ?)"
+ORIGINS = ("local", "attestation")  # certified here (or imported) | fetched from a registry, signed
 
 
 class StoreError(EnvbuilderError):
@@ -64,6 +89,19 @@ class StoredCert:
     host_fingerprint: str | None
     issued_at: str
     stored_at: str
+    origin: str = "local"  # one of ORIGINS
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CachedAttestation:
+    """A verified attestation kept in the store: verify its envelope again before trusting it."""
+
+    cert_id: str
+    repository: str
+    manifest_digest: str
+    keyid: str
+    verified_at: str
+    envelope: bytes
 
 
 class CertStore:
@@ -78,6 +116,9 @@ class CertStore:
             with self._connect() as db, _write(db):
                 for stmt in filter(str.strip, _SCHEMA.split(";")):
                     db.execute(stmt)
+                columns = {row[1] for row in db.execute("PRAGMA table_info(certificates)")}
+                if "origin" not in columns:  # a store made before attestations
+                    db.execute("ALTER TABLE certificates ADD COLUMN origin TEXT NOT NULL DEFAULT 'local'")
         except (sqlite3.Error, OSError) as exc:
             raise StoreError(f"cannot open the certificate store {self.path}: {exc}") from exc
 
@@ -99,30 +140,79 @@ class CertStore:
         """Store a certificate after verifying it; return its id. Adding the same certificate
         again is a no-op. Raises CertificateRefusedError (tampered), StoreError."""
         require_valid(cert)
-        body = cert.to_json()
-        image = cert.image
-        row = (
-            cert.id,
-            cert.content_hash,
-            str(image.get("id", "")),
-            image.get("ref"),
-            cert.verdict,
-            cert.host.get("fingerprint"),
-            str(cert.data.get("issued_at", "")),
-            body,
-        )
         try:
             with self._connect() as db, _write(db):
-                db.execute(
-                    "INSERT OR IGNORE INTO certificates (id, content_hash, image_id, image_ref, verdict, "
-                    "host_fingerprint, issued_at, body) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                    row,
-                )
+                _insert(db, cert, "local")
                 if self._after_insert is not None:
                     self._after_insert()
         except sqlite3.Error as exc:
             raise StoreError(f"cannot write to the certificate store {self.path}: {exc}") from exc
         return cert.id
+
+    def record_digest(self, cert_ids: Sequence[str], repository: str, manifest_digest: str) -> None:
+        """Key these certificates by the registry manifest digest their image was pushed as
+        (in `repository`) too. Raises StoreError."""
+        try:
+            with self._connect() as db, _write(db):
+                for cid in cert_ids:
+                    db.execute(_ADD_DIGEST, (cid, repository, manifest_digest))
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot write to the certificate store {self.path}: {exc}") from exc
+
+    def add_attested(
+        self,
+        cert: Certificate,
+        *,
+        envelope: bytes,
+        envelope_digest: str,
+        repository: str,
+        manifest_digest: str,
+        keyid: str,
+    ) -> str:
+        """Cache a certificate verified from a registry attestation, with its envelope and the
+        manifest digest, in one transaction; return its id. A certificate already stored keeps
+        its origin. Raises CertificateRefusedError (tampered), StoreError."""
+        require_valid(cert)
+        try:
+            with self._connect() as db, _write(db):
+                _insert(db, cert, "attestation")
+                db.execute(_ADD_DIGEST, (cert.id, repository, manifest_digest))
+                db.execute(
+                    "INSERT OR REPLACE INTO attestations (envelope_digest, cert_id, repository, "
+                    "manifest_digest, keyid, envelope) VALUES (?, ?, ?, ?, ?, ?)",
+                    (envelope_digest, cert.id, repository, manifest_digest, keyid, envelope.decode("utf-8")),
+                )
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot write to the certificate store {self.path}: {exc}") from exc
+        return cert.id
+
+    def attestations(self, manifest_digest: str) -> builtins.list[CachedAttestation]:
+        """The cached attestations of the image with this manifest digest. Raises StoreError."""
+        rows = self._query(
+            "SELECT cert_id, repository, manifest_digest, keyid, verified_at, envelope FROM attestations "
+            "WHERE manifest_digest = ? ORDER BY verified_at DESC, envelope_digest",
+            (manifest_digest,),
+        )
+        return [
+            CachedAttestation(
+                cert_id=r[0],
+                repository=r[1],
+                manifest_digest=r[2],
+                keyid=r[3],
+                verified_at=r[4],
+                envelope=r[5].encode("utf-8"),
+            )
+            for r in rows
+        ]
+
+    def digests(self, cert_id: str) -> builtins.list[tuple[str, str]]:
+        """(repository, manifest digest) pairs the certificate's image is known under. Raises StoreError."""
+        rows = self._query(
+            "SELECT repository, manifest_digest FROM image_digests WHERE cert_id = ? "
+            "ORDER BY recorded_at, repository",
+            (cert_id,),
+        )
+        return [(r[0], r[1]) for r in rows]
 
     def remove(self, ident: str) -> str:
         """Delete one certificate (id or unique prefix); return its id. Raises UsageError, StoreError."""
@@ -130,22 +220,34 @@ class CertStore:
         try:
             with self._connect() as db, _write(db):
                 db.execute("DELETE FROM certificates WHERE id = ?", (cid,))
+                db.execute("DELETE FROM image_digests WHERE cert_id = ?", (cid,))
+                db.execute("DELETE FROM attestations WHERE cert_id = ?", (cid,))
         except sqlite3.Error as exc:
             raise StoreError(f"cannot write to the certificate store {self.path}: {exc}") from exc
         return cid
 
     # ------------------------------------------------------------------ read
 
-    def list(self, image: str | None = None) -> builtins.list[StoredCert]:
-        """Every stored certificate, newest first; `image` filters by image ID (or its prefix)
-        or by the reference it was certified under. Raises StoreError."""
-        sql = "SELECT id, image_id, image_ref, verdict, host_fingerprint, issued_at, stored_at"
+    def list(self, image: str | None = None, *, origin: str | None = None) -> builtins.list[StoredCert]:
+        """Every stored certificate, newest first; `image` filters by image ID (or its prefix),
+        by a registry manifest digest it was pushed or fetched as, or by the reference it was
+        certified under; `origin` by where it came from. Raises StoreError."""
+        sql = "SELECT id, image_id, image_ref, verdict, host_fingerprint, issued_at, stored_at, origin"
         sql += " FROM certificates"
+        where: builtins.list[str] = []
         args: tuple[str, ...] = ()
         if image:
             bare = image.removeprefix("sha256:")
-            sql += " WHERE image_id = ? OR image_id LIKE ? OR image_ref = ?"
-            args = (image, f"sha256:{_like(bare)}%", image)
+            where.append(
+                "(image_id = ? OR image_id LIKE ? OR image_ref = ? OR id IN "
+                "(SELECT cert_id FROM image_digests WHERE manifest_digest = ?))"
+            )
+            args = (image, f"sha256:{_like(bare)}%", image, image)
+        if origin:
+            where.append("origin = ?")
+            args = (*args, origin)
+        if where:
+            sql += " WHERE " + " AND ".join(where)
         sql += " ORDER BY issued_at DESC, stored_at DESC, id"
         rows = self._query(sql, args)
         return [
@@ -157,6 +259,7 @@ class CertStore:
                 host_fingerprint=r[4],
                 issued_at=r[5],
                 stored_at=r[6],
+                origin=r[7],
             )
             for r in rows
         ]
@@ -244,6 +347,25 @@ def _write(db: sqlite3.Connection) -> Iterator[None]:
         db.execute("ROLLBACK")
         raise
     db.execute("COMMIT")
+
+
+def _insert(db: sqlite3.Connection, cert: Certificate, origin: str) -> None:
+    image = cert.image
+    db.execute(
+        "INSERT OR IGNORE INTO certificates (id, content_hash, image_id, image_ref, verdict, "
+        "host_fingerprint, issued_at, body, origin) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (
+            cert.id,
+            cert.content_hash,
+            str(image.get("id", "")),
+            image.get("ref"),
+            cert.verdict,
+            cert.host.get("fingerprint"),
+            str(cert.data.get("issued_at", "")),
+            cert.to_json(),
+            origin,
+        ),
+    )
 
 
 def _like(text: str) -> str:

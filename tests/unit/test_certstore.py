@@ -183,3 +183,61 @@ def test_writer_killed_between_statements_leaves_nothing_half_stored(tmp_path: P
     assert sorted(r.id for r in rows) == sorted(kept)  # nothing lost, nothing half-stored
     assert all(again.verify(cid) == [] for cid in kept)
     assert again.add(make(99)) == make(99).id  # and the store takes writes again
+
+
+MANIFEST = "sha256:" + "ef" * 32
+
+
+def test_records_are_keyed_by_manifest_digest_too(tmp_path: Path) -> None:
+    store = CertStore(tmp_path / "c.sqlite")
+    a, b = make(1), make(2, image_id="sha256:" + "cd" * 32)
+    ida, _ = store.add(a), store.add(b)
+    assert store.list(image=MANIFEST) == []
+    store.record_digest([ida], "reg:5000/team/x", MANIFEST)
+    store.record_digest([ida], "reg:5000/team/x", MANIFEST)  # idempotent
+    assert [r.id for r in store.list(image=MANIFEST)] == [ida]
+    assert store.digests(ida) == [("reg:5000/team/x", MANIFEST)]
+    store.remove(ida)
+    assert store.digests(ida) == [] and store.list(image=MANIFEST) == []
+
+
+def test_attested_certificates_keep_their_envelope_and_origin(tmp_path: Path) -> None:
+    store = CertStore(tmp_path / "c.sqlite")
+    local, remote = make(1), make(2)
+    store.add(local)
+    for cert in (local, remote):
+        store.add_attested(
+            cert, envelope=b'{"e": 1}', envelope_digest=f"sha256:{cert.id}", repository="reg/x",
+            manifest_digest=MANIFEST, keyid="k1",
+        )  # fmt: skip
+    origins = {r.id: r.origin for r in store.list(image=MANIFEST)}
+    assert origins == {local.id: "local", remote.id: "attestation"}  # a local certificate stays local
+    assert [r.id for r in store.list(origin="attestation")] == [remote.id]
+    cached = store.attestations(MANIFEST)
+    assert {c.cert_id for c in cached} == {local.id, remote.id} and cached[0].envelope == b'{"e": 1}'
+    edited = json.loads(remote.to_json())
+    edited["verdict"] = "certified"
+    with pytest.raises(CertificateRefusedError):
+        store.add_attested(
+            Certificate(edited), envelope=b"{}", envelope_digest="sha256:00", repository="reg/x",
+            manifest_digest=MANIFEST, keyid="k1",
+        )  # fmt: skip
+
+
+def test_a_store_from_before_attestations_gains_the_origin_column(tmp_path: Path) -> None:
+    path = tmp_path / "old.sqlite"
+    with sqlite3.connect(path) as db:
+        db.executescript(
+            "CREATE TABLE certificates (id TEXT PRIMARY KEY, content_hash TEXT NOT NULL,"
+            " image_id TEXT NOT NULL, image_ref TEXT, verdict TEXT NOT NULL, host_fingerprint TEXT,"
+            " issued_at TEXT NOT NULL,"
+            " stored_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%SZ', 'now')), body TEXT NOT NULL);"
+        )
+        c = make(3)
+        db.execute(
+            "INSERT INTO certificates (id, content_hash, image_id, verdict, issued_at, body)"
+            " VALUES (?, ?, ?, ?, ?, ?)",
+            (c.id, c.content_hash, IMAGE_ID, c.verdict, "2026-11-30T00:00:03Z", c.to_json()),
+        )
+    store = CertStore(path)
+    assert [(r.id, r.origin) for r in store.list()] == [(c.id, "local")]
