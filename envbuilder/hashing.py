@@ -33,3 +33,8 @@ def sha256_of(value: object) -> str:
     """`sha256:<hex>` of canonical_json(value), the form certificates store. Raises what
     canonical_json raises."""
     return SHA256_PREFIX + sha256_hex(value)
+
+
+def sha256_digest(data: bytes) -> str:
+    """`sha256:<hex>` of raw bytes: an OCI content digest (manifests, blobs, DSSE envelopes)."""
+    return SHA256_PREFIX + hashlib.sha256(data).hexdigest()

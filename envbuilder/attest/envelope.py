@@ -12,7 +12,6 @@ not older than the policy's max_age (`expired`).
 from __future__ import annotations
 
 import copy
-import hashlib
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -26,6 +25,7 @@ from securesystemslib.signer import Signer
 from envbuilder.attest.policy import TrustPolicy
 from envbuilder.attest.statement import CERTIFICATE, PAYLOAD_TYPE, encode, parse_statement
 from envbuilder.certify.certificate import Certificate, verify_certificate
+from envbuilder.hashing import sha256_digest
 
 MEDIA_TYPE = "application/vnd.dsse.envelope.v1+json"
 REASONS = (
@@ -48,10 +48,6 @@ def sign_statement(doc: dict[str, Any], signer: Signer) -> bytes:
     return json.dumps(env.to_dict(), sort_keys=True).encode("ascii")
 
 
-def envelope_digest(raw: bytes) -> str:
-    return "sha256:" + hashlib.sha256(raw).hexdigest()
-
-
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Verified:
     """An attestation whose signature, subject and certificate all hold."""
@@ -63,6 +59,7 @@ class Verified:
     envelope_digest: str
     subject_digests: tuple[str, ...]
     certificate: Certificate | None  # for the certificate predicate
+    envelope: bytes  # exactly as verified, to be cached and verified again
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -112,7 +109,7 @@ def verify_envelope(
 ) -> Verified | Refused:
     """Verify one DSSE envelope for the image `digest` (its registry manifest digest) in
     `repository`. Never raises: every failure is a Refused with its reason."""
-    where = envelope_digest(raw)
+    where = sha256_digest(raw)
 
     def refuse(reason: str, message: str, keyids: Sequence[str] = (), ptype: str | None = None) -> Refused:
         return Refused(
@@ -210,6 +207,7 @@ def verify_envelope(
         envelope_digest=where,
         subject_digests=parsed.subject_digests,
         certificate=cert,
+        envelope=raw,
     )
 
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from envbuilder.certify.certificate import Certificate
-from envbuilder.hashing import canonical_json, sha256_of
+from envbuilder.hashing import canonical_json, sha256_hex
 
 STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
 PAYLOAD_TYPE = "application/vnd.in-toto+json"  # the DSSE payloadType of an in-toto statement
@@ -99,7 +99,7 @@ def result_predicate(cert: Certificate) -> dict[str, Any]:
                 "name": str((thresholds or {}).get("source_path") or "thresholds")
                 if isinstance(thresholds, Mapping)
                 else "thresholds",
-                "digest": {"sha256": _hex(sha256_of(thresholds))},
+                "digest": {"sha256": sha256_hex(thresholds)},
             },
         ],
         "passedTests": passed,
@@ -127,7 +127,7 @@ def certificate_statements(cert: Certificate, subject: ImageSubject) -> list[dic
 
 def encode(doc: Mapping[str, Any]) -> bytes:
     """A statement as the DSSE payload bytes (canonical JSON: stable, no floats reformatted)."""
-    return canonical_json(doc).encode("ascii")
+    return bytes(canonical_json(doc), "ascii")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

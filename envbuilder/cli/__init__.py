@@ -82,4 +82,7 @@ _COMMANDS = {
     "certs": "certs_cmd",
     "run": "run_cmd",
     "report": "report_cmd",
+    "keys": "keys_cmd",
+    "push": "push_cmd",
+    "verify": "verify_cmd",
 }

@@ -97,6 +97,13 @@ def print_summary(cert: Certificate, stored_id: str | None) -> None:
 @click.option("--budget-seconds", type=float, help="The harness's time budget (default: its own).")
 @click.option("--steps", type=click.IntRange(min=8), help="Training steps of the accuracy runs.")
 @click.option("--timeout", "timeout_s", type=float, help="Kill the container after this many seconds.")
+@click.option(
+    "--push", is_flag=True,
+    help="Then push IMAGE (REGISTRY/NAME:TAG) with its signed certificates attached (push --attest).",
+)  # fmt: skip
+@click.option(
+    "--sign-key", "key_name", metavar="NAME", help="Signing key for --push (default: the only one)."
+)
 def certify(
     image: str,
     gpu_access: str,
@@ -107,17 +114,29 @@ def certify(
     budget_seconds: float | None,
     steps: int | None,
     timeout_s: float | None,
+    push: bool,
+    key_name: str | None,
 ) -> None:
     """Certify IMAGE on this host: smoke tests, training benchmark and telemetry in the container.
 
     Progress goes to stderr; the summary (or with --json the certificate) to stdout. The
     certificate is stored (see `envbuilder certs`) even when it failed. Exit codes: 0 certified
     or certified-cpu-only; 11 failed; 5 the asked GPU access mode is not available; 7 Docker is
-    unreachable; 2 the image is not found.
+    unreachable; 2 the image is not found. With --push, also those of `envbuilder push`: a failed
+    image is not pushed, and the key is checked before certification starts.
     """
     from envbuilder.certify.certify import certify_image
     from envbuilder.certify.store import CertStore, write_atomic
 
+    if push:
+        from envbuilder.attest.keys import find_key
+        from envbuilder.errors import UsageError
+        from envbuilder.registry import parse_reference
+
+        if no_store:
+            raise UsageError("--push attaches the stored certificate: drop --no-store")
+        parse_reference(image)
+        find_key(key_name)  # before the long run, not after it
     cert = certify_image(
         image,
         gpu_access=gpu_access,
@@ -138,5 +157,22 @@ def certify(
     if cert.verdict == "failed":
         raise CertificationFailedError(
             f"{image} failed certification: {cert.data.get('verdict_reason', '')}",
-            hint="see the failing steps above; `envbuilder certs show ID` keeps the whole evidence",
+            hint="see the failing steps above; `envbuilder certs show ID` keeps the whole evidence"
+            + ("; nothing was pushed" if push else ""),
         )
+    if push:
+        from envbuilder.attest.push import push_image
+        from envbuilder.cli.options import passphrase_prompt
+        from envbuilder.engine import DockerEngine
+
+        outcome = push_image(
+            image,
+            engine=DockerEngine(),
+            store=CertStore(),
+            attest=True,
+            key_name=key_name,
+            passphrase=passphrase_prompt,
+            say=lambda line: click.echo(line, err=True),
+        )
+        new = sum(1 for a in outcome.attached if a.new)
+        click.echo(f"pushed {outcome.reference} with {new} new attestation(s)", err=True)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, TypeVar
 
 import click
@@ -148,3 +149,41 @@ def request_from_options(
         forward_compat=forward_compat,
         cpu_only=cpu_only,
     )
+
+
+def trust_options(func: F) -> F:
+    """--key (repeatable), --trust, --max-age: the trust policy for signed attestations (verify,
+    run). Default: DATA/trust.yaml, else your own keys (docs/trust.md)."""
+    func = click.option(
+        "--max-age",
+        metavar="DURATION",
+        help="Refuse certificates issued longer ago than this (30d, 12h, 90m); overrides the policy's.",
+    )(func)
+    func = click.option(
+        "--trust",
+        "trust_file",
+        type=click.Path(dir_okay=False, path_type=Path),
+        help="Trust policy file (YAML: keys, per-repository patterns, max_age). Default: DATA/trust.yaml.",
+    )(func)
+    func = click.option(
+        "--key",
+        "key_files",
+        multiple=True,
+        type=click.Path(dir_okay=False, path_type=Path),
+        help="Trust exactly this PEM public key (repeatable), for every repository.",
+    )(func)
+    return func
+
+
+def passphrase_prompt(name: str) -> bytes | None:
+    """ENVBUILDER_KEY_PASSPHRASE, else ask on a terminal, else None (the caller then refuses)."""
+    import os
+    import sys
+
+    from envbuilder.attest.keys import PASSPHRASE_ENV
+
+    if os.environ.get(PASSPHRASE_ENV):
+        return os.environ[PASSPHRASE_ENV].encode("utf-8")
+    if not sys.stdin.isatty():
+        return None
+    return str(click.prompt(f"passphrase for key {name}", hide_input=True, err=True)).encode("utf-8")

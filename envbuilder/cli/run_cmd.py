@@ -3,27 +3,52 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 import click
 
 from envbuilder.cli import cli
-from envbuilder.cli.options import gpu_access_option
-from envbuilder.run.launch import IPC_MODES, RunOptions, run_image
+from envbuilder.cli.options import gpu_access_option, trust_options
+from envbuilder.run.launch import IPC_MODES, FindCertificate, RunOptions, run_image
 
 
-def newest_certificate(image_id: str) -> Mapping[str, Any] | None:
-    """The newest stored certificate whose image.id is exactly `image_id`, or None. Raises
-    CertificateRefusedError when that certificate's row was tampered with, StoreError."""
+def find_certificates(
+    image: str, key_files: tuple[Path, ...], trust_file: Path | None, max_age: str | None
+) -> FindCertificate:
+    """Local certificates, else the image's signed attestations (cached, else from its
+    registry), verified against the trust policy the options name (run/certificates.py)."""
+    from envbuilder.attest import choose_policy
     from envbuilder.certify.store import CertStore
+    from envbuilder.run.certificates import certificate_finder
 
-    store = CertStore()
-    for row in store.list(image=image_id):
-        if row.image_id == image_id:
-            return store.get(row.id).data
-    return None
+    return certificate_finder(
+        image,
+        store=CertStore(),
+        policy=lambda: choose_policy(keys=key_files, trust=trust_file, max_age=max_age),
+        say=lambda line: click.echo(line, err=True),
+    )
+
+
+def pull_if_missing(image: str) -> None:
+    """`run REGISTRY/NAME:TAG` on a machine that lacks the image pulls it first (only when the
+    reference names a registry: Docker Hub names are pulled with `docker pull` by the user).
+    Raises RegistryError, DockerUnavailableError."""
+    from envbuilder.errors import UsageError
+    from envbuilder.registry import parse_reference
+
+    first, slash, _ = image.partition("/")
+    if not slash or not ("." in first or ":" in first or first == "localhost"):
+        return
+    try:
+        parse_reference(image)
+    except UsageError:
+        return  # run_image says the image is not found
+    from envbuilder.engine import DockerEngine
+
+    engine = DockerEngine()
+    if engine.inspect_image(image) is None:
+        click.echo(f"envbuilder: {image} is not here; pulling it", err=True)
+        engine.pull(image)
 
 
 @cli.command(context_settings={"help_option_names": ["-h", "--help"]})
@@ -45,6 +70,7 @@ def newest_certificate(image_id: str) -> Mapping[str, Any] | None:
 @click.option("--network", metavar="NAME", help="Docker network (default: the daemon's default).")
 @click.option("-i", "--interactive", is_flag=True, help="Hand stdin to the job (automatic on a terminal).")
 @click.option("--tty/--no-tty", default=None, help="Give the job a terminal (default: when on one).")
+@trust_options
 @click.pass_context
 def run(
     ctx: click.Context,
@@ -62,17 +88,25 @@ def run(
     network: str | None,
     interactive: bool,
     tty: bool | None,
+    key_files: tuple[Path, ...],
+    trust_file: Path | None,
+    max_age: str | None,
 ) -> None:
     """Run COMMAND in IMAGE with GPUs, if its certificate covers this host.
 
     Write the command after `--`:  envbuilder run IMAGE -- python train.py --epochs 3
 
-    Before starting, the newest certificate for the image's ID must be intact, for this exact
-    image, passed, and cover this host's GPUs and driver; otherwise it refuses (exit 12) with the
-    reason and what to do, unless --force (recorded in the run log). The job gets shared memory
-    and the memlock/stack ulimits training needs; its exit code is passed through; Ctrl-C stops it.
+    Before starting, a certificate for the image's ID must be intact, for this exact image,
+    passed, and cover this host's GPUs and driver; otherwise it refuses (exit 12) with the
+    reason and what to do, unless --force (recorded in the run log). With no local certificate,
+    the image's signed attestations are fetched from its registry (pulling the image first if it
+    is not here) and verified against the trust policy (--key/--trust, default DATA/trust.yaml,
+    else your own keys); an unsigned, untrusted, edited, replayed or expired one is refused.
+    The job gets shared memory and the memlock/stack ulimits training needs; its exit code is
+    passed through; Ctrl-C stops it.
     """
     on_terminal = sys.stdin.isatty()
+    pull_if_missing(image)
     outcome = run_image(
         RunOptions(
             image=image,
@@ -90,6 +124,6 @@ def run(
             interactive=interactive or on_terminal,
             tty=(on_terminal and sys.stdout.isatty()) if tty is None else tty,
         ),
-        find_certificate=newest_certificate,
+        find_certificate=find_certificates(image, key_files, trust_file, max_age),
     )
     ctx.exit(outcome.exit_code)

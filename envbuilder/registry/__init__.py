@@ -11,7 +11,6 @@ from envbuilder.registry.client import (
     Referrers,
     RegistryClient,
     fallback_tag,
-    sha256_digest,
 )
 from envbuilder.registry.reference import Reference, parse_reference
 
@@ -26,5 +25,4 @@ __all__ = [
     "RegistryClient",
     "fallback_tag",
     "parse_reference",
-    "sha256_digest",
 ]

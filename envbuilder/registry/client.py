@@ -10,7 +10,6 @@ Spec: https://github.com/opencontainers/distribution-spec/blob/v1.1.0/spec.md
 
 from __future__ import annotations
 
-import hashlib
 import ipaddress
 import json
 import os
@@ -25,6 +24,7 @@ from urllib3.util.retry import Retry
 
 from envbuilder.engine.credentials import Credentials, registry_credentials
 from envbuilder.errors import RegistryAuthError, RegistryError, RegistryNotFoundError
+from envbuilder.hashing import sha256_digest
 from envbuilder.registry.auth import TokenCache, basic_header, fetch_token, parse_challenge
 from envbuilder.registry.reference import Reference
 
@@ -41,10 +41,6 @@ INSECURE_ENV = "ENVBUILDER_INSECURE_REGISTRIES"  # comma list of hosts spoken to
 RETRY_STATUS = (429, 500, 502, 503, 504)
 
 CredentialSource = Callable[[str], Credentials | None]
-
-
-def sha256_digest(data: bytes) -> str:
-    return "sha256:" + hashlib.sha256(data).hexdigest()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -317,6 +317,30 @@ def check_run(cert: Mapping[str, Any] | None, image: ImageInfo, host: RunHost) -
     return [r for check in CHECKS if (r := check(cert, image, host)) is not None]
 
 
+def choose_certificate(
+    certs: Sequence[Mapping[str, Any]], image: ImageInfo, host: RunHost
+) -> tuple[Mapping[str, Any] | None, list[Refusal]]:
+    """The first (newest) certificate that covers this run, with no refusals; when none does,
+    the newest and its refusals (none at all: the no-certificate refusal). Pure. An image
+    certified on several hosts (node classes) runs on any of them."""
+    for cert in certs:
+        if not check_run(cert, image, host):
+            return cert, []
+    first = certs[0] if certs else None
+    return first, check_run(first, image, host)
+
+
+class RefusedError(CertificateRefusedError):
+    """Raised while finding certificates when the reasons are already known (signed
+    attestations that do not hold); `run` turns `refusals` into its refusal, or, with --force,
+    its warnings."""
+
+    def __init__(self, refusals: Sequence[Refusal]) -> None:
+        self.refusals = tuple(refusals)
+        err = refusal_error(self.refusals)
+        super().__init__(err.message, hint=err.hint)
+
+
 def refusal_error(refusals: Sequence[Refusal]) -> CertificateRefusedError:
     """One error naming every reason, with every distinct hint."""
     hints = list(dict.fromkeys(r.hint for r in refusals))
@@ -325,3 +349,25 @@ def refusal_error(refusals: Sequence[Refusal]) -> CertificateRefusedError:
         f"refusing to run: {msg}",
         hint="; or ".join(hints) + "; or pass --force to run anyway (recorded in the run log)",
     )
+
+
+def describe_coverage(cert: Mapping[str, Any]) -> dict[str, Any]:
+    """What a valid certificate lets `run` start, in the terms of the checks above: the GPU
+    models (check_gpu_model), the driver floor (check_min_driver) and the archs of the stack
+    (check_gpu_arch); a CPU-only or failed certificate covers no GPU run. Pure."""
+    stack = _stack(cert)
+    host = _section(cert, "host")
+    gpus = [{"name": g.get("name"), "cc": g.get("cc")} for g in _gpus(cert)]
+    verdict = cert.get("verdict")
+    return {
+        "verdict": verdict,
+        "gpu_runs": verdict == "certified",
+        "cpu_runs": verdict in ("certified", "certified-cpu-only"),
+        "gpus": gpus if verdict == "certified" else [],
+        "certified_driver": host.get("driver"),
+        "min_driver": stack.get("min_driver") if verdict == "certified" else None,
+        "gpu_access": host.get("gpu_access"),
+        "archs": dict(_section(stack, "archs")),
+        "stack": stack.get("id"),
+        "host_fingerprint": host.get("fingerprint"),
+    }

@@ -26,8 +26,9 @@ from envbuilder.host import AccessMode, HostReport, gpu_access_modes, probe_host
 from envbuilder.run.coverage import (
     CERTIFY_HINT,
     Refusal,
+    RefusedError,
     RunHost,
-    check_run,
+    choose_certificate,
     image_ref,
     refusal_error,
     short_id,
@@ -41,7 +42,7 @@ _ENV_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _SIZE = re.compile(r"^(\d+)([bkmg]?)b?$", re.IGNORECASE)
 
 Say = Callable[[str], None]
-FindCertificate = Callable[[str], Mapping[str, Any] | None]
+FindCertificate = Callable[[ImageInfo], Sequence[Mapping[str, Any]]]  # newest first
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -183,8 +184,10 @@ def run_image(
     report = (probe or probe_host)()
     host = run_host(report, choice, opts.gpu_access, _native_cuda(report.driver))
     try:
-        cert = find_certificate(info.id)
-        refusals = tuple(check_run(cert, info, host))
+        cert, found = choose_certificate(find_certificate(info), info, host)
+        refusals = tuple(found)
+    except RefusedError as exc:  # signed attestations that do not hold, each with its reason
+        cert, refusals = None, exc.refusals
     except CertificateRefusedError as exc:  # the store found the newest one tampered with
         cert = None
         hint = CERTIFY_HINT.format(ref=image_ref(info))

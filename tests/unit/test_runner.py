@@ -46,7 +46,9 @@ def go(tmp_path: Path, eng: FakeEngine, certificate: Mapping[str, Any] | None, *
     options = RunOptions(image="team/train:1", command=("python", "train.py"), **opts)
     outcome = run_image(
         options,
-        find_certificate=lambda image_id: certificate if image_id == IMAGE_ID else None,
+        find_certificate=lambda info: (
+            [certificate] if certificate is not None and info.id == IMAGE_ID else []
+        ),
         eng=eng,
         probe=lambda: report(),
         access_modes=lambda daemon: (DEVICES,),
@@ -158,7 +160,7 @@ def test_monitor_writes_telemetry_and_diagnosis_beside_it(tmp_path: Path) -> Non
         RunOptions(
             image="team/train:1", command=("python", "x.py"), monitor=True, monitor_dir=tmp_path / "m"
         ),
-        find_certificate=lambda _id: cert(),
+        find_certificate=lambda _info: [cert()],
         eng=engine(),
         probe=lambda: report(),
         access_modes=lambda d: (DEVICES,),
@@ -192,7 +194,7 @@ def test_bad_options_are_usage_errors(tmp_path: Path) -> None:
     with pytest.raises(UsageError, match="not found locally"):
         run_image(
             RunOptions(image="nope", command=("x",)),
-            find_certificate=lambda _i: None,
+            find_certificate=lambda _i: [],
             eng=engine(),
             say=lambda _l: None,
             log_dir=tmp_path,
@@ -207,7 +209,7 @@ def test_cli_refusal_exit_code_and_message(tmp_path: Path, monkeypatch: pytest.M
     monkeypatch.setattr(runner, "DockerEngine", engine)
     monkeypatch.setattr(runner, "probe_host", lambda: report(gpus=()))
     monkeypatch.setattr(runner, "gpu_access_modes", lambda **_kw: ())
-    monkeypatch.setattr(run_cmd, "newest_certificate", lambda _id: None)
+    monkeypatch.setattr(run_cmd, "find_certificates", lambda *_a: lambda _info: [])
     res = CliRunner().invoke(cli, ["run", "team/train:1", "--", "python", "-c", "print(1)"])
     assert res.exit_code == 12, res.output
     assert f"envbuilder: error: refusing to run: no certificate for image {IMAGE_ID}" in res.output
@@ -222,14 +224,14 @@ def test_cli_passes_the_exit_code_through(tmp_path: Path, monkeypatch: pytest.Mo
     monkeypatch.setattr(runner, "DockerEngine", lambda: engine(exit_code=3))
     monkeypatch.setattr(runner, "probe_host", lambda: report(gpus=()))
     cpu_cert = cert("certified-cpu-only", gpus=(), cuda=None, min_driver=None)
-    monkeypatch.setattr(run_cmd, "newest_certificate", lambda _id: cpu_cert)
+    monkeypatch.setattr(run_cmd, "find_certificates", lambda *_a: lambda _info: [cpu_cert])
     res = CliRunner().invoke(cli, ["run", "--gpu-access", "none", "team/train:1", "--", "python", "-c", "x"])
     assert res.exit_code == 3, res.output
     assert (tmp_path / "runs.jsonl").is_file()
 
 
 def test_a_tampered_row_in_the_store_is_a_tampered_refusal(tmp_path: Path) -> None:
-    def tampered(_image_id: str) -> Mapping[str, Any] | None:
+    def tampered(_info: ImageInfo) -> list[Mapping[str, Any]]:
         raise CertificateRefusedError(
             "stored certificate 0123abcd failed verification: content hash mismatch"
         )
@@ -247,18 +249,20 @@ def test_a_tampered_row_in_the_store_is_a_tampered_refusal(tmp_path: Path) -> No
     assert log(tmp_path)[0]["refusals"][0]["reason"] == "tampered"
 
 
-def test_newest_certificate_picks_the_newest_for_the_exact_image(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_local_certificates_newest_first_for_the_exact_image(tmp_path: Path) -> None:
     from envbuilder.certify.certificate import Certificate
     from envbuilder.certify.store import CertStore
-    from envbuilder.cli.run_cmd import newest_certificate
+    from envbuilder.run.certificates import certificate_finder
 
-    monkeypatch.setenv("ENVBUILDER_DATA_DIR", str(tmp_path))
-    store = CertStore()
+    store = CertStore(tmp_path / "c.sqlite")
     old, new = cert(issued_at="2026-01-01T00:00:00Z"), cert(issued_at="2026-06-01T00:00:00Z")
     store.add(Certificate(old))
     store.add(Certificate(new))
-    got = newest_certificate(IMAGE_ID)
-    assert got is not None and got["issued_at"] == "2026-06-01T00:00:00Z"
-    assert newest_certificate("sha256:" + "ee" * 32) is None
+
+    def no_policy() -> Any:
+        raise AssertionError("a local certificate needs no trust policy")
+
+    find = certificate_finder("team/train:1", store=store, policy=no_policy)
+    got = find(ImageInfo(id=IMAGE_ID, tags=("team/train:1",), repo_digests=()))
+    assert [c["issued_at"] for c in got] == ["2026-06-01T00:00:00Z", "2026-01-01T00:00:00Z"]
+    assert find(ImageInfo(id="sha256:" + "ee" * 32, tags=(), repo_digests=())) == []
