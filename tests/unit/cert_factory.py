@@ -32,11 +32,12 @@ def cert(
     verdict: str = "certified",
     gpus: tuple[GpuInfo, ...] = (H200,),
     issued_at: str | None = None,
+    image_id: str = IMAGE_ID,
     **stack_over: Any,
 ) -> dict[str, Any]:
-    """A sealed certificate for IMAGE_ID issued on a host with `gpus`; stack fields overridable."""
+    """A sealed certificate for `image_id` issued on a host with `gpus`; stack fields overridable."""
     c = build_certificate(
-        image={"id": IMAGE_ID, "ref": "team/train:1", "stack": stack(**stack_over), "lock_hash": None},
+        image={"id": image_id, "ref": "team/train:1", "stack": stack(**stack_over), "lock_hash": None},
         host={
             "fingerprint": "sha256:00",
             "driver": "580.159.04",
