@@ -84,6 +84,7 @@ def push_image(
             )
         key = find_key(key_name)
         signer = load_signer(key, passphrase)
+        client(ref.registry).check_access(ref.repository, push=True)
         say(f"push: signing with key {key.name} ({key.keyid[:12]})")
     if dest != image:
         engine.tag(info.id, dest)

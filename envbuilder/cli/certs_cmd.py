@@ -17,13 +17,16 @@ def certs() -> None:
 
 
 @certs.command("list")
-@click.option("--image", help="Only certificates for this image (ID, ID prefix or reference).")
+@click.option(
+    "--image", help="Only certificates for this image (ID, ID prefix, manifest digest or reference)."
+)
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON list.")
 def list_cmd(image: str | None, as_json: bool) -> None:
     """List stored certificates, newest first."""
     from envbuilder.certify.store import CertStore
 
-    rows = CertStore().list(image)
+    store = CertStore()
+    rows = store.list(image)
     if as_json:
         click.echo(
             json.dumps(
@@ -36,6 +39,8 @@ def list_cmd(image: str | None, as_json: bool) -> None:
                         "host_fingerprint": r.host_fingerprint,
                         "issued_at": r.issued_at,
                         "stored_at": r.stored_at,
+                        "origin": r.origin,
+                        "manifest_digests": [d for _repo, d in store.digests(r.id)],
                     }
                     for r in rows
                 ],
@@ -46,10 +51,13 @@ def list_cmd(image: str | None, as_json: bool) -> None:
     if not rows:
         click.echo("no certificates stored" + (f" for {image}" if image else ""), err=True)
         return
-    click.echo(f"{'id':<12}  {'issued':<20}  {'verdict':<18}  {'image':<12}  ref")
+    click.echo(f"{'id':<12}  {'issued':<20}  {'verdict':<18}  {'image':<12}  {'origin':<11}  ref")
     for r in rows:
         image_id = r.image_id.removeprefix("sha256:")[:12]
-        click.echo(f"{r.id[:12]}  {r.issued_at:<20}  {r.verdict:<18}  {image_id:<12}  {r.image_ref or '-'}")
+        click.echo(
+            f"{r.id[:12]}  {r.issued_at:<20}  {r.verdict:<18}  {image_id:<12}  {r.origin:<11}  "
+            f"{r.image_ref or '-'}"
+        )
 
 
 @certs.command("show")

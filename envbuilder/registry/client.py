@@ -261,6 +261,11 @@ class RegistryClient:
             f"{method} {full} on {self.registry} failed: HTTP {resp.status_code} {detail}".rstrip()
         )
 
+    def check_access(self, repo: str, *, push: bool = False) -> None:
+        """Authenticate for `repo` (pull, or pull and push) without changing anything: the
+        credentials are refused here, before any upload. Raises as the class says."""
+        self.request("GET", "", repo=repo, push=push)
+
     # ------------------------------------------------------------------ manifests
 
     def get_manifest(self, repo: str, ref: str, *, accept: Iterable[str] = MANIFEST_TYPES) -> Manifest:
