@@ -84,11 +84,11 @@ def torch_build_info() -> dict[str, Any]:
     if torch.cuda.is_available():
         info["arch_list"] = torch.cuda.get_arch_list()
         info["device_count"] = torch.cuda.device_count()
-        info["nccl"] = _nccl_version()
+        info["nccl"] = nccl_version()
     return info
 
 
-def _nccl_version() -> str | None:
+def nccl_version() -> str | None:
     """NCCL's version as "2.28.9" (torch returns a tuple, older releases an int), or None."""
     try:
         import torch.cuda.nccl as nccl
@@ -96,7 +96,7 @@ def _nccl_version() -> str | None:
         v = nccl.version()
     except Exception:
         return None
-    return ".".join(map(str, v)) if isinstance(v, tuple | list) else str(v)
+    return ".".join(map(str, v)) if isinstance(v, (tuple, list)) else str(v)
 
 
 def host_record(nvml: Any, nvml_why: str) -> dict[str, Any]:

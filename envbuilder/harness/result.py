@@ -1,133 +1,91 @@
-"""Step records, the result document, the verdict and the result's schema check.
-
-Every step prints one JSON line to stdout when it ends; the result document is the last line.
-Prose goes to stderr (log()), so the caller never parses prose.
+"""The result document, assembled from what a certification recorded: gates judged from the step
+records and the thresholds, the verdict, the multi_gpu section. Pure: the orchestrator (plan.py)
+hands in an Outcome; nothing here runs a step or reads the host.
 """
 
 from __future__ import annotations
 
-import json
-import math
-import sys
-import threading
-import time
-import traceback
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass, field
-from datetime import datetime, timezone
-from typing import Any, TextIO
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
 
-PASS, FAIL, SKIP = "pass", "fail", "skip"
-STATUSES = (PASS, FAIL, SKIP)
-VERDICTS = ("certified", "certified-cpu-only", "failed")
-MODES = ("full", "quick", "cpu")
+from . import HARNESS_VERSION, RESULT_SCHEMA_VERSION
+from .record import FAIL, PASS, Step, clean_json
+from .thresholds import judge_overhead, judge_throughput
 
 
-def log(msg: str) -> None:
-    """Progress prose: stderr only."""
-    print(f"[harness] {msg}", file=sys.stderr, flush=True)
+@dataclass(frozen=True)
+class Outcome:
+    """What one certification produced, as the orchestrator saw it at one moment (the end, or the
+    watchdog firing mid-step)."""
+
+    mode: str  # full | quick | cpu
+    gpu_path: bool
+    budget_s: float
+    started: str
+    finished: str
+    wall_s: float
+    options: Mapping[str, Any]  # the options given (defaults and unset ones left out)
+    host: Mapping[str, Any]
+    facts: Mapping[str, Any]
+    steps: tuple[Step, ...]
+    thresholds: Mapping[str, Any]  # the applied thresholds (select_thresholds)
+    notes: tuple[str, ...]
+    telemetry: Mapping[str, Any]
 
 
-def utc_now() -> str:
-    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+def throughput_evidence(
+    steps: Sequence[Step], names: Sequence[str]
+) -> tuple[dict[str, float | None], dict[str, str]]:
+    """A throughput entry judges the step of its name: (images/s of each that measured,
+    why each that did not). A compiled run that fell back to eager measured nothing compiled."""
+    measured: dict[str, float | None] = {}
+    why_not: dict[str, str] = {}
+    by_name = {s.name: s for s in steps}
+    for name in names:
+        st = by_name.get(name)
+        if st is None:
+            continue  # never ran: judge_throughput says "run not measured"
+        config = st.metrics.get("config") or {}
+        if config.get("compile") and "compiled" in st.metrics and not st.metrics["compiled"]:
+            why_not[name] = "torch.compile failed (see the step's warnings)"
+        elif st.status == PASS and isinstance(st.metrics.get("images_per_s"), (int, float)):
+            measured[name] = float(st.metrics["images_per_s"])
+        else:
+            why_not[name] = f"{name}: {st.status}: {st.reason}"[:300]
+    return measured, why_not
 
 
-class StepFailed(Exception):
-    """A check inside a step did not hold; the message is the step's reason."""
+def multi_gpu_section(steps: Sequence[Step], mode: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The result's multi_gpu section and its gates, from the multi_gpu step's record."""
+    st = next((s for s in steps if s.name == "multi_gpu"), None)
+    if st is None:
+        why = (
+            "not run: quick mode"
+            if mode == "quick"
+            else "not run: the CUDA smoke test failed or torch is missing"
+        )
+        return {"status": "skip", "reason": why}, []
+    section = {k: v for k, v in st.metrics.items() if k != "traceback"}
+    return {"status": st.status, "reason": st.reason, **section}, list(st.metrics.get("gates") or [])
 
 
-class StepSkipped(Exception):
-    """The step cannot apply here (no GPU, framework absent, budget spent); message = reason."""
-
-
-@dataclass
-class Step:
-    name: str
-    status: str = PASS
-    reason: str = ""
-    seconds: float = 0.0
-    metrics: dict[str, Any] = field(default_factory=dict)
-    warnings: list[str] = field(default_factory=list)
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "kind": "step",
-            "name": self.name,
-            "status": self.status,
-            "reason": self.reason,
-            "seconds": round(self.seconds, 3),
-            "metrics": clean_json(self.metrics),
-            "warnings": list(self.warnings),
-        }
-
-
-def clean_json(value: Any) -> Any:
-    """Make a value strict-JSON safe: NaN/inf become strings, tuples lists, keys strings."""
-    if isinstance(value, float):
-        if math.isnan(value) or math.isinf(value):
-            return repr(value)
-        return round(value, 6)
-    if isinstance(value, dict):
-        return {str(k): clean_json(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [clean_json(v) for v in value]
-    if value is None or isinstance(value, bool | int | str):
-        return value
-    return str(value)
-
-
-class Recorder:
-    """Collects steps and prints each as one JSON line as it finishes."""
-
-    def __init__(self, out: TextIO | None = None) -> None:
-        self.steps: list[Step] = []
-        self.current = ""  # the step running now (the watchdog names it)
-        # Serialises stdout lines: the watchdog thread may print the result mid-run.
-        self.lock = threading.RLock()
-        self._out = out if out is not None else sys.stdout
-
-    def emit(self, step: Step) -> Step:
-        with self.lock:
-            self.steps.append(step)
-            print(json.dumps(step.to_json(), allow_nan=False), file=self._out, flush=True)
-        mark = {"pass": "ok  ", "fail": "FAIL", "skip": "skip"}[step.status]
-        extra = f": {step.reason}" if step.reason else ""
-        log(f"{mark} {step.name} ({step.seconds:.1f}s){extra}")
-        return step
-
-    @contextmanager
-    def step(self, name: str) -> Iterator[Step]:
-        """Run a block as a step: StepFailed/StepSkipped set its status, any other exception
-        becomes a failed step with the exception as reason (never a crash)."""
-        st = Step(name=name)
-        self.current = name
-        log(f"---- {name}")
-        t0 = time.perf_counter()
-        try:
-            yield st
-        except StepSkipped as e:
-            st.status, st.reason = SKIP, str(e)
-        except StepFailed as e:
-            st.status, st.reason = FAIL, str(e)
-        except Exception as e:  # every failure becomes a record, never a crash
-            st.status, st.reason = FAIL, f"{type(e).__name__}: {e}"
-            st.metrics.setdefault("traceback", traceback.format_exc(limit=6)[-2000:])
-        st.seconds = time.perf_counter() - t0
-        self.current = ""
-        self.emit(st)
-
-    def skip(self, name: str, reason: str) -> Step:
-        return self.emit(Step(name=name, status=SKIP, reason=reason))
-
-    def run(self, name: str, fn: Callable[[Step], None]) -> Step:
-        with self.step(name) as st:
-            fn(st)
-        return self.steps[-1]
+def judge_gates(o: Outcome) -> list[dict[str, Any]]:
+    """Throughput and telemetry-overhead gates (GPU path, full mode), then the multi_gpu ones."""
+    gates: list[dict[str, Any]] = []
+    if o.gpu_path and o.mode == "full":
+        table = o.thresholds.get("throughput") or {}
+        measured, why_not = throughput_evidence(o.steps, sorted(table))
+        gates = judge_throughput(dict(o.thresholds), measured, why_not)
+        why = next((s.reason for s in o.steps if s.name == "telemetry_overhead"), "")
+        detail = str(o.facts.get("telemetry_overhead_detail", ""))
+        gates.append(judge_overhead(dict(o.thresholds), o.facts.get("telemetry_overhead"), why, detail))
+    gates.extend(multi_gpu_section(o.steps, o.mode)[1])
+    return gates
 
 
 def decide_verdict(
-    steps: list[Step], gates: list[dict[str, Any]], *, mode: str, gpu_path: bool
+    steps: Sequence[Step], gates: Sequence[Mapping[str, Any]], *, mode: str, gpu_path: bool
 ) -> tuple[str, str]:
     """The verdict and its one-line reason.
 
@@ -138,7 +96,7 @@ def decide_verdict(
     failed = [s.name for s in steps if s.status == FAIL]
     if failed:
         return "failed", f"failed steps: {', '.join(failed)}"
-    bad_gates = [g["name"] for g in gates if g.get("status") == FAIL]
+    bad_gates = [str(g["name"]) for g in gates if g.get("status") == FAIL]
     if bad_gates:
         return "failed", f"below threshold: {', '.join(bad_gates)}"
     passed = [s.name for s in steps if s.status == PASS and s.name != "host"]
@@ -151,96 +109,32 @@ def decide_verdict(
     return "certified", f"{len(passed)} checks passed on the GPU"
 
 
-def validate_result(doc: Any) -> list[str]:
-    """Check a result document's shape; returns the problems found (empty = valid)."""
-    problems: list[str] = []
-
-    def need(obj: Any, key: str, typ: type | tuple[type, ...], where: str) -> Any:
-        if not isinstance(obj, dict) or key not in obj:
-            problems.append(f"{where}: missing {key!r}")
-            return None
-        if not isinstance(obj[key], typ):
-            problems.append(f"{where}.{key}: expected {typ}, got {type(obj[key]).__name__}")
-            return None
-        return obj[key]
-
-    if not isinstance(doc, dict):
-        return ["result: not an object"]
-    if doc.get("kind") != "result":
-        problems.append("result.kind: expected 'result'")
-    need(doc, "schema_version", int, "result")
-    need(doc, "harness_version", str, "result")
-    for key in ("started", "finished"):
-        need(doc, key, str, "result")
-    mode = need(doc, "mode", str, "result")
-    if mode is not None and mode not in MODES:
-        problems.append(f"result.mode: {mode!r} not in {MODES}")
-    verdict = need(doc, "verdict", str, "result")
-    if verdict is not None and verdict not in VERDICTS:
-        problems.append(f"result.verdict: {verdict!r} not in {VERDICTS}")
-    need(doc, "verdict_reason", str, "result")
-    need(doc, "thresholds", dict, "result")
-    need(doc, "telemetry", dict, "result")
-    need(doc, "host", dict, "result")
-    gates = need(doc, "gates", list, "result") or []
-    for i, g in enumerate(gates):
-        need(g, "name", str, f"gates[{i}]")
-        st = need(g, "status", str, f"gates[{i}]")
-        if st is not None and st not in (PASS, FAIL, SKIP, "warn"):
-            problems.append(f"gates[{i}].status: {st!r}")
-    steps = need(doc, "steps", list, "result") or []
-    names: set[str] = set()
-    for i, s in enumerate(steps):
-        w = f"steps[{i}]"
-        if isinstance(s, dict) and s.get("kind") != "step":
-            problems.append(f"{w}.kind: expected 'step'")
-        name = need(s, "name", str, w)
-        if name in names:
-            problems.append(f"{w}.name: duplicate {name!r}")
-        names.add(name)
-        st = need(s, "status", str, w)
-        if st is not None and st not in STATUSES:
-            problems.append(f"{w}.status: {st!r} not in {STATUSES}")
-        reason = need(s, "reason", str, w)
-        if st in (FAIL, SKIP) and reason == "":
-            problems.append(f"{w}.reason: a {st} needs a reason")
-        need(s, "seconds", (int, float), w)
-        need(s, "metrics", dict, w)
-    if "multi_gpu" in doc:  # absent in documents from before the multi_gpu step
-        problems.extend(validate_multi_gpu(doc["multi_gpu"]))
-    try:
-        json.dumps(doc, allow_nan=False)
-    except ValueError as e:
-        problems.append(f"result: not strict JSON ({e})")
-    return problems
-
-
-def validate_multi_gpu(sec: Any) -> list[str]:
-    """The result's multi_gpu section: status and reason always; what a run that got as far as
-    the sweep carries; a pass must have correct values and identical parameters."""
-    w = "result.multi_gpu"
-    if not isinstance(sec, dict):
-        return [f"{w}: not an object"]
-    problems: list[str] = []
-    status = sec.get("status")
-    if status not in STATUSES:
-        problems.append(f"{w}.status: {status!r} not in {STATUSES}")
-    if not isinstance(sec.get("reason"), str) or (status in (FAIL, SKIP) and not sec.get("reason")):
-        problems.append(f"{w}.reason: a string, non-empty for a {status}")
-    if status == SKIP:
-        return problems
-    for key, typ in (("world_size", int), ("backend", str), ("sweep", list), ("env", dict)):
-        if not isinstance(sec.get(key), typ):
-            problems.append(f"{w}.{key}: expected {typ.__name__}")
-    for i, row in enumerate(sec.get("sweep") or []):
-        ok = isinstance(row, dict) and isinstance(row.get("bytes"), int)
-        nums = ("time_us", "algbw_gbs", "busbw_gbs")
-        if not ok or not all(isinstance(row.get(k), (int, float)) for k in nums):
-            problems.append(f"{w}.sweep[{i}]: needs bytes and {', '.join(nums)}")
-    if status == PASS:
-        for key in ("allreduce_values_ok", "params_identical"):
-            if sec.get(key) is not True:
-                problems.append(f"{w}.{key}: a pass needs true, got {sec.get(key)!r}")
-        if not sec.get("sweep"):
-            problems.append(f"{w}.sweep: a pass needs the sweep table")
-    return problems
+def assemble_result(o: Outcome) -> dict[str, Any]:
+    """The result document (strict JSON; docs/harness.md shows it, schema.validate_result checks it)."""
+    gates = judge_gates(o)
+    verdict, reason = decide_verdict(o.steps, gates, mode=o.mode, gpu_path=o.gpu_path)
+    doc: dict[str, Any] = clean_json(
+        {
+            "kind": "result",
+            "schema_version": RESULT_SCHEMA_VERSION,
+            "harness_version": HARNESS_VERSION,
+            "mode": o.mode,
+            "gpu_path": o.gpu_path,
+            "started": o.started,
+            "finished": o.finished,
+            "wall_seconds": o.wall_s,
+            "budget_seconds": o.budget_s,
+            "options": dict(o.options),
+            "host": dict(o.host),
+            "facts": dict(o.facts),
+            "steps": [st.to_json() for st in o.steps],
+            "thresholds": dict(o.thresholds),
+            "gates": gates,
+            "verdict": verdict,
+            "verdict_reason": reason,
+            "notes": list(o.notes),
+            "telemetry": dict(o.telemetry),
+            "multi_gpu": multi_gpu_section(o.steps, o.mode)[0],
+        }
+    )
+    return doc

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 # NVML clock-event ("throttle") reason bits: nvml.h, nvmlClocksEventReason* (stable ABI).
@@ -80,7 +81,7 @@ class Sampler:
         self._paused = threading.Event()
         self._lock = threading.Lock()
         self._thread = threading.Thread(target=self._loop, name="nvml-sampler", daemon=True)
-        self._queries = {
+        self._queries: dict[str, Callable[[], Any]] = {
             "util": lambda: nvml.nvmlDeviceGetUtilizationRates(handle),
             "mem_used_mib": lambda: nvml.nvmlDeviceGetMemoryInfo(handle).used / 2**20,
             "power_w": lambda: nvml.nvmlDeviceGetPowerUsage(handle) / 1000.0,

@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from .result import FAIL, PASS, SKIP
+from .record import FAIL, PASS, SKIP
 
 BUILTIN_DEFAULTS: dict[str, Any] = {
     "accuracy_margin_over_chance": 0.25,

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from envbuilder.harness.multigpu import (
+from envbuilder.harness.multigpu.env import (
     classify_interconnect,
     nccl_env_warnings,
     parse_topo,

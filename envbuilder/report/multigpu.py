@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from envbuilder.harness.multigpu import human_bytes
+from envbuilder.harness.multigpu.step import human_bytes
 from envbuilder.report.charts import PALETTE, Chart, Line, as_number, render_chart
 
 DASH = "-"

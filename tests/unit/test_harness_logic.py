@@ -16,20 +16,11 @@ import pytest
 import torch
 import yaml
 
-from envbuilder.harness.gpu import judge_overhead_measurement, measure_overhead, overhead_detail
-from envbuilder.harness.pipeline import name_bottleneck
-from envbuilder.harness.ramp import find_max_batch, is_oom
-from envbuilder.harness.result import (
-    FAIL,
-    PASS,
-    SKIP,
-    Recorder,
-    Step,
-    StepFailed,
-    StepSkipped,
-    decide_verdict,
-    validate_result,
-)
+from envbuilder.harness.record import FAIL, PASS, SKIP, Recorder, Step, StepFailed, StepSkipped
+from envbuilder.harness.result import decide_verdict
+from envbuilder.harness.schema import validate_result
+from envbuilder.harness.steps.overhead import judge_overhead_measurement, measure_overhead, overhead_detail
+from envbuilder.harness.steps.pipeline import name_bottleneck
 from envbuilder.harness.telemetry import Sampler, decode_reasons, slowdown_warnings
 from envbuilder.harness.thresholds import (
     BUILTIN_DEFAULTS,
@@ -37,7 +28,8 @@ from envbuilder.harness.thresholds import (
     judge_throughput,
     select_thresholds,
 )
-from envbuilder.harness.train import check_losses, step_stats
+from envbuilder.harness.workloads.measure import check_losses, step_stats
+from envbuilder.harness.workloads.ramp import find_max_batch, is_oom
 
 ROOT = Path(__file__).resolve().parents[2]
 HARNESS = ROOT / "envbuilder" / "harness"
@@ -46,7 +38,7 @@ HARNESS = ROOT / "envbuilder" / "harness"
 # ---------------------------------------------------------------- the payload stays self-contained
 def test_harness_never_imports_envbuilder() -> None:
     offenders = []
-    for f in sorted(HARNESS.glob("*.py")):
+    for f in sorted(HARNESS.rglob("*.py")):
         for node in ast.walk(ast.parse(f.read_text())):
             if isinstance(node, ast.Import):
                 names = [a.name for a in node.names]

@@ -17,18 +17,14 @@ import torch
 import yaml
 
 from envbuilder.cli.certify_cmd import key_metric
-from envbuilder.harness import multigpu
-from envbuilder.harness.multigpu import classify_interconnect, env_sanity, launch, parse_topo
-from envbuilder.harness.multigpu_merge import log_error, merge
-from envbuilder.harness.multigpu_worker import (
-    FAULT_ENV,
-    bandwidths,
-    expected_sum,
-    mismatch,
-    pow2_floor,
-    sweep_sizes,
-)
-from envbuilder.harness.result import validate_multi_gpu, validate_result
+from envbuilder.harness.multigpu import env as mg_env
+from envbuilder.harness.multigpu import step as mg_step
+from envbuilder.harness.multigpu.env import FAULT_ENV, classify_interconnect, env_sanity, parse_topo
+from envbuilder.harness.multigpu.merge import log_error, merge
+from envbuilder.harness.multigpu.step import launch
+from envbuilder.harness.multigpu.sweep import bandwidths, expected_sum, pow2_floor, sweep_sizes
+from envbuilder.harness.multigpu.worker import mismatch
+from envbuilder.harness.schema import validate_multi_gpu, validate_result
 from envbuilder.harness.thresholds import (
     BUILTIN_MULTI_GPU,
     judge_multi_gpu,
@@ -119,22 +115,22 @@ def test_topology_from_nvml_when_nvidia_smi_gives_none(monkeypatch: pytest.Monke
     from envbuilder.harness import telemetry
 
     monkeypatch.setattr(telemetry, "load_nvml", lambda: (P2PNVML(), ""))
-    topo = multigpu.nvml_topology([0, 1])
+    topo = mg_env.nvml_topology([0, 1])
     assert topo == {
         "source": "nvml",
         "gpus": ["GPU0", "GPU1"],
         "links": {"GPU0": {"GPU1": "NVLINK"}, "GPU1": {"GPU0": "NVLINK"}},
     }
     assert classify_interconnect(topo, [0, 1]) == "nvlink"
-    assert classify_interconnect(multigpu.nvml_topology([0, 1, 2]), [0, 1, 2]) == "mixed"
-    assert classify_interconnect(multigpu.nvml_topology([1, 2]), [1, 2]) == "pcie"
+    assert classify_interconnect(mg_env.nvml_topology([0, 1, 2]), [0, 1, 2]) == "mixed"
+    assert classify_interconnect(mg_env.nvml_topology([1, 2]), [1, 2]) == "pcie"
     monkeypatch.setattr(telemetry, "load_nvml", lambda: (None, "pynvml (nvidia-ml-py) is not installed"))
-    blind = multigpu.nvml_topology([0, 1])
+    blind = mg_env.nvml_topology([0, 1])
     assert blind["error"].startswith("pynvml") and classify_interconnect(blind, [0, 1]) == "unknown"
 
 
 def test_env_sanity_warns_on_small_shm_and_records_nvls(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(multigpu, "shm_facts", lambda: {"total_mib": 64, "free_mib": 60})
+    monkeypatch.setattr(mg_env, "shm_facts", lambda: {"total_mib": 64, "free_mib": 60})
     monkeypatch.setenv("NCCL_NVLS_ENABLE", "0")
     monkeypatch.setenv("NCCL_P2P_DISABLE", "1")
     facts, warnings = env_sanity(2, False, 120.0, 180.0)
@@ -344,5 +340,5 @@ def test_differing_parameters_and_a_hung_rank(tmp_path: Path, monkeypatch: pytes
     assert pp and pp[0].startswith("parameters differ across ranks after DDP training: rank 1")
     assert ph[0].startswith("hang: rank(s) 1") and "killed" in ph[0], ph
     assert any(p.startswith("hang/timeout: rank 0 exited with code 1: RuntimeError:") for p in ph), ph
-    assert mh["ranks"][1]["exit_code"] == -9 and multigpu._LIVE == []
+    assert mh["ranks"][1]["exit_code"] == -9 and mg_step._LIVE == []
     assert mh["launch_wall_s"] < 30

@@ -14,12 +14,13 @@ from typing import Any
 import pytest
 import torch
 
-from envbuilder.harness.networks import build_model, builtin_resnet, load_weights
-from envbuilder.harness.pipeline import HAVE_PIL, DecodeAugment, encode_split, make_loader
-from envbuilder.harness.result import validate_result
-from envbuilder.harness.smoke import cpu_check
-from envbuilder.harness.synthetic import NUM_CLASSES, make_dataset, normalize, render
-from envbuilder.harness.train import RunConfig, train_run
+from envbuilder.harness.schema import validate_result
+from envbuilder.harness.steps.smoke import cpu_check
+from envbuilder.harness.workloads.config import RunConfig
+from envbuilder.harness.workloads.pytorch.data import NUM_CLASSES, make_dataset, normalize, render
+from envbuilder.harness.workloads.pytorch.loader import HAVE_PIL, DecodeAugment, encode_split, make_loader
+from envbuilder.harness.workloads.pytorch.models import build_model, builtin_resnet, load_weights
+from envbuilder.harness.workloads.pytorch.train import train_run
 
 ROOT = Path(__file__).resolve().parents[2]
 HARNESS = ROOT / "envbuilder" / "harness"
@@ -121,7 +122,7 @@ def test_loader_decodes_and_augments_with_workers() -> None:
 
 
 def test_real_data_run(tmp_path: Path) -> None:
-    from envbuilder.harness.feed import real_data_run
+    from envbuilder.harness.workloads.pytorch.feed import real_data_run
 
     if HAVE_PIL:
         image = importlib.import_module("PIL.Image")  # optional: CI may not have pillow

@@ -1,7 +1,7 @@
 """Write tests/data/certs/sample-gpu.json: a SYNTHETIC GPU certificate for report tests.
 
-Not a measurement. Its shape follows the harness's result document (envbuilder/harness/cli.py
-build_result, telemetry.Sampler.to_json) and its numbers are made plausible from
+Not a measurement. Its shape follows the harness's result document (envbuilder/harness/result.py
+assemble_result, telemetry.Sampler.to_json) and its numbers are made plausible from
 shared/reference/perf-anchors.md (H200, driver 580.159.04); the telemetry series is generated.
 It carries "_fixture" in its harness and run sections so nobody mistakes it for evidence.
 Regenerate: .venv/bin/python tests/data/certs/synthesize_gpu_fixture.py

@@ -1,20 +1,56 @@
-"""CPU one-batch check and the CUDA smoke test (the framework sees the GPU and really uses it)."""
+"""The cpu_check and cuda_smoke steps: one batch on the CPU, then the GPU is visible, the build
+has kernels for it, and the model, the batch and the gradients really live on it."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import torch
-from torch import nn
+from ..kernels import arch_covered
+from ..record import StepFailed
+from ..session import Session
+from .frameworks import FRAMEWORKS, installed, run_smoke
 
-from .kernels import arch_covered
-from .networks import build_model
-from .result import StepFailed
-from .synthetic import NUM_CLASSES, normalize, render
+if TYPE_CHECKING:  # torch is imported by the steps themselves: the harness loads without it
+    from torch import Tensor, nn
 
 
-def one_batch(model: nn.Module, x: torch.Tensor, y: torch.Tensor) -> dict[str, Any]:
+def cpu_check_step(s: Session) -> None:
+    with s.rec.step("cpu_check") as st:
+        st.metrics.update(cpu_check())
+
+
+def cuda_smoke_step(s: Session) -> bool:
+    """The cuda_smoke step; True when it passed (the GPU benchmarks need it)."""
+    with s.rec.step("cuda_smoke") as st:
+        st.metrics.update(cuda_smoke())
+    return s.rec.last().status == "pass"
+
+
+def framework_smokes(s: Session, want_gpu: bool) -> None:
+    """TensorFlow / JAX smoke, each in a child process, only where installed."""
+    for fw in FRAMEWORKS:
+        name = f"{fw}_smoke"
+        if not installed(fw):
+            s.rec.skip(name, f"{fw} is not installed in this environment")
+            continue
+        if fw != s.opts.framework:
+            # Another framework that happens to be importable (a fat base image) is not what
+            # this image is certified for; its smoke would gate on someone else's stack.
+            s.rec.skip(name, f"{fw} is installed, but this certification is for {s.opts.framework}")
+            continue
+        with s.rec.step(name) as st:
+            s.need(20)
+            res = run_smoke(fw, want_gpu, timeout=max(30.0, min(150.0, s.remaining())))
+            st.metrics.update(res)
+            if res.get("error"):
+                raise StepFailed(str(res["error"]))
+
+
+def one_batch(model: nn.Module, x: Tensor, y: Tensor) -> dict[str, Any]:
     """One forward + backward; fails on non-finite loss or gradients."""
+    import torch
+    from torch import nn
+
     out = model(x)
     loss = nn.functional.cross_entropy(out, y)
     loss.backward()
@@ -30,6 +66,11 @@ def one_batch(model: nn.Module, x: torch.Tensor, y: torch.Tensor) -> dict[str, A
 
 def cpu_check(size: int = 64, batch: int = 8) -> dict[str, Any]:
     """Data and model code work on the CPU: a real ResNet-18 (full width), one batch."""
+    import torch
+
+    from ..workloads.pytorch.data import NUM_CLASSES, normalize, render
+    from ..workloads.pytorch.models import build_model
+
     torch.manual_seed(0)
     split = render(batch, size, seed=7)
     model, info = build_model("resnet18", NUM_CLASSES)
@@ -40,6 +81,11 @@ def cpu_check(size: int = 64, batch: int = 8) -> dict[str, Any]:
 def cuda_smoke(size: int = 224, batch: int = 16) -> dict[str, Any]:
     """The GPU is visible, the build has kernels for it, the model and the batch live on it,
     a forward+backward runs there, and memory grows as it should."""
+    import torch
+
+    from ..workloads.pytorch.data import NUM_CLASSES, normalize, render
+    from ..workloads.pytorch.models import build_model
+
     if not torch.cuda.is_available():
         raise StepFailed(
             f"torch.cuda.is_available() is False (torch {torch.__version__}, built for CUDA "

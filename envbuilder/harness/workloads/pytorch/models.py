@@ -1,4 +1,4 @@
-"""ResNet-18/50: torchvision's when it imports, else a built-in copy of the same architecture.
+"""ResNet-18/50 for PyTorch: torchvision's when it imports, else a built-in copy of the same architecture.
 
 The built-in one follows torchvision's ResNet v1.5 layer for layer (same parameter count: a unit
 test checks 11,689,512 and 25,557,032 at 1000 classes), so throughput is comparable to the anchors.
@@ -11,6 +11,16 @@ from typing import Any
 
 import torch
 from torch import nn
+
+
+def memory_format(channels_last: bool) -> torch.memory_format:
+    return torch.channels_last if channels_last else torch.contiguous_format
+
+
+def place(model: nn.Module, device: str | torch.device, channels_last: bool = False) -> nn.Module:
+    """The model on `device`, in channels_last layout when asked (the tuned runs use it)."""
+    # Module.to accepts memory_format (torch docs), but its typed overloads leave it out.
+    return model.to(device, memory_format=memory_format(channels_last))  # type: ignore[call-overload,no-any-return]
 
 
 def _conv3(cin: int, cout: int, stride: int = 1) -> nn.Conv2d:
@@ -37,7 +47,8 @@ class BasicBlock(nn.Module):
         idt = x if self.downsample is None else self.downsample(x)
         out = self.relu(self.bn1(self.conv1(x)))
         out = self.bn2(self.conv2(out))
-        return self.relu(out + idt)
+        y: torch.Tensor = self.relu(out + idt)
+        return y
 
 
 class Bottleneck(nn.Module):
@@ -59,7 +70,8 @@ class Bottleneck(nn.Module):
         out = self.relu(self.bn1(self.conv1(x)))
         out = self.relu(self.bn2(self.conv2(out)))
         out = self.bn3(self.conv3(out))
-        return self.relu(out + idt)
+        y: torch.Tensor = self.relu(out + idt)
+        return y
 
 
 class ResNet(nn.Module):
@@ -113,7 +125,8 @@ class ResNet(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         x = self.maxpool(self.relu(self.bn1(self.conv1(x))))
         x = self.layer4(self.layer3(self.layer2(self.layer1(x))))
-        return self.fc(torch.flatten(self.avgpool(x), 1))
+        logits: torch.Tensor = self.fc(torch.flatten(self.avgpool(x), 1))
+        return logits
 
 
 _ARCHS: dict[str, tuple[type[BasicBlock] | type[Bottleneck], tuple[int, int, int, int]]] = {

@@ -1,5 +1,5 @@
 """The multi_gpu step's merge: the ranks' JSON files and logs -> the step's metrics and the
-problems that fail it (multigpu.py launches the ranks, multigpu_worker.py is one rank)."""
+problems that fail it (step.py launches the ranks, worker.py is one rank)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from .multigpu_worker import bandwidths
+from .sweep import bandwidths
 
 
 def merge(world: int, workdir: Path, run: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:

@@ -1,6 +1,6 @@
-"""One rank of the multi_gpu step (multigpu.py launches one process per GPU):
+"""One rank of the multi_gpu step (step.py launches one process per GPU):
 
-`python -m <package>.multigpu_worker --rank R --world N --backend nccl|gloo --out-dir DIR ...`
+`python -m <package>.multigpu.worker --rank R --world N --backend nccl|gloo --out-dir DIR ...`
 
 1. rank 0 alone, before the process group exists: the single-GPU baseline (the DDP config, no DDP);
 2. init_process_group (MASTER_ADDR/MASTER_PORT from the environment, the timeout in force);
@@ -20,47 +20,23 @@ import sys
 import threading
 import time
 import traceback
+from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-# Test hook: the last rank misbehaves. allreduce: adds 1 to its contribution of the value check;
-# params: perturbs one parameter after training; hang: sleeps forever before the DDP run.
-FAULT_ENV = "ENVBUILDER_HARNESS_MG_FAULT"
-MIN_BYTES = 8
-GPU_MAX_BYTES = 1 << 30  # 1 GiB, as the issue asks (nccl-tests -b 8 -e 1G -f 2)
-CPU_MAX_BYTES = 4 << 20  # --multi-gpu-cpu-test: 4 MiB keeps the gloo sweep to a second
+from ..workloads.config import RunConfig
+from .env import FAULT_ENV
+from .sweep import CPU_MAX_BYTES, GPU_MAX_BYTES, expected_sum, pow2_floor, sweep_sizes
 
+if TYPE_CHECKING:  # torch is imported inside main()'s try, so a broken install is still reported
+    import torch
+    from torch import nn
 
-def sweep_sizes(max_bytes: int, min_bytes: int = MIN_BYTES) -> list[int]:
-    """Message sizes in bytes: min_bytes, x2, ... up to max_bytes inclusive."""
-    sizes, b = [], min_bytes
-    while b <= max_bytes:
-        sizes.append(b)
-        b *= 2
-    return sizes
+    from ..workloads.pytorch.data import Dataset
 
 
-def pow2_floor(x: int) -> int:
-    """The largest power of two <= x (1 for x < 1)."""
-    return 1 << (max(1, int(x)).bit_length() - 1)
-
-
-def bandwidths(nbytes: int, seconds: float, world: int) -> tuple[float, float]:
-    """(algbw, busbw) in GB/s (1e9 B/s) of one all-reduce of nbytes taking seconds, as nccl-tests
-    doc/PERFORMANCE.md defines them: algbw = S / t; busbw = algbw * 2(n-1)/n."""
-    if seconds <= 0 or world < 1:
-        return 0.0, 0.0
-    algbw = nbytes / seconds / 1e9
-    return algbw, algbw * 2 * (world - 1) / world
-
-
-def expected_sum(world: int) -> int:
-    """Each rank r contributes r+1: the reduced value is 1 + 2 + ... + n."""
-    return world * (world + 1) // 2
-
-
-def mismatch(got: Any, want: Any, *, exact: bool, rel_tol: float = 1e-6) -> str:
+def mismatch(got: torch.Tensor, want: torch.Tensor | float, *, exact: bool, rel_tol: float = 1e-6) -> str:
     """'' if the reduced tensor got equals want (a tensor or a number), else what is wrong.
     exact: integers, bit-equal; else |got - want| <= rel_tol * |want| (NaN counts as wrong)."""
     import torch
@@ -115,15 +91,14 @@ class Worker:
         if self.cuda:
             torch.cuda.synchronize(self.device)
 
-    def tensor(self, values: list[float], dtype: Any) -> Any:
+    def tensor(self, values: list[float]) -> torch.Tensor:
+        """float64 values on this rank's device (the scalars the ranks agree on)."""
         import torch
 
-        return torch.tensor(values, dtype=dtype, device=self.device)
+        return torch.tensor(values, dtype=torch.float64, device=self.device)
 
-    def config(self) -> Any:
+    def config(self) -> RunConfig:
         import torch
-
-        from .train import RunConfig
 
         if self.cpu_test:
             return RunConfig(name="ddp", width=8, batch=16, steps=6, warmup=2, device="cpu", seed=self.a.seed)
@@ -134,14 +109,22 @@ class Worker:
         )  # fmt: skip
 
     # ---- training (the baseline and the DDP run share this loop) -------------------------
-    def train(self, runner: Any, model: Any, data: Any, cfg: Any, barrier: Any = None) -> dict[str, Any]:
+    def train(
+        self,
+        runner: Callable[[torch.Tensor], torch.Tensor],
+        model: nn.Module,
+        data: Dataset,
+        cfg: RunConfig,
+        barrier: Callable[[], object] | None = None,
+    ) -> dict[str, Any]:
         import torch
         from torch import nn
 
-        from .synthetic import normalize
-        from .train import amp_dtype
+        from ..workloads.pytorch.data import normalize
+        from ..workloads.pytorch.models import memory_format
+        from ..workloads.pytorch.train import amp_dtype
 
-        fmt = torch.channels_last if cfg.channels_last else torch.contiguous_format
+        fmt = memory_format(cfg.channels_last)
         opt = torch.optim.SGD(model.parameters(), lr=cfg.learning_rate(), momentum=0.9, weight_decay=5e-5)
         warm_lr = cfg.lr_warmup_steps()
         sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda i: min(1.0, (i + 1) / warm_lr))
@@ -183,28 +166,26 @@ class Worker:
             "losses_finite": all(v == v and abs(v) != float("inf") for v in ls),
         }
 
-    def build(self, cfg: Any) -> tuple[Any, dict[str, Any]]:
+    def build(self, cfg: RunConfig) -> tuple[nn.Module, dict[str, Any]]:
         import torch
 
-        from .networks import build_model
-        from .synthetic import NUM_CLASSES
+        from ..workloads.pytorch.data import NUM_CLASSES
+        from ..workloads.pytorch.models import build_model, place
 
         torch.manual_seed(cfg.seed)
         model, info = build_model(cfg.arch, NUM_CLASSES, width=cfg.width)
-        fmt = torch.channels_last if cfg.channels_last else torch.contiguous_format
-        return model.to(self.device, memory_format=fmt), info
+        return place(model, self.device, cfg.channels_last), info
 
     # ---- the phases ----------------------------------------------------------------------
     def run(self) -> None:
         import torch.distributed as dist
 
-        from .synthetic import make_dataset
-        from .train import _config_json
+        from ..workloads.pytorch.data import make_dataset
 
         cfg = self.config()
         size, n_train = (32, 256) if self.cpu_test else (224, 2048)
         data = make_dataset(size, n_train, 16, seed=self.a.seed, device=self.device)  # same seed everywhere
-        self.out["ddp_config"] = {**_config_json(cfg), "image_size": size, "per_rank_batch": cfg.batch}
+        self.out["ddp_config"] = {**cfg.to_json(), "image_size": size, "per_rank_batch": cfg.batch}
         if self.rank == 0:
             model, _ = self.build(cfg)
             self.out["baseline"] = self.train(model, model, data, cfg)
@@ -220,7 +201,7 @@ class Worker:
         if self.fault == "hang":
             _log(self.rank, "fault injection: hanging before the DDP run")
             time.sleep(10**6)
-        bad = self.tensor([float(len(self.out["value_problems"]))], self._f64())
+        bad = self.tensor([float(len(self.out["value_problems"]))])
         dist.all_reduce(bad)  # every rank must take the same branch, or the next collective hangs
         if float(bad.item()) > 0:
             self.out["ddp_skipped"] = "all-reduce values wrong: the DDP run would mean nothing"
@@ -229,25 +210,23 @@ class Worker:
         # Only after success: after an error a broken communicator can hang in the teardown.
         dist.destroy_process_group()
 
-    def _f64(self) -> Any:
-        import torch
-
-        return torch.float64
-
     def sweep(self) -> None:
         import torch
         import torch.distributed as dist
+
+        from ..workloads.pytorch.train import event_seconds
 
         limit = CPU_MAX_BYTES if self.cpu_test else GPU_MAX_BYTES
         if self.cuda:
             free = torch.cuda.mem_get_info(self.device)[0]
             limit = min(limit, pow2_floor(free // 4))  # buffer + check temporaries + NCCL's own
-        cap = self.tensor([float(limit)], self._f64())
+        cap = self.tensor([float(limit)])
         dist.all_reduce(cap, op=dist.ReduceOp.MIN)  # every rank must sweep the same sizes
         sizes = sweep_sizes(int(cap.item()))
         warm, iters = (2, 5) if self.cpu_test else (5, 20)  # nccl-tests defaults: -w 5 -n 20
         buf = torch.zeros(sizes[-1] // 4, dtype=torch.float32, device=self.device)
-        times, problems = [], []
+        times: list[float] = []
+        problems: list[str] = []
         add = 1.0 if self.fault == "allreduce" else 0.0
         for nbytes in sizes:
             x = buf[: nbytes // 4]
@@ -262,7 +241,7 @@ class Worker:
                     dist.all_reduce(x)
                 end.record()
                 end.synchronize()
-                times.append(start.elapsed_time(end) / 1000 / iters)
+                times.append(event_seconds(start, end) / iters)
             else:
                 t0 = time.perf_counter()
                 for _ in range(iters):
@@ -284,14 +263,14 @@ class Worker:
         if p:
             problems.append(f"int32 {sizes[-1]} B: {p}")
         del buf, xi, pattern
-        t = self.tensor(times, self._f64())
+        t = self.tensor(times)
         dist.all_reduce(t)  # nccl-tests' default: the time averaged over ranks
         avg = [float(x) / self.world for x in t.tolist()]
         self.out["sweep"] = [{"bytes": b, "seconds": avg[i]} for i, b in enumerate(sizes)]
         self.out["value_problems"] = problems
         self.out["sweep_iters"] = {"warmup": warm, "iters": iters, "dtype": "float32", "op": "sum"}
 
-    def ddp(self, cfg: Any, data: Any) -> None:
+    def ddp(self, cfg: RunConfig, data: Dataset) -> None:
         import torch
         import torch.distributed as dist
         from torch.nn.parallel import DistributedDataParallel
@@ -299,7 +278,7 @@ class Worker:
         model, info = self.build(cfg)
         ddp = DistributedDataParallel(model, device_ids=[self.rank] if self.cuda else None)
         res = self.train(ddp, model, data, cfg, barrier=dist.barrier)
-        wall = self.tensor([res["wall_s"]], self._f64())
+        wall = self.tensor([res["wall_s"]])
         dist.all_reduce(wall, op=dist.ReduceOp.MAX)  # the slowest rank sets the pace
         res["wall_max_s"] = float(wall.item())
         timed = res["steps_timed"]
@@ -344,7 +323,7 @@ def main(argv: list[str] | None = None) -> int:
         if w is not None:
             w.out.update(info)
     out = w.out if w is not None else {"rank": a.rank, **info}
-    from .result import clean_json
+    from ..record import clean_json
 
     out_file.write_text(json.dumps(clean_json(out), allow_nan=False))
     return code

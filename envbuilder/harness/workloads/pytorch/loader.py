@@ -1,5 +1,5 @@
-"""Input pipeline check (a real DataLoader: JPEG decode + augmentation, workers, pinned memory,
-prefetch) against GPU-resident data, naming the bottleneck; and the ImageFolder reader for --data.
+"""A real DataLoader pipeline (JPEG decode + augmentation, workers, pinned memory, prefetch), the
+input_pipeline step's subject, and the ImageFolder reader for --data.
 """
 
 from __future__ import annotations
@@ -16,12 +16,13 @@ from typing import Any
 import torch
 from torch.utils.data import DataLoader, RandomSampler
 
-from .synthetic import Split
+from .data import Split
 
 try:  # PIL is optional: without it the loader moves raw bytes (and says JPEG was not measured)
     from PIL import Image
 
     HAVE_PIL = True
+    _BILINEAR = getattr(Image, "Resampling", Image).BILINEAR  # Resampling: Pillow >= 9.1
 except ImportError:  # pragma: no cover - depends on the image
     HAVE_PIL = False
 
@@ -73,6 +74,8 @@ class DecodeAugment(torch.utils.data.Dataset[tuple[torch.Tensor, int]]):
         item = self.items[i]
         flip = self.train and bool(torch.rand(1) < 0.5)
         if self.raw_hw is not None:  # no PIL: raw bytes, crop + resize with torch
+            if not isinstance(item, bytes):
+                raise TypeError(f"raw_hw needs the images as bytes, got {type(item).__name__}")
             h, w = self.raw_hw
             t = torch.frombuffer(bytearray(item), dtype=torch.uint8).view(h, w, 3)
             x0, y0, x1, y1 = _crop_box(w, h, self.train)
@@ -84,7 +87,7 @@ class DecodeAugment(torch.utils.data.Dataset[tuple[torch.Tensor, int]]):
             with Image.open(src) as im:
                 img = im.convert("RGB")
             box = _crop_box(img.width, img.height, self.train)
-            img = img.resize((self.size, self.size), Image.BILINEAR, box=box)
+            img = img.resize((self.size, self.size), _BILINEAR, box=box)
             out = torch.frombuffer(bytearray(img.tobytes()), dtype=torch.uint8)
             out = out.view(self.size, self.size, 3).permute(2, 0, 1).contiguous()
         if flip:
@@ -139,36 +142,6 @@ def loader_throughput(it: Iterator[Any], batches: int, batch: int) -> float:
     for _ in range(batches):
         next(it)
     return batch * batches / (time.perf_counter() - t0)
-
-
-def name_bottleneck(
-    loader_only: float, fed: float, resident: float, workers: int, device: str = "cuda"
-) -> tuple[str, dict[str, Any]]:
-    """Which side limits training: compare loader-fed and GPU-resident throughput."""
-    ratio = fed / resident if resident > 0 else 0.0
-    per_worker = loader_only / max(1, workers)
-    need = math.ceil(resident / per_worker) if per_worker > 0 else None
-    facts = {"fed_over_resident": round(ratio, 3), "workers_needed_estimate": need}
-    if ratio >= 0.9:
-        return "none: the input pipeline keeps up with the model", facts
-    if loader_only < 0.9 * resident and fed <= 1.15 * loader_only:
-        return (
-            f"CPU input pipeline (decode + augmentation): {workers} workers give "
-            f"{loader_only:.0f} img/s, the model alone takes {resident:.0f} img/s; about {need} "
-            "workers (or GPU decoding, e.g. DALI/nvJPEG) would be needed",
-            facts,
-        )
-    if device == "cpu":
-        return (
-            "CPU contention: the loader alone is fast enough, but its workers and the model "
-            "share the same cores",
-            facts,
-        )
-    return (
-        "host-to-device transfer or synchronisation: the loader alone is fast enough, "
-        "the loader-fed training is not",
-        facts,
-    )
 
 
 def default_workers() -> int:

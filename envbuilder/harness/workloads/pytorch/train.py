@@ -1,4 +1,5 @@
-"""One training run on GPU-resident (or CPU) synthetic data: timing, memory, learning checks.
+"""One PyTorch training run on GPU-resident (or CPU) synthetic data: timing, memory, learning
+checks; and the helpers the other torch steps share (precision, memory, TF32 flags).
 
 Step times come from CUDA events recorded between steps (no per-step sync), warm-up excluded;
 losses stay on the device until the end, so measuring does not slow what it measures.
@@ -8,91 +9,47 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass, field
+from collections.abc import Callable
 from typing import Any
 
 import torch
 from torch import nn
 
-from .networks import build_model, load_weights
-from .synthetic import NUM_CLASSES, Dataset, Split, normalize
-
-
-@dataclass
-class RunConfig:
-    name: str
-    arch: str = "resnet18"
-    width: int = 64
-    batch: int = 32
-    steps: int = 200
-    warmup: int = 10
-    amp: str | None = None  # "bf16" | "fp16" | None (FP32, TF32 per the framework's flags)
-    channels_last: bool = False
-    compile: bool = False
-    lr: float | None = None  # None: 0.1 x batch/256, clamped to [0.02, 0.2]
-    device: str = "cuda"
-    seed: int = 0
-    max_seconds: float = 120.0  # the timed loop stops early past this (recorded as truncated)
-    weights: str | None = None
-    evaluate: bool = True
-    extra: dict[str, Any] = field(default_factory=dict)
-
-    def learning_rate(self) -> float:
-        if self.lr is not None:
-            return self.lr
-        return min(0.1, max(0.01, 0.1 * self.batch / 256))
-
-    def lr_warmup_steps(self) -> int:
-        """Linear learning-rate warm-up: short runs from scratch must not blow up early."""
-        return max(1, min(20, self.steps // 4))
-
-
-def step_stats(times_s: list[float]) -> dict[str, float]:
-    """mean/p50/p95/min/max of step times in milliseconds (nearest-rank percentiles)."""
-    if not times_s:
-        return {}
-    xs = sorted(times_s)
-
-    def pct(p: float) -> float:
-        return xs[min(len(xs) - 1, max(0, math.ceil(p / 100 * len(xs)) - 1))] * 1000
-
-    return {
-        "mean_ms": sum(xs) / len(xs) * 1000,
-        "p50_ms": pct(50),
-        "p95_ms": pct(95),
-        "min_ms": xs[0] * 1000,
-        "max_ms": xs[-1] * 1000,
-    }
-
-
-def check_losses(losses: list[float], loss_drop_min: float) -> list[str]:
-    """Problems with a loss curve: non-finite values, or no fall (last tenth vs first tenth)."""
-    for i, v in enumerate(losses):
-        if not math.isfinite(v):
-            return [f"non-finite loss ({v}) at step {i}"]
-    if len(losses) < 4:
-        return [f"too few steps ({len(losses)}) to judge the loss"]
-    k = max(2, len(losses) // 10)
-    first, last = sum(losses[:k]) / k, sum(losses[-k:]) / k
-    if last > (1 - loss_drop_min) * first:
-        return [
-            f"loss did not fall: mean of last {k} steps {last:.4f} > "
-            f"{1 - loss_drop_min:.2f} x first {k} steps {first:.4f}"
-        ]
-    return []
+from ..config import RunConfig
+from ..measure import check_losses, downsample, step_stats
+from .data import NUM_CLASSES, Dataset, Split, normalize
+from .models import build_model, load_weights, memory_format, place
 
 
 def grad_scaler(cfg: RunConfig) -> Any:
     """A GradScaler for fp16 on CUDA (torch.amp's, or torch.cuda.amp's before torch 2.3)."""
-    if not (cfg.device.startswith("cuda") and cfg.amp == "fp16"):
+    if not (cfg.cuda and cfg.amp == "fp16"):
         return None
     if hasattr(torch, "amp") and hasattr(torch.amp, "GradScaler"):
         return torch.amp.GradScaler("cuda")
-    return torch.cuda.amp.GradScaler()
+    return torch.cuda.amp.GradScaler()  # torch < 2.3
 
 
 def amp_dtype(amp: str | None) -> torch.dtype | None:
     return {"bf16": torch.bfloat16, "fp16": torch.float16}.get(amp or "")
+
+
+def tf32_flags() -> dict[str, Any]:
+    """Which FP32 paths run in TF32 (cuDNN's is on by default, so "FP32" convolutions are TF32)."""
+    flags: dict[str, Any] = {"float32_matmul_precision": torch.get_float32_matmul_precision()}
+    backends: tuple[tuple[str, Any], ...] = (
+        ("matmul", torch.backends.cuda.matmul),
+        ("cudnn", torch.backends.cudnn),
+    )
+    for label, obj in backends:
+        try:
+            flags[f"{label}_allow_tf32"] = bool(obj.allow_tf32)
+        except Exception as e:  # newer torch: fp32_precision API
+            flags[f"{label}_allow_tf32"] = f"unknown ({type(e).__name__})"
+        prec = getattr(obj, "fp32_precision", None)
+        if isinstance(prec, str):
+            flags[f"{label}_fp32_precision"] = prec
+    return flags
 
 
 def evaluate(model: nn.Module, split: Split, cfg: RunConfig, batch: int = 256) -> tuple[float, float]:
@@ -101,7 +58,7 @@ def evaluate(model: nn.Module, split: Split, cfg: RunConfig, batch: int = 256) -
     model.eval()
     dt = amp_dtype(cfg.amp)
     correct, loss_sum = 0, 0.0
-    fmt = torch.channels_last if cfg.channels_last else torch.contiguous_format
+    fmt = memory_format(cfg.channels_last)
     with torch.no_grad():
         for s in range(0, len(split), batch):
             x = normalize(split.images[s : s + batch]).contiguous(memory_format=fmt)
@@ -137,6 +94,11 @@ def free_device_memory() -> None:
         torch.cuda.reset_peak_memory_stats()
 
 
+def event_seconds(start: torch.cuda.Event, end: torch.cuda.Event) -> float:
+    """Seconds between two recorded CUDA events."""
+    return float(start.elapsed_time(end)) / 1000
+
+
 def train_run(
     cfg: RunConfig, data: Dataset, *, loss_drop_min: float, accuracy_margin: float
 ) -> tuple[dict[str, Any], list[str]]:
@@ -144,30 +106,30 @@ def train_run(
 
     Exceptions (OOM, compile errors outside the first step, driver errors) propagate.
     """
-    cuda = cfg.device.startswith("cuda")
+    cuda = cfg.cuda
     torch.manual_seed(cfg.seed)
     if cuda:
         free_device_memory()
     model, info = build_model(cfg.arch, NUM_CLASSES, width=cfg.width)
-    metrics: dict[str, Any] = {"model": info, "config": _config_json(cfg)}
+    metrics: dict[str, Any] = {"model": info, "config": cfg.to_json()}
     metrics["config"]["image_size"] = data.size
     if cfg.weights:
         metrics["weights"] = load_weights(model, cfg.weights)
-    fmt = torch.channels_last if cfg.channels_last else torch.contiguous_format
-    model = model.to(cfg.device, memory_format=fmt)
+    fmt = memory_format(cfg.channels_last)
+    model = place(model, cfg.device, cfg.channels_last)
     opt = torch.optim.SGD(model.parameters(), lr=cfg.learning_rate(), momentum=0.9, weight_decay=5e-5)
     warm_lr = cfg.lr_warmup_steps()
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda i: min(1.0, (i + 1) / warm_lr))
     dt = amp_dtype(cfg.amp)
     scaler = grad_scaler(cfg)
-    runner: Any = model
+    runner: Callable[[torch.Tensor], torch.Tensor] = model
     if cfg.compile:
         runner = torch.compile(model)
     n_train = len(data.train)
     gen = torch.Generator(device=cfg.device).manual_seed(cfg.seed + 17)
     losses = torch.zeros(cfg.steps, device=cfg.device)
 
-    def one_step(i: int, fn: Any) -> None:
+    def one_step(i: int, fn: Callable[[torch.Tensor], torch.Tensor]) -> None:
         idx = torch.randint(0, n_train, (cfg.batch,), generator=gen, device=cfg.device)
         x = normalize(data.train.images[idx]).contiguous(memory_format=fmt)
         y = data.train.labels[idx]
@@ -207,14 +169,17 @@ def train_run(
     for i in range(1, warm):
         one_step(i, runner)
     sync()
-    # Timed loop.
-    marks: list[Any] = []
+    # Timed loop: CUDA events between steps on the GPU (no sync), wall clock on the CPU.
+    events: list[torch.cuda.Event] = []
+    stamps: list[float] = []
     wall0 = time.perf_counter()
     done = warm
     for i in range(warm, cfg.steps):
-        marks.append(torch.cuda.Event(enable_timing=True) if cuda else time.perf_counter())
         if cuda:
-            marks[-1].record()
+            events.append(torch.cuda.Event(enable_timing=True))
+            events[-1].record()
+        else:
+            stamps.append(time.perf_counter())
         one_step(i, runner)
         done = i + 1
         if time.perf_counter() - wall0 > cfg.max_seconds:
@@ -223,11 +188,11 @@ def train_run(
         end = torch.cuda.Event(enable_timing=True)
         end.record()
         end.synchronize()
-        marks.append(end)
-        times = [marks[j].elapsed_time(marks[j + 1]) / 1000 for j in range(len(marks) - 1)]
+        events.append(end)
+        times = [event_seconds(events[j], events[j + 1]) for j in range(len(events) - 1)]
     else:
-        marks.append(time.perf_counter())
-        times = [marks[j + 1] - marks[j] for j in range(len(marks) - 1)]
+        stamps.append(time.perf_counter())
+        times = [stamps[j + 1] - stamps[j] for j in range(len(stamps) - 1)]
     wall = time.perf_counter() - wall0
     timed = done - warm
     metrics.update(
@@ -242,7 +207,7 @@ def train_run(
     loss_list = [float(v) for v in losses[:done].cpu()]
     metrics["loss_first"] = loss_list[0]
     metrics["loss_last"] = loss_list[-1]
-    metrics["loss_curve"] = loss_list[:: max(1, len(loss_list) // 20)]
+    metrics["loss_curve"] = downsample(loss_list)
     problems = check_losses(loss_list, loss_drop_min)
     if not all(math.isfinite(float(p.detach().float().sum())) for p in model.parameters()):
         problems.append("non-finite parameters after training")
@@ -260,18 +225,26 @@ def train_run(
     return metrics, problems  # the caller frees device memory (locals are gone by then)
 
 
-def _config_json(cfg: RunConfig) -> dict[str, Any]:
-    return {
-        "arch": cfg.arch,
-        "width": cfg.width,
-        "batch": cfg.batch,
-        "steps": cfg.steps,
-        "warmup_steps": cfg.warmup,
-        "precision": cfg.amp or "fp32",
-        "channels_last": cfg.channels_last,
-        "compile": cfg.compile,
-        "lr": cfg.learning_rate(),
-        "optimizer": "SGD(momentum=0.9, weight_decay=5e-5), linear lr warm-up",
-        "lr_warmup_steps": cfg.lr_warmup_steps(),
-        **cfg.extra,
-    }
+class SyntheticTrainer:
+    """A fresh ResNet-18 (mixed precision, channels_last) with SGD on the GPU, and `step(batch)`:
+    one training step on a random batch of the synthetic set already on the GPU (no loader in the
+    way). The batch ramp and the telemetry overhead A/B both train with it."""
+
+    def __init__(self, data: Dataset, amp: str) -> None:
+        self.train = data.train
+        self.model = place(build_model("resnet18", NUM_CLASSES)[0], "cuda", channels_last=True)
+        self.opt = torch.optim.SGD(self.model.parameters(), lr=0.01, momentum=0.9)
+        self.dtype = amp_dtype(amp)
+
+    def step(self, b: int) -> None:
+        idx = torch.randint(0, len(self.train), (b,), device="cuda")
+        x = normalize(self.train.images[idx]).contiguous(memory_format=torch.channels_last)
+        with torch.autocast("cuda", dtype=self.dtype):
+            loss = nn.functional.cross_entropy(self.model(x), self.train.labels[idx])
+        self.opt.zero_grad(set_to_none=True)
+        loss.backward()
+        self.opt.step()
+
+    def drop_grads(self) -> None:
+        """After an OOM: let go of the gradients so the memory can be freed."""
+        self.opt.zero_grad(set_to_none=True)

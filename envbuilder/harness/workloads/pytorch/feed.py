@@ -12,21 +12,23 @@ from typing import Any
 import torch
 from torch import nn
 
-from .networks import build_model, load_weights
-from .pipeline import HAVE_PIL, DecodeAugment, default_workers, make_loader, scan_image_folder
-from .synthetic import NUM_CLASSES, Dataset, normalize
-from .train import RunConfig, amp_dtype, check_losses, free_device_memory, grad_scaler
+from ..config import RunConfig
+from ..measure import check_losses, downsample
+from .data import NUM_CLASSES, Dataset, normalize
+from .loader import HAVE_PIL, DecodeAugment, default_workers, make_loader, scan_image_folder
+from .models import build_model, load_weights, memory_format, place
+from .train import amp_dtype, free_device_memory, grad_scaler
 
 
 class _Trainer:
     """A model, its optimiser and one step on a uint8 batch already on the device."""
 
     def __init__(self, arch: str, classes: int, cfg: RunConfig, weights: str | None = None):
-        self.cfg, self.cuda = cfg, cfg.device.startswith("cuda")
+        self.cfg, self.cuda = cfg, cfg.cuda
         model, self.info = build_model(arch, classes, width=cfg.width)
         self.weights = load_weights(model, weights) if weights else None
-        self.fmt = torch.channels_last if cfg.channels_last else torch.contiguous_format
-        self.model = model.to(cfg.device, memory_format=self.fmt)
+        self.fmt = memory_format(cfg.channels_last)
+        self.model = place(model, cfg.device, cfg.channels_last)
         self.opt = torch.optim.SGD(
             self.model.parameters(), lr=cfg.learning_rate(), momentum=0.9, weight_decay=5e-5
         )
@@ -147,7 +149,7 @@ def real_data_run(
         "images_per_s": batch * steps / train_s,
         "loss_first": loss_list[0],
         "loss_last": loss_list[-1],
-        "loss_curve": loss_list[:: max(1, len(loss_list) // 20)],
+        "loss_curve": downsample(loss_list),
         "val_accuracy": acc,
         "chance": chance,
     }

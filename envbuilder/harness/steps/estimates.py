@@ -1,0 +1,17 @@
+"""How long each GPU step is expected to take: the budget skips a step whose estimate exceeds what
+is left, with that as its reason."""
+
+# Seconds each step is expected to take on an H200 (measured anchors + margin): a step whose
+# estimate exceeds what is left of the budget is skipped, with that as its reason.
+ESTIMATE = {
+    "fp32": 15,
+    "amp": 8,
+    "bs64": 8,
+    "ramp": 30,  # the most it may take; it gets what the steps after it leave
+    "rn18_eager": 8,
+    "rn50_eager": 15,
+    "rn50_compiled": 70,  # cold Inductor compile 58-63 s (perf-anchors 1c)
+    "rn18_compiled": 30,  # cold compile 21 s (perf-anchors 2)
+    "overhead": 24,
+    "pipeline": 12,
+}

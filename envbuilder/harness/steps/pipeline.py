@@ -1,0 +1,109 @@
+"""The input_pipeline step: the same model fed by a real DataLoader (decode + augmentation on the
+CPU) vs from GPU-resident data, and the bottleneck named from the three throughputs."""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import TYPE_CHECKING, Any
+
+from ..record import Step, StepSkipped, log
+from ..session import Session
+from ..workloads.config import RunConfig
+
+if TYPE_CHECKING:
+    from ..workloads.pytorch.data import Dataset
+
+
+def input_pipeline_step(
+    s: Session, data: Dataset | None, cfg: RunConfig, *, src_size: int, n_images: int, batches: int
+) -> None:
+    with s.rec.step("input_pipeline") as st:
+        if data is None:
+            raise StepSkipped("no dataset (the dataset step did not pass)")
+        s.need(12 if s.cuda else 8)
+        with s.window(st):
+            _measure(s, st, data, cfg, src_size=src_size, n=n_images, batches=batches)
+
+
+def _measure(
+    s: Session, st: Step, data: Dataset, cfg: RunConfig, *, src_size: int, n: int, batches: int
+) -> None:
+    from ..workloads.pytorch.data import render
+    from ..workloads.pytorch.feed import FeedBench
+    from ..workloads.pytorch.loader import (
+        DecodeAugment,
+        default_workers,
+        encode_split,
+        loader_throughput,
+        make_loader,
+    )
+
+    workers = s.opts.workers or default_workers()
+    blobs, labels, codec = encode_split(render(n, src_size, s.opts.seed + 5))
+    raw_hw = None if codec == "jpeg" else (src_size, src_size)
+    ds = DecodeAugment(blobs, labels, data.size, train=True, raw_hw=raw_hw)
+    st.metrics.update(
+        codec=codec,
+        source_image=f"{src_size}x{src_size}",
+        mean_encoded_kib=round(sum(map(len, blobs)) / len(blobs) / 1024, 1),
+        workers=workers,
+        pin_memory=s.cuda,
+        prefetch_factor=4,
+        batch=cfg.batch,
+        model=cfg.arch,
+        precision=cfg.amp or "fp32",
+        augmentation="RandomResizedCrop(0.08-1, 3/4-4/3) + horizontal flip",
+    )
+    if codec != "jpeg":
+        st.warnings.append("PIL is not installed: raw bytes were loaded, JPEG decode not measured")
+    bench = FeedBench(cfg)
+    resident = bench.resident(data, batches)  # before any worker competes for the CPU
+    loader = make_loader(ds, cfg.batch, workers, pin=s.cuda)
+    it = iter(loader)
+    t0 = time.perf_counter()
+    next(it)  # worker start-up, excluded
+    st.metrics["first_batch_s"] = time.perf_counter() - t0
+    loader_only = loader_throughput(it, batches, cfg.batch)
+    fed = bench.fed(it, batches)
+    del it, loader, bench
+    s.free()
+    verdict, facts = name_bottleneck(loader_only, fed, resident, workers, s.device)
+    st.metrics.update(
+        loader_only_img_s=loader_only,
+        loader_fed_img_s=fed,
+        resident_img_s=resident,
+        bottleneck=verdict,
+        **facts,
+    )
+    log(f"input pipeline: loader {loader_only:.0f}, fed {fed:.0f}, resident {resident:.0f}")
+
+
+def name_bottleneck(
+    loader_only: float, fed: float, resident: float, workers: int, device: str = "cuda"
+) -> tuple[str, dict[str, Any]]:
+    """Which side limits training: compare loader-fed and GPU-resident throughput."""
+    ratio = fed / resident if resident > 0 else 0.0
+    per_worker = loader_only / max(1, workers)
+    need = math.ceil(resident / per_worker) if per_worker > 0 else None
+    facts = {"fed_over_resident": round(ratio, 3), "workers_needed_estimate": need}
+    if ratio >= 0.9:
+        return "none: the input pipeline keeps up with the model", facts
+    if loader_only < 0.9 * resident and fed <= 1.15 * loader_only:
+        return (
+            f"CPU input pipeline (decode + augmentation): {workers} workers give "
+            f"{loader_only:.0f} img/s, the model alone takes {resident:.0f} img/s; about {need} "
+            "workers (or GPU decoding, e.g. DALI/nvJPEG) would be needed",
+            facts,
+        )
+    if device == "cpu":
+        return (
+            "CPU contention: the loader alone is fast enough, but its workers and the model "
+            "share the same cores",
+            facts,
+        )
+    return (
+        "host-to-device transfer or synchronisation: the loader alone is fast enough, "
+        "the loader-fed training is not",
+        facts,
+    )

@@ -1,0 +1,60 @@
+"""The dataset step and the training-run steps (a run as a step: metrics, telemetry window,
+learning checks), shared by the CPU and GPU paths."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import TYPE_CHECKING
+
+from ..record import Step, StepFailed, StepSkipped, log
+from ..session import Session
+from ..workloads.config import RunConfig
+
+if TYPE_CHECKING:
+    from ..workloads.pytorch.data import Dataset
+
+
+def dataset_step(s: Session, size: int, n_train: int, n_eval: int) -> Dataset | None:
+    """The synthetic 5-class set rendered on the session's device; None when the step failed."""
+    from ..workloads.pytorch.data import make_dataset
+
+    data = None
+    with s.rec.step("dataset") as st:
+        data = make_dataset(size, n_train, n_eval, seed=s.opts.seed, device=s.device)
+        st.metrics.update(data.describe())
+    return data if s.rec.last().status == "pass" else None
+
+
+def train_step(s: Session, data: Dataset | None, name: str, cfg: RunConfig, *, estimate: float) -> Step:
+    """One training run as the step `name`: metrics, telemetry window, learning checks."""
+    from ..workloads.pytorch.train import train_run
+
+    with s.rec.step(name) as st:
+        if data is None:
+            raise StepSkipped("no dataset (the dataset step did not pass)")
+        s.need(estimate)
+        cfg = dataclasses.replace(
+            cfg, name=name, max_seconds=max(5.0, min(cfg.max_seconds, s.remaining() - 5))
+        )
+        try:
+            with s.window(st):
+                metrics, problems = train_run(
+                    cfg,
+                    data,
+                    loss_drop_min=s.threshold("loss_drop_min"),
+                    accuracy_margin=s.threshold("accuracy_margin_over_chance"),
+                )
+        finally:
+            s.free()
+        st.metrics.update(metrics)
+        if metrics.get("truncated"):
+            st.warnings.append(f"stopped at {metrics['steps_done']} steps (time cap)")
+        if metrics.get("compile_fallback"):
+            st.warnings.append(f"torch.compile failed, ran eager: {metrics['compile_fallback']}")
+        log(
+            f"{name}: {metrics.get('images_per_s', 0):.0f} img/s, "
+            f"val acc {metrics.get('val_accuracy', float('nan')):.3f}"
+        )
+        if problems:
+            raise StepFailed("; ".join(problems))
+    return s.rec.last()

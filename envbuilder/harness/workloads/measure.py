@@ -1,0 +1,47 @@
+"""What every training loop reports and is judged by, whatever the framework: step-time
+statistics and the learning checks on the loss curve."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+
+def step_stats(times_s: Sequence[float]) -> dict[str, float]:
+    """mean/p50/p95/min/max of step times in milliseconds (nearest-rank percentiles)."""
+    if not times_s:
+        return {}
+    xs = sorted(times_s)
+
+    def pct(p: float) -> float:
+        return xs[min(len(xs) - 1, max(0, math.ceil(p / 100 * len(xs)) - 1))] * 1000
+
+    return {
+        "mean_ms": sum(xs) / len(xs) * 1000,
+        "p50_ms": pct(50),
+        "p95_ms": pct(95),
+        "min_ms": xs[0] * 1000,
+        "max_ms": xs[-1] * 1000,
+    }
+
+
+def check_losses(losses: Sequence[float], loss_drop_min: float) -> list[str]:
+    """Problems with a loss curve: non-finite values, or no fall (last tenth vs first tenth)."""
+    for i, v in enumerate(losses):
+        if not math.isfinite(v):
+            return [f"non-finite loss ({v}) at step {i}"]
+    if len(losses) < 4:
+        return [f"too few steps ({len(losses)}) to judge the loss"]
+    k = max(2, len(losses) // 10)
+    first, last = sum(losses[:k]) / k, sum(losses[-k:]) / k
+    if last > (1 - loss_drop_min) * first:
+        return [
+            f"loss did not fall: mean of last {k} steps {last:.4f} > "
+            f"{1 - loss_drop_min:.2f} x first {k} steps {first:.4f}"
+        ]
+    return []
+
+
+def downsample(values: Sequence[float], points: int = 20) -> list[float]:
+    """Every n-th value, about `points` of them: the result's loss curves."""
+    return list(values[:: max(1, len(values) // points)])
