@@ -20,7 +20,6 @@ from pathlib import Path
 from typing import Any, Literal, Union, get_args, get_origin
 
 from envbuilder import resources
-from envbuilder.atomic import write_text_atomic
 from envbuilder.matrix.model import Matrix
 
 _FORMAT = 1  # bump when the JSON layout below changes
@@ -60,6 +59,8 @@ def read_compiled(path: Path, key: str) -> Matrix | None:
 def write_compiled(path: Path, key: str, matrix: Matrix) -> None:
     """Store `matrix` for `key` (atomically) and drop older entries. Best effort: a cache folder
     that cannot be written only means the next command parses the YAML again."""
+    from envbuilder.atomic import write_text_atomic  # only a miss writes (tempfile is slow to import)
+
     text = json.dumps({"key": key, "matrix": dataclasses.asdict(matrix)}, separators=(",", ":"))
     with contextlib.suppress(OSError):
         path.parent.mkdir(parents=True, exist_ok=True)

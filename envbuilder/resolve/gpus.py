@@ -34,8 +34,7 @@ class GpuMatch:
 
 
 @dataclass(frozen=True, slots=True)
-class _Index:
-    exact: dict[str, tuple[GpuModel, str]]  # " ".join(name.split()).casefold() -> (model, name)
+class _Words:
     joined: dict[str, frozenset[str]]  # words without fillers, joined -> model names
     words: tuple[tuple[frozenset[str], str], ...]  # (words of one name, model name)
     by_name: dict[str, GpuModel]
@@ -48,20 +47,31 @@ def _words(name: str) -> tuple[str, ...]:
     return tuple(w for w in _WORD.findall(text) if w not in _FILLER)
 
 
+def _key(name: str) -> str:
+    return " ".join(name.split()).casefold()
+
+
 @functools.lru_cache(maxsize=4)
-def _index(models: tuple[GpuModel, ...]) -> _Index:
+def _exact_index(models: tuple[GpuModel, ...]) -> dict[str, tuple[GpuModel, str]]:
+    """Step 1's index (cheap; NVML's own names, the common case, stop here)."""
     exact: dict[str, tuple[GpuModel, str]] = {}
+    for m in models:
+        for n in (m.name, *m.nvml_names, *m.aliases):
+            exact[_key(n)] = (m, n if n in m.nvml_names else m.name)  # an alias shows as the model
+    return exact
+
+
+@functools.lru_cache(maxsize=4)
+def _word_index(models: tuple[GpuModel, ...]) -> _Words:
+    """Steps 2 and 3's index."""
     joined: dict[str, set[str]] = {}
     words: list[tuple[frozenset[str], str]] = []
     for m in models:
         for n in (m.name, *m.nvml_names, *m.aliases):
-            shown = n if n in m.nvml_names else m.name  # an alias shows as the model's name
-            exact[" ".join(n.split()).casefold()] = (m, shown)
             w = _words(n)
             joined.setdefault("".join(w), set()).add(m.name)
             words.append((frozenset(w), m.name))
-    return _Index(
-        exact=exact,
+    return _Words(
         joined={k: frozenset(v) for k, v in joined.items()},
         words=tuple(words),
         by_name={m.name: m for m in models},
@@ -88,13 +98,13 @@ def lookup_gpu(matrix: Matrix, name: str) -> GpuMatch:
 def find_gpu(matrix: Matrix, name: str) -> GpuMatch | None:
     """`lookup_gpu` that answers None when no model fits. Raises UsageError listing the
     candidates when several do."""
-    index = _index(matrix.gpus.models)
-    hit = index.exact.get(" ".join(name.split()).casefold())
+    hit = _exact_index(matrix.gpus.models).get(_key(name))
     if hit is not None:
         return GpuMatch(model=hit[0], name=hit[1])
     wanted = _words(name)
     if not wanted:
         return None
+    index = _word_index(matrix.gpus.models)
     for fits in (
         index.joined.get("".join(wanted), frozenset()),
         frozenset(model for words, model in index.words if set(wanted) <= words),
