@@ -10,7 +10,7 @@ from typing import Any
 from envbuilder.errors import UsageError
 from envbuilder.matrix import FRAMEWORKS, framework
 from envbuilder.matrix.model import BaseImage, CudaRelease, FrameworkRelease, GpuModel, Matrix
-from envbuilder.versions import parse_specifier, version_matches
+from envbuilder.versions import major, parse_specifier, version_matches
 
 KINDS = ("gpus", *FRAMEWORKS, "cuda", "images")
 _FILES = {"gpus": "gpus.yaml", "cuda": "cuda.yaml", "images": "base_images.yaml"}
@@ -52,7 +52,7 @@ def list_facts(m: Matrix, kind: str) -> Listing:
         headers = ("CUDA", "RELEASE", "TOOLKIT DRIVER", "MVC FLOOR", "ARCHS")
         floors = {c.major: c.mvc_min_driver for c in m.cuda.majors}
         rows = [
-            (r.version, r.label, r.min_driver, floors[int(r.version.split(".")[0])], " ".join(r.archs))
+            (r.version, r.label, r.min_driver, floors[major(r.version)], " ".join(r.archs))
             for r in m.cuda.releases
         ]
         items = [cuda_record(m, r) for r in m.cuda.releases]
@@ -110,8 +110,8 @@ def gpu_record(g: GpuModel) -> dict[str, Any]:
 
 
 def cuda_record(m: Matrix, r: CudaRelease) -> dict[str, Any]:
-    major = next(c for c in m.cuda.majors if c.major == int(r.version.split(".")[0]))
-    return {"record": "cuda", **dataclasses.asdict(r), "mvc": dataclasses.asdict(major)}
+    mvc = next(c for c in m.cuda.majors if c.major == major(r.version))
+    return {"record": "cuda", **dataclasses.asdict(r), "mvc": dataclasses.asdict(mvc)}
 
 
 def image_record(b: BaseImage) -> dict[str, Any]:
