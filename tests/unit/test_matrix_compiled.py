@@ -60,6 +60,7 @@ def test_a_hit_does_not_read_the_yaml(fresh: Path, monkeypatch: pytest.MonkeyPat
         lambda text: text.replace('"key":"', '"key":"0', 1),  # another key
         lambda text: text.replace('"cc":"9.0"', '"cc":9.0', 1),  # a number where a string goes
         lambda text: text.replace('"models":[', '"modelz":[', 1),  # a shape the code does not have
+        lambda text: text.replace('{"$":0}', '{"$":999999}', 1),  # a reference past the shared table
         lambda text: "not json",
     ],
 )
@@ -75,6 +76,18 @@ def test_a_damaged_entry_is_ignored_and_rebuilt(fresh: Path, damage: object) -> 
     assert matrix_pkg.load_matrix() == expected
     key = compiled.matrix_key(resources.matrices_dir())
     assert compiled.read_compiled(entry, key) == expected  # rewritten whole
+
+
+def test_repeated_tuples_are_stored_once(fresh: Path) -> None:
+    built = matrix_pkg.load_matrix()
+    (entry,) = fresh.glob("*.json")
+    doc = json.loads(entry.read_text())
+    rules = {b.require_rules for b in built.base_images if b.require_rules}
+    assert len(doc["shared"]) >= len(rules) > 1  # each image's exemptions are one shared entry
+    again = compiled.read_compiled(entry, doc["key"])
+    assert again is not None
+    by_rules = [b for b in again.base_images if b.require_rules == again.base_images[0].require_rules]
+    assert len(by_rules) > 1 and all(b.require_rules is by_rules[0].require_rules for b in by_rules)
 
 
 def test_a_changed_fact_changes_the_key(tmp_path: Path) -> None:
