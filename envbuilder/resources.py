@@ -1,15 +1,17 @@
-"""Locates envbuilder's data folders (matrices/, templates/, images/) in a checkout or a wheel,
-and the user's cache folder."""
+"""Where envbuilder's folders are: the data it ships (matrices/, templates/, images/, the harness), in a
+checkout or a wheel, the user's data folder (the certificate store, run logs, telemetry) and the
+user's cache folder (what can be rebuilt at any time)."""
 
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
 
 _PACKAGE_DIR = Path(__file__).resolve().parent
 
 
-def data_dir(name: str) -> Path:
+def shipped_dir(name: str) -> Path:
     """The folder `name` (matrices, templates or images): the checkout's top-level folder when
     running from a source tree or editable install, else the copy packed into the wheel."""
     in_checkout = _PACKAGE_DIR.parent / name
@@ -19,15 +21,15 @@ def data_dir(name: str) -> Path:
 
 
 def matrices_dir() -> Path:
-    return data_dir("matrices")
+    return shipped_dir("matrices")
 
 
 def templates_dir() -> Path:
-    return data_dir("templates")
+    return shipped_dir("templates")
 
 
 def images_dir() -> Path:
-    return data_dir("images")
+    return shipped_dir("images")
 
 
 def harness_dir() -> Path:
@@ -41,4 +43,14 @@ def cache_dir() -> Path:
     if os.environ.get("ENVBUILDER_CACHE_DIR"):
         return Path(os.environ["ENVBUILDER_CACHE_DIR"])
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "envbuilder"
+
+
+def user_data_dir(env: Mapping[str, str] | None = None) -> Path:
+    """The user's envbuilder folder: ENVBUILDER_DATA_DIR, else $XDG_DATA_HOME/envbuilder, else
+    ~/.local/share/envbuilder."""
+    env = os.environ if env is None else env
+    if env.get("ENVBUILDER_DATA_DIR"):
+        return Path(env["ENVBUILDER_DATA_DIR"])
+    base = env.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
     return Path(base) / "envbuilder"

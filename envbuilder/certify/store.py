@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import builtins
 import contextlib
-import os
 import sqlite3
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -23,6 +22,7 @@ from pathlib import Path
 from envbuilder.atomic import write_text_atomic
 from envbuilder.certify.certificate import Certificate, require_valid, verify_certificate
 from envbuilder.errors import CertificateRefusedError, EnvbuilderError, UsageError
+from envbuilder.resources import user_data_dir
 
 DB_NAME = "certs.sqlite"
 BUSY_TIMEOUT_MS = 30_000
@@ -69,15 +69,6 @@ class StoreError(EnvbuilderError):
     exit_code = 1
 
 
-def data_dir(env: dict[str, str] | None = None) -> Path:
-    """ENVBUILDER_DATA_DIR, else $XDG_DATA_HOME/envbuilder, else ~/.local/share/envbuilder."""
-    env = dict(os.environ) if env is None else env
-    if env.get("ENVBUILDER_DATA_DIR"):
-        return Path(env["ENVBUILDER_DATA_DIR"])
-    base = env.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
-    return Path(base) / "envbuilder"
-
-
 @dataclass(frozen=True, slots=True, kw_only=True)
 class StoredCert:
     """One row as listed: enough for a table, without parsing the body."""
@@ -105,11 +96,11 @@ class CachedAttestation:
 
 
 class CertStore:
-    """The store at `path` (default: data_dir()/certs.sqlite). Methods raise StoreError when the
-    file cannot be used; reads raise CertificateRefusedError for a tampered row."""
+    """The store at `path` (default: resources.user_data_dir()/certs.sqlite). Methods raise
+    StoreError when the file cannot be used; reads raise CertificateRefusedError for a tampered row."""
 
     def __init__(self, path: Path | None = None) -> None:
-        self.path = Path(path) if path is not None else data_dir() / DB_NAME
+        self.path = Path(path) if path is not None else user_data_dir() / DB_NAME
         self._after_insert: Callable[[], None] | None = None  # tests: crash between statements
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -379,6 +370,21 @@ def write_atomic(path: Path, text: str) -> None:
         write_text_atomic(path, text)
     except OSError as exc:
         raise StoreError(f"cannot write {path}: {exc}") from exc
+
+
+def load_certificate(arg: str, store: CertStore | None = None) -> Certificate:
+    """A certificate from a JSON file (`arg` is a path that exists; not verified, so a report can
+    show what is wrong with it) or from the store (an id or a unique prefix; verified). Raises
+    UsageError (unknown id, unreadable file), CertificateRefusedError (not a certificate; a
+    tampered stored row), StoreError."""
+    path = Path(arg)
+    if path.is_file():
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise UsageError(f"cannot read {path}: {exc}") from exc
+        return Certificate.from_json(text, where=str(path))
+    return (store or CertStore()).get(arg)
 
 
 def certificate_summary(cert: Certificate) -> dict[str, object]:

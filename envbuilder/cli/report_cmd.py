@@ -33,19 +33,16 @@ def report(
     Exit codes: 0 written; 2 bad arguments or an unknown id; 12 not a certificate, or a tampered
     stored one. A certificate FILE that fails verification is still shown, with the failure in red.
     """
-    from envbuilder.report.report import (
-        build_report,
-        format_terminal,
-        load_certificate,
-        render_html,
-        write_html,
-    )
+    from envbuilder.certify.store import load_certificate
+    from envbuilder.report.html import render_html, write_html
+    from envbuilder.report.model import build_report
+    from envbuilder.report.terminal import format_terminal
 
     if compare and len(certs) != 2:
         raise UsageError("--compare needs exactly two certificates", hint="envbuilder report --compare A B")
     if not compare and len(certs) != 1:
         raise UsageError("give one certificate (or --compare A B)", hint="envbuilder report CERT_ID_OR_FILE")
-    reports = [build_report(load_certificate(c)) for c in certs]
+    reports = [build_report(load_certificate(c).data) for c in certs]
     for r, arg in zip(reports, certs, strict=True):
         if r.integrity:
             click.echo(f"warning: {arg} failed verification: {'; '.join(r.integrity)}", err=True)

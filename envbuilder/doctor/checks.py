@@ -1,7 +1,7 @@
 """`envbuilder doctor`: probes the host, Docker and the current Python's frameworks, and turns what
 it finds into one ok/warn/fail check each, with the fix for every warn and fail.
 
-`diagnose` is pure (facts in, checks out); `run_doctor` gathers the facts through injectable probes.
+`assess_host` is pure (facts in, checks out); `run_doctor` gathers the facts through injectable probes.
 """
 
 from __future__ import annotations
@@ -172,7 +172,7 @@ class DoctorInputs:
 
 
 def run_doctor(inputs: DoctorInputs | None = None) -> DoctorReport:
-    """Gather every fact and diagnose. Never raises for what it finds: see `exit_error`."""
+    """Gather every fact and assess it (assess_host). Never raises for what it finds: see `exit_error`."""
     i = inputs or DoctorInputs()
     i.progress("probing GPUs and driver (NVML, nvidia-smi, /proc)")
     host = probe_host(nvml=i.nvml, run=i.run, root=i.root)
@@ -198,7 +198,7 @@ def run_doctor(inputs: DoctorInputs | None = None) -> DoctorReport:
     if len(host.gpus) >= 2:
         i.progress("reading the GPU interconnect (nvidia-smi topo -m), /dev/shm and NCCL settings")
         multi = collectives.gather(len(host.gpus), run=i.run, root=i.root, env=i.env)
-    return diagnose(
+    return assess_host(
         host=host,
         docker=docker,
         tools=tools,
@@ -308,7 +308,7 @@ def _framework_checks(b: FrameworkBuild, host: HostReport, matrix: Matrix | None
     return out
 
 
-def diagnose(
+def assess_host(
     *,
     host: HostReport,
     docker: DockerState,

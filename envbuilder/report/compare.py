@@ -14,7 +14,9 @@ from markupsafe import Markup
 
 from envbuilder import __version__
 from envbuilder.report.charts import PALETTE, Chart, Line, Segment, render_chart
-from envbuilder.report.report import DASH, Report, fmt, jinja_env
+from envbuilder.report.html import jinja_env
+from envbuilder.report.model import DASH, Report
+from envbuilder.report.terminal import fmt
 from envbuilder.tables import table
 
 TOLERANCE = 0.05  # relative difference below which two measurements count as the same

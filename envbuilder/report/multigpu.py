@@ -1,5 +1,5 @@
 """The multi-GPU part of a certificate's report: the harness's `multi_gpu` section as a summary, a
-bus-bandwidth table and an SVG chart of busbw against message size (report.py lays them out).
+bus-bandwidth table and an SVG chart of busbw against message size (terminal.py and html.py lay them out).
 
 `multi_gpu_view` is pure and never raises on a malformed section: a missing field shows as '-'.
 """

@@ -1,16 +1,12 @@
-"""The time-axis charts of a certificate's HTML report (report.py): step time per run from the
+"""The time-axis charts of a certificate's HTML report (html.py): step time per run from the
 step windows, and GPU memory, utilization, power, temperature and clock events from the telemetry.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from envbuilder.harness.telemetry import CLOCK_EVENT_REASONS
 from envbuilder.report.charts import PALETTE, Band, Chart, Line, Segment, as_number, render_chart
-
-if TYPE_CHECKING:
-    from envbuilder.report.report import Report
+from envbuilder.report.model import Report
 
 
 def charts(r: Report) -> list[str]:

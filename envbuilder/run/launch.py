@@ -19,10 +19,10 @@ from typing import Any
 
 from envbuilder.atomic import append_jsonl
 from envbuilder.certify.gpu_access import AccessChoice, choose_gpu_access, training_container
-from envbuilder.certify.store import data_dir
 from envbuilder.engine import DaemonInfo, DockerEngine, Engine, ImageInfo, Mount
 from envbuilder.errors import CertificateRefusedError, UsageError
 from envbuilder.host import AccessMode, HostReport, gpu_access_modes, probe_host
+from envbuilder.resources import user_data_dir
 from envbuilder.run.coverage import (
     CERTIFY_HINT,
     Refusal,
@@ -33,7 +33,8 @@ from envbuilder.run.coverage import (
     refusal_error,
     short_id,
 )
-from envbuilder.run.monitor import Monitor, diagnose, format_diagnosis, write_monitor_files
+from envbuilder.run.diagnosis import diagnose, format_diagnosis
+from envbuilder.run.monitor import Monitor, write_monitor_files
 
 RUN_LOG = "runs.jsonl"
 RUN_LABEL = "io.envbuilder.run"  # on every container `run` starts
@@ -193,7 +194,7 @@ def run_image(
         hint = CERTIFY_HINT.format(ref=image_ref(info))
         refusals = (Refusal(reason="tampered", message=exc.message, hint=hint),)
     run_id = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ") + "-" + secrets.token_hex(3)
-    log_path = (log_dir or data_dir()) / RUN_LOG
+    log_path = (log_dir or user_data_dir()) / RUN_LOG
     record: dict[str, Any] = {
         "run_id": run_id,
         "time": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
@@ -298,7 +299,7 @@ def _finish_monitor(
 ) -> tuple[Path, ...]:
     gpus = monitor.stop()
     findings = diagnose(gpus)
-    folder = opts.monitor_dir or data_dir() / "runs" / run_id
+    folder = opts.monitor_dir or user_data_dir() / "runs" / run_id
     context = {
         "run_id": run_id,
         "image": info.id,

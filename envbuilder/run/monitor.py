@@ -1,6 +1,6 @@
 """`envbuilder run --monitor`: NVML telemetry of the GPUs a job uses (the harness's sampler, one per
 GPU on background threads), and the files it leaves: telemetry.json and the diagnosis
-(monitor_rules.py holds the rules).
+(diagnosis.py holds the rules).
 """
 
 from __future__ import annotations
@@ -12,9 +12,7 @@ from typing import Any
 
 from envbuilder.atomic import write_text_atomic
 from envbuilder.harness.telemetry import CLOCK_EVENT_REASONS, FIELDS, Sampler, load_nvml
-from envbuilder.run.diagnosis import Finding, GpuSeries, diagnose, format_diagnosis
-
-__all__ = ["Finding", "GpuSeries", "Monitor", "diagnose", "format_diagnosis", "write_monitor_files"]
+from envbuilder.run.diagnosis import Finding, GpuSeries, format_diagnosis
 
 # The sampler keeps its own time under this share, as in certification (docs/harness.md): NVML
 # samples cost 4-10 ms on the H200 VMs, so a GPU's sampler may run less often than `interval`.

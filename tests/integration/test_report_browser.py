@@ -17,7 +17,8 @@ import pytest
 from conftest import unavailable
 
 from envbuilder.report.compare import compare_reports, render_compare_html
-from envbuilder.report.report import build_report, render_html, write_html
+from envbuilder.report.html import render_html, write_html
+from envbuilder.report.model import build_report
 
 pytestmark = pytest.mark.docker
 

@@ -14,8 +14,9 @@ from pathlib import Path
 import pytest
 
 from envbuilder.certify.certificate import Certificate, build_certificate
-from envbuilder.certify.store import CertStore, data_dir
+from envbuilder.certify.store import CertStore
 from envbuilder.errors import CertificateRefusedError, UsageError
+from envbuilder.resources import user_data_dir
 
 IMAGE_ID = "sha256:" + "ab" * 32
 REPO = Path(__file__).resolve().parents[2]
@@ -34,10 +35,10 @@ def make(n: int = 0, image_id: str = IMAGE_ID, verdict: str = "certified-cpu-onl
     )
 
 
-def test_data_dir_precedence(tmp_path: Path) -> None:
-    assert data_dir({"ENVBUILDER_DATA_DIR": str(tmp_path), "XDG_DATA_HOME": "/x"}) == tmp_path
-    assert data_dir({"XDG_DATA_HOME": "/x"}) == Path("/x/envbuilder")
-    assert data_dir({}) == Path.home() / ".local/share/envbuilder"
+def test_user_data_dir_precedence(tmp_path: Path) -> None:
+    assert user_data_dir({"ENVBUILDER_DATA_DIR": str(tmp_path), "XDG_DATA_HOME": "/x"}) == tmp_path
+    assert user_data_dir({"XDG_DATA_HOME": "/x"}) == Path("/x/envbuilder")
+    assert user_data_dir({}) == Path.home() / ".local/share/envbuilder"
 
 
 def test_default_path_follows_envbuilder_data_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 
-from envbuilder.run.monitor import Finding, GpuSeries, diagnose, format_diagnosis, write_monitor_files
+from envbuilder.run.diagnosis import Finding, GpuSeries, diagnose, format_diagnosis
+from envbuilder.run.monitor import write_monitor_files
 
 N = 120  # samples (one per second)
 

@@ -12,9 +12,12 @@ import pytest
 from click.testing import CliRunner
 
 from envbuilder.certify.certificate import Certificate, build_certificate
+from envbuilder.certify.store import load_certificate
 from envbuilder.cli import cli
 from envbuilder.report.compare import compare_reports, format_compare, render_compare_html
-from envbuilder.report.report import build_report, format_terminal, load_certificate, render_html
+from envbuilder.report.html import render_html
+from envbuilder.report.model import build_report
+from envbuilder.report.terminal import format_terminal
 
 CERTS = Path(__file__).resolve().parent.parent / "data" / "certs"
 GPU, CPU = CERTS / "sample-gpu.json", CERTS / "sample-cpu.json"
@@ -211,8 +214,8 @@ def test_load_certificate_from_the_store_and_from_a_file(
 
     monkeypatch.setenv("ENVBUILDER_DATA_DIR", str(tmp_path))
     cid = CertStore().add(Certificate(doc(GPU)))
-    assert load_certificate(cid[:8])["content_hash"] == f"sha256:{cid}"
-    assert load_certificate(str(CPU))["verdict"] == "certified-cpu-only"
+    assert load_certificate(cid[:8]).content_hash == f"sha256:{cid}"
+    assert load_certificate(str(CPU)).verdict == "certified-cpu-only"
     with pytest.raises(UsageError):
         load_certificate("ffffffff")
 

@@ -17,8 +17,9 @@ from envbuilder.cli import cli
 from envbuilder.engine import ImageInfo, Mount, Ulimit
 from envbuilder.errors import CertificateRefusedError, UsageError
 from envbuilder.host import AccessMode, GpuInfo, HostReport
+from envbuilder.run.diagnosis import GpuSeries
 from envbuilder.run.launch import RunOptions, parse_size, parse_volume, run_image
-from envbuilder.run.monitor import GpuSeries, Monitor
+from envbuilder.run.monitor import Monitor
 
 DEVICES = AccessMode(
     name="devices",

@@ -11,7 +11,8 @@ from pathlib import Path
 
 sys.path.insert(0, os.getcwd())
 import torch
-from envbuilder.run.monitor import Monitor, diagnose, format_diagnosis, write_monitor_files
+from envbuilder.run.diagnosis import diagnose, format_diagnosis
+from envbuilder.run.monitor import Monitor, write_monitor_files
 
 out = Path(os.environ.get("OUT", "/tmp"))
 torch.cuda.init()

@@ -1,28 +1,16 @@
-"""Reports on a certificate: a terminal table, JSON, and a self-contained HTML page (inline CSS,
-inline SVG charts from charts.py, no network), plus two certificates side by side (compare.py).
-
-`build_report` turns the certificate document into a Report (pure); the renderers only format it.
+"""What a report shows of a certificate: `build_report` turns the certificate into a Report (pure,
+never raises on a malformed field); terminal.py, html.py and compare.py only format it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 from typing import Any
 
-import jinja2
-from markupsafe import Markup
-
-from envbuilder import __version__
-from envbuilder.atomic import write_text_atomic
-from envbuilder.certify.certificate import Certificate, verify_certificate
-from envbuilder.errors import UsageError
+from envbuilder.certify.certificate import verify_certificate
 from envbuilder.report.charts import as_number
-from envbuilder.report.multigpu import TABLE_HEADERS, MultiGpuView, busbw_chart, multi_gpu_view, table_rows
-from envbuilder.report.timeline import charts
-from envbuilder.resources import templates_dir
-from envbuilder.tables import table
+from envbuilder.report.multigpu import MultiGpuView, multi_gpu_view
 
 NO_TELEMETRY = "no GPU telemetry"
 DASH = "-"
@@ -220,130 +208,3 @@ def build_report(cert: Mapping[str, Any]) -> Report:
         windows=windows,
         multi_gpu=multi_gpu_view(harness),
     )
-
-
-# --------------------------------------------------------------------------- terminal
-
-
-def fmt(v: float | int | None, spec: str = ",.1f", suffix: str = "") -> str:
-    return DASH if v is None else f"{v:{spec}}{suffix}"
-
-
-def comparison_cells(c: ComparisonRow) -> list[str]:
-    ms = DASH if c.step_ms is None else f"{c.step_ms:.1f} ({fmt(c.p95_ms)})"
-    return [
-        c.label,
-        ms,
-        fmt(c.images_per_s, ",.0f"),
-        fmt(c.peak_vram_mib, ",.0f", " MiB"),
-        fmt(c.temp_max_c, ".0f", " C"),
-        fmt(c.val_accuracy, ".3f"),
-        fmt(c.largest_batch, "d"),
-        c.note,
-    ]
-
-
-COMPARISON_HEADERS = (
-    "RUN",
-    "STEP MS (P95)",
-    "IMG/S",
-    "PEAK VRAM",
-    "TEMP MAX",
-    "VAL ACC",
-    "LARGEST BATCH",
-    "NOTE",
-)
-
-
-def format_terminal(r: Report) -> str:
-    """The report as plain text: summary, per-step table, the field guide's comparison."""
-    out = [f"certificate {r.id[:12]}  {r.verdict.upper()}  ({r.verdict_reason})"]
-    if r.fixture:
-        out.append(f"  FIXTURE: {r.fixture}")
-    integrity = "intact" if not r.integrity else "FAILED: " + "; ".join(r.integrity)
-    out += [f"  {k:<14}{v}" for k, v in (*r.image, *r.stack, *r.host)]
-    out += [f"  {'issued':<14}{r.issued_at}", f"  {'integrity':<14}{integrity}", "", "steps"]
-    rows = [
-        [
-            s.name,
-            s.status,
-            f"{s.seconds:.1f}",
-            fmt(s.images_per_s, ",.0f"),
-            fmt(s.step_ms),
-            fmt(s.peak_vram_mib, ",.0f"),
-            fmt(s.val_accuracy, ".3f"),
-            s.reason[:60],
-        ]
-        for s in r.steps
-    ]
-    out += table(("STEP", "STATUS", "SECONDS", "IMG/S", "STEP MS", "VRAM MIB", "VAL ACC", "REASON"), rows)
-    out += ["", "comparison (field guide: CPU vs GPU FP32 vs mixed precision)"]
-    out += table(COMPARISON_HEADERS, [comparison_cells(c) for c in r.comparison])
-    if r.multi_gpu is not None:
-        mg = r.multi_gpu
-        out += ["", f"multi-GPU: {mg.status}" + (f" ({mg.reason})" if mg.reason else "")]
-        out += [f"  {k:<14}{v}" for k, v in mg.summary]
-        out += table(TABLE_HEADERS, table_rows(mg)) if mg.sweep else []
-        out += [f"  gate {name}: {status} ({reason})" for name, status, reason in mg.gates]
-    out += ["", f"telemetry: {r.telemetry_why or 'GPU time series kept (see the HTML report)'}"]
-    out += [f"note: {n}" for n in r.notes]
-    return "\n".join(out) + "\n"
-
-
-# --------------------------------------------------------------------------- charts and HTML
-
-
-def jinja_env() -> jinja2.Environment:
-    """The HTML environment: autoescape on, StrictUndefined (a missing field is a bug)."""
-    return jinja2.Environment(
-        loader=jinja2.FileSystemLoader(str(templates_dir())),
-        autoescape=True,
-        undefined=jinja2.StrictUndefined,
-        trim_blocks=True,
-        lstrip_blocks=True,
-    )
-
-
-def render_html(r: Report) -> str:
-    """The single-certificate HTML page. Every string from the certificate is escaped."""
-    return (
-        jinja_env()
-        .get_template("report.html.j2")
-        .render(
-            mode="single",
-            r=r,
-            charts=[Markup(c) for c in charts(r)],
-            busbw_chart=Markup(busbw_chart(r.multi_gpu) or "") if r.multi_gpu else "",
-            mg_headers=TABLE_HEADERS,
-            mg_rows=table_rows(r.multi_gpu) if r.multi_gpu else [],
-            comparison_headers=COMPARISON_HEADERS,
-            comparison_cells=comparison_cells,
-            fmt=fmt,
-            version=__version__,
-        )
-    )
-
-
-def write_html(path: Path, html: str) -> Path:
-    """Write atomically. Raises UsageError when the folder cannot be written."""
-    try:
-        write_text_atomic(path, html)
-    except OSError as exc:
-        raise UsageError(f"cannot write {path}: {exc.strerror or exc}") from exc
-    return path
-
-
-def load_certificate(arg: str) -> Mapping[str, Any]:
-    """A certificate from a JSON file (`arg` is a path that exists) or from the store (an id or
-    a unique prefix). Raises UsageError (unknown id, unreadable file), CertificateRefusedError (not a
-    certificate; a tampered stored row), StoreError."""
-    path = Path(arg)
-    if path.is_file():
-        try:
-            text = path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise UsageError(f"cannot read {path}: {exc}") from exc
-        return Certificate.from_json(text, where=str(path)).data
-    from envbuilder.certify.store import CertStore
-
-    return CertStore().get(arg).data

@@ -1,0 +1,58 @@
+"""A report as one self-contained HTML page (inline CSS, inline SVG charts, no network): every
+string from the certificate is escaped by Jinja's autoescape."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import jinja2
+from markupsafe import Markup
+
+from envbuilder import __version__
+from envbuilder.atomic import write_text_atomic
+from envbuilder.errors import UsageError
+from envbuilder.report.model import Report
+from envbuilder.report.multigpu import TABLE_HEADERS, busbw_chart, table_rows
+from envbuilder.report.terminal import COMPARISON_HEADERS, comparison_cells, fmt
+from envbuilder.report.timeline import charts
+from envbuilder.resources import templates_dir
+
+
+def jinja_env() -> jinja2.Environment:
+    """The HTML environment: autoescape on, StrictUndefined (a missing field is a bug)."""
+    return jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(templates_dir())),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+
+
+def render_html(r: Report) -> str:
+    """The single-certificate HTML page. Every string from the certificate is escaped."""
+    return (
+        jinja_env()
+        .get_template("report.html.j2")
+        .render(
+            mode="single",
+            r=r,
+            charts=[Markup(c) for c in charts(r)],
+            busbw_chart=Markup(busbw_chart(r.multi_gpu) or "") if r.multi_gpu else "",
+            mg_headers=TABLE_HEADERS,
+            mg_rows=table_rows(r.multi_gpu) if r.multi_gpu else [],
+            comparison_headers=COMPARISON_HEADERS,
+            comparison_cells=comparison_cells,
+            fmt=fmt,
+            version=__version__,
+        )
+    )
+
+
+def write_html(path: Path, html: str) -> Path:
+    """Write atomically. Raises UsageError when the folder cannot be written."""
+    try:
+        write_text_atomic(path, html)
+    except OSError as exc:
+        raise UsageError(f"cannot write {path}: {exc.strerror or exc}") from exc
+    return path
