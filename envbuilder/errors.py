@@ -8,17 +8,40 @@ from __future__ import annotations
 
 
 class EnvbuilderError(Exception):
-    """Base of all expected failures. `message` says what failed and why; `hint` what to do."""
+    """Base of all expected failures. `message` says what failed and why; `hint` what to do.
+
+    Where the failure has a place, it is also kept as fields (the message already names them):
+    `file` (a path as the user knows it), `line`, `field` (dotted, e.g. "certify.thresholds.x")
+    and the refused `value`, so callers and tests need not parse the message.
+    """
 
     exit_code = 1
 
-    def __init__(self, message: str, hint: str | None = None) -> None:
+    def __init__(
+        self,
+        message: str,
+        hint: str | None = None,
+        *,
+        file: str | None = None,
+        line: int | None = None,
+        field: str | None = None,
+        value: object = None,
+    ) -> None:
         super().__init__(message)
         self.message = message
         self.hint = hint
+        self.file = file
+        self.line = line
+        self.field = field
+        self.value = value
 
     def __str__(self) -> str:
         return self.message
+
+    def fields(self) -> dict[str, object]:
+        """The place of the failure, only what is known: {file, line, field, value}."""
+        known = {"file": self.file, "line": self.line, "field": self.field, "value": self.value}
+        return {k: v for k, v in known.items() if v is not None}
 
 
 class UsageError(EnvbuilderError):
@@ -33,10 +56,8 @@ class MatrixError(EnvbuilderError):
     exit_code = 3
 
 
-class NoCompatibleStackError(EnvbuilderError):
-    """The resolver rejected every candidate stack."""
-
-    exit_code = 4
+# Exit 4 (no compatible stack) is resolve.model.NoCompatibleStackError: it carries the Resolution,
+# a type of the resolve stage, which this module (below every stage) does not import.
 
 
 class NoGpuError(EnvbuilderError):
@@ -111,6 +132,12 @@ class SigningKeyError(EnvbuilderError):
     file is invalid (names the file and the field)."""
 
     exit_code = 16
+
+
+class StoreError(EnvbuilderError):
+    """The certificate store (or a certificate file) cannot be opened, read or written; names the file."""
+
+    exit_code = 17
 
 
 class Interrupted(EnvbuilderError):

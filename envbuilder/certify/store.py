@@ -21,12 +21,13 @@ from pathlib import Path
 
 from envbuilder.atomic import write_text_atomic
 from envbuilder.certify.certificate import Certificate, require_valid, verify_certificate
-from envbuilder.errors import CertificateRefusedError, EnvbuilderError, UsageError
+from envbuilder.errors import CertificateRefusedError, StoreError, UsageError
 from envbuilder.resources import user_data_dir
 
 DB_NAME = "certs.sqlite"
 BUSY_TIMEOUT_MS = 30_000
 MIN_PREFIX = 4
+_STORE_HINT = "check that the folder is writable and has space, or point ENVBUILDER_DATA_DIR elsewhere"
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS certificates (
     id TEXT PRIMARY KEY,            -- hex of the content hash
@@ -61,12 +62,6 @@ CREATE INDEX IF NOT EXISTS attestations_cert ON attestations (cert_id);
 """
 _ADD_DIGEST = "INSERT OR IGNORE INTO image_digests (cert_id, repository, manifest_digest) VALUES (?, ?, ?)"
 ORIGINS = ("local", "attestation")  # certified here (or imported) | fetched from a registry, signed
-
-
-class StoreError(EnvbuilderError):
-    """The certificate store cannot be opened, read or written (names the file)."""
-
-    exit_code = 1
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -111,7 +106,9 @@ class CertStore:
                 if "origin" not in columns:  # a store made before attestations
                     db.execute("ALTER TABLE certificates ADD COLUMN origin TEXT NOT NULL DEFAULT 'local'")
         except (sqlite3.Error, OSError) as exc:
-            raise StoreError(f"cannot open the certificate store {self.path}: {exc}") from exc
+            raise StoreError(
+                f"cannot open the certificate store {self.path}: {exc}", _STORE_HINT, file=str(self.path)
+            ) from exc
 
     @contextlib.contextmanager
     def _connect(self) -> Iterator[sqlite3.Connection]:
@@ -137,7 +134,9 @@ class CertStore:
                 if self._after_insert is not None:
                     self._after_insert()
         except sqlite3.Error as exc:
-            raise StoreError(f"cannot write to the certificate store {self.path}: {exc}") from exc
+            raise StoreError(
+                f"cannot write to the certificate store {self.path}: {exc}", _STORE_HINT, file=str(self.path)
+            ) from exc
         return cert.id
 
     def record_digest(self, cert_ids: Sequence[str], repository: str, manifest_digest: str) -> None:
@@ -214,7 +213,9 @@ class CertStore:
                 db.execute("DELETE FROM image_digests WHERE cert_id = ?", (cid,))
                 db.execute("DELETE FROM attestations WHERE cert_id = ?", (cid,))
         except sqlite3.Error as exc:
-            raise StoreError(f"cannot write to the certificate store {self.path}: {exc}") from exc
+            raise StoreError(
+                f"cannot write to the certificate store {self.path}: {exc}", _STORE_HINT, file=str(self.path)
+            ) from exc
         return cid
 
     # ------------------------------------------------------------------ read
@@ -295,7 +296,7 @@ class CertStore:
         try:
             text = Path(src).read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as exc:
-            raise StoreError(f"cannot read {src}: {exc}") from exc
+            raise StoreError(f"cannot read {src}: {exc}", "check the path", file=str(src)) from exc
         cert = Certificate.from_json(text, where=str(src))
         require_valid(cert, where=str(src))
         return self.add(cert)
@@ -324,7 +325,11 @@ class CertStore:
             with self._connect() as db:
                 return builtins.list(db.execute(sql, args).fetchall())
         except sqlite3.Error as exc:
-            raise StoreError(f"cannot read the certificate store {self.path}: {exc}") from exc
+            raise StoreError(
+                f"cannot read the certificate store {self.path}: {exc}",
+                "the file may be corrupt: move it aside to start a new store",
+                file=str(self.path),
+            ) from exc
 
 
 @contextlib.contextmanager
@@ -369,7 +374,7 @@ def write_atomic(path: Path, text: str) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         write_text_atomic(path, text)
     except OSError as exc:
-        raise StoreError(f"cannot write {path}: {exc}") from exc
+        raise StoreError(f"cannot write {path}: {exc}", "choose a writable folder", file=str(path)) from exc
 
 
 def load_certificate(arg: str, store: CertStore | None = None) -> Certificate:

@@ -12,14 +12,13 @@ from typing import IO, Any
 import click
 
 from envbuilder.cli import cli
-from envbuilder.cli.options import host_from_options, host_options
+from envbuilder.cli.options import host_options, resolve_spec
 from envbuilder.engine import BUILD_NETWORKS, BuildSecret, DockerEngine
 from envbuilder.engine.progress import BuildEvent, step_instruction
-from envbuilder.errors import NoCompatibleStackError, UsageError
+from envbuilder.errors import UsageError
 from envbuilder.image.build import BuildOptions, BuildOutcome, plan_from_lock, plan_from_spec, run_build
 from envbuilder.image.render import SECRET_CA, SECRET_INDEX
-from envbuilder.image.spec import ImageSpec, load_spec
-from envbuilder.resolve.model import Resolution
+from envbuilder.image.spec import load_spec
 
 _FILE = click.Path(exists=True, dir_okay=False, path_type=Path)
 
@@ -191,9 +190,12 @@ def build(
     )
     spec = load_spec(spec_path) if spec_path else None
     if lock_path is not None:
-        plan = plan_from_lock(lock_path, options, spec)
+        from envbuilder.matrix import load_matrix
+
+        plan = plan_from_lock(lock_path, options, spec, matrix=load_matrix())
     elif spec is not None and spec_path is not None:
-        plan = plan_from_spec(spec, _resolve(spec, driver, gpus, ccs, cpu_only), options, spec_path)
+        matrix, resolution = resolve_spec(spec, driver, gpus, ccs, cpu_only)
+        plan = plan_from_spec(spec, resolution, options, spec_path, matrix)
     else:
         raise UsageError("give an image spec or --lock FILE", hint="envbuilder build images/NAME.yaml")
     for warning in plan.warnings:
@@ -210,22 +212,3 @@ def build(
         click.echo(json.dumps(summary, indent=2, sort_keys=True))
     else:
         _print_summary(summary)
-
-
-def _resolve(
-    spec: ImageSpec, driver: str | None, gpus: tuple[str, ...], ccs: tuple[str, ...], cpu: bool
-) -> Resolution:
-    """Resolve the spec's request for the given (or this) host. Raises NoCompatibleStackError."""
-    from envbuilder.matrix import load_matrix
-    from envbuilder.resolve.resolver import rejection_summary, resolve
-
-    matrix = load_matrix()
-    host = host_from_options(matrix, driver, gpus, ccs)
-    resolution = resolve(matrix, spec.to_request(cpu_only=cpu), host)
-    if resolution.stack is None:
-        raise NoCompatibleStackError(
-            f"no compatible {spec.framework}{spec.specifier} stack for {spec.path} "
-            f"({rejection_summary(resolution)})",
-            hint="`envbuilder resolve --explain` shows each reason",
-        )
-    return resolution

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 from packaging.requirements import InvalidRequirement, Requirement
@@ -13,8 +13,11 @@ from envbuilder.errors import UsageError
 from envbuilder.host.model import Host
 from envbuilder.matrix.model import Matrix
 from envbuilder.resolve.gpus import enrich_host, gpu_from_cc, gpu_from_match, lookup_gpu
-from envbuilder.resolve.model import Request
+from envbuilder.resolve.model import NoCompatibleStackError, Request, Resolution
 from envbuilder.versions import parse_host_driver, parse_python_xy, quote_input
+
+if TYPE_CHECKING:  # image.spec reads YAML: not loaded by commands that need no spec
+    from envbuilder.image.spec import ImageSpec
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -74,6 +77,23 @@ def host_from_options(
     given = [gpu_from_match(lookup_gpu(matrix, name)) for name in gpus]
     given += [gpu_from_cc(matrix, cc) for cc in ccs]
     return Host(driver=driver, gpus=tuple(given), source="given")
+
+
+def resolve_spec(
+    spec: ImageSpec, driver: str | None, gpus: tuple[str, ...], ccs: tuple[str, ...], cpu_only: bool
+) -> tuple[Matrix, Resolution]:
+    """Resolve an image spec's request for the host given (or this one): what `render` and `build`
+    both start from. Raises UsageError, MatrixError, NoCompatibleStackError (with the resolution)."""
+    from envbuilder.matrix import load_matrix
+    from envbuilder.resolve.resolver import resolve
+
+    matrix = load_matrix()
+    host = host_from_options(matrix, driver, gpus, ccs)
+    resolution = resolve(matrix, spec.to_request(cpu_only=cpu_only), host)
+    if resolution.stack is None:
+        hint = f"run `envbuilder resolve --framework '{spec.framework}{spec.specifier}' --explain`"
+        raise NoCompatibleStackError(resolution, hint, file=spec.path)
+    return matrix, resolution
 
 
 def request_options(func: F) -> F:

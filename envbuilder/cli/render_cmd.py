@@ -3,43 +3,25 @@
 from __future__ import annotations
 
 import json
-import shlex
 from pathlib import Path
 
 import click
 
 from envbuilder.cli import cli
-from envbuilder.cli.options import host_from_options, host_options
-from envbuilder.errors import NoCompatibleStackError
+from envbuilder.cli.options import host_options, resolve_spec
 from envbuilder.image.render import (
     SECRET_CA,
     SECRET_EXTRA_INDEX,
     SECRET_INDEX,
     RenderOptions,
     render_dockerfile,
-    uses_system_cuda,
+    render_options,
     write_build_context,
 )
 from envbuilder.image.spec import ImageSpec, load_spec
 from envbuilder.resolve.model import Stack
 
 SECRET_IDS = (SECRET_CA, SECRET_INDEX, SECRET_EXTRA_INDEX)
-
-
-def regenerate_command(
-    spec_path: str, driver: str | None, gpus: tuple[str, ...], ccs: tuple[str, ...], cpu: bool
-) -> str:
-    """The command line printed in the Dockerfile header: how to render this file again."""
-    argv = ["envbuilder", "render", spec_path]
-    if driver:
-        argv += ["--driver", driver]
-    for gpu in gpus:
-        argv += ["--gpu", gpu]
-    for cc in ccs:
-        argv += ["--cc", cc]
-    if cpu:
-        argv.append("--cpu")
-    return shlex.join(argv)
 
 
 def prepare(
@@ -54,38 +36,27 @@ def prepare(
     secrets: tuple[str, ...] = (),
     base_venv: str | None = None,
 ) -> tuple[ImageSpec, Stack, RenderOptions]:
-    """Load the spec, resolve its stack for the host given (or this one), choose render options.
+    """Load the spec, resolve its stack for the host given (or this one), choose render options
+    (image.render.render_options, as build does).
 
     Raises SpecError, UsageError, MatrixError, NoCompatibleStackError. Warnings go to stderr.
     """
-    from envbuilder.matrix import load_matrix
-    from envbuilder.resolve.resolver import rejection_summary
-    from envbuilder.resolve.resolver import resolve as resolve_stack
-
     spec = load_spec(spec_path)
-    matrix = load_matrix()
-    host = host_from_options(matrix, driver, gpus, ccs)
-    resolution = resolve_stack(matrix, spec.to_request(cpu_only=cpu_only), host)
+    matrix, resolution = resolve_spec(spec, driver, gpus, ccs, cpu_only)
     for warning in resolution.warnings:
         click.echo(f"warning: {warning}", err=True)
-    stack = resolution.stack
-    if stack is None:
-        raise NoCompatibleStackError(
-            f"{spec_path}: no compatible {spec.framework}{spec.specifier} stack for this host "
-            f"({rejection_summary(resolution)})",
-            hint=f"run `envbuilder resolve --framework '{spec.framework}{spec.specifier}' --explain`",
-        )
-    options = RenderOptions(
+    assert resolution.stack is not None  # resolve_spec raised otherwise
+    options = render_options(
+        matrix,
+        spec,
+        resolution.stack,
+        resolution.host,
         base_image=base_image,
         base_venv=base_venv,
         wheelhouse=wheelhouse,
-        ca_secret=SECRET_CA in secrets,
-        index_secret=SECRET_INDEX in secrets,
-        extra_index_secret=SECRET_EXTRA_INDEX in secrets,
-        uses_system_cuda=uses_system_cuda(matrix, stack),
-        regenerate=regenerate_command(str(spec_path), driver, gpus, ccs, cpu_only),
+        secret_ids=secrets,
     )
-    return spec, stack, options
+    return spec, resolution.stack, options
 
 
 @cli.command()

@@ -10,9 +10,8 @@ import click
 
 from envbuilder.cli import cli
 from envbuilder.cli.options import host_from_options, host_options, request_from_options, request_options
-from envbuilder.errors import NoCompatibleStackError
 from envbuilder.matrix import load_matrix
-from envbuilder.resolve.model import Resolution, Stack
+from envbuilder.resolve.model import NoCompatibleStackError, Resolution, Stack
 
 
 @cli.command()
@@ -46,7 +45,6 @@ def resolve(
     Exit codes: 0 a stack was found; 2 bad input; 3 bad matrix; 4 nothing fits (with --json the
     document, including every rejection, is still printed).
     """
-    from envbuilder.resolve.resolver import rejection_summary
     from envbuilder.resolve.resolver import resolve as resolve_stack
 
     matrix = load_matrix()
@@ -59,9 +57,7 @@ def resolve(
         _print_human(resolution, explain)
     if resolution.stack is None:
         raise NoCompatibleStackError(
-            f"no compatible {request.requirement or request.framework} stack for this host "
-            f"({rejection_summary(resolution)})",
-            hint="run with --explain to see each reason; relax the requirement, or change the driver",
+            resolution, "run with --explain to see each reason; relax the requirement, or change the driver"
         )
     if lock_path is not None:
         from envbuilder.image.lock import write_resolution_lock

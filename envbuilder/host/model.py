@@ -30,6 +30,20 @@ class HostGpu:
             "model": self.model,
         }
 
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> HostGpu:
+        """Inverse of to_dict. Raises KeyError/TypeError on a malformed dict (callers wrap it)."""
+        memory = d.get("memory_total_mib")
+        return cls(
+            name=str(d["name"]),
+            cc=str(d["cc"]),
+            brand=_optional_str(d.get("brand")),
+            segment=_optional_str(d.get("segment")),
+            uuid=_optional_str(d.get("uuid")),
+            memory_total_mib=int(memory) if memory is not None else None,
+            model=_optional_str(d.get("model")),
+        )
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Host:
@@ -43,3 +57,19 @@ class Host:
             "gpus": [g.to_dict() for g in self.gpus],
             "source": self.source,
         }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Host:
+        """Inverse of to_dict. Raises KeyError/TypeError on a malformed dict (callers wrap it)."""
+        gpus = d.get("gpus") or []
+        if not isinstance(gpus, list) or not all(isinstance(g, dict) for g in gpus):
+            raise TypeError("gpus is not a list of objects")
+        return cls(
+            driver=_optional_str(d.get("driver")),
+            gpus=tuple(HostGpu.from_dict(g) for g in gpus),
+            source=str(d.get("source") or "given"),
+        )
+
+
+def _optional_str(value: object) -> str | None:
+    return None if value is None else str(value)

@@ -18,16 +18,11 @@ from typing import Any
 from envbuilder.engine import BuildResult, BuildSecret, ContainerSpec, Engine, ImageInfo
 from envbuilder.engine.progress import BuildEvent
 from envbuilder.errors import BuildFailedError, RegistryError, SpecError, UsageError
+from envbuilder.host.model import Host
 from envbuilder.image.lock import BuildRecord, LockFile, read_lock, write_lock
-from envbuilder.image.render import (
-    SECRET_CA,
-    SECRET_EXTRA_INDEX,
-    SECRET_INDEX,
-    VENV,
-    RenderOptions,
-    write_build_context,
-)
+from envbuilder.image.render import VENV, RenderOptions, render_options, write_build_context
 from envbuilder.image.spec import ImageSpec, parse_spec
+from envbuilder.matrix.model import Matrix
 from envbuilder.resolve.model import Resolution, Stack
 
 TAG_RE = re.compile(
@@ -59,6 +54,7 @@ class BuildPlan:
     resolution: dict[str, Any]
     base_ref: str  # what FROM will name
     lock_out: Path
+    render: RenderOptions  # the options `render` would choose for the same inputs (one code path)
     previous: BuildRecord | None = None  # from --lock: what to reproduce
     warnings: tuple[str, ...] = ()
 
@@ -84,8 +80,23 @@ def default_tag(spec: ImageSpec, stack: Stack) -> str:
     return f"envbuilder/{spec.name}:{stack_tag(stack)}"
 
 
+def _render_options(
+    matrix: Matrix, spec: ImageSpec, stack: Stack, host: Host, options: BuildOptions
+) -> RenderOptions:
+    return render_options(
+        matrix,
+        spec,
+        stack,
+        host,
+        base_image=options.base_image,
+        base_venv=options.base_venv,
+        wheelhouse=options.wheelhouse,
+        secret_ids={s.id for s in options.secrets},
+    )
+
+
 def plan_from_spec(
-    spec: ImageSpec, resolution: Resolution, options: BuildOptions, spec_path: Path
+    spec: ImageSpec, resolution: Resolution, options: BuildOptions, spec_path: Path, matrix: Matrix
 ) -> BuildPlan:
     """Plan a fresh build. Raises SpecError when the resolution holds no stack."""
     if resolution.stack is None:
@@ -97,12 +108,16 @@ def plan_from_spec(
         resolution=resolution.to_dict(),
         base_ref=options.base_image or resolution.stack.base_image,
         lock_out=lock_out,
+        render=_render_options(matrix, spec, resolution.stack, resolution.host, options),
         warnings=resolution.warnings,
     )
 
 
-def plan_from_lock(lock_path: Path, options: BuildOptions, spec: ImageSpec | None = None) -> BuildPlan:
-    """Plan a rebuild from a lock: its stack, its spec (unless given) and its pinned base.
+def plan_from_lock(
+    lock_path: Path, options: BuildOptions, spec: ImageSpec | None = None, *, matrix: Matrix
+) -> BuildPlan:
+    """Plan a rebuild from a lock: its stack, its spec (unless given) and its pinned base, rendered
+    for the host the lock was resolved for.
 
     Raises SpecError (malformed lock, or a lock without a spec and none given).
     """
@@ -123,21 +138,9 @@ def plan_from_lock(lock_path: Path, options: BuildOptions, spec: ImageSpec | Non
         resolution=lock.resolution,
         base_ref=base,
         lock_out=options.lock_out or lock_path,
+        render=_render_options(matrix, spec, lock.stack, lock.host, options),
         previous=prev,
         warnings=tuple(warnings),
-    )
-
-
-def render_options(plan: BuildPlan, options: BuildOptions) -> RenderOptions:
-    ids = {s.id for s in options.secrets}
-    return RenderOptions(
-        base_image=plan.base_ref if plan.base_ref != plan.stack.base_image else None,
-        wheelhouse=options.wheelhouse,
-        base_venv=options.base_venv,
-        ca_secret=SECRET_CA in ids,
-        index_secret=SECRET_INDEX in ids,
-        extra_index_secret=SECRET_EXTRA_INDEX in ids,
-        regenerate=f"envbuilder build images/{plan.spec.name}.yaml",
     )
 
 
@@ -205,7 +208,8 @@ def run_build(
     from_ref, base_digest, warnings = _pin_base(engine, plan)
     warnings = [*plan.warnings, *warnings]
     plan = replace(plan, base_ref=from_ref)
-    ropts = render_options(plan, options)
+    # The pinned base (ref@sha256:...) is the one input render does not have.
+    ropts = replace(plan.render, base_image=from_ref if from_ref != plan.stack.base_image else None)
     tmp = Path(tempfile.mkdtemp(prefix="envbuilder-render-", dir=work_dir))
     try:
         rendered = write_build_context(plan.spec, plan.stack, tmp / "build", ropts)

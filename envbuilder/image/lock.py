@@ -16,6 +16,7 @@ from typing import Any
 from envbuilder.atomic import write_text_atomic
 from envbuilder.errors import SpecError
 from envbuilder.hashing import sha256_hex
+from envbuilder.host.model import Host
 from envbuilder.resolve.model import Resolution, Stack
 
 LOCK_SCHEMA_VERSION = 1
@@ -59,6 +60,11 @@ class LockFile:
     @property
     def hash(self) -> str:
         return lock_hash(self.stack, self.spec)
+
+    @property
+    def host(self) -> Host:
+        """The host the stack was resolved for (parse_lock checked it reads)."""
+        return Host.from_dict(self.resolution["host"])
 
     def with_build(self, build: BuildRecord) -> LockFile:
         return replace(self, build=build)
@@ -107,9 +113,15 @@ def read_lock(path: Path) -> LockFile:
     try:
         raw = json.loads(Path(path).read_text(encoding="utf-8"))
     except OSError as exc:
-        raise SpecError(f"{path}: cannot read lock file: {exc.strerror}", hint=_HINT) from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise SpecError(f"{path}: not valid JSON: {exc}", hint=_HINT) from None
+        raise SpecError(
+            f"{path}: cannot read lock file: {exc.strerror}", hint=_HINT, file=str(path)
+        ) from None
+    except json.JSONDecodeError as exc:
+        raise SpecError(
+            f"{path}: not valid JSON: {exc}", hint=_HINT, file=str(path), line=exc.lineno
+        ) from None
+    except UnicodeDecodeError as exc:
+        raise SpecError(f"{path}: not valid JSON: {exc}", hint=_HINT, file=str(path)) from None
     return parse_lock(raw, str(path))
 
 
@@ -117,7 +129,7 @@ def parse_lock(raw: object, where: str = "<lock>") -> LockFile:
     """Validate a parsed lock document. Raises SpecError naming `where` and the field."""
 
     def fail(field: str, why: str) -> SpecError:
-        return SpecError(f"{where}: field {field!r}: {why}", hint=_HINT)
+        return SpecError(f"{where}: field {field!r}: {why}", hint=_HINT, file=where, field=field)
 
     if not isinstance(raw, dict):
         raise fail("<top>", "expected a JSON object")
@@ -126,6 +138,10 @@ def parse_lock(raw: object, where: str = "<lock>") -> LockFile:
     resolution = raw.get("resolution")
     if not isinstance(resolution, dict):
         raise fail("resolution", "expected an object (the output of `resolve --json`)")
+    try:
+        Host.from_dict(resolution["host"])
+    except (KeyError, TypeError, ValueError) as exc:
+        raise fail("resolution.host", f"malformed ({type(exc).__name__}: {exc})") from None
     stack_raw = raw.get("stack", resolution.get("stack"))
     if not isinstance(stack_raw, dict):
         raise fail("stack", "expected an object")

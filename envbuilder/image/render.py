@@ -10,8 +10,10 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import shutil
 import tempfile
+from collections.abc import Collection
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
@@ -23,6 +25,7 @@ from packaging.utils import canonicalize_name
 from envbuilder import resources
 from envbuilder.errors import SpecError, UsageError
 from envbuilder.hashing import canonical_json, sha256_text
+from envbuilder.host.model import Host
 from envbuilder.image.lock import lock_hash
 from envbuilder.image.spec import ImageSpec
 from envbuilder.image.validate import (
@@ -122,6 +125,44 @@ def uses_system_cuda(matrix: Matrix, stack: Stack) -> bool | None:
                 if variant.name == stack.variant:
                     return variant.uses_system_cuda
     return None
+
+
+def regenerate_command(spec_path: str, host: Host, stack: Stack) -> str:
+    """The command line in the Dockerfile header that renders the file again: the spec, the host
+    when it was given (a probed host is probed again), --cpu for a CPU stack on a GPU host."""
+    argv = ["envbuilder", "render", spec_path]
+    if host.source == "given":
+        argv += ["--driver", host.driver] if host.driver else []
+        for gpu in host.gpus:
+            argv += ["--gpu", gpu.model] if gpu.model else ["--cc", gpu.cc]
+    if stack.cuda is None and host.gpus:
+        argv.append("--cpu")
+    return shlex.join(argv)
+
+
+def render_options(
+    matrix: Matrix,
+    spec: ImageSpec,
+    stack: Stack,
+    host: Host,
+    *,
+    base_image: str | None = None,
+    base_venv: str | None = None,
+    wheelhouse: Path | None = None,
+    secret_ids: Collection[str] = (),
+) -> RenderOptions:
+    """The render options for `stack` resolved on `host`: the one place `render` and `build`
+    choose them, so both write the same Dockerfile for the same inputs."""
+    return RenderOptions(
+        base_image=base_image,
+        base_venv=base_venv,
+        wheelhouse=wheelhouse,
+        ca_secret=SECRET_CA in secret_ids,
+        index_secret=SECRET_INDEX in secret_ids,
+        extra_index_secret=SECRET_EXTRA_INDEX in secret_ids,
+        uses_system_cuda=uses_system_cuda(matrix, stack),
+        regenerate=regenerate_command(spec.path, host, stack),
+    )
 
 
 def _label_value(text: str, field: str) -> str:
@@ -241,6 +282,9 @@ def _select_companions(spec: ImageSpec, stack: Stack) -> Stack:
             f"{spec.path}: field 'companions': {missing[0]!r} is not offered for "
             f"{stack.framework} {stack.version}",
             hint=f"offered: {', '.join(sorted(offered)) or 'none'}",
+            file=spec.path,
+            field="companions",
+            value=missing[0],
         )
     chosen = tuple(sorted(offered[c] for c in spec.companions))
     return replace(stack, companions=chosen)
@@ -278,6 +322,9 @@ def template_context(spec: ImageSpec, stack: Stack, options: RenderOptions) -> d
             raise SpecError(
                 f"{spec.path}: field 'requirements': {req!r} is pinned by the stack",
                 hint="remove it: the stack installs it at the resolved version",
+                file=spec.path,
+                field="requirements",
+                value=req,
             )
     py = stack.python
     python_apt = (
@@ -329,6 +376,8 @@ def venv_path(options: RenderOptions) -> str:
         raise SpecError(
             f"refused base venv {options.base_venv!r}",
             hint="give an absolute path of letters, digits, '.', '_', '-' and '/', e.g. /opt/venv",
+            field="--base-venv",
+            value=options.base_venv,
         )
     return options.base_venv
 

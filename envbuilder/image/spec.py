@@ -141,7 +141,13 @@ class _Checker:
         self.path = path
 
     def fail(self, field: str, value: object, why: str, hint: str | None = None) -> SpecError:
-        return SpecError(f"{self.path}: field {field!r}: value {_short(value)} refused: {why}", hint)
+        return SpecError(
+            f"{self.path}: field {field!r}: value {_short(value)} refused: {why}",
+            hint,
+            file=self.path,
+            field=field,
+            value=value,
+        )
 
     def string(self, field: str, value: object) -> str:
         if not isinstance(value, str):
@@ -216,10 +222,14 @@ def load_spec(path: Path) -> ImageSpec:
         raw = yaml.safe_load(path.read_text(encoding="utf-8"))
     except OSError as exc:
         raise SpecError(
-            f"{path}: cannot read image spec: {exc.strerror}", "give the path of an images/NAME.yaml file"
+            f"{path}: cannot read image spec: {exc.strerror}",
+            "give the path of an images/NAME.yaml file",
+            file=str(path),
         ) from None
     except (yaml.YAMLError, UnicodeDecodeError) as exc:
-        raise SpecError(f"{path}: not valid YAML: {exc}", "check the indentation and quoting") from None
+        raise SpecError(
+            f"{path}: not valid YAML: {exc}", "check the indentation and quoting", file=str(path)
+        ) from None
     return parse_spec(raw, str(path))
 
 

@@ -33,7 +33,9 @@ REGENERATE_RE = re.compile(r"[A-Za-z0-9 ._/=:,@+'-]{1,400}")
 def refuse(field: str, value: object, hint: str) -> SpecError:
     text = repr(value)
     text = text if len(text) <= 100 else text[:97] + "..."
-    return SpecError(f"stack field {field!r}: value {text} refused", hint)
+    return SpecError(
+        f"stack field {field!r}: value {text} refused", hint, field=f"stack.{field}", value=value
+    )
 
 
 def check(field: str, value: str | None, regex: re.Pattern[str], hint: str) -> None:

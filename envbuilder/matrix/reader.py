@@ -63,6 +63,9 @@ class Ctx:
         return MatrixError(
             f"{loc}{row}{fld}: {problem}",
             hint="fix the matrix file (see matrices/README.md), then run `envbuilder matrix check`",
+            file=self.file,
+            line=self.line or None,
+            field=f"{self.where} {field}".strip() if field else self.where or None,
         )
 
 

@@ -5,9 +5,11 @@ by `resolve --json`, the lock file, image labels and certificates.
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from envbuilder.errors import EnvbuilderError
 from envbuilder.host.model import Host
 from envbuilder.matrix.model import Flavor, Strategy
 
@@ -148,3 +150,27 @@ class Resolution:
             "rejected": [r.to_dict() for r in self.rejected],
             "warnings": list(self.warnings),
         }
+
+
+def rejection_summary(resolution: Resolution) -> str:
+    """'12 candidates rejected; arch: 8, driver: 4': why nothing fit, for one-line errors."""
+    counts = Counter(r.component for r in resolution.rejected)
+    parts = ", ".join(f"{c}: {n}" for c, n in counts.most_common())
+    return f"{len(resolution.rejected)} candidates rejected; {parts}"
+
+
+class NoCompatibleStackError(EnvbuilderError):
+    """The resolver rejected every candidate stack; `resolution` holds every rejection (exit 4)."""
+
+    exit_code = 4
+
+    def __init__(self, resolution: Resolution, hint: str, *, file: str | None = None) -> None:
+        req = resolution.request
+        where = f"{file}: " if file else ""
+        super().__init__(
+            f"{where}no compatible {req.requirement or req.framework} stack for this host "
+            f"({rejection_summary(resolution)})",
+            hint,
+            file=file,
+        )
+        self.resolution = resolution

@@ -16,7 +16,6 @@ Ranking key (survivors are sorted by this tuple, best first; see `_rank_key`):
 
 from __future__ import annotations
 
-from collections import Counter
 from dataclasses import dataclass, replace
 
 from packaging.version import Version
@@ -335,7 +334,7 @@ def resolve(matrix: Matrix, request: Request, host: Host) -> Resolution:
 
     Raises UsageError for a malformed or impossible request (no release matches the specifier,
     unknown framework or strategy). An empty result is not an error here: `stack` is None and
-    `rejected` says why (the CLI maps it to NoCompatibleStackError).
+    `rejected` says why (the CLI raises model.NoCompatibleStackError with it).
     """
     table = framework_table(matrix, request.framework)
     spec = parse_specifier(request.specifier, f"{request.framework} requirement")
@@ -427,10 +426,3 @@ def _wildcard_hint(request: Request, releases: tuple[FrameworkRelease, ...]) -> 
         f"'=={prefix}' means exactly {prefix}.0 (PEP 440); for the {prefix} line write "
         f"'{request.framework}=={prefix}.*' (releases {', '.join(line)})"
     )
-
-
-def rejection_summary(resolution: Resolution) -> str:
-    """'12 candidates rejected; arch: 8, driver: 4': why nothing fit, for one-line errors."""
-    counts = Counter(r.component for r in resolution.rejected)
-    parts = ", ".join(f"{c}: {n}" for c, n in counts.most_common())
-    return f"{len(resolution.rejected)} candidates rejected; {parts}"

@@ -50,7 +50,7 @@ class Built:
 
 def build_spec(spec: SpecFile, engine: DockerEngine, options: BuildOptions) -> Built:
     events: list[BuildEvent] = []
-    plan = plan_from_spec(load_spec(spec.path), resolve_cpu(spec.path), options, spec.path)
+    plan = plan_from_spec(load_spec(spec.path), resolve_cpu(spec.path), options, spec.path, load_matrix())
     started = time.monotonic()
     outcome = run_build(plan, options, engine, on_event=events.append)
     assert options.lock_out is not None

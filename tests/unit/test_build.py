@@ -31,6 +31,7 @@ from envbuilder.image.build import (
     stack_tag,
 )
 from envbuilder.image.lock import read_lock
+from envbuilder.matrix import load_matrix
 
 BASE = "envbuilder-test/debian:bookworm"
 BASE_ID = "sha256:" + "b" * 64
@@ -47,7 +48,7 @@ def build(tmp_path: Path, fake: FakeEngine, **kw: object) -> tuple[object, Path]
     lock_out = tmp_path / "smoke.lock.json"
     options = BuildOptions(base_image=BASE, lock_out=lock_out, **kw)  # type: ignore[arg-type]
     spec = make_spec()
-    plan = plan_from_spec(spec, make_resolution(spec), options, Path("images/smoke.yaml"))
+    plan = plan_from_spec(spec, make_resolution(spec), options, Path("images/smoke.yaml"), load_matrix())
     return run_build(plan, options, fake, work_dir=tmp_path), lock_out
 
 
@@ -57,7 +58,7 @@ def test_success_tags_after_the_build_and_writes_the_lock(tmp_path: Path) -> Non
     lock_out = tmp_path / "smoke.lock.json"
     options = BuildOptions(base_image=BASE, lock_out=lock_out, tags=("me/train:v1",))
     spec = make_spec()
-    plan = plan_from_spec(spec, make_resolution(spec), options, Path("images/smoke.yaml"))
+    plan = plan_from_spec(spec, make_resolution(spec), options, Path("images/smoke.yaml"), load_matrix())
     outcome = run_build(plan, options, fake, on_event=events.append, work_dir=tmp_path)
     kinds = [c[0] for c in fake.calls]
     assert kinds.index("build") < kinds.index("tag")  # untagged build, tags afterwards
@@ -160,7 +161,7 @@ def test_rebuild_from_lock_renders_the_same_dockerfile(tmp_path: Path) -> None:
     _, lock_out = build(tmp_path, fake)
     copy = tmp_path / "copy.lock.json"
     copy.write_bytes(lock_out.read_bytes())
-    plan = plan_from_lock(copy, BuildOptions())
+    plan = plan_from_lock(copy, BuildOptions(), matrix=load_matrix())
     assert plan.base_ref == BASE and plan.lock_out == copy
     again = run_build(plan, BuildOptions(), fake, work_dir=tmp_path)
     assert fake.built_dockerfiles[0] == fake.built_dockerfiles[1]
@@ -174,7 +175,12 @@ def test_rebuild_warns_when_the_local_base_changed(tmp_path: Path) -> None:
     fake = engine()
     _, lock_out = build(tmp_path, fake)
     fake.images[BASE] = ImageInfo(id="sha256:" + "c" * 64, tags=(BASE,), repo_digests=())
-    outcome = run_build(plan_from_lock(lock_out, BuildOptions()), BuildOptions(), fake, work_dir=tmp_path)
+    outcome = run_build(
+        plan_from_lock(lock_out, BuildOptions(), matrix=load_matrix()),
+        BuildOptions(),
+        fake,
+        work_dir=tmp_path,
+    )
     assert any("the rebuild will differ" in w for w in outcome.warnings)
 
 
@@ -186,7 +192,7 @@ def test_base_with_a_registry_digest_is_pinned(tmp_path: Path) -> None:
     )
     spec = make_spec()
     options = BuildOptions(base_image="127.0.0.1:5000/base:1", lock_out=tmp_path / "p.lock.json")
-    plan = plan_from_spec(spec, make_resolution(spec), options, Path("images/smoke.yaml"))
+    plan = plan_from_spec(spec, make_resolution(spec), options, Path("images/smoke.yaml"), load_matrix())
     run_build(plan, options, fake, work_dir=tmp_path)
     assert f"FROM 127.0.0.1:5000/base:1@{digest}" in fake.built_dockerfiles[0]
     lock = read_lock(tmp_path / "p.lock.json")
@@ -199,8 +205,8 @@ def test_lock_without_spec_needs_one(tmp_path: Path) -> None:
     path = tmp_path / "stack.lock.json"
     write_resolution_lock(path, make_resolution(make_spec()))
     with pytest.raises(SpecError, match="holds no image spec"):
-        plan_from_lock(path, BuildOptions())
-    plan = plan_from_lock(path, BuildOptions(), make_spec())
+        plan_from_lock(path, BuildOptions(), matrix=load_matrix())
+    plan = plan_from_lock(path, BuildOptions(), make_spec(), matrix=load_matrix())
     assert plan.stack == cpu_stack()
 
 
