@@ -20,8 +20,8 @@ from cryptography.hazmat.primitives.asymmetric import ec, ed25519
 from securesystemslib.signer import CryptoSigner, SSlibKey
 
 from envbuilder.atomic import write_bytes_atomic
-from envbuilder.certify.store import data_dir
 from envbuilder.errors import SigningKeyError
+from envbuilder.resources import user_data_dir
 
 KEY_TYPES = ("ecdsa", "ed25519")  # ecdsa: NIST P-256 with SHA-256
 DEFAULT_NAME = "default"
@@ -59,7 +59,7 @@ class KeyInfo:
 
 def keys_dir(base: Path | None = None) -> Path:
     """DATA/keys (ENVBUILDER_DATA_DIR, else the XDG data folder)."""
-    return (base or data_dir()) / "keys"
+    return (base or user_data_dir()) / "keys"
 
 
 def check_name(name: str) -> str:

@@ -28,8 +28,8 @@ from securesystemslib.signer import SSlibKey
 
 from envbuilder.atomic import write_text_atomic
 from envbuilder.attest.keys import check_name, keys_dir, list_keys, load_public_key, public_key_from_pem
-from envbuilder.certify.store import data_dir
 from envbuilder.errors import SigningKeyError
+from envbuilder.resources import user_data_dir
 
 SCHEMA_VERSION = 1
 POLICY_NAME = "trust.yaml"
@@ -88,7 +88,7 @@ def parse_duration(text: str | int | float, where: str = "max_age") -> float:
 
 
 def policy_path(base: Path | None = None) -> Path:
-    return (base or data_dir()) / POLICY_NAME
+    return (base or user_data_dir()) / POLICY_NAME
 
 
 def own_keys_policy(base: Path | None = None) -> TrustPolicy:
