@@ -1,0 +1,97 @@
+"""The CLI of keys and verify: results on stdout, one error line and a hint on stderr, and
+the exit code of each failure family (2, 12, 14, 15, 16), against an in-process registry."""
+
+from __future__ import annotations
+
+import json
+import stat
+from pathlib import Path
+
+import pytest
+from cert_factory import cert
+from click.testing import CliRunner
+from fake_registry import fake_registry, push_image
+
+from envbuilder.attest import attach_certificates
+from envbuilder.attest.keys import find_key, load_signer
+from envbuilder.certify.certificate import Certificate
+from envbuilder.cli import cli
+from envbuilder.registry import RegistryClient, parse_reference
+
+
+@pytest.fixture
+def data(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("ENVBUILDER_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setenv("DOCKER_CONFIG", str(tmp_path / "docker"))  # no credentials
+    monkeypatch.delenv("ENVBUILDER_KEY_PASSPHRASE", raising=False)
+    return tmp_path / "data"
+
+
+def run(*args: str, env: dict[str, str] | None = None) -> tuple[int, str, str]:
+    res = CliRunner().invoke(cli, list(args), env=env)
+    return res.exit_code, res.stdout, res.stderr
+
+
+def test_keys_generate_list_export_import(data: Path, tmp_path: Path) -> None:
+    code, out, _ = run("keys", "generate", "--name", "ci", "--json")
+    assert code == 0
+    doc = json.loads(out)
+    assert doc["scheme"] == "ecdsa-sha2-nistp256" and not doc["encrypted"]
+    assert stat.S_IMODE(Path(doc["private_key"]).stat().st_mode) == 0o600
+    code, _, err = run("keys", "generate", "--name", "ci")
+    assert code == 16 and "envbuilder: error: a key named 'ci' already exists" in err and "hint:" in err
+    code, out, _ = run("keys", "generate", "--name", "locked", "--type", "ed25519",
+                       env={"ENVBUILDER_KEY_PASSPHRASE": "pw"})  # fmt: skip
+    assert code == 0 and "passphrase" in out
+    code, pem, _ = run("keys", "export-public", "ci")
+    assert code == 0 and pem.startswith("-----BEGIN PUBLIC KEY-----")
+    code, _, err = run("keys", "export-public")
+    assert code == 16 and "none is named 'default'" in err
+    (tmp_path / "theirs.pub").write_text(pem)
+    code, out, _ = run(
+        "keys", "import", str(tmp_path / "theirs.pub"), "--name", "lab", "--repository", "reg/*"
+    )
+    assert code == 0 and "for reg/*" in out
+    code, out, _ = run("keys", "list", "--json")
+    listed = json.loads(out)
+    assert [k["name"] for k in listed["keys"]] == ["ci", "locked"]
+    assert [(t["name"], t["repositories"]) for t in listed["trusted"]] == [
+        ("ci", []),
+        ("locked", []),
+        ("lab", ["reg/*"]),
+    ]
+    (data / "trust.yaml").write_text("schema_version: 1\nkeys: [{name: x}]\n")
+    code, _, err = run("keys", "list")
+    assert code == 16 and "trust.yaml: keys[0] (x): give exactly one of public_key" in err
+
+
+def test_verify_exit_codes_and_json(data: Path) -> None:
+    assert run("keys", "generate", "--name", "ci")[0] == 0
+    signer = load_signer(find_key("ci", data / "keys"))
+    with fake_registry() as (host, _state):
+        reg = RegistryClient(host, credentials=lambda _r: None)
+        digest, image_id = push_image(reg, "team/train", "1")
+        ref = f"{host}/team/train:1"
+        code, _, err = run("verify", ref)
+        assert code == 12 and "no valid passing certificate (none attached" in err
+        certificate = Certificate(cert("certified-cpu-only", gpus=(), image_id=image_id))
+        attach_certificates(reg, parse_reference(ref), digest=digest, image_id=image_id,
+                            certificates=[certificate], signer=signer)  # fmt: skip
+        code, out, _ = run("verify", ref)
+        assert code == 0, out
+        assert f"valid    {certificate.id[:12]}  certified-cpu-only" in out and "covers CPU runs only" in out
+        code, out, _ = run("verify", ref, "--json")
+        doc = json.loads(out)
+        assert code == 0 and doc["ok"] and doc["digest"] == digest
+        assert doc["certificates"][0]["signed_by"]["name"] == "ci"
+        code, out, err = run("verify", ref, "--max-age", "1s")  # cert_factory's certificates are old
+        assert code == 12 and "[expired]" in out and "refused: expired" in err
+        code, _, err = run("verify", f"{host}/team/none:1")
+        assert code == 15 and "MANIFEST_UNKNOWN" in err
+        code, _, err = run("verify", "Not/A/Ref")
+        assert code == 2 and "is not an image reference" in err
+        code, _, err = run("verify", ref, "--max-age", "soon")
+        assert code == 16 and "--max-age 'soon' is not a duration" in err
+    with fake_registry(auth="basic") as (host, _state):
+        code, _, err = run("verify", f"{host}/team/train:1")
+        assert code == 14 and "wants credentials" in err and "hint: `docker login" in err
