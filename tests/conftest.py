@@ -197,8 +197,9 @@ def write_spec(directory: Path, name: str, *, requirements: tuple[str, ...] = ()
     return SpecFile(name=name, path=path)
 
 
-def envbuilder_cli(*args: str) -> subprocess.CompletedProcess[str]:
-    """Run the real CLI (`python -m envbuilder`) as a user would, output captured."""
+def envbuilder_cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """Run the real CLI (`python -m envbuilder`) as a user would, output captured; `env` is added
+    to this process's environment."""
     return subprocess.run(
         [sys.executable, "-m", "envbuilder", *args],
         capture_output=True,
@@ -206,6 +207,7 @@ def envbuilder_cli(*args: str) -> subprocess.CompletedProcess[str]:
         timeout=900,
         check=False,
         stdin=subprocess.DEVNULL,
+        env={**os.environ, **env} if env else None,
     )
 
 

@@ -4,7 +4,7 @@ one entry point; `verify`, `run` and the fleet commands all call it."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -30,11 +30,7 @@ class AttestationReport:
     @property
     def certificates(self) -> list[Certificate]:
         """The verified certificates, newest first (each once, however many signatures)."""
-        seen: dict[str, Certificate] = {}
-        for v in self.verified:
-            if v.certificate is not None:
-                seen.setdefault(v.certificate.id, v.certificate)
-        return sorted(seen.values(), key=lambda c: str(c.data.get("issued_at", "")), reverse=True)
+        return newest_first(v.certificate for v in self.verified if v.certificate is not None)
 
     def signer_of(self, cert: Certificate) -> Verified:
         return next(v for v in self.verified if v.certificate is not None and v.certificate.id == cert.id)
@@ -48,6 +44,12 @@ class AttestationReport:
             "verified": [v.to_dict() for v in self.verified],
             "refused": [r.to_dict() for r in self.refused],
         }
+
+
+def newest_first(certs: Iterable[Certificate]) -> list[Certificate]:
+    """Each certificate once, the newest (issued_at) first."""
+    unique = {c.id: c for c in certs}
+    return sorted(unique.values(), key=lambda c: str(c.data.get("issued_at", "")), reverse=True)
 
 
 Client = Callable[[str], RegistryClient]

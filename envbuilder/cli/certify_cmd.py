@@ -161,18 +161,8 @@ def certify(
             + ("; nothing was pushed" if push else ""),
         )
     if push:
-        from envbuilder.attest.push import push_image
-        from envbuilder.cli.options import passphrase_prompt
-        from envbuilder.engine import DockerEngine
+        from envbuilder.cli.push_cmd import push_with_progress
 
-        outcome = push_image(
-            image,
-            engine=DockerEngine(),
-            store=CertStore(),
-            attest=True,
-            key_name=key_name,
-            passphrase=passphrase_prompt,
-            say=lambda line: click.echo(line, err=True),
-        )
+        outcome = push_with_progress(image, to=None, attest=True, key_name=key_name)
         new = sum(1 for a in outcome.attached if a.new)
         click.echo(f"pushed {outcome.reference} with {new} new attestation(s)", err=True)

@@ -3,20 +3,25 @@
 from __future__ import annotations
 
 import json
+from typing import TYPE_CHECKING
 
 import click
 
 from envbuilder.cli import cli
 from envbuilder.cli.options import passphrase_prompt
 
+if TYPE_CHECKING:
+    from envbuilder.attest.push import PushOutcome
 
-def push_and_print(image: str, *, to: str | None, attest: bool, key_name: str | None, as_json: bool) -> None:
-    """Push (and attest), then print the outcome; shared by `push` and `certify --push`."""
+
+def push_with_progress(image: str, *, to: str | None, attest: bool, key_name: str | None) -> PushOutcome:
+    """envbuilder.attest.push with the real engine and store, the passphrase asked on the
+    terminal, progress on stderr; shared by `push` and `certify --push`."""
     from envbuilder.attest.push import push_image
     from envbuilder.certify.store import CertStore
     from envbuilder.engine import DockerEngine
 
-    outcome = push_image(
+    return push_image(
         image,
         engine=DockerEngine(),
         store=CertStore(),
@@ -26,6 +31,11 @@ def push_and_print(image: str, *, to: str | None, attest: bool, key_name: str | 
         passphrase=passphrase_prompt,
         say=lambda line: click.echo(line, err=True),
     )
+
+
+def push_and_print(image: str, *, to: str | None, attest: bool, key_name: str | None, as_json: bool) -> None:
+    """Push (and attest), then print the outcome."""
+    outcome = push_with_progress(image, to=to, attest=attest, key_name=key_name)
     if as_json:
         click.echo(json.dumps(outcome.to_dict(), indent=2))
         return

@@ -79,9 +79,12 @@ def _print_certificate(row: dict[str, Any]) -> None:
         f"valid    {row['id'][:12]}  {c['verdict']:<18} issued {row['issued_at']}  signed by "
         f"{signer['name']} ({signer['keyid'][:12]})"
     )
-    gpus = ", ".join(f"{g['name']} (sm {g['cc']})" for g in c["gpus"]) or "no GPU"
+    gpus = ", ".join(f"{g['name']} (sm {g['cc']})" for g in c["gpus"])
     driver = c["certified_driver"] or "none"
-    click.echo(f"         certified on {gpus}, driver {driver}, GPU access {c['gpu_access']}")
+    if gpus:
+        click.echo(f"         certified on {gpus}, driver {driver}, GPU access {c['gpu_access']}")
+    else:
+        click.echo(f"         certified without a GPU (GPU access {c['gpu_access']}), host driver {driver}")
     if c["gpu_runs"]:
         models = ", ".join(sorted({str(g["name"]) for g in c["gpus"]}))
         floor = f" with driver >= {c['min_driver']}" if c["min_driver"] else ""

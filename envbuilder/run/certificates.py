@@ -5,10 +5,11 @@ reason (untrusted-key, bad-signature, unsigned, subject-mismatch, expired, ...).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from envbuilder.attest import AttestationReport, Refused, TrustPolicy, Verified, fetch_verified
+from envbuilder.attest.discovery import newest_first
 from envbuilder.attest.envelope import verify_envelope
 from envbuilder.certify.store import CertStore
 from envbuilder.engine import ImageInfo
@@ -90,7 +91,7 @@ def certificate_finder(
                 cached.append(outcome)
         if cached:
             say(f"envbuilder: {len(cached)} cached attestation(s) of {ref.name}@{digest[:19]} verified again")
-            return _newest(v.certificate.data for v in cached if v.certificate is not None)
+            return [c.data for c in newest_first(v.certificate for v in cached if v.certificate is not None)]
         say(f"envbuilder: no local certificate; fetching the attestations of {ref.name}@{digest[:19]}")
         try:
             report = fetch(ref, policy=trust, digest=digest)
@@ -135,8 +136,3 @@ def certificate_finder(
         )
 
     return find
-
-
-def _newest(certs: Sequence[Mapping[str, Any]] | Any) -> list[Mapping[str, Any]]:
-    unique = {str(c.get("content_hash")): c for c in certs}
-    return sorted(unique.values(), key=lambda c: str(c.get("issued_at", "")), reverse=True)

@@ -14,16 +14,14 @@ from __future__ import annotations
 
 import base64
 import json
-import os
 import subprocess
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import REGISTRY_PASSWORD, REGISTRY_USER
+from conftest import REGISTRY_PASSWORD, REGISTRY_USER, envbuilder_cli
 
 from envbuilder.attest import MEDIA_TYPE
 from envbuilder.attest.envelope import sign_statement
@@ -40,15 +38,7 @@ pytestmark = pytest.mark.docker
 
 def cli(data: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     """The real CLI as a user on the machine whose data dir is `data` runs it."""
-    return subprocess.run(
-        [sys.executable, "-m", "envbuilder", *args],
-        capture_output=True,
-        text=True,
-        timeout=900,
-        check=False,
-        stdin=subprocess.DEVNULL,
-        env={**os.environ, "ENVBUILDER_DATA_DIR": str(data), **(env or {})},
-    )
+    return envbuilder_cli(*args, env={"ENVBUILDER_DATA_DIR": str(data), **(env or {})})
 
 
 def anonymous(_registry: str) -> Credentials | None:

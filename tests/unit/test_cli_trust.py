@@ -74,7 +74,9 @@ def test_verify_exit_codes_and_json(data: Path) -> None:
         ref = f"{host}/team/train:1"
         code, _, err = run("verify", ref)
         assert code == 12 and "no valid passing certificate (none attached" in err
-        certificate = Certificate(cert("certified-cpu-only", gpus=(), image_id=image_id))
+        certificate = Certificate(
+            cert("certified-cpu-only", gpus=(), image_id=image_id, issued_at="2026-01-01T00:00:00Z")
+        )
         attach_certificates(reg, parse_reference(ref), digest=digest, image_id=image_id,
                             certificates=[certificate], signer=signer)  # fmt: skip
         code, out, _ = run("verify", ref)
@@ -84,7 +86,7 @@ def test_verify_exit_codes_and_json(data: Path) -> None:
         doc = json.loads(out)
         assert code == 0 and doc["ok"] and doc["digest"] == digest
         assert doc["certificates"][0]["signed_by"]["name"] == "ci"
-        code, out, err = run("verify", ref, "--max-age", "1s")  # cert_factory's certificates are old
+        code, out, err = run("verify", ref, "--max-age", "1s")  # issued on 2026-01-01
         assert code == 12 and "[expired]" in out and "refused: expired" in err
         code, _, err = run("verify", f"{host}/team/none:1")
         assert code == 15 and "MANIFEST_UNKNOWN" in err
