@@ -18,20 +18,17 @@ from typing import Any
 import yaml
 
 from envbuilder.certify.certificate import VERDICTS, Certificate, build_certificate, host_fingerprint
-from envbuilder.certify.gpu_access import AccessChoice, choose_gpu_access, training_container
-from envbuilder.engine import (
-    ContainerSpec,
-    DaemonInfo,
-    DockerEngine,
-    Engine,
-    ImageInfo,
-    Mount,
-    RunResult,
-    docker_run_argv,
+from envbuilder.certify.gpu_access import (
+    AccessChoice,
+    drop_refused_memlock,
+    prepare_target,
+    training_container,
 )
-from envbuilder.errors import CertificationFailedError, DockerUnavailableError, MatrixError, UsageError
-from envbuilder.host import AccessMode, HostReport, gpu_access_modes, probe_host
+from envbuilder.engine import DaemonInfo, DockerEngine, Engine, ImageInfo, Mount, docker_run_argv
+from envbuilder.errors import CertificationFailedError, MatrixError
+from envbuilder.host import AccessMode, HostReport
 from envbuilder.host.collectives import collective_env
+from envbuilder.resources import harness_dir as harness_source_dir
 from envbuilder.resources import matrices_dir
 
 HOST_HARNESS_DIR = "/opt/envbuilder-host/harness"  # where the host's copy goes for unlabelled images
@@ -169,7 +166,7 @@ def certify_image(
     thresholds: Mapping[str, float] | None = None,
     progress: Progress | None = None,
     eng: Engine | None = None,
-    probe: Callable[[], HostReport] = probe_host,
+    probe: Callable[[], HostReport] | None = None,
     access_modes: Callable[[DaemonInfo], Sequence[AccessMode]] | None = None,
     mem_total: int | None = None,
     timeout_s: float | None = None,
@@ -186,19 +183,8 @@ def certify_image(
     """
     say = progress or (lambda _line: None)
     eng = eng or DockerEngine()
-    info = eng.inspect_image(image_ref)
-    if info is None:
-        raise UsageError(f"image {image_ref!r} not found locally", hint="build it, or `docker pull` it first")
-    daemon = eng.daemon_info()
-    if gpu_access == "none":
-        modes: Sequence[AccessMode] = ()
-    elif access_modes is not None:
-        modes = access_modes(daemon)
-    else:
-        modes = gpu_access_modes(
-            docker_reachable=True, runtimes=daemon.runtimes, cdi_spec_dirs=daemon.cdi_spec_dirs
-        )
-    choice = choose_gpu_access(gpu_access, modes)
+    target = prepare_target(eng, image_ref, gpu_access, probe=probe, access_modes=access_modes)
+    info, choice = target.image, target.choice
     say(f"certify: GPU access {choice.name} ({choice.reason})")
     if choice.name == "none":
         say("certify: CPU path: the result will NOT be a GPU certification")
@@ -209,12 +195,11 @@ def certify_image(
     harness_dir = info.labels.get("io.envbuilder.harness")
     host_harness = None
     if not harness_dir:
-        harness_dir, host_harness = HOST_HARNESS_DIR, str(Path(__file__).resolve().parent / "harness")
+        harness_dir, host_harness = HOST_HARNESS_DIR, str(harness_source_dir())
         warnings.append("image has no io.envbuilder.harness label: the host's harness copy was mounted")
     for w in warnings:
         say(f"certify: warning: {w}")
     run_quick = quick or level_quick
-    report = probe()
     tmp = Path(tempfile.mkdtemp(prefix="envbuilder-certify-"))
     try:
         tmp.chmod(0o777)  # the image runs as a non-root user that must write result.json
@@ -242,8 +227,12 @@ def certify_image(
         passed = [f"{k}={v}" for k, v in collective_env(spec.env).items()]
         if passed:
             say(f"certify: the host's collective settings go in: {' '.join(passed)}")
+        spec, refused = drop_refused_memlock(eng, spec)
+        if refused:
+            warnings.append(refused)
+            say(f"certify: warning: {refused}")
         started = time.monotonic()
-        res, spec = _run_with_memlock_fallback(eng, spec, limit, say, warnings)
+        res = eng.run(spec, on_stderr=say, timeout_s=limit)
         seconds = time.monotonic() - started
         result = parse_harness_output(tmp, res.stdout)
     finally:
@@ -260,7 +249,7 @@ def certify_image(
     lock_hash = info.labels.get("io.envbuilder.lock-hash")
     return build_certificate(
         image={"id": info.id, "ref": image_ref, "stack": stack, "lock_hash": lock_hash},
-        host=host_record(report, choice.name),
+        host=host_record(target.host, choice.name),
         run={
             "gpu_access_reason": choice.reason,
             "quick": run_quick,
@@ -276,22 +265,3 @@ def certify_image(
         verdict=verdict,
         verdict_reason=reason,
     )
-
-
-def _run_with_memlock_fallback(
-    eng: Engine, spec: ContainerSpec, timeout_s: float, say: Progress, warnings: list[str]
-) -> tuple[RunResult, ContainerSpec]:
-    """Run; where the daemon may not raise RLIMIT_MEMLOCK (no CAP_SYS_RESOURCE, e.g. rootless or
-    nested Docker), run again without the memlock ulimit and record it."""
-    try:
-        return eng.run(spec, on_stderr=say, timeout_s=timeout_s), spec
-    except DockerUnavailableError as exc:
-        if "rlimit" not in str(exc).lower():
-            raise
-        said = str(exc)
-        at = said.find("error setting rlimit")
-        said = said[at : at + 60] if at >= 0 else said[-80:]
-        warnings.append(f"memlock ulimit refused by the container runtime ({said}); ran without it")
-        say(f"certify: warning: {warnings[-1]}")
-        spec = spec.without_ulimit("memlock")
-        return eng.run(spec, on_stderr=say, timeout_s=timeout_s), spec

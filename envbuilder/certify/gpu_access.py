@@ -1,5 +1,6 @@
-"""How a training container is started: the GPU access mode (toolkit, cdi, devices, none) and the
-run arguments around it (devices, driver libraries, shared memory, ulimits, network).
+"""How a training container is started: the preamble (the image, the GPU access mode, this host),
+what each mode hands a container (devices, driver libraries, device requests), the training
+container around it (shared memory, ulimits, network) and what to drop where the runtime refuses it.
 
 Shared by `certify` and `run`, so a certified image runs exactly the way it was certified.
 """
@@ -8,14 +9,14 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from envbuilder.engine import ContainerSpec, GpuRequest, ImageInfo, Mount, Ulimit
+from envbuilder.engine import ContainerSpec, DaemonInfo, Engine, GpuRequest, ImageInfo, Mount, Ulimit
 from envbuilder.engine.container import docker_flags
 from envbuilder.errors import NoGpuError, UsageError
-from envbuilder.host import AccessMode
+from envbuilder.host import AccessMode, HostReport, gpu_access_modes, probe_host
 from envbuilder.host.collectives import collective_env
 
 GPU_ACCESS_CHOICES: tuple[str, ...] = ("auto", "toolkit", "cdi", "devices", "none")
@@ -63,6 +64,47 @@ def choose_gpu_access(requested: str, modes: Sequence[AccessMode]) -> AccessChoi
             hint="run `envbuilder doctor` to see which modes this host offers, or use --gpu-access auto",
         )
     return AccessChoice(name=mode.name, reason=f"asked for {requested}: {mode.detail}", mode=mode)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Target:
+    """What a training container is started for: the local image, the GPU access chosen, this host."""
+
+    image: ImageInfo
+    choice: AccessChoice
+    host: HostReport
+
+
+def daemon_access_modes(daemon: DaemonInfo) -> tuple[AccessMode, ...]:
+    """The access modes this host offers with this daemon (host.gpu_access_modes)."""
+    return gpu_access_modes(
+        docker_reachable=True, runtimes=daemon.runtimes, cdi_spec_dirs=daemon.cdi_spec_dirs
+    )
+
+
+def prepare_target(
+    eng: Engine,
+    image_ref: str,
+    gpu_access: str,
+    *,
+    probe: Callable[[], HostReport] | None = None,
+    access_modes: Callable[[DaemonInfo], Sequence[AccessMode]] | None = None,
+) -> Target:
+    """The preamble of certify and run: inspect the local image, choose the GPU access mode (none
+    probes no modes), probe this host (`probe`, default host.probe_host).
+
+    Raises UsageError (image not found locally, unknown mode), NoGpuError (an explicit mode this
+    host lacks), DockerUnavailableError.
+    """
+    info = eng.inspect_image(image_ref)
+    if info is None:
+        raise UsageError(f"image {image_ref!r} not found locally", hint="build it, or `docker pull` it first")
+    daemon = eng.daemon_info()
+    modes: Sequence[AccessMode] = ()
+    if gpu_access != "none":
+        modes = (access_modes or daemon_access_modes)(daemon)
+    choice = choose_gpu_access(gpu_access, modes)
+    return Target(image=info, choice=choice, host=(probe or probe_host)())
 
 
 def shm_bytes(mem_total: int | None = None) -> int:
@@ -173,4 +215,20 @@ def training_container(
         shm_size=shm_bytes(mem_total),
         ulimits=TRAINING_ULIMITS,
         network=network,
+    )
+
+
+def drop_refused_memlock(eng: Engine, spec: ContainerSpec) -> tuple[ContainerSpec, str | None]:
+    """The spec as the runtime will take it, and a warning when something had to go. Where the
+    daemon may not raise RLIMIT_MEMLOCK (no CAP_SYS_RESOURCE: rootless or nested Docker; runc fails
+    with `error setting rlimit type 8`), a probe container finds out before anything runs
+    (engine.ulimit_refusal) and the memlock ulimit is dropped. Raises DockerUnavailableError."""
+    memlock = [u for u in spec.ulimits if u.name == "memlock"]
+    refused = eng.ulimit_refusal(spec.image, memlock) if memlock else None
+    if refused is None:
+        return spec, None
+    at = refused.find("error setting rlimit")
+    said = refused[at : at + 60] if at >= 0 else refused[-100:]
+    return spec.without_ulimit("memlock"), (
+        f"the container runtime refuses the memlock ulimit ({said}); running without it"
     )

@@ -18,10 +18,15 @@ from pathlib import Path
 from typing import Any
 
 from envbuilder.atomic import append_jsonl
-from envbuilder.certify.gpu_access import AccessChoice, choose_gpu_access, training_container
+from envbuilder.certify.gpu_access import (
+    AccessChoice,
+    drop_refused_memlock,
+    prepare_target,
+    training_container,
+)
 from envbuilder.engine import DaemonInfo, DockerEngine, Engine, ImageInfo, Mount
 from envbuilder.errors import CertificateRefusedError, UsageError
-from envbuilder.host import AccessMode, HostReport, gpu_access_modes, probe_host
+from envbuilder.host import AccessMode, HostReport
 from envbuilder.resources import user_data_dir
 from envbuilder.run.coverage import (
     CERTIFY_HINT,
@@ -172,17 +177,8 @@ def run_image(
     env, mounts = parse_env(opts.env), [parse_volume(v) for v in opts.volumes]
     shm = parse_size(opts.shm_size) if opts.shm_size else None
     eng = eng or DockerEngine()
-    info = eng.inspect_image(opts.image)
-    if info is None:
-        raise UsageError(
-            f"image {opts.image!r} not found locally", hint="build it, or `docker pull` it first"
-        )
-    daemon = eng.daemon_info()
-    modes: Sequence[AccessMode] = ()
-    if opts.gpu_access != "none":
-        modes = (access_modes or _default_modes)(daemon)
-    choice = choose_gpu_access(opts.gpu_access, modes)
-    report = (probe or probe_host)()
+    target = prepare_target(eng, opts.image, opts.gpu_access, probe=probe, access_modes=access_modes)
+    info, choice, report = target.image, target.choice, target.host
     host = run_host(report, choice, opts.gpu_access, _native_cuda(report.driver))
     try:
         cert, found = choose_certificate(find_certificate(info), info, host)
@@ -232,11 +228,10 @@ def run_image(
     elif shm is not None:
         spec = replace(spec, shm_size=shm)
     warnings: list[str] = []
-    refused = eng.ulimit_refusal(info.id, [u for u in spec.ulimits if u.name == "memlock"])
+    spec, refused = drop_refused_memlock(eng, spec)
     if refused:
-        warnings.append(f"the runtime refuses the memlock ulimit ({refused[-100:]}); running without it")
-        say(f"envbuilder: warning: {warnings[-1]}")
-        spec = spec.without_ulimit("memlock")
+        warnings.append(refused)
+        say(f"envbuilder: warning: {refused}")
     monitor = _start_monitor(opts, choice, monitor_factory, say, warnings)
     started = time.monotonic()
     outcome, code = "interrupted", 130
@@ -267,12 +262,6 @@ def run_image(
         forced=bool(refusals),
         monitor_files=files,
         warnings=tuple(warnings),
-    )
-
-
-def _default_modes(daemon: DaemonInfo) -> Sequence[AccessMode]:
-    return gpu_access_modes(
-        docker_reachable=True, runtimes=daemon.runtimes, cdi_spec_dirs=daemon.cdi_spec_dirs
     )
 
 

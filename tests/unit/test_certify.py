@@ -14,7 +14,7 @@ from fake_engine import FakeEngine
 
 from envbuilder.certify.certificate import verify_certificate
 from envbuilder.certify.certify import certify_image, harness_command, load_thresholds
-from envbuilder.certify.gpu_access import choose_gpu_access, shm_bytes, training_container
+from envbuilder.certify.gpu_access import choose_gpu_access, prepare_target, shm_bytes, training_container
 from envbuilder.engine import ContainerSpec, GpuRequest, ImageInfo, Mount, RunResult, Ulimit, docker_run_argv
 from envbuilder.errors import CertificationFailedError, NoGpuError, UsageError
 from envbuilder.host import AccessMode, CommandResult, GpuInfo, HostReport, gpu_access_modes
@@ -100,6 +100,34 @@ def test_explicit_mode_that_is_not_offered_is_refused_with_exit_5() -> None:
     with pytest.raises(UsageError):
         choose_gpu_access("gpus", [])
     assert choose_gpu_access("none", [mode("toolkit")]).name == "none"
+
+
+def test_the_preamble_of_certify_and_run(tmp_path: Path) -> None:
+    """prepare_target: the image, the mode chosen from what the daemon offers, the host probed once;
+    `none` asks for no modes; a missing image is a usage error before anything else."""
+    eng = FakeEngine(images={"img:1": IMAGE}, runtimes=("nvidia", "runc"))
+    asked: list[tuple[str, ...]] = []
+    probed: list[int] = []
+
+    def modes(daemon: Any) -> list[AccessMode]:
+        asked.append(daemon.runtimes)
+        return [mode("toolkit", "nvidia" in daemon.runtimes), mode("cdi", False)]
+
+    def probe() -> HostReport:
+        probed.append(1)
+        return a100_host()
+
+    target = prepare_target(eng, "img:1", "auto", probe=probe, access_modes=modes)
+    assert (target.image, target.choice.name, target.host) == (IMAGE, "toolkit", a100_host())
+    assert asked == [("nvidia", "runc")] and probed == [1]
+    assert prepare_target(eng, "img:1", "none", probe=probe, access_modes=modes).choice.name == "none"
+    assert len(asked) == 1  # none: no mode was probed
+    with pytest.raises(UsageError, match="image 'nope:1' not found locally") as err:
+        prepare_target(eng, "nope:1", "auto", probe=probe, access_modes=modes)
+    assert err.value.hint == "build it, or `docker pull` it first" and err.value.exit_code == 2
+    assert probed == [1, 1]
+    with pytest.raises(NoGpuError):
+        prepare_target(eng, "img:1", "cdi", probe=probe, access_modes=modes)
 
 
 # ------------------------------------------------------------------ run arguments
@@ -342,12 +370,18 @@ def test_quick_and_missing_image() -> None:
         certify_image("nope:1", eng=eng, probe=a100_host)
 
 
-def test_memlock_refused_by_the_runtime_reruns_without_it_and_says_so() -> None:
+def test_memlock_refused_by_the_runtime_is_dropped_before_the_run_and_said() -> None:
     eng = engine()
-    eng.refuse_memlock = True
-    cert, _ = certify(eng)
-    assert len(eng.runs) == 2 and all(u.name != "memlock" for u in eng.runs[1].ulimits)
-    assert any("memlock" in w for w in cert.data["run"]["warnings"])
+    eng.refuse_memlock = True  # the fake's run fails as runc does if memlock is still asked for
+    cert, lines = certify(eng)
+    assert ("ulimit_probe", ("memlock",)) in eng.calls  # found out before the harness ran
+    (spec,) = eng.runs
+    assert [u.name for u in spec.ulimits] == ["stack"]
+    warning = "the container runtime refuses the memlock ulimit (error setting rlimit type 8: "
+    assert any(w.startswith(warning) for w in cert.data["run"]["warnings"])
+    assert "memlock=" not in " ".join(cert.data["run"]["docker_args"])
+    assert any(line.startswith(f"certify: warning: {warning}") for line in lines)
+    assert cert.verdict == "certified"
 
 
 def test_unlabelled_image_gets_the_hosts_harness_mounted() -> None:
@@ -355,4 +389,5 @@ def test_unlabelled_image_gets_the_hosts_harness_mounted() -> None:
     eng = engine(image)
     cert, _ = certify(eng)
     assert cert.data["run"]["harness_source"] == "host"
-    assert any(m.target == "/opt/envbuilder-host/harness" and m.read_only for m in eng.runs[0].mounts)
+    (mount,) = [m for m in eng.runs[0].mounts if m.target == "/opt/envbuilder-host/harness"]
+    assert mount.read_only and (Path(mount.source) / "run.py").is_file()  # the package's own payload

@@ -112,8 +112,11 @@ def test_force_runs_anyway_and_records_it(tmp_path: Path) -> None:
 
 def test_a_refused_memlock_ulimit_is_dropped_and_said(tmp_path: Path) -> None:
     eng = engine(refuse_memlock=True)
-    _outcome, lines = go(tmp_path, eng, cert())
+    outcome, lines = go(tmp_path, eng, cert())
+    assert ("ulimit_probe", ("memlock",)) in eng.calls
     assert [u.name for u in eng.runs[0].ulimits] == ["stack"]
+    assert outcome.warnings[0].startswith("the container runtime refuses the memlock ulimit (error setting")
+    assert log(tmp_path)[0]["warnings"] == list(outcome.warnings)
     assert any("refuses the memlock ulimit" in line for line in lines)
 
 
@@ -203,13 +206,14 @@ def test_bad_options_are_usage_errors(tmp_path: Path) -> None:
 
 
 def test_cli_refusal_exit_code_and_message(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import envbuilder.certify.gpu_access as gpu_access
     import envbuilder.cli.run_cmd as run_cmd
     import envbuilder.run.launch as runner
 
     monkeypatch.setenv("ENVBUILDER_DATA_DIR", str(tmp_path))
     monkeypatch.setattr(runner, "DockerEngine", engine)
-    monkeypatch.setattr(runner, "probe_host", lambda: report(gpus=()))
-    monkeypatch.setattr(runner, "gpu_access_modes", lambda **_kw: ())
+    monkeypatch.setattr(gpu_access, "probe_host", lambda: report(gpus=()))
+    monkeypatch.setattr(gpu_access, "gpu_access_modes", lambda **_kw: ())
     monkeypatch.setattr(run_cmd, "find_certificates", lambda *_a: lambda _info: [])
     res = CliRunner().invoke(cli, ["run", "team/train:1", "--", "python", "-c", "print(1)"])
     assert res.exit_code == 12, res.output
@@ -218,12 +222,13 @@ def test_cli_refusal_exit_code_and_message(tmp_path: Path, monkeypatch: pytest.M
 
 
 def test_cli_passes_the_exit_code_through(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import envbuilder.certify.gpu_access as gpu_access
     import envbuilder.cli.run_cmd as run_cmd
     import envbuilder.run.launch as runner
 
     monkeypatch.setenv("ENVBUILDER_DATA_DIR", str(tmp_path))
     monkeypatch.setattr(runner, "DockerEngine", lambda: engine(exit_code=3))
-    monkeypatch.setattr(runner, "probe_host", lambda: report(gpus=()))
+    monkeypatch.setattr(gpu_access, "probe_host", lambda: report(gpus=()))
     cpu_cert = cert("certified-cpu-only", gpus=(), cuda=None, min_driver=None)
     monkeypatch.setattr(run_cmd, "find_certificates", lambda *_a: lambda _info: [cpu_cert])
     res = CliRunner().invoke(cli, ["run", "--gpu-access", "none", "team/train:1", "--", "python", "-c", "x"])
