@@ -30,6 +30,7 @@ CDI_ALL_GPUS = "nvidia.com/gpu=all"
 # devices mode: the driver's libraries go here, mounted over nothing in the container, so they never
 # shadow the image's own libraries (unless their host folder can be mounted whole at its own path).
 CONTAINER_LIB_DIR = "/usr/local/nvidia/lib64"
+_RLIMIT_REASON = re.compile(r"error setting rlimit type \d+: [^:\")]+")
 _SYSTEM_LIB_RE = re.compile(r"^/(usr/)?lib(32|64)?(/[a-z0-9_]+-linux-gnu[a-z]*)?/?$")
 
 
@@ -227,8 +228,10 @@ def drop_refused_memlock(eng: Engine, spec: ContainerSpec) -> tuple[ContainerSpe
     refused = eng.ulimit_refusal(spec.image, memlock) if memlock else None
     if refused is None:
         return spec, None
-    at = refused.find("error setting rlimit")
-    said = refused[at : at + 60] if at >= 0 else refused[-100:]
+    # runc says e.g. `... error setting rlimits for ready process: error setting rlimit type 8:
+    # operation not permitted: unknown`: quote the innermost reason.
+    reasons = _RLIMIT_REASON.findall(refused)
+    said = reasons[-1] if reasons else refused[-100:]
     return spec.without_ulimit("memlock"), (
         f"the container runtime refuses the memlock ulimit ({said}); running without it"
     )

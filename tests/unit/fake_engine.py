@@ -40,7 +40,13 @@ def sample(name: str) -> list[str]:
 
 Stderr = Callable[[str], None] | None
 Job = Callable[[ContainerSpec, Stderr], RunResult]
-MEMLOCK_REFUSAL = "error setting rlimit type 8: operation not permitted"
+# What runc said on this machine's nested Docker (2026-12-01), through the daemon's API error.
+MEMLOCK_REFUSAL = (
+    "500 Server Error for http+docker://localhost/v1.41/containers/cfbd8be6a336/start: Internal Server "
+    'Error ("failed to create shim task: OCI runtime create failed: runc create failed: unable to start '
+    "container process: error during container init: error setting rlimits for ready process: error "
+    'setting rlimit type 8: operation not permitted: unknown")'
+)
 
 
 @dataclass
