@@ -6,27 +6,17 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 from envbuilder.attest.keys import Passphrase, find_key, load_signer
 from envbuilder.attest.publish import Attached, attach_certificates
 from envbuilder.certify.certificate import Certificate
 from envbuilder.certify.store import CertStore
-from envbuilder.engine import ImageInfo
+from envbuilder.engine import Engine
 from envbuilder.errors import CertificateRefusedError, UsageError
 from envbuilder.registry import RegistryClient, parse_reference
 
 Say = Callable[[str], None]
-
-
-class PushEngine(Protocol):
-    """What push needs from the container engine (envbuilder.engine.DockerEngine)."""
-
-    def inspect_image(self, ref: str) -> ImageInfo | None: ...
-
-    def tag(self, image: str, ref: str) -> None: ...
-
-    def push(self, ref: str) -> str: ...
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -52,7 +42,7 @@ class PushOutcome:
 def push_image(
     image: str,
     *,
-    engine: PushEngine,
+    engine: Engine,
     store: CertStore,
     to: str | None = None,
     attest: bool = False,

@@ -57,6 +57,7 @@ class FakeEngine:
     fail_build: bool = False
     interrupt_build: bool = False
     push_error: str | None = None
+    push_digest: str = "sha256:" + "ab" * 32  # the manifest digest a push reports
     images: dict[str, ImageInfo] = field(default_factory=dict)  # ref or id -> image
     calls: list[tuple[str, object]] = field(default_factory=list)
     built_dockerfiles: list[str] = field(default_factory=list)
@@ -151,7 +152,7 @@ class FakeEngine:
         self.calls.append(("push", ref))
         if self.push_error:
             raise RegistryError(self.push_error)
-        return "sha256:" + "ab" * 32
+        return self.push_digest
 
     def pull(self, ref: str) -> ImageInfo:
         self.calls.append(("pull", ref))

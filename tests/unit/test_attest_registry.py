@@ -5,12 +5,12 @@ refuses with each reason; `push` checks everything before it pushes."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
 from cert_factory import cert
+from fake_engine import FakeEngine
 from fake_registry import fake_registry, push_image
 from securesystemslib.signer import CryptoSigner
 
@@ -161,28 +161,11 @@ def trust_none() -> TrustPolicy:
     return TrustPolicy(keys=())
 
 
-@dataclass
-class FakePushEngine:
-    images: dict[str, ImageInfo]
-    digest: str = "sha256:" + "12" * 32
-    pushed: list[str] = field(default_factory=list)
-    tagged: list[tuple[str, str]] = field(default_factory=list)
-
-    def inspect_image(self, ref: str) -> ImageInfo | None:
-        return self.images.get(ref)
-
-    def tag(self, image: str, ref: str) -> None:
-        self.tagged.append((image, ref))
-
-    def push(self, ref: str) -> str:
-        self.pushed.append(ref)
-        return self.digest
-
-
 def test_push_checks_everything_before_pushing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ENVBUILDER_DATA_DIR", str(tmp_path))
     image_id = "sha256:" + "ab" * 32
-    eng = FakePushEngine(images={"reg.lan/team/train:1": ImageInfo(id=image_id, tags=(), repo_digests=())})
+    info = ImageInfo(id=image_id, tags=(), repo_digests=())
+    eng = FakeEngine(images={"reg.lan/team/train:1": info, image_id: info}, push_digest="sha256:" + "12" * 32)
     store = CertStore(tmp_path / "s.sqlite")
     kw: dict[str, Any] = {"engine": eng, "store": store}
     with pytest.raises(CertificateRefusedError, match="no certificate for image"):
@@ -194,8 +177,11 @@ def test_push_checks_everything_before_pushing(tmp_path: Path, monkeypatch: pyte
     monkeypatch.delenv("ENVBUILDER_KEY_PASSPHRASE", raising=False)
     with pytest.raises(SigningKeyError, match="no passphrase was given"):
         push_attested("reg.lan/team/train:1", attest=True, **kw)
-    assert eng.pushed == []  # nothing left the machine
+    assert [c for c in eng.calls if c[0] in ("tag", "push")] == []  # nothing left the machine
     out = push_attested("reg.lan/team/train:1", to="reg.lan/team/train:2", **kw)  # no --attest
-    assert eng.tagged == [(image_id, "reg.lan/team/train:2")] and eng.pushed == ["reg.lan/team/train:2"]
-    assert out.reference == f"reg.lan/team/train@{eng.digest}"
-    assert [r.image_id for r in store.list(image=eng.digest)] == [image_id]  # keyed by the digest
+    assert [c for c in eng.calls if c[0] in ("tag", "push")] == [
+        ("tag", (image_id, "reg.lan/team/train:2")),
+        ("push", "reg.lan/team/train:2"),
+    ]
+    assert out.reference == f"reg.lan/team/train@{eng.push_digest}"
+    assert [r.image_id for r in store.list(image=eng.push_digest)] == [image_id]  # keyed by the digest
