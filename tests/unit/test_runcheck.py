@@ -164,3 +164,17 @@ def test_any_edit_is_caught_before_the_other_checks_believe_it(field: str) -> No
     elif field == "host":
         c["host"]["gpus"].append({"name": "NVIDIA GeForce RTX 3090", "uuid": "x", "cc": "8.6"})
     assert "tampered" in reasons(c, image(), host())
+
+
+def test_choose_certificate_takes_the_first_that_covers_this_host() -> None:
+    """An image certified on two node classes runs on either; the refusals shown are the newest's."""
+    from envbuilder.run.coverage import choose_certificate
+
+    on_rtx = cert(gpus=(RTX,), issued_at="2026-06-01T00:00:00Z")
+    on_h200 = cert(gpus=(H200,), issued_at="2026-01-01T00:00:00Z")
+    chosen, refusals = choose_certificate([on_rtx, on_h200], image(), host((H200,)))
+    assert chosen is on_h200 and refusals == []
+    chosen, refusals = choose_certificate([on_rtx], image(), host((H200,)))
+    assert chosen is on_rtx and [r.reason for r in refusals] == ["gpu-model"]
+    chosen, refusals = choose_certificate([], image(), host())
+    assert chosen is None and [r.reason for r in refusals] == ["no-certificate"]
