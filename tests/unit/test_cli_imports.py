@@ -10,7 +10,10 @@ import sys
 import envbuilder.cli as cli_pkg
 
 # What resolve has no use for: Docker stack, templates, HTTP, NVML, YAML (served compiled).
-NOT_FOR_RESOLVE = ("docker", "jinja2", "requests", "urllib3", "pynvml", "yaml", "envbuilder.engine")
+NOT_FOR_RESOLVE = (
+    *("docker", "jinja2", "requests", "urllib3", "pynvml", "yaml", "envbuilder.engine"),
+    "packaging.requirements",  # a plain NAME+SPECIFIERS is read without it (cli/options.py)
+)
 
 _PROBE = """
 import json, sys

@@ -181,3 +181,46 @@ def test_corrupt_matrix_names_file_row_field_exit_3(
     assert code == 3, err
     assert message in err
     assert "Traceback" not in err
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "torch",
+        "torch==2.11.*",
+        "Torch>=2.7",
+        "tensorflow >=2.16, <2.20",
+        " torch == 2.11.0 ",
+        "torch!=2.9.0,>=2.7",
+        "torch~=2.11",
+        "torch===2.11.0",
+        "torch (>=2.7)",
+        "torch[cuda]",
+        "torch; python_version>'3'",
+        "torch==2.x!",
+        "-torch",
+        "torch==",
+        "torch @ https://example.org/torch.whl",
+        "torch>=2.7,",
+        "torch<=2.7.*",
+    ],
+)
+def test_framework_requirement_reads_as_packaging_reads_it(text: str) -> None:
+    """The quick path for NAME+SPECIFIERS agrees with packaging.requirements on every input."""
+    from packaging.requirements import InvalidRequirement, Requirement
+
+    from envbuilder.cli.options import parse_framework_requirement
+    from envbuilder.errors import UsageError
+
+    try:
+        req = Requirement(text)
+        expected: tuple[str, str] | None = (
+            None if (req.extras or req.url or req.marker) else (req.name.lower(), str(req.specifier))
+        )
+    except InvalidRequirement:
+        expected = None
+    if expected is None:
+        with pytest.raises(UsageError):
+            parse_framework_requirement(text)
+    else:
+        assert parse_framework_requirement(text) == expected
