@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
 .DEFAULT_GOAL := help
-.PHONY: help install run check lint fmt types unit test test-docker services golden bench clean
+.PHONY: help install run check lint fmt types unit test test-docker services golden bench bench-resolve clean
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -55,6 +55,9 @@ golden: $(STAMP) ## Regenerate golden Dockerfiles and the committed images/*.Doc
 
 bench: $(STAMP) services ## Build benchmarks (cold vs warm build, image sizes) -> benchmarks/results/
 	$(BIN)/python benchmarks/build_bench.py
+
+bench-resolve: $(STAMP) ## `envbuilder resolve` start-up time, before vs after, side by side -> benchmarks/results/
+	$(BIN)/python benchmarks/resolve_bench.py --realtime
 
 clean: ## Remove the venv and caches
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache
