@@ -85,4 +85,5 @@ _COMMANDS = {
     "keys": "keys_cmd",
     "push": "push_cmd",
     "verify": "verify_cmd",
+    "gpu": "gpu_cmd",
 }

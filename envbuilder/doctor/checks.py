@@ -30,6 +30,7 @@ from envbuilder.host import (
     probe_host,
     run_command,
 )
+from envbuilder.host.cdi import SpecCheck, check_spec_file, describe_missing
 from envbuilder.host.collectives import CollectiveFacts
 from envbuilder.host.frameworks import (
     FRAMEWORKS,
@@ -58,6 +59,12 @@ _FIX_NO_GPU = (
     "check that libnvidia-ml.so.1 and nvidia-smi match the loaded kernel module (reboot after a "
     "driver update) and that /dev/nvidia* is readable"
 )
+_CDI_SPEC_CMD = "envbuilder gpu cdi-spec --out {path}"
+_FIX_CDI_SPEC = "write one as root: " + _CDI_SPEC_CMD.format(path="/etc/cdi/nvidia.yaml")
+_FIX_CDI_DAEMON = (
+    'Docker 25+ reads CDI specs with {"features": {"cdi": true}} in /etc/docker/daemon.json '
+    "(restart dockerd after the change)"
+)
 _FIX_VRAM = "stop them or use another GPU (CUDA_VISIBLE_DEVICES): they skew benchmarks and can cause OOM"
 
 
@@ -79,6 +86,7 @@ class DockerState:
     fix: str | None = None
     runtimes: tuple[str, ...] = ()
     cdi_spec_dirs: tuple[str, ...] = ()
+    server_version: str | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -131,6 +139,7 @@ def probe_docker() -> DockerState:
         detail=f"Docker {info.server_version} ({info.storage_driver}), runtimes: {', '.join(info.runtimes)}",
         runtimes=info.runtimes,
         cdi_spec_dirs=info.cdi_spec_dirs,
+        server_version=info.server_version,
     )
 
 
@@ -188,6 +197,8 @@ def run_doctor(inputs: DoctorInputs | None = None) -> DoctorReport:
         root=i.root,
     )
     tools = {t: i.which(t) for t in ("nvidia-container-cli", "nvidia-ctk")}
+    specs = next((m.cdi_specs for m in modes if m.name == "cdi"), ())
+    spec_checks = tuple(check_spec_file(s, i.root) for s in specs)
     builds = []
     for name in FRAMEWORKS:
         if i.installed(name):
@@ -207,6 +218,7 @@ def run_doctor(inputs: DoctorInputs | None = None) -> DoctorReport:
         matrix=matrix,
         python=i.python,
         multi=multi,
+        cdi_specs=spec_checks,
     )
 
 
@@ -289,6 +301,41 @@ def _container_checks(
     return out
 
 
+def _cdi_check(docker: DockerState, specs: tuple[SpecCheck, ...], modes: tuple[AccessMode, ...]) -> Check:
+    """Whether the daemon reads CDI specs, which specs define nvidia.com/gpu, and whether the
+    files they name still exist (a driver update leaves a spec naming the old libraries). A warn
+    only where CDI is not usable and no toolkit runtime stands in, or a spec is stale."""
+    if not docker.reachable:
+        reads, reads_ok = "Docker is not reachable: whether it reads CDI specs is unknown", False
+    elif docker.cdi_spec_dirs:
+        reads, reads_ok = f"the daemon reads CDI specs from {', '.join(docker.cdi_spec_dirs)}", True
+    else:
+        version = f"Docker {docker.server_version}" if docker.server_version else "the daemon"
+        reads, reads_ok = f"{version} reads no CDI specs (CDISpecDirs empty: CDI off, or Docker < 25)", False
+    said = [reads]
+    stale = [s for s in specs if s.missing or s.error]
+    for s in specs:
+        if s.error:
+            said.append(f"{s.path}: {s.error}")
+        elif s.missing:
+            said.append(f"{s.path} is stale: {describe_missing(s.missing)} missing")
+        else:
+            said.append(f"{s.path} defines nvidia.com/gpu={','.join(s.devices)}")
+    if not specs:
+        said.append("no CDI spec defines nvidia.com/gpu")
+    detail = "; ".join(said)
+    if stale:
+        fix = "regenerate it as root: " + _CDI_SPEC_CMD.format(path=stale[0].path)
+        return Check(name="cdi", status="warn", detail=detail, fix=fix)
+    toolkit = any(m.name == "toolkit" and m.available for m in modes)
+    if reads_ok and specs or toolkit:
+        return Check(name="cdi", status="ok", detail=detail)
+    fixes = [] if reads_ok or not docker.reachable else [_FIX_CDI_DAEMON]
+    fixes += [] if specs else [_FIX_CDI_SPEC]
+    fixes = fixes or ["start Docker 25+ with CDI enabled"]
+    return Check(name="cdi", status="warn", detail=detail, fix="; then ".join(fixes))
+
+
 def _framework_checks(b: FrameworkBuild, host: HostReport, matrix: Matrix | None) -> list[Check]:
     resolve = f"`envbuilder resolve --framework {b.name}`"
     if b.error or not b.version:
@@ -318,11 +365,13 @@ def assess_host(
     matrix: Matrix | str | None,
     python: str,
     multi: CollectiveFacts | None = None,
+    cdi_specs: tuple[SpecCheck, ...] = (),
 ) -> DoctorReport:
     """Turn gathered facts into checks and a verdict. Pure; never raises. `matrix` is the loaded
     matrix, the reason it did not load, or None when nothing needed it; `multi` the collective
-    facts of a host with 2+ GPUs."""
+    facts of a host with 2+ GPUs; `cdi_specs` the CDI specs for nvidia.com/gpu, as read back."""
     checks = _host_checks(host) + _container_checks(docker, tools, modes)
+    checks.append(_cdi_check(docker, cdi_specs, modes))
     if multi is not None:
         rows = collectives.checks(multi)
         checks += [Check(name=n, status=s, detail=d, fix=f) for n, s, d, f in rows]

@@ -177,3 +177,104 @@ def gpu_root(tmp: Path, *, gpus: int = 1, uvm: bool = True, lib_dir: str = "/usr
     ):
         (libs / lib).touch()
     return tmp
+
+
+# (SONAME, file stem) of driver libraries as an R580 installer lays them out; each file is
+# <stem>.so.<driver>, with the SONAME and an unversioned .so link (nvidia-ctk's version-suffix rule
+# keeps these). libnvidia-egl-wayland carries its own version (1.1.x), so no rule may keep it.
+DRIVER_LIBS = (
+    ("libcuda.so.1", "libcuda"),
+    ("libnvidia-ml.so.1", "libnvidia-ml"),
+    ("libnvidia-ptxjitcompiler.so.1", "libnvidia-ptxjitcompiler"),
+    ("libnvidia-nvvm.so.4", "libnvidia-nvvm"),
+    ("libcudadebugger.so.1", "libcudadebugger"),
+    ("libGLX_nvidia.so.0", "libGLX_nvidia"),
+)
+ELF_STUB = b"\x7fELF\x02\x01\x01" + bytes(9)  # the first bytes of an x86-64 ELF file
+
+
+@dataclass
+class DriverTree:
+    """A fake host with an NVIDIA driver: root folder, its `ldconfig -p`, the driver version."""
+
+    root: Path
+    ldconfig: FakeRunner
+    driver: str
+    lib_dir: str
+
+
+def driver_tree(
+    tmp: Path,
+    *,
+    driver: str = "580.159.04",
+    lib_dir: str = "/usr/local/nvidia/lib64",
+    uuids: Sequence[str] = ("GPU-3f1c9e0a-7b2d-4c5e-9a81-0d6f2b4e8c17",),
+    minors: Sequence[int] | None = None,
+    proc_gpus: bool = True,
+    smi_wrapper: bool = True,
+) -> DriverTree:
+    """A filesystem root laid out like the H200 test machine: /dev/nvidia<minor> per GPU with
+    /proc/driver/nvidia/gpus/*/information, control nodes, the driver's libraries in `lib_dir`
+    (real files + SONAME and .so symlinks, listed by a fake `ldconfig -p` together with a 32-bit
+    libcuda and unrelated libraries), the ELF nvidia-smi in /usr/local/nvidia/bin behind a wrapper
+    script in /usr/bin (as that machine has it), GSP firmware and the persistenced socket."""
+    minors = list(minors if minors is not None else range(len(uuids)))
+    dev = tmp / "dev"
+    dev.mkdir(parents=True, exist_ok=True)
+    for name in [f"nvidia{m}" for m in minors] + ["nvidiactl", "nvidia-uvm", "nvidia-uvm-tools"]:
+        (dev / name).touch()
+    for i, (uuid, minor) in enumerate(zip(uuids, minors, strict=True)):
+        info = tmp / f"proc/driver/nvidia/gpus/0000:00:0{6 + i}.0/information"
+        if proc_gpus:
+            info.parent.mkdir(parents=True, exist_ok=True)
+            info.write_text(
+                f"Model: \t\t NVIDIA H200\nIRQ:   \t\t 36\nGPU UUID: \t {uuid}\n"
+                f"Bus Location: \t 0000:00:0{6 + i}.0\nDevice Minor: \t {minor}\nGPU Excluded:\t No\n"
+            )
+    libs = tmp / lib_dir.lstrip("/")
+    libs.mkdir(parents=True, exist_ok=True)
+    lines = []
+    for soname, stem in DRIVER_LIBS:
+        real = f"{stem}.so.{driver}"
+        (libs / real).write_bytes(ELF_STUB)
+        (libs / soname).symlink_to(real)
+        (libs / f"{stem}.so").symlink_to(soname)
+        lines += [
+            f"\t{soname} (libc6,x86-64) => {lib_dir}/{soname}",
+            f"\t{stem}.so (libc6,x86-64) => {lib_dir}/{stem}.so",
+        ]
+    wayland = tmp / "usr/lib/x86_64-linux-gnu/libnvidia-egl-wayland.so.1.1.13"
+    wayland.parent.mkdir(parents=True, exist_ok=True)
+    wayland.write_bytes(ELF_STUB)
+    (wayland.parent / "libnvidia-egl-wayland.so.1").symlink_to(wayland.name)
+    (wayland.parent / "libz.so.1").write_bytes(ELF_STUB)
+    i386 = tmp / "usr/lib/i386-linux-gnu"
+    i386.mkdir(parents=True, exist_ok=True)
+    (i386 / f"libcuda.so.{driver}").write_bytes(ELF_STUB)
+    (i386 / "libcuda.so.1").symlink_to(f"libcuda.so.{driver}")
+    lines += [
+        "\tlibz.so.1 (libc6,x86-64) => /usr/lib/x86_64-linux-gnu/libz.so.1",
+        "\tlibnvidia-egl-wayland.so.1 (libc6,x86-64) => /usr/lib/x86_64-linux-gnu/libnvidia-egl-wayland.so.1",
+        "\tlibcuda.so.1 (libc6) => /usr/lib/i386-linux-gnu/libcuda.so.1",
+    ]
+    listing = f"{len(lines)} libs found in cache `/etc/ld.so.cache'\n" + "\n".join(lines) + "\n"
+    smi = tmp / "usr/local/nvidia/bin/nvidia-smi"
+    smi.parent.mkdir(parents=True, exist_ok=True)
+    smi.write_bytes(ELF_STUB)
+    if smi_wrapper:
+        wrapper = tmp / "usr/bin/nvidia-smi"
+        wrapper.parent.mkdir(parents=True, exist_ok=True)
+        wrapper.write_text('#!/bin/sh\nexec /usr/local/nvidia/bin/nvidia-smi "$@"\n')
+    fw = tmp / f"lib/firmware/nvidia/{driver}"
+    fw.mkdir(parents=True, exist_ok=True)
+    for name in ("gsp_ga10x.bin", "gsp_tu10x.bin"):
+        (fw / name).write_bytes(b"fw")
+    sock = tmp / "var/run/nvidia-persistenced/socket"
+    sock.parent.mkdir(parents=True, exist_ok=True)
+    sock.touch()
+    return DriverTree(
+        root=tmp,
+        ldconfig=FakeRunner({("ldconfig", "-p"): ok(listing)}),
+        driver=driver,
+        lib_dir=lib_dir,
+    )

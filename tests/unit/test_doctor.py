@@ -167,6 +167,85 @@ def test_h200_without_docker_is_a_warn_with_devices_mode(tmp_path: Path) -> None
     assert exit_error(report) is None
 
 
+DOCKER_26_CDI = DockerState(
+    reachable=True,
+    detail="Docker 26.1.5 (overlay2)",
+    runtimes=("runc",),
+    cdi_spec_dirs=("/etc/cdi", "/var/run/cdi"),
+    server_version="26.1.5",
+)
+DOCKER_20 = DockerState(
+    reachable=True, detail="Docker 20.10.24 (overlay2)", runtimes=("runc",), server_version="20.10.24"
+)
+
+
+def _write_cdi_spec(root: Path) -> None:
+    """The spec `envbuilder gpu cdi-spec` writes for the doctor fakes' host, at /etc/cdi/nvidia.yaml."""
+    from envbuilder.host.cdi import build_cdi_spec, write_cdi_spec
+    from envbuilder.host.driver_files import DriverFiles, GpuNode
+
+    files = DriverFiles(
+        driver="580.159.04",
+        gpus=(GpuNode(index=0, uuid=FakeGpu().uuid, minor=0, path="/dev/nvidia0"),),
+        control_nodes=("/dev/nvidiactl", "/dev/nvidia-uvm"),
+        libraries=(),
+        programs=(("nvidia-smi", "/usr/local/nvidia/lib64/libcuda.so.1"),),
+        ipc=(),
+        firmware=(),
+    )
+    write_cdi_spec(build_cdi_spec(files, machine="x86_64"), root / "etc/cdi/nvidia.yaml")
+
+
+def test_cdi_check_says_whether_the_daemon_reads_specs_and_which_exist(tmp_path: Path) -> None:
+    inputs = _inputs(tmp_path, docker=DOCKER_26_CDI)
+    assert _check(run_doctor(inputs), "cdi") == (
+        "warn",
+        "the daemon reads CDI specs from /etc/cdi, /var/run/cdi; no CDI spec defines nvidia.com/gpu",
+    )
+    _write_cdi_spec(inputs.root)
+    report = run_doctor(inputs)
+    assert _check(report, "cdi") == (
+        "ok",
+        "the daemon reads CDI specs from /etc/cdi, /var/run/cdi; /etc/cdi/nvidia.yaml defines "
+        f"nvidia.com/gpu=0,{FakeGpu().uuid},all",
+    )
+    assert [m.name for m in report.access_modes if m.available] == ["cdi", "devices"]
+
+
+def test_cdi_check_names_an_old_daemon_and_the_fix(tmp_path: Path) -> None:
+    inputs = _inputs(tmp_path, docker=DOCKER_20)
+    _write_cdi_spec(inputs.root)
+    report = run_doctor(inputs)
+    status, detail = _check(report, "cdi")
+    assert status == "warn" and detail.startswith("Docker 20.10.24 reads no CDI specs")
+    fix = next(c.fix for c in report.checks if c.name == "cdi")
+    assert fix is not None and '{"features": {"cdi": true}}' in fix and "cdi-spec" not in fix
+    bare = run_doctor(_inputs(tmp_path / "bare", docker=DOCKER_20))
+    fix = next(c.fix for c in bare.checks if c.name == "cdi")
+    assert (
+        fix is not None
+        and "daemon.json" in fix
+        and "envbuilder gpu cdi-spec --out /etc/cdi/nvidia.yaml" in fix
+    )
+
+
+def test_cdi_check_warns_about_a_stale_spec(tmp_path: Path) -> None:
+    inputs = _inputs(tmp_path, docker=DOCKER_26_CDI)
+    _write_cdi_spec(inputs.root)
+    (inputs.root / "dev/nvidia0").unlink()
+    (inputs.root / "dev/nvidia1").touch()  # the devices mode still has a GPU node to offer
+    report = run_doctor(inputs)
+    status, detail = _check(report, "cdi")
+    assert status == "warn" and "/etc/cdi/nvidia.yaml is stale: /dev/nvidia0 missing" in detail
+    fix = next(c.fix for c in report.checks if c.name == "cdi")
+    assert fix == "regenerate it as root: envbuilder gpu cdi-spec --out /etc/cdi/nvidia.yaml"
+
+
+def test_cdi_check_is_ok_beside_a_toolkit_runtime(tmp_path: Path) -> None:
+    status, detail = _check(run_doctor(_inputs(tmp_path, docker=DOCKER_NVIDIA)), "cdi")
+    assert status == "ok" and "no CDI spec defines nvidia.com/gpu" in detail
+
+
 def test_rtx3090_on_535_with_cu128_torch_warns_about_mvc(tmp_path: Path) -> None:
     inputs = _inputs(
         tmp_path, nvml=FakeNvml(init_error="Driver Not Loaded"), run=smi_runner("rtx3090"),
