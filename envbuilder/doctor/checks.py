@@ -328,7 +328,7 @@ def _cdi_check(docker: DockerState, specs: tuple[SpecCheck, ...], modes: tuple[A
         fix = "regenerate it as root: " + _CDI_SPEC_CMD.format(path=stale[0].path)
         return Check(name="cdi", status="warn", detail=detail, fix=fix)
     toolkit = any(m.name == "toolkit" and m.available for m in modes)
-    if reads_ok and specs or toolkit:
+    if (reads_ok and specs) or toolkit:
         return Check(name="cdi", status="ok", detail=detail)
     fixes = [] if reads_ok or not docker.reachable else [_FIX_CDI_DAEMON]
     fixes += [] if specs else [_FIX_CDI_SPEC]
