@@ -54,3 +54,8 @@ def user_data_dir(env: Mapping[str, str] | None = None) -> Path:
         return Path(env["ENVBUILDER_DATA_DIR"])
     base = env.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
     return Path(base) / "envbuilder"
+
+
+def entrypoint_script() -> Path:
+    """The entrypoint every image gets (the driver check at start-up, then the command)."""
+    return _PACKAGE_DIR / "image" / "entrypoint.sh"

@@ -40,6 +40,13 @@ RUN if id -u 1000 >/dev/null 2>&1; then userdel "$(id -nu 1000)"; fi \
 COPY harness /opt/envbuilder/harness
 ENV ENVBUILDER_HARNESS=/opt/envbuilder/harness
 
+# The driver check at start-up, whatever starts the container (docker run, Kubernetes, Apptainer;
+# the Toolkit's own check is skipped in CDI mode): a driver below the minimum is refused.
+COPY entrypoint.sh /opt/envbuilder/entrypoint.sh
+ENV ENVBUILDER_MIN_DRIVER="555.42.02"
+ENTRYPOINT ["/opt/envbuilder/entrypoint.sh"]
+CMD ["/bin/bash"]
+
 USER 1000:1000
 WORKDIR /workspace
 

@@ -43,6 +43,8 @@ from envbuilder.resolve.model import Stack
 VENV = "/opt/venv"
 BASE_VENV_RE = re.compile(r"/[A-Za-z0-9._-]+(?:/[A-Za-z0-9._-]+)*")
 HARNESS_DEST = "/opt/envbuilder/harness"
+ENTRYPOINT_SOURCE = "entrypoint.sh"  # in the build context
+ENTRYPOINT_DEST = "/opt/envbuilder/entrypoint.sh"
 PIP_CACHE_MOUNT = "type=cache,target=/root/.cache/pip"
 REQUIREMENTS_DIR = "requirements"  # context subdir, bind-mounted for the user-requirements step
 REQUIREMENTS_MOUNT = "/tmp/envbuilder-requirements"
@@ -363,6 +365,13 @@ def template_context(spec: ImageSpec, stack: Stack, options: RenderOptions) -> d
         "user": {"name": spec.user, "uid": spec.uid, "gid": spec.uid},
         "workdir": spec.workdir,
         "harness": {"source": "harness", "dest": HARNESS_DEST},
+        # The driver check at start-up: refuses a driver below the stack's minimum whatever
+        # starts the container (env None: a CPU stack, nothing to check).
+        "entrypoint": {
+            "source": ENTRYPOINT_SOURCE,
+            "dest": ENTRYPOINT_DEST,
+            "min_driver": json.dumps(stack.min_driver) if stack.min_driver else None,
+        },
         "env": [(k, json.dumps(v)) for k, v in spec.env],
         "labels": _labels(spec, stack, options),
     }
@@ -413,7 +422,8 @@ def _copy_wheelhouse(src: Path, dest: Path) -> None:
 def write_build_context(
     spec: ImageSpec, stack: Stack, out_dir: Path, options: RenderOptions | None = None
 ) -> RenderedContext:
-    """Write out_dir/Dockerfile and out_dir/context/ (requirements, harness, wheelhouse).
+    """Write out_dir/Dockerfile and out_dir/context/ (requirements, harness, entrypoint.sh,
+    wheelhouse).
 
     Atomic: built in a temporary sibling folder, then renamed over out_dir. An existing out_dir
     that envbuilder did not write is refused. Raises SpecError (bad value), UsageError (out_dir
@@ -442,6 +452,9 @@ def write_build_context(
             "".join(f"{c}\n" for c in constraints(final)), encoding="utf-8"
         )
         _copy_harness(context / "harness")
+        entrypoint = context / ENTRYPOINT_SOURCE
+        shutil.copyfile(resources.entrypoint_script(), entrypoint)
+        entrypoint.chmod(0o755)  # COPY keeps the mode: the image's user runs it
         if options.wheelhouse is not None:
             _copy_wheelhouse(options.wheelhouse, context / WHEELHOUSE_DIR)
         old = out_dir.with_name(f".{out_dir.name}.old")

@@ -39,6 +39,13 @@ RUN if id -u 1000 >/dev/null 2>&1; then userdel "$(id -nu 1000)"; fi \
 # The certification harness (`envbuilder certify` runs it inside this image).
 COPY harness /opt/envbuilder/harness
 ENV ENVBUILDER_HARNESS=/opt/envbuilder/harness
+
+# The driver check at start-up, whatever starts the container (docker run, Kubernetes, Apptainer;
+# the Toolkit's own check is skipped in CDI mode): a driver below the minimum is refused.
+COPY entrypoint.sh /opt/envbuilder/entrypoint.sh
+ENV ENVBUILDER_MIN_DRIVER="570.26"
+ENTRYPOINT ["/opt/envbuilder/entrypoint.sh"]
+CMD ["/bin/bash"]
 ENV XLA_PYTHON_CLIENT_PREALLOCATE="false"
 
 USER 1000:1000

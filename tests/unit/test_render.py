@@ -169,6 +169,10 @@ def test_cache_friendly_order() -> None:
         "RUN",
         "COPY",
         "ENV",
+        "COPY",
+        "ENV",
+        "ENTRYPOINT",
+        "CMD",
         "ENV",
         "USER",
         "WORKDIR",
@@ -293,6 +297,13 @@ def test_write_build_context(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
     ctx = result.context_dir
     assert (ctx / "harness" / "smoke.py").is_file()
     assert not (ctx / "harness" / "__pycache__").exists()
+    entrypoint = ctx / "entrypoint.sh"
+    assert entrypoint.read_bytes() == resources.entrypoint_script().read_bytes()
+    assert entrypoint.stat().st_mode & 0o777 == 0o755  # COPY keeps it; the non-root user runs it
+    assert (
+        'ENV ENVBUILDER_MIN_DRIVER="580.65.06"' in text
+        and 'ENTRYPOINT ["/opt/envbuilder/entrypoint.sh"]' in text
+    )
     assert (ctx / "wheelhouse" / "torch-2.11.0-cp312-none-any.whl").read_bytes() == b"wheel"
     assert (ctx / "requirements" / "user.txt").read_text() == "numpy>=1.26\npillow>=10\n"
     assert (ctx / "requirements" / "constraints.txt").read_text() == ("torch==2.11.0\ntorchvision==0.26.0\n")

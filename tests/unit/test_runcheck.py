@@ -124,6 +124,16 @@ def test_require_cuda_refuses_a_driver_that_is_too_old_without_exemption() -> No
     assert reasons(c, image(env=env), host(gpus=(tesla,), driver="535.104.05", cuda_driver="12.2")) == []
 
 
+@pytest.mark.parametrize("access", ["cdi", "devices", "toolkit"])
+def test_driver_and_require_cuda_checks_apply_in_every_gpu_mode(access: str) -> None:
+    """In CDI and devices modes nothing else guards the driver (the Toolkit ignores
+    NVIDIA_REQUIRE_CUDA in CDI mode, nvidia-container-toolkit#1470): run's own checks must refuse."""
+    env = (f"NVIDIA_REQUIRE_CUDA={REQUIRE_130}",)
+    old = host(access=access, requested=access, driver="570.86.15", cuda_driver="12.8")
+    assert reasons(cert(), image(env=env), old) == ["driver-too-old", "require-cuda"]
+    assert reasons(cert(), image(env=env), host(access=access, requested=access)) == []
+
+
 def test_require_cuda_is_skipped_when_the_image_disables_it() -> None:
     env = (f"NVIDIA_REQUIRE_CUDA={REQUIRE_130}", "NVIDIA_DISABLE_REQUIRE=1")
     h = host(gpus=(RTX,), driver="535.104.05", cuda_driver="12.2")
