@@ -18,6 +18,7 @@ from envbuilder.engine.container import docker_flags
 from envbuilder.errors import NoGpuError, UsageError
 from envbuilder.host import AccessMode, HostReport, gpu_access_modes, probe_host
 from envbuilder.host.collectives import collective_env
+from envbuilder.host.driver_files import CONTAINER_BIN_DIR
 
 GPU_ACCESS_CHOICES: tuple[str, ...] = ("auto", "toolkit", "cdi", "devices", "none")
 SHM_MAX = 8 * 1024**3
@@ -153,15 +154,20 @@ class GpuGrant:
 def gpu_grant(mode: AccessMode) -> GpuGrant:
     """What `mode` hands a container. toolkit: `--gpus all`; cdi: the nvidia.com/gpu=all device;
     devices: every /dev/nvidia* node and the driver's library folder, read-only, on
-    LD_LIBRARY_PATH. A library folder that is a system folder (e.g. /usr/lib/x86_64-linux-gnu)
-    is not mounted whole, which would shadow the image's libc: each driver library is mounted
-    into CONTAINER_LIB_DIR instead."""
+    LD_LIBRARY_PATH, and the driver's programs (nvidia-smi, ...) read-only at /usr/bin, as the
+    Container Toolkit mounts them. A library folder that is a system folder (e.g.
+    /usr/lib/x86_64-linux-gnu) is not mounted whole, which would shadow the image's libc: each
+    driver library is mounted into CONTAINER_LIB_DIR instead."""
     if mode.name == "toolkit":
         return GpuGrant(gpus=GpuRequest())
     if mode.name == "cdi":
         return GpuGrant(cdi_devices=(CDI_ALL_GPUS,))
+    programs = tuple(
+        Mount(source=host, target=f"{CONTAINER_BIN_DIR}/{name}", read_only=True)
+        for name, host in mode.programs
+    )
     if not mode.lib_dir:
-        return GpuGrant(devices=mode.devices)
+        return GpuGrant(devices=mode.devices, mounts=programs)
     if not _SYSTEM_LIB_RE.match(mode.lib_dir):
         mounts: tuple[Mount, ...] = (Mount(source=mode.lib_dir, target=mode.lib_dir, read_only=True),)
         lib_path = mode.lib_dir
@@ -171,7 +177,7 @@ def gpu_grant(mode: AccessMode) -> GpuGrant:
             for lib in mode.driver_libs
         )
         lib_path = CONTAINER_LIB_DIR
-    return GpuGrant(devices=mode.devices, mounts=mounts, env={"LD_LIBRARY_PATH": lib_path})
+    return GpuGrant(devices=mode.devices, mounts=(*mounts, *programs), env={"LD_LIBRARY_PATH": lib_path})
 
 
 def mode_docker_args(mode: AccessMode) -> list[str]:

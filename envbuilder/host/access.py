@@ -1,6 +1,6 @@
 """GPU access modes: the ways this host can hand its GPUs to a container (toolkit, cdi, devices),
-and the device nodes and driver library folder the `devices` mode mounts. The facts only: what a
-container gets from each mode is certify/gpu_access.py's `gpu_grant`.
+and the device nodes, driver library folder and driver programs the `devices` mode mounts. The facts
+only: what a container gets from each mode is certify/gpu_access.py's `gpu_grant`.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from envbuilder.host.driver_files import abi_flag, find_programs, ldconfig_entries
 from envbuilder.host.probe import Runner, Which, run_command
 
 ModeName = Literal["toolkit", "cdi", "devices"]
@@ -32,6 +33,7 @@ class AccessMode:
     devices: tuple[str, ...] = ()  # devices mode: the /dev/nvidia* nodes
     lib_dir: str | None = None  # devices mode: the folder the loader finds libcuda.so.1 in
     driver_libs: tuple[str, ...] = ()  # devices mode: the driver's own libraries in lib_dir
+    programs: tuple[tuple[str, str], ...] = ()  # devices mode: (name, host ELF) of nvidia-smi & co
     cdi_specs: tuple[str, ...] = ()  # cdi mode: spec files that define nvidia.com/gpu
 
     def to_dict(self) -> dict[str, Any]:
@@ -42,6 +44,7 @@ class AccessMode:
             "devices": list(self.devices),
             "lib_dir": self.lib_dir,
             "driver_libs": list(self.driver_libs),
+            "programs": [host for _, host in self.programs],
             "cdi_specs": list(self.cdi_specs),
         }
 
@@ -55,18 +58,14 @@ def find_libcuda(
 ) -> str | None:
     """The folder libcuda.so.1 loads from, found as the loader finds it: the ldconfig cache
     (`ldconfig -p`, 64-bit entry first), then LD_LIBRARY_PATH. None when it is not found."""
-    ldconfig = which("ldconfig") or next(
-        (p for p in ("/sbin/ldconfig", "/usr/sbin/ldconfig") if (root / p[1:]).exists()), None
-    )
-    if ldconfig:
-        res = run([ldconfig, "-p"], 10.0)
-        hits = [
-            (("x86-64" in line or "AArch64" in line), line.rsplit("=>", 1)[1].strip())
-            for line in res.stdout.splitlines()
-            if line.strip().startswith("libcuda.so.1 ") and "=>" in line
-        ]
-        if hits:
-            return str(Path(sorted(hits, key=lambda h: not h[0])[0][1]).parent)
+    flag = abi_flag()
+    hits = [
+        (flag in e.flags.split(","), e.path)
+        for e in ldconfig_entries(run=run, which=which, root=root)
+        if e.name == "libcuda.so.1"
+    ]
+    if hits:
+        return str(Path(sorted(hits, key=lambda h: not h[0])[0][1]).parent)
     for d in env.get("LD_LIBRARY_PATH", "").split(":"):
         if d and (root / d.lstrip("/") / "libcuda.so.1").exists():
             return d.rstrip("/") or "/"
@@ -135,13 +134,16 @@ def gpu_access_modes(
         libs = tuple(sorted(p.name for p in folder.glob("lib*.so*") if _DRIVER_LIB_RE.match(p.name)))
     problems = [f"missing {', '.join(missing)}"] if missing else []
     problems += [] if lib_dir else ["libcuda.so.1 not in the ldconfig cache or LD_LIBRARY_PATH"]
+    programs = find_programs(env=env, lib_dir=lib_dir, root=root)
     found = f"{len(nodes)} device nodes, driver libraries in {lib_dir}"
+    found += f", {', '.join(n for n, _ in programs)}" if programs else ", no nvidia-smi binary"
     devices = AccessMode(
         name="devices",
         available=not problems,
         devices=nodes,
         lib_dir=lib_dir,
         driver_libs=libs,
+        programs=programs,
         detail="; ".join(problems) or found,
     )
     return (toolkit, cdi, devices)

@@ -14,6 +14,7 @@ from fake_host import (
     FakeRunner,
     broken_smi_runner,
     data,
+    driver_tree,
     gpu_root,
     ok,
     smi_runner,
@@ -239,6 +240,25 @@ def test_devices_mode_finds_nodes_and_the_64bit_libcuda(tmp_path: Path) -> None:
         "LD_LIBRARY_PATH=/usr/local/nvidia/lib64",
     )
     assert not modes[0].available and "Docker is not reachable" in modes[0].detail
+
+
+def test_devices_mode_mounts_the_hosts_nvidia_smi_at_usr_bin(tmp_path: Path) -> None:
+    """As the Container Toolkit does (issue 13): the ELF binary, not the H200 machine's wrapper
+    script in /usr/bin, which execs a path the container lacks."""
+    tree = driver_tree(tmp_path)
+    devices = gpu_access_modes(
+        docker_reachable=True,
+        run=tree.ldconfig,
+        which=_which_ldconfig,
+        env={"PATH": "/usr/bin"},
+        root=tree.root,
+    )[2]
+    assert devices.available and "nvidia-smi" in devices.detail
+    assert devices.programs == (("nvidia-smi", "/usr/local/nvidia/bin/nvidia-smi"),)
+    args = mode_docker_args(devices)
+    assert args[-4:-2] == ["-v", "/usr/local/nvidia/bin/nvidia-smi:/usr/bin/nvidia-smi:ro"]
+    assert args[-2:] == ["-e", "LD_LIBRARY_PATH=/usr/local/nvidia/lib64"]
+    assert devices.to_dict()["programs"] == ["/usr/local/nvidia/bin/nvidia-smi"]
 
 
 def test_devices_mode_needs_nvidia_uvm(tmp_path: Path) -> None:
