@@ -15,6 +15,11 @@ REG_AUTH_PORT=5001
 REG_USER=envbuilder
 REG_PASS=envbuilder-test
 DEB_MIRROR="${DEBOOTSTRAP_MIRROR:-http://deb.debian.org/debian}"
+# Docker 26 (CDI) beside the system daemon: Debian trixie's docker.io + docker-cli, unpacked, never
+# installed (tests/integration/test_cdi_docker.py reads these paths from conftest.py).
+D26_DIR="$STATE_DIR/docker26"
+D26_SOCK="$D26_DIR/docker.sock"
+D26_SUITE="${ENVBUILDER_TEST_D26_SUITE:-trixie}"
 
 say() { printf 'services: %s\n' "$*" >&2; }
 die() { printf 'services: error: %s\n' "$*" >&2; exit 1; }
@@ -25,7 +30,11 @@ registry_up() { curl -fsS -o /dev/null -m 3 "http://127.0.0.1:$1/v2/" 2>/dev/nul
 image_up() { docker_up && docker image inspect "$BASE_IMAGE" >/dev/null 2>&1; }
 wheelhouse_up() { compgen -G "$WHEELHOUSE/torch-*.whl" >/dev/null && compgen -G "$WHEELHOUSE/sympy-*.whl" >/dev/null; }
 
-all_up() { docker_up && image_up && wheelhouse_up && registry_up "$REG_PORT" && registry_up "$REG_AUTH_PORT"; }
+d26() { DOCKER_HOST="unix://$D26_SOCK" "$D26_DIR/root/usr/bin/docker" "$@"; }
+d26_up() { [ -S "$D26_SOCK" ] && timeout 10 "$D26_DIR/root/usr/bin/docker" -H "unix://$D26_SOCK" info >/dev/null 2>&1; }
+d26_image_up() { d26_up && d26 image inspect "$BASE_IMAGE" >/dev/null 2>&1; }
+
+all_up() { docker_up && image_up && wheelhouse_up && registry_up "$REG_PORT" && registry_up "$REG_AUTH_PORT" && d26_image_up; }
 
 summary() {
   say "summary:"
@@ -33,6 +42,7 @@ summary() {
   printf '  buildkit client %s\n' "$( (/usr/bin/docker version --format '{{.Client.Version}}' 2>/dev/null | sed 's|^|/usr/bin/docker |') || echo MISSING)" >&2
   printf '  base image      %s %s\n' "$BASE_IMAGE" "$(docker image inspect -f '{{.Id}}' "$BASE_IMAGE" 2>/dev/null || echo MISSING)" >&2
   printf '  wheelhouse      %s (%s)\n' "$WHEELHOUSE" "$(ls "$WHEELHOUSE" 2>/dev/null | tr '\n' ' ')" >&2
+  printf '  dockerd 26 (CDI) %s\n' "$(d26 info --format '{{.ServerVersion}} on '"$D26_SOCK"', CDI specs in {{.CDISpecDirs}}' 2>/dev/null || echo DOWN)" >&2
   printf '  registry        127.0.0.1:%s %s\n' "$REG_PORT" "$(registry_up $REG_PORT && echo up || echo DOWN)" >&2
   printf '  registry (auth) 127.0.0.1:%s %s (user %s, htpasswd in %s)\n' "$REG_AUTH_PORT" \
     "$(registry_up $REG_AUTH_PORT && echo up || echo DOWN)" "$REG_USER" "$STATE_DIR/registry-auth" >&2
@@ -41,11 +51,13 @@ summary() {
 if [ "$(id -u)" != 0 ] || [ ! -f /etc/debian_version ]; then
   if all_up; then
     say "not root or not Debian, but everything is already up"
-    summary
+    all_up || die "something is still down after setup"
+summary
     exit 0
   fi
   die "needs root on Debian to install docker.io, debootstrap and docker-registry, start dockerd,
-  build $BASE_IMAGE and start registries on 127.0.0.1:$REG_PORT/$REG_AUTH_PORT; run it as root
+  build $BASE_IMAGE, start registries on 127.0.0.1:$REG_PORT/$REG_AUTH_PORT and dockerd 26 on
+  $D26_SOCK; run it as root
   (CI does), or start those yourself"
 fi
 
@@ -129,9 +141,50 @@ if ! registry_up "$REG_AUTH_PORT"; then
   start_registry "$REG_AUTH_PORT" "$STATE_DIR/registry-auth" auth
 fi
 
-all_up || die "something is still down after setup"
+# 6. Docker 26 with CDI, beside the system daemon (shared/docs/environment.md, "buildx and Apptainer
+# from newer Debian suites"): trixie's dockerd (glibc 2.34) and CLI, with bookworm's runc and
+# containerd; own socket, data root, exec root and CDI spec folder. It runs in a network namespace
+# of its own: a dockerd with --bridge=none deletes the host's docker0 (moby's
+# removeDefaultBridgeInterface), which would cut the system daemon's containers off.
+if [ ! -x "$D26_DIR/root/usr/sbin/dockerd" ] || [ ! -x "$D26_DIR/root/usr/bin/docker" ]; then
+  say "unpacking $D26_SUITE's docker.io and docker-cli into $D26_DIR/root (about 30 MB)"
+  apt_dir="$(mktemp -d /tmp/envbuilder-d26-apt.XXXXXX)"
+  mkdir -p "$apt_dir/lists/partial" "$apt_dir/parts" "$apt_dir/debs" "$D26_DIR"
+  echo "deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] $DEB_MIRROR $D26_SUITE main" \
+    >"$apt_dir/parts/d26.list"
+  apt_opts=(-o "Dir::Etc::SourceParts=$apt_dir/parts" -o Dir::Etc::SourceList=/dev/null
+    -o "Dir::State::Lists=$apt_dir/lists" -o Acquire::Check-Valid-Until=false -qq)
+  apt-get "${apt_opts[@]}" update >"$apt_dir/update.log" 2>&1 \
+    || { tail -n 20 "$apt_dir/update.log" >&2; die "apt-get update for $D26_SUITE failed (log tail above)"; }
+  (cd "$apt_dir/debs" && apt-get "${apt_opts[@]}" download docker.io docker-cli 2>&1 | grep -v unsandboxed) || true
+  compgen -G "$apt_dir/debs/docker.io_*.deb" >/dev/null && compgen -G "$apt_dir/debs/docker-cli_*.deb" >/dev/null \
+    || die "could not download $D26_SUITE's docker.io and docker-cli"
+  rm -rf "$D26_DIR/root.new" && mkdir -p "$D26_DIR/root.new"
+  for deb in "$apt_dir"/debs/*.deb; do dpkg -x "$deb" "$D26_DIR/root.new"; done
+  rm -rf "$D26_DIR/root" && mv "$D26_DIR/root.new" "$D26_DIR/root"
+  rm -rf "$apt_dir"
+fi
+if ! d26_up; then
+  mkdir -p "$D26_DIR/data" "$D26_DIR/exec" "$D26_DIR/cdi"
+  printf '{"features": {"cdi": true}, "cdi-spec-dirs": ["%s"]}\n' "$D26_DIR/cdi" >"$D26_DIR/daemon.json"
+  say "starting dockerd 26 on $D26_SOCK (log: $D26_DIR/dockerd.log)"
+  rm -f "$D26_SOCK" "$D26_DIR/docker.pid"
+  setsid unshare --net "$D26_DIR/root/usr/sbin/dockerd" --config-file "$D26_DIR/daemon.json" \
+    -H "unix://$D26_SOCK" --data-root "$D26_DIR/data" --exec-root "$D26_DIR/exec" \
+    --pidfile "$D26_DIR/docker.pid" --iptables=false --bridge=none --cgroup-parent=/envbuilder-d26 \
+    >"$D26_DIR/dockerd.log" 2>&1 </dev/null &
+  for _ in $(seq 1 60); do d26_up && break; sleep 1; done
+  if ! d26_up; then
+    tail -n 30 "$D26_DIR/dockerd.log" >&2 || true
+    die "dockerd 26 did not become ready within 60 s (log tail above)"
+  fi
+fi
+if ! d26_image_up; then
+  say "loading $BASE_IMAGE into dockerd 26"
+  docker save "$BASE_IMAGE" | d26 load -q >/dev/null || die "could not load $BASE_IMAGE into dockerd 26"
+fi
 
-# 6. Containers really start on the default bridge (a second dockerd started with --bridge=none,
+# 7. Containers really start on the default bridge (a second dockerd started with --bridge=none,
 # e.g. by shared/tools/gpu-docker.sh, deletes docker0 under the running one).
 if ! timeout 60 docker run --rm "$BASE_IMAGE" true >/dev/null 2>&1; then
   if [ -n "$(docker network inspect bridge -f '{{range .IPAM.Config}}{{.Subnet}}{{end}}' 2>/dev/null)" ] \
@@ -145,4 +198,5 @@ if ! timeout 60 docker run --rm "$BASE_IMAGE" true >/dev/null 2>&1; then
   timeout 60 docker run --rm "$BASE_IMAGE" true >/dev/null \
     || die "dockerd is up but cannot start a container (see /tmp/dockerd.log; restart dockerd)"
 fi
+all_up || die "something is still down after setup"
 summary

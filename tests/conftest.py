@@ -167,6 +167,30 @@ def registry_auth() -> str:
 
 
 @dataclass(frozen=True)
+class Docker26:
+    """The Docker 26 daemon with CDI that scripts/services.sh starts beside the system one."""
+
+    sock: Path  # its API socket (DOCKER_HOST=unix://...)
+    cli: Path  # its own docker CLI (26.1, which turns --device nvidia.com/gpu=... into CDI requests)
+    cdi_dir: Path  # the folder its daemon.json names in cdi-spec-dirs
+
+
+@pytest.fixture(scope="session")
+def docker26() -> Docker26:
+    d26 = STATE / "docker26"
+    found = Docker26(sock=d26 / "docker.sock", cli=d26 / "root/usr/bin/docker", cdi_dir=d26 / "cdi")
+    if not found.cli.is_file() or not found.sock.is_socket():
+        unavailable(f"no Docker 26 with CDI at {found.sock}")
+    probe = subprocess.run(
+        [str(found.cli), "-H", f"unix://{found.sock}", "info", "--format", "{{json .CDISpecDirs}}"],
+        capture_output=True, text=True, timeout=30, check=False,
+    )  # fmt: skip
+    if probe.returncode != 0 or str(found.cdi_dir) not in probe.stdout:
+        unavailable(f"Docker 26 at {found.sock} does not answer with CDI on: {probe.stderr.strip()[:200]}")
+    return found
+
+
+@dataclass(frozen=True)
 class SpecFile:
     name: str
     path: Path
