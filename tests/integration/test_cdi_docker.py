@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 from conftest import BASE_IMAGE, Docker26, envbuilder_cli, unavailable
 
-from envbuilder.engine import ContainerRun, DockerEngine, run_container
+from envbuilder.engine import ContainerSpec, DockerEngine
 from envbuilder.errors import DockerUnavailableError
 from envbuilder.host import CommandResult, GpuInfo, HostReport
 from envbuilder.host.cdi import build_cdi_spec, write_cdi_spec
@@ -124,25 +124,21 @@ def d26_env(cdi_host: CdiHost, monkeypatch: pytest.MonkeyPatch) -> CdiHost:
 
 
 def test_the_sdk_path_certify_uses_gets_the_cdi_devices(d26_env: CdiHost) -> None:
-    spec = ContainerRun(
-        image=BASE_IMAGE, command=("sh", "-c", PROBE), cdi_devices=("nvidia.com/gpu=all",), timeout_s=120
-    )
-    res = run_container(spec, engine=DockerEngine())
+    spec = ContainerSpec(image=BASE_IMAGE, command=("sh", "-c", PROBE), cdi_devices=("nvidia.com/gpu=all",))
+    res = DockerEngine().run(spec, timeout_s=120)
     assert res.exit_code == 0, res.stderr[-2000:]
     assert res.stdout.strip().splitlines() == _expected(d26_env)
-    by_uuid = run_container(
-        ContainerRun(
-            image=BASE_IMAGE, command=("test", "-c", "/dev/nvidia0"), cdi_devices=(f"nvidia.com/gpu={UUID}",)
-        ),
-        engine=DockerEngine(),
+    one = ContainerSpec(
+        image=BASE_IMAGE, command=("test", "-c", "/dev/nvidia0"), cdi_devices=(f"nvidia.com/gpu={UUID}",)
     )
+    by_uuid = DockerEngine().run(one, timeout_s=120)
     assert by_uuid.exit_code == 0, by_uuid.stderr
 
 
 def test_the_daemon_refuses_a_device_the_spec_does_not_define(d26_env: CdiHost) -> None:
-    spec = ContainerRun(image=BASE_IMAGE, command=("true",), cdi_devices=("nvidia.com/gpu=7",))
+    spec = ContainerSpec(image=BASE_IMAGE, command=("true",), cdi_devices=("nvidia.com/gpu=7",))
     with pytest.raises(DockerUnavailableError, match=r"nvidia\.com/gpu=7"):
-        run_container(spec, engine=DockerEngine())
+        DockerEngine().run(spec, timeout_s=120)
 
 
 def test_envbuilder_run_with_gpu_access_cdi(
