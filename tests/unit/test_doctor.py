@@ -341,7 +341,17 @@ def test_json_document_is_stable(tmp_path: Path) -> None:
     assert doc["host"]["gpus"][0]["cc"] == "9.0"
     assert all(set(c) == {"name", "status", "detail", "fix"} for c in doc["checks"])
     assert [m["name"] for m in doc["access_modes"]] == ["toolkit", "cdi", "devices"]
-    keys = {"name", "available", "detail", "devices", "lib_dir", "driver_libs", "cdi_specs", "docker_args"}
+    keys = {
+        "name",
+        "available",
+        "detail",
+        "devices",
+        "lib_dir",
+        "driver_libs",
+        "programs",
+        "cdi_specs",
+        "docker_args",
+    }
     assert all(set(m) == keys for m in doc["access_modes"])
     assert all(m["docker_args"] == [] for m in doc["access_modes"] if not m["available"])
     assert all(m["docker_args"][:1] == ["--device"] for m in doc["access_modes"] if m["name"] == "devices")
