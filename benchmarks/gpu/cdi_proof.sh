@@ -16,12 +16,9 @@
 set -uo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$ROOT"
-OUT=${OUT:-$ROOT/out}
-mkdir -p "$OUT"
-export PYTHONUNBUFFERED=1 ENVBUILDER_DATA_DIR=/tmp/envbuilder-store
-python3 -m pip install -q --no-index --no-deps --target /tmp/site .device/whl/*.whl || exit 1
-export PYTHONPATH=/tmp/site:$ROOT
-eb() { python3 -m envbuilder "$@"; }
+# shellcheck source=lib.sh
+source "$ROOT/benchmarks/gpu/lib.sh"
+eb_setup || exit 1
 LOG="$OUT/proof.log"
 t0=$(date +%s)
 stamp() { echo "[$(( $(date +%s) - t0 )) s] $*" | tee -a "$LOG"; }
@@ -41,10 +38,7 @@ rc=$?; stamp "gpu cdi-spec exit $rc: $(python3 -c 'import json, sys; d = json.lo
 { eb doctor; echo "doctor exit $?"; } >"$OUT/doctor.txt" 2>&1
 stamp "doctor: $(grep -E '^(ok|warn|fail) +cdi:' "$OUT/doctor.txt" | cut -c1-160)"
 
-# The machine's own environment as the base image (as h200_proof.sh makes it).
-(cd / && tar -c --exclude='usr/local/cuda*' --exclude=usr/share/doc lib lib64 bin sbin usr/bin \
-    usr/lib usr/lib64 usr/sbin usr/libexec usr/include etc opt/torch 2>/dev/null) \
-  | docker import --change 'ENV PATH=/opt/torch/.venv/bin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' - "$BASE" >/dev/null
+import_host_base "$BASE"
 stamp "base image imported: $(docker image inspect -f '{{.Size}}' "$BASE") bytes"
 ENVBUILDER_DOCKER_CLI=/opt/dkr26/usr/bin/docker-20.10 eb build benchmarks/gpu/h200-proof.yaml \
     --base-image "$BASE" --base-venv /opt/torch/.venv --network host --tag "$TAG" >"$OUT/build.txt" 2>&1

@@ -18,12 +18,9 @@ set -uo pipefail
 part=${1:?usage: h200_proof.sh native|container}
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$ROOT"
-OUT=${OUT:-$ROOT/out}
-mkdir -p "$OUT"
-export PYTHONUNBUFFERED=1 ENVBUILDER_DATA_DIR=/tmp/envbuilder-store
-python3 -m pip install -q --no-index --no-deps --target /tmp/site .device/whl/*.whl || exit 1
-export PYTHONPATH=/tmp/site:$ROOT
-eb() { python3 -m envbuilder "$@"; }
+# shellcheck source=lib.sh
+source "$ROOT/benchmarks/gpu/lib.sh"
+eb_setup || exit 1
 t0=$(date +%s)
 stamp() { echo "[$(( $(date +%s) - t0 )) s] $*"; }
 
@@ -40,11 +37,7 @@ container)
   bash .device/gpu-docker.sh start .device || exit 1
   export PATH=/opt/dkr/usr/sbin:/opt/dkr/usr/bin:$PATH
   BASE=envbuilder-gpu/base:host
-  # The machine's own environment as a base image (shared/docs/environment.md), plus the compiler
-  # driver's helpers (usr/libexec: cc1) and headers, which torch.compile's Triton needs.
-  (cd / && tar -c --exclude='usr/local/cuda*' --exclude=usr/share/doc lib lib64 bin sbin usr/bin \
-      usr/lib usr/lib64 usr/sbin usr/libexec usr/include etc opt/torch 2>/dev/null) \
-    | docker import --change 'ENV PATH=/opt/torch/.venv/bin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' - "$BASE" >/dev/null
+  import_host_base "$BASE"
   stamp "base image imported: $(docker image inspect -f '{{.Size}}' $BASE) bytes"
   eb doctor > "$OUT/doctor-docker.txt" 2>&1
   eb build benchmarks/gpu/h200-proof.yaml --base-image "$BASE" --base-venv /opt/torch/.venv \

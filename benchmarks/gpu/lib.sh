@@ -42,3 +42,22 @@ run_harness() {
   end=$(date +%s.%N)
   wall=$(awk -v a="$start" -v b="$end" 'BEGIN { printf "%.1f", b - a }')
 }
+
+#   eb_setup     for the container proofs: the docker SDK from .device/whl (the GPU machine lacks
+#                it) on PYTHONPATH with this checkout, and a private certificate store; then `eb`
+#                runs this checkout's envbuilder
+eb_setup() {
+  export PYTHONUNBUFFERED=1 ENVBUILDER_DATA_DIR="${ENVBUILDER_DATA_DIR:-/tmp/envbuilder-store}"
+  "$PYTHON" -m pip install -q --no-index --no-deps --target /tmp/site "$ROOT"/.device/whl/*.whl || return 1
+  export PYTHONPATH="/tmp/site:$ROOT"
+}
+eb() { "$PYTHON" -m envbuilder "$@"; }
+
+#   import_host_base TAG   the machine's own environment as a base image (shared/docs/environment.md,
+#                          about 70 s), plus the compiler driver's helpers (usr/libexec: cc1) and
+#                          headers, which torch.compile's Triton needs
+import_host_base() {
+  (cd / && tar -c --exclude='usr/local/cuda*' --exclude=usr/share/doc lib lib64 bin sbin usr/bin \
+      usr/lib usr/lib64 usr/sbin usr/libexec usr/include etc opt/torch 2>/dev/null) \
+    | docker import --change 'ENV PATH=/opt/torch/.venv/bin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' - "$1" >/dev/null
+}

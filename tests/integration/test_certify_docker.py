@@ -1,5 +1,6 @@
 """`envbuilder certify` for real: build the bundled torch CPU image from the local Debian base and
-wheelhouse, certify it on the CPU path, store, verify, and catch an edited copy.
+wheelhouse, certify it on the CPU path, store, verify, and catch an edited copy; the image's
+entrypoint refuses a too-old driver.
 
 The CPU path of the harness takes about a minute on two cores (its own budget is 100 s).
 """
@@ -7,6 +8,7 @@ The CPU path of the harness takes about a minute on two cores (its own budget is
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -78,3 +80,51 @@ def test_certify_cpu_image_for_real(
     assert any("changed: verdict" in p for p in verify_certificate(edited))
     bad = envbuilder_cli("certs", "import", str(exported))
     assert bad.returncode == 12 and "content hash mismatch" in bad.stderr
+
+
+HELLO = "print('hello from envbuilder')"
+
+
+def test_the_image_refuses_a_too_old_driver_whatever_starts_it(
+    cpu_image: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The driver check at start-up in this real image: the GPU-less machine stands in a driver
+    through the file the check reads (ENVBUILDER_DRIVER_VERSION_FILE) and a GPU stack's floor
+    through the variable it reads (ENVBUILDER_MIN_DRIVER; a CPU image sets none). Refused whether
+    plain `docker run` or `envbuilder run` starts it; started on a new enough driver."""
+    image = cpu_image
+    monkeypatch.setenv("ENVBUILDER_DATA_DIR", str(tmp_path / "data"))
+    for name, driver in (("old", "535.104.05"), ("new", "580.159.04")):
+        (tmp_path / name).write_text(
+            f"NVRM version: NVIDIA UNIX x86_64 Kernel Module  {driver}  Thu Oct 30 2025\n"
+        )
+    tmp_path.chmod(0o755)
+
+    def fake(name: str) -> list[str]:
+        return [
+            "-v", f"{tmp_path / name}:/fake/version:ro", "-e", "ENVBUILDER_DRIVER_VERSION_FILE=/fake/version",
+            "-e", "ENVBUILDER_MIN_DRIVER=580.65.06",
+        ]  # fmt: skip
+
+    plain = subprocess.run(
+        ["docker", "run", "--rm", "--network", "none", *fake("old"), image, "python3", "-c", HELLO],
+        capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert plain.returncode == 78, plain.stderr[-2000:]
+    assert "hello" not in plain.stdout
+    assert plain.stderr.startswith(
+        "envbuilder: error: this image needs NVIDIA driver >= 580.65.06, but the host's driver is 535.104.05"
+    )
+    # `envbuilder run` (forced past the missing certificate) passes the refusal's exit code on.
+    via_run = envbuilder_cli("run", "--force", image, *fake("old"), "--", "python3", "-c", HELLO)
+    assert via_run.returncode == 78 and "hello" not in via_run.stdout, via_run.stderr[-2000:]
+    assert "hint: upgrade the host's driver to >= 580.65.06" in via_run.stderr
+    ok = envbuilder_cli("run", "--force", image, *fake("new"), "--", "python3", "-c", HELLO)
+    assert ok.returncode == 0, ok.stderr[-2000:]
+    assert ok.stdout.strip().splitlines()[-1] == "hello from envbuilder"
+    # With no command the image starts a shell (a new ENTRYPOINT clears the base's CMD).
+    shell = subprocess.run(
+        ["docker", "run", "--rm", "-i", "--network", "none", image], input="echo from-bash $BASH_VERSION\n",
+        capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert shell.returncode == 0 and shell.stdout.startswith("from-bash 5."), shell.stderr[-2000:]
