@@ -32,6 +32,7 @@ from envbuilder.matrix.model import (
     Matrix,
     Strategy,
 )
+from envbuilder.require_cuda import Properties, parse_require_cuda, require_cuda_text
 from envbuilder.resolve.drivers import first_release, mvc_floor, native_cuda
 from envbuilder.resolve.model import Rejection, Request, Resolution, Stack
 from envbuilder.versions import (
@@ -164,21 +165,24 @@ def _os_version(os_name: str) -> Version:
 
 
 def _require_cuda_ok(matrix: Matrix, host: Host, image: BaseImage) -> tuple[bool, str]:
-    """Would the Container Toolkit start this image here (its NVIDIA_REQUIRE_CUDA)?"""
+    """Would the Container Toolkit start this image here? Its NVIDIA_REQUIRE_CUDA (cuda>=X.Y and
+    the brand/driver-branch exemptions of the matrix) for each GPU, by the one evaluator."""
     if host.driver is None or image.require_cuda is None:
         return True, ""
     native = native_cuda(matrix, host.driver)
-    if native is not None and Version(native) >= Version(image.require_cuda):
-        return True, ""
+    exemptions = tuple((r.brand, r.branch) for r in image.require_rules)
+    requirement = parse_require_cuda(require_cuda_text(image.require_cuda, exemptions))
+    gpus: tuple[HostGpu | None, ...] = host.gpus or (None,)
+    matched = [(g, requirement.matching_term(Properties.of(native, host.driver, g))) for g in gpus]
     branch = driver_branch(host.driver)
-    refused = [
-        g
-        for g in host.gpus
-        if not any(r.brand == g.brand and r.branch == branch for r in image.require_rules)
-    ]
-    if not refused and host.gpus:
-        return True, f"allowed by the image's forward-compatibility exemption for branch R{branch}"
-    who = ", ".join(f"{g.name} (brand={g.brand or 'unknown'})" for g in refused) or "this host"
+    refused = [g for g, term in matched if term is None]
+    if not refused:
+        by_brand = any(f.prop == "brand" for _, term in matched for f in term or ())
+        note = f"allowed by the image's forward-compatibility exemption for branch R{branch}"
+        return True, note if by_brand else ""
+    who = (
+        ", ".join(f"{g.name} (brand={g.brand or 'unknown'})" for g in refused if g is not None) or "this host"
+    )
     return False, (
         f"{image.ref} carries NVIDIA_REQUIRE_CUDA cuda>={image.require_cuda}; driver {host.driver} "
         f"supports CUDA {native} and the image exempts no such brand on branch R{branch} "

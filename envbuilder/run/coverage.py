@@ -6,7 +6,6 @@ or None; `check_run` applies them all. `envbuilder run` refuses on any Refusal u
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -18,6 +17,7 @@ from envbuilder.certify.certificate import verify_certificate
 from envbuilder.engine import ImageInfo
 from envbuilder.errors import CertificateRefusedError
 from envbuilder.host import GpuInfo
+from envbuilder.require_cuda import Properties, image_requirements
 from envbuilder.versions import parse_cc
 
 CERTIFY_HINT = "re-certify the image on this host: envbuilder certify {ref}"
@@ -228,74 +228,38 @@ def check_min_driver(cert: Mapping[str, Any] | None, image: ImageInfo, host: Run
 
 # --------------------------------------------------------------------------- NVIDIA_REQUIRE_CUDA
 
-_CONSTRAINT = re.compile(r"^(cuda|driver|arch|brand)(>=|<=|==|!=|=|>|<)(\S+)$")
-
 
 def image_env(image: ImageInfo) -> dict[str, str]:
     return dict(e.split("=", 1) for e in image.env if "=" in e)
 
 
-def parse_require(value: str) -> list[list[tuple[str, str, str]]]:
-    """NVIDIA_REQUIRE_CUDA -> alternatives (space-separated, any may hold), each a list of
-    (key, op, value) constraints (comma-joined, all must hold), as libnvidia-container reads it.
-    A malformed constraint is kept with op '?' so that it never holds."""
-    alternatives = []
-    for alt in value.split():
-        cons = []
-        for part in alt.split(","):
-            m = _CONSTRAINT.match(part.strip())
-            cons.append((m.group(1), m.group(2), m.group(3)) if m else (part, "?", ""))
-        alternatives.append(cons)
-    return alternatives
-
-
-def _compare(have: str | None, op: str, want: str) -> bool:
-    if op in ("=", "==", "!=") and (have is None or _version(have) is None or _version(want) is None):
-        return (have == want) == (op != "!=")
-    a, b = _version(have), _version(want)
-    if a is None or b is None:
-        return False
-    return {">=": a >= b, "<=": a <= b, ">": a > b, "<": a < b, "=": a == b, "==": a == b, "!=": a != b}.get(
-        op, False
-    )
-
-
-def _holds(cons: list[tuple[str, str, str]], host: RunHost, gpu: GpuInfo | None) -> bool:
-    for key, op, want in cons:
-        if op == "?":
-            return False
-        if key == "cuda" and not _compare(host.cuda_driver, op, want):
-            return False
-        if key == "driver" and not _compare(host.driver, op, want):
-            return False
-        if key == "brand" and (gpu is None or not _compare(gpu.brand or "unknown", op, want)):
-            return False
-        if key == "arch" and (gpu is None or not _compare(gpu.cc, op, want)):
-            return False
-    return True
-
-
 def check_require_cuda(cert: Mapping[str, Any] | None, image: ImageInfo, host: RunHost) -> Refusal | None:
-    """The image's NVIDIA_REQUIRE_CUDA holds for every GPU handed in (cuda>=X.Y against the
-    driver's CUDA version, or a brand/driver-branch exemption), unless NVIDIA_DISABLE_REQUIRE."""
-    env = image_env(image)
-    require = env.get("NVIDIA_REQUIRE_CUDA", "").strip()
-    disabled = env.get("NVIDIA_DISABLE_REQUIRE", "").strip().lower() not in ("", "0", "false")
-    if host.access == "none" or not require or disabled or host.cuda_driver is None:
+    """The image's NVIDIA_REQUIRE_* requirements (require_cuda.image_requirements: none when
+    NVIDIA_DISABLE_REQUIRE is set) hold for every GPU handed in, as the Container Toolkit checks
+    them at start-up: cuda>=X.Y against the driver's CUDA version, or a brand/driver exemption."""
+    if host.access == "none" or host.cuda_driver is None:
         return None
-    alternatives = parse_require(require)
     gpus: Sequence[GpuInfo | None] = host.gpus or (None,)
-    refused = [g for g in gpus if not any(_holds(alt, host, g) for alt in alternatives)]
-    if not refused:
-        return None
-    brands = ", ".join(sorted({f"brand={g.brand or 'unknown'}" for g in refused if g is not None}))
-    shown = require if len(require) <= 80 else require[:77] + "..."
-    return Refusal(
-        reason="require-cuda",
-        message=f"the image requires {shown} (NVIDIA_REQUIRE_CUDA); driver {host.driver} supports "
-        f"CUDA {host.cuda_driver} and no brand/driver exemption matches ({brands or 'no GPU'})",
-        hint=f"upgrade the driver, or {_rebuild_hint(host)}",
-    )
+    for req in image_requirements(image_env(image)):
+        refused = [g for g in gpus if not req.admits(Properties.of(host.cuda_driver, host.driver, g))]
+        if not refused:
+            continue
+        shown = req.text if len(req.text) <= 80 else req.text[:77] + "..."
+        if req.invalid is not None:
+            message = (
+                f"the image's {req.name}={shown} is malformed ({req.invalid}): the Container Toolkit "
+                "refuses to start it"
+            )
+        else:
+            brands = ", ".join(sorted({f"brand={g.brand or 'unknown'}" for g in refused if g is not None}))
+            message = (
+                f"the image requires {shown} ({req.name}); driver {host.driver} supports "
+                f"CUDA {host.cuda_driver} and no brand/driver exemption matches ({brands or 'no GPU'})"
+            )
+        return Refusal(
+            reason="require-cuda", message=message, hint=f"upgrade the driver, or {_rebuild_hint(host)}"
+        )
+    return None
 
 
 CHECKS: tuple[Check, ...] = (

@@ -17,7 +17,6 @@ from envbuilder.run.coverage import (
     CHECKS,
     RunHost,
     check_run,
-    parse_require,
     refusal_error,
 )
 
@@ -140,12 +139,10 @@ def test_require_cuda_is_skipped_when_the_image_disables_it() -> None:
     assert reasons(cert(gpus=(RTX,), min_driver="525.60.13"), image(env=env), h) == []
 
 
-def test_parse_require_reads_alternatives_and_constraints() -> None:
-    assert parse_require("cuda>=12.8 brand=tesla,driver>=470,driver<471") == [
-        [("cuda", ">=", "12.8")],
-        [("brand", "=", "tesla"), ("driver", ">=", "470"), ("driver", "<", "471")],
-    ]
-    assert parse_require("cuda~12") == [[("cuda~12", "?", "")]]
+def test_a_malformed_requirement_is_refused_as_the_toolkit_would() -> None:
+    h = host(gpus=(H200,), driver="580.159.04", cuda_driver="13.0")
+    got = check_run(cert(), image(env=("NVIDIA_REQUIRE_CUDA=cuda>=13.0 brand",)), h)
+    assert [r.reason for r in got] == ["require-cuda"] and "is malformed" in got[0].message
 
 
 def test_cpu_runs_skip_the_gpu_checks() -> None:

@@ -1,0 +1,58 @@
+"""NVIDIA_REQUIRE_CUDA: the one parser and evaluator (resolve and run both call it), driven by the
+case table tests/data/require_cuda_cases.yaml; and what the toolkit reads from an image's env."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from envbuilder.require_cuda import (
+    Factor,
+    Properties,
+    image_requirements,
+    parse_require_cuda,
+    require_cuda_text,
+)
+
+CASES: list[dict[str, Any]] = yaml.safe_load(
+    (Path(__file__).resolve().parents[1] / "data" / "require_cuda_cases.yaml").read_text(encoding="utf-8")
+)["cases"]
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c["why"] for c in CASES])
+def test_case(case: dict[str, Any]) -> None:
+    req = parse_require_cuda(case["require"])
+    props = Properties(
+        cuda=case.get("cuda"), driver=case.get("driver"), arch=case.get("arch"), brand=case.get("brand")
+    )
+    assert (req.invalid is not None) == case.get("invalid", False), req.invalid
+    assert req.admits(props) is case["admits"]
+
+
+def test_parse_builds_the_constraint_tree() -> None:
+    req = parse_require_cuda("cuda>=12.8 brand=tesla,driver>=470,driver<471")
+    assert req.terms == (
+        (Factor("cuda", ">=", "12.8"),),
+        (Factor("brand", "=", "tesla"), Factor("driver", ">=", "470"), Factor("driver", "<", "471")),
+    )
+    tesla = Properties(cuda="12.2", driver="470.256.02", brand="tesla")
+    assert req.matching_term(tesla) == req.terms[1]
+
+
+def test_the_matrix_form_is_the_images_own_text() -> None:
+    text = require_cuda_text("12.8", (("tesla", 470), ("nvidia", 535)))
+    assert text == "cuda>=12.8 brand=tesla,driver>=470,driver<471 brand=nvidia,driver>=535,driver<536"
+
+
+def test_image_requirements_follow_the_toolkits_environment_rules() -> None:
+    both = image_requirements({"NVIDIA_REQUIRE_CUDA": "cuda>=12.8", "NVIDIA_REQUIRE_ARCH": "arch>=9.0"})
+    assert [r.name for r in both] == ["NVIDIA_REQUIRE_ARCH", "NVIDIA_REQUIRE_CUDA"]
+    assert image_requirements({"NVIDIA_REQUIRE_JETPACK": "csv-mounts=all"}) == ()
+    legacy = image_requirements({"CUDA_VERSION": "11.8.0"})
+    assert [(r.name, r.text) for r in legacy] == [("CUDA_VERSION", "cuda>=11.8")]
+    assert image_requirements({"NVIDIA_REQUIRE_CUDA": "cuda>=99.0", "NVIDIA_DISABLE_REQUIRE": "true"}) == ()
+    kept = image_requirements({"NVIDIA_REQUIRE_CUDA": "cuda>=99.0", "NVIDIA_DISABLE_REQUIRE": "no"})
+    assert len(kept) == 1  # strconv.ParseBool("no") is an error, so the check stays on
