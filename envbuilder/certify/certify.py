@@ -24,10 +24,13 @@ from envbuilder.certify.gpu_access import (
     prepare_target,
     training_container,
 )
-from envbuilder.engine import DaemonInfo, DockerEngine, Engine, ImageInfo, Mount, docker_run_argv
+from envbuilder.engine import DaemonInfo, DockerEngine, Engine, Mount, docker_run_argv
 from envbuilder.errors import CertificationFailedError, MatrixError
 from envbuilder.host import AccessMode, HostReport
 from envbuilder.host.collectives import collective_env
+from envbuilder.image.metadata import LABEL_HARNESS, read_metadata
+from envbuilder.image.spec import CertifySettings
+from envbuilder.resolve.model import Stack
 from envbuilder.resources import harness_dir as harness_source_dir
 from envbuilder.resources import matrices_dir
 
@@ -36,14 +39,6 @@ IO_DIR = "/envbuilder-io"  # mounted read-write: thresholds.json in, result.json
 TIMEOUT_S = {"full": 1800.0, "quick": 600.0}
 
 Progress = Callable[[str], None]
-
-
-def _stack_framework(info: ImageInfo) -> str | None:
-    """The framework the image's stack label names (its smoke gates certification)."""
-    stack = _label_json(info, "io.envbuilder.stack")
-    fw = stack.get("framework") if isinstance(stack, dict) else None
-    name = fw.get("name") if isinstance(fw, dict) else None
-    return name if name in ("torch", "tensorflow", "jax") else None
 
 
 def harness_command(
@@ -102,16 +97,6 @@ def load_thresholds(overrides: Mapping[str, float] | None = None) -> tuple[dict[
     return doc, warnings
 
 
-def _label_json(info: ImageInfo, key: str) -> Any:
-    raw = info.labels.get(key)
-    if raw is None:
-        return None
-    try:
-        return json.loads(raw)
-    except ValueError:
-        return {"unparsed": raw}
-
-
 def parse_harness_output(io_dir: Path, stdout: str) -> dict[str, Any] | None:
     """The harness result: result.json in the io folder, else the last JSON line of stdout."""
     candidates = []
@@ -129,17 +114,18 @@ def parse_harness_output(io_dir: Path, stdout: str) -> dict[str, Any] | None:
     return None
 
 
-def decide(result: Mapping[str, Any], exit_code: int, choice: AccessChoice, stack: Any) -> tuple[str, str]:
+def decide(
+    result: Mapping[str, Any], exit_code: int, choice: AccessChoice, stack: Stack | None
+) -> tuple[str, str]:
     """The certificate's verdict: the harness's, made stricter. A GPU stack run with GPU access
     that only saw the CPU failed (the classic `torch.cuda.is_available() == False` in a container)."""
     verdict = str(result.get("verdict"))
     reason = str(result.get("verdict_reason") or "")
     if verdict not in VERDICTS:
         return "failed", f"harness gave an unknown verdict {verdict!r}"
-    gpu_stack = isinstance(stack, Mapping) and bool(stack.get("cuda"))
-    if verdict == "certified-cpu-only" and choice.name != "none" and gpu_stack:
+    if verdict == "certified-cpu-only" and choice.name != "none" and stack is not None and stack.cuda:
         return "failed", (
-            f"the container got the GPUs ({choice.name} mode) but the {stack.get('id', 'GPU')} stack "
+            f"the container got the GPUs ({choice.name} mode) but the {stack.id} stack "
             "only ran on the CPU: the framework does not see the GPU inside this image"
         )
     if verdict != "failed" and exit_code != 0:
@@ -188,18 +174,18 @@ def certify_image(
     say(f"certify: GPU access {choice.name} ({choice.reason})")
     if choice.name == "none":
         say("certify: CPU path: the result will NOT be a GPU certification")
-    settings = _label_json(info, "io.envbuilder.certify") or {}
-    image_overrides = settings.get("thresholds") if isinstance(settings, dict) else None
-    level_quick = isinstance(settings, dict) and settings.get("level") == "quick"
-    doc, warnings = load_thresholds({**(image_overrides or {}), **(thresholds or {})})
-    harness_dir = info.labels.get("io.envbuilder.harness")
+    meta = read_metadata(info)
+    settings = meta.certify or CertifySettings()
+    doc, warnings = load_thresholds({**dict(settings.thresholds), **(thresholds or {})})
+    warnings = [*(f"image {p}" for p in meta.problems), *warnings]
+    harness_dir = meta.harness
     host_harness = None
     if not harness_dir:
         harness_dir, host_harness = HOST_HARNESS_DIR, str(harness_source_dir())
-        warnings.append("image has no io.envbuilder.harness label: the host's harness copy was mounted")
+        warnings.append(f"image has no {LABEL_HARNESS} label: the host's harness copy was mounted")
     for w in warnings:
         say(f"certify: warning: {w}")
-    run_quick = quick or level_quick
+    run_quick = quick or settings.level == "quick"
     tmp = Path(tempfile.mkdtemp(prefix="envbuilder-certify-"))
     try:
         tmp.chmod(0o777)  # the image runs as a non-root user that must write result.json
@@ -214,7 +200,7 @@ def certify_image(
             watchdog_s=max(10.0, limit - 30.0),
             budget_s=budget_s,
             steps=steps,
-            framework=_stack_framework(info),
+            framework=meta.framework,
         )
         spec = training_container(
             info,
@@ -244,11 +230,9 @@ def certify_image(
             f"--- stderr tail ---\n{tail}",
             hint="exit 124 means it ran out of time; otherwise the payload crashed: see the tail above",
         )
-    stack = _label_json(info, "io.envbuilder.stack")
-    verdict, reason = decide(result, res.exit_code, choice, stack)
-    lock_hash = info.labels.get("io.envbuilder.lock-hash")
+    verdict, reason = decide(result, res.exit_code, choice, meta.stack)
     return build_certificate(
-        image={"id": info.id, "ref": image_ref, "stack": stack, "lock_hash": lock_hash},
+        image={"id": info.id, "ref": image_ref, "stack": meta.stack_record, "lock_hash": meta.lock_hash},
         host=host_record(target.host, choice.name),
         run={
             "gpu_access_reason": choice.reason,

@@ -19,6 +19,7 @@ from envbuilder.errors import NoGpuError, UsageError
 from envbuilder.host import AccessMode, HostReport, gpu_access_modes, probe_host
 from envbuilder.host.collectives import collective_env
 from envbuilder.host.driver_files import CONTAINER_BIN_DIR
+from envbuilder.image.metadata import image_env
 
 GPU_ACCESS_CHOICES: tuple[str, ...] = ("auto", "toolkit", "cdi", "devices", "none")
 SHM_MAX = 8 * 1024**3
@@ -119,14 +120,6 @@ def shm_bytes(mem_total: int | None = None) -> int:
     return max(64 * 1024**2, min(SHM_MAX, mem_total // 2))
 
 
-def _image_env(info: ImageInfo, key: str) -> str | None:
-    for item in info.env:
-        k, sep, v = item.partition("=")
-        if sep and k == key:
-            return v
-    return None
-
-
 @dataclass(frozen=True, slots=True, kw_only=True)
 class GpuGrant:
     """What an access mode hands a container: a device request, device nodes, mounts, variables."""
@@ -205,7 +198,7 @@ def training_container(
     grant = gpu_grant(choice.mode) if choice.mode is not None else GpuGrant()
     grant_env = dict(grant.env)
     if choice.name == "devices":
-        own = _image_env(image, "LD_LIBRARY_PATH")
+        own = image_env(image).get("LD_LIBRARY_PATH")
         if own and "LD_LIBRARY_PATH" in grant_env:
             grant_env["LD_LIBRARY_PATH"] += f":{own}"
         grant_env.setdefault("NVIDIA_VISIBLE_DEVICES", "all")

@@ -27,6 +27,16 @@ from envbuilder.errors import SpecError, UsageError
 from envbuilder.hashing import canonical_json, sha256_text
 from envbuilder.host.model import Host
 from envbuilder.image.lock import lock_hash
+from envbuilder.image.metadata import (
+    LABEL_ARCHS,
+    LABEL_CERTIFY,
+    LABEL_HARNESS,
+    LABEL_LOCK_HASH,
+    LABEL_MIN_DRIVER,
+    LABEL_STACK,
+    NONE,
+    archs_label,
+)
 from envbuilder.image.spec import ImageSpec
 from envbuilder.image.validate import (
     IMAGE_REF_RE,
@@ -175,24 +185,18 @@ def _label_value(text: str, field: str) -> str:
     return text
 
 
-def _archs(stack: Stack) -> str:
-    sass = [f"sm_{cc.replace('.', '')}" for cc in stack.sass]
-    ptx = [f"compute_{cc.replace('.', '')}" for cc in stack.ptx]
-    return ",".join(sass + ptx) or "none"
-
-
 def _labels(spec: ImageSpec, stack: Stack, options: RenderOptions) -> list[tuple[str, str]]:
     labels = {
         "org.opencontainers.image.title": spec.name,
         "org.opencontainers.image.description": spec.description,
         "org.opencontainers.image.version": stack.id,
         "org.opencontainers.image.base.name": stack.base_image,
-        "io.envbuilder.stack": canonical_json(stack.to_dict()),
-        "io.envbuilder.min-driver": stack.min_driver or "none",
-        "io.envbuilder.archs": _archs(stack),
-        "io.envbuilder.lock-hash": lock_hash(stack, spec.to_dict()),
-        "io.envbuilder.certify": canonical_json(spec.certify.to_dict()),
-        "io.envbuilder.harness": HARNESS_DEST,
+        LABEL_STACK: canonical_json(stack.to_dict()),
+        LABEL_MIN_DRIVER: stack.min_driver or NONE,
+        LABEL_ARCHS: archs_label(stack),
+        LABEL_LOCK_HASH: lock_hash(stack, spec.to_dict()),
+        LABEL_CERTIFY: canonical_json(spec.certify.to_dict()),
+        LABEL_HARNESS: HARNESS_DEST,
     }
     if spec.source:
         labels["org.opencontainers.image.source"] = spec.source

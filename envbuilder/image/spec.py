@@ -392,6 +392,12 @@ def _user(check: _Checker, value: object) -> tuple[str, int]:
     return name, uid
 
 
+def parse_certify_settings(value: object, where: str) -> CertifySettings:
+    """A spec's `certify` mapping (also as read back from an image's io.envbuilder.certify label).
+    Raises SpecError naming `where` and the field."""
+    return _certify(_Checker(where), value)
+
+
 def _certify(check: _Checker, value: object) -> CertifySettings:
     data = check.mapping("certify", value)
     extra = sorted(set(data) - {"level", "thresholds"})

@@ -17,6 +17,7 @@ from envbuilder.certify.certificate import verify_certificate
 from envbuilder.engine import ImageInfo
 from envbuilder.errors import CertificateRefusedError
 from envbuilder.host import GpuInfo
+from envbuilder.image.metadata import image_env
 from envbuilder.require_cuda import Properties, image_requirements
 from envbuilder.versions import parse_cc
 
@@ -227,10 +228,6 @@ def check_min_driver(cert: Mapping[str, Any] | None, image: ImageInfo, host: Run
 
 
 # --------------------------------------------------------------------------- NVIDIA_REQUIRE_CUDA
-
-
-def image_env(image: ImageInfo) -> dict[str, str]:
-    return dict(e.split("=", 1) for e in image.env if "=" in e)
 
 
 def check_require_cuda(cert: Mapping[str, Any] | None, image: ImageInfo, host: RunHost) -> Refusal | None:

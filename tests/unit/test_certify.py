@@ -10,7 +10,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fake_engine import FakeEngine
+from fake_engine import FakeEngine, cpu_stack
+from render_cases import TORCH_BUNDLED_CU130
 
 from envbuilder.certify.certificate import verify_certificate
 from envbuilder.certify.certify import certify_image, harness_command, load_thresholds
@@ -25,8 +26,8 @@ LDCONFIG = """\
 \tlibcuda.so.1 (libc6,x86-64) => /usr/local/nvidia/lib64/libcuda.so.1
 \tlibc.so.6 (libc6,x86-64) => /lib/x86_64-linux-gnu/libc.so.6
 """
-GPU_STACK = {"id": "torch2.11.0-cu130-py3.12-bundled", "cuda": "13.0"}
-CPU_STACK = {"id": "torch2.13.0-cpu-py3.11-bundled", "cuda": None}
+GPU_STACK = TORCH_BUNDLED_CU130.to_dict()  # the io.envbuilder.stack label of a real render
+CPU_STACK = cpu_stack().to_dict()
 
 
 def fake_root(tmp: Path, gpus: int = 2) -> Path:

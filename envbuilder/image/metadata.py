@@ -1,0 +1,110 @@
+"""What an image says about itself, read back in one place: the io.envbuilder.* labels that
+render.py writes (the keys live here, for the writer and the reader) as one typed value, and the
+image's environment. certify and run read images only through `read_metadata`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from envbuilder.engine import ImageInfo
+from envbuilder.errors import SpecError
+from envbuilder.image.spec import CertifySettings, parse_certify_settings
+from envbuilder.resolve.model import Stack
+
+LABEL_STACK = "io.envbuilder.stack"  # Stack.to_dict() as canonical JSON
+LABEL_MIN_DRIVER = "io.envbuilder.min-driver"  # "580.65.06", or "none" for a CPU stack
+LABEL_ARCHS = "io.envbuilder.archs"  # "sm_90,...,compute_120", or "none"
+LABEL_LOCK_HASH = "io.envbuilder.lock-hash"  # image.lock.lock_hash of the stack and the spec
+LABEL_CERTIFY = "io.envbuilder.certify"  # the spec's certify settings as canonical JSON
+LABEL_HARNESS = "io.envbuilder.harness"  # where the harness lies inside the image
+NONE = "none"  # the label value for "not applicable"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ImageMetadata:
+    """An image's envbuilder labels and environment. A label that is absent reads as None (an
+    image envbuilder did not build has none); one that is present but unreadable as None too,
+    with the reason in `problems`."""
+
+    stack: Stack | None = None
+    stack_record: Mapping[str, Any] | None = None  # the stack label as written: certificate evidence
+    min_driver: str | None = None
+    archs: tuple[str, ...] = ()  # sm_XY / compute_XY, as the label lists them
+    lock_hash: str | None = None
+    certify: CertifySettings | None = None
+    harness: str | None = None
+    env: Mapping[str, str] = field(default_factory=dict)
+    problems: tuple[str, ...] = ()
+
+    @property
+    def framework(self) -> str | None:
+        """The stack's framework (torch, tensorflow, jax), if the image names one."""
+        return self.stack.framework if self.stack is not None else None
+
+
+def archs_label(stack: Stack) -> str:
+    """The io.envbuilder.archs value of a stack: its SASS then its PTX targets."""
+    sass = [f"sm_{cc.replace('.', '')}" for cc in stack.sass]
+    ptx = [f"compute_{cc.replace('.', '')}" for cc in stack.ptx]
+    return ",".join(sass + ptx) or NONE
+
+
+def image_env(info: ImageInfo) -> dict[str, str]:
+    """The image's ENV as a mapping (a later KEY= wins, as in Docker)."""
+    return dict(item.split("=", 1) for item in info.env if "=" in item)
+
+
+def read_metadata(info: ImageInfo) -> ImageMetadata:
+    """The image's labels and environment as one typed value. Never raises: what cannot be read
+    is None, and `problems` says why."""
+    labels, problems = info.labels, list[str]()
+    record = _json_label(labels, LABEL_STACK, problems)
+    stack = None
+    if isinstance(record, dict) and "unparsed" not in record:
+        try:
+            stack = Stack.from_dict(record)
+        except (KeyError, TypeError, ValueError) as exc:
+            problems.append(f"label {LABEL_STACK} is not a stack ({type(exc).__name__}: {exc})")
+    certify = None
+    raw_certify = _json_label(labels, LABEL_CERTIFY, problems)
+    if raw_certify is not None and "unparsed" not in raw_certify:
+        try:
+            certify = parse_certify_settings(raw_certify, f"label {LABEL_CERTIFY}")
+        except SpecError as exc:
+            problems.append(exc.message)
+    archs = labels.get(LABEL_ARCHS, NONE)
+    return ImageMetadata(
+        stack=stack,
+        stack_record=record,
+        min_driver=_text(labels.get(LABEL_MIN_DRIVER)),
+        archs=tuple(a for a in archs.split(",") if a) if archs != NONE else (),
+        lock_hash=_text(labels.get(LABEL_LOCK_HASH)),
+        certify=certify,
+        harness=_text(labels.get(LABEL_HARNESS)),
+        env=image_env(info),
+        problems=tuple(problems),
+    )
+
+
+def _text(value: str | None) -> str | None:
+    return value if value and value != NONE else None
+
+
+def _json_label(labels: Mapping[str, str], key: str, problems: list[str]) -> dict[str, Any] | None:
+    """A JSON label as a dict; {"unparsed": text} when it is not a JSON object (kept as evidence)."""
+    raw = labels.get(key)
+    if raw is None:
+        return None
+    try:
+        value = json.loads(raw)
+    except ValueError as exc:
+        problems.append(f"label {key} is not JSON ({exc})")
+        return {"unparsed": raw}
+    if not isinstance(value, dict):
+        problems.append(f"label {key} is not a JSON object")
+        return {"unparsed": raw}
+    return value
