@@ -49,7 +49,7 @@ class AttestationReport:
 def newest_first(certs: Iterable[Certificate]) -> list[Certificate]:
     """Each certificate once, the newest (issued_at) first."""
     unique = {c.id: c for c in certs}
-    return sorted(unique.values(), key=lambda c: str(c.data.get("issued_at", "")), reverse=True)
+    return sorted(unique.values(), key=lambda c: c.issued_at or "", reverse=True)
 
 
 Client = Callable[[str], RegistryClient]

@@ -179,7 +179,7 @@ def verify_envelope(
                 keyids,
                 ptype,
             )
-        image_id = str(cert.image.get("id", ""))
+        image_id = cert.image.id
         if image_id not in parsed.subject_digests:
             return refuse(
                 "certificate-mismatch",
@@ -188,12 +188,12 @@ def verify_envelope(
                 ptype,
             )
         if policy.max_age_s is not None:
-            issued = parse_time(cert.data.get("issued_at"))
+            issued = parse_time(cert.issued_at)
             age = ((now or datetime.now(timezone.utc)) - issued).total_seconds() if issued else None
             if age is None or age > policy.max_age_s:
                 return refuse(
                     "expired",
-                    f"the certificate was issued {cert.data.get('issued_at')}, "
+                    f"the certificate was issued {cert.issued_at}, "
                     + (f"{_human(age)} ago" if age is not None else "at an unreadable time")
                     + f"; the policy's max_age is {_human(policy.max_age_s)}",
                     keyids,

@@ -96,9 +96,9 @@ def attach_certificates(
     }
     out: list[Attached] = []
     for cert in certificates:
-        if str(cert.image.get("id")) != image_id:
+        if cert.image.id != image_id:
             raise CertificateRefusedError(
-                f"certificate {cert.id[:12]} is for image {cert.image.get('id')}, not {image_id}"
+                f"certificate {cert.id[:12]} is for image {cert.image.id}, not {image_id}"
             )
         for doc in certificate_statements(cert, subject):
             ptype = str(doc["predicateType"])

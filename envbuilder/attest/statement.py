@@ -72,14 +72,12 @@ def result_predicate(cert: Certificate) -> dict[str, Any]:
     failed: list[str] = []
     by_status = {"pass": passed, "warn": warned, "fail": failed}
     for step in cert.steps:
-        bucket = by_status.get(str(step.get("status")))
+        bucket = by_status.get(step.status)
         if bucket is not None:
-            bucket.append(str(step.get("name")))
-    harness = cert.data.get("harness")
-    gates = harness.get("gates") if isinstance(harness, Mapping) else None
-    for gate in gates if isinstance(gates, list) else []:
-        if isinstance(gate, Mapping) and (bucket := by_status.get(str(gate.get("status")))) is not None:
-            bucket.append(f"gate:{gate.get('name')}")
+            bucket.append(step.name)
+    for gate in cert.gates:
+        if (bucket := by_status.get(str(gate.status))) is not None:
+            bucket.append(f"gate:{gate.name}")
     if cert.verdict == "failed":
         result = "FAILED"
     elif warned or cert.verdict == "certified-cpu-only":
@@ -93,7 +91,7 @@ def result_predicate(cert: Certificate) -> dict[str, Any]:
             {
                 "name": "envbuilder-certificate",
                 "digest": {"sha256": _hex(cert.content_hash)},
-                "annotations": {"verdict": cert.verdict, "issued_at": cert.data.get("issued_at")},
+                "annotations": {"verdict": cert.verdict, "issued_at": cert.issued_at},
             },
             {
                 "name": str((thresholds or {}).get("source_path") or "thresholds")

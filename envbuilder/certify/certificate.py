@@ -15,6 +15,15 @@ from datetime import datetime, timezone
 from typing import Any
 
 from envbuilder import __version__
+from envbuilder.certify.record import (
+    CertifiedHost,
+    CertifiedImage,
+    GateRecord,
+    StepRecord,
+    items,
+    section,
+    text,
+)
 from envbuilder.errors import CertificateRefusedError
 from envbuilder.hashing import SHA256_PREFIX, sha256_of
 
@@ -81,20 +90,41 @@ class Certificate:
         return str(self.data.get("verdict", ""))
 
     @property
-    def image(self) -> Mapping[str, Any]:
-        image = self.data.get("image")
-        return image if isinstance(image, Mapping) else {}
+    def verdict_reason(self) -> str:
+        return text(self.data.get("verdict_reason")) or ""
 
     @property
-    def host(self) -> Mapping[str, Any]:
-        host = self.data.get("host")
-        return host if isinstance(host, Mapping) else {}
+    def issued_at(self) -> str | None:
+        return text(self.data.get("issued_at"))
 
     @property
-    def steps(self) -> list[Mapping[str, Any]]:
-        harness = self.data.get("harness")
-        steps = harness.get("steps") if isinstance(harness, Mapping) else None
-        return [s for s in steps if isinstance(s, Mapping)] if isinstance(steps, list) else []
+    def image(self) -> CertifiedImage:
+        return CertifiedImage.read(self.data.get("image"))
+
+    @property
+    def host(self) -> CertifiedHost:
+        return CertifiedHost.read(self.data.get("host"))
+
+    @property
+    def harness(self) -> Mapping[str, Any]:
+        """The harness's result as it reported it (telemetry, multi_gpu, notes: report/ reads those)."""
+        return section(self.data.get("harness"))
+
+    @property
+    def run(self) -> Mapping[str, Any]:
+        return section(self.data.get("run"))
+
+    @property
+    def thresholds(self) -> Mapping[str, Any]:
+        return section(self.data.get("thresholds"))
+
+    @property
+    def steps(self) -> tuple[StepRecord, ...]:
+        return tuple(StepRecord.read(s) for s in items(self.harness.get("steps")))
+
+    @property
+    def gates(self) -> tuple[GateRecord, ...]:
+        return tuple(GateRecord.read(g) for g in items(self.harness.get("gates")))
 
     def to_dict(self) -> dict[str, Any]:
         return json.loads(self.to_json())  # type: ignore[no-any-return]

@@ -353,11 +353,11 @@ def _insert(db: sqlite3.Connection, cert: Certificate, origin: str) -> None:
         (
             cert.id,
             cert.content_hash,
-            str(image.get("id", "")),
-            image.get("ref"),
+            image.id,
+            image.ref,
             cert.verdict,
-            cert.host.get("fingerprint"),
-            str(cert.data.get("issued_at", "")),
+            cert.host.fingerprint,
+            cert.issued_at or "",
             cert.to_json(),
             origin,
         ),
@@ -397,10 +397,10 @@ def certificate_summary(cert: Certificate) -> dict[str, object]:
     image = cert.image
     return {
         "id": cert.id,
-        "image_id": image.get("id"),
-        "image_ref": image.get("ref"),
+        "image_id": image.id or None,
+        "image_ref": image.ref,
         "verdict": cert.verdict,
-        "issued_at": cert.data.get("issued_at"),
-        "gpu_access": cert.host.get("gpu_access"),
+        "issued_at": cert.issued_at,
+        "gpu_access": cert.host.gpu_access,
         "problems": verify_certificate(cert),
     }

@@ -2,32 +2,28 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import click
 
 from envbuilder.certify.certificate import Certificate
+from envbuilder.certify.record import StepRecord, items, number
 from envbuilder.cli import cli
 from envbuilder.cli.options import gpu_access_option
 from envbuilder.errors import CertificationFailedError
 
 
-def key_metric(step: Mapping[str, Any]) -> str:
+def key_metric(step: StepRecord) -> str:
     """The one number that says most about a step, for the summary table."""
-    m = step.get("metrics")
-    m = m if isinstance(m, Mapping) else {}
 
     def num(key: str) -> float | None:
-        v = m.get(key)
-        return float(v) if isinstance(v, int | float) and not isinstance(v, bool) else None
+        return number(step.metric(key))
 
-    if step.get("name") == "host":
-        gpus = m.get("gpus")
-        names = sorted({str(g.get("name")) for g in gpus if isinstance(g, Mapping)}) if gpus else []
+    if step.name == "host":
+        names = sorted({str(g.get("name")) for g in items(step.metric("gpus"))})
         return ", ".join(names) or "no GPU visible"
-    if step.get("name") == "multi_gpu":
+    if step.name == "multi_gpu":
         return _multi_gpu_metric(num)
     if (ips := num("images_per_s")) is not None:
         acc = num("val_accuracy")
@@ -60,25 +56,19 @@ def _multi_gpu_metric(num: Callable[[str], float | None]) -> str:
 def print_summary(cert: Certificate, stored_id: str | None) -> None:
     """Steps table, gates, verdict (stdout)."""
     steps = cert.steps
-    width = max([len(str(s.get("name", ""))) for s in steps] + [4])
+    width = max([len(s.name) for s in steps] + [4])
     click.echo(f"{'step':<{width}}  {'status':<6} {'seconds':>8}  key metric")
     for s in steps:
-        status = str(s.get("status", "?"))
-        seconds = s.get("seconds")
-        secs = f"{seconds:8.1f}" if isinstance(seconds, int | float) else f"{'-':>8}"
-        detail = key_metric(s) if status == "pass" else str(s.get("reason", ""))[:70]
-        click.echo(f"{s.get('name', '?'):<{width}}  {status:<6} {secs}  {detail}")
-    harness = cert.data.get("harness")
-    gates = harness.get("gates") if isinstance(harness, Mapping) else None
-    for g in gates if isinstance(gates, list) else []:
-        if isinstance(g, Mapping):
-            click.echo(f"gate {g.get('name')}: {g.get('status')} ({g.get('reason', '')})")
-    host = cert.host
-    image = cert.image
+        secs = f"{s.seconds:8.1f}" if s.seconds is not None else f"{'-':>8}"
+        detail = key_metric(s) if s.status == "pass" else s.reason[:70]
+        click.echo(f"{s.name:<{width}}  {s.status:<6} {secs}  {detail}")
+    for g in cert.gates:
+        click.echo(f"gate {g.name}: {g.status} ({g.reason})")
+    host, image = cert.host, cert.image
     click.echo("")
-    click.echo(f"image    {image.get('ref')} ({str(image.get('id', ''))[:19]})")
-    click.echo(f"host     driver {host.get('driver') or 'none'}, GPU access {host.get('gpu_access')}")
-    click.echo(f"verdict  {cert.verdict.upper()}: {cert.data.get('verdict_reason', '')}")
+    click.echo(f"image    {image.ref} ({image.id[:19]})")
+    click.echo(f"host     driver {host.driver or 'none'}, GPU access {host.gpu_access}")
+    click.echo(f"verdict  {cert.verdict.upper()}: {cert.verdict_reason}")
     if cert.verdict == "certified-cpu-only":
         click.echo("         this image is NOT GPU-certified: only the CPU path ran")
     if stored_id:
@@ -156,7 +146,7 @@ def certify(
         print_summary(cert, stored_id)
     if cert.verdict == "failed":
         raise CertificationFailedError(
-            f"{image} failed certification: {cert.data.get('verdict_reason', '')}",
+            f"{image} failed certification: {cert.verdict_reason}",
             hint="see the failing steps above; `envbuilder certs show ID` keeps the whole evidence"
             + ("; nothing was pushed" if push else ""),
         )

@@ -42,7 +42,7 @@ def report(
         raise UsageError("--compare needs exactly two certificates", hint="envbuilder report --compare A B")
     if not compare and len(certs) != 1:
         raise UsageError("give one certificate (or --compare A B)", hint="envbuilder report CERT_ID_OR_FILE")
-    reports = [build_report(load_certificate(c).data) for c in certs]
+    reports = [build_report(load_certificate(c)) for c in certs]
     for r, arg in zip(reports, certs, strict=True):
         if r.integrity:
             click.echo(f"warning: {arg} failed verification: {'; '.join(r.integrity)}", err=True)

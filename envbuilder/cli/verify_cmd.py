@@ -40,9 +40,9 @@ def verify(reference: str, key_files: tuple[Path, ...], trust_file: Path | None,
         rows.append(
             {
                 "id": cert.id,
-                "issued_at": cert.data.get("issued_at"),
+                "issued_at": cert.issued_at,
                 "signed_by": {"name": signer.key_name, "keyid": signer.keyid},
-                "covers": describe_coverage(cert.data),
+                "covers": describe_coverage(cert),
             }
         )
     passing = [r for r in rows if r["covers"]["cpu_runs"]]

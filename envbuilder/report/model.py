@@ -8,7 +8,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from envbuilder.certify.certificate import verify_certificate
+from envbuilder.certify.certificate import Certificate, verify_certificate
+from envbuilder.certify.record import StackRecord, StepRecord
 from envbuilder.report.charts import as_number
 from envbuilder.report.multigpu import MultiGpuView, multi_gpu_view
 
@@ -82,38 +83,37 @@ def _m(d: Any, *keys: str) -> Any:
     return d
 
 
-def _step_row(s: Mapping[str, Any]) -> StepRow:
-    m = s.get("metrics") if isinstance(s.get("metrics"), Mapping) else {}
+def _step_row(s: StepRecord) -> StepRow:
     return StepRow(
-        name=str(s.get("name", "?")),
-        status=str(s.get("status", "?")),
-        reason=str(s.get("reason") or ""),
-        seconds=as_number(s.get("seconds")) or 0.0,
-        images_per_s=as_number(_m(m, "images_per_s")),
-        step_ms=as_number(_m(m, "step_time", "mean_ms")),
-        p95_ms=as_number(_m(m, "step_time", "p95_ms")),
-        peak_vram_mib=as_number(_m(m, "memory", "peak_reserved_mib")),
-        temp_max_c=as_number(_m(m, "telemetry", "temp_c", "max")),
-        val_accuracy=as_number(_m(m, "val_accuracy")),
-        warnings=tuple(str(w) for w in s.get("warnings") or () if isinstance(w, str)),
+        name=s.name,
+        status=s.status,
+        reason=s.reason,
+        seconds=s.seconds or 0.0,
+        images_per_s=as_number(s.metric("images_per_s")),
+        step_ms=as_number(s.metric("step_time", "mean_ms")),
+        p95_ms=as_number(s.metric("step_time", "p95_ms")),
+        peak_vram_mib=as_number(s.metric("memory", "peak_reserved_mib")),
+        temp_max_c=as_number(s.metric("telemetry", "temp_c", "max")),
+        val_accuracy=as_number(s.metric("val_accuracy")),
+        warnings=s.warnings,
     )
 
 
-def _comparison(steps: Sequence[Mapping[str, Any]], rows: Sequence[StepRow]) -> tuple[ComparisonRow, ...]:
+def _comparison(steps: Sequence[StepRecord], rows: Sequence[StepRow]) -> tuple[ComparisonRow, ...]:
     by_name = {r.name: r for r in rows}
-    ramp = next((s for s in steps if s.get("name") == "batch_ramp"), None)
-    largest = _m(ramp, "metrics", "largest_batch")
-    ramp_precision = _m(ramp, "metrics", "precision")
+    ramp = next((s for s in steps if s.name == "batch_ramp"), None)
+    largest = ramp.metric("largest_batch") if ramp else None
+    ramp_precision = ramp.metric("precision") if ramp else None
 
-    def training(precisions: tuple[str, ...], cpu: bool) -> Mapping[str, Any] | None:
+    def training(precisions: tuple[str, ...], cpu: bool) -> StepRecord | None:
         found = [
             s
             for s in steps
-            if str(s.get("name", "")).startswith("train_")
-            and str(s.get("name", "")).startswith("train_cpu") == cpu
-            and _m(s, "metrics", "config", "precision") in precisions
+            if s.name.startswith("train_")
+            and s.name.startswith("train_cpu") == cpu
+            and s.metric("config", "precision") in precisions
         ]
-        return min(found, key=lambda s: _m(s, "metrics", "config", "batch") or 0, default=None)
+        return min(found, key=lambda s: s.metric("config", "batch") or 0, default=None)
 
     out = []
     picks = [
@@ -125,8 +125,8 @@ def _comparison(steps: Sequence[Mapping[str, Any]], rows: Sequence[StepRow]) -> 
         if s is None:
             out.append(ComparisonRow(label=label, step=None, note="not run in this certification"))
             continue
-        r = by_name[str(s.get("name"))]
-        precision = _m(s, "metrics", "config", "precision")
+        r = by_name[s.name]
+        precision = s.metric("config", "precision")
         ramp_ok = ramp_precision in ramp_for and isinstance(largest, int)
         out.append(
             ComparisonRow(
@@ -139,38 +139,30 @@ def _comparison(steps: Sequence[Mapping[str, Any]], rows: Sequence[StepRow]) -> 
                 temp_max_c=r.temp_max_c,
                 val_accuracy=r.val_accuracy,
                 largest_batch=largest if ramp_ok else None,
-                note=f"batch {_m(s, 'metrics', 'config', 'batch')}"
-                + ("" if r.status == "pass" else f", {r.status}"),
+                note=f"batch {s.metric('config', 'batch')}" + ("" if r.status == "pass" else f", {r.status}"),
             )
         )
     return tuple(out)
 
 
-def _stack_rows(stack: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
-    fw = _m(stack, "framework") or {}
-    archs = _m(stack, "archs") or {}
+def _stack_rows(stack: StackRecord | None) -> tuple[tuple[str, str], ...]:
+    st = stack or StackRecord()
     return (
-        ("stack", str(stack.get("id") or DASH)),
-        ("framework", f"{fw.get('name', DASH)} {fw.get('version', '')} ({fw.get('variant', DASH)})"),
-        ("cuda / cudnn", f"{stack.get('cuda') or DASH} / {stack.get('cudnn') or DASH}"),
-        ("python", str(stack.get("python") or DASH)),
-        ("base image", f"{stack.get('base_image') or DASH} ({stack.get('strategy') or DASH})"),
-        ("min driver", str(stack.get("min_driver") or DASH)),
-        (
-            "archs",
-            f"sass {' '.join(map(str, archs.get('sass') or ())) or DASH}; "
-            f"ptx {' '.join(map(str, archs.get('ptx') or ())) or DASH}",
-        ),
+        ("stack", st.id or DASH),
+        ("framework", f"{st.framework or DASH} {st.version or ''} ({st.variant or DASH})"),
+        ("cuda / cudnn", f"{st.cuda or DASH} / {st.cudnn or DASH}"),
+        ("python", st.python or DASH),
+        ("base image", f"{st.base_image or DASH} ({st.strategy or DASH})"),
+        ("min driver", st.min_driver or DASH),
+        ("archs", f"sass {' '.join(st.sass) or DASH}; ptx {' '.join(st.ptx) or DASH}"),
     )
 
 
-def build_report(cert: Mapping[str, Any]) -> Report:
-    """The Report of a certificate document (pure). A malformed field shows as '-', never raises."""
-    harness = _m(cert, "harness") or {}
-    image, host = _m(cert, "image") or {}, _m(cert, "host") or {}
-    raw_steps = [s for s in harness.get("steps") or () if isinstance(s, Mapping)]
-    rows = tuple(_step_row(s) for s in raw_steps)
-    gpus = [g for g in host.get("gpus") or () if isinstance(g, Mapping)]
+def build_report(cert: Certificate) -> Report:
+    """The Report of a certificate (pure). A malformed field shows as '-', never raises."""
+    harness, image, host = cert.harness, cert.image, cert.host
+    steps = cert.steps
+    rows = tuple(_step_row(s) for s in steps)
     telemetry = _m(harness, "telemetry")
     series = _m(telemetry, "series")
     has_series = isinstance(series, Mapping) and bool(series.get("t"))
@@ -185,24 +177,25 @@ def build_report(cert: Mapping[str, Any]) -> Report:
         for r in rows:
             windows[r.name] = (t, t + r.seconds)
             t += r.seconds
+    notes = harness.get("notes")
     return Report(
-        id=str(cert.get("content_hash", "")).removeprefix("sha256:"),
-        verdict=str(cert.get("verdict", "?")),
-        verdict_reason=str(cert.get("verdict_reason") or ""),
-        issued_at=str(cert.get("issued_at", "?")),
+        id=cert.id,
+        verdict=cert.verdict or "?",
+        verdict_reason=cert.verdict_reason,
+        issued_at=cert.issued_at or "?",
         integrity=tuple(verify_certificate(cert)),
-        fixture=str(_m(harness, "_fixture") or _m(cert, "run", "_fixture") or "") or None,
-        image=(("ref", str(image.get("ref") or DASH)), ("id", str(image.get("id") or DASH))),
-        stack=_stack_rows(_m(image, "stack") or {}),
+        fixture=str(harness.get("_fixture") or cert.run.get("_fixture") or "") or None,
+        image=(("ref", image.ref or DASH), ("id", image.id or DASH)),
+        stack=_stack_rows(image.stack),
         host=(
-            ("gpus", ", ".join(f"{g.get('name')} (cc {g.get('cc')})" for g in gpus) or "no GPU"),
-            ("driver", f"{host.get('driver') or 'none'} (CUDA {host.get('cuda_driver') or DASH})"),
-            ("gpu access", str(host.get("gpu_access") or DASH)),
-            ("fingerprint", str(host.get("fingerprint") or DASH)[:19]),
+            ("gpus", ", ".join(f"{g.name} (cc {g.cc})" for g in host.gpus) or "no GPU"),
+            ("driver", f"{host.driver or 'none'} (CUDA {host.cuda_driver or DASH})"),
+            ("gpu access", host.gpu_access or DASH),
+            ("fingerprint", (host.fingerprint or DASH)[:19]),
         ),
         steps=rows,
-        comparison=_comparison(raw_steps, rows),
-        notes=tuple(str(n) for n in harness.get("notes") or ()),
+        comparison=_comparison(steps, rows),
+        notes=tuple(str(n) for n in notes) if isinstance(notes, list) else (),
         telemetry=telemetry if has_series else None,
         telemetry_why=why,
         windows=windows,

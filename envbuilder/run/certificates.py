@@ -5,12 +5,12 @@ reason (untrusted-key, bad-signature, unsigned, subject-mismatch, expired, ...).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from typing import Any
+from collections.abc import Callable
 
 from envbuilder.attest import AttestationReport, Refused, TrustPolicy, Verified, fetch_verified
 from envbuilder.attest.discovery import newest_first
 from envbuilder.attest.envelope import verify_envelope
+from envbuilder.certify.certificate import Certificate
 from envbuilder.certify.store import CertStore
 from envbuilder.engine import ImageInfo
 from envbuilder.errors import RegistryError, UsageError
@@ -69,16 +69,16 @@ def certificate_finder(
     policy: Callable[[], TrustPolicy],
     fetch: Fetch = fetch_verified,
     say: Say = lambda _line: None,
-) -> Callable[[ImageInfo], list[Mapping[str, Any]]]:
+) -> Callable[[ImageInfo], list[Certificate]]:
     """The find_certificate of `run`: local certificates for the image ID, newest first; else
     the cached or fetched attestations of its registry digest. Raises RefusedError (exit 12)
     when the image has attestations and none holds, naming each one's reason; the trust policy
     is read only then (SigningKeyError when it is broken)."""
 
-    def find(info: ImageInfo) -> list[Mapping[str, Any]]:
+    def find(info: ImageInfo) -> list[Certificate]:
         local = [r for r in store.list(image=info.id, origin="local") if r.image_id == info.id]
         if local:
-            return [store.get(r.id).data for r in local]
+            return [store.get(r.id) for r in local]
         where = registry_reference(image, info)
         if where is None:
             return []
@@ -91,7 +91,7 @@ def certificate_finder(
                 cached.append(outcome)
         if cached:
             say(f"envbuilder: {len(cached)} cached attestation(s) of {ref.name}@{digest[:19]} verified again")
-            return [c.data for c in newest_first(v.certificate for v in cached if v.certificate is not None)]
+            return newest_first(v.certificate for v in cached if v.certificate is not None)
         say(f"envbuilder: no local certificate; fetching the attestations of {ref.name}@{digest[:19]}")
         try:
             report = fetch(ref, policy=trust, digest=digest)
@@ -121,7 +121,7 @@ def certificate_finder(
                 f"envbuilder: {len(verified)} certificate(s) verified from {report.via} "
                 f"(signed by {', '.join(sorted({v.key_name for v, _ in verified}))}); cached in the store"
             )
-            return [c.data for c in report.certificates]
+            return list(report.certificates)
         if report.refused:
             raise RefusedError([attestation_refusal(r, ref) for r in report.refused])
         raise RefusedError(

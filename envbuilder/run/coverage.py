@@ -6,14 +6,15 @@ or None; `check_run` applies them all. `envbuilder run` refuses on any Refusal u
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
 from envbuilder.archs import kernel_for, matrix_targets
-from envbuilder.certify.certificate import verify_certificate
+from envbuilder.certify.certificate import Certificate, verify_certificate
+from envbuilder.certify.record import StackRecord
 from envbuilder.engine import ImageInfo
 from envbuilder.errors import CertificateRefusedError
 from envbuilder.host import GpuInfo
@@ -48,7 +49,7 @@ class Refusal:
         return {"reason": self.reason, "message": self.message, "hint": self.hint}
 
 
-Check = Callable[[Mapping[str, Any] | None, ImageInfo, RunHost], Refusal | None]
+Check = Callable[[Certificate | None, ImageInfo, RunHost], Refusal | None]
 
 
 def image_ref(image: ImageInfo) -> str:
@@ -60,28 +61,25 @@ def short_id(image_id: str) -> str:
     return image_id.removeprefix("sha256:")[:12]
 
 
-def _section(cert: Mapping[str, Any], key: str) -> Mapping[str, Any]:
-    value = cert.get(key)
-    return value if isinstance(value, Mapping) else {}
-
-
-def _stack(cert: Mapping[str, Any]) -> Mapping[str, Any]:
-    return _section(_section(cert, "image"), "stack")
-
-
 def _rebuild_hint(host: RunHost) -> str:
     gpus = "".join(f' --gpu "{g.name}"' for g in host.gpus)
     return REBUILD_HINT.format(driver=host.driver or "DRIVER", gpus=gpus)
 
 
-def _gpu_cert(cert: Mapping[str, Any]) -> bool:
-    return cert.get("verdict") == "certified"
+def _gpu_cert(cert: Certificate) -> bool:
+    return cert.verdict == "certified"
+
+
+def _gpu_stack(cert: Certificate | None) -> StackRecord | None:
+    """The certificate's stack when it is a CUDA build (the GPU checks apply), else None."""
+    stack = cert.image.stack if cert is not None else None
+    return stack if stack is not None and stack.cuda else None
 
 
 # --------------------------------------------------------------------------- the checks
 
 
-def check_present(cert: Mapping[str, Any] | None, image: ImageInfo, host: RunHost) -> Refusal | None:
+def check_present(cert: Certificate | None, image: ImageInfo, host: RunHost) -> Refusal | None:
     """No certificate in the store for this image ID (never certified, or rebuilt since)."""
     if cert is not None:
         return None
@@ -92,7 +90,7 @@ def check_present(cert: Mapping[str, Any] | None, image: ImageInfo, host: RunHos
     )
 
 
-def check_intact(cert: Mapping[str, Any] | None, image: ImageInfo, host: RunHost) -> Refusal | None:
+def check_intact(cert: Certificate | None, image: ImageInfo, host: RunHost) -> Refusal | None:
     """The content hash (and section hashes) still match: nobody edited the certificate."""
     if cert is None:
         return None
@@ -106,11 +104,11 @@ def check_intact(cert: Mapping[str, Any] | None, image: ImageInfo, host: RunHost
     )
 
 
-def check_image(cert: Mapping[str, Any] | None, image: ImageInfo, host: RunHost) -> Refusal | None:
+def check_image(cert: Certificate | None, image: ImageInfo, host: RunHost) -> Refusal | None:
     """The certificate names this exact image ID (not one it was moved from)."""
     if cert is None:
         return None
-    have = str(_section(cert, "image").get("id") or "")
+    have = cert.image.id
     if have.removeprefix("sha256:") == image.id.removeprefix("sha256:"):
         return None
     return Refusal(
@@ -120,22 +118,22 @@ def check_image(cert: Mapping[str, Any] | None, image: ImageInfo, host: RunHost)
     )
 
 
-def check_verdict(cert: Mapping[str, Any] | None, image: ImageInfo, host: RunHost) -> Refusal | None:
+def check_verdict(cert: Certificate | None, image: ImageInfo, host: RunHost) -> Refusal | None:
     """The image passed certification (a 'failed' certificate is evidence against it)."""
-    if cert is None or cert.get("verdict") != "failed":
+    if cert is None or cert.verdict != "failed":
         return None
-    why = cert.get("verdict_reason") or "see the report"
+    why = cert.verdict_reason or "see the report"
     return Refusal(
         reason="failed",
-        message=f"the image FAILED certification ({why}), issued {cert.get('issued_at', '?')}",
-        hint=f"see what failed: envbuilder report {cert.get('content_hash', 'CERT')}; fix it, then "
+        message=f"the image FAILED certification ({why}), issued {cert.issued_at or '?'}",
+        hint=f"see what failed: envbuilder report {cert.content_hash or 'CERT'}; fix it, then "
         + CERTIFY_HINT.format(ref=image_ref(image)),
     )
 
 
-def check_cpu_only(cert: Mapping[str, Any] | None, image: ImageInfo, host: RunHost) -> Refusal | None:
+def check_cpu_only(cert: Certificate | None, image: ImageInfo, host: RunHost) -> Refusal | None:
     """A CPU-only certificate does not cover a run that is given GPUs."""
-    if cert is None or cert.get("verdict") != "certified-cpu-only" or host.access == "none":
+    if cert is None or cert.verdict != "certified-cpu-only" or host.access == "none":
         return None
     return Refusal(
         reason="cpu-only",
@@ -146,11 +144,11 @@ def check_cpu_only(cert: Mapping[str, Any] | None, image: ImageInfo, host: RunHo
     )
 
 
-def check_gpu_present(cert: Mapping[str, Any] | None, image: ImageInfo, host: RunHost) -> Refusal | None:
+def check_gpu_present(cert: Certificate | None, image: ImageInfo, host: RunHost) -> Refusal | None:
     """A GPU certificate, but this host offers the container no GPU (unless --gpu-access none)."""
     if cert is None or not _gpu_cert(cert) or host.access != "none" or host.requested == "none":
         return None
-    certified = ", ".join(str(g.get("name")) for g in _gpus(cert)) or "a GPU"
+    certified = ", ".join(str(g.name) for g in cert.host.gpus) or "a GPU"
     found = f"{len(host.gpus)} GPU(s) but no GPU access mode" if host.gpus else "no NVIDIA GPU"
     return Refusal(
         reason="no-gpu",
@@ -159,20 +157,17 @@ def check_gpu_present(cert: Mapping[str, Any] | None, image: ImageInfo, host: Ru
     )
 
 
-def check_gpu_arch(cert: Mapping[str, Any] | None, image: ImageInfo, host: RunHost) -> Refusal | None:
+def check_gpu_arch(cert: Certificate | None, image: ImageInfo, host: RunHost) -> Refusal | None:
     """The stack's SASS/PTX covers the compute capability of every GPU handed in."""
-    stack = _stack(cert or {})
-    if cert is None or host.access == "none" or not stack.get("cuda"):
+    stack = _gpu_stack(cert)
+    if stack is None or host.access == "none":
         return None
-    archs = _section(stack, "archs")
-    sass = [str(a) for a in archs.get("sass", ())]
-    ptx = [str(a) for a in archs.get("ptx", ())]
+    sass, ptx = stack.sass, stack.ptx
     targets = matrix_targets(sass, ptx)
     bad = [g for g in host.gpus if g.cc and kernel_for(parse_cc(g.cc), targets) is None]
     if not bad:
         return None
-    fw = _section(stack, "framework")
-    build = f"{fw.get('name', '?')} {fw.get('version', '?')}+{fw.get('variant', '?')}"
+    build = f"{stack.framework or '?'} {stack.version or '?'}+{stack.variant or '?'}"
     who = ", ".join(f"{g.name} (compute capability {g.cc})" for g in bad)
     return Refusal(
         reason="gpu-arch",
@@ -182,16 +177,11 @@ def check_gpu_arch(cert: Mapping[str, Any] | None, image: ImageInfo, host: RunHo
     )
 
 
-def _gpus(cert: Mapping[str, Any]) -> list[Mapping[str, Any]]:
-    gpus = _section(cert, "host").get("gpus")
-    return [g for g in gpus if isinstance(g, Mapping)] if isinstance(gpus, list) else []
-
-
-def check_gpu_model(cert: Mapping[str, Any] | None, image: ImageInfo, host: RunHost) -> Refusal | None:
+def check_gpu_model(cert: Certificate | None, image: ImageInfo, host: RunHost) -> Refusal | None:
     """Every GPU handed in is a model the image was certified on (same NVML name)."""
     if cert is None or host.access == "none" or not _gpu_cert(cert):
         return None
-    certified = {str(g.get("name")) for g in _gpus(cert)}
+    certified = {str(g.name) for g in cert.host.gpus}
     new = sorted({g.name for g in host.gpus} - certified)
     if not new:
         return None
@@ -210,27 +200,27 @@ def _version(text: str | None) -> Version | None:
         return None
 
 
-def check_min_driver(cert: Mapping[str, Any] | None, image: ImageInfo, host: RunHost) -> Refusal | None:
+def check_min_driver(cert: Certificate | None, image: ImageInfo, host: RunHost) -> Refusal | None:
     """The host driver is at least the stack's minimum driver."""
-    stack = _stack(cert or {})
-    floor = _version(str(stack.get("min_driver") or ""))
-    if cert is None or host.access == "none" or floor is None:
+    stack = cert.image.stack if cert is not None else None
+    floor = _version(stack.min_driver) if stack is not None else None
+    if stack is None or host.access == "none" or floor is None:
         return None
     have = _version(host.driver)
     if have is not None and have >= floor:
         return None
     return Refusal(
         reason="driver-too-old",
-        message=f"stack {stack.get('id', '?')} needs NVIDIA driver >= {stack.get('min_driver')}; this "
+        message=f"stack {stack.id or '?'} needs NVIDIA driver >= {stack.min_driver}; this "
         f"host has {host.driver or 'no driver'}",
-        hint=f"upgrade the driver to >= {stack.get('min_driver')}, or {_rebuild_hint(host)}",
+        hint=f"upgrade the driver to >= {stack.min_driver}, or {_rebuild_hint(host)}",
     )
 
 
 # --------------------------------------------------------------------------- NVIDIA_REQUIRE_CUDA
 
 
-def check_require_cuda(cert: Mapping[str, Any] | None, image: ImageInfo, host: RunHost) -> Refusal | None:
+def check_require_cuda(cert: Certificate | None, image: ImageInfo, host: RunHost) -> Refusal | None:
     """The image's NVIDIA_REQUIRE_* requirements (require_cuda.image_requirements: none when
     NVIDIA_DISABLE_REQUIRE is set) hold for every GPU handed in, as the Container Toolkit checks
     them at start-up: cuda>=X.Y against the driver's CUDA version, or a brand/driver exemption."""
@@ -273,14 +263,14 @@ CHECKS: tuple[Check, ...] = (
 )
 
 
-def check_run(cert: Mapping[str, Any] | None, image: ImageInfo, host: RunHost) -> list[Refusal]:
+def check_run(cert: Certificate | None, image: ImageInfo, host: RunHost) -> list[Refusal]:
     """Every reason the certificate does not cover this run (empty: covered). Pure."""
     return [r for check in CHECKS if (r := check(cert, image, host)) is not None]
 
 
 def choose_certificate(
-    certs: Sequence[Mapping[str, Any]], image: ImageInfo, host: RunHost
-) -> tuple[Mapping[str, Any] | None, list[Refusal]]:
+    certs: Sequence[Certificate], image: ImageInfo, host: RunHost
+) -> tuple[Certificate | None, list[Refusal]]:
     """The first (newest) certificate that covers this run, with no refusals; when none does,
     the newest and its refusals (none at all: the no-certificate refusal). Pure. An image
     certified on several hosts (node classes) runs on any of them."""
@@ -312,23 +302,21 @@ def refusal_error(refusals: Sequence[Refusal]) -> CertificateRefusedError:
     )
 
 
-def describe_coverage(cert: Mapping[str, Any]) -> dict[str, Any]:
+def describe_coverage(cert: Certificate) -> dict[str, Any]:
     """What a valid certificate lets `run` start, in the terms of the checks above: the GPU
     models (check_gpu_model), the driver floor (check_min_driver) and the archs of the stack
     (check_gpu_arch); a CPU-only or failed certificate covers no GPU run. Pure."""
-    stack = _stack(cert)
-    host = _section(cert, "host")
-    gpus = [{"name": g.get("name"), "cc": g.get("cc")} for g in _gpus(cert)]
-    verdict = cert.get("verdict")
+    stack, host, verdict = cert.image.stack, cert.host, cert.verdict
+    gpus = [{"name": g.name, "cc": g.cc} for g in host.gpus]
     return {
         "verdict": verdict,
         "gpu_runs": verdict == "certified",
         "cpu_runs": verdict in ("certified", "certified-cpu-only"),
         "gpus": gpus if verdict == "certified" else [],
-        "certified_driver": host.get("driver"),
-        "min_driver": stack.get("min_driver") if verdict == "certified" else None,
-        "gpu_access": host.get("gpu_access"),
-        "archs": dict(_section(stack, "archs")),
-        "stack": stack.get("id"),
-        "host_fingerprint": host.get("fingerprint"),
+        "certified_driver": host.driver,
+        "min_driver": stack.min_driver if stack is not None and verdict == "certified" else None,
+        "gpu_access": host.gpu_access,
+        "archs": {"sass": list(stack.sass), "ptx": list(stack.ptx)} if stack is not None else {},
+        "stack": stack.id if stack is not None else None,
+        "host_fingerprint": host.fingerprint,
     }

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from envbuilder.atomic import append_jsonl
+from envbuilder.certify.certificate import Certificate
 from envbuilder.certify.gpu_access import (
     AccessChoice,
     drop_refused_memlock,
@@ -48,7 +49,7 @@ _ENV_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _SIZE = re.compile(r"^(\d+)([bkmg]?)b?$", re.IGNORECASE)
 
 Say = Callable[[str], None]
-FindCertificate = Callable[[ImageInfo], Sequence[Mapping[str, Any]]]  # newest first
+FindCertificate = Callable[[ImageInfo], Sequence[Certificate]]  # newest first
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -198,7 +199,7 @@ def run_image(
         "ref": opts.image,
         "command": list(opts.command),
         "gpu_access": choice.name,
-        "certificate": (cert or {}).get("content_hash"),
+        "certificate": cert.content_hash if cert is not None else None,
         "refusals": [r.to_dict() for r in refusals],
         "forced": bool(refusals) and opts.force,
     }
@@ -211,8 +212,8 @@ def run_image(
         say(f"envbuilder: the forced run is recorded in {log_path}")
     if cert is not None and not refusals:
         say(
-            f"envbuilder: certificate {str(cert.get('content_hash', ''))[7:19]} covers this run "
-            f"({cert.get('verdict')}); GPU access: {choice.name}"
+            f"envbuilder: certificate {cert.id[:12]} covers this run "
+            f"({cert.verdict}); GPU access: {choice.name}"
         )
     spec = replace(
         training_container(info, choice, opts.command, env=env, mounts=mounts, network=opts.network),

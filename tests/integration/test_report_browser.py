@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 from conftest import unavailable
 
+from envbuilder.certify.certificate import Certificate
 from envbuilder.report.compare import compare_reports, render_compare_html
 from envbuilder.report.html import render_html, write_html
 from envbuilder.report.model import build_report
@@ -109,8 +110,8 @@ def assert_not_blank(png: Path) -> None:
 @pytest.fixture(scope="module")
 def pages(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     out = tmp_path_factory.mktemp("report-pages")
-    gpu = build_report(json.loads((CERTS / "sample-gpu.json").read_text()))
-    cpu = build_report(json.loads((CERTS / "sample-cpu.json").read_text()))
+    gpu = build_report(Certificate(json.loads((CERTS / "sample-gpu.json").read_text())))
+    cpu = build_report(Certificate(json.loads((CERTS / "sample-cpu.json").read_text())))
     evil = json.loads((CERTS / "sample-gpu.json").read_text())
     evil["harness"]["steps"][0]["name"] = (
         '<script>console.error("pwned")</script><img src=x onerror=alert(1)>'
@@ -119,8 +120,10 @@ def pages(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
         "gpu": write_html(out / "gpu.html", render_html(gpu)),
         "cpu": write_html(out / "cpu.html", render_html(cpu)),
         "compare": write_html(out / "compare.html", render_compare_html(gpu, cpu, compare_reports(gpu, cpu))),
-        "hostile": write_html(out / "hostile.html", render_html(build_report(evil))),
-        "2gpu": write_html(out / "2gpu.html", render_html(build_report(json.loads(H200X2.read_text())))),
+        "hostile": write_html(out / "hostile.html", render_html(build_report(Certificate(evil)))),
+        "2gpu": write_html(
+            out / "2gpu.html", render_html(build_report(Certificate(json.loads(H200X2.read_text()))))
+        ),
     }
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from envbuilder.certify.certificate import build_certificate
+from envbuilder.certify.certificate import Certificate, build_certificate
 from envbuilder.host import GpuInfo
 
 IMAGE_ID = "sha256:" + "ab" * 32
@@ -28,14 +28,15 @@ def stack(**over: Any) -> dict[str, Any]:
     return doc
 
 
-def cert(
+def cert_doc(
     verdict: str = "certified",
     gpus: tuple[GpuInfo, ...] = (H200,),
     issued_at: str | None = None,
     image_id: str = IMAGE_ID,
     **stack_over: Any,
 ) -> dict[str, Any]:
-    """A sealed certificate for `image_id` issued on a host with `gpus`; stack fields overridable."""
+    """A sealed certificate document for `image_id` issued on a host with `gpus`; stack fields
+    overridable (a dict, so that tests can tamper with it)."""
     c = build_certificate(
         image={"id": image_id, "ref": "team/train:1", "stack": stack(**stack_over), "lock_hash": None},
         host={
@@ -52,3 +53,8 @@ def cert(
         issued_at=issued_at,
     )
     return c.to_dict()
+
+
+def cert(*args: Any, **kw: Any) -> Certificate:
+    """cert_doc as a Certificate."""
+    return Certificate(cert_doc(*args, **kw))

@@ -11,7 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cert_factory import IMAGE_ID, OTHER_ID, cert
+from cert_factory import IMAGE_ID, OTHER_ID
+from cert_factory import cert_doc as cert
 from securesystemslib.signer import CryptoSigner
 
 from envbuilder.attest.envelope import Refused, Verified, sign_statement, verify_envelope
@@ -98,7 +99,7 @@ def test_signed_certificate_verifies(signer: CryptoSigner, policy: TrustPolicy) 
     out = _verify(_signed(signer), policy)
     assert isinstance(out, Verified), out
     assert out.keyid == signer.public_key.keyid and out.key_name == "ci"
-    assert out.certificate is not None and out.certificate.image["id"] == IMAGE_ID
+    assert out.certificate is not None and out.certificate.image.id == IMAGE_ID
     result = sign_statement(certificate_statements(Certificate(cert()), SUBJECT)[1], signer)
     assert isinstance(_verify(result, policy), Verified)
 

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cert_factory import cert
+from cert_factory import cert_doc as cert
 from fake_engine import FakeEngine
 from fake_registry import fake_registry, push_image
 from securesystemslib.signer import CryptoSigner
@@ -77,7 +77,7 @@ def test_never_signs_a_certificate_onto_another_image(signer: CryptoSigner) -> N
             CertificateRefusedError, match="refusing to sign a certificate onto another image"
         ):
             attach_certificates(
-                reg, ref, digest=digest, image_id=other.image["id"], certificates=[other], signer=signer
+                reg, ref, digest=digest, image_id=other.image.id, certificates=[other], signer=signer
             )
         with pytest.raises(CertificateRefusedError, match="is for image"):
             attach_certificates(
@@ -111,11 +111,11 @@ def test_finder_fetches_caches_and_verifies_the_cache_again(signer: CryptoSigner
             say=lines.append,
         )
         got = find(_info(host, digest, image_id))
-        assert [c["content_hash"] for c in got] == [certificate.content_hash]
+        assert [c.content_hash for c in got] == [certificate.content_hash]
         assert "cached in the store" in lines[-1]
         assert [r.origin for r in store.list(image=digest)] == ["attestation"]
     # the registry is gone: the cache is verified again, offline
-    assert [c["content_hash"] for c in find(_info(host, digest, image_id))] == [certificate.content_hash]
+    assert [c.content_hash for c in find(_info(host, digest, image_id))] == [certificate.content_hash]
     assert "verified again" in lines[-1]
     # the key is no longer trusted: the cache does not hold, and the registry cannot be reached
     policy = TrustPolicy(keys=(), source="emptied policy")

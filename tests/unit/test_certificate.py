@@ -125,3 +125,31 @@ def test_bad_input_is_refused() -> None:
         Certificate.from_json("{nope")
     with pytest.raises(CertificateRefusedError, match="not a JSON object"):
         Certificate.from_json("[]")
+
+
+def test_the_typed_view_reads_every_section() -> None:
+    c = make()
+    assert c.image.id == IMAGE_ID and c.image.ref == "img:1" and c.image.stack is not None
+    assert c.image.stack.id == "s" and c.image.stack.cuda == "13.0" and c.image.stack.sass == ()
+    assert [g.uuid for g in c.host.gpus] == ["GPU-b", "GPU-a"] and c.host.driver is not None
+    assert c.issued_at is not None and c.verdict_reason
+
+
+@pytest.mark.parametrize(
+    "broken",
+    [
+        {"image": "not an object", "host": [1, 2], "harness": {"steps": "x", "gates": [None, 3]}},
+        {
+            "image": {"id": 5, "stack": {"framework": "torch", "archs": {"sass": "9.0"}}},
+            "host": {"gpus": [7]},
+        },
+        {"harness": {"steps": [{"name": None, "seconds": True, "metrics": [], "warnings": "w"}]}},
+    ],
+)
+def test_the_typed_view_never_raises_on_a_malformed_certificate(broken: dict[str, Any]) -> None:
+    c = Certificate(broken)
+    assert isinstance(c.image.id, str) and isinstance(c.host.gpus, tuple)
+    for step in c.steps:
+        assert step.name == "?" and step.seconds is None and step.metric("any", "path") is None
+    assert all(g.name is None for g in c.gates)
+    assert verify_certificate(c)  # and it is reported as broken, not believed

@@ -306,9 +306,10 @@ def test_certificate_records_image_host_mode_and_harness() -> None:
     cert, lines = certify(eng)
     assert verify_certificate(cert, image_id=IMAGE.id) == []
     assert cert.verdict == "certified"
-    assert cert.image["stack"] == GPU_STACK and cert.image["lock_hash"] == "sha256:" + "11" * 32
-    assert cert.host["gpu_access"] == "toolkit" and cert.host["gpus"][0]["uuid"] == "GPU-1"
-    assert cert.host["fingerprint"].startswith("sha256:")
+    assert cert.data["image"]["stack"] == GPU_STACK and cert.image.lock_hash == "sha256:" + "11" * 32
+    assert cert.image.stack is not None and cert.image.stack.id == GPU_STACK["id"]
+    assert cert.host.gpu_access == "toolkit" and cert.host.gpus[0].uuid == "GPU-1"
+    assert (cert.host.fingerprint or "").startswith("sha256:")
     assert cert.data["harness"]["verdict"] == "certified"
     assert "--gpus" in cert.data["run"]["docker_args"]
     assert "[harness] ---- host" in lines and any("GPU access toolkit" in x for x in lines)
@@ -347,7 +348,7 @@ def test_cpu_stack_with_gpu_access_none_is_certified_cpu_only() -> None:
     image = ImageInfo(id=IMAGE.id, tags=(), repo_digests=(), labels=labels)
     eng = engine(image, result=harness_result("certified-cpu-only"))
     cert, lines = certify(eng, gpu_access="none")
-    assert cert.verdict == "certified-cpu-only" and cert.host["gpu_access"] == "none"
+    assert cert.verdict == "certified-cpu-only" and cert.host.gpu_access == "none"
     assert "--cpu-only" in eng.runs[0].command and eng.runs[0].gpus is None
     assert any("NOT be a GPU certification" in x for x in lines)
 

@@ -11,6 +11,7 @@ from click.testing import CliRunner
 
 import envbuilder.certify.certify
 from envbuilder.certify.certificate import Certificate, build_certificate
+from envbuilder.certify.record import StepRecord
 from envbuilder.cli import cli
 from envbuilder.cli.certify_cmd import key_metric
 from envbuilder.errors import DockerUnavailableError, NoGpuError
@@ -135,7 +136,10 @@ def test_certs_show_verify_export_import(
 
 
 def test_key_metric_picks_the_telling_number() -> None:
-    assert key_metric({"name": "batch_ramp", "metrics": {"largest_batch": 512}}) == "largest batch 512"
-    assert key_metric({"name": "telemetry_overhead", "metrics": {"overhead": 0.004}}) == "overhead 0.40%"
-    assert key_metric({"name": "host", "metrics": {"gpus": [{"name": "NVIDIA H200"}]}}) == "NVIDIA H200"
-    assert key_metric({"name": "x", "metrics": {}}) == ""
+    def metric(name: str, metrics: dict[str, Any]) -> str:
+        return key_metric(StepRecord.read({"name": name, "metrics": metrics}))
+
+    assert metric("batch_ramp", {"largest_batch": 512}) == "largest batch 512"
+    assert metric("telemetry_overhead", {"overhead": 0.004}) == "overhead 0.40%"
+    assert metric("host", {"gpus": [{"name": "NVIDIA H200"}]}) == "NVIDIA H200"
+    assert metric("x", {}) == ""

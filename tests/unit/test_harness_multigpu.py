@@ -16,6 +16,7 @@ import pytest
 import torch
 import yaml
 
+from envbuilder.certify.record import StepRecord
 from envbuilder.cli.certify_cmd import key_metric
 from envbuilder.harness.multigpu import env as mg_env
 from envbuilder.harness.multigpu import step as mg_step
@@ -221,7 +222,7 @@ def test_multi_gpu_section_schema_and_key_metric() -> None:
     assert validate_multi_gpu({"status": "skip", "reason": "fewer than 2 GPUs visible (1)"}) == []
     metrics = {**sec, "busbw_at_max_gbs": 357.9, "max_bytes": GIB, "scaling_efficiency": 0.93}
     step: dict[str, Any] = {"name": "multi_gpu", "metrics": metrics}
-    assert key_metric(step) == "busbw 357.9 GB/s at 1 GiB, DDP x2 scaling 0.93"
+    assert key_metric(StepRecord.read(step)) == "busbw 357.9 GB/s at 1 GiB, DDP x2 scaling 0.93"
 
 
 # ---------------------------------------------------------------- real gloo runs (2 CPU processes)

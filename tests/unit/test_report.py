@@ -16,7 +16,7 @@ from envbuilder.certify.store import load_certificate
 from envbuilder.cli import cli
 from envbuilder.report.compare import compare_reports, format_compare, render_compare_html
 from envbuilder.report.html import render_html
-from envbuilder.report.model import build_report
+from envbuilder.report.model import Report, build_report
 from envbuilder.report.terminal import format_terminal
 
 CERTS = Path(__file__).resolve().parent.parent / "data" / "certs"
@@ -30,6 +30,10 @@ H200X2 = (
     / "cert-container.json"
 )
 EVIL = '<script>alert("x")</script><img src=x onerror=alert(1)>&amp;'
+
+
+def report_of(doc: dict[str, Any]) -> Report:
+    return build_report(Certificate(doc))
 
 
 def doc(path: Path) -> dict[str, Any]:
@@ -62,14 +66,14 @@ def hostile() -> dict[str, Any]:
 
 
 def test_fixtures_verify_and_the_gpu_one_says_it_is_synthetic() -> None:
-    gpu, cpu = build_report(doc(GPU)), build_report(doc(CPU))
+    gpu, cpu = report_of(doc(GPU)), report_of(doc(CPU))
     assert gpu.integrity == () and cpu.integrity == ()
     assert gpu.fixture == "synthetic test data, not a measurement"
     assert cpu.fixture is None  # a real certificate, made by `envbuilder certify` on the CI machine
 
 
 def test_terminal_has_stack_verdict_steps_and_the_field_guide_table() -> None:
-    text = format_terminal(build_report(doc(GPU)))
+    text = format_terminal(report_of(doc(GPU)))
     assert text.startswith("certificate a2acafccd8b4  CERTIFIED  (13 checks passed on the GPU)")
     assert "FIXTURE: synthetic test data" in text
     assert "torch 2.11.0 (cu130)" in text and "integrity     intact" in text
@@ -82,7 +86,7 @@ def test_terminal_has_stack_verdict_steps_and_the_field_guide_table() -> None:
 
 
 def test_cpu_certificate_says_no_gpu_telemetry() -> None:
-    r = build_report(doc(CPU))
+    r = report_of(doc(CPU))
     assert r.telemetry is None
     assert r.telemetry_why == "no GPU telemetry (pynvml (nvidia-ml-py) is not installed)"
     cpu_row = r.comparison[0]
@@ -94,7 +98,7 @@ def test_cpu_certificate_says_no_gpu_telemetry() -> None:
 
 
 def test_html_is_self_contained_with_every_section_and_chart() -> None:
-    html = render_html(build_report(doc(GPU)))
+    html = render_html(report_of(doc(GPU)))
     for section in ('id="steps"', 'id="comparison"', 'id="fixture"', "Image and stack", "Host"):
         assert section in html
     titles = re.findall(r"<svg[^>]*><title>([^<]*)</title>", html)
@@ -112,7 +116,7 @@ def test_html_is_self_contained_with_every_section_and_chart() -> None:
 
 
 def test_hostile_strings_are_escaped_in_html_and_svg() -> None:
-    r = build_report(hostile())
+    r = report_of(hostile())
     html = render_html(r)
     assert "<script>" not in html and "<img" not in html
     assert "&lt;script&gt;alert(&#34;x&#34;)&lt;/script&gt;" in html
@@ -120,13 +124,13 @@ def test_hostile_strings_are_escaped_in_html_and_svg() -> None:
     svg_titles = re.findall(r"<rect class=\"band\d\"[^>]*><title>([^<]*)</title>", html)
     assert any("&lt;script&gt;" in t for t in svg_titles)  # step names reach the SVG escaped
     assert "&lt;img src=x onerror=alert(1)&gt;&amp;amp; 11.8 ms" in html  # the segment key
-    rows = compare_reports(r, build_report(doc(GPU)))
-    page = render_compare_html(r, build_report(doc(GPU)), rows)
+    rows = compare_reports(r, report_of(doc(GPU)))
+    page = render_compare_html(r, report_of(doc(GPU)), rows)
     assert "<script>" not in page and "<img" not in page
 
 
 def test_multi_gpu_section_from_the_real_2gpu_h200_certificate() -> None:
-    r = build_report(doc(H200X2))
+    r = report_of(doc(H200X2))
     assert r.integrity == () and r.verdict == "certified" and r.multi_gpu is not None
     text = format_terminal(r)
     assert "multi-GPU: pass" in text
@@ -146,7 +150,7 @@ def test_multi_gpu_section_from_the_real_2gpu_h200_certificate() -> None:
 
 
 def test_single_gpu_certificates_show_no_or_a_skipped_multi_gpu_section() -> None:
-    cpu = build_report(doc(CPU))  # a harness from before the multi_gpu section
+    cpu = report_of(doc(CPU))  # a harness from before the multi_gpu section
     assert cpu.multi_gpu is None and "multi-GPU" not in format_terminal(cpu)
     assert '<section id="multi-gpu">' not in render_html(cpu)
     one = doc(GPU)
@@ -154,7 +158,7 @@ def test_single_gpu_certificates_show_no_or_a_skipped_multi_gpu_section() -> Non
         **one["harness"],
         "multi_gpu": {"status": "skip", "reason": "fewer than 2 GPUs visible"},
     }
-    r = build_report(one)
+    r = report_of(one)
     assert r.multi_gpu is not None and r.multi_gpu.summary == () and r.multi_gpu.sweep == ()
     assert "multi-GPU: skip (fewer than 2 GPUs visible)" in format_terminal(r)
     page = render_html(r)
@@ -167,12 +171,12 @@ def test_single_gpu_certificates_show_no_or_a_skipped_multi_gpu_section() -> Non
 def test_a_tampered_certificate_file_is_shown_with_its_failure() -> None:
     bad = doc(GPU)
     bad["verdict_reason"] = "edited"
-    html = render_html(build_report(bad))
+    html = render_html(report_of(bad))
     assert 'id="integrity"' in html and "INTEGRITY CHECK FAILED" in html and "verdict_reason" in html
 
 
 def test_compare_marks_differences_and_not_noise() -> None:
-    a = build_report(doc(GPU))
+    a = report_of(doc(GPU))
     edited = doc(GPU)
     steps = edited["harness"]["steps"]
     fp32 = next(s for s in steps if s["name"] == "train_rn18_fp32_bs32")
@@ -186,20 +190,20 @@ def test_compare_marks_differences_and_not_noise() -> None:
         verdict_reason=edited["verdict_reason"],
         issued_at=edited["issued_at"],
     ).to_dict()
-    rows = compare_reports(a, build_report(b_doc))
+    rows = compare_reports(a, report_of(b_doc))
     by = {(r.section, r.field): r for r in rows}
     assert by[("step train_rn18_bf16_bs32", "images/s")].differs
     assert by[("step train_rn18_bf16_bs32", "images/s")].delta == "+50.0%"
     assert not by[("step train_rn18_fp32_bs32", "images/s")].differs
     assert by[("host", "driver")].differs and not by[("summary", "verdict")].differs
-    text = format_compare(a, build_report(b_doc), rows)
+    text = format_compare(a, report_of(b_doc), rows)
     assert re.search(r"^\s+\*\s+host\s+driver\s+580\.159\.04 \(CUDA 13\.0\)\s+570\.86\.15", text, re.M)
-    html = render_compare_html(a, build_report(b_doc), rows)
+    html = render_compare_html(a, report_of(b_doc), rows)
     assert html.count('class="diff"') == sum(r.differs for r in rows) >= 2
 
 
 def test_compare_of_gpu_and_cpu_certificates_pairs_absent_steps() -> None:
-    rows = compare_reports(build_report(doc(GPU)), build_report(doc(CPU)))
+    rows = compare_reports(report_of(doc(GPU)), report_of(doc(CPU)))
     by = {(r.section, r.field): r for r in rows}
     assert by[("step cuda_smoke", "status")].a == "pass" and by[("step cuda_smoke", "status")].b == "skip"
     assert by[("step train_cpu_rn18w16_fp32_bs32", "status")].a == "absent"

@@ -4,13 +4,13 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
 import pytest
-from cert_factory import H200, IMAGE_ID, K80, OTHER_ID, REQUIRE_130, RTX, cert
+from cert_factory import H200, IMAGE_ID, K80, OTHER_ID, REQUIRE_130, RTX, cert, cert_doc
 
+from envbuilder.certify.certificate import Certificate
 from envbuilder.engine import ImageInfo
 from envbuilder.host import GpuInfo
 from envbuilder.run.coverage import (
@@ -30,7 +30,7 @@ def host(gpus: tuple[GpuInfo, ...] = (H200,), access: str = "devices", **over: A
     return replace(base, **over)
 
 
-def reasons(c: Mapping[str, Any] | None, i: ImageInfo, h: RunHost) -> list[str]:
+def reasons(c: Certificate | None, i: ImageInfo, h: RunHost) -> list[str]:
     return [r.reason for r in check_run(c, i, h)]
 
 
@@ -46,9 +46,9 @@ def test_no_certificate_names_the_image_id_and_says_certify() -> None:
 
 
 def test_an_edited_certificate_is_tampered_and_names_the_section() -> None:
-    c = cert()
+    c = cert_doc()
     c["verdict_reason"] = "all good, trust me"
-    (r,) = check_run(c, image(), host())
+    (r,) = check_run(Certificate(c), image(), host())
     assert r.reason == "tampered"
     assert "content hash mismatch" in r.message and "verdict_reason" in r.message
 
@@ -164,13 +164,13 @@ def test_refusal_error_lists_every_reason_and_hint_and_force() -> None:
 
 @pytest.mark.parametrize("field", ["image", "host", "verdict"])
 def test_any_edit_is_caught_before_the_other_checks_believe_it(field: str) -> None:
-    c = cert()
+    c = cert_doc()
     c[field] = json.loads(json.dumps(c[field])) if field != "verdict" else "certified-cpu-only"
     if field == "image":
         c["image"]["id"] = OTHER_ID
     elif field == "host":
         c["host"]["gpus"].append({"name": "NVIDIA GeForce RTX 3090", "uuid": "x", "cc": "8.6"})
-    assert "tampered" in reasons(c, image(), host())
+    assert "tampered" in reasons(Certificate(c), image(), host())
 
 
 def test_choose_certificate_takes_the_first_that_covers_this_host() -> None:

@@ -4,7 +4,6 @@ container's arguments, the memlock fallback, exit codes, Ctrl-C, --monitor, and 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +12,7 @@ from cert_factory import H200, IMAGE_ID, cert
 from click.testing import CliRunner
 from fake_engine import FakeEngine
 
+from envbuilder.certify.certificate import Certificate
 from envbuilder.cli import cli
 from envbuilder.engine import ImageInfo, Mount, Ulimit
 from envbuilder.errors import CertificateRefusedError, UsageError
@@ -42,7 +42,7 @@ def report(gpus: tuple[GpuInfo, ...] = (H200,)) -> HostReport:
     )
 
 
-def go(tmp_path: Path, eng: FakeEngine, certificate: Mapping[str, Any] | None, **opts: Any) -> Any:
+def go(tmp_path: Path, eng: FakeEngine, certificate: Certificate | None, **opts: Any) -> Any:
     lines: list[str] = []
     options = RunOptions(image="team/train:1", command=("python", "train.py"), **opts)
     outcome = run_image(
@@ -237,7 +237,7 @@ def test_cli_passes_the_exit_code_through(tmp_path: Path, monkeypatch: pytest.Mo
 
 
 def test_a_tampered_row_in_the_store_is_a_tampered_refusal(tmp_path: Path) -> None:
-    def tampered(_info: ImageInfo) -> list[Mapping[str, Any]]:
+    def tampered(_info: ImageInfo) -> list[Certificate]:
         raise CertificateRefusedError(
             "stored certificate 0123abcd failed verification: content hash mismatch"
         )
@@ -256,19 +256,18 @@ def test_a_tampered_row_in_the_store_is_a_tampered_refusal(tmp_path: Path) -> No
 
 
 def test_local_certificates_newest_first_for_the_exact_image(tmp_path: Path) -> None:
-    from envbuilder.certify.certificate import Certificate
     from envbuilder.certify.store import CertStore
     from envbuilder.run.certificates import certificate_finder
 
     store = CertStore(tmp_path / "c.sqlite")
     old, new = cert(issued_at="2026-01-01T00:00:00Z"), cert(issued_at="2026-06-01T00:00:00Z")
-    store.add(Certificate(old))
-    store.add(Certificate(new))
+    store.add(old)
+    store.add(new)
 
     def no_policy() -> Any:
         raise AssertionError("a local certificate needs no trust policy")
 
     find = certificate_finder("team/train:1", store=store, policy=no_policy)
     got = find(ImageInfo(id=IMAGE_ID, tags=("team/train:1",), repo_digests=()))
-    assert [c["issued_at"] for c in got] == ["2026-06-01T00:00:00Z", "2026-01-01T00:00:00Z"]
+    assert [c.issued_at for c in got] == ["2026-06-01T00:00:00Z", "2026-01-01T00:00:00Z"]
     assert find(ImageInfo(id="sha256:" + "ee" * 32, tags=(), repo_digests=())) == []
