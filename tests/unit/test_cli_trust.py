@@ -8,7 +8,7 @@ import stat
 from pathlib import Path
 
 import pytest
-from cert_factory import cert
+from cert_factory import cert_doc as cert
 from click.testing import CliRunner
 from fake_registry import fake_registry, push_image
 
