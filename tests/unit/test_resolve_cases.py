@@ -5,6 +5,7 @@ patterns on dotted paths of the stack JSON, or `stack: null`), rejections that m
 (substrings of candidate and reason, exact component), and optional note/warning substrings; or
 `error:` (substrings of the message and hint, and one that must be absent) for input that must be
 refused before resolving.
+`rejected_summary:` pins the one-line count ("4 candidates rejected; arch: 4", as the README shows).
 `report:` names the public report the situation comes from, where one exists.
 """
 
@@ -20,7 +21,7 @@ import yaml
 from envbuilder.cli.options import host_from_options, request_from_options
 from envbuilder.errors import UsageError
 from envbuilder.matrix import load_matrix
-from envbuilder.resolve.model import Resolution
+from envbuilder.resolve.model import Resolution, rejection_summary
 from envbuilder.resolve.resolver import resolve
 
 CASES = sorted((Path(__file__).parent.parent / "data" / "cases").glob("*.yaml"))
@@ -73,6 +74,11 @@ def _resolve(case: dict[str, Any]) -> Resolution:
 
 def _check(res: Resolution, expect: dict[str, Any]) -> None:
     doc = res.to_dict()
+    # Each reason is given once: a Python-independent rejection (arch, driver, strategy) is one
+    # line per build, not one per Python candidate (the resolver's de-duplication).
+    assert len(set(res.rejected)) == len(res.rejected), "a rejection is listed twice"
+    if "rejected_summary" in expect:
+        assert rejection_summary(res) == expect["rejected_summary"]
     if expect["stack"] is None:
         assert res.stack is None, f"expected no stack, got {res.stack and res.stack.id}"
         assert res.rejected, "an empty result must explain itself"
