@@ -1,5 +1,5 @@
-"""`envbuilder run` for real: build the bundled torch CPU image, certify it (CPU path), run commands
-in it (output streamed, exit code passed through, mounts/env/workdir/ulimits applied, Ctrl-C stops
+"""`envbuilder run` for real: build the bundled torch CPU image, certify it (CPU path, --quick), run
+commands in it (output streamed, exit code passed through, mounts/env/workdir/ulimits applied, Ctrl-C stops
 and removes the container), then rebuild it with a change: the new image ID has no certificate
 and run refuses it (exit 12) unless --force, which the run log records.
 """
@@ -51,7 +51,9 @@ def certified(
         tag = f"envbuilder-it/run:{run_id}"
         build(spec.path, base_image, wheelhouse, tag, work / "lock.json")
         cleanup_refs.append(tag)
-        res = envbuilder_cli("certify", tag, "--gpu-access", "none")
+        # --quick: run needs a certificate, not a training benchmark (test_certify_docker.py runs
+        # the full CPU path); it keeps this module fast and independent of the machine's load.
+        res = envbuilder_cli("certify", tag, "--gpu-access", "none", "--quick")
         assert res.returncode == 0, res.stderr[-3000:]
         yield tag, data, work
 
