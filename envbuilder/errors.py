@@ -140,6 +140,13 @@ class StoreError(EnvbuilderError):
     exit_code = 17
 
 
+class LockError(EnvbuilderError):
+    """Python packages could not be locked, fetched or verified: no solution, an index that cannot
+    be reached, a wheel whose sha256 differs from the lock's."""
+
+    exit_code = 20
+
+
 class Interrupted(EnvbuilderError):
     """The user pressed Ctrl-C; work in progress was rolled back."""
 

@@ -18,16 +18,27 @@ ENV VIRTUAL_ENV=/opt/venv \
 
 # The jax wheels bring their own CUDA 13.0 libraries;
 # the base image carries none, so there is one copy of CUDA in the image.
-RUN --mount=type=cache,target=/root/.cache/pip \
-    python -m pip install \
-        'jax[cuda13]==0.11.2'
+RUN --mount=type=cache,target=/root/.cache/uv \
+    --mount=type=bind,source=lock/framework,target=/tmp/envbuilder-lock \
+    --mount=type=bind,source=tools,target=/tmp/envbuilder-tools \
+    SOURCE_DATE_EPOCH=0 \
+    /tmp/envbuilder-tools/uv pip install --python /opt/venv/bin/python --no-config --link-mode copy \
+        --require-hashes --no-deps --compile-bytecode \
+        --default-index https://pypi.org/simple \
+        --index-strategy unsafe-best-match \
+        -r /tmp/envbuilder-lock/requirements.txt
 
-# The spec's requirements, constrained to the framework pins so pip cannot replace them.
-RUN --mount=type=cache,target=/root/.cache/pip \
-    --mount=type=bind,source=requirements,target=/tmp/envbuilder-requirements \
-    python -m pip install \
-        -r /tmp/envbuilder-requirements/user.txt \
-        -c /tmp/envbuilder-requirements/constraints.txt
+# The project's packages (lock/project: every one pinned to a wheel and its sha256, resolved
+# with the framework's pins as constraints, so nothing above is replaced).
+RUN --mount=type=cache,target=/root/.cache/uv \
+    --mount=type=bind,source=lock/project,target=/tmp/envbuilder-lock \
+    --mount=type=bind,source=tools,target=/tmp/envbuilder-tools \
+    SOURCE_DATE_EPOCH=0 \
+    /tmp/envbuilder-tools/uv pip install --python /opt/venv/bin/python --no-config --link-mode copy \
+        --require-hashes --no-deps --compile-bytecode \
+        --default-index https://pypi.org/simple \
+        --index-strategy unsafe-best-match \
+        -r /tmp/envbuilder-lock/requirements.txt
 
 # A non-root user (uid 1000); an existing account with that uid (ubuntu's) is replaced.
 RUN if id -u 1000 >/dev/null 2>&1; then userdel "$(id -nu 1000)"; fi \
@@ -51,13 +62,13 @@ ENV XLA_PYTHON_CLIENT_PREALLOCATE="false"
 USER 1000:1000
 WORKDIR /workspace
 
-LABEL io.envbuilder.archs='sm_75,sm_80,sm_90,sm_100,sm_110,compute_120' \
-      io.envbuilder.certify='{"level":"default","thresholds":{}}' \
-      io.envbuilder.harness='/opt/envbuilder/harness' \
-      io.envbuilder.lock-hash='ffcfe6fa042e58d17849e6d003d6d2f5c5dd2a1640867f1a3052cfc021264c7f' \
-      io.envbuilder.min-driver='580' \
-      io.envbuilder.stack='{"archs":{"ptx":["12.0"],"sass":["7.5","8.0","9.0","10.0","11.0"]},"base_image":"python:3.14-slim-trixie","companions":{},"cuda":"13.0","cudnn":"9.12","flavor":null,"framework":{"name":"jax","variant":"cuda13","version":"0.11.2"},"id":"jax0.11.2-cuda13-py3.14-bundled-debian13","index_url":null,"min_driver":"580","nccl":"2.27.7","notes":[],"os":"debian13","packages":["jax[cuda13]==0.11.2"],"python":"3.14","python_install":"present","require_cuda":"cuda>=13.0","strategy":"bundled"}' \
-      org.opencontainers.image.base.name='python:3.14-slim-trixie' \
-      org.opencontainers.image.description='JAX training (Flax, Optax)' \
-      org.opencontainers.image.title='jax-train' \
-      org.opencontainers.image.version='jax0.11.2-cuda13-py3.14-bundled-debian13'
+LABEL io.envbuilder.archs="sm_75,sm_80,sm_90,sm_100,sm_110,compute_120" \
+      io.envbuilder.certify="{\"level\":\"default\",\"thresholds\":{}}" \
+      io.envbuilder.harness="/opt/envbuilder/harness" \
+      io.envbuilder.lock-hash="ffcfe6fa042e58d17849e6d003d6d2f5c5dd2a1640867f1a3052cfc021264c7f" \
+      io.envbuilder.min-driver="580" \
+      io.envbuilder.stack="{\"archs\":{\"ptx\":[\"12.0\"],\"sass\":[\"7.5\",\"8.0\",\"9.0\",\"10.0\",\"11.0\"]},\"base_image\":\"python:3.14-slim-trixie\",\"companions\":{},\"cuda\":\"13.0\",\"cudnn\":\"9.12\",\"flavor\":null,\"framework\":{\"name\":\"jax\",\"variant\":\"cuda13\",\"version\":\"0.11.2\"},\"id\":\"jax0.11.2-cuda13-py3.14-bundled-debian13\",\"index_url\":null,\"min_driver\":\"580\",\"nccl\":\"2.27.7\",\"notes\":[],\"os\":\"debian13\",\"packages\":[\"jax[cuda13]==0.11.2\"],\"python\":\"3.14\",\"python_install\":\"present\",\"require_cuda\":\"cuda>=13.0\",\"strategy\":\"bundled\"}" \
+      org.opencontainers.image.base.name="python:3.14-slim-trixie" \
+      org.opencontainers.image.description="JAX training (Flax, Optax)" \
+      org.opencontainers.image.title="jax-train" \
+      org.opencontainers.image.version="jax0.11.2-cuda13-py3.14-bundled-debian13"

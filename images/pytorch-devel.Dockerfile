@@ -19,11 +19,15 @@ ENV VIRTUAL_ENV=/opt/venv \
 # NOTE: the torch wheels carry their own CUDA libraries, so the
 # base image's CUDA runtime is a second, unused copy (gigabytes). `strategy: bundled`
 # avoids it; keep system-cuda for the devel toolchain (nvcc) or a system CUDA you need.
-RUN --mount=type=cache,target=/root/.cache/pip \
-    python -m pip install \
-        --index-url https://download.pytorch.org/whl/cu130 \
-        torch==2.15.0 \
-        torchvision==0.29.2
+RUN --mount=type=cache,target=/root/.cache/uv \
+    --mount=type=bind,source=lock/framework,target=/tmp/envbuilder-lock \
+    --mount=type=bind,source=tools,target=/tmp/envbuilder-tools \
+    SOURCE_DATE_EPOCH=0 \
+    /tmp/envbuilder-tools/uv pip install --python /opt/venv/bin/python --no-config --link-mode copy \
+        --require-hashes --no-deps --compile-bytecode \
+        --default-index https://download.pytorch.org/whl/cu130 \
+        --index-strategy unsafe-best-match \
+        -r /tmp/envbuilder-lock/requirements.txt
 
 # OS packages the spec asks for (after the framework: editing them keeps its layer).
 RUN apt-get update \
@@ -32,12 +36,18 @@ RUN apt-get update \
         git \
  && rm -rf /var/lib/apt/lists/*
 
-# The spec's requirements, constrained to the framework pins so pip cannot replace them.
-RUN --mount=type=cache,target=/root/.cache/pip \
-    --mount=type=bind,source=requirements,target=/tmp/envbuilder-requirements \
-    python -m pip install \
-        -r /tmp/envbuilder-requirements/user.txt \
-        -c /tmp/envbuilder-requirements/constraints.txt
+# The project's packages (lock/project: every one pinned to a wheel and its sha256, resolved
+# with the framework's pins as constraints, so nothing above is replaced).
+RUN --mount=type=cache,target=/root/.cache/uv \
+    --mount=type=bind,source=lock/project,target=/tmp/envbuilder-lock \
+    --mount=type=bind,source=tools,target=/tmp/envbuilder-tools \
+    SOURCE_DATE_EPOCH=0 \
+    /tmp/envbuilder-tools/uv pip install --python /opt/venv/bin/python --no-config --link-mode copy \
+        --require-hashes --no-deps --compile-bytecode \
+        --index framework=https://download.pytorch.org/whl/cu130 \
+        --default-index https://pypi.org/simple \
+        --index-strategy unsafe-best-match \
+        -r /tmp/envbuilder-lock/requirements.txt
 
 # A non-root user (uid 1000); an existing account with that uid (ubuntu's) is replaced.
 RUN if id -u 1000 >/dev/null 2>&1; then userdel "$(id -nu 1000)"; fi \
@@ -61,13 +71,13 @@ ENV MAX_JOBS="8"
 USER 1000:1000
 WORKDIR /workspace
 
-LABEL io.envbuilder.archs='sm_75,sm_80,sm_86,sm_90,sm_100,sm_120,compute_120' \
-      io.envbuilder.certify='{"level":"quick","thresholds":{}}' \
-      io.envbuilder.harness='/opt/envbuilder/harness' \
-      io.envbuilder.lock-hash='507bfeabffff18da42df80d2f29b60b3c8119fd4702992d109924c4cbc464de9' \
-      io.envbuilder.min-driver='580' \
-      io.envbuilder.stack='{"archs":{"ptx":["12.0"],"sass":["7.5","8.0","8.6","9.0","10.0","12.0"]},"base_image":"nvidia/cuda:13.0.3-devel-ubuntu24.04","companions":{"torchvision":"torchvision==0.29.2"},"cuda":"13.0","cudnn":"9.26.0.51","flavor":"devel","framework":{"name":"torch","variant":"cu130","version":"2.15.0"},"id":"torch2.15.0-cu130-py3.12-cuda13.0.3-devel-ubuntu24.04","index_url":"https://download.pytorch.org/whl/cu130","min_driver":"580","nccl":"2.30.7","notes":["torch wheels bring their own CUDA libraries: the image\u0027s CUDA runtime is a second copy (the bundled strategy avoids it)"],"os":"ubuntu24.04","packages":["torch==2.15.0"],"python":"3.12","python_install":"apt","require_cuda":"cuda>=13.0","strategy":"system-cuda"}' \
-      org.opencontainers.image.base.name='nvidia/cuda:13.0.3-devel-ubuntu24.04' \
-      org.opencontainers.image.description='PyTorch with the CUDA toolkit (nvcc) for compiling extensions' \
-      org.opencontainers.image.title='pytorch-devel' \
-      org.opencontainers.image.version='torch2.15.0-cu130-py3.12-cuda13.0.3-devel-ubuntu24.04'
+LABEL io.envbuilder.archs="sm_75,sm_80,sm_86,sm_90,sm_100,sm_120,compute_120" \
+      io.envbuilder.certify="{\"level\":\"quick\",\"thresholds\":{}}" \
+      io.envbuilder.harness="/opt/envbuilder/harness" \
+      io.envbuilder.lock-hash="507bfeabffff18da42df80d2f29b60b3c8119fd4702992d109924c4cbc464de9" \
+      io.envbuilder.min-driver="580" \
+      io.envbuilder.stack="{\"archs\":{\"ptx\":[\"12.0\"],\"sass\":[\"7.5\",\"8.0\",\"8.6\",\"9.0\",\"10.0\",\"12.0\"]},\"base_image\":\"nvidia/cuda:13.0.3-devel-ubuntu24.04\",\"companions\":{\"torchvision\":\"torchvision==0.29.2\"},\"cuda\":\"13.0\",\"cudnn\":\"9.26.0.51\",\"flavor\":\"devel\",\"framework\":{\"name\":\"torch\",\"variant\":\"cu130\",\"version\":\"2.15.0\"},\"id\":\"torch2.15.0-cu130-py3.12-cuda13.0.3-devel-ubuntu24.04\",\"index_url\":\"https://download.pytorch.org/whl/cu130\",\"min_driver\":\"580\",\"nccl\":\"2.30.7\",\"notes\":[\"torch wheels bring their own CUDA libraries: the image's CUDA runtime is a second copy (the bundled strategy avoids it)\"],\"os\":\"ubuntu24.04\",\"packages\":[\"torch==2.15.0\"],\"python\":\"3.12\",\"python_install\":\"apt\",\"require_cuda\":\"cuda>=13.0\",\"strategy\":\"system-cuda\"}" \
+      org.opencontainers.image.base.name="nvidia/cuda:13.0.3-devel-ubuntu24.04" \
+      org.opencontainers.image.description="PyTorch with the CUDA toolkit (nvcc) for compiling extensions" \
+      org.opencontainers.image.title="pytorch-devel" \
+      org.opencontainers.image.version="torch2.15.0-cu130-py3.12-cuda13.0.3-devel-ubuntu24.04"

@@ -18,16 +18,27 @@ ENV VIRTUAL_ENV=/opt/venv \
 
 # The tensorflow wheels bring their own CUDA 12.5 libraries;
 # the base image carries none, so there is one copy of CUDA in the image.
-RUN --mount=type=cache,target=/root/.cache/pip \
-    python -m pip install \
-        'tensorflow[and-cuda]==2.21.0'
+RUN --mount=type=cache,target=/root/.cache/uv \
+    --mount=type=bind,source=lock/framework,target=/tmp/envbuilder-lock \
+    --mount=type=bind,source=tools,target=/tmp/envbuilder-tools \
+    SOURCE_DATE_EPOCH=0 \
+    /tmp/envbuilder-tools/uv pip install --python /opt/venv/bin/python --no-config --link-mode copy \
+        --require-hashes --no-deps --compile-bytecode \
+        --default-index https://pypi.org/simple \
+        --index-strategy unsafe-best-match \
+        -r /tmp/envbuilder-lock/requirements.txt
 
-# The spec's requirements, constrained to the framework pins so pip cannot replace them.
-RUN --mount=type=cache,target=/root/.cache/pip \
-    --mount=type=bind,source=requirements,target=/tmp/envbuilder-requirements \
-    python -m pip install \
-        -r /tmp/envbuilder-requirements/user.txt \
-        -c /tmp/envbuilder-requirements/constraints.txt
+# The project's packages (lock/project: every one pinned to a wheel and its sha256, resolved
+# with the framework's pins as constraints, so nothing above is replaced).
+RUN --mount=type=cache,target=/root/.cache/uv \
+    --mount=type=bind,source=lock/project,target=/tmp/envbuilder-lock \
+    --mount=type=bind,source=tools,target=/tmp/envbuilder-tools \
+    SOURCE_DATE_EPOCH=0 \
+    /tmp/envbuilder-tools/uv pip install --python /opt/venv/bin/python --no-config --link-mode copy \
+        --require-hashes --no-deps --compile-bytecode \
+        --default-index https://pypi.org/simple \
+        --index-strategy unsafe-best-match \
+        -r /tmp/envbuilder-lock/requirements.txt
 
 # A non-root user (uid 1000); an existing account with that uid (ubuntu's) is replaced.
 RUN if id -u 1000 >/dev/null 2>&1; then userdel "$(id -nu 1000)"; fi \
@@ -50,13 +61,13 @@ CMD ["/bin/bash"]
 USER 1000:1000
 WORKDIR /workspace
 
-LABEL io.envbuilder.archs='sm_60,sm_70,sm_80,sm_89,compute_90' \
-      io.envbuilder.certify='{"level":"default","thresholds":{}}' \
-      io.envbuilder.harness='/opt/envbuilder/harness' \
-      io.envbuilder.lock-hash='a35fb42812165801d2c2b58d9e314606fc0e70d78bfff5a0fe7c9190ac3d88de' \
-      io.envbuilder.min-driver='555.42.02' \
-      io.envbuilder.stack='{"archs":{"ptx":["9.0"],"sass":["6.0","7.0","8.0","8.9"]},"base_image":"python:3.13-slim-trixie","companions":{},"cuda":"12.5","cudnn":"9.3","flavor":null,"framework":{"name":"tensorflow","variant":"cuda12","version":"2.21.0"},"id":"tensorflow2.21.0-cuda12-py3.13-bundled-debian13","index_url":null,"min_driver":"555.42.02","nccl":"2.27.7","notes":["NVIDIA H200 runs this build through PTX JIT (slow first start)"],"os":"debian13","packages":["tensorflow[and-cuda]==2.21.0"],"python":"3.13","python_install":"present","require_cuda":"cuda>=12.5","strategy":"bundled"}' \
-      org.opencontainers.image.base.name='python:3.13-slim-trixie' \
-      org.opencontainers.image.description='TensorFlow training (Keras)' \
-      org.opencontainers.image.title='tensorflow-train' \
-      org.opencontainers.image.version='tensorflow2.21.0-cuda12-py3.13-bundled-debian13'
+LABEL io.envbuilder.archs="sm_60,sm_70,sm_80,sm_89,compute_90" \
+      io.envbuilder.certify="{\"level\":\"default\",\"thresholds\":{}}" \
+      io.envbuilder.harness="/opt/envbuilder/harness" \
+      io.envbuilder.lock-hash="a35fb42812165801d2c2b58d9e314606fc0e70d78bfff5a0fe7c9190ac3d88de" \
+      io.envbuilder.min-driver="555.42.02" \
+      io.envbuilder.stack="{\"archs\":{\"ptx\":[\"9.0\"],\"sass\":[\"6.0\",\"7.0\",\"8.0\",\"8.9\"]},\"base_image\":\"python:3.13-slim-trixie\",\"companions\":{},\"cuda\":\"12.5\",\"cudnn\":\"9.3\",\"flavor\":null,\"framework\":{\"name\":\"tensorflow\",\"variant\":\"cuda12\",\"version\":\"2.21.0\"},\"id\":\"tensorflow2.21.0-cuda12-py3.13-bundled-debian13\",\"index_url\":null,\"min_driver\":\"555.42.02\",\"nccl\":\"2.27.7\",\"notes\":[\"NVIDIA H200 runs this build through PTX JIT (slow first start)\"],\"os\":\"debian13\",\"packages\":[\"tensorflow[and-cuda]==2.21.0\"],\"python\":\"3.13\",\"python_install\":\"present\",\"require_cuda\":\"cuda>=12.5\",\"strategy\":\"bundled\"}" \
+      org.opencontainers.image.base.name="python:3.13-slim-trixie" \
+      org.opencontainers.image.description="TensorFlow training (Keras)" \
+      org.opencontainers.image.title="tensorflow-train" \
+      org.opencontainers.image.version="tensorflow2.21.0-cuda12-py3.13-bundled-debian13"

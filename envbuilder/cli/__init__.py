@@ -78,6 +78,8 @@ _COMMANDS = {
     "doctor": "doctor_cmd",
     "render": "render_cmd",
     "build": "build_cmd",
+    "lock": "lock_cmd",
+    "wheelhouse": "wheelhouse_cmd",
     "certify": "certify_cmd",
     "certs": "certs_cmd",
     "run": "run_cmd",

@@ -6,17 +6,25 @@ import json
 import sys
 import time
 from collections import Counter
+from dataclasses import replace
 from pathlib import Path
 from typing import IO, Any
 
 import click
 
 from envbuilder.cli import cli
-from envbuilder.cli.options import host_options, resolve_spec
+from envbuilder.cli.options import (
+    host_options,
+    package_source_options,
+    resolve_spec,
+    say,
+    settings_from_options,
+)
 from envbuilder.engine import BUILD_NETWORKS, BuildSecret, DockerEngine
 from envbuilder.engine.progress import BuildEvent, step_instruction
 from envbuilder.errors import UsageError
 from envbuilder.image.build import BuildOptions, BuildOutcome, plan_from_lock, plan_from_spec, run_build
+from envbuilder.image.packages import LockSettings
 from envbuilder.image.render import SECRET_CA, SECRET_INDEX
 from envbuilder.image.spec import load_spec
 
@@ -74,10 +82,28 @@ class ProgressDisplay:
             self.stream.flush()
 
 
+def _lock_settings(
+    settings: LockSettings | None, ca_bundle: Path | None, index_url_file: Path | None
+) -> LockSettings | None:
+    """The build's secrets serve the lock too: the CA bundle is trusted, and a private mirror
+    (URL with its token) replaces the framework index and PyPI unless an option named one."""
+    if ca_bundle is None and index_url_file is None:
+        return settings
+    settings = settings or LockSettings()
+    mirror = index_url_file.read_text(encoding="utf-8").strip() if index_url_file else None
+    return replace(
+        settings,
+        ca_bundle=ca_bundle,
+        default_index=settings.default_index or mirror,
+        framework_index=settings.framework_index or mirror,
+    )
+
+
 def outcome_dict(outcome: BuildOutcome) -> dict[str, Any]:
     record = outcome.lock.build
     assert record is not None
     steps = outcome.result.steps
+    locked = outcome.lock.package_lock(record.platform)
     return {
         "image_id": outcome.image.id,
         "tags": list(outcome.tags),
@@ -91,6 +117,8 @@ def outcome_dict(outcome: BuildOutcome) -> dict[str, Any]:
         "cached_steps": outcome.result.cached_steps,
         "build_seconds": round(outcome.result.seconds, 2),
         "packages": len(record.packages),
+        "locked_packages": len(locked.packages) if locked else 0,
+        "resolver": locked.resolver if locked else None,
         "lock_file": str(outcome.lock_path),
         "pushed": list(outcome.pushed),
         "warnings": list(outcome.warnings),
@@ -104,7 +132,10 @@ def _print_summary(d: dict[str, Any]) -> None:
     click.echo(f"  stack       {d['stack_id']}")
     click.echo(f"  base        {d['base_image']} ({d['base_image_digest'] or 'digest unknown'})")
     click.echo(f"  cache hits  {d['cached_steps']}/{d['steps']} steps, {d['build_seconds']:.1f}s")
-    click.echo(f"  packages    {d['packages']} (pip freeze, in the lock)")
+    click.echo(
+        f"  packages    {d['locked_packages']} locked with sha256 ({d['resolver']}), "
+        f"{d['packages']} installed, checked against the lock"
+    )
     click.echo(f"  lock        {d['lock_file']}")
     for ref in d["pushed"]:
         click.echo(f"  pushed      {ref}")
@@ -142,6 +173,7 @@ def _print_summary(d: dict[str, Any]) -> None:
     help="Network of the build's RUN steps: none proves an offline (--wheelhouse) build; host "
     "for a daemon without a bridge network.",
 )
+@package_source_options
 @click.option("--json", "as_json", is_flag=True, help="Print the build summary as JSON.")
 def build(
     spec_path: Path | None,
@@ -161,13 +193,22 @@ def build(
     lock_out: Path | None,
     no_cache: bool,
     network: str | None,
+    index_url: str | None,
+    framework_index: str | None,
+    find_links: tuple[Path, ...],
+    no_index: bool,
+    platform: str,
     as_json: bool,
 ) -> None:
     """Build images/NAME.yaml (or --lock FILE) into a tagged image and write its lock file.
 
+    Every Python package is locked first (uv: one wheel and its sha256 each) unless the lock
+    already holds them; the image installs exactly that set, hash-checked, and is checked
+    against it before it is tagged.
+
     Exit codes: 0 built; 2 bad input; 4 no compatible stack; 7 Docker unreachable; 8 no BuildKit
     client; 9 build failed (nothing tagged, lock untouched); 10 bad spec/lock; 13 push failed;
-    130 interrupted.
+    20 packages could not be locked; 130 interrupted.
     """
     parsed = [parse_secret(s) for s in secrets]
     if ca_bundle:
@@ -177,6 +218,7 @@ def build(
     dupes = [k for k, n in Counter(s.id for s in parsed).items() if n > 1]
     if dupes:
         raise UsageError(f"secret id {dupes[0]!r} given twice")
+    sources = settings_from_options(index_url, framework_index, find_links, no_index)
     options = BuildOptions(
         base_image=base_image,
         base_venv=base_venv,
@@ -187,6 +229,8 @@ def build(
         lock_out=lock_out,
         no_cache=no_cache,
         network=network,
+        lock_settings=_lock_settings(sources, ca_bundle, pip_index_url_file),
+        platform=platform,  # type: ignore[arg-type]
     )
     spec = load_spec(spec_path) if spec_path else None
     if lock_path is not None:
@@ -202,7 +246,7 @@ def build(
         click.echo(f"warning: {warning}", err=True)
     display = ProgressDisplay()
     try:
-        outcome = run_build(plan, options, DockerEngine(), on_event=display)
+        outcome = run_build(plan, options, DockerEngine(), on_event=display, on_message=say)
     finally:
         display.finish()
     for warning in outcome.warnings[len(plan.warnings) :]:

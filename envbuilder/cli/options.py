@@ -16,7 +16,8 @@ from envbuilder.resolve.gpus import enrich_host, gpu_from_cc, gpu_from_match, lo
 from envbuilder.resolve.model import NoCompatibleStackError, Request, Resolution
 from envbuilder.versions import parse_host_driver, parse_python_xy, quote_input
 
-if TYPE_CHECKING:  # image.spec reads YAML: not loaded by commands that need no spec
+if TYPE_CHECKING:  # image.* reads YAML: not loaded by commands that need no spec
+    from envbuilder.image.packages import LockSettings
     from envbuilder.image.spec import ImageSpec
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -236,3 +237,65 @@ def passphrase_prompt(name: str) -> bytes | None:
     if not sys.stdin.isatty():
         return None
     return str(click.prompt(f"passphrase for key {name}", hide_input=True, err=True)).encode("utf-8")
+
+
+def say(message: str) -> None:
+    """A progress line on stderr (results go to stdout, so --json pipes cleanly)."""
+    click.echo(message, err=True)
+
+
+def package_source_options(func: F) -> F:
+    """--index-url, --framework-index, --find-links (repeatable), --no-index, --platform: where
+    `lock`, `build` and `wheelhouse` resolve Python packages from, and for which machine."""
+    options = [
+        click.option(
+            "--platform",
+            type=click.Choice(["x86_64", "aarch64"]),
+            default="x86_64",
+            show_default=True,
+            help="Target machine of the package lock (Linux, the stack's Python).",
+        ),
+        click.option("--no-index", is_flag=True, help="Resolve only from --find-links folders (offline)."),
+        click.option(
+            "--find-links",
+            "find_links",
+            multiple=True,
+            type=click.Path(exists=True, file_okay=False, path_type=Path),
+            help="A folder of wheels searched first (repeatable), e.g. a wheelhouse.",
+        ),
+        click.option(
+            "--framework-index",
+            metavar="URL",
+            help="Mirror of the framework's own index (e.g. download.pytorch.org/whl/cu130).",
+        ),
+        click.option("--index-url", metavar="URL", help="Mirror of PyPI (the default index)."),
+    ]
+    for opt in options:
+        func = opt(func)
+    return func
+
+
+def settings_from_options(
+    index_url: str | None, framework_index: str | None, find_links: tuple[Path, ...], no_index: bool
+) -> LockSettings | None:
+    """The lock settings the options ask for; None when none was given (the defaults apply).
+
+    Raises UsageError for an index URL that is not https:// (loopback http:// is allowed).
+    """
+    from envbuilder.image.packages import LockSettings
+    from envbuilder.image.sources import INDEX_URL_RE
+
+    for name, url in (("--index-url", index_url), ("--framework-index", framework_index)):
+        if url is not None and not INDEX_URL_RE.fullmatch(url):
+            raise UsageError(
+                f"{name} {url!r} is not an index URL",
+                hint="an https:// URL without credentials (pass a token as an index secret)",
+            )
+    if index_url is None and framework_index is None and not find_links and not no_index:
+        return None
+    return LockSettings(
+        default_index=index_url,
+        framework_index=framework_index,
+        find_links=find_links,
+        no_index=no_index,
+    )

@@ -97,6 +97,12 @@ def prepare(
     help="Read this BuildKit secret in the pip steps (ca: CA bundle; pip_index_url, "
     "pip_extra_index_url: private index with its token). Repeatable.",
 )
+@click.option(
+    "--lock",
+    "lock_path",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="Take the package pins of this lock file (as `build --lock` installs them) into the context.",
+)
 @click.option("--print", "print_only", is_flag=True, help="Print the Dockerfile to stdout and write nothing.")
 @click.option("--json", "as_json", is_flag=True, help="Print what was written as JSON.")
 def render(
@@ -110,6 +116,7 @@ def render(
     base_venv: str | None,
     wheelhouse: Path | None,
     secrets: tuple[str, ...],
+    lock_path: Path | None,
     print_only: bool,
     as_json: bool,
 ) -> None:
@@ -128,6 +135,17 @@ def render(
         secrets=secrets,
         base_venv=base_venv,
     )
+    if lock_path is not None:
+        from dataclasses import replace
+
+        from envbuilder.image.lock import read_lock
+
+        options = replace(options, package_locks=read_lock(lock_path).packages)
+    elif not print_only:
+        click.echo(
+            "note: no --lock: the context holds no package pins (`envbuilder lock SPEC` makes them)",
+            err=True,
+        )
     if print_only:
         click.echo(render_dockerfile(spec, stack, options), nl=False)
         return

@@ -19,8 +19,25 @@ from envbuilder.engine import BuildResult, BuildSecret, ContainerSpec, Engine, I
 from envbuilder.engine.progress import BuildEvent
 from envbuilder.errors import BuildFailedError, RegistryError, SpecError, UsageError
 from envbuilder.host.model import Host
-from envbuilder.image.lock import BuildRecord, LockFile, read_lock, write_lock
-from envbuilder.image.render import VENV, RenderOptions, render_options, write_build_context
+from envbuilder.image.drift import collector_command, drift_from_lock, parse_installed, summarize
+from envbuilder.image.lock import (
+    BuildRecord,
+    InstalledDist,
+    LockFile,
+    read_lock,
+    spec_base_dir,
+    spec_dir_for,
+    write_lock,
+)
+from envbuilder.image.packages import LockSettings, PackageLock, Platform, changed_inputs, lock_packages
+from envbuilder.image.render import (
+    HARNESS_DEST,
+    VENV,
+    RenderOptions,
+    render_options,
+    rendered_stack,
+    write_build_context,
+)
 from envbuilder.image.spec import ImageSpec, parse_spec
 from envbuilder.matrix.model import Matrix
 from envbuilder.resolve.model import Resolution, Stack
@@ -43,6 +60,10 @@ class BuildOptions:
     lock_out: Path | None = None
     no_cache: bool = False
     network: str | None = None  # docker build --network: default | host | none
+    # Where packages are locked from when the plan has no package lock yet (a spec, or a lock
+    # from `resolve --lock`); with --wheelhouse and no settings: from the wheelhouse alone.
+    lock_settings: LockSettings | None = None
+    platform: Platform = "x86_64"  # which package lock the image installs
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -57,6 +78,7 @@ class BuildPlan:
     render: RenderOptions  # the options `render` would choose for the same inputs (one code path)
     previous: BuildRecord | None = None  # from --lock: what to reproduce
     warnings: tuple[str, ...] = ()
+    packages: tuple[PackageLock, ...] = ()  # from --lock; locked by run_build when missing
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -125,11 +147,19 @@ def plan_from_lock(
     if spec is None:
         if lock.spec is None:
             raise SpecError(
-                f"{lock_path}: holds no image spec (written by `resolve --lock`)",
+                f"{lock_path}: holds no image spec (written by an older `resolve --lock`)",
                 hint="give the spec too: envbuilder build images/NAME.yaml --lock FILE",
             )
-        spec = parse_spec(lock.spec, lock.spec_path or str(lock_path))
+        where = lock.spec_path or str(lock_path)
+        spec = parse_spec(lock.spec, where, base_dir=spec_base_dir(lock, lock_path))
     warnings: list[str] = []
+    for locked in lock.packages:
+        changed = changed_inputs(locked, spec)
+        if changed:
+            warnings.append(
+                f"{', '.join(changed)} changed since the lock was written ({locked.platform}): the build "
+                "installs the locked set; `envbuilder lock` picks the change up"
+            )
     prev = lock.build
     base = options.base_image or (prev.base_image if prev else None) or lock.stack.base_image
     return BuildPlan(
@@ -141,6 +171,7 @@ def plan_from_lock(
         render=_render_options(matrix, spec, lock.stack, lock.host, options),
         previous=prev,
         warnings=tuple(warnings),
+        packages=lock.packages,
     )
 
 
@@ -153,8 +184,35 @@ def _check_inputs(plan: BuildPlan, options: BuildOptions) -> list[str]:
             raise UsageError(f"--tag {tag!r} is not a valid image reference", hint="e.g. myorg/train:v1")
     if options.push is not None and not REGISTRY_RE.match(options.push):
         raise UsageError(f"--push {options.push!r} is not a registry address", hint="e.g. 127.0.0.1:5000")
+    given = {s.id for s in options.secrets}
+    if options.wheelhouse is None:
+        for index in plan.spec.indexes:
+            if index.secret and index.secret not in given:
+                raise UsageError(
+                    f"index {index.name!r} reads its token from the build secret {index.secret!r}, "
+                    "which was not given",
+                    hint=f"--secret id={index.secret},src=FILE (a file holding the token)",
+                )
     tags = [default_tag(plan.spec, plan.stack), *options.tags]
     return list(dict.fromkeys(tags))
+
+
+def ensure_package_lock(
+    plan: BuildPlan, options: BuildOptions, on_message: Callable[[str], None] | None = None
+) -> BuildPlan:
+    """The plan with a package lock for the target platform: the lock's own, else resolved now
+    (from options.lock_settings; with --wheelhouse and no settings, from the wheelhouse alone).
+    Raises LockError, SpecError."""
+    if any(p.platform == options.platform for p in plan.packages):
+        return plan
+    settings = options.lock_settings
+    if settings is None and options.wheelhouse is not None:
+        settings = LockSettings(find_links=(options.wheelhouse,), no_index=True)
+    stack = rendered_stack(plan.spec, plan.stack, RenderOptions())
+    locked = lock_packages(
+        plan.spec, stack, platform=options.platform, settings=settings, on_progress=on_message
+    )
+    return replace(plan, packages=(*plan.packages, locked))
 
 
 def _pin_base(engine: Engine, plan: BuildPlan) -> tuple[str, str | None, list[str]]:
@@ -195,21 +253,32 @@ def run_build(
     *,
     on_event: Callable[[BuildEvent], None] | None = None,
     work_dir: Path | None = None,
+    on_message: Callable[[str], None] | None = None,
 ) -> BuildOutcome:
-    """Render, build, inspect, freeze, tag, write the lock, push.
+    """Lock the packages (when the plan has none), render, build, check the installed set
+    against the lock, tag, write the lock, push.
 
-    Raises DockerUnavailableError, BuildKitMissingError, BuildFailedError, SpecError, UsageError,
-    RegistryError (push: the image stays tagged, the lock is written without `pushed`);
-    KeyboardInterrupt passes through after rolling back tags, the lock untouched.
+    Raises LockError (packages), DockerUnavailableError, BuildKitMissingError, BuildFailedError
+    (also when the image holds other packages than the lock: it is removed, nothing tagged),
+    SpecError, UsageError, RegistryError (push: the image stays tagged, the lock is written
+    without `pushed`); KeyboardInterrupt passes through after rolling back tags, the lock
+    untouched.
     """
     tags = _check_inputs(plan, options)
+    plan = ensure_package_lock(plan, options, on_message)
     engine.ping()
     engine.buildkit_cli()
     from_ref, base_digest, warnings = _pin_base(engine, plan)
     warnings = [*plan.warnings, *warnings]
     plan = replace(plan, base_ref=from_ref)
     # The pinned base (ref@sha256:...) is the one input render does not have.
-    ropts = replace(plan.render, base_image=from_ref if from_ref != plan.stack.base_image else None)
+    # The package locks are the other (render --lock gives them too).
+    ropts = replace(
+        plan.render,
+        base_image=from_ref if from_ref != plan.stack.base_image else None,
+        package_locks=plan.packages,
+        platform=options.platform,
+    )
     tmp = Path(tempfile.mkdtemp(prefix="envbuilder-render-", dir=work_dir))
     try:
         rendered = write_build_context(plan.spec, plan.stack, tmp / "build", ropts)
@@ -232,13 +301,15 @@ def run_build(
     image = engine.inspect_image(result.image_id)
     if image is None:
         raise BuildFailedError(f"the build reported image {result.image_id}, which is not there")
-    packages = pip_freeze(engine, result.image_id, f"{options.base_venv or VENV}/bin/python")
+    installed = check_installed(engine, result.image_id, plan, options)
     record = BuildRecord(
+        installed=installed,
+        platform=options.platform,
         image_id=result.image_id,
         base_image=plan.base_ref,
         base_image_digest=base_digest,
         dockerfile_sha256=rendered.dockerfile_sha256,
-        packages=packages,
+        packages=tuple(f"{d.name}=={d.version}" for d in installed),
         tags=tuple(tags),
     )
     # The stack as it landed in the image (overrides noted, companions chosen): the lock records
@@ -249,6 +320,8 @@ def run_build(
         spec=plan.spec.to_dict(),
         spec_path=plan.spec.path,
         build=record,
+        packages=plan.packages,
+        spec_dir=spec_dir_for(plan.spec.base_dir, plan.lock_out),
     )
     _tag_and_lock(engine, result.image_id, tags, plan.lock_out, lock)
     pushed: tuple[str, ...] = ()
@@ -267,18 +340,32 @@ def run_build(
     )
 
 
-def pip_freeze(engine: Engine, image: str, python: str) -> tuple[str, ...]:
-    """`pip freeze --all` inside the image (no network), sorted. Raises BuildFailedError when it
-    fails, DockerUnavailableError."""
+def check_installed(
+    engine: Engine, image_id: str, plan: BuildPlan, options: BuildOptions
+) -> tuple[InstalledDist, ...]:
+    """The image's installed set (the harness's collector, run in it), which must hold every
+    locked package at its locked version. Raises BuildFailedError naming the packages that
+    drifted, after removing the untagged image."""
+    python = f"{options.base_venv or VENV}/bin/python"
     res = engine.run(
-        ContainerSpec(image=image, command=(python, "-m", "pip", "freeze", "--all")), timeout_s=600
+        ContainerSpec(image=image_id, command=tuple(collector_command(python, HARNESS_DEST))), timeout_s=600
     )
     if res.exit_code != 0:
+        engine.remove_image(image_id, force=True)
         raise BuildFailedError(
-            f"`{python} -m pip freeze` failed in {image} (exit {res.exit_code}): "
-            + res.stderr.strip()[-2000:]
+            f"reading the installed packages of the new image failed (exit {res.exit_code}): "
+            + res.stderr.strip()[-500:]
         )
-    return tuple(sorted(line for line in res.stdout.splitlines() if line.strip()))
+    installed = parse_installed(res.stdout, "the new image")
+    locked = next(p for p in plan.packages if p.platform == options.platform)
+    drifts = drift_from_lock(installed, locked.packages)
+    if drifts:
+        engine.remove_image(image_id, force=True)
+        raise BuildFailedError(
+            f"the new image does not hold what the lock says: {summarize(drifts)}",
+            hint="nothing was tagged; a base environment (--base-venv) may shadow a locked package",
+        )
+    return installed
 
 
 def _tag_and_lock(engine: Engine, image_id: str, tags: list[str], lock_out: Path, lock: LockFile) -> None:

@@ -1,26 +1,44 @@
-"""The lock file (`*.lock.json`): the resolved stack, the spec, and what a build produced.
+"""The lock file (`*.lock.json`): the resolved stack, the spec, every Python package pinned to
+one wheel and its sha256 (per platform), and what a build produced.
 
 Written atomically (temp file in the same directory, fsync, os.replace), so a crash or Ctrl-C
-leaves the previous file intact. `lock_hash` covers only what changes the image (stack + spec),
-never the host probe or timestamps, so images built from the same inputs carry the same hash.
+leaves the previous file intact. `lock_hash` covers only what changes the image (stack, spec,
+packages), never the host probe or timestamps, so images built from the same inputs carry the
+same hash.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+import os
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from envbuilder.atomic import write_text_atomic
-from envbuilder.errors import SpecError
+from envbuilder.errors import LockError, SpecError
 from envbuilder.hashing import sha256_hex
 from envbuilder.host.model import Host
-from envbuilder.resolve.model import Resolution, Stack
+from envbuilder.image.packages import PackageLock, package_lock_from_dict
+from envbuilder.resolve.model import Request, Resolution, Stack
 
-LOCK_SCHEMA_VERSION = 1
-_HINT = "regenerate it with `envbuilder resolve --lock FILE` or `envbuilder build SPEC --lock-out FILE`"
+LOCK_SCHEMA_VERSION = 2
+_HINT = "regenerate it with `envbuilder lock SPEC` (or `envbuilder resolve --lock FILE`)"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class InstalledDist:
+    """One installed distribution as the image holds it (envbuilder/harness/installed.py reads
+    it): `record_sha256` is the digest of its RECORD rows minus what installers write
+    themselves, so the same wheel gives the same digest whichever installer put it there."""
+
+    name: str
+    version: str
+    record_sha256: str | None  # None: no RECORD (a distribution not installed from a wheel)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "version": self.version, "record_sha256": self.record_sha256}
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -31,10 +49,12 @@ class BuildRecord:
     base_image: str  # the reference the Dockerfile used (FROM)
     base_image_digest: str | None  # name@sha256:... when known; a local image's ID otherwise
     dockerfile_sha256: str
-    packages: tuple[str, ...]  # `pip freeze` inside the image, sorted
+    packages: tuple[str, ...]  # name==version of every distribution in the image, sorted
     tags: tuple[str, ...]
     pushed: tuple[str, ...] = ()  # registry/name@sha256:... of pushes
     built_at: str | None = None  # informational, never hashed
+    installed: tuple[InstalledDist, ...] = ()  # what certify's drift check compares against
+    platform: str | None = None  # which package lock was installed
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -46,6 +66,8 @@ class BuildRecord:
             "tags": list(self.tags),
             "pushed": list(self.pushed),
             "built_at": self.built_at,
+            "installed": [d.to_dict() for d in self.installed],
+            "platform": self.platform,
         }
 
 
@@ -53,13 +75,18 @@ class BuildRecord:
 class LockFile:
     resolution: dict[str, Any]  # Resolution.to_dict() as written (host, rejections: provenance)
     stack: Stack
-    spec: dict[str, Any] | None  # ImageSpec.to_dict(); None for a `resolve --lock` file
+    spec: dict[str, Any] | None  # ImageSpec.to_dict() (`resolve --lock` writes one from the request)
     spec_path: str | None = None  # where the spec was read (the Dockerfile header names it)
     build: BuildRecord | None = None
+    packages: tuple[PackageLock, ...] = ()  # one per platform; () until locked
+    spec_dir: str | None = None  # the spec's folder, relative to the lock file's (its paths start there)
 
     @property
     def hash(self) -> str:
-        return lock_hash(self.stack, self.spec)
+        return lock_hash(self.stack, self.spec, self.packages)
+
+    def package_lock(self, platform: str | None) -> PackageLock | None:
+        return next((p for p in self.packages if p.platform == platform), None)
 
     @property
     def host(self) -> Host:
@@ -77,26 +104,58 @@ class LockFile:
             "stack": self.stack.to_dict(),
             "spec": self.spec,
             "spec_path": self.spec_path,
+            "packages": [p.to_dict() for p in self.packages],
+            "spec_dir": self.spec_dir,
             "build": self.build.to_dict() if self.build else None,
         }
 
 
-def lock_hash(stack: Stack, spec: Mapping[str, Any] | None) -> str:
-    """sha256 (hex) of what decides the image: the stack and the spec (ImageSpec.to_dict(); None
-    for a `resolve --lock` file), not the host or the build. The lock file records it and render
-    writes it as the image's io.envbuilder.lock-hash label."""
-    return sha256_hex({"spec": spec, "stack": stack.to_dict()})
+def lock_hash(stack: Stack, spec: Mapping[str, Any] | None, packages: Sequence[PackageLock] = ()) -> str:
+    """sha256 (hex) of what decides the image: the stack, the spec (ImageSpec.to_dict()) and the
+    package locks (every platform's), not the host or the build. The lock file records it and
+    render writes it as the image's io.envbuilder.lock-hash label."""
+    doc: dict[str, Any] = {"spec": spec, "stack": stack.to_dict()}
+    if packages:
+        doc["packages"] = [p.to_dict() for p in packages]
+    return sha256_hex(doc)
 
 
 def lock_from_resolution(resolution: Resolution, spec: dict[str, Any] | None = None) -> LockFile:
-    """A lock for a resolution that found a stack. Raises SpecError when it found none."""
+    """A lock for a resolution that found a stack; without a spec, one made from the request
+    (spec_from_request), so the lock can be built. Raises SpecError when it found no stack."""
     if resolution.stack is None:
         raise SpecError("cannot lock a resolution without a stack", hint="resolve must succeed first")
+    if spec is None:
+        spec = spec_from_request(resolution.request, resolution.stack)
     return LockFile(resolution=resolution.to_dict(), stack=resolution.stack, spec=spec)
 
 
+def spec_from_request(request: Request, stack: Stack) -> dict[str, Any]:
+    """The image spec a `resolve` request stands for: the framework, exactly the resolved
+    version, its Python and strategy, everything else at the spec defaults."""
+    return {
+        "name": f"{stack.framework}-{stack.variant}".lower(),
+        "description": f"envbuilder resolve: {stack.framework} {stack.version} ({stack.variant})",
+        "framework": f"{stack.framework}=={stack.version}",
+        "python": stack.python,
+        "strategy": stack.strategy,
+        "flavor": "devel" if request.flavor == "devel" and stack.strategy == "system-cuda" else "runtime",
+    }
+
+
+def spec_dir_for(base_dir: str, lock_path: Path) -> str:
+    """The spec's folder relative to where the lock file goes (the pair can move together)."""
+    return os.path.relpath(Path(base_dir).resolve(), Path(lock_path).resolve().parent)
+
+
+def spec_base_dir(lock: LockFile, lock_path: Path) -> Path:
+    """Where the relative paths of a lock's spec start."""
+    return Path(lock_path).parent / (lock.spec_dir or ".")
+
+
 def write_resolution_lock(path: Path, resolution: Resolution) -> None:
-    """`resolve --lock`: write a lock with the stack and no build yet. Raises SpecError, OSError."""
+    """`resolve --lock`: write a lock with the stack and its spec, no packages or build yet.
+    Raises SpecError, OSError."""
     write_lock(path, lock_from_resolution(resolution))
 
 
@@ -152,16 +211,33 @@ def parse_lock(raw: object, where: str = "<lock>") -> LockFile:
     spec = raw.get("spec")
     if spec is not None and not isinstance(spec, dict):
         raise fail("spec", "expected an object or null")
+    spec_dir = raw.get("spec_dir")
+    if spec_dir is not None and (not isinstance(spec_dir, str) or Path(spec_dir).is_absolute()):
+        raise fail("spec_dir", "expected a relative path or null")
     spec_path = raw.get("spec_path")
     if spec_path is not None and not isinstance(spec_path, str):
         raise fail("spec_path", "expected a string or null")
     build = raw.get("build")
+    packages_raw = raw.get("packages", [])
+    if not isinstance(packages_raw, list):
+        raise fail("packages", "expected a list (one package lock per platform)")
+    try:
+        packages = tuple(
+            package_lock_from_dict(p, f"{where}: packages[{i}]") for i, p in enumerate(packages_raw)
+        )
+    except LockError as exc:
+        raise SpecError(exc.message, hint=exc.hint or _HINT) from None
+    platforms = [p.platform for p in packages]
+    if len(set(platforms)) != len(platforms):
+        raise fail("packages", "two package locks for one platform")
     lock = LockFile(
         resolution=resolution,
         stack=stack,
         spec=spec,
         spec_path=spec_path,
         build=_parse_build(build, fail) if build is not None else None,
+        packages=packages,
+        spec_dir=spec_dir,
     )
     recorded = raw.get("lock_hash")
     if recorded is not None and recorded != lock.hash:
@@ -187,7 +263,24 @@ def _parse_build(raw: object, fail: Any) -> BuildRecord:
             raise fail(f"build.{key}", "expected a list of strings")
         return tuple(v)
 
+    installed_raw = raw.get("installed", [])
+    if not isinstance(installed_raw, list):
+        raise fail("build.installed", "expected a list")
+    installed = []
+    for item in installed_raw:
+        if (
+            not isinstance(item, dict)
+            or not isinstance(item.get("name"), str)
+            or not isinstance(item.get("version"), str)
+            or not isinstance(item.get("record_sha256"), str | None)
+        ):
+            raise fail("build.installed", "each entry has name, version and record_sha256")
+        installed.append(
+            InstalledDist(name=item["name"], version=item["version"], record_sha256=item["record_sha256"])
+        )
     return BuildRecord(
+        installed=tuple(installed),
+        platform=text("platform", optional=True),
         image_id=text("image_id"),
         base_image=text("base_image"),
         base_image_digest=text("base_image_digest", optional=True),

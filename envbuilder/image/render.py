@@ -13,13 +13,14 @@ import re
 import shlex
 import shutil
 import tempfile
+import urllib.parse
 from collections.abc import Collection
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
 import jinja2
-from packaging.requirements import InvalidRequirement, Requirement
+from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
 from envbuilder import resources
@@ -37,13 +38,22 @@ from envbuilder.image.metadata import (
     NONE,
     archs_label,
 )
+from envbuilder.image.packages import (
+    DEFAULT_INDEX,
+    Group,
+    PackageLock,
+    Platform,
+    install_indexes,
+    uv_binary,
+)
+from envbuilder.image.sources import INDEX_URL_RE
 from envbuilder.image.spec import ImageSpec
 from envbuilder.image.validate import (
     IMAGE_REF_RE,
     LABEL_KEY_RE,
-    LABEL_VALUE_RE,
     REGENERATE_RE,
     check,
+    dockerfile_string,
     refuse,
     validate_stack,
 )
@@ -55,9 +65,12 @@ BASE_VENV_RE = re.compile(r"/[A-Za-z0-9._-]+(?:/[A-Za-z0-9._-]+)*")
 HARNESS_DEST = "/opt/envbuilder/harness"
 ENTRYPOINT_SOURCE = "entrypoint.sh"  # in the build context
 ENTRYPOINT_DEST = "/opt/envbuilder/entrypoint.sh"
-PIP_CACHE_MOUNT = "type=cache,target=/root/.cache/pip"
-REQUIREMENTS_DIR = "requirements"  # context subdir, bind-mounted for the user-requirements step
-REQUIREMENTS_MOUNT = "/tmp/envbuilder-requirements"
+CACHE_MOUNTS = {"pip": "type=cache,target=/root/.cache/pip", "uv": "type=cache,target=/root/.cache/uv"}
+LOCK_DIR = "lock"  # context subdir: lock/<group>/requirements.txt, one bind mount per install step
+LOCK_MOUNT = "/tmp/envbuilder-lock"
+TOOLS_DIR = "tools"  # context subdir holding the host's uv binary (bind-mounted, never in a layer)
+TOOLS_MOUNT = "/tmp/envbuilder-tools"
+PROJECT_DIR = "project"  # context subdir: the spec's `context:` folder, .dockerignore applied
 WHEELHOUSE_DIR = "wheelhouse"  # context subdir holding the offline wheels
 WHEELHOUSE_MOUNT = "/wheelhouse"
 SECRET_CA = "ca"
@@ -83,6 +96,16 @@ class RenderOptions:
     # imported host environment) instead of creating /opt/venv: pins it already satisfies cost
     # nothing and need no network. Validated as an absolute path.
     base_venv: str | None = None
+    # The package locks (one per platform): the install steps read the target platform's; the
+    # lock-hash label covers them all. Without any (render --print, goldens) the steps are the
+    # same and the context holds no pins.
+    package_locks: tuple[PackageLock, ...] = ()
+    platform: Platform = "x86_64"
+
+    @property
+    def packages(self) -> PackageLock | None:
+        """The package lock of the target platform, if locked."""
+        return next((p for p in self.package_locks if p.platform == self.platform), None)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -177,14 +200,6 @@ def render_options(
     )
 
 
-def _label_value(text: str, field: str) -> str:
-    """Single-quoted LABEL values: JSON escapes `'`; anything else with one is refused."""
-    text = text.replace("'", "\\u0027") if text.startswith(("{", "[")) else text
-    if not LABEL_VALUE_RE.fullmatch(text):
-        raise refuse(field, text, "labels are one line of printable ASCII without `'`")
-    return text
-
-
 def _labels(spec: ImageSpec, stack: Stack, options: RenderOptions) -> list[tuple[str, str]]:
     labels = {
         "org.opencontainers.image.title": spec.name,
@@ -194,7 +209,7 @@ def _labels(spec: ImageSpec, stack: Stack, options: RenderOptions) -> list[tuple
         LABEL_STACK: canonical_json(stack.to_dict()),
         LABEL_MIN_DRIVER: stack.min_driver or NONE,
         LABEL_ARCHS: archs_label(stack),
-        LABEL_LOCK_HASH: lock_hash(stack, spec.to_dict()),
+        LABEL_LOCK_HASH: lock_hash(stack, spec.to_dict(), options.package_locks),
         LABEL_CERTIFY: canonical_json(spec.certify.to_dict()),
         LABEL_HARNESS: HARNESS_DEST,
     }
@@ -205,7 +220,7 @@ def _labels(spec: ImageSpec, stack: Stack, options: RenderOptions) -> list[tuple
         if key in labels or key.startswith("io.envbuilder."):
             raise refuse("labels", key, "this label is set by envbuilder")
         labels[key] = value
-    return [(k, _label_value(v, f"label {k}")) for k, v in sorted(labels.items())]
+    return [(k, dockerfile_string(v, f"label {k}")) for k, v in sorted(labels.items())]
 
 
 def _header(spec: ImageSpec, stack: Stack, options: RenderOptions) -> list[str]:
@@ -244,38 +259,91 @@ def _framework_comments(stack: Stack, options: RenderOptions) -> list[str]:
     ]
 
 
-def _pip_step(stack: Stack, options: RenderOptions, *, framework: bool) -> dict[str, Any]:
-    mounts: list[str] = []
+def _install_step(spec: ImageSpec, stack: Stack, options: RenderOptions, group: Group) -> dict[str, Any]:
+    """One install of a lock group: `--require-hashes --no-deps` over lock/<group>/requirements.txt
+    (bind-mounted), with uv (the host's binary, bind-mounted) or pip, a cache mount for either."""
+    installer = spec.installer
+    mounts = [CACHE_MOUNTS[installer], f"type=bind,source={LOCK_DIR}/{group},target={LOCK_MOUNT}"]
     env: list[str] = []
-    # `python -m pip`: the environment's own pip, also where a venv (uv-made) has no pip script.
-    lines = ["python -m pip install"]
+    python = f"{venv_path(options)}/bin/python"
+    if installer == "uv":
+        mounts.append(f"type=bind,source={TOOLS_DIR},target={TOOLS_MOUNT}")
+        # The cache is another filesystem: copy, do not hardlink, out of it.
+        lines = [f"{TOOLS_MOUNT}/uv pip install --python {python} --no-config --link-mode copy"]
+        lines.append("--require-hashes --no-deps --compile-bytecode")
+    else:
+        lines = [f"{python} -m pip install --require-hashes --no-deps"]
+    # Hash-based .pyc files (py_compile's rule when SOURCE_DATE_EPOCH is set): the same bytes
+    # on every build, where timestamped ones would differ.
+    env.append("SOURCE_DATE_EPOCH=0")
     if options.wheelhouse is not None:
         mounts.append(f"type=bind,source={WHEELHOUSE_DIR},target={WHEELHOUSE_MOUNT}")
-        # Local wheels: nothing to cache, and no cache mount to keep one out of the layer.
-        lines.append(f"--no-cache-dir --no-index --find-links {WHEELHOUSE_MOUNT}")
+        offline = " --offline" if installer == "uv" else ""
+        lines.append(f"--no-index --find-links {WHEELHOUSE_MOUNT}{offline}")
     else:
-        mounts.append(PIP_CACHE_MOUNT)
         if options.ca_secret:
             mounts.append(f"type=secret,id={SECRET_CA},required=true")
             env += [f"PIP_CERT=/run/secrets/{SECRET_CA}", f"SSL_CERT_FILE=/run/secrets/{SECRET_CA}"]
-        for flag, sid, var in (
-            (options.index_secret, SECRET_INDEX, "PIP_INDEX_URL"),
-            (options.extra_index_secret, SECRET_EXTRA_INDEX, "PIP_EXTRA_INDEX_URL"),
-        ):
-            if flag:
-                mounts.append(f"type=secret,id={sid},required=true")
-                env.append(f'{var}="$(cat /run/secrets/{sid})"')
-        # A private index (secret) replaces the framework index: it must mirror it.
-        if framework and stack.index_url and not options.index_secret:
-            lines.append(f"--index-url {stack.index_url}")
-    if framework:
-        pins = sorted(stack.packages) + sorted(req for _, req in stack.companions)
-        # Extras' brackets are a shell glob: quote them (PIN_RE admits no quote or `$`).
-        lines += [f"'{pin}'" if "[" in pin else pin for pin in pins]
-    else:
-        mounts.append(f"type=bind,source={REQUIREMENTS_DIR},target={REQUIREMENTS_MOUNT}")
-        lines += [f"-r {REQUIREMENTS_MOUNT}/user.txt", f"-c {REQUIREMENTS_MOUNT}/constraints.txt"]
+        mounts, env, index_lines = _index_flags(spec, stack, options, group, mounts, env)
+        lines += index_lines
+    lines.append(f"-r {LOCK_MOUNT}/requirements.txt")
     return {"mounts": mounts, "env": env, "lines": lines}
+
+
+def _index_flags(
+    spec: ImageSpec, stack: Stack, options: RenderOptions, group: Group, mounts: list[str], env: list[str]
+) -> tuple[list[str], list[str], list[str]]:
+    """Where the installer may fetch the group's wheels (any file whose sha256 is locked will do):
+    the lock's indexes, the spec's credentials read from their secrets inside this RUN only; a
+    private mirror given as a secret (pip_index_url) replaces them all."""
+    if options.packages is not None:
+        indexes = list(options.packages.index_urls(group))
+    else:  # not locked yet (render --print): the indexes a lock would name
+        indexes = list(
+            install_indexes(
+                group,
+                framework_index=stack.index_url,
+                default_index=DEFAULT_INDEX,
+                indexes=spec.indexes,
+            )
+        )
+    words: list[str] = []
+    if options.index_secret:
+        mounts = [*mounts, f"type=secret,id={SECRET_INDEX},required=true"]
+        words = [f'"$(cat /run/secrets/{SECRET_INDEX})"']
+        indexes = []
+    by_url = {i.url: i for i in spec.indexes}
+    for position, (name, url) in enumerate(indexes):
+        check("index_url", url, INDEX_URL_RE, "an https:// index URL without credentials or query")
+        index = by_url.get(url)
+        last = position == len(indexes) - 1
+        word = f"{name}={url}" if spec.installer == "uv" and not (last and index is None) else url
+        if index is not None and index.secret is not None:
+            mounts = [*mounts, f"type=secret,id={index.secret},required=true"]
+            password = f"$(cat /run/secrets/{index.secret})"
+            user = index.username or "__token__"
+            if spec.installer == "uv":  # uv reads the credentials of a named index from these
+                prefix = index.env_prefix
+                env = [*env, f"{prefix}_USERNAME={user}", f'{prefix}_PASSWORD="{password}"']
+            else:
+                scheme, _, rest = url.partition("://")
+                word = f'"{scheme}://{urllib.parse.quote(user, safe="")}:{password}@{rest}"'
+        words.append(word)
+    if options.extra_index_secret:
+        mounts = [*mounts, f"type=secret,id={SECRET_EXTRA_INDEX},required=true"]
+        words.insert(max(len(words) - 1, 0), f'"$(cat /run/secrets/{SECRET_EXTRA_INDEX})"')
+    return mounts, env, _index_words(spec.installer, words)
+
+
+def _index_words(installer: str, words: list[str]) -> list[str]:
+    """uv: every index but the last as --index, the last as --default-index (else uv adds
+    PyPI), any file with a locked hash accepted; pip: --index-url, then --extra-index-url."""
+    if not words:
+        return []
+    if installer == "uv":
+        out = [f"--index {w}" for w in words[:-1]] + [f"--default-index {words[-1]}"]
+        return [*out, "--index-strategy unsafe-best-match"]
+    return [f"--index-url {words[0]}"] + [f"--extra-index-url {w}" for w in words[1:]]
 
 
 def _select_companions(spec: ImageSpec, stack: Stack) -> Stack:
@@ -296,18 +364,6 @@ def _select_companions(spec: ImageSpec, stack: Stack) -> Stack:
     return replace(stack, companions=chosen)
 
 
-def constraints(stack: Stack) -> list[str]:
-    """The framework pins as a pip constraints file (no extras: pip refuses them there)."""
-    out = set()
-    for pin in (*stack.packages, *(req for _, req in stack.companions)):
-        try:
-            req = Requirement(pin)
-        except InvalidRequirement as exc:  # validate_stack already guards this
-            raise refuse("packages", pin, "exact pins only") from exc
-        out.add(f"{req.name}{req.specifier}")
-    return sorted(out)
-
-
 def rendered_stack(spec: ImageSpec, stack: Stack, options: RenderOptions) -> Stack:
     """The stack the image records: validated, overrides applied, only the spec's companions.
 
@@ -322,7 +378,8 @@ def rendered_stack(spec: ImageSpec, stack: Stack, options: RenderOptions) -> Sta
 def template_context(spec: ImageSpec, stack: Stack, options: RenderOptions) -> dict[str, Any]:
     """Everything the templates see (templates/README.md). Raises SpecError on a bad value."""
     stack = rendered_stack(spec, stack, options)
-    pinned = {canonicalize_name(Requirement(p).name) for p in constraints(stack)}
+    framework_pins = (*stack.packages, *dict(stack.companions).values())
+    pinned = {canonicalize_name(Requirement(p).name) for p in framework_pins}
     for req in spec.requirements:
         if canonicalize_name(Requirement(req).name) in pinned:
             raise SpecError(
@@ -362,10 +419,16 @@ def template_context(spec: ImageSpec, stack: Stack, options: RenderOptions) -> d
         "min_driver": stack.min_driver or "none",
         "framework": {
             "comments": _framework_comments(stack, options),
-            "step": _pip_step(stack, options, framework=True),
+            "step": _install_step(spec, stack, options, "framework"),
         },
+        "installer": spec.installer,
         "apt_packages": list(spec.apt),
-        "user_requirements": (_pip_step(stack, options, framework=False) if spec.requirements else None),
+        "user_requirements": (
+            _install_step(spec, stack, options, "project") if _has_project_group(spec, options) else None
+        ),
+        "project": {"source": PROJECT_DIR} if spec.context is not None else None,
+        # The spec's command (default: a shell), run by the driver check below.
+        "cmd": _exec_form(spec.cmd or ("/bin/bash",)),
         "user": {"name": spec.user, "uid": spec.uid, "gid": spec.uid},
         "workdir": spec.workdir,
         "harness": {"source": "harness", "dest": HARNESS_DEST},
@@ -375,10 +438,24 @@ def template_context(spec: ImageSpec, stack: Stack, options: RenderOptions) -> d
             "source": ENTRYPOINT_SOURCE,
             "dest": ENTRYPOINT_DEST,
             "min_driver": json.dumps(stack.min_driver) if stack.min_driver else None,
+            # The spec's entrypoint, if any, runs after the check: it execs "$@".
+            "exec": _exec_form((ENTRYPOINT_DEST, *(spec.entrypoint or ()))),
         },
         "env": [(k, json.dumps(v)) for k, v in spec.env],
         "labels": _labels(spec, stack, options),
     }
+
+
+def _has_project_group(spec: ImageSpec, options: RenderOptions) -> bool:
+    if options.packages is not None:
+        return bool(options.packages.group("project"))
+    return spec.has_project_packages
+
+
+def _exec_form(argv: tuple[str, ...]) -> str:
+    """CMD/ENTRYPOINT in exec form: a JSON array, which Docker parses as JSON (no shell, no `$`
+    expansion, one line: json.dumps escapes every control character)."""
+    return json.dumps(list(argv), ensure_ascii=True)
 
 
 def venv_path(options: RenderOptions) -> str:
@@ -406,6 +483,40 @@ def _copy_harness(dest: Path) -> None:
     dest.mkdir(parents=True)
     if src.is_dir():
         shutil.copytree(src, dest, dirs_exist_ok=True, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+
+
+def _write_lock_groups(dest: Path, packages: PackageLock | None) -> None:
+    """lock/framework/requirements.txt and lock/project/requirements.txt (empty without a lock:
+    such a context renders, but its install steps would find nothing to install)."""
+    for group in ("framework", "project"):
+        (dest / group).mkdir(parents=True)
+        text = packages.requirements(group) if packages is not None else ""
+        (dest / group / "requirements.txt").write_text(text, encoding="utf-8")
+
+
+def _link_or_copy(src: Path, dest: Path) -> None:
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        os.link(src, dest)  # same filesystem: no copy
+    except OSError:
+        shutil.copy2(src, dest)
+
+
+def _copy_project(src: Path, dest: Path) -> None:
+    """The files `docker build src` would send (src/.dockerignore applied), symlinks as links."""
+    from envbuilder.engine.context import included_paths
+
+    dest.mkdir(parents=True)
+    for rel in included_paths(src):
+        source, target = src / rel, dest / rel
+        if source.is_symlink():
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.symlink_to(source.readlink())
+        elif source.is_dir():
+            target.mkdir(parents=True, exist_ok=True)
+        elif source.is_file():
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, target)
 
 
 def _copy_wheelhouse(src: Path, dest: Path) -> None:
@@ -448,13 +559,12 @@ def write_build_context(
         (tmp / RENDER_MARKER).write_text(f"{spec.name}\n", encoding="utf-8")
         (tmp / "Dockerfile").write_text(text, encoding="utf-8")
         context = tmp / "context"
-        (context / REQUIREMENTS_DIR).mkdir(parents=True)
-        (context / REQUIREMENTS_DIR / "user.txt").write_text(
-            "".join(f"{r}\n" for r in spec.requirements), encoding="utf-8"
-        )
-        (context / REQUIREMENTS_DIR / "constraints.txt").write_text(
-            "".join(f"{c}\n" for c in constraints(final)), encoding="utf-8"
-        )
+        context.mkdir()
+        _write_lock_groups(context / LOCK_DIR, options.packages)
+        if spec.installer == "uv":
+            _link_or_copy(Path(uv_binary()), context / TOOLS_DIR / "uv")
+        if spec.context is not None:
+            _copy_project(Path(spec.base_dir) / spec.context, context / PROJECT_DIR)
         _copy_harness(context / "harness")
         entrypoint = context / ENTRYPOINT_SOURCE
         shutil.copyfile(resources.entrypoint_script(), entrypoint)
@@ -474,6 +584,6 @@ def write_build_context(
         dockerfile=out_dir / "Dockerfile",
         context_dir=out_dir / "context",
         dockerfile_sha256=sha256_text(text),
-        lock_hash=lock_hash(final, spec.to_dict()),
+        lock_hash=lock_hash(final, spec.to_dict(), options.package_locks),
         stack=final,
     )

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import re
+import shlex
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,11 +19,23 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
 from envbuilder.errors import SpecError
+from envbuilder.image.sources import (
+    EXTRA_RE,
+    INDEX_NAME_RE,
+    INDEX_URL_RE,
+    REL_PATH_RE,
+    SECRET_ID_RE,
+    USERNAME_RE,
+    PackageIndex,
+    ProjectFile,
+    spec_file,
+)
 from envbuilder.matrix.model import Strategy
 from envbuilder.resolve.model import Request
 
 SpecFlavor = Literal["runtime", "devel"]
 CertifyLevel = Literal["quick", "default"]
+Installer = Literal["uv", "pip"]
 
 SCHEMA_VERSION = 1
 MAX_ITEMS = 200
@@ -34,8 +47,8 @@ APT_RE = re.compile(r"^[a-z0-9][a-z0-9+.-]{1,62}(=[0-9][A-Za-z0-9.+~:-]{0,127})?
 ENV_KEY_RE = re.compile(r"^[A-Z_][A-Z0-9_]{0,63}$")
 # Printable ASCII without `"`, `\`, `$` and backtick: safe inside a double-quoted ENV value.
 ENV_VALUE_RE = re.compile(r"^[\x20-\x21\x23\x25-\x5b\x5d-\x5f\x61-\x7e]{0,4096}$")
-# The same without `'`: safe inside a single-quoted LABEL value.
-DESCRIPTION_RE = re.compile(r"^[\x20-\x21\x23\x25-\x26\x28-\x5b\x5d-\x5f\x61-\x7e]{0,300}$")
+MAX_DESCRIPTION = 1000
+MAX_ARGV = 64
 USER_RE = re.compile(r"^[a-z_][a-z0-9_-]{0,31}$")
 WORKDIR_RE = re.compile(r"^(/[A-Za-z0-9._-]+)+$|^/$")
 THRESHOLD_KEY_RE = re.compile(r"^[a-z][a-z0-9_.]{0,63}$")
@@ -61,6 +74,7 @@ _TOP_KEYS = frozenset(
     {
         *("schema_version", "name", "description", "source", "framework", "python", "strategy"),
         *("flavor", "companions", "requirements", "apt", "env", "user", "workdir", "certify"),
+        *("pyproject", "uv_lock", "indexes", "context", "cmd", "entrypoint", "installer"),
     }
 )
 
@@ -90,17 +104,35 @@ class ImageSpec:
     strategy: Strategy | None
     flavor: SpecFlavor
     companions: tuple[str, ...]
-    requirements: tuple[str, ...]  # canonical PEP 508 strings
+    requirements: tuple[str, ...]  # canonical PEP 508 strings (the list form)
     apt: tuple[str, ...]
     env: tuple[tuple[str, str], ...]
     user: str
     uid: int
     workdir: str
     certify: CertifySettings
+    requirements_file: str | None = None  # `requirements: FILE` (pip's format), beside the spec
+    pyproject: ProjectFile | None = None
+    uv_lock: ProjectFile | None = None
+    indexes: tuple[PackageIndex, ...] = ()
+    context: str | None = None  # the project folder copied into workdir (.dockerignore honoured)
+    cmd: tuple[str, ...] | None = None
+    entrypoint: tuple[str, ...] | None = None
+    installer: Installer = "uv"
+    base_dir: str = "."  # the spec's folder: relative paths start here (not part of to_dict)
+
+    @property
+    def has_project_packages(self) -> bool:
+        """Whether anything beyond the framework and its companions is asked for."""
+        return bool(self.requirements or self.requirements_file or self.pyproject or self.uv_lock)
 
     def to_dict(self) -> dict[str, Any]:
-        """Canonical form: what the lock hash covers (everything that changes the image)."""
-        return {
+        """Canonical form: what the lock hash covers (everything that changes the image).
+
+        parse_spec reads it back (a lock file embeds it); optional fields appear only when set,
+        so the specs of earlier releases keep their hash.
+        """
+        out: dict[str, Any] = {
             "name": self.name,
             "description": self.description,
             "source": self.source,
@@ -109,13 +141,24 @@ class ImageSpec:
             "strategy": self.strategy,
             "flavor": self.flavor,
             "companions": list(self.companions),
-            "requirements": list(self.requirements),
+            "requirements": self.requirements_file or list(self.requirements),
             "apt": list(self.apt),
             "env": dict(self.env),
             "user": {"name": self.user, "uid": self.uid},
             "workdir": self.workdir,
             "certify": self.certify.to_dict(),
         }
+        optional: dict[str, Any] = {
+            "pyproject": self.pyproject.to_dict() if self.pyproject else None,
+            "uv_lock": self.uv_lock.to_dict() if self.uv_lock else None,
+            "indexes": [i.to_dict() for i in self.indexes] or None,
+            "context": self.context,
+            "cmd": list(self.cmd) if self.cmd is not None else None,
+            "entrypoint": list(self.entrypoint) if self.entrypoint is not None else None,
+            "installer": self.installer if self.installer != "uv" else None,
+        }
+        out.update({k: v for k, v in optional.items() if v is not None})
+        return out
 
     def to_request(self, *, cpu_only: bool = False) -> Request:
         """The resolver request this spec asks for."""
@@ -217,7 +260,8 @@ def validate_requirement(check: _Checker, field: str, value: object) -> Requirem
 
 
 def load_spec(path: Path) -> ImageSpec:
-    """Read and validate images/NAME.yaml. Raises SpecError (missing file, bad YAML, bad value)."""
+    """Read and validate images/NAME.yaml; its relative paths start at its folder. Raises
+    SpecError (missing file, bad YAML, bad value, a referenced file that is not there)."""
     try:
         raw = yaml.safe_load(path.read_text(encoding="utf-8"))
     except OSError as exc:
@@ -230,11 +274,35 @@ def load_spec(path: Path) -> ImageSpec:
         raise SpecError(
             f"{path}: not valid YAML: {exc}", "check the indentation and quoting", file=str(path)
         ) from None
-    return parse_spec(raw, str(path))
+    spec = parse_spec(raw, str(path), base_dir=path.parent)
+    check_spec_files(spec)
+    return spec
 
 
-def parse_spec(raw: object, path: str = "<spec>") -> ImageSpec:
-    """Validate an already-parsed spec mapping. Raises SpecError naming field and value."""
+def check_spec_files(spec: ImageSpec) -> None:
+    """The files and folder a spec names exist beside it. Raises SpecError naming the field."""
+    base = Path(spec.base_dir)
+    named = [
+        ("requirements", spec.requirements_file),
+        ("pyproject", spec.pyproject.path if spec.pyproject else None),
+        ("uv_lock", spec.uv_lock.path if spec.uv_lock else None),
+    ]
+    for field, rel in named:
+        if rel is not None:
+            spec_file(base, rel, field, spec.path)
+    if spec.context is not None and not (base / spec.context).is_dir():
+        raise SpecError(
+            f"{spec.path}: field 'context': {spec.context!r} is not a folder (looked in {base})",
+            hint="context is the project folder to copy into the image, relative to the spec",
+        )
+
+
+def parse_spec(raw: object, path: str = "<spec>", *, base_dir: Path | None = None) -> ImageSpec:
+    """Validate an already-parsed spec mapping. Raises SpecError naming field and value.
+
+    `base_dir` is where relative paths (requirements file, pyproject, uv_lock, context) start;
+    by default the folder of `path`.
+    """
     check = _Checker(path)
     data = check.mapping("<top>", raw)
     unknown = sorted(str(k) for k in data if k not in _TOP_KEYS)
@@ -255,12 +323,7 @@ def parse_spec(raw: object, path: str = "<spec>") -> ImageSpec:
         NAME_RE,
         "lower-case letters, digits, '.', '_' and '-' (a Docker repository name)",
     )
-    description = check.pattern(
-        "description",
-        data.get("description", ""),
-        DESCRIPTION_RE,
-        "one line of printable ASCII without quotes, '\\', '$' or '`'",
-    )
+    description = _text(check, "description", data.get("description", ""))
     source = data.get("source")
     if source is not None:
         source = check.pattern("source", source, SOURCE_RE, "an https:// URL without query")
@@ -282,7 +345,27 @@ def parse_spec(raw: object, path: str = "<spec>") -> ImageSpec:
             "add `strategy: system-cuda` (the devel flavor is an nvidia/cuda devel image)",
         )
     companions = _companions(check, data.get("companions"))
-    requirements = _requirements(check, data.get("requirements"), {framework, *companions})
+    raw_requirements = data.get("requirements")
+    requirements_file = None
+    if isinstance(raw_requirements, str):
+        requirements_file = _rel_path(check, "requirements", raw_requirements)
+        raw_requirements = None
+    requirements = _requirements(check, raw_requirements, {framework, *companions})
+    pyproject = _project_file(check, "pyproject", data.get("pyproject"))
+    uv_lock = _project_file(check, "uv_lock", data.get("uv_lock"))
+    if pyproject and uv_lock:
+        raise check.fail(
+            "uv_lock",
+            uv_lock.path,
+            "give pyproject or uv_lock, not both",
+            "a uv.lock already holds its pyproject's dependencies",
+        )
+    context = data.get("context")
+    if context is not None:
+        context = _rel_path(check, "context", context)
+    installer = data.get("installer", "uv")
+    if installer not in ("uv", "pip"):
+        raise check.fail("installer", installer, "unknown installer", "use uv (the default) or pip")
     apt = sorted(set(_apt(check, data.get("apt"))))
     env = _env(check, data.get("env"))
     user, uid = _user(check, data.get("user"))
@@ -312,7 +395,115 @@ def parse_spec(raw: object, path: str = "<spec>") -> ImageSpec:
         uid=uid,
         workdir=workdir,
         certify=_certify(check, data.get("certify")),
+        requirements_file=requirements_file,
+        pyproject=pyproject,
+        uv_lock=uv_lock,
+        indexes=_indexes(check, data.get("indexes")),
+        context=context,
+        cmd=_argv(check, "cmd", data.get("cmd")),
+        entrypoint=_argv(check, "entrypoint", data.get("entrypoint")),
+        installer=cast(Installer, installer),
+        base_dir=str(base_dir if base_dir is not None else Path(path).parent),
     )
+
+
+def _text(check: _Checker, field: str, value: object, limit: int = MAX_DESCRIPTION) -> str:
+    """Free text: any printable Unicode on one line (quoted by render, never refused for a quote)."""
+    text = check.string(field, value)
+    if len(text) > limit or not text.isprintable():
+        raise check.fail(
+            field,
+            text,
+            f"not one line of printable text of at most {limit} characters",
+            "write one line; newlines, tabs and control characters are refused",
+        )
+    return text
+
+
+def _rel_path(check: _Checker, field: str, value: object) -> str:
+    text = check.string(field, value)
+    hint = "a path relative to the spec's folder, e.g. requirements.txt or . (no '..', not absolute)"
+    if text == ".":
+        return text
+    if not REL_PATH_RE.fullmatch(text) or ".." in text.split("/"):
+        raise check.fail(field, text, "not a plain relative path", hint)
+    return text.rstrip("/")
+
+
+def _project_file(check: _Checker, field: str, value: object) -> ProjectFile | None:
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return ProjectFile(path=_rel_path(check, field, value))
+    data = check.mapping(field, value)
+    extra = sorted(set(data) - {"path", "extras"})
+    if extra:
+        raise check.fail(f"{field}.{extra[0]}", extra[0], "unknown field", f"{field} has path and extras")
+    extras = check.str_list(f"{field}.extras", data.get("extras"))
+    for i, e in enumerate(extras):
+        check.pattern(f"{field}.extras[{i}]", e, EXTRA_RE, "an optional-dependency group name")
+    return ProjectFile(
+        path=_rel_path(check, f"{field}.path", data.get("path")), extras=tuple(sorted(set(extras)))
+    )
+
+
+def _indexes(check: _Checker, value: object) -> tuple[PackageIndex, ...]:
+    if value is None:
+        return ()
+    if not isinstance(value, list):
+        raise check.fail("indexes", value, "expected a list", "write indexes as a list of {name, url}")
+    out: list[PackageIndex] = []
+    for i, item in enumerate(value[:MAX_ITEMS]):
+        field = f"indexes[{i}]"
+        data = check.mapping(field, item)
+        extra = sorted(set(data) - {"name", "url", "username", "secret"})
+        if extra:
+            raise check.fail(
+                f"{field}.{extra[0]}", extra[0], "unknown field", "an index has name, url, username, secret"
+            )
+        url = check.string(f"{field}.url", data.get("url"))
+        if "@" in url:
+            raise check.fail(
+                f"{field}.url",
+                "<redacted>",
+                "credentials in an index URL are refused (they would land in the lock and the image)",
+                "set username here and pass the token as a build secret (`secret:`)",
+            )
+        check.pattern(f"{field}.url", url, INDEX_URL_RE, "an https:// index URL without query")
+        username, secret = data.get("username"), data.get("secret")
+        out.append(
+            PackageIndex(
+                name=check.pattern(f"{field}.name", data.get("name"), INDEX_NAME_RE, "a lower-case name"),
+                url=url,
+                username=None
+                if username is None
+                else check.pattern(f"{field}.username", username, USERNAME_RE, "a user name, e.g. __token__"),
+                secret=None
+                if secret is None
+                else check.pattern(f"{field}.secret", secret, SECRET_ID_RE, "a BuildKit secret id"),
+            )
+        )
+    names = [i.name for i in out]
+    dupes = sorted({n for n in names if names.count(n) > 1} | ({"framework", "pypi"} & set(names)))
+    if dupes:
+        raise check.fail("indexes", dupes[0], "duplicate or reserved index name", "give each its own name")
+    return tuple(out)
+
+
+def _argv(check: _Checker, field: str, value: object) -> tuple[str, ...] | None:
+    """cmd/entrypoint: a list (exec form) or a string split as a shell would (no shell runs it)."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        try:
+            words = shlex.split(value)
+        except ValueError as exc:
+            raise check.fail(field, value, f"cannot split it ({exc})", "write it as a YAML list") from None
+    else:
+        words = check.str_list(field, value)
+    if not words or len(words) > MAX_ARGV:
+        raise check.fail(field, value, f"expected 1 to {MAX_ARGV} words", 'e.g. ["python", "train.py"]')
+    return tuple(_text(check, f"{field}[{i}]", w, 4096) for i, w in enumerate(words))
 
 
 def _framework(check: _Checker, value: object) -> tuple[str, str]:

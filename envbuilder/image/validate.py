@@ -26,7 +26,7 @@ CC_RE = re.compile(r"[0-9]{1,2}\.[0-9]")
 REQUIRE_CUDA_RE = re.compile(r"cuda>=[0-9]+\.[0-9]+(?: brand=[a-z]+,driver>=[0-9]{3,4},driver<[0-9]{3,4})*")
 TOKEN_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]{0,127}")
 LABEL_KEY_RE = re.compile(r"[a-z0-9](?:[a-z0-9.-]{0,126}[a-z0-9])?")
-LABEL_VALUE_RE = re.compile(r"[\x20-\x26\x28-\x7e]{0,65536}")  # printable ASCII without '
+MAX_LABEL_VALUE = 65536
 REGENERATE_RE = re.compile(r"[A-Za-z0-9 ._/=:,@+'-]{1,400}")
 
 
@@ -36,6 +36,17 @@ def refuse(field: str, value: object, hint: str) -> SpecError:
     return SpecError(
         f"stack field {field!r}: value {text} refused", hint, field=f"stack.{field}", value=value
     )
+
+
+def dockerfile_string(text: str, field: str) -> str:
+    """`text` as one double-quoted Dockerfile word: `\\`, `"` and `$` escaped (the three that
+    BuildKit's word lexer treats specially inside double quotes), everything else as is, so the
+    value Docker reads back is exactly `text`. Any printable Unicode; a newline, tab or other
+    control character is refused (SpecError), which also keeps it on one line."""
+    if len(text) > MAX_LABEL_VALUE or not text.isprintable():
+        raise refuse(field, text, "labels are one line of printable text (no newlines or control characters)")
+    escaped = text.replace("\\", "\\\\").replace('"', '\\"').replace("$", "\\$")
+    return f'"{escaped}"'
 
 
 def check(field: str, value: str | None, regex: re.Pattern[str], hint: str) -> None:

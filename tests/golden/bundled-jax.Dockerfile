@@ -18,16 +18,27 @@ ENV VIRTUAL_ENV=/opt/venv \
 
 # The jax wheels bring their own CUDA 12.8 libraries;
 # the base image carries none, so there is one copy of CUDA in the image.
-RUN --mount=type=cache,target=/root/.cache/pip \
-    python -m pip install \
-        'jax[cuda12]==0.7.2'
+RUN --mount=type=cache,target=/root/.cache/uv \
+    --mount=type=bind,source=lock/framework,target=/tmp/envbuilder-lock \
+    --mount=type=bind,source=tools,target=/tmp/envbuilder-tools \
+    SOURCE_DATE_EPOCH=0 \
+    /tmp/envbuilder-tools/uv pip install --python /opt/venv/bin/python --no-config --link-mode copy \
+        --require-hashes --no-deps --compile-bytecode \
+        --default-index https://pypi.org/simple \
+        --index-strategy unsafe-best-match \
+        -r /tmp/envbuilder-lock/requirements.txt
 
-# The spec's requirements, constrained to the framework pins so pip cannot replace them.
-RUN --mount=type=cache,target=/root/.cache/pip \
-    --mount=type=bind,source=requirements,target=/tmp/envbuilder-requirements \
-    python -m pip install \
-        -r /tmp/envbuilder-requirements/user.txt \
-        -c /tmp/envbuilder-requirements/constraints.txt
+# The project's packages (lock/project: every one pinned to a wheel and its sha256, resolved
+# with the framework's pins as constraints, so nothing above is replaced).
+RUN --mount=type=cache,target=/root/.cache/uv \
+    --mount=type=bind,source=lock/project,target=/tmp/envbuilder-lock \
+    --mount=type=bind,source=tools,target=/tmp/envbuilder-tools \
+    SOURCE_DATE_EPOCH=0 \
+    /tmp/envbuilder-tools/uv pip install --python /opt/venv/bin/python --no-config --link-mode copy \
+        --require-hashes --no-deps --compile-bytecode \
+        --default-index https://pypi.org/simple \
+        --index-strategy unsafe-best-match \
+        -r /tmp/envbuilder-lock/requirements.txt
 
 # A non-root user (uid 1000); an existing account with that uid (ubuntu's) is replaced.
 RUN if id -u 1000 >/dev/null 2>&1; then userdel "$(id -nu 1000)"; fi \
@@ -51,13 +62,13 @@ ENV XLA_PYTHON_CLIENT_PREALLOCATE="false"
 USER 1000:1000
 WORKDIR /workspace
 
-LABEL io.envbuilder.archs='sm_52,sm_60,sm_70,sm_80,sm_90,compute_90' \
-      io.envbuilder.certify='{"level":"default","thresholds":{}}' \
-      io.envbuilder.harness='/opt/envbuilder/harness' \
-      io.envbuilder.lock-hash='ccad7db0a5239ec358b6e886aa069108476ebdcc34d20d80155f9c759ce61d85' \
-      io.envbuilder.min-driver='570.26' \
-      io.envbuilder.stack='{"archs":{"ptx":["9.0"],"sass":["5.2","6.0","7.0","8.0","9.0"]},"base_image":"python:3.12-slim-bookworm","companions":{},"cuda":"12.8","cudnn":"9.8","flavor":null,"framework":{"name":"jax","variant":"cuda12","version":"0.7.2"},"id":"jax0.7.2-cuda12-py3.12-bundled-debian12","index_url":null,"min_driver":"570.26","nccl":"2.26","notes":[],"os":"debian12","packages":["jax[cuda12]==0.7.2"],"python":"3.12","python_install":"present","require_cuda":"cuda>=12.8","strategy":"bundled"}' \
-      org.opencontainers.image.base.name='python:3.12-slim-bookworm' \
-      org.opencontainers.image.description='PyTorch image-classifier training' \
-      org.opencontainers.image.title='jax-train' \
-      org.opencontainers.image.version='jax0.7.2-cuda12-py3.12-bundled-debian12'
+LABEL io.envbuilder.archs="sm_52,sm_60,sm_70,sm_80,sm_90,compute_90" \
+      io.envbuilder.certify="{\"level\":\"default\",\"thresholds\":{}}" \
+      io.envbuilder.harness="/opt/envbuilder/harness" \
+      io.envbuilder.lock-hash="ccad7db0a5239ec358b6e886aa069108476ebdcc34d20d80155f9c759ce61d85" \
+      io.envbuilder.min-driver="570.26" \
+      io.envbuilder.stack="{\"archs\":{\"ptx\":[\"9.0\"],\"sass\":[\"5.2\",\"6.0\",\"7.0\",\"8.0\",\"9.0\"]},\"base_image\":\"python:3.12-slim-bookworm\",\"companions\":{},\"cuda\":\"12.8\",\"cudnn\":\"9.8\",\"flavor\":null,\"framework\":{\"name\":\"jax\",\"variant\":\"cuda12\",\"version\":\"0.7.2\"},\"id\":\"jax0.7.2-cuda12-py3.12-bundled-debian12\",\"index_url\":null,\"min_driver\":\"570.26\",\"nccl\":\"2.26\",\"notes\":[],\"os\":\"debian12\",\"packages\":[\"jax[cuda12]==0.7.2\"],\"python\":\"3.12\",\"python_install\":\"present\",\"require_cuda\":\"cuda>=12.8\",\"strategy\":\"bundled\"}" \
+      org.opencontainers.image.base.name="python:3.12-slim-bookworm" \
+      org.opencontainers.image.description="PyTorch image-classifier training" \
+      org.opencontainers.image.title="jax-train" \
+      org.opencontainers.image.version="jax0.7.2-cuda12-py3.12-bundled-debian12"

@@ -11,18 +11,28 @@ ENV VIRTUAL_ENV=/opt/venv \
     PYTHONUNBUFFERED=1
 
 # CPU-only wheels: no CUDA libraries in this image.
-RUN --mount=type=cache,target=/root/.cache/pip \
-    python -m pip install \
-        --index-url https://download.pytorch.org/whl/cpu \
-        torch==2.11.0 \
-        torchvision==0.26.0
+RUN --mount=type=cache,target=/root/.cache/uv \
+    --mount=type=bind,source=lock/framework,target=/tmp/envbuilder-lock \
+    --mount=type=bind,source=tools,target=/tmp/envbuilder-tools \
+    SOURCE_DATE_EPOCH=0 \
+    /tmp/envbuilder-tools/uv pip install --python /opt/venv/bin/python --no-config --link-mode copy \
+        --require-hashes --no-deps --compile-bytecode \
+        --default-index https://download.pytorch.org/whl/cpu \
+        --index-strategy unsafe-best-match \
+        -r /tmp/envbuilder-lock/requirements.txt
 
-# The spec's requirements, constrained to the framework pins so pip cannot replace them.
-RUN --mount=type=cache,target=/root/.cache/pip \
-    --mount=type=bind,source=requirements,target=/tmp/envbuilder-requirements \
-    python -m pip install \
-        -r /tmp/envbuilder-requirements/user.txt \
-        -c /tmp/envbuilder-requirements/constraints.txt
+# The project's packages (lock/project: every one pinned to a wheel and its sha256, resolved
+# with the framework's pins as constraints, so nothing above is replaced).
+RUN --mount=type=cache,target=/root/.cache/uv \
+    --mount=type=bind,source=lock/project,target=/tmp/envbuilder-lock \
+    --mount=type=bind,source=tools,target=/tmp/envbuilder-tools \
+    SOURCE_DATE_EPOCH=0 \
+    /tmp/envbuilder-tools/uv pip install --python /opt/venv/bin/python --no-config --link-mode copy \
+        --require-hashes --no-deps --compile-bytecode \
+        --index framework=https://download.pytorch.org/whl/cpu \
+        --default-index https://pypi.org/simple \
+        --index-strategy unsafe-best-match \
+        -r /tmp/envbuilder-lock/requirements.txt
 
 # A non-root user (uid 1000); an existing account with that uid (ubuntu's) is replaced.
 RUN if id -u 1000 >/dev/null 2>&1; then userdel "$(id -nu 1000)"; fi \
@@ -45,13 +55,13 @@ ENV OMP_NUM_THREADS="8"
 USER 1000:1000
 WORKDIR /workspace
 
-LABEL io.envbuilder.archs='none' \
-      io.envbuilder.certify='{"level":"default","thresholds":{}}' \
-      io.envbuilder.harness='/opt/envbuilder/harness' \
-      io.envbuilder.lock-hash='ab3686d7afed58098e314ed8e3d3f0c4245150fb6cff3948c2d1583497b4f7f9' \
-      io.envbuilder.min-driver='none' \
-      io.envbuilder.stack='{"archs":{"ptx":[],"sass":[]},"base_image":"python:3.12-slim-bookworm","companions":{"torchvision":"torchvision==0.26.0"},"cuda":null,"cudnn":null,"flavor":null,"framework":{"name":"torch","variant":"cpu","version":"2.11.0"},"id":"torch2.11.0-cpu-py3.12-bundled-debian12","index_url":"https://download.pytorch.org/whl/cpu","min_driver":null,"nccl":null,"notes":[],"os":"debian12","packages":["torch==2.11.0"],"python":"3.12","python_install":"present","require_cuda":null,"strategy":"bundled"}' \
-      org.opencontainers.image.base.name='python:3.12-slim-bookworm' \
-      org.opencontainers.image.description='PyTorch image-classifier training' \
-      org.opencontainers.image.title='pytorch-train' \
-      org.opencontainers.image.version='torch2.11.0-cpu-py3.12-bundled-debian12'
+LABEL io.envbuilder.archs="none" \
+      io.envbuilder.certify="{\"level\":\"default\",\"thresholds\":{}}" \
+      io.envbuilder.harness="/opt/envbuilder/harness" \
+      io.envbuilder.lock-hash="ab3686d7afed58098e314ed8e3d3f0c4245150fb6cff3948c2d1583497b4f7f9" \
+      io.envbuilder.min-driver="none" \
+      io.envbuilder.stack="{\"archs\":{\"ptx\":[],\"sass\":[]},\"base_image\":\"python:3.12-slim-bookworm\",\"companions\":{\"torchvision\":\"torchvision==0.26.0\"},\"cuda\":null,\"cudnn\":null,\"flavor\":null,\"framework\":{\"name\":\"torch\",\"variant\":\"cpu\",\"version\":\"2.11.0\"},\"id\":\"torch2.11.0-cpu-py3.12-bundled-debian12\",\"index_url\":\"https://download.pytorch.org/whl/cpu\",\"min_driver\":null,\"nccl\":null,\"notes\":[],\"os\":\"debian12\",\"packages\":[\"torch==2.11.0\"],\"python\":\"3.12\",\"python_install\":\"present\",\"require_cuda\":null,\"strategy\":\"bundled\"}" \
+      org.opencontainers.image.base.name="python:3.12-slim-bookworm" \
+      org.opencontainers.image.description="PyTorch image-classifier training" \
+      org.opencontainers.image.title="pytorch-train" \
+      org.opencontainers.image.version="torch2.11.0-cpu-py3.12-bundled-debian12"

@@ -18,18 +18,28 @@ ENV VIRTUAL_ENV=/opt/venv \
 
 # The torch wheels bring their own CUDA 13.0 libraries;
 # the base image carries none, so there is one copy of CUDA in the image.
-RUN --mount=type=cache,target=/root/.cache/pip \
-    python -m pip install \
-        --index-url https://download.pytorch.org/whl/cu130 \
-        torch==2.11.0 \
-        torchvision==0.26.0
+RUN --mount=type=cache,target=/root/.cache/uv \
+    --mount=type=bind,source=lock/framework,target=/tmp/envbuilder-lock \
+    --mount=type=bind,source=tools,target=/tmp/envbuilder-tools \
+    SOURCE_DATE_EPOCH=0 \
+    /tmp/envbuilder-tools/uv pip install --python /opt/venv/bin/python --no-config --link-mode copy \
+        --require-hashes --no-deps --compile-bytecode \
+        --default-index https://download.pytorch.org/whl/cu130 \
+        --index-strategy unsafe-best-match \
+        -r /tmp/envbuilder-lock/requirements.txt
 
-# The spec's requirements, constrained to the framework pins so pip cannot replace them.
-RUN --mount=type=cache,target=/root/.cache/pip \
-    --mount=type=bind,source=requirements,target=/tmp/envbuilder-requirements \
-    python -m pip install \
-        -r /tmp/envbuilder-requirements/user.txt \
-        -c /tmp/envbuilder-requirements/constraints.txt
+# The project's packages (lock/project: every one pinned to a wheel and its sha256, resolved
+# with the framework's pins as constraints, so nothing above is replaced).
+RUN --mount=type=cache,target=/root/.cache/uv \
+    --mount=type=bind,source=lock/project,target=/tmp/envbuilder-lock \
+    --mount=type=bind,source=tools,target=/tmp/envbuilder-tools \
+    SOURCE_DATE_EPOCH=0 \
+    /tmp/envbuilder-tools/uv pip install --python /opt/venv/bin/python --no-config --link-mode copy \
+        --require-hashes --no-deps --compile-bytecode \
+        --index framework=https://download.pytorch.org/whl/cu130 \
+        --default-index https://pypi.org/simple \
+        --index-strategy unsafe-best-match \
+        -r /tmp/envbuilder-lock/requirements.txt
 
 # A non-root user (uid 1000); an existing account with that uid (ubuntu's) is replaced.
 RUN if id -u 1000 >/dev/null 2>&1; then userdel "$(id -nu 1000)"; fi \
@@ -53,13 +63,13 @@ ENV OMP_NUM_THREADS="8"
 USER 1000:1000
 WORKDIR /workspace
 
-LABEL io.envbuilder.archs='sm_75,sm_80,sm_86,sm_90,sm_100,sm_120,compute_120' \
-      io.envbuilder.certify='{"level":"default","thresholds":{}}' \
-      io.envbuilder.harness='/opt/envbuilder/harness' \
-      io.envbuilder.lock-hash='5a0920207b9f62c5a43f2d09e79bb0357ce4c3a332594b3ba4361159fcd82d2e' \
-      io.envbuilder.min-driver='580.65.06' \
-      io.envbuilder.stack='{"archs":{"ptx":["12.0"],"sass":["7.5","8.0","8.6","9.0","10.0","12.0"]},"base_image":"python:3.12-slim-bookworm","companions":{"torchvision":"torchvision==0.26.0"},"cuda":"13.0","cudnn":"9.15.1.9","flavor":null,"framework":{"name":"torch","variant":"cu130","version":"2.11.0"},"id":"torch2.11.0-cu130-py3.12-bundled-debian12","index_url":"https://download.pytorch.org/whl/cu130","min_driver":"580.65.06","nccl":"2.28.9","notes":[],"os":"debian12","packages":["torch==2.11.0"],"python":"3.12","python_install":"present","require_cuda":"cuda>=13.0","strategy":"bundled"}' \
-      org.opencontainers.image.base.name='python:3.12-slim-bookworm' \
-      org.opencontainers.image.description='PyTorch image-classifier training' \
-      org.opencontainers.image.title='pytorch-train' \
-      org.opencontainers.image.version='torch2.11.0-cu130-py3.12-bundled-debian12'
+LABEL io.envbuilder.archs="sm_75,sm_80,sm_86,sm_90,sm_100,sm_120,compute_120" \
+      io.envbuilder.certify="{\"level\":\"default\",\"thresholds\":{}}" \
+      io.envbuilder.harness="/opt/envbuilder/harness" \
+      io.envbuilder.lock-hash="5a0920207b9f62c5a43f2d09e79bb0357ce4c3a332594b3ba4361159fcd82d2e" \
+      io.envbuilder.min-driver="580.65.06" \
+      io.envbuilder.stack="{\"archs\":{\"ptx\":[\"12.0\"],\"sass\":[\"7.5\",\"8.0\",\"8.6\",\"9.0\",\"10.0\",\"12.0\"]},\"base_image\":\"python:3.12-slim-bookworm\",\"companions\":{\"torchvision\":\"torchvision==0.26.0\"},\"cuda\":\"13.0\",\"cudnn\":\"9.15.1.9\",\"flavor\":null,\"framework\":{\"name\":\"torch\",\"variant\":\"cu130\",\"version\":\"2.11.0\"},\"id\":\"torch2.11.0-cu130-py3.12-bundled-debian12\",\"index_url\":\"https://download.pytorch.org/whl/cu130\",\"min_driver\":\"580.65.06\",\"nccl\":\"2.28.9\",\"notes\":[],\"os\":\"debian12\",\"packages\":[\"torch==2.11.0\"],\"python\":\"3.12\",\"python_install\":\"present\",\"require_cuda\":\"cuda>=13.0\",\"strategy\":\"bundled\"}" \
+      org.opencontainers.image.base.name="python:3.12-slim-bookworm" \
+      org.opencontainers.image.description="PyTorch image-classifier training" \
+      org.opencontainers.image.title="pytorch-train" \
+      org.opencontainers.image.version="torch2.11.0-cu130-py3.12-bundled-debian12"

@@ -16,16 +16,27 @@ ENV VIRTUAL_ENV=/opt/venv \
     PYTHONUNBUFFERED=1
 
 # tensorflow loads the CUDA 12.3 libraries of the base image.
-RUN --mount=type=cache,target=/root/.cache/pip \
-    python -m pip install \
-        tensorflow==2.17.0
+RUN --mount=type=cache,target=/root/.cache/uv \
+    --mount=type=bind,source=lock/framework,target=/tmp/envbuilder-lock \
+    --mount=type=bind,source=tools,target=/tmp/envbuilder-tools \
+    SOURCE_DATE_EPOCH=0 \
+    /tmp/envbuilder-tools/uv pip install --python /opt/venv/bin/python --no-config --link-mode copy \
+        --require-hashes --no-deps --compile-bytecode \
+        --default-index https://pypi.org/simple \
+        --index-strategy unsafe-best-match \
+        -r /tmp/envbuilder-lock/requirements.txt
 
-# The spec's requirements, constrained to the framework pins so pip cannot replace them.
-RUN --mount=type=cache,target=/root/.cache/pip \
-    --mount=type=bind,source=requirements,target=/tmp/envbuilder-requirements \
-    python -m pip install \
-        -r /tmp/envbuilder-requirements/user.txt \
-        -c /tmp/envbuilder-requirements/constraints.txt
+# The project's packages (lock/project: every one pinned to a wheel and its sha256, resolved
+# with the framework's pins as constraints, so nothing above is replaced).
+RUN --mount=type=cache,target=/root/.cache/uv \
+    --mount=type=bind,source=lock/project,target=/tmp/envbuilder-lock \
+    --mount=type=bind,source=tools,target=/tmp/envbuilder-tools \
+    SOURCE_DATE_EPOCH=0 \
+    /tmp/envbuilder-tools/uv pip install --python /opt/venv/bin/python --no-config --link-mode copy \
+        --require-hashes --no-deps --compile-bytecode \
+        --default-index https://pypi.org/simple \
+        --index-strategy unsafe-best-match \
+        -r /tmp/envbuilder-lock/requirements.txt
 
 # A non-root user (uid 1000); an existing account with that uid (ubuntu's) is replaced.
 RUN if id -u 1000 >/dev/null 2>&1; then userdel "$(id -nu 1000)"; fi \
@@ -48,13 +59,13 @@ CMD ["/bin/bash"]
 USER 1000:1000
 WORKDIR /workspace
 
-LABEL io.envbuilder.archs='sm_60,sm_70,sm_80,sm_89,compute_90' \
-      io.envbuilder.certify='{"level":"default","thresholds":{}}' \
-      io.envbuilder.harness='/opt/envbuilder/harness' \
-      io.envbuilder.lock-hash='4f296c2a3ecd96e84f0671622b065a2fb44f3d04224570602d41c1a211a131ec' \
-      io.envbuilder.min-driver='525.60.13' \
-      io.envbuilder.stack='{"archs":{"ptx":["9.0"],"sass":["6.0","7.0","8.0","8.9"]},"base_image":"nvidia/cuda:12.3.2-cudnn9-runtime-ubuntu22.04","companions":{},"cuda":"12.3","cudnn":"8.9","flavor":"runtime","framework":{"name":"tensorflow","variant":"cuda12","version":"2.17.0"},"id":"tensorflow2.17.0-cuda12-py3.10-cuda12.3.2-cudnn9-runtime-ubuntu22.04","index_url":null,"min_driver":"525.60.13","nccl":null,"notes":["cuDNN 9 in the image; TensorFlow\u0027s tested build is 8.9"],"os":"ubuntu22.04","packages":["tensorflow==2.17.0"],"python":"3.10","python_install":"apt","require_cuda":"cuda>=12.3","strategy":"system-cuda"}' \
-      org.opencontainers.image.base.name='nvidia/cuda:12.3.2-cudnn9-runtime-ubuntu22.04' \
-      org.opencontainers.image.description='PyTorch image-classifier training' \
-      org.opencontainers.image.title='tensorflow-train' \
-      org.opencontainers.image.version='tensorflow2.17.0-cuda12-py3.10-cuda12.3.2-cudnn9-runtime-ubuntu22.04'
+LABEL io.envbuilder.archs="sm_60,sm_70,sm_80,sm_89,compute_90" \
+      io.envbuilder.certify="{\"level\":\"default\",\"thresholds\":{}}" \
+      io.envbuilder.harness="/opt/envbuilder/harness" \
+      io.envbuilder.lock-hash="4f296c2a3ecd96e84f0671622b065a2fb44f3d04224570602d41c1a211a131ec" \
+      io.envbuilder.min-driver="525.60.13" \
+      io.envbuilder.stack="{\"archs\":{\"ptx\":[\"9.0\"],\"sass\":[\"6.0\",\"7.0\",\"8.0\",\"8.9\"]},\"base_image\":\"nvidia/cuda:12.3.2-cudnn9-runtime-ubuntu22.04\",\"companions\":{},\"cuda\":\"12.3\",\"cudnn\":\"8.9\",\"flavor\":\"runtime\",\"framework\":{\"name\":\"tensorflow\",\"variant\":\"cuda12\",\"version\":\"2.17.0\"},\"id\":\"tensorflow2.17.0-cuda12-py3.10-cuda12.3.2-cudnn9-runtime-ubuntu22.04\",\"index_url\":null,\"min_driver\":\"525.60.13\",\"nccl\":null,\"notes\":[\"cuDNN 9 in the image; TensorFlow's tested build is 8.9\"],\"os\":\"ubuntu22.04\",\"packages\":[\"tensorflow==2.17.0\"],\"python\":\"3.10\",\"python_install\":\"apt\",\"require_cuda\":\"cuda>=12.3\",\"strategy\":\"system-cuda\"}" \
+      org.opencontainers.image.base.name="nvidia/cuda:12.3.2-cudnn9-runtime-ubuntu22.04" \
+      org.opencontainers.image.description="PyTorch image-classifier training" \
+      org.opencontainers.image.title="tensorflow-train" \
+      org.opencontainers.image.version="tensorflow2.17.0-cuda12-py3.10-cuda12.3.2-cudnn9-runtime-ubuntu22.04"

@@ -18,18 +18,28 @@ ENV VIRTUAL_ENV=/opt/venv \
 # NOTE: if the torch wheels carry their own CUDA libraries (torch's do), so the
 # base image's CUDA runtime is a second, unused copy (gigabytes). `strategy: bundled`
 # avoids it; keep system-cuda for the devel toolchain (nvcc) or a system CUDA you need.
-RUN --mount=type=cache,target=/root/.cache/pip \
-    python -m pip install \
-        --index-url https://download.pytorch.org/whl/cu126 \
-        torch==2.11.0 \
-        torchvision==0.26.0
+RUN --mount=type=cache,target=/root/.cache/uv \
+    --mount=type=bind,source=lock/framework,target=/tmp/envbuilder-lock \
+    --mount=type=bind,source=tools,target=/tmp/envbuilder-tools \
+    SOURCE_DATE_EPOCH=0 \
+    /tmp/envbuilder-tools/uv pip install --python /opt/venv/bin/python --no-config --link-mode copy \
+        --require-hashes --no-deps --compile-bytecode \
+        --default-index https://download.pytorch.org/whl/cu126 \
+        --index-strategy unsafe-best-match \
+        -r /tmp/envbuilder-lock/requirements.txt
 
-# The spec's requirements, constrained to the framework pins so pip cannot replace them.
-RUN --mount=type=cache,target=/root/.cache/pip \
-    --mount=type=bind,source=requirements,target=/tmp/envbuilder-requirements \
-    python -m pip install \
-        -r /tmp/envbuilder-requirements/user.txt \
-        -c /tmp/envbuilder-requirements/constraints.txt
+# The project's packages (lock/project: every one pinned to a wheel and its sha256, resolved
+# with the framework's pins as constraints, so nothing above is replaced).
+RUN --mount=type=cache,target=/root/.cache/uv \
+    --mount=type=bind,source=lock/project,target=/tmp/envbuilder-lock \
+    --mount=type=bind,source=tools,target=/tmp/envbuilder-tools \
+    SOURCE_DATE_EPOCH=0 \
+    /tmp/envbuilder-tools/uv pip install --python /opt/venv/bin/python --no-config --link-mode copy \
+        --require-hashes --no-deps --compile-bytecode \
+        --index framework=https://download.pytorch.org/whl/cu126 \
+        --default-index https://pypi.org/simple \
+        --index-strategy unsafe-best-match \
+        -r /tmp/envbuilder-lock/requirements.txt
 
 # A non-root user (uid 1000); an existing account with that uid (ubuntu's) is replaced.
 RUN if id -u 1000 >/dev/null 2>&1; then userdel "$(id -nu 1000)"; fi \
@@ -53,13 +63,13 @@ ENV OMP_NUM_THREADS="8"
 USER 1000:1000
 WORKDIR /workspace
 
-LABEL io.envbuilder.archs='sm_50,sm_60,sm_70,sm_75,sm_80,sm_86,sm_90' \
-      io.envbuilder.certify='{"level":"default","thresholds":{}}' \
-      io.envbuilder.harness='/opt/envbuilder/harness' \
-      io.envbuilder.lock-hash='635a1e0f61bffae63177bb9d9e54f0584939b5eafab6c0f281ed1ee122eb2fca' \
-      io.envbuilder.min-driver='525.60.13' \
-      io.envbuilder.stack='{"archs":{"ptx":[],"sass":["5.0","6.0","7.0","7.5","8.0","8.6","9.0"]},"base_image":"nvidia/cuda:12.6.3-runtime-ubuntu24.04","companions":{"torchvision":"torchvision==0.26.0"},"cuda":"12.6","cudnn":"9.10.2.21","flavor":"runtime","framework":{"name":"torch","variant":"cu126","version":"2.11.0"},"id":"torch2.11.0-cu126-py3.12-cuda12.6.3-runtime-ubuntu24.04","index_url":"https://download.pytorch.org/whl/cu126","min_driver":"525.60.13","nccl":"2.28.9","notes":[],"os":"ubuntu24.04","packages":["torch==2.11.0"],"python":"3.12","python_install":"apt","require_cuda":"cuda>=12.6","strategy":"system-cuda"}' \
-      org.opencontainers.image.base.name='nvidia/cuda:12.6.3-runtime-ubuntu24.04' \
-      org.opencontainers.image.description='PyTorch image-classifier training' \
-      org.opencontainers.image.title='pytorch-train' \
-      org.opencontainers.image.version='torch2.11.0-cu126-py3.12-cuda12.6.3-runtime-ubuntu24.04'
+LABEL io.envbuilder.archs="sm_50,sm_60,sm_70,sm_75,sm_80,sm_86,sm_90" \
+      io.envbuilder.certify="{\"level\":\"default\",\"thresholds\":{}}" \
+      io.envbuilder.harness="/opt/envbuilder/harness" \
+      io.envbuilder.lock-hash="635a1e0f61bffae63177bb9d9e54f0584939b5eafab6c0f281ed1ee122eb2fca" \
+      io.envbuilder.min-driver="525.60.13" \
+      io.envbuilder.stack="{\"archs\":{\"ptx\":[],\"sass\":[\"5.0\",\"6.0\",\"7.0\",\"7.5\",\"8.0\",\"8.6\",\"9.0\"]},\"base_image\":\"nvidia/cuda:12.6.3-runtime-ubuntu24.04\",\"companions\":{\"torchvision\":\"torchvision==0.26.0\"},\"cuda\":\"12.6\",\"cudnn\":\"9.10.2.21\",\"flavor\":\"runtime\",\"framework\":{\"name\":\"torch\",\"variant\":\"cu126\",\"version\":\"2.11.0\"},\"id\":\"torch2.11.0-cu126-py3.12-cuda12.6.3-runtime-ubuntu24.04\",\"index_url\":\"https://download.pytorch.org/whl/cu126\",\"min_driver\":\"525.60.13\",\"nccl\":\"2.28.9\",\"notes\":[],\"os\":\"ubuntu24.04\",\"packages\":[\"torch==2.11.0\"],\"python\":\"3.12\",\"python_install\":\"apt\",\"require_cuda\":\"cuda>=12.6\",\"strategy\":\"system-cuda\"}" \
+      org.opencontainers.image.base.name="nvidia/cuda:12.6.3-runtime-ubuntu24.04" \
+      org.opencontainers.image.description="PyTorch image-classifier training" \
+      org.opencontainers.image.title="pytorch-train" \
+      org.opencontainers.image.version="torch2.11.0-cu126-py3.12-cuda12.6.3-runtime-ubuntu24.04"

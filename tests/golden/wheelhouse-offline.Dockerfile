@@ -16,19 +16,27 @@ ENV VIRTUAL_ENV=/opt/venv \
     PYTHONUNBUFFERED=1
 
 # CPU-only wheels: no CUDA libraries in this image.
-RUN --mount=type=bind,source=wheelhouse,target=/wheelhouse \
-    python -m pip install \
-        --no-cache-dir --no-index --find-links /wheelhouse \
-        torch==2.11.0 \
-        torchvision==0.26.0
+RUN --mount=type=cache,target=/root/.cache/uv \
+    --mount=type=bind,source=lock/framework,target=/tmp/envbuilder-lock \
+    --mount=type=bind,source=tools,target=/tmp/envbuilder-tools \
+    --mount=type=bind,source=wheelhouse,target=/wheelhouse \
+    SOURCE_DATE_EPOCH=0 \
+    /tmp/envbuilder-tools/uv pip install --python /opt/venv/bin/python --no-config --link-mode copy \
+        --require-hashes --no-deps --compile-bytecode \
+        --no-index --find-links /wheelhouse --offline \
+        -r /tmp/envbuilder-lock/requirements.txt
 
-# The spec's requirements, constrained to the framework pins so pip cannot replace them.
-RUN --mount=type=bind,source=wheelhouse,target=/wheelhouse \
-    --mount=type=bind,source=requirements,target=/tmp/envbuilder-requirements \
-    python -m pip install \
-        --no-cache-dir --no-index --find-links /wheelhouse \
-        -r /tmp/envbuilder-requirements/user.txt \
-        -c /tmp/envbuilder-requirements/constraints.txt
+# The project's packages (lock/project: every one pinned to a wheel and its sha256, resolved
+# with the framework's pins as constraints, so nothing above is replaced).
+RUN --mount=type=cache,target=/root/.cache/uv \
+    --mount=type=bind,source=lock/project,target=/tmp/envbuilder-lock \
+    --mount=type=bind,source=tools,target=/tmp/envbuilder-tools \
+    --mount=type=bind,source=wheelhouse,target=/wheelhouse \
+    SOURCE_DATE_EPOCH=0 \
+    /tmp/envbuilder-tools/uv pip install --python /opt/venv/bin/python --no-config --link-mode copy \
+        --require-hashes --no-deps --compile-bytecode \
+        --no-index --find-links /wheelhouse --offline \
+        -r /tmp/envbuilder-lock/requirements.txt
 
 # A non-root user (uid 1000); an existing account with that uid (ubuntu's) is replaced.
 RUN if id -u 1000 >/dev/null 2>&1; then userdel "$(id -nu 1000)"; fi \
@@ -51,13 +59,13 @@ ENV OMP_NUM_THREADS="8"
 USER 1000:1000
 WORKDIR /workspace
 
-LABEL io.envbuilder.archs='none' \
-      io.envbuilder.certify='{"level":"default","thresholds":{}}' \
-      io.envbuilder.harness='/opt/envbuilder/harness' \
-      io.envbuilder.lock-hash='481851d5a639f5024c94c683a8ea2609c8d0713297cf3b492124e2a1126610e6' \
-      io.envbuilder.min-driver='none' \
-      io.envbuilder.stack='{"archs":{"ptx":[],"sass":[]},"base_image":"envbuilder-test/debian:bookworm","companions":{"torchvision":"torchvision==0.26.0"},"cuda":null,"cudnn":null,"flavor":null,"framework":{"name":"torch","variant":"cpu","version":"2.11.0"},"id":"torch2.11.0-cpu-py3.12-bundled-debian12","index_url":"https://download.pytorch.org/whl/cpu","min_driver":null,"nccl":null,"notes":["base image overridden: envbuilder-test/debian:bookworm (resolved: python:3.12-slim-bookworm)","python_install overridden: apt"],"os":"debian12","packages":["torch==2.11.0"],"python":"3.11","python_install":"apt","require_cuda":null,"strategy":"bundled"}' \
-      org.opencontainers.image.base.name='envbuilder-test/debian:bookworm' \
-      org.opencontainers.image.description='PyTorch image-classifier training' \
-      org.opencontainers.image.title='pytorch-train' \
-      org.opencontainers.image.version='torch2.11.0-cpu-py3.12-bundled-debian12'
+LABEL io.envbuilder.archs="none" \
+      io.envbuilder.certify="{\"level\":\"default\",\"thresholds\":{}}" \
+      io.envbuilder.harness="/opt/envbuilder/harness" \
+      io.envbuilder.lock-hash="481851d5a639f5024c94c683a8ea2609c8d0713297cf3b492124e2a1126610e6" \
+      io.envbuilder.min-driver="none" \
+      io.envbuilder.stack="{\"archs\":{\"ptx\":[],\"sass\":[]},\"base_image\":\"envbuilder-test/debian:bookworm\",\"companions\":{\"torchvision\":\"torchvision==0.26.0\"},\"cuda\":null,\"cudnn\":null,\"flavor\":null,\"framework\":{\"name\":\"torch\",\"variant\":\"cpu\",\"version\":\"2.11.0\"},\"id\":\"torch2.11.0-cpu-py3.12-bundled-debian12\",\"index_url\":\"https://download.pytorch.org/whl/cpu\",\"min_driver\":null,\"nccl\":null,\"notes\":[\"base image overridden: envbuilder-test/debian:bookworm (resolved: python:3.12-slim-bookworm)\",\"python_install overridden: apt\"],\"os\":\"debian12\",\"packages\":[\"torch==2.11.0\"],\"python\":\"3.11\",\"python_install\":\"apt\",\"require_cuda\":null,\"strategy\":\"bundled\"}" \
+      org.opencontainers.image.base.name="envbuilder-test/debian:bookworm" \
+      org.opencontainers.image.description="PyTorch image-classifier training" \
+      org.opencontainers.image.title="pytorch-train" \
+      org.opencontainers.image.version="torch2.11.0-cpu-py3.12-bundled-debian12"

@@ -8,7 +8,7 @@ import base64
 import json
 import shutil
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import pytest
@@ -16,10 +16,10 @@ from conftest import REGISTRY_PASSWORD, REGISTRY_USER, SpecFile, envbuilder_cli,
 
 from envbuilder.engine import ContainerSpec, DockerEngine
 from envbuilder.engine.progress import BuildEvent
-from envbuilder.errors import BuildFailedError, RegistryError
+from envbuilder.errors import RegistryError
 from envbuilder.host.model import Host
 from envbuilder.image.build import BuildOptions, BuildOutcome, plan_from_spec, run_build, stack_tag
-from envbuilder.image.lock import read_lock
+from envbuilder.image.lock import read_lock, write_lock
 from envbuilder.image.spec import load_spec
 from envbuilder.matrix import load_matrix
 from envbuilder.resolve.model import Resolution, Stack
@@ -98,6 +98,12 @@ def test_cold_build_makes_a_working_labelled_image(cold: Built, engine: DockerEn
     assert image.labels["io.envbuilder.min-driver"] == "none"
     assert lock.build is not None and lock.build.image_id == image.id
     assert "torch==2.13.0+cpu" in lock.build.packages
+    (locked,) = lock.packages  # x86_64, locked from the wheelhouse alone (offline)
+    assert {p.name: p.version for p in locked.packages}["torch"] == "2.13.0+cpu"
+    assert all(len(p.sha256) == 64 for p in locked.packages) and locked.resolver.startswith("uv ")
+    installed = {d.name: d for d in lock.build.installed}
+    assert all(installed[p.name].version == p.version for p in locked.packages)
+    assert installed["torch"].record_sha256 is not None
     assert lock.build.base_image_digest == engine.inspect_image(lock.build.base_image).id  # type: ignore[union-attr]
     assert set(cold.outcome.tags) <= set(engine.inspect_image(image.id).tags)  # type: ignore[union-attr]
 
@@ -133,8 +139,10 @@ def test_build_from_the_lock_reproduces_it(cold: Built, tmp_path: Path) -> None:
     assert again.dockerfile_sha256 == original.dockerfile_sha256
     assert again.base_image_digest == original.base_image_digest
     assert summary["image_id"] == cold.outcome.image.id
-    assert "CACHED" in proc.stderr and "pip install" in proc.stderr  # the plain progress lines
+    assert "CACHED" in proc.stderr  # the plain progress lines
+    assert summary["cached_steps"] == summary["steps"] - 1  # all but FROM: the same inputs
     assert summary["warnings"] == []
+    assert read_lock(lock).packages == read_lock(cold.lock).packages  # installed from its pins
 
 
 def test_push_and_pull_back_by_digest(
@@ -162,27 +170,31 @@ def test_push_and_pull_back_by_digest(
 def test_failing_build_leaves_no_tag_and_the_lock_unchanged(
     cold: Built, engine: DockerEngine, tmp_path: Path, run_id: str
 ) -> None:
+    """A wheel whose sha256 differs from the lock's fails the install (the hash check is real);
+    a requirement no index has fails the lock, before Docker. Neither tags nor touches the lock."""
+    original = read_lock(cold.lock)
+    (locked,) = original.packages
+    bad = [replace(p, sha256="0" * 64) if p.name == "filelock" else p for p in locked.packages]
+    tampered = tmp_path / "tampered.lock.json"
+    write_lock(tampered, replace(original, packages=(replace(locked, packages=tuple(bad)),)))
+    before = tampered.read_bytes()
+    proc = envbuilder_cli("build", "--lock", str(tampered), "--wheelhouse", str(cold.options.wheelhouse))
+    assert proc.returncode == 9, proc.stderr
+    assert "envbuilder: error: docker build failed" in proc.stderr
+    assert "filelock" in proc.stderr and "0" * 64 in proc.stderr  # uv names the package and hash
+    assert tampered.read_bytes() == before
     spec = write_spec(tmp_path, f"it-fail-{run_id}", requirements=("envbuilder-no-such-package==1.0",))
     lock = tmp_path / "fail.lock.json"
     shutil.copy(cold.lock, lock)
     before = lock.read_bytes()
-    options = BuildOptions(
-        base_image=cold.options.base_image, wheelhouse=cold.options.wheelhouse, lock_out=lock
-    )
-    with pytest.raises(BuildFailedError) as err:
-        build_spec(spec, engine, options)
-    assert "envbuilder-no-such-package" in err.value.message
-    assert lock.read_bytes() == before
-    assert engine.list_images(f"envbuilder/{spec.name}") == ()
-    # The CLI says the same with exit code 9 and the last log lines.
     proc = envbuilder_cli(
         "build", str(spec.path), "--cpu", "--base-image", str(cold.options.base_image),
         "--wheelhouse", str(cold.options.wheelhouse), "--lock-out", str(lock),
     )  # fmt: skip
-    assert proc.returncode == 9, proc.stderr
-    assert "envbuilder: error: docker build failed" in proc.stderr
-    assert "No matching distribution found for envbuilder-no-such-package" in proc.stderr
+    assert proc.returncode == 20, proc.stderr
+    assert "envbuilder-no-such-package" in proc.stderr and "hint:" in proc.stderr
     assert lock.read_bytes() == before
+    assert engine.list_images(f"envbuilder/{spec.name}") == ()
 
 
 def test_push_uses_docker_config_credentials(

@@ -49,12 +49,41 @@ def private_index(tmp_path_factory: pytest.TempPathFactory, wheelhouse: Path) ->
     work = tmp_path_factory.mktemp("index")
     host = _gateway()
     token = secrets.token_urlsafe(24)
-    subprocess.run(
-        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
-         "-subj", "/CN=envbuilder-test-index", "-addext", f"subjectAltName=IP:{host}",
-         "-keyout", str(work / "key.pem"), "-out", str(work / "ca.pem")],
-        check=True, capture_output=True,
-    )  # fmt: skip
+
+    # A CA and a server certificate it signs (rustls, in uv, refuses a CA used as the server's).
+    def openssl(*args: str) -> None:
+        subprocess.run(["openssl", *args], check=True, capture_output=True, cwd=work)
+
+    openssl(
+        "req",
+        "-x509",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-days",
+        "2",
+        "-subj",
+        "/CN=envbuilder-test-ca",
+        "-keyout",
+        "ca-key.pem",
+        "-out",
+        "ca.pem",
+    )
+    openssl(
+        "req",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-subj",
+        "/CN=envbuilder-test-index",
+        "-keyout",
+        "key.pem",
+        "-out",
+        "server.csr",
+    )
+    (work / "ext.cnf").write_text(f"subjectAltName=IP:{host}\nbasicConstraints=CA:FALSE\n")
+    openssl("x509", "-req", "-in", "server.csr", "-CA", "ca.pem", "-CAkey", "ca-key.pem", "-CAcreateserial",
+            "-days", "2", "-extfile", "ext.cnf", "-out", "server.pem")  # fmt: skip
     _index_tree(wheelhouse, work / "simple")
     expected = "Basic " + base64.b64encode(f"{USER}:{token}".encode()).decode()
     hits: list[str] = []
@@ -77,7 +106,7 @@ def private_index(tmp_path_factory: pytest.TempPathFactory, wheelhouse: Path) ->
 
     server = http.server.ThreadingHTTPServer(("0.0.0.0", 0), Handler)
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    ctx.load_cert_chain(work / "ca.pem", work / "key.pem")
+    ctx.load_cert_chain(work / "server.pem", work / "key.pem")
     server.socket = ctx.wrap_socket(server.socket, server_side=True)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()

@@ -9,8 +9,9 @@ recorded as the ContainerSpec they were given; what a collected run returns is `
 from __future__ import annotations
 
 import hashlib
+import json
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from envbuilder.engine import (
@@ -27,6 +28,7 @@ from envbuilder.engine import (
 from envbuilder.engine.progress import BuildEvent, ProgressParser
 from envbuilder.errors import BuildFailedError, DockerUnavailableError, RegistryError
 from envbuilder.host.model import Host
+from envbuilder.image.packages import LockedPackage, PackageLock
 from envbuilder.image.spec import ImageSpec, parse_spec
 from envbuilder.resolve.model import Resolution, Stack
 
@@ -61,11 +63,11 @@ class FakeEngine:
     images: dict[str, ImageInfo] = field(default_factory=dict)  # ref or id -> image
     calls: list[tuple[str, object]] = field(default_factory=list)
     built_dockerfiles: list[str] = field(default_factory=list)
-    packages: tuple[str, ...] = ("filelock==4.3.1", "torch==2.13.0+cpu")  # what `pip freeze` lists
+    packages: tuple[str, ...] = ("filelock==4.3.1", "numpy==2.1.0", "torch==2.13.0+cpu")  # image holds
     runtimes: tuple[str, ...] = ("runc",)
     cdi_spec_dirs: tuple[str, ...] = ()
     refuse_memlock: bool = False  # a runtime that cannot raise RLIMIT_MEMLOCK (rootless Docker)
-    job: Job | None = None  # what a collected run does (certify's harness); default: pip freeze
+    job: Job | None = None  # what a collected run does (certify's harness); default: the collector
     exit_code: int = 0  # what an attached run exits with
     interrupt_run: bool = False  # Ctrl-C while an attached container runs
     runs: list[ContainerSpec] = field(default_factory=list)  # every container started
@@ -179,8 +181,12 @@ class FakeEngine:
         self._start(spec)
         if self.job is not None:
             return self.job(spec, on_stderr)
-        if spec.command[1:] == ("-m", "pip", "freeze", "--all"):
-            return RunResult(exit_code=0, stdout="\n".join(self.packages) + "\n", stderr="")
+        if spec.command[-1].endswith("/installed.py"):  # build's check of the installed set
+            dists = [
+                {"name": p.split("==")[0], "version": p.split("==")[1], "record_sha256": "f" * 64}
+                for p in self.packages
+            ]
+            return RunResult(exit_code=0, stdout=json.dumps({"distributions": dists}) + "\n", stderr="")
         return RunResult(exit_code=0, stdout="", stderr="")
 
     def run_attached(self, spec: ContainerSpec, *, stop_timeout_s: float = 10.0) -> int:
@@ -210,8 +216,30 @@ def _labels_from(dockerfile: str) -> dict[str, str]:
     out: dict[str, str] = {}
     for line in dockerfile.splitlines():
         if "io.envbuilder.lock-hash=" in line:
-            out["io.envbuilder.lock-hash"] = line.split("=", 1)[1].split("'")[1]
+            out["io.envbuilder.lock-hash"] = line.split("=", 1)[1].split('"')[1]
     return out
+
+
+def cpu_package_lock(platform: str = "x86_64") -> PackageLock:
+    """What `lock_packages` gives for the CPU torch stack from the test wheelhouse (no uv run)."""
+
+    def pkg(name: str, version: str, digit: str) -> LockedPackage:
+        wheel = f"{name}-{version}-py3-none-any.whl"
+        return LockedPackage(
+            name=name, version=version, wheel=wheel, sha256=digit * 64, size=10,
+            urls=(f"file:///wheelhouse/{wheel}",), group="framework",
+        )  # fmt: skip
+
+    return PackageLock(
+        platform=platform,  # type: ignore[arg-type]
+        python="3.11",
+        python_platform=f"{platform}-manylinux_2_28",
+        resolver="uv 0.13.9",
+        framework_index="https://download.pytorch.org/whl/cpu",
+        default_index="https://pypi.org/simple",
+        indexes=(),
+        packages=(pkg("filelock", "4.3.1", "1"), pkg("torch", "2.13.0+cpu", "2")),
+    )
 
 
 def cpu_stack(**overrides: object) -> Stack:
@@ -262,3 +290,18 @@ def make_resolution(spec: ImageSpec, stack: Stack | None = None) -> Resolution:
         alternatives=(),
         rejected=(),
     )
+
+
+def fake_lock_packages(
+    spec: ImageSpec, stack: Stack, *, platform: str = "x86_64", **_: object
+) -> PackageLock:
+    """lock_packages without uv (unit tests never reach an index): the CPU torch lock, plus one
+    project package when the spec asks for any."""
+    lock = replace(cpu_package_lock(platform), framework_index=stack.index_url, python=stack.python)
+    if not spec.has_project_packages:
+        return lock
+    extra = LockedPackage(
+        name="numpy", version="2.1.0", wheel="numpy-2.1.0-py3-none-any.whl", sha256="3" * 64, size=10,
+        urls=("file:///wheelhouse/numpy-2.1.0-py3-none-any.whl",), group="project",
+    )  # fmt: skip
+    return replace(lock, packages=(*lock.packages, extra))

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 from typing import Any
 
+from envbuilder.image.packages import LockedPackage, PackageLock
+from envbuilder.image.sources import PackageIndex
 from envbuilder.image.spec import ImageSpec, parse_spec
 from envbuilder.resolve.model import Stack
 
@@ -150,3 +153,49 @@ def instructions(dockerfile: str) -> list[str]:
             keywords.append(stripped.split()[0].upper())
         continuing = line.rstrip().endswith("\\")
     return keywords
+
+
+def label_values(dockerfile: str) -> dict[str, str]:
+    """The LABEL values as BuildKit's word lexer reads a double-quoted word: backslash before
+    a backslash, `"` or `$` stands for that character, any other backslash for itself (moby
+    frontend/dockerfile/shell/lex.go, processDoubleQuote)."""
+    text = dockerfile[dockerfile.index("\nLABEL ") :].replace("\\\n", " ")
+    pairs = re.findall(r'([a-z0-9.-]+)="((?:[^"\\]|\\.)*)"', text)
+    return {k: re.sub(r'\\([\\"$])', r"\1", v) for k, v in pairs}
+
+
+def locked(name: str, version: str, group: str = "framework", digit: str = "a") -> LockedPackage:
+    """A locked wheel with a made-up (well-formed) sha256."""
+    return LockedPackage(
+        name=name,
+        version=version,
+        wheel=f"{name.replace('-', '_')}-{version}-py3-none-any.whl",
+        sha256=digit * 64,
+        size=1000,
+        urls=(f"https://files.example/{name}-{version}-py3-none-any.whl",),
+        group=group,  # type: ignore[arg-type]
+    )
+
+
+def package_lock(
+    framework: tuple[LockedPackage, ...] = (
+        locked("torch", "2.11.0"),
+        locked("filelock", "4.3.1", digit="b"),
+    ),
+    project: tuple[LockedPackage, ...] = (locked("numpy", "2.1.0", "project", "c"),),
+    *,
+    framework_index: str | None = "https://download.pytorch.org/whl/cu130",
+    indexes: tuple[PackageIndex, ...] = (),
+    platform: str = "x86_64",
+) -> PackageLock:
+    """A package lock as lock_packages would write it (no uv run)."""
+    return PackageLock(
+        platform=platform,  # type: ignore[arg-type]
+        python="3.12",
+        python_platform=f"{platform}-manylinux_2_28",
+        resolver="uv 0.13.9",
+        framework_index=framework_index,
+        default_index="https://pypi.org/simple",
+        indexes=indexes,
+        packages=(*framework, *project),
+    )

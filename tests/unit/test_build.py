@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from fake_engine import FakeEngine, cpu_stack, make_resolution, make_spec
+from fake_engine import FakeEngine, cpu_package_lock, cpu_stack, make_resolution, make_spec
 
 from envbuilder.cli import cli
 from envbuilder.cli.build_cmd import ProgressDisplay, parse_secret
@@ -19,7 +19,6 @@ from envbuilder.errors import (
     BuildKitMissingError,
     DockerUnavailableError,
     RegistryError,
-    SpecError,
     UsageError,
 )
 from envbuilder.image.build import (
@@ -31,11 +30,32 @@ from envbuilder.image.build import (
     stack_tag,
 )
 from envbuilder.image.lock import read_lock
+from envbuilder.image.packages import LockSettings
 from envbuilder.matrix import load_matrix
 
 BASE = "envbuilder-test/debian:bookworm"
 BASE_ID = "sha256:" + "b" * 64
 TAG = "envbuilder/smoke:torch2.13.0-cpu-py3.11-bundled"
+
+
+@pytest.fixture(autouse=True)
+def locked(monkeypatch: pytest.MonkeyPatch) -> list[LockSettings | None]:
+    """lock_packages without uv: the CPU torch lock; the settings of each call are recorded."""
+    calls: list[LockSettings | None] = []
+
+    def fake_lock(
+        spec: object,
+        stack: object,
+        *,
+        platform: str = "x86_64",
+        settings: LockSettings | None = None,
+        **kw: object,
+    ) -> object:
+        calls.append(settings)
+        return cpu_package_lock(platform)
+
+    monkeypatch.setattr("envbuilder.image.build.lock_packages", fake_lock)
+    return calls
 
 
 def engine(**kw: object) -> FakeEngine:
@@ -199,15 +219,58 @@ def test_base_with_a_registry_digest_is_pinned(tmp_path: Path) -> None:
     assert lock.build is not None and lock.build.base_image_digest == f"127.0.0.1:5000/base:1@{digest}"
 
 
-def test_lock_without_spec_needs_one(tmp_path: Path) -> None:
+def test_a_resolve_lock_is_buildable_and_gets_its_packages_locked(
+    tmp_path: Path, locked: list[LockSettings | None]
+) -> None:
     from envbuilder.image.lock import write_resolution_lock
 
     path = tmp_path / "stack.lock.json"
     write_resolution_lock(path, make_resolution(make_spec()))
-    with pytest.raises(SpecError, match="holds no image spec"):
-        plan_from_lock(path, BuildOptions(), matrix=load_matrix())
-    plan = plan_from_lock(path, BuildOptions(), make_spec(), matrix=load_matrix())
-    assert plan.stack == cpu_stack()
+    plan = plan_from_lock(path, BuildOptions(), matrix=load_matrix())
+    assert plan.stack == cpu_stack() and plan.spec.framework == "torch" and plan.packages == ()
+    run_build(plan, BuildOptions(base_image=BASE), engine(), work_dir=tmp_path)
+    assert len(locked) == 1
+    lock = read_lock(path)
+    assert [p.platform for p in lock.packages] == ["x86_64"] and lock.build is not None
+    # Built again from that lock: its pins are used, nothing is locked again.
+    run_build(
+        plan_from_lock(path, BuildOptions(), matrix=load_matrix()),
+        BuildOptions(base_image=BASE),
+        engine(),
+        work_dir=tmp_path,
+    )
+    assert len(locked) == 1
+
+
+def test_wheelhouse_build_locks_from_the_wheelhouse_alone(
+    tmp_path: Path, locked: list[LockSettings | None]
+) -> None:
+    wheels = tmp_path / "wheels"
+    wheels.mkdir()
+    (wheels / "torch-2.13.0-py3-none-any.whl").write_bytes(b"w")
+    build(tmp_path, engine(), wheelhouse=wheels)
+    settings = locked[0]
+    assert settings is not None and settings.find_links == (wheels,) and settings.no_index
+
+
+def test_drift_fails_the_build_names_the_package_and_leaves_no_image(tmp_path: Path) -> None:
+    fake = engine(packages=("filelock==4.3.1", "torch==2.4.1+cu124"))
+    with pytest.raises(BuildFailedError, match=r"torch: locked 2\.13\.0\+cpu, image has 2\.4\.1\+cu124"):
+        build(tmp_path, fake)
+    assert fake.tags() == {BASE}
+    assert not (tmp_path / "smoke.lock.json").exists()
+    built = [c for c in fake.calls if c[0] == "remove"]
+    assert built and str(built[0][1]).startswith("sha256:")  # the untagged image is removed
+    with pytest.raises(BuildFailedError, match=r"filelock: locked 4\.3\.1, image has missing"):
+        build(tmp_path, engine(packages=("torch==2.13.0+cpu",)))
+
+
+def test_index_secrets_must_be_given(tmp_path: Path) -> None:
+    spec = make_spec(indexes=[{"name": "corp", "url": "https://pkgs.example/simple", "secret": "corp-token"}])
+    options = BuildOptions(base_image=BASE, lock_out=tmp_path / "x.lock.json")
+    plan = plan_from_spec(spec, make_resolution(spec), options, Path("images/smoke.yaml"), load_matrix())
+    with pytest.raises(UsageError, match="corp-token"):
+        run_build(plan, options, engine(), work_dir=tmp_path)
 
 
 def test_stack_tag_is_a_valid_docker_tag() -> None:

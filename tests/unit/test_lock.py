@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from fake_engine import cpu_stack, make_resolution, make_spec
+from fake_engine import cpu_package_lock, cpu_stack, make_resolution, make_spec
 
 from envbuilder.errors import SpecError
 from envbuilder.image.lock import (
     BuildRecord,
+    InstalledDist,
     LockFile,
     lock_from_resolution,
     lock_hash,
@@ -18,12 +20,14 @@ from envbuilder.image.lock import (
     write_lock,
     write_resolution_lock,
 )
-from envbuilder.image.render import render_dockerfile
+from envbuilder.image.render import RenderOptions, render_dockerfile
+from envbuilder.image.spec import parse_spec
 
 
 def built_lock() -> LockFile:
     spec = make_spec()
     lock = lock_from_resolution(make_resolution(spec), spec.to_dict())
+    lock = replace(lock, packages=(cpu_package_lock(),))
     return lock.with_build(
         BuildRecord(
             image_id="sha256:" + "1" * 64,
@@ -32,6 +36,8 @@ def built_lock() -> LockFile:
             dockerfile_sha256="3" * 64,
             packages=("filelock==4.3.1", "torch==2.13.0+cpu"),
             tags=("envbuilder/smoke:torch2.13.0-cpu-py3.11-bundled",),
+            installed=(InstalledDist(name="torch", version="2.13.0+cpu", record_sha256="e" * 64),),
+            platform="x86_64",
         )
     )
 
@@ -43,32 +49,55 @@ def test_round_trip(tmp_path: Path) -> None:
     again = read_lock(path)
     assert again == lock
     doc = json.loads(path.read_text())
-    assert doc["schema_version"] == 1 and doc["lock_hash"] == lock.hash
+    assert doc["schema_version"] == 2 and doc["lock_hash"] == lock.hash
+    assert doc["packages"][0]["packages"][1]["wheel"] == "torch-2.13.0+cpu-py3-none-any.whl"
+    assert doc["build"]["installed"][0]["record_sha256"] == "e" * 64
     assert doc["build"]["packages"] == ["filelock==4.3.1", "torch==2.13.0+cpu"]
 
 
-def test_hash_covers_stack_and_spec_only_and_matches_the_image_label() -> None:
+def test_hash_covers_stack_spec_and_packages_and_matches_the_image_label() -> None:
     spec = make_spec()
     stack = cpu_stack()
-    label = next(line for line in render_dockerfile(spec, stack).splitlines() if "lock-hash" in line)
-    assert f"io.envbuilder.lock-hash='{lock_hash(stack, spec.to_dict())}'" in label
-    other = lock_hash(cpu_stack(version="2.12.0"), spec.to_dict())
-    assert other != lock_hash(stack, spec.to_dict())
-    a, b = built_lock(), lock_from_resolution(make_resolution(spec), spec.to_dict())
-    assert a.hash == b.hash  # the build record does not change the hash
+    packages = (cpu_package_lock(),)
+    label = render_dockerfile(spec, stack, RenderOptions(package_locks=packages)).split(
+        "io.envbuilder.lock-hash="
+    )[1]
+    assert label.split('"')[1] == lock_hash(stack, spec.to_dict(), packages)
+    other = lock_hash(cpu_stack(version="2.12.0"), spec.to_dict(), packages)
+    assert other != lock_hash(stack, spec.to_dict(), packages)
+    assert lock_hash(stack, spec.to_dict(), (cpu_package_lock("aarch64"),)) != lock_hash(
+        stack, spec.to_dict(), packages
+    )
+    a = built_lock()
+    assert a.hash == replace(a, build=None).hash  # the build record does not change the hash
 
 
-def test_resolution_lock_has_no_spec_and_no_build(tmp_path: Path) -> None:
+def test_resolution_lock_embeds_a_buildable_spec(tmp_path: Path) -> None:
     path = tmp_path / "stack.lock.json"
     write_resolution_lock(path, make_resolution(make_spec()))
     lock = read_lock(path)
-    assert lock.spec is None and lock.build is None and lock.stack == cpu_stack()
+    assert lock.build is None and lock.packages == () and lock.stack == cpu_stack()
+    assert lock.spec is not None
+    spec = parse_spec(lock.spec)
+    assert (spec.framework, spec.specifier, spec.python, spec.strategy) == (
+        "torch",
+        "==2.13.0",
+        "3.11",
+        "bundled",
+    )
 
 
 @pytest.mark.parametrize(
     ("mutate", "field"),
     [
-        (lambda d: d.update(schema_version=2), "schema_version"),
+        (lambda d: d.update(schema_version=1), "schema_version"),
+        (lambda d: d.update(packages={}), "packages"),
+        (lambda d: d["packages"][0]["packages"][0].update(sha256="abc"), "sha256"),
+        (lambda d: d["packages"][0]["packages"][0].update(name="Bad Name"), "name"),
+        (lambda d: d["packages"][0].update(platform="riscv"), "platform"),
+        (lambda d: d.update(packages=[d["packages"][0], d["packages"][0]]), "packages"),
+        (lambda d: d["build"].update(installed=[{"name": 1}]), "build.installed"),
+        (lambda d: d.update(spec_dir="/abs"), "spec_dir"),
         (lambda d: d.update(resolution=[]), "resolution"),
         (lambda d: d["stack"].pop("python"), "stack"),
         (lambda d: d.update(spec="torch"), "spec"),
@@ -84,7 +113,7 @@ def test_malformed_lock_names_file_and_field(tmp_path: Path, mutate: object, fie
     path.write_text(json.dumps(doc))
     with pytest.raises(SpecError) as err:
         read_lock(path)
-    assert str(path) in err.value.message and repr(field) in err.value.message
+    assert str(path) in err.value.message and (repr(field) in err.value.message or field in err.value.message)
     assert err.value.exit_code == 10
 
 

@@ -16,6 +16,9 @@ from render_cases import (
     TORCH_CPU,
     TORCH_SYSTEM_CU126,
     instructions,
+    label_values,
+    locked,
+    package_lock,
     spec,
 )
 
@@ -32,10 +35,7 @@ from envbuilder.image.render import (
 from envbuilder.matrix.model import FrameworkMatrix, FrameworkRelease, FrameworkVariant, Matrix
 from envbuilder.resolve.model import Stack
 
-
-def labels(dockerfile: str) -> dict[str, str]:
-    text = dockerfile[dockerfile.index("\nLABEL ") :].replace("\\\n", " ")
-    return dict(re.findall(r"([a-z0-9.-]+)='([^']*)'", text))
+labels = label_values
 
 
 def env_values(dockerfile: str) -> dict[str, str]:
@@ -116,35 +116,116 @@ def test_tensorflow_system_cuda_says_it_uses_the_image_cuda() -> None:
     assert "second, unused copy" not in text
 
 
-def test_pip_steps_use_a_cache_mount_and_the_stack_index() -> None:
+def test_install_steps_use_a_cache_mount_the_lock_and_the_stack_index() -> None:
     text = render_dockerfile(spec(), TORCH_BUNDLED_CU130)
-    assert text.count("--mount=type=cache,target=/root/.cache/pip") == 2
-    assert "--index-url https://download.pytorch.org/whl/cu130" in text
+    assert text.count("--mount=type=cache,target=/root/.cache/uv") == 2
+    assert text.count("--mount=type=bind,source=tools,target=/tmp/envbuilder-tools") == 2
+    assert "--mount=type=bind,source=lock/framework,target=/tmp/envbuilder-lock" in text
+    assert "--mount=type=bind,source=lock/project,target=/tmp/envbuilder-lock" in text
+    assert text.count("--require-hashes --no-deps --compile-bytecode") == 2
+    assert "--default-index https://download.pytorch.org/whl/cu130" in text  # framework: its index only
+    assert (
+        "--index framework=https://download.pytorch.org/whl/cu130 \\\n        --default-index https://pypi.org/simple"
+        in text
+    )
     assert "torchaudio" not in text.split("LABEL")[0]  # not requested
+    pip = render_dockerfile(spec(installer="pip"), TORCH_BUNDLED_CU130)
+    assert pip.count("--mount=type=cache,target=/root/.cache/pip") == 2 and "uv" not in pip.split("LABEL")[0]
+    assert "/opt/venv/bin/python -m pip install --require-hashes --no-deps" in pip
+    assert (
+        "--index-url https://download.pytorch.org/whl/cu130 \\\n        --extra-index-url https://pypi.org/simple"
+        in pip
+    )
+
+
+def test_the_lock_decides_the_indexes_and_whether_there_is_a_project_step() -> None:
+    lock = package_lock(project=(), framework_index="https://mirror.example/torch")
+    text = render_dockerfile(spec(), TORCH_BUNDLED_CU130, RenderOptions(package_locks=(lock,)))
+    assert (
+        "--default-index https://mirror.example/torch" in text
+        and "download.pytorch.org/whl" not in text.split("LABEL")[0]
+    )
+    assert "lock/project" not in text  # nothing beyond the framework: no second step
+    assert "lock/project" in render_dockerfile(
+        spec(), TORCH_BUNDLED_CU130, RenderOptions(package_locks=(package_lock(),))
+    )
+    assert "lock/project" not in render_dockerfile(spec(requirements=[]), TORCH_BUNDLED_CU130)
 
 
 def test_no_index_flag_without_stack_index() -> None:
-    s = spec(framework="jax", companions=[])
-    assert "--index-url" not in render_dockerfile(s, JAX_BUNDLED)
+    s = spec(framework="jax", companions=[], requirements=[])
+    text = render_dockerfile(s, JAX_BUNDLED)
+    assert "--default-index https://pypi.org/simple" in text and "framework=" not in text
 
 
 def test_secrets_are_mounted_and_read_inside_the_run_only() -> None:
     opts = RenderOptions(ca_secret=True, index_secret=True, extra_index_secret=True)
-    text = render_dockerfile(spec(), TORCH_BUNDLED_CU130, opts)
-    assert text.count("--mount=type=secret,id=ca,required=true") == 2
-    assert 'PIP_INDEX_URL="$(cat /run/secrets/pip_index_url)"' in text
-    assert 'PIP_EXTRA_INDEX_URL="$(cat /run/secrets/pip_extra_index_url)"' in text
-    assert "--index-url" not in text  # the private index replaces (mirrors) the stack's
-    for line in text.splitlines():  # never an ENV or ARG carrying a secret
-        assert not (line.startswith(("ENV", "ARG")) and "secrets" in line)
+    for installer in ("uv", "pip"):
+        text = render_dockerfile(spec(installer=installer), TORCH_BUNDLED_CU130, opts)
+        assert text.count("--mount=type=secret,id=ca,required=true") == 2
+        assert text.count("SSL_CERT_FILE=/run/secrets/ca") == 2
+        assert '"$(cat /run/secrets/pip_index_url)"' in text
+        assert '"$(cat /run/secrets/pip_extra_index_url)"' in text
+        assert "download.pytorch.org/whl" not in text.split("LABEL")[0]  # the mirror replaces it
+        for line in text.splitlines():  # never an ENV or ARG carrying a secret
+            assert not (line.startswith(("ENV", "ARG")) and "secrets" in line)
+
+
+def test_spec_index_credentials_come_from_their_secret() -> None:
+    index = {
+        "name": "internal",
+        "url": "https://pkgs.example/simple",
+        "username": "ci@corp",
+        "secret": "internal-token",
+    }
+    text = render_dockerfile(spec(indexes=[index]), TORCH_BUNDLED_CU130)
+    assert "--mount=type=secret,id=internal-token,required=true" in text
+    assert 'UV_INDEX_INTERNAL_PASSWORD="$(cat /run/secrets/internal-token)"' in text
+    assert "UV_INDEX_INTERNAL_USERNAME=ci@corp" in text
+    assert "--index internal=https://pkgs.example/simple" in text
+    pip = render_dockerfile(spec(indexes=[index], installer="pip"), TORCH_BUNDLED_CU130)
+    assert '--index-url "https://ci%40corp:$(cat /run/secrets/internal-token)@pkgs.example/simple"' in pip
+    assert (
+        "internal-token" not in pip.split("# The project's packages")[0]
+    )  # the framework step never sees it
 
 
 def test_wheelhouse_is_offline() -> None:
     text = render_dockerfile(spec(), TORCH_BUNDLED_CU130, RenderOptions(wheelhouse=Path("w")))
     assert text.count("--mount=type=bind,source=wheelhouse,target=/wheelhouse") == 2
-    assert text.count("--no-cache-dir --no-index --find-links /wheelhouse") == 2
-    assert "download.pytorch.org/whl/cu130 \\" not in text
-    assert "type=cache" not in text
+    assert text.count("--no-index --find-links /wheelhouse --offline") == 2
+    assert "--index" not in text.replace("--index-strategy", "").replace("--no-index", "")
+    pip = render_dockerfile(spec(installer="pip"), TORCH_BUNDLED_CU130, RenderOptions(wheelhouse=Path("w")))
+    assert pip.count("--no-index --find-links /wheelhouse \\\n") == 2
+
+
+def test_cmd_and_entrypoint_are_exec_form_json() -> None:
+    argv = ["python", "train.py", "--note", 'it\'s $HOME "x" `id` é']
+    text = render_dockerfile(spec(cmd=argv, entrypoint="/bin/tini --"), TORCH_BUNDLED_CU130)
+    lines = {
+        line.split(" ", 1)[0]: line.split(" ", 1)[1]
+        for line in text.splitlines()
+        if line.startswith(("CMD ", "ENTRYPOINT "))
+    }
+    assert json.loads(lines["CMD"]) == argv and lines["CMD"].isascii()
+    # The driver check runs first and execs the spec's entrypoint with the command.
+    assert json.loads(lines["ENTRYPOINT"]) == ["/opt/envbuilder/entrypoint.sh", "/bin/tini", "--"]
+    default = render_dockerfile(spec(), TORCH_BUNDLED_CU130)
+    assert '\nENTRYPOINT ["/opt/envbuilder/entrypoint.sh"]\nCMD ["/bin/bash"]\n' in default
+
+
+def test_context_is_copied_last_and_owned_by_the_user() -> None:
+    text = render_dockerfile(spec(context=".", cmd=["python", "train.py"]), TORCH_BUNDLED_CU130)
+    assert "\nWORKDIR /workspace\n\n# The project folder" in text
+    assert instructions(text)[-4:] == ["USER", "WORKDIR", "COPY", "LABEL"]
+    assert "COPY --chown=1000:1000 project/ /workspace/" in text
+
+
+def test_free_text_is_quoted_not_refused() -> None:
+    text = 'the H200 machine\'s own environment: "q" $HOME ${X} \\ `id` é \U0001f600'
+    rendered = render_dockerfile(spec(description=text), TORCH_BUNDLED_CU130)
+    assert labels(rendered)["org.opencontainers.image.description"] == text
+    assert instructions(rendered) == instructions(render_dockerfile(spec(), TORCH_BUNDLED_CU130))
 
 
 def test_non_root_user_and_workdir() -> None:
@@ -227,7 +308,13 @@ def test_bad_options_refused() -> None:
     with pytest.raises(SpecError):
         render_dockerfile(spec(), TORCH_BUNDLED_CU130, RenderOptions(labels=(("io.envbuilder.x", "1"),)))
     with pytest.raises(SpecError):
-        render_dockerfile(spec(), TORCH_BUNDLED_CU130, RenderOptions(labels=(("a.b", "it's"),)))
+        render_dockerfile(spec(), TORCH_BUNDLED_CU130, RenderOptions(labels=(("a.b", "two\nlines"),)))
+    assert (
+        labels(render_dockerfile(spec(), TORCH_BUNDLED_CU130, RenderOptions(labels=(("a.b", "it's"),))))[
+            "a.b"
+        ]
+        == "it's"
+    )
     text = render_dockerfile(spec(), TORCH_BUNDLED_CU130, RenderOptions(regenerate="x\nRUN y"))
     assert "RUN y" not in text and "Regenerate: envbuilder render images/test.yaml\n" in text
 
@@ -305,14 +392,43 @@ def test_write_build_context(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
         and 'ENTRYPOINT ["/opt/envbuilder/entrypoint.sh"]' in text
     )
     assert (ctx / "wheelhouse" / "torch-2.11.0-cp312-none-any.whl").read_bytes() == b"wheel"
-    assert (ctx / "requirements" / "user.txt").read_text() == "numpy>=1.26\npillow>=10\n"
-    assert (ctx / "requirements" / "constraints.txt").read_text() == ("torch==2.11.0\ntorchvision==0.26.0\n")
+    assert (ctx / "lock" / "framework" / "requirements.txt").read_text() == ""  # not locked
+    assert (ctx / "tools" / "uv").stat().st_size > 1_000_000  # the host's uv binary
     assert result.lock_hash == labels(text)["io.envbuilder.lock-hash"]
     # A second render replaces the first atomically and leaves no temporary folders behind.
-    write_build_context(spec(requirements=[]), TORCH_BUNDLED_CU130, out)
-    assert (out / "context" / "requirements" / "user.txt").read_text() == ""
-    assert not (out / "context" / "wheelhouse").exists()
+    lock = package_lock()
+    result = write_build_context(
+        spec(installer="pip"), TORCH_BUNDLED_CU130, out, RenderOptions(package_locks=(lock,))
+    )
+    assert (out / "context" / "lock" / "framework" / "requirements.txt").read_text() == (
+        f"filelock==4.3.1 --hash=sha256:{'b' * 64}\ntorch==2.11.0 --hash=sha256:{'a' * 64}\n"
+    )
+    assert (
+        out / "context" / "lock" / "project" / "requirements.txt"
+    ).read_text() == f"numpy==2.1.0 --hash=sha256:{'c' * 64}\n"
+    assert not (out / "context" / "wheelhouse").exists() and not (out / "context" / "tools").exists()
+    assert result.lock_hash == labels(result.dockerfile.read_text())["io.envbuilder.lock-hash"]
+    assert result.lock_hash == lock_hash(result.stack, spec(installer="pip").to_dict(), (lock,))
     assert sorted(p.name for p in out.parent.iterdir()) == ["pytorch-train"]
+
+
+def test_context_copy_honours_dockerignore(tmp_path: Path) -> None:
+    project = tmp_path / "proj"
+    (project / "data").mkdir(parents=True)
+    (project / "src").mkdir()
+    (project / "train.py").write_text("print(1)\n")
+    (project / "src" / "model.py").write_text("x = 1\n")
+    (project / "data" / "big.bin").write_bytes(b"0" * 100)
+    (project / "data" / "keep.txt").write_text("k")
+    (project / "notes.log").write_text("log")
+    (project / ".dockerignore").write_text("# comment\ndata\n!data/keep.txt\n*.log\n")
+    (project / "link").symlink_to("train.py")
+    s = spec(context="proj", installer="pip")
+    s = replace(s, base_dir=str(tmp_path))
+    ctx = write_build_context(s, TORCH_BUNDLED_CU130, tmp_path / "out").context_dir / "project"
+    files = sorted(str(p.relative_to(ctx)) for p in ctx.rglob("*") if not p.is_dir())
+    assert files == [".dockerignore", "data/keep.txt", "link", "src/model.py", "train.py"]
+    assert (ctx / "link").is_symlink() and (ctx / "link").readlink() == Path("train.py")
 
 
 def test_write_refuses_a_folder_it_did_not_write(tmp_path: Path) -> None:
@@ -330,8 +446,11 @@ def test_empty_wheelhouse_refused_and_nothing_written(tmp_path: Path) -> None:
     assert sorted(p.name for p in tmp_path.iterdir()) == ["wheels"]
 
 
-def test_pins_with_extras_are_quoted_against_globbing() -> None:
-    s = spec(framework="jax", companions=[])
-    text = render_dockerfile(s, JAX_BUNDLED)
-    assert "        'jax[cuda12]==0.7.2'\n" in text
-    assert "torch==2.11.0\n" in render_dockerfile(spec(companions=[]), TORCH_BUNDLED_CU130)
+def test_pins_never_reach_the_dockerfile() -> None:
+    """The lock's pins live in the context (lock/*/requirements.txt), so the Dockerfile, and the
+    layer cache of the steps before the installs, do not change when a pin does."""
+    a = render_dockerfile(spec(), TORCH_BUNDLED_CU130, RenderOptions(package_locks=(package_lock(),)))
+    newer = package_lock(project=(locked("numpy", "2.2.0", "project", "d"),))
+    b = render_dockerfile(spec(), TORCH_BUNDLED_CU130, RenderOptions(package_locks=(newer,)))
+    assert a.split("LABEL")[0] == b.split("LABEL")[0]
+    assert labels(a)["io.envbuilder.lock-hash"] != labels(b)["io.envbuilder.lock-hash"]

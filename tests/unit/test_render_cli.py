@@ -38,7 +38,7 @@ def test_writes_the_context_and_reports_json(tmp_path: Path) -> None:
     text = (out_dir / "Dockerfile").read_text(encoding="utf-8")
     assert "--mount=type=secret,id=ca,required=true" in text
     assert doc["lock_hash"] in text
-    assert (out_dir / "context" / "requirements" / "user.txt").is_file()
+    assert (out_dir / "context" / "lock" / "framework" / "requirements.txt").is_file()
 
 
 def test_bad_spec_value_exits_10_naming_the_field(tmp_path: Path) -> None:

@@ -167,9 +167,31 @@ def test_env_int_becomes_string() -> None:
         {"certify": {"thresholds": {"min_tflops": -1}}},
         {"certify": {"thresholds": {"min_tflops": float("nan")}}},
         {"certify": {"bogus": 1}},
-        {"description": "it's"},
+        {"description": "two\nlines"},
+        {"description": "tab\there"},
+        {"description": "x" * 1001},
         {"source": "http://insecure.example"},
-        {"requirements": "numpy"},
+        {"requirements": "../outside.txt"},
+        {"requirements": "/etc/passwd"},
+        {"requirements": 5},
+        {"pyproject": {"path": "pyproject.toml", "groups": ["x"]}},
+        {"pyproject": "pyproject.toml", "uv_lock": "uv.lock"},
+        {"pyproject": {"path": "pyproject.toml", "extras": ["bad extra"]}},
+        {"indexes": {"name": "x"}},
+        {"indexes": [{"name": "x", "url": "https://user:token@pkgs.example/simple"}]},
+        {"indexes": [{"name": "x", "url": "http://pkgs.example/simple"}]},
+        {"indexes": [{"name": "x", "url": "https://pkgs.example/simple?token=1"}]},
+        {"indexes": [{"name": "pypi", "url": "https://pkgs.example/simple"}]},
+        {"indexes": [{"name": "a", "url": "https://a.example"}, {"name": "a", "url": "https://b.example"}]},
+        {"indexes": [{"name": "a", "url": "https://a.example", "password": "x"}]},
+        {"indexes": [{"name": "a", "url": "https://a.example", "secret": "a,src=/etc/shadow"}]},
+        {"context": "../up"},
+        {"context": "/abs"},
+        {"cmd": []},
+        {"cmd": ["python", "a\nRUN evil"]},
+        {"cmd": "python 'unclosed"},
+        {"entrypoint": [1, 2]},
+        {"installer": "conda"},
         {"requirements": [f"pkg{i}" for i in range(201)]},
         {"unknown_field": 1},
         {"schema_version": 2},
@@ -177,6 +199,39 @@ def test_env_int_becomes_string() -> None:
 )
 def test_bad_fields_refused(fields: dict[str, Any]) -> None:
     refused(**fields)
+
+
+def test_free_text_takes_any_printable_unicode() -> None:
+    text = 'the H200 machine\'s own environment: "quoted", $HOME, `tick`, \\, é, 日本, \U0001f600'
+    assert spec(description=text).description == text
+
+
+def test_project_inputs_round_trip_through_to_dict(tmp_path: Path) -> None:
+    s = spec(
+        requirements="requirements.txt",
+        pyproject={"path": "sub/pyproject.toml", "extras": ["train", "eval", "train"]},
+        indexes=[{"name": "internal", "url": "https://pkgs.example/simple", "username": "__token__",
+                  "secret": "internal-token"}],
+        context=".",
+        cmd="python train.py --epochs 3",
+        entrypoint=["/bin/sh", "-c"],
+        installer="pip",
+    )  # fmt: skip
+    assert s.requirements_file == "requirements.txt" and s.requirements == ()
+    assert s.pyproject is not None and s.pyproject.extras == ("eval", "train")
+    assert s.cmd == ("python", "train.py", "--epochs", "3")
+    assert s.indexes[0].env_prefix == "UV_INDEX_INTERNAL"
+    assert parse_spec(s.to_dict(), s.path).to_dict() == s.to_dict()
+    assert "installer" not in spec().to_dict() and "cmd" not in spec().to_dict()
+
+
+def test_load_spec_checks_the_files_it_names(tmp_path: Path) -> None:
+    path = tmp_path / "x.yaml"
+    path.write_text("name: x\nframework: torch\nrequirements: requirements.txt\n", encoding="utf-8")
+    with pytest.raises(SpecError, match=r"'requirements': 'requirements\.txt' is not a file"):
+        load_spec(path)
+    (tmp_path / "requirements.txt").write_text("six\n", encoding="utf-8")
+    assert load_spec(path).base_dir == str(tmp_path)
 
 
 def test_certify_thresholds() -> None:

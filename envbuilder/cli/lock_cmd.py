@@ -1,0 +1,125 @@
+"""`envbuilder lock SPEC|LOCK`: pin every Python package of an image (uv: one wheel and its
+sha256 each, per platform) and write the lock file that `build --lock` installs exactly."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+from envbuilder.cli import cli
+from envbuilder.cli.options import (
+    host_options,
+    package_source_options,
+    resolve_spec,
+    say,
+    settings_from_options,
+)
+from envbuilder.errors import SpecError
+from envbuilder.image.lock import (
+    LockFile,
+    lock_from_resolution,
+    read_lock,
+    spec_base_dir,
+    spec_dir_for,
+    write_lock,
+)
+from envbuilder.image.packages import lock_packages
+from envbuilder.image.render import RenderOptions, rendered_stack
+from envbuilder.image.spec import ImageSpec, load_spec, parse_spec
+
+_FILE = click.Path(exists=True, dir_okay=False, path_type=Path)
+
+
+def is_lock_path(path: Path) -> bool:
+    """A lock file (JSON) rather than an image spec (YAML)."""
+    return path.name.endswith(".json")
+
+
+def load_lock_or_spec(
+    path: Path, driver: str | None, gpus: tuple[str, ...], ccs: tuple[str, ...], cpu: bool
+) -> tuple[LockFile, ImageSpec, Path]:
+    """(lock, its spec, the default lock path) for SPEC (resolved for the host) or LOCK.
+
+    Raises SpecError, UsageError, NoCompatibleStackError, MatrixError.
+    """
+    if is_lock_path(path):
+        lock = read_lock(path)
+        if lock.spec is None:
+            raise SpecError(f"{path}: holds no image spec", hint="lock the spec: envbuilder lock SPEC")
+        spec = parse_spec(lock.spec, lock.spec_path or str(path), base_dir=spec_base_dir(lock, path))
+        return lock, spec, path
+    spec = load_spec(path)
+    _, resolution = resolve_spec(spec, driver, gpus, ccs, cpu)
+    lock = lock_from_resolution(resolution, spec.to_dict())
+    return lock, spec, path.with_name(f"{path.stem}.lock.json")
+
+
+@cli.command("lock")
+@click.argument("path", type=_FILE, metavar="SPEC|LOCK")
+@host_options
+@click.option("--cpu", "cpu_only", is_flag=True, help="Resolve a CPU-only stack (SPEC only).")
+@package_source_options
+@click.option(
+    "--also-platform",
+    "also",
+    multiple=True,
+    type=click.Choice(["x86_64", "aarch64"]),
+    help="Lock this platform too (repeatable), e.g. aarch64 for GH200 where the stack has wheels.",
+)
+@click.option("--out", "out", type=click.Path(dir_okay=False, path_type=Path), help="Lock file to write.")
+@click.option("--json", "as_json", is_flag=True, help="Print the package lock as JSON.")
+def lock(
+    path: Path,
+    driver: str | None,
+    gpus: tuple[str, ...],
+    ccs: tuple[str, ...],
+    cpu_only: bool,
+    index_url: str | None,
+    framework_index: str | None,
+    find_links: tuple[Path, ...],
+    no_index: bool,
+    platform: str,
+    also: tuple[str, ...],
+    out: Path | None,
+    as_json: bool,
+) -> None:
+    """Pin every Python package of SPEC (or re-pin those of LOCK) with sha256 hashes.
+
+    The framework comes from its own index, the project's packages (requirements list or file,
+    pyproject, uv.lock) from the spec's indexes and PyPI, with the framework's pins as
+    constraints. Writes SPEC.lock.json (or --out, or LOCK in place) atomically.
+
+    Exit codes: 0 written; 2 bad input; 4 no compatible stack; 10 bad spec or lock; 20 the
+    packages could not be locked (no solution, an index unreachable).
+    """
+    current, spec, default_out = load_lock_or_spec(path, driver, gpus, ccs, cpu_only)
+    settings = settings_from_options(index_url, framework_index, find_links, no_index)
+    stack = rendered_stack(spec, current.stack, RenderOptions())
+    platforms = list(dict.fromkeys([platform, *also]))
+    locks = tuple(
+        lock_packages(spec, stack, platform=p, settings=settings, on_progress=say)  # type: ignore[arg-type]
+        for p in platforms
+    )
+    kept = tuple(p for p in current.packages if p.platform not in platforms)
+    target = out or default_out
+    new = LockFile(
+        resolution=current.resolution,
+        stack=current.stack,
+        spec=spec.to_dict(),
+        spec_path=spec.path,
+        packages=tuple(sorted((*kept, *locks), key=lambda p: p.platform)),
+        spec_dir=spec_dir_for(spec.base_dir, target),
+    )
+    write_lock(target, new)
+    if as_json:
+        click.echo(json.dumps(new.to_dict()["packages"], indent=2, sort_keys=True))
+        return
+    for locked in locks:
+        framework, project = locked.group("framework"), locked.group("project")
+        click.echo(
+            f"{locked.platform}: {len(framework)} framework + {len(project)} project packages, each one "
+            f"wheel with its sha256 ({locked.resolver}, Python {locked.python})"
+        )
+    click.echo(f"wrote {target} (lock hash {new.hash[:12]})")

@@ -1,0 +1,621 @@
+"""The package lock: every Python package of an image pinned to one wheel and its sha256, for one
+target (Linux, the stack's Python, x86_64 or aarch64), resolved on the host by uv.
+
+Two resolutions, so the image keeps the framework in its own layer: the framework (and the
+spec's companions) from the stack's own index, then the project's packages (requirements list
+or file, pyproject.toml, uv.lock) with the framework pins as constraints, from the spec's
+indexes, the framework index and PyPI. uv writes PEP 751 pylock.toml; we keep, per package, the
+one wheel chosen for the target. The install step (render) checks every hash.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import urllib.parse
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from packaging import tags
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.tags import Tag
+from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
+
+from envbuilder.errors import LockError, SpecError
+from envbuilder.image.sources import PackageIndex, file_digest, requirement_files, spec_file
+from envbuilder.image.spec import ImageSpec
+from envbuilder.resolve.model import Stack
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10
+    import tomli as tomllib
+
+Group = Literal["framework", "project"]
+Platform = Literal["x86_64", "aarch64"]
+PLATFORMS: tuple[Platform, ...] = ("x86_64", "aarch64")
+DEFAULT_INDEX = "https://pypi.org/simple"
+# uv's target for each machine. manylinux_2_28 (glibc 2.28) is what torch, jax and TensorFlow
+# wheels are built for, and every base OS in matrices/base_images.yaml has a newer glibc
+# (ubuntu20.04: 2.31), so a wheel chosen for it loads in any of our images.
+PYTHON_PLATFORMS: Mapping[Platform, str] = {
+    "x86_64": "x86_64-manylinux_2_28",
+    "aarch64": "aarch64-manylinux_2_28",
+}
+SHA256_RE = re.compile(r"^[0-9a-f]{64}$")
+WHEEL_RE = re.compile(r"^[A-Za-z0-9_.+!-]+\.whl$")
+NAME_RE = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
+VERSION_RE = re.compile(r"^[A-Za-z0-9.+!_-]{1,64}$")
+_HINT = "re-lock: envbuilder lock SPEC (or build SPEC without --lock)"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LockedPackage:
+    """One package, pinned to one wheel file (what the installer must get, byte for byte)."""
+
+    name: str  # canonical (PEP 503)
+    version: str
+    wheel: str  # file name
+    sha256: str
+    size: int | None
+    urls: tuple[str, ...]  # where uv saw that file (indexes, find-links)
+    group: Group
+
+    @property
+    def pin(self) -> str:
+        return f"{self.name}=={self.version}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "version": self.version,
+            "wheel": self.wheel,
+            "sha256": self.sha256,
+            "size": self.size,
+            "urls": list(self.urls),
+            "group": self.group,
+        }
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PackageLock:
+    """Every package of one target, and what they were resolved from."""
+
+    platform: Platform
+    python: str  # X.Y
+    python_platform: str  # uv's --python-platform
+    resolver: str  # "uv 0.13.9"
+    framework_index: str | None  # where the framework group came from (None: find-links only)
+    default_index: str | None  # PyPI or its mirror (None: --no-index)
+    indexes: tuple[PackageIndex, ...]  # the spec's, in priority order
+    find_links: tuple[str, ...] = ()
+    inputs: tuple[tuple[str, str], ...] = ()  # (file relative to the spec, sha256) read for it
+    packages: tuple[LockedPackage, ...] = field(default=())
+
+    def group(self, group: Group) -> tuple[LockedPackage, ...]:
+        return tuple(p for p in self.packages if p.group == group)
+
+    def requirements(self, group: Group) -> str:
+        """The installer's input: one `name==version --hash=sha256:...` line per package."""
+        lines = [
+            f"{p.pin} --hash=sha256:{p.sha256}\n" for p in sorted(self.group(group), key=lambda p: p.name)
+        ]
+        return "".join(lines)
+
+    def index_urls(self, group: Group) -> tuple[tuple[str, str], ...]:
+        """Where the build may fetch a group's wheels: (name, url), highest priority first."""
+        return install_indexes(
+            group,
+            framework_index=self.framework_index,
+            default_index=self.default_index,
+            indexes=self.indexes,
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "platform": self.platform,
+            "python": self.python,
+            "python_platform": self.python_platform,
+            "resolver": self.resolver,
+            "framework_index": self.framework_index,
+            "default_index": self.default_index,
+            "indexes": [i.to_dict() for i in self.indexes],
+            "find_links": list(self.find_links),
+            "inputs": dict(self.inputs),
+            "packages": [p.to_dict() for p in self.packages],
+        }
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LockSettings:
+    """Where to resolve from, beyond the stack and the spec (mirrors, local wheels)."""
+
+    default_index: str | None = None  # replaces PyPI (a mirror)
+    framework_index: str | None = None  # replaces the stack's index (a mirror of it)
+    find_links: tuple[Path, ...] = ()  # local wheel folders (a wheelhouse), searched first
+    no_index: bool = False  # only find_links: resolve offline
+    uv: str | None = None  # the uv binary (default: the one installed with envbuilder)
+    ca_bundle: Path | None = None  # also trusted for the indexes (a TLS-intercepting proxy, a private CA)
+
+
+def install_indexes(
+    group: Group,
+    *,
+    framework_index: str | None,
+    default_index: str | None,
+    indexes: tuple[PackageIndex, ...],
+) -> tuple[tuple[str, str], ...]:
+    """The indexes a group was resolved from, as (name, url), highest priority first: the
+    framework group from the framework index alone (or the default index when the stack has
+    none); the project group from the spec's indexes, the framework index, the default index.
+    Names: "framework", "pypi" (the default index or its mirror), the spec's own."""
+    out: list[tuple[str, str]] = []
+    if group == "project":
+        out += [(i.name, i.url) for i in indexes]
+    if framework_index is not None:
+        out.append(("framework", framework_index))
+    if default_index is not None and (group == "project" or framework_index is None):
+        out.append(("pypi", default_index))
+    first = {url: name for name, url in reversed(out)}  # a URL keeps its first name
+    return tuple((first[url], url) for url in dict.fromkeys(url for _, url in out))
+
+
+# --------------------------------------------------------------------------- uv
+
+
+def uv_binary(override: str | None = None) -> str:
+    """The uv executable: the given one, the one shipped in the `uv` wheel, or uv on PATH.
+
+    Raises LockError when there is none.
+    """
+    if override:
+        return override
+    try:
+        from uv import find_uv_bin
+
+        return str(find_uv_bin())
+    except (ImportError, FileNotFoundError):
+        found = shutil.which("uv")
+        if found:
+            return found
+    raise LockError("uv is not installed", hint="pip install uv (envbuilder depends on it)")
+
+
+def uv_version(uv: str) -> str:
+    """`uv 0.13.9` from `uv --version`. Raises LockError when uv does not run."""
+    proc = _run([uv, "--version"], what="uv --version")
+    words = proc.stdout.split()
+    return " ".join(words[:2]) if len(words) >= 2 else proc.stdout.strip()
+
+
+def _run(
+    argv: list[str], *, what: str, cwd: Path | None = None, env: Mapping[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    try:
+        proc = subprocess.run(
+            argv, capture_output=True, text=True, check=False, cwd=cwd, stdin=subprocess.DEVNULL, env=env
+        )
+    except OSError as exc:
+        raise LockError(f"{what}: cannot run {argv[0]}: {exc.strerror}") from None
+    if proc.returncode != 0:
+        raise LockError(f"{what} failed:\n{redact(_tail(proc.stderr))}", hint=_uv_hint(proc.stderr))
+    return proc
+
+
+def redact(url_or_text: str) -> str:
+    """Credentials (user:token@) taken out of every URL in the text: they never reach a lock
+    file or a message."""
+    return re.sub(r"(https?://)[^/@\s]+@", r"\1", url_or_text)
+
+
+def _uv_env(settings: LockSettings, work: Path) -> dict[str, str]:
+    """uv's environment: ours, with the extra CA bundle appended to the trusted ones."""
+    env = dict(os.environ)
+    if settings.ca_bundle is not None:
+        bundle = work / "ca-bundle.pem"
+        system = Path(env.get("SSL_CERT_FILE") or "/etc/ssl/certs/ca-certificates.crt")
+        parts = [system.read_bytes()] if system.is_file() else []
+        bundle.write_bytes(b"\n".join([*parts, settings.ca_bundle.read_bytes()]))
+        env["SSL_CERT_FILE"] = str(bundle)
+    return env
+
+
+def _tail(text: str, lines: int = 20) -> str:
+    kept = [line for line in text.strip().splitlines() if line.strip()]
+    return "\n".join(kept[-lines:])
+
+
+def _uv_hint(stderr: str) -> str:
+    if "dns error" in stderr or "Failed to fetch" in stderr or "connect" in stderr.lower():
+        return "an index is unreachable: give a mirror (--index-url, --framework-index) or --find-links DIR"
+    if "No solution found" in stderr or "unsatisfiable" in stderr:
+        return "relax the requirement named above, or pin a version the framework's pins allow"
+    return "see uv's message above"
+
+
+# --------------------------------------------------------------------------- lock
+
+
+def framework_requirements(stack: Stack) -> list[str]:
+    """What the framework group installs: the stack's pins and its chosen companions."""
+    return sorted({*stack.packages, *(req for _, req in stack.companions)})
+
+
+def lock_packages(
+    spec: ImageSpec,
+    stack: Stack,
+    *,
+    platform: Platform = "x86_64",
+    settings: LockSettings | None = None,
+    on_progress: Callable[[str], None] | None = None,
+) -> PackageLock:
+    """Resolve every package of `spec` on `stack` for `platform`, pinned with hashes.
+
+    `stack` is the rendered one (companions chosen). Raises LockError (no solution, an index
+    unreachable, a package that is not a wheel from an index), SpecError (a refused input file).
+    """
+    settings = settings or LockSettings()
+    say = on_progress or (lambda _msg: None)
+    uv = uv_binary(settings.uv)
+    resolver = uv_version(uv)
+    base = _base_lock(spec, stack, platform, resolver, settings)
+    with tempfile.TemporaryDirectory(prefix="envbuilder-lock-") as tmp:
+        work = Path(tmp)
+        say(f"locking {stack.framework} {stack.version} for {platform}, Python {stack.python} ({resolver})")
+        framework_in = work / "framework.in"
+        framework_in.write_text("".join(f"{r}\n" for r in framework_requirements(stack)), encoding="utf-8")
+        # The framework group comes from the framework's index alone (as `pip install --index-url`
+        # does): PyPI's torch is another build of the same version number.
+        framework = _compile(
+            uv, base, [framework_in], work / "pylock.framework.toml", indexes=[],
+            default=_framework_url(stack, settings) or _default_url(settings), settings=settings,
+            group="framework",
+        )  # fmt: skip
+        f_url = _framework_url(stack, settings)
+        f_indexes = [] if f_url is None else [("framework", f_url)]
+        project: list[LockedPackage] = []
+        inputs: list[tuple[str, str]] = []
+        if spec.has_project_packages:
+            say("locking the project's packages (framework pins as constraints)")
+            sources, extras, inputs = _project_inputs(uv, spec, work)
+            constraints = work / "constraints.txt"
+            constraints.write_text("".join(f"{p.pin}\n" for p in framework), encoding="utf-8")
+            p_indexes = [(i.name, i.url) for i in spec.indexes] + f_indexes
+            resolved = _compile(
+                uv, base, sources, work / "pylock.project.toml", indexes=p_indexes,
+                default=_default_url(settings), settings=settings, group="project",
+                constraints=constraints, extras=extras, strategy="unsafe-first-match" if p_indexes else None,
+            )  # fmt: skip
+            pinned = {p.name: p for p in framework}
+            for pkg in resolved:
+                if pkg.name not in pinned:
+                    project.append(pkg)
+                elif pinned[pkg.name].version != pkg.version:  # constraints forbid it; say so if not
+                    raise LockError(f"{pkg.name} resolved to {pkg.version} against the framework's pin")
+    packages = tuple(sorted(framework, key=lambda p: p.name)) + tuple(sorted(project, key=lambda p: p.name))
+    return PackageLock(
+        platform=base.platform,
+        python=base.python,
+        python_platform=base.python_platform,
+        resolver=base.resolver,
+        framework_index=base.framework_index,
+        default_index=base.default_index,
+        indexes=base.indexes,
+        find_links=base.find_links,
+        inputs=tuple(sorted(inputs)),
+        packages=packages,
+    )
+
+
+def _framework_url(stack: Stack, settings: LockSettings) -> str | None:
+    return None if settings.no_index else (settings.framework_index or stack.index_url)
+
+
+def _default_url(settings: LockSettings) -> str | None:
+    return None if settings.no_index else (settings.default_index or DEFAULT_INDEX)
+
+
+def _opt(fn: Callable[[str], str], value: str | None) -> str | None:
+    return None if value is None else fn(value)
+
+
+def _base_lock(
+    spec: ImageSpec,
+    stack: Stack,
+    platform: Platform,
+    resolver: str,
+    settings: LockSettings,
+) -> PackageLock:
+    if platform not in PYTHON_PLATFORMS:
+        raise LockError(f"unknown platform {platform!r}", hint=f"use one of {', '.join(PLATFORMS)}")
+    for folder in settings.find_links:
+        if not folder.is_dir():
+            raise LockError(f"--find-links {folder}: not a folder")
+    if settings.no_index and not settings.find_links:
+        raise LockError("--no-index needs --find-links DIR (where else would packages come from?)")
+    return PackageLock(
+        platform=platform,
+        python=stack.python,
+        python_platform=PYTHON_PLATFORMS[platform],
+        resolver=resolver,
+        # A mirror given with its token (the build's pip_index_url secret) is recorded without it.
+        framework_index=_opt(redact, _framework_url(stack, settings)),
+        default_index=_opt(redact, _default_url(settings)),
+        indexes=spec.indexes,
+        find_links=tuple(str(p.resolve()) for p in settings.find_links),
+    )
+
+
+def _project_inputs(
+    uv: str, spec: ImageSpec, work: Path
+) -> tuple[list[Path], tuple[str, ...], list[tuple[str, str]]]:
+    """uv's source files for the project group, the extras asked for, and the (file, sha256) of
+    each input read (so a later build can tell that requirements.txt changed since the lock)."""
+    base = Path(spec.base_dir)
+    sources: list[Path] = []
+    read: list[Path] = []
+    extras: tuple[str, ...] = ()
+    if spec.requirements:
+        listed = work / "requirements.in"
+        listed.write_text("".join(f"{r}\n" for r in spec.requirements), encoding="utf-8")
+        sources.append(listed)
+    if spec.requirements_file:
+        path = spec_file(base, spec.requirements_file, "requirements", spec.path)
+        read += requirement_files(path, root=base, where=spec.path)
+        sources.append(path)
+    if spec.pyproject:
+        path = spec_file(base, spec.pyproject.path, "pyproject", spec.path)
+        read.append(path)
+        sources.append(path)
+        extras = spec.pyproject.extras
+    if spec.uv_lock:
+        path = spec_file(base, spec.uv_lock.path, "uv_lock", spec.path)
+        project_dir = path.parent
+        if not (project_dir / "pyproject.toml").is_file():
+            raise SpecError(
+                f"{spec.path}: field 'uv_lock': no pyproject.toml beside {path}",
+                hint="uv.lock belongs to a project: keep its pyproject.toml next to it",
+            )
+        read += [path, project_dir / "pyproject.toml"]
+        exported = work / "uv-lock.txt"
+        argv = [uv, "export", "--frozen", "--no-hashes", "--no-emit-project", "--no-dev", "--no-header"]
+        argv += [f"--extra={e}" for e in spec.uv_lock.extras]
+        argv += ["--format", "requirements-txt", "--output-file", str(exported), "--no-config"]
+        _run(argv, what=f"uv export of {path}", cwd=project_dir)
+        sources.append(exported)
+        extras = ()
+    digests = [(os.path.relpath(p, base.resolve()), file_digest(p)) for p in dict.fromkeys(read)]
+    return sources, extras, digests
+
+
+def _compile(
+    uv: str,
+    base: PackageLock,
+    sources: list[Path],
+    out: Path,
+    *,
+    indexes: list[tuple[str, str]],
+    default: str | None,
+    settings: LockSettings,
+    group: Group,
+    constraints: Path | None = None,
+    extras: tuple[str, ...] = (),
+    strategy: str | None = None,
+) -> list[LockedPackage]:
+    argv = [uv, "pip", "compile", *map(str, sources), "--format", "pylock.toml", "-o", str(out)]
+    argv += ["--python-version", base.python, "--python-platform", base.python_platform]
+    argv += ["--only-binary", ":all:", "--no-config", "--no-header", "--quiet"]
+    for name, url in indexes:
+        argv += ["--index", f"{name}={url}"]
+    if default is not None:
+        argv += ["--default-index", default]
+    if settings.no_index:
+        argv.append("--no-index")
+    for folder in settings.find_links:
+        argv += ["--find-links", str(folder.resolve())]
+    if constraints is not None:
+        argv += ["--constraints", str(constraints)]
+    argv += [f"--extra={e}" for e in extras]
+    if strategy:
+        argv += ["--index-strategy", strategy]
+    _run(argv, what=f"uv pip compile ({group} packages)", env=_uv_env(settings, out.parent))
+    return parse_pylock(
+        out.read_text(encoding="utf-8"),
+        group,
+        where=f"uv's {group} lock",
+        python=base.python,
+        python_platform=base.python_platform,
+    )
+
+
+def parse_pylock(
+    text: str, group: Group, *, where: str, python: str, python_platform: str
+) -> list[LockedPackage]:
+    """The packages of a pylock.toml (PEP 751) that uv wrote for one target: each must come from
+    an index or find-links as a wheel; where several fit, the one the installer would pick is
+    kept (choose_wheel), with its one sha256. Raises LockError."""
+    try:
+        doc = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise LockError(f"{where}: not valid TOML ({exc})") from None
+    out: list[LockedPackage] = []
+    for entry in doc.get("packages", []):
+        name = canonicalize_name(str(entry.get("name", "")))
+        wheels = entry.get("wheels") or []
+        if not wheels:
+            kind = next((k for k in ("sdist", "directory", "archive", "vcs") if k in entry), "no wheel")
+            raise LockError(
+                f"{where}: {name} {entry.get('version', '')} is not locked to a wheel ({kind})",
+                hint="envbuilder locks wheels from an index only: pin a version that has a wheel "
+                "for this Python and platform, or copy your own code in with `context:`",
+            )
+        by_file: dict[str, list[dict[str, Any]]] = {}
+        for w in wheels:
+            by_file.setdefault(urllib.parse.unquote(str(w.get("url", "")).rsplit("/", 1)[-1]), []).append(w)
+        wheel = choose_wheel(sorted(by_file), python, python_platform, where=f"{where}: {name}")
+        chosen = by_file[wheel]
+        digests = {str((w.get("hashes") or {}).get("sha256", "")) for w in chosen}
+        if len(digests) != 1:
+            raise LockError(f"{where}: {wheel} is served with {len(digests)} different sha256 digests")
+        sizes = [w.get("size") for w in chosen if isinstance(w.get("size"), int)]
+        out.append(
+            check_package(
+                {
+                    "name": name,
+                    "version": str(entry.get("version", "")),
+                    "wheel": wheel,
+                    "sha256": digests.pop(),
+                    "size": sizes[0] if sizes else None,
+                    "urls": [redact(str(w.get("url", ""))) for w in chosen],
+                    "group": group,
+                },
+                where,
+            )
+        )
+    return out
+
+
+def target_tags(python: str, python_platform: str) -> list[Tag]:
+    """The wheel tags an installer on the target accepts, most preferred first (packaging's
+    own order): CPython X.Y on manylinux_2_N (N down from the target's) and its legacy aliases."""
+    arch, _, policy = python_platform.partition("-")
+    newest = int(policy.rsplit("_", 1)[-1]) if policy.startswith("manylinux_2_") else 17
+    platforms = [f"manylinux_2_{n}_{arch}" for n in range(newest, 4, -1)]
+    legacy = {17: "manylinux2014", 12: "manylinux2010", 5: "manylinux1"}
+    platforms += [f"{legacy[n]}_{arch}" for n in (17, 12, 5) if n <= newest]
+    platforms.append(f"linux_{arch}")
+    version = tuple(int(x) for x in python.split("."))
+    return [
+        *tags.cpython_tags(version, platforms=platforms),
+        *tags.compatible_tags(version, interpreter=f"cp{''.join(python.split('.'))}", platforms=platforms),
+    ]
+
+
+def choose_wheel(files: list[str], python: str, python_platform: str, *, where: str) -> str:
+    """The file an installer on the target picks among a version's wheels (uv's pylock lists
+    every compatible one, e.g. an abi3 build and a pure-Python one): the best-ranked tag wins,
+    so the lock holds that one file and its sha256. Raises LockError when none fits."""
+    if len(files) == 1:
+        return files[0]
+    rank = {t: i for i, t in enumerate(target_tags(python, python_platform))}
+    best: tuple[int, str] | None = None
+    for name in files:
+        try:
+            wheel_tags = parse_wheel_filename(name)[3]
+        except InvalidWheelFilename:
+            continue
+        score = min((rank[t] for t in wheel_tags if t in rank), default=None)
+        if score is not None and (best is None or (score, name) < best):
+            best = (score, name)
+    if best is None:
+        raise LockError(f"{where}: none of {', '.join(files)} installs on {python_platform}, Python {python}")
+    return best[1]
+
+
+def check_package(raw: Mapping[str, Any], where: str) -> LockedPackage:
+    """One package entry of a lock, every value checked (it reaches the build). Raises LockError."""
+
+    def bad(key: str) -> LockError:
+        value = repr(raw.get(key))[:80]
+        return LockError(f"{where}: package field {key!r}: {value} refused", hint=_HINT)
+
+    name, version, wheel = raw.get("name"), raw.get("version"), raw.get("wheel")
+    if not isinstance(name, str) or not NAME_RE.fullmatch(name):
+        raise bad("name")
+    if not isinstance(version, str) or not VERSION_RE.fullmatch(version):
+        raise bad("version")
+    if not isinstance(wheel, str) or not WHEEL_RE.fullmatch(wheel):
+        raise bad("wheel")
+    sha = raw.get("sha256")
+    if not isinstance(sha, str) or not SHA256_RE.fullmatch(sha):
+        raise bad("sha256")
+    size = raw.get("size")
+    if size is not None and (not isinstance(size, int) or isinstance(size, bool) or size < 0):
+        raise bad("size")
+    urls = raw.get("urls", [])
+    if not isinstance(urls, list) or not all(isinstance(u, str) for u in urls):
+        raise bad("urls")
+    group = raw.get("group")
+    if group not in ("framework", "project"):
+        raise bad("group")
+    try:
+        Requirement(f"{name}=={version}")
+    except InvalidRequirement:
+        raise bad("version") from None
+    return LockedPackage(
+        name=name,
+        version=version,
+        wheel=wheel,
+        sha256=sha,
+        size=size,
+        urls=tuple(urls),
+        group=group,
+    )
+
+
+def package_lock_from_dict(raw: object, where: str) -> PackageLock:
+    """Inverse of PackageLock.to_dict, every field checked. Raises LockError."""
+    if not isinstance(raw, dict):
+        raise LockError(f"{where}: expected an object", hint=_HINT)
+
+    def text(key: str, optional: bool = False) -> Any:
+        value = raw.get(key)
+        if value is None and optional:
+            return None
+        if not isinstance(value, str) or not value:
+            raise LockError(f"{where}: field {key!r}: expected a string", hint=_HINT)
+        return value
+
+    platform = text("platform")
+    if platform not in PLATFORMS:
+        raise LockError(f"{where}: field 'platform': {platform!r} is not one of {', '.join(PLATFORMS)}")
+    indexes = raw.get("indexes", [])
+    inputs = raw.get("inputs", {})
+    find_links = raw.get("find_links", [])
+    packages = raw.get("packages")
+    if not isinstance(indexes, list) or not isinstance(inputs, dict) or not isinstance(find_links, list):
+        raise LockError(f"{where}: malformed indexes, inputs or find_links", hint=_HINT)
+    if not isinstance(packages, list):
+        raise LockError(f"{where}: field 'packages': expected a list", hint=_HINT)
+    parsed_indexes = []
+    for item in indexes:
+        if (
+            not isinstance(item, dict)
+            or not isinstance(item.get("name"), str)
+            or not isinstance(item.get("url"), str)
+        ):
+            raise LockError(f"{where}: malformed index entry", hint=_HINT)
+        parsed_indexes.append(
+            PackageIndex(
+                name=item["name"], url=item["url"], username=item.get("username"), secret=item.get("secret")
+            )
+        )
+    return PackageLock(
+        platform=platform,
+        python=text("python"),
+        python_platform=text("python_platform"),
+        resolver=text("resolver"),
+        framework_index=text("framework_index", optional=True),
+        default_index=text("default_index", optional=True),
+        indexes=tuple(parsed_indexes),
+        find_links=tuple(str(x) for x in find_links),
+        inputs=tuple(sorted((str(k), str(v)) for k, v in inputs.items())),
+        packages=tuple(check_package(p if isinstance(p, dict) else {}, where) for p in packages),
+    )
+
+
+def changed_inputs(lock: PackageLock, spec: ImageSpec) -> list[str]:
+    """The input files whose content differs from what the lock read (or that are gone)."""
+    base = Path(spec.base_dir)
+    out = []
+    for rel, digest in lock.inputs:
+        path = base / rel
+        if not path.is_file() or file_digest(path) != digest:
+            out.append(rel)
+    return out
