@@ -157,3 +157,58 @@ def test_counter_counts_continuations_and_catches_an_injection() -> None:
         'OMP_NUM_THREADS="8"', 'OMP_NUM_THREADS="8"\nRUN curl evil'
     )
     assert count(injected) != BASELINE
+
+
+# Free text (description, a label value, cmd/entrypoint words): any printable Unicode is
+# accepted and must come back exactly as Docker reads it; nothing else may change.
+TEXT_FIELDS = ("description", "label", "cmd")
+
+
+def check_free_text(field: str, value: str) -> None:
+    """Refused only when not printable; else the instructions are the baseline's (plus CMD) and
+    the value reads back unchanged."""
+    import json
+
+    from render_cases import label_values
+
+    from envbuilder.image.render import RenderOptions
+
+    options = RenderOptions(labels=(("org.example.note", value),)) if field == "label" else RenderOptions()
+    fields: dict[str, Any] = dict(BASE)
+    if field == "description":
+        fields["description"] = value
+    elif field == "cmd":
+        fields["cmd"] = ["python", value]
+    try:
+        text = render_dockerfile(spec(**fields), TORCH_BUNDLED_CU130, options)
+    except SpecError as err:
+        assert err.hint, f"{field} {value!r}: refusal without a hint"
+        assert not (value.isprintable() and len(value) <= 1000), f"{field} {value!r} refused"
+        return
+    expected = BASELINE if field != "cmd" else [*BASELINE[:-1], "CMD", "LABEL"]
+    assert instructions(text) == expected, f"{field} {value!r} changed the instructions"
+    if field == "cmd":
+        line = next(x for x in text.split("\n") if x.startswith("CMD "))
+        assert json.loads(line[4:]) == ["python", value]
+    else:
+        key = "org.opencontainers.image.description" if field == "description" else "org.example.note"
+        assert label_values(text)[key] == value
+
+
+@pytest.mark.parametrize("field", TEXT_FIELDS)
+@settings(
+    max_examples=300,
+    derandomize=True,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+@given(value=hostile_text)
+def test_random_free_text_reads_back_exactly(field: str, value: str) -> None:
+    check_free_text(field, value)
+
+
+@pytest.mark.parametrize("field", TEXT_FIELDS)
+def test_every_hand_picked_hostile_free_text(field: str) -> None:
+    for hostile in HOSTILE:
+        for value in ("it's " + hostile, hostile + ' "x"', "$HOME" + hostile + "\\"):
+            check_free_text(field, value)
