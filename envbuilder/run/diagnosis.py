@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from envbuilder.harness.telemetry import CLOCK_EVENT_REASONS
+from envbuilder.run.joblog import JobOutput
 
 # ---- thresholds of the rules (docs/run.md explains each)
 MIN_SAMPLES = 8  # fewer busy samples than this: too short to judge
@@ -24,6 +25,12 @@ SLOWDOWN_FRACTION = 0.10  # power/thermal clock events in this share of busy sam
 LEAK_MIN_MIB = 256.0  # growth second quarter -> last quarter above max(this, 1% of total): a leak
 LEAK_MIN_FRACTION = 0.01
 CACHE_MIN_MIB = 512.0  # rose this much above the first sample and then held: the caching allocator
+OOM_CEILING = 0.97  # memory at this share of the total, and the job failed: it ran out of memory
+OOM_ADVICE = (
+    "the field guide's first VRAM lesson: reduce the batch size{fit}; mixed precision (bf16 autocast "
+    "halves activations); gradient accumulation (same effective batch, smaller steps); activation "
+    "checkpointing (torch.utils.checkpoint / jax.checkpoint); and free what the loop keeps alive"
+)
 
 THERMAL_BITS = 0x20 | 0x40  # sw_thermal_slowdown, hw_thermal_slowdown
 POWER_BITS = 0x4 | 0x80  # sw_power_cap, hw_power_brake_slowdown
@@ -250,11 +257,72 @@ def _idle(gpu: GpuSeries, samples: int) -> Finding:
     )
 
 
-def diagnose(gpus: Sequence[GpuSeries]) -> tuple[Finding, ...]:
-    """Apply the field guide's rules to each GPU's samples (pure). Never raises; an empty or idle
-    series gives an 'idle' or 'too-short' finding rather than a guess."""
+def _death_findings(gpu: GpuSeries, output: JobOutput | None, exit_code: int | None) -> list[Finding]:
+    """How the job died, from its output and from memory at the ceiling; no sample count needed
+    (an out-of-memory death is usually too short for the other rules)."""
+    mem = _nums(gpu.column("mem_used_mib"))
+    peak = max(mem) if mem else None
+    total = gpu.memory_total_mib
+    at_ceiling = bool(peak and total and peak >= OOM_CEILING * total)
+    out: list[Finding] = []
+    said = output.oom_line if output else None
+    if said or (at_ceiling and exit_code not in (None, 0)):
+        shown = f" (peak {peak / 1024:.1f} of {total / 1024:.1f} GiB)" if peak and total else ""
+        why = (
+            f"the job's output says: {said}"
+            if said
+            else f"exit code {exit_code} with GPU memory at the ceiling"
+        )
+        fit = ""
+        if output and output.last_fit_batch:
+            fit = f" (batch {output.last_fit_batch} ran" + (
+                f", {output.oom_batch} did not)" if output.oom_batch else ")"
+            )
+        out.append(
+            Finding(
+                rule="out-of-memory",
+                severity="warn",
+                gpu=gpu.index,
+                message=f"the job ran out of GPU memory{shown}: {why}",
+                advice=OOM_ADVICE.format(fit=fit),
+            )
+        )
+    if output and output.nonfinite_line:
+        out.append(
+            Finding(
+                rule="non-finite-loss",
+                severity="warn",
+                gpu=gpu.index,
+                message=f"the loss went non-finite: {output.nonfinite_line}",
+                advice="lower the learning rate or warm it up, clip gradients, use bf16 rather than fp16 "
+                "(or a GradScaler), and check the inputs for NaN",
+            )
+        )
+    if output and output.nccl_timeout_line:
+        out.append(
+            Finding(
+                rule="nccl-timeout",
+                severity="warn",
+                gpu=gpu.index,
+                message=f"a collective timed out: {output.nccl_timeout_line}",
+                advice="a rank stopped calling collectives (crash, a data-dependent branch, uneven batches) "
+                "or the transport hangs: run `envbuilder doctor` (shm, P2P, NCCL settings), set "
+                "NCCL_DEBUG=INFO, and make every rank run the same number of steps",
+            )
+        )
+    return out
+
+
+def diagnose(
+    gpus: Sequence[GpuSeries], *, output: JobOutput | None = None, exit_code: int | None = None
+) -> tuple[Finding, ...]:
+    """Apply the field guide's rules to each GPU's samples and the job's output (pure). Never
+    raises; an empty or idle series gives an 'idle' or 'too-short' finding rather than a guess,
+    beside how the job died when its output or memory at the ceiling says so."""
     out: list[Finding] = []
     for gpu in gpus:
+        death = _death_findings(gpu, output, exit_code)
+        out.extend(death)
         util_all = gpu.column("util_gpu")
         window = _busy_window(util_all, gpu.column("mem_used_mib"))
         if window is None:
@@ -279,7 +347,7 @@ def diagnose(gpus: Sequence[GpuSeries]) -> tuple[Finding, ...]:
         found += _clock_findings(gpu, masks, temps, power)
         mem_all = _nums(gpu.column("mem_used_mib"))
         found += _memory_findings(gpu, _nums(gpu.column("mem_used_mib")[a:b]), mem_all[0] if mem_all else 0.0)
-        if not any(f.severity == "warn" for f in found):
+        if not any(f.severity == "warn" for f in found + death):
             found.append(Finding(rule="ok", severity="info", gpu=gpu.index, message="no problem found"))
         out.extend(found)
     return tuple(out)

@@ -243,7 +243,8 @@ def run_image(
     finally:
         seconds = round(time.monotonic() - started, 3)
         if monitor is not None:
-            files = _finish_monitor(monitor, opts, run_id, info, seconds, say)
+            exited = code if outcome == "exited" else None
+            files = _finish_monitor(monitor, opts, run_id, info, seconds, say, exit_code=exited)
         _log(
             log_path,
             {
@@ -285,10 +286,17 @@ def _start_monitor(
 
 
 def _finish_monitor(
-    monitor: Monitor, opts: RunOptions, run_id: str, info: ImageInfo, seconds: float, say: Say
+    monitor: Monitor,
+    opts: RunOptions,
+    run_id: str,
+    info: ImageInfo,
+    seconds: float,
+    say: Say,
+    *,
+    exit_code: int | None = None,
 ) -> tuple[Path, ...]:
     gpus = monitor.stop()
-    findings = diagnose(gpus)
+    findings = diagnose(gpus, exit_code=exit_code)  # a failed exit with memory at the ceiling: OOM
     folder = opts.monitor_dir or user_data_dir() / "runs" / run_id
     context = {
         "run_id": run_id,

@@ -1,6 +1,7 @@
-"""Record tests/data/monitor/h200-*.json: envbuilder.run.monitor sampling four synthetic torch
+"""Record tests/data/monitor/h200-*.json: envbuilder.run.monitor sampling five synthetic torch
 workloads on a real GPU (dense bf16 GEMMs; tiny kernels between waits; a leak; an 8 GiB buffer
-freed and re-allocated each step). Run from the repository root on a GPU machine:
+freed and re-allocated each step; a job that doubles its batch until CUDA runs out of memory, whose
+printed output is kept beside its series as oom.out.txt). Run from the repository root on a GPU:
     OUT=/tmp/mon python3 tests/data/monitor/record_workloads.py
 """
 
@@ -12,6 +13,7 @@ from pathlib import Path
 sys.path.insert(0, os.getcwd())
 import torch
 from envbuilder.run.diagnosis import diagnose, format_diagnosis
+from envbuilder.run.joblog import read_job_output
 from envbuilder.run.monitor import Monitor, write_monitor_files
 
 out = Path(os.environ.get("OUT", "/tmp"))
@@ -67,8 +69,30 @@ def cached(sec):
         time.sleep(0.05)
 
 
+OOM_LINES = []
+
+
+def oom(sec):
+    """The issue's job: grow the batch until CUDA OOM, printing what fit (as a training script does)."""
+    w = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16)
+    keep, b = [], 1 << 14
+    try:
+        while True:
+            x = torch.randn(b, 8192, device="cuda", dtype=torch.bfloat16)
+            keep.append(x @ w)  # activations kept for the backward pass
+            torch.cuda.synchronize()
+            OOM_LINES.append(f"batch {b} ok, {torch.cuda.memory_allocated() / 2**30:.1f} GiB allocated")
+            b *= 2
+            time.sleep(0.3)
+    except torch.OutOfMemoryError as e:
+        OOM_LINES.append(f"trying batch {b}")
+        OOM_LINES.append(f"torch.OutOfMemoryError: {e}".splitlines()[0])
+    time.sleep(0.6)  # the monitor sees the memory at the ceiling before the job lets go
+    return keep
+
+
 res = {}
-for name, fn in (("dense-bf16", dense), ("starved", starved), ("leak", leak), ("cached", cached)):
+for name, fn in (("dense-bf16", dense), ("starved", starved), ("leak", leak), ("cached", cached), ("oom", oom)):
     torch.cuda.empty_cache()
     time.sleep(1.0)
     m = Monitor(interval=0.2)
@@ -78,7 +102,11 @@ for name, fn in (("dense-bf16", dense), ("starved", starved), ("leak", leak), ("
     time.sleep(0.4)
     gpus = m.stop()
     del kept
-    f = diagnose(gpus)
+    if name == "oom":
+        (out / "oom.out.txt").write_text("\n".join(OOM_LINES) + "\n")
+        f = diagnose(gpus, output=read_job_output("\n".join(OOM_LINES)), exit_code=1)
+    else:
+        f = diagnose(gpus)
     print(
         f"== {name}: {len(gpus[0].series['t'])} samples, mem {min(gpus[0].series['mem_used_mib'])}-{max(gpus[0].series['mem_used_mib'])} MiB"
     )
