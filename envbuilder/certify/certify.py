@@ -158,10 +158,13 @@ def certify_image(
     timeout_s: float | None = None,
     budget_s: float | None = None,
     steps: int | None = None,
+    framework: str | None = None,
 ) -> Certificate:
     """Certify `image_ref` on this host and return the sealed certificate (failed ones too: the
     caller stores the evidence, then raises). `thresholds` override the image's own overrides;
-    `budget_s` and `steps` are handed to the harness (its time budget, training steps).
+    `budget_s` and `steps` are handed to the harness (its time budget, training steps);
+    `framework` is what it certifies for when the image's stack label does not say (an image
+    envbuilder did not build), else the label's.
 
     Raises UsageError (image not found), NoGpuError (an explicit mode this host lacks),
     DockerUnavailableError, MatrixError (thresholds file), CertificationFailedError (the harness
@@ -200,7 +203,7 @@ def certify_image(
             watchdog_s=max(10.0, limit - 30.0),
             budget_s=budget_s,
             steps=steps,
-            framework=meta.framework,
+            framework=meta.framework or framework,
         )
         spec = training_container(
             info,

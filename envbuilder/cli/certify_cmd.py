@@ -94,6 +94,11 @@ def print_summary(cert: Certificate, stored_id: str | None) -> None:
 @click.option(
     "--sign-key", "key_name", metavar="NAME", help="Signing key for --push (default: the only one)."
 )
+@click.option(
+    "--framework",
+    type=click.Choice(["torch", "tensorflow", "jax"]),
+    help="What to certify for when IMAGE's labels do not say (an image envbuilder did not build).",
+)
 def certify(
     image: str,
     gpu_access: str,
@@ -106,6 +111,7 @@ def certify(
     timeout_s: float | None,
     push: bool,
     key_name: str | None,
+    framework: str | None,
 ) -> None:
     """Certify IMAGE on this host: smoke tests, training benchmark and telemetry in the container.
 
@@ -135,6 +141,7 @@ def certify(
         budget_s=budget_seconds,
         steps=steps,
         timeout_s=timeout_s,
+        framework=framework,
     )
     stored_id = None if no_store else CertStore().add(cert)
     if out_path is not None:

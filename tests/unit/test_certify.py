@@ -396,3 +396,16 @@ def test_unlabelled_image_gets_the_hosts_harness_mounted() -> None:
     assert cert.data["run"]["harness_source"] == "host"
     (mount,) = [m for m in eng.runs[0].mounts if m.target == "/opt/envbuilder-host/harness"]
     assert mount.read_only and (Path(mount.source) / "run.py").is_file()  # the package's own payload
+
+
+def test_framework_for_an_unlabelled_image_reaches_the_harness_and_a_label_wins() -> None:
+    bare = engine(ImageInfo(id=IMAGE.id, tags=(), repo_digests=(), labels={}))
+    certify(bare, framework="jax")
+    argv = bare.runs[0].command
+    assert argv[argv.index("--framework") + 1] == "jax"
+    stack = {**GPU_STACK, "framework": {"name": "torch", "version": "2.11.0"}}
+    labels = {**IMAGE.labels, "io.envbuilder.stack": json.dumps(stack)}
+    labelled = engine(ImageInfo(id=IMAGE.id, tags=(), repo_digests=(), labels=labels))
+    certify(labelled, framework="jax")
+    argv = labelled.runs[0].command
+    assert argv[argv.index("--framework") + 1] == "torch"
