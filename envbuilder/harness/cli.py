@@ -32,6 +32,12 @@ def parse_args(argv: list[str] | None) -> Options:
         "One JSON line per step on stdout; the last line is the result document.",
     )
     p.add_argument("--quick", action="store_true", help="host record + smoke tests only")
+    p.add_argument(
+        "--level",
+        choices=("default", "full"),
+        default="default",
+        help="full: the long version (every step in this process, one after the other)",
+    )
     p.add_argument("--cpu-only", action="store_true", help="run the CPU path (not a GPU certification)")
     p.add_argument("--steps", type=int, help="training steps of the accuracy runs (default 200)")
     p.add_argument("--out", help="also write the result document to this file")

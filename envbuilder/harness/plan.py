@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib.util
+import math
 import os
 import time
 from typing import Any
@@ -16,6 +17,7 @@ from .record import Recorder, log, utc_now
 from .result import Outcome
 from .session import Budget, Options, Session
 from .steps.estimates import ESTIMATE
+from .steps.jax_steps import JAX_ENV
 from .steps.smoke import cpu_check_step, cuda_smoke_step, framework_smokes
 from .telemetry import Sampler, load_nvml
 from .thresholds import select_thresholds
@@ -110,6 +112,7 @@ class Certification:
             telemetry = {"available": False, "reason": why}
         return Outcome(
             mode=self.mode,
+            framework=self.opts.framework,
             gpu_path=self.gpu_path,
             budget_s=self.budget.seconds,
             started=self.started_utc,
@@ -151,6 +154,9 @@ def run_path(s: Session, *, mode: str, have_torch: bool) -> None:
     from .multigpu.step import multi_gpu_step
 
     rec = s.rec
+    if s.opts.framework == "jax" and not s.opts.multi_gpu_cpu_test:
+        jax_plan(s, mode=mode)
+        return
     if not have_torch:
         for name in ("cpu_check", "cuda_smoke"):
             rec.skip(name, "torch is not installed")
@@ -160,19 +166,27 @@ def run_path(s: Session, *, mode: str, have_torch: bool) -> None:
 
     if not s.cuda:
         torch.set_num_threads(max(1, len(os.sched_getaffinity(0))))
-    if not s.opts.multi_gpu_cpu_test:  # that mode runs the multi_gpu step's code path only
-        cpu_check_step(s)
     if s.cuda:
-        smoke_ok = cuda_smoke_step(s)
-        framework_smokes(s, want_gpu=True)
-        if mode == "quick":
-            return
-        if not smoke_ok:
-            rec.skip("benchmarks", "the CUDA smoke test failed: no GPU benchmark was run")
-            return
-        gpu_plan(s)
+        plan = TorchGpuPlan(s) if mode == "full" else None
+        if plan is not None:
+            plan.start()
+        try:
+            cpu_check_step(s)
+            smoke_ok = cuda_smoke_step(s)
+            framework_smokes(s, want_gpu=True)
+            if plan is None:
+                return
+            if not smoke_ok:
+                rec.skip("benchmarks", "the CUDA smoke test failed: no GPU benchmark was run")
+                return
+            plan.run()
+        finally:
+            if plan is not None:
+                plan.close()
         multi_gpu_step(s)  # after the single-GPU steps, outside their time budget
         return
+    if not s.opts.multi_gpu_cpu_test:  # that mode runs the multi_gpu step's code path only
+        cpu_check_step(s)
     rec.skip("cuda_smoke", "CPU path: no GPU on this host (or --cpu-only)")
     framework_smokes(s, want_gpu=False)
     if mode == "quick":
@@ -202,59 +216,74 @@ def cpu_plan(s: Session) -> None:
     real_data_step(s, "resnet18", 32, 64, s.opts.steps or 40, None)
 
 
-def gpu_plan(s: Session) -> None:
-    """The GPU path's benchmark steps, in budget order (docs/harness.md says why this order)."""
-    import torch
+class TorchGpuPlan:
+    """The torch GPU path's benchmark steps, and the two orders they run in.
 
-    from .steps.overhead import telemetry_overhead_step
-    from .steps.pipeline import input_pipeline_step
-    from .steps.ramp import batch_ramp_step
-    from .steps.real_data import real_data_step
-    from .steps.training import dataset_step, train_step
-    from .workloads.pytorch.train import tf32_flags
+    `full` (--level full) is the long version: every step in the harness process, one after the
+    other, cuDNN autotuning in every run. The default order keeps the same steps, gates and window
+    sizes, and takes the GPU's idle time out: torch.compile of the tuned models runs in child
+    processes on the CPU cores (steps/lane.py) while the accuracy runs and the telemetry A/B use
+    the GPU, and the accuracy runs use cuDNN's heuristics instead of autotuning (they are not
+    gated; the tuned runs still autotune). The runs the throughput gates judge, the batch ramp and
+    the input pipeline run only once the children are done, so nothing else shares the GPU, its
+    memory or the CPU with them.
+    """
 
-    torch.backends.cudnn.benchmark = True
-    amp = "bf16" if torch.cuda.is_bf16_supported() else "fp16"
-    s.rec.fact(amp=amp, tf32=tf32_flags(), cudnn_benchmark=True)
-    data = dataset_step(s, 224, 4096, 512)
-    steps = s.opts.steps or 200
+    def __init__(self, s: Session) -> None:
+        import torch
 
-    def rn18(**kw: Any) -> RunConfig:
-        return RunConfig(name="", arch="resnet18", device="cuda", seed=s.opts.seed, **kw)
+        from .workloads.pytorch.train import tf32_flags
 
-    fp32 = train_step(
-        s,
-        data,
-        "train_rn18_fp32_bs32",
-        rn18(batch=32, steps=steps, extra={"tf32": tf32_flags()}),
-        estimate=ESTIMATE["fp32"],
-    )
-    train_step(
-        s, data, f"train_rn18_{amp}_bs32", rn18(batch=32, steps=steps, amp=amp), estimate=ESTIMATE["amp"]
-    )
-    # Batch 64 only when the first run left room for it (2x its peak + 20%).
-    peak = (fp32.metrics.get("memory") or {}).get("peak_reserved_mib")
-    free_mib = (torch.cuda.mem_get_info()[0] / 2**20) if torch.cuda.is_available() else 0
-    if peak is None:
-        s.rec.skip(f"train_rn18_{amp}_bs64", "no memory figure from the batch-32 run")
-    elif 2.4 * peak > free_mib:
-        s.rec.skip(
-            f"train_rn18_{amp}_bs64",
-            f"not enough VRAM headroom: batch 32 peaked at {peak:.0f} MiB, {free_mib:.0f} free",
-        )
-    else:
-        train_step(
-            s,
-            data,
-            f"train_rn18_{amp}_bs64",
-            rn18(batch=64, steps=steps, amp=amp, extra={"headroom_free_mib": free_mib}),
-            estimate=ESTIMATE["bs64"],
-        )
+        self.s = s
+        self.amp = "bf16" if torch.cuda.is_bf16_supported() else "fp16"
+        self.steps = s.opts.steps or 200
+        self.tf32 = tf32_flags()
+        self.data: Any = None
+        self.lane: Any = None
 
-    # The tuned runs come before the batch ramp (the issue lists the ramp first): they carry the
-    # throughput gates, so they must not be the ones the time budget squeezes out, and they
-    # should not run on an allocator the ramp has just filled to the brim.
-    def tuned(arch: str, steps: int, warmup: int, compiled: bool = False) -> RunConfig:
+    def start(self) -> None:
+        """Start the compile lane (default level): before cpu_check and the smoke, so its children
+        import torch and compile while those run."""
+        if self.s.opts.level != "full":
+            from .steps.lane import CompileLane
+
+            self.lane = CompileLane(
+                ("resnet50", "resnet18"), batch=TUNED_BATCH, amp=self.amp, seed=self.s.opts.seed
+            )
+
+    def close(self) -> None:
+        if self.lane is not None:
+            self.lane.close()
+
+    def run(self) -> None:
+        from .steps.real_data import real_data_step
+        from .steps.training import dataset_step
+
+        s = self.s
+        full = self.lane is None
+        benchmark: Any = True if full else "tuned runs only"
+        s.rec.fact(amp=self.amp, tf32=self.tf32, cudnn_benchmark=benchmark, level=s.opts.level)
+        self.data = dataset_step(s, 224, 4096, 512)
+        if full:
+            self.accuracy_runs(autotune=True)
+            self.tuned_eager()
+            self.tuned_compiled("resnet50")
+            self.ramp_overhead_pipeline(overhead=True)
+            self.tuned_compiled("resnet18")
+        else:
+            self.accuracy_runs(autotune=False)
+            self.overhead()
+            self.tuned_compiled("resnet18")  # its child is done first; a warn-only gate
+            self.lane.wait("resnet50", max(5.0, s.remaining()))  # nothing shares the GPU from here
+            self.tuned_eager()
+            self.tuned_compiled("resnet50")
+            self.ramp_overhead_pipeline(overhead=False)
+        real_data_step(s, "resnet18", 64, 224, s.opts.steps or 100, self.amp)
+
+    def rn18(self, **kw: Any) -> RunConfig:
+        return RunConfig(name="", arch="resnet18", device="cuda", seed=self.s.opts.seed, **kw)
+
+    def tuned(self, arch: str, steps: int, warmup: int, compiled: bool = False) -> RunConfig:
         return RunConfig(
             name="",
             arch=arch,
@@ -262,27 +291,165 @@ def gpu_plan(s: Session) -> None:
             steps=steps,
             warmup=warmup,
             compile=compiled,
-            amp=amp,
+            amp=self.amp,
             channels_last=True,
             device="cuda",
-            seed=s.opts.seed,
+            seed=self.s.opts.seed,
         )
 
-    train_step(s, data, "tuned_rn18_eager", tuned("resnet18", 70, 10), estimate=ESTIMATE["rn18_eager"])
-    for compiled in (False, True):
-        tag = "compiled" if compiled else "eager"
+    def accuracy_runs(self, *, autotune: bool) -> None:
+        import torch
+
+        from .steps.training import bs64_step, train_step
+
+        s, amp, steps, data = self.s, self.amp, self.steps, self.data
+        torch.backends.cudnn.benchmark = autotune
+        extra = {"cudnn_benchmark": autotune}
+        try:
+            fp32 = train_step(
+                s,
+                data,
+                "train_rn18_fp32_bs32",
+                self.rn18(batch=32, steps=steps, extra={"tf32": self.tf32, **extra}),
+                estimate=ESTIMATE["fp32"],
+            )
+            cfg = self.rn18(batch=32, steps=steps, amp=amp, extra=extra)
+            train_step(s, data, f"train_rn18_{amp}_bs32", cfg, estimate=ESTIMATE["amp"])
+            peak = (fp32.metrics.get("memory") or {}).get("peak_reserved_mib")
+            free_mib = (torch.cuda.mem_get_info()[0] / 2**20) if torch.cuda.is_available() else 0
+            cfg64 = self.rn18(batch=64, steps=steps, amp=amp, extra=extra)
+            bs64_step(s, data, f"train_rn18_{amp}_bs64", cfg64, peak_mib=peak, free_mib=free_mib)
+        finally:
+            torch.backends.cudnn.benchmark = True
+
+    def tuned_eager(self) -> None:
+        # The tuned runs come before the batch ramp (the issue lists the ramp first): they carry the
+        # throughput gates, so they must not be the ones the time budget squeezes out, and they
+        # should not run on an allocator the ramp has just filled to the brim.
+        from .steps.training import train_step
+
+        s = self.s
         train_step(
-            s, data, f"tuned_rn50_{tag}", tuned("resnet50", 48, 8, compiled), estimate=ESTIMATE[f"rn50_{tag}"]
+            s, self.data, "tuned_rn18_eager", self.tuned("resnet18", 70, 10), estimate=ESTIMATE["rn18_eager"]
         )
-    batch_ramp_step(s, data, amp, reserve=ESTIMATE["overhead"] + ESTIMATE["pipeline"])
-    telemetry_overhead_step(s, data, amp)
-    input_pipeline_step(s, data, tuned("resnet50", 200, 10), src_size=320, n_images=512, batches=8)
-    # Compiling ResNet-18 too is the first thing to go when time is short (it is not gated).
+        train_step(
+            s, self.data, "tuned_rn50_eager", self.tuned("resnet50", 48, 8), estimate=ESTIMATE["rn50_eager"]
+        )
+
+    def tuned_compiled(self, arch: str) -> None:
+        from .steps.training import train_step
+
+        short = "rn50" if arch == "resnet50" else "rn18"
+        steps, warmup = (48, 8) if arch == "resnet50" else (70, 10)
+        estimate = ESTIMATE[f"{short}_compiled"]
+        extra: dict[str, Any] = {}
+        if self.lane is not None:
+            report = self.lane.wait(arch, max(5.0, self.s.remaining() - ESTIMATE[f"{short}_warm_compile"]))
+            extra["precompile"] = report
+            if "error" not in report:
+                estimate = ESTIMATE[f"{short}_warm_compile"]
+        cfg = dataclasses.replace(self.tuned(arch, steps, warmup, compiled=True), extra=extra)
+        train_step(self.s, self.data, f"tuned_{short}_compiled", cfg, estimate=estimate)
+
+    def overhead(self) -> None:
+        from .steps.overhead import telemetry_overhead_step
+
+        telemetry_overhead_step(self.s, self.data, self.amp)
+
+    def ramp_overhead_pipeline(self, *, overhead: bool) -> None:
+        from .steps.pipeline import input_pipeline_step
+        from .steps.ramp import batch_ramp_step
+
+        reserve = ESTIMATE["pipeline"] + (ESTIMATE["overhead"] if overhead else 0)
+        batch_ramp_step(self.s, self.data, self.amp, reserve=reserve)
+        if overhead:
+            self.overhead()
+        input_pipeline_step(
+            self.s, self.data, self.tuned("resnet50", 200, 10), src_size=320, n_images=512, batches=8
+        )
+
+
+def jax_plan(s: Session, *, mode: str) -> None:
+    """The JAX certification: the torch plan's steps, with the JAX workloads (plain JAX ResNets,
+    jax.jit with donated buffers, NHWC). No torch.compile or cuDNN flags; the tuned runs are the
+    jitted bs256 bf16 ones (gated as tuned_rn18_jit, tuned_rn50_jit)."""
+    for key, value in JAX_ENV.items():
+        os.environ.setdefault(key, value)
+    if importlib.util.find_spec("jax") is None:
+        s.rec.skip("cpu_check", "jax is not installed")
+        s.rec.skip("cuda_smoke", "jax is not installed")
+        return
+    from functools import partial
+
+    from .steps import jax_steps
+    from .steps.training import bs64_step, train_step
+    from .workloads.jax.train import memory, platform_device
+    from .workloads.jax.train import train_run as jax_run
+
+    jax_steps.cpu_check_step(s)
+    if s.cuda:
+        if not jax_steps.gpu_smoke_step(s) or mode == "quick":
+            if s.rec.last().status != "pass":
+                s.rec.skip("benchmarks", "the CUDA smoke test failed: no GPU benchmark was run")
+            return
+    else:
+        s.rec.skip("cuda_smoke", "CPU path: no GPU on this host (or --cpu-only)")
+        if mode == "quick":
+            return
+    dev = platform_device("gpu" if s.cuda else "cpu")
+    run = partial(jax_run, dev=dev)
+    steps = s.opts.steps or (200 if s.cuda else 60)
+    if not s.cuda:
+        data = jax_steps.dataset_step(s, 64, 1024, 256, dev)
+        narrow = RunConfig(name="", width=16, batch=32, steps=steps, warmup=5, device="cpu", seed=s.opts.seed)
+        train_step(s, data, "train_cpu_rn18w16_fp32_bs32", narrow, estimate=10, run=run)
+        jax_steps.input_pipeline_step(
+            s, data, dev, dataclasses.replace(narrow, steps=200), batches=6, workers=2
+        )
+        s.rec.skip("telemetry_overhead", "no GPU: nothing for NVML to sample")
+        s.rec.skip("multi_gpu", "the multi_gpu step runs for torch certifications only")
+        return
+    amp = "bf16"
+    s.rec.fact(amp=amp, xla_preallocate=os.environ.get("XLA_PYTHON_CLIENT_PREALLOCATE"))
+    data = jax_steps.dataset_step(s, 224, 4096, 512, dev)
+
+    def rn(arch: str = "resnet18", **kw: Any) -> RunConfig:
+        return RunConfig(name="", arch=arch, device="gpu", seed=s.opts.seed, **kw)
+
+    fp32 = train_step(
+        s, data, "train_rn18_fp32_bs32", rn(batch=32, steps=steps), estimate=ESTIMATE["fp32"], run=run
+    )
     train_step(
         s,
         data,
-        "tuned_rn18_compiled",
-        tuned("resnet18", 70, 10, compiled=True),
-        estimate=ESTIMATE["rn18_compiled"],
+        f"train_rn18_{amp}_bs32",
+        rn(batch=32, steps=steps, amp=amp),
+        estimate=ESTIMATE["amp"],
+        run=run,
     )
-    real_data_step(s, "resnet18", 64, 224, s.opts.steps or 100, amp)
+    peak = (fp32.metrics.get("memory") or {}).get("peak_allocated_mib")
+    now = memory(dev)
+    free_mib = now.get("limit_mib", 0.0) - now.get("allocated_mib", 0.0)
+    cfg64 = rn(batch=64, steps=steps, amp=amp)
+    bs64_step(s, data, f"train_rn18_{amp}_bs64", cfg64, peak_mib=peak, free_mib=free_mib, run=run)
+    tuned18 = rn(batch=TUNED_BATCH, amp=amp, steps=70, warmup=10)
+    tuned50 = rn("resnet50", batch=TUNED_BATCH, amp=amp, steps=48, warmup=8)
+    train_step(s, data, "tuned_rn18_jit", tuned18, estimate=ESTIMATE["rn18_eager"], run=run)
+    train_step(s, data, "tuned_rn50_jit", tuned50, estimate=ESTIMATE["rn50_eager"] + 10, run=run)
+    # Each ramp size compiles anew (seconds): start at a quarter of what batch 32's peak predicts.
+    start = 64
+    if peak and free_mib > 0:
+        start = max(64, 1 << max(6, int(math.log2(max(1.0, free_mib / peak * 32 / 4)))))
+    jax_steps.batch_ramp_step(
+        s, data, dev, amp, reserve=ESTIMATE["overhead"] + ESTIMATE["pipeline"], start=start
+    )
+    jax_steps.telemetry_overhead_step(s, data, dev, amp)
+    jax_steps.input_pipeline_step(
+        s,
+        data,
+        dev,
+        tuned50,
+        batches=8,
+        workers=max(1, min(8, len(os.sched_getaffinity(0)) - 1)),
+    )
+    s.rec.skip("multi_gpu", "the multi_gpu step runs for torch certifications only")

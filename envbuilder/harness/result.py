@@ -20,6 +20,7 @@ class Outcome:
     watchdog firing mid-step)."""
 
     mode: str  # full | quick | cpu
+    framework: str  # torch | jax | tensorflow: the throughput entries of that framework judge
     gpu_path: bool
     budget_s: float
     started: str
@@ -74,9 +75,13 @@ def judge_gates(o: Outcome) -> list[dict[str, Any]]:
     """Throughput and telemetry-overhead gates (GPU path, full mode), then the multi_gpu ones."""
     gates: list[dict[str, Any]] = []
     if o.gpu_path and o.mode == "full":
-        table = o.thresholds.get("throughput") or {}
+        table = {
+            name: spec
+            for name, spec in (o.thresholds.get("throughput") or {}).items()
+            if spec.get("framework", "torch") == o.framework
+        }
         measured, why_not = throughput_evidence(o.steps, sorted(table))
-        gates = judge_throughput(dict(o.thresholds), measured, why_not)
+        gates = judge_throughput({**o.thresholds, "throughput": table}, measured, why_not)
         why = next((s.reason for s in o.steps if s.name == "telemetry_overhead"), "")
         detail = str(o.facts.get("telemetry_overhead_detail", ""))
         gates.append(judge_overhead(dict(o.thresholds), o.facts.get("telemetry_overhead"), why, detail))

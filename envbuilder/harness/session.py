@@ -23,6 +23,7 @@ class Options:
     own, so the result's `options` record reads as the command line did."""
 
     quick: bool = False
+    level: str = "default"  # "full": the long version (plan.py TorchGpuPlan says what differs)
     cpu_only: bool = False
     steps: int | None = None
     out: str | None = None
@@ -88,11 +89,16 @@ class Session:
         return self.budget.remaining()
 
     def free(self) -> None:
-        """Release device memory between runs (no-op on the CPU path)."""
-        if self.cuda:
+        """Release device memory between runs (torch's caching allocator; for the others, the
+        arrays nobody holds any more)."""
+        if self.cuda and self.opts.framework == "torch":
             from .workloads.pytorch.train import free_device_memory
 
             free_device_memory()
+        elif self.opts.framework != "torch":
+            import gc
+
+            gc.collect()
 
     @contextmanager
     def window(self, st: Step) -> Iterator[None]:

@@ -50,6 +50,7 @@ def test_a_throughput_entry_judges_the_step_of_its_name() -> None:
 def _outcome(steps: list[Step], **kw: Any) -> Outcome:
     base: dict[str, Any] = {
         "mode": "full",
+        "framework": "torch",
         "gpu_path": True,
         "budget_s": 180.0,
         "started": "2026-12-01T00:00:00.000000Z",
@@ -119,3 +120,26 @@ def test_multi_gpu_section_and_gates_come_from_its_step() -> None:
     assert got == gates
     doc = assemble_result(_outcome([st], mode="cpu", gpu_path=False))
     assert doc["gates"] == gates and doc["verdict"] == "failed"
+
+
+def test_a_jax_certification_meets_only_the_jax_anchors() -> None:
+    doc = {
+        "gpus": [
+            {
+                "name": "NVIDIA H200",
+                "nvml_names": ["NVIDIA H200"],
+                "throughput": {
+                    "tuned_rn50_eager": {"anchor_img_s": 4718, "min_fraction": 0.95},
+                    "tuned_rn50_jit": {"anchor_img_s": 6856, "min_fraction": 0.95, "framework": "jax"},
+                },
+            }
+        ]
+    }
+    steps = [_run("tuned_rn50_jit", 6600.0), Step(name="telemetry_overhead")]
+    thresholds = select_thresholds(doc, "NVIDIA H200")
+    jax_doc = assemble_result(_outcome(steps, framework="jax", thresholds=thresholds))
+    names = [g["name"] for g in jax_doc["gates"]]
+    assert names == ["throughput:tuned_rn50_jit", "telemetry_overhead"]
+    assert jax_doc["gates"][0]["status"] == PASS and jax_doc["gates"][0]["fraction"] == 0.9627
+    torch_doc = assemble_result(_outcome(steps, thresholds=thresholds))
+    assert [g["name"] for g in torch_doc["gates"]] == ["throughput:tuned_rn50_eager", "telemetry_overhead"]

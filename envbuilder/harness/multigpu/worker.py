@@ -17,7 +17,6 @@ import inspect
 import json
 import os
 import sys
-import threading
 import time
 import traceback
 from collections.abc import Callable
@@ -25,6 +24,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..children import exit_with_parent
 from ..workloads.config import RunConfig
 from .env import FAULT_ENV
 from .sweep import CPU_MAX_BYTES, GPU_MAX_BYTES, expected_sum, pow2_floor, sweep_sizes
@@ -53,15 +53,6 @@ def mismatch(got: torch.Tensor, want: torch.Tensor | float, *, exact: bool, rel_
 
 def _log(rank: int, msg: str) -> None:
     print(f"[multi_gpu rank {rank}] {msg}", file=sys.stderr, flush=True)
-
-
-def _orphan_guard() -> None:
-    """Exit if the harness (our parent) dies: never leave a rank holding a GPU."""
-    parent = os.getppid()
-    while True:
-        time.sleep(1.0)
-        if os.getppid() != parent:
-            os._exit(70)
 
 
 class Worker:
@@ -309,7 +300,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--timeout", type=float, default=120.0)
     p.add_argument("--seed", type=int, default=1234)
     a = p.parse_args(argv)
-    threading.Thread(target=_orphan_guard, daemon=True).start()
+    exit_with_parent()  # never leave a rank holding a GPU
     out_file = Path(a.out_dir) / f"rank{a.rank}.json"
     w: Worker | None = None
     code, info = 0, {}

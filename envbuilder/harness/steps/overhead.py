@@ -7,8 +7,9 @@ import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from ..record import StepFailed, StepSkipped
+from ..record import Step, StepFailed, StepSkipped
 from ..session import Session
+from ..telemetry import Sampler
 from .estimates import ESTIMATE
 
 if TYPE_CHECKING:
@@ -139,16 +140,24 @@ def telemetry_overhead_step(s: Session, data: Dataset | None, amp: str) -> None:
         for _ in range(8):
             trainer.step(b)
         step_s = window(20)
-        # Each window spans more than one sampler period (which stretches when NVML is slow), so
-        # every "on" window holds at least one sample.
-        steps = max(OVERHEAD_MIN_STEPS, math.ceil(1.2 * sampler.period() / step_s))
-        res = measure_overhead(lambda: window(steps), OVERHEAD_PAIRS, sampler.pause, sampler.resume)
-        st.metrics.update(res, window_steps=steps, batch=b, model="resnet18")
-        cost = sampler.cost()
-        st.metrics.update(cost)
-        limit = s.threshold("telemetry_overhead_max")
-        value, why = judge_overhead_measurement(res, cost["sampler_duty_cycle"], limit)
-        st.metrics["gated_overhead"] = value
-        s.rec.fact(telemetry_overhead=value, telemetry_overhead_detail=overhead_detail(res, cost))
-        if why is not None:
-            raise StepFailed(f"{why} (limit {limit:.0%} of step time)")
+        ab_windows(s, st, sampler, window, step_s, batch=b)
+
+
+def ab_windows(
+    s: Session, st: Step, sampler: Sampler, window: Callable[[int], float], step_s: float, *, batch: int
+) -> None:
+    """The A/B itself, whatever trains in `window(steps)` (mean step seconds of `steps` steps), and
+    its judgement: records the metrics and the gated fact on st; StepFailed past the limit."""
+    # Each window spans more than one sampler period (which stretches when NVML is slow), so
+    # every "on" window holds at least one sample.
+    steps = max(OVERHEAD_MIN_STEPS, math.ceil(1.2 * sampler.period() / step_s))
+    res = measure_overhead(lambda: window(steps), OVERHEAD_PAIRS, sampler.pause, sampler.resume)
+    st.metrics.update(res, window_steps=steps, batch=batch, model="resnet18")
+    cost = sampler.cost()
+    st.metrics.update(cost)
+    limit = s.threshold("telemetry_overhead_max")
+    value, why = judge_overhead_measurement(res, cost["sampler_duty_cycle"], limit)
+    st.metrics["gated_overhead"] = value
+    s.rec.fact(telemetry_overhead=value, telemetry_overhead_detail=overhead_detail(res, cost))
+    if why is not None:
+        raise StepFailed(f"{why} (limit {limit:.0%} of step time)")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Any
 
-from ..record import StepFailed, StepSkipped, log
+from ..record import Step, StepFailed, StepSkipped, log
 from ..session import Session
 from .estimates import ESTIMATE
 
@@ -55,11 +55,17 @@ def batch_ramp_step(s: Session, data: Dataset | None, amp: str, reserve: float) 
                 )
             finally:
                 torch.backends.cudnn.benchmark = True
-        st.metrics.update(res, model="resnet18", precision=amp, channels_last=True)
-        st.metrics["ramp_budget_s"] = round(budget, 1)
-        if res["stopped"]:
-            st.warnings.append(res["stopped"])
-        if res["largest_batch"] is None:
-            raise StepFailed("even the smallest batch of the ramp ran out of memory")
-        s.rec.fact(largest_batch=res["largest_batch"])
-        log(f"batch ramp: largest batch {res['largest_batch']}, first OOM {res['first_oom_batch']}")
+        record_ramp(s, st, res, budget, model="resnet18", precision=amp, channels_last=True)
+
+
+def record_ramp(s: Session, st: Step, res: dict[str, Any], budget: float, **what: Any) -> None:
+    """The ramp's search result on st (and the largest batch as a fact); StepFailed when even the
+    first batch ran out of memory."""
+    st.metrics.update(res, **what)
+    st.metrics["ramp_budget_s"] = round(budget, 1)
+    if res["stopped"]:
+        st.warnings.append(res["stopped"])
+    if res["largest_batch"] is None:
+        raise StepFailed("even the smallest batch of the ramp ran out of memory")
+    s.rec.fact(largest_batch=res["largest_batch"])
+    log(f"batch ramp: largest batch {res['largest_batch']}, first OOM {res['first_oom_batch']}")

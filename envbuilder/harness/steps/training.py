@@ -4,11 +4,13 @@ learning checks), shared by the CPU and GPU paths."""
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from ..record import Step, StepFailed, StepSkipped, log
 from ..session import Session
 from ..workloads.config import RunConfig
+from .estimates import ESTIMATE
 
 if TYPE_CHECKING:
     from ..workloads.pytorch.data import Dataset
@@ -25,9 +27,18 @@ def dataset_step(s: Session, size: int, n_train: int, n_eval: int) -> Dataset | 
     return data if s.rec.last().status == "pass" else None
 
 
-def train_step(s: Session, data: Dataset | None, name: str, cfg: RunConfig, *, estimate: float) -> Step:
-    """One training run as the step `name`: metrics, telemetry window, learning checks."""
-    from ..workloads.pytorch.train import train_run
+TrainRun = Callable[..., tuple[dict[str, Any], list[str]]]  # (cfg, data, loss_drop_min=, accuracy_margin=)
+
+
+def train_step(
+    s: Session, data: Any, name: str, cfg: RunConfig, *, estimate: float, run: TrainRun | None = None
+) -> Step:
+    """One training run as the step `name`: metrics, telemetry window, learning checks. `run` is
+    the framework's training loop (default: torch's, workloads/pytorch/train.py)."""
+    if run is None:
+        from ..workloads.pytorch.train import train_run
+
+        run = train_run
 
     with s.rec.step(name) as st:
         if data is None:
@@ -38,7 +49,7 @@ def train_step(s: Session, data: Dataset | None, name: str, cfg: RunConfig, *, e
         )
         try:
             with s.window(st):
-                metrics, problems = train_run(
+                metrics, problems = run(
                     cfg,
                     data,
                     loss_drop_min=s.threshold("loss_drop_min"),
@@ -49,7 +60,7 @@ def train_step(s: Session, data: Dataset | None, name: str, cfg: RunConfig, *, e
         st.metrics.update(metrics)
         if metrics.get("truncated"):
             st.warnings.append(f"stopped at {metrics['steps_done']} steps (time cap)")
-        if metrics.get("compile_fallback"):
+        if metrics.get("compile_fallback"):  # torch.compile only
             st.warnings.append(f"torch.compile failed, ran eager: {metrics['compile_fallback']}")
         log(
             f"{name}: {metrics.get('images_per_s', 0):.0f} img/s, "
@@ -58,3 +69,25 @@ def train_step(s: Session, data: Dataset | None, name: str, cfg: RunConfig, *, e
         if problems:
             raise StepFailed("; ".join(problems))
     return s.rec.last()
+
+
+def bs64_step(
+    s: Session,
+    data: Any,
+    name: str,
+    cfg64: RunConfig,
+    *,
+    peak_mib: float | None,
+    free_mib: float,
+    run: TrainRun | None = None,
+) -> None:
+    """Batch 64 only when batch 32 left room for it (2x its peak + 20%)."""
+    if peak_mib is None:
+        s.rec.skip(name, "no memory figure from the batch-32 run")
+    elif 2.4 * peak_mib > free_mib:
+        s.rec.skip(
+            name, f"not enough VRAM headroom: batch 32 peaked at {peak_mib:.0f} MiB, {free_mib:.0f} free"
+        )
+    else:
+        cfg = dataclasses.replace(cfg64, extra={**cfg64.extra, "headroom_free_mib": free_mib})
+        train_step(s, data, name, cfg, estimate=ESTIMATE["bs64"], run=run)

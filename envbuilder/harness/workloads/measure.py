@@ -45,3 +45,11 @@ def check_losses(losses: Sequence[float], loss_drop_min: float) -> list[str]:
 def downsample(values: Sequence[float], points: int = 20) -> list[float]:
     """Every n-th value, about `points` of them: the result's loss curves."""
     return list(values[:: max(1, len(values) // points)])
+
+
+def accuracy_problems(val_accuracy: float, classes: int, margin: float) -> list[str]:
+    """A run must beat chance (1/classes) by `margin` on validation data."""
+    chance = 1.0 / classes
+    if val_accuracy >= chance + margin:
+        return []
+    return [f"val accuracy {val_accuracy:.3f} does not beat chance {chance:.2f} by the margin {margin:.2f}"]

@@ -13,18 +13,9 @@ from typing import Any
 
 import torch
 
-NUM_CLASSES = 5
-CLASS_NAMES = ("disk", "square", "hstripes", "vstripes", "checker")
-# Class tints (RGB 0..1): a colour cue on top of the shape cue.
-_PALETTE = (
-    (0.90, 0.25, 0.20),
-    (0.20, 0.75, 0.25),
-    (0.20, 0.35, 0.90),
-    (0.90, 0.80, 0.15),
-    (0.75, 0.25, 0.85),
-)
-MEAN = 0.5  # per-channel mean and std are equal by construction
-STD = 0.25
+from ..synthetic import CLASS_NAMES, MEAN, NUM_CLASSES, PALETTE, STD, describe
+
+__all__ = ["CLASS_NAMES", "NUM_CLASSES"]  # re-exported: the torch steps read them here
 
 
 @dataclass(frozen=True)
@@ -51,7 +42,7 @@ def render(n: int, size: int, seed: int, device: str | torch.device = "cpu") -> 
     radius = u(n, lo=0.25, hi=0.5)
     freq = u(n, lo=3.0, hi=7.0)
     phase = u(n, lo=0.0, hi=6.2832)
-    palette = torch.tensor(_PALETTE)
+    palette = torch.tensor(PALETTE)
     fg = 0.65 * palette[labels] + 0.35 * u(n, 3)
     bg = u(n, 3, lo=0.0, hi=0.6)
     noise_seed = int(torch.randint(0, 2**31 - 1, (1,), generator=g))
@@ -99,16 +90,14 @@ class Dataset:
     seed: int
 
     def describe(self) -> dict[str, Any]:
-        return {
-            "name": "envbuilder-synthetic-5",
-            "classes": list(CLASS_NAMES),
-            "image_size": self.size,
-            "seed": self.seed,
-            "train": len(self.train),
-            "val": len(self.val),
-            "test": len(self.test),
-            "device": str(self.train.images.device),
-        }
+        return describe(
+            size=self.size,
+            seed=self.seed,
+            train=len(self.train),
+            val=len(self.val),
+            test=len(self.test),
+            device=str(self.train.images.device),
+        )
 
 
 def make_dataset(

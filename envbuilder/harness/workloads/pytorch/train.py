@@ -16,7 +16,7 @@ import torch
 from torch import nn
 
 from ..config import RunConfig
-from ..measure import check_losses, downsample, step_stats
+from ..measure import accuracy_problems, check_losses, downsample, step_stats
 from .data import NUM_CLASSES, Dataset, Split, normalize
 from .models import build_model, load_weights, memory_format, place
 
@@ -217,11 +217,7 @@ def train_run(
         test_acc, _ = evaluate(model, data.test, cfg)
         metrics.update(val_accuracy=val_acc, val_loss=val_loss, test_accuracy=test_acc)
         metrics["accuracy_required"] = chance + accuracy_margin
-        if not val_acc >= chance + accuracy_margin:
-            problems.append(
-                f"val accuracy {val_acc:.3f} does not beat chance {chance:.2f} "
-                f"by the margin {accuracy_margin:.2f}"
-            )
+        problems += accuracy_problems(val_acc, NUM_CLASSES, accuracy_margin)
     return metrics, problems  # the caller frees device memory (locals are gone by then)
 
 

@@ -1,0 +1,84 @@
+"""The compile lane: torch.compile of the tuned runs' models in child processes on the CPU cores
+(workloads/pytorch/precompile.py), while the harness's own steps use the GPU. The children fill the
+Inductor cache that the harness shares with them, so the compiled steps load what they compiled;
+each compiled step waits for its child first and records the cold compile's figures."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from ..record import log
+
+PACKAGE = __package__.rsplit(".", 1)[0] if __package__ else "envbuilder_harness"
+
+
+class CompileLane:
+    def __init__(self, archs: tuple[str, ...], *, batch: int, amp: str, seed: int) -> None:
+        self.cache = Path(tempfile.mkdtemp(prefix="envbuilder-inductor-"))
+        # The harness's own torch.compile reads the same cache (Inductor reads this at compile time).
+        os.environ["TORCHINDUCTOR_CACHE_DIR"] = str(self.cache)
+        cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 2
+        env = {
+            **os.environ,
+            "TORCHINDUCTOR_COMPILE_THREADS": str(max(1, (cpus - 2) // max(1, len(archs)))),
+            "PYTHONPATH": _package_parent()
+            + (os.pathsep + os.environ["PYTHONPATH"] if os.environ.get("PYTHONPATH") else ""),
+        }
+        self.started = time.monotonic()
+        self.procs: dict[str, subprocess.Popen[str]] = {}
+        self.results: dict[str, dict[str, Any]] = {}
+        for arch in archs:
+            cmd = [sys.executable, "-m", f"{PACKAGE}.workloads.pytorch.precompile", "--arch", arch]
+            cmd += ["--batch", str(batch), "--amp", amp, "--seed", str(seed)]
+            self.procs[arch] = subprocess.Popen(
+                cmd,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+        log(f"compile lane: {', '.join(archs)} compiling in child processes (cache {self.cache})")
+
+    def wait(self, arch: str, timeout: float) -> dict[str, Any]:
+        """The child's report (waiting at most `timeout` s); {"error": ...} when it failed."""
+        if arch in self.results:
+            return self.results[arch]
+        p = self.procs.get(arch)
+        if p is None:
+            return {"error": f"no compile child for {arch}"}
+        t0 = time.monotonic()
+        try:
+            out, err = p.communicate(timeout=max(1.0, timeout))
+        except subprocess.TimeoutExpired:
+            p.kill()
+            out, err = p.communicate()
+            res: dict[str, Any] = {
+                "error": f"compile child for {arch} still running after {timeout:.0f} s: killed"
+            }
+        else:
+            lines = [ln for ln in out.splitlines() if ln.startswith("{")]
+            res = json.loads(lines[-1]) if lines else {"error": f"exit {p.returncode}: {err.strip()[-500:]}"}
+        res["waited_s"] = round(time.monotonic() - t0, 3)
+        res["done_after_s"] = round(time.monotonic() - self.started, 3)
+        self.results[arch] = res
+        return res
+
+    def close(self) -> None:
+        """Kill children still running (a skipped compiled step, the watchdog)."""
+        for p in self.procs.values():
+            if p.poll() is None:
+                p.kill()
+                p.communicate()
+
+
+def _package_parent() -> str:
+    depth = len((__package__ or "x").split("."))
+    return str(Path(__file__).resolve().parents[depth])

@@ -1,0 +1,90 @@
+"""The JAX certification's CPU path with real jax (plain JAX ResNets, jitted, on the CPU): the
+workloads alone, then the staged payload end to end with --framework jax, as an image runs it."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+jax = pytest.importorskip("jax")  # the dev extra installs jax[cpu]; an image certifies with its own
+
+from envbuilder.harness.schema import validate_result  # noqa: E402
+from envbuilder.harness.workloads.config import RunConfig  # noqa: E402
+from envbuilder.harness.workloads.jax.models import count_params, init_resnet  # noqa: E402
+from envbuilder.harness.workloads.jax.train import platform_device, timed_steps, to_device, train_run  # noqa: E402
+from envbuilder.harness.workloads.numpy_data import NUM_CLASSES, make_dataset, render  # noqa: E402
+
+HARNESS = Path(__file__).resolve().parents[2] / "envbuilder" / "harness"
+
+
+@pytest.mark.parametrize(("arch", "params"), [("resnet18", 11_689_512), ("resnet50", 25_557_032)])
+def test_jax_resnets_match_torchvision_sizes(arch: str, params: int) -> None:
+    assert count_params(init_resnet(0, arch, 1000)[0]) == params
+
+
+def test_numpy_dataset_is_deterministic_and_balanced() -> None:
+    import numpy as np
+
+    a, b, c = render(40, 32, seed=5), render(40, 32, seed=5), render(40, 32, seed=6)
+    assert np.array_equal(a.images, b.images) and np.array_equal(a.labels, b.labels)
+    assert not np.array_equal(a.images, c.images)
+    assert a.images.shape == (40, 32, 32, 3) and a.images.dtype == np.uint8
+    assert np.bincount(a.labels, minlength=NUM_CLASSES).tolist() == [8] * NUM_CLASSES
+
+
+def test_timed_steps_are_completion_to_completion() -> None:
+    class Done:
+        def block_until_ready(self) -> Done:
+            return self
+
+    losses, times, wall, n = timed_steps(5, lambda i: Done())
+    assert n == 5 and len(losses) == 5 and len(times) == 4 and wall >= sum(times) >= 0
+
+
+def test_jax_run_learns_and_a_diverged_run_is_caught() -> None:
+    dev = platform_device("cpu")
+    data = to_device(make_dataset(32, 512, 128, seed=1234), dev)
+    cfg = RunConfig(name="t", width=8, batch=32, steps=40, warmup=4, device="cpu")
+    metrics, problems = train_run(cfg, data, loss_drop_min=0.2, accuracy_margin=0.2, dev=dev)
+    assert problems == [], problems
+    assert metrics["val_accuracy"] >= 0.4 and metrics["loss_last"] < metrics["loss_first"]
+    assert metrics["steps_timed"] == 36 and metrics["config"]["jit"] is True
+    st = metrics["step_time"]
+    assert 0 < st["min_ms"] <= st["p50_ms"] <= st["p95_ms"] <= st["max_ms"]
+    bad = RunConfig(name="t", width=8, batch=32, steps=10, warmup=2, lr=1e30, device="cpu")  # same compile
+    metrics, problems = train_run(bad, data, loss_drop_min=0.2, accuracy_margin=0.2, dev=dev)
+    assert any("non-finite" in p for p in problems) and "val_accuracy" not in metrics
+
+
+def test_payload_jax_cpu_certification_end_to_end(tmp_path: Path) -> None:
+    stage = tmp_path / "opt"
+    shutil.copytree(HARNESS, stage / "envbuilder_harness", ignore=shutil.ignore_patterns("__py*"))
+    out = tmp_path / "result.json"
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "HOME": str(tmp_path),
+        "CUDA_VISIBLE_DEVICES": "",
+        "PYTHONPATH": str(stage),
+    }
+    cmd = [sys.executable, "-m", "envbuilder_harness", "--framework", "jax", "--cpu-only", "--out", str(out)]
+    cmd += ["--budget-seconds", "900"]  # XLA compiles on a shared 2-core machine: no step may be skipped
+    proc = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    lines = [json.loads(line) for line in proc.stdout.splitlines()]
+    result = lines[-1]
+    assert validate_result(result) == [] and json.loads(out.read_text()) == result
+    assert result["verdict"] == "certified-cpu-only" and result["options"]["framework"] == "jax"
+    status = {s["name"]: s["status"] for s in result["steps"]}
+    for name in ("host", "cpu_check", "dataset", "train_cpu_rn18w16_fp32_bs32", "input_pipeline"):
+        assert status[name] == "pass", (name, result["steps"])
+    assert status["cuda_smoke"] == "skip" and "torch" not in {s["name"] for s in result["steps"]}
+    train = next(s for s in result["steps"] if s["name"] == "train_cpu_rn18w16_fp32_bs32")
+    assert train["metrics"]["val_accuracy"] >= train["metrics"]["accuracy_required"]
+    assert train["metrics"]["model"]["source"] == "built-in (jax)"
+    pipe = next(s for s in result["steps"] if s["name"] == "input_pipeline")
+    assert pipe["metrics"]["loader_only_img_s"] > 0 and pipe["metrics"]["bottleneck"]
