@@ -70,6 +70,14 @@ container)
   export PATH=/opt/dkr/usr/sbin:/opt/dkr/usr/bin:$PATH
   BASE=envbuilder-gpu/base:host
   import_host_base "$BASE" || exit 1
+  # XLA compiles PTX with ptxas at run time; import_host_base leaves usr/local/cuda* out (the 2026-11-30
+  # devices proof's jax_smoke failed with "No PTX compilation provider"), so add the CUDA binaries.
+  CUDA_BIN=$(dirname "$(command -v ptxas || ls /usr/local/cuda*/bin/ptxas 2>/dev/null | head -1)")
+  CTX=$(mktemp -d)
+  cp "$CUDA_BIN"/ptxas "$CUDA_BIN"/nvlink "$CUDA_BIN"/fatbinary "$CTX"/ 2>/dev/null
+  printf 'FROM %s\nCOPY . /usr/local/cuda/bin/\n' "$BASE" > "$CTX/Dockerfile"
+  docker build -q -t envbuilder-gpu/jax:host "$CTX" > /dev/null || exit 1
+  BASE=envbuilder-gpu/jax:host
   eb certify "$BASE" --framework jax --gpu-access devices \
       --out "$OUT/cert-jax-container.json" > "$OUT/certify-jax.txt" 2> "$OUT/certify-jax.stderr.txt"
   echo "certify exit $?" >> "$OUT/certify-jax.txt"

@@ -94,7 +94,7 @@ def gpu_smoke_step(s: Session) -> bool:
             compute_capability=getattr(dev, "compute_capability", None),
         )
         base = memory(dev).get("allocated_mib", 0.0)
-        params, state = jax.device_put(init_resnet(0, "resnet18", NUM_CLASSES), dev)
+        params, state = jax.block_until_ready(jax.device_put(init_resnet(0, "resnet18", NUM_CLASSES), dev))
         after_model = memory(dev).get("allocated_mib", 0.0)
         split = render(16, 224, seed=7)
         x, y = jax.device_put(split.images, dev), jax.device_put(split.labels, dev)

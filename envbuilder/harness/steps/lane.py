@@ -24,13 +24,10 @@ class CompileLane:
         self.cache = Path(tempfile.mkdtemp(prefix="envbuilder-inductor-"))
         # The harness's own torch.compile reads the same cache (Inductor reads this at compile time).
         os.environ["TORCHINDUCTOR_CACHE_DIR"] = str(self.cache)
-        cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 2
-        env = {
-            **os.environ,
-            "TORCHINDUCTOR_COMPILE_THREADS": str(max(1, (cpus - 2) // max(1, len(archs)))),
-            "PYTHONPATH": _package_parent()
-            + (os.pathsep + os.environ["PYTHONPATH"] if os.environ.get("PYTHONPATH") else ""),
-        }
+        # The same Inductor configuration as the harness's own compile (the cache key holds it), so
+        # no TORCHINDUCTOR_* of our own; the children (and their compile workers) run niced instead.
+        parent = os.environ.get("PYTHONPATH")
+        env = {**os.environ, "PYTHONPATH": _package_parent() + (os.pathsep + parent if parent else "")}
         self.started = time.monotonic()
         self.procs: dict[str, subprocess.Popen[str]] = {}
         self.results: dict[str, dict[str, Any]] = {}

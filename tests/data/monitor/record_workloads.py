@@ -92,7 +92,13 @@ def oom(sec):
 
 
 res = {}
-for name, fn in (("dense-bf16", dense), ("starved", starved), ("leak", leak), ("cached", cached), ("oom", oom)):
+for name, fn in (
+    ("dense-bf16", dense),
+    ("starved", starved),
+    ("leak", leak),
+    ("cached", cached),
+    ("oom", oom),
+):
     torch.cuda.empty_cache()
     time.sleep(1.0)
     m = Monitor(interval=0.2)
