@@ -398,14 +398,11 @@ def test_unlabelled_image_gets_the_hosts_harness_mounted() -> None:
     assert mount.read_only and (Path(mount.source) / "run.py").is_file()  # the package's own payload
 
 
-def test_framework_for_an_unlabelled_image_reaches_the_harness_and_a_label_wins() -> None:
+def test_framework_for_an_unlabelled_image_reaches_the_harness() -> None:
     bare = engine(ImageInfo(id=IMAGE.id, tags=(), repo_digests=(), labels={}))
     certify(bare, framework="jax")
     argv = bare.runs[0].command
     assert argv[argv.index("--framework") + 1] == "jax"
-    stack = {**GPU_STACK, "framework": {"name": "torch", "version": "2.11.0"}}
-    labels = {**IMAGE.labels, "io.envbuilder.stack": json.dumps(stack)}
-    labelled = engine(ImageInfo(id=IMAGE.id, tags=(), repo_digests=(), labels=labels))
-    certify(labelled, framework="jax")
-    argv = labelled.runs[0].command
-    assert argv[argv.index("--framework") + 1] == "torch"
+    plain = engine(ImageInfo(id=IMAGE.id, tags=(), repo_digests=(), labels={}))
+    certify(plain)
+    assert "--framework" not in plain.runs[0].command  # the harness's own default (torch)
