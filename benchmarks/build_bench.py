@@ -79,7 +79,7 @@ def cpu_resolution(spec_path: Path) -> Resolution:
 
 def build(engine: DockerEngine, spec_path: Path, res: Resolution, work: Path, tag: str) -> BuildOutcome:
     options = BuildOptions(base_image=BASE, wheelhouse=WHEELHOUSE, lock_out=work / f"{tag}.lock.json")
-    plan = plan_from_spec(load_spec(spec_path), res, options, spec_path)
+    plan = plan_from_spec(load_spec(spec_path), res, options, spec_path, load_matrix())
     return run_build(plan, options, engine)
 
 
