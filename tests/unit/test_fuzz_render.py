@@ -129,13 +129,17 @@ hostile_text = st.one_of(
 )
 
 
-@pytest.mark.parametrize("field", FIELDS)
-@settings(
+# Seeded (CI is reproducible), 300 examples per field.
+FUZZ = settings(
     max_examples=300,
     derandomize=True,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
 )
+
+
+@pytest.mark.parametrize("field", FIELDS)
+@FUZZ
 @given(value=hostile_text)
 def test_random_hostile_values_are_inert(field: str, value: str) -> None:
     check_inert(field, value)
@@ -165,8 +169,8 @@ TEXT_FIELDS = ("description", "label", "cmd")
 
 
 def check_free_text(field: str, value: str) -> None:
-    """Refused only when not printable; else the instructions are the baseline's (plus CMD) and
-    the value reads back unchanged."""
+    """Refused only when not printable; else the instructions are the baseline's and the value
+    reads back unchanged."""
     import json
 
     from render_cases import label_values
@@ -185,8 +189,7 @@ def check_free_text(field: str, value: str) -> None:
         assert err.hint, f"{field} {value!r}: refusal without a hint"
         assert not (value.isprintable() and len(value) <= 1000), f"{field} {value!r} refused"
         return
-    expected = BASELINE if field != "cmd" else [*BASELINE[:-1], "CMD", "LABEL"]
-    assert instructions(text) == expected, f"{field} {value!r} changed the instructions"
+    assert instructions(text) == BASELINE, f"{field} {value!r} changed the instructions"
     if field == "cmd":
         line = next(x for x in text.split("\n") if x.startswith("CMD "))
         assert json.loads(line[4:]) == ["python", value]
@@ -196,12 +199,7 @@ def check_free_text(field: str, value: str) -> None:
 
 
 @pytest.mark.parametrize("field", TEXT_FIELDS)
-@settings(
-    max_examples=300,
-    derandomize=True,
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
-)
+@FUZZ
 @given(value=hostile_text)
 def test_random_free_text_reads_back_exactly(field: str, value: str) -> None:
     check_free_text(field, value)
