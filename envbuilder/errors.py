@@ -147,6 +147,12 @@ class LockError(EnvbuilderError):
     exit_code = 20
 
 
+class PackageIndexError(EnvbuilderError):
+    """A package index (PyPI, a simple index, a wheelhouse) or a wheel on it cannot be read."""
+
+    exit_code = 21
+
+
 class Interrupted(EnvbuilderError):
     """The user pressed Ctrl-C; work in progress was rolled back."""
 

@@ -9,6 +9,7 @@ from typing import Any
 
 import click
 
+from envbuilder import resources
 from envbuilder.cli import cli
 from envbuilder.errors import UsageError
 from envbuilder.matrix import FRAMEWORKS, load_matrix
@@ -190,3 +191,101 @@ def _text(key: str, value: Any) -> str:
     if isinstance(value, list | tuple):
         return ", ".join(" ".join(map(str, v)) if isinstance(v, list | tuple) else str(v) for v in value)
     return str(value)
+
+
+@matrix.command("refresh")
+@click.option(
+    "--dir",
+    "directory",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Matrix folder to refresh (default: the bundled matrices/).",
+)
+@click.option(
+    "--index-url",
+    default=None,
+    help="A PEP 503 simple index (e.g. https://download.pytorch.org/whl/cu130) or a JSON API "
+    "ending in /pypi. Default: PyPI's JSON API.",
+)
+@click.option(
+    "--wheelhouse",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Read wheels from this local folder instead of an index (offline).",
+)
+@click.option(
+    "--framework",
+    "frameworks",
+    multiple=True,
+    type=click.Choice(["torch", "tensorflow", "jax"]),
+    help="Refresh only these frameworks (repeatable; default: all three).",
+)
+@click.option(
+    "--cache",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Scan cache, keyed by each wheel's sha256 (default: ~/.cache/envbuilder/wheel-scans).",
+)
+@click.option("--dry-run", is_flag=True, help="Print the diff; write nothing.")
+@click.option(
+    "--diff", "diff_file", type=click.Path(path_type=Path), default=None, help="Also write the diff here."
+)
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON summary instead of the diff.")
+def refresh(
+    directory: Path | None,
+    index_url: str | None,
+    wheelhouse: Path | None,
+    frameworks: tuple[str, ...],
+    cache: Path | None,
+    dry_run: bool,
+    diff_file: Path | None,
+    as_json: bool,
+) -> None:
+    """Regenerate matrices/generated/ from the wheels: Requires-Python, the nvidia-* pins and the
+    SASS/PTX (with PTX ISA) each release's CUDA wheel carries, with its file name and sha256."""
+    import datetime
+
+    from envbuilder.atomic import write_text_atomic
+    from envbuilder.matrix.index import open_index
+    from envbuilder.matrix.refresh import refresh_matrix, write_result
+
+    matrix_before = load_matrix(directory)
+    index = open_index(index_url, wheelhouse)
+    result = refresh_matrix(
+        matrix_before,
+        directory,
+        index,
+        frameworks=frameworks or ("torch", "tensorflow", "jax"),
+        cache=cache,
+        today=datetime.date.today().isoformat(),
+        log=lambda m: click.echo(m, err=True),
+    )
+    diff = result.diff()
+    if not dry_run:
+        write_result(result, directory)
+        load_matrix(directory or resources.matrices_dir())  # the written files must load
+    if diff_file is not None:
+        write_text_atomic(diff_file, diff)
+    rep = result.report
+    summary = {
+        "index": index.location,
+        "changed": result.changed,
+        "written": not dry_run,
+        "wheels_scanned": rep.scanned,
+        "wheels_from_cache": rep.cached,
+        "bytes_fetched": rep.fetched,
+        "new_releases": rep.new_releases,
+        "skipped": rep.skipped,
+    }
+    if as_json:
+        click.echo(json.dumps(summary, indent=2, sort_keys=True))
+        return
+    click.echo(diff, nl=False)
+    click.echo(
+        f"{'would change' if dry_run else 'changed'}: {', '.join(result.changed) or 'nothing'}; "
+        f"{rep.scanned} wheels scanned ({rep.fetched / 2**20:.0f} MiB fetched), {rep.cached} from the cache; "
+        f"new releases: {', '.join(rep.new_releases) or 'none'}",
+        err=True,
+    )
+    for line in rep.skipped:
+        click.echo(f"  skipped: {line}", err=True)
