@@ -30,6 +30,8 @@ from envbuilder.host import AccessMode, HostReport
 from envbuilder.host.collectives import collective_env
 from envbuilder.image.metadata import LABEL_HARNESS, read_metadata
 from envbuilder.image.spec import CertifySettings
+from envbuilder.kernels import disagreements, inventory_of, judge_inventory
+from envbuilder.matrix import load_matrix
 from envbuilder.resolve.model import Stack
 from envbuilder.resources import harness_dir as harness_source_dir
 from envbuilder.resources import matrices_dir
@@ -234,6 +236,9 @@ def certify_image(
             hint="exit 124 means it ran out of time; otherwise the payload crashed: see the tail above",
         )
     verdict, reason = decide(result, res.exit_code, choice, meta.stack)
+    verdict, reason = _judge_kernels(
+        result, target.host, choice, meta.stack_record, verdict, reason, warnings, say
+    )
     return build_certificate(
         image={"id": info.id, "ref": image_ref, "stack": meta.stack_record, "lock_hash": meta.lock_hash},
         host=host_record(target.host, choice.name),
@@ -252,3 +257,44 @@ def certify_image(
         verdict=verdict,
         verdict_reason=reason,
     )
+
+
+def _judge_kernels(
+    result: Mapping[str, Any],
+    report: HostReport,
+    choice: AccessChoice,
+    stack: Any,
+    verdict: str,
+    reason: str,
+    warnings: list[str],
+    say: Progress,
+) -> tuple[str, str]:
+    """The image's kernel inventory (the harness's kernel_inventory step) against this host's GPUs
+    and driver: a library with no kernel a GPU runs, or only PTX the driver cannot JIT, fails the
+    certificate (naming the library); where the matrix row and the inventory disagree, a warning
+    names both."""
+    inv = inventory_of(result)
+    if inv is None:
+        return verdict, reason
+    if isinstance(stack, Mapping) and stack.get("cuda"):
+        archs_v, fw_v = stack.get("archs"), stack.get("framework")
+        archs: Mapping[str, Any] = archs_v if isinstance(archs_v, Mapping) else {}
+        fw: Mapping[str, Any] = fw_v if isinstance(fw_v, Mapping) else {}
+        row = f"matrix row {fw.get('name')} {fw.get('version')}+{fw.get('variant')}"
+        for line in disagreements(archs.get("sass", ()), archs.get("ptx", ()), row, inv, str(fw.get("name"))):
+            warnings.append(line)
+            say(f"certify: warning: {line}")
+    if choice.name == "none" or not report.gpus:
+        return verdict, reason
+    try:
+        matrix = load_matrix()
+    except MatrixError as exc:
+        warnings.append(f"kernel inventory not judged: {exc.message}")
+        return verdict, reason
+    judged = judge_inventory(matrix, inv, [(g.name, g.cc) for g in report.gpus if g.cc], report.driver)
+    for line in judged.warnings:
+        warnings.append(line)
+        say(f"certify: warning: {line}")
+    if judged.failures and verdict != "failed":
+        return "failed", "kernel inventory: " + "; ".join(judged.failures[:3])
+    return verdict, reason

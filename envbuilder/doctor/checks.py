@@ -39,7 +39,9 @@ from envbuilder.host.frameworks import (
     cuda_fit,
     kernel_fit,
     probe_framework,
+    probe_inventory,
 )
+from envbuilder.kernels import judge_inventory
 from envbuilder.matrix.model import Matrix
 
 Verdict = Literal["ok", "warn", "fail", "no-gpu"]
@@ -178,6 +180,7 @@ class DoctorInputs:
     installed: Callable[[str], bool] = _installed
     matrix: Callable[[], Matrix | str] = load_matrix_or_reason
     progress: Callable[[str], None] = _quiet
+    inventory: Callable[[Runner, str], dict[str, Any] | str] | None = None  # None: probe_inventory
 
 
 def run_doctor(inputs: DoctorInputs | None = None) -> DoctorReport:
@@ -205,6 +208,11 @@ def run_doctor(inputs: DoctorInputs | None = None) -> DoctorReport:
             i.progress(f"importing {name} in {i.python}")
             builds.append(probe_framework(name, run=i.run, python=i.python))
     matrix = i.matrix() if host.gpus and any(b.cuda for b in builds) else None
+    inventory: dict[str, Any] | str | None = None
+    if host.gpus and any(b.cuda for b in builds):
+        i.progress(f"reading the CUDA libraries' kernels (fatbins) of {i.python}'s frameworks")
+        probe = i.inventory or (lambda run, python: probe_inventory(run=run, python=python))
+        inventory = probe(i.run, i.python)
     multi = None
     if len(host.gpus) >= 2:
         i.progress("reading the GPU interconnect (nvidia-smi topo -m), /dev/shm and NCCL settings")
@@ -219,6 +227,7 @@ def run_doctor(inputs: DoctorInputs | None = None) -> DoctorReport:
         python=i.python,
         multi=multi,
         cdi_specs=spec_checks,
+        inventory=inventory,
     )
 
 
@@ -355,6 +364,29 @@ def _framework_checks(b: FrameworkBuild, host: HostReport, matrix: Matrix | None
     return out
 
 
+def _inventory_check(inventory: Mapping[str, Any] | str, host: HostReport, matrix: Matrix | None) -> Check:
+    """The frameworks' CUDA libraries, read from their fatbins, against each GPU and this driver."""
+    name = "kernel inventory"
+    if isinstance(inventory, str) or matrix is None:
+        why = inventory if isinstance(inventory, str) else "the matrix did not load"
+        return Check(name=name, status="warn", detail=f"not read: {why}", fix=None)
+    gpus = [(g.name, g.cc) for g in host.gpus if g.cc]
+    verdict = judge_inventory(matrix, inventory, gpus, host.driver)
+    libs = inventory.get("libraries") or []
+    said = f"{len(libs)} CUDA libraries with device code read in {inventory.get('seconds', '?')} s"
+    if verdict.failures:
+        more = f" (+{len(verdict.failures) - 3} more)" if len(verdict.failures) > 3 else ""
+        return Check(
+            name=name,
+            status="fail",
+            detail=f"{said}: " + "; ".join(verdict.failures[:3]) + more,
+            fix="install builds with kernels for this GPU and driver: `envbuilder resolve`",
+        )
+    if verdict.warnings:
+        return Check(name=name, status="warn", detail=f"{said}: " + "; ".join(verdict.warnings[:3]), fix=None)
+    return Check(name=name, status="ok", detail=f"{said}: every GPU has a kernel it runs in each", fix=None)
+
+
 def assess_host(
     *,
     host: HostReport,
@@ -366,10 +398,13 @@ def assess_host(
     python: str,
     multi: CollectiveFacts | None = None,
     cdi_specs: tuple[SpecCheck, ...] = (),
+    inventory: Mapping[str, Any] | str | None = None,
 ) -> DoctorReport:
     """Turn gathered facts into checks and a verdict. Pure; never raises. `matrix` is the loaded
     matrix, the reason it did not load, or None when nothing needed it; `multi` the collective
-    facts of a host with 2+ GPUs; `cdi_specs` the CDI specs for nvidia.com/gpu, as read back."""
+    facts of a host with 2+ GPUs; `cdi_specs` the CDI specs for nvidia.com/gpu, as read back;
+    `inventory` the kernel inventory of the frameworks' CUDA libraries (harness/inventory.py) or
+    why there is none."""
     checks = _host_checks(host) + _container_checks(docker, tools, modes)
     checks.append(_cdi_check(docker, cdi_specs, modes))
     if multi is not None:
@@ -385,6 +420,8 @@ def assess_host(
         else:
             said = f"{b.version}, CUDA {b.cuda or 'none'}" if b.version else f"import failed: {b.error}"
             checks.append(Check(name=b.name, status="ok", detail=f"{said} (no GPU to check it on)"))
+    if host.gpus and inventory is not None:
+        checks.append(_inventory_check(inventory, host, loaded))
     if not frameworks:
         detail = f"none of {', '.join(FRAMEWORKS)} is importable in {python}"
         checks.append(Check(name="frameworks", status="ok", detail=detail))

@@ -14,6 +14,7 @@ from typing import Any, Literal
 
 from packaging.version import Version
 
+from envbuilder import resources
 from envbuilder.archs import kernel_for as archs_kernel_for
 from envbuilder.archs import parse_target
 from envbuilder.host import HostReport, Runner, run_command
@@ -174,3 +175,29 @@ def kernel_fit(build: FrameworkBuild, host: HostReport) -> tuple[Status, str]:
         too_old = "" if jit_ok else f"; the driver is too old to JIT CUDA {build.cuda} PTX"
         parts.append(f"gpu{g.index} (cc {g.cc}): PTX {got[1]} only, JIT at first use{too_old}")
     return worst, "; ".join(parts)
+
+
+# The harness's inventory (stdlib only) run by the Python whose frameworks are checked: it finds
+# their packages without importing them and reads each CUDA library's fatbins.
+_INVENTORY = """
+import json, sys
+sys.path.insert(0, sys.argv[1])
+from harness import inventory
+print(json.dumps(inventory.scan(inventory.package_dirs() + inventory.system_dirs())))
+"""
+
+
+def probe_inventory(*, run: Runner = run_command, python: str = sys.executable) -> dict[str, Any] | str:
+    """The kernel inventory of the frameworks installed in `python` (harness/inventory.py), or why
+    there is none. Never raises."""
+    harness_parent = str(resources.harness_dir().parent)
+    res = run([python, "-c", _INVENTORY, harness_parent], FRAMEWORK_TIMEOUT_S)
+    lines = res.stdout.strip().splitlines()
+    try:
+        data = json.loads(lines[-1]) if res.returncode == 0 and lines else None
+    except json.JSONDecodeError:
+        data = None
+    if not isinstance(data, dict):
+        said = (res.stderr.strip() or res.stdout.strip() or "no output").splitlines()[-1]
+        return f"the inventory probe exited {res.returncode}: {said}"
+    return data

@@ -17,6 +17,7 @@ from packaging.version import Version
 
 from envbuilder import resources
 from envbuilder.errors import MatrixError, UsageError
+from envbuilder.matrix.generated import overlay
 from envbuilder.matrix.model import (
     ArchInfo,
     BaseImage,
@@ -28,7 +29,9 @@ from envbuilder.matrix.model import (
     FrameworkVariant,
     GpuMatrix,
     GpuModel,
+    KnownBad,
     Matrix,
+    PtxIsa,
     RequireRule,
 )
 from envbuilder.matrix.reader import (
@@ -217,6 +220,8 @@ def _variant(
         uses_system_cuda=uses_system,
         needs_system_cudnn=cudnn.split(".")[0] if (uses_system and cudnn) else None,
         default=bool(row.get("default", False)),
+        ptx_isa=version_field(row, "ptx_isa", c, optional=True),
+        arch_source=get_field(row, "arch_source", c, str, optional=True) or None,
     )
 
 
@@ -300,6 +305,49 @@ def _load_base_images(doc: Doc) -> tuple[BaseImage, ...]:
     return tuple(img for img, _ in images)
 
 
+# --------------------------------------------------------------------------- ptx_isa.yaml, known_bad.yaml
+
+
+def _load_ptx_isa(doc: Doc) -> tuple[PtxIsa, ...]:
+    data, ctx = doc
+    out = []
+    for i, row in enumerate(rows(data, "isa", ctx)):
+        c = ctx.at(f"isa[{i}]", row)
+        out.append(PtxIsa(isa=version_field(row, "isa", c), cuda=version_field(row, "cuda", c)))
+    require_unique(((p.isa, ctx.at("isa")) for p in out), "PTX ISA")
+    return tuple(sorted(out, key=lambda p: Version(p.isa)))
+
+
+def _load_known_bad(doc: Doc) -> tuple[KnownBad, ...]:
+    data, ctx = doc
+    out = []
+    for i, row in enumerate(rows(data, "known_bad", ctx)):
+        c = ctx.at(f"known_bad[{i}]", row)
+        versions = get_field(row, "versions", c, str, optional=True) or ""
+        try:
+            SpecifierSet(versions)
+        except InvalidSpecifier as exc:
+            raise c.fail("versions", f"not a PEP 440 specifier: {versions!r}") from exc
+        path = get_field(row, "path", c, str)
+        if path not in ("ptx", "any"):
+            raise c.fail("path", f"expected 'ptx' or 'any', got {path!r}")
+        issues = tuple(str(u) for u in get_field(row, "issues", c, list))
+        if not issues or not all(u.startswith("https://") for u in issues):
+            raise c.fail("issues", "every known-bad fact names the report it comes from (https:// URLs)")
+        out.append(
+            KnownBad(
+                framework=get_field(row, "framework", c, str),
+                versions=versions,
+                variants=tuple(str(v) for v in get_field(row, "variants", c, list, optional=True) or ()),
+                ccs=cc_list(row, "ccs", c),
+                path=path,
+                reason=get_field(row, "reason", c, str),
+                issues=issues,
+            )
+        )
+    return tuple(out)
+
+
 # --------------------------------------------------------------------------- cross-file invariants
 
 
@@ -326,6 +374,22 @@ def _check_cross(m: Matrix, directory: Path) -> None:
                     raise c.fail("sass/ptx", f"unknown compute capability {sorted(unknown)}")
                 if v.cuda is not None and major_minor(v.cuda) not in cuda_minors:
                     raise c.fail("cuda", f"CUDA {v.cuda} is not a release in cuda.yaml")
+    isas = {p.isa for p in m.ptx_isa}
+    for fw in m.frameworks:
+        for rel in fw.releases:
+            for v in rel.variants:
+                if v.ptx_isa is not None and isas and v.ptx_isa not in isas:
+                    raise (
+                        Ctx(f"frameworks/{fw.name}.yaml")
+                        .at(f"{rel.version} variant {v.name}")
+                        .fail("ptx_isa", f"PTX ISA {v.ptx_isa} is not in ptx_isa.yaml")
+                    )
+    for bad in m.known_bad:
+        if bad.framework not in FRAMEWORKS:
+            raise Ctx("known_bad.yaml").fail("framework", f"unknown framework {bad.framework!r}")
+        unknown = set(bad.ccs) - known_cc
+        if unknown:
+            raise Ctx("known_bad.yaml").fail("ccs", f"unknown compute capability {sorted(unknown)}")
     for img in m.base_images:
         if img.cuda is not None and major_minor(img.cuda) not in cuda_minors:
             raise (
@@ -381,7 +445,13 @@ def _load(directory: Path) -> Matrix:
         "base_images.yaml",
         *(f"frameworks/{n}.yaml" for n in FRAMEWORKS),
     ]
-    docs = {f: read_file(directory / f) for f in files}  # each file parsed once
+    files += [f for f in ("ptx_isa.yaml", "known_bad.yaml") if (directory / f).is_file()]
+    files += [f"generated/{n}.yaml" for n in FRAMEWORKS if (directory / "generated" / f"{n}.yaml").is_file()]
+    docs: dict[str, Doc] = {f: read_file(directory / f) for f in files}  # each file parsed once
+    for n in FRAMEWORKS:  # generated rows (matrix refresh) over the curated ones
+        if f"generated/{n}.yaml" in docs:
+            data, ctx = docs[f"frameworks/{n}.yaml"]
+            docs[f"frameworks/{n}.yaml"] = (overlay(data, *docs[f"generated/{n}.yaml"]), ctx)
     frameworks = tuple(_load_framework(docs[f"frameworks/{n}.yaml"]) for n in FRAMEWORKS)
     for fw, expected in zip(frameworks, FRAMEWORKS, strict=True):
         if fw.name != expected:
@@ -392,6 +462,8 @@ def _load(directory: Path) -> Matrix:
         frameworks=frameworks,
         base_images=_load_base_images(docs["base_images.yaml"]),
         reviewed=tuple((f, str(data["reviewed"])) for f, (data, _) in docs.items()),
+        ptx_isa=_load_ptx_isa(docs["ptx_isa.yaml"]) if "ptx_isa.yaml" in docs else (),
+        known_bad=_load_known_bad(docs["known_bad.yaml"]) if "known_bad.yaml" in docs else (),
     )
     _check_cross(m, directory)
     return m

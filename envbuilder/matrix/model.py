@@ -93,6 +93,9 @@ class FrameworkVariant:
     uses_system_cuda: bool  # True when system_packages really load the image's CUDA libs
     needs_system_cudnn: str | None  # cuDNN major the image must carry for system_packages
     default: bool  # what a bare `pip install FRAMEWORK==V` gets on Linux x86_64
+    ptx_isa: str | None = None  # newest PTX ISA the build's wheels carry (None: not read from them)
+    # the wheels the arch facts were read from ("FILE sha256:HEX; ..."); None: curated by hand
+    arch_source: str | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -135,6 +138,30 @@ class BaseImage:
     require_rules: tuple[RequireRule, ...]  # brand/branch exemptions in NVIDIA_REQUIRE_CUDA
 
 
+# --------------------------------------------------------------------------- matrix: PTX and known-bad
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PtxIsa:
+    """A PTX ISA version and the CUDA release that introduced it (ptx_isa.yaml)."""
+
+    isa: str
+    cuda: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class KnownBad:
+    """A build that fails on some GPUs although its arch lists say it should run (known_bad.yaml)."""
+
+    framework: str
+    versions: str  # PEP 440 specifier on the release ("" = all)
+    variants: tuple[str, ...]  # () = every variant
+    ccs: tuple[str, ...]  # compute capabilities it fails on
+    path: str  # "ptx": fails when the GPU runs it through PTX JIT | "any"
+    reason: str
+    issues: tuple[str, ...]  # the reports (URLs)
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Matrix:
     cuda: CudaMatrix
@@ -143,3 +170,5 @@ class Matrix:
     base_images: tuple[BaseImage, ...]
     # file name -> reviewed date, for `matrix check` and provenance in stacks
     reviewed: tuple[tuple[str, str], ...] = ()
+    ptx_isa: tuple[PtxIsa, ...] = ()
+    known_bad: tuple[KnownBad, ...] = ()

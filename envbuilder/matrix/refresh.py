@@ -47,7 +47,8 @@ class WheelScan:
     requires_python: str | None
     requires_dist: tuple[str, ...]
     members: tuple[tuple[str, dict[str, Any]], ...]  # (member, fatbin.Kernels.to_dict())
-    fetched: int = 0  # bytes transferred for this scan (0 when it came from the cache)
+    fetched: int = 0  # bytes transferred for this scan
+    cached: bool = False  # True: read from the scan cache, the wheel was not opened
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -66,6 +67,7 @@ class WheelScan:
             requires_python=d.get("requires_python"),
             requires_dist=tuple(d.get("requires_dist", ())),
             members=tuple(sorted(d.get("members", {}).items())),
+            cached=True,
         )
 
     def metadata(self) -> WheelMetadata:
@@ -323,11 +325,11 @@ class Refresher:
 
     def scan(self, f: IndexFile, patterns: tuple[str, ...]) -> WheelScan:
         scan = scan_wheel(f, patterns, self.cache, self.log)
-        if scan.fetched:
+        if scan.cached:
+            self.report.cached += 1
+        else:
             self.report.scanned += 1
             self.report.fetched += scan.fetched
-        else:
-            self.report.cached += 1
         return scan
 
     def versions(self, project: str, known: Iterable[str], since: str) -> list[Version]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import functools
 
 from envbuilder.matrix.model import CudaRelease, Matrix
-from envbuilder.versions import major, major_minor, parse_driver
+from envbuilder.versions import major, major_minor, parse_driver, parse_version
 
 
 def native_cuda(matrix: Matrix, driver: str) -> str | None:
@@ -37,3 +37,16 @@ def mvc_floor(matrix: Matrix, cuda: str) -> str:
         if m.major == major(cuda):
             return m.mvc_min_driver
     raise AssertionError(f"matrix check guarantees CUDA major of {cuda} exists")  # pragma: no cover
+
+
+def jit_floor(matrix: Matrix, isa: str) -> tuple[str, str] | None:
+    """(the CUDA X.Y that introduced PTX ISA `isa`, the lowest driver that JIT-compiles it: the
+    toolkit driver of the first CUDA release at or after it, ptx_isa.yaml + cuda.yaml); None when
+    the ISA is not in the table."""
+    cuda = next((p.cuda for p in matrix.ptx_isa if p.isa == isa), None)
+    if cuda is None:
+        return None
+    for r in matrix.cuda.releases:
+        if parse_version(major_minor(r.version)) >= parse_version(cuda):
+            return cuda, r.min_driver
+    return None

@@ -33,7 +33,7 @@ from envbuilder.matrix.model import (
     Strategy,
 )
 from envbuilder.require_cuda import Properties, parse_require_cuda, require_cuda_text
-from envbuilder.resolve.drivers import first_release, mvc_floor, native_cuda
+from envbuilder.resolve.drivers import first_release, jit_floor, mvc_floor, native_cuda
 from envbuilder.resolve.model import Rejection, Request, Resolution, Stack
 from envbuilder.versions import (
     driver_branch,
@@ -47,7 +47,7 @@ from envbuilder.versions import (
 
 MAX_ALTERNATIVES = 4
 # Rejections whose reason does not depend on the Python version: reported once per build.
-_PYTHON_INDEPENDENT = frozenset({"driver", "arch", "strategy"})
+_PYTHON_INDEPENDENT = frozenset({"driver", "arch", "strategy", "known-bad"})
 
 
 # --------------------------------------------------------------------------- candidates
@@ -86,12 +86,6 @@ def _python_candidates(matrix: Matrix, request: Request, strategy: Strategy) -> 
     if request.python:
         return [request.python]
     return sorted(pythons, key=Version, reverse=True)
-
-
-def _coverage(variant: FrameworkVariant, gpu: HostGpu) -> str | None:
-    """'sass', 'ptx' or None: how the build runs on this GPU (envbuilder.archs has the rule)."""
-    kernel = kernel_for(parse_cc(gpu.cc), matrix_targets(variant.sass, variant.ptx))
-    return kernel.kind if kernel else None
 
 
 def _check_gpu_support(matrix: Matrix, host: Host) -> list[Rejection]:
@@ -204,28 +198,36 @@ def _evaluate(matrix: Matrix, request: Request, host: Host, cand: _Candidate) ->
     min_driver: str | None = None
     full_driver = True
     sass_everywhere = True
+    jit_cuda: str | None = None  # the CUDA X.Y whose driver a PTX-only GPU needs (its ISA's)
     if v.cuda is not None:
-        floor = mvc_floor(matrix, v.cuda)
-        if v.min_driver and Version(v.min_driver) > Version(floor):
-            floor = v.min_driver
+        # Each floor with the reason a driver below it fails; the highest one binds.
+        floors = [(mvc_floor(matrix, v.cuda), f"minor-version-compatibility floor of CUDA {major(v.cuda)}.x")]
+        if v.min_driver:
+            floors.append((v.min_driver, f"{rel.framework} {v.name}'s own floor"))
         toolkit_driver = first_release(matrix, v.cuda).min_driver
         for g in gpus:
-            how = _coverage(v, g)
-            if how is None:
+            kernel = kernel_for(parse_cc(g.cc), matrix_targets(v.sass, v.ptx))
+            if kernel is None:
                 raise _Reject(
                     "arch",
                     f"no kernels for {g.name} (sm_{g.cc.replace('.', '')}): the build has "
                     + describe(matrix_targets(v.sass, v.ptx)),
                 )
-            if how == "ptx":
+            bad = _known_bad(matrix, rel, v, g, kernel.kind)
+            if bad is not None:
+                raise _Reject("known-bad", bad)
+            if kernel.kind == "ptx":
                 sass_everywhere = False
                 notes.append(f"{g.name} runs this build through PTX JIT (slow first start)")
-                if Version(toolkit_driver) > Version(floor):
-                    floor = toolkit_driver
+                floor, why, jit_cuda = _jit_floor(matrix, v, g, kernel.name, toolkit_driver)
+                floors.append((floor, why))
+                if why.startswith("PTX ISA not read"):
+                    notes.append(why)
+        floor, why = max(floors, key=lambda f: Version(f[0]))
         min_driver = floor
         if host.driver is not None:
             if Version(host.driver) < Version(floor):
-                raise _Reject("driver", _driver_reason(matrix, request, host, v, floor, gpus))
+                raise _Reject("driver", _driver_reason(matrix, request, host, v, floor, why, gpus))
             if Version(host.driver) < Version(toolkit_driver):
                 full_driver = False
                 notes.append(
@@ -254,23 +256,70 @@ def _evaluate(matrix: Matrix, request: Request, host: Host, cand: _Candidate) ->
     elif v.cuda is not None:
         # The toolkit checks the driver's own CUDA version: X.0 is what the MVC floor of the major
         # reports; a GPU that needs PTX JIT needs the build's X.Y itself.
-        require = major_minor(v.cuda) if not sass_everywhere else f"{major(v.cuda)}.0"
+        require = (jit_cuda or major_minor(v.cuda)) if not sass_everywhere else f"{major(v.cuda)}.0"
     else:
         require = None
     stack = _make_stack(cand, image, min_driver, require, tuple(notes))
     return _Verdict(stack=stack, sass_everywhere=sass_everywhere, full_driver=full_driver)
 
 
+def _jit_floor(
+    matrix: Matrix, v: FrameworkVariant, g: HostGpu, kernel: str, toolkit_driver: str
+) -> tuple[str, str, str | None]:
+    """(driver floor, why, CUDA X.Y) for a GPU that runs `v` only through its PTX `kernel`: the
+    driver must JIT-compile the PTX's ISA (ptx_isa.yaml); when the ISA was not read from the wheel,
+    the build's CUDA is assumed to have written it."""
+    sm = f"sm_{g.cc.replace('.', '')}"
+    found = jit_floor(matrix, v.ptx_isa) if v.ptx_isa else None
+    if found is not None:
+        cuda, driver = found
+        return (
+            driver,
+            (
+                f"the driver must JIT-compile the build's PTX ({kernel}, PTX ISA {v.ptx_isa}, introduced by "
+                f"CUDA {cuda}) for {g.name} ({sm}), which has no SASS in it"
+            ),
+            cuda,
+        )
+    assert v.cuda is not None
+    return (
+        toolkit_driver,
+        (
+            f"PTX ISA not read from the wheels: {kernel} for {g.name} ({sm}) is assumed to need the "
+            f"driver of the build's CUDA {major_minor(v.cuda)} to JIT"
+        ),
+        major_minor(v.cuda),
+    )
+
+
+def _known_bad(
+    matrix: Matrix, rel: FrameworkRelease, v: FrameworkVariant, g: HostGpu, how: str
+) -> str | None:
+    """The reason (with its reports) when known_bad.yaml says this build fails on this GPU."""
+    for bad in matrix.known_bad:
+        if bad.framework != rel.framework or g.cc not in bad.ccs:
+            continue
+        if bad.variants and v.name not in bad.variants:
+            continue
+        if not parse_specifier(bad.versions).contains(rel.version, prereleases=True):
+            continue
+        if bad.path == "ptx" and how != "ptx":
+            continue
+        return f"{bad.reason}: {g.name} (sm_{g.cc.replace('.', '')}); reported in {', '.join(bad.issues)}"
+    return None
+
+
 def _driver_reason(
-    matrix: Matrix, request: Request, host: Host, v: FrameworkVariant, floor: str, gpus: tuple[HostGpu, ...]
+    matrix: Matrix,
+    request: Request,
+    host: Host,
+    v: FrameworkVariant,
+    floor: str,
+    why: str,
+    gpus: tuple[HostGpu, ...],
 ) -> str:
     assert v.cuda is not None and host.driver is not None
-    reason = (
-        f"driver {host.driver} < {floor} needed by CUDA {major_minor(v.cuda)} builds "
-        f"(minor-version-compatibility floor of CUDA {major(v.cuda)}.x"
-        + (f", or {v.name}'s own floor" if v.min_driver else "")
-        + ")"
-    )
+    reason = f"driver {host.driver} < {floor} needed by this CUDA {major_minor(v.cuda)} build ({why})"
     fwd_ok = gpus and all(g.segment in matrix.cuda.forward_compat_segments for g in gpus)
     if fwd_ok and not request.forward_compat:
         reason += "; forward compatibility (cuda-compat) could apply on this data-center GPU"

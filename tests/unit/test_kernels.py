@@ -1,0 +1,122 @@
+"""The kernel inventory (harness/inventory.py) of real device code, judged for GPUs and drivers
+(envbuilder/kernels.py): no kernel names the library; PTX of an ISA the driver cannot JIT fails;
+the matrix and the inventory disagreeing is said with both."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from envbuilder.harness import inventory
+from envbuilder.kernels import disagreements, judge_inventory
+from envbuilder.matrix import load_matrix
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "fatbin"
+
+
+@pytest.fixture(scope="module")
+def inv(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """Site-packages-like folders holding the real slices: torch/lib, jax_cuda12_plugin, ..."""
+    root = tmp_path_factory.mktemp("site")
+    layout = {
+        "torch/lib/libtorch_cuda.so": "torch-2.15.0-libtorch_nvshmem.so",
+        "jax_cuda12_plugin/_prng.so": "jax_cuda12_plugin-0.4.26-_prng.so",
+        "jax_cuda13_plugin/_prng.so": "jax_cuda13_plugin-0.11.2-_prng.so",
+    }
+    for dest, src in layout.items():
+        (root / dest).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(DATA / src, root / dest)
+    (root / "torch" / "lib" / "libtorch_cuda.so.2").symlink_to("libtorch_cuda.so")  # one library, once
+    (root / "torch" / "lib" / "linker-script.so").write_text("/* GNU ld script */\n" * 300)
+    roots = [
+        ("torch", root / "torch"),
+        ("jax", root / "jax_cuda12_plugin"),
+        ("jax", root / "jax_cuda13_plugin"),
+    ]
+    return inventory.scan(roots)
+
+
+def test_the_inventory_lists_each_library_once_with_its_kernels(inv: dict[str, Any]) -> None:
+    libs = {lib["library"]: lib for lib in inv["libraries"]}
+    assert sorted(libs) == [
+        "jax_cuda12_plugin/_prng.so",
+        "jax_cuda13_plugin/_prng.so",
+        "torch/lib/libtorch_cuda.so",
+    ]
+    assert libs["torch/lib/libtorch_cuda.so"]["sass"] == [
+        "sm_75",
+        "sm_80",
+        "sm_86",
+        "sm_90",
+        "sm_100",
+        "sm_120",
+    ]
+    assert libs["torch/lib/libtorch_cuda.so"]["ptx"] == []
+    assert libs["jax_cuda12_plugin/_prng.so"]["ptx"] == [{"arch": "compute_90", "isa": "8.3"}]
+    assert libs["jax_cuda13_plugin/_prng.so"]["owner"] == "jax"
+    assert inv["errors"] == [] and not inv["truncated"] and inv["zstd_decoder"]
+
+
+def test_the_harness_copy_names_uncovered_libraries(inv: dict[str, Any]) -> None:
+    assert inventory.uncovered(inv, (9, 0)) == []
+    bad = inventory.uncovered(inv, (6, 1))  # a GTX 1080
+    assert sorted(bad) == [
+        "jax_cuda13_plugin/_prng.so: SASS sm_75 sm_80 sm_90 sm_100 sm_110 sm_120, PTX compute_120",
+        "torch/lib/libtorch_cuda.so: SASS sm_75 sm_80 sm_86 sm_90 sm_100 sm_120, PTX none",
+    ]
+    assert inventory.how_covered(inv, (12, 0))["jax_cuda12_plugin/_prng.so"] == "compute_90"
+
+
+def test_judged_on_the_h200_everything_runs_natively(inv: dict[str, Any]) -> None:
+    v = judge_inventory(load_matrix(), inv, [("NVIDIA H200", "9.0")], "580.159.04")
+    assert v.failures == () and v.warnings == ()
+    assert "torch/lib/libtorch_cuda.so: sm_90 on NVIDIA H200" in v.covered
+
+
+def test_no_kernel_fails_naming_the_library(inv: dict[str, Any]) -> None:
+    v = judge_inventory(load_matrix(), inv, [("NVIDIA GeForce GTX 1080", "6.1")], "580.95.05")
+    assert len(v.failures) == 2
+    assert sorted(v.failures)[1].startswith(
+        "torch/lib/libtorch_cuda.so has no kernel for NVIDIA GeForce GTX 1080 (sm_61)"
+    )
+
+
+def test_ptx_the_driver_cannot_jit_fails_with_its_isa(inv: dict[str, Any]) -> None:
+    # jax 0.4.26's plugin reaches a Blackwell GPU only through compute_90 PTX of ISA 8.3 (CUDA 12.3):
+    # a CUDA 12.8 driver JITs it, a CUDA 12.2 one (R535) cannot.
+    m = load_matrix()
+    ok = judge_inventory(m, inv, [("NVIDIA GeForce RTX 5090", "12.0")], "570.124.06")
+    assert ok.failures == ()
+    assert "jax_cuda12_plugin/_prng.so: compute_90 on NVIDIA GeForce RTX 5090" in ok.covered
+    bad = judge_inventory(m, inv, [("NVIDIA GeForce RTX 5090", "12.0")], "535.104.05")
+    assert bad.failures == (
+        "jax_cuda12_plugin/_prng.so runs on NVIDIA GeForce RTX 5090 (sm_120) only through PTX compute_90 "
+        "of ISA 8.3 (CUDA 12.3): driver 535.104.05 < 545.23.06 cannot JIT-compile it",
+    )
+
+
+def test_an_unreadable_isa_is_a_warning_not_a_guess() -> None:
+    inv = {
+        "libraries": [
+            {"library": "libx.so", "owner": "torch", "sass": [], "ptx": [{"arch": "compute_80", "isa": None}]}
+        ]
+    }
+    v = judge_inventory(load_matrix(), inv, [("NVIDIA A100-SXM4-80GB", "8.0")], "580.95.05")
+    assert v.failures == () and "could not be read" in v.warnings[0]
+
+
+def test_matrix_and_inventory_disagreeing_names_both(inv: dict[str, Any]) -> None:
+    same = disagreements(["7.5", "8.0", "8.6", "9.0", "10.0", "12.0"], [], "torch 2.15.0+cu132", inv, "torch")
+    assert same == []
+    said = disagreements(
+        ["7.5", "8.0", "8.6", "9.0", "10.0", "12.0"], ["12.0"], "torch 2.15.0+cu130 (curated)", inv, "torch"
+    )
+    sass = "SASS 7.5, 8.0, 8.6, 9.0, 10.0, 12.0"
+    assert said == [
+        f"the matrix (torch 2.15.0+cu130 (curated)) says {sass} and PTX 12.0; the image's torch "
+        f"libraries (torch/lib/libtorch_cuda.so) carry {sass} and PTX none"
+    ]
+    assert disagreements(["9.0"], [], "x", inv, "tensorflow") == []  # no such libraries: nothing to compare
