@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -406,3 +406,41 @@ def test_framework_for_an_unlabelled_image_reaches_the_harness() -> None:
     plain = engine(ImageInfo(id=IMAGE.id, tags=(), repo_digests=(), labels={}))
     certify(plain)
     assert "--framework" not in plain.runs[0].command  # the harness's own default (torch)
+
+
+# ------------------------------------------------------------------ the kernel inventory
+
+
+def _inventory_step(libraries: list[dict[str, Any]]) -> dict[str, Any]:
+    metrics = {"libraries": libraries, "libraries_scanned": len(libraries), "seconds": 0.1, "errors": []}
+    return {"kind": "step", "name": "kernel_inventory", "status": "pass", "reason": "", "seconds": 0.1,
+            "metrics": metrics}  # fmt: skip
+
+
+def _lib(name: str, sass: list[str], ptx: list[dict[str, Any]], owner: str = "torch") -> dict[str, Any]:
+    return {"library": name, "owner": owner, "bytes": 1, "sass": sass, "ptx": ptx, "entries": 1, "notes": []}
+
+
+def test_a_library_without_a_kernel_for_the_gpu_fails_the_certificate_naming_it() -> None:
+    cudnn = "nvidia/cudnn/lib/libcudnn_engines.so.9"
+    libs = [_lib("torch/lib/libtorch_cuda.so", ["sm_80"], []), _lib(cudnn, ["sm_90"], [], "nvidia")]
+    cert, _ = certify(engine(result=harness_result(steps=[_inventory_step(libs)])))
+    assert cert.verdict == "failed"
+    assert cert.data["verdict_reason"].startswith(
+        f"kernel inventory: {cudnn} has no kernel for NVIDIA A100-SXM4-80GB (sm_80)"
+    )
+
+
+def test_inventory_and_matrix_disagreeing_is_a_warning_naming_both() -> None:
+    steps = [_inventory_step([_lib("torch/lib/libtorch_cuda.so", ["sm_80", "sm_90"], [])])]
+    stack = {**GPU_STACK, "framework": {"name": "torch", "version": "2.11.0", "variant": "cu130"},
+             "archs": {"sass": ["8.0", "9.0"], "ptx": ["9.0"]}}  # fmt: skip
+    image = replace(IMAGE, labels={**IMAGE.labels, "io.envbuilder.stack": json.dumps(stack)})
+    cert, lines = certify(engine(image, result=harness_result(steps=steps)))
+    assert cert.verdict == "certified"
+    said = [w for w in cert.data["run"]["warnings"] if w.startswith("the matrix (matrix row torch")]
+    assert said == [
+        "the matrix (matrix row torch 2.11.0+cu130) says SASS 8.0, 9.0 and PTX 9.0; the image's torch "
+        "libraries (torch/lib/libtorch_cuda.so) carry SASS 8.0, 9.0 and PTX none"
+    ]
+    assert any("certify: warning: the matrix" in x for x in lines)
