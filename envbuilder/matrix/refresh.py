@@ -423,9 +423,10 @@ class Refresher:
                     continue
                 pscan = self.scan(pw, tuple(cfg["scan"]))
                 var = Variant(name=name)
-                with_cuda = requirements(pscan.metadata(), "with-cuda") or requirements(
-                    pscan.metadata(), "with_cuda"
-                )
+                pmd = pscan.metadata()
+                # the CUDA wheels: the plugin's with-cuda extra, or (before it had one) jax's own extra
+                with_cuda = requirements(pmd, "with-cuda") or requirements(pmd, "with_cuda")
+                with_cuda += requirements(jax_md, name)
                 var.cudnn = _xy(pinned(with_cuda, r"nvidia-cudnn-cu\d+"))
                 var.nccl = pinned(with_cuda, r"nvidia-nccl-cu\d+")
                 var.add(pscan)
@@ -435,7 +436,8 @@ class Refresher:
                     var.add(self.scan(jw, tuple(cfg["scan"])))
                 var.cuda = isa_cuda.get(var.ptx_isa or "")
                 variants.append(var)
-            lib = next((r for r in requirements(jax_md) if r.name == cfg["python_from"]), None)
+            extras = [r for extra in cfg["plugins"] for r in requirements(jax_md, extra)]
+            lib = next((r for r in [*requirements(jax_md), *extras] if r.name == cfg["python_from"]), None)
             lib_v = _newest(py_files, lib.specifier) if lib else None
             python = python_range(py_files[lib_v], None) if lib_v else (jax_md.requires_python or "")
             out.append(
