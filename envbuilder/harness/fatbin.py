@@ -71,7 +71,7 @@ class Kernels:
 # --------------------------------------------------------------------------- decompression
 
 
-def lz4_block_decompress(src: bytes | memoryview, limit: int) -> bytes:
+def lz4_block_decompress(src: bytes | bytearray | memoryview, limit: int) -> bytes:
     """Decode an LZ4 block (the format of lz4's block API) until `limit` bytes are out or the input
     ends. Pure Python: the harness has no lz4 module. Raises FatbinError on a malformed block."""
     out = bytearray()
@@ -140,7 +140,7 @@ def _zstd_decoder() -> Callable[[bytes, int], bytes] | None:
 _ZSTD = _zstd_decoder()
 
 
-def _ptx_head(payload: bytes, flags: int, compressed: int) -> tuple[bytes | None, str | None]:
+def _ptx_head(payload: bytes | bytearray, flags: int, compressed: int) -> tuple[bytes | None, str | None]:
     """The first bytes of a PTX entry's text, and the compression it used; None when unreadable."""
     if flags & FLAG_ZSTD:
         if _ZSTD is None:

@@ -17,6 +17,7 @@ from .record import Recorder, log, utc_now
 from .result import Outcome
 from .session import Budget, Options, Session
 from .steps.estimates import ESTIMATE
+from .steps.inventory import kernel_inventory_step
 from .steps.jax_steps import JAX_ENV
 from .steps.smoke import cpu_check_step, cuda_smoke_step, framework_smokes
 from .telemetry import Sampler, load_nvml
@@ -50,6 +51,7 @@ class Certification:
     # ---- the run ---------------------------------------------------------------------------
     def run(self) -> None:
         self._host_step()
+        kernel_inventory_step(self.rec, self.host)  # what the libraries carry, before any GPU use
         self._path_notes()
         # The sampler keeps its own time under half the overhead limit the certification gates.
         max_duty = float(self.thresholds["telemetry_overhead_max"]) / 2

@@ -10,6 +10,7 @@ from typing import Any
 
 from envbuilder.certify.certificate import Certificate, verify_certificate
 from envbuilder.certify.record import StackRecord, StepRecord
+from envbuilder.kernels import inventory_of
 from envbuilder.report.charts import as_number
 from envbuilder.report.multigpu import MultiGpuView, multi_gpu_view
 
@@ -66,6 +67,8 @@ class Report:
     telemetry_why: str = ""
     windows: Mapping[str, tuple[float, float]] = field(default_factory=dict)
     multi_gpu: MultiGpuView | None = None  # the harness's multi_gpu section (None: none recorded)
+    # the kernel inventory: (library, owner, SASS, PTX with ISA) per CUDA library with device code
+    kernels: tuple[tuple[str, str, str, str], ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         """The report as JSON (without the telemetry series: those stay in the certificate)."""
@@ -75,6 +78,9 @@ class Report:
         for key in ("image", "stack", "host"):
             doc[key] = dict(doc[key])
         return doc
+
+
+KERNEL_HEADERS = ("LIBRARY", "OWNER", "SASS (sm)", "PTX (compute, ISA)")
 
 
 def _m(d: Any, *keys: str) -> Any:
@@ -200,4 +206,22 @@ def build_report(cert: Certificate) -> Report:
         telemetry_why=why,
         windows=windows,
         multi_gpu=multi_gpu_view(harness),
+        kernels=_kernel_rows(harness),
     )
+
+
+def _kernel_rows(harness: Mapping[str, Any]) -> tuple[tuple[str, str, str, str], ...]:
+    """The harness's kernel inventory as table rows (none when the harness recorded none)."""
+    inv = inventory_of(harness) or {}
+    rows = []
+    for lib in inv.get("libraries") or ():
+        if not isinstance(lib, Mapping):
+            continue
+        sass = " ".join(str(x).removeprefix("sm_") for x in lib.get("sass") or ()) or DASH
+        ptx = " ".join(
+            f"{str(p.get('arch')).removeprefix('compute_')} (ISA {p.get('isa') or '?'})"
+            for p in lib.get("ptx") or ()
+            if isinstance(p, Mapping)
+        )
+        rows.append((str(lib.get("library")), str(lib.get("owner") or DASH), sass, ptx or DASH))
+    return tuple(rows)

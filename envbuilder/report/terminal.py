@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from envbuilder.report.model import DASH, ComparisonRow, Report
+from envbuilder.report.model import DASH, KERNEL_HEADERS, ComparisonRow, Report
 from envbuilder.report.multigpu import TABLE_HEADERS, table_rows
 from envbuilder.tables import table
 
@@ -68,6 +68,9 @@ def format_terminal(r: Report) -> str:
         out += [f"  {k:<14}{v}" for k, v in mg.summary]
         out += table(TABLE_HEADERS, table_rows(mg)) if mg.sweep else []
         out += [f"  gate {name}: {status} ({reason})" for name, status, reason in mg.gates]
+    if r.kernels:
+        out += ["", "kernel inventory (what each CUDA library carries, read from its fatbins)"]
+        out += table(KERNEL_HEADERS, [list(k) for k in r.kernels])
     out += ["", f"telemetry: {r.telemetry_why or 'GPU time series kept (see the HTML report)'}"]
     out += [f"note: {n}" for n in r.notes]
     return "\n".join(out) + "\n"

@@ -39,7 +39,10 @@ def test_a_real_wheel_is_read_by_ranges_and_agrees_with_cuobjdump(tmp_path: Path
         with w.extracted(MEMBER, tmp_path / "x") as lib:
             ours = fatbin.file_entries(lib)
             out = subprocess.run(
-                [str(_cuobjdump()), "--list-elf", "--list-ptx", str(lib)], capture_output=True, text=True, check=True
+                [str(_cuobjdump()), "--list-elf", "--list-ptx", str(lib)],
+                capture_output=True,
+                text=True,
+                check=True,
             ).stdout
         assert w.transfer.ranges, "PyPI's file host answers range requests"
         assert w.transfer.fetched < wheel.size / 4, (w.transfer, wheel.size)

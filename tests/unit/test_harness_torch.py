@@ -217,7 +217,7 @@ def test_payload_quick_by_file_path_with_thresholds(tmp_path: Path) -> None:
     result = _lines(proc.stdout)[-1]
     assert validate_result(result) == []
     assert result["mode"] == "quick" and result["verdict"] == "certified-cpu-only"
-    assert [s["name"] for s in result["steps"]][:2] == ["host", "cpu_check"]
+    assert [s["name"] for s in result["steps"]][:3] == ["host", "kernel_inventory", "cpu_check"]
     assert "dataset" not in {s["name"] for s in result["steps"]}
     assert result["thresholds"]["loss_drop_min"] == 0.3 and result["thresholds"]["source"] == "t.json"
 
