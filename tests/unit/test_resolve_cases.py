@@ -2,7 +2,8 @@
 
 Each case gives a request and a host, and what must come out: the chosen stack's fields (glob
 patterns on dotted paths of the stack JSON, or `stack: null`), rejections that must be present
-(substrings of candidate and reason, exact component), and optional note/warning substrings; or
+(substrings of candidate and reason, exact component), and optional note/warning substrings
+(`notes_contain`, `notes_absent`, `warnings_contain`; `report` names the real-world report), or
 `error:` (substrings of the message and hint, and one that must be absent) for input that must be
 refused before resolving.
 `rejected_summary:` pins the one-line count ("4 candidates rejected; arch: 4", as the README shows).
@@ -105,6 +106,9 @@ def _check(res: Resolution, expect: dict[str, Any]) -> None:
     if "notes_contain" in expect:
         assert res.stack is not None
         assert any(expect["notes_contain"] in n for n in res.stack.notes), res.stack.notes
+    if "notes_absent" in expect:
+        assert res.stack is not None
+        assert not any(expect["notes_absent"] in n for n in res.stack.notes), res.stack.notes
     if "warnings_contain" in expect:
         assert any(expect["warnings_contain"] in w for w in res.warnings), res.warnings
 
