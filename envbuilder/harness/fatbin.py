@@ -79,15 +79,7 @@ def lz4_block_decompress(src: bytes | bytearray | memoryview, limit: int) -> byt
     try:
         while i < n and len(out) < limit:
             token = src[i]
-            i += 1
-            length = token >> 4
-            if length == 15:
-                while True:
-                    b = src[i]
-                    i += 1
-                    length += b
-                    if b != 255:
-                        break
+            length, i = _lz4_length(src, i + 1, token >> 4)
             out += src[i : i + length]
             i += length
             if i >= n:
@@ -96,20 +88,27 @@ def lz4_block_decompress(src: bytes | bytearray | memoryview, limit: int) -> byt
             i += 2
             if offset == 0 or offset > len(out):
                 raise FatbinError("LZ4 block: bad match offset")
-            match = (token & 15) + 4
-            if token & 15 == 15:
-                while True:
-                    b = src[i]
-                    i += 1
-                    match += b
-                    if b != 255:
-                        break
+            match, i = _lz4_length(src, i, token & 15)
+            match += 4
             start = len(out) - offset
             for k in range(match):  # byte by byte: a match may overlap what it writes
                 out.append(out[start + k])
     except IndexError as exc:
         raise FatbinError("LZ4 block ends in the middle of a sequence") from exc
     return bytes(out[:limit])
+
+
+def _lz4_length(src: bytes | bytearray | memoryview, i: int, nibble: int) -> tuple[int, int]:
+    """An LZ4 length: the token's nibble, extended by bytes while they are 255 (nibble 15)."""
+    length = nibble
+    if nibble == 15:
+        while True:
+            b = src[i]
+            i += 1
+            length += b
+            if b != 255:
+                break
+    return length, i
 
 
 def _zstd_decoder() -> Callable[[bytes, int], bytes] | None:

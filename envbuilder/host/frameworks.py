@@ -89,15 +89,9 @@ print(json.dumps(out))
 def probe_framework(name: str, *, run: Runner = run_command, python: str = sys.executable) -> FrameworkBuild:
     """Import `name` in a child `python` (with a timeout) and read its build. Never raises: a
     failed import or probe comes back in `error`."""
-    res = run([python, "-c", _PROBE, name], FRAMEWORK_TIMEOUT_S)
-    lines = res.stdout.strip().splitlines()
-    try:
-        data = json.loads(lines[-1]) if res.returncode == 0 and lines else None
-    except json.JSONDecodeError:
-        data = None
-    if not isinstance(data, dict):
-        said = (res.stderr.strip() or res.stdout.strip() or "no output").splitlines()[-1]
-        return FrameworkBuild(name=name, error=f"probe exited {res.returncode}: {said}")
+    data = _child_json(run, [python, "-c", _PROBE, name])
+    if isinstance(data, str):
+        return FrameworkBuild(name=name, error=f"probe {data}")
     cuda = data.get("cuda")
     return FrameworkBuild(
         name=name,
@@ -190,8 +184,13 @@ print(json.dumps(inventory.scan(inventory.package_dirs() + inventory.system_dirs
 def probe_inventory(*, run: Runner = run_command, python: str = sys.executable) -> dict[str, Any] | str:
     """The kernel inventory of the frameworks installed in `python` (harness/inventory.py), or why
     there is none. Never raises."""
-    harness_parent = str(resources.harness_dir().parent)
-    res = run([python, "-c", _INVENTORY, harness_parent], FRAMEWORK_TIMEOUT_S)
+    data = _child_json(run, [python, "-c", _INVENTORY, str(resources.harness_dir().parent)])
+    return f"the inventory probe {data}" if isinstance(data, str) else data
+
+
+def _child_json(run: Runner, argv: list[str]) -> dict[str, Any] | str:
+    """The JSON object a child interpreter prints last, or 'exited N: <its last line>'."""
+    res = run(argv, FRAMEWORK_TIMEOUT_S)
     lines = res.stdout.strip().splitlines()
     try:
         data = json.loads(lines[-1]) if res.returncode == 0 and lines else None
@@ -199,5 +198,5 @@ def probe_inventory(*, run: Runner = run_command, python: str = sys.executable) 
         data = None
     if not isinstance(data, dict):
         said = (res.stderr.strip() or res.stdout.strip() or "no output").splitlines()[-1]
-        return f"the inventory probe exited {res.returncode}: {said}"
+        return f"exited {res.returncode}: {said}"
     return data

@@ -341,61 +341,60 @@ class Refresher:
         self.report.skipped += [f"{project} {k}: not on the index" for k in sorted(known_v - set(have))]
         return [v for v in out if v >= Version(since)]
 
-    # -- torch: one PyPI wheel per release, its CUDA named by its cuda-runtime / cuda-toolkit pin
-    def torch(self, cfg: dict[str, Any], known: Iterable[str]) -> list[Release]:
+    def one_wheel(
+        self,
+        fw: str,
+        cfg: dict[str, Any],
+        known: Iterable[str],
+        variant: Callable[[WheelScan], Variant | None],
+    ) -> list[Release]:
+        """Releases of a framework whose CUDA build is one wheel per release (torch on PyPI,
+        tensorflow): that wheel scanned, its variant read by `variant` (None: not a CUDA build)."""
         out = []
         files = self.by_version(cfg["package"])
         for v in self.versions(cfg["package"], known, cfg["since"]):
             wheel = pick_wheel(files[v])
             if wheel is None:
-                self.report.skipped.append(f"torch {v}: no Linux x86_64 wheel")
+                self.report.skipped.append(f"{fw} {v}: no Linux x86_64 wheel")
                 continue
             scan = self.scan(wheel, tuple(cfg["scan"]))
-            reqs = requirements(scan.metadata())
-            cuda = pinned(reqs, r"cuda-toolkit|nvidia-cuda-runtime(-cu\d+)?")
-            if cuda is None:
-                self.report.skipped.append(f"torch {v}: its PyPI wheel pins no CUDA (a CPU build)")
+            var = variant(scan)
+            if var is None:
+                self.report.skipped.append(f"{fw} {v}: its wheel requires no CUDA (a CPU build)")
                 continue
-            var = Variant(name=f"cu{''.join(cuda.split('.')[:2])}", cuda=_xy(cuda))
-            var.cudnn = pinned(reqs, r"nvidia-cudnn-cu\d+")
-            var.nccl = pinned(reqs, r"nvidia-nccl-cu\d+")
             var.add(scan)
+            python = python_range(files[v], scan.requires_python)
             out.append(
-                Release(
-                    version=str(v),
-                    python=python_range(files[v], scan.requires_python),
-                    requires_python=scan.requires_python,
-                    variants=(var,),
-                )
+                Release(version=str(v), python=python, requires_python=scan.requires_python, variants=(var,))
             )
         return out
 
+    # -- torch: one PyPI wheel per release, its CUDA named by its cuda-runtime / cuda-toolkit pin
+    def torch(self, cfg: dict[str, Any], known: Iterable[str]) -> list[Release]:
+        def variant(scan: WheelScan) -> Variant | None:
+            reqs = requirements(scan.metadata())
+            cuda = pinned(reqs, r"cuda-toolkit|nvidia-cuda-runtime(-cu\d+)?")
+            if cuda is None:
+                return None
+            var = Variant(name=f"cu{''.join(cuda.split('.')[:2])}", cuda=_xy(cuda))
+            var.cudnn = pinned(reqs, r"nvidia-cudnn-cu\d+")
+            var.nccl = pinned(reqs, r"nvidia-nccl-cu\d+")
+            return var
+
+        return self.one_wheel("torch", cfg, known, variant)
+
     # -- tensorflow: the and-cuda extra names CUDA, cuDNN and NCCL (absent before 2.14)
     def tensorflow(self, cfg: dict[str, Any], known: Iterable[str]) -> list[Release]:
-        out = []
-        files = self.by_version(cfg["package"])
-        for v in self.versions(cfg["package"], known, cfg["since"]):
-            wheel = pick_wheel(files[v])
-            if wheel is None:
-                self.report.skipped.append(f"tensorflow {v}: no Linux x86_64 wheel")
-                continue
-            scan = self.scan(wheel, tuple(cfg["scan"]))
+        def variant(scan: WheelScan) -> Variant:
             reqs = requirements(scan.metadata(), cfg["extra"])
             suffix = _cuda_suffix(reqs)
             var = Variant(name=f"cuda{suffix}" if suffix else None)
             var.cuda = _xy(pinned(reqs, r"nvidia-cuda-runtime-cu\d+"))
             var.cudnn = _xy(pinned(reqs, r"nvidia-cudnn-cu\d+"))
             var.nccl = pinned(reqs, r"nvidia-nccl-cu\d+")
-            var.add(scan)
-            out.append(
-                Release(
-                    version=str(v),
-                    python=python_range(files[v], scan.requires_python),
-                    requires_python=scan.requires_python,
-                    variants=(var,),
-                )
-            )
-        return out
+            return var
+
+        return self.one_wheel("tensorflow", cfg, known, variant)
 
     # -- jax: jax[cudaNN] -> jax-cudaNN-plugin (+ its pjrt); CUDA from the PTX ISA it was built with
     def jax(self, cfg: dict[str, Any], known: Iterable[str], isa_cuda: dict[str, str]) -> list[Release]:
