@@ -54,7 +54,7 @@ ENV ENVBUILDER_HARNESS=/opt/envbuilder/harness
 # The driver check at start-up, whatever starts the container (docker run, Kubernetes, Apptainer;
 # the Toolkit's own check is skipped in CDI mode): a driver below the minimum is refused.
 COPY entrypoint.sh /opt/envbuilder/entrypoint.sh
-ENV ENVBUILDER_MIN_DRIVER="555.42.02"
+ENV ENVBUILDER_MIN_DRIVER="525.60.13"
 ENTRYPOINT ["/opt/envbuilder/entrypoint.sh"]
 CMD ["/bin/bash"]
 
