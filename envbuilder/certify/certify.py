@@ -24,13 +24,13 @@ from envbuilder.certify.gpu_access import (
     prepare_target,
     training_container,
 )
+from envbuilder.certify.kernels import disagreements, inventory_of, judge_inventory
 from envbuilder.engine import DaemonInfo, DockerEngine, Engine, Mount, docker_run_argv
 from envbuilder.errors import CertificationFailedError, MatrixError
 from envbuilder.host import AccessMode, HostReport
 from envbuilder.host.collectives import collective_env
 from envbuilder.image.metadata import LABEL_HARNESS, read_metadata
 from envbuilder.image.spec import CertifySettings
-from envbuilder.kernels import disagreements, inventory_of, judge_inventory
 from envbuilder.matrix import load_matrix
 from envbuilder.resolve.model import Stack
 from envbuilder.resources import harness_dir as harness_source_dir

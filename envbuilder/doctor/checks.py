@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from envbuilder.certify.gpu_access import mode_docker_args
+from envbuilder.certify.kernels import judge_inventory
 from envbuilder.errors import DoctorFailedError, EnvbuilderError, NoGpuError
 from envbuilder.host import (
     AccessMode,
@@ -41,7 +42,6 @@ from envbuilder.host.frameworks import (
     probe_framework,
     probe_inventory,
 )
-from envbuilder.kernels import judge_inventory
 from envbuilder.matrix.model import Matrix
 
 Verdict = Literal["ok", "warn", "fail", "no-gpu"]

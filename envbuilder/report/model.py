@@ -9,8 +9,8 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from envbuilder.certify.certificate import Certificate, verify_certificate
+from envbuilder.certify.kernels import inventory_of
 from envbuilder.certify.record import StackRecord, StepRecord
-from envbuilder.kernels import inventory_of
 from envbuilder.report.charts import as_number
 from envbuilder.report.multigpu import MultiGpuView, multi_gpu_view
 

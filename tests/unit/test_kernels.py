@@ -1,5 +1,5 @@
 """The kernel inventory (harness/inventory.py) of real device code, judged for GPUs and drivers
-(envbuilder/kernels.py): no kernel names the library; PTX of an ISA the driver cannot JIT fails;
+(envbuilder/certify/kernels.py): no kernel names the library; PTX of an ISA the driver cannot JIT fails;
 the matrix and the inventory disagreeing is said with both."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
+from envbuilder.certify.kernels import disagreements, judge_inventory
 from envbuilder.harness import inventory
-from envbuilder.kernels import disagreements, judge_inventory
 from envbuilder.matrix import load_matrix
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "fatbin"
