@@ -71,12 +71,12 @@ ENV MAX_JOBS="8"
 USER 1000:1000
 WORKDIR /workspace
 
-LABEL io.envbuilder.archs="sm_75,sm_80,sm_86,sm_90,sm_100,sm_120,compute_120" \
+LABEL io.envbuilder.archs="sm_75,sm_80,sm_86,sm_89,sm_90,sm_100,sm_103,sm_120,sm_121" \
       io.envbuilder.certify="{\"level\":\"quick\",\"thresholds\":{}}" \
       io.envbuilder.harness="/opt/envbuilder/harness" \
-      io.envbuilder.lock-hash="507bfeabffff18da42df80d2f29b60b3c8119fd4702992d109924c4cbc464de9" \
+      io.envbuilder.lock-hash="b46ba14721f49f6e4ad940f59d23f24330b79a14d1baa62bb1896011116929cb" \
       io.envbuilder.min-driver="580" \
-      io.envbuilder.stack="{\"archs\":{\"ptx\":[\"12.0\"],\"sass\":[\"7.5\",\"8.0\",\"8.6\",\"9.0\",\"10.0\",\"12.0\"]},\"base_image\":\"nvidia/cuda:13.0.3-devel-ubuntu24.04\",\"companions\":{\"torchvision\":\"torchvision==0.29.2\"},\"cuda\":\"13.0\",\"cudnn\":\"9.26.0.51\",\"flavor\":\"devel\",\"framework\":{\"name\":\"torch\",\"variant\":\"cu130\",\"version\":\"2.15.0\"},\"id\":\"torch2.15.0-cu130-py3.12-cuda13.0.3-devel-ubuntu24.04\",\"index_url\":\"https://download.pytorch.org/whl/cu130\",\"min_driver\":\"580\",\"nccl\":\"2.30.7\",\"notes\":[\"torch wheels bring their own CUDA libraries: the image's CUDA runtime is a second copy (the bundled strategy avoids it)\"],\"os\":\"ubuntu24.04\",\"packages\":[\"torch==2.15.0\"],\"python\":\"3.12\",\"python_install\":\"apt\",\"require_cuda\":\"cuda>=13.0\",\"strategy\":\"system-cuda\"}" \
+      io.envbuilder.stack="{\"archs\":{\"ptx\":[],\"sass\":[\"7.5\",\"8.0\",\"8.6\",\"8.9\",\"9.0\",\"10.0\",\"10.3\",\"12.0\",\"12.1\"]},\"base_image\":\"nvidia/cuda:13.0.3-devel-ubuntu24.04\",\"companions\":{\"torchvision\":\"torchvision==0.29.2\"},\"cuda\":\"13.0\",\"cudnn\":\"9.26.0.51\",\"flavor\":\"devel\",\"framework\":{\"name\":\"torch\",\"variant\":\"cu130\",\"version\":\"2.15.0\"},\"id\":\"torch2.15.0-cu130-py3.12-cuda13.0.3-devel-ubuntu24.04\",\"index_url\":\"https://download.pytorch.org/whl/cu130\",\"min_driver\":\"580\",\"nccl\":\"2.30.7\",\"notes\":[\"torch wheels bring their own CUDA libraries: the image's CUDA runtime is a second copy (the bundled strategy avoids it)\"],\"os\":\"ubuntu24.04\",\"packages\":[\"torch==2.15.0\"],\"python\":\"3.12\",\"python_install\":\"apt\",\"require_cuda\":\"cuda>=13.0\",\"strategy\":\"system-cuda\"}" \
       org.opencontainers.image.base.name="nvidia/cuda:13.0.3-devel-ubuntu24.04" \
       org.opencontainers.image.description="PyTorch with the CUDA toolkit (nvcc) for compiling extensions" \
       org.opencontainers.image.title="pytorch-devel" \

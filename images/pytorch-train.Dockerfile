@@ -63,12 +63,12 @@ ENV OMP_NUM_THREADS="8"
 USER 1000:1000
 WORKDIR /workspace
 
-LABEL io.envbuilder.archs="sm_75,sm_80,sm_86,sm_90,sm_100,sm_120,compute_120" \
+LABEL io.envbuilder.archs="sm_75,sm_80,sm_86,sm_89,sm_90,sm_100,sm_103,sm_120,sm_121" \
       io.envbuilder.certify="{\"level\":\"default\",\"thresholds\":{}}" \
       io.envbuilder.harness="/opt/envbuilder/harness" \
-      io.envbuilder.lock-hash="1078cdbf3811f4ed2c346a27f2a1dce455e80cfd886c57cc4ab51a380de11d8c" \
+      io.envbuilder.lock-hash="d1d2ac72cd9bc00a96e3e27db86fd753477a0fcf073ebf034210c4a497fce915" \
       io.envbuilder.min-driver="580" \
-      io.envbuilder.stack="{\"archs\":{\"ptx\":[\"12.0\"],\"sass\":[\"7.5\",\"8.0\",\"8.6\",\"9.0\",\"10.0\",\"12.0\"]},\"base_image\":\"python:3.14-slim-trixie\",\"companions\":{\"torchvision\":\"torchvision==0.29.2\"},\"cuda\":\"13.0\",\"cudnn\":\"9.26.0.51\",\"flavor\":null,\"framework\":{\"name\":\"torch\",\"variant\":\"cu130\",\"version\":\"2.15.0\"},\"id\":\"torch2.15.0-cu130-py3.14-bundled-debian13\",\"index_url\":\"https://download.pytorch.org/whl/cu130\",\"min_driver\":\"580\",\"nccl\":\"2.30.7\",\"notes\":[],\"os\":\"debian13\",\"packages\":[\"torch==2.15.0\"],\"python\":\"3.14\",\"python_install\":\"present\",\"require_cuda\":\"cuda>=13.0\",\"strategy\":\"bundled\"}" \
+      io.envbuilder.stack="{\"archs\":{\"ptx\":[],\"sass\":[\"7.5\",\"8.0\",\"8.6\",\"8.9\",\"9.0\",\"10.0\",\"10.3\",\"12.0\",\"12.1\"]},\"base_image\":\"python:3.14-slim-trixie\",\"companions\":{\"torchvision\":\"torchvision==0.29.2\"},\"cuda\":\"13.0\",\"cudnn\":\"9.26.0.51\",\"flavor\":null,\"framework\":{\"name\":\"torch\",\"variant\":\"cu130\",\"version\":\"2.15.0\"},\"id\":\"torch2.15.0-cu130-py3.14-bundled-debian13\",\"index_url\":\"https://download.pytorch.org/whl/cu130\",\"min_driver\":\"580\",\"nccl\":\"2.30.7\",\"notes\":[],\"os\":\"debian13\",\"packages\":[\"torch==2.15.0\"],\"python\":\"3.14\",\"python_install\":\"present\",\"require_cuda\":\"cuda>=13.0\",\"strategy\":\"bundled\"}" \
       org.opencontainers.image.base.name="python:3.14-slim-trixie" \
       org.opencontainers.image.description="PyTorch image-classifier training (ResNet, torchvision)" \
       org.opencontainers.image.title="pytorch-train" \

@@ -4,10 +4,10 @@
 FROM python:3.13-slim-trixie
 
 # The Container Toolkit reads these at start-up: expose the GPUs and refuse a driver too old
-# for the CUDA the wheels carry (this stack needs driver >= 555.42.02).
+# for the CUDA the wheels carry (this stack needs driver >= 525.60.13).
 ENV NVIDIA_VISIBLE_DEVICES="all" \
     NVIDIA_DRIVER_CAPABILITIES="compute,utility" \
-    NVIDIA_REQUIRE_CUDA="cuda>=12.5"
+    NVIDIA_REQUIRE_CUDA="cuda>=12.0"
 
 # Python 3.13 comes with the base image.
 RUN python3.13 -m venv /opt/venv
@@ -61,12 +61,12 @@ CMD ["/bin/bash"]
 USER 1000:1000
 WORKDIR /workspace
 
-LABEL io.envbuilder.archs="sm_60,sm_70,sm_80,sm_89,compute_90" \
+LABEL io.envbuilder.archs="sm_60,sm_70,sm_80,sm_89,sm_90,compute_90" \
       io.envbuilder.certify="{\"level\":\"default\",\"thresholds\":{}}" \
       io.envbuilder.harness="/opt/envbuilder/harness" \
-      io.envbuilder.lock-hash="a35fb42812165801d2c2b58d9e314606fc0e70d78bfff5a0fe7c9190ac3d88de" \
-      io.envbuilder.min-driver="555.42.02" \
-      io.envbuilder.stack="{\"archs\":{\"ptx\":[\"9.0\"],\"sass\":[\"6.0\",\"7.0\",\"8.0\",\"8.9\"]},\"base_image\":\"python:3.13-slim-trixie\",\"companions\":{},\"cuda\":\"12.5\",\"cudnn\":\"9.3\",\"flavor\":null,\"framework\":{\"name\":\"tensorflow\",\"variant\":\"cuda12\",\"version\":\"2.21.0\"},\"id\":\"tensorflow2.21.0-cuda12-py3.13-bundled-debian13\",\"index_url\":null,\"min_driver\":\"555.42.02\",\"nccl\":\"2.27.7\",\"notes\":[\"NVIDIA H200 runs this build through PTX JIT (slow first start)\"],\"os\":\"debian13\",\"packages\":[\"tensorflow[and-cuda]==2.21.0\"],\"python\":\"3.13\",\"python_install\":\"present\",\"require_cuda\":\"cuda>=12.5\",\"strategy\":\"bundled\"}" \
+      io.envbuilder.lock-hash="0a64b8d43bd4ed9be8dff4995cbcb164cb663fda11bed1091047a1298125dd95" \
+      io.envbuilder.min-driver="525.60.13" \
+      io.envbuilder.stack="{\"archs\":{\"ptx\":[\"9.0\"],\"sass\":[\"6.0\",\"7.0\",\"8.0\",\"8.9\",\"9.0\"]},\"base_image\":\"python:3.13-slim-trixie\",\"companions\":{},\"cuda\":\"12.5\",\"cudnn\":\"9.3\",\"flavor\":null,\"framework\":{\"name\":\"tensorflow\",\"variant\":\"cuda12\",\"version\":\"2.21.0\"},\"id\":\"tensorflow2.21.0-cuda12-py3.13-bundled-debian13\",\"index_url\":null,\"min_driver\":\"525.60.13\",\"nccl\":\"2.27.7\",\"notes\":[],\"os\":\"debian13\",\"packages\":[\"tensorflow[and-cuda]==2.21.0\"],\"python\":\"3.13\",\"python_install\":\"present\",\"require_cuda\":\"cuda>=12.0\",\"strategy\":\"bundled\"}" \
       org.opencontainers.image.base.name="python:3.13-slim-trixie" \
       org.opencontainers.image.description="TensorFlow training (Keras)" \
       org.opencontainers.image.title="tensorflow-train" \

@@ -182,5 +182,5 @@ def test_cli_refresh_dry_run_and_a_missing_wheelhouse(matrix_copy: Path, tmp_pat
     assert "+++ b/matrices/generated/torch.yaml" in res.stdout
     assert not (matrix_copy / "generated" / "torch.yaml").exists(), "--dry-run writes nothing"
     res = runner.invoke(cli, [*args, "--wheelhouse", str(tmp_path / "nowhere")])
-    assert res.exit_code == 20
+    assert res.exit_code == 21
     assert "envbuilder: error: wheelhouse" in res.stderr and "hint:" in res.stderr
