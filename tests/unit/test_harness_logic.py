@@ -242,6 +242,19 @@ def test_loss_must_fall() -> None:
     assert "did not fall" in check_losses([1.6] * 10 + [1.4] * 10, 0.2)[0]
 
 
+def test_a_truncated_curve_is_not_judged_as_one_that_did_not_learn() -> None:
+    """The time cap cut the run short: a flat or short curve says so, with its step count; a fall
+    still passes and a non-finite loss still fails (those were seen, however short the run)."""
+    flat = check_losses([1.6] * 20, 0.2, planned=60)
+    assert len(flat) == 1 and flat[0].startswith("truncated: the time cap stopped the run after 20 of 60")
+    assert "did not fall" not in flat[0] and "--budget-seconds" in flat[0]
+    short = check_losses([1.6] * 3, 0.2, planned=60)
+    assert short[0].startswith("truncated: the time cap stopped the run after 3 of 60 steps")
+    assert check_losses([1.6] * 10 + [0.4] * 10, 0.2, planned=60) == []
+    assert "non-finite" in check_losses([1.6, math.nan, 1.0, 0.9], 0.2, planned=60)[0]
+    assert "did not fall" in check_losses([1.6] * 20, 0.2, planned=20)[0]  # ran every step
+
+
 def test_step_stats() -> None:
     st = step_stats([0.01] * 94 + [0.05] * 6)
     assert st["p50_ms"] == pytest.approx(10)

@@ -84,7 +84,7 @@ def launch(
         cmd = [sys.executable, "-m", f"{__package__}.worker", "--rank", str(r)]
         cmd += ["--world", str(world)]
         cmd += ["--backend", backend, "--mode", mode, "--out-dir", str(workdir)]
-        cmd += ["--timeout", f"{timeout_s:g}", "--seed", str(seed)]
+        cmd += ["--timeout", f"{timeout_s:g}", "--rendezvous-timeout", f"{deadline_s:g}", "--seed", str(seed)]
         with (workdir / f"rank{r}.log").open("wb") as logf:
             p = subprocess.Popen(
                 cmd,

@@ -3,7 +3,8 @@
 `python -m <package>.multigpu.worker --rank R --world N --backend nccl|gloo --out-dir DIR ...`
 
 1. rank 0 alone, before the process group exists: the single-GPU baseline (the DDP config, no DDP);
-2. init_process_group (MASTER_ADDR/MASTER_PORT from the environment, the timeout in force);
+2. init_process_group (a TCPStore at MASTER_ADDR/MASTER_PORT with the rendezvous timeout; the
+   collectives' timeout in force);
 3. all-reduce sweep 8 B .. max (x2 steps): time per size, then a value check (rank r gives r+1);
 4. DDP training of the same ResNet-18 on the synthetic data, then rank 0's parameters are
    broadcast and compared with every rank's own (max abs difference must be 0).
@@ -186,7 +187,16 @@ class Worker:
         if self.cuda and "device_id" in inspect.signature(dist.init_process_group).parameters:
             kw["device_id"] = self.device  # eager NCCL communicator: init errors surface here
         t0 = time.perf_counter()
-        dist.init_process_group(self.a.backend, rank=self.rank, world_size=self.world, **kw)
+        # The rendezvous waits for rank 0's baseline run, which a slow or loaded host makes long:
+        # its own timeout (the parent's deadline), not the collectives' (which may be seconds).
+        store = dist.TCPStore(  # type: ignore[attr-defined]  # re-exported under is_available()
+            os.environ["MASTER_ADDR"],
+            int(os.environ["MASTER_PORT"]),
+            self.world,
+            self.rank == 0,
+            timeout=timedelta(seconds=max(self.a.timeout, self.a.rendezvous_timeout)),
+        )
+        dist.init_process_group(self.a.backend, store=store, rank=self.rank, world_size=self.world, **kw)
         self.out["init_s"] = time.perf_counter() - t0
         self.sweep()
         if self.fault == "hang":
@@ -297,7 +307,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--backend", choices=("nccl", "gloo"), required=True)
     p.add_argument("--mode", choices=("gpu", "cpu-test"), default="gpu")
     p.add_argument("--out-dir", required=True)
-    p.add_argument("--timeout", type=float, default=120.0)
+    p.add_argument("--timeout", type=float, default=120.0)  # the process group's (collectives)
+    p.add_argument("--rendezvous-timeout", type=float, default=0.0)  # 0: --timeout
     p.add_argument("--seed", type=int, default=1234)
     a = p.parse_args(argv)
     exit_with_parent()  # never leave a rank holding a GPU

@@ -24,6 +24,7 @@ class RunConfig:
     device: str = "cuda"
     seed: int = 0
     max_seconds: float = 120.0  # the timed loop stops early past this (recorded as truncated)
+    min_steps: int = 0  # the time cap never stops the loop before this many steps
     weights: str | None = None
     evaluate: bool = True
     extra: dict[str, Any] = field(default_factory=dict)
@@ -55,5 +56,6 @@ class RunConfig:
             "lr": self.learning_rate(),
             "optimizer": OPTIMIZER,
             "lr_warmup_steps": self.lr_warmup_steps(),
+            "min_steps": self.min_steps,
             **self.extra,
         }

@@ -25,21 +25,38 @@ def step_stats(times_s: Sequence[float]) -> dict[str, float]:
     }
 
 
-def check_losses(losses: Sequence[float], loss_drop_min: float) -> list[str]:
-    """Problems with a loss curve: non-finite values, or no fall (last tenth vs first tenth)."""
+def check_losses(losses: Sequence[float], loss_drop_min: float, *, planned: int | None = None) -> list[str]:
+    """Problems with a loss curve: non-finite values, or no fall (last tenth vs first tenth).
+
+    `planned`: the steps the run was meant to take. A curve the time cap cut short of them is
+    not judged as one that did not learn: non-finite values still fail it, a fall still passes
+    it, and anything else is reported as the truncation it is (`truncated_problem`).
+    """
     for i, v in enumerate(losses):
         if not math.isfinite(v):
             return [f"non-finite loss ({v}) at step {i}"]
     if len(losses) < 4:
-        return [f"too few steps ({len(losses)}) to judge the loss"]
-    k = max(2, len(losses) // 10)
-    first, last = sum(losses[:k]) / k, sum(losses[-k:]) / k
-    if last > (1 - loss_drop_min) * first:
-        return [
+        problem = f"too few steps ({len(losses)}) to judge the loss"
+    else:
+        k = max(2, len(losses) // 10)
+        first, last = sum(losses[:k]) / k, sum(losses[-k:]) / k
+        if last <= (1 - loss_drop_min) * first:
+            return []
+        problem = (
             f"loss did not fall: mean of last {k} steps {last:.4f} > "
             f"{1 - loss_drop_min:.2f} x first {k} steps {first:.4f}"
-        ]
-    return []
+        )
+    if planned is not None and len(losses) < planned:
+        return [truncated_problem(len(losses), planned, "whether the loss falls")]
+    return [problem]
+
+
+def truncated_problem(done: int, planned: int, what: str) -> str:
+    """Why a learning check was not judged: the time cap stopped the run after `done` steps."""
+    return (
+        f"truncated: the time cap stopped the run after {done} of {planned} steps, too few to "
+        f"judge {what} (raise --budget-seconds, or run on a less loaded machine)"
+    )
 
 
 def downsample(values: Sequence[float], points: int = 20) -> list[float]:
@@ -47,9 +64,14 @@ def downsample(values: Sequence[float], points: int = 20) -> list[float]:
     return list(values[:: max(1, len(values) // points)])
 
 
-def accuracy_problems(val_accuracy: float, classes: int, margin: float) -> list[str]:
-    """A run must beat chance (1/classes) by `margin` on validation data."""
+def accuracy_problems(
+    val_accuracy: float, classes: int, margin: float, *, done: int | None = None, planned: int | None = None
+) -> list[str]:
+    """A run must beat chance (1/classes) by `margin` on validation data; a run the time cap
+    stopped after `done` of its `planned` steps is reported as truncated instead."""
     chance = 1.0 / classes
     if val_accuracy >= chance + margin:
         return []
+    if done is not None and planned is not None and done < planned:
+        return [truncated_problem(done, planned, f"the accuracy (val {val_accuracy:.3f})")]
     return [f"val accuracy {val_accuracy:.3f} does not beat chance {chance:.2f} by the margin {margin:.2f}"]

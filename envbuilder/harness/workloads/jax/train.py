@@ -135,10 +135,11 @@ def to_device(data: Dataset, dev: Any) -> Dataset:
 
 
 def timed_steps(
-    n: int, dispatch: Callable[[int], Any], *, max_seconds: float = 1e9
+    n: int, dispatch: Callable[[int], Any], *, max_seconds: float = 1e9, min_steps: int = 0
 ) -> tuple[list[Any], list[float], float, int]:
     """Run n steps; (losses as device scalars, per-step seconds, wall, steps done). The host waits
-    for step i-1 after dispatching step i: times are completion to completion."""
+    for step i-1 after dispatching step i: times are completion to completion. The time cap
+    `max_seconds` never stops it before `min_steps`."""
     losses: list[Any] = []
     done: list[float] = []
     t0 = time.perf_counter()
@@ -147,7 +148,7 @@ def timed_steps(
         if i > 0:
             losses[i - 1].block_until_ready()
             done.append(time.perf_counter())
-        if time.perf_counter() - t0 > max_seconds:
+        if i + 1 >= min_steps and time.perf_counter() - t0 > max_seconds:
             break
     losses[-1].block_until_ready()
     done.append(time.perf_counter())
@@ -180,7 +181,10 @@ def train_run(
     losses = [first] + [dispatch(i) for i in range(1, warm)]
     losses[-1].block_until_ready()
     timed, times, wall, n = timed_steps(
-        cfg.steps - warm, lambda j: dispatch(warm + j), max_seconds=cfg.max_seconds
+        cfg.steps - warm,
+        lambda j: dispatch(warm + j),
+        max_seconds=cfg.max_seconds,
+        min_steps=cfg.min_steps - warm,
     )
     losses += timed
     done = warm + n
@@ -197,7 +201,7 @@ def train_run(
     metrics["loss_first"] = loss_list[0]
     metrics["loss_last"] = loss_list[-1]
     metrics["loss_curve"] = downsample(loss_list)
-    problems = check_losses(loss_list, loss_drop_min)
+    problems = check_losses(loss_list, loss_drop_min, planned=cfg.steps)
     if not tr.params_finite():
         problems.append("non-finite parameters after training")
     if cfg.evaluate and not problems:
@@ -206,7 +210,7 @@ def train_run(
         test_acc, _ = tr.evaluate(data.test)
         metrics.update(val_accuracy=val_acc, val_loss=val_loss, test_accuracy=test_acc)
         metrics["accuracy_required"] = chance + accuracy_margin
-        problems += accuracy_problems(val_acc, NUM_CLASSES, accuracy_margin)
+        problems += accuracy_problems(val_acc, NUM_CLASSES, accuracy_margin, done=done, planned=cfg.steps)
     if not all(math.isfinite(v) for v in loss_list):
         metrics["non_finite"] = True
     return metrics, problems

@@ -182,7 +182,7 @@ def train_run(
             stamps.append(time.perf_counter())
         one_step(i, runner)
         done = i + 1
-        if time.perf_counter() - wall0 > cfg.max_seconds:
+        if done >= cfg.min_steps and time.perf_counter() - wall0 > cfg.max_seconds:
             break
     if cuda:
         end = torch.cuda.Event(enable_timing=True)
@@ -208,7 +208,7 @@ def train_run(
     metrics["loss_first"] = loss_list[0]
     metrics["loss_last"] = loss_list[-1]
     metrics["loss_curve"] = downsample(loss_list)
-    problems = check_losses(loss_list, loss_drop_min)
+    problems = check_losses(loss_list, loss_drop_min, planned=cfg.steps)
     if not all(math.isfinite(float(p.detach().float().sum())) for p in model.parameters()):
         problems.append("non-finite parameters after training")
     if cfg.evaluate and not problems:
@@ -217,7 +217,7 @@ def train_run(
         test_acc, _ = evaluate(model, data.test, cfg)
         metrics.update(val_accuracy=val_acc, val_loss=val_loss, test_accuracy=test_acc)
         metrics["accuracy_required"] = chance + accuracy_margin
-        problems += accuracy_problems(val_acc, NUM_CLASSES, accuracy_margin)
+        problems += accuracy_problems(val_acc, NUM_CLASSES, accuracy_margin, done=done, planned=cfg.steps)
     return metrics, problems  # the caller frees device memory (locals are gone by then)
 
 
