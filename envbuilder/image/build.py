@@ -19,7 +19,14 @@ from envbuilder.engine import BuildResult, BuildSecret, ContainerSpec, Engine, I
 from envbuilder.engine.progress import BuildEvent
 from envbuilder.errors import BuildFailedError, RegistryError, SpecError, UsageError
 from envbuilder.host.model import Host
-from envbuilder.image.drift import collector_command, drift_from_lock, parse_installed, summarize
+from envbuilder.image.drift import (
+    collector_command,
+    drift_from_lock,
+    inline_collector_command,
+    parse_installed,
+    provided_by_base,
+    summarize,
+)
 from envbuilder.image.lock import (
     BuildRecord,
     InstalledDist,
@@ -29,7 +36,14 @@ from envbuilder.image.lock import (
     spec_dir_for,
     write_lock,
 )
-from envbuilder.image.packages import LockSettings, PackageLock, Platform, changed_inputs, lock_packages
+from envbuilder.image.packages import (
+    LockSettings,
+    PackageLock,
+    Platform,
+    changed_inputs,
+    framework_requirements,
+    lock_packages,
+)
 from envbuilder.image.render import (
     HARNESS_DEST,
     VENV,
@@ -198,19 +212,33 @@ def _check_inputs(plan: BuildPlan, options: BuildOptions) -> list[str]:
 
 
 def ensure_package_lock(
-    plan: BuildPlan, options: BuildOptions, on_message: Callable[[str], None] | None = None
+    plan: BuildPlan,
+    options: BuildOptions,
+    engine: Engine,
+    on_message: Callable[[str], None] | None = None,
 ) -> BuildPlan:
     """The plan with a package lock for the target platform: the lock's own, else resolved now
     (from options.lock_settings; with --wheelhouse and no settings, from the wheelhouse alone).
-    Raises LockError, SpecError."""
+    With --base-venv the base's own environment provides the framework: its installed set is
+    read (a container of the base) and checked against the stack's pins instead of resolved.
+    Raises LockError, SpecError, BuildFailedError (the base's installed set unreadable)."""
     if any(p.platform == options.platform for p in plan.packages):
         return plan
     settings = options.lock_settings
     if settings is None and options.wheelhouse is not None:
         settings = LockSettings(find_links=(options.wheelhouse,), no_index=True)
     stack = rendered_stack(plan.spec, plan.stack, RenderOptions())
+    provided = None
+    if options.base_venv is not None:
+        installed = read_installed(engine, plan.base_ref, f"{options.base_venv}/bin/python", inline=True)
+        provided = provided_by_base(framework_requirements(stack), installed, plan.base_ref)
     locked = lock_packages(
-        plan.spec, stack, platform=options.platform, settings=settings, on_progress=on_message
+        plan.spec,
+        stack,
+        platform=options.platform,
+        settings=settings,
+        on_progress=on_message,
+        provided=provided,
     )
     return replace(plan, packages=(*plan.packages, locked))
 
@@ -265,12 +293,11 @@ def run_build(
     untouched.
     """
     tags = _check_inputs(plan, options)
-    plan = ensure_package_lock(plan, options, on_message)
     engine.ping()
     engine.buildkit_cli()
     from_ref, base_digest, warnings = _pin_base(engine, plan)
     warnings = [*plan.warnings, *warnings]
-    plan = replace(plan, base_ref=from_ref)
+    plan = ensure_package_lock(replace(plan, base_ref=from_ref), options, engine, on_message)
     # The pinned base (ref@sha256:...) is the one input render does not have.
     # The package locks are the other (render --lock gives them too).
     ropts = replace(
@@ -340,23 +367,32 @@ def run_build(
     )
 
 
+def read_installed(
+    engine: Engine, image: str, python: str, *, inline: bool = False
+) -> tuple[InstalledDist, ...]:
+    """An image's installed set: the harness's collector run in it with `python` (inline: given
+    as source, for a base image that carries no harness). Raises BuildFailedError."""
+    argv = inline_collector_command(python) if inline else collector_command(python, HARNESS_DEST)
+    res = engine.run(ContainerSpec(image=image, command=tuple(argv)), timeout_s=600)
+    if res.exit_code != 0:
+        raise BuildFailedError(
+            f"reading the installed packages of {image} with {python} failed (exit {res.exit_code}): "
+            + res.stderr.strip()[-500:]
+        )
+    return parse_installed(res.stdout, image)
+
+
 def check_installed(
     engine: Engine, image_id: str, plan: BuildPlan, options: BuildOptions
 ) -> tuple[InstalledDist, ...]:
     """The image's installed set (the harness's collector, run in it), which must hold every
     locked package at its locked version. Raises BuildFailedError naming the packages that
     drifted, after removing the untagged image."""
-    python = f"{options.base_venv or VENV}/bin/python"
-    res = engine.run(
-        ContainerSpec(image=image_id, command=tuple(collector_command(python, HARNESS_DEST))), timeout_s=600
-    )
-    if res.exit_code != 0:
+    try:
+        installed = read_installed(engine, image_id, f"{options.base_venv or VENV}/bin/python")
+    except BuildFailedError:
         engine.remove_image(image_id, force=True)
-        raise BuildFailedError(
-            f"reading the installed packages of the new image failed (exit {res.exit_code}): "
-            + res.stderr.strip()[-500:]
-        )
-    installed = parse_installed(res.stdout, "the new image")
+        raise
     locked = next(p for p in plan.packages if p.platform == options.platform)
     drifts = drift_from_lock(installed, locked.packages)
     if drifts:

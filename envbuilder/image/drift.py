@@ -12,9 +12,12 @@ import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
-from envbuilder.errors import BuildFailedError
+from envbuilder import resources
+from envbuilder.errors import BuildFailedError, LockError
 from envbuilder.image.lock import InstalledDist
 from envbuilder.image.packages import LockedPackage
 
@@ -34,6 +37,46 @@ class Drift:
 def collector_command(python: str, harness_dir: str) -> list[str]:
     """The argv that prints the image's installed set (one JSON document on stdout)."""
     return [python, f"{harness_dir}/{COLLECTOR}"]
+
+
+def inline_collector_command(python: str) -> list[str]:
+    """The same collector for an image that does not carry the harness (a base image): its
+    source given to `python -c` (stdlib only, so any Python 3.8+ runs it)."""
+    source = (resources.harness_dir() / COLLECTOR).read_text(encoding="utf-8")
+    return [python, "-c", source]
+
+
+def provided_by_base(
+    pins: Iterable[str], installed: Iterable[InstalledDist], base: str
+) -> tuple[LockedPackage, ...]:
+    """The framework group as the base environment holds it (group "base"): each pin (name==version,
+    the stack's framework and companions) must be installed there at a version the pin admits
+    (2.11.0+cu130 satisfies ==2.11.0). Raises LockError naming what the base lacks."""
+    have = {d.name: d for d in installed}
+    out: list[LockedPackage] = []
+    problems: list[str] = []
+    for pin in sorted(pins):
+        req = Requirement(pin)
+        name = canonicalize_name(req.name)
+        dist = have.get(name)
+        if dist is None:
+            problems.append(f"{name} is not installed")
+        elif not req.specifier.contains(dist.version, prereleases=True):
+            problems.append(f"{name} is {dist.version}, the stack pins {req.specifier}")
+        else:
+            out.append(
+                LockedPackage(
+                    name=name, version=dist.version, wheel="", sha256=dist.record_sha256 or "",
+                    size=None, urls=(), group="base",
+                )
+            )  # fmt: skip
+    if problems:
+        raise LockError(
+            f"the base environment of {base} does not provide the stack's framework: {'; '.join(problems)}",
+            hint="pick a stack that matches the base (e.g. --framework 'torch==X.Y.*' as the base has it), "
+            "or build without --base-venv so the image installs the framework itself",
+        )
+    return tuple(out)
 
 
 def parse_installed(stdout: str, where: str = "the image") -> tuple[InstalledDist, ...]:

@@ -6,6 +6,11 @@ spec's companions) from the stack's own index, then the project's packages (requ
 or file, pyproject.toml, uv.lock) with the framework pins as constraints, from the spec's
 indexes, the framework index and PyPI. uv writes PEP 751 pylock.toml; we keep, per package, the
 one wheel chosen for the target. The install step (render) checks every hash.
+
+A base image that already holds the framework in its own environment (`build --base-venv`, as
+NGC images do) provides the framework group instead: those packages are recorded as the base
+has them (group "base": version and the digest of their installed RECORD, no wheel), checked
+against the stack's pins, and checked again in the built image; nothing is resolved for them.
 """
 
 from __future__ import annotations
@@ -18,7 +23,7 @@ import sys
 import tempfile
 import urllib.parse
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -37,7 +42,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - Python 3.10
     import tomli as tomllib
 
-Group = Literal["framework", "project"]
+Group = Literal["framework", "project", "base"]  # base: provided by the base image
 Platform = Literal["x86_64", "aarch64"]
 PLATFORMS: tuple[Platform, ...] = ("x86_64", "aarch64")
 DEFAULT_INDEX = "https://pypi.org/simple"
@@ -53,6 +58,7 @@ WHEEL_RE = re.compile(r"^[A-Za-z0-9_.+!-]+\.whl$")
 NAME_RE = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
 VERSION_RE = re.compile(r"^[A-Za-z0-9.+!_-]{1,64}$")
 _HINT = "re-lock: envbuilder lock SPEC (or build SPEC without --lock)"
+BASE_RESOLVER = "none: the framework is the base image's own"  # PackageLock.resolver without uv
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -61,8 +67,8 @@ class LockedPackage:
 
     name: str  # canonical (PEP 503)
     version: str
-    wheel: str  # file name
-    sha256: str
+    wheel: str  # file name ("" for group base: installed in the base, no wheel)
+    sha256: str  # of the wheel; for group base, of the installed RECORD ("" when it has none)
     size: int | None
     urls: tuple[str, ...]  # where uv saw that file (indexes, find-links)
     group: Group
@@ -254,34 +260,49 @@ def lock_packages(
     platform: Platform = "x86_64",
     settings: LockSettings | None = None,
     on_progress: Callable[[str], None] | None = None,
+    provided: tuple[LockedPackage, ...] | None = None,
 ) -> PackageLock:
     """Resolve every package of `spec` on `stack` for `platform`, pinned with hashes.
 
-    `stack` is the rendered one (companions chosen). Raises LockError (no solution, an index
-    unreachable, a package that is not a wheel from an index), SpecError (a refused input file).
+    `stack` is the rendered one (companions chosen). `provided`: the framework group as the base
+    image holds it (group "base", drift.provided_by_base); then only the project's packages are
+    resolved, against those versions, and uv is needed only when there are any. Raises LockError
+    (no solution, an index unreachable, a package that is not a wheel from an index), SpecError
+    (a refused input file).
     """
     settings = settings or LockSettings()
     say = on_progress or (lambda _msg: None)
-    uv = uv_binary(settings.uv)
-    resolver = uv_version(uv)
+    uv = uv_binary(settings.uv) if provided is None or spec.has_project_packages else None
+    resolver = uv_version(uv) if uv is not None else BASE_RESOLVER
     base = _base_lock(spec, stack, platform, resolver, settings)
     with tempfile.TemporaryDirectory(prefix="envbuilder-lock-") as tmp:
         work = Path(tmp)
-        say(f"locking {stack.framework} {stack.version} for {platform}, Python {stack.python} ({resolver})")
-        framework_in = work / "framework.in"
-        framework_in.write_text("".join(f"{r}\n" for r in framework_requirements(stack)), encoding="utf-8")
-        # The framework group comes from the framework's index alone (as `pip install --index-url`
-        # does): PyPI's torch is another build of the same version number.
-        framework = _compile(
-            uv, base, [framework_in], work / "pylock.framework.toml", indexes=[],
-            default=_framework_url(stack, settings) or _default_url(settings), settings=settings,
-            group="framework",
-        )  # fmt: skip
-        f_url = _framework_url(stack, settings)
+        framework: list[LockedPackage]
+        if provided is not None:
+            say(f"the base environment provides {', '.join(p.pin for p in provided)}")
+            framework = list(provided)
+            base = replace(base, framework_index=None)
+        else:
+            assert uv is not None
+            target = f"{stack.framework} {stack.version} for {platform}, Python {stack.python}"
+            say(f"locking {target} ({resolver})")
+            framework_in = work / "framework.in"
+            framework_in.write_text(
+                "".join(f"{r}\n" for r in framework_requirements(stack)), encoding="utf-8"
+            )
+            # The framework group comes from the framework's index alone (as `pip install
+            # --index-url` does): PyPI's torch is another build of the same version number.
+            framework = _compile(
+                uv, base, [framework_in], work / "pylock.framework.toml", indexes=[],
+                default=_framework_url(stack, settings) or _default_url(settings), settings=settings,
+                group="framework",
+            )  # fmt: skip
+        f_url = None if provided is not None else _framework_url(stack, settings)
         f_indexes = [] if f_url is None else [("framework", f_url)]
         project: list[LockedPackage] = []
         inputs: list[tuple[str, str]] = []
         if spec.has_project_packages:
+            assert uv is not None
             say("locking the project's packages (framework pins as constraints)")
             sources, extras, inputs = _project_inputs(uv, spec, work)
             constraints = work / "constraints.txt"
@@ -526,14 +547,18 @@ def check_package(raw: Mapping[str, Any], where: str) -> LockedPackage:
         return LockError(f"{where}: package field {key!r}: {value} refused", hint=_HINT)
 
     name, version, wheel = raw.get("name"), raw.get("version"), raw.get("wheel")
+    group = raw.get("group")
+    if group not in ("framework", "project", "base"):
+        raise bad("group")
+    from_base = group == "base"
     if not isinstance(name, str) or not NAME_RE.fullmatch(name):
         raise bad("name")
     if not isinstance(version, str) or not VERSION_RE.fullmatch(version):
         raise bad("version")
-    if not isinstance(wheel, str) or not WHEEL_RE.fullmatch(wheel):
+    if not isinstance(wheel, str) or not (wheel == "" if from_base else WHEEL_RE.fullmatch(wheel)):
         raise bad("wheel")
     sha = raw.get("sha256")
-    if not isinstance(sha, str) or not SHA256_RE.fullmatch(sha):
+    if not isinstance(sha, str) or not (SHA256_RE.fullmatch(sha) or (from_base and sha == "")):
         raise bad("sha256")
     size = raw.get("size")
     if size is not None and (not isinstance(size, int) or isinstance(size, bool) or size < 0):
@@ -541,9 +566,6 @@ def check_package(raw: Mapping[str, Any], where: str) -> LockedPackage:
     urls = raw.get("urls", [])
     if not isinstance(urls, list) or not all(isinstance(u, str) for u in urls):
         raise bad("urls")
-    group = raw.get("group")
-    if group not in ("framework", "project"):
-        raise bad("group")
     try:
         Requirement(f"{name}=={version}")
     except InvalidRequirement:

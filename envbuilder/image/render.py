@@ -41,6 +41,7 @@ from envbuilder.image.metadata import (
 from envbuilder.image.packages import (
     DEFAULT_INDEX,
     Group,
+    LockedPackage,
     PackageLock,
     Platform,
     install_indexes,
@@ -237,7 +238,19 @@ def _header(spec: ImageSpec, stack: Stack, options: RenderOptions) -> list[str]:
     ]
 
 
+def _base_provides(options: RenderOptions) -> tuple[LockedPackage, ...]:
+    """The framework packages the base image's own environment provides (lock group base)."""
+    return options.packages.group("base") if options.packages is not None else ()
+
+
 def _framework_comments(stack: Stack, options: RenderOptions) -> list[str]:
+    provided = _base_provides(options)
+    if provided:
+        return [
+            f"The base image's environment ({venv_path(options)}) provides the framework:",
+            ", ".join(f"{p.name} {p.version}" for p in provided) + " (the lock records them;",
+            "the build checks that the image still holds them). Nothing is installed for it here.",
+        ]
     if stack.strategy == "bundled":
         if not stack.cuda:
             return ["CPU-only wheels: no CUDA libraries in this image."]
@@ -419,7 +432,7 @@ def template_context(spec: ImageSpec, stack: Stack, options: RenderOptions) -> d
         "min_driver": stack.min_driver or "none",
         "framework": {
             "comments": _framework_comments(stack, options),
-            "step": _install_step(spec, stack, options, "framework"),
+            "step": None if _base_provides(options) else _install_step(spec, stack, options, "framework"),
         },
         "installer": spec.installer,
         "apt_packages": list(spec.apt),
@@ -561,7 +574,7 @@ def write_build_context(
         context = tmp / "context"
         context.mkdir()
         _write_lock_groups(context / LOCK_DIR, options.packages)
-        if spec.installer == "uv":
+        if spec.installer == "uv" and (not _base_provides(options) or _has_project_group(spec, options)):
             _link_or_copy(Path(uv_binary()), context / TOOLS_DIR / "uv")
         if spec.context is not None:
             _copy_project(Path(spec.base_dir) / spec.context, context / PROJECT_DIR)

@@ -181,7 +181,8 @@ class FakeEngine:
         self._start(spec)
         if self.job is not None:
             return self.job(spec, on_stderr)
-        if spec.command[-1].endswith("/installed.py"):  # build's check of the installed set
+        # The installed-set collector: by path in a built image, as source (-c) in a base image.
+        if spec.command[-1].endswith("/installed.py") or spec.command[1:2] == ("-c",):
             dists = [
                 {"name": p.split("==")[0], "version": p.split("==")[1], "record_sha256": "f" * 64}
                 for p in self.packages

@@ -342,3 +342,54 @@ def test_cli_json_summary(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> No
     doc = json.loads(result.stdout)
     assert doc["tags"] == [TAG] and doc["cached_steps"] == 1 and doc["steps"] == 4
     assert doc["lock_file"] == str(lock) and doc["base_image_digest"] == BASE_ID
+
+
+# --------------------------------------------------------------------------- --base-venv
+
+
+def test_base_venv_takes_the_framework_from_the_base_without_resolving(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A base whose environment holds the framework (NGC, the GPU machine's own): nothing is
+    resolved (no uv, no index), the lock records what the base has (group base, with the digest
+    of the installed RECORD), the Dockerfile installs nothing for it, and the built image is
+    checked to still hold it."""
+    from envbuilder.image import packages
+
+    monkeypatch.setattr("envbuilder.image.build.lock_packages", packages.lock_packages)
+
+    def no_uv(override: str | None = None) -> str:
+        raise AssertionError("uv must not be needed when the base provides the framework")
+
+    monkeypatch.setattr(packages, "uv_binary", no_uv)
+    monkeypatch.setattr("envbuilder.image.render.uv_binary", no_uv)
+    fake = engine()
+    outcome, lock_out = build(tmp_path, fake, base_venv="/opt/torch/.venv")
+    runs = [cmd for kind, cmd in fake.calls if kind == "run" and isinstance(cmd, tuple)]
+    base_runs = [cmd for cmd in runs if cmd[1:2] == ("-c",)]
+    assert base_runs and base_runs[0][0] == "/opt/torch/.venv/bin/python"
+    lock = read_lock(lock_out)
+    (locked,) = lock.packages
+    assert [(p.name, p.version, p.group, p.wheel) for p in locked.packages] == [
+        ("torch", "2.13.0+cpu", "base", "")
+    ]
+    assert locked.packages[0].sha256 == "f" * 64 and locked.resolver == packages.BASE_RESOLVER
+    assert locked.framework_index is None
+    dockerfile = fake.built_dockerfiles[-1]
+    assert "install --require-hashes" not in dockerfile
+    assert "The base image's environment (/opt/torch/.venv) provides the framework:" in dockerfile
+    assert outcome.lock.build is not None  # type: ignore[attr-defined]
+
+
+def test_base_venv_without_the_framework_is_a_lock_error_naming_what_is_missing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from envbuilder.errors import LockError
+    from envbuilder.image import packages
+
+    monkeypatch.setattr("envbuilder.image.build.lock_packages", packages.lock_packages)
+    fake = engine(packages=("torch==2.5.0a0+nv24.10",))
+    with pytest.raises(LockError, match=r"torch is 2\.5\.0a0\+nv24\.10, the stack pins ==2\.13\.0") as exc:
+        build(tmp_path, fake, base_venv="/usr")
+    assert exc.value.exit_code == LockError.exit_code and "--base-venv" in (exc.value.hint or "")
+    assert not (tmp_path / "smoke.lock.json").exists() and fake.tags() == {BASE}
