@@ -25,10 +25,12 @@ from envbuilder.certify.gpu_access import (
     training_container,
 )
 from envbuilder.certify.kernels import disagreements, inventory_of, judge_inventory
-from envbuilder.engine import DaemonInfo, DockerEngine, Engine, Mount, docker_run_argv
-from envbuilder.errors import CertificationFailedError, MatrixError
+from envbuilder.engine import ContainerSpec, DaemonInfo, DockerEngine, Engine, Mount, docker_run_argv
+from envbuilder.errors import BuildFailedError, CertificationFailedError, MatrixError
 from envbuilder.host import AccessMode, HostReport
 from envbuilder.host.collectives import collective_env
+from envbuilder.image.drift import check_against_lock, parse_installed, summarize
+from envbuilder.image.lock import LockFile
 from envbuilder.image.metadata import LABEL_HARNESS, read_metadata
 from envbuilder.image.spec import CertifySettings
 from envbuilder.matrix import load_matrix
@@ -161,12 +163,15 @@ def certify_image(
     budget_s: float | None = None,
     steps: int | None = None,
     framework: str | None = None,
+    lock: LockFile | None = None,
 ) -> Certificate:
     """Certify `image_ref` on this host and return the sealed certificate (failed ones too: the
     caller stores the evidence, then raises). `thresholds` override the image's own overrides;
     `budget_s` and `steps` are handed to the harness (its time budget, training steps);
     `framework` is what it certifies for when the image's stack label does not say (an image
-    envbuilder did not build), else the label's.
+    envbuilder did not build), else the label's. With `lock`, the image's installed set is read
+    (harness/installed.py, in the image) and recorded; a locked package missing, at another
+    version, or (this image's own lock) from another wheel fails certification, named.
 
     Raises UsageError (image not found), NoGpuError (an explicit mode this host lacks),
     DockerUnavailableError, MatrixError (thresholds file), CertificationFailedError (the harness
@@ -239,6 +244,26 @@ def certify_image(
     verdict, reason = _judge_kernels(
         result, target.host, choice, meta.stack_record, verdict, reason, warnings, say
     )
+    packages: dict[str, Any] | None = None
+    if lock is not None:
+        collector = ContainerSpec(
+            image=info.id,
+            command=("python3", f"{harness_dir}/installed.py"),
+            mounts=tuple(m for m in mounts if m.target == harness_dir),  # the host's copy, if mounted
+        )
+        try:
+            installed = parse_installed(eng.run(collector, timeout_s=120).stdout, image_ref)
+        except BuildFailedError as exc:
+            raise CertificationFailedError(exc.message, hint="the image's Python must run") from None
+        drifts, compared = check_against_lock(installed, lock, info.id)
+        packages = {
+            "compared_with": compared,
+            "installed": [d.to_dict() for d in installed],
+            "drift": [str(d) for d in drifts],
+        }
+        say(f"certify: packages: {len(installed)} installed, compared with {compared}: {len(drifts)} drift")
+        if drifts and verdict != "failed":
+            verdict, reason = "failed", f"package drift from the lock: {summarize(drifts)}"
     return build_certificate(
         image={"id": info.id, "ref": image_ref, "stack": meta.stack_record, "lock_hash": meta.lock_hash},
         host=host_record(target.host, choice.name),
@@ -251,6 +276,7 @@ def certify_image(
             "harness_dir": harness_dir,
             "harness_source": "host" if host_harness else "image",
             "warnings": warnings,
+            **({"packages": packages} if packages is not None else {}),
         },
         harness=result,
         thresholds=doc,

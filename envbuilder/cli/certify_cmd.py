@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
@@ -99,6 +100,12 @@ def print_summary(cert: Certificate, stored_id: str | None) -> None:
     type=click.Choice(["torch", "tensorflow", "jax"]),
     help="What to certify for when IMAGE's labels do not say (an image envbuilder did not build).",
 )
+@click.option(
+    "--lock",
+    "lock_path",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="Check the image's installed packages against this lock file (drift fails, named).",
+)
 def certify(
     image: str,
     gpu_access: str,
@@ -112,6 +119,7 @@ def certify(
     push: bool,
     key_name: str | None,
     framework: str | None,
+    lock_path: Path | None,
 ) -> None:
     """Certify IMAGE on this host: smoke tests, training benchmark and telemetry in the container.
 
@@ -142,6 +150,7 @@ def certify(
         steps=steps,
         timeout_s=timeout_s,
         framework=framework,
+        lock=_read_lock(lock_path),
     )
     stored_id = None if no_store else CertStore().add(cert)
     if out_path is not None:
@@ -163,3 +172,16 @@ def certify(
         outcome = push_with_progress(image, to=None, attest=True, key_name=key_name)
         new = sum(1 for a in outcome.attached if a.new)
         click.echo(f"pushed {outcome.reference} with {new} new attestation(s)", err=True)
+
+
+if TYPE_CHECKING:
+    from envbuilder.image.lock import LockFile
+
+
+def _read_lock(path: Path | None) -> LockFile | None:
+    """The lock file to check the image against (None: not checked). Raises SpecError."""
+    if path is None:
+        return None
+    from envbuilder.image.lock import read_lock
+
+    return read_lock(path)

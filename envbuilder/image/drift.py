@@ -18,7 +18,7 @@ from packaging.version import InvalidVersion, Version
 
 from envbuilder import resources
 from envbuilder.errors import BuildFailedError, LockError
-from envbuilder.image.lock import InstalledDist
+from envbuilder.image.lock import InstalledDist, LockFile
 from envbuilder.image.packages import LockedPackage
 
 COLLECTOR = "installed.py"  # in the harness folder the image carries
@@ -142,6 +142,22 @@ def _describe(d: InstalledDist | None) -> str:
     if d is None:
         return "missing"
     return f"{d.version} (RECORD {d.record_sha256[:12] if d.record_sha256 else 'none'})"
+
+
+def check_against_lock(
+    installed: Sequence[InstalledDist], lock: LockFile, image_id: str
+) -> tuple[list[Drift], str]:
+    """Drift of an image's installed set from a lock: every locked package at its version, and,
+    when the lock's build record is this image, the exact set with its RECORD digests. Returns
+    (drifts, what was compared, for the record)."""
+    platform = lock.build.platform if lock.build and lock.build.platform else "x86_64"
+    locked = lock.package_lock(platform)
+    drifts = drift_from_lock(installed, locked.packages) if locked else []
+    what = f"{len(locked.packages)} locked packages ({platform})" if locked else "no package lock"
+    if lock.build is not None and lock.build.image_id == image_id and lock.build.installed:
+        drifts += [d for d in drift_from_build(installed, lock.build.installed) if d not in drifts]
+        what += f" and the build's installed set ({len(lock.build.installed)} distributions)"
+    return drifts, what
 
 
 def summarize(drifts: Sequence[Drift], limit: int = 5) -> str:

@@ -444,3 +444,44 @@ def test_inventory_and_matrix_disagreeing_is_a_warning_naming_both() -> None:
         "libraries (torch/lib/libtorch_cuda.so) carry SASS 8.0, 9.0 and PTX none"
     ]
     assert any("certify: warning: the matrix" in x for x in lines)
+
+
+@dataclass
+class HarnessAndCollector(Harness):
+    """The harness, and the installed-set collector (harness/installed.py) for `installed`."""
+
+    installed: tuple[str, ...] = ("filelock==4.3.1", "torch==2.13.0+cpu")
+
+    def __call__(self, spec: ContainerSpec, on_stderr: Callable[[str], None] | None) -> RunResult:
+        if spec.command[-1].endswith("/installed.py"):
+            dists = [
+                {"name": p.split("==")[0], "version": p.split("==")[1], "record_sha256": "f" * 64}
+                for p in self.installed
+            ]
+            return RunResult(exit_code=0, stdout=json.dumps({"distributions": dists}) + "\n", stderr="")
+        return super().__call__(spec, on_stderr)
+
+
+def test_package_drift_from_the_lock_fails_certification_naming_the_package() -> None:
+    """The field's report: a "torch 2.8 cu128" image that held 2.4.1+cu124. With --lock, certify
+    reads the installed set in the image and a locked package at another version fails it."""
+    from fake_engine import cpu_package_lock
+
+    from envbuilder.image.lock import LockFile
+
+    lock = LockFile(resolution={}, stack=cpu_stack(), spec=None, packages=(cpu_package_lock(),))
+    good = FakeEngine(images={"img:1": IMAGE, IMAGE.id: IMAGE}, job=HarnessAndCollector())
+    cert, lines = certify(good, lock=lock)
+    assert cert.verdict == "certified" and cert.data["run"]["packages"]["drift"] == []
+    assert [d["name"] for d in cert.data["run"]["packages"]["installed"]] == ["filelock", "torch"]
+    assert any("0 drift" in line for line in lines)
+    bad = FakeEngine(
+        images={"img:1": IMAGE, IMAGE.id: IMAGE},
+        job=HarnessAndCollector(installed=("filelock==4.3.1", "torch==2.4.1+cu124")),
+    )
+    cert, _ = certify(bad, lock=lock)
+    assert cert.verdict == "failed"
+    assert "torch: locked 2.13.0+cpu, image has 2.4.1+cu124" in cert.data["verdict_reason"]
+    assert verify_certificate(cert) == []
+    cert, _ = certify(engine())  # without a lock: not checked, no extra container
+    assert "packages" not in cert.data["run"]

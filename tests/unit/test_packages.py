@@ -1,0 +1,141 @@
+"""The package lock's pieces without uv or an index: pylock parsing (one wheel per package, the
+installer's choice among several), requirement files (includes, refused index options), the
+install indexes, drift, and the installed-set digest the harness computes in the image."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from render_cases import locked
+
+from envbuilder.errors import LockError, SpecError
+from envbuilder.harness import installed as collector  # the stdlib module the image runs
+from envbuilder.image.drift import drift_from_build, drift_from_lock, parse_installed
+from envbuilder.image.lock import InstalledDist
+from envbuilder.image.packages import choose_wheel, install_indexes, parse_pylock, redact
+from envbuilder.image.sources import PackageIndex, requirement_files
+
+A, B, C = "a" * 64, "b" * 64, "c" * 64
+ABI3 = "protobuf-5.29.0-cp39-abi3-manylinux2014_x86_64.whl"
+
+
+def wheel(url: str, sha: str) -> str:
+    """One pylock wheel entry (a TOML inline table: one line)."""
+    return f'{{ url = "{url}", hashes = {{ sha256 = "{sha}" }} }}'
+
+
+PYLOCK = "\n".join(
+    [
+        'lock-version = "1.0"',
+        "[[packages]]",
+        'name = "protobuf"',
+        'version = "5.29.0"',
+        "wheels = [",
+        wheel("https://files.example/protobuf-5.29.0-py3-none-any.whl", A) + ",",
+        wheel(f"https://files.example/{ABI3}", B) + ",",
+        wheel(f"https://u:tok@mirror.example/{ABI3}", B),
+        "]",
+        "[[packages]]",
+        'name = "Torch"',
+        'version = "2.13.0+cpu"',
+        "wheels = [" + wheel("file:///w/torch-2.13.0%2Bcpu-cp311-cp311-manylinux_2_28_x86_64.whl", C) + "]",
+    ]
+)
+
+
+def test_pylock_keeps_the_wheel_the_installer_would_pick_and_no_credentials() -> None:
+    pkgs = parse_pylock(
+        PYLOCK, "framework", where="t", python="3.11", python_platform="x86_64-manylinux_2_28"
+    )
+    proto, torch = pkgs
+    assert proto.wheel == "protobuf-5.29.0-cp39-abi3-manylinux2014_x86_64.whl" and proto.sha256 == "b" * 64
+    assert proto.urls[1] == "https://mirror.example/protobuf-5.29.0-cp39-abi3-manylinux2014_x86_64.whl"
+    assert (torch.name, torch.wheel) == ("torch", "torch-2.13.0+cpu-cp311-cp311-manylinux_2_28_x86_64.whl")
+
+
+def test_pylock_refuses_what_is_not_a_wheel() -> None:
+    text = '[[packages]]\nname = "x"\nversion = "1"\nsdist = { url = "https://e/x-1.tar.gz" }\n'
+    with pytest.raises(LockError, match="not locked to a wheel"):
+        parse_pylock(text, "project", where="t", python="3.11", python_platform="x86_64-manylinux_2_28")
+
+
+def test_choose_wheel_refuses_a_platform_mismatch() -> None:
+    with pytest.raises(LockError, match="none of"):
+        choose_wheel(["a-1-cp311-cp311-macosx_11_0_arm64.whl", "a-1-cp311-cp311-win_amd64.whl"], "3.11",
+                     "x86_64-manylinux_2_28", where="t")  # fmt: skip
+    assert choose_wheel(["a-1-cp311-cp311-manylinux_2_34_x86_64.whl", "a-1-py3-none-any.whl"], "3.11",
+                        "x86_64-manylinux_2_28", where="t") == "a-1-py3-none-any.whl"  # fmt: skip
+
+
+def test_requirement_files_follow_includes_and_refuse_index_options(tmp_path: Path) -> None:
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "requirements.txt").write_text("six==1.16.0  # pinned\n-r sub/more.txt\n-c sub/c.txt\n")
+    (tmp_path / "sub" / "more.txt").write_text("idna>=3 \\\n  ; python_version>'3'\n")
+    (tmp_path / "sub" / "c.txt").write_text("idna<4\n")
+    files = requirement_files(tmp_path / "requirements.txt", root=tmp_path, where="spec")
+    assert [p.name for p in files] == ["requirements.txt", "more.txt", "c.txt"]
+    for line in (
+        "--index-url https://x/simple",
+        "-ihttps://x",
+        "--extra-index-url=https://x",
+        "-f ./w",
+        "--no-index",
+    ):
+        (tmp_path / "bad.txt").write_text(f"six\n{line}\n")
+        with pytest.raises(SpecError, match=r"bad\.txt:2: .* is refused") as err:
+            requirement_files(tmp_path / "bad.txt", root=tmp_path, where="spec")
+        assert "indexes:" in (err.value.hint or "")
+    (tmp_path / "up.txt").write_text("-r ../outside.txt\n")
+    (tmp_path.parent / "outside.txt").write_text("six\n")
+    with pytest.raises(SpecError, match="outside"):
+        requirement_files(tmp_path / "up.txt", root=tmp_path, where="spec")
+
+
+def test_install_indexes_order_and_names() -> None:
+    corp = PackageIndex(name="corp", url="https://pkgs.example/simple")
+    kw = {
+        "framework_index": "https://download.pytorch.org/whl/cpu",
+        "default_index": "https://pypi.org/simple",
+    }
+    assert install_indexes("framework", indexes=(corp,), **kw) == (("framework", kw["framework_index"]),)
+    assert install_indexes("project", indexes=(corp,), **kw) == (
+        ("corp", corp.url), ("framework", kw["framework_index"]), ("pypi", kw["default_index"]),
+    )  # fmt: skip
+    assert install_indexes(
+        "framework", indexes=(), framework_index=None, default_index="https://m/simple"
+    ) == (("pypi", "https://m/simple"),)
+    assert redact("failed https://user:tok@h/simple/x and http://a:b@127.0.0.1/") == (
+        "failed https://h/simple/x and http://127.0.0.1/"
+    )
+
+
+def test_drift_names_missing_other_versions_and_other_wheels() -> None:
+    lock = [locked("torch", "2.8.0+cu128"), locked("numpy", "2.1.0"), locked("six", "1.16.0")]
+    have = [InstalledDist(name="torch", version="2.4.1+cu124", record_sha256="a" * 64),
+            InstalledDist(name="numpy", version="2.1", record_sha256="b" * 64)]  # fmt: skip
+    assert [str(d) for d in drift_from_lock(have, lock)] == [
+        "six: locked 1.16.0, image has missing",
+        "torch: locked 2.8.0+cu128, image has 2.4.1+cu124",
+    ]  # numpy 2.1 == 2.1.0 (PEP 440)
+    other_wheel = [InstalledDist(name="numpy", version="2.1", record_sha256="c" * 64)]
+    (drift,) = drift_from_build(other_wheel, [have[1]])
+    assert drift.name == "numpy" and "bbbbbbbbbbbb" in drift.expected and "cccccccccccc" in drift.found
+    extra = drift_from_build([*other_wheel, have[0]], other_wheel)
+    assert [(d.name, d.expected) for d in extra] == [("torch", "not installed")]
+
+
+def test_the_collector_digest_ignores_what_installers_write() -> None:
+    wheel_rows = "pkg/__init__.py,sha256=AAA,10\npkg-1.dist-info/METADATA,sha256=BBB,20\n"
+    pip = wheel_rows + (
+        "pkg/__pycache__/__init__.cpython-311.pyc,sha256=PYC,5\n../../../bin/pkg,sha256=SCRIPT,3\n"
+        "pkg-1.dist-info/INSTALLER,sha256=PIP,4\npkg-1.dist-info/RECORD,,\n"
+    )
+    uv = wheel_rows + "pkg-1.dist-info/INSTALLER,sha256=UV,3\npkg-1.dist-info/REQUESTED,,\n"
+    assert collector.record_digest(pip) == collector.record_digest(uv) == collector.record_digest(wheel_rows)
+    assert collector.record_digest(wheel_rows.replace("AAA", "AAB")) != collector.record_digest(wheel_rows)
+    assert collector.canonical_name("Typing_Extensions") == "typing-extensions"
+    doc = collector.installed_set()  # this environment: pytest is in it, with a RECORD
+    assert any(d["name"] == "pytest" and d["record_sha256"] for d in doc)
+    assert parse_installed(json.dumps({"distributions": doc}))
