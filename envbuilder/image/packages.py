@@ -431,7 +431,9 @@ def _compile(
 ) -> list[LockedPackage]:
     argv = [uv, "pip", "compile", *map(str, sources), "--format", "pylock.toml", "-o", str(out)]
     argv += ["--python-version", base.python, "--python-platform", base.python_platform]
-    argv += ["--only-binary", ":all:", "--no-config", "--no-header", "--quiet"]
+    # --no-cache: a cache of its own, removed afterwards. uv unpacks every local (find-links)
+    # wheel into its cache to read it; kept, that grew to 16 GB over a day of test locks here.
+    argv += ["--only-binary", ":all:", "--no-config", "--no-header", "--quiet", "--no-cache"]
     for name, url in indexes:
         argv += ["--index", f"{name}={url}"]
     if default is not None:
