@@ -253,3 +253,23 @@ def test_two_cold_builds_from_one_lock_hold_identical_packages(
     ]
     same = sum(a == b for a, b in zip(*layers, strict=True))
     print(f"\nlayers identical: {same} of {len(layers[0])} ({first.image_id[:19]}, {second.image_id[:19]})")
+
+
+def test_certify_checks_the_installed_packages_against_the_lock(cold: Built, tmp_path: Path) -> None:
+    """certify --lock on the real image: the installed set is read in the container and matches
+    its own lock; against a lock that says another torch, certification fails naming it."""
+    image = cold.outcome.image.id
+    args = ("certify", image, "--quick", "--gpu-access", "none", "--no-store", "--json")
+    proc = envbuilder_cli(*args, "--lock", str(cold.lock))
+    assert proc.returncode == 0, proc.stderr
+    packages = json.loads(proc.stdout)["run"]["packages"]
+    assert packages["drift"] == [] and "the build's installed set" in packages["compared_with"]
+    assert {d["name"] for d in packages["installed"]} >= {"torch", "filelock", "sympy"}
+    original = read_lock(cold.lock)
+    (locked,) = original.packages
+    other = tuple(replace(p, version="2.8.0+cu128") if p.name == "torch" else p for p in locked.packages)
+    wrong = tmp_path / "wrong.lock.json"
+    write_lock(wrong, replace(original, packages=(replace(locked, packages=other),)))
+    proc = envbuilder_cli(*args, "--lock", str(wrong))
+    assert proc.returncode == 11, proc.stderr
+    assert "torch: locked 2.8.0+cu128, image has 2.13.0+cpu" in proc.stdout + proc.stderr
