@@ -28,7 +28,7 @@ SMOKE="import torch; print('cuda available:', torch.cuda.is_available()); print(
 
 date -u +"%Y-%m-%dT%H:%M:%SZ on $(hostname)" >"$LOG"
 nvidia-smi >"$OUT/nvidia-smi.txt" 2>&1
-bash benchmarks/gpu/docker26.sh start .device >>"$LOG" 2>&1 || { tail -20 "$LOG"; exit 1; }
+bash benchmarks/gpu/docker26.sh start .device >>"$LOG" 2>&1 || { tail -45 "$LOG"; exit 1; }
 export PATH=/opt/dkr26/usr/sbin:/opt/dkr26/usr/bin:$PATH
 stamp "docker 26 up: $(docker version --format 'client {{.Client.Version}}, server {{.Server.Version}}')"
 

@@ -63,10 +63,14 @@ start)
   if ! docker info >/dev/null 2>&1; then
     LD_LIBRARY_PATH=$libs setsid dockerd --config-file "$DEST/daemon.json" --iptables=false --bridge=none \
       --data-root /var/lib/dkr26 --pidfile /var/run/dkr26.pid >/tmp/dockerd26.log 2>&1 </dev/null &
-    for _ in $(seq 1 30); do docker info >/dev/null 2>&1 && break; sleep 1; done
+    for _ in $(seq 1 90); do docker info >/dev/null 2>&1 && break; sleep 1; done
   fi
-  docker info --format '{{.ServerVersion}} {{.Driver}} cgroup v{{.CgroupVersion}}, CDI specs in {{.CDISpecDirs}}' \
-    || { tail -20 /tmp/dockerd26.log; exit 1; } ;;
+  # `docker info --format` exits 0 with an empty server part when the daemon is down: check it.
+  if [ -z "$(docker version --format '{{.Server.Version}}' 2>/dev/null)" ]; then
+    echo "docker26: dockerd did not answer within 90 s; its log:" >&2
+    tail -40 /tmp/dockerd26.log >&2; exit 1
+  fi
+  docker info --format '{{.ServerVersion}} {{.Driver}} cgroup v{{.CgroupVersion}}, CDI specs in {{.CDISpecDirs}}' ;;
 stop)
   [ -f /var/run/dkr26.pid ] && kill "$(cat /var/run/dkr26.pid)" && echo "docker26: stopped" ;;
 *) echo "usage: $0 pack DIR | start DIR | stop" >&2; exit 2 ;;
