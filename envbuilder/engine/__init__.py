@@ -11,10 +11,11 @@ from envbuilder.engine.buildkit import BUILD_NETWORKS, BuildKitCli, find_buildki
 from envbuilder.engine.container import ContainerSpec, GpuRequest, Mount, Ulimit, docker_run_argv
 from envbuilder.engine.docker_engine import DockerEngine
 from envbuilder.engine.interface import Engine
-from envbuilder.engine.model import BuildResult, BuildSecret, DaemonInfo, ImageInfo, RunResult
+from envbuilder.engine.model import AttachedRun, BuildResult, BuildSecret, DaemonInfo, ImageInfo, RunResult
 
 __all__ = [
     "BUILD_NETWORKS",
+    "AttachedRun",
     "BuildKitCli",
     "BuildResult",
     "BuildSecret",

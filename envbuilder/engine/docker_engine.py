@@ -12,7 +12,7 @@ from typing import Any
 
 from envbuilder.engine.buildkit import BuildKitCli, buildkit_build, cli_candidates, find_buildkit_cli
 from envbuilder.engine.container import ContainerSpec, Ulimit
-from envbuilder.engine.model import BuildResult, BuildSecret, DaemonInfo, ImageInfo, RunResult
+from envbuilder.engine.model import AttachedRun, BuildResult, BuildSecret, DaemonInfo, ImageInfo, RunResult
 from envbuilder.engine.progress import BuildEvent
 from envbuilder.errors import DockerUnavailableError, RegistryError
 
@@ -311,9 +311,14 @@ class DockerEngine:
             err_lines.append(f"envbuilder: container killed after {timeout_s:g} s")
         return RunResult(exit_code=code, stdout=out, stderr="\n".join(err_lines))
 
-    def run_attached(self, spec: ContainerSpec, *, stop_timeout_s: float = 10.0) -> int:
+    def run_attached(
+        self, spec: ContainerSpec, *, stop_timeout_s: float = 10.0, output_lines: int = 0
+    ) -> AttachedRun:
         """Create the container (SDK), then `docker start --attach` with this process's stdout and
-        stderr (and stdin when spec.interactive); return its exit code. Through the CLI because
+        stderr (and stdin when spec.interactive); return its exit code and, with `output_lines`,
+        the tail of what it printed: the terminal gets the stream untouched, the tail is read
+        back from the daemon's log of the container before it is removed (`docker logs --tail`;
+        empty with a logging driver that keeps nothing readable). Through the CLI because
         only it gives a job a real terminal (raw mode, window size, Ctrl-C as a keystroke) and
         stdin, streams both outputs unbuffered and proxies signals; the SDK offers none of that.
         Ctrl-C is passed to the job (SIGINT); if it has not ended after `stop_timeout_s` it is
@@ -352,13 +357,47 @@ class DockerEngine:
                 raise DockerUnavailableError(
                     f"the container did not start: {state.get('Error') or 'unknown reason'}"
                 )
-            return int(state.get("ExitCode", -1))
+            return AttachedRun(
+                exit_code=int(state.get("ExitCode", -1)),
+                output=self._log_tail(container, output_lines),
+                oom_killed=bool(state.get("OOMKilled")),
+            )
         finally:
             if proc is not None and proc.poll() is None:
                 with contextlib.suppress(OSError):
                     proc.kill()
             with contextlib.suppress(docker.errors.DockerException):
                 container.remove(force=True)
+
+    @staticmethod
+    def _log_tail(container: Any, lines: int) -> str:
+        if lines <= 0:
+            return ""
+        try:
+            raw: bytes = container.logs(stdout=True, stderr=True, tail=lines)
+        except docker.errors.DockerException:  # a logging driver without read support ("none")
+            return ""
+        return raw.decode(errors="replace")
+
+    def container_pids(self, name: str) -> tuple[int, ...]:
+        """Host PIDs from `docker top` (the daemon's PID namespace, which is the host's); empty when
+        the container is not there or not running. Raises DockerUnavailableError when the daemon
+        is down."""
+        try:
+            listing = self._client.containers.get(name).top()
+        except docker.errors.NotFound:
+            return ()
+        except docker.errors.APIError as exc:
+            if exc.status_code == 409 or "is not running" in str(exc):
+                return ()
+            raise DockerUnavailableError(f"docker top {name} failed: {exc}") from exc
+        except docker.errors.DockerException as exc:
+            raise DockerUnavailableError(f"docker top {name} failed: {exc}") from exc
+        titles = [str(t).upper() for t in listing.get("Titles") or ()]
+        if "PID" not in titles:
+            return ()
+        col = titles.index("PID")
+        return tuple(int(row[col]) for row in listing.get("Processes") or () if str(row[col]).isdigit())
 
     def ulimit_refusal(self, image: str, ulimits: Sequence[Ulimit]) -> str | None:
         """Whether the runtime refuses these ulimits (rootless or nested Docker cannot raise

@@ -9,7 +9,7 @@ from typing import Protocol
 
 from envbuilder.engine.buildkit import BuildKitCli
 from envbuilder.engine.container import ContainerSpec, Ulimit
-from envbuilder.engine.model import BuildResult, BuildSecret, DaemonInfo, ImageInfo, RunResult
+from envbuilder.engine.model import AttachedRun, BuildResult, BuildSecret, DaemonInfo, ImageInfo, RunResult
 from envbuilder.engine.progress import BuildEvent
 
 
@@ -85,10 +85,19 @@ class Engine(Protocol):
         returned, not raised; a container the daemon refuses raises DockerUnavailableError."""
         ...
 
-    def run_attached(self, spec: ContainerSpec, *, stop_timeout_s: float = 10.0) -> int:
+    def run_attached(
+        self, spec: ContainerSpec, *, stop_timeout_s: float = 10.0, output_lines: int = 0
+    ) -> AttachedRun:
         """Run in the foreground with this process's terminal (stdin when spec.interactive); its
-        exit code. Ctrl-C reaches it as SIGINT (stopped after `stop_timeout_s`), then re-raised.
-        Removed in every case. Raises DockerUnavailableError when it could not be started."""
+        exit code, and the last `output_lines` lines of its output as the daemon logged them (read
+        before the container is removed). Ctrl-C reaches it as SIGINT (stopped after
+        `stop_timeout_s`), then re-raised. Removed in every case. Raises DockerUnavailableError
+        when it could not be started."""
+        ...
+
+    def container_pids(self, name: str) -> tuple[int, ...]:
+        """The host PIDs of the processes of the running container `name` (what `docker top`
+        lists); empty when it is not (or no longer) running."""
         ...
 
     def ulimit_refusal(self, image: str, ulimits: Sequence[Ulimit]) -> str | None:

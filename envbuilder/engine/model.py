@@ -55,3 +55,14 @@ class RunResult:
     exit_code: int
     stdout: str
     stderr: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AttachedRun:
+    """A container that ran in the foreground: its exit code, the tail of its output as the daemon
+    logged it (stdout and stderr interleaved; empty unless asked for, or when the daemon keeps no
+    log), and whether the kernel's OOM killer ended it (host memory, not GPU memory)."""
+
+    exit_code: int
+    output: str = ""
+    oom_killed: bool = False

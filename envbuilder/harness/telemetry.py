@@ -26,6 +26,12 @@ CLOCK_EVENT_REASONS = {
 # Reasons that mean the GPU ran slower than it could because of power or heat.
 SLOWDOWN_BITS = 0x4 | 0x8 | 0x20 | 0x40 | 0x80
 FIELDS = ("util_gpu", "util_mem", "mem_used_mib", "power_w", "temp_c", "sm_clock_mhz", "reasons")
+# With pcie=True (run --monitor; certification does not ask): PCIe traffic in GB/s from the GPU's
+# side, rx = host to device. From NVML's cumulative byte counters (NVML_FI_DEV_PCIE_COUNT_RX/TX_BYTES,
+# one cheap field-values call), else nvmlDeviceGetPcieThroughput (KB/s over a 20 ms window each).
+PCIE_FIELDS = ("pcie_rx_gbs", "pcie_tx_gbs")
+_FI_PCIE_TX_BYTES, _FI_PCIE_RX_BYTES = 197, 198  # nvml.h NVML_FI_DEV_PCIE_COUNT_TX/RX_BYTES
+_PCIE_UTIL_TX, _PCIE_UTIL_RX = 0, 1  # nvml.h nvmlPcieUtilCounter_t
 
 
 def load_nvml() -> tuple[Any | None, str]:
@@ -66,10 +72,13 @@ class Sampler:
         interval: float = 1.0,
         max_samples: int = 4000,
         max_duty: float | None = None,
+        pcie: bool = False,
     ):
         self.nvml, self.handle, self.interval, self.max_samples = nvml, handle, interval, max_samples
         self.max_duty = max_duty
-        self.series: dict[str, list[Any]] = {"t": [], **{f: [] for f in FIELDS}}
+        fields = FIELDS + (PCIE_FIELDS if pcie else ())
+        self.series: dict[str, list[Any]] = {"t": [], **{f: [] for f in fields}}
+        self._pcie_last: tuple[float, int, int] | None = None  # (time, rx bytes, tx bytes)
         self.unsupported: dict[str, str] = {}
         self.windows: dict[str, tuple[float, float]] = {}
         self.errors = 0
@@ -89,6 +98,29 @@ class Sampler:
             "sm_clock_mhz": lambda: nvml.nvmlDeviceGetClockInfo(handle, 1),  # 1 = NVML_CLOCK_SM
             "reasons": lambda: int(_reasons_fn(nvml)(handle)),
         }
+        if pcie:
+            self._queries["pcie"] = self._pcie_rates
+
+    def _pcie_rates(self) -> tuple[float | None, float | None]:
+        """(rx, tx) GB/s: the byte counters' change since the last sample (None on the first),
+        or the throughput query where the counters are not supported."""
+        nvml, handle = self.nvml, self.handle
+        if "pcie_counters" not in self.unsupported:
+            try:
+                tx, rx = nvml.nvmlDeviceGetFieldValues(handle, [_FI_PCIE_TX_BYTES, _FI_PCIE_RX_BYTES])
+                if tx.nvmlReturn != 0 or rx.nvmlReturn != 0:
+                    raise RuntimeError(f"field values returned {tx.nvmlReturn}/{rx.nvmlReturn}")
+                now, rx_b, tx_b = time.monotonic(), int(rx.value.ullVal), int(tx.value.ullVal)
+                last, self._pcie_last = self._pcie_last, (now, rx_b, tx_b)
+                if last is None or now <= last[0]:
+                    return None, None
+                dt = now - last[0]
+                return (rx_b - last[1]) / dt / 1e9, (tx_b - last[2]) / dt / 1e9
+            except Exception as e:
+                self.unsupported["pcie_counters"] = str(e) or type(e).__name__
+        rx_kb = nvml.nvmlDeviceGetPcieThroughput(handle, _PCIE_UTIL_RX)
+        tx_kb = nvml.nvmlDeviceGetPcieThroughput(handle, _PCIE_UTIL_TX)
+        return rx_kb * 1e3 / 1e9, tx_kb * 1e3 / 1e9
 
     def now(self) -> float:
         """Seconds since the sampler was made: the time base of the series and the windows."""
@@ -164,6 +196,10 @@ class Sampler:
             if key == "util":
                 row["util_gpu"] = getattr(value, "gpu", None)
                 row["util_mem"] = getattr(value, "memory", None)
+            elif key == "pcie":
+                rx, tx = value if value is not None else (None, None)
+                row["pcie_rx_gbs"] = round(rx, 3) if rx is not None else None
+                row["pcie_tx_gbs"] = round(tx, 3) if tx is not None else None
             elif isinstance(value, float):
                 row[key] = round(value, 1)
             else:

@@ -1,5 +1,7 @@
 """The diagnosis of `envbuilder run --monitor`: the field guide's rules (docs/run.md) over the
-recorded NVML series of each GPU. `diagnose` is pure; monitor.py records the series.
+recorded NVML series of each GPU, the CPU of the job's processes and the job's own output.
+`diagnose` is pure; monitor.py records the series, processes.py the processes, joblog.py reads
+the output.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from typing import Any, Literal
 
 from envbuilder.harness.telemetry import CLOCK_EVENT_REASONS
 from envbuilder.run.joblog import JobOutput
+from envbuilder.run.processes import ProcessSeries, cpu_view
 
 # ---- thresholds of the rules (docs/run.md explains each)
 MIN_SAMPLES = 8  # fewer busy samples than this: too short to judge
@@ -26,10 +29,32 @@ LEAK_MIN_MIB = 256.0  # growth second quarter -> last quarter above max(this, 1%
 LEAK_MIN_FRACTION = 0.01
 CACHE_MIN_MIB = 512.0  # rose this much above the first sample and then held: the caching allocator
 OOM_CEILING = 0.97  # memory at this share of the total, and the job failed: it ran out of memory
+# A starved GPU's two causes, from the host's view (processes.py, NVML PCIe counters):
+MAIN_BUSY_SHARE = 0.9  # the main process at >= 90% of one core: its own loop is the limit
+THREADS_SHARE = 1.5  # the main process on more than 1.5 cores: its threads (tf.data, decoding) work
+WORKER_BUSY_SHARE = 0.75  # worker processes at >= 75% of a core each (mean): they cannot keep up
+H2D_BUSY_FRACTION = 0.5  # host-to-device traffic at half the link or more
 OOM_ADVICE = (
     "the field guide's first VRAM lesson: reduce the batch size{fit}; mixed precision (bf16 autocast "
     "halves activations); gradient accumulation (same effective batch, smaller steps); activation "
     "checkpointing (torch.utils.checkpoint / jax.checkpoint); and free what the loop keeps alive"
+)
+FEED_ADVICE = (
+    "the input pipeline or the CPU is the bottleneck: raise DataLoader num_workers, set "
+    "pin_memory=True and persistent_workers, prefetch, decode/augment less on the CPU, or use "
+    "a larger batch"
+)
+PIPELINE_ADVICE = (
+    "feed the GPU faster: more DataLoader workers (num_workers, persistent_workers=True), "
+    "pin_memory=True with non_blocking copies, deeper prefetch (prefetch_factor; tf.data "
+    "num_parallel_calls and .prefetch(tf.data.AUTOTUNE)), decode and augment on the GPU (DALI, "
+    "nvJPEG), send uint8 and normalise on the GPU, or keep the data set resident on the GPU"
+)
+LOOP_ADVICE = (
+    "fewer, larger launches: a larger batch; CUDA graphs (torch.compile(mode='reduce-overhead'), "
+    "torch.cuda.graphs); compile to fuse the small ops (torch.compile, jax.jit, "
+    "tf.function(jit_compile=True)); no host sync every step (.item(), printing tensors, .cpu()). "
+    "More DataLoader workers will not help: the loop itself is the limit"
 )
 
 THERMAL_BITS = 0x20 | 0x40  # sw_thermal_slowdown, hw_thermal_slowdown
@@ -48,6 +73,7 @@ class GpuSeries:
     uuid: str | None = None
     memory_total_mib: float | None = None
     power_limit_w: float | None = None
+    pcie_link_gbs: float | None = None  # one direction's capacity of the GPU's PCIe link
     series: Mapping[str, Sequence[Any]] = field(default_factory=dict)
 
     def column(self, key: str) -> list[Any]:
@@ -56,10 +82,11 @@ class GpuSeries:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Finding:
-    rule: str  # idle | too-short | input-bound | compute-inefficient | gpu-bound | clocks-held-down
-    # | memory-leak | caching-allocator | ok
+    rule: str  # idle | too-short | input-bound | cpu-bound | compute-inefficient | gpu-bound
+    # | clocks-held-down | memory-leak | caching-allocator | out-of-memory | host-out-of-memory
+    # | non-finite-loss | nccl-timeout | ok
     severity: Severity
-    gpu: int
+    gpu: int | None  # None: about the job as a whole (its output, its exit)
     message: str  # what was seen, with the numbers
     advice: str = ""
 
@@ -99,41 +126,111 @@ def _nums(values: Sequence[Any]) -> list[float]:
     return [float(v) for v in values if isinstance(v, int | float) and not isinstance(v, bool)]
 
 
-def _utilization_findings(gpu: GpuSeries, util: list[float], power: list[float]) -> list[Finding]:
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Starvation:
+    """Why a GPU waits, as the host saw it: "pipeline" (workers or input threads busy, or the PCIe
+    link near full), "loop" (the main process at a full core), "waiting" (neither is busy)."""
+
+    cause: Literal["pipeline", "loop", "waiting"]
+    evidence: str
+
+
+def starvation_cause(gpu: GpuSeries, a: int, b: int, processes: Sequence[ProcessSeries]) -> Starvation | None:
+    """The cause over samples [a, b) of the GPU's series; None without CPU or PCIe evidence."""
+    t = _nums(gpu.column("t"))
+    view = cpu_view(processes, t[a], t[min(b, len(t)) - 1]) if processes and len(t) > a else None
+    rx = _nums(gpu.column("pcie_rx_gbs")[a:b])
+    h2d = statistics.fmean(rx) if rx else None
+    link = gpu.pcie_link_gbs
+    pipeline = []
+    if view is not None and view.workers and view.worker_mean >= WORKER_BUSY_SHARE:
+        pipeline.append(
+            f"{len(view.workers)} worker process(es) at {view.worker_mean:.0%} of a core each: "
+            "they cannot make batches faster"
+        )
+    if view is not None and view.main_share >= THREADS_SHARE:
+        pipeline.append(
+            f"the main process ({view.main_comm}) on {view.main_share:.1f} cores: its threads "
+            "(tf.data, decoding, augmentation) are working"
+        )
+    if h2d is not None and link and h2d >= H2D_BUSY_FRACTION * link:
+        pipeline.append(
+            f"host-to-device traffic {h2d:.1f} GB/s, {h2d / link:.0%} of the {link:.0f} GB/s link"
+        )
+    if pipeline:
+        return Starvation(cause="pipeline", evidence="; ".join(pipeline))
+    if view is None:
+        return None
+    busy = f"{len(view.workers)} busy worker(s)" if view.workers else "no busy worker"
+    traffic = f", host-to-device {h2d:.1f} GB/s" if h2d is not None else ""
+    seen = (
+        f"the main process ({view.main_comm}, pid {view.main_pid}) at {view.main_share:.0%} of a core, {busy}"
+    )
+    if view.main_share >= MAIN_BUSY_SHARE:
+        return Starvation(cause="loop", evidence=seen + traffic)
+    return Starvation(cause="waiting", evidence=seen + traffic)
+
+
+def _starved(gpu: GpuSeries, seen: str, cause: Starvation | None) -> Finding:
+    """The finding for a GPU that waits, named by its cause when the host saw one."""
+    if cause is not None and cause.cause == "loop":
+        return Finding(
+            rule="cpu-bound",
+            severity="warn",
+            gpu=gpu.index,
+            message=f"{seen}: the GPU waits on the training loop's own CPU work ({cause.evidence})",
+            advice=LOOP_ADVICE,
+        )
+    if cause is not None and cause.cause == "pipeline":
+        return Finding(
+            rule="input-bound",
+            severity="warn",
+            gpu=gpu.index,
+            message=f"{seen}: the input pipeline cannot keep up ({cause.evidence})",
+            advice=PIPELINE_ADVICE,
+        )
+    if cause is not None:  # neither side busy: the job waits on something else
+        return Finding(
+            rule="input-bound",
+            severity="warn",
+            gpu=gpu.index,
+            message=f"{seen}, but neither the loop nor the input pipeline is busy ({cause.evidence})",
+            advice="the job waits on something other than CPU work: disk or network reads, a lock, a "
+            "sleep, another process or rank; profile where the main process blocks (py-spy dump)",
+        )
+    return Finding(rule="input-bound", severity="warn", gpu=gpu.index, message=seen, advice=FEED_ADVICE)
+
+
+def _utilization_findings(
+    gpu: GpuSeries, util: list[float], power: list[float], cause: Starvation | None = None
+) -> list[Finding]:
     mean = statistics.fmean(util)
     stdev = statistics.pstdev(util)
     dips = sum(1 for u in util if u < DIP_UTIL) / len(util)
     seen = f"GPU utilization mean {mean:.0f}%, {dips:.0%} of samples below {DIP_UTIL:.0f}%"
-    feed = (
-        "the input pipeline or the CPU is the bottleneck: raise DataLoader num_workers, set "
-        "pin_memory=True and persistent_workers, prefetch, decode/augment less on the CPU, or use "
-        "a larger batch"
-    )
     if mean < LOW_UTIL:
-        return [
-            Finding(
-                rule="input-bound",
-                severity="warn",
-                gpu=gpu.index,
-                message=f"{seen}: the GPU is mostly waiting",
-                advice=feed,
-            )
-        ]
+        return [_starved(gpu, f"{seen}: the GPU is mostly waiting", cause)]
     if dips >= SPIKY_DIP_FRACTION and stdev >= SPIKY_STDEV:
         return [
-            Finding(
-                rule="input-bound",
-                severity="warn",
-                gpu=gpu.index,
-                message=f"{seen} (spiky, stdev {stdev:.0f} points): bursts of work between waits",
-                advice=feed,
-            )
+            _starved(gpu, f"{seen} (spiky, stdev {stdev:.0f} points): bursts of work between waits", cause)
         ]
     if mean < HIGH_UTIL:
         return []
     limit = gpu.power_limit_w
     if power and limit:
         share = statistics.fmean(power) / limit
+        if share < LOW_POWER_FRACTION and cause is not None and cause.cause == "loop":
+            return [
+                Finding(
+                    rule="cpu-bound",
+                    severity="warn",
+                    gpu=gpu.index,
+                    message=f"{seen}, but power draw only {share:.0%} of the {limit:.0f} W limit while "
+                    f"{cause.evidence}: many tiny kernels, each launched from Python, keep the GPU "
+                    "'busy' without using its math units",
+                    advice=LOOP_ADVICE,
+                )
+            ]
         if share < LOW_POWER_FRACTION:
             return [
                 Finding(
@@ -257,34 +354,56 @@ def _idle(gpu: GpuSeries, samples: int) -> Finding:
     )
 
 
-def _death_findings(gpu: GpuSeries, output: JobOutput | None, exit_code: int | None) -> list[Finding]:
-    """How the job died, from its output and from memory at the ceiling; no sample count needed
-    (an out-of-memory death is usually too short for the other rules)."""
-    mem = _nums(gpu.column("mem_used_mib"))
-    peak = max(mem) if mem else None
-    total = gpu.memory_total_mib
-    at_ceiling = bool(peak and total and peak >= OOM_CEILING * total)
+def _death_findings(
+    gpus: Sequence[GpuSeries], output: JobOutput | None, exit_code: int | None, oom_killed: bool
+) -> list[Finding]:
+    """How the job died, from its output, its exit and memory at the ceiling; no sample count
+    needed (an out-of-memory death is usually too short for the other rules). About the job, or
+    the GPU whose memory was full."""
+    full: list[tuple[GpuSeries | None, float | None]] = []
+    for g in gpus:
+        mem = _nums(g.column("mem_used_mib"))
+        if mem and g.memory_total_mib and max(mem) >= OOM_CEILING * g.memory_total_mib:
+            full.append((g, max(mem)))
     out: list[Finding] = []
     said = output.oom_line if output else None
-    if said or (at_ceiling and exit_code not in (None, 0)):
-        shown = f" (peak {peak / 1024:.1f} of {total / 1024:.1f} GiB)" if peak and total else ""
-        why = (
-            f"the job's output says: {said}"
-            if said
-            else f"exit code {exit_code} with GPU memory at the ceiling"
+    failed = exit_code not in (None, 0)
+    fit = ""
+    if output and output.last_fit_batch:
+        fit = f" (batch {output.last_fit_batch} ran" + (
+            f", {output.oom_batch} did not)" if output.oom_batch else ")"
         )
-        fit = ""
-        if output and output.last_fit_batch:
-            fit = f" (batch {output.last_fit_batch} ran" + (
-                f", {output.oom_batch} did not)" if output.oom_batch else ")"
+    where: list[tuple[GpuSeries | None, float | None]] = list(full[:1]) if said else list(full)
+    if said and not where:
+        where = [(None, None)]
+    if said or (full and failed):
+        for gs, peak in where:
+            total = gs.memory_total_mib if gs is not None else None
+            shown = f" (peak {peak / 1024:.1f} of {total / 1024:.1f} GiB)" if peak and total else ""
+            why = (
+                f"the job's output says: {said}"
+                if said
+                else f"exit code {exit_code} with GPU memory at the ceiling"
             )
+            out.append(
+                Finding(
+                    rule="out-of-memory",
+                    severity="warn",
+                    gpu=gs.index if gs is not None else None,
+                    message=f"the job ran out of GPU memory{shown}: {why}",
+                    advice=OOM_ADVICE.format(fit=fit),
+                )
+            )
+    if oom_killed:
         out.append(
             Finding(
-                rule="out-of-memory",
+                rule="host-out-of-memory",
                 severity="warn",
-                gpu=gpu.index,
-                message=f"the job ran out of GPU memory{shown}: {why}",
-                advice=OOM_ADVICE.format(fit=fit),
+                gpu=None,
+                message=f"the kernel's OOM killer ended the container (exit code {exit_code}): host "
+                "memory ran out, not GPU memory",
+                advice="fewer DataLoader workers or a smaller prefetch (each worker holds batches), load "
+                "the data set lazily instead of into RAM, and check the container's memory limit",
             )
         )
     if output and output.nonfinite_line:
@@ -292,7 +411,7 @@ def _death_findings(gpu: GpuSeries, output: JobOutput | None, exit_code: int | N
             Finding(
                 rule="non-finite-loss",
                 severity="warn",
-                gpu=gpu.index,
+                gpu=None,
                 message=f"the loss went non-finite: {output.nonfinite_line}",
                 advice="lower the learning rate or warm it up, clip gradients, use bf16 rather than fp16 "
                 "(or a GradScaler), and check the inputs for NaN",
@@ -303,7 +422,7 @@ def _death_findings(gpu: GpuSeries, output: JobOutput | None, exit_code: int | N
             Finding(
                 rule="nccl-timeout",
                 severity="warn",
-                gpu=gpu.index,
+                gpu=None,
                 message=f"a collective timed out: {output.nccl_timeout_line}",
                 advice="a rank stopped calling collectives (crash, a data-dependent branch, uneven batches) "
                 "or the transport hangs: run `envbuilder doctor` (shm, P2P, NCCL settings), set "
@@ -314,19 +433,28 @@ def _death_findings(gpu: GpuSeries, output: JobOutput | None, exit_code: int | N
 
 
 def diagnose(
-    gpus: Sequence[GpuSeries], *, output: JobOutput | None = None, exit_code: int | None = None
+    gpus: Sequence[GpuSeries],
+    *,
+    output: JobOutput | None = None,
+    exit_code: int | None = None,
+    processes: Sequence[ProcessSeries] = (),
+    oom_killed: bool = False,
 ) -> tuple[Finding, ...]:
-    """Apply the field guide's rules to each GPU's samples and the job's output (pure). Never
-    raises; an empty or idle series gives an 'idle' or 'too-short' finding rather than a guess,
-    beside how the job died when its output or memory at the ceiling says so."""
-    out: list[Finding] = []
+    """Apply the field guide's rules to each GPU's samples, the job's processes and its output
+    (pure). Never raises; an empty or idle series gives an 'idle' or 'too-short' finding rather
+    than a guess, beside how the job died when its output, its exit or memory at the ceiling
+    says so. Without GPUs only the job's output and exit are judged."""
+    death = _death_findings(gpus, output, exit_code, oom_killed)
+    out: list[Finding] = list(death)
     for gpu in gpus:
-        death = _death_findings(gpu, output, exit_code)
-        out.extend(death)
         util_all = gpu.column("util_gpu")
         window = _busy_window(util_all, gpu.column("mem_used_mib"))
         if window is None:
             out.append(_idle(gpu, len(util_all)))
+            cause = starvation_cause(gpu, 0, len(util_all), processes)
+            held = out[-1].message.startswith("the job held")
+            if held and cause is not None and cause.cause in ("loop", "pipeline"):
+                out.append(_starved(gpu, "GPU utilization 0%", cause))
             continue
         a, b = window[0], window[1] + 1
         util = _nums(util_all[a:b])
@@ -343,7 +471,7 @@ def diagnose(
         power = _nums(gpu.column("power_w")[a:b])
         temps = _nums(gpu.column("temp_c")[a:b])
         masks = [int(m) for m in _nums(gpu.column("reasons")[a:b])]
-        found = _utilization_findings(gpu, util, power)
+        found = _utilization_findings(gpu, util, power, starvation_cause(gpu, a, b, processes))
         found += _clock_findings(gpu, masks, temps, power)
         mem_all = _nums(gpu.column("mem_used_mib"))
         found += _memory_findings(gpu, _nums(gpu.column("mem_used_mib")[a:b]), mem_all[0] if mem_all else 0.0)
@@ -357,7 +485,10 @@ def format_diagnosis(findings: Sequence[Finding]) -> str:
     """The diagnosis as short plain text, one finding per paragraph."""
     lines = []
     for f in findings:
-        lines.append(f"[{f.severity}] GPU {f.gpu} {f.rule}: {f.message}")
+        where = f"GPU {f.gpu}" if f.gpu is not None else "job"
+        lines.append(f"[{f.severity}] {where} {f.rule}: {f.message}")
         if f.advice:
             lines.append(f"    -> {f.advice}")
-    return "\n".join(lines) + "\n"
+    return (
+        "\n".join(lines) + "\n" if lines else "no finding: no GPU telemetry and nothing in the job's output\n"
+    )

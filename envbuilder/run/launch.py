@@ -25,7 +25,7 @@ from envbuilder.certify.gpu_access import (
     prepare_target,
     training_container,
 )
-from envbuilder.engine import DaemonInfo, DockerEngine, Engine, ImageInfo, Mount
+from envbuilder.engine import AttachedRun, DaemonInfo, DockerEngine, Engine, ImageInfo, Mount
 from envbuilder.errors import CertificateRefusedError, UsageError
 from envbuilder.host import AccessMode, HostReport
 from envbuilder.resources import user_data_dir
@@ -40,9 +40,11 @@ from envbuilder.run.coverage import (
     short_id,
 )
 from envbuilder.run.diagnosis import diagnose, format_diagnosis
+from envbuilder.run.joblog import read_job_output
 from envbuilder.run.monitor import Monitor, write_monitor_files
 
 RUN_LOG = "runs.jsonl"
+OUTPUT_LINES = 2000  # --monitor reads this much of the end of the job's output (where it died)
 RUN_LABEL = "io.envbuilder.run"  # on every container `run` starts
 IPC_MODES = ("private", "shareable", "host")
 _ENV_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -159,7 +161,7 @@ def run_image(
     access_modes: Callable[[DaemonInfo], Sequence[AccessMode]] | None = None,
     say: Say | None = None,
     log_dir: Path | None = None,
-    monitor_factory: Callable[[], Monitor] = Monitor,
+    monitor_factory: Callable[..., Monitor] = Monitor,
 ) -> RunOutcome:
     """Check the certificate, then run. Returns the job's exit code (the caller passes it on).
 
@@ -234,17 +236,21 @@ def run_image(
         warnings.append(refused)
         say(f"envbuilder: warning: {refused}")
     monitor = _start_monitor(opts, choice, monitor_factory, say, warnings)
+    if monitor is not None:
+        container, engine = spec.name or "", eng
+        monitor.watch_processes(lambda: engine.container_pids(container))
+        monitor.start()
     started = time.monotonic()
     outcome, code = "interrupted", 130
     files: tuple[Path, ...] = ()
+    attached: AttachedRun | None = None
     try:
-        code = eng.run_attached(spec)
-        outcome = "exited"
+        attached = eng.run_attached(spec, output_lines=OUTPUT_LINES if monitor is not None else 0)
+        code, outcome = attached.exit_code, "exited"
     finally:
         seconds = round(time.monotonic() - started, 3)
         if monitor is not None:
-            exited = code if outcome == "exited" else None
-            files = _finish_monitor(monitor, opts, run_id, info, seconds, say, exit_code=exited)
+            files = _finish_monitor(monitor, opts, run_id, info, seconds, say, attached)
         _log(
             log_path,
             {
@@ -268,20 +274,16 @@ def run_image(
 
 
 def _start_monitor(
-    opts: RunOptions, choice: AccessChoice, factory: Callable[[], Monitor], say: Say, warnings: list[str]
+    opts: RunOptions, choice: AccessChoice, factory: Callable[..., Monitor], say: Say, warnings: list[str]
 ) -> Monitor | None:
+    """The monitor of a --monitor run (not started): GPU telemetry when this host has it for the
+    container; the job's processes and output are read either way."""
     if not opts.monitor:
         return None
-    if choice.name == "none":
-        warnings.append("--monitor: no GPU telemetry (the container gets no GPU)")
-        say(f"envbuilder: warning: {warnings[-1]}")
-        return None
-    monitor = factory()
+    monitor = factory(gpus=choice.name != "none")
     if not monitor.available:
-        warnings.append(f"--monitor: no GPU telemetry ({monitor.why})")
+        warnings.append(f"--monitor: no GPU telemetry ({monitor.why}); the job's output and CPU are read")
         say(f"envbuilder: warning: {warnings[-1]}")
-        return None
-    monitor.start()
     return monitor
 
 
@@ -292,11 +294,19 @@ def _finish_monitor(
     info: ImageInfo,
     seconds: float,
     say: Say,
-    *,
-    exit_code: int | None = None,
+    attached: AttachedRun | None,
 ) -> tuple[Path, ...]:
+    """Stop the monitor, diagnose (None: interrupted, nothing read from the job), write the files
+    and print the diagnosis."""
     gpus = monitor.stop()
-    findings = diagnose(gpus, exit_code=exit_code)  # a failed exit with memory at the ceiling: OOM
+    output = attached.output if attached is not None else ""
+    findings = diagnose(
+        gpus,
+        output=read_job_output(output) if output else None,
+        exit_code=attached.exit_code if attached is not None else None,
+        processes=monitor.processes(),
+        oom_killed=attached.oom_killed if attached is not None else False,
+    )
     folder = opts.monitor_dir or user_data_dir() / "runs" / run_id
     context = {
         "run_id": run_id,
@@ -307,7 +317,9 @@ def _finish_monitor(
         "interval_s": monitor.interval,
     }
     try:
-        paths = write_monitor_files(folder, gpus, findings, context)
+        paths = write_monitor_files(
+            folder, gpus, findings, context, processes=monitor.processes_record(), output=output
+        )
     except OSError as exc:
         say(f"envbuilder: warning: could not write telemetry to {folder}: {exc}")
         return ()

@@ -149,3 +149,42 @@ def test_a_rebuilt_image_is_refused_until_forced(
     last = runs_log(data)[-2:]
     assert [e["outcome"] for e in last] == ["refused", "exited"]
     assert last[1]["forced"] is True and last[1]["image"] == after.id
+
+
+OOM_JOB = """
+import sys, time
+t = time.time()
+while time.time() - t < 3.5:  # the training loop, busy on one core
+    pass
+print("batch 512 ok", flush=True)
+print("trying batch 1024", flush=True)
+print("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.", file=sys.stderr, flush=True)
+sys.exit(1)
+"""
+
+
+def test_monitor_reads_the_jobs_output_and_processes(
+    certified: tuple[str, Path, Path], tmp_path: Path
+) -> None:
+    """--monitor without a GPU: the real daemon's log of the container gives the job's output (the
+    terminal still got it), `docker top` + /proc give its processes; the diagnosis names the OOM
+    and the batch that last ran, and the files are written side by side."""
+    tag, _, _ = certified
+    folder = tmp_path / "mon"
+    res = envbuilder_cli(
+        "run", tag, "--monitor", "--monitor-dir", str(folder), "--", "python3", "-c", OOM_JOB
+    )
+    assert res.returncode == 1, res.stderr[-2000:]
+    assert "torch.OutOfMemoryError" in res.stderr and "batch 512 ok" in res.stdout  # streamed as ever
+    assert "no GPU telemetry" in res.stderr
+    output = (folder / "output.txt").read_text()
+    assert "batch 512 ok" in output and "torch.OutOfMemoryError: CUDA out of memory" in output
+    diagnosis = (folder / "diagnosis.txt").read_text()
+    assert diagnosis.startswith("[warn] job out-of-memory:"), diagnosis
+    assert "batch 512 ran, 1024 did not" in diagnosis
+    doc = json.loads((folder / "telemetry.json").read_text())
+    procs = doc["processes"]["processes"]
+    assert procs and any(p["comm"].startswith("python") for p in procs), doc["processes"]
+    busiest = max(procs, key=lambda p: p["cpu_s"][-1] - p["cpu_s"][0] if len(p["cpu_s"]) > 1 else 0)
+    assert len(busiest["t"]) >= 2 and busiest["cpu_s"][-1] > busiest["cpu_s"][0]
+    assert [f["rule"] for f in doc["diagnosis"]] == ["out-of-memory"]

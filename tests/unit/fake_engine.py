@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import hashlib
 import json
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from envbuilder.engine import (
+    AttachedRun,
     BuildKitCli,
     BuildResult,
     BuildSecret,
@@ -69,6 +71,9 @@ class FakeEngine:
     refuse_memlock: bool = False  # a runtime that cannot raise RLIMIT_MEMLOCK (rootless Docker)
     job: Job | None = None  # what a collected run does (certify's harness); default: the collector
     exit_code: int = 0  # what an attached run exits with
+    output: str = ""  # what an attached run printed (its log tail is the last lines asked for)
+    pids: tuple[int, ...] = ()  # the host PIDs `container_pids` reports for a running container
+    job_seconds: float = 0.0  # how long an attached run takes
     interrupt_run: bool = False  # Ctrl-C while an attached container runs
     runs: list[ContainerSpec] = field(default_factory=list)  # every container started
 
@@ -190,12 +195,21 @@ class FakeEngine:
             return RunResult(exit_code=0, stdout=json.dumps({"distributions": dists}) + "\n", stderr="")
         return RunResult(exit_code=0, stdout="", stderr="")
 
-    def run_attached(self, spec: ContainerSpec, *, stop_timeout_s: float = 10.0) -> int:
+    def run_attached(
+        self, spec: ContainerSpec, *, stop_timeout_s: float = 10.0, output_lines: int = 0
+    ) -> AttachedRun:
         self.calls.append(("run_attached", spec.command))
         self._start(spec)
         if self.interrupt_run:
             raise KeyboardInterrupt
-        return self.exit_code
+        time.sleep(self.job_seconds)
+        lines = self.output.splitlines(keepends=True)
+        tail = "".join(lines[-output_lines:]) if output_lines > 0 else ""
+        return AttachedRun(exit_code=self.exit_code, output=tail)
+
+    def container_pids(self, name: str) -> tuple[int, ...]:
+        self.calls.append(("container_pids", name))
+        return self.pids if any(spec.name == name for spec in self.runs) else ()
 
     def ulimit_refusal(self, image: str, ulimits: Sequence[Ulimit]) -> str | None:
         self.calls.append(("ulimit_probe", tuple(u.name for u in ulimits)))

@@ -80,3 +80,19 @@ def test_memory_at_the_ceiling_and_a_failed_exit_is_oom_without_output() -> None
         and "exit code 1 with GPU memory at the ceiling" in findings[0].message
     )
     assert [f.rule for f in diagnose([_oom_job()], exit_code=0)] == ["too-short"]  # full but fine
+
+
+def test_output_findings_are_about_the_job_once_whatever_the_gpu_count() -> None:
+    """Two GPUs, one full: the OOM line is named once, on the full GPU; a NaN line once, for the job."""
+    idle = GpuSeries(index=1, name="NVIDIA H200", memory_total_mib=TOTAL, series={"util_gpu": [0.0] * 5})
+    output = read_job_output(TORCH_OOM + "step 3 loss nan\n")
+    findings = diagnose([_oom_job(), idle], output=output, exit_code=1)
+    named = [(f.rule, f.gpu) for f in findings if f.rule in ("out-of-memory", "non-finite-loss")]
+    assert named == [("out-of-memory", 0), ("non-finite-loss", None)]
+
+
+def test_the_kernels_oom_killer_is_host_memory_not_gpu_memory() -> None:
+    (f,) = diagnose([], exit_code=137, oom_killed=True)
+    assert f.rule == "host-out-of-memory" and f.gpu is None and "not GPU memory" in f.message
+    assert "DataLoader workers" in f.advice
+    assert diagnose([], exit_code=1) == ()  # nothing seen, nothing said

@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 
 from envbuilder.run.diagnosis import Finding, GpuSeries, diagnose, format_diagnosis
-from envbuilder.run.monitor import write_monitor_files
+from envbuilder.run.joblog import read_job_output
+from envbuilder.run.monitor import gpu_series_from_json, write_monitor_files
 
 N = 120  # samples (one per second)
 
@@ -194,3 +195,43 @@ def test_recorded_h200_workloads_get_the_right_diagnosis(name: str, expected: li
 def test_idle_without_memory_says_the_job_did_not_use_the_gpu() -> None:
     got = diagnose([gpu(util=[0.0] * N, mem=[500.0] * N)])
     assert "no utilization and no memory use" in got[0].message
+
+
+RECORDED_1201 = RECORDED / "h200-2026-12-01"
+
+
+@pytest.mark.parametrize(
+    ("name", "expected", "detail"),
+    [
+        ("dense-bf16", ["gpu-bound", "clocks-held-down", "caching-allocator"], "power (mean 671 W)"),
+        ("leak", ["input-bound", "memory-leak"], "+7697 MiB"),
+        ("cached", ["input-bound", "caching-allocator"], "held near 9818 MiB"),
+    ],
+)
+def test_second_h200_recording_replays_to_the_same_rules(name: str, expected: list[str], detail: str) -> None:
+    """The 2026-12-01 recordings (another session on the H200) through the JSON reader the monitor's
+    files are written for: the same rules fire, with the figures of that run."""
+    doc = json.loads((RECORDED_1201 / f"{name}.json").read_text())
+    got = diagnose(gpu_series_from_json(doc))
+    assert rules(got) == expected
+    assert detail in format_diagnosis(got)
+    # the diagnosis the GPU machine wrote at recording time is the one replayed here
+    assert [f["rule"] for f in doc["diagnosis"]] == expected
+
+
+def test_recorded_oom_output_names_oom_the_remedies_and_the_batch_that_fit() -> None:
+    """The issue's job, for real: its printed output on the H200 (doubling the batch until torch
+    raised OutOfMemoryError). With the output alone (no telemetry) the diagnosis names OOM, the
+    guide's remedies and the batch that last ran."""
+    text = (RECORDED_1201 / "oom.out.txt").read_text()
+    got = diagnose([], output=read_job_output(text), exit_code=1)
+    assert rules(got) == ["out-of-memory"]
+    oom = got[0]
+    assert "torch.OutOfMemoryError: CUDA out of memory" in oom.message
+    assert "batch 2097152 ran, 4194304 did not" in oom.advice
+    for remedy in ("mixed precision", "gradient accumulation", "checkpointing"):
+        assert remedy in oom.advice
+    assert format_diagnosis(got).startswith("[warn] job out-of-memory:")
+    # The lines before the error (what fit) and a failed exit, without telemetry: not named OOM.
+    before = "\n".join(line for line in text.splitlines() if " ok, " in line)
+    assert "out-of-memory" not in rules(diagnose([], output=read_job_output(before), exit_code=1))

@@ -4,6 +4,8 @@ container's arguments, the memlock fallback, exit codes, Ctrl-C, --monitor, and 
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +20,7 @@ from envbuilder.engine import ImageInfo, Mount, Ulimit
 from envbuilder.errors import CertificateRefusedError, UsageError
 from envbuilder.host import AccessMode, GpuInfo, HostReport
 from envbuilder.run.diagnosis import GpuSeries
-from envbuilder.run.launch import RunOptions, parse_size, parse_volume, run_image
+from envbuilder.run.launch import OUTPUT_LINES, RunOptions, parse_size, parse_volume, run_image
 from envbuilder.run.monitor import Monitor
 
 DEVICES = AccessMode(
@@ -55,6 +57,7 @@ def go(tmp_path: Path, eng: FakeEngine, certificate: Certificate | None, **opts:
         access_modes=lambda daemon: (DEVICES,),
         say=lines.append,
         log_dir=tmp_path,
+        monitor_factory=FakeMonitor,
     )
     return outcome, lines
 
@@ -136,17 +139,20 @@ def test_ctrl_c_is_logged_and_re_raised(tmp_path: Path) -> None:
 
 
 class FakeMonitor(Monitor):
-    def __init__(self) -> None:
-        self.interval, self.why, self.started = 1.0, "", False
+    """A GPU that reads 20% busy; the job's processes are sampled for real (from /proc)."""
+
+    def __init__(self, *, gpus: bool = True) -> None:
+        super().__init__(interval=0.1, gpus=False)  # no NVML here: the real monitor minus GPUs
+        self.gpus = gpus
 
     @property
     def available(self) -> bool:
-        return True
-
-    def start(self) -> None:
-        self.started = True
+        return self.gpus
 
     def stop(self) -> list[GpuSeries]:
+        super().stop()
+        if not self.gpus:
+            return []
         n = 30
         return [
             GpuSeries(
@@ -178,11 +184,57 @@ def test_monitor_writes_telemetry_and_diagnosis_beside_it(tmp_path: Path) -> Non
     assert any("input-bound" in line for line in lines)
 
 
-def test_monitor_without_gpu_says_no_gpu_telemetry(tmp_path: Path) -> None:
+TORCH_OOM = [
+    "batch 8192 ok, 2.1 GiB allocated",
+    "trying batch 16384",
+    "Traceback (most recent call last):",
+    '  File "/work/grow.py", line 9, in <module>',
+    "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 24.00 GiB. GPU 0 has a total "
+    "capacity of 139.81 GiB of which 180.00 MiB is free.",
+]
+
+
+def test_monitor_without_gpu_still_reads_the_jobs_output(tmp_path: Path) -> None:
+    """No GPU telemetry (no NVML, or no GPU for the container): the job's output still names how
+    it died; the tail read back from the engine is kept beside the diagnosis."""
     cpu_cert = cert("certified-cpu-only", gpus=(), cuda=None, min_driver=None)
-    outcome, lines = go(tmp_path, engine(), cpu_cert, monitor=True, gpu_access="none")
-    assert outcome.monitor_files == ()
-    assert any("no GPU telemetry" in line for line in lines)
+    out = "".join(f"line {i}\n" for i in range(3000)) + "\n".join(TORCH_OOM) + "\n"
+    outcome, lines = go(
+        tmp_path,
+        engine(exit_code=1, output=out),
+        cpu_cert,
+        monitor=True,
+        gpu_access="none",
+        monitor_dir=tmp_path / "m",
+    )
+    assert outcome.exit_code == 1 and any(
+        "no GPU telemetry (the container gets no GPU)" in ln for ln in lines
+    )
+    telemetry, diagnosis, tail = outcome.monitor_files
+    kept = tail.read_text().splitlines()
+    assert len(kept) == OUTPUT_LINES and kept[-1] == TORCH_OOM[-1]  # the end, where it died
+    doc = json.loads(telemetry.read_text())
+    assert doc["gpus"] == [] and [f["rule"] for f in doc["diagnosis"]] == ["out-of-memory"]
+    text = diagnosis.read_text()
+    assert text.startswith("[warn] job out-of-memory: the job ran out of GPU memory: the job's output says: ")
+    assert "reduce the batch size (batch 8192 ran, 16384 did not)" in text and "gradient accumulation" in text
+    assert any("out-of-memory" in ln for ln in lines)
+
+
+def test_monitor_samples_the_containers_processes(tmp_path: Path) -> None:
+    """The engine names the container's host PIDs; the monitor reads their CPU from /proc (a real
+    spinning process stands in for the job's main process) into telemetry.json."""
+    spin = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        eng = engine(pids=(spin.pid,), job_seconds=1.5)
+        outcome, _ = go(tmp_path, eng, cert(), monitor=True, monitor_dir=tmp_path / "m")
+    finally:
+        spin.kill()
+        spin.wait()
+    doc = json.loads(outcome.monitor_files[0].read_text())
+    (p,) = doc["processes"]["processes"]
+    assert p["pid"] == spin.pid and len(p["t"]) >= 3 and p["cpu_s"][-1] > p["cpu_s"][0]
+    assert ("container_pids", f"envbuilder-run-{outcome.run_id.lower()}") in eng.calls
 
 
 def test_bad_options_are_usage_errors(tmp_path: Path) -> None:

@@ -1,13 +1,17 @@
-"""Record tests/data/monitor/h200-*.json: envbuilder.run.monitor sampling five synthetic torch
+"""Record tests/data/monitor/h200-*.json: envbuilder.run.monitor sampling synthetic torch
 workloads on a real GPU (dense bf16 GEMMs; tiny kernels between waits; a leak; an 8 GiB buffer
 freed and re-allocated each step; a job that doubles its batch until CUDA runs out of memory, whose
-printed output is kept beside its series as oom.out.txt). Run from the repository root on a GPU:
-    OUT=/tmp/mon python3 tests/data/monitor/record_workloads.py
+printed output is kept beside its series as oom.out.txt; a training loop whose own Python keeps
+the GPU waiting (loop-bound); a DataLoader whose two workers cannot keep up (loader-starved)).
+The monitor also samples this process and its children (the CPU the starved-GPU rule reads) and
+the PCIe counters. Everything also lands in one recordings.tar.gz (the device returns 8 files).
+Run from the repository root on a GPU:
+    OUT=/tmp/mon python3 tests/data/monitor/record_workloads.py [WORKLOAD ...]
 """
 
 # ruff: noqa
 # mypy: ignore-errors
-import json, os, sys, time
+import json, os, sys, tarfile, time
 from pathlib import Path
 
 sys.path.insert(0, os.getcwd())
@@ -69,6 +73,62 @@ def cached(sec):
         time.sleep(0.05)
 
 
+def loop_bound(sec):
+    """The loop's own CPU work: tiny ops launched one by one from Python, a host sync each step."""
+    x = torch.randn(64, 64, device="cuda")
+    t = time.time()
+    while time.time() - t < sec:
+        for _ in range(50):
+            x = torch.tanh(x @ x * 0.01 + 1.0)
+        float(x.sum())  # .item()-style sync
+
+
+def loader_starved(sec):
+    """A DataLoader with two workers doing per-sample CPU work the GPU outruns."""
+    import numpy as np
+
+    class Slow(torch.utils.data.Dataset):
+        def __len__(self):
+            return 10**6
+
+        def __getitem__(self, i):
+            rng = np.random.default_rng(i)
+            img = rng.standard_normal((3, 96, 96)).astype("float32")
+            for _ in range(6):  # "decode and augment" on the CPU
+                img = np.tanh(img * 1.01)
+            return torch.from_numpy(img), i % 5
+
+    model = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(3 * 96 * 96, 5)).cuda()
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    loader = torch.utils.data.DataLoader(Slow(), batch_size=64, num_workers=2, pin_memory=True)
+    t = time.time()
+    for x, y in loader:
+        loss = torch.nn.functional.cross_entropy(model(x.cuda(non_blocking=True)), y.cuda())
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        if time.time() - t > sec:
+            break
+
+
+def family():
+    """This process and its descendants (host PIDs), as `docker top` lists a container's."""
+    me, kids = os.getpid(), {}
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                ppid = int(open(f"/proc/{d}/stat").read().rpartition(")")[2].split()[1])
+            except OSError:
+                continue
+            kids.setdefault(ppid, []).append(int(d))
+    out, todo = [], [me]
+    while todo:
+        pid = todo.pop()
+        out.append(pid)
+        todo.extend(kids.get(pid, ()))
+    return out
+
+
 OOM_LINES = []
 
 
@@ -91,17 +151,22 @@ def oom(sec):
     return keep
 
 
+WORKLOADS = {
+    "dense-bf16": dense,
+    "starved": starved,
+    "leak": leak,
+    "cached": cached,
+    "oom": oom,
+    "loop-bound": loop_bound,
+    "loader-starved": loader_starved,
+}
 res = {}
-for name, fn in (
-    ("dense-bf16", dense),
-    ("starved", starved),
-    ("leak", leak),
-    ("cached", cached),
-    ("oom", oom),
-):
+for name in sys.argv[1:] or list(WORKLOADS):
+    fn = WORKLOADS[name]
     torch.cuda.empty_cache()
     time.sleep(1.0)
     m = Monitor(interval=0.2)
+    m.watch_processes(family)
     m.start()
     time.sleep(0.6)
     kept = fn(12)
@@ -110,13 +175,18 @@ for name, fn in (
     del kept
     if name == "oom":
         (out / "oom.out.txt").write_text("\n".join(OOM_LINES) + "\n")
-        f = diagnose(gpus, output=read_job_output("\n".join(OOM_LINES)), exit_code=1)
+        f = diagnose(gpus, output=read_job_output("\n".join(OOM_LINES)), exit_code=1, processes=m.processes())
     else:
-        f = diagnose(gpus)
+        f = diagnose(gpus, processes=m.processes())
     print(
         f"== {name}: {len(gpus[0].series['t'])} samples, mem {min(gpus[0].series['mem_used_mib'])}-{max(gpus[0].series['mem_used_mib'])} MiB"
     )
     print(format_diagnosis(f), flush=True)
-    write_monitor_files(out / name, gpus, f, {"workload": name})
+    write_monitor_files(out / name, gpus, f, {"workload": name}, processes=m.processes_record())
     res[name] = [x.rule for x in f]
 print(json.dumps(res))
+with tarfile.open(out / "recordings.tar.gz", "w:gz") as tar:
+    for name in res:
+        tar.add(out / name, arcname=name)
+    if (out / "oom.out.txt").exists():
+        tar.add(out / "oom.out.txt", arcname="oom.out.txt")
