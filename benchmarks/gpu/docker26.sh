@@ -61,13 +61,16 @@ start)
   fi
   printf '{"features": {"cdi": true}}\n' >"$DEST/daemon.json"
   if ! docker info >/dev/null 2>&1; then
+    # No docker-proxy in the pack: without a bridge nothing is published, so no userland proxy.
     LD_LIBRARY_PATH=$libs setsid dockerd --config-file "$DEST/daemon.json" --iptables=false --bridge=none \
-      --data-root /var/lib/dkr26 --pidfile /var/run/dkr26.pid >/tmp/dockerd26.log 2>&1 </dev/null &
-    for _ in $(seq 1 90); do docker info >/dev/null 2>&1 && break; sleep 1; done
+      --userland-proxy=false --data-root /var/lib/dkr26 --pidfile /var/run/dkr26.pid \
+      >/tmp/dockerd26.log 2>&1 </dev/null &
+    pid=$!
+    for _ in $(seq 1 90); do docker info >/dev/null 2>&1 && break; kill -0 "$pid" 2>/dev/null || break; sleep 1; done
   fi
   # `docker info --format` exits 0 with an empty server part when the daemon is down: check it.
   if [ -z "$(docker version --format '{{.Server.Version}}' 2>/dev/null)" ]; then
-    echo "docker26: dockerd did not answer within 90 s; its log:" >&2
+    echo "docker26: dockerd is not answering (exited, or not within 90 s); its log:" >&2
     tail -40 /tmp/dockerd26.log >&2; exit 1
   fi
   docker info --format '{{.ServerVersion}} {{.Driver}} cgroup v{{.CgroupVersion}}, CDI specs in {{.CDISpecDirs}}' ;;
