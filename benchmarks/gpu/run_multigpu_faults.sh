@@ -7,23 +7,26 @@
 #   OUT=/tmp/o bash benchmarks/gpu/run_multigpu_faults.sh          # extra arguments go to the harness
 #   ... run_multigpu_faults.sh --multi-gpu-cpu-test 2              # the same with gloo on CPUs
 #   FAULTS=hang ... run_multigpu_faults.sh                         # some of them
+#   FAULTS="allreduce@3 params@4 hang@6" ...                        # on those ranks (default: the last)
 #
 # The single-GPU steps are skipped (--budget-seconds 1: the multi_gpu step runs outside that budget).
-# Writes $OUT/faults.txt (one summary per fault) and $OUT/faults.jsonl (each run's multi_gpu section).
+# Writes $OUT/faults.txt (one summary per fault) and $OUT/faults.jsonl (each run's multi_gpu section);
+# each run's own files go to $RUNS (default: a temporary folder, removed at the end).
 # NCCL variables are left as the machine sets them, as in run_multigpu.sh.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 # shellcheck source=lib.sh
 source "$ROOT/benchmarks/gpu/lib.sh"
 stage_harness run_multigpu_faults
-RUNS="$STAGE/runs"
+RUNS="${RUNS:-$STAGE/runs}"
 mkdir -p "$RUNS"
 : > "$OUT/faults.jsonl"
 for fault in ${FAULTS:-allreduce params hang}; do
-  ENVBUILDER_HARNESS_MG_FAULT=$fault OUT="$RUNS" run_harness "fault-$fault" \
+  name="fault-${fault//@/-at}"  # file names: letters, digits, '.', '_', '-'
+  ENVBUILDER_HARNESS_MG_FAULT=$fault OUT="$RUNS" run_harness "$name" \
     --budget-seconds 1 --multi-gpu-timeout 20 "$@"
   echo "fault $fault: harness exit $rc, wall $wall s" >> "$OUT/faults.txt"
-  "$PYTHON" - "$RUNS/fault-$fault.json" "$fault" "$OUT/faults.jsonl" <<'PY' >> "$OUT/faults.txt" || true
+  "$PYTHON" - "$RUNS/$name.json" "$fault" "$OUT/faults.jsonl" <<'PY' >> "$OUT/faults.txt" || true
 import json, sys
 doc = json.load(open(sys.argv[1]))
 mg = doc.get("multi_gpu") or {}

@@ -10,6 +10,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from .multigpu.sweep import human_bytes
 from .record import FAIL, PASS, SKIP
 
 BUILTIN_DEFAULTS: dict[str, Any] = {
@@ -25,8 +26,14 @@ BUILTIN_DEFAULTS: dict[str, Any] = {
 # identical parameters) always gates. 0.5 scaling efficiency: at 2 GPUs that is the throughput of
 # one GPU, so below it adding GPUs made training slower: a broken path (no P2P, NCCL over
 # sockets, a tiny /dev/shm), never a slow interconnect. No bandwidth floor without an anchor.
-BUILTIN_MULTI_GPU: dict[str, Any] = {"min_busbw_gbs": None, "min_scaling_efficiency": 0.5}
-MULTI_GPU_FIELDS = ("min_busbw_gbs", "min_scaling_efficiency", "reference_busbw_gbs")
+# busbw_at_bytes: the message size whose busbw a floor judges (1 GiB, where the 2-GPU floors were
+# measured); the sweep goes further where memory allows (multigpu/sweep.py), an entry may move it.
+BUILTIN_MULTI_GPU: dict[str, Any] = {
+    "min_busbw_gbs": None,
+    "min_scaling_efficiency": 0.5,
+    "busbw_at_bytes": 1 << 30,
+}
+MULTI_GPU_FIELDS = ("min_busbw_gbs", "min_scaling_efficiency", "reference_busbw_gbs", "busbw_at_bytes")
 
 
 class ThresholdsError(Exception):
@@ -108,7 +115,7 @@ def judge_multi_gpu(
     spec: dict[str, Any], m: dict[str, Any], *, perf_why_not: str = ""
 ) -> list[dict[str, Any]]:
     """Gates of the multi_gpu step from its metrics m: the all-reduce values, identical parameters
-    (both always), busbw at the largest size and DDP scaling efficiency (a threshold when spec
+    (both always), busbw at spec's busbw_at_bytes and DDP scaling efficiency (a threshold when spec
     holds one; report-only skips otherwise). perf_why_not: skip the performance gates with it."""
 
     def flag(name: str, ok: Any, good: str, bad: str, why_missing: str) -> dict[str, Any]:
@@ -132,28 +139,51 @@ def judge_multi_gpu(
             "the DDP run did not finish",
         ),
     ]
-    size = m.get("max_bytes")
+    size, busbw, short = busbw_at(spec, m)
     for key, value, unit in (
-        ("busbw", m.get("busbw_at_max_gbs"), "GB/s"),
+        ("busbw", busbw, "GB/s"),
         ("scaling_efficiency", m.get("scaling_efficiency"), ""),
     ):
         limit = spec.get("min_busbw_gbs" if key == "busbw" else "min_scaling_efficiency")
         gate: dict[str, Any] = {"name": f"multi_gpu:{key}", "min": limit, "value": value}
+        at = f" at {human_bytes(size)}" if key == "busbw" else ""
         if key == "busbw":
             gate.update(at_bytes=size, reference_gbs=spec.get("reference_busbw_gbs"))
         shown = f"{value:.3g} {unit}".strip() if isinstance(value, (int, float)) else ""
         if perf_why_not:
             gate.update(status=SKIP, reason=perf_why_not)
+        elif key == "busbw" and short:
+            # A floor the sweep never reached is not met: the GPU had too little free memory.
+            gate.update(status=SKIP if limit is None else FAIL, reason=short)
         elif value is None:
             gate.update(status=SKIP, reason="not measured")
         elif limit is None:
-            gate.update(status=SKIP, reason=f"report only: {shown} (no threshold: UNCONFIRMED anchor)")
+            gate.update(status=SKIP, reason=f"report only: {shown}{at} (no threshold: UNCONFIRMED anchor)")
         elif float(value) < float(limit):
-            gate.update(status=FAIL, reason=f"{key} {shown} < {float(limit):g} {unit}".rstrip())
+            gate.update(status=FAIL, reason=f"{key} {shown}{at} < {float(limit):g} {unit}".rstrip())
         else:
-            gate.update(status=PASS, reason=f"{key} {shown} >= {float(limit):g} {unit}".rstrip())
+            gate.update(status=PASS, reason=f"{key} {shown}{at} >= {float(limit):g} {unit}".rstrip())
         gates.append(gate)
     return gates
+
+
+def busbw_at(spec: dict[str, Any], m: dict[str, Any]) -> tuple[int | None, float | None, str]:
+    """(size, busbw there, why it is missing) for the gate: the sweep row at spec's busbw_at_bytes;
+    a result without a sweep table gives its busbw_at_max_gbs when max_bytes is that size."""
+    want = int(spec.get("busbw_at_bytes") or BUILTIN_MULTI_GPU["busbw_at_bytes"])
+    rows = [r for r in m.get("sweep") or [] if isinstance(r, dict)]
+    top = max((int(r["bytes"]) for r in rows if isinstance(r.get("bytes"), int)), default=m.get("max_bytes"))
+    for r in rows:
+        if r.get("bytes") == want and isinstance(r.get("busbw_gbs"), (int, float)):
+            return want, float(r["busbw_gbs"]), ""
+    if not rows and m.get("max_bytes") == want and m.get("busbw_at_max_gbs") is not None:
+        return want, float(m["busbw_at_max_gbs"]), ""
+    if isinstance(top, int) and top < want:
+        cap = m.get("sweep_cap") or {}
+        why = f" ({cap['limited_by']} cap)" if isinstance(cap, dict) and cap.get("limited_by") else ""
+        stopped = f"the sweep stopped at {human_bytes(top)}{why}"
+        return want, None, f"busbw not measured at {human_bytes(want)}: {stopped}"
+    return want, None, ""
 
 
 def judge_throughput(

@@ -12,7 +12,7 @@ from envbuilder import __version__
 from envbuilder.atomic import write_text_atomic
 from envbuilder.errors import UsageError
 from envbuilder.report.model import Report
-from envbuilder.report.multigpu import TABLE_HEADERS, busbw_chart, table_rows
+from envbuilder.report.multigpu import RANK_HEADERS, TABLE_HEADERS, busbw_chart, rank_rows, table_rows
 from envbuilder.report.terminal import COMPARISON_HEADERS, comparison_cells, fmt
 from envbuilder.report.timeline import charts
 from envbuilder.resources import templates_dir
@@ -41,6 +41,8 @@ def render_html(r: Report) -> str:
             busbw_chart=Markup(busbw_chart(r.multi_gpu) or "") if r.multi_gpu else "",
             mg_headers=TABLE_HEADERS,
             mg_rows=table_rows(r.multi_gpu) if r.multi_gpu else [],
+            mg_rank_headers=RANK_HEADERS,
+            mg_rank_rows=rank_rows(r.multi_gpu) if r.multi_gpu else [],
             comparison_headers=COMPARISON_HEADERS,
             comparison_cells=comparison_cells,
             fmt=fmt,

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from envbuilder.report.model import DASH, KERNEL_HEADERS, ComparisonRow, Report
-from envbuilder.report.multigpu import TABLE_HEADERS, table_rows
+from envbuilder.report.multigpu import RANK_HEADERS, TABLE_HEADERS, rank_rows, table_rows
 from envbuilder.tables import table
 
 
@@ -67,6 +67,7 @@ def format_terminal(r: Report) -> str:
         out += ["", f"multi-GPU: {mg.status}" + (f" ({mg.reason})" if mg.reason else "")]
         out += [f"  {k:<14}{v}" for k, v in mg.summary]
         out += table(TABLE_HEADERS, table_rows(mg)) if mg.sweep else []
+        out += table(RANK_HEADERS, rank_rows(mg)) if mg.ranks else []
         out += [f"  gate {name}: {status} ({reason})" for name, status, reason in mg.gates]
     if r.kernels:
         out += ["", "kernel inventory (what each CUDA library carries, read from its fatbins)"]

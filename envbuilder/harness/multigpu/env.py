@@ -25,10 +25,28 @@ ENV_PREFIXES = (
     "CUDA_DEVICE_ORDER",
 )
 ENV_NAMES = ("MASTER_ADDR", "MASTER_PORT", "OMP_NUM_THREADS")
-# Test hook, read by each rank (worker.py): the last rank misbehaves. allreduce: adds 1 to its
-# contribution of the value check; params: perturbs one parameter after training; hang: sleeps
-# forever before the DDP run. Recorded and warned about when set.
+# Test hook, read by each rank (worker.py): FAULT[@RANK][,FAULT[@RANK]...], the rank defaulting to
+# the last one. allreduce: the rank adds 1 to every non-zero contribution it makes to a value check;
+# params: it perturbs one parameter after training; hang: it sleeps forever before the DDP run.
+# Recorded and warned about when set.
 FAULT_ENV = "ENVBUILDER_HARNESS_MG_FAULT"
+FAULTS = ("allreduce", "params", "hang")
+
+
+def fault_plan(value: str, world: int) -> tuple[dict[int, set[str]], list[str]]:
+    """FAULT_ENV's value -> ({rank: {faults}}, what in it was not understood)."""
+    plan: dict[int, set[str]] = {}
+    bad: list[str] = []
+    for item in (x.strip() for x in value.split(",")):
+        if not item:
+            continue
+        name, _, at = item.partition("@")
+        rank = int(at) if at.isdigit() else world - 1 if not at else -1
+        if name not in FAULTS or not 0 <= rank < world:
+            bad.append(item)
+            continue
+        plan.setdefault(rank, set()).add(name)
+    return plan, bad
 
 
 def parse_topo(text: str) -> dict[str, Any]:
@@ -112,7 +130,11 @@ def env_sanity(
     }
     facts["fault_injection"] = os.environ.get(FAULT_ENV)
     if facts["fault_injection"]:
+        plan, bad = fault_plan(facts["fault_injection"], world)
+        facts["fault_ranks"] = {str(r): sorted(f) for r, f in sorted(plan.items())}
         warnings.append(f"{FAULT_ENV}={facts['fault_injection']}: fault injection (tests only)")
+        if bad:
+            warnings.append(f"{FAULT_ENV}: not understood, ignored: {', '.join(bad)}")
     total = facts["shm"].get("total_mib")
     if isinstance(total, int):
         warnings += shm_warnings(total)

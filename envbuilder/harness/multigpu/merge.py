@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from .sweep import bandwidths
+from .sweep import bandwidths, bus_factor, human_bytes
 
 
 def merge(world: int, workdir: Path, run: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
@@ -21,23 +21,38 @@ def merge(world: int, workdir: Path, run: dict[str, Any]) -> tuple[dict[str, Any
         except (OSError, ValueError):
             ranks.append({"rank": r})
     problems: list[str] = []
+    slow = list(run.get("slow_exit") or [])
     if run["hung"]:
         problems.append(f"hang: rank(s) {', '.join(map(str, run['hung']))} {run['hung_why']}: killed")
     codes = run["codes"]
+    # One problem per way of dying: with 8 ranks timing out alike, one line names the 7 of them.
+    # Ranks group when their reasons match but for numbers (NCCL's lines carry rank and time).
+    dead: dict[tuple[str, str, str], tuple[list[int], str]] = {}
     for r, doc in enumerate(ranks):
         code = codes[r]
-        if r in run["hung"] or code == 0:
+        if r in run["hung"] or code == 0 or (r in slow and not doc.get("error")):
             continue
-        err = str(doc.get("error") or log_error(workdir / f"rank{r}.log"))
+        err = str(doc.get("error") or log_error(workdir / f"rank{r}.log"))[:300]
         tag = "hang/timeout: " if re.search(r"time[sd]? ?out|timed out", err, re.I) else ""
-        how = f"was killed by signal {-code}" if code is not None and code < 0 else f"exited with code {code}"
-        problems.append(f"{tag}rank {r} {how}: {err[:300]}")
+        if r in slow:
+            how = "was killed while exiting (its result was written)"
+        elif code is not None and code < 0:
+            how = f"was killed by signal {-code}"
+        else:
+            how = f"exited with code {code}"
+        dead.setdefault((tag, how, re.sub(r"\d+", "#", err)), ([], err))[0].append(r)
+    for (tag, how, _), (who, err) in dead.items():
+        named = f"rank {who[0]}" if len(who) == 1 else f"ranks {', '.join(map(str, who))}"
+        problems.append(f"{tag}{named} {how}: {err}")
     r0 = ranks[0]
     m: dict[str, Any] = {
         "world_size": world,
         "ranks": [_rank_summary(d, codes[r]) for r, d in enumerate(ranks)],
     }
     m["launch_wall_s"] = run["wall_s"]
+    m["hung_ranks"], m["slow_exit_ranks"] = list(run["hung"]), slow
+    m["sweep_cap"] = r0.get("sweep_cap")
+    m["bus_factor"] = bus_factor(world)  # busbw = algbw x 2(n-1)/n
     sweep = r0.get("sweep") or []
     rows = []
     for row in sweep:
@@ -59,7 +74,11 @@ def merge(world: int, workdir: Path, run: dict[str, Any]) -> tuple[dict[str, Any
     m["allreduce_values_ok"] = (not value_problems) if swept or value_problems else None
     m["allreduce_problems"] = value_problems[:20]
     if value_problems:
-        problems.append(f"all-reduce values wrong: {value_problems[0]} ({len(value_problems)} problem(s))")
+        culprit = _solo_rounds(m, ranks, world)
+        problems.append(
+            f"all-reduce values wrong: {value_problems[0]} ({len(value_problems)} problem(s))"
+            + (f"; {culprit}" if culprit else "")
+        )
     _merge_ddp(m, ranks, problems)
     if not problems and (not rows or m.get("params_identical") is None):
         problems.append("no result: the ranks exited without a sweep table or a DDP result")
@@ -83,18 +102,70 @@ def _merge_ddp(m: dict[str, Any], ranks: list[dict[str, Any]], problems: list[st
     m["param_checksums_f64"] = [x.get("param_checksum_f64") for x in diffs.values()]
     m["params_identical"] = m["max_param_abs_diff"] == 0
     if not m["params_identical"]:
+        odd = odd_ranks({r: x.get("param_checksum_f64") for r, x in diffs.items()})
         worst = max(diffs, key=lambda r: float(diffs[r]["max_param_abs_diff"]))
+        if odd:  # against the majority's checksum, so a rank 0 that drifted is named too
+            worst = max(odd, key=lambda r: float(diffs[r]["max_param_abs_diff"]))
         w = diffs[worst]
+        m["ranks_with_differing_params"] = odd or sorted(
+            r for r in diffs if float(diffs[r]["max_param_abs_diff"]) != 0
+        )
+        others = len(diffs) - len(odd)
         problems.append(
             f"parameters differ across ranks after DDP training: rank {worst} max abs diff "
             f"{w['max_param_abs_diff']:.3g} in {w['param_tensors_differing']} of {w['param_tensors']} tensors"
+            + (f" (rank(s) {', '.join(map(str, odd))} differ from the other {others})" if odd else "")
         )
     if not all(d["ddp"].get("losses_finite") for d in ranks):
         problems.append("non-finite loss in the DDP run")
 
 
+def odd_ranks(checksums: dict[int, Any]) -> list[int]:
+    """The ranks whose parameter checksum differs from the one most ranks share, when more than
+    half share one (a rank 0 that drifted is named too, though the diffs are taken against it);
+    [] when there is no such majority (2 ranks that disagree, or no two alike)."""
+    counts: dict[Any, int] = {}
+    for v in checksums.values():
+        counts[v] = counts.get(v, 0) + 1
+    common, n = max(counts.items(), key=lambda kv: kv[1], default=(None, 0))
+    if common is None or n * 2 <= len(checksums):
+        return []
+    return sorted(r for r, v in checksums.items() if v != common)
+
+
+def _solo_rounds(m: dict[str, Any], ranks: list[dict[str, Any]], world: int) -> str:
+    """Whose contribution arrived wrong, from the solo rounds (worker.solo_rounds) of every rank
+    that ran them; '' when none did (a rank died first)."""
+    seen = [d["solo_rounds"] for d in ranks if isinstance(d.get("solo_rounds"), dict)]
+    if not seen:
+        return ""
+    wrong: dict[int, str] = {}
+    for doc in ranks:
+        for k, why in ((doc.get("solo_rounds") or {}).get("wrong") or {}).items():
+            wrong.setdefault(int(k), f"rank {doc.get('rank')} saw {why}")
+    size = int(seen[0].get("bytes") or 0)
+    m["allreduce_culprits"] = sorted(wrong)
+    named = {str(k): why for k, why in wrong.items()}
+    m["solo_rounds"] = {"bytes": size, "ranks_reporting": len(seen), "wrong": named}
+    at = human_bytes(size)
+    if not wrong:
+        return f"each rank's solo round at {at} was right: the sums go wrong only with several ranks at once"
+    if len(wrong) == world:
+        return f"every rank's solo round at {at} came out wrong: the reduction itself, not one rank's data"
+    first = min(wrong)
+    return (
+        f"contribution of rank(s) {', '.join(map(str, sorted(wrong)))} arrived wrong "
+        f"(solo round at {at}: {wrong[first]})"
+    )
+
+
 def _rank_summary(doc: dict[str, Any], code: int | None) -> dict[str, Any]:
-    return dict({k: doc.get(k) for k in ("rank", "init_s", "error", "nccl_env")}, exit_code=code)
+    keys = ("rank", "init_s", "error", "nccl_env", "phase_s", "sweep_memory")
+    summary = dict({k: doc.get(k) for k in keys}, exit_code=code)
+    ddp = doc.get("ddp") or {}
+    summary["max_param_abs_diff"] = ddp.get("max_param_abs_diff")
+    summary["param_checksum_f64"] = ddp.get("param_checksum_f64")
+    return summary
 
 
 # The line that says why a rank died. A Python failure ends in its exception line ("RuntimeError:

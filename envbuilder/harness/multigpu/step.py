@@ -27,9 +27,12 @@ from ..session import Session
 from ..thresholds import judge_multi_gpu, pick_multi_gpu
 from .env import env_sanity
 from .merge import merge, tail
+from .sweep import human_bytes
 
 GPU_WORK_S = 240.0  # the parent's deadline = process-group timeout + this (GPU path)
-CPU_WORK_S = 60.0
+# CPU test mode: + this per rank. N processes share the CPUs: 8 ranks on a loaded 2-core machine
+# took 46 s to get through imports, baseline and sweep (2026-12-01), which a flat 60 s cut short.
+CPU_WORK_S_PER_RANK = 30.0
 _LIVE: list[subprocess.Popen[bytes]] = []  # running ranks: the harness watchdog kills them too
 
 
@@ -69,14 +72,18 @@ def launch(
     seed: int,
     extra_env: dict[str, str] | None = None,
 ) -> dict[str, Any]:
-    """Run the ranks; kill them all at the deadline, or a grace period after one of them failed.
-    extra_env: added to the ranks' environment (the tests' fault injection)."""
+    """Run the ranks; kill them all at the deadline, or once one has failed and no other rank has
+    ended for a grace period. A rank killed without its result file is hung (it never finished its
+    work); one killed after writing it was only slow to exit. extra_env: added to the ranks'
+    environment (the tests' fault injection)."""
     env = {**os.environ, **(extra_env or {})}  # passed through unchanged, plus the rendezvous
     root = str(package_root())
     env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     env.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(free_port()), WORLD_SIZE=str(world))
-    # After one rank fails, the others get this long to fail on their own (and say why); a rank
-    # blocked in an NCCL collective with a dead peer would otherwise wait out the whole timeout.
+    # After one rank fails, the others get this long after the latest exit to fail on their own (and
+    # say why): with 8 ranks timing out together, each exit restarts the clock, so a slow exit is
+    # never taken for a hang; a rank blocked in an NCCL collective with a dead peer would otherwise
+    # wait out the whole timeout.
     grace = min(10.0, max(2.0, timeout_s / 4))
     procs: list[subprocess.Popen[bytes]] = []
     t0 = time.monotonic()
@@ -96,39 +103,36 @@ def launch(
             )
         procs.append(p)
         _LIVE.append(p)
-    failed_at, why = None, ""
+    failed, last_exit, ended, why = False, t0, 0, ""
     while any(p.poll() is None for p in procs):
         now = time.monotonic()
-        if failed_at is None and any(p.poll() not in (None, 0) for p in procs):
-            failed_at = now
+        done = sum(p.poll() is not None for p in procs)
+        if done != ended:
+            ended, last_exit = done, now
+        failed = failed or any(p.poll() not in (None, 0) for p in procs)
         if now - t0 > deadline_s:
             why = f"still running after {now - t0:.0f} s (deadline {deadline_s:.0f} s)"
             break
-        if failed_at is not None and now - failed_at > grace:
+        if failed and now - last_exit > grace:
             why = f"still running {grace:.0f} s after another rank failed"
             break
         time.sleep(0.1)
-    hung = [r for r, p in enumerate(procs) if p.poll() is None]
-    for r in hung:
+    running = [r for r, p in enumerate(procs) if p.poll() is None]
+    for r in running:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(procs[r].pid, signal.SIGKILL)
         procs[r].wait()
+    slow = [r for r in running if (workdir / f"rank{r}.json").exists()]
     for p in procs:
         if p in _LIVE:
             _LIVE.remove(p)
     return {
         "wall_s": time.monotonic() - t0,
-        "hung": hung,
+        "hung": [r for r in running if r not in slow],
         "hung_why": why,
+        "slow_exit": slow,
         "codes": [p.returncode for p in procs],
     }
-
-
-def human_bytes(n: int) -> str:
-    for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if n >= size and n % size == 0:
-            return f"{n // size} {unit}"
-    return f"{n} B"
 
 
 # ---------------------------------------------------------------- the step
@@ -152,7 +156,7 @@ def _run_step(s: Session, st: Step, cpu_test: int) -> None:
         if world < 2:
             raise StepSkipped(f"fewer than 2 GPUs visible ({world})")
     timeout = float(s.opts.multi_gpu_timeout)
-    deadline = timeout + (CPU_WORK_S if cpu_test else GPU_WORK_S)
+    deadline = timeout + (CPU_WORK_S_PER_RANK * world if cpu_test else GPU_WORK_S)
     env, warnings = env_sanity(world, backend == "nccl", timeout, deadline)
     st.warnings.extend(warnings)
     st.metrics.update(world_size=world, backend=backend, cpu_test=bool(cpu_test))
@@ -182,6 +186,13 @@ def _run_step(s: Session, st: Step, cpu_test: int) -> None:
     bw, eff = st.metrics.get("busbw_at_max_gbs"), st.metrics.get("scaling_efficiency")
     if bw is not None:
         log(f"multi_gpu: busbw {bw:.1f} GB/s at {human_bytes(st.metrics['max_bytes'])}, scaling {eff}")
+    cap = st.metrics.get("sweep_cap") or {}
+    if cap.get("limited_by") == "memory":
+        st.warnings.append(
+            f"all-reduce sweep stopped at {human_bytes(cap['max_bytes'])} instead of "
+            f"{human_bytes(cap['requested_bytes'])}: {cap['free_bytes_min'] / 2**30:.1f} GiB free on the "
+            "fullest GPU (another process holds GPU memory?)"
+        )
     perf_gates = ("multi_gpu:busbw", "multi_gpu:scaling_efficiency")
     perf = [g["reason"] for g in gates if g["status"] == "fail" and g["name"] in perf_gates]
     if perf:

@@ -8,7 +8,10 @@
 3. all-reduce sweep 8 B .. max (x2 steps): time per size, then a value check (rank r gives r+1);
 4. DDP training of the same ResNet-18 on the synthetic data, then rank 0's parameters are
    broadcast and compared with every rank's own (max abs difference must be 0).
-Each rank writes rank{R}.json into DIR (even on error); the parent merges them.
+When a reduced value is wrong, a solo round per rank (only rank k contributes) names whose
+contribution arrives wrong, and the DDP run is skipped.
+Each rank writes rank{R}.json into DIR (even on error; atomically: its presence means the rank
+finished its work); the parent merges them.
 """
 
 from __future__ import annotations
@@ -27,8 +30,11 @@ from typing import TYPE_CHECKING, Any
 
 from ..children import exit_with_parent
 from ..workloads.config import RunConfig
-from .env import FAULT_ENV
-from .sweep import CPU_MAX_BYTES, GPU_MAX_BYTES, expected_sum, pow2_floor, sweep_sizes
+from .env import FAULT_ENV, fault_plan
+from .sweep import CHECK_CHUNK_BYTES, CPU_MAX_BYTES, GPU_MAX_BYTES, expected_sum, size_cap, sweep_sizes
+
+T0 = time.perf_counter()  # before torch is imported: phase_s.start counts the import
+NO_FAILURE = float(1 << 62)  # "no size failed" in the all-reduce MIN of the first failing size
 
 if TYPE_CHECKING:  # torch is imported inside main()'s try, so a broken install is still reported
     import torch
@@ -37,19 +43,51 @@ if TYPE_CHECKING:  # torch is imported inside main()'s try, so a broken install 
     from ..workloads.pytorch.data import Dataset
 
 
-def mismatch(got: torch.Tensor, want: torch.Tensor | float, *, exact: bool, rel_tol: float = 1e-6) -> str:
-    """'' if the reduced tensor got equals want (a tensor or a number), else what is wrong.
-    exact: integers, bit-equal; else |got - want| <= rel_tol * |want| (NaN counts as wrong)."""
+def mismatch(
+    got: torch.Tensor,
+    want: torch.Tensor | float | Callable[[int, int], torch.Tensor],
+    *,
+    exact: bool,
+    rel_tol: float = 1e-6,
+    chunk: int = 0,
+) -> str:
+    """'' if the 1-D tensor got equals want, else what is wrong. want: a tensor like got, a number,
+    or want(start, n) -> the expected got[start:start + n]. exact: integers, bit-equal; else
+    |got - want| <= rel_tol * |want| (NaN counts as wrong). Works through got in chunks of `chunk`
+    elements (default: CHECK_CHUNK_BYTES of it), so an 8 GiB buffer needs no 8 GiB temporaries."""
     import torch
 
-    tol = rel_tol * (want.abs() if torch.is_tensor(want) else abs(want))
-    bad = got.ne(want) if exact else ~((got - want).abs() <= tol)  # a NaN is never <= tol
-    n_bad = int(bad.sum())
-    if n_bad == 0:
-        return ""
-    i = int(torch.argmax(bad.to(torch.uint8)))
-    w = want[i].item() if torch.is_tensor(want) else want
-    return f"{n_bad} of {got.numel()} elements wrong (first at index {i}: got {got[i].item()}, want {w})"
+    step = chunk or max(1, CHECK_CHUNK_BYTES // max(1, got.element_size()))
+    n_bad, first = 0, ""
+    for start in range(0, got.numel(), step):
+        part = got[start : start + step]
+        w: torch.Tensor | float
+        if callable(want):
+            w = want(start, part.numel())
+        elif torch.is_tensor(want):
+            w = want[start : start + step]
+        else:
+            w = want
+        tol = rel_tol * (w.abs() if torch.is_tensor(w) else abs(w))
+        bad = part.ne(w) if exact else ~((part - w).abs() <= tol)  # a NaN is never <= tol
+        k = int(bad.sum())
+        if k and not first:
+            i = int(torch.argmax(bad.to(torch.uint8)))
+            wi = w[i].item() if torch.is_tensor(w) else w
+            first = f"first at index {start + i}: got {part[i].item()}, want {wi}"
+        n_bad += k
+    return f"{n_bad} of {got.numel()} elements wrong ({first})" if n_bad else ""
+
+
+def int_pattern(device: Any) -> Callable[[int, int], torch.Tensor]:
+    """pattern(start, n): elements start..start+n-1 of (i mod 7) + 1 as int32, made chunk by chunk."""
+    import torch
+
+    def pattern(start: int, n: int) -> torch.Tensor:
+        i = torch.arange(start, start + n, dtype=torch.int64, device=device)
+        return i.remainder_(7).add_(1).to(torch.int32)
+
+    return pattern
 
 
 def _log(rank: int, msg: str) -> None:
@@ -64,7 +102,8 @@ class Worker:
         self.rank, self.world = a.rank, a.world
         self.cuda = a.backend == "nccl"
         self.cpu_test = a.mode == "cpu-test"
-        self.fault = os.environ.get(FAULT_ENV, "") if self.rank == self.world - 1 else ""
+        # The test hook (env.py): which faults this rank injects (none in a real run).
+        self.faults = fault_plan(os.environ.get(FAULT_ENV, ""), self.world)[0].get(self.rank, set())
         if self.cuda:
             torch.cuda.set_device(self.rank)
             torch.backends.cudnn.benchmark = True
@@ -73,6 +112,8 @@ class Worker:
             torch.set_num_threads(1)  # N ranks share the CPUs
             self.device = torch.device("cpu")
         self.out: dict[str, Any] = {"rank": self.rank, "world": self.world, "backend": a.backend}
+        self.out["phase_s"] = {"start": time.perf_counter() - T0}  # seconds each phase took
+        self.first_bad_bytes = NO_FAILURE  # the smallest message size whose reduced values were wrong
         # What this rank inherited (the parent passes the environment through, never sets these).
         self.out["nccl_env"] = {k: v for k, v in os.environ.items() if k.startswith(("NCCL_", "TORCH_NCCL_"))}
 
@@ -178,11 +219,13 @@ class Worker:
         size, n_train = (32, 256) if self.cpu_test else (224, 2048)
         data = make_dataset(size, n_train, 16, seed=self.a.seed, device=self.device)  # same seed everywhere
         self.out["ddp_config"] = {**cfg.to_json(), "image_size": size, "per_rank_batch": cfg.batch}
+        self.mark("data")
         if self.rank == 0:
             model, _ = self.build(cfg)
             self.out["baseline"] = self.train(model, model, data, cfg)
             _log(0, f"single-device baseline {self.out['baseline']['images_per_s']:.0f} img/s")
             del model
+            self.mark("baseline")
         kw: dict[str, Any] = {"timeout": timedelta(seconds=self.a.timeout)}
         if self.cuda and "device_id" in inspect.signature(dist.init_process_group).parameters:
             kw["device_id"] = self.device  # eager NCCL communicator: init errors surface here
@@ -199,15 +242,21 @@ class Worker:
         dist.init_process_group(self.a.backend, store=store, rank=self.rank, world_size=self.world, **kw)
         self.out["init_s"] = time.perf_counter() - t0
         self.sweep()
-        if self.fault == "hang":
+        # Every rank must take the same branch, or the next collective hangs: agree on the
+        # smallest size any rank found wrong.
+        bad = self.tensor([self.first_bad_bytes])
+        dist.all_reduce(bad, op=dist.ReduceOp.MIN)
+        if float(bad.item()) < NO_FAILURE:
+            self.solo_rounds(int(bad.item()))
+        if "hang" in self.faults:
             _log(self.rank, "fault injection: hanging before the DDP run")
             time.sleep(10**6)
-        bad = self.tensor([float(len(self.out["value_problems"]))])
-        dist.all_reduce(bad)  # every rank must take the same branch, or the next collective hangs
-        if float(bad.item()) > 0:
+        if float(bad.item()) < NO_FAILURE:
             self.out["ddp_skipped"] = "all-reduce values wrong: the DDP run would mean nothing"
         else:
             self.ddp(cfg, data)
+        done = self.tensor([1.0])
+        dist.all_reduce(done)  # the last collective: a rank that never gets here times the others out
         # Only after success: after an error a broken communicator can hang in the teardown.
         dist.destroy_process_group()
 
@@ -217,18 +266,22 @@ class Worker:
 
         from ..workloads.pytorch.train import event_seconds
 
-        limit = CPU_MAX_BYTES if self.cpu_test else GPU_MAX_BYTES
+        self.mark("init")
+        requested = CPU_MAX_BYTES if self.cpu_test else GPU_MAX_BYTES
+        free = -1.0
         if self.cuda:
-            free = torch.cuda.mem_get_info(self.device)[0]
-            limit = min(limit, pow2_floor(free // 4))  # buffer + check temporaries + NCCL's own
-        cap = self.tensor([float(limit)])
-        dist.all_reduce(cap, op=dist.ReduceOp.MIN)  # every rank must sweep the same sizes
-        sizes = sweep_sizes(int(cap.item()))
+            torch.cuda.empty_cache()  # rank 0's baseline left its blocks cached
+            free = float(torch.cuda.mem_get_info(self.device)[0])
+            torch.cuda.reset_peak_memory_stats(self.device)
+        least = self.tensor([free])
+        dist.all_reduce(least, op=dist.ReduceOp.MIN)  # every rank must sweep the same sizes
+        cap = size_cap(requested, int(least.item()) if self.cuda else None)
+        self.out["sweep_cap"] = cap
+        sizes = sweep_sizes(cap["max_bytes"])
         warm, iters = (2, 5) if self.cpu_test else (5, 20)  # nccl-tests defaults: -w 5 -n 20
         buf = torch.zeros(sizes[-1] // 4, dtype=torch.float32, device=self.device)
         times: list[float] = []
         problems: list[str] = []
-        add = 1.0 if self.fault == "allreduce" else 0.0
         for nbytes in sizes:
             x = buf[: nbytes // 4]
             x.zero_()
@@ -248,28 +301,71 @@ class Worker:
                 for _ in range(iters):
                     dist.all_reduce(x)
                 times.append((time.perf_counter() - t0) / iters)
-            x.fill_(self.rank + 1 + add)
+            x.fill_(self.contribution(self.rank))
             dist.all_reduce(x)
             p = mismatch(x, float(expected_sum(self.world)), exact=False)
             if p:
                 problems.append(f"float32 {nbytes} B: {p}")
-        # Exact integer check at the largest size, position-dependent (a misplaced chunk shows).
+                self.first_bad_bytes = min(self.first_bad_bytes, float(nbytes))
+        # Exact integer check at the largest size, position-dependent (a misplaced chunk shows),
+        # filled and checked chunk by chunk (no buffer-sized pattern).
         xi = buf.view(torch.int32)
-        pattern = torch.arange(xi.numel(), dtype=torch.int32, device=self.device).remainder_(7).add_(1)
-        xi.copy_(pattern).mul_(self.rank + 1)
-        if add:
-            xi.add_(1)
+        pattern = int_pattern(self.device)
+        step = CHECK_CHUNK_BYTES // 4
+        extra = 1 if "allreduce" in self.faults else 0
+        for at in range(0, xi.numel(), step):
+            part = xi[at : at + step]
+            part.copy_(pattern(at, part.numel())).mul_(self.rank + 1).add_(extra)
         dist.all_reduce(xi)
-        p = mismatch(xi, pattern.mul_(expected_sum(self.world)), exact=True)
+        total = expected_sum(self.world)
+        p = mismatch(xi, lambda at, n: pattern(at, n).mul_(total), exact=True)
         if p:
             problems.append(f"int32 {sizes[-1]} B: {p}")
-        del buf, xi, pattern
+            self.first_bad_bytes = min(self.first_bad_bytes, float(sizes[-1]))
+        if self.cuda:
+            self.out["sweep_memory"] = {
+                "free_before_bytes": int(free),
+                "free_at_largest_bytes": int(torch.cuda.mem_get_info(self.device)[0]),
+                "peak_allocated_bytes": int(torch.cuda.max_memory_allocated(self.device)),
+            }
+        del buf, xi, x
+        if self.cuda:
+            torch.cuda.empty_cache()  # hand the buffer back before the DDP run
         t = self.tensor(times)
         dist.all_reduce(t)  # nccl-tests' default: the time averaged over ranks
         avg = [float(x) / self.world for x in t.tolist()]
         self.out["sweep"] = [{"bytes": b, "seconds": avg[i]} for i, b in enumerate(sizes)]
         self.out["value_problems"] = problems
         self.out["sweep_iters"] = {"warmup": warm, "iters": iters, "dtype": "float32", "op": "sum"}
+        self.mark("sweep")
+
+    def contribution(self, rank: int) -> float:
+        """What `rank` puts into a value check: rank + 1 (+ 1 when it injects the allreduce fault)."""
+        return rank + 1.0 + (1.0 if rank == self.rank and "allreduce" in self.faults else 0.0)
+
+    def solo_rounds(self, nbytes: int) -> None:
+        """After wrong sums: one all-reduce of nbytes per rank k in which only k contributes (k + 1,
+        the others zeros). A round that comes out wrong names k's contribution; every round
+        wrong points at the reduction itself, none wrong at an effect of several ranks together."""
+        import torch
+        import torch.distributed as dist
+
+        x = torch.zeros(max(1, nbytes // 4), dtype=torch.float32, device=self.device)
+        wrong: dict[str, str] = {}
+        for k in range(self.world):
+            x.fill_(self.contribution(k) if k == self.rank else 0.0)
+            dist.all_reduce(x)
+            p = mismatch(x, float(k + 1), exact=False)
+            if p:
+                wrong[str(k)] = p
+        del x
+        self.out["solo_rounds"] = {"bytes": nbytes, "wrong": wrong}
+        self.mark("solo_rounds")
+
+    def mark(self, phase: str) -> None:
+        """Record the seconds since the last mark as `phase`."""
+        now = time.perf_counter() - T0
+        self.out["phase_s"][phase] = now - sum(self.out["phase_s"].values())
 
     def ddp(self, cfg: RunConfig, data: Dataset) -> None:
         import torch
@@ -286,7 +382,7 @@ class Worker:
         res["images_per_s_all"] = self.world * cfg.batch * timed / res["wall_max_s"]
         res["model"] = info
         params = [p.detach() for p in model.parameters()]
-        if self.fault == "params":
+        if "params" in self.faults:
             with torch.no_grad():
                 params[0].add_(1e-3)
         flat = torch.cat([p.reshape(-1).float() for p in params])
@@ -298,6 +394,7 @@ class Worker:
         res["param_tensors_differing"] = sum(1 for d in diffs if d != 0)
         res["param_checksum_f64"] = float(flat.double().sum())
         self.out["ddp"] = res
+        self.mark("ddp")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -327,7 +424,9 @@ def main(argv: list[str] | None = None) -> int:
     out = w.out if w is not None else {"rank": a.rank, **info}
     from ..record import clean_json
 
-    out_file.write_text(json.dumps(clean_json(out), allow_nan=False))
+    part = out_file.with_suffix(".part")
+    part.write_text(json.dumps(clean_json(out), allow_nan=False))
+    part.replace(out_file)  # the parent reads a rank{R}.json as "this rank finished its work"
     return code
 
 
