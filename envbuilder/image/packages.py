@@ -431,9 +431,10 @@ def _compile(
 ) -> list[LockedPackage]:
     argv = [uv, "pip", "compile", *map(str, sources), "--format", "pylock.toml", "-o", str(out)]
     argv += ["--python-version", base.python, "--python-platform", base.python_platform]
-    # --no-cache: a cache of its own, removed afterwards. uv unpacks every local (find-links)
-    # wheel into its cache to read it; kept, that grew to 16 GB over a day of test locks here.
-    argv += ["--only-binary", ":all:", "--no-config", "--no-header", "--quiet", "--no-cache"]
+    # uv's own cache (UV_CACHE_DIR; UV_NO_CACHE=1 keeps nothing): it unpacks each find-links wheel
+    # there to hash it, once per folder. A torch CPU lock from a wheelhouse took 30.5 s without it,
+    # 2.9 s with it warm (benchmarks/results/installer-2026-12-01.md).
+    argv += ["--only-binary", ":all:", "--no-config", "--no-header", "--quiet"]
     for name, url in indexes:
         argv += ["--index", f"{name}={url}"]
     if default is not None:
