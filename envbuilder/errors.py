@@ -153,6 +153,13 @@ class PackageIndexError(EnvbuilderError):
     exit_code = 21
 
 
+class NotGpuCertifiedError(EnvbuilderError):
+    """`--require-gpu`: only the CPU path could be certified (verdict certified-cpu-only), or no
+    GPU is there to certify on."""
+
+    exit_code = 22
+
+
 class Interrupted(EnvbuilderError):
     """The user pressed Ctrl-C; work in progress was rolled back."""
 

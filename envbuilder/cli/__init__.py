@@ -88,4 +88,5 @@ _COMMANDS = {
     "push": "push_cmd",
     "verify": "verify_cmd",
     "gpu": "gpu_cmd",
+    "up": "up_cmd",
 }

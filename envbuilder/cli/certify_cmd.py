@@ -12,7 +12,7 @@ from envbuilder.certify.certificate import Certificate
 from envbuilder.certify.record import StepRecord, items, number
 from envbuilder.cli import cli
 from envbuilder.cli.options import gpu_access_option
-from envbuilder.errors import CertificationFailedError
+from envbuilder.errors import CertificationFailedError, NotGpuCertifiedError
 
 
 def key_metric(step: StepRecord) -> str:
@@ -80,6 +80,11 @@ def print_summary(cert: Certificate, stored_id: str | None) -> None:
 @click.argument("image")
 @gpu_access_option
 @click.option("--quick", is_flag=True, help="Host record and smoke tests only (seconds).")
+@click.option(
+    "--require-gpu",
+    is_flag=True,
+    help="Exit 22 when only the CPU path could be certified (certified-cpu-only): for CI.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the certificate JSON on stdout.")
 @click.option(
     "--out", "out_path", type=click.Path(dir_okay=False, path_type=Path), help="Also write it here."
@@ -110,6 +115,7 @@ def certify(
     image: str,
     gpu_access: str,
     quick: bool,
+    require_gpu: bool,
     as_json: bool,
     out_path: Path | None,
     no_store: bool,
@@ -124,10 +130,11 @@ def certify(
     """Certify IMAGE on this host: smoke tests, training benchmark and telemetry in the container.
 
     Progress goes to stderr; the summary (or with --json the certificate) to stdout. The
-    certificate is stored (see `envbuilder certs`) even when it failed. Exit codes: 0 certified
-    or certified-cpu-only; 11 failed; 5 the asked GPU access mode is not available; 7 Docker is
-    unreachable; 2 the image is not found. With --push, also those of `envbuilder push`: a failed
-    image is not pushed, and the key is checked before certification starts.
+    certificate is stored (see `envbuilder certs`) even when it failed. Exit codes per verdict:
+    0 certified; 0 certified-cpu-only (22 with --require-gpu); 11 failed. Others: 5 the asked
+    GPU access mode is not available; 7 Docker is unreachable; 2 the image is not found. With
+    --push, also those of `envbuilder push`: a failed image is not pushed, and the key is
+    checked before certification starts.
     """
     from envbuilder.certify.certify import certify_image
     from envbuilder.certify.store import CertStore, write_atomic
@@ -165,6 +172,12 @@ def certify(
             f"{image} failed certification: {cert.verdict_reason}",
             hint="see the failing steps above; `envbuilder certs show ID` keeps the whole evidence"
             + ("; nothing was pushed" if push else ""),
+        )
+    if require_gpu and cert.verdict == "certified-cpu-only":
+        raise NotGpuCertifiedError(
+            f"--require-gpu: {image} is certified-cpu-only: {cert.verdict_reason}",
+            hint="certify on a host with an NVIDIA GPU and a GPU access mode (`envbuilder doctor` "
+            "lists them)" + ("; nothing was pushed" if push else ""),
         )
     if push:
         from envbuilder.cli.push_cmd import push_with_progress

@@ -81,16 +81,23 @@ def host_from_options(
 
 
 def resolve_spec(
-    spec: ImageSpec, driver: str | None, gpus: tuple[str, ...], ccs: tuple[str, ...], cpu_only: bool
+    spec: ImageSpec,
+    driver: str | None,
+    gpus: tuple[str, ...],
+    ccs: tuple[str, ...],
+    cpu_only: bool,
+    *,
+    request: Request | None = None,
 ) -> tuple[Matrix, Resolution]:
-    """Resolve an image spec's request for the host given (or this one): what `render` and `build`
-    both start from. Raises UsageError, MatrixError, NoCompatibleStackError (with the resolution)."""
+    """Resolve an image spec's request (or `request`, one derived from it) for the host given (or
+    this one): what `render`, `build` and `up` start from. Raises UsageError, MatrixError,
+    NoCompatibleStackError (with the resolution)."""
     from envbuilder.matrix import load_matrix
     from envbuilder.resolve.resolver import resolve
 
     matrix = load_matrix()
     host = host_from_options(matrix, driver, gpus, ccs)
-    resolution = resolve(matrix, spec.to_request(cpu_only=cpu_only), host)
+    resolution = resolve(matrix, request or spec.to_request(cpu_only=cpu_only), host)
     if resolution.stack is None:
         hint = f"run `envbuilder resolve --framework '{spec.framework}{spec.specifier}' --explain`"
         raise NoCompatibleStackError(resolution, hint, file=spec.path)

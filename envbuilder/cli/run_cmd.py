@@ -51,7 +51,42 @@ def pull_if_missing(image: str) -> None:
         engine.pull(image)
 
 
-@cli.command(context_settings={"help_option_names": ["-h", "--help"]})
+class _DockerRunCommand(click.Command):
+    """As `docker run`: the command starts at the first word after IMAGE that is not one of our
+    options (`envbuilder run IMAGE python -V`); `--` before it is still accepted, and our options
+    may still come after IMAGE (`run IMAGE -v a:b -- cmd`)."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        takes_value: dict[str, bool] = {}
+        for p in self.get_params(ctx):
+            if isinstance(p, click.Option):
+                for name in (*p.opts, *p.secondary_opts):
+                    takes_value[name] = not p.is_flag and not p.count
+        out: list[str] = []
+        positionals = 0
+        i = 0
+        while i < len(args):
+            tok = args[i]
+            if tok == "--":
+                out += args[i:]
+                break
+            name = tok.split("=", 1)[0]
+            if tok.startswith("-") and name in takes_value:
+                out.append(tok)
+                if takes_value[name] and "=" not in tok and i + 1 < len(args):
+                    out.append(args[i + 1])
+                    i += 1
+            elif positionals == 0:
+                out.append(tok)
+                positionals = 1
+            else:  # the command: everything from here on is its own
+                out += ["--", *args[i:]]
+                break
+            i += 1
+        return super().parse_args(ctx, out)
+
+
+@cli.command(cls=_DockerRunCommand, context_settings={"help_option_names": ["-h", "--help"]})
 @click.argument("image")
 @click.argument("command", nargs=-1, required=True)
 @gpu_access_option
@@ -94,7 +129,8 @@ def run(
 ) -> None:
     """Run COMMAND in IMAGE with GPUs, if its certificate covers this host.
 
-    Write the command after `--`:  envbuilder run IMAGE -- python train.py --epochs 3
+    Options come before IMAGE; everything after it is the command, as with `docker run`:
+    envbuilder run IMAGE python train.py --epochs 3   (`-- python ...` works too)
 
     Before starting, a certificate for the image's ID must be intact, for this exact image,
     passed, and cover this host's GPUs and driver; otherwise it refuses (exit 12) with the

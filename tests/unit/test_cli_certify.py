@@ -81,6 +81,18 @@ def test_certify_exit_codes_and_summary(
     assert [r["verdict"] for r in listed] == [verdict]
 
 
+@pytest.mark.parametrize(("verdict", "code"), [("certified", 0), ("certified-cpu-only", 22), ("failed", 11)])
+def test_certify_require_gpu_exit_code_per_verdict(
+    verdict: str, code: int, store_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(envbuilder.certify.certify, "certify_image", fake_certify(verdict))
+    res = run(["certify", "img:1", "--require-gpu"])
+    assert res.exit_code == code, res.output
+    if verdict == "certified-cpu-only":
+        assert "envbuilder: error: --require-gpu: img:1 is certified-cpu-only" in res.stderr
+        assert "hint: certify on a host with an NVIDIA GPU" in res.stderr
+
+
 def test_certify_json_out_and_no_store(
     store_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

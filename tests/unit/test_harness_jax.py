@@ -19,6 +19,10 @@ from envbuilder.harness.workloads.jax.models import count_params, init_resnet  #
 from envbuilder.harness.workloads.jax.train import platform_device, timed_steps, to_device, train_run  # noqa: E402
 from envbuilder.harness.workloads.numpy_data import NUM_CLASSES, make_dataset, render  # noqa: E402
 
+# Real torch/jax training steps on the CPU: minutes on 2 cores. `make test` runs them, `make check`
+# does not (pytest -m harness tests/unit runs them alone).
+pytestmark = pytest.mark.harness
+
 HARNESS = Path(__file__).resolve().parents[2] / "envbuilder" / "harness"
 
 

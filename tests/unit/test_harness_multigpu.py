@@ -31,6 +31,10 @@ from envbuilder.harness.thresholds import (
     select_thresholds,
 )
 
+# Real torch/jax training steps on the CPU: minutes on 2 cores. `make test` runs them, `make check`
+# does not (pytest -m harness tests/unit runs them alone).
+pytestmark = pytest.mark.harness
+
 ROOT = Path(__file__).resolve().parents[2]
 HARNESS = ROOT / "envbuilder" / "harness"
 GIB = 1 << 30

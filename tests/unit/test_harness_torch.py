@@ -23,6 +23,10 @@ from envbuilder.harness.workloads.pytorch.loader import HAVE_PIL, DecodeAugment,
 from envbuilder.harness.workloads.pytorch.models import build_model, builtin_resnet, load_weights
 from envbuilder.harness.workloads.pytorch.train import train_run
 
+# Real torch/jax training steps on the CPU: minutes on 2 cores. `make test` runs them, `make check`
+# does not (pytest -m harness tests/unit runs them alone).
+pytestmark = pytest.mark.harness
+
 ROOT = Path(__file__).resolve().parents[2]
 HARNESS = ROOT / "envbuilder" / "harness"
 

@@ -1,0 +1,332 @@
+"""`envbuilder up SPEC`: the whole job on this machine, doctor -> resolve -> base -> build ->
+certify -> report, with progress, ending in one line: the image, its verdict, the report.
+
+Where the network a build expects is missing (no container registry, the framework's own index
+unreachable) it falls back to what this machine can make or already has, and says so: a Debian
+base made with debootstrap (engine/localbase.py), the framework wheels pip is configured with
+(image/offline.py), and an offline build from a wheelhouse filled on the host.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import click
+from packaging.specifiers import SpecifierSet
+
+from envbuilder.cli import cli
+from envbuilder.cli.options import gpu_access_option, resolve_spec
+from envbuilder.cli.steps import StepProgress
+from envbuilder.doctor.checks import DoctorInputs
+from envbuilder.errors import CertificationFailedError, LockError, NotGpuCertifiedError, RegistryError
+
+STEPS = ("doctor", "resolve", "base", "build", "certify", "report")
+_FILE = click.Path(exists=True, dir_okay=False, path_type=Path)
+CPU_ONLY_NOTE = (
+    "this machine has no NVIDIA GPU: the image is certified on the CPU path only "
+    "(certified-cpu-only); run `envbuilder up` on a GPU host for the GPU certificate"
+)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Fallbacks:
+    """What `up` used instead of the network it expected, each with why (shown and in --json)."""
+
+    base_image: str | None = None  # a local base made here (debootstrap), with what it carries:
+    base_python: str | None = None
+    base_os: str | None = None
+    framework_pin: str | None = None
+    find_links: tuple[Path, ...] = ()
+    wheelhouse: Path | None = None
+    notes: tuple[str, ...] = ()
+
+
+@cli.command()
+@click.argument("spec_path", type=_FILE, metavar="SPEC")
+@gpu_access_option
+@click.option(
+    "--require-gpu",
+    is_flag=True,
+    help="Fail (exit 22) unless the image gets a GPU certificate (no GPU here, or only the CPU "
+    "path certified).",
+)
+@click.option("--base-image", metavar="REF", help="Build FROM this image instead of the stack's.")
+@click.option(
+    "--find-links",
+    "find_links",
+    multiple=True,
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    help="A folder of local wheels for the framework when its index is unreachable "
+    "(default: pip's own find-links, PIP_FIND_LINKS or pip.conf).",
+)
+@click.option(
+    "--out",
+    "out_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Where the lock, certificate and HTML report go (default: build/NAME).",
+)
+@click.option("--quick", is_flag=True, help="Certify with the smoke tests only (seconds).")
+@click.option("--no-cache", is_flag=True, help="Build without BuildKit's layer cache.")
+@click.option("--json", "as_json", is_flag=True, help="Print the outcome as JSON on stdout.")
+@click.pass_context
+def up(
+    ctx: click.Context,
+    spec_path: Path,
+    gpu_access: str,
+    require_gpu: bool,
+    base_image: str | None,
+    find_links: tuple[Path, ...],
+    out_dir: Path | None,
+    quick: bool,
+    no_cache: bool,
+    as_json: bool,
+) -> None:
+    """Doctor, resolve, build, certify and report SPEC (images/NAME.yaml) on this machine.
+
+    Progress goes to stderr (a live line on a terminal; one line per step with elapsed times,
+    at least every 10 s, when piped); the last line on stdout names the image, its verdict and
+    the report. Without a GPU, a CPU stack is built and certified `certified-cpu-only`.
+
+    Exit codes: 0 certified, or certified-cpu-only without --require-gpu; 11 certification
+    failed; 22 --require-gpu and no GPU certificate; and those of doctor's probes, resolve (4),
+    build (7, 8, 9, 10, 20) and certify (5).
+    """
+    from envbuilder.image.spec import load_spec
+
+    progress = StepProgress(STEPS)
+    spec = load_spec(spec_path)
+    out = out_dir or Path("build") / spec.name
+
+    with progress.step("doctor"):
+        cpu_only = _doctor(progress, ctx.find_object(DoctorInputs))
+    if cpu_only and require_gpu:
+        raise NotGpuCertifiedError(
+            "--require-gpu: this machine has no NVIDIA GPU, so no GPU certificate can be made here",
+            hint="run it on a GPU host, or drop --require-gpu for a certified-cpu-only image",
+        )
+
+    with progress.step("resolve"):
+        matrix, resolution = resolve_spec(spec, None, (), (), cpu_only)
+        assert resolution.stack is not None  # resolve_spec raises otherwise
+        progress.say(f"stack {resolution.stack.id}")
+
+    from envbuilder.engine import DockerEngine
+
+    engine = DockerEngine()
+    with progress.step("base"):
+        engine.ping()
+        fallbacks = _base(engine, resolution.stack.base_image, base_image, progress)
+        if fallbacks.base_image is not None:
+            fallbacks, request = _offline_request(
+                spec, resolution.stack, fallbacks, find_links, cpu_only, progress
+            )
+            matrix, resolution = resolve_spec(spec, None, (), (), cpu_only, request=request)
+            assert resolution.stack is not None
+            progress.say(f"stack {resolution.stack.id}")
+
+    with progress.step("build"):
+        out.mkdir(parents=True, exist_ok=True)
+        outcome = _build(spec, spec_path, matrix, resolution, engine, fallbacks, out, no_cache, progress)
+        image = outcome.tags[0]
+
+    with progress.step("certify"):
+        from envbuilder.certify.certify import certify_image
+        from envbuilder.certify.store import CertStore, write_atomic
+
+        cert = certify_image(image, gpu_access=gpu_access, quick=quick, progress=progress.say, eng=engine)
+        stored = CertStore().add(cert)
+        cert_path = out / "certificate.json"
+        write_atomic(cert_path, cert.to_json(indent=2) + "\n")
+        progress.say(f"verdict {cert.verdict}: {cert.verdict_reason}")
+
+    with progress.step("report"):
+        from envbuilder.report.html import render_html, write_html
+        from envbuilder.report.model import build_report
+
+        report_path = write_html(out / "report.html", render_html(build_report(cert)))
+        progress.say(f"wrote {report_path}")
+
+    summary: dict[str, Any] = {
+        "image": image,
+        "image_id": outcome.image.id,
+        "verdict": cert.verdict,
+        "verdict_reason": cert.verdict_reason,
+        "certificate": stored,
+        "certificate_file": str(cert_path),
+        "report": str(report_path),
+        "lock_file": str(outcome.lock_path),
+        "seconds": round(progress.elapsed(), 1),
+        "fallbacks": list(fallbacks.notes),
+    }
+    if as_json:
+        click.echo(json.dumps(summary, indent=2, sort_keys=True))
+    else:
+        for note in fallbacks.notes:
+            click.echo(f"note: {note}")
+        if cert.verdict == "certified-cpu-only":
+            click.echo(f"note: {CPU_ONLY_NOTE}")
+        click.echo(f"{image}  {cert.verdict}  {report_path}  ({progress.elapsed():.0f} s)")
+    if cert.verdict == "failed":
+        raise CertificationFailedError(
+            f"{image} failed certification: {cert.verdict_reason}",
+            hint=f"see {report_path}; `envbuilder certs show {stored[:12]}` keeps the whole evidence",
+        )
+    if require_gpu and cert.verdict != "certified":
+        raise NotGpuCertifiedError(
+            f"--require-gpu: {image} is {cert.verdict}, not GPU-certified",
+            hint="check `envbuilder doctor` for the GPU access this host offers (--gpu-access)",
+        )
+
+
+def _doctor(progress: StepProgress, given: DoctorInputs | None) -> bool:
+    """Run doctor's checks (the host's own frameworks left out: the image brings its own); True
+    when this machine has no GPU (a CPU-only stack, then). Tests hand in fake probes as `given`."""
+    from envbuilder.doctor.checks import run_doctor
+
+    inputs = given or DoctorInputs(progress=progress.say, installed=lambda _name: False)
+    report = run_doctor(inputs)
+    counts = {s: sum(1 for c in report.checks if c.status == s) for s in ("ok", "warn", "fail")}
+    progress.say(
+        f"{counts['ok']} ok, {counts['warn']} warn, {counts['fail']} fail (envbuilder doctor for each)"
+    )
+    for c in report.checks:
+        if c.status == "fail":
+            progress.say(f"fail {c.name}: {c.detail}")
+    gpus = report.host.gpus
+    if report.verdict == "no-gpu" or not gpus:
+        progress.say("no NVIDIA GPU: a CPU-only stack, certified on the CPU path")
+        return True
+    names = ", ".join(sorted({g.name for g in gpus}))
+    progress.say(f"{len(gpus)} GPU(s): {names}, driver {report.host.driver}")
+    return False
+
+
+def _base(engine: Any, stack_base: str, given: str | None, progress: StepProgress) -> Fallbacks:
+    """The base image: the one given, the stack's (local or pulled), else a local one made here."""
+    if given is not None:
+        progress.say(f"base {given} (--base-image)")
+        return Fallbacks()
+    if engine.inspect_image(stack_base) is not None:
+        progress.say(f"base {stack_base} (local)")
+        return Fallbacks()
+    try:
+        engine.pull(stack_base)
+    except RegistryError as exc:
+        from envbuilder.engine.localbase import ensure_local_base
+
+        why = " ".join(str(exc).split())[:200]
+        progress.say(f"cannot pull {stack_base}: {why}")
+        local = ensure_local_base(engine, on_message=progress.say)
+        made = "made here" if local.made else "made earlier"
+        note = (
+            f"no container registry is reachable (pulling {stack_base} failed): built FROM {local.ref}, "
+            f"{made} with debootstrap ({local.os}, Python {local.python})"
+        )
+        progress.say(note)
+        return Fallbacks(base_image=local.ref, base_python=local.python, base_os=local.os, notes=(note,))
+    progress.say(f"base {stack_base} (pulled)")
+    return Fallbacks()
+
+
+def _offline_request(
+    spec: Any,
+    stack: Any,
+    fallbacks: Fallbacks,
+    given_links: tuple[Path, ...],
+    cpu_only: bool,
+    progress: StepProgress,
+) -> tuple[Fallbacks, Any]:
+    """The request re-resolved for the local base (its Python and OS) and, when the framework's
+    index does not answer, for the newest framework version in local wheels. Raises LockError."""
+    from envbuilder.image.offline import configured_find_links, index_unreachable, local_framework_versions
+    from envbuilder.resources import cache_dir
+
+    python, os_name = fallbacks.base_python, fallbacks.base_os
+    assert python is not None and os_name is not None
+    request = replace(spec.to_request(cpu_only=cpu_only), python=python, os=os_name)
+    notes = list(fallbacks.notes)
+    links: tuple[Path, ...] = ()
+    pin = None
+    why = index_unreachable(stack.index_url) if stack.index_url else None
+    if why is not None:
+        links = given_links or configured_find_links()
+        versions = [
+            v
+            for v in local_framework_versions(links, stack.framework, python=python, variant=stack.variant)
+            if SpecifierSet(spec.specifier).contains(v, prereleases=True)
+        ]
+        if not versions:
+            where = ", ".join(map(str, links)) or "no find-links folder"
+            raise LockError(
+                f"the {stack.framework} index is unreachable ({why}) and no local {stack.framework} "
+                f"wheel for Python {python} ({stack.variant}) is in {where}",
+                hint=f"give --find-links DIR holding a {stack.framework} wheel, or a network that "
+                "reaches the index",
+            )
+        pin = f"=={versions[0].public}"
+        request = replace(request, specifier=",".join(s for s in (spec.specifier, pin) if s))
+        note = (
+            f"the {stack.framework} index is unreachable ({why}): {stack.framework}{pin} from the "
+            f"local wheels in {', '.join(map(str, links))}, the rest from PyPI"
+        )
+        progress.say(note)
+        notes.append(note)
+    wheelhouse = cache_dir() / "wheelhouse"
+    notes.append(f"built offline (--network none) from a wheelhouse filled on this host: {wheelhouse}")
+    return replace(
+        fallbacks, framework_pin=pin, find_links=links, wheelhouse=wheelhouse, notes=tuple(notes)
+    ), request
+
+
+def _build(
+    spec: Any,
+    spec_path: Path,
+    matrix: Any,
+    resolution: Any,
+    engine: Any,
+    fallbacks: Fallbacks,
+    out: Path,
+    no_cache: bool,
+    progress: StepProgress,
+) -> Any:
+    from envbuilder.engine.progress import BuildEvent, step_instruction
+    from envbuilder.image.build import BuildOptions, ensure_package_lock, plan_from_spec, run_build
+    from envbuilder.image.packages import DEFAULT_INDEX, LockSettings
+    from envbuilder.image.wheelhouse import fill_wheelhouse
+
+    settings = (
+        LockSettings(framework_index=DEFAULT_INDEX, find_links=fallbacks.find_links)
+        if fallbacks.find_links
+        else None
+    )
+    options = BuildOptions(
+        base_image=fallbacks.base_image,
+        wheelhouse=fallbacks.wheelhouse,
+        lock_settings=settings,
+        lock_out=out / "lock.json",
+        no_cache=no_cache,
+        network="none" if fallbacks.wheelhouse else None,
+    )
+    plan = plan_from_spec(spec, resolution, options, spec_path, matrix)
+    for warning in plan.warnings:
+        progress.say(f"warning: {warning}")
+    if fallbacks.wheelhouse is not None:
+        plan = ensure_package_lock(plan, options, progress.say)
+        locked = next(p for p in plan.packages if p.platform == options.platform)
+        fetched = fill_wheelhouse(locked, fallbacks.wheelhouse, on_progress=progress.say)
+        progress.say(f"{len(fetched)} wheels in {fallbacks.wheelhouse}, every sha256 as locked")
+
+    def on_event(event: BuildEvent) -> None:
+        if event.is_step and event.kind in ("cached", "done", "error"):
+            took = f" {event.seconds:.1f}s" if event.seconds is not None else ""
+            state = {"cached": "CACHED", "done": "done", "error": "FAILED"}[event.kind]
+            progress.say(f"{state}{took} {step_instruction(event.name)[:120]}")
+
+    outcome = run_build(plan, options, engine, on_event=on_event, on_message=progress.say)
+    for warning in outcome.warnings[len(plan.warnings) :]:
+        progress.say(f"warning: {warning}")
+    progress.say(f"built {outcome.image.id[:19]} ({outcome.image.size / 1e6:,.0f} MB), {outcome.tags[0]}")
+    return outcome
