@@ -314,7 +314,7 @@ def _build(
     for warning in plan.warnings:
         progress.say(f"warning: {warning}")
     if fallbacks.wheelhouse is not None:
-        plan = ensure_package_lock(plan, options, progress.say)
+        plan = ensure_package_lock(plan, options, engine, progress.say)
         locked = next(p for p in plan.packages if p.platform == options.platform)
         fetched = fill_wheelhouse(locked, fallbacks.wheelhouse, on_progress=progress.say)
         progress.say(f"{len(fetched)} wheels in {fallbacks.wheelhouse}, every sha256 as locked")
