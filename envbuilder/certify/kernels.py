@@ -13,6 +13,7 @@ from typing import Any
 from packaging.version import InvalidVersion, Version
 
 from envbuilder.archs import describe, kernel_for, parse_targets
+from envbuilder.harness.inventory import FRAMEWORK_OWNERS
 from envbuilder.matrix.model import Matrix
 from envbuilder.resolve.drivers import jit_floor
 from envbuilder.versions import parse_cc
@@ -68,7 +69,8 @@ def judge_inventory(
     matrix: Matrix, inventory: Mapping[str, Any], gpus: Sequence[tuple[str, str]], driver: str | None
 ) -> KernelVerdict:
     """For each GPU (name, compute capability X.Y) and each library of `inventory` with device
-    code: a failure when none of its kernels runs on the GPU, or when the only one is PTX of an ISA
+    code: a failure when none of its kernels runs on the GPU (a warning for a library that is not
+    the framework's own: FRAMEWORK_OWNERS), or when the only one is PTX of an ISA
     newer than `driver` can JIT (ptx_isa.yaml); a warning when that ISA is unknown. Never raises."""
     failures: list[str] = []
     warnings: list[str] = []
@@ -82,7 +84,11 @@ def judge_inventory(
             where = str(lib.get("library"))
             got = kernel_for(parse_cc(cc), targets)
             if got is None:
-                failures.append(f"{where} has no kernel for {name} ({sm}): {describe(targets)}")
+                text = f"{where} has no kernel for {name} ({sm}): {describe(targets)}"
+                if lib.get("owner") in FRAMEWORK_OWNERS:
+                    failures.append(text)
+                else:  # an nvidia-* wheel's or a system CUDA's library: the GPU steps decide
+                    warnings.append(f"{text} (not the framework's own library)")
                 continue
             covered.append(f"{where}: {got.name} on {name}")
             if got.kind != "ptx":

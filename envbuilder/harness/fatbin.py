@@ -7,7 +7,11 @@ a fatbin is magic 0xBA55ED50, u16 version, u16 header size, u64 payload size; en
 with u16 kind (1 = PTX, 2 = ELF cubin), u32 header size, u64 payload size, u32 compressed size
 (at 16), the PTX ISA as u16 minor / u16 major (at 24 / 26, PTX entries), the sm number (u32 at
 28), u64 flags (at 40: 0x2000 LZ4-compressed, 0x8000 zstd-compressed) and u64 uncompressed size
-(at 56). Fatbins live in the `.nv_fatbin` section (`__nv_relfatbin` for relocatable code).
+(at 56). Fatbins live in the `.nv_fatbin` section (`__nv_relfatbin` for relocatable code). Some
+libraries also keep fatbins in their data sections and load them themselves (cuModuleLoadData):
+cuFFT 12 for CUDA 13 holds 18,227 in `.data` and none, or one sm_75 cubin, in `.nv_fatbin`
+(nvidia-cufft 12.5.0.14 read here, and the H200 machine's copy, 2026-12-01). cuobjdump lists only
+the sections; scan_file counts both, and says how many entries were embedded.
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ FLAG_LZ4, FLAG_ZSTD = 0x2000, 0x8000
 _VERSION_LINE = re.compile(rb"^[ \t]*\.version[ \t]+(\d+\.\d+)", re.MULTILINE)
 _PTX_HEAD = 4096  # bytes of decompressed PTX read for its `.version` line (it is near the top)
 _SECTIONS = (b".nv_fatbin", b"__nv_relfatbin")
+_DATA_SECTIONS = (b".data", b".rodata", b".ldata", b".lrodata", b".data.rel.ro")
 
 
 class FatbinError(ValueError):
@@ -58,12 +63,14 @@ class Kernels:
     ptx: tuple[tuple[int, str | None], ...] = ()  # (sm, ISA) sorted; ISA None: unread
     entries: int = 0
     notes: tuple[str, ...] = field(default=())
+    embedded: int = 0  # of `entries`, those in fatbins kept in the library's data sections
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "sass": [f"sm_{s}" for s in self.sass],
             "ptx": [{"arch": f"compute_{s}", "isa": isa} for s, isa in self.ptx],
             "entries": self.entries,
+            "embedded": self.embedded,
             "notes": list(self.notes),
         }
 
@@ -168,13 +175,16 @@ def ptx_isa(text: bytes) -> str | None:
 Buffer = bytes | bytearray | mmap.mmap
 
 
-def read_fatbin(data: Buffer, offset: int = 0) -> tuple[list[Entry], int]:
+def read_fatbin(data: Buffer, offset: int = 0, *, strict: bool = False) -> tuple[list[Entry], int]:
     """The entries of the fatbin at `offset`, and the offset just past it. Raises FatbinError when
-    no well-formed fatbin starts there."""
+    no well-formed fatbin starts there. `strict` (for data sections, where a magic may be chance
+    bytes): version 1, a 16-byte header, and only PTX and cubin entries of a plausible sm."""
     if len(data) < offset + _FATBIN_HEADER.size:
         raise FatbinError(f"truncated fatbin header at {offset}")
     magic, _version, header_size, size = _FATBIN_HEADER.unpack_from(data, offset)
     if magic != FATBIN_MAGIC or header_size < _FATBIN_HEADER.size:
+        raise FatbinError(f"no fatbin at {offset}")
+    if strict and (_version != 1 or header_size != _FATBIN_HEADER.size or size == 0):
         raise FatbinError(f"no fatbin at {offset}")
     pos, end = offset + header_size, offset + header_size + size
     if end > len(data):
@@ -186,8 +196,13 @@ def read_fatbin(data: Buffer, offset: int = 0) -> tuple[list[Entry], int]:
         )
         if hsize < _ENTRY_HEADER.size or pos + hsize + psize > end:
             raise FatbinError(f"malformed fatbin entry at {pos}")
+        if strict and (kind not in (KIND_ELF, KIND_PTX) or not 10 <= sm < 1000):
+            raise FatbinError(f"malformed fatbin entry at {pos}")
         if kind == KIND_ELF:
             entries.append(Entry("sass", sm))
+        elif kind == KIND_PTX and strict and isa_major:
+            # Thousands of embedded PTX entries (cuFFT): their header's ISA, not decompressed.
+            entries.append(Entry("ptx", sm, f"{isa_major}.{isa_minor}", "header"))
         elif kind == KIND_PTX:
             comp = csize if (flags & (FLAG_LZ4 | FLAG_ZSTD)) and 0 < csize <= psize else psize
             start = pos + hsize
@@ -202,7 +217,9 @@ def read_fatbin(data: Buffer, offset: int = 0) -> tuple[list[Entry], int]:
     return entries, end
 
 
-def iter_fatbins(data: Buffer, start: int = 0, end: int | None = None) -> Iterator[list[Entry]]:
+def iter_fatbins(
+    data: Buffer, start: int = 0, end: int | None = None, *, strict: bool = False
+) -> Iterator[list[Entry]]:
     """Every fatbin in data[start:end] (a section, or a whole file that has no section headers):
     each magic found in turn, parsed; bytes that only look like a magic are skipped."""
     stop = len(data) if end is None else end
@@ -212,7 +229,7 @@ def iter_fatbins(data: Buffer, start: int = 0, end: int | None = None) -> Iterat
         if found < 0:
             return
         try:
-            entries, pos = read_fatbin(data, found)
+            entries, pos = read_fatbin(data, found, strict=strict)
         except FatbinError:
             pos = found + 4
             continue
@@ -254,12 +271,24 @@ def elf_entries(data: Buffer) -> list[Entry]:
     return entries
 
 
+def embedded_entries(data: Buffer) -> list[Entry]:
+    """The entries of the fatbins an ELF shared object keeps in its data sections, which it loads
+    itself (cuFFT); well-formed ones only (read_fatbin strict)."""
+    entries: list[Entry] = []
+    for _name, off, size in elf_sections(data, _DATA_SECTIONS):
+        for fb in iter_fatbins(data, off, off + size, strict=True):
+            entries += fb
+    return entries
+
+
 def scan_elf(data: Buffer) -> Kernels:
-    """The kernels of one ELF shared object (elf_entries, summarized)."""
-    return summarize(elf_entries(data))
+    """The kernels of one ELF shared object: its fatbin sections' and its data sections' entries."""
+    return summarize(elf_entries(data), embedded_entries(data))
 
 
-def summarize(entries: list[Entry]) -> Kernels:
+def summarize(entries: list[Entry], embedded: list[Entry] | None = None) -> Kernels:
+    embedded = embedded or []
+    section, entries = entries, [*entries, *embedded]
     sass = tuple(sorted({e.sm for e in entries if e.kind == "sass"}))
     ptx: dict[int, set[str | None]] = {}
     for e in entries:
@@ -269,7 +298,7 @@ def summarize(entries: list[Entry]) -> Kernels:
     unread = [e for e in entries if e.kind == "ptx" and e.isa is None]
     if unread:
         notes.append(f"{len(unread)} PTX entries whose ISA could not be read")
-    by_header = [e for e in entries if e.kind == "ptx" and e.isa_source == "header"]
+    by_header = [e for e in section if e.kind == "ptx" and e.isa_source == "header"]
     if by_header:
         notes.append(
             f"ISA of {len(by_header)} PTX entries from the fatbin header (no decoder for their compression)"
@@ -278,7 +307,12 @@ def summarize(entries: list[Entry]) -> Kernels:
     pairs = tuple(
         (sm, max((i for i in isas if i), key=_isa_key, default=None)) for sm, isas in sorted(ptx.items())
     )
-    return Kernels(sass=sass, ptx=pairs, entries=len(entries), notes=tuple(notes))
+    if embedded:
+        notes.append(
+            f"{len(embedded)} entries in fatbins the library keeps in its data sections and loads itself"
+            " (their PTX ISA from the fatbin header)"
+        )
+    return Kernels(sass=sass, ptx=pairs, entries=len(entries), notes=tuple(notes), embedded=len(embedded))
 
 
 def _isa_key(isa: str) -> tuple[int, ...]:
@@ -298,5 +332,11 @@ def file_entries(path: str | Path) -> list[Entry]:
 
 
 def scan_file(path: str | Path) -> Kernels:
-    """The kernels of the shared object at `path` (file_entries, summarized)."""
-    return summarize(file_entries(path))
+    """scan_elf of the shared object at `path`, memory-mapped. Raises as file_entries does."""
+    with Path(path).open("rb") as fh:
+        try:
+            mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+        except ValueError:
+            raise FatbinError("empty file") from None
+        with mm:
+            return scan_elf(mm)

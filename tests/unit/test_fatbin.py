@@ -161,3 +161,45 @@ def test_the_reader_is_stdlib_only() -> None:
     names = {(n.module or "") if isinstance(n, ast.ImportFrom) else a.name for n in top for a in n.names}
     roots = {n.split(".")[0] for n in names if n}
     assert roots <= set(sys.stdlib_module_names) | {"__future__"}, roots
+
+
+def _moved_to_data(raw: bytes) -> bytes:
+    """The same library with its `.nv_fatbin` section renamed `.data` (in the section-name table):
+    its fatbins then sit where cuFFT keeps its own, in a data section."""
+    name = b"\0.nv_fatbin\0"
+    at = raw.find(name)
+    assert at >= 0
+    return raw[:at] + b"\0.data\0" + b"x" * (len(name) - 7) + raw[at + len(name) :]
+
+
+def test_fatbins_in_data_sections_count_as_embedded_kernels(tmp_path: Path) -> None:
+    """cuFFT keeps its kernels in `.data` and loads them itself (libcufft.so.12 of nvidia-cufft
+    12.5.0.14: no `.nv_fatbin`, 18,227 fatbins in `.data`; the H200 machine's copy: one sm_75
+    cubin in `.nv_fatbin`): counted, or an H200 looks uncovered by cuFFT."""
+    lib = next(p for p in SLICES if b"\0.nv_fatbin\0" in p.read_bytes())
+    before = fatbin.scan_file(lib)
+    moved = tmp_path / lib.name
+    moved.write_bytes(_moved_to_data(lib.read_bytes()))
+    assert fatbin.file_entries(moved) == []  # what cuobjdump lists: the fatbin sections only
+    after = fatbin.scan_file(moved)
+    assert after.sass == before.sass and [s for s, _ in after.ptx] == [s for s, _ in before.ptx]
+    assert after.embedded == after.entries == before.entries > 0 and before.embedded == 0
+    assert any("data sections" in n for n in after.notes) and after.to_dict()["embedded"] == after.entries
+
+
+def test_chance_magic_bytes_in_data_sections_are_not_kernels() -> None:
+    """A data section is not a fatbin section: a magic followed by anything but a version-1 fatbin
+    of PTX/cubin entries is skipped (strict), where a fatbin section would take it."""
+    header = fatbin._MAGIC_BYTES + (2).to_bytes(2, "little") + (16).to_bytes(2, "little")
+    entry = bytearray(64)
+    entry[0:2] = (fatbin.KIND_ELF).to_bytes(2, "little")
+    entry[4:8] = (64).to_bytes(4, "little")
+    entry[28:32] = (90).to_bytes(4, "little")
+    blob = header + (64).to_bytes(8, "little") + bytes(entry)
+    assert [e.name for fb in fatbin.iter_fatbins(blob) for e in fb] == ["sm_90"]
+    assert list(fatbin.iter_fatbins(blob, strict=True)) == []  # version 2
+    v1 = blob[:4] + (1).to_bytes(2, "little") + blob[6:]
+    assert [e.name for fb in fatbin.iter_fatbins(v1, strict=True) for e in fb] == ["sm_90"]
+    bad_sm = bytearray(v1)
+    bad_sm[16 + 28 : 16 + 32] = (5).to_bytes(4, "little")
+    assert list(fatbin.iter_fatbins(bytes(bad_sm), strict=True)) == []

@@ -120,3 +120,53 @@ def test_matrix_and_inventory_disagreeing_names_both(inv: dict[str, Any]) -> Non
         f"libraries (torch/lib/libtorch_cuda.so) carry {sass} and PTX none"
     ]
     assert disagreements(["9.0"], [], "x", inv, "tensorflow") == []  # no such libraries: nothing to compare
+
+
+def test_an_uncovered_library_outside_the_framework_is_a_warning(inv: dict[str, Any]) -> None:
+    """As on the H200 (2026-12-01): the torch 2.11 cu130 stack's libcufftw.so.12 carries one sm_75
+    cubin; torch does not load it, and its GPU steps passed. Not the framework's own: a warning."""
+    wrapper = {"library": "nvidia/cu13/lib/libcufftw.so.12", "owner": "nvidia", "sass": ["sm_75"], "ptx": []}
+    own = {**wrapper, "library": "torch/lib/libtorch_fake.so", "owner": "torch"}
+    with_wrapper = {**inv, "libraries": [*inv["libraries"], wrapper]}
+    v = judge_inventory(load_matrix(), with_wrapper, [("NVIDIA H200", "9.0")], "580.159.04")
+    assert v.failures == ()
+    assert v.warnings == (
+        "nvidia/cu13/lib/libcufftw.so.12 has no kernel for NVIDIA H200 (sm_90): "
+        "SASS for 7.5 and PTX for none (not the framework's own library)",
+    )
+    assert inventory.uncovered(with_wrapper, (9, 0)) == [
+        "nvidia/cu13/lib/libcufftw.so.12: SASS sm_75, PTX none"
+    ]
+    assert inventory.uncovered(with_wrapper, (9, 0), inventory.FRAMEWORK_OWNERS) == []
+    with_own = {**inv, "libraries": [*inv["libraries"], own]}
+    bad = judge_inventory(load_matrix(), with_own, [("NVIDIA H200", "9.0")], "580.159.04")
+    assert bad.failures == (
+        "torch/lib/libtorch_fake.so has no kernel for NVIDIA H200 (sm_90): SASS for 7.5 and PTX for none",
+    )
+
+
+def test_the_harness_step_fails_only_for_the_framework_s_own_libraries(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import io
+
+    from envbuilder.harness.record import Recorder
+    from envbuilder.harness.steps import inventory as step
+
+    wrapper = {"library": "nvidia/cu13/lib/libcufftw.so.12", "owner": "nvidia", "sass": ["sm_75"], "ptx": []}
+    libs = [wrapper]
+    monkeypatch.setattr(
+        inventory,
+        "scan",
+        lambda _roots: {"libraries": libs, "errors": [], "truncated": False, "seconds": 0.1},
+    )
+    h200 = {"gpus": [{"name": "NVIDIA H200", "compute_capability": "9.0"}]}
+    rec = Recorder(io.StringIO())
+    step.kernel_inventory_step(rec, h200)
+    (done,) = rec.steps
+    assert done.status == "pass" and len(done.warnings) == 1
+    assert "libcufftw.so.12" in done.warnings[0] and "not the framework's own library" in done.warnings[0]
+    libs.append({**wrapper, "library": "torch/lib/libtorch_fake.so", "owner": "torch"})
+    step.kernel_inventory_step(rec, h200)
+    assert rec.steps[1].status == "fail" and "torch/lib/libtorch_fake.so" in (rec.steps[1].reason or "")
+    assert "libcufftw" not in (rec.steps[1].reason or "")
