@@ -41,6 +41,30 @@ def test_numpy_dataset_is_deterministic_and_balanced() -> None:
     assert np.bincount(a.labels, minlength=NUM_CLASSES).tolist() == [8] * NUM_CLASSES
 
 
+def test_batchnorm_one_pass_statistics_match_the_two_pass_ones() -> None:
+    # The one-pass variance (Flax's, the anchors') against numpy's two-pass one, bf16 input.
+    import jax.numpy as jnp
+    import numpy as np
+
+    from envbuilder.harness.workloads.jax.models import BN_EPS, BN_MOMENTUM, _batchnorm
+
+    rng = np.random.default_rng(3)
+    x = (2.0 + 3.0 * rng.standard_normal((8, 6, 6, 16))).astype(np.float32)
+    xb = jnp.asarray(x, jnp.bfloat16)
+    p = {"scale": np.full((16,), 1.5, np.float32), "bias": np.full((16,), 0.25, np.float32)}
+    st = {"mean": np.zeros((16,), np.float32), "var": np.ones((16,), np.float32)}
+    y, new = _batchnorm(xb, p, st, train=True)
+    xf = np.asarray(xb.astype(jnp.float32))
+    mean, var = xf.mean(axis=(0, 1, 2)), xf.var(axis=(0, 1, 2))
+    n = xf.size / 16
+    np.testing.assert_allclose(np.asarray(new["mean"]), BN_MOMENTUM * mean, rtol=1e-5, atol=1e-6)
+    want_var = (1 - BN_MOMENTUM) + BN_MOMENTUM * var * n / (n - 1)
+    np.testing.assert_allclose(np.asarray(new["var"]), want_var, rtol=1e-4)
+    want = (xf - mean) / np.sqrt(var + BN_EPS) * 1.5 + 0.25
+    assert y.dtype == jnp.bfloat16
+    np.testing.assert_allclose(np.asarray(y.astype(jnp.float32)), want, atol=0.05)
+
+
 def test_timed_steps_are_completion_to_completion() -> None:
     class Done:
         def block_until_ready(self) -> Done:

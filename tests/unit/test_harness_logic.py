@@ -29,7 +29,7 @@ from envbuilder.harness.thresholds import (
     select_thresholds,
 )
 from envbuilder.harness.workloads.measure import check_losses, step_stats
-from envbuilder.harness.workloads.ramp import find_max_batch, is_oom
+from envbuilder.harness.workloads.ramp import find_max_batch, is_oom, predict_max_batch
 
 ROOT = Path(__file__).resolve().parents[2]
 HARNESS = ROOT / "envbuilder" / "harness"
@@ -503,3 +503,65 @@ def test_validate_result_rejects(mutate: Any, expect: str) -> None:
     mutate(doc)
     problems = validate_result(doc)
     assert any(expect in p for p in problems), problems
+
+
+def _linear_gpu(capacity: float, per_image: float, base: float) -> Any:
+    """Peak memory base + per_image * batch; out of memory past `capacity` (a real ramp's shape)."""
+    calls: list[int] = []
+
+    def try_batch(b: int) -> dict[str, Any]:
+        calls.append(b)
+        peak = base + per_image * b
+        if peak > capacity:
+            raise torch.cuda.OutOfMemoryError(f"CUDA out of memory. Tried to allocate {peak} MiB")
+        return {"peak_allocated_mib": peak}
+
+    return try_batch, calls
+
+
+def test_predict_max_batch() -> None:
+    fits = [{"batch": b, "fits": True, "peak_allocated_mib": 900 + 12 * b} for b in (64, 128)]
+    assert predict_max_batch(fits, 143_155) == (143_155 - 900) // 12
+    assert predict_max_batch(fits, None) is None
+    assert predict_max_batch(fits[:1], 143_155) is None
+    flat = [{"batch": b, "fits": True, "peak_allocated_mib": 10_945} for b in (128, 256)]
+    assert predict_max_batch(flat, 107_368) is None  # JAX's cumulative peak: nothing to read
+
+
+def test_ramp_jumps_to_the_predicted_limit_with_the_bisections_precision() -> None:
+    # The H200's torch ramp: about 12 MiB per image on 139.8 GiB (OOM near 11,850).
+    capacity, limit = 143_155.0, int((143_155 - 900) / 12)
+    try_batch, calls = _linear_gpu(capacity, 12, 900)
+    res = find_max_batch(try_batch, start=64, cap=65536, capacity_mib=capacity)
+    old_try, old_calls = _linear_gpu(capacity, 12, 900)
+    old = find_max_batch(old_try, start=64, cap=65536)
+    assert res["hit_oom"] and res["largest_batch"] <= limit < res["smallest_oom_batch"]
+    assert res["predicted_max_batch"] == limit
+    # Four tries (64, 128, the jump, one step up) instead of the doubling's twelve, two of them
+    # large; the bracket no wider than the bisection's.
+    assert calls[:2] == [64, 128] and len(calls) == 4
+    assert len(old_calls) == 12
+    width = res["smallest_oom_batch"] - res["largest_batch"]
+    assert width <= old["smallest_oom_batch"] - old["largest_batch"]
+
+
+def test_ramp_jump_that_runs_out_of_memory_bisects_down() -> None:
+    # Memory grows faster at large batches than the small ones predict: the jump fails.
+    calls: list[int] = []
+
+    def try_batch(b: int) -> dict[str, Any]:
+        calls.append(b)
+        peak = 1000 + 10 * b + (0.002 * b * b if b > 1000 else 0)
+        if peak > 100_000:
+            raise torch.cuda.OutOfMemoryError("CUDA out of memory.")
+        return {"peak_allocated_mib": peak}
+
+    res = find_max_batch(try_batch, start=64, cap=65536, capacity_mib=100_000)
+    n_new = len(calls)
+    old = find_max_batch(try_batch, start=64, cap=65536)
+    true_limit = max(b for b in range(8, 20000, 8) if 1000 + 10 * b + 0.002 * b * b <= 100_000)
+    assert not calls[2] <= true_limit  # the jump overshot
+    assert res["largest_batch"] <= true_limit < res["smallest_oom_batch"]
+    width = res["smallest_oom_batch"] - res["largest_batch"]
+    assert width <= old["smallest_oom_batch"] - old["largest_batch"]
+    assert n_new <= len(calls) - n_new  # no more tries than the plain ramp

@@ -122,8 +122,13 @@ def test_build_model_reports_source_and_weights_drop_mismatched_head(tmp_path: P
 
 
 def test_cpu_check() -> None:
+    import torch
+
+    before = torch.get_num_threads()
     m = cpu_check(size=32, batch=4)
     assert m["logits_shape"] == [4, NUM_CLASSES] and m["loss"] > 0
+    # One intra-op thread during the check (it must not starve the compile lane), restored after.
+    assert m["threads"] == 1 and torch.get_num_threads() == before
 
 
 # ---------------------------------------------------------------- the loader

@@ -1,5 +1,6 @@
 """The batch_ramp step: ResNet-18, mixed precision, channels_last on the GPU: double the batch until
-out of memory, back off, bisect (workloads/ramp.py searches; this step measures and records)."""
+out of memory, back off, bisect; once peak memory predicts the limit, jump near it (workloads/ramp.py
+searches; this step measures and records)."""
 
 from __future__ import annotations
 
@@ -44,6 +45,9 @@ def batch_ramp_step(s: Session, data: Dataset | None, amp: str, reserve: float) 
             free_device_memory()
 
         budget = min(ESTIMATE["ramp"], max(5.0, s.remaining() - reserve))
+        # What the allocator can reach: free device memory plus what it already holds.
+        free, _total = torch.cuda.mem_get_info()
+        capacity = (free + torch.cuda.memory_reserved()) / 2**20
         with s.window(st):
             try:
                 res = find_max_batch(
@@ -52,6 +56,7 @@ def batch_ramp_step(s: Session, data: Dataset | None, amp: str, reserve: float) 
                     cap=RAMP_CAP,
                     after_oom=after_oom,
                     deadline=time.monotonic() + budget,
+                    capacity_mib=capacity,
                 )
             finally:
                 torch.backends.cudnn.benchmark = True

@@ -64,18 +64,30 @@ def one_batch(model: nn.Module, x: Tensor, y: Tensor) -> dict[str, Any]:
     return {"loss": loss.item(), "logits_shape": list(out.shape)}
 
 
+CPU_CHECK_THREADS = 1
+
+
 def cpu_check(size: int = 64, batch: int = 8) -> dict[str, Any]:
-    """Data and model code work on the CPU: a real ResNet-18 (full width), one batch."""
+    """Data and model code work on the CPU: a real ResNet-18 (full width), one batch.
+
+    On CPU_CHECK_THREADS intra-op threads: one small batch needs no more, and an OpenMP pool on
+    every core starves what runs beside it (the compile lane's niced children, which are the
+    default GPU order's critical path; on the H200 the 16-thread check took 7.6-9.0 s)."""
     import torch
 
     from ..workloads.pytorch.data import NUM_CLASSES, normalize, render
     from ..workloads.pytorch.models import build_model
 
-    torch.manual_seed(0)
-    split = render(batch, size, seed=7)
-    model, info = build_model("resnet18", NUM_CLASSES)
-    m = one_batch(model, normalize(split.images), split.labels)
-    return {"model": info, "image_size": size, "batch": batch, **m}
+    threads = torch.get_num_threads()
+    torch.set_num_threads(CPU_CHECK_THREADS)
+    try:
+        torch.manual_seed(0)
+        split = render(batch, size, seed=7)
+        model, info = build_model("resnet18", NUM_CLASSES)
+        m = one_batch(model, normalize(split.images), split.labels)
+    finally:
+        torch.set_num_threads(threads)
+    return {"model": info, "image_size": size, "batch": batch, "threads": CPU_CHECK_THREADS, **m}
 
 
 def cuda_smoke(size: int = 224, batch: int = 16) -> dict[str, Any]:
