@@ -140,6 +140,13 @@ class StoreError(EnvbuilderError):
     exit_code = 17
 
 
+class OutputError(EnvbuilderError):
+    """An output file (a lock, a render, an export) cannot be written: a missing folder, no
+    permission, a full disk, or a file that is not envbuilder's to replace (names the file)."""
+
+    exit_code = 18
+
+
 class LockError(EnvbuilderError):
     """Python packages could not be locked, fetched or verified: no solution, an index that cannot
     be reached, a wheel whose sha256 differs from the lock's."""
@@ -164,3 +171,10 @@ class Interrupted(EnvbuilderError):
     """The user pressed Ctrl-C; work in progress was rolled back."""
 
     exit_code = 130
+
+
+class Terminated(Interrupted):
+    """envbuilder was stopped by SIGTERM or SIGHUP (a job scheduler, `kill`, a closed terminal);
+    work in progress was rolled back as on Ctrl-C."""
+
+    exit_code = 143

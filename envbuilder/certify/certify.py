@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import json
 import shutil
-import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +33,7 @@ from envbuilder.image.drift import check_against_lock, parse_installed, summariz
 from envbuilder.image.lock import LockFile
 from envbuilder.image.metadata import LABEL_HARNESS, read_metadata
 from envbuilder.image.spec import CertifySettings
+from envbuilder.lifecycle import temp_dir
 from envbuilder.matrix import load_matrix
 from envbuilder.resolve.model import Stack
 from envbuilder.resources import harness_dir as harness_source_dir
@@ -196,7 +197,7 @@ def certify_image(
     for w in warnings:
         say(f"certify: warning: {w}")
     run_quick = quick or settings.level == "quick"
-    tmp = Path(tempfile.mkdtemp(prefix="envbuilder-certify-"))
+    tmp = temp_dir("certify")
     try:
         tmp.chmod(0o777)  # the image runs as a non-root user that must write result.json
         (tmp / "thresholds.json").write_text(json.dumps(doc, sort_keys=True), encoding="utf-8")
@@ -220,6 +221,7 @@ def certify_image(
             mounts=mounts,
             mem_total=mem_total,
         )
+        spec = replace(spec, purpose="certify")
         passed = [f"{k}={v}" for k, v in collective_env(spec.env).items()]
         if passed:
             say(f"certify: the host's collective settings go in: {' '.join(passed)}")

@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 import click
 
 from envbuilder import __version__
-from envbuilder.errors import EnvbuilderError, Interrupted
+from envbuilder.errors import EnvbuilderError, Interrupted, Terminated
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -39,9 +39,23 @@ class _Group(click.Group):
             return super().invoke(ctx)
         except EnvbuilderError as exc:
             _fail(ctx, exc)
-        except KeyboardInterrupt:
-            _fail(ctx, Interrupted("interrupted", hint="nothing was tagged or half-written"))
+        except KeyboardInterrupt as exc:
+            _fail(ctx, stopped_error(exc))
         return None
+
+
+def stopped_error(exc: KeyboardInterrupt) -> Interrupted:
+    """The error a stop signal ends a command with: Ctrl-C exit 130, SIGTERM/SIGHUP exit 143
+    (envbuilder.lifecycle turns each into a KeyboardInterrupt so the same rollback runs)."""
+    import signal
+
+    from envbuilder.lifecycle import stop_signal
+
+    hint = "nothing was tagged or half-written; its containers and temporary folders were removed"
+    signum = stop_signal(exc)
+    if signum == signal.SIGINT:
+        return Interrupted("interrupted", hint=hint)
+    return Terminated(f"terminated by {signal.Signals(signum).name}", hint=hint)
 
 
 def _fail(ctx: click.Context, exc: EnvbuilderError) -> None:
@@ -64,10 +78,13 @@ def cli(debug: bool) -> None:
 
 
 def main() -> None:
+    from envbuilder.lifecycle import install_signal_handlers, stop_signal
+
+    install_signal_handlers()
     try:
         cli.main(prog_name="envbuilder", standalone_mode=True)
-    except KeyboardInterrupt:  # pragma: no cover - raised outside a command
-        sys.exit(130)
+    except KeyboardInterrupt as exc:  # raised outside a command (while click parses, or exits)
+        sys.exit(128 + stop_signal(exc))
 
 
 # Subcommands register themselves on `cli` when their module is imported, which happens the first

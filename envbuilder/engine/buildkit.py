@@ -4,12 +4,13 @@ plain progress, stop its whole process group on Ctrl-C."""
 
 from __future__ import annotations
 
+import csv
+import io
 import os
 import re
 import shutil
 import signal
 import subprocess
-import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -19,6 +20,7 @@ from typing import Literal
 from envbuilder.engine.model import BuildResult, BuildSecret
 from envbuilder.engine.progress import BuildEvent, ProgressParser, step_instruction
 from envbuilder.errors import BuildFailedError, BuildKitMissingError
+from envbuilder.lifecycle import die_with_parent, scratch_dir
 
 BUILDKIT_HINT = (
     "install the buildx plugin (Docker's `docker-buildx-plugin`, or `docker-buildx` on Debian 13+), "
@@ -109,14 +111,14 @@ def buildkit_build(
         raise BuildKitMissingError(
             f"named build contexts need buildx; {cli.path} {cli.version} has none", hint=BUILDKIT_HINT
         )
-    with tempfile.TemporaryDirectory(prefix="envbuilder-build-") as tmp:
-        iidfile = Path(tmp) / "iid"
+    with scratch_dir("build") as tmp:
+        iidfile = tmp / "iid"
         argv = [*cli.build_argv(), "--progress=plain", "--iidfile", str(iidfile)]
         argv += ["-f", str(dockerfile)]
         for s in secrets:
             if not _SECRET_ID.match(s.id):
                 raise BuildFailedError(f"invalid build secret id {s.id!r}")
-            argv += ["--secret", f"id={s.id},src={s.src}"]
+            argv += ["--secret", secret_flag(s)]
         for k, v in sorted((build_args or {}).items()):
             argv += ["--build-arg", f"{k}={v}"]
         for k, p in sorted((build_contexts or {}).items()):
@@ -145,9 +147,19 @@ def buildkit_build(
     )
 
 
+def secret_flag(secret: BuildSecret) -> str:
+    """The value of `--secret` for one secret. docker reads it as one CSV record
+    (encoding/csv: `id=x,src=FILE`), so a field holding a comma or a quote is quoted, or docker
+    would read a different file than the one named."""
+    out = io.StringIO()
+    csv.writer(out, lineterminator="").writerow([f"id={secret.id}", f"src={secret.src}"])
+    return out.getvalue()
+
+
 def _run_streaming(argv: list[str], parser: ProgressParser, on_event: ProgressCallback | None) -> int:
     env = {**os.environ, "DOCKER_BUILDKIT": "1", "BUILDKIT_PROGRESS": "plain"}
-    # Own process group: Ctrl-C reaches us, and we stop the whole build ourselves.
+    # Own process group: Ctrl-C (or SIGTERM, lifecycle.Stopped) reaches us, and we stop the whole
+    # build ourselves; and the client dies with us even on SIGKILL (BuildKit then cancels it).
     proc = subprocess.Popen(
         argv,
         stdout=subprocess.PIPE,
@@ -158,6 +170,7 @@ def _run_streaming(argv: list[str], parser: ProgressParser, on_event: ProgressCa
         errors="replace",
         bufsize=1,
         start_new_session=True,
+        preexec_fn=die_with_parent(),
     )
     try:
         assert proc.stdout is not None

@@ -71,7 +71,8 @@ class ContainerSpec:
     ipc: str | None = None  # private | shareable | host; None: the daemon's default
     user: str | None = None
     workdir: str | None = None
-    name: str | None = None  # a name of our own, so the container can be found and removed
+    name: str | None = None  # None: the engine names it envbuilder-<purpose>-<random>
+    purpose: str = "job"  # what it is for (certify, run, pip-freeze, ...): its name and label say it
     labels: Mapping[str, str] = field(default_factory=dict)
     interactive: bool = False  # keep stdin open (attached runs)
     tty: bool = False  # allocate a terminal (attached runs)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import subprocess
+import sys
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
@@ -13,8 +14,22 @@ from typing import Any
 from envbuilder.engine.buildkit import BuildKitCli, buildkit_build, cli_candidates, find_buildkit_cli
 from envbuilder.engine.container import ContainerSpec, Ulimit
 from envbuilder.engine.model import AttachedRun, BuildResult, BuildSecret, DaemonInfo, ImageInfo, RunResult
+from envbuilder.engine.ownership import (
+    OWNER_LABEL,
+    OwnedContainer,
+    container_name,
+    leftovers,
+    owner_labels,
+)
 from envbuilder.engine.progress import BuildEvent
-from envbuilder.errors import DockerUnavailableError, RegistryError
+from envbuilder.errors import (
+    DockerUnavailableError,
+    EnvbuilderError,
+    NoGpuError,
+    RegistryError,
+    UsageError,
+)
+from envbuilder.lifecycle import die_with_parent, stop_signal, sweep_temp_dirs
 
 # The SDK is a dependency, but a broken or partial install must not take down the commands that never
 # talk to Docker (doctor, resolve, render, matrix): they import this package too.
@@ -23,8 +38,17 @@ try:
     import docker
     import docker.errors
     import docker.types
+    import requests.exceptions
+
+    # What a call raises when the daemon refuses it (DockerException) or goes away in the middle
+    # of it (requests' ConnectionError, ReadTimeout, ChunkedEncodingError: docker-py lets them out).
+    _SDK_ERRORS: tuple[type[Exception], ...] = (
+        docker.errors.DockerException,
+        requests.exceptions.RequestException,
+    )
 except ImportError as _exc:
     _SDK_MISSING = str(_exc)
+    _SDK_ERRORS = ()
 
 DAEMON_HINT = (
     "start the Docker daemon (e.g. `sudo systemctl start docker`, or `make services` in a checkout) "
@@ -34,6 +58,26 @@ DAEMON_HINT = (
 # runc sets the rlimits) but never runs a program.
 _PROBE_ENTRYPOINT = "/envbuilder-ulimit-probe-does-not-exist"
 _NEVER_STARTED = "0001-01-01"  # State.StartedAt of a container that did not start
+Notice = Callable[[str], None]
+
+
+def _stderr_notice(line: str) -> None:
+    print(f"envbuilder: {line}", file=sys.stderr, flush=True)
+
+
+def lost_daemon(what: str, exc: BaseException, container: str | None = None) -> DockerUnavailableError:
+    """The daemon went away (or broke the connection) during `what`: exit 7, naming the
+    container that may be left behind and how to remove it."""
+    first = (str(exc).splitlines() or [type(exc).__name__])[0][:300]
+    if container is None:
+        return DockerUnavailableError(
+            f"{what} failed: the Docker daemon went away ({first})", hint=DAEMON_HINT
+        )
+    return DockerUnavailableError(
+        f"{what} failed: the Docker daemon went away ({first}); container {container[:12]} may be left",
+        hint=f"when the daemon is back: docker rm -f {container} (the next envbuilder command that "
+        "reaches the daemon removes it too)",
+    )
 
 
 def _require_sdk() -> None:
@@ -48,9 +92,15 @@ class DockerEngine:
     """The real engine (envbuilder.engine.Engine). Every method raises DockerUnavailableError when
     the daemon is down; the SDK connects on first use."""
 
-    def __init__(self, cli: BuildKitCli | None = None) -> None:
+    def __init__(
+        self, cli: BuildKitCli | None = None, *, janitor: bool = True, notice: Notice | None = None
+    ) -> None:
+        """`janitor`: on the first connection, remove what crashed envbuilder runs left (their
+        containers, by owner label, and temporary folders), saying so through `notice`."""
         self._cli = cli
         self._docker: Any = None
+        self._janitor = janitor
+        self._notice = notice or _stderr_notice
 
     @property
     def _client(self) -> Any:
@@ -59,11 +109,13 @@ class DockerEngine:
             try:
                 client = docker.from_env(timeout=600)
                 client.ping()
-            except docker.errors.DockerException as exc:
+            except _SDK_ERRORS as exc:
                 raise DockerUnavailableError(
                     f"cannot reach the Docker daemon: {exc}".splitlines()[0], hint=DAEMON_HINT
                 ) from exc
             self._docker = client
+            if self._janitor:
+                self.sweep_leftovers()
         return self._docker
 
     # ------------------------------------------------------------------ daemon
@@ -72,9 +124,37 @@ class DockerEngine:
         """Raises DockerUnavailableError when the daemon cannot be reached."""
         _ = self._client
 
+    def sweep_leftovers(self) -> tuple[str, ...]:
+        """The janitor: remove the containers whose envbuilder process is gone from this host (a
+        SIGKILL, a lost daemon) and such processes' temporary folders; say what went. The names
+        of the containers removed. Never raises: a janitor that fails leaves things as they were."""
+        removed: list[str] = []
+        try:
+            found = self._client.containers.list(all=True, filters={"label": OWNER_LABEL})
+            owned = [
+                OwnedContainer(id=c.id, name=c.name, status=c.status, labels=dict(c.labels or {}))
+                for c in found
+            ]
+            for c in leftovers(owned):
+                with contextlib.suppress(*_SDK_ERRORS):
+                    self._client.api.remove_container(c.id, force=True)
+                    removed.append(c.name)
+                    self._notice(
+                        f"removed {c.name} ({c.id[:12]}, {c.status}), left by an envbuilder run "
+                        f"that is gone ({c.labels.get(OWNER_LABEL)})"
+                    )
+        except _SDK_ERRORS:
+            pass
+        for path in sweep_temp_dirs():
+            self._notice(f"removed {path}, left by an envbuilder run that is gone")
+        return tuple(removed)
+
     def daemon_info(self) -> DaemonInfo:
         """Describe the daemon. Raises DockerUnavailableError."""
-        info = self._client.info()
+        try:
+            info = self._client.info()
+        except _SDK_ERRORS as exc:
+            raise lost_daemon("docker info", exc) from exc
         return DaemonInfo(
             server_version=str(info.get("ServerVersion", "")),
             runtimes=tuple(sorted((info.get("Runtimes") or {}).keys())),
@@ -123,8 +203,8 @@ class DockerEngine:
         the dangling part; return bytes reclaimed. Raises DockerUnavailableError."""
         try:
             res = self._client.api.prune_builds(all=True)
-        except docker.errors.APIError as exc:
-            raise DockerUnavailableError(f"docker builder prune failed: {exc}") from exc
+        except _SDK_ERRORS as exc:
+            raise lost_daemon("docker builder prune", exc) from exc
         return int((res or {}).get("SpaceReclaimed") or 0)
 
     # ------------------------------------------------------------------ images
@@ -139,14 +219,16 @@ class DockerEngine:
             if exc.status_code in (400, 404):  # a malformed reference is "not here" too
                 return None
             raise DockerUnavailableError(f"docker image inspect {ref} failed: {exc}") from exc
+        except _SDK_ERRORS as exc:
+            raise lost_daemon(f"docker image inspect {ref}", exc) from exc
         return _image_info(img.attrs)
 
     def list_images(self, repository: str) -> tuple[ImageInfo, ...]:
         """The local images tagged in `repository`. Raises DockerUnavailableError."""
         try:
             images = self._client.images.list(name=repository)
-        except docker.errors.APIError as exc:
-            raise DockerUnavailableError(f"docker images {repository} failed: {exc}") from exc
+        except _SDK_ERRORS as exc:
+            raise lost_daemon(f"docker images {repository}", exc) from exc
         return tuple(_image_info(img.attrs) for img in images)
 
     def tag(self, image: str, ref: str) -> None:
@@ -154,8 +236,8 @@ class DockerEngine:
         repo, tag = _split_ref(ref)
         try:
             self._client.api.tag(image, repo, tag=tag or "latest")
-        except docker.errors.APIError as exc:
-            raise DockerUnavailableError(f"docker tag {image} {ref} failed: {exc}") from exc
+        except _SDK_ERRORS as exc:
+            raise lost_daemon(f"docker tag {image} {ref}", exc) from exc
 
     def remove_image(self, ref: str, *, force: bool = False) -> bool:
         """Remove an image or tag; False when it was not there. Raises DockerUnavailableError."""
@@ -163,8 +245,8 @@ class DockerEngine:
             self._client.images.remove(ref, force=force)
         except docker.errors.ImageNotFound:
             return False
-        except docker.errors.APIError as exc:
-            raise DockerUnavailableError(f"docker rmi {ref} failed: {exc}") from exc
+        except _SDK_ERRORS as exc:
+            raise lost_daemon(f"docker rmi {ref}", exc) from exc
         return True
 
     def push(self, ref: str) -> str:
@@ -184,6 +266,8 @@ class DockerEngine:
                 digest = aux.get("Digest", digest)
         except docker.errors.APIError as exc:
             raise RegistryError(f"push of {ref} failed: {exc}") from exc
+        except _SDK_ERRORS as exc:
+            raise lost_daemon(f"docker push {ref}", exc) from exc
         if not digest:
             raise RegistryError(f"push of {ref} reported no digest")
         return str(digest)
@@ -195,6 +279,8 @@ class DockerEngine:
             self._client.images.pull(repo, tag=tag)
         except docker.errors.APIError as exc:
             raise RegistryError(f"pull of {ref} failed: {exc}") from exc
+        except _SDK_ERRORS as exc:
+            raise lost_daemon(f"docker pull {ref}", exc) from exc
         info = self.inspect_image(ref)
         if info is None:
             raise RegistryError(f"pull of {ref} reported success but the image is not there")
@@ -207,19 +293,21 @@ class DockerEngine:
             with dest.open("wb") as fh:
                 for chunk in chunks:
                     fh.write(chunk)
-        except docker.errors.DockerException as exc:
-            raise DockerUnavailableError(f"docker save {ref} failed: {exc}") from exc
+        except _SDK_ERRORS as exc:
+            raise lost_daemon(f"docker save {ref}", exc) from exc
         return dest
 
     # ------------------------------------------------------------------ containers
 
     def _create(self, spec: ContainerSpec) -> Any:
-        """The one place a ContainerSpec becomes a Docker call. Raises DockerUnavailableError when
-        the daemon refuses it (unknown image, a device request no runtime can serve: "could not
-        select device driver")."""
-        requests = []
+        """The one place a ContainerSpec becomes a Docker call. The container is envbuilder's:
+        named `envbuilder-PURPOSE-XXXXXXXX` unless the spec names it, labelled with its owner and
+        purpose (ownership.py), so a janitor can find it if this process dies. Raises UsageError
+        when the daemon refuses the spec (a 4xx answer: a relative working directory, a name in
+        use), DockerUnavailableError when it fails or cannot be reached."""
+        requests_ = []
         if spec.gpus is not None:
-            requests.append(
+            requests_.append(
                 docker.types.DeviceRequest(
                     count=0 if spec.gpus.device_ids else spec.gpus.count,
                     device_ids=list(spec.gpus.device_ids),
@@ -227,12 +315,12 @@ class DockerEngine:
                 )
             )
         if spec.cdi_devices:
-            requests.append(docker.types.DeviceRequest(driver="cdi", device_ids=list(spec.cdi_devices)))
+            requests_.append(docker.types.DeviceRequest(driver="cdi", device_ids=list(spec.cdi_devices)))
         kwargs: dict[str, Any] = {
             "entrypoint": list(spec.entrypoint) if spec.entrypoint is not None else None,
             "environment": dict(spec.env),
             "devices": [f"{d}:{d}:rwm" for d in spec.devices],
-            "device_requests": requests or None,
+            "device_requests": requests_ or None,
             "mounts": [
                 docker.types.Mount(target=m.target, source=m.source, type="bind", read_only=m.read_only)
                 for m in spec.mounts
@@ -244,15 +332,17 @@ class DockerEngine:
             "ipc_mode": spec.ipc,
             "user": spec.user,
             "working_dir": spec.workdir,
-            "name": spec.name,
-            "labels": dict(spec.labels),
+            "name": spec.name or container_name(spec.purpose),
+            "labels": owner_labels(spec.purpose, spec.labels),
             "stdin_open": spec.interactive,
             "tty": spec.tty,
         }
         try:
             return self._client.containers.create(spec.image, list(spec.command), **kwargs)
-        except docker.errors.DockerException as exc:
-            raise DockerUnavailableError(f"docker create {spec.image} failed: {exc}") from exc
+        except docker.errors.APIError as exc:
+            raise _refusal(f"docker create {spec.image}", exc) from exc
+        except _SDK_ERRORS as exc:
+            raise lost_daemon(f"docker create {spec.image}", exc, kwargs["name"]) from exc
 
     def run(
         self,
@@ -263,16 +353,18 @@ class DockerEngine:
     ) -> RunResult:
         """Create, start and follow a container; call `on_stderr` with each stderr line as it comes;
         return its exit code, whole stdout and stderr. The container is removed in every case
-        (also on Ctrl-C, which is re-raised). A timeout kills it and returns exit code 124.
+        (also on Ctrl-C or a stop signal, which is re-raised). A timeout kills it and returns exit
+        code 124.
 
-        Raises DockerUnavailableError when the daemon is down or refuses the container.
+        Raises UsageError when the daemon refuses the spec, DockerUnavailableError when it is down
+        or goes away meanwhile (naming the container that may be left).
         """
         container = self._create(spec)
         timed_out = threading.Event()
 
         def _kill() -> None:
             timed_out.set()
-            with contextlib.suppress(docker.errors.DockerException):
+            with contextlib.suppress(*_SDK_ERRORS):
                 container.kill()
 
         timer = threading.Timer(timeout_s, _kill) if timeout_s else None
@@ -299,12 +391,14 @@ class DockerEngine:
                 _line(buf)
             status = container.wait()
             out = container.logs(stdout=True, stderr=False).decode(errors="replace")
-        except docker.errors.DockerException as exc:
-            raise DockerUnavailableError(f"docker run {spec.image} failed: {exc}") from exc
+        except docker.errors.APIError as exc:
+            raise _refusal(f"docker run {spec.image}", exc) from exc
+        except _SDK_ERRORS as exc:
+            raise lost_daemon(f"docker run {spec.image}", exc, container.id) from exc
         finally:
             if timer is not None:
                 timer.cancel()
-            with contextlib.suppress(docker.errors.DockerException):
+            with contextlib.suppress(*_SDK_ERRORS):
                 container.remove(force=True)
         code = 124 if timed_out.is_set() else int(status.get("StatusCode", -1))
         if timed_out.is_set():
@@ -321,11 +415,12 @@ class DockerEngine:
         empty with a logging driver that keeps nothing readable). Through the CLI because
         only it gives a job a real terminal (raw mode, window size, Ctrl-C as a keystroke) and
         stdin, streams both outputs unbuffered and proxies signals; the SDK offers none of that.
-        Ctrl-C is passed to the job (SIGINT); if it has not ended after `stop_timeout_s` it is
-        stopped. Removed in every case; KeyboardInterrupt is re-raised.
+        A stop signal (Ctrl-C, SIGTERM) is passed to the job; if it has not ended after
+        `stop_timeout_s` it is stopped. Removed in every case; KeyboardInterrupt is re-raised.
 
-        Raises DockerUnavailableError: no docker CLI, the daemon refused the container, or it could
-        not be started (the daemon's reason, e.g. an unknown device or a refused ulimit).
+        Raises UsageError: the daemon refused the container or would not start it (its reason,
+        e.g. an unknown network or device, a refused ulimit); DockerUnavailableError: no docker
+        CLI, or the daemon is down or went away (naming the container that may be left).
         """
         cli = next(iter(cli_candidates()), None)
         if cli is None:
@@ -334,29 +429,30 @@ class DockerEngine:
         proc: subprocess.Popen[bytes] | None = None
         try:
             start = [cli, "start", "--attach", *(["--interactive"] if spec.interactive else []), container.id]
-            proc = subprocess.Popen(start, stdin=None if spec.interactive else subprocess.DEVNULL)
+            proc = subprocess.Popen(
+                start, stdin=None if spec.interactive else subprocess.DEVNULL, preexec_fn=die_with_parent()
+            )
             try:
                 proc.wait()
-            except KeyboardInterrupt:
-                with contextlib.suppress(docker.errors.DockerException):
-                    container.kill(signal="SIGINT")  # the CLI proxies it too; this covers -t
+            except KeyboardInterrupt as stop:
+                with contextlib.suppress(*_SDK_ERRORS):  # the CLI proxies SIGINT too; this covers -t
+                    container.kill(signal=int(stop_signal(stop)))
                 try:
                     proc.wait(timeout=stop_timeout_s)
                 except (subprocess.TimeoutExpired, KeyboardInterrupt):
-                    with contextlib.suppress(docker.errors.DockerException):
+                    with contextlib.suppress(*_SDK_ERRORS):
                         container.stop(timeout=5)
                     with contextlib.suppress(subprocess.TimeoutExpired):
                         proc.wait(timeout=10.0)
                 raise
             try:
                 container.reload()
-            except docker.errors.DockerException as exc:
-                raise DockerUnavailableError(f"docker inspect {container.id[:12]} failed: {exc}") from exc
+            except _SDK_ERRORS as exc:
+                raise lost_daemon(f"docker inspect {container.id[:12]}", exc, container.id) from exc
             state = container.attrs.get("State") or {}
             if str(state.get("StartedAt", _NEVER_STARTED)).startswith(_NEVER_STARTED):
-                raise DockerUnavailableError(
-                    f"the container did not start: {state.get('Error') or 'unknown reason'}"
-                )
+                why = state.get("Error") or "unknown reason"
+                raise _refused_start(f"the Docker daemon would not start the container: {why}")
             return AttachedRun(
                 exit_code=int(state.get("ExitCode", -1)),
                 output=self._log_tail(container, output_lines),
@@ -366,7 +462,7 @@ class DockerEngine:
             if proc is not None and proc.poll() is None:
                 with contextlib.suppress(OSError):
                     proc.kill()
-            with contextlib.suppress(docker.errors.DockerException):
+            with contextlib.suppress(*_SDK_ERRORS):
                 container.remove(force=True)
 
     @staticmethod
@@ -404,17 +500,46 @@ class DockerEngine:
         RLIMIT_MEMLOCK): the refusal, or None. Probes with a container that never runs a program
         (its entrypoint does not exist), so it costs a create and a failed start, nothing more.
         Raises DockerUnavailableError when the daemon is down or the image is missing."""
-        probe = ContainerSpec(image=image, entrypoint=(_PROBE_ENTRYPOINT,), ulimits=tuple(ulimits))
+        probe = ContainerSpec(
+            image=image, entrypoint=(_PROBE_ENTRYPOINT,), ulimits=tuple(ulimits), purpose="ulimit-probe"
+        )
         container = self._create(probe)
         try:
             container.start()
         except docker.errors.APIError as exc:
             text = str(exc)
             return text if "rlimit" in text.lower() else None
+        except _SDK_ERRORS as exc:
+            raise lost_daemon("the ulimit probe", exc, container.id) from exc
         finally:
-            with contextlib.suppress(docker.errors.DockerException):
+            with contextlib.suppress(*_SDK_ERRORS):
                 container.remove(force=True)
         return None
+
+
+_REFUSED_HINT = (
+    "check what was asked of the container (--network, -v, -w, --shm-size, --gpu-access); "
+    "`envbuilder doctor` shows the GPU access modes this host offers"
+)
+
+
+def _refused_start(message: str) -> EnvbuilderError:
+    """A container the daemon would not start: no runtime for its GPU request is a host without
+    GPU access (NoGpuError); anything else is what was asked (UsageError)."""
+    if "could not select device driver" in message:
+        return NoGpuError(message, hint="`envbuilder doctor` shows the GPU access modes this host offers")
+    return UsageError(message, hint=_REFUSED_HINT)
+
+
+def _refusal(what: str, exc: Any) -> EnvbuilderError:
+    """The daemon answered, and refused: a 4xx is the request's fault (UsageError, exit 2), no GPU
+    runtime is NoGpuError (5), another 5xx the daemon's (DockerUnavailableError, exit 7). Each is
+    one line with the daemon's reason."""
+    reason = (str(getattr(exc, "explanation", None) or exc).splitlines() or ["no reason given"])[0][:300]
+    client_error = isinstance(exc, docker.errors.NotFound) or exc.is_client_error()
+    if client_error or "could not select device driver" in reason:
+        return _refused_start(f"{what} failed: the Docker daemon refused it: {reason}")
+    return DockerUnavailableError(f"{what} failed: {reason}", hint=DAEMON_HINT)
 
 
 def _image_info(attrs: Mapping[str, Any]) -> ImageInfo:

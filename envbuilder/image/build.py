@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import re
 import shutil
-import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -53,6 +52,7 @@ from envbuilder.image.render import (
     write_build_context,
 )
 from envbuilder.image.spec import ImageSpec, parse_spec
+from envbuilder.lifecycle import temp_dir
 from envbuilder.matrix.model import Matrix
 from envbuilder.resolve.model import Resolution, Stack
 
@@ -306,7 +306,7 @@ def run_build(
         package_locks=plan.packages,
         platform=options.platform,
     )
-    tmp = Path(tempfile.mkdtemp(prefix="envbuilder-render-", dir=work_dir))
+    tmp = temp_dir("render", work_dir)
     try:
         rendered = write_build_context(plan.spec, plan.stack, tmp / "build", ropts)
         if plan.previous and plan.previous.dockerfile_sha256 != rendered.dockerfile_sha256:
@@ -373,7 +373,7 @@ def read_installed(
     """An image's installed set: the harness's collector run in it with `python` (inline: given
     as source, for a base image that carries no harness). Raises BuildFailedError."""
     argv = inline_collector_command(python) if inline else collector_command(python, HARNESS_DEST)
-    res = engine.run(ContainerSpec(image=image, command=tuple(argv)), timeout_s=600)
+    res = engine.run(ContainerSpec(image=image, command=tuple(argv), purpose="installed-set"), timeout_s=600)
     if res.exit_code != 0:
         raise BuildFailedError(
             f"reading the installed packages of {image} with {python} failed (exit {res.exit_code}): "

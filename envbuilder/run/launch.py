@@ -220,6 +220,7 @@ def run_image(
     spec = replace(
         training_container(info, choice, opts.command, env=env, mounts=mounts, network=opts.network),
         name=f"envbuilder-run-{run_id.lower()}",
+        purpose="run",
         labels={RUN_LABEL: "1"},
         workdir=opts.workdir,
         ipc=opts.ipc,

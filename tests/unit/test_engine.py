@@ -27,8 +27,10 @@ from envbuilder.engine import (
 from envbuilder.engine import buildkit as eng
 from envbuilder.engine.container import docker_flags
 from envbuilder.engine.docker_engine import _split_ref
+from envbuilder.engine.ownership import OWNER_LABEL, PURPOSE_LABEL
 from envbuilder.engine.progress import BuildEvent
-from envbuilder.errors import BuildFailedError, BuildKitMissingError, DockerUnavailableError
+from envbuilder.errors import BuildFailedError, BuildKitMissingError, UsageError
+from envbuilder.lifecycle import owner_mark
 
 
 def fake_cli(tmp_path: Path, log: str, *, rc: int = 0, sleep: float = 0.0) -> BuildKitCli:
@@ -275,7 +277,8 @@ def test_the_sdk_create_call_carries_the_whole_spec() -> None:
         ("/data", "/data", True),
         ("/tmp/io", "/io", False),
     ]
-    assert kw["environment"] == {"A": "1", "B": "2"} and kw["labels"] == {"io.envbuilder.run": "1"}
+    assert kw["environment"] == {"A": "1", "B": "2"}
+    assert kw["labels"] == {"io.envbuilder.run": "1", OWNER_LABEL: owner_mark(), PURPOSE_LABEL: "job"}
     assert (kw["shm_size"], kw["ipc_mode"], kw["working_dir"], kw["name"]) == (
         2**30,
         "host",
@@ -295,5 +298,5 @@ def test_a_probe_start_failure_that_is_no_rlimit_is_no_refusal_and_a_refused_cre
         def create(self, image: str, command: list[str], **kwargs: Any) -> _Created:
             raise docker.errors.ImageNotFound("No such image: img")
 
-    with pytest.raises(DockerUnavailableError, match="docker create img failed"):
+    with pytest.raises(UsageError, match="docker create img failed: the Docker daemon refused it"):
         _recording_engine(_Refusing()).run(ContainerSpec(image="img"))

@@ -32,6 +32,7 @@ SHARED = {
     "archs",
     "require_cuda",
     "tables",
+    "lifecycle",
 }
 FLOW = (
     "matrix",

@@ -1,0 +1,187 @@
+"""How envbuilder stops: one mechanism for build, certify and run (and whatever comes next).
+
+SIGINT, SIGTERM and SIGHUP become an exception in the main thread (`Stopped`, a KeyboardInterrupt,
+so every `finally` and every Ctrl-C handler runs: containers are stopped and removed, the build's
+process group is killed, temporary folders go, the run-log line is written). A second signal while
+that cleanup runs is noted, not raised, so it cannot cut the cleanup short; a third one gives up
+on it. Children started with `die_with_parent` get SIGKILL when envbuilder dies, even by SIGKILL.
+
+What a SIGKILL leaves (a container, a temporary folder) is found by its owner mark
+(`owner_mark`: host, pid and the process's start time, so a reused pid is not taken for the
+owner) and removed at the next start (engine's janitor, `sweep_temp_dirs`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import shutil
+import signal
+import socket
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from types import FrameType
+
+HANDLED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+TEMP_PREFIX = "envbuilder-"
+# envbuilder-<purpose>-<pid>-<start ticks>-<random>: mkdtemp's random part follows the last '-'.
+_TEMP_RE = re.compile(r"^envbuilder-[a-z0-9]+-(\d+)-(\d+)-[A-Za-z0-9_]+$", re.ASCII)
+_MARK_RE = re.compile(r"^(.+)/([0-9]{1,10})/([0-9]{1,20})$", re.ASCII)
+_PR_SET_PDEATHSIG = 1
+
+
+class Stopped(KeyboardInterrupt):
+    """A stop signal arrived (Ctrl-C is SIGINT). A KeyboardInterrupt, so the code that rolls back
+    on Ctrl-C rolls back on SIGTERM too; `signum` says which signal it was."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+    @property
+    def name(self) -> str:
+        return signal.Signals(self.signum).name
+
+
+def stop_signal(exc: BaseException) -> int:
+    """The signal behind a KeyboardInterrupt: its own for `Stopped`, SIGINT for a plain one."""
+    return exc.signum if isinstance(exc, Stopped) else int(signal.SIGINT)
+
+
+_received: list[int] = []
+
+
+def _on_signal(signum: int, _frame: FrameType | None) -> None:
+    _received.append(signum)
+    if len(_received) == 1:
+        raise Stopped(signum)
+    if len(_received) == 2:
+        print(
+            f"envbuilder: {signal.Signals(signum).name}: cleaning up (containers, build, temporary "
+            "folders); send it again to leave that to the next start",
+            file=sys.stderr,
+            flush=True,
+        )
+        return
+    raise Stopped(signum)
+
+
+def install_signal_handlers() -> None:
+    """Turn SIGINT, SIGTERM and SIGHUP into `Stopped` in the main thread (the CLI calls it once)."""
+    _received.clear()
+    for sig in HANDLED:
+        with contextlib.suppress(ValueError, OSError):  # not the main thread, or not settable here
+            signal.signal(sig, _on_signal)
+
+
+# ---------------------------------------------------------------------------------- owner marks
+
+
+def process_start(pid: int) -> int | None:
+    """The process's start time in clock ticks since boot (/proc/PID/stat field 22), or None when
+    there is no such process. With the pid it names one process: a pid is reused, this pair not."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text(encoding="ascii", errors="replace")
+    except OSError:
+        return None
+    fields = stat.rpartition(")")[2].split()  # the command name may hold spaces and ')'
+    try:
+        return int(fields[19])
+    except (IndexError, ValueError):
+        return None
+
+
+def owner_mark(pid: int | None = None) -> str:
+    """`HOST/PID/START` of this process (or `pid`): what envbuilder's containers carry as their
+    owner label, so a janitor can tell a live run's container from a crashed one's."""
+    pid = os.getpid() if pid is None else pid
+    return f"{socket.gethostname()}/{pid}/{process_start(pid) or 0}"
+
+
+def owner_alive(mark: str, host: str | None = None) -> bool | None:
+    """Whether the owner named by an owner mark still runs: True, False, or None when the mark is
+    malformed or names another host (which this machine cannot see)."""
+    m = _MARK_RE.match(mark)
+    if m is None or m.group(1) != (host or socket.gethostname()):
+        return None
+    start = process_start(int(m.group(2)))
+    return start is not None and start == int(m.group(3))
+
+
+# ---------------------------------------------------------------------------------- children
+
+
+def die_with_parent() -> Callable[[], None]:
+    """A `preexec_fn` for subprocess.Popen: the child gets SIGKILL when this process dies, however
+    it dies (prctl PR_SET_PDEATHSIG), and exits at once if this process is already gone."""
+    import ctypes  # here: only commands that start children pay for it
+
+    parent = os.getpid()
+    libc: ctypes.CDLL | None = None
+    if sys.platform.startswith("linux"):
+        with contextlib.suppress(OSError):
+            libc = ctypes.CDLL(None, use_errno=True)  # loaded before the fork, not in the child
+
+    def _arm() -> None:
+        if libc is not None:
+            libc.prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
+        if os.getppid() != parent:  # the parent died before the prctl took effect
+            os._exit(1)
+
+    return _arm
+
+
+# ---------------------------------------------------------------------------------- temp folders
+
+
+def temp_dir(purpose: str, parent: Path | None = None) -> Path:
+    """A new private folder `envbuilder-PURPOSE-PID-START-XXXX` (in `parent`, else the system's
+    temp folder): the caller removes it in a `finally`; after a SIGKILL `sweep_temp_dirs` does."""
+    start = process_start(os.getpid()) or 0
+    return Path(tempfile.mkdtemp(prefix=f"{TEMP_PREFIX}{purpose}-{os.getpid()}-{start}-", dir=parent))
+
+
+@contextlib.contextmanager
+def scratch_dir(purpose: str, parent: Path | None = None) -> Iterator[Path]:
+    """temp_dir as a context: removed on every way out (a stop signal included)."""
+    path = temp_dir(purpose, parent)
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def sweep_temp_dirs(root: Path | None = None, *, min_age_s: float = 60.0) -> list[Path]:
+    """Remove the temporary folders of envbuilder processes that are gone (killed before their
+    cleanup ran); return what was removed. A folder whose owner still runs, or that is younger than
+    `min_age_s`, stays."""
+    base = Path(root) if root is not None else Path(tempfile.gettempdir())
+    removed: list[Path] = []
+    try:
+        entries = list(base.iterdir())
+    except OSError:
+        return removed
+    now = time.time()
+    for entry in entries:
+        m = _TEMP_RE.match(entry.name)
+        if m is None:
+            continue
+        pid, start = int(m.group(1)), int(m.group(2))
+        live = process_start(pid)
+        if live is not None and live == start:
+            continue
+        try:
+            if not entry.is_dir() or entry.is_symlink() or now - entry.lstat().st_mtime < min_age_s:
+                continue
+            if entry.lstat().st_uid != os.getuid():
+                continue
+        except OSError:
+            continue
+        shutil.rmtree(entry, ignore_errors=True)
+        if not entry.exists():
+            removed.append(entry)
+    return removed

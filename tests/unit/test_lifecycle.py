@@ -1,0 +1,230 @@
+"""How envbuilder stops (envbuilder/lifecycle.py), with real processes and real signals: SIGTERM and
+SIGHUP run the same cleanup as Ctrl-C and exit 143; a second signal cannot cut the cleanup short;
+children die with their parent even on SIGKILL; owner marks tell a live run from a crashed one;
+the temp folders of crashed runs are swept, never a live one's."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from envbuilder.engine.ownership import OWNER_LABEL, OwnedContainer, container_name, leftovers
+from envbuilder.lifecycle import (
+    Stopped,
+    owner_alive,
+    owner_mark,
+    process_start,
+    stop_signal,
+    sweep_temp_dirs,
+    temp_dir,
+)
+
+
+def _wait_for(path: Path, timeout: float = 20.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not path.exists():
+        assert time.monotonic() < deadline, f"{path} never appeared"
+        time.sleep(0.02)
+
+
+def _cli_with_a_slow_command(tmp_path: Path, body: str) -> subprocess.Popen[str]:
+    """The real `envbuilder` entry point (cli.main: signal handlers, error mapping) with one more
+    command, `slow`, whose body is given: it writes `ready` when it runs."""
+    script = textwrap.dedent(
+        f"""
+        import sys, time
+        from pathlib import Path
+        from envbuilder.cli import cli, main
+        work = Path({str(tmp_path)!r})
+
+        @cli.command()
+        def slow() -> None:
+            {textwrap.indent(textwrap.dedent(body), "            ").strip()}
+
+        sys.argv = ["envbuilder", "slow"]
+        main()
+        """
+    )
+    return subprocess.Popen([sys.executable, "-c", script], stderr=subprocess.PIPE, text=True)
+
+
+@pytest.mark.parametrize(
+    ("sig", "code", "said"),
+    [
+        (signal.SIGTERM, 143, "terminated by SIGTERM"),
+        (signal.SIGHUP, 143, "terminated by SIGHUP"),
+        (signal.SIGINT, 130, "interrupted"),
+    ],
+)
+def test_a_stop_signal_runs_the_cleanup_and_exits_with_its_code(
+    tmp_path: Path, sig: signal.Signals, code: int, said: str
+) -> None:
+    proc = _cli_with_a_slow_command(
+        tmp_path,
+        """
+        try:
+            (work / "ready").touch()
+            time.sleep(60)
+        finally:
+            (work / "cleaned").touch()
+        """,
+    )
+    _wait_for(tmp_path / "ready")
+    proc.send_signal(sig)
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == code, err
+    assert (tmp_path / "cleaned").exists()
+    assert f"envbuilder: error: {said}\nhint: nothing was tagged or half-written" in err
+    assert "Traceback" not in err
+
+
+def test_a_second_signal_does_not_cut_the_cleanup_short_and_a_third_gives_up(tmp_path: Path) -> None:
+    proc = _cli_with_a_slow_command(
+        tmp_path,
+        """
+        try:
+            (work / "ready").touch()
+            time.sleep(60)
+        finally:
+            (work / "cleaning").touch()
+            try:
+                for _ in range(300):
+                    if (work / "go").exists():
+                        break
+                    time.sleep(0.02)
+                (work / "cleaned").touch()
+            except KeyboardInterrupt:
+                (work / "abandoned").touch()
+                raise
+        """,
+    )
+    _wait_for(tmp_path / "ready")
+    proc.send_signal(signal.SIGTERM)
+    _wait_for(tmp_path / "cleaning")
+    proc.send_signal(signal.SIGTERM)  # noted, not raised
+    time.sleep(0.3)
+    assert proc.poll() is None
+    (tmp_path / "go").touch()
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 143 and (tmp_path / "cleaned").exists(), err
+    assert "SIGTERM: cleaning up" in err and "send it again" in err
+
+    again = tmp_path / "again"
+    again.mkdir()
+    proc = _cli_with_a_slow_command(
+        again,
+        """
+        try:
+            (work / "ready").touch()
+            time.sleep(60)
+        finally:
+            (work / "cleaning").touch()
+            try:
+                time.sleep(60)
+            except KeyboardInterrupt:
+                (work / "abandoned").touch()
+                raise
+        """,
+    )
+    _wait_for(again / "ready")
+    for _ in range(2):
+        proc.send_signal(signal.SIGTERM)
+        _wait_for(again / "cleaning")
+    time.sleep(0.2)
+    proc.send_signal(signal.SIGTERM)
+    proc.communicate(timeout=30)
+    assert (again / "abandoned").exists() and proc.returncode == 143
+
+
+def test_children_die_with_their_parent_even_on_sigkill(tmp_path: Path) -> None:
+    pidfile = tmp_path / "child.pid"
+    parent = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            textwrap.dedent(
+                f"""
+                import subprocess, time
+                from envbuilder.lifecycle import die_with_parent
+                child = subprocess.Popen(["sleep", "60"], preexec_fn=die_with_parent(),
+                                         start_new_session=True)
+                open({str(pidfile)!r}, "w").write(str(child.pid))
+                time.sleep(60)
+                """
+            ),
+        ]
+    )
+    _wait_for(pidfile)
+    child = int(pidfile.read_text())
+    assert process_start(child) is not None
+    parent.kill()
+    parent.wait(timeout=10)
+    deadline = time.monotonic() + 10
+    while process_start(child) is not None and _state(child) != "Z":
+        assert time.monotonic() < deadline, "the child outlived its SIGKILLed parent"
+        time.sleep(0.05)
+
+
+def _state(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0]
+    except OSError:
+        return "gone"
+
+
+def test_owner_marks_tell_a_live_owner_from_a_gone_one() -> None:
+    mine = owner_mark()
+    assert owner_alive(mine) is True
+    host, pid, start = mine.rsplit("/", 2)
+    assert owner_alive(f"{host}/{pid}/{int(start) + 1}") is False  # a reused pid: another process
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    assert owner_alive(f"{host}/{dead.pid}/1") is False
+    assert owner_alive(f"another-host/{pid}/{start}") is None  # cannot be seen from here
+    for malformed in ("", "x", "host/pid/start", f"{host}/\uff11\uff12/3", f"{host}/{pid}"):
+        assert owner_alive(malformed) is None
+
+
+def test_the_janitor_picks_only_containers_of_gone_owners() -> None:
+    def box(mark: str) -> OwnedContainer:
+        return OwnedContainer(
+            id=mark, name=container_name("certify"), status="exited", labels={OWNER_LABEL: mark}
+        )
+
+    verdicts = {"live": True, "gone": False, "elsewhere": None, "": None}
+    picked = leftovers([box(m) for m in verdicts], alive=lambda mark: verdicts[mark])
+    assert [c.id for c in picked] == ["gone"]
+    assert container_name("pip-freeze").startswith("envbuilder-pip-freeze-")
+    with pytest.raises(ValueError, match="purpose"):
+        container_name("Bad Purpose")
+
+
+def test_temp_folders_of_gone_runs_are_swept_never_a_live_ones(tmp_path: Path) -> None:
+    live = temp_dir("render", tmp_path)
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    gone = tmp_path / f"envbuilder-certify-{dead.pid}-1-abcd1234"
+    gone.mkdir()
+    (gone / "thresholds.json").write_text("{}")
+    young = tmp_path / f"envbuilder-build-{dead.pid}-1-young"
+    young.mkdir()
+    stranger = tmp_path / "envbuilder-notours"
+    stranger.mkdir()
+    old = time.time() - 3600
+    for path in (live, gone, stranger):
+        os.utime(path, (old, old))
+    assert sweep_temp_dirs(tmp_path) == [gone]
+    assert live.is_dir() and young.is_dir() and stranger.is_dir() and not gone.exists()
+
+
+def test_stop_signal_names_the_signal_behind_an_interrupt() -> None:
+    assert stop_signal(KeyboardInterrupt()) == signal.SIGINT
+    assert stop_signal(Stopped(signal.SIGTERM)) == signal.SIGTERM
+    assert Stopped(signal.SIGHUP).name == "SIGHUP" and isinstance(Stopped(15), KeyboardInterrupt)
