@@ -20,7 +20,6 @@ import re
 import shutil
 import subprocess
 import sys
-import tempfile
 import urllib.parse
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
@@ -35,6 +34,7 @@ from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel
 from envbuilder.errors import LockError, SpecError
 from envbuilder.image.sources import PackageIndex, file_digest, requirement_files, spec_file
 from envbuilder.image.spec import ImageSpec
+from envbuilder.lifecycle import die_with_parent, scratch_dir
 from envbuilder.resolve.model import Stack
 
 if sys.version_info >= (3, 11):
@@ -205,7 +205,14 @@ def _run(
 ) -> subprocess.CompletedProcess[str]:
     try:
         proc = subprocess.run(
-            argv, capture_output=True, text=True, check=False, cwd=cwd, stdin=subprocess.DEVNULL, env=env
+            argv,
+            capture_output=True,
+            text=True,
+            check=False,
+            cwd=cwd,
+            stdin=subprocess.DEVNULL,
+            env=env,
+            preexec_fn=die_with_parent(),
         )
     except OSError as exc:
         raise LockError(f"{what}: cannot run {argv[0]}: {exc.strerror}") from None
@@ -275,8 +282,7 @@ def lock_packages(
     uv = uv_binary(settings.uv) if provided is None or spec.has_project_packages else None
     resolver = uv_version(uv) if uv is not None else BASE_RESOLVER
     base = _base_lock(spec, stack, platform, resolver, settings)
-    with tempfile.TemporaryDirectory(prefix="envbuilder-lock-") as tmp:
-        work = Path(tmp)
+    with scratch_dir("lock") as work:
         framework: list[LockedPackage]
         if provided is not None:
             say(f"the base environment provides {', '.join(p.pin for p in provided)}")
