@@ -16,7 +16,7 @@ SIZES = (1 << 20, 8 << 20, 32 << 20, 128 << 20, 512 << 20, 1 << 30, 2 << 30, 4 <
 
 
 def label(n: int) -> str:
-    return f"{n >> 30} GiB" if n >= 1 << 30 else f"{n >> 20} MiB"
+    return f"{n >> 30} GiB" if n >= 1 << 30 else f"{n >> 20} MiB" if n >= 1 << 20 else f"{n} B"
 
 
 def section(path: Path) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -38,14 +38,14 @@ def describe(path: Path) -> list[str]:
     )
     cap = mg.get("sweep_cap") or {}
     if cap:
+        line = f"   sweep to {label(int(cap.get('max_bytes') or 0))} ({cap.get('limited_by')}; asked "
+        line += f"{label(int(cap.get('requested_bytes') or 0))}"
         free = cap.get("free_bytes_min")
-        gib = f"{free / 2**30:.1f} GiB" if isinstance(free, int) else "-"
-        margin = (cap.get("margin_bytes") or 0) / 2**30
-        out.append(
-            f"   sweep to {label(int(cap.get('max_bytes') or 0))} ({cap.get('limited_by')}; asked "
-            f"{label(int(cap.get('requested_bytes') or 0))}, least free {gib}, margin {margin:.1f} GiB, "
-            f"memory cap {label(int(cap.get('memory_cap_bytes') or 0))})"
-        )
+        if isinstance(free, int):  # None in the CPU test mode: no GPU memory asked
+            margin = (cap.get("margin_bytes") or 0) / 2**30
+            line += f", least free {free / 2**30:.1f} GiB, margin {margin:.1f} GiB, memory cap "
+            line += label(int(cap.get("memory_cap_bytes") or 0))
+        out.append(line + ")")
     rows = {r["bytes"]: r for r in mg.get("sweep") or []}
     cells = [f"{label(n)} {rows[n]['busbw_gbs']:.1f}" for n in SIZES if n in rows]
     out.append("   busbw GB/s: " + ", ".join(cells))

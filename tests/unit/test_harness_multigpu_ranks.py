@@ -295,9 +295,9 @@ def test_the_report_lays_out_eight_ranks(tmp_path: Path) -> None:
 
 
 # ---------------------------------------------------------------- the floors rule (thresholds.yaml)
-def floors_script() -> ModuleType:
-    path = ROOT / "benchmarks" / "gpu" / "multigpu_floors.py"
-    spec = importlib.util.spec_from_file_location("multigpu_floors", path)
+def gpu_script(name: str) -> ModuleType:
+    path = ROOT / "benchmarks" / "gpu" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(name, path)
     assert spec is not None and spec.loader is not None
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
@@ -306,7 +306,7 @@ def floors_script() -> ModuleType:
 
 def test_the_floors_rule_gives_the_committed_2gpu_floors(capsys: pytest.CaptureFixture[str]) -> None:
     """The rule next to the thresholds, replayed on the three runs the H200 x2 floors came from."""
-    f = floors_script()
+    f = gpu_script("multigpu_floors")
     runs = [RESULTS_X2 / n for n in ("cert-native-1.json", "cert-container.json", "cert-native-2.json")]
     assert f.main(["--at", "1G", *map(str, runs)]) == 0
     out = capsys.readouterr().out
@@ -318,3 +318,14 @@ def test_the_floors_rule_gives_the_committed_2gpu_floors(capsys: pytest.CaptureF
     assert f.main(["--at", "8G", str(runs[0])]) == 1
     assert "no sweep row at 8589934592 B (the sweep stopped at 1073741824 B)" in capsys.readouterr().err
     assert f.parse_size("8G") == 8 * GIB and f.parse_size("1MiB") == 1 << 20 and f.parse_size("4096") == 4096
+
+
+def test_the_proof_summary_reads_a_real_2gpu_certificate(capsys: pytest.CaptureFixture[str]) -> None:
+    """multigpu_summary.py (run_multigpu_proof.sh's summary.txt) on the committed native run."""
+    summary = gpu_script("multigpu_summary")
+    assert summary.main([str(RESULTS_X2 / "cert-native-1.json"), str(RESULTS_X2 / "missing.json")]) == 1
+    out = capsys.readouterr().out
+    assert "2 x nccl, NCCL 2.28.9, interconnect nvlink, NCCL_NVLS_ENABLE=0" in out
+    assert "512 MiB 316.0, 1 GiB 329.1" in out and "scaling 0.972413" in out
+    assert "missing.json: unreadable (FileNotFoundError" in out
+    assert summary.label(8 << 30) == "8 GiB" and summary.label(8) == "8 B"
