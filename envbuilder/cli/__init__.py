@@ -6,6 +6,7 @@ to stdout (so `--json` pipes cleanly); progress and diagnostics to stderr.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import sys
 from collections.abc import Callable
@@ -77,14 +78,58 @@ def cli(debug: bool) -> None:
     """Resolve, build and certify GPU training containers that are known to work on this machine."""
 
 
+class _PipeSafe:
+    """A text stream whose reader may go away (`envbuilder resolve | head -2`, `build 2>&1 |
+    head`): a closed pipe is not an error, so writes after it are dropped and the command
+    finishes its work (a build still tags and writes its lock) with its own exit code."""
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+        self._closed = False
+
+    def write(self, text: str) -> int:
+        if not self._closed:
+            try:
+                return int(self._stream.write(text))
+            except BrokenPipeError:
+                self._closed = True
+        return len(text)
+
+    def flush(self) -> None:
+        if not self._closed:
+            try:
+                self._stream.flush()
+            except BrokenPipeError:
+                self._closed = True
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
+def _quiet_close(stream: Any) -> None:
+    """At exit, Python flushes the real stream once more: point a closed pipe's descriptor at
+    /dev/null so that flush cannot fail (the recipe of Python's signal docs, `Note on SIGPIPE`)."""
+    if isinstance(stream, _PipeSafe) and stream._closed:
+        import os
+
+        with contextlib.suppress(OSError, ValueError):
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, stream._stream.fileno())
+
+
 def main() -> None:
     from envbuilder.lifecycle import install_signal_handlers, stop_signal
 
     install_signal_handlers()
+    sys.stdout = _PipeSafe(sys.stdout)
+    sys.stderr = _PipeSafe(sys.stderr)
     try:
         cli.main(prog_name="envbuilder", standalone_mode=True)
     except KeyboardInterrupt as exc:  # raised outside a command (while click parses, or exits)
         sys.exit(128 + stop_signal(exc))
+    finally:
+        _quiet_close(sys.stdout)
+        _quiet_close(sys.stderr)
 
 
 # Subcommands register themselves on `cli` when their module is imported, which happens the first

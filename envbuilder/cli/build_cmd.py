@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+import textwrap
 import time
 from collections import Counter
 from dataclasses import replace
@@ -73,7 +74,8 @@ class ProgressDisplay:
         elif event.kind in ("cached", "done", "error"):
             took = f" {event.seconds:.1f}s" if event.seconds is not None else ""
             state = {"cached": "CACHED", "done": "done", "error": "FAILED"}[event.kind]
-            self.stream.write(f"{head} {state}{took} (t={elapsed:.0f}s) {instr[:160]}\n")
+            short = textwrap.shorten(instr, 160, placeholder=" ...")
+            self.stream.write(f"{head} {state}{took} (t={elapsed:.0f}s) {short}\n")
         self.stream.flush()
 
     def finish(self) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -61,7 +62,7 @@ def print_summary(cert: Certificate, stored_id: str | None) -> None:
     click.echo(f"{'step':<{width}}  {'status':<6} {'seconds':>8}  key metric")
     for s in steps:
         secs = f"{s.seconds:8.1f}" if s.seconds is not None else f"{'-':>8}"
-        detail = key_metric(s) if s.status == "pass" else s.reason[:70]
+        detail = key_metric(s) if s.status == "pass" else textwrap.shorten(s.reason, 70, placeholder=" ...")
         click.echo(f"{s.name:<{width}}  {s.status:<6} {secs}  {detail}")
     for g in cert.gates:
         click.echo(f"gate {g.name}: {g.status} ({g.reason})")

@@ -56,9 +56,9 @@ def resolve(
     else:
         _print_human(resolution, explain)
     if resolution.stack is None:
-        raise NoCompatibleStackError(
-            resolution, "run with --explain to see each reason; relax the requirement, or change the driver"
-        )
+        from envbuilder.resolve.hint import no_stack_hint
+
+        raise NoCompatibleStackError(resolution, no_stack_hint(matrix, resolution))
     if lock_path is not None:
         from envbuilder.image.lock import write_resolution_lock
 
@@ -98,6 +98,8 @@ def _print_human(resolution: Resolution, explain: bool) -> None:
         click.echo("\nalternatives (runners-up)")
         for alt in resolution.alternatives:
             click.echo(f"  {alt.id}   min driver {alt.min_driver or '-'}")
+            for note in alt.notes:  # what ranked it below the winner, when a note says so
+                click.echo(f"      note: {note}")
     if explain:
         click.echo(f"\nrejected ({len(resolution.rejected)})")
         for r in resolution.rejected:

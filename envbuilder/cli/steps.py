@@ -10,6 +10,7 @@ The counter N is fixed when the command starts, and each step keeps its number.
 from __future__ import annotations
 
 import sys
+import textwrap
 import threading
 import time
 from collections.abc import Iterator
@@ -108,7 +109,11 @@ class StepProgress:
             if self.tty:
                 self._update_live(self._last_message)
             elif now - self._last_output >= self.heartbeat_s:
-                last = f" (last: {self._last_message[:80]})" if self._last_message else ""
+                last = (
+                    f" (last: {textwrap.shorten(self._last_message, 80, placeholder=' ...')})"
+                    if self._last_message
+                    else ""
+                )
                 self._line(f"{self.head(current)} still running, {now - self._step_started:.0f}s{last}")
 
     # ------------------------------------------------------------------ terminal
@@ -123,7 +128,9 @@ class StepProgress:
     def _update_live(self, text: str) -> None:
         if self._status is not None and self._current is not None:
             took = time.monotonic() - self._step_started
-            self._status.update(f"{self.head(self._current)} {took:.0f}s  {text[:80]}")
+            self._status.update(
+                f"{self.head(self._current)} {took:.0f}s  {textwrap.shorten(text, 80, placeholder=' ...')}"
+            )
 
     def _stop_live(self) -> None:
         if self._status is not None:

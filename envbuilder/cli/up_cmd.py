@@ -10,6 +10,7 @@ base made with debootstrap (engine/localbase.py), the framework wheels pip is co
 from __future__ import annotations
 
 import json
+import textwrap
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -217,7 +218,7 @@ def _base(engine: Any, stack_base: str, given: str | None, progress: StepProgres
     except RegistryError as exc:
         from envbuilder.engine.localbase import ensure_local_base
 
-        why = " ".join(str(exc).split())[:200]
+        why = textwrap.shorten(str(exc), 200, placeholder=" ...")
         progress.say(f"cannot pull {stack_base}: {why}")
         local = ensure_local_base(engine, on_message=progress.say)
         made = "made here" if local.made else "made earlier"
@@ -323,7 +324,9 @@ def _build(
         if event.is_step and event.kind in ("cached", "done", "error"):
             took = f" {event.seconds:.1f}s" if event.seconds is not None else ""
             state = {"cached": "CACHED", "done": "done", "error": "FAILED"}[event.kind]
-            progress.say(f"{state}{took} {step_instruction(event.name)[:120]}")
+            progress.say(
+                f"{state}{took} {textwrap.shorten(step_instruction(event.name), 120, placeholder=' ...')}"
+            )
 
     outcome = run_build(plan, options, engine, on_event=on_event, on_message=progress.say)
     for warning in outcome.warnings[len(plan.warnings) :]:

@@ -20,13 +20,13 @@ IMAGE_ID = "sha256:" + "ab" * 32
 MP = pytest.MonkeyPatch
 
 
-def make(verdict: str) -> Certificate:
+def make(verdict: str, reason: str = "loader starves the GPU") -> Certificate:
     steps = [
         {"name": "host", "status": "pass", "seconds": 1.0, "reason": "", "metrics": {"gpus": []}},
         {"name": "train_rn18_bf16_bs32", "status": "pass", "seconds": 9.5, "reason": "",
          "metrics": {"images_per_s": 3120.4, "val_accuracy": 0.93}},
         {"name": "input_pipeline", "status": "fail" if verdict == "failed" else "pass", "seconds": 2.0,
-         "reason": "loader starves the GPU",
+         "reason": reason,
          "metrics": {"loader_fed_img_s": 900.0, "resident_img_s": 3000.0}},
     ]  # fmt: skip
     return build_certificate(
@@ -46,13 +46,15 @@ def store_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return tmp_path / "data"
 
 
-def fake_certify(verdict: str | None = None, error: Exception | None = None) -> Any:
+def fake_certify(
+    verdict: str | None = None, error: Exception | None = None, reason: str | None = None
+) -> Any:
     def certify_image(image: str, **kw: Any) -> Certificate:
         kw["progress"]("certify: GPU access devices (fake)")
         if error is not None:
             raise error
         assert verdict is not None
-        return make(verdict)
+        return make(verdict, reason) if reason else make(verdict)
 
     return certify_image
 
@@ -91,6 +93,19 @@ def test_certify_require_gpu_exit_code_per_verdict(
     if verdict == "certified-cpu-only":
         assert "envbuilder: error: --require-gpu: img:1 is certified-cpu-only" in res.stderr
         assert "hint: certify on a host with an NVIDIA GPU" in res.stderr
+
+
+def test_certify_summary_cuts_a_long_reason_at_a_word(
+    store_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    reason = "the runtime refused: error setting rlimits for ready process: error setting rlimit type 8"
+    monkeypatch.setattr(envbuilder.certify.certify, "certify_image", fake_certify("failed", reason=reason))
+    res = run(["certify", "img:1"])
+    assert res.exit_code == 11
+    row = next(line for line in res.stdout.splitlines() if line.startswith("input_pipeline"))
+    shown = row.split(None, 3)[3]
+    assert shown.endswith(" ...") and reason.startswith(shown.removesuffix(" ...")), row
+    assert shown.removesuffix(" ...").split()[-1] in reason.split()  # a whole word, never `rlimi`
 
 
 def test_certify_json_out_and_no_store(

@@ -224,3 +224,27 @@ def test_framework_requirement_reads_as_packaging_reads_it(text: str) -> None:
             parse_framework_requirement(text)
     else:
         assert parse_framework_requirement(text) == expected
+
+
+def test_no_stack_hint_follows_the_cause() -> None:
+    # arch: the newest release that still has kernels for the GPU, not "change the driver"
+    code, _out, err = run(
+        "resolve", "--driver", "580.95.05", "--gpu", "Tesla V100-SXM2-16GB", "--framework", "torch==2.15.*"
+    )
+    assert code == 4
+    assert (
+        "no torch==2.15.* build has kernels for this GPU: the newest torch release that has is 2.14.1" in err
+    )
+    assert "--framework 'torch==2.14.1'" in err and "change the driver" not in err
+    # driver: the driver that unlocks the newest stack
+    code, _out, err = run("resolve", "--driver", "470.57.02", "--gpu", "A100", "--framework", "torch>=2.9")
+    assert code == 4
+    assert "hint: run with --explain to see each reason; driver 470.57.02 is too old for torch>=2.9" in err
+    assert ": driver >= 580 unlocks torch" in err
+
+
+def test_text_output_gives_the_runner_ups_notes() -> None:
+    code, out, _err = run("resolve", "--driver", "580.95.05", "--gpu", "H100 SXM")
+    assert code == 0
+    runners = out.split("alternatives (runners-up)", 1)[1]
+    assert "      note: torch wheels bring their own CUDA libraries" in runners

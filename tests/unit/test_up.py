@@ -208,3 +208,31 @@ def test_shell_completion_lists_commands() -> None:
         [sys.executable, "-m", "envbuilder"], env=env, capture_output=True, text=True, timeout=60, check=False
     )
     assert res.returncode == 0 and res.stdout.split() == ["plain,certify", "plain,certs"], res.stdout
+
+
+# --------------------------------------------------------------------------- pipes
+
+
+def test_a_reader_that_goes_away_is_not_an_error() -> None:
+    """`envbuilder resolve ... | head -2`: the reader closes the pipe before all is written."""
+    import subprocess
+    import sys
+
+    argv = [
+        sys.executable,
+        "-m",
+        "envbuilder",
+        "resolve",
+        "--driver",
+        "580.95.05",
+        "--gpu",
+        "GTX 1080",
+        "--explain",
+    ]
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert proc.stdout is not None and proc.stderr is not None
+    first = proc.stdout.readline()
+    proc.stdout.close()  # as head does after its lines
+    err = proc.stderr.read()
+    assert proc.wait(timeout=120) == 0, err
+    assert first.startswith("host: driver 580.95.05") and "Traceback" not in err and "error" not in err

@@ -1,0 +1,46 @@
+"""What to do when nothing fits: a hint that follows the rejections' main cause. The GPU's arch
+-> the newest release that has kernels for it; the driver -> the driver that unlocks the newest
+stack. Both are found by resolving again with that one constraint lifted."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import replace
+
+from packaging.version import Version
+
+from envbuilder.matrix.model import Matrix
+from envbuilder.resolve.model import Resolution
+from envbuilder.resolve.resolver import resolve
+
+_EXPLAIN = "run with --explain to see each reason"
+
+
+def no_stack_hint(matrix: Matrix, resolution: Resolution) -> str:
+    """The hint for a resolution without a stack (NoCompatibleStackError's)."""
+    counts = Counter(r.component for r in resolution.rejected)
+    if not counts:
+        return f"{_EXPLAIN}; relax the requirement"
+    cause = counts.most_common(1)[0][0]
+    req, host = resolution.request, resolution.host
+    if cause == "arch" and req.specifier:
+        wider = resolve(matrix, replace(req, specifier=""), host)
+        if wider.stack is not None:
+            s = wider.stack
+            return (
+                f"{_EXPLAIN}; no {req.requirement} build has kernels for this GPU: the newest {s.framework} "
+                f"release that has is {s.version} (--framework '{s.framework}=={s.version}')"
+            )
+        return f"{_EXPLAIN}; no {req.framework} release in the matrix has kernels for this GPU"
+    if cause == "arch":
+        return f"{_EXPLAIN}; no {req.framework} release in the matrix has kernels for this GPU"
+    if cause == "driver" and host.driver is not None:
+        newest = max((c.min_driver for c in matrix.cuda.releases), key=Version)
+        unlocked = resolve(matrix, req, replace(host, driver=newest))
+        if unlocked.stack is not None and unlocked.stack.min_driver:
+            s = unlocked.stack
+            return (
+                f"{_EXPLAIN}; driver {host.driver} is too old for {req.requirement}: "
+                f"driver >= {s.min_driver} unlocks {s.id}"
+            )
+    return f"{_EXPLAIN}; relax the requirement ({cause} rejected most candidates)"
