@@ -36,10 +36,11 @@ def torch_base(engine: DockerEngine, base_image: str, wheelhouse: Path, run_id: 
     )  # fmt: skip
     try:
         subprocess.run(["docker", "commit", name, tag], check=True, capture_output=True, timeout=900)
-    finally:
         subprocess.run(["docker", "rm", "-f", name], check=False, capture_output=True, timeout=600)
-    yield tag
-    engine.remove_image(tag, force=True)
+        yield tag
+    finally:  # whatever failed above: no container, no tag left behind
+        subprocess.run(["docker", "rm", "-f", name], check=False, capture_output=True, timeout=600)
+        engine.remove_image(tag, force=True)
 
 
 def test_the_base_provides_the_framework_and_nothing_is_installed_for_it(
@@ -65,8 +66,11 @@ def test_the_base_provides_the_framework_and_nothing_is_installed_for_it(
             timeout_s=300,
         )
         assert ran.exit_code == 0 and ran.stdout.strip() == "2.13.0+cpu", ran.stderr
-    finally:
+    finally:  # the tag asked for and the stack tag build adds (envbuilder/NAME:STACK)
         engine.remove_image(tag, force=True)
+        written = read_lock(lock_out) if lock_out.exists() else None
+        for ref in written.build.tags if written is not None and written.build is not None else ():
+            engine.remove_image(ref, force=True)
 
 
 def test_a_stack_the_base_does_not_provide_is_refused_before_building(
