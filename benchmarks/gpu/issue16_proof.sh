@@ -1,20 +1,26 @@
 #!/usr/bin/env bash
-# Issue 16 on the H200 test machine, in two parts (each fits one device call):
+# Issue 16 on the H200 test machine, in parts (each fits one device call):
 #
-#   bash benchmarks/gpu/issue16_proof.sh native     the torch certification twice, side by side in
-#                                                   one run: --level full (the old schedule, every
-#                                                   step in one process, autotuning everywhere) and
-#                                                   the default (compile lane); then the JAX plan
+#   bash benchmarks/gpu/issue16_proof.sh native     old vs new, side by side in one run: the default
+#                                                   torch certification of the previous harness (the
+#                                                   tree in .device/old, when there), then this
+#                                                   checkout's default torch certification, then its
+#                                                   JAX plan; about 5.5 minutes
+#   bash benchmarks/gpu/issue16_proof.sh full       this checkout's --level full (the long schedule);
+#                                                   about 3 minutes
 #   bash benchmarks/gpu/issue16_proof.sh container  the JAX certification in a container:
 #                                                   `envbuilder certify --framework jax --gpu-access devices`
 #                                                   of the machine's own environment as an image
 #
-# native writes $OUT/{torch-full,torch-default,jax-native}.{json,log} and summary.txt (walls, GPU
-# busy = the mean NVML utilization over the run's samples, the gates); about 7 minutes.
+# The previous harness for `native`: before the device call, in the checkout,
+#   mkdir -p .device/old && git archive d28636f envbuilder/harness matrices/thresholds.yaml | tar -x -C .device/old
+# and carry .device/old. native writes $OUT/{torch-old,torch-default,jax-native}.{json,log} and
+# summary.txt (walls, GPU busy = the mean NVML utilization over the run's samples, the gates); full
+# writes $OUT/torch-full.{json,log} and summary.txt.
 # container needs .device/ as h200_proof.sh does (gpu-docker.sh, dockerbin.tar.xz, the docker SDK
 # wheel) and writes $OUT/{cert-jax-container.json,certify-jax.txt,certify-jax.stderr.txt}; about 5 minutes.
 set -uo pipefail
-part=${1:?usage: issue16_proof.sh native|container}
+part=${1:?usage: issue16_proof.sh native|full|container}
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$ROOT"
 # shellcheck source=lib.sh
@@ -41,27 +47,59 @@ for name in names:
         pre = (m.get("config") or {}).get("precompile")
         extra += f" [child compile {pre.get('compile_s', 0):.1f} s, waited {pre.get('waited_s', 0):.1f} s]" if pre else ""
         print(f"  {s['status']:4} {s['name']:28} {s['seconds']:7.1f} s{extra}  {s['reason'][:80]}")
+    warm = (doc.get("facts") or {}).get("cudnn_warmup")
+    if warm:
+        print(f"  cudnn_warmup {warm}")
+    for s in doc["steps"]:
+        if s["name"] == "batch_ramp" and s["metrics"].get("tried"):
+            m = s["metrics"]
+            print(f"  ramp tried {[t['batch'] for t in m['tried']]} predicted {m.get('predicted_max_batch')}")
     for g in doc["gates"]:
         print(f"  gate {g['name']:34} {g['status']:5} {g.get('reason', '')}")
 PY
 }
 
-case "$part" in
-native)
-  stage_harness issue16
+header() {
   {
     echo "date: $(date -u +%FT%TZ)  host: $(hostname)  nproc: $(nproc)"
     nvidia-smi --query-gpu=name,driver_version,memory.total,power.limit --format=csv,noheader 2>&1
     "$PYTHON" -c 'import torch, jax; print("torch", torch.__version__, "jax", jax.__version__)' 2>&1
   } > "$OUT/summary.txt"
-  for run in "torch-full --level full" "torch-default" "jax-native --framework jax"; do
+}
+
+#   runs "NAME ARGS..."...   each with the harness staged last, one after the other
+runs() {
+  local run name
+  for run in "$@"; do
     set -- $run
     name=$1; shift
     run_harness "$name" "$@"
     rm -f "$OUT/$name.steps.jsonl"
     echo "$name: exit $rc, script wall $wall s" >> "$OUT/summary.txt"
   done
-  summary torch-full torch-default jax-native >> "$OUT/summary.txt"
+}
+
+case "$part" in
+native)
+  header
+  names=()
+  if [ -d .device/old/envbuilder/harness ]; then
+    stage_harness issue16-old .device/old
+    runs "torch-old"
+    names+=(torch-old)
+  else
+    echo "torch-old: not run (.device/old missing: see the header of this script)" >> "$OUT/summary.txt"
+  fi
+  stage_harness issue16
+  runs "torch-default" "jax-native --framework jax"
+  summary "${names[@]}" torch-default jax-native >> "$OUT/summary.txt"
+  cat "$OUT/summary.txt"
+  ;;
+full)
+  header
+  stage_harness issue16
+  runs "torch-full --level full"
+  summary torch-full >> "$OUT/summary.txt"
   cat "$OUT/summary.txt"
   ;;
 container)
@@ -83,5 +121,5 @@ container)
   echo "certify exit $?" >> "$OUT/certify-jax.txt"
   cat "$OUT/certify-jax.txt"
   ;;
-*) echo "usage: $0 native|container" >&2; exit 2 ;;
+*) echo "usage: $0 native|full|container" >&2; exit 2 ;;
 esac

@@ -5,17 +5,21 @@ PYTHON="${PYTHON:-python3}"
 OUT="${OUT:-$ROOT/out}"
 mkdir -p "$OUT"
 
-#   stage_harness NAME   sets STAGE (a temp dir holding envbuilder_harness/, removed on exit) and
-#                        THRESH_ARGS (empty when PyYAML is missing: built-in thresholds)
+#   stage_harness NAME [SRC]   sets STAGE (a temp dir holding envbuilder_harness/, removed on
+#                        exit) and THRESH_ARGS (empty when PyYAML is missing: built-in thresholds);
+#                        SRC (default $ROOT): a tree with envbuilder/harness and matrices/thresholds.yaml,
+#                        e.g. an older harness from `git archive` (issue16_proof.sh compares two)
+STAGES=()
 stage_harness() {
-  local name=$1
+  local name=$1 src=${2:-$ROOT}
   STAGE="$(mktemp -d)"
-  trap 'rm -rf "$STAGE"' EXIT
-  cp -r "$ROOT/envbuilder/harness" "$STAGE/envbuilder_harness"
+  STAGES+=("$STAGE")
+  trap 'rm -rf "${STAGES[@]}"' EXIT
+  cp -r "$src/envbuilder/harness" "$STAGE/envbuilder_harness"
   find "$STAGE" -name __pycache__ -prune -exec rm -rf {} +
   THRESH_ARGS=()
   if "$PYTHON" -c 'import yaml' 2>/dev/null; then
-    "$PYTHON" - "$ROOT/matrices/thresholds.yaml" "$STAGE/thresholds.json" <<'PY'
+    "$PYTHON" - "$src/matrices/thresholds.yaml" "$STAGE/thresholds.json" <<'PY'
 import json, sys, yaml
 doc = yaml.safe_load(open(sys.argv[1]))
 doc["source_path"] = "matrices/thresholds.yaml"

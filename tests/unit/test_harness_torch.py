@@ -267,3 +267,26 @@ def test_payload_watchdog_leaves_a_failed_result(tmp_path: Path) -> None:
     assert validate_result(result) == []
     assert result["verdict"] == "failed"
     assert result["steps"][-1]["name"] == "watchdog" and result["steps"][-1]["status"] == "fail"
+
+
+# ---------------------------------------------------------------- the compile lane's hold
+def test_held_lane_children_wait_for_the_go_and_leave_nothing_behind() -> None:
+    # Held children import torch, then wait: nothing touches a GPU before release(). On this
+    # CPU-only machine the released child's compile fails on "cuda" and reports it as JSON.
+    import time
+
+    from envbuilder.harness.steps.lane import CompileLane
+
+    lane = CompileLane(("resnet18",), batch=8, amp="auto", seed=1, hold=True)
+    unused = CompileLane(("resnet18",), batch=8, amp="auto", seed=1, hold=True)
+    try:
+        time.sleep(1.0)
+        assert lane.procs["resnet18"].poll() is None  # held (or still importing), not finished
+        lane.release()
+        report = lane.wait("resnet18", 240)
+        assert "error" in report and report["arch"] == "resnet18"
+        assert report["held_import_s"] > 0 and report["held_s"] >= report["held_import_s"]
+    finally:
+        lane.close()
+        unused.close()  # never released: killed
+    assert all(p.poll() is not None for p in (*lane.procs.values(), *unused.procs.values()))

@@ -20,7 +20,13 @@ PACKAGE = __package__.rsplit(".", 1)[0] if __package__ else "envbuilder_harness"
 
 
 class CompileLane:
-    def __init__(self, archs: tuple[str, ...], *, batch: int, amp: str, seed: int) -> None:
+    """`amp` "auto": each child picks the precision as the harness does (train.default_amp).
+    `hold`: the children import torch and the model code, then wait for `release()` before they
+    touch the GPU, so the lane can start before the host step lists the processes on the GPU."""
+
+    def __init__(
+        self, archs: tuple[str, ...], *, batch: int, amp: str, seed: int, hold: bool = False
+    ) -> None:
         self.cache = Path(tempfile.mkdtemp(prefix="envbuilder-inductor-"))
         # The harness's own torch.compile reads the same cache (Inductor reads this at compile time).
         os.environ["TORCHINDUCTOR_CACHE_DIR"] = str(self.cache)
@@ -34,15 +40,26 @@ class CompileLane:
         for arch in archs:
             cmd = [sys.executable, "-m", f"{PACKAGE}.workloads.pytorch.precompile", "--arch", arch]
             cmd += ["--batch", str(batch), "--amp", amp, "--seed", str(seed)]
+            cmd += ["--hold"] if hold else []
             self.procs[arch] = subprocess.Popen(
                 cmd,
                 env=env,
-                stdin=subprocess.DEVNULL,
+                stdin=subprocess.PIPE if hold else subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
                 text=True,
             )
         log(f"compile lane: {', '.join(archs)} compiling in child processes (cache {self.cache})")
+
+    def release(self) -> None:
+        """Let held children go on to the GPU (a line on their stdin; communicate() closes it)."""
+        for p in self.procs.values():
+            if p.stdin is not None and not p.stdin.closed:
+                try:
+                    p.stdin.write("go\n")
+                    p.stdin.flush()
+                except (BrokenPipeError, ValueError):
+                    pass  # the child is gone: wait() reports its error
 
     def wait(self, arch: str, timeout: float) -> dict[str, Any]:
         """The child's report (waiting at most `timeout` s); {"error": ...} when it failed."""

@@ -30,6 +30,11 @@ def grad_scaler(cfg: RunConfig) -> Any:
     return torch.cuda.amp.GradScaler()  # torch < 2.3
 
 
+def default_amp() -> str:
+    """The tuned runs' mixed precision on this GPU (the harness and the compile lane's children)."""
+    return "bf16" if torch.cuda.is_bf16_supported() else "fp16"
+
+
 def amp_dtype(amp: str | None) -> torch.dtype | None:
     return {"bf16": torch.bfloat16, "fp16": torch.float16}.get(amp or "")
 
@@ -222,13 +227,13 @@ def train_run(
 
 
 class SyntheticTrainer:
-    """A fresh ResNet-18 (mixed precision, channels_last) with SGD on the GPU, and `step(batch)`:
+    """A fresh ResNet (18 unless told; mixed precision, channels_last) with SGD on the GPU, and `step(batch)`:
     one training step on a random batch of the synthetic set already on the GPU (no loader in the
     way). The batch ramp and the telemetry overhead A/B both train with it."""
 
-    def __init__(self, data: Dataset, amp: str) -> None:
+    def __init__(self, data: Dataset, amp: str, arch: str = "resnet18") -> None:
         self.train = data.train
-        self.model = place(build_model("resnet18", NUM_CLASSES)[0], "cuda", channels_last=True)
+        self.model = place(build_model(arch, NUM_CLASSES)[0], "cuda", channels_last=True)
         self.opt = torch.optim.SGD(self.model.parameters(), lr=0.01, momentum=0.9)
         self.dtype = amp_dtype(amp)
 
