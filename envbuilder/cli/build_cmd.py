@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import sys
-import textwrap
 import time
 from collections import Counter
 from dataclasses import replace
@@ -22,7 +21,7 @@ from envbuilder.cli.options import (
     settings_from_options,
 )
 from envbuilder.engine import BUILD_NETWORKS, BuildSecret, DockerEngine
-from envbuilder.engine.progress import BuildEvent, step_instruction
+from envbuilder.engine.progress import BuildEvent, finished_step, step_instruction
 from envbuilder.errors import UsageError
 from envbuilder.image.build import BuildOptions, BuildOutcome, plan_from_lock, plan_from_spec, run_build
 from envbuilder.image.packages import LockSettings
@@ -71,11 +70,8 @@ class ProgressDisplay:
                 line = f"{head} {elapsed:6.1f}s {state}{instr}"
                 self.stream.write("\r\033[K" + line[: self.width])
                 self._dirty = True
-        elif event.kind in ("cached", "done", "error"):
-            took = f" {event.seconds:.1f}s" if event.seconds is not None else ""
-            state = {"cached": "CACHED", "done": "done", "error": "FAILED"}[event.kind]
-            short = textwrap.shorten(instr, 160, placeholder=" ...")
-            self.stream.write(f"{head} {state}{took} (t={elapsed:.0f}s) {short}\n")
+        elif (ended := finished_step(event, 160)) is not None:
+            self.stream.write(f"{head} {ended[0]} (t={elapsed:.0f}s) {ended[1]}\n")
         self.stream.flush()
 
     def finish(self) -> None:

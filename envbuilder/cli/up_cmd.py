@@ -293,7 +293,7 @@ def _build(
     no_cache: bool,
     progress: StepProgress,
 ) -> Any:
-    from envbuilder.engine.progress import BuildEvent, step_instruction
+    from envbuilder.engine.progress import BuildEvent, finished_step
     from envbuilder.image.build import BuildOptions, ensure_package_lock, plan_from_spec, run_build
     from envbuilder.image.packages import DEFAULT_INDEX, LockSettings
     from envbuilder.image.wheelhouse import fill_wheelhouse
@@ -321,12 +321,8 @@ def _build(
         progress.say(f"{len(fetched)} wheels in {fallbacks.wheelhouse}, every sha256 as locked")
 
     def on_event(event: BuildEvent) -> None:
-        if event.is_step and event.kind in ("cached", "done", "error"):
-            took = f" {event.seconds:.1f}s" if event.seconds is not None else ""
-            state = {"cached": "CACHED", "done": "done", "error": "FAILED"}[event.kind]
-            progress.say(
-                f"{state}{took} {textwrap.shorten(step_instruction(event.name), 120, placeholder=' ...')}"
-            )
+        if (ended := finished_step(event, 120)) is not None:
+            progress.say(" ".join(ended))
 
     outcome = run_build(plan, options, engine, on_event=on_event, on_message=progress.say)
     for warning in outcome.warnings[len(plan.warnings) :]:

@@ -130,6 +130,19 @@ def _new_record(num: int, name: str) -> StepRecord:
     return StepRecord(vertex=num, name=name, index=None, total=None)
 
 
+def finished_step(event: BuildEvent, width: int) -> tuple[str, str] | None:
+    """(`CACHED 0.1s` / `done 32.0s` / `FAILED`, the instruction shortened at a word to `width`)
+    for a Dockerfile step that ended; None for any other event."""
+    if not event.is_step or event.kind not in ("cached", "done", "error"):
+        return None
+    import textwrap
+
+    took = f" {event.seconds:.1f}s" if event.seconds is not None else ""
+    state = {"cached": "CACHED", "done": "done", "error": "FAILED"}[event.kind]
+    instr = textwrap.shorten(step_instruction(event.name), width, placeholder=" ...")
+    return f"{state}{took}", instr
+
+
 def step_instruction(name: str) -> str:
     """`[stage-0 4/6] RUN pip install x` -> `RUN pip install x` (the name itself otherwise)."""
     m = _STEP.match(name)

@@ -126,7 +126,11 @@ class Certification:
         elif self.mode == "cpu" or (self.mode == "quick" and not self.gpu_path):
             self.notes.append(
                 "CPU path: "
-                + ("--cpu-only was given" if opts.cpu_only else "no GPU on this host")
+                + (
+                    "no GPU was given to this run (certify --gpu-access none, or a host without one)"
+                    if opts.cpu_only
+                    else "no GPU on this host"
+                )
                 + ". This is NOT a GPU certification."
             )
         if not self.have_torch:
@@ -218,7 +222,7 @@ def run_path(s: Session, *, mode: str, have_torch: bool, lane: Any = None) -> No
         return
     if not s.opts.multi_gpu_cpu_test:  # that mode runs the multi_gpu step's code path only
         cpu_check_step(s)
-    rec.skip("cuda_smoke", "CPU path: no GPU on this host (or --cpu-only)")
+    rec.skip("cuda_smoke", "CPU path: no GPU on this host, or none given to this run")
     framework_smokes(s, want_gpu=False)
     if mode == "quick":
         return
@@ -449,7 +453,7 @@ def jax_plan(s: Session, *, mode: str) -> None:
                 s.rec.skip("benchmarks", "the CUDA smoke test failed: no GPU benchmark was run")
             return
     else:
-        s.rec.skip("cuda_smoke", "CPU path: no GPU on this host (or --cpu-only)")
+        s.rec.skip("cuda_smoke", "CPU path: no GPU on this host, or none given to this run")
         if mode == "quick":
             return
     dev = platform_device("gpu" if s.cuda else "cpu")

@@ -172,7 +172,9 @@ def build_report(cert: Certificate) -> Report:
     telemetry = _m(harness, "telemetry")
     series = _m(telemetry, "series")
     has_series = isinstance(series, Mapping) and bool(series.get("t"))
-    why = "" if has_series else f"{NO_TELEMETRY} ({_m(telemetry, 'reason') or 'no GPU took part'})"
+    # A GPU-less run has nothing to sample, whatever the harness found missing (pynvml, say).
+    reason = "no GPU" if not host.gpus else (_m(telemetry, "reason") or "no GPU took part")
+    why = "" if has_series else f"{NO_TELEMETRY} ({reason})"
     windows = {
         str(k): (float(v[0]), float(v[1]))
         for k, v in (_m(telemetry, "windows") or {}).items()
