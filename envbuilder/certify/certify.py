@@ -8,6 +8,7 @@ and seals its result together with the image and host records (envbuilder/certif
 from __future__ import annotations
 
 import json
+import secrets
 import shutil
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -17,7 +18,7 @@ from typing import Any
 
 import yaml
 
-from envbuilder.certify.certificate import VERDICTS, Certificate, build_certificate, host_fingerprint
+from envbuilder.certify.certificate import Certificate, build_certificate, host_fingerprint
 from envbuilder.certify.gpu_access import (
     AccessChoice,
     drop_refused_memlock,
@@ -25,21 +26,23 @@ from envbuilder.certify.gpu_access import (
     training_container,
 )
 from envbuilder.certify.kernels import disagreements, inventory_of, judge_inventory
+from envbuilder.certify.observe import GpuWatch
+from envbuilder.certify.verdict import REFUSED, RunFacts, host_verdict
 from envbuilder.engine import ContainerSpec, DaemonInfo, DockerEngine, Engine, Mount, docker_run_argv
 from envbuilder.errors import BuildFailedError, CertificationFailedError, MatrixError
-from envbuilder.host import AccessMode, HostReport
+from envbuilder.harness.digest import tree_digest
+from envbuilder.host import AccessMode, HostReport, probe_host
 from envbuilder.host.collectives import collective_env
 from envbuilder.image.drift import check_against_lock, parse_installed, summarize
 from envbuilder.image.lock import LockFile
-from envbuilder.image.metadata import LABEL_HARNESS, read_metadata
+from envbuilder.image.metadata import read_metadata
 from envbuilder.image.spec import CertifySettings
 from envbuilder.lifecycle import temp_dir
 from envbuilder.matrix import load_matrix
-from envbuilder.resolve.model import Stack
 from envbuilder.resources import harness_dir as harness_source_dir
 from envbuilder.resources import matrices_dir
 
-HOST_HARNESS_DIR = "/opt/envbuilder-host/harness"  # where the host's copy goes for unlabelled images
+HOST_HARNESS_DIR = "/opt/envbuilder-host/harness"  # where the host's copy goes (read-only), always
 IO_DIR = "/envbuilder-io"  # mounted read-write: thresholds.json in, result.json out
 TIMEOUT_S = {"full": 1800.0, "quick": 600.0}
 
@@ -55,10 +58,13 @@ def harness_command(
     budget_s: float | None = None,
     steps: int | None = None,
     framework: str | None = None,
+    nonce: str | None = None,
 ) -> tuple[str, ...]:
     """The payload's command line inside the container (envbuilder/harness/cli.py). Its watchdog
     fires before our container timeout, so a hung run still leaves a failed result behind."""
     argv = ["python3", f"{harness_dir}/run.py", "--out", f"{IO_DIR}/result.json"]
+    if nonce is not None:
+        argv += ["--nonce", nonce]
     argv += ["--thresholds", f"{IO_DIR}/thresholds.json", "--watchdog-seconds", f"{watchdog_s:g}"]
     if quick:
         argv.append("--quick")
@@ -119,25 +125,6 @@ def parse_harness_output(io_dir: Path, stdout: str) -> dict[str, Any] | None:
     return None
 
 
-def decide(
-    result: Mapping[str, Any], exit_code: int, choice: AccessChoice, stack: Stack | None
-) -> tuple[str, str]:
-    """The certificate's verdict: the harness's, made stricter. A GPU stack run with GPU access
-    that only saw the CPU failed (the classic `torch.cuda.is_available() == False` in a container)."""
-    verdict = str(result.get("verdict"))
-    reason = str(result.get("verdict_reason") or "")
-    if verdict not in VERDICTS:
-        return "failed", f"harness gave an unknown verdict {verdict!r}"
-    if verdict == "certified-cpu-only" and choice.name != "none" and stack is not None and stack.cuda:
-        return "failed", (
-            f"the container got the GPUs ({choice.name} mode) but the {stack.id} stack "
-            "only ran on the CPU: the framework does not see the GPU inside this image"
-        )
-    if verdict != "failed" and exit_code != 0:
-        return "failed", f"harness exited {exit_code} after a {verdict} result"
-    return verdict, reason
-
-
 def host_record(report: HostReport, gpu_access: str) -> dict[str, Any]:
     gpus = [{"name": g.name, "uuid": g.uuid, "cc": g.cc} for g in report.gpus]
     return {
@@ -165,6 +152,7 @@ def certify_image(
     steps: int | None = None,
     framework: str | None = None,
     lock: LockFile | None = None,
+    observe: Callable[[], HostReport] | None = None,
 ) -> Certificate:
     """Certify `image_ref` on this host and return the sealed certificate (failed ones too: the
     caller stores the evidence, then raises). `thresholds` override the image's own overrides;
@@ -172,7 +160,10 @@ def certify_image(
     `framework` is what it certifies for when the image's stack label does not say (an image
     envbuilder did not build), else the label's. With `lock`, the image's installed set is read
     (harness/installed.py, in the image) and recorded; a locked package missing, at another
-    version, or (this image's own lock) from another wheel fails certification, named.
+    version, or (this image's own lock) from another wheel fails certification, named. The harness
+    that runs is the host's own copy, mounted read-only; the verdict is the host's
+    (certify/verdict.py), from the result's step records and what `observe` (default: `probe`,
+    else probe_host) saw of the GPUs during the run.
 
     Raises UsageError (image not found), NoGpuError (an explicit mode this host lacks),
     DockerUnavailableError, MatrixError (thresholds file), CertificationFailedError (the harness
@@ -189,11 +180,9 @@ def certify_image(
     settings = meta.certify or CertifySettings()
     doc, warnings = load_thresholds({**dict(settings.thresholds), **(thresholds or {})})
     warnings = [*(f"image {p}" for p in meta.problems), *warnings]
-    harness_dir = meta.harness
-    host_harness = None
-    if not harness_dir:
-        harness_dir, host_harness = HOST_HARNESS_DIR, str(harness_source_dir())
-        warnings.append(f"image has no {LABEL_HARNESS} label: the host's harness copy was mounted")
+    # The image's own copy (meta.harness) never runs: the host's is mounted read-only and checked.
+    harness_dir, host_harness = HOST_HARNESS_DIR, harness_source_dir()
+    harness_sha256, nonce = tree_digest(host_harness), secrets.token_hex(16)
     for w in warnings:
         say(f"certify: warning: {w}")
     run_quick = quick or settings.level == "quick"
@@ -202,7 +191,7 @@ def certify_image(
         tmp.chmod(0o777)  # the image runs as a non-root user that must write result.json
         (tmp / "thresholds.json").write_text(json.dumps(doc, sort_keys=True), encoding="utf-8")
         mounts = [Mount(source=str(tmp), target=IO_DIR)]
-        mounts += [Mount(source=host_harness, target=harness_dir, read_only=True)] if host_harness else []
+        mounts.append(Mount(source=str(host_harness), target=harness_dir, read_only=True))
         limit = timeout_s or TIMEOUT_S["quick" if run_quick else "full"]
         command = harness_command(
             harness_dir,
@@ -212,6 +201,7 @@ def certify_image(
             budget_s=budget_s,
             steps=steps,
             framework=meta.framework or framework,
+            nonce=nonce,
         )
         spec = training_container(
             info,
@@ -229,9 +219,20 @@ def certify_image(
         if refused:
             warnings.append(refused)
             say(f"certify: warning: {refused}")
+        watch = None
+        if choice.name != "none" and target.host.gpus:
+            watch = GpuWatch(observe or probe or probe_host)
+            watch.start()
+
+        def on_stderr(line: str) -> None:
+            if watch is not None:
+                watch.tick()
+            say(line)
+
         started = time.monotonic()
-        res = eng.run(spec, on_stderr=say, timeout_s=limit)
+        res = eng.run(spec, on_stderr=on_stderr, timeout_s=limit)
         seconds = time.monotonic() - started
+        observation = watch.stop() if watch is not None else None
         result = parse_harness_output(tmp, res.stdout)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -242,7 +243,17 @@ def certify_image(
             f"--- stderr tail ---\n{tail}",
             hint="exit 124 means it ran out of time; otherwise the payload crashed: see the tail above",
         )
-    verdict, reason = decide(result, res.exit_code, choice, meta.stack)
+    facts = RunFacts(
+        nonce=nonce,
+        harness_sha256=harness_sha256,
+        exit_code=res.exit_code,
+        choice=choice,
+        stack=meta.stack,
+        observation=observation,
+    )
+    verdict, reason = host_verdict(result, facts)
+    if reason.startswith(REFUSED):
+        say(f"certify: {reason}")
     verdict, reason = _judge_kernels(
         result, target.host, choice, meta.stack_record, verdict, reason, warnings, say
     )
@@ -251,7 +262,7 @@ def certify_image(
         collector = ContainerSpec(
             image=info.id,
             command=("python3", f"{harness_dir}/installed.py"),
-            mounts=tuple(m for m in mounts if m.target == harness_dir),  # the host's copy, if mounted
+            mounts=tuple(m for m in mounts if m.target == harness_dir),  # the host's copy
         )
         try:
             installed = parse_installed(eng.run(collector, timeout_s=120).stdout, image_ref)
@@ -276,7 +287,9 @@ def certify_image(
             "seconds": round(seconds, 3),
             "docker_args": docker_run_argv(spec),
             "harness_dir": harness_dir,
-            "harness_source": "host" if host_harness else "image",
+            "harness_source": "host",
+            "harness_sha256": harness_sha256,
+            "host_observation": observation.to_json() if observation is not None else None,
             "warnings": warnings,
             **({"packages": packages} if packages is not None else {}),
         },

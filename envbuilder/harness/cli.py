@@ -65,6 +65,7 @@ def parse_args(argv: list[str] | None) -> Options:
     )
     # Tests only (docs/harness.md): the multi_gpu step with gloo and N CPU processes, nothing else.
     p.add_argument("--multi-gpu-cpu-test", type=int, default=0, metavar="N", help=argparse.SUPPRESS)
+    p.add_argument("--nonce", help="a token echoed in the result (certify checks it came from this run)")
     args = p.parse_args(argv)
     if args.multi_gpu_cpu_test and args.multi_gpu_cpu_test < 2:
         p.error("--multi-gpu-cpu-test needs at least 2 processes")

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from . import HARNESS_VERSION, RESULT_SCHEMA_VERSION
+from .digest import tree_digest
 from .record import FAIL, PASS, Step, clean_json
 from .thresholds import judge_overhead, judge_throughput
 
@@ -123,6 +124,7 @@ def assemble_result(o: Outcome) -> dict[str, Any]:
             "kind": "result",
             "schema_version": RESULT_SCHEMA_VERSION,
             "harness_version": HARNESS_VERSION,
+            "harness_sha256": tree_digest(),
             "mode": o.mode,
             "gpu_path": o.gpu_path,
             "started": o.started,

@@ -38,6 +38,7 @@ class Options:
     telemetry_interval: float = 1.0
     multi_gpu_timeout: float = 120.0  # process-group timeout of the multi_gpu step (s)
     multi_gpu_cpu_test: int = 0  # N > 0: the multi_gpu step's path with gloo, N CPU processes
+    nonce: str | None = None  # certify's token for this run, echoed in the result's options
 
     def given(self) -> dict[str, Any]:
         """The options that were set (the result's `options`): unset and false ones left out."""

@@ -18,7 +18,10 @@ from envbuilder.certify.certify import certify_image, harness_command, load_thre
 from envbuilder.certify.gpu_access import choose_gpu_access, prepare_target, shm_bytes, training_container
 from envbuilder.engine import ContainerSpec, GpuRequest, ImageInfo, Mount, RunResult, Ulimit, docker_run_argv
 from envbuilder.errors import CertificationFailedError, NoGpuError, UsageError
-from envbuilder.host import AccessMode, CommandResult, GpuInfo, HostReport, gpu_access_modes
+from envbuilder.harness import HARNESS_VERSION
+from envbuilder.harness.digest import tree_digest
+from envbuilder.host import AccessMode, CommandResult, GpuInfo, GpuProcess, HostReport, gpu_access_modes
+from envbuilder.resources import harness_dir
 
 LDCONFIG = """\
 3 libs found in cache `/etc/ld.so.cache'
@@ -238,16 +241,33 @@ def test_thresholds_overrides_apply_to_defaults_and_throughput() -> None:
 # ------------------------------------------------------------------ certify_image
 
 
+def _step(name: str, status: str = "pass") -> dict[str, Any]:
+    reason = "" if status == "pass" else f"{name} {status}"
+    return {"kind": "step", "name": name, "status": status, "reason": reason, "seconds": 1.0, "metrics": {}}
+
+
+# What each verdict's run recorded (the host re-derives the verdict from these).
+RUN_STEPS = {
+    "certified": [_step("host"), _step("cuda_smoke")],
+    "certified-cpu-only": [_step("host"), _step("cpu_check"), _step("cuda_smoke", "skip")],
+    "failed": [_step("host"), _step("cuda_smoke", "fail")],
+}
+
+
 def harness_result(verdict: str = "certified", steps: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """A result as the real harness writes it; the fake harness job adds this run's nonce."""
+    gpu = verdict != "certified-cpu-only"
     return {
         "kind": "result",
         "schema_version": 1,
-        "harness_version": "1.0.0",
-        "mode": "full",
+        "harness_version": HARNESS_VERSION,
+        "harness_sha256": tree_digest(harness_dir()),
+        "mode": "full" if gpu else "cpu",
+        "gpu_path": gpu,
         "started": "2026-11-30T00:00:00Z",
         "finished": "2026-11-30T00:01:00Z",
-        "steps": steps
-        or [{"kind": "step", "name": "host", "status": "pass", "reason": "", "seconds": 1.0, "metrics": {}}],
+        "options": {},
+        "steps": [*RUN_STEPS[verdict], *(steps or [])],
         "thresholds": {},
         "gates": [],
         "verdict": verdict,
@@ -272,6 +292,9 @@ class Harness:
         if on_stderr:
             on_stderr("[harness] ---- host")
         stdout = ""
+        options = self.result.get("options") if self.result is not None else None
+        if isinstance(options, dict) and "--nonce" in spec.command:  # the real harness echoes it
+            options.setdefault("nonce", spec.command[spec.command.index("--nonce") + 1])
         if self.result is not None and self.via_stdout:
             stdout = '{"kind": "step"}\n' + json.dumps(self.result) + "\n"
         elif self.result is not None:
@@ -294,8 +317,24 @@ def a100_host() -> HostReport:
     return HostReport(source="nvml", driver="580.159.04", cuda_driver="13.0", gpus=(gpu,))
 
 
+def busy_gpu() -> Callable[[], HostReport]:
+    """The host's NVML during a run: idle at the baseline, then the container's process on GPU-1."""
+    calls: list[int] = []
+
+    def probe() -> HostReport:
+        calls.append(1)
+        report = a100_host()
+        if len(calls) == 1:
+            return report
+        proc = GpuProcess(pid=4242, used_mib=1500, kind="compute", name="python3")
+        return replace(report, gpus=(replace(report.gpus[0], processes=(proc,)),))
+
+    return probe
+
+
 def certify(eng: FakeEngine, **kw: Any) -> Any:
     lines: list[str] = []
+    kw.setdefault("observe", busy_gpu())
     kw.setdefault("access_modes", lambda _d: [mode("toolkit"), mode("cdi", False), mode("devices", False)])
     cert = certify_image("img:1", eng=eng, probe=a100_host, progress=lines.append, mem_total=2**34, **kw)
     return cert, lines

@@ -1,0 +1,103 @@
+"""What the host itself sees of the GPUs while a certification runs: NVML (or nvidia-smi) probed
+from the host side, outside the container, so an image cannot make it up.
+
+`GpuWatch` takes a baseline before the container starts, samples while it runs, and says whether
+any of the GPUs the container got showed work: a compute process that was not there before, or
+memory in use above the baseline. certify refuses a GPU verdict that the host never saw.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from envbuilder.host import HostReport
+
+MEMORY_RISE_MIB = 256  # above the baseline: a framework's CUDA context alone takes more
+INTERVAL_S = 2.0
+
+
+@dataclass(frozen=True, slots=True)
+class Observation:
+    """What the host saw: samples taken during the run, and the GPUs (by UUID) that showed work."""
+
+    source: str  # nvml | nvidia-smi | none
+    samples: int
+    busy: tuple[str, ...]  # UUIDs (or indexes) of the GPUs that showed work
+    detail: str = ""
+
+    @property
+    def saw_gpu_work(self) -> bool:
+        return bool(self.busy)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "source": self.source,
+            "samples": self.samples,
+            "busy_gpus": list(self.busy),
+            "detail": self.detail,
+        }
+
+
+def _key(g: Any) -> str:
+    return str(g.uuid or g.index)
+
+
+def _busy(baseline: HostReport, sample: HostReport) -> set[str]:
+    before = {_key(g): g for g in baseline.gpus}
+    busy: set[str] = set()
+    for g in sample.gpus:
+        old = before.get(_key(g))
+        old_pids = {p.pid for p in old.processes} if old else set()
+        if any(p.pid not in old_pids for p in g.processes):
+            busy.add(_key(g))
+        base_mem = (old.memory_used_mib if old else None) or 0
+        if g.memory_used_mib is not None and g.memory_used_mib - base_mem >= MEMORY_RISE_MIB:
+            busy.add(_key(g))
+    return busy
+
+
+class GpuWatch:
+    """`start` takes the baseline; `tick` samples (at once the first time, then at most every
+    `interval_s`: certify calls it on each line the harness prints, so samples fall while steps
+    run); `stop` says what was seen. A probe that breaks is noted in the detail, never raised."""
+
+    def __init__(
+        self,
+        probe: Callable[[], HostReport],
+        interval_s: float = INTERVAL_S,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._probe, self._interval, self._clock = probe, interval_s, clock
+        self._baseline: HostReport | None = None
+        self._last = 0.0
+        self._samples = 0
+        self._busy: set[str] = set()
+        self._error = ""
+
+    def _read(self) -> HostReport | None:
+        try:
+            return self._probe()
+        except Exception as exc:  # the watch must never stop a certification
+            self._error = f"{type(exc).__name__}: {str(exc)[:200]}"
+            return None
+
+    def start(self) -> None:
+        self._baseline = self._read()
+
+    def tick(self) -> None:
+        if self._baseline is None or (self._samples and self._clock() - self._last < self._interval):
+            return
+        self._last = self._clock()
+        report = self._read()
+        if report is not None and report.gpus:
+            self._samples += 1
+            self._busy |= _busy(self._baseline, report)
+
+    def stop(self) -> Observation:
+        source = self._baseline.source if self._baseline is not None else "none"
+        return Observation(
+            source=source, samples=self._samples, busy=tuple(sorted(self._busy)), detail=self._error
+        )

@@ -1,0 +1,111 @@
+"""The verdict is decided on the host, never taken from the container.
+
+What the container printed is evidence, not a verdict: an image can replace the harness, or the
+`python3` that runs it. So the host refuses a result that is malformed, that names another
+harness (version, payload digest) or another run (the nonce certify handed in), that claims GPU
+work on a CPU run, or that claims a GPU certification the host's own NVML never saw; and it
+re-derives the verdict from the result's step records with the harness's own rule
+(harness/result.py decide_verdict), so a "certified" line over failed steps stays failed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from envbuilder.certify.certificate import VERDICTS
+from envbuilder.certify.gpu_access import AccessChoice
+from envbuilder.certify.observe import Observation
+from envbuilder.harness import HARNESS_VERSION
+from envbuilder.harness.record import SKIP, Step
+from envbuilder.harness.result import decide_verdict
+from envbuilder.harness.schema import validate_result
+from envbuilder.resolve.model import Stack
+
+REFUSED = "refused: "  # the verdict_reason of a result the host does not accept
+GPU_ONLY_STEPS = ("cuda_smoke", "batch_ramp", "telemetry_overhead")  # plan.py: the GPU path's steps
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RunFacts:
+    """What the host knows of the run independently of the container."""
+
+    nonce: str  # handed to the harness on its command line
+    harness_sha256: str  # digest of the payload certify mounted (harness/digest.py)
+    exit_code: int
+    choice: AccessChoice
+    stack: Stack | None
+    observation: Observation | None  # None: the host has no GPU to watch (or a CPU run)
+
+
+def _steps(result: Mapping[str, Any]) -> list[Step]:
+    return [
+        Step(
+            name=s["name"],
+            status=s["status"],
+            reason=s["reason"],
+            seconds=float(s["seconds"]),
+            metrics=s["metrics"],
+        )
+        for s in result["steps"]
+    ]
+
+
+def refusal(result: Mapping[str, Any], facts: RunFacts) -> str | None:
+    """Why the host does not accept `result` as this run's evidence, or None."""
+    problems = validate_result(dict(result))
+    if problems:
+        more = f" (+{len(problems) - 1} more)" if len(problems) > 1 else ""
+        return f"the harness result is malformed: {problems[0][:200]}{more}"
+    if result["harness_version"] != HARNESS_VERSION:
+        return (
+            f"the result names harness {str(result['harness_version'])[:40]!r}, certify ran {HARNESS_VERSION}"
+        )
+    if result.get("harness_sha256") != facts.harness_sha256:
+        return "the result does not come from the harness certify mounted (payload digest differs)"
+    options = result.get("options")
+    if not isinstance(options, Mapping) or options.get("nonce") != facts.nonce:
+        return "the result does not carry this run's nonce (a result made elsewhere, or replayed)"
+    cpu_run = facts.choice.name == "none"
+    if cpu_run:
+        ran = [s["name"] for s in result["steps"] if s["name"] in GPU_ONLY_STEPS and s["status"] != SKIP]
+        gpu_claims = (
+            result["gpu_path"] is not False or result["mode"] == "full" or result["verdict"] == "certified"
+        )
+        if gpu_claims or ran:
+            return "the container had no GPU (--gpu-access none) but the result claims the GPU path"
+    derived, _ = decide_verdict(
+        _steps(result), result["gates"], mode=str(result["mode"]), gpu_path=result.get("gpu_path") is True
+    )
+    if result["verdict"] != derived:
+        return (
+            f"the result's verdict {result['verdict']!r} does not follow from its step records ({derived!r})"
+        )
+    obs = facts.observation
+    if result["verdict"] == "certified" and obs is not None and obs.samples and not obs.saw_gpu_work:
+        return (
+            f"the result claims GPU work, but the host's {obs.source} saw none on the container's GPUs "
+            f"in {obs.samples} samples"
+        )
+    return None
+
+
+def host_verdict(result: Mapping[str, Any], facts: RunFacts) -> tuple[str, str]:
+    """The certificate's verdict and reason: refused results fail; otherwise the harness's verdict
+    made stricter (a GPU stack that ran only on the CPU although the container got the GPUs fails,
+    a non-zero exit after a passing result fails)."""
+    why = refusal(result, facts)
+    if why is not None:
+        return "failed", REFUSED + why
+    verdict, reason = str(result["verdict"]), str(result["verdict_reason"])
+    assert verdict in VERDICTS  # validate_result checked it
+    stack = facts.stack
+    if verdict == "certified-cpu-only" and facts.choice.name != "none" and stack is not None and stack.cuda:
+        return "failed", (
+            f"the container got the GPUs ({facts.choice.name} mode) but the {stack.id} stack "
+            "only ran on the CPU: the framework does not see the GPU inside this image"
+        )
+    if verdict != "failed" and facts.exit_code != 0:
+        return "failed", f"harness exited {facts.exit_code} after a {verdict} result"
+    return verdict, reason
