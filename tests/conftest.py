@@ -45,6 +45,16 @@ def _private_cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Non
         yield
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _private_data_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """The user's envbuilder folder (certificates, run log, build locks and commit journals) is a
+    folder of this test session: parallel test runs never wait on each other's build locks.
+    Tests that need their own set ENVBUILDER_DATA_DIR themselves."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("ENVBUILDER_DATA_DIR", str(tmp_path_factory.mktemp("envbuilder-data")))
+        yield
+
+
 # --------------------------------------------------------------------------- Docker guard
 # Unit tests must not touch Docker (design.md, Tests; cibuildwheel's `mock_protection`): any
 # docker SDK client or docker CLI process started from a test not marked `docker`/`gpu` fails it.
@@ -274,3 +284,26 @@ def cleanup_refs(engine: DockerEngine) -> Iterator[list[str]]:
     for ref in reversed(refs):
         with contextlib.suppress(EnvbuilderError):
             engine.remove_image(ref, force=True)
+
+
+@pytest.fixture(scope="session")
+def cpu_image(
+    engine: DockerEngine,
+    base_image: str,
+    wheelhouse: Path,
+    run_id: str,
+    cleanup_refs: list[str],
+    tmp_path_factory: pytest.TempPathFactory,
+) -> str:
+    """The bundled torch 2.13.0 CPU image, built by the real CLI and tagged (certify and the
+    hardening tests use it)."""
+    work = tmp_path_factory.mktemp("certify-build")
+    spec = write_spec(work / "images", "certify-it")
+    tag = f"envbuilder-it/certify:{run_id}"
+    res = envbuilder_cli(
+        "build", str(spec.path), "--cpu", "--base-image", base_image, "--wheelhouse", str(wheelhouse),
+        "--tag", tag, "--lock-out", str(work / "lock.json"),
+    )  # fmt: skip
+    assert res.returncode == 0, res.stderr[-3000:]
+    cleanup_refs.append(tag)
+    return tag

@@ -2,11 +2,15 @@
 
 Order matters for the guarantees: the image is built untagged; only after it succeeded and was
 inspected are tags applied, then the lock is written atomically. Anything that fails or is
-interrupted before that leaves no new tag and the old lock file byte-for-byte intact.
+interrupted before that leaves no new tag and the old lock file byte-for-byte intact. The whole
+build holds its outputs' lock (image/commit.py: one writer per lock file and tag), and tag + lock
+is one journalled step that a SIGKILL cannot split (the next build repairs it).
 """
 
 from __future__ import annotations
 
+import contextlib
+import os
 import re
 import shutil
 from collections.abc import Callable
@@ -16,8 +20,9 @@ from typing import Any
 
 from envbuilder.engine import BuildResult, BuildSecret, ContainerSpec, Engine, ImageInfo
 from envbuilder.engine.progress import BuildEvent
-from envbuilder.errors import BuildFailedError, RegistryError, SpecError, UsageError
+from envbuilder.errors import BuildFailedError, OutputError, RegistryError, SpecError, UsageError
 from envbuilder.host.model import Host
+from envbuilder.image.commit import commit, output_lock, repair
 from envbuilder.image.drift import (
     collector_command,
     drift_from_lock,
@@ -30,6 +35,7 @@ from envbuilder.image.lock import (
     BuildRecord,
     InstalledDist,
     LockFile,
+    lock_json,
     read_lock,
     spec_base_dir,
     spec_dir_for,
@@ -55,6 +61,7 @@ from envbuilder.image.spec import ImageSpec, parse_spec
 from envbuilder.lifecycle import temp_dir
 from envbuilder.matrix.model import Matrix
 from envbuilder.resolve.model import Resolution, Stack
+from envbuilder.resources import user_data_dir
 
 TAG_RE = re.compile(
     r"^(?:[a-z0-9.-]+(?::\d{1,5})?/)?[a-z0-9]+(?:[._-]+[a-z0-9]+)*(?:/[a-z0-9]+(?:[._-]+[a-z0-9]+)*)*"
@@ -194,10 +201,22 @@ def _check_inputs(plan: BuildPlan, options: BuildOptions) -> list[str]:
         if not s.src.is_file():
             raise UsageError(f"secret {s.id!r}: {s.src} is not a readable file")
     for tag in options.tags:
-        if not TAG_RE.match(tag):
-            raise UsageError(f"--tag {tag!r} is not a valid image reference", hint="e.g. myorg/train:v1")
-    if options.push is not None and not REGISTRY_RE.match(options.push):
-        raise UsageError(f"--push {options.push!r} is not a registry address", hint="e.g. 127.0.0.1:5000")
+        if len(tag) > 255 or not TAG_RE.fullmatch(tag):
+            shown = ascii(tag[:80]) + ("..." if len(tag) > 80 else "")
+            raise UsageError(
+                f"--tag {shown} is not a valid image reference",
+                hint="e.g. myorg/train:v1 (255 characters at most)",
+            )
+    if options.push is not None and (len(options.push) > 255 or not REGISTRY_RE.fullmatch(options.push)):
+        raise UsageError(
+            f"--push {options.push[:80]!a} is not a registry address", hint="e.g. 127.0.0.1:5000"
+        )
+    parent = Path(plan.lock_out).parent
+    if not parent.is_dir() or not os.access(parent, os.W_OK | os.X_OK):
+        raise OutputError(
+            f"cannot write the lock {plan.lock_out}: {parent} is not a writable folder",
+            hint="create the folder or give --lock-out another path",
+        )
     given = {s.id for s in options.secrets}
     if options.wheelhouse is None:
         for index in plan.spec.indexes:
@@ -293,7 +312,30 @@ def run_build(
     untouched.
     """
     tags = _check_inputs(plan, options)
+    say = on_message or (lambda _line: None)
+    with contextlib.ExitStack() as held:
+        try:
+            held.enter_context(output_lock(plan.lock_out, tags, say))
+        except OSError as exc:
+            raise OutputError(
+                f"cannot lock the build's outputs in {user_data_dir() / 'locks'}: {exc.strerror}",
+                hint="ENVBUILDER_DATA_DIR must name a writable folder",
+            ) from None
+        return _run_build_locked(plan, options, engine, tags, on_event, work_dir, say)
+
+
+def _run_build_locked(
+    plan: BuildPlan,
+    options: BuildOptions,
+    engine: Engine,
+    tags: list[str],
+    on_event: Callable[[BuildEvent], None] | None,
+    work_dir: Path | None,
+    on_message: Callable[[str], None],
+) -> BuildOutcome:
+    """run_build holding the outputs' lock: no other build writes this lock file or these tags."""
     engine.ping()
+    repair(engine, on_message)
     engine.buildkit_cli()
     from_ref, base_digest, warnings = _pin_base(engine, plan)
     warnings = [*plan.warnings, *warnings]
@@ -350,7 +392,13 @@ def run_build(
         packages=plan.packages,
         spec_dir=spec_dir_for(plan.spec.base_dir, plan.lock_out),
     )
-    _tag_and_lock(engine, result.image_id, tags, plan.lock_out, lock)
+    try:
+        commit(engine, result.image_id, tags, plan.lock_out, lock_json(lock))
+    except OSError as exc:
+        raise OutputError(
+            f"cannot write the lock {plan.lock_out}: {exc.strerror}; nothing was tagged",
+            hint="give --lock-out a writable folder with free space",
+        ) from None
     pushed: tuple[str, ...] = ()
     if options.push:
         pushed = (push_image(engine, result.image_id, plan, options.push),)
@@ -402,22 +450,6 @@ def check_installed(
             hint="nothing was tagged; a base environment (--base-venv) may shadow a locked package",
         )
     return installed
-
-
-def _tag_and_lock(engine: Engine, image_id: str, tags: list[str], lock_out: Path, lock: LockFile) -> None:
-    """Tag, then write the lock; on any failure (Ctrl-C too) put the old tags back."""
-    before = {t: engine.inspect_image(t) for t in tags}
-    try:
-        for t in tags:
-            engine.tag(image_id, t)
-        write_lock(lock_out, lock)
-    except BaseException:
-        for t, old in before.items():
-            if old is None:
-                engine.remove_image(t)
-            elif old.id != image_id:
-                engine.tag(old.id, t)
-        raise
 
 
 def push_image(engine: Engine, image_id: str, plan: BuildPlan, registry: str) -> str:

@@ -159,12 +159,17 @@ def write_resolution_lock(path: Path, resolution: Resolution) -> None:
     write_lock(path, lock_from_resolution(resolution))
 
 
+def lock_json(lock: LockFile) -> str:
+    """The lock file's text (what write_lock writes)."""
+    return json.dumps(lock.to_dict(), indent=2, sort_keys=True) + "\n"
+
+
 def write_lock(path: Path, lock: LockFile) -> None:
     """Write atomically: a reader sees the old file or the new one, never half of either.
 
     Raises OSError when the directory is not writable (the old file is then untouched).
     """
-    write_text_atomic(Path(path), json.dumps(lock.to_dict(), indent=2, sort_keys=True) + "\n")
+    write_text_atomic(Path(path), lock_json(lock))
 
 
 def read_lock(path: Path) -> LockFile:

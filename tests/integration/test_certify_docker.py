@@ -12,34 +12,12 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import envbuilder_cli, write_spec
+from conftest import envbuilder_cli
 
 from envbuilder.certify.certificate import verify_certificate
 from envbuilder.engine import DockerEngine
 
 pytestmark = pytest.mark.docker
-
-
-@pytest.fixture(scope="module")
-def cpu_image(
-    engine: DockerEngine,
-    base_image: str,
-    wheelhouse: Path,
-    run_id: str,
-    cleanup_refs: list[str],
-    tmp_path_factory: pytest.TempPathFactory,
-) -> str:
-    """The bundled torch 2.13.0 CPU image, built by the real CLI and tagged."""
-    work = tmp_path_factory.mktemp("certify-build")
-    spec = write_spec(work / "images", "certify-it")
-    tag = f"envbuilder-it/certify:{run_id}"
-    res = envbuilder_cli(
-        "build", str(spec.path), "--cpu", "--base-image", base_image, "--wheelhouse", str(wheelhouse),
-        "--tag", tag, "--lock-out", str(work / "lock.json"),
-    )  # fmt: skip
-    assert res.returncode == 0, res.stderr[-3000:]
-    cleanup_refs.append(tag)
-    return tag
 
 
 def test_certify_cpu_image_for_real(

@@ -10,6 +10,7 @@ import pytest
 from click.testing import CliRunner
 from fake_engine import FakeEngine, cpu_package_lock, cpu_stack, make_resolution, make_spec
 
+from envbuilder.atomic import write_text_atomic
 from envbuilder.cli import cli
 from envbuilder.cli.build_cmd import ProgressDisplay, parse_secret
 from envbuilder.engine import BuildSecret, ImageInfo
@@ -21,6 +22,7 @@ from envbuilder.errors import (
     RegistryError,
     UsageError,
 )
+from envbuilder.image import commit as commit_mod
 from envbuilder.image.build import (
     BuildOptions,
     default_tag,
@@ -32,6 +34,7 @@ from envbuilder.image.build import (
 from envbuilder.image.lock import read_lock
 from envbuilder.image.packages import LockSettings
 from envbuilder.matrix import load_matrix
+from envbuilder.resources import user_data_dir
 
 BASE = "envbuilder-test/debian:bookworm"
 BASE_ID = "sha256:" + "b" * 64
@@ -120,14 +123,20 @@ def test_lock_write_failure_rolls_the_tags_back(tmp_path: Path, monkeypatch: pyt
     fake.images[old.id] = old
     fake.images[TAG] = old
 
-    def fail(path: Path, lock: object) -> None:
-        raise KeyboardInterrupt
+    real = write_text_atomic
 
-    monkeypatch.setattr("envbuilder.image.build.write_lock", fail)
+    def fail(path: Path, text: str) -> None:
+        if path.name == "smoke.lock.json":
+            raise KeyboardInterrupt
+        real(path, text)
+
+    monkeypatch.setattr(commit_mod, "write_text_atomic", fail)
     with pytest.raises(KeyboardInterrupt):
         build(tmp_path, fake, tags=("me/new:v1",))
     assert fake.images[TAG].id == old.id  # the previous image got its tag back
     assert "me/new:v1" not in fake.tags()
+    assert not (tmp_path / "smoke.lock.json").exists()
+    assert list((user_data_dir() / "commits").iterdir()) == []  # no journal left to repair
 
 
 def test_daemon_down_and_no_buildkit_fail_before_rendering(tmp_path: Path) -> None:

@@ -1,0 +1,142 @@
+"""image/commit.py: one writer per output (a file lock another process really waits on) and the
+tag -> lock commit's journal, finished or undone after its writer was SIGKILLed."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from fake_engine import FakeEngine
+
+from envbuilder.engine import ImageInfo
+from envbuilder.image import commit as commit_mod
+from envbuilder.image.commit import commit, output_lock, repair
+from envbuilder.lifecycle import owner_mark
+from envbuilder.resources import user_data_dir
+
+NEW = ImageInfo(id="sha256:" + "1" * 64, tags=(), repo_digests=())
+OLD = ImageInfo(id="sha256:" + "0" * 64, tags=(), repo_digests=())
+HOLDER = """
+import sys, time
+from pathlib import Path
+from envbuilder.image.commit import output_lock
+with output_lock(Path(sys.argv[1]), ["me/x:1"], lambda m: print(m, flush=True)):
+    Path(sys.argv[2]).write_text("held")
+    time.sleep(60)
+"""
+
+
+def fake() -> FakeEngine:
+    eng = FakeEngine()
+    eng.images.update({NEW.id: NEW, OLD.id: OLD, "me/x:1": OLD})
+    return eng
+
+
+def _wait_for(path: Path, proc: subprocess.Popen[str]) -> None:
+    deadline = time.monotonic() + 60
+    while not path.exists():
+        assert proc.poll() is None, proc.communicate()
+        assert time.monotonic() < deadline, "the holder never took the lock"
+        time.sleep(0.05)
+
+
+def test_a_second_writer_waits_for_the_first_and_a_killed_holder_frees_the_lock(tmp_path: Path) -> None:
+    lock_out, held = tmp_path / "x.lock.json", tmp_path / "held"
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLDER, str(lock_out), str(held)], text=True, stdout=subprocess.PIPE
+    )
+    try:
+        _wait_for(held, holder)
+        said: list[str] = []
+        waiting = subprocess.Popen(
+            [sys.executable, "-c", HOLDER, str(lock_out), str(tmp_path / "second")],
+            text=True,
+            stdout=subprocess.PIPE,
+        )
+        assert waiting.stdout is not None
+        line = waiting.stdout.readline()  # printed when it finds the lock held, then it blocks
+        assert line.startswith(f"waiting for envbuilder {os.uname().nodename}/{holder.pid}/"), line
+        assert f"which is writing {lock_out}" in line
+        time.sleep(0.5)
+        assert waiting.poll() is None and not (tmp_path / "second").exists()  # it waits
+        holder.send_signal(signal.SIGKILL)
+        holder.wait()
+        _wait_for(tmp_path / "second", waiting)  # the lock died with its holder
+        waiting.kill()
+        waiting.wait()
+        with output_lock(lock_out, ["me/y:1"], said.append):
+            pass
+        assert said == []
+    finally:
+        if holder.poll() is None:
+            holder.kill()
+            holder.wait()
+
+
+def test_commit_tags_and_writes_the_lock_and_leaves_no_journal(tmp_path: Path) -> None:
+    eng = fake()
+    commit(eng, NEW.id, ["me/x:1", "me/y:1"], tmp_path / "x.lock.json", '{"new": 1}\n')
+    assert eng.images["me/x:1"] == NEW and eng.images["me/y:1"] == NEW
+    assert (tmp_path / "x.lock.json").read_text() == '{"new": 1}\n'
+    assert list((user_data_dir() / "commits").iterdir()) == []
+
+
+def _killed_journal(tmp_path: Path, eng: FakeEngine, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A commit whose writer died after tagging `me/x:1` (the journal names a dead owner)."""
+    lock_out = tmp_path / "x.lock.json"
+    lock_out.write_text('{"old": 1}\n')
+
+    def die() -> None:
+        raise SystemExit("killed")
+
+    monkeypatch.setattr(commit_mod, "_hold_for_tests", die)
+    monkeypatch.setattr(commit_mod, "_undo", lambda *a: None)  # a SIGKILL runs no rollback
+    monkeypatch.setattr(Path, "unlink", lambda self, missing_ok=False: None)  # nor the cleanup
+    with pytest.raises(SystemExit):
+        commit(eng, NEW.id, ["me/x:1", "me/y:1"], lock_out, '{"new": 1}\n')
+    monkeypatch.undo()
+    (journal,) = (user_data_dir() / "commits").iterdir()
+    doc = json.loads(journal.read_text())
+    doc["owner"] = owner_mark().rsplit("/", 2)[0] + f"/{2**22 + 12345}/1"  # above pid_max: gone
+    journal.write_text(json.dumps(doc))
+    return lock_out
+
+
+def test_a_killed_commit_with_every_tag_done_is_finished(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    eng = fake()
+    lock_out = _killed_journal(tmp_path, eng, monkeypatch)
+    assert eng.images["me/x:1"] == NEW and lock_out.read_text() == '{"old": 1}\n'  # they disagree
+    said: list[str] = []
+    (line,) = repair(eng, said.append)
+    assert "finished" in line and said == [line]
+    assert lock_out.read_text() == '{"new": 1}\n'  # now they agree
+    assert list((user_data_dir() / "commits").iterdir()) == []
+
+
+def test_a_killed_commit_half_tagged_is_undone(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    eng = fake()
+    lock_out = _killed_journal(tmp_path, eng, monkeypatch)
+    eng.images.pop("me/y:1")  # killed between the two tags
+    (line,) = repair(eng, lambda _l: None)
+    assert "undid" in line
+    assert eng.images["me/x:1"] == OLD and "me/y:1" not in eng.images
+    assert lock_out.read_text() == '{"old": 1}\n'
+
+
+def test_a_live_writers_journal_is_left_alone(tmp_path: Path) -> None:
+    journal_dir = user_data_dir() / "commits"
+    journal_dir.mkdir(parents=True, exist_ok=True)
+    doc = {"owner": owner_mark(), "image_id": NEW.id, "previous": {}, "lock_out": "/x", "lock_text": ""}
+    (journal_dir / "live.json").write_text(json.dumps(doc))
+    (journal_dir / "junk.json").write_text("{not json")
+    assert repair(fake(), lambda _l: None) == []
+    assert sorted(p.name for p in journal_dir.iterdir()) == ["live.json"]
+    (journal_dir / "live.json").unlink()
