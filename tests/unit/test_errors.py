@@ -74,3 +74,36 @@ def test_matrix_errors_keep_file_line_and_field(tmp_path: Path) -> None:
     err = Ctx("cuda.yaml").at("releases[3] (12.8.1)", None).fail("min_driver", "lower than before")
     assert isinstance(err, MatrixError)
     assert err.fields() == {"file": "cuda.yaml", "field": "releases[3] (12.8.1) min_driver"}
+
+
+SPEC = str(ROOT / "images" / "pytorch-train.yaml")
+
+
+@pytest.mark.parametrize(
+    ("argv", "family", "says"),
+    [
+        (
+            ["--lock-out", "/nonexistent/x.lock.json"],
+            errors.OutputError,
+            "/nonexistent is not a writable folder",
+        ),
+        (
+            ["--tag", "me/train:v1\n"],
+            errors.UsageError,
+            "--tag 'me/train:v1\\n' is not a valid image reference",
+        ),
+        (["--tag", "me/" + "t" * 300], errors.UsageError, "is not a valid image reference"),
+        (["--push", "127.0.0.1:5000\n"], errors.UsageError, "is not a registry address"),
+    ],
+)
+def test_hostile_build_options_exit_with_the_readme_code_of_their_family_before_building(
+    argv: list[str], family: type[EnvbuilderError], says: str, tmp_path: Path
+) -> None:
+    """Issue 18 (4, 6): refused before any build starts, with the code README's table gives the
+    family, one error line and a hint, never a traceback."""
+    lock = ["--lock-out", str(tmp_path / "x.lock.json")] if "--lock-out" not in argv else []
+    res = CliRunner().invoke(cli, ["build", SPEC, "--cpu", *lock, *argv])
+    assert res.exit_code == family.exit_code and family.exit_code in readme_codes(), res.output
+    lines = res.stderr.splitlines()
+    assert lines[0].startswith("envbuilder: error: ") and says in lines[0] and lines[1].startswith("hint: ")
+    assert "Traceback" not in res.output and not list(tmp_path.iterdir())
