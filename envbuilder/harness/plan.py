@@ -20,6 +20,7 @@ from .steps.estimates import ESTIMATE
 from .steps.inventory import kernel_inventory_step
 from .steps.jax_steps import JAX_ENV
 from .steps.smoke import cpu_check_step, cuda_smoke_step, framework_smokes
+from .steps.tf_steps import TF_ENV
 from .telemetry import Sampler, load_nvml
 from .thresholds import select_thresholds
 from .workloads.config import RunConfig
@@ -191,6 +192,9 @@ def run_path(s: Session, *, mode: str, have_torch: bool, lane: Any = None) -> No
     rec = s.rec
     if s.opts.framework == "jax" and not s.opts.multi_gpu_cpu_test:
         jax_plan(s, mode=mode)
+        return
+    if s.opts.framework == "tensorflow" and not s.opts.multi_gpu_cpu_test:
+        tf_plan(s, mode=mode)
         return
     if not have_torch:
         for name in ("cpu_check", "cuda_smoke"):
@@ -513,3 +517,98 @@ def jax_plan(s: Session, *, mode: str) -> None:
         workers=max(1, min(8, len(os.sched_getaffinity(0)) - 1)),
     )
     s.rec.skip("multi_gpu", "the multi_gpu step runs for torch certifications only")
+
+
+def tf_plan(s: Session, *, mode: str) -> None:
+    """The TensorFlow (Keras) certification: the torch plan's steps with Keras ResNets, NHWC, the
+    Keras mixed-precision policy, and XLA (`jit_compile=True`) for the tuned runs (gated as
+    tuned_rn18_xla, tuned_rn50_xla; their H200 anchors are UNCONFIRMED: warn only). The CPU path
+    trains a narrow ResNet-18 in FP32 and XLA-compiled, and runs the tf.data pipeline (cpu_check
+    also runs a batch under mixed_bfloat16: bf16 training on a CPU is too slow for CI)."""
+    for key, value in TF_ENV.items():
+        os.environ.setdefault(key, value)
+    if importlib.util.find_spec("tensorflow") is None:
+        s.rec.skip("cpu_check", "tensorflow is not installed")
+        s.rec.skip("cuda_smoke", "tensorflow is not installed")
+        return
+    from functools import partial
+
+    from .steps import tf_steps
+    from .steps.training import bs64_step, train_step
+    from .workloads.tensorflow.train import device_name
+    from .workloads.tensorflow.train import train_run as tf_run
+
+    tf_steps.cpu_check_step(s)
+    if s.cuda:
+        if not tf_steps.gpu_smoke_step(s) or mode == "quick":
+            if s.rec.last().status != "pass":
+                s.rec.skip("benchmarks", "the CUDA smoke test failed: no GPU benchmark was run")
+            return
+    else:
+        s.rec.skip("cuda_smoke", "CPU path: no GPU on this host (or --cpu-only)")
+        if mode == "quick":
+            return
+    dev = device_name("gpu" if s.cuda else "cpu")
+    run = partial(tf_run, dev=dev)
+    steps = s.opts.steps or (200 if s.cuda else 60)
+    if not s.cuda:
+        data = tf_steps.dataset_step(s, 64, 1024, 256, dev)
+        # the FP32 run is the CPU certificate's proof of learning: never cut short of its steps
+        narrow = RunConfig(name="", width=16, batch=32, steps=steps, warmup=5, device="cpu", seed=s.opts.seed)
+        learn = dataclasses.replace(narrow, min_steps=steps)
+        train_step(s, data, "train_cpu_rn18w16_fp32_bs32", learn, estimate=10, run=run)
+        xla = dataclasses.replace(narrow, compile=True)
+        train_step(s, data, "tuned_cpu_rn18w16_xla", xla, estimate=15, run=run)
+        tf_steps.input_pipeline_step(s, data, dev, dataclasses.replace(narrow, steps=200), batches=6)
+        s.rec.skip("telemetry_overhead", "no GPU: nothing for NVML to sample")
+        s.rec.skip("multi_gpu", "the multi_gpu step runs for torch certifications only")
+        return
+    amp = "bf16"
+    s.rec.fact(
+        amp=amp,
+        dtype_policy="mixed_bfloat16",
+        tf_force_gpu_allow_growth=os.environ.get("TF_FORCE_GPU_ALLOW_GROWTH"),
+    )
+    data = tf_steps.dataset_step(s, 224, 4096, 512, dev)
+
+    def rn(arch: str = "resnet18", **kw: Any) -> RunConfig:
+        return RunConfig(name="", arch=arch, device="gpu", seed=s.opts.seed, **kw)
+
+    fp32 = train_step(
+        s, data, "train_rn18_fp32_bs32", rn(batch=32, steps=steps), estimate=ESTIMATE["fp32"], run=run
+    )
+    train_step(
+        s,
+        data,
+        f"train_rn18_{amp}_bs32",
+        rn(batch=32, steps=steps, amp=amp),
+        estimate=ESTIMATE["amp"],
+        run=run,
+    )
+    peak = (fp32.metrics.get("memory") or {}).get("peak_allocated_mib")
+    free_mib = _gpu_free_mib(s)
+    cfg64 = rn(batch=64, steps=steps, amp=amp)
+    bs64_step(s, data, f"train_rn18_{amp}_bs64", cfg64, peak_mib=peak, free_mib=free_mib or 0.0, run=run)
+    tuned18 = rn(batch=TUNED_BATCH, amp=amp, steps=70, warmup=10, compile=True)
+    tuned50 = rn("resnet50", batch=TUNED_BATCH, amp=amp, steps=48, warmup=8, compile=True)
+    train_step(s, data, "tuned_rn18_xla", tuned18, estimate=ESTIMATE["rn18_eager"] + 10, run=run)
+    train_step(s, data, "tuned_rn50_xla", tuned50, estimate=ESTIMATE["rn50_eager"] + 15, run=run)
+    start = 64
+    if peak and free_mib:
+        start = max(64, 1 << max(6, int(math.log2(max(1.0, free_mib / peak * 32 / 4)))))
+    tf_steps.batch_ramp_step(
+        s, data, dev, amp, reserve=ESTIMATE["overhead"] + ESTIMATE["pipeline"], start=start
+    )
+    tf_steps.telemetry_overhead_step(s, data, dev, amp)
+    tf_steps.input_pipeline_step(s, data, dev, tuned50, batches=8)
+    s.rec.skip("multi_gpu", "the multi_gpu step runs for torch certifications only")
+
+
+def _gpu_free_mib(s: Session) -> float | None:
+    """Free memory of the first GPU from NVML (TensorFlow's allocator reports no limit)."""
+    if s.sampler is None:
+        return None
+    try:
+        return float(s.sampler.nvml.nvmlDeviceGetMemoryInfo(s.sampler.handle).free) / 2**20
+    except Exception:
+        return None

@@ -98,7 +98,9 @@ def _step_row(s: StepRecord) -> StepRow:
         images_per_s=as_number(s.metric("images_per_s")),
         step_ms=as_number(s.metric("step_time", "mean_ms")),
         p95_ms=as_number(s.metric("step_time", "p95_ms")),
-        peak_vram_mib=as_number(s.metric("memory", "peak_reserved_mib")),
+        # torch reports its caching allocator's reserved peak; JAX and TensorFlow their allocator's
+        peak_vram_mib=as_number(s.metric("memory", "peak_reserved_mib"))
+        or as_number(s.metric("memory", "peak_allocated_mib")),
         temp_max_c=as_number(s.metric("telemetry", "temp_c", "max")),
         val_accuracy=as_number(s.metric("val_accuracy")),
         warnings=s.warnings,
@@ -148,14 +150,50 @@ def _comparison(steps: Sequence[StepRecord], rows: Sequence[StepRow]) -> tuple[C
                 note=f"batch {s.metric('config', 'batch')}" + ("" if r.status == "pass" else f", {r.status}"),
             )
         )
+    return tuple(out) + _tuned(rows)
+
+
+TUNED = (("rn18", "GPU tuned ResNet-18"), ("rn50", "GPU tuned ResNet-50"))
+
+
+def _tuned(rows: Sequence[StepRow]) -> tuple[ComparisonRow, ...]:
+    """Per model, the fastest tuned run that passed, whatever its framework calls it (torch
+    tuned_rn50_eager / _compiled, JAX tuned_rn50_jit, TensorFlow tuned_rn50_xla): the row a
+    comparison of two frameworks' certificates pairs."""
+    out = []
+    for short, label in TUNED:
+        runs = [r for r in rows if r.name.startswith(f"tuned_{short}_") and r.status == "pass"]
+        best = max(runs, key=lambda r: r.images_per_s or 0.0, default=None)
+        if best is None or best.images_per_s is None:
+            out.append(ComparisonRow(label=label, step=None, note="not run in this certification"))
+            continue
+        others = [r.name for r in runs if r is not best]
+        out.append(
+            ComparisonRow(
+                label=label,
+                step=best.name,
+                step_ms=best.step_ms,
+                p95_ms=best.p95_ms,
+                images_per_s=best.images_per_s,
+                peak_vram_mib=best.peak_vram_mib,
+                temp_max_c=best.temp_max_c,
+                val_accuracy=best.val_accuracy,
+                note=best.name + (f" (fastest of {len(runs)})" if others else ""),
+            )
+        )
     return tuple(out)
 
 
-def _stack_rows(stack: StackRecord | None) -> tuple[tuple[str, str], ...]:
+def _stack_rows(stack: StackRecord | None, certified_for: str | None) -> tuple[tuple[str, str], ...]:
+    """The image's stack (its labels); `certified_for` is the framework the harness certified,
+    shown where the image carries no stack label (an image envbuilder did not build)."""
     st = stack or StackRecord()
+    framework = f"{st.framework} {st.version or ''} ({st.variant or DASH})" if st.framework else DASH
+    if not st.framework and certified_for:
+        framework = f"{certified_for} (certified for; the image has no stack label)"
     return (
         ("stack", st.id or DASH),
-        ("framework", f"{st.framework or DASH} {st.version or ''} ({st.variant or DASH})"),
+        ("framework", framework),
         ("cuda / cudnn", f"{st.cuda or DASH} / {st.cudnn or DASH}"),
         ("python", st.python or DASH),
         ("base image", f"{st.base_image or DASH} ({st.strategy or DASH})"),
@@ -194,7 +232,7 @@ def build_report(cert: Certificate) -> Report:
         integrity=tuple(verify_certificate(cert)),
         fixture=str(harness.get("_fixture") or cert.run.get("_fixture") or "") or None,
         image=(("ref", image.ref or DASH), ("id", image.id or DASH)),
-        stack=_stack_rows(image.stack),
+        stack=_stack_rows(image.stack, str(_m(harness, "options", "framework") or "") or None),
         host=(
             ("gpus", ", ".join(f"{g.name} (cc {g.cc})" for g in host.gpus) or "no GPU"),
             ("driver", f"{host.driver or 'none'} (CUDA {host.cuda_driver or DASH})"),

@@ -228,6 +228,12 @@ def test_is_oom() -> None:
     assert is_oom(torch.cuda.OutOfMemoryError("x"))
     assert is_oom(RuntimeError("cuDNN error: CUDNN_STATUS_ALLOC_FAILED"))
     assert not is_oom(RuntimeError("device-side assert triggered"))
+    # TensorFlow's type (by name: tensorflow is not imported here) and message, XLA's message
+    resource_exhausted = type("ResourceExhaustedError", (Exception,), {})
+    assert is_oom(resource_exhausted("{{function_node __wrapped__Conv2D}} failed"))
+    assert is_oom(RuntimeError("OOM when allocating tensor with shape[256,64,112,112] type bfloat16"))
+    assert is_oom(RuntimeError("RESOURCE_EXHAUSTED: Out of memory while trying to allocate 2.0GiB"))
+    assert not is_oom(RuntimeError("RESOURCE_EXHAUSTED: too many open files"))
 
 
 # ---------------------------------------------------------------- losses and timing

@@ -246,3 +246,47 @@ def test_cli_compare_and_usage_errors(tmp_path: Path) -> None:
     not_cert.write_text("[1, 2]")
     res = CliRunner().invoke(cli, ["report", str(not_cert), "--no-html"])
     assert res.exit_code == 12 and "is not a JSON object" in res.output
+
+
+ISSUE16 = CERTS.parent.parent.parent / "benchmarks" / "results" / "issue16-h200-2026-12-01"
+
+
+def h200_certificate(result: str) -> dict[str, Any]:
+    """A certificate sealed around a real harness result of the H200 (issue16-h200-2026-12-01:
+    torch default level and JAX, native, one host, 2026-12-01); the image fields are the run's."""
+    harness = doc(ISSUE16 / result)
+    gpu = harness["host"]["gpus"][0]
+    return build_certificate(
+        image={"ref": f"native:{harness['options']['framework']}", "id": "sha256:" + "0" * 64},
+        host={"gpus": [{"name": gpu["name"], "cc": "9.0"}], "driver": "580.159.04", "gpu_access": "native"},
+        run={},
+        harness=harness,
+        thresholds=harness["thresholds"],
+        verdict="certified" if harness["verdict"] == "certified" else "failed",
+        verdict_reason=harness["verdict_reason"],
+    ).to_dict()
+
+
+def test_compare_pairs_a_torch_and_a_jax_certificate_of_one_host() -> None:
+    """The two frameworks name their tuned runs differently (tuned_rn50_compiled vs tuned_rn50_jit):
+    compare pairs the fastest tuned run per model, and the accuracy runs by their shared names."""
+    torch_r, jax_r = (
+        report_of(h200_certificate("torch-default.json")),
+        report_of(h200_certificate("jax-native.json")),
+    )
+    tuned = {c.label: c for c in jax_r.comparison if c.label.startswith("GPU tuned")}
+    assert tuned["GPU tuned ResNet-50"].step == "tuned_rn50_jit"
+    assert tuned["GPU tuned ResNet-50"].peak_vram_mib  # JAX's allocator peak stands in for reserved
+    assert dict(jax_r.stack)["framework"].startswith("jax (certified for")
+    rows = {(r.section, r.field): r for r in compare_reports(torch_r, jax_r)}
+    run = rows[("guide GPU tuned ResNet-50", "run")]
+    assert (run.a, run.b, run.differs) == ("tuned_rn50_compiled", "tuned_rn50_jit", True)
+    speed = rows[("guide GPU tuned ResNet-50", "images/s")]
+    assert (speed.a, speed.b, speed.delta) == ("6,749", "6,146", "-8.9%") and speed.differs
+    rn18 = rows[("guide GPU tuned ResNet-18", "run")]
+    assert (rn18.a, rn18.b) == ("tuned_rn18_compiled", "tuned_rn18_jit")
+    fp32 = rows[("step train_rn18_fp32_bs32", "images/s")]
+    assert fp32.a == "3,362" and fp32.b == "6,372"
+    assert rows[("summary", "verdict")].b == "failed"  # the JAX gates failed on that run
+    text = format_terminal(jax_r)
+    assert re.search(r"GPU tuned ResNet-50\s.*6,146.*tuned_rn50_jit", text), text

@@ -4,7 +4,9 @@ statistics and the learning checks on the loss curve."""
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
 
 
 def step_stats(times_s: Sequence[float]) -> dict[str, float]:
@@ -75,3 +77,32 @@ def accuracy_problems(
     if done is not None and planned is not None and done < planned:
         return [truncated_problem(done, planned, f"the accuracy (val {val_accuracy:.3f})")]
     return [f"val accuracy {val_accuracy:.3f} does not beat chance {chance:.2f} by the margin {margin:.2f}"]
+
+
+def timed_steps(
+    n: int,
+    dispatch: Callable[[int], Any],
+    wait: Callable[[Any], Any],
+    *,
+    max_seconds: float = 1e9,
+    min_steps: int = 0,
+) -> tuple[list[Any], list[float], float, int]:
+    """Run n steps of an asynchronous framework; (each step's loss as returned, per-step seconds,
+    wall, steps done). After dispatching step i the host waits (`wait`) for step i-1's loss, so one
+    step is always queued and the times are completion to completion (no pipeline stall).
+    `max_seconds` never stops it before `min_steps`."""
+    losses: list[Any] = []
+    done: list[float] = []
+    t0 = time.perf_counter()
+    for i in range(n):
+        losses.append(dispatch(i))
+        if i > 0:
+            wait(losses[i - 1])
+            done.append(time.perf_counter())
+        if i + 1 >= min_steps and time.perf_counter() - t0 > max_seconds:
+            break
+    wait(losses[-1])
+    done.append(time.perf_counter())
+    wall = done[-1] - t0
+    times = [done[i + 1] - done[i] for i in range(len(done) - 1)]
+    return losses, times, wall, len(losses)

@@ -9,7 +9,8 @@ from typing import Any
 
 
 def is_oom(exc: BaseException) -> bool:
-    """An out-of-memory error from torch, cuDNN or cuBLAS (they do not all raise the same type)."""
+    """An out-of-memory error from torch, cuDNN or cuBLAS, TensorFlow or XLA (they do not all raise
+    the same type: TensorFlow's is ResourceExhaustedError, "OOM when allocating tensor")."""
     try:
         import torch
 
@@ -17,8 +18,10 @@ def is_oom(exc: BaseException) -> bool:
             return True
     except ImportError:
         pass
+    if type(exc).__name__ == "ResourceExhaustedError":
+        return True
     text = str(exc)
-    return "out of memory" in text.lower() or "ALLOC_FAILED" in text
+    return "out of memory" in text.lower() or "ALLOC_FAILED" in text or "OOM when allocating" in text
 
 
 PREDICT_MARGIN = 0.03  # the jump lands this far below the predicted limit (the fit is not exact)
