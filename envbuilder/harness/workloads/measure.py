@@ -6,7 +6,10 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .config import RunConfig
 
 
 def step_stats(times_s: Sequence[float]) -> dict[str, float]:
@@ -106,3 +109,47 @@ def timed_steps(
     wall = done[-1] - t0
     times = [done[i + 1] - done[i] for i in range(len(done) - 1)]
     return losses, times, wall, len(losses)
+
+
+def record_run(
+    metrics: dict[str, Any],
+    cfg: RunConfig,
+    *,
+    done: int,
+    timed: int,
+    wall: float,
+    times: Sequence[float],
+    memory: dict[str, float],
+    losses: Sequence[float],
+    loss_drop_min: float,
+    accuracy_margin: float,
+    classes: int,
+    params_finite: Callable[[], bool],
+    evaluate: Callable[[], tuple[float, float, float]],
+) -> list[str]:
+    """The end of a JAX or TensorFlow training run (torch's loop records more): its throughput,
+    step times, memory and loss curve into `metrics`, and the learning checks. `evaluate()` gives
+    (val accuracy, val loss, test accuracy); it runs only when the curve passed. The problems."""
+    metrics.update(
+        steps_done=done,
+        steps_timed=timed,
+        truncated=done < cfg.steps,
+        timed_wall_s=wall,
+        images_per_s=cfg.batch * timed / wall if wall > 0 else 0.0,
+        step_time=step_stats(times),
+        memory=memory,
+    )
+    metrics["loss_first"] = losses[0]
+    metrics["loss_last"] = losses[-1]
+    metrics["loss_curve"] = downsample(losses)
+    problems = check_losses(losses, loss_drop_min, planned=cfg.steps)
+    if not params_finite():
+        problems.append("non-finite parameters after training")
+    if cfg.evaluate and not problems:
+        val_acc, val_loss, test_acc = evaluate()
+        metrics.update(val_accuracy=val_acc, val_loss=val_loss, test_accuracy=test_acc)
+        metrics["accuracy_required"] = 1.0 / classes + accuracy_margin
+        problems += accuracy_problems(val_acc, classes, accuracy_margin, done=done, planned=cfg.steps)
+    if not all(math.isfinite(v) for v in losses):
+        metrics["non_finite"] = True
+    return problems

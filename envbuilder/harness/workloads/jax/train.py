@@ -6,7 +6,6 @@ is dispatched the host waits for step i-1's loss, so one step is always queued (
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Callable
 from functools import partial
@@ -16,8 +15,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .. import measure
 from ..config import RunConfig
-from ..measure import accuracy_problems, check_losses, downsample, step_stats
+from ..measure import record_run
 from ..numpy_data import MEAN, NUM_CLASSES, STD, Dataset, Split
 from .models import Tree, apply_resnet, count_params, init_resnet
 
@@ -139,22 +139,10 @@ def timed_steps(
 ) -> tuple[list[Any], list[float], float, int]:
     """Run n steps; (losses as device scalars, per-step seconds, wall, steps done). The host waits
     for step i-1 after dispatching step i: times are completion to completion. The time cap
-    `max_seconds` never stops it before `min_steps`."""
-    losses: list[Any] = []
-    done: list[float] = []
-    t0 = time.perf_counter()
-    for i in range(n):
-        losses.append(dispatch(i))
-        if i > 0:
-            losses[i - 1].block_until_ready()
-            done.append(time.perf_counter())
-        if i + 1 >= min_steps and time.perf_counter() - t0 > max_seconds:
-            break
-    losses[-1].block_until_ready()
-    done.append(time.perf_counter())
-    wall = done[-1] - t0
-    times = [done[i + 1] - done[i] for i in range(len(done) - 1)]
-    return losses, times, wall, len(losses)
+    `max_seconds` never stops it before `min_steps` (measure.timed_steps, jax's wait)."""
+    return measure.timed_steps(
+        n, dispatch, lambda loss: loss.block_until_ready(), max_seconds=max_seconds, min_steps=min_steps
+    )
 
 
 def train_run(
@@ -187,30 +175,24 @@ def train_run(
         min_steps=cfg.min_steps - warm,
     )
     losses += timed
-    done = warm + n
-    metrics.update(
-        steps_done=done,
-        steps_timed=n,
-        truncated=done < cfg.steps,
-        timed_wall_s=wall,
-        images_per_s=cfg.batch * n / wall if wall > 0 else 0.0,
-        step_time=step_stats(times),
-        memory=memory(dev),
-    )
-    loss_list = [float(v) for v in np.asarray(jnp.stack(losses))]
-    metrics["loss_first"] = loss_list[0]
-    metrics["loss_last"] = loss_list[-1]
-    metrics["loss_curve"] = downsample(loss_list)
-    problems = check_losses(loss_list, loss_drop_min, planned=cfg.steps)
-    if not tr.params_finite():
-        problems.append("non-finite parameters after training")
-    if cfg.evaluate and not problems:
-        chance = 1.0 / NUM_CLASSES
+
+    def evaluate() -> tuple[float, float, float]:
         val_acc, val_loss = tr.evaluate(data.val)
-        test_acc, _ = tr.evaluate(data.test)
-        metrics.update(val_accuracy=val_acc, val_loss=val_loss, test_accuracy=test_acc)
-        metrics["accuracy_required"] = chance + accuracy_margin
-        problems += accuracy_problems(val_acc, NUM_CLASSES, accuracy_margin, done=done, planned=cfg.steps)
-    if not all(math.isfinite(v) for v in loss_list):
-        metrics["non_finite"] = True
+        return val_acc, val_loss, tr.evaluate(data.test)[0]
+
+    problems = record_run(
+        metrics,
+        cfg,
+        done=warm + n,
+        timed=n,
+        wall=wall,
+        times=times,
+        memory=memory(dev),
+        losses=[float(v) for v in np.asarray(jnp.stack(losses))],
+        loss_drop_min=loss_drop_min,
+        accuracy_margin=accuracy_margin,
+        classes=NUM_CLASSES,
+        params_finite=tr.params_finite,
+        evaluate=evaluate,
+    )
     return metrics, problems

@@ -8,7 +8,6 @@ scale for fp16). Per-step times are completion-to-completion (measure.timed_step
 from __future__ import annotations
 
 import contextlib
-import math
 import time
 from typing import Any
 
@@ -16,7 +15,7 @@ import numpy as np
 import tensorflow as tf
 
 from ..config import RunConfig
-from ..measure import accuracy_problems, check_losses, downsample, step_stats, timed_steps
+from ..measure import record_run, timed_steps
 from ..numpy_data import MEAN, NUM_CLASSES, STD, Dataset, Split
 from .models import build_resnet, count_params
 
@@ -178,29 +177,24 @@ def train_run(
         min_steps=cfg.min_steps - warm,
     )
     losses += timed
-    done = warm + n
-    metrics.update(
-        steps_done=done,
-        steps_timed=n,
-        truncated=done < cfg.steps,
-        timed_wall_s=wall,
-        images_per_s=cfg.batch * n / wall if wall > 0 else 0.0,
-        step_time=step_stats(times),
-        memory=memory(dev),
-    )
-    loss_list = [float(v) for v in np.asarray(tf.stack(losses))]
-    metrics["loss_first"] = loss_list[0]
-    metrics["loss_last"] = loss_list[-1]
-    metrics["loss_curve"] = downsample(loss_list)
-    problems = check_losses(loss_list, loss_drop_min, planned=cfg.steps)
-    if not tr.params_finite():
-        problems.append("non-finite parameters after training")
-    if cfg.evaluate and not problems:
+
+    def evaluate() -> tuple[float, float, float]:
         val_acc, val_loss = tr.evaluate(data.val)
-        test_acc, _ = tr.evaluate(data.test)
-        metrics.update(val_accuracy=val_acc, val_loss=val_loss, test_accuracy=test_acc)
-        metrics["accuracy_required"] = 1.0 / NUM_CLASSES + accuracy_margin
-        problems += accuracy_problems(val_acc, NUM_CLASSES, accuracy_margin, done=done, planned=cfg.steps)
-    if not all(math.isfinite(v) for v in loss_list):
-        metrics["non_finite"] = True
+        return val_acc, val_loss, tr.evaluate(data.test)[0]
+
+    problems = record_run(
+        metrics,
+        cfg,
+        done=warm + n,
+        timed=n,
+        wall=wall,
+        times=times,
+        memory=memory(dev),
+        losses=[float(v) for v in np.asarray(tf.stack(losses))],
+        loss_drop_min=loss_drop_min,
+        accuracy_margin=accuracy_margin,
+        classes=NUM_CLASSES,
+        params_finite=tr.params_finite,
+        evaluate=evaluate,
+    )
     return metrics, problems
