@@ -158,6 +158,7 @@ while time.time() - t < 3.5:  # the training loop, busy on one core
     pass
 print("batch 512 ok", flush=True)
 print("trying batch 1024", flush=True)
+time.sleep(0.3)  # stdout and stderr are two pipes: the daemon's log orders them as they arrive
 print("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.", file=sys.stderr, flush=True)
 sys.exit(1)
 """
