@@ -144,39 +144,8 @@ def base_image(engine: DockerEngine) -> str:
     return BASE_IMAGE
 
 
-# uv's cache for the docker tests' locks: a lock from the wheelhouse unpacks torch into it (747 MB)
-# to hash it, once per folder. Shared, a lock took 2.9 s warm; without one, 30.5 s each (measured
-# 2026-12-01 on the CI machine at load 9). Bounded: a session that finds it over the limit cleans
-# it first (`uv cache clean` waits for other sessions' uv processes to release it).
-UV_CACHE = STATE / "uv-cache"
-UV_CACHE_LIMIT = 3 * 2**30
-
-
-def tree_size(root: Path) -> int:
-    """Bytes of the files under root (links not followed)."""
-    total = 0
-    for folder, _dirs, files in os.walk(root):
-        for name in files:
-            with contextlib.suppress(OSError):
-                total += (Path(folder) / name).lstat().st_size
-    return total
-
-
 @pytest.fixture(scope="session")
-def uv_cache() -> Iterator[Path]:
-    """UV_CACHE_DIR for this session (the CLI's subprocesses inherit it), under UV_CACHE_LIMIT."""
-    from envbuilder.image.packages import uv_binary
-
-    if UV_CACHE.is_dir() and tree_size(UV_CACHE) > UV_CACHE_LIMIT:
-        argv = [uv_binary(), "cache", "clean", "--cache-dir", str(UV_CACHE)]
-        subprocess.run(argv, check=False, capture_output=True, timeout=600, stdin=subprocess.DEVNULL)
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("UV_CACHE_DIR", str(UV_CACHE))
-        yield UV_CACHE
-
-
-@pytest.fixture(scope="session")
-def wheelhouse(uv_cache: Path) -> Path:
+def wheelhouse() -> Path:
     path = STATE / "wheelhouse"
     if not list(path.glob("torch-2.13.0*.whl")) or not list(path.glob("sympy-*.whl")):
         unavailable(f"wheelhouse {path} lacks torch 2.13.0 and its dependencies")

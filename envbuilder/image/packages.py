@@ -437,10 +437,12 @@ def _compile(
 ) -> list[LockedPackage]:
     argv = [uv, "pip", "compile", *map(str, sources), "--format", "pylock.toml", "-o", str(out)]
     argv += ["--python-version", base.python, "--python-platform", base.python_platform]
-    # uv's own cache (UV_CACHE_DIR; UV_NO_CACHE=1 keeps nothing): it unpacks each find-links wheel
-    # there to hash it, once per folder. A torch CPU lock from a wheelhouse took 30.5 s without it,
-    # 2.9 s with it warm (benchmarks/results/installer-2026-12-01.md).
-    argv += ["--only-binary", ":all:", "--no-config", "--no-header", "--quiet"]
+    # --no-cache: a cache of its own, removed afterwards. uv unpacks each find-links wheel into its
+    # cache to hash it (747 MB for torch CPU) and keys it by the file's ctime, which every build
+    # from that wheelhouse bumps (its context hard-links the wheels): a kept cache re-unpacks after
+    # each build and keeps the old copy, while a warm hit saves seconds only
+    # (benchmarks/results/installer-2026-12-01.md).
+    argv += ["--only-binary", ":all:", "--no-config", "--no-header", "--quiet", "--no-cache"]
     for name, url in indexes:
         argv += ["--index", f"{name}={url}"]
     if default is not None:
