@@ -226,6 +226,8 @@ def test_two_cold_builds_from_one_lock_hold_identical_packages(
     """Reproducibility: the cold build above and a second one from a copy of its lock, with no
     layer reused and the installer's cache mount emptied, install the same distributions with
     the same RECORD digests. (Takes one more cold build, ~2 min: the proof the issue asks for.)
+    That build is also the offline one: from a folder `envbuilder wheelhouse` filled from the
+    lock, with `--network none`.
 
     The layers themselves are compared and reported, not asserted: Docker 20.10's BuildKit
     stamps file times at build time and has no SOURCE_DATE_EPOCH support (BuildKit >= 0.11)."""
@@ -238,8 +240,17 @@ def test_two_cold_builds_from_one_lock_hold_identical_packages(
     )  # fmt: skip
     lock = tmp_path / "again.lock.json"
     shutil.copy(cold.lock, lock)
+    # The air-gapped flow of docs/offline.md in the same cold build: `wheelhouse` fills a new
+    # folder with exactly the locked wheels (sha256-checked), the build reaches no network.
+    wheels = tmp_path / "wheels"
+    proc = envbuilder_cli("wheelhouse", str(lock), str(wheels), "--json")
+    assert proc.returncode == 0, proc.stderr
+    (locked,) = read_lock(lock).packages
+    fetched = json.loads(proc.stdout)["wheels"]
+    assert sorted(w["wheel"] for w in fetched) == sorted(p.wheel for p in locked.packages)
+    assert sorted(p.name for p in wheels.iterdir()) == sorted(p.wheel for p in locked.packages)
     proc = envbuilder_cli(
-        "build", "--lock", str(lock), "--wheelhouse", str(cold.options.wheelhouse), "--no-cache", "--json"
+        "build", "--lock", str(lock), "--wheelhouse", str(wheels), "--network", "none", "--no-cache", "--json"
     )
     assert proc.returncode == 0, proc.stderr
     first, second = read_lock(cold.lock).build, read_lock(lock).build
