@@ -6,9 +6,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import http.server
 import json
-import threading
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -16,6 +14,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 from fake_engine import cpu_package_lock, make_resolution, make_spec
+from wheel_factory import serve
 
 from envbuilder.cli import cli
 from envbuilder.errors import LockError
@@ -98,37 +97,14 @@ def test_the_next_locked_url_is_tried_and_none_answering_names_them_all(tmp_path
 
 
 @pytest.fixture
-def private_index(tmp_path: Path) -> Iterator[tuple[str, list[str | None]]]:
+def private_index(tmp_path: Path) -> Iterator[tuple[str, list[str]]]:
     """A real HTTP server on 127.0.0.1 serving tmp_path/'served', recording Authorization headers."""
-    served = tmp_path / "served"
-    served.mkdir()
-    seen: list[str | None] = []
-
-    class Handler(http.server.SimpleHTTPRequestHandler):
-        def __init__(self, *args: object, **kw: object) -> None:
-            super().__init__(*args, directory=str(served), **kw)  # type: ignore[arg-type]
-
-        def do_GET(self) -> None:
-            seen.append(self.headers.get("Authorization"))
-            super().do_GET()
-
-        def log_message(self, format: str, *args: object) -> None:
-            pass
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}", seen
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join()
+    (tmp_path / "served").mkdir()
+    with serve(tmp_path / "served", record="Authorization") as server:
+        yield server
 
 
-def test_a_private_index_gets_uvs_credentials(
-    tmp_path: Path, private_index: tuple[str, list[str | None]]
-) -> None:
+def test_a_private_index_gets_uvs_credentials(tmp_path: Path, private_index: tuple[str, list[str]]) -> None:
     base, seen = private_index
     a, sa = wheel_file(tmp_path / "served", "alpha", b"private alpha")
     index = PackageIndex(name="team-pkgs", url=f"{base}/simple", username="ci")
@@ -140,7 +116,7 @@ def test_a_private_index_gets_uvs_credentials(
     assert seen == ["Basic " + base64.b64encode(b"ci:s3cret").decode()]
     seen.clear()
     fill_wheelhouse(lock, tmp_path / "anonymous", environ={})  # no password set: no header sent
-    assert seen == [None]
+    assert seen == [""]
 
 
 def write_lock_file(tmp_path: Path, packages: PackageLock) -> Path:

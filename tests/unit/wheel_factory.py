@@ -51,13 +51,14 @@ def make_wheel(
 
 class _RangeHandler(http.server.SimpleHTTPRequestHandler):
     ranges = True
+    recorded = "Range"  # the request header each GET appends to `requests`
     requests: ClassVar[list[str]] = []
 
     def log_message(self, format: str, *args: object) -> None:  # quiet
         pass
 
     def do_GET(self) -> None:
-        type(self).requests.append(self.headers.get("Range") or "")
+        type(self).requests.append(self.headers.get(type(self).recorded) or "")
         path = Path(self.translate_path(self.path))
         if path.is_dir():
             path = path / "index.html"
@@ -83,10 +84,11 @@ class _RangeHandler(http.server.SimpleHTTPRequestHandler):
 
 
 @contextlib.contextmanager
-def serve(folder: Path, *, ranges: bool = True) -> Iterator[tuple[str, list[str]]]:
-    """An HTTP server on 127.0.0.1 serving `folder`; yields (base URL, the Range headers seen)."""
+def serve(folder: Path, *, ranges: bool = True, record: str = "Range") -> Iterator[tuple[str, list[str]]]:
+    """An HTTP server on 127.0.0.1 serving `folder`; yields (base URL, the `record` headers seen,
+    "" where a request had none)."""
     seen: list[str] = []
-    handler = type("H", (_RangeHandler,), {"ranges": ranges, "requests": seen})
+    handler = type("H", (_RangeHandler,), {"ranges": ranges, "requests": seen, "recorded": record})
 
     server = http.server.ThreadingHTTPServer(
         ("127.0.0.1", 0), functools.partial(handler, directory=str(folder))
