@@ -43,16 +43,21 @@ def torch_base(engine: DockerEngine, base_image: str, wheelhouse: Path, run_id: 
         engine.remove_image(tag, force=True)
 
 
+def build_on(base: str, spec: Path, tag: str, lock_out: Path) -> subprocess.CompletedProcess[str]:
+    """`envbuilder build SPEC --base-venv` on `base`, with no network in the build."""
+    return envbuilder_cli(
+        "build", str(spec), "--cpu", "--base-image", base, "--base-venv", VENV,
+        "--network", "none", "--tag", tag, "--lock-out", str(lock_out),
+    )  # fmt: skip
+
+
 def test_the_base_provides_the_framework_and_nothing_is_installed_for_it(
     engine: DockerEngine, torch_base: str, run_id: str, tmp_path: Path
 ) -> None:
     spec = write_spec(tmp_path / "images", "base-venv-it")
     tag = f"envbuilder-it/base-venv:{run_id}"
     lock_out = tmp_path / "lock.json"
-    res = envbuilder_cli(
-        "build", str(spec.path), "--cpu", "--base-image", torch_base, "--base-venv", VENV,
-        "--network", "none", "--tag", tag, "--lock-out", str(lock_out),
-    )  # fmt: skip
+    res = build_on(torch_base, spec.path, tag, lock_out)
     try:
         assert res.returncode == 0, res.stderr[-3000:]
         assert "the base environment provides torch==2.13.0+cpu" in res.stderr + res.stdout
@@ -82,10 +87,7 @@ def test_a_stack_the_base_does_not_provide_is_refused_before_building(
     )
     tag = f"envbuilder-it/base-venv-refused:{run_id}"
     lock_out = tmp_path / "lock.json"
-    res = envbuilder_cli(
-        "build", str(spec.path), "--cpu", "--base-image", torch_base, "--base-venv", VENV,
-        "--network", "none", "--tag", tag, "--lock-out", str(lock_out),
-    )  # fmt: skip
+    res = build_on(torch_base, spec.path, tag, lock_out)
     assert res.returncode == LockError.exit_code, res.stderr[-2000:]
     assert "does not provide the stack's framework: torchvision is not installed" in res.stderr
     assert "hint:" in res.stderr and "Traceback" not in res.stderr
