@@ -18,6 +18,7 @@ import yaml
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
+from envbuilder.bounded import TooLarge, load_yaml
 from envbuilder.errors import SpecError
 from envbuilder.image.sources import (
     EXTRA_RE,
@@ -259,11 +260,18 @@ def validate_requirement(check: _Checker, field: str, value: object) -> Requirem
     return req
 
 
+SPEC_MAX_BYTES = 256 * 1024  # a spec is a short file: anything bigger is a mistake or an attack
+
+
 def load_spec(path: Path) -> ImageSpec:
     """Read and validate images/NAME.yaml; its relative paths start at its folder. Raises
     SpecError (missing file, bad YAML, bad value, a referenced file that is not there)."""
     try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+        raw = load_yaml(path.read_text(encoding="utf-8"), max_bytes=SPEC_MAX_BYTES)
+    except TooLarge as exc:
+        raise SpecError(
+            f"{path}: refused: the spec is {exc}", "an image spec is a short YAML file", file=str(path)
+        ) from None
     except OSError as exc:
         raise SpecError(
             f"{path}: cannot read image spec: {exc.strerror}",

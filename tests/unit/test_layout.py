@@ -27,6 +27,7 @@ SHARED = {
     "errors",
     "versions",
     "atomic",
+    "bounded",
     "resources",
     "hashing",
     "archs",
