@@ -147,6 +147,19 @@ class OutputError(EnvbuilderError):
     exit_code = 18
 
 
+class SchedulerError(EnvbuilderError):
+    """The cluster's scheduler (Slurm's commands, the Kubernetes API or kubectl) is missing,
+    unreachable, or refused a job; names the command and what it said."""
+
+    exit_code = 23
+
+
+class ContainerRuntimeError(EnvbuilderError):
+    """An HPC container runtime (Apptainer, enroot) is missing or failed (export, run)."""
+
+    exit_code = 24
+
+
 class LockError(EnvbuilderError):
     """Python packages could not be locked, fetched or verified: no solution, an index that cannot
     be reached, a wheel whose sha256 differs from the lock's."""

@@ -12,13 +12,13 @@ import secrets
 import shutil
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from envbuilder.certify.certificate import Certificate, build_certificate, host_fingerprint
+from envbuilder.certify.certificate import VERDICTS, Certificate, build_certificate, host_fingerprint
 from envbuilder.certify.gpu_access import (
     AccessChoice,
     drop_refused_memlock,
@@ -27,6 +27,7 @@ from envbuilder.certify.gpu_access import (
 )
 from envbuilder.certify.kernels import disagreements, inventory_of, judge_inventory
 from envbuilder.certify.observe import GpuWatch
+from envbuilder.certify.scheduler import scheduler_section
 from envbuilder.certify.verdict import REFUSED, RunFacts, host_verdict
 from envbuilder.engine import ContainerSpec, DaemonInfo, DockerEngine, Engine, Mount, docker_run_argv
 from envbuilder.errors import BuildFailedError, CertificationFailedError, MatrixError
@@ -35,10 +36,11 @@ from envbuilder.host import AccessMode, HostReport, probe_host
 from envbuilder.host.collectives import collective_env
 from envbuilder.image.drift import check_against_lock, parse_installed, summarize
 from envbuilder.image.lock import LockFile
-from envbuilder.image.metadata import read_metadata
+from envbuilder.image.metadata import LABEL_HARNESS, ImageMetadata, read_metadata
 from envbuilder.image.spec import CertifySettings
 from envbuilder.lifecycle import temp_dir
 from envbuilder.matrix import load_matrix
+from envbuilder.resolve.model import Stack
 from envbuilder.resources import harness_dir as harness_source_dir
 from envbuilder.resources import matrices_dir
 
@@ -108,11 +110,12 @@ def load_thresholds(overrides: Mapping[str, float] | None = None) -> tuple[dict[
     return doc, warnings
 
 
-def parse_harness_output(io_dir: Path, stdout: str) -> dict[str, Any] | None:
-    """The harness result: result.json in the io folder, else the last JSON line of stdout."""
+def parse_harness_output(io_dir: Path | None, stdout: str) -> dict[str, Any] | None:
+    """The harness result: result.json in the io folder (None: there is none, e.g. a pod's log
+    alone), else the last JSON line of stdout."""
     candidates = []
-    out = io_dir / "result.json"
-    if out.is_file():
+    out = io_dir / "result.json" if io_dir is not None else None
+    if out is not None and out.is_file():
         candidates.append(out.read_text(encoding="utf-8", errors="replace"))
     candidates += [line for line in reversed(stdout.splitlines()) if line.startswith("{")][:1]
     for text in candidates:
@@ -125,6 +128,24 @@ def parse_harness_output(io_dir: Path, stdout: str) -> dict[str, Any] | None:
     return None
 
 
+def decide(result: Mapping[str, Any], exit_code: int, access: str, stack: Stack | None) -> tuple[str, str]:
+    """The certificate's verdict: the harness's, made stricter. A GPU stack run with GPU access
+    (`access`: the mode, or the runtime that handed the GPUs in; "none" for the CPU path) that
+    only saw the CPU failed (the classic `torch.cuda.is_available() == False` in a container)."""
+    verdict = str(result.get("verdict"))
+    reason = str(result.get("verdict_reason") or "")
+    if verdict not in VERDICTS:
+        return "failed", f"harness gave an unknown verdict {verdict!r}"
+    if verdict == "certified-cpu-only" and access != "none" and stack is not None and stack.cuda:
+        return "failed", (
+            f"the container got the GPUs ({access}) but the {stack.id} stack "
+            "only ran on the CPU: the framework does not see the GPU inside this image"
+        )
+    if verdict != "failed" and exit_code != 0:
+        return "failed", f"harness exited {exit_code} after a {verdict} result"
+    return verdict, reason
+
+
 def host_record(report: HostReport, gpu_access: str) -> dict[str, Any]:
     gpus = [{"name": g.name, "uuid": g.uuid, "cc": g.cc} for g in report.gpus]
     return {
@@ -134,6 +155,65 @@ def host_record(report: HostReport, gpu_access: str) -> dict[str, Any]:
         "gpus": gpus,
         "gpu_access": gpu_access,
     }
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class HarnessPlan:
+    """How the harness runs in an image: its command line, the thresholds document it reads, where
+    it lies (the image's own copy, or the host's mounted for an unlabelled image), its level and
+    time limit, and the warnings on the way. One plan for `certify` and for runs a scheduler starts."""
+
+    command: tuple[str, ...]
+    thresholds: dict[str, Any]
+    harness_dir: str
+    host_harness: str | None  # the host's copy to mount at harness_dir; None: the image has its own
+    quick: bool
+    limit_s: float
+    warnings: tuple[str, ...] = ()
+
+
+def plan_harness(
+    meta: ImageMetadata,
+    *,
+    quick: bool,
+    cpu: bool,
+    thresholds: Mapping[str, float] | None = None,
+    timeout_s: float | None = None,
+    budget_s: float | None = None,
+    steps: int | None = None,
+    framework: str | None = None,
+) -> HarnessPlan:
+    """The harness run for an image with these labels: the spec's certify settings (level,
+    threshold overrides, which `thresholds` override in turn), the watchdog before the limit;
+    `framework` where the stack label names none. Raises MatrixError (thresholds file)."""
+    settings = meta.certify or CertifySettings()
+    doc, warnings = load_thresholds({**dict(settings.thresholds), **(thresholds or {})})
+    warnings = [*(f"image {p}" for p in meta.problems), *warnings]
+    harness_dir = meta.harness
+    host_harness = None
+    if not harness_dir:
+        harness_dir, host_harness = HOST_HARNESS_DIR, str(harness_source_dir())
+        warnings.append(f"image has no {LABEL_HARNESS} label: the host's harness copy was mounted")
+    run_quick = quick or settings.level == "quick"
+    limit = timeout_s or TIMEOUT_S["quick" if run_quick else "full"]
+    command = harness_command(
+        harness_dir,
+        quick=run_quick,
+        cpu=cpu,
+        watchdog_s=max(10.0, limit - 30.0),
+        budget_s=budget_s,
+        steps=steps,
+        framework=meta.framework or framework,
+    )
+    return HarnessPlan(
+        command=command,
+        thresholds=doc,
+        harness_dir=harness_dir,
+        host_harness=host_harness,
+        quick=run_quick,
+        limit_s=limit,
+        warnings=tuple(warnings),
+    )
 
 
 def certify_image(
@@ -292,6 +372,7 @@ def certify_image(
             "host_observation": observation.to_json() if observation is not None else None,
             "warnings": warnings,
             **({"packages": packages} if packages is not None else {}),
+            **scheduler_section(),
         },
         harness=result,
         thresholds=doc,

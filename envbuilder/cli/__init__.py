@@ -151,4 +151,5 @@ _COMMANDS = {
     "verify": "verify_cmd",
     "gpu": "gpu_cmd",
     "up": "up_cmd",
+    "fleet": "fleet_cmd",
 }

@@ -74,6 +74,7 @@ class ContainerSpec:
     name: str | None = None  # None: the engine names it envbuilder-<purpose>-<random>
     purpose: str = "job"  # what it is for (certify, run, pip-freeze, ...): its name and label say it
     labels: Mapping[str, str] = field(default_factory=dict)
+    security_opt: tuple[str, ...] = ()  # docker --security-opt values, e.g. seccomp=unconfined
     interactive: bool = False  # keep stdin open (attached runs)
     tty: bool = False  # allocate a terminal (attached runs)
 
@@ -107,6 +108,8 @@ def docker_flags(spec: ContainerSpec) -> list[str]:
     argv += ["--user", spec.user] if spec.user else []
     argv += ["--network", spec.network] if spec.network else []
     argv += ["--shm-size", str(spec.shm_size)] if spec.shm_size else []
+    for opt in spec.security_opt:
+        argv += ["--security-opt", opt]
     for u in spec.ulimits:
         argv += ["--ulimit", f"{u.name}={u.soft}:{u.hard}"]
     if spec.gpus is not None:

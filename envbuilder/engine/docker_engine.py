@@ -328,6 +328,7 @@ class DockerEngine:
             "ulimits": [docker.types.Ulimit(name=u.name, soft=u.soft, hard=u.hard) for u in spec.ulimits]
             or None,
             "shm_size": spec.shm_size,
+            "security_opt": list(spec.security_opt) or None,
             "network_mode": spec.network,
             "ipc_mode": spec.ipc,
             "user": spec.user,

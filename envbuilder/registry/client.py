@@ -383,13 +383,14 @@ class RegistryClient:
         artifact_type: str,
         blob: bytes,
         annotations: Mapping[str, str] | None = None,
+        layer_media_type: str | None = None,
     ) -> Descriptor:
         """Push `blob` as an OCI 1.1 artifact (image manifest, empty config, one layer of
-        `artifact_type`) whose subject is `subject`, and make it discoverable: where the registry
-        did not confirm it indexed the subject (no OCI-Subject header), add it to the fallback
-        tag's index. Returns the artifact manifest's descriptor."""
+        `layer_media_type`, default `artifact_type`) whose subject is `subject`, and make it
+        discoverable: where the registry did not confirm it indexed the subject (no OCI-Subject
+        header), add it to the fallback tag's index. Returns the artifact manifest's descriptor."""
         config = self.push_blob(repo, EMPTY_BLOB, EMPTY_JSON)
-        layer = self.push_blob(repo, blob, artifact_type)
+        layer = self.push_blob(repo, blob, layer_media_type or artifact_type)
         notes = dict(annotations or {})
         manifest: dict[str, Any] = {
             "schemaVersion": 2,

@@ -45,6 +45,7 @@ FLOW = (
     "registry",
     "attest",
     "run",
+    "fleet",
     "report",
     "doctor",
     "cli",

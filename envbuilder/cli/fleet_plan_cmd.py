@@ -1,0 +1,91 @@
+"""`envbuilder fleet plan`: the cluster's node classes, and whether an image's stack covers each."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import click
+
+from envbuilder.cli.fleet_cmd import (
+    find_image,
+    fleet,
+    k8s_classes,
+    one_scheduler,
+    print_classes,
+    slurm_classes,
+)
+from envbuilder.tables import table
+
+
+@fleet.command("plan")
+@click.argument("image", required=False)
+@click.option("--slurm", "use_slurm", is_flag=True, help="Read the node classes from Slurm (scontrol).")
+@click.option("--k8s", "use_k8s", is_flag=True, help="Read them from Kubernetes nodes' GFD labels.")
+@click.option(
+    "--nodes",
+    "nodes_file",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="--k8s: a `kubectl get nodes -o json` file instead of the cluster.",
+)
+@click.option("--partition", metavar="P", help="Only the nodes of this Slurm partition.")
+@click.option(
+    "--probe", is_flag=True, help="Ask one node per class (srun nvidia-smi) for its GPU and driver."
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the classes and the coverage as JSON.")
+def plan_cmd(
+    image: str | None,
+    use_slurm: bool,
+    use_k8s: bool,
+    nodes_file: Path | None,
+    partition: str | None,
+    probe: bool,
+    as_json: bool,
+) -> None:
+    """The cluster's node classes (GPU model and count, driver, features, partitions, each fact
+    with its source) and, given IMAGE, whether its stack can cover each class: run's own checks
+    (GPU arch, driver floor, NVIDIA_REQUIRE_CUDA) applied to the class.
+
+    Exit codes: 0; 2 bad input; 18 the scheduler cannot be asked; 13/15 the image's registry.
+    """
+    from envbuilder.fleet.classes import class_coverage
+    from envbuilder.matrix import load_matrix
+
+    one_scheduler(use_slurm, use_k8s)
+    matrix = load_matrix()
+    classes = (
+        k8s_classes(matrix, nodes_file)
+        if use_k8s
+        else slurm_classes(matrix, probe=probe, partition=partition)
+    )
+    found = find_image(image) if image else None
+    coverage = [class_coverage(c, found.info, matrix) for c in classes] if found else []
+    if as_json:
+        doc: dict[str, Any] = {
+            "scheduler": "kubernetes" if use_k8s else "slurm",
+            "classes": [c.to_dict() for c in classes],
+        }
+        if found:
+            doc["image"] = found.to_dict()
+            doc["coverage"] = [c.to_dict() for c in coverage]
+        click.echo(json.dumps(doc, indent=2))
+        return
+    click.echo(f"{len(classes)} node class(es) ({'Kubernetes GFD labels' if use_k8s else 'Slurm scontrol'})")
+    print_classes(classes)
+    for c in classes:
+        for fact in c.facts:
+            click.echo(f"  {c.name}: {fact}")
+    if found is None:
+        return
+    from envbuilder.image.metadata import read_metadata
+
+    stack = read_metadata(found.info).stack_record or {}
+    click.echo("")
+    click.echo(f"image {found.ref} ({found.info.id[:19]}), stack {stack.get('id', 'unknown')}")
+    for line in table(
+        ["class", "coverage", "why"],
+        [[c.node_class, c.status, "; ".join(c.reasons)] for c in coverage],
+        indent="",
+    ):
+        click.echo(line)

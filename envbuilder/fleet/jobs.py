@@ -1,0 +1,439 @@
+"""A fleet certification on Slurm: one batch job per node class, each running the harness in the
+image on that class through the node's runtime, and what comes back.
+
+- docker: the job runs `envbuilder certify IMAGE --no-store --out JOB_DIR/certificate.json` on the
+  node (the one certification code path; envbuilder must be reachable there, as on a shared home);
+- apptainer: `apptainer exec [--nv] ... python3 HARNESS/run.py` (from a SIF, or docker://REF);
+- enroot: pyxis's `srun --container-image=...` running the same harness command line;
+  for these two the harness's result is sealed into a certificate here (certify.foreign).
+
+The run is kept as DATA/fleet/runs/RUN_ID.json (written atomically; updated as jobs finish), so
+`fleet status` can collect jobs that ended after `fleet certify` stopped waiting.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import shlex
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Literal
+
+from envbuilder.atomic import write_text_atomic
+from envbuilder.certify.certificate import Certificate, verify_certificate
+from envbuilder.certify.certify import IO_DIR, HarnessPlan, parse_harness_output
+from envbuilder.certify.foreign import seal_foreign_run
+from envbuilder.certify.scheduler import FLEET_RUN_ENV, NODE_CLASS_ENV, SLURM_CONSTRAINT_ENV, SLURM_GRES_ENV
+from envbuilder.engine import ImageInfo
+from envbuilder.engine.hpc import apptainer_exec_argv, apptainer_source, pyxis_srun_argv
+from envbuilder.errors import CertificateRefusedError, StoreError, UsageError
+from envbuilder.fleet.classes import NodeClass
+from envbuilder.fleet.image import FleetImage, pyxis_image
+from envbuilder.fleet.slurm import JobRequest, JobState, class_request
+from envbuilder.resources import user_data_dir
+
+Runtime = Literal["docker", "apptainer", "enroot"]
+RUNTIMES: tuple[Runtime, ...] = ("docker", "apptainer", "enroot")
+CERT_FILE = "certificate.json"
+RESULT_FILE = "result.json"
+RUN_FILE_VERSION = 1
+
+
+def new_run_id() -> str:
+    return datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ") + "-" + secrets.token_hex(3)
+
+
+def runs_dir(data: Path | None = None) -> Path:
+    return (data or user_data_dir()) / "fleet" / "runs"
+
+
+# --------------------------------------------------------------------------- the job script
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class JobOptions:
+    """What every job of a run shares."""
+
+    runtime: Runtime = "docker"
+    gpu_access: str = "auto"  # docker: certify's --gpu-access; others: none = the CPU path
+    quick: bool = False
+    exclusive: bool = True  # the certification measures the node as users get it
+    time_minutes: int = 60
+    partition: str | None = None
+    envbuilder: tuple[str, ...] = ("envbuilder",)  # how a node runs envbuilder (docker runtime)
+    image_file: str | None = None  # apptainer: a SIF; enroot: a squashfs (else the registry)
+    budget_s: float | None = None  # the harness's time budget
+
+
+def docker_body(image: FleetImage, opts: JobOptions, job_dir: Path) -> list[str]:
+    """The docker runtime's lines: pull when the node lacks the image, then certify it there."""
+    ref = shlex.quote(image.pull_ref)
+    argv = [
+        *opts.envbuilder,
+        "certify",
+        image.pull_ref,
+        "--gpu-access",
+        opts.gpu_access,
+        "--no-store",
+        "--out",
+        str(job_dir / CERT_FILE),
+    ]
+    if opts.quick:
+        argv.append("--quick")
+    if opts.budget_s is not None:
+        argv += ["--budget-seconds", f"{opts.budget_s:g}"]
+    return [f"docker image inspect {ref} >/dev/null 2>&1 || docker pull {ref}", shlex.join(argv)]
+
+
+def harness_argv(image: FleetImage, plan: HarnessPlan, opts: JobOptions, job_dir: Path) -> list[str]:
+    """The apptainer/enroot runtime's command: the harness in the image, the job folder as its
+    io folder (thresholds.json in, result.json out). Raises UsageError for an image without its
+    own harness (only `--runtime docker` mounts the host's copy)."""
+    if plan.host_harness is not None:
+        raise UsageError(
+            f"{image.ref} carries no harness (no io.envbuilder.harness label): only images envbuilder "
+            f"built can be certified with --runtime {opts.runtime}",
+            hint="build it with envbuilder build, or use --runtime docker (which mounts envbuilder's copy)",
+        )
+    gpu = opts.gpu_access != "none"
+    if opts.runtime == "apptainer":
+        source = apptainer_source(image.pull_ref, opts.image_file)
+        return apptainer_exec_argv(
+            source,
+            plan.command,
+            nv=gpu,
+            binds=((str(job_dir), IO_DIR, False),),
+            env={"PYTHONUNBUFFERED": "1"},
+        )
+    image_ref = opts.image_file or pyxis_image(image.ref)
+    return pyxis_srun_argv(image_ref, plan.command, mounts=((str(job_dir), IO_DIR, False),), gpu=gpu)
+
+
+def job_script(request: JobRequest, *, title: str, env: Mapping[str, str], body: Sequence[str]) -> str:
+    """A self-describing batch script: every sbatch option as a #SBATCH line (resubmit it with
+    plain `sbatch FILE`), the job's variables, then the body. Values are shell-quoted."""
+    lines = ["#!/bin/bash", f"# {title}", "# Generated by envbuilder; resubmit with: sbatch THIS_FILE"]
+    lines += [f"#SBATCH {shlex.quote(o)}" for o in request.sbatch_options()]
+    lines += ["set -euo pipefail"]
+    lines += [f"export {k}={shlex.quote(v)}" for k, v in sorted(env.items())]
+    return "\n".join([*lines, *body]) + "\n"
+
+
+# --------------------------------------------------------------------------- the run record
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class JobRecord:
+    node_class: str
+    job_dir: str
+    script: str  # path of the batch script
+    request: Mapping[str, Any]
+    command: tuple[str, ...] = ()  # apptainer/enroot: the harness command the job runs
+    job_id: str | None = None
+    state: str = "NEW"  # NEW SUBMITTED, then Slurm's states; COLLECTED once its certificate is in
+    node: str | None = None
+    exit_code: str | None = None
+    certificate: str | None = None  # certificate id once collected
+    verdict: str | None = None
+    problem: str | None = None  # why no certificate came back
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "class": self.node_class,
+            "job_dir": self.job_dir,
+            "script": self.script,
+            "request": dict(self.request),
+            "command": list(self.command),
+            "job_id": self.job_id,
+            "state": self.state,
+            "node": self.node,
+            "exit_code": self.exit_code,
+            "certificate": self.certificate,
+            "verdict": self.verdict,
+            "problem": self.problem,
+        }
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> JobRecord:
+        return cls(
+            node_class=str(d["class"]),
+            job_dir=str(d["job_dir"]),
+            script=str(d["script"]),
+            request=dict(d.get("request") or {}),
+            command=tuple(str(c) for c in d.get("command") or ()),
+            job_id=d.get("job_id"),
+            state=str(d.get("state") or "NEW"),
+            node=d.get("node"),
+            exit_code=d.get("exit_code"),
+            certificate=d.get("certificate"),
+            verdict=d.get("verdict"),
+            problem=d.get("problem"),
+        )
+
+    @property
+    def finished(self) -> bool:
+        return self.state in ("COLLECTED", "NO-RESULT", "CANCELLED")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FleetRun:
+    run_id: str
+    created: str
+    scheduler: str
+    image: Mapping[str, Any]  # FleetImage.to_dict() plus the labels/env a seal needs
+    options: Mapping[str, Any]
+    thresholds: Mapping[str, Any]
+    jobs: tuple[JobRecord, ...] = field(default=())
+    path: Path | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "version": RUN_FILE_VERSION,
+            "run_id": self.run_id,
+            "created": self.created,
+            "scheduler": self.scheduler,
+            "image": dict(self.image),
+            "options": dict(self.options),
+            "thresholds": dict(self.thresholds),
+            "jobs": [j.to_dict() for j in self.jobs],
+        }
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any], path: Path | None = None) -> FleetRun:
+        return cls(
+            run_id=str(d["run_id"]),
+            created=str(d["created"]),
+            scheduler=str(d.get("scheduler") or "slurm"),
+            image=dict(d["image"]),
+            options=dict(d.get("options") or {}),
+            thresholds=dict(d.get("thresholds") or {}),
+            jobs=tuple(JobRecord.from_dict(j) for j in d.get("jobs") or ()),
+            path=path,
+        )
+
+    @property
+    def image_info(self) -> ImageInfo:
+        i = self.image
+        return ImageInfo(
+            id=str(i["id"]),
+            tags=(str(i["ref"]),),
+            repo_digests=tuple(i.get("repo_digests") or ()),
+            labels=dict(i.get("labels") or {}),
+            env=tuple(i.get("env") or ()),
+        )
+
+    def with_job(self, job: JobRecord) -> FleetRun:
+        return replace(self, jobs=tuple(job if j.node_class == job.node_class else j for j in self.jobs))
+
+
+def save_run(run: FleetRun) -> FleetRun:
+    """Write the run record atomically (DATA/fleet/runs/RUN_ID.json). Raises StoreError."""
+    path = run.path or runs_dir() / f"{run.run_id}.json"
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_text_atomic(path, json.dumps(run.to_dict(), indent=2, sort_keys=True) + "\n")
+    except OSError as exc:
+        raise StoreError(f"cannot write the fleet run record {path}: {exc}") from exc
+    return replace(run, path=path)
+
+
+def load_runs(image_id: str | None = None, data: Path | None = None) -> list[FleetRun]:
+    """The fleet runs recorded here (of one image when given), newest first; an unreadable record
+    is skipped."""
+    out = []
+    folder = runs_dir(data)
+    for path in sorted(folder.glob("*.json"), reverse=True) if folder.is_dir() else ():
+        try:
+            run = FleetRun.from_dict(json.loads(path.read_text(encoding="utf-8")), path)
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+        if image_id is None or run.image.get("id") == image_id:
+            out.append(run)
+    return out
+
+
+def image_record(image: FleetImage) -> dict[str, Any]:
+    """What the run keeps of the image: where it is, and what a seal reads (labels, env)."""
+    return {
+        **image.to_dict(),
+        "pull_ref": image.pull_ref,
+        "repo_digests": list(image.info.repo_digests),
+        "labels": dict(image.info.labels),
+        "env": list(image.info.env),
+    }
+
+
+# --------------------------------------------------------------------------- planning and submitting
+
+
+def plan_run(
+    image: FleetImage,
+    classes: Sequence[NodeClass],
+    plan: HarnessPlan,
+    opts: JobOptions,
+    *,
+    work_dir: Path,
+    run_id: str | None = None,
+) -> FleetRun:
+    """The run's jobs, their folders and scripts written (nothing submitted yet): one per class.
+    Raises UsageError (see harness_argv), StoreError (the work folder cannot be written)."""
+    run_id = run_id or new_run_id()
+    base = work_dir / run_id
+    jobs = []
+    try:
+        for cls in classes:
+            job_dir = base / cls.name
+            job_dir.mkdir(parents=True, exist_ok=True)
+            job_dir.chmod(0o777)  # the image may run as a user other than the submitter
+            gres, constraint = class_request(cls)
+            request = JobRequest(
+                name=f"envbuilder-certify-{cls.name}",
+                partition=opts.partition or (cls.partitions[0] if cls.partitions else None),
+                gres=gres,
+                constraint=constraint,
+                exclusive=opts.exclusive,
+                time_minutes=opts.time_minutes,
+                output=str(job_dir / "slurm-%j.out"),
+                workdir=str(job_dir),
+            )
+            command: tuple[str, ...] = ()
+            if opts.runtime == "docker":
+                body = docker_body(image, opts, job_dir)
+            else:
+                write_text_atomic(job_dir / "thresholds.json", json.dumps(plan.thresholds, sort_keys=True))
+                command = tuple(harness_argv(image, plan, opts, job_dir))
+                body = [shlex.join(command)]
+            script = job_dir / "certify.sbatch"
+            nodes = ", ".join(cls.nodes)
+            title = f"envbuilder fleet certify {run_id}: {image.ref} on node class {cls.name} ({nodes})"
+            env = {NODE_CLASS_ENV: cls.name, FLEET_RUN_ENV: run_id}
+            env |= {SLURM_GRES_ENV: gres} if gres else {}
+            env |= {SLURM_CONSTRAINT_ENV: constraint} if constraint else {}
+            write_text_atomic(script, job_script(request, title=title, env=env, body=body))
+            jobs.append(
+                JobRecord(
+                    node_class=cls.name,
+                    job_dir=str(job_dir),
+                    script=str(script),
+                    request={
+                        "partition": request.partition,
+                        "gres": gres,
+                        "constraint": constraint,
+                        "exclusive": opts.exclusive,
+                        "sbatch": request.sbatch_options(),
+                    },
+                    command=command,
+                )
+            )
+    except OSError as exc:
+        raise StoreError(f"cannot write the job folders under {base}: {exc}") from exc
+    return FleetRun(
+        run_id=run_id,
+        created=datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        scheduler="slurm",
+        image=image_record(image),
+        options={
+            "runtime": opts.runtime,
+            "gpu_access": opts.gpu_access,
+            "quick": opts.quick,
+            "exclusive": opts.exclusive,
+            "image_file": opts.image_file,
+        },
+        thresholds=plan.thresholds,
+        jobs=tuple(jobs),
+    )
+
+
+# --------------------------------------------------------------------------- collecting
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Collected:
+    job: JobRecord
+    certificate: Certificate | None = None
+
+
+def _exit_status(exit_code: str | None) -> int:
+    """Slurm's CODE:SIGNAL -> the job's exit status (128+signal when killed)."""
+    code, _, sig = (exit_code or "0:0").partition(":")
+    if sig.isdigit() and int(sig):
+        return 128 + int(sig)
+    return int(code) if code.isdigit() else 1
+
+
+def collect_job(run: FleetRun, job: JobRecord, state: JobState) -> Collected:
+    """What a finished job left: its certificate, checked (intact, for this image, from this job,
+    for this class), or the reason there is none. Pure but for reading the job folder."""
+    job = replace(job, state=state.state, node=state.node, exit_code=state.exit_code)
+    folder = Path(job.job_dir)
+    info = run.image_info
+    if run.options.get("runtime", "docker") == "docker":
+        path = folder / CERT_FILE
+        if not path.is_file():
+            return Collected(job=replace(job, state="NO-RESULT", problem=_no_result(job, folder)))
+        try:
+            cert = Certificate.from_json(path.read_text(encoding="utf-8"), str(path))
+        except (OSError, CertificateRefusedError) as exc:
+            return Collected(job=replace(job, state="NO-RESULT", problem=f"{path}: {exc}"))
+    else:
+        result = parse_harness_output(folder, "")
+        if result is None:
+            return Collected(job=replace(job, state="NO-RESULT", problem=_no_result(job, folder)))
+        runtime = str(run.options.get("runtime"))
+        gpu = run.options.get("gpu_access") != "none"
+        access = {"apptainer": "apptainer --nv", "enroot": "enroot (pyxis)"}[runtime] if gpu else "none"
+        scheduler = {
+            "kind": "slurm",
+            "job_id": job.job_id,
+            "node": state.node,
+            "class": job.node_class,
+            "fleet_run": run.run_id,
+        }
+        cert = seal_foreign_run(
+            image=info,
+            image_ref=str(run.image.get("ref")),
+            result=result,
+            exit_code=_exit_status(state.exit_code),
+            access=access,
+            thresholds=run.thresholds,
+            run={
+                "runtime": runtime,
+                "command": list(job.command),
+                "quick": bool(run.options.get("quick")),
+                "scheduler": scheduler,
+            },
+        )
+    problems = verify_certificate(cert, image_id=info.id)
+    found = cert.run.get("scheduler")
+    sched: Mapping[str, Any] = found if isinstance(found, Mapping) else {}
+    if sched.get("job_id") != job.job_id or sched.get("class") != job.node_class:
+        problems.append(
+            f"it says it ran as job {sched.get('job_id')} for class {sched.get('class')}, "
+            f"not job {job.job_id} for class {job.node_class}"
+        )
+    if problems:
+        return Collected(
+            job=replace(job, state="NO-RESULT", problem="certificate refused: " + "; ".join(problems))
+        )
+    return Collected(
+        job=replace(job, state="COLLECTED", certificate=cert.id, verdict=cert.verdict), certificate=cert
+    )
+
+
+def _no_result(job: JobRecord, folder: Path) -> str:
+    logs = sorted(folder.glob("slurm-*.out"))
+    tail = ""
+    if logs:
+        try:
+            lines = logs[-1].read_text(encoding="utf-8", errors="replace").splitlines()
+            tail = " | ".join(line.strip() for line in lines[-3:] if line.strip())
+        except OSError:
+            tail = ""
+    where = f"; log {logs[-1]}" + (f": {tail}" if tail else "") if logs else "; no job log"
+    return f"job {job.job_id} ended {job.state} (exit {job.exit_code}) without a certificate{where}"
+
+
+StateOf = Callable[[str], JobState]
