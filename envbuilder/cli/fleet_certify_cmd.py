@@ -20,6 +20,7 @@ from envbuilder.cli.fleet_cmd import (
     slurm_classes,
 )
 from envbuilder.cli.options import gpu_access_option
+from envbuilder.errors import UsageError
 from envbuilder.fleet.certify import attest_certificates
 from envbuilder.fleet.jobs import RUNTIMES, JobOptions
 
@@ -230,6 +231,11 @@ def certify_slurm(
 
     matrix = load_matrix()
     chosen = select_classes(slurm_classes(matrix, probe=False, partition=opts.partition), classes)
+    if not chosen:
+        where = f"partition {opts.partition}" if opts.partition else "this cluster"
+        raise UsageError(
+            f"no node class with GPUs in {where}", hint="envbuilder fleet plan --slurm lists them"
+        )
     warn_uncovered(found, chosen, matrix)
     if found.registry is None:
         say(
@@ -269,6 +275,10 @@ def certify_k8s(
 
     matrix = load_matrix()
     chosen = select_classes(k8s_classes(matrix, nodes_file), classes)
+    if not chosen:
+        raise UsageError(
+            "no node with GPU Feature Discovery labels", hint="is GFD (the GPU Operator) deployed?"
+        )
     warn_uncovered(found, chosen, matrix)
     run_id = new_run_id()
     folder = out_dir or Path(f"envbuilder-k8s-{run_id}")

@@ -32,6 +32,7 @@ SUBCOMMANDS = {
     "certify": "fleet_certify_cmd",
     "status": "fleet_status_cmd",
     "constraints": "fleet_constraints_cmd",
+    "build": "fleet_build_cmd",
 }
 
 
@@ -79,7 +80,8 @@ def slurm_classes(matrix: Matrix, *, probe: bool, partition: str | None) -> tupl
 def k8s_classes(matrix: Matrix, nodes_file: Path | None) -> tuple[NodeClass, ...]:
     """Node classes from GPU Feature Discovery labels: a `kubectl get nodes -o json` file, or the
     cluster itself (the kubernetes client, else kubectl). Raises UsageError, SchedulerError."""
-    from envbuilder.fleet.kubernetes import live_nodes, node_classes, read_nodes_file
+    from envbuilder.fleet.k8s_api import live_nodes
+    from envbuilder.fleet.kubernetes import node_classes, read_nodes_file
 
     nodes = read_nodes_file(nodes_file) if nodes_file else live_nodes()
     return node_classes(nodes, matrix)

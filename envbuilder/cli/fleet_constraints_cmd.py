@@ -9,10 +9,10 @@ from pathlib import Path
 from typing import Any
 
 import click
-import yaml
 
 from envbuilder.cli.fleet_cmd import find_image, fleet, image_certificates, say
 from envbuilder.cli.options import trust_options
+from envbuilder.fleet.kubernetes import yaml_text
 
 FORMATS = ("all", "slurm", "k8s", "nfd")
 
@@ -99,7 +99,7 @@ def constraints_cmd(
         if fmt in ("all", "k8s"):
             click.echo("# Kubernetes: pod spec affinity (GPU Feature Discovery labels)")
             click.echo(
-                yaml.safe_dump({"affinity": affinity}, sort_keys=False).rstrip()
+                yaml_text({"affinity": affinity}).rstrip()
                 if affinity
                 else "# (no GPU certification: the CPU path constrains no GPU node)"
             )

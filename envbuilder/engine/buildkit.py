@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 import os
 import re
 import shutil
@@ -154,6 +155,72 @@ def secret_flag(secret: BuildSecret) -> str:
     out = io.StringIO()
     csv.writer(out, lineterminator="").writerow([f"id={secret.id}", f"src={secret.src}"])
     return out.getvalue()
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Buildx:
+    """A buildx that can bake: the plugin through a docker CLI (`docker buildx`), or the plugin's
+    binary run on its own (`docker-buildx`, which buildx supports)."""
+
+    argv: tuple[str, ...]
+    version: str
+
+
+def find_buildx() -> Buildx:
+    """ENVBUILDER_BUILDX (a docker-buildx binary) when set, else the first docker CLI whose
+    `buildx version` answers. Raises BuildKitMissingError."""
+    override = os.environ.get("ENVBUILDER_BUILDX")
+    tried: list[str] = []
+    if override:
+        out = _probe([override, "version"])
+        if out is not None:
+            return Buildx(argv=(override,), version=out.strip().split("\n")[0])
+        tried.append(override)
+    else:
+        for path in cli_candidates():
+            tried.append(f"{path} buildx")
+            out = _probe([path, "buildx", "version"])
+            if out is not None:
+                return Buildx(argv=(path, "buildx"), version=out.strip().split("\n")[0])
+    raise BuildKitMissingError(
+        f"no buildx to bake with; tried: {', '.join(tried) or 'no docker on PATH'}",
+        hint="install the buildx plugin (Docker's docker-buildx-plugin, Debian 13's docker-buildx), or set "
+        "ENVBUILDER_BUILDX=/path/to/docker-buildx",
+    )
+
+
+def buildx_bake(
+    buildx: Buildx,
+    bake_file: Path,
+    targets: Sequence[str],
+    *,
+    allow: Sequence[str] = (),
+    on_event: ProgressCallback | None = None,
+) -> dict[str, str]:
+    """`buildx bake -f FILE TARGET...` (targets build in parallel on BuildKit, sharing its cache),
+    each WITHOUT a tag; returns target -> image ID (from --metadata-file). Raises BuildFailedError
+    (the last 40 log lines; no target is kept: the caller tags none of them); on KeyboardInterrupt
+    stops the whole process group and re-raises."""
+    with scratch_dir("bake") as tmp:
+        meta = Path(tmp) / "metadata.json"
+        argv = [*buildx.argv, "bake", "-f", str(bake_file), "--progress=plain", "--metadata-file", str(meta)]
+        argv += [f"--allow={a}" for a in allow]
+        parser = ProgressParser()
+        code = _run_streaming([*argv, *targets], parser, on_event)
+        if code != 0:
+            raise _build_failure(code, parser)
+        try:
+            doc = json.loads(meta.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise BuildFailedError(f"buildx bake wrote no readable metadata ({exc})") from exc
+    ids: dict[str, str] = {}
+    for target in targets:
+        entry = doc.get(target) if isinstance(doc, dict) else None
+        image = (
+            entry.get("containerimage.config.digest") or entry.get("containerimage.digest") if entry else None
+        )
+        if not isinstance(image, str) or not image.startswith("sha256:"):
+            raise BuildFailedError(f"buildx bake reported no image for target {target!r}")
+        ids[target] = image
+    return ids
 
 
 def _run_streaming(argv: list[str], parser: ProgressParser, on_event: ProgressCallback | None) -> int:

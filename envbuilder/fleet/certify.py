@@ -144,13 +144,13 @@ def attest_certificates(
     CertificateRefusedError (the manifest holds another image), RegistryError and subclasses."""
     if not certs:
         return Attestation(skipped="no certificate came back")
-    if signer is None:
-        return Attestation(skipped="not signed (--no-attest, or no signing key)")
     if image.registry is None or image.digest is None:
         return Attestation(
             skipped=f"{image.ref} is in no registry: certificates kept here only "
             "(push it with `envbuilder push IMAGE --attest` to publish them)"
         )
+    if signer is None:
+        return Attestation(skipped="not signed (--no-attest): certificates kept here only")
     attached = attach_certificates(
         client(image.registry.registry),
         image.registry,

@@ -19,8 +19,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import yaml
-
 from envbuilder.certify.certificate import Certificate
 from envbuilder.certify.record import section, text
 from envbuilder.fleet.kubernetes import (
@@ -31,6 +29,7 @@ from envbuilder.fleet.kubernetes import (
     driver_at_least,
     gfd_product,
     node_affinity,
+    yaml_text,
 )
 from envbuilder.fleet.status import ClassStatus
 
@@ -169,4 +168,4 @@ def nfd_spec(certs: Sequence[Certificate], *, description: str) -> dict[str, Any
 
 
 def nfd_yaml(spec: dict[str, Any]) -> str:
-    return yaml.safe_dump(spec, sort_keys=False, default_flow_style=False)
+    return yaml_text(spec)

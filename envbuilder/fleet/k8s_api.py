@@ -14,9 +14,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
-import yaml
-
 from envbuilder.errors import SchedulerError
+from envbuilder.fleet.kubernetes import K8sNode, dump_manifests, nodes_from_doc
 from envbuilder.host import Runner
 from envbuilder.host.probe import run_command
 
@@ -57,9 +56,7 @@ class Kubectl:
     def apply(self, docs: Sequence[Mapping[str, Any]], namespace: str) -> list[str]:
         with tempfile.TemporaryDirectory(prefix="envbuilder-k8s-") as tmp:
             path = Path(tmp) / "manifests.yaml"
-            path.write_text(
-                "---\n".join(yaml.safe_dump(dict(d), sort_keys=False) for d in docs), encoding="utf-8"
-            )
+            path.write_text(dump_manifests(docs), encoding="utf-8")
             out = self._call(["apply", "--namespace", namespace, "-f", str(path), "-o", "name"], "apply")
         return [line.strip() for line in out.splitlines() if line.strip()]
 
@@ -149,3 +146,9 @@ def cluster() -> Cluster:
         f"no Kubernetes cluster to talk to: {why}, and no kubectl on PATH",
         hint="set up a kubeconfig for the cluster, or render only (without --apply)",
     )
+
+
+def live_nodes() -> list[K8sNode]:
+    """The cluster's nodes, through the kubernetes client (the kubeconfig's context), else kubectl.
+    Raises SchedulerError."""
+    return nodes_from_doc(cluster().get_json(["nodes"]), "the cluster's nodes")

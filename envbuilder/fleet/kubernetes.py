@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -47,7 +47,7 @@ class K8sNode:
     labels: Mapping[str, str]
 
 
-def _nodes_from_doc(doc: Any, where: str) -> list[K8sNode]:
+def nodes_from_doc(doc: Any, where: str) -> list[K8sNode]:
     items = doc.get("items") if isinstance(doc, dict) and "items" in doc else doc
     if isinstance(items, dict):
         items = [items]
@@ -70,15 +70,7 @@ def read_nodes_file(path: Path) -> list[K8sNode]:
         doc = yaml.safe_load(path.read_text(encoding="utf-8"))
     except (OSError, yaml.YAMLError) as exc:
         raise UsageError(f"cannot read {path}: {exc}") from exc
-    return _nodes_from_doc(doc, str(path))
-
-
-def live_nodes() -> list[K8sNode]:
-    """The cluster's nodes, through the kubernetes client (the kubeconfig's context), else kubectl.
-    Raises SchedulerError."""
-    from envbuilder.fleet.k8s_api import cluster
-
-    return _nodes_from_doc(cluster().get_json(["nodes"]), "the cluster's nodes")
+    return nodes_from_doc(doc, str(path))
 
 
 def _int_label(labels: Mapping[str, str], key: str) -> int | None:
@@ -131,7 +123,10 @@ def node_classes(nodes: Sequence[K8sNode], matrix: Matrix) -> tuple[NodeClass, .
             labels=labels,
             facts=tuple(facts),
         )
-        classes.append(with_gpu_model(cls, matrix, labels[PRODUCT].replace("-", " "), "GFD product"))
+        cls = with_gpu_model(cls, matrix, labels[PRODUCT].replace("-", " "), "GFD product")
+        # GFD's product is an NVML name with its spaces as dashes: keep the names that give it
+        named = tuple(n for n in cls.nvml_names if gfd_product(n) == labels[PRODUCT])
+        classes.append(replace(cls, nvml_names=named or (labels[PRODUCT].replace("-", " "),)))
     return tuple(classes)
 
 
@@ -264,9 +259,21 @@ def _terms(doc: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     return list((req or {}).get("nodeSelectorTerms") or [])
 
 
+class _PlainDumper(yaml.SafeDumper):
+    """YAML without anchors and aliases: what kubectl users read and diff."""
+
+    def ignore_aliases(self, data: Any) -> bool:
+        return True
+
+
+def yaml_text(doc: Mapping[str, Any]) -> str:
+    """One YAML document, keys in their natural (insertion) order, no anchors."""
+    return yaml.dump(dict(doc), Dumper=_PlainDumper, sort_keys=False, default_flow_style=False)
+
+
 def dump_manifests(docs: Sequence[Mapping[str, Any]]) -> str:
-    """A multi-document YAML stream, keys in their natural (insertion) order."""
-    return "---\n".join(yaml.safe_dump(dict(d), sort_keys=False, default_flow_style=False) for d in docs)
+    """A multi-document YAML stream."""
+    return "---\n".join(yaml_text(d) for d in docs)
 
 
 def scheduler_error(what: str, said: str) -> SchedulerError:

@@ -52,6 +52,7 @@ from envbuilder.image.packages import (
 from envbuilder.image.render import (
     HARNESS_DEST,
     VENV,
+    RenderedContext,
     RenderOptions,
     render_options,
     rendered_stack,
@@ -293,6 +294,57 @@ def _pin_base(engine: Engine, plan: BuildPlan) -> tuple[str, str | None, list[st
     return ref, info.id, warnings
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PreparedBuild:
+    """A build ready for BuildKit: inputs checked, packages locked, the base pinned, the context
+    rendered."""
+
+    plan: BuildPlan  # with its package lock, base_ref pinned (ref@sha256:... where known)
+    tags: tuple[str, ...]
+    rendered: RenderedContext
+    base_digest: str | None
+    warnings: tuple[str, ...]
+
+
+def prepare_build(
+    plan: BuildPlan,
+    options: BuildOptions,
+    engine: Engine,
+    dest: Path,
+    *,
+    on_message: Callable[[str], None] | None = None,
+) -> PreparedBuild:
+    """Everything before BuildKit runs: check the inputs, pin the base, lock the packages (when
+    the plan has none), render the build context into `dest`. `run_build` builds it alone,
+    `fleet build` many at once with bake.
+
+    Raises LockError, DockerUnavailableError, SpecError, UsageError.
+    """
+    tags = _check_inputs(plan, options)
+    engine.ping()
+    from_ref, base_digest, warnings = _pin_base(engine, plan)
+    warnings = [*plan.warnings, *warnings]
+    plan = ensure_package_lock(replace(plan, base_ref=from_ref), options, engine, on_message)
+    # The pinned base (ref@sha256:...) is the one input render does not have.
+    # The package locks are the other (render --lock gives them too).
+    ropts = replace(
+        plan.render,
+        base_image=from_ref if from_ref != plan.stack.base_image else None,
+        package_locks=plan.packages,
+        platform=options.platform,
+    )
+    rendered = write_build_context(plan.spec, plan.stack, dest, ropts)
+    if plan.previous and plan.previous.dockerfile_sha256 != rendered.dockerfile_sha256:
+        warnings.append(
+            "the rendered Dockerfile differs from the one the lock records "
+            f"({rendered.dockerfile_sha256[:12]} vs {plan.previous.dockerfile_sha256[:12]}): "
+            "check --wheelhouse/--secret/--base-image match the original build"
+        )
+    return PreparedBuild(
+        plan=plan, tags=tuple(tags), rendered=rendered, base_digest=base_digest, warnings=tuple(warnings)
+    )
+
+
 def run_build(
     plan: BuildPlan,
     options: BuildOptions,
@@ -321,14 +373,13 @@ def run_build(
                 f"cannot lock the build's outputs in {user_data_dir() / 'locks'}: {exc.strerror}",
                 hint="ENVBUILDER_DATA_DIR must name a writable folder",
             ) from None
-        return _run_build_locked(plan, options, engine, tags, on_event, work_dir, say)
+        return _run_build_locked(plan, options, engine, on_event, work_dir, say)
 
 
 def _run_build_locked(
     plan: BuildPlan,
     options: BuildOptions,
     engine: Engine,
-    tags: list[str],
     on_event: Callable[[BuildEvent], None] | None,
     work_dir: Path | None,
     on_message: Callable[[str], None],
@@ -337,29 +388,12 @@ def _run_build_locked(
     engine.ping()
     repair(engine, on_message)
     engine.buildkit_cli()
-    from_ref, base_digest, warnings = _pin_base(engine, plan)
-    warnings = [*plan.warnings, *warnings]
-    plan = ensure_package_lock(replace(plan, base_ref=from_ref), options, engine, on_message)
-    # The pinned base (ref@sha256:...) is the one input render does not have.
-    # The package locks are the other (render --lock gives them too).
-    ropts = replace(
-        plan.render,
-        base_image=from_ref if from_ref != plan.stack.base_image else None,
-        package_locks=plan.packages,
-        platform=options.platform,
-    )
     tmp = temp_dir("render", work_dir)
     try:
-        rendered = write_build_context(plan.spec, plan.stack, tmp / "build", ropts)
-        if plan.previous and plan.previous.dockerfile_sha256 != rendered.dockerfile_sha256:
-            warnings.append(
-                "the rendered Dockerfile differs from the one the lock records "
-                f"({rendered.dockerfile_sha256[:12]} vs {plan.previous.dockerfile_sha256[:12]}): "
-                "check --wheelhouse/--secret/--base-image match the original build"
-            )
+        prepared = prepare_build(plan, options, engine, tmp / "build", on_message=on_message)
         result = engine.build(
-            rendered.context_dir,
-            rendered.dockerfile,
+            prepared.rendered.context_dir,
+            prepared.rendered.dockerfile,
             secrets=options.secrets,
             no_cache=options.no_cache,
             network=options.network,
@@ -367,6 +401,21 @@ def _run_build_locked(
         )
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+    return finish_build(prepared, result, options, engine)
+
+
+def finish_build(
+    prepared: PreparedBuild, result: BuildResult, options: BuildOptions, engine: Engine
+) -> BuildOutcome:
+    """What follows a successful BuildKit build: inspect the untagged image, check its installed
+    set against the lock, tag it and write its lock in one journalled step (image/commit.py),
+    push.
+
+    Raises BuildFailedError (no such image, or it drifted from the lock: it is removed),
+    OutputError (the lock cannot be written: nothing tagged), RegistryError (push),
+    DockerUnavailableError; KeyboardInterrupt after rolling back tags.
+    """
+    plan, rendered, tags = prepared.plan, prepared.rendered, list(prepared.tags)
     image = engine.inspect_image(result.image_id)
     if image is None:
         raise BuildFailedError(f"the build reported image {result.image_id}, which is not there")
@@ -376,7 +425,7 @@ def _run_build_locked(
         platform=options.platform,
         image_id=result.image_id,
         base_image=plan.base_ref,
-        base_image_digest=base_digest,
+        base_image_digest=prepared.base_digest,
         dockerfile_sha256=rendered.dockerfile_sha256,
         packages=tuple(f"{d.name}=={d.version}" for d in installed),
         tags=tuple(tags),
@@ -411,7 +460,7 @@ def _run_build_locked(
         result=result,
         tags=tuple(tags),
         pushed=pushed,
-        warnings=tuple(warnings),
+        warnings=prepared.warnings,
     )
 
 

@@ -1,0 +1,148 @@
+"""`envbuilder fleet build SPEC... --slurm|--k8s`: one image per spec and node class, baked at once."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+from envbuilder.cli.fleet_cmd import class_names, fleet, k8s_classes, one_scheduler, say, slurm_classes
+
+_FILE = click.Path(exists=True, dir_okay=False, path_type=Path)
+
+
+@fleet.command("build")
+@click.argument("spec_paths", nargs=-1, required=True, type=_FILE, metavar="SPEC...")
+@click.option("--slurm", "use_slurm", is_flag=True, help="The node classes of the Slurm cluster.")
+@click.option(
+    "--k8s", "use_k8s", is_flag=True, help="The node classes of the Kubernetes cluster (GFD labels)."
+)
+@click.option(
+    "--nodes",
+    "nodes_file",
+    type=_FILE,
+    help="--k8s: a `kubectl get nodes -o json` file instead of the cluster.",
+)
+@click.option("--partition", metavar="P", help="Only the classes of this Slurm partition.")
+@click.option("--classes", "classes_text", metavar="A,B", help="Only these node classes.")
+@click.option("--base-image", metavar="REF", help="Build FROM this image instead of each stack's.")
+@click.option(
+    "--wheelhouse",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    help="Install wheels only from this folder (offline).",
+)
+@click.option(
+    "--secret", "secrets", multiple=True, metavar="id=ID,src=FILE", help="A BuildKit secret (repeatable)."
+)
+@click.option("--ca-bundle", type=_FILE, help="CA bundle for pip (TLS-intercepting proxy); a secret.")
+@click.option("--push", metavar="REGISTRY", help="Push each image to REGISTRY (host[:port]) after building.")
+@click.option("--network", type=click.Choice(("default", "host", "none")), help="Network of the RUN steps.")
+@click.option("--no-cache", is_flag=True, help="Build without BuildKit's layer cache.")
+@click.option(
+    "--out",
+    "out_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path("fleet-build"),
+    show_default=True,
+    help="Where the locks, the rendered contexts and docker-bake.hcl go.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the targets and their images as JSON.")
+def build_cmd(
+    spec_paths: tuple[Path, ...],
+    use_slurm: bool,
+    use_k8s: bool,
+    nodes_file: Path | None,
+    partition: str | None,
+    classes_text: str | None,
+    base_image: str | None,
+    wheelhouse: Path | None,
+    secrets: tuple[str, ...],
+    ca_bundle: Path | None,
+    push: str | None,
+    network: str | None,
+    no_cache: bool,
+    out_dir: Path,
+    as_json: bool,
+) -> None:
+    """Build every SPEC for every node class of the cluster: each class's stack resolved for its
+    GPU and driver (classes with the same stack share one image), rendered, and built by one
+    `docker buildx bake` (OUT/docker-bake.hcl: parallel targets, one shared BuildKit cache). Each
+    image is then tagged envbuilder/NAME:STACK and envbuilder/NAME:CLASS and gets its lock
+    (OUT/NAME-CLASS.lock.json), exactly as `envbuilder build` does; a failed bake tags nothing.
+
+    Exit codes: 0 built; 2 bad input; 4 no stack for a class; 8 no buildx; 9 the bake failed;
+    18 the scheduler cannot be asked; 13 push failed.
+    """
+    from envbuilder.cli.build_cmd import ProgressDisplay, parse_secret
+    from envbuilder.engine import BuildSecret, DockerEngine
+    from envbuilder.engine.buildkit import find_buildx
+    from envbuilder.fleet.bake import bake, plan_targets
+    from envbuilder.fleet.slurm import select_classes
+    from envbuilder.image.build import BuildOptions
+    from envbuilder.image.render import SECRET_CA
+    from envbuilder.image.spec import load_spec
+    from envbuilder.matrix import load_matrix
+
+    one_scheduler(use_slurm, use_k8s)
+    matrix = load_matrix()
+    found = (
+        k8s_classes(matrix, nodes_file)
+        if use_k8s
+        else slurm_classes(matrix, probe=False, partition=partition)
+    )
+    classes = select_classes(found, class_names(classes_text))
+    parsed = [parse_secret(s) for s in secrets] + (
+        [BuildSecret(id=SECRET_CA, src=ca_bundle)] if ca_bundle else []
+    )
+    options = BuildOptions(
+        base_image=base_image,
+        wheelhouse=wheelhouse,
+        secrets=tuple(parsed),
+        push=push,
+        no_cache=no_cache,
+        network=network,
+    )
+    specs = [(load_spec(p), p) for p in spec_paths]
+    out_dir.mkdir(parents=True, exist_ok=True)
+    targets = plan_targets(specs, classes, matrix, options, out_dir.resolve())
+    buildx = find_buildx()
+    display = ProgressDisplay()
+    try:
+        outcomes = bake(
+            targets,
+            DockerEngine(),
+            buildx,
+            keep_dir=out_dir.resolve() / "contexts",
+            on_event=display,
+            say=say,
+        )
+    finally:
+        display.finish()
+    rows = [
+        {
+            **t.to_dict(),
+            "image_id": o.image.id,
+            "tags": list(o.tags),
+            "pushed": list(o.pushed),
+            "warnings": list(o.warnings),
+        }
+        for t, o in zip(targets, outcomes, strict=True)
+    ]
+    if as_json:
+        click.echo(
+            json.dumps(
+                {
+                    "bake_file": str(out_dir / "contexts" / "docker-bake.hcl"),
+                    "buildx": buildx.version,
+                    "targets": rows,
+                },
+                indent=2,
+            )
+        )
+        return
+    for r in rows:
+        click.echo(f"built {r['image_id'][:19]}  {r['target']} for {', '.join(r['classes'])}")
+        click.echo(f"  stack  {r['stack']}")
+        click.echo(f"  tags   {', '.join(r['tags'])}")
+        click.echo(f"  lock   {r['lock']}")

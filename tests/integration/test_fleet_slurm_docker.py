@@ -1,0 +1,216 @@
+"""A fleet certification through a real Slurm (Debian's slurmctld, two slurmd on one host with fake
+GPU GRES: scripts/slurm.sh): `fleet plan` reads the two node classes from scontrol (and, with
+--probe, from srun on each node); `fleet certify REF --slurm` submits one sbatch job per class,
+each runs `envbuilder certify` on the CPU path in a real container, the certificates come back,
+are signed and attached to the image in the local registry; "machine B" (another data dir that
+trusts the key) reads them back with `fleet status` and `fleet constraints`.
+
+Why this module takes minutes: one build (cached layers), one push, and two quick CPU-path
+certifications (`envbuilder certify --quick` in a container) running at once on two cores.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from conftest import envbuilder_cli, unavailable
+
+from envbuilder.engine import DockerEngine
+
+pytestmark = pytest.mark.docker
+
+
+def cli(data: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return envbuilder_cli(*args, env={"ENVBUILDER_DATA_DIR": str(data), **(env or {})})
+
+
+@pytest.fixture(scope="module")
+def slurm() -> None:
+    """The test cluster of scripts/slurm.sh, with both node classes up."""
+    try:
+        ping = subprocess.run(["scontrol", "ping"], capture_output=True, text=True, timeout=20, check=False)
+        nodes = subprocess.run(
+            ["sinfo", "-h", "-N", "-o", "%N %T"], capture_output=True, text=True, timeout=20, check=False
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        unavailable(f"no Slurm client here ({exc})")
+    if "is UP" not in ping.stdout:
+        unavailable(f"slurmctld is not up: {ping.stdout.strip() or ping.stderr.strip()}")
+    states = dict(line.split() for line in nodes.stdout.splitlines() if line.strip())
+    if not {"h200-0", "a100-0"} <= set(states) or any("down" in states[n] for n in ("h200-0", "a100-0")):
+        unavailable(f"the test nodes h200-0 and a100-0 are not both up: {states}")
+
+
+@dataclass(frozen=True)
+class Fleet:
+    ref: str
+    data: Path
+    run: dict[str, object]  # `fleet certify --json`
+    stderr: str
+    public_key: Path
+
+
+@pytest.fixture(scope="module")
+def certified_fleet(
+    slurm: None,
+    engine: DockerEngine,
+    base_image: str,
+    wheelhouse: Path,
+    registry: str,
+    run_id: str,
+    cleanup_refs: list[str],
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Fleet:
+    work = tmp_path_factory.mktemp("fleet")
+    work.chmod(0o755)
+    data = work / "data"
+    spec = work / "images" / "fleet-it.yaml"
+    spec.parent.mkdir()
+    spec.write_text(
+        "schema_version: 1\nname: fleet-it\n"
+        f"description: envbuilder fleet test image {run_id}\n"
+        'framework: "torch==2.13.0"\npython: "3.11"\nstrategy: bundled\n'
+    )
+    ref = f"{registry}/envbuilder-it/fleet:{run_id}"
+    built = cli(
+        data,
+        "build",
+        str(spec),
+        "--cpu",
+        "--base-image",
+        base_image,
+        "--wheelhouse",
+        str(wheelhouse),
+        "--tag",
+        ref,
+        "--lock-out",
+        str(work / "lock.json"),
+    )
+    assert built.returncode == 0, built.stderr[-3000:]
+    cleanup_refs.append(ref)
+    assert cli(data, "push", ref).returncode == 0
+    assert cli(data, "keys", "generate", "--name", "fleet-ci").returncode == 0
+    # --quick: the smoke steps only. Two full CPU paths at once on a loaded 2-core machine squeeze the
+    # training step out of its 100 s budget (the harness then fails it: loss did not fall).
+    args = [
+        "--slurm",
+        "--gpu-access",
+        "none",
+        "--quick",
+        "--time",
+        "20",
+        "--json",
+        "--work-dir",
+        str(work / "jobs"),
+    ]
+    res = cli(data, "fleet", "certify", ref, *args)
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    return Fleet(
+        ref=ref,
+        data=data,
+        run=json.loads(res.stdout),
+        stderr=res.stderr,
+        public_key=data / "keys" / "fleet-ci.pub",
+    )
+
+
+def test_plan_reads_both_classes_from_slurm(slurm: None, tmp_path: Path) -> None:
+    res = cli(tmp_path, "fleet", "plan", "--slurm", "--json")
+    assert res.returncode == 0, res.stderr
+    classes = {c["name"]: c for c in json.loads(res.stdout)["classes"]}
+    assert sorted(classes) == ["a100", "h200"]
+    assert (classes["h200"]["gpus_per_node"], classes["h200"]["gpu_model"], classes["h200"]["driver"]) == (
+        2,
+        "NVIDIA H200",
+        "580.95.05",
+    )
+    assert (classes["a100"]["cc"], classes["a100"]["driver"]) == ("8.0", "550.54.14")
+
+
+def test_probe_asks_each_node_through_srun(slurm: None, tmp_path: Path) -> None:
+    """srun runs nvidia-smi on one node of each class (a stand-in on PATH: these nodes have no GPU;
+    srun hands the job our environment, as it does by default)."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    fake = bin_dir / "nvidia-smi"
+    fake.write_text(
+        "#!/bin/sh\n"
+        'case "$*" in *--query-gpu*) ;; *) echo "CUDA Version: 13.0"; exit 0;; esac\n'
+        'if [ "$SLURMD_NODENAME" = h200-0 ]; then\n'
+        '  echo "NVIDIA H200, GPU-1, 9.0, 580.159.04, 0, 143771, 30, 70, 700"\n'
+        'else echo "NVIDIA A100-SXM4-80GB, GPU-2, 8.0, 570.86.10, 0, 81920, 30, 60, 400"; fi\n'
+    )
+    fake.chmod(0o755)
+    tmp_path.chmod(0o755)
+    res = cli(
+        tmp_path,
+        "fleet",
+        "plan",
+        "--slurm",
+        "--probe",
+        "--json",
+        env={"PATH": f"{bin_dir}:{os.environ['PATH']}"},
+    )
+    assert res.returncode == 0, res.stderr
+    classes = {c["name"]: c for c in json.loads(res.stdout)["classes"]}
+    assert classes["h200"]["driver"] == "580.159.04" and classes["a100"]["driver"] == "570.86.10"
+    assert any(
+        "probe on a100-0 (srun nvidia-smi): NVIDIA A100-SXM4-80GB" in f for f in classes["a100"]["facts"]
+    )
+
+
+def test_certify_runs_one_real_sbatch_job_per_class_and_signs_what_comes_back(certified_fleet: Fleet) -> None:
+    jobs = {j["class"]: j for j in certified_fleet.run["jobs"]}  # type: ignore[attr-defined]
+    assert sorted(jobs) == ["a100", "h200"]
+    for name, node in (("a100", "a100-0"), ("h200", "h200-0")):
+        job = jobs[name]
+        assert job["state"] == "COLLECTED" and job["node"] == node and job["verdict"] == "certified-cpu-only"
+        assert job["throughput"] is None or job["throughput"] == "-"  # --quick trains nothing
+        script = Path(job["script"]).read_text()
+        assert (
+            f"#SBATCH --gres=gpu:{name}:{2 if name == 'h200' else 1}" in script
+            and "#SBATCH --exclusive" in script
+        )
+    attached = certified_fleet.run["attestation"]["attached"]  # type: ignore[index]
+    assert len(attached) == 4 and all(a["new"] for a in attached)  # two statements per certificate
+    assert "submitted job" in certified_fleet.stderr and "RUNNING on h200-0" in certified_fleet.stderr
+
+
+def test_another_machine_reads_the_fleet_back(certified_fleet: Fleet, tmp_path: Path) -> None:
+    machine_b = tmp_path / "b"
+    assert (
+        cli(machine_b, "keys", "import", str(certified_fleet.public_key), "--name", "fleet-ci").returncode
+        == 0
+    )
+    status = cli(machine_b, "fleet", "status", certified_fleet.ref, "--json")
+    assert status.returncode == 0, status.stderr
+    rows = {r["class"]: r for r in json.loads(status.stdout)["classes"]}
+    assert sorted(rows) == ["a100", "h200"]
+    assert all(
+        r["source"] == "signed by fleet-ci" and r["verdict"] == "certified-cpu-only" for r in rows.values()
+    )
+    assert rows["h200"]["scheduler"]["node"] == "h200-0" and rows["h200"]["scheduler"]["kind"] == "slurm"
+    table = cli(machine_b, "fleet", "status", certified_fleet.ref)
+    assert "h200   certified-cpu-only" in table.stdout and "signed by fleet-ci" in table.stdout
+    constraints = cli(machine_b, "fleet", "constraints", certified_fleet.ref, "--format", "slurm")
+    assert constraints.returncode == 0, constraints.stderr
+    assert "h200: sbatch --partition=gpu --gres=gpu:h200:2 '--constraint=nvidia_driver_580.95.05&sm_90'" in (
+        constraints.stdout
+    )
+    stranger = cli(tmp_path / "c", "fleet", "status", certified_fleet.ref)
+    assert (
+        stranger.returncode == 12 and "nothing certifies" in stranger.stderr
+    )  # its key is not trusted there
+
+
+def test_bad_requests_fail_before_anything_is_submitted(certified_fleet: Fleet) -> None:
+    res = cli(certified_fleet.data, "fleet", "certify", certified_fleet.ref, "--slurm", "--classes", "v100")
+    assert res.returncode == 2 and "no node class 'v100' in this cluster" in res.stderr
+    assert "hint: the classes are: a100, h200" in res.stderr and "Traceback" not in res.stderr
+    res = cli(certified_fleet.data, "fleet", "certify", certified_fleet.ref)
+    assert res.returncode == 2 and "say which scheduler: --slurm or --k8s" in res.stderr
