@@ -5,7 +5,8 @@
 # `File=` on existing device files stand in for /dev/nvidia*):
 #   h200-0  Gres=gpu:h200:2  Features=sm_90,nvidia_driver_580.95.05   (the "h200" class)
 #   a100-0  Gres=gpu:a100:1  Features=sm_80,nvidia_driver_550.54.14   (the "a100" class)
-# one partition `gpu` holding both. Jobs run as root and reach the host's Docker socket. No
+#   cpu-0   no GRES                                                   (the "cpu" class)
+# partitions `gpu` (the two GPU nodes, default) and `cpu`. Jobs run as root and reach the host's Docker socket. No
 # slurmdbd (so no sacct): job states come from squeue/scontrol, which keep finished jobs for
 # MinJobAge seconds. Root, no stdin (CI). See shared/docs/environment.md ("A real Slurm").
 # Cost: the packages about 45 s the first time (apt); starting the daemons about 5 s.
@@ -14,7 +15,7 @@ set -euo pipefail
 STATE_DIR="${ENVBUILDER_TEST_STATE:-/var/cache/envbuilder-test}/slurm"
 CONF_DIR=/etc/slurm
 MARK="# written by envbuilder scripts/slurm.sh"
-NODES=(h200-0 a100-0)
+NODES=(h200-0 a100-0 cpu-0)
 
 say() { printf 'slurm: %s\n' "$*" >&2; }
 die() { printf 'slurm: error: %s\n' "$*" >&2; exit 1; }
@@ -86,7 +87,9 @@ SchedulerParameters=batch_sched_delay=1
 SlurmdTimeout=60
 NodeName=h200-0 NodeHostname=$host NodeAddr=127.0.0.1 Port=6818 CPUs=2 RealMemory=4000 Gres=gpu:h200:2 Features=sm_90,nvidia_driver_580.95.05
 NodeName=a100-0 NodeHostname=$host NodeAddr=127.0.0.1 Port=6819 CPUs=2 RealMemory=4000 Gres=gpu:a100:1 Features=sm_80,nvidia_driver_550.54.14
+NodeName=cpu-0 NodeHostname=$host NodeAddr=127.0.0.1 Port=6820 CPUs=2 RealMemory=4000
 PartitionName=gpu Nodes=h200-0,a100-0 Default=YES MaxTime=120 State=UP OverSubscribe=NO
+PartitionName=cpu Nodes=cpu-0 MaxTime=120 State=UP OverSubscribe=NO
 EOF
 cat >"$CONF_DIR/gres.conf.new" <<EOF
 $MARK

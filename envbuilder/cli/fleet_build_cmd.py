@@ -28,6 +28,9 @@ _FILE = click.Path(exists=True, dir_okay=False, path_type=Path)
 @click.option("--classes", "classes_text", metavar="A,B", help="Only these node classes.")
 @click.option("--base-image", metavar="REF", help="Build FROM this image instead of each stack's.")
 @click.option(
+    "--base-venv", metavar="PATH", help="Install into this environment of the base image (build's)."
+)
+@click.option(
     "--wheelhouse",
     type=click.Path(exists=True, file_okay=False, path_type=Path),
     help="Install wheels only from this folder (offline).",
@@ -56,6 +59,7 @@ def build_cmd(
     partition: str | None,
     classes_text: str | None,
     base_image: str | None,
+    base_venv: str | None,
     wheelhouse: Path | None,
     secrets: tuple[str, ...],
     ca_bundle: Path | None,
@@ -97,6 +101,7 @@ def build_cmd(
     )
     options = BuildOptions(
         base_image=base_image,
+        base_venv=base_venv,
         wheelhouse=wheelhouse,
         secrets=tuple(parsed),
         push=push,

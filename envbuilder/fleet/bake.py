@@ -63,7 +63,10 @@ class BakeTarget:
 
 def class_host(matrix: Matrix, cls: NodeClass) -> Host:
     """The class as `resolve` takes a host: its driver and one GPU of its model (or of its compute
-    capability). Raises UsageError when the class says neither its GPU nor its driver."""
+    capability); a class without GPUs is a host without GPUs (a CPU stack). Raises UsageError
+    when a GPU class says neither its GPU nor its driver."""
+    if cls.gpus_per_node == 0:
+        return Host(driver=None, gpus=(), source="given")
     if cls.driver is None or (cls.gpu_model is None and cls.cc is None):
         missing = "driver" if cls.driver is None else "GPU model"
         raise UsageError(
@@ -96,7 +99,8 @@ def plan_targets(
     targets: dict[tuple[str, str], BakeTarget] = {}
     for spec, path in specs:
         for cls in classes:
-            resolution = resolve(matrix, spec.to_request(cpu_only=False), class_host(matrix, cls))
+            request = spec.to_request(cpu_only=cls.gpus_per_node == 0)
+            resolution = resolve(matrix, request, class_host(matrix, cls))
             if resolution.stack is None:
                 gpu = f"--gpu '{cls.gpu_model}'" if cls.gpu_model else f"--cc {cls.cc}"
                 raise NoCompatibleStackError(

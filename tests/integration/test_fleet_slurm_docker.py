@@ -3,7 +3,9 @@ GPU GRES: scripts/slurm.sh): `fleet plan` reads the two node classes from scontr
 --probe, from srun on each node); `fleet certify REF --slurm` submits one sbatch job per class,
 each runs `envbuilder certify` on the CPU path in a real container, the certificates come back,
 are signed and attached to the image in the local registry; "machine B" (another data dir that
-trusts the key) reads them back with `fleet status` and `fleet constraints`.
+trusts the key) reads them back with `fleet status` and `fleet constraints`. `fleet build` bakes
+two images (two specs for the cluster's CPU class) with a real `docker buildx bake` (Debian
+trixie's buildx, scripts/buildx.sh, run as a standalone binary: ENVBUILDER_BUILDX).
 
 Why this module takes minutes: one build (cached layers), one push, and two quick CPU-path
 certifications (`envbuilder certify --quick` in a container) running at once on two cores.
@@ -18,9 +20,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from conftest import envbuilder_cli, unavailable
+from conftest import STATE, envbuilder_cli, unavailable
 
 from envbuilder.engine import DockerEngine
+from envbuilder.image.lock import read_lock
 
 pytestmark = pytest.mark.docker
 
@@ -123,7 +126,7 @@ def test_plan_reads_both_classes_from_slurm(slurm: None, tmp_path: Path) -> None
     res = cli(tmp_path, "fleet", "plan", "--slurm", "--json")
     assert res.returncode == 0, res.stderr
     classes = {c["name"]: c for c in json.loads(res.stdout)["classes"]}
-    assert sorted(classes) == ["a100", "h200"]
+    assert sorted(classes) == ["a100", "cpu", "h200"]
     assert (classes["h200"]["gpus_per_node"], classes["h200"]["gpu_model"], classes["h200"]["driver"]) == (
         2,
         "NVIDIA H200",
@@ -214,3 +217,107 @@ def test_bad_requests_fail_before_anything_is_submitted(certified_fleet: Fleet) 
     assert "hint: the classes are: a100, h200" in res.stderr and "Traceback" not in res.stderr
     res = cli(certified_fleet.data, "fleet", "certify", certified_fleet.ref)
     assert res.returncode == 2 and "say which scheduler: --slurm or --k8s" in res.stderr
+
+
+BUILDX = STATE / "buildx" / "root" / "usr" / "libexec" / "docker" / "cli-plugins" / "docker-buildx"
+
+
+@pytest.fixture(scope="module")
+def buildx() -> Path:
+    if not BUILDX.is_file():
+        unavailable(f"no docker-buildx at {BUILDX} (scripts/buildx.sh unpacks it)")
+    return BUILDX
+
+
+def bake_spec(folder: Path, name: str, run_id: str, extra: str = "") -> Path:
+    path = folder / f"{name}.yaml"
+    path.write_text(
+        f"schema_version: 1\nname: {name}\ndescription: envbuilder fleet bake test {run_id}\n"
+        'framework: "torch==2.13.0"\npython: "3.11"\nstrategy: bundled\n'
+        f'env:\n  FLEET_SPEC: "{name}"\n{extra}'
+    )
+    return path
+
+
+def test_fleet_build_bakes_two_targets_each_with_its_tag_and_lock(
+    slurm: None,
+    buildx: Path,
+    base_image: str,
+    wheelhouse: Path,
+    engine: DockerEngine,
+    run_id: str,
+    cleanup_refs: list[str],
+    tmp_path: Path,
+) -> None:
+    specs = [bake_spec(tmp_path, f"bake-{x}-{run_id}", run_id) for x in ("a", "b")]
+    out = tmp_path / "out"
+    args = [
+        "--slurm",
+        "--classes",
+        "cpu",
+        "--base-image",
+        base_image,
+        "--wheelhouse",
+        str(wheelhouse),
+        "--out",
+        str(out),
+        "--json",
+    ]
+    res = cli(
+        tmp_path / "data", "fleet", "build", *map(str, specs), *args, env={"ENVBUILDER_BUILDX": str(buildx)}
+    )
+    assert res.returncode == 0, res.stderr[-3000:]
+    targets = json.loads(res.stdout)["targets"]
+    cleanup_refs.extend(t for target in targets for t in target["tags"])
+    assert [t["target"] for t in targets] == [f"bake-a-{run_id}-cpu", f"bake-b-{run_id}-cpu"]
+    assert len({t["image_id"] for t in targets}) == 2
+    hcl = (out / "contexts" / "docker-bake.hcl").read_text()
+    assert 'group "default" {' in hcl and hcl.count('output = ["type=docker"]') == 2
+    for t in targets:
+        lock = read_lock(Path(t["lock"]))
+        assert lock.build is not None and lock.build.image_id == t["image_id"]
+        assert f"envbuilder/bake-{t['target'].split('-')[1]}-{run_id}:cpu" in t["tags"]
+        info = engine.inspect_image(t["tags"][0])
+        assert info is not None and info.id == t["image_id"]
+        assert info.labels["io.envbuilder.lock-hash"] == lock.hash
+        assert "FLEET_SPEC=" + t["target"].removesuffix("-cpu") in info.env
+    assert "bake -f" in res.stderr and "2 targets" in res.stderr
+
+
+def test_a_failed_bake_tags_nothing_and_writes_no_lock(
+    slurm: None,
+    buildx: Path,
+    base_image: str,
+    wheelhouse: Path,
+    engine: DockerEngine,
+    run_id: str,
+    tmp_path: Path,
+) -> None:
+    good = bake_spec(tmp_path, f"bake-ok-{run_id}", run_id)
+    bad = bake_spec(
+        tmp_path, f"bake-bad-{run_id}", run_id, 'requirements:\n  - "envbuilder-no-such-package==1.0"\n'
+    )
+    out = tmp_path / "out"
+    res = cli(
+        tmp_path / "data",
+        "fleet",
+        "build",
+        str(good),
+        str(bad),
+        "--slurm",
+        "--classes",
+        "cpu",
+        "--base-image",
+        base_image,
+        "--wheelhouse",
+        str(wheelhouse),
+        "--out",
+        str(out),
+        env={"ENVBUILDER_BUILDX": str(buildx)},
+    )
+    assert res.returncode == 9, res.stderr[-3000:]
+    assert "envbuilder: error: docker build failed" in res.stderr and "nothing was tagged" in res.stderr
+    assert "envbuilder-no-such-package" in res.stderr and "Traceback" not in res.stderr
+    assert not list(out.glob("*.lock.json"))
+    for name in (f"bake-ok-{run_id}", f"bake-bad-{run_id}"):
+        assert engine.inspect_image(f"envbuilder/{name}:cpu") is None

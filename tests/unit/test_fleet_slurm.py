@@ -49,6 +49,11 @@ GPU_STACK = cpu_stack(
 )
 
 
+def gpu_classes() -> tuple[NodeClass, ...]:
+    """The recorded cluster's GPU classes: a100, h200."""
+    return select_classes(node_classes(read_nodes(cluster()), MATRIX), [])
+
+
 def image(stack: object = GPU_STACK, image_id: str = "sha256:" + "ab" * 32) -> ImageInfo:
     labels = {LABEL_HARNESS: "/opt/envbuilder/harness"}
     if stack is not None:
@@ -81,8 +86,9 @@ def test_gres(text: str, want: list[tuple[str, str | None, int]]) -> None:
 
 def test_the_recorded_cluster_reads_as_two_classes_each_fact_with_its_source() -> None:
     classes = node_classes(read_nodes(cluster()), MATRIX)
-    assert [c.name for c in classes] == ["a100", "h200"]
-    a100, h200 = classes
+    assert [c.name for c in classes] == ["a100", "cpu", "h200"]
+    a100, cpu, h200 = classes
+    assert (cpu.gpus_per_node, cpu.partitions, class_request(cpu)) == (0, ("cpu",), (None, None))
     assert (h200.nodes, h200.gpus_per_node, h200.gpu_type, h200.gpu_model) == (
         ("h200-0",),
         2,
@@ -123,7 +129,7 @@ def test_features_state_driver_and_compute_capability() -> None:
 
 
 def test_coverage_is_runs_own_checks_applied_to_the_class() -> None:
-    a100, h200 = node_classes(read_nodes(cluster()), MATRIX)
+    a100, _, h200 = node_classes(read_nodes(cluster()), MATRIX)
     assert class_coverage(h200, image(), MATRIX).status == "covered"
     old = class_coverage(a100, image(), MATRIX)
     assert old.status == "not-covered"
@@ -138,7 +144,7 @@ def test_coverage_is_runs_own_checks_applied_to_the_class() -> None:
 
 
 def test_probe_replaces_guesses_with_what_nvidia_smi_said_on_the_node() -> None:
-    _, h200 = node_classes(read_nodes(cluster()), MATRIX)
+    h200 = node_classes(read_nodes(cluster()), MATRIX)[2]
     row = "NVIDIA H200, GPU-1, 9.0, 580.159.04, 0, 143771, 30, 70.5, 700.00\n"
     fake = FakeSlurm().on("srun", stdout=row)
     probed = probe_class(h200, fake)
@@ -202,7 +208,7 @@ def fleet_image() -> FleetImage:
 
 
 def test_the_job_script_asks_for_the_class_and_certifies_on_it(tmp_path: Path) -> None:
-    classes = node_classes(read_nodes(cluster()), MATRIX)
+    classes = gpu_classes()
     opts = JobOptions(gpu_access="none", quick=True, envbuilder=("/venv/bin/python", "-m", "envbuilder"))
     run = plan_run(fleet_image(), classes, harness_plan(), opts, work_dir=tmp_path, run_id="R1-abc123")
     h200 = run.jobs[1]
@@ -228,7 +234,7 @@ def test_the_job_script_asks_for_the_class_and_certifies_on_it(tmp_path: Path) -
 
 
 def test_apptainer_and_enroot_jobs_run_the_harness_itself(tmp_path: Path) -> None:
-    classes = node_classes(read_nodes(cluster()), MATRIX)[1:]
+    classes = gpu_classes()[1:]
     app = plan_run(
         fleet_image(),
         classes,
@@ -302,7 +308,7 @@ def sealed(job_id: str, node_class: str, image_id: str = "sha256:" + "ab" * 32) 
 def test_a_finished_job_gives_its_certificate_only_if_it_is_for_this_image_job_and_class(
     tmp_path: Path,
 ) -> None:
-    classes = node_classes(read_nodes(cluster()), MATRIX)[1:]
+    classes = gpu_classes()[1:]
     run = plan_run(
         fleet_image(), classes, harness_plan(), JobOptions(), work_dir=tmp_path, run_id="R4-cccccc"
     )
@@ -328,7 +334,7 @@ def test_a_finished_job_gives_its_certificate_only_if_it_is_for_this_image_job_a
 
 
 def test_the_run_record_is_written_whole_and_read_back_by_image(tmp_path: Path) -> None:
-    classes = node_classes(read_nodes(cluster()), MATRIX)
+    classes = gpu_classes()
     run = plan_run(
         fleet_image(), classes, harness_plan(), JobOptions(), work_dir=tmp_path, run_id="R5-dddddd"
     )

@@ -1,0 +1,123 @@
+"""`fleet build`'s plan: one target per spec and distinct stack (classes resolved for their GPU and
+driver), the docker-bake.hcl written for them, and bake's metadata read back."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from fake_engine import make_spec
+from fake_slurm import cluster
+
+from envbuilder.engine import BuildSecret
+from envbuilder.engine.buildkit import Buildx, buildx_bake, find_buildx
+from envbuilder.errors import BuildFailedError, BuildKitMissingError, UsageError
+from envbuilder.fleet.bake import bake_file, class_host, plan_targets
+from envbuilder.fleet.classes import NodeClass
+from envbuilder.fleet.slurm import node_classes, read_nodes
+from envbuilder.image.build import BuildOptions
+from envbuilder.matrix import load_matrix
+from envbuilder.resolve.model import NoCompatibleStackError
+
+MATRIX = load_matrix()
+CLASSES = {c.name: c for c in node_classes(read_nodes(cluster()), MATRIX)}
+
+
+def test_each_class_gets_the_stack_of_its_own_gpu_and_driver(tmp_path: Path) -> None:
+    spec = make_spec("train")
+    classes = [CLASSES["h200"], CLASSES["a100"], CLASSES["cpu"]]
+    targets = plan_targets([(spec, tmp_path / "train.yaml")], classes, MATRIX, BuildOptions(), tmp_path)
+    stacks = {t.classes: t.plan.stack.id for t in targets}
+    assert stacks == {
+        ("h200",): "torch2.13.0-cu130-py3.11-bundled-debian12",  # driver 580.95.05
+        ("a100",): "torch2.13.0-cu126-py3.11-bundled-debian12",  # driver 550.54.14: no CUDA 13 there
+        ("cpu",): "torch2.13.0-cpu-py3.11-bundled-debian12",
+    }
+    h200 = targets[0]
+    assert h200.name == "train-h200" and h200.plan.lock_out == tmp_path / "train-h200.lock.json"
+    assert h200.options.tags == ("envbuilder/train:h200",)
+
+
+def test_classes_with_the_same_stack_share_one_target(tmp_path: Path) -> None:
+    twin = replace(CLASSES["h200"], name="h200-b", nodes=("h200-9",))
+    targets = plan_targets(
+        [(make_spec("train"), tmp_path / "t.yaml")],
+        [CLASSES["h200"], twin],
+        MATRIX,
+        BuildOptions(tags=("team/x:1",)),
+        tmp_path,
+    )
+    assert [(t.classes, t.options.tags) for t in targets] == [
+        (("h200", "h200-b"), ("team/x:1", "envbuilder/train:h200", "envbuilder/train:h200-b"))
+    ]
+
+
+def test_a_class_no_stack_fits_names_itself(tmp_path: Path) -> None:
+    old = NodeClass(
+        name="k80",
+        scheduler="slurm",
+        nodes=("n",),
+        gpus_per_node=4,
+        gpu_model="NVIDIA Tesla K80",
+        cc="3.7",
+        driver="470.256.02",
+    )
+    with pytest.raises(NoCompatibleStackError) as err:
+        plan_targets([(make_spec("train"), tmp_path / "t.yaml")], [old], MATRIX, BuildOptions(), tmp_path)
+    assert err.value.hint is not None and "node class k80" in err.value.hint
+    blind = NodeClass(name="x", scheduler="slurm", nodes=("n",), gpus_per_node=1, gpu_model="NVIDIA H200")
+    with pytest.raises(UsageError, match="states no driver"):
+        class_host(MATRIX, blind)
+
+
+def test_the_bake_file_has_one_target_per_entry_and_no_tags(tmp_path: Path) -> None:
+    opts = BuildOptions(
+        secrets=(BuildSecret(id="ca", src=Path("/etc/ssl/ca.pem")),), network="host", no_cache=True
+    )
+    text = bake_file(
+        [
+            ("a-h200", tmp_path / "a" / "context", tmp_path / "a" / "Dockerfile"),
+            ("b-${x}", Path("/c"), Path("/c/Dockerfile")),
+        ],
+        opts,
+    )
+    assert 'targets = ["a-h200", "b-$${x}"]' in text
+    assert f'context = "{tmp_path}/a/context"' in text and 'output = ["type=docker"]' in text
+    assert 'secret = ["id=ca,src=/etc/ssl/ca.pem"]' in text and 'network = "host"' in text
+    assert "no-cache = true" in text and "tags" not in text
+
+
+def test_buildx_is_found_where_it_is_said_to_be(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    fake = tmp_path / "docker-buildx"
+    fake.write_text("#!/bin/sh\necho 'github.com/docker/buildx 0.13.1'\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("ENVBUILDER_BUILDX", str(fake))
+    assert find_buildx() == Buildx(argv=(str(fake),), version="github.com/docker/buildx 0.13.1")
+    monkeypatch.setenv("ENVBUILDER_BUILDX", str(tmp_path / "missing"))
+    with pytest.raises(BuildKitMissingError, match="no buildx to bake with"):
+        find_buildx()
+
+
+def test_bake_reads_each_targets_image_from_its_metadata(tmp_path: Path) -> None:
+    """A stand-in buildx that prints plain progress and writes the metadata file bake writes."""
+    fake = tmp_path / "docker-buildx"
+    meta = {
+        "a": {"containerimage.digest": "sha256:" + "a" * 64},
+        "b": {"containerimage.config.digest": "sha256:" + "b" * 64},
+    }
+    fake.write_text(
+        '#!/bin/sh\nwhile [ $# -gt 0 ]; do [ "$1" = --metadata-file ] && out=$2; shift; done\n'
+        f"echo '#1 [a 1/2] FROM base'\necho '#1 DONE 0.1s'\necho '{json.dumps(meta)}' > \"$out\"\n"
+    )
+    fake.chmod(0o755)
+    ids = buildx_bake(Buildx(argv=(str(fake),), version="x"), tmp_path / "bake.hcl", ["a", "b"])
+    assert ids == {"a": "sha256:" + "a" * 64, "b": "sha256:" + "b" * 64}
+    fail = tmp_path / "fail"
+    fail.write_text(
+        "#!/bin/sh\necho '#3 [b 2/2] RUN pip install nope'\necho '#3 ERROR: exit code: 1'\nexit 1\n"
+    )
+    fail.chmod(0o755)
+    with pytest.raises(BuildFailedError, match="RUN pip install nope"):
+        buildx_bake(Buildx(argv=(str(fail),), version="x"), tmp_path / "bake.hcl", ["a", "b"])
