@@ -335,7 +335,7 @@ def certify_image(
     if reason.startswith(REFUSED):
         say(f"certify: {reason}")
     verdict, reason = _judge_kernels(
-        result, target.host, choice, meta.stack_record, verdict, reason, warnings, say
+        result, target.host, choice.name, meta.stack_record, verdict, reason, warnings, say
     )
     packages: dict[str, Any] | None = None
     if lock is not None:
@@ -384,7 +384,7 @@ def certify_image(
 def _judge_kernels(
     result: Mapping[str, Any],
     report: HostReport,
-    choice: AccessChoice,
+    access: str,
     stack: Any,
     verdict: str,
     reason: str,
@@ -406,7 +406,7 @@ def _judge_kernels(
         for line in disagreements(archs.get("sass", ()), archs.get("ptx", ()), row, inv, str(fw.get("name"))):
             warnings.append(line)
             say(f"certify: warning: {line}")
-    if choice.name == "none" or not report.gpus:
+    if access == "none" or not report.gpus:
         return verdict, reason
     try:
         matrix = load_matrix()
