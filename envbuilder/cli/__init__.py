@@ -152,4 +152,5 @@ _COMMANDS = {
     "gpu": "gpu_cmd",
     "up": "up_cmd",
     "fleet": "fleet_cmd",
+    "export": "export_cmd",
 }

@@ -9,6 +9,7 @@ import click
 
 from envbuilder.cli import cli
 from envbuilder.cli.options import gpu_access_option, trust_options
+from envbuilder.run.hpc import RUNTIMES
 from envbuilder.run.launch import IPC_MODES, FindCertificate, RunOptions, run_image
 
 
@@ -90,6 +91,15 @@ class _DockerRunCommand(click.Command):
 @click.argument("image")
 @click.argument("command", nargs=-1, required=True)
 @gpu_access_option
+@click.option(
+    "--runtime",
+    type=click.Choice(RUNTIMES),
+    default="docker",
+    show_default=True,
+    help="docker: IMAGE is a Docker image; apptainer / enroot: IMAGE is the SIF / squashfs file "
+    "`envbuilder export` wrote (same certificate checks; --nv / enroot's NVIDIA hook for the GPUs).",
+)
+@click.option("--runtime-path", metavar="PATH", help="The apptainer or enroot binary (default: on PATH).")
 @click.option("--force", is_flag=True, help="Run even if the certificate does not cover it (recorded).")
 @click.option("--monitor", is_flag=True, help="Sample GPU telemetry meanwhile; write it with a diagnosis.")
 @click.option(
@@ -112,6 +122,8 @@ def run(
     image: str,
     command: tuple[str, ...],
     gpu_access: str,
+    runtime: str,
+    runtime_path: str | None,
     force: bool,
     monitor: bool,
     monitor_dir: Path | None,
@@ -140,7 +152,37 @@ def run(
     else your own keys); an unsigned, untrusted, edited, replayed or expired one is refused.
     The job gets shared memory and the memlock/stack ulimits training needs; its exit code is
     passed through; Ctrl-C stops it.
+
+    With --runtime apptainer|enroot (a node without Docker, e.g. under Slurm) IMAGE is the file
+    `envbuilder export IMAGE --sif|--sqsh FILE` wrote: its sidecar names the Docker image, whose
+    certificates are checked the same way; the file's sha256 must be the exported one.
     """
+    if runtime != "docker":
+        ctx.exit(
+            run_with_runtime(
+                image,
+                command,
+                runtime,
+                runtime_path,
+                gpu_access,
+                force,
+                volumes,
+                env,
+                workdir,
+                key_files,
+                trust_file,
+                max_age,
+                docker_only={
+                    "--monitor": monitor,
+                    "--monitor-dir": monitor_dir,
+                    "--shm-size": shm_size,
+                    "--ipc": ipc,
+                    "--network": network,
+                    "--interactive": interactive,
+                    "--tty/--no-tty": tty is not None,
+                },
+            )
+        )
     on_terminal = sys.stdin.isatty()
     pull_if_missing(image)
     outcome = run_image(
@@ -163,3 +205,50 @@ def run(
         find_certificate=find_certificates(image, key_files, trust_file, max_age),
     )
     ctx.exit(outcome.exit_code)
+
+
+def run_with_runtime(
+    path: str,
+    command: tuple[str, ...],
+    runtime: str,
+    runtime_path: str | None,
+    gpu_access: str,
+    force: bool,
+    volumes: tuple[str, ...],
+    env: tuple[str, ...],
+    workdir: str | None,
+    key_files: tuple[Path, ...],
+    trust_file: Path | None,
+    max_age: str | None,
+    *,
+    docker_only: dict[str, object],
+) -> int:
+    """`run --runtime apptainer|enroot FILE`: run/hpc.py, with the certificates found as for
+    the Docker image the file came from. Raises UsageError for an option only Docker has."""
+    from envbuilder.engine.hpc import read_exported
+    from envbuilder.errors import UsageError
+    from envbuilder.run.coverage import image_ref
+    from envbuilder.run.hpc import HpcRunOptions, run_exported
+
+    given = [name for name, value in docker_only.items() if value]
+    if given:
+        raise UsageError(
+            f"{', '.join(given)} only apply to --runtime docker",
+            hint="drop them, or run the Docker image with --runtime docker",
+        )
+    exported = read_exported(Path(path), check_hash=False)  # which image; run_exported checks the hash
+    outcome = run_exported(
+        HpcRunOptions(
+            path=Path(path),
+            runtime="apptainer" if runtime == "apptainer" else "enroot",
+            command=command,
+            gpu_access=gpu_access,
+            force=force,
+            volumes=volumes,
+            env=env,
+            workdir=workdir,
+            tool=runtime_path,
+        ),
+        find_certificate=find_certificates(image_ref(exported.image), key_files, trust_file, max_age),
+    )
+    return outcome.exit_code

@@ -155,6 +155,8 @@ def secret_flag(secret: BuildSecret) -> str:
     out = io.StringIO()
     csv.writer(out, lineterminator="").writerow([f"id={secret.id}", f"src={secret.src}"])
     return out.getvalue()
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Buildx:
     """A buildx that can bake: the plugin through a docker CLI (`docker buildx`), or the plugin's

@@ -132,7 +132,7 @@ def run_host(report: HostReport, choice: AccessChoice, requested: str, cuda_fall
     )
 
 
-def _native_cuda(driver: str | None) -> str | None:
+def native_cuda_of(driver: str | None) -> str | None:
     """The driver's CUDA version from the matrix, for probes that could not tell (/proc)."""
     if driver is None:
         return None
@@ -145,11 +145,77 @@ def _native_cuda(driver: str | None) -> str | None:
         return None
 
 
-def _log(path: Path, record: Mapping[str, Any], say: Say) -> None:
+def log_run(path: Path, record: Mapping[str, Any], say: Say) -> None:
     try:
         append_jsonl(path, record)
     except OSError as exc:
         say(f"envbuilder: warning: could not write the run log {path}: {exc}")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Admitted:
+    """A run the certificate check let start: its id, the run log and the record it starts,
+    the certificate that covers it (None: forced without one) and the refusals --force overrode."""
+
+    run_id: str
+    log_path: Path
+    record: dict[str, Any]
+    cert: Certificate | None
+    refusals: tuple[Refusal, ...]
+
+
+def admit(
+    info: ImageInfo,
+    host: RunHost,
+    find_certificate: FindCertificate,
+    *,
+    ref: str,
+    command: Sequence[str],
+    force: bool,
+    say: Say,
+    log_dir: Path | None = None,
+    extra: Mapping[str, Any] | None = None,
+) -> Admitted:
+    """The check before any run starts, whatever runtime starts it (Docker, Apptainer, enroot):
+    the newest certificate for the image's ID that covers `host`, else the refusals. A refused run
+    is logged (outcome "refused") and raises CertificateRefusedError unless `force`, which runs
+    anyway with a warning per refusal, recorded. `extra` goes into the run log's record."""
+    try:
+        cert, found = choose_certificate(find_certificate(info), info, host)
+        refusals = tuple(found)
+    except RefusedError as exc:  # signed attestations that do not hold, each with its reason
+        cert, refusals = None, exc.refusals
+    except CertificateRefusedError as exc:  # the store found the newest one tampered with
+        cert = None
+        hint = CERTIFY_HINT.format(ref=image_ref(info))
+        refusals = (Refusal(reason="tampered", message=exc.message, hint=hint),)
+    run_id = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ") + "-" + secrets.token_hex(3)
+    log_path = (log_dir or user_data_dir()) / RUN_LOG
+    record: dict[str, Any] = {
+        "run_id": run_id,
+        "time": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "image": info.id,
+        "ref": ref,
+        "command": list(command),
+        "gpu_access": host.access,
+        **dict(extra or {}),
+        "certificate": cert.content_hash if cert is not None else None,
+        "refusals": [r.to_dict() for r in refusals],
+        "forced": bool(refusals) and force,
+    }
+    if refusals and not force:
+        log_run(log_path, {**record, "outcome": "refused"}, say)
+        raise refusal_error(refusals)
+    for r in refusals:
+        say(f"envbuilder: warning: --force: running although {r.message} [{r.reason}]")
+    if refusals:
+        say(f"envbuilder: the forced run is recorded in {log_path}")
+    if cert is not None and not refusals:
+        say(
+            f"envbuilder: certificate {cert.id[:12]} covers this run "
+            f"({cert.verdict}); GPU access: {host.access}"
+        )
+    return Admitted(run_id=run_id, log_path=log_path, record=record, cert=cert, refusals=refusals)
 
 
 def run_image(
@@ -182,41 +248,14 @@ def run_image(
     eng = eng or DockerEngine()
     target = prepare_target(eng, opts.image, opts.gpu_access, probe=probe, access_modes=access_modes)
     info, choice, report = target.image, target.choice, target.host
-    host = run_host(report, choice, opts.gpu_access, _native_cuda(report.driver))
-    try:
-        cert, found = choose_certificate(find_certificate(info), info, host)
-        refusals = tuple(found)
-    except RefusedError as exc:  # signed attestations that do not hold, each with its reason
-        cert, refusals = None, exc.refusals
-    except CertificateRefusedError as exc:  # the store found the newest one tampered with
-        cert = None
-        hint = CERTIFY_HINT.format(ref=image_ref(info))
-        refusals = (Refusal(reason="tampered", message=exc.message, hint=hint),)
-    run_id = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ") + "-" + secrets.token_hex(3)
-    log_path = (log_dir or user_data_dir()) / RUN_LOG
-    record: dict[str, Any] = {
-        "run_id": run_id,
-        "time": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "image": info.id,
-        "ref": opts.image,
-        "command": list(opts.command),
-        "gpu_access": choice.name,
-        "certificate": cert.content_hash if cert is not None else None,
-        "refusals": [r.to_dict() for r in refusals],
-        "forced": bool(refusals) and opts.force,
-    }
-    if refusals and not opts.force:
-        _log(log_path, {**record, "outcome": "refused"}, say)
-        raise refusal_error(refusals)
-    for r in refusals:
-        say(f"envbuilder: warning: --force: running although {r.message} [{r.reason}]")
-    if refusals:
-        say(f"envbuilder: the forced run is recorded in {log_path}")
-    if cert is not None and not refusals:
-        say(
-            f"envbuilder: certificate {cert.id[:12]} covers this run "
-            f"({cert.verdict}); GPU access: {choice.name}"
-        )
+    host = run_host(report, choice, opts.gpu_access, native_cuda_of(report.driver))
+    admitted = admit(
+        info, host, find_certificate, ref=opts.image, command=opts.command, force=opts.force,
+        say=say, log_dir=log_dir,
+    )  # fmt: skip
+    run_id, log_path, record, refusals = (
+        admitted.run_id, admitted.log_path, admitted.record, admitted.refusals
+    )  # fmt: skip
     spec = replace(
         training_container(info, choice, opts.command, env=env, mounts=mounts, network=opts.network),
         name=f"envbuilder-run-{run_id.lower()}",
@@ -252,7 +291,7 @@ def run_image(
         seconds = round(time.monotonic() - started, 3)
         if monitor is not None:
             files = _finish_monitor(monitor, opts, run_id, info, seconds, say, attached)
-        _log(
+        log_run(
             log_path,
             {
                 **record,

@@ -1,0 +1,72 @@
+"""`envbuilder export --sif` for real: the test base image saved by the real daemon and built into a
+SIF by Debian sid's Apptainer, which runs in a Docker image (scripts/apptainer.sh: this bookworm
+machine's glibc is too old for it) with seccomp and AppArmor unconfined. The SIF is read back by
+`apptainer sif list` (its partitions: the squashfs root filesystem), its sidecar names the image,
+and `run --runtime apptainer` applies the image's certificate checks to it. `apptainer exec`
+cannot run inside a Docker container here (docs/fleet.md says what was run and what was not).
+
+Cost: one `docker save` and one `apptainer build` of the base image (about 30 s here)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+from conftest import envbuilder_cli, unavailable
+
+from envbuilder.engine import DockerEngine
+
+pytestmark = pytest.mark.docker
+
+APPTAINER_IMAGE = os.environ.get("ENVBUILDER_TEST_APPTAINER_IMAGE", "envbuilder-test/apptainer:sid")
+
+
+@pytest.fixture(scope="module")
+def apptainer_image(engine: DockerEngine) -> str:
+    if engine.inspect_image(APPTAINER_IMAGE) is None:
+        unavailable(f"no {APPTAINER_IMAGE} image (scripts/apptainer.sh builds it)")
+    return APPTAINER_IMAGE
+
+
+def test_a_sif_is_exported_for_real_and_run_checks_its_certificate(
+    apptainer_image: str, base_image: str, tmp_path: Path
+) -> None:
+    out = tmp_path / "sif" / "base.sif"
+    data = {"ENVBUILDER_DATA_DIR": str(tmp_path / "data")}
+    res = envbuilder_cli(
+        "export", base_image, "--sif", str(out), "--apptainer-image", apptainer_image, "--json", env=data
+    )
+    assert res.returncode == 0, res.stderr[-3000:]
+    done = json.loads(res.stdout)
+    assert done["path"] == str(out) and done["format"] == "sif" and done["size_bytes"] == out.stat().st_size
+    assert "export: docker save" in res.stderr and "seccomp=unconfined" in res.stderr
+    assert sorted(p.name for p in out.parent.iterdir()) == ["base.sif", "base.sif.envbuilder.json"]
+    head = out.read_bytes()[:64]
+    assert head.startswith(b"#!/usr/bin/env run-singularity") and b"SIF_MAGIC" in head
+    listing = subprocess.run(
+        ["docker", "run", "--rm", "--network", "none", "-v", f"{out.parent}:/sif:ro", apptainer_image,
+         "apptainer", "sif", "list", "/sif/base.sif"],
+        capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert listing.returncode == 0, listing.stderr
+    assert "Squashfs" in listing.stdout and "FS" in listing.stdout  # the root filesystem partition
+    side = json.loads((out.parent / "base.sif.envbuilder.json").read_text())
+    assert side["exported_from"] == base_image and side["sha256"] == done["sha256"]
+    # No certificate for the base image here: `run --runtime apptainer` refuses before starting.
+    run = envbuilder_cli(
+        "run", "--runtime", "apptainer", "--runtime-path", "/bin/true", str(out), "--", "true", env=data
+    )
+    assert run.returncode == 12, run.stderr
+    assert "no certificate for image" in run.stderr and "Traceback" not in run.stderr
+
+
+def test_a_failed_export_leaves_nothing(apptainer_image: str, tmp_path: Path) -> None:
+    out = tmp_path / "missing.sif"
+    res = envbuilder_cli(
+        "export", "envbuilder-test/no-such-image:1", "--sif", str(out), "--apptainer-image", apptainer_image
+    )
+    assert res.returncode == 2 and "not found locally" in res.stderr
+    assert list(tmp_path.iterdir()) == []
