@@ -20,7 +20,6 @@ import yaml
 
 from envbuilder.certify.certificate import VERDICTS, Certificate, build_certificate, host_fingerprint
 from envbuilder.certify.gpu_access import (
-    AccessChoice,
     drop_refused_memlock,
     prepare_target,
     training_container,
