@@ -172,8 +172,10 @@ def test_monitor_reads_the_jobs_output_and_processes(
     and the batch that last ran, and the files are written side by side."""
     tag, _, _ = certified
     folder = tmp_path / "mon"
+    # --force: the certificate is not what this test is about, and the rebuild test above replaces
+    # the module's certified image under the same tag (in file order it runs first).
     res = envbuilder_cli(
-        "run", tag, "--monitor", "--monitor-dir", str(folder), "--", "python3", "-c", OOM_JOB
+        "run", "--force", tag, "--monitor", "--monitor-dir", str(folder), "--", "python3", "-c", OOM_JOB
     )
     assert res.returncode == 1, res.stderr[-2000:]
     assert "torch.OutOfMemoryError" in res.stderr and "batch 512 ok" in res.stdout  # streamed as ever
