@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from typing import Literal
 
 Kind = Literal["sass", "ptx"]
-_NAMED = re.compile(r"^(sm|compute)_(\d+)(\d)([af]?)$")
-_DOTTED = re.compile(r"^(\d+)\.(\d)([af]?)$")
+_NAMED = re.compile(r"^(sm|compute)_([0-9]+)([0-9])([af]?)$")
+_DOTTED = re.compile(r"^([0-9]+)\.([0-9])([af]?)$")
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,6 +14,8 @@ import click
 
 from envbuilder.cli import cli
 from envbuilder.cli.options import (
+    check_registry_option,
+    check_tags,
     host_options,
     package_source_options,
     resolve_spec,
@@ -161,8 +163,20 @@ def _print_summary(d: dict[str, Any]) -> None:
 )
 @click.option("--ca-bundle", type=_FILE, help="CA bundle for pip (TLS-intercepting proxy); a secret.")
 @click.option("--pip-index-url-file", type=_FILE, help="File holding a private index URL with token.")
-@click.option("--tag", "tags", multiple=True, metavar="REF", help="Also tag the image REF (repeatable).")
-@click.option("--push", metavar="REGISTRY", help="Push to REGISTRY (host[:port]) after building.")
+@click.option(
+    "--tag",
+    "tags",
+    multiple=True,
+    metavar="REF",
+    callback=check_tags,
+    help="Also tag the image REF (repeatable).",
+)
+@click.option(
+    "--push",
+    metavar="REGISTRY",
+    callback=check_registry_option,
+    help="Push to REGISTRY (host[:port]) after building.",
+)
 @click.option("--lock-out", type=click.Path(dir_okay=False, path_type=Path), help="Lock file to write.")
 @click.option("--no-cache", is_flag=True, help="Build without BuildKit's layer cache.")
 @click.option(

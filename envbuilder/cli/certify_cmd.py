@@ -12,7 +12,7 @@ import click
 from envbuilder.certify.certificate import Certificate
 from envbuilder.certify.record import StepRecord, items, number
 from envbuilder.cli import cli
-from envbuilder.cli.options import gpu_access_option
+from envbuilder.cli.options import check_seconds, gpu_access_option
 from envbuilder.errors import CertificationFailedError, NotGpuCertifiedError
 
 
@@ -91,9 +91,20 @@ def print_summary(cert: Certificate, stored_id: str | None) -> None:
     "--out", "out_path", type=click.Path(dir_okay=False, path_type=Path), help="Also write it here."
 )
 @click.option("--no-store", is_flag=True, help="Do not keep the certificate in the local store.")
-@click.option("--budget-seconds", type=float, help="The harness's time budget (default: its own).")
+@click.option(
+    "--budget-seconds",
+    type=float,
+    callback=check_seconds,
+    help="The harness's time budget (default: its own).",
+)
 @click.option("--steps", type=click.IntRange(min=8), help="Training steps of the accuracy runs.")
-@click.option("--timeout", "timeout_s", type=float, help="Kill the container after this many seconds.")
+@click.option(
+    "--timeout",
+    "timeout_s",
+    type=float,
+    callback=check_seconds,
+    help="Kill the container after this many seconds.",
+)
 @click.option(
     "--push", is_flag=True,
     help="Then push IMAGE (REGISTRY/NAME:TAG) with its signed certificates attached (push --attest).",

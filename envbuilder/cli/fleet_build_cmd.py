@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from envbuilder.cli.fleet_cmd import class_names, fleet, k8s_classes, one_scheduler, say, slurm_classes
+from envbuilder.cli.options import check_registry_option
 
 _FILE = click.Path(exists=True, dir_okay=False, path_type=Path)
 
@@ -39,7 +40,12 @@ _FILE = click.Path(exists=True, dir_okay=False, path_type=Path)
     "--secret", "secrets", multiple=True, metavar="id=ID,src=FILE", help="A BuildKit secret (repeatable)."
 )
 @click.option("--ca-bundle", type=_FILE, help="CA bundle for pip (TLS-intercepting proxy); a secret.")
-@click.option("--push", metavar="REGISTRY", help="Push each image to REGISTRY (host[:port]) after building.")
+@click.option(
+    "--push",
+    metavar="REGISTRY",
+    callback=check_registry_option,
+    help="Push each image to REGISTRY (host[:port]) after building.",
+)
 @click.option("--network", type=click.Choice(("default", "host", "none")), help="Network of the RUN steps.")
 @click.option("--no-cache", is_flag=True, help="Build without BuildKit's layer cache.")
 @click.option(

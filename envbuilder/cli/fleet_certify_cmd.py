@@ -19,7 +19,7 @@ from envbuilder.cli.fleet_cmd import (
     say,
     slurm_classes,
 )
-from envbuilder.cli.options import gpu_access_option
+from envbuilder.cli.options import check_seconds, gpu_access_option
 from envbuilder.errors import UsageError
 from envbuilder.fleet.certify import attest_certificates
 from envbuilder.fleet.jobs import RUNTIMES, JobOptions
@@ -55,7 +55,7 @@ if TYPE_CHECKING:
 )
 @gpu_access_option
 @click.option("--quick", is_flag=True, help="Host record and smoke tests only.")
-@click.option("--budget-seconds", type=float, help="The harness's time budget.")
+@click.option("--budget-seconds", type=float, callback=check_seconds, help="The harness's time budget.")
 @click.option(
     "--time",
     "time_minutes",
@@ -70,7 +70,13 @@ if TYPE_CHECKING:
 @click.option(
     "--wait/--no-wait", default=True, show_default=True, help="Follow the jobs and collect the certificates."
 )
-@click.option("--timeout", "timeout_s", type=float, help="Stop waiting after this many seconds (jobs go on).")
+@click.option(
+    "--timeout",
+    "timeout_s",
+    type=float,
+    callback=check_seconds,
+    help="Stop waiting after this many seconds (jobs go on).",
+)
 @click.option(
     "--work-dir",
     type=click.Path(file_okay=False, path_type=Path),

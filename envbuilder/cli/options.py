@@ -306,3 +306,39 @@ def settings_from_options(
         find_links=find_links,
         no_index=no_index,
     )
+
+
+# ---------------------------------------------------------------------- parse-time checks
+# click callbacks: a bad value is refused while the command line is read, before anything is
+# resolved or built (raised as UsageError, so it prints as `envbuilder: error:` with exit 2).
+
+
+def check_tags(ctx: click.Context, param: click.Parameter, value: tuple[str, ...]) -> tuple[str, ...]:
+    """--tag REF (repeatable): Docker's reference grammar (envbuilder.imageref)."""
+    from envbuilder.imageref import check_tag
+
+    return tuple(check_tag(v, _option_name(param)) for v in value)
+
+
+def check_registry_option(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """--push REGISTRY: HOST[:PORT][/PREFIX] (envbuilder.imageref)."""
+    from envbuilder.imageref import check_registry
+
+    return None if value is None else check_registry(value, _option_name(param))
+
+
+def check_seconds(ctx: click.Context, param: click.Parameter, value: float | None) -> float | None:
+    """A duration in seconds: a finite number above 0 (click's FloatRange lets nan through)."""
+    import math
+
+    if value is not None and not (math.isfinite(value) and value > 0):
+        raise UsageError(
+            f"{_option_name(param)} {value!r}: give a number of seconds above 0",
+            hint="e.g. 600; leave the option out for the default",
+        )
+    return value
+
+
+def _option_name(param: click.Parameter) -> str:
+    opts = getattr(param, "opts", None) or [param.name or "?"]
+    return str(max(opts, key=len))

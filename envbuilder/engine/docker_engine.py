@@ -537,7 +537,9 @@ def _refusal(what: str, exc: Any) -> EnvbuilderError:
     runtime is NoGpuError (5), another 5xx the daemon's (DockerUnavailableError, exit 7). Each is
     one line with the daemon's reason."""
     reason = (str(getattr(exc, "explanation", None) or exc).splitlines() or ["no reason given"])[0][:300]
-    client_error = isinstance(exc, docker.errors.NotFound) or exc.is_client_error()
+    # A value the daemon cannot decode (a size past int64) comes back as a 500, but is the request's.
+    malformed = reason.startswith("json: cannot unmarshal")
+    client_error = isinstance(exc, docker.errors.NotFound) or exc.is_client_error() or malformed
     if client_error or "could not select device driver" in reason:
         return _refused_start(f"{what} failed: the Docker daemon refused it: {reason}")
     return DockerUnavailableError(f"{what} failed: {reason}", hint=DAEMON_HINT)

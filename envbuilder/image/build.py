@@ -59,16 +59,11 @@ from envbuilder.image.render import (
     write_build_context,
 )
 from envbuilder.image.spec import ImageSpec, parse_spec
+from envbuilder.imageref import check_registry, check_tag
 from envbuilder.lifecycle import temp_dir
 from envbuilder.matrix.model import Matrix
 from envbuilder.resolve.model import Resolution, Stack
 from envbuilder.resources import user_data_dir
-
-TAG_RE = re.compile(
-    r"^(?:[a-z0-9.-]+(?::\d{1,5})?/)?[a-z0-9]+(?:[._-]+[a-z0-9]+)*(?:/[a-z0-9]+(?:[._-]+[a-z0-9]+)*)*"
-    r"(?::[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?$"
-)
-REGISTRY_RE = re.compile(r"^[a-z0-9.-]+(?::\d{1,5})?(?:/[a-z0-9._-]+)*$")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -202,16 +197,9 @@ def _check_inputs(plan: BuildPlan, options: BuildOptions) -> list[str]:
         if not s.src.is_file():
             raise UsageError(f"secret {s.id!r}: {s.src} is not a readable file")
     for tag in options.tags:
-        if len(tag) > 255 or not TAG_RE.fullmatch(tag):
-            shown = ascii(tag[:80]) + ("..." if len(tag) > 80 else "")
-            raise UsageError(
-                f"--tag {shown} is not a valid image reference",
-                hint="e.g. myorg/train:v1 (255 characters at most)",
-            )
-    if options.push is not None and (len(options.push) > 255 or not REGISTRY_RE.fullmatch(options.push)):
-        raise UsageError(
-            f"--push {options.push[:80]!a} is not a registry address", hint="e.g. 127.0.0.1:5000"
-        )
+        check_tag(tag)
+    if options.push is not None:
+        check_registry(options.push)
     parent = Path(plan.lock_out).parent
     if not parent.is_dir() or not os.access(parent, os.W_OK | os.X_OK):
         raise OutputError(

@@ -17,7 +17,7 @@ from envbuilder.errors import SpecError
 INDEX_NAME_RE = re.compile(r"^[a-z][a-z0-9-]{0,31}$")
 # https:// without credentials, query or fragment; http:// only for a loopback mirror.
 INDEX_URL_RE = re.compile(
-    r"^(?:https://[A-Za-z0-9.-]+|http://(?:127\.0\.0\.1|localhost))(?::\d{1,5})?(?:/[A-Za-z0-9._~%+-]*)*$"
+    r"^(?:https://[A-Za-z0-9.-]+|http://(?:127\.0\.0\.1|localhost))(?::[0-9]{1,5})?(?:/[A-Za-z0-9._~%+-]*)*$"
 )
 SECRET_ID_RE = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 USERNAME_RE = re.compile(r"^[A-Za-z0-9_.@+-]{1,128}$")

@@ -53,7 +53,7 @@ MAX_ARGV = 64
 USER_RE = re.compile(r"^[a-z_][a-z0-9_-]{0,31}$")
 WORKDIR_RE = re.compile(r"^(/[A-Za-z0-9._-]+)+$|^/$")
 THRESHOLD_KEY_RE = re.compile(r"^[a-z][a-z0-9_.]{0,63}$")
-SOURCE_RE = re.compile(r"^https://[A-Za-z0-9.-]+(:\d{1,5})?(/[A-Za-z0-9._~%+-]*)*$")
+SOURCE_RE = re.compile(r"^https://[A-Za-z0-9.-]+(:[0-9]{1,5})?(/[A-Za-z0-9._~%+-]*)*$")
 # Requirement head (name, extras, specifiers): no spaces, quotes or shell metacharacters.
 _REQ_HEAD_RE = re.compile(
     r"^[A-Za-z0-9][A-Za-z0-9._-]*(\[[A-Za-z0-9._,-]+\])?([<>=!~][<>=!~A-Za-z0-9.*+,_-]*)?$"
@@ -71,6 +71,7 @@ RESERVED_ENV = frozenset(
         "NVIDIA_REQUIRE_CUDA",
     }
 )
+RESERVED_ENV_PREFIX = "NVIDIA_"
 _TOP_KEYS = frozenset(
     {
         *("schema_version", "name", "description", "source", "framework", "python", "strategy"),
@@ -562,6 +563,15 @@ def _env(check: _Checker, value: object) -> tuple[tuple[str, str], ...]:
                 key,
                 "set by envbuilder from the stack",
                 "remove it; envbuilder sets it from the resolved stack",
+            )
+        if key.startswith(RESERVED_ENV_PREFIX):
+            # The Container Toolkit reads NVIDIA_* from the image (NVIDIA_DISABLE_REQUIRE switches
+            # off its driver check, and run's): the stack sets those it needs, nothing else may.
+            raise check.fail(
+                field,
+                key,
+                "NVIDIA_* variables steer the NVIDIA Container Toolkit and are set by envbuilder",
+                "remove it; to set one for a single job, pass it at run time: envbuilder run -e KEY=VALUE",
             )
         if isinstance(val, int) and not isinstance(val, bool):
             val = str(val)

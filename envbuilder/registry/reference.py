@@ -7,17 +7,16 @@ A first component with a '.' or ':' (or `localhost`) is the registry; otherwise 
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, replace
 
 from envbuilder.errors import UsageError
+from envbuilder.imageref import COMPONENT_RE as _COMPONENT
+from envbuilder.imageref import DIGEST_RE as _DIGEST
+from envbuilder.imageref import HOST_RE as _HOST
+from envbuilder.imageref import TAG_RE as _TAG
 
 DOCKER_HUB = "docker.io"
 DOCKER_HUB_API = "registry-1.docker.io"
-_COMPONENT = re.compile(r"^[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*$")
-_TAG = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$")
-_DIGEST = re.compile(r"^sha256:[0-9a-f]{64}$")
-_HOST = re.compile(r"^(?:\[[0-9a-fA-F:]+\]|[A-Za-z0-9.-]+)(?::\d{1,5})?$")
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,18 +55,18 @@ def parse_reference(text: str) -> Reference:
     digest = None
     if "@" in text:
         text, _, digest = text.partition("@")
-        if not _DIGEST.match(digest):
+        if not _DIGEST.fullmatch(digest):
             raise _bad(original, f"the digest {digest!r} is not sha256:<64 hex digits>")
     tag = None
     head, sep, tail = text.rpartition(":")
     if sep and "/" not in tail:
         text, tag = head, tail
-        if not _TAG.match(tag):
+        if not _TAG.fullmatch(tag):
             raise _bad(original, f"the tag {tag!r} is not valid")
     first, slash, rest = text.partition("/")
     if slash and ("." in first or ":" in first or first == "localhost"):
         registry, path = first, rest
-        if not _HOST.match(registry):
+        if not _HOST.fullmatch(registry):
             raise _bad(original, f"{registry!r} is not a registry host[:port]")
     else:
         registry, path = DOCKER_HUB, text
@@ -75,7 +74,7 @@ def parse_reference(text: str) -> Reference:
         registry = DOCKER_HUB
     if registry == DOCKER_HUB and "/" not in path:
         path = f"library/{path}"
-    if not path or not all(_COMPONENT.match(c) for c in path.split("/")):
+    if not path or not all(_COMPONENT.fullmatch(c) for c in path.split("/")):
         raise _bad(original, f"the repository {path!r} is not valid (lowercase, digits, . _ - and /)")
     if tag is None and digest is None:
         tag = "latest"

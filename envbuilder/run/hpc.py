@@ -38,6 +38,7 @@ from envbuilder.run.launch import (
     native_cuda_of,
     parse_env,
     parse_volume,
+    parse_workdir,
 )
 
 HpcRuntime = Literal["apptainer", "enroot"]
@@ -72,7 +73,7 @@ def runtime_argv(opts: HpcRunOptions, exported: ExportedImage, tool: Tool, *, gp
             nv=gpu,
             binds=binds,
             env=env,
-            workdir=opts.workdir,
+            workdir=parse_workdir(opts.workdir) if opts.workdir is not None else None,
             apptainer=binary,
         )
     if opts.workdir:

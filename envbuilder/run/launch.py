@@ -48,7 +48,8 @@ OUTPUT_LINES = 2000  # --monitor reads this much of the end of the job's output 
 RUN_LABEL = "io.envbuilder.run"  # on every container `run` starts
 IPC_MODES = ("private", "shareable", "host")
 _ENV_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-_SIZE = re.compile(r"^(\d+)([bkmg]?)b?$", re.IGNORECASE)
+_SIZE = re.compile(r"([0-9]{1,20})([bkmg]?)b?", re.IGNORECASE | re.ASCII)
+_SIZE_MAX = (1 << 63) - 1  # Docker's HostConfig.ShmSize is an int64
 
 Say = Callable[[str], None]
 FindCertificate = Callable[[ImageInfo], Sequence[Certificate]]  # newest first
@@ -87,11 +88,27 @@ class RunOutcome:
 
 def parse_size(text: str) -> int:
     """'16g', '512m', '65536' -> bytes. Raises UsageError."""
-    m = _SIZE.match(text.strip())
+    m = _SIZE.fullmatch(text.strip())
     if not m:
         raise UsageError(f"malformed size {text!r}", hint="write it like docker does: 16g, 512m or bytes")
     power = "bkmg".index((m.group(2) or "b").lower())
-    return int(m.group(1)) * (1 << (10 * power))
+    size = int(m.group(1)) * (1 << (10 * power))
+    if not 0 < size <= _SIZE_MAX:
+        raise UsageError(
+            f"size {text[:40]!r} is out of range",
+            hint="above 0 and below 8 EiB (Docker keeps sizes in a signed 64-bit integer), e.g. 16g",
+        )
+    return size
+
+
+def parse_workdir(text: str) -> str:
+    """-w DIR: an absolute path inside the container (docker refuses a relative one, but only
+    after the certificate check). Raises UsageError."""
+    if not text.startswith("/") or any(c in text for c in "\n\r\x00"):
+        raise UsageError(
+            f"-w {text[:80]!a}: the working directory must be an absolute path", hint="e.g. -w /workspace"
+        )
+    return text
 
 
 def parse_env(items: Sequence[str]) -> dict[str, str]:
@@ -231,7 +248,7 @@ def run_image(
 ) -> RunOutcome:
     """Check the certificate, then run. Returns the job's exit code (the caller passes it on).
 
-    Raises UsageError (image not found, bad -v/-e/--shm-size/--ipc, empty command),
+    Raises UsageError (image not found, bad -v/-e/-w/--shm-size/--ipc, empty command),
     CertificateRefusedError (the certificate does not cover this run and not --force),
     NoGpuError (an explicit access mode this host lacks), DockerUnavailableError; Ctrl-C stops
     the container and re-raises KeyboardInterrupt after logging.
@@ -245,6 +262,8 @@ def run_image(
         raise UsageError(f"unknown --ipc {opts.ipc!r}", hint=f"use one of {', '.join(IPC_MODES)}")
     env, mounts = parse_env(opts.env), [parse_volume(v) for v in opts.volumes]
     shm = parse_size(opts.shm_size) if opts.shm_size else None
+    if opts.workdir is not None:
+        parse_workdir(opts.workdir)
     eng = eng or DockerEngine()
     target = prepare_target(eng, opts.image, opts.gpu_access, probe=probe, access_modes=access_modes)
     info, choice, report = target.image, target.choice, target.host

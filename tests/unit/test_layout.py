@@ -30,6 +30,7 @@ SHARED = {
     "bounded",
     "resources",
     "hashing",
+    "imageref",
     "archs",
     "require_cuda",
     "tables",
