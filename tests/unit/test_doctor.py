@@ -490,6 +490,7 @@ def _real_doctor(*args: str) -> subprocess.CompletedProcess[str]:
     )  # fmt: skip
 
 
+@pytest.mark.process
 def test_real_doctor_on_this_gpu_less_machine_exits_5_plainly() -> None:
     done = _real_doctor()
     assert done.returncode == 5
@@ -499,6 +500,7 @@ def test_real_doctor_on_this_gpu_less_machine_exits_5_plainly() -> None:
     assert "Traceback" not in done.stderr
 
 
+@pytest.mark.process
 def test_doctor_without_the_docker_sdk_reports_it_instead_of_crashing() -> None:
     """Found on the 2-GPU H200 machine (2026-11-30), which has no docker SDK: the CLI imported the
     engine, the engine imported docker, and `doctor` died with a traceback before checking anything."""
@@ -517,6 +519,7 @@ def test_doctor_without_the_docker_sdk_reports_it_instead_of_crashing() -> None:
     assert docker["fix"].startswith("pip install docker")
 
 
+@pytest.mark.process
 def test_real_doctor_json_on_this_gpu_less_machine() -> None:
     done = _real_doctor("--json")
     assert done.returncode == 5
