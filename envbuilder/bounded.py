@@ -6,6 +6,7 @@ Messages name the limit, never the document's content."""
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import yaml
@@ -40,6 +41,26 @@ def load_yaml(text: str, *, max_bytes: int = MAX_BYTES, max_depth: int = MAX_DEP
         return None
     _count_expanded(node)
     return yaml.safe_load(text)
+
+
+# PyYAML quotes what it found: a token name ('<scalar>'), punctuation it expected (',' or ']'),
+# a character (repr'd: '\t'), or a word of the document (an alias name). Only the last is elided.
+_QUOTED = re.compile(r"'([^']*)'|\"([^\"]*)\"")
+_HARMLESS = re.compile(r"<[a-z ]+>|[^A-Za-z0-9]{1,3}|\\(?:[a-z]|x[0-9a-f]{2}|u[0-9a-f]{4})")
+
+
+def yaml_error_message(exc: Exception) -> str:
+    """What is wrong with a YAML document and where, without a word of its content: PyYAML's
+    own message quotes the offending line (a spec that is a symlink to a secret file would print
+    the secret), so this keeps its problem, with quoted text elided, and its line and column."""
+    problem = str(getattr(exc, "problem", None) or "malformed document")
+    problem = _QUOTED.sub(
+        lambda m: m.group(0) if _HARMLESS.fullmatch(m.group(1) or m.group(2) or "") else "'...'", problem
+    )
+    mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+    if mark is None:
+        return problem
+    return f"line {mark.line + 1}, column {mark.column + 1}: {problem}"
 
 
 def _count_expanded(root: yaml.Node) -> None:

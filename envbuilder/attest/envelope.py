@@ -24,7 +24,7 @@ from securesystemslib.signer import Signer
 
 from envbuilder.attest.policy import TrustPolicy
 from envbuilder.attest.statement import CERTIFICATE, PAYLOAD_TYPE, encode, parse_statement
-from envbuilder.certify.certificate import Certificate, verify_certificate
+from envbuilder.certify.certificate import Certificate, parse_timestamp, verify_certificate
 from envbuilder.hashing import sha256_digest
 
 MEDIA_TYPE = "application/vnd.dsse.envelope.v1+json"
@@ -90,13 +90,6 @@ class Refused:
             "keyids": list(self.keyids),
             "predicate_type": self.predicate_type,
         }
-
-
-def parse_time(text: object) -> datetime | None:
-    try:
-        return datetime.strptime(str(text), "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=timezone.utc)
-    except ValueError:
-        return None
 
 
 def verify_envelope(
@@ -188,7 +181,7 @@ def verify_envelope(
                 ptype,
             )
         if policy.max_age_s is not None:
-            issued = parse_time(cert.issued_at)
+            issued = parse_timestamp(cert.issued_at)
             age = ((now or datetime.now(timezone.utc)) - issued).total_seconds() if issued else None
             if age is None or age > policy.max_age_s:
                 return refuse(

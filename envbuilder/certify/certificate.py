@@ -9,6 +9,7 @@ integrity, not authenticity: whoever recomputes every hash can forge one (docs/c
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -60,6 +61,24 @@ def host_fingerprint(driver: str | None, gpus: Sequence[Mapping[str, Any]]) -> s
 
 def utc_now() -> str:
     return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+_TIMESTAMP_RE = re.compile(
+    r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]{1,6})?(?:Z|[+-][0-9]{2}:[0-9]{2})",
+    re.ASCII,
+)
+
+
+def parse_timestamp(text: object) -> datetime | None:
+    """An RFC 3339 timestamp (utc_now's `2026-12-01T15:00:00Z`; a fraction or an offset allowed)
+    as an aware UTC datetime; None for anything else, ASCII digits only (strptime alone takes
+    full-width digits, and a string compare sorts a full-width digit after every year)."""
+    if not isinstance(text, str) or not _TIMESTAMP_RE.fullmatch(text):
+        return None
+    try:
+        return datetime.fromisoformat(text.replace("Z", "+00:00")).astimezone(timezone.utc)
+    except ValueError:  # month 13, February 30
+        return None
 
 
 def seal(body: Mapping[str, Any]) -> dict[str, Any]:

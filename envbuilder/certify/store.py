@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from envbuilder.atomic import write_text_atomic
-from envbuilder.certify.certificate import Certificate, require_valid, verify_certificate
+from envbuilder.certify.certificate import Certificate, parse_timestamp, require_valid, verify_certificate
 from envbuilder.errors import CertificateRefusedError, StoreError, UsageError
 from envbuilder.resources import user_data_dir
 
@@ -242,6 +242,9 @@ class CertStore:
             sql += " WHERE " + " AND ".join(where)
         sql += " ORDER BY issued_at DESC, stored_at DESC, id"
         rows = self._query(sql, args)
+        # Newest first by the time itself; an issued_at that is no timestamp (a store written
+        # before import checked it) sorts last. The sort is stable: ties keep SQL's order.
+        rows.sort(key=lambda r: -(ts.timestamp()) if (ts := parse_timestamp(r[5])) else float("inf"))
         return [
             StoredCert(
                 id=r[0],
@@ -299,6 +302,11 @@ class CertStore:
             raise StoreError(f"cannot read {src}: {exc}", "check the path", file=str(src)) from exc
         cert = Certificate.from_json(text, where=str(src))
         require_valid(cert, where=str(src))
+        if parse_timestamp(cert.issued_at) is None:  # it would sort as newest forever
+            raise CertificateRefusedError(
+                f"{src}: issued_at is not an RFC 3339 timestamp (YYYY-MM-DDTHH:MM:SSZ)",
+                hint="import the certificate file `envbuilder certs export` wrote",
+            )
         return self.add(cert)
 
     def integrity_check(self) -> str:

@@ -65,9 +65,11 @@ def _fail(ctx: click.Context, exc: EnvbuilderError) -> None:
         import traceback
 
         traceback.print_exc()
-    click.echo(f"envbuilder: error: {exc.message}", err=True)
+    from envbuilder.tables import printable  # messages quote stored fields and input: one line each
+
+    click.echo(f"envbuilder: error: {printable(exc.message)}", err=True)
     if exc.hint:
-        click.echo(f"hint: {exc.hint}", err=True)
+        click.echo(f"hint: {printable(exc.hint)}", err=True)
     ctx.exit(exc.exit_code)
 
 

@@ -14,6 +14,7 @@ from envbuilder.certify.record import StepRecord, items, number
 from envbuilder.cli import cli
 from envbuilder.cli.options import check_seconds, gpu_access_option
 from envbuilder.errors import CertificationFailedError, NotGpuCertifiedError
+from envbuilder.tables import printable
 
 
 def key_metric(step: StepRecord) -> str:
@@ -56,25 +57,29 @@ def _multi_gpu_metric(num: Callable[[str], float | None]) -> str:
 
 
 def print_summary(cert: Certificate, stored_id: str | None) -> None:
-    """Steps table, gates, verdict (stdout)."""
+    """Steps table, gates, verdict (stdout); every line `printable` (the fields are the image's)."""
+
+    def echo(line: str) -> None:
+        click.echo(printable(line))
+
     steps = cert.steps
     width = max([len(s.name) for s in steps] + [4])
-    click.echo(f"{'step':<{width}}  {'status':<6} {'seconds':>8}  key metric")
+    echo(f"{'step':<{width}}  {'status':<6} {'seconds':>8}  key metric")
     for s in steps:
         secs = f"{s.seconds:8.1f}" if s.seconds is not None else f"{'-':>8}"
         detail = key_metric(s) if s.status == "pass" else textwrap.shorten(s.reason, 70, placeholder=" ...")
-        click.echo(f"{s.name:<{width}}  {s.status:<6} {secs}  {detail}")
+        echo(f"{s.name:<{width}}  {s.status:<6} {secs}  {detail}")
     for g in cert.gates:
-        click.echo(f"gate {g.name}: {g.status} ({g.reason})")
+        echo(f"gate {g.name}: {g.status} ({g.reason})")
     host, image = cert.host, cert.image
     click.echo("")
-    click.echo(f"image    {image.ref} ({image.id[:19]})")
-    click.echo(f"host     driver {host.driver or 'none'}, GPU access {host.gpu_access}")
-    click.echo(f"verdict  {cert.verdict.upper()}: {cert.verdict_reason}")
+    echo(f"image    {image.ref} ({image.id[:19]})")
+    echo(f"host     driver {host.driver or 'none'}, GPU access {host.gpu_access}")
+    echo(f"verdict  {cert.verdict.upper()}: {cert.verdict_reason}")
     if cert.verdict == "certified-cpu-only":
-        click.echo("         this image is NOT GPU-certified: only the CPU path ran")
+        echo("         this image is NOT GPU-certified: only the CPU path ran")
     if stored_id:
-        click.echo(f"stored   {stored_id[:12]} (envbuilder certs show {stored_id[:12]})")
+        echo(f"stored   {stored_id[:12]} (envbuilder certs show {stored_id[:12]})")
 
 
 @cli.command()
@@ -164,7 +169,7 @@ def certify(
         image,
         gpu_access=gpu_access,
         quick=quick,
-        progress=lambda line: click.echo(line, err=True),
+        progress=lambda line: click.echo(printable(line), err=True),
         budget_s=budget_seconds,
         steps=steps,
         timeout_s=timeout_s,

@@ -9,6 +9,7 @@ import click
 
 from envbuilder.cli import cli
 from envbuilder.errors import CertificateRefusedError
+from envbuilder.tables import printable
 
 
 @cli.group()
@@ -53,11 +54,11 @@ def list_cmd(image: str | None, as_json: bool) -> None:
         return
     click.echo(f"{'id':<12}  {'issued':<20}  {'verdict':<18}  {'image':<12}  {'origin':<11}  ref")
     for r in rows:
-        image_id = r.image_id.removeprefix("sha256:")[:12]
-        click.echo(
-            f"{r.id[:12]}  {r.issued_at:<20}  {r.verdict:<18}  {image_id:<12}  {r.origin:<11}  "
-            f"{r.image_ref or '-'}"
+        cid, issued, verdict, origin, ref = (
+            printable(v) for v in (r.id, r.issued_at, r.verdict, r.origin, r.image_ref or "-")
         )
+        image_id = printable(r.image_id.removeprefix("sha256:")[:12])
+        click.echo(f"{cid[:12]}  {issued:<20}  {verdict:<18}  {image_id:<12}  {origin:<11}  {ref}")
 
 
 @certs.command("show")

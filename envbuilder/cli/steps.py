@@ -17,6 +17,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import IO, Any
 
+from envbuilder.tables import printable
+
 HEARTBEAT_S = 10.0
 
 
@@ -77,7 +79,7 @@ class StepProgress:
 
     def say(self, message: str) -> None:
         """A message of the current step (or a free line between steps)."""
-        text = " ".join(message.split())
+        text = printable(" ".join(message.split()))  # the image's harness writes these
         self._last_message = text
         if self.tty and self._status is not None:
             self._console.print(f"  {text}", markup=False, highlight=False)
@@ -119,18 +121,20 @@ class StepProgress:
     # ------------------------------------------------------------------ terminal
     def _start_live(self, name: str) -> None:
         from rich.console import Console  # only on a terminal
+        from rich.text import Text
 
         if self._console is None:
             self._console = Console(file=self.stream, highlight=False)
-        self._status = self._console.status(self.head(name))
+        self._status = self._console.status(Text(self.head(name)))
         self._status.start()
 
     def _update_live(self, text: str) -> None:
         if self._status is not None and self._current is not None:
+            from rich.text import Text
+
             took = time.monotonic() - self._step_started
-            self._status.update(
-                f"{self.head(self._current)} {took:.0f}s  {textwrap.shorten(text, 80, placeholder=' ...')}"
-            )
+            line = f"{self.head(self._current)} {took:.0f}s  {textwrap.shorten(text, 80, placeholder=' ...')}"
+            self._status.update(Text(line))  # a Text: rich reads no markup in it ([link=...], [blink])
 
     def _stop_live(self) -> None:
         if self._status is not None:

@@ -6,10 +6,12 @@ raises SpecError naming the file, the field and the value, with a hint. Values a
 
 from __future__ import annotations
 
+import difflib
 import math
 import re
 import shlex
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, cast
@@ -18,7 +20,7 @@ import yaml
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
-from envbuilder.bounded import TooLarge, load_yaml
+from envbuilder.bounded import TooLarge, load_yaml, yaml_error_message
 from envbuilder.errors import SpecError
 from envbuilder.image.sources import (
     EXTRA_RE,
@@ -268,7 +270,8 @@ def load_spec(path: Path) -> ImageSpec:
     """Read and validate images/NAME.yaml; its relative paths start at its folder. Raises
     SpecError (missing file, bad YAML, bad value, a referenced file that is not there)."""
     try:
-        raw = load_yaml(path.read_text(encoding="utf-8"), max_bytes=SPEC_MAX_BYTES)
+        text = path.read_text(encoding="utf-8")
+        raw = load_yaml(text, max_bytes=SPEC_MAX_BYTES)
     except TooLarge as exc:
         raise SpecError(
             f"{path}: refused: the spec is {exc}", "an image spec is a short YAML file", file=str(path)
@@ -279,13 +282,56 @@ def load_spec(path: Path) -> ImageSpec:
             "give the path of an images/NAME.yaml file",
             file=str(path),
         ) from None
-    except (yaml.YAMLError, UnicodeDecodeError) as exc:
+    except UnicodeDecodeError as exc:
         raise SpecError(
-            f"{path}: not valid YAML: {exc}", "check the indentation and quoting", file=str(path)
+            f"{path}: not a text file (byte {exc.start} is not UTF-8)",
+            "an image spec is a YAML text file",
+            file=str(path),
         ) from None
-    spec = parse_spec(raw, str(path), base_dir=path.parent)
+    except yaml.YAMLError as exc:
+        raise SpecError(
+            f"{path}: not valid YAML: {yaml_error_message(exc)}",
+            "check the indentation and quoting",
+            file=str(path),
+        ) from None
+    lines = _top_key_lines(text) if isinstance(raw, dict) and any(k not in _TOP_KEYS for k in raw) else None
+    spec = parse_spec(raw, str(path), base_dir=path.parent, key_lines=lines)
     check_spec_files(spec)
     return spec
+
+
+def _kind(value: object) -> str:
+    return {list: "list", str: "string", bool: "boolean", int: "number", float: "number"}.get(
+        type(value), type(value).__name__
+    )
+
+
+def _unknown_field(path: str, key: object, index: int, key_lines: Mapping[object, int] | None) -> SpecError:
+    """An unknown top-level field, named by its line (or position), not by its text."""
+    line = (key_lines or {}).get(key)
+    where = f"line {line}" if line else f"top-level field {index + 1}"
+    close = difflib.get_close_matches(str(key), sorted(_TOP_KEYS), n=1) if isinstance(key, str) else []
+    guess = f"did you mean {close[0]!r}? " if close else ""
+    return SpecError(
+        f"{path}: {where}: unknown field",
+        f"{guess}known fields: {', '.join(sorted(_TOP_KEYS))}",
+        file=path,
+    )
+
+
+def _top_key_lines(text: str) -> dict[object, int]:
+    """The line of each top-level key of a YAML mapping (1-based), for errors that must not quote
+    the key. The document was already parsed within bounded's limits."""
+    node = yaml.compose(text, Loader=yaml.SafeLoader)
+    if not isinstance(node, yaml.MappingNode):
+        return {}
+    loader = yaml.SafeLoader("")
+    try:
+        return {loader.construct_object(k): k.start_mark.line + 1 for k, _ in node.value}
+    except (yaml.YAMLError, TypeError):  # an unhashable key: positions are enough
+        return {}
+    finally:
+        loader.dispose()
 
 
 def check_spec_files(spec: ImageSpec) -> None:
@@ -306,19 +352,35 @@ def check_spec_files(spec: ImageSpec) -> None:
         )
 
 
-def parse_spec(raw: object, path: str = "<spec>", *, base_dir: Path | None = None) -> ImageSpec:
+def parse_spec(
+    raw: object,
+    path: str = "<spec>",
+    *,
+    base_dir: Path | None = None,
+    key_lines: Mapping[object, int] | None = None,
+) -> ImageSpec:
     """Validate an already-parsed spec mapping. Raises SpecError naming field and value.
+
+    Until every top-level key is a spec field the document may be anything (a secret file a
+    spec path points at): then errors name only its kind, a line (`key_lines`: the line of each
+    top-level key) or position, never its text. A spec's own field values are quoted.
 
     `base_dir` is where relative paths (requirements file, pyproject, uv_lock, context) start;
     by default the folder of `path`.
     """
     check = _Checker(path)
-    data = check.mapping("<top>", raw)
-    unknown = sorted(str(k) for k in data if k not in _TOP_KEYS)
-    if unknown:
-        raise check.fail(
-            unknown[0], unknown[0], "unknown field", f"known fields: {', '.join(sorted(_TOP_KEYS))}"
+    if raw is not None and not isinstance(raw, dict):
+        # Nothing of a document that is not a spec is quoted (a spec path that is a symlink to a
+        # secret file would print the secret): its kind only.
+        raise SpecError(
+            f"{path}: not an image spec: the file holds a YAML {_kind(raw)}, not a mapping of fields",
+            "an image spec is YAML `field: value` lines (images/README.md)",
+            file=path,
         )
+    data = check.mapping("<top>", raw)
+    for index, key in enumerate(data):
+        if key not in _TOP_KEYS:
+            raise _unknown_field(path, key, index, key_lines)
     if data.get("schema_version", SCHEMA_VERSION) != SCHEMA_VERSION:
         raise check.fail(
             "schema_version",

@@ -17,7 +17,7 @@ from envbuilder.report.charts import PALETTE, Chart, Line, Segment, render_chart
 from envbuilder.report.html import jinja_env
 from envbuilder.report.model import DASH, Report
 from envbuilder.report.terminal import fmt
-from envbuilder.tables import table
+from envbuilder.tables import printable, table
 
 TOLERANCE = 0.05  # relative difference below which two measurements count as the same
 
@@ -108,7 +108,7 @@ def compare_reports(a: Report, b: Report) -> list[DiffRow]:
 
 def format_compare(a: Report, b: Report, rows: list[DiffRow]) -> str:
     """Plain text: one line per field, differences marked with '*' in the first column."""
-    head = [f"A {a.id[:12]} {a.verdict}   vs   B {b.id[:12]} {b.verdict}"]
+    head = [printable(f"A {a.id[:12]} {a.verdict}   vs   B {b.id[:12]} {b.verdict}")]
     cells = [["*" if r.differs else "", r.section, r.field, r.a, r.b, r.delta] for r in rows]
     n = sum(r.differs for r in rows)
     return (

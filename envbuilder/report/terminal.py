@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from envbuilder.report.model import DASH, KERNEL_HEADERS, ComparisonRow, Report
 from envbuilder.report.multigpu import RANK_HEADERS, TABLE_HEADERS, rank_rows, table_rows
-from envbuilder.tables import table
+from envbuilder.tables import printable, table
 
 
 def fmt(v: float | int | None, spec: str = ",.1f", suffix: str = "") -> str:
@@ -74,4 +74,4 @@ def format_terminal(r: Report) -> str:
         out += table(KERNEL_HEADERS, [list(k) for k in r.kernels])
     out += ["", f"telemetry: {r.telemetry_why or 'GPU time series kept (see the HTML report)'}"]
     out += [f"note: {n}" for n in r.notes]
-    return "\n".join(out) + "\n"
+    return "\n".join(printable(line) for line in out) + "\n"  # one line per item, whatever it holds

@@ -248,7 +248,7 @@ def test_load_errors(tmp_path: Path) -> None:
     with pytest.raises(SpecError, match="not valid YAML"):
         load_spec(bad)
     bad.write_text("- a list\n", encoding="utf-8")
-    with pytest.raises(SpecError, match="expected a mapping"):
+    with pytest.raises(SpecError, match="not an image spec: the file holds a YAML list, not a mapping"):
         load_spec(bad)
 
 
