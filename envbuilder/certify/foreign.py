@@ -1,7 +1,8 @@
-"""Certificates for harness runs that envbuilder did not start itself: a Kubernetes pod, an
-Apptainer or enroot job on an HPC node. There no envbuilder probed the host, so the harness's own
-host record (NVML inside the container) stands for it; the verdict is decided as `certify`
-decides it (certify.decide), and the certificate is sealed the same way.
+"""Certificates for harness runs that envbuilder did not start on this host: a fleet's job on a
+Slurm node (Docker, Apptainer, enroot) or a Kubernetes pod. They are judged as `certify` judges a
+local run (certify/verdict.py host_verdict: the result's shape, harness digest and nonce, GPU
+claims on the CPU path, the verdict re-derived from its step records); what this host cannot
+see, the GPUs of a remote node, is recorded as not observed, never assumed.
 """
 
 from __future__ import annotations
@@ -10,8 +11,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from envbuilder.certify.certificate import Certificate, build_certificate, host_fingerprint
-from envbuilder.certify.certify import decide
+from envbuilder.certify.observe import Observation, not_observed
 from envbuilder.certify.record import items, section, text
+from envbuilder.certify.verdict import RunFacts, host_verdict
 from envbuilder.engine import ImageInfo
 from envbuilder.image.metadata import read_metadata
 
@@ -40,23 +42,51 @@ def seal_foreign_run(
     image: ImageInfo,
     image_ref: str,
     result: Mapping[str, Any],
-    exit_code: int,
-    access: str,
+    facts: RunFacts,
+    where: str,
     thresholds: Mapping[str, Any],
     run: Mapping[str, Any],
 ) -> Certificate:
-    """The sealed certificate of a harness run started by a scheduler's runtime: `image` as the
-    registry (or daemon) describes it, `result` the harness's last JSON line, `access` how the
-    GPUs got in ("none" for the CPU path). Raises CertificateRefusedError (a body that is not
-    strict JSON)."""
+    """The sealed certificate of a harness run a scheduler's runtime started: `image` as the
+    registry (or daemon) describes it, `result` the harness's last JSON line, `facts` what this
+    host knows of the run (the nonce and payload digest it handed out, the access it asked for,
+    the exit status the scheduler reported); `where` names the node for the not-observed record.
+    Raises CertificateRefusedError (a body that is not strict JSON)."""
     meta = read_metadata(image)
-    verdict, reason = decide(result, exit_code, access, meta.stack)
+    observation = facts.observation or not_observed(where)
+    verdict, reason = host_verdict(result, facts)
     return build_certificate(
         image={"id": image.id, "ref": image_ref, "stack": meta.stack_record, "lock_hash": meta.lock_hash},
-        host=host_from_result(result, access),
-        run={**run, "exit_code": exit_code},
+        host=host_from_result(result, facts.access),
+        run={
+            **run,
+            "exit_code": facts.exit_code,
+            "harness_source": "host",
+            "harness_sha256": facts.harness_sha256,
+            "host_observation": observation.to_json(),
+        },
         harness=result,
         thresholds=thresholds,
         verdict=verdict,
         verdict_reason=reason,
     )
+
+
+def node_observation(cert: Certificate) -> Observation | None:
+    """What the node's own envbuilder saw of its GPUs during a certification it ran itself
+    (the certificate's run.host_observation), recorded as the node's, not this host's."""
+    return Observation.from_json(cert.run.get("host_observation"), seen_by="the node's")
+
+
+def certificate_refusal(cert: Certificate, facts: RunFacts) -> str | None:
+    """Why this host does not accept a certificate that a node's own `envbuilder certify` sealed
+    (a Slurm job of the docker runtime), or None: the verdict is re-derived here from its result
+    by host_verdict with this host's facts (its nonce, its payload digest, the CPU path for a
+    class without GPUs); a certificate that claims more than that is refused. A failed one claims
+    nothing and stands (the node may have judged more strictly: kernels, package drift)."""
+    if cert.verdict == "failed":
+        return None
+    verdict, reason = host_verdict(cert.harness, facts)
+    if verdict != cert.verdict:
+        return f"it says {cert.verdict}, but its own result gives {verdict} here ({reason})"
+    return None

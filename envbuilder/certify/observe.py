@@ -32,6 +32,20 @@ class Observation:
     def saw_gpu_work(self) -> bool:
         return bool(self.busy)
 
+    @classmethod
+    def from_json(cls, doc: object, *, seen_by: str) -> Observation | None:
+        """An observation recorded elsewhere (a node's own certify), its source prefixed with who
+        made it (`seen_by`); None when there is none."""
+        if not isinstance(doc, dict) or not isinstance(doc.get("samples"), int):
+            return None
+        busy = doc.get("busy_gpus")
+        return cls(
+            source=f"{seen_by} {doc.get('source')}",
+            samples=doc["samples"],
+            busy=tuple(str(b) for b in busy) if isinstance(busy, list) else (),
+            detail=str(doc.get("detail") or ""),
+        )
+
     def to_json(self) -> dict[str, Any]:
         return {
             "source": self.source,
@@ -39,6 +53,18 @@ class Observation:
             "busy_gpus": list(self.busy),
             "detail": self.detail,
         }
+
+
+def not_observed(where: str) -> Observation:
+    """What a host that did not start the container records: it saw nothing, and says why (a
+    remote node's GPUs are out of its reach; the node's own view is the harness's host record)."""
+    return Observation(
+        source="none",
+        samples=0,
+        busy=(),
+        detail=f"{where}: not observed by the submitting host (its GPUs are out of reach); the node's "
+        "own view is the harness's host record (NVML inside the job)",
+    )
 
 
 def _key(g: Any) -> str:

@@ -15,7 +15,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from envbuilder.certify.certificate import VERDICTS
-from envbuilder.certify.gpu_access import AccessChoice
 from envbuilder.certify.observe import Observation
 from envbuilder.harness import HARNESS_VERSION
 from envbuilder.harness.record import SKIP, Step
@@ -34,7 +33,7 @@ class RunFacts:
     nonce: str  # handed to the harness on its command line
     harness_sha256: str  # digest of the payload certify mounted (harness/digest.py)
     exit_code: int
-    choice: AccessChoice
+    access: str  # how the GPUs got in (a mode, or the runtime that handed them in); "none": CPU path
     stack: Stack | None
     observation: Observation | None  # None: the host has no GPU to watch (or a CPU run)
 
@@ -67,14 +66,14 @@ def refusal(result: Mapping[str, Any], facts: RunFacts) -> str | None:
     options = result.get("options")
     if not isinstance(options, Mapping) or options.get("nonce") != facts.nonce:
         return "the result does not carry this run's nonce (a result made elsewhere, or replayed)"
-    cpu_run = facts.choice.name == "none"
+    cpu_run = facts.access == "none"
     if cpu_run:
         ran = [s["name"] for s in result["steps"] if s["name"] in GPU_ONLY_STEPS and s["status"] != SKIP]
         gpu_claims = (
             result["gpu_path"] is not False or result["mode"] == "full" or result["verdict"] == "certified"
         )
         if gpu_claims or ran:
-            return "the container had no GPU (--gpu-access none) but the result claims the GPU path"
+            return "the container had no GPU (the CPU path) but the result claims the GPU path"
     derived, _ = decide_verdict(
         _steps(result), result["gates"], mode=str(result["mode"]), gpu_path=result.get("gpu_path") is True
     )
@@ -101,9 +100,9 @@ def host_verdict(result: Mapping[str, Any], facts: RunFacts) -> tuple[str, str]:
     verdict, reason = str(result["verdict"]), str(result["verdict_reason"])
     assert verdict in VERDICTS  # validate_result checked it
     stack = facts.stack
-    if verdict == "certified-cpu-only" and facts.choice.name != "none" and stack is not None and stack.cuda:
+    if verdict == "certified-cpu-only" and facts.access != "none" and stack is not None and stack.cuda:
         return "failed", (
-            f"the container got the GPUs ({facts.choice.name} mode) but the {stack.id} stack "
+            f"the container got the GPUs ({facts.access}) but the {stack.id} stack "
             "only ran on the CPU: the framework does not see the GPU inside this image"
         )
     if verdict != "failed" and facts.exit_code != 0:

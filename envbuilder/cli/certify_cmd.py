@@ -128,6 +128,12 @@ def print_summary(cert: Certificate, stored_id: str | None) -> None:
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
     help="Check the image's installed packages against this lock file (drift fails, named).",
 )
+@click.option(
+    "--nonce",
+    metavar="HEX",
+    hidden=True,  # a fleet job's: the submitting host hands it in and checks the result echoes it
+    help="The nonce the harness result must echo (default: a fresh one).",
+)
 def certify(
     image: str,
     gpu_access: str,
@@ -143,6 +149,7 @@ def certify(
     key_name: str | None,
     framework: str | None,
     lock_path: Path | None,
+    nonce: str | None,
 ) -> None:
     """Certify IMAGE on this host: smoke tests, training benchmark and telemetry in the container.
 
@@ -175,6 +182,7 @@ def certify(
         timeout_s=timeout_s,
         framework=framework,
         lock=_read_lock(lock_path),
+        nonce=nonce,
     )
     stored_id = None if no_store else CertStore().add(cert)
     if out_path is not None:

@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from envbuilder.certify.certificate import Certificate
-    from envbuilder.certify.certify import HarnessPlan
+    from envbuilder.certify.harness_plan import HarnessPlan
     from envbuilder.fleet.classes import NodeClass
     from envbuilder.fleet.image import FleetImage
     from envbuilder.fleet.jobs import FleetRun
@@ -150,7 +150,7 @@ def certify_cmd(
     one_scheduler(use_slurm, use_k8s)
     found = find_image(image)
     signer = None if no_attest or found.registry is None else load_signer_for(key_name)
-    from envbuilder.certify.certify import plan_harness
+    from envbuilder.certify.harness_plan import plan_harness
     from envbuilder.image.metadata import read_metadata
 
     hplan = plan_harness(
@@ -302,7 +302,9 @@ def certify_k8s(
     for job in run.jobs:
         click.echo(f"{job.node_class}: {job.script} (Job {job.job_id}; validated against Kubernetes 1.34)")
     if not apply:
-        say(f"fleet: {len(run.jobs)} class(es) rendered in {folder}; submit with --apply or kubectl apply -f")
+        say(
+            f"fleet: {len(run.jobs)} class(es) rendered in {folder}; submit with --apply or kubectl create -f"
+        )
         return None, []
     kube = cluster()
     run = apply_run(save_run(run), kube, say=say)

@@ -1,11 +1,14 @@
 """A fleet certification on Slurm: one batch job per node class, each running the harness in the
 image on that class through the node's runtime, and what comes back.
 
-- docker: the job runs `envbuilder certify IMAGE --no-store --out JOB_DIR/certificate.json` on the
-  node (the one certification code path; envbuilder must be reachable there, as on a shared home);
+- docker: the job runs `envbuilder certify IMAGE --nonce N --no-store --out JOB_DIR/certificate.json`
+  on the node (the one certification code path; envbuilder must be reachable there, as on a shared
+  home); the certificate that comes back is judged again here (certify.foreign);
 - apptainer: `apptainer exec [--nv] ... python3 HARNESS/run.py` (from a SIF, or docker://REF);
 - enroot: pyxis's `srun --container-image=...` running the same harness command line;
-  for these two the harness's result is sealed into a certificate here (certify.foreign).
+  for these two the harness is this host's payload, staged in the run folder and bound read-only,
+  and its result is sealed into a certificate here (certify.foreign).
+Every job's result is judged by certify's own rule (certify/verdict.py host_verdict).
 
 The run is kept as DATA/fleet/runs/RUN_ID.json (written atomically; updated as jobs finish), so
 `fleet status` can collect jobs that ended after `fleet certify` stopped waiting.
@@ -16,6 +19,7 @@ from __future__ import annotations
 import json
 import secrets
 import shlex
+import shutil
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
@@ -24,21 +28,25 @@ from typing import Any, Literal
 
 from envbuilder.atomic import write_text_atomic
 from envbuilder.certify.certificate import Certificate, verify_certificate
-from envbuilder.certify.certify import IO_DIR, HarnessPlan, parse_harness_output
-from envbuilder.certify.foreign import seal_foreign_run
+from envbuilder.certify.foreign import certificate_refusal, node_observation, seal_foreign_run
+from envbuilder.certify.harness_plan import HARNESS_ENV, IO_DIR, HarnessPlan, parse_harness_output
 from envbuilder.certify.scheduler import FLEET_RUN_ENV, NODE_CLASS_ENV, SLURM_CONSTRAINT_ENV, SLURM_GRES_ENV
+from envbuilder.certify.verdict import RunFacts
 from envbuilder.engine import ImageInfo
 from envbuilder.engine.hpc import apptainer_exec_argv, apptainer_source, pyxis_srun_argv
-from envbuilder.errors import CertificateRefusedError, StoreError, UsageError
+from envbuilder.errors import CertificateRefusedError, StoreError
 from envbuilder.fleet.classes import NodeClass
 from envbuilder.fleet.image import FleetImage, pyxis_image
 from envbuilder.fleet.slurm import JobRequest, JobState, class_request
+from envbuilder.harness.digest import tree_digest
+from envbuilder.image.metadata import read_metadata
 from envbuilder.resources import user_data_dir
 
 Runtime = Literal["docker", "apptainer", "enroot"]
 RUNTIMES: tuple[Runtime, ...] = ("docker", "apptainer", "enroot")
 CERT_FILE = "certificate.json"
 RESULT_FILE = "result.json"
+HARNESS_FOLDER = "harness"  # the run folder's copy of this host's payload (apptainer, enroot)
 RUN_FILE_VERSION = 1
 
 
@@ -68,15 +76,26 @@ class JobOptions:
     budget_s: float | None = None  # the harness's time budget
 
 
-def docker_body(image: FleetImage, opts: JobOptions, job_dir: Path) -> list[str]:
-    """The docker runtime's lines: pull when the node lacks the image, then certify it there."""
+def job_access(runtime: Runtime, gpu_access: str, cls: NodeClass) -> str:
+    """How a class's job gets its GPUs: "none" (the CPU path) for a class without GPUs or
+    --gpu-access none; docker: certify's mode (the node chooses for auto); else the runtime's."""
+    if gpu_access == "none" or not cls.gpus_per_node:
+        return "none"
+    return {"docker": gpu_access, "apptainer": "apptainer --nv", "enroot": "enroot (pyxis)"}[runtime]
+
+
+def docker_body(image: FleetImage, opts: JobOptions, job_dir: Path, *, access: str, nonce: str) -> list[str]:
+    """The docker runtime's lines: pull when the node lacks the image, then certify it there with
+    this job's nonce (the submitting host checks the result echoes it)."""
     ref = shlex.quote(image.pull_ref)
     argv = [
         *opts.envbuilder,
         "certify",
         image.pull_ref,
         "--gpu-access",
-        opts.gpu_access,
+        access,
+        "--nonce",
+        nonce,
         "--no-store",
         "--out",
         str(job_dir / CERT_FILE),
@@ -88,28 +107,27 @@ def docker_body(image: FleetImage, opts: JobOptions, job_dir: Path) -> list[str]
     return [f"docker image inspect {ref} >/dev/null 2>&1 || docker pull {ref}", shlex.join(argv)]
 
 
-def harness_argv(image: FleetImage, plan: HarnessPlan, opts: JobOptions, job_dir: Path) -> list[str]:
-    """The apptainer/enroot runtime's command: the harness in the image, the job folder as its
-    io folder (thresholds.json in, result.json out). Raises UsageError for an image without its
-    own harness (only `--runtime docker` mounts the host's copy)."""
-    if plan.host_harness is not None:
-        raise UsageError(
-            f"{image.ref} carries no harness (no io.envbuilder.harness label): only images envbuilder "
-            f"built can be certified with --runtime {opts.runtime}",
-            hint="build it with envbuilder build, or use --runtime docker (which mounts envbuilder's copy)",
-        )
-    gpu = opts.gpu_access != "none"
+def stage_harness(plan: HarnessPlan, folder: Path) -> Path:
+    """This host's payload copied into `folder` (on the filesystem the nodes share), byte caches
+    left out, its digest checked against the plan's. Raises OSError, StoreError (the copy differs)."""
+    shutil.copytree(plan.host_harness, folder, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    if tree_digest(folder) != plan.harness_sha256:
+        raise StoreError(f"the harness copied to {folder} differs from {plan.host_harness}")
+    return folder
+
+
+def harness_argv(
+    image: FleetImage, plan: HarnessPlan, opts: JobOptions, job_dir: Path, harness: Path, *, gpu: bool
+) -> list[str]:
+    """The apptainer/enroot runtime's command: this host's harness (`harness`, its staged copy)
+    bound read-only where the plan runs it, the job folder as its io folder (thresholds.json in,
+    result.json out)."""
+    binds = ((str(job_dir), IO_DIR, False), (str(harness), plan.harness_dir, True))
     if opts.runtime == "apptainer":
         source = apptainer_source(image.pull_ref, opts.image_file)
-        return apptainer_exec_argv(
-            source,
-            plan.command,
-            nv=gpu,
-            binds=((str(job_dir), IO_DIR, False),),
-            env={"PYTHONUNBUFFERED": "1"},
-        )
+        return apptainer_exec_argv(source, plan.command, nv=gpu, binds=binds, env=HARNESS_ENV)
     image_ref = opts.image_file or pyxis_image(image.ref)
-    return pyxis_srun_argv(image_ref, plan.command, mounts=((str(job_dir), IO_DIR, False),), gpu=gpu)
+    return pyxis_srun_argv(image_ref, plan.command, mounts=binds, gpu=gpu)
 
 
 def job_script(request: JobRequest, *, title: str, env: Mapping[str, str], body: Sequence[str]) -> str:
@@ -132,6 +150,8 @@ class JobRecord:
     script: str  # path of the batch script
     request: Mapping[str, Any]
     command: tuple[str, ...] = ()  # apptainer/enroot: the harness command the job runs
+    nonce: str | None = None  # the one its result must echo
+    access: str = "none"  # how it gets the GPUs (job_access); "none": the CPU path
     job_id: str | None = None
     state: str = "NEW"  # NEW SUBMITTED, then Slurm's states; COLLECTED once its certificate is in
     node: str | None = None
@@ -147,6 +167,8 @@ class JobRecord:
             "script": self.script,
             "request": dict(self.request),
             "command": list(self.command),
+            "nonce": self.nonce,
+            "access": self.access,
             "job_id": self.job_id,
             "state": self.state,
             "node": self.node,
@@ -164,6 +186,8 @@ class JobRecord:
             script=str(d["script"]),
             request=dict(d.get("request") or {}),
             command=tuple(str(c) for c in d.get("command") or ()),
+            nonce=d.get("nonce"),
+            access=str(d.get("access") or "none"),
             job_id=d.get("job_id"),
             state=str(d.get("state") or "NEW"),
             node=d.get("node"),
@@ -278,13 +302,16 @@ def plan_run(
     work_dir: Path,
     run_id: str | None = None,
 ) -> FleetRun:
-    """The run's jobs, their folders and scripts written (nothing submitted yet): one per class.
-    Raises UsageError (see harness_argv), StoreError (the work folder cannot be written)."""
+    """The run's jobs, their folders and scripts written (nothing submitted yet): one per class,
+    each with its own nonce (plan.for_job). Raises StoreError (the work folder cannot be written)."""
     run_id = run_id or new_run_id()
     base = work_dir / run_id
     jobs = []
     try:
+        harness = None if opts.runtime == "docker" else stage_harness(plan, base / HARNESS_FOLDER)
         for cls in classes:
+            access = job_access(opts.runtime, opts.gpu_access, cls)
+            jplan = plan.for_job(cpu=access == "none")
             job_dir = base / cls.name
             job_dir.mkdir(parents=True, exist_ok=True)
             job_dir.chmod(0o777)  # the image may run as a user other than the submitter
@@ -300,11 +327,11 @@ def plan_run(
                 workdir=str(job_dir),
             )
             command: tuple[str, ...] = ()
-            if opts.runtime == "docker":
-                body = docker_body(image, opts, job_dir)
+            if harness is None:
+                body = docker_body(image, opts, job_dir, access=access, nonce=jplan.nonce)
             else:
                 write_text_atomic(job_dir / "thresholds.json", json.dumps(plan.thresholds, sort_keys=True))
-                command = tuple(harness_argv(image, plan, opts, job_dir))
+                command = tuple(harness_argv(image, jplan, opts, job_dir, harness, gpu=access != "none"))
                 body = [shlex.join(command)]
             script = job_dir / "certify.sbatch"
             nodes = ", ".join(cls.nodes)
@@ -326,6 +353,8 @@ def plan_run(
                         "sbatch": request.sbatch_options(),
                     },
                     command=command,
+                    nonce=jplan.nonce,
+                    access=access,
                 )
             )
     except OSError as exc:
@@ -341,6 +370,7 @@ def plan_run(
             "quick": opts.quick,
             "exclusive": opts.exclusive,
             "image_file": opts.image_file,
+            "harness_sha256": plan.harness_sha256,
         },
         thresholds=plan.thresholds,
         jobs=tuple(jobs),
@@ -364,12 +394,72 @@ def _exit_status(exit_code: str | None) -> int:
     return int(code) if code.isdigit() else 1
 
 
+def run_facts(run: FleetRun, job: JobRecord, *, exit_code: int, access: str | None = None) -> RunFacts:
+    """What this host knows of a job's run, for certify's own judgement (host_verdict): the nonce
+    and payload digest it handed out, the access it asked for (`access` overrides: the mode a
+    node's certify chose), the job's exit status. The GPUs of the node are not observed here."""
+    return RunFacts(
+        nonce=str(job.nonce),
+        harness_sha256=str(run.options.get("harness_sha256")),
+        exit_code=exit_code,
+        access=access or job.access,
+        stack=read_metadata(run.image_info).stack,
+        observation=None,
+    )
+
+
+def accept_certificate(run: FleetRun, job: JobRecord, cert: Certificate, refusal: str | None) -> Collected:
+    """A job's certificate, kept only if it is intact, for this image, from this job and class,
+    and not refused by this host's judgement (`refusal`)."""
+    problems = verify_certificate(cert, image_id=run.image_info.id)
+    found = cert.run.get("scheduler")
+    sched: Mapping[str, Any] = found if isinstance(found, Mapping) else {}
+    if sched.get("job_id") != job.job_id or sched.get("class") != job.node_class:
+        problems.append(
+            f"it says it ran as job {sched.get('job_id')} for class {sched.get('class')}, "
+            f"not job {job.job_id} for class {job.node_class}"
+        )
+    if refusal is not None:
+        problems.append(refusal)
+    if problems:
+        return Collected(
+            job=replace(job, state="NO-RESULT", problem="certificate refused: " + "; ".join(problems))
+        )
+    return Collected(
+        job=replace(job, state="COLLECTED", certificate=cert.id, verdict=cert.verdict), certificate=cert
+    )
+
+
+def seal_job(
+    run: FleetRun, job: JobRecord, result: Mapping[str, Any], *, exit_code: int, scheduler: Mapping[str, Any]
+) -> Collected:
+    """A harness result a scheduler's runtime left (apptainer, enroot, a Kubernetes pod), judged
+    and sealed here (certify.foreign), then accepted as any job's certificate."""
+    where = f"{scheduler.get('kind')} job {job.job_id} on {scheduler.get('node') or 'an unknown node'}"
+    cert = seal_foreign_run(
+        image=run.image_info,
+        image_ref=str(run.image.get("ref")),
+        result=result,
+        facts=run_facts(run, job, exit_code=exit_code),
+        where=where,
+        thresholds=run.thresholds,
+        run={
+            "runtime": str(run.options.get("runtime")),
+            "command": list(job.command),
+            "quick": bool(run.options.get("quick")),
+            "scheduler": dict(scheduler),
+        },
+    )
+    return accept_certificate(run, job, cert, None)
+
+
 def collect_job(run: FleetRun, job: JobRecord, state: JobState) -> Collected:
-    """What a finished job left: its certificate, checked (intact, for this image, from this job,
-    for this class), or the reason there is none. Pure but for reading the job folder."""
+    """What a finished Slurm job left: its certificate, judged here as certify judges (docker: the
+    node's certificate, whose verdict must follow from its result; else the harness's result,
+    sealed here) and checked (intact, for this image, from this job, for this class), or the
+    reason there is none. Pure but for reading the job folder."""
     job = replace(job, state=state.state, node=state.node, exit_code=state.exit_code)
     folder = Path(job.job_dir)
-    info = run.image_info
     if run.options.get("runtime", "docker") == "docker":
         path = folder / CERT_FILE
         if not path.is_file():
@@ -378,49 +468,26 @@ def collect_job(run: FleetRun, job: JobRecord, state: JobState) -> Collected:
             cert = Certificate.from_json(path.read_text(encoding="utf-8"), str(path))
         except (OSError, CertificateRefusedError) as exc:
             return Collected(job=replace(job, state="NO-RESULT", problem=f"{path}: {exc}"))
-    else:
-        result = parse_harness_output(folder, "")
-        if result is None:
-            return Collected(job=replace(job, state="NO-RESULT", problem=_no_result(job, folder)))
-        runtime = str(run.options.get("runtime"))
-        gpu = run.options.get("gpu_access") != "none"
-        access = {"apptainer": "apptainer --nv", "enroot": "enroot (pyxis)"}[runtime] if gpu else "none"
-        scheduler = {
-            "kind": "slurm",
-            "job_id": job.job_id,
-            "node": state.node,
-            "class": job.node_class,
-            "fleet_run": run.run_id,
-        }
-        cert = seal_foreign_run(
-            image=info,
-            image_ref=str(run.image.get("ref")),
-            result=result,
-            exit_code=_exit_status(state.exit_code),
-            access=access,
-            thresholds=run.thresholds,
-            run={
-                "runtime": runtime,
-                "command": list(job.command),
-                "quick": bool(run.options.get("quick")),
-                "scheduler": scheduler,
-            },
+        exit_code = cert.run.get("exit_code")
+        facts = run_facts(
+            run,
+            job,
+            exit_code=exit_code if isinstance(exit_code, int) else 1,
+            access=None if job.access == "none" else cert.host.gpu_access or job.access,
         )
-    problems = verify_certificate(cert, image_id=info.id)
-    found = cert.run.get("scheduler")
-    sched: Mapping[str, Any] = found if isinstance(found, Mapping) else {}
-    if sched.get("job_id") != job.job_id or sched.get("class") != job.node_class:
-        problems.append(
-            f"it says it ran as job {sched.get('job_id')} for class {sched.get('class')}, "
-            f"not job {job.job_id} for class {job.node_class}"
-        )
-    if problems:
-        return Collected(
-            job=replace(job, state="NO-RESULT", problem="certificate refused: " + "; ".join(problems))
-        )
-    return Collected(
-        job=replace(job, state="COLLECTED", certificate=cert.id, verdict=cert.verdict), certificate=cert
-    )
+        facts = replace(facts, observation=node_observation(cert))
+        return accept_certificate(run, job, cert, certificate_refusal(cert, facts))
+    result = parse_harness_output(folder, "")
+    if result is None:
+        return Collected(job=replace(job, state="NO-RESULT", problem=_no_result(job, folder)))
+    scheduler = {
+        "kind": "slurm",
+        "job_id": job.job_id,
+        "node": state.node,
+        "class": job.node_class,
+        "fleet_run": run.run_id,
+    }
+    return seal_job(run, job, result, exit_code=_exit_status(state.exit_code), scheduler=scheduler)
 
 
 def _no_result(job: JobRecord, folder: Path) -> str:

@@ -57,7 +57,9 @@ class Kubectl:
         with tempfile.TemporaryDirectory(prefix="envbuilder-k8s-") as tmp:
             path = Path(tmp) / "manifests.yaml"
             path.write_text(dump_manifests(docs), encoding="utf-8")
-            out = self._call(["apply", "--namespace", namespace, "-f", str(path), "-o", "name"], "apply")
+            # create, not apply: the harness ConfigMap is over the 256 KiB that client-side apply's
+            # last-applied annotation may hold; each run's objects are new (their names carry it).
+            out = self._call(["create", "--namespace", namespace, "-f", str(path), "-o", "name"], "create")
         return [line.strip() for line in out.splitlines() if line.strip()]
 
     def get_json(self, what: Sequence[str], namespace: str | None = None) -> Any:

@@ -2,28 +2,29 @@
 class pinned by node affinity on its GFD labels, the GPUs from the `nvidia.com/gpu` limit or a DRA
 ResourceClaimTemplate), the thresholds in a ConfigMap, every manifest validated offline; with
 --apply they are submitted and each Job's result is read from its pod's log (the harness's last
-stdout line is its result) and sealed into a certificate here (certify.foreign)."""
+stdout line is its result), judged as certify judges and sealed into a certificate here
+(certify.foreign). The harness that runs is this host's payload, shipped in a ConfigMap and
+mounted read-only, never the image's own copy."""
 
 from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 from envbuilder.atomic import write_text_atomic
-from envbuilder.certify.certificate import Certificate, verify_certificate
-from envbuilder.certify.certify import IO_DIR, HarnessPlan, parse_harness_output
-from envbuilder.certify.foreign import seal_foreign_run
+from envbuilder.certify.certificate import Certificate
+from envbuilder.certify.harness_plan import HARNESS_ENV, IO_DIR, HarnessPlan, parse_harness_output
 from envbuilder.certify.scheduler import FLEET_RUN_ENV, NODE_CLASS_ENV
 from envbuilder.certify.store import CertStore
-from envbuilder.errors import StoreError, UsageError
+from envbuilder.errors import StoreError
 from envbuilder.fleet.classes import NodeClass
 from envbuilder.fleet.image import FleetImage
-from envbuilder.fleet.jobs import Collected, FleetRun, JobRecord, image_record, new_run_id, save_run
+from envbuilder.fleet.jobs import Collected, FleetRun, JobRecord, image_record, new_run_id, save_run, seal_job
 from envbuilder.fleet.k8s_api import Cluster
 from envbuilder.fleet.kubernetes import (
     DRA_DEVICE_CLASS,
@@ -39,6 +40,34 @@ Say = Callable[[str], None]
 LABEL_CLASS = "envbuilder.io/node-class"
 LABEL_RUN = "envbuilder.io/fleet-run"
 SHM_LIMIT = "8Gi"
+CONFIG_MAP_MAX = 1024 * 1024  # what the API server stores of one ConfigMap (etcd's object limit)
+
+
+def _payload(root: Path) -> list[str]:
+    """The payload's files, relative and sorted, byte caches left out (what tree_digest covers)."""
+    return sorted(
+        p.relative_to(root).as_posix()
+        for p in root.rglob("*")
+        if p.is_file() and "__pycache__" not in p.parts and p.suffix not in (".pyc", ".pyo")
+    )
+
+
+def harness_config_map(root: Path, meta: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """This host's payload as a ConfigMap (a key per file: its path with '/' as '_', as keys allow
+    no '/') and the volume that lays it out again, each key at its path. Raises StoreError (a key
+    clash, or over the 1 MiB a ConfigMap holds)."""
+    data: dict[str, str] = {}
+    items = []
+    for rel in _payload(root):
+        key = rel.replace("/", "_")
+        if key in data:
+            raise StoreError(f"two harness files map to the ConfigMap key {key!r}")
+        data[key] = (root / rel).read_text(encoding="utf-8")
+        items.append({"key": key, "path": rel})
+    if sum(len(k) + len(v.encode()) for k, v in data.items()) > CONFIG_MAP_MAX:
+        raise StoreError(f"the harness in {root} is over the 1 MiB a ConfigMap holds")
+    doc = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": dict(meta), "data": data}
+    return doc, {"name": "harness", "configMap": {"name": meta["name"], "items": items}}
 
 
 def job_name(node_class: str, run_id: str) -> str:
@@ -58,14 +87,9 @@ def certify_manifests(
     gpu: bool,
     deadline_s: int = 3600,
 ) -> list[dict[str, Any]]:
-    """The ConfigMap (thresholds), the DRA ResourceClaimTemplate (with dra) and the Job that
-    certify `image` on `cls`. Raises UsageError for an image without its own harness."""
-    if plan.host_harness is not None:
-        raise UsageError(
-            f"{image.ref} carries no harness (no io.envbuilder.harness label): a Kubernetes Job runs the "
-            "harness the image holds",
-            hint="build the image with envbuilder build",
-        )
+    """The ConfigMaps (thresholds; this host's harness), the DRA ResourceClaimTemplate (with dra)
+    and the Job that certify `image` on `cls` with `plan` (its command, with its nonce). Raises
+    StoreError (see harness_config_map)."""
     name = job_name(cls.name, run_id)
     labels = {"app.kubernetes.io/managed-by": MANAGED_BY, LABEL_CLASS: cls.name, LABEL_RUN: run_id}
     meta = {"name": name, "namespace": namespace, "labels": labels}
@@ -75,8 +99,11 @@ def certify_manifests(
         "metadata": {**meta, "name": f"{name}-thresholds"},
         "data": {"thresholds.json": json.dumps(plan.thresholds, sort_keys=True)},
     }
+    harness_map, harness_volume = harness_config_map(
+        Path(plan.host_harness), {**meta, "name": f"{name}-harness"}
+    )
     env = [
-        {"name": "PYTHONUNBUFFERED", "value": "1"},
+        *({"name": k, "value": v} for k, v in sorted(HARNESS_ENV.items())),
         {"name": NODE_CLASS_ENV, "value": cls.name},
         {"name": FLEET_RUN_ENV, "value": run_id},
         {"name": "ENVBUILDER_K8S_JOB", "value": name},
@@ -97,10 +124,11 @@ def certify_manifests(
                 "subPath": "thresholds.json",
                 "readOnly": True,
             },
+            {"name": "harness", "mountPath": plan.harness_dir, "readOnly": True},
             {"name": "dshm", "mountPath": "/dev/shm"},
         ],
     }
-    docs: list[dict[str, Any]] = [config_map]
+    docs: list[dict[str, Any]] = [config_map, harness_map]
     pod: dict[str, Any] = {"restartPolicy": "Never"}
     if gpu and dra:
         claim = f"{name}-gpu"
@@ -140,6 +168,7 @@ def certify_manifests(
             "volumes": [
                 {"name": "io", "emptyDir": {}},
                 {"name": "thresholds", "configMap": {"name": f"{name}-thresholds"}},
+                harness_volume,
                 {"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": SHM_LIMIT}},
             ],
         }
@@ -160,6 +189,14 @@ def certify_manifests(
     return docs
 
 
+def job_access(*, gpu: bool, dra: bool, cls: NodeClass) -> str:
+    """How a class's pod gets its GPUs: a DRA claim, the device plugin's limit, or "none" (the
+    CPU path: --gpu-access none, or a class without GPUs)."""
+    if not gpu or not cls.gpus_per_node:
+        return "none"
+    return f"kubernetes DRA {DRA_DEVICE_CLASS}" if dra else f"kubernetes {GPU_RESOURCE}"
+
+
 def plan_k8s_run(
     image: FleetImage,
     classes: Sequence[NodeClass],
@@ -172,27 +209,36 @@ def plan_k8s_run(
     quick: bool,
     run_id: str | None = None,
 ) -> FleetRun:
-    """Render, validate and write the manifests of every class (out_dir/CLASS.yaml); the run as a
-    record whose jobs are the Jobs to submit. Raises UsageError (a manifest Kubernetes would
-    refuse), StoreError."""
+    """Render, validate and write the manifests of every class (out_dir/CLASS.yaml), each job with
+    a nonce of its own (plan.for_job); the run as a record whose jobs are the Jobs to submit.
+    Raises UsageError (a manifest Kubernetes would refuse), StoreError."""
     run_id = run_id or new_run_id()
     jobs = []
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
         for cls in classes:
-            docs = certify_manifests(image, cls, plan, run_id=run_id, namespace=namespace, dra=dra, gpu=gpu)
+            access = job_access(gpu=gpu, dra=dra, cls=cls)
+            jplan = plan.for_job(cpu=access == "none")
+            has_gpu = access != "none"
+            docs = certify_manifests(
+                image, cls, jplan, run_id=run_id, namespace=namespace, dra=dra, gpu=has_gpu
+            )
             validate_manifests(docs)
             path = out_dir / f"{cls.name}.yaml"
             write_text_atomic(path, dump_manifests(docs))
-            gpus = {"dra": DRA_DEVICE_CLASS} if gpu and dra else {"limit": GPU_RESOURCE} if gpu else {}
+            gpus = (
+                {"dra": DRA_DEVICE_CLASS} if has_gpu and dra else {"limit": GPU_RESOURCE} if has_gpu else {}
+            )
             jobs.append(
                 JobRecord(
                     node_class=cls.name,
                     job_dir=str(out_dir),
                     script=str(path),
                     request={"gpus": gpus, "count": cls.gpus_per_node, "labels": dict(cls.labels)},
-                    command=tuple(plan.command),
+                    command=jplan.command,
                     job_id=job_name(cls.name, run_id),
+                    nonce=jplan.nonce,
+                    access=access,
                 )
             )
     except OSError as exc:
@@ -208,6 +254,7 @@ def plan_k8s_run(
             "quick": quick,
             "dra": dra,
             "namespace": namespace,
+            "harness_sha256": plan.harness_sha256,
         },
         thresholds=plan.thresholds,
         jobs=tuple(jobs),
@@ -240,7 +287,7 @@ def _job_phase(doc: Any) -> str:
 
 
 def collect_k8s_job(run: FleetRun, job: JobRecord, cluster: Cluster, phase: str) -> Collected:
-    """The ended Job's result from its pod's log, sealed and checked."""
+    """The ended Job's result from its pod's log, judged, sealed and checked (jobs.seal_job)."""
     ns = str(run.options.get("namespace") or "default")
     node = None
     pods = cluster.get_json(["pods", "-l", f"job-name={job.job_id}"], ns)
@@ -263,40 +310,16 @@ def collect_k8s_job(run: FleetRun, job: JobRecord, cluster: Cluster, phase: str)
                 problem=f"Job {job.job_id} ended {phase} and its log holds no harness result",
             )
         )
-    gpu = run.options.get("gpu_access") != "none"
-    access = (
-        ("kubernetes DRA " + DRA_DEVICE_CLASS if run.options.get("dra") else f"kubernetes {GPU_RESOURCE}")
-        if gpu
-        else "none"
-    )
-    cert = seal_foreign_run(
-        image=run.image_info,
-        image_ref=str(run.image.get("ref")),
-        result=result,
-        exit_code=exit_code,
-        access=access,
-        thresholds=run.thresholds,
-        run={
-            "runtime": "kubernetes",
-            "command": list(job.command),
-            "quick": bool(run.options.get("quick")),
-            "scheduler": {
-                "kind": "kubernetes",
-                "job": job.job_id,
-                "namespace": ns,
-                "node": node,
-                "class": job.node_class,
-                "fleet_run": run.run_id,
-                "job_id": job.job_id,
-            },
-        },
-    )
-    problems = verify_certificate(cert, image_id=run.image_info.id)
-    if problems:
-        return Collected(job=replace(job, state="NO-RESULT", problem="; ".join(problems)))
-    return Collected(
-        job=replace(job, state="COLLECTED", certificate=cert.id, verdict=cert.verdict), certificate=cert
-    )
+    scheduler = {
+        "kind": "kubernetes",
+        "job": job.job_id,
+        "namespace": ns,
+        "node": node,
+        "class": job.node_class,
+        "fleet_run": run.run_id,
+        "job_id": job.job_id,
+    }
+    return seal_job(run, job, result, exit_code=exit_code, scheduler=scheduler)
 
 
 def wait_k8s(

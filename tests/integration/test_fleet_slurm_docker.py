@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -217,6 +218,61 @@ def test_bad_requests_fail_before_anything_is_submitted(certified_fleet: Fleet) 
     assert "hint: the classes are: a100, cpu, h200" in res.stderr and "Traceback" not in res.stderr
     res = cli(certified_fleet.data, "fleet", "certify", certified_fleet.ref)
     assert res.returncode == 2 and "say which scheduler: --slurm or --k8s" in res.stderr
+
+
+FORGE = """\
+import json, os, sys
+from envbuilder.certify.certificate import build_certificate
+from envbuilder.certify.scheduler import scheduler_section
+from envbuilder.harness import HARNESS_VERSION
+from envbuilder.harness.digest import tree_digest
+from envbuilder.resources import harness_dir
+
+argv = sys.argv[1:]
+step = {"kind": "step", "status": "pass", "reason": "", "seconds": 1.0, "metrics": {}}
+result = {  # the payload's own digest and the job's nonce: only the GPU claim is false
+    "kind": "result", "schema_version": 1, "harness_version": HARNESS_VERSION,
+    "harness_sha256": tree_digest(harness_dir()), "mode": "full", "gpu_path": True,
+    "started": "2026-12-01T00:00:00Z", "finished": "2026-12-01T00:01:00Z",
+    "options": {"nonce": argv[argv.index("--nonce") + 1]},
+    "steps": [{**step, "name": "host"}, {**step, "name": "cuda_smoke"}],
+    "thresholds": {}, "gates": [], "verdict": "certified", "verdict_reason": "forged",
+    "telemetry": {}, "host": {},
+}
+cert = build_certificate(
+    image={"id": os.environ["FORGE_IMAGE_ID"], "ref": argv[1], "stack": None, "lock_hash": None},
+    host={"fingerprint": "sha256:00", "driver": "580.95.05", "gpus": [], "gpu_access": "toolkit"},
+    run={"exit_code": 0, **scheduler_section()},
+    harness=result, thresholds={}, verdict="certified", verdict_reason="forged",
+)
+open(argv[argv.index("--out") + 1], "w").write(cert.to_json())
+"""
+
+
+def test_a_forged_gpu_certificate_from_a_cpu_class_job_is_refused(
+    certified_fleet: Fleet, engine: DockerEngine, tmp_path: Path
+) -> None:
+    """A real sbatch job on the CPU class whose "envbuilder" writes a sealed certificate claiming
+    GPU steps (nonce and payload digest right): the submitting host re-derives the verdict with
+    certify's rule and refuses it; nothing is kept or attached."""
+    info = engine.inspect_image(certified_fleet.ref)
+    assert info is not None
+    forge = tmp_path / "forge.py"
+    forge.write_text(FORGE)
+    tmp_path.chmod(0o755)
+    jobs = tmp_path / "jobs"
+    res = cli(
+        certified_fleet.data,
+        "fleet", "certify", certified_fleet.ref, "--slurm", "--classes", "cpu", "--time", "5",
+        "--no-attest", "--json", "--work-dir", str(jobs),
+        "--envbuilder", f"env FORGE_IMAGE_ID={info.id} {sys.executable} {forge}",
+    )  # fmt: skip
+    assert res.returncode == 11, res.stdout[-2000:] + res.stderr[-2000:]
+    (job,) = json.loads(res.stdout)["jobs"]
+    assert job["class"] == "cpu" and job["node"] == "cpu-0" and job["state"] == "NO-RESULT"
+    assert "--gpu-access none" in Path(job["script"]).read_text()
+    assert "it says certified, but its own result gives failed here" in job["problem"]
+    assert "claims the GPU path" in job["problem"] and job["certificate"] is None
 
 
 BUILDX = STATE / "buildx" / "root" / "usr" / "libexec" / "docker" / "cli-plugins" / "docker-buildx"

@@ -14,8 +14,9 @@ from fake_engine import FakeEngine, cpu_stack
 from render_cases import TORCH_BUNDLED_CU130
 
 from envbuilder.certify.certificate import verify_certificate
-from envbuilder.certify.certify import certify_image, harness_command, load_thresholds
+from envbuilder.certify.certify import certify_image
 from envbuilder.certify.gpu_access import choose_gpu_access, prepare_target, shm_bytes, training_container
+from envbuilder.certify.harness_plan import harness_command, load_thresholds
 from envbuilder.engine import ContainerSpec, GpuRequest, ImageInfo, Mount, RunResult, Ulimit, docker_run_argv
 from envbuilder.errors import CertificationFailedError, NoGpuError, UsageError
 from envbuilder.harness import HARNESS_VERSION

@@ -5,6 +5,7 @@ the constraints (Slurm, affinity, NFD) a certified image asks for."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 from pathlib import Path
 from typing import Any
@@ -13,6 +14,7 @@ import pytest
 import yaml
 from cert_factory import H200, RTX, cert
 from fake_slurm import FakeSlurm
+from test_certify import harness_result
 from test_fleet_slurm import GPU_STACK, fleet_image, harness_plan, image
 
 from envbuilder.certify.certificate import Certificate, build_certificate
@@ -36,6 +38,7 @@ from envbuilder.fleet.kubernetes import (
 )
 from envbuilder.fleet.status import class_status
 from envbuilder.matrix import load_matrix
+from envbuilder.resources import harness_dir
 
 ROOT = Path(__file__).resolve().parents[2]
 GOLDEN = ROOT / "tests" / "golden" / "fleet"
@@ -161,11 +164,23 @@ def test_the_certification_job_for_a_class_validates_and_asks_for_its_gpus() -> 
         fleet_image(), h100, harness_plan(), run_id="R1-abc123", namespace="ml", dra=False, gpu=True
     )
     validate_manifests(docs)
-    assert [d["kind"] for d in docs] == ["ConfigMap", "Job"]
+    assert [d["kind"] for d in docs] == ["ConfigMap", "ConfigMap", "Job"]
     pod = job_pod(docs)
     (container,) = pod["containers"]
     assert container["image"] == "127.0.0.1:5000/team/train@sha256:" + "11" * 32
     assert container["command"] == list(harness_plan().command)
+    assert (
+        "--nonce" in container["command"] and container["command"][1] == "/opt/envbuilder-host/harness/run.py"
+    )
+    # this host's payload, read-only where the command runs it (never the image's own copy)
+    assert {"name": "harness", "mountPath": "/opt/envbuilder-host/harness", "readOnly": True} in container[
+        "volumeMounts"
+    ]
+    volume = next(v for v in pod["volumes"] if v["name"] == "harness")
+    assert volume["configMap"]["name"] == docs[1]["metadata"]["name"]
+    items = {i["path"]: i["key"] for i in volume["configMap"]["items"]}
+    assert items["steps/smoke.py"] == "steps_smoke.py" and "run.py" in items
+    assert docs[1]["data"][items["digest.py"]] == (harness_dir() / "digest.py").read_text()
     assert container["resources"] == {"limits": {"nvidia.com/gpu": 8}}
     exprs = pod["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][
         "nodeSelectorTerms"
@@ -175,7 +190,32 @@ def test_the_certification_job_for_a_class_validates_and_asks_for_its_gpus() -> 
     ]
     assert json.loads(docs[0]["data"]["thresholds.json"]) == {"defaults": {}}
     assert {"name": "ENVBUILDER_NODE_CLASS", "value": "nvidia-h100-80gb-hbm3"} in container["env"]
-    assert docs[1]["metadata"]["name"] == "envbuilder-certify-nvidia-h100-80gb-hbm3-abc123"
+    assert docs[-1]["metadata"]["name"] == "envbuilder-certify-nvidia-h100-80gb-hbm3-abc123"
+
+
+def test_the_payload_the_configmap_lays_out_has_this_hosts_digest(tmp_path: Path) -> None:
+    """As the kubelet mounts a ConfigMap (its atomic writer: the files in a timestamped folder,
+    `..data` pointing at it, each top-level entry a link through `..data`), the harness's own
+    digest (digest.py, over the folder its file really lies in) is this host's: the check holds."""
+    h100 = node_classes(read_nodes_file(NODES), MATRIX)[1]
+    docs = certify_manifests(
+        fleet_image(), h100, harness_plan(), run_id="R1-abc123", namespace="ml", dra=False, gpu=True
+    )
+    data = docs[1]["data"]
+    items = next(v for v in job_pod(docs)["volumes"] if v["name"] == "harness")["configMap"]["items"]
+    mount = tmp_path / "harness"
+    stamped = mount / "..2026_12_01_15_00_00.000000001"
+    for item in items:
+        (stamped / item["path"]).parent.mkdir(parents=True, exist_ok=True)
+        (stamped / item["path"]).write_text(data[item["key"]])
+    (mount / "..data").symlink_to(stamped.name)
+    for top in {i["path"].split("/")[0] for i in items}:
+        (mount / top).symlink_to(f"..data/{top}")
+    spec = importlib.util.spec_from_file_location("mounted_digest", mount / "digest.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert module.tree_digest() == harness_plan().harness_sha256
 
 
 def test_the_dra_variant_claims_gpus_with_cel_selectors() -> None:
@@ -203,7 +243,7 @@ def test_the_cpu_path_asks_for_no_gpu_and_still_validates() -> None:
         fleet_image(), h100, harness_plan(), run_id="R", namespace="d", dra=True, gpu=False
     )
     validate_manifests(docs)
-    assert "resources" not in job_pod(docs)["containers"][0] and len(docs) == 2
+    assert "resources" not in job_pod(docs)["containers"][0] and len(docs) == 3
 
 
 def test_validation_refuses_what_kubernetes_would() -> None:
@@ -253,7 +293,7 @@ def test_rendering_a_run_writes_one_file_per_class(tmp_path: Path) -> None:
 
 def test_kubectl_is_called_as_a_user_would() -> None:
     fake = FakeSlurm().on("kubectl", "get", stdout='{"items": []}').on("kubectl", "logs", stdout="log\n")
-    fake.on("kubectl", "apply", stdout="configmap/a\njob.batch/b\n")
+    fake.on("kubectl", "create", stdout="configmap/a\njob.batch/b\n")
     kc = Kubectl("kubectl", run=fake)
     assert kc.get_json(["nodes"]) == {"items": []}
     assert kc.get_json(["job", "j1"], "ml") == {"items": []}
@@ -264,7 +304,8 @@ def test_kubectl_is_called_as_a_user_would() -> None:
         ["kubectl", "get", "job", "j1", "--namespace", "ml", "-o", "json"],
         ["kubectl", "logs", "--namespace", "ml", "job/j1", "--tail=-1"],
     ]
-    assert fake.calls[3][:4] == ["kubectl", "apply", "--namespace", "ml"] and fake.calls[3][-2:] == [
+    # create, not apply: the harness ConfigMap is over what apply's last-applied annotation holds
+    assert fake.calls[3][:4] == ["kubectl", "create", "--namespace", "ml"] and fake.calls[3][-2:] == [
         "-o",
         "name",
     ]
@@ -291,15 +332,19 @@ class FakeCluster:
         return self.log
 
 
-def harness_result(verdict: str = "certified") -> dict[str, Any]:
+def pod_result(nonce: str | None, verdict: str = "certified") -> dict[str, Any]:
+    """What the harness prints last in the pod: a real-shaped result, its own host record."""
     gpu = {"index": 0, "name": "NVIDIA H100 80GB HBM3", "uuid": "GPU-9", "compute_capability": "9.0"}
-    return {
-        "kind": "result",
-        "verdict": verdict,
-        "verdict_reason": "13 checks passed",
+    doc = harness_result(verdict)
+    doc["steps"].append(
+        {"kind": "step", "name": "tuned_rn50_eager", "status": "pass", "reason": "", "seconds": 60.0,
+         "metrics": {"images_per_s": 3120.5}}
+    )  # fmt: skip
+    doc |= {
+        "options": {"nonce": nonce},
         "host": {"driver_version": "570.124.06", "cuda_driver_version": "12.8", "gpus": [gpu]},
-        "steps": [{"name": "tuned_rn50_eager", "status": "pass", "metrics": {"images_per_s": 3120.5}}],
     }
+    return doc
 
 
 def test_a_jobs_log_is_sealed_into_a_certificate_for_its_class(tmp_path: Path) -> None:
@@ -321,8 +366,9 @@ def test_a_jobs_log_is_sealed_into_a_certificate_for_its_class(tmp_path: Path) -
         quick=False,
         run_id="R7-bbbbbb",
     )
-    log = "[harness] ok host\nnot json\n" + json.dumps(harness_result()) + "\n"
-    got = collect_k8s_job(run, run.jobs[0], FakeCluster(log), "SUCCEEDED")
+    job = run.jobs[0]
+    log = "[harness] ok host\nnot json\n" + json.dumps(pod_result(job.nonce)) + "\n"
+    got = collect_k8s_job(run, job, FakeCluster(log), "SUCCEEDED")
     assert got.certificate is not None and got.job.state == "COLLECTED"
     c = got.certificate
     assert c.verdict == "certified" and c.host.driver == "570.124.06"
@@ -332,10 +378,20 @@ def test_a_jobs_log_is_sealed_into_a_certificate_for_its_class(tmp_path: Path) -
     assert (
         c.run["scheduler"]["class"] == "nvidia-h100-80gb-hbm3" and c.run["scheduler"]["node"] == "gpu-h100-a"
     )
+    assert c.run["host_observation"]["source"] == "none"  # the pod's GPUs are out of this host's reach
+    assert c.run["harness_sha256"] == harness_plan().harness_sha256
     cpu_only = collect_k8s_job(
-        run, run.jobs[0], FakeCluster(json.dumps(harness_result("certified-cpu-only"))), "SUCCEEDED"
+        run, job, FakeCluster(json.dumps(pod_result(job.nonce, "certified-cpu-only"))), "SUCCEEDED"
     )
     assert cpu_only.job.verdict == "failed"  # a GPU stack given a GPU that ran on the CPU only
+    assert "only ran on the CPU" in cpu_only.certificate.verdict_reason  # type: ignore[union-attr]
+    # the bare claim issue 15's first version accepted: refused, as certify refuses it
+    bare = {"kind": "result", "verdict": "certified", "verdict_reason": "13 checks passed"}
+    refused = collect_k8s_job(run, job, FakeCluster(json.dumps(bare)), "SUCCEEDED").certificate
+    assert refused is not None and refused.verdict == "failed"
+    assert refused.verdict_reason.startswith("refused: the harness result is malformed")
+    replayed = collect_k8s_job(run, job, FakeCluster(json.dumps(pod_result("other"))), "SUCCEEDED")
+    assert "does not carry this run's nonce" in replayed.certificate.verdict_reason  # type: ignore[union-attr]
     assert (
         collect_k8s_job(run, run.jobs[0], FakeCluster("Error: ImagePullBackOff"), "FAILED").job.state
         == "NO-RESULT"

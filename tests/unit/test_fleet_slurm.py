@@ -10,9 +10,10 @@ from pathlib import Path
 import pytest
 from fake_engine import cpu_stack
 from fake_slurm import FakeSlurm, cluster, recorded
+from test_certify import harness_result
 
 from envbuilder.certify.certificate import Certificate, build_certificate
-from envbuilder.certify.certify import HarnessPlan
+from envbuilder.certify.harness_plan import HarnessPlan
 from envbuilder.certify.scheduler import scheduler_record
 from envbuilder.engine import ImageInfo
 from envbuilder.errors import SchedulerError, UsageError
@@ -32,10 +33,12 @@ from envbuilder.fleet.slurm import (
     select_classes,
     submit,
 )
+from envbuilder.harness.digest import tree_digest
 from envbuilder.hashing import canonical_json
 from envbuilder.host import SMI_QUERY
 from envbuilder.image.metadata import LABEL_HARNESS, LABEL_STACK
 from envbuilder.matrix import load_matrix
+from envbuilder.resources import harness_dir
 
 MATRIX = load_matrix()
 GPU_STACK = cpu_stack(
@@ -191,11 +194,12 @@ def test_sbatch_refusal_is_a_scheduler_error_naming_slurms_words() -> None:
 
 def harness_plan() -> HarnessPlan:
     return HarnessPlan(
-        command=("python3", "/opt/envbuilder/harness/run.py", "--out", "/envbuilder-io/result.json"),
         thresholds={"defaults": {}},
-        harness_dir="/opt/envbuilder/harness",
-        host_harness=None,
+        host_harness=str(harness_dir()),
+        harness_sha256=tree_digest(harness_dir()),
+        nonce="0" * 32,
         quick=True,
+        cpu=False,
         limit_s=600.0,
     )
 
@@ -227,9 +231,10 @@ def test_the_job_script_asks_for_the_class_and_certifies_on_it(tmp_path: Path) -
     pull = "127.0.0.1:5000/team/train@sha256:" + "11" * 32
     assert f"docker image inspect {pull} >/dev/null 2>&1 || docker pull {pull}" in script
     assert (
-        f"/venv/bin/python -m envbuilder certify {pull} --gpu-access none --no-store --out "
-        f"{tmp_path}/R1-abc123/h200/certificate.json --quick"
+        f"/venv/bin/python -m envbuilder certify {pull} --gpu-access none --nonce {h200.nonce} --no-store "
+        f"--out {tmp_path}/R1-abc123/h200/certificate.json --quick"
     ) in script
+    assert len({j.nonce for j in run.jobs}) == len(run.jobs) and h200.access == "none"
     assert f"#SBATCH --output={tmp_path}/R1-abc123/h200/slurm-%j.out" in script
 
 
@@ -244,18 +249,27 @@ def test_apptainer_and_enroot_jobs_run_the_harness_itself(tmp_path: Path) -> Non
         run_id="R2-aaaaaa",
     )
     folder = f"{tmp_path}/R2-aaaaaa/h200"
-    assert app.jobs[0].command == (
+    staged = f"{tmp_path}/R2-aaaaaa/harness"  # this host's payload, never the image's copy
+    job = app.jobs[0]
+    assert job.command == (
         "apptainer",
         "exec",
         "--containall",
         "--nv",
         "--bind",
         f"{folder}:/envbuilder-io",
+        "--bind",
+        f"{staged}:/opt/envbuilder-host/harness:ro",
+        "--env",
+        "PYTHONDONTWRITEBYTECODE=1",
         "--env",
         "PYTHONUNBUFFERED=1",
         "/s/t.sif",
-        *harness_plan().command,
+        *replace(harness_plan(), nonce=str(job.nonce)).command,
     )
+    assert job.nonce != harness_plan().nonce and job.access == "apptainer --nv"
+    assert tree_digest(staged) == harness_plan().harness_sha256
+    assert app.options["harness_sha256"] == harness_plan().harness_sha256
     assert json.loads(Path(folder, "thresholds.json").read_text()) == {"defaults": {}}
     enr = plan_run(
         fleet_image(),
@@ -272,13 +286,11 @@ def test_apptainer_and_enroot_jobs_run_the_harness_itself(tmp_path: Path) -> Non
         "--container-image=127.0.0.1:5000#team/train:1",
         "--no-container-mount-home",
         "--container-workdir=/",
-        f"--container-mounts={tmp_path}/R3-bbbbbb/h200:/envbuilder-io",
+        f"--container-mounts={tmp_path}/R3-bbbbbb/h200:/envbuilder-io,"
+        f"{tmp_path}/R3-bbbbbb/harness:/opt/envbuilder-host/harness:ro",
         "--container-env=NVIDIA_VISIBLE_DEVICES",
-        *harness_plan().command,
+        *replace(harness_plan(), nonce=str(enr.jobs[0].nonce), cpu=True).command,
     )
-    no_harness = replace(harness_plan(), host_harness="/host/envbuilder/harness")
-    with pytest.raises(UsageError, match="carries no harness"):
-        plan_run(fleet_image(), classes, no_harness, JobOptions(runtime="apptainer"), work_dir=tmp_path)
 
 
 def test_pyxis_names_images_its_own_way() -> None:
@@ -290,17 +302,28 @@ def test_pyxis_names_images_its_own_way() -> None:
     assert registry_reference("localhost:5000/a:b") is not None
 
 
-def sealed(job_id: str, node_class: str, image_id: str = "sha256:" + "ab" * 32) -> Certificate:
+def sealed(
+    job_id: str,
+    node_class: str,
+    image_id: str = "sha256:" + "ab" * 32,
+    *,
+    nonce: str | None = None,
+    result: dict[str, object] | None = None,
+    access: str = "none",
+) -> Certificate:
+    """What a node's `envbuilder certify --out` writes: a sealed certificate over a harness result
+    (by default an honest CPU-path one echoing `nonce`)."""
     sched = scheduler_record(
         {"SLURM_JOB_ID": job_id, "SLURMD_NODENAME": "h200-0", "ENVBUILDER_NODE_CLASS": node_class}
     )
+    doc = result or {**harness_result("certified-cpu-only"), "options": {"nonce": nonce}}
     return build_certificate(
         image={"id": image_id, "ref": "x", "stack": None, "lock_hash": None},
-        host={"fingerprint": "sha256:00", "driver": None, "gpus": [], "gpu_access": "none"},
-        run={"scheduler": sched},
-        harness={"steps": []},
+        host={"fingerprint": "sha256:00", "driver": None, "gpus": [], "gpu_access": access},
+        run={"scheduler": sched, "exit_code": 0},
+        harness=doc,
         thresholds={},
-        verdict="certified-cpu-only",
+        verdict=str(doc["verdict"]),
         verdict_reason="CPU path passed",
     )
 
@@ -316,21 +339,70 @@ def test_a_finished_job_gives_its_certificate_only_if_it_is_for_this_image_job_a
     done = JobState(job_id="7", state="COMPLETED", exit_code="0:0", node="h200-0")
     cert_path = Path(job.job_dir) / "certificate.json"
     assert collect_job(run, job, done).job.state == "NO-RESULT"  # nothing written
-    cert_path.write_text(sealed("7", "h200").to_json())
+    nonce = job.nonce
+    cert_path.write_text(sealed("7", "h200", nonce=nonce).to_json())
     got = collect_job(run, job, done)
     assert (
         got.job.state == "COLLECTED"
         and got.certificate is not None
         and got.job.verdict == "certified-cpu-only"
     )
-    cert_path.write_text(sealed("8", "h200").to_json())
+    cert_path.write_text(sealed("8", "h200", nonce=nonce).to_json())
     assert "not job 7 for class h200" in str(collect_job(run, job, done).job.problem)
-    cert_path.write_text(sealed("7", "h200", image_id="sha256:" + "cd" * 32).to_json())
+    cert_path.write_text(sealed("7", "h200", image_id="sha256:" + "cd" * 32, nonce=nonce).to_json())
     assert "certificate is for image cdcdcdcdcdcd" in str(collect_job(run, job, done).job.problem)
-    edited = json.loads(sealed("7", "h200").to_json())
+    cert_path.write_text(sealed("7", "h200", nonce="another run's").to_json())  # replayed
+    assert "does not carry this run's nonce" in str(collect_job(run, job, done).job.problem)
+    edited = json.loads(sealed("7", "h200", nonce=nonce).to_json())
     edited["verdict"] = "certified"
     cert_path.write_text(json.dumps(edited))
     assert "changed: verdict" in str(collect_job(run, job, done).job.problem)
+
+
+def cpu_class() -> tuple[NodeClass, ...]:
+    return select_classes(node_classes(read_nodes(cluster()), MATRIX), ["cpu"])
+
+
+def test_a_forged_result_claiming_gpu_steps_on_a_cpu_class_is_refused(tmp_path: Path) -> None:
+    """Judged here as certify judges (host_verdict), whatever the node wrote: a class without GPUs
+    is the CPU path even with --gpu-access auto, so a result with GPU steps is not accepted."""
+    done = JobState(job_id="9", state="COMPLETED", exit_code="0:0", node="cpu-0")
+    run = plan_run(fleet_image(), cpu_class(), harness_plan(), JobOptions(), work_dir=tmp_path, run_id="R6-a")
+    job = replace(run.jobs[0], job_id="9")
+    assert job.access == "none" and "--gpu-access none" in Path(job.script).read_text()
+    forged = {**harness_result("certified"), "options": {"nonce": job.nonce}}  # cuda_smoke passed
+    Path(job.job_dir, "certificate.json").write_text(
+        sealed("9", "cpu", result=forged, access="toolkit").to_json()
+    )
+    got = collect_job(run, job, done)
+    assert got.certificate is None and got.job.state == "NO-RESULT"
+    assert "it says certified, but its own result gives failed here" in str(got.job.problem)
+    assert "claims the GPU path" in str(got.job.problem)
+    # apptainer: the harness's result.json is sealed here; the refusal is the certificate's verdict
+    app = plan_run(
+        fleet_image(),
+        cpu_class(),
+        harness_plan(),
+        JobOptions(runtime="apptainer"),
+        work_dir=tmp_path,
+        run_id="R6-b",
+    )
+    job = replace(app.jobs[0], job_id="9")
+    assert "--nv" not in job.command and "--cpu-only" in job.command
+    Path(job.job_dir, "result.json").write_text(json.dumps({**forged, "options": {"nonce": job.nonce}}))
+    cert = collect_job(app, job, done).certificate
+    assert cert is not None and cert.verdict == "failed"
+    assert cert.verdict_reason.startswith("refused: ") and "claims the GPU path" in cert.verdict_reason
+    honest = {**harness_result("certified-cpu-only"), "options": {"nonce": job.nonce}}
+    Path(job.job_dir, "result.json").write_text(json.dumps(honest))
+    cert = collect_job(app, job, done).certificate
+    assert cert is not None and cert.verdict == "certified-cpu-only"
+    observed = cert.run["host_observation"]
+    assert observed["source"] == "none" and observed["samples"] == 0
+    assert "slurm job 9 on cpu-0: not observed by the submitting host" in observed["detail"]
+    Path(job.job_dir, "result.json").write_text(json.dumps({**honest, "options": {"nonce": "old"}}))
+    cert = collect_job(app, job, done).certificate
+    assert cert is not None and "does not carry this run's nonce" in cert.verdict_reason
 
 
 def test_the_run_record_is_written_whole_and_read_back_by_image(tmp_path: Path) -> None:

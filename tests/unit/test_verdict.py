@@ -10,7 +10,6 @@ from typing import Any
 import pytest
 from test_certify import IMAGE, a100_host, certify, engine, harness_result
 
-from envbuilder.certify.gpu_access import AccessChoice
 from envbuilder.certify.observe import GpuWatch, Observation
 from envbuilder.certify.verdict import REFUSED, RunFacts, host_verdict
 from envbuilder.engine import ImageInfo
@@ -25,12 +24,11 @@ IDLE = Observation(source="nvml", samples=3, busy=())
 
 
 def facts(access: str = "toolkit", observation: Observation | None = SEEN, exit_code: int = 0) -> RunFacts:
-    choice = AccessChoice(name=access, reason="test")  # type: ignore[arg-type]
     return RunFacts(
         nonce=NONCE,
         harness_sha256=SHA,
         exit_code=exit_code,
-        choice=choice,
+        access=access,
         stack=None,
         observation=observation,
     )
