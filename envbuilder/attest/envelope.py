@@ -25,6 +25,7 @@ from securesystemslib.signer import Signer
 from envbuilder.attest.policy import TrustPolicy
 from envbuilder.attest.statement import CERTIFICATE, PAYLOAD_TYPE, encode, parse_statement
 from envbuilder.certify.certificate import Certificate, parse_timestamp, verify_certificate
+from envbuilder.errors import CertificateRefusedError
 from envbuilder.hashing import sha256_digest
 
 MEDIA_TYPE = "application/vnd.dsse.envelope.v1+json"
@@ -160,10 +161,10 @@ def verify_envelope(
         )
     cert: Certificate | None = None
     if ptype == CERTIFICATE:
-        body = parsed.predicate.get("certificate")
-        if not isinstance(body, dict):
-            return refuse("malformed", "the certificate predicate has no certificate", keyids, ptype)
-        cert = Certificate(body)
+        try:
+            cert = Certificate.from_data(parsed.predicate.get("certificate"), "the signed certificate")
+        except CertificateRefusedError as exc:
+            return refuse("malformed", f"the certificate predicate: {exc.message}", keyids, ptype)
         problems = verify_certificate(cert)
         if problems:
             return refuse(

@@ -16,7 +16,9 @@ from datetime import datetime, timezone
 from typing import Any
 
 from envbuilder import __version__
+from envbuilder.bounded import load_json
 from envbuilder.certify.record import (
+    CERTIFICATE_SHAPE,
     CertifiedHost,
     CertifiedImage,
     GateRecord,
@@ -27,8 +29,12 @@ from envbuilder.certify.record import (
 )
 from envbuilder.errors import CertificateRefusedError
 from envbuilder.hashing import SHA256_PREFIX, sha256_of
+from envbuilder.typed import WrongType, check_document
 
 SCHEMA_VERSION = 1
+_REFUSED_HINT = (
+    "it is damaged or not an envbuilder certificate: re-certify the image (envbuilder certify IMAGE)"
+)
 KIND = "envbuilder-certificate"
 VERDICTS = ("certified", "certified-cpu-only", "failed")
 # Top-level sections, in schema order. `content_hash` and `section_hashes` are not sections.
@@ -153,13 +159,33 @@ class Certificate:
 
     @classmethod
     def from_json(cls, text: str, where: str = "certificate") -> Certificate:
-        """Parse a certificate. Raises CertificateRefusedError when it is not a JSON object."""
+        """Parse a certificate within the bounded loader's limits and check every field's type
+        (CERTIFICATE_SHAPE), so that no reader past this meets a wrong type. Whether it is intact
+        is verify_certificate's question. Raises CertificateRefusedError (not JSON, too large or
+        deep, not an object, a field of the wrong type)."""
         try:
-            data = json.loads(text)
-        except ValueError as exc:
-            raise CertificateRefusedError(f"{where} is not valid JSON: {exc}") from exc
+            data = load_json(text)
+        except ValueError as exc:  # JSONDecodeError, TooLarge, an integer past int's digit limit
+            raise CertificateRefusedError(
+                f"{where} is not valid JSON: {str(exc)[:200]}", hint=_REFUSED_HINT, file=where
+            ) from None
+        return cls.from_data(data, where)
+
+    @classmethod
+    def from_data(cls, data: object, where: str = "certificate") -> Certificate:
+        """A parsed certificate document (a signed attestation's predicate, say), every field's
+        type checked as from_json does. Raises CertificateRefusedError."""
         if not isinstance(data, dict):
-            raise CertificateRefusedError(f"{where} is not a JSON object")
+            raise CertificateRefusedError(f"{where} is not a JSON object", hint=_REFUSED_HINT, file=where)
+        try:
+            check_document(data, CERTIFICATE_SHAPE)
+        except WrongType as exc:
+            raise CertificateRefusedError(
+                f"{where} is not a certificate envbuilder can read: {exc}",
+                hint=_REFUSED_HINT,
+                file=where,
+                field=exc.path,
+            ) from None
         return cls(data)
 
 

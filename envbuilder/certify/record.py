@@ -1,9 +1,11 @@
 """The typed reading of a certificate's sections (Certificate.image, .host, .steps, .gates): what
 run's checks, the report, the CLI and attest read, instead of each digging through the JSON.
 
-A certificate is evidence, perhaps from another machine or an older envbuilder, so reading never
-raises: a missing or malformed field reads as None (or an empty tuple), and the consumer decides
-what that means. `Certificate.data` stays the document exactly as sealed.
+A certificate is evidence, perhaps from another machine or an older envbuilder: a missing field
+reads as None (or an empty tuple), and the consumer decides what that means. A field of the wrong
+type never gets this far: Certificate.from_json checks CERTIFICATE_SHAPE (the fields these
+readers, the report, run's checks and attest use) once, at load. `Certificate.data` stays the
+document exactly as sealed.
 """
 
 from __future__ import annotations
@@ -11,6 +13,118 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
+
+from envbuilder.typed import ANY, BOOL, INT, NUM, POSITIVE, STR, list_of, map_of, obj, opt
+
+_S, _N, _I = opt(STR), opt(NUM), opt(INT)
+_STATS = obj({"max": _N, "mean": _N})
+_LIBRARY = obj(
+    {
+        "library": STR,
+        "owner": _S,
+        "sass": list_of(STR),
+        "ptx": list_of(obj({"arch": STR, "isa": _S})),
+        "notes": list_of(STR),
+    }
+)
+# The step metrics something outside the harness reads (report/model.py, certify/kernels.py,
+# the CLI's key metric); the others are the harness's own and only checked as JSON.
+_METRICS = obj(
+    {
+        "images_per_s": _N,
+        "val_accuracy": _N,
+        "largest_batch": _I,
+        "precision": _S,
+        "step_time": obj(dict.fromkeys(("mean_ms", "p95_ms", "p50_ms", "min_ms", "max_ms"), _N)),
+        "memory": map_of(_N),
+        "telemetry": obj({"temp_c": _STATS}),
+        "config": obj({"precision": _S, "batch": _I}),
+        "libraries": list_of(_LIBRARY),
+    }
+)
+_STEP = obj(
+    {
+        "name": STR,
+        "status": STR,
+        "reason": _S,
+        "seconds": _N,
+        "metrics": opt(_METRICS),
+        "warnings": list_of(STR),
+    },
+    required=("name", "status"),
+)
+_GATE = obj({"name": STR, "status": STR, "reason": _S}, required=("name",))
+_TELEMETRY = obj(
+    {
+        "available": opt(BOOL),
+        "reason": _S,
+        "series": obj({"t": list_of(NUM)}, others=list_of(_N)),
+        "windows": map_of(list_of(NUM)),
+        "summary": map_of(ANY),
+    }
+)
+_MULTI_GPU = obj(
+    {
+        "status": _S,
+        "reason": _S,
+        "world_size": _I,
+        "max_bytes": opt(POSITIVE),
+        "sweep_cap": obj({"requested_bytes": opt(POSITIVE), "free_bytes_min": _N, "limited_by": _S}),
+        "backend": _S,
+        "nccl_version": _S,
+        "interconnect": _S,
+        "env": map_of(ANY),
+        "thresholds": obj({"min_busbw_gbs": _N, "min_scaling_efficiency": _N}),
+        "gates": list_of(
+            obj({"name": _S, "status": _S, "reason": _S, "at_bytes": opt(POSITIVE), "value": _N})
+        ),
+        "sweep": list_of(obj({"bytes": opt(POSITIVE), "busbw_gbs": _N, "algbw_gbs": _N, "time_us": _N})),
+        "ranks": list_of(map_of(ANY)),
+        **dict.fromkeys(("busbw_at_max_gbs", "ddp_images_per_s", "single_gpu_images_per_s"), _N),
+        "scaling_efficiency": _N,
+        "allreduce_values_ok": opt(BOOL),
+        "params_identical": opt(BOOL),
+    }
+)
+_STACK = obj(
+    {
+        **dict.fromkeys(("id", "cuda", "cudnn", "python", "base_image", "strategy", "min_driver"), _S),
+        "framework": obj({"name": _S, "version": _S, "variant": _S}),
+        "archs": obj({"sass": list_of(STR), "ptx": list_of(STR)}),
+    }
+)
+CERTIFICATE_SHAPE = obj(
+    {
+        "schema_version": INT,
+        "kind": STR,
+        "content_hash": STR,
+        "section_hashes": map_of(STR),
+        "verdict": STR,
+        "verdict_reason": _S,
+        "issued_at": _S,
+        "envbuilder_version": _S,
+        "image": obj({"id": STR, "ref": _S, "stack": opt(_STACK), "lock_hash": _S}),
+        "host": obj(
+            {
+                **dict.fromkeys(("fingerprint", "driver", "cuda_driver", "gpu_access"), _S),
+                "gpus": list_of(obj({"name": _S, "uuid": _S, "cc": _S})),
+            }
+        ),
+        "run": obj({"scheduler": opt(map_of(ANY)), "_fixture": _S}),
+        "thresholds": map_of(ANY),
+        "harness": obj(
+            {
+                "steps": list_of(_STEP),
+                "gates": list_of(_GATE),
+                "telemetry": opt(_TELEMETRY),
+                "notes": list_of(STR),
+                "options": obj({"framework": _S}),
+                "multi_gpu": opt(_MULTI_GPU),
+                "_fixture": _S,
+            }
+        ),
+    }
+)
 
 
 def text(value: object) -> str | None:

@@ -6,6 +6,21 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from envbuilder.typed import INT, STR, check_document, list_of, obj, opt
+
+_MAYBE_STR = opt(STR)
+GPU_SHAPE = obj(
+    {
+        "name": STR,
+        "cc": STR,
+        "memory_total_mib": opt(INT),
+        **dict.fromkeys(("brand", "segment", "uuid", "model"), _MAYBE_STR),
+    },
+    required=("name", "cc"),
+)
+# Host.to_dict()'s field types (a lock's resolution.host): what Host.from_dict checks.
+HOST_SHAPE = obj({"driver": _MAYBE_STR, "gpus": opt(list_of(GPU_SHAPE)), "source": _MAYBE_STR})
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class HostGpu:
@@ -60,10 +75,10 @@ class Host:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Host:
-        """Inverse of to_dict. Raises KeyError/TypeError on a malformed dict (callers wrap it)."""
+        """Inverse of to_dict, every field type-checked (HOST_SHAPE). Raises WrongType (a
+        ValueError) on a malformed dict (callers wrap it)."""
+        check_document(d, HOST_SHAPE)
         gpus = d.get("gpus") or []
-        if not isinstance(gpus, list) or not all(isinstance(g, dict) for g in gpus):
-            raise TypeError("gpus is not a list of objects")
         return cls(
             driver=_optional_str(d.get("driver")),
             gpus=tuple(HostGpu.from_dict(g) for g in gpus),

@@ -17,11 +17,25 @@ from pathlib import Path
 from typing import Any
 
 from envbuilder.atomic import write_text_atomic
+from envbuilder.bounded import load_json
 from envbuilder.errors import LockError, SpecError
 from envbuilder.hashing import sha256_hex
 from envbuilder.host.model import Host
 from envbuilder.image.packages import PackageLock, package_lock_from_dict
 from envbuilder.resolve.model import Request, Resolution, Stack
+from envbuilder.typed import (
+    ANY,
+    INT,
+    STR,
+    TEXT,
+    WrongType,
+    as_json_object,
+    check_document,
+    list_of,
+    map_of,
+    obj,
+    opt,
+)
 
 LOCK_SCHEMA_VERSION = 2
 _HINT = "regenerate it with `envbuilder lock SPEC` (or `envbuilder resolve --lock FILE`)"
@@ -172,10 +186,41 @@ def write_lock(path: Path, lock: LockFile) -> None:
     write_text_atomic(Path(path), lock_json(lock))
 
 
+# The lock document's field types (parse_lock checks them once, so nothing past it meets a wrong
+# type); the stack and host have theirs beside their dataclasses (STACK_SHAPE, HOST_SHAPE).
+_MAYBE_STR = opt(STR)
+_BUILD_SHAPE = obj(
+    {
+        **dict.fromkeys(("image_id", "base_image", "dockerfile_sha256"), TEXT),
+        **dict.fromkeys(("base_image_digest", "built_at", "platform"), opt(TEXT)),
+        **dict.fromkeys(("packages", "tags", "pushed"), list_of(STR)),
+        "installed": list_of(
+            obj({"name": STR, "version": STR, "record_sha256": _MAYBE_STR}, required=("name", "version"))
+        ),
+    },
+    required=("image_id", "base_image", "dockerfile_sha256"),
+)
+_LOCK_SHAPE = obj(
+    {
+        "schema_version": INT,
+        "lock_hash": _MAYBE_STR,
+        "resolution": obj({"host": ANY}, required=("host",)),
+        "stack": ANY,  # STACK_SHAPE, checked by Stack.from_dict
+        "spec": opt(map_of(ANY)),
+        "spec_path": _MAYBE_STR,
+        "spec_dir": _MAYBE_STR,
+        "packages": list_of(ANY),  # package_lock_from_dict checks each
+        "build": opt(_BUILD_SHAPE),
+    },
+    required=("schema_version", "resolution"),
+)
+
+
 def read_lock(path: Path) -> LockFile:
-    """Read and check a lock file. Raises SpecError naming the file and the bad field."""
+    """Read and check a lock file (bounded: envbuilder.bounded). Raises SpecError naming the
+    file and the bad field."""
     try:
-        raw = json.loads(Path(path).read_text(encoding="utf-8"))
+        raw = load_json(Path(path).read_text(encoding="utf-8"))
     except OSError as exc:
         raise SpecError(
             f"{path}: cannot read lock file: {exc.strerror}", hint=_HINT, file=str(path)
@@ -184,114 +229,86 @@ def read_lock(path: Path) -> LockFile:
         raise SpecError(
             f"{path}: not valid JSON: {exc}", hint=_HINT, file=str(path), line=exc.lineno
         ) from None
-    except UnicodeDecodeError as exc:
-        raise SpecError(f"{path}: not valid JSON: {exc}", hint=_HINT, file=str(path)) from None
+    except ValueError as exc:  # TooLarge, UnicodeDecodeError, an integer past int's digit limit
+        raise SpecError(f"{path}: not a lock file: {_short(exc)}", hint=_HINT, file=str(path)) from None
     return parse_lock(raw, str(path))
 
 
+def _short(exc: Exception) -> str:
+    """An exception's message without the document it quotes (UnicodeDecodeError's bytes)."""
+    if isinstance(exc, UnicodeDecodeError):
+        return f"not UTF-8 text (byte {exc.start})"
+    return str(exc).split("\n", 1)[0][:200]
+
+
 def parse_lock(raw: object, where: str = "<lock>") -> LockFile:
-    """Validate a parsed lock document. Raises SpecError naming `where` and the field."""
+    """Validate a parsed lock document: every field's type (_LOCK_SHAPE, STACK_SHAPE,
+    HOST_SHAPE, the package locks'), then what ties them together. Raises SpecError naming
+    `where` and the field."""
 
     def fail(field: str, why: str) -> SpecError:
         return SpecError(f"{where}: field {field!r}: {why}", hint=_HINT, file=where, field=field)
 
-    if not isinstance(raw, dict):
-        raise fail("<top>", "expected a JSON object")
-    if raw.get("schema_version") != LOCK_SCHEMA_VERSION:
-        raise fail("schema_version", f"expected {LOCK_SCHEMA_VERSION}, got {raw.get('schema_version')!r}")
-    resolution = raw.get("resolution")
-    if not isinstance(resolution, dict):
-        raise fail("resolution", "expected an object (the output of `resolve --json`)")
+    try:
+        doc = as_json_object(raw)
+        check_document(doc, _LOCK_SHAPE)
+    except WrongType as exc:
+        raise fail(exc.path, f"expected {exc.expected}") from None
+    if doc["schema_version"] != LOCK_SCHEMA_VERSION:
+        raise fail("schema_version", f"expected {LOCK_SCHEMA_VERSION}, got {doc['schema_version']}")
+    resolution = doc["resolution"]
     try:
         Host.from_dict(resolution["host"])
-    except (KeyError, TypeError, ValueError) as exc:
-        raise fail("resolution.host", f"malformed ({type(exc).__name__}: {exc})") from None
-    stack_raw = raw.get("stack", resolution.get("stack"))
-    if not isinstance(stack_raw, dict):
-        raise fail("stack", "expected an object")
+    except WrongType as exc:
+        raise fail(f"resolution.host.{exc.path}".removesuffix(".<top>"), f"expected {exc.expected}") from None
+    stack_raw = doc.get("stack", resolution.get("stack"))
     try:
-        stack = Stack.from_dict(stack_raw)
-    except (KeyError, TypeError, ValueError) as exc:
-        raise fail("stack", f"malformed ({type(exc).__name__}: {exc})") from None
-    spec = raw.get("spec")
-    if spec is not None and not isinstance(spec, dict):
-        raise fail("spec", "expected an object or null")
-    spec_dir = raw.get("spec_dir")
-    if spec_dir is not None and (not isinstance(spec_dir, str) or Path(spec_dir).is_absolute()):
+        stack = Stack.from_dict(as_json_object(stack_raw))
+    except WrongType as exc:
+        raise fail(f"stack.{exc.path}".removesuffix(".<top>"), f"expected {exc.expected}") from None
+    spec_dir = doc.get("spec_dir")
+    if spec_dir is not None and Path(spec_dir).is_absolute():
         raise fail("spec_dir", "expected a relative path or null")
-    spec_path = raw.get("spec_path")
-    if spec_path is not None and not isinstance(spec_path, str):
-        raise fail("spec_path", "expected a string or null")
-    build = raw.get("build")
-    packages_raw = raw.get("packages", [])
-    if not isinstance(packages_raw, list):
-        raise fail("packages", "expected a list (one package lock per platform)")
     try:
         packages = tuple(
-            package_lock_from_dict(p, f"{where}: packages[{i}]") for i, p in enumerate(packages_raw)
+            package_lock_from_dict(p, f"{where}: packages[{i}]")
+            for i, p in enumerate(doc.get("packages", []))
         )
     except LockError as exc:
         raise SpecError(exc.message, hint=exc.hint or _HINT) from None
     platforms = [p.platform for p in packages]
     if len(set(platforms)) != len(platforms):
         raise fail("packages", "two package locks for one platform")
+    build = doc.get("build")
     lock = LockFile(
         resolution=resolution,
         stack=stack,
-        spec=spec,
-        spec_path=spec_path,
-        build=_parse_build(build, fail) if build is not None else None,
+        spec=doc.get("spec"),
+        spec_path=doc.get("spec_path"),
+        build=_build_record(build) if build is not None else None,
         packages=packages,
         spec_dir=spec_dir,
     )
-    recorded = raw.get("lock_hash")
+    recorded = doc.get("lock_hash")
     if recorded is not None and recorded != lock.hash:
         raise fail("lock_hash", f"{recorded} does not match the stack and spec ({lock.hash}): edited?")
     return lock
 
 
-def _parse_build(raw: object, fail: Any) -> BuildRecord:
-    if not isinstance(raw, dict):
-        raise fail("build", "expected an object or null")
-
-    def text(key: str, optional: bool = False) -> Any:
-        v = raw.get(key)
-        if v is None and optional:
-            return None
-        if not isinstance(v, str) or not v:
-            raise fail(f"build.{key}", "expected a non-empty string")
-        return v
-
-    def strings(key: str) -> tuple[str, ...]:
-        v = raw.get(key, [])
-        if not isinstance(v, list) or not all(isinstance(x, str) for x in v):
-            raise fail(f"build.{key}", "expected a list of strings")
-        return tuple(v)
-
-    installed_raw = raw.get("installed", [])
-    if not isinstance(installed_raw, list):
-        raise fail("build.installed", "expected a list")
-    installed = []
-    for item in installed_raw:
-        if (
-            not isinstance(item, dict)
-            or not isinstance(item.get("name"), str)
-            or not isinstance(item.get("version"), str)
-            or not isinstance(item.get("record_sha256"), str | None)
-        ):
-            raise fail("build.installed", "each entry has name, version and record_sha256")
-        installed.append(
-            InstalledDist(name=item["name"], version=item["version"], record_sha256=item["record_sha256"])
-        )
+def _build_record(raw: Mapping[str, Any]) -> BuildRecord:
+    """A BuildRecord from a `build` section _BUILD_SHAPE has checked."""
     return BuildRecord(
-        installed=tuple(installed),
-        platform=text("platform", optional=True),
-        image_id=text("image_id"),
-        base_image=text("base_image"),
-        base_image_digest=text("base_image_digest", optional=True),
-        dockerfile_sha256=text("dockerfile_sha256"),
-        packages=strings("packages"),
-        tags=strings("tags"),
-        pushed=strings("pushed"),
-        built_at=text("built_at", optional=True),
+        installed=tuple(
+            InstalledDist(name=d["name"], version=d["version"], record_sha256=d.get("record_sha256"))
+            for d in raw.get("installed", [])
+        ),
+        platform=raw.get("platform"),
+        image_id=raw["image_id"],
+        base_image=raw["base_image"],
+        base_image_digest=raw.get("base_image_digest"),
+        dockerfile_sha256=raw["dockerfile_sha256"],
+        packages=tuple(raw.get("packages", [])),
+        tags=tuple(raw.get("tags", [])),
+        pushed=tuple(raw.get("pushed", [])),
+        built_at=raw.get("built_at"),
     )

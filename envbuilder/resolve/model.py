@@ -12,6 +12,7 @@ from typing import Any, Literal
 from envbuilder.errors import EnvbuilderError
 from envbuilder.host.model import Host
 from envbuilder.matrix.model import Flavor, Strategy
+from envbuilder.typed import STR, check_document, list_of, map_of, obj, opt
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -42,6 +43,36 @@ class Request:
 
 
 # --------------------------------------------------------------------------- resolver output
+
+_MAYBE_STR = opt(STR)
+# Stack.to_dict()'s field types: what Stack.from_dict checks before it reads a lock or a label.
+STACK_SHAPE = obj(
+    {
+        "id": STR,
+        "framework": obj(
+            {"name": STR, "version": STR, "variant": STR}, required=("name", "version", "variant")
+        ),
+        **dict.fromkeys(
+            ("cuda", "cudnn", "nccl", "flavor", "min_driver", "require_cuda", "index_url"), _MAYBE_STR
+        ),
+        **dict.fromkeys(("python", "base_image", "os", "strategy", "python_install"), STR),
+        "archs": obj({"sass": list_of(STR), "ptx": list_of(STR)}, required=("sass", "ptx")),
+        "packages": list_of(STR),
+        "companions": map_of(STR),
+        "notes": list_of(STR),
+    },
+    required=(
+        "id",
+        "framework",
+        "python",
+        "base_image",
+        "os",
+        "strategy",
+        "archs",
+        "packages",
+        "python_install",
+    ),
+)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -94,7 +125,9 @@ class Stack:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Stack:
-        """Inverse of to_dict. Raises KeyError/TypeError on a malformed dict (callers wrap it)."""
+        """Inverse of to_dict, every field type-checked (STACK_SHAPE). Raises WrongType (a
+        ValueError) on a malformed dict (callers wrap it)."""
+        check_document(d, STACK_SHAPE)
         fw = d["framework"]
         return cls(
             id=str(d["id"]),

@@ -28,6 +28,7 @@ SHARED = {
     "versions",
     "atomic",
     "bounded",
+    "typed",
     "resources",
     "hashing",
     "imageref",
