@@ -376,11 +376,12 @@ def _like(text: str) -> str:
     return text.replace("\\", "").replace("%", "").replace("_", "")
 
 
-def write_atomic(path: Path, text: str) -> None:
-    """Write `text` to `path` atomically (envbuilder.atomic), creating its folder. Raises StoreError."""
+def write_atomic(path: Path, text: str) -> bool:
+    """Write `text` to `path` atomically (envbuilder.atomic), creating its folder; whether it
+    replaced a file. Raises StoreError."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        write_text_atomic(path, text)
+        return write_text_atomic(path, text)
     except OSError as exc:
         raise StoreError(f"cannot write {path}: {exc}", "choose a writable folder", file=str(path)) from exc
 

@@ -160,6 +160,7 @@ def certify(
     --push, also those of `envbuilder push`: a failed image is not pushed, and the key is
     checked before certification starts.
     """
+    from envbuilder.atomic import written
     from envbuilder.certify.certify import certify_image
     from envbuilder.certify.store import CertStore, write_atomic
 
@@ -186,8 +187,7 @@ def certify(
     )
     stored_id = None if no_store else CertStore().add(cert)
     if out_path is not None:
-        write_atomic(out_path, cert.to_json(indent=2) + "\n")
-        click.echo(f"wrote {out_path}", err=True)
+        click.echo(written(out_path, write_atomic(out_path, cert.to_json(indent=2) + "\n")), err=True)
     if as_json:
         click.echo(cert.to_json(indent=2))
     else:

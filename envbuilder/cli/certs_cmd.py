@@ -117,10 +117,12 @@ def _image_id(image: str) -> str:
 @click.argument("dest", metavar="FILE", type=click.Path(dir_okay=False, path_type=Path))
 def export_cmd(ident: str, dest: Path) -> None:
     """Write a verified certificate to FILE (atomically)."""
+    from envbuilder.atomic import written
     from envbuilder.certify.store import CertStore
 
+    replaced = dest.exists()
     CertStore().export(ident, dest)
-    click.echo(f"wrote {dest}", err=True)
+    click.echo(written(dest, replaced), err=True)
 
 
 @certs.command("import")

@@ -92,6 +92,7 @@ def list_cmd(as_json: bool) -> None:
 )
 def export_public_cmd(name: str | None, out: Path | None) -> None:
     """Print (or write) the PEM public key NAME (default: your only key, or `default`)."""
+    from envbuilder.atomic import written
     from envbuilder.attest.keys import find_key
     from envbuilder.certify.store import write_atomic
 
@@ -100,8 +101,7 @@ def export_public_cmd(name: str | None, out: Path | None) -> None:
     if out is None:
         click.echo(pem, nl=False)
         return
-    write_atomic(out, pem)
-    click.echo(f"wrote {out} (key {info.name}, keyid {info.keyid[:16]})", err=True)
+    click.echo(f"{written(out, write_atomic(out, pem))} (key {info.name}, keyid {info.keyid[:16]})", err=True)
 
 
 @keys.command("import")

@@ -12,7 +12,7 @@ import os
 import re
 import shlex
 import shutil
-import tempfile
+import stat
 import urllib.parse
 from collections.abc import Collection
 from dataclasses import dataclass, replace
@@ -24,7 +24,8 @@ from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
 from envbuilder import resources
-from envbuilder.errors import SpecError, UsageError
+from envbuilder.atomic import default_mode
+from envbuilder.errors import OutputError, SpecError, UsageError
 from envbuilder.hashing import canonical_json, sha256_text
 from envbuilder.host.model import Host
 from envbuilder.image.lock import lock_hash
@@ -58,6 +59,7 @@ from envbuilder.image.validate import (
     refuse,
     validate_stack,
 )
+from envbuilder.lifecycle import sweep_temp_dirs, temp_dir
 from envbuilder.matrix.model import Matrix
 from envbuilder.resolve.model import Stack
 
@@ -547,6 +549,31 @@ def _copy_wheelhouse(src: Path, dest: Path) -> None:
             shutil.copy2(wheel, dest / wheel.name)
 
 
+def _swap_in(new: Path, out_dir: Path) -> None:
+    """Rename `new` to `out_dir`; a previous render there is first moved to a folder of this
+    process's own (a unique empty one that the rename replaces; a fixed name such as .DIR.old
+    could be someone else's folder), put back if the second rename fails, else removed. After a
+    SIGKILL between the two renames the previous render is left in that folder, whose name
+    (envbuilder-previousrender-PID-START-XXXX) says whose it was; the next render there sweeps
+    it once that process is gone (lifecycle.sweep_temp_dirs)."""
+    sweep_temp_dirs(out_dir.parent)
+    try:  # the folder keeps its permissions, or gets mkdir's (never mkdtemp's 0700)
+        new.chmod(stat.S_IMODE(out_dir.stat().st_mode))
+    except FileNotFoundError:
+        new.chmod(default_mode(directory=True))
+    if not out_dir.exists():
+        new.rename(out_dir)
+        return
+    old = temp_dir("previousrender", out_dir.parent)
+    out_dir.rename(old)
+    try:
+        new.rename(out_dir)
+    except BaseException:
+        old.rename(out_dir)
+        raise
+    shutil.rmtree(old, ignore_errors=True)
+
+
 def write_build_context(
     spec: ImageSpec, stack: Stack, out_dir: Path, options: RenderOptions | None = None
 ) -> RenderedContext:
@@ -555,7 +582,7 @@ def write_build_context(
 
     Atomic: built in a temporary sibling folder, then renamed over out_dir. An existing out_dir
     that envbuilder did not write is refused. Raises SpecError (bad value), UsageError (out_dir
-    not ours, empty wheelhouse).
+    not ours, empty wheelhouse), OutputError (cannot write: the previous render stays).
     """
     options = options or RenderOptions()
     final = rendered_stack(spec, stack, options)
@@ -567,7 +594,7 @@ def write_build_context(
             hint="choose an empty or new folder with --out",
         )
     out_dir.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=out_dir.parent))
+    tmp = temp_dir("render", out_dir.parent)
     try:
         (tmp / RENDER_MARKER).write_text(f"{spec.name}\n", encoding="utf-8")
         (tmp / "Dockerfile").write_text(text, encoding="utf-8")
@@ -584,14 +611,14 @@ def write_build_context(
         entrypoint.chmod(0o755)  # COPY keeps the mode: the image's user runs it
         if options.wheelhouse is not None:
             _copy_wheelhouse(options.wheelhouse, context / WHEELHOUSE_DIR)
-        old = out_dir.with_name(f".{out_dir.name}.old")
-        if out_dir.exists():
-            shutil.rmtree(old, ignore_errors=True)
-            out_dir.rename(old)
-        tmp.rename(out_dir)
-        shutil.rmtree(old, ignore_errors=True)
-    except BaseException:
+        _swap_in(tmp, out_dir)
+    except BaseException as exc:
         shutil.rmtree(tmp, ignore_errors=True)
+        if isinstance(exc, OSError):  # a full disk, a folder turned read-only: not a traceback
+            raise OutputError(
+                f"cannot write the build context {out_dir}: {exc.strerror or exc}",
+                hint="free some space or choose another folder with --out; a previous render there is kept",
+            ) from exc
         raise
     return RenderedContext(
         dockerfile=out_dir / "Dockerfile",
