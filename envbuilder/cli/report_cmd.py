@@ -67,5 +67,8 @@ def report(
         html = render_html(r)
         default = Path(f"envbuilder-report-{r.id[:12]}.html")
     if not no_html:
-        written = write_html(html_path or default, html)
-        click.echo(f"wrote {written}", err=True)
+        from envbuilder.atomic import written
+
+        target = html_path or default
+        replaced = target.exists()
+        click.echo(written(write_html(target, html), replaced), err=True)
