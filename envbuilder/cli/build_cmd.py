@@ -65,7 +65,7 @@ class ProgressDisplay:
             return
         elapsed = time.monotonic() - self.started
         instr = " ".join(step_instruction(event.name).split())
-        head = f"[{event.index}/{event.total}]"
+        head = event.counter
         if self.tty:
             if event.kind in ("start", "log", "cached", "done"):
                 state = {"cached": "CACHED ", "done": "done   "}.get(event.kind, "")

@@ -203,9 +203,19 @@ def buildx_bake(
     stops the whole process group and re-raises."""
     with scratch_dir("bake") as tmp:
         meta = Path(tmp) / "metadata.json"
-        argv = [*buildx.argv, "bake", "-f", str(bake_file), "--progress=plain", "--metadata-file", str(meta)]
+        # rawjson: each target's whole vertex list comes before its steps run, so the counters
+        # are right from the first line; a vertex the targets share ends once (progress.py)
+        argv = [
+            *buildx.argv,
+            "bake",
+            "-f",
+            str(bake_file),
+            "--progress=rawjson",
+            "--metadata-file",
+            str(meta),
+        ]
         argv += [f"--allow={a}" for a in allow]
-        parser = ProgressParser()
+        parser = ProgressParser(fmt="rawjson")
         code = _run_streaming([*argv, *targets], parser, on_event)
         if code != 0:
             raise _build_failure(code, parser)
@@ -270,7 +280,8 @@ def _build_failure(code: int, parser: ProgressParser) -> BuildFailedError:
     failed = parser.failed_step()
     where = f" at {failed.name}" if failed else ""
     if failed and failed.index is not None:
-        where = f" at step {failed.index}/{failed.total}: {step_instruction(failed.name)[:160]}"
+        counter = parser.counter(failed).strip("[]")
+        where = f" at step {counter}: {step_instruction(failed.name)[:160]}"
     tail = "\n".join(parser.tail)
     return BuildFailedError(
         f"docker build failed (exit {code}){where}\n--- last {len(parser.tail)} log lines ---\n{tail}",

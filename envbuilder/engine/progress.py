@@ -1,13 +1,23 @@
-"""Parse BuildKit's `--progress=plain` output into build events (current step, total, cached).
+"""Parse BuildKit's progress output into build events (current step, total, cached).
 
 Pure text processing, no Docker: the engine package feeds it the CLI's lines; the CLI renders the events.
-The format (moby/buildkit `util/progress/progressui/printer.go`): each vertex is `#N NAME`, then
-`#N 1.23 log text`, and ends with `#N DONE 1.2s`, `#N CACHED` or `#N ERROR: ...`. Dockerfile steps
-are named `[stage k/n] INSTR ...` (or `[k/n] ...` for single-stage builds with newer buildx).
+Two formats. `plain` (moby/buildkit `util/progress/progressui/printer.go`, the only one Docker 20.10's
+client has): each vertex is `#N NAME`, then `#N 1.23 log text`, and ends with `#N DONE 1.2s`,
+`#N CACHED` or `#N ERROR: ...`; a vertex's header is printed again when its output resumes, and
+a vertex shared by two bake targets is printed under each target's name and finished once per
+target. `rawjson` (buildx 0.13+): one JSON SolveStatus per message, whose `vertexes` list names a
+target's whole graph before it runs. Dockerfile steps are named `[PREFIX k/n] INSTR ...`, PREFIX
+being the stage (`stage-0`, `base`), for bake the target first (`a`, `a base`), or absent.
+
+One numbering (issue 13): a step's counter is its Dockerfile position k over the largest n seen
+for its prefix (rawjson knows it before the first step ends), and each vertex ends once: the
+first DONE/CACHED/ERROR is the event, a repeat under another name or a second CACHED is not.
 """
 
 from __future__ import annotations
 
+import base64
+import json
 import re
 from collections import deque
 from dataclasses import dataclass, field
@@ -16,9 +26,18 @@ from typing import Literal
 LOG_TAIL_LINES = 40
 
 EventKind = Literal["start", "log", "done", "cached", "error"]
+EndState = Literal["done", "cached", "error"]
+ProgressFormat = Literal["plain", "rawjson"]
 
 _VERTEX = re.compile(r"^#(?P<num>\d+) (?P<rest>.*)$")
-_STEP = re.compile(r"^\[(?:(?P<stage>[^\]\s]+) )?(?P<k>\d+)/(?P<n>\d+)\] (?P<instr>.*)$")
+_STEP = re.compile(r"^\[(?:(?P<prefix>[^\]]*?) )?(?P<k>\d+)/(?P<n>\d+)\] (?P<instr>.*)$")
+# A log chunk without a final newline runs into the vertex's next line: `#8 0.520 x#8 DONE 0.5s`
+_GLUED = re.compile(
+    r"^(?P<log>#(?P<num>\d+) .*?)(?P<end>#(?P=num) (?:DONE \d+(?:\.\d+)?s|CACHED|ERROR\b.*))$"
+)
+_NAMED = re.compile(r"^\[[^\]]*\] ")  # a vertex header printed again: `[...] NAME`
+_DEFAULT_STAGE = "stage-0"  # BuildKit's name of a single-stage Dockerfile's only stage
+_MAX_JSON_LINES = 20_000  # one rawjson message never runs longer; past it the buffer is dropped
 _DONE = re.compile(r"^DONE (?P<secs>\d+(?:\.\d+)?)s$")
 _LOG = re.compile(r"^(?P<t>\d+\.\d+) (?P<text>.*)$")
 _DIGEST = re.compile(r"^sha256:[0-9a-f]{64}$")
@@ -32,14 +51,20 @@ class BuildEvent:
     vertex: int  # BuildKit's #N
     name: str  # "[stage-0 4/6] RUN pip install ..." or "[internal] load build context"
     index: int | None  # k of `[stage k/n]`; None for internal vertices
-    total: int | None  # n of `[stage k/n]`
+    total: int | None  # the largest n seen for the step's group (one numbering per group)
     seconds: float | None = None  # for done
     text: str = ""  # the log line (log) or the error text (error)
+    group: str = ""  # the target or stage the counter counts in; "" for a single-stage build
 
     @property
     def is_step(self) -> bool:
         """True for Dockerfile instructions (not BuildKit's internal work)."""
         return self.index is not None
+
+    @property
+    def counter(self) -> str:
+        """`[k/n]`, or `[GROUP k/n]` when the build has several (bake targets, named stages)."""
+        return format_counter(self.group, self.index, self.total)
 
 
 @dataclass(slots=True, kw_only=True)
@@ -52,18 +77,30 @@ class StepRecord:
     total: int | None
     state: Literal["running", "done", "cached", "error"] = "running"
     seconds: float | None = None
+    group: str = ""
+    aliases: tuple[str, ...] = ()  # the names it was printed under too (a vertex bake targets share)
 
 
 @dataclass(slots=True)
 class ProgressParser:
-    """Feed it lines (`feed`); it returns events and keeps each vertex's state and a log tail."""
+    """Feed it lines (`feed`); it returns events and keeps each vertex's state and a log tail.
+    `fmt` is the client's `--progress` format: `plain`, or `rawjson` (buildx)."""
 
+    fmt: ProgressFormat = "plain"
     steps: dict[int, StepRecord] = field(default_factory=dict)
     tail: deque[str] = field(default_factory=lambda: deque(maxlen=LOG_TAIL_LINES))
+    totals: dict[str, int] = field(default_factory=dict)  # group -> the largest n seen
+    _digests: dict[str, int] = field(default_factory=dict)  # rawjson: vertex digest -> number
+    _pending: list[str] = field(default_factory=list)  # rawjson: lines of the message being read
 
     def feed(self, raw: str) -> list[BuildEvent]:
-        """Parse one line of plain progress output. Never raises: unknown lines go to the tail."""
+        """Parse one line of progress output. Never raises: unknown lines go to the tail."""
         line = raw.rstrip("\r\n")
+        if self.fmt == "rawjson":
+            return self._feed_json(line)
+        glued = _GLUED.match(line)
+        if glued:
+            return self.feed(glued["log"]) + self.feed(glued["end"])
         if line.strip():
             self.tail.append(line)
         m = _VERTEX.match(line)
@@ -74,49 +111,138 @@ class ProgressParser:
         if rec is None:
             if _DIGEST.match(rest):  # the vertex's digest line precedes nothing useful
                 return []
-            rec = _new_record(num, rest)
-            self.steps[num] = rec
+            rec = self._register(num, rest)
             return [self._event("start", rec)]
         return self._update(rec, rest)
+
+    def _register(self, num: int, name: str) -> StepRecord:
+        rec = _new_record(num, name)
+        self.steps[num] = rec
+        self._count(rec.group, rec.total)
+        return rec
+
+    def _count(self, group: str, total: int | None) -> None:
+        if total is not None and total > self.totals.get(group, 0):
+            self.totals[group] = total
 
     def _update(self, rec: StepRecord, rest: str) -> list[BuildEvent]:
         if _DIGEST.match(rest):
             return []
         if rest == "CACHED":
-            rec.state = "cached"
-            return [self._event("cached", rec)]
+            return self._finish(rec, "cached", None)
         done = _DONE.match(rest)
         if done:
-            rec.state = "done"
-            rec.seconds = float(done["secs"])
-            return [self._event("done", rec, seconds=rec.seconds)]
+            return self._finish(rec, "done", float(done["secs"]))
         if rest.startswith("ERROR"):
-            rec.state = "error"
-            return [self._event("error", rec, text=rest.partition(":")[2].strip() or rest)]
+            return self._finish(rec, "error", None, rest.partition(":")[2].strip() or rest)
         log = _LOG.match(rest)
-        text = log["text"] if log else rest
-        return [self._event("log", rec, text=text)]
+        if log is None and (rest == rec.name or _NAMED.match(rest)):
+            self._alias(rec, rest)  # the header again, or the vertex under another target's name
+            return []
+        return [self._event("log", rec, text=log["text"] if log else rest)]
 
-    @staticmethod
+    def _alias(self, rec: StepRecord, name: str) -> None:
+        if name != rec.name and name not in rec.aliases:
+            rec.aliases += (name,)
+            other = _STEP.match(name)
+            if other:
+                self._count(_group(other["prefix"]), int(other["n"]))
+
+    def _finish(
+        self,
+        rec: StepRecord,
+        state: Literal["done", "cached", "error"],
+        seconds: float | None,
+        text: str = "",
+    ) -> list[BuildEvent]:
+        """The vertex's first ending is its event; a later one (a second target's CACHED for a
+        vertex they share, DONE after CACHED) changes nothing and prints nothing."""
+        if rec.state != "running":
+            return []
+        rec.state = state
+        rec.seconds = seconds
+        return [self._event(rec.state, rec, seconds=seconds, text=text)]
+
     def _event(
-        kind: EventKind, rec: StepRecord, *, seconds: float | None = None, text: str = ""
+        self, kind: EventKind, rec: StepRecord, *, seconds: float | None = None, text: str = ""
     ) -> BuildEvent:
         return BuildEvent(
             kind=kind,
             vertex=rec.vertex,
             name=rec.name,
             index=rec.index,
-            total=rec.total,
+            total=self.totals.get(rec.group, rec.total) if rec.index is not None else None,
             seconds=seconds,
             text=text,
+            group=rec.group,
         )
+
+    # ------------------------------------------------------------------ rawjson
+
+    def _feed_json(self, line: str) -> list[BuildEvent]:
+        """buildx's rawjson prints each message as indented JSON starting with `{` and ending with
+        `}` at column 0; anything else outside a message (buildx's own errors) goes to the tail."""
+        if not self._pending and not line.startswith("{"):
+            if line.strip():
+                self.tail.append(line)
+            return []
+        self._pending.append(line)
+        if line != "}" and len(self._pending) < _MAX_JSON_LINES:
+            return []
+        text, self._pending = "\n".join(self._pending), []
+        try:
+            doc = json.loads(text)
+        except ValueError:
+            self.tail.append(text[-500:])
+            return []
+        return self._status(doc) if isinstance(doc, dict) else []
+
+    def _status(self, doc: dict[str, object]) -> list[BuildEvent]:
+        events: list[BuildEvent] = []
+        vertexes = [v for v in _list(doc.get("vertexes")) if isinstance(v.get("digest"), str)]
+        fresh = {str(v["digest"]) for v in vertexes} - self._digests.keys()
+        for v in vertexes:  # the whole list first: a target's totals are known before its steps end
+            if str(v["digest"]) in fresh and str(v["digest"]) not in self._digests:
+                num = len(self._digests) + 1
+                self._digests[str(v["digest"])] = num
+                self._register(num, str(v.get("name") or v["digest"]))
+        for v in vertexes:
+            digest = str(v["digest"])
+            rec = self.steps[self._digests[digest]]
+            if digest not in fresh:
+                self._alias(rec, str(v.get("name") or rec.name))
+            events += self._vertex_state(rec, v, started_now=digest in fresh)
+        for entry in _list(doc.get("logs")):
+            owner = self.steps.get(self._digests.get(str(entry.get("vertex")), -1))
+            for text in _decode(entry.get("data")).splitlines():
+                if text.strip():
+                    self.tail.append(text)
+                    if owner is not None:
+                        events.append(self._event("log", owner, text=text))
+        return events
+
+    def _vertex_state(self, rec: StepRecord, v: dict[str, object], *, started_now: bool) -> list[BuildEvent]:
+        if v.get("error"):
+            self.tail.append(f"ERROR: {v['error']}")
+            return self._finish(rec, "error", None, str(v["error"]))
+        if v.get("cached") and v.get("completed"):
+            return self._finish(rec, "cached", None)
+        if v.get("completed"):
+            return self._finish(rec, "done", _seconds(v.get("started"), v.get("completed")))
+        if started_now and v.get("started"):
+            return [self._event("start", rec)]
+        return []
 
     # ------------------------------------------------------------------ summaries
 
     def dockerfile_steps(self) -> list[StepRecord]:
         """The Dockerfile instructions seen, in step order (internal vertices left out)."""
         recs = [r for r in self.steps.values() if r.index is not None]
-        return sorted(recs, key=lambda r: (r.index or 0, r.vertex))
+        return sorted(recs, key=lambda r: (r.group, r.index or 0, r.vertex))
+
+    def counter(self, rec: StepRecord) -> str:
+        """The step's counter as the events gave it (`[k/n]`, `[GROUP k/n]`)."""
+        return format_counter(rec.group, rec.index, self.totals.get(rec.group, rec.total))
 
     def failed_step(self) -> StepRecord | None:
         """The first vertex that ended in ERROR, if any."""
@@ -126,8 +252,58 @@ class ProgressParser:
 def _new_record(num: int, name: str) -> StepRecord:
     step = _STEP.match(name)
     if step:
-        return StepRecord(vertex=num, name=name, index=int(step["k"]), total=int(step["n"]))
+        return StepRecord(
+            vertex=num, name=name, index=int(step["k"]), total=int(step["n"]), group=_group(step["prefix"])
+        )
     return StepRecord(vertex=num, name=name, index=None, total=None)
+
+
+def format_counter(group: str, index: int | None, total: int | None) -> str:
+    where = f"{group} " if group else ""
+    return f"[{where}{index}/{total}]"
+
+
+def _group(prefix: str | None) -> str:
+    """`stage-0` (a single-stage build) and no prefix count as one unnamed group; `a stage-0`
+    (bake target a) is `a`; a named stage keeps its name."""
+    words = (prefix or "").split()
+    if words and words[-1] == _DEFAULT_STAGE:
+        words = words[:-1]
+    return " ".join(words)
+
+
+def _list(value: object) -> list[dict[str, object]]:
+    return [v for v in value if isinstance(v, dict)] if isinstance(value, list) else []
+
+
+def _decode(data: object) -> str:
+    if not isinstance(data, str):
+        return ""
+    try:
+        return base64.b64decode(data).decode("utf-8", "replace")
+    except ValueError:
+        return data
+
+
+def _seconds(started: object, completed: object) -> float | None:
+    """completed - started of two RFC 3339 timestamps with nanoseconds (Go's time format)."""
+    from datetime import datetime
+
+    def parse(value: object) -> datetime | None:
+        if not isinstance(value, str):
+            return None
+        m = re.match(r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.(\d+))?(Z|[+-]\d\d:\d\d)$", value)
+        if not m:
+            return None
+        frac = (m[2] or "0")[:6].ljust(6, "0")
+        zone = "+00:00" if m[3] == "Z" else m[3]
+        try:
+            return datetime.fromisoformat(f"{m[1]}.{frac}{zone}")
+        except ValueError:
+            return None
+
+    a, b = parse(started), parse(completed)
+    return round((b - a).total_seconds(), 1) if a and b else None
 
 
 def finished_step(event: BuildEvent, width: int) -> tuple[str, str] | None:

@@ -2,9 +2,20 @@
 
 from __future__ import annotations
 
-from fake_engine import sample
+import io
+import re
 
-from envbuilder.engine.progress import LOG_TAIL_LINES, BuildEvent, ProgressParser, step_instruction
+from fake_engine import DATA, sample
+
+from envbuilder.cli.build_cmd import ProgressDisplay
+from envbuilder.engine.buildkit import _build_failure
+from envbuilder.engine.progress import (
+    LOG_TAIL_LINES,
+    BuildEvent,
+    ProgressFormat,
+    ProgressParser,
+    step_instruction,
+)
 
 
 def parse(name: str) -> tuple[ProgressParser, list[BuildEvent]]:
@@ -70,3 +81,90 @@ def test_single_stage_buildx_names_and_unknown_lines() -> None:
     assert parser.feed("some prose the CLI prints\n") == []
     assert parser.feed("#5 DONE 2s\n")[0].seconds == 2.0
     assert step_instruction("[internal] load .dockerignore") == "[internal] load .dockerignore"
+
+
+# ---------------------------------------------------------------- one numbering (issue 13 item 4)
+# Recorded on this machine (2026-12-01): tests/data/buildkit/bake-*.{plain,rawjson} are buildx
+# 0.13.1 baking two targets from one local base, a (6 steps) and b (7 steps), which share their
+# FROM and their first RUN; envbuilder-warm.plain is Docker 20.10's client building a real
+# envbuilder image (torch 2.13.0 CPU, every step but FROM cached).
+def parse_file(name: str, fmt: ProgressFormat) -> tuple[ProgressParser, list[BuildEvent]]:
+    parser = ProgressParser(fmt=fmt)
+    lines = (DATA / name).read_text().splitlines(keepends=True)
+    return parser, [e for line in lines for e in parser.feed(line)]
+
+
+def ended(events: list[BuildEvent]) -> list[BuildEvent]:
+    return [e for e in events if e.is_step and e.kind in ("done", "cached", "error")]
+
+
+def test_a_real_envbuilder_build_numbers_each_step_once_out_of_seven() -> None:
+    _, events = parse_file("envbuilder-warm.plain", "plain")
+    steps = ended(events)
+    assert sorted(e.counter for e in steps) == [f"[{k}/7]" for k in range(1, 8)]
+    assert [e.kind for e in steps if e.index == 1] == ["done"]  # FROM a local image: DONE 0.0s
+    assert {e.kind for e in steps if e.index != 1} == {"cached"}
+    assert not [e for e in events if e.kind == "log" and e.is_step]
+
+
+def test_plain_bake_ends_a_shared_vertex_once_and_keeps_its_other_names() -> None:
+    """Plain progress prints vertex #9 (the RUN both targets share) under b's name, then under
+    a's, CACHED each time: one event, the second name an alias, not a log line."""
+    parser, events = parse_file("bake-warm.plain", "plain")
+    steps = ended(events)
+    assert len(steps) == len({e.vertex for e in steps}) == 11  # 6 + 7 steps, 2 of them shared
+    shared = parser.steps[9]
+    assert shared.name.startswith("[b 2/7] RUN echo shared-step") and shared.state == "cached"
+    assert shared.aliases == ("[a 2/7] RUN echo shared-step && sleep 1",)
+    assert not [e for e in events if e.kind == "log" and e.text.startswith("[")]
+
+
+def test_rawjson_bake_counts_each_target_over_its_own_steps_from_the_first_line() -> None:
+    """Plain names a's shared steps `[a 1/7]` (b's total); rawjson lists each target's whole graph
+    first, so every counter of a target has the same, right total, and each step ends once."""
+    parser, events = parse_file("bake-warm.rawjson", "rawjson")
+    steps = ended(events)
+    assert len(steps) == len({e.vertex for e in steps}) == 11
+    assert {e.group: e.total for e in steps} == {"a": 6, "b": 7}
+    assert all(e.total == parser.totals[e.group] for e in events if e.is_step)
+    assert sorted(e.counter for e in steps if e.group == "a") == [f"[a {k}/6]" for k in range(1, 7)]
+    assert sorted(e.counter for e in steps if e.group == "b") == [f"[b {k}/7]" for k in range(3, 8)]
+    by_state = {e.index: e.kind for e in steps if e.group == "a"}
+    assert by_state[2] == "cached" and by_state[3] == "cached"
+
+
+def test_rawjson_cold_bake_times_the_steps_and_decodes_their_logs() -> None:
+    parser, events = parse_file("bake-cold.rawjson", "rawjson")
+    steps = ended(events)
+    assert {e.kind for e in steps if e.index and e.index > 1} == {"done"}  # --no-cache
+    run = next(e for e in steps if e.name.startswith("[a 3/6] RUN echo a-only"))
+    assert run.seconds is not None and 0 < run.seconds < 60
+    assert [e.text for e in events if e.kind == "log" and e.vertex == run.vertex] == ["a-only"]
+    assert "a-only" in parser.tail
+
+
+def test_rawjson_failure_names_the_step_and_its_error() -> None:
+    parser, events = parse_file("bake-failed.rawjson", "rawjson")
+    (error,) = [e for e in ended(events) if e.kind == "error"]
+    assert error.counter == "[a 3/6]" and error.text.endswith("exit code: 3")
+    failure = _build_failure(1, parser)
+    assert "docker build failed (exit 1) at step a 3/6: RUN echo a-only && exit 3" in failure.message
+    assert "ERROR: failed to solve: executor failed running" in failure.message
+
+
+def test_the_display_prints_each_step_once_with_its_counter() -> None:
+    _, events = parse_file("bake-warm.rawjson", "rawjson")
+    out = io.StringIO()
+    display = ProgressDisplay(out, tty=False)
+    for e in events:
+        display(e)
+    lines = out.getvalue().splitlines()
+    assert len(lines) == 11 and all(re.match(r"^\[(a [1-6]/6|b [3-7]/7)\] (CACHED|done)", ln) for ln in lines)
+    assert len({ln.split("]")[0] for ln in lines}) == 11
+
+
+def test_a_log_without_a_final_newline_does_not_swallow_the_steps_end() -> None:
+    """Recorded: `RUN cat /f` of a file without a newline printed `#8 0.520 x#8 DONE 0.5s`."""
+    _, events = parse_file("no-newline.plain", "plain")
+    assert sorted(e.counter for e in ended(events)) == ["[1/4]", "[2/4]", "[3/4]", "[4/4]"]
+    assert [e.text for e in events if e.kind == "log" and e.index == 4] == ["x"]
