@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
 .DEFAULT_GOAL := help
-.PHONY: help install run check lint fmt types unit test test-docker test-harness services golden bench bench-resolve clean
+.PHONY: help install run check lint fmt types unit test test-docker test-harness services golden bench bench-resolve fuzz clean
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -65,3 +65,6 @@ bench-resolve: $(STAMP) ## `envbuilder resolve` start-up time, before vs after, 
 
 clean: ## Remove the venv and caches
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache
+
+fuzz: $(STAMP) ## Property-based fuzzing of the spec, lock and certificate loaders and the report/certs code, 10,000 inputs per test (~30 min)
+	HYPOTHESIS_PROFILE=fuzz $(BIN)/pytest -q -p no:cacheprovider --hypothesis-show-statistics tests/unit/test_fuzz_loaders.py

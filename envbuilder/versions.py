@@ -23,7 +23,12 @@ from envbuilder.errors import UsageError
 # matrix compares.
 _DRIVER_RE = re.compile(r"^[0-9]{3,4}(\.[0-9]{1,3}){0,2}$")
 _CC_RE = re.compile(r"^([0-9]{1,2})\.([0-9])$")
-_XY_RE = re.compile(r"^[0-9]+(\.[0-9]+){0,3}$")
+# At most 12 digits a part: no version of ours has more, and packaging's Version() raises a bare
+# ValueError past Python's 4300-digit int limit (issue 18: a 5000-digit version was a traceback).
+_XY_RE = re.compile(r"^[0-9]{1,12}(\.[0-9]{1,12}){0,3}$")
+# A requirement given on the command line or in a spec: longer is a mistake or an attack.
+MAX_REQUIREMENT = 200
+_QUOTED = 60  # characters of a refused value an error message shows
 _PYTHON_XY_RE = re.compile(r"^[0-9]\.[0-9]{1,2}$")
 _FULL_DRIVER_HINT = (
     "give the full version, e.g. 550.54.14 (nvidia-smi --query-gpu=driver_version "
@@ -34,9 +39,13 @@ _FULL_DRIVER_HINT = (
 def quote_input(text: object) -> str:
     """The value as an error message quotes it, naming the first non-ASCII character in it
     ("'...' (non-ASCII character '...' U+FF15)" for a full-width 5), since such a value can look
-    right on screen."""
+    right on screen. A long value is cut to its first characters and its length: an error line never carries a
+    whole document or a 5000-digit number."""
     odd = next((c for c in text if not c.isascii()), None) if isinstance(text, str) else None
-    return repr(text) if odd is None else f"{text!r} (non-ASCII character {odd!r} U+{ord(odd):04X})"
+    shown = repr(text)
+    if isinstance(text, str) and len(text) > _QUOTED:
+        shown = f"{text[:_QUOTED]!r}... ({len(text)} characters)"
+    return shown if odd is None else f"{shown} (non-ASCII character {odd!r} U+{ord(odd):04X})"
 
 
 @functools.lru_cache(maxsize=4096)

@@ -14,7 +14,7 @@ from envbuilder.host.model import Host
 from envbuilder.matrix.model import Matrix
 from envbuilder.resolve.gpus import enrich_host, gpu_from_cc, gpu_from_match, lookup_gpu
 from envbuilder.resolve.model import NoCompatibleStackError, Request, Resolution
-from envbuilder.versions import parse_host_driver, parse_python_xy, quote_input
+from envbuilder.versions import MAX_REQUIREMENT, parse_host_driver, parse_python_xy, quote_input
 
 if TYPE_CHECKING:  # image.* reads YAML: not loaded by commands that need no spec
     from envbuilder.image.packages import LockSettings
@@ -156,6 +156,11 @@ _REQUIREMENT_HINT = "write it as NAME[SPECIFIER], e.g. 'torch==2.11.*' or 'tenso
 def parse_framework_requirement(text: str) -> tuple[str, str]:
     """'torch==2.11.*' -> ('torch', '==2.11.*'). Raises UsageError for a malformed requirement
     and for one with extras, a URL or a marker (the resolver chooses the CUDA variant)."""
+    if len(text) > MAX_REQUIREMENT:  # packaging would meet a 5000-digit version as a bare ValueError
+        raise UsageError(
+            f"framework requirement {quote_input(text)} is longer than {MAX_REQUIREMENT} characters",
+            hint=_REQUIREMENT_HINT,
+        )
     plain = _NAME_AND_SPECIFIERS.fullmatch(text)
     if plain is not None:
         from packaging.specifiers import InvalidSpecifier, SpecifierSet

@@ -35,6 +35,7 @@ from envbuilder.image.sources import (
 )
 from envbuilder.matrix.model import Strategy
 from envbuilder.resolve.model import Request
+from envbuilder.versions import MAX_REQUIREMENT
 
 SpecFlavor = Literal["runtime", "devel"]
 CertifyLevel = Literal["quick", "default"]
@@ -238,7 +239,7 @@ def validate_requirement(check: _Checker, field: str, value: object) -> Requirem
     """
     text = check.string(field, value)
     hint = "write a PEP 508 requirement such as 'pillow>=10' or 'numpy==2.1.*' (no URLs or paths)"
-    if not text or len(text) > 200 or not text.isascii() or not text.isprintable():
+    if not text or len(text) > MAX_REQUIREMENT or not text.isascii() or not text.isprintable():
         raise check.fail(field, text, "empty, too long, or not printable ASCII", hint)
     bad = [c for c in _FORBIDDEN if c in text]
     if bad:

@@ -209,3 +209,26 @@ def test_report_of_a_sealed_certificate_with_a_wrong_typed_field_exits_12(tmp_pa
     res = CliRunner().invoke(cli, ["report", "--no-html", str(path)])
     assert res.exit_code == 12 and isinstance(res.exception, SystemExit), res.output
     assert "harness.telemetry.series.t[0]" in res.stderr
+
+
+# --------------------------------------------------------------------------- versions on the command line
+
+LONG = "1" * 5000
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (["--python", f"3.{LONG}"], "malformed Python version '3.111"),
+        (["--driver", f"580.{LONG}.1"], "malformed driver version '580.111"),
+        (["--driver", "\uff15\uff18\uff10.95.05"], "non-ASCII character '\uff15' U+FF15"),
+        (["--framework", f"torch==2.{LONG}"], "longer than 200 characters"),  # was a ValueError traceback
+    ],
+)
+def test_a_hostile_version_on_the_command_line_is_exit_2_in_one_short_line(
+    args: list[str], said: str
+) -> None:
+    res = CliRunner().invoke(cli, ["resolve", "--cc", "8.0", *args])
+    assert res.exit_code == 2 and isinstance(res.exception, SystemExit), res.output[-300:]
+    error = next(line for line in res.stderr.splitlines() if line.startswith("envbuilder: error:"))
+    assert said in error and len(error) < 300 and "hint:" in res.stderr
