@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 from envbuilder.engine import DockerEngine, find_buildkit_cli
 from envbuilder.errors import EnvbuilderError
@@ -276,3 +277,21 @@ def cpu_image(
     assert res.returncode == 0, res.stderr[-3000:]
     cleanup_refs.append(tag)
     return tag
+
+
+# --------------------------------------------------------------------------- hypothesis budgets
+# tests/unit/test_fuzz_*.py: `ci`, the default, keeps the unit suite to seconds and is seeded (a
+# CI failure reproduces); `fuzz` (`make fuzz`: HYPOTHESIS_PROFILE=fuzz) runs FUZZ_EXAMPLES (10,000)
+# inputs per test. Neither keeps an example database in the checkout.
+_HYPOTHESIS = {
+    "deadline": None,
+    "database": None,
+    "suppress_health_check": [HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much],
+}
+settings.register_profile("ci", max_examples=25, derandomize=True, **_HYPOTHESIS)  # type: ignore[arg-type]
+settings.register_profile(
+    "fuzz",
+    max_examples=int(os.environ.get("FUZZ_EXAMPLES", "10000")),
+    **_HYPOTHESIS,  # type: ignore[arg-type]
+)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))

@@ -6,7 +6,7 @@ Two kinds of input per loader: random JSON/YAML structures (with the loaders' ow
 keys, so they reach past the first check), and mutations of a valid document: one field, anywhere
 in it, replaced by a random value (or removed); a mutated certificate is sealed again, so its hashes
 verify and only the types are wrong. That second kind is what found the issue's 255 crashing
-certificates. The budget is a hypothesis profile (tests/unit/conftest.py): `ci` in the unit suite
+certificates. The budget is a hypothesis profile (tests/conftest.py): `ci` in the unit suite
 (seconds, seeded), `fuzz` under `make fuzz` (10,000 inputs per test). Inputs that crashed a loader
 once stay as explicit @example cases.
 """
@@ -318,7 +318,7 @@ def test_certificate_loader_mutations(doc: dict[str, Any]) -> None:
 
 
 @given(cert_mutations())
-@settings(max_examples=max(settings.default.max_examples // 5, 10))  # an HTML page is ~100 ms
+@settings(max_examples=max(settings().max_examples // 5, 10))  # an HTML page is ~100 ms
 def test_report_html_of_mutated_certificates(doc: dict[str, Any]) -> None:
     _certificate_and_consumers(_sealed(doc), html=True)
 
