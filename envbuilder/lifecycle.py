@@ -26,6 +26,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import FrameType
 
+from envbuilder.errors import Interrupted, Terminated
+
 HANDLED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 TEMP_PREFIX = "envbuilder-"
 # envbuilder-<purpose>-<pid>-<start ticks>-<random>: mkdtemp's random part follows the last '-'.
@@ -50,6 +52,15 @@ class Stopped(KeyboardInterrupt):
 def stop_signal(exc: BaseException) -> int:
     """The signal behind a KeyboardInterrupt: its own for `Stopped`, SIGINT for a plain one."""
     return exc.signum if isinstance(exc, Stopped) else int(signal.SIGINT)
+
+
+def stop_error(exc: BaseException, message: str | None = None, hint: str | None = None) -> Interrupted:
+    """The error a stop ends a command with, so also its exit code: Interrupted (130) for Ctrl-C,
+    Terminated (143) for SIGTERM or SIGHUP."""
+    signum = stop_signal(exc)
+    if signum == signal.SIGINT:
+        return Interrupted(message or "interrupted", hint=hint)
+    return Terminated(message or f"terminated by {signal.Signals(signum).name}", hint=hint)
 
 
 _received: list[int] = []

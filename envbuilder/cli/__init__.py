@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 import click
 
 from envbuilder import __version__
-from envbuilder.errors import EnvbuilderError, Interrupted, Terminated
+from envbuilder.errors import EnvbuilderError, Interrupted
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -48,15 +48,11 @@ class _Group(click.Group):
 def stopped_error(exc: KeyboardInterrupt) -> Interrupted:
     """The error a stop signal ends a command with: Ctrl-C exit 130, SIGTERM/SIGHUP exit 143
     (envbuilder.lifecycle turns each into a KeyboardInterrupt so the same rollback runs)."""
-    import signal
+    from envbuilder.lifecycle import stop_error
 
-    from envbuilder.lifecycle import stop_signal
-
-    hint = "nothing was tagged or half-written; its containers and temporary folders were removed"
-    signum = stop_signal(exc)
-    if signum == signal.SIGINT:
-        return Interrupted("interrupted", hint=hint)
-    return Terminated(f"terminated by {signal.Signals(signum).name}", hint=hint)
+    return stop_error(
+        exc, hint="nothing was tagged or half-written; its containers and temporary folders were removed"
+    )
 
 
 def _fail(ctx: click.Context, exc: EnvbuilderError) -> None:

@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from envbuilder.atomic import append_jsonl
 from envbuilder.engine.buildkit import BuildKitCli, buildkit_build, cli_candidates, find_buildkit_cli
 from envbuilder.engine.container import ContainerSpec, Ulimit
 from envbuilder.engine.model import AttachedRun, BuildResult, BuildSecret, DaemonInfo, ImageInfo, RunResult
@@ -19,6 +20,7 @@ from envbuilder.engine.ownership import (
     OwnedContainer,
     container_name,
     leftovers,
+    orphan_record,
     owner_labels,
 )
 from envbuilder.engine.progress import BuildEvent
@@ -126,8 +128,10 @@ class DockerEngine:
 
     def sweep_leftovers(self) -> tuple[str, ...]:
         """The janitor: remove the containers whose envbuilder process is gone from this host (a
-        SIGKILL, a lost daemon) and such processes' temporary folders; say what went. The names
-        of the containers removed. Never raises: a janitor that fails leaves things as they were."""
+        SIGKILL, a lost daemon) and such processes' temporary folders; say what went. A removed
+        container that carries its run's record (`run`'s) gets that record written to its log,
+        as `orphaned` (ownership.orphan_record). The names of the containers removed. Never
+        raises: a janitor that fails leaves things as they were."""
         removed: list[str] = []
         try:
             found = self._client.containers.list(all=True, filters={"label": OWNER_LABEL})
@@ -135,7 +139,9 @@ class DockerEngine:
                 OwnedContainer(id=c.id, name=c.name, status=c.status, labels=dict(c.labels or {}))
                 for c in found
             ]
+            states = {c.id: (c.attrs or {}).get("State") or {} for c in found}
             for c in leftovers(owned):
+                orphan = orphan_record(c, states.get(c.id, {}))
                 with contextlib.suppress(*_SDK_ERRORS):
                     self._client.api.remove_container(c.id, force=True)
                     removed.append(c.name)
@@ -143,11 +149,21 @@ class DockerEngine:
                         f"removed {c.name} ({c.id[:12]}, {c.status}), left by an envbuilder run "
                         f"that is gone ({c.labels.get(OWNER_LABEL)})"
                     )
+                    if orphan is not None:
+                        self._record_orphan(*orphan)
         except _SDK_ERRORS:
             pass
         for path in sweep_temp_dirs():
             self._notice(f"removed {path}, left by an envbuilder run that is gone")
         return tuple(removed)
+
+    def _record_orphan(self, log: Path, record: Mapping[str, Any]) -> None:
+        try:
+            append_jsonl(log, record)
+        except (OSError, ValueError) as exc:
+            self._notice(f"could not record run {record.get('run_id')} in {log}: {exc}")
+        else:
+            self._notice(f"recorded run {record.get('run_id')} in {log} as {record.get('outcome')}")
 
     def daemon_info(self) -> DaemonInfo:
         """Describe the daemon. Raises DockerUnavailableError."""

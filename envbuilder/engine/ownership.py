@@ -4,19 +4,30 @@ Every container the engine creates carries OWNER_LABEL (lifecycle.owner_mark: ho
 start time of the envbuilder process) and PURPOSE_LABEL, and a name `envbuilder-PURPOSE-XXXXXXXX`.
 A container whose owner no longer runs on this host is a leftover (the run was SIGKILLed, or the
 daemon went away mid-command): `leftovers` picks them, the engine's janitor removes them.
+
+A container may also carry the line its owner meant to write when it ended (RECORD_LABEL) and the
+JSONL log it goes to (LOG_LABEL): `envbuilder run` does, so a run whose client was SIGKILLed is
+still recorded, by the janitor that removes its container (`orphan_record`).
 """
 
 from __future__ import annotations
 
+import json
 import re
 import secrets
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
 
 from envbuilder.lifecycle import owner_alive, owner_mark
 
 OWNER_LABEL = "io.envbuilder.owner"
 PURPOSE_LABEL = "io.envbuilder.purpose"
+LOG_LABEL = "io.envbuilder.log"  # the JSONL file the container's run is recorded in
+RECORD_LABEL = "io.envbuilder.record"  # that run's record (a JSON object), finished by whoever ends it
+ORPHANED = "orphaned"  # the outcome the janitor records: the client went away, the container stayed
 _PURPOSE_RE = re.compile(r"^[a-z0-9][a-z0-9-]{0,31}$", re.ASCII)
 
 
@@ -49,3 +60,52 @@ def leftovers(
     """The containers whose owner process is gone from this host (never those of a live owner, of
     another host, or with a malformed mark)."""
     return [c for c in containers if alive(c.labels.get(OWNER_LABEL, "")) is False]
+
+
+def record_labels(log: Path, record: Mapping[str, Any]) -> dict[str, str]:
+    """The labels that let a janitor finish a run's log line if its owner dies (a SIGKILL)."""
+    return {LOG_LABEL: str(log), RECORD_LABEL: json.dumps(dict(record), sort_keys=True, allow_nan=False)}
+
+
+def orphan_record(
+    c: OwnedContainer, state: Mapping[str, Any], *, now: datetime | None = None
+) -> tuple[Path, dict[str, Any]] | None:
+    """The log line for a leftover that carries a record (record_labels), as the janitor that
+    removes it writes it: outcome `orphaned`, the job's exit code when it had ended (else 137:
+    the removal kills it), its seconds from Docker's StartedAt to FinishedAt (or now), and the
+    container's status. None when the container carries no (readable) record."""
+    log, raw = c.labels.get(LOG_LABEL), c.labels.get(RECORD_LABEL)
+    if not log or not raw:
+        return None
+    try:
+        record = json.loads(raw)
+    except ValueError:
+        return None
+    if not isinstance(record, dict):
+        return None
+    ended = c.status == "exited"
+    started = _docker_time(state.get("StartedAt"))
+    finished = _docker_time(state.get("FinishedAt")) if ended else now or datetime.now(timezone.utc)
+    seconds = round((finished - started).total_seconds(), 3) if started and finished else None
+    code = state.get("ExitCode") if ended and isinstance(state.get("ExitCode"), int) else 137
+    return Path(log), {
+        **record,
+        "outcome": ORPHANED,
+        "exit_code": code,
+        "seconds": seconds if seconds is None or seconds >= 0 else None,
+        "container_status": c.status,
+        "recorded_by": "janitor",
+    }
+
+
+def _docker_time(text: object) -> datetime | None:
+    """Docker's RFC 3339 time with nanoseconds (`2026-12-01T16:00:00.123456789Z`); None for its
+    zero time (never started) or anything unreadable."""
+    if not isinstance(text, str) or text.startswith("0001-"):
+        return None
+    head, dot, frac = text.removesuffix("Z").partition(".")
+    try:
+        when = datetime.fromisoformat(head + (f".{frac[:6]}" if dot else ""))
+    except ValueError:
+        return None
+    return when.replace(tzinfo=timezone.utc)

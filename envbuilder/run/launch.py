@@ -26,8 +26,10 @@ from envbuilder.certify.gpu_access import (
     training_container,
 )
 from envbuilder.engine import AttachedRun, DaemonInfo, DockerEngine, Engine, ImageInfo, Mount
+from envbuilder.engine.ownership import record_labels
 from envbuilder.errors import CertificateRefusedError, UsageError
 from envbuilder.host import AccessMode, HostReport
+from envbuilder.lifecycle import stop_error
 from envbuilder.resources import user_data_dir
 from envbuilder.run.coverage import (
     CERTIFY_HINT,
@@ -279,7 +281,8 @@ def run_image(
         training_container(info, choice, opts.command, env=env, mounts=mounts, network=opts.network),
         name=f"envbuilder-run-{run_id.lower()}",
         purpose="run",
-        labels={RUN_LABEL: "1"},
+        # A SIGKILLed client cannot log its run: the janitor that removes the container does.
+        labels={RUN_LABEL: "1", **record_labels(log_path, record)},
         workdir=opts.workdir,
         ipc=opts.ipc,
         interactive=opts.interactive,
@@ -306,6 +309,9 @@ def run_image(
     try:
         attached = eng.run_attached(spec, output_lines=OUTPUT_LINES if monitor is not None else 0)
         code, outcome = attached.exit_code, "exited"
+    except KeyboardInterrupt as stop:  # the code the CLI exits with: 130 Ctrl-C, 143 SIGTERM/SIGHUP
+        code = stop_error(stop).exit_code
+        raise
     finally:
         seconds = round(time.monotonic() - started, 3)
         if monitor is not None:

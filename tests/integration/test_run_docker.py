@@ -58,7 +58,8 @@ def certified(
 
 
 def runs_log(data: Path) -> list[dict[str, object]]:
-    return [json.loads(line) for line in (data / "runs.jsonl").read_text().splitlines()]
+    path = data / "runs.jsonl"
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
 
 
 def test_run_streams_output_and_passes_the_exit_code(certified: tuple[str, Path, Path]) -> None:
@@ -120,6 +121,76 @@ def test_ctrl_c_stops_and_removes_the_container(certified: tuple[str, Path, Path
     )
     assert left.stdout.strip() == ""
     assert runs_log(data)[-1]["outcome"] == "interrupted"
+
+
+SLEEPER = (
+    "import signal, sys, time\n"
+    "def got(n, f): print('got', signal.Signals(n).name, flush=True); sys.exit(0)\n"
+    "signal.signal(signal.SIGINT, got); signal.signal(signal.SIGTERM, got)\n"
+    "print('started', flush=True); time.sleep(120)"
+)
+
+
+def _start_sleeper(tag: str) -> subprocess.Popen[str]:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "envbuilder", "run", tag, "--", "python3", "-c", SLEEPER],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True,
+    )  # fmt: skip
+    assert proc.stdout is not None
+    assert proc.stdout.readline().strip() == "started"
+    return proc
+
+
+def _run_containers(tag: str) -> list[str]:
+    """This module's run containers (others' tests may run their own meanwhile)."""
+    left = subprocess.run(
+        ["docker", "ps", "-aq", "--no-trunc", "--filter", "label=io.envbuilder.run=1",
+         "--filter", f"ancestor={tag}"],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    return left.stdout.split()
+
+
+def test_sigterm_of_the_client_stops_the_job_and_logs_the_run_with_its_exit_code(
+    certified: tuple[str, Path, Path],
+) -> None:
+    tag, data, _ = certified
+    before = len(runs_log(data))
+    proc = _start_sleeper(tag)
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 143, err[-2000:]
+    assert "envbuilder: error: terminated by SIGTERM" in err
+    assert out.strip() == "got SIGTERM"  # the job was stopped, not killed
+    assert _run_containers(tag) == []
+    (line,) = runs_log(data)[before:]
+    assert (line["outcome"], line["exit_code"]) == ("interrupted", 143)
+
+
+def test_after_a_sigkill_of_the_client_the_next_command_records_the_orphaned_run(
+    certified: tuple[str, Path, Path],
+) -> None:
+    tag, data, _ = certified
+    before = len(runs_log(data))
+    proc = _start_sleeper(tag)
+    proc.kill()
+    proc.communicate(timeout=60)
+    (left,) = _run_containers(tag)  # the client is gone, the job runs on
+    assert runs_log(data)[before:] == []  # and nothing could write its line
+    nxt = envbuilder_cli("run", tag, "--", "python3", "-c", HELLO)
+    assert nxt.returncode == 0, nxt.stderr[-2000:]
+    assert f"({left[:12]}, running), left by an envbuilder run that is gone" in nxt.stderr
+    orphan, own = runs_log(data)[before:]
+    assert (orphan["outcome"], orphan["exit_code"], orphan["container_status"]) == (
+        "orphaned",
+        137,
+        "running",
+    )
+    assert orphan["command"] == ["python3", "-c", SLEEPER] and orphan["recorded_by"] == "janitor"
+    assert orphan["seconds"] is not None and orphan["seconds"] > 0
+    assert f"recorded run {orphan['run_id']} in {data / 'runs.jsonl'} as orphaned" in nxt.stderr
+    assert (own["outcome"], own["exit_code"]) == ("exited", 0)
+    assert _run_containers(tag) == []
 
 
 def test_a_rebuilt_image_is_refused_until_forced(

@@ -80,9 +80,12 @@ def test_a_covered_run_starts_the_container_like_certify_does(tmp_path: Path) ->
     assert spec.shm_size and spec.workdir == "/work"
     assert Mount(source=str(tmp_path), target="/data", read_only=True) in spec.mounts
     assert spec.env["EPOCHS"] == "3"
-    assert spec.name == f"envbuilder-run-{outcome.run_id.lower()}" and spec.labels == {
-        "io.envbuilder.run": "1"
-    }
+    assert spec.name == f"envbuilder-run-{outcome.run_id.lower()}"
+    assert spec.labels["io.envbuilder.run"] == "1"
+    # the record a janitor writes if this client is SIGKILLed: the log line's own start
+    assert spec.labels["io.envbuilder.log"] == str(tmp_path / "runs.jsonl")
+    carried = json.loads(spec.labels["io.envbuilder.record"])
+    assert {k: v for k, v in log(tmp_path)[0].items() if k in carried} == carried
     assert (spec.image, spec.command) == (IMAGE_ID, ("python", "train.py"))
     assert any("covers this run" in line for line in lines)
     assert log(tmp_path)[0]["outcome"] == "exited" and log(tmp_path)[0]["forced"] is False

@@ -1,0 +1,108 @@
+"""Issue 18, the run log on kill: a run whose client was SIGKILLed is recorded by the janitor that
+removes its container (the record rides on the container's labels); a stopped run records the
+exit code the CLI ends with. The real processes and daemon: tests/integration/test_run_docker.py."""
+
+from __future__ import annotations
+
+import json
+import signal
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from envbuilder.engine import DockerEngine
+from envbuilder.engine.ownership import (
+    LOG_LABEL,
+    OWNER_LABEL,
+    RECORD_LABEL,
+    OwnedContainer,
+    orphan_record,
+    record_labels,
+)
+from envbuilder.lifecycle import Stopped, stop_error
+
+RECORD = {"run_id": "20261201T160000Z-abc123", "image": "sha256:" + "ab" * 32, "command": ["sleep", "60"]}
+NOW = datetime(2026, 12, 1, 16, 1, 0, tzinfo=timezone.utc)
+
+
+def box(status: str, labels: dict[str, str]) -> OwnedContainer:
+    return OwnedContainer(id="c" * 64, name="envbuilder-run-x", status=status, labels=labels)
+
+
+def test_a_running_orphan_is_recorded_as_killed_by_its_removal(tmp_path: Path) -> None:
+    labels = record_labels(tmp_path / "runs.jsonl", RECORD)
+    got = orphan_record(box("running", labels), {"StartedAt": "2026-12-01T16:00:00.123456789Z"}, now=NOW)
+    assert got is not None
+    log, line = got
+    assert log == tmp_path / "runs.jsonl"
+    assert line == {
+        **RECORD,
+        "outcome": "orphaned",
+        "exit_code": 137,
+        "seconds": 59.877,
+        "container_status": "running",
+        "recorded_by": "janitor",
+    }
+
+
+def test_an_exited_orphan_keeps_the_jobs_exit_code_and_time(tmp_path: Path) -> None:
+    state = {"ExitCode": 3, "StartedAt": "2026-12-01T16:00:00Z", "FinishedAt": "2026-12-01T16:00:42.5Z"}
+    got = orphan_record(box("exited", record_labels(tmp_path / "r.jsonl", RECORD)), state, now=NOW)
+    assert got is not None and (got[1]["exit_code"], got[1]["seconds"]) == (3, 42.5)
+
+
+def test_no_record_no_line() -> None:
+    assert orphan_record(box("exited", {}), {}) is None
+    assert orphan_record(box("exited", {LOG_LABEL: "/x", RECORD_LABEL: "not json"}), {}) is None
+    assert orphan_record(box("exited", {LOG_LABEL: "/x", RECORD_LABEL: "[1]"}), {}) is None
+    never = orphan_record(
+        box("created", record_labels(Path("/x"), RECORD)), {"StartedAt": "0001-01-01T00:00:00Z"}
+    )
+    assert never is not None and never[1]["seconds"] is None
+
+
+class _Container:
+    def __init__(self, labels: dict[str, str], status: str) -> None:
+        self.id, self.name, self.status, self.labels = "d" * 64, "envbuilder-run-y", status, labels
+        self.attrs = {"State": {"ExitCode": 0, "StartedAt": "2026-12-01T16:00:00Z"}}
+
+
+class _Client:
+    def __init__(self, found: list[_Container]) -> None:
+        self.removed: list[str] = []
+        client = self
+
+        class _Containers:
+            def list(self, **kw: Any) -> list[_Container]:
+                return found
+
+        class _Api:
+            def remove_container(self, cid: str, force: bool) -> None:
+                client.removed.append(cid)
+
+        self.containers, self.api = _Containers(), _Api()
+
+
+def test_the_janitor_writes_the_orphans_line_after_removing_it(tmp_path: Path) -> None:
+    log = tmp_path / "runs.jsonl"
+    gone = _Container({OWNER_LABEL: "this-host/1/1", **record_labels(log, RECORD)}, "running")
+    notices: list[str] = []
+    engine = DockerEngine(janitor=False, notice=notices.append)
+    engine._docker = _Client([gone])  # the SDK client, replaced (no daemon in unit tests)
+    import envbuilder.engine.docker_engine as de
+
+    real = de.leftovers
+    de.leftovers = lambda owned: list(owned)  # type: ignore[assignment]
+    try:
+        assert engine.sweep_leftovers() == ("envbuilder-run-y",)
+    finally:
+        de.leftovers = real
+    (line,) = [json.loads(x) for x in log.read_text().splitlines()]
+    assert (line["run_id"], line["outcome"], line["exit_code"]) == (RECORD["run_id"], "orphaned", 137)
+    assert any(f"recorded run {RECORD['run_id']} in {log} as orphaned" in n for n in notices)
+
+
+def test_a_stop_ends_with_the_clis_exit_code() -> None:
+    assert stop_error(KeyboardInterrupt()).exit_code == 130
+    assert stop_error(Stopped(signal.SIGTERM)).exit_code == 143
+    assert stop_error(Stopped(signal.SIGHUP)).message == "terminated by SIGHUP"
