@@ -187,7 +187,7 @@ def test_after_a_sigkill_of_the_client_the_next_command_records_the_orphaned_run
         "running",
     )
     assert orphan["command"] == ["python3", "-c", SLEEPER] and orphan["recorded_by"] == "janitor"
-    assert orphan["seconds"] is not None and orphan["seconds"] > 0
+    assert isinstance(orphan["seconds"], float) and orphan["seconds"] > 0
     assert f"recorded run {orphan['run_id']} in {data / 'runs.jsonl'} as orphaned" in nxt.stderr
     assert (own["outcome"], own["exit_code"]) == ("exited", 0)
     assert _run_containers(tag) == []

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import signal
+import subprocess
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -19,7 +20,7 @@ from envbuilder.engine.ownership import (
     orphan_record,
     record_labels,
 )
-from envbuilder.lifecycle import Stopped, stop_error
+from envbuilder.lifecycle import Stopped, owner_mark, stop_error
 
 RECORD = {"run_id": "20261201T160000Z-abc123", "image": "sha256:" + "ab" * 32, "command": ["sleep", "60"]}
 NOW = datetime(2026, 12, 1, 16, 1, 0, tzinfo=timezone.utc)
@@ -84,19 +85,15 @@ class _Client:
 
 
 def test_the_janitor_writes_the_orphans_line_after_removing_it(tmp_path: Path) -> None:
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    gone_mark = f"{owner_mark().rsplit('/', 2)[0]}/{dead.pid}/1"  # this host, a process that is gone
     log = tmp_path / "runs.jsonl"
-    gone = _Container({OWNER_LABEL: "this-host/1/1", **record_labels(log, RECORD)}, "running")
+    client = _Client([_Container({OWNER_LABEL: gone_mark, **record_labels(log, RECORD)}, "running")])
     notices: list[str] = []
     engine = DockerEngine(janitor=False, notice=notices.append)
-    engine._docker = _Client([gone])  # the SDK client, replaced (no daemon in unit tests)
-    import envbuilder.engine.docker_engine as de
-
-    real = de.leftovers
-    de.leftovers = lambda owned: list(owned)  # type: ignore[assignment]
-    try:
-        assert engine.sweep_leftovers() == ("envbuilder-run-y",)
-    finally:
-        de.leftovers = real
+    engine._docker = client  # the SDK client, replaced (no daemon in unit tests)
+    assert engine.sweep_leftovers() == ("envbuilder-run-y",) and client.removed == ["d" * 64]
     (line,) = [json.loads(x) for x in log.read_text().splitlines()]
     assert (line["run_id"], line["outcome"], line["exit_code"]) == (RECORD["run_id"], "orphaned", 137)
     assert any(f"recorded run {RECORD['run_id']} in {log} as orphaned" in n for n in notices)
