@@ -6,6 +6,8 @@
 #                                                   tree in .device/old, when there), then this
 #                                                   checkout's default torch certification, then its
 #                                                   JAX plan; about 5.5 minutes
+#   bash benchmarks/gpu/issue16_proof.sh ab         new, old, new (the same pair, bracketed against drift),
+#                                                   then the monitor's recorded workloads; about 8 minutes
 #   bash benchmarks/gpu/issue16_proof.sh full       this checkout's --level full (the long schedule);
 #                                                   about 3 minutes
 #   bash benchmarks/gpu/issue16_proof.sh container  the JAX certification in a container:
@@ -20,7 +22,7 @@
 # container needs .device/ as h200_proof.sh does (gpu-docker.sh, dockerbin.tar.xz, the docker SDK
 # wheel) and writes $OUT/{cert-jax-container.json,certify-jax.txt,certify-jax.stderr.txt}; about 5 minutes.
 set -uo pipefail
-part=${1:?usage: issue16_proof.sh native|full|container}
+part=${1:?usage: issue16_proof.sh native|ab|full|container}
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$ROOT"
 # shellcheck source=lib.sh
@@ -95,6 +97,30 @@ native)
   summary "${names[@]}" torch-default jax-native >> "$OUT/summary.txt"
   cat "$OUT/summary.txt"
   ;;
+ab)
+  # old vs new side by side, bracketed (new, old, new: the machine's drift shows in the two new
+  # runs), then the monitor's seven recorded workloads; about 8 minutes. Everything in all.tar.gz.
+  header
+  stage_harness issue16; NEW_STAGE=$STAGE NEW_THRESH=("${THRESH_ARGS[@]}")
+  names=(torch-new-1)
+  runs "torch-new-1"
+  if [ -d .device/old/envbuilder/harness ]; then
+    stage_harness issue16-old .device/old
+    runs "torch-old"
+    names+=(torch-old)
+  fi
+  STAGE=$NEW_STAGE THRESH_ARGS=("${NEW_THRESH[@]}")
+  runs "torch-new-2"
+  names+=(torch-new-2)
+  summary "${names[@]}" >> "$OUT/summary.txt"
+  cat "$OUT/summary.txt"
+  [ "${MONITOR:-1}" = 0 ] && exit 0  # MONITOR=0: the harness runs only
+  mkdir -p "$OUT/monitor"
+  OUT="$OUT/monitor" timeout 200 "$PYTHON" tests/data/monitor/record_workloads.py > "$OUT/monitor.log" 2>&1
+  echo "record_workloads exit $?" >> "$OUT/monitor.log"
+  tail -5 "$OUT/monitor.log"
+  tar -czf "$OUT/all.tar.gz.tmp" -C "$OUT" --exclude all.tar.gz.tmp . && mv "$OUT/all.tar.gz.tmp" "$OUT/all.tar.gz"
+  ;;
 full)
   header
   stage_harness issue16
@@ -121,5 +147,5 @@ container)
   echo "certify exit $?" >> "$OUT/certify-jax.txt"
   cat "$OUT/certify-jax.txt"
   ;;
-*) echo "usage: $0 native|full|container" >&2; exit 2 ;;
+*) echo "usage: $0 native|ab|full|container" >&2; exit 2 ;;
 esac

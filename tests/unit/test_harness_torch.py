@@ -277,8 +277,9 @@ def test_held_lane_children_wait_for_the_go_and_leave_nothing_behind() -> None:
 
     from envbuilder.harness.steps.lane import CompileLane
 
-    lane = CompileLane(("resnet18",), batch=8, amp="auto", seed=1, hold=True)
-    unused = CompileLane(("resnet18",), batch=8, amp="auto", seed=1, hold=True)
+    runs = {"resnet18": (6, 2)}
+    lane = CompileLane(runs, batch=8, amp="auto", seed=1, data=(32, 64, 16), hold=True)
+    unused = CompileLane(runs, batch=8, amp="auto", seed=1, data=(32, 64, 16), hold=True)
     try:
         time.sleep(1.0)
         assert lane.procs["resnet18"].poll() is None  # held (or still importing), not finished
@@ -290,3 +291,60 @@ def test_held_lane_children_wait_for_the_go_and_leave_nothing_behind() -> None:
         lane.close()
         unused.close()  # never released: killed
     assert all(p.poll() is not None for p in (*lane.procs.values(), *unused.procs.values()))
+
+
+def test_the_lane_child_runs_the_timed_loop_it_compiled_and_refuses_another_run() -> None:
+    # The protocol end to end on the CPU: a served child prepares (model, data, torch.compile's
+    # first step; the eager backend keeps it to seconds here), says ready, refuses a run it did not
+    # prepare, runs the harness's order in the same process and exits; a cache-only child says
+    # ready and exits by itself, and runs nothing.
+    from envbuilder.harness.steps.lane import CompileLane
+
+    runs = {"resnet18": (6, 2), "resnet50": (4, 1)}
+    lane = CompileLane(
+        runs,
+        batch=4,
+        amp="fp32",
+        seed=3,
+        data=(32, 48, 8),
+        device="cpu",
+        backend="eager",
+        width=8,
+        served=("resnet18",),
+    )
+    data = make_dataset(32, 48, 8, seed=3)
+
+    def cfg(arch: str, steps: int, warmup: int) -> RunConfig:
+        return RunConfig(
+            name=f"tuned_{arch}_compiled",
+            arch=arch,
+            width=8,
+            batch=4,
+            steps=steps,
+            warmup=warmup,
+            channels_last=True,
+            compile=True,
+            device="cpu",
+            seed=3,
+        )
+
+    try:
+        report = lane.wait("resnet18", 240)
+        assert report.get("ready") is True and report["compiled"] is True, report
+        assert report["compile_s"] > 0 and lane.ready("resnet18")
+        with pytest.raises(RuntimeError, match="prepared another configuration"):
+            lane.run(cfg("resnet18", 7, 2), data, loss_drop_min=-1e9, accuracy_margin=-1.0)
+        metrics, problems = lane.runner("resnet18")(
+            cfg("resnet18", 6, 2), data, loss_drop_min=-1e9, accuracy_margin=-1.0
+        )
+        assert metrics["steps_done"] == 6 and metrics["steps_timed"] == 4 and metrics["compiled"]
+        assert "compile lane child" in metrics["ran_in"] and metrics["config"]["image_size"] == 32
+        assert isinstance(problems, list)
+        assert lane.procs["resnet18"].poll() is not None  # it exited after its run: memory free
+        assert lane.wait("resnet50", 240).get("ready") is True
+        assert lane.procs["resnet50"].wait(timeout=60) == 0  # cache only: gone once ready
+        with pytest.raises(RuntimeError, match="only fills the Inductor cache"):
+            lane.run(cfg("resnet50", 4, 1), data, loss_drop_min=-1e9, accuracy_margin=-1.0)
+    finally:
+        lane.close()
+    assert all(p.poll() is not None for p in lane.procs.values())

@@ -15,32 +15,47 @@ if TYPE_CHECKING:
     from ..workloads.pytorch.data import Dataset
 
 
+PIPELINE_IMAGES = (320, 512)  # the GPU path's source images: size, count
+Images = tuple[list[bytes], list[int], str]  # encoded images, labels, codec
+
+
+def prepare_images(s: Session, src_size: int, n: int) -> Images:
+    """The step's source images, rendered and encoded (CPU work: the plan may do it earlier)."""
+    from ..workloads.pytorch.data import render
+    from ..workloads.pytorch.loader import encode_split
+
+    return encode_split(render(n, src_size, s.opts.seed + 5))
+
+
 def input_pipeline_step(
-    s: Session, data: Dataset | None, cfg: RunConfig, *, src_size: int, n_images: int, batches: int
+    s: Session,
+    data: Dataset | None,
+    cfg: RunConfig,
+    *,
+    batches: int,
+    src_size: int = PIPELINE_IMAGES[0],
+    n_images: int = PIPELINE_IMAGES[1],
+    prepared: Images | None = None,
 ) -> None:
+    """`prepared`: prepare_images(s, src_size, n_images) done before the step."""
     with s.rec.step("input_pipeline") as st:
         if data is None:
             raise StepSkipped("no dataset (the dataset step did not pass)")
         s.need(12 if s.cuda else 8)
         with s.window(st):
-            _measure(s, st, data, cfg, src_size=src_size, n=n_images, batches=batches)
+            images = prepared or prepare_images(s, src_size, n_images)
+            st.metrics["images_prepared_before"] = prepared is not None
+            _measure(s, st, data, cfg, images, src_size=src_size, batches=batches)
 
 
 def _measure(
-    s: Session, st: Step, data: Dataset, cfg: RunConfig, *, src_size: int, n: int, batches: int
+    s: Session, st: Step, data: Dataset, cfg: RunConfig, images: Images, *, src_size: int, batches: int
 ) -> None:
-    from ..workloads.pytorch.data import render
     from ..workloads.pytorch.feed import FeedBench
-    from ..workloads.pytorch.loader import (
-        DecodeAugment,
-        default_workers,
-        encode_split,
-        loader_throughput,
-        make_loader,
-    )
+    from ..workloads.pytorch.loader import DecodeAugment, default_workers, loader_throughput, make_loader
 
     workers = s.opts.workers or default_workers()
-    blobs, labels, codec = encode_split(render(n, src_size, s.opts.seed + 5))
+    blobs, labels, codec = images
     raw_hw = None if codec == "jpeg" else (src_size, src_size)
     ds = DecodeAugment(blobs, labels, data.size, train=True, raw_hw=raw_hw)
     st.metrics.update(

@@ -1,8 +1,19 @@
 """The compile lane's child: `python -m <package>.workloads.pytorch.precompile --arch resnet50 ...`
-compiles one tuned run's model with torch.compile into the Inductor cache the harness shares with
-it (TORCHINDUCTOR_CACHE_DIR), by running that run's first steps exactly as train.py does: the same
-model, layout, precision, batch and optimizer, so the harness's own compile of it hits the cache.
-Runs at the lowest CPU priority; prints one JSON line (the cold compile's seconds, or the error).
+prepares one tuned compiled run (train.PreparedRun: the same model, layout, precision, batch,
+optimizer and synthetic data as the harness's own run) while the harness uses the GPU for other
+steps, so torch.compile's CPU work (tracing, Inductor, Triton) overlaps the GPU's. Runs at the
+lowest CPU priority.
+
+Without --serve the child only fills the Inductor cache the harness shares (TORCHINDUCTOR_CACHE_DIR),
+says ready and exits; the harness's own compile then loads the cache, and its cuDNN autotuning
+(the eager runs', same shapes) is already in the harness's process. With --serve, the protocol,
+one JSON line each way:
+  child -> {"arch", "ready": true, "compile_s", "compiled", ...}   after the first step (the compile)
+  harness -> {"max_seconds", "loss_drop_min", "accuracy_margin"}     when nothing else uses the GPU
+  child -> {"arch", "metrics", "problems"}                           the timed run, then it exits
+or {"arch", "error"} at any point (the harness then compiles and runs the step itself). With
+--hold the child imports torch first and waits for a "go" line before it touches the GPU. The
+timed loop runs in the process that compiled the model: nothing is traced or loaded twice.
 """
 
 from __future__ import annotations
@@ -18,50 +29,90 @@ from typing import Any
 from ...children import exit_with_parent
 
 
-def precompile(arch: str, batch: int, amp: str, image_size: int, seed: int) -> dict[str, Any]:
+def _say(obj: dict[str, Any]) -> None:
+    print(json.dumps(obj), flush=True)
+
+
+def prepare(a: argparse.Namespace) -> Any:
+    """The run up to the end of its first step (the compile); a train.PreparedRun."""
     import torch
-    from torch import nn
 
     from ..config import RunConfig
-    from .data import NUM_CLASSES, normalize
-    from .models import build_model, memory_format, place
-    from .train import amp_dtype, default_amp
+    from .data import make_dataset
+    from .train import PreparedRun, default_amp
 
-    if amp == "auto":
-        amp = default_amp()
-
+    amp = default_amp() if a.amp == "auto" else (None if a.amp == "fp32" else a.amp)
+    # A served run autotunes cuDNN as the harness's tuned runs do (TorchGpuPlan); a cache-only
+    # child leaves that to the harness process, where the tuned eager runs have done it already.
+    torch.backends.cudnn.benchmark = a.serve
+    size, n_train, n_eval = a.data
+    data = make_dataset(size, n_train, n_eval, seed=a.seed, device=a.device)
+    extra = {} if a.backend == "inductor" else {"compile_backend": a.backend}
     cfg = RunConfig(
-        name="precompile", arch=arch, batch=batch, amp=amp, channels_last=True, compile=True, seed=seed
+        name="precompile",
+        arch=a.arch,
+        width=a.width,
+        batch=a.batch,
+        steps=a.steps,
+        warmup=a.warmup,
+        amp=amp,
+        channels_last=True,
+        compile=True,
+        device=a.device,
+        seed=a.seed,
+        extra=extra,
     )
-    torch.manual_seed(cfg.seed)
-    model = place(build_model(cfg.arch, NUM_CLASSES, width=cfg.width)[0], "cuda", cfg.channels_last)
-    opt = torch.optim.SGD(model.parameters(), lr=cfg.learning_rate(), momentum=0.9, weight_decay=5e-5)
-    runner = torch.compile(model)
-    fmt, dt = memory_format(cfg.channels_last), amp_dtype(cfg.amp)
-    images = torch.randint(0, 256, (batch, 3, image_size, image_size), dtype=torch.uint8, device="cuda")
-    labels = torch.randint(0, NUM_CLASSES, (batch,), device="cuda")
-    times = []
-    for _ in range(2):  # the second step proves no recompilation is left for the harness
-        t0 = time.perf_counter()
-        x = normalize(images).contiguous(memory_format=fmt)
-        with torch.autocast("cuda", dtype=dt or torch.float32, enabled=dt is not None):
-            loss = nn.functional.cross_entropy(runner(x), labels)
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        opt.step()
-        torch.cuda.synchronize()
-        times.append(time.perf_counter() - t0)
-    return {"arch": arch, "batch": batch, "precision": amp, "compile_s": times[0], "second_step_s": times[1]}
+    return PreparedRun(cfg, data)
+
+
+def serve(a: argparse.Namespace, held: dict[str, float]) -> dict[str, Any]:
+    """Prepare, say ready; served: wait for the order and finish. {} when nothing more is said."""
+    run = prepare(a)
+    if a.device.startswith("cuda"):
+        import torch
+
+        # The first step's cached blocks go back to the driver while the child waits: the
+        # harness's own runs (the tuned eager ones) may need them on a smaller GPU.
+        torch.cuda.empty_cache()
+    m = run.metrics
+    ready = {"arch": a.arch, "ready": True, "compile_s": m["first_step_s"], "compiled": m["compiled"]}
+    ready["config"] = m["config"]  # the harness checks it is the run it planned
+    if m.get("compile_fallback"):
+        ready["compile_fallback"] = m["compile_fallback"]
+    _say({**ready, **held})
+    if not a.serve:
+        return {}
+    line = sys.stdin.readline()
+    if not line.strip():
+        return {}  # the harness closed the lane without running this step
+    order = json.loads(line)
+    metrics, problems = run.finish(
+        loss_drop_min=float(order["loss_drop_min"]),
+        accuracy_margin=float(order["accuracy_margin"]),
+        max_seconds=float(order["max_seconds"]),
+    )
+    return {"arch": a.arch, "metrics": metrics, "problems": problems}
+
+
+def _dims(text: str) -> tuple[int, int, int]:
+    size, n_train, n_eval = (int(v) for v in text.split(","))
+    return size, n_train, n_eval
 
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="precompile")
     p.add_argument("--arch", required=True)
     p.add_argument("--batch", type=int, default=256)
-    p.add_argument("--amp", default="bf16")
-    p.add_argument("--image-size", type=int, default=224)
+    p.add_argument("--steps", type=int, default=48)
+    p.add_argument("--warmup", type=int, default=8)
+    p.add_argument("--amp", default="bf16", help="bf16, fp16, fp32 or auto (as the harness picks)")
+    p.add_argument("--width", type=int, default=64)
+    p.add_argument("--data", type=_dims, default=(224, 4096, 512), help="SIZE,N_TRAIN,N_EVAL")
     p.add_argument("--seed", type=int, default=1234)
+    p.add_argument("--device", default="cuda")
+    p.add_argument("--backend", default="inductor", help="torch.compile backend (tests: eager)")
     p.add_argument("--hold", action="store_true", help="import, then wait for a line on stdin")
+    p.add_argument("--serve", action="store_true", help="after the compile, run the harness's order")
     a = p.parse_args(argv)
     exit_with_parent()
     with contextlib.suppress(OSError):
@@ -80,12 +131,13 @@ def main(argv: list[str] | None = None) -> int:
         held["held_s"] = time.perf_counter() - t_import
     t0 = time.perf_counter()
     try:
-        res = precompile(a.arch, a.batch, a.amp, a.image_size, a.seed)
-    except Exception as e:  # reported to the harness, which then compiles cold itself
-        res = {"arch": a.arch, "error": f"{type(e).__name__}: {e}"[:1000]}
+        res = serve(a, held)
+    except Exception as e:  # reported to the harness, which then runs the step itself
+        res = {"arch": a.arch, "error": f"{type(e).__name__}: {e}"[:1000], **held}
+    if not res:
+        return 0
     res["child_wall_s"] = time.perf_counter() - t0  # after the go, when held
-    res.update(held)
-    print(json.dumps(res), flush=True)
+    _say(res)
     return 0 if "error" not in res else 1
 
 

@@ -111,119 +111,137 @@ def train_run(
 
     Exceptions (OOM, compile errors outside the first step, driver errors) propagate.
     """
-    cuda = cfg.cuda
-    torch.manual_seed(cfg.seed)
-    if cuda:
-        free_device_memory()
-    model, info = build_model(cfg.arch, NUM_CLASSES, width=cfg.width)
-    metrics: dict[str, Any] = {"model": info, "config": cfg.to_json()}
-    metrics["config"]["image_size"] = data.size
-    if cfg.weights:
-        metrics["weights"] = load_weights(model, cfg.weights)
-    fmt = memory_format(cfg.channels_last)
-    model = place(model, cfg.device, cfg.channels_last)
-    opt = torch.optim.SGD(model.parameters(), lr=cfg.learning_rate(), momentum=0.9, weight_decay=5e-5)
-    warm_lr = cfg.lr_warmup_steps()
-    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda i: min(1.0, (i + 1) / warm_lr))
-    dt = amp_dtype(cfg.amp)
-    scaler = grad_scaler(cfg)
-    runner: Callable[[torch.Tensor], torch.Tensor] = model
-    if cfg.compile:
-        runner = torch.compile(model)
-    n_train = len(data.train)
-    gen = torch.Generator(device=cfg.device).manual_seed(cfg.seed + 17)
-    losses = torch.zeros(cfg.steps, device=cfg.device)
+    return PreparedRun(cfg, data).finish(loss_drop_min=loss_drop_min, accuracy_margin=accuracy_margin)
 
-    def one_step(i: int, fn: Callable[[torch.Tensor], torch.Tensor]) -> None:
-        idx = torch.randint(0, n_train, (cfg.batch,), generator=gen, device=cfg.device)
-        x = normalize(data.train.images[idx]).contiguous(memory_format=fmt)
-        y = data.train.labels[idx]
-        with torch.autocast(cfg.device, dtype=dt or torch.float32, enabled=dt is not None):
-            out = fn(x)
+
+class PreparedRun:
+    """One training run up to the end of its first step (lazy init, cuDNN autotuning, the compile
+    when cfg.compile); `finish()` runs the warm-up, the timed loop and the learning checks.
+    train_run does both at once; the compile lane's child (precompile.py) prepares, reports, and
+    finishes only when the harness gives it the GPU, so nothing is compiled twice."""
+
+    def __init__(self, cfg: RunConfig, data: Dataset) -> None:
+        self.cfg, self.data = cfg, data
+        torch.manual_seed(cfg.seed)
+        if cfg.cuda:
+            free_device_memory()
+        model, info = build_model(cfg.arch, NUM_CLASSES, width=cfg.width)
+        self.metrics: dict[str, Any] = {"model": info, "config": cfg.to_json()}
+        self.metrics["config"]["image_size"] = data.size
+        if cfg.weights:
+            self.metrics["weights"] = load_weights(model, cfg.weights)
+        self.fmt = memory_format(cfg.channels_last)
+        self.model = place(model, cfg.device, cfg.channels_last)
+        self.opt = torch.optim.SGD(
+            self.model.parameters(), lr=cfg.learning_rate(), momentum=0.9, weight_decay=5e-5
+        )
+        warm_lr = cfg.lr_warmup_steps()
+        self.sched = torch.optim.lr_scheduler.LambdaLR(self.opt, lambda i: min(1.0, (i + 1) / warm_lr))
+        self.dt = amp_dtype(cfg.amp)
+        self.scaler = grad_scaler(cfg)
+        self.runner: Callable[[torch.Tensor], torch.Tensor] = self.model
+        if cfg.compile:
+            self.runner = torch.compile(self.model, backend=cfg.extra.get("compile_backend", "inductor"))
+        self.gen = torch.Generator(device=cfg.device).manual_seed(cfg.seed + 17)
+        self.losses = torch.zeros(cfg.steps, device=cfg.device)
+        # First step alone: lazy init, cuDNN autotune, compilation. A failed compile falls back.
+        t0 = time.perf_counter()
+        try:
+            self.one_step(0)
+            self.sync()
+        except Exception as e:
+            if not cfg.compile:
+                raise
+            self.metrics["compile_fallback"] = f"{type(e).__name__}: {e}"[:500]
+            self.runner = self.model
+            self.one_step(0)
+            self.sync()
+        self.metrics["compiled"] = cfg.compile and "compile_fallback" not in self.metrics
+        self.metrics["first_step_s"] = time.perf_counter() - t0
+
+    def one_step(self, i: int) -> None:
+        cfg, train = self.cfg, self.data.train
+        idx = torch.randint(0, len(train), (cfg.batch,), generator=self.gen, device=cfg.device)
+        x = normalize(train.images[idx]).contiguous(memory_format=self.fmt)
+        y = train.labels[idx]
+        with torch.autocast(cfg.device, dtype=self.dt or torch.float32, enabled=self.dt is not None):
+            out = self.runner(x)
             loss = nn.functional.cross_entropy(out, y)
-        opt.zero_grad(set_to_none=True)
-        if scaler is not None:
-            scaler.scale(loss).backward()
-            scaler.step(opt)
-            scaler.update()
+        self.opt.zero_grad(set_to_none=True)
+        if self.scaler is not None:
+            self.scaler.scale(loss).backward()
+            self.scaler.step(self.opt)
+            self.scaler.update()
         else:
             loss.backward()
-            opt.step()
-        sched.step()
-        losses[i] = loss.detach().float()
+            self.opt.step()
+        self.sched.step()
+        self.losses[i] = loss.detach().float()
 
-    def sync() -> None:
-        if cuda:
+    def sync(self) -> None:
+        if self.cfg.cuda:
             torch.cuda.synchronize()
 
-    # First step alone: lazy init, cuDNN autotune, compilation. A failed compile falls back.
-    t0 = time.perf_counter()
-    try:
-        one_step(0, runner)
-        sync()
-    except Exception as e:
-        if not cfg.compile:
-            raise
-        metrics["compile_fallback"] = f"{type(e).__name__}: {e}"[:500]
-        runner = model
-        one_step(0, runner)
-        sync()
-    metrics["compiled"] = cfg.compile and "compile_fallback" not in metrics
-    metrics["first_step_s"] = time.perf_counter() - t0
-    warm = max(1, min(cfg.warmup, cfg.steps - 2))
-    for i in range(1, warm):
-        one_step(i, runner)
-    sync()
-    # Timed loop: CUDA events between steps on the GPU (no sync), wall clock on the CPU.
-    events: list[torch.cuda.Event] = []
-    stamps: list[float] = []
-    wall0 = time.perf_counter()
-    done = warm
-    for i in range(warm, cfg.steps):
+    def finish(
+        self, *, loss_drop_min: float, accuracy_margin: float, max_seconds: float | None = None
+    ) -> tuple[dict[str, Any], list[str]]:
+        """The rest of the run; `max_seconds` replaces cfg.max_seconds (the caller's budget now)."""
+        cfg, metrics, cuda = self.cfg, self.metrics, self.cfg.cuda
+        cap = cfg.max_seconds if max_seconds is None else max_seconds
+        warm = max(1, min(cfg.warmup, cfg.steps - 2))
+        for i in range(1, warm):
+            self.one_step(i)
+        self.sync()
+        # Timed loop: CUDA events between steps on the GPU (no sync), wall clock on the CPU.
+        events: list[torch.cuda.Event] = []
+        stamps: list[float] = []
+        wall0 = time.perf_counter()
+        done = warm
+        for i in range(warm, cfg.steps):
+            if cuda:
+                events.append(torch.cuda.Event(enable_timing=True))
+                events[-1].record()
+            else:
+                stamps.append(time.perf_counter())
+            self.one_step(i)
+            done = i + 1
+            if done >= cfg.min_steps and time.perf_counter() - wall0 > cap:
+                break
         if cuda:
-            events.append(torch.cuda.Event(enable_timing=True))
-            events[-1].record()
+            end = torch.cuda.Event(enable_timing=True)
+            end.record()
+            end.synchronize()
+            events.append(end)
+            times = [event_seconds(events[j], events[j + 1]) for j in range(len(events) - 1)]
         else:
             stamps.append(time.perf_counter())
-        one_step(i, runner)
-        done = i + 1
-        if done >= cfg.min_steps and time.perf_counter() - wall0 > cfg.max_seconds:
-            break
-    if cuda:
-        end = torch.cuda.Event(enable_timing=True)
-        end.record()
-        end.synchronize()
-        events.append(end)
-        times = [event_seconds(events[j], events[j + 1]) for j in range(len(events) - 1)]
-    else:
-        stamps.append(time.perf_counter())
-        times = [stamps[j + 1] - stamps[j] for j in range(len(stamps) - 1)]
-    wall = time.perf_counter() - wall0
-    timed = done - warm
-    metrics.update(
-        steps_done=done,
-        steps_timed=timed,
-        truncated=done < cfg.steps,
-        timed_wall_s=wall,
-        images_per_s=cfg.batch * timed / wall if wall > 0 else 0.0,
-        step_time=step_stats(times),
-        memory=memory_snapshot(cfg.device),
-    )
-    loss_list = [float(v) for v in losses[:done].cpu()]
-    metrics["loss_first"] = loss_list[0]
-    metrics["loss_last"] = loss_list[-1]
-    metrics["loss_curve"] = downsample(loss_list)
-    problems = check_losses(loss_list, loss_drop_min, planned=cfg.steps)
-    if not all(math.isfinite(float(p.detach().float().sum())) for p in model.parameters()):
-        problems.append("non-finite parameters after training")
-    if cfg.evaluate and not problems:
-        chance = 1.0 / NUM_CLASSES
-        val_acc, val_loss = evaluate(model, data.val, cfg)
-        test_acc, _ = evaluate(model, data.test, cfg)
-        metrics.update(val_accuracy=val_acc, val_loss=val_loss, test_accuracy=test_acc)
-        metrics["accuracy_required"] = chance + accuracy_margin
-        problems += accuracy_problems(val_acc, NUM_CLASSES, accuracy_margin, done=done, planned=cfg.steps)
-    return metrics, problems  # the caller frees device memory (locals are gone by then)
+            times = [stamps[j + 1] - stamps[j] for j in range(len(stamps) - 1)]
+        wall = time.perf_counter() - wall0
+        timed = done - warm
+        metrics.update(
+            steps_done=done,
+            steps_timed=timed,
+            truncated=done < cfg.steps,
+            timed_wall_s=wall,
+            images_per_s=cfg.batch * timed / wall if wall > 0 else 0.0,
+            step_time=step_stats(times),
+            memory=memory_snapshot(cfg.device),
+        )
+        loss_list = [float(v) for v in self.losses[:done].cpu()]
+        metrics["loss_first"] = loss_list[0]
+        metrics["loss_last"] = loss_list[-1]
+        metrics["loss_curve"] = downsample(loss_list)
+        problems = check_losses(loss_list, loss_drop_min, planned=cfg.steps)
+        if not all(math.isfinite(float(p.detach().float().sum())) for p in self.model.parameters()):
+            problems.append("non-finite parameters after training")
+        if cfg.evaluate and not problems:
+            chance = 1.0 / NUM_CLASSES
+            val_acc, val_loss = evaluate(self.model, self.data.val, cfg)
+            test_acc, _ = evaluate(self.model, self.data.test, cfg)
+            metrics.update(val_accuracy=val_acc, val_loss=val_loss, test_accuracy=test_acc)
+            metrics["accuracy_required"] = chance + accuracy_margin
+            problems += accuracy_problems(val_acc, NUM_CLASSES, accuracy_margin, done=done, planned=cfg.steps)
+        return metrics, problems  # the caller frees device memory (the run object holds it until dropped)
 
 
 class SyntheticTrainer:
