@@ -22,7 +22,7 @@ from envbuilder.engine import BuildResult, BuildSecret, ContainerSpec, Engine, I
 from envbuilder.engine.progress import BuildEvent
 from envbuilder.errors import BuildFailedError, OutputError, RegistryError, SpecError, UsageError
 from envbuilder.host.model import Host
-from envbuilder.image.commit import commit, output_lock, repair
+from envbuilder.image.commit import commit, context_home, output_lock, repair
 from envbuilder.image.drift import (
     collector_command,
     drift_from_lock,
@@ -376,9 +376,11 @@ def _run_build_locked(
     engine.ping()
     repair(engine, on_message)
     engine.buildkit_cli()
-    tmp = temp_dir("render", work_dir)
+    # `work_dir`: a fresh folder there, removed after the build; else the output's own folder.
+    tmp = temp_dir("render", work_dir) if work_dir is not None else None
+    dest = (tmp or context_home(plan.lock_out)) / "build"
     try:
-        prepared = prepare_build(plan, options, engine, tmp / "build", on_message=on_message)
+        prepared = prepare_build(plan, options, engine, dest, on_message=on_message)
         result = engine.build(
             prepared.rendered.context_dir,
             prepared.rendered.dockerfile,
@@ -388,7 +390,8 @@ def _run_build_locked(
             on_event=on_event,
         )
     finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+        if tmp is not None:
+            shutil.rmtree(tmp, ignore_errors=True)
     return finish_build(prepared, result, options, engine)
 
 

@@ -402,3 +402,25 @@ def test_base_venv_without_the_framework_is_a_lock_error_naming_what_is_missing(
         build(tmp_path, fake, base_venv="/usr")
     assert exc.value.exit_code == LockError.exit_code and "--base-venv" in (exc.value.hint or "")
     assert not (tmp_path / "smoke.lock.json").exists() and fake.tags() == {BASE}
+
+
+def test_every_build_of_one_output_renders_its_context_into_the_same_folder(tmp_path: Path) -> None:
+    # The Docker CLI keys BuildKit's context transfer by the context's path: the same folder each
+    # time, so a rebuild sends only what changed. Another output gets its own folder.
+    seen: list[Path] = []
+    fake = engine()
+    real_build = fake.build
+
+    def recording_build(context: Path, dockerfile: Path, **kw: object) -> object:
+        seen.append(context)
+        return real_build(context, dockerfile, **kw)  # type: ignore[arg-type]
+
+    fake.build = recording_build  # type: ignore[method-assign]
+    spec = make_spec()
+    for lock_name in ("a.lock.json", "a.lock.json", "b.lock.json"):
+        options = BuildOptions(base_image=BASE, lock_out=tmp_path / lock_name)
+        plan = plan_from_spec(spec, make_resolution(spec), options, Path("images/smoke.yaml"), load_matrix())
+        run_build(plan, options, fake)
+    assert seen[0] == seen[1] != seen[2]
+    assert seen[0].is_relative_to(user_data_dir() / "contexts")
+    assert (seen[0] / "harness").is_dir()  # kept for the next build's transfer
