@@ -415,7 +415,7 @@ def test_every_build_of_one_output_renders_its_context_into_the_same_folder(tmp_
         seen.append(context)
         return real_build(context, dockerfile, **kw)  # type: ignore[arg-type]
 
-    fake.build = recording_build  # type: ignore[method-assign]
+    fake.build = recording_build  # type: ignore[method-assign,assignment]
     spec = make_spec()
     for lock_name in ("a.lock.json", "a.lock.json", "b.lock.json"):
         options = BuildOptions(base_image=BASE, lock_out=tmp_path / lock_name)
