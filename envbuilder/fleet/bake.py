@@ -1,8 +1,10 @@
 """`fleet build`: one image per spec and node class, each stack resolved for that class's GPU and
 driver, rendered as `envbuilder build` renders it, and all built by one `docker buildx bake`
 (targets in parallel on BuildKit, its cache shared; remote or Kubernetes builders are buildx's
-business). Classes that resolve to the same stack share one target. Each target is then inspected,
-tagged and given its lock exactly as `envbuilder build` does it (image.build.finish_build); a
+business). Classes that resolve to the same stack share one target. The whole bake holds every
+target's outputs (its lock file and tags: image.build.outputs_held, as `envbuilder build` holds
+its own), and each target is then inspected, tagged and given its lock with hashes exactly as
+`envbuilder build` does it (image.build.finish_build: tag + lock as one journalled step); a
 failed bake tags nothing and writes no lock.
 """
 
@@ -30,7 +32,9 @@ from envbuilder.image.build import (
     BuildOutcome,
     BuildPlan,
     finish_build,
+    outputs_held,
     plan_from_spec,
+    planned_tags,
     prepare_build,
 )
 from envbuilder.image.spec import ImageSpec
@@ -165,9 +169,26 @@ def bake(
     on_event: Callable[[BuildEvent], None] | None = None,
     say: Callable[[str], None] = lambda _l: None,
 ) -> list[BuildOutcome]:
-    """Render every target, bake them all at once, then tag and lock each. `keep_dir` keeps the
+    """Render every target, bake them all at once, then tag and lock each, all its targets'
+    outputs held meanwhile (no other build writes those locks or tags). `keep_dir` keeps the
     rendered contexts and the bake file (else a temporary folder). Raises BuildFailedError,
-    BuildKitMissingError, DockerUnavailableError, SpecError, UsageError, RegistryError (push)."""
+    BuildKitMissingError, DockerUnavailableError, OutputError, SpecError, UsageError,
+    RegistryError (push)."""
+    lock_outs = [t.plan.lock_out for t in targets]
+    tags = [tag for t in targets for tag in planned_tags(t.plan, t.options)]
+    with outputs_held(lock_outs, tags, engine, say):
+        return _bake_held(targets, engine, buildx, keep_dir=keep_dir, on_event=on_event, say=say)
+
+
+def _bake_held(
+    targets: Sequence[BakeTarget],
+    engine: Engine,
+    buildx: Buildx,
+    *,
+    keep_dir: Path | None,
+    on_event: Callable[[BuildEvent], None] | None,
+    say: Callable[[str], None],
+) -> list[BuildOutcome]:
     work = keep_dir or Path(tempfile.mkdtemp(prefix="envbuilder-bake-"))
     try:
         prepared = []

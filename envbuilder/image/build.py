@@ -13,7 +13,7 @@ import contextlib
 import os
 import re
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -215,8 +215,33 @@ def _check_inputs(plan: BuildPlan, options: BuildOptions) -> list[str]:
                     "which was not given",
                     hint=f"--secret id={index.secret},src=FILE (a file holding the token)",
                 )
-    tags = [default_tag(plan.spec, plan.stack), *options.tags]
-    return list(dict.fromkeys(tags))
+    return planned_tags(plan, options)
+
+
+def planned_tags(plan: BuildPlan, options: BuildOptions) -> list[str]:
+    """The tags a build gives its image: the default (NAME:STACK), then --tag's, each once."""
+    return list(dict.fromkeys([default_tag(plan.spec, plan.stack), *options.tags]))
+
+
+@contextlib.contextmanager
+def outputs_held(
+    lock_outs: Sequence[Path], tags: Sequence[str], engine: Engine, say: Callable[[str], None]
+) -> Iterator[None]:
+    """One writer per output for a whole build (image/commit.py output_lock: every lock file and
+    tag), and what a killed build left finished or undone first (commit.repair). `build` holds
+    its one lock file and tags, `fleet build` all its targets'. Raises OutputError (the lock
+    folder), DockerUnavailableError."""
+    with contextlib.ExitStack() as held:
+        try:
+            held.enter_context(output_lock(lock_outs, tags, say))
+        except OSError as exc:
+            raise OutputError(
+                f"cannot lock the build's outputs in {user_data_dir() / 'locks'}: {exc.strerror}",
+                hint="ENVBUILDER_DATA_DIR must name a writable folder",
+            ) from None
+        engine.ping()
+        repair(engine, say)
+        yield
 
 
 def ensure_package_lock(
@@ -353,14 +378,7 @@ def run_build(
     """
     tags = _check_inputs(plan, options)
     say = on_message or (lambda _line: None)
-    with contextlib.ExitStack() as held:
-        try:
-            held.enter_context(output_lock(plan.lock_out, tags, say))
-        except OSError as exc:
-            raise OutputError(
-                f"cannot lock the build's outputs in {user_data_dir() / 'locks'}: {exc.strerror}",
-                hint="ENVBUILDER_DATA_DIR must name a writable folder",
-            ) from None
+    with outputs_held([plan.lock_out], tags, engine, say):
         return _run_build_locked(plan, options, engine, on_event, work_dir, say)
 
 
@@ -373,8 +391,6 @@ def _run_build_locked(
     on_message: Callable[[str], None],
 ) -> BuildOutcome:
     """run_build holding the outputs' lock: no other build writes this lock file or these tags."""
-    engine.ping()
-    repair(engine, on_message)
     engine.buildkit_cli()
     # `work_dir`: a fresh folder there, removed after the build; else the output's own folder.
     tmp = temp_dir("render", work_dir) if work_dir is not None else None

@@ -1,12 +1,13 @@
 """One writer per output, and a tag -> lock step that a kill cannot split.
 
-`output_lock` holds an exclusive file lock per output (the lock file's path and each tag) for a
-whole build: a second build of the same outputs waits for the first (saying so), and the lock
-dies with its holder, even by SIGKILL. `commit` then makes tag and lock one step: it writes a
-journal (the image, the tags' previous images, the lock's text) before tagging, writes the lock,
-and drops the journal. A journal left behind (the process was killed between the first tag and
-the lock's rename) is finished or undone by `repair` at the next build (any spec):
-every tag at the journal's image -> the lock is written; otherwise the tags go back.
+`output_lock` holds an exclusive file lock per output (each lock file's path and each tag) for a
+whole build (a `fleet build`: all its targets' outputs): a second build of the same outputs waits
+for the first (saying so), and the lock dies with its holder, even by SIGKILL. `commit` then makes
+tag and lock one step: it writes a journal (the image, the tags' previous images, the lock's text)
+before tagging, writes the lock, and drops the journal. A journal left behind (the process was
+killed between the first tag and the lock's rename) is finished or undone by `repair` at the next
+build (any spec): every tag at the journal's image -> the lock is written; otherwise the tags go
+back.
 """
 
 from __future__ import annotations
@@ -34,8 +35,8 @@ def _key(output: str) -> str:
     return hashlib.sha256(output.encode("utf-8", "surrogateescape")).hexdigest()[:32]
 
 
-def _outputs(lock_out: Path, tags: Sequence[str]) -> list[str]:
-    return sorted({f"file:{Path(lock_out).resolve()}", *(f"tag:{t}" for t in tags)})
+def _outputs(lock_outs: Sequence[Path], tags: Sequence[str]) -> list[str]:
+    return sorted({*(f"file:{Path(p).resolve()}" for p in lock_outs), *(f"tag:{t}" for t in tags)})
 
 
 def _locks_dir() -> Path:
@@ -63,13 +64,13 @@ def context_home(lock_out: Path) -> Path:
 
 
 @contextlib.contextmanager
-def output_lock(lock_out: Path, tags: Sequence[str], notice: Notice) -> Iterator[None]:
+def output_lock(lock_outs: Sequence[Path], tags: Sequence[str], notice: Notice) -> Iterator[None]:
     """Hold the outputs' file locks (in sorted order: two builds never deadlock). Waits for
     another holder, telling `notice` once who it waits for. Raises OSError when the lock folder
     cannot be written."""
     fds: list[int] = []
     try:
-        for output in _outputs(lock_out, tags):
+        for output in _outputs(lock_outs, tags):
             path = _locks_dir() / f"{_key(output)}.lock"
             fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
             fds.append(fd)

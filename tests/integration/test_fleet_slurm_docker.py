@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pytest
 from conftest import STATE, envbuilder_cli, unavailable
+from packaging.utils import canonicalize_name
 
 from envbuilder.engine import DockerEngine
 from envbuilder.image.lock import read_lock
@@ -275,6 +276,14 @@ def test_a_forged_gpu_certificate_from_a_cpu_class_job_is_refused(
     assert "claims the GPU path" in job["problem"] and job["certificate"] is None
 
 
+HOLD_LOCK = """\
+import sys, time
+from pathlib import Path
+from envbuilder.image.commit import output_lock
+with output_lock([Path(sys.argv[1])], [], print):
+    print("held", flush=True)
+    time.sleep(4)
+"""
 BUILDX = STATE / "buildx" / "root" / "usr" / "libexec" / "docker" / "cli-plugins" / "docker-buildx"
 
 
@@ -307,6 +316,18 @@ def test_fleet_build_bakes_two_targets_each_with_its_tag_and_lock(
 ) -> None:
     specs = [bake_spec(tmp_path, f"bake-{x}-{run_id}", run_id) for x in ("a", "b")]
     out = tmp_path / "out"
+    out.mkdir()
+    data = tmp_path / "data"
+    # Another writer holds the first target's lock file (as a second `build` of it would): the bake
+    # waits for it, as `envbuilder build` waits (one writer per output, image/commit.py).
+    first_lock = out.resolve() / f"bake-a-{run_id}-cpu.lock.json"
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLD_LOCK, str(first_lock)],
+        env={**os.environ, "ENVBUILDER_DATA_DIR": str(data)},
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert holder.stdout is not None and holder.stdout.readline() == "held\n"
     args = [
         "--slurm",
         "--classes",
@@ -319,10 +340,13 @@ def test_fleet_build_bakes_two_targets_each_with_its_tag_and_lock(
         str(out),
         "--json",
     ]
-    res = cli(
-        tmp_path / "data", "fleet", "build", *map(str, specs), *args, env={"ENVBUILDER_BUILDX": str(buildx)}
-    )
+    try:
+        res = cli(data, "fleet", "build", *map(str, specs), *args, env={"ENVBUILDER_BUILDX": str(buildx)})
+    finally:
+        holder.kill()
+        holder.wait()
     assert res.returncode == 0, res.stderr[-3000:]
+    assert f"which is writing {first_lock}" in res.stderr and "waiting for envbuilder" in res.stderr
     targets = json.loads(res.stdout)["targets"]
     cleanup_refs.extend(t for target in targets for t in target["tags"])
     assert [t["target"] for t in targets] == [f"bake-a-{run_id}-cpu", f"bake-b-{run_id}-cpu"]
@@ -332,6 +356,12 @@ def test_fleet_build_bakes_two_targets_each_with_its_tag_and_lock(
     for t in targets:
         lock = read_lock(Path(t["lock"]))
         assert lock.build is not None and lock.build.image_id == t["image_id"]
+        assert sorted(lock.build.tags) == sorted(t["tags"])
+        locked = lock.package_lock(lock.build.platform)  # every package pinned to one hashed wheel
+        assert locked is not None and locked.packages
+        assert all(len(p.sha256) == 64 for p in locked.packages if p.group != "base")
+        installed = {canonicalize_name(d.name): d.version for d in lock.build.installed}
+        assert all(installed.get(canonicalize_name(p.name)) == p.version for p in locked.packages)
         assert f"envbuilder/bake-{t['target'].split('-')[1]}-{run_id}:cpu" in t["tags"]
         info = engine.inspect_image(t["tags"][0])
         assert info is not None and info.id == t["image_id"]

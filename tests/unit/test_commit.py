@@ -26,7 +26,7 @@ HOLDER = """
 import sys, time
 from pathlib import Path
 from envbuilder.image.commit import output_lock
-with output_lock(Path(sys.argv[1]), ["me/x:1"], lambda m: print(m, flush=True)):
+with output_lock([Path(sys.argv[1])], ["me/x:1"], lambda m: print(m, flush=True)):
     Path(sys.argv[2]).write_text("held")
     time.sleep(60)
 """
@@ -70,7 +70,7 @@ def test_a_second_writer_waits_for_the_first_and_a_killed_holder_frees_the_lock(
         _wait_for(tmp_path / "second", waiting)  # the lock died with its holder
         waiting.kill()
         waiting.wait()
-        with output_lock(lock_out, ["me/y:1"], said.append):
+        with output_lock([lock_out], ["me/y:1"], said.append):
             pass
         assert said == []
     finally:
