@@ -2,18 +2,21 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import sys
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, cast
 
 import click
 
 from envbuilder.cli import cli
 from envbuilder.cli.options import (
+    F,
     check_registry_option,
     check_tags,
     host_options,
@@ -99,6 +102,109 @@ def _lock_settings(
     )
 
 
+# The options that say how an image is built, shared by `build` and `fleet build`: declared once
+# (image_build_options), turned into BuildOptions by one builder (build_options_from).
+BUILD_OPTION_NAMES = (
+    "base_image", "base_venv", "wheelhouse", "secrets", "ca_bundle", "pip_index_url_file", "push",
+    "no_cache", "network", "index_url", "framework_index", "find_links", "no_index", "platform",
+)  # fmt: skip
+
+
+def build_options_from(
+    *,
+    base_image: str | None,
+    base_venv: str | None,
+    wheelhouse: Path | None,
+    secrets: tuple[str, ...],
+    ca_bundle: Path | None,
+    pip_index_url_file: Path | None,
+    push: str | None,
+    no_cache: bool,
+    network: str | None,
+    index_url: str | None,
+    framework_index: str | None,
+    find_links: tuple[Path, ...],
+    no_index: bool,
+    platform: str,
+) -> BuildOptions:
+    """The BuildOptions those options ask for (the secrets parsed; the CA bundle and the private
+    index as secrets that serve the lock too). Raises UsageError (a malformed or repeated secret,
+    an index URL that is not https://)."""
+    parsed = [parse_secret(s) for s in secrets]
+    if ca_bundle:
+        parsed.append(BuildSecret(id=SECRET_CA, src=ca_bundle))
+    if pip_index_url_file:
+        parsed.append(BuildSecret(id=SECRET_INDEX, src=pip_index_url_file))
+    dupes = [k for k, n in Counter(s.id for s in parsed).items() if n > 1]
+    if dupes:
+        raise UsageError(f"secret id {dupes[0]!r} given twice")
+    sources = settings_from_options(index_url, framework_index, find_links, no_index)
+    return BuildOptions(
+        base_image=base_image,
+        base_venv=base_venv,
+        wheelhouse=wheelhouse,
+        secrets=tuple(parsed),
+        push=push,
+        no_cache=no_cache,
+        network=network,
+        lock_settings=_lock_settings(sources, ca_bundle, pip_index_url_file),
+        platform=platform,  # type: ignore[arg-type]
+    )
+
+
+def image_build_options(func: F) -> F:
+    """--base-image, --base-venv, --wheelhouse, --secret, --ca-bundle, --pip-index-url-file,
+    --push, --no-cache, --network and the package sources (package_source_options); the command
+    gets them as one `build_options: BuildOptions` (build_options_from)."""
+
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        given = {k: kwargs.pop(k) for k in BUILD_OPTION_NAMES}
+        return func(*args, build_options=build_options_from(**given), **kwargs)
+
+    options: list[Callable[[Any], Any]] = [
+        package_source_options,
+        click.option(
+            "--network",
+            type=click.Choice(BUILD_NETWORKS),
+            help="Network of the build's RUN steps: none proves an offline (--wheelhouse) build; "
+            "host for a daemon without a bridge network.",
+        ),
+        click.option("--no-cache", is_flag=True, help="Build without BuildKit's layer cache."),
+        click.option(
+            "--push",
+            metavar="REGISTRY",
+            callback=check_registry_option,
+            help="Push to REGISTRY (host[:port]) after building.",
+        ),
+        click.option("--pip-index-url-file", type=_FILE, help="File holding a private index URL with token."),
+        click.option("--ca-bundle", type=_FILE, help="CA bundle for pip (TLS-intercepting proxy); a secret."),
+        click.option(
+            "--secret",
+            "secrets",
+            multiple=True,
+            metavar="id=ID,src=FILE",
+            help="A BuildKit secret (repeatable).",
+        ),
+        click.option(
+            "--wheelhouse",
+            type=click.Path(exists=True, file_okay=False, path_type=Path),
+            help="Install wheels only from this folder (offline, air-gapped).",
+        ),
+        click.option(
+            "--base-venv",
+            metavar="PATH",
+            help="Install into this Python environment of the base image (one that already carries "
+            "the framework, e.g. an NGC image) instead of creating /opt/venv.",
+        ),
+        click.option("--base-image", metavar="REF", help="Build FROM this image instead of the stack's."),
+    ]
+    decorated: Any = wrapper
+    for option in options:
+        decorated = option(decorated)
+    return cast(F, decorated)
+
+
 def outcome_dict(outcome: BuildOutcome) -> dict[str, Any]:
     record = outcome.lock.build
     assert record is not None
@@ -146,23 +252,7 @@ def _print_summary(d: dict[str, Any]) -> None:
 @click.option("--lock", "lock_path", type=_FILE, help="Rebuild the stack (and spec) of a lock file.")
 @host_options
 @click.option("--cpu", "cpu_only", is_flag=True, help="Resolve a CPU-only stack.")
-@click.option("--base-image", metavar="REF", help="Build FROM this image instead of the stack's.")
-@click.option(
-    "--base-venv",
-    metavar="PATH",
-    help="Install into this Python environment of the base image (one that already carries the "
-    "framework, e.g. an NGC image) instead of creating /opt/venv.",
-)
-@click.option(
-    "--wheelhouse",
-    type=click.Path(exists=True, file_okay=False, path_type=Path),
-    help="Install wheels only from this folder (offline, air-gapped).",
-)
-@click.option(
-    "--secret", "secrets", multiple=True, metavar="id=ID,src=FILE", help="A BuildKit secret (repeatable)."
-)
-@click.option("--ca-bundle", type=_FILE, help="CA bundle for pip (TLS-intercepting proxy); a secret.")
-@click.option("--pip-index-url-file", type=_FILE, help="File holding a private index URL with token.")
+@image_build_options
 @click.option(
     "--tag",
     "tags",
@@ -171,21 +261,7 @@ def _print_summary(d: dict[str, Any]) -> None:
     callback=check_tags,
     help="Also tag the image REF (repeatable).",
 )
-@click.option(
-    "--push",
-    metavar="REGISTRY",
-    callback=check_registry_option,
-    help="Push to REGISTRY (host[:port]) after building.",
-)
 @click.option("--lock-out", type=click.Path(dir_okay=False, path_type=Path), help="Lock file to write.")
-@click.option("--no-cache", is_flag=True, help="Build without BuildKit's layer cache.")
-@click.option(
-    "--network",
-    type=click.Choice(BUILD_NETWORKS),
-    help="Network of the build's RUN steps: none proves an offline (--wheelhouse) build; host "
-    "for a daemon without a bridge network.",
-)
-@package_source_options
 @click.option("--json", "as_json", is_flag=True, help="Print the build summary as JSON.")
 def build(
     spec_path: Path | None,
@@ -194,22 +270,9 @@ def build(
     gpus: tuple[str, ...],
     ccs: tuple[str, ...],
     cpu_only: bool,
-    base_image: str | None,
-    base_venv: str | None,
-    wheelhouse: Path | None,
-    secrets: tuple[str, ...],
-    ca_bundle: Path | None,
-    pip_index_url_file: Path | None,
+    build_options: BuildOptions,
     tags: tuple[str, ...],
-    push: str | None,
     lock_out: Path | None,
-    no_cache: bool,
-    network: str | None,
-    index_url: str | None,
-    framework_index: str | None,
-    find_links: tuple[Path, ...],
-    no_index: bool,
-    platform: str,
     as_json: bool,
 ) -> None:
     """Build images/NAME.yaml (or --lock FILE) into a tagged image and write its lock file.
@@ -222,28 +285,7 @@ def build(
     client; 9 build failed (nothing tagged, lock untouched); 10 bad spec/lock; 13 push failed;
     20 packages could not be locked; 130 interrupted.
     """
-    parsed = [parse_secret(s) for s in secrets]
-    if ca_bundle:
-        parsed.append(BuildSecret(id=SECRET_CA, src=ca_bundle))
-    if pip_index_url_file:
-        parsed.append(BuildSecret(id=SECRET_INDEX, src=pip_index_url_file))
-    dupes = [k for k, n in Counter(s.id for s in parsed).items() if n > 1]
-    if dupes:
-        raise UsageError(f"secret id {dupes[0]!r} given twice")
-    sources = settings_from_options(index_url, framework_index, find_links, no_index)
-    options = BuildOptions(
-        base_image=base_image,
-        base_venv=base_venv,
-        wheelhouse=wheelhouse,
-        secrets=tuple(parsed),
-        tags=tags,
-        push=push,
-        lock_out=lock_out,
-        no_cache=no_cache,
-        network=network,
-        lock_settings=_lock_settings(sources, ca_bundle, pip_index_url_file),
-        platform=platform,  # type: ignore[arg-type]
-    )
+    options = replace(build_options, tags=tags, lock_out=lock_out)
     spec = load_spec(spec_path) if spec_path else None
     if lock_path is not None:
         from envbuilder.matrix import load_matrix

@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
-from envbuilder.cli.fleet_cmd import class_names, fleet, k8s_classes, one_scheduler, say, slurm_classes
-from envbuilder.cli.options import check_registry_option
+from envbuilder.cli.build_cmd import image_build_options
+from envbuilder.cli.fleet_cmd import class_names, cluster_classes, fleet, one_scheduler, say
+
+if TYPE_CHECKING:
+    from envbuilder.image.build import BuildOptions
 
 _FILE = click.Path(exists=True, dir_okay=False, path_type=Path)
 
@@ -27,27 +31,7 @@ _FILE = click.Path(exists=True, dir_okay=False, path_type=Path)
 )
 @click.option("--partition", metavar="P", help="Only the classes of this Slurm partition.")
 @click.option("--classes", "classes_text", metavar="A,B", help="Only these node classes.")
-@click.option("--base-image", metavar="REF", help="Build FROM this image instead of each stack's.")
-@click.option(
-    "--base-venv", metavar="PATH", help="Install into this environment of the base image (build's)."
-)
-@click.option(
-    "--wheelhouse",
-    type=click.Path(exists=True, file_okay=False, path_type=Path),
-    help="Install wheels only from this folder (offline).",
-)
-@click.option(
-    "--secret", "secrets", multiple=True, metavar="id=ID,src=FILE", help="A BuildKit secret (repeatable)."
-)
-@click.option("--ca-bundle", type=_FILE, help="CA bundle for pip (TLS-intercepting proxy); a secret.")
-@click.option(
-    "--push",
-    metavar="REGISTRY",
-    callback=check_registry_option,
-    help="Push each image to REGISTRY (host[:port]) after building.",
-)
-@click.option("--network", type=click.Choice(("default", "host", "none")), help="Network of the RUN steps.")
-@click.option("--no-cache", is_flag=True, help="Build without BuildKit's layer cache.")
+@image_build_options
 @click.option(
     "--out",
     "out_dir",
@@ -64,14 +48,7 @@ def build_cmd(
     nodes_file: Path | None,
     partition: str | None,
     classes_text: str | None,
-    base_image: str | None,
-    base_venv: str | None,
-    wheelhouse: Path | None,
-    secrets: tuple[str, ...],
-    ca_bundle: Path | None,
-    push: str | None,
-    network: str | None,
-    no_cache: bool,
+    build_options: BuildOptions,
     out_dir: Path,
     as_json: bool,
 ) -> None:
@@ -81,42 +58,25 @@ def build_cmd(
     image is then tagged envbuilder/NAME:STACK and envbuilder/NAME:CLASS and gets its lock
     (OUT/NAME-CLASS.lock.json), exactly as `envbuilder build` does; a failed bake tags nothing.
 
-    Exit codes: 0 built; 2 bad input; 4 no stack for a class; 8 no buildx; 9 the bake failed;
-    18 the scheduler cannot be asked; 13 push failed.
+    The build options are `envbuilder build`'s own (--base-image ... --network, the package
+    sources). Exit codes: 0 built; 2 bad input; 4 no stack for a class; 8 no buildx; 9 the bake failed;
+    23 the scheduler cannot be asked; 13 push failed.
     """
-    from envbuilder.cli.build_cmd import ProgressDisplay, parse_secret
-    from envbuilder.engine import BuildSecret, DockerEngine
+    from envbuilder.cli.build_cmd import ProgressDisplay
+    from envbuilder.engine import DockerEngine
     from envbuilder.engine.buildkit import find_buildx
     from envbuilder.fleet.bake import bake, plan_targets
     from envbuilder.fleet.slurm import select_classes
-    from envbuilder.image.build import BuildOptions
-    from envbuilder.image.render import SECRET_CA
     from envbuilder.image.spec import load_spec
     from envbuilder.matrix import load_matrix
 
     one_scheduler(use_slurm, use_k8s)
     matrix = load_matrix()
-    found = (
-        k8s_classes(matrix, nodes_file)
-        if use_k8s
-        else slurm_classes(matrix, probe=False, partition=partition)
-    )
+    found = cluster_classes(matrix, use_k8s=use_k8s, nodes_file=nodes_file, partition=partition)
     classes = select_classes(found, class_names(classes_text))
-    parsed = [parse_secret(s) for s in secrets] + (
-        [BuildSecret(id=SECRET_CA, src=ca_bundle)] if ca_bundle else []
-    )
-    options = BuildOptions(
-        base_image=base_image,
-        base_venv=base_venv,
-        wheelhouse=wheelhouse,
-        secrets=tuple(parsed),
-        push=push,
-        no_cache=no_cache,
-        network=network,
-    )
     specs = [(load_spec(p), p) for p in spec_paths]
     out_dir.mkdir(parents=True, exist_ok=True)
-    targets = plan_targets(specs, classes, matrix, options, out_dir.resolve())
+    targets = plan_targets(specs, classes, matrix, build_options, out_dir.resolve())
     buildx = find_buildx()
     display = ProgressDisplay()
     try:

@@ -144,7 +144,7 @@ def certify_cmd(
     a Job per class (nvidia.com/gpu limits, or --dra; node affinity from GFD labels), validated,
     written to --out, submitted with --apply.
 
-    Exit codes: 0 every class certified; 11 a class failed or left no certificate; 18 the
+    Exit codes: 0 every class certified; 11 a class failed or left no certificate; 23 the
     scheduler refused or cannot be reached; 16 no signing key (--no-attest to skip); 2 bad input.
     """
     one_scheduler(use_slurm, use_k8s)

@@ -87,6 +87,16 @@ def k8s_classes(matrix: Matrix, nodes_file: Path | None) -> tuple[NodeClass, ...
     return node_classes(nodes, matrix)
 
 
+def cluster_classes(
+    matrix: Matrix, *, use_k8s: bool, nodes_file: Path | None, partition: str | None, probe: bool = False
+) -> tuple[NodeClass, ...]:
+    """The node classes of the scheduler the command was given (--k8s, else Slurm). Raises
+    UsageError, SchedulerError."""
+    if use_k8s:
+        return k8s_classes(matrix, nodes_file)
+    return slurm_classes(matrix, probe=probe, partition=partition)
+
+
 def print_classes(classes: Sequence[NodeClass]) -> None:
     rows = []
     for c in classes:

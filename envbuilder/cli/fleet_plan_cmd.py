@@ -8,14 +8,7 @@ from typing import Any
 
 import click
 
-from envbuilder.cli.fleet_cmd import (
-    find_image,
-    fleet,
-    k8s_classes,
-    one_scheduler,
-    print_classes,
-    slurm_classes,
-)
+from envbuilder.cli.fleet_cmd import cluster_classes, find_image, fleet, one_scheduler, print_classes
 from envbuilder.tables import table
 
 
@@ -47,17 +40,15 @@ def plan_cmd(
     with its source) and, given IMAGE, whether its stack can cover each class: run's own checks
     (GPU arch, driver floor, NVIDIA_REQUIRE_CUDA) applied to the class.
 
-    Exit codes: 0; 2 bad input; 18 the scheduler cannot be asked; 13/15 the image's registry.
+    Exit codes: 0; 2 bad input; 23 the scheduler cannot be asked; 13/15 the image's registry.
     """
     from envbuilder.fleet.classes import class_coverage
     from envbuilder.matrix import load_matrix
 
     one_scheduler(use_slurm, use_k8s)
     matrix = load_matrix()
-    classes = (
-        k8s_classes(matrix, nodes_file)
-        if use_k8s
-        else slurm_classes(matrix, probe=probe, partition=partition)
+    classes = cluster_classes(
+        matrix, use_k8s=use_k8s, nodes_file=nodes_file, partition=partition, probe=probe
     )
     found = find_image(image) if image else None
     coverage = [class_coverage(c, found.info, matrix) for c in classes] if found else []

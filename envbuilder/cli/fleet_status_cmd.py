@@ -38,8 +38,8 @@ def status_cmd(
     """
     from envbuilder.certify.store import CertStore
     from envbuilder.errors import CertificateRefusedError, CertificationFailedError
-    from envbuilder.fleet.certify import advance, open_jobs
-    from envbuilder.fleet.jobs import load_runs
+    from envbuilder.fleet.certify import advance_recorded
+    from envbuilder.fleet.jobs import load_runs, open_jobs
     from envbuilder.fleet.status import class_status
 
     found = find_image(image)
@@ -47,7 +47,7 @@ def status_cmd(
     pending: list[dict[str, Any]] = []
     for run in load_runs(found.info.id):
         if open_jobs(run):
-            run, _ = advance(run, store=store, say=say)
+            run, _ = advance_recorded(run, store=store, say=say)
         pending += [
             {"class": j.node_class, "job_id": j.job_id, "state": j.state, "run": run.run_id}
             for j in open_jobs(run)

@@ -20,7 +20,9 @@ from envbuilder.certify.certificate import Certificate
 from envbuilder.certify.store import CertStore
 from envbuilder.errors import SchedulerError
 from envbuilder.fleet.image import FleetImage
-from envbuilder.fleet.jobs import FleetRun, JobRecord, collect_job, save_run
+from envbuilder.fleet.jobs import FleetRun, collect_job, follow, open_jobs, save_run
+from envbuilder.fleet.k8s_api import cluster
+from envbuilder.fleet.k8s_jobs import advance_k8s
 from envbuilder.fleet.slurm import cancel, job_state, submit
 from envbuilder.host import Runner
 from envbuilder.host.probe import run_command
@@ -45,10 +47,6 @@ def submit_run(run: FleetRun, *, runner: Runner = run_command, say: Say = lambda
         say(f"fleet: {job.node_class}: submitted job {job_id} ({' '.join(job.request.get('sbatch', ()))})")
         run = save_run(run.with_job(replace(job, job_id=job_id, state="SUBMITTED")))
     return run
-
-
-def open_jobs(run: FleetRun) -> list[JobRecord]:
-    return [j for j in run.jobs if j.job_id and not j.finished and j.state != "REFUSED"]
 
 
 def advance(
@@ -85,6 +83,16 @@ def advance(
     return run, collected
 
 
+def advance_recorded(
+    run: FleetRun, *, store: CertStore, say: Say = lambda _l: None
+) -> tuple[FleetRun, list[Certificate]]:
+    """One look at a recorded run's open jobs through the scheduler that runs them (Slurm, or the
+    current kubeconfig's cluster for a Kubernetes run). Raises SchedulerError, StoreError."""
+    if run.scheduler == "kubernetes":
+        return advance_k8s(run, cluster(), store=store, say=say)
+    return advance(run, store=store, say=say)
+
+
 def wait_run(
     run: FleetRun,
     *,
@@ -99,21 +107,14 @@ def wait_run(
     """Follow the run until every job has ended and been collected, or `timeout_s` passed (the
     jobs go on; `fleet status` collects them later). Ctrl-C cancels the open jobs, records them
     CANCELLED and re-raises. Raises StoreError."""
-    started = clock()
-    collected: list[Certificate] = []
+
+    def look(r: FleetRun) -> tuple[FleetRun, list[Certificate]]:
+        nonlocal run
+        run, now = advance(r, store=store, runner=runner, say=say)
+        return run, now
+
     try:
-        while True:
-            run, now = advance(run, store=store, runner=runner, say=say)
-            collected += now
-            if not open_jobs(run):
-                return run, collected
-            if timeout_s is not None and clock() - started > timeout_s:
-                say(
-                    f"fleet: stopped waiting after {timeout_s:g} s; "
-                    "`envbuilder fleet status` collects the rest"
-                )
-                return run, collected
-            sleep(poll_s)
+        return follow(run, look, say=say, timeout_s=timeout_s, poll_s=poll_s, sleep=sleep, clock=clock)
     except KeyboardInterrupt:
         pending = open_jobs(run)
         cancel([str(j.job_id) for j in pending], runner)

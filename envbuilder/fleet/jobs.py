@@ -249,6 +249,29 @@ class FleetRun:
             env=tuple(i.get("env") or ()),
         )
 
+    @classmethod
+    def begin(
+        cls,
+        *,
+        run_id: str,
+        scheduler: str,
+        image: FleetImage,
+        plan: HarnessPlan,
+        options: Mapping[str, Any],
+        jobs: Sequence[JobRecord],
+    ) -> FleetRun:
+        """A new run of `jobs` (not yet saved): created now, the image as a seal reads it, the
+        plan's thresholds and the payload digest its results must name."""
+        return cls(
+            run_id=run_id,
+            created=datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+            scheduler=scheduler,
+            image=image_record(image),
+            options={**options, "harness_sha256": plan.harness_sha256},
+            thresholds=plan.thresholds,
+            jobs=tuple(jobs),
+        )
+
     def with_job(self, job: JobRecord) -> FleetRun:
         return replace(self, jobs=tuple(job if j.node_class == job.node_class else j for j in self.jobs))
 
@@ -359,21 +382,19 @@ def plan_run(
             )
     except OSError as exc:
         raise StoreError(f"cannot write the job folders under {base}: {exc}") from exc
-    return FleetRun(
+    return FleetRun.begin(
         run_id=run_id,
-        created=datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
         scheduler="slurm",
-        image=image_record(image),
+        image=image,
+        plan=plan,
         options={
             "runtime": opts.runtime,
             "gpu_access": opts.gpu_access,
             "quick": opts.quick,
             "exclusive": opts.exclusive,
             "image_file": opts.image_file,
-            "harness_sha256": plan.harness_sha256,
         },
-        thresholds=plan.thresholds,
-        jobs=tuple(jobs),
+        jobs=jobs,
     )
 
 
@@ -503,4 +524,35 @@ def _no_result(job: JobRecord, folder: Path) -> str:
     return f"job {job.job_id} ended {job.state} (exit {job.exit_code}) without a certificate{where}"
 
 
-StateOf = Callable[[str], JobState]
+def open_jobs(run: FleetRun) -> list[JobRecord]:
+    """The run's jobs submitted and not yet ended and collected."""
+    return [j for j in run.jobs if j.job_id and not j.finished and j.state not in ("NEW", "REFUSED")]
+
+
+Look = Callable[[FleetRun], tuple[FleetRun, list[Certificate]]]
+
+
+def follow(
+    run: FleetRun,
+    look: Look,
+    *,
+    say: Callable[[str], None],
+    timeout_s: float | None,
+    poll_s: float,
+    sleep: Callable[[float], None],
+    clock: Callable[[], float],
+) -> tuple[FleetRun, list[Certificate]]:
+    """Look at the run's open jobs (`look`: one pass of the scheduler's states, collecting what
+    ended) until none is open, or `timeout_s` passed (the jobs go on; `fleet status` collects
+    them later). Returns the run and the certificates collected."""
+    started = clock()
+    collected: list[Certificate] = []
+    while True:
+        run, now = look(run)
+        collected += now
+        if not open_jobs(run):
+            return run, collected
+        if timeout_s is not None and clock() - started > timeout_s:
+            say(f"fleet: stopped waiting after {timeout_s:g} s; `envbuilder fleet status` collects the rest")
+            return run, collected
+        sleep(poll_s)

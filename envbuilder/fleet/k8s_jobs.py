@@ -12,7 +12,6 @@ import json
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +23,16 @@ from envbuilder.certify.store import CertStore
 from envbuilder.errors import StoreError
 from envbuilder.fleet.classes import NodeClass
 from envbuilder.fleet.image import FleetImage
-from envbuilder.fleet.jobs import Collected, FleetRun, JobRecord, image_record, new_run_id, save_run, seal_job
+from envbuilder.fleet.jobs import (
+    Collected,
+    FleetRun,
+    JobRecord,
+    follow,
+    new_run_id,
+    open_jobs,
+    save_run,
+    seal_job,
+)
 from envbuilder.fleet.k8s_api import Cluster
 from envbuilder.fleet.kubernetes import (
     DRA_DEVICE_CLASS,
@@ -243,21 +251,19 @@ def plan_k8s_run(
             )
     except OSError as exc:
         raise StoreError(f"cannot write the manifests under {out_dir}: {exc}") from exc
-    return FleetRun(
+    return FleetRun.begin(
         run_id=run_id,
-        created=datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
         scheduler="kubernetes",
-        image=image_record(image),
+        image=image,
+        plan=plan,
         options={
             "runtime": "kubernetes",
             "gpu_access": "kubernetes" if gpu else "none",
             "quick": quick,
             "dra": dra,
             "namespace": namespace,
-            "harness_sha256": plan.harness_sha256,
         },
-        thresholds=plan.thresholds,
-        jobs=tuple(jobs),
+        jobs=jobs,
     )
 
 
@@ -322,6 +328,28 @@ def collect_k8s_job(run: FleetRun, job: JobRecord, cluster: Cluster, phase: str)
     return seal_job(run, job, result, exit_code=exit_code, scheduler=scheduler)
 
 
+def advance_k8s(
+    run: FleetRun, cluster: Cluster, *, store: CertStore, say: Say = lambda _l: None
+) -> tuple[FleetRun, list[Certificate]]:
+    """One look at the run's open Jobs: new phases are said and recorded; an ended Job's result
+    is collected, judged, sealed and stored. Raises SchedulerError, StoreError."""
+    ns = str(run.options.get("namespace") or "default")
+    collected: list[Certificate] = []
+    for job in open_jobs(run):
+        phase = _job_phase(cluster.get_json(["job", str(job.job_id)], ns))
+        if phase in ("SUCCEEDED", "FAILED"):
+            got = collect_k8s_job(run, job, cluster, phase)
+            if got.certificate is not None:
+                store.add(got.certificate)
+                collected.append(got.certificate)
+            say(f"fleet: {job.node_class}: Job {job.job_id} {phase}: {got.job.verdict or got.job.problem}")
+            run = save_run(run.with_job(got.job))
+        elif phase != job.state:
+            say(f"fleet: {job.node_class}: Job {job.job_id} {phase}")
+            run = save_run(run.with_job(replace(job, state=phase)))
+    return run, collected
+
+
 def wait_k8s(
     run: FleetRun,
     cluster: Cluster,
@@ -335,26 +363,12 @@ def wait_k8s(
 ) -> tuple[FleetRun, list[Certificate]]:
     """Follow the Jobs until each ended and was collected (or the timeout). Raises SchedulerError,
     StoreError."""
-    ns = str(run.options.get("namespace") or "default")
-    started, collected = clock(), list[Certificate]()
-    while True:
-        open_jobs = [j for j in run.jobs if not j.finished and j.state != "REFUSED"]
-        if not open_jobs:
-            return run, collected
-        for job in open_jobs:
-            phase = _job_phase(cluster.get_json(["job", str(job.job_id)], ns))
-            if phase in ("SUCCEEDED", "FAILED"):
-                got = collect_k8s_job(run, job, cluster, phase)
-                if got.certificate is not None:
-                    store.add(got.certificate)
-                    collected.append(got.certificate)
-                say(
-                    f"fleet: {job.node_class}: Job {job.job_id} {phase}: {got.job.verdict or got.job.problem}"
-                )
-                run = save_run(run.with_job(got.job))
-            elif phase != job.state:
-                say(f"fleet: {job.node_class}: Job {job.job_id} {phase}")
-                run = save_run(run.with_job(replace(job, state=phase)))
-        if timeout_s is not None and clock() - started > timeout_s:
-            return run, collected
-        sleep(poll_s)
+    return follow(
+        run,
+        lambda r: advance_k8s(r, cluster, store=store, say=say),
+        say=say,
+        timeout_s=timeout_s,
+        poll_s=poll_s,
+        sleep=sleep,
+        clock=clock,
+    )

@@ -121,3 +121,28 @@ def test_bake_reads_each_targets_image_from_its_metadata(tmp_path: Path) -> None
     fail.chmod(0o755)
     with pytest.raises(BuildFailedError, match="RUN pip install nope"):
         buildx_bake(Buildx(argv=(str(fail),), version="x"), tmp_path / "bake.hcl", ["a", "b"])
+
+
+def test_fleet_build_takes_builds_own_build_options(tmp_path: Path) -> None:
+    """One declaration (cli/build_cmd.py image_build_options) and one settings builder: the same
+    options, the same help, the same refusals, before any scheduler is asked."""
+    from click.testing import CliRunner
+
+    from envbuilder.cli import cli
+    from envbuilder.cli.build_cmd import BUILD_OPTION_NAMES, build
+    from envbuilder.cli.fleet_build_cmd import build_cmd
+
+    mine = {p.name: p.to_info_dict() for p in build.params}
+    fleets = {p.name: p.to_info_dict() for p in build_cmd.params}
+    shared = set(BUILD_OPTION_NAMES)
+    assert {"base_image", "secrets", "pip_index_url_file", "index_url", "platform"} <= shared
+    assert shared <= set(mine) & set(fleets)
+    assert all(mine[n] == fleets[n] for n in shared)
+    spec = tmp_path / "s.yaml"
+    spec.write_text("x")
+    token = tmp_path / "token"
+    token.write_text("t")
+    twice = ["--secret", f"id=a,src={token}", "--secret", f"id=a,src={token}"]
+    for args in (["build", str(spec), *twice], ["fleet", "build", str(spec), "--slurm", *twice]):
+        res = CliRunner().invoke(cli, args)
+        assert res.exit_code == 2 and "envbuilder: error: secret id 'a' given twice" in res.stderr, res.output

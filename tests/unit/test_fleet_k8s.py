@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -18,12 +19,13 @@ from test_certify import harness_result
 from test_fleet_slurm import GPU_STACK, fleet_image, harness_plan, image
 
 from envbuilder.certify.certificate import Certificate, build_certificate
+from envbuilder.certify.store import CertStore
 from envbuilder.errors import SchedulerError, UsageError
 from envbuilder.fleet.constraints import k8s_affinity, nfd_spec, nfd_yaml, slurm_constraints
 from envbuilder.fleet.image import FleetImage
-from envbuilder.fleet.jobs import JobRecord
+from envbuilder.fleet.jobs import JobRecord, load_runs, save_run
 from envbuilder.fleet.k8s_api import Kubectl
-from envbuilder.fleet.k8s_jobs import certify_manifests, collect_k8s_job, plan_k8s_run
+from envbuilder.fleet.k8s_jobs import certify_manifests, collect_k8s_job, plan_k8s_run, wait_k8s
 from envbuilder.fleet.kubernetes import (
     DRV_MAJOR,
     GpuTarget,
@@ -451,3 +453,48 @@ def test_job_records_keep_kubernetes_jobs_too() -> None:
         node_class="x", job_dir="/d", script="/d/x.yaml", request={}, job_id="envbuilder-certify-x-1"
     )
     assert JobRecord.from_dict(job.to_dict()) == job
+
+
+class PhasedCluster(FakeCluster):
+    """A Job that is pending, then active, then complete (one phase per look)."""
+
+    def __init__(self, log: str) -> None:
+        super().__init__(log)
+        self.phases = [{}, {"active": 1}, {"conditions": [{"type": "Complete", "status": "True"}]}]
+
+    def get_json(self, what: Any, namespace: str | None = None) -> Any:
+        if what[0] == "job":
+            return {"status": self.phases.pop(0) if len(self.phases) > 1 else self.phases[0]}
+        return super().get_json(what, namespace)
+
+
+def test_following_the_jobs_collects_each_as_it_ends(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ENVBUILDER_DATA_DIR", str(tmp_path / "data"))
+    classes = node_classes(read_nodes_file(NODES), MATRIX)[1:]
+    run = plan_k8s_run(
+        fleet_image(),
+        classes,
+        harness_plan(),
+        out_dir=tmp_path / "k8s",
+        namespace="ml",
+        dra=False,
+        gpu=True,
+        quick=True,
+        run_id="R8-cccccc",
+    )
+    run = save_run(replace(run, jobs=tuple(replace(j, state="SUBMITTED") for j in run.jobs)))
+    log = json.dumps(pod_result(run.jobs[0].nonce))
+    said: list[str] = []
+    sleeps: list[float] = []
+    done, certs = wait_k8s(
+        run,
+        PhasedCluster(log),
+        store=CertStore(tmp_path / "certs.sqlite"),
+        say=said.append,
+        sleep=sleeps.append,
+    )
+    assert [j.state for j in done.jobs] == ["COLLECTED"] and [c.verdict for c in certs] == ["certified"]
+    job = f"fleet: {classes[0].name}: Job {run.jobs[0].job_id}"
+    assert said == [f"{job} PENDING", f"{job} ACTIVE", f"{job} SUCCEEDED: certified"]
+    assert sleeps == [5.0, 5.0]  # between the looks, none after the last job ended
+    assert load_runs(data=tmp_path / "data")[0].jobs[0].state == "COLLECTED"
