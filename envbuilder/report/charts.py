@@ -56,6 +56,13 @@ class Chart:
     y_max: float | None = None
     x_range: tuple[float, float] | None = None  # fixed time axis, so stacked charts line up
     events: Sequence[tuple[str, Sequence[float], Sequence[bool]]] = field(default=())  # name, xs, on
+    key_below: bool = False  # the lines' legend as a key under the plot (many lines), not on top
+
+    def keys(self) -> list[tuple[str, str]]:
+        """(label, color) of what the key under the plot names: the segments, and the lines
+        when `key_below`."""
+        lines = [(ln.label, ln.color) for ln in self.lines] if self.key_below else []
+        return [(sg.label, sg.color) for sg in self.segments] + lines
 
 
 def as_number(v: object) -> float | None:
@@ -91,7 +98,7 @@ def _path(points: list[tuple[float, float] | None]) -> str:
 def render_chart(chart: Chart) -> str:
     """One chart as an <svg> element (role="img", with a <title> for screen readers)."""
     strip_h = 14 * len(chart.events)
-    key_rows = math.ceil(len(chart.segments) / SEG_KEYS_PER_ROW)
+    key_rows = math.ceil(len(chart.keys()) / SEG_KEYS_PER_ROW)
     height = HEIGHT + strip_h + (6 if strip_h else 0) + 16 * key_rows
     plot_b = HEIGHT - PAD_B
     xs = [x for ln in chart.lines for x in ln.xs]
@@ -171,7 +178,7 @@ def render_chart(chart: Chart) -> str:
 
 def _legend(chart: Chart) -> list[str]:
     out, x = [], WIDTH - PAD_R
-    for ln in reversed(chart.lines):
+    for ln in reversed(() if chart.key_below else chart.lines):
         label = escape(ln.label)
         x -= 14 + 7 * len(ln.label)
         out.append(
@@ -200,14 +207,15 @@ def _event_rows(chart: Chart, scale: Callable[[float], float], x0: float, x1: fl
 
 
 def _segment_key(chart: Chart, top: float) -> list[str]:
-    """A key under the plot naming every segment (inline labels only appear where they fit)."""
+    """A key under the plot naming every segment (inline labels only appear where they fit),
+    and every line of a `key_below` chart."""
     out: list[str] = []
     col_w = (WIDTH - PAD_L - PAD_R) / SEG_KEYS_PER_ROW
-    for i, seg in enumerate(chart.segments):
+    for i, (label, color) in enumerate(chart.keys()):
         x = PAD_L + (i % SEG_KEYS_PER_ROW) * col_w
         y = top + 4 + (i // SEG_KEYS_PER_ROW) * 16
         out.append(
-            f'<rect x="{x:.1f}" y="{y}" width="10" height="10" fill="{seg.color}"/>'
-            f'<text class="legend" x="{x + 14:.1f}" y="{y + 9}">{escape(seg.label)}</text>'
+            f'<rect x="{x:.1f}" y="{y}" width="10" height="10" fill="{color}"/>'
+            f'<text class="legend" x="{x + 14:.1f}" y="{y + 9}">{escape(label)}</text>'
         )
     return out

@@ -31,6 +31,10 @@ class StepRow:
     temp_max_c: float | None = None
     val_accuracy: float | None = None
     warnings: tuple[str, ...] = ()
+    # the recorded step times over the run (the harness's step_series): (seconds into the timed
+    # steps, mean ms of the steps of that point); empty when the certificate kept none
+    series: tuple[tuple[float, float], ...] = ()
+    series_per_point: int = 1
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -104,7 +108,17 @@ def _step_row(s: StepRecord) -> StepRow:
         temp_max_c=as_number(s.metric("telemetry", "temp_c", "max")),
         val_accuracy=as_number(s.metric("val_accuracy")),
         warnings=s.warnings,
+        series=_series(s.metric("step_series", "t_s"), s.metric("step_series", "mean_ms")),
+        series_per_point=int(as_number(s.metric("step_series", "per_point")) or 1),
     )
+
+
+def _series(ts: Any, ms: Any) -> tuple[tuple[float, float], ...]:
+    """The (t, ms) points of a step_series; () for anything malformed (a report never raises)."""
+    if not isinstance(ts, list) or not isinstance(ms, list) or len(ts) != len(ms):
+        return ()
+    points = [(as_number(t), as_number(m)) for t, m in zip(ts, ms, strict=True)]
+    return tuple((t, m) for t, m in points if t is not None and m is not None)
 
 
 def _comparison(steps: Sequence[StepRecord], rows: Sequence[StepRow]) -> tuple[ComparisonRow, ...]:

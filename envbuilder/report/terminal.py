@@ -60,6 +60,7 @@ def format_terminal(r: Report) -> str:
         for s in r.steps
     ]
     out += table(("STEP", "STATUS", "SECONDS", "IMG/S", "STEP MS", "VRAM MIB", "VAL ACC", "REASON"), rows)
+    out += [f"  warning ({s.name}): {w}" for s in r.steps for w in s.warnings]  # as the HTML has them
     out += ["", "comparison (field guide: CPU vs GPU FP32 vs mixed precision; the fastest tuned runs)"]
     out += table(COMPARISON_HEADERS, [comparison_cells(c) for c in r.comparison])
     if r.multi_gpu is not None:

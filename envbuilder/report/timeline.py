@@ -9,6 +9,34 @@ from envbuilder.report.charts import PALETTE, Band, Chart, Line, Segment, as_num
 from envbuilder.report.model import Report
 
 
+def step_time_chart(r: Report) -> str | None:
+    """The recorded step times over each training run, one line per run, on the seconds of its
+    own timed steps; None when no step kept a series (certificates before step_series)."""
+    runs = [x for x in r.steps if x.series]
+    if not runs:
+        return None
+    per = max(x.series_per_point for x in runs)
+    how = f"; a point is the mean of up to {per} consecutive steps" if per > 1 else ""
+    lines = [
+        Line(
+            label=x.name,
+            xs=[t for t, _ in x.series],
+            ys=[m for _, m in x.series],
+            color=PALETTE[i % len(PALETTE)],
+        )
+        for i, x in enumerate(runs)
+    ]
+    return render_chart(
+        Chart(
+            title=f"Step time over each training run (recorded per step{how})",
+            y_label="ms per step",
+            x_label="seconds into the run's timed steps",
+            lines=lines,
+            key_below=True,
+        )
+    )
+
+
 def charts(r: Report) -> list[str]:
     """The report's SVG charts on one time axis: step time always (from the step windows); GPU
     memory, utilization, power, temperature and clock events when telemetry was recorded."""
@@ -29,9 +57,10 @@ def charts(r: Report) -> list[str]:
         for i, (x, ms) in enumerate(timed)
     ]
     out = [
-        render_chart(
+        step_time_chart(r)
+        or render_chart(
             Chart(
-                title="Step time per training run (mean)",
+                title="Step time per training run (mean: this certificate kept no per-step times)",
                 y_label="ms per step",
                 segments=segs,
                 bands=bands,

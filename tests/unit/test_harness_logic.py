@@ -28,7 +28,7 @@ from envbuilder.harness.thresholds import (
     judge_throughput,
     select_thresholds,
 )
-from envbuilder.harness.workloads.measure import check_losses, step_stats
+from envbuilder.harness.workloads.measure import SERIES_POINTS, check_losses, step_series, step_stats
 from envbuilder.harness.workloads.ramp import find_max_batch, is_oom, predict_max_batch
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -267,6 +267,21 @@ def test_step_stats() -> None:
     assert st["p95_ms"] == pytest.approx(50)
     assert st["mean_ms"] == pytest.approx(12.4)
     assert step_stats([]) == {}
+
+
+def test_step_series_keeps_every_step_of_a_short_run_and_buckets_a_long_one() -> None:
+    short = step_series([0.01, 0.03, 0.02])
+    assert short == {"per_point": 1, "steps": 3, "t_s": [0.01, 0.04, 0.06], "mean_ms": [10.0, 30.0, 20.0]} | {
+        "max_ms": [10.0, 30.0, 20.0]
+    }
+    times = [0.01] * 1000 + [0.05] * 200  # 1,200 steps, slower at the end
+    long = step_series(times)
+    assert long["per_point"] == 10 and len(long["t_s"]) == len(long["mean_ms"]) == SERIES_POINTS
+    assert long["t_s"][-1] == pytest.approx(sum(times)) and long["mean_ms"][0] == pytest.approx(10)
+    assert long["mean_ms"][-1] == pytest.approx(50) and max(long["max_ms"]) == pytest.approx(50)
+    spike = step_series([0.01] * 9 + [0.5] + [0.01] * 1190)
+    assert spike["max_ms"][0] == pytest.approx(500) and spike["mean_ms"][0] == pytest.approx(59)
+    assert step_series([]) == {}
 
 
 # ---------------------------------------------------------------- telemetry with a fake NVML

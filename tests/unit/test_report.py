@@ -103,7 +103,7 @@ def test_html_is_self_contained_with_every_section_and_chart() -> None:
         assert section in html
     titles = re.findall(r"<svg[^>]*><title>([^<]*)</title>", html)
     assert titles == [
-        "Step time per training run (mean)",
+        "Step time per training run (mean: this certificate kept no per-step times)",
         "GPU memory used",
         "GPU utilization",
         "Power draw",
@@ -290,3 +290,47 @@ def test_compare_pairs_a_torch_and_a_jax_certificate_of_one_host() -> None:
     assert rows[("summary", "verdict")].b == "failed"  # the JAX gates failed on that run
     text = format_terminal(jax_r)
     assert re.search(r"GPU tuned ResNet-50\s.*6,146.*tuned_rn50_jit", text), text
+
+
+# ---------------------------------------------------------------- issue 13 item 8 (a REAL certificate)
+SERIES = CERTS / "real-cpu-series.json"  # certify --gpu-access none on this machine, 2026-12-01
+
+
+def test_the_terminal_shows_the_input_pipeline_warning_the_html_shows() -> None:
+    r = report_of(doc(SERIES))
+    (step,) = [s for s in r.steps if s.name == "input_pipeline"]
+    assert step.warnings and step.warnings[0].startswith("PIL is not installed")
+    line = f"  warning (input_pipeline): {step.warnings[0]}"
+    assert line in format_terminal(r).splitlines()
+    assert f"warning: {step.warnings[0]}" in render_html(r)
+
+
+def test_the_step_time_chart_draws_the_recorded_step_times_not_a_flat_mean() -> None:
+    r = report_of(doc(SERIES))
+    (run,) = [s for s in r.steps if s.series]
+    assert run.name == "train_cpu_rn18w16_fp32_bs32" and len(run.series) == 55 and run.series_per_point == 1
+    times = [t for t, _ in run.series]
+    assert times == sorted(times) and times[-1] == pytest.approx(14.6705)
+    html = render_html(r)
+    svg = next(s for s in html.split("<svg")[1:] if "Step time over each training run" in s)
+    assert "(recorded per step)" in svg and "seconds into the run&#x27;s timed steps" in svg
+    path = re.search(r'<path class="line" d="([^"]+)"', svg)
+    assert path is not None
+    ys = {float(p.split(",")[1]) for p in path.group(1).replace("M", "").split(" L")}
+    assert len(path.group(1).split(" L")) == 55 and len(ys) > 20  # one point per step, not flat
+    assert "train_cpu_rn18w16_fp32_bs32" in svg  # named in the key under the plot
+    assert "Step time per training run (mean" not in html  # the mean chart only without a series
+
+
+def test_a_certificate_without_a_series_keeps_the_mean_chart_and_says_why() -> None:
+    r = report_of(doc(CPU))
+    assert not any(s.series for s in r.steps)
+    assert "Step time per training run (mean: this certificate kept no per-step times)" in render_html(r)
+
+
+def test_a_malformed_series_is_ignored_not_raised() -> None:
+    d = doc(SERIES)
+    run = next(s for s in d["harness"]["steps"] if s["name"] == "train_cpu_rn18w16_fp32_bs32")
+    run["metrics"]["step_series"] = {"t_s": [1, 2], "mean_ms": ["x"], "per_point": "?"}
+    r = report_of(d)
+    assert not any(s.series for s in r.steps) and "kept no per-step times" in render_html(r)

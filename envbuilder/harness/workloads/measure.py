@@ -30,6 +30,30 @@ def step_stats(times_s: Sequence[float]) -> dict[str, float]:
     }
 
 
+SERIES_POINTS = 120  # the step-time series kept per run: at most this many points
+
+
+def step_series(times_s: Sequence[float], points: int = SERIES_POINTS) -> dict[str, Any]:
+    """The step times over the run, bounded for the result document: consecutive steps in
+    buckets of `per_point` (1 when the run has at most `points` steps), each point the bucket's
+    mean and max in ms at `t_s`, the seconds into the timed steps at the bucket's end. The
+    report draws it (step time over time); the statistics stay in step_time."""
+    if not times_s:
+        return {}
+    per = max(1, math.ceil(len(times_s) / points))
+    t_s: list[float] = []
+    mean_ms: list[float] = []
+    max_ms: list[float] = []
+    clock = 0.0
+    for i in range(0, len(times_s), per):
+        bucket = times_s[i : i + per]
+        clock += sum(bucket)
+        t_s.append(round(clock, 4))
+        mean_ms.append(round(sum(bucket) / len(bucket) * 1000, 3))
+        max_ms.append(round(max(bucket) * 1000, 3))
+    return {"per_point": per, "steps": len(times_s), "t_s": t_s, "mean_ms": mean_ms, "max_ms": max_ms}
+
+
 def check_losses(losses: Sequence[float], loss_drop_min: float, *, planned: int | None = None) -> list[str]:
     """Problems with a loss curve: non-finite values, or no fall (last tenth vs first tenth).
 
@@ -137,6 +161,7 @@ def record_run(
         timed_wall_s=wall,
         images_per_s=cfg.batch * timed / wall if wall > 0 else 0.0,
         step_time=step_stats(times),
+        step_series=step_series(times),
         memory=memory,
     )
     metrics["loss_first"] = losses[0]

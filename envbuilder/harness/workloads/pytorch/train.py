@@ -16,7 +16,7 @@ import torch
 from torch import nn
 
 from ..config import RunConfig
-from ..measure import accuracy_problems, check_losses, downsample, step_stats
+from ..measure import accuracy_problems, check_losses, downsample, step_series, step_stats
 from .data import NUM_CLASSES, Dataset, Split, normalize
 from .models import build_model, load_weights, memory_format, place
 
@@ -225,6 +225,7 @@ class PreparedRun:
             timed_wall_s=wall,
             images_per_s=cfg.batch * timed / wall if wall > 0 else 0.0,
             step_time=step_stats(times),
+            step_series=step_series(times),
             memory=memory_snapshot(cfg.device),
         )
         loss_list = [float(v) for v in self.losses[:done].cpu()]
