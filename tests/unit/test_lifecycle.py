@@ -155,7 +155,8 @@ def test_children_die_with_their_parent_even_on_sigkill(tmp_path: Path) -> None:
                 from envbuilder.lifecycle import die_with_parent
                 child = subprocess.Popen(["sleep", "60"], preexec_fn=die_with_parent(),
                                          start_new_session=True)
-                open({str(pidfile)!r}, "w").write(str(child.pid))
+                open({str(pidfile)!r} + ".tmp", "w").write(str(child.pid))
+                import os; os.rename({str(pidfile)!r} + ".tmp", {str(pidfile)!r})  # whole, or absent
                 time.sleep(60)
                 """
             ),
