@@ -36,17 +36,28 @@ from envbuilder.image.spec import load_spec
 _FILE = click.Path(exists=True, dir_okay=False, path_type=Path)
 
 
+_SECRET_HINT = 'quote a field that holds a comma or a quote, as docker reads it: id=ca,"src=/certs/a,b.pem"'
+
+
 def parse_secret(text: str) -> BuildSecret:
-    """`id=NAME,src=FILE` (docker's syntax; `source=` too). Raises UsageError."""
+    """`id=NAME,src=FILE` (docker's syntax; `source=` too), read as docker reads it: one CSV
+    record, so a path with a comma is written quoted (`id=ca,"src=/certs/a,b.pem"`), and
+    engine.buildkit.secret_flag quotes it again for docker. Raises UsageError."""
+    import csv
+
+    try:
+        (parts,) = list(csv.reader([text], strict=True))
+    except (csv.Error, ValueError):
+        raise UsageError(f"--secret {text!r}: expected id=NAME,src=FILE", hint=_SECRET_HINT) from None
     fields: dict[str, str] = {}
-    for part in text.split(","):
+    for part in parts:
         key, sep, value = part.partition("=")
         if not sep or not value:
-            raise UsageError(f"--secret {text!r}: expected id=NAME,src=FILE")
+            raise UsageError(f"--secret {text!r}: expected id=NAME,src=FILE", hint=_SECRET_HINT)
         fields[key.strip()] = value.strip()
     sid, src = fields.get("id"), fields.get("src") or fields.get("source")
     if not sid or not src:
-        raise UsageError(f"--secret {text!r}: expected id=NAME,src=FILE")
+        raise UsageError(f"--secret {text!r}: expected id=NAME,src=FILE", hint=_SECRET_HINT)
     if not Path(src).is_file():
         raise UsageError(f"--secret {text!r}: {src} is not a file")
     return BuildSecret(id=sid, src=Path(src))

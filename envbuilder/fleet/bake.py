@@ -22,7 +22,7 @@ from typing import Any
 
 from envbuilder.atomic import write_text_atomic
 from envbuilder.engine import BuildResult, Engine
-from envbuilder.engine.buildkit import Buildx, buildx_bake
+from envbuilder.engine.buildkit import Buildx, buildx_bake, secret_flag
 from envbuilder.engine.progress import BuildEvent
 from envbuilder.errors import UsageError
 from envbuilder.fleet.classes import NodeClass
@@ -150,7 +150,9 @@ def bake_file(entries: Sequence[tuple[str, Path, Path]], options: BuildOptions) 
             '  output = ["type=docker"]',
         ]
         if options.secrets:
-            secrets = ", ".join(_hcl(f"id={s.id},src={s.src}") for s in options.secrets)
+            secrets = ", ".join(
+                _hcl(secret_flag(s)) for s in options.secrets
+            )  # CSV-quoted, as buildx reads it
             lines.append(f"  secret = [{secrets}]")
         if options.network:
             lines.append(f"  network = {_hcl(options.network)}")

@@ -161,3 +161,31 @@ def test_a_value_the_daemon_cannot_decode_is_the_requests_fault() -> None:
     )
     err = _refusal("docker create img", exc)
     assert isinstance(err, UsageError) and "cannot unmarshal" in err.message
+
+
+def test_a_secret_path_with_a_comma_is_read_as_docker_reads_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from envbuilder.cli.build_cmd import parse_secret
+    from envbuilder.engine import BuildSecret
+
+    folder = tmp_path / "certs,x"
+    folder.mkdir()
+    real = folder / "ca.pem"
+    real.write_text("pem\n")
+    assert parse_secret(f'id=ca,"src={real}"') == BuildSecret(id="ca", src=real)
+    # Unquoted, docker's CSV reader would split it: refused, with the quoting docker takes.
+    res = invoke("build", SPEC, "--secret", f"id=ca,src={real}", tmp_path=tmp_path, monkeypatch=monkeypatch)
+    assert res.exit_code == 2, res.output
+    assert f"envbuilder: error: --secret 'id=ca,src={real}': expected id=NAME,src=FILE" in res.output
+    assert 'hint: quote a field that holds a comma or a quote, as docker reads it: id=ca,"src=' in res.output
+
+
+def test_a_bake_file_quotes_a_secret_path_with_a_comma_as_buildx_reads_it() -> None:
+    from envbuilder.engine import BuildSecret
+    from envbuilder.fleet.bake import bake_file
+    from envbuilder.image.build import BuildOptions
+
+    opts = BuildOptions(secrets=(BuildSecret(id="ca", src=Path("/certs,src=/etc/shadow/ca.pem")),))
+    text = bake_file([("a", Path("/c"), Path("/c/Dockerfile"))], opts)
+    assert 'secret = ["id=ca,\\"src=/certs,src=/etc/shadow/ca.pem\\""]' in text
