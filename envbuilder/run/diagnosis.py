@@ -39,10 +39,11 @@ OOM_ADVICE = (
     "halves activations); gradient accumulation (same effective batch, smaller steps); activation "
     "checkpointing (torch.utils.checkpoint / jax.checkpoint); and free what the loop keeps alive"
 )
-FEED_ADVICE = (
-    "the input pipeline or the CPU is the bottleneck: raise DataLoader num_workers, set "
-    "pin_memory=True and persistent_workers, prefetch, decode/augment less on the CPU, or use "
-    "a larger batch"
+WAIT_ADVICE = (
+    "find where the main process blocks: `py-spy dump --pid {pid}` (or py-spy top) while it waits, "
+    "torch.profiler / jax.profiler for the gaps between kernels; sleeps, locks, disk or network "
+    "reads, a collective waiting on another rank and a synchronize on another stream all look "
+    "alike from the host"
 )
 PIPELINE_ADVICE = (
     "feed the GPU faster: more DataLoader workers (num_workers, persistent_workers=True), "
@@ -82,7 +83,7 @@ class GpuSeries:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Finding:
-    rule: str  # idle | too-short | input-bound | cpu-bound | compute-inefficient | gpu-bound
+    rule: str  # idle | too-short | input-bound | cpu-bound | waiting | compute-inefficient | gpu-bound
     # | clocks-held-down | memory-leak | caching-allocator | out-of-memory | host-out-of-memory
     # | non-finite-loss | nccl-timeout | ok
     severity: Severity
@@ -133,6 +134,7 @@ class Starvation:
 
     cause: Literal["pipeline", "loop", "waiting"]
     evidence: str
+    main_pid: int | None = None  # the training loop's host PID, where the host saw it
 
 
 def starvation_cause(gpu: GpuSeries, a: int, b: int, processes: Sequence[ProcessSeries]) -> Starvation | None:
@@ -144,9 +146,11 @@ def starvation_cause(gpu: GpuSeries, a: int, b: int, processes: Sequence[Process
     link = gpu.pcie_link_gbs
     pipeline = []
     if view is not None and view.workers and view.worker_mean >= WORKER_BUSY_SHARE:
+        comm = {p.pid: p.comm for p in processes}
+        named = ", ".join(f"{comm[pid]} {pid}" for pid, _ in view.workers)
         pipeline.append(
-            f"{len(view.workers)} worker process(es) at {view.worker_mean:.0%} of a core each: "
-            "they cannot make batches faster"
+            f"{len(view.workers)} worker process(es) ({named}) at {view.worker_mean:.0%} of a core "
+            "each: they cannot make batches faster"
         )
     if view is not None and view.main_share >= THREADS_SHARE:
         pipeline.append(
@@ -167,12 +171,14 @@ def starvation_cause(gpu: GpuSeries, a: int, b: int, processes: Sequence[Process
         f"the main process ({view.main_comm}, pid {view.main_pid}) at {view.main_share:.0%} of a core, {busy}"
     )
     if view.main_share >= MAIN_BUSY_SHARE:
-        return Starvation(cause="loop", evidence=seen + traffic)
-    return Starvation(cause="waiting", evidence=seen + traffic)
+        return Starvation(cause="loop", evidence=seen + traffic, main_pid=view.main_pid)
+    return Starvation(cause="waiting", evidence=seen + traffic, main_pid=view.main_pid)
 
 
 def _starved(gpu: GpuSeries, seen: str, cause: Starvation | None) -> Finding:
-    """The finding for a GPU that waits, named by its cause when the host saw one."""
+    """The finding for a GPU that waits, named by its cause only on the host's evidence: busy
+    workers, input threads or host-to-device traffic (input-bound), the main process at a full
+    core (cpu-bound); otherwise "waiting", with what the host cannot see and no loader remedy."""
     if cause is not None and cause.cause == "loop":
         return Finding(
             rule="cpu-bound",
@@ -189,16 +195,19 @@ def _starved(gpu: GpuSeries, seen: str, cause: Starvation | None) -> Finding:
             message=f"{seen}: the input pipeline cannot keep up ({cause.evidence})",
             advice=PIPELINE_ADVICE,
         )
-    if cause is not None:  # neither side busy: the job waits on something else
-        return Finding(
-            rule="input-bound",
-            severity="warn",
-            gpu=gpu.index,
-            message=f"{seen}, but neither the loop nor the input pipeline is busy ({cause.evidence})",
-            advice="the job waits on something other than CPU work: disk or network reads, a lock, a "
-            "sleep, another process or rank; profile where the main process blocks (py-spy dump)",
-        )
-    return Finding(rule="input-bound", severity="warn", gpu=gpu.index, message=seen, advice=FEED_ADVICE)
+    saw = (
+        f"the host sees no busy input pipeline and no busy loop ({cause.evidence})"
+        if cause is not None
+        else "the host did not see the job's processes, so it names no cause"
+    )
+    return Finding(
+        rule="waiting",
+        severity="warn",
+        gpu=gpu.index,
+        message=f"{seen}; {saw}: the job waits on something the host cannot see (sleeps, "
+        "synchronisation with another stream, rank or lock, disk or network I/O, another process)",
+        advice=WAIT_ADVICE.format(pid=cause.main_pid if cause is not None and cause.main_pid else "PID"),
+    )
 
 
 def _utilization_findings(
@@ -349,8 +358,8 @@ def _idle(gpu: GpuSeries, samples: int) -> Finding:
         message=f"the job held {held:.0f} MiB on GPU {gpu.index} but utilization read 0% in all "
         f"{samples} samples",
         advice="either the model or the batches are not on the GPU (check .to('cuda')), or the GPU "
-        "waits for input nearly all the time (see the input-bound advice: DataLoader workers, "
-        "pin_memory, prefetch, larger batches)",
+        "waits nearly all the time; a cpu-bound or input-bound finding beside this one names the "
+        "cause where the host saw it",
     )
 
 

@@ -183,8 +183,8 @@ def test_monitor_writes_telemetry_and_diagnosis_beside_it(tmp_path: Path) -> Non
     )
     telemetry, diagnosis = outcome.monitor_files
     assert telemetry == tmp_path / "m" / "telemetry.json" and diagnosis.parent == telemetry.parent
-    assert json.loads(telemetry.read_text())["diagnosis"][0]["rule"] == "input-bound"
-    assert any("input-bound" in line for line in lines)
+    assert json.loads(telemetry.read_text())["diagnosis"][0]["rule"] == "waiting"
+    assert any("GPU 0 waiting" in line for line in lines)
 
 
 TORCH_OOM = [

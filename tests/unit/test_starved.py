@@ -57,7 +57,9 @@ def loader(main: float, workers: int, each: float) -> list[ProcessSeries]:
 def test_busy_dataloader_workers_name_the_input_pipeline() -> None:
     (f, *_) = diagnose([gpu(util=30.0)], processes=loader(main=0.2, workers=4, each=0.97))
     assert f.rule == "input-bound"
-    assert "4 worker process(es) at 97% of a core each" in f.message
+    assert (
+        "4 worker process(es) (python 20, python 21, python 22, python 23) at 97% of a core each" in f.message
+    )
     assert "pin_memory=True" in f.advice and "DALI" in f.advice and "CUDA graphs" not in f.advice
 
 
@@ -87,10 +89,18 @@ def test_busy_at_low_power_with_the_main_process_at_a_core_is_tiny_kernels() -> 
     assert f.rule == "cpu-bound" and "tiny kernels" in f.message and "21% of the 700 W limit" in f.message
 
 
-def test_neither_side_busy_says_the_job_waits_on_something_else() -> None:
+def test_neither_side_busy_says_the_job_waits_on_something_the_host_cannot_see() -> None:
     (f, *_) = diagnose([gpu(util=20.0)], processes=loader(main=0.03, workers=2, each=0.0))
-    assert f.rule == "input-bound" and "neither the loop nor the input pipeline is busy" in f.message
-    assert "disk or network" in f.advice
+    assert f.rule == "waiting" and "no busy input pipeline and no busy loop" in f.message
+    assert "the main process (python, pid 10) at 3% of a core, no busy worker" in f.message
+    assert "sleeps" in f.message and "disk or network I/O" in f.message
+    assert "py-spy dump --pid 10" in f.advice
+    assert "num_workers" not in f.advice and "pin_memory" not in f.advice  # no loader remedy
+
+
+def test_low_host_to_device_traffic_is_no_evidence_of_the_input_pipeline() -> None:
+    (f, *_) = diagnose([gpu(util=20.0, rx=0.3)], processes=loader(main=0.1, workers=0, each=0.0))
+    assert f.rule == "waiting" and "host-to-device 0.3 GB/s" in f.message
 
 
 def test_an_idle_gpu_holding_memory_gets_its_cause_too() -> None:
