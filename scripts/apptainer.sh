@@ -6,7 +6,8 @@
 # base image of services.sh). Root, no stdin (CI). Cost: 3 min the first time (measured
 # 2026-12-01: debootstrap and apt; a 448 MB image), under 1 s after. See shared/docs/environment.md ("buildx and Apptainer
 # from newer Debian suites"): `apptainer build` works in such a container with seccomp and AppArmor
-# unconfined; `apptainer exec` does not (proc mount / chown in the user namespace).
+# unconfined; `apptainer exec` needs systempaths unconfined too and a root filesystem unpacked
+# with unsquashfs first (docs/fleet.md, "Apptainer and enroot").
 set -euo pipefail
 
 APPTAINER_IMAGE="${ENVBUILDER_TEST_APPTAINER_IMAGE:-envbuilder-test/apptainer:sid}"
