@@ -21,19 +21,18 @@ from envbuilder.certify.gpu_access import (
     training_container,
 )
 from envbuilder.certify.harness_plan import HARNESS_ENV, IO_DIR, parse_harness_output, plan_harness
-from envbuilder.certify.kernels import disagreements, inventory_of, judge_inventory
+from envbuilder.certify.kernels import judge_kernels
 from envbuilder.certify.observe import GpuWatch
 from envbuilder.certify.scheduler import scheduler_section
 from envbuilder.certify.verdict import REFUSED, RunFacts, host_verdict
 from envbuilder.engine import ContainerSpec, DaemonInfo, DockerEngine, Engine, Mount, docker_run_argv
-from envbuilder.errors import BuildFailedError, CertificationFailedError, MatrixError
+from envbuilder.errors import BuildFailedError, CertificationFailedError
 from envbuilder.host import AccessMode, HostReport, probe_host
 from envbuilder.host.collectives import collective_env
 from envbuilder.image.drift import check_against_lock, parse_installed, summarize
 from envbuilder.image.lock import LockFile
 from envbuilder.image.metadata import read_metadata
 from envbuilder.lifecycle import temp_dir
-from envbuilder.matrix import load_matrix
 
 Progress = Callable[[str], None]
 
@@ -165,9 +164,15 @@ def certify_image(
     verdict, reason = host_verdict(result, facts)
     if reason.startswith(REFUSED):
         say(f"certify: {reason}")
-    verdict, reason = _judge_kernels(
-        result, target.host, choice.name, meta.stack_record, verdict, reason, warnings, say
+    gpus = [(g.name, g.cc) for g in target.host.gpus if g.cc]
+    judged = judge_kernels(
+        result, gpus=gpus, driver=target.host.driver, access=choice.name, stack=meta.stack_record
     )
+    for line in judged.warnings:
+        warnings.append(line)
+        say(f"certify: warning: {line}")
+    if judged.failures and verdict != "failed":
+        verdict, reason = "failed", "kernel inventory: " + "; ".join(judged.failures[:3])
     packages: dict[str, Any] | None = None
     if lock is not None:
         collector = ContainerSpec(
@@ -210,44 +215,3 @@ def certify_image(
         verdict=verdict,
         verdict_reason=reason,
     )
-
-
-def _judge_kernels(
-    result: Mapping[str, Any],
-    report: HostReport,
-    access: str,
-    stack: Any,
-    verdict: str,
-    reason: str,
-    warnings: list[str],
-    say: Progress,
-) -> tuple[str, str]:
-    """The image's kernel inventory (the harness's kernel_inventory step) against this host's GPUs
-    and driver: a library with no kernel a GPU runs, or only PTX the driver cannot JIT, fails the
-    certificate (naming the library); where the matrix row and the inventory disagree, a warning
-    names both."""
-    inv = inventory_of(result)
-    if inv is None:
-        return verdict, reason
-    if isinstance(stack, Mapping) and stack.get("cuda"):
-        archs_v, fw_v = stack.get("archs"), stack.get("framework")
-        archs: Mapping[str, Any] = archs_v if isinstance(archs_v, Mapping) else {}
-        fw: Mapping[str, Any] = fw_v if isinstance(fw_v, Mapping) else {}
-        row = f"matrix row {fw.get('name')} {fw.get('version')}+{fw.get('variant')}"
-        for line in disagreements(archs.get("sass", ()), archs.get("ptx", ()), row, inv, str(fw.get("name"))):
-            warnings.append(line)
-            say(f"certify: warning: {line}")
-    if access == "none" or not report.gpus:
-        return verdict, reason
-    try:
-        matrix = load_matrix()
-    except MatrixError as exc:
-        warnings.append(f"kernel inventory not judged: {exc.message}")
-        return verdict, reason
-    judged = judge_inventory(matrix, inv, [(g.name, g.cc) for g in report.gpus if g.cc], report.driver)
-    for line in judged.warnings:
-        warnings.append(line)
-        say(f"certify: warning: {line}")
-    if judged.failures and verdict != "failed":
-        return "failed", "kernel inventory: " + "; ".join(judged.failures[:3])
-    return verdict, reason

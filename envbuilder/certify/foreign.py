@@ -1,8 +1,9 @@
 """Certificates for harness runs that envbuilder did not start on this host: a fleet's job on a
 Slurm node (Docker, Apptainer, enroot) or a Kubernetes pod. They are judged as `certify` judges a
 local run (certify/verdict.py host_verdict: the result's shape, harness digest and nonce, GPU
-claims on the CPU path, the verdict re-derived from its step records); what this host cannot
-see, the GPUs of a remote node, is recorded as not observed, never assumed.
+claims on the CPU path, the verdict re-derived from its step records; the kernel inventory
+against the GPUs and driver the node's own host record names); what this host cannot see, the
+GPUs of a remote node, is recorded as not observed, never assumed.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from envbuilder.certify.certificate import Certificate, build_certificate, host_fingerprint
+from envbuilder.certify.kernels import judge_kernels
 from envbuilder.certify.observe import Observation, not_observed
 from envbuilder.certify.record import items, section, text
 from envbuilder.certify.verdict import RunFacts, host_verdict
@@ -55,15 +57,24 @@ def seal_foreign_run(
     meta = read_metadata(image)
     observation = facts.observation or not_observed(where)
     verdict, reason = host_verdict(result, facts)
+    host = host_from_result(result, facts.access)
+    # The kernel inventory against the node's GPUs and driver as its own host record states them.
+    gpus = [(str(g["name"]), str(g["cc"])) for g in host["gpus"] if g["name"] and g["cc"]]
+    judged = judge_kernels(
+        result, gpus=gpus, driver=host["driver"], access=facts.access, stack=meta.stack_record
+    )
+    if judged.failures and verdict != "failed":
+        verdict, reason = "failed", "kernel inventory: " + "; ".join(judged.failures[:3])
     return build_certificate(
         image={"id": image.id, "ref": image_ref, "stack": meta.stack_record, "lock_hash": meta.lock_hash},
-        host=host_from_result(result, facts.access),
+        host=host,
         run={
             **run,
             "exit_code": facts.exit_code,
             "harness_source": "host",
             "harness_sha256": facts.harness_sha256,
             "host_observation": observation.to_json(),
+            "warnings": list(judged.warnings),
         },
         harness=result,
         thresholds=thresholds,

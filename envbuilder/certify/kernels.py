@@ -7,13 +7,15 @@ driver supports)? certify and doctor both ask here. The inventory itself is read
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
 from envbuilder.archs import describe, kernel_for, parse_targets
+from envbuilder.errors import MatrixError
 from envbuilder.harness.inventory import FRAMEWORK_OWNERS
+from envbuilder.matrix import load_matrix
 from envbuilder.matrix.model import Matrix
 from envbuilder.resolve.drivers import jit_floor
 from envbuilder.versions import parse_cc
@@ -131,3 +133,38 @@ def disagreements(
         f"the matrix ({source}) says SASS {fmt(want_sass)} and PTX {fmt(want_ptx)}; the image's {owner} "
         f"libraries ({shown}) carry SASS {fmt(have_sass)} and PTX {fmt(have_ptx)}"
     ]
+
+
+def judge_kernels(
+    result: Mapping[str, Any],
+    *,
+    gpus: Sequence[tuple[str, str]],
+    driver: str | None,
+    access: str,
+    stack: object,
+) -> KernelVerdict:
+    """The image's kernel inventory (a harness result's kernel_inventory step) against the GPUs
+    (name, compute capability) and driver it ran on, as certify judges it: where the stack label's
+    matrix row and the inventory disagree, a warning names both; on a GPU run, a library with no
+    kernel a GPU runs, or only PTX the driver cannot JIT, is a failure (the caller fails the
+    certificate, naming it). Nothing to judge without an inventory or on the CPU path."""
+    inv = inventory_of(result)
+    if inv is None:
+        return KernelVerdict(failures=(), warnings=(), covered=())
+    warnings: list[str] = []
+    if isinstance(stack, Mapping) and stack.get("cuda"):
+        archs_v, fw_v = stack.get("archs"), stack.get("framework")
+        archs: Mapping[str, Any] = archs_v if isinstance(archs_v, Mapping) else {}
+        fw: Mapping[str, Any] = fw_v if isinstance(fw_v, Mapping) else {}
+        row = f"matrix row {fw.get('name')} {fw.get('version')}+{fw.get('variant')}"
+        warnings += disagreements(archs.get("sass", ()), archs.get("ptx", ()), row, inv, str(fw.get("name")))
+    if access == "none" or not gpus:
+        return KernelVerdict(failures=(), warnings=tuple(warnings), covered=())
+    try:
+        matrix = load_matrix()
+    except MatrixError as exc:
+        return KernelVerdict(
+            failures=(), warnings=(*warnings, f"kernel inventory not judged: {exc.message}"), covered=()
+        )
+    judged = judge_inventory(matrix, inv, list(gpus), driver)
+    return replace(judged, warnings=(*warnings, *judged.warnings))

@@ -15,7 +15,7 @@ import pytest
 import yaml
 from cert_factory import H200, RTX, cert
 from fake_slurm import FakeSlurm
-from test_certify import harness_result
+from test_certify import _inventory_step, _lib, harness_result
 from test_fleet_slurm import GPU_STACK, fleet_image, harness_plan, image
 
 from envbuilder.certify.certificate import Certificate, build_certificate
@@ -498,3 +498,33 @@ def test_following_the_jobs_collects_each_as_it_ends(tmp_path: Path, monkeypatch
     assert said == [f"{job} PENDING", f"{job} ACTIVE", f"{job} SUCCEEDED: certified"]
     assert sleeps == [5.0, 5.0]  # between the looks, none after the last job ended
     assert load_runs(data=tmp_path / "data")[0].jobs[0].state == "COLLECTED"
+
+
+def test_a_pods_kernel_inventory_is_judged_against_the_gpus_its_host_record_names(tmp_path: Path) -> None:
+    """As certify judges kernels: the framework's library with no kernel for the node's H100
+    (sm_90, from the pod's own NVML record) fails the certificate, naming it."""
+    classes = node_classes(read_nodes_file(NODES), MATRIX)[1:]
+    run = plan_k8s_run(
+        fleet_image(),
+        classes,
+        harness_plan(),
+        out_dir=tmp_path,
+        namespace="ml",
+        dra=False,
+        gpu=True,
+        quick=False,
+        run_id="R9-dddddd",
+    )
+    job = run.jobs[0]
+    doc = pod_result(job.nonce)
+    libs = [_lib("torch/lib/libtorch_cuda.so", ["sm_80"], [])]
+    doc["steps"].append(_inventory_step(libs))
+    cert = collect_k8s_job(run, job, FakeCluster(json.dumps(doc)), "SUCCEEDED").certificate
+    assert cert is not None and cert.verdict == "failed"
+    assert cert.verdict_reason.startswith(
+        "kernel inventory: torch/lib/libtorch_cuda.so has no kernel for NVIDIA H100 80GB HBM3 (sm_90)"
+    )
+    libs = [_lib("torch/lib/libtorch_cuda.so", ["sm_80", "sm_90"], [])]
+    doc["steps"][-1] = _inventory_step(libs)
+    cert = collect_k8s_job(run, job, FakeCluster(json.dumps(doc)), "SUCCEEDED").certificate
+    assert cert is not None and cert.verdict == "certified"
