@@ -14,6 +14,7 @@ from typing import Any, Literal
 from envbuilder.harness.telemetry import CLOCK_EVENT_REASONS
 from envbuilder.run.joblog import JobOutput
 from envbuilder.run.processes import ProcessSeries, cpu_view
+from envbuilder.run.xid import XID_DOCS, XidEvent, xid_meaning
 
 # ---- thresholds of the rules (docs/run.md explains each)
 MIN_SAMPLES = 8  # fewer busy samples than this: too short to judge
@@ -85,7 +86,7 @@ class GpuSeries:
 class Finding:
     rule: str  # idle | too-short | input-bound | cpu-bound | waiting | compute-inefficient | gpu-bound
     # | clocks-held-down | memory-leak | caching-allocator | out-of-memory | host-out-of-memory
-    # | non-finite-loss | nccl-timeout | ok
+    # | non-finite-loss | nccl-timeout | xid | ok
     severity: Severity
     gpu: int | None  # None: about the job as a whole (its output, its exit)
     message: str  # what was seen, with the numbers
@@ -441,6 +442,30 @@ def _death_findings(
     return out
 
 
+def _xid_findings(xids: Sequence[XidEvent]) -> list[Finding]:
+    """One finding per (GPU, Xid number), in the order first seen, with what the number means."""
+    seen: dict[tuple[int | None, int], list[XidEvent]] = {}
+    for e in sorted(xids, key=lambda e: e.t):
+        seen.setdefault((e.gpu, e.xid), []).append(e)
+    out = []
+    for (gpu, xid), events in seen.items():
+        meaning = xid_meaning(xid)
+        times = (
+            f"{len(events)} times from {events[0].t:.1f} s" if len(events) > 1 else f"at {events[0].t:.1f} s"
+        )
+        out.append(
+            Finding(
+                rule="xid",
+                severity="warn",
+                gpu=gpu,
+                message=f"NVML reported Xid {xid} {times}: {meaning.name} (usually {meaning.who})",
+                advice=f"{meaning.action}; the kernel log has the full line (`dmesg | grep -i xid`); "
+                f"NVIDIA's Xid catalog: {XID_DOCS}",
+            )
+        )
+    return out
+
+
 def diagnose(
     gpus: Sequence[GpuSeries],
     *,
@@ -448,12 +473,13 @@ def diagnose(
     exit_code: int | None = None,
     processes: Sequence[ProcessSeries] = (),
     oom_killed: bool = False,
+    xids: Sequence[XidEvent] = (),
 ) -> tuple[Finding, ...]:
-    """Apply the field guide's rules to each GPU's samples, the job's processes and its output
-    (pure). Never raises; an empty or idle series gives an 'idle' or 'too-short' finding rather
-    than a guess, beside how the job died when its output, its exit or memory at the ceiling
-    says so. Without GPUs only the job's output and exit are judged."""
-    death = _death_findings(gpus, output, exit_code, oom_killed)
+    """Apply the field guide's rules to each GPU's samples, the job's processes, its output and
+    the Xid errors NVML reported (pure). Never raises; an empty or idle series gives an 'idle' or
+    'too-short' finding rather than a guess, beside how the job died when its output, its exit,
+    memory at the ceiling or an Xid says so. Without GPUs only the job's output and exit are judged."""
+    death = _xid_findings(xids) + _death_findings(gpus, output, exit_code, oom_killed)
     out: list[Finding] = list(death)
     for gpu in gpus:
         util_all = gpu.column("util_gpu")

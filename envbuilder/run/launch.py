@@ -371,6 +371,7 @@ def _finish_monitor(
         exit_code=attached.exit_code if attached is not None else None,
         processes=monitor.processes(),
         oom_killed=attached.oom_killed if attached is not None else False,
+        xids=monitor.xids(),
     )
     folder = opts.monitor_dir or user_data_dir() / "runs" / run_id
     context = {
@@ -383,7 +384,14 @@ def _finish_monitor(
     }
     try:
         paths = write_monitor_files(
-            folder, gpus, findings, context, processes=monitor.processes_record(), output=output
+            folder,
+            gpus,
+            findings,
+            context,
+            processes=monitor.processes_record(),
+            output=output,
+            xids=monitor.xids(),
+            unsupported=monitor.unsupported(),
         )
     except OSError as exc:
         say(f"envbuilder: warning: could not write telemetry to {folder}: {exc}")

@@ -1,7 +1,7 @@
 """`envbuilder run --monitor`: NVML telemetry of the GPUs a job uses (the harness's sampler, one per
-GPU on background threads, PCIe traffic included), the CPU of the job's processes (processes.py),
-and the files it leaves: telemetry.json, the tail of the job's output and the diagnosis
-(diagnosis.py holds the rules).
+GPU on background threads, PCIe traffic included), the Xid errors NVML reports (xid.py), the CPU
+of the job's processes (processes.py), and the files it leaves: telemetry.json, the tail of the
+job's output and the diagnosis (diagnosis.py holds the rules).
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from envbuilder.atomic import write_text_atomic
 from envbuilder.harness.telemetry import CLOCK_EVENT_REASONS, FIELDS, PCIE_FIELDS, Sampler, load_nvml
 from envbuilder.run.diagnosis import Finding, GpuSeries, format_diagnosis
 from envbuilder.run.processes import ProcessSampler, ProcessSeries
+from envbuilder.run.xid import XidEvent, XidWatcher
 
 # The sampler keeps its own time under this share, as in certification (docs/harness.md): NVML
 # samples cost 4-10 ms on the H200 VMs, so a GPU's sampler may run less often than `interval`.
@@ -51,6 +52,9 @@ class Monitor:
         self.interval = interval
         self.why = ""
         self._samplers: list[tuple[GpuSeries, Sampler]] = []
+        self._xid: XidWatcher | None = None
+        self._xids: tuple[XidEvent, ...] = ()
+        self._unsupported: dict[str, str] = {}
         self._procs: ProcessSampler | None = None
         self._t0 = time.monotonic()
         self._nvml: Any = None
@@ -62,6 +66,7 @@ class Monitor:
         if nvml is None:
             self.why = why
             return
+        handles: dict[int, Any] = {}
         try:
             count = int(nvml.nvmlDeviceGetCount())
             for i in indices if indices is not None else range(count):
@@ -83,11 +88,14 @@ class Monitor:
                     nvml, h, interval=interval, max_samples=max_samples, max_duty=MAX_DUTY, pcie=True
                 )
                 self._samplers.append((meta, sampler))
+                handles[i] = h
         except Exception as exc:  # NVMLError and friends: telemetry is best effort
             self.why = f"NVML: {exc}"
             self._samplers = []
         if not self._samplers and not self.why:
             self.why = "no GPU to sample"
+        if self._samplers:
+            self._xid = XidWatcher(nvml, handles, clock=self.clock)
 
     @property
     def available(self) -> bool:
@@ -106,6 +114,8 @@ class Monitor:
     def start(self) -> None:
         for _, s in self._samplers:
             s.start()
+        if self._xid is not None:
+            self._xid.start()
         if self._procs is not None:
             self._procs.start()
 
@@ -116,6 +126,15 @@ class Monitor:
     def processes_record(self) -> dict[str, Any] | None:
         return self._procs.to_json() if self._procs is not None else None
 
+    def xids(self) -> tuple[XidEvent, ...]:
+        """The Xid errors NVML reported while sampling (after stop())."""
+        return self._xids
+
+    def unsupported(self) -> dict[str, str]:
+        """What NVML could not give, and why: each GPU's queries (`gpuN.KEY`) and the Xid events
+        (`xid_events...`), after stop()."""
+        return dict(self._unsupported)
+
     def stop(self) -> list[GpuSeries]:
         """Stop sampling; the recorded series, one per GPU."""
         if self._procs is not None:
@@ -124,6 +143,7 @@ class Monitor:
         for meta, s in self._samplers:
             s.stop()
             data = s.to_json()
+            self._unsupported.update({f"gpu{meta.index}.{k}": v for k, v in data["unsupported"].items()})
             out.append(
                 GpuSeries(
                     index=meta.index,
@@ -135,6 +155,9 @@ class Monitor:
                     series=data["series"],
                 )
             )
+        if self._xid is not None:  # its event set is freed before NVML shuts down
+            self._xids = self._xid.stop()
+            self._unsupported.update(self._xid.unsupported)
         if self._nvml is not None:
             _optional(self._nvml.nvmlShutdown)
         return out
@@ -159,6 +182,8 @@ def write_monitor_files(
     *,
     processes: Mapping[str, Any] | None = None,
     output: str = "",
+    xids: Sequence[XidEvent] = (),
+    unsupported: Mapping[str, str] | None = None,
 ) -> tuple[Path, ...]:
     """Write telemetry.json and diagnosis.txt (and output.txt, the tail of the job's output, when
     there is one) into `folder`, atomically; return their paths, telemetry and diagnosis first.
@@ -183,6 +208,8 @@ def write_monitor_files(
             for g in gpus
         ],
         "processes": processes,
+        "xid_events": [e.to_dict() for e in xids],
+        "unsupported": dict(unsupported or {}),
         "diagnosis": [f.to_dict() for f in findings],
     }
     telemetry = folder / "telemetry.json"

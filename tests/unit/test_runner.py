@@ -22,6 +22,7 @@ from envbuilder.host import AccessMode, GpuInfo, HostReport
 from envbuilder.run.diagnosis import GpuSeries
 from envbuilder.run.launch import OUTPUT_LINES, RunOptions, parse_size, parse_volume, run_image
 from envbuilder.run.monitor import Monitor
+from envbuilder.run.xid import XidEvent
 
 DEVICES = AccessMode(
     name="devices",
@@ -185,6 +186,37 @@ def test_monitor_writes_telemetry_and_diagnosis_beside_it(tmp_path: Path) -> Non
     assert telemetry == tmp_path / "m" / "telemetry.json" and diagnosis.parent == telemetry.parent
     assert json.loads(telemetry.read_text())["diagnosis"][0]["rule"] == "waiting"
     assert any("GPU 0 waiting" in line for line in lines)
+
+
+class XidMonitor(FakeMonitor):
+    """The fake GPU above, on which NVML reported Xid 79 and could not read power."""
+
+    def xids(self) -> tuple[XidEvent, ...]:
+        return (XidEvent(t=3.5, gpu=0, xid=79),)
+
+    def unsupported(self) -> dict[str, str]:
+        return {"gpu0.power_w": "Not Supported"}
+
+
+def test_monitor_diagnoses_and_writes_the_xids_nvml_reported(tmp_path: Path) -> None:
+    lines: list[str] = []
+    outcome = run_image(
+        RunOptions(
+            image="team/train:1", command=("python", "x.py"), monitor=True, monitor_dir=tmp_path / "m"
+        ),
+        find_certificate=lambda _info: [cert()],
+        eng=engine(),
+        probe=lambda: report(),
+        access_modes=lambda d: (DEVICES,),
+        say=lines.append,
+        log_dir=tmp_path,
+        monitor_factory=XidMonitor,
+    )
+    doc = json.loads(outcome.monitor_files[0].read_text())
+    assert doc["xid_events"] == [{"t": 3.5, "gpu": 0, "xid": 79}]
+    assert doc["unsupported"] == {"gpu0.power_w": "Not Supported"}
+    assert [f["rule"] for f in doc["diagnosis"]][:1] == ["xid"]
+    assert any("GPU 0 xid: NVML reported Xid 79 at 3.5 s: GPU has fallen off the bus" in ln for ln in lines)
 
 
 TORCH_OOM = [

@@ -4,7 +4,8 @@ freed and re-allocated each step; a job that doubles its batch until CUDA runs o
 printed output is kept beside its series as oom.out.txt; a training loop whose own Python keeps
 the GPU waiting (loop-bound); a DataLoader whose two workers cannot keep up (loader-starved)).
 The monitor also samples this process and its children (the CPU the starved-GPU rule reads) and
-the PCIe counters. Everything also lands in one recordings.tar.gz (the device returns 8 files).
+the PCIe counters, and registers for NVML's Xid events (telemetry.json's `xid_events`, and in
+`unsupported` why none can come). Everything also lands in one recordings.tar.gz (the device returns 8 files).
 Run from the repository root on a GPU:
     OUT=/tmp/mon python3 tests/data/monitor/record_workloads.py [WORKLOAD ...]
 """
@@ -175,14 +176,28 @@ for name in sys.argv[1:] or list(WORKLOADS):
     del kept
     if name == "oom":
         (out / "oom.out.txt").write_text("\n".join(OOM_LINES) + "\n")
-        f = diagnose(gpus, output=read_job_output("\n".join(OOM_LINES)), exit_code=1, processes=m.processes())
+        f = diagnose(
+            gpus,
+            output=read_job_output("\n".join(OOM_LINES)),
+            exit_code=1,
+            processes=m.processes(),
+            xids=m.xids(),
+        )
     else:
-        f = diagnose(gpus, processes=m.processes())
+        f = diagnose(gpus, processes=m.processes(), xids=m.xids())
     print(
         f"== {name}: {len(gpus[0].series['t'])} samples, mem {min(gpus[0].series['mem_used_mib'])}-{max(gpus[0].series['mem_used_mib'])} MiB"
     )
     print(format_diagnosis(f), flush=True)
-    write_monitor_files(out / name, gpus, f, {"workload": name}, processes=m.processes_record())
+    write_monitor_files(
+        out / name,
+        gpus,
+        f,
+        {"workload": name},
+        processes=m.processes_record(),
+        xids=m.xids(),
+        unsupported=m.unsupported(),  # Xid events included: whether this GPU delivers them
+    )
     res[name] = [x.rule for x in f]
 print(json.dumps(res))
 with tarfile.open(out / "recordings.tar.gz", "w:gz") as tar:
