@@ -20,7 +20,7 @@ from envbuilder.engine import ImageInfo, Mount, Ulimit
 from envbuilder.errors import CertificateRefusedError, UsageError
 from envbuilder.host import AccessMode, GpuInfo, HostReport
 from envbuilder.run.diagnosis import GpuSeries
-from envbuilder.run.launch import OUTPUT_LINES, RunOptions, parse_size, parse_volume, run_image
+from envbuilder.run.launch import OUTPUT_LINES, RunOptions, RunOutcome, parse_size, parse_volume, run_image
 from envbuilder.run.monitor import Monitor
 from envbuilder.run.xid import XidEvent
 
@@ -168,7 +168,8 @@ class FakeMonitor(Monitor):
         ]
 
 
-def test_monitor_writes_telemetry_and_diagnosis_beside_it(tmp_path: Path) -> None:
+def monitored(tmp_path: Path, factory: type[FakeMonitor]) -> tuple[RunOutcome, list[str]]:
+    """A --monitor run of the fake GPU `factory` gives; its outcome and what run printed."""
     lines: list[str] = []
     outcome = run_image(
         RunOptions(
@@ -180,8 +181,13 @@ def test_monitor_writes_telemetry_and_diagnosis_beside_it(tmp_path: Path) -> Non
         access_modes=lambda d: (DEVICES,),
         say=lines.append,
         log_dir=tmp_path,
-        monitor_factory=FakeMonitor,
+        monitor_factory=factory,
     )
+    return outcome, lines
+
+
+def test_monitor_writes_telemetry_and_diagnosis_beside_it(tmp_path: Path) -> None:
+    outcome, lines = monitored(tmp_path, FakeMonitor)
     telemetry, diagnosis = outcome.monitor_files
     assert telemetry == tmp_path / "m" / "telemetry.json" and diagnosis.parent == telemetry.parent
     assert json.loads(telemetry.read_text())["diagnosis"][0]["rule"] == "waiting"
@@ -199,19 +205,7 @@ class XidMonitor(FakeMonitor):
 
 
 def test_monitor_diagnoses_and_writes_the_xids_nvml_reported(tmp_path: Path) -> None:
-    lines: list[str] = []
-    outcome = run_image(
-        RunOptions(
-            image="team/train:1", command=("python", "x.py"), monitor=True, monitor_dir=tmp_path / "m"
-        ),
-        find_certificate=lambda _info: [cert()],
-        eng=engine(),
-        probe=lambda: report(),
-        access_modes=lambda d: (DEVICES,),
-        say=lines.append,
-        log_dir=tmp_path,
-        monitor_factory=XidMonitor,
-    )
+    outcome, lines = monitored(tmp_path, XidMonitor)
     doc = json.loads(outcome.monitor_files[0].read_text())
     assert doc["xid_events"] == [{"t": 3.5, "gpu": 0, "xid": 79}]
     assert doc["unsupported"] == {"gpu0.power_w": "Not Supported"}
