@@ -18,9 +18,10 @@ from .result import Outcome
 from .session import Budget, Options, Session
 from .steps.estimates import ESTIMATE
 from .steps.inventory import kernel_inventory_step
-from .steps.jax_steps import JAX_ENV
+from .steps.jax_steps import JAX
 from .steps.smoke import cpu_check_step, cuda_smoke_step, framework_smokes
-from .steps.tf_steps import TF_ENV
+from .steps.tf_steps import TENSORFLOW
+from .steps.xla import XlaFramework
 from .telemetry import Sampler, load_nvml
 from .thresholds import select_thresholds
 from .workloads.config import RunConfig
@@ -34,6 +35,8 @@ TUNED_RUNS = {"resnet50": (48, 8), "resnet18": (70, 10)}
 # it too made the wait 6-10 s longer and the run 1.6 s longer).
 SERVED = ("resnet18",)
 GPU_DATA = (224, 4096, 512)  # the GPU path's synthetic set: image size, train and eval images
+XLA_FRAMEWORKS: dict[str, XlaFramework] = {"jax": JAX, "tensorflow": TENSORFLOW}  # xla_plan's
+NO_GPU = "CPU path: no GPU on this host, or none given to this run"  # cuda_smoke's skip reason
 
 
 class Certification:
@@ -199,11 +202,9 @@ def run_path(s: Session, *, mode: str, have_torch: bool, lane: Any = None) -> No
     from .multigpu.step import multi_gpu_step
 
     rec = s.rec
-    if s.opts.framework == "jax" and not s.opts.multi_gpu_cpu_test:
-        jax_plan(s, mode=mode)
-        return
-    if s.opts.framework == "tensorflow" and not s.opts.multi_gpu_cpu_test:
-        tf_plan(s, mode=mode)
+    xla = XLA_FRAMEWORKS.get(s.opts.framework)
+    if xla is not None and not s.opts.multi_gpu_cpu_test:
+        xla_plan(s, xla, mode=mode)
         return
     if not have_torch:
         for name in ("cpu_check", "cuda_smoke"):
@@ -240,7 +241,7 @@ def run_path(s: Session, *, mode: str, have_torch: bool, lane: Any = None) -> No
         return
     if not s.opts.multi_gpu_cpu_test:  # that mode runs the multi_gpu step's code path only
         cpu_check_step(s)
-    rec.skip("cuda_smoke", "CPU path: no GPU on this host, or none given to this run")
+    rec.skip("cuda_smoke", NO_GPU)
     framework_smokes(s, want_gpu=False)
     if mode == "quick":
         return
@@ -470,49 +471,64 @@ class TorchGpuPlan:
         input_pipeline_step(self.s, self.data, cfg, batches=8, prepared=self.pipeline_images)
 
 
-def jax_plan(s: Session, *, mode: str) -> None:
-    """The JAX certification: the torch plan's steps, with the JAX workloads (plain JAX ResNets,
-    jax.jit with donated buffers, NHWC). No torch.compile or cuDNN flags; the tuned runs are the
-    jitted bs256 bf16 ones (gated as tuned_rn18_jit, tuned_rn50_jit)."""
-    for key, value in JAX_ENV.items():
+def xla_plan(s: Session, fw: XlaFramework, *, mode: str) -> None:
+    """The JAX and TensorFlow certification: the torch plan's steps with the framework's own
+    workloads (fw: jax_steps.JAX, tf_steps.TENSORFLOW; NHWC, bf16 mixed precision). No
+    torch.compile or cuDNN flags; the tuned runs are bs256 bf16 ones (jax.jit with donated buffers;
+    Keras jit_compile=True), gated as tuned_rn18_<tag>, tuned_rn50_<tag> (TensorFlow's H200 anchors
+    are UNCONFIRMED: warn only). The CPU path trains a narrow ResNet-18 in FP32 (and XLA-compiled
+    where that is a different run: Keras) and runs the host-fed input pipeline."""
+    for key, value in fw.env.items():
         os.environ.setdefault(key, value)
-    if importlib.util.find_spec("jax") is None:
-        s.rec.skip("cpu_check", "jax is not installed")
-        s.rec.skip("cuda_smoke", "jax is not installed")
+    if importlib.util.find_spec(fw.name) is None:
+        for name in ("cpu_check", "cuda_smoke"):
+            s.rec.skip(name, f"{fw.name} is not installed")
         return
-    from functools import partial
-
-    from .steps import jax_steps
-    from .steps.training import bs64_step, train_step
-    from .workloads.jax.train import memory, platform_device
-    from .workloads.jax.train import train_run as jax_run
-
-    jax_steps.cpu_check_step(s)
+    fw.cpu_check(s)
     if s.cuda:
-        if not jax_steps.gpu_smoke_step(s) or mode == "quick":
+        if not fw.gpu_smoke(s) or mode == "quick":
             if s.rec.last().status != "pass":
                 s.rec.skip("benchmarks", "the CUDA smoke test failed: no GPU benchmark was run")
             return
     else:
-        s.rec.skip("cuda_smoke", "CPU path: no GPU on this host, or none given to this run")
+        s.rec.skip("cuda_smoke", NO_GPU)
         if mode == "quick":
             return
-    dev = platform_device("gpu" if s.cuda else "cpu")
-    run = partial(jax_run, dev=dev)
-    steps = s.opts.steps or (200 if s.cuda else 60)
-    if not s.cuda:
-        data = jax_steps.dataset_step(s, 64, 1024, 256, dev)
-        narrow = RunConfig(name="", width=16, batch=32, steps=steps, warmup=5, device="cpu", seed=s.opts.seed)
-        train_step(s, data, "train_cpu_rn18w16_fp32_bs32", narrow, estimate=10, run=run)
-        jax_steps.input_pipeline_step(
-            s, data, dev, dataclasses.replace(narrow, steps=200), batches=6, workers=2
-        )
-        s.rec.skip("telemetry_overhead", "no GPU: nothing for NVML to sample")
-        s.rec.skip("multi_gpu", "the multi_gpu step runs for torch certifications only")
-        return
+    dev = fw.device("gpu" if s.cuda else "cpu")
+    if s.cuda:
+        _xla_gpu_runs(s, fw, dev)
+    else:
+        _xla_cpu_runs(s, fw, dev)
+    s.rec.skip("multi_gpu", "the multi_gpu step runs for torch certifications only")
+
+
+def _xla_cpu_runs(s: Session, fw: XlaFramework, dev: Any) -> None:
+    from .steps.training import train_step
+    from .steps.xla import dataset_step, input_pipeline_step
+
+    run = fw.train_run(dev)
+    steps = s.opts.steps or 60
+    data = dataset_step(s, fw, 64, 1024, 256, dev)
+    narrow = RunConfig(name="", width=16, batch=32, steps=steps, warmup=5, device="cpu", seed=s.opts.seed)
+    # the FP32 run is the CPU certificate's proof of learning: never cut short of its steps
+    learn = dataclasses.replace(narrow, min_steps=steps)
+    train_step(s, data, "train_cpu_rn18w16_fp32_bs32", learn, estimate=10, run=run)
+    if fw.compile:  # XLA is a run of its own only where the framework does not always compile
+        xla = dataclasses.replace(narrow, compile=True)
+        train_step(s, data, f"tuned_cpu_rn18w16_{fw.tuned_tag}", xla, estimate=15, run=run)
+    input_pipeline_step(s, fw, data, dev, dataclasses.replace(narrow, steps=200), batches=6)
+    s.rec.skip("telemetry_overhead", "no GPU: nothing for NVML to sample")
+
+
+def _xla_gpu_runs(s: Session, fw: XlaFramework, dev: Any) -> None:
+    from .steps.training import bs64_step, train_step
+    from .steps.xla import batch_ramp_step, dataset_step, input_pipeline_step, telemetry_overhead_step
+
+    run = fw.train_run(dev)
+    steps = s.opts.steps or 200
     amp = "bf16"
-    s.rec.fact(amp=amp, xla_preallocate=os.environ.get("XLA_PYTHON_CLIENT_PREALLOCATE"))
-    data = jax_steps.dataset_step(s, 224, 4096, 512, dev)
+    s.rec.fact(amp=amp, **fw.gpu_facts())
+    data = dataset_step(s, fw, *GPU_DATA, dev)
 
     def rn(arch: str = "resnet18", **kw: Any) -> RunConfig:
         return RunConfig(name="", arch=arch, device="gpu", seed=s.opts.seed, **kw)
@@ -520,132 +536,22 @@ def jax_plan(s: Session, *, mode: str) -> None:
     fp32 = train_step(
         s, data, "train_rn18_fp32_bs32", rn(batch=32, steps=steps), estimate=ESTIMATE["fp32"], run=run
     )
-    train_step(
-        s,
-        data,
-        f"train_rn18_{amp}_bs32",
-        rn(batch=32, steps=steps, amp=amp),
-        estimate=ESTIMATE["amp"],
-        run=run,
-    )
+    amp32 = rn(batch=32, steps=steps, amp=amp)
+    train_step(s, data, f"train_rn18_{amp}_bs32", amp32, estimate=ESTIMATE["amp"], run=run)
     peak = (fp32.metrics.get("memory") or {}).get("peak_allocated_mib")
-    now = memory(dev)
-    free_mib = now.get("limit_mib", 0.0) - now.get("allocated_mib", 0.0)
+    free_mib = fw.free_mib(s, dev)
     cfg64 = rn(batch=64, steps=steps, amp=amp)
     bs64_step(s, data, f"train_rn18_{amp}_bs64", cfg64, peak_mib=peak, free_mib=free_mib, run=run)
-    tuned18 = rn(batch=TUNED_BATCH, amp=amp, steps=70, warmup=10)
-    tuned50 = rn("resnet50", batch=TUNED_BATCH, amp=amp, steps=48, warmup=8)
-    train_step(s, data, "tuned_rn18_jit", tuned18, estimate=ESTIMATE["rn18_eager"], run=run)
-    train_step(s, data, "tuned_rn50_jit", tuned50, estimate=ESTIMATE["rn50_eager"] + 10, run=run)
+    tuned: dict[str, RunConfig] = {}
+    for arch, short in (("resnet18", "rn18"), ("resnet50", "rn50")):
+        n, warmup = TUNED_RUNS[arch]
+        tuned[arch] = rn(arch, batch=TUNED_BATCH, amp=amp, steps=n, warmup=warmup, compile=fw.compile)
+        name = f"{short}_{fw.tuned_tag}"
+        train_step(s, data, f"tuned_{name}", tuned[arch], estimate=ESTIMATE[name], run=run)
     # Each ramp size compiles anew (seconds): start at a quarter of what batch 32's peak predicts.
     start = 64
     if peak and free_mib > 0:
         start = max(64, 1 << max(6, int(math.log2(max(1.0, free_mib / peak * 32 / 4)))))
-    jax_steps.batch_ramp_step(
-        s, data, dev, amp, reserve=ESTIMATE["overhead"] + ESTIMATE["pipeline"], start=start
-    )
-    jax_steps.telemetry_overhead_step(s, data, dev, amp)
-    jax_steps.input_pipeline_step(
-        s,
-        data,
-        dev,
-        tuned50,
-        batches=8,
-        workers=max(1, min(8, len(os.sched_getaffinity(0)) - 1)),
-    )
-    s.rec.skip("multi_gpu", "the multi_gpu step runs for torch certifications only")
-
-
-def tf_plan(s: Session, *, mode: str) -> None:
-    """The TensorFlow (Keras) certification: the torch plan's steps with Keras ResNets, NHWC, the
-    Keras mixed-precision policy, and XLA (`jit_compile=True`) for the tuned runs (gated as
-    tuned_rn18_xla, tuned_rn50_xla; their H200 anchors are UNCONFIRMED: warn only). The CPU path
-    trains a narrow ResNet-18 in FP32 and XLA-compiled, and runs the tf.data pipeline (cpu_check
-    also runs a batch under mixed_bfloat16: bf16 training on a CPU is too slow for CI)."""
-    for key, value in TF_ENV.items():
-        os.environ.setdefault(key, value)
-    if importlib.util.find_spec("tensorflow") is None:
-        s.rec.skip("cpu_check", "tensorflow is not installed")
-        s.rec.skip("cuda_smoke", "tensorflow is not installed")
-        return
-    from functools import partial
-
-    from .steps import tf_steps
-    from .steps.training import bs64_step, train_step
-    from .workloads.tensorflow.train import device_name
-    from .workloads.tensorflow.train import train_run as tf_run
-
-    tf_steps.cpu_check_step(s)
-    if s.cuda:
-        if not tf_steps.gpu_smoke_step(s) or mode == "quick":
-            if s.rec.last().status != "pass":
-                s.rec.skip("benchmarks", "the CUDA smoke test failed: no GPU benchmark was run")
-            return
-    else:
-        s.rec.skip("cuda_smoke", "CPU path: no GPU on this host (or --cpu-only)")
-        if mode == "quick":
-            return
-    dev = device_name("gpu" if s.cuda else "cpu")
-    run = partial(tf_run, dev=dev)
-    steps = s.opts.steps or (200 if s.cuda else 60)
-    if not s.cuda:
-        data = tf_steps.dataset_step(s, 64, 1024, 256, dev)
-        # the FP32 run is the CPU certificate's proof of learning: never cut short of its steps
-        narrow = RunConfig(name="", width=16, batch=32, steps=steps, warmup=5, device="cpu", seed=s.opts.seed)
-        learn = dataclasses.replace(narrow, min_steps=steps)
-        train_step(s, data, "train_cpu_rn18w16_fp32_bs32", learn, estimate=10, run=run)
-        xla = dataclasses.replace(narrow, compile=True)
-        train_step(s, data, "tuned_cpu_rn18w16_xla", xla, estimate=15, run=run)
-        tf_steps.input_pipeline_step(s, data, dev, dataclasses.replace(narrow, steps=200), batches=6)
-        s.rec.skip("telemetry_overhead", "no GPU: nothing for NVML to sample")
-        s.rec.skip("multi_gpu", "the multi_gpu step runs for torch certifications only")
-        return
-    amp = "bf16"
-    s.rec.fact(
-        amp=amp,
-        dtype_policy="mixed_bfloat16",
-        tf_force_gpu_allow_growth=os.environ.get("TF_FORCE_GPU_ALLOW_GROWTH"),
-    )
-    data = tf_steps.dataset_step(s, 224, 4096, 512, dev)
-
-    def rn(arch: str = "resnet18", **kw: Any) -> RunConfig:
-        return RunConfig(name="", arch=arch, device="gpu", seed=s.opts.seed, **kw)
-
-    fp32 = train_step(
-        s, data, "train_rn18_fp32_bs32", rn(batch=32, steps=steps), estimate=ESTIMATE["fp32"], run=run
-    )
-    train_step(
-        s,
-        data,
-        f"train_rn18_{amp}_bs32",
-        rn(batch=32, steps=steps, amp=amp),
-        estimate=ESTIMATE["amp"],
-        run=run,
-    )
-    peak = (fp32.metrics.get("memory") or {}).get("peak_allocated_mib")
-    free_mib = _gpu_free_mib(s)
-    cfg64 = rn(batch=64, steps=steps, amp=amp)
-    bs64_step(s, data, f"train_rn18_{amp}_bs64", cfg64, peak_mib=peak, free_mib=free_mib or 0.0, run=run)
-    tuned18 = rn(batch=TUNED_BATCH, amp=amp, steps=70, warmup=10, compile=True)
-    tuned50 = rn("resnet50", batch=TUNED_BATCH, amp=amp, steps=48, warmup=8, compile=True)
-    train_step(s, data, "tuned_rn18_xla", tuned18, estimate=ESTIMATE["rn18_eager"] + 10, run=run)
-    train_step(s, data, "tuned_rn50_xla", tuned50, estimate=ESTIMATE["rn50_eager"] + 15, run=run)
-    start = 64
-    if peak and free_mib:
-        start = max(64, 1 << max(6, int(math.log2(max(1.0, free_mib / peak * 32 / 4)))))
-    tf_steps.batch_ramp_step(
-        s, data, dev, amp, reserve=ESTIMATE["overhead"] + ESTIMATE["pipeline"], start=start
-    )
-    tf_steps.telemetry_overhead_step(s, data, dev, amp)
-    tf_steps.input_pipeline_step(s, data, dev, tuned50, batches=8)
-    s.rec.skip("multi_gpu", "the multi_gpu step runs for torch certifications only")
-
-
-def _gpu_free_mib(s: Session) -> float | None:
-    """Free memory of the first GPU from NVML (TensorFlow's allocator reports no limit)."""
-    if s.sampler is None:
-        return None
-    try:
-        return float(s.sampler.nvml.nvmlDeviceGetMemoryInfo(s.sampler.handle).free) / 2**20
-    except Exception:
-        return None
+    batch_ramp_step(s, fw, data, dev, amp, reserve=ESTIMATE["overhead"] + ESTIMATE["pipeline"], start=start)
+    telemetry_overhead_step(s, fw, data, dev, amp)
+    input_pipeline_step(s, fw, data, dev, tuned["resnet50"], batches=8)

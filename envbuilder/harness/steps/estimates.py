@@ -20,6 +20,12 @@ ESTIMATE = {
     # and the evaluation only (UNCONFIRMED until benchmarks/gpu measures it).
     "rn50_served": 10,
     "rn18_served": 8,
+    # The XLA frameworks' tuned runs (plan.py xla_plan): torch's eager estimates plus a margin for
+    # the XLA compile in the run's first step (none for JAX's ResNet-18; Keras jit_compile=True).
+    "rn18_jit": 8,
+    "rn50_jit": 25,
+    "rn18_xla": 18,
+    "rn50_xla": 30,
     "overhead": 24,
     "pipeline": 12,
 }

@@ -1,22 +1,22 @@
-"""The JAX certification's own steps (plan.py's jax_plan runs them with the shared training-run
-step): one batch on the CPU, the GPU smoke, the device-resident dataset, the batch ramp, the
-telemetry overhead A/B and the host-fed input pipeline. jax is imported inside each step."""
+"""What the JAX certification does its own way: one batch on the CPU, the GPU smoke, and the XLA
+plan's adapter (`JAX`: the dataset rendered on the GPU, the keyed trainer, the thread-fed input
+pipeline); the shared steps are steps/xla.py's. jax is imported inside each function."""
 
 from __future__ import annotations
 
 import math
+import os
 import queue
 import threading
-import time
+from functools import partial
 from typing import Any
 
-from ..record import StepFailed, StepSkipped, log
+from ..record import StepFailed
 from ..session import Session
 from ..workloads.config import RunConfig
-from .estimates import ESTIMATE
-from .overhead import ab_windows
-from .pipeline import name_bottleneck
-from .ramp import RAMP_CAP, record_ramp
+from ..workloads.numpy_data import Dataset, Split
+from .training import TrainRun
+from .xla import Loader, Loop
 
 JAX_ENV = {  # set before jax is imported (plan.py): no 75% preallocation, so memory figures are real
     "XLA_PYTHON_CLIENT_PREALLOCATE": "false",
@@ -129,10 +129,113 @@ def gpu_smoke_step(s: Session) -> bool:
     return s.rec.last().status == "pass"
 
 
-def dataset_step(s: Session, size: int, n_train: int, n_eval: int, dev: Any) -> Any:
-    """The synthetic set, resident on dev (rendered there with jax.numpy on the GPU)."""
-    data = None
-    with s.rec.step("dataset") as st:
+class _KeyedTrainer:
+    """A JAX trainer driven by step numbers: step i draws its batch with PRNGKey(i), or with
+    fold_in(PRNGKey(stream), i) for a step's own stream."""
+
+    def __init__(self, tr: Any, stream: int | None) -> None:
+        import jax
+
+        self.tr, self.stream = tr, stream
+        self.base = None if stream is None else jax.random.PRNGKey(stream)
+
+    def step(self, split: Split, i: int, lr: float) -> Any:
+        import jax
+
+        key = jax.random.PRNGKey(i) if self.base is None else jax.random.fold_in(self.base, i)
+        return self.tr.step(split, key, lr)
+
+
+class _ThreadLoader:
+    """Worker threads crop and flip uint8 batches in host memory into a queue of two batches per
+    worker; device_put on the way to the device."""
+
+    def __init__(self, data: Dataset, batch: int, dev: Any, workers: int) -> None:
+        import numpy as np
+
+        self.host, self.labels = np.asarray(data.train.images), np.asarray(data.train.labels)
+        self.size, self.batch, self.dev, self.workers = data.size, batch, dev, workers
+        self.description = {
+            "codec": "raw uint8 (host memory)",
+            "workers": workers,
+            "worker_kind": "threads",
+            "prefetch": 2 * workers,
+        }
+        self.queue: queue.Queue[tuple[Any, Any]] = queue.Queue(maxsize=2 * workers)
+        self.stop = threading.Event()
+        self.threads: list[threading.Thread] = []
+
+    def _make_batch(self, rng: Any) -> tuple[Any, Any]:
+        import numpy as np
+
+        size, pad = self.size, self.size // 8
+        idx = rng.integers(0, len(self.labels), self.batch)
+        src = np.pad(self.host[idx], ((0, 0), (pad, pad), (pad, pad), (0, 0)), mode="reflect")
+        y0, x0 = rng.integers(0, 2 * pad + 1, 2)
+        out = src[:, y0 : y0 + size, x0 : x0 + size]
+        flip = rng.random(self.batch) < 0.5
+        out[flip] = out[flip, :, ::-1]
+        return np.ascontiguousarray(out), self.labels[idx]
+
+    def _work(self, seed: int) -> None:
+        import numpy as np
+
+        rng = np.random.default_rng(seed)
+        while not self.stop.is_set():
+            item = self._make_batch(rng)
+            while not self.stop.is_set():
+                try:
+                    self.queue.put(item, timeout=0.1)
+                    break
+                except queue.Full:
+                    continue
+
+    def start(self) -> None:
+        self.threads = [
+            threading.Thread(target=self._work, args=(100 + w,), daemon=True) for w in range(self.workers)
+        ]
+        for t in self.threads:
+            t.start()
+
+    def host_batch(self) -> Any:
+        return self.queue.get()
+
+    def device_batch(self) -> Split:
+        import jax
+
+        x, y = self.queue.get()
+        return Split(images=jax.device_put(x, self.dev), labels=jax.device_put(y, self.dev))
+
+    def close(self) -> None:
+        self.stop.set()
+        for t in self.threads:
+            t.join(timeout=5)
+
+
+class JaxFramework:
+    """The XLA plan's adapter for JAX (steps/xla.py XlaFramework): plain JAX ResNets, jax.jit with
+    donated buffers (every run is jitted: RunConfig.compile stays False)."""
+
+    name = "jax"
+    env = JAX_ENV
+    tuned_tag = "jit"
+    compile = False
+
+    cpu_check = staticmethod(cpu_check_step)
+    gpu_smoke = staticmethod(gpu_smoke_step)
+
+    def device(self, platform: str) -> Any:
+        from ..workloads.jax.train import platform_device
+
+        return platform_device(platform)
+
+    def train_run(self, dev: Any) -> TrainRun:
+        from ..workloads.jax.train import train_run
+
+        return partial(train_run, dev=dev)
+
+    def make_dataset(self, s: Session, size: int, n_train: int, n_eval: int, dev: Any) -> Dataset:
+        """On the GPU rendered there with jax.numpy; on the CPU with numpy, then device_put."""
         import jax
         import jax.numpy as jnp
 
@@ -149,162 +252,36 @@ def dataset_step(s: Session, size: int, n_train: int, n_eval: int, dev: Any) -> 
         else:
             data = to_device(make_dataset(size, n_train, n_eval, seed=s.opts.seed), dev)
         data.train.images.block_until_ready()
-        st.metrics.update(data.describe(str(dev)))
-    return data if s.rec.last().status == "pass" else None
+        return data
 
+    def gpu_facts(self) -> dict[str, Any]:
+        return {"xla_preallocate": os.environ.get("XLA_PYTHON_CLIENT_PREALLOCATE")}
 
-def batch_ramp_step(s: Session, data: Any, dev: Any, amp: str, reserve: float, start: int = 64) -> None:
-    """ResNet-18, mixed precision: double the batch until XLA runs out of memory, back off,
-    bisect. Each batch size compiles anew, so the ramp starts near what the bs64 run predicts."""
-    with s.rec.step("batch_ramp") as st:
-        if data is None:
-            raise StepSkipped("no dataset (the dataset step did not pass)")
-        s.need(ESTIMATE["ramp"] / 2)
-        import jax
+    def free_mib(self, s: Session, dev: Any) -> float:
+        """The allocator's limit less what it holds (XLA reports its limit)."""
+        now = self.memory(dev)
+        return now.get("limit_mib", 0.0) - now.get("allocated_mib", 0.0)
 
-        from ..workloads.jax.train import Trainer, memory
-        from ..workloads.ramp import find_max_batch
-
-        def try_batch(b: int) -> dict[str, Any]:
-            tr = Trainer(RunConfig(name="ramp", batch=b, amp=amp, device="gpu", seed=s.opts.seed), dev)
-            for i in range(2):
-                tr.step(data.train, jax.random.PRNGKey(i), 0.01).block_until_ready()
-            peak = memory(dev).get("peak_allocated_mib")
-            del tr
-            return {"peak_allocated_mib": round(peak) if peak is not None else None}
-
-        budget = min(ESTIMATE["ramp"], max(5.0, s.remaining() - reserve))
-        with s.window(st):
-            res = find_max_batch(
-                try_batch, start=start, cap=RAMP_CAP, after_oom=s.free, deadline=time.monotonic() + budget
-            )
-        record_ramp(s, st, res, budget, model="resnet18", precision=amp, start_batch=start)
-
-
-def telemetry_overhead_step(s: Session, data: Any, dev: Any, amp: str) -> None:
-    """The torch step's A/B (steps/overhead.py) with a jitted ResNet-18 at batch 128."""
-    with s.rec.step("telemetry_overhead") as st:
-        sampler = s.sampler
-        if sampler is None:
-            raise StepSkipped("no NVML sampler (see telemetry.reason)")
-        if data is None:
-            raise StepSkipped("no dataset (the dataset step did not pass)")
-        s.need(ESTIMATE["overhead"])
-        import jax
-
+    def trainer(self, cfg: RunConfig, dev: Any, size: int, stream: int | None = None) -> Loop:
         from ..workloads.jax.train import Trainer
 
-        b = 128
-        tr = Trainer(RunConfig(name="overhead", batch=b, amp=amp, device="gpu", seed=s.opts.seed), dev)
-        key = jax.random.PRNGKey(3)
+        return _KeyedTrainer(Trainer(cfg, dev), stream)
 
-        def window(steps: int) -> float:
-            t0 = time.perf_counter()
-            loss = None
-            for i in range(steps):
-                loss = tr.step(data.train, jax.random.fold_in(key, i), 0.01)
-            assert loss is not None
-            loss.block_until_ready()
-            return (time.perf_counter() - t0) / steps
+    def wait(self, loss: Any) -> None:
+        loss.block_until_ready()
 
-        window(10)  # compile and warm up
-        step_s = window(20)
-        ab_windows(s, st, sampler, window, step_s, batch=b)
+    def memory(self, dev: Any) -> dict[str, float]:
+        from ..workloads.jax.train import memory
+
+        return memory(dev)
+
+    def reset_peak(self, dev: Any) -> None:
+        """XLA's peak is the process's: nothing to reset."""
+
+    def loader(self, s: Session, data: Dataset, cfg: RunConfig, dev: Any) -> Loader:
+        """Two threads on the CPU path; on the GPU one per core but one, at most eight."""
+        workers = max(1, min(8, len(os.sched_getaffinity(0)) - 1)) if s.cuda else 2
+        return _ThreadLoader(data, cfg.batch, dev, workers)
 
 
-def input_pipeline_step(
-    s: Session, data: Any, dev: Any, cfg: RunConfig, *, batches: int, workers: int
-) -> None:
-    """A host-fed loop (worker threads crop and flip uint8 batches in host memory, device_put each
-    step, two batches prefetched) against the same jitted model on device-resident data."""
-    with s.rec.step("input_pipeline") as st:
-        if data is None:
-            raise StepSkipped("no dataset (the dataset step did not pass)")
-        s.need(12 if s.cuda else 8)
-        import jax
-        import numpy as np
-
-        from ..workloads.jax.train import Trainer
-
-        host = np.asarray(data.train.images)
-        labels = np.asarray(data.train.labels)
-        size = data.size
-        pad = size // 8
-
-        def make_batch(rng: np.random.Generator) -> tuple[Any, Any]:
-            idx = rng.integers(0, len(labels), cfg.batch)
-            src = np.pad(host[idx], ((0, 0), (pad, pad), (pad, pad), (0, 0)), mode="reflect")
-            y0, x0 = rng.integers(0, 2 * pad + 1, 2)
-            out = src[:, y0 : y0 + size, x0 : x0 + size]
-            flip = rng.random(cfg.batch) < 0.5
-            out[flip] = out[flip, :, ::-1]
-            return np.ascontiguousarray(out), labels[idx]
-
-        q: queue.Queue[tuple[Any, Any]] = queue.Queue(maxsize=2 * workers)
-        stop = threading.Event()
-
-        def worker(seed: int) -> None:
-            rng = np.random.default_rng(seed)
-            while not stop.is_set():
-                item = make_batch(rng)
-                while not stop.is_set():
-                    try:
-                        q.put(item, timeout=0.1)
-                        break
-                    except queue.Full:
-                        continue
-
-        tr = Trainer(cfg, dev)
-        key = jax.random.PRNGKey(5)
-        with s.window(st):
-
-            def run(get: Any, n: int, warm: int) -> float:
-                for i in range(warm):
-                    tr.step(get(), jax.random.fold_in(key, i), 0.01)
-                jax.block_until_ready(tr.params)
-                t0 = time.perf_counter()
-                loss = None
-                for i in range(n):
-                    loss = tr.step(get(), jax.random.fold_in(key, i), 0.01)
-                assert loss is not None
-                loss.block_until_ready()
-                return cfg.batch * n / (time.perf_counter() - t0)
-
-            from ..workloads.numpy_data import Split
-
-            resident = run(lambda: data.train, batches, 3)
-            threads = [threading.Thread(target=worker, args=(100 + w,), daemon=True) for w in range(workers)]
-            for t in threads:
-                t.start()
-            try:
-                t0 = time.perf_counter()
-                for _ in range(batches):
-                    q.get()
-                loader_only = cfg.batch * batches / (time.perf_counter() - t0)
-
-                def fed_batch() -> Split:
-                    x, y = q.get()
-                    return Split(images=jax.device_put(x, dev), labels=jax.device_put(y, dev))
-
-                fed = run(fed_batch, batches, 2)
-            finally:
-                stop.set()
-                for t in threads:
-                    t.join(timeout=5)
-        verdict, facts = name_bottleneck(loader_only, fed, resident, workers, s.device)
-        st.metrics.update(
-            codec="raw uint8 (host memory)",
-            workers=workers,
-            worker_kind="threads",
-            prefetch=2 * workers,
-            batch=cfg.batch,
-            model=cfg.arch,
-            precision=cfg.amp or "fp32",
-            augmentation="random crop (reflect pad 1/8) + horizontal flip",
-            loader_only_img_s=loader_only,
-            loader_fed_img_s=fed,
-            resident_img_s=resident,
-            bottleneck=verdict,
-            **facts,
-        )
-        log(f"input pipeline: host {loader_only:.0f}, fed {fed:.0f}, resident {resident:.0f}")
+JAX = JaxFramework()

@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..record import Step, StepFailed, StepSkipped
 from ..session import Session
@@ -15,6 +15,8 @@ from .estimates import ESTIMATE
 
 if TYPE_CHECKING:
     from ..workloads.pytorch.data import Dataset
+
+D = TypeVar("D")
 
 
 def measure_overhead(
@@ -109,23 +111,30 @@ def _median(xs: list[float]) -> float:
 
 OVERHEAD_PAIRS = 6  # 12 windows of >= 150 steps: 20-26 s for ResNet-18 at batch 128 on an H200
 OVERHEAD_MIN_STEPS = 150
+OVERHEAD_BATCH = 128  # the A/B's ResNet-18 batch, whatever the framework
+
+
+def ab_prerequisites(s: Session, data: D | None) -> tuple[Sampler, D]:
+    """The sampler the A/B pauses and resumes, and the dataset: StepSkipped without either, or
+    without the time the step is estimated to take (every framework's telemetry_overhead step)."""
+    if s.sampler is None:
+        raise StepSkipped("no NVML sampler (see telemetry.reason)")
+    if data is None:
+        raise StepSkipped("no dataset (the dataset step did not pass)")
+    s.need(ESTIMATE["overhead"])
+    return s.sampler, data
 
 
 def telemetry_overhead_step(s: Session, data: Dataset | None, amp: str) -> None:
     with s.rec.step("telemetry_overhead") as st:
-        sampler = s.sampler
-        if sampler is None:
-            raise StepSkipped("no NVML sampler (see telemetry.reason)")
-        if data is None:
-            raise StepSkipped("no dataset (the dataset step did not pass)")
-        s.need(ESTIMATE["overhead"])
+        sampler, dataset = ab_prerequisites(s, data)
         import torch
 
         from ..workloads.pytorch.train import SyntheticTrainer, event_seconds, free_device_memory
 
         free_device_memory()
-        b = 128
-        trainer = SyntheticTrainer(data, amp)
+        b = OVERHEAD_BATCH
+        trainer = SyntheticTrainer(dataset, amp)
         # Both arms run the same kernels whichever algorithm cuDNN picks: its autotuning (seconds
         # of CPU-side plan building for ResNet-18 at batch 128 on the H200) buys the A/B nothing.
         benchmark = torch.backends.cudnn.benchmark

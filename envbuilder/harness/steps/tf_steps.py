@@ -1,21 +1,21 @@
-"""The TensorFlow (Keras) certification's own steps (plan.py's tf_plan runs them with the shared
-training-run step): one batch on the CPU, the GPU smoke, the device-resident dataset, the batch
-ramp, the telemetry overhead A/B and the tf.data input pipeline. tensorflow is imported inside each
-step (after TF_ENV is set)."""
+"""What the TensorFlow (Keras) certification does its own way: one batch on the CPU (float32 and
+mixed_bfloat16), the GPU smoke, and the XLA plan's adapter (`TENSORFLOW`: resident tensors, the
+Keras trainer, the tf.data input pipeline); the shared steps are steps/xla.py's. tensorflow is
+imported inside each function (after TF_ENV is set)."""
 
 from __future__ import annotations
 
 import math
-import time
+import os
+from functools import partial
 from typing import Any
 
-from ..record import StepFailed, StepSkipped, log
+from ..record import StepFailed
 from ..session import Session
 from ..workloads.config import RunConfig
-from .estimates import ESTIMATE
-from .overhead import ab_windows
-from .pipeline import name_bottleneck
-from .ramp import RAMP_CAP, record_ramp
+from ..workloads.numpy_data import Dataset, Split
+from .training import TrainRun
+from .xla import Loader, Loop
 
 TF_ENV = {  # set before tensorflow is imported (plan.py)
     "TF_FORCE_GPU_ALLOW_GROWTH": "true",  # no whole-GPU reservation: memory figures are real
@@ -143,90 +143,17 @@ def gpu_smoke_step(s: Session) -> bool:
     return s.rec.last().status == "pass"
 
 
-def dataset_step(s: Session, size: int, n_train: int, n_eval: int, dev: str) -> Any:
-    """The synthetic set (rendered with numpy), resident on dev as tensors."""
-    data = None
-    with s.rec.step("dataset") as st:
-        from ..workloads.numpy_data import make_dataset
-        from ..workloads.tensorflow.train import to_device
+class _TfDataLoader:
+    """A tf.data pipeline from host memory: reflect-pad crop and flip per image
+    (`num_parallel_calls=AUTOTUNE`), shuffled, batched, prefetched; tf.identity onto the device."""
 
-        data = to_device(make_dataset(size, n_train, n_eval, seed=s.opts.seed), dev)
-        st.metrics.update(data.describe(dev))
-    return data if s.rec.last().status == "pass" else None
+    workers = 1  # tf.data sizes its own thread pool (AUTOTUNE): counted as one worker
 
-
-def batch_ramp_step(s: Session, data: Any, dev: str, amp: str, reserve: float, start: int = 64) -> None:
-    """ResNet-18, mixed precision, XLA: double the batch until TensorFlow runs out of memory
-    (ResourceExhaustedError), back off, bisect. Each batch size compiles anew."""
-    with s.rec.step("batch_ramp") as st:
-        if data is None:
-            raise StepSkipped("no dataset (the dataset step did not pass)")
-        s.need(ESTIMATE["ramp"] / 2)
-        from ..workloads.ramp import find_max_batch
-        from ..workloads.tensorflow.train import Trainer, memory, reset_peak, wait
-
-        def try_batch(b: int) -> dict[str, Any]:
-            reset_peak(dev)
-            cfg = RunConfig(name="ramp", batch=b, amp=amp, compile=True, device="gpu", seed=s.opts.seed)
-            tr = Trainer(cfg, dev, data.size)
-            for i in range(2):
-                wait(tr.step(data.train, i, 0.01))
-            peak = memory(dev).get("peak_allocated_mib")
-            del tr
-            return {"peak_allocated_mib": round(peak) if peak is not None else None}
-
-        budget = min(ESTIMATE["ramp"], max(5.0, s.remaining() - reserve))
-        with s.window(st):
-            res = find_max_batch(
-                try_batch, start=start, cap=RAMP_CAP, after_oom=s.free, deadline=time.monotonic() + budget
-            )
-        record_ramp(s, st, res, budget, model="resnet18", precision=amp, start_batch=start)
-
-
-def telemetry_overhead_step(s: Session, data: Any, dev: str, amp: str) -> None:
-    """The torch step's A/B (steps/overhead.py) with an XLA-compiled Keras ResNet-18 at batch 128."""
-    with s.rec.step("telemetry_overhead") as st:
-        sampler = s.sampler
-        if sampler is None:
-            raise StepSkipped("no NVML sampler (see telemetry.reason)")
-        if data is None:
-            raise StepSkipped("no dataset (the dataset step did not pass)")
-        s.need(ESTIMATE["overhead"])
-        from ..workloads.tensorflow.train import Trainer, wait
-
-        b = 128
-        cfg = RunConfig(name="overhead", batch=b, amp=amp, compile=True, device="gpu", seed=s.opts.seed)
-        tr = Trainer(cfg, dev, data.size)
-
-        def window(steps: int) -> float:
-            t0 = time.perf_counter()
-            loss = None
-            for i in range(steps):
-                loss = tr.step(data.train, i, 0.01)
-            wait(loss)
-            return (time.perf_counter() - t0) / steps
-
-        window(10)  # compile and warm up
-        step_s = window(20)
-        ab_windows(s, st, sampler, window, step_s, batch=b)
-
-
-def input_pipeline_step(s: Session, data: Any, dev: str, cfg: RunConfig, *, batches: int) -> None:
-    """A tf.data pipeline from host memory (random crop with reflect padding and a flip per image,
-    `num_parallel_calls=AUTOTUNE`, batched, prefetched, copied to the device each step) against the
-    same model on device-resident data."""
-    with s.rec.step("input_pipeline") as st:
-        if data is None:
-            raise StepSkipped("no dataset (the dataset step did not pass)")
-        s.need(12 if s.cuda else 8)
+    def __init__(self, s: Session, data: Dataset, cfg: RunConfig, dev: str) -> None:
         import numpy as np
         import tensorflow as tf
 
-        from ..workloads.numpy_data import Split
-        from ..workloads.tensorflow.train import Trainer, wait
-
-        host = np.asarray(data.train.images)
-        labels = np.asarray(data.train.labels)
+        host, labels = np.asarray(data.train.images), np.asarray(data.train.labels)
         size, pad = data.size, data.size // 8
         autotune = tf.data.AUTOTUNE
 
@@ -236,7 +163,7 @@ def input_pipeline_step(s: Session, data: Any, dev: str, cfg: RunConfig, *, batc
             return tf.image.random_flip_left_right(img), label
 
         with tf.device("/CPU:0"):
-            ds = (
+            self.ds = (
                 tf.data.Dataset.from_tensor_slices((host, labels))
                 .shuffle(len(labels), seed=s.opts.seed)
                 .repeat()
@@ -244,50 +171,101 @@ def input_pipeline_step(s: Session, data: Any, dev: str, cfg: RunConfig, *, batc
                 .batch(cfg.batch, drop_remainder=True)
                 .prefetch(autotune)
             )
-        tr = Trainer(cfg, dev, size)
-        with s.window(st):
+        self.dev = dev
+        self.description = {
+            "codec": "raw uint8 (host memory)",
+            "workers": "tf.data AUTOTUNE",
+            "worker_kind": "threads",
+            "prefetch": "AUTOTUNE",
+            "jit_compile": cfg.compile,
+        }
+        self.it: Any = None
 
-            def run(get: Any, n: int, warm: int) -> float:
-                for i in range(warm):
-                    wait(tr.step(get(), i, 0.01))
-                t0 = time.perf_counter()
-                loss = None
-                for i in range(n):
-                    loss = tr.step(get(), warm + i, 0.01)
-                wait(loss)
-                return cfg.batch * n / (time.perf_counter() - t0)
+    def start(self) -> None:
+        self.it = iter(self.ds)
+        next(self.it)  # the pipeline starts (threads, first shuffle buffer)
 
-            resident = run(lambda: data.train, batches, 3)
-            it = iter(ds)
-            next(it)  # the pipeline starts (threads, first shuffle buffer)
-            t0 = time.perf_counter()
-            for _ in range(batches):
-                next(it)
-            loader_only = cfg.batch * batches / (time.perf_counter() - t0)
+    def host_batch(self) -> Any:
+        return next(self.it)
 
-            def fed_batch() -> Split:
-                x, y = next(it)
-                with tf.device(dev):
-                    return Split(images=tf.identity(x), labels=tf.identity(y))
+    def device_batch(self) -> Split:
+        import tensorflow as tf
 
-            fed = run(fed_batch, batches, 2)
-        # tf.data sizes its own thread pool (AUTOTUNE): the "workers needed" figure counts the whole
-        # pipeline as one worker
-        verdict, facts = name_bottleneck(loader_only, fed, resident, 1, s.device)
-        st.metrics.update(
-            codec="raw uint8 (host memory)",
-            workers="tf.data AUTOTUNE",
-            worker_kind="threads",
-            prefetch="AUTOTUNE",
-            batch=cfg.batch,
-            model=cfg.arch,
-            precision=cfg.amp or "fp32",
-            jit_compile=cfg.compile,
-            augmentation="random crop (reflect pad 1/8) + horizontal flip",
-            loader_only_img_s=loader_only,
-            loader_fed_img_s=fed,
-            resident_img_s=resident,
-            bottleneck=verdict,
-            **facts,
-        )
-        log(f"input pipeline (tf.data): host {loader_only:.0f}, fed {fed:.0f}, resident {resident:.0f}")
+        x, y = next(self.it)
+        with tf.device(self.dev):
+            return Split(images=tf.identity(x), labels=tf.identity(y))
+
+    def close(self) -> None:
+        self.it = None
+
+
+class TensorFlowFramework:
+    """The XLA plan's adapter for TensorFlow (steps/xla.py XlaFramework): Keras ResNets under the
+    mixed-precision policy, `jit_compile=True` (XLA) for the tuned, ramp and overhead runs."""
+
+    name = "tensorflow"
+    env = TF_ENV
+    tuned_tag = "xla"
+    compile = True
+
+    cpu_check = staticmethod(cpu_check_step)
+    gpu_smoke = staticmethod(gpu_smoke_step)
+
+    def device(self, platform: str) -> str:
+        from ..workloads.tensorflow.train import device_name
+
+        return device_name(platform)
+
+    def train_run(self, dev: Any) -> TrainRun:
+        from ..workloads.tensorflow.train import train_run
+
+        return partial(train_run, dev=dev)
+
+    def make_dataset(self, s: Session, size: int, n_train: int, n_eval: int, dev: Any) -> Dataset:
+        """Rendered with numpy, resident on dev as tensors."""
+        from ..workloads.numpy_data import make_dataset
+        from ..workloads.tensorflow.train import to_device
+
+        return to_device(make_dataset(size, n_train, n_eval, seed=s.opts.seed), dev)
+
+    def gpu_facts(self) -> dict[str, Any]:
+        return {
+            "dtype_policy": "mixed_bfloat16",
+            "tf_force_gpu_allow_growth": os.environ.get("TF_FORCE_GPU_ALLOW_GROWTH"),
+        }
+
+    def free_mib(self, s: Session, dev: Any) -> float:
+        """Free memory of the first GPU from NVML (TensorFlow's allocator reports no limit)."""
+        if s.sampler is None:
+            return 0.0
+        try:
+            return float(s.sampler.nvml.nvmlDeviceGetMemoryInfo(s.sampler.handle).free) / 2**20
+        except Exception:
+            return 0.0
+
+    def trainer(self, cfg: RunConfig, dev: Any, size: int, stream: int | None = None) -> Loop:
+        """`stream` is not used: Keras' stateless draw is seeded with the step number alone."""
+        from ..workloads.tensorflow.train import Trainer
+
+        return Trainer(cfg, dev, size)
+
+    def wait(self, loss: Any) -> None:
+        from ..workloads.tensorflow.train import wait
+
+        wait(loss)
+
+    def memory(self, dev: Any) -> dict[str, float]:
+        from ..workloads.tensorflow.train import memory
+
+        return memory(dev)
+
+    def reset_peak(self, dev: Any) -> None:
+        from ..workloads.tensorflow.train import reset_peak
+
+        reset_peak(dev)
+
+    def loader(self, s: Session, data: Dataset, cfg: RunConfig, dev: Any) -> Loader:
+        return _TfDataLoader(s, data, cfg, dev)
+
+
+TENSORFLOW = TensorFlowFramework()
