@@ -56,6 +56,15 @@ def _private_data_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None
         yield
 
 
+@pytest.fixture(autouse=True)
+def _uv_offline_in_unit_tests(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Unit tests are offline: uv (the default Python's wheel check, image/python_pick.py) reads
+    no index unless a test gives it find-links; tests marked docker/network/wheel/gpu keep uv's
+    network."""
+    if not any(request.node.get_closest_marker(m) for m in ("docker", "network", "wheel", "gpu", "harness")):
+        monkeypatch.setenv("UV_OFFLINE", "1")
+
+
 # --------------------------------------------------------------------------- Docker guard
 # Unit tests must not touch Docker (design.md, Tests; cibuildwheel's `mock_protection`): any
 # docker SDK client or docker CLI process started from a test not marked `docker`/`gpu` fails it.

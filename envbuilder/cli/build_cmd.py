@@ -228,6 +228,7 @@ def outcome_dict(outcome: BuildOutcome) -> dict[str, Any]:
         "base_image": record.base_image,
         "base_image_digest": record.base_image_digest,
         "stack_id": outcome.lock.stack.id,
+        "python_reason": outcome.lock.resolution.get("python_reason"),  # when the spec named none
         "lock_hash": outcome.lock.hash,
         "dockerfile_sha256": record.dockerfile_sha256,
         "steps": len(steps),
@@ -247,6 +248,8 @@ def _print_summary(d: dict[str, Any]) -> None:
     click.echo(f"  tags        {', '.join(d['tags'])}")
     click.echo(f"  size        {d['size_bytes'] / 1e6:,.0f} MB")
     click.echo(f"  stack       {d['stack_id']}")
+    if d["python_reason"]:
+        click.echo(f"  python      {d['python_reason'].removeprefix('python ')}")
     click.echo(f"  base        {d['base_image']} ({d['base_image_digest'] or 'digest unknown'})")
     click.echo(f"  cache hits  {d['cached_steps']}/{d['steps']} steps, {d['build_seconds']:.1f}s")
     click.echo(
@@ -303,7 +306,7 @@ def build(
 
         plan = plan_from_lock(lock_path, options, spec, matrix=load_matrix())
     elif spec is not None and spec_path is not None:
-        matrix, resolution = resolve_spec(spec, driver, gpus, ccs, cpu_only)
+        matrix, resolution = resolve_spec(spec, driver, gpus, ccs, cpu_only, settings=options.lock_settings)
         plan = plan_from_spec(spec, resolution, options, spec_path, matrix)
     else:
         raise UsageError("give an image spec or --lock FILE", hint="envbuilder build images/NAME.yaml")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -88,20 +89,53 @@ def resolve_spec(
     cpu_only: bool,
     *,
     request: Request | None = None,
+    settings: LockSettings | None = None,
 ) -> tuple[Matrix, Resolution]:
     """Resolve an image spec's request (or `request`, one derived from it) for the host given (or
-    this one): what `render`, `build` and `up` start from. Raises UsageError, MatrixError,
-    NoCompatibleStackError (with the resolution)."""
+    this one): what `render`, `build` and `up` start from. Without a Python in the request, the
+    newest Python with wheels for the framework and the spec's requirements (image/python_pick.py,
+    uv asked from `settings`' indexes), the reason in `resolution.python_reason` for the caller
+    to say.
+    Raises UsageError, MatrixError, NoCompatibleStackError (with the resolution)."""
     from envbuilder.matrix import load_matrix
     from envbuilder.resolve.resolver import resolve
 
     matrix = load_matrix()
     host = host_from_options(matrix, driver, gpus, ccs)
-    resolution = resolve(matrix, request or spec.to_request(cpu_only=cpu_only), host)
+    asked = request or spec.to_request(cpu_only=cpu_only)
+    resolution = resolve(matrix, asked, host)
     if resolution.stack is None:
         hint = f"run `envbuilder resolve --framework '{spec.framework}{spec.specifier}' --explain`"
         raise NoCompatibleStackError(resolution, hint, file=spec.path)
+    if asked.python is None:
+        resolution = _default_python(matrix, asked, host, resolution, spec, settings)
     return matrix, resolution
+
+
+def _default_python(
+    matrix: Matrix,
+    asked: Request,
+    host: Host,
+    resolution: Resolution,
+    spec: ImageSpec,
+    settings: LockSettings | None,
+) -> Resolution:
+    """The resolution for the newest Python whose wheels the framework and the requirements have."""
+    from envbuilder.image.python_pick import candidate_pythons, pick_python, uv_checker
+    from envbuilder.resolve.resolver import python_candidates, resolve
+
+    stack = resolution.stack
+    assert stack is not None
+    check = uv_checker(spec, settings)
+    by_python = {stack.python: resolution}
+    if check is not None:  # only Pythons the resolver gives a stack for are asked of uv
+        for py in candidate_pythons(stack, python_candidates(matrix, asked, stack.strategy)):
+            if py not in by_python:
+                again = resolve(matrix, replace(asked, python=py), host)
+                if again.stack is not None and again.stack.version == stack.version:
+                    by_python[py] = again
+    pick = pick_python(stack, candidate_pythons(stack, list(by_python)), spec, check)
+    return replace(by_python.get(pick.python, resolution), python_reason=pick.reason)
 
 
 def request_options(func: F) -> F:

@@ -45,6 +45,8 @@ def prepare(
     matrix, resolution = resolve_spec(spec, driver, gpus, ccs, cpu_only)
     for warning in resolution.warnings:
         click.echo(f"warning: {warning}", err=True)
+    if resolution.python_reason:
+        click.echo(resolution.python_reason, err=True)
     assert resolution.stack is not None  # resolve_spec raised otherwise
     options = render_options(
         matrix,

@@ -112,6 +112,8 @@ def up(
     with progress.step("resolve"):
         matrix, resolution = resolve_spec(spec, None, (), (), cpu_only)
         assert resolution.stack is not None  # resolve_spec raises otherwise
+        if resolution.python_reason:
+            progress.say(resolution.python_reason)
         progress.say(f"stack {resolution.stack.id}")
 
     from envbuilder.engine import DockerEngine

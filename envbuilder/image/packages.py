@@ -227,7 +227,7 @@ def redact(url_or_text: str) -> str:
     return re.sub(r"(https?://)[^/@\s]+@", r"\1", url_or_text)
 
 
-def _uv_env(settings: LockSettings, work: Path) -> dict[str, str]:
+def uv_env(settings: LockSettings, work: Path) -> dict[str, str]:
     """uv's environment: ours, with the extra CA bundle appended to the trusted ones."""
     env = dict(os.environ)
     if settings.ca_bundle is not None:
@@ -456,7 +456,7 @@ def _compile(
     argv += [f"--extra={e}" for e in extras]
     if strategy:
         argv += ["--index-strategy", strategy]
-    _run(argv, what=f"uv pip compile ({group} packages)", env=_uv_env(settings, out.parent))
+    _run(argv, what=f"uv pip compile ({group} packages)", env=uv_env(settings, out.parent))
     return parse_pylock(
         out.read_text(encoding="utf-8"),
         group,

@@ -172,9 +172,10 @@ class Resolution:
     alternatives: tuple[Stack, ...]
     rejected: tuple[Rejection, ...]
     warnings: tuple[str, ...] = ()
+    python_reason: str = ""  # why the stack's Python, when the spec named none (image/python_pick.py)
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        doc = {
             "schema_version": 1,
             "request": self.request.to_dict(),
             "host": self.host.to_dict(),
@@ -183,6 +184,9 @@ class Resolution:
             "rejected": [r.to_dict() for r in self.rejected],
             "warnings": list(self.warnings),
         }
+        if self.python_reason:
+            doc["python_reason"] = self.python_reason
+        return doc
 
 
 def rejection_summary(resolution: Resolution) -> str:

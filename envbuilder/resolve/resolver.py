@@ -80,7 +80,7 @@ class _Reject(Exception):
         self.component, self.reason = component, reason
 
 
-def _python_candidates(matrix: Matrix, request: Request, strategy: Strategy) -> list[str]:
+def python_candidates(matrix: Matrix, request: Request, strategy: Strategy) -> list[str]:
     kind = "slim" if strategy == "bundled" else "cuda"
     pythons = {b.python for b in matrix.base_images if b.kind == kind}
     if request.python:
@@ -425,7 +425,7 @@ def resolve(matrix: Matrix, request: Request, host: Host) -> Resolution:
                 if (v.cuda is None) != request.cpu_only:
                     continue  # CPU builds on GPU hosts (and CUDA builds with --cpu) are not candidates
                 for strategy in strategies:
-                    for py in _python_candidates(matrix, request, strategy):
+                    for py in python_candidates(matrix, request, strategy):
                         if request.python is None and py not in parse_specifier(rel.python):
                             continue  # not a candidate at all, nothing to explain
                         cand = _Candidate(rel, v, strategy, py)
