@@ -34,13 +34,11 @@ def check_tag(text: str, option: str = "--tag") -> str:
     if sep and "/" not in tail:
         name, tag = head, tail
     first, slash, rest = name.partition("/")
-    domain_ok = not slash or not ("." in first or ":" in first or first == "localhost")
-    path = name if domain_ok else rest
-    if not domain_ok and DOMAIN_RE.fullmatch(first):
-        domain_ok = True
+    has_domain = bool(slash) and ("." in first or ":" in first or first == "localhost")  # as docker reads it
+    path = rest if has_domain else name
     good = (
         bool(text)
-        and domain_ok
+        and (not has_domain or DOMAIN_RE.fullmatch(first) is not None)
         and len(name) <= NAME_MAX
         and (tag is None or TAG_RE.fullmatch(tag) is not None)
         and all(COMPONENT_RE.fullmatch(c) for c in path.split("/"))
