@@ -1,15 +1,26 @@
 """What every training loop reports and is judged by, whatever the framework: step-time
-statistics and the learning checks on the loss curve."""
+statistics and the learning checks on the loss curve; the JAX and TensorFlow loops themselves
+(train_loop: first step, warm-up, timed steps, record_run)."""
 
 from __future__ import annotations
 
 import math
 import time
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from .config import RunConfig
+    from .numpy_data import Dataset, Split
+
+
+class Evaluated(Protocol):
+    """A trained model as train_loop judges it."""
+
+    def evaluate(self, split: Split) -> tuple[float, float]:
+        """(accuracy, mean loss) on split, in eval mode."""
+
+    def params_finite(self) -> bool: ...
 
 
 def step_stats(times_s: Sequence[float]) -> dict[str, float]:
@@ -178,3 +189,61 @@ def record_run(
     if not all(math.isfinite(v) for v in losses):
         metrics["non_finite"] = True
     return problems
+
+
+def train_loop(
+    metrics: dict[str, Any],
+    cfg: RunConfig,
+    data: Dataset,
+    model: Evaluated,
+    dispatch: Callable[[int], Any],
+    wait: Callable[[Any], Any],
+    *,
+    memory: Callable[[], dict[str, float]],
+    stack: Callable[[list[Any]], Any],
+    compiled: bool,
+    loss_drop_min: float,
+    accuracy_margin: float,
+    classes: int,
+) -> list[str]:
+    """A JAX or TensorFlow run of cfg.steps steps (`dispatch(i)`: step i, its loss not waited for):
+    the first step timed alone (tracing and compilation: metrics compiled, first_step_s), the
+    warm-up, the timed steps (timed_steps, the time cap), then record_run with the allocator's
+    figures (`memory()`) and the losses as floats (`stack`: the framework's, into one array). The
+    problems."""
+    t0 = time.perf_counter()
+    first = dispatch(0)
+    wait(first)
+    metrics["compiled"] = compiled
+    metrics["first_step_s"] = time.perf_counter() - t0
+    warm = max(1, min(cfg.warmup, cfg.steps - 2))
+    losses = [first] + [dispatch(i) for i in range(1, warm)]
+    wait(losses[-1])
+    timed, times, wall, n = timed_steps(
+        cfg.steps - warm,
+        lambda j: dispatch(warm + j),
+        wait,
+        max_seconds=cfg.max_seconds,
+        min_steps=cfg.min_steps - warm,
+    )
+    losses += timed
+
+    def evaluate() -> tuple[float, float, float]:
+        val_acc, val_loss = model.evaluate(data.val)
+        return val_acc, val_loss, model.evaluate(data.test)[0]
+
+    return record_run(
+        metrics,
+        cfg,
+        done=warm + n,
+        timed=n,
+        wall=wall,
+        times=times,
+        memory=memory(),
+        losses=[float(v) for v in stack(losses)],
+        loss_drop_min=loss_drop_min,
+        accuracy_margin=accuracy_margin,
+        classes=classes,
+        params_finite=model.params_finite,
+        evaluate=evaluate,
+    )

@@ -6,7 +6,6 @@ is dispatched the host waits for step i-1's loss, so one step is always queued (
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from functools import partial
 from typing import Any
@@ -17,7 +16,7 @@ import numpy as np
 
 from .. import measure
 from ..config import RunConfig
-from ..measure import record_run
+from ..measure import train_loop
 from ..numpy_data import MEAN, NUM_CLASSES, STD, Dataset, Split
 from .models import Tree, apply_resnet, count_params, init_resnet
 
@@ -160,39 +159,18 @@ def train_run(
     def dispatch(i: int) -> Any:
         return tr.step(data.train, jax.random.fold_in(base, i), lr * min(1.0, (i + 1) / warm_lr))
 
-    t0 = time.perf_counter()
-    first = dispatch(0)
-    first.block_until_ready()  # compilation
-    metrics["compiled"] = True
-    metrics["first_step_s"] = time.perf_counter() - t0
-    warm = max(1, min(cfg.warmup, cfg.steps - 2))
-    losses = [first] + [dispatch(i) for i in range(1, warm)]
-    losses[-1].block_until_ready()
-    timed, times, wall, n = timed_steps(
-        cfg.steps - warm,
-        lambda j: dispatch(warm + j),
-        max_seconds=cfg.max_seconds,
-        min_steps=cfg.min_steps - warm,
-    )
-    losses += timed
-
-    def evaluate() -> tuple[float, float, float]:
-        val_acc, val_loss = tr.evaluate(data.val)
-        return val_acc, val_loss, tr.evaluate(data.test)[0]
-
-    problems = record_run(
+    problems = train_loop(
         metrics,
         cfg,
-        done=warm + n,
-        timed=n,
-        wall=wall,
-        times=times,
-        memory=memory(dev),
-        losses=[float(v) for v in np.asarray(jnp.stack(losses))],
+        data,
+        tr,
+        dispatch,
+        lambda loss: loss.block_until_ready(),
+        memory=lambda: memory(dev),
+        stack=lambda losses: np.asarray(jnp.stack(losses)),
+        compiled=True,  # jax.jit: the first step compiles
         loss_drop_min=loss_drop_min,
         accuracy_margin=accuracy_margin,
         classes=NUM_CLASSES,
-        params_finite=tr.params_finite,
-        evaluate=evaluate,
     )
     return metrics, problems

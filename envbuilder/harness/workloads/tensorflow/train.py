@@ -3,19 +3,18 @@ recipe, timing, memory and learning checks as the torch and JAX loops. The step 
 (`jit_compile=True` with cfg.compile: XLA) that gathers a random batch on the device, normalises it,
 and applies SGD with momentum and weight decay to the Keras model's variables, as torch.optim.SGD
 does. Mixed precision is the Keras dtype policy (mixed_bfloat16 / mixed_float16, a static loss
-scale for fp16). Per-step times are completion-to-completion (measure.timed_steps)."""
+scale for fp16). Per-step times are completion-to-completion (measure.train_loop)."""
 
 from __future__ import annotations
 
 import contextlib
-import time
 from typing import Any
 
 import numpy as np
 import tensorflow as tf
 
 from ..config import RunConfig
-from ..measure import record_run, timed_steps
+from ..measure import train_loop
 from ..numpy_data import MEAN, NUM_CLASSES, STD, Dataset, Split
 from .models import build_resnet, count_params
 
@@ -161,40 +160,18 @@ def train_run(
     def dispatch(i: int) -> Any:
         return tr.step(data.train, cfg.seed * 100_003 + i, lr * min(1.0, (i + 1) / warm_lr))
 
-    t0 = time.perf_counter()
-    first = dispatch(0)
-    wait(first)  # tracing (and XLA compilation with jit_compile)
-    metrics["compiled"] = cfg.compile
-    metrics["first_step_s"] = time.perf_counter() - t0
-    warm = max(1, min(cfg.warmup, cfg.steps - 2))
-    losses = [first] + [dispatch(i) for i in range(1, warm)]
-    wait(losses[-1])
-    timed, times, wall, n = timed_steps(
-        cfg.steps - warm,
-        lambda j: dispatch(warm + j),
-        wait,
-        max_seconds=cfg.max_seconds,
-        min_steps=cfg.min_steps - warm,
-    )
-    losses += timed
-
-    def evaluate() -> tuple[float, float, float]:
-        val_acc, val_loss = tr.evaluate(data.val)
-        return val_acc, val_loss, tr.evaluate(data.test)[0]
-
-    problems = record_run(
+    problems = train_loop(
         metrics,
         cfg,
-        done=warm + n,
-        timed=n,
-        wall=wall,
-        times=times,
-        memory=memory(dev),
-        losses=[float(v) for v in np.asarray(tf.stack(losses))],
+        data,
+        tr,
+        dispatch,
+        wait,
+        memory=lambda: memory(dev),
+        stack=lambda losses: np.asarray(tf.stack(losses)),
+        compiled=cfg.compile,  # tracing, and XLA compilation with jit_compile, in the first step
         loss_drop_min=loss_drop_min,
         accuracy_margin=accuracy_margin,
         classes=NUM_CLASSES,
-        params_finite=tr.params_finite,
-        evaluate=evaluate,
     )
     return metrics, problems
