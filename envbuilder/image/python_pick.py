@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import os
 import re
 import subprocess
 import tempfile
@@ -120,6 +121,10 @@ def uv_checker(
         hit = _cached(folder / f"{key}.json")
         if hit is not None:
             return hit
+        if _offline_without_wheels(settings):
+            return WheelCheck(
+                ok=False, why="uv is offline (UV_OFFLINE) with no find-links to read", unknown=True
+            )
         answer = _ask_uv(lines, python, PYTHON_PLATFORMS[platform], settings)  # type: ignore[index]
         if not answer.unknown:
             with contextlib.suppress(OSError):  # an unwritable cache only costs time
@@ -131,6 +136,12 @@ def uv_checker(
         return answer
 
     return check
+
+
+def _offline_without_wheels(settings: LockSettings) -> bool:
+    """uv told to stay offline and given no local wheels: it could only say so (no uv started)."""
+    offline = os.environ.get("UV_OFFLINE", "").lower() in ("1", "true", "yes", "on")
+    return offline and not settings.find_links and not os.environ.get("UV_FIND_LINKS")
 
 
 def _cache_key(lines: list[str], python: str, platform: str, settings: LockSettings) -> str:

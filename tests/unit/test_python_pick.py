@@ -83,7 +83,21 @@ def test_no_index_reachable_falls_back_to_the_frameworks_facts_and_says_so(tmp_p
     _, res = resolve_spec(spec, None, (), (), True)
     assert res.stack is not None and res.stack.python == "3.14"
     assert res.python_reason.startswith(f"python 3.14: newest with wheels for torch {res.stack.version} ")
-    assert "(the matrix's wheel facts); nativepkg not checked: no index answered" in res.python_reason
+    assert (
+        "(the matrix's wheel facts); nativepkg not checked: uv is offline (UV_OFFLINE)" in res.python_reason
+    )
+
+
+def test_an_unreachable_index_is_not_taken_for_missing_wheels(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("UV_OFFLINE")
+    monkeypatch.setenv("UV_HTTP_RETRIES", "0")  # uv would retry the refused connection for ~25 s
+    spec = spec_file(tmp_path, "nativepkg")
+    closed = LockSettings(default_index="http://127.0.0.1:9/simple")  # nothing listens on port 9
+    _, res = resolve_spec(spec, None, (), (), True, settings=closed)
+    assert res.stack is not None and res.stack.python == "3.14"
+    assert "nativepkg not checked: no index answered" in res.python_reason
 
 
 def test_each_answer_is_asked_once_then_read_from_the_cache(
