@@ -291,7 +291,7 @@ def cpu_image(
 # --------------------------------------------------------------------------- hypothesis budgets
 # tests/unit/test_fuzz_*.py: `ci`, the default, keeps the unit suite to seconds and is seeded (a
 # CI failure reproduces); `fuzz` (`make fuzz`: HYPOTHESIS_PROFILE=fuzz) runs FUZZ_EXAMPLES (10,000)
-# inputs per test. Neither keeps an example database in the checkout.
+# inputs per loader (shared among its tests). Neither keeps an example database in the checkout.
 _HYPOTHESIS = {
     "deadline": None,
     "database": None,

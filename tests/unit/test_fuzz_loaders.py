@@ -7,7 +7,8 @@ keys, so they reach past the first check), and mutations of a valid document: on
 in it, replaced by a random value (or removed); a mutated certificate is sealed again, so its hashes
 verify and only the types are wrong. That second kind is what found the issue's 255 crashing
 certificates. The budget is a hypothesis profile (tests/conftest.py): `ci` in the unit suite
-(seconds, seeded), `fuzz` under `make fuzz` (10,000 inputs per test). Inputs that crashed a loader
+(seconds, seeded), `fuzz` under `make fuzz`: 10,000 inputs per loader, shared among its tests
+(`share`), and 3,000 more through the report's HTML and the store. Inputs that crashed a loader
 once stay as explicit @example cases.
 """
 
@@ -130,6 +131,12 @@ def mutations(draw: st.DrawFn, base: dict[str, Any], paths: tuple[Path_, ...]) -
     return doc
 
 
+def share(fraction: float) -> settings:
+    """A test's part of its loader's budget: a loader's tests together run the profile's
+    max_examples (10,000 under `fuzz`), at least 10 each."""
+    return settings(max_examples=max(int(settings().max_examples * fraction), 10))
+
+
 def _no_crash(run: Callable[[], object]) -> None:
     """The property: an envbuilder error (with a message) or nothing."""
     try:
@@ -187,6 +194,7 @@ def _spec_file(raw: object) -> None:
     _no_crash(lambda: load_spec(path))
 
 
+@share(0.4)
 @given(documents)
 @example({"python": "3." + "1" * 5000})
 @example({"framework": "torch==2.\uff11"})
@@ -195,12 +203,14 @@ def test_spec_loader_random_structures(raw: dict[str, Any]) -> None:
     _spec_file(raw)
 
 
+@share(0.4)
 @given(mutations(SPEC_BASE, SPEC_PATHS))
 def test_spec_loader_mutations(raw: dict[str, Any]) -> None:
     _no_crash(lambda: _spec_then_render(raw))
     _spec_file(raw)
 
 
+@share(0.2)
 @given(st.binary(max_size=200) | st.text(max_size=200))
 @example(b"a: &a [1]\nb: *a\n" * 3)
 @example("[" * 1000)
@@ -230,12 +240,14 @@ def _lock_and_consumers(text: str | bytes) -> None:
     _no_crash(run)
 
 
+@share(0.3)
 @given(documents)
 @example({"schema_version": 2, "resolution": {"host": {}}, "stack": {"companions": []}})
 def test_lock_loader_random_structures(doc: dict[str, Any]) -> None:
     _lock_and_consumers(_dumps(doc))
 
 
+@share(0.5)
 @given(mutations(LOCK_BASE, LOCK_PATHS), st.booleans())
 @example(
     {**LOCK_BASE, "stack": {**LOCK_BASE["stack"], "archs": {"sass": [None], "ptx": []}}, "lock_hash": None},
@@ -247,6 +259,7 @@ def test_lock_loader_mutations(doc: dict[str, Any], keep_hash: bool) -> None:
     _lock_and_consumers(_dumps(doc))
 
 
+@share(0.2)
 @given(st.binary(max_size=200) | st.text(max_size=200))
 @example('{"schema_version": ' + "9" * 5000 + "}")
 @example("[" * 100_000)
@@ -301,6 +314,7 @@ def _certificate_and_consumers(text: str, *, html: bool = False) -> None:
     _no_crash(run)
 
 
+@share(0.3)
 @given(documents)
 def test_certificate_loader_random_structures(doc: dict[str, Any]) -> None:
     _certificate_and_consumers(_sealed(doc))
@@ -312,17 +326,19 @@ def cert_mutations(draw: st.DrawFn) -> dict[str, Any]:
     return draw(mutations(CERT_BASES[i], CERT_PATHS[i]))
 
 
+@share(0.5)
 @given(cert_mutations())
 def test_certificate_loader_mutations(doc: dict[str, Any]) -> None:
     _certificate_and_consumers(_sealed(doc))
 
 
 @given(cert_mutations())
-@settings(max_examples=max(settings().max_examples // 5, 10))  # an HTML page is ~100 ms
+@share(0.1)  # an HTML page takes ~100 ms
 def test_report_html_of_mutated_certificates(doc: dict[str, Any]) -> None:
     _certificate_and_consumers(_sealed(doc), html=True)
 
 
+@share(0.2)
 @given(st.binary(max_size=200) | st.text(max_size=200))
 @example('{"kind": "envbuilder-certificate", "image": ' + "[" * 100 + "]" * 100 + "}")
 @example('{"image": {"id": "\\ud800"}}')
@@ -332,6 +348,7 @@ def test_certs_import_raw_text(text: str | bytes) -> None:
     _no_crash(lambda: _store().import_(path))
 
 
+@share(0.2)
 @given(cert_mutations())
 def test_certs_import_of_mutated_certificates(doc: dict[str, Any]) -> None:
     path = _write("import.json", _sealed(doc))
