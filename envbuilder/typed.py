@@ -3,7 +3,8 @@ field-type schema, checked once at the boundary, so that no consumer past the lo
 wrong type (issue 18: a lock's `companions` as a list, `sass: [null]`, a report of a sealed
 certificate with a string where a number was, 255 crashes across 22 code sites).
 
-A schema is built from `STR`, `INT`, `NUM`, `BOOL`, `ANY` and `opt`, `list_of`, `map_of`, `obj`.
+A schema is built from `STR`, `TEXT` (non-empty), `INT`, `POSITIVE`, `NUM`, `BOOL`, `ANY` and
+`opt`, `list_of`, `map_of`, `obj`.
 `check_document` first checks what every JSON value must be (integers within 64 bits, finite
 numbers, strings that encode as UTF-8: no lone surrogates), then the schema. Errors name the field
 (a dotted path) and the type expected, never the value (it may be huge, or a secret).

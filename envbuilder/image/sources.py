@@ -77,7 +77,11 @@ class ProjectFile:
 def spec_file(base_dir: Path, rel: str, field: str, where: str) -> Path:
     """`rel` beside the spec, which must exist. Raises SpecError."""
     path = base_dir / rel
-    if not path.is_file():
+    try:
+        found = path.is_file()
+    except OSError:  # a name the file system refuses (too long): not a file of the spec's either
+        found = False
+    if not found:
         raise SpecError(
             f"{where}: field {field!r}: {rel!r} is not a file (looked in {base_dir})",
             hint="paths are relative to the spec's folder",

@@ -264,6 +264,7 @@ def validate_requirement(check: _Checker, field: str, value: object) -> Requirem
     return req
 
 
+MAX_REL_PATH, MAX_NAME = 1024, 255  # Linux's NAME_MAX; stat() of a longer name is an OSError
 SPEC_MAX_BYTES = 256 * 1024  # a spec is a short file: anything bigger is a mistake or an attack
 
 
@@ -499,6 +500,9 @@ def _rel_path(check: _Checker, field: str, value: object) -> str:
         return text
     if not REL_PATH_RE.fullmatch(text) or ".." in text.split("/"):
         raise check.fail(field, text, "not a plain relative path", hint)
+    if len(text) > MAX_REL_PATH or any(len(part) > MAX_NAME for part in text.split("/")):
+        # found by tests/unit/test_fuzz_loaders.py: a 300-character name was an OSError traceback
+        raise check.fail(field, text, f"longer than {MAX_REL_PATH} characters or {MAX_NAME} a name", hint)
     return text.rstrip("/")
 
 
