@@ -384,8 +384,9 @@ def _death_findings(
             f", {output.oom_batch} did not)" if output.oom_batch else ")"
         )
     where: list[tuple[GpuSeries | None, float | None]] = list(full[:1]) if said else list(full)
-    if said and not where:
-        where = [(None, None)]
+    if said and not where:  # below the ceiling (one large request failed): the only GPU, or the job
+        sampled = [(g, max(mem)) for g in gpus if (mem := _nums(g.column("mem_used_mib")))]
+        where = list(sampled) if len(sampled) == 1 else [(None, None)]
     if said or (full and failed):
         for gs, peak in where:
             total = gs.memory_total_mib if gs is not None else None

@@ -238,3 +238,14 @@ def test_recorded_oom_output_names_oom_the_remedies_and_the_batch_that_fit() -> 
     # The lines before the error (what fit) and a failed exit, without telemetry: not named OOM.
     before = "\n".join(line for line in text.splitlines() if " ok, " in line)
     assert "out-of-memory" not in rules(diagnose([], output=read_job_output(before), exit_code=1))
+
+
+def test_an_oom_in_the_output_is_named_on_the_only_gpu_else_on_the_job() -> None:
+    """Below the ceiling (one large request failed): with one GPU sampled the finding is that
+    GPU's, with its peak; with two neither is guessed."""
+    said = read_job_output("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 64.00 GiB.")
+    one = diagnose([gpu(mem=[90_000.0] * N)], output=said, exit_code=1)
+    assert (one[0].rule, one[0].gpu) == ("out-of-memory", 0) and "(peak 87.9 of 140.4 GiB)" in one[0].message
+    other = GpuSeries(index=1, name="NVIDIA H200", series=gpu().series)
+    two = diagnose([gpu(mem=[90_000.0] * N), other], output=said, exit_code=1)
+    assert (two[0].rule, two[0].gpu) == ("out-of-memory", None) and "peak" not in two[0].message

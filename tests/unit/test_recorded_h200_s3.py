@@ -70,10 +70,14 @@ def test_recording_replays_to_its_expected_diagnosis(name: str) -> None:
         assert [r.replace("input-bound", "waiting") for r in written] == EXPECTED[name]
     else:
         assert written == EXPECTED[name]
-    # Every rule the fix did not touch says, word for word, what the GPU machine printed.
+    # Every rule the fixes did not touch says, word for word, what the GPU machine printed (the
+    # out-of-memory finding now names the one GPU sampled and its peak, test below).
     for f, w in zip(got, doc(name)["diagnosis"], strict=True):
         if f.rule not in ("waiting", "input-bound", "idle"):
-            assert f.message == w["message"] and f.advice == w["advice"]
+            peak = " (peak 128.8 of 140.4 GiB)" if f.rule == "out-of-memory" else ""
+            assert (
+                f.message == w["message"].replace("memory:", f"memory{peak}:", 1) and f.advice == w["advice"]
+            )
 
 
 def test_loop_bound_is_cpu_bound_with_the_main_process_at_a_full_core() -> None:
@@ -107,6 +111,8 @@ def test_sleeping_or_allocating_jobs_are_waiting_not_input_bound(name: str, shar
 def test_oom_from_the_jobs_output_with_the_remedies_and_the_last_batch_that_fit() -> None:
     f = one(replay("oom"), "out-of-memory")
     assert "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 64.00 GiB" in f.message
+    # the one GPU sampled, with the peak NVML saw (the step before, whose batch fit)
+    assert f.gpu == 0 and f.message.startswith("the job ran out of GPU memory (peak 128.8 of 140.4 GiB): ")
     assert "batch 2097152 ran, 4194304 did not" in f.advice
     for remedy in ("reduce the batch size", "mixed precision", "gradient accumulation", "checkpointing"):
         assert remedy in f.advice
