@@ -87,6 +87,13 @@ def judge_overhead_measurement(
     return value, None
 
 
+def needs_confirmation(measured: dict[str, Any], duty_cycle: float | None, limit: float) -> bool:
+    """The A/B's bound alone fails the run (the sampler's own measured time is under the limit):
+    ab_windows then repeats the pairs and judges the second set."""
+    lower = measured.get("overhead_lower_95")
+    return lower is not None and lower >= limit and (duty_cycle is None or duty_cycle < limit)
+
+
 def overhead_detail(measured: dict[str, Any], cost: dict[str, Any]) -> str:
     """What the gated overhead is made of, for the gate's reason: the A/B and the sampler's share."""
     parts = []
@@ -135,10 +142,6 @@ def telemetry_overhead_step(s: Session, data: Dataset | None, amp: str) -> None:
         free_device_memory()
         b = OVERHEAD_BATCH
         trainer = SyntheticTrainer(dataset, amp)
-        # Both arms run the same kernels whichever algorithm cuDNN picks: its autotuning (seconds
-        # of CPU-side plan building for ResNet-18 at batch 128 on the H200) buys the A/B nothing.
-        benchmark = torch.backends.cudnn.benchmark
-        torch.backends.cudnn.benchmark = False
 
         def window(steps: int) -> float:
             # The mean step time from two CUDA events, not a median: a sample's cost lands on a
@@ -151,15 +154,15 @@ def telemetry_overhead_step(s: Session, data: Dataset | None, amp: str) -> None:
             end.synchronize()
             return event_seconds(start, end) / steps
 
-        try:
-            t0 = time.monotonic()
-            for _ in range(8):
-                trainer.step(b)
-            step_s = window(20)
-            st.metrics["setup_s"] = round(time.monotonic() - t0, 3)
-            ab_windows(s, st, sampler, window, step_s, batch=b)
-        finally:
-            torch.backends.cudnn.benchmark = benchmark
+        # cuDNN autotuning stays as the plan set it: with its heuristics instead (tried on the
+        # H200, 2026-12-01) all five A/Bs came out 2.7-23.6% slower with the sampler on, one
+        # past the bound; with autotuning they spread around zero, as before.
+        t0 = time.monotonic()
+        for _ in range(8):
+            trainer.step(b)
+        step_s = window(20)
+        st.metrics["setup_s"] = round(time.monotonic() - t0, 3)
+        ab_windows(s, st, sampler, window, step_s, batch=b)
 
 
 def ab_windows(
@@ -170,12 +173,23 @@ def ab_windows(
     # Each window spans more than one sampler period (which stretches when NVML is slow), so
     # every "on" window holds at least one sample.
     steps = max(OVERHEAD_MIN_STEPS, math.ceil(1.2 * sampler.period() / step_s))
-    res = measure_overhead(lambda: window(steps), OVERHEAD_PAIRS, sampler.pause, sampler.resume)
-    st.metrics.update(res, window_steps=steps, batch=batch, model="resnet18")
+
+    def pairs() -> dict[str, Any]:
+        return measure_overhead(lambda: window(steps), OVERHEAD_PAIRS, sampler.pause, sampler.resume)
+
+    res = pairs()
     cost = sampler.cost()
-    st.metrics.update(cost)
     limit = s.threshold("telemetry_overhead_max")
     value, why = judge_overhead_measurement(res, cost["sampler_duty_cycle"], limit)
+    if why is not None and needs_confirmation(res, cost["sampler_duty_cycle"], limit):
+        # A one-sided 95% bound fails one run in twenty where the sampler costs nothing: before it
+        # fails a certification, a second, independent set of pairs must show it too.
+        first = {k: res[k] for k in ("overhead", "overhead_lower_95", "pair_ratios")}
+        res = pairs()
+        value, why = judge_overhead_measurement(res, cost["sampler_duty_cycle"], limit)
+        st.metrics["unconfirmed_first_pairs"] = first
+    st.metrics.update(res, window_steps=steps, batch=batch, model="resnet18")
+    st.metrics.update(cost)
     st.metrics["gated_overhead"] = value
     s.rec.fact(telemetry_overhead=value, telemetry_overhead_detail=overhead_detail(res, cost))
     if why is not None:
