@@ -14,10 +14,12 @@ once stay as explicit @example cases.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import copy
 import io
 import json
+import shutil
 import tempfile
 from collections.abc import Callable, Iterator
 from functools import cache
@@ -150,7 +152,10 @@ def _no_crash(run: Callable[[], object]) -> None:
 
 @cache
 def _scratch() -> Path:
-    return Path(tempfile.mkdtemp(prefix="envbuilder-fuzz-"))
+    """One folder for the session's inputs and store, removed when the tests end."""
+    path = Path(tempfile.mkdtemp(prefix="envbuilder-fuzz-"))
+    atexit.register(shutil.rmtree, path, ignore_errors=True)
+    return path
 
 
 @cache
