@@ -83,15 +83,21 @@ def _measure(
     fed = bench.fed(it, batches)
     del it, loader, bench
     s.free()
-    verdict, facts = name_bottleneck(loader_only, fed, resident, workers, s.device)
-    st.metrics.update(
-        loader_only_img_s=loader_only,
-        loader_fed_img_s=fed,
-        resident_img_s=resident,
-        bottleneck=verdict,
-        **facts,
-    )
+    st.metrics.update(throughputs(loader_only, fed, resident, workers, s.device))
     log(f"input pipeline: loader {loader_only:.0f}, fed {fed:.0f}, resident {resident:.0f}")
+
+
+def throughputs(loader_only: float, fed: float, resident: float, workers: int, device: str) -> dict[str, Any]:
+    """The input_pipeline step's three throughputs (img/s) and the bottleneck named from them,
+    as every framework's step records them."""
+    verdict, facts = name_bottleneck(loader_only, fed, resident, workers, device)
+    return {
+        "loader_only_img_s": loader_only,
+        "loader_fed_img_s": fed,
+        "resident_img_s": resident,
+        "bottleneck": verdict,
+        **facts,
+    }
 
 
 def name_bottleneck(

@@ -14,7 +14,7 @@ from ..workloads.config import RunConfig
 from ..workloads.numpy_data import Dataset, Split
 from .estimates import ESTIMATE
 from .overhead import OVERHEAD_BATCH, ab_prerequisites, ab_windows
-from .pipeline import name_bottleneck
+from .pipeline import throughputs
 from .ramp import RAMP_CAP, record_ramp
 from .training import TrainRun
 
@@ -33,7 +33,7 @@ class Loader(Protocol):
 
     @property
     def workers(self) -> int:
-        """How many workers name_bottleneck counts (tf.data's AUTOTUNE pool: one)."""
+        """How many workers the bottleneck's naming counts (tf.data's AUTOTUNE pool: one)."""
 
     @property
     def description(self) -> Mapping[str, Any]:
@@ -205,17 +205,12 @@ def input_pipeline_step(
                 fed = run(loader.device_batch, batches, 2)
             finally:
                 loader.close()
-        verdict, facts = name_bottleneck(loader_only, fed, resident, loader.workers, s.device)
         st.metrics.update(
             loader.description,
             batch=cfg.batch,
             model=cfg.arch,
             precision=cfg.amp or "fp32",
             augmentation=PIPELINE_AUGMENTATION,
-            loader_only_img_s=loader_only,
-            loader_fed_img_s=fed,
-            resident_img_s=resident,
-            bottleneck=verdict,
-            **facts,
         )
+        st.metrics.update(throughputs(loader_only, fed, resident, loader.workers, s.device))
         log(f"input pipeline ({fw.name}): host {loader_only:.0f}, fed {fed:.0f}, resident {resident:.0f}")
