@@ -82,9 +82,11 @@ def test_certs_show_and_the_report_escape_every_stored_field(data: Path, tmp_pat
     text = format_terminal(build_report(cert))
     _assert_inert(text)
     assert "bad\\nrow" in text
-    reported = CliRunner().invoke(cli, ["report", cert.id[:12]])
+    page = tmp_path / "report.html"  # not the default ./envbuilder-report-ID.html of the cwd
+    reported = CliRunner().invoke(cli, ["report", cert.id[:12], "--html", str(page)])
     assert reported.exit_code == 0, reported.output
     _assert_inert(reported.output)
+    assert page.is_file()
 
 
 def test_an_error_that_quotes_a_stored_field_is_one_line(data: Path) -> None:
