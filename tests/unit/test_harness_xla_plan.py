@@ -6,8 +6,12 @@ from __future__ import annotations
 
 import importlib.util
 import io
+import shutil
+import subprocess
+import sys
 import time
 from collections.abc import Iterator, Mapping
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -25,6 +29,7 @@ from envbuilder.harness.thresholds import select_thresholds
 from envbuilder.harness.workloads.config import RunConfig
 from envbuilder.harness.workloads.numpy_data import Dataset, Split, make_dataset
 
+HARNESS = Path(plan.__file__).resolve().parent
 OOM_ABOVE = 3000  # the fake device runs out of memory above this batch
 
 
@@ -273,3 +278,24 @@ def test_each_framework_name_selects_its_adapter() -> None:
         "xla",
         True,
     )
+
+
+def test_the_payload_loads_without_numpy_or_a_framework(tmp_path: Path) -> None:
+    # The plan imports both adapters at start-up: what they need at import time must be stdlib, or a
+    # torch image without numpy (torch does not require it) could not even start the harness.
+    stage = tmp_path / "opt"
+    shutil.copytree(HARNESS, stage / "envbuilder_harness", ignore=shutil.ignore_patterns("__py*"))
+    code = (
+        "import sys\n"
+        "class Block:\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name.split('.')[0] in ('numpy', 'torch', 'jax', 'jaxlib', 'tensorflow', 'keras'):\n"
+        "            raise ImportError('blocked: ' + name)\n"
+        "sys.meta_path.insert(0, Block())\n"
+        "import envbuilder_harness.cli, envbuilder_harness.plan\n"
+        "print(sorted(envbuilder_harness.plan.XLA_FRAMEWORKS))\n"
+    )
+    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(stage)}
+    proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.strip() == "['jax', 'tensorflow']"

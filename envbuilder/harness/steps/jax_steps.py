@@ -9,14 +9,16 @@ import os
 import queue
 import threading
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..record import StepFailed
 from ..session import Session
 from ..workloads.config import RunConfig
-from ..workloads.numpy_data import Dataset, Split
 from .training import TrainRun
 from .xla import Loader, Loop
+
+if TYPE_CHECKING:  # numpy_data imports numpy: a torch image need not have it
+    from ..workloads.numpy_data import Dataset, Split
 
 JAX_ENV = {  # set before jax is imported (plan.py): no 75% preallocation, so memory figures are real
     "XLA_PYTHON_CLIENT_PREALLOCATE": "false",
@@ -202,6 +204,8 @@ class _ThreadLoader:
 
     def device_batch(self) -> Split:
         import jax
+
+        from ..workloads.numpy_data import Split
 
         x, y = self.queue.get()
         return Split(images=jax.device_put(x, self.dev), labels=jax.device_put(y, self.dev))

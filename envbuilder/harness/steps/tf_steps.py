@@ -8,14 +8,16 @@ from __future__ import annotations
 import math
 import os
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..record import StepFailed
 from ..session import Session
 from ..workloads.config import RunConfig
-from ..workloads.numpy_data import Dataset, Split
 from .training import TrainRun
 from .xla import Loader, Loop
+
+if TYPE_CHECKING:  # numpy_data imports numpy: a torch image need not have it
+    from ..workloads.numpy_data import Dataset, Split
 
 TF_ENV = {  # set before tensorflow is imported (plan.py)
     "TF_FORCE_GPU_ALLOW_GROWTH": "true",  # no whole-GPU reservation: memory figures are real
@@ -190,6 +192,8 @@ class _TfDataLoader:
 
     def device_batch(self) -> Split:
         import tensorflow as tf
+
+        from ..workloads.numpy_data import Split
 
         x, y = next(self.it)
         with tf.device(self.dev):

@@ -6,17 +6,19 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..record import StepSkipped, log
 from ..session import Session
 from ..workloads.config import RunConfig
-from ..workloads.numpy_data import Dataset, Split
 from .estimates import ESTIMATE
 from .overhead import OVERHEAD_BATCH, ab_prerequisites, ab_windows
 from .pipeline import throughputs
 from .ramp import RAMP_CAP, record_ramp
 from .training import TrainRun
+
+if TYPE_CHECKING:  # numpy_data imports numpy: a torch image need not have it
+    from ..workloads.numpy_data import Dataset, Split
 
 PIPELINE_AUGMENTATION = "random crop (reflect pad 1/8) + horizontal flip"
 
