@@ -10,12 +10,16 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 _NAMED = re.compile(r"^(sm|compute)_(\d+)(\d)([af]?)$")
 _DOTTED = re.compile(r"^(\d+)\.(\d)([af]?)$")
 
 # (kind "sass" | "ptx", (major, minor), suffix "" | "a" | "f")
-Target = tuple[str, tuple[int, int], str]
+if TYPE_CHECKING:  # typing.TypeAlias is 3.10+: the harness also runs on 3.8
+    from typing import TypeAlias  # novermin (type checkers only)
+
+Target: TypeAlias = "tuple[str, tuple[int, int], str]"
 
 
 def parse_target(text: str, dotted_kind: str = "sass") -> Target | None:

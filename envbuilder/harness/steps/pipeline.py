@@ -12,11 +12,13 @@ from ..session import Session
 from ..workloads.config import RunConfig
 
 if TYPE_CHECKING:
+    from typing import TypeAlias  # novermin (type checkers only)
+
     from ..workloads.pytorch.data import Dataset
 
 
 PIPELINE_IMAGES = (320, 512)  # the GPU path's source images: size, count
-Images = tuple[list[bytes], list[int], str]  # encoded images, labels, codec
+Images: TypeAlias = "tuple[list[bytes], list[int], str]"  # encoded images, labels, codec
 
 
 def prepare_images(s: Session, src_size: int, n: int) -> Images:

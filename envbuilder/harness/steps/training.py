@@ -13,6 +13,8 @@ from ..workloads.config import RunConfig
 from .estimates import ESTIMATE
 
 if TYPE_CHECKING:
+    from typing import TypeAlias  # novermin (type checkers only)
+
     from ..workloads.pytorch.data import Dataset
 
 
@@ -27,7 +29,9 @@ def dataset_step(s: Session, size: int, n_train: int, n_eval: int) -> Dataset | 
     return data if s.rec.last().status == "pass" else None
 
 
-TrainRun = Callable[..., tuple[dict[str, Any], list[str]]]  # (cfg, data, loss_drop_min=, accuracy_margin=)
+TrainRun: TypeAlias = (
+    "Callable[..., tuple[dict[str, Any], list[str]]]"  # (cfg, data, loss_drop_min=, accuracy_margin=)
+)
 
 
 def train_step(

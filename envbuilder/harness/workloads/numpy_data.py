@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -18,7 +18,10 @@ __all__ = ["CLASS_NAMES", "MEAN", "NUM_CLASSES", "STD"]  # re-exported for the J
 _PALETTE = np.array(PALETTE, dtype=np.float32)
 
 
-Normal = Callable[[tuple[int, ...], int], Any]  # (shape, chunk index) -> float32 N(0, 1) noise
+if TYPE_CHECKING:  # typing.TypeAlias is 3.10+: the harness also runs on 3.8
+    from typing import TypeAlias  # novermin (type checkers only)
+
+Normal: TypeAlias = "Callable[[tuple[int, ...], int], Any]"  # (shape, chunk index) -> float32 N(0, 1) noise
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ import os
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 from torch.utils.data import DataLoader, RandomSampler
@@ -47,7 +47,13 @@ def _crop_box(w: int, h: int, train: bool) -> tuple[int, int, int, int]:
     return x, y, x + side, y + side
 
 
-class DecodeAugment(torch.utils.data.Dataset[tuple[torch.Tensor, int]]):
+if TYPE_CHECKING:  # a subscripted base is evaluated at class creation: tuple[...] fails on 3.8
+    _ItemDataset = torch.utils.data.Dataset[tuple[torch.Tensor, int]]
+else:
+    _ItemDataset = torch.utils.data.Dataset
+
+
+class DecodeAugment(_ItemDataset):
     """Encoded images (JPEG bytes, file paths, or raw uint8 HWC bytes) -> augmented uint8 CHW."""
 
     def __init__(

@@ -183,7 +183,7 @@ def load_weights(model: nn.Module, path: str) -> dict[str, Any]:
                 break
     if not isinstance(obj, dict):
         raise ValueError(f"{path}: not a state dict")
-    state = {str(k).removeprefix("module.").removeprefix("_orig_mod."): v for k, v in obj.items()}
+    state = {_unwrapped(str(k)): v for k, v in obj.items()}
     own = model.state_dict()
     dropped = [k for k, v in state.items() if k in own and own[k].shape != v.shape]
     for k in dropped:
@@ -199,3 +199,12 @@ def load_weights(model: nn.Module, path: str) -> dict[str, Any]:
         "unexpected": list(res.unexpected_keys)[:20],
         "dropped_shape_mismatch": dropped,
     }
+
+
+def _unwrapped(key: str) -> str:
+    """A state-dict key without DataParallel's `module.` and torch.compile's `_orig_mod.` prefixes
+    (str.removeprefix is 3.9+: the harness also runs on 3.8)."""
+    for prefix in ("module.", "_orig_mod."):
+        if key.startswith(prefix):
+            key = key[len(prefix) :]
+    return key
