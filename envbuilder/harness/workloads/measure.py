@@ -162,7 +162,7 @@ def record_run(
     params_finite: Callable[[], bool],
     evaluate: Callable[[], tuple[float, float, float]],
 ) -> list[str]:
-    """The end of a JAX or TensorFlow training run (torch's loop records more): its throughput,
+    """The end of a training run (torch's PreparedRun, JAX's and TensorFlow's train_loop): its throughput,
     step times, memory and loss curve into `metrics`, and the learning checks. `evaluate()` gives
     (val accuracy, val loss, test accuracy); it runs only when the curve passed. The problems."""
     metrics.update(

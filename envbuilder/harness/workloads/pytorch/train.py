@@ -16,7 +16,7 @@ import torch
 from torch import nn
 
 from ..config import RunConfig
-from ..measure import accuracy_problems, check_losses, downsample, step_series, step_stats
+from ..measure import record_run
 from .data import NUM_CLASSES, Dataset, Split, normalize
 from .models import build_model, load_weights, memory_format, place
 
@@ -217,31 +217,29 @@ class PreparedRun:
             stamps.append(time.perf_counter())
             times = [stamps[j + 1] - stamps[j] for j in range(len(stamps) - 1)]
         wall = time.perf_counter() - wall0
-        timed = done - warm
-        metrics.update(
-            steps_done=done,
-            steps_timed=timed,
-            truncated=done < cfg.steps,
-            timed_wall_s=wall,
-            images_per_s=cfg.batch * timed / wall if wall > 0 else 0.0,
-            step_time=step_stats(times),
-            step_series=step_series(times),
-            memory=memory_snapshot(cfg.device),
-        )
-        loss_list = [float(v) for v in self.losses[:done].cpu()]
-        metrics["loss_first"] = loss_list[0]
-        metrics["loss_last"] = loss_list[-1]
-        metrics["loss_curve"] = downsample(loss_list)
-        problems = check_losses(loss_list, loss_drop_min, planned=cfg.steps)
-        if not all(math.isfinite(float(p.detach().float().sum())) for p in self.model.parameters()):
-            problems.append("non-finite parameters after training")
-        if cfg.evaluate and not problems:
-            chance = 1.0 / NUM_CLASSES
+
+        def evaluated() -> tuple[float, float, float]:
             val_acc, val_loss = evaluate(self.model, self.data.val, cfg)
             test_acc, _ = evaluate(self.model, self.data.test, cfg)
-            metrics.update(val_accuracy=val_acc, val_loss=val_loss, test_accuracy=test_acc)
-            metrics["accuracy_required"] = chance + accuracy_margin
-            problems += accuracy_problems(val_acc, NUM_CLASSES, accuracy_margin, done=done, planned=cfg.steps)
+            return val_acc, val_loss, test_acc
+
+        problems = record_run(
+            metrics,
+            cfg,
+            done=done,
+            timed=done - warm,
+            wall=wall,
+            times=times,
+            memory=memory_snapshot(cfg.device),
+            losses=[float(v) for v in self.losses[:done].cpu()],
+            loss_drop_min=loss_drop_min,
+            accuracy_margin=accuracy_margin,
+            classes=NUM_CLASSES,
+            params_finite=lambda: all(
+                math.isfinite(float(p.detach().float().sum())) for p in self.model.parameters()
+            ),
+            evaluate=evaluated,
+        )
         return metrics, problems  # the caller frees device memory (the run object holds it until dropped)
 
 
