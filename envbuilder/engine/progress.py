@@ -51,7 +51,7 @@ class BuildEvent:
     vertex: int  # BuildKit's #N
     name: str  # "[stage-0 4/6] RUN pip install ..." or "[internal] load build context"
     index: int | None  # k of `[stage k/n]`; None for internal vertices
-    total: int | None  # the largest n seen for the step's group (one numbering per group)
+    total: int | None  # the step's group's step count (ProgressParser._count)
     seconds: float | None = None  # for done
     text: str = ""  # the log line (log) or the error text (error)
     group: str = ""  # the target or stage the counter counts in; "" for a single-stage build
@@ -118,12 +118,19 @@ class ProgressParser:
     def _register(self, num: int, name: str) -> StepRecord:
         rec = _new_record(num, name)
         self.steps[num] = rec
-        self._count(rec.group, rec.total)
+        self._count(rec.group, rec.index, rec.total)
         return rec
 
-    def _count(self, group: str, total: int | None) -> None:
-        if total is not None and total > self.totals.get(group, 0):
-            self.totals[group] = total
+    def _count(self, group: str, index: int | None, total: int | None) -> None:
+        """A group's total: the largest n its names print (plain: one build, one definition); for
+        rawjson, the largest k. A vertex bake targets share is printed under each target's prefix
+        with the numbering of whichever definition BuildKit loaded first (`[a 2/5]` for a 4-step
+        a, in some runs), so its n may be the other target's; its k, its place in a chain both
+        definitions hold, is right in both, and rawjson lists each target's whole graph (its last
+        step, k = n) before any step runs."""
+        seen = index if self.fmt == "rawjson" else total
+        if seen is not None and seen > self.totals.get(group, 0):
+            self.totals[group] = seen
 
     def _update(self, rec: StepRecord, rest: str) -> list[BuildEvent]:
         if _DIGEST.match(rest):
@@ -146,7 +153,7 @@ class ProgressParser:
             rec.aliases += (name,)
             other = _STEP.match(name)
             if other:
-                self._count(_group(other["prefix"]), int(other["n"]))
+                self._count(_group(other["prefix"]), int(other["k"]), int(other["n"]))
 
     def _finish(
         self,
