@@ -128,6 +128,7 @@ STR = _Scalar((str,), "a string")
 TEXT = _Scalar((str,), "a non-empty string", nonempty=True)
 INT = _Scalar((int,), "an integer")
 POSITIVE = _Scalar((int,), "a positive integer", minimum=1)
+NONNEGATIVE = _Scalar((int,), "a non-negative integer", minimum=0)
 NUM = _Scalar((int, float), "a number")
 BOOL = _Scalar((bool,), "a boolean")
 

@@ -10,7 +10,7 @@ ENV NVIDIA_VISIBLE_DEVICES="all" \
     NVIDIA_REQUIRE_CUDA="cuda>=13.0"
 
 # Python 3.14 comes with the base image.
-RUN python3.14 -m venv /opt/venv
+RUN SOURCE_DATE_EPOCH=0 python3.14 -m venv /opt/venv
 ENV VIRTUAL_ENV=/opt/venv \
     PATH="/opt/venv/bin:${PATH}" \
     PIP_DISABLE_PIP_VERSION_CHECK=1 \

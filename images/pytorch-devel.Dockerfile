@@ -10,7 +10,7 @@ RUN apt-get update \
         python3.12-venv \
         python3.12-dev \
  && rm -rf /var/lib/apt/lists/*
-RUN python3.12 -m venv /opt/venv
+RUN SOURCE_DATE_EPOCH=0 python3.12 -m venv /opt/venv
 ENV VIRTUAL_ENV=/opt/venv \
     PATH="/opt/venv/bin:${PATH}" \
     PIP_DISABLE_PIP_VERSION_CHECK=1 \

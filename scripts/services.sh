@@ -20,6 +20,10 @@ DEB_MIRROR="${DEBOOTSTRAP_MIRROR:-http://deb.debian.org/debian}"
 D26_DIR="$STATE_DIR/docker26"
 D26_SOCK="$D26_DIR/docker.sock"
 D26_SUITE="${ENVBUILDER_TEST_D26_SUITE:-trixie}"
+# The same Docker 26 once more, with the containerd image store: a builder whose exporter rewrites
+# file times, for reproducible builds (tests/integration/test_build_image.py, docs/reproducible.md).
+D26CS_DIR="$STATE_DIR/docker26-containerd"
+D26CS_SOCK="$D26CS_DIR/docker.sock"
 
 say() { printf 'services: %s\n' "$*" >&2; }
 die() { printf 'services: error: %s\n' "$*" >&2; exit 1; }
@@ -33,8 +37,11 @@ wheelhouse_up() { compgen -G "$WHEELHOUSE/torch-*.whl" >/dev/null && compgen -G 
 d26() { DOCKER_HOST="unix://$D26_SOCK" "$D26_DIR/root/usr/bin/docker" "$@"; }
 d26_up() { [ -S "$D26_SOCK" ] && timeout 10 "$D26_DIR/root/usr/bin/docker" -H "unix://$D26_SOCK" info >/dev/null 2>&1; }
 d26_image_up() { d26_up && d26 image inspect "$BASE_IMAGE" >/dev/null 2>&1; }
+d26cs() { DOCKER_HOST="unix://$D26CS_SOCK" "$D26_DIR/root/usr/bin/docker" "$@"; }
+d26cs_up() { [ -S "$D26CS_SOCK" ] && timeout 10 "$D26_DIR/root/usr/bin/docker" -H "unix://$D26CS_SOCK" info >/dev/null 2>&1; }
+d26cs_image_up() { d26cs_up && d26cs image inspect "$BASE_IMAGE" >/dev/null 2>&1; }
 
-all_up() { docker_up && image_up && wheelhouse_up && registry_up "$REG_PORT" && registry_up "$REG_AUTH_PORT" && d26_image_up; }
+all_up() { docker_up && image_up && wheelhouse_up && registry_up "$REG_PORT" && registry_up "$REG_AUTH_PORT" && d26_image_up && d26cs_image_up; }
 
 summary() {
   say "summary:"
@@ -43,6 +50,7 @@ summary() {
   printf '  base image      %s %s\n' "$BASE_IMAGE" "$(docker image inspect -f '{{.Id}}' "$BASE_IMAGE" 2>/dev/null || echo MISSING)" >&2
   printf '  wheelhouse      %s (%s)\n' "$WHEELHOUSE" "$(ls "$WHEELHOUSE" 2>/dev/null | tr '\n' ' ')" >&2
   printf '  dockerd 26 (CDI) %s\n' "$(d26 info --format '{{.ServerVersion}} on '"$D26_SOCK"', CDI specs in {{.CDISpecDirs}}' 2>/dev/null || echo DOWN)" >&2
+  printf '  dockerd 26 (containerd store) %s\n' "$(d26cs info --format '{{.ServerVersion}} on '"$D26CS_SOCK"' {{json .DriverStatus}}' 2>/dev/null || echo DOWN)" >&2
   printf '  registry        127.0.0.1:%s %s\n' "$REG_PORT" "$(registry_up $REG_PORT && echo up || echo DOWN)" >&2
   printf '  registry (auth) 127.0.0.1:%s %s (user %s, htpasswd in %s)\n' "$REG_AUTH_PORT" \
     "$(registry_up $REG_AUTH_PORT && echo up || echo DOWN)" "$REG_USER" "$STATE_DIR/registry-auth" >&2
@@ -164,25 +172,34 @@ if [ ! -x "$D26_DIR/root/usr/sbin/dockerd" ] || [ ! -x "$D26_DIR/root/usr/bin/do
   rm -rf "$D26_DIR/root" && mv "$D26_DIR/root.new" "$D26_DIR/root"
   rm -rf "$apt_dir"
 fi
-if ! d26_up; then
-  mkdir -p "$D26_DIR/data" "$D26_DIR/exec" "$D26_DIR/cdi"
-  printf '{"features": {"cdi": true}, "cdi-spec-dirs": ["%s"]}\n' "$D26_DIR/cdi" >"$D26_DIR/daemon.json"
-  say "starting dockerd 26 on $D26_SOCK (log: $D26_DIR/dockerd.log)"
-  rm -f "$D26_SOCK" "$D26_DIR/docker.pid"
-  setsid unshare --net "$D26_DIR/root/usr/sbin/dockerd" --config-file "$D26_DIR/daemon.json" \
-    -H "unix://$D26_SOCK" --data-root "$D26_DIR/data" --exec-root "$D26_DIR/exec" \
-    --pidfile "$D26_DIR/docker.pid" --iptables=false --bridge=none --cgroup-parent=/envbuilder-d26 \
-    >"$D26_DIR/dockerd.log" 2>&1 </dev/null &
-  for _ in $(seq 1 60); do d26_up && break; sleep 1; done
-  if ! d26_up; then
-    tail -n 30 "$D26_DIR/dockerd.log" >&2 || true
-    die "dockerd 26 did not become ready within 60 s (log tail above)"
+# start_d26 DIR SOCK DAEMON_JSON UP_FN: one Docker 26 daemon in a network namespace of its own, its
+# socket, data root, exec root and cgroup under DIR, the local base loaded into it.
+start_d26() {
+  local dir="$1" sock="$2" config="$3" up="$4"
+  if ! "$up"; then
+    mkdir -p "$dir/data" "$dir/exec"
+    printf '%s\n' "$config" >"$dir/daemon.json"
+    say "starting dockerd 26 on $sock (log: $dir/dockerd.log)"
+    rm -f "$sock" "$dir/docker.pid"
+    setsid unshare --net "$D26_DIR/root/usr/sbin/dockerd" --config-file "$dir/daemon.json" \
+      -H "unix://$sock" --data-root "$dir/data" --exec-root "$dir/exec" \
+      --pidfile "$dir/docker.pid" --iptables=false --bridge=none --cgroup-parent="/envbuilder-$(basename "$dir")" \
+      >"$dir/dockerd.log" 2>&1 </dev/null &
+    for _ in $(seq 1 60); do "$up" && break; sleep 1; done
+    if ! "$up"; then
+      tail -n 30 "$dir/dockerd.log" >&2 || true
+      die "dockerd 26 on $sock did not become ready within 60 s (log tail above)"
+    fi
   fi
-fi
-if ! d26_image_up; then
-  say "loading $BASE_IMAGE into dockerd 26"
-  docker save "$BASE_IMAGE" | d26 load -q >/dev/null || die "could not load $BASE_IMAGE into dockerd 26"
-fi
+  if ! DOCKER_HOST="unix://$sock" "$D26_DIR/root/usr/bin/docker" image inspect "$BASE_IMAGE" >/dev/null 2>&1; then
+    say "loading $BASE_IMAGE into dockerd 26 on $sock"
+    docker save "$BASE_IMAGE" | DOCKER_HOST="unix://$sock" "$D26_DIR/root/usr/bin/docker" load -q >/dev/null \
+      || die "could not load $BASE_IMAGE into dockerd 26 on $sock"
+  fi
+}
+mkdir -p "$D26_DIR/cdi"
+start_d26 "$D26_DIR" "$D26_SOCK" "{\"features\": {\"cdi\": true}, \"cdi-spec-dirs\": [\"$D26_DIR/cdi\"]}" d26_up
+start_d26 "$D26CS_DIR" "$D26CS_SOCK" '{"features": {"containerd-snapshotter": true}}' d26cs_up
 
 # 7. Containers really start on the default bridge (a second dockerd started with --bridge=none,
 # e.g. by shared/tools/gpu-docker.sh, deletes docker0 under the running one).

@@ -210,6 +210,31 @@ def docker26() -> Docker26:
     return found
 
 
+# The buildx plugin scripts/buildx.sh unpacks (run on its own as `docker-buildx`).
+BUILDX = STATE / "buildx" / "root" / "usr" / "libexec" / "docker" / "cli-plugins" / "docker-buildx"
+
+
+@pytest.fixture(scope="session")
+def containerd_builder(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    """The environment that has buildx build on the Docker 26 with the containerd image store
+    (scripts/services.sh): a builder whose exporter rewrites file times. A docker context of its
+    own, in a config folder of its own; the system daemon stays the engine."""
+    sock = STATE / "docker26-containerd" / "docker.sock"
+    cli = STATE / "docker26" / "root" / "usr" / "bin" / "docker"
+    if not BUILDX.is_file() or not cli.is_file() or not sock.is_socket():
+        unavailable(f"no buildx at {BUILDX} or no Docker 26 with the containerd image store at {sock}")
+    config = tmp_path_factory.mktemp("docker-config")
+    proc = subprocess.run(
+        [str(cli), "--config", str(config), "context", "create", "envbuilder-containerd",
+         "--docker", f"host=unix://{sock}"],
+        capture_output=True, text=True, timeout=30, check=False,
+    )  # fmt: skip
+    if proc.returncode != 0:
+        unavailable(f"cannot make a docker context for {sock}: {proc.stderr.strip()[:200]}")
+    context = {"DOCKER_CONFIG": str(config), "DOCKER_CONTEXT": "envbuilder-containerd"}
+    return {**context, "ENVBUILDER_BUILDX": str(BUILDX)}
+
+
 @dataclass(frozen=True)
 class SpecFile:
     name: str

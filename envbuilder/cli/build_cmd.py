@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 import sys
 import time
 from collections import Counter
@@ -28,7 +29,14 @@ from envbuilder.cli.options import (
 from envbuilder.engine import BUILD_NETWORKS, BuildSecret, DockerEngine
 from envbuilder.engine.progress import BuildEvent, finished_step, step_instruction
 from envbuilder.errors import UsageError
-from envbuilder.image.build import BuildOptions, BuildOutcome, plan_from_lock, plan_from_spec, run_build
+from envbuilder.image.build import (
+    BuildOptions,
+    BuildOutcome,
+    build_epoch,
+    plan_from_lock,
+    plan_from_spec,
+    run_build,
+)
 from envbuilder.image.packages import LockSettings
 from envbuilder.image.render import SECRET_CA, SECRET_INDEX
 from envbuilder.image.spec import load_spec
@@ -240,6 +248,7 @@ def outcome_dict(outcome: BuildOutcome) -> dict[str, Any]:
         "lock_file": str(outcome.lock_path),
         "pushed": list(outcome.pushed),
         "warnings": list(outcome.warnings),
+        "source_date_epoch": record.source_date_epoch,
     }
 
 
@@ -257,6 +266,10 @@ def _print_summary(d: dict[str, Any]) -> None:
         f"{d['packages']} installed, checked against the lock"
     )
     click.echo(f"  lock        {d['lock_file']}")
+    if d["source_date_epoch"] is not None:
+        click.echo(
+            f"  epoch       SOURCE_DATE_EPOCH={d['source_date_epoch']} (reproducible: same inputs, same ID)"
+        )
     for ref in d["pushed"]:
         click.echo(f"  pushed      {ref}")
 
@@ -276,6 +289,13 @@ def _print_summary(d: dict[str, Any]) -> None:
     help="Also tag the image REF (repeatable).",
 )
 @click.option("--lock-out", type=click.Path(dir_okay=False, path_type=Path), help="Lock file to write.")
+@click.option(
+    "--reproducible/--no-reproducible",
+    default=None,
+    help="Build so that the same inputs give the same image ID: every file time set to "
+    "SOURCE_DATE_EPOCH (the environment's, else the lock's, else 0), exported by buildx and loaded. "
+    "Needs a builder that can rewrite file times (docs/reproducible.md). Default: as the --lock was built.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the build summary as JSON.")
 def build(
     spec_path: Path | None,
@@ -287,6 +307,7 @@ def build(
     build_options: BuildOptions,
     tags: tuple[str, ...],
     lock_out: Path | None,
+    reproducible: bool | None,
     as_json: bool,
 ) -> None:
     """Build images/NAME.yaml (or --lock FILE) into a tagged image and write its lock file.
@@ -296,8 +317,9 @@ def build(
     against it before it is tagged.
 
     Exit codes: 0 built; 2 bad input; 4 no compatible stack; 7 Docker unreachable; 8 no BuildKit
-    client; 9 build failed (nothing tagged, lock untouched); 10 bad spec/lock; 13 push failed;
-    20 packages could not be locked; 130 interrupted.
+    client (with --reproducible: no builder that can rewrite file times); 9 build failed
+    (nothing tagged, lock untouched); 10 bad spec/lock; 13 push failed; 20 packages could not be
+    locked; 130 interrupted.
     """
     options = replace(build_options, tags=tags, lock_out=lock_out)
     spec = load_spec(spec_path) if spec_path else None
@@ -310,6 +332,7 @@ def build(
         plan = plan_from_spec(spec, resolution, options, spec_path, matrix)
     else:
         raise UsageError("give an image spec or --lock FILE", hint="envbuilder build images/NAME.yaml")
+    options = replace(options, source_date_epoch=build_epoch(reproducible, plan.previous, os.environ))
     for warning in plan.warnings:
         click.echo(f"warning: {warning}", err=True)
     display = ProgressDisplay()

@@ -91,6 +91,27 @@ def find_buildkit_cli() -> BuildKitCli:
     )
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Buildx:
+    """A buildx that can bake: the plugin through a docker CLI (`docker buildx`), or the plugin's
+    binary run on its own (`docker-buildx`, which buildx supports)."""
+
+    argv: tuple[str, ...]
+    version: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TarExport:
+    """A reproducible build's output: buildx exports the image as a docker-format tarball at
+    `dest`, with SOURCE_DATE_EPOCH set and every new file's time rewritten to it (BuildKit >= 0.13),
+    so the same inputs give the same layers and image ID. The builder is buildx's own choice
+    (BUILDX_BUILDER, `docker buildx use`, DOCKER_CONTEXT)."""
+
+    buildx: Buildx
+    dest: Path
+    source_date_epoch: int
+
+
 def buildkit_build(
     cli: BuildKitCli,
     context: Path,
@@ -102,50 +123,112 @@ def buildkit_build(
     no_cache: bool = False,
     network: str | None = None,
     on_event: ProgressCallback | None = None,
+    export: TarExport | None = None,
 ) -> BuildResult:
-    """Build with `cli`, WITHOUT a tag (the caller tags after success, so a failure leaves none).
+    """Build with `cli`, WITHOUT a tag (the caller tags after success, so a failure leaves none);
+    with `export`, with its buildx into its tarball instead (nothing loaded: the result's image_id
+    is the config digest, the ID `docker load` of the tarball gives).
 
-    Raises BuildKitMissingError (build_contexts need buildx), BuildFailedError (message ends with
-    the last 40 log lines); on KeyboardInterrupt kills the build's process group and re-raises.
+    Raises BuildKitMissingError (build_contexts need buildx; the export's builder cannot rewrite
+    file times), BuildFailedError (message ends with the last 40 log lines); on KeyboardInterrupt
+    kills the build's process group and re-raises.
     """
-    if build_contexts and cli.kind != "buildx":
+    if build_contexts and cli.kind != "buildx" and export is None:
         raise BuildKitMissingError(
             f"named build contexts need buildx; {cli.path} {cli.version} has none", hint=BUILDKIT_HINT
         )
     with scratch_dir("build") as tmp:
-        iidfile = tmp / "iid"
-        argv = [*cli.build_argv(), "--progress=plain", "--iidfile", str(iidfile)]
-        argv += ["-f", str(dockerfile)]
-        for s in secrets:
-            if not _SECRET_ID.match(s.id):
-                raise BuildFailedError(f"invalid build secret id {s.id!r}")
-            argv += ["--secret", secret_flag(s)]
-        for k, v in sorted((build_args or {}).items()):
-            argv += ["--build-arg", f"{k}={v}"]
-        for k, p in sorted((build_contexts or {}).items()):
-            argv += ["--build-context", f"{k}={p}"]
-        if no_cache:
-            argv.append("--no-cache")
-        if network is not None:
-            # host: a daemon without a bridge (dockerd --bridge=none) cannot give RUN steps
-            # the default network; none: prove a wheelhouse build needs no network at all.
-            if network not in BUILD_NETWORKS:
-                raise BuildFailedError(f"invalid build network {network!r}")
-            argv += ["--network", network]
+        iidfile, meta = tmp / "iid", tmp / "metadata.json"
+        if export is None:
+            argv = [*cli.build_argv(), "--progress=plain", "--iidfile", str(iidfile)]
+        else:
+            argv = [*export.buildx.argv, "build", "--progress=plain", "--metadata-file", str(meta)]
+            argv += ["--output", f"type=docker,dest={export.dest},rewrite-timestamp=true"]
+            build_args = {**(build_args or {}), "SOURCE_DATE_EPOCH": str(export.source_date_epoch)}
+        argv += _build_flags(dockerfile, secrets, build_args, build_contexts, no_cache, network)
         argv.append(str(context))
         parser = ProgressParser()
         started = time.monotonic()
         code = _run_streaming(argv, parser, on_event)
         seconds = time.monotonic() - started
-        if code != 0 or not iidfile.is_file():
+        if code != 0:
+            raise _export_refused(export, parser) or _build_failure(code, parser)
+        image_id = _built_image(iidfile, meta, export)
+        if image_id is None:
             raise _build_failure(code, parser)
-        image_id = iidfile.read_text().strip()
     return BuildResult(
         image_id=image_id,
         seconds=seconds,
         steps=tuple(parser.dockerfile_steps()),
         log_tail=tuple(parser.tail),
     )
+
+
+# What buildx prints when its builder's exporter cannot rewrite file times: Docker's classic image
+# store (the docker driver without the containerd store), or a BuildKit older than 0.13.
+_NO_REWRITE = ("turn on the containerd image store", "rewrite-timestamp")
+REPRODUCIBLE_HINT = (
+    "build with a builder whose exporter can rewrite file times (BuildKit >= 0.13): Docker >= 25 with "
+    'the containerd image store (daemon.json: {"features": {"containerd-snapshotter": true}}), picked '
+    "with DOCKER_CONTEXT=NAME, or `docker buildx create --driver docker-container --use`; or build "
+    "without --reproducible"
+)
+
+
+def _export_refused(export: TarExport | None, parser: ProgressParser) -> BuildKitMissingError | None:
+    """The builder refused the export itself (no step failed), or None."""
+    if export is None or parser.failed_step() is not None:
+        return None
+    refused = next((ln for ln in parser.tail if any(k in ln for k in _NO_REWRITE)), None)
+    if refused is None:
+        return None
+    return BuildKitMissingError(
+        f"buildx's builder cannot export with rewritten file times: {refused.strip()[:200]}",
+        hint=REPRODUCIBLE_HINT,
+    )
+
+
+def _built_image(iidfile: Path, meta: Path, export: TarExport | None) -> str | None:
+    """The image ID from --iidfile, or (an export) from --metadata-file's config digest with
+    the tarball written; None when the build left none."""
+    try:
+        if export is None:
+            image_id: object = iidfile.read_text(encoding="utf-8").strip()
+        else:
+            image_id = json.loads(meta.read_text(encoding="utf-8")).get("containerimage.config.digest")
+    except (OSError, ValueError, AttributeError):
+        return None
+    ok = isinstance(image_id, str) and image_id.startswith("sha256:")
+    return image_id if ok and (export is None or export.dest.is_file()) else None  # type: ignore[return-value]
+
+
+def _build_flags(
+    dockerfile: Path,
+    secrets: Sequence[BuildSecret],
+    build_args: Mapping[str, str] | None,
+    build_contexts: Mapping[str, Path] | None,
+    no_cache: bool,
+    network: str | None,
+) -> list[str]:
+    """The flags `docker build` and `buildx build` share, checked."""
+    argv = ["-f", str(dockerfile)]
+    for s in secrets:
+        if not _SECRET_ID.match(s.id):
+            raise BuildFailedError(f"invalid build secret id {s.id!r}")
+        argv += ["--secret", secret_flag(s)]
+    for k, v in sorted((build_args or {}).items()):
+        argv += ["--build-arg", f"{k}={v}"]
+    for k, p in sorted((build_contexts or {}).items()):
+        argv += ["--build-context", f"{k}={p}"]
+    if no_cache:
+        argv.append("--no-cache")
+    if network is not None:
+        # host: a daemon without a bridge (dockerd --bridge=none) cannot give RUN steps
+        # the default network; none: prove a wheelhouse build needs no network at all.
+        if network not in BUILD_NETWORKS:
+            raise BuildFailedError(f"invalid build network {network!r}")
+        argv += ["--network", network]
+    return argv
 
 
 def secret_flag(secret: BuildSecret) -> str:
@@ -155,15 +238,6 @@ def secret_flag(secret: BuildSecret) -> str:
     out = io.StringIO()
     csv.writer(out, lineterminator="").writerow([f"id={secret.id}", f"src={secret.src}"])
     return out.getvalue()
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Buildx:
-    """A buildx that can bake: the plugin through a docker CLI (`docker buildx`), or the plugin's
-    binary run on its own (`docker-buildx`, which buildx supports)."""
-
-    argv: tuple[str, ...]
-    version: str
 
 
 def find_buildx() -> Buildx:
@@ -233,6 +307,17 @@ def buildx_bake(
             raise BuildFailedError(f"buildx bake reported no image for target {target!r}")
         ids[target] = image
     return ids
+
+
+# What buildx prints when its builder's exporter cannot rewrite file times: Docker's classic image
+# store (the docker driver without the containerd store), or a BuildKit older than 0.13.
+_NO_REWRITE = ("turn on the containerd image store", "rewrite-timestamp")
+REPRODUCIBLE_HINT = (
+    "build with a builder whose exporter can rewrite file times (BuildKit >= 0.13): Docker >= 25 with "
+    'the containerd image store (daemon.json: {"features": {"containerd-snapshotter": true}}), picked '
+    "with DOCKER_CONTEXT=NAME, or `docker buildx create --driver docker-container --use`; or build "
+    "without --reproducible"
+)
 
 
 def _run_streaming(argv: list[str], parser: ProgressParser, on_event: ProgressCallback | None) -> int:

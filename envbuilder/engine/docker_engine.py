@@ -12,7 +12,15 @@ from pathlib import Path
 from typing import Any
 
 from envbuilder.atomic import append_jsonl
-from envbuilder.engine.buildkit import BuildKitCli, buildkit_build, cli_candidates, find_buildkit_cli
+from envbuilder.engine.buildkit import (
+    BuildKitCli,
+    Buildx,
+    TarExport,
+    buildkit_build,
+    cli_candidates,
+    find_buildkit_cli,
+    find_buildx,
+)
 from envbuilder.engine.container import ContainerSpec, Ulimit
 from envbuilder.engine.model import AttachedRun, BuildResult, BuildSecret, DaemonInfo, ImageInfo, RunResult
 from envbuilder.engine.ownership import (
@@ -25,13 +33,14 @@ from envbuilder.engine.ownership import (
 )
 from envbuilder.engine.progress import BuildEvent
 from envbuilder.errors import (
+    BuildFailedError,
     DockerUnavailableError,
     EnvbuilderError,
     NoGpuError,
     RegistryError,
     UsageError,
 )
-from envbuilder.lifecycle import die_with_parent, stop_signal, sweep_temp_dirs
+from envbuilder.lifecycle import die_with_parent, scratch_dir, stop_signal, sweep_temp_dirs
 
 # The SDK is a dependency, but a broken or partial install must not take down the commands that never
 # talk to Docker (doctor, resolve, render, matrix): they import this package too.
@@ -100,6 +109,7 @@ class DockerEngine:
         """`janitor`: on the first connection, remove what crashed envbuilder runs left (their
         containers, by owner label, and temporary folders), saying so through `notice`."""
         self._cli = cli
+        self._buildx: Buildx | None = None
         self._docker: Any = None
         self._janitor = janitor
         self._notice = notice or _stderr_notice
@@ -187,6 +197,12 @@ class DockerEngine:
             self._cli = find_buildkit_cli()
         return self._cli
 
+    def buildx(self) -> Buildx:
+        """The buildx reproducible builds export with (found once). Raises BuildKitMissingError."""
+        if self._buildx is None:
+            self._buildx = find_buildx()
+        return self._buildx
+
     def build(
         self,
         context: Path,
@@ -198,21 +214,53 @@ class DockerEngine:
         no_cache: bool = False,
         network: str | None = None,
         on_event: Callable[[BuildEvent], None] | None = None,
+        source_date_epoch: int | None = None,
     ) -> BuildResult:
-        """Build WITHOUT a tag (buildkit.buildkit_build). Raises DockerUnavailableError,
+        """Build WITHOUT a tag (buildkit.buildkit_build); with `source_date_epoch`, reproducibly:
+        exported by buildx as a tarball (buildkit.TarExport), then loaded here. Raises DockerUnavailableError,
         BuildKitMissingError, BuildFailedError; Ctrl-C stops the build and is re-raised."""
         self.ping()
-        return buildkit_build(
-            self.buildkit_cli(),
-            context,
-            dockerfile,
-            secrets=secrets,
-            build_args=build_args,
-            build_contexts=build_contexts,
-            no_cache=no_cache,
-            network=network,
-            on_event=on_event,
-        )
+        with scratch_dir("export") as tmp:
+            export = None
+            if source_date_epoch is not None:
+                export = TarExport(
+                    buildx=self.buildx(), dest=tmp / "image.tar", source_date_epoch=source_date_epoch
+                )
+            result = buildkit_build(
+                self.buildkit_cli(),
+                context,
+                dockerfile,
+                secrets=secrets,
+                build_args=build_args,
+                build_contexts=build_contexts,
+                no_cache=no_cache,
+                network=network,
+                on_event=on_event,
+                export=export,
+            )
+            if export is not None:
+                self._load(export.dest, result.image_id)
+        return result
+
+    def _load(self, tarball: Path, image_id: str) -> None:
+        """`docker load` of a build's tarball, untagged. An image of that ID already here is the
+        same image, byte for byte (its ID is its config's digest): nothing to load. Interrupted,
+        the image it loaded is removed. Raises BuildFailedError, DockerUnavailableError."""
+        if self.inspect_image(image_id) is not None:
+            return
+        try:
+            with tarball.open("rb") as f:
+                for msg in self._client.api.load_image(f):
+                    if "error" in msg or "errorDetail" in msg:
+                        detail = (msg.get("errorDetail") or {}).get("message") or msg.get("error")
+                        raise BuildFailedError(f"docker load of the built image failed: {detail}")
+        except BaseException as exc:
+            loaded = self.inspect_image(image_id) if isinstance(exc, KeyboardInterrupt) else None
+            if loaded is not None and not loaded.tags:
+                self.remove_image(image_id, force=True)
+            if isinstance(exc, _SDK_ERRORS):
+                raise lost_daemon("docker load", exc) from exc
+            raise
 
     def prune_build_cache(self) -> int:
         """`docker builder prune -a`: drop all BuildKit cache (layers and cache mounts), not only

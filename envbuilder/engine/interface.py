@@ -37,8 +37,10 @@ class Engine(Protocol):
         no_cache: bool = False,
         network: str | None = None,
         on_event: Callable[[BuildEvent], None] | None = None,
+        source_date_epoch: int | None = None,
     ) -> BuildResult:
-        """An untagged image. Raises BuildKitMissingError, BuildFailedError; Ctrl-C stops it."""
+        """An untagged image; with `source_date_epoch`, built reproducibly (the same inputs, the same
+        image ID). Raises BuildKitMissingError, BuildFailedError; Ctrl-C stops it."""
         ...
 
     def prune_build_cache(self) -> int:

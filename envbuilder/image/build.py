@@ -13,7 +13,7 @@ import contextlib
 import os
 import re
 import shutil
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -64,6 +64,7 @@ from envbuilder.lifecycle import temp_dir
 from envbuilder.matrix.model import Matrix
 from envbuilder.resolve.model import Resolution, Stack
 from envbuilder.resources import user_data_dir
+from envbuilder.typed import MAX_INT
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -81,6 +82,7 @@ class BuildOptions:
     # from `resolve --lock`); with --wheelhouse and no settings: from the wheelhouse alone.
     lock_settings: LockSettings | None = None
     platform: Platform = "x86_64"  # which package lock the image installs
+    source_date_epoch: int | None = None  # build reproducibly with these file times (build_epoch)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -107,6 +109,27 @@ class BuildOutcome:
     tags: tuple[str, ...]
     pushed: tuple[str, ...]
     warnings: tuple[str, ...] = field(default=())
+
+
+def build_epoch(
+    reproducible: bool | None, previous: BuildRecord | None, environ: Mapping[str, str]
+) -> int | None:
+    """The SOURCE_DATE_EPOCH a build uses, or None (not reproducible). `reproducible` None (not
+    said): as the lock being rebuilt was built. The epoch: the environment's SOURCE_DATE_EPOCH
+    (reproducible-builds.org's convention), else the rebuilt lock's, else 0. Raises UsageError
+    (SOURCE_DATE_EPOCH not a whole number of seconds)."""
+    recorded = previous.source_date_epoch if previous is not None else None
+    if not (reproducible or (reproducible is None and recorded is not None)):
+        return None
+    given = environ.get("SOURCE_DATE_EPOCH")
+    if given is None:
+        return recorded if recorded is not None else 0
+    if not (given.isascii() and given.isdigit()) or int(given) >= MAX_INT:
+        raise UsageError(
+            f"SOURCE_DATE_EPOCH={given[:40]!r} is not a time in whole seconds since 1970",
+            hint="set it to digits only, e.g. SOURCE_DATE_EPOCH=$(git log -1 --format=%ct), or unset it",
+        )
+    return int(given)
 
 
 def stack_tag(stack: Stack) -> str:
@@ -404,6 +427,7 @@ def _run_build_locked(
             no_cache=options.no_cache,
             network=options.network,
             on_event=on_event,
+            source_date_epoch=options.source_date_epoch,
         )
     finally:
         if tmp is not None:
@@ -436,6 +460,7 @@ def finish_build(
         dockerfile_sha256=rendered.dockerfile_sha256,
         packages=tuple(f"{d.name}=={d.version}" for d in installed),
         tags=tuple(tags),
+        source_date_epoch=options.source_date_epoch,
     )
     # The stack as it landed in the image (overrides noted, companions chosen): the lock records
     # it, so the lock's hash is the image's io.envbuilder.lock-hash label (both are lock_hash).

@@ -26,6 +26,7 @@ from envbuilder.resolve.model import Request, Resolution, Stack
 from envbuilder.typed import (
     ANY,
     INT,
+    NONNEGATIVE,
     STR,
     TEXT,
     WrongType,
@@ -69,6 +70,8 @@ class BuildRecord:
     built_at: str | None = None  # informational, never hashed
     installed: tuple[InstalledDist, ...] = ()  # what certify's drift check compares against
     platform: str | None = None  # which package lock was installed
+    # A reproducible build's SOURCE_DATE_EPOCH (its file times); None: built with build-time ones
+    source_date_epoch: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -82,6 +85,7 @@ class BuildRecord:
             "built_at": self.built_at,
             "installed": [d.to_dict() for d in self.installed],
             "platform": self.platform,
+            "source_date_epoch": self.source_date_epoch,
         }
 
 
@@ -194,6 +198,7 @@ _BUILD_SHAPE = obj(
         **dict.fromkeys(("image_id", "base_image", "dockerfile_sha256"), TEXT),
         **dict.fromkeys(("base_image_digest", "built_at", "platform"), opt(TEXT)),
         **dict.fromkeys(("packages", "tags", "pushed"), list_of(STR)),
+        "source_date_epoch": opt(NONNEGATIVE),
         "installed": list_of(
             obj({"name": STR, "version": STR, "record_sha256": _MAYBE_STR}, required=("name", "version"))
         ),
@@ -311,4 +316,5 @@ def _build_record(raw: Mapping[str, Any]) -> BuildRecord:
         tags=tuple(raw.get("tags", [])),
         pushed=tuple(raw.get("pushed", [])),
         built_at=raw.get("built_at"),
+        source_date_epoch=raw.get("source_date_epoch"),
     )

@@ -63,6 +63,10 @@ from envbuilder.lifecycle import sweep_temp_dirs, temp_dir
 from envbuilder.matrix.model import Matrix
 from envbuilder.resolve.model import Stack
 
+# Steps that compile .pyc files (the venv's pip, every install) run with this: py_compile then
+# writes hash-based .pyc files, the same bytes on every build, where timestamped ones (the .py's
+# time at install) would make two builds' layers differ (the venv layer did, measured).
+HASHED_PYC_ENV = "SOURCE_DATE_EPOCH=0"
 VENV = "/opt/venv"
 BASE_VENV_RE = re.compile(r"/[A-Za-z0-9._-]+(?:/[A-Za-z0-9._-]+)*")
 HARNESS_DEST = "/opt/envbuilder/harness"
@@ -288,9 +292,7 @@ def _install_step(spec: ImageSpec, stack: Stack, options: RenderOptions, group: 
         lines.append("--require-hashes --no-deps --compile-bytecode")
     else:
         lines = [f"{python} -m pip install --require-hashes --no-deps"]
-    # Hash-based .pyc files (py_compile's rule when SOURCE_DATE_EPOCH is set): the same bytes
-    # on every build, where timestamped ones would differ.
-    env.append("SOURCE_DATE_EPOCH=0")
+    env.append(HASHED_PYC_ENV)
     if options.wheelhouse is not None:
         mounts.append(f"type=bind,source={WHEELHOUSE_DIR},target={WHEELHOUSE_MOUNT}")
         offline = " --offline" if installer == "uv" else ""
@@ -430,6 +432,7 @@ def template_context(spec: ImageSpec, stack: Stack, options: RenderOptions) -> d
             "create_venv": options.base_venv is None,
         },
         "venv": venv_path(options),
+        "hashed_pyc_env": HASHED_PYC_ENV,
         "nvidia_env": [(k, json.dumps(v)) for k, v in nvidia_env],
         "min_driver": stack.min_driver or "none",
         "framework": {

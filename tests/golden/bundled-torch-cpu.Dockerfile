@@ -4,7 +4,7 @@
 FROM python:3.12-slim-bookworm
 
 # Python 3.12 comes with the base image.
-RUN python3.12 -m venv /opt/venv
+RUN SOURCE_DATE_EPOCH=0 python3.12 -m venv /opt/venv
 ENV VIRTUAL_ENV=/opt/venv \
     PATH="/opt/venv/bin:${PATH}" \
     PIP_DISABLE_PIP_VERSION_CHECK=1 \

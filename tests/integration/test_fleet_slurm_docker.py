@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from conftest import STATE, envbuilder_cli, unavailable
+from conftest import BUILDX, envbuilder_cli, unavailable
 from packaging.utils import canonicalize_name
 
 from envbuilder.engine import DockerEngine
@@ -284,7 +284,6 @@ with output_lock([Path(sys.argv[1])], [], print):
     print("held", flush=True)
     time.sleep(4)
 """
-BUILDX = STATE / "buildx" / "root" / "usr" / "libexec" / "docker" / "cli-plugins" / "docker-buildx"
 
 
 @pytest.fixture(scope="module")

@@ -9,7 +9,7 @@ import contextlib
 from pathlib import Path
 
 import pytest
-from conftest import STATE, unavailable
+from conftest import BUILDX, unavailable
 
 from envbuilder.engine import DockerEngine
 from envbuilder.engine.buildkit import Buildx, buildkit_build, buildx_bake, find_buildkit_cli
@@ -17,8 +17,6 @@ from envbuilder.engine.progress import BuildEvent
 from envbuilder.errors import EnvbuilderError
 
 pytestmark = pytest.mark.docker
-
-BUILDX = STATE / "buildx" / "root" / "usr" / "libexec" / "docker" / "cli-plugins" / "docker-buildx"
 
 
 def dockerfile(folder: Path, name: str, base: str, steps: list[str]) -> Path:

@@ -65,6 +65,7 @@ class FakeEngine:
     images: dict[str, ImageInfo] = field(default_factory=dict)  # ref or id -> image
     calls: list[tuple[str, object]] = field(default_factory=list)
     built_dockerfiles: list[str] = field(default_factory=list)
+    epochs: list[int | None] = field(default_factory=list)  # each build's source_date_epoch
     packages: tuple[str, ...] = ("filelock==4.3.1", "numpy==2.1.0", "torch==2.13.0+cpu")  # image holds
     runtimes: tuple[str, ...] = ("runc",)
     cdi_spec_dirs: tuple[str, ...] = ()
@@ -110,10 +111,12 @@ class FakeEngine:
         no_cache: bool = False,
         network: str | None = None,
         on_event: Callable[[BuildEvent], None] | None = None,
+        source_date_epoch: int | None = None,
     ) -> BuildResult:
         text = dockerfile.read_text()
         self.built_dockerfiles.append(text)
         self.calls.append(("build", [s.id for s in secrets]))
+        self.epochs.append(source_date_epoch)
         assert (context / "harness").is_dir(), "the build context must carry the harness"
         parser = ProgressParser()
         for line in sample("failed" if self.fail_build else self.log):

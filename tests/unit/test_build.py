@@ -25,13 +25,14 @@ from envbuilder.errors import (
 from envbuilder.image import commit as commit_mod
 from envbuilder.image.build import (
     BuildOptions,
+    build_epoch,
     default_tag,
     plan_from_lock,
     plan_from_spec,
     run_build,
     stack_tag,
 )
-from envbuilder.image.lock import read_lock
+from envbuilder.image.lock import BuildRecord, read_lock
 from envbuilder.image.packages import LockSettings
 from envbuilder.matrix import load_matrix
 from envbuilder.resources import user_data_dir
@@ -424,3 +425,76 @@ def test_every_build_of_one_output_renders_its_context_into_the_same_folder(tmp_
     assert seen[0] == seen[1] != seen[2]
     assert seen[0].is_relative_to(user_data_dir() / "contexts")
     assert (seen[0] / "harness").is_dir()  # kept for the next build's transfer
+
+
+# --------------------------------------------------------------------------- --reproducible
+
+
+@pytest.mark.parametrize(
+    ("said", "recorded", "env", "epoch"),
+    [
+        (None, None, {}, None),  # not said, a spec or a lock built the usual way: build-time file times
+        (True, None, {}, 0),
+        (True, None, {"SOURCE_DATE_EPOCH": "1700000000"}, 1700000000),
+        (None, 1234, {}, 1234),  # a lock built reproducibly rebuilds with its own epoch
+        (True, 1234, {"SOURCE_DATE_EPOCH": "99"}, 99),  # the environment's wins (reproducible-builds.org)
+        (False, 1234, {"SOURCE_DATE_EPOCH": "99"}, None),
+    ],
+)
+def test_the_build_epoch_follows_the_flag_the_environment_and_the_lock(
+    said: bool | None, recorded: int | None, env: dict[str, str], epoch: int | None
+) -> None:
+    previous = BuildRecord(
+        image_id="sha256:" + "1" * 64, base_image=BASE, base_image_digest=None, dockerfile_sha256="0" * 64,
+        packages=(), tags=(), source_date_epoch=recorded,
+    )  # fmt: skip
+    assert build_epoch(said, previous, env) == epoch
+
+
+@pytest.mark.parametrize("bad", ["-1", "1.5", "now", "١٢", "9" * 30])
+def test_a_source_date_epoch_that_is_not_whole_seconds_is_refused(bad: str) -> None:
+    with pytest.raises(UsageError, match="SOURCE_DATE_EPOCH") as err:
+        build_epoch(True, None, {"SOURCE_DATE_EPOCH": bad})
+    assert err.value.hint and "digits only" in err.value.hint
+
+
+def test_a_reproducible_build_records_its_epoch_and_its_lock_rebuilds_with_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fake = engine()
+    monkeypatch.setattr("envbuilder.cli.build_cmd.DockerEngine", lambda: fake)
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "1700000000")
+    spec = make_spec()
+    lock = tmp_path / "smoke.lock.json"
+    from envbuilder.image.lock import lock_from_resolution, write_lock
+
+    write_lock(lock, lock_from_resolution(make_resolution(spec), spec.to_dict()))
+    args = ["build", "--lock", str(lock), "--base-image", BASE]
+    result = CliRunner().invoke(cli, [*args, "--reproducible", "--json"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["source_date_epoch"] == 1700000000
+    built = read_lock(lock).build
+    assert built is not None and built.source_date_epoch == 1700000000
+    monkeypatch.delenv("SOURCE_DATE_EPOCH")
+    assert CliRunner().invoke(cli, args).exit_code == 0  # the lock's own epoch, unasked
+    assert CliRunner().invoke(cli, [*args, "--no-reproducible"]).exit_code == 0
+    assert fake.epochs == [1700000000, 1700000000, None]
+    rebuilt = read_lock(lock).build
+    assert rebuilt is not None and rebuilt.source_date_epoch is None
+
+
+def test_a_bad_source_date_epoch_fails_before_anything_is_built(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fake = engine()
+    monkeypatch.setattr("envbuilder.cli.build_cmd.DockerEngine", lambda: fake)
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "yesterday")
+    spec = make_spec()
+    lock = tmp_path / "smoke.lock.json"
+    from envbuilder.image.lock import lock_from_resolution, write_lock
+
+    write_lock(lock, lock_from_resolution(make_resolution(spec), spec.to_dict()))
+    before = lock.read_bytes()
+    result = CliRunner().invoke(cli, ["build", "--lock", str(lock), "--base-image", BASE, "--reproducible"])
+    assert result.exit_code == 2 and "SOURCE_DATE_EPOCH='yesterday'" in result.output
+    assert fake.calls == [] and lock.read_bytes() == before
