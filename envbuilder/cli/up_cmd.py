@@ -325,7 +325,8 @@ def _build(
     def on_event(event: BuildEvent) -> None:
         if (ended := finished_step(event, 120)) is not None:
             # "Dockerfile 2/7": BuildKit's numbering, told apart from up's own [k/6] steps
-            progress.say(f"Dockerfile {event.counter.strip('[]')} {' '.join(ended)}")
+            where = f"Dockerfile {event.counter.strip('[]')}" if event.is_step else "image"
+            progress.say(f"{where} {' '.join(ended)}")
 
     outcome = run_build(plan, options, engine, on_event=on_event, on_message=progress.say)
     for warning in outcome.warnings[len(plan.warnings) :]:

@@ -149,7 +149,7 @@ def buildkit_build(
         argv.append(str(context))
         parser = ProgressParser()
         started = time.monotonic()
-        code = _run_streaming(argv, parser, on_event)
+        code = _run_streaming(argv, parser, on_event, own_builder=export is not None)
         seconds = time.monotonic() - started
         if code != 0:
             raise _export_refused(export, parser) or _build_failure(code, parser)
@@ -320,8 +320,26 @@ REPRODUCIBLE_HINT = (
 )
 
 
-def _run_streaming(argv: list[str], parser: ProgressParser, on_event: ProgressCallback | None) -> int:
-    env = {**os.environ, "DOCKER_BUILDKIT": "1", "BUILDKIT_PROGRESS": "plain"}
+def engine_cli_env(environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment for a docker CLI that must reach the daemon the engine's SDK reaches:
+    docker-py reads DOCKER_HOST and never a docker context, so DOCKER_CONTEXT is dropped and, with
+    no DOCKER_HOST, the `default` context (the local socket) named. Else DOCKER_CONTEXT (or `docker
+    context use`) sent a build to another daemon than the one that then looks for its image
+    ("the build reported image ..., which is not there", seen). A reproducible export keeps the
+    user's environment: there the builder is buildx's choice and the tarball is loaded here."""
+    env = {k: v for k, v in (os.environ if environ is None else environ).items() if k != "DOCKER_CONTEXT"}
+    if "DOCKER_HOST" not in env:
+        env["DOCKER_CONTEXT"] = "default"
+    return env
+
+
+def _run_streaming(
+    argv: list[str], parser: ProgressParser, on_event: ProgressCallback | None, *, own_builder: bool = False
+) -> int:
+    """Run a build client, feeding its output to `parser`. `own_builder`: buildx picks the builder
+    from the user's environment (an export); else the client builds on the engine's daemon."""
+    base = dict(os.environ) if own_builder else engine_cli_env()
+    env = {**base, "DOCKER_BUILDKIT": "1", "BUILDKIT_PROGRESS": "plain"}
     # Own process group: Ctrl-C (or SIGTERM, lifecycle.Stopped) reaches us, and we stop the whole
     # build ourselves; and the client dies with us even on SIGKILL (BuildKit then cancels it).
     proc = subprocess.Popen(

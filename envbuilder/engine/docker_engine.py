@@ -7,6 +7,7 @@ import contextlib
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,7 @@ from envbuilder.engine.buildkit import (
     TarExport,
     buildkit_build,
     cli_candidates,
+    engine_cli_env,
     find_buildkit_cli,
     find_buildx,
 )
@@ -31,7 +33,7 @@ from envbuilder.engine.ownership import (
     orphan_record,
     owner_labels,
 )
-from envbuilder.engine.progress import BuildEvent
+from envbuilder.engine.progress import LOAD_VERTEX, BuildEvent
 from envbuilder.errors import (
     BuildFailedError,
     DockerUnavailableError,
@@ -239,15 +241,19 @@ class DockerEngine:
                 export=export,
             )
             if export is not None:
-                self._load(export.dest, result.image_id)
+                self._load(export.dest, result.image_id, on_event)
         return result
 
-    def _load(self, tarball: Path, image_id: str) -> None:
-        """`docker load` of a build's tarball, untagged. An image of that ID already here is the
-        same image, byte for byte (its ID is its config's digest): nothing to load. Interrupted,
-        the image it loaded is removed. Raises BuildFailedError, DockerUnavailableError."""
+    def _load(self, tarball: Path, image_id: str, on_event: Callable[[BuildEvent], None] | None) -> None:
+        """`docker load` of a build's tarball, untagged, said through `on_event` (progress.LOAD_VERTEX).
+        An image of that ID already here is the same image, byte for byte (its ID is its config's
+        digest): nothing to load. Interrupted, the image it loaded is removed. Raises
+        BuildFailedError, DockerUnavailableError."""
         if self.inspect_image(image_id) is not None:
             return
+        say = on_event or (lambda _event: None)
+        started = time.monotonic()
+        say(BuildEvent(kind="start", vertex=0, name=LOAD_VERTEX, index=None, total=None))
         try:
             with tarball.open("rb") as f:
                 for msg in self._client.api.load_image(f):
@@ -261,6 +267,8 @@ class DockerEngine:
             if isinstance(exc, _SDK_ERRORS):
                 raise lost_daemon("docker load", exc) from exc
             raise
+        seconds = time.monotonic() - started
+        say(BuildEvent(kind="done", vertex=0, name=LOAD_VERTEX, index=None, total=None, seconds=seconds))
 
     def prune_build_cache(self) -> int:
         """`docker builder prune -a`: drop all BuildKit cache (layers and cache mounts), not only
@@ -495,7 +503,10 @@ class DockerEngine:
         try:
             start = [cli, "start", "--attach", *(["--interactive"] if spec.interactive else []), container.id]
             proc = subprocess.Popen(
-                start, stdin=None if spec.interactive else subprocess.DEVNULL, preexec_fn=die_with_parent()
+                start,
+                stdin=None if spec.interactive else subprocess.DEVNULL,
+                env=engine_cli_env(),  # the daemon where _create made the container
+                preexec_fn=die_with_parent(),
             )
             try:
                 proc.wait()

@@ -290,6 +290,11 @@ def _install_step(spec: ImageSpec, stack: Stack, options: RenderOptions, group: 
         # The cache is another filesystem: copy, do not hardlink, out of it.
         lines = [f"{TOOLS_MOUNT}/uv pip install --python {python} --no-config --link-mode copy"]
         lines.append("--require-hashes --no-deps --compile-bytecode")
+        # No INSTALLER, REQUESTED, direct_url.json or uv_cache.json: the last holds the wheel
+        # file's time as the build saw it, the one difference left between two reproducible
+        # builds' install layers (measured). The installed digest leaves them out anyway
+        # (harness/installed.py).
+        env.append("UV_NO_INSTALLER_METADATA=1")
     else:
         lines = [f"{python} -m pip install --require-hashes --no-deps"]
     env.append(HASHED_PYC_ENV)

@@ -14,6 +14,7 @@ ENV VIRTUAL_ENV=/opt/venv \
 RUN --mount=type=cache,target=/root/.cache/uv \
     --mount=type=bind,source=lock/framework,target=/tmp/envbuilder-lock \
     --mount=type=bind,source=tools,target=/tmp/envbuilder-tools \
+    UV_NO_INSTALLER_METADATA=1 \
     SOURCE_DATE_EPOCH=0 \
     /tmp/envbuilder-tools/uv pip install --python /opt/venv/bin/python --no-config --link-mode copy \
         --require-hashes --no-deps --compile-bytecode \
@@ -26,6 +27,7 @@ RUN --mount=type=cache,target=/root/.cache/uv \
 RUN --mount=type=cache,target=/root/.cache/uv \
     --mount=type=bind,source=lock/project,target=/tmp/envbuilder-lock \
     --mount=type=bind,source=tools,target=/tmp/envbuilder-tools \
+    UV_NO_INSTALLER_METADATA=1 \
     SOURCE_DATE_EPOCH=0 \
     /tmp/envbuilder-tools/uv pip install --python /opt/venv/bin/python --no-config --link-mode copy \
         --require-hashes --no-deps --compile-bytecode \

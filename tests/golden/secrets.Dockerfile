@@ -24,6 +24,7 @@ RUN --mount=type=cache,target=/root/.cache/uv \
     --mount=type=secret,id=ca,required=true \
     --mount=type=secret,id=pip_index_url,required=true \
     --mount=type=secret,id=pip_extra_index_url,required=true \
+    UV_NO_INSTALLER_METADATA=1 \
     SOURCE_DATE_EPOCH=0 \
     PIP_CERT=/run/secrets/ca \
     SSL_CERT_FILE=/run/secrets/ca \
@@ -42,6 +43,7 @@ RUN --mount=type=cache,target=/root/.cache/uv \
     --mount=type=secret,id=ca,required=true \
     --mount=type=secret,id=pip_index_url,required=true \
     --mount=type=secret,id=pip_extra_index_url,required=true \
+    UV_NO_INSTALLER_METADATA=1 \
     SOURCE_DATE_EPOCH=0 \
     PIP_CERT=/run/secrets/ca \
     SSL_CERT_FILE=/run/secrets/ca \

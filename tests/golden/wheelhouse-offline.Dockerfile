@@ -20,6 +20,7 @@ RUN --mount=type=cache,target=/root/.cache/uv \
     --mount=type=bind,source=lock/framework,target=/tmp/envbuilder-lock \
     --mount=type=bind,source=tools,target=/tmp/envbuilder-tools \
     --mount=type=bind,source=wheelhouse,target=/wheelhouse \
+    UV_NO_INSTALLER_METADATA=1 \
     SOURCE_DATE_EPOCH=0 \
     /tmp/envbuilder-tools/uv pip install --python /opt/venv/bin/python --no-config --link-mode copy \
         --require-hashes --no-deps --compile-bytecode \
@@ -32,6 +33,7 @@ RUN --mount=type=cache,target=/root/.cache/uv \
     --mount=type=bind,source=lock/project,target=/tmp/envbuilder-lock \
     --mount=type=bind,source=tools,target=/tmp/envbuilder-tools \
     --mount=type=bind,source=wheelhouse,target=/wheelhouse \
+    UV_NO_INSTALLER_METADATA=1 \
     SOURCE_DATE_EPOCH=0 \
     /tmp/envbuilder-tools/uv pip install --python /opt/venv/bin/python --no-config --link-mode copy \
         --require-hashes --no-deps --compile-bytecode \

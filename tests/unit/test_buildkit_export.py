@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from fake_engine import DATA
 
-from envbuilder.engine.buildkit import BuildKitCli, Buildx, TarExport, buildkit_build
+from envbuilder.engine.buildkit import BuildKitCli, Buildx, TarExport, buildkit_build, engine_cli_env
 from envbuilder.engine.model import BuildResult
 from envbuilder.errors import BuildFailedError, BuildKitMissingError
 
@@ -24,6 +24,7 @@ SCRIPT = """#!/usr/bin/env python3
 import json, os, sys
 argv = sys.argv[1:]
 open(os.environ["ARGV_OUT"], "w").write(json.dumps(argv))
+open(os.environ["ARGV_OUT"] + ".context", "w").write(os.environ.get("DOCKER_CONTEXT", ""))
 sys.stdout.write(open(os.environ["LOG_IN"]).read())
 if os.environ.get("EXIT", "0") != "0":
     sys.exit(int(os.environ["EXIT"]))
@@ -110,3 +111,39 @@ def test_an_export_that_reports_no_image_is_a_build_failure(
     monkeypatch.setenv("DIGEST", "not-a-digest")
     with pytest.raises(BuildFailedError, match="docker build failed"):
         build(tmp_path, buildx)
+
+
+@pytest.mark.parametrize(
+    ("given", "expected"),
+    [
+        ({"DOCKER_CONTEXT": "elsewhere", "PATH": "/bin"}, {"DOCKER_CONTEXT": "default", "PATH": "/bin"}),
+        ({}, {"DOCKER_CONTEXT": "default"}),  # also overrides `docker context use` (config.json)
+        ({"DOCKER_HOST": "unix:///d.sock", "DOCKER_CONTEXT": "x"}, {"DOCKER_HOST": "unix:///d.sock"}),
+    ],
+)
+def test_the_engines_own_cli_calls_reach_the_daemon_the_sdk_reaches(
+    given: dict[str, str], expected: dict[str, str]
+) -> None:
+    """docker-py reads DOCKER_HOST, never a docker context; the CLI builds and attached runs must
+    go to that daemon, or the engine looks for an image (a container) another daemon has."""
+    assert engine_cli_env(given) == expected
+
+
+def test_a_plain_build_runs_its_client_on_the_engines_daemon_and_an_export_on_the_users_builder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    buildx = fake_buildx(tmp_path, monkeypatch, SUCCESS_LOG)
+    monkeypatch.setenv("DOCKER_CONTEXT", "containerd-store")
+    script = tmp_path / "env-probe"
+    script.write_text(
+        '#!/bin/sh\nprintf \'%s\' "$DOCKER_CONTEXT" > "$ENV_OUT"\n'
+        'while [ $# -gt 0 ]; do [ "$1" = --iidfile ] && echo sha256:' + "ab" * 32 + ' > "$2"; shift; done\n'
+    )
+    script.chmod(0o755)
+    monkeypatch.setenv("ENV_OUT", str(tmp_path / "context"))
+    (tmp_path / "Dockerfile").write_text("FROM x\n")
+    cli = BuildKitCli(path=str(script), kind="docker-buildkit", version="20.10.24")
+    assert buildkit_build(cli, tmp_path, tmp_path / "Dockerfile").image_id == "sha256:" + "ab" * 32
+    assert (tmp_path / "context").read_text() == "default"
+    build(tmp_path, buildx)
+    assert (tmp_path / "argv.json.context").read_text() == "containerd-store"  # buildx's own choice

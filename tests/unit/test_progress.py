@@ -11,6 +11,7 @@ from fake_engine import DATA, sample
 from envbuilder.cli.build_cmd import ProgressDisplay
 from envbuilder.engine.buildkit import _build_failure
 from envbuilder.engine.progress import (
+    LOAD_VERTEX,
     LOG_TAIL_LINES,
     BuildEvent,
     ProgressFormat,
@@ -191,3 +192,25 @@ def test_a_log_without_a_final_newline_does_not_swallow_the_steps_end() -> None:
     _, events = parse_file("no-newline.plain", "plain")
     assert sorted(e.counter for e in ended(events)) == ["[1/4]", "[2/4]", "[3/4]", "[4/4]"]
     assert [e.text for e in events if e.kind == "log" and e.index == 4] == ["x"]
+
+
+def test_the_display_says_when_the_image_is_exported_and_loaded() -> None:
+    """After the last step: BuildKit's export (a reproducible build rewrites every file time there,
+    about 100 s for a 1 GB image on 2 cores) and the engine's load of it each end with a line."""
+    parser = ProgressParser()
+    events = [e for line in sample("cold") for e in parser.feed(line)]
+    events += [
+        BuildEvent(kind="start", vertex=0, name=LOAD_VERTEX, index=None, total=None),
+        BuildEvent(kind="done", vertex=0, name=LOAD_VERTEX, index=None, total=None, seconds=20.8),
+    ]
+    out = io.StringIO()
+    display = ProgressDisplay(out, tty=False)
+    for e in events:
+        display(e)
+    lines = out.getvalue().splitlines()
+    assert re.match(r"^\[image\] done [0-9.]+s \(t=\d+s\) exporting to image$", lines[-2])
+    assert re.match(
+        r"^\[image\] done 20\.8s \(t=\d+s\) loading the image into the engine's daemon$", lines[-1]
+    )
+    assert all(ln.startswith("[") and "/4]" in ln for ln in lines[:-2])
+    assert not any("exporting layers" in ln for ln in lines)  # its log lines stay in the tail
