@@ -19,9 +19,7 @@ cd "$ROOT"
 # shellcheck source=lib.sh
 source "$ROOT/benchmarks/gpu/lib.sh"
 eb_setup || exit 1
-LOG="$OUT/proof.log"
-t0=$(date +%s)
-stamp() { echo "[$(( $(date +%s) - t0 )) s] $*" | tee -a "$LOG"; }
+proof_log
 TAG=envbuilder/cdi-proof:latest
 BASE=envbuilder-gpu/base:host
 SMOKE="import torch; print('cuda available:', torch.cuda.is_available()); print('device:', torch.cuda.get_device_name(0)); x = torch.randn(4096, 4096, device='cuda', dtype=torch.bfloat16); print('bf16 matmul ok:', bool(torch.isfinite(x @ x).all()))"

@@ -15,9 +15,7 @@ cd "$ROOT"
 # shellcheck source=lib.sh
 source "$ROOT/benchmarks/gpu/lib.sh"
 eb_setup || exit 1
-LOG="$OUT/proof.log"
-t0=$(date +%s)
-stamp() { echo "[$(( $(date +%s) - t0 )) s] $*" | tee -a "$LOG"; }
+proof_log
 TAG=envbuilder/container-proof:latest
 BASE=envbuilder-gpu/base:host
 date -u +"%Y-%m-%dT%H:%M:%SZ on $(hostname)" >"$LOG"

@@ -47,6 +47,14 @@ run_harness() {
   wall=$(awk -v a="$start" -v b="$end" 'BEGIN { printf "%.1f", b - a }')
 }
 
+#   proof_log              a proof script's log: LOG=$OUT/proof.log, the clock started; then
+#                          `stamp MSG...` prints "[N s] MSG" and appends it to LOG
+proof_log() {
+  LOG="$OUT/proof.log"
+  t0=$(date +%s)
+}
+stamp() { echo "[$(( $(date +%s) - t0 )) s] $*" | tee -a "$LOG"; }
+
 #   eb_setup     for the container proofs: the docker SDK from .device/whl (the GPU machine lacks
 #                it) on PYTHONPATH with this checkout, and a private certificate store; then `eb`
 #                runs this checkout's envbuilder

@@ -309,17 +309,6 @@ def buildx_bake(
     return ids
 
 
-# What buildx prints when its builder's exporter cannot rewrite file times: Docker's classic image
-# store (the docker driver without the containerd store), or a BuildKit older than 0.13.
-_NO_REWRITE = ("turn on the containerd image store", "rewrite-timestamp")
-REPRODUCIBLE_HINT = (
-    "build with a builder whose exporter can rewrite file times (BuildKit >= 0.13): Docker >= 25 with "
-    'the containerd image store (daemon.json: {"features": {"containerd-snapshotter": true}}), picked '
-    "with DOCKER_CONTEXT=NAME, or `docker buildx create --driver docker-container --use`; or build "
-    "without --reproducible"
-)
-
-
 def engine_cli_env(environ: Mapping[str, str] | None = None) -> dict[str, str]:
     """The environment for a docker CLI that must reach the daemon the engine's SDK reaches:
     docker-py reads DOCKER_HOST and never a docker context, so DOCKER_CONTEXT is dropped and, with

@@ -76,6 +76,16 @@ def build(tmp_path: Path, fake: FakeEngine, **kw: object) -> tuple[object, Path]
     return run_build(plan, options, fake, work_dir=tmp_path), lock_out
 
 
+def resolved_lock(tmp_path: Path) -> Path:
+    """A lock as `resolve --lock` writes it for the smoke spec: a stack and a spec, no packages."""
+    from envbuilder.image.lock import lock_from_resolution, write_lock
+
+    spec = make_spec()
+    lock = tmp_path / "smoke.lock.json"
+    write_lock(lock, lock_from_resolution(make_resolution(spec), spec.to_dict()))
+    return lock
+
+
 def test_success_tags_after_the_build_and_writes_the_lock(tmp_path: Path) -> None:
     fake = engine()
     events: list[BuildEvent] = []
@@ -326,11 +336,7 @@ def test_cli_exit_codes(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fake: FakeEngine, code: int, message: str
 ) -> None:
     fake.images[BASE] = ImageInfo(id=BASE_ID, tags=(BASE,), repo_digests=())
-    spec = make_spec()
-    lock = tmp_path / "smoke.lock.json"
-    from envbuilder.image.lock import lock_from_resolution, write_lock
-
-    write_lock(lock, lock_from_resolution(make_resolution(spec), spec.to_dict()))
+    lock = resolved_lock(tmp_path)
     before = lock.read_bytes()
     monkeypatch.setattr("envbuilder.cli.build_cmd.DockerEngine", lambda: fake)
     result = CliRunner().invoke(cli, ["build", "--lock", str(lock), "--base-image", BASE])
@@ -341,11 +347,7 @@ def test_cli_exit_codes(
 
 def test_cli_json_summary(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     fake = engine()
-    spec = make_spec()
-    lock = tmp_path / "smoke.lock.json"
-    from envbuilder.image.lock import lock_from_resolution, write_lock
-
-    write_lock(lock, lock_from_resolution(make_resolution(spec), spec.to_dict()))
+    lock = resolved_lock(tmp_path)
     monkeypatch.setattr("envbuilder.cli.build_cmd.DockerEngine", lambda: fake)
     result = CliRunner().invoke(cli, ["build", "--lock", str(lock), "--base-image", BASE, "--json"])
     assert result.exit_code == 0, result.output
@@ -464,11 +466,7 @@ def test_a_reproducible_build_records_its_epoch_and_its_lock_rebuilds_with_it(
     fake = engine()
     monkeypatch.setattr("envbuilder.cli.build_cmd.DockerEngine", lambda: fake)
     monkeypatch.setenv("SOURCE_DATE_EPOCH", "1700000000")
-    spec = make_spec()
-    lock = tmp_path / "smoke.lock.json"
-    from envbuilder.image.lock import lock_from_resolution, write_lock
-
-    write_lock(lock, lock_from_resolution(make_resolution(spec), spec.to_dict()))
+    lock = resolved_lock(tmp_path)
     args = ["build", "--lock", str(lock), "--base-image", BASE]
     result = CliRunner().invoke(cli, [*args, "--reproducible", "--json"])
     assert result.exit_code == 0, result.output
@@ -489,11 +487,7 @@ def test_a_bad_source_date_epoch_fails_before_anything_is_built(
     fake = engine()
     monkeypatch.setattr("envbuilder.cli.build_cmd.DockerEngine", lambda: fake)
     monkeypatch.setenv("SOURCE_DATE_EPOCH", "yesterday")
-    spec = make_spec()
-    lock = tmp_path / "smoke.lock.json"
-    from envbuilder.image.lock import lock_from_resolution, write_lock
-
-    write_lock(lock, lock_from_resolution(make_resolution(spec), spec.to_dict()))
+    lock = resolved_lock(tmp_path)
     before = lock.read_bytes()
     result = CliRunner().invoke(cli, ["build", "--lock", str(lock), "--base-image", BASE, "--reproducible"])
     assert result.exit_code == 2 and "SOURCE_DATE_EPOCH='yesterday'" in result.output
