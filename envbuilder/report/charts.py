@@ -9,10 +9,19 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from html import escape
 
+from envbuilder.tables import printable
+
 PALETTE = ("#1f6feb", "#d9480f", "#2b8a3e", "#7048e8", "#c2255c", "#0b7285", "#e67700")
 WIDTH, HEIGHT = 1100, 230
 PAD_L, PAD_R, PAD_T, PAD_B = 100, 16, 28, 34  # wide left: clock-event names fit
 SEG_KEYS_PER_ROW = 5
+
+
+def _text(value: str) -> str:
+    """A text for the SVG: printable (tables.printable: a control character or a bidi override from
+    a stored step name arrives as its escape, so it cannot reorder or hide what is around it), then
+    escaped for XML."""
+    return escape(printable(value))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -107,8 +116,8 @@ def render_chart(chart: Chart) -> str:
     ys = [y for ln in chart.lines for y in ln.ys if y is not None] + [s.y for s in chart.segments]
     parts = [
         f'<svg class="chart" xmlns="http://www.w3.org/2000/svg" role="img" viewBox="0 0 {WIDTH} {height}" '
-        f'width="{WIDTH}" height="{height}"><title>{escape(chart.title)}</title>',
-        f'<text x="{PAD_L}" y="17" class="ct">{escape(chart.title)}</text>',
+        f'width="{WIDTH}" height="{height}"><title>{_text(chart.title)}</title>',
+        f'<text x="{PAD_L}" y="17" class="ct">{_text(chart.title)}</text>',
     ]
     if not xs or (not ys and not chart.events):
         parts.append(
@@ -131,7 +140,7 @@ def render_chart(chart: Chart) -> str:
         w = max(0.5, sx(b.x1) - sx(b.x0))
         parts.append(
             f'<rect class="band{i % 2}" x="{sx(b.x0):.1f}" y="{PAD_T}" width="{w:.1f}" '
-            f'height="{plot_b - PAD_T}"><title>{escape(b.label)}</title></rect>'
+            f'height="{plot_b - PAD_T}"><title>{_text(b.label)}</title></rect>'
         )
     for t in _nice_ticks(y0, y1):
         parts.append(
@@ -144,11 +153,11 @@ def render_chart(chart: Chart) -> str:
         )
     parts.append(
         f'<text class="axis" x="{WIDTH - PAD_R}" y="{plot_b + 29}" text-anchor="end">'
-        f"{escape(chart.x_label)}</text>"
+        f"{_text(chart.x_label)}</text>"
     )
     parts.append(
         f'<text class="axis" transform="translate(40 {(PAD_T + plot_b) / 2:.0f}) rotate(-90)" '
-        f'text-anchor="middle">{escape(chart.y_label)}</text>'
+        f'text-anchor="middle">{_text(chart.y_label)}</text>'
     )
     parts.append(
         f'<line class="frame" x1="{PAD_L}" x2="{PAD_L}" y1="{PAD_T}" y2="{plot_b}"/>'
@@ -159,16 +168,16 @@ def render_chart(chart: Chart) -> str:
         dash = ' stroke-dasharray="5 4"' if ln.dashed else ""
         parts.append(
             f'<path class="line" d="{_path(pts)}" stroke="{ln.color}"{dash}>'
-            f"<title>{escape(ln.label)}</title></path>"
+            f"<title>{_text(ln.label)}</title></path>"
         )
     for s in chart.segments:
         parts.append(
             f'<line class="seg" x1="{sx(s.x0):.1f}" x2="{sx(s.x1):.1f}" y1="{sy(s.y):.1f}" '
-            f'y2="{sy(s.y):.1f}" stroke="{s.color}"><title>{escape(s.label)}</title></line>'
+            f'y2="{sy(s.y):.1f}" stroke="{s.color}"><title>{_text(s.label)}</title></line>'
         )
         if sx(s.x1) - sx(s.x0) >= 5.5 * len(s.label):  # a label only where it fits; <title> always
             parts.append(
-                f'<text class="seglabel" x="{sx(s.x0):.1f}" y="{sy(s.y) - 5:.1f}">{escape(s.label)}</text>'
+                f'<text class="seglabel" x="{sx(s.x0):.1f}" y="{sy(s.y) - 5:.1f}">{_text(s.label)}</text>'
             )
     parts.extend(_legend(chart))
     parts.extend(_event_rows(chart, sx, x0, x1, HEIGHT + 2))
@@ -194,7 +203,7 @@ def _event_rows(chart: Chart, scale: Callable[[float], float], x0: float, x1: fl
     for row, (name, exs, on) in enumerate(chart.events):
         y = top + row * 14
         out.append(
-            f'<text class="tick" x="{PAD_L - 6}" y="{y + 10}" text-anchor="end">{escape(name)}</text>'
+            f'<text class="tick" x="{PAD_L - 6}" y="{y + 10}" text-anchor="end">{_text(name)}</text>'
             f'<rect class="evbg" x="{PAD_L}" y="{y}" width="{WIDTH - PAD_L - PAD_R}" height="11"/>'
         )
         step = (x1 - x0) / max(1, len(exs)) if exs else 0.0
@@ -216,6 +225,6 @@ def _segment_key(chart: Chart, top: float) -> list[str]:
         y = top + 4 + (i // SEG_KEYS_PER_ROW) * 16
         out.append(
             f'<rect x="{x:.1f}" y="{y}" width="10" height="10" fill="{color}"/>'
-            f'<text class="legend" x="{x + 14:.1f}" y="{y + 9}">{escape(label)}</text>'
+            f'<text class="legend" x="{x + 14:.1f}" y="{y + 9}">{_text(label)}</text>'
         )
     return out

@@ -16,13 +16,24 @@ from envbuilder.report.multigpu import RANK_HEADERS, TABLE_HEADERS, busbw_chart,
 from envbuilder.report.terminal import COMPARISON_HEADERS, comparison_cells, fmt
 from envbuilder.report.timeline import charts
 from envbuilder.resources import templates_dir
+from envbuilder.tables import printable
+
+
+def _printable_output(value: object) -> object:
+    """What every `{{ }}` of the page prints: a string made printable (tables.printable, as the
+    terminal report does) before autoescape, so a control character or a bidi override in a stored
+    field shows as its escape (`\\u202e`) instead of reordering or hiding the text around it.
+    Markup (the charts, made and escaped by charts.py) passes as it is."""
+    return printable(value) if isinstance(value, str) and not isinstance(value, Markup) else value
 
 
 def jinja_env() -> jinja2.Environment:
-    """The HTML environment: autoescape on, StrictUndefined (a missing field is a bug)."""
+    """The HTML environment: autoescape on, every printed string printable, StrictUndefined (a
+    missing field is a bug)."""
     return jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(templates_dir())),
         autoescape=True,
+        finalize=_printable_output,
         undefined=jinja2.StrictUndefined,
         trim_blocks=True,
         lstrip_blocks=True,

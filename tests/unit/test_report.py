@@ -40,28 +40,29 @@ def doc(path: Path) -> dict[str, Any]:
     return json.loads(path.read_text())  # type: ignore[no-any-return]
 
 
-def hostile() -> dict[str, Any]:
-    """A validly sealed certificate whose strings try to inject markup everywhere they can."""
+def hostile(text: str = EVIL) -> dict[str, Any]:
+    """A validly sealed certificate whose strings (`text`: markup by default) are everywhere a
+    stored string can be."""
     base = doc(GPU)
     harness = dict(base["harness"])
     steps = [dict(s) for s in harness["steps"]]
-    steps[0] = {**steps[0], "name": EVIL, "reason": EVIL, "status": "fail", "warnings": [EVIL]}
+    steps[0] = {**steps[0], "name": text, "reason": text, "status": "fail", "warnings": [text]}
     fp32 = next(i for i, s in enumerate(steps) if s["name"] == "train_rn18_fp32_bs32")
-    steps[fp32] = {**steps[fp32], "name": EVIL}  # reaches the SVG charts as a band and a segment
+    steps[fp32] = {**steps[fp32], "name": text}  # reaches the SVG charts as a band and a segment
     windows = dict(harness["telemetry"]["windows"])
-    windows[EVIL] = windows.pop("train_rn18_fp32_bs32")
+    windows[text] = windows.pop("train_rn18_fp32_bs32")
     harness["telemetry"] = {**harness["telemetry"], "windows": windows}
     harness["steps"] = steps
-    harness["notes"] = [EVIL]
-    image = {**base["image"], "ref": EVIL, "stack": {**base["image"]["stack"], "id": EVIL}}
+    harness["notes"] = [text]
+    image = {**base["image"], "ref": text, "stack": {**base["image"]["stack"], "id": text}}
     return build_certificate(
         image=image,
-        host={**base["host"], "gpu_access": EVIL},
+        host={**base["host"], "gpu_access": text},
         run={},
         harness=harness,
         thresholds={},
         verdict="failed",
-        verdict_reason=EVIL,
+        verdict_reason=text,
     ).to_dict()
 
 
@@ -127,6 +128,18 @@ def test_hostile_strings_are_escaped_in_html_and_svg() -> None:
     rows = compare_reports(r, report_of(doc(GPU)))
     page = render_compare_html(r, report_of(doc(GPU)), rows)
     assert "<script>" not in page and "<img" not in page
+
+
+def test_control_characters_and_bidi_overrides_reach_the_page_as_their_escapes() -> None:
+    """Stored fields with a right-to-left override, an ANSI sequence and a newline: shown as
+    `\\u202e`, `\\x1b[31m`, `\\n` on the page and in its SVG (as the terminal report shows them),
+    never as the raw characters that would reorder or hide the text around them."""
+    bad = "evil\u202egpj.exe\x1b[31m\nx"
+    html = render_html(report_of(hostile(bad)))
+    assert not any(c in html for c in "\u202e\x1b")
+    shown = "evil\\u202egpj.exe\\x1b[31m\\nx"
+    assert html.count(shown) >= 4  # the image ref, the verdict's reason, a step's reason, ...
+    assert re.search(r"<title>[^<]*" + re.escape(shown), html)  # ... and a chart's labels
 
 
 def test_multi_gpu_section_from_the_real_2gpu_h200_certificate() -> None:
