@@ -1,6 +1,7 @@
 """BuildKit builds through the docker CLI (cache mounts and secrets need BuildKit; the SDK's build
 uses the classic builder): find a client that can (`find_buildkit_cli`), run it, follow its
-plain progress, stop its whole process group on Ctrl-C."""
+plain progress, stop its whole process group on Ctrl-C. buildx bakes (fleet) and exports a
+reproducible build as a tarball (TarExport)."""
 
 from __future__ import annotations
 
@@ -93,8 +94,8 @@ def find_buildkit_cli() -> BuildKitCli:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Buildx:
-    """A buildx that can bake: the plugin through a docker CLI (`docker buildx`), or the plugin's
-    binary run on its own (`docker-buildx`, which buildx supports)."""
+    """A buildx, for bakes and reproducible exports: the plugin through a docker CLI (`docker
+    buildx`), or the plugin's binary run on its own (`docker-buildx`, which buildx supports)."""
 
     argv: tuple[str, ...]
     version: str
@@ -257,7 +258,8 @@ def find_buildx() -> Buildx:
             if out is not None:
                 return Buildx(argv=(path, "buildx"), version=out.strip().split("\n")[0])
     raise BuildKitMissingError(
-        f"no buildx to bake with; tried: {', '.join(tried) or 'no docker on PATH'}",
+        "no buildx (fleet bakes and reproducible builds need it); tried: "
+        + (", ".join(tried) or "no docker on PATH"),
         hint="install the buildx plugin (Docker's docker-buildx-plugin, Debian 13's docker-buildx), or set "
         "ENVBUILDER_BUILDX=/path/to/docker-buildx",
     )

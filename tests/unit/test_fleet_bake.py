@@ -96,7 +96,9 @@ def test_buildx_is_found_where_it_is_said_to_be(tmp_path: Path, monkeypatch: pyt
     monkeypatch.setenv("ENVBUILDER_BUILDX", str(fake))
     assert find_buildx() == Buildx(argv=(str(fake),), version="github.com/docker/buildx 0.13.1")
     monkeypatch.setenv("ENVBUILDER_BUILDX", str(tmp_path / "missing"))
-    with pytest.raises(BuildKitMissingError, match="no buildx to bake with"):
+    with pytest.raises(
+        BuildKitMissingError, match=r"no buildx \(fleet bakes and reproducible builds need it\)"
+    ):
         find_buildx()
 
 
