@@ -48,6 +48,16 @@ def run_harness(tmp_path: Path, *args: str, fault: str = "", ranks: int = 2) -> 
     return result
 
 
+def failure(result: dict[str, Any]) -> str:
+    """What an assertion on a run should print: the verdict's reason, each failed step's, and the
+    ranks' log tails (a CI failure that said only "failed steps: multi_gpu" left nothing to go on)."""
+    lines = [result.get("verdict_reason", "")]
+    lines += [f"{s['name']}: {s.get('reason', '')}" for s in result["steps"] if s["status"] == "fail"]
+    for name, text in (result.get("multi_gpu", {}).get("rank_logs") or {}).items():
+        lines.append(f"--- {name}.log (tail)\n{text}")
+    return "\n".join(lines)
+
+
 def write_ranks(
     workdir: Path,
     world: int,

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 import torch
 import yaml
-from mg_runs import run_harness
+from mg_runs import failure, run_harness
 
 from envbuilder.certify.record import StepRecord
 from envbuilder.cli.certify_cmd import key_metric
@@ -235,10 +235,10 @@ def test_multi_gpu_section_schema_and_key_metric() -> None:
 # ---------------------------------------------------------------- real gloo runs (2 CPU processes)
 def test_cpu_test_mode_passes_through_the_cli(tmp_path: Path) -> None:
     result = run_harness(tmp_path)
-    assert result["verdict"] == "certified-cpu-only", result["verdict_reason"]
+    assert result["verdict"] == "certified-cpu-only", failure(result)
     assert any("NOT a GPU certification" in n for n in result["notes"])
     step = next(s for s in result["steps"] if s["name"] == "multi_gpu")
-    assert step["status"] == "pass", step["reason"]
+    assert step["status"] == "pass", failure(result)
     mg = result["multi_gpu"]
     assert mg["status"] == "pass" and mg["world_size"] == 2 and mg["backend"] == "gloo"
     assert [r["bytes"] for r in mg["sweep"]] == sweep_sizes(4 << 20)

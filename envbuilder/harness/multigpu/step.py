@@ -1,8 +1,9 @@
 """The multi_gpu step: one worker process per GPU (worker.py), NCCL all-reduce sweep, a DDP run
 against a single-GPU baseline, and the environment facts that explain hangs (env.py).
 
-The parent never joins the process group: it checks the environment, launches the ranks with
-MASTER_ADDR=127.0.0.1 and a free port (the rest of the environment passed through unchanged:
+The parent never joins the process group: it checks the environment, hosts the rendezvous store
+(as torchrun's agent does) and launches the ranks with MASTER_ADDR=127.0.0.1 and the store's port
+(the rest of the environment passed through unchanged:
 NCCL_NVLS_ENABLE and friends are recorded, never set), watches them with a deadline (a hung rank
 is killed and the step fails naming the hang), then merges the ranks' JSON files and judges.
 `--multi-gpu-cpu-test N` runs the same path with gloo on the CPU (small sizes) for the tests.
@@ -14,11 +15,11 @@ import contextlib
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
 import time
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -47,10 +48,16 @@ def kill_workers() -> None:
 
 
 # ---------------------------------------------------------------- launching the ranks
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+def host_store(world: int, timeout_s: float) -> Any:
+    """The rendezvous store, served by this process on a port the kernel picks while it listens:
+    every rank is a client. A port picked free, closed and handed to rank 0 stayed free only until
+    rank 0 bound it, after its imports and baseline run (seconds on a loaded host), and anything
+    else on the machine could take it meanwhile."""
+    import torch.distributed as dist
+
+    return dist.TCPStore(  # type: ignore[attr-defined]  # re-exported under is_available()
+        "127.0.0.1", 0, world, True, timeout=timedelta(seconds=timeout_s), wait_for_workers=False
+    )
 
 
 def package_root() -> Path:
@@ -79,7 +86,8 @@ def launch(
     env = {**os.environ, **(extra_env or {})}  # passed through unchanged, plus the rendezvous
     root = str(package_root())
     env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-    env.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(free_port()), WORLD_SIZE=str(world))
+    store = host_store(world, deadline_s)  # alive until the ranks are done: it is their rendezvous
+    env.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(store.port), WORLD_SIZE=str(world))
     # After one rank fails, the others get this long after the latest exit to fail on their own (and
     # say why): with 8 ranks timing out together, each exit restarts the clock, so a slow exit is
     # never taken for a hang; a rank blocked in an NCCL collective with a dead peer would otherwise

@@ -3,8 +3,8 @@
 `python -m <package>.multigpu.worker --rank R --world N --backend nccl|gloo --out-dir DIR ...`
 
 1. rank 0 alone, before the process group exists: the single-GPU baseline (the DDP config, no DDP);
-2. init_process_group (a TCPStore at MASTER_ADDR/MASTER_PORT with the rendezvous timeout; the
-   collectives' timeout in force);
+2. init_process_group (the parent's TCPStore at MASTER_ADDR/MASTER_PORT, every rank a client,
+   with the rendezvous timeout; the collectives' timeout in force);
 3. all-reduce sweep 8 B .. max (x2 steps): time per size, then a value check (rank r gives r+1);
 4. DDP training of the same ResNet-18 on the synthetic data, then rank 0's parameters are
    broadcast and compared with every rank's own (max abs difference must be 0).
@@ -231,14 +231,18 @@ class Worker:
             kw["device_id"] = self.device  # eager NCCL communicator: init errors surface here
         t0 = time.perf_counter()
         # The rendezvous waits for rank 0's baseline run, which a slow or loaded host makes long:
-        # its own timeout (the parent's deadline), not the collectives' (which may be seconds).
+        # its own timeout (the parent's deadline), not the collectives' (which may be seconds), and
+        # before init_process_group, whose own waits on the store take the collectives' timeout.
         store = dist.TCPStore(  # type: ignore[attr-defined]  # re-exported under is_available()
             os.environ["MASTER_ADDR"],
             int(os.environ["MASTER_PORT"]),
             self.world,
-            self.rank == 0,
+            False,  # the parent hosts the store (step.host_store)
             timeout=timedelta(seconds=max(self.a.timeout, self.a.rendezvous_timeout)),
         )
+        if store.add("envbuilder/arrived", 1) == self.world:
+            store.set("envbuilder/all-arrived", "1")
+        store.wait(["envbuilder/all-arrived"])
         dist.init_process_group(self.a.backend, store=store, rank=self.rank, world_size=self.world, **kw)
         self.out["init_s"] = time.perf_counter() - t0
         self.sweep()
