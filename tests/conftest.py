@@ -242,9 +242,29 @@ class SpecFile:
 
 
 @pytest.fixture(scope="session")
-def run_id() -> str:
-    """Unique per session, so names and tags of one run never collide with another's."""
-    return secrets.token_hex(3)
+def run_id() -> Iterator[str]:
+    """Unique per session, so names and tags of one run never collide with another's. At the end,
+    every image tag that carries it is removed: the run's builds are about 1 GB apiece, and a tag
+    left behind keeps its layers from `docker builder prune` (here, with 37 tags of earlier runs
+    left, a prune freed 3.9 GB; after removing them, 24 GB)."""
+    rid = secrets.token_hex(3)
+    yield rid
+    remove_tags_with(rid)
+
+
+def remove_tags_with(text: str) -> None:
+    """Remove the system daemon's image tags that contain text (no daemon: nothing to do)."""
+    import docker
+    import requests
+
+    try:
+        client = docker.from_env(timeout=60)
+        tags = [t for image in client.images.list() for t in image.tags if text in t]
+        for tag in tags:
+            with contextlib.suppress(docker.errors.NotFound):
+                client.images.remove(tag, force=True)
+    except (docker.errors.DockerException, requests.RequestException):
+        return
 
 
 def write_spec(directory: Path, name: str, *, requirements: tuple[str, ...] = ()) -> SpecFile:
