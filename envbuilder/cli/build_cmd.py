@@ -83,7 +83,7 @@ class ProgressDisplay:
         self._dirty = False
 
     def __call__(self, event: BuildEvent) -> None:
-        if not (event.is_step or event.is_export):
+        if not event.is_shown:
             return
         elapsed = time.monotonic() - self.started
         instr = " ".join(step_instruction(event.name).split())

@@ -71,6 +71,11 @@ class BuildEvent:
         return self.index is None and self.name.startswith(("exporting to ", LOAD_VERTEX))
 
     @property
+    def is_shown(self) -> bool:
+        """What a progress display shows a line for: a Dockerfile step or the export."""
+        return self.is_step or self.is_export
+
+    @property
     def counter(self) -> str:
         """`[k/n]`, or `[GROUP k/n]` when the build has several (bake targets, named stages);
         `[image]` for the export."""
@@ -326,7 +331,7 @@ def _seconds(started: object, completed: object) -> float | None:
 def finished_step(event: BuildEvent, width: int) -> tuple[str, str] | None:
     """(`CACHED 0.1s` / `done 32.0s` / `FAILED`, the instruction shortened at a word to `width`)
     for a Dockerfile step or the export that ended; None for any other event."""
-    if not (event.is_step or event.is_export) or event.kind not in ("cached", "done", "error"):
+    if not event.is_shown or event.kind not in ("cached", "done", "error"):
         return None
     import textwrap
 
