@@ -128,8 +128,11 @@ def load_yaml(text: str, *, max_bytes: int = MAX_BYTES, max_depth: int = MAX_DEP
                 raise TooLarge(f"nested deeper than {max_depth} levels")
         elif isinstance(event, yaml.CollectionEndEvent):
             depth -= 1
-        elif isinstance(event, yaml.ScalarEvent) and len(event.value) > MAX_DIGITS and _digits(event.value):
-            raise TooLarge(f"holding a number of more than {MAX_DIGITS} digits")
+        elif (
+            isinstance(event, yaml.ScalarEvent) and event.style is None and len(event.value) > MAX_DIGITS
+        ):  # plain
+            if _digits(event.value):
+                raise TooLarge(f"holding a number of more than {MAX_DIGITS} digits")
     node = yaml.compose(text, Loader=yaml.SafeLoader)  # recursive, but at most max_depth deep
     if node is None:
         return None
@@ -148,12 +151,12 @@ def load_yaml(text: str, *, max_bytes: int = MAX_BYTES, max_depth: int = MAX_DEP
         ) from None
 
 
-_DIGITS = re.compile(r"[-+]?(?:0[bxo]?)?[0-9a-fA-F_:]+")
+_DIGITS = re.compile(r"[-+]?(?:0x[0-9a-fA-F_]+|0o?[0-7_]+|0b[01_]+|[0-9][0-9_:]*)")
 
 
 def _digits(value: str) -> bool:
-    """Whether a long scalar would be read as an integer (YAML 1.1: sign, base prefix, digits,
-    underscores, sexagesimal colons); a quoted one is a string, but refusing it costs nothing."""
+    """Whether a long plain scalar would be read as an integer (YAML 1.1: sign, base prefix,
+    digits, underscores, sexagesimal colons)."""
     return _DIGITS.fullmatch(value) is not None
 
 
