@@ -21,6 +21,8 @@ from typing import Any
 
 import yaml
 
+from envbuilder.atomic import path_kind
+
 MAX_BYTES = 4 * 1024 * 1024
 MAX_DEPTH = 64
 MAX_NODES = 200_000  # scalars and collections after alias expansion
@@ -41,24 +43,6 @@ class NotRegularFile(Refused):
     """A path that is not a regular file (a FIFO, a device, a folder, a socket): never read."""
 
 
-_KINDS = (
-    (stat.S_ISDIR, "a folder"),
-    (stat.S_ISFIFO, "a FIFO"),
-    (stat.S_ISCHR, "a character device"),
-    (stat.S_ISBLK, "a block device"),
-    (stat.S_ISSOCK, "a socket"),
-    (stat.S_ISLNK, "a symbolic link"),
-)
-
-
-def file_kind(mode: int) -> str:
-    """What a stat mode names, in words ("a regular file", "a FIFO", "a character device"...)."""
-    for test, name in _KINDS:
-        if test(mode):
-            return name
-    return "a regular file" if stat.S_ISREG(mode) else "not a regular file"
-
-
 def read_bounded(path: Path | str, max_bytes: int = MAX_BYTES, *, follow_symlinks: bool = True) -> bytes:
     """The bytes of a regular file, at most `max_bytes` of them. Whatever else is at the path is
     refused before a byte is read and without blocking: a FIFO (opened non-blocking), a device
@@ -67,11 +51,11 @@ def read_bounded(path: Path | str, max_bytes: int = MAX_BYTES, *, follow_symlink
     (missing, unreadable), NotRegularFile, TooLarge."""
     flags = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | (0 if follow_symlinks else os.O_NOFOLLOW)
     try:  # a stat first: opening a device can itself have effects (a tape rewinds, a tty)
-        before = os.stat(path, follow_symlinks=follow_symlinks)
+        before = Path(path).stat(follow_symlinks=follow_symlinks)
     except OSError:
         before = None  # open() below reports it with the right errno
     if before is not None and not stat.S_ISREG(before.st_mode):
-        raise NotRegularFile(f"{file_kind(before.st_mode)}, not a regular file")
+        raise NotRegularFile(f"{path_kind(before.st_mode)}, not a regular file")
     try:
         fd = os.open(path, flags)
     except OSError as exc:
@@ -81,7 +65,7 @@ def read_bounded(path: Path | str, max_bytes: int = MAX_BYTES, *, follow_symlink
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):  # swapped between the stat and the open
-            raise NotRegularFile(f"{file_kind(st.st_mode)}, not a regular file")
+            raise NotRegularFile(f"{path_kind(st.st_mode)}, not a regular file")
         if st.st_size > max_bytes:
             raise TooLarge(f"larger than {_size(max_bytes)}")
         chunks: list[bytes] = []
@@ -128,11 +112,8 @@ def load_yaml(text: str, *, max_bytes: int = MAX_BYTES, max_depth: int = MAX_DEP
                 raise TooLarge(f"nested deeper than {max_depth} levels")
         elif isinstance(event, yaml.CollectionEndEvent):
             depth -= 1
-        elif (
-            isinstance(event, yaml.ScalarEvent) and event.style is None and len(event.value) > MAX_DIGITS
-        ):  # plain
-            if _digits(event.value):
-                raise TooLarge(f"holding a number of more than {MAX_DIGITS} digits")
+        elif isinstance(event, yaml.ScalarEvent) and _big_integer(event):
+            raise TooLarge(f"holding a number of more than {MAX_DIGITS} digits")
     node = yaml.compose(text, Loader=yaml.SafeLoader)  # recursive, but at most max_depth deep
     if node is None:
         return None
@@ -154,10 +135,12 @@ def load_yaml(text: str, *, max_bytes: int = MAX_BYTES, max_depth: int = MAX_DEP
 _DIGITS = re.compile(r"[-+]?(?:0x[0-9a-fA-F_]+|0o?[0-7_]+|0b[01_]+|[0-9][0-9_:]*)")
 
 
-def _digits(value: str) -> bool:
-    """Whether a long plain scalar would be read as an integer (YAML 1.1: sign, base prefix,
-    digits, underscores, sexagesimal colons)."""
-    return _DIGITS.fullmatch(value) is not None
+def _big_integer(event: yaml.ScalarEvent) -> bool:
+    """Whether a scalar would be read as an integer past Python's digit limit: a plain (unquoted)
+    one, longer than the limit, in YAML 1.1's integer forms (sign, base prefix, digits,
+    underscores, sexagesimal colons)."""
+    value = event.value
+    return event.style is None and len(value) > MAX_DIGITS and _DIGITS.fullmatch(value) is not None
 
 
 def _first(exc: BaseException) -> str:

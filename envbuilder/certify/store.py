@@ -377,10 +377,10 @@ def _like(text: str) -> str:
 
 
 def write_atomic(path: Path, text: str) -> bool:
-    """Write `text` to `path` atomically (envbuilder.atomic), creating its folder; whether it
-    replaced a file. Raises StoreError."""
+    """Write `text` to `path` atomically (envbuilder.atomic, whose output policy refuses a path
+    that is not a regular file and a missing folder: OutputError); whether it replaced a file.
+    Raises StoreError, OutputError."""
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
         return write_text_atomic(path, text)
     except OSError as exc:
         raise StoreError(f"cannot write {path}: {exc}", "choose a writable folder", file=str(path)) from exc

@@ -601,7 +601,7 @@ def write_build_context(
             f"{out_dir} exists and was not written by envbuilder render",
             hint="choose an empty or new folder with --out",
         )
-    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    out_dir.parent.mkdir(parents=True, exist_ok=True)  # build/ of a default render; --out's is checked
     tmp = temp_dir("render", out_dir.parent)
     try:
         (tmp / RENDER_MARKER).write_text(f"{spec.name}\n", encoding="utf-8")
