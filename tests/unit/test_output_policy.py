@@ -163,7 +163,17 @@ def test_render_out_never_creates_the_folder_around_it(tmp_path: Path) -> None:
 
     out = tmp_path / "missing" / "ctx"
     res = CliRunner().invoke(
-        cli, ["render", str(ROOT / "images" / "jax-train.yaml"), "--cpu", "--out", str(out)]
+        cli,
+        [
+            "render",
+            str(ROOT / "images" / "jax-train.yaml"),
+            "--driver",
+            "580.159.04",
+            "--gpu",
+            "NVIDIA H200",
+            "--out",
+            str(out),
+        ],
     )
     assert res.exit_code == 18, res.output
     assert f"envbuilder: error: cannot write {out}: the folder {out.parent} does not exist" in res.stderr
