@@ -125,6 +125,8 @@ def verify_envelope(
         env = Envelope.from_dict(copy.deepcopy(doc))  # from_dict rewrites the dict it is given
     except (ValueError, KeyError, TypeError, AttributeError, FormatError, RecursionError) as exc:
         return refuse("malformed", f"not a DSSE envelope ({type(exc).__name__}: {_first_line(exc)})")
+    if not all(isinstance(k, str) for k in env.signatures):  # from_dict takes any JSON as a keyid
+        return refuse("malformed", "a signature's keyid is not a string")
     if env.payload_type != PAYLOAD_TYPE:
         return refuse("malformed", f"payloadType is {env.payload_type!r}, not {PAYLOAD_TYPE!r}")
     keyids = list(env.signatures)

@@ -133,14 +133,24 @@ def fetch_token(
         )
     if resp.status_code != 200:
         raise RegistryError(f"the token server {realm} of {registry} answered HTTP {resp.status_code}")
-    try:  # bounded: a token answer is small; one nested 200,000 deep is refused, not a crash
+    try:
         body = b"".join(_chunks(resp, TOKEN_MAX_BYTES + 1))
+    except requests.RequestException:
+        body = b""
+    return parse_token_answer(body, f"the token server {realm} of {registry}")
+
+
+def parse_token_answer(body: bytes, where: str) -> tuple[str, float]:
+    """(token, expires_in) of a token server's answer, read within bounded.load_json's limits (a
+    token answer is small; one nested 200,000 deep is refused, not a crash). Raises
+    RegistryError (not JSON, too large, no token)."""
+    try:
         doc: Any = load_json(body, max_bytes=TOKEN_MAX_BYTES)
-    except (ValueError, requests.RequestException):  # JSONDecodeError, UnicodeDecodeError, bounded.TooLarge
-        raise RegistryError(f"the token server {realm} of {registry} did not answer JSON") from None
+    except ValueError:  # JSONDecodeError, UnicodeDecodeError, bounded.TooLarge
+        raise RegistryError(f"{where} did not answer JSON") from None
     token = doc.get("token") or doc.get("access_token") if isinstance(doc, dict) else None
     if not isinstance(token, str) or not token:
-        raise RegistryError(f"the token server {realm} of {registry} gave no token")
+        raise RegistryError(f"{where} gave no token")
     expires = doc.get("expires_in", 60)
     ok = isinstance(expires, int | float) and not isinstance(expires, bool) and 0 < expires < 366 * 86400
     return token, float(expires) if ok else 60.0

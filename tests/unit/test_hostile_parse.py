@@ -181,3 +181,15 @@ def test_result_json_is_read_only_as_a_regular_file_the_container_did_not_plant(
     assert parse_harness_output(io, json.dumps({**RESULT, "from": "stdout"})) == {**RESULT, "from": "stdout"}
     (io / "result.json").write_text(json.dumps(RESULT))
     assert parse_harness_output(io, "") == RESULT
+
+
+def test_a_keyid_that_is_not_a_string_is_malformed(signer: CryptoSigner) -> None:
+    """Found by `make fuzz` (test_envelope_loader_mutated_envelopes): a signature whose keyid is
+    null passed securesystemslib's from_dict and crashed the untrusted-key message (TypeError)."""
+    doc = json.loads(signed(b"{}", signer))
+    for keyid in (None, 7, ["x"]):
+        doc["signatures"][0]["keyid"] = keyid
+        out = verify_envelope(
+            json.dumps(doc).encode(), repository="r/x", digest="sha256:00", policy=trust(signer)
+        )
+        assert out.reason == "malformed", out  # type: ignore[union-attr]
