@@ -12,7 +12,6 @@ from typing import Any
 
 import pytest
 
-from envbuilder import bounded
 from envbuilder.attest.policy import load_policy
 from envbuilder.bounded import NotRegularFile, TooLarge, load_json, load_yaml, read_bounded
 from envbuilder.errors import SigningKeyError, SpecError
@@ -134,7 +133,7 @@ def test_a_fifo_a_folder_and_a_device_are_refused_unread(
         fields[0] = stat.S_IFCHR | 0o666
         return os.stat_result(fields)
 
-    monkeypatch.setattr(bounded.os, "stat", as_chardev)
+    monkeypatch.setattr(os, "stat", as_chardev)  # bounded reads it through Path.stat
     with pytest.raises(SpecError, match="the spec is a character device, not a regular file"):
         load_spec(zero)
 
@@ -144,8 +143,13 @@ def test_reads_at_most_max_plus_one_bytes(tmp_path: Path, monkeypatch: pytest.Mo
     big.write_bytes(b"#" * 10_000)
     asked: list[int] = []
     real_read = os.read
-    monkeypatch.setattr(bounded.os, "fstat", lambda fd: os.stat_result([stat.S_IFREG | 0o644, *[0] * 9]))
-    monkeypatch.setattr(bounded.os, "read", lambda fd, n: (asked.append(n), real_read(fd, n))[1])
+
+    def counted(fd: int, n: int) -> bytes:
+        asked.append(n)
+        return real_read(fd, n)
+
+    monkeypatch.setattr(os, "fstat", lambda fd: os.stat_result([stat.S_IFREG | 0o644, *[0] * 9]))
+    monkeypatch.setattr(os, "read", counted)
     with pytest.raises(TooLarge, match="larger than 1 KiB"):  # a file that lies about its size
         read_bounded(big, 1024)
     assert sum(asked) == 1025

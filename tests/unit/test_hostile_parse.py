@@ -170,9 +170,12 @@ def test_result_json_is_read_only_as_a_regular_file_the_container_did_not_plant(
     os.mkfifo(io / "result.json")  # a FIFO with no writer: refused at once, no hang
     done = threading.Event()
     got: list[object] = []
-    worker = threading.Thread(
-        target=lambda: (got.append(parse_harness_output(io, "")), done.set()), daemon=True
-    )
+
+    def read() -> None:
+        got.append(parse_harness_output(io, ""))
+        done.set()
+
+    worker = threading.Thread(target=read, daemon=True)
     worker.start()
     assert done.wait(10), "parse_harness_output blocked on a FIFO"
     assert got == [None]

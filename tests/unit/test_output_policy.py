@@ -16,7 +16,6 @@ import pytest
 from cert_factory import cert
 from click.testing import CliRunner
 
-from envbuilder import atomic
 from envbuilder.atomic import check_output_path, path_kind, write_bytes_atomic, write_text_atomic
 from envbuilder.certify.store import CertStore
 from envbuilder.cli import cli
@@ -94,7 +93,7 @@ def test_a_device_node_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
         fields[0] = stat.S_IFCHR | 0o666
         return os.stat_result(fields)
 
-    monkeypatch.setattr(atomic.os, "lstat", as_device)
+    monkeypatch.setattr(os, "lstat", as_device)
     with pytest.raises(OutputError, match="it is a character device, not a file envbuilder may replace"):
         write_bytes_atomic(fake, b"x")
     assert fake.read_text() == ""

@@ -279,11 +279,12 @@ def test_up_with_a_given_base_falls_back_to_local_wheels_when_the_index_does_not
     wheels.mkdir()
     (wheels / f"torch-{stack.version}+cpu-cp311-cp311-manylinux_2_28_x86_64.whl").write_bytes(b"")
     asked: list[str] = []
-    monkeypatch.setattr(
-        offline,
-        "index_unreachable",
-        lambda url, **_kw: asked.append(url) or f"{url}: Name or service not known",
-    )
+
+    def unreachable(url: str, **_kw: object) -> str:
+        asked.append(url)
+        return f"{url}: Name or service not known"
+
+    monkeypatch.setattr(offline, "index_unreachable", unreachable)
     fallbacks, request = up_cmd._offline_request(spec, stack, fallbacks, (wheels,), True, progress)
     assert asked == [stack.index_url]
     assert request is not None and f"=={Version(stack.version).public}" in request.specifier
