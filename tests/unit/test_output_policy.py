@@ -177,3 +177,15 @@ def test_render_out_never_creates_the_folder_around_it(tmp_path: Path) -> None:
     assert res.exit_code == 18, res.output
     assert f"envbuilder: error: cannot write {out}: the folder {out.parent} does not exist" in res.stderr
     assert not out.parent.exists()
+
+
+def test_build_refuses_a_lock_out_that_is_a_fifo_before_building(tmp_path: Path) -> None:
+    from test_golden import ROOT
+
+    fifo = hostile(tmp_path, "fifo")
+    res = CliRunner().invoke(
+        cli, ["build", str(ROOT / "images" / "pytorch-train.yaml"), "--cpu", "--lock-out", str(fifo)]
+    )
+    assert res.exit_code == 18, res.output
+    assert f"refusing to write {fifo}: it is a FIFO" in res.stderr
+    assert stat.S_ISFIFO(fifo.lstat().st_mode)
