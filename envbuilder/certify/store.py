@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from envbuilder.atomic import write_text_atomic
+from envbuilder.bounded import read_text_bounded
 from envbuilder.certify.certificate import Certificate, parse_timestamp, require_valid, verify_certificate
 from envbuilder.errors import CertificateRefusedError, StoreError, UsageError
 from envbuilder.resources import user_data_dir
@@ -296,10 +297,10 @@ class CertStore:
     def import_(self, src: Path) -> str:
         """Read a certificate file, verify it, store it; return its id. Raises StoreError (cannot
         read), CertificateRefusedError (not a certificate, or tampered)."""
-        try:
-            text = Path(src).read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise StoreError(f"cannot read {src}: {exc}", "check the path", file=str(src)) from exc
+        try:  # bounded: a FIFO or /dev/zero is refused unread, a file over the limit unread past it
+            text = read_text_bounded(src)
+        except (OSError, ValueError) as exc:  # UnicodeDecodeError, bounded.Refused
+            raise StoreError(f"cannot read {src}: {_reason(exc)}", "check the path", file=str(src)) from None
         cert = Certificate.from_json(text, where=str(src))
         require_valid(cert, where=str(src))
         if parse_timestamp(cert.issued_at) is None:  # it would sort as newest forever
@@ -394,11 +395,21 @@ def load_certificate(arg: str, store: CertStore | None = None) -> Certificate:
     path = Path(arg)
     if path.is_file():
         try:
-            text = path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise UsageError(f"cannot read {path}: {exc}") from exc
+            text = read_text_bounded(path)
+        except (OSError, ValueError) as exc:  # UnicodeDecodeError, bounded.Refused
+            raise UsageError(f"cannot read {path}: {_reason(exc)}") from None
         return Certificate.from_json(text, where=str(path))
     return (store or CertStore()).get(arg)
+
+
+def _reason(exc: Exception) -> str:
+    """Why a file could not be read, in one line without its content (UnicodeDecodeError quotes
+    the bytes)."""
+    if isinstance(exc, UnicodeDecodeError):
+        return f"not UTF-8 text (byte {exc.start})"
+    if isinstance(exc, OSError):
+        return exc.strerror or str(exc)
+    return f"it is {exc}"
 
 
 def certificate_summary(cert: Certificate) -> dict[str, object]:

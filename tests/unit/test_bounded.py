@@ -194,3 +194,18 @@ def test_the_cli_says_one_line_for_each(tmp_path: Path) -> None:
         res = CliRunner().invoke(cli, ["render", str(spec), "--cpu", "--print"])
         assert res.exit_code == 10, res.output
         assert res.stderr.count("envbuilder: error:") == 1 and "Traceback" not in res.stderr
+
+
+def test_certs_import_and_report_of_a_fifo_do_not_hang(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from click.testing import CliRunner
+
+    from envbuilder.cli import cli
+
+    monkeypatch.setenv("ENVBUILDER_DATA_DIR", str(tmp_path / "data"))
+    fifo = tmp_path / "cert.json"
+    os.mkfifo(fifo)  # no writer: reading it would block forever
+    res = CliRunner().invoke(cli, ["certs", "import", str(fifo)])
+    assert res.exit_code == 17, res.output
+    assert f"cannot read {fifo}: it is a FIFO, not a regular file" in res.stderr
