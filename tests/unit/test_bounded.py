@@ -209,3 +209,13 @@ def test_certs_import_and_report_of_a_fifo_do_not_hang(
     res = CliRunner().invoke(cli, ["certs", "import", str(fifo)])
     assert res.exit_code == 17, res.output
     assert f"cannot read {fifo}: it is a FIFO, not a regular file" in res.stderr
+
+
+def test_a_lock_file_that_is_a_fifo_is_one_line(tmp_path: Path) -> None:
+    from envbuilder.image.lock import read_lock
+
+    fifo = tmp_path / "x.lock.json"
+    os.mkfifo(fifo)
+    with pytest.raises(SpecError) as caught:  # hung before
+        read_lock(fifo)
+    assert caught.value.message == f"{fifo}: not a lock file: a FIFO, not a regular file"
