@@ -196,3 +196,33 @@ def test_a_keyid_that_is_not_a_string_is_malformed(signer: CryptoSigner) -> None
             json.dumps(doc).encode(), repository="r/x", digest="sha256:00", policy=trust(signer)
         )
         assert out.reason == "malformed", out  # type: ignore[union-attr]
+
+
+def test_verify_cli_uses_the_valid_attestation_beside_a_deep_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """D6 as the user runs it: `envbuilder verify REF` ended in a RecursionError traceback (exit 1)."""
+    from click.testing import CliRunner
+
+    from envbuilder.attest.keys import find_key
+    from envbuilder.cli import cli
+
+    data = tmp_path / "data"
+    monkeypatch.setenv("ENVBUILDER_DATA_DIR", str(data))
+    monkeypatch.setenv("DOCKER_CONFIG", str(tmp_path / "docker"))
+    monkeypatch.delenv("ENVBUILDER_KEY_PASSPHRASE", raising=False)
+    assert CliRunner().invoke(cli, ["keys", "generate", "--name", "ci"]).exit_code == 0
+    own = load_signer(find_key("ci", data / "keys"))
+    with fake_registry() as (host, _state):
+        reg = client(host)
+        digest, image_id = push_image(reg, "hostile/trust", "a")
+        certificate = Certificate(cert("certified-cpu-only", gpus=(), image_id=image_id))
+        ref = parse_reference(f"{host}/hostile/trust:a")
+        attach_certificates(
+            reg, ref, digest=digest, image_id=image_id, certificates=[certificate], signer=own
+        )
+        reg.attach("hostile/trust", reg.resolve(ref).descriptor, artifact_type=MEDIA_TYPE, blob=DEEP)
+        res = CliRunner().invoke(cli, ["verify", str(ref)])
+    assert res.exit_code == 0, res.output
+    assert f"valid    {certificate.id[:12]}" in res.stdout and "[malformed]" in res.stdout
+    assert "Traceback" not in res.output
