@@ -6,10 +6,10 @@ anything else. A path that holds a symbolic link (even to a regular file), a FIF
 (/dev/stdout, /dev/full), a socket or a folder is refused before a byte is written: OutputError
 (exit 18, "not envbuilder's to replace"), the path and what is there named, the link or device
 untouched. Writing through a link or a device is never what envbuilder does: a command that can
-print to stdout says so with its own option (or `-`), never through /dev/stdout. A missing parent
-folder is an OutputError naming it: envbuilder creates no folders for a file the user named. A new
-file gets 0666 less the umask, a replaced regular file keeps its own permissions (read with
-lstat: never a link's 0777)."""
+print to stdout does so without a path (`keys export-public` without --out, `--json`), never
+through /dev/stdout. A missing parent folder is an OutputError naming it: envbuilder creates no
+folder for a file the user named. A new file gets 0666 less the umask, a replaced regular file
+keeps its own permissions (read with lstat: never a link's 0777). docs/files.md says it for users."""
 
 from __future__ import annotations
 
