@@ -237,7 +237,7 @@ def validate_manifests(docs: Sequence[Mapping[str, Any]], version: str = K8S_VER
         raise SchedulerError(
             "Kubernetes manifests are validated before they are written or applied, and the "
             "validator (kubernetes-validate) is not installed",
-            hint="install the k8s extra: pip install 'gpu-envbuilder[k8s]' (or `pip install -e '.[k8s]'` in a checkout)",
+            hint="install the k8s extra: pip install 'gpu-envbuilder[k8s]' (a checkout: -e '.[k8s]')",
         ) from exc
 
     for doc in docs:
