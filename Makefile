@@ -65,7 +65,7 @@ test: $(STAMP) services ## Everything the tests need, then all tests (unit + doc
 test-docker: $(STAMP) services ## Only the Docker integration tests
 	$(BIN)/pytest -q -m docker tests/integration
 
-golden: $(STAMP) ## Regenerate golden Dockerfiles and the committed images/*.Dockerfile renders
+golden: $(STAMP) ## Regenerate golden Dockerfiles, the committed images/*.Dockerfile renders and images/spec.schema.json
 	$(BIN)/pytest -q tests/unit -k 'golden or image_renders' --update-golden
 
 bench: $(STAMP) services ## Build benchmarks (cold vs warm build, image sizes) -> benchmarks/results/

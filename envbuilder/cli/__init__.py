@@ -168,6 +168,11 @@ class _Entry(NamedTuple):
 
 
 _COMMANDS = {
+    "init": _Entry(
+        "init_cmd",
+        "Draft an image spec for the project in this folder.",
+        "envbuilder init --schema spec.schema.json",
+    ),
     "doctor": _Entry(
         "doctor_cmd", "Check GPUs, driver, Docker and GPU access on this machine.", "envbuilder doctor --json"
     ),

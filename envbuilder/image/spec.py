@@ -75,7 +75,7 @@ RESERVED_ENV = frozenset(
     }
 )
 RESERVED_ENV_PREFIX = "NVIDIA_"
-_TOP_KEYS = frozenset(
+TOP_KEYS = frozenset(
     {
         *("schema_version", "name", "description", "source", "framework", "python", "strategy"),
         *("flavor", "companions", "requirements", "apt", "env", "user", "workdir", "certify"),
@@ -296,7 +296,7 @@ def load_spec(path: Path) -> ImageSpec:
             "check the indentation and quoting",
             file=str(path),
         ) from None
-    lines = _top_key_lines(text) if isinstance(raw, dict) and any(k not in _TOP_KEYS for k in raw) else None
+    lines = _top_key_lines(text) if isinstance(raw, dict) and any(k not in TOP_KEYS for k in raw) else None
     spec = parse_spec(raw, str(path), base_dir=path.parent, key_lines=lines)
     check_spec_files(spec)
     return spec
@@ -312,11 +312,11 @@ def _unknown_field(path: str, key: object, index: int, key_lines: Mapping[object
     """An unknown top-level field, named by its line (or position), not by its text."""
     line = (key_lines or {}).get(key)
     where = f"line {line}" if line else f"top-level field {index + 1}"
-    close = difflib.get_close_matches(str(key), sorted(_TOP_KEYS), n=1) if isinstance(key, str) else []
+    close = difflib.get_close_matches(str(key), sorted(TOP_KEYS), n=1) if isinstance(key, str) else []
     guess = f"did you mean {close[0]!r}? " if close else ""
     return SpecError(
         f"{path}: {where}: unknown field",
-        f"{guess}known fields: {', '.join(sorted(_TOP_KEYS))}",
+        f"{guess}known fields: {', '.join(sorted(TOP_KEYS))}",
         file=path,
     )
 
@@ -381,7 +381,7 @@ def parse_spec(
         )
     data = check.mapping("<top>", raw)
     for index, key in enumerate(data):
-        if key not in _TOP_KEYS:
+        if key not in TOP_KEYS:
             raise _unknown_field(path, key, index, key_lines)
     if data.get("schema_version", SCHEMA_VERSION) != SCHEMA_VERSION:
         raise check.fail(

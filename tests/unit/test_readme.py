@@ -19,10 +19,15 @@ def test_the_readme_is_a_front_door() -> None:
     assert len(README.splitlines()) <= 150
 
 
-def test_every_relative_link_exists() -> None:
-    links = re.findall(r"\]\(([^)#]+)(?:#[^)]*)?\)", README)
-    assert links
-    missing = [link for link in links if "://" not in link and not (ROOT / link).exists()]
+def test_every_relative_link_of_the_readme_and_the_docs_exists() -> None:
+    pages = [ROOT / "README.md", ROOT / "CONTRIBUTING.md", *sorted((ROOT / "docs").glob("*.md"))]
+    missing = []
+    for page in pages:
+        links = re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", page.read_text(encoding="utf-8"))
+        assert links or page.name != "README.md"
+        missing += [
+            (page.name, link) for link in links if "://" not in link and not (page.parent / link).exists()
+        ]
     assert missing == []
 
 
