@@ -11,7 +11,6 @@ import importlib.util
 import json
 import os
 import shutil
-import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,9 +37,11 @@ from envbuilder.host.frameworks import (
     FrameworkBuild,
     Status,
     cuda_fit,
+    frameworks_in,
     kernel_fit,
     probe_framework,
     probe_inventory,
+    user_python,
 )
 from envbuilder.matrix.model import Matrix
 
@@ -158,10 +159,6 @@ def load_matrix_or_reason() -> Matrix | str:
     return matrix
 
 
-def _installed(name: str) -> bool:
-    return importlib.util.find_spec(name) is not None
-
-
 def _quiet(_message: str) -> None:
     return None
 
@@ -176,8 +173,8 @@ class DoctorInputs:
     which: Which = shutil.which
     env: Mapping[str, str] = field(default_factory=lambda: os.environ)
     docker: Callable[[], DockerState] = probe_docker
-    python: str = sys.executable
-    installed: Callable[[str], bool] = _installed
+    python: str = field(default_factory=user_python)  # the user's, not envbuilder's own venv
+    installed: Callable[[str], bool] | None = None  # None: ask `python` (frameworks_in)
     matrix: Callable[[], Matrix | str] = load_matrix_or_reason
     progress: Callable[[str], None] = _quiet
     inventory: Callable[[Runner, str], dict[str, Any] | str] | None = None  # None: probe_inventory
@@ -203,8 +200,12 @@ def run_doctor(inputs: DoctorInputs | None = None) -> DoctorReport:
     specs = next((m.cdi_specs for m in modes if m.name == "cdi"), ())
     spec_checks = tuple(check_spec_file(s, i.root) for s in specs)
     builds = []
+    installed = i.installed
+    if installed is None:
+        found = frameworks_in(i.python, run=i.run)
+        installed = found.__contains__
     for name in FRAMEWORKS:
-        if i.installed(name):
+        if installed(name):
             i.progress(f"importing {name} in {i.python}")
             builds.append(probe_framework(name, run=i.run, python=i.python))
     matrix = i.matrix() if host.gpus and any(b.cuda for b in builds) else None
