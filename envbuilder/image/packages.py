@@ -32,7 +32,17 @@ from packaging.tags import Tag
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 
 from envbuilder.errors import LockError, SpecError
-from envbuilder.image.sources import PackageIndex, file_digest, requirement_files, spec_file
+from envbuilder.image.sources import (
+    INDEX_NAME_RE,
+    INDEX_URL_RE,
+    REL_PATH_RE,
+    SECRET_ID_RE,
+    USERNAME_RE,
+    PackageIndex,
+    file_digest,
+    requirement_files,
+    spec_file,
+)
 from envbuilder.image.spec import ImageSpec
 from envbuilder.lifecycle import die_with_parent, scratch_dir
 from envbuilder.resolve.model import Stack
@@ -57,6 +67,13 @@ SHA256_RE = re.compile(r"^[0-9a-f]{64}$")
 WHEEL_RE = re.compile(r"^[A-Za-z0-9_.+!-]+\.whl$")
 NAME_RE = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
 VERSION_RE = re.compile(r"^[A-Za-z0-9.+!_-]{1,64}$")
+PYTHON_RE = re.compile(r"^3\.[0-9]{1,2}$")
+PYTHON_PLATFORM_RE = re.compile(r"^(?:x86_64|aarch64)-manylinux_2_[0-9]{1,3}$")
+# Where uv saw a wheel: a URL without whitespace or control characters (a `<secret:NAME>` prefix
+# stands for an index given as a secret).
+URL_RE = re.compile(r"^(?:(?:https?|file)://|<secret:[A-Za-z0-9_.-]{1,64}>/)[!-~]{1,2000}$")
+RESOLVER_RE = re.compile(r"^uv [0-9][A-Za-z0-9.+-]{0,40}$")
+SECRET_REF_RE = re.compile(r"^<secret:[A-Za-z0-9_.-]{1,64}>$")
 _HINT = "re-lock: envbuilder lock SPEC (or build SPEC without --lock)"
 BASE_RESOLVER = "none: the framework is the base image's own"  # PackageLock.resolver without uv
 
@@ -550,37 +567,54 @@ def choose_wheel(files: list[str], python: str, python_platform: str, *, where: 
     return best[1]
 
 
-def check_package(raw: Mapping[str, Any], where: str) -> LockedPackage:
-    """One package entry of a lock, every value checked (it reaches the build). Raises LockError."""
+def _refused(where: str, field: str, value: object, why: str) -> LockError:
+    """The one error a refused lock value gives: the field, the value (repr, cut short) and why."""
+    text = repr(value)
+    text = text if len(text) <= 80 else text[:77] + "..."
+    return LockError(f"{where}: field {field!r}: {text} refused ({why})", hint=_HINT)
 
-    def bad(key: str) -> LockError:
-        value = repr(raw.get(key))[:80]
-        return LockError(f"{where}: package field {key!r}: {value} refused", hint=_HINT)
+
+def _one_line(value: object, limit: int = 400) -> bool:
+    """Printable text on one line (no control character, no newline), at most `limit` characters."""
+    return isinstance(value, str) and 0 < len(value) <= limit and value.isprintable()
+
+
+def is_secret_ref(value: object) -> bool:
+    """`<secret:NAME>`: where a lock records an index URL that was given as a secret."""
+    return isinstance(value, str) and SECRET_REF_RE.fullmatch(value) is not None
+
+
+def check_package(raw: Mapping[str, Any], where: str) -> LockedPackage:
+    """One package entry of a lock, every value checked (it reaches the build: the requirements
+    file the installer reads, the wheelhouse's file names). Raises LockError."""
+
+    def bad(key: str, why: str) -> LockError:
+        return _refused(where, f"packages.{key}", raw.get(key), why)
 
     name, version, wheel = raw.get("name"), raw.get("version"), raw.get("wheel")
     group = raw.get("group")
     if group not in ("framework", "project", "base"):
-        raise bad("group")
+        raise bad("group", "one of framework, project, base")
     from_base = group == "base"
     if not isinstance(name, str) or not NAME_RE.fullmatch(name):
-        raise bad("name")
+        raise bad("name", "a canonical package name (PEP 503)")
     if not isinstance(version, str) or not VERSION_RE.fullmatch(version):
-        raise bad("version")
-    if not isinstance(wheel, str) or not (wheel == "" if from_base else WHEEL_RE.fullmatch(wheel)):
-        raise bad("wheel")
+        raise bad("version", "a PEP 440 version")
+    if not isinstance(wheel, str) or not (wheel == "" if from_base else _is_wheel_file(wheel)):
+        raise bad("wheel", "a wheel file name (NAME-VERSION-TAGS.whl)")
     sha = raw.get("sha256")
     if not isinstance(sha, str) or not (SHA256_RE.fullmatch(sha) or (from_base and sha == "")):
-        raise bad("sha256")
+        raise bad("sha256", "64 lower-case hex digits")
     size = raw.get("size")
     if size is not None and (not isinstance(size, int) or isinstance(size, bool) or size < 0):
-        raise bad("size")
+        raise bad("size", "a number of bytes")
     urls = raw.get("urls", [])
-    if not isinstance(urls, list) or not all(isinstance(u, str) for u in urls):
-        raise bad("urls")
+    if not isinstance(urls, list) or not all(isinstance(u, str) and URL_RE.fullmatch(u) for u in urls):
+        raise bad("urls", "a list of https://, http:// or file:// URLs, one line each")
     try:
         Requirement(f"{name}=={version}")
     except InvalidRequirement:
-        raise bad("version") from None
+        raise bad("version", "a PEP 440 version") from None
     return LockedPackage(
         name=name,
         version=version,
@@ -592,53 +626,103 @@ def check_package(raw: Mapping[str, Any], where: str) -> LockedPackage:
     )
 
 
+def _is_wheel_file(name: str) -> bool:
+    if not WHEEL_RE.fullmatch(name):
+        return False
+    try:
+        parse_wheel_filename(name)
+    except InvalidWheelFilename:
+        return False
+    return True
+
+
+def _index_url(where: str, field: str, value: object, *, secret_ref: bool) -> str:
+    """An index URL of a lock: https:// (loopback http://) without credentials or query, the
+    spec's own rule (sources.INDEX_URL_RE); `secret_ref`: or `<secret:NAME>`."""
+    if isinstance(value, str) and (INDEX_URL_RE.fullmatch(value) or (secret_ref and is_secret_ref(value))):
+        return value
+    allowed = " or <secret:NAME>" if secret_ref else ""
+    raise _refused(where, field, value, f"an https:// index URL without credentials or query{allowed}")
+
+
+def _lock_indexes(where: str, raw: object) -> tuple[PackageIndex, ...]:
+    """The spec's indexes as the lock records them, checked as the spec's are (spec._indexes)."""
+    if not isinstance(raw, list):
+        raise _refused(where, "indexes", raw, "a list of {name, url}")
+    out: list[PackageIndex] = []
+    for i, item in enumerate(raw):
+        field = f"indexes[{i}]"
+        if not isinstance(item, dict) or not set(item) <= {"name", "url", "username", "secret"}:
+            raise _refused(where, field, item, "an object with name, url, username, secret")
+        name, username, secret = item.get("name"), item.get("username"), item.get("secret")
+        if not isinstance(name, str) or not INDEX_NAME_RE.fullmatch(name) or name in ("framework", "pypi"):
+            raise _refused(where, f"{field}.name", name, "a lower-case index name, not framework or pypi")
+        url = _index_url(where, f"{field}.url", item.get("url"), secret_ref=False)
+        if username is not None and (not isinstance(username, str) or not USERNAME_RE.fullmatch(username)):
+            raise _refused(where, f"{field}.username", username, "a user name, e.g. __token__")
+        if secret is not None and (not isinstance(secret, str) or not SECRET_ID_RE.fullmatch(secret)):
+            raise _refused(where, f"{field}.secret", secret, "a BuildKit secret id")
+        out.append(PackageIndex(name=name, url=url, username=username, secret=secret))
+    names = [i.name for i in out]
+    if len(set(names)) != len(names):
+        raise _refused(where, "indexes", names, "each index name once")
+    return tuple(out)
+
+
 def package_lock_from_dict(raw: object, where: str) -> PackageLock:
-    """Inverse of PackageLock.to_dict, every field checked. Raises LockError."""
+    """Inverse of PackageLock.to_dict. Every value is checked as the spec's are, since a lock is
+    user-editable input and its strings reach the Dockerfile, the installer's requirements file
+    and uv's command line: index names and URLs, package names, versions, wheel files, digests,
+    groups, find-links, Python and platform. Raises LockError naming the field and the value."""
     if not isinstance(raw, dict):
         raise LockError(f"{where}: expected an object", hint=_HINT)
 
-    def text(key: str, optional: bool = False) -> Any:
+    def text(key: str, pattern: re.Pattern[str], why: str) -> str:
         value = raw.get(key)
-        if value is None and optional:
-            return None
-        if not isinstance(value, str) or not value:
-            raise LockError(f"{where}: field {key!r}: expected a string", hint=_HINT)
-        return value
+        if not isinstance(value, str) or not pattern.fullmatch(value):
+            raise _refused(where, key, value, why)
+        return str(value)
 
-    platform = text("platform")
+    def index(key: str) -> str | None:
+        value = raw.get(key)
+        return None if value is None else _index_url(where, key, value, secret_ref=True)
+
+    platform = raw.get("platform")
     if platform not in PLATFORMS:
-        raise LockError(f"{where}: field 'platform': {platform!r} is not one of {', '.join(PLATFORMS)}")
-    indexes = raw.get("indexes", [])
-    inputs = raw.get("inputs", {})
+        raise _refused(where, "platform", platform, f"one of {', '.join(PLATFORMS)}")
+    python = text("python", PYTHON_RE, "a Python version X.Y")
+    python_platform = text("python_platform", PYTHON_PLATFORM_RE, "ARCH-manylinux_2_N")
+    if not python_platform.startswith(f"{platform}-"):
+        raise _refused(where, "python_platform", python_platform, f"a target for {platform}")
+    resolver = raw.get("resolver")
+    if resolver != BASE_RESOLVER:
+        resolver = text("resolver", RESOLVER_RE, f"`uv VERSION` or {BASE_RESOLVER!r}")
     find_links = raw.get("find_links", [])
+    if not isinstance(find_links, list) or not all(
+        _one_line(f, 4096) and str(f).startswith("/") for f in find_links
+    ):
+        raise _refused(where, "find_links", find_links, "a list of absolute folder paths, one line each")
+    inputs = raw.get("inputs", {})
+    if not isinstance(inputs, dict):
+        raise _refused(where, "inputs", inputs, "an object: file -> sha256")
+    for rel, digest in inputs.items():
+        if not REL_PATH_RE.fullmatch(rel) or ".." in rel.split("/"):
+            raise _refused(where, "inputs", rel, "a path relative to the spec's folder")
+        if not isinstance(digest, str) or not SHA256_RE.fullmatch(digest):
+            raise _refused(where, f"inputs[{rel!r}]", digest, "64 lower-case hex digits")
     packages = raw.get("packages")
-    if not isinstance(indexes, list) or not isinstance(inputs, dict) or not isinstance(find_links, list):
-        raise LockError(f"{where}: malformed indexes, inputs or find_links", hint=_HINT)
     if not isinstance(packages, list):
-        raise LockError(f"{where}: field 'packages': expected a list", hint=_HINT)
-    parsed_indexes = []
-    for item in indexes:
-        if (
-            not isinstance(item, dict)
-            or not isinstance(item.get("name"), str)
-            or not isinstance(item.get("url"), str)
-        ):
-            raise LockError(f"{where}: malformed index entry", hint=_HINT)
-        parsed_indexes.append(
-            PackageIndex(
-                name=item["name"], url=item["url"], username=item.get("username"), secret=item.get("secret")
-            )
-        )
+        raise _refused(where, "packages", packages, "a list of packages")
     return PackageLock(
         platform=platform,
-        python=text("python"),
-        python_platform=text("python_platform"),
-        resolver=text("resolver"),
-        framework_index=text("framework_index", optional=True),
-        default_index=text("default_index", optional=True),
-        indexes=tuple(parsed_indexes),
-        find_links=tuple(str(x) for x in find_links),
-        inputs=tuple(sorted((str(k), str(v)) for k, v in inputs.items())),
+        python=python,
+        python_platform=python_platform,
+        resolver=str(resolver),
+        framework_index=index("framework_index"),
+        default_index=index("default_index"),
+        indexes=_lock_indexes(where, raw.get("indexes", [])),
+        find_links=tuple(find_links),
+        inputs=tuple(sorted(inputs.items())),
         packages=tuple(check_package(p if isinstance(p, dict) else {}, where) for p in packages),
     )
 
