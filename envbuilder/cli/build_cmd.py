@@ -118,6 +118,8 @@ def _lock_settings(
         ca_bundle=ca_bundle,
         default_index=settings.default_index or mirror,
         framework_index=settings.framework_index or mirror,
+        # The lock records the mirror as <secret:pip_index_url>; messages never show it.
+        secrets=((SECRET_INDEX, mirror),) if mirror else (),
     )
 
 

@@ -22,7 +22,7 @@ from typing import Literal
 from envbuilder.engine.model import BuildResult, BuildSecret
 from envbuilder.engine.progress import BuildEvent, ProgressParser, step_instruction
 from envbuilder.errors import BuildFailedError, BuildKitMissingError
-from envbuilder.lifecycle import die_with_parent, scratch_dir
+from envbuilder.lifecycle import die_with_parent, kill_group, scratch_dir
 
 BUILDKIT_HINT = (
     "install the buildx plugin (Docker's `docker-buildx-plugin`, or `docker-buildx` on Debian 13+), "
@@ -353,21 +353,8 @@ def _run_streaming(
                     on_event(event)
         return proc.wait()
     except BaseException:
-        _kill_group(proc)
+        kill_group(proc, first=signal.SIGINT)  # docker cancels the build on SIGINT
         raise
-
-
-def _kill_group(proc: subprocess.Popen[str]) -> None:
-    for sig, wait in ((signal.SIGINT, 5.0), (signal.SIGKILL, 5.0)):
-        try:
-            os.killpg(proc.pid, sig)
-        except ProcessLookupError:
-            return
-        try:
-            proc.wait(timeout=wait)
-            return
-        except subprocess.TimeoutExpired:
-            continue
 
 
 def _build_failure(code: int, parser: ProgressParser) -> BuildFailedError:

@@ -44,7 +44,7 @@ from envbuilder.image.sources import (
     spec_file,
 )
 from envbuilder.image.spec import ImageSpec
-from envbuilder.lifecycle import die_with_parent, scratch_dir
+from envbuilder.lifecycle import run_child, scratch_dir, sweep_temp_dirs
 from envbuilder.resolve.model import Stack
 
 if sys.version_info >= (3, 11):
@@ -165,6 +165,9 @@ class LockSettings:
     no_index: bool = False  # only find_links: resolve offline
     uv: str | None = None  # the uv binary (default: the one installed with envbuilder)
     ca_bundle: Path | None = None  # also trusted for the indexes (a TLS-intercepting proxy, a private CA)
+    # What was given as a secret, (name, value): an index URL among them is recorded in the lock
+    # as `<secret:NAME>`, and every value is taken out of every message (redact).
+    secrets: Secrets = ()
 
 
 def install_indexes(
@@ -218,35 +221,86 @@ def uv_version(uv: str) -> str:
 
 
 def _run(
-    argv: list[str], *, what: str, cwd: Path | None = None, env: Mapping[str, str] | None = None
+    argv: list[str],
+    *,
+    what: str,
+    cwd: Path | None = None,
+    env: Mapping[str, str] | None = None,
+    secrets: Secrets = (),
 ) -> subprocess.CompletedProcess[str]:
+    """Run uv (lifecycle.run_child: its process group ends with envbuilder's). Raises LockError
+    with uv's last lines, every secret and credential taken out of them (redact)."""
     try:
-        proc = subprocess.run(
-            argv,
-            capture_output=True,
-            text=True,
-            check=False,
-            cwd=cwd,
-            stdin=subprocess.DEVNULL,
-            env=env,
-            preexec_fn=die_with_parent(),
-        )
+        proc = run_child(argv, cwd=cwd, env=env)
     except OSError as exc:
         raise LockError(f"{what}: cannot run {argv[0]}: {exc.strerror}") from None
     if proc.returncode != 0:
-        raise LockError(f"{what} failed:\n{redact(_tail(proc.stderr))}", hint=_uv_hint(proc.stderr))
+        raise LockError(f"{what} failed:\n{redact(_tail(proc.stderr), secrets)}", hint=_uv_hint(proc.stderr))
     return proc
 
 
-def redact(url_or_text: str) -> str:
-    """Credentials (user:token@) taken out of every URL in the text: they never reach a lock
-    file or a message."""
-    return re.sub(r"(https?://)[^/@\s]+@", r"\1", url_or_text)
+Secrets = tuple[tuple[str, str], ...]  # (name, value) of what was given as a secret
+
+
+def redact(text: str, secrets: Secrets = ()) -> str:
+    """`text` with every secret out of it, so a lock file or a message never holds one: each
+    given secret's value (a URL in any of the forms a tool prints it: with its credentials, without
+    them, with a masked password) becomes `<secret:NAME>`; and in every URL, the credentials
+    (user:password@, a password that holds a raw `@` included) are removed and each query
+    value (`?token=`, `&access_token=`, a presigned URL's signature) becomes `***`."""
+    for name, value in secrets:
+        for pattern in _secret_patterns(value):
+            text = pattern.sub(f"<secret:{name}>", text)
+    text = _USERINFO_RE.sub(r"\1", text)
+    return _QUERY_RE.sub(lambda m: m.group(1) + _QUERY_VALUE_RE.sub(r"\1***", m.group(2)), text)
+
+
+# userinfo runs to the last `@` before the host: a raw `@` in a password (user:pa@ss@host) is
+# part of it. No `/`, `?`, `#` or whitespace inside it (RFC 3986).
+_USERINFO_RE = re.compile(r"((?:https?|file)://)[^/?#\s]*@")
+_QUERY_RE = re.compile(r"((?:https?|file)://[^?#\s]*\?)([^#\s]*)")
+_QUERY_VALUE_RE = re.compile(r"((?:^|[&;])[^=&;]*=)[^&;]*")
+_MIN_SECRET = 4  # shorter values would redact ordinary words; no real token is that short
+
+
+def _secret_patterns(value: str) -> list[re.Pattern[str]]:
+    """How a secret's value may appear in a tool's output. A URL: scheme and credentials optional
+    (`http://u:****@h/p`, `h/p`), anything after its path kept (`.../simple/filelock/`), its
+    password and its query on their own too; any other value: itself."""
+    value = value.strip()
+    if len(value) < _MIN_SECRET:
+        return []
+    parts = urllib.parse.urlsplit(value) if "://" in value else None
+    if parts is None or not parts.hostname:
+        return [re.compile(re.escape(value))]
+    host = parts.netloc.rpartition("@")[2]
+    where = host + parts.path.rstrip("/") + (f"?{parts.query}" if parts.query else "")
+    out = [re.compile(r"(?:[A-Za-z][A-Za-z0-9+.-]*://)?(?:[^/?#\s]*@)?" + re.escape(where))]
+    for piece in (parts.password, urllib.parse.unquote(parts.password or ""), parts.query):
+        if piece and len(piece) >= _MIN_SECRET:
+            out.append(re.compile(re.escape(piece)))
+    return out
+
+
+def recorded_url(url: str | None, secrets: Secrets) -> str | None:
+    """How a lock records an index URL: `<secret:NAME>` when it was given as a secret (its token
+    may sit anywhere in it: the path, the query, the credentials), else without credentials."""
+    if url is None:
+        return None
+    for name, value in secrets:
+        if url.strip() == value.strip():
+            return f"<secret:{name}>"
+    return redact(url, secrets)
 
 
 def uv_env(settings: LockSettings, work: Path) -> dict[str, str]:
-    """uv's environment: ours, with the extra CA bundle appended to the trusted ones."""
+    """uv's environment: ours, with the extra CA bundle appended to the trusted ones, and
+    TMPDIR inside `work` (a lifecycle.temp_dir): whatever uv leaves when it is stopped goes
+    with that folder, or with the next sweep after a SIGKILL."""
     env = dict(os.environ)
+    tmp = work / "tmp"
+    tmp.mkdir(exist_ok=True)
+    env["TMPDIR"] = str(tmp)
     if settings.ca_bundle is not None:
         bundle = work / "ca-bundle.pem"
         system = Path(env.get("SSL_CERT_FILE") or "/etc/ssl/certs/ca-certificates.crt")
@@ -299,6 +353,8 @@ def lock_packages(
     uv = uv_binary(settings.uv) if provided is None or spec.has_project_packages else None
     resolver = uv_version(uv) if uv is not None else BASE_RESOLVER
     base = _base_lock(spec, stack, platform, resolver, settings)
+    secrets = lock_secrets(spec, settings)
+    sweep_temp_dirs()  # what a SIGKILLed lock left (its uv cache among it)
     with scratch_dir("lock") as work:
         framework: list[LockedPackage]
         if provided is not None:
@@ -318,7 +374,7 @@ def lock_packages(
             framework = _compile(
                 uv, base, [framework_in], work / "pylock.framework.toml", indexes=[],
                 default=_framework_url(stack, settings) or _default_url(settings), settings=settings,
-                group="framework",
+                group="framework", secrets=secrets,
             )  # fmt: skip
         f_url = None if provided is not None else _framework_url(stack, settings)
         f_indexes = [] if f_url is None else [("framework", f_url)]
@@ -327,13 +383,13 @@ def lock_packages(
         if spec.has_project_packages:
             assert uv is not None
             say("locking the project's packages (framework pins as constraints)")
-            sources, extras, inputs = _project_inputs(uv, spec, work)
+            sources, extras, inputs = _project_inputs(uv, spec, work, settings)
             constraints = work / "constraints.txt"
             constraints.write_text("".join(f"{p.pin}\n" for p in framework), encoding="utf-8")
             p_indexes = [(i.name, i.url) for i in spec.indexes] + f_indexes
             resolved = _compile(
                 uv, base, sources, work / "pylock.project.toml", indexes=p_indexes,
-                default=_default_url(settings), settings=settings, group="project",
+                default=_default_url(settings), settings=settings, group="project", secrets=secrets,
                 constraints=constraints, extras=extras, strategy="unsafe-first-match" if p_indexes else None,
             )  # fmt: skip
             pinned = {p.name: p for p in framework}
@@ -365,8 +421,11 @@ def _default_url(settings: LockSettings) -> str | None:
     return None if settings.no_index else (settings.default_index or DEFAULT_INDEX)
 
 
-def _opt(fn: Callable[[str], str], value: str | None) -> str | None:
-    return None if value is None else fn(value)
+def lock_secrets(spec: ImageSpec, settings: LockSettings) -> Secrets:
+    """Every secret a lock's uv runs may meet, to take out of what they print: the settings'
+    (a mirror given as a secret) and the spec's index passwords (UV_INDEX_<NAME>_PASSWORD)."""
+    found = [(i.secret or i.name, os.environ.get(f"{i.env_prefix}_PASSWORD", "")) for i in spec.indexes]
+    return (*settings.secrets, *((name, value) for name, value in found if value))
 
 
 def _base_lock(
@@ -388,16 +447,16 @@ def _base_lock(
         python=stack.python,
         python_platform=PYTHON_PLATFORMS[platform],
         resolver=resolver,
-        # A mirror given with its token (the build's pip_index_url secret) is recorded without it.
-        framework_index=_opt(redact, _framework_url(stack, settings)),
-        default_index=_opt(redact, _default_url(settings)),
+        # A mirror given as a secret (the build's pip_index_url) is recorded as <secret:NAME>.
+        framework_index=recorded_url(_framework_url(stack, settings), settings.secrets),
+        default_index=recorded_url(_default_url(settings), settings.secrets),
         indexes=spec.indexes,
         find_links=tuple(str(p.resolve()) for p in settings.find_links),
     )
 
 
 def _project_inputs(
-    uv: str, spec: ImageSpec, work: Path
+    uv: str, spec: ImageSpec, work: Path, settings: LockSettings
 ) -> tuple[list[Path], tuple[str, ...], list[tuple[str, str]]]:
     """uv's source files for the project group, the extras asked for, and the (file, sha256) of
     each input read (so a later build can tell that requirements.txt changed since the lock)."""
@@ -431,7 +490,8 @@ def _project_inputs(
         argv = [uv, "export", "--frozen", "--no-hashes", "--no-emit-project", "--no-dev", "--no-header"]
         argv += [f"--extra={e}" for e in spec.uv_lock.extras]
         argv += ["--format", "requirements-txt", "--output-file", str(exported), "--no-config"]
-        _run(argv, what=f"uv export of {path}", cwd=project_dir)
+        argv += ["--cache-dir", str(work / "uv-cache")]
+        _run(argv, what=f"uv export of {path}", cwd=project_dir, env=uv_env(settings, work))
         sources.append(exported)
         extras = ()
     digests = [(os.path.relpath(p, base.resolve()), file_digest(p)) for p in dict.fromkeys(read)]
@@ -451,15 +511,18 @@ def _compile(
     constraints: Path | None = None,
     extras: tuple[str, ...] = (),
     strategy: str | None = None,
+    secrets: Secrets = (),
 ) -> list[LockedPackage]:
     argv = [uv, "pip", "compile", *map(str, sources), "--format", "pylock.toml", "-o", str(out)]
     argv += ["--python-version", base.python, "--python-platform", base.python_platform]
-    # --no-cache: a cache of its own, removed afterwards. uv unpacks each find-links wheel into its
-    # cache to hash it (747 MB for torch CPU) and keys it by the file's ctime, which every build
-    # from that wheelhouse bumps (its context hard-links the wheels): a kept cache re-unpacks after
-    # each build and keeps the old copy, while a warm hit saves seconds only
-    # (benchmarks/results/installer-2026-12-01.md).
-    argv += ["--only-binary", ":all:", "--no-config", "--no-header", "--quiet", "--no-cache"]
+    # A cache of its own inside the lock's temp folder, removed with it (and swept after a
+    # SIGKILL): uv unpacks each find-links wheel into its cache to hash it (747 MB for torch CPU)
+    # and keys it by the file's ctime, which every build from that wheelhouse bumps (its context
+    # hard-links the wheels): a kept cache re-unpacks after each build and keeps the old copy,
+    # while a warm hit saves seconds only (benchmarks/results/installer-2026-12-01.md). Not
+    # --no-cache: uv puts that one in TMPDIR and leaves it there when it is stopped (D8).
+    argv += ["--only-binary", ":all:", "--no-config", "--no-header", "--quiet"]
+    argv += ["--cache-dir", str(out.parent / "uv-cache")]
     for name, url in indexes:
         argv += ["--index", f"{name}={url}"]
     if default is not None:
@@ -473,22 +536,23 @@ def _compile(
     argv += [f"--extra={e}" for e in extras]
     if strategy:
         argv += ["--index-strategy", strategy]
-    _run(argv, what=f"uv pip compile ({group} packages)", env=uv_env(settings, out.parent))
+    _run(argv, what=f"uv pip compile ({group} packages)", env=uv_env(settings, out.parent), secrets=secrets)
     return parse_pylock(
         out.read_text(encoding="utf-8"),
         group,
         where=f"uv's {group} lock",
         python=base.python,
         python_platform=base.python_platform,
+        secrets=secrets,
     )
 
 
 def parse_pylock(
-    text: str, group: Group, *, where: str, python: str, python_platform: str
+    text: str, group: Group, *, where: str, python: str, python_platform: str, secrets: Secrets = ()
 ) -> list[LockedPackage]:
     """The packages of a pylock.toml (PEP 751) that uv wrote for one target: each must come from
     an index or find-links as a wheel; where several fit, the one the installer would pick is
-    kept (choose_wheel), with its one sha256. Raises LockError."""
+    kept (choose_wheel), with its one sha256; its URLs without secrets (redact). Raises LockError."""
     try:
         doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
@@ -521,7 +585,7 @@ def parse_pylock(
                     "wheel": wheel,
                     "sha256": digests.pop(),
                     "size": sizes[0] if sizes else None,
-                    "urls": [redact(str(w.get("url", ""))) for w in chosen],
+                    "urls": [redact(str(w.get("url", "")), secrets) for w in chosen],
                     "group": group,
                 },
                 where,
