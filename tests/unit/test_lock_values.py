@@ -125,7 +125,7 @@ def test_the_d1_index_name_never_reaches_a_dockerfile(tmp_path: Path) -> None:
     """The reproducer's lock: a spec index renamed into `x; true\\nUSER root\\nRUN touch ...`.
     It was rendered as its own instructions; now the lock is not read at all."""
     doc = _doc()
-    evil = 'x; true\nUSER root\nRUN touch /pwned-by-lock && echo PWNED-MARKER-7731\nRUN echo '
+    evil = "x; true\nUSER root\nRUN touch /pwned-by-lock && echo PWNED-MARKER-7731\nRUN echo "
     _pl(doc)["indexes"] = [{"name": evil, "url": "https://mirror.example.org/simple"}]
     _pl(doc)["packages"][0]["group"] = "project"
     path = tmp_path / "evil.lock.json"
@@ -136,7 +136,8 @@ def test_the_d1_index_name_never_reaches_a_dockerfile(tmp_path: Path) -> None:
     _pl(doc)["indexes"][0]["name"] = "mirror"
     path.write_text(json.dumps(doc))
     lock = read_lock(path)
-    text = render_dockerfile(make_spec(installer="uv"), lock.stack, RenderOptions(package_locks=lock.packages))
+    options = RenderOptions(package_locks=lock.packages)
+    text = render_dockerfile(make_spec(installer="uv"), lock.stack, options)
     assert "--index mirror=https://mirror.example.org/simple" in text and "PWNED" not in text
 
 
