@@ -21,7 +21,7 @@ from typing import Literal
 
 from envbuilder.engine.model import BuildResult, BuildSecret
 from envbuilder.engine.progress import BuildEvent, ProgressParser, step_instruction
-from envbuilder.errors import BuildFailedError, BuildKitMissingError
+from envbuilder.errors import BuildFailedError, BuildKitMissingError, UsageError
 from envbuilder.lifecycle import die_with_parent, kill_group, scratch_dir
 
 BUILDKIT_HINT = (
@@ -214,7 +214,7 @@ def _build_flags(
     """The flags `docker build` and `buildx build` share, checked."""
     argv = ["-f", str(dockerfile)]
     for s in secrets:
-        if not _SECRET_ID.match(s.id):
+        if not _SECRET_ID.fullmatch(s.id):
             raise BuildFailedError(f"invalid build secret id {s.id!r}")
         argv += ["--secret", secret_flag(s)]
     for k, v in sorted((build_args or {}).items()):
@@ -235,7 +235,15 @@ def _build_flags(
 def secret_flag(secret: BuildSecret) -> str:
     """The value of `--secret` for one secret. docker reads it as one CSV record
     (encoding/csv: `id=x,src=FILE`), so a field holding a comma or a quote is quoted, or docker
-    would read a different file than the one named."""
+    would read a different file than the one named. A line break or another control character
+    cannot be carried (docker's reader ends the record there): refused. Raises UsageError."""
+    for field, value in (("id", secret.id), ("src", str(secret.src))):
+        if not value.isprintable():
+            raise UsageError(
+                f"secret {secret.id!r}: its {field} {value!r} holds a line break or another control "
+                "character, which docker's --secret cannot carry",
+                hint="give the file a path without one (a symlink to it will do)",
+            )
     out = io.StringIO()
     csv.writer(out, lineterminator="").writerow([f"id={secret.id}", f"src={secret.src}"])
     return out.getvalue()

@@ -224,3 +224,34 @@ def test_the_build_options_record_the_mirror_file_as_a_secret(tmp_path: Path) ->
     url_file.write_text(MIRROR + "\n")
     settings = _lock_settings(None, None, url_file)
     assert settings is not None and settings.secrets == (("pip_index_url", MIRROR),)
+
+
+# ------------------------------------------------------------------- I3: --secret's CSV record
+
+
+@pytest.mark.parametrize("name", ["a\nb", "a\rb", "ca.pem\n", "a\x1bb"])
+def test_a_secret_path_with_a_line_break_is_refused(tmp_path: Path, name: str) -> None:
+    """docker reads --secret as one CSV record: a line break ends it, whatever the quoting
+    (hostile-inputs I3), so docker would read another file than the one checked."""
+    from envbuilder.engine.buildkit import secret_flag
+
+    src = tmp_path / name
+    src.write_text("token\n")
+    with pytest.raises(UsageError, match="line break") as err:
+        secret_flag(BuildSecret(id="ca", src=src))
+    assert err.value.exit_code == 2 and "\n" not in err.value.message and err.value.hint
+    assert secret_flag(BuildSecret(id="ca", src=tmp_path / "a,b.pem")) == f'id=ca,"src={tmp_path}/a,b.pem"'
+
+
+def test_the_build_command_refuses_a_secret_path_with_a_line_break_before_any_work(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from envbuilder.cli import cli
+
+    src = tmp_path / "url\nRUN x.txt"
+    src.write_text(MIRROR)
+    spec = tmp_path / "s.yaml"
+    spec.write_text('schema_version: 1\nname: s\nframework: "torch==2.13.0"\npython: "3.11"\n')
+    res = CliRunner().invoke(cli, ["build", str(spec), "--cpu", "--pip-index-url-file", str(src)])
+    assert res.exit_code == 2, res.output
+    assert "line break" in res.output and "Traceback" not in res.output
