@@ -81,3 +81,38 @@ def _unserved_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+TOKEN = "SECRETMARKER_TOKEN_1234"
+PATH_TOKEN = "SECRETMARKER_PATH_5678"
+
+
+def _no_secret(text: str) -> None:
+    assert TOKEN not in text and PATH_TOKEN not in text, text[-3000:]
+
+
+def test_a_failed_build_never_prints_the_mirror_given_as_a_secret(
+    cpu_lock: Path,
+    base_image: str,
+    engine: DockerEngine,
+    run_id: str,
+    cleanup_refs: list[str],
+    tmp_path: Path,
+) -> None:
+    """D15's second half: the lock's packages fetched from a private mirror (token in the
+    userinfo and in the path, as Cloudsmith's entitlement URLs) that does not answer; the build
+    fails at the install step, and its message (the RUN's log tail) names the secret, not it."""
+    url = tmp_path / "url.txt"
+    url.write_text(f"http://rtuser:{TOKEN}@127.0.0.1:{_unserved_port()}/{PATH_TOKEN}/simple\n")
+    before = cpu_lock.read_bytes()
+    tag = f"envbuilder-it/h1-secret-fail:{run_id}"
+    cleanup_refs.append(tag)
+    res = envbuilder_cli(
+        "build", "--lock", str(cpu_lock), "--base-image", base_image, "--pip-index-url-file", str(url),
+        "--network", "none", "--tag", tag,
+    )  # fmt: skip
+    assert res.returncode == 9, res.stderr[-3000:]
+    assert "docker build failed" in res.stderr and "Traceback" not in res.stderr
+    _no_secret(res.stdout + res.stderr)
+    assert "<secret:pip_index_url>" in res.stderr  # the log tail named the mirror: as the secret
+    assert engine.inspect_image(tag) is None and cpu_lock.read_bytes() == before
