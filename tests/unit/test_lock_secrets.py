@@ -175,6 +175,20 @@ def test_uv_errors_lose_credentials_without_named_secrets_too(
     assert f"rtuser:{TOKEN}@" not in err.value.message and "http://127.0.0.1:5009/" in err.value.message
 
 
+def test_a_spec_index_password_from_the_environment_is_redacted_from_uv_errors(
+    fake_uv: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("FAKE_UV_FAIL", "1")
+    monkeypatch.setenv("UV_INDEX_CORP_PASSWORD", TOKEN)
+    _private_tmp(tmp_path, monkeypatch)
+    spec = make_spec(
+        requirements=["six"], indexes=[{"name": "corp", "url": "https://pkgs.example/simple", "secret": "tok"}]
+    )
+    with pytest.raises(LockError) as err:
+        lock_packages(spec, cpu_stack(), settings=LockSettings(uv=str(fake_uv[0])))
+    assert TOKEN not in err.value.message and "token <secret:tok> rejected" in err.value.message
+
+
 def test_uv_caches_and_temp_files_stay_in_envbuilders_own_temp_folder(
     fake_uv: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -255,3 +269,17 @@ def test_the_build_command_refuses_a_secret_path_with_a_line_break_before_any_wo
     res = CliRunner().invoke(cli, ["build", str(spec), "--cpu", "--pip-index-url-file", str(src)])
     assert res.exit_code == 2, res.output
     assert "line break" in res.output and "Traceback" not in res.output
+
+
+def test_the_wheelhouse_says_a_secret_mirrors_url_is_not_recorded(tmp_path: Path) -> None:
+    from dataclasses import replace
+
+    from fake_engine import cpu_package_lock
+
+    from envbuilder.image.wheelhouse import fill_wheelhouse
+
+    lock = cpu_package_lock()
+    pkg = replace(lock.packages[0], urls=(f"<secret:pip_index_url>/filelock/{lock.packages[0].wheel}",))
+    with pytest.raises(LockError, match="a mirror given as a secret") as err:
+        fill_wheelhouse(replace(lock, packages=(pkg,)), tmp_path / "wh", environ={})
+    assert "--find-links" in (err.value.hint or "")
