@@ -181,9 +181,8 @@ def test_a_spec_index_password_from_the_environment_is_redacted_from_uv_errors(
     monkeypatch.setenv("FAKE_UV_FAIL", "1")
     monkeypatch.setenv("UV_INDEX_CORP_PASSWORD", TOKEN)
     _private_tmp(tmp_path, monkeypatch)
-    spec = make_spec(
-        requirements=["six"], indexes=[{"name": "corp", "url": "https://pkgs.example/simple", "secret": "tok"}]
-    )
+    corp = {"name": "corp", "url": "https://pkgs.example/simple", "secret": "tok"}
+    spec = make_spec(requirements=["six"], indexes=[corp])
     with pytest.raises(LockError) as err:
         lock_packages(spec, cpu_stack(), settings=LockSettings(uv=str(fake_uv[0])))
     assert TOKEN not in err.value.message and "token <secret:tok> rejected" in err.value.message
