@@ -52,11 +52,9 @@ from envbuilder.image.packages import (
     LockSettings,
     PackageLock,
     Platform,
-    Secrets,
     changed_inputs,
     framework_requirements,
     lock_packages,
-    redact,
 )
 from envbuilder.image.render import (
     HARNESS_DEST,
@@ -68,6 +66,7 @@ from envbuilder.image.render import (
     rendered_stack,
     write_build_context,
 )
+from envbuilder.image.secrets import Secrets, redact
 from envbuilder.image.spec import ImageSpec, parse_spec
 from envbuilder.imageref import check_registry, check_tag
 from envbuilder.lifecycle import temp_dir

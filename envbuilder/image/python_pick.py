@@ -25,7 +25,8 @@ from pathlib import Path
 from packaging.version import Version
 
 from envbuilder.atomic import write_text_atomic
-from envbuilder.image.packages import PYTHON_PLATFORMS, LockSettings, redact, uv_binary, uv_env
+from envbuilder.image.packages import PYTHON_PLATFORMS, LockSettings, uv_binary, uv_env
+from envbuilder.image.secrets import redact
 from envbuilder.image.spec import ImageSpec
 from envbuilder.lifecycle import run_child, scratch_dir
 from envbuilder.resolve.model import Stack

@@ -46,9 +46,9 @@ from envbuilder.image.packages import (
     PackageLock,
     Platform,
     install_indexes,
-    is_secret_ref,
     uv_binary,
 )
+from envbuilder.image.secrets import is_secret_ref
 from envbuilder.image.sources import INDEX_URL_RE
 from envbuilder.image.spec import ImageSpec
 from envbuilder.image.validate import (

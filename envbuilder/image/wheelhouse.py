@@ -21,7 +21,8 @@ from pathlib import Path
 from typing import IO, Any
 
 from envbuilder.errors import LockError
-from envbuilder.image.packages import LockedPackage, PackageLock, is_secret_ref
+from envbuilder.image.packages import LockedPackage, PackageLock
+from envbuilder.image.secrets import is_secret_ref
 from envbuilder.image.sources import PackageIndex
 
 CHUNK = 1 << 20

@@ -16,8 +16,9 @@ from fake_engine import cpu_stack, make_spec
 from envbuilder.engine import BuildSecret
 from envbuilder.errors import BuildFailedError, LockError, UsageError
 from envbuilder.image.build import secret_values, secrets_redacted
-from envbuilder.image.packages import LockSettings, lock_packages, recorded_url, redact
+from envbuilder.image.packages import LockSettings, lock_packages
 from envbuilder.image.render import RenderOptions, render_dockerfile
+from envbuilder.image.secrets import recorded_url, redact
 
 TOKEN = "SECRETMARKER_TOKEN_1234"
 PATH_TOKEN = "SECRETMARKER_PATH_5678"
