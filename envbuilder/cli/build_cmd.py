@@ -27,6 +27,7 @@ from envbuilder.cli.options import (
     settings_from_options,
 )
 from envbuilder.engine import BUILD_NETWORKS, BuildSecret, DockerEngine
+from envbuilder.engine.buildkit import secret_flag
 from envbuilder.engine.progress import BuildEvent, finished_step, step_instruction
 from envbuilder.errors import UsageError
 from envbuilder.image.build import (
@@ -118,6 +119,8 @@ def _lock_settings(
         ca_bundle=ca_bundle,
         default_index=settings.default_index or mirror,
         framework_index=settings.framework_index or mirror,
+        # The lock records the mirror as <secret:pip_index_url>; messages never show it.
+        secrets=((SECRET_INDEX, mirror),) if mirror else (),
     )
 
 
@@ -157,6 +160,8 @@ def build_options_from(
     dupes = [k for k, n in Counter(s.id for s in parsed).items() if n > 1]
     if dupes:
         raise UsageError(f"secret id {dupes[0]!r} given twice")
+    for s in parsed:
+        secret_flag(s)  # what docker cannot read (a line break in the path) refused now, not after the lock
     sources = settings_from_options(index_url, framework_index, find_links, no_index)
     return BuildOptions(
         base_image=base_image,

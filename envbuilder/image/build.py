@@ -20,7 +20,14 @@ from typing import Any
 
 from envbuilder.engine import BuildResult, BuildSecret, ContainerSpec, Engine, ImageInfo
 from envbuilder.engine.progress import BuildEvent
-from envbuilder.errors import BuildFailedError, OutputError, RegistryError, SpecError, UsageError
+from envbuilder.errors import (
+    BuildFailedError,
+    EnvbuilderError,
+    OutputError,
+    RegistryError,
+    SpecError,
+    UsageError,
+)
 from envbuilder.host.model import Host
 from envbuilder.image.commit import commit, context_home, output_lock, repair
 from envbuilder.image.drift import (
@@ -51,6 +58,7 @@ from envbuilder.image.packages import (
 )
 from envbuilder.image.render import (
     HARNESS_DEST,
+    SECRET_CA,
     VENV,
     RenderedContext,
     RenderOptions,
@@ -58,6 +66,7 @@ from envbuilder.image.render import (
     rendered_stack,
     write_build_context,
 )
+from envbuilder.image.secrets import Secrets, redact
 from envbuilder.image.spec import ImageSpec, parse_spec
 from envbuilder.imageref import check_registry, check_tag
 from envbuilder.lifecycle import temp_dir
@@ -419,20 +428,57 @@ def _run_build_locked(
     tmp = temp_dir("render", work_dir) if work_dir is not None else None
     dest = (tmp or context_home(plan.lock_out)) / "build"
     try:
-        prepared = prepare_build(plan, options, engine, dest, on_message=on_message)
-        result = engine.build(
-            prepared.rendered.context_dir,
-            prepared.rendered.dockerfile,
-            secrets=options.secrets,
-            no_cache=options.no_cache,
-            network=options.network,
-            on_event=on_event,
-            source_date_epoch=options.source_date_epoch,
-        )
+        with secrets_redacted(options.secrets):
+            prepared = prepare_build(plan, options, engine, dest, on_message=on_message)
+            result = engine.build(
+                prepared.rendered.context_dir,
+                prepared.rendered.dockerfile,
+                secrets=options.secrets,
+                no_cache=options.no_cache,
+                network=options.network,
+                on_event=on_event,
+                source_date_epoch=options.source_date_epoch,
+            )
     finally:
         if tmp is not None:
             shutil.rmtree(tmp, ignore_errors=True)
     return finish_build(prepared, result, options, engine)
+
+
+MAX_SECRET_BYTES = 64 * 1024  # a token or a URL; a larger file is no index secret
+
+
+def secret_values(secrets: Sequence[BuildSecret]) -> Secrets:
+    """(id, value) of the build's secrets that a tool may print (an index URL with its token, a
+    password): every one but the CA bundle, which is public. A file that cannot be read is
+    skipped (the build reports it)."""
+    out: list[tuple[str, str]] = []
+    for s in secrets:
+        if s.id == SECRET_CA:
+            continue
+        try:
+            with s.src.open("rb") as f:
+                value = f.read(MAX_SECRET_BYTES).decode("utf-8", errors="replace").strip()
+        except OSError:
+            continue
+        if value:
+            out.append((s.id, value))
+    return tuple(out)
+
+
+@contextlib.contextmanager
+def secrets_redacted(secrets: Sequence[BuildSecret]) -> Iterator[None]:
+    """Every envbuilder error raised inside leaves with the secrets' values taken out of its
+    message and hint (a failed RUN's log tail prints the index URL it could not fetch from,
+    token and all)."""
+    try:
+        yield
+    except EnvbuilderError as exc:
+        values = secret_values(secrets)
+        exc.message = redact(exc.message, values)
+        exc.args = (exc.message,)
+        exc.hint = None if exc.hint is None else redact(exc.hint, values)
+        raise
 
 
 def finish_build(

@@ -48,6 +48,7 @@ from envbuilder.image.packages import (
     install_indexes,
     uv_binary,
 )
+from envbuilder.image.secrets import is_secret_ref
 from envbuilder.image.sources import INDEX_URL_RE
 from envbuilder.image.spec import ImageSpec
 from envbuilder.image.validate import (
@@ -334,6 +335,13 @@ def _index_flags(
         mounts = [*mounts, f"type=secret,id={SECRET_INDEX},required=true"]
         words = [f'"$(cat /run/secrets/{SECRET_INDEX})"']
         indexes = []
+    secret = next((url for _, url in indexes if is_secret_ref(url)), None)
+    if secret is not None:
+        raise UsageError(
+            f"the lock records a mirror given as a secret ({secret}); the build needs it again",
+            hint=f"build: --pip-index-url-file FILE; render: --secret {SECRET_INDEX} "
+            "(the mirror's URL, with its token, as the lock was made with)",
+        )
     by_url = {i.url: i for i in spec.indexes}
     for position, (name, url) in enumerate(indexes):
         check("index_url", url, INDEX_URL_RE, "an https:// index URL without credentials or query")
