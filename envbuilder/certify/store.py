@@ -19,10 +19,17 @@ import contextlib
 import sqlite3
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 
 from envbuilder.atomic import write_text_atomic
-from envbuilder.certify.certificate import Certificate, parse_timestamp, require_valid, verify_certificate
+from envbuilder.certify.certificate import (
+    Certificate,
+    issued_in_future,
+    parse_timestamp,
+    require_valid,
+    verify_certificate,
+)
 from envbuilder.errors import CertificateRefusedError, StoreError, UsageError
 from envbuilder.resources import user_data_dir
 
@@ -68,6 +75,10 @@ CREATE INDEX IF NOT EXISTS certificates_ref ON certificates (image_ref);
 # migrated when opened (the origin column added, the indexes made); certificates imported before
 # version 2 were stored as 'local' and stay so, since nothing recorded where they came from.
 SCHEMA_VERSION = 2
+_ADD_ATTESTATION = (
+    "INSERT OR REPLACE INTO attestations (envelope_digest, cert_id, repository, manifest_digest, keyid, "
+    "envelope) VALUES (?, ?, ?, ?, ?, ?)"
+)
 _ADD_DIGEST = "INSERT OR IGNORE INTO image_digests (cert_id, repository, manifest_digest) VALUES (?, ?, ?)"
 # certified here | fetched from a registry, signed | `certs import`ed (signed or not: see attestations)
 ORIGINS = ("local", "attestation", "imported")
@@ -151,6 +162,32 @@ class CertStore:
             ) from exc
         return cert.id
 
+    def add_imported(
+        self,
+        cert: Certificate,
+        *,
+        envelope: bytes | None = None,
+        envelope_digest: str = "",
+        repository: str = "",
+        manifest_digest: str = "",
+        keyid: str = "",
+    ) -> str:
+        """Store a certificate that `certs import` verified, with origin 'imported', and the
+        signed envelope it came in (None: it came unsigned), in one transaction; return its id.
+        A certificate already stored keeps its origin. Raises CertificateRefusedError, StoreError."""
+        require_valid(cert)
+        try:
+            with self._connect() as db, _write(db):
+                _insert(db, cert, "imported")
+                if envelope is not None:
+                    text = envelope.decode("utf-8")
+                    db.execute(
+                        _ADD_ATTESTATION, (envelope_digest, cert.id, repository, manifest_digest, keyid, text)
+                    )
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot write to the certificate store {self.path}: {exc}") from exc
+        return cert.id
+
     def record_digest(self, cert_ids: Sequence[str], repository: str, manifest_digest: str) -> None:
         """Key these certificates by the registry manifest digest their image was pushed as
         (in `repository`) too. Raises StoreError."""
@@ -180,8 +217,7 @@ class CertStore:
                 _insert(db, cert, "attestation")
                 db.execute(_ADD_DIGEST, (cert.id, repository, manifest_digest))
                 db.execute(
-                    "INSERT OR REPLACE INTO attestations (envelope_digest, cert_id, repository, "
-                    "manifest_digest, keyid, envelope) VALUES (?, ?, ?, ?, ?, ?)",
+                    _ADD_ATTESTATION,
                     (envelope_digest, cert.id, repository, manifest_digest, keyid, envelope.decode("utf-8")),
                 )
         except sqlite3.Error as exc:
@@ -296,20 +332,17 @@ class CertStore:
         return Path(dest)
 
     def import_(self, src: Path) -> str:
-        """Read a certificate file, verify it, store it; return its id. Raises StoreError (cannot
-        read), CertificateRefusedError (not a certificate, or tampered)."""
+        """Read a certificate file, verify it, store it with origin 'imported' (unsigned: `run`
+        uses it only when told to trust imported certificates); return its id. A signed envelope
+        is envbuilder.attest.imported's. Raises StoreError (cannot read), CertificateRefusedError
+        (not a certificate, tampered, issued in the future)."""
         try:
             text = Path(src).read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as exc:
             raise StoreError(f"cannot read {src}: {exc}", "check the path", file=str(src)) from exc
         cert = Certificate.from_json(text, where=str(src))
-        require_valid(cert, where=str(src))
-        if parse_timestamp(cert.issued_at) is None:  # it would sort as newest forever
-            raise CertificateRefusedError(
-                f"{src}: issued_at is not an RFC 3339 timestamp (YYYY-MM-DDTHH:MM:SSZ)",
-                hint="import the certificate file `envbuilder certs export` wrote",
-            )
-        return self.add(cert)
+        require_importable(cert, str(src))
+        return self.add_imported(cert)
 
     def integrity_check(self) -> str:
         """SQLite's own check of the file ("ok" when sound). Raises StoreError."""
@@ -431,6 +464,25 @@ def image_query(image: str | None, origin: str | None = None) -> tuple[str, tupl
     if where:
         sql += " WHERE " + " AND ".join(where)
     return sql + " ORDER BY issued_at DESC, stored_at DESC, id", args
+
+
+def require_importable(cert: Certificate, where: str, now: datetime | None = None) -> None:
+    """What `certs import` checks of a certificate before storing it, signed or not: intact, an
+    issued_at that is an RFC 3339 timestamp (anything else would sort as newest forever) and not
+    in the future beyond the clock skew. Raises CertificateRefusedError."""
+    require_valid(cert, where=where)
+    if parse_timestamp(cert.issued_at) is None:
+        raise CertificateRefusedError(
+            f"{where}: issued_at is not an RFC 3339 timestamp (YYYY-MM-DDTHH:MM:SSZ)",
+            hint="import the certificate file `envbuilder certs export` wrote",
+        )
+    future = issued_in_future(cert.issued_at, now)
+    if future is not None:
+        raise CertificateRefusedError(
+            f"{where}: refused [future-issued]: the certificate's {future}",
+            hint="check this host's clock (and the certifying host's): a certificate cannot be "
+            "issued later than it is checked",
+        )
 
 
 def write_atomic(path: Path, text: str) -> bool:
