@@ -140,6 +140,7 @@ def main() -> int:
         src.with_suffix(".md").write_text(markdown(json.loads(src.read_text())))
         return 0
     sizes = sorted(int(s) for s in opts.sizes.split(","))
+    load_before = os.getloadavg()[0]
     folder = Path(tempfile.mkdtemp(prefix="certstore-bench-", dir=opts.dir))
     results: list[dict[str, Any]] = []
     try:
@@ -188,6 +189,7 @@ def main() -> int:
         "python": platform.python_version(),
         "sqlite": sqlite3.sqlite_version,
         "store_dir": opts.dir or tempfile.gettempdir(),
+        "load_average": [round(load_before, 2), round(os.getloadavg()[0], 2)],  # 1-min, at start and end
     }
     doc = {"date": today, "baseline": BASELINE, "calls": opts.calls, **machine, "results": results}
     stem.with_suffix(".json").write_text(json.dumps(doc, indent=2) + "\n")
@@ -201,7 +203,9 @@ def markdown(doc: dict[str, Any]) -> str:
         f"# Certificate store lookups, {doc['date']}: main {doc['baseline']} vs the indexed query",
         "",
         f"Machine: {doc['machine']} ({doc['cpus']} cores, {doc['platform']}), Python {doc['python']}, "
-        f"SQLite {doc['sqlite']}; the store in {doc['store_dir']}. `benchmarks/certstore_bench.py`: one "
+        f"SQLite {doc['sqlite']}; the store in {doc['store_dir']}; 1-minute load average "
+        f"{' -> '.join(str(x) for x in doc.get('load_average', ['?']))} (the machine is shared: "
+        "the `before` figures swing with it, the `after` ones hardly). `benchmarks/certstore_bench.py`: one "
         "store filled through `CertStore.add` with synthetic sealed certificates (one image each); at "
         f"each size every lookup is called {doc['calls']} times per variant, before and after "
         "interleaved call by call, each call opening the store as the CLI does. Median (p90) in ms. "

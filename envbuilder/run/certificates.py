@@ -121,10 +121,13 @@ def _imported(
     """The imported certificates of the image that hold, and why the others do not."""
     usable: list[Certificate] = []
     refusals: list[Refusal] = []
+    read: list[TrustPolicy] = []  # the policy, read once and only when an envelope needs it
     for cid in ids:
         envelopes = store.envelopes(cid)
         if envelopes:
-            trust = policy()
+            if not read:
+                read.append(policy())
+            trust = read[0]
             outcomes = [
                 verify_envelope(e.envelope, repository=e.repository, digest=info.id, policy=trust)
                 for e in envelopes

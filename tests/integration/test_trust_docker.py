@@ -67,18 +67,19 @@ def pushed(
     client = docker.from_env(timeout=120)
     image, _logs = client.images.build(fileobj=io.BytesIO(dockerfile), tag=local, rm=True)
     cleanup_refs.append(local)
+    image_id = str(image.id)
     data = tmp_path_factory.mktemp("trust-a") / "data"
     assert cli(data, "keys", "generate", "--name", "ci").returncode == 0
-    CertStore(data / "certs.sqlite").add(cpu_certificate(image.id, local))
+    CertStore(data / "certs.sqlite").add(cpu_certificate(image_id, local))
     remote = f"{registry}/h4-trust/img:{run_id}"
     res = cli(data, "push", local, "--to", remote, "--attest")
     cleanup_refs.append(remote)
     assert res.returncode == 0, res.stderr[-3000:]
     outside = f"{registry}/h4-trust-outside/img:{run_id}"
-    engine.tag(image.id, outside)
+    engine.tag(image_id, outside)
     cleanup_refs.append(outside)
     engine.push(outside)
-    return Pushed(local=local, remote=remote, outside=outside, image_id=str(image.id), data_a=data)
+    return Pushed(local=local, remote=remote, outside=outside, image_id=image_id, data_a=data)
 
 
 def machine_b(tmp_path: Path, a: Pushed, registry: str) -> Path:
