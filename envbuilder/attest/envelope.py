@@ -119,7 +119,7 @@ def verify_envelope(
     try:
         doc = json.loads(raw)
         env = Envelope.from_dict(copy.deepcopy(doc))  # from_dict rewrites the dict it is given
-    except (ValueError, KeyError, TypeError, FormatError, UnicodeDecodeError) as exc:
+    except (ValueError, KeyError, TypeError, AttributeError, FormatError, UnicodeDecodeError) as exc:
         return refuse("malformed", f"not a DSSE envelope ({type(exc).__name__}: {exc})")
     if env.payload_type != PAYLOAD_TYPE:
         return refuse("malformed", f"payloadType is {env.payload_type!r}, not {PAYLOAD_TYPE!r}")

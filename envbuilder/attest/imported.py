@@ -23,7 +23,7 @@ from envbuilder.attest.statement import CERTIFICATE
 from envbuilder.bounded import MAX_BYTES, load_json
 from envbuilder.certify.certificate import Certificate
 from envbuilder.certify.store import CertStore, require_importable
-from envbuilder.errors import CertificateRefusedError, StoreError
+from envbuilder.errors import CertificateRefusedError, UsageError
 
 _SIGNED_HINT = (
     "import the signed attestation instead (the envelope `push --attest` attached), trusting its "
@@ -61,7 +61,8 @@ def import_certificate(
     now: datetime | None = None,
 ) -> Imported:
     """Verify a certificate file or a signed envelope and store it as `imported`. The trust
-    policy is read only for an envelope. Raises StoreError (cannot read, cannot store),
+    policy is read only for an envelope. Raises UsageError (cannot read, not a regular file),
+    StoreError (cannot store),
     CertificateRefusedError (not a certificate, tampered, issued in the future, an envelope that
     does not verify, naming the reason), SigningKeyError (the policy is broken)."""
     raw = _read(src)
@@ -121,17 +122,17 @@ def _read(src: Path) -> bytes:
         fd = os.open(src, os.O_RDONLY | os.O_NONBLOCK)
         try:
             if not stat.S_ISREG(os.fstat(fd).st_mode):
-                raise StoreError(
-                    f"cannot read {src}: not a regular file", "give a certificate file", file=str(src)
-                )
+                raise UsageError(f"cannot read {src}: not a regular file", hint="give a certificate file")
             with os.fdopen(fd, "rb", closefd=False) as f:
                 data = f.read(MAX_BYTES + 1)
         finally:
             os.close(fd)
     except OSError as exc:
-        raise StoreError(f"cannot read {src}: {exc}", "check the path", file=str(src)) from exc
+        raise UsageError(f"cannot read {src}: {exc.strerror or exc}", hint="check the path") from exc
     if len(data) > MAX_BYTES:
         raise CertificateRefusedError(
-            f"{src} is larger than {MAX_BYTES // (1024 * 1024)} MiB: not a certificate", file=str(src)
+            f"{src} is larger than {MAX_BYTES // (1024 * 1024)} MiB: not a certificate",
+            hint="import a certificate file (`certs export`) or a signed attestation envelope",
+            file=str(src),
         )
     return data

@@ -181,6 +181,8 @@ def test_expired_under_max_age(signer: CryptoSigner, policy: TrustPolicy) -> Non
         b"not json",
         b"{}",
         json.dumps({"payload": "e30=", "payloadType": "text/plain", "signatures": []}).encode(),
+        # securesystemslib's from_dict raised AttributeError on a payload that is no string
+        json.dumps({"payloadType": 1, "payload": [], "signatures": "x"}).encode(),
     ],
 )
 def test_malformed_envelopes(raw: bytes, policy: TrustPolicy) -> None:

@@ -4,6 +4,7 @@ the exit code of each failure family (2, 12, 14, 15, 16), against an in-process 
 from __future__ import annotations
 
 import json
+import os
 import stat
 from pathlib import Path
 
@@ -145,3 +146,37 @@ def test_certs_import_marks_the_origin_and_verifies_a_signed_envelope(data: Path
     code, _, err = run("certs", "import", str(tmp_path / "future.json"))
     assert code == 12 and "future-issued" in err and "2099-01-01T00:00:00Z lies in the future" in err
     assert "--trust-imported" in run("run", "--help")[1]
+
+
+def test_certs_import_of_hostile_files_is_one_error_line_and_stores_nothing(
+    data: Path, tmp_path: Path
+) -> None:
+    """Every file is read at most 4 MiB + 1 bytes, regular files only; an envelope-shaped file
+    that is no envelope is `malformed`. Exit 2 (cannot read) or 12 (not a certificate)."""
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)  # never opened for writing: reading it would hang
+    cases = {
+        fifo: 2,
+        tmp_path: 2,  # a folder
+        tmp_path / "missing.json": 2,
+        tmp_path / "empty.json": 12,
+        tmp_path / "binary.json": 12,
+        tmp_path / "list.json": 12,
+        tmp_path / "junk-envelope.json": 12,
+        tmp_path / "big.json": 12,
+    }
+    (tmp_path / "empty.json").write_text("")
+    (tmp_path / "binary.json").write_bytes(b"\xff\xfe\x00")
+    (tmp_path / "list.json").write_text("[1, 2]")
+    (tmp_path / "junk-envelope.json").write_text(
+        json.dumps({"payloadType": 1, "payload": [], "signatures": "x"})
+    )
+    (tmp_path / "big.json").write_text(" " * (4 * 1024 * 1024) + "{}")
+    for path, code in cases.items():
+        got, _out, err = run("certs", "import", str(path))
+        assert got == code, (path, got, err)
+        assert "Traceback" not in err, (path, err)
+        if path != tmp_path:  # click itself refuses a folder, with its usage line
+            assert err.startswith("envbuilder: error:") and "hint:" in err, (path, err)
+    assert "[malformed]" in run("certs", "import", str(tmp_path / "junk-envelope.json"))[2]
+    assert json.loads(run("certs", "list", "--json")[1]) == []
