@@ -14,10 +14,15 @@ from envbuilder.run.launch import IPC_MODES, FindCertificate, RunOptions, run_im
 
 
 def find_certificates(
-    image: str, key_files: tuple[Path, ...], trust_file: Path | None, max_age: str | None
+    image: str,
+    key_files: tuple[Path, ...],
+    trust_file: Path | None,
+    max_age: str | None,
+    trust_imported: bool = False,
 ) -> FindCertificate:
-    """Local certificates, else the image's signed attestations (cached, else from its
-    registry), verified against the trust policy the options name (run/certificates.py)."""
+    """Local certificates, else imported ones, else the image's signed attestations (cached,
+    else from its registry), verified against the trust policy the options name
+    (run/certificates.py)."""
     from envbuilder.attest import choose_policy
     from envbuilder.certify.store import CertStore
     from envbuilder.run.certificates import certificate_finder
@@ -27,6 +32,7 @@ def find_certificates(
         store=CertStore(),
         policy=lambda: choose_policy(keys=key_files, trust=trust_file, max_age=max_age),
         say=lambda line: click.echo(line, err=True),
+        trust_imported=trust_imported,
     )
 
 
@@ -101,6 +107,12 @@ class _DockerRunCommand(click.Command):
 )
 @click.option("--runtime-path", metavar="PATH", help="The apptainer or enroot binary (default: on PATH).")
 @click.option("--force", is_flag=True, help="Run even if the certificate does not cover it (recorded).")
+@click.option(
+    "--trust-imported",
+    is_flag=True,
+    help="Accept a certificate `certs import`ed from an unsigned file (its hashes prove integrity, "
+    "not who made it); without it such a certificate is refused [imported-unsigned].",
+)
 @click.option("--monitor", is_flag=True, help="Sample GPU telemetry meanwhile; write it with a diagnosis.")
 @click.option(
     "--monitor-dir",
@@ -125,6 +137,7 @@ def run(
     runtime: str,
     runtime_path: str | None,
     force: bool,
+    trust_imported: bool,
     monitor: bool,
     monitor_dir: Path | None,
     volumes: tuple[str, ...],
@@ -146,10 +159,12 @@ def run(
 
     Before starting, a certificate for the image's ID must be intact, for this exact image,
     passed, and cover this host's GPUs and driver; otherwise it refuses (exit 12) with the
-    reason and what to do, unless --force (recorded in the run log). With no local certificate,
-    the image's signed attestations are fetched from its registry (pulling the image first if it
-    is not here) and verified against the trust policy (--key/--trust, default DATA/trust.yaml,
-    else your own keys); an unsigned, untrusted, edited, replayed or expired one is refused.
+    reason and what to do, unless --force (recorded in the run log). A certificate imported
+    from an unsigned file counts only with --trust-imported. With no local certificate, the
+    signed attestations of the registry IMAGE names are fetched (pulling the image first if it
+    is not here; a local tag or ID is never looked up in a registry) and verified against the
+    trust policy (--key/--trust, default DATA/trust.yaml, else your own keys); an unsigned,
+    untrusted, edited, replayed, expired or future-dated one is refused.
     The job gets shared memory and the memlock/stack ulimits training needs; its exit code is
     passed through; Ctrl-C stops it.
 
@@ -172,6 +187,7 @@ def run(
                 key_files,
                 trust_file,
                 max_age,
+                trust_imported,
                 docker_only={
                     "--monitor": monitor,
                     "--monitor-dir": monitor_dir,
@@ -202,7 +218,7 @@ def run(
             interactive=interactive or on_terminal,
             tty=(on_terminal and sys.stdout.isatty()) if tty is None else tty,
         ),
-        find_certificate=find_certificates(image, key_files, trust_file, max_age),
+        find_certificate=find_certificates(image, key_files, trust_file, max_age, trust_imported),
     )
     ctx.exit(outcome.exit_code)
 
@@ -220,6 +236,7 @@ def run_with_runtime(
     key_files: tuple[Path, ...],
     trust_file: Path | None,
     max_age: str | None,
+    trust_imported: bool,
     *,
     docker_only: dict[str, object],
 ) -> int:
@@ -249,6 +266,8 @@ def run_with_runtime(
             workdir=workdir,
             tool=runtime_path,
         ),
-        find_certificate=find_certificates(image_ref(exported.image), key_files, trust_file, max_age),
+        find_certificate=find_certificates(
+            image_ref(exported.image), key_files, trust_file, max_age, trust_imported
+        ),
     )
     return outcome.exit_code
