@@ -57,8 +57,8 @@ def host_options(func: F) -> F:
     func = click.option(
         "--driver",
         metavar="VERSION",
-        help="Target NVIDIA driver, the full version nvidia-smi prints, e.g. 535.104.05, or a bare "
-        "branch such as 580 (its oldest driver is assumed). Default: this host's.",
+        help="Target NVIDIA driver as nvidia-smi prints it, e.g. 535.104.05, 550.135 or 580.00, or a "
+        "bare branch such as 580 (its oldest driver is assumed). Default: this host's.",
     )(func)
     return func
 

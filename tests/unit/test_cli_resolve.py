@@ -98,11 +98,7 @@ def test_nothing_fits_exit_4_and_json_still_lists_rejections() -> None:
         (["--python", "3", "--cc", "8.0"], "malformed Python version '3': give it as X.Y", "--python 3.12"),
         (["--python", "3.11.7", "--cc", "8.0"], "malformed Python version '3.11.7'", "X.Y"),
         (["--python", "py3.11", "--cc", "8.0"], "malformed Python version 'py3.11'", "X.Y"),
-        (
-            ["--driver", "550.54", "--cc", "8.0"],
-            "partial driver version '550.54'",
-            "give the full version, e.g. 550.54.14",
-        ),
+        (["--driver", "550.54.14.1", "--cc", "8.0"], "malformed driver version '550.54.14.1'", "nvidia-smi"),
         (
             ["--driver", "\uff15\uff15\uff10.54.14", "--cc", "8.0"],
             "malformed driver version '\uff15\uff15\uff10.54.14' (non-ASCII character '\uff15' U+FF15)",
