@@ -76,7 +76,7 @@ def host_from_options(
         return enrich_host(matrix, probe_host().to_host())
     if driver is not None:
         driver = parse_host_driver(driver)
-    given = [gpu_from_match(lookup_gpu(matrix, name)) for name in gpus]
+    given = [gpu_from_match(matrix, lookup_gpu(matrix, name)) for name in gpus]
     given += [gpu_from_cc(matrix, cc) for cc in ccs]
     return Host(driver=driver, gpus=tuple(given), source="given")
 

@@ -125,9 +125,10 @@ def test_bad_input_is_one_line_with_hint_and_exit_2(args: list[str], message: st
     assert "Traceback" not in err
 
 
-def test_unknown_gpu_never_suggests_another_model() -> None:
-    code, _, err = run("resolve", "--gpu", "NVIDIA GeForce RTX 5900", "--driver", "580.95.05")
-    assert code == 2 and "5090" not in err and "closest" not in err
+def test_unknown_gpu_is_refused_with_did_you_mean_never_resolved() -> None:
+    code, out, err = run("resolve", "--gpu", "NVIDIA GeForce RTX 4909", "--driver", "580.95.05")
+    assert code == 2 and out == "" and "closest" not in err
+    assert "hint: did you mean 'GeForce RTX 4090'" in err
 
 
 def test_bare_driver_branch_is_accepted_and_the_output_states_the_rule() -> None:
