@@ -36,6 +36,7 @@ from envbuilder.require_cuda import Properties, parse_require_cuda, require_cuda
 from envbuilder.resolve import forward_compat
 from envbuilder.resolve.drivers import first_release, jit_floor, mvc_floor, native_cuda
 from envbuilder.resolve.model import Rejection, Request, Resolution, Stack
+from envbuilder.resolve.wsl import wsl_warning
 from envbuilder.versions import (
     driver_branch,
     is_driver_branch,
@@ -436,6 +437,8 @@ def resolve(matrix: Matrix, request: Request, host: Host) -> Resolution:
         request = replace(request, cpu_only=True)
     if host.gpus and host.driver is None:
         warnings.append("no driver given: driver compatibility was not checked (give --driver)")
+    if (wsl := wsl_warning(matrix, host)) is not None:
+        warnings.append(wsl)
     if host.driver is not None and is_driver_branch(host.driver):
         warnings.append(
             f"driver given as branch R{host.driver}: checked as its oldest driver ({host.driver}.0.0), "
