@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 
 from envbuilder.errors import UsageError
+from envbuilder.fleet.classes import NodeClass, with_gpu_model
 from envbuilder.matrix import load_matrix
 from envbuilder.resolve.gpus import gpu_from_match, lookup_gpu
 
@@ -221,3 +222,10 @@ def test_the_published_list_is_covered() -> None:
         assert by_cc.get(cc), cc
     assert sum("Laptop" in m.name for m in MATRIX.gpus.models) >= 15
     assert len(MATRIX.gpus.models) >= 200
+
+
+def test_a_fleet_class_named_by_an_ambiguous_short_name_gets_the_capability_not_a_model() -> None:
+    cls = NodeClass(name="gpu", scheduler="slurm", nodes=("n1",), gpu_type="4090")
+    got = with_gpu_model(cls, MATRIX, "4090", "GRES type")
+    assert (got.gpu_model, got.cc) == (None, "8.9")
+    assert got.facts[-1].startswith("GPU model: GRES type '4090' fits 3 models of compute capability 8.9 (")
