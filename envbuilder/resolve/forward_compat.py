@@ -37,7 +37,7 @@ class ForwardCompat:
     note: str
 
 
-def eligible_gpus(matrix: Matrix, gpus: tuple[HostGpu, ...]) -> tuple[HostGpu, ...]:
+def ineligible_gpus(matrix: Matrix, gpus: tuple[HostGpu, ...]) -> tuple[HostGpu, ...]:
     """The GPUs forward compatibility does NOT apply to (empty: it may apply to all of them)."""
     segments = matrix.cuda.forward_compat_segments
     return tuple(g for g in gpus if g.segment not in segments)
@@ -45,7 +45,7 @@ def eligible_gpus(matrix: Matrix, gpus: tuple[HostGpu, ...]) -> tuple[HostGpu, .
 
 def not_applicable(matrix: Matrix, gpus: tuple[HostGpu, ...]) -> str:
     """Why --forward-compat cannot help these GPUs."""
-    others = eligible_gpus(matrix, gpus)
+    others = ineligible_gpus(matrix, gpus)
     named = ", ".join(f"{g.name} ({g.segment or 'unknown class'})" for g in others)
     return (
         f"--forward-compat does not apply to {named}: NVIDIA's forward compatibility (cuda-compat) "

@@ -232,7 +232,7 @@ def _evaluate(matrix: Matrix, request: Request, host: Host, cand: _Candidate) ->
         if host.driver is not None:
             if Version(host.driver) < Version(floor):
                 reason = _driver_reason(matrix, request, host, v, floor, why, gpus)
-                if not (request.forward_compat and gpus and not forward_compat.eligible_gpus(matrix, gpus)):
+                if not (request.forward_compat and gpus and not forward_compat.ineligible_gpus(matrix, gpus)):
                     raise _Reject("driver", reason)
                 if cand.strategy != "system-cuda":
                     raise _Reject(
@@ -342,7 +342,7 @@ def _driver_reason(
 ) -> str:
     assert v.cuda is not None and host.driver is not None
     reason = f"driver {host.driver} < {floor} needed by this CUDA {major_minor(v.cuda)} build ({why})"
-    fwd_ok = bool(gpus) and not forward_compat.eligible_gpus(matrix, gpus)
+    fwd_ok = bool(gpus) and not forward_compat.ineligible_gpus(matrix, gpus)
     if fwd_ok and not request.forward_compat:
         reason += (
             "; forward compatibility (cuda-compat) could apply on this data-center GPU (--forward-compat)"
