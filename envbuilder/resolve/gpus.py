@@ -25,7 +25,7 @@ from dataclasses import dataclass, replace
 from envbuilder.errors import UsageError
 from envbuilder.host.model import Host, HostGpu
 from envbuilder.matrix.model import GpuModel, Matrix
-from envbuilder.versions import parse_cc
+from envbuilder.versions import parse_cc, quote_input
 
 # Words that NVML adds or drops across drivers and SKUs, and that people leave out.
 _FILLER = frozenset({"nvidia", "geforce", "tesla"})
@@ -112,7 +112,7 @@ def lookup_gpu(matrix: Matrix, name: str) -> GpuMatch:
         near = suggest_gpus(matrix, name)
         did_you_mean = f"did you mean {' or '.join(repr(n) for n in near)}? " if near else ""
         raise UsageError(
-            f"unknown GPU {name!r}: no known model has that name",
+            f"unknown GPU {quote_input(name)}: no known model has that name",
             hint=f"{did_you_mean}give the name nvidia-smi prints (nvidia-smi --query-gpu=name "
             f"--format=csv,noheader); `envbuilder matrix list gpus` lists the "
             f"{len(matrix.gpus.models)} known models; or give the compute capability with --cc X.Y",
@@ -200,7 +200,7 @@ def _ambiguous(matrix: Matrix, name: str, candidates: list[str]) -> UsageError:
     by_name = _word_index(matrix.gpus.models).by_name
     ccs = sorted({by_name[c].cc for c in candidates}, key=parse_cc)
     return UsageError(
-        f"GPU {name!r} fits {len(candidates)} models: {shown}{more}",
+        f"GPU {quote_input(name)} fits {len(candidates)} models: {shown}{more}",
         hint=f"their compute capabilities differ ({', '.join(ccs)}): give the full name, e.g. --gpu "
         f"{candidates[0]!r} (`envbuilder matrix list gpus` lists every name), or the compute "
         "capability with --cc X.Y",

@@ -229,3 +229,10 @@ def test_a_fleet_class_named_by_an_ambiguous_short_name_gets_the_capability_not_
     got = with_gpu_model(cls, MATRIX, "4090", "GRES type")
     assert (got.gpu_model, got.cc) == (None, "8.9")
     assert got.facts[-1].startswith("GPU model: GRES type '4090' fits 3 models of compute capability 8.9 (")
+
+
+@pytest.mark.parametrize("typed", ["RTX " * 5000, "A" * 100_000])
+def test_a_huge_name_is_answered_quickly_and_quoted_short(typed: str) -> None:
+    with pytest.raises(UsageError) as err:
+        lookup_gpu(MATRIX, typed)
+    assert len(err.value.message) < 300 and f"({len(typed)} characters)" in err.value.message
