@@ -41,6 +41,9 @@ _MIG_RE = re.compile(
 # + series (A, B, C compute, Q workstation) (NVIDIA Virtual GPU Software user guide, "Virtual GPU
 # Types"): "GRID T4-16C", "NVIDIA A100-40C", "NVIDIA A10-24Q". Board codes add a letter or two for
 # the SKU ("A100D", "A100DX", "H100XM", "H100L"): they are dropped when the code alone fits nothing.
+# NVML's name of a MIG device handle, and `nvidia-smi -L`'s, is the profile alone ("MIG 1g.10gb"):
+# the same profile exists on GPUs of different compute capabilities (1g.10gb: A100 80GB and H100).
+_BARE_MIG_RE = re.compile(r"^MIG\s+(?:\d+c\.)?\d+g\.\d+gb(?:\+[a-z]+)?$", re.IGNORECASE)
 _VGPU_RE = re.compile(
     r"^(?:GRID|NVIDIA)\s+(?P<board>[A-Z]+[0-9]+[A-Z]*)-(?P<size>[0-9]+)(?P<series>[ABCQ])$", re.IGNORECASE
 )
@@ -143,8 +146,15 @@ def find_gpu(matrix: Matrix, name: str) -> GpuMatch | None:
 
 def _setting_form(name: str) -> list[tuple[str, str]] | None:
     """The board names a MIG instance or vGPU profile name stands for, each with what the name
-    was read as; None for any other name."""
+    was read as; None for any other name. Raises UsageError for a MIG profile without its GPU."""
     text = " ".join(unicodedata.normalize("NFKC", name).split())
+    if _BARE_MIG_RE.match(text):
+        raise UsageError(
+            f"GPU {quote_input(name)} names a MIG instance's profile but not its GPU",
+            hint="give the GPU's name as nvidia-smi --query-gpu=name prints it (e.g. 'NVIDIA H100 80GB "
+            "HBM3 MIG 1g.10gb'), or the compute capability with --cc X.Y: one profile exists on GPUs "
+            "of different capabilities (1g.10gb on the A100 80GB, 8.0, and the H100, 9.0)",
+        )
     if m := _MIG_RE.match(text):
         return [(m.group("board"), f"MIG instance {m.group('profile')}")]
     if m := _VGPU_RE.match(text):

@@ -236,3 +236,10 @@ def test_a_huge_name_is_answered_quickly_and_quoted_short(typed: str) -> None:
     with pytest.raises(UsageError) as err:
         lookup_gpu(MATRIX, typed)
     assert len(err.value.message) < 300 and f"({len(typed)} characters)" in err.value.message
+
+
+@pytest.mark.parametrize("typed", ["MIG 1g.10gb", "MIG 3g.40gb", "mig 1c.3g.40gb"])
+def test_a_mig_profile_without_its_gpu_is_refused_with_the_reason(typed: str) -> None:
+    with pytest.raises(UsageError, match="names a MIG instance's profile but not its GPU") as err:
+        lookup_gpu(MATRIX, typed)
+    assert err.value.hint is not None and "--cc X.Y" in err.value.hint
