@@ -44,6 +44,7 @@ from envbuilder.host.frameworks import (
     user_python,
 )
 from envbuilder.matrix.model import Matrix
+from envbuilder.versions import major_minor
 
 Verdict = Literal["ok", "warn", "fail", "no-gpu"]
 TOOLKIT_URL = "https://docs.nvidia.com/datacenter/cloud-native/container-toolkit/latest/install-guide.html"
@@ -208,7 +209,7 @@ def run_doctor(inputs: DoctorInputs | None = None) -> DoctorReport:
         if installed(name):
             i.progress(f"importing {name} in {i.python}")
             builds.append(probe_framework(name, run=i.run, python=i.python))
-    matrix = i.matrix() if host.gpus and any(b.cuda for b in builds) else None
+    matrix = i.matrix() if (host.gpus and any(b.cuda for b in builds)) or host.wsl else None
     inventory: dict[str, Any] | str | None = None
     if host.gpus and any(b.cuda for b in builds):
         i.progress(f"reading the CUDA libraries' kernels (fatbins) of {i.python}'s frameworks")
@@ -276,6 +277,24 @@ def _host_checks(host: HostReport) -> list[Check]:
     for g in host.gpus:
         out += _gpu_checks(g)
     return out
+
+
+def _wsl_check(host: HostReport, matrix: Matrix | None) -> Check:
+    """WSL2: the driver probed is the Windows driver; the Linux driver it counts as and what WSL2
+    lacks (cuda.yaml `wsl`), so the checks above and `resolve` read the same."""
+    from envbuilder.resolve.wsl import windows_driver  # lazy: only WSL2 hosts need it
+
+    said = [f"WSL2 ({host.wsl})"]
+    if host.driver is not None and matrix is not None:
+        got = windows_driver(matrix, host.driver)
+        if got is not None:
+            said.append(
+                f"driver {host.driver} is the Windows driver: CUDA {major_minor(got.release.version)} "
+                f"({got.how}), checked as the Linux driver {got.linux} by resolve"
+            )
+    if matrix is not None:
+        said += [f"{limit.lacks}: {limit.detail}" for limit in matrix.cuda.wsl_limits]
+    return Check(name="wsl2", status="ok", detail="; ".join(said))
 
 
 def _container_checks(
@@ -415,6 +434,8 @@ def assess_host(
         fix = "run `envbuilder matrix check` to see what is wrong"
         checks.append(Check(name="matrix", status="warn", detail=f"not loaded: {matrix}", fix=fix))
     loaded = matrix if isinstance(matrix, Matrix) else None
+    if host.wsl is not None:
+        checks.insert(1, _wsl_check(host, loaded))
     for b in frameworks:
         if host.gpus:
             checks += _framework_checks(b, host, loaded)

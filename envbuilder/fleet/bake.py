@@ -79,7 +79,7 @@ def class_host(matrix: Matrix, cls: NodeClass) -> Host:
             hint="give the nodes a driver feature (nvidia_driver_X.Y.Z) or run `fleet plan --probe` first",
         )
     gpu: HostGpu = (
-        gpu_from_match(lookup_gpu(matrix, cls.gpu_model))
+        gpu_from_match(matrix, lookup_gpu(matrix, cls.gpu_model))
         if cls.gpu_model
         else gpu_from_cc(matrix, str(cls.cc))
     )

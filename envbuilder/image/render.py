@@ -52,6 +52,7 @@ from envbuilder.image.secrets import is_secret_ref
 from envbuilder.image.sources import INDEX_URL_RE
 from envbuilder.image.spec import ImageSpec
 from envbuilder.image.validate import (
+    DRIVER_RE,
     IMAGE_REF_RE,
     LABEL_KEY_RE,
     REGENERATE_RE,
@@ -62,6 +63,7 @@ from envbuilder.image.validate import (
 )
 from envbuilder.lifecycle import sweep_temp_dirs, temp_dir
 from envbuilder.matrix.model import Matrix
+from envbuilder.resolve.forward_compat import COMPAT_DIR
 from envbuilder.resolve.model import Stack
 
 # Steps that compile .pyc files (the venv's pip, every install) run with this: py_compile then
@@ -437,6 +439,7 @@ def template_context(spec: ImageSpec, stack: Stack, options: RenderOptions) -> d
     return {
         "header": _header(spec, stack, options),
         "base_image": stack.base_image,
+        "forward_compat": _forward_compat(stack),
         "os": stack.os,
         "python": {
             "version": py,
@@ -469,12 +472,37 @@ def template_context(spec: ImageSpec, stack: Stack, options: RenderOptions) -> d
             "source": ENTRYPOINT_SOURCE,
             "dest": ENTRYPOINT_DEST,
             "min_driver": json.dumps(stack.min_driver) if stack.min_driver else None,
+            # forward compatibility: below this driver the entrypoint puts cuda-compat's libcuda first
+            "compat_driver": json.dumps(stack.forward_compat[1]) if stack.forward_compat else None,
             # The spec's entrypoint, if any, runs after the check: it execs "$@".
             "exec": _exec_form((ENTRYPOINT_DEST, *(spec.entrypoint or ()))),
         },
         "env": [(k, json.dumps(v)) for k, v in spec.env],
         "labels": _labels(spec, stack, options),
     }
+
+
+_COMPAT_PACKAGE_RE = re.compile(r"cuda-compat-[0-9]{1,2}-[0-9]{1,2}")
+
+
+def _forward_compat(stack: Stack) -> dict[str, str] | None:
+    """The cuda-compat package a forward-compatible stack needs (resolve/forward_compat.py), checked
+    before it reaches the template; None for every other stack. Raises SpecError for a lock
+    whose values are not a package name and a driver version."""
+    if stack.forward_compat is None:
+        return None
+    package, driver = stack.forward_compat
+    if not (_COMPAT_PACKAGE_RE.fullmatch(package) and DRIVER_RE.fullmatch(driver)):
+        raise SpecError(
+            f"refused forward_compat {package!r} / {driver!r} in the stack",
+            hint="resolve again: the package is cuda-compat-X-Y and the driver a version such as 580.65.06",
+        )
+    if stack.strategy != "system-cuda":
+        raise SpecError(
+            f"stack {stack.id} asks for {package} but is not a system-cuda stack",
+            hint="forward compatibility needs the nvidia/cuda base: resolve with --strategy system-cuda",
+        )
+    return {"package": package, "driver": driver, "dir": COMPAT_DIR}
 
 
 def _has_project_group(spec: ImageSpec, options: RenderOptions) -> bool:

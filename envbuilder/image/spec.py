@@ -80,6 +80,7 @@ TOP_KEYS = frozenset(
         *("schema_version", "name", "description", "source", "framework", "python", "strategy"),
         *("flavor", "companions", "requirements", "apt", "env", "user", "workdir", "certify"),
         *("pyproject", "uv_lock", "indexes", "context", "cmd", "entrypoint", "installer"),
+        "forward_compat",
     }
 )
 
@@ -124,6 +125,8 @@ class ImageSpec:
     cmd: tuple[str, ...] | None = None
     entrypoint: tuple[str, ...] | None = None
     installer: Installer = "uv"
+    # allow CUDA forward compatibility (cuda-compat) on data-center GPUs (resolve --forward-compat)
+    forward_compat: bool = False
     base_dir: str = "."  # the spec's folder: relative paths start here (not part of to_dict)
 
     @property
@@ -161,6 +164,7 @@ class ImageSpec:
             "cmd": list(self.cmd) if self.cmd is not None else None,
             "entrypoint": list(self.entrypoint) if self.entrypoint is not None else None,
             "installer": self.installer if self.installer != "uv" else None,
+            "forward_compat": True if self.forward_compat else None,
         }
         out.update({k: v for k, v in optional.items() if v is not None})
         return out
@@ -174,6 +178,7 @@ class ImageSpec:
             strategy=self.strategy,
             flavor=self.flavor,
             cpu_only=cpu_only,
+            forward_compat=self.forward_compat,
         )
 
 
@@ -439,6 +444,14 @@ def parse_spec(
     installer = data.get("installer", "uv")
     if installer not in ("uv", "pip"):
         raise check.fail("installer", installer, "unknown installer", "use uv (the default) or pip")
+    forward_compat = data.get("forward_compat", False)
+    if not isinstance(forward_compat, bool):
+        raise check.fail(
+            "forward_compat",
+            forward_compat,
+            "not true or false",
+            "write forward_compat: true (data-center GPUs)",
+        )
     apt = sorted(set(_apt(check, data.get("apt"))))
     env = _env(check, data.get("env"))
     user, uid = _user(check, data.get("user"))
@@ -476,6 +489,7 @@ def parse_spec(
         cmd=_argv(check, "cmd", data.get("cmd")),
         entrypoint=_argv(check, "entrypoint", data.get("entrypoint")),
         installer=cast(Installer, installer),
+        forward_compat=forward_compat,
         base_dir=str(base_dir if base_dir is not None else Path(path).parent),
     )
 

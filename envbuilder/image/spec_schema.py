@@ -153,6 +153,10 @@ def spec_json_schema() -> dict[str, Any]:
         "cmd": _argv("the image's command (exec form)"),
         "entrypoint": _argv("the image's entrypoint after envbuilder's driver check"),
         "installer": {"enum": list(get_args(spec.Installer)), "description": "uv (default) or pip"},
+        "forward_compat": {
+            "type": "boolean",
+            "description": "allow CUDA forward compatibility (cuda-compat) on data-center GPUs, system-cuda only",
+        },
     }
     assert set(properties) == spec.TOP_KEYS, "spec_schema and spec.TOP_KEYS differ"
     return {

@@ -42,6 +42,7 @@ REFUSED: dict[str, dict[str, Any]] = {
     "index name": {"indexes": [{"name": "X Y", "url": "https://a.example/simple"}]},
     "empty cmd": {"cmd": []},
     "installer": {"installer": "conda"},
+    "forward_compat not a boolean": {"forward_compat": "yes"},
     "workdir relative": {"workdir": "work"},
     "context absolute": {"context": "/etc"},
     "requirements file absolute": {"requirements": "/tmp/r.txt"},
@@ -86,6 +87,7 @@ def test_a_full_spec_passes_both() -> None:
         "cmd": ["python", "train.py"],
         "entrypoint": "python -u",
         "installer": "pip",
+        "forward_compat": True,
     }
     VALIDATOR.validate(doc)
     parse_spec(doc, "spec.yaml", base_dir=Path("/nonexistent-base"))
