@@ -300,3 +300,79 @@ def test_a_probe_start_failure_that_is_no_rlimit_is_no_refusal_and_a_refused_cre
 
     with pytest.raises(UsageError, match="docker create img failed: the Docker daemon refused it"):
         _recording_engine(_Refusing()).run(ContainerSpec(image="img"))
+
+
+class _InFlight(_Containers):
+    """The daemon makes the container, then Ctrl-C arrives before its answer (issue 23, D14)."""
+
+    def __init__(self, others: dict[str, str] | None = None) -> None:
+        super().__init__()
+        self.by_name: dict[str, _Created] = {}
+        self.labels: dict[str, dict[str, str]] = {}
+        self.others = others or {}  # name -> owner mark of a container someone else made
+
+    def create(self, image: str, command: list[str], **kwargs: Any) -> _Created:
+        made = super().create(image, command, **kwargs)
+        self.by_name[kwargs["name"]] = made
+        self.labels[kwargs["name"]] = kwargs["labels"]
+        raise KeyboardInterrupt
+
+    def get(self, name: str) -> Any:
+        import docker.errors
+
+        if name in self.others:
+            return type("Other", (), {"labels": {OWNER_LABEL: self.others[name]}, "remove": _fail_remove})()
+        if name not in self.by_name:
+            raise docker.errors.NotFound(f"No such container: {name}")
+        made = self.by_name[name]
+        made.labels = self.labels[name]  # type: ignore[attr-defined]
+        return made
+
+
+def _fail_remove(self: Any, force: bool = False) -> None:
+    raise AssertionError("removed a container another process made")
+
+
+@pytest.mark.parametrize("call", ["probe", "run"])
+def test_a_ctrl_c_while_the_create_is_in_flight_leaves_no_container(call: str) -> None:
+    containers = _InFlight()
+    engine = _recording_engine(containers)
+    with pytest.raises(KeyboardInterrupt):
+        if call == "probe":
+            engine.ulimit_refusal(FULL.image, FULL.ulimits)
+        else:
+            engine.run(ContainerSpec(image="img", purpose="certify"))
+    [(name, made)] = containers.by_name.items()
+    assert name.startswith("envbuilder-ulimit-probe-" if call == "probe" else "envbuilder-certify-")
+    assert made.removed, "the container the daemon made before the interrupt is still there"
+
+
+def test_a_container_of_that_name_made_by_another_process_is_left_alone() -> None:
+    containers = _InFlight(others={"envbuilder-job-mine": "otherhost:1:1"})
+    engine = _recording_engine(containers)
+    containers.create = lambda *a, **kw: (_ for _ in ()).throw(KeyboardInterrupt)  # type: ignore[method-assign]
+    with pytest.raises(KeyboardInterrupt):
+        engine.run(ContainerSpec(image="img", name="envbuilder-job-mine"))  # _fail_remove would raise
+
+
+def test_the_cpu_meter_keeps_the_highest_reading_and_skips_a_gone_container() -> None:
+    from envbuilder.engine.docker_engine import CpuMeter
+
+    readings: list[Any] = [
+        {"read": "2026-12-04T23:00:00Z", "cpu_stats": {"cpu_usage": {"total_usage": 2_500_000_000}}},
+        {"read": "2026-12-04T23:00:01Z", "cpu_stats": {"cpu_usage": {"total_usage": 4_000_000_000}}},
+        {"read": "0001-01-01T00:00:00Z", "cpu_stats": {"cpu_usage": {"total_usage": 0}}},  # ended
+        OSError("gone"),
+    ]
+
+    def read() -> Any:
+        r = readings.pop(0)
+        if isinstance(r, Exception):
+            raise r
+        return r
+
+    meter = CpuMeter(read)
+    assert meter.cpu_seconds is None  # never read: no claim either way
+    for _ in range(4):
+        meter.sample()
+    assert (meter.cpu_seconds, meter.samples) == (4.0, 2)
