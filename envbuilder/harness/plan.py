@@ -162,7 +162,7 @@ class Certification:
                 + ". This is NOT a GPU certification."
             )
         if not self.have_torch and opts.framework == "torch":
-            self.notes.append("torch is not installed: the image cannot run the framework it is certified for")
+            self.notes.append("torch is not installed: the image cannot run the framework it is for")
 
     # ---- what happened ---------------------------------------------------------------------
     def outcome(self) -> Outcome:

@@ -298,7 +298,8 @@ class Harness:
             options.setdefault("nonce", spec.command[spec.command.index("--nonce") + 1])
         if isinstance(options, dict):  # and the framework it certified for (its default: torch)
             cmd = spec.command
-            options.setdefault("framework", cmd[cmd.index("--framework") + 1] if "--framework" in cmd else "torch")
+            told = cmd[cmd.index("--framework") + 1] if "--framework" in cmd else "torch"
+            options.setdefault("framework", told)
         if self.result is not None and self.via_stdout:
             stdout = '{"kind": "step"}\n' + json.dumps(self.result) + "\n"
         elif self.result is not None:

@@ -33,7 +33,9 @@ SEEN = Observation(source="nvml", samples=3, busy=("GPU-1",))
 
 def step(name: str, status: str = "pass", seconds: float = 4.0) -> dict[str, Any]:
     reason = "" if status == "pass" else f"{name}: {status}"
-    return {"kind": "step", "name": name, "status": status, "reason": reason, "seconds": seconds, "metrics": {}}
+    return {"kind": "step", "name": name, "status": status, "reason": reason, "seconds": seconds} | {
+        "metrics": {}
+    }
 
 
 def cpu_result() -> dict[str, Any]:
@@ -116,7 +118,9 @@ def test_a_result_missing_a_field_the_host_checks_is_refused_not_a_crash(field: 
     refused(doc, cpu_facts() if path == "cpu" else gpu_facts(), f"missing {field!r}")
 
 
-@pytest.mark.parametrize(("field", "value"), [("harness_sha256", None), ("gpu_path", "false"), ("gpu_path", 0)])
+@pytest.mark.parametrize(
+    ("field", "value"), [("harness_sha256", None), ("gpu_path", "false"), ("gpu_path", 0)]
+)
 def test_a_field_of_the_wrong_type_is_refused(field: str, value: Any) -> None:
     doc = cpu_result()
     doc[field] = value
