@@ -52,7 +52,7 @@ GPU_STACK = cpu_stack(
 )
 
 
-def options(nonce: str) -> dict[str, str]:
+def options(nonce: str | None) -> dict[str, str | None]:
     """A result's options as the real harness echoes them: the nonce and the framework."""
     return {"nonce": nonce, "framework": "torch"}
 
