@@ -72,6 +72,7 @@ DAEMON_HINT = (
 # runc sets the rlimits) but never runs a program.
 _PROBE_ENTRYPOINT = "/envbuilder-ulimit-probe-does-not-exist"
 _NEVER_STARTED = "0001-01-01"  # State.StartedAt of a container that did not start
+CREATE_SETTLE_S = 15.0  # how long a stop signal waits for a create in flight to be answered
 Notice = Callable[[str], None]
 
 
@@ -421,30 +422,52 @@ class DockerEngine:
 
     @contextlib.contextmanager
     def _created(self, spec: ContainerSpec) -> Iterator[Any]:
-        """The container of `spec`, created (`_create`) and removed when the block ends, whatever
-        ends it. Its name is fixed before the create, so a Ctrl-C or stop signal that arrives
-        while the create is in flight (the daemon made the container, its answer never came)
-        still finds and removes it, if this process made it (its owner mark is ours; issue 23,
-        D14: a ulimit probe left behind). A create the daemon refused, or that lost the daemon,
-        raises and leaves nothing to look for."""
-        spec = _named(spec)
-        name: str | None = spec.name
-        container: Any = None
+        """The container of `spec`, created (`_settled_create`) and removed when the block ends,
+        whatever ends it, a stop signal in the middle of the create included (issue 23, D14)."""
+        made: list[Any] = []  # filled by the create's own thread: no window between create and here
         try:
-            try:
-                container = self._create(spec)
-            except EnvbuilderError:
-                name = None
-                raise
-            yield container
+            self._settled_create(_named(spec), made)
+            yield made[0]
         finally:
-            with contextlib.suppress(*_SDK_ERRORS):
-                if container is None and name is not None:
-                    found = self._client.containers.get(name)
+            if made:
+                with contextlib.suppress(*_SDK_ERRORS):
+                    made[0].remove(force=True)
+
+    def _settled_create(self, spec: ContainerSpec, made: list[Any]) -> None:
+        """`_create` on a thread of its own, the container appended to `made`. A Ctrl-C or stop
+        signal (raised in this, the main thread) never abandons a create in flight, which the
+        daemon goes on with after its client gives up (a ulimit probe was left behind 3 times in
+        20 early SIGINTs of `certify`): it waits up to CREATE_SETTLE_S more for the answer, so the
+        caller removes what was made, then re-raises. Should no answer come, the container is
+        looked up by its name (fixed before the create) and removed if this process made it (its
+        owner mark is ours). Raises what `_create` raises."""
+        failed: list[BaseException] = []
+        begun, done = threading.Event(), threading.Event()
+
+        def create() -> None:
+            begun.set()
+            try:
+                made.append(self._create(spec))
+            except BaseException as exc:  # handed to the caller's thread, as raised
+                failed.append(exc)
+            finally:
+                done.set()
+
+        worker = threading.Thread(target=create, name="envbuilder-create", daemon=True)
+        try:
+            worker.start()
+            done.wait()
+        except BaseException:  # a stop signal: let the create settle first
+            if begun.wait(timeout=1.0):  # (the signal may have come while the thread started)
+                done.wait(timeout=CREATE_SETTLE_S)
+            if not done.is_set() and spec.name:
+                with contextlib.suppress(*_SDK_ERRORS):
+                    found = self._client.containers.get(spec.name)
                     if (found.labels or {}).get(OWNER_LABEL) == owner_mark():
-                        container = found
-                if container is not None:
-                    container.remove(force=True)
+                        found.remove(force=True)
+            raise
+        if failed:
+            raise failed[0]
 
     def _stats(self, container_id: str) -> Mapping[str, Any]:
         """The daemon's stats of a running container, at once (`one-shot`, API 1.41) where the

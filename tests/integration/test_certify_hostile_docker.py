@@ -127,5 +127,6 @@ def test_an_image_that_replays_a_recorded_result_is_not_certified(
     assert "CERTIFIED" not in res.stdout + res.stderr
     assert "refused: the result's steps took" in res.stderr, res.stderr[-3000:]
     assert "the container's cgroup used" in res.stderr
+    print(next(line for line in res.stderr.splitlines() if "refused: the result's steps took" in line))
     assert _verdicts(data) == ["failed"]
     _run_refused(tag, data)
