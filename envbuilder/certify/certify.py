@@ -160,6 +160,9 @@ def certify_image(
         access=choice.name,
         stack=meta.stack,
         observation=observation,
+        framework=plan.framework,
+        container_seconds=seconds,
+        cpu_seconds=res.cpu_seconds,
     )
     verdict, reason = host_verdict(result, facts)
     if reason.startswith(REFUSED):
@@ -206,6 +209,7 @@ def certify_image(
             "harness_source": "host",
             "harness_sha256": plan.harness_sha256,
             "host_observation": observation.to_json() if observation is not None else None,
+            "host_cpu": {"cpu_seconds": res.cpu_seconds, "samples": res.cpu_samples, "source": "cgroup"},
             "warnings": warnings,
             **({"packages": packages} if packages is not None else {}),
             **scheduler_section(),

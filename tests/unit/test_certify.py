@@ -296,6 +296,10 @@ class Harness:
         options = self.result.get("options") if self.result is not None else None
         if isinstance(options, dict) and "--nonce" in spec.command:  # the real harness echoes it
             options.setdefault("nonce", spec.command[spec.command.index("--nonce") + 1])
+        if isinstance(options, dict):  # and the framework it certified for (its default: torch)
+            cmd = spec.command
+            told = cmd[cmd.index("--framework") + 1] if "--framework" in cmd else "torch"
+            options.setdefault("framework", told)
         if self.result is not None and self.via_stdout:
             stdout = '{"kind": "step"}\n' + json.dumps(self.result) + "\n"
         elif self.result is not None:

@@ -343,7 +343,7 @@ def pod_result(nonce: str | None, verdict: str = "certified") -> dict[str, Any]:
          "metrics": {"images_per_s": 3120.5}}
     )  # fmt: skip
     doc |= {
-        "options": {"nonce": nonce},
+        "options": {"nonce": nonce, "framework": "torch"},
         "host": {"driver_version": "570.124.06", "cuda_driver_version": "12.8", "gpus": [gpu]},
     }
     return doc
