@@ -77,5 +77,5 @@ bench-resolve: $(STAMP) ## `envbuilder resolve` start-up time, before vs after, 
 clean: ## Remove the venv and caches
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache
 
-fuzz: $(STAMP) ## Property-based fuzzing of the spec, lock and certificate loaders and the report/certs code, 10,000 inputs per loader (~25 min)
-	HYPOTHESIS_PROFILE=fuzz $(BIN)/pytest -q -p no:cacheprovider --hypothesis-show-statistics tests/unit/test_fuzz_loaders.py
+fuzz: $(STAMP) ## Property-based fuzzing, 10,000 inputs per loader: spec, lock, certificate (+ report/certs), DSSE envelope, statement payload, registry answers, harness output, trust policy (~55 min on 2 cores; K="envelope or trust_policy" selects)
+	HYPOTHESIS_PROFILE=fuzz $(BIN)/pytest -q -p no:cacheprovider --hypothesis-show-statistics tests/unit/test_fuzz_loaders.py $(if $(K),-k "$(K)")

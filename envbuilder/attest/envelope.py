@@ -24,10 +24,20 @@ from securesystemslib.exceptions import FormatError, UnverifiedSignatureError
 from securesystemslib.signer import Signer
 
 from envbuilder.attest.policy import TrustPolicy
-from envbuilder.attest.statement import CERTIFICATE, PAYLOAD_TYPE, encode, parse_statement
+from envbuilder.attest.statement import (
+    CERTIFICATE,
+    PAYLOAD_TYPE,
+    STATEMENT_MAX_BYTES,
+    encode,
+    parse_statement,
+)
+from envbuilder.bounded import load_json
 from envbuilder.certify.certificate import Certificate, issued_in_future, parse_timestamp, verify_certificate
 from envbuilder.errors import CertificateRefusedError
 from envbuilder.hashing import sha256_digest
+
+# An envelope is its statement in base64 (4/3 of it) and a few signatures.
+ENVELOPE_MAX_BYTES = STATEMENT_MAX_BYTES * 4 // 3 + 64 * 1024
 
 MEDIA_TYPE = "application/vnd.dsse.envelope.v1+json"
 REASONS = (
@@ -116,11 +126,13 @@ def verify_envelope(
             reason=reason, message=message, envelope_digest=where, keyids=tuple(keyids), predicate_type=ptype
         )
 
-    try:
-        doc = json.loads(raw)
+    try:  # bounded: an envelope nested 200,000 deep or holding a 5,000-digit number is malformed
+        doc = load_json(raw, max_bytes=ENVELOPE_MAX_BYTES)
         env = Envelope.from_dict(copy.deepcopy(doc))  # from_dict rewrites the dict it is given
-    except (ValueError, KeyError, TypeError, AttributeError, FormatError, UnicodeDecodeError) as exc:
-        return refuse("malformed", f"not a DSSE envelope ({type(exc).__name__}: {exc})")
+    except (ValueError, KeyError, TypeError, AttributeError, FormatError, RecursionError) as exc:
+        return refuse("malformed", f"not a DSSE envelope ({type(exc).__name__}: {_first_line(exc)})")
+    if not all(isinstance(k, str) for k in env.signatures):  # from_dict takes any JSON as a keyid
+        return refuse("malformed", "a signature's keyid is not a string")
     if env.payload_type != PAYLOAD_TYPE:
         return refuse("malformed", f"payloadType is {env.payload_type!r}, not {PAYLOAD_TYPE!r}")
     keyids = list(env.signatures)
@@ -154,7 +166,7 @@ def verify_envelope(
         )
     try:
         parsed = parse_statement(env.payload)
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:
         return refuse("malformed", f"signed, but {exc}", keyids)
     ptype = parsed.predicate_type
     if repository is None and not any(
@@ -223,6 +235,12 @@ def verify_envelope(
         envelope=raw,
         subject_names=parsed.subject_names,
     )
+
+
+def _first_line(exc: BaseException) -> str:
+    """An exception's message cut to one short line (a parser may quote the document)."""
+    text = str(exc).split("\n", 1)[0]
+    return text if len(text) <= 200 else text[:197] + "..."
 
 
 def _human(seconds: float) -> str:

@@ -23,6 +23,7 @@ from datetime import datetime
 from pathlib import Path
 
 from envbuilder.atomic import write_text_atomic
+from envbuilder.bounded import read_text_bounded
 from envbuilder.certify.certificate import (
     Certificate,
     issued_in_future,
@@ -336,10 +337,10 @@ class CertStore:
         uses it only when told to trust imported certificates); return its id. A signed envelope
         is envbuilder.attest.imported's. Raises StoreError (cannot read), CertificateRefusedError
         (not a certificate, tampered, issued in the future)."""
-        try:
-            text = Path(src).read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise StoreError(f"cannot read {src}: {exc}", "check the path", file=str(src)) from exc
+        try:  # bounded: a FIFO or /dev/zero is refused unread, a file over the limit unread past it
+            text = read_text_bounded(src)
+        except (OSError, ValueError) as exc:  # UnicodeDecodeError, bounded.Refused
+            raise StoreError(f"cannot read {src}: {_reason(exc)}", "check the path", file=str(src)) from None
         cert = Certificate.from_json(text, where=str(src))
         require_importable(cert, str(src))
         return self.add_imported(cert)
@@ -486,10 +487,10 @@ def require_importable(cert: Certificate, where: str, now: datetime | None = Non
 
 
 def write_atomic(path: Path, text: str) -> bool:
-    """Write `text` to `path` atomically (envbuilder.atomic), creating its folder; whether it
-    replaced a file. Raises StoreError."""
+    """Write `text` to `path` atomically (envbuilder.atomic, whose output policy refuses a path
+    that is not a regular file and a missing folder: OutputError); whether it replaced a file.
+    Raises StoreError, OutputError."""
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
         return write_text_atomic(path, text)
     except OSError as exc:
         raise StoreError(f"cannot write {path}: {exc}", "choose a writable folder", file=str(path)) from exc
@@ -503,11 +504,21 @@ def load_certificate(arg: str, store: CertStore | None = None) -> Certificate:
     path = Path(arg)
     if path.is_file():
         try:
-            text = path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise UsageError(f"cannot read {path}: {exc}") from exc
+            text = read_text_bounded(path)
+        except (OSError, ValueError) as exc:  # UnicodeDecodeError, bounded.Refused
+            raise UsageError(f"cannot read {path}: {_reason(exc)}") from None
         return Certificate.from_json(text, where=str(path))
     return (store or CertStore()).get(arg)
+
+
+def _reason(exc: Exception) -> str:
+    """Why a file could not be read, in one line without its content (UnicodeDecodeError quotes
+    the bytes)."""
+    if isinstance(exc, UnicodeDecodeError):
+        return f"not UTF-8 text (byte {exc.start})"
+    if isinstance(exc, OSError):
+        return exc.strerror or str(exc)
+    return f"it is {exc}"
 
 
 def certificate_summary(cert: Certificate) -> dict[str, object]:

@@ -122,10 +122,12 @@ def up(
     with progress.step("base"):
         engine.ping()
         fallbacks = _base(engine, resolution.stack.base_image, base_image, progress)
-        if fallbacks.base_image is not None:
-            fallbacks, request = _offline_request(
-                spec, resolution.stack, fallbacks, find_links, cpu_only, progress
-            )
+        # whatever the base (made here, pulled or --base-image), an index that does not answer
+        # falls back to local wheels (issue 23 D17: with --base-image it was never asked)
+        fallbacks, request = _offline_request(
+            spec, resolution.stack, fallbacks, find_links, cpu_only, progress
+        )
+        if request is not None:
             matrix, resolution = resolve_spec(spec, None, (), (), cpu_only, request=request)
             assert resolution.stack is not None
             progress.say(f"stack {resolution.stack.id}")
@@ -208,10 +210,17 @@ def _doctor(progress: StepProgress, given: DoctorInputs | None) -> bool:
 
 
 def _base(engine: Any, stack_base: str, given: str | None, progress: StepProgress) -> Fallbacks:
-    """The base image: the one given, the stack's (local or pulled), else a local one made here."""
+    """The base image: the one given, the stack's (local or pulled), else a local one made here.
+    A given base is used as a local one is: its Python and OS read from it (docs/up.md)."""
     if given is not None:
-        progress.say(f"base {given} (--base-image)")
-        return Fallbacks()
+        from envbuilder.engine.localbase import probe_base
+
+        if engine.inspect_image(given) is None:
+            engine.pull(given)  # RegistryError: neither here nor reachable
+        python, os_name = probe_base(engine, given, hint="give --base-image an image with python3 and venv")
+        note = f"built FROM {given} (--base-image: {os_name}, Python {python})"
+        progress.say(note)
+        return Fallbacks(base_image=given, base_python=python, base_os=os_name, notes=(note,))
     if engine.inspect_image(stack_base) is not None:
         progress.say(f"base {stack_base} (local)")
         return Fallbacks()
@@ -242,18 +251,26 @@ def _offline_request(
     cpu_only: bool,
     progress: StepProgress,
 ) -> tuple[Fallbacks, Any]:
-    """The request re-resolved for the local base (its Python and OS) and, when the framework's
-    index does not answer, for the newest framework version in local wheels. Raises LockError."""
+    """The request to resolve again, or None when nothing changes: for a local base made here,
+    its Python and OS; when the framework's index does not answer (whatever the base), the
+    newest framework version in local wheels (--find-links, else pip's configured find-links),
+    built offline from a wheelhouse filled on this host. Raises LockError."""
     from envbuilder.image.offline import configured_find_links, index_unreachable, local_framework_versions
     from envbuilder.resources import cache_dir
 
-    python, os_name = fallbacks.base_python, fallbacks.base_os
-    assert python is not None and os_name is not None
-    request = replace(spec.to_request(cpu_only=cpu_only), python=python, os=os_name)
+    local_base = fallbacks.base_image is not None
+    why = index_unreachable(stack.index_url) if stack.index_url else None
+    if not local_base and why is None:
+        return fallbacks, None
+    python = stack.python  # the stack's, kept while the framework version is pinned below
+    request = replace(spec.to_request(cpu_only=cpu_only), python=python)
+    if local_base:
+        python, os_name = fallbacks.base_python, fallbacks.base_os
+        assert python is not None and os_name is not None
+        request = replace(request, python=python, os=os_name)
     notes = list(fallbacks.notes)
     links: tuple[Path, ...] = ()
     pin = None
-    why = index_unreachable(stack.index_url) if stack.index_url else None
     if why is not None:
         links = given_links or configured_find_links()
         versions = [

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from envbuilder.atomic import write_text_atomic
+from envbuilder.atomic import check_output_path, write_text_atomic
 from envbuilder.engine.container import ContainerSpec, Mount
 from envbuilder.engine.interface import Engine
 from envbuilder.engine.model import ImageInfo
@@ -206,13 +206,14 @@ def export_image(
 ) -> Exported:
     """Convert the local Docker image `image` into `out` (SIF or squashfs) and write its sidecar.
     Built under a temporary name beside `out`, renamed only when complete: a failed or interrupted
-    export leaves no file and no sidecar. Raises UsageError (no such image), ContainerRuntimeError
+    export leaves no file and no sidecar. Raises UsageError (no such image), OutputError (a path
+    that is not a regular file, a missing folder), ContainerRuntimeError
     (the tool failed; its last lines quoted), DockerUnavailableError."""
     info = engine.inspect_image(image)
     if info is None:
         raise UsageError(f"image {image!r} not found locally", hint="build it, or `docker pull` it first")
+    check_output_path(out)  # envbuilder.atomic's output policy: a regular file or a new one
     out = out.resolve()
-    out.parent.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
     started = time.monotonic()
     try:

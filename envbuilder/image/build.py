@@ -18,6 +18,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from envbuilder.atomic import check_output_path
 from envbuilder.engine import BuildResult, BuildSecret, ContainerSpec, Engine, ImageInfo
 from envbuilder.engine.progress import BuildEvent
 from envbuilder.errors import (
@@ -238,6 +239,7 @@ def _check_inputs(plan: BuildPlan, options: BuildOptions) -> list[str]:
             f"cannot write the lock {plan.lock_out}: {parent} is not a writable folder",
             hint="create the folder or give --lock-out another path",
         )
+    check_output_path(Path(plan.lock_out))  # a FIFO or a link there: refused before the build, not after
     given = {s.id for s in options.secrets}
     if options.wheelhouse is None:
         for index in plan.spec.indexes:

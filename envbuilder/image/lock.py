@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from envbuilder.atomic import write_text_atomic
-from envbuilder.bounded import load_json
+from envbuilder.bounded import load_json, read_text_bounded
 from envbuilder.errors import LockError, SpecError
 from envbuilder.hashing import sha256_hex
 from envbuilder.host.model import Host
@@ -227,7 +227,7 @@ def read_lock(path: Path) -> LockFile:
     """Read and check a lock file (bounded: envbuilder.bounded). Raises SpecError naming the
     file and the bad field."""
     try:
-        raw = load_json(Path(path).read_text(encoding="utf-8"))
+        raw = load_json(read_text_bounded(path))  # a FIFO or /dev/zero: refused unread
     except OSError as exc:
         raise SpecError(
             f"{path}: cannot read lock file: {exc.strerror}", hint=_HINT, file=str(path)

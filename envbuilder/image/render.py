@@ -61,7 +61,7 @@ from envbuilder.image.validate import (
     refuse,
     validate_stack,
 )
-from envbuilder.lifecycle import sweep_temp_dirs, temp_dir
+from envbuilder.lifecycle import OWNER_FILE, mark_temp_dir, sweep_temp_dirs, temp_dir
 from envbuilder.matrix.model import Matrix
 from envbuilder.resolve.forward_compat import COMPAT_DIR
 from envbuilder.resolve.model import Stack
@@ -605,14 +605,17 @@ def _swap_in(new: Path, out_dir: Path) -> None:
         new.chmod(stat.S_IMODE(out_dir.stat().st_mode))
     except FileNotFoundError:
         new.chmod(default_mode(directory=True))
+    (new / OWNER_FILE).unlink(missing_ok=True)  # the render keeps no temp folder's owner mark
     if not out_dir.exists():
         new.rename(out_dir)
         return
-    old = temp_dir("previousrender", out_dir.parent)
+    old = temp_dir("previousrender", out_dir.parent, marked=False)  # empty: the rename's target
     out_dir.rename(old)
     try:
+        mark_temp_dir(old)  # now sweepable once this process is gone
         new.rename(out_dir)
     except BaseException:
+        (old / OWNER_FILE).unlink(missing_ok=True)
         old.rename(out_dir)
         raise
     shutil.rmtree(old, ignore_errors=True)
@@ -637,7 +640,7 @@ def write_build_context(
             f"{out_dir} exists and was not written by envbuilder render",
             hint="choose an empty or new folder with --out",
         )
-    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    out_dir.parent.mkdir(parents=True, exist_ok=True)  # build/ of a default render; --out's is checked
     tmp = temp_dir("render", out_dir.parent)
     try:
         (tmp / RENDER_MARKER).write_text(f"{spec.name}\n", encoding="utf-8")

@@ -20,7 +20,7 @@ import yaml
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
-from envbuilder.bounded import TooLarge, load_yaml, yaml_error_message
+from envbuilder.bounded import Refused, load_yaml, read_text_bounded, yaml_error_message
 from envbuilder.errors import SpecError
 from envbuilder.image.sources import (
     EXTRA_RE,
@@ -275,11 +275,12 @@ SPEC_MAX_BYTES = 256 * 1024  # a spec is a short file: anything bigger is a mist
 
 def load_spec(path: Path) -> ImageSpec:
     """Read and validate images/NAME.yaml; its relative paths start at its folder. Raises
-    SpecError (missing file, bad YAML, bad value, a referenced file that is not there)."""
+    SpecError (missing file, not a regular file, bad YAML, bad value, a referenced file that is not
+    there). Reads at most SPEC_MAX_BYTES + 1 bytes; a FIFO or a device is refused unread."""
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_text_bounded(path, SPEC_MAX_BYTES)
         raw = load_yaml(text, max_bytes=SPEC_MAX_BYTES)
-    except TooLarge as exc:
+    except Refused as exc:
         raise SpecError(
             f"{path}: refused: the spec is {exc}", "an image spec is a short YAML file", file=str(path)
         ) from None

@@ -107,6 +107,7 @@ def test_ambiguous_prefix(tmp_path: Path) -> None:
 def test_export_import_and_a_tampered_file(tmp_path: Path) -> None:
     store = CertStore(tmp_path / "a.sqlite")
     cid = store.add(make(1))
+    (tmp_path / "sub").mkdir()  # a named output's folder is never created (envbuilder.atomic)
     out = store.export(cid[:8], tmp_path / "sub" / "cert.json")
     assert json.loads(out.read_text())["content_hash"] == f"sha256:{cid}"
     assert not list((tmp_path / "sub").glob(".*tmp"))  # no temp file left behind

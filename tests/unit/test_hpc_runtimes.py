@@ -141,6 +141,7 @@ def test_export_sif_saves_builds_renames_and_writes_the_sidecar(tmp_path: Path) 
     calls: list[list[str]] = []
     tool = fake_tool(tmp_path, "apptainer")
     out = tmp_path / "out" / "train.sif"
+    out.parent.mkdir()  # a named output's folder is never created (envbuilder.atomic)
     done = export_image(eng, "team/train:1", out, "sif", tool, run=writes_output(calls))
     assert ("save", IMAGE_ID) in eng.calls
     ((binary, verb, built, archive),) = calls

@@ -236,3 +236,64 @@ def test_a_reader_that_goes_away_is_not_an_error() -> None:
     err = proc.stderr.read()
     assert proc.wait(timeout=120) == 0, err
     assert first.startswith("host: driver 580.95.05") and "Traceback" not in err and "error" not in err
+
+
+# --------------------------------------------------------------------------- D17: --base-image + --find-links
+
+
+def test_up_with_a_given_base_falls_back_to_local_wheels_when_the_index_does_not_answer(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 23 D17: `up --base-image B --find-links DIR` went to download.pytorch.org (exit 20):
+    a given base skipped the whole fallback. Now its Python and OS are read from it, and an
+    unreachable index pins the newest local wheel, built offline from the wheelhouse."""
+    from fake_engine import FakeEngine
+
+    from envbuilder.cli import up_cmd
+    from envbuilder.cli.options import resolve_spec
+    from envbuilder.engine import ImageInfo, RunResult
+    from envbuilder.image import offline
+    from envbuilder.image.spec import load_spec
+
+    monkeypatch.setenv("ENVBUILDER_CACHE_DIR", str(tmp_path / "cache"))
+    spec_path = tmp_path / "kill.yaml"
+    spec_path.write_text('schema_version: 1\nname: kill\nframework: "torch"\n')
+    spec = load_spec(spec_path)
+    _matrix, resolution = resolve_spec(spec, None, (), (), True)
+    stack = resolution.stack
+    assert stack is not None and stack.index_url
+    engine = FakeEngine(
+        images={
+            "envbuilder-test/debian:bookworm": ImageInfo(id="sha256:" + "b" * 64, tags=(), repo_digests=())
+        }
+    )
+    engine.job = lambda spec, _on_stderr: RunResult(exit_code=0, stdout="3.11 debian12\n", stderr="")
+    progress = StepProgress(up_cmd.STEPS, stream=io.StringIO(), tty=False)
+    fallbacks = up_cmd._base(engine, stack.base_image, "envbuilder-test/debian:bookworm", progress)
+    assert (fallbacks.base_image, fallbacks.base_python, fallbacks.base_os) == (
+        "envbuilder-test/debian:bookworm",
+        "3.11",
+        "debian12",
+    )
+    wheels = tmp_path / "wheels"
+    wheels.mkdir()
+    (wheels / f"torch-{stack.version}+cpu-cp311-cp311-manylinux_2_28_x86_64.whl").write_bytes(b"")
+    asked: list[str] = []
+
+    def unreachable(url: str, **_kw: object) -> str:
+        asked.append(url)
+        return f"{url}: Name or service not known"
+
+    monkeypatch.setattr(offline, "index_unreachable", unreachable)
+    fallbacks, request = up_cmd._offline_request(spec, stack, fallbacks, (wheels,), True, progress)
+    assert asked == [stack.index_url]
+    assert request is not None and f"=={Version(stack.version).public}" in request.specifier
+    assert request.python == "3.11" and fallbacks.find_links == (wheels,)
+    assert fallbacks.wheelhouse == tmp_path / "cache" / "wheelhouse"
+    assert any("index is unreachable" in n for n in fallbacks.notes)
+    _matrix, again = resolve_spec(spec, None, (), (), True, request=request)
+    assert again.stack is not None and again.stack.python == "3.11"
+    # the stack's own base and an index that answers: nothing changes, nothing is asked again
+    monkeypatch.setattr(offline, "index_unreachable", lambda url, **_kw: None)
+    same, none = up_cmd._offline_request(spec, stack, up_cmd.Fallbacks(), (wheels,), True, progress)
+    assert none is None and same == up_cmd.Fallbacks()
