@@ -22,7 +22,14 @@ from envbuilder.engine import BuildResult, BuildSecret, ContainerSpec, Engine, I
 from envbuilder.engine.progress import BuildEvent
 from envbuilder.errors import BuildFailedError, OutputError, RegistryError, SpecError, UsageError
 from envbuilder.host.model import Host
-from envbuilder.image.commit import commit, context_home, output_lock, repair
+from envbuilder.image.commit import (
+    LOCK_DIR_ENV,
+    commit,
+    context_home,
+    output_lock,
+    repair,
+    shared_locks_dir_name,
+)
 from envbuilder.image.drift import (
     collector_command,
     drift_from_lock,
@@ -63,7 +70,6 @@ from envbuilder.imageref import check_registry, check_tag
 from envbuilder.lifecycle import temp_dir
 from envbuilder.matrix.model import Matrix
 from envbuilder.resolve.model import Resolution, Stack
-from envbuilder.resources import user_data_dir
 from envbuilder.typed import MAX_INT
 
 
@@ -254,15 +260,17 @@ def outputs_held(
     tag), and what a killed build left finished or undone first (commit.repair). `build` holds
     its one lock file and tags, `fleet build` all its targets'. Raises OutputError (the lock
     folder), DockerUnavailableError."""
+    daemon = engine.daemon_info().id  # a tag is an output of one daemon
     with contextlib.ExitStack() as held:
         try:
-            held.enter_context(output_lock(lock_outs, tags, say))
+            held.enter_context(output_lock(lock_outs, tags, say, daemon=daemon))
         except OSError as exc:
+            where = exc.filename or shared_locks_dir_name()
             raise OutputError(
-                f"cannot lock the build's outputs in {user_data_dir() / 'locks'}: {exc.strerror}",
-                hint="ENVBUILDER_DATA_DIR must name a writable folder",
+                f"cannot lock the build's outputs in {where}: {exc.strerror}",
+                hint=f"{LOCK_DIR_ENV} may name another folder for every user's build locks "
+                "(one that each user of this Docker daemon can write)",
             ) from None
-        engine.ping()
         repair(engine, say)
         yield
 
