@@ -276,8 +276,8 @@ SET_A = (
     m(
         "A30",
         OWN,
-        'if alive(c.labels.get(OWNER_LABEL, "")) is False]',
-        'if alive(c.labels.get(OWNER_LABEL, "")) is not True]',
+        'alive(c.labels.get(OWNER_LABEL, "")) is False',
+        'alive(c.labels.get(OWNER_LABEL, "")) is not True',
         "containers of another host or with a malformed mark removed",
         JANITOR,
     ),

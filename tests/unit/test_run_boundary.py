@@ -77,6 +77,22 @@ def test_the_local_store_lookup_never_takes_an_id_that_only_shares_a_prefix(tmp_
     assert [c.image.id for c in find(image())] == [IMAGE_ID]
     twin = ImageInfo(id=TWIN_ID, tags=("team/train:1",), repo_digests=())
     assert find(twin) == []
+    # The store also matches by the reference a certificate was issued under: a certificate of
+    # IMAGE_ID issued under the twin's ID as its reference is still IMAGE_ID's, not the twin's.
+    doc = cert_doc()
+    store.add(
+        build_certificate(
+            image={**doc["image"], "ref": TWIN_ID},
+            host=doc["host"],
+            run={},
+            harness={"steps": [], "verdict": "certified"},
+            thresholds={},
+            verdict="certified",
+            verdict_reason="3 checks passed",
+        )
+    )
+    assert len(store.list(image=TWIN_ID)) == 1
+    assert find(twin) == []
 
 
 # --------------------------------------------------------------------------- every GPU
