@@ -50,10 +50,13 @@ class Mutant:
     new: str
     why: str
     tests: tuple[str, ...]
+    equivalent: str = ""  # why no test can tell it from the original (left out of the rate)
 
 
-def m(id: str, file: str, old: str, new: str, why: str, tests: tuple[str, ...]) -> Mutant:
-    return Mutant(id, file, old, new, why, tests)
+def m(
+    id: str, file: str, old: str, new: str, why: str, tests: tuple[str, ...], equivalent: str = ""
+) -> Mutant:
+    return Mutant(id, file, old, new, why, tests, equivalent)
 
 
 COV, REQ, ARCH = "run/coverage.py", "require_cuda.py", "archs.py"
@@ -308,7 +311,278 @@ SET_A = (
 )
 
 # --------------------------------------------------------------------------- set B (after the tests)
-SET_B: tuple[Mutant, ...] = ()
+SET_B: tuple[Mutant, ...] = (
+    m(
+        "B01",
+        COV,
+        "return stack if stack is not None and stack.cuda else None",
+        "return stack if stack is not None else None",
+        "a CPU build held to the GPU checks",
+        RUN,
+    ),
+    m(
+        "B02",
+        COV,
+        "targets = matrix_targets(sass, ptx)",
+        "targets = matrix_targets(sass, ())",
+        "the stack's PTX ignored by the arch check",
+        RUN,
+    ),
+    m(
+        "B03",
+        COV,
+        "targets = matrix_targets(sass, ptx)",
+        "targets = matrix_targets((*sass, *ptx), ())",
+        "PTX read as SASS by the arch check",
+        RUN,
+    ),
+    m(
+        "B04",
+        COV,
+        "new = sorted({g.name for g in host.gpus} - certified)",
+        "new = sorted(certified - {g.name for g in host.gpus})",
+        "the model set difference reversed",
+        RUN,
+    ),
+    m(
+        "B05",
+        COV,
+        "have = _version(host.driver)",
+        "have = _version(host.driver) or floor",
+        "an unknown driver defaults to the floor",
+        RUN,
+    ),
+    m(
+        "B06",
+        COV,
+        "gpus: Sequence[GpuInfo | None] = host.gpus or (None,)",
+        "gpus: Sequence[GpuInfo | None] = host.gpus[:1] or (None,)",
+        "require-cuda on the first GPU only",
+        RUN,
+    ),
+    m(
+        "B07",
+        COV,
+        "req.admits(Properties.of(host.cuda_driver, host.driver, g))",
+        "req.admits(Properties.of(host.cuda_driver, host.driver, None))",
+        "require-cuda blind to the GPU",
+        RUN,
+    ),
+    m(
+        "B08",
+        COV,
+        'if have.removeprefix("sha256:") == image.id.removeprefix("sha256:"):',
+        'if image.id.removeprefix("sha256:").startswith(have.removeprefix("sha256:")):',
+        "image ID compared with startswith",
+        RUN,
+    ),
+    m(
+        "B09",
+        COV,
+        "return first, check_run(first, image, host)",
+        "return first, check_run(first, image, host)[:1]",
+        "only the first refusal shown",
+        RUN,
+    ),
+    m(
+        "B10",
+        COV,
+        'cert.verdict != "certified-cpu-only" or host.access == "none"',
+        'cert.verdict != "certified-cpu-only" or host.requested == "none"',
+        "cpu-only judged on the request, not the access",
+        RUN,
+    ),
+    m(
+        "B11",
+        REQ,
+        "if prop not in VERSION_PROPERTIES + STRING_PROPERTIES:",
+        "if prop not in VERSION_PROPERTIES:",
+        "the brand property skipped (exemptions lose their brand)",
+        RUN,
+    ),
+    m(
+        "B12",
+        REQ,
+        'OPERATORS = ("!=", "<=", ">=", "=", "<", ">")',
+        'OPERATORS = ("!=", "<", ">", "<=", ">=", "=")',
+        "< matched before <=",
+        RUN,
+    ),
+    m("B13", REQ, '"<": c < 0', '"<": c <= 0', "< evaluated as <=", RUN),
+    m(
+        "B14",
+        REQ,
+        "if not all(p.isdigit() for p in parts) or not 1 <= len(parts) <= 3:",
+        "if not all(p.isdigit() for p in parts):",
+        "four-part versions compared",
+        RUN,
+    ),
+    m(
+        "B15",
+        REQ,
+        '"cuda>=" + ".".join(legacy.split(".")[:2])',
+        '"cuda>=" + legacy',
+        "a legacy CUDA_VERSION compared with its patch",
+        RUN,
+    ),
+    m(
+        "B16",
+        REQ,
+        'if env.get("NVIDIA_DISABLE_REQUIRE", "") in TRUE_WORDS:',
+        'if "NVIDIA_DISABLE_REQUIRE" in env:',
+        "NVIDIA_DISABLE_REQUIRE disables by its presence",
+        RUN,
+    ),
+    m("B17", ARCH, "pool = sass or fitting", "pool = fitting", "PTX preferred to a fitting SASS", RUN),
+    m(
+        "B18",
+        ARCH,
+        'if self.kind == "sass" or self.suffix == "f":',
+        'if self.kind == "sass":',
+        "family-specific PTX taken as portable",
+        RUN,
+    ),
+    m(
+        "B19",
+        RES,
+        "    out = []\n    for g in host.gpus:",
+        "    out = []\n    for g in host.gpus[:1]:",
+        "GPU driver-branch support checked on the first GPU only",
+        RESOLVE,
+    ),
+    m(
+        "B20",
+        RES,
+        "                floors.append((floor, why))\n",
+        "                pass\n",
+        "the PTX JIT floor ignored",
+        RESOLVE,
+    ),
+    m(
+        "B21",
+        RES,
+        "if host.driver is None or image.require_cuda is None:",
+        "if host.driver is None or image.require_cuda is None or not host.gpus:",
+        "resolve's require-cuda skipped on a host given without GPUs",
+        RESOLVE,
+        "resolve() turns a host without GPUs into a CPU-only request, so this check never sees one",
+    ),
+    m(
+        "B22",
+        RES,
+        "if cand.python not in parse_specifier(rel.python):",
+        'if cand.python not in parse_specifier(rel.python.split(",")[0]):',
+        "only the lower bound of the Python range enforced",
+        RESOLVE,
+    ),
+    m(
+        "B23",
+        DRV,
+        "if parse_driver(r.min_driver) <= parse_driver(driver):",
+        "if r.min_driver <= driver:",
+        "drivers compared as strings",
+        RESOLVE,
+    ),
+    m(
+        "B24",
+        DRV,
+        "if parse_version(major_minor(r.version)) >= parse_version(cuda):",
+        "if parse_version(major_minor(r.version)) > parse_version(cuda):",
+        "the JIT floor one release late",
+        RESOLVE,
+    ),
+    m(
+        "B25",
+        OWN,
+        "path = os.path.realpath(data_dir if data_dir is not None else user_data_dir())",
+        "path = str(data_dir if data_dir is not None else user_data_dir())",
+        "the data folder's mark taken from its unresolved path",
+        JANITOR,
+    ),
+    m(
+        "B26",
+        OWN,
+        "if c.labels.get(DATA_LABEL) == data",
+        "if c.labels.get(DATA_LABEL, data) == data",
+        "a container without a data mark taken as this folder's",
+        JANITOR,
+    ),
+    m(
+        "B27",
+        OWN,
+        "return {**dict(labels or {}), OWNER_LABEL: owner_mark(), DATA_LABEL: data_mark(), "
+        "PURPOSE_LABEL: purpose}",
+        "return {OWNER_LABEL: owner_mark(), DATA_LABEL: data_mark(), PURPOSE_LABEL: purpose, "
+        "**dict(labels or {})}",
+        "a caller's labels override the owner and data marks",
+        JANITOR,
+    ),
+    m(
+        "B28",
+        ENG,
+        'filters={"label": [OWNER_LABEL, f"{DATA_LABEL}={mine}"]}',
+        'filters={"label": OWNER_LABEL}',
+        "the janitor asks the daemon for every user's containers",
+        JANITOR,
+    ),
+    m("B29", COMMIT, 'f"tag:{daemon}/{t}"', 'f"tag:{t}"', "tags locked across daemons", LOCKS),
+    m(
+        "B30",
+        COMMIT,
+        "if not stat.S_ISREG(st.st_mode) or st.st_nlink != 1:",
+        "if not stat.S_ISREG(st.st_mode):",
+        "a hard-linked lock file accepted",
+        LOCKS,
+    ),
+    m(
+        "B31",
+        COMMIT,
+        "flags = os.O_NOFOLLOW | os.O_CLOEXEC",
+        "flags = os.O_CLOEXEC",
+        "a symlinked lock file followed",
+        LOCKS,
+    ),
+    m(
+        "B32",
+        COMMIT,
+        "if now is None or now.id != image_id:",
+        "if now is None:",
+        "an undo moves a tag another build moved since",
+        LOCKS,
+    ),
+    m(
+        "B33",
+        COMMIT,
+        "if st.st_uid not in (0, os.getuid()) and not st.st_mode & stat.S_ISVTX:",
+        "if False:",
+        "another user's non-sticky lock folder accepted",
+        LOCKS,
+    ),
+    m(
+        "B34",
+        COMMIT,
+        "path.chmod(0o1777)",
+        "path.chmod(0o777)",
+        "the lock folder made without the sticky bit",
+        LOCKS,
+    ),
+    m(
+        "B35",
+        "run/certificates.py",
+        'store.list(image=info.id, origin="local")',
+        "store.list(image=info.id)",
+        "an imported certificate taken as a local one",
+        CERTS,
+    ),
+    m(
+        "B36",
+        COV,
+        'if cert is None or host.access == "none" or not _gpu_cert(cert):',
+        'if cert is None or host.access == "none":',
+        "a CPU-only certificate checked for GPU models",
+        RUN,
+    ),
+)
 
 SETS = {"a": SET_A, "b": SET_B}
 
@@ -376,6 +650,8 @@ def run(mutants: tuple[Mutant, ...], timeout: float) -> list[tuple[Mutant, str, 
                 verdict, took, last = _pytest(parent, _tests(mu.tests), timeout)
             finally:
                 path.write_text(original)
+            if mu.equivalent and verdict == "survived":
+                verdict = "equivalent"
             print(f"{mu.id} {verdict:10} {took:5.1f}s  {mu.why}", file=sys.stderr)
             results.append((mu, verdict, took, last))
     return results
@@ -384,7 +660,8 @@ def run(mutants: tuple[Mutant, ...], timeout: float) -> list[tuple[Mutant, str, 
 def report(results: list[tuple[Mutant, str, float, str]], sets: str) -> str:
     caught = [r for r in results if r[1].startswith("caught")]
     survived = [r for r in results if r[1] == "survived"]
-    other = [r for r in results if not r[1].startswith("caught") and r[1] != "survived"]
+    equivalent = [r for r in results if r[1] == "equivalent"]
+    other = [r for r in results if not r[1].startswith("caught") and r[1] not in ("survived", "equivalent")]
     judged = len(caught) + len(survived)
     rate = 100.0 * len(caught) / judged if judged else 0.0
     lines = [
@@ -395,7 +672,7 @@ def report(results: list[tuple[Mutant, str, float, str]], sets: str) -> str:
         f"checkout {ROOT}, `python benchmarks/mutants.py` (`make mutants`).",
         "",
         f"**{len(caught)} of {judged} caught ({rate:.1f}%)**, {len(survived)} survived, "
-        f"{len(other)} stale/error.",
+        f"{len(equivalent)} equivalent (left out), {len(other)} stale/error.",
         "",
         "| id | module | mutant | verdict | seconds |",
         "|---|---|---|---|---|",
@@ -405,6 +682,9 @@ def report(results: list[tuple[Mutant, str, float, str]], sets: str) -> str:
     if survived or other:
         lines += ["", "Survivors and errors, with the last line pytest printed:", ""]
         lines += [f"- {mu.id}: {verdict}: `{last}`" for mu, verdict, _, last in survived + other]
+    if equivalent:
+        lines += ["", "Equivalent mutants (no input tells them from the original):", ""]
+        lines += [f"- {mu.id}: {mu.equivalent}" for mu, _, _, _ in equivalent]
     return "\n".join(lines) + "\n"
 
 

@@ -291,3 +291,18 @@ def test_undoing_a_killed_commit_leaves_a_tag_another_build_moved_since(
     assert eng.images["team/x:1"] == THEIRS  # bob's
     assert "team/y:1" not in eng.images  # alice's own half-commit, undone
     assert not (tmp_path / "x.lock.json").exists() and not journal.exists()
+
+
+@pytest.mark.skipif(os.getuid() != 0, reason="needs root to give a folder to another user")
+def test_another_users_lock_folder_must_be_sticky(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A lock folder that another (non-root) user owns and may empty at will is refused, unless it
+    is sticky like /tmp (then nobody removes another's lock file)."""
+    folder = tmp_path / "locks"
+    folder.mkdir(0o777)
+    folder.chmod(0o777)
+    os.chown(folder, 4242, 4242)
+    monkeypatch.setenv("ENVBUILDER_LOCK_DIR", str(folder))
+    with pytest.raises(PermissionError, match="not sticky"):
+        shared_locks_dir()
+    folder.chmod(0o1777)
+    assert shared_locks_dir() == folder

@@ -322,3 +322,27 @@ def test_the_first_covering_certificate_is_taken_even_when_it_is_not_the_first()
     b = cert(gpus=(K80,), issued_at="2026-03-01T00:00:00Z")
     c = cert(gpus=(H200,), issued_at="2026-01-01T00:00:00Z")
     assert choose_certificate([a, b, c], image(), host((H200,))) == (c, [])
+
+
+# --------------------------------------------------------------------------- what a check reads
+
+
+def test_ptx_is_jit_compiled_for_a_newer_major_but_sass_is_not() -> None:
+    ptx_only = cert(gpus=(H200,), archs={"sass": [], "ptx": ["8.0"]})
+    assert reasons(ptx_only, image(), host()) == []  # compute_80 JIT-compiles for 9.0
+    sass_only = cert(gpus=(H200,), archs={"sass": ["8.0"], "ptx": []})
+    assert reasons(sass_only, image(), host()) == ["gpu-arch"]  # sm_80 cubins do not run on 9.0
+
+
+def test_a_cpu_build_is_not_held_to_the_gpu_arch_check() -> None:
+    """A certified image whose stack has no CUDA (a CPU framework build) runs on a GPU host: there
+    are no kernels to cover (the GPU checks that remain are the certificate's models)."""
+    c = cert(gpus=(H200,), cuda=None, min_driver=None, archs={"sass": [], "ptx": []})
+    assert reasons(c, image(), host()) == []
+
+
+def test_every_refusal_of_the_newest_certificate_is_shown() -> None:
+    c = cert(gpus=(RTX,))
+    chosen, refusals = choose_certificate([c], image(image_id=TWIN_ID), host((H200,), driver="570.86.15"))
+    assert chosen is c
+    assert [r.reason for r in refusals] == ["image-mismatch", "gpu-model", "driver-too-old"]
