@@ -11,8 +11,10 @@ written, so a stale .pyc cannot hide a mutant), and reports caught / survived:
     python benchmarks/mutants.py --set b --out benchmarks/results/mutants-DATE.md
     python benchmarks/mutants.py --list               # the mutants, without running them
 
-Set A was written before the boundary tests were extended (they were then written to catch it);
-set B was written afterwards, without looking back at the tests, and is the honest measure.
+Set A was written before the boundary tests were extended (they were then written to catch it).
+Set B was written after them, without looking back at the tests: its first run is a blind
+measure (then tests were added for its survivors). Set C was written after that, blind again:
+the honest measure of the tests as committed.
 A mutant whose snippet is not found exactly once is reported `stale` (the code moved on: update
 it). Slow (one pytest process per mutant): `make mutants`, never part of `make test`.
 Stdlib only (pytest is run as a subprocess).
@@ -584,7 +586,221 @@ SET_B: tuple[Mutant, ...] = (
     ),
 )
 
-SETS = {"a": SET_A, "b": SET_B}
+# --------------------------------------------------------------------------- set C (blind, last)
+SET_C: tuple[Mutant, ...] = (
+    m(
+        "C01",
+        COV,
+        "return [r for check in CHECKS if",
+        "return [r for check in CHECKS[:-1] if",
+        "the last check (require-cuda) dropped from the list",
+        RUN,
+    ),
+    m("C02", COV, "    check_intact,\n", "", "the integrity check dropped from the list", RUN),
+    m(
+        "C03",
+        COV,
+        'if cert is None or cert.verdict != "failed":',
+        'if cert is None or cert.verdict != "FAILED":',
+        "a failed verdict compared in the wrong case",
+        RUN,
+    ),
+    m(
+        "C04",
+        COV,
+        'or host.access != "none" or host.requested == "none":',
+        'or bool(host.gpus) or host.requested == "none":',
+        "GPUs without an access mode taken as handed in",
+        RUN,
+    ),
+    m(
+        "C05",
+        COV,
+        'if stack is None or host.access == "none":\n        return None\n    sass, ptx',
+        'if stack is None or host.access != "toolkit":\n        return None\n    sass, ptx',
+        "the arch checked in toolkit mode only",
+        RUN,
+    ),
+    m(
+        "C06",
+        COV,
+        "floor = _version(stack.min_driver) if",
+        'floor = _version(stack.min_driver.split(".")[0]) if',
+        "run compares the driver with the floor's branch only",
+        RUN,
+    ),
+    m(
+        "C07",
+        COV,
+        "for req in image_requirements(image_env(image)):",
+        "for req in image_requirements(image_env(image))[:1]:",
+        "only the first NVIDIA_REQUIRE_* variable read",
+        RUN,
+    ),
+    m(
+        "C08",
+        COV,
+        'cert.verdict != "certified-cpu-only" or host.access == "none"',
+        'cert.verdict != "certified-cpu-only" or host.access in ("none", "cdi")',
+        "a CPU-only certificate covers CDI runs",
+        RUN,
+    ),
+    m("C09", REQ, '"=": c == 0', '"=": c >= 0', "= evaluated as >=", RUN),
+    m(
+        "C10",
+        REQ,
+        'for raw_term in text.split(" "):',
+        'for raw_term in text.split(" ")[:1]:',
+        "only the first OR-ed term parsed",
+        RUN,
+    ),
+    m(
+        "C11",
+        REQ,
+        "if not op or (prop in VERSION_PROPERTIES and not _VERSION.match(value)):",
+        "if not op:",
+        "a malformed version accepted instead of invalidating the requirement",
+        RUN,
+    ),
+    m(
+        "C12",
+        REQ,
+        "if self.invalid is not None:\n            return None",
+        "if self.invalid is not None:\n            return ()",
+        "an invalid requirement admits every host",
+        RUN,
+    ),
+    m(
+        "C13",
+        REQ,
+        "return tuple(nums + [0] * (3 - len(nums)))",
+        "return tuple(nums)",
+        "X.Y not read as X.Y.0",
+        RUN,
+    ),
+    m(
+        "C14",
+        ARCH,
+        "return max(pool, key=lambda t: (t.cc, t.suffix)) if pool else None",
+        "return min(pool, key=lambda t: (t.cc, t.suffix)) if pool else None",
+        "the oldest fitting kernel chosen",
+        RUN,
+    ),
+    m(
+        "C15",
+        ARCH,
+        "        return self.cc <= gpu\n",
+        "        return self.cc[0] <= gpu[0]\n",
+        "PTX compared on the major only",
+        RUN,
+    ),
+    m(
+        "C16",
+        RES,
+        "if bad.framework != rel.framework or g.cc not in bad.ccs:",
+        "if bad.framework != rel.framework:",
+        "a known-bad row applied to every GPU",
+        RESOLVE,
+    ),
+    m(
+        "C17",
+        RES,
+        "if bad.variants and v.name not in bad.variants:",
+        "if v.name not in bad.variants:",
+        "a known-bad row without variants never applies",
+        RESOLVE,
+    ),
+    m(
+        "C18",
+        RES,
+        "if (v.cuda is None) != request.cpu_only:",
+        "if v.cuda is None and not request.cpu_only:",
+        "CUDA builds offered for --cpu",
+        RESOLVE,
+    ),
+    m(
+        "C19",
+        RES,
+        "        verdict.sass_everywhere,\n",
+        "        not verdict.sass_everywhere,\n",
+        "PTX-JIT stacks ranked before native SASS",
+        RESOLVE,
+    ),
+    m(
+        "C20",
+        DRV,
+        "if m.major == major(cuda):",
+        "if m.major >= major(cuda):",
+        "a newer major's MVC floor taken",
+        RESOLVE,
+    ),
+    m(
+        "C21",
+        OWN,
+        'code = state.get("ExitCode") if ended and isinstance(state.get("ExitCode"), int) else 137',
+        'code = state.get("ExitCode") if isinstance(state.get("ExitCode"), int) else 137',
+        "a running orphan recorded with Docker's placeholder exit code",
+        JANITOR,
+    ),
+    m(
+        "C22",
+        COMMIT,
+        'files = {f"file:{Path(p).resolve()}" for p in lock_outs}',
+        'files = {f"file:{p}" for p in lock_outs}',
+        "lock files locked by their unresolved path",
+        LOCKS,
+    ),
+    m(
+        "C23",
+        COMMIT,
+        "fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)",
+        "fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)",
+        "a shared lock taken where an exclusive one is needed",
+        LOCKS,
+    ),
+    m(
+        "C24",
+        COMMIT,
+        'if owner_alive(doc["owner"]) is not False:',
+        'if owner_alive(doc["owner"]) is True:',
+        "a journal of another host's build repaired here",
+        LOCKS,
+    ),
+    m(
+        "C25",
+        "run/certificates.py",
+        "return [store.get(r.id) for r in local]",
+        "return [store.get(r.id) for r in local[:1]]",
+        "only the newest local certificate considered",
+        CERTS,
+    ),
+    m(
+        "C26",
+        COV,
+        "if not check_run(cert, image, host):",
+        "if len(check_run(cert, image, host)) <= 1:",
+        "a certificate with one refusal taken as covering",
+        RUN,
+    ),
+    m(
+        "C27",
+        COV,
+        "have = cert.image.id\n",
+        "have = cert.image.id or image.id\n",
+        "a certificate without an image ID defaults to the image's",
+        RUN,
+    ),
+    m(
+        "C28",
+        COV,
+        'if cert is None or host.access == "none" or not _gpu_cert(cert):',
+        'if cert is None or host.requested == "none" or not _gpu_cert(cert):',
+        "GPU models checked on a host that hands in no GPU",
+        RUN,
+    ),
+)
+
+SETS = {"a": SET_A, "b": SET_B, "c": SET_C}
 
 
 # --------------------------------------------------------------------------- running
@@ -690,7 +906,7 @@ def report(results: list[tuple[Mutant, str, float, str]], sets: str) -> str:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--set", default="ab", help="which sets: a, b or ab (default)")
+    ap.add_argument("--set", default="abc", help="which sets: any of a, b, c (default: abc)")
     ap.add_argument("--only", nargs="*", default=(), help="mutant ids to run")
     ap.add_argument("--out", type=Path, help="write the markdown report here")
     ap.add_argument("--timeout", type=float, default=300.0, help="seconds per mutant")
