@@ -811,12 +811,13 @@ def _tests(names: tuple[str, ...]) -> list[str]:
 
 
 def _pytest(pkg_parent: Path, tests: list[str], timeout: float) -> tuple[str, float, str]:
+    """Run `tests` (paths relative to the snapshot) in the snapshot `pkg_parent`."""
     env = {**os.environ, "PYTHONPATH": str(pkg_parent), "PYTHONDONTWRITEBYTECODE": "1"}
     # -P: `python -m` would put the working folder (the unmutated envbuilder/) first on sys.path.
     cmd = [sys.executable, "-P", "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", *tests]
     start = time.monotonic()
     try:
-        res = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout)
+        res = subprocess.run(cmd, cwd=pkg_parent, env=env, capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
         return "caught (timeout)", time.monotonic() - start, ""
     took = time.monotonic() - start
@@ -838,12 +839,16 @@ def run(mutants: tuple[Mutant, ...], timeout: float) -> list[tuple[Mutant, str, 
     with tempfile.TemporaryDirectory(prefix="envbuilder-mutants-") as scratch:
         parent = Path(scratch)
         pkg = parent / "envbuilder"
-        shutil.copytree(ROOT / "envbuilder", pkg, ignore=shutil.ignore_patterns("__pycache__"))
+        # A snapshot of the code and the tests: edits made to the checkout meanwhile change nothing.
+        ignore = shutil.ignore_patterns("__pycache__")
+        shutil.copytree(ROOT / "envbuilder", pkg, ignore=ignore)
+        shutil.copytree(ROOT / "tests", parent / "tests", ignore=ignore)
+        shutil.copy2(ROOT / "pyproject.toml", parent / "pyproject.toml")  # pytest's settings
         for shipped in ("matrices", "templates", "images"):  # resources.shipped_dir looks beside it
             (parent / shipped).symlink_to(ROOT / shipped)
         where = subprocess.run(
             [sys.executable, "-P", "-c", "import envbuilder; print(envbuilder.__file__)"],
-            cwd=ROOT,
+            cwd=parent,
             env={**os.environ, "PYTHONPATH": str(parent)},
             capture_output=True,
             text=True,

@@ -519,21 +519,30 @@ def read_installed(
     return parse_installed(res.stdout, image)
 
 
+def discard_untagged(engine: Engine, image_id: str) -> None:
+    """Remove a new image this build will not tag, unless it has tags: a reproducible build makes
+    the same image ID as another user's (or another data folder's) build of the same lock, and
+    that image, tagged by them, is not this build's to remove."""
+    info = engine.inspect_image(image_id)
+    if info is not None and not info.tags:
+        engine.remove_image(image_id, force=True)
+
+
 def check_installed(
     engine: Engine, image_id: str, plan: BuildPlan, options: BuildOptions
 ) -> tuple[InstalledDist, ...]:
     """The image's installed set (the harness's collector, run in it), which must hold every
     locked package at its locked version. Raises BuildFailedError naming the packages that
-    drifted, after removing the untagged image."""
+    drifted, after removing the image if it is untagged (discard_untagged)."""
     try:
         installed = read_installed(engine, image_id, f"{options.base_venv or VENV}/bin/python")
     except BuildFailedError:
-        engine.remove_image(image_id, force=True)
+        discard_untagged(engine, image_id)
         raise
     locked = next(p for p in plan.packages if p.platform == options.platform)
     drifts = drift_from_lock(installed, locked.packages)
     if drifts:
-        engine.remove_image(image_id, force=True)
+        discard_untagged(engine, image_id)
         raise BuildFailedError(
             f"the new image does not hold what the lock says: {summarize(drifts)}",
             hint="nothing was tagged; a base environment (--base-venv) may shadow a locked package",

@@ -306,3 +306,18 @@ def test_another_users_lock_folder_must_be_sticky(tmp_path: Path, monkeypatch: p
         shared_locks_dir()
     folder.chmod(0o1777)
     assert shared_locks_dir() == folder
+
+
+def test_a_failed_build_never_removes_an_image_someone_has_tagged() -> None:
+    """A reproducible build gives bob's image ID to alice's build of the same lock: when alice's
+    installed-set check fails, the image is removed only if nobody tagged it."""
+    from envbuilder.image.build import discard_untagged
+
+    tagged = ImageInfo(id=THEIRS.id, tags=("bob/x:1",), repo_digests=())
+    eng = FakeEngine()
+    eng.images.update({THEIRS.id: tagged, "bob/x:1": tagged, NEW.id: NEW})
+    discard_untagged(eng, THEIRS.id)
+    assert eng.images[THEIRS.id] == tagged and ("remove", THEIRS.id) not in eng.calls
+    discard_untagged(eng, NEW.id)
+    assert NEW.id not in eng.images
+    discard_untagged(eng, "sha256:" + "9" * 64)  # gone already: nothing to do
