@@ -56,6 +56,16 @@ def _private_data_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None
         yield
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _private_lock_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """The machine-wide folder of build locks (image/commit.py shared_locks_dir, /tmp/envbuilder-locks
+    for users) is one of this test session: parallel test runs never wait on each other's locks
+    of a tag like `me/x:1`. Tests of the sharing itself point two data folders at one folder."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("ENVBUILDER_LOCK_DIR", str(tmp_path_factory.mktemp("envbuilder-locks")))
+        yield
+
+
 @pytest.fixture(autouse=True)
 def _uv_offline_in_unit_tests(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
     """Unit tests are offline: uv (the default Python's wheel check, image/python_pick.py) reads

@@ -27,9 +27,11 @@ from envbuilder.engine.buildkit import (
 from envbuilder.engine.container import ContainerSpec, Ulimit
 from envbuilder.engine.model import AttachedRun, BuildResult, BuildSecret, DaemonInfo, ImageInfo, RunResult
 from envbuilder.engine.ownership import (
+    DATA_LABEL,
     OWNER_LABEL,
     OwnedContainer,
     container_name,
+    data_mark,
     leftovers,
     orphan_record,
     owner_labels,
@@ -141,20 +143,24 @@ class DockerEngine:
         _ = self._client
 
     def sweep_leftovers(self) -> tuple[str, ...]:
-        """The janitor: remove the containers whose envbuilder process is gone from this host (a
-        SIGKILL, a lost daemon) and such processes' temporary folders; say what went. A removed
-        container that carries its run's record (`run`'s) gets that record written to its log,
-        as `orphaned` (ownership.orphan_record). The names of the containers removed. Never
-        raises: a janitor that fails leaves things as they were."""
+        """The janitor: remove the containers of this data folder whose envbuilder process is gone
+        from this host (a SIGKILL, a lost daemon) and such processes' temporary folders; say what
+        went. A removed container that carries its run's record (`run`'s) gets that record written
+        to its log, as `orphaned` (ownership.orphan_record). Another data folder's containers (another
+        user of this daemon) are left to their own envbuilder (ownership.leftovers). The names of
+        the containers removed. Never raises: a janitor that fails leaves things as they were."""
         removed: list[str] = []
         try:
-            found = self._client.containers.list(all=True, filters={"label": OWNER_LABEL})
+            mine = data_mark()
+            found = self._client.containers.list(
+                all=True, filters={"label": [OWNER_LABEL, f"{DATA_LABEL}={mine}"]}
+            )
             owned = [
                 OwnedContainer(id=c.id, name=c.name, status=c.status, labels=dict(c.labels or {}))
                 for c in found
             ]
             states = {c.id: (c.attrs or {}).get("State") or {} for c in found}
-            for c in leftovers(owned):
+            for c in leftovers(owned, data=mine):
                 orphan = orphan_record(c, states.get(c.id, {}))
                 with contextlib.suppress(*_SDK_ERRORS):
                     self._client.api.remove_container(c.id, force=True)
@@ -191,6 +197,7 @@ class DockerEngine:
             default_runtime=str(info.get("DefaultRuntime", "")),
             cdi_spec_dirs=tuple(info.get("CDISpecDirs") or ()),
             storage_driver=str(info.get("Driver", "")),
+            id=str(info.get("ID") or ""),
         )
 
     # ------------------------------------------------------------------ builds

@@ -16,6 +16,7 @@ class DaemonInfo:
     default_runtime: str
     cdi_spec_dirs: tuple[str, ...]  # where the daemon looks for CDI specs (empty: CDI off)
     storage_driver: str
+    id: str = ""  # the daemon's own ID (`docker info` ID): which daemon a tag lives in
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

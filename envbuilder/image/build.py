@@ -30,7 +30,14 @@ from envbuilder.errors import (
     UsageError,
 )
 from envbuilder.host.model import Host
-from envbuilder.image.commit import commit, context_home, output_lock, repair
+from envbuilder.image.commit import (
+    LOCK_DIR_ENV,
+    commit,
+    context_home,
+    output_lock,
+    repair,
+    shared_locks_dir_name,
+)
 from envbuilder.image.drift import (
     collector_command,
     drift_from_lock,
@@ -73,7 +80,6 @@ from envbuilder.imageref import check_registry, check_tag
 from envbuilder.lifecycle import temp_dir
 from envbuilder.matrix.model import Matrix
 from envbuilder.resolve.model import Resolution, Stack
-from envbuilder.resources import user_data_dir
 from envbuilder.typed import MAX_INT
 
 
@@ -265,15 +271,17 @@ def outputs_held(
     tag), and what a killed build left finished or undone first (commit.repair). `build` holds
     its one lock file and tags, `fleet build` all its targets'. Raises OutputError (the lock
     folder), DockerUnavailableError."""
+    daemon = engine.daemon_info().id  # a tag is an output of one daemon
     with contextlib.ExitStack() as held:
         try:
-            held.enter_context(output_lock(lock_outs, tags, say))
+            held.enter_context(output_lock(lock_outs, tags, say, daemon=daemon))
         except OSError as exc:
+            where = exc.filename or shared_locks_dir_name()
             raise OutputError(
-                f"cannot lock the build's outputs in {user_data_dir() / 'locks'}: {exc.strerror}",
-                hint="ENVBUILDER_DATA_DIR must name a writable folder",
+                f"cannot lock the build's outputs in {where}: {exc.strerror}",
+                hint=f"{LOCK_DIR_ENV} may name another folder for every user's build locks "
+                "(one that each user of this Docker daemon can write)",
             ) from None
-        engine.ping()
         repair(engine, say)
         yield
 
@@ -559,21 +567,30 @@ def read_installed(
     return parse_installed(res.stdout, image)
 
 
+def discard_untagged(engine: Engine, image_id: str) -> None:
+    """Remove a new image this build will not tag, unless it has tags: a reproducible build makes
+    the same image ID as another user's (or another data folder's) build of the same lock, and
+    that image, tagged by them, is not this build's to remove."""
+    info = engine.inspect_image(image_id)
+    if info is not None and not info.tags:
+        engine.remove_image(image_id, force=True)
+
+
 def check_installed(
     engine: Engine, image_id: str, plan: BuildPlan, options: BuildOptions
 ) -> tuple[InstalledDist, ...]:
     """The image's installed set (the harness's collector, run in it), which must hold every
     locked package at its locked version. Raises BuildFailedError naming the packages that
-    drifted, after removing the untagged image."""
+    drifted, after removing the image if it is untagged (discard_untagged)."""
     try:
         installed = read_installed(engine, image_id, f"{options.base_venv or VENV}/bin/python")
     except BuildFailedError:
-        engine.remove_image(image_id, force=True)
+        discard_untagged(engine, image_id)
         raise
     locked = next(p for p in plan.packages if p.platform == options.platform)
     drifts = drift_from_lock(installed, locked.packages)
     if drifts:
-        engine.remove_image(image_id, force=True)
+        discard_untagged(engine, image_id)
         raise BuildFailedError(
             f"the new image does not hold what the lock says: {summarize(drifts)}",
             hint="nothing was tagged; a base environment (--base-venv) may shadow a locked package",

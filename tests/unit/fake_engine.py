@@ -69,6 +69,7 @@ class FakeEngine:
     packages: tuple[str, ...] = ("filelock==4.3.1", "numpy==2.1.0", "torch==2.13.0+cpu")  # image holds
     runtimes: tuple[str, ...] = ("runc",)
     cdi_spec_dirs: tuple[str, ...] = ()
+    daemon_id: str = "FAKE:DAEMON"  # `docker info` ID: which daemon the tags live in
     refuse_memlock: bool = False  # a runtime that cannot raise RLIMIT_MEMLOCK (rootless Docker)
     job: Job | None = None  # what a collected run does (certify's harness); default: the collector
     exit_code: int = 0  # what an attached run exits with
@@ -91,6 +92,7 @@ class FakeEngine:
             default_runtime="runc",
             cdi_spec_dirs=self.cdi_spec_dirs,
             storage_driver="overlay2",
+            id=self.daemon_id,
         )
 
     def buildkit_cli(self) -> BuildKitCli:

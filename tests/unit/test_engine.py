@@ -29,7 +29,7 @@ from envbuilder.engine import (
 from envbuilder.engine import buildkit as eng
 from envbuilder.engine.container import docker_flags
 from envbuilder.engine.docker_engine import _split_ref
-from envbuilder.engine.ownership import OWNER_LABEL, PURPOSE_LABEL
+from envbuilder.engine.ownership import DATA_LABEL, OWNER_LABEL, PURPOSE_LABEL, data_mark
 from envbuilder.engine.progress import BuildEvent
 from envbuilder.errors import BuildFailedError, BuildKitMissingError, UsageError
 from envbuilder.lifecycle import owner_mark
@@ -280,7 +280,12 @@ def test_the_sdk_create_call_carries_the_whole_spec() -> None:
         ("/tmp/io", "/io", False),
     ]
     assert kw["environment"] == {"A": "1", "B": "2"}
-    assert kw["labels"] == {"io.envbuilder.run": "1", OWNER_LABEL: owner_mark(), PURPOSE_LABEL: "job"}
+    assert kw["labels"] == {
+        "io.envbuilder.run": "1",
+        OWNER_LABEL: owner_mark(),
+        DATA_LABEL: data_mark(),
+        PURPOSE_LABEL: "job",
+    }
     assert (kw["shm_size"], kw["ipc_mode"], kw["working_dir"], kw["name"]) == (
         2**30,
         "host",
