@@ -310,6 +310,7 @@ def _build(
         wheelhouse=fallbacks.wheelhouse,
         lock_settings=settings,
         lock_out=out / "lock.json",
+        outputs=(out,),  # its certificate and report, when --out lies in the project
         no_cache=no_cache,
         network="none" if fallbacks.wheelhouse else None,
     )

@@ -83,6 +83,7 @@ class BuildOptions:
     lock_settings: LockSettings | None = None
     platform: Platform = "x86_64"  # which package lock the image installs
     source_date_epoch: int | None = None  # build reproducibly with these file times (build_epoch)
+    outputs: tuple[Path, ...] = ()  # the command's other outputs (up's --out): never in the context
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -342,6 +343,16 @@ class PreparedBuild:
     warnings: tuple[str, ...]
 
 
+def build_outputs(plan: BuildPlan, options: BuildOptions) -> tuple[Path, ...]:
+    """The paths a build writes or reads besides the project (its lock, its wheelhouse, its
+    find-links folders, the command's other outputs): never part of the project's context,
+    whatever their names."""
+    settings = options.lock_settings
+    links = settings.find_links if settings is not None else ()
+    wheelhouse = (options.wheelhouse,) if options.wheelhouse is not None else ()
+    return (Path(plan.lock_out), *wheelhouse, *links, *options.outputs)
+
+
 def prepare_build(
     plan: BuildPlan,
     options: BuildOptions,
@@ -368,6 +379,7 @@ def prepare_build(
         base_image=from_ref if from_ref != plan.stack.base_image else None,
         package_locks=plan.packages,
         platform=options.platform,
+        context_outputs=build_outputs(plan, options),
     )
     rendered = write_build_context(plan.spec, plan.stack, dest, ropts)
     if plan.previous and plan.previous.dockerfile_sha256 != rendered.dockerfile_sha256:

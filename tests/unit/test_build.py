@@ -267,7 +267,8 @@ def test_wheelhouse_build_locks_from_the_wheelhouse_alone(
 ) -> None:
     wheels = tmp_path / "wheels"
     wheels.mkdir()
-    (wheels / "torch-2.13.0-py3-none-any.whl").write_bytes(b"w")
+    for pkg in cpu_package_lock("x86_64").packages:  # the locked wheels: the context links them
+        (wheels / pkg.wheel).write_bytes(b"w")
     build(tmp_path, engine(), wheelhouse=wheels)
     settings = locked[0]
     assert settings is not None and settings.find_links == (wheels,) and settings.no_index
