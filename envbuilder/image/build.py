@@ -31,6 +31,7 @@ from envbuilder.image.drift import (
     provided_by_base,
     summarize,
 )
+from envbuilder.image.hints import missing_wheelhouse_hint, tls_hint
 from envbuilder.image.lock import (
     BuildRecord,
     InstalledDist,
@@ -51,6 +52,7 @@ from envbuilder.image.packages import (
 )
 from envbuilder.image.render import (
     HARNESS_DEST,
+    SECRET_CA,
     VENV,
     RenderedContext,
     RenderOptions,
@@ -432,19 +434,37 @@ def _run_build_locked(
     dest = (tmp or context_home(plan.lock_out)) / "build"
     try:
         prepared = prepare_build(plan, options, engine, dest, on_message=on_message)
-        result = engine.build(
-            prepared.rendered.context_dir,
-            prepared.rendered.dockerfile,
-            secrets=options.secrets,
-            no_cache=options.no_cache,
-            network=options.network,
-            on_event=on_event,
-            source_date_epoch=options.source_date_epoch,
-        )
+        try:
+            result = engine.build(
+                prepared.rendered.context_dir,
+                prepared.rendered.dockerfile,
+                secrets=options.secrets,
+                no_cache=options.no_cache,
+                network=options.network,
+                on_event=on_event,
+                source_date_epoch=options.source_date_epoch,
+            )
+        except BuildFailedError as exc:
+            locked = next((p for p in prepared.plan.packages if p.platform == options.platform), None)
+            exc.hint = failure_hint(exc, locked, options) or exc.hint
+            raise
     finally:
         if tmp is not None:
             shutil.rmtree(tmp, ignore_errors=True)
     return finish_build(prepared, result, options, engine)
+
+
+def failure_hint(exc: BuildFailedError, packages: PackageLock | None, options: BuildOptions) -> str | None:
+    """The fix a failed BuildKit build points to, read from its log (image/hints.py): a CA
+    bundle behind a TLS-intercepting proxy; a wheelhouse for wheels the lock took from a local
+    folder; None when neither shows."""
+    text = "\n".join(exc.log)
+    ca_given = any(s.id == SECRET_CA for s in options.secrets)
+    if (tls := tls_hint(text, ca_given=ca_given)) is not None:
+        return tls
+    if options.wheelhouse is None:
+        return missing_wheelhouse_hint(packages, exc.log)
+    return None
 
 
 def finish_build(

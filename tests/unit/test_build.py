@@ -113,8 +113,9 @@ def test_failed_build_leaves_no_tag_and_the_lock_untouched(tmp_path: Path) -> No
     _, lock_out = build(tmp_path, engine())
     before = lock_out.read_bytes()
     fake = engine(fail_build=True)
-    with pytest.raises(BuildFailedError, match="No matching distribution"):
+    with pytest.raises(BuildFailedError, match=r"docker build failed \(exit 1\)") as err:
         build(tmp_path, fake)
+    assert any("No matching distribution" in line for line in err.value.log)
     assert fake.tags() == {BASE}
     assert lock_out.read_bytes() == before
 
