@@ -11,13 +11,17 @@ torch layer) is most of it; the three builds are cache hits.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from conftest import write_spec
 
 from envbuilder.engine import ContainerSpec, DockerEngine
+from envbuilder.image.commit import context_home
+from envbuilder.image.lock import read_lock
 
 pytestmark = pytest.mark.docker
 
@@ -112,3 +116,53 @@ def test_three_builds_after_lock_wheelhouse_report_and_up_give_one_image_id(
     assert {"./src/train.py", "./train.yaml", "./requirements.txt", "./.dockerignore"} <= files
     leaked = [f for f in files if "lock.json" in f or "wheels" in f or "envbuilder-report" in f]
     assert not leaked and "./build" not in files and "./notes.secret" not in files, sorted(files)
+
+
+def test_a_shared_wheelhouse_with_other_projects_wheels_keeps_the_image_id(
+    base_image: str, wheelhouse: Path, run_id: str, cleanup_refs: list[str], tmp_path: Path
+) -> None:
+    """`up` fills one wheelhouse for every project (ENVBUILDER_CACHE_DIR/wheelhouse): another
+    project's wheels landing there must not change this project's context, cache or image ID."""
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    for wheel in wheelhouse.glob("*.whl"):
+        os.link(wheel, shared / wheel.name)
+    spec = write_spec(tmp_path / "images", f"shared-it-{run_id}")
+    lock = tmp_path / "shared.lock.json"
+    build = ("build", str(spec.path), "--cpu", "--base-image", base_image, "--wheelhouse", str(shared),
+             "--lock-out", str(lock), "--network", "none", "--json")  # fmt: skip
+    res = cli_in(tmp_path, *build)
+    assert res.returncode == 0, res.stderr[-3000:]
+    first = json.loads(res.stdout)
+    cleanup_refs.append(first["tags"][0])
+    (shared / "other_project-1.0-py3-none-any.whl").write_bytes(b"another project's wheel")
+    res = cli_in(tmp_path, *build)
+    assert res.returncode == 0, res.stderr[-3000:]
+    again = json.loads(res.stdout)
+    assert again["image_id"] == first["image_id"]
+    linked = context_home(lock) / "build" / "context" / "wheelhouse"
+    locked = {p.wheel for p in read_lock(lock).packages[0].packages}
+    assert {p.name for p in linked.iterdir()} == locked and len(locked) < len(list(shared.iterdir()))
+
+
+def test_a_lock_from_find_links_built_without_its_wheelhouse_says_so(
+    base_image: str, wheelhouse: Path, run_id: str, tmp_path: Path
+) -> None:
+    """The failure keeps BuildKit's lines (not one line with literal \\n) and names the fix."""
+    spec = write_spec(tmp_path / "images", f"nowh-it-{run_id}")
+    lock = tmp_path / "nowh.lock.json"
+    res = cli_in(tmp_path, "lock", str(spec.path), "--cpu", "--no-index", "--find-links", str(wheelhouse),
+                 "--out", str(lock))  # fmt: skip
+    assert res.returncode == 0, res.stderr[-3000:]
+    res = cli_in(tmp_path, "build", "--lock", str(lock), "--base-image", base_image, "--network", "none")
+    assert res.returncode == 9, res.stderr[-3000:]
+    lines = res.stderr.splitlines()
+    (error,) = [
+        n for n, line in enumerate(lines) if line.startswith("envbuilder: error: docker build failed")
+    ]
+    assert lines[error + 1].startswith("  --- last ") and lines[error + 1].endswith(" log lines ---")
+    assert "\\n" not in lines[error] and lines[-1].startswith("hint: the lock took ")
+    assert f"from the local folder {wheelhouse} (--find-links)" in lines[-1]
+    assert (
+        f"build with --wheelhouse {wheelhouse}" in lines[-1] and "envbuilder wheelhouse LOCK DIR" in lines[-1]
+    )

@@ -11,6 +11,7 @@ from pathlib import Path
 import click
 import pytest
 from click.testing import CliRunner
+from fake_engine import cpu_package_lock
 from render_cases import locked, package_lock
 
 from envbuilder.cli import cli
@@ -18,7 +19,7 @@ from envbuilder.engine import BuildSecret
 from envbuilder.errors import LOG_TAIL_LINES, BuildFailedError, LockError, log_tail
 from envbuilder.image.build import BuildOptions, failure_hint
 from envbuilder.image.hints import local_only, missing_wheelhouse_hint, tls_hint
-from envbuilder.image.packages import uv_version
+from envbuilder.image.packages import LockSettings, uv_version
 
 PIP_TLS = (
     "WARNING: Retrying (Retry(total=4)) after connection broken by 'SSLError(SSLCertVerificationError(1, "
@@ -133,3 +134,21 @@ def test_the_build_picks_the_hint_from_its_log_and_options() -> None:
     assert "--ca-bundle FILE" in (failure_hint(tls, None, BuildOptions()) or "")
     with_ca = BuildOptions(secrets=(BuildSecret(id="ca", src=Path("/ca.pem")),))
     assert "does not hold" in (failure_hint(tls, None, with_ca) or "")
+
+
+def test_lock_takes_the_ca_bundle_its_hint_names(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    seen: list[object] = []
+
+    def fake_lock(spec: object, stack: object, *, settings: object = None, **_: object) -> object:
+        seen.append(settings)
+        return cpu_package_lock()
+
+    monkeypatch.setattr("envbuilder.cli.lock_cmd.lock_packages", fake_lock)
+    spec = tmp_path / "train.yaml"
+    spec.write_text('schema_version: 1\nname: train\nframework: "torch==2.13.0"\npython: "3.11"\n')
+    ca = tmp_path / "proxy-ca.pem"
+    ca.write_text("-----BEGIN CERTIFICATE-----\n")
+    res = CliRunner().invoke(cli, ["lock", str(spec), "--cpu", "--ca-bundle", str(ca)])
+    assert res.exit_code == 0, res.output
+    (settings,) = seen
+    assert isinstance(settings, LockSettings) and settings.ca_bundle == ca
