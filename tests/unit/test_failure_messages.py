@@ -5,21 +5,25 @@ proxy, --wheelhouse for wheels a lock took from a local folder."""
 
 from __future__ import annotations
 
+import io
 import stat
 from pathlib import Path
+from types import SimpleNamespace
 
 import click
 import pytest
 from click.testing import CliRunner
-from fake_engine import cpu_package_lock
+from fake_engine import FakeEngine, cpu_package_lock, make_resolution, make_spec
 from render_cases import locked, package_lock
 
-from envbuilder.cli import cli
+from envbuilder.cli import cli, up_cmd
+from envbuilder.cli.steps import StepProgress
 from envbuilder.engine import BuildSecret
 from envbuilder.errors import LOG_TAIL_LINES, BuildFailedError, LockError, log_tail
 from envbuilder.image.build import BuildOptions, failure_hint
 from envbuilder.image.hints import local_only, missing_wheelhouse_hint, tls_hint
 from envbuilder.image.packages import LockSettings, uv_version
+from envbuilder.matrix import load_matrix
 
 PIP_TLS = (
     "WARNING: Retrying (Retry(total=4)) after connection broken by 'SSLError(SSLCertVerificationError(1, "
@@ -152,3 +156,28 @@ def test_lock_takes_the_ca_bundle_its_hint_names(tmp_path: Path, monkeypatch: py
     assert res.exit_code == 0, res.output
     (settings,) = seen
     assert isinstance(settings, LockSettings) and settings.ca_bundle == ca
+
+
+def test_up_takes_the_ca_bundle_for_the_lock_and_the_build(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    seen: list[BuildOptions] = []
+
+    def fake_run_build(plan: object, options: BuildOptions, engine: object, **_: object) -> object:
+        seen.append(options)
+        image = SimpleNamespace(id="sha256:" + "a" * 64, size=1)
+        return SimpleNamespace(warnings=(), image=image, tags=("envbuilder/smoke:x",))
+
+    monkeypatch.setattr("envbuilder.image.build.run_build", fake_run_build)
+    spec = make_spec()
+    ca = tmp_path / "proxy-ca.pem"
+    ca.write_text("-----BEGIN CERTIFICATE-----\n")
+    progress = StepProgress(up_cmd.STEPS, stream=io.StringIO(), tty=False)
+    up_cmd._build(
+        spec, tmp_path / "smoke.yaml", load_matrix(), make_resolution(spec), FakeEngine(), up_cmd.Fallbacks(),
+        tmp_path / "out", False, progress, ca,
+    )  # fmt: skip
+    (options,) = seen
+    assert options.lock_settings is not None and options.lock_settings.ca_bundle == ca
+    assert [(s.id, s.src) for s in options.secrets] == [("ca", ca)]
+    assert options.outputs == (tmp_path / "out",)  # its certificate and report never enter a context
