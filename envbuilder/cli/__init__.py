@@ -91,6 +91,10 @@ def _fail(ctx: click.Context, exc: EnvbuilderError) -> None:
     from envbuilder.tables import printable  # messages quote stored fields and input: one line each
 
     click.echo(f"envbuilder: error: {printable(exc.message)}", err=True)
+    if exc.log:  # the failed tool's own lines, each kept a line (escaped, indented: none reads as ours)
+        click.echo(f"  --- last {len(exc.log)} log lines ---", err=True)
+        for line in exc.log:
+            click.echo(f"  {printable(line)}", err=True)
     if exc.hint:
         click.echo(f"hint: {printable(exc.hint)}", err=True)
     ctx.exit(exc.exit_code)

@@ -69,6 +69,12 @@ class Fallbacks:
     type=click.Path(file_okay=False, path_type=Path),
     help="Where the lock, certificate and HTML report go (default: build/NAME).",
 )
+@click.option(
+    "--ca-bundle",
+    type=_FILE,
+    help="CA bundle trusted for the package indexes, by the lock and in the build (a "
+    "TLS-intercepting proxy, a private CA); a BuildKit secret, never in a layer.",
+)
 @click.option("--quick", is_flag=True, help="Certify with the smoke tests only (seconds).")
 @click.option("--no-cache", is_flag=True, help="Build without BuildKit's layer cache.")
 @click.option("--json", "as_json", is_flag=True, help="Print the outcome as JSON on stdout.")
@@ -81,6 +87,7 @@ def up(
     base_image: str | None,
     find_links: tuple[Path, ...],
     out_dir: Path | None,
+    ca_bundle: Path | None,
     quick: bool,
     no_cache: bool,
     as_json: bool,
@@ -134,7 +141,9 @@ def up(
 
     with progress.step("build"):
         out.mkdir(parents=True, exist_ok=True)
-        outcome = _build(spec, spec_path, matrix, resolution, engine, fallbacks, out, no_cache, progress)
+        outcome = _build(
+            spec, spec_path, matrix, resolution, engine, fallbacks, out, no_cache, progress, ca_bundle
+        )
         image = outcome.tags[0]
 
     with progress.step("certify"):
@@ -311,10 +320,13 @@ def _build(
     out: Path,
     no_cache: bool,
     progress: StepProgress,
+    ca_bundle: Path | None = None,
 ) -> Any:
+    from envbuilder.engine import BuildSecret
     from envbuilder.engine.progress import BuildEvent, finished_step
     from envbuilder.image.build import BuildOptions, ensure_package_lock, plan_from_spec, run_build
     from envbuilder.image.packages import DEFAULT_INDEX, LockSettings
+    from envbuilder.image.render import SECRET_CA
     from envbuilder.image.wheelhouse import fill_wheelhouse
 
     settings = (
@@ -322,11 +334,17 @@ def _build(
         if fallbacks.find_links
         else None
     )
+    secrets: tuple[BuildSecret, ...] = ()
+    if ca_bundle is not None:  # as build's --ca-bundle: trusted by the lock and by the install steps
+        settings = replace(settings or LockSettings(), ca_bundle=ca_bundle)
+        secrets = (BuildSecret(id=SECRET_CA, src=ca_bundle),)
     options = BuildOptions(
         base_image=fallbacks.base_image,
+        secrets=secrets,
         wheelhouse=fallbacks.wheelhouse,
         lock_settings=settings,
         lock_out=out / "lock.json",
+        outputs=(out,),  # its certificate and report, when --out lies in the project
         no_cache=no_cache,
         network="none" if fallbacks.wheelhouse else None,
     )

@@ -21,7 +21,7 @@ from typing import Literal
 
 from envbuilder.engine.model import BuildResult, BuildSecret
 from envbuilder.engine.progress import BuildEvent, ProgressParser, step_instruction
-from envbuilder.errors import BuildFailedError, BuildKitMissingError, UsageError
+from envbuilder.errors import BuildFailedError, BuildKitMissingError, UsageError, log_tail
 from envbuilder.lifecycle import die_with_parent, kill_group, scratch_dir
 
 BUILDKIT_HINT = (
@@ -371,8 +371,8 @@ def _build_failure(code: int, parser: ProgressParser) -> BuildFailedError:
     if failed and failed.index is not None:
         counter = parser.counter(failed).strip("[]")
         where = f" at step {counter}: {step_instruction(failed.name)[:160]}"
-    tail = "\n".join(parser.tail)
     return BuildFailedError(
-        f"docker build failed (exit {code}){where}\n--- last {len(parser.tail)} log lines ---\n{tail}",
-        hint="fix the failing step above and build again; nothing was tagged",
+        f"docker build failed (exit {code}){where}",
+        hint="fix the failing step (its log above) and build again; nothing was tagged",
+        log=log_tail(parser.tail),
     )

@@ -23,7 +23,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Literal
 
-LOG_TAIL_LINES = 40
+from envbuilder.errors import LOG_TAIL_LINES
 
 EventKind = Literal["start", "log", "done", "cached", "error"]
 EndState = Literal["done", "cached", "error"]

@@ -46,6 +46,7 @@ from envbuilder.image.drift import (
     provided_by_base,
     summarize,
 )
+from envbuilder.image.hints import missing_wheelhouse_hint, tls_hint
 from envbuilder.image.lock import (
     BuildRecord,
     InstalledDist,
@@ -99,6 +100,7 @@ class BuildOptions:
     lock_settings: LockSettings | None = None
     platform: Platform = "x86_64"  # which package lock the image installs
     source_date_epoch: int | None = None  # build reproducibly with these file times (build_epoch)
+    outputs: tuple[Path, ...] = ()  # the command's other outputs (up's --out): never in the context
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -361,6 +363,16 @@ class PreparedBuild:
     warnings: tuple[str, ...]
 
 
+def build_outputs(plan: BuildPlan, options: BuildOptions) -> tuple[Path, ...]:
+    """The paths a build writes or reads besides the project (its lock, its wheelhouse, its
+    find-links folders, the command's other outputs): never part of the project's context,
+    whatever their names."""
+    settings = options.lock_settings
+    links = settings.find_links if settings is not None else ()
+    wheelhouse = (options.wheelhouse,) if options.wheelhouse is not None else ()
+    return (Path(plan.lock_out), *wheelhouse, *links, *options.outputs)
+
+
 def prepare_build(
     plan: BuildPlan,
     options: BuildOptions,
@@ -387,6 +399,7 @@ def prepare_build(
         base_image=from_ref if from_ref != plan.stack.base_image else None,
         package_locks=plan.packages,
         platform=options.platform,
+        context_outputs=build_outputs(plan, options),
     )
     rendered = write_build_context(plan.spec, plan.stack, dest, ropts)
     if plan.previous and plan.previous.dockerfile_sha256 != rendered.dockerfile_sha256:
@@ -440,15 +453,20 @@ def _run_build_locked(
     try:
         with secrets_redacted(options.secrets):
             prepared = prepare_build(plan, options, engine, dest, on_message=on_message)
-            result = engine.build(
-                prepared.rendered.context_dir,
-                prepared.rendered.dockerfile,
-                secrets=options.secrets,
-                no_cache=options.no_cache,
-                network=options.network,
-                on_event=on_event,
-                source_date_epoch=options.source_date_epoch,
-            )
+            try:
+                result = engine.build(
+                    prepared.rendered.context_dir,
+                    prepared.rendered.dockerfile,
+                    secrets=options.secrets,
+                    no_cache=options.no_cache,
+                    network=options.network,
+                    on_event=on_event,
+                    source_date_epoch=options.source_date_epoch,
+                )
+            except BuildFailedError as exc:
+                locked = next((p for p in prepared.plan.packages if p.platform == options.platform), None)
+                exc.hint = failure_hint(exc, locked, options) or exc.hint
+                raise
     finally:
         if tmp is not None:
             shutil.rmtree(tmp, ignore_errors=True)
@@ -479,8 +497,8 @@ def secret_values(secrets: Sequence[BuildSecret]) -> Secrets:
 @contextlib.contextmanager
 def secrets_redacted(secrets: Sequence[BuildSecret]) -> Iterator[None]:
     """Every envbuilder error raised inside leaves with the secrets' values taken out of its
-    message and hint (a failed RUN's log tail prints the index URL it could not fetch from,
-    token and all)."""
+    message, hint and log lines (a failed RUN's log tail prints the index URL it could not fetch
+    from, token and all)."""
     try:
         yield
     except EnvbuilderError as exc:
@@ -488,7 +506,21 @@ def secrets_redacted(secrets: Sequence[BuildSecret]) -> Iterator[None]:
         exc.message = redact(exc.message, values)
         exc.args = (exc.message,)
         exc.hint = None if exc.hint is None else redact(exc.hint, values)
+        exc.log = tuple(redact(line, values) for line in exc.log)
         raise
+
+
+def failure_hint(exc: BuildFailedError, packages: PackageLock | None, options: BuildOptions) -> str | None:
+    """The fix a failed BuildKit build points to, read from its log (image/hints.py): a CA
+    bundle behind a TLS-intercepting proxy; a wheelhouse for wheels the lock took from a local
+    folder; None when neither shows."""
+    text = "\n".join(exc.log)
+    ca_given = any(s.id == SECRET_CA for s in options.secrets)
+    if (tls := tls_hint(text, ca_given=ca_given)) is not None:
+        return tls
+    if options.wheelhouse is None:
+        return missing_wheelhouse_hint(packages, exc.log)
+    return None
 
 
 def finish_build(

@@ -31,7 +31,8 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.tags import Tag
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 
-from envbuilder.errors import LockError, SpecError
+from envbuilder.errors import LockError, SpecError, log_tail
+from envbuilder.image.hints import tls_hint
 from envbuilder.image.secrets import Secrets, is_secret_ref, recorded_url, redact
 from envbuilder.image.sources import (
     INDEX_NAME_RE,
@@ -235,7 +236,9 @@ def _run(
     except OSError as exc:
         raise LockError(f"{what}: cannot run {argv[0]}: {exc.strerror}") from None
     if proc.returncode != 0:
-        raise LockError(f"{what} failed:\n{redact(_tail(proc.stderr), secrets)}", hint=_uv_hint(proc.stderr))
+        raise LockError(
+            f"{what} failed", hint=_uv_hint(proc.stderr), log=log_tail([redact(proc.stderr, secrets)])
+        )
     return proc
 
 
@@ -256,12 +259,9 @@ def uv_env(settings: LockSettings, work: Path) -> dict[str, str]:
     return env
 
 
-def _tail(text: str, lines: int = 20) -> str:
-    kept = [line for line in text.strip().splitlines() if line.strip()]
-    return "\n".join(kept[-lines:])
-
-
 def _uv_hint(stderr: str) -> str:
+    if (tls := tls_hint(stderr)) is not None:
+        return tls
     if "dns error" in stderr or "Failed to fetch" in stderr or "connect" in stderr.lower():
         return "an index is unreachable: give a mirror (--index-url, --framework-index) or --find-links DIR"
     if "No solution found" in stderr or "unsatisfiable" in stderr:

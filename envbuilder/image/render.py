@@ -111,6 +111,9 @@ class RenderOptions:
     # same and the context holds no pins.
     package_locks: tuple[PackageLock, ...] = ()
     platform: Platform = "x86_64"
+    # Paths this build writes or reads (its lock, its wheelhouse): left out of the project's
+    # context when they lie in it, beside engine/context.py's OWN_OUTPUTS.
+    context_outputs: tuple[Path, ...] = ()
 
     @property
     def packages(self) -> PackageLock | None:
@@ -561,12 +564,13 @@ def _link_or_copy(src: Path, dest: Path) -> None:
         shutil.copy2(src, dest)
 
 
-def _copy_project(src: Path, dest: Path) -> None:
-    """The files `docker build src` would send (src/.dockerignore applied), symlinks as links."""
+def _copy_project(src: Path, dest: Path, outputs: tuple[Path, ...]) -> None:
+    """The files `docker build src` would send (src/.dockerignore applied), less envbuilder's
+    own outputs (engine/context.py), symlinks as links."""
     from envbuilder.engine.context import included_paths
 
     dest.mkdir(parents=True)
-    for rel in included_paths(src):
+    for rel in included_paths(src, outputs):
         source, target = src / rel, dest / rel
         if source.is_symlink():
             target.parent.mkdir(parents=True, exist_ok=True)
@@ -578,13 +582,28 @@ def _copy_project(src: Path, dest: Path) -> None:
             shutil.copy2(source, target)
 
 
-def _copy_wheelhouse(src: Path, dest: Path) -> None:
+def _copy_wheelhouse(src: Path, dest: Path, packages: PackageLock | None) -> None:
+    """The wheels of `src` that the package lock installs (every wheel without a lock): a shared
+    wheelhouse holds other projects' wheels too, and each wheel in the context is an input of
+    the install steps' cache keys. Raises UsageError (no wheels, a locked wheel missing)."""
     wheels = sorted(p for p in src.glob("*.whl") if p.is_file()) if src.is_dir() else []
     if not wheels:
         raise UsageError(
             f"wheelhouse {src} holds no .whl files",
             hint="fill it with `pip download --only-binary=:all: -d DIR ...`",
         )
+    if packages is not None:
+        locked = {
+            urllib.parse.unquote(p.wheel) for p in packages.packages if p.wheel
+        }  # torch-2.13.0%2Bcpu-...
+        missing = sorted(locked - {urllib.parse.unquote(w.name) for w in wheels})
+        if missing:
+            more = f" and {len(missing) - 3} more" if len(missing) > 3 else ""
+            raise UsageError(
+                f"wheelhouse {src} lacks {len(missing)} locked wheel(s): {', '.join(missing[:3])}{more}",
+                hint=f"fill it from the lock: envbuilder wheelhouse LOCK {src}",
+            )
+        wheels = [w for w in wheels if urllib.parse.unquote(w.name) in locked]
     dest.mkdir(parents=True)
     for wheel in wheels:
         try:
@@ -651,13 +670,13 @@ def write_build_context(
         if spec.installer == "uv" and (not _base_provides(options) or _has_project_group(spec, options)):
             _link_or_copy(Path(uv_binary()), context / TOOLS_DIR / "uv")
         if spec.context is not None:
-            _copy_project(Path(spec.base_dir) / spec.context, context / PROJECT_DIR)
+            _copy_project(Path(spec.base_dir) / spec.context, context / PROJECT_DIR, options.context_outputs)
         _copy_harness(context / "harness")
         entrypoint = context / ENTRYPOINT_SOURCE
         shutil.copyfile(resources.entrypoint_script(), entrypoint)
         entrypoint.chmod(0o755)  # COPY keeps the mode: the image's user runs it
         if options.wheelhouse is not None:
-            _copy_wheelhouse(options.wheelhouse, context / WHEELHOUSE_DIR)
+            _copy_wheelhouse(options.wheelhouse, context / WHEELHOUSE_DIR, options.packages)
         _swap_in(tmp, out_dir)
     except BaseException as exc:
         shutil.rmtree(tmp, ignore_errors=True)

@@ -155,7 +155,7 @@ def spec_json_schema() -> dict[str, Any]:
         "installer": {"enum": list(get_args(spec.Installer)), "description": "uv (default) or pip"},
         "forward_compat": {
             "type": "boolean",
-            "description": "allow CUDA forward compatibility (cuda-compat) on data-center GPUs, system-cuda only",
+            "description": "allow CUDA forward compatibility (cuda-compat): data-center GPUs, system-cuda",
         },
     }
     assert set(properties) == spec.TOP_KEYS, "spec_schema and spec.TOP_KEYS differ"
