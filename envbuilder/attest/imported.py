@@ -9,8 +9,6 @@ issued_at lies in the future beyond the allowed clock skew.
 
 from __future__ import annotations
 
-import os
-import stat
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
@@ -20,10 +18,10 @@ from typing import Any
 from envbuilder.attest.envelope import Verified, verify_envelope
 from envbuilder.attest.policy import TrustPolicy
 from envbuilder.attest.statement import CERTIFICATE
-from envbuilder.bounded import MAX_BYTES, load_json
+from envbuilder.bounded import MAX_BYTES, Refused, TooLarge, load_json, read_bounded
 from envbuilder.certify.certificate import Certificate
 from envbuilder.certify.store import CertStore, require_importable
-from envbuilder.errors import CertificateRefusedError, UsageError
+from envbuilder.errors import CertificateRefusedError, StoreError
 
 _SIGNED_HINT = (
     "import the signed attestation instead (the envelope `push --attest` attached), trusting its "
@@ -117,22 +115,17 @@ def _import_signed(
 
 
 def _read(src: Path) -> bytes:
-    """At most MAX_BYTES of a regular file (a FIFO or a device is refused, never read)."""
+    """At most MAX_BYTES of a regular file (bounded.read_bounded: a FIFO or a device is refused,
+    never read). Raises StoreError (cannot read: exit 17, as for a certificate file anywhere),
+    CertificateRefusedError (larger than any certificate)."""
     try:
-        fd = os.open(src, os.O_RDONLY | os.O_NONBLOCK)
-        try:
-            if not stat.S_ISREG(os.fstat(fd).st_mode):
-                raise UsageError(f"cannot read {src}: not a regular file", hint="give a certificate file")
-            with os.fdopen(fd, "rb", closefd=False) as f:
-                data = f.read(MAX_BYTES + 1)
-        finally:
-            os.close(fd)
-    except OSError as exc:
-        raise UsageError(f"cannot read {src}: {exc.strerror or exc}", hint="check the path") from exc
-    if len(data) > MAX_BYTES:
+        return read_bounded(src, MAX_BYTES)
+    except TooLarge:
         raise CertificateRefusedError(
             f"{src} is larger than {MAX_BYTES // (1024 * 1024)} MiB: not a certificate",
             hint="import a certificate file (`certs export`) or a signed attestation envelope",
             file=str(src),
-        )
-    return data
+        ) from None
+    except (OSError, Refused) as exc:
+        said = exc.strerror if isinstance(exc, OSError) and exc.strerror else f"it is {exc}"
+        raise StoreError(f"cannot read {src}: {said}", "give a certificate file", file=str(src)) from None

@@ -152,13 +152,14 @@ def test_certs_import_of_hostile_files_is_one_error_line_and_stores_nothing(
     data: Path, tmp_path: Path
 ) -> None:
     """Every file is read at most 4 MiB + 1 bytes, regular files only; an envelope-shaped file
-    that is no envelope is `malformed`. Exit 2 (cannot read) or 12 (not a certificate)."""
+    that is no envelope is `malformed`. Exit 17 (a certificate file cannot be read, as README's
+    table says), 2 (click refuses the path) or 12 (not a certificate)."""
     fifo = tmp_path / "fifo"
     os.mkfifo(fifo)  # never opened for writing: reading it would hang
     cases = {
-        fifo: 2,
+        fifo: 17,
         tmp_path: 2,  # a folder
-        tmp_path / "missing.json": 2,
+        tmp_path / "missing.json": 17,
         tmp_path / "empty.json": 12,
         tmp_path / "binary.json": 12,
         tmp_path / "list.json": 12,
