@@ -9,8 +9,6 @@ issued_at lies in the future beyond the allowed clock skew.
 
 from __future__ import annotations
 
-import os
-import stat
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
@@ -20,7 +18,7 @@ from typing import Any
 from envbuilder.attest.envelope import Verified, verify_envelope
 from envbuilder.attest.policy import TrustPolicy
 from envbuilder.attest.statement import CERTIFICATE
-from envbuilder.bounded import MAX_BYTES, load_json
+from envbuilder.bounded import NotRegularFile, TooLarge, load_json, read_bounded
 from envbuilder.certify.certificate import Certificate
 from envbuilder.certify.store import CertStore, require_importable
 from envbuilder.errors import CertificateRefusedError, UsageError
@@ -117,22 +115,18 @@ def _import_signed(
 
 
 def _read(src: Path) -> bytes:
-    """At most MAX_BYTES of a regular file (a FIFO or a device is refused, never read)."""
+    """At most MAX_BYTES of a regular file (bounded.read_bounded: a FIFO or a device is refused
+    unread). Raises UsageError (missing, unreadable, not a regular file), CertificateRefusedError
+    (too large to be a certificate)."""
     try:
-        fd = os.open(src, os.O_RDONLY | os.O_NONBLOCK)
-        try:
-            if not stat.S_ISREG(os.fstat(fd).st_mode):
-                raise UsageError(f"cannot read {src}: not a regular file", hint="give a certificate file")
-            with os.fdopen(fd, "rb", closefd=False) as f:
-                data = f.read(MAX_BYTES + 1)
-        finally:
-            os.close(fd)
-    except OSError as exc:
-        raise UsageError(f"cannot read {src}: {exc.strerror or exc}", hint="check the path") from exc
-    if len(data) > MAX_BYTES:
+        return read_bounded(src)
+    except TooLarge as exc:
         raise CertificateRefusedError(
-            f"{src} is larger than {MAX_BYTES // (1024 * 1024)} MiB: not a certificate",
+            f"{src} is {exc}: not a certificate",
             hint="import a certificate file (`certs export`) or a signed attestation envelope",
             file=str(src),
-        )
-    return data
+        ) from None
+    except NotRegularFile as exc:
+        raise UsageError(f"cannot read {src}: {exc}", hint="give a certificate file") from None
+    except OSError as exc:
+        raise UsageError(f"cannot read {src}: {exc.strerror or exc}", hint="check the path") from None
