@@ -18,7 +18,7 @@ from typing import Any
 from envbuilder.attest.envelope import Verified, verify_envelope
 from envbuilder.attest.policy import TrustPolicy
 from envbuilder.attest.statement import CERTIFICATE
-from envbuilder.bounded import MAX_BYTES, Refused, TooLarge, load_json, read_bounded
+from envbuilder.bounded import Refused, TooLarge, load_json, read_bounded
 from envbuilder.certify.certificate import Certificate
 from envbuilder.certify.store import CertStore, require_importable
 from envbuilder.errors import CertificateRefusedError, StoreError
@@ -119,10 +119,10 @@ def _read(src: Path) -> bytes:
     never read). Raises StoreError (cannot read: exit 17, as for a certificate file anywhere),
     CertificateRefusedError (larger than any certificate)."""
     try:
-        return read_bounded(src, MAX_BYTES)
-    except TooLarge:
+        return read_bounded(src)
+    except TooLarge as exc:
         raise CertificateRefusedError(
-            f"{src} is larger than {MAX_BYTES // (1024 * 1024)} MiB: not a certificate",
+            f"{src} is {exc}: not a certificate",
             hint="import a certificate file (`certs export`) or a signed attestation envelope",
             file=str(src),
         ) from None
