@@ -151,6 +151,11 @@ def test_a_mirror_given_as_a_secret_is_recorded_as_its_name(
     assert err.value.exit_code == 2 and "--pip-index-url-file" in (err.value.hint or "")
 
 
+def _said(exc: LockError) -> str:
+    """All an error prints: its line, its hint and the tool's lines kept below it."""
+    return "\n".join([exc.message, exc.hint or "", *exc.log])
+
+
 def test_uv_errors_are_redacted_where_they_are_raised(
     fake_uv: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -158,8 +163,8 @@ def test_uv_errors_are_redacted_where_they_are_raised(
     _private_tmp(tmp_path, monkeypatch)
     with pytest.raises(LockError) as err:
         lock_packages(make_spec(), cpu_stack(), settings=_settings(fake_uv[0]))
-    _no_secret(err.value.message + (err.value.hint or ""))
-    assert "<secret:pip_index_url>/filelock/" in err.value.message and "401" in err.value.message
+    _no_secret(_said(err.value))
+    assert "<secret:pip_index_url>/filelock/" in _said(err.value) and "401" in _said(err.value)
 
 
 def test_uv_errors_lose_credentials_without_named_secrets_too(
@@ -172,8 +177,8 @@ def test_uv_errors_lose_credentials_without_named_secrets_too(
     settings = LockSettings(uv=str(fake_uv[0]))
     with pytest.raises(LockError) as err:
         lock_packages(make_spec(), cpu_stack(), settings=settings)
-    assert TOKEN not in err.value.message.replace(f"token {TOKEN}", "")  # the userinfo is gone
-    assert f"rtuser:{TOKEN}@" not in err.value.message and "http://127.0.0.1:5009/" in err.value.message
+    assert TOKEN not in _said(err.value).replace(f"token {TOKEN}", "")  # the userinfo is gone
+    assert f"rtuser:{TOKEN}@" not in _said(err.value) and "http://127.0.0.1:5009/" in _said(err.value)
 
 
 def test_a_spec_index_password_from_the_environment_is_redacted_from_uv_errors(
@@ -186,7 +191,7 @@ def test_a_spec_index_password_from_the_environment_is_redacted_from_uv_errors(
     spec = make_spec(requirements=["six"], indexes=[corp])
     with pytest.raises(LockError) as err:
         lock_packages(spec, cpu_stack(), settings=LockSettings(uv=str(fake_uv[0])))
-    assert TOKEN not in err.value.message and "token <secret:tok> rejected" in err.value.message
+    assert TOKEN not in _said(err.value) and "token <secret:tok> rejected" in _said(err.value)
 
 
 def test_uv_caches_and_temp_files_stay_in_envbuilders_own_temp_folder(
