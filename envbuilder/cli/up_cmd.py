@@ -204,7 +204,7 @@ def _doctor(progress: StepProgress, given: DoctorInputs | None) -> bool:
     report = run_doctor(inputs)
     counts = {s: sum(1 for c in report.checks if c.status == s) for s in ("ok", "warn", "fail")}
     progress.say(
-        f"{counts['ok']} ok, {counts['warn']} warn, {counts['fail']} fail (envbuilder doctor for each)"
+        f"{counts['ok']} ok, {counts['warn']} warn, {counts['fail']} fail; `envbuilder doctor` shows each"
     )
     for c in report.checks:
         if c.status == "fail":
