@@ -195,7 +195,8 @@ def test_a_full_data_folder_keeps_the_named_outputs_and_names_a_fallback(
 
     monkeypatch.setattr(envbuilder.certify.certify, "certify_image", fake_certify("certified"))
     _full_disk(monkeypatch, how)
-    out = tmp_path / "elsewhere" / "cert.json"
+    out = tmp_path / "elsewhere" / "cert.json"  # another disk, as it were
+    out.parent.mkdir()
     res = run(["certify", "img:1", "--json", "--out", str(out)])
     assert res.exit_code == 17, res.output
     doc = json.loads(res.stdout)  # --json printed in full before the store failed
