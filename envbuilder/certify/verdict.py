@@ -5,8 +5,8 @@ What the container printed is evidence, not a verdict: an image can replace the 
 harness (version, payload digest) or another run (the nonce certify handed in), that certifies
 another framework than the image's stack (or --framework) names or ran none of its steps, that
 claims GPU work on a CPU run, that claims a GPU certification the host's own NVML never saw, or
-(the CPU path) that claims more work than the host saw the container do: longer than the
-container ran, or with less CPU time than its cgroup used; and it re-derives the verdict from
+that claims more work than the host saw the container do: longer than the container ran, or (the
+CPU path) more than its cgroup's CPU time can account for; and it re-derives the verdict from
 the result's step records with the harness's own rule (harness/result.py decide_verdict), so a
 "certified" line over failed steps stays failed. docs/certify.md states the threat model: what
 each check stops, and what none does.
@@ -31,13 +31,14 @@ GPU_ONLY_STEPS = ("cuda_smoke", "batch_ramp", "telemetry_overhead")  # plan.py: 
 # Steps that pass without any framework in the image (plan.py): they cannot carry a verdict alone.
 FRAMEWORK_FREE_STEPS = ("host", "kernel_inventory")
 FRAMEWORKS = ("torch", "tensorflow", "jax")  # harness/session.py FRAMEWORK_CHOICES; each has NAME_smoke
-# The host's own measure of the work (CPU path). The harness's steps run one after the other inside
+# The host's own measure of the work. The harness's steps run one after the other inside
 # the container's run, so their seconds cannot exceed the container's time by more than the two
-# clocks' slack; and they compute on the CPU, so its cgroup must show CPU time for them. An honest
-# run on a loaded 2-core machine used 0.5-2 CPU seconds per second of step (docs/certify.md); a
-# result replayed by a `python3` that sleeps uses ~0. The floor is far below the first.
+# clocks' slack; and on the CPU path they compute on the CPU, so its cgroup must show CPU time for
+# them. Honest quick CPU runs on the loaded 2-core machine used 0.5-1.1 CPU seconds per claimed
+# second (docs/certify.md); a result replayed by a `python3` that sleeps used 0.02 s in all. The
+# floor sits 5-10x below the first and, for the shortest claim seen (0.9 s), 4x above the second.
 CLOCK_SLACK_S = 2.0
-CPU_SHARE_MIN = 0.05
+CPU_SHARE_MIN = 0.1
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -99,9 +100,9 @@ def refusal(result: Mapping[str, Any], facts: RunFacts) -> str | None:
         )
         if gpu_claims or ran:
             return "the container had no GPU (the CPU path) but the result claims the GPU path"
-        why = _work_refusal(result, facts)
-        if why is not None:
-            return why
+    why = _work_refusal(result, facts)
+    if why is not None:
+        return why
     derived, _ = decide_verdict(
         _steps(result), result["gates"], mode=str(result["mode"]), gpu_path=result.get("gpu_path") is True
     )
@@ -145,8 +146,11 @@ def claimed_seconds(result: Mapping[str, Any]) -> float:
 
 
 def _work_refusal(result: Mapping[str, Any], facts: RunFacts) -> str | None:
-    """A passing CPU-path result that claims more work than the host saw the container do
-    (issue 23, D3: an image whose `python3` replays a recorded result with this run's nonce)."""
+    """A passing result that claims more work than the host saw the container do (issue 23, D3:
+    an image whose `python3` replays a recorded result with this run's nonce): more seconds than
+    the container ran (any path: the harness records its steps one after the other), or, on the
+    CPU path, less CPU time than its steps imply (on the GPU path the host's NVML view is the
+    evidence, and how little host CPU a GPU step may use is not measured)."""
     if result["verdict"] == "failed":
         return None
     claimed = claimed_seconds(result)
@@ -157,7 +161,7 @@ def _work_refusal(result: Mapping[str, Any], facts: RunFacts) -> str | None:
             "clock: a result not computed in this run (replayed)"
         )
     need = CPU_SHARE_MIN * claimed
-    if facts.cpu_seconds is not None and facts.cpu_seconds < need:
+    if facts.access == "none" and facts.cpu_seconds is not None and facts.cpu_seconds < need:
         return (
             f"the result's steps took {claimed:.1f} s of CPU-path work, but the container's cgroup "
             f"used {facts.cpu_seconds:.2f} s of CPU (read by the host; at least {need:.2f} s "

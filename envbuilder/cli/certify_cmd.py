@@ -259,7 +259,8 @@ def _unstored(exc: EnvbuilderError, cert: Certificate, kept: Path | None) -> Sto
         where = "and it could not be written anywhere (" + "; ".join(tried) + ")"
     return StoreError(
         f"the {cert.verdict} certificate was not stored: {exc.message}; {where}",
-        hint="free space in the data folder (ENVBUILDER_DATA_DIR), then `envbuilder certs import FILE`"
+        hint="free space in the data folder (ENVBUILDER_DATA_DIR) and certify again; or `envbuilder certs "
+        "import FILE` keeps this one, as imported (`run` uses it only with --trust-imported)"
         if kept is not None or "instead" in where
         else "free space, then certify again (--out PATH keeps the certificate on another disk)",
         file=exc.file,
