@@ -232,7 +232,7 @@ def test_a_subset_on_the_certified_gpu_is_covered_though_the_host_has_another(tm
 
 def _spec_in(tmp_path: Path, mode: AccessMode, gpus: str | None) -> ContainerSpec:
     eng = engine()
-    go(tmp_path, eng, cert(gpus=(H100, T4)), mode=mode, **({"gpus": gpus} if gpus else {}))
+    go(tmp_path, eng, cert(gpus=(H100, T4)), mode=mode, gpus=gpus)
     return eng.runs[0]
 
 
