@@ -10,7 +10,7 @@ import click
 from envbuilder.cli import cli
 from envbuilder.cli.options import gpu_access_option, trust_options
 from envbuilder.run.hpc import RUNTIMES
-from envbuilder.run.launch import IPC_MODES, FindCertificate, RunOptions, run_image
+from envbuilder.run.launch import IPC_MODES, FindCertificate, RunOptions, parse_options, run_image
 
 
 def find_certificates(
@@ -279,28 +279,30 @@ def run(
         )
     _note_misplaced_option(ctx, command)
     on_terminal = sys.stdin.isatty()
+    options = RunOptions(
+        image=image,
+        command=command,
+        gpu_access=gpu_access,
+        gpus=gpus,
+        force=force,
+        monitor=monitor,
+        monitor_dir=monitor_dir,
+        volumes=volumes,
+        env=env,
+        workdir=workdir,
+        shm_size=shm_size,
+        ipc=ipc,
+        network=network,
+        interactive=interactive or on_terminal,
+        tty=(on_terminal and sys.stdout.isatty()) if tty is None else tty,
+        publish=publish,
+        user=user,
+        name=name,
+    )
+    parse_options(options)  # bad options are said before an image is pulled
     pull_if_missing(image)
     outcome = run_image(
-        RunOptions(
-            image=image,
-            command=command,
-            gpu_access=gpu_access,
-            gpus=gpus,
-            force=force,
-            monitor=monitor,
-            monitor_dir=monitor_dir,
-            volumes=volumes,
-            env=env,
-            workdir=workdir,
-            shm_size=shm_size,
-            ipc=ipc,
-            network=network,
-            interactive=interactive or on_terminal,
-            tty=(on_terminal and sys.stdout.isatty()) if tty is None else tty,
-            publish=publish,
-            user=user,
-            name=name,
-        ),
+        options,
         find_certificate=find_certificates(image, key_files, trust_file, max_age, trust_imported),
     )
     ctx.exit(outcome.exit_code)

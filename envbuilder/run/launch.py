@@ -341,6 +341,45 @@ def admit(
     return Admitted(run_id=run_id, log_path=log_path, record=record, cert=cert, refusals=refusals)
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ParsedOptions:
+    """The options of a run, checked and in their typed form (no Docker asked yet)."""
+
+    env: dict[str, str]
+    mounts: list[Mount]
+    shm: int | None
+    ports: tuple[PortBinding, ...]
+    user: str | None
+    name: str | None
+
+
+def parse_options(opts: RunOptions) -> ParsedOptions:
+    """Check every option that needs neither Docker nor the host (the CLI calls this before it
+    pulls an image). Raises UsageError (bad -v/-e/-w/-p/-u/--name/--gpus/--shm-size/--ipc)."""
+    if opts.ipc is not None and opts.ipc not in IPC_MODES:
+        raise UsageError(f"unknown --ipc {opts.ipc!r}", hint=f"use one of {', '.join(IPC_MODES)}")
+    env, mounts = parse_env(opts.env), [parse_volume(v) for v in opts.volumes]
+    shm = parse_size(opts.shm_size) if opts.shm_size else None
+    if opts.workdir is not None:
+        parse_workdir(opts.workdir)
+    ports = tuple(parse_publish(p) for p in opts.publish)
+    if ports and opts.network in ("none", "host"):
+        raise UsageError(
+            f"-p publishes nothing with --network {opts.network}",
+            hint="drop -p (with --network host the job's ports are the host's), or pick another network",
+        )
+    if opts.gpus is not None:
+        parse_gpus(opts.gpus)
+    return ParsedOptions(
+        env=env,
+        mounts=mounts,
+        shm=shm,
+        ports=ports,
+        user=parse_user(opts.user) if opts.user is not None else None,
+        name=parse_name(opts.name) if opts.name is not None else None,
+    )
+
+
 def run_image(
     opts: RunOptions,
     *,
@@ -364,22 +403,10 @@ def run_image(
     Ctrl-C stops the container and re-raises KeyboardInterrupt after logging.
     """
     say = say or (lambda line: print(line, file=sys.stderr, flush=True))
-    if opts.ipc is not None and opts.ipc not in IPC_MODES:
-        raise UsageError(f"unknown --ipc {opts.ipc!r}", hint=f"use one of {', '.join(IPC_MODES)}")
-    env, mounts = parse_env(opts.env), [parse_volume(v) for v in opts.volumes]
-    shm = parse_size(opts.shm_size) if opts.shm_size else None
-    if opts.workdir is not None:
-        parse_workdir(opts.workdir)
-    ports = tuple(parse_publish(p) for p in opts.publish)
-    if ports and opts.network in ("none", "host"):
-        raise UsageError(
-            f"-p publishes nothing with --network {opts.network}",
-            hint="drop -p (with --network host the job's ports are the host's), or pick another network",
-        )
-    user = parse_user(opts.user) if opts.user is not None else None
-    name = parse_name(opts.name) if opts.name is not None else None
-    if opts.gpus is not None:
-        parse_gpus(opts.gpus)  # a malformed value is refused before Docker is asked anything
+    parsed = parse_options(opts)
+    env, mounts, shm, ports, user, name = (
+        parsed.env, parsed.mounts, parsed.shm, parsed.ports, parsed.user, parsed.name
+    )  # fmt: skip
     eng = eng or DockerEngine()
     target = prepare_target(eng, opts.image, opts.gpu_access, probe=probe, access_modes=access_modes)
     info, choice, report = target.image, target.choice, target.host

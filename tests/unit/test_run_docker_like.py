@@ -344,7 +344,9 @@ def test_options_before_image_are_ours_and_after_it_the_commands(monkeypatch: py
     assert bare.command == ()
 
 
-def test_grouped_short_flags_and_attached_values(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_grouped_short_flags_and_attached_values(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "src").mkdir()
     opts, _ = parsed(["-it", "--rm", "-eA=1", "-vsrc:/dst", "-u0:0", "img:1", "bash"], monkeypatch)
     assert (opts.interactive, opts.tty, opts.env, opts.volumes, opts.user) == (
         True, True, ("A=1",), ("src:/dst",), "0:0",
@@ -352,7 +354,11 @@ def test_grouped_short_flags_and_attached_values(monkeypatch: pytest.MonkeyPatch
     assert opts.command == ("bash",)
 
 
-def test_the_older_form_options_up_to_dashes_still_reads(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_older_form_options_up_to_dashes_still_reads(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "a").mkdir()
     opts, _ = parsed(["img:1", "-v", "a:/b", "-it", "--gpus", "1", "--", "python", "-V"], monkeypatch)
     assert (opts.volumes, opts.interactive, opts.tty, opts.gpus) == (("a:/b",), True, True, "1")
     assert opts.command == ("python", "-V")
@@ -377,14 +383,16 @@ def test_the_new_options_reach_run_image(monkeypatch: pytest.MonkeyPatch) -> Non
 def test_cli_bad_gpus_and_unknown_options_exit_2(monkeypatch: pytest.MonkeyPatch) -> None:
     import envbuilder.cli.run_cmd as run_cmd
 
+    pulled: list[str] = []
     monkeypatch.setattr(run_cmd, "find_certificates", lambda *_a: None)
-    monkeypatch.setattr(run_cmd, "pull_if_missing", lambda _image: None)
-    res = CliRunner().invoke(cli, ["run", "--gpus", "device=x", "img:1"])
+    monkeypatch.setattr(run_cmd, "pull_if_missing", pulled.append)
+    res = CliRunner().invoke(cli, ["run", "--gpus", "device=x", "localhost:5000/team/train:1"])
     assert res.exit_code == 2, res.output
     assert "envbuilder: error: --gpus 'device=x': 'x' is neither a GPU index nor a GPU UUID" in res.output
     assert "hint: write --gpus all" in res.output
-    res = CliRunner().invoke(cli, ["run", "-p", "70000:80", "img:1"])
+    res = CliRunner().invoke(cli, ["run", "-p", "70000:80", "localhost:5000/team/train:1"])
     assert res.exit_code == 2 and "'70000' is not a port" in res.output
+    assert pulled == []  # said before anything is pulled
     res = CliRunner().invoke(cli, ["run", "--bogus", "img:1"])
     assert res.exit_code == 2 and "No such option '--bogus'" in res.output
 
