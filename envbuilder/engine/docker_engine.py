@@ -746,8 +746,8 @@ class CpuMeter:
 
 
 _REFUSED_HINT = (
-    "check what was asked of the container (--network, -v, -w, --shm-size, --gpu-access); "
-    "`envbuilder doctor` shows the GPU access modes this host offers"
+    "check what was asked of the container (--network, -v, -w, -u, -p, --name, --shm-size, "
+    "--gpu-access, --gpus); `envbuilder doctor` shows the GPU access modes this host offers"
 )
 
 

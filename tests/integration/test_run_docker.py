@@ -194,8 +194,8 @@ def test_run_publishes_a_port_under_the_name_given(certified: tuple[str, Path, P
 
 def test_run_tty_and_where_our_options_go(certified: tuple[str, Path, Path]) -> None:
     """-t before IMAGE gives the job a terminal; after IMAGE it is the command's, as in docker
-    (the entrypoint cannot exec `-t`), and run says where its options go. --gpus with
-    --gpu-access none is refused (exit 2) before anything starts."""
+    (the entrypoint cannot exec `-t`), and run says where its options go. A user the image lacks
+    is docker's refusal (exit 2); --gpus with --gpu-access none is refused before anything starts."""
     tag, _, _ = certified
     tty = envbuilder_cli("run", "-t", tag, "python3", "-c", "import sys; print('tty', sys.stdout.isatty())")
     assert tty.returncode == 0, tty.stderr[-2000:]
@@ -203,6 +203,9 @@ def test_run_tty_and_where_our_options_go(certified: tuple[str, Path, Path]) -> 
     after = envbuilder_cli("run", tag, "-t", "python3", "-V")
     assert after.returncode != 0 and "Python 3" not in after.stdout
     assert "envbuilder: note: '-t' after IMAGE is part of the command (as with docker run)" in after.stderr
+    nobody = envbuilder_cli("run", "-u", "no-such-user", tag, "true")
+    assert nobody.returncode == 2, nobody.stderr[-2000:]
+    assert "unable to find user no-such-user" in nobody.stderr and "-u, -p, --name" in nobody.stderr
     gpus = envbuilder_cli("run", "--gpu-access", "none", "--gpus", "device=0", tag, "true")
     assert gpus.returncode == 2, gpus.stderr[-2000:]
     assert "envbuilder: error: --gpus device=0 asks for GPUs, --gpu-access none for none" in gpus.stderr
