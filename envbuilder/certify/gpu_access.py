@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
+from envbuilder.certify.gpu_selection import GpuSelection
 from envbuilder.engine import ContainerSpec, DaemonInfo, Engine, GpuRequest, ImageInfo, Mount, Ulimit
 from envbuilder.engine.container import docker_flags
 from envbuilder.errors import NoGpuError, UsageError
@@ -28,7 +29,9 @@ TRAINING_ULIMITS = (
     Ulimit(name="memlock", soft=-1, hard=-1),
     Ulimit(name="stack", soft=STACK_ULIMIT, hard=STACK_ULIMIT),
 )
-CDI_ALL_GPUS = "nvidia.com/gpu=all"
+CDI_KIND = "nvidia.com/gpu"
+CDI_ALL_GPUS = f"{CDI_KIND}=all"
+_GPU_NODE = re.compile(r"^/dev/nvidia[0-9]+$")
 # devices mode: the driver's libraries go here, mounted over nothing in the container, so they never
 # shadow the image's own libraries (unless their host folder can be mounted whole at its own path).
 CONTAINER_LIB_DIR = "/usr/local/nvidia/lib64"
@@ -144,23 +147,31 @@ class GpuGrant:
         return tuple(docker_flags(bare))
 
 
-def gpu_grant(mode: AccessMode) -> GpuGrant:
-    """What `mode` hands a container. toolkit: `--gpus all`; cdi: the nvidia.com/gpu=all device;
-    devices: every /dev/nvidia* node and the driver's library folder, read-only, on
-    LD_LIBRARY_PATH, and the driver's programs (nvidia-smi, ...) read-only at /usr/bin, as the
-    Container Toolkit mounts them. A library folder that is a system folder (e.g.
+def gpu_grant(mode: AccessMode, selection: GpuSelection | None = None) -> GpuGrant:
+    """What `mode` hands a container: every GPU, or only those of `selection` (`--gpus`).
+    toolkit: `--gpus all` (or the selected UUIDs/indexes, which the Toolkit turns into
+    NVIDIA_VISIBLE_DEVICES); cdi: the nvidia.com/gpu=all device (or nvidia.com/gpu=INDEX each,
+    the names nvidia-ctk and `envbuilder gpu cdi-spec` both write); devices: every /dev/nvidia*
+    node (or the control nodes and the selected GPUs' /dev/nvidiaN only), the driver's library
+    folder, read-only, on LD_LIBRARY_PATH, and the driver's programs (nvidia-smi, ...) read-only
+    at /usr/bin, as the Container Toolkit mounts them. A library folder that is a system folder (e.g.
     /usr/lib/x86_64-linux-gnu) is not mounted whole, which would shadow the image's libc: each
-    driver library is mounted into CONTAINER_LIB_DIR instead."""
+    driver library is mounted into CONTAINER_LIB_DIR instead. Raises NoGpuError (devices mode: a
+    selected GPU without a device node)."""
     if mode.name == "toolkit":
-        return GpuGrant(gpus=GpuRequest())
+        return GpuGrant(gpus=GpuRequest(device_ids=selection.ids) if selection else GpuRequest())
     if mode.name == "cdi":
-        return GpuGrant(cdi_devices=(CDI_ALL_GPUS,))
+        names = tuple(f"{CDI_KIND}={i}" for i in selection.indexes) if selection else (CDI_ALL_GPUS,)
+        return GpuGrant(cdi_devices=names)
+    devices = mode.devices
+    if selection is not None:  # the control nodes, and the selected GPUs' nodes only
+        devices = (*(d for d in devices if not _GPU_NODE.match(d)), *selection.node_paths())
     programs = tuple(
         Mount(source=host, target=f"{CONTAINER_BIN_DIR}/{name}", read_only=True)
         for name, host in mode.programs
     )
     if not mode.lib_dir:
-        return GpuGrant(devices=mode.devices, mounts=programs)
+        return GpuGrant(devices=devices, mounts=programs)
     if not _SYSTEM_LIB_RE.match(mode.lib_dir):
         mounts: tuple[Mount, ...] = (Mount(source=mode.lib_dir, target=mode.lib_dir, read_only=True),)
         lib_path = mode.lib_dir
@@ -170,7 +181,7 @@ def gpu_grant(mode: AccessMode) -> GpuGrant:
             for lib in mode.driver_libs
         )
         lib_path = CONTAINER_LIB_DIR
-    return GpuGrant(devices=mode.devices, mounts=(*mounts, *programs), env={"LD_LIBRARY_PATH": lib_path})
+    return GpuGrant(devices=devices, mounts=(*mounts, *programs), env={"LD_LIBRARY_PATH": lib_path})
 
 
 def mode_docker_args(mode: AccessMode) -> list[str]:
@@ -188,20 +199,23 @@ def training_container(
     network: str | None = "none",
     mem_total: int | None = None,
     host_env: Mapping[str, str] | None = None,
+    gpus: GpuSelection | None = None,
 ) -> ContainerSpec:
     """A container for training work on `image`: GPU access per `choice` (gpu_grant), shared
     memory for DataLoader workers, memlock=-1 and stack=64 MiB ulimits, no network unless asked,
     and the host's collective settings (`collective_env(host_env)`, default os.environ). `env`
     wins over those; the access mode's variables win over both (nothing may hide the GPUs by
     accident). In devices mode the image's own LD_LIBRARY_PATH is kept after the driver's folder,
-    and NVIDIA_VISIBLE_DEVICES / NVIDIA_DRIVER_CAPABILITIES are set as the Container Toolkit would."""
-    grant = gpu_grant(choice.mode) if choice.mode is not None else GpuGrant()
+    and NVIDIA_VISIBLE_DEVICES / NVIDIA_DRIVER_CAPABILITIES are set as the Container Toolkit would.
+    `gpus`: only those GPUs (`--gpus`; None: all). Raises NoGpuError (devices mode: a selected GPU
+    without a device node)."""
+    grant = gpu_grant(choice.mode, gpus) if choice.mode is not None else GpuGrant()
     grant_env = dict(grant.env)
     if choice.name == "devices":
         own = image_env(image).get("LD_LIBRARY_PATH")
         if own and "LD_LIBRARY_PATH" in grant_env:
             grant_env["LD_LIBRARY_PATH"] += f":{own}"
-        grant_env.setdefault("NVIDIA_VISIBLE_DEVICES", "all")
+        grant_env.setdefault("NVIDIA_VISIBLE_DEVICES", ",".join(gpus.ids) if gpus else "all")
         grant_env.setdefault("NVIDIA_DRIVER_CAPABILITIES", "compute,utility")
     forwarded = collective_env(os.environ if host_env is None else host_env)
     return ContainerSpec(

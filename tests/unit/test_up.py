@@ -160,8 +160,8 @@ def test_up_refuses_a_missing_spec() -> None:
     [
         ["run", "--force", "img:1", "python", "-V"],
         ["run", "--force", "img:1", "--", "python", "-V"],
-        ["run", "img:1", "--force", "python", "-V"],
-        ["run", "img:1", "-e", "A=1", "--force", "--", "python", "-V"],
+        ["run", "-t", "--force", "img:1", "python", "-V"],
+        ["run", "img:1", "-e", "A=1", "--force", "--", "python", "-V"],  # the older form: ours up to --
     ],
 )
 def test_run_takes_everything_after_image_as_the_command(
