@@ -9,6 +9,7 @@ GPUs of a remote node, is recorded as not observed, never assumed.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 from envbuilder.certify.certificate import Certificate, build_certificate, host_fingerprint
@@ -97,6 +98,9 @@ def certificate_refusal(cert: Certificate, facts: RunFacts) -> str | None:
     nothing and stands (the node may have judged more strictly: kernels, package drift)."""
     if cert.verdict == "failed":
         return None
+    smoke = cert.run.get("project_smoke")  # the node's host ran it: its record counts as a step
+    if isinstance(smoke, Mapping):
+        facts = replace(facts, project_smoke=smoke)
     verdict, reason = host_verdict(cert.harness, facts)
     if verdict != cert.verdict:
         return f"it says {cert.verdict}, but its own result gives {verdict} here ({reason})"
