@@ -6,6 +6,7 @@ of its output bounded and made printable). docs/certify.md says why it is not a 
 
 from __future__ import annotations
 
+import shlex
 import time
 from collections.abc import Callable
 from dataclasses import replace
@@ -48,7 +49,7 @@ def smoke_step(smoke: ProjectSmoke, res: RunResult, seconds: float, docker_args:
     else:
         last = (stderr or stdout or ["(no output)"])[-1]
         why = f"timed out after {smoke.timeout_s} s (killed)" if timed_out else f"exited {res.exit_code}"
-        reason = f"{' '.join(smoke.command)}: {why}: {last}"
+        reason = f"{shlex.join(smoke.command)}: {why}: {last}"
         status = "fail"
         if len(reason) > REASON_CHARS:
             reason = reason[: REASON_CHARS - 3] + "..."
@@ -98,7 +99,7 @@ def run_project_smoke(
 
     Raises DockerUnavailableError (the daemon went away), UsageError (it refused the container).
     """
-    say(f"certify: {STEP}: {printable(' '.join(smoke.command))} (timeout {smoke.timeout_s} s)")
+    say(f"certify: {STEP}: {printable(shlex.join(smoke.command))} (timeout {smoke.timeout_s} s)")
     started = time.monotonic()
     res = eng.run(spec, on_stderr=lambda line: say(f"[{STEP}] {printable(line)}"), timeout_s=smoke.timeout_s)
     step = smoke_step(smoke, res, time.monotonic() - started, docker_run_argv(spec))

@@ -108,8 +108,11 @@ def test_certify_runs_the_projects_own_smoke_command(
     failed = json.loads(res.stdout)
     assert failed["verdict"] == "failed" and failed["harness"]["verdict"] == "certified-cpu-only"
     reason = failed["verdict_reason"]
-    assert reason.startswith("the project's smoke command failed: python -c import demo; demo.broken()")
+    assert reason.startswith("the project's smoke command failed: python -c 'import demo; demo.broken()'")
     assert "exited 1: demo: the config file is missing" in reason
     smoke = failed["run"]["project_smoke"]
     assert smoke["metrics"]["stdout_tail"] == ["demo starting"]
     assert "failed certification: the project's smoke command failed" in res.stderr
+    said = [line for line in res.stderr.splitlines() if "project_smoke" in line or "error" in line]
+    print("\n".join(said))  # what a user sees (-s): docs/project.md quotes it
+    print(f"smoke seconds: pass {step['seconds']}, fail {smoke['seconds']}")
