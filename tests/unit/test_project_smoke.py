@@ -22,7 +22,7 @@ from envbuilder.certify.smoke import TAIL_LINE_CHARS, TAIL_LINES, output_tail
 from envbuilder.certify.verdict import host_verdict
 from envbuilder.cli.certify_cmd import key_metric
 from envbuilder.engine import ContainerSpec, ImageInfo, RunResult
-from envbuilder.errors import SpecError
+from envbuilder.errors import CertificateRefusedError, SpecError
 from envbuilder.hashing import canonical_json
 from envbuilder.image.metadata import read_metadata
 from envbuilder.image.spec import ProjectSmoke, parse_certify_settings, parse_spec
@@ -281,3 +281,12 @@ def test_the_summary_and_the_report_show_the_step() -> None:
     rows = build_report(again).steps
     assert rows[-1].name == "project_smoke" and rows[-1].status == "pass"
     assert key_metric(StepRecord.read(_smoke_step("fail"))).startswith("exit 1")
+
+
+def test_a_certificate_whose_smoke_record_has_a_wrong_type_is_refused_at_load() -> None:
+    cert, _ = certify(project_engine())
+    doc = json.loads(cert.to_json())
+    doc["run"]["project_smoke"]["seconds"] = "fast"
+    with pytest.raises(CertificateRefusedError) as err:
+        Certificate.from_data(doc)
+    assert err.value.exit_code == 12 and "run.project_smoke.seconds" in err.value.message
