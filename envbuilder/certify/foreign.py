@@ -66,6 +66,13 @@ def seal_foreign_run(
     )
     if judged.failures and verdict != "failed":
         verdict, reason = "failed", "kernel inventory: " + "; ".join(judged.failures[:3])
+    warnings = list(judged.warnings)
+    if meta.certify is not None and meta.certify.smoke is not None:
+        # The job ran the harness alone (certify/smoke.py runs in `certify` on a Docker host).
+        warnings.append(
+            "the image's own smoke command (certify.smoke) did not run: this job ran the harness "
+            "alone; `envbuilder certify IMAGE` on a Docker host runs it"
+        )
     return build_certificate(
         image={"id": image.id, "ref": image_ref, "stack": meta.stack_record, "lock_hash": meta.lock_hash},
         host=host,
@@ -75,7 +82,7 @@ def seal_foreign_run(
             "harness_source": "host",
             "harness_sha256": facts.harness_sha256,
             "host_observation": observation.to_json(),
-            "warnings": list(judged.warnings),
+            "warnings": warnings,
         },
         harness=result,
         thresholds=thresholds,

@@ -16,7 +16,7 @@ from test_certify import IMAGE, Harness, certify, harness_result, mode
 from test_verdict import facts, result
 
 from envbuilder.certify.certificate import Certificate, build_certificate, verify_certificate
-from envbuilder.certify.foreign import certificate_refusal
+from envbuilder.certify.foreign import certificate_refusal, seal_foreign_run
 from envbuilder.certify.record import StepRecord
 from envbuilder.certify.smoke import TAIL_LINE_CHARS, TAIL_LINES, output_tail
 from envbuilder.certify.verdict import host_verdict
@@ -290,3 +290,13 @@ def test_a_certificate_whose_smoke_record_has_a_wrong_type_is_refused_at_load() 
     with pytest.raises(CertificateRefusedError) as err:
         Certificate.from_data(doc)
     assert err.value.exit_code == 12 and "run.project_smoke.seconds" in err.value.message
+
+
+def test_a_fleet_job_that_ran_the_harness_alone_says_the_smoke_command_did_not_run() -> None:
+    image = labelled(SMOKE)
+    kw: dict[str, Any] = {"image_ref": "img:1", "result": result(), "facts": facts(), "where": "node1"}
+    cert = seal_foreign_run(image=image, thresholds={}, run={}, **kw)
+    assert any("certify.smoke) did not run" in w for w in cert.data["run"]["warnings"])
+    assert "project_smoke" not in cert.data["run"]
+    plain = seal_foreign_run(image=IMAGE, thresholds={}, run={}, **kw)
+    assert not any("certify.smoke" in w for w in plain.data["run"]["warnings"])
