@@ -54,6 +54,9 @@ class RunFacts:
     framework: str | None = None  # what certify told the harness to certify for (else the stack's)
     container_seconds: float | None = None  # how long the container ran, by the host's clock
     cpu_seconds: float | None = None  # CPU time of the container's cgroup, read by the host (engine)
+    # The project's own smoke command's step (certify/smoke.py), run and recorded by the host
+    # after the harness; None: the image's spec asks for none.
+    project_smoke: Mapping[str, Any] | None = None
 
     @property
     def expected_framework(self) -> str | None:
@@ -173,7 +176,8 @@ def _work_refusal(result: Mapping[str, Any], facts: RunFacts) -> str | None:
 def host_verdict(result: Mapping[str, Any], facts: RunFacts) -> tuple[str, str]:
     """The certificate's verdict and reason: refused results fail; otherwise the harness's verdict
     made stricter (a GPU stack that ran only on the CPU although the container got the GPUs fails,
-    a non-zero exit after a passing result fails)."""
+    a non-zero exit after a passing result fails, and so does the project's own smoke command
+    when it did not pass: the user's code counts as much as the stack)."""
     why = refusal(result, facts)
     if why is not None:
         return "failed", REFUSED + why
@@ -187,4 +191,7 @@ def host_verdict(result: Mapping[str, Any], facts: RunFacts) -> tuple[str, str]:
         )
     if verdict != "failed" and facts.exit_code != 0:
         return "failed", f"harness exited {facts.exit_code} after a {verdict} result"
+    smoke = facts.project_smoke
+    if verdict != "failed" and smoke is not None and smoke.get("status") != "pass":
+        return "failed", f"the project's smoke command failed: {smoke.get('reason') or 'no reason recorded'}"
     return verdict, reason

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 import textwrap
 from collections.abc import Callable
 from pathlib import Path
@@ -28,6 +29,10 @@ def key_metric(step: StepRecord) -> str:
         return ", ".join(names) or "no GPU visible"
     if step.name == "multi_gpu":
         return _multi_gpu_metric(num)
+    if step.name == "project_smoke":  # the project's own command (certify/smoke.py)
+        words = step.metric("command")
+        said = shlex.join(str(w) for w in words) if isinstance(words, list) else "?"
+        return textwrap.shorten(f"exit {num('exit_code') or 0:.0f}: {said}", 70, placeholder=" ...")
     if (ips := num("images_per_s")) is not None:
         acc = num("val_accuracy")
         return f"{ips:,.0f} img/s" + (f", val acc {acc:.2f}" if acc is not None else "")
