@@ -178,18 +178,21 @@ def certify(
             raise UsageError("--push attaches the stored certificate: drop --no-store")
         parse_reference(image)
         find_key(key_name)  # before the long run, not after it
-    cert = certify_image(
-        image,
-        gpu_access=gpu_access,
-        quick=quick,
-        progress=lambda line: click.echo(printable(line), err=True),
-        budget_s=budget_seconds,
-        steps=steps,
-        timeout_s=timeout_s,
-        framework=framework,
-        lock=_read_lock(lock_path),
-        nonce=nonce,
-    )
+    from envbuilder.cli.progress_view import task_progress
+
+    with task_progress("certify") as view:
+        cert = certify_image(
+            image,
+            gpu_access=gpu_access,
+            quick=quick,
+            progress=lambda line: view.message(line, indent="", collapse=False),
+            budget_s=budget_seconds,
+            steps=steps,
+            timeout_s=timeout_s,
+            framework=framework,
+            lock=_read_lock(lock_path),
+            nonce=nonce,
+        )
     # The outputs the user named come first: a full data folder must not lose the run (D5).
     kept: Path | None = None
     out_error: EnvbuilderError | None = None

@@ -20,7 +20,7 @@ from packaging.specifiers import SpecifierSet
 
 from envbuilder.cli import cli
 from envbuilder.cli.options import gpu_access_option, resolve_spec
-from envbuilder.cli.steps import StepProgress
+from envbuilder.cli.progress_view import StepProgress
 from envbuilder.doctor.checks import DoctorInputs
 from envbuilder.errors import CertificationFailedError, LockError, NotGpuCertifiedError, RegistryError
 
@@ -323,7 +323,6 @@ def _build(
     ca_bundle: Path | None = None,
 ) -> Any:
     from envbuilder.engine import BuildSecret
-    from envbuilder.engine.progress import BuildEvent, finished_step
     from envbuilder.image.build import BuildOptions, ensure_package_lock, plan_from_spec, run_build
     from envbuilder.image.packages import DEFAULT_INDEX, LockSettings
     from envbuilder.image.render import SECRET_CA
@@ -357,13 +356,12 @@ def _build(
         fetched = fill_wheelhouse(locked, fallbacks.wheelhouse, on_progress=progress.say)
         progress.say(f"{len(fetched)} wheels in {fallbacks.wheelhouse}, every sha256 as locked")
 
-    def on_event(event: BuildEvent) -> None:
-        if (ended := finished_step(event, 120)) is not None:
-            # "Dockerfile 2/7": BuildKit's numbering, told apart from up's own [k/6] steps
-            where = f"Dockerfile {event.counter.strip('[]')}" if event.is_step else "image"
-            progress.say(f"{where} {' '.join(ended)}")
-
-    outcome = run_build(plan, options, engine, on_event=on_event, on_message=progress.say)
+    # "Dockerfile 2/7": BuildKit's numbering, told apart from up's own [k/6] steps
+    on_event = progress.build_events()
+    try:
+        outcome = run_build(plan, options, engine, on_event=on_event, on_message=progress.say)
+    finally:
+        on_event.finish()
     for warning in outcome.warnings[len(plan.warnings) :]:
         progress.say(f"warning: {warning}")
     progress.say(f"built {outcome.image.id[:19]} ({outcome.image.size / 1e6:,.0f} MB), {outcome.tags[0]}")

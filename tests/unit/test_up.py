@@ -17,7 +17,7 @@ from fake_host import FakeNvml, FakeRunner
 from packaging.version import Version
 
 from envbuilder.cli import cli
-from envbuilder.cli.steps import StepProgress
+from envbuilder.cli.progress_view import StepProgress
 from envbuilder.doctor.checks import DockerState, DoctorInputs
 from envbuilder.image.offline import configured_find_links, index_unreachable, local_framework_versions
 
