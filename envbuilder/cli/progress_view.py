@@ -176,10 +176,10 @@ class ProgressView:
         return self._console
 
     def live_text(self) -> str:
-        """The live line: what runs, its seconds and its last message, cut to the terminal's width
-        (the spinner and its space take two columns)."""
+        """The live line: how long what runs has run, what it is and its last message, cut to the
+        terminal's width (the spinner and its space take two columns)."""
         took = self.clock() - self._since
-        text = f"{self._head} {took:.0f}s"
+        text = f"{took:3.0f}s {self._head}"  # the seconds first: a long head is cut at its end
         if self._last_message:
             text += f"  {self._last_message}"
         return fit(text, self.console().width - 2)
@@ -249,7 +249,9 @@ class BuildProgress:
 
     def counter(self, event: BuildEvent) -> str:
         head = event.counter
-        return f"{self.label}{head.strip('[]')}" if self.label else head
+        if not self.label:
+            return head
+        return f"{self.label}{head.strip('[]')}" if event.is_step else head.strip("[]")
 
     def __call__(self, event: BuildEvent) -> None:
         if not event.is_shown:
@@ -265,8 +267,8 @@ class BuildProgress:
             self._running.pop(event.vertex, None)
             state, _instr = ended
             took = f" (t={self.view.elapsed():.0f}s)"
-            text = f"{self.indent}{self.counter(event)} {state}{took} {describe_step(event.name)}"
-            self.view.line(text if self.view.tty else _shorten(text), crop=True)
+            text = f"{self.counter(event)} {state}{took} {describe_step(event.name)}"
+            self.view.line(self.indent + (text if self.view.tty else _shorten(text)), crop=True)
             self._resume()
 
     def _resume(self) -> None:
