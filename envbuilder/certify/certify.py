@@ -129,10 +129,11 @@ def certify_image(
         passed = [f"{k}={v}" for k, v in collective_env(spec.env).items()]
         if passed:
             say(f"certify: the host's collective settings go in: {' '.join(passed)}")
-        spec, refused = drop_refused_memlock(eng, spec)
-        if refused:
-            warnings.append(refused)
-            say(f"certify: warning: {refused}")
+        spec, dropped = drop_refused_memlock(eng, spec)
+        if dropped is not None:  # in the certificate each time; said once a day per daemon
+            warnings.append(dropped.warning)
+            if not dropped.said_before:
+                say(f"certify: warning: {dropped.warning}")
         watch = None
         if choice.name != "none" and target.host.gpus:
             watch = GpuWatch(observe or probe or probe_host)

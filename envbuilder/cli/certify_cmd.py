@@ -139,6 +139,13 @@ def print_summary(cert: Certificate, stored_id: str | None) -> None:
     hidden=True,  # a fleet job's: the submitting host hands it in and checks the result echoes it
     help="The nonce the harness result must echo (default: a fresh one).",
 )
+@click.option(
+    "--verbose",
+    "-v",
+    is_flag=True,
+    help="Also print the certificate's warnings as notes, those said once a day too (the memlock "
+    "ulimit this Docker daemon refuses).",
+)
 def certify(
     image: str,
     gpu_access: str,
@@ -155,6 +162,7 @@ def certify(
     framework: str | None,
     lock_path: Path | None,
     nonce: str | None,
+    verbose: bool,
 ) -> None:
     """Certify IMAGE on this host: smoke tests, training benchmark and telemetry in the container.
 
@@ -193,6 +201,9 @@ def certify(
             lock=_read_lock(lock_path),
             nonce=nonce,
         )
+        if verbose:
+            for warning in cert.run.get("warnings") or ():
+                view.say(f"note: {warning}")
     # The outputs the user named come first: a full data folder must not lose the run (D5).
     kept: Path | None = None
     out_error: EnvbuilderError | None = None

@@ -142,7 +142,9 @@ def test_up_shows_the_dockerfile_steps_inside_its_build_step_and_returns_to_it()
         progress.view.tick()
     lines = out.getvalue().splitlines()
     assert "  Dockerfile 4/4 done 18.5s (t=0s) RUN pip install torch==2.13.0 ..." not in lines  # a chain
-    assert any(ln.startswith("  Dockerfile 4/4 done 18.5s (t=0s) RUN test -f /run/secrets/ca") for ln in lines)
+    assert any(
+        ln.startswith("  Dockerfile 4/4 done 18.5s (t=0s) RUN test -f /run/secrets/ca") for ln in lines
+    )
     assert lines[-2] == "[1/1] build still running, 10s"
     assert re.fullmatch(r"\[1/1\] build done 10\.0s \(t=10s\)", lines[-1])
 
@@ -185,15 +187,22 @@ def test_a_task_piped_says_still_running_with_its_name() -> None:
 @pytest.mark.parametrize(
     ("name", "said"),
     [
-        ("[stage-0 2/7] RUN SOURCE_DATE_EPOCH=0 python3.11 -m venv /opt/venv", "RUN python3.11 -m venv /opt/venv"),
         (
-            "[stage-0 4/7] RUN --mount=type=cache,target=/root/.cache/uv --mount=type=bind,source=lock/project,"
-            "target=/tmp/envbuilder-lock UV_NO_INSTALLER_METADATA=1 /tmp/envbuilder-tools/uv pip install "
-            "--python /opt/venv/bin/python --index framework=https://x/y --default-index https://pypi.org/simple "
+            "[stage-0 2/7] RUN SOURCE_DATE_EPOCH=0 python3.11 -m venv /opt/venv",
+            "RUN python3.11 -m venv /opt/venv",
+        ),
+        (
+            "[stage-0 4/7] RUN --mount=type=cache,target=/root/.cache/uv "
+            "--mount=type=bind,source=lock/project,target=/tmp/envbuilder-lock "
+            "UV_NO_INSTALLER_METADATA=1 /tmp/envbuilder-tools/uv pip install --python /opt/venv/bin/python "
+            "--index framework=https://x/y --default-index https://pypi.org/simple "
             "-r /tmp/envbuilder-lock/requirements.txt",
             "RUN uv pip install ... (project)",
         ),
-        ("[a 2/5] RUN --network=none /opt/venv/bin/pip install --no-deps numpy==2.1", "RUN pip install numpy==2.1 ..."),
+        (
+            "[a 2/5] RUN --network=none /opt/venv/bin/pip install --no-deps numpy==2.1",
+            "RUN pip install numpy==2.1 ...",
+        ),
         ("[stage-0 5/7] COPY   harness /opt/envbuilder/harness", "COPY harness /opt/envbuilder/harness"),
         ("[internal] load build context", "[internal] load build context"),
         ("[stage-0 3/3] RUN X=1", "RUN X=1"),  # a lone assignment is the command
