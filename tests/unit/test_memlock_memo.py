@@ -11,11 +11,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from cert_factory import cert
 from click.testing import CliRunner
 from fake_engine import FakeEngine
 from test_certify import certify, engine
-from test_runner import cert, go
 from test_runner import engine as run_engine
+from test_runner import go
 
 import envbuilder.certify.certify
 from envbuilder.certify.gpu_access import (
