@@ -62,7 +62,7 @@ class ProgressView:
         self._console: Any = None  # rich.console.Console on a terminal
         self._status: Any = None  # rich.status.Status while something runs
         self._ticker = ticker
-        # The ticker wakes every _PERIOD: a heartbeat due at heartbeat_s is written up to that late.
+        # The ticker wakes every _period; a heartbeat is due _slack early, so none is written late.
         self._period = 1.0 if self.tty else min(0.25, heartbeat_s / 4)
         self._slack = self._period if ticker else 0.0
         self._stop: threading.Event | None = None
