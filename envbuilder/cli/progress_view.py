@@ -299,7 +299,7 @@ def _shorten(text: str) -> str:
 def build_progress(stream: IO[str] | None = None, *, tty: bool | None = None) -> Iterator[BuildProgress]:
     """A BuildProgress on a fresh view for a command that builds (build, fleet build); closed at
     the end, whatever happens."""
-    view = ProgressView(stream, tty=tty)
+    view = ProgressView(stream, tty=tty, heartbeat_s=HEARTBEAT_S)
     progress = BuildProgress(view)
     try:
         yield progress
@@ -315,7 +315,7 @@ def task_progress(
     """A command of one long task (certify, lock, wheelhouse): its messages (`view.say`) as plain
     lines, the live line on a terminal, and a heartbeat `NAME still running, 20s` when it says
     nothing for HEARTBEAT_S."""
-    view = ProgressView(stream, tty=tty)
+    view = ProgressView(stream, tty=tty, heartbeat_s=HEARTBEAT_S)
     view.begin(name)
     try:
         yield view

@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import io
 import re
+from pathlib import Path
+from typing import Any
 
 import pytest
-from fake_engine import DATA
+from fake_engine import DATA, cpu_package_lock
 
 from envbuilder.cli.progress_view import BuildProgress, ProgressView, StepProgress, fit, task_progress
 from envbuilder.engine.progress import BuildEvent, ProgressParser, describe_step
@@ -216,3 +218,50 @@ def test_fit_cuts_at_the_width_with_an_ellipsis() -> None:
     assert fit("abc", 10) == "abc"
     assert fit("a" * 20, 10) == "a" * 9 + "…"
     assert fit("界" * 10, 9) == "界" * 4 + "…"
+
+
+# --------------------------------------------------------------------------- the commands use it
+
+
+def test_lock_and_certify_piped_say_still_running_while_silent(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`lock` (uv, 16-48 s silent in the measured builds) and `certify` go through the renderer:
+    their messages as before, and a heartbeat while they say nothing (HEARTBEAT_S made short)."""
+    import time
+
+    from click.testing import CliRunner
+    from test_cli_certify import make
+
+    import envbuilder.certify.certify
+    import envbuilder.cli.progress_view
+    from envbuilder.cli import cli
+
+    monkeypatch.setattr(envbuilder.cli.progress_view, "HEARTBEAT_S", 0.3)
+
+    def slow_lock(*_a: object, on_progress: Any, **_k: object) -> object:
+        on_progress("locking torch 2.13.0")
+        time.sleep(1.0)
+        return cpu_package_lock()
+
+    monkeypatch.setattr("envbuilder.cli.lock_cmd.lock_packages", slow_lock)
+    spec = tmp_path / "train.yaml"
+    spec.write_text('schema_version: 1\nname: train\nframework: "torch==2.13.0"\npython: "3.11"\n')
+    res = CliRunner().invoke(cli, ["lock", str(spec), "--cpu"])
+    assert res.exit_code == 0, res.output
+    assert "locking torch 2.13.0\n" in res.output
+    assert re.search(r"^lock still running, \ds \(last: locking torch 2\.13\.0\)$", res.output, re.M), (
+        res.output
+    )
+
+    def slow_certify(_image: str, *, progress: Any, **_k: object) -> object:
+        progress("certify: GPU access none")
+        time.sleep(1.0)
+        return make("certified")
+
+    monkeypatch.setenv("ENVBUILDER_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setattr(envbuilder.certify.certify, "certify_image", slow_certify)
+    res = CliRunner().invoke(cli, ["certify", "img:1", "--no-store"])
+    assert res.exit_code == 0, res.output
+    assert "certify: GPU access none\n" in res.output
+    assert re.search(r"^certify still running, \ds \(last: certify: GPU access none\)$", res.output, re.M)
