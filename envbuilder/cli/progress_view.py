@@ -242,6 +242,8 @@ class BuildProgress:
         if self._outer is None:
             view.begin("[build]")
             self._outer = view.current()
+        # inside up's step, the live line and the heartbeat name both: `[4/6] build: Dockerfile 3/7 ...`
+        self._within = f"{self._outer[0]}: " if label and self._outer is not None else ""
 
     def say(self, message: str) -> None:
         """A message of the build (the lock, the load, a push): a line as it is, then quoted live."""
@@ -257,7 +259,7 @@ class BuildProgress:
         if not event.is_shown:
             return
         if event.kind == "start":
-            head = f"{self.counter(event)} {describe_step(event.name)}"
+            head = f"{self._within}{self.counter(event)} {describe_step(event.name)}"
             self._running[event.vertex] = (head, self.view.clock())
             self.view.begin(head)
         elif event.kind == "log":

@@ -139,6 +139,9 @@ def test_up_shows_the_dockerfile_steps_inside_its_build_step_and_returns_to_it()
         events = progress.build_events()
         for e in events_of("cold.log", "plain"):
             events(e)
+        events(BuildEvent(kind="start", vertex=99, name="[stage-0 5/5] RUN sleep 60", index=5, total=5))
+        clock.now += 10
+        progress.view.tick()
         events.finish()
         clock.now += 10
         progress.view.tick()
@@ -147,8 +150,9 @@ def test_up_shows_the_dockerfile_steps_inside_its_build_step_and_returns_to_it()
     assert any(
         ln.startswith("  Dockerfile 4/4 done 18.5s (t=0s) RUN test -f /run/secrets/ca") for ln in lines
     )
-    assert lines[-2] == "[1/1] build still running, 10s"
-    assert re.fullmatch(r"\[1/1\] build done 10\.0s \(t=10s\)", lines[-1])
+    assert lines[-3] == "[1/1] build: Dockerfile 5/5 RUN sleep 60 still running, 10s"
+    assert lines[-2] == "[1/1] build still running, 20s"
+    assert re.fullmatch(r"\[1/1\] build done 20\.0s \(t=20s\)", lines[-1])
 
 
 @pytest.mark.parametrize("width", [80, 120])
