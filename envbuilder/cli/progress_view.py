@@ -312,12 +312,12 @@ def build_progress(stream: IO[str] | None = None, *, tty: bool | None = None) ->
 
 @contextmanager
 def task_progress(
-    name: str, stream: IO[str] | None = None, *, tty: bool | None = None
+    name: str, stream: IO[str] | None = None, *, tty: bool | None = None, width: int | None = None
 ) -> Iterator[ProgressView]:
     """A command of one long task (certify, lock, wheelhouse): its messages (`view.say`) as plain
     lines, the live line on a terminal, and a heartbeat `NAME still running, 20s` when it says
     nothing for HEARTBEAT_S."""
-    view = ProgressView(stream, tty=tty, heartbeat_s=HEARTBEAT_S)
+    view = ProgressView(stream, tty=tty, width=width, heartbeat_s=HEARTBEAT_S)
     view.begin(name)
     try:
         yield view

@@ -156,21 +156,30 @@ def test_up_shows_the_dockerfile_steps_inside_its_build_step_and_returns_to_it()
 
 
 @pytest.mark.parametrize("width", [80, 120])
-def test_a_task_on_a_terminal_keeps_its_live_line_to_the_width(width: int) -> None:
+def test_a_task_and_ups_steps_on_a_terminal_keep_every_row_to_the_width(width: int) -> None:
     from rich.cells import cell_len
 
-    out, clock = io.StringIO(), FakeClock()
-    with task_progress("certify", out, tty=True) as view:
-        view._width = width
-        view._console = None
+    out = io.StringIO()
+    with task_progress("certify", out, tty=True, width=width) as view:
         view.say("x" * 300)
         view.note("training step 12/100 " + "y" * 200)
-        clock.now += 1
         view.tick()
     shown = rows(out.getvalue())
     assert any("yyyy" in r for r in shown)  # the live line was drawn
-    live = [r for r in shown if "yyyy" in r]
-    assert max(cell_len(r) for r in live) <= width
+    assert max(cell_len(r) for r in shown) <= width
+    out = io.StringIO()
+    progress = StepProgress(("doctor", "build"), stream=out, tty=True, width=width, ticker=False)
+    with progress.step("build"):
+        progress.say("a long message " * 20)
+        events = progress.build_events()
+        for e in events_of("envbuilder-warm.plain", "plain"):
+            events(e)
+            progress.view.tick()
+        events.finish()
+    shown = rows(out.getvalue())
+    assert max(cell_len(r) for r in shown) <= width
+    framework = [r for r in shown if r.startswith("  Dockerfile 3/7 CACHED")]
+    assert framework and all(r.endswith("RUN uv pip install ... (framework)") for r in framework)
 
 
 def test_a_task_piped_says_still_running_with_its_name() -> None:
