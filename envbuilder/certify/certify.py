@@ -162,7 +162,7 @@ def certify_image(
     smoke = meta.certify.smoke if meta.certify is not None else None
     smoke_record = None
     if smoke is not None:
-        box = smoke_container(info, choice, smoke, mem_total=mem_total, without_memlock=refused is not None)
+        box = smoke_container(info, choice, smoke, mem_total=mem_total, without_memlock=dropped is not None)
         smoke_record = run_project_smoke(eng, smoke, box, say=say)
     facts = RunFacts(
         nonce=plan.nonce,
