@@ -129,10 +129,11 @@ def certify_image(
         passed = [f"{k}={v}" for k, v in collective_env(spec.env).items()]
         if passed:
             say(f"certify: the host's collective settings go in: {' '.join(passed)}")
-        spec, refused = drop_refused_memlock(eng, spec)
-        if refused:
-            warnings.append(refused)
-            say(f"certify: warning: {refused}")
+        spec, dropped = drop_refused_memlock(eng, spec)
+        if dropped is not None:  # in the certificate each time; said once a day per daemon
+            warnings.append(dropped.warning)
+            if not dropped.said_before:
+                say(f"certify: warning: {dropped.warning}")
         watch = None
         if choice.name != "none" and target.host.gpus:
             watch = GpuWatch(observe or probe or probe_host)
@@ -161,7 +162,7 @@ def certify_image(
     smoke = meta.certify.smoke if meta.certify is not None else None
     smoke_record = None
     if smoke is not None:
-        box = smoke_container(info, choice, smoke, mem_total=mem_total, without_memlock=refused is not None)
+        box = smoke_container(info, choice, smoke, mem_total=mem_total, without_memlock=dropped is not None)
         smoke_record = run_project_smoke(eng, smoke, box, say=say)
     facts = RunFacts(
         nonce=plan.nonce,

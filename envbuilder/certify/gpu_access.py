@@ -7,10 +7,13 @@ Shared by `certify` and `run`, so a certified image runs exactly the way it was 
 
 from __future__ import annotations
 
+import json
 import os
 import re
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Literal
 
 from envbuilder.certify.gpu_selection import GpuSelection
@@ -21,6 +24,7 @@ from envbuilder.host import AccessMode, HostReport, gpu_access_modes, probe_host
 from envbuilder.host.collectives import collective_env
 from envbuilder.host.driver_files import CONTAINER_BIN_DIR
 from envbuilder.image.metadata import image_env
+from envbuilder.resources import user_data_dir
 
 GPU_ACCESS_CHOICES: tuple[str, ...] = ("auto", "toolkit", "cdi", "devices", "none")
 SHM_MAX = 8 * 1024**3
@@ -232,19 +236,100 @@ def training_container(
     )
 
 
-def drop_refused_memlock(eng: Engine, spec: ContainerSpec) -> tuple[ContainerSpec, str | None]:
-    """The spec as the runtime will take it, and a warning when something had to go. Where the
-    daemon may not raise RLIMIT_MEMLOCK (no CAP_SYS_RESOURCE: rootless or nested Docker; runc fails
-    with `error setting rlimit type 8`), a probe container finds out before anything runs
-    (engine.ulimit_refusal) and the memlock ulimit is dropped. Raises DockerUnavailableError."""
+MEMLOCK_MEMO_S = 24 * 3600  # how long a daemon's answer to the memlock probe is remembered
+_MEMO_KEY = re.compile(r"[^A-Za-z0-9_.-]")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MemlockDrop:
+    """The memlock ulimit was dropped: this daemon's runtime refuses it (runc's `reason`).
+    `said_before`: the refusal was found (and said) within MEMLOCK_MEMO_S for this daemon, so it
+    is a note (--verbose, the certificate's warnings), not a warning on every run."""
+
+    reason: str
+    said_before: bool = False
+
+    @property
+    def warning(self) -> str:
+        return f"the container runtime refuses the memlock ulimit ({self.reason}); running without it"
+
+    @property
+    def note(self) -> str:
+        return f"memlock ulimit dropped: this Docker daemon refuses it ({self.reason}), as said before"
+
+
+def memlock_memo_path(daemon_id: str, data_dir: Path | None = None) -> Path | None:
+    """Where this daemon's answer to the memlock probe is remembered (the data folder's
+    daemons/ID.json); None for a daemon without an ID (nothing is remembered for it)."""
+    if not daemon_id.strip():
+        return None
+    return (data_dir or user_data_dir()) / "daemons" / f"{_MEMO_KEY.sub('_', daemon_id)}.json"
+
+
+def _read_memo(path: Path | None, now: float) -> tuple[bool, str | None]:
+    """(remembered, the refusal or None) from a memo younger than MEMLOCK_MEMO_S; a memo that is
+    missing, old, unreadable or malformed is not remembered (the probe runs again)."""
+    if path is None:
+        return False, None
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False, None
+    memo = doc.get("memlock") if isinstance(doc, dict) else None
+    if not isinstance(memo, dict):
+        return False, None
+    checked, refused = memo.get("checked"), memo.get("refused")
+    if not isinstance(checked, int | float) or not 0 <= now - checked < MEMLOCK_MEMO_S:
+        return False, None
+    if refused is not None and not isinstance(refused, str):
+        return False, None
+    return True, refused
+
+
+def _write_memo(path: Path | None, refused: str | None, now: float) -> None:
+    """Remember the daemon's answer; a data folder that cannot be written only means the probe
+    runs again next time."""
+    if path is None:
+        return
+    from envbuilder.atomic import write_text_atomic
+    from envbuilder.errors import EnvbuilderError
+
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_text_atomic(path, json.dumps({"memlock": {"checked": now, "refused": refused}}) + "\n")
+    except (OSError, EnvbuilderError):
+        pass
+
+
+def drop_refused_memlock(
+    eng: Engine,
+    spec: ContainerSpec,
+    *,
+    data_dir: Path | None = None,
+    now: Callable[[], float] = time.time,
+) -> tuple[ContainerSpec, MemlockDrop | None]:
+    """The spec as the runtime will take it, and what had to go. Where the daemon may not raise
+    RLIMIT_MEMLOCK (no CAP_SYS_RESOURCE: rootless or nested Docker; runc fails with `error
+    setting rlimit type 8`), a probe container finds out before anything runs
+    (engine.ulimit_refusal) and the memlock ulimit is dropped. The daemon's answer is
+    remembered for MEMLOCK_MEMO_S in the data folder, keyed by the daemon's ID: the probe is
+    not repeated meanwhile, and a refusal found earlier comes back `said_before`.
+    Raises DockerUnavailableError."""
     memlock = [u for u in spec.ulimits if u.name == "memlock"]
-    refused = eng.ulimit_refusal(spec.image, memlock) if memlock else None
+    if not memlock:
+        return spec, None
+    memo = memlock_memo_path(eng.daemon_info().id, data_dir)
+    remembered, refused = _read_memo(memo, now())
+    if not remembered:
+        refused = eng.ulimit_refusal(spec.image, memlock)
+        _write_memo(memo, _innermost(refused) if refused else None, now())
     if refused is None:
         return spec, None
-    # runc says e.g. `... error setting rlimits for ready process: error setting rlimit type 8:
-    # operation not permitted: unknown`: quote the innermost reason.
+    return spec.without_ulimit("memlock"), MemlockDrop(reason=_innermost(refused), said_before=remembered)
+
+
+def _innermost(refused: str) -> str:
+    """runc says e.g. `... error setting rlimits for ready process: error setting rlimit type 8:
+    operation not permitted: unknown`: its innermost reason."""
     reasons = _RLIMIT_REASON.findall(refused)
-    said = reasons[-1] if reasons else refused[-100:]
-    return spec.without_ulimit("memlock"), (
-        f"the container runtime refuses the memlock ulimit ({said}); running without it"
-    )
+    return reasons[-1] if reasons else refused[-100:]

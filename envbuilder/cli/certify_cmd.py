@@ -139,6 +139,13 @@ def print_summary(cert: Certificate, stored_id: str | None) -> None:
     hidden=True,  # a fleet job's: the submitting host hands it in and checks the result echoes it
     help="The nonce the harness result must echo (default: a fresh one).",
 )
+@click.option(
+    "--verbose",
+    "-v",
+    is_flag=True,
+    help="Also print the certificate's warnings as notes, those said once a day too (the memlock "
+    "ulimit this Docker daemon refuses).",
+)
 def certify(
     image: str,
     gpu_access: str,
@@ -155,6 +162,7 @@ def certify(
     framework: str | None,
     lock_path: Path | None,
     nonce: str | None,
+    verbose: bool,
 ) -> None:
     """Certify IMAGE on this host: smoke tests, training benchmark and telemetry in the container.
 
@@ -178,18 +186,24 @@ def certify(
             raise UsageError("--push attaches the stored certificate: drop --no-store")
         parse_reference(image)
         find_key(key_name)  # before the long run, not after it
-    cert = certify_image(
-        image,
-        gpu_access=gpu_access,
-        quick=quick,
-        progress=lambda line: click.echo(printable(line), err=True),
-        budget_s=budget_seconds,
-        steps=steps,
-        timeout_s=timeout_s,
-        framework=framework,
-        lock=_read_lock(lock_path),
-        nonce=nonce,
-    )
+    from envbuilder.cli.progress_view import task_progress
+
+    with task_progress("certify") as view:
+        cert = certify_image(
+            image,
+            gpu_access=gpu_access,
+            quick=quick,
+            progress=lambda line: view.message(line, indent="", collapse=False),
+            budget_s=budget_seconds,
+            steps=steps,
+            timeout_s=timeout_s,
+            framework=framework,
+            lock=_read_lock(lock_path),
+            nonce=nonce,
+        )
+        if verbose:
+            for warning in cert.run.get("warnings") or ():
+                view.say(f"note: {warning}")
     # The outputs the user named come first: a full data folder must not lose the run (D5).
     kept: Path | None = None
     out_error: EnvbuilderError | None = None

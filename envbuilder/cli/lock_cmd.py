@@ -14,9 +14,9 @@ from envbuilder.cli.options import (
     host_options,
     package_source_options,
     resolve_spec,
-    say,
     settings_from_options,
 )
+from envbuilder.cli.progress_view import task_progress
 from envbuilder.errors import SpecError
 from envbuilder.image.lock import (
     LockFile,
@@ -107,10 +107,11 @@ def lock(
         settings = replace(settings or LockSettings(), ca_bundle=ca_bundle)
     stack = rendered_stack(spec, current.stack, RenderOptions())
     platforms = list(dict.fromkeys([platform, *also]))
-    locks = tuple(
-        lock_packages(spec, stack, platform=p, settings=settings, on_progress=say)  # type: ignore[arg-type]
-        for p in platforms
-    )
+    with task_progress("lock") as view:
+        locks = tuple(
+            lock_packages(spec, stack, platform=p, settings=settings, on_progress=view.say)  # type: ignore[arg-type]
+            for p in platforms
+        )
     kept = tuple(p for p in current.packages if p.platform not in platforms)
     target = out or default_out
     new = LockFile(

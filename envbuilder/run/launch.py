@@ -442,10 +442,11 @@ def run_image(
     elif shm is not None:
         spec = replace(spec, shm_size=shm)
     warnings: list[str] = []
-    spec, refused = drop_refused_memlock(eng, spec)
-    if refused:
-        warnings.append(refused)
-        say(f"envbuilder: warning: {refused}")
+    spec, dropped = drop_refused_memlock(eng, spec)
+    if dropped is not None:  # in the run log each time; said once a day per daemon
+        warnings.append(dropped.warning)
+        if not dropped.said_before:
+            say(f"envbuilder: warning: {dropped.warning}")
     monitor = _start_monitor(opts, choice, selection, monitor_factory, say, warnings)
     if monitor is not None:
         container, engine = spec.name or "", eng
