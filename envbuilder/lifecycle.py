@@ -19,12 +19,14 @@ import re
 import shutil
 import signal
 import socket
+import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from types import FrameType
+from typing import Any
 
 from envbuilder.errors import Interrupted, Terminated
 
@@ -147,6 +149,57 @@ def die_with_parent() -> Callable[[], None]:
             os._exit(1)
 
     return _arm
+
+
+def kill_group(proc: subprocess.Popen[Any], first: int = signal.SIGTERM, wait_s: float = 5.0) -> None:
+    """Stop a child started in its own process group (start_new_session) and everything it
+    started: `first` to the whole group, SIGKILL if it is still there after `wait_s`; returns once
+    the child is gone (reaped), so what it was writing can be removed safely after."""
+    for sig in (first, signal.SIGKILL):
+        try:
+            os.killpg(proc.pid, sig)
+        except (ProcessLookupError, PermissionError):
+            break
+        try:
+            proc.wait(timeout=wait_s)
+            return
+        except subprocess.TimeoutExpired:
+            continue
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.wait(timeout=wait_s)
+
+
+def run_child(
+    argv: Sequence[str],
+    *,
+    cwd: Path | None = None,
+    env: Mapping[str, str] | None = None,
+    timeout: float | None = None,
+) -> subprocess.CompletedProcess[str]:
+    """subprocess.run (output captured as text, no stdin) for a tool envbuilder waits on, such
+    as uv: in a process group of its own that is ended whole when envbuilder stops (a stop
+    signal's `Stopped`, a timeout, any exception), and killed with envbuilder on a SIGKILL
+    (die_with_parent). A terminal's Ctrl-C reaches envbuilder alone, which then ends the group
+    before its `finally` blocks remove the child's folders. Raises OSError (cannot start it),
+    subprocess.TimeoutExpired."""
+    with subprocess.Popen(
+        list(argv),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,
+        text=True,
+        errors="replace",
+        cwd=cwd,
+        env=env,
+        start_new_session=True,
+        preexec_fn=die_with_parent(),
+    ) as proc:
+        try:
+            out, err = proc.communicate(timeout=timeout)
+        except BaseException:
+            kill_group(proc)
+            raise
+    return subprocess.CompletedProcess(list(argv), proc.returncode, out, err)
 
 
 # ---------------------------------------------------------------------------------- temp folders

@@ -57,6 +57,27 @@ def _private_data_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None
 
 
 @pytest.fixture(autouse=True)
+def _fresh_daemon_memos() -> None:
+    """Each test meets its daemon for the first time: what an earlier test's engine answered to
+    the memlock probe (certify/gpu_access.py, remembered a day per daemon ID) is forgotten."""
+    import shutil
+
+    from envbuilder.resources import user_data_dir
+
+    shutil.rmtree(user_data_dir() / "daemons", ignore_errors=True)
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _private_lock_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """The machine-wide folder of build locks (image/commit.py shared_locks_dir, /tmp/envbuilder-locks
+    for users) is one of this test session: parallel test runs never wait on each other's locks
+    of a tag like `me/x:1`. Tests of the sharing itself point two data folders at one folder."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("ENVBUILDER_LOCK_DIR", str(tmp_path_factory.mktemp("envbuilder-locks")))
+        yield
+
+
+@pytest.fixture(autouse=True)
 def _uv_offline_in_unit_tests(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
     """Unit tests are offline: uv (the default Python's wheel check, image/python_pick.py) reads
     no index unless a test gives it find-links; tests marked docker/network/wheel/gpu keep uv's

@@ -26,7 +26,7 @@ from envbuilder.atomic import check_output_path, write_text_atomic
 from envbuilder.engine.container import ContainerSpec, Mount
 from envbuilder.engine.interface import Engine
 from envbuilder.engine.model import ImageInfo
-from envbuilder.errors import ContainerRuntimeError, UsageError
+from envbuilder.errors import ContainerRuntimeError, UsageError, log_tail
 
 Format = Literal["sif", "sqsh"]
 Bind = tuple[str, str, bool]  # host path, container path, read-only
@@ -275,14 +275,17 @@ def _export_sif(
     say(f"export: apptainer build in {tool.image} (--security-opt {' '.join(APPTAINER_CONTAINER_SECURITY)})")
     res = engine.run(spec, timeout_s=EXPORT_TIMEOUT_S)
     if res.exit_code != 0:
-        tail = "\n".join((res.stderr or res.stdout).strip().splitlines()[-8:])
-        raise ContainerRuntimeError(f"apptainer build in {tool.image} failed (exit {res.exit_code}):\n{tail}")
+        raise ContainerRuntimeError(
+            f"apptainer build in {tool.image} failed (exit {res.exit_code})",
+            log=log_tail([res.stderr or res.stdout]),
+        )
 
 
 def _check(res: subprocess.CompletedProcess[str], tool: Tool) -> None:
     if res.returncode != 0:
-        tail = "\n".join((res.stderr or res.stdout).strip().splitlines()[-8:])
-        raise ContainerRuntimeError(f"{tool.describe()} failed (exit {res.returncode}):\n{tail}")
+        raise ContainerRuntimeError(
+            f"{tool.describe()} failed (exit {res.returncode})", log=log_tail([res.stderr or res.stdout])
+        )
 
 
 # --------------------------------------------------------------------------- the sidecar

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from envbuilder.engine.container import ContainerSpec
 from envbuilder.engine.interface import Engine
-from envbuilder.errors import BuildFailedError
+from envbuilder.errors import BuildFailedError, log_tail
 
 LOCAL_BASE_REPO = "envbuilder/local-base"
 DEFAULT_SUITE = "bookworm"
@@ -109,8 +109,11 @@ def make_local_base(ref: str, *, suite: str, mirror: str, on_message: Callable[[
         ]
         proc = subprocess.run(argv, capture_output=True, text=True, check=False)
         if proc.returncode != 0:
-            tail = "\n".join((proc.stdout + proc.stderr).splitlines()[-15:])
-            raise BuildFailedError(f"debootstrap {suite} failed (exit {proc.returncode}):\n{tail}", hint=hint)
+            raise BuildFailedError(
+                f"debootstrap {suite} failed (exit {proc.returncode})",
+                hint=hint,
+                log=log_tail([proc.stdout, proc.stderr]),
+            )
         for junk in ("var/cache/apt/archives", "var/lib/apt/lists"):
             for p in (rootfs / junk).glob("*"):
                 if p.is_file():

@@ -1,9 +1,12 @@
 """Which containers are envbuilder's, and which of those a crashed run left behind.
 
 Every container the engine creates carries OWNER_LABEL (lifecycle.owner_mark: host, pid and
-start time of the envbuilder process) and PURPOSE_LABEL, and a name `envbuilder-PURPOSE-XXXXXXXX`.
-A container whose owner no longer runs on this host is a leftover (the run was SIGKILLed, or the
-daemon went away mid-command): `leftovers` picks them, the engine's janitor removes them.
+start time of the envbuilder process), DATA_LABEL (data_mark: which data folder's envbuilder made
+it) and PURPOSE_LABEL, and a name `envbuilder-PURPOSE-XXXXXXXX`. A container of this data folder
+whose owner no longer runs on this host is a leftover (the run was SIGKILLed, or the daemon went
+away mid-command): `leftovers` picks them, the engine's janitor removes them. Another data folder's
+containers (another user on a shared Docker daemon, or the same user's other envbuilder setup)
+are never this janitor's: their own envbuilder removes and records them, in their own log.
 
 A container may also carry the line its owner meant to write when it ended (RECORD_LABEL) and the
 JSONL log it goes to (LOG_LABEL): `envbuilder run` does, so a run whose client was SIGKILLed is
@@ -12,7 +15,9 @@ still recorded, by the janitor that removes its container (`orphan_record`).
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
 import re
 import secrets
 from collections.abc import Callable, Iterable, Mapping
@@ -22,9 +27,11 @@ from pathlib import Path
 from typing import Any
 
 from envbuilder.lifecycle import owner_alive, owner_mark
+from envbuilder.resources import user_data_dir
 
 OWNER_LABEL = "io.envbuilder.owner"
 PURPOSE_LABEL = "io.envbuilder.purpose"
+DATA_LABEL = "io.envbuilder.data"  # data_mark() of the data folder whose envbuilder made it
 LOG_LABEL = "io.envbuilder.log"  # the JSONL file the container's run is recorded in
 RECORD_LABEL = "io.envbuilder.record"  # that run's record (a JSON object), finished by whoever ends it
 ORPHANED = "orphaned"  # the outcome the janitor records: the client went away, the container stayed
@@ -49,17 +56,36 @@ def container_name(purpose: str) -> str:
     return f"envbuilder-{purpose}-{secrets.token_hex(4)}"
 
 
+def data_mark(data_dir: Path | None = None) -> str:
+    """The identity of an envbuilder data folder (`data_dir`, else ENVBUILDER_DATA_DIR's or the
+    default): 16 hex digits of the SHA-256 of its resolved path. Two users' folders differ; one
+    folder reached through a symlink is the same folder."""
+    path = os.path.realpath(data_dir if data_dir is not None else user_data_dir())
+    return hashlib.sha256(os.fsencode(path)).hexdigest()[:16]
+
+
 def owner_labels(purpose: str, labels: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The labels a new container gets: its own, then the owner mark and the purpose."""
-    return {**dict(labels or {}), OWNER_LABEL: owner_mark(), PURPOSE_LABEL: purpose}
+    """The labels a new container gets: its own, then the owner mark, the data folder's mark and
+    the purpose."""
+    return {**dict(labels or {}), OWNER_LABEL: owner_mark(), DATA_LABEL: data_mark(), PURPOSE_LABEL: purpose}
 
 
 def leftovers(
-    containers: Iterable[OwnedContainer], alive: Callable[[str], bool | None] = owner_alive
+    containers: Iterable[OwnedContainer],
+    alive: Callable[[str], bool | None] = owner_alive,
+    *,
+    data: str | None = None,
 ) -> list[OwnedContainer]:
-    """The containers whose owner process is gone from this host (never those of a live owner, of
-    another host, or with a malformed mark)."""
-    return [c for c in containers if alive(c.labels.get(OWNER_LABEL, "")) is False]
+    """The containers of data folder `data` (default: this one's data_mark) whose owner process is
+    gone from this host. Never those of a live owner, of another host, with a malformed mark, of
+    another data folder, or without a data mark (made before containers carried one: whose they
+    are cannot be told)."""
+    data = data_mark() if data is None else data
+    return [
+        c
+        for c in containers
+        if c.labels.get(DATA_LABEL) == data and alive(c.labels.get(OWNER_LABEL, "")) is False
+    ]
 
 
 def record_labels(log: Path, record: Mapping[str, Any]) -> dict[str, str]:

@@ -1,8 +1,12 @@
 """One writer per output, and a tag -> lock step that a kill cannot split.
 
-`output_lock` holds an exclusive file lock per output (each lock file's path and each tag) for a
-whole build (a `fleet build`: all its targets' outputs): a second build of the same outputs waits
-for the first (saying so), and the lock dies with its holder, even by SIGKILL. `commit` then makes
+`output_lock` holds an exclusive file lock per output (each lock file's path, and each tag in its
+daemon) for a whole build (a `fleet build`: all its targets' outputs): a second build of the same
+outputs waits for the first (saying so), and the lock dies with its holder, even by SIGKILL. The
+locks live in one folder of the machine (`shared_locks_dir`: ENVBUILDER_LOCK_DIR, else
+/tmp/envbuilder-locks, sticky and world-writable like /tmp), not in the data folder: two users of
+one Docker daemon, or one user with two data folders, writing the same tag wait for each other
+too. A tag is keyed by the daemon's ID, so the same name in two daemons is two outputs. `commit` then makes
 tag and lock one step: it writes a journal (the image, the tags' previous images, the lock's text)
 before tagging, writes the lock, and drops the journal. A journal left behind (the process was
 killed between the first tag and the lock's rename) is finished or undone by `repair` at the next
@@ -18,6 +22,7 @@ import fcntl
 import hashlib
 import json
 import os
+import stat
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -29,20 +34,77 @@ from envbuilder.resources import user_data_dir
 
 Notice = Callable[[str], None]
 HOLD_ENV = "ENVBUILDER_TEST_HOLD_COMMIT"  # tests only: a file to create, then wait, mid-commit
+LOCK_DIR_ENV = "ENVBUILDER_LOCK_DIR"
+# A fixed path, not TMPDIR: every user's envbuilder must find the same folder.
+SHARED_LOCK_DIR = Path("/tmp/envbuilder-locks")
+_SHOWN = 120  # characters of a lock's holder line shown (anyone can write a shared lock file)
 
 
 def _key(output: str) -> str:
     return hashlib.sha256(output.encode("utf-8", "surrogateescape")).hexdigest()[:32]
 
 
-def _outputs(lock_outs: Sequence[Path], tags: Sequence[str]) -> list[str]:
-    return sorted({*(f"file:{Path(p).resolve()}" for p in lock_outs), *(f"tag:{t}" for t in tags)})
+def _outputs(lock_outs: Sequence[Path], tags: Sequence[str], daemon: str = "") -> list[str]:
+    """What a build writes, as lock keys: `file:PATH` (resolved) and `tag:DAEMON/TAG`."""
+    files = {f"file:{Path(p).resolve()}" for p in lock_outs}
+    return sorted({*files, *(f"tag:{daemon}/{t}" for t in tags)})
 
 
-def _locks_dir() -> Path:
-    path = user_data_dir() / "locks"
-    path.mkdir(parents=True, exist_ok=True)
+def shared_locks_dir_name() -> Path:
+    """Where shared_locks_dir is (it is not created here)."""
+    return Path(os.environ.get(LOCK_DIR_ENV) or SHARED_LOCK_DIR)
+
+
+def shared_locks_dir() -> Path:
+    """The machine's folder of build locks (ENVBUILDER_LOCK_DIR, else /tmp/envbuilder-locks),
+    created sticky and world-writable (mode 1777, as /tmp) so that every user's builds can lock
+    there; its parent is never created. Raises OSError when it cannot be made, is not a folder
+    (a symlink included), or belongs to another user (not root) without the sticky bit: then
+    that user could replace the lock files under everyone else's builds."""
+    path = shared_locks_dir_name()
+    try:
+        path.mkdir(0o700)
+    except FileExistsError:
+        pass
+    else:
+        path.chmod(0o1777)  # after mkdir: the umask must not narrow it
+    st = os.lstat(path)
+    if not stat.S_ISDIR(st.st_mode):
+        raise OSError(errno.ENOTDIR, "not a folder (a symlink is refused)", str(path))
+    if st.st_uid not in (0, os.getuid()) and not st.st_mode & stat.S_ISVTX:
+        raise OSError(errno.EPERM, "owned by another user and not sticky", str(path))
     return path
+
+
+def _open_lock(path: Path) -> int:
+    """A descriptor on the lock file `path` in the shared folder, created 0666 when missing (the
+    next user's build opens it too); read-only when another user's file is not writable to us
+    (flock works on it all the same). Never follows a symlink; refuses anything but a plain file
+    with one link (a hard link planted there could make the holder line overwrite another file)."""
+    flags = os.O_NOFOLLOW | os.O_CLOEXEC
+    for _ in range(10):  # a file removed between the two opens: try again
+        try:
+            fd = os.open(path, os.O_RDWR | flags)
+        except FileNotFoundError:
+            try:
+                fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | flags, 0o600)
+            except FileExistsError:
+                continue
+            os.fchmod(fd, 0o666)
+        except PermissionError:
+            fd = os.open(path, os.O_RDONLY | flags)
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_nlink != 1:
+            os.close(fd)
+            raise OSError(errno.EINVAL, "not a plain lock file", str(path))
+        return fd
+    raise OSError(errno.EAGAIN, "the lock file keeps disappearing", str(path))
+
+
+def _holder(fd: int) -> str:
+    """Who holds a lock, as its file says; printable ASCII only (another user wrote it)."""
+    text = os.pread(fd, 200, 0).decode("ascii", "replace").strip()
+    return "".join(c if c.isprintable() else "?" for c in text)[:_SHOWN] or "another build"
 
 
 def _journal_dir() -> Path:
@@ -64,26 +126,31 @@ def context_home(lock_out: Path) -> Path:
 
 
 @contextlib.contextmanager
-def output_lock(lock_outs: Sequence[Path], tags: Sequence[str], notice: Notice) -> Iterator[None]:
-    """Hold the outputs' file locks (in sorted order: two builds never deadlock). Waits for
-    another holder, telling `notice` once who it waits for. Raises OSError when the lock folder
-    cannot be written."""
+def output_lock(
+    lock_outs: Sequence[Path], tags: Sequence[str], notice: Notice, *, daemon: str = ""
+) -> Iterator[None]:
+    """Hold the outputs' file locks in the shared folder (in sorted order: two builds never
+    deadlock): each lock file path, and each tag in daemon `daemon` (DaemonInfo.id). Waits for
+    another holder, whatever its user or data folder, telling `notice` once who it waits for.
+    Raises OSError when the lock folder cannot be used (shared_locks_dir)."""
     fds: list[int] = []
     try:
-        for output in _outputs(lock_outs, tags):
-            path = _locks_dir() / f"{_key(output)}.lock"
-            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        folder = shared_locks_dir()
+        for output in _outputs(lock_outs, tags, daemon):
+            fd = _open_lock(folder / f"{_key(output)}.lock")
             fds.append(fd)
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except OSError as exc:
                 if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN):
                     raise
-                holder = os.pread(fd, 200, 0).decode("utf-8", "replace").strip() or "another build"
-                notice(f"waiting for {holder}, which is writing {output.partition(':')[2]}")
+                kind, _, shown = output.partition(":")
+                shown = shown.removeprefix(f"{daemon}/") if kind == "tag" else shown
+                notice(f"waiting for {_holder(fd)}, which is writing {shown}")
                 fcntl.flock(fd, fcntl.LOCK_EX)  # a stop signal interrupts the wait
-            os.ftruncate(fd, 0)
-            os.pwrite(fd, f"envbuilder {owner_mark()}\n".encode(), 0)
+            with contextlib.suppress(OSError):  # read-only: another user's lock file
+                os.ftruncate(fd, 0)
+                os.pwrite(fd, f"envbuilder {owner_mark()} ({os.getuid()})\n".encode(), 0)
         yield
     finally:
         for fd in reversed(fds):
@@ -95,7 +162,13 @@ def _journal_path(lock_out: Path) -> Path:
 
 
 def _undo(engine: Engine, image_id: str, previous: dict[str, str | None]) -> None:
+    """Put each tag back where it was, but only a tag that still names `image_id` (what the
+    commit set): one moved since is another build's (another data folder's, which never sees
+    this journal), and stays."""
     for tag, old in previous.items():
+        now = engine.inspect_image(tag)
+        if now is None or now.id != image_id:
+            continue
         if old is None:
             engine.remove_image(tag)
         elif old != image_id:

@@ -223,8 +223,10 @@ def check_min_driver(cert: Certificate | None, image: ImageInfo, host: RunHost) 
 def check_require_cuda(cert: Certificate | None, image: ImageInfo, host: RunHost) -> Refusal | None:
     """The image's NVIDIA_REQUIRE_* requirements (require_cuda.image_requirements: none when
     NVIDIA_DISABLE_REQUIRE is set) hold for every GPU handed in, as the Container Toolkit checks
-    them at start-up: cuda>=X.Y against the driver's CUDA version, or a brand/driver exemption."""
-    if host.access == "none" or host.cuda_driver is None:
+    them at start-up: cuda>=X.Y against the driver's CUDA version, or a brand/driver exemption.
+    A driver or CUDA version this host could not read is not taken as new enough: as in the
+    toolkit's evaluator, an unknown version sorts below every version."""
+    if host.access == "none":
         return None
     gpus: Sequence[GpuInfo | None] = host.gpus or (None,)
     for req in image_requirements(image_env(image)):
@@ -236,6 +238,11 @@ def check_require_cuda(cert: Certificate | None, image: ImageInfo, host: RunHost
             message = (
                 f"the image's {req.name}={shown} is malformed ({req.invalid}): the Container Toolkit "
                 "refuses to start it"
+            )
+        elif host.cuda_driver is None:
+            message = (
+                f"the image requires {shown} ({req.name}); this host's CUDA version is unknown "
+                f"(driver {host.driver or 'unknown'}), so the requirement cannot be shown to hold"
             )
         else:
             brands = ", ".join(sorted({f"brand={g.brand or 'unknown'}" for g in refused if g is not None}))

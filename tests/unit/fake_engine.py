@@ -28,7 +28,7 @@ from envbuilder.engine import (
     Ulimit,
 )
 from envbuilder.engine.progress import BuildEvent, ProgressParser
-from envbuilder.errors import BuildFailedError, DockerUnavailableError, RegistryError
+from envbuilder.errors import BuildFailedError, DockerUnavailableError, RegistryError, log_tail
 from envbuilder.host.model import Host
 from envbuilder.image.packages import LockedPackage, PackageLock
 from envbuilder.image.spec import ImageSpec, parse_spec
@@ -69,6 +69,7 @@ class FakeEngine:
     packages: tuple[str, ...] = ("filelock==4.3.1", "numpy==2.1.0", "torch==2.13.0+cpu")  # image holds
     runtimes: tuple[str, ...] = ("runc",)
     cdi_spec_dirs: tuple[str, ...] = ()
+    daemon_id: str = "FAKE:DAEMON"  # `docker info` ID: which daemon the tags live in
     refuse_memlock: bool = False  # a runtime that cannot raise RLIMIT_MEMLOCK (rootless Docker)
     job: Job | None = None  # what a collected run does (certify's harness); default: the collector
     exit_code: int = 0  # what an attached run exits with
@@ -91,6 +92,7 @@ class FakeEngine:
             default_runtime="runc",
             cdi_spec_dirs=self.cdi_spec_dirs,
             storage_driver="overlay2",
+            id=self.daemon_id,
         )
 
     def buildkit_cli(self) -> BuildKitCli:
@@ -126,7 +128,7 @@ class FakeEngine:
             if self.interrupt_build and "[stage-0 2/4]" in line:
                 raise KeyboardInterrupt
         if self.fail_build:
-            raise BuildFailedError("docker build failed (exit 1)\n" + "\n".join(parser.tail))
+            raise BuildFailedError("docker build failed (exit 1)", log=log_tail(parser.tail))
         image_id = "sha256:" + hashlib.sha256(text.encode()).hexdigest()
         labels = _labels_from(text)
         self.images[image_id] = ImageInfo(

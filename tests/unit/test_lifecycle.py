@@ -16,7 +16,14 @@ from pathlib import Path
 
 import pytest
 
-from envbuilder.engine.ownership import OWNER_LABEL, OwnedContainer, container_name, leftovers
+from envbuilder.engine.ownership import (
+    DATA_LABEL,
+    OWNER_LABEL,
+    OwnedContainer,
+    container_name,
+    data_mark,
+    leftovers,
+)
 from envbuilder.lifecycle import (
     OWNER_FILE,
     Stopped,
@@ -198,7 +205,10 @@ def test_owner_marks_tell_a_live_owner_from_a_gone_one() -> None:
 def test_the_janitor_picks_only_containers_of_gone_owners() -> None:
     def box(mark: str) -> OwnedContainer:
         return OwnedContainer(
-            id=mark, name=container_name("certify"), status="exited", labels={OWNER_LABEL: mark}
+            id=mark,
+            name=container_name("certify"),
+            status="exited",
+            labels={OWNER_LABEL: mark, DATA_LABEL: data_mark()},
         )
 
     verdicts = {"live": True, "gone": False, "elsewhere": None, "": None}

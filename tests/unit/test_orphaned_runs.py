@@ -13,10 +13,12 @@ from typing import Any
 
 from envbuilder.engine import DockerEngine
 from envbuilder.engine.ownership import (
+    DATA_LABEL,
     LOG_LABEL,
     OWNER_LABEL,
     RECORD_LABEL,
     OwnedContainer,
+    data_mark,
     orphan_record,
     record_labels,
 )
@@ -63,18 +65,23 @@ def test_no_record_no_line() -> None:
 
 
 class _Container:
-    def __init__(self, labels: dict[str, str], status: str) -> None:
-        self.id, self.name, self.status, self.labels = "d" * 64, "envbuilder-run-y", status, labels
+    def __init__(self, labels: dict[str, str], status: str, cid: str = "d" * 64) -> None:
+        self.id, self.name, self.status, self.labels = cid, f"envbuilder-run-{cid[:1]}", status, labels
         self.attrs = {"State": {"ExitCode": 0, "StartedAt": "2026-12-01T16:00:00Z"}}
 
 
 class _Client:
+    """The SDK client as the janitor uses it. Like the daemon, it ignores nothing it is given, but
+    it does not apply the label filter either: the janitor must not rely on the filter alone."""
+
     def __init__(self, found: list[_Container]) -> None:
         self.removed: list[str] = []
+        self.filters: list[Any] = []
         client = self
 
         class _Containers:
             def list(self, **kw: Any) -> list[_Container]:
+                client.filters.append(kw.get("filters"))
                 return found
 
         class _Api:
@@ -89,11 +96,12 @@ def test_the_janitor_writes_the_orphans_line_after_removing_it(tmp_path: Path) -
     dead.wait()
     gone_mark = f"{owner_mark().rsplit('/', 2)[0]}/{dead.pid}/1"  # this host, a process that is gone
     log = tmp_path / "runs.jsonl"
-    client = _Client([_Container({OWNER_LABEL: gone_mark, **record_labels(log, RECORD)}, "running")])
+    labels = {OWNER_LABEL: gone_mark, DATA_LABEL: data_mark(), **record_labels(log, RECORD)}
+    client = _Client([_Container(labels, "running")])
     notices: list[str] = []
     engine = DockerEngine(janitor=False, notice=notices.append)
     engine._docker = client  # the SDK client, replaced (no daemon in unit tests)
-    assert engine.sweep_leftovers() == ("envbuilder-run-y",) and client.removed == ["d" * 64]
+    assert engine.sweep_leftovers() == ("envbuilder-run-d",) and client.removed == ["d" * 64]
     (line,) = [json.loads(x) for x in log.read_text().splitlines()]
     assert (line["run_id"], line["outcome"], line["exit_code"]) == (RECORD["run_id"], "orphaned", 137)
     assert any(f"recorded run {RECORD['run_id']} in {log} as orphaned" in n for n in notices)

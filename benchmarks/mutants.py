@@ -1,0 +1,941 @@
+"""Planted one-line bugs at the trust-boundary decisions (issue 23 item 14): does the unit suite
+catch them?
+
+Each mutant replaces one exact snippet of one module (operator flips, dropped conditions, `[:1]`
+instead of every item, a prefix compare instead of `==`, `>` for `>=`, a default flipped). The
+script copies `envbuilder/` once into a scratch folder, plants one mutant at a time there, runs
+only the unit test files that guard that decision (PYTHONPATH points at the copy; no bytecode is
+written, so a stale .pyc cannot hide a mutant), and reports caught / survived:
+
+    python benchmarks/mutants.py                      # every set
+    python benchmarks/mutants.py --set b --out benchmarks/results/mutants-DATE.md
+    python benchmarks/mutants.py --list               # the mutants, without running them
+
+Set A was written before the boundary tests were extended (they were then written to catch it).
+Set B was written after them, without looking back at the tests: its first run is a blind
+measure (then tests were added for its survivors). Set C was written after that, blind again:
+the honest measure of the tests as committed.
+A mutant whose snippet is not found exactly once is reported `stale` (the code moved on: update
+it). Slow (one pytest process per mutant): `make mutants`, never part of `make test`.
+Stdlib only (pytest is run as a subprocess).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent  # --root: another checkout (main, to compare)
+UNIT = "tests/unit/"
+
+RUN = ("test_runcheck.py", "test_run_boundary.py", "test_require_cuda.py", "test_archs.py")
+RESOLVE = ("test_resolve_cases.py", "test_resolve_boundary.py")
+JANITOR = ("test_orphaned_runs.py", "test_janitor_scope.py", "test_lifecycle.py", "test_engine.py")
+LOCKS = ("test_commit.py", "test_janitor_scope.py")
+CERTS = ("test_run_boundary.py", "test_attest_registry.py")
+
+
+@dataclass(frozen=True, slots=True)
+class Mutant:
+    id: str
+    file: str  # under envbuilder/
+    old: str
+    new: str
+    why: str
+    tests: tuple[str, ...]
+    equivalent: str = ""  # why no test can tell it from the original (left out of the rate)
+
+
+def m(
+    id: str, file: str, old: str, new: str, why: str, tests: tuple[str, ...], equivalent: str = ""
+) -> Mutant:
+    return Mutant(id, file, old, new, why, tests, equivalent)
+
+
+COV, REQ, ARCH = "run/coverage.py", "require_cuda.py", "archs.py"
+RES, DRV = "resolve/resolver.py", "resolve/drivers.py"
+OWN, LIFE, ENG, COMMIT = "engine/ownership.py", "lifecycle.py", "engine/docker_engine.py", "image/commit.py"
+
+# --------------------------------------------------------------------------- set A (before the tests)
+SET_A = (
+    m(
+        "A01",
+        COV,
+        'have.removeprefix("sha256:") == image.id.removeprefix("sha256:")',
+        "short_id(have) == short_id(image.id)",
+        "image ID compared on its 12-char prefix",
+        RUN,
+    ),
+    m(
+        "A02",
+        COV,
+        "bad = [g for g in host.gpus if",
+        "bad = [g for g in host.gpus[:1] if",
+        "arch checked on the first GPU only",
+        RUN,
+    ),
+    m(
+        "A03",
+        COV,
+        "if have is not None and have >= floor:",
+        "if have is None or have >= floor:",
+        "an unknown driver taken as new enough",
+        RUN,
+    ),
+    m(
+        "A04",
+        COV,
+        "if have is not None and have >= floor:",
+        "if have is not None and have > floor:",
+        "the driver floor itself refused (> for >=)",
+        RUN,
+    ),
+    m(
+        "A05",
+        COV,
+        "if not refused:\n            continue",
+        "if not refused:\n            return None",
+        "only the first passing NVIDIA_REQUIRE_* variable honoured",
+        RUN,
+    ),
+    m(
+        "A06",
+        COV,
+        "refused = [g for g in gpus if not",
+        "refused = [g for g in gpus[:1] if not",
+        "require-cuda checked for the first GPU only",
+        RUN,
+    ),
+    m(
+        "A07",
+        COV,
+        "new = sorted({g.name for g in host.gpus} - certified)",
+        "new = sorted({g.name for g in host.gpus[:1]} - certified)",
+        "GPU model checked on the first GPU only",
+        RUN,
+    ),
+    m(
+        "A08",
+        COV,
+        'cert.verdict != "certified-cpu-only" or host.access == "none"',
+        'cert.verdict != "certified-cpu-only" or host.access != "toolkit"',
+        "a CPU-only certificate refused only in toolkit mode",
+        RUN,
+    ),
+    m(
+        "A09",
+        COV,
+        'if cert is None or cert.verdict != "failed":',
+        'if cert is None or not cert.verdict_reason or cert.verdict != "failed":',
+        "a failed certificate without a reason taken as passing",
+        RUN,
+    ),
+    m(
+        "A10",
+        COV,
+        "first = certs[0] if certs else None",
+        "first = certs[-1] if certs else None",
+        "the refusals shown are the oldest certificate's",
+        RUN,
+    ),
+    m(
+        "A11",
+        ARCH,
+        "return self.cc[0] == gpu[0] and self.cc[1] <= gpu[1]",
+        "return self.cc <= gpu",
+        "SASS taken to run on a newer major",
+        RUN,
+    ),
+    m(
+        "A12",
+        ARCH,
+        'if self.suffix == "a":\n            return self.cc == gpu',
+        'if self.suffix == "a":\n            return self.cc <= gpu',
+        "arch-specific SASS taken as portable",
+        RUN,
+    ),
+    m(
+        "A13",
+        REQ,
+        'if name.startswith("NVIDIA_REQUIRE_") and',
+        'if name == "NVIDIA_REQUIRE_CUDA" and',
+        "only NVIDIA_REQUIRE_CUDA read, not the other NVIDIA_REQUIRE_* variables",
+        RUN,
+    ),
+    m(
+        "A14",
+        REQ,
+        'if env.get("NVIDIA_DISABLE_REQUIRE", "") in TRUE_WORDS:',
+        'if env.get("NVIDIA_DISABLE_REQUIRE", ""):',
+        "NVIDIA_DISABLE_REQUIRE=false disables the check",
+        RUN,
+    ),
+    m("A15", REQ, "return (-1,)\n", "return (999,)\n", "an unknown version sorts above every version", RUN),
+    m("A16", REQ, '">=": c >= 0', '">=": c > 0', ">= evaluated as >", RUN),
+    m(
+        "A17",
+        REQ,
+        "if all(f.holds(props) for f in t)",
+        "if any(f.holds(props) for f in t)",
+        "a term's factors OR-ed instead of AND-ed",
+        RUN,
+    ),
+    m("A18", REQ, 'a = have or ""', "a = have or want", "an unknown brand matches any brand exemption", RUN),
+    m(
+        "A19",
+        RES,
+        "if Version(host.driver) < Version(floor):",
+        "if driver_branch(host.driver) < driver_branch(floor):",
+        "a driver in the floor's branch but below the floor accepted",
+        RESOLVE,
+    ),
+    m(
+        "A20",
+        RES,
+        "if cand.python not in parse_specifier(rel.python):",
+        "if request.python is None and cand.python not in parse_specifier(rel.python):",
+        "the Python range skipped when --python is given",
+        RESOLVE,
+    ),
+    m(
+        "A21",
+        RES,
+        "floor, why = max(floors, key=lambda f: Version(f[0]))",
+        "floor, why = floors[0]",
+        "only the MVC floor binds (the framework's own floor ignored)",
+        RESOLVE,
+    ),
+    m(
+        "A22",
+        RES,
+        "        for g in gpus:\n            kernel =",
+        "        for g in gpus[:1]:\n            kernel =",
+        "resolve checks the first GPU's arch only",
+        RESOLVE,
+    ),
+    m(
+        "A23",
+        RES,
+        "branch > model.last_branch:",
+        "branch >= model.last_branch:",
+        "a GPU refused on its own last driver branch",
+        RESOLVE,
+    ),
+    m(
+        "A24",
+        RES,
+        "branch < model.first_branch:",
+        "branch <= model.first_branch:",
+        "a GPU refused on its own first driver branch",
+        RESOLVE,
+    ),
+    m(
+        "A25",
+        RES,
+        "refused = [g for g, term in matched if term is None]",
+        "refused = [g for g, term in matched[:1] if term is None]",
+        "resolve's require-cuda: first GPU only",
+        RESOLVE,
+    ),
+    m(
+        "A26",
+        RES,
+        'if bad.path == "ptx" and how != "ptx":',
+        'if bad.path == "ptx" or how != "ptx":',
+        "known-bad rows apply only to the PTX path",
+        RESOLVE,
+    ),
+    m(
+        "A27",
+        RES,
+        "if Version(host.driver) < Version(toolkit_driver):",
+        "if Version(host.driver) <= Version(toolkit_driver):",
+        "the toolkit driver itself taken as MVC",
+        RESOLVE,
+    ),
+    m(
+        "A28",
+        DRV,
+        "if parse_driver(r.min_driver) <= parse_driver(driver):",
+        "if parse_driver(r.min_driver) < parse_driver(driver):",
+        "native CUDA of a toolkit driver one too low",
+        RESOLVE,
+    ),
+    m(
+        "A29",
+        RES,
+        "if request.python is None and py not in parse_specifier(rel.python):",
+        "if py not in parse_specifier(rel.python):",
+        "an out-of-range --python silently dropped",
+        RESOLVE,
+    ),
+    m(
+        "A30",
+        OWN,
+        'alive(c.labels.get(OWNER_LABEL, "")) is False',
+        'alive(c.labels.get(OWNER_LABEL, "")) is not True',
+        "containers of another host or with a malformed mark removed",
+        JANITOR,
+    ),
+    m(
+        "A31",
+        LIFE,
+        "if m is None or m.group(1) != (host or socket.gethostname()):",
+        "if m is None:",
+        "an owner on another host judged by this host's pids",
+        JANITOR,
+    ),
+    m(
+        "A32",
+        LIFE,
+        "return start is not None and start == int(m.group(3))",
+        "return start is not None",
+        "a reused pid taken for the owner",
+        JANITOR,
+    ),
+    m(
+        "A33",
+        "run/certificates.py",
+        "if r.image_id == info.id]",
+        "if r.image_id[:19] == info.id[:19]]",
+        "a local certificate found by an image-ID prefix",
+        CERTS,
+    ),
+)
+
+# --------------------------------------------------------------------------- set B (after the tests)
+SET_B: tuple[Mutant, ...] = (
+    m(
+        "B01",
+        COV,
+        "return stack if stack is not None and stack.cuda else None",
+        "return stack if stack is not None else None",
+        "a CPU build held to the GPU checks",
+        RUN,
+    ),
+    m(
+        "B02",
+        COV,
+        "targets = matrix_targets(sass, ptx)",
+        "targets = matrix_targets(sass, ())",
+        "the stack's PTX ignored by the arch check",
+        RUN,
+    ),
+    m(
+        "B03",
+        COV,
+        "targets = matrix_targets(sass, ptx)",
+        "targets = matrix_targets((*sass, *ptx), ())",
+        "PTX read as SASS by the arch check",
+        RUN,
+    ),
+    m(
+        "B04",
+        COV,
+        "new = sorted({g.name for g in host.gpus} - certified)",
+        "new = sorted(certified - {g.name for g in host.gpus})",
+        "the model set difference reversed",
+        RUN,
+    ),
+    m(
+        "B05",
+        COV,
+        "have = _version(host.driver)",
+        "have = _version(host.driver) or floor",
+        "an unknown driver defaults to the floor",
+        RUN,
+    ),
+    m(
+        "B06",
+        COV,
+        "gpus: Sequence[GpuInfo | None] = host.gpus or (None,)",
+        "gpus: Sequence[GpuInfo | None] = host.gpus[:1] or (None,)",
+        "require-cuda on the first GPU only",
+        RUN,
+    ),
+    m(
+        "B07",
+        COV,
+        "req.admits(Properties.of(host.cuda_driver, host.driver, g))",
+        "req.admits(Properties.of(host.cuda_driver, host.driver, None))",
+        "require-cuda blind to the GPU",
+        RUN,
+    ),
+    m(
+        "B08",
+        COV,
+        'if have.removeprefix("sha256:") == image.id.removeprefix("sha256:"):',
+        'if image.id.removeprefix("sha256:").startswith(have.removeprefix("sha256:")):',
+        "image ID compared with startswith",
+        RUN,
+    ),
+    m(
+        "B09",
+        COV,
+        "return first, check_run(first, image, host)",
+        "return first, check_run(first, image, host)[:1]",
+        "only the first refusal shown",
+        RUN,
+    ),
+    m(
+        "B10",
+        COV,
+        'cert.verdict != "certified-cpu-only" or host.access == "none"',
+        'cert.verdict != "certified-cpu-only" or host.requested == "none"',
+        "cpu-only judged on the request, not the access",
+        RUN,
+    ),
+    m(
+        "B11",
+        REQ,
+        "if prop not in VERSION_PROPERTIES + STRING_PROPERTIES:",
+        "if prop not in VERSION_PROPERTIES:",
+        "the brand property skipped (exemptions lose their brand)",
+        RUN,
+    ),
+    m(
+        "B12",
+        REQ,
+        'OPERATORS = ("!=", "<=", ">=", "=", "<", ">")',
+        'OPERATORS = ("!=", "<", ">", "<=", ">=", "=")',
+        "< matched before <=",
+        RUN,
+    ),
+    m("B13", REQ, '"<": c < 0', '"<": c <= 0', "< evaluated as <=", RUN),
+    m(
+        "B14",
+        REQ,
+        "if not all(p.isdigit() for p in parts) or not 1 <= len(parts) <= 3:",
+        "if not all(p.isdigit() for p in parts):",
+        "four-part versions compared",
+        RUN,
+    ),
+    m(
+        "B15",
+        REQ,
+        '"cuda>=" + ".".join(legacy.split(".")[:2])',
+        '"cuda>=" + legacy',
+        "a legacy CUDA_VERSION compared with its patch",
+        RUN,
+    ),
+    m(
+        "B16",
+        REQ,
+        'if env.get("NVIDIA_DISABLE_REQUIRE", "") in TRUE_WORDS:',
+        'if "NVIDIA_DISABLE_REQUIRE" in env:',
+        "NVIDIA_DISABLE_REQUIRE disables by its presence",
+        RUN,
+    ),
+    m("B17", ARCH, "pool = sass or fitting", "pool = fitting", "PTX preferred to a fitting SASS", RUN),
+    m(
+        "B18",
+        ARCH,
+        'if self.kind == "sass" or self.suffix == "f":',
+        'if self.kind == "sass":',
+        "family-specific PTX taken as portable",
+        RUN,
+    ),
+    m(
+        "B19",
+        RES,
+        "    out = []\n    for g in host.gpus:",
+        "    out = []\n    for g in host.gpus[:1]:",
+        "GPU driver-branch support checked on the first GPU only",
+        RESOLVE,
+    ),
+    m(
+        "B20",
+        RES,
+        "                floors.append((floor, why))\n",
+        "                pass\n",
+        "the PTX JIT floor ignored",
+        RESOLVE,
+    ),
+    m(
+        "B21",
+        RES,
+        "if host.driver is None or image.require_cuda is None:",
+        "if host.driver is None or image.require_cuda is None or not host.gpus:",
+        "resolve's require-cuda skipped on a host given without GPUs",
+        RESOLVE,
+        "resolve() turns a host without GPUs into a CPU-only request, so this check never sees one",
+    ),
+    m(
+        "B22",
+        RES,
+        "if cand.python not in parse_specifier(rel.python):",
+        'if cand.python not in parse_specifier(rel.python.split(",")[0]):',
+        "only the lower bound of the Python range enforced",
+        RESOLVE,
+    ),
+    m(
+        "B23",
+        DRV,
+        "if parse_driver(r.min_driver) <= parse_driver(driver):",
+        "if r.min_driver <= driver:",
+        "drivers compared as strings",
+        RESOLVE,
+    ),
+    m(
+        "B24",
+        DRV,
+        "if parse_version(major_minor(r.version)) >= parse_version(cuda):",
+        "if parse_version(major_minor(r.version)) > parse_version(cuda):",
+        "the JIT floor one release late",
+        RESOLVE,
+    ),
+    m(
+        "B25",
+        OWN,
+        "path = os.path.realpath(data_dir if data_dir is not None else user_data_dir())",
+        "path = str(data_dir if data_dir is not None else user_data_dir())",
+        "the data folder's mark taken from its unresolved path",
+        JANITOR,
+    ),
+    m(
+        "B26",
+        OWN,
+        "if c.labels.get(DATA_LABEL) == data",
+        "if c.labels.get(DATA_LABEL, data) == data",
+        "a container without a data mark taken as this folder's",
+        JANITOR,
+    ),
+    m(
+        "B27",
+        OWN,
+        "return {**dict(labels or {}), OWNER_LABEL: owner_mark(), DATA_LABEL: data_mark(), "
+        "PURPOSE_LABEL: purpose}",
+        "return {OWNER_LABEL: owner_mark(), DATA_LABEL: data_mark(), PURPOSE_LABEL: purpose, "
+        "**dict(labels or {})}",
+        "a caller's labels override the owner and data marks",
+        JANITOR,
+    ),
+    m(
+        "B28",
+        ENG,
+        'filters={"label": [OWNER_LABEL, f"{DATA_LABEL}={mine}"]}',
+        'filters={"label": OWNER_LABEL}',
+        "the janitor asks the daemon for every user's containers",
+        JANITOR,
+    ),
+    m("B29", COMMIT, 'f"tag:{daemon}/{t}"', 'f"tag:{t}"', "tags locked across daemons", LOCKS),
+    m(
+        "B30",
+        COMMIT,
+        "if not stat.S_ISREG(st.st_mode) or st.st_nlink != 1:",
+        "if not stat.S_ISREG(st.st_mode):",
+        "a hard-linked lock file accepted",
+        LOCKS,
+    ),
+    m(
+        "B31",
+        COMMIT,
+        "flags = os.O_NOFOLLOW | os.O_CLOEXEC",
+        "flags = os.O_CLOEXEC",
+        "a symlinked lock file followed",
+        LOCKS,
+    ),
+    m(
+        "B32",
+        COMMIT,
+        "if now is None or now.id != image_id:",
+        "if now is None:",
+        "an undo moves a tag another build moved since",
+        LOCKS,
+    ),
+    m(
+        "B33",
+        COMMIT,
+        "if st.st_uid not in (0, os.getuid()) and not st.st_mode & stat.S_ISVTX:",
+        "if False:",
+        "another user's non-sticky lock folder accepted",
+        LOCKS,
+    ),
+    m(
+        "B34",
+        COMMIT,
+        "path.chmod(0o1777)",
+        "path.chmod(0o777)",
+        "the lock folder made without the sticky bit",
+        LOCKS,
+    ),
+    m(
+        "B35",
+        "run/certificates.py",
+        'store.list(image=info.id, origin="local")',
+        "store.list(image=info.id)",
+        "an imported certificate taken as a local one",
+        CERTS,
+    ),
+    m(
+        "B36",
+        COV,
+        'if cert is None or host.access == "none" or not _gpu_cert(cert):',
+        'if cert is None or host.access == "none":',
+        "a CPU-only certificate checked for GPU models",
+        RUN,
+    ),
+)
+
+# --------------------------------------------------------------------------- set C (blind, last)
+SET_C: tuple[Mutant, ...] = (
+    m(
+        "C01",
+        COV,
+        "return [r for check in CHECKS if",
+        "return [r for check in CHECKS[:-1] if",
+        "the last check (require-cuda) dropped from the list",
+        RUN,
+    ),
+    m("C02", COV, "    check_intact,\n", "", "the integrity check dropped from the list", RUN),
+    m(
+        "C03",
+        COV,
+        'if cert is None or cert.verdict != "failed":',
+        'if cert is None or cert.verdict != "FAILED":',
+        "a failed verdict compared in the wrong case",
+        RUN,
+    ),
+    m(
+        "C04",
+        COV,
+        'or host.access != "none" or host.requested == "none":',
+        'or bool(host.gpus) or host.requested == "none":',
+        "GPUs without an access mode taken as handed in",
+        RUN,
+    ),
+    m(
+        "C05",
+        COV,
+        'if stack is None or host.access == "none":\n        return None\n    sass, ptx',
+        'if stack is None or host.access != "toolkit":\n        return None\n    sass, ptx',
+        "the arch checked in toolkit mode only",
+        RUN,
+    ),
+    m(
+        "C06",
+        COV,
+        "floor = _version(stack.min_driver) if",
+        'floor = _version(stack.min_driver.split(".")[0]) if',
+        "run compares the driver with the floor's branch only",
+        RUN,
+    ),
+    m(
+        "C07",
+        COV,
+        "for req in image_requirements(image_env(image)):",
+        "for req in image_requirements(image_env(image))[:1]:",
+        "only the first NVIDIA_REQUIRE_* variable read",
+        RUN,
+    ),
+    m(
+        "C08",
+        COV,
+        'cert.verdict != "certified-cpu-only" or host.access == "none"',
+        'cert.verdict != "certified-cpu-only" or host.access in ("none", "cdi")',
+        "a CPU-only certificate covers CDI runs",
+        RUN,
+    ),
+    m("C09", REQ, '"=": c == 0', '"=": c >= 0', "= evaluated as >=", RUN),
+    m(
+        "C10",
+        REQ,
+        'for raw_term in text.split(" "):',
+        'for raw_term in text.split(" ")[:1]:',
+        "only the first OR-ed term parsed",
+        RUN,
+    ),
+    m(
+        "C11",
+        REQ,
+        "if not op or (prop in VERSION_PROPERTIES and not _VERSION.match(value)):",
+        "if not op:",
+        "a malformed version accepted instead of invalidating the requirement",
+        RUN,
+    ),
+    m(
+        "C12",
+        REQ,
+        "if self.invalid is not None:\n            return None",
+        "if self.invalid is not None:\n            return ()",
+        "an invalid requirement admits every host",
+        RUN,
+    ),
+    m(
+        "C13",
+        REQ,
+        "return tuple(nums + [0] * (3 - len(nums)))",
+        "return tuple(nums)",
+        "X.Y not read as X.Y.0",
+        RUN,
+    ),
+    m(
+        "C14",
+        ARCH,
+        "return max(pool, key=lambda t: (t.cc, t.suffix)) if pool else None",
+        "return min(pool, key=lambda t: (t.cc, t.suffix)) if pool else None",
+        "the oldest fitting kernel chosen",
+        RUN,
+    ),
+    m(
+        "C15",
+        ARCH,
+        "        return self.cc <= gpu\n",
+        "        return self.cc[0] <= gpu[0]\n",
+        "PTX compared on the major only",
+        RUN,
+    ),
+    m(
+        "C16",
+        RES,
+        "if bad.framework != rel.framework or g.cc not in bad.ccs:",
+        "if bad.framework != rel.framework:",
+        "a known-bad row applied to every GPU",
+        RESOLVE,
+    ),
+    m(
+        "C17",
+        RES,
+        "if bad.variants and v.name not in bad.variants:",
+        "if v.name not in bad.variants:",
+        "a known-bad row without variants never applies",
+        RESOLVE,
+    ),
+    m(
+        "C18",
+        RES,
+        "if (v.cuda is None) != request.cpu_only:",
+        "if v.cuda is None and not request.cpu_only:",
+        "CUDA builds offered for --cpu",
+        RESOLVE,
+    ),
+    m(
+        "C19",
+        RES,
+        "        verdict.sass_everywhere,\n",
+        "        not verdict.sass_everywhere,\n",
+        "PTX-JIT stacks ranked before native SASS",
+        RESOLVE,
+    ),
+    m(
+        "C20",
+        DRV,
+        "if m.major == major(cuda):",
+        "if m.major >= major(cuda):",
+        "a newer major's MVC floor taken",
+        RESOLVE,
+    ),
+    m(
+        "C21",
+        OWN,
+        'code = state.get("ExitCode") if ended and isinstance(state.get("ExitCode"), int) else 137',
+        'code = state.get("ExitCode") if isinstance(state.get("ExitCode"), int) else 137',
+        "a running orphan recorded with Docker's placeholder exit code",
+        JANITOR,
+    ),
+    m(
+        "C22",
+        COMMIT,
+        'files = {f"file:{Path(p).resolve()}" for p in lock_outs}',
+        'files = {f"file:{p}" for p in lock_outs}',
+        "lock files locked by their unresolved path",
+        LOCKS,
+    ),
+    m(
+        "C23",
+        COMMIT,
+        "fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)",
+        "fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)",
+        "a shared lock taken where an exclusive one is needed",
+        LOCKS,
+    ),
+    m(
+        "C24",
+        COMMIT,
+        'if owner_alive(doc["owner"]) is not False:',
+        'if owner_alive(doc["owner"]) is True:',
+        "a journal of another host's build repaired here",
+        LOCKS,
+    ),
+    m(
+        "C25",
+        "run/certificates.py",
+        "return [store.get(r.id) for r in local]",
+        "return [store.get(r.id) for r in local[:1]]",
+        "only the newest local certificate considered",
+        CERTS,
+    ),
+    m(
+        "C26",
+        COV,
+        "if not check_run(cert, image, host):",
+        "if len(check_run(cert, image, host)) <= 1:",
+        "a certificate with one refusal taken as covering",
+        RUN,
+    ),
+    m(
+        "C27",
+        COV,
+        "have = cert.image.id\n",
+        "have = cert.image.id or image.id\n",
+        "a certificate without an image ID defaults to the image's",
+        RUN,
+    ),
+    m(
+        "C28",
+        COV,
+        'if cert is None or host.access == "none" or not _gpu_cert(cert):',
+        'if cert is None or host.requested == "none" or not _gpu_cert(cert):',
+        "GPU models checked on a host that hands in no GPU",
+        RUN,
+    ),
+)
+
+SETS = {"a": SET_A, "b": SET_B, "c": SET_C}
+
+
+# --------------------------------------------------------------------------- running
+
+
+def _tests(names: tuple[str, ...]) -> list[str]:
+    return [UNIT + n for n in names if (ROOT / UNIT / n).exists()]
+
+
+def _pytest(pkg_parent: Path, tests: list[str], timeout: float) -> tuple[str, float, str]:
+    """Run `tests` (paths relative to the snapshot) in the snapshot `pkg_parent`."""
+    env = {**os.environ, "PYTHONPATH": str(pkg_parent), "PYTHONDONTWRITEBYTECODE": "1"}
+    # -P: `python -m` would put the working folder (the unmutated envbuilder/) first on sys.path.
+    cmd = [sys.executable, "-P", "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", *tests]
+    start = time.monotonic()
+    try:
+        res = subprocess.run(cmd, cwd=pkg_parent, env=env, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return "caught (timeout)", time.monotonic() - start, ""
+    took = time.monotonic() - start
+    tail = (res.stdout + res.stderr).strip().splitlines()
+    last = tail[-1] if tail else ""
+    if res.returncode == 0:
+        return "survived", took, last
+    if res.returncode == 1:
+        return "caught", took, last
+    return f"error (pytest exit {res.returncode})", took, last
+
+
+def _first_failure(out: str) -> str:
+    return out[:160]
+
+
+def run(mutants: tuple[Mutant, ...], timeout: float) -> list[tuple[Mutant, str, float, str]]:
+    results = []
+    with tempfile.TemporaryDirectory(prefix="envbuilder-mutants-") as scratch:
+        parent = Path(scratch)
+        pkg = parent / "envbuilder"
+        # A snapshot of the code and the tests: edits made to the checkout meanwhile change nothing.
+        ignore = shutil.ignore_patterns("__pycache__")
+        shutil.copytree(ROOT / "envbuilder", pkg, ignore=ignore)
+        shutil.copytree(ROOT / "tests", parent / "tests", ignore=ignore)
+        shutil.copy2(ROOT / "pyproject.toml", parent / "pyproject.toml")  # pytest's settings
+        for shipped in ("matrices", "templates", "images"):  # resources.shipped_dir looks beside it
+            (parent / shipped).symlink_to(ROOT / shipped)
+        where = subprocess.run(
+            [sys.executable, "-P", "-c", "import envbuilder; print(envbuilder.__file__)"],
+            cwd=parent,
+            env={**os.environ, "PYTHONPATH": str(parent)},
+            capture_output=True,
+            text=True,
+        ).stdout.strip()
+        if not where.startswith(str(pkg)):
+            sys.exit(f"the tests would import envbuilder from {where!r}, not the mutated copy in {pkg}")
+        base_tests = sorted({t for mu in mutants for t in _tests(mu.tests)})
+        verdict, took, last = _pytest(parent, base_tests, timeout * 3)
+        if verdict != "survived":
+            sys.exit(f"the unmutated code fails its own tests ({verdict}): {last}")
+        print(f"baseline: {len(base_tests)} test files pass ({took:.0f} s)", file=sys.stderr)
+        for mu in mutants:
+            path = pkg / mu.file
+            original = path.read_text()
+            if original.count(mu.old) != 1:
+                results.append((mu, "stale", 0.0, f"snippet found {original.count(mu.old)} times"))
+                continue
+            path.write_text(original.replace(mu.old, mu.new))
+            try:
+                verdict, took, last = _pytest(parent, _tests(mu.tests), timeout)
+            finally:
+                path.write_text(original)
+            if mu.equivalent and verdict == "survived":
+                verdict = "equivalent"
+            print(f"{mu.id} {verdict:10} {took:5.1f}s  {mu.why}", file=sys.stderr)
+            results.append((mu, verdict, took, last))
+    return results
+
+
+def report(results: list[tuple[Mutant, str, float, str]], sets: str) -> str:
+    caught = [r for r in results if r[1].startswith("caught")]
+    survived = [r for r in results if r[1] == "survived"]
+    equivalent = [r for r in results if r[1] == "equivalent"]
+    other = [r for r in results if not r[1].startswith("caught") and r[1] not in ("survived", "equivalent")]
+    judged = len(caught) + len(survived)
+    rate = 100.0 * len(caught) / judged if judged else 0.0
+    lines = [
+        f"# Planted one-line bugs at the trust boundaries (set {sets})",
+        "",
+        f"Run {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC on {platform.node()} "
+        f"({platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}), "
+        f"checkout {ROOT}, `python benchmarks/mutants.py` (`make mutants`).",
+        "",
+        f"**{len(caught)} of {judged} caught ({rate:.1f}%)**, {len(survived)} survived, "
+        f"{len(equivalent)} equivalent (left out), {len(other)} stale/error.",
+        "",
+        "| id | module | mutant | verdict | seconds |",
+        "|---|---|---|---|---|",
+    ]
+    for mu, verdict, took, _ in results:
+        lines.append(f"| {mu.id} | {mu.file} | {mu.why} | {verdict} | {took:.1f} |")
+    if survived or other:
+        lines += ["", "Survivors and errors, with the last line pytest printed:", ""]
+        lines += [f"- {mu.id}: {verdict}: `{last}`" for mu, verdict, _, last in survived + other]
+    if equivalent:
+        lines += ["", "Equivalent mutants (no input tells them from the original):", ""]
+        lines += [f"- {mu.id}: {mu.equivalent}" for mu, _, _, _ in equivalent]
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--set", default="abc", help="which sets: any of a, b, c (default: abc)")
+    ap.add_argument("--only", nargs="*", default=(), help="mutant ids to run")
+    ap.add_argument("--out", type=Path, help="write the markdown report here")
+    ap.add_argument("--timeout", type=float, default=300.0, help="seconds per mutant")
+    ap.add_argument("--list", action="store_true", help="list the mutants and exit")
+    ap.add_argument(
+        "--root", type=Path, help="the checkout whose code and tests are measured (default: this one)"
+    )
+    args = ap.parse_args()
+    if args.root is not None:
+        global ROOT
+        ROOT = args.root.resolve()
+    mutants = tuple(mu for s in args.set for mu in SETS[s] if not args.only or mu.id in args.only)
+    if args.list:
+        for mu in mutants:
+            print(f"{mu.id}  {mu.file:28} {mu.why}")
+        return
+    results = run(mutants, args.timeout)
+    text = report(results, args.set)
+    if args.out:
+        args.out.write_text(text)
+    print(text)
+    survived = sum(1 for r in results if r[1] == "survived")
+    sys.exit(1 if survived or any(r[1] == "stale" for r in results) else 0)
+
+
+if __name__ == "__main__":
+    main()
