@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
 .DEFAULT_GOAL := help
-.PHONY: help install run check lint fmt types unit test test-docker test-harness services golden bench bench-resolve fuzz clean
+.PHONY: help install run check lint fmt types unit test test-docker test-harness services golden bench bench-resolve fuzz mutants clean
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -68,3 +68,6 @@ clean: ## Remove the venv and caches
 
 fuzz: $(STAMP) ## Property-based fuzzing of the spec, lock and certificate loaders and the report/certs code, 10,000 inputs per loader (~25 min)
 	HYPOTHESIS_PROFILE=fuzz $(BIN)/pytest -q -p no:cacheprovider --hypothesis-show-statistics tests/unit/test_fuzz_loaders.py
+
+mutants: $(STAMP) ## Plant one-line bugs at the trust boundaries one at a time; the unit tests must catch them (~5 min) -> benchmarks/results/
+	$(BIN)/python benchmarks/mutants.py --out benchmarks/results/mutants-$$(date -u +%Y-%m-%d).md

@@ -733,6 +733,7 @@ SET_C: tuple[Mutant, ...] = (
         "if m.major >= major(cuda):",
         "a newer major's MVC floor taken",
         RESOLVE,
+        "the matrix loader sorts the majors ascending, so the first major >= X is X itself",
     ),
     m(
         "C21",

@@ -321,3 +321,31 @@ def test_a_failed_build_never_removes_an_image_someone_has_tagged() -> None:
     discard_untagged(eng, NEW.id)
     assert NEW.id not in eng.images
     discard_untagged(eng, "sha256:" + "9" * 64)  # gone already: nothing to do
+
+
+def test_one_lock_file_by_any_path_is_one_output(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`--lock-out x.lock.json` from its folder, its absolute path and a symlinked folder are one
+    file: one lock."""
+    (tmp_path / "link").symlink_to(tmp_path, target_is_directory=True)
+    monkeypatch.chdir(tmp_path)
+    want = commit_mod._outputs([tmp_path / "x.lock.json"], ["team/x:1"], "D1")
+    assert commit_mod._outputs([Path("x.lock.json")], ["team/x:1"], "D1") == want
+    assert commit_mod._outputs([tmp_path / "link" / "x.lock.json"], ["team/x:1"], "D1") == want
+    assert commit_mod._outputs([], ["team/x:1"], "D2") != commit_mod._outputs([], ["team/x:1"], "D1")
+
+
+@pytest.mark.parametrize("owner", ["another-host/1/1", "live", "not a mark"])
+def test_a_journal_whose_owner_is_not_known_dead_here_is_left_alone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, owner: str
+) -> None:
+    """Only a journal whose writer is gone from this host is finished or undone: a build running
+    on another host that shares this data folder, or still running here, is not repaired."""
+    eng = FakeEngine()
+    eng.images.update({NEW.id: NEW, "team/x:1": NEW})
+    monkeypatch.setenv("ENVBUILDER_DATA_DIR", str(tmp_path / "alice"))
+    journal = commit_mod._journal_path(tmp_path / "x.lock.json")
+    mark = owner_mark() if owner == "live" else owner
+    doc = {"owner": mark, "image_id": NEW.id, "previous": {"team/x:1": None}}
+    journal.write_text(json.dumps({**doc, "lock_out": str(tmp_path / "x.lock.json"), "lock_text": "{}"}))
+    assert repair(eng, lambda _m: None) == []
+    assert journal.exists() and eng.images["team/x:1"] == NEW and not (tmp_path / "x.lock.json").exists()

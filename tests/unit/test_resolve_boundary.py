@@ -5,6 +5,8 @@ release's range, mixed GPUs) are resolver cases in tests/data/cases/."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from packaging.version import Version
 
@@ -66,3 +68,38 @@ def test_the_jit_floor_is_the_first_release_at_or_after_the_isas_cuda(matrix: Ma
         )
         assert driver == release.min_driver
     assert jit_floor(matrix, "0.0") is None
+
+
+def _verdict(version: str, *, sass: bool, full: bool, cuda: str = "12.8", python: str = "3.12") -> Any:
+    from envbuilder.resolve.model import Stack
+    from envbuilder.resolve.resolver import _Verdict
+
+    stack = Stack(
+        id=f"torch{version}-cu-{cuda}-{sass}-{full}-{python}", framework="torch", version=version,
+        variant="cu", cuda=cuda, cudnn=None, nccl=None, python=python, base_image="b", os="debian13",
+        strategy="bundled", flavor=None, min_driver="580", require_cuda=None, sass=(), ptx=(),
+        index_url=None, packages=(), companions=(), python_install="present",
+    )  # fmt: skip
+    return _Verdict(stack=stack, sass_everywhere=sass, full_driver=full)
+
+
+def test_the_ranking_key_orders_version_then_native_kernels_then_full_driver_then_cuda() -> None:
+    """The resolver's ranking (module docstring), one step of the key at a time."""
+    from envbuilder.resolve.model import Request
+    from envbuilder.resolve.resolver import _rank_key
+
+    request = Request(framework="torch", specifier="")
+    ranked = [
+        _verdict("2.8.0", sass=False, full=False),  # the newest version first, whatever else
+        _verdict("2.7.0", sass=True, full=False),  # native SASS before PTX JIT
+        _verdict("2.7.0", sass=False, full=True),
+        _verdict("2.6.0", sass=True, full=True, cuda="12.6"),  # full driver support before MVC
+        _verdict("2.6.0", sass=True, full=False, cuda="12.8"),
+        _verdict("2.5.0", sass=True, full=True, cuda="12.8"),  # then the newest CUDA
+        _verdict("2.5.0", sass=True, full=True, cuda="12.6", python="3.13"),
+        _verdict("2.4.0", sass=True, full=True, python="3.13"),  # then the newest Python
+        _verdict("2.4.0", sass=True, full=True, python="3.12"),
+    ]
+    shuffled = list(reversed(ranked))
+    shuffled.sort(key=lambda v: _rank_key(v, request), reverse=True)
+    assert [v.stack.id for v in shuffled] == [v.stack.id for v in ranked]

@@ -346,3 +346,25 @@ def test_every_refusal_of_the_newest_certificate_is_shown() -> None:
     chosen, refusals = choose_certificate([c], image(image_id=TWIN_ID), host((H200,), driver="570.86.15"))
     assert chosen is c
     assert [r.reason for r in refusals] == ["image-mismatch", "gpu-model", "driver-too-old"]
+
+
+def test_every_local_certificate_of_the_image_is_a_candidate(tmp_path: Path) -> None:
+    """An image certified here on two node classes: the finder hands run both, newest first, and
+    run takes the one that covers this host."""
+    store = CertStore(tmp_path / "s.sqlite")
+    on_h200 = cert(gpus=(H200,), issued_at="2026-01-01T00:00:00Z")
+    on_rtx = cert(gpus=(RTX,), issued_at="2026-06-01T00:00:00Z")
+    store.add(on_h200)
+    store.add(on_rtx)
+    find = certificate_finder("team/train:1", store=store, policy=lambda: pytest.fail("no registry"))
+    found = find(image())
+    assert [c.content_hash for c in found] == [on_rtx.content_hash, on_h200.content_hash]
+    chosen, refusals = choose_certificate(found, image(), host((H200,)))
+    assert chosen is not None and chosen.content_hash == on_h200.content_hash and refusals == []
+
+
+def test_a_host_that_hands_in_no_gpu_is_refused_for_that_alone() -> None:
+    """GPU models, arch and driver are about the GPUs a run gets: with no GPU access there is one
+    reason (no-gpu), whatever GPUs the host has."""
+    no_access = host(gpus=(RTX, K80), access="none", requested="auto", driver="470.1.1", cuda_driver="11.4")
+    assert reasons(cert(gpus=(H200,)), image(), no_access) == ["no-gpu"]
