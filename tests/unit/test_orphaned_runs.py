@@ -111,3 +111,17 @@ def test_a_stop_ends_with_the_clis_exit_code() -> None:
     assert stop_error(KeyboardInterrupt()).exit_code == 130
     assert stop_error(Stopped(signal.SIGTERM)).exit_code == 143
     assert stop_error(Stopped(signal.SIGHUP)).message == "terminated by SIGHUP"
+
+
+def test_an_orphans_times_and_exit_code_are_never_invented(tmp_path: Path) -> None:
+    labels = record_labels(tmp_path / "r.jsonl", RECORD)
+    # A running job: Docker's ExitCode 0 is a placeholder, not the job's; the removal kills it.
+    running = orphan_record(
+        box("running", labels), {"ExitCode": 0, "StartedAt": "2026-12-01T16:00:00Z"}, now=NOW
+    )
+    assert running is not None and running[1]["exit_code"] == 137
+    # An exited job without a readable exit code, or whose clock ran backwards.
+    odd = {"ExitCode": "3", "StartedAt": "2026-12-01T16:00:10Z", "FinishedAt": "2026-12-01T16:00:00Z"}
+    got = orphan_record(box("exited", labels), odd, now=NOW)
+    assert got is not None and (got[1]["exit_code"], got[1]["seconds"]) == (137, None)
+    assert got[1]["container_status"] == "exited" and got[1]["recorded_by"] == "janitor"

@@ -368,3 +368,18 @@ def test_a_host_that_hands_in_no_gpu_is_refused_for_that_alone() -> None:
     reason (no-gpu), whatever GPUs the host has."""
     no_access = host(gpus=(RTX, K80), access="none", requested="auto", driver="470.1.1", cuda_driver="11.4")
     assert reasons(cert(gpus=(H200,)), image(), no_access) == ["no-gpu"]
+
+
+@pytest.mark.parametrize(
+    ("verdict", "gpu_runs", "cpu_runs"),
+    [("certified", True, True), ("certified-cpu-only", False, True), ("failed", False, False)],
+)
+def test_what_a_certificate_lets_run_start_follows_its_verdict(
+    verdict: str, gpu_runs: bool, cpu_runs: bool
+) -> None:
+    from envbuilder.run.coverage import describe_coverage
+
+    got = describe_coverage(cert(verdict, gpus=(H200,)))
+    assert (got["gpu_runs"], got["cpu_runs"]) == (gpu_runs, cpu_runs)
+    assert got["gpus"] == ([{"name": "NVIDIA H200", "cc": "9.0"}] if gpu_runs else [])
+    assert got["min_driver"] == ("580.65.06" if gpu_runs else None)
