@@ -88,6 +88,14 @@ def leftovers(
     ]
 
 
+def log_is_ours(log: Path, data_dir: Path | None = None) -> bool:
+    """Is `log` a file directly in this data folder (`data_dir`, else the user's)? The janitor
+    writes an orphan's line only there: the path comes from a container label, which anyone who
+    can reach the daemon can set."""
+    folder = data_dir if data_dir is not None else user_data_dir()
+    return os.path.realpath(Path(log).parent) == os.path.realpath(folder)
+
+
 def record_labels(log: Path, record: Mapping[str, Any]) -> dict[str, str]:
     """The labels that let a janitor finish a run's log line if its owner dies (a SIGKILL)."""
     return {LOG_LABEL: str(log), RECORD_LABEL: json.dumps(dict(record), sort_keys=True, allow_nan=False)}

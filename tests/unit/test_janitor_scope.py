@@ -349,3 +349,22 @@ def test_a_journal_whose_owner_is_not_known_dead_here_is_left_alone(
     journal.write_text(json.dumps({**doc, "lock_out": str(tmp_path / "x.lock.json"), "lock_text": "{}"}))
     assert repair(eng, lambda _m: None) == []
     assert journal.exists() and eng.images["team/x:1"] == NEW and not (tmp_path / "x.lock.json").exists()
+
+
+def test_an_orphans_line_is_written_only_into_this_data_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The log path rides on a container label, which anyone who can reach the daemon can set: a
+    container forged with this folder's mark and a log elsewhere is removed, its line not written."""
+    alice = tmp_path / "alice"
+    victim = tmp_path / "victim.txt"
+    victim.write_text("precious\n")
+    labels = {OWNER_LABEL: _gone_mark(), DATA_LABEL: data_mark(alice), **record_labels(victim, RECORD)}
+    client = _Client([_Container(labels, "exited", "e" * 64)])
+    notices: list[str] = []
+    monkeypatch.setenv("ENVBUILDER_DATA_DIR", str(alice))
+    engine = DockerEngine(janitor=False, notice=notices.append)
+    engine._docker = client
+    assert engine.sweep_leftovers() == ("envbuilder-run-e",)
+    assert victim.read_text() == "precious\n"
+    assert any(f"its log {victim} is not in this data folder" in n for n in notices)

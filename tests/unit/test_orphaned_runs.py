@@ -11,6 +11,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from envbuilder.engine import DockerEngine
 from envbuilder.engine.ownership import (
     DATA_LABEL,
@@ -91,7 +93,10 @@ class _Client:
         self.containers, self.api = _Containers(), _Api()
 
 
-def test_the_janitor_writes_the_orphans_line_after_removing_it(tmp_path: Path) -> None:
+def test_the_janitor_writes_the_orphans_line_after_removing_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ENVBUILDER_DATA_DIR", str(tmp_path))
     dead = subprocess.Popen(["true"])
     dead.wait()
     gone_mark = f"{owner_mark().rsplit('/', 2)[0]}/{dead.pid}/1"  # this host, a process that is gone
