@@ -13,8 +13,8 @@ written, so a stale .pyc cannot hide a mutant), and reports caught / survived:
 
 Set A was written before the boundary tests were extended (they were then written to catch it).
 Set B was written after them, without looking back at the tests: its first run is a blind
-measure (then tests were added for its survivors). Set C was written after that, blind again:
-the honest measure of the tests as committed.
+measure (then tests were added for its survivors). Set C was written after that, blind
+again, and set D after the tests for C's survivors: each set's first run is the honest measure.
 A mutant whose snippet is not found exactly once is reported `stale` (the code moved on: update
 it). Slow (one pytest process per mutant): `make mutants`, never part of `make test`.
 Stdlib only (pytest is run as a subprocess).
@@ -801,7 +801,239 @@ SET_C: tuple[Mutant, ...] = (
     ),
 )
 
-SETS = {"a": SET_A, "b": SET_B, "c": SET_C}
+# --------------------------------------------------------------------------- set D (blind, after C's tests)
+BUILD = ("test_build.py", "test_janitor_scope.py")
+SET_D: tuple[Mutant, ...] = (
+    m(
+        "D01",
+        COV,
+        '    if cert is not None:\n        return None\n    return Refusal(\n        reason="no-cert',
+        '    if cert is not None or not image.tags:\n        return None\n    return Refusal(\n        reason="no-cert',
+        "an untagged image without a certificate not refused",
+        RUN,
+    ),
+    m(
+        "D02",
+        COV,
+        "problems = verify_certificate(cert)\n",
+        "problems = verify_certificate(cert)[1:]\n",
+        "the first integrity problem ignored",
+        RUN,
+    ),
+    m(
+        "D03",
+        COV,
+        'host.access != "none" or host.requested == "none":',
+        'host.access != "none" or host.requested != "auto":',
+        "no-gpu refused only for `auto` requests",
+        RUN,
+    ),
+    m(
+        "D04",
+        COV,
+        'return cert.verdict == "certified"',
+        'return cert.verdict != "failed"',
+        "a CPU-only certificate taken as a GPU certificate",
+        RUN,
+    ),
+    m("D05", REQ, 'if c in "<>=!"', 'if c in "<>="', "`!=` split at its `=` (brand!= skipped)", RUN),
+    m(
+        "D06",
+        REQ,
+        "        if factors:\n            terms.append(tuple(factors))",
+        "        terms.append(tuple(factors))",
+        "an empty term kept (it admits every host)",
+        RUN,
+    ),
+    m("D07", REQ, "arch=gpu.cc if gpu is not None else None", "arch=None", "the GPU's arch never read", RUN),
+    m(
+        "D08",
+        REQ,
+        "x, y = _version_key(have), _version_key(want)",
+        "x, y = _version_key(want), _version_key(have)",
+        "version comparison reversed",
+        RUN,
+    ),
+    m("D09", REQ, "driver<{n + 1}", "driver<={n + 1}", "an exemption reaching into the next branch", RESOLVE),
+    m(
+        "D10",
+        REQ,
+        "if not self.terms:\n            return ()",
+        "if not self.terms:\n            return None",
+        "a requirement of unknown properties refuses every host",
+        RUN,
+    ),
+    m(
+        "D11",
+        ARCH,
+        'sass = [t for t in fitting if t.kind == "sass"]',
+        'sass = [t for t in targets if t.kind == "sass"]',
+        "a SASS that does not run preferred",
+        RUN,
+    ),
+    m(
+        "D12",
+        RES,
+        "if host.gpus and host.driver is None:",
+        "if host.driver is None:",
+        "the no-driver warning on a CPU host too",
+        RESOLVE,
+    ),
+    m(
+        "D13",
+        RES,
+        'return max(pool, key=lambda b: b.os), ""',
+        'return min(pool, key=lambda b: b.os), ""',
+        "the oldest slim OS chosen",
+        RESOLVE,
+    ),
+    m(
+        "D14",
+        RES,
+        "if v.needs_system_cudnn else b.cudnn is None)",
+        "if v.needs_system_cudnn else True)",
+        "a cuDNN base picked for a build that brings its own",
+        RESOLVE,
+    ),
+    m(
+        "D15",
+        RES,
+        'if cand.strategy == "bundled" and not v.bundled_packages:',
+        'if cand.strategy == "bundled" and v.bundled_packages is None:',
+        "bundled offered without wheels",
+        RESOLVE,
+    ),
+    m(
+        "D16",
+        RES,
+        '(request.strategy or "bundled") == s.strategy',
+        '(request.strategy or "system-cuda") == s.strategy',
+        "system-cuda preferred by default",
+        RESOLVE,
+    ),
+    m(
+        "D17",
+        RES,
+        "if r.component in _PYTHON_INDEPENDENT:",
+        "if False:",
+        "Python-independent rejections listed per Python",
+        RESOLVE,
+    ),
+    m(
+        "D18",
+        RES,
+        "if len(alternatives) == MAX_ALTERNATIVES:",
+        "if len(alternatives) > MAX_ALTERNATIVES:",
+        "one alternative too many",
+        RESOLVE,
+    ),
+    m(
+        "D19",
+        RES,
+        "found = jit_floor(matrix, v.ptx_isa) if v.ptx_isa else None",
+        "found = None",
+        "the PTX ISA read from the wheels ignored",
+        RESOLVE,
+    ),
+    m(
+        "D20",
+        DRV,
+        "if major_minor(r.version) == major_minor(cuda):",
+        "if major(r.version) == major(cuda):",
+        "the toolkit driver of the major's first release",
+        RESOLVE,
+    ),
+    m(
+        "D21",
+        DRV,
+        "            best = major_minor(r.version)",
+        "            best = best or major_minor(r.version)",
+        "the oldest CUDA a driver runs taken as its native one",
+        RESOLVE,
+    ),
+    m(
+        "D22",
+        OWN,
+        'text.startswith("0001-")',
+        'text.startswith("0000-")',
+        "Docker's zero time read as a time",
+        JANITOR,
+    ),
+    m(
+        "D23",
+        OWN,
+        'ended = c.status == "exited"',
+        'ended = c.status in ("exited", "created")',
+        "a never-started container taken as ended",
+        JANITOR,
+    ),
+    m(
+        "D24",
+        OWN,
+        're.compile(r"^[a-z0-9][a-z0-9-]{0,31}$", re.ASCII)',
+        're.compile(r"^[a-z0-9][a-z0-9-]{0,31}", re.ASCII)',
+        "a container purpose checked on its prefix",
+        JANITOR,
+    ),
+    m(
+        "D25",
+        OWN,
+        "return os.path.realpath(Path(log).parent) == os.path.realpath(folder)",
+        "return os.path.realpath(Path(log).parent).startswith(os.path.realpath(folder))",
+        "an orphan's log accepted in a folder sharing the data folder's prefix",
+        JANITOR,
+    ),
+    m(
+        "D26",
+        ENG,
+        "if orphan is not None and log_is_ours(orphan[0]):",
+        "if orphan is not None:",
+        "an orphan's line written wherever its label points",
+        JANITOR,
+    ),
+    m(
+        "D27",
+        COMMIT,
+        "if tagged and engine.inspect_image(image_id) is not None:",
+        "if engine.inspect_image(image_id) is not None:",
+        "a journal finished although its tags moved",
+        LOCKS,
+    ),
+    m(
+        "D28",
+        COMMIT,
+        "fd = os.open(path, os.O_RDONLY | flags)",
+        "fd = os.open(path, os.O_RDONLY)",
+        "another user's lock file opened through a symlink",
+        LOCKS,
+    ),
+    m(
+        "D29",
+        COMMIT,
+        'return "".join(c if c.isprintable() else "?" for c in text)[:_SHOWN] or "another build"',
+        'return text[:_SHOWN] or "another build"',
+        "another user's holder line shown raw",
+        LOCKS,
+    ),
+    m(
+        "D30",
+        COMMIT,
+        "if not stat.S_ISDIR(st.st_mode):",
+        "if stat.S_ISLNK(st.st_mode):",
+        "a lock folder that is a plain file accepted",
+        LOCKS,
+    ),
+    m(
+        "D31",
+        "image/build.py",
+        "if info is not None and not info.tags:",
+        "if info is not None:",
+        "a failed build removes an image someone tagged",
+        BUILD,
+    ),
+)
+
+SETS = {"a": SET_A, "b": SET_B, "c": SET_C, "d": SET_D}
 
 
 # --------------------------------------------------------------------------- running
@@ -912,7 +1144,7 @@ def report(results: list[tuple[Mutant, str, float, str]], sets: str) -> str:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--set", default="abc", help="which sets: any of a, b, c (default: abc)")
+    ap.add_argument("--set", default="abcd", help="which sets: any of a, b, c, d (default: abcd)")
     ap.add_argument("--only", nargs="*", default=(), help="mutant ids to run")
     ap.add_argument("--out", type=Path, help="write the markdown report here")
     ap.add_argument("--timeout", type=float, default=300.0, help="seconds per mutant")
