@@ -808,7 +808,8 @@ SET_D: tuple[Mutant, ...] = (
         "D01",
         COV,
         '    if cert is not None:\n        return None\n    return Refusal(\n        reason="no-cert',
-        '    if cert is not None or not image.tags:\n        return None\n    return Refusal(\n        reason="no-cert',
+        "    if cert is not None or not image.tags:\n        return None\n"
+        '    return Refusal(\n        reason="no-cert',
         "an untagged image without a certificate not refused",
         RUN,
     ),
