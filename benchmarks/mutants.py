@@ -971,9 +971,10 @@ SET_D: tuple[Mutant, ...] = (
     m(
         "D24",
         OWN,
-        're.compile(r"^[a-z0-9][a-z0-9-]{0,31}$", re.ASCII)',
-        're.compile(r"^[a-z0-9][a-z0-9-]{0,31}", re.ASCII)',
-        "a container purpose checked on its prefix",
+        "if not _PURPOSE_RE.fullmatch(purpose):",
+        "if not _PURPOSE_RE.match(purpose):",
+        "a container purpose checked on its prefix (its first run, as `$` dropped from the pattern, "
+        "found that `$` let a final newline through: fixed with fullmatch)",
         JANITOR,
     ),
     m(

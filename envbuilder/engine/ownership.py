@@ -51,7 +51,7 @@ class OwnedContainer:
 def container_name(purpose: str) -> str:
     """`envbuilder-PURPOSE-XXXXXXXX`: a name `docker ps` shows as ours. Raises ValueError for a
     purpose that is not a short lower-case word."""
-    if not _PURPOSE_RE.match(purpose):
+    if not _PURPOSE_RE.fullmatch(purpose):  # not match: `$` also matches before a final newline
         raise ValueError(f"container purpose {purpose!r} is not a short lower-case word")
     return f"envbuilder-{purpose}-{secrets.token_hex(4)}"
 

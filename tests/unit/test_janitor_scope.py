@@ -368,3 +368,43 @@ def test_an_orphans_line_is_written_only_into_this_data_folder(
     assert engine.sweep_leftovers() == ("envbuilder-run-e",)
     assert victim.read_text() == "precious\n"
     assert any(f"its log {victim} is not in this data folder" in n for n in notices)
+
+
+def test_a_log_in_a_folder_that_only_shares_the_data_folders_prefix_is_not_ours(tmp_path: Path) -> None:
+    from envbuilder.engine.ownership import log_is_ours
+
+    alice = tmp_path / "alice"
+    assert log_is_ours(alice / "runs.jsonl", alice)
+    assert not log_is_ours(tmp_path / "alice-evil" / "runs.jsonl", alice)
+    assert not log_is_ours(alice / "sub" / "runs.jsonl", alice)
+    assert not log_is_ours(tmp_path / "runs.jsonl", alice)
+
+
+def test_a_lock_folder_that_is_a_file_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "file").write_text("x")
+    monkeypatch.setenv("ENVBUILDER_LOCK_DIR", str(tmp_path / "file"))
+    with pytest.raises(NotADirectoryError, match="not a folder"):
+        shared_locks_dir()
+
+
+def test_a_read_only_lock_file_is_never_opened_through_a_symlink(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another user's lock file we may not write is opened read-only: still never through a link."""
+    folder = tmp_path / "locks"
+    monkeypatch.setenv("ENVBUILDER_LOCK_DIR", str(folder))
+    shared_locks_dir()
+    victim = tmp_path / "victim"
+    victim.write_text("precious\n")
+    path = folder / "planted.lock"
+    path.symlink_to(victim)
+    real_open = os.open
+
+    def no_write(p: Any, flags: int, *args: Any) -> int:
+        if flags & os.O_RDWR:
+            raise PermissionError(13, "Permission denied", str(p))  # as for another user's 0644 file
+        return real_open(p, flags, *args)
+
+    monkeypatch.setattr(commit_mod.os, "open", no_write)
+    with pytest.raises(OSError):
+        commit_mod._open_lock(path)

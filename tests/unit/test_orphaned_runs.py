@@ -130,3 +130,19 @@ def test_an_orphans_times_and_exit_code_are_never_invented(tmp_path: Path) -> No
     got = orphan_record(box("exited", labels), odd, now=NOW)
     assert got is not None and (got[1]["exit_code"], got[1]["seconds"]) == (137, None)
     assert got[1]["container_status"] == "exited" and got[1]["recorded_by"] == "janitor"
+
+
+def test_a_job_that_never_started_is_not_recorded_as_a_success(tmp_path: Path) -> None:
+    zero = "0001-01-01T00:00:00Z"
+    state = {"ExitCode": 0, "StartedAt": zero, "FinishedAt": zero}
+    got = orphan_record(box("created", record_labels(tmp_path / "r.jsonl", RECORD)), state, now=NOW)
+    assert got is not None and (got[1]["exit_code"], got[1]["seconds"]) == (137, None)
+
+
+def test_a_container_purpose_is_one_short_word() -> None:
+    from envbuilder.engine.ownership import container_name
+
+    for bad in ("run\n", "run;rm", "run x", "Run", "-run", "a" * 33):
+        with pytest.raises(ValueError, match="purpose"):
+            container_name(bad)
+    assert container_name("a" * 32).startswith("envbuilder-" + "a" * 32 + "-")

@@ -103,3 +103,72 @@ def test_the_ranking_key_orders_version_then_native_kernels_then_full_driver_the
     shuffled = list(reversed(ranked))
     shuffled.sort(key=lambda v: _rank_key(v, request), reverse=True)
     assert [v.stack.id for v in shuffled] == [v.stack.id for v in ranked]
+
+
+def _resolve(
+    matrix: Matrix, framework: str, *, gpus: tuple[str, ...] = (), driver: str | None = None, **req: Any
+) -> Any:
+    from envbuilder.cli.options import host_from_options, request_from_options
+    from envbuilder.resolve.resolver import resolve
+
+    request = request_from_options(
+        framework, req.get("python"), req.get("strategy"), None, "runtime", bool(req.get("cpu")), False
+    )
+    return resolve(matrix, request, host_from_options(matrix, driver, gpus, ()))
+
+
+def _newest_os(names: Any) -> str:
+    return str(max(names, key=lambda o: Version(o.lstrip("abcdefghijklmnopqrstuvwxyz"))))
+
+
+@pytest.mark.parametrize(
+    ("strategy", "python"),
+    [("bundled", "3.11"), ("bundled", "3.12"), ("system-cuda", "3.12"), ("system-cuda", "3.10")],
+)
+def test_the_base_image_is_the_newest_os_with_that_python_and_the_right_cudnn(
+    matrix: Matrix, strategy: str, python: str
+) -> None:
+    from envbuilder.matrix import framework as framework_table
+
+    res = _resolve(
+        matrix, "torch", gpus=("NVIDIA H200",), driver="580.159.04", python=python, strategy=strategy
+    )
+    s = res.stack
+    assert s is not None, res.rejected
+    base = next(b for b in matrix.base_images if b.ref == s.base_image)
+    same = [b for b in matrix.base_images if b.kind == ("slim" if strategy == "bundled" else "cuda")]
+    same = [b for b in same if b.python == python]
+    if strategy == "system-cuda":
+        release = next(r for r in framework_table(matrix, "torch").releases if r.version == s.version)
+        variant = next(v for v in release.variants if v.name == s.variant)
+        assert base.cudnn == (variant.needs_system_cudnn or None)
+        same = [b for b in same if b.cuda and major_minor(b.cuda) == major_minor(s.cuda or "")]
+        same = [b for b in same if b.cudnn == base.cudnn and b.flavor == base.flavor]
+    assert base.os == _newest_os(b.os for b in same)
+
+
+def test_alternatives_are_capped_and_distinct(matrix: Matrix) -> None:
+    from envbuilder.resolve.resolver import MAX_ALTERNATIVES
+
+    res = _resolve(matrix, "torch", gpus=("NVIDIA H200",), driver="580.159.04")
+    assert len(res.alternatives) == MAX_ALTERNATIVES == 4
+    keys = [(s.version, s.variant, s.strategy) for s in (res.stack, *res.alternatives)]
+    assert len(set(keys)) == len(keys)
+
+
+def test_the_no_driver_warning_is_for_gpu_hosts_only(matrix: Matrix) -> None:
+    gpu = _resolve(matrix, "torch", gpus=("NVIDIA H200",))
+    assert any("no driver given" in w for w in gpu.warnings)
+    cpu = _resolve(matrix, "torch", cpu=True)
+    assert not any("no driver given" in w for w in cpu.warnings)
+
+
+def test_an_exemption_covers_exactly_one_driver_branch() -> None:
+    from envbuilder.require_cuda import Properties, parse_require_cuda, require_cuda_text
+
+    text = require_cuda_text("12.6", (("tesla", 535),))
+    assert text == "cuda>=12.6 brand=tesla,driver>=535,driver<536"
+    req = parse_require_cuda(text)
+    assert req.admits(Properties(cuda="12.2", driver="535.999.99", brand="tesla"))
+    assert not req.admits(Properties(cuda="12.2", driver="536.0.0", brand="tesla"))
+    assert not req.admits(Properties(cuda="12.2", driver="534.99.99", brand="tesla"))

@@ -383,3 +383,16 @@ def test_what_a_certificate_lets_run_start_follows_its_verdict(
     assert (got["gpu_runs"], got["cpu_runs"]) == (gpu_runs, cpu_runs)
     assert got["gpus"] == ([{"name": "NVIDIA H200", "cc": "9.0"}] if gpu_runs else [])
     assert got["min_driver"] == ("580.65.06" if gpu_runs else None)
+
+
+def test_an_untagged_image_without_a_certificate_is_refused_by_its_id() -> None:
+    bare = ImageInfo(id=IMAGE_ID, tags=(), repo_digests=())
+    (r,) = check_run(None, bare, host())
+    assert r.reason == "no-certificate" and r.message == f"no certificate for image {IMAGE_ID} ({IMAGE_ID})"
+
+
+@pytest.mark.parametrize("requested", ["auto", "toolkit", "cdi", "devices"])
+def test_a_gpu_certificate_on_a_host_that_hands_in_no_gpu_is_refused_whatever_was_asked(
+    requested: str,
+) -> None:
+    assert reasons(cert(), image(), host(access="none", requested=requested)) == ["no-gpu"]
