@@ -14,7 +14,8 @@ written, so a stale .pyc cannot hide a mutant), and reports caught / survived:
 Set A was written before the boundary tests were extended (they were then written to catch it).
 Set B was written after them, without looking back at the tests: its first run is a blind
 measure (then tests were added for its survivors). Set C was written after that, blind
-again, and set D after the tests for C's survivors: each set's first run is the honest measure.
+again, set D after the tests for C's survivors, set E after D's: each set's first run is the
+honest measure of the tests as they were then.
 A mutant whose snippet is not found exactly once is reported `stale` (the code moved on: update
 it). Slow (one pytest process per mutant): `make mutants`, never part of `make test`.
 Stdlib only (pytest is run as a subprocess).
@@ -1035,7 +1036,207 @@ SET_D: tuple[Mutant, ...] = (
     ),
 )
 
-SETS = {"a": SET_A, "b": SET_B, "c": SET_C, "d": SET_D}
+# --------------------------------------------------------------------------- set E (blind, after D's tests)
+SET_E: tuple[Mutant, ...] = (
+    m(
+        "E01",
+        COV,
+        "    if cert is None:\n        return None\n    problems",
+        '    if cert is None or cert.verdict == "certified-cpu-only":\n        return None\n    problems',
+        "a CPU-only certificate not checked for tampering",
+        RUN,
+    ),
+    m(
+        "E02",
+        COV,
+        "    if cert is None:\n        return None\n    have",
+        "    if cert is None or not cert.image.id:\n        return None\n    have",
+        "a certificate without an image ID taken as this image's",
+        RUN,
+    ),
+    m(
+        "E03",
+        COV,
+        'if cert is None or cert.verdict != "failed":',
+        'if cert is None or cert.verdict not in ("failed", "certified-cpu-only"):',
+        "a CPU-only certificate refused as failed",
+        RUN,
+    ),
+    m(
+        "E04",
+        COV,
+        'cert.verdict != "certified-cpu-only" or host.access == "none"',
+        'cert.verdict != "certified-cpu-only" or not host.gpus',
+        "cpu-only judged by the GPUs present",
+        RUN,
+    ),
+    m(
+        "E05",
+        COV,
+        "if cert is None or not _gpu_cert(cert) or host.access",
+        "if cert is None or host.access",
+        "a CPU-only certificate held to GPU presence",
+        RUN,
+    ),
+    m(
+        "E06",
+        COV,
+        'if stack is None or host.access == "none":\n        return None\n    sass, ptx',
+        'if stack is None or host.access == "none" or len(host.gpus) > 1:\n'
+        "        return None\n    sass, ptx",
+        "the arch check skipped on multi-GPU hosts",
+        RUN,
+    ),
+    m(
+        "E07",
+        COV,
+        "certified = {str(g.name) for g in cert.host.gpus}",
+        "certified = {str(g.name) for g in cert.host.gpus[:1]}",
+        "only the first certified GPU model counted",
+        RUN,
+    ),
+    m(
+        "E08",
+        COV,
+        "have = _version(host.driver)",
+        "have = _version(host.driver or stack.min_driver)",
+        "an unknown driver taken as the floor",
+        RUN,
+    ),
+    m(
+        "E09",
+        COV,
+        "refused = [g for g in gpus if not req.admits(",
+        "refused = [g for g in gpus if g is not None and not req.admits(",
+        "require-cuda skipped when no GPU is listed",
+        RUN,
+    ),
+    m(
+        "E10",
+        COV,
+        "if not refused:\n            continue",
+        "if len(refused) < len(gpus):\n            continue",
+        "require-cuda refused only when every GPU fails",
+        RUN,
+    ),
+    m("E11", REQ, '">": c > 0', '">": c >= 0', "> evaluated as >=", RUN),
+    m(
+        "E12",
+        ARCH,
+        'if self.suffix == "a":',
+        'if self.suffix == "a" and self.kind == "sass":',
+        "arch-specific PTX taken as portable",
+        RUN,
+    ),
+    m(
+        "E13",
+        ARCH,
+        "fitting = [t for t in targets if t.runs_on(gpu)]",
+        'fitting = [t for t in targets if t.runs_on(gpu) or t.kind == "ptx"]',
+        "any PTX taken to JIT anywhere",
+        RUN,
+    ),
+    m(
+        "E14",
+        RES,
+        'if v.cuda is None and cand.strategy == "system-cuda":',
+        'if v.cuda is None and cand.strategy == "bundled":',
+        "CPU builds refused the bundled strategy",
+        RESOLVE,
+    ),
+    m(
+        "E15",
+        RES,
+        "floors = [(mvc_floor(matrix, v.cuda),",
+        "floors = [(first_release(matrix, v.cuda).min_driver,",
+        "the toolkit driver taken as the floor (MVC ignored)",
+        RESOLVE,
+    ),
+    m(
+        "E16",
+        RES,
+        "bad = _known_bad(matrix, rel, v, g, kernel.kind)",
+        'bad = _known_bad(matrix, rel, v, g, "sass")',
+        "known-bad rows of the PTX path never apply",
+        RESOLVE,
+    ),
+    m(
+        "E17",
+        RES,
+        '            if kernel.kind == "ptx":',
+        '            if kernel.kind == "ptx" and v.ptx_isa:',
+        "the JIT floor only when the ISA was read",
+        RESOLVE,
+    ),
+    m(
+        "E18",
+        RES,
+        "native = native_cuda(matrix, host.driver)",
+        "native = image.require_cuda",
+        "resolve's require-cuda assumes the driver's CUDA suffices",
+        RESOLVE,
+    ),
+    m(
+        "E19",
+        RES,
+        "    if not rejected:\n",
+        "    if True:\n",
+        "stacks offered although a GPU is unsupported",
+        RESOLVE,
+    ),
+    m(
+        "E20",
+        DRV,
+        "if p.isa == isa), None)",
+        "if p.isa >= isa), None)",
+        "PTX ISAs compared as strings",
+        RESOLVE,
+    ),
+    m("E21", OWN, "hexdigest()[:16]", "hexdigest()[:4]", "a data mark short enough to collide", JANITOR),
+    m(
+        "E22",
+        ENG,
+        "self._client.api.remove_container(c.id, force=True)",
+        "self._client.api.remove_container(c.id, force=False)",
+        "a running orphan not removed",
+        JANITOR,
+    ),
+    m("E23", OWN, "if not log or not raw:", "if not raw:", "an orphan without a log path recorded", JANITOR),
+    m(
+        "E24",
+        COMMIT,
+        "                os.ftruncate(fd, 0)\n",
+        "                pass\n",
+        "a shorter holder line leaves the old one's tail",
+        LOCKS,
+    ),
+    m(
+        "E25",
+        COMMIT,
+        "        path.unlink(missing_ok=True)\n        notice(line)",
+        "        notice(line)",
+        "a repaired journal kept (repaired again and again)",
+        LOCKS,
+    ),
+    m(
+        "E26",
+        COMMIT,
+        "    except BaseException:\n        _undo(",
+        "    except Exception:\n        _undo(",
+        "Ctrl-C in a commit leaves the tags",
+        LOCKS,
+    ),
+    m(
+        "E27",
+        "image/build.py",
+        "daemon = engine.daemon_info().id",
+        'daemon = ""',
+        "tags locked without their daemon",
+        BUILD,
+    ),
+)
+
+SETS = {"a": SET_A, "b": SET_B, "c": SET_C, "d": SET_D, "e": SET_E}
 
 
 # --------------------------------------------------------------------------- running
@@ -1146,7 +1347,7 @@ def report(results: list[tuple[Mutant, str, float, str]], sets: str) -> str:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--set", default="abcd", help="which sets: any of a, b, c, d (default: abcd)")
+    ap.add_argument("--set", default="abcde", help="which sets: any of a..e (default: abcde)")
     ap.add_argument("--only", nargs="*", default=(), help="mutant ids to run")
     ap.add_argument("--out", type=Path, help="write the markdown report here")
     ap.add_argument("--timeout", type=float, default=300.0, help="seconds per mutant")
