@@ -408,3 +408,28 @@ def test_a_read_only_lock_file_is_never_opened_through_a_symlink(
     monkeypatch.setattr(commit_mod.os, "open", no_write)
     with pytest.raises(OSError):
         commit_mod._open_lock(path)
+
+
+def test_the_holder_line_is_replaced_whole(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    folder = tmp_path / "locks"
+    monkeypatch.setenv("ENVBUILDER_LOCK_DIR", str(folder))
+    path = shared_locks_dir() / f"{commit_mod._key('tag:/team/x:1')}.lock"
+    path.write_text("envbuilder a-much-longer-host-name-than-this-one/123456789/123456789012 (0)\n" * 3)
+    with output_lock([], ["team/x:1"], lambda _m: None):
+        assert path.read_text() == f"envbuilder {owner_mark()} ({os.getuid()})\n"
+
+
+def test_a_commit_stopped_by_ctrl_c_puts_the_tags_back(tmp_path: Path) -> None:
+    class Stopping(FakeEngine):
+        def tag(self, image: str, ref: str) -> None:
+            if ref == "team/y:1":
+                raise KeyboardInterrupt
+            super().tag(image, ref)
+
+    eng = Stopping()
+    eng.images.update({NEW.id: NEW, THEIRS.id: THEIRS, "team/x:1": THEIRS})
+    (tmp_path / "x.lock.json").write_text("old\n")
+    with pytest.raises(KeyboardInterrupt):
+        commit_mod.commit(eng, NEW.id, ["team/x:1", "team/y:1"], tmp_path / "x.lock.json", "new\n")
+    assert eng.images["team/x:1"] == THEIRS and "team/y:1" not in eng.images
+    assert (tmp_path / "x.lock.json").read_text() == "old\n"

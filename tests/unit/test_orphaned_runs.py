@@ -58,6 +58,8 @@ def test_an_exited_orphan_keeps_the_jobs_exit_code_and_time(tmp_path: Path) -> N
 
 def test_no_record_no_line() -> None:
     assert orphan_record(box("exited", {}), {}) is None
+    assert orphan_record(box("exited", {RECORD_LABEL: json.dumps(RECORD)}), {}) is None  # no log path
+    assert orphan_record(box("exited", {LOG_LABEL: "", RECORD_LABEL: json.dumps(RECORD)}), {}) is None
     assert orphan_record(box("exited", {LOG_LABEL: "/x", RECORD_LABEL: "not json"}), {}) is None
     assert orphan_record(box("exited", {LOG_LABEL: "/x", RECORD_LABEL: "[1]"}), {}) is None
     never = orphan_record(
@@ -88,6 +90,7 @@ class _Client:
 
         class _Api:
             def remove_container(self, cid: str, force: bool) -> None:
+                assert force, "a running orphan is removed only with force (docker rm -f)"
                 client.removed.append(cid)
 
         self.containers, self.api = _Containers(), _Api()

@@ -396,3 +396,11 @@ def test_a_gpu_certificate_on_a_host_that_hands_in_no_gpu_is_refused_whatever_wa
     requested: str,
 ) -> None:
     assert reasons(cert(), image(), host(access="none", requested=requested)) == ["no-gpu"]
+
+
+def test_require_cuda_holds_when_gpu_access_is_given_but_no_gpu_was_listed() -> None:
+    """A GPU access mode whose GPUs the probe could not list: the requirement is still checked
+    (for a GPU of unknown brand and arch), not skipped."""
+    h = host(gpus=(), access="toolkit", requested="toolkit", driver="535.104.05", cuda_driver="12.2")
+    got = check_run(cert(gpus=(), min_driver=None), image(env=(f"NVIDIA_REQUIRE_CUDA={REQUIRE_130}",)), h)
+    assert "require-cuda" in [r.reason for r in got]
