@@ -14,7 +14,7 @@ written, so a stale .pyc cannot hide a mutant), and reports caught / survived:
 Set A was written before the boundary tests were extended (they were then written to catch it).
 Set B was written after them, without looking back at the tests: its first run is a blind
 measure (then tests were added for its survivors). Set C was written after that, blind
-again, set D after the tests for C's survivors, set E after D's: each set's first run is the
+again, set D after the tests for C's survivors, set E after D's, set F after E's: each set's first run is the
 honest measure of the tests as they were then.
 A mutant whose snippet is not found exactly once is reported `stale` (the code moved on: update
 it). Slow (one pytest process per mutant): `make mutants`, never part of `make test`.
@@ -1236,7 +1236,135 @@ SET_E: tuple[Mutant, ...] = (
     ),
 )
 
-SETS = {"a": SET_A, "b": SET_B, "c": SET_C, "d": SET_D, "e": SET_E}
+# --------------------------------------------------------------------------- set F (blind, after E's tests)
+# The boundaries the issue names (run's coverage check, NVIDIA_REQUIRE_*, the kernel rule, resolve's
+# driver floor, Python range, arch and require-cuda rejections), as a hidden set there would be.
+SET_F: tuple[Mutant, ...] = (
+    m(
+        "F01",
+        COV,
+        "    problems = verify_certificate(cert)\n    if not problems:\n",
+        '    problems = verify_certificate(cert)\n    if not any("content hash" in p for p in problems):\n',
+        "only a hash mismatch counts as tampering (shape problems ignored)",
+        RUN,
+    ),
+    m(
+        "F02",
+        COV,
+        'if cert is None or cert.verdict != "failed":',
+        'if cert is None or cert.verdict != "failed" or host.access == "none":',
+        "a failed certificate covers CPU runs",
+        RUN,
+    ),
+    m(
+        "F03",
+        COV,
+        "kernel_for(parse_cc(g.cc), targets) is None",
+        "kernel_for(parse_cc(g.cc), targets[:1]) is None",
+        "the arch checked against the first target only",
+        RUN,
+    ),
+    m(
+        "F04",
+        COV,
+        'if stack is None or host.access == "none" or floor is None:',
+        'if stack is None or host.access == "none" or floor is None or host.driver is None:',
+        "an unknown driver skips the floor",
+        RUN,
+    ),
+    m(
+        "F05",
+        COV,
+        "gpus: Sequence[GpuInfo | None] = host.gpus or (None,)",
+        "gpus: Sequence[GpuInfo | None] = host.gpus or ()",
+        "require-cuda checks nothing when no GPU is listed",
+        RUN,
+    ),
+    m(
+        "F06",
+        COV,
+        "    for cert in certs:\n",
+        "    for cert in certs[1:]:\n",
+        "the newest certificate never chosen",
+        RUN,
+    ),
+    m("F07", REQ, '"<=": c <= 0', '"<=": c < 0', "<= evaluated as <", RUN),
+    m(
+        "F08",
+        REQ,
+        'return Requirement(text=text, name=name, invalid=f"invalid constraint {raw!r}: no operator")',
+        "continue",
+        "a factor without an operator skipped, not invalid",
+        RUN,
+    ),
+    m("F09", REQ, "if prop in STRING_PROPERTIES:", 'if prop == "arch":', "brand compared as a version", RUN),
+    m(
+        "F10",
+        REQ,
+        'legacy = env.get("CUDA_VERSION", "")',
+        'legacy = ""',
+        "a legacy image's CUDA_VERSION ignored",
+        RUN,
+    ),
+    m(
+        "F11",
+        ARCH,
+        "return self.cc[0] == gpu[0] and self.cc[1] <= gpu[1]",
+        "return self.cc[0] == gpu[0]",
+        "SASS taken to run on a lower minor",
+        RUN,
+    ),
+    m(
+        "F12",
+        ARCH,
+        "return Target(kind, (int(m.group(2)), int(m.group(3))), m.group(4))",
+        'return Target(kind, (int(m.group(2)), int(m.group(3))), "")',
+        "the a/f suffix dropped",
+        RUN,
+    ),
+    m(
+        "F13",
+        RES,
+        "if Version(host.driver) < Version(floor):",
+        "if Version(host.driver) < Version(floor) and not request.forward_compat:",
+        "--forward-compat waives the driver floor",
+        RESOLVE,
+    ),
+    m(
+        "F14",
+        RES,
+        "kernel = kernel_for(parse_cc(g.cc), matrix_targets(v.sass, v.ptx))",
+        "kernel = kernel_for(parse_cc(g.cc), matrix_targets(v.sass, ()))",
+        "resolve ignores a build's PTX",
+        RESOLVE,
+    ),
+    m(
+        "F15",
+        RES,
+        "        if not ok:\n",
+        "        if not ok and not request.forward_compat:\n",
+        "--forward-compat waives the image's NVIDIA_REQUIRE_CUDA",
+        RESOLVE,
+    ),
+    m(
+        "F16",
+        RES,
+        "branch > model.last_branch:",
+        "str(branch) > str(model.last_branch):",
+        "driver branches compared as strings",
+        RESOLVE,
+    ),
+    m(
+        "F17",
+        RES,
+        "require = (jit_cuda or major_minor(v.cuda)) if not sass_everywhere else",
+        "require = major_minor(v.cuda) if False else",
+        "a PTX-JIT stack's NVIDIA_REQUIRE_CUDA too lax",
+        RESOLVE,
+    ),
+)
+
+SETS = {"a": SET_A, "b": SET_B, "c": SET_C, "d": SET_D, "e": SET_E, "f": SET_F}
 
 
 # --------------------------------------------------------------------------- running
@@ -1347,7 +1475,7 @@ def report(results: list[tuple[Mutant, str, float, str]], sets: str) -> str:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--set", default="abcde", help="which sets: any of a..e (default: abcde)")
+    ap.add_argument("--set", default="abcdef", help="which sets: any of a..f (default: abcdef)")
     ap.add_argument("--only", nargs="*", default=(), help="mutant ids to run")
     ap.add_argument("--out", type=Path, help="write the markdown report here")
     ap.add_argument("--timeout", type=float, default=300.0, help="seconds per mutant")
