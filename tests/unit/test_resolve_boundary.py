@@ -172,3 +172,11 @@ def test_an_exemption_covers_exactly_one_driver_branch() -> None:
     assert req.admits(Properties(cuda="12.2", driver="535.999.99", brand="tesla"))
     assert not req.admits(Properties(cuda="12.2", driver="536.0.0", brand="tesla"))
     assert not req.admits(Properties(cuda="12.2", driver="534.99.99", brand="tesla"))
+
+
+def test_driver_branches_are_compared_as_numbers(matrix: Matrix) -> None:
+    """A four-digit branch (a driver 1000.x) is newer than R470, the K80's last branch."""
+    res = _resolve(matrix, "torch", gpus=("Tesla K80",), driver="1000.10.1")
+    assert res.stack is None
+    assert [r.component for r in res.rejected] == ["gpu-support"]
+    assert "not supported by driver branch 1000" in res.rejected[0].reason

@@ -404,3 +404,30 @@ def test_require_cuda_holds_when_gpu_access_is_given_but_no_gpu_was_listed() -> 
     h = host(gpus=(), access="toolkit", requested="toolkit", driver="535.104.05", cuda_driver="12.2")
     got = check_run(cert(gpus=(), min_driver=None), image(env=(f"NVIDIA_REQUIRE_CUDA={REQUIRE_130}",)), h)
     assert "require-cuda" in [r.reason for r in got]
+
+
+def test_a_failed_certificate_covers_no_cpu_run_either() -> None:
+    cpu = host(gpus=(), access="none", requested="none", driver=None, cuda_driver=None)
+    assert "failed" in reasons(cert("failed"), image(), cpu)
+
+
+def test_the_newest_covering_certificate_is_the_one_chosen() -> None:
+    newer = cert(gpus=(H200,), issued_at="2026-06-01T00:00:00Z")
+    older = cert(gpus=(H200,), issued_at="2026-01-01T00:00:00Z")
+    chosen, refusals = choose_certificate([newer, older], image(), host())
+    assert chosen is newer and refusals == []
+
+
+def test_a_sealed_certificate_of_the_wrong_shape_is_refused() -> None:
+    """The hash can be recomputed by anyone: a certificate whose hash matches but whose content
+    is not a certificate (an unknown verdict) is refused all the same."""
+    from envbuilder.certify.certificate import verify_certificate
+    from envbuilder.hashing import sha256_of
+
+    doc = cert_doc()
+    doc["verdict"] = "certified-by-me"
+    body = {k: v for k, v in doc.items() if k != "content_hash"}
+    doc["content_hash"] = sha256_of(body)
+    problems = verify_certificate(doc)
+    assert problems and not any("content hash" in p for p in problems)
+    assert "tampered" in reasons(Certificate(doc), image(), host())
