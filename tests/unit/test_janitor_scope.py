@@ -405,7 +405,7 @@ def test_a_read_only_lock_file_is_never_opened_through_a_symlink(
             raise PermissionError(13, "Permission denied", str(p))  # as for another user's 0644 file
         return real_open(p, flags, *args)
 
-    monkeypatch.setattr(commit_mod.os, "open", no_write)
+    monkeypatch.setattr(os, "open", no_write)  # the module calls os.open
     with pytest.raises(OSError):
         commit_mod._open_lock(path)
 
