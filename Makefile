@@ -4,22 +4,33 @@ PY ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+RUN_STAMP := $(VENV)/.installed-run
 
 .DEFAULT_GOAL := help
-.PHONY: help install run check lint fmt types unit test test-docker test-harness services golden bench bench-resolve fuzz mutants clean
+.PHONY: help install docker run check lint fmt types unit test test-docker test-harness services golden bench bench-resolve fuzz mutants clean
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
+
+# The product's own dependencies only (what `make run` needs), or those and the dev tools.
+$(RUN_STAMP): pyproject.toml
+	$(PY) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -e .
+	touch $(RUN_STAMP)
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q -e '.[dev]'
-	touch $(STAMP)
+	touch $(STAMP) $(RUN_STAMP)
 
 install: $(STAMP) ## Create .venv and install envbuilder with its dev tools
 
-run: $(STAMP) ## The whole job: doctor, resolve, build, certify and report the PyTorch training image here
+docker: ## A Docker daemon that answers: started here (root, Debian/Ubuntu), else one line saying what to run
+	bash scripts/dockerd.sh
+
+run: docker $(RUN_STAMP) ## The whole job: doctor, resolve, build, certify and report the PyTorch training image here
 	$(BIN)/envbuilder up images/pytorch-train.yaml
 
 check: lint types unit ## Lint, type-check and unit-test (run before every commit)
@@ -54,7 +65,7 @@ test: $(STAMP) services ## Everything the tests need, then all tests (unit + doc
 test-docker: $(STAMP) services ## Only the Docker integration tests
 	$(BIN)/pytest -q -m docker tests/integration
 
-golden: $(STAMP) ## Regenerate golden Dockerfiles and the committed images/*.Dockerfile renders
+golden: $(STAMP) ## Regenerate golden Dockerfiles, the committed images/*.Dockerfile renders and images/spec.schema.json
 	$(BIN)/pytest -q tests/unit -k 'golden or image_renders' --update-golden
 
 bench: $(STAMP) services ## Build benchmarks (cold vs warm build, image sizes) -> benchmarks/results/
@@ -66,8 +77,8 @@ bench-resolve: $(STAMP) ## `envbuilder resolve` start-up time, before vs after, 
 clean: ## Remove the venv and caches
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache
 
-fuzz: $(STAMP) ## Property-based fuzzing of the spec, lock and certificate loaders and the report/certs code, 10,000 inputs per loader (~25 min)
-	HYPOTHESIS_PROFILE=fuzz $(BIN)/pytest -q -p no:cacheprovider --hypothesis-show-statistics tests/unit/test_fuzz_loaders.py
+fuzz: $(STAMP) ## Property-based fuzzing, 10,000 inputs per loader: spec, lock, certificate (+ report/certs), DSSE envelope, statement payload, registry answers, harness output, trust policy (~55 min on 2 cores; K="envelope or trust_policy" selects)
+	HYPOTHESIS_PROFILE=fuzz $(BIN)/pytest -q -p no:cacheprovider --hypothesis-show-statistics tests/unit/test_fuzz_loaders.py $(if $(K),-k "$(K)")
 
-mutants: $(STAMP) ## Plant one-line bugs at the trust boundaries one at a time; the unit tests must catch them (~5 min) -> benchmarks/results/
+mutants: $(STAMP) ## Plant one-line bugs at the trust boundaries one at a time; the unit tests must catch them (~15 min on 2 cores) -> benchmarks/results/
 	$(BIN)/python benchmarks/mutants.py --out benchmarks/results/mutants-$$(date -u +%Y-%m-%d).md

@@ -6,13 +6,20 @@ with `exit_code`. The table of codes is documented in README.md (Exit codes); ke
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
+# How many lines of a failed tool's own output (uv, BuildKit, debootstrap) an error shows.
+LOG_TAIL_LINES = 40
+
 
 class EnvbuilderError(Exception):
     """Base of all expected failures. `message` says what failed and why; `hint` what to do.
 
     Where the failure has a place, it is also kept as fields (the message already names them):
     `file` (a path as the user knows it), `line`, `field` (dotted, e.g. "certify.thresholds.x")
-    and the refused `value`, so callers and tests need not parse the message.
+    and the refused `value`, so callers and tests need not parse the message. Where a tool
+    failed, `log` holds the last lines of its output (log_tail), printed below the one-line
+    message, each line on its own.
     """
 
     exit_code = 1
@@ -26,10 +33,12 @@ class EnvbuilderError(Exception):
         line: int | None = None,
         field: str | None = None,
         value: object = None,
+        log: Iterable[str] = (),
     ) -> None:
         super().__init__(message)
         self.message = message
         self.hint = hint
+        self.log = tuple(log)
         self.file = file
         self.line = line
         self.field = field
@@ -42,6 +51,13 @@ class EnvbuilderError(Exception):
         """The place of the failure, only what is known: {file, line, field, value}."""
         known = {"file": self.file, "line": self.line, "field": self.field, "value": self.value}
         return {k: v for k, v in known.items() if v is not None}
+
+
+def log_tail(lines: Iterable[str], count: int = LOG_TAIL_LINES) -> tuple[str, ...]:
+    """The last `count` non-blank lines of a tool's output, given as text chunks (each may hold
+    several lines: they are split, trailing blanks and carriage returns dropped)."""
+    kept = [ln.rstrip() for chunk in lines for ln in chunk.splitlines() if ln.strip()]
+    return tuple(kept[-count:]) if count > 0 else ()
 
 
 class UsageError(EnvbuilderError):

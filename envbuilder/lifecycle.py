@@ -19,19 +19,24 @@ import re
 import shutil
 import signal
 import socket
+import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from types import FrameType
+from typing import Any
 
 from envbuilder.errors import Interrupted, Terminated
 
 HANDLED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 TEMP_PREFIX = "envbuilder-"
-# envbuilder-<purpose>-<pid>-<start ticks>-<random>: mkdtemp's random part follows the last '-'.
-_TEMP_RE = re.compile(r"^envbuilder-[a-z0-9]+-(\d+)-(\d+)-[A-Za-z0-9_]+$", re.ASCII)
+# envbuilder-<purpose>-<pid>-<start ticks>-<random>: mkdtemp's 8 random characters follow the last '-'.
+_TEMP_RE = re.compile(r"^envbuilder-[a-z0-9]+-(\d+)-(\d+)-[a-z0-9_]{8}$", re.ASCII)
+# Inside every temp folder: its owner mark. Only a folder holding it, naming the process its name
+# names, is envbuilder's to sweep; a user's folder that merely looks like one is never touched.
+OWNER_FILE = ".envbuilder-owner"
 _MARK_RE = re.compile(r"^(.+)/([0-9]{1,10})/([0-9]{1,20})$", re.ASCII)
 _PR_SET_PDEATHSIG = 1
 
@@ -146,14 +151,89 @@ def die_with_parent() -> Callable[[], None]:
     return _arm
 
 
+def kill_group(proc: subprocess.Popen[Any], first: int = signal.SIGTERM, wait_s: float = 5.0) -> None:
+    """Stop a child started in its own process group (start_new_session) and everything it
+    started: `first` to the whole group, SIGKILL if it is still there after `wait_s`; returns once
+    the child is gone (reaped), so what it was writing can be removed safely after."""
+    for sig in (first, signal.SIGKILL):
+        try:
+            os.killpg(proc.pid, sig)
+        except (ProcessLookupError, PermissionError):
+            break
+        try:
+            proc.wait(timeout=wait_s)
+            return
+        except subprocess.TimeoutExpired:
+            continue
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.wait(timeout=wait_s)
+
+
+def run_child(
+    argv: Sequence[str],
+    *,
+    cwd: Path | None = None,
+    env: Mapping[str, str] | None = None,
+    timeout: float | None = None,
+) -> subprocess.CompletedProcess[str]:
+    """subprocess.run (output captured as text, no stdin) for a tool envbuilder waits on, such
+    as uv: in a process group of its own that is ended whole when envbuilder stops (a stop
+    signal's `Stopped`, a timeout, any exception), and killed with envbuilder on a SIGKILL
+    (die_with_parent). A terminal's Ctrl-C reaches envbuilder alone, which then ends the group
+    before its `finally` blocks remove the child's folders. Raises OSError (cannot start it),
+    subprocess.TimeoutExpired."""
+    with subprocess.Popen(
+        list(argv),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,
+        text=True,
+        errors="replace",
+        cwd=cwd,
+        env=env,
+        start_new_session=True,
+        preexec_fn=die_with_parent(),
+    ) as proc:
+        try:
+            out, err = proc.communicate(timeout=timeout)
+        except BaseException:
+            kill_group(proc)
+            raise
+    return subprocess.CompletedProcess(list(argv), proc.returncode, out, err)
+
+
 # ---------------------------------------------------------------------------------- temp folders
 
 
-def temp_dir(purpose: str, parent: Path | None = None) -> Path:
-    """A new private folder `envbuilder-PURPOSE-PID-START-XXXX` (in `parent`, else the system's
-    temp folder): the caller removes it in a `finally`; after a SIGKILL `sweep_temp_dirs` does."""
+def temp_dir(purpose: str, parent: Path | None = None, *, marked: bool = True) -> Path:
+    """A new private folder `envbuilder-PURPOSE-PID-START-XXXXXXXX` (in `parent`, else the
+    system's temp folder) holding OWNER_FILE (this process's owner mark): the caller removes it in
+    a `finally`; after a SIGKILL `sweep_temp_dirs` does. `marked=False` leaves it empty (a rename
+    target), and then unswept until the caller calls `mark_temp_dir` on it."""
     start = process_start(os.getpid()) or 0
-    return Path(tempfile.mkdtemp(prefix=f"{TEMP_PREFIX}{purpose}-{os.getpid()}-{start}-", dir=parent))
+    path = Path(tempfile.mkdtemp(prefix=f"{TEMP_PREFIX}{purpose}-{os.getpid()}-{start}-", dir=parent))
+    if marked:
+        mark_temp_dir(path)
+    return path
+
+
+def mark_temp_dir(path: Path) -> None:
+    """Write this process's owner mark into `path` (one of its temp folders): what makes it
+    sweepable once this process is gone. Raises OSError."""
+    (Path(path) / OWNER_FILE).write_text(owner_mark() + "\n", encoding="ascii")
+
+
+def _is_ours(entry: Path, pid: int, start: int) -> bool:
+    """Whether a folder whose name matches temp_dir's was made by temp_dir for that process: it
+    holds OWNER_FILE naming this host, that pid and that start time."""
+    try:
+        mark = (entry / OWNER_FILE).read_text(encoding="ascii", errors="replace").strip()
+    except OSError:
+        return False
+    m = _MARK_RE.match(mark)
+    if m is None or m.group(1) != socket.gethostname():
+        return False
+    return (int(m.group(2)), int(m.group(3))) == (pid, start)
 
 
 @contextlib.contextmanager
@@ -168,8 +248,10 @@ def scratch_dir(purpose: str, parent: Path | None = None) -> Iterator[Path]:
 
 def sweep_temp_dirs(root: Path | None = None, *, min_age_s: float = 60.0) -> list[Path]:
     """Remove the temporary folders of envbuilder processes that are gone (killed before their
-    cleanup ran); return what was removed. A folder whose owner still runs, or that is younger than
-    `min_age_s`, stays."""
+    cleanup ran); return what was removed. Only folders temp_dir made are candidates: the name
+    pattern with a pid and start time, and OWNER_FILE inside naming that same process (a user's
+    `envbuilder-render-1-1-abc/` is never removed). A folder whose owner still runs, that is
+    younger than `min_age_s`, not a real folder (a symlink) or another user's, stays."""
     base = Path(root) if root is not None else Path(tempfile.gettempdir())
     removed: list[Path] = []
     try:
@@ -188,7 +270,7 @@ def sweep_temp_dirs(root: Path | None = None, *, min_age_s: float = 60.0) -> lis
         try:
             if not entry.is_dir() or entry.is_symlink() or now - entry.lstat().st_mtime < min_age_s:
                 continue
-            if entry.lstat().st_uid != os.getuid():
+            if entry.lstat().st_uid != os.getuid() or not _is_ours(entry, pid, start):
                 continue
         except OSError:
             continue

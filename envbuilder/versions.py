@@ -1,8 +1,8 @@
 """Version parsing and comparison: framework/CUDA versions, driver versions, compute capabilities.
 
 One place for "12.4 matches 12.4.1", for reading a driver branch and for the rules a version typed
-on the command line must follow (a full driver version or a bare branch, Python as X.Y, ASCII
-digits only), so no module compares or checks version strings by hand.
+on the command line must follow (a driver as NVIDIA prints it, two or three parts, or a bare
+branch; Python as X.Y; ASCII digits only), so no module compares or checks version strings by hand.
 
 The parsers are memoised (the resolver asks about the same few hundred strings thousands of
 times); they return immutable values, and a refused input raises again on every call.
@@ -30,10 +30,6 @@ _XY_RE = re.compile(r"^[0-9]{1,12}(\.[0-9]{1,12}){0,3}$")
 MAX_REQUIREMENT = 200
 _QUOTED = 60  # characters of a refused value an error message shows
 _PYTHON_XY_RE = re.compile(r"^[0-9]\.[0-9]{1,2}$")
-_FULL_DRIVER_HINT = (
-    "give the full version, e.g. 550.54.14 (nvidia-smi --query-gpu=driver_version "
-    "--format=csv,noheader prints it), or a bare branch such as 550"
-)
 
 
 def quote_input(text: object) -> str:
@@ -67,7 +63,7 @@ def parse_driver(text: str) -> Version:
     """Parse a driver version as the matrix states facts about drivers: '535.104.05', a table's
     '570.26' or a branch floor such as '580'. Raises UsageError on anything else.
 
-    A version typed by a user goes through `parse_host_driver`, which is stricter.
+    A version given for a host goes through `parse_host_driver`.
     """
     if not isinstance(text, str) or not _DRIVER_RE.match(text.strip()):
         raise UsageError(
@@ -78,19 +74,17 @@ def parse_driver(text: str) -> Version:
 
 
 def parse_host_driver(text: str) -> str:
-    """Check a driver version given for a host (`--driver`): the full X.Y.Z that nvidia-smi prints
-    for every Linux driver since R450 ('550.54.14'), or a bare branch ('580'), which stands for
-    the oldest driver of that branch (580.0.0, the most conservative answer; the resolver says so).
+    """Check a driver version given for a host (`--driver`, a fleet node's label) and return it as
+    given: the version nvidia-smi prints, three parts ('550.54.14', '580.95.05') or two ('470.86',
+    '550.135', '575.64', Jetson Thor's '580.00', a Windows driver under WSL2 such as '577.00'), or a
+    bare branch ('580'), which stands for the oldest driver of that branch (580.0.0, the most
+    conservative answer; the resolver says so).
 
-    A partial version ('550.54') is refused instead of being read as 550.54.0, which would change
-    the answer silently. Raises UsageError.
+    A two-part version is a full version: NVIDIA has published Linux drivers numbered X.Y for
+    years (455.23, 470.86, 550.135), and X.Y compares as X.Y.0 (580.00 < 580.65.06 < 580.95.05).
+    Raises UsageError for anything else.
     """
     parse_driver(text)
-    parts = text.strip().split(".")
-    if len(parts) == 2:
-        raise UsageError(
-            f"partial driver version {text!r}: a driver version has three parts", hint=_FULL_DRIVER_HINT
-        )
     return text.strip()
 
 

@@ -84,16 +84,8 @@ if [ ${#missing[@]} -gt 0 ]; then
   apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
-# 2. dockerd.
-if ! docker_up; then
-  say "starting dockerd (log: /tmp/dockerd.log)"
-  setsid dockerd >/tmp/dockerd.log 2>&1 < /dev/null &
-  for _ in $(seq 1 60); do docker_up && break; sleep 1; done
-  if ! docker_up; then
-    tail -n 30 /tmp/dockerd.log >&2 || true
-    die "dockerd did not become ready within 60 s (log tail above)"
-  fi
-fi
+# 2. dockerd (the same script `make run` starts it with).
+bash "$(dirname "$0")/dockerd.sh" || die "no Docker daemon (see above)"
 
 # 3. Base image: debootstrap + docker import (no registry is reachable to pull one).
 if ! image_up; then

@@ -5,8 +5,9 @@ The checks, in order, each with its reason: the envelope parses (`malformed`), c
 signature (`unsigned`), by a key the policy trusts for this repository (`untrusted-key`), that
 verifies over the payload (`bad-signature`: payload or signature edited); the statement names the
 image being verified (`subject-mismatch`: an attestation replayed onto another image); its
-certificate is intact (`tampered`) and for the subject's image (`certificate-mismatch`); and it is
-not older than the policy's max_age (`expired`).
+certificate is intact (`tampered`) and for the subject's image (`certificate-mismatch`); it was
+not issued in the future beyond CLOCK_SKEW_S (`future-issued`); and it is not older than the
+policy's max_age (`expired`).
 """
 
 from __future__ import annotations
@@ -23,10 +24,20 @@ from securesystemslib.exceptions import FormatError, UnverifiedSignatureError
 from securesystemslib.signer import Signer
 
 from envbuilder.attest.policy import TrustPolicy
-from envbuilder.attest.statement import CERTIFICATE, PAYLOAD_TYPE, encode, parse_statement
-from envbuilder.certify.certificate import Certificate, parse_timestamp, verify_certificate
+from envbuilder.attest.statement import (
+    CERTIFICATE,
+    PAYLOAD_TYPE,
+    STATEMENT_MAX_BYTES,
+    encode,
+    parse_statement,
+)
+from envbuilder.bounded import load_json
+from envbuilder.certify.certificate import Certificate, issued_in_future, parse_timestamp, verify_certificate
 from envbuilder.errors import CertificateRefusedError
 from envbuilder.hashing import sha256_digest
+
+# An envelope is its statement in base64 (4/3 of it) and a few signatures.
+ENVELOPE_MAX_BYTES = STATEMENT_MAX_BYTES * 4 // 3 + 64 * 1024
 
 MEDIA_TYPE = "application/vnd.dsse.envelope.v1+json"
 REASONS = (
@@ -37,6 +48,7 @@ REASONS = (
     "subject-mismatch",
     "tampered",
     "certificate-mismatch",
+    "future-issued",  # issued_at later than this host's clock plus CLOCK_SKEW_S
     "expired",
     "unavailable",  # listed as a referrer, but its manifest or envelope cannot be read
 )
@@ -61,6 +73,7 @@ class Verified:
     subject_digests: tuple[str, ...]
     certificate: Certificate | None  # for the certificate predicate
     envelope: bytes  # exactly as verified, to be cached and verified again
+    subject_names: tuple[str, ...] = ()  # the repositories the statement names
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -96,13 +109,16 @@ class Refused:
 def verify_envelope(
     raw: bytes,
     *,
-    repository: str,
-    digest: str,
+    repository: str | None,
+    digest: str | None,
     policy: TrustPolicy,
     now: datetime | None = None,
 ) -> Verified | Refused:
-    """Verify one DSSE envelope for the image `digest` (its registry manifest digest) in
-    `repository`. Never raises: every failure is a Refused with its reason."""
+    """Verify one DSSE envelope for the image `digest` (its registry manifest digest, or its
+    image ID) in `repository`. For an envelope given as a file (`certs import`), `repository` and
+    `digest` are None: the key must then be trusted for a repository the statement names, and
+    the certificate be for one of its subjects. Never raises: every failure is a Refused with
+    its reason."""
     where = sha256_digest(raw)
 
     def refuse(reason: str, message: str, keyids: Sequence[str] = (), ptype: str | None = None) -> Refused:
@@ -110,24 +126,26 @@ def verify_envelope(
             reason=reason, message=message, envelope_digest=where, keyids=tuple(keyids), predicate_type=ptype
         )
 
-    try:
-        doc = json.loads(raw)
+    try:  # bounded: an envelope nested 200,000 deep or holding a 5,000-digit number is malformed
+        doc = load_json(raw, max_bytes=ENVELOPE_MAX_BYTES)
         env = Envelope.from_dict(copy.deepcopy(doc))  # from_dict rewrites the dict it is given
-    except (ValueError, KeyError, TypeError, FormatError, UnicodeDecodeError) as exc:
-        return refuse("malformed", f"not a DSSE envelope ({type(exc).__name__}: {exc})")
+    except (ValueError, KeyError, TypeError, AttributeError, FormatError, RecursionError) as exc:
+        return refuse("malformed", f"not a DSSE envelope ({type(exc).__name__}: {_first_line(exc)})")
+    if not all(isinstance(k, str) for k in env.signatures):  # from_dict takes any JSON as a keyid
+        return refuse("malformed", "a signature's keyid is not a string")
     if env.payload_type != PAYLOAD_TYPE:
         return refuse("malformed", f"payloadType is {env.payload_type!r}, not {PAYLOAD_TYPE!r}")
     keyids = list(env.signatures)
     if not keyids:
         return refuse("unsigned", "the attestation carries no signature (stripped, or never signed)")
-    trusted = {k.keyid: k for k in policy.keys_for(repository)}
+    trusted = {k.keyid: k for k in (policy.keys if repository is None else policy.keys_for(repository))}
     candidates = [trusted[k] for k in keyids if k in trusted]
     if not candidates:
         shown = ", ".join(k[:12] for k in keyids)
         return refuse(
             "untrusted-key",
             f"signed by key {shown}, which the trust policy ({policy.describe()}) does not trust for "
-            f"{repository}",
+            f"{repository or 'any repository'}",
             keyids,
         )
     signer = None
@@ -148,10 +166,20 @@ def verify_envelope(
         )
     try:
         parsed = parse_statement(env.payload)
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:
         return refuse("malformed", f"signed, but {exc}", keyids)
     ptype = parsed.predicate_type
-    if digest not in parsed.subject_digests:
+    if repository is None and not any(
+        k.keyid == signer.keyid for name in parsed.subject_names for k in policy.keys_for(name)
+    ):
+        return refuse(
+            "untrusted-key",
+            f"signed by key {signer.name} ({signer.keyid[:12]}), which the trust policy "
+            f"({policy.describe()}) does not trust for {', '.join(parsed.subject_names) or 'its subject'}",
+            keyids,
+            ptype,
+        )
+    if digest is not None and digest not in parsed.subject_digests:
         return refuse(
             "subject-mismatch",
             f"the attestation is for {', '.join(parsed.subject_names)} @ {parsed.subject_digests[0]}, "
@@ -181,6 +209,9 @@ def verify_envelope(
                 keyids,
                 ptype,
             )
+        future = issued_in_future(cert.issued_at, now)
+        if future is not None:
+            return refuse("future-issued", f"the signed certificate's {future}", keyids, ptype)
         if policy.max_age_s is not None:
             issued = parse_timestamp(cert.issued_at)
             age = ((now or datetime.now(timezone.utc)) - issued).total_seconds() if issued else None
@@ -202,7 +233,14 @@ def verify_envelope(
         subject_digests=parsed.subject_digests,
         certificate=cert,
         envelope=raw,
+        subject_names=parsed.subject_names,
     )
+
+
+def _first_line(exc: BaseException) -> str:
+    """An exception's message cut to one short line (a parser may quote the document)."""
+    text = str(exc).split("\n", 1)[0]
+    return text if len(text) <= 200 else text[:197] + "..."
 
 
 def _human(seconds: float) -> str:

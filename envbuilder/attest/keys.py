@@ -20,6 +20,7 @@ from cryptography.hazmat.primitives.asymmetric import ec, ed25519
 from securesystemslib.signer import CryptoSigner, SSlibKey
 
 from envbuilder.atomic import write_bytes_atomic
+from envbuilder.bounded import Refused, read_bounded
 from envbuilder.errors import SigningKeyError
 from envbuilder.resources import user_data_dir
 
@@ -115,6 +116,9 @@ def generate_key(
     return key_info(public_path)
 
 
+PUBLIC_KEY_MAX_BYTES = 64 * 1024  # a PEM public key is a few hundred bytes
+
+
 def public_key_from_pem(pem: bytes, where: str) -> SSlibKey:
     """The securesystemslib key of a PEM public key. Raises SigningKeyError (not a public key
     of a supported type)."""
@@ -133,11 +137,17 @@ def public_key_from_pem(pem: bytes, where: str) -> SSlibKey:
 
 
 def load_public_key(path: Path) -> SSlibKey:
-    """Read a PEM public key file. Raises SigningKeyError."""
+    """Read a PEM public key file (a regular file of at most 64 KiB: a FIFO or /dev/zero named as
+    a key is refused unread). Raises SigningKeyError."""
     try:
-        pem = Path(path).read_bytes()
+        pem = read_bounded(path, PUBLIC_KEY_MAX_BYTES)
     except OSError as exc:
-        raise SigningKeyError(f"cannot read the public key {path}: {exc}") from exc
+        raise SigningKeyError(f"cannot read the public key {path}: {exc.strerror or exc}") from exc
+    except Refused as exc:
+        raise SigningKeyError(
+            f"cannot read the public key {path}: it is {exc}",
+            hint="give the .pub file that `envbuilder keys export-public` writes",
+        ) from None
     return public_key_from_pem(pem, str(path))
 
 

@@ -17,6 +17,7 @@ Without --trust or --key, DATA/trust.yaml is the policy; without that file, the 
 from __future__ import annotations
 
 import fnmatch
+import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -28,12 +29,15 @@ from securesystemslib.signer import SSlibKey
 
 from envbuilder.atomic import write_text_atomic
 from envbuilder.attest.keys import check_name, keys_dir, list_keys, load_public_key, public_key_from_pem
+from envbuilder.bounded import Refused, load_yaml, read_text_bounded, yaml_error_message
 from envbuilder.errors import SigningKeyError
 from envbuilder.resources import user_data_dir
 
 SCHEMA_VERSION = 1
 POLICY_NAME = "trust.yaml"
+POLICY_MAX_BYTES = 256 * 1024  # a policy lists keys: anything bigger is a mistake or an attack
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw]?)\s*$")
+_MAX_AGE_S = 100 * 365 * 86400
 _UNIT_S = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 
 
@@ -82,6 +86,8 @@ def parse_duration(text: str | int | float, where: str = "max_age") -> float:
                 f"{where} {text!r} is not a duration", hint="write it like 30d, 12h, 90m, 45s or 2w"
             )
         seconds = float(m.group(1)) * _UNIT_S[m.group(2)]
+    if not math.isfinite(seconds) or seconds > _MAX_AGE_S:
+        raise SigningKeyError(f"{where} is longer than 100 years", hint="write it like 30d, 12h or 2w")
     if seconds <= 0:
         raise SigningKeyError(f"{where} {text!r} must be positive")
     return seconds
@@ -105,13 +111,22 @@ def key_policy(paths: Sequence[Path]) -> TrustPolicy:
 
 
 def load_policy(path: Path) -> TrustPolicy:
-    """Read a policy file. Raises SigningKeyError naming the file and the field at fault."""
+    """Read a policy file within envbuilder.bounded's limits (a regular file of at most
+    POLICY_MAX_BYTES; a YAML bomb, a cyclic alias, a 5,000-digit number are refused at once).
+    Raises SigningKeyError naming the file and the field at fault."""
+    hint = "a trust policy is a short YAML file (docs/trust.md)"
     try:
-        doc = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+        doc = load_yaml(read_text_bounded(path, POLICY_MAX_BYTES), max_bytes=POLICY_MAX_BYTES)
     except OSError as exc:
-        raise SigningKeyError(f"cannot read the trust policy {path}: {exc}") from exc
+        raise SigningKeyError(f"cannot read the trust policy {path}: {exc.strerror or exc}", hint) from None
+    except Refused as exc:
+        raise SigningKeyError(f"trust policy {path} refused: it is {exc}", hint=hint) from None
+    except UnicodeDecodeError as exc:
+        raise SigningKeyError(f"trust policy {path} is not UTF-8 text (byte {exc.start})", hint) from None
     except yaml.YAMLError as exc:
-        raise SigningKeyError(f"trust policy {path} is not valid YAML: {exc}".splitlines()[0]) from exc
+        raise SigningKeyError(
+            f"trust policy {path} is not valid YAML: {yaml_error_message(exc)}", hint=hint
+        ) from None
     return parse_policy(doc, where=str(path), base=Path(path).parent)
 
 
@@ -192,7 +207,7 @@ def import_trusted_key(
     doc: dict[str, Any]
     if path.is_file():
         load_policy(path)  # refuse to extend a broken policy
-        doc = yaml.safe_load(path.read_text(encoding="utf-8"))
+        doc = load_yaml(read_text_bounded(path, POLICY_MAX_BYTES), max_bytes=POLICY_MAX_BYTES)
     else:
         own = list_keys(keys_dir(base))
         doc = {

@@ -14,11 +14,11 @@ https://github.com/in-toto/attestation/blob/main/spec/predicates/test-result.md
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from envbuilder.bounded import load_json
 from envbuilder.certify.certificate import Certificate
 from envbuilder.hashing import canonical_json, sha256_hex
 
@@ -27,6 +27,8 @@ PAYLOAD_TYPE = "application/vnd.in-toto+json"  # the DSSE payloadType of an in-t
 TEST_RESULT = "https://in-toto.io/attestation/test-result/v0.1"
 CERTIFICATE = "urn:envbuilder:attestation:certificate:v1"
 PREDICATE_TYPES = (CERTIFICATE, TEST_RESULT)
+# A statement carries one certificate (its loader allows bounded.MAX_BYTES) and a little more.
+STATEMENT_MAX_BYTES = 8 * 1024 * 1024
 CONFIG_MEDIA_TYPES = (
     "application/vnd.oci.image.config.v1+json",
     "application/vnd.docker.container.image.v1+json",
@@ -137,11 +139,12 @@ class ParsedStatement:
 
 
 def parse_statement(payload: bytes) -> ParsedStatement:
-    """Read a DSSE payload as an in-toto Statement v1. Raises ValueError naming what is wrong."""
+    """Read a DSSE payload as an in-toto Statement v1, within envbuilder.bounded's limits (size,
+    depth, digits). Raises ValueError naming what is wrong."""
     try:
-        doc = json.loads(payload)
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise ValueError(f"the payload is not JSON: {exc}") from exc
+        doc = load_json(payload, max_bytes=STATEMENT_MAX_BYTES)
+    except ValueError as exc:  # JSONDecodeError, UnicodeDecodeError, bounded.TooLarge
+        raise ValueError(f"the payload is not JSON: {str(exc).splitlines()[0][:200]}") from None
     if not isinstance(doc, dict) or doc.get("_type") != STATEMENT_TYPE:
         raise ValueError(f"the payload is not an in-toto Statement v1 (_type {_get(doc, '_type')!r})")
     subjects = doc.get("subject")

@@ -87,6 +87,27 @@ def parse_timestamp(text: object) -> datetime | None:
         return None
 
 
+# How far a certificate's issued_at may lie ahead of this host's clock: clocks of the machine that
+# certified and of the one that checks differ (NTP keeps them within seconds; a VM resumed from a
+# snapshot, minutes). Further ahead is refused (`future-issued`), else a signer could mint a
+# certificate that no max_age ever expires (hostile-inputs D10).
+CLOCK_SKEW_S = 300
+
+
+def issued_in_future(issued_at: object, now: datetime | None = None) -> str | None:
+    """Why `issued_at` cannot be accepted as issued yet: it lies more than CLOCK_SKEW_S after
+    `now` (default: this host's UTC clock); None when it does not (or is no timestamp: that is
+    the caller's own check)."""
+    issued = parse_timestamp(issued_at)
+    current = now or datetime.now(timezone.utc)
+    if issued is None or (issued - current).total_seconds() <= CLOCK_SKEW_S:
+        return None
+    return (
+        f"issued_at {issued_at} lies in the future ({current.strftime('%Y-%m-%dT%H:%M:%SZ')} here; "
+        f"{CLOCK_SKEW_S // 60} minutes of clock skew are allowed)"
+    )
+
+
 def seal(body: Mapping[str, Any]) -> dict[str, Any]:
     """Add `section_hashes` and `content_hash` to a certificate body (its SECTIONS)."""
     doc = {k: body[k] for k in SECTIONS if k in body}
@@ -145,7 +166,11 @@ class Certificate:
 
     @property
     def steps(self) -> tuple[StepRecord, ...]:
-        return tuple(StepRecord.read(s) for s in items(self.harness.get("steps")))
+        """The harness's steps, then the project's own smoke command's (run.project_smoke, which
+        the host ran and recorded after the harness: certify/smoke.py), when the image has one."""
+        smoke = self.run.get("project_smoke")
+        extra = (smoke,) if isinstance(smoke, Mapping) else ()
+        return tuple(StepRecord.read(s) for s in (*items(self.harness.get("steps")), *extra))
 
     @property
     def gates(self) -> tuple[GateRecord, ...]:

@@ -6,7 +6,7 @@ Apptainer, enroot) are planned by `plan_harness`, so the host can judge each the
 
 from __future__ import annotations
 
-import json
+import contextlib
 import secrets
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
@@ -15,6 +15,7 @@ from typing import Any
 
 import yaml
 
+from envbuilder.bounded import MAX_BYTES, Refused, load_json, read_bounded
 from envbuilder.errors import MatrixError
 from envbuilder.harness.digest import tree_digest
 from envbuilder.image.metadata import ImageMetadata
@@ -23,6 +24,8 @@ from envbuilder.resources import harness_dir as harness_source_dir
 from envbuilder.resources import matrices_dir
 
 HOST_HARNESS_DIR = "/opt/envbuilder-host/harness"  # where the host's copy goes (read-only), always
+# A result goes into a certificate, whose loader allows bounded.MAX_BYTES: no result may be larger.
+RESULT_MAX_BYTES = MAX_BYTES
 IO_DIR = "/envbuilder-io"  # mounted read-write: thresholds.json in, result.json out
 TIMEOUT_S = {"full": 1800.0, "quick": 600.0}
 # Python must not write byte caches into the read-only payload; results stream as they come.
@@ -166,16 +169,22 @@ def plan_harness(
 
 def parse_harness_output(io_dir: Path | None, stdout: str) -> dict[str, Any] | None:
     """The harness result: result.json in the io folder (None: there is none, e.g. a pod's log
-    alone), else the last JSON line of stdout."""
-    candidates = []
+    alone), else the last JSON line of stdout. Both come from the image under test, so both go
+    through envbuilder.bounded (size, depth, digits) and result.json is read only as a regular
+    file the container did not swap for a symlink or a FIFO (O_NOFOLLOW, non-blocking); whatever
+    fails those is no result (the caller's "no result" failure), never a traceback or a hang."""
+    candidates: list[str | bytes] = []
     out = io_dir / "result.json" if io_dir is not None else None
-    if out is not None and out.is_file():
-        candidates.append(out.read_text(encoding="utf-8", errors="replace"))
+    if out is not None:
+        with contextlib.suppress(OSError, Refused):
+            candidates.append(read_bounded(out, RESULT_MAX_BYTES, follow_symlinks=False))
     candidates += [line for line in reversed(stdout.splitlines()) if line.startswith("{")][:1]
     for text in candidates:
+        if isinstance(text, bytes):
+            text = text.decode("utf-8", errors="replace")
         try:
-            doc = json.loads(text)
-        except ValueError:
+            doc = load_json(text, max_bytes=RESULT_MAX_BYTES)
+        except ValueError:  # JSONDecodeError, bounded.TooLarge
             continue
         if isinstance(doc, dict) and doc.get("kind") == "result":
             return doc

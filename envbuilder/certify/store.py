@@ -7,7 +7,9 @@ a certificate is either stored whole or not at all. Every read re-verifies the c
 Records are keyed by image ID (the config digest, as certified) and by registry manifest digest
 (`image_digests`: recorded on push, or when an attestation is fetched). Certificates that came
 from a registry (`origin` 'attestation') keep their signed envelopes (`attestations`), which are
-verified again against the trust policy each time they are used.
+verified again against the trust policy each time they are used; so do imported ones (`origin`
+'imported') that came as a signed envelope. Finding an image's certificates is an index lookup
+whatever the store's size (`image_query`; tests pin its plan with EXPLAIN QUERY PLAN).
 """
 
 from __future__ import annotations
@@ -17,10 +19,18 @@ import contextlib
 import sqlite3
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 
 from envbuilder.atomic import write_text_atomic
-from envbuilder.certify.certificate import Certificate, parse_timestamp, require_valid, verify_certificate
+from envbuilder.bounded import read_text_bounded
+from envbuilder.certify.certificate import (
+    Certificate,
+    issued_in_future,
+    parse_timestamp,
+    require_valid,
+    verify_certificate,
+)
 from envbuilder.errors import CertificateRefusedError, StoreError, UsageError
 from envbuilder.resources import user_data_dir
 
@@ -59,9 +69,21 @@ CREATE TABLE IF NOT EXISTS attestations (
     envelope TEXT NOT NULL             -- the envelope JSON, exactly as fetched
 );
 CREATE INDEX IF NOT EXISTS attestations_cert ON attestations (cert_id);
+CREATE INDEX IF NOT EXISTS attestations_digest ON attestations (manifest_digest);
+CREATE INDEX IF NOT EXISTS certificates_ref ON certificates (image_ref);
 """
+# user_version 2: origin 'imported', the image_ref and attestation digest indexes. Older stores are
+# migrated when opened (the origin column added, the indexes made); certificates imported before
+# version 2 were stored as 'local' and stay so, since nothing recorded where they came from.
+SCHEMA_VERSION = 2
+_ADD_ATTESTATION = (
+    "INSERT OR REPLACE INTO attestations (envelope_digest, cert_id, repository, manifest_digest, keyid, "
+    "envelope) VALUES (?, ?, ?, ?, ?, ?)"
+)
 _ADD_DIGEST = "INSERT OR IGNORE INTO image_digests (cert_id, repository, manifest_digest) VALUES (?, ?, ?)"
-ORIGINS = ("local", "attestation")  # certified here (or imported) | fetched from a registry, signed
+# certified here | fetched from a registry, signed | `certs import`ed (signed or not: see attestations)
+ORIGINS = ("local", "attestation", "imported")
+_HEX = frozenset("0123456789abcdef")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -105,6 +127,8 @@ class CertStore:
                 columns = {row[1] for row in db.execute("PRAGMA table_info(certificates)")}
                 if "origin" not in columns:  # a store made before attestations
                     db.execute("ALTER TABLE certificates ADD COLUMN origin TEXT NOT NULL DEFAULT 'local'")
+                if db.execute("PRAGMA user_version").fetchone()[0] < SCHEMA_VERSION:
+                    db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
         except (sqlite3.Error, OSError) as exc:
             raise StoreError(
                 f"cannot open the certificate store {self.path}: {exc}", _STORE_HINT, file=str(self.path)
@@ -139,6 +163,32 @@ class CertStore:
             ) from exc
         return cert.id
 
+    def add_imported(
+        self,
+        cert: Certificate,
+        *,
+        envelope: bytes | None = None,
+        envelope_digest: str = "",
+        repository: str = "",
+        manifest_digest: str = "",
+        keyid: str = "",
+    ) -> str:
+        """Store a certificate that `certs import` verified, with origin 'imported', and the
+        signed envelope it came in (None: it came unsigned), in one transaction; return its id.
+        A certificate already stored keeps its origin. Raises CertificateRefusedError, StoreError."""
+        require_valid(cert)
+        try:
+            with self._connect() as db, _write(db):
+                _insert(db, cert, "imported")
+                if envelope is not None:
+                    text = envelope.decode("utf-8")
+                    db.execute(
+                        _ADD_ATTESTATION, (envelope_digest, cert.id, repository, manifest_digest, keyid, text)
+                    )
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot write to the certificate store {self.path}: {exc}") from exc
+        return cert.id
+
     def record_digest(self, cert_ids: Sequence[str], repository: str, manifest_digest: str) -> None:
         """Key these certificates by the registry manifest digest their image was pushed as
         (in `repository`) too. Raises StoreError."""
@@ -168,8 +218,7 @@ class CertStore:
                 _insert(db, cert, "attestation")
                 db.execute(_ADD_DIGEST, (cert.id, repository, manifest_digest))
                 db.execute(
-                    "INSERT OR REPLACE INTO attestations (envelope_digest, cert_id, repository, "
-                    "manifest_digest, keyid, envelope) VALUES (?, ?, ?, ?, ?, ?)",
+                    _ADD_ATTESTATION,
                     (envelope_digest, cert.id, repository, manifest_digest, keyid, envelope.decode("utf-8")),
                 )
         except sqlite3.Error as exc:
@@ -183,17 +232,17 @@ class CertStore:
             "WHERE manifest_digest = ? ORDER BY verified_at DESC, envelope_digest",
             (manifest_digest,),
         )
-        return [
-            CachedAttestation(
-                cert_id=r[0],
-                repository=r[1],
-                manifest_digest=r[2],
-                keyid=r[3],
-                verified_at=r[4],
-                envelope=r[5].encode("utf-8"),
-            )
-            for r in rows
-        ]
+        return [_cached(r) for r in rows]
+
+    def envelopes(self, cert_id: str) -> builtins.list[CachedAttestation]:
+        """The signed envelopes kept for this certificate (fetched, or imported with it), newest
+        first: verify each again before trusting it. Raises StoreError."""
+        rows = self._query(
+            "SELECT cert_id, repository, manifest_digest, keyid, verified_at, envelope FROM attestations "
+            "WHERE cert_id = ? ORDER BY verified_at DESC, envelope_digest",
+            (cert_id,),
+        )
+        return [_cached(r) for r in rows]
 
     def digests(self, cert_id: str) -> builtins.list[tuple[str, str]]:
         """(repository, manifest digest) pairs the certificate's image is known under. Raises StoreError."""
@@ -224,23 +273,7 @@ class CertStore:
         """Every stored certificate, newest first; `image` filters by image ID (or its prefix),
         by a registry manifest digest it was pushed or fetched as, or by the reference it was
         certified under; `origin` by where it came from. Raises StoreError."""
-        sql = "SELECT id, image_id, image_ref, verdict, host_fingerprint, issued_at, stored_at, origin"
-        sql += " FROM certificates"
-        where: builtins.list[str] = []
-        args: tuple[str, ...] = ()
-        if image:
-            bare = image.removeprefix("sha256:")
-            where.append(
-                "(image_id = ? OR image_id LIKE ? OR image_ref = ? OR id IN "
-                "(SELECT cert_id FROM image_digests WHERE manifest_digest = ?))"
-            )
-            args = (image, f"sha256:{_like(bare)}%", image, image)
-        if origin:
-            where.append("origin = ?")
-            args = (*args, origin)
-        if where:
-            sql += " WHERE " + " AND ".join(where)
-        sql += " ORDER BY issued_at DESC, stored_at DESC, id"
+        sql, args = image_query(image, origin)
         rows = self._query(sql, args)
         # Newest first by the time itself; an issued_at that is no timestamp (a store written
         # before import checked it) sorts last. The sort is stable: ties keep SQL's order.
@@ -258,6 +291,12 @@ class CertStore:
             )
             for r in rows
         ]
+
+    def origin_of(self, ident: str) -> str:
+        """Where the certificate with this id (or unique prefix) came from: one of ORIGINS.
+        Raises UsageError (none or several match), StoreError."""
+        cid = self._resolve(ident)
+        return str(self._query("SELECT origin FROM certificates WHERE id = ?", (cid,))[0][0])
 
     def get(self, ident: str) -> Certificate:
         """The certificate with this id or unique id prefix (at least 4 hex digits), verified.
@@ -294,20 +333,17 @@ class CertStore:
         return Path(dest)
 
     def import_(self, src: Path) -> str:
-        """Read a certificate file, verify it, store it; return its id. Raises StoreError (cannot
-        read), CertificateRefusedError (not a certificate, or tampered)."""
-        try:
-            text = Path(src).read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise StoreError(f"cannot read {src}: {exc}", "check the path", file=str(src)) from exc
+        """Read a certificate file, verify it, store it with origin 'imported' (unsigned: `run`
+        uses it only when told to trust imported certificates); return its id. A signed envelope
+        is envbuilder.attest.imported's. Raises StoreError (cannot read), CertificateRefusedError
+        (not a certificate, tampered, issued in the future)."""
+        try:  # bounded: a FIFO or /dev/zero is refused unread, a file over the limit unread past it
+            text = read_text_bounded(src)
+        except (OSError, ValueError) as exc:  # UnicodeDecodeError, bounded.Refused
+            raise StoreError(f"cannot read {src}: {_reason(exc)}", "check the path", file=str(src)) from None
         cert = Certificate.from_json(text, where=str(src))
-        require_valid(cert, where=str(src))
-        if parse_timestamp(cert.issued_at) is None:  # it would sort as newest forever
-            raise CertificateRefusedError(
-                f"{src}: issued_at is not an RFC 3339 timestamp (YYYY-MM-DDTHH:MM:SSZ)",
-                hint="import the certificate file `envbuilder certs export` wrote",
-            )
-        return self.add(cert)
+        require_importable(cert, str(src))
+        return self.add_imported(cert)
 
     def integrity_check(self) -> str:
         """SQLite's own check of the file ("ok" when sound). Raises StoreError."""
@@ -319,7 +355,9 @@ class CertStore:
             raise UsageError(
                 f"{ident!r} is not a certificate id", hint=f"give at least {MIN_PREFIX} hex digits of an id"
             )
-        rows = self._query("SELECT id FROM certificates WHERE id LIKE ? LIMIT 3", (f"{_like(bare)}%",))
+        rows = self._query(
+            "SELECT id FROM certificates WHERE id >= ? AND id < ? LIMIT 3", (bare, _prefix_end(bare))
+        )
         if not rows:
             raise UsageError(
                 f"no certificate {bare} in {self.path}", hint="`envbuilder certs list` shows them"
@@ -372,15 +410,87 @@ def _insert(db: sqlite3.Connection, cert: Certificate, origin: str) -> None:
     )
 
 
-def _like(text: str) -> str:
-    return text.replace("\\", "").replace("%", "").replace("_", "")
+def _cached(r: Sequence[str]) -> CachedAttestation:
+    return CachedAttestation(
+        cert_id=r[0],
+        repository=r[1],
+        manifest_digest=r[2],
+        keyid=r[3],
+        verified_at=r[4],
+        envelope=r[5].encode("utf-8"),
+    )
+
+
+def _prefix_end(prefix: str) -> str:
+    """The least string above every string that starts with `prefix` (non-empty ASCII): the
+    range [prefix, _prefix_end(prefix)) is a prefix match that an index serves, where SQLite's
+    LIKE (case-insensitive) cannot use one and scans the table."""
+    return prefix[:-1] + chr(ord(prefix[-1]) + 1)
+
+
+_COLUMNS = "id, image_id, image_ref, verdict, host_fingerprint, issued_at, stored_at, origin"
+
+
+def image_query(image: str | None, origin: str | None = None) -> tuple[str, tuple[str, ...]]:
+    """The SQL of CertStore.list and its arguments. Each way an image can be named is its own
+    index lookup, their ids united: the image ID exactly, the reference it was certified under
+    (image_ref), a manifest digest it was pushed or fetched as (image_digests); an ID prefix
+    (hex digits, `sha256:` optional) only when the user typed one, as an index range. One OR
+    with a LIKE made SQLite scan the table: 103 ms at 30,000 certificates
+    (benchmarks/results/certstore-2026-12-04.md)."""
+    sql = f"SELECT {_COLUMNS} FROM certificates"
+    where: builtins.list[str] = []
+    args: tuple[str, ...] = ()
+    if image:
+        lookups = [
+            "SELECT id FROM certificates WHERE image_id = ?",
+            "SELECT id FROM certificates WHERE image_ref = ?",
+            "SELECT cert_id FROM image_digests WHERE manifest_digest = ?",
+        ]
+        args = (image, image, image)
+        bare = image.strip().lower().removeprefix("sha256:")
+        if bare and _HEX.issuperset(bare):
+            full = f"sha256:{bare}"
+            if len(bare) >= 64:
+                if full != image:  # `abc...` or `SHA256:ABC...` for `sha256:abc...`
+                    lookups.append("SELECT id FROM certificates WHERE image_id = ?")
+                    args = (*args, full)
+            else:  # a short ID, as `docker images` prints it
+                lookups.append("SELECT id FROM certificates WHERE image_id >= ? AND image_id < ?")
+                args = (*args, full, _prefix_end(full))
+        where.append("id IN (" + " UNION ".join(lookups) + ")")
+    if origin:
+        where.append("origin = ?")
+        args = (*args, origin)
+    if where:
+        sql += " WHERE " + " AND ".join(where)
+    return sql + " ORDER BY issued_at DESC, stored_at DESC, id", args
+
+
+def require_importable(cert: Certificate, where: str, now: datetime | None = None) -> None:
+    """What `certs import` checks of a certificate before storing it, signed or not: intact, an
+    issued_at that is an RFC 3339 timestamp (anything else would sort as newest forever) and not
+    in the future beyond the clock skew. Raises CertificateRefusedError."""
+    require_valid(cert, where=where)
+    if parse_timestamp(cert.issued_at) is None:
+        raise CertificateRefusedError(
+            f"{where}: issued_at is not an RFC 3339 timestamp (YYYY-MM-DDTHH:MM:SSZ)",
+            hint="import the certificate file `envbuilder certs export` wrote",
+        )
+    future = issued_in_future(cert.issued_at, now)
+    if future is not None:
+        raise CertificateRefusedError(
+            f"{where}: refused [future-issued]: the certificate's {future}",
+            hint="check this host's clock (and the certifying host's): a certificate cannot be "
+            "issued later than it is checked",
+        )
 
 
 def write_atomic(path: Path, text: str) -> bool:
-    """Write `text` to `path` atomically (envbuilder.atomic), creating its folder; whether it
-    replaced a file. Raises StoreError."""
+    """Write `text` to `path` atomically (envbuilder.atomic, whose output policy refuses a path
+    that is not a regular file and a missing folder: OutputError); whether it replaced a file.
+    Raises StoreError, OutputError."""
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
         return write_text_atomic(path, text)
     except OSError as exc:
         raise StoreError(f"cannot write {path}: {exc}", "choose a writable folder", file=str(path)) from exc
@@ -394,11 +504,21 @@ def load_certificate(arg: str, store: CertStore | None = None) -> Certificate:
     path = Path(arg)
     if path.is_file():
         try:
-            text = path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise UsageError(f"cannot read {path}: {exc}") from exc
+            text = read_text_bounded(path)
+        except (OSError, ValueError) as exc:  # UnicodeDecodeError, bounded.Refused
+            raise UsageError(f"cannot read {path}: {_reason(exc)}") from None
         return Certificate.from_json(text, where=str(path))
     return (store or CertStore()).get(arg)
+
+
+def _reason(exc: Exception) -> str:
+    """Why a file could not be read, in one line without its content (UnicodeDecodeError quotes
+    the bytes)."""
+    if isinstance(exc, UnicodeDecodeError):
+        return f"not UTF-8 text (byte {exc.start})"
+    if isinstance(exc, OSError):
+        return exc.strerror or str(exc)
+    return f"it is {exc}"
 
 
 def certificate_summary(cert: Certificate) -> dict[str, object]:

@@ -10,9 +10,12 @@ import contextlib
 import importlib
 import sys
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 import click
+
+if TYPE_CHECKING:
+    from click.shell_completion import CompletionItem
 
 from envbuilder import __version__
 from envbuilder.errors import EnvbuilderError, Interrupted
@@ -31,9 +34,33 @@ class _Group(click.Group):
         return sorted({*super().list_commands(ctx), *_COMMANDS})
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
-        if cmd_name in _COMMANDS and cmd_name not in self.commands:
-            importlib.import_module(f"envbuilder.cli.{_COMMANDS[cmd_name]}")  # registers on `cli`
-        return super().get_command(ctx, cmd_name)
+        entry = _COMMANDS.get(cmd_name)
+        if entry is None:
+            return super().get_command(ctx, cmd_name)
+        if cmd_name not in self.commands:
+            importlib.import_module(f"envbuilder.cli.{entry.module}")  # registers on `cli`
+        command = self.commands[cmd_name]
+        command.short_help = entry.summary
+        if command.epilog is None:
+            command.epilog = f"\b\nExample:\n  {entry.example}"
+        return command
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """The command list from the table: `envbuilder --help` imports no command module."""
+        with formatter.section("Commands"):
+            formatter.write_dl([(name, _COMMANDS[name].summary) for name in sorted(_COMMANDS)])
+
+    def shell_complete(self, ctx: click.Context, incomplete: str) -> list[CompletionItem]:
+        """Tab completion of a command name from the table (no command module imported); the
+        group's own options as click completes them."""
+        from click.shell_completion import CompletionItem
+
+        names = [
+            CompletionItem(name, help=_COMMANDS[name].summary)
+            for name in sorted(_COMMANDS)
+            if name.startswith(incomplete)
+        ]
+        return names + click.Command.shell_complete(self, ctx, incomplete)
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
@@ -64,6 +91,10 @@ def _fail(ctx: click.Context, exc: EnvbuilderError) -> None:
     from envbuilder.tables import printable  # messages quote stored fields and input: one line each
 
     click.echo(f"envbuilder: error: {printable(exc.message)}", err=True)
+    if exc.log:  # the failed tool's own lines, each kept a line (escaped, indented: none reads as ours)
+        click.echo(f"  --- last {len(exc.log)} log lines ---", err=True)
+        for line in exc.log:
+            click.echo(f"  {printable(line)}", err=True)
     if exc.hint:
         click.echo(f"hint: {printable(exc.hint)}", err=True)
     ctx.exit(exc.exit_code)
@@ -131,24 +162,99 @@ def main() -> None:
 
 
 # Subcommands register themselves on `cli` when their module is imported, which happens the first
-# time the command is looked up: command name -> module, one line each (a test checks the table).
+# time the command is looked up. One line each: command name -> its module, the summary `envbuilder
+# --help` and Tab completion show without importing it (a test checks each against the command),
+# and the example its own --help ends with.
+class _Entry(NamedTuple):
+    module: str
+    summary: str
+    example: str
+
+
 _COMMANDS = {
-    "matrix": "matrix_cmd",
-    "resolve": "resolve_cmd",
-    "doctor": "doctor_cmd",
-    "render": "render_cmd",
-    "build": "build_cmd",
-    "lock": "lock_cmd",
-    "wheelhouse": "wheelhouse_cmd",
-    "certify": "certify_cmd",
-    "certs": "certs_cmd",
-    "run": "run_cmd",
-    "report": "report_cmd",
-    "keys": "keys_cmd",
-    "push": "push_cmd",
-    "verify": "verify_cmd",
-    "gpu": "gpu_cmd",
-    "up": "up_cmd",
-    "fleet": "fleet_cmd",
-    "export": "export_cmd",
+    "init": _Entry(
+        "init_cmd",
+        "Draft an image spec for the project in this folder.",
+        "envbuilder init --schema spec.schema.json",
+    ),
+    "doctor": _Entry(
+        "doctor_cmd", "Check GPUs, driver, Docker and GPU access on this machine.", "envbuilder doctor --json"
+    ),
+    "resolve": _Entry(
+        "resolve_cmd",
+        "Pick a driver/GPU/framework/Python-compatible stack.",
+        "envbuilder resolve --driver 580.95.05 --gpu 'RTX 4090' --framework 'torch==2.14.*' --explain",
+    ),
+    "render": _Entry(
+        "render_cmd",
+        "Write the Dockerfile and build context of a spec.",
+        "envbuilder render images/pytorch-train.yaml --out build/ctx",
+    ),
+    "lock": _Entry(
+        "lock_cmd",
+        "Pin every Python package to one wheel and its sha256.",
+        "envbuilder lock train.yaml --out train.lock.json",
+    ),
+    "wheelhouse": _Entry(
+        "wheelhouse_cmd",
+        "Download exactly the locked wheels, for offline builds.",
+        "envbuilder wheelhouse train.lock.json wheels",
+    ),
+    "build": _Entry(
+        "build_cmd",
+        "Build a spec (or a lock) into a tagged image.",
+        "envbuilder build --lock train.lock.json --wheelhouse wheels --network none",
+    ),
+    "certify": _Entry(
+        "certify_cmd",
+        "Prove an image on this host's GPUs; keep the certificate.",
+        "envbuilder certify envbuilder/pytorch-train:TAG --json",
+    ),
+    "up": _Entry(
+        "up_cmd",
+        "The whole job: doctor, resolve, build, certify, report.",
+        "envbuilder up images/pytorch-train.yaml",
+    ),
+    "run": _Entry(
+        "run_cmd",
+        "Run a command in a certified image, with the GPUs.",
+        "envbuilder run envbuilder/pytorch-train:TAG python train.py --epochs 3",
+    ),
+    "report": _Entry(
+        "report_cmd",
+        "Show a certificate as a table and an HTML page.",
+        "envbuilder report 3f2a --html report.html",
+    ),
+    "certs": _Entry(
+        "certs_cmd", "List, show, verify, export and import certificates.", "envbuilder certs list"
+    ),
+    "keys": _Entry("keys_cmd", "Signing keys and the keys you trust.", "envbuilder keys generate --name ci"),
+    "push": _Entry(
+        "push_cmd",
+        "Push an image, with signed attestations (--attest).",
+        "envbuilder push envbuilder/pytorch-train:TAG --to registry.example.com/team/train:1 --attest",
+    ),
+    "verify": _Entry(
+        "verify_cmd",
+        "Verify an image's attestations in its registry.",
+        "envbuilder verify registry.example.com/team/train:1",
+    ),
+    "gpu": _Entry(
+        "gpu_cmd",
+        "Set up this host's GPUs for containers (CDI spec).",
+        "envbuilder gpu cdi-spec --out /etc/cdi/nvidia.yaml",
+    ),
+    "fleet": _Entry(
+        "fleet_cmd", "Plan, certify and build for a cluster's node classes.", "envbuilder fleet plan --slurm"
+    ),
+    "export": _Entry(
+        "export_cmd",
+        "Export an image as an Apptainer SIF or enroot squashfs.",
+        "envbuilder export envbuilder/pytorch-train:TAG --sif train.sif",
+    ),
+    "matrix": _Entry(
+        "matrix_cmd",
+        "Inspect, check and refresh the compatibility facts.",
+        "envbuilder matrix show 'H100 SXM'",
+    ),
 }

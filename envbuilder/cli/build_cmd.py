@@ -5,13 +5,11 @@ from __future__ import annotations
 import functools
 import json
 import os
-import sys
-import time
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
-from typing import IO, Any, cast
+from typing import Any, cast
 
 import click
 
@@ -23,11 +21,11 @@ from envbuilder.cli.options import (
     host_options,
     package_source_options,
     resolve_spec,
-    say,
     settings_from_options,
 )
+from envbuilder.cli.progress_view import build_progress
 from envbuilder.engine import BUILD_NETWORKS, BuildSecret, DockerEngine
-from envbuilder.engine.progress import BuildEvent, finished_step, step_instruction
+from envbuilder.engine.buildkit import secret_flag
 from envbuilder.errors import UsageError
 from envbuilder.image.build import (
     BuildOptions,
@@ -71,39 +69,6 @@ def parse_secret(text: str) -> BuildSecret:
     return BuildSecret(id=sid, src=Path(src))
 
 
-class ProgressDisplay:
-    """Current step k/n, its instruction and the elapsed time on stderr: one updating line on a
-    TTY, a plain line per step otherwise (CI logs)."""
-
-    def __init__(self, stream: IO[str] | None = None, tty: bool | None = None) -> None:
-        self.stream = stream or sys.stderr
-        self.tty = self.stream.isatty() if tty is None else tty
-        self.started = time.monotonic()
-        self.width = 100
-        self._dirty = False
-
-    def __call__(self, event: BuildEvent) -> None:
-        if not event.is_shown:
-            return
-        elapsed = time.monotonic() - self.started
-        instr = " ".join(step_instruction(event.name).split())
-        head = event.counter
-        if self.tty:
-            if event.kind in ("start", "log", "cached", "done"):
-                state = {"cached": "CACHED ", "done": "done   "}.get(event.kind, "")
-                line = f"{head} {elapsed:6.1f}s {state}{instr}"
-                self.stream.write("\r\033[K" + line[: self.width])
-                self._dirty = True
-        elif (ended := finished_step(event, 160)) is not None:
-            self.stream.write(f"{head} {ended[0]} (t={elapsed:.0f}s) {ended[1]}\n")
-        self.stream.flush()
-
-    def finish(self) -> None:
-        if self._dirty:
-            self.stream.write("\r\033[K")
-            self.stream.flush()
-
-
 def _lock_settings(
     settings: LockSettings | None, ca_bundle: Path | None, index_url_file: Path | None
 ) -> LockSettings | None:
@@ -118,6 +83,8 @@ def _lock_settings(
         ca_bundle=ca_bundle,
         default_index=settings.default_index or mirror,
         framework_index=settings.framework_index or mirror,
+        # The lock records the mirror as <secret:pip_index_url>; messages never show it.
+        secrets=((SECRET_INDEX, mirror),) if mirror else (),
     )
 
 
@@ -157,6 +124,8 @@ def build_options_from(
     dupes = [k for k, n in Counter(s.id for s in parsed).items() if n > 1]
     if dupes:
         raise UsageError(f"secret id {dupes[0]!r} given twice")
+    for s in parsed:
+        secret_flag(s)  # what docker cannot read (a line break in the path) refused now, not after the lock
     sources = settings_from_options(index_url, framework_index, find_links, no_index)
     return BuildOptions(
         base_image=base_image,
@@ -335,11 +304,8 @@ def build(
     options = replace(options, source_date_epoch=build_epoch(reproducible, plan.previous, os.environ))
     for warning in plan.warnings:
         click.echo(f"warning: {warning}", err=True)
-    display = ProgressDisplay()
-    try:
-        outcome = run_build(plan, options, DockerEngine(), on_event=display, on_message=say)
-    finally:
-        display.finish()
+    with build_progress() as progress:
+        outcome = run_build(plan, options, DockerEngine(), on_event=progress, on_message=progress.say)
     for warning in outcome.warnings[len(plan.warnings) :]:
         click.echo(f"warning: {warning}", err=True)
     summary = outcome_dict(outcome)

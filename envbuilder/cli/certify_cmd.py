@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 import textwrap
 from collections.abc import Callable
 from pathlib import Path
@@ -13,7 +14,7 @@ from envbuilder.certify.certificate import Certificate
 from envbuilder.certify.record import StepRecord, items, number
 from envbuilder.cli import cli
 from envbuilder.cli.options import check_seconds, gpu_access_option
-from envbuilder.errors import CertificationFailedError, NotGpuCertifiedError
+from envbuilder.errors import CertificationFailedError, EnvbuilderError, NotGpuCertifiedError, StoreError
 from envbuilder.tables import printable
 
 
@@ -28,6 +29,10 @@ def key_metric(step: StepRecord) -> str:
         return ", ".join(names) or "no GPU visible"
     if step.name == "multi_gpu":
         return _multi_gpu_metric(num)
+    if step.name == "project_smoke":  # the project's own command (certify/smoke.py)
+        words = step.metric("command")
+        said = shlex.join(str(w) for w in words) if isinstance(words, list) else "?"
+        return textwrap.shorten(f"exit {num('exit_code') or 0:.0f}: {said}", 70, placeholder=" ...")
     if (ips := num("images_per_s")) is not None:
         acc = num("val_accuracy")
         return f"{ips:,.0f} img/s" + (f", val acc {acc:.2f}" if acc is not None else "")
@@ -134,6 +139,13 @@ def print_summary(cert: Certificate, stored_id: str | None) -> None:
     hidden=True,  # a fleet job's: the submitting host hands it in and checks the result echoes it
     help="The nonce the harness result must echo (default: a fresh one).",
 )
+@click.option(
+    "--verbose",
+    "-v",
+    is_flag=True,
+    help="Also print the certificate's warnings as notes, those said once a day too (the memlock "
+    "ulimit this Docker daemon refuses).",
+)
 def certify(
     image: str,
     gpu_access: str,
@@ -150,6 +162,7 @@ def certify(
     framework: str | None,
     lock_path: Path | None,
     nonce: str | None,
+    verbose: bool,
 ) -> None:
     """Certify IMAGE on this host: smoke tests, training benchmark and telemetry in the container.
 
@@ -173,25 +186,50 @@ def certify(
             raise UsageError("--push attaches the stored certificate: drop --no-store")
         parse_reference(image)
         find_key(key_name)  # before the long run, not after it
-    cert = certify_image(
-        image,
-        gpu_access=gpu_access,
-        quick=quick,
-        progress=lambda line: click.echo(printable(line), err=True),
-        budget_s=budget_seconds,
-        steps=steps,
-        timeout_s=timeout_s,
-        framework=framework,
-        lock=_read_lock(lock_path),
-        nonce=nonce,
-    )
-    stored_id = None if no_store else CertStore().add(cert)
+    from envbuilder.cli.progress_view import task_progress
+
+    with task_progress("certify") as view:
+        cert = certify_image(
+            image,
+            gpu_access=gpu_access,
+            quick=quick,
+            progress=lambda line: view.message(line, indent="", collapse=False),
+            budget_s=budget_seconds,
+            steps=steps,
+            timeout_s=timeout_s,
+            framework=framework,
+            lock=_read_lock(lock_path),
+            nonce=nonce,
+        )
+        if verbose:
+            for warning in cert.run.get("warnings") or ():
+                view.say(f"note: {warning}")
+    # The outputs the user named come first: a full data folder must not lose the run (D5).
+    kept: Path | None = None
+    out_error: EnvbuilderError | None = None
     if out_path is not None:
-        click.echo(written(out_path, write_atomic(out_path, cert.to_json(indent=2) + "\n")), err=True)
+        try:
+            click.echo(written(out_path, write_atomic(out_path, cert.to_json(indent=2) + "\n")), err=True)
+            kept = out_path
+        except EnvbuilderError as exc:
+            out_error = exc
     if as_json:
         click.echo(cert.to_json(indent=2))
-    else:
+    stored_id = None
+    store_error: EnvbuilderError | None = None
+    if not no_store:
+        try:
+            stored_id = CertStore().add(cert)
+        except StoreError as exc:
+            store_error = exc
+        except OSError as exc:  # what the disk said, should the store let it through
+            store_error = StoreError(f"cannot write to the certificate store: {exc}")
+    if not as_json:
         print_summary(cert, stored_id)
+    if store_error is not None:
+        raise _unstored(store_error, cert, kept)
+    if out_error is not None:
+        raise out_error
     if cert.verdict == "failed":
         raise CertificationFailedError(
             f"{image} failed certification: {cert.verdict_reason}",
@@ -210,6 +248,42 @@ def certify(
         outcome = push_with_progress(image, to=None, attest=True, key_name=key_name)
         new = sum(1 for a in outcome.attached if a.new)
         click.echo(f"pushed {outcome.reference} with {new} new attestation(s)", err=True)
+
+
+def fallback_dirs() -> tuple[Path, ...]:
+    """Where a certificate the store could not take is written instead: the temporary folder, then
+    the working directory (the data folder is what just failed)."""
+    import tempfile
+
+    return (Path(tempfile.gettempdir()), Path.cwd())
+
+
+def _unstored(exc: EnvbuilderError, cert: Certificate, kept: Path | None) -> StoreError:
+    """The store refused the certificate (a full disk, a broken file): the error names where the
+    certificate is kept instead (--out, else a fallback file written now), or says it is nowhere."""
+    from envbuilder.certify.store import write_atomic
+
+    where = f"it is kept in {kept} (--out)" if kept is not None else ""
+    tried: list[str] = []
+    for folder in () if kept is not None else fallback_dirs():
+        path = folder / f"envbuilder-certificate-{cert.id[:12]}.json"
+        try:
+            write_atomic(path, cert.to_json(indent=2) + "\n")
+        except EnvbuilderError as err:
+            tried.append(f"{path}: {err.message}")
+            continue
+        where = f"it was written to {path} instead"
+        break
+    if not where:
+        where = "and it could not be written anywhere (" + "; ".join(tried) + ")"
+    return StoreError(
+        f"the {cert.verdict} certificate was not stored: {exc.message}; {where}",
+        hint="free space in the data folder (ENVBUILDER_DATA_DIR) and certify again; or `envbuilder certs "
+        "import FILE` keeps this one, as imported (`run` uses it only with --trust-imported)"
+        if kept is not None or "instead" in where
+        else "free space, then certify again (--out PATH keeps the certificate on another disk)",
+        file=exc.file,
+    )
 
 
 if TYPE_CHECKING:

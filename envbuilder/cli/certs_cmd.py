@@ -4,12 +4,17 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from envbuilder.cli import cli
+from envbuilder.cli.options import trust_options
 from envbuilder.errors import CertificateRefusedError
 from envbuilder.tables import printable
+
+if TYPE_CHECKING:
+    from envbuilder.certify.store import CertStore
 
 
 @cli.group()
@@ -69,11 +74,26 @@ def show_cmd(ident: str, as_json: bool) -> None:
     from envbuilder.certify.store import CertStore
     from envbuilder.cli.certify_cmd import print_summary
 
-    cert = CertStore().get(ident)
+    store = CertStore()
+    cert = store.get(ident)
     if as_json:
         click.echo(cert.to_json(indent=2))
-    else:
-        print_summary(cert, cert.id)
+        return
+    print_summary(cert, cert.id)
+    click.echo(f"origin   {describe_origin(store, cert.id)}")
+
+
+def describe_origin(store: CertStore, cid: str) -> str:
+    """Where a stored certificate came from, in words (certs show)."""
+    origin = store.origin_of(cid)
+    if origin == "local":
+        return "local (certified on this machine)"
+    signers = sorted({e.keyid[:12] for e in store.envelopes(cid)})
+    if origin == "attestation":
+        return f"attestation (fetched from a registry, signed by {', '.join(signers)}; verified at each use)"
+    if signers:
+        return f"imported (signed by {', '.join(signers)}; verified at each use)"
+    return "imported (unsigned: `run` uses it only with --trust-imported)"
 
 
 @certs.command("verify")
@@ -127,10 +147,35 @@ def export_cmd(ident: str, dest: Path) -> None:
 
 @certs.command("import")
 @click.argument("src", metavar="FILE", type=click.Path(dir_okay=False, path_type=Path))
-@click.option("--json", "as_json", is_flag=True, help="Print {id} as JSON.")
-def import_cmd(src: Path, as_json: bool) -> None:
-    """Verify a certificate file and store it. Exit 12 when it has been tampered with."""
+@trust_options
+@click.option("--json", "as_json", is_flag=True, help="Print {id, origin, signed, signed_by} as JSON.")
+def import_cmd(
+    src: Path, key_files: tuple[Path, ...], trust_file: Path | None, max_age: str | None, as_json: bool
+) -> None:
+    """Verify a certificate file, or a signed attestation envelope, and store it (origin
+    `imported`). An envelope must verify against the trust policy (--key/--trust/--max-age, as
+    for `verify`). A plain certificate file is stored unsigned, with a warning: `run` uses it
+    only with --trust-imported. Exit 12 when it is tampered with, issued in the future, or its
+    signature does not hold; 16 when the policy is unusable."""
+    from envbuilder.attest import choose_policy
+    from envbuilder.attest.imported import import_certificate
     from envbuilder.certify.store import CertStore
 
-    cid = CertStore().import_(src)
-    click.echo(json.dumps({"id": cid}) if as_json else f"imported {cid[:12]}")
+    done = import_certificate(
+        src,
+        store=CertStore(),
+        policy=lambda: choose_policy(keys=key_files, trust=trust_file, max_age=max_age),
+    )
+    if done.signed_by is None:
+        click.echo(
+            f"envbuilder: warning: {src} is not signed: its hashes prove it is intact, not who made it; "
+            "`run` uses it only with --trust-imported (import the signed attestation instead)",
+            err=True,
+        )
+    if as_json:
+        click.echo(json.dumps(done.to_dict()))
+    elif done.signed_by is not None:
+        signer = done.signed_by
+        click.echo(f"imported {done.id[:12]} (signed by {signer.key_name}, {signer.keyid[:12]})")
+    else:
+        click.echo(f"imported {done.id[:12]} (unsigned)")

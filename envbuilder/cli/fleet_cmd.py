@@ -126,12 +126,14 @@ def one_scheduler(use_slurm: bool, use_k8s: bool) -> None:
 def image_certificates(
     found: FleetImage, key_files: tuple[Path, ...], trust_file: Path | None, max_age: str | None
 ) -> tuple[list[Certificate], list[tuple[Certificate, str]], list[str]]:
-    """The image's certificates: the local store's, and its registry's signed attestations that
-    hold under the trust policy (with their signer's name), and each refusal as a line."""
+    """The image's certificates: those certified here (not imported, not cached from a registry:
+    `run` trusts those only after checks of their own), and its registry's signed attestations
+    that hold under the trust policy (with their signer's name), and each refusal as a line."""
     from envbuilder.certify.store import CertStore
 
     store = CertStore()
-    local = [store.get(r.id) for r in store.list(image=found.info.id) if r.image_id == found.info.id]
+    rows = store.list(image=found.info.id, origin="local")
+    local = [store.get(r.id) for r in rows if r.image_id == found.info.id]
     if found.registry is None or found.digest is None:
         return local, [], []
     from envbuilder.attest import choose_policy, fetch_verified

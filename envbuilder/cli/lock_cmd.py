@@ -4,6 +4,7 @@ sha256 each, per platform) and write the lock file that `build --lock` installs 
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import click
@@ -13,9 +14,9 @@ from envbuilder.cli.options import (
     host_options,
     package_source_options,
     resolve_spec,
-    say,
     settings_from_options,
 )
+from envbuilder.cli.progress_view import task_progress
 from envbuilder.errors import SpecError
 from envbuilder.image.lock import (
     LockFile,
@@ -25,7 +26,7 @@ from envbuilder.image.lock import (
     spec_dir_for,
     write_lock,
 )
-from envbuilder.image.packages import lock_packages
+from envbuilder.image.packages import LockSettings, lock_packages
 from envbuilder.image.render import RenderOptions, rendered_stack
 from envbuilder.image.spec import ImageSpec, load_spec, parse_spec
 
@@ -69,6 +70,11 @@ def load_lock_or_spec(
     help="Lock this platform too (repeatable), e.g. aarch64 for GH200 where the stack has wheels.",
 )
 @click.option("--out", "out", type=click.Path(dir_okay=False, path_type=Path), help="Lock file to write.")
+@click.option(
+    "--ca-bundle",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="CA bundle trusted for the indexes besides the system's (a TLS-intercepting proxy, a private CA).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the package lock as JSON.")
 def lock(
     path: Path,
@@ -83,6 +89,7 @@ def lock(
     platform: str,
     also: tuple[str, ...],
     out: Path | None,
+    ca_bundle: Path | None,
     as_json: bool,
 ) -> None:
     """Pin every Python package of SPEC (or re-pin those of LOCK) with sha256 hashes.
@@ -96,12 +103,15 @@ def lock(
     """
     current, spec, default_out = load_lock_or_spec(path, driver, gpus, ccs, cpu_only)
     settings = settings_from_options(index_url, framework_index, find_links, no_index)
+    if ca_bundle is not None:
+        settings = replace(settings or LockSettings(), ca_bundle=ca_bundle)
     stack = rendered_stack(spec, current.stack, RenderOptions())
     platforms = list(dict.fromkeys([platform, *also]))
-    locks = tuple(
-        lock_packages(spec, stack, platform=p, settings=settings, on_progress=say)  # type: ignore[arg-type]
-        for p in platforms
-    )
+    with task_progress("lock") as view:
+        locks = tuple(
+            lock_packages(spec, stack, platform=p, settings=settings, on_progress=view.say)  # type: ignore[arg-type]
+            for p in platforms
+        )
     kept = tuple(p for p in current.packages if p.platform not in platforms)
     target = out or default_out
     new = LockFile(

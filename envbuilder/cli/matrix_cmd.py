@@ -109,7 +109,7 @@ def show(name: str, as_json: bool) -> None:
 
 def find_records(name: str) -> list[dict[str, Any]]:
     """The matrix records NAME stands for (see `show`). Raises UsageError."""
-    from envbuilder.resolve.gpus import find_gpu  # the one GPU-name rule
+    from envbuilder.resolve.gpus import find_gpu, suggest_gpus  # the one GPU-name rule
 
     m = load_matrix()
     text = " ".join(name.split())
@@ -138,12 +138,16 @@ def find_records(name: str) -> list[dict[str, Any]]:
         return [record]
     gpu = find_gpu(m, text)
     if gpu is None:
+        near = suggest_gpus(m, text)
+        did_you_mean = f"did you mean {' or '.join(repr(n) for n in near)}? " if near else ""
         raise UsageError(
             f"the matrix has no GPU, framework release, CUDA release, compute capability or base "
             f"image called {name!r}",
-            hint="e.g. matrix show 'RTX 4090', torch==2.11.0, 'cuda 12.8', sm_90 or an nvidia/cuda "
-            "image; `envbuilder matrix list gpus|torch|tensorflow|jax|cuda|images` lists them",
+            hint=f"{did_you_mean}e.g. matrix show 'RTX 4090', torch==2.11.0, 'cuda 12.8', sm_90 or an "
+            "nvidia/cuda image; `envbuilder matrix list gpus|torch|tensorflow|jax|cuda|images` lists them",
         )
+    if gpu.candidates:  # several models of one compute capability: each of them
+        return [facts.gpu_record(g) for g in m.gpus.models if g.name in gpu.candidates]
     return [facts.gpu_record(gpu.model)]
 
 

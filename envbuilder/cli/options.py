@@ -15,6 +15,7 @@ from envbuilder.host.model import Host
 from envbuilder.matrix.model import Matrix
 from envbuilder.resolve.gpus import enrich_host, gpu_from_cc, gpu_from_match, lookup_gpu
 from envbuilder.resolve.model import NoCompatibleStackError, Request, Resolution
+from envbuilder.resolve.wsl import host_under_wsl
 from envbuilder.versions import MAX_REQUIREMENT, parse_host_driver, parse_python_xy, quote_input
 
 if TYPE_CHECKING:  # image.* reads YAML: not loaded by commands that need no spec
@@ -57,28 +58,33 @@ def host_options(func: F) -> F:
     func = click.option(
         "--driver",
         metavar="VERSION",
-        help="Target NVIDIA driver, the full version nvidia-smi prints, e.g. 535.104.05, or a bare "
-        "branch such as 580 (its oldest driver is assumed). Default: this host's.",
+        help="Target NVIDIA driver as nvidia-smi prints it, e.g. 535.104.05, 550.135 or 580.00, or a "
+        "bare branch such as 580 (its oldest driver is assumed). Default: this host's.",
     )(func)
     return func
 
 
 def host_from_options(
-    matrix: Matrix, driver: str | None, gpus: tuple[str, ...], ccs: tuple[str, ...]
+    matrix: Matrix, driver: str | None, gpus: tuple[str, ...], ccs: tuple[str, ...], *, wsl: bool = False
 ) -> Host:
-    """The host given on the command line, or this machine's when nothing is given.
+    """The host given on the command line, or this machine's when nothing is given. Under WSL2
+    (`wsl`, or detected on this machine) the driver is the Windows driver nvidia-smi prints,
+    checked as the Linux driver of the same CUDA (resolve/wsl.py).
 
     Raises UsageError for a malformed driver, an unknown GPU name or compute capability.
     """
     if driver is None and not gpus and not ccs:
         from envbuilder.host import probe_host  # lazy: probing touches NVML / nvidia-smi
 
-        return enrich_host(matrix, probe_host().to_host())
+        report = probe_host()
+        host = enrich_host(matrix, report.to_host())
+        return host_under_wsl(matrix, host) if (wsl or report.wsl) else host
     if driver is not None:
         driver = parse_host_driver(driver)
-    given = [gpu_from_match(lookup_gpu(matrix, name)) for name in gpus]
+    given = [gpu_from_match(matrix, lookup_gpu(matrix, name)) for name in gpus]
     given += [gpu_from_cc(matrix, cc) for cc in ccs]
-    return Host(driver=driver, gpus=tuple(given), source="given")
+    host = Host(driver=driver, gpus=tuple(given), source="given")
+    return host_under_wsl(matrix, host) if wsl else host
 
 
 def resolve_spec(

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from envbuilder.atomic import require_parent
 from envbuilder.cli import cli
 from envbuilder.cli.options import host_options, resolve_spec
 from envbuilder.image.render import (
@@ -151,6 +152,8 @@ def render(
     if print_only:
         click.echo(render_dockerfile(spec, stack, options), nl=False)
         return
+    if out_dir is not None:
+        require_parent(out_dir)  # the default build/NAME is render's own; --out's folder is the user's
     rendered = write_build_context(spec, stack, out_dir or Path("build") / spec.name, options)
     if as_json:
         doc = {

@@ -17,6 +17,12 @@ from envbuilder.resolve.model import NoCompatibleStackError, Resolution, Stack
 @cli.command()
 @request_options
 @host_options
+@click.option(
+    "--wsl",
+    is_flag=True,
+    help="The host is WSL2: --driver is the Windows driver nvidia-smi prints there (e.g. 577.00), "
+    "checked as the Linux driver of the same CUDA. Detected on this machine when nothing is given.",
+)
 @click.option("--explain", is_flag=True, help="List every rejected candidate and why.")
 @click.option("--json", "as_json", is_flag=True, help="Print the resolution as JSON (stable schema).")
 @click.option(
@@ -36,6 +42,7 @@ def resolve(
     driver: str | None,
     gpus: tuple[str, ...],
     ccs: tuple[str, ...],
+    wsl: bool,
     explain: bool,
     as_json: bool,
     lock_path: Path | None,
@@ -49,7 +56,7 @@ def resolve(
 
     matrix = load_matrix()
     request = request_from_options(framework_req, python, strategy, os_name, flavor, cpu_only, forward_compat)
-    host = host_from_options(matrix, driver, gpus, ccs)
+    host = host_from_options(matrix, driver, gpus, ccs, wsl=wsl)
     resolution = resolve_stack(matrix, request, host)
     if as_json:
         click.echo(json.dumps(resolution.to_dict(), indent=2, sort_keys=True))
@@ -69,7 +76,10 @@ def resolve(
 def _host_line(resolution: Resolution) -> str:
     host = resolution.host
     gpus = ", ".join(f"{g.name} ({g.cc})" for g in host.gpus) or "no GPU"
-    return f"host: driver {host.driver or 'none'}, {gpus} [{host.source}]"
+    driver = host.driver or "none"
+    if host.windows_driver:
+        driver = f"{host.windows_driver} (Windows, WSL2; as Linux {host.driver})"
+    return f"host: driver {driver}, {gpus} [{host.source}]"
 
 
 def _print_stack(stack: Stack, indent: str = "  ") -> None:

@@ -1,4 +1,4 @@
-"""`envbuilder up SPEC`: the whole job on this machine, doctor -> resolve -> base -> build ->
+"""`envbuilder up SPEC`: the whole job on this machine, doctor -> base -> resolve -> build ->
 certify -> report, with progress, ending in one line: the image, its verdict, the report.
 
 Where the network a build expects is missing (no container registry, the framework's own index
@@ -20,11 +20,11 @@ from packaging.specifiers import SpecifierSet
 
 from envbuilder.cli import cli
 from envbuilder.cli.options import gpu_access_option, resolve_spec
-from envbuilder.cli.steps import StepProgress
+from envbuilder.cli.progress_view import StepProgress
 from envbuilder.doctor.checks import DoctorInputs
 from envbuilder.errors import CertificationFailedError, LockError, NotGpuCertifiedError, RegistryError
 
-STEPS = ("doctor", "resolve", "base", "build", "certify", "report")
+STEPS = ("doctor", "base", "resolve", "build", "certify", "report")
 _FILE = click.Path(exists=True, dir_okay=False, path_type=Path)
 CPU_ONLY_NOTE = (
     "this machine has no NVIDIA GPU: the image is certified on the CPU path only "
@@ -69,6 +69,12 @@ class Fallbacks:
     type=click.Path(file_okay=False, path_type=Path),
     help="Where the lock, certificate and HTML report go (default: build/NAME).",
 )
+@click.option(
+    "--ca-bundle",
+    type=_FILE,
+    help="CA bundle trusted for the package indexes, by the lock and in the build (a "
+    "TLS-intercepting proxy, a private CA); a BuildKit secret, never in a layer.",
+)
 @click.option("--quick", is_flag=True, help="Certify with the smoke tests only (seconds).")
 @click.option("--no-cache", is_flag=True, help="Build without BuildKit's layer cache.")
 @click.option("--json", "as_json", is_flag=True, help="Print the outcome as JSON on stdout.")
@@ -81,11 +87,12 @@ def up(
     base_image: str | None,
     find_links: tuple[Path, ...],
     out_dir: Path | None,
+    ca_bundle: Path | None,
     quick: bool,
     no_cache: bool,
     as_json: bool,
 ) -> None:
-    """Doctor, resolve, build, certify and report SPEC (images/NAME.yaml) on this machine.
+    """Doctor, base, resolve, build, certify and report SPEC (images/NAME.yaml) on this machine.
 
     Progress goes to stderr (a live line on a terminal; one line per step with elapsed times,
     at least every 10 s, when piped); the last line on stdout names the image, its verdict and
@@ -109,30 +116,35 @@ def up(
             hint="run it on a GPU host, or drop --require-gpu for a certified-cpu-only image",
         )
 
-    with progress.step("resolve"):
-        matrix, resolution = resolve_spec(spec, None, (), (), cpu_only)
-        assert resolution.stack is not None  # resolve_spec raises otherwise
-        if resolution.python_reason:
-            progress.say(resolution.python_reason)
-        progress.say(f"stack {resolution.stack.id}")
-
+    # The stack's base image decides what this machine can build on: the base step comes first,
+    # from the spec's first answer (pure, no output), and the resolve step then names the one
+    # stack that is built (issue 26: it named the first answer, replaced after a base fallback).
     from envbuilder.engine import DockerEngine
 
+    matrix, resolution = resolve_spec(spec, None, (), (), cpu_only)
+    first = resolution.stack
+    assert first is not None  # resolve_spec raises otherwise
     engine = DockerEngine()
     with progress.step("base"):
         engine.ping()
-        fallbacks = _base(engine, resolution.stack.base_image, base_image, progress)
-        if fallbacks.base_image is not None:
-            fallbacks, request = _offline_request(
-                spec, resolution.stack, fallbacks, find_links, cpu_only, progress
-            )
+        fallbacks = _base(engine, first.base_image, base_image, progress)
+        # whatever the base (made here, pulled or --base-image), an index that does not answer
+        # falls back to local wheels (issue 23 D17: with --base-image it was never asked)
+        fallbacks, request = _offline_request(spec, first, fallbacks, find_links, cpu_only, progress)
+
+    with progress.step("resolve"):
+        if request is not None:
             matrix, resolution = resolve_spec(spec, None, (), (), cpu_only, request=request)
-            assert resolution.stack is not None
-            progress.say(f"stack {resolution.stack.id}")
+        assert resolution.stack is not None
+        if resolution.python_reason:
+            progress.say(resolution.python_reason)
+        progress.say(stack_line(resolution.stack, first, fallbacks))
 
     with progress.step("build"):
         out.mkdir(parents=True, exist_ok=True)
-        outcome = _build(spec, spec_path, matrix, resolution, engine, fallbacks, out, no_cache, progress)
+        outcome = _build(
+            spec, spec_path, matrix, resolution, engine, fallbacks, out, no_cache, progress, ca_bundle
+        )
         image = outcome.tags[0]
 
     with progress.step("certify"):
@@ -161,6 +173,7 @@ def up(
         "certificate_file": str(cert_path),
         "report": str(report_path),
         "lock_file": str(outcome.lock_path),
+        "stack": resolution.stack.id,  # the one built (after any base fallback)
         "seconds": round(progress.elapsed(), 1),
         "fallbacks": list(fallbacks.notes),
     }
@@ -171,7 +184,8 @@ def up(
             click.echo(f"note: {note}")
         if cert.verdict == "certified-cpu-only":
             click.echo(f"note: {CPU_ONLY_NOTE}")
-        click.echo(f"{image}  {cert.verdict}  {report_path}  ({progress.elapsed():.0f} s)")
+        took = f"stack {resolution.stack.id}, {progress.elapsed():.0f} s"
+        click.echo(f"{image}  {cert.verdict}  {report_path}  ({took})")
     if cert.verdict == "failed":
         raise CertificationFailedError(
             f"{image} failed certification: {cert.verdict_reason}",
@@ -184,6 +198,20 @@ def up(
         )
 
 
+def stack_line(built: Any, first: Any, fallbacks: Fallbacks) -> str:
+    """The resolve step's announcement: the stack built, and when a fallback changed the spec's
+    first answer, which one it replaces and why (the base's Python and OS, the local framework)."""
+    line = f"stack {built.id}, FROM {fallbacks.base_image or built.base_image}"
+    if built.id == first.id:
+        return line
+    why = []
+    if fallbacks.base_image is not None:
+        why.append(f"the base has Python {fallbacks.base_python} on {fallbacks.base_os}")
+    if fallbacks.framework_pin is not None:
+        why.append(f"{first.framework}{fallbacks.framework_pin} from local wheels")
+    return f"{line} (instead of {first.id}: {', '.join(why) or 'a fallback'})"
+
+
 def _doctor(progress: StepProgress, given: DoctorInputs | None) -> bool:
     """Run doctor's checks (the host's own frameworks left out: the image brings its own); True
     when this machine has no GPU (a CPU-only stack, then). Tests hand in fake probes as `given`."""
@@ -193,7 +221,7 @@ def _doctor(progress: StepProgress, given: DoctorInputs | None) -> bool:
     report = run_doctor(inputs)
     counts = {s: sum(1 for c in report.checks if c.status == s) for s in ("ok", "warn", "fail")}
     progress.say(
-        f"{counts['ok']} ok, {counts['warn']} warn, {counts['fail']} fail (envbuilder doctor for each)"
+        f"{counts['ok']} ok, {counts['warn']} warn, {counts['fail']} fail; `envbuilder doctor` shows each"
     )
     for c in report.checks:
         if c.status == "fail":
@@ -208,10 +236,17 @@ def _doctor(progress: StepProgress, given: DoctorInputs | None) -> bool:
 
 
 def _base(engine: Any, stack_base: str, given: str | None, progress: StepProgress) -> Fallbacks:
-    """The base image: the one given, the stack's (local or pulled), else a local one made here."""
+    """The base image: the one given, the stack's (local or pulled), else a local one made here.
+    A given base is used as a local one is: its Python and OS read from it (docs/up.md)."""
     if given is not None:
-        progress.say(f"base {given} (--base-image)")
-        return Fallbacks()
+        from envbuilder.engine.localbase import probe_base
+
+        if engine.inspect_image(given) is None:
+            engine.pull(given)  # RegistryError: neither here nor reachable
+        python, os_name = probe_base(engine, given, hint="give --base-image an image with python3 and venv")
+        note = f"built FROM {given} (--base-image: {os_name}, Python {python})"
+        progress.say(note)
+        return Fallbacks(base_image=given, base_python=python, base_os=os_name, notes=(note,))
     if engine.inspect_image(stack_base) is not None:
         progress.say(f"base {stack_base} (local)")
         return Fallbacks()
@@ -242,18 +277,26 @@ def _offline_request(
     cpu_only: bool,
     progress: StepProgress,
 ) -> tuple[Fallbacks, Any]:
-    """The request re-resolved for the local base (its Python and OS) and, when the framework's
-    index does not answer, for the newest framework version in local wheels. Raises LockError."""
+    """The request to resolve again, or None when nothing changes: for a local base made here,
+    its Python and OS; when the framework's index does not answer (whatever the base), the
+    newest framework version in local wheels (--find-links, else pip's configured find-links),
+    built offline from a wheelhouse filled on this host. Raises LockError."""
     from envbuilder.image.offline import configured_find_links, index_unreachable, local_framework_versions
     from envbuilder.resources import cache_dir
 
-    python, os_name = fallbacks.base_python, fallbacks.base_os
-    assert python is not None and os_name is not None
-    request = replace(spec.to_request(cpu_only=cpu_only), python=python, os=os_name)
+    local_base = fallbacks.base_image is not None
+    why = index_unreachable(stack.index_url) if stack.index_url else None
+    if not local_base and why is None:
+        return fallbacks, None
+    python = stack.python  # the stack's, kept while the framework version is pinned below
+    request = replace(spec.to_request(cpu_only=cpu_only), python=python)
+    if local_base:
+        python, os_name = fallbacks.base_python, fallbacks.base_os
+        assert python is not None and os_name is not None
+        request = replace(request, python=python, os=os_name)
     notes = list(fallbacks.notes)
     links: tuple[Path, ...] = ()
     pin = None
-    why = index_unreachable(stack.index_url) if stack.index_url else None
     if why is not None:
         links = given_links or configured_find_links()
         versions = [
@@ -294,10 +337,12 @@ def _build(
     out: Path,
     no_cache: bool,
     progress: StepProgress,
+    ca_bundle: Path | None = None,
 ) -> Any:
-    from envbuilder.engine.progress import BuildEvent, finished_step
+    from envbuilder.engine import BuildSecret
     from envbuilder.image.build import BuildOptions, ensure_package_lock, plan_from_spec, run_build
     from envbuilder.image.packages import DEFAULT_INDEX, LockSettings
+    from envbuilder.image.render import SECRET_CA
     from envbuilder.image.wheelhouse import fill_wheelhouse
 
     settings = (
@@ -305,11 +350,17 @@ def _build(
         if fallbacks.find_links
         else None
     )
+    secrets: tuple[BuildSecret, ...] = ()
+    if ca_bundle is not None:  # as build's --ca-bundle: trusted by the lock and by the install steps
+        settings = replace(settings or LockSettings(), ca_bundle=ca_bundle)
+        secrets = (BuildSecret(id=SECRET_CA, src=ca_bundle),)
     options = BuildOptions(
         base_image=fallbacks.base_image,
+        secrets=secrets,
         wheelhouse=fallbacks.wheelhouse,
         lock_settings=settings,
         lock_out=out / "lock.json",
+        outputs=(out,),  # its certificate and report, when --out lies in the project
         no_cache=no_cache,
         network="none" if fallbacks.wheelhouse else None,
     )
@@ -322,13 +373,12 @@ def _build(
         fetched = fill_wheelhouse(locked, fallbacks.wheelhouse, on_progress=progress.say)
         progress.say(f"{len(fetched)} wheels in {fallbacks.wheelhouse}, every sha256 as locked")
 
-    def on_event(event: BuildEvent) -> None:
-        if (ended := finished_step(event, 120)) is not None:
-            # "Dockerfile 2/7": BuildKit's numbering, told apart from up's own [k/6] steps
-            where = f"Dockerfile {event.counter.strip('[]')}" if event.is_step else "image"
-            progress.say(f"{where} {' '.join(ended)}")
-
-    outcome = run_build(plan, options, engine, on_event=on_event, on_message=progress.say)
+    # "Dockerfile 2/7": BuildKit's numbering, told apart from up's own [k/6] steps
+    on_event = progress.build_events()
+    try:
+        outcome = run_build(plan, options, engine, on_event=on_event, on_message=progress.say)
+    finally:
+        on_event.finish()
     for warning in outcome.warnings[len(plan.warnings) :]:
         progress.say(f"warning: {warning}")
     progress.say(f"built {outcome.image.id[:19]} ({outcome.image.size / 1e6:,.0f} MB), {outcome.tags[0]}")

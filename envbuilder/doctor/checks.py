@@ -11,7 +11,6 @@ import importlib.util
 import json
 import os
 import shutil
-import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,11 +37,14 @@ from envbuilder.host.frameworks import (
     FrameworkBuild,
     Status,
     cuda_fit,
+    frameworks_in,
     kernel_fit,
     probe_framework,
     probe_inventory,
+    user_python,
 )
 from envbuilder.matrix.model import Matrix
+from envbuilder.versions import major_minor
 
 Verdict = Literal["ok", "warn", "fail", "no-gpu"]
 TOOLKIT_URL = "https://docs.nvidia.com/datacenter/cloud-native/container-toolkit/latest/install-guide.html"
@@ -158,10 +160,6 @@ def load_matrix_or_reason() -> Matrix | str:
     return matrix
 
 
-def _installed(name: str) -> bool:
-    return importlib.util.find_spec(name) is not None
-
-
 def _quiet(_message: str) -> None:
     return None
 
@@ -176,8 +174,8 @@ class DoctorInputs:
     which: Which = shutil.which
     env: Mapping[str, str] = field(default_factory=lambda: os.environ)
     docker: Callable[[], DockerState] = probe_docker
-    python: str = sys.executable
-    installed: Callable[[str], bool] = _installed
+    python: str = field(default_factory=user_python)  # the user's, not envbuilder's own venv
+    installed: Callable[[str], bool] | None = None  # None: ask `python` (frameworks_in)
     matrix: Callable[[], Matrix | str] = load_matrix_or_reason
     progress: Callable[[str], None] = _quiet
     inventory: Callable[[Runner, str], dict[str, Any] | str] | None = None  # None: probe_inventory
@@ -203,11 +201,15 @@ def run_doctor(inputs: DoctorInputs | None = None) -> DoctorReport:
     specs = next((m.cdi_specs for m in modes if m.name == "cdi"), ())
     spec_checks = tuple(check_spec_file(s, i.root) for s in specs)
     builds = []
+    installed = i.installed
+    if installed is None:
+        found = frameworks_in(i.python, run=i.run)
+        installed = found.__contains__
     for name in FRAMEWORKS:
-        if i.installed(name):
+        if installed(name):
             i.progress(f"importing {name} in {i.python}")
             builds.append(probe_framework(name, run=i.run, python=i.python))
-    matrix = i.matrix() if host.gpus and any(b.cuda for b in builds) else None
+    matrix = i.matrix() if (host.gpus and any(b.cuda for b in builds)) or host.wsl else None
     inventory: dict[str, Any] | str | None = None
     if host.gpus and any(b.cuda for b in builds):
         i.progress(f"reading the CUDA libraries' kernels (fatbins) of {i.python}'s frameworks")
@@ -275,6 +277,24 @@ def _host_checks(host: HostReport) -> list[Check]:
     for g in host.gpus:
         out += _gpu_checks(g)
     return out
+
+
+def _wsl_check(host: HostReport, matrix: Matrix | None) -> Check:
+    """WSL2: the driver probed is the Windows driver; the Linux driver it counts as and what WSL2
+    lacks (cuda.yaml `wsl`), so the checks above and `resolve` read the same."""
+    from envbuilder.resolve.wsl import windows_driver  # lazy: only WSL2 hosts need it
+
+    said = [f"WSL2 ({host.wsl})"]
+    if host.driver is not None and matrix is not None:
+        got = windows_driver(matrix, host.driver)
+        if got is not None:
+            said.append(
+                f"driver {host.driver} is the Windows driver: CUDA {major_minor(got.release.version)} "
+                f"({got.how}), checked as the Linux driver {got.linux} by resolve"
+            )
+    if matrix is not None:
+        said += [f"{limit.lacks}: {limit.detail}" for limit in matrix.cuda.wsl_limits]
+    return Check(name="wsl2", status="ok", detail="; ".join(said))
 
 
 def _container_checks(
@@ -414,6 +434,8 @@ def assess_host(
         fix = "run `envbuilder matrix check` to see what is wrong"
         checks.append(Check(name="matrix", status="warn", detail=f"not loaded: {matrix}", fix=fix))
     loaded = matrix if isinstance(matrix, Matrix) else None
+    if host.wsl is not None:
+        checks.insert(1, _wsl_check(host, loaded))
     for b in frameworks:
         if host.gpus:
             checks += _framework_checks(b, host, loaded)

@@ -21,8 +21,8 @@ from typing import Literal
 
 from envbuilder.engine.model import BuildResult, BuildSecret
 from envbuilder.engine.progress import BuildEvent, ProgressParser, step_instruction
-from envbuilder.errors import BuildFailedError, BuildKitMissingError
-from envbuilder.lifecycle import die_with_parent, scratch_dir
+from envbuilder.errors import BuildFailedError, BuildKitMissingError, UsageError, log_tail
+from envbuilder.lifecycle import die_with_parent, kill_group, scratch_dir
 
 BUILDKIT_HINT = (
     "install the buildx plugin (Docker's `docker-buildx-plugin`, or `docker-buildx` on Debian 13+), "
@@ -214,7 +214,7 @@ def _build_flags(
     """The flags `docker build` and `buildx build` share, checked."""
     argv = ["-f", str(dockerfile)]
     for s in secrets:
-        if not _SECRET_ID.match(s.id):
+        if not _SECRET_ID.fullmatch(s.id):
             raise BuildFailedError(f"invalid build secret id {s.id!r}")
         argv += ["--secret", secret_flag(s)]
     for k, v in sorted((build_args or {}).items()):
@@ -235,7 +235,15 @@ def _build_flags(
 def secret_flag(secret: BuildSecret) -> str:
     """The value of `--secret` for one secret. docker reads it as one CSV record
     (encoding/csv: `id=x,src=FILE`), so a field holding a comma or a quote is quoted, or docker
-    would read a different file than the one named."""
+    would read a different file than the one named. A line break or another control character
+    cannot be carried (docker's reader ends the record there): refused. Raises UsageError."""
+    for field, value in (("id", secret.id), ("src", str(secret.src))):
+        if not value.isprintable():
+            raise UsageError(
+                f"secret {secret.id!r}: its {field} {value!r} holds a line break or another control "
+                "character, which docker's --secret cannot carry",
+                hint="give the file a path without one (a symlink to it will do)",
+            )
     out = io.StringIO()
     csv.writer(out, lineterminator="").writerow([f"id={secret.id}", f"src={secret.src}"])
     return out.getvalue()
@@ -353,21 +361,8 @@ def _run_streaming(
                     on_event(event)
         return proc.wait()
     except BaseException:
-        _kill_group(proc)
+        kill_group(proc, first=signal.SIGINT)  # docker cancels the build on SIGINT
         raise
-
-
-def _kill_group(proc: subprocess.Popen[str]) -> None:
-    for sig, wait in ((signal.SIGINT, 5.0), (signal.SIGKILL, 5.0)):
-        try:
-            os.killpg(proc.pid, sig)
-        except ProcessLookupError:
-            return
-        try:
-            proc.wait(timeout=wait)
-            return
-        except subprocess.TimeoutExpired:
-            continue
 
 
 def _build_failure(code: int, parser: ProgressParser) -> BuildFailedError:
@@ -376,8 +371,8 @@ def _build_failure(code: int, parser: ProgressParser) -> BuildFailedError:
     if failed and failed.index is not None:
         counter = parser.counter(failed).strip("[]")
         where = f" at step {counter}: {step_instruction(failed.name)[:160]}"
-    tail = "\n".join(parser.tail)
     return BuildFailedError(
-        f"docker build failed (exit {code}){where}\n--- last {len(parser.tail)} log lines ---\n{tail}",
-        hint="fix the failing step above and build again; nothing was tagged",
+        f"docker build failed (exit {code}){where}",
+        hint="fix the failing step (its log above) and build again; nothing was tagged",
+        log=log_tail(parser.tail),
     )

@@ -8,7 +8,8 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +24,7 @@ from envbuilder.engine.buildkit import (
     find_buildkit_cli,
     find_buildx,
 )
-from envbuilder.engine.container import ContainerSpec, Ulimit
+from envbuilder.engine.container import ContainerSpec, PortBinding, Ulimit
 from envbuilder.engine.model import AttachedRun, BuildResult, BuildSecret, DaemonInfo, ImageInfo, RunResult
 from envbuilder.engine.ownership import (
     DATA_LABEL,
@@ -45,7 +46,7 @@ from envbuilder.errors import (
     RegistryError,
     UsageError,
 )
-from envbuilder.lifecycle import die_with_parent, scratch_dir, stop_signal, sweep_temp_dirs
+from envbuilder.lifecycle import die_with_parent, owner_mark, scratch_dir, stop_signal, sweep_temp_dirs
 
 # The SDK is a dependency, but a broken or partial install must not take down the commands that never
 # talk to Docker (doctor, resolve, render, matrix): they import this package too.
@@ -74,6 +75,7 @@ DAEMON_HINT = (
 # runc sets the rlimits) but never runs a program.
 _PROBE_ENTRYPOINT = "/envbuilder-ulimit-probe-does-not-exist"
 _NEVER_STARTED = "0001-01-01"  # State.StartedAt of a container that did not start
+CREATE_SETTLE_S = 15.0  # how long a stop signal waits for a create in flight to be answered
 Notice = Callable[[str], None]
 
 
@@ -386,10 +388,11 @@ class DockerEngine:
 
     def _create(self, spec: ContainerSpec) -> Any:
         """The one place a ContainerSpec becomes a Docker call. The container is envbuilder's:
-        named `envbuilder-PURPOSE-XXXXXXXX` unless the spec names it, labelled with its owner and
-        purpose (ownership.py), so a janitor can find it if this process dies. Raises UsageError
-        when the daemon refuses the spec (a 4xx answer: a relative working directory, a name in
-        use), DockerUnavailableError when it fails or cannot be reached."""
+        named `envbuilder-PURPOSE-XXXXXXXX` unless the spec names it (callers name it first, with
+        `_named`, so that `_remove` finds it even when the create's answer never came), labelled
+        with its owner and purpose (ownership.py), so a janitor can find it if this process dies.
+        Raises UsageError when the daemon refuses the spec (a 4xx answer: a relative working
+        directory, a name in use), DockerUnavailableError when it fails or cannot be reached."""
         requests_ = []
         if spec.gpus is not None:
             requests_.append(
@@ -415,6 +418,7 @@ class DockerEngine:
             "shm_size": spec.shm_size,
             "security_opt": list(spec.security_opt) or None,
             "network_mode": spec.network,
+            "ports": _port_bindings(spec.ports) or None,
             "ipc_mode": spec.ipc,
             "user": spec.user,
             "working_dir": spec.workdir,
@@ -424,11 +428,71 @@ class DockerEngine:
             "tty": spec.tty,
         }
         try:
-            return self._client.containers.create(spec.image, list(spec.command), **kwargs)
+            # No command: the image's own CMD (behind its ENTRYPOINT), as `docker run IMAGE` does.
+            return self._client.containers.create(spec.image, list(spec.command) or None, **kwargs)
         except docker.errors.APIError as exc:
             raise _refusal(f"docker create {spec.image}", exc) from exc
         except _SDK_ERRORS as exc:
             raise lost_daemon(f"docker create {spec.image}", exc, kwargs["name"]) from exc
+
+    @contextlib.contextmanager
+    def _created(self, spec: ContainerSpec) -> Iterator[Any]:
+        """The container of `spec`, created (`_settled_create`) and removed when the block ends,
+        whatever ends it, a stop signal in the middle of the create included (issue 23, D14)."""
+        made: list[Any] = []  # filled by the create's own thread: no window between create and here
+        try:
+            self._settled_create(_named(spec), made)
+            yield made[0]
+        finally:
+            if made:
+                with contextlib.suppress(*_SDK_ERRORS):
+                    made[0].remove(force=True)
+
+    def _settled_create(self, spec: ContainerSpec, made: list[Any]) -> None:
+        """`_create` on a thread of its own, the container appended to `made`. A Ctrl-C or stop
+        signal (raised in this, the main thread) never abandons a create in flight, which the
+        daemon goes on with after its client gives up (a ulimit probe was left behind 3 times in
+        20 early SIGINTs of `certify`): it waits up to CREATE_SETTLE_S more for the answer, so the
+        caller removes what was made, then re-raises. Should no answer come, the container is
+        looked up by its name (fixed before the create) and removed if this process made it (its
+        owner mark is ours). Raises what `_create` raises."""
+        failed: list[BaseException] = []
+        begun, done = threading.Event(), threading.Event()
+
+        def create() -> None:
+            begun.set()
+            try:
+                made.append(self._create(spec))
+            except BaseException as exc:  # handed to the caller's thread, as raised
+                failed.append(exc)
+            finally:
+                done.set()
+
+        worker = threading.Thread(target=create, name="envbuilder-create", daemon=True)
+        try:
+            worker.start()
+            done.wait()
+        except BaseException:  # a stop signal: let the create settle first
+            if begun.wait(timeout=1.0):  # (the signal may have come while the thread started)
+                done.wait(timeout=CREATE_SETTLE_S)
+            if not done.is_set() and spec.name:
+                with contextlib.suppress(*_SDK_ERRORS):
+                    found = self._client.containers.get(spec.name)
+                    if (found.labels or {}).get(OWNER_LABEL) == owner_mark():
+                        found.remove(force=True)
+            raise
+        if failed:
+            raise failed[0]
+
+    def _stats(self, container_id: str) -> Mapping[str, Any]:
+        """The daemon's stats of a running container, at once (`one-shot`, API 1.41) where the
+        daemon can, else after its usual second sample."""
+        api = self._client.api
+        try:
+            doc = api.stats(container_id, stream=False, one_shot=True)
+        except docker.errors.InvalidVersion:
+            doc = api.stats(container_id, stream=False)
+        return doc if isinstance(doc, Mapping) else {}
 
     def run(
         self,
@@ -438,15 +502,27 @@ class DockerEngine:
         timeout_s: float | None = None,
     ) -> RunResult:
         """Create, start and follow a container; call `on_stderr` with each stderr line as it comes;
-        return its exit code, whole stdout and stderr. The container is removed in every case
-        (also on Ctrl-C or a stop signal, which is re-raised). A timeout kills it and returns exit
-        code 124.
+        return its exit code, whole stdout and stderr, and the CPU time its cgroup used (read
+        through the daemon's stats while it runs: CpuMeter). The container is removed in every
+        case (also on Ctrl-C or a stop signal, which is re-raised). A timeout kills it and returns
+        exit code 124.
 
         Raises UsageError when the daemon refuses the spec, DockerUnavailableError when it is down
         or goes away meanwhile (naming the container that may be left).
         """
-        container = self._create(spec)
+        with self._created(spec) as container:
+            return self._follow(container, spec, on_stderr, timeout_s)
+
+    def _follow(
+        self,
+        container: Any,
+        spec: ContainerSpec,
+        on_stderr: Callable[[str], None] | None,
+        timeout_s: float | None,
+    ) -> RunResult:
+        """`run` from the start of the created container to its end (the caller removes it)."""
         timed_out = threading.Event()
+        meter = CpuMeter(lambda: self._stats(container.id))
 
         def _kill() -> None:
             timed_out.set()
@@ -464,6 +540,7 @@ class DockerEngine:
 
         try:
             container.start()
+            meter.start()
             if timer is not None:
                 timer.daemon = True
                 timer.start()
@@ -476,20 +553,26 @@ class DockerEngine:
             if buf:
                 _line(buf)
             status = container.wait()
+            meter.stop()
             out = container.logs(stdout=True, stderr=False).decode(errors="replace")
         except docker.errors.APIError as exc:
             raise _refusal(f"docker run {spec.image}", exc) from exc
         except _SDK_ERRORS as exc:
             raise lost_daemon(f"docker run {spec.image}", exc, container.id) from exc
         finally:
+            meter.stop()
             if timer is not None:
                 timer.cancel()
-            with contextlib.suppress(*_SDK_ERRORS):
-                container.remove(force=True)
         code = 124 if timed_out.is_set() else int(status.get("StatusCode", -1))
         if timed_out.is_set():
             err_lines.append(f"envbuilder: container killed after {timeout_s:g} s")
-        return RunResult(exit_code=code, stdout=out, stderr="\n".join(err_lines))
+        return RunResult(
+            exit_code=code,
+            stdout=out,
+            stderr="\n".join(err_lines),
+            cpu_seconds=meter.cpu_seconds,
+            cpu_samples=meter.samples,
+        )
 
     def run_attached(
         self, spec: ContainerSpec, *, stop_timeout_s: float = 10.0, output_lines: int = 0
@@ -511,7 +594,13 @@ class DockerEngine:
         cli = next(iter(cli_candidates()), None)
         if cli is None:
             raise DockerUnavailableError("no docker CLI found on PATH", hint=DAEMON_HINT)
-        container = self._create(spec)
+        with self._created(spec) as container:
+            return self._attached(container, cli, spec, stop_timeout_s, output_lines)
+
+    def _attached(
+        self, container: Any, cli: str, spec: ContainerSpec, stop_timeout_s: float, output_lines: int
+    ) -> AttachedRun:
+        """`run_attached` from the created container to its end (the caller removes it)."""
         proc: subprocess.Popen[bytes] | None = None
         try:
             start = [cli, "start", "--attach", *(["--interactive"] if spec.interactive else []), container.id]
@@ -551,8 +640,6 @@ class DockerEngine:
             if proc is not None and proc.poll() is None:
                 with contextlib.suppress(OSError):
                     proc.kill()
-            with contextlib.suppress(*_SDK_ERRORS):
-                container.remove(force=True)
 
     @staticmethod
     def _log_tail(container: Any, lines: int) -> str:
@@ -592,23 +679,81 @@ class DockerEngine:
         probe = ContainerSpec(
             image=image, entrypoint=(_PROBE_ENTRYPOINT,), ulimits=tuple(ulimits), purpose="ulimit-probe"
         )
-        container = self._create(probe)
-        try:
-            container.start()
-        except docker.errors.APIError as exc:
-            text = str(exc)
-            return text if "rlimit" in text.lower() else None
-        except _SDK_ERRORS as exc:
-            raise lost_daemon("the ulimit probe", exc, container.id) from exc
-        finally:
-            with contextlib.suppress(*_SDK_ERRORS):
-                container.remove(force=True)
+        with self._created(probe) as container:
+            try:
+                container.start()
+            except docker.errors.APIError as exc:
+                text = str(exc)
+                return text if "rlimit" in text.lower() else None
+            except _SDK_ERRORS as exc:
+                raise lost_daemon("the ulimit probe", exc, container.id) from exc
         return None
 
 
+def _port_bindings(ports: Sequence[PortBinding]) -> dict[str, list[Any]]:
+    """`-p` bindings as the SDK takes them: {"80/tcp": [(ip, port) or port or None, ...]} (one
+    container port may be published on several host ports)."""
+    out: dict[str, list[Any]] = {}
+    for p in ports:
+        host: Any = p.host_port if p.host_ip is None else (p.host_ip, p.host_port)
+        out.setdefault(f"{p.container_port}/{p.protocol}", []).append(host)
+    return out
+
+
+def _named(spec: ContainerSpec) -> ContainerSpec:
+    """The spec with its container's name fixed before the create (ownership.container_name)."""
+    return spec if spec.name else replace(spec, name=container_name(spec.purpose))
+
+
+class CpuMeter:
+    """The CPU time a running container's cgroup has used, read from the daemon's stats (cgroup v1
+    and v2 alike: Docker reads cpuacct.usage or cpu.stat's usage_usec) every `interval_s` on a
+    thread of its own, so that the host has its own measure of the work done inside; the
+    container cannot write it. The cgroup goes when the container ends, so the last reading is
+    up to one interval short of the total. `read` returns the stats document; a failed reading
+    is skipped."""
+
+    def __init__(self, read: Callable[[], Mapping[str, Any]], interval_s: float = 0.5) -> None:
+        self._read, self._interval = read, interval_s
+        self._done = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._max_ns = 0
+        self.samples = 0
+
+    def sample(self) -> None:
+        try:
+            doc = self._read()
+        except Exception:  # a reading that fails (the container just ended) is no reading
+            return
+        usage = ((doc.get("cpu_stats") or {}).get("cpu_usage") or {}).get("total_usage")
+        if str(doc.get("read", "")).startswith(_NEVER_STARTED) or not isinstance(usage, int):
+            return  # the daemon's answer for a container that is gone: zeros
+        self._max_ns = max(self._max_ns, usage)
+        self.samples += 1
+
+    def _loop(self) -> None:
+        while True:
+            self.sample()
+            if self._done.wait(self._interval):
+                return
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._loop, name="envbuilder-cpu-meter", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._done.set()
+        if self._thread is not None:
+            self._thread.join(timeout=5.0)
+
+    @property
+    def cpu_seconds(self) -> float | None:
+        return self._max_ns / 1e9 if self.samples else None
+
+
 _REFUSED_HINT = (
-    "check what was asked of the container (--network, -v, -w, --shm-size, --gpu-access); "
-    "`envbuilder doctor` shows the GPU access modes this host offers"
+    "check what was asked of the container (--network, -v, -w, -u, -p, --name, --shm-size, "
+    "--gpu-access, --gpus); `envbuilder doctor` shows the GPU access modes this host offers"
 )
 
 

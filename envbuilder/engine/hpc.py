@@ -22,11 +22,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from envbuilder.atomic import write_text_atomic
+from envbuilder.atomic import check_output_path, write_text_atomic
 from envbuilder.engine.container import ContainerSpec, Mount
 from envbuilder.engine.interface import Engine
 from envbuilder.engine.model import ImageInfo
-from envbuilder.errors import ContainerRuntimeError, UsageError
+from envbuilder.errors import ContainerRuntimeError, UsageError, log_tail
 
 Format = Literal["sif", "sqsh"]
 Bind = tuple[str, str, bool]  # host path, container path, read-only
@@ -206,13 +206,14 @@ def export_image(
 ) -> Exported:
     """Convert the local Docker image `image` into `out` (SIF or squashfs) and write its sidecar.
     Built under a temporary name beside `out`, renamed only when complete: a failed or interrupted
-    export leaves no file and no sidecar. Raises UsageError (no such image), ContainerRuntimeError
+    export leaves no file and no sidecar. Raises UsageError (no such image), OutputError (a path
+    that is not a regular file, a missing folder), ContainerRuntimeError
     (the tool failed; its last lines quoted), DockerUnavailableError."""
     info = engine.inspect_image(image)
     if info is None:
         raise UsageError(f"image {image!r} not found locally", hint="build it, or `docker pull` it first")
+    check_output_path(out)  # envbuilder.atomic's output policy: a regular file or a new one
     out = out.resolve()
-    out.parent.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
     started = time.monotonic()
     try:
@@ -274,14 +275,17 @@ def _export_sif(
     say(f"export: apptainer build in {tool.image} (--security-opt {' '.join(APPTAINER_CONTAINER_SECURITY)})")
     res = engine.run(spec, timeout_s=EXPORT_TIMEOUT_S)
     if res.exit_code != 0:
-        tail = "\n".join((res.stderr or res.stdout).strip().splitlines()[-8:])
-        raise ContainerRuntimeError(f"apptainer build in {tool.image} failed (exit {res.exit_code}):\n{tail}")
+        raise ContainerRuntimeError(
+            f"apptainer build in {tool.image} failed (exit {res.exit_code})",
+            log=log_tail([res.stderr or res.stdout]),
+        )
 
 
 def _check(res: subprocess.CompletedProcess[str], tool: Tool) -> None:
     if res.returncode != 0:
-        tail = "\n".join((res.stderr or res.stdout).strip().splitlines()[-8:])
-        raise ContainerRuntimeError(f"{tool.describe()} failed (exit {res.returncode}):\n{tail}")
+        raise ContainerRuntimeError(
+            f"{tool.describe()} failed (exit {res.returncode})", log=log_tail([res.stderr or res.stdout])
+        )
 
 
 # --------------------------------------------------------------------------- the sidecar

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from envbuilder.engine.container import ContainerSpec
 from envbuilder.engine.interface import Engine
-from envbuilder.errors import BuildFailedError
+from envbuilder.errors import BuildFailedError, log_tail
 
 LOCAL_BASE_REPO = "envbuilder/local-base"
 DEFAULT_SUITE = "bookworm"
@@ -64,14 +64,21 @@ def ensure_local_base(
     info = engine.inspect_image(ref)
     if info is None:
         raise BuildFailedError(f"the local base {ref} was imported but is not there")
+    python, os_name = probe_base(engine, ref, hint=f"remove it (docker rmi {ref}) so that it is made again")
+    return LocalBase(ref=ref, image_id=info.id, python=python, os=os_name, made=made)
+
+
+def probe_base(engine: Engine, ref: str, *, hint: str) -> tuple[str, str]:
+    """The Python (X.Y) and OS (e.g. debian12) a local base image carries, read by running its
+    python3. Raises BuildFailedError (no python3, or an answer that is not two words)."""
     res = engine.run(ContainerSpec(image=ref, command=("python3", "-c", _PROBE)), timeout_s=60)
     fields = res.stdout.split()
     if res.exit_code != 0 or len(fields) != 2:
         raise BuildFailedError(
-            f"cannot read the Python of the local base {ref} (exit {res.exit_code}): {res.stderr[-300:]}",
-            hint=f"remove it (docker rmi {ref}) so that it is made again",
+            f"cannot read the Python of the base {ref} (exit {res.exit_code}): {res.stderr[-300:]}",
+            hint=hint,
         )
-    return LocalBase(ref=ref, image_id=info.id, python=fields[0], os=fields[1], made=made)
+    return fields[0], fields[1]
 
 
 def make_local_base(ref: str, *, suite: str, mirror: str, on_message: Callable[[str], None]) -> None:
@@ -102,8 +109,11 @@ def make_local_base(ref: str, *, suite: str, mirror: str, on_message: Callable[[
         ]
         proc = subprocess.run(argv, capture_output=True, text=True, check=False)
         if proc.returncode != 0:
-            tail = "\n".join((proc.stdout + proc.stderr).splitlines()[-15:])
-            raise BuildFailedError(f"debootstrap {suite} failed (exit {proc.returncode}):\n{tail}", hint=hint)
+            raise BuildFailedError(
+                f"debootstrap {suite} failed (exit {proc.returncode})",
+                hint=hint,
+                log=log_tail([proc.stdout, proc.stderr]),
+            )
         for junk in ("var/cache/apt/archives", "var/lib/apt/lists"):
             for p in (rootfs / junk).glob("*"):
                 if p.is_file():

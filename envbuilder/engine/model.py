@@ -51,11 +51,16 @@ class BuildResult:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class RunResult:
-    """A finished container: its exit code (124: killed at its time limit), whole stdout and stderr."""
+    """A finished container: its exit code (124: killed at its time limit), whole stdout and
+    stderr, and the CPU time its cgroup had used at the engine's last reading while it ran
+    (`cpu_seconds`, from `cpu_samples` readings; None: never read), what the host saw of its
+    work without asking the container."""
 
     exit_code: int
     stdout: str
     stderr: str
+    cpu_seconds: float | None = None
+    cpu_samples: int = 0
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

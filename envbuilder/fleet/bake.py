@@ -36,6 +36,7 @@ from envbuilder.image.build import (
     plan_from_spec,
     planned_tags,
     prepare_build,
+    secrets_redacted,
 )
 from envbuilder.image.spec import ImageSpec
 from envbuilder.matrix.model import Matrix
@@ -78,7 +79,7 @@ def class_host(matrix: Matrix, cls: NodeClass) -> Host:
             hint="give the nodes a driver feature (nvidia_driver_X.Y.Z) or run `fleet plan --probe` first",
         )
     gpu: HostGpu = (
-        gpu_from_match(lookup_gpu(matrix, cls.gpu_model))
+        gpu_from_match(matrix, lookup_gpu(matrix, cls.gpu_model))
         if cls.gpu_model
         else gpu_from_cc(matrix, str(cls.cc))
     )
@@ -178,7 +179,8 @@ def bake(
     RegistryError (push)."""
     lock_outs = [t.plan.lock_out for t in targets]
     tags = [tag for t in targets for tag in planned_tags(t.plan, t.options)]
-    with outputs_held(lock_outs, tags, engine, say):
+    secrets = [s for t in targets for s in t.options.secrets]
+    with outputs_held(lock_outs, tags, engine, say), secrets_redacted(secrets):
         return _bake_held(targets, engine, buildx, keep_dir=keep_dir, on_event=on_event, say=say)
 
 

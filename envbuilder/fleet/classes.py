@@ -98,6 +98,12 @@ def with_gpu_model(cls: NodeClass, matrix: Matrix, name: str, source: str) -> No
         return replace(cls, facts=(*cls.facts, f"GPU model: {source} {name!r}: {exc.message}"))
     if match is None:
         return replace(cls, facts=(*cls.facts, f"GPU model: {source} {name!r} is no model the matrix knows"))
+    if match.candidates:  # several models of one compute capability: that much is known
+        said = (
+            f"GPU model: {source} {name!r} fits {len(match.candidates)} models of compute capability "
+            f"{match.model.cc} ({', '.join(match.candidates)}): the model is left unknown"
+        )
+        return replace(cls, cc=cls.cc or match.model.cc, facts=(*cls.facts, said))
     model = match.model
     facts = [f"GPU model {model.name}: {source} {name!r} in the matrix"]
     cc = cls.cc

@@ -5,11 +5,11 @@ it; and the registry reference and manifest digest the nodes pull and the attest
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from envbuilder.bounded import load_json
 from envbuilder.engine import Engine, ImageInfo
 from envbuilder.errors import RegistryError, UsageError
 from envbuilder.registry import Reference, RegistryClient, parse_reference
@@ -86,9 +86,9 @@ def read_registry_image(ref: Reference, client: Client = RegistryClient) -> tupl
             hint="push the single-platform image envbuilder built (envbuilder push IMAGE)",
         )
     try:
-        doc = json.loads(reg.get_blob(ref.repository, str(config["digest"])))
-    except ValueError as exc:
-        raise RegistryError(f"the config of {ref} is not JSON: {exc}") from exc
+        doc = load_json(reg.get_blob(ref.repository, str(config["digest"])))  # bounded: a registry's answer
+    except ValueError as exc:  # JSONDecodeError, UnicodeDecodeError, bounded.TooLarge
+        raise RegistryError(f"the config of {ref} is not JSON: {str(exc)[:200]}") from None
     cfg = doc.get("config") if isinstance(doc, dict) else None
     cfg = cfg if isinstance(cfg, dict) else {}
     labels = cfg.get("Labels")

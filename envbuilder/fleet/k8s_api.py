@@ -129,7 +129,7 @@ class KubeClient:
 def cluster() -> Cluster:
     """The kubernetes client where it is installed and a kubeconfig (or in-cluster config) loads,
     else kubectl on PATH. Raises SchedulerError when neither can reach a cluster."""
-    why = "the kubernetes client is not installed (pip install 'envbuilder[k8s]')"
+    why = "the kubernetes client is not installed (pip install 'gpu-envbuilder[k8s]')"
     try:
         config = _module("kubernetes.config")
         try:

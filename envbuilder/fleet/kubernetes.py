@@ -230,8 +230,15 @@ def dra_selectors(products: Sequence[str], min_driver: str | None) -> list[dict[
 def validate_manifests(docs: Sequence[Mapping[str, Any]], version: str = K8S_VERSION) -> None:
     """Check every manifest against the Kubernetes OpenAPI schemas of `version`, offline and strict
     (unknown fields refused). Raises UsageError naming the manifest and the first problem."""
-    from kubernetes_validate import ValidationError, validate  # type: ignore[import-untyped]
-    from kubernetes_validate.utils import SchemaNotFoundError  # type: ignore[import-untyped]
+    try:
+        from kubernetes_validate import ValidationError, validate  # type: ignore[import-untyped]
+        from kubernetes_validate.utils import SchemaNotFoundError  # type: ignore[import-untyped]
+    except ImportError as exc:  # the `k8s` extra: 108 MB of schemas that only Kubernetes users need
+        raise SchedulerError(
+            "Kubernetes manifests are validated before they are written or applied, and the "
+            "validator (kubernetes-validate) is not installed",
+            hint="install the k8s extra: pip install 'gpu-envbuilder[k8s]' (a checkout: -e '.[k8s]')",
+        ) from exc
 
     for doc in docs:
         name = f"{doc.get('kind')}/{(doc.get('metadata') or {}).get('name')}"

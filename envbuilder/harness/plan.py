@@ -37,6 +37,21 @@ SERVED = ("resnet18",)
 GPU_DATA = (224, 4096, 512)  # the GPU path's synthetic set: image size, train and eval images
 XLA_FRAMEWORKS: dict[str, XlaFramework] = {"jax": JAX, "tensorflow": TENSORFLOW}  # xla_plan's
 NO_GPU = "CPU path: no GPU on this host, or none given to this run"  # cuda_smoke's skip reason
+# The step every path of every framework runs first: where the framework is missing it fails (it
+# never skips: certify/verdict.py refuses a result whose cpu_check did not run).
+FRAMEWORK_STEP = "cpu_check"
+
+
+def missing_framework(rec: Recorder, name: str) -> None:
+    """The framework this certification is for (--framework: the image's stack, or what certify
+    was asked for) is not importable: a failed step, so the verdict fails and says why; a skip
+    would let an image with its framework deleted pass on the steps that need none (D2)."""
+    rec.fail(
+        FRAMEWORK_STEP,
+        f"{name} is not installed, but this certification is for {name} (the image's stack or "
+        "--framework names it): the image cannot run its framework",
+    )
+    rec.skip("cuda_smoke", f"{name} is not installed")
 
 
 class Certification:
@@ -146,8 +161,8 @@ class Certification:
                 )
                 + ". This is NOT a GPU certification."
             )
-        if not self.have_torch:
-            self.notes.append("torch is not installed: the torch steps are skipped")
+        if not self.have_torch and opts.framework == "torch":
+            self.notes.append("torch is not installed: the image cannot run the framework it is for")
 
     # ---- what happened ---------------------------------------------------------------------
     def outcome(self) -> Outcome:
@@ -207,8 +222,7 @@ def run_path(s: Session, *, mode: str, have_torch: bool, lane: Any = None) -> No
         xla_plan(s, xla, mode=mode)
         return
     if not have_torch:
-        for name in ("cpu_check", "cuda_smoke"):
-            rec.skip(name, "torch is not installed")
+        missing_framework(rec, "torch")
         framework_smokes(s, want_gpu=s.cuda)
         return
     import torch
@@ -481,8 +495,7 @@ def xla_plan(s: Session, fw: XlaFramework, *, mode: str) -> None:
     for key, value in fw.env.items():
         os.environ.setdefault(key, value)
     if importlib.util.find_spec(fw.name) is None:
-        for name in ("cpu_check", "cuda_smoke"):
-            s.rec.skip(name, f"{fw.name} is not installed")
+        missing_framework(s.rec, fw.name)
         return
     fw.cpu_check(s)
     if s.cuda:

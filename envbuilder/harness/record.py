@@ -121,6 +121,9 @@ class Recorder:
     def skip(self, name: str, reason: str) -> Step:
         return self.emit(Step(name=name, status=SKIP, reason=reason))
 
+    def fail(self, name: str, reason: str) -> Step:
+        return self.emit(Step(name=name, status=FAIL, reason=reason))
+
     def last(self) -> Step:
         """The step emitted last (the one a `with rec.step(...)` block just recorded)."""
         return self.steps[-1]

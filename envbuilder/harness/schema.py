@@ -31,6 +31,11 @@ def validate_result(doc: Any) -> list[str]:
         problems.append("result.kind: expected 'result'")
     need(doc, "schema_version", int, "result")
     need(doc, "harness_version", str, "result")
+    # What the host checks a result against (certify/verdict.py): the payload's digest, whether
+    # it ran the GPU path, the options it was given (the nonce, the framework).
+    need(doc, "harness_sha256", str, "result")
+    need(doc, "gpu_path", bool, "result")
+    need(doc, "options", dict, "result")
     for key in ("started", "finished"):
         need(doc, key, str, "result")
     mode = need(doc, "mode", str, "result")

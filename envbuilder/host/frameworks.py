@@ -7,9 +7,11 @@ The import happens in a child interpreter with a timeout; the fit rules are pure
 from __future__ import annotations
 
 import json
+import os
 import re
 import sys
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Literal
 
 from packaging.version import Version
@@ -179,6 +181,38 @@ sys.path.insert(0, sys.argv[1])
 from harness import inventory
 print(json.dumps(inventory.scan(inventory.package_dirs() + inventory.system_dirs())))
 """
+
+
+_FIND = (
+    "import importlib.util, json, sys; "
+    "print(json.dumps([n for n in sys.argv[1:] if importlib.util.find_spec(n)]))"
+)
+
+
+def user_python(path: str | None = None, own_prefix: str = sys.prefix) -> str:
+    """The Python whose frameworks are the user's: the first `python3` on PATH that is not in
+    envbuilder's own environment (its venv holds torch for its tests, never the user's); envbuilder's
+    own interpreter when there is no other."""
+    own = Path(own_prefix).resolve()
+    for folder in (path if path is not None else os.environ.get("PATH", "")).split(os.pathsep):
+        candidate = Path(folder or ".") / "python3"
+        if not (candidate.is_file() and os.access(candidate, os.X_OK)):
+            continue
+        if own in (candidate.parent.resolve(), candidate.parent.parent.resolve()):
+            continue  # envbuilder's own venv (its bin/), however PATH names it
+        return str(candidate)
+    return sys.executable
+
+
+def frameworks_in(python: str, *, run: Runner = run_command) -> frozenset[str]:
+    """Which of FRAMEWORKS `python` has installed (found, not imported: a child, fast). Never
+    raises: a Python that cannot be asked has none."""
+    res = run([python, "-c", _FIND, *FRAMEWORKS], FRAMEWORK_TIMEOUT_S)
+    try:
+        found = json.loads(res.stdout.strip().splitlines()[-1]) if res.returncode == 0 else []
+    except (json.JSONDecodeError, IndexError):
+        found = []
+    return frozenset(str(n) for n in found if n in FRAMEWORKS) if isinstance(found, list) else frozenset()
 
 
 def probe_inventory(*, run: Runner = run_command, python: str = sys.executable) -> dict[str, Any] | str:

@@ -19,7 +19,14 @@ GPU_SHAPE = obj(
     required=("name", "cc"),
 )
 # Host.to_dict()'s field types (a lock's resolution.host): what Host.from_dict checks.
-HOST_SHAPE = obj({"driver": _MAYBE_STR, "gpus": opt(list_of(GPU_SHAPE)), "source": _MAYBE_STR})
+HOST_SHAPE = obj(
+    {
+        "driver": _MAYBE_STR,
+        "gpus": opt(list_of(GPU_SHAPE)),
+        "source": _MAYBE_STR,
+        "windows_driver": _MAYBE_STR,
+    }
+)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -65,13 +72,16 @@ class Host:
     driver: str | None  # None: no NVIDIA driver
     gpus: tuple[HostGpu, ...] = ()
     source: str = "given"  # nvml | nvidia-smi | proc | given | none
+    # WSL2: the Windows driver nvidia-smi printed; `driver` is then the Linux driver it counts as
+    # (resolve/wsl.py). None elsewhere, and then absent from to_dict().
+    windows_driver: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "driver": self.driver,
             "gpus": [g.to_dict() for g in self.gpus],
             "source": self.source,
-        }
+        } | ({"windows_driver": self.windows_driver} if self.windows_driver else {})
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Host:
@@ -83,6 +93,7 @@ class Host:
             driver=_optional_str(d.get("driver")),
             gpus=tuple(HostGpu.from_dict(g) for g in gpus),
             source=str(d.get("source") or "given"),
+            windows_driver=_optional_str(d.get("windows_driver")),
         )
 
 

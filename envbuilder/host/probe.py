@@ -1,4 +1,5 @@
-"""GPUs and driver of this machine: NVML, then nvidia-smi, then /proc/driver/nvidia/version.
+"""GPUs and driver of this machine: NVML, then nvidia-smi, then /proc/driver/nvidia/version; and
+whether it is WSL2, where the driver these print is the Windows driver (resolve/wsl.py maps it).
 
 Each probe takes its inputs (NVML module, command runner, filesystem root) as arguments, so tests
 feed it recorded outputs. Nothing here raises for a missing GPU or driver.
@@ -108,6 +109,7 @@ class HostReport:
     cuda_driver: str | None  # newest CUDA the driver supports, "13.0"
     gpus: tuple[GpuInfo, ...] = ()
     attempts: tuple[str, ...] = ()  # what each probe that did not answer said, in order
+    wsl: str | None = None  # WSL2: what showed it ("/proc/version says microsoft-standard-WSL2")
 
     def to_host(self) -> Host:
         """The resolver's view of this host."""
@@ -126,6 +128,7 @@ class HostReport:
             "cuda_driver": self.cuda_driver,
             "gpus": [g.to_dict() for g in self.gpus],
             "attempts": list(self.attempts),
+            "wsl": self.wsl,
         }
 
 
@@ -215,22 +218,39 @@ def _int(field: str) -> int | None:
     return None if value is None else int(value)
 
 
-def probe_nvidia_smi(run: Runner = run_command) -> HostReport | str:
+WSL_LIB = "usr/lib/wsl/lib"  # WSL2's driver libraries and nvidia-smi, mounted from Windows
+
+
+def detect_wsl(root: Path = Path("/")) -> str | None:
+    """What shows this is WSL2, or None: /proc/version naming Microsoft's kernel
+    ("...-microsoft-standard-WSL2"), else the paravirtual GPU /dev/dxg or the driver folder
+    /usr/lib/wsl/lib (NVIDIA's CUDA on WSL User Guide)."""
+    try:
+        version = (root / "proc/version").read_text(errors="replace")
+    except OSError:
+        version = ""
+    if re.search(r"microsoft|WSL", version, re.IGNORECASE):
+        return f"/proc/version says {version.split()[2] if len(version.split()) > 2 else 'Microsoft'}"
+    for path in ("dev/dxg", WSL_LIB):
+        if (root / path).exists():
+            return f"/{path} exists"
+    return None
+
+
+def probe_nvidia_smi(run: Runner = run_command, exe: str = "nvidia-smi") -> HostReport | str:
     """Query `nvidia-smi` (csv query, header for the CUDA version, compute apps). Returns the
     report, or a string saying why nvidia-smi did not answer."""
     fmt = "--format=csv,noheader,nounits"
-    res = run(["nvidia-smi", f"--query-gpu={SMI_QUERY}", fmt], SMI_TIMEOUT_S)
+    res = run([exe, f"--query-gpu={SMI_QUERY}", fmt], SMI_TIMEOUT_S)
     if res.returncode != 0:
         said = (res.stdout.strip() or res.stderr.strip() or "no output").splitlines()[0]
         return f"nvidia-smi: exit {res.returncode}: {said}"
     rows = [[c.strip() for c in line.split(",")] for line in res.stdout.splitlines() if line.strip()]
     if not rows or any(len(r) != 9 for r in rows):
         return f"nvidia-smi: unexpected --query-gpu output: {res.stdout.strip()[:120]!r}"
-    header = run(["nvidia-smi"], SMI_TIMEOUT_S)
+    header = run([exe], SMI_TIMEOUT_S)
     m = re.search(r"CUDA Version:\s*(\d+\.\d+)", header.stdout)
-    apps = run(
-        ["nvidia-smi", "--query-compute-apps=gpu_uuid,pid,process_name,used_memory", fmt], SMI_TIMEOUT_S
-    )
+    apps = run([exe, "--query-compute-apps=gpu_uuid,pid,process_name,used_memory", fmt], SMI_TIMEOUT_S)
     procs: dict[str, list[GpuProcess]] = {}
     for line in apps.stdout.splitlines() if apps.returncode == 0 else ():
         cells = [c.strip() for c in line.split(",")]
@@ -293,10 +313,13 @@ def probe_host(*, nvml: Any = None, run: Runner = run_command, root: Path = Path
             module = importlib.import_module("pynvml")
         except ImportError as exc:
             module = f"NVML: nvidia-ml-py not importable ({exc})"
+    wsl = detect_wsl(root)
     probes: list[Callable[[], HostReport | str]] = [
         lambda: module if isinstance(module, str) else probe_nvml(module, root),
         lambda: probe_nvidia_smi(run),
     ]
+    if wsl is not None:  # as root, nvidia-smi is not on PATH in WSL2 ([NV-WSL] Known Limitations)
+        probes.append(lambda: probe_nvidia_smi(run, str(root / WSL_LIB / "nvidia-smi")))
     for probe in probes:
         got = probe()
         if isinstance(got, HostReport) and got.gpus:
@@ -306,9 +329,12 @@ def probe_host(*, nvml: Any = None, run: Runner = run_command, root: Path = Path
                 cuda_driver=got.cuda_driver,
                 gpus=got.gpus,
                 attempts=tuple(attempts),
+                wsl=wsl,
             )
         attempts.append(got if isinstance(got, str) else f"{got.source}: no GPU listed")
     got = probe_proc(root)
     if isinstance(got, HostReport):
-        return HostReport(source="proc", driver=got.driver, cuda_driver=None, attempts=tuple(attempts))
-    return HostReport(source="none", driver=None, cuda_driver=None, attempts=(*attempts, got))
+        return HostReport(
+            source="proc", driver=got.driver, cuda_driver=None, attempts=tuple(attempts), wsl=wsl
+        )
+    return HostReport(source="none", driver=None, cuda_driver=None, attempts=(*attempts, got), wsl=wsl)

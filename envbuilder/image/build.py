@@ -18,9 +18,17 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from envbuilder.atomic import check_output_path
 from envbuilder.engine import BuildResult, BuildSecret, ContainerSpec, Engine, ImageInfo
 from envbuilder.engine.progress import BuildEvent
-from envbuilder.errors import BuildFailedError, OutputError, RegistryError, SpecError, UsageError
+from envbuilder.errors import (
+    BuildFailedError,
+    EnvbuilderError,
+    OutputError,
+    RegistryError,
+    SpecError,
+    UsageError,
+)
 from envbuilder.host.model import Host
 from envbuilder.image.commit import (
     LOCK_DIR_ENV,
@@ -38,6 +46,7 @@ from envbuilder.image.drift import (
     provided_by_base,
     summarize,
 )
+from envbuilder.image.hints import missing_wheelhouse_hint, tls_hint
 from envbuilder.image.lock import (
     BuildRecord,
     InstalledDist,
@@ -58,6 +67,7 @@ from envbuilder.image.packages import (
 )
 from envbuilder.image.render import (
     HARNESS_DEST,
+    SECRET_CA,
     VENV,
     RenderedContext,
     RenderOptions,
@@ -65,6 +75,7 @@ from envbuilder.image.render import (
     rendered_stack,
     write_build_context,
 )
+from envbuilder.image.secrets import Secrets, redact
 from envbuilder.image.spec import ImageSpec, parse_spec
 from envbuilder.imageref import check_registry, check_tag
 from envbuilder.lifecycle import temp_dir
@@ -89,6 +100,7 @@ class BuildOptions:
     lock_settings: LockSettings | None = None
     platform: Platform = "x86_64"  # which package lock the image installs
     source_date_epoch: int | None = None  # build reproducibly with these file times (build_epoch)
+    outputs: tuple[Path, ...] = ()  # the command's other outputs (up's --out): never in the context
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -235,6 +247,7 @@ def _check_inputs(plan: BuildPlan, options: BuildOptions) -> list[str]:
             f"cannot write the lock {plan.lock_out}: {parent} is not a writable folder",
             hint="create the folder or give --lock-out another path",
         )
+    check_output_path(Path(plan.lock_out))  # a FIFO or a link there: refused before the build, not after
     given = {s.id for s in options.secrets}
     if options.wheelhouse is None:
         for index in plan.spec.indexes:
@@ -350,6 +363,16 @@ class PreparedBuild:
     warnings: tuple[str, ...]
 
 
+def build_outputs(plan: BuildPlan, options: BuildOptions) -> tuple[Path, ...]:
+    """The paths a build writes or reads besides the project (its lock, its wheelhouse, its
+    find-links folders, the command's other outputs): never part of the project's context,
+    whatever their names."""
+    settings = options.lock_settings
+    links = settings.find_links if settings is not None else ()
+    wheelhouse = (options.wheelhouse,) if options.wheelhouse is not None else ()
+    return (Path(plan.lock_out), *wheelhouse, *links, *options.outputs)
+
+
 def prepare_build(
     plan: BuildPlan,
     options: BuildOptions,
@@ -376,6 +399,7 @@ def prepare_build(
         base_image=from_ref if from_ref != plan.stack.base_image else None,
         package_locks=plan.packages,
         platform=options.platform,
+        context_outputs=build_outputs(plan, options),
     )
     rendered = write_build_context(plan.spec, plan.stack, dest, ropts)
     if plan.previous and plan.previous.dockerfile_sha256 != rendered.dockerfile_sha256:
@@ -427,20 +451,76 @@ def _run_build_locked(
     tmp = temp_dir("render", work_dir) if work_dir is not None else None
     dest = (tmp or context_home(plan.lock_out)) / "build"
     try:
-        prepared = prepare_build(plan, options, engine, dest, on_message=on_message)
-        result = engine.build(
-            prepared.rendered.context_dir,
-            prepared.rendered.dockerfile,
-            secrets=options.secrets,
-            no_cache=options.no_cache,
-            network=options.network,
-            on_event=on_event,
-            source_date_epoch=options.source_date_epoch,
-        )
+        with secrets_redacted(options.secrets):
+            prepared = prepare_build(plan, options, engine, dest, on_message=on_message)
+            try:
+                result = engine.build(
+                    prepared.rendered.context_dir,
+                    prepared.rendered.dockerfile,
+                    secrets=options.secrets,
+                    no_cache=options.no_cache,
+                    network=options.network,
+                    on_event=on_event,
+                    source_date_epoch=options.source_date_epoch,
+                )
+            except BuildFailedError as exc:
+                locked = next((p for p in prepared.plan.packages if p.platform == options.platform), None)
+                exc.hint = failure_hint(exc, locked, options) or exc.hint
+                raise
     finally:
         if tmp is not None:
             shutil.rmtree(tmp, ignore_errors=True)
     return finish_build(prepared, result, options, engine)
+
+
+MAX_SECRET_BYTES = 64 * 1024  # a token or a URL; a larger file is no index secret
+
+
+def secret_values(secrets: Sequence[BuildSecret]) -> Secrets:
+    """(id, value) of the build's secrets that a tool may print (an index URL with its token, a
+    password): every one but the CA bundle, which is public. A file that cannot be read is
+    skipped (the build reports it)."""
+    out: list[tuple[str, str]] = []
+    for s in secrets:
+        if s.id == SECRET_CA:
+            continue
+        try:
+            with s.src.open("rb") as f:
+                value = f.read(MAX_SECRET_BYTES).decode("utf-8", errors="replace").strip()
+        except OSError:
+            continue
+        if value:
+            out.append((s.id, value))
+    return tuple(out)
+
+
+@contextlib.contextmanager
+def secrets_redacted(secrets: Sequence[BuildSecret]) -> Iterator[None]:
+    """Every envbuilder error raised inside leaves with the secrets' values taken out of its
+    message, hint and log lines (a failed RUN's log tail prints the index URL it could not fetch
+    from, token and all)."""
+    try:
+        yield
+    except EnvbuilderError as exc:
+        values = secret_values(secrets)
+        exc.message = redact(exc.message, values)
+        exc.args = (exc.message,)
+        exc.hint = None if exc.hint is None else redact(exc.hint, values)
+        exc.log = tuple(redact(line, values) for line in exc.log)
+        raise
+
+
+def failure_hint(exc: BuildFailedError, packages: PackageLock | None, options: BuildOptions) -> str | None:
+    """The fix a failed BuildKit build points to, read from its log (image/hints.py): a CA
+    bundle behind a TLS-intercepting proxy; a wheelhouse for wheels the lock took from a local
+    folder; None when neither shows."""
+    text = "\n".join(exc.log)
+    ca_given = any(s.id == SECRET_CA for s in options.secrets)
+    if (tls := tls_hint(text, ca_given=ca_given)) is not None:
+        return tls
+    if options.wheelhouse is None:
+        return missing_wheelhouse_hint(packages, exc.log)
+    return None
 
 
 def finish_build(

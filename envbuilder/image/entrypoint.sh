@@ -13,6 +13,12 @@
 #   the driver is too old                      one error line and a hint on stderr, exit 78
 #   ENVBUILDER_DISABLE_DRIVER_CHECK=1          the command starts, with a warning
 #
+# CUDA forward compatibility (a stack resolved with --forward-compat): ENVBUILDER_COMPAT_DRIVER is
+# the driver of the image's cuda-compat package; while the host's driver is older, its libraries
+# (ENVBUILDER_COMPAT_DIR, default /usr/local/cuda/compat) go first in LD_LIBRARY_PATH, as NVIDIA
+# documents (docs.nvidia.com/deploy/cuda-compatibility/forward-compatibility.html); on a newer
+# driver they are left out (the compat libcuda must not run on a newer kernel module).
+#
 # ENVBUILDER_DRIVER_VERSION_FILE names the file read (default /proc/driver/nvidia/version), so a
 # test can stand in a driver the machine does not have.
 set -eu
@@ -69,6 +75,16 @@ if [ -n "$need" ]; then
                 "(envbuilder build SPEC --driver $have); ENVBUILDER_DISABLE_DRIVER_CHECK=1 starts it anyway" >&2
             exit 78
         fi
+    fi
+fi
+
+compat="${ENVBUILDER_COMPAT_DRIVER:-}"
+compat_dir="${ENVBUILDER_COMPAT_DIR:-/usr/local/cuda/compat}"
+if [ -n "$compat" ]; then
+    have="$(driver_version "$version_file")"
+    if [ -n "$have" ] && ! version_ge "$have" "$compat" && [ -d "$compat_dir" ]; then
+        LD_LIBRARY_PATH="$compat_dir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+        export LD_LIBRARY_PATH
     fi
 fi
 

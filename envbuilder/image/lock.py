@@ -11,17 +11,19 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Mapping, Sequence
+import re
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from envbuilder.atomic import write_text_atomic
-from envbuilder.bounded import load_json
+from envbuilder.bounded import load_json, read_text_bounded
 from envbuilder.errors import LockError, SpecError
 from envbuilder.hashing import sha256_hex
 from envbuilder.host.model import Host
 from envbuilder.image.packages import PackageLock, package_lock_from_dict
+from envbuilder.image.validate import IMAGE_REF_RE
 from envbuilder.resolve.model import Request, Resolution, Stack
 from envbuilder.typed import (
     ANY,
@@ -225,7 +227,7 @@ def read_lock(path: Path) -> LockFile:
     """Read and check a lock file (bounded: envbuilder.bounded). Raises SpecError naming the
     file and the bad field."""
     try:
-        raw = load_json(Path(path).read_text(encoding="utf-8"))
+        raw = load_json(read_text_bounded(path))  # a FIFO or /dev/zero: refused unread
     except OSError as exc:
         raise SpecError(
             f"{path}: cannot read lock file: {exc.strerror}", hint=_HINT, file=str(path)
@@ -285,6 +287,8 @@ def parse_lock(raw: object, where: str = "<lock>") -> LockFile:
     if len(set(platforms)) != len(platforms):
         raise fail("packages", "two package locks for one platform")
     build = doc.get("build")
+    if build is not None:
+        _check_build(build, fail)
     lock = LockFile(
         resolution=resolution,
         stack=stack,
@@ -298,6 +302,29 @@ def parse_lock(raw: object, where: str = "<lock>") -> LockFile:
     if recorded is not None and recorded != lock.hash:
         raise fail("lock_hash", f"{recorded} does not match the stack and spec ({lock.hash}): edited?")
     return lock
+
+
+_IMAGE_ID_RE = re.compile(r"sha256:[0-9a-f]{64}")
+_HEX_RE = re.compile(r"[0-9a-f]{64}")
+
+
+def _check_build(raw: Mapping[str, Any], fail: Callable[[str, str], SpecError]) -> None:
+    """The build record's values that reach a command or the Dockerfile again (a rebuild's FROM
+    and the base it pulls and inspects): image references and digests, nothing else."""
+
+    def refused(field: str, value: object, why: str) -> SpecError:
+        text = repr(value)
+        return fail(f"build.{field}", f"{text if len(text) <= 80 else text[:77] + '...'} refused ({why})")
+
+    if not IMAGE_REF_RE.fullmatch(raw["base_image"]):
+        raise refused("base_image", raw["base_image"], "a Docker image reference")
+    digest = raw.get("base_image_digest")
+    if digest is not None and not (IMAGE_REF_RE.fullmatch(digest) or _IMAGE_ID_RE.fullmatch(digest)):
+        raise refused("base_image_digest", digest, "NAME@sha256:DIGEST or an image ID")
+    if not _IMAGE_ID_RE.fullmatch(raw["image_id"]):
+        raise refused("image_id", raw["image_id"], "an image ID sha256:HEX")
+    if not _HEX_RE.fullmatch(raw["dockerfile_sha256"]):
+        raise refused("dockerfile_sha256", raw["dockerfile_sha256"], "64 lower-case hex digits")
 
 
 def _build_record(raw: Mapping[str, Any]) -> BuildRecord:

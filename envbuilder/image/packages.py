@@ -31,10 +31,22 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.tags import Tag
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 
-from envbuilder.errors import LockError, SpecError
-from envbuilder.image.sources import PackageIndex, file_digest, requirement_files, spec_file
+from envbuilder.errors import LockError, SpecError, log_tail
+from envbuilder.image.hints import tls_hint
+from envbuilder.image.secrets import Secrets, is_secret_ref, recorded_url, redact
+from envbuilder.image.sources import (
+    INDEX_NAME_RE,
+    INDEX_URL_RE,
+    REL_PATH_RE,
+    SECRET_ID_RE,
+    USERNAME_RE,
+    PackageIndex,
+    file_digest,
+    requirement_files,
+    spec_file,
+)
 from envbuilder.image.spec import ImageSpec
-from envbuilder.lifecycle import die_with_parent, scratch_dir
+from envbuilder.lifecycle import run_child, scratch_dir, sweep_temp_dirs
 from envbuilder.resolve.model import Stack
 
 if sys.version_info >= (3, 11):
@@ -57,6 +69,12 @@ SHA256_RE = re.compile(r"^[0-9a-f]{64}$")
 WHEEL_RE = re.compile(r"^[A-Za-z0-9_.+!-]+\.whl$")
 NAME_RE = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
 VERSION_RE = re.compile(r"^[A-Za-z0-9.+!_-]{1,64}$")
+PYTHON_RE = re.compile(r"^3\.[0-9]{1,2}$")
+PYTHON_PLATFORM_RE = re.compile(r"^(?:x86_64|aarch64)-manylinux_2_[0-9]{1,3}$")
+# Where uv saw a wheel: a URL without whitespace or control characters (a `<secret:NAME>` prefix
+# stands for an index given as a secret).
+URL_RE = re.compile(r"^(?:(?:https?|file)://|<secret:[A-Za-z0-9_.-]{1,64}>/)[!-~]{1,2000}$")
+RESOLVER_RE = re.compile(r"^uv [0-9][A-Za-z0-9.+-]{0,40}$")
 _HINT = "re-lock: envbuilder lock SPEC (or build SPEC without --lock)"
 BASE_RESOLVER = "none: the framework is the base image's own"  # PackageLock.resolver without uv
 
@@ -148,6 +166,9 @@ class LockSettings:
     no_index: bool = False  # only find_links: resolve offline
     uv: str | None = None  # the uv binary (default: the one installed with envbuilder)
     ca_bundle: Path | None = None  # also trusted for the indexes (a TLS-intercepting proxy, a private CA)
+    # What was given as a secret, (name, value): an index URL among them is recorded in the lock
+    # as `<secret:NAME>`, and every value is taken out of every message (redact).
+    secrets: Secrets = ()
 
 
 def install_indexes(
@@ -201,35 +222,34 @@ def uv_version(uv: str) -> str:
 
 
 def _run(
-    argv: list[str], *, what: str, cwd: Path | None = None, env: Mapping[str, str] | None = None
+    argv: list[str],
+    *,
+    what: str,
+    cwd: Path | None = None,
+    env: Mapping[str, str] | None = None,
+    secrets: Secrets = (),
 ) -> subprocess.CompletedProcess[str]:
+    """Run uv (lifecycle.run_child: its process group ends with envbuilder's). Raises LockError
+    with uv's last lines, every secret and credential taken out of them (redact)."""
     try:
-        proc = subprocess.run(
-            argv,
-            capture_output=True,
-            text=True,
-            check=False,
-            cwd=cwd,
-            stdin=subprocess.DEVNULL,
-            env=env,
-            preexec_fn=die_with_parent(),
-        )
+        proc = run_child(argv, cwd=cwd, env=env)
     except OSError as exc:
         raise LockError(f"{what}: cannot run {argv[0]}: {exc.strerror}") from None
     if proc.returncode != 0:
-        raise LockError(f"{what} failed:\n{redact(_tail(proc.stderr))}", hint=_uv_hint(proc.stderr))
+        raise LockError(
+            f"{what} failed", hint=_uv_hint(proc.stderr), log=log_tail([redact(proc.stderr, secrets)])
+        )
     return proc
 
 
-def redact(url_or_text: str) -> str:
-    """Credentials (user:token@) taken out of every URL in the text: they never reach a lock
-    file or a message."""
-    return re.sub(r"(https?://)[^/@\s]+@", r"\1", url_or_text)
-
-
 def uv_env(settings: LockSettings, work: Path) -> dict[str, str]:
-    """uv's environment: ours, with the extra CA bundle appended to the trusted ones."""
+    """uv's environment: ours, with the extra CA bundle appended to the trusted ones, and
+    TMPDIR inside `work` (a lifecycle.temp_dir): whatever uv leaves when it is stopped goes
+    with that folder, or with the next sweep after a SIGKILL."""
     env = dict(os.environ)
+    tmp = work / "tmp"
+    tmp.mkdir(exist_ok=True)
+    env["TMPDIR"] = str(tmp)
     if settings.ca_bundle is not None:
         bundle = work / "ca-bundle.pem"
         system = Path(env.get("SSL_CERT_FILE") or "/etc/ssl/certs/ca-certificates.crt")
@@ -239,12 +259,9 @@ def uv_env(settings: LockSettings, work: Path) -> dict[str, str]:
     return env
 
 
-def _tail(text: str, lines: int = 20) -> str:
-    kept = [line for line in text.strip().splitlines() if line.strip()]
-    return "\n".join(kept[-lines:])
-
-
 def _uv_hint(stderr: str) -> str:
+    if (tls := tls_hint(stderr)) is not None:
+        return tls
     if "dns error" in stderr or "Failed to fetch" in stderr or "connect" in stderr.lower():
         return "an index is unreachable: give a mirror (--index-url, --framework-index) or --find-links DIR"
     if "No solution found" in stderr or "unsatisfiable" in stderr:
@@ -282,6 +299,8 @@ def lock_packages(
     uv = uv_binary(settings.uv) if provided is None or spec.has_project_packages else None
     resolver = uv_version(uv) if uv is not None else BASE_RESOLVER
     base = _base_lock(spec, stack, platform, resolver, settings)
+    secrets = lock_secrets(spec, settings)
+    sweep_temp_dirs()  # what a SIGKILLed lock left (its uv cache among it)
     with scratch_dir("lock") as work:
         framework: list[LockedPackage]
         if provided is not None:
@@ -301,7 +320,7 @@ def lock_packages(
             framework = _compile(
                 uv, base, [framework_in], work / "pylock.framework.toml", indexes=[],
                 default=_framework_url(stack, settings) or _default_url(settings), settings=settings,
-                group="framework",
+                group="framework", secrets=secrets,
             )  # fmt: skip
         f_url = None if provided is not None else _framework_url(stack, settings)
         f_indexes = [] if f_url is None else [("framework", f_url)]
@@ -310,13 +329,13 @@ def lock_packages(
         if spec.has_project_packages:
             assert uv is not None
             say("locking the project's packages (framework pins as constraints)")
-            sources, extras, inputs = _project_inputs(uv, spec, work)
+            sources, extras, inputs = _project_inputs(uv, spec, work, settings)
             constraints = work / "constraints.txt"
             constraints.write_text("".join(f"{p.pin}\n" for p in framework), encoding="utf-8")
             p_indexes = [(i.name, i.url) for i in spec.indexes] + f_indexes
             resolved = _compile(
                 uv, base, sources, work / "pylock.project.toml", indexes=p_indexes,
-                default=_default_url(settings), settings=settings, group="project",
+                default=_default_url(settings), settings=settings, group="project", secrets=secrets,
                 constraints=constraints, extras=extras, strategy="unsafe-first-match" if p_indexes else None,
             )  # fmt: skip
             pinned = {p.name: p for p in framework}
@@ -348,8 +367,11 @@ def _default_url(settings: LockSettings) -> str | None:
     return None if settings.no_index else (settings.default_index or DEFAULT_INDEX)
 
 
-def _opt(fn: Callable[[str], str], value: str | None) -> str | None:
-    return None if value is None else fn(value)
+def lock_secrets(spec: ImageSpec, settings: LockSettings) -> Secrets:
+    """Every secret a lock's uv runs may meet, to take out of what they print: the settings'
+    (a mirror given as a secret) and the spec's index passwords (UV_INDEX_<NAME>_PASSWORD)."""
+    found = [(i.secret or i.name, os.environ.get(f"{i.env_prefix}_PASSWORD", "")) for i in spec.indexes]
+    return (*settings.secrets, *((name, value) for name, value in found if value))
 
 
 def _base_lock(
@@ -371,16 +393,16 @@ def _base_lock(
         python=stack.python,
         python_platform=PYTHON_PLATFORMS[platform],
         resolver=resolver,
-        # A mirror given with its token (the build's pip_index_url secret) is recorded without it.
-        framework_index=_opt(redact, _framework_url(stack, settings)),
-        default_index=_opt(redact, _default_url(settings)),
+        # A mirror given as a secret (the build's pip_index_url) is recorded as <secret:NAME>.
+        framework_index=recorded_url(_framework_url(stack, settings), settings.secrets),
+        default_index=recorded_url(_default_url(settings), settings.secrets),
         indexes=spec.indexes,
         find_links=tuple(str(p.resolve()) for p in settings.find_links),
     )
 
 
 def _project_inputs(
-    uv: str, spec: ImageSpec, work: Path
+    uv: str, spec: ImageSpec, work: Path, settings: LockSettings
 ) -> tuple[list[Path], tuple[str, ...], list[tuple[str, str]]]:
     """uv's source files for the project group, the extras asked for, and the (file, sha256) of
     each input read (so a later build can tell that requirements.txt changed since the lock)."""
@@ -414,7 +436,8 @@ def _project_inputs(
         argv = [uv, "export", "--frozen", "--no-hashes", "--no-emit-project", "--no-dev", "--no-header"]
         argv += [f"--extra={e}" for e in spec.uv_lock.extras]
         argv += ["--format", "requirements-txt", "--output-file", str(exported), "--no-config"]
-        _run(argv, what=f"uv export of {path}", cwd=project_dir)
+        argv += ["--cache-dir", str(work / "uv-cache")]
+        _run(argv, what=f"uv export of {path}", cwd=project_dir, env=uv_env(settings, work))
         sources.append(exported)
         extras = ()
     digests = [(os.path.relpath(p, base.resolve()), file_digest(p)) for p in dict.fromkeys(read)]
@@ -434,15 +457,18 @@ def _compile(
     constraints: Path | None = None,
     extras: tuple[str, ...] = (),
     strategy: str | None = None,
+    secrets: Secrets = (),
 ) -> list[LockedPackage]:
     argv = [uv, "pip", "compile", *map(str, sources), "--format", "pylock.toml", "-o", str(out)]
     argv += ["--python-version", base.python, "--python-platform", base.python_platform]
-    # --no-cache: a cache of its own, removed afterwards. uv unpacks each find-links wheel into its
-    # cache to hash it (747 MB for torch CPU) and keys it by the file's ctime, which every build
-    # from that wheelhouse bumps (its context hard-links the wheels): a kept cache re-unpacks after
-    # each build and keeps the old copy, while a warm hit saves seconds only
-    # (benchmarks/results/installer-2026-12-01.md).
-    argv += ["--only-binary", ":all:", "--no-config", "--no-header", "--quiet", "--no-cache"]
+    # A cache of its own inside the lock's temp folder, removed with it (and swept after a
+    # SIGKILL): uv unpacks each find-links wheel into its cache to hash it (747 MB for torch CPU)
+    # and keys it by the file's ctime, which every build from that wheelhouse bumps (its context
+    # hard-links the wheels): a kept cache re-unpacks after each build and keeps the old copy,
+    # while a warm hit saves seconds only (benchmarks/results/installer-2026-12-01.md). Not
+    # --no-cache: uv puts that one in TMPDIR and leaves it there when it is stopped (D8).
+    argv += ["--only-binary", ":all:", "--no-config", "--no-header", "--quiet"]
+    argv += ["--cache-dir", str(out.parent / "uv-cache")]
     for name, url in indexes:
         argv += ["--index", f"{name}={url}"]
     if default is not None:
@@ -456,22 +482,23 @@ def _compile(
     argv += [f"--extra={e}" for e in extras]
     if strategy:
         argv += ["--index-strategy", strategy]
-    _run(argv, what=f"uv pip compile ({group} packages)", env=uv_env(settings, out.parent))
+    _run(argv, what=f"uv pip compile ({group} packages)", env=uv_env(settings, out.parent), secrets=secrets)
     return parse_pylock(
         out.read_text(encoding="utf-8"),
         group,
         where=f"uv's {group} lock",
         python=base.python,
         python_platform=base.python_platform,
+        secrets=secrets,
     )
 
 
 def parse_pylock(
-    text: str, group: Group, *, where: str, python: str, python_platform: str
+    text: str, group: Group, *, where: str, python: str, python_platform: str, secrets: Secrets = ()
 ) -> list[LockedPackage]:
     """The packages of a pylock.toml (PEP 751) that uv wrote for one target: each must come from
     an index or find-links as a wheel; where several fit, the one the installer would pick is
-    kept (choose_wheel), with its one sha256. Raises LockError."""
+    kept (choose_wheel), with its one sha256; its URLs without secrets (redact). Raises LockError."""
     try:
         doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
@@ -504,7 +531,7 @@ def parse_pylock(
                     "wheel": wheel,
                     "sha256": digests.pop(),
                     "size": sizes[0] if sizes else None,
-                    "urls": [redact(str(w.get("url", ""))) for w in chosen],
+                    "urls": [redact(str(w.get("url", "")), secrets) for w in chosen],
                     "group": group,
                 },
                 where,
@@ -550,37 +577,49 @@ def choose_wheel(files: list[str], python: str, python_platform: str, *, where: 
     return best[1]
 
 
-def check_package(raw: Mapping[str, Any], where: str) -> LockedPackage:
-    """One package entry of a lock, every value checked (it reaches the build). Raises LockError."""
+def _refused(where: str, field: str, value: object, why: str) -> LockError:
+    """The one error a refused lock value gives: the field, the value (repr, cut short) and why."""
+    text = repr(value)
+    text = text if len(text) <= 80 else text[:77] + "..."
+    return LockError(f"{where}: field {field!r}: {text} refused ({why})", hint=_HINT)
 
-    def bad(key: str) -> LockError:
-        value = repr(raw.get(key))[:80]
-        return LockError(f"{where}: package field {key!r}: {value} refused", hint=_HINT)
+
+def _one_line(value: object, limit: int = 400) -> bool:
+    """Printable text on one line (no control character, no newline), at most `limit` characters."""
+    return isinstance(value, str) and 0 < len(value) <= limit and value.isprintable()
+
+
+def check_package(raw: Mapping[str, Any], where: str) -> LockedPackage:
+    """One package entry of a lock, every value checked (it reaches the build: the requirements
+    file the installer reads, the wheelhouse's file names). Raises LockError."""
+
+    def bad(key: str, why: str) -> LockError:
+        return _refused(where, f"packages.{key}", raw.get(key), why)
 
     name, version, wheel = raw.get("name"), raw.get("version"), raw.get("wheel")
     group = raw.get("group")
     if group not in ("framework", "project", "base"):
-        raise bad("group")
+        raise bad("group", "one of framework, project, base")
     from_base = group == "base"
     if not isinstance(name, str) or not NAME_RE.fullmatch(name):
-        raise bad("name")
+        raise bad("name", "a canonical package name (PEP 503)")
     if not isinstance(version, str) or not VERSION_RE.fullmatch(version):
-        raise bad("version")
-    if not isinstance(wheel, str) or not (wheel == "" if from_base else WHEEL_RE.fullmatch(wheel)):
-        raise bad("wheel")
+        raise bad("version", "a PEP 440 version")
+    if not isinstance(wheel, str) or not (wheel == "" if from_base else _is_wheel_file(wheel)):
+        raise bad("wheel", "a wheel file name (NAME-VERSION-TAGS.whl)")
     sha = raw.get("sha256")
     if not isinstance(sha, str) or not (SHA256_RE.fullmatch(sha) or (from_base and sha == "")):
-        raise bad("sha256")
+        raise bad("sha256", "64 lower-case hex digits")
     size = raw.get("size")
     if size is not None and (not isinstance(size, int) or isinstance(size, bool) or size < 0):
-        raise bad("size")
+        raise bad("size", "a number of bytes")
     urls = raw.get("urls", [])
-    if not isinstance(urls, list) or not all(isinstance(u, str) for u in urls):
-        raise bad("urls")
+    if not isinstance(urls, list) or not all(isinstance(u, str) and URL_RE.fullmatch(u) for u in urls):
+        raise bad("urls", "a list of https://, http:// or file:// URLs, one line each")
     try:
         Requirement(f"{name}=={version}")
     except InvalidRequirement:
-        raise bad("version") from None
+        raise bad("version", "a PEP 440 version") from None
     return LockedPackage(
         name=name,
         version=version,
@@ -592,53 +631,103 @@ def check_package(raw: Mapping[str, Any], where: str) -> LockedPackage:
     )
 
 
+def _is_wheel_file(name: str) -> bool:
+    if not WHEEL_RE.fullmatch(name):
+        return False
+    try:
+        parse_wheel_filename(name)
+    except InvalidWheelFilename:
+        return False
+    return True
+
+
+def _index_url(where: str, field: str, value: object, *, secret_ref: bool) -> str:
+    """An index URL of a lock: https:// (loopback http://) without credentials or query, the
+    spec's own rule (sources.INDEX_URL_RE); `secret_ref`: or `<secret:NAME>`."""
+    if isinstance(value, str) and (INDEX_URL_RE.fullmatch(value) or (secret_ref and is_secret_ref(value))):
+        return value
+    allowed = " or <secret:NAME>" if secret_ref else ""
+    raise _refused(where, field, value, f"an https:// index URL without credentials or query{allowed}")
+
+
+def _lock_indexes(where: str, raw: object) -> tuple[PackageIndex, ...]:
+    """The spec's indexes as the lock records them, checked as the spec's are (spec._indexes)."""
+    if not isinstance(raw, list):
+        raise _refused(where, "indexes", raw, "a list of {name, url}")
+    out: list[PackageIndex] = []
+    for i, item in enumerate(raw):
+        field = f"indexes[{i}]"
+        if not isinstance(item, dict) or not set(item) <= {"name", "url", "username", "secret"}:
+            raise _refused(where, field, item, "an object with name, url, username, secret")
+        name, username, secret = item.get("name"), item.get("username"), item.get("secret")
+        if not isinstance(name, str) or not INDEX_NAME_RE.fullmatch(name) or name in ("framework", "pypi"):
+            raise _refused(where, f"{field}.name", name, "a lower-case index name, not framework or pypi")
+        url = _index_url(where, f"{field}.url", item.get("url"), secret_ref=False)
+        if username is not None and (not isinstance(username, str) or not USERNAME_RE.fullmatch(username)):
+            raise _refused(where, f"{field}.username", username, "a user name, e.g. __token__")
+        if secret is not None and (not isinstance(secret, str) or not SECRET_ID_RE.fullmatch(secret)):
+            raise _refused(where, f"{field}.secret", secret, "a BuildKit secret id")
+        out.append(PackageIndex(name=name, url=url, username=username, secret=secret))
+    names = [i.name for i in out]
+    if len(set(names)) != len(names):
+        raise _refused(where, "indexes", names, "each index name once")
+    return tuple(out)
+
+
 def package_lock_from_dict(raw: object, where: str) -> PackageLock:
-    """Inverse of PackageLock.to_dict, every field checked. Raises LockError."""
+    """Inverse of PackageLock.to_dict. Every value is checked as the spec's are, since a lock is
+    user-editable input and its strings reach the Dockerfile, the installer's requirements file
+    and uv's command line: index names and URLs, package names, versions, wheel files, digests,
+    groups, find-links, Python and platform. Raises LockError naming the field and the value."""
     if not isinstance(raw, dict):
         raise LockError(f"{where}: expected an object", hint=_HINT)
 
-    def text(key: str, optional: bool = False) -> Any:
+    def text(key: str, pattern: re.Pattern[str], why: str) -> str:
         value = raw.get(key)
-        if value is None and optional:
-            return None
-        if not isinstance(value, str) or not value:
-            raise LockError(f"{where}: field {key!r}: expected a string", hint=_HINT)
-        return value
+        if not isinstance(value, str) or not pattern.fullmatch(value):
+            raise _refused(where, key, value, why)
+        return str(value)
 
-    platform = text("platform")
+    def index(key: str) -> str | None:
+        value = raw.get(key)
+        return None if value is None else _index_url(where, key, value, secret_ref=True)
+
+    platform = raw.get("platform")
     if platform not in PLATFORMS:
-        raise LockError(f"{where}: field 'platform': {platform!r} is not one of {', '.join(PLATFORMS)}")
-    indexes = raw.get("indexes", [])
-    inputs = raw.get("inputs", {})
+        raise _refused(where, "platform", platform, f"one of {', '.join(PLATFORMS)}")
+    python = text("python", PYTHON_RE, "a Python version X.Y")
+    python_platform = text("python_platform", PYTHON_PLATFORM_RE, "ARCH-manylinux_2_N")
+    if not python_platform.startswith(f"{platform}-"):
+        raise _refused(where, "python_platform", python_platform, f"a target for {platform}")
+    resolver = raw.get("resolver")
+    if resolver != BASE_RESOLVER:
+        resolver = text("resolver", RESOLVER_RE, f"`uv VERSION` or {BASE_RESOLVER!r}")
     find_links = raw.get("find_links", [])
+    if not isinstance(find_links, list) or not all(
+        _one_line(f, 4096) and str(f).startswith("/") for f in find_links
+    ):
+        raise _refused(where, "find_links", find_links, "a list of absolute folder paths, one line each")
+    inputs = raw.get("inputs", {})
+    if not isinstance(inputs, dict):
+        raise _refused(where, "inputs", inputs, "an object: file -> sha256")
+    for rel, digest in inputs.items():
+        if not REL_PATH_RE.fullmatch(rel) or ".." in rel.split("/"):
+            raise _refused(where, "inputs", rel, "a path relative to the spec's folder")
+        if not isinstance(digest, str) or not SHA256_RE.fullmatch(digest):
+            raise _refused(where, f"inputs[{rel!r}]", digest, "64 lower-case hex digits")
     packages = raw.get("packages")
-    if not isinstance(indexes, list) or not isinstance(inputs, dict) or not isinstance(find_links, list):
-        raise LockError(f"{where}: malformed indexes, inputs or find_links", hint=_HINT)
     if not isinstance(packages, list):
-        raise LockError(f"{where}: field 'packages': expected a list", hint=_HINT)
-    parsed_indexes = []
-    for item in indexes:
-        if (
-            not isinstance(item, dict)
-            or not isinstance(item.get("name"), str)
-            or not isinstance(item.get("url"), str)
-        ):
-            raise LockError(f"{where}: malformed index entry", hint=_HINT)
-        parsed_indexes.append(
-            PackageIndex(
-                name=item["name"], url=item["url"], username=item.get("username"), secret=item.get("secret")
-            )
-        )
+        raise _refused(where, "packages", packages, "a list of packages")
     return PackageLock(
         platform=platform,
-        python=text("python"),
-        python_platform=text("python_platform"),
-        resolver=text("resolver"),
-        framework_index=text("framework_index", optional=True),
-        default_index=text("default_index", optional=True),
-        indexes=tuple(parsed_indexes),
-        find_links=tuple(str(x) for x in find_links),
-        inputs=tuple(sorted((str(k), str(v)) for k, v in inputs.items())),
+        python=python,
+        python_platform=python_platform,
+        resolver=str(resolver),
+        framework_index=index("framework_index"),
+        default_index=index("default_index"),
+        indexes=_lock_indexes(where, raw.get("indexes", [])),
+        find_links=tuple(find_links),
+        inputs=tuple(sorted(inputs.items())),
         packages=tuple(check_package(p if isinstance(p, dict) else {}, where) for p in packages),
     )
 

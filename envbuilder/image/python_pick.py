@@ -17,7 +17,6 @@ import json
 import os
 import re
 import subprocess
-import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -26,9 +25,10 @@ from pathlib import Path
 from packaging.version import Version
 
 from envbuilder.atomic import write_text_atomic
-from envbuilder.image.packages import PYTHON_PLATFORMS, LockSettings, redact, uv_binary, uv_env
+from envbuilder.image.packages import PYTHON_PLATFORMS, LockSettings, uv_binary, uv_env
+from envbuilder.image.secrets import redact
 from envbuilder.image.spec import ImageSpec
-from envbuilder.lifecycle import die_with_parent
+from envbuilder.lifecycle import run_child, scratch_dir
 from envbuilder.resolve.model import Stack
 from envbuilder.resources import cache_dir
 
@@ -173,12 +173,14 @@ def _cached(path: Path) -> WheelCheck | None:
 
 
 def _ask_uv(lines: list[str], python: str, platform: str, settings: LockSettings) -> WheelCheck:
-    with tempfile.TemporaryDirectory(prefix="envbuilder-pywheels-") as tmp:
+    with scratch_dir("pywheels") as tmp:
         reqs = Path(tmp) / "requirements.in"
         reqs.write_text("\n".join(lines) + "\n", encoding="utf-8")
         argv = [uv_binary(settings.uv), "pip", "compile", str(reqs), "-o", str(Path(tmp) / "out.txt")]
         argv += ["--python-version", python, "--python-platform", platform, "--only-binary", ":all:"]
-        argv += ["--no-config", "--no-header", "--quiet", "--no-cache"]
+        # uv's cache in our own temp folder (removed with it, swept after a SIGKILL): with
+        # --no-cache uv would make one in TMPDIR and leave it there when stopped (D8).
+        argv += ["--no-config", "--no-header", "--quiet", "--cache-dir", str(Path(tmp) / "uv-cache")]
         if settings.default_index:
             argv += ["--default-index", settings.default_index]
         if settings.no_index:
@@ -186,15 +188,12 @@ def _ask_uv(lines: list[str], python: str, platform: str, settings: LockSettings
         for f in settings.find_links:
             argv += ["--find-links", str(f.resolve())]
         try:
-            proc = subprocess.run(
-                argv, capture_output=True, text=True, check=False, stdin=subprocess.DEVNULL,
-                env=uv_env(settings, Path(tmp)), timeout=UV_TIMEOUT_S, preexec_fn=die_with_parent(),
-            )  # fmt: skip
+            proc = run_child(argv, env=uv_env(settings, Path(tmp)), timeout=UV_TIMEOUT_S)
         except (OSError, subprocess.TimeoutExpired) as exc:
             return WheelCheck(ok=False, why=f"uv did not answer ({exc})", unknown=True)
     if proc.returncode == 0:
         return WheelCheck(ok=True)
-    text = redact(proc.stderr)
+    text = redact(proc.stderr, settings.secrets)
     if any(sign in text for sign in _UNREACHABLE):
         return WheelCheck(ok=False, why=f"no index answered ({_first_cause(text)})", unknown=True)
     if "No solution found" in text or "unsatisfiable" in text:

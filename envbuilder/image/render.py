@@ -48,9 +48,11 @@ from envbuilder.image.packages import (
     install_indexes,
     uv_binary,
 )
+from envbuilder.image.secrets import is_secret_ref
 from envbuilder.image.sources import INDEX_URL_RE
 from envbuilder.image.spec import ImageSpec
 from envbuilder.image.validate import (
+    DRIVER_RE,
     IMAGE_REF_RE,
     LABEL_KEY_RE,
     REGENERATE_RE,
@@ -59,8 +61,9 @@ from envbuilder.image.validate import (
     refuse,
     validate_stack,
 )
-from envbuilder.lifecycle import sweep_temp_dirs, temp_dir
+from envbuilder.lifecycle import OWNER_FILE, mark_temp_dir, sweep_temp_dirs, temp_dir
 from envbuilder.matrix.model import Matrix
+from envbuilder.resolve.forward_compat import COMPAT_DIR
 from envbuilder.resolve.model import Stack
 
 # Steps that compile .pyc files (the venv's pip, every install) run with this: py_compile then
@@ -108,6 +111,9 @@ class RenderOptions:
     # same and the context holds no pins.
     package_locks: tuple[PackageLock, ...] = ()
     platform: Platform = "x86_64"
+    # Paths this build writes or reads (its lock, its wheelhouse): left out of the project's
+    # context when they lie in it, beside engine/context.py's OWN_OUTPUTS.
+    context_outputs: tuple[Path, ...] = ()
 
     @property
     def packages(self) -> PackageLock | None:
@@ -334,6 +340,13 @@ def _index_flags(
         mounts = [*mounts, f"type=secret,id={SECRET_INDEX},required=true"]
         words = [f'"$(cat /run/secrets/{SECRET_INDEX})"']
         indexes = []
+    secret = next((url for _, url in indexes if is_secret_ref(url)), None)
+    if secret is not None:
+        raise UsageError(
+            f"the lock records a mirror given as a secret ({secret}); the build needs it again",
+            hint=f"build: --pip-index-url-file FILE; render: --secret {SECRET_INDEX} "
+            "(the mirror's URL, with its token, as the lock was made with)",
+        )
     by_url = {i.url: i for i in spec.indexes}
     for position, (name, url) in enumerate(indexes):
         check("index_url", url, INDEX_URL_RE, "an https:// index URL without credentials or query")
@@ -429,6 +442,7 @@ def template_context(spec: ImageSpec, stack: Stack, options: RenderOptions) -> d
     return {
         "header": _header(spec, stack, options),
         "base_image": stack.base_image,
+        "forward_compat": _forward_compat(stack),
         "os": stack.os,
         "python": {
             "version": py,
@@ -461,12 +475,37 @@ def template_context(spec: ImageSpec, stack: Stack, options: RenderOptions) -> d
             "source": ENTRYPOINT_SOURCE,
             "dest": ENTRYPOINT_DEST,
             "min_driver": json.dumps(stack.min_driver) if stack.min_driver else None,
+            # forward compatibility: below this driver the entrypoint puts cuda-compat's libcuda first
+            "compat_driver": json.dumps(stack.forward_compat[1]) if stack.forward_compat else None,
             # The spec's entrypoint, if any, runs after the check: it execs "$@".
             "exec": _exec_form((ENTRYPOINT_DEST, *(spec.entrypoint or ()))),
         },
         "env": [(k, json.dumps(v)) for k, v in spec.env],
         "labels": _labels(spec, stack, options),
     }
+
+
+_COMPAT_PACKAGE_RE = re.compile(r"cuda-compat-[0-9]{1,2}-[0-9]{1,2}")
+
+
+def _forward_compat(stack: Stack) -> dict[str, str] | None:
+    """The cuda-compat package a forward-compatible stack needs (resolve/forward_compat.py), checked
+    before it reaches the template; None for every other stack. Raises SpecError for a lock
+    whose values are not a package name and a driver version."""
+    if stack.forward_compat is None:
+        return None
+    package, driver = stack.forward_compat
+    if not (_COMPAT_PACKAGE_RE.fullmatch(package) and DRIVER_RE.fullmatch(driver)):
+        raise SpecError(
+            f"refused forward_compat {package!r} / {driver!r} in the stack",
+            hint="resolve again: the package is cuda-compat-X-Y and the driver a version such as 580.65.06",
+        )
+    if stack.strategy != "system-cuda":
+        raise SpecError(
+            f"stack {stack.id} asks for {package} but is not a system-cuda stack",
+            hint="forward compatibility needs the nvidia/cuda base: resolve with --strategy system-cuda",
+        )
+    return {"package": package, "driver": driver, "dir": COMPAT_DIR}
 
 
 def _has_project_group(spec: ImageSpec, options: RenderOptions) -> bool:
@@ -525,12 +564,13 @@ def _link_or_copy(src: Path, dest: Path) -> None:
         shutil.copy2(src, dest)
 
 
-def _copy_project(src: Path, dest: Path) -> None:
-    """The files `docker build src` would send (src/.dockerignore applied), symlinks as links."""
+def _copy_project(src: Path, dest: Path, outputs: tuple[Path, ...]) -> None:
+    """The files `docker build src` would send (src/.dockerignore applied), less envbuilder's
+    own outputs (engine/context.py), symlinks as links."""
     from envbuilder.engine.context import included_paths
 
     dest.mkdir(parents=True)
-    for rel in included_paths(src):
+    for rel in included_paths(src, outputs):
         source, target = src / rel, dest / rel
         if source.is_symlink():
             target.parent.mkdir(parents=True, exist_ok=True)
@@ -542,13 +582,28 @@ def _copy_project(src: Path, dest: Path) -> None:
             shutil.copy2(source, target)
 
 
-def _copy_wheelhouse(src: Path, dest: Path) -> None:
+def _copy_wheelhouse(src: Path, dest: Path, packages: PackageLock | None) -> None:
+    """The wheels of `src` that the package lock installs (every wheel without a lock): a shared
+    wheelhouse holds other projects' wheels too, and each wheel in the context is an input of
+    the install steps' cache keys. Raises UsageError (no wheels, a locked wheel missing)."""
     wheels = sorted(p for p in src.glob("*.whl") if p.is_file()) if src.is_dir() else []
     if not wheels:
         raise UsageError(
             f"wheelhouse {src} holds no .whl files",
             hint="fill it with `pip download --only-binary=:all: -d DIR ...`",
         )
+    if packages is not None:
+        locked = {
+            urllib.parse.unquote(p.wheel) for p in packages.packages if p.wheel
+        }  # torch-2.13.0%2Bcpu-...
+        missing = sorted(locked - {urllib.parse.unquote(w.name) for w in wheels})
+        if missing:
+            more = f" and {len(missing) - 3} more" if len(missing) > 3 else ""
+            raise UsageError(
+                f"wheelhouse {src} lacks {len(missing)} locked wheel(s): {', '.join(missing[:3])}{more}",
+                hint=f"fill it from the lock: envbuilder wheelhouse LOCK {src}",
+            )
+        wheels = [w for w in wheels if urllib.parse.unquote(w.name) in locked]
     dest.mkdir(parents=True)
     for wheel in wheels:
         try:
@@ -569,14 +624,17 @@ def _swap_in(new: Path, out_dir: Path) -> None:
         new.chmod(stat.S_IMODE(out_dir.stat().st_mode))
     except FileNotFoundError:
         new.chmod(default_mode(directory=True))
+    (new / OWNER_FILE).unlink(missing_ok=True)  # the render keeps no temp folder's owner mark
     if not out_dir.exists():
         new.rename(out_dir)
         return
-    old = temp_dir("previousrender", out_dir.parent)
+    old = temp_dir("previousrender", out_dir.parent, marked=False)  # empty: the rename's target
     out_dir.rename(old)
     try:
+        mark_temp_dir(old)  # now sweepable once this process is gone
         new.rename(out_dir)
     except BaseException:
+        (old / OWNER_FILE).unlink(missing_ok=True)
         old.rename(out_dir)
         raise
     shutil.rmtree(old, ignore_errors=True)
@@ -601,7 +659,7 @@ def write_build_context(
             f"{out_dir} exists and was not written by envbuilder render",
             hint="choose an empty or new folder with --out",
         )
-    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    out_dir.parent.mkdir(parents=True, exist_ok=True)  # build/ of a default render; --out's is checked
     tmp = temp_dir("render", out_dir.parent)
     try:
         (tmp / RENDER_MARKER).write_text(f"{spec.name}\n", encoding="utf-8")
@@ -612,13 +670,13 @@ def write_build_context(
         if spec.installer == "uv" and (not _base_provides(options) or _has_project_group(spec, options)):
             _link_or_copy(Path(uv_binary()), context / TOOLS_DIR / "uv")
         if spec.context is not None:
-            _copy_project(Path(spec.base_dir) / spec.context, context / PROJECT_DIR)
+            _copy_project(Path(spec.base_dir) / spec.context, context / PROJECT_DIR, options.context_outputs)
         _copy_harness(context / "harness")
         entrypoint = context / ENTRYPOINT_SOURCE
         shutil.copyfile(resources.entrypoint_script(), entrypoint)
         entrypoint.chmod(0o755)  # COPY keeps the mode: the image's user runs it
         if options.wheelhouse is not None:
-            _copy_wheelhouse(options.wheelhouse, context / WHEELHOUSE_DIR)
+            _copy_wheelhouse(options.wheelhouse, context / WHEELHOUSE_DIR, options.packages)
         _swap_in(tmp, out_dir)
     except BaseException as exc:
         shutil.rmtree(tmp, ignore_errors=True)

@@ -20,7 +20,7 @@ import yaml
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
-from envbuilder.bounded import TooLarge, load_yaml, yaml_error_message
+from envbuilder.bounded import Refused, load_yaml, read_text_bounded, yaml_error_message
 from envbuilder.errors import SpecError
 from envbuilder.image.sources import (
     EXTRA_RE,
@@ -75,24 +75,47 @@ RESERVED_ENV = frozenset(
     }
 )
 RESERVED_ENV_PREFIX = "NVIDIA_"
-_TOP_KEYS = frozenset(
+TOP_KEYS = frozenset(
     {
         *("schema_version", "name", "description", "source", "framework", "python", "strategy"),
         *("flavor", "companions", "requirements", "apt", "env", "user", "workdir", "certify"),
         *("pyproject", "uv_lock", "indexes", "context", "cmd", "entrypoint", "installer"),
+        "forward_compat",
     }
 )
 
 
+# The project's own smoke command (certify.smoke): seconds it may run before it is killed.
+SMOKE_TIMEOUT_S = 300
+SMOKE_TIMEOUT_MAX_S = 1800  # the full harness's own limit (certify/harness_plan.py TIMEOUT_S)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ProjectSmoke:
+    """The project's own smoke command (exec form), run by `certify` in the image as its user, in
+    its workdir, after the harness: its exit code decides the `project_smoke` step."""
+
+    command: tuple[str, ...]
+    timeout_s: int = SMOKE_TIMEOUT_S
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"command": list(self.command), "timeout_s": self.timeout_s}
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class CertifySettings:
-    """How `certify` treats this image: quick (smoke test) or default, plus threshold overrides."""
+    """How `certify` treats this image: quick (smoke test) or default, threshold overrides, and
+    the project's own smoke command."""
 
     level: CertifyLevel = "default"
     thresholds: tuple[tuple[str, float], ...] = ()
+    smoke: ProjectSmoke | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"level": self.level, "thresholds": dict(self.thresholds)}
+        out: dict[str, Any] = {"level": self.level, "thresholds": dict(self.thresholds)}
+        if self.smoke is not None:  # only when set: the specs of earlier releases keep their hash
+            out["smoke"] = self.smoke.to_dict()
+        return out
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -124,6 +147,8 @@ class ImageSpec:
     cmd: tuple[str, ...] | None = None
     entrypoint: tuple[str, ...] | None = None
     installer: Installer = "uv"
+    # allow CUDA forward compatibility (cuda-compat) on data-center GPUs (resolve --forward-compat)
+    forward_compat: bool = False
     base_dir: str = "."  # the spec's folder: relative paths start here (not part of to_dict)
 
     @property
@@ -161,6 +186,7 @@ class ImageSpec:
             "cmd": list(self.cmd) if self.cmd is not None else None,
             "entrypoint": list(self.entrypoint) if self.entrypoint is not None else None,
             "installer": self.installer if self.installer != "uv" else None,
+            "forward_compat": True if self.forward_compat else None,
         }
         out.update({k: v for k, v in optional.items() if v is not None})
         return out
@@ -174,6 +200,7 @@ class ImageSpec:
             strategy=self.strategy,
             flavor=self.flavor,
             cpu_only=cpu_only,
+            forward_compat=self.forward_compat,
         )
 
 
@@ -270,11 +297,12 @@ SPEC_MAX_BYTES = 256 * 1024  # a spec is a short file: anything bigger is a mist
 
 def load_spec(path: Path) -> ImageSpec:
     """Read and validate images/NAME.yaml; its relative paths start at its folder. Raises
-    SpecError (missing file, bad YAML, bad value, a referenced file that is not there)."""
+    SpecError (missing file, not a regular file, bad YAML, bad value, a referenced file that is not
+    there). Reads at most SPEC_MAX_BYTES + 1 bytes; a FIFO or a device is refused unread."""
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_text_bounded(path, SPEC_MAX_BYTES)
         raw = load_yaml(text, max_bytes=SPEC_MAX_BYTES)
-    except TooLarge as exc:
+    except Refused as exc:
         raise SpecError(
             f"{path}: refused: the spec is {exc}", "an image spec is a short YAML file", file=str(path)
         ) from None
@@ -296,7 +324,7 @@ def load_spec(path: Path) -> ImageSpec:
             "check the indentation and quoting",
             file=str(path),
         ) from None
-    lines = _top_key_lines(text) if isinstance(raw, dict) and any(k not in _TOP_KEYS for k in raw) else None
+    lines = _top_key_lines(text) if isinstance(raw, dict) and any(k not in TOP_KEYS for k in raw) else None
     spec = parse_spec(raw, str(path), base_dir=path.parent, key_lines=lines)
     check_spec_files(spec)
     return spec
@@ -312,11 +340,11 @@ def _unknown_field(path: str, key: object, index: int, key_lines: Mapping[object
     """An unknown top-level field, named by its line (or position), not by its text."""
     line = (key_lines or {}).get(key)
     where = f"line {line}" if line else f"top-level field {index + 1}"
-    close = difflib.get_close_matches(str(key), sorted(_TOP_KEYS), n=1) if isinstance(key, str) else []
+    close = difflib.get_close_matches(str(key), sorted(TOP_KEYS), n=1) if isinstance(key, str) else []
     guess = f"did you mean {close[0]!r}? " if close else ""
     return SpecError(
         f"{path}: {where}: unknown field",
-        f"{guess}known fields: {', '.join(sorted(_TOP_KEYS))}",
+        f"{guess}known fields: {', '.join(sorted(TOP_KEYS))}",
         file=path,
     )
 
@@ -381,7 +409,7 @@ def parse_spec(
         )
     data = check.mapping("<top>", raw)
     for index, key in enumerate(data):
-        if key not in _TOP_KEYS:
+        if key not in TOP_KEYS:
             raise _unknown_field(path, key, index, key_lines)
     if data.get("schema_version", SCHEMA_VERSION) != SCHEMA_VERSION:
         raise check.fail(
@@ -439,6 +467,14 @@ def parse_spec(
     installer = data.get("installer", "uv")
     if installer not in ("uv", "pip"):
         raise check.fail("installer", installer, "unknown installer", "use uv (the default) or pip")
+    forward_compat = data.get("forward_compat", False)
+    if not isinstance(forward_compat, bool):
+        raise check.fail(
+            "forward_compat",
+            forward_compat,
+            "not true or false",
+            "write forward_compat: true (data-center GPUs)",
+        )
     apt = sorted(set(_apt(check, data.get("apt"))))
     env = _env(check, data.get("env"))
     user, uid = _user(check, data.get("user"))
@@ -476,6 +512,7 @@ def parse_spec(
         cmd=_argv(check, "cmd", data.get("cmd")),
         entrypoint=_argv(check, "entrypoint", data.get("entrypoint")),
         installer=cast(Installer, installer),
+        forward_compat=forward_compat,
         base_dir=str(base_dir if base_dir is not None else Path(path).parent),
     )
 
@@ -676,9 +713,11 @@ def parse_certify_settings(value: object, where: str) -> CertifySettings:
 
 def _certify(check: _Checker, value: object) -> CertifySettings:
     data = check.mapping("certify", value)
-    extra = sorted(set(data) - {"level", "thresholds"})
+    extra = sorted(set(data) - {"level", "thresholds", "smoke"})
     if extra:
-        raise check.fail(f"certify.{extra[0]}", extra[0], "unknown field", "certify has level and thresholds")
+        raise check.fail(
+            f"certify.{extra[0]}", extra[0], "unknown field", "certify has level, thresholds and smoke"
+        )
     level = data.get("level", "default")
     if level not in ("quick", "default"):
         raise check.fail("certify.level", level, "unknown level", "use quick or default")
@@ -689,4 +728,41 @@ def _certify(check: _Checker, value: object) -> CertifySettings:
         if isinstance(val, bool) or not isinstance(val, int | float) or not math.isfinite(val) or val < 0:
             raise check.fail(field, val, "not a finite number >= 0", "write a plain number")
         thresholds.append((key, float(val)))
-    return CertifySettings(level=cast(CertifyLevel, level), thresholds=tuple(sorted(thresholds)))
+    return CertifySettings(
+        level=cast(CertifyLevel, level),
+        thresholds=tuple(sorted(thresholds)),
+        smoke=_smoke(check, data.get("smoke")),
+    )
+
+
+def _smoke(check: _Checker, value: object) -> ProjectSmoke | None:
+    """certify.smoke: a command (exec form, checked as `cmd:` is), or {command, timeout_s}."""
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        command = _argv(check, "certify.smoke", value)
+        assert command is not None
+        return ProjectSmoke(command=command)
+    data = check.mapping("certify.smoke", value)
+    extra = sorted(set(data) - {"command", "timeout_s"})
+    if extra:
+        raise check.fail(
+            f"certify.smoke.{extra[0]}", extra[0], "unknown field", "certify.smoke has command and timeout_s"
+        )
+    command = _argv(check, "certify.smoke.command", data.get("command"))
+    if command is None:
+        raise check.fail(
+            "certify.smoke.command",
+            None,
+            "missing",
+            'give the command that proves the project runs, e.g. ["python", "-m", "mypkg.smoke"]',
+        )
+    timeout = data.get("timeout_s", SMOKE_TIMEOUT_S)
+    if isinstance(timeout, bool) or not isinstance(timeout, int) or not 1 <= timeout <= SMOKE_TIMEOUT_MAX_S:
+        raise check.fail(
+            "certify.smoke.timeout_s",
+            timeout,
+            f"not a whole number of seconds in 1..{SMOKE_TIMEOUT_MAX_S}",
+            f"the default is {SMOKE_TIMEOUT_S}; a smoke test is one step, not a training run",
+        )
+    return ProjectSmoke(command=command, timeout_s=timeout)

@@ -22,6 +22,7 @@ from typing import IO, Any
 
 from envbuilder.errors import LockError
 from envbuilder.image.packages import LockedPackage, PackageLock
+from envbuilder.image.secrets import is_secret_ref
 from envbuilder.image.sources import PackageIndex
 
 CHUNK = 1 << 20
@@ -60,6 +61,9 @@ def fill_wheelhouse(
             continue
         errors: list[str] = []
         for url in pkg.urls:
+            if is_secret_ref(url.partition("/")[0]):  # <secret:NAME>/...: the lock keeps no such URL
+                errors.append(f"{url}: a mirror given as a secret (the lock does not record it)")
+                continue
             try:
                 size = _fetch(url, dest, pkg, _auth_for(url, lock.indexes, env))
             except LockError:

@@ -33,6 +33,7 @@ from envbuilder.matrix.model import (
     Matrix,
     PtxIsa,
     RequireRule,
+    WslLimit,
 )
 from envbuilder.matrix.reader import (
     Ctx,
@@ -77,6 +78,7 @@ def _load_cuda(doc: Doc) -> CudaMatrix:
                 label=get_field(row, "label", c, str),
                 min_driver=driver_field(row, "min_driver", c),
                 archs=cc_list(row, "archs", c),
+                windows_driver=driver_field(row, "windows_driver", c, optional=True),
             )
         )
         row_ctx.append(c)
@@ -90,6 +92,24 @@ def _load_cuda(doc: Doc) -> CudaMatrix:
                 f"{cur.min_driver} is lower than {prev.min_driver} of CUDA {prev.version}: "
                 "minimum drivers never decrease as CUDA increases",
             )
+    windows = [(r, c) for r, c in order if r.windows_driver is not None]
+    for (prev, _), (cur, c) in itertools.pairwise(windows):
+        assert prev.windows_driver is not None and cur.windows_driver is not None
+        if Version(cur.windows_driver) < Version(prev.windows_driver):
+            raise c.fail(
+                "windows_driver",
+                f"{cur.windows_driver} is lower than {prev.windows_driver} of CUDA {prev.version}: "
+                "minimum drivers never decrease as CUDA increases",
+            )
+    wsl = get_field(data, "wsl", ctx, dict, optional=True) or {}
+    limits = []
+    for i, row in enumerate(get_field(wsl, "limits", ctx.at("wsl"), list, optional=True) or ()):
+        if not isinstance(row, dict):
+            raise ctx.at(f"wsl.limits[{i}]").fail(None, "each limit is a mapping with `lacks` and `detail`")
+        c = ctx.at(f"wsl.limits[{i}]", row)
+        limits.append(
+            WslLimit(lacks=get_field(row, "lacks", c, str), detail=get_field(row, "detail", c, str))
+        )
     known_majors = {m.major for m in majors}
     for r, c in zip(releases, row_ctx, strict=True):
         if Version(r.version).release[0] not in known_majors:
@@ -98,6 +118,7 @@ def _load_cuda(doc: Doc) -> CudaMatrix:
         releases=tuple(r for r, _ in order),
         majors=tuple(sorted(majors, key=lambda m: m.major)),
         forward_compat_segments=segments,
+        wsl_limits=tuple(limits),
     )
 
 

@@ -23,6 +23,7 @@ class CudaRelease:
     label: str  # "12.8 Update 1"
     min_driver: str  # Linux x86_64 toolkit driver (NVIDIA release notes, Table 3)
     archs: tuple[str, ...]  # compute capabilities this toolkit can compile SASS/PTX for
+    windows_driver: str | None = None  # Windows toolkit driver (Table 3), for WSL2; None from 13.0
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -40,6 +41,15 @@ class CudaMatrix:
     majors: tuple[CudaMajor, ...]
     # GPU segments for which cuda-compat (forward compatibility) is supported
     forward_compat_segments: tuple[str, ...]
+    wsl_limits: tuple[WslLimit, ...] = ()  # what WSL2 lacks, sourced (cuda.yaml `wsl.limits`)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WslLimit:
+    """One thing WSL2 lacks or does differently (cuda.yaml `wsl.limits`)."""
+
+    lacks: str  # short: "no MIG"
+    detail: str  # what instead, with its source
 
 
 # --------------------------------------------------------------------------- matrix: GPUs

@@ -14,11 +14,13 @@ from typing import Any
 
 import requests
 
+from envbuilder.bounded import load_json
 from envbuilder.engine.credentials import Credentials
 from envbuilder.errors import RegistryAuthError, RegistryError
 
 _PARAM = re.compile(r'([A-Za-z_]+)\s*=\s*(?:"((?:[^"\\]|\\.)*)"|([^\s,]+))')
 CLIENT_ID = "envbuilder"
+TOKEN_MAX_BYTES = 1024 * 1024  # a token answer is a few KiB
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -64,6 +66,23 @@ class TokenCache:
         self._tokens[key] = _Token(value, time.monotonic() + max(expires_in - 10.0, 1.0))
 
 
+def read_head(resp: requests.Response, limit: int) -> bytes:
+    """At most `limit` bytes of an answer's body: a streamed one is read only that far, then
+    closed (a registry's answer is never read whole before its size is known)."""
+    if getattr(resp, "_content_consumed", True) or resp.raw is None:  # not streamed, or read
+        return bytes(resp.content[:limit])
+    chunks, size = [], 0
+    try:
+        for chunk in resp.iter_content(1 << 16):
+            chunks.append(chunk)
+            size += len(chunk)
+            if size >= limit:
+                break
+    finally:
+        resp.close()
+    return b"".join(chunks)[:limit]
+
+
 def fetch_token(
     session: requests.Session,
     challenge: Challenge,
@@ -93,12 +112,17 @@ def fetch_token(
                     "client_id": CLIENT_ID,
                 },
                 timeout=timeout,
+                stream=True,
             )
         else:
             headers = {"Authorization": basic_header(creds)} if creds and creds.username else {}
             params = {"service": service, "scope": scope, "client_id": CLIENT_ID}
             resp = session.get(
-                realm, params={k: v for k, v in params.items() if v}, headers=headers, timeout=timeout
+                realm,
+                params={k: v for k, v in params.items() if v},
+                headers=headers,
+                timeout=timeout,
+                stream=True,
             )
     except requests.RequestException as exc:
         raise RegistryError(f"cannot reach the token server {realm} of {registry}: {exc}") from exc
@@ -112,11 +136,23 @@ def fetch_token(
     if resp.status_code != 200:
         raise RegistryError(f"the token server {realm} of {registry} answered HTTP {resp.status_code}")
     try:
-        doc: Any = resp.json()
-    except ValueError as exc:
-        raise RegistryError(f"the token server {realm} of {registry} did not answer JSON") from exc
+        body = read_head(resp, TOKEN_MAX_BYTES + 1)
+    except requests.RequestException:
+        body = b""
+    return parse_token_answer(body, f"the token server {realm} of {registry}")
+
+
+def parse_token_answer(body: bytes, where: str) -> tuple[str, float]:
+    """(token, expires_in) of a token server's answer, read within bounded.load_json's limits (a
+    token answer is small; one nested 200,000 deep is refused, not a crash). Raises
+    RegistryError (not JSON, too large, no token)."""
+    try:
+        doc: Any = load_json(body, max_bytes=TOKEN_MAX_BYTES)
+    except ValueError:  # JSONDecodeError, UnicodeDecodeError, bounded.TooLarge
+        raise RegistryError(f"{where} did not answer JSON") from None
     token = doc.get("token") or doc.get("access_token") if isinstance(doc, dict) else None
     if not isinstance(token, str) or not token:
-        raise RegistryError(f"the token server {realm} of {registry} gave no token")
+        raise RegistryError(f"{where} gave no token")
     expires = doc.get("expires_in", 60)
-    return token, float(expires) if isinstance(expires, int | float) and expires > 0 else 60.0
+    ok = isinstance(expires, int | float) and not isinstance(expires, bool) and 0 < expires < 366 * 86400
+    return token, float(expires) if ok else 60.0

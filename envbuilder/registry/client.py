@@ -22,10 +22,11 @@ import requests
 from requests.adapters import HTTPAdapter
 from urllib3.util.retry import Retry
 
+from envbuilder.bounded import load_json
 from envbuilder.engine.credentials import Credentials, registry_credentials
 from envbuilder.errors import RegistryAuthError, RegistryError, RegistryNotFoundError
 from envbuilder.hashing import sha256_digest
-from envbuilder.registry.auth import TokenCache, basic_header, fetch_token, parse_challenge
+from envbuilder.registry.auth import TokenCache, basic_header, fetch_token, parse_challenge, read_head
 from envbuilder.registry.reference import Reference
 
 OCI_MANIFEST = "application/vnd.oci.image.manifest.v1+json"
@@ -37,6 +38,7 @@ EMPTY_JSON = "application/vnd.oci.empty.v1+json"  # the config of an artifact wi
 EMPTY_BLOB = b"{}"
 MAX_MANIFEST_BYTES = 4 * 1024 * 1024  # the spec's recommended manifest limit
 MAX_BLOB_BYTES = 32 * 1024 * 1024  # what an attestation may weigh; more is refused unread
+ERROR_BODY_BYTES = 64 * 1024  # of an error answer, only this much is read for its message
 INSECURE_ENV = "ENVBUILDER_INSECURE_REGISTRIES"  # comma list of hosts spoken to over plain HTTP
 RETRY_STATUS = (429, 500, 502, 503, 504)
 
@@ -86,11 +88,12 @@ class Manifest:
     digest: str
 
     def json(self) -> dict[str, Any]:
-        """Raises RegistryError when the body is not a JSON object."""
+        """Raises RegistryError when the body is not a JSON object (read within
+        envbuilder.bounded's limits: a manifest nested 200,000 deep is malformed, not a crash)."""
         try:
-            doc = json.loads(self.body)
-        except ValueError as exc:
-            raise RegistryError(f"manifest {self.digest} is not JSON: {exc}") from exc
+            doc = load_json(self.body, max_bytes=MAX_MANIFEST_BYTES)
+        except ValueError as exc:  # JSONDecodeError, UnicodeDecodeError, bounded.TooLarge
+            raise RegistryError(f"manifest {self.digest} is not JSON: {_short(exc)}") from None
         if not isinstance(doc, dict):
             raise RegistryError(f"manifest {self.digest} is not a JSON object")
         return doc
@@ -211,8 +214,10 @@ class RegistryClient:
         headers: Mapping[str, str] | None = None,
         data: bytes | None = None,
         params: Mapping[str, str] | None = None,
+        stream: bool = False,
     ) -> requests.Response:
-        """One authenticated request (`url` relative to /v2/ or absolute). Raises as the class says."""
+        """One authenticated request (`url` relative to /v2/ or absolute). With `stream` the body
+        is left unread, for _read_capped to read within its limit. Raises as the class says."""
         full = url if url.startswith(("http://", "https://")) else f"{self.base}/v2/{url}"
         scope = f"repository:{repo}:{'pull,push' if push else 'pull'}"
         ok = set(expected)
@@ -227,6 +232,7 @@ class RegistryClient:
                     params=params,
                     timeout=self.timeout,
                     allow_redirects=True,
+                    stream=stream,
                 )
             except requests.RequestException as exc:
                 raise RegistryError(
@@ -236,6 +242,7 @@ class RegistryClient:
                 ) from exc
             if resp.status_code != 401 or attempt == 2:
                 break
+            resp.close()
             challenge = parse_challenge(resp.headers.get("WWW-Authenticate", ""))
             if challenge is None:
                 break
@@ -271,7 +278,7 @@ class RegistryClient:
     def get_manifest(self, repo: str, ref: str, *, accept: Iterable[str] = MANIFEST_TYPES) -> Manifest:
         """The manifest `ref` (tag or digest), its digest checked. Raises as the class says."""
         resp = self.request(
-            "GET", f"{repo}/manifests/{ref}", repo=repo, headers={"Accept": ", ".join(accept)}
+            "GET", f"{repo}/manifests/{ref}", repo=repo, headers={"Accept": ", ".join(accept)}, stream=True
         )
         body = _read_capped(resp, MAX_MANIFEST_BYTES, f"manifest {repo}:{ref}")
         digest = sha256_digest(body)
@@ -283,7 +290,7 @@ class RegistryClient:
             )
         media_type = resp.headers.get("Content-Type", "").split(";")[0].strip()
         if not media_type or media_type == "application/json":
-            media_type = str(json.loads(body).get("mediaType") or "") if body.strip() else ""
+            media_type = _media_type_field(body, f"manifest {repo}:{ref}")
         return Manifest(body=body, media_type=media_type, digest=digest)
 
     def resolve(self, ref: Reference) -> Manifest:
@@ -339,7 +346,7 @@ class RegistryClient:
 
     def get_blob(self, repo: str, digest: str, *, max_bytes: int = MAX_BLOB_BYTES) -> bytes:
         """A blob's bytes, checked against its digest. Raises as the class says."""
-        resp = self.request("GET", f"{repo}/blobs/{digest}", repo=repo)
+        resp = self.request("GET", f"{repo}/blobs/{digest}", repo=repo, stream=True)
         data = _read_capped(resp, max_bytes, f"blob {digest[:19]} in {repo}")
         if sha256_digest(data) != digest:
             raise RegistryError(f"blob {digest} from {self.registry}/{repo} does not match its digest")
@@ -358,6 +365,7 @@ class RegistryClient:
             expected=(200, 404, 400, 405),
             headers={"Accept": OCI_INDEX},
             params=params,
+            stream=True,
         )
         content_type = resp.headers.get("Content-Type", "").split(";")[0].strip()
         if resp.status_code == 200 and content_type == OCI_INDEX:
@@ -437,11 +445,25 @@ class RegistryClient:
         self.put_manifest(repo, tag, body, OCI_INDEX)
 
 
-def _index_descriptors(body: bytes, where: str) -> list[Descriptor]:
+def _media_type_field(body: bytes, where: str) -> str:
+    """The `mediaType` a manifest names in its body (a registry that sent no Content-Type), or
+    "". Raises RegistryError (not a JSON object: bounded.load_json's limits)."""
+    if not body.strip():
+        return ""
     try:
-        doc = json.loads(body)
+        doc = load_json(body, max_bytes=MAX_MANIFEST_BYTES)
     except ValueError as exc:
-        raise RegistryError(f"{where} is not JSON: {exc}") from exc
+        raise RegistryError(f"{where} is not JSON: {_short(exc)}") from None
+    return str(doc.get("mediaType") or "") if isinstance(doc, dict) else ""
+
+
+def _index_descriptors(body: bytes, where: str) -> list[Descriptor]:
+    """The descriptors of an image index (the referrers API's answer, a fallback tag's index),
+    read within bounded.load_json's limits. Raises RegistryError."""
+    try:
+        doc = load_json(body, max_bytes=MAX_MANIFEST_BYTES)
+    except ValueError as exc:  # JSONDecodeError, UnicodeDecodeError, bounded.TooLarge
+        raise RegistryError(f"{where} is not JSON: {_short(exc)}") from None
     manifests = doc.get("manifests") if isinstance(doc, dict) else None
     if not isinstance(manifests, list):
         raise RegistryError(f"{where} is not an image index (no manifests list)")
@@ -449,10 +471,16 @@ def _index_descriptors(body: bytes, where: str) -> list[Descriptor]:
 
 
 def _read_capped(resp: requests.Response, limit: int, what: str) -> bytes:
+    """The body, at most `limit` bytes of it: a declared length over it is refused unread, and a
+    streamed body (no length, chunked) is read only to limit+1 bytes. Raises RegistryError."""
     declared = resp.headers.get("Content-Length")
-    if declared and declared.isdigit() and int(declared) > limit:
+    if declared and declared.isdigit() and len(declared) < 20 and int(declared) > limit:
+        resp.close()
         raise RegistryError(f"{what} is {int(declared):,} bytes, over the {limit:,}-byte limit")
-    data = resp.content
+    try:
+        data = read_head(resp, limit + 1)
+    except requests.RequestException as exc:
+        raise RegistryError(f"{what} could not be read: {_short(exc)}") from None
     if len(data) > limit:
         raise RegistryError(f"{what} is {len(data):,} bytes, over the {limit:,}-byte limit")
     return data
@@ -461,7 +489,11 @@ def _read_capped(resp: requests.Response, limit: int, what: str) -> bytes:
 def _error_detail(resp: requests.Response) -> str:
     """The distribution error body's codes and messages, else a short text."""
     try:
-        doc = resp.json()
+        body = read_head(resp, ERROR_BODY_BYTES)
+    except requests.RequestException:
+        return ""
+    try:
+        doc = load_json(body)
         errors = doc.get("errors") if isinstance(doc, dict) else None
         if isinstance(errors, list) and errors:
             return "; ".join(
@@ -469,7 +501,8 @@ def _error_detail(resp: requests.Response) -> str:
             )
     except ValueError:
         pass
-    return resp.text.strip().splitlines()[0][:200] if resp.text.strip() else ""
+    text = body.decode("utf-8", errors="replace").strip()
+    return text.splitlines()[0][:200] if text else ""
 
 
 def _auth_error(

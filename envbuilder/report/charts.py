@@ -66,12 +66,35 @@ class Chart:
     x_range: tuple[float, float] | None = None  # fixed time axis, so stacked charts line up
     events: Sequence[tuple[str, Sequence[float], Sequence[bool]]] = field(default=())  # name, xs, on
     key_below: bool = False  # the lines' legend as a key under the plot (many lines), not on top
+    # the x axis's ticks: (where, what it says); None: plain numbers at _nice_ticks
+    x_ticks: Sequence[tuple[float, str]] | None = None
 
     def keys(self) -> list[tuple[str, str]]:
         """(label, color) of what the key under the plot names: the segments, and the lines
         when `key_below`."""
         lines = [(ln.label, ln.color) for ln in self.lines] if self.key_below else []
         return [(sg.label, sg.color) for sg in self.segments] + lines
+
+
+BAND_CHAR_PX = 5.0  # a band label's character at 9 px
+
+
+def band_label(label: str, width_px: float) -> str | None:
+    """What a shaded step window says at its top: the step's name, cut with an ellipsis to the
+    band's width; None where not even 3 characters fit (its <title> still names it)."""
+    fits = int((width_px - 3) // BAND_CHAR_PX)
+    if fits < 3:
+        return None
+    return label if len(label) <= fits else label[: fits - 1] + "\u2026"
+
+
+def size_label(n_bytes: float) -> str:
+    """A byte count as a binary size: 32 B, 1 KiB, 512 MiB, 8 GiB."""
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if n_bytes < 1024 or unit == "GiB":
+            return f"{n_bytes:g} {unit}"
+        n_bytes /= 1024
+    raise AssertionError("unreachable")
 
 
 def as_number(v: object) -> float | None:
@@ -142,14 +165,19 @@ def render_chart(chart: Chart) -> str:
             f'<rect class="band{i % 2}" x="{sx(b.x0):.1f}" y="{PAD_T}" width="{w:.1f}" '
             f'height="{plot_b - PAD_T}"><title>{_text(b.label)}</title></rect>'
         )
+        label = band_label(b.label, w)
+        if label:  # alternate rows, so that neighbouring labels do not run into each other
+            y = PAD_T + 9 + 9 * (i % 2)
+            parts.append(f'<text class="bandlabel" x="{sx(b.x0) + 2:.1f}" y="{y}">{_text(label)}</text>')
     for t in _nice_ticks(y0, y1):
         parts.append(
             f'<line class="grid" x1="{PAD_L}" x2="{WIDTH - PAD_R}" y1="{sy(t):.1f}" y2="{sy(t):.1f}"/>'
             f'<text class="tick" x="{PAD_L - 6}" y="{sy(t) + 4:.1f}" text-anchor="end">{_fmt(t)}</text>'
         )
-    for t in _nice_ticks(x0, x1, 8):
+    x_ticks = chart.x_ticks if chart.x_ticks is not None else [(t, _fmt(t)) for t in _nice_ticks(x0, x1, 8)]
+    for t, said in x_ticks:
         parts.append(
-            f'<text class="tick" x="{sx(t):.1f}" y="{plot_b + 15}" text-anchor="middle">{_fmt(t)}</text>'
+            f'<text class="tick" x="{sx(t):.1f}" y="{plot_b + 15}" text-anchor="middle">{_text(said)}</text>'
         )
     parts.append(
         f'<text class="axis" x="{WIDTH - PAD_R}" y="{plot_b + 29}" text-anchor="end">'

@@ -4,6 +4,7 @@ never raises on a malformed field); terminal.py, html.py and compare.py only for
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -73,6 +74,9 @@ class Report:
     multi_gpu: MultiGpuView | None = None  # the harness's multi_gpu section (None: none recorded)
     # the kernel inventory: (library, owner, SASS, PTX with ISA) per CUDA library with device code
     kernels: tuple[tuple[str, str, str, str], ...] = ()
+    step_counts: str = ""  # "17 steps: 15 pass, 2 skip": what the steps table holds
+    # which GPU the telemetry is of, where the host had several ("GPU 0 of 2"); "" with one GPU
+    telemetry_gpu: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         """The report as JSON (without the telemetry series: those stay in the certificate)."""
@@ -261,7 +265,25 @@ def build_report(cert: Certificate) -> Report:
         windows=windows,
         multi_gpu=multi_gpu_view(harness),
         kernels=_kernel_rows(harness),
+        step_counts=step_counts(rows),
+        telemetry_gpu=f"GPU 0 of {len(host.gpus)}" if len(host.gpus) > 1 else "",
     )
+
+
+def step_counts(rows: Sequence[StepRow]) -> str:
+    """How many steps the table shows and how each ended, counted as the verdict counts its
+    checks (the host record is a record, not a check): "17 steps: the host record, 14 pass, 2 skip"."""
+    if not rows:
+        return ""
+    host = [r for r in rows if r.name == "host"]
+    counts = Counter(r.status for r in rows if r.name != "host")
+    order = ["pass", "fail", "skip", *sorted(set(counts) - {"pass", "fail", "skip"})]
+    said = [f"{counts[s]} {s}" for s in order if counts[s]]
+    if host:
+        said.insert(
+            0, "the host record" if host[0].status == "pass" else f"the host record ({host[0].status})"
+        )
+    return f"{len(rows)} steps: {', '.join(said)}"
 
 
 def _kernel_rows(harness: Mapping[str, Any]) -> tuple[tuple[str, str, str, str], ...]:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from envbuilder.harness.multigpu.sweep import human_bytes
-from envbuilder.report.charts import PALETTE, Chart, Line, as_number, render_chart
+from envbuilder.report.charts import PALETTE, Chart, Line, as_number, render_chart, size_label
 
 DASH = "-"
 # The rows the busbw table shows (and the gated size, and the largest one measured).
@@ -215,10 +215,14 @@ def busbw_chart(v: MultiGpuView) -> str | None:
     if not v.sweep:
         return None
     xs = [math.log2(p.bytes) for p in v.sweep]
+    lo, hi = math.floor(min(xs)), math.ceil(max(xs))
+    # powers of two that land on 1 KiB, 1 MiB, 1 GiB: every 10th, 5th (32 KiB, ...), 2nd or each one
+    every = next(n for n in (1, 2, 5, 10) if (hi - lo) / n <= 8 or n == 10)
     chart = Chart(
         title="NCCL all-reduce bus bandwidth by message size",
         y_label="busbw GB/s",
         lines=[Line(label="busbw", xs=xs, ys=[p.busbw_gbs for p in v.sweep], color=PALETTE[0])],
-        x_label="message size, log2 bytes (10 = 1 KiB, 20 = 1 MiB, 30 = 1 GiB, 33 = 8 GiB)",
+        x_label="message size (log scale)",
+        x_ticks=[(float(e), size_label(2.0**e)) for e in range(lo, hi + 1) if e % every == 0],
     )
     return render_chart(chart)

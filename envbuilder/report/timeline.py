@@ -71,8 +71,11 @@ def charts(r: Report) -> list[str]:
     if r.telemetry is None:
         return out
 
+    # With several GPUs the harness samples the first one: every line and title says which.
+    of_gpu = f"{r.telemetry_gpu}: " if r.telemetry_gpu else ""
+
     def line(key: str, label: str, color: str = PALETTE[0]) -> Line:
-        return Line(label=label, xs=t, ys=[as_number(v) for v in s.get(key) or ()], color=color)
+        return Line(label=of_gpu + label, xs=t, ys=[as_number(v) for v in s.get(key) or ()], color=color)
 
     masks = [int(m) if as_number(m) is not None else 0 for m in s.get("reasons") or ()]
     seen = [(bit, name) for bit, name in CLOCK_EVENT_REASONS.items() if any(m & bit for m in masks)]
@@ -95,6 +98,8 @@ def charts(r: Report) -> list[str]:
             [(name, t, [bool(m & bit) for m in masks]) for bit, name in seen],
         ),
     ):
+        if r.telemetry_gpu:
+            title = f"{title} ({r.telemetry_gpu}, the GPU the harness samples)"
         chart = Chart(
             title=title, y_label=unit, lines=lines, bands=bands, y_max=top, x_range=rng, events=events
         )

@@ -42,5 +42,18 @@ def no_stack_hint(matrix: Matrix, resolution: Resolution) -> str:
             return (
                 f"{_EXPLAIN}; driver {host.driver} is too old for {req.requirement}: "
                 f"driver >= {s.min_driver} unlocks {s.id}"
-            )
+            ) + _forward_compat_hint(matrix, resolution)
     return f"{_EXPLAIN}; relax the requirement ({cause} rejected most candidates)"
+
+
+def _forward_compat_hint(matrix: Matrix, resolution: Resolution) -> str:
+    """'; or --forward-compat ...' when CUDA forward compatibility would give a stack on this host
+    (data-center GPUs, system-cuda: resolve/forward_compat.py); '' otherwise."""
+    req = resolution.request
+    if req.forward_compat or req.strategy == "bundled":
+        return ""
+    again = resolve(matrix, replace(req, forward_compat=True, strategy="system-cuda"), resolution.host)
+    if again.stack is None or again.stack.forward_compat is None:
+        return ""
+    flags = "--forward-compat" + ("" if req.strategy else " --strategy system-cuda")
+    return f"; or keep this driver: {flags} runs {again.stack.id} through {again.stack.forward_compat[0]}"

@@ -60,6 +60,7 @@ STACK_SHAPE = obj(
         "packages": list_of(STR),
         "companions": map_of(STR),
         "notes": list_of(STR),
+        "forward_compat": opt(obj({"package": STR, "driver": STR}, required=("package", "driver"))),
     },
     required=(
         "id",
@@ -100,6 +101,9 @@ class Stack:
     companions: tuple[tuple[str, str], ...]  # (package, pinned requirement) e.g. torchvision
     python_install: Literal["apt", "present"]
     notes: tuple[str, ...] = field(default=())  # warnings that hold for this stack
+    # (cuda-compat package, the driver its libcuda is) when the stack runs through CUDA forward
+    # compatibility (resolve/forward_compat.py); None otherwise, and then absent from to_dict()
+    forward_compat: tuple[str, str] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -121,7 +125,11 @@ class Stack:
             "companions": dict(self.companions),
             "python_install": self.python_install,
             "notes": list(self.notes),
-        }
+        } | (
+            {"forward_compat": {"package": self.forward_compat[0], "driver": self.forward_compat[1]}}
+            if self.forward_compat
+            else {}
+        )
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Stack:
@@ -151,6 +159,7 @@ class Stack:
             companions=tuple(sorted(d.get("companions", {}).items())),
             python_install=d["python_install"],
             notes=tuple(d.get("notes", ())),
+            forward_compat=(fc["package"], fc["driver"]) if (fc := d.get("forward_compat")) else None,
         )
 
 

@@ -33,8 +33,10 @@ from envbuilder.matrix.model import (
     Strategy,
 )
 from envbuilder.require_cuda import Properties, parse_require_cuda, require_cuda_text
+from envbuilder.resolve import forward_compat
 from envbuilder.resolve.drivers import first_release, jit_floor, mvc_floor, native_cuda
 from envbuilder.resolve.model import Rejection, Request, Resolution, Stack
+from envbuilder.resolve.wsl import wsl_warning
 from envbuilder.versions import (
     driver_branch,
     is_driver_branch,
@@ -198,6 +200,8 @@ def _evaluate(matrix: Matrix, request: Request, host: Host, cand: _Candidate) ->
     min_driver: str | None = None
     full_driver = True
     sass_everywhere = True
+    fwd_floor: tuple[str, str] | None = None  # (floor, reason) a driver below it needs cuda-compat for
+    fwd: forward_compat.ForwardCompat | None = None
     jit_cuda: str | None = None  # the CUDA X.Y whose driver a PTX-only GPU needs (its ISA's)
     if v.cuda is not None:
         # Each floor with the reason a driver below it fails; the highest one binds.
@@ -227,8 +231,17 @@ def _evaluate(matrix: Matrix, request: Request, host: Host, cand: _Candidate) ->
         min_driver = floor
         if host.driver is not None:
             if Version(host.driver) < Version(floor):
-                raise _Reject("driver", _driver_reason(matrix, request, host, v, floor, why, gpus))
-            if Version(host.driver) < Version(toolkit_driver):
+                reason = _driver_reason(matrix, request, host, v, floor, why, gpus)
+                if not (request.forward_compat and gpus and not forward_compat.ineligible_gpus(matrix, gpus)):
+                    raise _Reject("driver", reason)
+                if cand.strategy != "system-cuda":
+                    raise _Reject(
+                        "driver",
+                        f"{reason}; forward compatibility needs the cuda-compat package, which the "
+                        "nvidia/cuda base of the system-cuda strategy carries (--strategy system-cuda)",
+                    )
+                fwd_floor = (floor, reason)
+            elif Version(host.driver) < Version(toolkit_driver):
                 full_driver = False
                 notes.append(
                     f"driver {host.driver} runs CUDA {v.cuda} builds through minor-version "
@@ -241,6 +254,13 @@ def _evaluate(matrix: Matrix, request: Request, host: Host, cand: _Candidate) ->
     image, why = _pick_base(matrix, request, cand)
     if image is None:
         raise _Reject("base-image", why)
+    if fwd_floor is not None:
+        assert host.driver is not None
+        got = forward_compat.through_image(matrix, image, host.driver, fwd_floor[0], gpus)
+        if isinstance(got, str):
+            raise _Reject("driver", f"{fwd_floor[1]}; {got}")
+        fwd, min_driver = got, got.min_driver
+        notes.append(got.note)
     if cand.strategy == "system-cuda":
         ok, detail = _require_cuda_ok(matrix, host, image)
         if not ok:
@@ -260,6 +280,8 @@ def _evaluate(matrix: Matrix, request: Request, host: Host, cand: _Candidate) ->
     else:
         require = None
     stack = _make_stack(cand, image, min_driver, require, tuple(notes))
+    if fwd is not None:
+        stack = replace(stack, forward_compat=(fwd.package, fwd.driver))
     return _Verdict(stack=stack, sass_everywhere=sass_everywhere, full_driver=full_driver)
 
 
@@ -320,9 +342,13 @@ def _driver_reason(
 ) -> str:
     assert v.cuda is not None and host.driver is not None
     reason = f"driver {host.driver} < {floor} needed by this CUDA {major_minor(v.cuda)} build ({why})"
-    fwd_ok = gpus and all(g.segment in matrix.cuda.forward_compat_segments for g in gpus)
+    fwd_ok = bool(gpus) and not forward_compat.ineligible_gpus(matrix, gpus)
     if fwd_ok and not request.forward_compat:
-        reason += "; forward compatibility (cuda-compat) could apply on this data-center GPU"
+        reason += (
+            "; forward compatibility (cuda-compat) could apply on this data-center GPU (--forward-compat)"
+        )
+    elif request.forward_compat and gpus and not fwd_ok:
+        reason += "; " + forward_compat.not_applicable(matrix, gpus)
     elif not fwd_ok:
         reason += "; forward compatibility (cuda-compat) does not apply to this GPU class"
     return reason
@@ -411,6 +437,8 @@ def resolve(matrix: Matrix, request: Request, host: Host) -> Resolution:
         request = replace(request, cpu_only=True)
     if host.gpus and host.driver is None:
         warnings.append("no driver given: driver compatibility was not checked (give --driver)")
+    if (wsl := wsl_warning(matrix, host)) is not None:
+        warnings.append(wsl)
     if host.driver is not None and is_driver_branch(host.driver):
         warnings.append(
             f"driver given as branch R{host.driver}: checked as its oldest driver ({host.driver}.0.0), "

@@ -1,7 +1,10 @@
-"""Where `run` gets an image's certificates: the local store (certified here), else signed
-attestations cached from a registry (verified again against today's trust policy), else the
-image's registry (fetched, verified, cached). Attestations that fail are refusals with their
-reason (untrusted-key, bad-signature, unsigned, subject-mismatch, expired, ...)."""
+"""Where `run` gets an image's certificates: the local store (certified here), else imported ones
+(a signed envelope verified again against today's trust policy; an unsigned file only with
+--trust-imported), else signed attestations cached from the registry the user's reference names
+(verified again, for that repository), else that registry (fetched, verified, cached).
+Attestations that fail are refusals with their reason (untrusted-key, bad-signature, unsigned,
+subject-mismatch, future-issued, expired, ...). A reference that names no registry the image was
+pushed to or pulled from (a local tag, an image ID) is never looked up in one (hostile-inputs D16)."""
 
 from __future__ import annotations
 
@@ -26,6 +29,9 @@ _HINTS = {
     "subject-mismatch": "that attestation belongs to another image: certify this one (envbuilder certify "
     "IMAGE --push)",
     "expired": "re-certify and push again (envbuilder certify IMAGE --push), or relax max_age",
+    "future-issued": "check this host's clock; a certificate issued in the future is never trusted",
+    "imported-unsigned": "pass --trust-imported to use it, or import the signed attestation instead "
+    "(envbuilder certs import ENVELOPE), or certify the image here",
     "unsigned": "push it again with a signature: envbuilder push IMAGE --attest",
     "unavailable": "check the registry, then run again",
 }
@@ -34,8 +40,9 @@ _DEFAULT_HINT = "do not trust this attestation; re-certify the image: envbuilder
 
 def registry_reference(image: str, info: ImageInfo) -> tuple[Reference, str] | None:
     """The registry reference and manifest digest of the image as it is here: the RepoDigest of
-    the repository `image` names (set by push and pull), else the first RepoDigest; None for an
-    image that never went through a registry."""
+    the repository `image` names (set by push and pull). None when `image` names none of them
+    (a local tag or an image ID: the user did not point at a registry, so none is asked, even
+    when the image was pushed or pulled under another name), or the image never went through one."""
     try:
         wanted = parse_reference(image).name
     except UsageError:
@@ -51,7 +58,7 @@ def registry_reference(image: str, info: ImageInfo) -> tuple[Reference, str] | N
     for ref, digest, match in digests:
         if match:
             return ref, digest
-    return (digests[0][0], digests[0][1]) if digests else None
+    return None
 
 
 def attestation_refusal(refused: Refused, ref: Reference) -> Refusal:
@@ -69,70 +76,165 @@ def certificate_finder(
     policy: Callable[[], TrustPolicy],
     fetch: Fetch = fetch_verified,
     say: Say = lambda _line: None,
+    trust_imported: bool = False,
 ) -> Callable[[ImageInfo], list[Certificate]]:
     """The find_certificate of `run`: local certificates for the image ID, newest first; else
-    the cached or fetched attestations of its registry digest. Raises RefusedError (exit 12)
-    when the image has attestations and none holds, naming each one's reason; the trust policy
-    is read only then (SigningKeyError when it is broken)."""
+    the imported ones that hold (signed: verified again; unsigned: only with `trust_imported`);
+    else the cached or fetched attestations of the registry digest `image` names. Raises
+    RefusedError (exit 12) when nothing holds but something was there (attestations, imported
+    certificates, a registry digest under another name), naming each reason; the trust policy
+    is read only when needed (SigningKeyError when it is broken)."""
 
     def find(info: ImageInfo) -> list[Certificate]:
-        local = [r for r in store.list(image=info.id, origin="local") if r.image_id == info.id]
+        rows = [r for r in store.list(image=info.id) if r.image_id == info.id]
+        local = [store.get(r.id) for r in rows if r.origin == "local"]
         if local:
-            return [store.get(r.id) for r in local]
+            return local
+        imported, refusals = _imported(
+            [r.id for r in rows if r.origin == "imported"], info, store, policy, trust_imported, say
+        )
+        if imported:
+            return imported
         where = registry_reference(image, info)
         if where is None:
+            if refusals:
+                raise RefusedError(refusals)
+            if info.repo_digests:
+                raise RefusedError([_elsewhere(image, info)])
             return []
-        ref, digest = where
-        trust = policy()
-        cached: list[Verified] = []
-        for att in store.attestations(digest):
-            outcome = verify_envelope(att.envelope, repository=att.repository, digest=digest, policy=trust)
-            if isinstance(outcome, Verified) and outcome.certificate is not None:
-                cached.append(outcome)
-        if cached:
-            say(f"envbuilder: {len(cached)} cached attestation(s) of {ref.name}@{digest[:19]} verified again")
-            return newest_first(v.certificate for v in cached if v.certificate is not None)
-        say(f"envbuilder: no local certificate; fetching the attestations of {ref.name}@{digest[:19]}")
         try:
-            report = fetch(ref, policy=trust, digest=digest)
-        except RegistryError as exc:
-            raise RefusedError(
-                [
+            return _from_registry(*where, store=store, trust=policy(), fetch=fetch, say=say, info=info)
+        except RefusedError as exc:
+            raise RefusedError([*refusals, *exc.refusals]) from exc
+
+    return find
+
+
+def _imported(
+    ids: list[str],
+    info: ImageInfo,
+    store: CertStore,
+    policy: Callable[[], TrustPolicy],
+    trust_imported: bool,
+    say: Say,
+) -> tuple[list[Certificate], list[Refusal]]:
+    """The imported certificates of the image that hold, and why the others do not."""
+    usable: list[Certificate] = []
+    refusals: list[Refusal] = []
+    read: list[TrustPolicy] = []  # the policy, read once and only when an envelope needs it
+    for cid in ids:
+        envelopes = store.envelopes(cid)
+        if envelopes:
+            if not read:
+                read.append(policy())
+            trust = read[0]
+            outcomes = [
+                verify_envelope(e.envelope, repository=e.repository, digest=info.id, policy=trust)
+                for e in envelopes
+            ]
+            good = [o for o in outcomes if isinstance(o, Verified) and o.certificate is not None]
+            if good and good[0].certificate is not None:
+                signer = good[0].key_name
+                say(f"envbuilder: imported certificate {cid[:12]} signed by {signer}, verified again")
+                usable.append(good[0].certificate)
+            else:
+                refusals += [
                     Refusal(
-                        reason="unavailable",
-                        message=f"no local certificate, and the attestations of {ref} cannot be fetched: "
-                        f"{exc.message}",
-                        hint=_HINTS["unavailable"],
+                        reason=o.reason,
+                        message=f"imported attestation {o.envelope_digest[:19]}: {o.message}",
+                        hint=_HINTS.get(o.reason, _DEFAULT_HINT),
                     )
+                    for o in outcomes
+                    if isinstance(o, Refused)
                 ]
-            ) from exc
-        verified = [(v, v.certificate) for v in report.verified if v.certificate is not None]
-        for v, cert in verified:
-            store.add_attested(
-                cert,
-                envelope=v.envelope,
-                envelope_digest=v.envelope_digest,
-                repository=report.repository,
-                manifest_digest=digest,
-                keyid=v.keyid,
+        elif trust_imported:
+            say(f"envbuilder: warning: using imported certificate {cid[:12]}, unsigned (--trust-imported)")
+            usable.append(store.get(cid))
+        else:
+            refusals.append(
+                Refusal(
+                    reason="imported-unsigned",
+                    message=f"certificate {cid[:12]} was imported from a file and carries no signature "
+                    "(its hashes prove it is intact, not who made it)",
+                    hint=_HINTS["imported-unsigned"],
+                )
             )
-        if verified:
-            say(
-                f"envbuilder: {len(verified)} certificate(s) verified from {report.via} "
-                f"(signed by {', '.join(sorted({v.key_name for v, _ in verified}))}); cached in the store"
-            )
-            return list(report.certificates)
-        if report.refused:
-            raise RefusedError([attestation_refusal(r, ref) for r in report.refused])
+    return newest_first(usable), refusals
+
+
+def _elsewhere(image: str, info: ImageInfo) -> Refusal:
+    """No certificate here, and `image` names no registry; say where the image's attestations
+    could be looked up instead."""
+    shown = ", ".join(info.repo_digests[:2])
+    return Refusal(
+        reason="no-certificate",
+        message=f"no certificate for image {info.id[:19]} here, and {image} names no registry: the "
+        f"attestations of {shown} are not looked up for it",
+        hint=f"run it by its registry reference (envbuilder run {info.repo_digests[0]}), or certify it "
+        "here: envbuilder certify IMAGE",
+    )
+
+
+def _from_registry(
+    ref: Reference,
+    digest: str,
+    *,
+    store: CertStore,
+    trust: TrustPolicy,
+    fetch: Fetch,
+    say: Say,
+    info: ImageInfo,
+) -> list[Certificate]:
+    """The cached attestations of `digest`, verified again for `ref`'s repository (the trust
+    policy's scope is the repository the user named, not the one the attestation was cached
+    from); else those fetched from `ref`'s registry, cached. Raises RefusedError."""
+    cached: list[Verified] = []
+    for att in store.attestations(digest):
+        outcome = verify_envelope(att.envelope, repository=ref.name, digest=digest, policy=trust)
+        if isinstance(outcome, Verified) and outcome.certificate is not None:
+            cached.append(outcome)
+    if cached:
+        say(f"envbuilder: {len(cached)} cached attestation(s) of {ref.name}@{digest[:19]} verified again")
+        return newest_first(v.certificate for v in cached if v.certificate is not None)
+    say(f"envbuilder: no local certificate; fetching the attestations of {ref.name}@{digest[:19]}")
+    try:
+        report = fetch(ref, policy=trust, digest=digest)
+    except RegistryError as exc:
         raise RefusedError(
             [
                 Refusal(
-                    reason="no-certificate",
-                    message=f"no certificate for image {info.id} here, and {ref.name}@{digest[:19]} has no "
-                    f"attestations ({report.via})",
-                    hint="certify it and push the attestation: envbuilder certify IMAGE --push",
+                    reason="unavailable",
+                    message=f"no local certificate, and the attestations of {ref} cannot be fetched: "
+                    f"{exc.message}",
+                    hint=_HINTS["unavailable"],
                 )
             ]
+        ) from exc
+    verified = [(v, v.certificate) for v in report.verified if v.certificate is not None]
+    for v, cert in verified:
+        store.add_attested(
+            cert,
+            envelope=v.envelope,
+            envelope_digest=v.envelope_digest,
+            repository=report.repository,
+            manifest_digest=digest,
+            keyid=v.keyid,
         )
-
-    return find
+    if verified:
+        say(
+            f"envbuilder: {len(verified)} certificate(s) verified from {report.via} "
+            f"(signed by {', '.join(sorted({v.key_name for v, _ in verified}))}); cached in the store"
+        )
+        return list(report.certificates)
+    if report.refused:
+        raise RefusedError([attestation_refusal(r, ref) for r in report.refused])
+    raise RefusedError(
+        [
+            Refusal(
+                reason="no-certificate",
+                message=f"no certificate for image {info.id} here, and {ref.name}@{digest[:19]} has no "
+                f"attestations ({report.via})",
+                hint="certify it and push the attestation: envbuilder certify IMAGE --push",
+            )
+        ]
+    )

@@ -64,6 +64,46 @@ def test_an_image_that_replaces_the_harness_and_python_cannot_certify_itself(
     assert [c["verdict"] for c in listed] == ["failed"]  # the evidence is kept, as failed
 
 
+# Issue 23 D7: an image whose python3 prints JSON nested 100,000 deep and plants result.json as a
+# symlink to a file of the host's (the io folder is a bind mount: the host would follow it).
+DEEP_STUB = """#!/bin/sh
+printf '{"kind":"result","a":'
+head -c 100000 /dev/zero | tr '\\0' '['
+head -c 100000 /dev/zero | tr '\\0' ']'
+printf '}\\n'
+ln -sf HOST_FILE /envbuilder-io/result.json 2>/dev/null
+exit 0
+"""
+
+
+def test_an_image_printing_deep_json_or_planting_a_result_symlink_fails_without_a_traceback(
+    cpu_image: str, engine: DockerEngine, run_id: str, cleanup_refs: list[str], tmp_path: Path
+) -> None:
+    info = engine.inspect_image(cpu_image)
+    assert info is not None
+    harness = info.labels["io.envbuilder.harness"]
+    host_file = tmp_path / "host-result.json"  # what the planted link names, on the host
+    host_file.write_text(STUB_RESULT)
+    (tmp_path / "stub").write_text(DEEP_STUB.replace("HOST_FILE", str(host_file)))
+    (tmp_path / "Dockerfile").write_text(
+        f"FROM {cpu_image}\nUSER root\nCOPY stub {harness}/run.py\nCOPY stub /opt/venv/bin/python3\n"
+        f"COPY stub /usr/local/bin/python3\nRUN chmod 755 {harness}/run.py /opt/venv/bin/python3 "
+        "/usr/local/bin/python3\n"
+    )
+    tag = f"envbuilder-it/deep:{run_id}"
+    built = subprocess.run(
+        ["docker", "build", "-q", "-t", tag, str(tmp_path)], capture_output=True, text=True, timeout=300
+    )
+    assert built.returncode == 0, built.stderr[-2000:]
+    cleanup_refs.append(tag)
+    res = envbuilder_cli(
+        "certify", tag, "--gpu-access", "none", env={"ENVBUILDER_DATA_DIR": str(tmp_path / "data")}
+    )
+    assert res.returncode == 11, res.stderr[-3000:]  # was a RecursionError traceback, exit 1
+    assert "Traceback" not in res.stderr and "RecursionError" not in res.stderr
+    assert "produced no result" in res.stderr and "CERTIFIED" not in res.stdout + res.stderr
+
+
 def _build(
     spec: Path, tag: str, lock_out: Path, base: str, wheels: Path, **env: str
 ) -> subprocess.Popen[str]:

@@ -148,6 +148,13 @@ def test_secrets_are_used_by_the_build_but_absent_from_every_layer(
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     assert any("torch-2.13.0" in h for h in private_index["hits"]), "pip did not use the index"
+    # The lock names the mirror by its secret, never by its URL (issue 23 item 5, D15).
+    written = (tmp_path / "lock.json").read_text()
+    assert private_index["token"] not in written and "<secret:pip_index_url>" in written
+    (locked,) = json.loads(written)["packages"]
+    assert locked["default_index"] == locked["framework_index"] == "<secret:pip_index_url>"
+    assert all(u.startswith("<secret:pip_index_url>/") for p in locked["packages"] for u in p["urls"])
+    assert private_index["token"] not in proc.stdout + proc.stderr
     image = json.loads(proc.stdout)["tags"][0]
     cleanup_refs.append(image)
     tar = engine.save(image, tmp_path / "image.tar")

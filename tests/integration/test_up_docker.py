@@ -46,7 +46,11 @@ def test_up_builds_certifies_and_reports_without_registry(
     heads = [ln.split()[0:3] for ln in res.stderr.splitlines() if ln.startswith("[")]
     started = [h[1] for h in heads if h[2] == "..."]
     done = [h[1] for h in heads if h[2] == "done"]
-    assert started == done == ["doctor", "resolve", "base", "build", "certify", "report"]
+    assert started == done == ["doctor", "base", "resolve", "build", "certify", "report"]
+    # one stack announced, the one built (the local base's Python), named on the final line too
+    (said,) = [ln.strip() for ln in res.stderr.splitlines() if ln.strip().startswith("stack ")]
+    built = json.loads(info_labels(engine, image)["io.envbuilder.stack"])["id"]
+    assert said.startswith(f"stack {built}, FROM envbuilder/local-base:") and f"(stack {built}, " in _secs
     assert [h[0] for h in heads if h[2] == "..."] == [f"[{k}/6]" for k in range(1, 7)]
 
     cert = json.loads((out / "certificate.json").read_text())
@@ -63,3 +67,40 @@ def test_up_builds_certifies_and_reports_without_registry(
     again = envbuilder_cli("up", str(spec), "--require-gpu", "--out", str(out))
     assert again.returncode == 22, again.stderr[-2000:]
     assert "envbuilder: error: --require-gpu: this machine has no NVIDIA GPU" in again.stderr
+
+
+def info_labels(engine: DockerEngine, image: str) -> dict[str, str]:
+    info = engine.inspect_image(image)
+    assert info is not None
+    return dict(info.labels)
+
+
+def test_up_with_a_given_base_uses_the_find_links_when_the_index_does_not_answer(
+    engine: DockerEngine,
+    base_image: str,
+    wheelhouse: Path,
+    run_id: str,
+    cleanup_refs: list[str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Issue 23 D17: `up --base-image B --find-links DIR` exited 20 after a DNS failure for
+    download.pytorch.org: a given base skipped the fallback to local wheels. HTTPS_PROXY at a
+    closed port makes the framework's index unreachable whatever this machine's network."""
+    monkeypatch.setenv("ENVBUILDER_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setenv("HTTPS_PROXY", "http://127.0.0.1:9")  # the framework's index does not answer
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
+    name = f"up-base-{run_id}"
+    spec = tmp_path / f"{name}.yaml"
+    spec.write_text(f'schema_version: 1\nname: {name}\ndescription: D17\nframework: "torch"\n')
+    out = tmp_path / "out"
+    res = envbuilder_cli(
+        "up", str(spec), "--gpu-access", "none", "--quick", "--base-image", base_image,
+        "--find-links", str(wheelhouse), "--out", str(out),
+    )  # fmt: skip
+    assert res.returncode == 0, res.stderr[-4000:]
+    image, verdict, _report, _secs = res.stdout.strip().splitlines()[-1].split(None, 3)
+    cleanup_refs.append(image)
+    assert verdict == "certified-cpu-only"
+    assert f"built FROM {base_image} (--base-image: debian12, Python 3.11)" in res.stdout
+    assert "the torch index is unreachable" in res.stdout and str(wheelhouse) in res.stdout

@@ -28,7 +28,7 @@ from envbuilder.engine import (
     Ulimit,
 )
 from envbuilder.engine.progress import BuildEvent, ProgressParser
-from envbuilder.errors import BuildFailedError, DockerUnavailableError, RegistryError
+from envbuilder.errors import BuildFailedError, DockerUnavailableError, RegistryError, log_tail
 from envbuilder.host.model import Host
 from envbuilder.image.packages import LockedPackage, PackageLock
 from envbuilder.image.spec import ImageSpec, parse_spec
@@ -128,7 +128,7 @@ class FakeEngine:
             if self.interrupt_build and "[stage-0 2/4]" in line:
                 raise KeyboardInterrupt
         if self.fail_build:
-            raise BuildFailedError("docker build failed (exit 1)\n" + "\n".join(parser.tail))
+            raise BuildFailedError("docker build failed (exit 1)", log=log_tail(parser.tail))
         image_id = "sha256:" + hashlib.sha256(text.encode()).hexdigest()
         labels = _labels_from(text)
         self.images[image_id] = ImageInfo(

@@ -181,6 +181,8 @@ def test_expired_under_max_age(signer: CryptoSigner, policy: TrustPolicy) -> Non
         b"not json",
         b"{}",
         json.dumps({"payload": "e30=", "payloadType": "text/plain", "signatures": []}).encode(),
+        # securesystemslib's from_dict raised AttributeError on a payload that is no string
+        json.dumps({"payloadType": 1, "payload": [], "signatures": "x"}).encode(),
     ],
 )
 def test_malformed_envelopes(raw: bytes, policy: TrustPolicy) -> None:
@@ -195,3 +197,32 @@ def test_signed_non_statement_is_malformed(signer: CryptoSigner, policy: TrustPo
     assert (
         isinstance(out, Refused) and out.reason == "malformed" and "not an in-toto Statement" in out.message
     )
+
+
+def test_future_issued_is_refused_with_or_without_max_age(signer: CryptoSigner, policy: TrustPolicy) -> None:
+    """hostile-inputs D10: a trusted key's certificate issued in 2099 never expired under max_age."""
+    now = datetime(2026, 12, 4, tzinfo=timezone.utc)
+    far = _signed(signer, cert(issued_at="2099-01-01T00:00:00Z"))
+    for p in (policy, policy.with_max_age(86400)):
+        out = _verify(far, p, now=now)
+        assert isinstance(out, Refused) and out.reason == "future-issued", out
+        assert "2099-01-01T00:00:00Z lies in the future" in out.message
+    within = _signed(signer, cert(issued_at="2026-12-04T00:04:59Z"))  # inside the 5 minutes of skew
+    assert isinstance(_verify(within, policy.with_max_age(86400), now=now), Verified)
+    beyond = _signed(signer, cert(issued_at="2026-12-04T00:05:01Z"))
+    out = _verify(beyond, policy, now=now)
+    assert isinstance(out, Refused) and out.reason == "future-issued"
+
+
+def test_an_envelope_file_needs_a_key_trusted_for_the_repository_it_names(signer: CryptoSigner) -> None:
+    """`certs import ENVELOPE` has no reference of its own: the statement's subject names the
+    repository, and the policy's scope applies to it."""
+    raw = _signed(signer)
+    scoped = TrustPolicy(
+        keys=(TrustedKey(name="ci", key=signer.public_key, repositories=("reg.example/team/*",)),)
+    )
+    out = verify_envelope(raw, repository=None, digest=None, policy=scoped)
+    assert isinstance(out, Verified) and out.subject_names == (REPO,)
+    elsewhere = TrustPolicy(keys=(TrustedKey(name="ci", key=signer.public_key, repositories=("other/*",)),))
+    out = verify_envelope(raw, repository=None, digest=None, policy=elsewhere)
+    assert isinstance(out, Refused) and out.reason == "untrusted-key" and REPO in out.message

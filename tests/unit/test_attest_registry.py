@@ -5,6 +5,7 @@ refuses with each reason; `push` checks everything before it pushes."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -15,10 +16,12 @@ from fake_registry import fake_registry, push_image
 from securesystemslib.signer import CryptoSigner
 
 from envbuilder.attest import MEDIA_TYPE, TrustedKey, TrustPolicy, attach_certificates, fetch_verified
+from envbuilder.attest.envelope import sign_statement
+from envbuilder.attest.imported import import_certificate
 from envbuilder.attest.keys import generate_key, load_signer
 from envbuilder.attest.push import push_image as push_attested
-from envbuilder.attest.statement import CERTIFICATE, TEST_RESULT
-from envbuilder.certify.certificate import Certificate
+from envbuilder.attest.statement import CERTIFICATE, TEST_RESULT, ImageSubject, certificate_statements
+from envbuilder.certify.certificate import Certificate, seal
 from envbuilder.certify.store import CertStore
 from envbuilder.engine import ImageInfo
 from envbuilder.engine.credentials import Credentials
@@ -185,3 +188,173 @@ def test_push_checks_everything_before_pushing(tmp_path: Path, monkeypatch: pyte
     ]
     assert out.reference == f"reg.lan/team/train@{eng.push_digest}"
     assert [r.image_id for r in store.list(image=eng.push_digest)] == [image_id]  # keyed by the digest
+
+
+def test_a_cached_attestation_holds_only_for_a_repository_its_key_is_trusted_for(
+    signer: CryptoSigner, tmp_path: Path
+) -> None:
+    """hostile-inputs D16: an attestation cached while running repo A was accepted for repo B
+    (same digest), although the policy trusts the key for A only."""
+    store = CertStore(tmp_path / "b.sqlite")
+    lines: list[str] = []
+    with fake_registry() as (host, _state):
+        reg = client(host)
+        digest, image_id = push_image(reg, "team/train", "1")
+        certificate = Certificate(cert("certified-cpu-only", gpus=(), image_id=image_id))
+        ref = parse_reference(f"{host}/team/train:1")
+        attach_certificates(
+            reg, ref, digest=digest, image_id=image_id, certificates=[certificate], signer=signer
+        )
+        scoped = TrustPolicy(
+            keys=(TrustedKey(name="ci", key=signer.public_key, repositories=(f"{host}/team/*",)),)
+        )
+        policy = scoped
+
+        def finder(image: str) -> Any:
+            return certificate_finder(
+                image,
+                store=store,
+                policy=lambda: policy,
+                fetch=lambda *a, **kw: fetch_verified(*a, client=client, **kw),
+                say=lines.append,
+            )
+
+        assert [c.id for c in finder(f"{host}/team/train:1")(_info(host, digest, image_id))] == [
+            certificate.id
+        ]
+        outside = ImageInfo(
+            id=image_id, tags=(f"{host}/outside/train:1",), repo_digests=(f"{host}/outside/train@{digest}",)
+        )
+        lines.clear()
+        with pytest.raises(RefusedError) as refused:
+            finder(f"{host}/outside/train:1")(outside)
+        assert not [line for line in lines if "verified again" in line]
+        assert [r.reason for r in refused.value.refusals] == ["no-certificate"]  # outside has none attached
+        policy = TrustPolicy(keys=(TrustedKey(name="ci", key=signer.public_key),))  # now trusted everywhere
+        assert [c.id for c in finder(f"{host}/outside/train:1")(outside)] == [certificate.id]
+        assert "cached attestation(s) of " + f"{host}/outside/train" in lines[-1]
+
+
+def test_a_local_tag_or_id_is_never_looked_up_in_a_registry(signer: CryptoSigner, tmp_path: Path) -> None:
+    """hostile-inputs D16: `run envbuilder-test/debian:bookworm` fetched attestations from a registry
+    the user never named, because the image (same ID) had been pushed there under another name."""
+    store = CertStore(tmp_path / "b.sqlite")
+    with fake_registry() as (host, state):
+        reg = client(host)
+        digest, image_id = push_image(reg, "team/train", "1")
+        certificate = Certificate(cert("certified-cpu-only", gpus=(), image_id=image_id))
+        ref = parse_reference(f"{host}/team/train:1")
+        attach_certificates(
+            reg, ref, digest=digest, image_id=image_id, certificates=[certificate], signer=signer
+        )
+        info = ImageInfo(
+            id=image_id,
+            tags=("envbuilder-test/debian:bookworm", f"{host}/team/train:1"),
+            repo_digests=(f"{host}/team/train@{digest}",),
+        )
+        asked = len(state.requests)
+        for image in ("envbuilder-test/debian:bookworm", image_id, image_id[7:19]):
+            find = certificate_finder(
+                image,
+                store=store,
+                policy=lambda: trust(signer),
+                fetch=lambda *a, **kw: fetch_verified(*a, client=client, **kw),
+            )
+            with pytest.raises(RefusedError) as refused:
+                find(info)
+            assert [r.reason for r in refused.value.refusals] == ["no-certificate"]
+            assert f"envbuilder run {host}/team/train@{digest}" in str(refused.value.hint)
+        assert len(state.requests) == asked  # the registry was not asked
+        by_reference = certificate_finder(
+            f"{host}/team/train:1",
+            store=store,
+            policy=lambda: trust(signer),
+            fetch=lambda *a, **kw: fetch_verified(*a, client=client, **kw),
+        )
+        assert [c.id for c in by_reference(info)] == [certificate.id]
+
+
+def _forged(tmp_path: Path, image_id: str) -> Path:
+    """hostile-inputs D4: a real certificate pointed at another image and re-sealed."""
+    doc = cert("certified-cpu-only", gpus=())
+    doc["image"]["id"] = image_id
+    for key in ("content_hash", "section_hashes"):
+        doc.pop(key)
+    path = tmp_path / "forged.json"
+    path.write_text(json.dumps(seal(doc)))
+    return path
+
+
+def test_an_unsigned_imported_certificate_is_used_only_with_trust_imported(
+    signer: CryptoSigner, tmp_path: Path
+) -> None:
+    image_id = "sha256:" + "ee" * 32
+    info = ImageInfo(id=image_id, tags=("hostile/injected:1",), repo_digests=())
+    store = CertStore(tmp_path / "s.sqlite")
+    done = import_certificate(_forged(tmp_path, image_id), store=store, policy=lambda: trust_none())
+    assert done.signed_by is None and store.origin_of(done.id) == "imported"
+    find = certificate_finder("hostile/injected:1", store=store, policy=lambda: trust(signer))
+    with pytest.raises(RefusedError) as refused:
+        find(info)
+    assert [r.reason for r in refused.value.refusals] == ["imported-unsigned"]
+    assert "--trust-imported" in str(refused.value.hint) and refused.value.exit_code == 12
+    lines: list[str] = []
+    trusting = certificate_finder(
+        "hostile/injected:1", store=store, policy=lambda: trust(signer), trust_imported=True, say=lines.append
+    )
+    assert [c.id for c in trusting(info)] == [done.id]
+    assert "unsigned (--trust-imported)" in lines[-1]
+
+
+def test_a_signed_imported_certificate_is_verified_at_import_and_at_each_use(
+    signer: CryptoSigner, tmp_path: Path
+) -> None:
+    image_id = "sha256:" + "ee" * 32
+    info = ImageInfo(id=image_id, tags=("train:1",), repo_digests=())  # `docker load`ed: no registry
+    subject = ImageSubject(
+        repository="reg.example/team/train", manifest_digest="sha256:" + "11" * 32, image_id=image_id
+    )
+    certificate = Certificate(cert("certified-cpu-only", gpus=(), image_id=image_id))
+    cert_statement, result_statement = certificate_statements(certificate, subject)
+    path = tmp_path / "signed.json"
+    path.write_bytes(sign_statement(cert_statement, signer))
+    store = CertStore(tmp_path / "s.sqlite")
+    attacker = load_signer(generate_key("attacker", directory=tmp_path / "other"))
+    with pytest.raises(CertificateRefusedError, match=r"\[untrusted-key\]"):
+        import_certificate(
+            path,
+            store=store,
+            policy=lambda: TrustPolicy(keys=(TrustedKey(name="a", key=attacker.public_key),)),
+        )
+    assert store.list() == []
+    done = import_certificate(path, store=store, policy=lambda: trust(signer))
+    assert done.signed_by is not None and done.signed_by.key_name == "ci"
+    assert store.origin_of(done.id) == "imported" and len(store.envelopes(done.id)) == 1
+    policy = trust(signer)
+    find = certificate_finder("train:1", store=store, policy=lambda: policy)
+    assert [c.id for c in find(info)] == [certificate.id]  # no --trust-imported needed
+    policy = trust_none()  # the key was removed from the policy: refused at the next use
+    with pytest.raises(RefusedError) as refused:
+        find(info)
+    assert [r.reason for r in refused.value.refusals] == ["untrusted-key"]
+    result = tmp_path / "result.json"
+    result.write_bytes(sign_statement(result_statement, signer))
+    with pytest.raises(CertificateRefusedError, match="not a certificate"):
+        import_certificate(result, store=CertStore(tmp_path / "t.sqlite"), policy=lambda: trust(signer))
+
+
+def test_a_signed_certificate_from_2099_is_refused_at_import(signer: CryptoSigner, tmp_path: Path) -> None:
+    """hostile-inputs D10, on the import path (a max_age never expires it)."""
+    image_id = "sha256:" + "ee" * 32
+    subject = ImageSubject(
+        repository="reg.example/team/train", manifest_digest="sha256:" + "11" * 32, image_id=image_id
+    )
+    future = Certificate(
+        cert("certified-cpu-only", gpus=(), image_id=image_id, issued_at="2099-01-01T00:00:00Z")
+    )
+    path = tmp_path / "signed.json"
+    path.write_bytes(sign_statement(certificate_statements(future, subject)[0], signer))
+    store = CertStore(tmp_path / "s.sqlite")
+    with pytest.raises(CertificateRefusedError, match=r"\[future-issued\]"):
+        import_certificate(path, store=store, policy=lambda: trust(signer).with_max_age(86400))
+    assert store.list() == []

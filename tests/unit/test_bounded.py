@@ -3,12 +3,18 @@ a huge file are one SpecError line, at once; the message never echoes the docume
 
 from __future__ import annotations
 
+import os
+import re
+import stat
+import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from envbuilder.bounded import TooLarge, load_json, load_yaml
-from envbuilder.errors import SpecError
+from envbuilder.attest.policy import load_policy
+from envbuilder.bounded import NotRegularFile, TooLarge, load_json, load_yaml, read_bounded
+from envbuilder.errors import SigningKeyError, SpecError
 from envbuilder.image.spec import load_spec
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -51,3 +57,165 @@ def test_ordinary_documents_pass_and_json_is_bounded_too() -> None:
         load_json("[" * 100_000 + "]" * 100_000)
     with pytest.raises(TooLarge, match="larger than"):
         load_json(" " * 10, max_bytes=5)
+
+
+# ---- issue 23 item 9 (reproducers D11, D12): cyclic aliases, big integers, non-regular files
+
+
+def _policy_bomb() -> str:
+    """D12's 406-byte trust policy: nine anchors, each nine aliases of the one before."""
+    levels = ["&a [" + ", ".join(["xxx"] * 9) + "]"]
+    for prev, name in zip("abcdefgh", "bcdefghi", strict=True):
+        levels.append(f"&{name} [" + ", ".join([f"*{prev}"] * 9) + "]")
+    return "schema_version: 1\nmax_age: [" + ", ".join(levels) + "]\nkeys: []\n"
+
+
+CYCLES = ["&a [*a]\n", "name: &a {x: *a}\n", "a: &a [1, [2, {b: *a}]]\n", "x: &a {? *a : 1}\n"]
+BIG = "9" * 5000
+
+
+@pytest.mark.parametrize(
+    ("text", "why"),
+    [
+        *[(t, "an alias inside the value it names (a cycle, infinite once expanded)") for t in CYCLES],
+        (f"name: fz\nframework: torch\nuser: {{uid: {BIG}}}\n", "holding a number of more than 4300 digits"),
+        (f"schema_version: {BIG}\n", "holding a number of more than 4300 digits"),
+        (f"x: -0x{BIG}\n", "holding a number of more than 4300 digits"),
+        # 70 anchors, each a list holding the one before: 2 levels as written, 70 once expanded
+        (
+            "".join(f"a{i}: &a{i} [{'*a' + str(i - 1) if i else 1}]\n" for i in range(70)),
+            "nested deeper than 64 levels once its aliases are expanded",
+        ),
+    ],
+)
+def test_cycles_big_integers_and_expanded_depth_are_one_line(text: str, why: str, tmp_path: Path) -> None:
+    path = tmp_path / "s.yaml"
+    path.write_text(text)
+    with pytest.raises(SpecError) as caught:  # a RecursionError or ValueError traceback before
+        load_spec(path)
+    assert caught.value.message == f"{path}: refused: the spec is {why}"
+
+
+def test_a_value_yaml_cannot_build_is_invalid_yaml_not_a_traceback(tmp_path: Path) -> None:
+    path = tmp_path / "s.yaml"
+    path.write_text("name: x\nwhen: 2020-13-45\n")
+    with pytest.raises(
+        SpecError, match=r"not valid YAML: a value that cannot be read \(month must be in 1..12\)"
+    ):
+        load_spec(path)
+
+
+def test_a_fifo_a_folder_and_a_device_are_refused_unread(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fifo = tmp_path / "spec.yaml"
+    os.mkfifo(fifo)  # no writer: a blocking open or read would hang the test
+    with pytest.raises(SpecError) as caught:
+        load_spec(fifo)
+    assert caught.value.message == f"{fifo}: refused: the spec is a FIFO, not a regular file"
+    with pytest.raises(SpecError, match="the spec is a folder, not a regular file"):
+        load_spec(tmp_path)
+    with pytest.raises(NotRegularFile, match="a symbolic link"):
+        link = tmp_path / "link.yaml"
+        link.symlink_to(ROOT / "images" / "pytorch-train.yaml")
+        read_bounded(link, follow_symlinks=False)
+    # /dev/zero: a character device. A regular file in tmp_path that stat calls one, so that no
+    # test ever opens a real device; the loader must refuse it before reading a byte.
+    zero = tmp_path / "zero.yaml"
+    zero.write_text("name: x\n")
+    real_stat = os.stat
+
+    def as_chardev(path: Any, *args: Any, **kwargs: Any) -> os.stat_result:
+        st = real_stat(path, *args, **kwargs)
+        if str(path) != str(zero):
+            return st
+        fields = list(st)
+        fields[0] = stat.S_IFCHR | 0o666
+        return os.stat_result(fields)
+
+    monkeypatch.setattr(os, "stat", as_chardev)  # bounded reads it through Path.stat
+    with pytest.raises(SpecError, match="the spec is a character device, not a regular file"):
+        load_spec(zero)
+
+
+def test_reads_at_most_max_plus_one_bytes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    big = tmp_path / "big.yaml"
+    big.write_bytes(b"#" * 10_000)
+    asked: list[int] = []
+    real_read = os.read
+
+    def counted(fd: int, n: int) -> bytes:
+        asked.append(n)
+        return real_read(fd, n)
+
+    monkeypatch.setattr(os, "fstat", lambda fd: os.stat_result([stat.S_IFREG | 0o644, *[0] * 9]))
+    monkeypatch.setattr(os, "read", counted)
+    with pytest.raises(TooLarge, match="larger than 1 KiB"):  # a file that lies about its size
+        read_bounded(big, 1024)
+    assert sum(asked) == 1025
+
+
+def test_a_policy_bomb_big_numbers_cycles_and_key_fifos_are_signing_key_errors(tmp_path: Path) -> None:
+    path = tmp_path / "trust.yaml"
+    cases = {
+        _policy_bomb(): "refused: it is more than 200000 values once its aliases are expanded",
+        f"schema_version: 1\nmax_age: {BIG}\nkeys: []\n": "refused: it is holding a number of more than 4300",
+        "schema_version: 1\nmax_age: &a [*a]\nkeys: []\n": "refused: it is an alias inside the value",
+        "schema_version: 1\nmax_age: '" + BIG + "d'\nkeys: []\n": "max_age is longer than 100 years",
+    }
+    assert len(_policy_bomb()) < 420
+    for text, why in cases.items():
+        path.write_text(text)
+        started = time.monotonic()
+        with pytest.raises(SigningKeyError, match=re.escape(why)):  # 19.9 s and 2.2 GB before (D12)
+            load_policy(path)
+        assert time.monotonic() - started < 5
+    os.mkfifo(tmp_path / "k.pub")  # D12's `public_key: /dev/zero` hung: a FIFO stands in for it
+    path.write_text("schema_version: 1\nkeys: [{name: x, public_key: k.pub}]\n")
+    with pytest.raises(
+        SigningKeyError, match=r"cannot read the public key .*k.pub: it is a FIFO, not a regular file"
+    ):
+        load_policy(path)
+    os.mkfifo(tmp_path / "fifo.yaml")
+    with pytest.raises(SigningKeyError, match="refused: it is a FIFO, not a regular file"):
+        load_policy(tmp_path / "fifo.yaml")
+
+
+def test_the_cli_says_one_line_for_each(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from envbuilder.cli import cli
+
+    fifo = tmp_path / "f.yaml"
+    os.mkfifo(fifo)
+    cyclic = tmp_path / "c.yaml"
+    cyclic.write_text("&a [*a]\n")
+    for spec in (fifo, cyclic):
+        res = CliRunner().invoke(cli, ["render", str(spec), "--cpu", "--print"])
+        assert res.exit_code == 10, res.output
+        assert res.stderr.count("envbuilder: error:") == 1 and "Traceback" not in res.stderr
+
+
+def test_certs_import_and_report_of_a_fifo_do_not_hang(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from click.testing import CliRunner
+
+    from envbuilder.cli import cli
+
+    monkeypatch.setenv("ENVBUILDER_DATA_DIR", str(tmp_path / "data"))
+    fifo = tmp_path / "cert.json"
+    os.mkfifo(fifo)  # no writer: reading it would block forever
+    res = CliRunner().invoke(cli, ["certs", "import", str(fifo)])
+    assert res.exit_code == 17, res.output
+    assert f"cannot read {fifo}: it is a FIFO, not a regular file" in res.stderr
+
+
+def test_a_lock_file_that_is_a_fifo_is_one_line(tmp_path: Path) -> None:
+    from envbuilder.image.lock import read_lock
+
+    fifo = tmp_path / "x.lock.json"
+    os.mkfifo(fifo)
+    with pytest.raises(SpecError) as caught:  # hung before
+        read_lock(fifo)
+    assert caught.value.message == f"{fifo}: not a lock file: a FIFO, not a regular file"

@@ -12,7 +12,8 @@ from fake_engine import FakeEngine, cpu_package_lock, cpu_stack, make_resolution
 
 from envbuilder.atomic import write_text_atomic
 from envbuilder.cli import cli
-from envbuilder.cli.build_cmd import ProgressDisplay, parse_secret
+from envbuilder.cli.build_cmd import parse_secret
+from envbuilder.cli.progress_view import BuildProgress, ProgressView
 from envbuilder.engine import BuildSecret, ImageInfo
 from envbuilder.engine.progress import BuildEvent
 from envbuilder.errors import (
@@ -113,8 +114,9 @@ def test_failed_build_leaves_no_tag_and_the_lock_untouched(tmp_path: Path) -> No
     _, lock_out = build(tmp_path, engine())
     before = lock_out.read_bytes()
     fake = engine(fail_build=True)
-    with pytest.raises(BuildFailedError, match="No matching distribution"):
+    with pytest.raises(BuildFailedError, match=r"docker build failed \(exit 1\)") as err:
         build(tmp_path, fake)
+    assert any("No matching distribution" in line for line in err.value.log)
     assert fake.tags() == {BASE}
     assert lock_out.read_bytes() == before
 
@@ -267,7 +269,8 @@ def test_wheelhouse_build_locks_from_the_wheelhouse_alone(
 ) -> None:
     wheels = tmp_path / "wheels"
     wheels.mkdir()
-    (wheels / "torch-2.13.0-py3-none-any.whl").write_bytes(b"w")
+    for pkg in cpu_package_lock("x86_64").packages:  # the locked wheels: the context links them
+        (wheels / pkg.wheel).write_bytes(b"w")
     build(tmp_path, engine(), wheelhouse=wheels)
     settings = locked[0]
     assert settings is not None and settings.find_links == (wheels,) and settings.no_index
@@ -300,7 +303,7 @@ def test_stack_tag_is_a_valid_docker_tag() -> None:
 
 def test_progress_display_plain_and_tty() -> None:
     plain = io.StringIO()
-    display = ProgressDisplay(plain, tty=False)
+    display = BuildProgress(ProgressView(plain, tty=False, ticker=False))
     ev = BuildEvent(
         kind="cached", vertex=5, name="[stage-0 2/4] RUN python3 -m venv /opt/venv", index=2, total=4
     )
@@ -308,10 +311,11 @@ def test_progress_display_plain_and_tty() -> None:
     display(BuildEvent(kind="start", vertex=1, name="[internal] load .dockerignore", index=None, total=None))
     assert plain.getvalue().startswith("[2/4] CACHED") and plain.getvalue().count("\n") == 1
     tty = io.StringIO()
-    display = ProgressDisplay(tty, tty=True)
+    view = ProgressView(tty, tty=True, width=80, ticker=False)
+    display = BuildProgress(view)
     display(ev)
     display.finish()
-    assert tty.getvalue().startswith("\r\033[K[2/4]") and "\n" not in tty.getvalue()
+    assert "[2/4] CACHED (t=0s) RUN python3 -m venv /opt/venv" in tty.getvalue()
 
 
 def test_parse_secret(tmp_path: Path) -> None:

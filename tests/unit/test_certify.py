@@ -244,7 +244,7 @@ def test_thresholds_overrides_apply_to_defaults_and_throughput() -> None:
 
 def _step(name: str, status: str = "pass") -> dict[str, Any]:
     reason = "" if status == "pass" else f"{name} {status}"
-    return {"kind": "step", "name": name, "status": status, "reason": reason, "seconds": 1.0, "metrics": {}}
+    return {"kind": "step", "name": name, "status": status, "reason": reason, "seconds": 0.1, "metrics": {}}
 
 
 # What each verdict's run recorded (the host re-derives the verdict from these).
@@ -296,6 +296,10 @@ class Harness:
         options = self.result.get("options") if self.result is not None else None
         if isinstance(options, dict) and "--nonce" in spec.command:  # the real harness echoes it
             options.setdefault("nonce", spec.command[spec.command.index("--nonce") + 1])
+        if isinstance(options, dict):  # and the framework it certified for (its default: torch)
+            cmd = spec.command
+            told = cmd[cmd.index("--framework") + 1] if "--framework" in cmd else "torch"
+            options.setdefault("framework", told)
         if self.result is not None and self.via_stdout:
             stdout = '{"kind": "step"}\n' + json.dumps(self.result) + "\n"
         elif self.result is not None:

@@ -3,6 +3,7 @@ and a writer killed between statements."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import signal
 import sqlite3
@@ -13,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from envbuilder.certify.certificate import Certificate, build_certificate
+from envbuilder.certify.certificate import Certificate, build_certificate, seal
 from envbuilder.certify.store import CertStore
 from envbuilder.errors import CertificateRefusedError, UsageError
 from envbuilder.resources import user_data_dir
@@ -106,6 +107,7 @@ def test_ambiguous_prefix(tmp_path: Path) -> None:
 def test_export_import_and_a_tampered_file(tmp_path: Path) -> None:
     store = CertStore(tmp_path / "a.sqlite")
     cid = store.add(make(1))
+    (tmp_path / "sub").mkdir()  # a named output's folder is never created (envbuilder.atomic)
     out = store.export(cid[:8], tmp_path / "sub" / "cert.json")
     assert json.loads(out.read_text())["content_hash"] == f"sha256:{cid}"
     assert not list((tmp_path / "sub").glob(".*tmp"))  # no temp file left behind
@@ -242,3 +244,111 @@ def test_a_store_from_before_attestations_gains_the_origin_column(tmp_path: Path
         )
     store = CertStore(path)
     assert [(r.id, r.origin) for r in store.list()] == [(c.id, "local")]
+
+
+def test_import_marks_certificates_imported_and_keeps_a_local_one_local(tmp_path: Path) -> None:
+    """hostile-inputs D4: an imported certificate was stored as `local`, trusted like one made here."""
+    made_here, other = make(1), make(2, image_id="sha256:" + "cd" * 32)
+    store = CertStore(tmp_path / "a.sqlite")
+    store.add(made_here)
+    for cert in (made_here, other):
+        (tmp_path / f"{cert.id}.json").write_text(cert.to_json())
+        assert store.import_(tmp_path / f"{cert.id}.json") == cert.id
+    assert {r.id: r.origin for r in store.list()} == {made_here.id: "local", other.id: "imported"}
+    assert store.origin_of(other.id[:8]) == "imported" and store.envelopes(other.id) == []
+
+
+def test_import_refuses_a_certificate_issued_in_the_future(tmp_path: Path) -> None:
+    """hostile-inputs D10; the allowed clock skew is 5 minutes."""
+    from datetime import datetime, timedelta, timezone
+
+    store = CertStore(tmp_path / "a.sqlite")
+    for ahead, refused in (
+        (timedelta(days=365 * 70), True),
+        (timedelta(minutes=6), True),
+        (timedelta(minutes=4), False),
+    ):
+        when = (datetime.now(timezone.utc) + ahead).strftime("%Y-%m-%dT%H:%M:%SZ")
+        doc = make(3).to_dict()
+        doc["issued_at"] = when
+        path = tmp_path / "future.json"
+        path.write_text(json.dumps(seal(doc)))
+        if refused:
+            with pytest.raises(CertificateRefusedError, match=r"future-issued.*lies in the future"):
+                store.import_(path)
+        else:
+            assert store.import_(path)
+    assert [r.issued_at for r in store.list()] == [when]  # only the one within the skew
+
+
+def test_a_version_1_store_is_migrated_and_keeps_working(tmp_path: Path) -> None:
+    """A store written before origin 'imported' and the lookup indexes (schema 1): opened, it gains
+    the indexes and user_version 2; its rows stay as they were."""
+    path = tmp_path / "v1.sqlite"
+    c = make(4)
+    with sqlite3.connect(path) as db:
+        db.executescript(
+            "CREATE TABLE certificates (id TEXT PRIMARY KEY, content_hash TEXT NOT NULL,"
+            " image_id TEXT NOT NULL, image_ref TEXT, verdict TEXT NOT NULL, host_fingerprint TEXT,"
+            " issued_at TEXT NOT NULL,"
+            " stored_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%SZ', 'now')), body TEXT NOT NULL,"
+            " origin TEXT NOT NULL DEFAULT 'local');"
+            "CREATE INDEX certificates_image ON certificates (image_id);"
+            "CREATE TABLE attestations (envelope_digest TEXT PRIMARY KEY, cert_id TEXT NOT NULL,"
+            " repository TEXT NOT NULL, manifest_digest TEXT NOT NULL, keyid TEXT NOT NULL,"
+            " verified_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%SZ', 'now')),"
+            " envelope TEXT NOT NULL);"
+        )
+        db.execute(
+            "INSERT INTO certificates (id, content_hash, image_id, image_ref, verdict, issued_at, body)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (c.id, c.content_hash, IMAGE_ID, "img:4", c.verdict, c.issued_at, c.to_json()),
+        )
+    store = CertStore(path)
+    assert [(r.id, r.origin) for r in store.list(image="img:4")] == [(c.id, "local")]
+    with sqlite3.connect(path) as db:
+        assert db.execute("PRAGMA user_version").fetchone()[0] == 2
+        indexes = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'index'")}
+    assert {"certificates_ref", "attestations_digest", "image_digests_digest"} <= indexes
+    other = make(5, image_id="sha256:" + "cd" * 32)
+    (tmp_path / "o.json").write_text(other.to_json())
+    store.import_(tmp_path / "o.json")
+    assert store.origin_of(other.id) == "imported"
+
+
+def _plan(path: Path, sql: str, args: tuple[str, ...]) -> list[str]:
+    with sqlite3.connect(path) as db:
+        return [str(r[3]) for r in db.execute("EXPLAIN QUERY PLAN " + sql, args)]
+
+
+def test_finding_an_image_s_certificates_is_an_index_lookup(tmp_path: Path) -> None:
+    """issue 27 item 4: `image_id LIKE ...` in an OR made SQLite scan the whole table (103 ms at
+    30,000 certificates). Every way of naming an image must be an index search, never a SCAN."""
+    from envbuilder.certify.store import image_query
+
+    store = CertStore(tmp_path / "big.sqlite")
+    certs = [make(n, image_id="sha256:" + hashlib.sha256(b"%d" % n).hexdigest()) for n in range(200)]
+    for c in certs:
+        store.add(c)
+    store.record_digest([certs[7].id], "reg/x", MANIFEST)  # no ANALYZE: no store ever runs one
+    target = certs[42].image.id
+    lookups = {
+        target: [certs[42].id],  # the full ID (run, check)
+        target.removeprefix("sha256:"): [certs[42].id],  # without sha256:
+        target.upper().replace("SHA256:", "sha256:"): [certs[42].id],  # upper-case hex
+        target[7:19]: [certs[42].id],  # a short ID as `docker images` prints it
+        "img:42": [certs[42].id],  # the reference it was certified under
+        MANIFEST: [certs[7].id],  # a manifest digest it was pushed as
+        "sha256:" + "f" * 64: [],
+    }
+    for image, expected in lookups.items():
+        for origin in (None, "local"):
+            sql, args = image_query(image, origin)
+            plan = _plan(store.path, sql, args)
+            assert not [p for p in plan if p.startswith("SCAN")], (image, plan)
+            assert any("USING INDEX certificates_image" in p for p in plan)
+            assert [r.id for r in store.list(image, origin=origin)] == expected, image
+    assert {r.id for r in store.list(target[7:10])} == {
+        c.id for c in certs if c.image.id.startswith(target[:10])
+    }
+    assert store.get(certs[5].id[:6]).id == certs[5].id  # ids still resolve by prefix

@@ -170,3 +170,53 @@ def test_key_metric_picks_the_telling_number() -> None:
     assert metric("telemetry_overhead", {"overhead": 0.004}) == "overhead 0.40%"
     assert metric("host", {"gpus": [{"name": "NVIDIA H200"}]}) == "NVIDIA H200"
     assert metric("x", {}) == ""
+
+
+def _full_disk(monkeypatch: pytest.MonkeyPatch, how: str) -> None:
+    """The store's insert fails as on a full data folder (issue 23, D5)."""
+    import errno
+    import sqlite3
+
+    import envbuilder.certify.store as store
+
+    def insert(*_a: Any, **_k: Any) -> None:
+        if how == "oserror":
+            raise OSError(errno.ENOSPC, "No space left on device")
+        raise sqlite3.OperationalError("database or disk is full")
+
+    monkeypatch.setattr(store, "_insert", insert)
+
+
+@pytest.mark.parametrize("how", ["oserror", "sqlite"])
+def test_a_full_data_folder_keeps_the_named_outputs_and_names_a_fallback(
+    how: str, store_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import envbuilder.cli.certify_cmd as certify_cmd
+
+    monkeypatch.setattr(envbuilder.certify.certify, "certify_image", fake_certify("certified"))
+    _full_disk(monkeypatch, how)
+    out = tmp_path / "elsewhere" / "cert.json"  # another disk, with room
+    out.parent.mkdir()
+    res = run(["certify", "img:1", "--json", "--out", str(out)])
+    assert res.exit_code == 17, res.output
+    doc = json.loads(res.stdout)  # --json printed in full before the store failed
+    assert json.loads(out.read_text()) == doc  # --out written before the store insert
+    assert "the certified certificate was not stored" in res.stderr
+    assert f"it is kept in {out} (--out)" in res.stderr and "Traceback" not in res.output
+
+    # nothing named: a fallback file, named in the error
+    fallback = tmp_path / "tmp"
+    fallback.mkdir()
+    monkeypatch.setattr(certify_cmd, "fallback_dirs", lambda: (tmp_path / "missing" / "no", fallback))
+    (tmp_path / "missing").write_text("a file, so no folder can be made under it")
+    res = run(["certify", "img:1"])
+    assert res.exit_code == 17, res.output
+    [kept] = fallback.iterdir()
+    assert f"it was written to {kept} instead" in res.stderr
+    assert json.loads(kept.read_text())["verdict"] == "certified"
+    assert "envbuilder certs import FILE" in res.stderr
+
+    # nowhere to write: said so, with why
+    monkeypatch.setattr(certify_cmd, "fallback_dirs", lambda: (tmp_path / "missing" / "no",))
+    res = run(["certify", "img:1"])
+    assert res.exit_code == 17 and "could not be written anywhere" in res.stderr, res.output

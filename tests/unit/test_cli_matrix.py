@@ -73,7 +73,7 @@ def test_list_unknown_kind_is_a_usage_error() -> None:
         ("RTX 4090", "gpu GeForce RTX 4090", "cc            8.9"),
         ("NVIDIA A100-SXM4-80GB", "gpu NVIDIA A100", "brand         nvidia"),
         ("torch==2.11.0", "torch 2.11.0   python >=3.10,<3.15", "cu130*"),
-        ("cuda 12.8.1", "cuda 12.8.1", "min driver  570.124.06"),
+        ("cuda 12.8.1", "cuda 12.8.1", "min driver      570.124.06"),
         ("sm_90", "arch Hopper", "NVIDIA H200"),
         ("cc 10.7", "arch Rubin", "13.4.1"),
         ("nvidia/cuda:12.8.1-runtime-ubuntu24.04", "image nvidia/cuda:12.8.1-runtime-ubuntu24.04", "tesla"),
@@ -100,6 +100,7 @@ def test_show_json_is_the_record_or_a_list_of_them() -> None:
     ("name", "message", "hint"),
     [
         ("RTX 6000", "GPU 'RTX 6000' fits 5 models: ", "give the full name"),
+        ("RTX 4909", "the matrix has no GPU", "did you mean 'GeForce RTX 4090'"),
         (
             "foo",
             "the matrix has no GPU, framework release, CUDA release, compute capability or base image",
@@ -117,3 +118,13 @@ def test_show_errors_exit_2_one_line_and_hint(name: str, message: str, hint: str
     lines = err.strip().splitlines()
     assert lines[0].startswith("envbuilder: error: ") and message in lines[0]
     assert lines[1].startswith("hint: ") and hint in lines[1]
+
+
+def test_show_a_short_name_of_several_models_of_one_capability_shows_each() -> None:
+    code, out, err = run("matrix", "show", "4090", "--json")
+    assert code == 0, err
+    assert [r["name"] for r in json.loads(out)] == [
+        "GeForce RTX 4090",
+        "GeForce RTX 4090 D",
+        "GeForce RTX 4090 Laptop GPU",
+    ]

@@ -98,11 +98,7 @@ def test_nothing_fits_exit_4_and_json_still_lists_rejections() -> None:
         (["--python", "3", "--cc", "8.0"], "malformed Python version '3': give it as X.Y", "--python 3.12"),
         (["--python", "3.11.7", "--cc", "8.0"], "malformed Python version '3.11.7'", "X.Y"),
         (["--python", "py3.11", "--cc", "8.0"], "malformed Python version 'py3.11'", "X.Y"),
-        (
-            ["--driver", "550.54", "--cc", "8.0"],
-            "partial driver version '550.54'",
-            "give the full version, e.g. 550.54.14",
-        ),
+        (["--driver", "550.54.14.1", "--cc", "8.0"], "malformed driver version '550.54.14.1'", "nvidia-smi"),
         (
             ["--driver", "\uff15\uff15\uff10.54.14", "--cc", "8.0"],
             "malformed driver version '\uff15\uff15\uff10.54.14' (non-ASCII character '\uff15' U+FF15)",
@@ -129,9 +125,10 @@ def test_bad_input_is_one_line_with_hint_and_exit_2(args: list[str], message: st
     assert "Traceback" not in err
 
 
-def test_unknown_gpu_never_suggests_another_model() -> None:
-    code, _, err = run("resolve", "--gpu", "NVIDIA GeForce RTX 5900", "--driver", "580.95.05")
-    assert code == 2 and "5090" not in err and "closest" not in err
+def test_unknown_gpu_is_refused_with_did_you_mean_never_resolved() -> None:
+    code, out, err = run("resolve", "--gpu", "NVIDIA GeForce RTX 4909", "--driver", "580.95.05")
+    assert code == 2 and out == "" and "closest" not in err
+    assert "hint: did you mean 'GeForce RTX 4090'" in err
 
 
 def test_bare_driver_branch_is_accepted_and_the_output_states_the_rule() -> None:

@@ -4,6 +4,7 @@ the exit code of each failure family (2, 12, 14, 15, 16), against an in-process 
 from __future__ import annotations
 
 import json
+import os
 import stat
 from pathlib import Path
 
@@ -13,7 +14,9 @@ from click.testing import CliRunner
 from fake_registry import fake_registry, push_image
 
 from envbuilder.attest import attach_certificates
+from envbuilder.attest.envelope import sign_statement
 from envbuilder.attest.keys import find_key, load_signer
+from envbuilder.attest.statement import ImageSubject, certificate_statements
 from envbuilder.certify.certificate import Certificate
 from envbuilder.cli import cli
 from envbuilder.registry import RegistryClient, parse_reference
@@ -97,3 +100,84 @@ def test_verify_exit_codes_and_json(data: Path) -> None:
     with fake_registry(auth="basic") as (host, _state):
         code, _, err = run("verify", f"{host}/team/train:1")
         assert code == 14 and "wants credentials" in err and "hint: `docker login" in err
+
+
+def test_certs_import_marks_the_origin_and_verifies_a_signed_envelope(data: Path, tmp_path: Path) -> None:
+    """hostile-inputs D4 and D10 at the CLI: an unsigned file is stored `imported` with a
+    warning; a signed envelope is verified against the policy the options name; a certificate
+    dated in the future is refused (exit 12); list and show say where each came from."""
+    assert run("keys", "generate", "--name", "ci")[0] == 0
+    signer = load_signer(find_key("ci", data / "keys"))
+    plain = Certificate(cert("certified-cpu-only", gpus=()))
+    (tmp_path / "plain.json").write_text(plain.to_json())
+    code, out, err = run("certs", "import", str(tmp_path / "plain.json"))
+    assert code == 0 and out.strip() == f"imported {plain.id[:12]} (unsigned)"
+    assert "warning" in err and "--trust-imported" in err
+    other_id = "sha256:" + "ee" * 32
+    signed = Certificate(cert("certified-cpu-only", gpus=(), image_id=other_id))
+    subject = ImageSubject(
+        repository="reg.example/team/x", manifest_digest="sha256:" + "11" * 32, image_id=other_id
+    )
+    (tmp_path / "signed.json").write_bytes(sign_statement(certificate_statements(signed, subject)[0], signer))
+    stranger = tmp_path / "stranger.pub"
+    assert run("keys", "generate", "--name", "stranger")[0] == 0
+    stranger.write_text(run("keys", "export-public", "stranger")[1])
+    code, _, err = run("certs", "import", str(tmp_path / "signed.json"), "--key", str(stranger))
+    assert code == 12 and "[untrusted-key]" in err and "hint:" in err
+    code, out, err = run("certs", "import", str(tmp_path / "signed.json"), "--json")  # own keys trusted
+    assert code == 0 and "warning" not in err
+    assert json.loads(out) == {
+        "id": signed.id, "origin": "imported", "signed": True,
+        "signed_by": {"name": "ci", "keyid": str(signer.public_key.keyid)},
+    }  # fmt: skip
+    listed = {c["id"]: c["origin"] for c in json.loads(run("certs", "list", "--json")[1])}
+    assert listed == {plain.id: "imported", signed.id: "imported"}
+    assert "imported" in run("certs", "list")[1]
+    assert (
+        "origin   imported (unsigned: `run` uses it only with --trust-imported)"
+        in run("certs", "show", plain.id[:8])[1]
+    )
+    assert (
+        f"origin   imported (signed by {str(signer.public_key.keyid)[:12]}"
+        in run("certs", "show", signed.id[:8])[1]
+    )
+    future = Certificate(cert("certified-cpu-only", gpus=(), issued_at="2099-01-01T00:00:00Z"))
+    (tmp_path / "future.json").write_text(future.to_json())
+    code, _, err = run("certs", "import", str(tmp_path / "future.json"))
+    assert code == 12 and "future-issued" in err and "2099-01-01T00:00:00Z lies in the future" in err
+    assert "--trust-imported" in run("run", "--help")[1]
+
+
+def test_certs_import_of_hostile_files_is_one_error_line_and_stores_nothing(
+    data: Path, tmp_path: Path
+) -> None:
+    """Every file is read at most 4 MiB + 1 bytes, regular files only; an envelope-shaped file
+    that is no envelope is `malformed`. Exit 17 (a certificate file cannot be read, as README's
+    table says), 2 (click refuses the path) or 12 (not a certificate)."""
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)  # never opened for writing: reading it would hang
+    cases = {
+        fifo: 17,
+        tmp_path: 2,  # a folder
+        tmp_path / "missing.json": 17,
+        tmp_path / "empty.json": 12,
+        tmp_path / "binary.json": 12,
+        tmp_path / "list.json": 12,
+        tmp_path / "junk-envelope.json": 12,
+        tmp_path / "big.json": 12,
+    }
+    (tmp_path / "empty.json").write_text("")
+    (tmp_path / "binary.json").write_bytes(b"\xff\xfe\x00")
+    (tmp_path / "list.json").write_text("[1, 2]")
+    (tmp_path / "junk-envelope.json").write_text(
+        json.dumps({"payloadType": 1, "payload": [], "signatures": "x"})
+    )
+    (tmp_path / "big.json").write_text(" " * (4 * 1024 * 1024) + "{}")
+    for path, code in cases.items():
+        got, _out, err = run("certs", "import", str(path))
+        assert got == code, (path, got, err)
+        assert "Traceback" not in err, (path, err)
+        if path != tmp_path:  # click itself refuses a folder, with its usage line
+            assert err.startswith("envbuilder: error:") and "hint:" in err, (path, err)
+    assert "[malformed]" in run("certs", "import", str(tmp_path / "junk-envelope.json"))[2]
+    assert json.loads(run("certs", "list", "--json")[1]) == []

@@ -29,7 +29,14 @@ from envbuilder.doctor.checks import (
 )
 from envbuilder.errors import DockerUnavailableError, DoctorFailedError, NoGpuError
 from envbuilder.host import CommandResult, HostReport, collectives, probe_host
-from envbuilder.host.frameworks import FrameworkBuild, cuda_fit, kernel_fit, probe_framework
+from envbuilder.host.frameworks import (
+    FrameworkBuild,
+    cuda_fit,
+    frameworks_in,
+    kernel_fit,
+    probe_framework,
+    user_python,
+)
 from envbuilder.matrix.model import CudaMajor, CudaMatrix, GpuMatrix, Matrix
 
 REPO = Path(__file__).resolve().parents[2]
@@ -521,7 +528,7 @@ def test_doctor_without_the_docker_sdk_reports_it_instead_of_crashing() -> None:
 
 @pytest.mark.process
 def test_real_doctor_json_on_this_gpu_less_machine() -> None:
-    done = _real_doctor("--json")
+    done = _real_doctor("--json", "--python", sys.executable)  # the venv has torch: the real probe runs
     assert done.returncode == 5
     doc = json.loads(done.stdout)
     assert (doc["verdict"], doc["host"]["source"], doc["host"]["gpus"]) == ("no-gpu", "none", [])
@@ -529,3 +536,36 @@ def test_real_doctor_json_on_this_gpu_less_machine() -> None:
         (torch,) = [f for f in doc["frameworks"] if f["name"] == "torch"]
         assert torch["error"] is None
         assert torch["version"] == importlib.metadata.version("torch")
+
+
+# --------------------------------------------------------------------------- whose Python
+
+
+def _python(folder: Path) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    exe = folder / "python3"
+    exe.write_text("#!/bin/sh\n")
+    exe.chmod(0o755)
+    return exe
+
+
+def test_the_users_python_is_the_first_outside_envbuilders_own_environment(tmp_path: Path) -> None:
+    """Issue 26 item 9: doctor reported the torch of envbuilder's own venv (a test dependency)
+    as the user's; it now asks the first python3 on PATH outside that environment."""
+    own = tmp_path / "venv"
+    _python(own / "bin")
+    user = _python(tmp_path / "usr" / "bin")
+    path = os.pathsep.join([str(own / "bin"), str(tmp_path / "nothing"), str(user.parent)])
+    assert user_python(path, own_prefix=str(own)) == str(user)
+    assert user_python(str(own / "bin"), own_prefix=str(own)) == sys.executable  # no other: its own
+
+
+def test_doctor_asks_the_chosen_python_which_frameworks_it_has(tmp_path: Path) -> None:
+    runner = FakeRunner({(PY, "-c", "*"): ok('["jax"]\n')})
+    assert frameworks_in(PY, run=runner) == frozenset({"jax"})
+    assert frameworks_in("/nowhere/python3", run=runner) == frozenset()  # 127: none
+    inputs = replace(_inputs(tmp_path, run=runner, torch=None), installed=None)
+    report = run_doctor(inputs)
+    asked = [c for c in runner.calls if c[:2] == (PY, "-c")]
+    assert asked[0][3:] == ("torch", "tensorflow", "jax")
+    assert [b.name for b in report.frameworks] == ["jax"]

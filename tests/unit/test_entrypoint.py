@@ -136,3 +136,45 @@ def test_no_command_starts_a_shell(shell: list[str], tmp_path: Path) -> None:
         check=False, env={"PATH": os.environ["PATH"], "ENVBUILDER_DRIVER_VERSION_FILE": str(version)},
     )  # fmt: skip
     assert (res.returncode, res.stdout) == (0, "from-shell\n")
+
+
+@pytest.mark.parametrize("shell", SHELLS, ids=lambda s: s[0])
+@pytest.mark.parametrize(
+    ("driver", "compat_first"),
+    [("535.104.05", True), ("580.65.05", True), ("580.65.06", False), ("590.44.01", False), ("580.00", True)],
+)
+def test_forward_compat_libraries_go_first_only_below_their_driver(
+    shell: list[str], driver: str, compat_first: bool, tmp_path: Path
+) -> None:
+    compat = tmp_path / "compat"
+    compat.mkdir()
+    res = entry(
+        shell,
+        tmp_path,
+        "sh",
+        "-c",
+        'printf "%s" "${LD_LIBRARY_PATH:-}"',
+        text=proc_line(driver),
+        ENVBUILDER_MIN_DRIVER="535",
+        ENVBUILDER_COMPAT_DRIVER="580.65.06",
+        ENVBUILDER_COMPAT_DIR=str(compat),
+        LD_LIBRARY_PATH="/usr/local/nvidia/lib64",
+    )
+    assert res.returncode == 0, res.stderr
+    expected = f"{compat}:/usr/local/nvidia/lib64" if compat_first else "/usr/local/nvidia/lib64"
+    assert res.stdout == expected
+
+
+@pytest.mark.parametrize("shell", SHELLS, ids=lambda s: s[0])
+def test_forward_compat_without_its_folder_changes_nothing(shell: list[str], tmp_path: Path) -> None:
+    res = entry(
+        shell,
+        tmp_path,
+        "sh",
+        "-c",
+        'printf "%s" "${LD_LIBRARY_PATH:-unset}"',
+        text=proc_line("535.104.05"),
+        ENVBUILDER_COMPAT_DRIVER="580.65.06",
+        ENVBUILDER_COMPAT_DIR=str(tmp_path / "absent"),
+    )
+    assert (res.returncode, res.stdout) == (0, "unset")

@@ -121,8 +121,9 @@ def test_bake_reads_each_targets_image_from_its_metadata(tmp_path: Path) -> None
         "#!/bin/sh\necho '#3 [b 2/2] RUN pip install nope'\necho '#3 ERROR: exit code: 1'\nexit 1\n"
     )
     fail.chmod(0o755)
-    with pytest.raises(BuildFailedError, match="RUN pip install nope"):
+    with pytest.raises(BuildFailedError, match=r"docker build failed \(exit 1\)") as err:
         buildx_bake(Buildx(argv=(str(fail),), version="x"), tmp_path / "bake.hcl", ["a", "b"])
+    assert err.value.log == ("#3 [b 2/2] RUN pip install nope", "#3 ERROR: exit code: 1")
 
 
 def test_fleet_build_takes_builds_own_build_options(tmp_path: Path) -> None:

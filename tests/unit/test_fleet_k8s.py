@@ -343,7 +343,7 @@ def pod_result(nonce: str | None, verdict: str = "certified") -> dict[str, Any]:
          "metrics": {"images_per_s": 3120.5}}
     )  # fmt: skip
     doc |= {
-        "options": {"nonce": nonce},
+        "options": {"nonce": nonce, "framework": "torch"},
         "host": {"driver_version": "570.124.06", "cuda_driver_version": "12.8", "gpus": [gpu]},
     }
     return doc
@@ -528,3 +528,15 @@ def test_a_pods_kernel_inventory_is_judged_against_the_gpus_its_host_record_name
     doc["steps"][-1] = _inventory_step(libs)
     cert = collect_k8s_job(run, job, FakeCluster(json.dumps(doc)), "SUCCEEDED").certificate
     assert cert is not None and cert.verdict == "certified"
+
+
+def test_without_the_k8s_extra_validation_says_what_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
+    """kubernetes-validate is the `k8s` extra's (108 MB): without it a Kubernetes command stops
+    with one line naming the extra, never an ImportError traceback."""
+    import sys
+
+    monkeypatch.setitem(sys.modules, "kubernetes_validate", None)  # import raises ImportError
+    with pytest.raises(SchedulerError) as err:
+        validate_manifests([{"kind": "Job", "metadata": {"name": "x"}}])
+    assert "kubernetes-validate" in err.value.message
+    assert err.value.hint is not None and "gpu-envbuilder[k8s]" in err.value.hint

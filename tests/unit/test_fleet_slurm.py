@@ -52,6 +52,11 @@ GPU_STACK = cpu_stack(
 )
 
 
+def options(nonce: str | None) -> dict[str, str | None]:
+    """A result's options as the real harness echoes them: the nonce and the framework."""
+    return {"nonce": nonce, "framework": "torch"}
+
+
 def gpu_classes() -> tuple[NodeClass, ...]:
     """The recorded cluster's GPU classes: a100, h200."""
     return select_classes(node_classes(read_nodes(cluster()), MATRIX), [])
@@ -316,7 +321,7 @@ def sealed(
     sched = scheduler_record(
         {"SLURM_JOB_ID": job_id, "SLURMD_NODENAME": "h200-0", "ENVBUILDER_NODE_CLASS": node_class}
     )
-    doc = result or {**harness_result("certified-cpu-only"), "options": {"nonce": nonce}}
+    doc = result or {**harness_result("certified-cpu-only"), "options": options(nonce)}
     return build_certificate(
         image={"id": image_id, "ref": "x", "stack": None, "lock_hash": None},
         host={"fingerprint": "sha256:00", "driver": None, "gpus": [], "gpu_access": access},
@@ -370,7 +375,7 @@ def test_a_forged_result_claiming_gpu_steps_on_a_cpu_class_is_refused(tmp_path: 
     run = plan_run(fleet_image(), cpu_class(), harness_plan(), JobOptions(), work_dir=tmp_path, run_id="R6-a")
     job = replace(run.jobs[0], job_id="9")
     assert job.access == "none" and "--gpu-access none" in Path(job.script).read_text()
-    forged = {**harness_result("certified"), "options": {"nonce": job.nonce}}  # cuda_smoke passed
+    forged = {**harness_result("certified"), "options": options(job.nonce)}  # cuda_smoke passed
     Path(job.job_dir, "certificate.json").write_text(
         sealed("9", "cpu", result=forged, access="toolkit").to_json()
     )
@@ -389,18 +394,18 @@ def test_a_forged_result_claiming_gpu_steps_on_a_cpu_class_is_refused(tmp_path: 
     )
     job = replace(app.jobs[0], job_id="9")
     assert "--nv" not in job.command and "--cpu-only" in job.command
-    Path(job.job_dir, "result.json").write_text(json.dumps({**forged, "options": {"nonce": job.nonce}}))
+    Path(job.job_dir, "result.json").write_text(json.dumps({**forged, "options": options(job.nonce)}))
     cert = collect_job(app, job, done).certificate
     assert cert is not None and cert.verdict == "failed"
     assert cert.verdict_reason.startswith("refused: ") and "claims the GPU path" in cert.verdict_reason
-    honest = {**harness_result("certified-cpu-only"), "options": {"nonce": job.nonce}}
+    honest = {**harness_result("certified-cpu-only"), "options": options(job.nonce)}
     Path(job.job_dir, "result.json").write_text(json.dumps(honest))
     cert = collect_job(app, job, done).certificate
     assert cert is not None and cert.verdict == "certified-cpu-only"
     observed = cert.run["host_observation"]
     assert observed["source"] == "none" and observed["samples"] == 0
     assert "slurm job 9 on cpu-0: not observed by the submitting host" in observed["detail"]
-    Path(job.job_dir, "result.json").write_text(json.dumps({**honest, "options": {"nonce": "old"}}))
+    Path(job.job_dir, "result.json").write_text(json.dumps({**honest, "options": options("old")}))
     cert = collect_job(app, job, done).certificate
     assert cert is not None and "does not carry this run's nonce" in cert.verdict_reason
 

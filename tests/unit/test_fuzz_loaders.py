@@ -1,6 +1,8 @@
-"""Property-based fuzzing of the loaders and what reads their output (issue 18): the spec loader,
-the lock loader, the certificate loader, and the report and certs code over what it accepts.
-Whatever the input, nothing raises but an EnvbuilderError.
+"""Property-based fuzzing of the loaders and what reads their output (issues 18 and 23): the
+spec, lock and certificate loaders and the report and certs code over what they accept (nothing
+raises but an EnvbuilderError); and the loaders of what others hand in (issue 23): DSSE
+envelopes, statement payloads, registry answers, harness output, trust policies (only each one's
+documented outcome, within a time and memory bound; section "answers from outside").
 
 Two kinds of input per loader: random JSON/YAML structures (with the loaders' own field names as
 keys, so they reach past the first check), and mutations of a valid document: one field, anywhere
@@ -19,28 +21,46 @@ import contextlib
 import copy
 import io
 import json
+import os
 import shutil
 import tempfile
+import time
+import tracemalloc
 from collections.abc import Callable, Iterator
 from functools import cache
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 from cert_factory import cert_doc
 from hypothesis import event, example, given, settings
 from hypothesis import strategies as st
 from render_cases import TORCH_BUNDLED_CU130
+from securesystemslib.dsse import Envelope
 from test_lock import built_lock
 
+from envbuilder.attest.envelope import Refused, Verified, verify_envelope
+from envbuilder.attest.keys import generate_key, load_signer
+from envbuilder.attest.policy import TrustedKey, TrustPolicy, load_policy
+from envbuilder.attest.statement import (
+    PAYLOAD_TYPE,
+    ImageSubject,
+    certificate_statements,
+    encode,
+    parse_statement,
+)
 from envbuilder.certify.certificate import Certificate, seal, verify_certificate
+from envbuilder.certify.harness_plan import parse_harness_output
 from envbuilder.certify.record import CERTIFICATE_SHAPE
 from envbuilder.certify.store import CertStore, certificate_summary
 from envbuilder.cli.certify_cmd import print_summary
-from envbuilder.errors import EnvbuilderError
+from envbuilder.errors import EnvbuilderError, RegistryError, SigningKeyError
 from envbuilder.image.lock import lock_json, read_lock
 from envbuilder.image.render import render_dockerfile
 from envbuilder.image.spec import load_spec, parse_spec
+from envbuilder.registry.auth import parse_token_answer
+from envbuilder.registry.client import Manifest, _index_descriptors, _media_type_field
 from envbuilder.report.compare import compare_reports, format_compare, render_compare_html
 from envbuilder.report.html import render_html
 from envbuilder.report.model import build_report
@@ -367,3 +387,354 @@ def test_certs_import_of_mutated_certificates(doc: dict[str, Any]) -> None:
         store.remove(cid)
 
     _no_crash(run)
+
+
+# --------------------------------------------------------------------------- answers from outside
+# Issue 23 item 8: the loaders of what others hand in (a DSSE envelope and its statement from a
+# registry, a registry's manifests, indexes and token answers, a harness's output, a trust policy).
+# Each input is also hostile on purpose: nested up to 200,000 deep, numbers up to 10,000 digits,
+# YAML aliases that contain themselves. Property of every input: only the loader's documented
+# outcome (a value, or its documented error: never a traceback), within BOUND_S seconds and
+# BOUND_MIB of memory (tracemalloc's peak over the call).
+
+BOUND_S = 5.0  # per input, on a loaded 2-core machine; the slowest seen is ~0.1 s
+BOUND_MIB = 64
+
+ENVELOPE_KEYS = ["payload", "payloadType", "signatures", "keyid", "sig"]
+STATEMENT_KEYS = ["_type", "subject", "name", "digest", "sha256", "predicateType", "predicate", "certificate"]
+REGISTRY_KEYS = ["schemaVersion", "mediaType", "manifests", "layers", "config", "digest", "size"]
+REGISTRY_KEYS += ["artifactType", "annotations", "subject", "token", "access_token", "expires_in"]
+RESULT_KEYS = ["kind", "verdict", "steps", "nonce", "harness_sha256", "gpu_path", "status", "name"]
+POLICY_KEYS = ["schema_version", "max_age", "keys", "name", "public_key", "pem", "repositories"]
+
+
+def _structures(keys: list[str]) -> st.SearchStrategy[Any]:
+    return st.recursive(
+        scalars,
+        lambda kids: (
+            st.lists(kids, max_size=3)
+            | st.dictionaries(st.sampled_from(keys) | st.text(max_size=6), kids, max_size=4)
+        ),
+        max_leaves=12,
+    )
+
+
+@st.composite
+def hostile_json(draw: st.DrawFn) -> bytes:
+    """What D6/D7 used, and its kin: brackets nested up to 200,000 deep (closed or not, inside a
+    field or bare), a number of thousands of digits, invalid UTF-8."""
+    kind = draw(st.sampled_from(["deep", "deep-in-field", "digits", "float-digits", "utf8", "deep-strings"]))
+    depth = draw(st.integers(1, 200_000))
+    opener = draw(st.sampled_from(["[", '{"a":', '[{"a":']))
+    closer = {"[": "]", '{"a":': "}", '[{"a":': "}]"}[opener]
+    closed = draw(st.booleans())
+    deep = opener * depth + ("1" + closer * depth if closed else "")
+    digits = "9" * draw(st.integers(4000, 10_000))
+    key = draw(st.sampled_from(ENVELOPE_KEYS + STATEMENT_KEYS + REGISTRY_KEYS + RESULT_KEYS))
+    text = {
+        "deep": deep,
+        "deep-in-field": '{"' + key + '": ' + deep + "}",
+        "digits": '{"' + key + '": ' + digits + "}",
+        "float-digits": '{"' + key + '": ' + digits + ".5e" + digits[:3] + "}",
+        "utf8": '{"' + key + '": "\xff\xfe"}',
+        "deep-strings": '{"' + key + '": "' + "[" * depth + '"}',
+    }[kind]
+    event(f"hostile: {kind}")
+    return text.encode("utf-8", errors="surrogateescape") if kind != "utf8" else b'{"a": "\xff\xfe"}'
+
+
+def _bounded(run: Callable[[], object], allowed: tuple[type[BaseException], ...]) -> object:
+    """Run one input: its outcome or one of `allowed` (a one-line message), within BOUND_S and
+    BOUND_MIB. Anything else (a RecursionError, a KeyError, a MemoryError) fails the property."""
+    tracemalloc.reset_peak()
+    baseline = tracemalloc.get_traced_memory()[0]  # the peak is absolute: what this call added is the bound
+    started = time.perf_counter()
+    try:
+        out = run()
+    except allowed as exc:
+        message = getattr(exc, "message", None) or str(exc)
+        assert message and "\n" not in message.strip(), message
+        event(f"refused: {type(exc).__name__}")
+        out = exc
+    else:
+        event("accepted")
+    elapsed = time.perf_counter() - started
+    peak = (tracemalloc.get_traced_memory()[1] - baseline) / 2**20
+    assert elapsed < BOUND_S, f"{elapsed:.1f} s"
+    assert peak < BOUND_MIB, f"{peak:.0f} MiB"
+    return out
+
+
+@pytest.fixture(scope="module", autouse=False)
+def traced() -> Iterator[None]:
+    tracemalloc.start()
+    try:
+        yield
+    finally:
+        tracemalloc.stop()
+
+
+@cache
+def _signer() -> Any:
+    return load_signer(generate_key("fuzz", directory=_scratch() / "keys"))
+
+
+@cache
+def _policy() -> TrustPolicy:
+    return TrustPolicy(keys=(TrustedKey(name="fuzz", key=_signer().public_key),), source="fuzz")
+
+
+SUBJECT = ImageSubject(
+    repository="reg.lan/team/train",
+    manifest_digest="sha256:" + "ab" * 32,
+    image_id=CERT_BASES[1]["image"]["id"],
+)
+STATEMENTS = certificate_statements(Certificate(CERT_BASES[1]), SUBJECT)
+STATEMENT_PATHS = [tuple(_paths(s)) for s in STATEMENTS]
+
+
+def _envelope(payload: bytes, *, sign: bool = True) -> bytes:
+    env = Envelope(payload=payload, payload_type=PAYLOAD_TYPE, signatures={})
+    if sign:
+        env.sign(_signer())
+    return json.dumps(env.to_dict()).encode()
+
+
+def _verify(raw: bytes) -> object:
+    out = verify_envelope(
+        raw, repository=SUBJECT.repository, digest=SUBJECT.manifest_digest, policy=_policy()
+    )
+    assert isinstance(out, Verified | Refused)
+    if isinstance(out, Refused):
+        assert "\n" not in out.message and len(out.message) < 2000
+        event(f"refused: {out.reason}")
+    return out
+
+
+# envelope loader: 10,000 inputs over these four tests
+
+
+@pytest.mark.usefixtures("traced")
+@share(0.3)
+@given(st.binary(max_size=300) | st.text(max_size=300).map(lambda t: t.encode("utf-8", "surrogatepass")))
+@example(b"[" * 200_000 + b"]" * 200_000)
+def test_envelope_loader_raw_bytes(raw: bytes) -> None:
+    _bounded(lambda: _verify(raw), ())
+
+
+@pytest.mark.usefixtures("traced")
+@share(0.3)
+@given(_structures(ENVELOPE_KEYS))
+def test_envelope_loader_random_structures(doc: Any) -> None:
+    _bounded(lambda: _verify(_dumps(doc).encode()), ())
+
+
+@pytest.mark.usefixtures("traced")
+@share(0.2)
+@given(st.sampled_from(range(len(STATEMENTS))).flatmap(lambda i: st.tuples(st.just(i), st.data())))
+def test_envelope_loader_mutated_envelopes(case: tuple[int, Any]) -> None:
+    i, data = case
+    base = json.loads(_envelope(encode(STATEMENTS[i])))
+    doc = data.draw(mutations(base, tuple(_paths(base))))
+    _bounded(lambda: _verify(_dumps(doc).encode()), ())
+
+
+@pytest.mark.usefixtures("traced")
+@share(0.2)
+@given(hostile_json())
+def test_envelope_loader_hostile(raw: bytes) -> None:
+    _bounded(lambda: _verify(raw), ())
+
+
+# statement payload loader (signed by the trusted key, so each reaches parse_statement and the
+# certificate predicate's checks): 10,000 inputs over these three tests
+
+
+@pytest.mark.usefixtures("traced")
+@share(0.3)
+@given(_structures(STATEMENT_KEYS))
+def test_statement_loader_random_structures(doc: Any) -> None:
+    raw = _envelope(_dumps(doc).encode())
+    _bounded(lambda: _verify(raw), ())
+    _bounded(lambda: parse_statement(_dumps(doc).encode()), (ValueError,))
+
+
+@pytest.mark.usefixtures("traced")
+@share(0.5)
+@given(st.sampled_from(range(len(STATEMENTS))).flatmap(lambda i: st.tuples(st.just(i), st.data())))
+def test_statement_loader_mutations(case: tuple[int, Any]) -> None:
+    i, data = case
+    doc = data.draw(mutations(STATEMENTS[i], STATEMENT_PATHS[i]))
+    raw = _envelope(_dumps(doc).encode())
+    _bounded(lambda: _verify(raw), ())
+
+
+@pytest.mark.usefixtures("traced")
+@share(0.2)
+@given(hostile_json() | st.binary(max_size=200))
+@example(b"[" * 200_000 + b"]" * 200_000)  # D6's T7b: a payload like that, signed by the trusted key
+def test_statement_loader_hostile(payload: bytes) -> None:
+    raw = _envelope(payload)
+    _bounded(lambda: _verify(raw), ())
+    _bounded(lambda: parse_statement(payload), (ValueError,))
+
+
+# registry answer loaders (a manifest, an index, a referrers answer, a token answer): 10,000
+# inputs over these three tests
+
+
+def _registry_answer(body: bytes) -> None:
+    for run in (
+        lambda: Manifest(body=body, media_type="x", digest="sha256:00").json(),
+        lambda: _index_descriptors(body, "fuzz index"),
+        lambda: _media_type_field(body, "fuzz manifest"),
+        lambda: parse_token_answer(body, "the fuzz token server"),
+    ):
+        _bounded(run, (RegistryError,))
+
+
+@pytest.mark.usefixtures("traced")
+@share(0.4)
+@given(_structures(REGISTRY_KEYS))
+def test_registry_answer_loaders_random_structures(doc: Any) -> None:
+    _registry_answer(_dumps(doc).encode())
+
+
+@pytest.mark.usefixtures("traced")
+@share(0.3)
+@given(st.binary(max_size=300))
+def test_registry_answer_loaders_raw_bytes(body: bytes) -> None:
+    _registry_answer(body)
+
+
+@pytest.mark.usefixtures("traced")
+@share(0.3)
+@given(hostile_json())
+def test_registry_answer_loaders_hostile(body: bytes) -> None:
+    _registry_answer(body)
+
+
+# harness output loader (stdout's last JSON line and result.json, both from the image under
+# test): 10,000 inputs over these three tests
+
+
+def _harness_output(text: bytes) -> None:
+    io_dir = _scratch() / "io"
+    io_dir.mkdir(exist_ok=True)
+    (io_dir / "result.json").write_bytes(text)
+    decoded = text.decode("utf-8", errors="replace")
+    for run in (
+        lambda: parse_harness_output(None, "step\n" + decoded),
+        lambda: parse_harness_output(io_dir, ""),
+    ):
+        out = _bounded(run, ())
+        assert out is None or (isinstance(out, dict) and out.get("kind") == "result")
+
+
+@pytest.mark.usefixtures("traced")
+@share(0.4)
+@given(_structures(RESULT_KEYS))
+def test_harness_output_random_structures(doc: Any) -> None:
+    _harness_output(_dumps(doc if not isinstance(doc, dict) else {"kind": "result", **doc}).encode())
+
+
+@pytest.mark.usefixtures("traced")
+@share(0.3)
+@given(st.binary(max_size=300))
+def test_harness_output_raw_bytes(body: bytes) -> None:
+    _harness_output(b"{" + body)
+
+
+@pytest.mark.usefixtures("traced")
+@share(0.3)
+@given(hostile_json())
+@example(b'{"a":' + b"[" * 100_000 + b"]" * 100_000 + b"}")  # D7
+def test_harness_output_hostile(body: bytes) -> None:
+    _harness_output(body)
+
+
+# trust policy loader (a --trust file, and its key files): 10,000 inputs over these four tests
+
+POLICY_BASE: dict[str, Any] = {
+    "schema_version": 1,
+    "max_age": "30d",
+    "keys": [
+        {"name": "ci", "public_key": "keys/fuzz.pub", "repositories": ["reg.lan/team/*"]},
+        {"name": "inline", "pem": ""},
+    ],
+}
+
+
+@cache
+def _policy_base() -> dict[str, Any]:
+    doc = copy.deepcopy(POLICY_BASE)
+    doc["keys"][1]["pem"] = (_scratch() / "keys" / "fuzz.pub").read_text() if _signer() else ""
+    return doc
+
+
+def _policy_file(text: str | bytes) -> None:
+    path = _write("trust.yaml", text)
+    _bounded(lambda: load_policy(path), (SigningKeyError,))
+
+
+@pytest.mark.usefixtures("traced")
+@share(0.3)
+@given(_structures(POLICY_KEYS))
+def test_trust_policy_loader_random_structures(doc: Any) -> None:
+    _policy_file(_dumps(doc))  # JSON is YAML
+
+
+@pytest.mark.usefixtures("traced")
+@share(0.3)
+@given(st.data())
+def test_trust_policy_loader_mutations(data: Any) -> None:
+    base = _policy_base()
+    doc = data.draw(mutations(base, tuple(_paths(base))))
+    try:
+        text = yaml.safe_dump(doc)
+    except (yaml.YAMLError, ValueError):
+        return
+    _policy_file(text)
+
+
+@st.composite
+def yaml_bombs(draw: st.DrawFn) -> str:
+    """D12's 406-byte bomb and its kin: anchors each listing the one before N times, aliases
+    inside the value they name, huge integers, deep flow nesting, a key file that is a FIFO."""
+    kind = draw(st.sampled_from(["bomb", "cycle", "digits", "deep", "fifo-key"]))
+    event(f"hostile: {kind}")
+    if kind == "bomb":
+        width, levels = draw(st.integers(2, 12)), draw(st.integers(2, 12))
+        parts = ["&a0 [" + ", ".join(["xx"] * width) + "]"]
+        parts += [f"&a{i} [" + ", ".join([f"*a{i - 1}"] * width) + "]" for i in range(1, levels)]
+        return "schema_version: 1\nmax_age: [" + ", ".join(parts) + "]\nkeys: []\n"
+    if kind == "cycle":
+        return draw(
+            st.sampled_from(
+                ["keys: &a [*a]\n", "max_age: &a {x: *a}\n", "&a [*a]\n", "keys: [&k {name: *k}]\n"]
+            )
+        )
+    if kind == "digits":
+        field = draw(st.sampled_from(["max_age", "schema_version"]))
+        return f"schema_version: 1\n{field}: {'9' * draw(st.integers(4000, 10_000))}\nkeys: []\n"
+    if kind == "deep":
+        depth = draw(st.integers(1, 100_000))
+        return "schema_version: 1\nmax_age: " + "[" * depth + "]" * depth + "\nkeys: []\n"
+    fifo = _scratch() / "fifo.pub"
+    if not fifo.exists():
+        os.mkfifo(fifo)
+    return "schema_version: 1\nkeys: [{name: x, public_key: fifo.pub}]\n"
+
+
+@pytest.mark.usefixtures("traced")
+@share(0.2)
+@given(yaml_bombs())
+def test_trust_policy_loader_hostile(text: str) -> None:
+    _policy_file(text)
+
+
+@pytest.mark.usefixtures("traced")
+@share(0.2)
+@given(st.binary(max_size=300) | st.text(max_size=300))
+def test_trust_policy_loader_raw_text(text: str | bytes) -> None:
+    _policy_file(text)

@@ -18,7 +18,8 @@ import pytest
 from fake_host import FakeGpu, FakeNvml
 
 from envbuilder.harness import plan
-from envbuilder.harness.record import Recorder
+from envbuilder.harness.record import Recorder, Step
+from envbuilder.harness.result import decide_verdict
 from envbuilder.harness.session import Budget, Options, Session
 from envbuilder.harness.steps.jax_steps import JAX
 from envbuilder.harness.steps.tf_steps import TENSORFLOW
@@ -258,16 +259,29 @@ def test_a_failed_smoke_stops_before_the_benchmarks(installed: None) -> None:
     assert fw.runs == [] and fw.datasets == []
 
 
-def test_a_framework_not_installed_is_said(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_framework_certified_for_but_not_installed_fails(monkeypatch: pytest.MonkeyPatch) -> None:
+    # D2: a skip here let an image with its framework deleted pass on the steps that need none.
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None)
     monkeypatch.delenv("TF_CPP_MIN_LOG_LEVEL", raising=False)
     monkeypatch.delenv("TF_FORCE_GPU_ALLOW_GROWTH", raising=False)
     s = session("tensorflow", gpu=True)
     plan.xla_plan(s, FakeFramework(TENSORFLOW), mode="full")
-    assert [(st.name, st.status, st.reason) for st in s.rec.steps] == [
-        ("cpu_check", "skip", "tensorflow is not installed"),
-        ("cuda_smoke", "skip", "tensorflow is not installed"),
-    ]
+    got = [(st.name, st.status, st.reason) for st in s.rec.steps]
+    assert got[0][:2] == ("cpu_check", "fail") and "tensorflow is not installed, but this" in got[0][2]
+    assert got[1:] == [("cuda_smoke", "skip", "tensorflow is not installed")]
+    verdict, reason = decide_verdict(s.rec.steps, [], mode="cpu", gpu_path=False)
+    assert (verdict, reason) == ("failed", "failed steps: cpu_check")
+
+
+@pytest.mark.parametrize("gpu", [False, True], ids=["cpu", "gpu"])
+def test_torch_certified_for_but_not_installed_fails(gpu: bool) -> None:
+    s = session("torch", gpu=gpu)
+    s.rec.emit(Step(name="host"))
+    s.rec.emit(Step(name="kernel_inventory"))  # passes without any framework: it cannot carry a verdict
+    plan.run_path(s, mode="quick", have_torch=False)
+    assert statuses(s)[2:4] == [("cpu_check", "fail"), ("cuda_smoke", "skip")]
+    assert "torch is not installed, but this certification is for torch" in s.rec.steps[2].reason
+    assert decide_verdict(s.rec.steps, [], mode="quick", gpu_path=gpu)[0] == "failed"
 
 
 def test_each_framework_name_selects_its_adapter() -> None:

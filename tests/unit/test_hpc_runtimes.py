@@ -141,6 +141,7 @@ def test_export_sif_saves_builds_renames_and_writes_the_sidecar(tmp_path: Path) 
     calls: list[list[str]] = []
     tool = fake_tool(tmp_path, "apptainer")
     out = tmp_path / "out" / "train.sif"
+    out.parent.mkdir()  # a named output's folder is never created (envbuilder.atomic)
     done = export_image(eng, "team/train:1", out, "sif", tool, run=writes_output(calls))
     assert ("save", IMAGE_ID) in eng.calls
     ((binary, verb, built, archive),) = calls
@@ -163,7 +164,7 @@ def test_a_failed_export_leaves_no_file_and_no_sidecar(tmp_path: Path) -> None:
         export_image(
             eng, "team/train:1", out, "sqsh", fake_tool(tmp_path, "enroot"), run=writes_output([], 1)
         )
-    assert "failed (exit 1)" in exc.value.message and "no space left on device" in exc.value.message
+    assert "failed (exit 1)" in exc.value.message and "no space left on device" in "\n".join(exc.value.log)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["enroot"]  # no file, sidecar or temp folder
     with pytest.raises(UsageError, match="not found locally"):
         export_image(eng, "team/other:1", out, "sqsh", fake_tool(tmp_path, "enroot"), run=writes_output([]))

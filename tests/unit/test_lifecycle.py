@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 import textwrap
@@ -24,6 +25,7 @@ from envbuilder.engine.ownership import (
     leftovers,
 )
 from envbuilder.lifecycle import (
+    OWNER_FILE,
     Stopped,
     owner_alive,
     owner_mark,
@@ -224,6 +226,7 @@ def test_temp_folders_of_gone_runs_are_swept_never_a_live_ones(tmp_path: Path) -
     gone = tmp_path / f"envbuilder-certify-{dead.pid}-1-abcd1234"
     gone.mkdir()
     (gone / "thresholds.json").write_text("{}")
+    (gone / OWNER_FILE).write_text(f"{socket.gethostname()}/{dead.pid}/1\n")  # what temp_dir writes
     young = tmp_path / f"envbuilder-build-{dead.pid}-1-young"
     young.mkdir()
     stranger = tmp_path / "envbuilder-notours"
@@ -239,3 +242,34 @@ def test_stop_signal_names_the_signal_behind_an_interrupt() -> None:
     assert stop_signal(KeyboardInterrupt()) == signal.SIGINT
     assert stop_signal(Stopped(signal.SIGTERM)) == signal.SIGTERM
     assert Stopped(signal.SIGHUP).name == "SIGHUP" and isinstance(Stopped(15), KeyboardInterrupt)
+
+
+def test_only_folders_temp_dir_made_are_swept_never_a_users_lookalike(tmp_path: Path) -> None:
+    """D18: `render --out` swept the user's `envbuilder-render-1-1-abc/` and
+    `envbuilder-previousrender-999999-1-zz/` (a file inside, two hours old) beside its output."""
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    host = socket.gethostname()
+    users = [
+        tmp_path / "envbuilder-render-1-1-abc",  # D18's names, as the user made them
+        tmp_path / "envbuilder-previousrender-999999-1-zz",
+        tmp_path / f"envbuilder-render-{dead.pid}-1-abcd1234",  # the exact pattern, no owner file
+        tmp_path / f"envbuilder-render-{dead.pid}-2-abcd1234",  # an owner file naming another process
+        tmp_path / f"envbuilder-render-{dead.pid}-1-efgh5678",  # ... or another host
+    ]
+    for folder in users:
+        folder.mkdir()
+        (folder / "mine.txt").write_text("the user's\n")
+    (users[3] / OWNER_FILE).write_text(f"{host}/{dead.pid}/1\n")
+    (users[4] / OWNER_FILE).write_text(f"other-host/{dead.pid}/1\n")
+    ours = tmp_path / f"envbuilder-render-{dead.pid}-1-ijkl9012"
+    ours.mkdir()
+    (ours / OWNER_FILE).write_text(f"{host}/{dead.pid}/1\n")
+    old = time.time() - 7200
+    for path in (*users, ours):
+        os.utime(path, (old, old))
+    assert sweep_temp_dirs(tmp_path) == [ours]
+    assert all((folder / "mine.txt").read_text() == "the user's\n" for folder in users)
+    made = temp_dir("render", tmp_path)
+    assert (made / OWNER_FILE).read_text() == owner_mark() + "\n"
+    assert list(temp_dir("previousrender", tmp_path, marked=False).iterdir()) == []

@@ -114,3 +114,23 @@ def test_certs_export_says_it_replaced_a_file_and_keeps_its_mode(
     again = CliRunner().invoke(cli, ["certs", "export", cid[:12], str(dest)])
     assert again.exit_code == 0 and f"replaced {dest}" in again.output
     assert mode(dest) == 0o600
+
+
+def test_render_keeps_user_folders_named_like_its_temp_folders(tmp_path: Path) -> None:
+    """Issue 23 D18: `render --out rout/out` removed the user's folders beside it whose names
+    looked like envbuilder's temp folders; a folder without temp_dir's owner file stays."""
+    import time
+
+    out = tmp_path / "out"
+    users = [tmp_path / "envbuilder-render-1-1-abc", tmp_path / "envbuilder-previousrender-999999-1-zz"]
+    users.append(tmp_path / "envbuilder-previousrender-999999-1-abcd1234")  # the exact pattern too
+    for folder in users:
+        folder.mkdir()
+        (folder / "notes.txt").write_text("the user's own folder\n")
+        old = time.time() - 7200
+        os.utime(folder, (old, old))
+    render(out)
+    render(out)  # the second render moves the first aside and sweeps beside it
+    assert all((folder / "notes.txt").read_text() == "the user's own folder\n" for folder in users)
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["out", *(f.name for f in users)])
+    assert not (out / ".envbuilder-owner").exists()  # the render carries no temp folder's mark

@@ -14,7 +14,8 @@ from envbuilder.errors import LockError, SpecError
 from envbuilder.harness import installed as collector  # the stdlib module the image runs
 from envbuilder.image.drift import drift_from_build, drift_from_lock, parse_installed
 from envbuilder.image.lock import InstalledDist
-from envbuilder.image.packages import choose_wheel, install_indexes, parse_pylock, redact
+from envbuilder.image.packages import choose_wheel, install_indexes, parse_pylock
+from envbuilder.image.secrets import redact
 from envbuilder.image.sources import PackageIndex, requirement_files
 
 A, B, C = "a" * 64, "b" * 64, "c" * 64

@@ -67,7 +67,8 @@ def test_build_writes_each_golden_dockerfile(case: str, tmp_path: Path) -> None:
     spec, stack, render = CASES[case]
     wheels = tmp_path / "wheels"
     wheels.mkdir()
-    (wheels / "torch-2.11.0-py3-none-any.whl").write_bytes(b"")
+    for pkg in fake_lock_packages(spec, stack).packages:  # the locked wheels: the context links them
+        (wheels / pkg.wheel).write_bytes(b"")
     wheelhouse = wheels if render.wheelhouse else None
     options = BuildOptions(base_image=render.base_image, wheelhouse=wheelhouse, lock_out=tmp_path / "l")
     plan = plan_from_spec(spec, make_resolution(spec, stack), options, Path(spec.path), load_matrix())

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -14,9 +15,10 @@ from click.testing import CliRunner
 from envbuilder.certify.certificate import Certificate, build_certificate
 from envbuilder.certify.store import load_certificate
 from envbuilder.cli import cli
+from envbuilder.report.charts import band_label, size_label
 from envbuilder.report.compare import compare_reports, format_compare, render_compare_html
 from envbuilder.report.html import render_html
-from envbuilder.report.model import Report, build_report
+from envbuilder.report.model import Report, build_report, step_counts
 from envbuilder.report.terminal import format_terminal
 
 CERTS = Path(__file__).resolve().parent.parent / "data" / "certs"
@@ -347,3 +349,38 @@ def test_a_malformed_series_is_ignored_not_raised() -> None:
     run["metrics"]["step_series"] = {"t_s": [1, 2], "mean_ms": ["x"], "per_point": "?"}
     r = report_of(d)
     assert not any(s.series for s in r.steps) and "kept no per-step times" in render_html(r)
+
+
+def test_the_2gpu_page_labels_sizes_gpus_steps_and_windows() -> None:
+    """Issue 26 item 9: NCCL sizes as sizes (not log2 numbers), the telemetry's GPU named on a
+    2-GPU certificate, the step count beside the verdict in the verdict's own terms, step names
+    broken only after an underscore, the shaded step windows labelled."""
+    r = report_of(doc(H200X2))
+    assert r.step_counts == "17 steps: the host record, 14 pass, 2 skip"
+    assert r.verdict_reason == "14 checks passed on the GPU"
+    assert r.telemetry_gpu == "GPU 0 of 2"
+    page = render_html(r)
+    section = page[page.index('<section id="multi-gpu">') : page.index("<h2>Over time</h2>")]
+    ticks = re.findall(r'<text class="tick"[^>]*text-anchor="middle">([^<]*)</text>', section)
+    assert {"1 KiB", "1 MiB", "1 GiB"} <= set(ticks) and "log2" not in section
+    over_time = page[page.index("<h2>Over time</h2>") :]
+    assert "GPU memory used (GPU 0 of 2, the GPU the harness samples)" in over_time
+    assert "<title>GPU 0 of 2: memory used</title>" in over_time
+    assert "train_<wbr>rn18_<wbr>fp32_<wbr>bs32" in page
+    labels = re.findall(r'<text class="bandlabel"[^>]*>([^<]*)</text>', over_time)
+    assert "tuned_rn50_compiled" in labels and any(x.endswith("\u2026") for x in labels)
+
+
+def test_a_single_gpu_page_names_no_gpu_index_and_counts_a_failed_host() -> None:
+    r = report_of(doc(CERTS / "sample-gpu.json"))
+    assert r.telemetry_gpu == "" and "of 1" not in render_html(r)
+    assert step_counts(()) == ""
+    rows = tuple(replace(x, status="fail") if x.name == "host" else x for x in r.steps)
+    assert step_counts(rows).startswith(f"{len(rows)} steps: the host record (fail), ")
+
+
+def test_band_labels_fit_their_band_or_are_left_to_the_title() -> None:
+    assert band_label("tuned_rn50_compiled", 500) == "tuned_rn50_compiled"
+    assert band_label("tuned_rn50_compiled", 40) == "tuned_\u2026"
+    assert band_label("tuned_rn50_compiled", 15) is None
+    assert [size_label(2.0**e) for e in (5, 10, 20, 29, 33)] == ["32 B", "1 KiB", "1 MiB", "512 MiB", "8 GiB"]

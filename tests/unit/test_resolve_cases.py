@@ -8,6 +8,7 @@ patterns on dotted paths of the stack JSON, or `stack: null`), rejections that m
 refused before resolving.
 `rejected_summary:` pins the one-line count ("4 candidates rejected; arch: 4", as the README shows).
 `report:` names the public report the situation comes from, where one exists.
+`host: {wsl: true}` is `resolve --wsl`: the driver is the Windows driver nvidia-smi prints in WSL2.
 """
 
 from __future__ import annotations
@@ -65,7 +66,9 @@ def _resolve(case: dict[str, Any]) -> Resolution:
         bool(req.get("forward_compat", False)),
     )
     h = case["host"]
-    host = host_from_options(matrix, h.get("driver"), tuple(h.get("gpus", ())), tuple(h.get("ccs", ())))
+    host = host_from_options(
+        matrix, h.get("driver"), tuple(h.get("gpus", ())), tuple(h.get("ccs", ())), wsl=bool(h.get("wsl"))
+    )
     if h.get("driver") is None and not h.get("gpus") and not h.get("ccs"):
         from envbuilder.host.model import Host
 

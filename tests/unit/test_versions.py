@@ -63,15 +63,41 @@ def test_specifier_errors_are_usage_errors() -> None:
         parse_specifier("=>2")
 
 
-@pytest.mark.parametrize("given", ["550.54.14", "580.159.04", "580", " 535.104.05 "])
-def test_host_driver_full_or_branch(given: str) -> None:
+@pytest.mark.parametrize(
+    "given",
+    # two parts are full versions: Linux 470.86, 550.135, 575.64; Jetson Thor 580.00; WSL2's 577.00
+    ["550.54.14", "580.159.04", "580", " 535.104.05 ", "470.86", "550.135", "575.64", "580.00", "577.00"],
+)
+def test_host_driver_as_nvidia_prints_it(given: str) -> None:
     assert parse_host_driver(given) == given.strip()
+    assert not is_driver_branch(given) or "." not in given
 
 
-def test_partial_host_driver_is_refused_with_the_full_version_hint() -> None:
-    with pytest.raises(UsageError, match=r"partial driver version '550\.54'") as err:
-        parse_host_driver("550.54")
-    assert err.value.hint is not None and "give the full version, e.g. 550.54.14" in err.value.hint
+@pytest.mark.parametrize("given", ["550.", "55", "550.54.14.1", "550.1234", "r580", "580.x"])
+def test_malformed_host_driver_is_refused(given: str) -> None:
+    with pytest.raises(UsageError, match="malformed driver version"):
+        parse_host_driver(given)
+
+
+@pytest.mark.parametrize(
+    ("lower", "higher"),
+    [
+        ("580.00", "580.65.06"),  # Jetson Thor's 580.00 is below the CUDA 13.0 toolkit driver
+        ("580.65.06", "580.95.05"),
+        ("550.54", "550.54.14"),  # 550.54 reads as 550.54.0
+        ("550.135", "555.42.02"),
+        ("550.54.15", "550.135"),  # minor parts compare as numbers, not text
+        ("470.86", "470.141.03"),
+        ("580", "580.00.01"),
+    ],
+)
+def test_driver_versions_compare_part_by_part(lower: str, higher: str) -> None:
+    assert parse_driver(lower) < parse_driver(higher)
+    assert driver_branch(lower) == int(lower.split(".")[0])
+
+
+def test_two_part_equals_its_zero_padded_form() -> None:
+    assert parse_driver("580.00") == parse_driver("580.0.0") == parse_driver("580")
 
 
 def test_branch_is_recognised() -> None:

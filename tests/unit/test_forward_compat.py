@@ -1,0 +1,54 @@
+"""CUDA forward compatibility (resolve/forward_compat.py): which GPUs, strategies, branches and
+floors it helps, and the hint that offers it when nothing fits."""
+
+from __future__ import annotations
+
+import pytest
+
+from envbuilder.cli.options import host_from_options, request_from_options
+from envbuilder.matrix import load_matrix
+from envbuilder.resolve import forward_compat
+from envbuilder.resolve.hint import no_stack_hint
+from envbuilder.resolve.resolver import resolve
+
+MATRIX = load_matrix()
+CUDA13 = next(b for b in MATRIX.base_images if b.cuda == "13.0.3" and b.kind == "cuda")
+
+
+def _hint(gpu: str, *, strategy: str | None = None) -> str:
+    request = request_from_options("torch==2.15.*", None, strategy, None, "runtime", False, False)
+    res = resolve(MATRIX, request, host_from_options(MATRIX, "535.104.05", (gpu,), ()))
+    assert res.stack is None
+    return no_stack_hint(MATRIX, res)
+
+
+def test_the_hint_offers_forward_compat_on_a_data_center_gpu() -> None:
+    assert _hint("H100").endswith(
+        "; or keep this driver: --forward-compat --strategy system-cuda runs "
+        "torch2.15.0-cu132-py3.12-cuda13.2.1-runtime-ubuntu24.04 through cuda-compat-13-2"
+    )
+
+
+@pytest.mark.parametrize(("gpu", "strategy"), [("RTX 4090", None), ("H100", "bundled")])
+def test_the_hint_does_not_offer_it_where_it_cannot_apply(gpu: str, strategy: str | None) -> None:
+    assert "--forward-compat" not in _hint(gpu, strategy=strategy)
+
+
+def test_the_package_brings_its_own_driver_and_no_more() -> None:
+    h100 = host_from_options(MATRIX, "535.104.05", ("H100",), ()).gpus
+    ok = forward_compat.through_image(MATRIX, CUDA13, "535.104.05", "580", h100)
+    assert isinstance(ok, forward_compat.ForwardCompat)
+    assert (ok.package, ok.driver, ok.min_driver) == ("cuda-compat-13-0", "580.95.05", "535")
+    # PTX of a newer ISA needs a driver above the package's: not helped
+    too_new = forward_compat.through_image(MATRIX, CUDA13, "535.104.05", "590.44.01", h100)
+    assert too_new == "cuda-compat-13-0 brings driver 580.95.05, below the 590.44.01 this build needs"
+    other = forward_compat.through_image(MATRIX, CUDA13, "545.23.06", "580", h100)
+    assert isinstance(other, str) and other.endswith("(its NVIDIA_REQUIRE_CUDA), not R545")
+
+
+def test_which_gpus_it_applies_to() -> None:
+    gpus = host_from_options(MATRIX, None, ("H100", "RTX 4090", "L40S", "RTX A6000"), ()).gpus
+    assert [g.model for g in forward_compat.ineligible_gpus(MATRIX, gpus)] == [
+        "GeForce RTX 4090",
+        "NVIDIA RTX A6000",
+    ]

@@ -1,0 +1,290 @@
+"""A mirror given as a secret never reaches a lock file or a message (issue 23 item 5, hostile-
+inputs D15), `redact` takes every credential and query value out of a URL (item 14), and uv runs
+with its cache and TMPDIR inside envbuilder's own temp folder (item 11, D8). uv here is a shell
+script (LockSettings.uv) that records how it was started and answers as the test needs."""
+
+from __future__ import annotations
+
+import json
+import stat
+import tempfile
+from pathlib import Path
+
+import pytest
+from fake_engine import cpu_stack, make_spec
+
+from envbuilder.engine import BuildSecret
+from envbuilder.errors import BuildFailedError, LockError, UsageError
+from envbuilder.image.build import secret_values, secrets_redacted
+from envbuilder.image.packages import LockSettings, lock_packages
+from envbuilder.image.render import RenderOptions, render_dockerfile
+from envbuilder.image.secrets import recorded_url, redact
+
+TOKEN = "SECRETMARKER_TOKEN_1234"
+PATH_TOKEN = "SECRETMARKER_PATH_5678"
+# The form of a Cloudsmith entitlement URL: the token in the path, and one in the userinfo.
+MIRROR = f"http://rtuser:{TOKEN}@127.0.0.1:5009/{PATH_TOKEN}/simple"
+SECRETS = (("pip_index_url", MIRROR),)
+WHEEL = "filelock-3.20.0-py3-none-any.whl"
+
+
+def _no_secret(text: str) -> None:
+    assert TOKEN not in text and PATH_TOKEN not in text and "rtuser" not in text, text
+
+
+# ------------------------------------------------------------------------------------- redact
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("failed https://user:tok@h/simple/x", "failed https://h/simple/x"),
+        ("at http://a:b@127.0.0.1/", "at http://127.0.0.1/"),
+        # a raw `@` in the password: all of the userinfo goes, not only up to its first `@`
+        ("see https://user:pa@ss@host/simple", "see https://host/simple"),
+        ("see https://u:p@a@ss@host:8443/x y", "see https://host:8443/x y"),
+        ("get https://h/simple?token=abc123&x=1", "get https://h/simple?token=***&x=***"),
+        ("get https://h/s/?access_token=abc#frag end", "get https://h/s/?access_token=***#frag end"),
+        ("s3 https://b.s3/k.whl?X-Amz-Signature=deadbeef", "s3 https://b.s3/k.whl?X-Amz-Signature=***"),
+        ("mail a@b.c and https://h/p/a@b", "mail a@b.c and https://h/p/a@b"),  # `@` in a path stays
+    ],
+)
+def test_redact_takes_credentials_and_query_values_out_of_urls(text: str, expected: str) -> None:
+    assert redact(text) == expected
+
+
+@pytest.mark.parametrize(
+    "printed",
+    [
+        MIRROR,
+        f"Failed to fetch: http://127.0.0.1:5009/{PATH_TOKEN}/simple/filelock/",  # uv, credentials dropped
+        f"Looking in indexes: http://rtuser:****@127.0.0.1:5009/{PATH_TOKEN}/simple",  # pip, masked
+        f"127.0.0.1:5009/{PATH_TOKEN}/simple/filelock/ (status 401) token {TOKEN}",
+    ],
+)
+def test_a_secret_url_is_redacted_in_every_form_a_tool_prints_it(printed: str) -> None:
+    out = redact(printed, SECRETS)
+    _no_secret(out)
+    assert "<secret:pip_index_url>" in out
+
+
+def test_a_secret_with_a_query_token_and_a_plain_token() -> None:
+    url = "https://dl.example.io/basic/repo/python/simple?token=QUERYSECRET99"
+    out = redact(f"fetch {url}/numpy/ and {url}", (("pip_index_url", url),))
+    assert "QUERYSECRET99" not in out and out.count("<secret:pip_index_url>") == 2
+    plain = redact("auth failed for tok-abcdef1", (("corp", "tok-abcdef1"),))
+    assert plain == "auth failed for <secret:corp>"
+
+
+def test_recorded_url_names_the_secret_never_its_value() -> None:
+    assert recorded_url(MIRROR, SECRETS) == "<secret:pip_index_url>"
+    assert recorded_url(f"{MIRROR}\n", SECRETS) == "<secret:pip_index_url>"
+    assert recorded_url("https://u:p@m.example/simple", ()) == "https://m.example/simple"
+    assert recorded_url(None, SECRETS) is None
+
+
+# ---------------------------------------------------------------------------------- fake uv
+
+FAKE_UV = """#!/bin/sh
+# Records its argv and TMPDIR; `pip compile` writes a pylock (or fails, FAIL=1) with the mirror.
+echo "$@" >> "{log}"
+echo "TMPDIR=$TMPDIR" >> "{log}"
+if [ "$1" = "--version" ]; then echo "uv 0.13.9"; exit 0; fi
+if [ -n "$FAKE_UV_FAIL" ]; then
+  echo "error: Failed to fetch: {url}/filelock/" >&2
+  echo "  Caused by: HTTP status client error (401 Unauthorized) for url ({url}/filelock/)" >&2
+  echo "  Caused by: token {token} rejected" >&2
+  exit 2
+fi
+out=""
+while [ $# -gt 0 ]; do if [ "$1" = "-o" ]; then out="$2"; fi; shift; done
+cat > "$out" <<EOF
+lock-version = "1.0"
+[[packages]]
+name = "filelock"
+version = "3.20.0"
+[[packages.wheels]]
+url = "{url}/filelock/{wheel}"
+hashes = {{ sha256 = "{sha}" }}
+EOF
+"""
+
+
+@pytest.fixture
+def fake_uv(tmp_path: Path) -> tuple[Path, Path]:
+    log = tmp_path / "uv.log"
+    uv = tmp_path / "uv"
+    uv.write_text(FAKE_UV.format(log=log, url=MIRROR, token=TOKEN, wheel=WHEEL, sha="a" * 64))
+    uv.chmod(uv.stat().st_mode | stat.S_IXUSR)
+    return uv, log
+
+
+def _private_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The system temp folder, for this test: tmp_path/tmp (what TMPDIR=... gives a new process)."""
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    monkeypatch.setenv("TMPDIR", str(tmp))
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp))
+    return tmp
+
+
+def _settings(uv: Path) -> LockSettings:
+    return LockSettings(uv=str(uv), default_index=MIRROR, framework_index=MIRROR, secrets=SECRETS)
+
+
+def test_a_mirror_given_as_a_secret_is_recorded_as_its_name(
+    fake_uv: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _private_tmp(tmp_path, monkeypatch)
+    locked = lock_packages(make_spec(), cpu_stack(), settings=_settings(fake_uv[0]))
+    assert locked.default_index == locked.framework_index == "<secret:pip_index_url>"
+    (pkg,) = locked.packages
+    assert pkg.urls == (f"<secret:pip_index_url>/filelock/{WHEEL}",)
+    _no_secret(json.dumps(locked.to_dict()))
+    # The build reads the mirror from its secret again; without it, render says so.
+    options = RenderOptions(package_locks=(locked,), index_secret=True)
+    text = render_dockerfile(make_spec(), cpu_stack(), options)
+    assert '--default-index "$(cat /run/secrets/pip_index_url)"' in text and "<secret:" not in text
+    _no_secret(text)
+    with pytest.raises(UsageError, match="given as a secret") as err:
+        render_dockerfile(make_spec(), cpu_stack(), RenderOptions(package_locks=(locked,)))
+    assert err.value.exit_code == 2 and "--pip-index-url-file" in (err.value.hint or "")
+
+
+def _said(exc: LockError) -> str:
+    """All an error prints: its line, its hint and the tool's lines kept below it."""
+    return "\n".join([exc.message, exc.hint or "", *exc.log])
+
+
+def test_uv_errors_are_redacted_where_they_are_raised(
+    fake_uv: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("FAKE_UV_FAIL", "1")
+    _private_tmp(tmp_path, monkeypatch)
+    with pytest.raises(LockError) as err:
+        lock_packages(make_spec(), cpu_stack(), settings=_settings(fake_uv[0]))
+    _no_secret(_said(err.value))
+    assert "<secret:pip_index_url>/filelock/" in _said(err.value) and "401" in _said(err.value)
+
+
+def test_uv_errors_lose_credentials_without_named_secrets_too(
+    fake_uv: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A mirror given with --index-url (not a secret) and credentials in the URL (the planted
+    bug of item 14: uv's error output not redacted where it is raised)."""
+    monkeypatch.setenv("FAKE_UV_FAIL", "1")
+    _private_tmp(tmp_path, monkeypatch)
+    settings = LockSettings(uv=str(fake_uv[0]))
+    with pytest.raises(LockError) as err:
+        lock_packages(make_spec(), cpu_stack(), settings=settings)
+    assert TOKEN not in _said(err.value).replace(f"token {TOKEN}", "")  # the userinfo is gone
+    assert f"rtuser:{TOKEN}@" not in _said(err.value) and "http://127.0.0.1:5009/" in _said(err.value)
+
+
+def test_a_spec_index_password_from_the_environment_is_redacted_from_uv_errors(
+    fake_uv: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("FAKE_UV_FAIL", "1")
+    monkeypatch.setenv("UV_INDEX_CORP_PASSWORD", TOKEN)
+    _private_tmp(tmp_path, monkeypatch)
+    corp = {"name": "corp", "url": "https://pkgs.example/simple", "secret": "tok"}
+    spec = make_spec(requirements=["six"], indexes=[corp])
+    with pytest.raises(LockError) as err:
+        lock_packages(spec, cpu_stack(), settings=LockSettings(uv=str(fake_uv[0])))
+    assert TOKEN not in _said(err.value) and "token <secret:tok> rejected" in _said(err.value)
+
+
+def test_uv_caches_and_temp_files_stay_in_envbuilders_own_temp_folder(
+    fake_uv: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """D8: no --no-cache (uv puts that cache in TMPDIR and leaves it when stopped): --cache-dir
+    and TMPDIR inside the lock's envbuilder-lock-* folder, which goes with the lock."""
+    tmp = _private_tmp(tmp_path, monkeypatch)
+    uv, log = fake_uv
+    lock_packages(make_spec(requirements=["six"]), cpu_stack(), settings=_settings(uv))
+    calls = [line for line in log.read_text().splitlines() if line.startswith("pip compile")]
+    tmpdirs = [line for line in log.read_text().splitlines() if line.startswith("TMPDIR=")]
+    assert len(calls) == 2  # framework, project
+    for call in calls:
+        assert "--no-cache" not in call.split()
+        cache = call.split("--cache-dir ")[1].split()[0]
+        assert Path(cache).parent.name.startswith("envbuilder-lock-") and Path(cache).parent.parent == tmp
+    for line in tmpdirs[1:]:  # every run but `uv --version`
+        assert Path(line.removeprefix("TMPDIR=")).parent.name.startswith("envbuilder-lock-")
+    assert list(tmp.iterdir()) == []  # the folder went with the lock
+
+
+def test_a_failed_builds_message_loses_every_secret_value(tmp_path: Path) -> None:
+    url_file = tmp_path / "url.txt"
+    url_file.write_text(MIRROR + "\n")
+    token_file = tmp_path / "token"
+    token_file.write_text("corp-token-77\n")
+    ca = tmp_path / "ca.pem"
+    ca.write_text("-----BEGIN CERTIFICATE-----\n")
+    secrets = [
+        BuildSecret(id="pip_index_url", src=url_file),
+        BuildSecret(id="corp", src=token_file),
+        BuildSecret(id="ca", src=ca),
+    ]
+    assert secret_values(secrets) == (("pip_index_url", MIRROR), ("corp", "corp-token-77"))
+    tail = f"#9 0.8 error: Failed to fetch: http://127.0.0.1:5009/{PATH_TOKEN}/simple/filelock/\n"
+    tail += "#9 auth corp-token-77"
+    with pytest.raises(BuildFailedError) as err, secrets_redacted(secrets):
+        raise BuildFailedError(f"docker build failed (exit 1)\n{tail}", hint=f"retry {MIRROR}")
+    _no_secret(err.value.message + str(err.value) + (err.value.hint or ""))
+    assert "corp-token-77" not in err.value.message and "<secret:corp>" in err.value.message
+    assert "Failed to fetch: <secret:pip_index_url>/filelock/" in err.value.message
+
+
+def test_the_build_options_record_the_mirror_file_as_a_secret(tmp_path: Path) -> None:
+    from envbuilder.cli.build_cmd import _lock_settings
+
+    url_file = tmp_path / "url.txt"
+    url_file.write_text(MIRROR + "\n")
+    settings = _lock_settings(None, None, url_file)
+    assert settings is not None and settings.secrets == (("pip_index_url", MIRROR),)
+
+
+# ------------------------------------------------------------------- I3: --secret's CSV record
+
+
+@pytest.mark.parametrize("name", ["a\nb", "a\rb", "ca.pem\n", "a\x1bb"])
+def test_a_secret_path_with_a_line_break_is_refused(tmp_path: Path, name: str) -> None:
+    """docker reads --secret as one CSV record: a line break ends it, whatever the quoting
+    (hostile-inputs I3), so docker would read another file than the one checked."""
+    from envbuilder.engine.buildkit import secret_flag
+
+    src = tmp_path / name
+    src.write_text("token\n")
+    with pytest.raises(UsageError, match="line break") as err:
+        secret_flag(BuildSecret(id="ca", src=src))
+    assert err.value.exit_code == 2 and "\n" not in err.value.message and err.value.hint
+    assert secret_flag(BuildSecret(id="ca", src=tmp_path / "a,b.pem")) == f'id=ca,"src={tmp_path}/a,b.pem"'
+
+
+def test_the_build_command_refuses_a_secret_path_with_a_line_break_before_any_work(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from envbuilder.cli import cli
+
+    src = tmp_path / "url\nRUN x.txt"
+    src.write_text(MIRROR)
+    spec = tmp_path / "s.yaml"
+    spec.write_text('schema_version: 1\nname: s\nframework: "torch==2.13.0"\npython: "3.11"\n')
+    res = CliRunner().invoke(cli, ["build", str(spec), "--cpu", "--pip-index-url-file", str(src)])
+    assert res.exit_code == 2, res.output
+    assert "line break" in res.output and "Traceback" not in res.output
+
+
+def test_the_wheelhouse_says_a_secret_mirrors_url_is_not_recorded(tmp_path: Path) -> None:
+    from dataclasses import replace
+
+    from fake_engine import cpu_package_lock
+
+    from envbuilder.image.wheelhouse import fill_wheelhouse
+
+    lock = cpu_package_lock()
+    pkg = replace(lock.packages[0], urls=(f"<secret:pip_index_url>/filelock/{lock.packages[0].wheel}",))
+    with pytest.raises(LockError, match="a mirror given as a secret") as err:
+        fill_wheelhouse(replace(lock, packages=(pkg,)), tmp_path / "wh", environ={})
+    assert "--find-links" in (err.value.hint or "")

@@ -1,0 +1,203 @@
+"""Every string of a lock file that reaches a template or a command line is checked when the lock
+is read, as the spec's values are (issue 23 item 1, hostile-inputs D1): the fuzzer's payloads in
+each field are refused with one line naming the field and the value, exit 10."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fake_engine import cpu_package_lock, make_resolution, make_spec
+
+from envbuilder.errors import LockError, SpecError
+from envbuilder.image.lock import BuildRecord, lock_from_resolution, read_lock, write_lock
+from envbuilder.image.packages import package_lock_from_dict
+from envbuilder.image.render import RenderOptions, render_dockerfile
+from envbuilder.image.sources import PackageIndex
+
+# What the fuzzer injected with (D1): a new instruction, a closed JSON array then one, a bare
+# newline (a bogus instruction), a shell command inside the RUN.
+PAYLOADS = ["x\nRUN INJ", 'a"]\nRUN INJ', "\n", "x; INJ"]
+
+Doc = dict[str, Any]
+
+
+def _doc() -> Doc:
+    spec = make_spec()
+    packages = replace(
+        cpu_package_lock(),
+        indexes=(PackageIndex(name="corp", url="https://pkgs.example/simple", username="u", secret="tok"),),
+        find_links=("/srv/wheels",),
+        inputs=(("requirements.txt", "4" * 64),),
+    )
+    lock = replace(lock_from_resolution(make_resolution(spec), spec.to_dict()), packages=(packages,))
+    lock = lock.with_build(
+        BuildRecord(
+            image_id="sha256:" + "1" * 64,
+            base_image="python:3.11-slim-bookworm",
+            base_image_digest="python:3.11-slim-bookworm@sha256:" + "2" * 64,
+            dockerfile_sha256="3" * 64,
+            packages=("filelock==4.3.1",),
+            tags=("smoke:1",),
+        )
+    )
+    doc = lock.to_dict()
+    doc.pop("lock_hash")  # optional and recomputable: it protects nothing (D1)
+    return doc
+
+
+def _pl(doc: Doc) -> Doc:
+    return doc["packages"][0]  # type: ignore[no-any-return]
+
+
+def _set(key: str) -> Callable[[Doc, object], None]:
+    return lambda d, v: _pl(d).update({key: v})
+
+
+def _index(key: str) -> Callable[[Doc, object], None]:
+    return lambda d, v: _pl(d)["indexes"][0].update({key: v})
+
+
+def _package(key: str) -> Callable[[Doc, object], None]:
+    return lambda d, v: _pl(d)["packages"][0].update({key: v})
+
+
+def _build(key: str) -> Callable[[Doc, object], None]:
+    return lambda d, v: d["build"].update({key: v})
+
+
+FIELDS: dict[str, Callable[[Doc, object], None]] = {
+    "indexes[0].name": _index("name"),
+    "indexes[0].url": _index("url"),
+    "indexes[0].username": _index("username"),
+    "indexes[0].secret": _index("secret"),
+    "default_index": _set("default_index"),
+    "framework_index": _set("framework_index"),
+    "python": _set("python"),
+    "python_platform": _set("python_platform"),
+    "resolver": _set("resolver"),
+    "platform": _set("platform"),
+    "find_links": lambda d, v: _pl(d).update(find_links=[v]),
+    "inputs": lambda d, v: _pl(d).update(inputs={v: "4" * 64}),
+    "inputs['requirements.txt']": lambda d, v: _pl(d).update(inputs={"requirements.txt": v}),
+    "packages.name": _package("name"),
+    "packages.version": _package("version"),
+    "packages.wheel": _package("wheel"),
+    "packages.sha256": _package("sha256"),
+    "packages.group": _package("group"),
+    "packages.urls": lambda d, v: _pl(d)["packages"][0].update(urls=[v]),
+    "build.base_image": _build("base_image"),
+    "build.base_image_digest": _build("base_image_digest"),
+    "build.image_id": _build("image_id"),
+    "build.dockerfile_sha256": _build("dockerfile_sha256"),
+}
+
+
+def test_the_unmodified_lock_reads(tmp_path: Path) -> None:
+    path = tmp_path / "ok.lock.json"
+    path.write_text(json.dumps(_doc()))
+    lock = read_lock(path)
+    assert lock.packages[0].indexes[0].name == "corp" and lock.build is not None
+
+
+@pytest.mark.parametrize("payload", PAYLOADS)
+@pytest.mark.parametrize("field", sorted(FIELDS))
+def test_a_hostile_value_in_any_lock_field_is_refused(tmp_path: Path, field: str, payload: str) -> None:
+    doc = _doc()
+    FIELDS[field](doc, payload)
+    path = tmp_path / "evil.lock.json"
+    path.write_text(json.dumps(doc))
+    with pytest.raises(SpecError) as err:
+        read_lock(path)
+    message = err.value.message
+    assert err.value.exit_code == 10
+    assert str(path) in message and f"field {field!r}" in message
+    assert "refused" in message and repr(payload)[:20] in message
+    assert "\n" not in message  # one line: the payload is quoted (repr), never printed raw
+    assert err.value.hint
+
+
+def test_the_d1_index_name_never_reaches_a_dockerfile(tmp_path: Path) -> None:
+    """The reproducer's lock: a spec index renamed into `x; true\\nUSER root\\nRUN touch ...`.
+    It was rendered as its own instructions; now the lock is not read at all."""
+    doc = _doc()
+    evil = "x; true\nUSER root\nRUN touch /pwned-by-lock && echo PWNED-MARKER-7731\nRUN echo "
+    _pl(doc)["indexes"] = [{"name": evil, "url": "https://mirror.example.org/simple"}]
+    _pl(doc)["packages"][0]["group"] = "project"
+    path = tmp_path / "evil.lock.json"
+    path.write_text(json.dumps(doc))
+    with pytest.raises(SpecError, match=r"field 'indexes\[0\]\.name'"):
+        read_lock(path)
+    # The same lock without the bad name renders, and the index name is a word of the RUN.
+    _pl(doc)["indexes"][0]["name"] = "mirror"
+    path.write_text(json.dumps(doc))
+    lock = read_lock(path)
+    options = RenderOptions(package_locks=lock.packages)
+    text = render_dockerfile(make_spec(installer="uv"), lock.stack, options)
+    assert "--index mirror=https://mirror.example.org/simple" in text and "PWNED" not in text
+
+
+@pytest.mark.parametrize(
+    ("mutate", "field"),
+    [
+        (lambda d: _pl(d)["indexes"].append(dict(_pl(d)["indexes"][0])), "indexes"),
+        (lambda d: _pl(d)["indexes"][0].update(name="pypi"), "indexes[0].name"),
+        (lambda d: _pl(d)["indexes"][0].update(url="https://u:tok@pkgs.example/simple"), "indexes[0].url"),
+        (lambda d: _pl(d)["indexes"][0].update(url="https://pkgs.example/simple?token=x"), "indexes[0].url"),
+        (lambda d: _pl(d)["indexes"][0].update(extra=1), "indexes[0]"),
+        (lambda d: _pl(d).update(default_index="http://mirror.example/simple"), "default_index"),
+        (lambda d: _pl(d).update(framework_index="<secret:a b>"), "framework_index"),
+        (lambda d: _pl(d).update(find_links=["relative/dir"]), "find_links"),
+        (lambda d: _pl(d).update(inputs={"../outside.txt": "4" * 64}), "inputs"),
+        (lambda d: _pl(d).update(inputs={"/etc/passwd": "4" * 64}), "inputs"),
+        (lambda d: _pl(d).update(python="3"), "python"),
+        (lambda d: _pl(d).update(python_platform="aarch64-manylinux_2_28"), "python_platform"),
+        (lambda d: _pl(d)["packages"][0].update(wheel="filelock.whl"), "packages.wheel"),
+        (lambda d: _pl(d)["packages"][0].update(wheel="../x-1-py3-none-any.whl"), "packages.wheel"),
+        (lambda d: _pl(d)["packages"][0].update(sha256="A" * 64), "packages.sha256"),
+        (lambda d: _pl(d)["packages"][0].update(urls=["ftp://h/x.whl"]), "packages.urls"),
+        (lambda d: _pl(d)["packages"][0].update(size=True), "packages.size"),
+        (lambda d: d["build"].update(base_image="Bad Image"), "build.base_image"),
+    ],
+)
+def test_values_the_spec_would_refuse_are_refused_in_a_lock(
+    tmp_path: Path, mutate: Callable[[Doc], None], field: str
+) -> None:
+    doc = _doc()
+    mutate(doc)
+    path = tmp_path / "bad.lock.json"
+    path.write_text(json.dumps(doc))
+    with pytest.raises(SpecError) as err:
+        read_lock(path)
+    assert f"field {field!r}" in err.value.message and "refused" in err.value.message
+
+
+def test_package_lock_from_dict_raises_lock_error_with_the_field() -> None:
+    raw = _pl(_doc())
+    raw["indexes"][0]["name"] = "x\nRUN INJ"
+    with pytest.raises(LockError, match=r"field 'indexes\[0\]\.name': 'x\\nRUN INJ' refused"):
+        package_lock_from_dict(raw, "my.lock.json: packages[0]")
+
+
+def test_a_long_value_is_cut_short_in_the_message() -> None:
+    raw = _pl(_doc())
+    raw["indexes"][0]["name"] = "x" * 5000
+    with pytest.raises(LockError) as err:
+        package_lock_from_dict(raw, "w")
+    assert len(err.value.message) < 200 and "..." in err.value.message
+
+
+def test_a_secret_reference_is_a_valid_mirror_and_round_trips(tmp_path: Path) -> None:
+    doc = _doc()
+    _pl(doc).update(default_index="<secret:pip_index_url>", framework_index="<secret:pip_index_url>")
+    _pl(doc)["packages"][0]["urls"] = ["<secret:pip_index_url>/filelock/filelock-4.3.1-py3-none-any.whl"]
+    path = tmp_path / "s.lock.json"
+    path.write_text(json.dumps(doc))
+    lock = read_lock(path)
+    assert lock.packages[0].default_index == "<secret:pip_index_url>"
+    write_lock(tmp_path / "again.lock.json", lock)
+    assert read_lock(tmp_path / "again.lock.json") == lock

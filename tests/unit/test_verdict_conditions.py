@@ -1,0 +1,287 @@
+"""Each condition of the host's verdict (certify/verdict.py: refusal, host_verdict) pinned by a
+pair: an input that breaks only that condition is refused (or failed) with its own reason, and
+the honest input at the condition's edge is accepted. Removing a condition fails the first test
+of its pair; inverting it (or moving its edge) fails the second (issue 23, item 14)."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+from fake_engine import cpu_stack
+from render_cases import TORCH_BUNDLED_CU130
+
+from envbuilder.certify.observe import Observation
+from envbuilder.certify.verdict import (
+    CLOCK_SLACK_S,
+    CPU_SHARE_MIN,
+    GPU_ONLY_STEPS,
+    REFUSED,
+    RunFacts,
+    claimed_seconds,
+    host_verdict,
+)
+from envbuilder.harness import HARNESS_VERSION
+from envbuilder.harness.digest import tree_digest
+from envbuilder.resources import harness_dir
+
+NONCE = "c" * 32
+SHA = tree_digest(harness_dir())
+SEEN = Observation(source="nvml", samples=3, busy=("GPU-1",))
+
+
+def step(name: str, status: str = "pass", seconds: float = 4.0) -> dict[str, Any]:
+    reason = "" if status == "pass" else f"{name}: {status}"
+    return {"kind": "step", "name": name, "status": status, "reason": reason, "seconds": seconds} | {
+        "metrics": {}
+    }
+
+
+def cpu_result() -> dict[str, Any]:
+    """An honest CPU-path result: 10 s of steps, for torch, with this run's nonce."""
+    return {
+        "kind": "result",
+        "schema_version": 1,
+        "harness_version": HARNESS_VERSION,
+        "harness_sha256": SHA,
+        "mode": "cpu",
+        "gpu_path": False,
+        "started": "2026-12-04T00:00:00Z",
+        "finished": "2026-12-04T00:00:10Z",
+        "wall_seconds": 10.0,
+        "options": {"nonce": NONCE, "framework": "torch", "cpu_only": True},
+        "steps": [
+            step("host", seconds=1.0),
+            step("kernel_inventory", seconds=1.0),
+            step("cpu_check", seconds=2.0),
+            step("cuda_smoke", "skip", 0.0),
+            step("train_cpu_rn18w16_fp32_bs32", seconds=6.0),
+        ],
+        "thresholds": {},
+        "gates": [],
+        "verdict": "certified-cpu-only",
+        "verdict_reason": "CPU path passed; this is NOT a GPU certification",
+        "telemetry": {},
+        "host": {},
+    }
+
+
+def gpu_result() -> dict[str, Any]:
+    doc = cpu_result()
+    doc.update(mode="full", gpu_path=True, verdict="certified", verdict_reason="3 checks passed on the GPU")
+    doc["options"] = {"nonce": NONCE, "framework": "torch"}
+    doc["steps"][3] = step("cuda_smoke")
+    return doc
+
+
+def cpu_facts(**changes: Any) -> RunFacts:
+    base: dict[str, Any] = {
+        "nonce": NONCE,
+        "harness_sha256": SHA,
+        "exit_code": 0,
+        "access": "none",
+        "stack": cpu_stack(),
+        "observation": None,
+        "framework": "torch",
+        "container_seconds": 12.0,
+        "cpu_seconds": 9.0,
+    }
+    return RunFacts(**{**base, **changes})
+
+
+def gpu_facts(**changes: Any) -> RunFacts:
+    return cpu_facts(**{"access": "toolkit", "stack": TORCH_BUNDLED_CU130, "observation": SEEN, **changes})
+
+
+def refused(doc: dict[str, Any], facts: RunFacts, why: str) -> None:
+    verdict, reason = host_verdict(doc, facts)
+    assert verdict == "failed" and reason.startswith(REFUSED) and why in reason, reason
+
+
+def test_the_honest_results_pass_on_each_path() -> None:
+    assert host_verdict(cpu_result(), cpu_facts())[0] == "certified-cpu-only"
+    assert host_verdict(gpu_result(), gpu_facts())[0] == "certified"
+
+
+# ------------------------------------------------------------------ shape
+
+
+@pytest.mark.parametrize(
+    "field",
+    ["harness_sha256", "gpu_path", "options", "steps", "verdict", "harness_version", "mode", "gates"],
+)
+@pytest.mark.parametrize("path", ["cpu", "gpu"])
+def test_a_result_missing_a_field_the_host_checks_is_refused_not_a_crash(field: str, path: str) -> None:
+    doc = cpu_result() if path == "cpu" else gpu_result()
+    del doc[field]
+    refused(doc, cpu_facts() if path == "cpu" else gpu_facts(), f"missing {field!r}")
+
+
+@pytest.mark.parametrize(
+    ("field", "value"), [("harness_sha256", None), ("gpu_path", "false"), ("gpu_path", 0)]
+)
+def test_a_field_of_the_wrong_type_is_refused(field: str, value: Any) -> None:
+    doc = cpu_result()
+    doc[field] = value
+    refused(doc, cpu_facts(), "malformed")
+
+
+# ------------------------------------------------------------------ which harness, which run
+
+
+def test_another_harness_version_is_refused() -> None:
+    refused({**cpu_result(), "harness_version": HARNESS_VERSION + ".1"}, cpu_facts(), "names harness")
+
+
+def test_another_payload_digest_is_refused() -> None:
+    refused({**cpu_result(), "harness_sha256": "sha256:" + "0" * 64}, cpu_facts(), "payload digest differs")
+
+
+@pytest.mark.parametrize("options", [{"nonce": "d" * 32, "framework": "torch"}, {"framework": "torch"}])
+def test_another_runs_nonce_is_refused(options: dict[str, Any]) -> None:
+    refused({**cpu_result(), "options": options}, cpu_facts(), "nonce")
+
+
+# ------------------------------------------------------------------ the framework (D2)
+
+
+def test_a_result_for_another_framework_than_the_stack_names_is_refused() -> None:
+    doc = cpu_result()
+    doc["options"]["framework"] = "jax"
+    refused(doc, cpu_facts(), "the result certifies 'jax', but the image's stack names 'torch'")
+    # nothing named by certify: the stack's own framework is expected
+    refused(doc, cpu_facts(framework=None), "stack names 'torch'")
+    # with neither, no framework is expected
+    assert host_verdict(doc, cpu_facts(framework=None, stack=None))[0] == "certified-cpu-only"
+
+
+def test_a_passing_result_whose_framework_steps_were_all_skipped_is_refused() -> None:
+    doc = cpu_result()
+    for s in doc["steps"][2:]:
+        s.update(status="skip", reason="torch is not installed", seconds=0.0)
+    doc["steps"].append(step("jax_smoke"))  # another framework's smoke is not the image's framework
+    refused(doc, cpu_facts(cpu_seconds=None), "no step of the result ran torch")
+
+
+def test_one_framework_step_that_ran_is_enough_and_a_failed_result_keeps_its_own_reason() -> None:
+    doc = cpu_result()
+    doc["steps"][4].update(status="skip", reason="time budget", seconds=0.0)
+    assert host_verdict(doc, cpu_facts())[0] == "certified-cpu-only"  # cpu_check ran
+    failed = cpu_result()
+    failed["steps"][2:] = [step("cpu_check", "fail", 0.1)]
+    failed.update(verdict="failed", verdict_reason="failed steps: cpu_check")
+    assert host_verdict(failed, cpu_facts()) == ("failed", "failed steps: cpu_check")
+
+
+# ------------------------------------------------------------------ GPU claims on the CPU path
+
+
+@pytest.mark.parametrize(
+    ("change", "what"),
+    [({"gpu_path": True}, "gpu_path"), ({"mode": "full"}, "mode"), ({"verdict": "certified"}, "verdict")],
+)
+def test_a_cpu_run_whose_result_claims_the_gpu_path_is_refused(change: dict[str, Any], what: str) -> None:
+    refused({**cpu_result(), **change}, cpu_facts(), "claims the GPU path")
+
+
+@pytest.mark.parametrize("name", GPU_ONLY_STEPS)
+def test_a_cpu_run_with_a_gpu_step_that_ran_is_refused_and_one_that_skipped_is_not(name: str) -> None:
+    doc = cpu_result()
+    doc["steps"] = [s for s in doc["steps"] if s["name"] != name] + [step(name, seconds=0.0)]
+    refused(doc, cpu_facts(), "claims the GPU path")
+    doc["steps"][-1] = step(name, "skip", 0.0)
+    assert host_verdict(doc, cpu_facts())[0] == "certified-cpu-only"
+
+
+# ------------------------------------------------------------------ the host's measure of the work (D3)
+
+
+def test_claimed_work_is_the_steps_that_ran_or_the_wall_time_if_longer() -> None:
+    doc = cpu_result()
+    doc["steps"][3]["seconds"] = 3.0  # a skipped step's seconds do not count
+    assert claimed_seconds(doc) == 10.0  # 1 + 1 + 2 + 6
+    doc["wall_seconds"] = 30.0
+    assert claimed_seconds(doc) == 30.0
+    doc["wall_seconds"] = True  # not a number
+    assert claimed_seconds(doc) == 10.0
+
+
+def test_steps_longer_than_the_container_ran_are_refused_at_the_edge() -> None:
+    edge = 10.0 - CLOCK_SLACK_S
+    assert host_verdict(cpu_result(), cpu_facts(container_seconds=edge))[0] == "certified-cpu-only"
+    refused(cpu_result(), cpu_facts(container_seconds=edge - 0.01), "but the container ran")
+
+
+def test_less_cpu_time_than_the_steps_imply_is_refused_at_the_edge() -> None:
+    need = CPU_SHARE_MIN * 10.0
+    assert host_verdict(cpu_result(), cpu_facts(cpu_seconds=need))[0] == "certified-cpu-only"
+    refused(cpu_result(), cpu_facts(cpu_seconds=need - 0.01), "the container's cgroup used")
+    # the D3 replay: a 16 s plan that used 0.1 s of CPU
+    doc = cpu_result()
+    doc["steps"][-1]["seconds"] = 12.0
+    refused(doc, cpu_facts(container_seconds=20.0, cpu_seconds=0.1), "used 0.10 s of CPU")
+
+
+def test_unmeasured_work_is_no_refusal_and_a_failed_result_is_not_judged_on_it() -> None:
+    doc = cpu_result()
+    assert host_verdict(doc, cpu_facts(container_seconds=None, cpu_seconds=None))[0] == "certified-cpu-only"
+    failed = copy.deepcopy(doc)
+    failed["steps"][-1] = step("train_cpu_rn18w16_fp32_bs32", "fail", 6.0)
+    failed.update(verdict="failed", verdict_reason="failed steps: train_cpu_rn18w16_fp32_bs32")
+    assert host_verdict(failed, cpu_facts(cpu_seconds=0.0))[1] == "failed steps: train_cpu_rn18w16_fp32_bs32"
+
+
+def test_the_clock_holds_on_every_path_and_the_cpu_floor_on_the_cpu_path() -> None:
+    # On the GPU path the host's NVML view is the evidence; the CPU floor does not apply there.
+    assert host_verdict(gpu_result(), gpu_facts(cpu_seconds=0.0))[0] == "certified"
+    edge = claimed_seconds(gpu_result()) - CLOCK_SLACK_S
+    assert host_verdict(gpu_result(), gpu_facts(container_seconds=edge))[0] == "certified"
+    refused(gpu_result(), gpu_facts(container_seconds=edge - 0.01), "but the container ran")
+
+
+# ------------------------------------------------------------------ the verdict follows from the steps
+
+
+def test_a_passing_verdict_over_a_failed_step_or_gate_is_refused() -> None:
+    doc = cpu_result()
+    doc["steps"][4] = step("train_cpu_rn18w16_fp32_bs32", "fail")
+    refused(doc, cpu_facts(), "does not follow from its step records")
+    gated = gpu_result()
+    gated["gates"] = [{"name": "tuned_rn50_eager", "status": "fail", "reason": "below"}]
+    refused(gated, gpu_facts(), "does not follow")
+    warned = gpu_result()
+    warned["gates"] = [{"name": "tuned_rn50_eager", "status": "warn", "reason": "unconfirmed"}]
+    assert host_verdict(warned, gpu_facts())[0] == "certified"
+
+
+# ------------------------------------------------------------------ the host's NVML view
+
+
+def test_a_gpu_verdict_the_host_saw_no_work_for_is_refused_unless_it_took_no_sample() -> None:
+    idle = Observation(source="nvml", samples=2, busy=())
+    refused(gpu_result(), gpu_facts(observation=idle), "saw none on the container's GPUs in 2 samples")
+    assert host_verdict(gpu_result(), gpu_facts(observation=Observation("nvml", 0, ())))[0] == "certified"
+    assert host_verdict(gpu_result(), gpu_facts(observation=None))[0] == "certified"
+
+
+# ------------------------------------------------------------------ host_verdict's own conditions
+
+
+def test_a_cuda_stack_that_ran_only_on_the_cpu_with_the_gpus_given_fails() -> None:
+    doc = cpu_result()  # the harness found no GPU although the container got them
+    verdict, reason = host_verdict(doc, gpu_facts(observation=None))
+    assert verdict == "failed" and "only ran on the CPU" in reason and not reason.startswith(REFUSED)
+    # the CPU path itself, or a CPU stack, or no stack: certified-cpu-only stands
+    assert host_verdict(doc, cpu_facts(stack=TORCH_BUNDLED_CU130))[0] == "certified-cpu-only"
+    assert host_verdict(doc, gpu_facts(observation=None, stack=cpu_stack()))[0] == "certified-cpu-only"
+    assert host_verdict(doc, gpu_facts(observation=None, stack=None))[0] == "certified-cpu-only"
+
+
+def test_a_non_zero_exit_after_a_passing_result_fails() -> None:
+    verdict, reason = host_verdict(cpu_result(), cpu_facts(exit_code=1))
+    assert (verdict, reason) == ("failed", "harness exited 1 after a certified-cpu-only result")
+    failed = cpu_result()
+    failed["steps"][4] = step("train_cpu_rn18w16_fp32_bs32", "fail")
+    failed.update(verdict="failed", verdict_reason="failed steps: train_cpu_rn18w16_fp32_bs32")
+    assert host_verdict(failed, cpu_facts(exit_code=1))[1] == "failed steps: train_cpu_rn18w16_fp32_bs32"
