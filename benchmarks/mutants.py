@@ -572,8 +572,8 @@ SET_B: tuple[Mutant, ...] = (
     m(
         "B35",
         "run/certificates.py",
-        'store.list(image=info.id, origin="local")',
-        "store.list(image=info.id)",
+        'local = [store.get(r.id) for r in rows if r.origin == "local"]',
+        "local = [store.get(r.id) for r in rows]",
         "an imported certificate taken as a local one",
         CERTS,
     ),
@@ -771,8 +771,8 @@ SET_C: tuple[Mutant, ...] = (
     m(
         "C25",
         "run/certificates.py",
-        "return [store.get(r.id) for r in local]",
-        "return [store.get(r.id) for r in local[:1]]",
+        "        if local:\n            return local\n",
+        "        if local:\n            return local[:1]\n",
         "only the newest local certificate considered",
         CERTS,
     ),
