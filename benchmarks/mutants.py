@@ -1386,16 +1386,13 @@ def _pytest(pkg_parent: Path, tests: list[str], timeout: float) -> tuple[str, fl
         return "caught (timeout)", time.monotonic() - start, ""
     took = time.monotonic() - start
     tail = (res.stdout + res.stderr).strip().splitlines()
-    last = tail[-1] if tail else ""
+    failed = [line for line in tail if line.startswith("FAILED ")]
+    last = (failed[0] + " ... " if failed else "") + (tail[-1] if tail else "")
     if res.returncode == 0:
         return "survived", took, last
     if res.returncode == 1:
         return "caught", took, last
     return f"error (pytest exit {res.returncode})", took, last
-
-
-def _first_failure(out: str) -> str:
-    return out[:160]
 
 
 def run(mutants: tuple[Mutant, ...], timeout: float) -> list[tuple[Mutant, str, float, str]]:
