@@ -1418,6 +1418,9 @@ def run(mutants: tuple[Mutant, ...], timeout: float) -> list[tuple[Mutant, str, 
             sys.exit(f"the tests would import envbuilder from {where!r}, not the mutated copy in {pkg}")
         base_tests = sorted({t for mu in mutants for t in _tests(mu.tests)})
         verdict, took, last = _pytest(parent, base_tests, timeout * 3)
+        if verdict != "survived":  # once more: a timing test of a loaded machine may fail once
+            print(f"baseline failed, trying again: {last}", file=sys.stderr)
+            verdict, took, last = _pytest(parent, base_tests, timeout * 3)
         if verdict != "survived":
             sys.exit(f"the unmutated code fails its own tests ({verdict}): {last}")
         print(f"baseline: {len(base_tests)} test files pass ({took:.0f} s)", file=sys.stderr)
