@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 RUN_STAMP := $(VENV)/.installed-run
 
 .DEFAULT_GOAL := help
-.PHONY: help install docker run check lint fmt types unit test test-docker test-harness services golden bench bench-resolve fuzz clean
+.PHONY: help install docker run check lint fmt types unit test test-docker test-harness services golden bench bench-resolve fuzz mutants clean
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -79,3 +79,6 @@ clean: ## Remove the venv and caches
 
 fuzz: $(STAMP) ## Property-based fuzzing, 10,000 inputs per loader: spec, lock, certificate (+ report/certs), DSSE envelope, statement payload, registry answers, harness output, trust policy (~55 min on 2 cores; K="envelope or trust_policy" selects)
 	HYPOTHESIS_PROFILE=fuzz $(BIN)/pytest -q -p no:cacheprovider --hypothesis-show-statistics tests/unit/test_fuzz_loaders.py $(if $(K),-k "$(K)")
+
+mutants: $(STAMP) ## Plant one-line bugs at the trust boundaries one at a time; the unit tests must catch them (~15 min on 2 cores) -> benchmarks/results/
+	$(BIN)/python benchmarks/mutants.py --out benchmarks/results/mutants-$$(date -u +%Y-%m-%d).md
