@@ -23,6 +23,7 @@ from envbuilder.cli.options import gpu_access_option, resolve_spec
 from envbuilder.cli.steps import StepProgress
 from envbuilder.doctor.checks import DoctorInputs
 from envbuilder.errors import CertificationFailedError, LockError, NotGpuCertifiedError, RegistryError
+from envbuilder.platforms import machine_of
 
 STEPS = ("doctor", "resolve", "base", "build", "certify", "report")
 _FILE = click.Path(exists=True, dir_okay=False, path_type=Path)
@@ -349,6 +350,7 @@ def _build(
         network="none" if fallbacks.wheelhouse else None,
     )
     plan = plan_from_spec(spec, resolution, options, spec_path, matrix)
+    options = replace(options, platform=machine_of(plan.stack.platform))  # this machine's stack
     for warning in plan.warnings:
         progress.say(f"warning: {warning}")
     if fallbacks.wheelhouse is not None:

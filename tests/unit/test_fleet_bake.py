@@ -138,8 +138,11 @@ def test_fleet_build_takes_builds_own_build_options(tmp_path: Path) -> None:
     mine = {p.name: p.to_info_dict() for p in build.params}
     fleets = {p.name: p.to_info_dict() for p in build_cmd.params}
     shared = set(BUILD_OPTION_NAMES)
-    assert {"base_image", "secrets", "pip_index_url_file", "index_url", "platform"} <= shared
+    assert {"base_image", "secrets", "pip_index_url_file", "index_url"} <= shared
     assert shared <= set(mine) & set(fleets)
+    # --platform is the target host's (host_options): build resolves for it; a fleet's classes
+    # are hosts of their own
+    assert "platform" in mine and "platform" not in shared
     assert all(mine[n] == fleets[n] for n in shared)
     spec = tmp_path / "s.yaml"
     spec.write_text("x")
