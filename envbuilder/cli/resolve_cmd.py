@@ -11,7 +11,7 @@ import click
 from envbuilder.cli import cli
 from envbuilder.cli.options import host_from_options, host_options, request_from_options, request_options
 from envbuilder.matrix import load_matrix
-from envbuilder.platforms import Platform
+from envbuilder.platforms import DEFAULT_PLATFORM, Platform
 from envbuilder.resolve.model import NoCompatibleStackError, Resolution, Stack
 
 
@@ -83,8 +83,10 @@ def _host_line(resolution: Resolution) -> str:
     driver = host.driver or "none"
     if host.windows_driver:
         driver = f"{host.windows_driver} (Windows, WSL2; as Linux {host.driver})"
-    platform = resolution.request.platform or "?"
-    return f"host: driver {driver}, {gpus}, {platform} [{host.source}]"
+    # linux/amd64 is left unsaid (the lines users know); another platform is named
+    platform = resolution.request.platform
+    on = f", {platform}" if platform and platform != DEFAULT_PLATFORM else ""
+    return f"host: driver {driver}, {gpus}{on} [{host.source}]"
 
 
 def _print_stack(stack: Stack, indent: str = "  ") -> None:
