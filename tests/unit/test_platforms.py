@@ -224,3 +224,21 @@ def test_lock_also_platform_takes_any_spelling() -> None:
     assert check_also_platforms(None, param, ("linux/arm64", "x86_64")) == ("aarch64", "x86_64")  # type: ignore[arg-type]
     with pytest.raises(UsageError):
         check_also_platforms(None, param, ("s390x",))  # type: ignore[arg-type]
+
+
+def test_a_probed_host_resolves_for_its_own_platform(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No --platform and nothing given: the probed machine's platform (uname -m) is the default."""
+    import envbuilder.host
+
+    report = HostReport(source="none", driver=None, cuda_driver=None, machine="aarch64")
+    monkeypatch.setattr(envbuilder.host, "probe_host", lambda: report)
+    code, out, err = run("resolve", "--cpu", "--framework", "torch==2.13.*", "--json")
+    assert code == 0, err
+    doc = json.loads(out)
+    assert doc["host"]["platform"] == "linux/arm64"
+    assert doc["stack"]["platform"] == "linux/arm64" and doc["stack"]["id"].endswith("-arm64")
+    code, out, err = run(
+        "resolve", "--cpu", "--framework", "torch==2.13.*", "--platform", "linux/amd64", "--json"
+    )
+    assert code == 0, err
+    assert "platform" not in json.loads(out)["stack"]  # --platform wins over the machine's
