@@ -34,6 +34,7 @@ from envbuilder.image.build import (
     BuildOptions,
     BuildOutcome,
     build_epoch,
+    for_stack_platform,
     plan_from_lock,
     plan_from_spec,
     run_build,
@@ -348,7 +349,11 @@ def build(
             f"{machine_of(target)} package lock (the stack's arch facts are {plan.stack.platform}'s)",
             err=True,
         )
-    options = replace(options, platform=machine_of(target))
+    options = (
+        for_stack_platform(options, plan.stack)
+        if target == plan.stack.platform
+        else (replace(options, platform=machine_of(target)))
+    )
     options = replace(options, source_date_epoch=build_epoch(reproducible, plan.previous, os.environ))
     for warning in plan.warnings:
         click.echo(f"warning: {warning}", err=True)

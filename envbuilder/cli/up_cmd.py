@@ -23,7 +23,6 @@ from envbuilder.cli.options import gpu_access_option, resolve_spec
 from envbuilder.cli.steps import StepProgress
 from envbuilder.doctor.checks import DoctorInputs
 from envbuilder.errors import CertificationFailedError, LockError, NotGpuCertifiedError, RegistryError
-from envbuilder.platforms import machine_of
 
 STEPS = ("doctor", "resolve", "base", "build", "certify", "report")
 _FILE = click.Path(exists=True, dir_okay=False, path_type=Path)
@@ -325,7 +324,13 @@ def _build(
 ) -> Any:
     from envbuilder.engine import BuildSecret
     from envbuilder.engine.progress import BuildEvent, finished_step
-    from envbuilder.image.build import BuildOptions, ensure_package_lock, plan_from_spec, run_build
+    from envbuilder.image.build import (
+        BuildOptions,
+        ensure_package_lock,
+        for_stack_platform,
+        plan_from_spec,
+        run_build,
+    )
     from envbuilder.image.packages import DEFAULT_INDEX, LockSettings
     from envbuilder.image.render import SECRET_CA
     from envbuilder.image.wheelhouse import fill_wheelhouse
@@ -350,7 +355,7 @@ def _build(
         network="none" if fallbacks.wheelhouse else None,
     )
     plan = plan_from_spec(spec, resolution, options, spec_path, matrix)
-    options = replace(options, platform=machine_of(plan.stack.platform))  # this machine's stack
+    options = for_stack_platform(options, plan.stack)
     for warning in plan.warnings:
         progress.say(f"warning: {warning}")
     if fallbacks.wheelhouse is not None:

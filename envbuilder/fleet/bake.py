@@ -32,6 +32,7 @@ from envbuilder.image.build import (
     BuildOutcome,
     BuildPlan,
     finish_build,
+    for_stack_platform,
     outputs_held,
     plan_from_spec,
     planned_tags,
@@ -124,7 +125,7 @@ def plan_targets(
                 continue
             name = target_name(spec, cls.name)
             opts = replace(
-                options,
+                for_stack_platform(options, resolution.stack),  # an arm64 class's stack: aarch64 wheels
                 tags=(*options.tags, f"envbuilder/{spec.name}:{cls.name}"),
                 lock_out=out_dir / f"{name}.lock.json",
             )

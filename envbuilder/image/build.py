@@ -80,6 +80,7 @@ from envbuilder.image.spec import ImageSpec, parse_spec
 from envbuilder.imageref import check_registry, check_tag
 from envbuilder.lifecycle import temp_dir
 from envbuilder.matrix.model import Matrix
+from envbuilder.platforms import machine_of
 from envbuilder.resolve.model import Resolution, Stack
 from envbuilder.typed import MAX_INT
 
@@ -173,6 +174,12 @@ def _render_options(
         wheelhouse=options.wheelhouse,
         secret_ids={s.id for s in options.secrets},
     )
+
+
+def for_stack_platform(options: BuildOptions, stack: Stack) -> BuildOptions:
+    """The options installing the package lock of the platform `stack` is for (its image's FROM
+    names that platform: image/render.py): build, up and fleet build all take it from here."""
+    return replace(options, platform=machine_of(stack.platform))
 
 
 def plan_from_spec(

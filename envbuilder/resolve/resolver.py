@@ -231,7 +231,7 @@ def _evaluate(matrix: Matrix, request: Request, host: Host, cand: _Candidate) ->
             if kernel is None:
                 raise _Reject(
                     "arch",
-                    f"no kernels for {g.name} (sm_{g.cc.replace('.', '')}): the build has "
+                    f"no kernels for {g.name} (sm_{g.cc.replace('.', '')}): the {_build_on(cand)} has "
                     + describe(matrix_targets(v.sass, v.ptx)),
                 )
             bad = _known_bad(matrix, rel, v, g, kernel.kind)
@@ -300,6 +300,11 @@ def _evaluate(matrix: Matrix, request: Request, host: Host, cand: _Candidate) ->
     if fwd is not None:
         stack = replace(stack, forward_compat=(fwd.package, fwd.driver))
     return _Verdict(stack=stack, sass_everywhere=sass_everywhere, full_driver=full_driver)
+
+
+def _build_on(cand: _Candidate) -> str:
+    """'build', or 'linux/arm64 build' where the arch lists are that platform's own wheels'."""
+    return "build" if cand.platform == DEFAULT_PLATFORM else f"{cand.platform} build"
 
 
 def _jit_floor(

@@ -152,3 +152,22 @@ def test_fleet_build_takes_builds_own_build_options(tmp_path: Path) -> None:
     for args in (["build", str(spec), *twice], ["fleet", "build", str(spec), "--slurm", *twice]):
         res = CliRunner().invoke(cli, args)
         assert res.exit_code == 2 and "envbuilder: error: secret id 'a' given twice" in res.stderr, res.output
+
+
+def test_a_class_of_aarch64_nodes_gets_an_arm64_stack_and_the_aarch64_package_lock(tmp_path: Path) -> None:
+    """GH200 nodes (Grace: aarch64) resolve for linux/arm64, and their target installs the aarch64
+    package lock (image/build.py for_stack_platform), not the x86_64 default of BuildOptions."""
+    gh200 = NodeClass(
+        name="gh200",
+        scheduler="slurm",
+        nodes=("g1",),
+        gpus_per_node=1,
+        gpu_model="NVIDIA GH200",
+        cc="9.0",
+        driver="580.95.05",
+    )
+    (target,) = plan_targets(
+        [(make_spec("train"), tmp_path / "t.yaml")], [gh200], MATRIX, BuildOptions(), tmp_path
+    )
+    assert target.plan.stack.platform == "linux/arm64"
+    assert target.options.platform == "aarch64"
