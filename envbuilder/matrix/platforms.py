@@ -5,6 +5,7 @@ them ("is there an aarch64 cu124 torch 2.6 for cp312" is `platform_build(...)`).
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
@@ -44,7 +45,7 @@ def load_platforms(doc: Doc) -> PlatformFacts:
                 index_url=get_field(row, "index_url", c, str, optional=True),
                 own_index="index_url" in row,
                 python=_specifier(row, "python", c) if "python" in row else None,
-                wheels=tuple(str(w) for w in get_field(row, "wheels", c, list, optional=True) or ()),
+                wheels=_wheels(row, c),
                 source=_source(row, c),
             )
         )
@@ -152,7 +153,12 @@ def variant_for_platform(
     fields: dict[str, Any] = {}
     if not build.archs_from_default:
         # the platform's own wheels: their arch lists, and no PTX ISA read from them
-        fields = {"sass": build.sass, "ptx": build.ptx, "ptx_isa": None, "arch_source": build.source}
+        fields = {
+            "sass": build.sass,
+            "ptx": build.ptx,
+            "ptx_isa": None,
+            "arch_source": "; ".join(build.wheels) or None,  # None: curated, not read from a wheel
+        }
     if build.own_index:
         fields["index_url"] = build.index_url
     return _replace(variant, fields), build
@@ -202,6 +208,18 @@ def _archs_from(row: dict[str, Any], c: Ctx) -> bool:
     if "sass" in row or "ptx" in row:
         raise c.fail("archs_from", "give either archs_from or sass/ptx, not both")
     return True
+
+
+_WHEEL_READ = re.compile(r"^[A-Za-z0-9_.+!-]+\.whl sha256:[0-9a-f]{64}$")
+
+
+def _wheels(row: dict[str, Any], c: Ctx) -> tuple[str, ...]:
+    """The wheels a row's arch lists were read from, each "FILE sha256:HEX"."""
+    out = tuple(str(w) for w in get_field(row, "wheels", c, list, optional=True) or ())
+    for w in out:
+        if not _WHEEL_READ.fullmatch(w):
+            raise c.fail("wheels", f"expected 'FILE.whl sha256:HEX' (64 hex digits), got {w!r}")
+    return out
 
 
 def _source(row: dict[str, Any], c: Ctx) -> str:

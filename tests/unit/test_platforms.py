@@ -124,7 +124,10 @@ def test_pypis_torch_215_aarch64_wheel_serves_thor_and_not_t4g() -> None:
     assert build.sass == ("8.0", "9.0", "10.0", "10.3", "11.0", "12.0", "12.1")
     assert build.ptx == ()
     assert build.index_url is None and build.own_index  # PyPI
-    assert "issue 24" in build.source
+    assert build.wheels == (
+        "torch-2.15.0-cp312-cp312-manylinux_2_28_aarch64.whl "
+        "sha256:9e51cf9460c5441dcd2a4f31ece207e35ea7c3d2535be0f929cca4944e2eeb18",
+    )
 
 
 def test_an_arm64_resolution_uses_only_arm64_facts() -> None:
@@ -167,6 +170,7 @@ _ROW = '  - {{platform: {p}, framework: torch, versions: "==2.6.*", variant: {v}
         (_ROW.format(p="linux/arm64", v="cu999", src=", source: x"), "variant"),
         (_ROW.format(p="linux/arm64", v="cu126", src=""), "source"),
         (_ROW.format(p="linux/amd64", v="cu126", src=", source: x"), "platform"),
+        (_ROW.format(p="linux/arm64", v="cu126", src=', wheels: ["torch.whl"], source: x'), "wheels"),
     ],
 )
 def test_a_malformed_platform_row_is_refused_naming_the_field(tmp_path: Path, row: str, field: str) -> None:
@@ -242,3 +246,14 @@ def test_a_probed_host_resolves_for_its_own_platform(monkeypatch: pytest.MonkeyP
     )
     assert code == 0, err
     assert "platform" not in json.loads(out)["stack"]  # --platform wins over the machine's
+
+
+@pytest.mark.parametrize("version", ["2.8.*", "2.9.*", "2.10.*"])
+def test_an_arm64_cuda_stack_never_installs_pypis_cpu_only_aarch64_torch(version: str) -> None:
+    """Through 2.10 PyPI's aarch64 torch is a CPU build: a CUDA stack for arm64 names its index."""
+    matrix = load_matrix()
+    host = Host(driver="580.95.05", gpus=load_host_gpus(matrix, "GH200"))
+    res = resolve(matrix, Request(framework="torch", specifier=f"=={version}", platform="linux/arm64"), host)
+    assert res.stack is not None
+    for s in (res.stack, *res.alternatives):
+        assert s.index_url is not None and s.index_url.startswith("https://download.pytorch.org/whl/cu"), s.id
