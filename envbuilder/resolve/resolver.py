@@ -494,7 +494,8 @@ def resolve(matrix: Matrix, request: Request, host: Host) -> Resolution:
                         wheels_for = build.python if build is not None else None  # the platform's own range
                         if request.python is None and wheels_for and py not in parse_specifier(wheels_for):
                             continue
-                        lent = build is not None and build.archs_from_default
+                        # x86_64's lists taken without an aarch64 wheel read to check them: said in a note
+                        lent = build is not None and build.archs_from_default and not build.wheels
                         cand = _Candidate(rel, v, strategy, py, platform, lent)
                         try:
                             survivors.append(_evaluate(matrix, request, host, cand))

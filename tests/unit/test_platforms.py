@@ -257,3 +257,16 @@ def test_an_arm64_cuda_stack_never_installs_pypis_cpu_only_aarch64_torch(version
     assert res.stack is not None
     for s in (res.stack, *res.alternatives):
         assert s.index_url is not None and s.index_url.startswith("https://download.pytorch.org/whl/cu"), s.id
+
+
+def test_jax_on_arm64_takes_x86_64s_lists_and_says_so_unless_an_aarch64_wheel_checked_them() -> None:
+    matrix = load_matrix()
+    host = Host(driver="580.95.05", gpus=load_host_gpus(matrix, "GH200"))
+    read = resolve(matrix, Request(framework="jax", specifier="==0.11.2", platform="linux/arm64"), host)
+    lent = resolve(matrix, Request(framework="jax", specifier="==0.8.*", platform="linux/arm64"), host)
+    assert read.stack is not None and lent.stack is not None
+    assert not any("were not read" in n for n in read.stack.notes)
+    assert any("were not read" in n for n in lent.stack.notes)
+    tf = resolve(matrix, Request(framework="tensorflow", specifier="", platform="linux/arm64"), host)
+    assert tf.stack is None and {r.component for r in tf.rejected} == {"platform"}
+    assert "tensorflow/issues/121157" in tf.rejected[0].reason
