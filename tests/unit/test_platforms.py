@@ -270,3 +270,20 @@ def test_jax_on_arm64_takes_x86_64s_lists_and_says_so_unless_an_aarch64_wheel_ch
     tf = resolve(matrix, Request(framework="tensorflow", specifier="", platform="linux/arm64"), host)
     assert tf.stack is None and {r.component for r in tf.rejected} == {"platform"}
     assert "tensorflow/issues/121157" in tf.rejected[0].reason
+
+
+def test_matrix_list_platforms_shows_each_build_and_where_its_archs_come_from() -> None:
+    code, out, _ = run("matrix", "list", "platforms", "--json")
+    assert code == 0
+    doc = json.loads(out)
+    assert doc["file"] == "platforms.yaml"
+    pypi_215 = [
+        i
+        for i in doc["items"]
+        if i["framework"] == "torch" and i["versions"] == "==2.15.*" and i["variant"] == "cu132"
+    ]
+    assert len(pypi_215) == 1 and pypi_215[0]["wheels"][0].startswith(
+        "torch-2.15.0-cp312-cp312-manylinux_2_28_aarch64.whl"
+    )
+    code, out, _ = run("matrix", "list", "platforms")
+    assert code == 0 and "1 wheel(s) read" in out and "(linux/amd64's)" in out
