@@ -287,3 +287,10 @@ def test_matrix_list_platforms_shows_each_build_and_where_its_archs_come_from() 
     )
     code, out, _ = run("matrix", "list", "platforms")
     assert code == 0 and "1 wheel(s) read" in out and "(linux/amd64's)" in out
+
+
+def test_matrix_check_reads_and_counts_platforms_yaml() -> None:
+    code, out, _ = run("matrix", "check", "--json")
+    assert code == 0
+    counts = json.loads(out)["counts"]["platforms"]
+    assert counts["builds"] >= 15 and counts["gpus"] >= 6
