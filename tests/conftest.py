@@ -56,6 +56,17 @@ def _private_data_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None
         yield
 
 
+@pytest.fixture(autouse=True)
+def _fresh_daemon_memos() -> None:
+    """Each test meets its daemon for the first time: what an earlier test's engine answered to
+    the memlock probe (certify/gpu_access.py, remembered a day per daemon ID) is forgotten."""
+    import shutil
+
+    from envbuilder.resources import user_data_dir
+
+    shutil.rmtree(user_data_dir() / "daemons", ignore_errors=True)
+
+
 @pytest.fixture(autouse=True, scope="session")
 def _private_lock_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     """The machine-wide folder of build locks (image/commit.py shared_locks_dir, /tmp/envbuilder-locks

@@ -166,7 +166,11 @@ class Certificate:
 
     @property
     def steps(self) -> tuple[StepRecord, ...]:
-        return tuple(StepRecord.read(s) for s in items(self.harness.get("steps")))
+        """The harness's steps, then the project's own smoke command's (run.project_smoke, which
+        the host ran and recorded after the harness: certify/smoke.py), when the image has one."""
+        smoke = self.run.get("project_smoke")
+        extra = (smoke,) if isinstance(smoke, Mapping) else ()
+        return tuple(StepRecord.read(s) for s in (*items(self.harness.get("steps")), *extra))
 
     @property
     def gates(self) -> tuple[GateRecord, ...]:

@@ -24,6 +24,7 @@ from envbuilder.certify.harness_plan import HARNESS_ENV, IO_DIR, parse_harness_o
 from envbuilder.certify.kernels import judge_kernels
 from envbuilder.certify.observe import GpuWatch
 from envbuilder.certify.scheduler import scheduler_section
+from envbuilder.certify.smoke import run_project_smoke, smoke_container
 from envbuilder.certify.verdict import REFUSED, RunFacts, host_verdict
 from envbuilder.engine import ContainerSpec, DaemonInfo, DockerEngine, Engine, Mount, docker_run_argv
 from envbuilder.errors import BuildFailedError, CertificationFailedError
@@ -73,7 +74,10 @@ def certify_image(
     `framework` is what it certifies for when the image's stack label does not say (an image
     envbuilder did not build), else the label's. With `lock`, the image's installed set is read
     (harness/installed.py, in the image) and recorded; a locked package missing, at another
-    version, or (this image's own lock) from another wheel fails certification, named. The harness
+    version, or (this image's own lock) from another wheel fails certification, named. The image's
+    own smoke command (its spec's certify.smoke) runs after the harness, quick or not, in a
+    container of its own (certify/smoke.py): recorded as run.project_smoke, and a failure or a
+    timeout fails certification. The harness
     that runs is the host's own copy, mounted read-only; the verdict is the host's
     (certify/verdict.py), from the result's step records and what `observe` (default: `probe`,
     else probe_host) saw of the GPUs during the run. `nonce`: the one the result must echo (a
@@ -125,10 +129,11 @@ def certify_image(
         passed = [f"{k}={v}" for k, v in collective_env(spec.env).items()]
         if passed:
             say(f"certify: the host's collective settings go in: {' '.join(passed)}")
-        spec, refused = drop_refused_memlock(eng, spec)
-        if refused:
-            warnings.append(refused)
-            say(f"certify: warning: {refused}")
+        spec, dropped = drop_refused_memlock(eng, spec)
+        if dropped is not None:  # in the certificate each time; said once a day per daemon
+            warnings.append(dropped.warning)
+            if not dropped.said_before:
+                say(f"certify: warning: {dropped.warning}")
         watch = None
         if choice.name != "none" and target.host.gpus:
             watch = GpuWatch(observe or probe or probe_host)
@@ -153,6 +158,12 @@ def certify_image(
             f"--- stderr tail ---\n{tail}",
             hint="exit 124 means it ran out of time; otherwise the payload crashed: see the tail above",
         )
+    # The project's own smoke command (the spec's certify.smoke), quick or not: the user's proof.
+    smoke = meta.certify.smoke if meta.certify is not None else None
+    smoke_record = None
+    if smoke is not None:
+        box = smoke_container(info, choice, smoke, mem_total=mem_total, without_memlock=dropped is not None)
+        smoke_record = run_project_smoke(eng, smoke, box, say=say)
     facts = RunFacts(
         nonce=plan.nonce,
         harness_sha256=plan.harness_sha256,
@@ -163,6 +174,7 @@ def certify_image(
         framework=plan.framework,
         container_seconds=seconds,
         cpu_seconds=res.cpu_seconds,
+        project_smoke=smoke_record,
     )
     verdict, reason = host_verdict(result, facts)
     if reason.startswith(REFUSED):
@@ -212,6 +224,7 @@ def certify_image(
             "host_cpu": {"cpu_seconds": res.cpu_seconds, "samples": res.cpu_samples, "source": "cgroup"},
             "warnings": warnings,
             **({"packages": packages} if packages is not None else {}),
+            **({"project_smoke": smoke_record} if smoke_record is not None else {}),
             **scheduler_section(),
         },
         harness=result,

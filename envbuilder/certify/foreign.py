@@ -9,6 +9,7 @@ GPUs of a remote node, is recorded as not observed, never assumed.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 from envbuilder.certify.certificate import Certificate, build_certificate, host_fingerprint
@@ -65,6 +66,13 @@ def seal_foreign_run(
     )
     if judged.failures and verdict != "failed":
         verdict, reason = "failed", "kernel inventory: " + "; ".join(judged.failures[:3])
+    warnings = list(judged.warnings)
+    if meta.certify is not None and meta.certify.smoke is not None:
+        # The job ran the harness alone (certify/smoke.py runs in `certify` on a Docker host).
+        warnings.append(
+            "the image's own smoke command (certify.smoke) did not run: this job ran the harness "
+            "alone; `envbuilder certify IMAGE` on a Docker host runs it"
+        )
     return build_certificate(
         image={"id": image.id, "ref": image_ref, "stack": meta.stack_record, "lock_hash": meta.lock_hash},
         host=host,
@@ -74,7 +82,7 @@ def seal_foreign_run(
             "harness_source": "host",
             "harness_sha256": facts.harness_sha256,
             "host_observation": observation.to_json(),
-            "warnings": list(judged.warnings),
+            "warnings": warnings,
         },
         harness=result,
         thresholds=thresholds,
@@ -97,6 +105,9 @@ def certificate_refusal(cert: Certificate, facts: RunFacts) -> str | None:
     nothing and stands (the node may have judged more strictly: kernels, package drift)."""
     if cert.verdict == "failed":
         return None
+    smoke = cert.run.get("project_smoke")  # the node's host ran it: its record counts as a step
+    if isinstance(smoke, Mapping):
+        facts = replace(facts, project_smoke=smoke)
     verdict, reason = host_verdict(cert.harness, facts)
     if verdict != cert.verdict:
         return f"it says {cert.verdict}, but its own result gives {verdict} here ({reason})"

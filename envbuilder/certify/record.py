@@ -110,7 +110,7 @@ CERTIFICATE_SHAPE = obj(
                 "gpus": list_of(obj({"name": _S, "uuid": _S, "cc": _S})),
             }
         ),
-        "run": obj({"scheduler": opt(map_of(ANY)), "_fixture": _S}),
+        "run": obj({"scheduler": opt(map_of(ANY)), "project_smoke": opt(_STEP), "_fixture": _S}),
         "thresholds": map_of(ANY),
         "harness": obj(
             {

@@ -5,8 +5,8 @@ What the container printed is evidence, not a verdict: an image can replace the 
 harness (version, payload digest) or another run (the nonce certify handed in), that certifies
 another framework than the image's stack (or --framework) names or ran none of its steps, that
 claims GPU work on a CPU run, that claims a GPU certification the host's own NVML never saw, or
-(the CPU path) that claims more work than the host saw the container do: longer than the
-container ran, or with less CPU time than its cgroup used; and it re-derives the verdict from
+that claims more work than the host saw the container do: longer than the container ran, or (the
+CPU path) more than its cgroup's CPU time can account for; and it re-derives the verdict from
 the result's step records with the harness's own rule (harness/result.py decide_verdict), so a
 "certified" line over failed steps stays failed. docs/certify.md states the threat model: what
 each check stops, and what none does.
@@ -31,13 +31,14 @@ GPU_ONLY_STEPS = ("cuda_smoke", "batch_ramp", "telemetry_overhead")  # plan.py: 
 # Steps that pass without any framework in the image (plan.py): they cannot carry a verdict alone.
 FRAMEWORK_FREE_STEPS = ("host", "kernel_inventory")
 FRAMEWORKS = ("torch", "tensorflow", "jax")  # harness/session.py FRAMEWORK_CHOICES; each has NAME_smoke
-# The host's own measure of the work (CPU path). The harness's steps run one after the other inside
+# The host's own measure of the work. The harness's steps run one after the other inside
 # the container's run, so their seconds cannot exceed the container's time by more than the two
-# clocks' slack; and they compute on the CPU, so its cgroup must show CPU time for them. An honest
-# run on a loaded 2-core machine used 0.5-2 CPU seconds per second of step (docs/certify.md); a
-# result replayed by a `python3` that sleeps uses ~0. The floor is far below the first.
+# clocks' slack; and on the CPU path they compute on the CPU, so its cgroup must show CPU time for
+# them. Honest quick CPU runs on the loaded 2-core machine used 0.5-1.1 CPU seconds per claimed
+# second (docs/certify.md); a result replayed by a `python3` that sleeps used 0.02 s in all. The
+# floor sits 5-10x below the first and, for the shortest claim seen (0.9 s), 4x above the second.
 CLOCK_SLACK_S = 2.0
-CPU_SHARE_MIN = 0.05
+CPU_SHARE_MIN = 0.1
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -53,6 +54,9 @@ class RunFacts:
     framework: str | None = None  # what certify told the harness to certify for (else the stack's)
     container_seconds: float | None = None  # how long the container ran, by the host's clock
     cpu_seconds: float | None = None  # CPU time of the container's cgroup, read by the host (engine)
+    # The project's own smoke command's step (certify/smoke.py), run and recorded by the host
+    # after the harness; None: the image's spec asks for none.
+    project_smoke: Mapping[str, Any] | None = None
 
     @property
     def expected_framework(self) -> str | None:
@@ -99,9 +103,9 @@ def refusal(result: Mapping[str, Any], facts: RunFacts) -> str | None:
         )
         if gpu_claims or ran:
             return "the container had no GPU (the CPU path) but the result claims the GPU path"
-        why = _work_refusal(result, facts)
-        if why is not None:
-            return why
+    why = _work_refusal(result, facts)
+    if why is not None:
+        return why
     derived, _ = decide_verdict(
         _steps(result), result["gates"], mode=str(result["mode"]), gpu_path=result.get("gpu_path") is True
     )
@@ -145,8 +149,11 @@ def claimed_seconds(result: Mapping[str, Any]) -> float:
 
 
 def _work_refusal(result: Mapping[str, Any], facts: RunFacts) -> str | None:
-    """A passing CPU-path result that claims more work than the host saw the container do
-    (issue 23, D3: an image whose `python3` replays a recorded result with this run's nonce)."""
+    """A passing result that claims more work than the host saw the container do (issue 23, D3:
+    an image whose `python3` replays a recorded result with this run's nonce): more seconds than
+    the container ran (any path: the harness records its steps one after the other), or, on the
+    CPU path, less CPU time than its steps imply (on the GPU path the host's NVML view is the
+    evidence, and how little host CPU a GPU step may use is not measured)."""
     if result["verdict"] == "failed":
         return None
     claimed = claimed_seconds(result)
@@ -157,7 +164,7 @@ def _work_refusal(result: Mapping[str, Any], facts: RunFacts) -> str | None:
             "clock: a result not computed in this run (replayed)"
         )
     need = CPU_SHARE_MIN * claimed
-    if facts.cpu_seconds is not None and facts.cpu_seconds < need:
+    if facts.access == "none" and facts.cpu_seconds is not None and facts.cpu_seconds < need:
         return (
             f"the result's steps took {claimed:.1f} s of CPU-path work, but the container's cgroup "
             f"used {facts.cpu_seconds:.2f} s of CPU (read by the host; at least {need:.2f} s "
@@ -169,7 +176,8 @@ def _work_refusal(result: Mapping[str, Any], facts: RunFacts) -> str | None:
 def host_verdict(result: Mapping[str, Any], facts: RunFacts) -> tuple[str, str]:
     """The certificate's verdict and reason: refused results fail; otherwise the harness's verdict
     made stricter (a GPU stack that ran only on the CPU although the container got the GPUs fails,
-    a non-zero exit after a passing result fails)."""
+    a non-zero exit after a passing result fails, and so does the project's own smoke command
+    when it did not pass: the user's code counts as much as the stack)."""
     why = refusal(result, facts)
     if why is not None:
         return "failed", REFUSED + why
@@ -183,4 +191,7 @@ def host_verdict(result: Mapping[str, Any], facts: RunFacts) -> tuple[str, str]:
         )
     if verdict != "failed" and facts.exit_code != 0:
         return "failed", f"harness exited {facts.exit_code} after a {verdict} result"
+    smoke = facts.project_smoke
+    if verdict != "failed" and smoke is not None and smoke.get("status") != "pass":
+        return "failed", f"the project's smoke command failed: {smoke.get('reason') or 'no reason recorded'}"
     return verdict, reason

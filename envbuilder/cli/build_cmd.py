@@ -5,13 +5,11 @@ from __future__ import annotations
 import functools
 import json
 import os
-import sys
-import time
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
-from typing import IO, Any, cast
+from typing import Any, cast
 
 import click
 
@@ -23,12 +21,11 @@ from envbuilder.cli.options import (
     host_options,
     package_source_options,
     resolve_spec,
-    say,
     settings_from_options,
 )
+from envbuilder.cli.progress_view import build_progress
 from envbuilder.engine import BUILD_NETWORKS, BuildSecret, DockerEngine
 from envbuilder.engine.buildkit import secret_flag
-from envbuilder.engine.progress import BuildEvent, finished_step, step_instruction
 from envbuilder.errors import UsageError
 from envbuilder.image.build import (
     BuildOptions,
@@ -72,39 +69,6 @@ def parse_secret(text: str) -> BuildSecret:
     if not Path(src).is_file():
         raise UsageError(f"--secret {text!r}: {src} is not a file")
     return BuildSecret(id=sid, src=Path(src))
-
-
-class ProgressDisplay:
-    """Current step k/n, its instruction and the elapsed time on stderr: one updating line on a
-    TTY, a plain line per step otherwise (CI logs)."""
-
-    def __init__(self, stream: IO[str] | None = None, tty: bool | None = None) -> None:
-        self.stream = stream or sys.stderr
-        self.tty = self.stream.isatty() if tty is None else tty
-        self.started = time.monotonic()
-        self.width = 100
-        self._dirty = False
-
-    def __call__(self, event: BuildEvent) -> None:
-        if not event.is_shown:
-            return
-        elapsed = time.monotonic() - self.started
-        instr = " ".join(step_instruction(event.name).split())
-        head = event.counter
-        if self.tty:
-            if event.kind in ("start", "log", "cached", "done"):
-                state = {"cached": "CACHED ", "done": "done   "}.get(event.kind, "")
-                line = f"{head} {elapsed:6.1f}s {state}{instr}"
-                self.stream.write("\r\033[K" + line[: self.width])
-                self._dirty = True
-        elif (ended := finished_step(event, 160)) is not None:
-            self.stream.write(f"{head} {ended[0]} (t={elapsed:.0f}s) {ended[1]}\n")
-        self.stream.flush()
-
-    def finish(self) -> None:
-        if self._dirty:
-            self.stream.write("\r\033[K")
-            self.stream.flush()
 
 
 def _lock_settings(
@@ -357,11 +321,8 @@ def build(
     options = replace(options, source_date_epoch=build_epoch(reproducible, plan.previous, os.environ))
     for warning in plan.warnings:
         click.echo(f"warning: {warning}", err=True)
-    display = ProgressDisplay()
-    try:
-        outcome = run_build(plan, options, DockerEngine(), on_event=display, on_message=say)
-    finally:
-        display.finish()
+    with build_progress() as progress:
+        outcome = run_build(plan, options, DockerEngine(), on_event=progress, on_message=progress.say)
     for warning in outcome.warnings[len(plan.warnings) :]:
         click.echo(f"warning: {warning}", err=True)
     summary = outcome_dict(outcome)

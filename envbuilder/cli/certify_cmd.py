@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 import textwrap
 from collections.abc import Callable
 from pathlib import Path
@@ -28,6 +29,10 @@ def key_metric(step: StepRecord) -> str:
         return ", ".join(names) or "no GPU visible"
     if step.name == "multi_gpu":
         return _multi_gpu_metric(num)
+    if step.name == "project_smoke":  # the project's own command (certify/smoke.py)
+        words = step.metric("command")
+        said = shlex.join(str(w) for w in words) if isinstance(words, list) else "?"
+        return textwrap.shorten(f"exit {num('exit_code') or 0:.0f}: {said}", 70, placeholder=" ...")
     if (ips := num("images_per_s")) is not None:
         acc = num("val_accuracy")
         return f"{ips:,.0f} img/s" + (f", val acc {acc:.2f}" if acc is not None else "")
@@ -134,6 +139,13 @@ def print_summary(cert: Certificate, stored_id: str | None) -> None:
     hidden=True,  # a fleet job's: the submitting host hands it in and checks the result echoes it
     help="The nonce the harness result must echo (default: a fresh one).",
 )
+@click.option(
+    "--verbose",
+    "-v",
+    is_flag=True,
+    help="Also print the certificate's warnings as notes, those said once a day too (the memlock "
+    "ulimit this Docker daemon refuses).",
+)
 def certify(
     image: str,
     gpu_access: str,
@@ -150,6 +162,7 @@ def certify(
     framework: str | None,
     lock_path: Path | None,
     nonce: str | None,
+    verbose: bool,
 ) -> None:
     """Certify IMAGE on this host: smoke tests, training benchmark and telemetry in the container.
 
@@ -173,18 +186,24 @@ def certify(
             raise UsageError("--push attaches the stored certificate: drop --no-store")
         parse_reference(image)
         find_key(key_name)  # before the long run, not after it
-    cert = certify_image(
-        image,
-        gpu_access=gpu_access,
-        quick=quick,
-        progress=lambda line: click.echo(printable(line), err=True),
-        budget_s=budget_seconds,
-        steps=steps,
-        timeout_s=timeout_s,
-        framework=framework,
-        lock=_read_lock(lock_path),
-        nonce=nonce,
-    )
+    from envbuilder.cli.progress_view import task_progress
+
+    with task_progress("certify") as view:
+        cert = certify_image(
+            image,
+            gpu_access=gpu_access,
+            quick=quick,
+            progress=lambda line: view.message(line, indent="", collapse=False),
+            budget_s=budget_seconds,
+            steps=steps,
+            timeout_s=timeout_s,
+            framework=framework,
+            lock=_read_lock(lock_path),
+            nonce=nonce,
+        )
+        if verbose:
+            for warning in cert.run.get("warnings") or ():
+                view.say(f"note: {warning}")
     # The outputs the user named come first: a full data folder must not lose the run (D5).
     kept: Path | None = None
     out_error: EnvbuilderError | None = None
@@ -259,7 +278,8 @@ def _unstored(exc: EnvbuilderError, cert: Certificate, kept: Path | None) -> Sto
         where = "and it could not be written anywhere (" + "; ".join(tried) + ")"
     return StoreError(
         f"the {cert.verdict} certificate was not stored: {exc.message}; {where}",
-        hint="free space in the data folder (ENVBUILDER_DATA_DIR), then `envbuilder certs import FILE`"
+        hint="free space in the data folder (ENVBUILDER_DATA_DIR) and certify again; or `envbuilder certs "
+        "import FILE` keeps this one, as imported (`run` uses it only with --trust-imported)"
         if kept is not None or "instead" in where
         else "free space, then certify again (--out PATH keeps the certificate on another disk)",
         file=exc.file,

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 import click
 
 from envbuilder.cli.build_cmd import image_build_options
-from envbuilder.cli.fleet_cmd import class_names, cluster_classes, fleet, one_scheduler, say
+from envbuilder.cli.fleet_cmd import class_names, cluster_classes, fleet, one_scheduler
 
 if TYPE_CHECKING:
     from envbuilder.image.build import BuildOptions
@@ -62,7 +62,7 @@ def build_cmd(
     sources). Exit codes: 0 built; 2 bad input; 4 no stack for a class; 8 no buildx; 9 the bake failed;
     23 the scheduler cannot be asked; 13 push failed.
     """
-    from envbuilder.cli.build_cmd import ProgressDisplay
+    from envbuilder.cli.progress_view import build_progress
     from envbuilder.engine import DockerEngine
     from envbuilder.engine.buildkit import find_buildx
     from envbuilder.fleet.bake import bake, plan_targets
@@ -78,18 +78,15 @@ def build_cmd(
     out_dir.mkdir(parents=True, exist_ok=True)
     targets = plan_targets(specs, classes, matrix, build_options, out_dir.resolve())
     buildx = find_buildx()
-    display = ProgressDisplay()
-    try:
+    with build_progress() as progress:
         outcomes = bake(
             targets,
             DockerEngine(),
             buildx,
             keep_dir=out_dir.resolve() / "contexts",
-            on_event=display,
-            say=say,
+            on_event=progress,
+            say=progress.say,
         )
-    finally:
-        display.finish()
     rows = [
         {
             **t.to_dict(),

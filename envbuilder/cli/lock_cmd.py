@@ -14,9 +14,9 @@ from envbuilder.cli.options import (
     host_options,
     package_source_options,
     resolve_spec,
-    say,
     settings_from_options,
 )
+from envbuilder.cli.progress_view import task_progress
 from envbuilder.errors import SpecError
 from envbuilder.image.lock import (
     LockFile,
@@ -126,10 +126,11 @@ def lock(
     # LOCK's stack (as --also-platform)
     first = machine_of(platform or current.stack.platform)
     platforms = list(dict.fromkeys([first, *also]))
-    locks = tuple(
-        lock_packages(spec, stack, platform=p, settings=settings, on_progress=say)  # type: ignore[arg-type]
-        for p in platforms
-    )
+    with task_progress("lock") as view:
+        locks = tuple(
+            lock_packages(spec, stack, platform=p, settings=settings, on_progress=view.say)  # type: ignore[arg-type]
+            for p in platforms
+        )
     kept = tuple(p for p in current.packages if p.platform not in platforms)
     target = out or default_out
     new = LockFile(

@@ -10,7 +10,7 @@ import click
 from envbuilder.cli import cli
 from envbuilder.cli.options import gpu_access_option, trust_options
 from envbuilder.run.hpc import RUNTIMES
-from envbuilder.run.launch import IPC_MODES, FindCertificate, RunOptions, run_image
+from envbuilder.run.launch import IPC_MODES, FindCertificate, RunOptions, parse_options, run_image
 
 
 def find_certificates(
@@ -58,45 +58,90 @@ def pull_if_missing(image: str) -> None:
         engine.pull(image)
 
 
-class _DockerRunCommand(click.Command):
-    """As `docker run`: the command starts at the first word after IMAGE that is not one of our
-    options (`envbuilder run IMAGE python -V`); `--` before it is still accepted, and our options
-    may still come after IMAGE (`run IMAGE -v a:b -- cmd`)."""
+def _consumed(tok: str, takes_value: dict[str, bool]) -> int:
+    """How many words `tok` and its value take when it is one of our options (1 or 2), else 0.
+    Short flags may be grouped (`-it`) and a short option's value attached (`-eK=V`), as click
+    and docker read them."""
+    if tok.startswith("--"):
+        name = tok.split("=", 1)[0]
+        if name not in takes_value:
+            return 0
+        return 2 if takes_value[name] and "=" not in tok else 1
+    if not tok.startswith("-") or len(tok) < 2:
+        return 0
+    for j, ch in enumerate(tok[1:], 1):
+        if f"-{ch}" not in takes_value:
+            return 0
+        if takes_value[f"-{ch}"]:
+            return 1 if j < len(tok) - 1 else 2
+    return 1
 
-    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+
+class _DockerRunCommand(click.Command):
+    """As `docker run`: our options come before IMAGE; everything after IMAGE is the command, its
+    options included (`run IMAGE -t python -V` runs `-t python -V`, as docker does: with an
+    ENTRYPOINT image those are its arguments). One form of earlier versions is still read:
+    options of ours between IMAGE and a `--` (`run IMAGE -v a:b -- cmd`) are ours, when every
+    word there is one of ours. No command at all: the image's own CMD."""
+
+    def our_options(self, ctx: click.Context) -> dict[str, bool]:
+        """Each option name (short and long) -> whether it takes a value."""
         takes_value: dict[str, bool] = {}
         for p in self.get_params(ctx):
             if isinstance(p, click.Option):
                 for name in (*p.opts, *p.secondary_opts):
                     takes_value[name] = not p.is_flag and not p.count
+        return takes_value
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        takes_value = self.our_options(ctx)
         out: list[str] = []
-        positionals = 0
         i = 0
         while i < len(args):
             tok = args[i]
             if tok == "--":
                 out += args[i:]
                 break
-            name = tok.split("=", 1)[0]
-            if tok.startswith("-") and name in takes_value:
-                out.append(tok)
-                if takes_value[name] and "=" not in tok and i + 1 < len(args):
-                    out.append(args[i + 1])
-                    i += 1
-            elif positionals == 0:
-                out.append(tok)
-                positionals = 1
-            else:  # the command: everything from here on is its own
-                out += ["--", *args[i:]]
-                break
-            i += 1
+            if tok.startswith("-") and tok != "-":  # before IMAGE: ours (click names an unknown one)
+                n = max(1, _consumed(tok, takes_value))
+                out += args[i : i + n]
+                i += n
+                continue
+            out.append(tok)  # IMAGE
+            rest = args[i + 1 :]
+            ours = _options_before_dashes(rest, takes_value)
+            if ours or rest[:1] == ["--"]:
+                out += rest[:ours]
+                rest = rest[ours + 1 :]
+            out += ["--", *rest] if rest else []
+            break
         return super().parse_args(ctx, out)
+
+
+def _options_before_dashes(rest: list[str], takes_value: dict[str, bool]) -> int:
+    """The older form `IMAGE -v a:b -- cmd`: how many words after IMAGE are our options up to a
+    `--` (every one of them ours), else 0 (they are the command's)."""
+    if not rest or rest[0] == "--" or not rest[0].startswith("-") or "--" not in rest:
+        return 0
+    end, j = rest.index("--"), 0
+    while j < end:
+        n = _consumed(rest[j], takes_value)
+        if n == 0 or j + n > end:
+            return 0
+        j += n
+    return end
 
 
 @cli.command(cls=_DockerRunCommand, context_settings={"help_option_names": ["-h", "--help"]})
 @click.argument("image")
-@click.argument("command", nargs=-1, required=True)
+@click.argument("command", nargs=-1)
 @gpu_access_option
+@click.option(
+    "--gpus",
+    metavar="all|N|device=ID,...",
+    help="Which GPUs the job gets, in Docker's syntax: all (default), 2 (the first two), "
+    "device=0,2 or device=GPU-UUID; the certificate must cover exactly those.",
+)
 @click.option(
     "--runtime",
     type=click.Choice(RUNTIMES),
@@ -125,8 +170,28 @@ class _DockerRunCommand(click.Command):
 @click.option("--shm-size", metavar="SIZE", help="Shared memory (16g); default half the RAM, max 8g.")
 @click.option("--ipc", type=click.Choice(IPC_MODES), help="IPC namespace; host shares the host's /dev/shm.")
 @click.option("--network", metavar="NAME", help="Docker network (default: the daemon's default).")
+@click.option(
+    "-p",
+    "--publish",
+    multiple=True,
+    metavar="[IP:]HOST:CONTAINER[/PROTO]",
+    help="Publish a container port on the host (-p 8888:8888, -p 127.0.0.1:8080:80/tcp).",
+)
+@click.option(
+    "-u",
+    "--user",
+    metavar="UID[:GID]|NAME",
+    help="Run as this user; -u $(id -u):$(id -g) makes what the job writes into a bind mount yours.",
+)
+@click.option("--name", metavar="NAME", help="The container's name (default: envbuilder-run-RUN_ID).")
 @click.option("-i", "--interactive", is_flag=True, help="Hand stdin to the job (automatic on a terminal).")
-@click.option("--tty/--no-tty", default=None, help="Give the job a terminal (default: when on one).")
+@click.option("-t", "--tty/--no-tty", default=None, help="Give the job a terminal (default: when on one).")
+@click.option(
+    "--rm",
+    "remove",
+    is_flag=True,
+    help="Accepted for docker's sake: envbuilder always removes the container when the job ends.",
+)
 @trust_options
 @click.pass_context
 def run(
@@ -134,6 +199,7 @@ def run(
     image: str,
     command: tuple[str, ...],
     gpu_access: str,
+    gpus: str | None,
     runtime: str,
     runtime_path: str | None,
     force: bool,
@@ -146,16 +212,24 @@ def run(
     shm_size: str | None,
     ipc: str | None,
     network: str | None,
+    publish: tuple[str, ...],
+    user: str | None,
+    name: str | None,
     interactive: bool,
     tty: bool | None,
+    remove: bool,
     key_files: tuple[Path, ...],
     trust_file: Path | None,
     max_age: str | None,
 ) -> None:
     """Run COMMAND in IMAGE with GPUs, if its certificate covers this host.
 
-    Options come before IMAGE; everything after it is the command, as with `docker run`:
-    envbuilder run IMAGE python train.py --epochs 3   (`-- python ...` works too)
+    As with `docker run`, options come before IMAGE and everything after it is the command
+    (its options included); no command runs the image's own CMD:
+
+    \b
+    envbuilder run IMAGE python train.py --epochs 3
+    envbuilder run -it --gpus device=0 -u $(id -u):$(id -g) -v $PWD:/work -w /work IMAGE bash
 
     Before starting, a certificate for the image's ID must be intact, for this exact image,
     passed, and cover this host's GPUs and driver; otherwise it refuses (exit 12) with the
@@ -196,31 +270,54 @@ def run(
                     "--network": network,
                     "--interactive": interactive,
                     "--tty/--no-tty": tty is not None,
+                    "--gpus": gpus is not None,
+                    "--publish": bool(publish),
+                    "--user": user is not None,
+                    "--name": name is not None,
                 },
             )
         )
+    _note_misplaced_option(ctx, command)
     on_terminal = sys.stdin.isatty()
+    options = RunOptions(
+        image=image,
+        command=command,
+        gpu_access=gpu_access,
+        gpus=gpus,
+        force=force,
+        monitor=monitor,
+        monitor_dir=monitor_dir,
+        volumes=volumes,
+        env=env,
+        workdir=workdir,
+        shm_size=shm_size,
+        ipc=ipc,
+        network=network,
+        interactive=interactive or on_terminal,
+        tty=(on_terminal and sys.stdout.isatty()) if tty is None else tty,
+        publish=publish,
+        user=user,
+        name=name,
+    )
+    parse_options(options)  # bad options are said before an image is pulled
     pull_if_missing(image)
     outcome = run_image(
-        RunOptions(
-            image=image,
-            command=command,
-            gpu_access=gpu_access,
-            force=force,
-            monitor=monitor,
-            monitor_dir=monitor_dir,
-            volumes=volumes,
-            env=env,
-            workdir=workdir,
-            shm_size=shm_size,
-            ipc=ipc,
-            network=network,
-            interactive=interactive or on_terminal,
-            tty=(on_terminal and sys.stdout.isatty()) if tty is None else tty,
-        ),
+        options,
         find_certificate=find_certificates(image, key_files, trust_file, max_age, trust_imported),
     )
     ctx.exit(outcome.exit_code)
+
+
+def _note_misplaced_option(ctx: click.Context, command: tuple[str, ...]) -> None:
+    """A command that starts with one of our options (`run IMAGE -t python`) is run as written, as
+    docker would; say where our options go, in case that was meant."""
+    run_cmd = ctx.command
+    if command and isinstance(run_cmd, _DockerRunCommand) and _consumed(command[0], run_cmd.our_options(ctx)):
+        click.echo(
+            f"envbuilder: note: {command[0]!r} after IMAGE is part of the command (as with docker "
+            "run); envbuilder's own options go before IMAGE",
+            err=True,
+        )
 
 
 def run_with_runtime(

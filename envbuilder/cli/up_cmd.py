@@ -1,4 +1,4 @@
-"""`envbuilder up SPEC`: the whole job on this machine, doctor -> resolve -> base -> build ->
+"""`envbuilder up SPEC`: the whole job on this machine, doctor -> base -> resolve -> build ->
 certify -> report, with progress, ending in one line: the image, its verdict, the report.
 
 Where the network a build expects is missing (no container registry, the framework's own index
@@ -20,11 +20,11 @@ from packaging.specifiers import SpecifierSet
 
 from envbuilder.cli import cli
 from envbuilder.cli.options import gpu_access_option, resolve_spec
-from envbuilder.cli.steps import StepProgress
+from envbuilder.cli.progress_view import StepProgress
 from envbuilder.doctor.checks import DoctorInputs
 from envbuilder.errors import CertificationFailedError, LockError, NotGpuCertifiedError, RegistryError
 
-STEPS = ("doctor", "resolve", "base", "build", "certify", "report")
+STEPS = ("doctor", "base", "resolve", "build", "certify", "report")
 _FILE = click.Path(exists=True, dir_okay=False, path_type=Path)
 CPU_ONLY_NOTE = (
     "this machine has no NVIDIA GPU: the image is certified on the CPU path only "
@@ -92,7 +92,7 @@ def up(
     no_cache: bool,
     as_json: bool,
 ) -> None:
-    """Doctor, resolve, build, certify and report SPEC (images/NAME.yaml) on this machine.
+    """Doctor, base, resolve, build, certify and report SPEC (images/NAME.yaml) on this machine.
 
     Progress goes to stderr (a live line on a terminal; one line per step with elapsed times,
     at least every 10 s, when piped); the last line on stdout names the image, its verdict and
@@ -116,28 +116,29 @@ def up(
             hint="run it on a GPU host, or drop --require-gpu for a certified-cpu-only image",
         )
 
-    with progress.step("resolve"):
-        matrix, resolution = resolve_spec(spec, None, (), (), cpu_only)
-        assert resolution.stack is not None  # resolve_spec raises otherwise
-        if resolution.python_reason:
-            progress.say(resolution.python_reason)
-        progress.say(f"stack {resolution.stack.id}")
-
+    # The stack's base image decides what this machine can build on: the base step comes first,
+    # from the spec's first answer (pure, no output), and the resolve step then names the one
+    # stack that is built (issue 26: it named the first answer, replaced after a base fallback).
     from envbuilder.engine import DockerEngine
 
+    matrix, resolution = resolve_spec(spec, None, (), (), cpu_only)
+    first = resolution.stack
+    assert first is not None  # resolve_spec raises otherwise
     engine = DockerEngine()
     with progress.step("base"):
         engine.ping()
-        fallbacks = _base(engine, resolution.stack.base_image, base_image, progress)
+        fallbacks = _base(engine, first.base_image, base_image, progress)
         # whatever the base (made here, pulled or --base-image), an index that does not answer
         # falls back to local wheels (issue 23 D17: with --base-image it was never asked)
-        fallbacks, request = _offline_request(
-            spec, resolution.stack, fallbacks, find_links, cpu_only, progress
-        )
+        fallbacks, request = _offline_request(spec, first, fallbacks, find_links, cpu_only, progress)
+
+    with progress.step("resolve"):
         if request is not None:
             matrix, resolution = resolve_spec(spec, None, (), (), cpu_only, request=request)
-            assert resolution.stack is not None
-            progress.say(f"stack {resolution.stack.id}")
+        assert resolution.stack is not None
+        if resolution.python_reason:
+            progress.say(resolution.python_reason)
+        progress.say(stack_line(resolution.stack, first, fallbacks))
 
     with progress.step("build"):
         out.mkdir(parents=True, exist_ok=True)
@@ -172,6 +173,7 @@ def up(
         "certificate_file": str(cert_path),
         "report": str(report_path),
         "lock_file": str(outcome.lock_path),
+        "stack": resolution.stack.id,  # the one built (after any base fallback)
         "seconds": round(progress.elapsed(), 1),
         "fallbacks": list(fallbacks.notes),
     }
@@ -182,7 +184,8 @@ def up(
             click.echo(f"note: {note}")
         if cert.verdict == "certified-cpu-only":
             click.echo(f"note: {CPU_ONLY_NOTE}")
-        click.echo(f"{image}  {cert.verdict}  {report_path}  ({progress.elapsed():.0f} s)")
+        took = f"stack {resolution.stack.id}, {progress.elapsed():.0f} s"
+        click.echo(f"{image}  {cert.verdict}  {report_path}  ({took})")
     if cert.verdict == "failed":
         raise CertificationFailedError(
             f"{image} failed certification: {cert.verdict_reason}",
@@ -193,6 +196,20 @@ def up(
             f"--require-gpu: {image} is {cert.verdict}, not GPU-certified",
             hint="check `envbuilder doctor` for the GPU access this host offers (--gpu-access)",
         )
+
+
+def stack_line(built: Any, first: Any, fallbacks: Fallbacks) -> str:
+    """The resolve step's announcement: the stack built, and when a fallback changed the spec's
+    first answer, which one it replaces and why (the base's Python and OS, the local framework)."""
+    line = f"stack {built.id}, FROM {fallbacks.base_image or built.base_image}"
+    if built.id == first.id:
+        return line
+    why = []
+    if fallbacks.base_image is not None:
+        why.append(f"the base has Python {fallbacks.base_python} on {fallbacks.base_os}")
+    if fallbacks.framework_pin is not None:
+        why.append(f"{first.framework}{fallbacks.framework_pin} from local wheels")
+    return f"{line} (instead of {first.id}: {', '.join(why) or 'a fallback'})"
 
 
 def _doctor(progress: StepProgress, given: DoctorInputs | None) -> bool:
@@ -323,7 +340,6 @@ def _build(
     ca_bundle: Path | None = None,
 ) -> Any:
     from envbuilder.engine import BuildSecret
-    from envbuilder.engine.progress import BuildEvent, finished_step
     from envbuilder.image.build import (
         BuildOptions,
         ensure_package_lock,
@@ -364,13 +380,12 @@ def _build(
         fetched = fill_wheelhouse(locked, fallbacks.wheelhouse, on_progress=progress.say)
         progress.say(f"{len(fetched)} wheels in {fallbacks.wheelhouse}, every sha256 as locked")
 
-    def on_event(event: BuildEvent) -> None:
-        if (ended := finished_step(event, 120)) is not None:
-            # "Dockerfile 2/7": BuildKit's numbering, told apart from up's own [k/6] steps
-            where = f"Dockerfile {event.counter.strip('[]')}" if event.is_step else "image"
-            progress.say(f"{where} {' '.join(ended)}")
-
-    outcome = run_build(plan, options, engine, on_event=on_event, on_message=progress.say)
+    # "Dockerfile 2/7": BuildKit's numbering, told apart from up's own [k/6] steps
+    on_event = progress.build_events()
+    try:
+        outcome = run_build(plan, options, engine, on_event=on_event, on_message=progress.say)
+    finally:
+        on_event.finish()
     for warning in outcome.warnings[len(plan.warnings) :]:
         progress.say(f"warning: {warning}")
     progress.say(f"built {outcome.image.id[:19]} ({outcome.image.size / 1e6:,.0f} MB), {outcome.tags[0]}")

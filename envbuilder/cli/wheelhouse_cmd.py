@@ -11,6 +11,7 @@ import click
 from envbuilder.cli import cli
 from envbuilder.cli.lock_cmd import is_lock_path, load_lock_or_spec
 from envbuilder.cli.options import host_options, package_source_options, say, settings_from_options
+from envbuilder.cli.progress_view import task_progress
 from envbuilder.errors import LockError
 from envbuilder.image.lock import LockFile, spec_dir_for, write_lock
 from envbuilder.image.packages import lock_packages
@@ -61,7 +62,8 @@ def wheelhouse(
             )
         settings = settings_from_options(index_url, framework_index, find_links, no_index)
         stack = rendered_stack(spec, current.stack, RenderOptions())
-        locked = lock_packages(spec, stack, platform=machine, settings=settings, on_progress=say)
+        with task_progress("lock") as view:
+            locked = lock_packages(spec, stack, platform=machine, settings=settings, on_progress=view.say)
         current = LockFile(
             resolution=current.resolution,
             stack=current.stack,
@@ -72,7 +74,8 @@ def wheelhouse(
         )
         write_lock(lock_path, current)
         say(f"wrote {lock_path}")
-    fetched = fill_wheelhouse(locked, folder, on_progress=say)
+    with task_progress("wheelhouse") as view:
+        fetched = fill_wheelhouse(locked, folder, on_progress=view.say)
     total = sum(f.size for f in fetched)
     if as_json:
         doc = [{"wheel": f.package.wheel, "sha256": f.package.sha256, "source": f.source} for f in fetched]

@@ -8,7 +8,14 @@ out). progress.py: BuildKit's plain progress, parsed.
 """
 
 from envbuilder.engine.buildkit import BUILD_NETWORKS, BuildKitCli, find_buildkit_cli
-from envbuilder.engine.container import ContainerSpec, GpuRequest, Mount, Ulimit, docker_run_argv
+from envbuilder.engine.container import (
+    ContainerSpec,
+    GpuRequest,
+    Mount,
+    PortBinding,
+    Ulimit,
+    docker_run_argv,
+)
 from envbuilder.engine.docker_engine import DockerEngine
 from envbuilder.engine.interface import Engine
 from envbuilder.engine.model import AttachedRun, BuildResult, BuildSecret, DaemonInfo, ImageInfo, RunResult
@@ -26,6 +33,7 @@ __all__ = [
     "GpuRequest",
     "ImageInfo",
     "Mount",
+    "PortBinding",
     "RunResult",
     "Ulimit",
     "docker_run_argv",

@@ -47,9 +47,31 @@ class GpuRequest:
     capabilities: tuple[str, ...] = ("gpu",)
 
     def cli_value(self) -> str:
+        """The value of docker's --gpus. The CLI reads it as CSV, so a list of several devices is
+        quoted (`--gpus '"device=0,2"'`, as Docker's documentation writes it)."""
+        if len(self.device_ids) > 1:
+            return '"device=' + ",".join(self.device_ids) + '"'
         if self.device_ids:
-            return "device=" + ",".join(self.device_ids)
+            return "device=" + self.device_ids[0]
         return "all" if self.count < 0 else str(self.count)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PortBinding:
+    """A published port: docker's `-p [HOST_IP:][HOST_PORT:]CONTAINER_PORT[/PROTO]`."""
+
+    container_port: int
+    protocol: str = "tcp"  # tcp | udp | sctp
+    host_port: int | None = None  # None: the daemon picks a free one
+    host_ip: str | None = None  # None: every address
+
+    def cli_value(self) -> str:
+        port = f"{self.container_port}/{self.protocol}"
+        host_port = str(self.host_port) if self.host_port is not None else ""
+        if self.host_ip is None:
+            return f"{host_port}:{port}" if host_port else port
+        ip = f"[{self.host_ip}]" if ":" in self.host_ip else self.host_ip
+        return f"{ip}:{host_port}:{port}"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -68,6 +90,7 @@ class ContainerSpec:
     ulimits: tuple[Ulimit, ...] = ()
     shm_size: int | None = None  # bytes; None: the daemon's default (or the host's with ipc=host)
     network: str | None = "none"  # None: the daemon's default network
+    ports: tuple[PortBinding, ...] = ()  # published ports (needs a network other than none/host)
     ipc: str | None = None  # private | shareable | host; None: the daemon's default
     user: str | None = None
     workdir: str | None = None
@@ -107,6 +130,8 @@ def docker_flags(spec: ContainerSpec) -> list[str]:
     argv += ["--ipc", spec.ipc] if spec.ipc else []
     argv += ["--user", spec.user] if spec.user else []
     argv += ["--network", spec.network] if spec.network else []
+    for p in spec.ports:
+        argv += ["-p", p.cli_value()]
     argv += ["--shm-size", str(spec.shm_size)] if spec.shm_size else []
     for opt in spec.security_opt:
         argv += ["--security-opt", opt]

@@ -24,7 +24,7 @@ from envbuilder.engine.buildkit import (
     find_buildkit_cli,
     find_buildx,
 )
-from envbuilder.engine.container import ContainerSpec, Ulimit
+from envbuilder.engine.container import ContainerSpec, PortBinding, Ulimit
 from envbuilder.engine.model import AttachedRun, BuildResult, BuildSecret, DaemonInfo, ImageInfo, RunResult
 from envbuilder.engine.ownership import (
     DATA_LABEL,
@@ -412,6 +412,7 @@ class DockerEngine:
             "shm_size": spec.shm_size,
             "security_opt": list(spec.security_opt) or None,
             "network_mode": spec.network,
+            "ports": _port_bindings(spec.ports) or None,
             "ipc_mode": spec.ipc,
             "user": spec.user,
             "working_dir": spec.workdir,
@@ -421,7 +422,8 @@ class DockerEngine:
             "tty": spec.tty,
         }
         try:
-            return self._client.containers.create(spec.image, list(spec.command), **kwargs)
+            # No command: the image's own CMD (behind its ENTRYPOINT), as `docker run IMAGE` does.
+            return self._client.containers.create(spec.image, list(spec.command) or None, **kwargs)
         except docker.errors.APIError as exc:
             raise _refusal(f"docker create {spec.image}", exc) from exc
         except _SDK_ERRORS as exc:
@@ -682,6 +684,16 @@ class DockerEngine:
         return None
 
 
+def _port_bindings(ports: Sequence[PortBinding]) -> dict[str, list[Any]]:
+    """`-p` bindings as the SDK takes them: {"80/tcp": [(ip, port) or port or None, ...]} (one
+    container port may be published on several host ports)."""
+    out: dict[str, list[Any]] = {}
+    for p in ports:
+        host: Any = p.host_port if p.host_ip is None else (p.host_ip, p.host_port)
+        out.setdefault(f"{p.container_port}/{p.protocol}", []).append(host)
+    return out
+
+
 def _named(spec: ContainerSpec) -> ContainerSpec:
     """The spec with its container's name fixed before the create (ownership.container_name)."""
     return spec if spec.name else replace(spec, name=container_name(spec.purpose))
@@ -734,8 +746,8 @@ class CpuMeter:
 
 
 _REFUSED_HINT = (
-    "check what was asked of the container (--network, -v, -w, --shm-size, --gpu-access); "
-    "`envbuilder doctor` shows the GPU access modes this host offers"
+    "check what was asked of the container (--network, -v, -w, -u, -p, --name, --shm-size, "
+    "--gpu-access, --gpus); `envbuilder doctor` shows the GPU access modes this host offers"
 )
 
 

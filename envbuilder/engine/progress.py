@@ -345,3 +345,62 @@ def step_instruction(name: str) -> str:
     """`[stage-0 4/6] RUN pip install x` -> `RUN pip install x` (the name itself otherwise)."""
     m = _STEP.match(name)
     return m["instr"] if m else name
+
+
+# RUN's own flags (`--mount=type=cache,...`, `--network=none`, `--security=...`): how a step runs,
+# not what it does. A leading `NAME=value` sets the command's environment (SOURCE_DATE_EPOCH=0).
+_RUN_FLAG = re.compile(r"^--(?:mount|network|security)=\S+$")
+_ENV_WORD = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=\S*$")
+_LOCK_SOURCE = re.compile(r"(?:^|,)source=lock/(?P<name>[A-Za-z0-9_.-]+)(?:,|$)")
+# pip's and uv's options that take a value (`--python /opt/venv/bin/python`): dropped with it.
+_PIP_VALUE_OPTIONS = frozenset(
+    (
+        *("--python", "-p", "--link-mode", "--default-index", "--index", "--index-url", "-i"),
+        *("--extra-index-url", "--index-strategy", "--find-links", "-f", "--requirement", "-r"),
+        *("--constraint", "-c", "--target", "-t", "--prefix", "--cache-dir", "--root"),
+        *("--only-binary", "--no-binary", "--keyring-provider"),
+    )
+)
+
+
+def describe_step(name: str) -> str:
+    """What a vertex does, for a person: `[stage-0 3/7] RUN --mount=type=cache,... --mount=type=bind,
+    source=lock/framework,... SOURCE_DATE_EPOCH=0 /tmp/envbuilder-tools/uv pip install --python ...
+    -r /tmp/envbuilder-lock/requirements.txt` -> `RUN uv pip install ... (framework)`. RUN's flags
+    and the command's leading variables go, a program run by its path is named by its file, and
+    a pip install keeps its packages (its options become `...`); the lock it installs (a bind
+    mount of `lock/NAME`, as image/render.py writes it) is named at the end. Other instructions
+    and BuildKit's own vertices are the name, white space collapsed."""
+    instr = " ".join(step_instruction(name).split())
+    keyword, _, rest = instr.partition(" ")
+    if keyword != "RUN" or not rest:
+        return instr
+    words = rest.split(" ")
+    locks = [m["name"] for w in words if _RUN_FLAG.match(w) for m in [_LOCK_SOURCE.search(w)] if m]
+    while words and _RUN_FLAG.match(words[0]):
+        words.pop(0)
+    while len(words) > 1 and _ENV_WORD.match(words[0]):
+        words.pop(0)
+    if words and words[0].startswith("/"):
+        words[0] = words[0].rsplit("/", 1)[-1] or words[0]
+    words = _short_pip_install(words)
+    said = " ".join(["RUN", *words])
+    return f"{said} ({', '.join(locks)})" if locks else said
+
+
+def _short_pip_install(words: list[str]) -> list[str]:
+    """`uv pip install --python X --no-deps -r FILE` -> `uv pip install ...`; packages named on
+    the command line stay. Only a command that is one pip install (no `&&`, `;`, `|`)."""
+    at = next((i for i in range(len(words) - 1) if words[i : i + 2] == ["pip", "install"]), None)
+    if at is None or at > 1 or any(w in ("&&", "||", ";", "|") or w.endswith(";") for w in words):
+        return words
+    kept, dropped, skip = [], False, False
+    for word in words[at + 2 :]:
+        if skip:
+            skip = False
+        elif word.startswith("-"):
+            dropped = True
+            skip = word in _PIP_VALUE_OPTIONS
+        else:
+            kept.append(word)
+    return [*words[: at + 2], *kept, *(["..."] if dropped else [])]

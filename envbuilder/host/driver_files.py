@@ -208,6 +208,13 @@ def gpu_minors(root: Path = Path("/")) -> dict[str, int]:
     return out
 
 
+def gpu_nodes(report: HostReport, root: Path = Path("/")) -> tuple[tuple[GpuNode, ...], tuple[str, ...]]:
+    """Each GPU's device node (its minor from /proc/driver/nvidia/gpus by UUID, else the nodes in
+    index order), and notes on what was assumed or left out. Never raises."""
+    notes: list[str] = []
+    return _gpu_nodes(report, root, notes), tuple(notes)
+
+
 def _gpu_nodes(report: HostReport, root: Path, notes: list[str]) -> tuple[GpuNode, ...]:
     dev = root / "dev"
     numbered = sorted(int(p.name[6:]) for p in dev.glob("nvidia[0-9]*") if p.name[6:].isdigit())

@@ -85,15 +85,37 @@ TOP_KEYS = frozenset(
 )
 
 
+# The project's own smoke command (certify.smoke): seconds it may run before it is killed.
+SMOKE_TIMEOUT_S = 300
+SMOKE_TIMEOUT_MAX_S = 1800  # the full harness's own limit (certify/harness_plan.py TIMEOUT_S)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ProjectSmoke:
+    """The project's own smoke command (exec form), run by `certify` in the image as its user, in
+    its workdir, after the harness: its exit code decides the `project_smoke` step."""
+
+    command: tuple[str, ...]
+    timeout_s: int = SMOKE_TIMEOUT_S
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"command": list(self.command), "timeout_s": self.timeout_s}
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class CertifySettings:
-    """How `certify` treats this image: quick (smoke test) or default, plus threshold overrides."""
+    """How `certify` treats this image: quick (smoke test) or default, threshold overrides, and
+    the project's own smoke command."""
 
     level: CertifyLevel = "default"
     thresholds: tuple[tuple[str, float], ...] = ()
+    smoke: ProjectSmoke | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"level": self.level, "thresholds": dict(self.thresholds)}
+        out: dict[str, Any] = {"level": self.level, "thresholds": dict(self.thresholds)}
+        if self.smoke is not None:  # only when set: the specs of earlier releases keep their hash
+            out["smoke"] = self.smoke.to_dict()
+        return out
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -691,9 +713,11 @@ def parse_certify_settings(value: object, where: str) -> CertifySettings:
 
 def _certify(check: _Checker, value: object) -> CertifySettings:
     data = check.mapping("certify", value)
-    extra = sorted(set(data) - {"level", "thresholds"})
+    extra = sorted(set(data) - {"level", "thresholds", "smoke"})
     if extra:
-        raise check.fail(f"certify.{extra[0]}", extra[0], "unknown field", "certify has level and thresholds")
+        raise check.fail(
+            f"certify.{extra[0]}", extra[0], "unknown field", "certify has level, thresholds and smoke"
+        )
     level = data.get("level", "default")
     if level not in ("quick", "default"):
         raise check.fail("certify.level", level, "unknown level", "use quick or default")
@@ -704,4 +728,41 @@ def _certify(check: _Checker, value: object) -> CertifySettings:
         if isinstance(val, bool) or not isinstance(val, int | float) or not math.isfinite(val) or val < 0:
             raise check.fail(field, val, "not a finite number >= 0", "write a plain number")
         thresholds.append((key, float(val)))
-    return CertifySettings(level=cast(CertifyLevel, level), thresholds=tuple(sorted(thresholds)))
+    return CertifySettings(
+        level=cast(CertifyLevel, level),
+        thresholds=tuple(sorted(thresholds)),
+        smoke=_smoke(check, data.get("smoke")),
+    )
+
+
+def _smoke(check: _Checker, value: object) -> ProjectSmoke | None:
+    """certify.smoke: a command (exec form, checked as `cmd:` is), or {command, timeout_s}."""
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        command = _argv(check, "certify.smoke", value)
+        assert command is not None
+        return ProjectSmoke(command=command)
+    data = check.mapping("certify.smoke", value)
+    extra = sorted(set(data) - {"command", "timeout_s"})
+    if extra:
+        raise check.fail(
+            f"certify.smoke.{extra[0]}", extra[0], "unknown field", "certify.smoke has command and timeout_s"
+        )
+    command = _argv(check, "certify.smoke.command", data.get("command"))
+    if command is None:
+        raise check.fail(
+            "certify.smoke.command",
+            None,
+            "missing",
+            'give the command that proves the project runs, e.g. ["python", "-m", "mypkg.smoke"]',
+        )
+    timeout = data.get("timeout_s", SMOKE_TIMEOUT_S)
+    if isinstance(timeout, bool) or not isinstance(timeout, int) or not 1 <= timeout <= SMOKE_TIMEOUT_MAX_S:
+        raise check.fail(
+            "certify.smoke.timeout_s",
+            timeout,
+            f"not a whole number of seconds in 1..{SMOKE_TIMEOUT_MAX_S}",
+            f"the default is {SMOKE_TIMEOUT_S}; a smoke test is one step, not a training run",
+        )
+    return ProjectSmoke(command=command, timeout_s=timeout)

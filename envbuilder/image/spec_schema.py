@@ -59,6 +59,31 @@ def _argv(description: str) -> dict[str, Any]:
     }
 
 
+def _smoke() -> dict[str, Any]:
+    command = "the project's own smoke command (exec form), run in the image by certify"
+    return {
+        "description": f"{command}; a command, or command and timeout_s",
+        "oneOf": [
+            _argv(command),
+            {
+                "type": "object",
+                "additionalProperties": False,
+                "required": ["command"],
+                "properties": {
+                    "command": _argv(command),
+                    "timeout_s": {
+                        "type": "integer",
+                        "minimum": 1,
+                        "maximum": spec.SMOKE_TIMEOUT_MAX_S,
+                        "default": spec.SMOKE_TIMEOUT_S,
+                        "description": "seconds before it is killed (a timeout fails certification)",
+                    },
+                },
+            },
+        ],
+    }
+
+
 def _string_list(item: dict[str, Any], description: str) -> dict[str, Any]:
     return {"type": "array", "items": item, "maxItems": spec.MAX_ITEMS, "description": description}
 
@@ -147,6 +172,7 @@ def spec_json_schema() -> dict[str, Any]:
                     "propertyNames": {"pattern": spec.THRESHOLD_KEY_RE.pattern},
                     "additionalProperties": {"type": "number", "minimum": 0},
                 },
+                "smoke": _smoke(),
             },
         },
         "context": _rel_path("the project folder copied into workdir"),

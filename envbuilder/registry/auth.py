@@ -66,19 +66,21 @@ class TokenCache:
         self._tokens[key] = _Token(value, time.monotonic() + max(expires_in - 10.0, 1.0))
 
 
-def _chunks(resp: requests.Response, limit: int) -> list[bytes]:
-    """The streamed body's chunks up to about `limit` bytes (then the answer is closed)."""
-    out: list[bytes] = []
-    size = 0
+def read_head(resp: requests.Response, limit: int) -> bytes:
+    """At most `limit` bytes of an answer's body: a streamed one is read only that far, then
+    closed (a registry's answer is never read whole before its size is known)."""
+    if getattr(resp, "_content_consumed", True) or resp.raw is None:  # not streamed, or read
+        return bytes(resp.content[:limit])
+    chunks, size = [], 0
     try:
         for chunk in resp.iter_content(1 << 16):
-            out.append(chunk)
+            chunks.append(chunk)
             size += len(chunk)
             if size >= limit:
                 break
     finally:
         resp.close()
-    return out
+    return b"".join(chunks)[:limit]
 
 
 def fetch_token(
@@ -134,7 +136,7 @@ def fetch_token(
     if resp.status_code != 200:
         raise RegistryError(f"the token server {realm} of {registry} answered HTTP {resp.status_code}")
     try:
-        body = b"".join(_chunks(resp, TOKEN_MAX_BYTES + 1))
+        body = read_head(resp, TOKEN_MAX_BYTES + 1)
     except requests.RequestException:
         body = b""
     return parse_token_answer(body, f"the token server {realm} of {registry}")

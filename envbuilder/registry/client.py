@@ -26,7 +26,7 @@ from envbuilder.bounded import load_json
 from envbuilder.engine.credentials import Credentials, registry_credentials
 from envbuilder.errors import RegistryAuthError, RegistryError, RegistryNotFoundError
 from envbuilder.hashing import sha256_digest
-from envbuilder.registry.auth import TokenCache, basic_header, fetch_token, parse_challenge
+from envbuilder.registry.auth import TokenCache, basic_header, fetch_token, parse_challenge, read_head
 from envbuilder.registry.reference import Reference
 
 OCI_MANIFEST = "application/vnd.oci.image.manifest.v1+json"
@@ -478,7 +478,7 @@ def _read_capped(resp: requests.Response, limit: int, what: str) -> bytes:
         resp.close()
         raise RegistryError(f"{what} is {int(declared):,} bytes, over the {limit:,}-byte limit")
     try:
-        data = _head(resp, limit + 1)
+        data = read_head(resp, limit + 1)
     except requests.RequestException as exc:
         raise RegistryError(f"{what} could not be read: {_short(exc)}") from None
     if len(data) > limit:
@@ -486,26 +486,10 @@ def _read_capped(resp: requests.Response, limit: int, what: str) -> bytes:
     return data
 
 
-def _head(resp: requests.Response, limit: int) -> bytes:
-    """At most `limit` bytes of the body: a streamed one is read only that far, then closed."""
-    if getattr(resp, "_content_consumed", True) or resp.raw is None:  # not streamed, or read
-        return bytes(resp.content[:limit])
-    chunks, size = [], 0
-    try:
-        for chunk in resp.iter_content(1 << 16):
-            chunks.append(chunk)
-            size += len(chunk)
-            if size >= limit:
-                break
-    finally:
-        resp.close()
-    return b"".join(chunks)[:limit]
-
-
 def _error_detail(resp: requests.Response) -> str:
     """The distribution error body's codes and messages, else a short text."""
     try:
-        body = _head(resp, ERROR_BODY_BYTES)
+        body = read_head(resp, ERROR_BODY_BYTES)
     except requests.RequestException:
         return ""
     try:

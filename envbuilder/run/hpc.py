@@ -100,8 +100,9 @@ def run_exported(
     say = say or (lambda line: print(line, file=sys.stderr, flush=True))
     if not opts.command:
         raise UsageError(
-            "no command given",
-            hint=f"write it after --: envbuilder run --runtime {opts.runtime} FILE -- python train.py",
+            f"no command given: --runtime {opts.runtime} needs one (only --runtime docker runs the "
+            "image's own CMD)",
+            hint=f"write it after FILE: envbuilder run --runtime {opts.runtime} FILE python train.py",
         )
     if opts.gpu_access not in ("auto", "none"):
         raise UsageError(

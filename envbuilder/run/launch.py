@@ -7,6 +7,7 @@ Refusals come from runcheck.py (pure); --force runs anyway and is recorded in th
 
 from __future__ import annotations
 
+import ipaddress
 import re
 import secrets
 import sys
@@ -25,9 +26,10 @@ from envbuilder.certify.gpu_access import (
     prepare_target,
     training_container,
 )
-from envbuilder.engine import AttachedRun, DaemonInfo, DockerEngine, Engine, ImageInfo, Mount
+from envbuilder.certify.gpu_selection import GpuSelection, parse_gpus, select_gpus
+from envbuilder.engine import AttachedRun, DaemonInfo, DockerEngine, Engine, ImageInfo, Mount, PortBinding
 from envbuilder.engine.ownership import record_labels
-from envbuilder.errors import CertificateRefusedError, UsageError
+from envbuilder.errors import CertificateRefusedError, NoGpuError, UsageError
 from envbuilder.host import AccessMode, HostReport
 from envbuilder.lifecycle import stop_error
 from envbuilder.resources import user_data_dir
@@ -52,6 +54,13 @@ IPC_MODES = ("private", "shareable", "host")
 _ENV_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _SIZE = re.compile(r"([0-9]{1,20})([bkmg]?)b?", re.IGNORECASE | re.ASCII)
 _SIZE_MAX = (1 << 63) - 1  # Docker's HostConfig.ShmSize is an int64
+PROTOCOLS = ("tcp", "udp", "sctp")  # what docker's -p accepts after the slash
+_PORT = re.compile(r"^[0-9]{1,5}$", re.ASCII)
+# -u: a numeric ID or a POSIX-portable user/group name (useradd's default NAME_REGEX, wider case).
+_ID_OR_NAME = r"(?:[0-9]{1,10}|[A-Za-z_][A-Za-z0-9_.-]{0,31})"
+_USER = re.compile(rf"^{_ID_OR_NAME}(?::{_ID_OR_NAME})?$", re.ASCII)
+_ID_MAX = (1 << 32) - 2  # (uid_t)-1 is "no change" to the kernel, never a user
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{1,127}$", re.ASCII)  # docker's container name rule
 
 Say = Callable[[str], None]
 FindCertificate = Callable[[ImageInfo], Sequence[Certificate]]  # newest first
@@ -60,8 +69,9 @@ FindCertificate = Callable[[ImageInfo], Sequence[Certificate]]  # newest first
 @dataclass(frozen=True, slots=True, kw_only=True)
 class RunOptions:
     image: str
-    command: tuple[str, ...]
+    command: tuple[str, ...] = ()  # empty: the image's own CMD (behind its ENTRYPOINT)
     gpu_access: str = "auto"
+    gpus: str | None = None  # docker's --gpus: all | N | device=0,2 | device=GPU-UUID; None: all
     force: bool = False
     monitor: bool = False
     monitor_dir: Path | None = None  # default: DATA/runs/<run id>/
@@ -73,6 +83,9 @@ class RunOptions:
     network: str | None = None  # None: the daemon's default network
     interactive: bool = False  # hand stdin to the job
     tty: bool = False  # give it a terminal
+    publish: tuple[str, ...] = ()  # -p [IP:][HOST_PORT:]CONTAINER_PORT[/PROTO]
+    user: str | None = None  # -u UID[:GID] | NAME[:GROUP]; None: the image's USER
+    name: str | None = None  # the container's name; None: envbuilder-run-RUN_ID
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -136,6 +149,97 @@ def parse_volume(item: str, cwd: Path | None = None) -> Mount:
     if not parts[1].startswith("/"):
         raise UsageError(f"-v {item!r}: the container path must be absolute")
     return Mount(source=str(src), target=parts[1], read_only=len(parts) == 3 and parts[2] == "ro")
+
+
+def _port(text: str, item: str) -> int:
+    if not _PORT.match(text) or not 1 <= int(text) <= 65535:
+        hint = "one port per -p (docker's ranges are not taken)" if "-" in text else "a port is 1-65535"
+        raise UsageError(f"-p {item[:80]!r}: {text[:20]!r} is not a port", hint=hint)
+    return int(text)
+
+
+def parse_publish(item: str) -> PortBinding:
+    """-p [HOST_IP:][HOST_PORT:]CONTAINER_PORT[/tcp|udp|sctp], as docker writes it (an IPv6 host
+    address in brackets; no host port: the daemon picks one). Raises UsageError."""
+    hint = "write -p 8888:8888, -p 127.0.0.1:8080:80 or -p 5353:53/udp"
+    body, slash, proto = item.rpartition("/")
+    if not slash:
+        body, proto = item, "tcp"
+    if proto not in PROTOCOLS:
+        raise UsageError(
+            f"-p {item[:80]!r}: unknown protocol {proto[:20]!r}", hint=f"use {', '.join(PROTOCOLS)}"
+        )
+    ip: str | None = None
+    if body.startswith("["):
+        addr, close, rest = body[1:].partition("]:")
+        if not close:
+            raise UsageError(f"malformed -p {item[:80]!r}", hint="an IPv6 address: -p [::1]:8080:80")
+        ip, parts = addr, rest.split(":")
+        if len(parts) != 2:
+            raise UsageError(f"malformed -p {item[:80]!r}", hint="an IPv6 address: -p [::1]:8080:80")
+    else:
+        parts = body.split(":")
+        if len(parts) == 3:
+            ip, parts = parts[0], parts[1:]
+        elif len(parts) > 3:
+            raise UsageError(
+                f"malformed -p {item[:80]!r}", hint="put an IPv6 address in brackets: -p [::1]:8080:80"
+            )
+    if ip is not None:
+        try:
+            ipaddress.ip_address(ip)
+        except ValueError:
+            raise UsageError(f"-p {item[:80]!r}: {ip[:60]!r} is not an IP address", hint=hint) from None
+    host = _port(parts[0], item) if len(parts) == 2 and parts[0] else None
+    if len(parts) == 2 and not parts[0] and ip is None:
+        raise UsageError(f"malformed -p {item[:80]!r}", hint=hint)
+    return PortBinding(container_port=_port(parts[-1], item), protocol=proto, host_port=host, host_ip=ip)
+
+
+def parse_user(text: str) -> str:
+    """-u UID[:GID] or NAME[:GROUP] (a name must exist in the image; docker says so at start).
+    Raises UsageError."""
+    ids = [p for p in text.split(":") if p.isdigit()]
+    if not _USER.match(text) or any(int(i) > _ID_MAX for i in ids):
+        raise UsageError(
+            f"malformed -u {text[:80]!a}",
+            hint="write -u UID[:GID] or -u NAME[:GROUP]; -u $(id -u):$(id -g) runs the job as you "
+            "(what it writes into a bind mount is then yours)",
+        )
+    return text
+
+
+def parse_name(text: str) -> str:
+    """--name: docker's rule for container names. Raises UsageError."""
+    if not _NAME.match(text):
+        raise UsageError(
+            f"malformed --name {text[:80]!a}",
+            hint="2-128 characters: letters, digits, _ . - (not first), as docker allows",
+        )
+    return text
+
+
+def choose_gpus(
+    opts: RunOptions, choice: AccessChoice, report: HostReport, root: Path
+) -> GpuSelection | None:
+    """The GPUs `--gpus` gives the job (None: every GPU, as without it). Raises UsageError (a
+    malformed value, a GPU this host lacks, --gpus with --gpu-access none), NoGpuError (no GPU
+    access mode on this host)."""
+    if opts.gpus is None:
+        return None
+    spec = parse_gpus(opts.gpus)
+    if opts.gpu_access == "none":
+        raise UsageError(
+            f"--gpus {opts.gpus} asks for GPUs, --gpu-access none for none",
+            hint="drop one of them (--gpu-access auto hands the selected GPUs in)",
+        )
+    if choice.name == "none":
+        raise NoGpuError(
+            f"--gpus {opts.gpus}: this host offers no GPU access mode ({choice.reason})",
+            hint="`envbuilder doctor` says why; run on the CPU without --gpus",
+        )
+    selection = select_gpus(spec, report, root=root)
+    return None if spec.all else selection
 
 
 # --------------------------------------------------------------------------- the run
@@ -237,6 +341,45 @@ def admit(
     return Admitted(run_id=run_id, log_path=log_path, record=record, cert=cert, refusals=refusals)
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ParsedOptions:
+    """The options of a run, checked and in their typed form (no Docker asked yet)."""
+
+    env: dict[str, str]
+    mounts: list[Mount]
+    shm: int | None
+    ports: tuple[PortBinding, ...]
+    user: str | None
+    name: str | None
+
+
+def parse_options(opts: RunOptions) -> ParsedOptions:
+    """Check every option that needs neither Docker nor the host (the CLI calls this before it
+    pulls an image). Raises UsageError (bad -v/-e/-w/-p/-u/--name/--gpus/--shm-size/--ipc)."""
+    if opts.ipc is not None and opts.ipc not in IPC_MODES:
+        raise UsageError(f"unknown --ipc {opts.ipc!r}", hint=f"use one of {', '.join(IPC_MODES)}")
+    env, mounts = parse_env(opts.env), [parse_volume(v) for v in opts.volumes]
+    shm = parse_size(opts.shm_size) if opts.shm_size else None
+    if opts.workdir is not None:
+        parse_workdir(opts.workdir)
+    ports = tuple(parse_publish(p) for p in opts.publish)
+    if ports and opts.network in ("none", "host"):
+        raise UsageError(
+            f"-p publishes nothing with --network {opts.network}",
+            hint="drop -p (with --network host the job's ports are the host's), or pick another network",
+        )
+    if opts.gpus is not None:
+        parse_gpus(opts.gpus)
+    return ParsedOptions(
+        env=env,
+        mounts=mounts,
+        shm=shm,
+        ports=ports,
+        user=parse_user(opts.user) if opts.user is not None else None,
+        name=parse_name(opts.name) if opts.name is not None else None,
+    )
+
+
 def run_image(
     opts: RunOptions,
     *,
@@ -247,39 +390,43 @@ def run_image(
     say: Say | None = None,
     log_dir: Path | None = None,
     monitor_factory: Callable[..., Monitor] = Monitor,
+    host_root: Path = Path("/"),
 ) -> RunOutcome:
     """Check the certificate, then run. Returns the job's exit code (the caller passes it on).
 
-    Raises UsageError (image not found, bad -v/-e/-w/--shm-size/--ipc, empty command),
+    No command runs the image's own CMD behind its ENTRYPOINT (as `docker run IMAGE`). With
+    `--gpus`, the job gets those GPUs only and the certificate must cover exactly those.
+
+    Raises UsageError (image not found, bad -v/-e/-w/-p/-u/--name/--gpus/--shm-size/--ipc),
     CertificateRefusedError (the certificate does not cover this run and not --force),
-    NoGpuError (an explicit access mode this host lacks), DockerUnavailableError; Ctrl-C stops
-    the container and re-raises KeyboardInterrupt after logging.
+    NoGpuError (an explicit access mode this host lacks, --gpus without any), DockerUnavailableError;
+    Ctrl-C stops the container and re-raises KeyboardInterrupt after logging.
     """
     say = say or (lambda line: print(line, file=sys.stderr, flush=True))
-    if not opts.command:
-        raise UsageError(
-            "no command given", hint="write it after --: envbuilder run IMAGE -- python train.py"
-        )
-    if opts.ipc is not None and opts.ipc not in IPC_MODES:
-        raise UsageError(f"unknown --ipc {opts.ipc!r}", hint=f"use one of {', '.join(IPC_MODES)}")
-    env, mounts = parse_env(opts.env), [parse_volume(v) for v in opts.volumes]
-    shm = parse_size(opts.shm_size) if opts.shm_size else None
-    if opts.workdir is not None:
-        parse_workdir(opts.workdir)
+    parsed = parse_options(opts)
+    env, mounts, shm, ports, user, name = (
+        parsed.env, parsed.mounts, parsed.shm, parsed.ports, parsed.user, parsed.name
+    )  # fmt: skip
     eng = eng or DockerEngine()
     target = prepare_target(eng, opts.image, opts.gpu_access, probe=probe, access_modes=access_modes)
     info, choice, report = target.image, target.choice, target.host
+    selection = choose_gpus(opts, choice, report, host_root)
     host = run_host(report, choice, opts.gpu_access, native_cuda_of(report.driver))
+    if selection is not None:  # the certificate must cover the GPUs the job gets, no others
+        host = replace(host, gpus=selection.gpus)
+    extra = {"gpus": list(selection.indexes)} if selection is not None else {}
     admitted = admit(
         info, host, find_certificate, ref=opts.image, command=opts.command, force=opts.force,
-        say=say, log_dir=log_dir,
+        say=say, log_dir=log_dir, extra=extra,
     )  # fmt: skip
     run_id, log_path, record, refusals = (
         admitted.run_id, admitted.log_path, admitted.record, admitted.refusals
     )  # fmt: skip
     spec = replace(
-        training_container(info, choice, opts.command, env=env, mounts=mounts, network=opts.network),
-        name=f"envbuilder-run-{run_id.lower()}",
+        training_container(
+            info, choice, opts.command, env=env, mounts=mounts, network=opts.network, gpus=selection
+        ),
+        name=name or f"envbuilder-run-{run_id.lower()}",
         purpose="run",
         # A SIGKILLed client cannot log its run: the janitor that removes the container does.
         labels={RUN_LABEL: "1", **record_labels(log_path, record)},
@@ -287,17 +434,20 @@ def run_image(
         ipc=opts.ipc,
         interactive=opts.interactive,
         tty=opts.tty,
+        ports=ports,
+        user=user,
     )
     if opts.ipc == "host":
         spec = replace(spec, shm_size=None)  # the host's /dev/shm is shared: no size of its own
     elif shm is not None:
         spec = replace(spec, shm_size=shm)
     warnings: list[str] = []
-    spec, refused = drop_refused_memlock(eng, spec)
-    if refused:
-        warnings.append(refused)
-        say(f"envbuilder: warning: {refused}")
-    monitor = _start_monitor(opts, choice, monitor_factory, say, warnings)
+    spec, dropped = drop_refused_memlock(eng, spec)
+    if dropped is not None:  # in the run log each time; said once a day per daemon
+        warnings.append(dropped.warning)
+        if not dropped.said_before:
+            say(f"envbuilder: warning: {dropped.warning}")
+    monitor = _start_monitor(opts, choice, selection, monitor_factory, say, warnings)
     if monitor is not None:
         container, engine = spec.name or "", eng
         monitor.watch_processes(lambda: engine.container_pids(container))
@@ -339,13 +489,19 @@ def run_image(
 
 
 def _start_monitor(
-    opts: RunOptions, choice: AccessChoice, factory: Callable[..., Monitor], say: Say, warnings: list[str]
+    opts: RunOptions,
+    choice: AccessChoice,
+    selection: GpuSelection | None,
+    factory: Callable[..., Monitor],
+    say: Say,
+    warnings: list[str],
 ) -> Monitor | None:
     """The monitor of a --monitor run (not started): GPU telemetry when this host has it for the
-    container; the job's processes and output are read either way."""
+    container (the --gpus GPUs only); the job's processes and output are read either way."""
     if not opts.monitor:
         return None
-    monitor = factory(gpus=choice.name != "none")
+    only = {"indices": [g.index for g in selection.gpus]} if selection is not None else {}
+    monitor = factory(gpus=choice.name != "none", **only)
     if not monitor.available:
         warnings.append(f"--monitor: no GPU telemetry ({monitor.why}); the job's output and CPU are read")
         say(f"envbuilder: warning: {warnings[-1]}")

@@ -14,7 +14,7 @@ import json
 import os
 import shutil
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import pytest
@@ -133,6 +133,28 @@ def test_the_sdk_path_certify_uses_gets_the_cdi_devices(d26_env: CdiHost) -> Non
     )
     by_uuid = DockerEngine().run(one, timeout_s=120)
     assert by_uuid.exit_code == 0, by_uuid.stderr
+
+
+def test_a_gpu_subset_is_handed_in_by_the_per_index_cdi_name(d26_env: CdiHost) -> None:
+    """`run --gpus device=0` in cdi mode: the grant names nvidia.com/gpu=0 (not =all), a device the
+    spec envbuilder writes (and nvidia-ctk's) defines, and the daemon hands its node in."""
+    from envbuilder.certify.gpu_access import AccessChoice, training_container
+    from envbuilder.certify.gpu_selection import parse_gpus, select_gpus
+    from envbuilder.engine import ImageInfo
+    from envbuilder.host import AccessMode
+
+    gpu = GpuInfo(index=0, name="NVIDIA H200", uuid=UUID, cc="9.0", brand="nvidia")
+    report = HostReport(source="nvml", driver=DRIVER, cuda_driver="13.0", gpus=(gpu,))
+    chosen = select_gpus(parse_gpus("device=0"), report)
+    mode = AccessMode(name="cdi", available=True, detail="spec")
+    image = ImageInfo(id=BASE_IMAGE, tags=(), repo_digests=())
+    spec = training_container(
+        image, AccessChoice(name="cdi", reason="test", mode=mode), ("test", "-c", "/dev/nvidia0"), gpus=chosen
+    )
+    assert spec.cdi_devices == ("nvidia.com/gpu=0",)
+    # without the memlock ulimit, which a nested daemon may refuse (run drops it the same way)
+    res = DockerEngine().run(replace(spec, ulimits=()), timeout_s=120)
+    assert res.exit_code == 0, res.stderr[-2000:]
 
 
 def test_the_daemon_refuses_a_device_the_spec_does_not_define(d26_env: CdiHost) -> None:

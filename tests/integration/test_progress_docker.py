@@ -6,6 +6,7 @@ a few seconds; the images are removed by ID (nothing is tagged)."""
 from __future__ import annotations
 
 import contextlib
+import itertools
 from pathlib import Path
 
 import pytest
@@ -82,3 +83,55 @@ def test_a_real_bake_of_two_targets_sharing_steps_counts_each_over_its_own(
     assert len(steps) == len({e.vertex for e in steps}) == 4 + 5 - 2  # FROM and the RUN shared
     assert {e.group: e.total for e in steps} == {"a": 4, "b": 5}
     assert all(e.total == {"a": 4, "b": 5}[e.group] for e in events if e.is_step)
+
+
+class _Timed:
+    """A piped stderr that notes when each line arrived."""
+
+    def __init__(self) -> None:
+        self.lines: list[tuple[float, str]] = []
+        self._part = ""
+
+    def write(self, text: str) -> int:
+        import time
+
+        self._part += text
+        *done, self._part = self._part.split("\n")
+        self.lines += [(time.monotonic(), ln) for ln in done]
+        return len(text)
+
+    def flush(self) -> None: ...
+
+    def isatty(self) -> bool:
+        return False
+
+
+def test_a_real_silent_step_piped_has_a_heartbeat_and_is_said_without_its_mounts(
+    engine: DockerEngine, base_image: str, run_id: str, tmp_path: Path
+) -> None:
+    """Issue 26 item 4 on the real client: a 14 s step that prints nothing gets `still running`
+    lines at least every 10 s (the renderer's own ticker, a real clock), and it is named by what
+    it does, not by its cache mount."""
+    import time
+
+    from envbuilder.cli.progress_view import build_progress
+
+    df = dockerfile(
+        tmp_path,
+        "Dockerfile",
+        base_image,
+        [f"RUN --mount=type=cache,target=/root/.cache/x sleep 14 && echo {run_id}"],
+    )
+    out = _Timed()
+    started = time.monotonic()
+    with build_progress(out) as progress:  # type: ignore[arg-type]
+        image = buildkit_build(find_buildkit_cli(), tmp_path, df, no_cache=True, on_event=progress).image_id
+    ended = time.monotonic()
+    with contextlib.suppress(EnvbuilderError):
+        engine.remove_image(image, force=True)
+    times = [started, *(t for t, _ in out.lines), ended]
+    assert max(b - a for a, b in itertools.pairwise(times)) <= 10.5, out.lines
+    texts = [ln for _, ln in out.lines]
+    assert any(ln.startswith(f"[2/2] RUN sleep 14 && echo {run_id} still running, ") for ln in texts), texts
+    assert any(ln.startswith("[2/2] done ") and ln.endswith(f"RUN sleep 14 && echo {run_id}") for ln in texts)
+    assert not any("--mount" in ln for ln in texts)

@@ -9,9 +9,12 @@ rebuild it with a change: the new image ID has no certificate and run refuses it
 from __future__ import annotations
 
 import json
+import os
 import signal
+import socket
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -98,6 +101,114 @@ def test_run_applies_mounts_env_workdir_and_training_limits(
     # memlock=-1 unless the runtime refuses it (nested or rootless Docker), which is then said
     refused = "the container runtime refuses the memlock ulimit (error setting rlimit type 8:" in res.stderr
     assert (memlock_unlimited == "True") != refused, res.stderr[-2000:]
+
+
+def test_run_without_a_command_runs_the_images_cmd(certified: tuple[str, Path, Path]) -> None:
+    """As `docker run -i IMAGE`: the image's CMD (bash, behind the driver-check entrypoint) runs,
+    here reading its commands from stdin; the image's own user (uid 1000)."""
+    tag, data, _ = certified
+    res = subprocess.run(
+        [sys.executable, "-m", "envbuilder", "run", "-i", tag],
+        input="echo cmd-ran-as-$(id -u) $0\n", capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert res.stdout.strip().splitlines()[-1] == "cmd-ran-as-1000 /bin/bash"
+    assert runs_log(data)[-1]["command"] == []
+
+
+def test_run_as_the_caller_makes_a_bind_mount_writable(
+    certified: tuple[str, Path, Path], tmp_path: Path
+) -> None:
+    """-u $(id -u):$(id -g): the job writes into the caller's folder, and what it writes is theirs.
+    Without it the image's uid 1000 cannot write into a folder of another user's (mode 755)."""
+    tag, _, _ = certified
+    out = tmp_path / "out"
+    out.mkdir()
+    out.chmod(0o755)
+    uid, gid = os.getuid(), os.getgid()
+    job = "import os; open('made.txt', 'w').write('x'); print(os.getuid(), os.getgid())"
+    res = envbuilder_cli(
+        "run", "-u", f"{uid}:{gid}", "-v", f"{out}:/out", "-w", "/out", "--rm", tag, "python3", "-c", job
+    )
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert res.stdout.strip().splitlines()[-1] == f"{uid} {gid}"
+    made = (out / "made.txt").stat()
+    assert (made.st_uid, made.st_gid) == (uid, gid)
+    if uid != 1000:
+        denied = envbuilder_cli("run", "-v", f"{out}:/out", tag, "touch", "/out/denied")
+        assert denied.returncode == 1 and "Permission denied" in denied.stderr, denied.stderr[-2000:]
+        assert not (out / "denied").exists()
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+SERVER = (
+    "import socket\n"
+    "s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)\n"
+    "s.bind(('0.0.0.0', 8000)); s.listen(1); print('listening', flush=True)\n"
+    "c, _ = s.accept(); c.sendall(b'hello through -p'); c.close()"
+)
+
+
+def test_run_publishes_a_port_under_the_name_given(certified: tuple[str, Path, Path], run_id: str) -> None:
+    tag, _, _ = certified
+    port, name = _free_port(), f"envbuilder-it-run-{run_id}"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "envbuilder", "run", "-p", f"127.0.0.1:{port}:8000", "--name", name, tag,
+         "python3", "-c", SERVER],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True,
+    )  # fmt: skip
+    try:
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "listening"
+        named = subprocess.run(
+            ["docker", "ps", "--filter", f"name=^{name}$", "--format", "{{.Names}} {{.Ports}}"],
+            capture_output=True, text=True, check=False,
+        )  # fmt: skip
+        assert named.stdout.strip() == f"{name} 127.0.0.1:{port}->8000/tcp", named.stdout
+        got = b""
+        for _ in range(50):  # the daemon's proxy may take a moment after the job listens
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=5) as conn:
+                    got = conn.recv(100)
+                if got:
+                    break
+            except OSError:
+                pass
+            time.sleep(0.2)
+        assert got == b"hello through -p"
+        _, err = proc.communicate(timeout=120)
+        assert proc.returncode == 0, err[-2000:]
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate(timeout=60)
+    left = subprocess.run(
+        ["docker", "ps", "-aq", "--filter", f"name=^{name}$"], capture_output=True, text=True, check=False
+    )
+    assert left.stdout.strip() == ""  # removed, as always (--rm or not)
+
+
+def test_run_tty_and_where_our_options_go(certified: tuple[str, Path, Path]) -> None:
+    """-t before IMAGE gives the job a terminal; after IMAGE it is the command's, as in docker
+    (the entrypoint cannot exec `-t`), and run says where its options go. A user the image lacks
+    is docker's refusal (exit 2); --gpus with --gpu-access none is refused before anything starts."""
+    tag, _, _ = certified
+    tty = envbuilder_cli("run", "-t", tag, "python3", "-c", "import sys; print('tty', sys.stdout.isatty())")
+    assert tty.returncode == 0, tty.stderr[-2000:]
+    assert "tty True" in tty.stdout
+    after = envbuilder_cli("run", tag, "-t", "python3", "-V")
+    assert after.returncode != 0 and "Python 3" not in after.stdout
+    assert "envbuilder: note: '-t' after IMAGE is part of the command (as with docker run)" in after.stderr
+    nobody = envbuilder_cli("run", "-u", "no-such-user", tag, "true")
+    assert nobody.returncode == 2, nobody.stderr[-2000:]
+    assert "unable to find user no-such-user" in nobody.stderr and "-u, -p, --name" in nobody.stderr
+    gpus = envbuilder_cli("run", "--gpu-access", "none", "--gpus", "device=0", tag, "true")
+    assert gpus.returncode == 2, gpus.stderr[-2000:]
+    assert "envbuilder: error: --gpus device=0 asks for GPUs, --gpu-access none for none" in gpus.stderr
 
 
 SLEEPER = (

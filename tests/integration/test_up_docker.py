@@ -46,7 +46,11 @@ def test_up_builds_certifies_and_reports_without_registry(
     heads = [ln.split()[0:3] for ln in res.stderr.splitlines() if ln.startswith("[")]
     started = [h[1] for h in heads if h[2] == "..."]
     done = [h[1] for h in heads if h[2] == "done"]
-    assert started == done == ["doctor", "resolve", "base", "build", "certify", "report"]
+    assert started == done == ["doctor", "base", "resolve", "build", "certify", "report"]
+    # one stack announced, the one built (the local base's Python), named on the final line too
+    (said,) = [ln.strip() for ln in res.stderr.splitlines() if ln.strip().startswith("stack ")]
+    built = json.loads(info_labels(engine, image)["io.envbuilder.stack"])["id"]
+    assert said.startswith(f"stack {built}, FROM envbuilder/local-base:") and f"(stack {built}, " in _secs
     assert [h[0] for h in heads if h[2] == "..."] == [f"[{k}/6]" for k in range(1, 7)]
 
     cert = json.loads((out / "certificate.json").read_text())
@@ -63,6 +67,12 @@ def test_up_builds_certifies_and_reports_without_registry(
     again = envbuilder_cli("up", str(spec), "--require-gpu", "--out", str(out))
     assert again.returncode == 22, again.stderr[-2000:]
     assert "envbuilder: error: --require-gpu: this machine has no NVIDIA GPU" in again.stderr
+
+
+def info_labels(engine: DockerEngine, image: str) -> dict[str, str]:
+    info = engine.inspect_image(image)
+    assert info is not None
+    return dict(info.labels)
 
 
 def test_up_with_a_given_base_uses_the_find_links_when_the_index_does_not_answer(

@@ -12,7 +12,8 @@ from fake_engine import FakeEngine, cpu_package_lock, cpu_stack, make_resolution
 
 from envbuilder.atomic import write_text_atomic
 from envbuilder.cli import cli
-from envbuilder.cli.build_cmd import ProgressDisplay, parse_secret
+from envbuilder.cli.build_cmd import parse_secret
+from envbuilder.cli.progress_view import BuildProgress, ProgressView
 from envbuilder.engine import BuildSecret, ImageInfo
 from envbuilder.engine.progress import BuildEvent
 from envbuilder.errors import (
@@ -302,7 +303,7 @@ def test_stack_tag_is_a_valid_docker_tag() -> None:
 
 def test_progress_display_plain_and_tty() -> None:
     plain = io.StringIO()
-    display = ProgressDisplay(plain, tty=False)
+    display = BuildProgress(ProgressView(plain, tty=False, ticker=False))
     ev = BuildEvent(
         kind="cached", vertex=5, name="[stage-0 2/4] RUN python3 -m venv /opt/venv", index=2, total=4
     )
@@ -310,10 +311,11 @@ def test_progress_display_plain_and_tty() -> None:
     display(BuildEvent(kind="start", vertex=1, name="[internal] load .dockerignore", index=None, total=None))
     assert plain.getvalue().startswith("[2/4] CACHED") and plain.getvalue().count("\n") == 1
     tty = io.StringIO()
-    display = ProgressDisplay(tty, tty=True)
+    view = ProgressView(tty, tty=True, width=80, ticker=False)
+    display = BuildProgress(view)
     display(ev)
     display.finish()
-    assert tty.getvalue().startswith("\r\033[K[2/4]") and "\n" not in tty.getvalue()
+    assert "[2/4] CACHED (t=0s) RUN python3 -m venv /opt/venv" in tty.getvalue()
 
 
 def test_parse_secret(tmp_path: Path) -> None:

@@ -244,7 +244,7 @@ def test_thresholds_overrides_apply_to_defaults_and_throughput() -> None:
 
 def _step(name: str, status: str = "pass") -> dict[str, Any]:
     reason = "" if status == "pass" else f"{name} {status}"
-    return {"kind": "step", "name": name, "status": status, "reason": reason, "seconds": 1.0, "metrics": {}}
+    return {"kind": "step", "name": name, "status": status, "reason": reason, "seconds": 0.1, "metrics": {}}
 
 
 # What each verdict's run recorded (the host re-derives the verdict from these).

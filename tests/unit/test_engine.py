@@ -22,6 +22,7 @@ from envbuilder.engine import (
     Engine,
     GpuRequest,
     Mount,
+    PortBinding,
     Ulimit,
     docker_run_argv,
     find_buildkit_cli,
@@ -198,8 +199,21 @@ def test_docker_flags_render_every_field_in_a_stable_order() -> None:
     ]  # fmt: skip
     bare = ContainerSpec(image="img", network=None)
     assert docker_flags(bare) == [] and docker_run_argv(bare) == ["docker", "run", "--rm", "img"]
-    assert GpuRequest(device_ids=("0", "GPU-1")).cli_value() == "device=0,GPU-1"
+    # docker's CLI reads --gpus as CSV: several devices are quoted ('"device=0,2"', its docs' form)
+    assert GpuRequest(device_ids=("0", "GPU-1")).cli_value() == '"device=0,GPU-1"'
+    assert GpuRequest(device_ids=("GPU-1",)).cli_value() == "device=GPU-1"
     assert GpuRequest(count=2).cli_value() == "2"
+    ports = (
+        PortBinding(container_port=80),
+        PortBinding(container_port=8888, host_port=8888),
+        PortBinding(container_port=53, protocol="udp", host_port=5353, host_ip="127.0.0.1"),
+        PortBinding(container_port=80, host_ip="::1"),
+    )
+    flags = docker_flags(ContainerSpec(image="img", network=None, ports=ports, user="1000:1000"))
+    assert flags == [
+        "--user", "1000:1000", "-p", "80/tcp", "-p", "8888:8888/tcp", "-p", "127.0.0.1:5353:53/udp",
+        "-p", "[::1]::80/tcp",
+    ]  # fmt: skip
     probe = ContainerSpec(image="img", entrypoint=("/bin/sh", "-c"), command=("true",))
     assert docker_run_argv(probe)[-5:] == ["--entrypoint", "/bin/sh", "img", "-c", "true"]
 
@@ -232,11 +246,11 @@ class _Created:
 
 class _Containers:
     def __init__(self, start_error: Exception | None = None) -> None:
-        self.created: list[tuple[str, list[str], dict[str, Any]]] = []
+        self.created: list[tuple[str, list[str] | None, dict[str, Any]]] = []
         self.start_error = start_error
         self.last: _Created | None = None
 
-    def create(self, image: str, command: list[str], **kwargs: Any) -> _Created:
+    def create(self, image: str, command: list[str] | None, **kwargs: Any) -> _Created:
         self.created.append((image, command, kwargs))
         self.last = _Created(self.start_error)
         return self.last
@@ -261,7 +275,12 @@ def test_the_sdk_create_call_carries_the_whole_spec() -> None:
     assert refusal is not None and "rlimit type 8" in refusal
     assert containers.last is not None and containers.last.removed
     image, command, kw = containers.created[0]
-    assert (image, command, kw["entrypoint"]) == (FULL.image, [], ["/envbuilder-ulimit-probe-does-not-exist"])
+    # no command: no Cmd at all (the daemon then uses the image's, unless an entrypoint is given)
+    assert (image, command, kw["entrypoint"]) == (
+        FULL.image,
+        None,
+        ["/envbuilder-ulimit-probe-does-not-exist"],
+    )
     assert kw["network_mode"] == "none"
     assert [(u["Name"], u["Soft"], u["Hard"]) for u in kw["ulimits"]] == [
         ("memlock", -1, -1),
@@ -294,6 +313,25 @@ def test_the_sdk_create_call_carries_the_whole_spec() -> None:
         FULL.name,
     )
     assert (kw["stdin_open"], kw["tty"], kw["entrypoint"]) == (True, True, None)
+    assert (kw["ports"], kw["user"]) == (None, None)
+
+
+def test_the_sdk_create_call_publishes_ports_and_sets_the_user() -> None:
+    containers = _Containers()
+    spec = ContainerSpec(
+        image="img",
+        network=None,
+        user="1000:1000",
+        ports=(
+            PortBinding(container_port=8888, host_port=8888),
+            PortBinding(container_port=8888, host_port=9999, host_ip="127.0.0.1"),
+            PortBinding(container_port=53, protocol="udp"),
+        ),
+    )
+    _recording_engine(containers)._create(spec)
+    image, command, kw = containers.created[-1]
+    assert (image, command, kw["user"]) == ("img", None, "1000:1000")
+    assert kw["ports"] == {"8888/tcp": [8888, ("127.0.0.1", 9999)], "53/udp": [None]}
 
 
 def test_a_probe_start_failure_that_is_no_rlimit_is_no_refusal_and_a_refused_create_is_an_error() -> None:
@@ -303,7 +341,7 @@ def test_a_probe_start_failure_that_is_no_rlimit_is_no_refusal_and_a_refused_cre
     assert _recording_engine(containers).ulimit_refusal("img", FULL.ulimits) is None
 
     class _Refusing(_Containers):
-        def create(self, image: str, command: list[str], **kwargs: Any) -> _Created:
+        def create(self, image: str, command: list[str] | None, **kwargs: Any) -> _Created:
             raise docker.errors.ImageNotFound("No such image: img")
 
     with pytest.raises(UsageError, match="docker create img failed: the Docker daemon refused it"):
@@ -320,7 +358,7 @@ class _Hung(_Containers):
         self.foreign = foreign  # the owner mark of a container of that name someone else made
         self.release = threading.Event()
 
-    def create(self, image: str, command: list[str], **kwargs: Any) -> _Created:
+    def create(self, image: str, command: list[str] | None, **kwargs: Any) -> _Created:
         made = super().create(image, command, **kwargs)
         made.labels = {OWNER_LABEL: self.foreign or kwargs["labels"][OWNER_LABEL]}  # type: ignore[attr-defined]
         self.by_name[kwargs["name"]] = made
@@ -392,7 +430,7 @@ class _SlowDaemon(_Containers):
         super().__init__()
         self.made: dict[str, _Created] = {}
 
-    def create(self, image: str, command: list[str], **kwargs: Any) -> _Created:
+    def create(self, image: str, command: list[str] | None, **kwargs: Any) -> _Created:
         import time
 
         signal.pthread_kill(threading.main_thread().ident or 0, signal.SIGINT)

@@ -17,7 +17,7 @@ from fake_engine import FakeEngine, cpu_package_lock, make_resolution, make_spec
 from render_cases import locked, package_lock
 
 from envbuilder.cli import cli, up_cmd
-from envbuilder.cli.steps import StepProgress
+from envbuilder.cli.progress_view import StepProgress
 from envbuilder.engine import BuildSecret
 from envbuilder.errors import LOG_TAIL_LINES, BuildFailedError, LockError, log_tail
 from envbuilder.image.build import BuildOptions, failure_hint

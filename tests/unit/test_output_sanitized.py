@@ -112,7 +112,7 @@ def test_rich_reads_no_markup_in_the_live_line(monkeypatch: pytest.MonkeyPatch) 
     import rich.console
     from rich.text import Text
 
-    from envbuilder.cli.steps import StepProgress
+    from envbuilder.cli.progress_view import StepProgress
 
     shown: list[object] = []
 
@@ -129,7 +129,7 @@ def test_rich_reads_no_markup_in_the_live_line(monkeypatch: pytest.MonkeyPatch) 
     p = StepProgress(("certify",), stream=io.StringIO(), tty=True)
     with p.step("certify"):
         p.say("[blink][link=https://evil.example]click[/link][/blink]\x1b[2J")
-        p._update_live(p._last_message)
+        p.view.tick()
     assert shown and all(isinstance(r, Text) for r in shown)
     last = shown[-1]
     assert isinstance(last, Text) and "[blink][link=https://evil.example]click" in last.plain

@@ -8,7 +8,7 @@ import re
 import pytest
 from fake_engine import DATA, sample
 
-from envbuilder.cli.build_cmd import ProgressDisplay
+from envbuilder.cli.progress_view import BuildProgress, ProgressView
 from envbuilder.engine.buildkit import _build_failure
 from envbuilder.engine.progress import (
     LOAD_VERTEX,
@@ -179,7 +179,7 @@ def test_rawjson_failure_names_the_step_and_its_error() -> None:
 def test_the_display_prints_each_step_once_with_its_counter() -> None:
     _, events = parse_file("bake-warm.rawjson", "rawjson")
     out = io.StringIO()
-    display = ProgressDisplay(out, tty=False)
+    display = BuildProgress(ProgressView(out, tty=False, ticker=False))
     for e in events:
         display(e)
     lines = out.getvalue().splitlines()
@@ -204,7 +204,7 @@ def test_the_display_says_when_the_image_is_exported_and_loaded() -> None:
         BuildEvent(kind="done", vertex=0, name=LOAD_VERTEX, index=None, total=None, seconds=20.8),
     ]
     out = io.StringIO()
-    display = ProgressDisplay(out, tty=False)
+    display = BuildProgress(ProgressView(out, tty=False, ticker=False))
     for e in events:
         display(e)
     lines = out.getvalue().splitlines()

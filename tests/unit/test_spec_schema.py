@@ -37,6 +37,14 @@ REFUSED: dict[str, dict[str, Any]] = {
     "uid 0": {"user": {"uid": 0}},
     "certify level": {"certify": {"level": "full"}},
     "negative threshold": {"certify": {"thresholds": {"resnet.min": -1}}},
+    "smoke empty": {"certify": {"smoke": []}},
+    "smoke not a command": {"certify": {"smoke": 3}},
+    "smoke field unknown": {"certify": {"smoke": {"command": ["true"], "shell": True}}},
+    "smoke without command": {"certify": {"smoke": {"timeout_s": 10}}},
+    "smoke timeout 0": {"certify": {"smoke": {"command": ["true"], "timeout_s": 0}}},
+    "smoke timeout too long": {"certify": {"smoke": {"command": ["true"], "timeout_s": 86400}}},
+    "smoke timeout a float": {"certify": {"smoke": {"command": ["true"], "timeout_s": 1.5}}},
+    "smoke timeout a boolean": {"certify": {"smoke": {"command": ["true"], "timeout_s": True}}},
     "apt name": {"apt": ["Lib GL"]},
     "index field unknown": {"indexes": [{"name": "x", "url": "https://a.example/simple", "token": "t"}]},
     "index name": {"indexes": [{"name": "X Y", "url": "https://a.example/simple"}]},
@@ -82,7 +90,11 @@ def test_a_full_spec_passes_both() -> None:
         "env": {"OMP_NUM_THREADS": 4, "HF_HOME": "/cache"},
         "user": {"name": "trainer", "uid": 1001},
         "workdir": "/workspace",
-        "certify": {"level": "quick", "thresholds": {"resnet.min": 0.5}},
+        "certify": {
+            "level": "quick",
+            "thresholds": {"resnet.min": 0.5},
+            "smoke": {"command": ["python", "-m", "demo.smoke"], "timeout_s": 120},
+        },
         "indexes": [{"name": "corp", "url": "https://pypi.corp.example/simple", "username": "__token__"}],
         "cmd": ["python", "train.py"],
         "entrypoint": "python -u",
@@ -98,3 +110,15 @@ def test_the_committed_golden_schema_is_the_generated_one(update_golden: bool) -
     if update_golden:
         path.write_text(json.dumps(SCHEMA, indent=2, sort_keys=True) + "\n", encoding="utf-8")
     assert json.loads(path.read_text(encoding="utf-8")) == SCHEMA, "regenerate it: make golden"
+
+
+@pytest.mark.parametrize(
+    "smoke",
+    [["python", "-c", "import demo"], "python -m demo.smoke --steps 1", {"command": "python -m demo"}],
+    ids=["list", "string", "mapping"],
+)
+def test_each_form_of_the_smoke_command_passes_both(smoke: object) -> None:
+    doc = {**BASE, "certify": {"smoke": smoke}}
+    VALIDATOR.validate(doc)
+    parsed = parse_spec(doc, "spec.yaml", base_dir=Path("/nonexistent-base"))
+    assert parsed.certify.smoke is not None and parsed.certify.smoke.timeout_s == 300

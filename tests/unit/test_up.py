@@ -17,7 +17,7 @@ from fake_host import FakeNvml, FakeRunner
 from packaging.version import Version
 
 from envbuilder.cli import cli
-from envbuilder.cli.steps import StepProgress
+from envbuilder.cli.progress_view import StepProgress
 from envbuilder.doctor.checks import DockerState, DoctorInputs
 from envbuilder.image.offline import configured_find_links, index_unreachable, local_framework_versions
 
@@ -160,8 +160,8 @@ def test_up_refuses_a_missing_spec() -> None:
     [
         ["run", "--force", "img:1", "python", "-V"],
         ["run", "--force", "img:1", "--", "python", "-V"],
-        ["run", "img:1", "--force", "python", "-V"],
-        ["run", "img:1", "-e", "A=1", "--force", "--", "python", "-V"],
+        ["run", "-t", "--force", "img:1", "python", "-V"],
+        ["run", "img:1", "-e", "A=1", "--force", "--", "python", "-V"],  # the older form: ours up to --
     ],
 )
 def test_run_takes_everything_after_image_as_the_command(
@@ -297,3 +297,73 @@ def test_up_with_a_given_base_falls_back_to_local_wheels_when_the_index_does_not
     monkeypatch.setattr(offline, "index_unreachable", lambda url, **_kw: None)
     same, none = up_cmd._offline_request(spec, stack, up_cmd.Fallbacks(), (wheels,), True, progress)
     assert none is None and same == up_cmd.Fallbacks()
+
+
+# --------------------------------------------------------------------------- the stack announced
+
+
+def test_up_announces_the_stack_it_builds_after_the_base_fallback(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 26 item 9: no registry, so the stack's base cannot be pulled and a local base (Python
+    3.11 on debian12) replaces it. The resolve step (after the base step now) and the final line
+    name the stack built, and say which first answer it replaces."""
+    from types import SimpleNamespace
+
+    from fake_engine import FakeEngine
+    from test_cli_certify import make
+
+    import envbuilder.certify.certify
+    import envbuilder.engine
+    import envbuilder.engine.localbase
+    import envbuilder.image.offline
+    from envbuilder.cli import up_cmd
+    from envbuilder.engine import ImageInfo
+    from envbuilder.engine.localbase import LocalBase
+    from envbuilder.image.build import stack_tag
+
+    monkeypatch.setenv("ENVBUILDER_DATA_DIR", str(tmp_path / "data"))
+    local = ImageInfo(id="sha256:" + "c" * 64, tags=("envbuilder/local-base:bookworm",), repo_digests=())
+    eng = FakeEngine(images={"envbuilder/local-base:bookworm": local})  # its pull fails: no registry
+    monkeypatch.setattr(envbuilder.engine, "DockerEngine", lambda: eng)
+    monkeypatch.setattr(
+        envbuilder.engine.localbase,
+        "ensure_local_base",
+        lambda _engine, **_kw: LocalBase(
+            ref="envbuilder/local-base:bookworm", image_id=local.id, python="3.11", os="debian12", made=False
+        ),
+    )
+    monkeypatch.setattr(envbuilder.image.offline, "index_unreachable", lambda _url, **_kw: None)
+    built: list[object] = []
+
+    def fake_build(spec: object, _path: object, _matrix: object, resolution: object, *_a: object) -> object:
+        stack = resolution.stack  # type: ignore[attr-defined]
+        built.append(stack)
+        return SimpleNamespace(
+            tags=(f"envbuilder/pytorch-train:{stack_tag(stack)}",),
+            image=SimpleNamespace(id="sha256:" + "d" * 64, size=1),
+            lock_path=tmp_path / "lock.json",
+        )
+
+    monkeypatch.setattr(up_cmd, "_build", fake_build)
+    monkeypatch.setattr(
+        envbuilder.certify.certify, "certify_image", lambda *_a, **_k: make("certified-cpu-only")
+    )
+    spec = ROOT / "images" / "pytorch-train.yaml"
+    res = CliRunner().invoke(
+        cli, ["up", str(spec), "--out", str(tmp_path / "out")], obj=_no_gpu_host(tmp_path)
+    )
+    assert res.exit_code == 0, res.output
+    (built_stack,) = built
+    stack = built_stack.id  # type: ignore[attr-defined]
+    assert "py3.11" in stack and "debian12" in stack
+    said = [ln.strip() for ln in res.output.splitlines() if ln.strip().startswith("stack ")]
+    assert len(said) == 1 and said[0].startswith(
+        f"stack {stack}, FROM envbuilder/local-base:bookworm (instead of "
+    )
+    assert "the base has Python 3.11 on debian12" in said[0]
+    heads = [ln.split()[1] for ln in res.output.splitlines() if re.match(r"^\[\d/6\] \w+ \.\.\.$", ln)]
+    assert heads == ["doctor", "base", "resolve", "build", "certify", "report"]
+    final = res.output.strip().splitlines()[-1]
+    assert final.startswith(f"envbuilder/pytorch-train:{stack_tag(built_stack)}  certified-cpu-only  ")  # type: ignore[arg-type]
+    assert f"(stack {stack}, " in final

@@ -232,9 +232,12 @@ def test_unmeasured_work_is_no_refusal_and_a_failed_result_is_not_judged_on_it()
     assert host_verdict(failed, cpu_facts(cpu_seconds=0.0))[1] == "failed steps: train_cpu_rn18w16_fp32_bs32"
 
 
-def test_the_work_checks_are_the_cpu_paths() -> None:
+def test_the_clock_holds_on_every_path_and_the_cpu_floor_on_the_cpu_path() -> None:
     # On the GPU path the host's NVML view is the evidence; the CPU floor does not apply there.
-    assert host_verdict(gpu_result(), gpu_facts(cpu_seconds=0.0, container_seconds=1.0))[0] == "certified"
+    assert host_verdict(gpu_result(), gpu_facts(cpu_seconds=0.0))[0] == "certified"
+    edge = claimed_seconds(gpu_result()) - CLOCK_SLACK_S
+    assert host_verdict(gpu_result(), gpu_facts(container_seconds=edge))[0] == "certified"
+    refused(gpu_result(), gpu_facts(container_seconds=edge - 0.01), "but the container ran")
 
 
 # ------------------------------------------------------------------ the verdict follows from the steps
