@@ -13,7 +13,7 @@ import click
 from envbuilder.errors import UsageError
 from envbuilder.host.model import Host
 from envbuilder.matrix.model import Matrix
-from envbuilder.platforms import Platform, parse_platform
+from envbuilder.platforms import Platform, machine_of, parse_platform
 from envbuilder.resolve.gpus import enrich_host, gpu_from_cc, gpu_from_match, lookup_gpu
 from envbuilder.resolve.model import NoCompatibleStackError, Request, Resolution
 from envbuilder.resolve.wsl import host_under_wsl
@@ -150,7 +150,8 @@ def _default_python(
 
     stack = resolution.stack
     assert stack is not None
-    check = uv_checker(spec, settings)
+    # the requirements' wheels are asked for the machine the stack is for
+    check = uv_checker(spec, settings, machine_of(stack.platform))
     by_python = {stack.python: resolution}
     if check is not None:  # only Pythons the resolver gives a stack for are asked of uv
         for py in candidate_pythons(stack, python_candidates(matrix, asked, stack.strategy)):
