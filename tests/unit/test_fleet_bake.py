@@ -171,3 +171,30 @@ def test_a_class_of_aarch64_nodes_gets_an_arm64_stack_and_the_aarch64_package_lo
     )
     assert target.plan.stack.platform == "linux/arm64"
     assert target.options.platform == "aarch64"
+
+
+def test_a_schedulers_arch_makes_the_classes_platform_and_its_stacks() -> None:
+    """Slurm's Arch= and Kubernetes' kubernetes.io/arch say the nodes' platform: an H100 class of
+    aarch64 nodes resolves for linux/arm64 (the GPU alone would say linux/amd64), and nodes of two
+    platforms are two classes."""
+    from envbuilder.fleet import kubernetes
+    from envbuilder.fleet.slurm import parse_nodes
+
+    line = (
+        "NodeName={n} Arch={a} CPUTot=72 AvailableFeatures=nvidia_driver_580.95.05 "
+        "Gres=gpu:h100:4 State=IDLE Partitions=gpu"
+    )
+    nodes = parse_nodes("\n".join(line.format(n=n, a=a) for n, a in (("g1", "aarch64"), ("x1", "x86_64"))))
+    by_platform = {c.platform: c for c in node_classes(nodes, MATRIX)}
+    assert set(by_platform) == {"linux/arm64", "linux/amd64"}
+    arm = by_platform["linux/arm64"]
+    assert arm.nodes == ("g1",) and "platform linux/arm64: Slurm Arch=aarch64" in arm.facts
+    host = class_host(MATRIX, arm)
+    assert host.platform == "linux/arm64"
+    labels = {
+        "kubernetes.io/arch": "arm64",
+        "nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3",
+        "nvidia.com/gpu.count": "4",
+    }
+    (k8s,) = kubernetes.node_classes([kubernetes.K8sNode(name="n", labels=labels)], MATRIX)
+    assert k8s.platform == "linux/arm64" and "kubernetes.io/arch" not in k8s.labels  # affinity unchanged
