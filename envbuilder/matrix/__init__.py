@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +36,7 @@ from envbuilder.matrix.model import (
     RequireRule,
     WslLimit,
 )
+from envbuilder.matrix.platforms import check_platforms, load_platforms
 from envbuilder.matrix.reader import (
     Ctx,
     cc_list,
@@ -466,7 +468,7 @@ def _load(directory: Path) -> Matrix:
         "base_images.yaml",
         *(f"frameworks/{n}.yaml" for n in FRAMEWORKS),
     ]
-    files += [f for f in ("ptx_isa.yaml", "known_bad.yaml") if (directory / f).is_file()]
+    files += [f for f in ("ptx_isa.yaml", "known_bad.yaml", "platforms.yaml") if (directory / f).is_file()]
     files += [f"generated/{n}.yaml" for n in FRAMEWORKS if (directory / "generated" / f"{n}.yaml").is_file()]
     docs: dict[str, Doc] = {f: read_file(directory / f) for f in files}  # each file parsed once
     for n in FRAMEWORKS:  # generated rows (matrix refresh) over the curated ones
@@ -486,7 +488,10 @@ def _load(directory: Path) -> Matrix:
         ptx_isa=_load_ptx_isa(docs["ptx_isa.yaml"]) if "ptx_isa.yaml" in docs else (),
         known_bad=_load_known_bad(docs["known_bad.yaml"]) if "known_bad.yaml" in docs else (),
     )
+    if "platforms.yaml" in docs:
+        m = replace(m, platforms=load_platforms(docs["platforms.yaml"]))
     _check_cross(m, directory)
+    check_platforms(m, {a.cc for a in m.gpus.archs})
     return m
 
 
