@@ -38,6 +38,7 @@ def test_a_sif_is_exported_for_real_and_run_checks_its_certificate(
     apptainer_image: str, base_image: str, tmp_path: Path
 ) -> None:
     out = tmp_path / "sif" / "base.sif"
+    out.parent.mkdir()  # an output's folder is never created (docs/files.md)
     data = {"ENVBUILDER_DATA_DIR": str(tmp_path / "data")}
     res = envbuilder_cli(
         "export", base_image, "--sif", str(out), "--apptainer-image", apptainer_image, "--json", env=data

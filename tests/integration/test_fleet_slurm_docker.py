@@ -235,7 +235,7 @@ result = {  # the payload's own digest and the job's nonce: only the GPU claim i
     "kind": "result", "schema_version": 1, "harness_version": HARNESS_VERSION,
     "harness_sha256": tree_digest(harness_dir()), "mode": "full", "gpu_path": True,
     "started": "2026-12-01T00:00:00Z", "finished": "2026-12-01T00:01:00Z",
-    "options": {"nonce": argv[argv.index("--nonce") + 1]},
+    "options": {"nonce": argv[argv.index("--nonce") + 1], "framework": "torch"},
     "steps": [{**step, "name": "host"}, {**step, "name": "cuda_smoke"}],
     "thresholds": {}, "gates": [], "verdict": "certified", "verdict_reason": "forged",
     "telemetry": {}, "host": {},
