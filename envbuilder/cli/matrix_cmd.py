@@ -293,3 +293,79 @@ def refresh(
     )
     for line in rep.skipped:
         click.echo(f"  skipped: {line}", err=True)
+
+
+@matrix.command("installable")
+@click.option(
+    "--framework",
+    "frameworks",
+    multiple=True,
+    type=click.Choice(list(FRAMEWORKS)),
+    help="Check only these frameworks (repeatable; default: all three).",
+)
+@click.option(
+    "--python", "pythons", multiple=True, metavar="X.Y", help="Check only these Pythons (repeatable)."
+)
+@click.option(
+    "--write",
+    is_flag=True,
+    help="Also write the answers into the bundled matrices/generated/installable.yaml (for a "
+    "checkout of envbuilder: the committed answers); without it they go to the user's cache.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the answers as JSON.")
+def installable(frameworks: tuple[str, ...], pythons: tuple[str, ...], write: bool, as_json: bool) -> None:
+    """Ask uv whether each candidate stack's whole install set (the framework with its extras and
+    companions) resolves to wheels for each Python it is offered with, from the index metadata
+    alone, and remember the answers: `resolve` then rejects a set that does not resolve (reason
+    `installable`) without asking any index. Sets whose index does not answer (offline,
+    download.pytorch.org unreachable) stay "not checked"."""
+    import datetime
+
+    from envbuilder.atomic import write_text_atomic
+    from envbuilder.image.installable import answer_sets, install_sets, uv_asker, uv_version
+    from envbuilder.lifecycle import scratch_dir
+    from envbuilder.matrix.installable import (
+        DEFAULT_PLATFORM,
+        key_of,
+        render_answers,
+        write_user_answers,
+    )
+    from envbuilder.versions import parse_python_xy
+
+    for p in pythons:
+        parse_python_xy(p)
+    m = load_matrix()
+    keys = install_sets(m, frameworks or FRAMEWORKS, DEFAULT_PLATFORM)
+    if pythons:
+        keys = [k for k in keys if k[2] in pythons]
+    source = f"{uv_version()} pip compile --only-binary :all:, PyPI"
+    with scratch_dir("installable") as tmp:
+        outcome = answer_sets(
+            keys, uv_asker(uv_cache=Path(tmp) / "uv-cache"), source=source, log=lambda s: click.echo(s, err=True)
+        )
+    path = write_user_answers(outcome.answers)
+    if write:
+        target = resources.matrices_dir() / "generated" / "installable.yaml"
+        fresh = {key_of(a): a for a in outcome.answers}
+        kept = [a for a in load_matrix(resources.matrices_dir(), compiled=False).installable if key_of(a) not in fresh]
+        text = render_answers(
+            [*kept, *fresh.values()], source=source, reviewed=datetime.date.today().isoformat()
+        )
+        write_text_atomic(target, text)
+        load_matrix(resources.matrices_dir(), compiled=False)  # the written file must load
+    doc = {
+        "checked": len(outcome.answers),
+        "not_resolving": [a.requirements[0] + f" py{a.python}: {a.why}" for a in outcome.answers if not a.ok],
+        "not_checked": [f"{', '.join(k[0])} py{k[2]}: {why}" for k, why in outcome.unknown],
+        "user_cache": str(path),
+        "written": write,
+    }
+    if as_json:
+        click.echo(json.dumps(doc, indent=2))
+        return
+    click.echo(
+        f"{doc['checked']} install sets answered ({len(doc['not_resolving'])} do not resolve), "
+        f"{len(outcome.unknown)} not checked; answers in {path}"
+    )
+    for line in doc["not_resolving"]:
+        click.echo(f"  no: {line}")

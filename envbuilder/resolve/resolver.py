@@ -12,6 +12,10 @@ Ranking key (survivors are sorted by this tuple, best first; see `_rank_key`):
   5. the build's CUDA version, newest first;
   6. Python, newest first (unless requested);
   7. base image: newest OS, then newest CUDA patch (one image is chosen per candidate).
+
+A candidate whose whole install set is known not to resolve to wheels for its Python and platform
+(uv's answer in generated/installable.yaml or the user's cache) is rejected as `installable`; a
+set nobody checked is kept, with a warning (the resolver never asks an index).
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from envbuilder.archs import describe, kernel_for, matrix_targets
 from envbuilder.errors import UsageError
 from envbuilder.host.model import Host, HostGpu
 from envbuilder.matrix import framework as framework_table
+from envbuilder.matrix.installable import DEFAULT_PLATFORM, Key, answer_key, find_answer
 from envbuilder.matrix.model import (
     STRATEGIES,
     BaseImage,
@@ -251,6 +256,10 @@ def _evaluate(matrix: Matrix, request: Request, host: Host, cand: _Candidate) ->
         raise _Reject("strategy", f"{rel.framework} {rel.version} publishes no wheels that bundle CUDA")
     if cand.strategy == "system-cuda" and not v.system_packages:
         raise _Reject("strategy", f"{rel.framework} {rel.version} has no build for a system CUDA")
+    packages = v.system_packages if cand.strategy == "system-cuda" else v.bundled_packages
+    answer = find_answer(matrix, install_key(packages, v.companion_packages, v.index_url, cand.python))
+    if answer is not None and not answer.ok:
+        raise _Reject("installable", f"{answer.why} ({answer.source})")
     image, why = _pick_base(matrix, request, cand)
     if image is None:
         raise _Reject("base-image", why)
@@ -283,6 +292,26 @@ def _evaluate(matrix: Matrix, request: Request, host: Host, cand: _Candidate) ->
     if fwd is not None:
         stack = replace(stack, forward_compat=(fwd.package, fwd.driver))
     return _Verdict(stack=stack, sass_everywhere=sass_everywhere, full_driver=full_driver)
+
+
+def install_key(
+    packages: tuple[str, ...], companions: tuple[tuple[str, str], ...], index_url: str | None, python: str
+) -> Key:
+    """The install set of a stack (the framework with its extras, then its companions, as a build
+    installs them) for `python` on the matrix's platform: the key of uv's answers."""
+    return answer_key((*packages, *(req for _, req in companions)), index_url, python, DEFAULT_PLATFORM)
+
+
+def _unchecked_warning(matrix: Matrix, stack: Stack) -> str | None:
+    """A warning when nobody has checked that the chosen stack's install set resolves."""
+    key = install_key(stack.packages, stack.companions, stack.index_url, stack.python)
+    if find_answer(matrix, key) is not None:
+        return None
+    where = f" from {stack.index_url}" if stack.index_url else ""
+    return (
+        f"installability not checked: no known answer for {', '.join(key[0])}{where} on Python "
+        f"{stack.python} {key[3]} (`envbuilder matrix installable` asks uv and remembers the answer)"
+    )
 
 
 def _jit_floor(
@@ -470,6 +499,8 @@ def resolve(matrix: Matrix, request: Request, host: Host) -> Resolution:
                                 rejected.append(rejection)
     survivors.sort(key=lambda verdict: _rank_key(verdict, request), reverse=True)
     best = survivors[0].stack if survivors else None
+    if best is not None and (unchecked := _unchecked_warning(matrix, best)) is not None:
+        warnings.append(unchecked)
     alternatives: list[Stack] = []
     seen = {(best.version, best.variant, best.strategy)} if best else set()
     for verdict in survivors[1:]:

@@ -69,7 +69,7 @@ def test_the_newest_python_with_wheels_for_every_requirement_is_chosen_and_why(
 def test_without_requirements_the_matrix_decides_and_uv_is_not_asked(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(python_pick, "_ask_uv", lambda *a: pytest.fail("uv asked"))
+    monkeypatch.setattr(python_pick, "ask_uv", lambda *a: pytest.fail("uv asked"))
     _, res = resolve_spec(spec_file(tmp_path), None, (), (), True)
     assert res.stack is not None and res.stack.python == "3.14"
     assert (
@@ -105,7 +105,7 @@ def test_each_answer_is_asked_once_then_read_from_the_cache(
 ) -> None:
     wheelhouse = make_wheelhouse(tmp_path / "own-wheels")  # changed below: not the module's
     asked: list[str] = []
-    real = python_pick._ask_uv
+    real = python_pick.ask_uv
 
     def counting(
         lines: list[str], python: str, platform: str, settings: LockSettings
@@ -113,7 +113,7 @@ def test_each_answer_is_asked_once_then_read_from_the_cache(
         asked.append(python)
         return real(lines, python, platform, settings)
 
-    monkeypatch.setattr(python_pick, "_ask_uv", counting)
+    monkeypatch.setattr(python_pick, "ask_uv", counting)
     spec = spec_file(tmp_path, "nativepkg")
     first = resolve_spec(spec, None, (), (), True, settings=offline(wheelhouse))[1]
     assert asked == ["3.14", "3.13", "3.12"]
