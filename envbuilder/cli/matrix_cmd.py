@@ -230,6 +230,12 @@ def _text(key: str, value: Any) -> str:
     default=None,
     help="Scan cache, keyed by each wheel's sha256 (default: ~/.cache/envbuilder/wheel-scans).",
 )
+@click.option(
+    "--libraries-only",
+    is_flag=True,
+    help="Only list the CUDA libraries' releases (generated/cuda_libraries.yaml): index listings, no "
+    "wheel is read (seconds, where a cold full refresh reads ~22 GB).",
+)
 @click.option("--dry-run", is_flag=True, help="Print the diff; write nothing.")
 @click.option(
     "--diff", "diff_file", type=click.Path(path_type=Path), default=None, help="Also write the diff here."
@@ -241,6 +247,7 @@ def refresh(
     wheelhouse: Path | None,
     frameworks: tuple[str, ...],
     cache: Path | None,
+    libraries_only: bool,
     dry_run: bool,
     diff_file: Path | None,
     as_json: bool,
@@ -259,7 +266,7 @@ def refresh(
         matrix_before,
         directory,
         index,
-        frameworks=frameworks or ("torch", "tensorflow", "jax"),
+        frameworks=() if libraries_only else (frameworks or ("torch", "tensorflow", "jax")),
         cache=cache,
         today=datetime.date.today().isoformat(),
         log=lambda m: click.echo(m, err=True),
@@ -341,13 +348,20 @@ def installable(frameworks: tuple[str, ...], pythons: tuple[str, ...], write: bo
     source = f"{uv_version()} pip compile --only-binary :all:, PyPI"
     with scratch_dir("installable") as tmp:
         outcome = answer_sets(
-            keys, uv_asker(uv_cache=Path(tmp) / "uv-cache"), source=source, log=lambda s: click.echo(s, err=True)
+            keys,
+            uv_asker(uv_cache=Path(tmp) / "uv-cache"),
+            source=source,
+            log=lambda s: click.echo(s, err=True),
         )
     path = write_user_answers(outcome.answers)
     if write:
         target = resources.matrices_dir() / "generated" / "installable.yaml"
         fresh = {key_of(a): a for a in outcome.answers}
-        kept = [a for a in load_matrix(resources.matrices_dir(), compiled=False).installable if key_of(a) not in fresh]
+        kept = [
+            a
+            for a in load_matrix(resources.matrices_dir(), compiled=False).installable
+            if key_of(a) not in fresh
+        ]
         text = render_answers(
             [*kept, *fresh.values()], source=source, reviewed=datetime.date.today().isoformat()
         )

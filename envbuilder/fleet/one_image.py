@@ -16,9 +16,9 @@ from packaging.version import Version
 from envbuilder.errors import UsageError
 from envbuilder.fleet.bake import BakeTarget, class_host, target_name
 from envbuilder.fleet.classes import NodeClass
+from envbuilder.host.model import Host, HostGpu
 from envbuilder.image.build import BuildOptions, plan_from_spec
 from envbuilder.image.spec import ImageSpec
-from envbuilder.host.model import Host, HostGpu
 from envbuilder.matrix.model import Matrix
 from envbuilder.resolve.model import NoCompatibleStackError, Rejection, Request, Resolution, Stack
 from envbuilder.resolve.resolver import resolve
@@ -74,7 +74,9 @@ def partition_host(matrix: Matrix, classes: Sequence[NodeClass]) -> tuple[Host, 
         return Host(driver=None, gpus=(), source="given"), tuple(notes)
     oldest, who = min(drivers, key=lambda d: parse_driver(d[0]))
     if len({d for d, _ in drivers}) > 1:
-        notes.append(f"driver {oldest} ({who}) is the oldest of the partition: every stack is checked against it")
+        notes.append(
+            f"driver {oldest} ({who}) is the oldest of the partition: every stack is checked against it"
+        )
     return Host(driver=oldest, gpus=tuple(gpus), source="given"), tuple(notes)
 
 
@@ -109,7 +111,11 @@ def one_stack(matrix: Matrix, request: Request, classes: Sequence[NodeClass]) ->
             reasons = _reasons([r for r in common.rejected if r.candidate.startswith(prefix)])
             dropped.append(Dropped(node_class=cls.name, stack=alone.id, reasons=reasons))
     return OneImage(
-        classes=tuple(c.name for c in classes), host=host, resolution=common, dropped=tuple(dropped), notes=notes
+        classes=tuple(c.name for c in classes),
+        host=host,
+        resolution=common,
+        dropped=tuple(dropped),
+        notes=notes,
     )
 
 
@@ -145,7 +151,8 @@ def plan_one_image_targets(
             raise NoCompatibleStackError(
                 choice.resolution,
                 f"no one stack fits all of {', '.join(choice.classes)}: see why with "
-                "`envbuilder fleet plan --one-image SPEC`, or build one image per class (without --one-image)",
+                "`envbuilder fleet plan --one-image SPEC`, or build one image per class "
+                "(without --one-image)",
                 file=str(path),
             )
         tname = target_name(spec, name)
@@ -155,6 +162,8 @@ def plan_one_image_targets(
             lock_out=out_dir / f"{tname}.lock.json",
         )
         plan = plan_from_spec(spec, choice.resolution, opts, path, matrix)
-        targets.append(BakeTarget(name=tname, spec_path=path, classes=choice.classes, plan=plan, options=opts))
+        targets.append(
+            BakeTarget(name=tname, spec_path=path, classes=choice.classes, plan=plan, options=opts)
+        )
         choices.append(choice)
     return targets, choices

@@ -53,7 +53,9 @@ def test_v100_and_h200_get_the_newest_build_with_kernels_for_both_and_why_cu130_
     assert "7.0" in stack.sass and "9.0" in stack.sass  # native kernels for both GPUs
     assert choice.host.driver == "550.54.14"  # the V100 nodes' driver: the oldest
     # each class alone: the V100 class gets this same stack; the H200 class would get a CUDA 13 build
-    alone = {c.name: one_stack(MATRIX, make_spec("train").to_request(), [c]).resolution.stack for c in classes}
+    alone = {
+        c.name: one_stack(MATRIX, make_spec("train").to_request(), [c]).resolution.stack for c in classes
+    }
     assert alone["v100"] is not None and alone["v100"].id == stack.id
     assert alone["h200"] is not None and alone["h200"].id != stack.id
     [dropped] = choice.dropped
@@ -74,7 +76,9 @@ def test_one_image_plan_makes_one_target_tagged_for_every_class(tmp_path: Path) 
     assert t.plan.stack.id == choices[0].resolution.stack.id  # type: ignore[union-attr]
     assert t.plan.lock_out == tmp_path / "train-gpu.lock.json"
     # without --one-image: one target per distinct stack (two here)
-    assert len(plan_targets([(spec, tmp_path / "train.yaml")], classes, MATRIX, BuildOptions(), tmp_path)) == 2
+    assert (
+        len(plan_targets([(spec, tmp_path / "train.yaml")], classes, MATRIX, BuildOptions(), tmp_path)) == 2
+    )
 
 
 def test_the_recorded_a100_h200_partition_shares_one_stack_and_drops_nothing() -> None:
@@ -86,7 +90,7 @@ def test_the_recorded_a100_h200_partition_shares_one_stack_and_drops_nothing() -
     h200 = next(c for c in classes if c.name == "h200")
     own = one_stack(MATRIX, make_spec("train").to_request(), [h200]).resolution.stack
     assert own is not None and own.cuda is not None and choice.resolution.stack.cuda is not None
-    # the A100 nodes' R550 driver caps the partition below CUDA 13: the H200's cu130 is dropped, for the driver
+    # the A100 nodes' R550 driver caps the partition below CUDA 13: the H200's cu130 is dropped for it
     [d] = choice.dropped
     assert d.node_class == "h200" and any(r.startswith("driver: driver 550.54.14 < ") for r in d.reasons)
 
@@ -98,8 +102,12 @@ def test_no_stack_fits_every_class_names_the_classes(tmp_path: Path) -> None:
     )  # fmt: skip
     classes = [*gpu_partition(volta_cluster()), k80]
     with pytest.raises(NoCompatibleStackError) as err:
-        plan_one_image_targets([(make_spec("t"), tmp_path / "t.yaml")], classes, MATRIX, BuildOptions(), tmp_path, "p")
-    assert err.value.hint is not None and "h200, v100, k80" in err.value.hint.replace("v100, h200", "h200, v100")
+        plan_one_image_targets(
+            [(make_spec("t"), tmp_path / "t.yaml")], classes, MATRIX, BuildOptions(), tmp_path, "p"
+        )
+    assert err.value.hint is not None and "h200, v100, k80" in err.value.hint.replace(
+        "v100, h200", "h200, v100"
+    )
     with pytest.raises(UsageError, match="no node classes"):
         one_stack(MATRIX, make_spec("t").to_request(), [])
 

@@ -19,8 +19,8 @@ from envbuilder.host.model import Host
 from envbuilder.image import installable as live
 from envbuilder.image.packages import LockSettings
 from envbuilder.image.python_pick import WheelCheck
-from envbuilder.matrix import load_matrix
 from envbuilder.matrix import installable as known
+from envbuilder.matrix import load_matrix
 from envbuilder.matrix.model import InstallAnswer, Matrix
 from envbuilder.matrix.reader import Ctx
 from envbuilder.resolve.gpus import gpu_from_match, lookup_gpu
@@ -36,12 +36,20 @@ def matrix() -> Matrix:
 
 
 def h100(matrix: Matrix) -> Host:
-    return Host(driver="550.54.15", gpus=(gpu_from_match(matrix, lookup_gpu(matrix, "H100")),), source="given")
+    return Host(
+        driver="550.54.15", gpus=(gpu_from_match(matrix, lookup_gpu(matrix, "H100")),), source="given"
+    )
 
 
 def answer(reqs: tuple[str, ...], python: str, ok: bool, why: str = "") -> InstallAnswer:
     return InstallAnswer(
-        requirements=reqs, index_url=None, python=python, platform="linux/amd64", ok=ok, why=why, source="test"
+        requirements=reqs,
+        index_url=None,
+        python=python,
+        platform="linux/amd64",
+        ok=ok,
+        why=why,
+        source="test",
     )
 
 
@@ -200,7 +208,10 @@ def test_an_index_that_does_not_answer_leaves_the_set_not_checked() -> None:
 
 def test_plain_reason_keeps_what_it_does_not_know() -> None:
     cause = "tensorrt==8.5.3.1 has no wheels with a matching Python ABI tag (e.g., `cp311`)"
-    assert live.plain_reason(cause, "3.11", "linux/amd64") == "tensorrt==8.5.3.1 has no wheel for cp311 manylinux x86_64"
+    assert (
+        live.plain_reason(cause, "3.11", "linux/amd64")
+        == "tensorrt==8.5.3.1 has no wheel for cp311 manylinux x86_64"
+    )
     plat = "x==1 has no wheels with a matching platform tag (e.g., `manylinux_2_28_x86_64`)"
     assert live.plain_reason(plat, "3.12", "linux/amd64") == "x==1 has no wheel for cp312 manylinux x86_64"
     other = "there is no version of foo==9"
@@ -232,10 +243,14 @@ def test_matrix_installable_remembers_answers_in_the_user_cache(
 
     monkeypatch.setattr(live, "uv_asker", fake)
     monkeypatch.setattr(live, "uv_version", lambda: "uv 0.0.0")
-    r = CliRunner().invoke(cli, ["matrix", "installable", "--framework", "tensorflow", "--python", "3.11", "--json"])
+    r = CliRunner().invoke(
+        cli, ["matrix", "installable", "--framework", "tensorflow", "--python", "3.11", "--json"]
+    )
     assert r.exit_code == 0, r.output
     doc = json.loads(r.stdout)
-    assert doc["not_resolving"] == [f"{TF_214} py3.11: tensorrt==8.5.3.1 has no wheel for cp311 manylinux x86_64"]
+    assert doc["not_resolving"] == [
+        f"{TF_214} py3.11: tensorrt==8.5.3.1 has no wheel for cp311 manylinux x86_64"
+    ]
     assert set(asked) == {"3.11"} and doc["written"] is False
     saved = known.read_user_answers(tmp_path / "installable.json")
     assert len(saved) == doc["checked"] and all(a.source.startswith("uv 0.0.0 ") for a in saved)
