@@ -367,19 +367,23 @@ def installable(frameworks: tuple[str, ...], pythons: tuple[str, ...], write: bo
         )
         write_text_atomic(target, text)
         load_matrix(resources.matrices_dir(), compiled=False)  # the written file must load
-    doc = {
-        "checked": len(outcome.answers),
-        "not_resolving": [a.requirements[0] + f" py{a.python}: {a.why}" for a in outcome.answers if not a.ok],
-        "not_checked": [f"{', '.join(k[0])} py{k[2]}: {why}" for k, why in outcome.unknown],
-        "user_cache": str(path),
-        "written": write,
-    }
+    refused = [f"{', '.join(a.requirements)} py{a.python}: {a.why}" for a in outcome.answers if not a.ok]
+    unchecked = [f"{', '.join(k[0])} py{k[2]}: {why}" for k, why in outcome.unknown]
     if as_json:
+        doc = {
+            "checked": len(outcome.answers),
+            "not_resolving": refused,
+            "not_checked": unchecked,
+            "user_cache": str(path),
+            "written": write,
+        }
         click.echo(json.dumps(doc, indent=2))
         return
     click.echo(
-        f"{doc['checked']} install sets answered ({len(doc['not_resolving'])} do not resolve), "
-        f"{len(outcome.unknown)} not checked; answers in {path}"
+        f"{len(outcome.answers)} install sets answered ({len(refused)} do not resolve), "
+        f"{len(unchecked)} not checked; answers in {path}"
     )
-    for line in doc["not_resolving"]:
+    for line in refused:
         click.echo(f"  no: {line}")
+    for line in unchecked:
+        click.echo(f"  not checked: {line}")

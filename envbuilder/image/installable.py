@@ -48,8 +48,10 @@ def plain_reason(cause: str, python: str, platform: str) -> str:
     m = _NO_WHEEL.match(cause)
     if m is None:
         return cause
-    cp = f"cp{python.replace('.', '')}"
-    return f"{m['pkg']} has no wheel for {cp} {PLATFORM_WORDS.get(platform, platform)}"
+    where = f"cp{python.replace('.', '')} {PLATFORM_WORDS.get(platform, platform)}"
+    if m["what"] is None:  # uv's "has no usable wheels": sdists only, or wheels of other tags
+        return f"{m['pkg']} has no usable wheel for {where} (source distributions or other tags only)"
+    return f"{m['pkg']} has no wheel for {where}"
 
 
 def install_sets(matrix: Matrix, frameworks: Iterable[str], platform: str) -> list[Key]:

@@ -42,11 +42,21 @@ def key_of(answer: InstallAnswer) -> Key:
 def find_answer(matrix: Matrix, key: Key) -> InstallAnswer | None:
     """The answer for `key`: the last one listed wins (the user's live answers come after the
     committed ones). None: nobody checked this set."""
-    found = None
-    for answer in matrix.installable:
-        if key_of(answer) == key:
-            found = answer
-    return found
+    return _index(matrix.installable).get(key)
+
+
+# The answers by key, for the last few answer tuples seen (held, so an id is never reused): the
+# resolver asks once per candidate, and a scan of every answer each time would cost milliseconds.
+_INDEXES: list[tuple[tuple[InstallAnswer, ...], dict[Key, InstallAnswer]]] = []
+
+
+def _index(answers: tuple[InstallAnswer, ...]) -> dict[Key, InstallAnswer]:
+    for held, index in _INDEXES:
+        if held is answers:
+            return index
+    index = {key_of(a): a for a in answers}  # a later answer replaces an earlier one
+    _INDEXES[:] = [(answers, index), *_INDEXES[:3]]
+    return index
 
 
 def load_answers(doc: tuple[dict[str, Any], Ctx]) -> tuple[InstallAnswer, ...]:
@@ -136,7 +146,7 @@ def write_user_answers(answers: Iterable[InstallAnswer], path: Path | None = Non
 
 def with_user_answers(matrix: Matrix, path: Path | None = None) -> Matrix:
     """`matrix` with the user's live answers after the committed ones (so they win)."""
-    live = ()
+    live: tuple[InstallAnswer, ...] = ()
     with contextlib.suppress(OSError):
         live = read_user_answers(path)
     return replace(matrix, installable=matrix.installable + live) if live else matrix

@@ -45,10 +45,10 @@ def no_stack_hint(matrix: Matrix, resolution: Resolution) -> str:
             ) + _forward_compat_hint(matrix, resolution)
     if cause == "installable" and req.python is not None:
         other = resolve(matrix, replace(req, python=None), host)
-        if (s := other.stack) is not None:
+        if (found := other.stack) is not None:
             return (
                 f"{_EXPLAIN}; {req.requirement} has no wheels for all of its install set on Python "
-                f"{req.python}: Python {s.python} installs {s.id} (--python {s.python})"
+                f"{req.python}: Python {found.python} installs {found.id} (--python {found.python})"
             )
     return f"{_EXPLAIN}; relax the requirement ({cause} rejected most candidates)"
 

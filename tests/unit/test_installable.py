@@ -214,6 +214,10 @@ def test_plain_reason_keeps_what_it_does_not_know() -> None:
     )
     plat = "x==1 has no wheels with a matching platform tag (e.g., `manylinux_2_28_x86_64`)"
     assert live.plain_reason(plat, "3.12", "linux/amd64") == "x==1 has no wheel for cp312 manylinux x86_64"
+    sdist = "jax>=0.3.15,<=0.4.15 has no usable wheels"
+    assert live.plain_reason(sdist, "3.8", "linux/amd64") == (
+        "jax>=0.3.15,<=0.4.15 has no usable wheel for cp38 manylinux x86_64 (source distributions or other tags only)"
+    )
     other = "there is no version of foo==9"
     assert live.plain_reason(other, "3.12", "linux/amd64") == other
 
