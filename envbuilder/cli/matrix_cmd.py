@@ -61,6 +61,13 @@ def check_matrix(directory: Path | None = None) -> dict[str, Any]:
     n_cuda = sum(1 for b in m.base_images if b.kind == "cuda")
     lines.append(f"ok  base_images.yaml: {n_cuda} nvidia/cuda tags, {len(m.base_images) - n_cuda} slim bases")
     counts["base_images"] = len(m.base_images)
+    if m.installable:
+        refused = sum(1 for a in m.installable if not a.ok)
+        lines.append(
+            f"ok  generated/installable.yaml: {len(m.installable)} install sets answered, "
+            f"{refused} do not resolve"
+        )
+        counts["installable"] = {"answered": len(m.installable), "not_resolving": refused}
     lines.append("ok  invariants: quoted versions, known CUDA and compute capabilities, no duplicates")
     return {"ok": True, "counts": counts, "reviewed": dict(m.reviewed), "lines": lines}
 

@@ -170,10 +170,12 @@ def test_rendered_answers_load_back_and_bad_rows_are_refused(tmp_path: Path) -> 
 
 
 def test_every_committed_refusal_says_which_package_lacks_which_wheel(matrix: Matrix) -> None:
+    check = CliRunner().invoke(cli, ["matrix", "check"])
+    assert check.exit_code == 0 and "ok  generated/installable.yaml: " in check.stdout
     refused = [a for a in matrix.installable if not a.ok]
     assert refused, "the committed answers hold the tensorflow 2.14 / cp311 refusal"
     for a in refused:
-        assert " has no wheel for cp" in a.why or a.why, a
+        assert " wheel for cp" in a.why, a
         assert a.source.startswith("uv "), a
 
 
@@ -216,7 +218,8 @@ def test_plain_reason_keeps_what_it_does_not_know() -> None:
     assert live.plain_reason(plat, "3.12", "linux/amd64") == "x==1 has no wheel for cp312 manylinux x86_64"
     sdist = "jax>=0.3.15,<=0.4.15 has no usable wheels"
     assert live.plain_reason(sdist, "3.8", "linux/amd64") == (
-        "jax>=0.3.15,<=0.4.15 has no usable wheel for cp38 manylinux x86_64 (source distributions or other tags only)"
+        "jax>=0.3.15,<=0.4.15 has no usable wheel for cp38 manylinux x86_64 "
+        "(source distributions or other tags only)"
     )
     other = "there is no version of foo==9"
     assert live.plain_reason(other, "3.12", "linux/amd64") == other
