@@ -302,15 +302,17 @@ def install_key(
     return answer_key((*packages, *(req for _, req in companions)), index_url, python, DEFAULT_PLATFORM)
 
 
-def _unchecked_warning(matrix: Matrix, stack: Stack) -> str | None:
-    """A warning when nobody has checked that the chosen stack's install set resolves."""
+def installability(matrix: Matrix, stack: Stack) -> str:
+    """What is known of `stack`'s install set resolving to wheels: "resolves (SOURCE)", or
+    "not checked: ..." when nobody answered (the resolver keeps such a stack: it never guesses)."""
     key = install_key(stack.packages, stack.companions, stack.index_url, stack.python)
-    if find_answer(matrix, key) is not None:
-        return None
+    answer = find_answer(matrix, key)
+    if answer is not None:
+        return f"resolves ({answer.source})" if answer.ok else f"does not resolve: {answer.why}"
     where = f" from {stack.index_url}" if stack.index_url else ""
     return (
-        f"installability not checked: no known answer for {', '.join(key[0])}{where} on Python "
-        f"{stack.python} {key[3]} (`envbuilder matrix installable` asks uv and remembers the answer)"
+        f"not checked: no known answer for {', '.join(key[0])}{where} on Python {stack.python} "
+        f"{key[3]} (`envbuilder matrix installable` asks uv and remembers the answer)"
     )
 
 
@@ -499,8 +501,6 @@ def resolve(matrix: Matrix, request: Request, host: Host) -> Resolution:
                                 rejected.append(rejection)
     survivors.sort(key=lambda verdict: _rank_key(verdict, request), reverse=True)
     best = survivors[0].stack if survivors else None
-    if best is not None and (unchecked := _unchecked_warning(matrix, best)) is not None:
-        warnings.append(unchecked)
     alternatives: list[Stack] = []
     seen = {(best.version, best.variant, best.strategy)} if best else set()
     for verdict in survivors[1:]:

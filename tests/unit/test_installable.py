@@ -25,7 +25,7 @@ from envbuilder.matrix.model import InstallAnswer, Matrix
 from envbuilder.matrix.reader import Ctx
 from envbuilder.resolve.gpus import gpu_from_match, lookup_gpu
 from envbuilder.resolve.model import Request
-from envbuilder.resolve.resolver import install_key, resolve
+from envbuilder.resolve.resolver import install_key, installability, resolve
 
 TF_214 = "tensorflow[and-cuda]==2.14.0"
 
@@ -71,7 +71,7 @@ def test_without_a_python_the_newest_installable_one_is_chosen(matrix: Matrix) -
     req = Request(framework="tensorflow", specifier="==2.14.*", strategy="bundled")
     res = resolve(matrix, req, h100(matrix))
     assert res.stack is not None and res.stack.python == "3.10"
-    assert not any("installability not checked" in w for w in res.warnings)  # 3.10 was answered: ok
+    assert installability(matrix, res.stack).startswith("resolves (uv ")  # 3.10 was answered: ok
 
 
 def test_the_hint_names_the_python_that_installs(matrix: Matrix) -> None:
@@ -86,15 +86,32 @@ def test_the_hint_names_the_python_that_installs(matrix: Matrix) -> None:
 # --------------------------------------------------------------------------- the resolver's lookup
 
 
-def test_a_set_nobody_checked_is_kept_with_a_not_checked_warning(matrix: Matrix) -> None:
+def test_a_set_nobody_checked_is_kept_and_said_not_checked(matrix: Matrix) -> None:
     bare = replace(matrix, installable=())
     req = Request(framework="tensorflow", specifier="==2.14.*", python="3.11", strategy="bundled")
     res = resolve(bare, req, h100(matrix))
     assert res.stack is not None and res.stack.python == "3.11"  # never a guess either way
-    assert [w for w in res.warnings if w.startswith("installability not checked")] == [
-        f"installability not checked: no known answer for {TF_214} on Python 3.11 linux/amd64 "
+    assert installability(bare, res.stack) == (
+        f"not checked: no known answer for {TF_214} on Python 3.11 linux/amd64 "
         "(`envbuilder matrix installable` asks uv and remembers the answer)"
-    ]
+    )
+    assert not res.warnings or not any("installab" in w for w in res.warnings)  # a note, not a warning
+
+
+def test_resolve_shows_what_is_known_of_the_install_set(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    args = ["resolve", "--framework", "tensorflow==2.14.*", "--driver", "550.54.15", "--gpu", "H100"]
+    res = CliRunner().invoke(cli, [*args, "--strategy", "bundled"])
+    assert res.exit_code == 0, res.output
+    assert "  wheels     resolves (uv " in res.stdout and "python     3.10" in res.stdout
+    doc = json.loads(CliRunner().invoke(cli, [*args, "--strategy", "bundled", "--json"]).stdout)
+    assert doc["installable"].startswith("resolves (uv ")
+    torch = CliRunner().invoke(
+        cli, ["resolve", "--framework", "torch==2.5.1", "--driver", "550.54.15", "--gpu", "H100"]
+    )
+    assert "  wheels     not checked: no known answer for torch==2.5.1, torchaudio==2.5.1" in torch.stdout
+    assert "from https://download.pytorch.org/whl/" in torch.stdout
 
 
 def test_the_key_is_the_whole_install_set_with_companions_and_index(matrix: Matrix) -> None:
@@ -106,7 +123,7 @@ def test_the_key_is_the_whole_install_set_with_companions_and_index(matrix: Matr
     key = install_key(res.stack.packages, res.stack.companions, res.stack.index_url, "3.12")
     assert key[0] == ("torch==2.5.1", "torchaudio==2.5.1", "torchvision==0.20.1")
     assert key[1] is not None and key[1].startswith("https://download.pytorch.org/whl/")
-    assert any("from https://download.pytorch.org/whl/" in w for w in res.warnings)
+    assert "from https://download.pytorch.org/whl/" in installability(matrix, res.stack)
     alone = answer(("torch==2.5.1",), "3.12", ok=False, why="x")
     again = resolve(replace(matrix, installable=(alone,)), req, h100(matrix))
     assert again.stack is not None and again.stack.id == res.stack.id
@@ -121,7 +138,7 @@ def test_a_later_answer_wins_so_the_users_live_answer_overrides_the_committed_on
     fixed = replace(matrix, installable=(*matrix.installable, later))
     req = Request(framework="tensorflow", specifier="==2.14.*", python="3.11", strategy="bundled")
     res = resolve(fixed, req, h100(matrix))
-    assert res.stack is not None and not any("installability not checked" in w for w in res.warnings)
+    assert res.stack is not None and installability(fixed, res.stack) == "resolves (test)"
 
 
 # --------------------------------------------------------------------------- the files
