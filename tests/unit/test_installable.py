@@ -98,9 +98,7 @@ def test_a_set_nobody_checked_is_kept_and_said_not_checked(matrix: Matrix) -> No
     assert not res.warnings or not any("installab" in w for w in res.warnings)  # a note, not a warning
 
 
-def test_resolve_shows_what_is_known_of_the_install_set(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_resolve_shows_what_is_known_of_the_install_set() -> None:
     args = ["resolve", "--framework", "tensorflow==2.14.*", "--driver", "550.54.15", "--gpu", "H100"]
     res = CliRunner().invoke(cli, [*args, "--strategy", "bundled"])
     assert res.exit_code == 0, res.output
