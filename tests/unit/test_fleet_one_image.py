@@ -138,3 +138,40 @@ def test_fleet_plan_one_image_prints_the_stack_and_the_dropped_ones(
     j = CliRunner().invoke(cli, ["fleet", "plan", "--slurm", "--one-image", str(spec), "--json"])
     doc = json.loads(j.stdout)["one_image"]
     assert doc["stack"]["id"] and doc["dropped"][0]["class"] == "h200"
+
+
+def test_fleet_build_one_image_bakes_one_target_for_the_partition(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The CLI path: classes from the (fake) cluster, one bake target, the dropped stack said on
+    stderr. Bake, buildx and the engine are stand-ins: what is checked is what is asked of them."""
+    from types import SimpleNamespace
+
+    import envbuilder.cli.fleet_build_cmd as build_cmd
+    import envbuilder.engine as engine
+    import envbuilder.engine.buildkit as buildkit
+    import envbuilder.fleet.bake as bake
+
+    classes = tuple(gpu_partition(volta_cluster()))
+    monkeypatch.setattr(build_cmd, "cluster_classes", lambda *a, **k: classes)
+    monkeypatch.setattr(buildkit, "find_buildx", lambda: buildkit.Buildx(argv=("buildx",), version="0"))
+    monkeypatch.setattr(engine, "DockerEngine", lambda: None)
+    baked: list[list[str]] = []
+
+    def fake_bake(targets: list[object], *_a: object, **_k: object) -> list[object]:
+        baked.append([t.name for t in targets])  # type: ignore[attr-defined]
+        image = SimpleNamespace(id="sha256:" + "0" * 64)
+        return [SimpleNamespace(image=image, tags=(), pushed=(), warnings=()) for _ in targets]
+
+    monkeypatch.setattr(bake, "bake", fake_bake)
+    spec = tmp_path / "train.yaml"
+    spec.write_text('schema_version: 1\nname: train\ndescription: t\nframework: "torch"\nstrategy: bundled\n')
+    args = ["fleet", "build", str(spec), "--slurm", "--partition", "gpu", "--out", str(tmp_path / "o")]
+    res = CliRunner().invoke(cli, [*args, "--one-image", "--json"])
+    assert res.exit_code == 0, res.output
+    assert baked == [["train-gpu"]]
+    [row] = json.loads(res.stdout)["targets"]
+    assert sorted(row["classes"]) == ["h200", "v100"] and "-cu126-" in row["stack"]
+    assert "one image: h200 alone would get " in res.stderr and "dropped: arch: no kernels for" in res.stderr
+    per_class = CliRunner().invoke(cli, [*args, "--json"])
+    assert per_class.exit_code == 0 and sorted(baked[-1]) == ["train-h200", "train-v100"]  # one per class
