@@ -16,6 +16,7 @@ import subprocess
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
@@ -118,13 +119,22 @@ def answer_sets(
     today = datetime.date.today().isoformat()
     answers: list[InstallAnswer] = []
     unknown: list[tuple[Key, str]] = []
+    silent: dict[str, str] = {}  # the host of an extra index that did not answer -> why: not asked again
     for key in keys:
         reqs, index_url, python, platform = key
-        got = ask(key)
         label = f"{', '.join(reqs)} py{python} {platform}"
+        host = urlsplit(index_url).netloc if index_url else None
+        if host is not None and host in silent:
+            unknown.append((key, silent[host]))
+            continue
+        got = ask(key)
         if got.unknown:
             unknown.append((key, got.why))
             log(f"not checked: {label}: {got.why}")
+            if host is not None and got.why.startswith("no index answered"):
+                # one refusal per index host is enough (uv retries each for ~20 s): download.pytorch.org
+                # is unreachable from the development machines, and every torch set is there
+                silent[host] = f"{host} did not answer ({got.why})"
             continue
         log(f"{'ok' if got.ok else 'no'}: {label}{'' if got.ok else ': ' + got.why}")
         answers.append(

@@ -223,6 +223,28 @@ def test_an_index_that_does_not_answer_leaves_the_set_not_checked() -> None:
     assert outcome.answers == () and outcome.unknown[0][1] == "no index answered (dns error)"
 
 
+def test_an_extra_index_host_that_does_not_answer_is_asked_once() -> None:
+    """download.pytorch.org is unreachable here: every torch set would cost uv's ~20 s of retries."""
+    asked: list[known.Key] = []
+
+    def ask(key: known.Key) -> WheelCheck:
+        asked.append(key)
+        if key[1]:
+            return WheelCheck(ok=False, why="no index answered (Failed to fetch: ...)", unknown=True)
+        return WheelCheck(ok=True)
+
+    torch = "https://download.pytorch.org/whl/cu124"
+    keys = [known.answer_key(["torch==2.5.1"], torch, py, "linux/amd64") for py in ("3.10", "3.11")]
+    keys.append(
+        known.answer_key(["torch==2.5.1"], "https://download.pytorch.org/whl/cpu", "3.12", "linux/amd64")
+    )
+    keys.append(known.answer_key(["jax==0.4.30"], None, "3.12", "linux/amd64"))
+    outcome = live.answer_sets(keys, ask, source="uv")
+    assert asked == [keys[0], keys[3]] and [a.requirements for a in outcome.answers] == [("jax==0.4.30",)]
+    assert [k for k, _ in outcome.unknown] == keys[:3]
+    assert outcome.unknown[2][1].startswith("download.pytorch.org did not answer (no index answered")
+
+
 def test_plain_reason_keeps_what_it_does_not_know() -> None:
     cause = "tensorrt==8.5.3.1 has no wheels with a matching Python ABI tag (e.g., `cp311`)"
     assert (
