@@ -375,7 +375,9 @@ def installable(frameworks: tuple[str, ...], pythons: tuple[str, ...], write: bo
         write_text_atomic(target, text)
         load_matrix(resources.matrices_dir(), compiled=False)  # the written file must load
     refused = [f"{', '.join(a.requirements)} py{a.python}: {a.why}" for a in outcome.answers if not a.ok]
-    unchecked = [f"{', '.join(k[0])} py{k[2]}: {why}" for k, why in outcome.unknown]
+    unchecked = [
+        f"{', '.join(k[0])}{f' from {k[1]}' if k[1] else ''} py{k[2]}: {why}" for k, why in outcome.unknown
+    ]
     if as_json:
         doc = {
             "checked": len(outcome.answers),
