@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 import click
 
 from envbuilder.cli.build_cmd import image_build_options
-from envbuilder.cli.fleet_cmd import class_names, cluster_classes, fleet, one_scheduler
+from envbuilder.cli.fleet_cmd import class_names, cluster_classes, fleet, one_scheduler, say
 
 if TYPE_CHECKING:
     from envbuilder.image.build import BuildOptions
