@@ -15,7 +15,8 @@ Ranking key (survivors are sorted by this tuple, best first; see `_rank_key`):
 
 A candidate whose whole install set is known not to resolve to wheels for its Python and platform
 (uv's answer in generated/installable.yaml or the user's cache) is rejected as `installable`; a
-set nobody checked is kept, with a warning (the resolver never asks an index).
+set nobody checked is kept, and `installability` says "not checked" (the resolver never asks an
+index).
 """
 
 from __future__ import annotations
