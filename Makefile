@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 RUN_STAMP := $(VENV)/.installed-run
 
 .DEFAULT_GOAL := help
-.PHONY: help install docker run check lint fmt types unit test test-docker test-harness services golden bench bench-resolve fuzz clean
+.PHONY: help install docker run check lint fmt types unit test test-docker test-harness services golden bench bench-resolve fuzz mutants clean
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -52,12 +52,13 @@ unit: $(STAMP) ## Unit tests (offline; the harness's real torch/jax runs are lef
 test-harness: $(STAMP) ## Only the harness's real torch/jax training tests (minutes)
 	$(BIN)/pytest -q -m harness tests/unit
 
-services: ## Install and start what the docker tests need (docker.io, dockerd, base image, registry, chromium, Slurm, buildx, Apptainer image); root
+services: ## Install and start what the docker tests need (docker.io, dockerd, base image, registry, chromium, Slurm, buildx, Apptainer image, arm64 base under QEMU); root
 	bash scripts/services.sh
 	bash scripts/install-chromium.sh
 	bash scripts/slurm.sh
 	bash scripts/buildx.sh
 	bash scripts/apptainer.sh
+	bash scripts/arm64-base.sh
 
 test: $(STAMP) services ## Everything the tests need, then all tests (unit + docker)
 	$(BIN)/pytest -q -m 'not gpu' tests
@@ -79,3 +80,6 @@ clean: ## Remove the venv and caches
 
 fuzz: $(STAMP) ## Property-based fuzzing, 10,000 inputs per loader: spec, lock, certificate (+ report/certs), DSSE envelope, statement payload, registry answers, harness output, trust policy (~55 min on 2 cores; K="envelope or trust_policy" selects)
 	HYPOTHESIS_PROFILE=fuzz $(BIN)/pytest -q -p no:cacheprovider --hypothesis-show-statistics tests/unit/test_fuzz_loaders.py $(if $(K),-k "$(K)")
+
+mutants: $(STAMP) ## Plant one-line bugs at the trust boundaries one at a time; the unit tests must catch them (~15 min on 2 cores) -> benchmarks/results/
+	$(BIN)/python benchmarks/mutants.py --out benchmarks/results/mutants-$$(date -u +%Y-%m-%d).md

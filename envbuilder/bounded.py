@@ -50,6 +50,8 @@ def read_bounded(path: Path | str, max_bytes: int = MAX_BYTES, *, follow_symlink
     (O_NOFOLLOW: for files a container wrote). Reads at most max_bytes+1 bytes. Raises OSError
     (missing, unreadable), NotRegularFile, TooLarge."""
     flags = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | (0 if follow_symlinks else os.O_NOFOLLOW)
+    if "\0" in str(path):  # os.stat and os.open raise ValueError for it, not OSError
+        raise OSError(errno.EINVAL, "a path with a NUL character", str(path).replace("\0", "\\0"))
     try:  # a stat first: opening a device can itself have effects (a tape rewinds, a tty)
         before = Path(path).stat(follow_symlinks=follow_symlinks)
     except OSError:

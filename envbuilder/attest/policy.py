@@ -78,19 +78,29 @@ class TrustPolicy:
 def parse_duration(text: str | int | float, where: str = "max_age") -> float:
     """'30d', '12h', '90m', '45s', '2w' or a number of seconds -> seconds. Raises SigningKeyError."""
     if isinstance(text, int | float) and not isinstance(text, bool):
-        seconds = float(text)
+        seconds = float(text) if abs(text) < 1e300 else math.inf  # float(10**400): OverflowError
     else:
         m = _DURATION.match(str(text))
         if not m:
             raise SigningKeyError(
-                f"{where} {text!r} is not a duration", hint="write it like 30d, 12h, 90m, 45s or 2w"
+                f"{where} {_shown(text)} is not a duration", hint="write it like 30d, 12h, 90m, 45s or 2w"
             )
-        seconds = float(m.group(1)) * _UNIT_S[m.group(2)]
+        seconds = float(m.group(1)) * _UNIT_S[m.group(2)]  # a 300-digit number is inf: refused below
     if not math.isfinite(seconds) or seconds > _MAX_AGE_S:
         raise SigningKeyError(f"{where} is longer than 100 years", hint="write it like 30d, 12h or 2w")
     if seconds <= 0:
-        raise SigningKeyError(f"{where} {text!r} must be positive")
+        raise SigningKeyError(f"{where} {_shown(text)} must be positive")
     return seconds
+
+
+def _shown(value: object, *, plain: bool = False) -> str:
+    """A value of the policy as a message shows it, on one line and at most 60 characters:
+    repr'd (a newline or an escape stays visible), or with `plain` as it is where it is short
+    printable text (a key's name)."""
+    if plain and isinstance(value, str) and value.isprintable() and len(value) <= 60:
+        return value
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def policy_path(base: Path | None = None) -> Path:
@@ -136,7 +146,7 @@ def parse_policy(doc: Any, *, where: str, base: Path) -> TrustPolicy:
         raise SigningKeyError(f"{where}: a trust policy is a mapping with `keys`")
     if doc.get("schema_version") != SCHEMA_VERSION:
         raise SigningKeyError(f"{where}: schema_version must be {SCHEMA_VERSION}")
-    unknown = sorted(set(doc) - {"schema_version", "max_age", "keys"})
+    unknown = sorted(_shown(k, plain=True) for k in set(doc) - {"schema_version", "max_age", "keys"})
     if unknown:
         raise SigningKeyError(f"{where}: unknown field(s) {', '.join(unknown)}")
     entries = doc.get("keys")
@@ -154,26 +164,29 @@ def parse_policy(doc: Any, *, where: str, base: Path) -> TrustPolicy:
 def _trusted_key(entry: Any, where: str, base: Path) -> TrustedKey:
     if not isinstance(entry, Mapping):
         raise SigningKeyError(f"{where} must be a mapping with name and public_key (or pem)")
-    unknown = sorted(set(entry) - {"name", "public_key", "pem", "repositories"})
+    unknown = sorted(
+        _shown(k, plain=True) for k in set(entry) - {"name", "public_key", "pem", "repositories"}
+    )
     if unknown:
         raise SigningKeyError(f"{where}: unknown field(s) {', '.join(unknown)}")
     name = entry.get("name")
     if not isinstance(name, str) or not name:
         raise SigningKeyError(f"{where}: `name` is missing")
+    where = f"{where} ({_shown(name, plain=True)})"  # the user's text, quoted and cut: never a second line
     if ("public_key" in entry) == ("pem" in entry):
-        raise SigningKeyError(f"{where} ({name}): give exactly one of public_key (a file) or pem")
+        raise SigningKeyError(f"{where}: give exactly one of public_key (a file) or pem")
     if "pem" in entry:
         if not isinstance(entry["pem"], str):
-            raise SigningKeyError(f"{where} ({name}): pem must be text")
-        key = public_key_from_pem(entry["pem"].encode("ascii", "replace"), f"{where} ({name})")
+            raise SigningKeyError(f"{where}: pem must be text")
+        key = public_key_from_pem(entry["pem"].encode("ascii", "replace"), where)
     else:
         try:
             key = load_public_key(base / str(entry["public_key"]))
         except SigningKeyError as exc:
-            raise SigningKeyError(f"{where} ({name}): {exc.message}", hint=exc.hint) from exc
+            raise SigningKeyError(f"{where}: {exc.message}", hint=exc.hint) from exc
     repos = entry.get("repositories", [])
     if not isinstance(repos, list) or not all(isinstance(r, str) and r for r in repos):
-        raise SigningKeyError(f"{where} ({name}): repositories must be a list of patterns")
+        raise SigningKeyError(f"{where}: repositories must be a list of patterns")
     return TrustedKey(name=name, key=key, repositories=tuple(repos))
 
 

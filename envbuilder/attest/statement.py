@@ -146,7 +146,9 @@ def parse_statement(payload: bytes) -> ParsedStatement:
     except ValueError as exc:  # JSONDecodeError, UnicodeDecodeError, bounded.TooLarge
         raise ValueError(f"the payload is not JSON: {str(exc).splitlines()[0][:200]}") from None
     if not isinstance(doc, dict) or doc.get("_type") != STATEMENT_TYPE:
-        raise ValueError(f"the payload is not an in-toto Statement v1 (_type {_get(doc, '_type')!r})")
+        raise ValueError(
+            f"the payload is not an in-toto Statement v1 (_type {repr(_get(doc, '_type'))[:60]})"
+        )
     subjects = doc.get("subject")
     if not isinstance(subjects, list) or not subjects:
         raise ValueError("the statement has no subject")

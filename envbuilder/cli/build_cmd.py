@@ -31,6 +31,7 @@ from envbuilder.image.build import (
     BuildOptions,
     BuildOutcome,
     build_epoch,
+    for_stack_platform,
     plan_from_lock,
     plan_from_spec,
     run_build,
@@ -38,6 +39,7 @@ from envbuilder.image.build import (
 from envbuilder.image.packages import LockSettings
 from envbuilder.image.render import SECRET_CA, SECRET_INDEX
 from envbuilder.image.spec import load_spec
+from envbuilder.platforms import Platform, machine_of
 
 _FILE = click.Path(exists=True, dir_okay=False, path_type=Path)
 
@@ -92,7 +94,7 @@ def _lock_settings(
 # (image_build_options), turned into BuildOptions by one builder (build_options_from).
 BUILD_OPTION_NAMES = (
     "base_image", "base_venv", "wheelhouse", "secrets", "ca_bundle", "pip_index_url_file", "push",
-    "no_cache", "network", "index_url", "framework_index", "find_links", "no_index", "platform",
+    "no_cache", "network", "index_url", "framework_index", "find_links", "no_index",
 )  # fmt: skip
 
 
@@ -111,7 +113,6 @@ def build_options_from(
     framework_index: str | None,
     find_links: tuple[Path, ...],
     no_index: bool,
-    platform: str,
 ) -> BuildOptions:
     """The BuildOptions those options ask for (the secrets parsed; the CA bundle and the private
     index as secrets that serve the lock too). Raises UsageError (a malformed or repeated secret,
@@ -136,7 +137,6 @@ def build_options_from(
         no_cache=no_cache,
         network=network,
         lock_settings=_lock_settings(sources, ca_bundle, pip_index_url_file),
-        platform=platform,  # type: ignore[arg-type]
     )
 
 
@@ -272,6 +272,7 @@ def build(
     driver: str | None,
     gpus: tuple[str, ...],
     ccs: tuple[str, ...],
+    platform: Platform | None,
     cpu_only: bool,
     build_options: BuildOptions,
     tags: tuple[str, ...],
@@ -297,10 +298,26 @@ def build(
 
         plan = plan_from_lock(lock_path, options, spec, matrix=load_matrix())
     elif spec is not None and spec_path is not None:
-        matrix, resolution = resolve_spec(spec, driver, gpus, ccs, cpu_only, settings=options.lock_settings)
+        matrix, resolution = resolve_spec(
+            spec, driver, gpus, ccs, cpu_only, settings=options.lock_settings, platform=platform
+        )
         plan = plan_from_spec(spec, resolution, options, spec_path, matrix)
     else:
         raise UsageError("give an image spec or --lock FILE", hint="envbuilder build images/NAME.yaml")
+    # the image installs the package lock of its stack's platform; with --lock, --platform picks
+    # another of the lock's package locks (`lock --also-platform`), as before the platform axis
+    target = platform if lock_path is not None and platform is not None else plan.stack.platform
+    if target != plan.stack.platform:
+        click.echo(
+            f"warning: {lock_path} holds a stack resolved for {plan.stack.platform}; installing its "
+            f"{machine_of(target)} package lock (the stack's arch facts are {plan.stack.platform}'s)",
+            err=True,
+        )
+    options = (
+        for_stack_platform(options, plan.stack)
+        if target == plan.stack.platform
+        else (replace(options, platform=machine_of(target)))
+    )
     options = replace(options, source_date_epoch=build_epoch(reproducible, plan.previous, os.environ))
     for warning in plan.warnings:
         click.echo(f"warning: {warning}", err=True)

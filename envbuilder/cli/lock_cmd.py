@@ -29,6 +29,7 @@ from envbuilder.image.lock import (
 from envbuilder.image.packages import LockSettings, lock_packages
 from envbuilder.image.render import RenderOptions, rendered_stack
 from envbuilder.image.spec import ImageSpec, load_spec, parse_spec
+from envbuilder.platforms import Platform, machine_of, parse_platform
 
 _FILE = click.Path(exists=True, dir_okay=False, path_type=Path)
 
@@ -39,9 +40,15 @@ def is_lock_path(path: Path) -> bool:
 
 
 def load_lock_or_spec(
-    path: Path, driver: str | None, gpus: tuple[str, ...], ccs: tuple[str, ...], cpu: bool
+    path: Path,
+    driver: str | None,
+    gpus: tuple[str, ...],
+    ccs: tuple[str, ...],
+    cpu: bool,
+    platform: Platform | None = None,
 ) -> tuple[LockFile, ImageSpec, Path]:
-    """(lock, its spec, the default lock path) for SPEC (resolved for the host) or LOCK.
+    """(lock, its spec, the default lock path) for SPEC (resolved for the host and `platform`) or
+    LOCK (its own stack; `platform` then only says which package lock the caller wants).
 
     Raises SpecError, UsageError, NoCompatibleStackError, MatrixError.
     """
@@ -52,9 +59,16 @@ def load_lock_or_spec(
         spec = parse_spec(lock.spec, lock.spec_path or str(path), base_dir=spec_base_dir(lock, path))
         return lock, spec, path
     spec = load_spec(path)
-    _, resolution = resolve_spec(spec, driver, gpus, ccs, cpu)
+    _, resolution = resolve_spec(spec, driver, gpus, ccs, cpu, platform=platform)
     lock = lock_from_resolution(resolution, spec.to_dict())
     return lock, spec, path.with_name(f"{path.stem}.lock.json")
+
+
+def check_also_platforms(
+    ctx: click.Context, param: click.Parameter, value: tuple[str, ...]
+) -> tuple[str, ...]:
+    """--also-platform: any spelling of a platform, as the package lock names it (x86_64, aarch64)."""
+    return tuple(machine_of(parse_platform(v, "--also-platform")) for v in value)
 
 
 @cli.command("lock")
@@ -66,8 +80,10 @@ def load_lock_or_spec(
     "--also-platform",
     "also",
     multiple=True,
-    type=click.Choice(["x86_64", "aarch64"]),
-    help="Lock this platform too (repeatable), e.g. aarch64 for GH200 where the stack has wheels.",
+    callback=check_also_platforms,
+    metavar="PLATFORM",
+    help="Lock the same stack's packages for this platform too (repeatable; aarch64 or linux/arm64), "
+    "where its wheels exist there. To resolve a stack for a platform, use --platform.",
 )
 @click.option("--out", "out", type=click.Path(dir_okay=False, path_type=Path), help="Lock file to write.")
 @click.option(
@@ -86,7 +102,7 @@ def lock(
     framework_index: str | None,
     find_links: tuple[Path, ...],
     no_index: bool,
-    platform: str,
+    platform: Platform | None,
     also: tuple[str, ...],
     out: Path | None,
     ca_bundle: Path | None,
@@ -101,12 +117,15 @@ def lock(
     Exit codes: 0 written; 2 bad input; 4 no compatible stack; 10 bad spec or lock; 20 the
     packages could not be locked (no solution, an index unreachable).
     """
-    current, spec, default_out = load_lock_or_spec(path, driver, gpus, ccs, cpu_only)
+    current, spec, default_out = load_lock_or_spec(path, driver, gpus, ccs, cpu_only, platform)
     settings = settings_from_options(index_url, framework_index, find_links, no_index)
     if ca_bundle is not None:
         settings = replace(settings or LockSettings(), ca_bundle=ca_bundle)
     stack = rendered_stack(spec, current.stack, RenderOptions())
-    platforms = list(dict.fromkeys([platform, *also]))
+    # the stack's own platform (a spec resolved with --platform), or --platform's package lock of a
+    # LOCK's stack (as --also-platform)
+    first = machine_of(platform or current.stack.platform)
+    platforms = list(dict.fromkeys([first, *also]))
     with task_progress("lock") as view:
         locks = tuple(
             lock_packages(spec, stack, platform=p, settings=settings, on_progress=view.say)  # type: ignore[arg-type]

@@ -61,6 +61,14 @@ def check_matrix(directory: Path | None = None) -> dict[str, Any]:
     n_cuda = sum(1 for b in m.base_images if b.kind == "cuda")
     lines.append(f"ok  base_images.yaml: {n_cuda} nvidia/cuda tags, {len(m.base_images) - n_cuda} slim bases")
     counts["base_images"] = len(m.base_images)
+    p = m.platforms
+    if p.builds or p.gpus:
+        read = sum(1 for b in p.builds if b.wheels)
+        lines.append(
+            f"ok  platforms.yaml: {len(p.builds)} linux/arm64 builds ({read} read from aarch64 wheels), "
+            f"{len(p.absent)} known absences, {len(p.gpus)} GPUs of aarch64 hosts"
+        )
+        counts["platforms"] = {"builds": len(p.builds), "absent": len(p.absent), "gpus": len(p.gpus)}
     if m.installable:
         refused = sum(1 for a in m.installable if not a.ok)
         lines.append(
@@ -339,11 +347,11 @@ def installable(frameworks: tuple[str, ...], pythons: tuple[str, ...], write: bo
     from envbuilder.image.installable import answer_sets, install_sets, uv_asker, uv_version
     from envbuilder.lifecycle import scratch_dir
     from envbuilder.matrix.installable import (
-        DEFAULT_PLATFORM,
         key_of,
         render_answers,
         write_user_answers,
     )
+    from envbuilder.platforms import DEFAULT_PLATFORM
     from envbuilder.versions import parse_python_xy
 
     for p in pythons:

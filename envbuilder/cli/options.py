@@ -13,6 +13,7 @@ import click
 from envbuilder.errors import UsageError
 from envbuilder.host.model import Host
 from envbuilder.matrix.model import Matrix
+from envbuilder.platforms import Platform, machine_of, parse_platform
 from envbuilder.resolve.gpus import enrich_host, gpu_from_cc, gpu_from_match, lookup_gpu
 from envbuilder.resolve.model import NoCompatibleStackError, Request, Resolution
 from envbuilder.resolve.wsl import host_under_wsl
@@ -38,8 +39,22 @@ def gpu_access_option(func: F) -> F:
     )(func)
 
 
+def check_platform(ctx: click.Context, param: click.Parameter, value: str | None) -> Platform | None:
+    """--platform: linux/amd64 or linux/arm64 (x86_64, amd64, aarch64, arm64 read as those)."""
+    return None if value is None else parse_platform(value, _option_name(param))
+
+
 def host_options(func: F) -> F:
-    """--driver, --gpu (repeatable), --cc (repeatable): describe a host instead of probing this one."""
+    """--driver, --gpu (repeatable), --cc (repeatable): describe a host instead of probing this one;
+    --platform: the machine the stack is for (default: the host's own)."""
+    func = click.option(
+        "--platform",
+        metavar="PLATFORM",
+        callback=check_platform,
+        help="Target platform: linux/amd64 or linux/arm64 (x86_64 and aarch64 accepted). Default: this "
+        "host's own (uname -m); for a host given by --gpu, the platform those GPUs exist in (GH200, "
+        "GB10, Jetson Thor, T4G: linux/arm64), else linux/amd64.",
+    )(func)
     func = click.option(
         "--cc",
         "ccs",
@@ -96,6 +111,7 @@ def resolve_spec(
     *,
     request: Request | None = None,
     settings: LockSettings | None = None,
+    platform: Platform | None = None,
 ) -> tuple[Matrix, Resolution]:
     """Resolve an image spec's request (or `request`, one derived from it) for the host given (or
     this one): what `render`, `build` and `up` start from. Without a Python in the request, the
@@ -109,6 +125,8 @@ def resolve_spec(
     matrix = load_matrix()
     host = host_from_options(matrix, driver, gpus, ccs)
     asked = request or spec.to_request(cpu_only=cpu_only)
+    if platform is not None:
+        asked = replace(asked, platform=platform)
     resolution = resolve(matrix, asked, host)
     if resolution.stack is None:
         hint = f"run `envbuilder resolve --framework '{spec.framework}{spec.specifier}' --explain`"
@@ -132,7 +150,8 @@ def _default_python(
 
     stack = resolution.stack
     assert stack is not None
-    check = uv_checker(spec, settings)
+    # the requirements' wheels are asked for the machine the stack is for
+    check = uv_checker(spec, settings, machine_of(stack.platform))
     by_python = {stack.python: resolution}
     if check is not None:  # only Pythons the resolver gives a stack for are asked of uv
         for py in candidate_pythons(stack, python_candidates(matrix, asked, stack.strategy)):
@@ -236,6 +255,7 @@ def request_from_options(
     flavor: str,
     cpu_only: bool,
     forward_compat: bool,
+    platform: Platform | None = None,
 ) -> Request:
     """Parse the request options. Raises UsageError for a malformed requirement or version."""
     name, specifier = parse_framework_requirement(framework_req)
@@ -250,6 +270,7 @@ def request_from_options(
         flavor=flavor,  # type: ignore[arg-type]
         forward_compat=forward_compat,
         cpu_only=cpu_only,
+        platform=platform,
     )
 
 
@@ -297,16 +318,9 @@ def say(message: str) -> None:
 
 
 def package_source_options(func: F) -> F:
-    """--index-url, --framework-index, --find-links (repeatable), --no-index, --platform: where
-    `lock`, `build` and `wheelhouse` resolve Python packages from, and for which machine."""
+    """--index-url, --framework-index, --find-links (repeatable), --no-index: where `lock`, `build`
+    and `wheelhouse` resolve Python packages from (for the stack's platform: host_options)."""
     options = [
-        click.option(
-            "--platform",
-            type=click.Choice(["x86_64", "aarch64"]),
-            default="x86_64",
-            show_default=True,
-            help="Target machine of the package lock (Linux, the stack's Python).",
-        ),
         click.option("--no-index", is_flag=True, help="Resolve only from --find-links folders (offline)."),
         click.option(
             "--find-links",

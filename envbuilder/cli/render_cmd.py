@@ -20,6 +20,7 @@ from envbuilder.image.render import (
     write_build_context,
 )
 from envbuilder.image.spec import ImageSpec, load_spec
+from envbuilder.platforms import Platform
 from envbuilder.resolve.model import Stack
 
 SECRET_IDS = (SECRET_CA, SECRET_INDEX, SECRET_EXTRA_INDEX)
@@ -32,6 +33,7 @@ def prepare(
     gpus: tuple[str, ...] = (),
     ccs: tuple[str, ...] = (),
     cpu_only: bool = False,
+    platform: Platform | None = None,
     base_image: str | None = None,
     wheelhouse: Path | None = None,
     secrets: tuple[str, ...] = (),
@@ -43,7 +45,7 @@ def prepare(
     Raises SpecError, UsageError, MatrixError, NoCompatibleStackError. Warnings go to stderr.
     """
     spec = load_spec(spec_path)
-    matrix, resolution = resolve_spec(spec, driver, gpus, ccs, cpu_only)
+    matrix, resolution = resolve_spec(spec, driver, gpus, ccs, cpu_only, platform=platform)
     for warning in resolution.warnings:
         click.echo(f"warning: {warning}", err=True)
     if resolution.python_reason:
@@ -113,6 +115,7 @@ def render(
     driver: str | None,
     gpus: tuple[str, ...],
     ccs: tuple[str, ...],
+    platform: Platform | None,
     cpu_only: bool,
     out_dir: Path | None,
     base_image: str | None,
@@ -133,6 +136,7 @@ def render(
         gpus=gpus,
         ccs=ccs,
         cpu_only=cpu_only,
+        platform=platform,
         base_image=base_image,
         wheelhouse=wheelhouse,
         secrets=secrets,

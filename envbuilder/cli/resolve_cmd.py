@@ -11,6 +11,7 @@ import click
 from envbuilder.cli import cli
 from envbuilder.cli.options import host_from_options, host_options, request_from_options, request_options
 from envbuilder.matrix import load_matrix
+from envbuilder.platforms import DEFAULT_PLATFORM, Platform
 from envbuilder.resolve.model import NoCompatibleStackError, Resolution, Stack
 
 
@@ -42,6 +43,7 @@ def resolve(
     driver: str | None,
     gpus: tuple[str, ...],
     ccs: tuple[str, ...],
+    platform: Platform | None,
     wsl: bool,
     explain: bool,
     as_json: bool,
@@ -55,7 +57,9 @@ def resolve(
     from envbuilder.resolve.resolver import resolve as resolve_stack
 
     matrix = load_matrix()
-    request = request_from_options(framework_req, python, strategy, os_name, flavor, cpu_only, forward_compat)
+    request = request_from_options(
+        framework_req, python, strategy, os_name, flavor, cpu_only, forward_compat, platform
+    )
     host = host_from_options(matrix, driver, gpus, ccs, wsl=wsl)
     resolution = resolve_stack(matrix, request, host)
     from envbuilder.resolve.resolver import installability
@@ -83,7 +87,10 @@ def _host_line(resolution: Resolution) -> str:
     driver = host.driver or "none"
     if host.windows_driver:
         driver = f"{host.windows_driver} (Windows, WSL2; as Linux {host.driver})"
-    return f"host: driver {driver}, {gpus} [{host.source}]"
+    # linux/amd64 is left unsaid (the lines users know); another platform is named
+    platform = resolution.request.platform
+    on = f", {platform}" if platform and platform != DEFAULT_PLATFORM else ""
+    return f"host: driver {driver}, {gpus}{on} [{host.source}]"
 
 
 def _print_stack(stack: Stack, indent: str = "  ", installable: str | None = None) -> None:

@@ -340,7 +340,13 @@ def _build(
     ca_bundle: Path | None = None,
 ) -> Any:
     from envbuilder.engine import BuildSecret
-    from envbuilder.image.build import BuildOptions, ensure_package_lock, plan_from_spec, run_build
+    from envbuilder.image.build import (
+        BuildOptions,
+        ensure_package_lock,
+        for_stack_platform,
+        plan_from_spec,
+        run_build,
+    )
     from envbuilder.image.packages import DEFAULT_INDEX, LockSettings
     from envbuilder.image.render import SECRET_CA
     from envbuilder.image.wheelhouse import fill_wheelhouse
@@ -365,6 +371,7 @@ def _build(
         network="none" if fallbacks.wheelhouse else None,
     )
     plan = plan_from_spec(spec, resolution, options, spec_path, matrix)
+    options = for_stack_platform(options, plan.stack)
     for warning in plan.warnings:
         progress.say(f"warning: {warning}")
     if fallbacks.wheelhouse is not None:

@@ -17,6 +17,7 @@ from envbuilder.image.lock import LockFile, spec_dir_for, write_lock
 from envbuilder.image.packages import lock_packages
 from envbuilder.image.render import RenderOptions, rendered_stack
 from envbuilder.image.wheelhouse import fill_wheelhouse
+from envbuilder.platforms import Platform, machine_of
 
 
 @cli.command("wheelhouse")
@@ -37,10 +38,11 @@ def wheelhouse(
     framework_index: str | None,
     find_links: tuple[Path, ...],
     no_index: bool,
-    platform: str,
+    platform: Platform | None,
     as_json: bool,
 ) -> None:
-    """Download exactly the wheels LOCK pins for --platform into DIR, each sha256-checked.
+    """Download exactly the wheels LOCK pins for --platform (default: its stack's) into DIR, each
+    sha256-checked.
 
     Given a SPEC, it is locked first and SPEC.lock.json written beside it. Copy DIR, the lock
     and the project to the offline machine, then: envbuilder build --lock LOCK --wheelhouse DIR
@@ -49,18 +51,19 @@ def wheelhouse(
     Exit codes: 0 done; 2 bad input; 4 no compatible stack; 10 bad spec or lock; 20 a wheel could
     not be fetched or its sha256 differs from the lock's (nothing half-written is left in DIR).
     """
-    current, spec, lock_path = load_lock_or_spec(path, driver, gpus, ccs, cpu_only)
-    locked = current.package_lock(platform)
+    current, spec, lock_path = load_lock_or_spec(path, driver, gpus, ccs, cpu_only, platform)
+    machine = machine_of(platform or current.stack.platform)  # default: the stack's own platform
+    locked = current.package_lock(machine)
     if locked is None:
         if is_lock_path(path) and current.packages:
             raise LockError(
-                f"{path} holds no package lock for {platform}",
-                hint=f"envbuilder lock {path} --platform {platform}",
+                f"{path} holds no package lock for {machine}",
+                hint=f"envbuilder lock {path} --platform {machine}",
             )
         settings = settings_from_options(index_url, framework_index, find_links, no_index)
         stack = rendered_stack(spec, current.stack, RenderOptions())
         with task_progress("lock") as view:
-            locked = lock_packages(spec, stack, platform=platform, settings=settings, on_progress=view.say)  # type: ignore[arg-type]
+            locked = lock_packages(spec, stack, platform=machine, settings=settings, on_progress=view.say)
         current = LockFile(
             resolution=current.resolution,
             stack=current.stack,

@@ -44,6 +44,7 @@ from envbuilder.host.frameworks import (
     user_python,
 )
 from envbuilder.matrix.model import Matrix
+from envbuilder.platforms import platform_of_machine
 from envbuilder.versions import major_minor
 
 Verdict = Literal["ok", "warn", "fail", "no-gpu"]
@@ -264,6 +265,19 @@ def _gpu_checks(g: GpuInfo) -> list[Check]:
     return [*out, Check(name=f"{name} vram", status="warn", detail=detail, fix=_FIX_VRAM)]
 
 
+def _platform_checks(host: HostReport) -> list[Check]:
+    """The machine's platform, as resolve and build take it by default (envbuilder/platforms.py);
+    none when the report has no machine (a report recorded before the probe read it)."""
+    if host.machine is None:
+        return []
+    platform = platform_of_machine(host.machine)
+    if platform is None:
+        detail = f"{host.machine}: envbuilder has facts for linux/amd64 and linux/arm64 only"
+        fix = "resolve and build for a supported platform with --platform linux/amd64|linux/arm64"
+        return [Check(name="platform", status="warn", detail=detail, fix=fix)]
+    return [Check(name="platform", status="ok", detail=f"{platform} (machine {host.machine})")]
+
+
 def _host_checks(host: HostReport) -> list[Check]:
     tried = "; ".join(host.attempts) or "nothing answered"
     if host.driver is None:
@@ -425,7 +439,7 @@ def assess_host(
     facts of a host with 2+ GPUs; `cdi_specs` the CDI specs for nvidia.com/gpu, as read back;
     `inventory` the kernel inventory of the frameworks' CUDA libraries (harness/inventory.py) or
     why there is none."""
-    checks = _host_checks(host) + _container_checks(docker, tools, modes)
+    checks = [*_platform_checks(host), *_host_checks(host), *_container_checks(docker, tools, modes)]
     checks.append(_cdi_check(docker, cdi_specs, modes))
     if multi is not None:
         rows = collectives.checks(multi)

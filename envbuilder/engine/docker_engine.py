@@ -33,6 +33,7 @@ from envbuilder.engine.ownership import (
     container_name,
     data_mark,
     leftovers,
+    log_is_ours,
     orphan_record,
     owner_labels,
 )
@@ -169,8 +170,13 @@ class DockerEngine:
                         f"removed {c.name} ({c.id[:12]}, {c.status}), left by an envbuilder run "
                         f"that is gone ({c.labels.get(OWNER_LABEL)})"
                     )
-                    if orphan is not None:
+                    if orphan is not None and log_is_ours(orphan[0]):
                         self._record_orphan(*orphan)
+                    elif orphan is not None:
+                        self._notice(
+                            f"not recording run {orphan[1].get('run_id')}: its log {orphan[0]} is not in "
+                            "this data folder"
+                        )
         except _SDK_ERRORS:
             pass
         for path in sweep_temp_dirs():

@@ -51,7 +51,7 @@ class OwnedContainer:
 def container_name(purpose: str) -> str:
     """`envbuilder-PURPOSE-XXXXXXXX`: a name `docker ps` shows as ours. Raises ValueError for a
     purpose that is not a short lower-case word."""
-    if not _PURPOSE_RE.match(purpose):
+    if not _PURPOSE_RE.fullmatch(purpose):  # not match: `$` also matches before a final newline
         raise ValueError(f"container purpose {purpose!r} is not a short lower-case word")
     return f"envbuilder-{purpose}-{secrets.token_hex(4)}"
 
@@ -86,6 +86,14 @@ def leftovers(
         for c in containers
         if c.labels.get(DATA_LABEL) == data and alive(c.labels.get(OWNER_LABEL, "")) is False
     ]
+
+
+def log_is_ours(log: Path, data_dir: Path | None = None) -> bool:
+    """Is `log` a file directly in this data folder (`data_dir`, else the user's)? The janitor
+    writes an orphan's line only there: the path comes from a container label, which anyone who
+    can reach the daemon can set."""
+    folder = data_dir if data_dir is not None else user_data_dir()
+    return os.path.realpath(Path(log).parent) == os.path.realpath(folder)
 
 
 def record_labels(log: Path, record: Mapping[str, Any]) -> dict[str, str]:

@@ -32,6 +32,7 @@ from envbuilder.image.build import (
     BuildOutcome,
     BuildPlan,
     finish_build,
+    for_stack_platform,
     outputs_held,
     plan_from_spec,
     planned_tags,
@@ -71,7 +72,7 @@ def class_host(matrix: Matrix, cls: NodeClass) -> Host:
     capability); a class without GPUs is a host without GPUs (a CPU stack). Raises UsageError
     when a GPU class says neither its GPU nor its driver."""
     if cls.gpus_per_node == 0:
-        return Host(driver=None, gpus=(), source="given")
+        return Host(driver=None, gpus=(), source="given", platform=cls.platform)
     if cls.driver is None or (cls.gpu_model is None and cls.cc is None):
         missing = "driver" if cls.driver is None else "GPU model"
         raise UsageError(
@@ -83,7 +84,7 @@ def class_host(matrix: Matrix, cls: NodeClass) -> Host:
         if cls.gpu_model
         else gpu_from_cc(matrix, str(cls.cc))
     )
-    return Host(driver=cls.driver, gpus=(gpu,), source="given")
+    return Host(driver=cls.driver, gpus=(gpu,), source="given", platform=cls.platform)
 
 
 def target_name(spec: ImageSpec, cls: str) -> str:
@@ -124,7 +125,7 @@ def plan_targets(
                 continue
             name = target_name(spec, cls.name)
             opts = replace(
-                options,
+                for_stack_platform(options, resolution.stack),  # an arm64 class's stack: aarch64 wheels
                 tags=(*options.tags, f"envbuilder/{spec.name}:{cls.name}"),
                 lock_out=out_dir / f"{name}.lock.json",
             )

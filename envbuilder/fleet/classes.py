@@ -20,6 +20,7 @@ from envbuilder.errors import UsageError
 from envbuilder.host import GpuInfo
 from envbuilder.image.metadata import read_metadata
 from envbuilder.matrix.model import Matrix
+from envbuilder.platforms import Platform
 from envbuilder.resolve.drivers import native_cuda
 from envbuilder.resolve.gpus import find_gpu
 from envbuilder.run.coverage import RunHost, check_gpu_arch, check_min_driver, check_require_cuda
@@ -52,6 +53,9 @@ class NodeClass:
     features: tuple[str, ...] = ()
     labels: Mapping[str, str] = field(default_factory=dict)  # Kubernetes: the GFD labels it shares
     facts: tuple[str, ...] = ()
+    # the nodes' platform where the scheduler says (Slurm's Arch, Kubernetes' kubernetes.io/arch);
+    # None: not said (resolve then takes the platform its GPU exists in, else linux/amd64)
+    platform: Platform | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {

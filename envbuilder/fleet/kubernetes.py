@@ -24,6 +24,7 @@ import yaml
 from envbuilder.errors import SchedulerError, UsageError
 from envbuilder.fleet.classes import NodeClass, with_gpu_model
 from envbuilder.matrix.model import Matrix
+from envbuilder.platforms import platform_of_machine
 from envbuilder.versions import parse_driver
 
 PRODUCT = "nvidia.com/gpu.product"
@@ -34,6 +35,7 @@ DRV_MAJOR = "nvidia.com/cuda.driver.major"
 DRV_MINOR = "nvidia.com/cuda.driver.minor"
 DRV_REV = "nvidia.com/cuda.driver.rev"
 CLASS_KEYS = (PRODUCT, COUNT, CC_MAJOR, CC_MINOR, DRV_MAJOR, DRV_MINOR, DRV_REV)
+ARCH = "kubernetes.io/arch"  # the kubelet's well-known label (amd64, arm64): splits classes, not affinity
 GPU_RESOURCE = "nvidia.com/gpu"
 DRA_DEVICE_CLASS = "gpu.nvidia.com"  # NVIDIA's DRA driver (k8s-dra-driver-gpu)
 K8S_VERSION = "1.34"  # the schemas manifests are validated against (resource.k8s.io/v1 is GA there)
@@ -90,11 +92,12 @@ def node_classes(nodes: Sequence[K8sNode], matrix: Matrix) -> tuple[NodeClass, .
     for n in nodes:
         if PRODUCT not in n.labels:
             continue
-        groups.setdefault(tuple(n.labels.get(k, "") for k in CLASS_KEYS), []).append(n)
+        key = (*(n.labels.get(k, "") for k in CLASS_KEYS), n.labels.get(ARCH, ""))
+        groups.setdefault(key, []).append(n)
     names: dict[str, int] = {}
     classes = []
-    for key, members in sorted(groups.items()):
-        labels = {k: v for k, v in zip(CLASS_KEYS, key, strict=True) if v}
+    for (*values, arch), members in sorted(groups.items()):
+        labels = {k: v for k, v in zip(CLASS_KEYS, values, strict=True) if v}
         base = class_name(labels[PRODUCT])
         names[base] = names.get(base, 0) + 1
         name = base if names[base] == 1 else f"{base}-{names[base]}"
@@ -111,6 +114,9 @@ def node_classes(nodes: Sequence[K8sNode], matrix: Matrix) -> tuple[NodeClass, .
             driver = f"{parts[0]}.{parts[1]}.{parts[2].zfill(2)}"
             facts.append(f"driver {driver}: labels {DRV_MAJOR}/{DRV_MINOR}/{DRV_REV}")
         count = _int_label(labels, COUNT) or 1
+        platform = platform_of_machine(arch) if arch else None
+        if platform is not None:
+            facts.append(f"platform {platform}: label {ARCH}={arch}")
         cls = NodeClass(
             name=name,
             scheduler="kubernetes",
@@ -122,6 +128,7 @@ def node_classes(nodes: Sequence[K8sNode], matrix: Matrix) -> tuple[NodeClass, .
             driver=driver,
             labels=labels,
             facts=tuple(facts),
+            platform=platform,
         )
         cls = with_gpu_model(cls, matrix, labels[PRODUCT].replace("-", " "), "GFD product")
         # GFD's product is an NVML name with its spaces as dashes: keep the names that give it

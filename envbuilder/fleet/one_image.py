@@ -57,8 +57,16 @@ class OneImage:
 
 
 def partition_host(matrix: Matrix, classes: Sequence[NodeClass]) -> tuple[Host, tuple[str, ...]]:
-    """(the host every class must fit: one GPU of each GPU class, the oldest driver; notes).
-    Raises UsageError when a GPU class states neither its GPU nor its driver (bake.class_host)."""
+    """(the host every class must fit: one GPU of each GPU class, the oldest driver, their platform;
+    notes). Raises UsageError when the classes are of two platforms, or a GPU class states neither
+    its GPU nor its driver (bake.class_host)."""
+    platforms = sorted({c.platform for c in classes if c.platform is not None})
+    if len(platforms) > 1:
+        raise UsageError(
+            f"node classes of {' and '.join(platforms)} cannot share one image",
+            hint="one image per platform: --classes with the classes of one platform, or no --one-image",
+        )
+    platform = platforms[0] if platforms else None
     gpus: list[HostGpu] = []
     drivers: list[tuple[str, str]] = []
     notes: list[str] = []
@@ -71,13 +79,13 @@ def partition_host(matrix: Matrix, classes: Sequence[NodeClass]) -> tuple[Host, 
         drivers.append((host.driver, cls.name))
         gpus += [g for g in host.gpus if g.name not in {h.name for h in gpus}]
     if not gpus:
-        return Host(driver=None, gpus=(), source="given"), tuple(notes)
+        return Host(driver=None, gpus=(), source="given", platform=platform), tuple(notes)
     oldest, who = min(drivers, key=lambda d: parse_driver(d[0]))
     if len({d for d, _ in drivers}) > 1:
         notes.append(
             f"driver {oldest} ({who}) is the oldest of the partition: every stack is checked against it"
         )
-    return Host(driver=oldest, gpus=tuple(gpus), source="given"), tuple(notes)
+    return Host(driver=oldest, gpus=tuple(gpus), source="given", platform=platform), tuple(notes)
 
 
 def _label_prefix(stack: Stack) -> str:

@@ -19,6 +19,7 @@ from envbuilder.fleet.classes import NodeClass, facts_from_features, with_gpu_mo
 from envbuilder.host import HostReport, Runner
 from envbuilder.host.probe import probe_nvidia_smi, run_command
 from envbuilder.matrix.model import Matrix
+from envbuilder.platforms import platform_of_machine
 
 SLURM_TIMEOUT_S = 30.0
 PROBE_TIMEOUT_S = 120.0
@@ -85,6 +86,7 @@ class SlurmNode:
     features: tuple[str, ...]
     state: str
     cpus: int | None = None
+    arch: str | None = None  # `Arch=` as slurmd reports it (uname -m: x86_64, aarch64)
 
     @property
     def gpus(self) -> tuple[Gres, ...]:
@@ -117,6 +119,7 @@ def parse_nodes(text: str) -> tuple[SlurmNode, ...]:
                 features=_split(f.get("AvailableFeatures") or f.get("Features")),
                 state=f.get("State", "UNKNOWN"),
                 cpus=int(cpus) if cpus.isdigit() else None,
+                arch=f.get("Arch") if f.get("Arch") not in (None, "", "(null)", "N/A") else None,
             )
         )
     return tuple(nodes)
@@ -157,17 +160,20 @@ def node_classes(nodes: Sequence[SlurmNode], matrix: Matrix) -> tuple[NodeClass,
         gpus = n.gpus
         typ = gpus[0].type if gpus else None
         count = sum(g.count for g in gpus)
-        groups.setdefault((typ, count, n.features, n.partitions), []).append(n)
+        groups.setdefault((typ, count, n.features, n.partitions, n.arch or ""), []).append(n)
     base = {key: (key[0] or ("gpu" if key[1] else "cpu")) for key in groups}
     classes = []
     for key, members in sorted(groups.items(), key=lambda kv: (base[kv[0]], kv[0][1], kv[0][2], kv[0][3])):
-        typ, count, features, partitions = key
+        typ, count, features, partitions, arch = key
         name = base[key]
         same = [k for k in groups if base[k] == name]
         if len(same) > 1:
             counts = [k[1] for k in same]
             name = f"{name}x{count}" if counts.count(count) == 1 else f"{name}-{same.index(key) + 1}"
         driver, cc, facts = facts_from_features(features)
+        platform = platform_of_machine(arch) if arch else None
+        if platform is not None:
+            facts = [*facts, f"platform {platform}: Slurm Arch={arch}"]
         cls = NodeClass(
             name=name,
             scheduler="slurm",
@@ -179,6 +185,7 @@ def node_classes(nodes: Sequence[SlurmNode], matrix: Matrix) -> tuple[NodeClass,
             partitions=partitions,
             features=features,
             facts=tuple(facts),
+            platform=platform,
         )
         if typ is not None:
             cls = with_gpu_model(cls, matrix, typ, "GRES type")

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from envbuilder.platforms import Platform, platform_of_machine
 from envbuilder.typed import INT, STR, check_document, list_of, obj, opt
 
 _MAYBE_STR = opt(STR)
@@ -25,6 +26,7 @@ HOST_SHAPE = obj(
         "gpus": opt(list_of(GPU_SHAPE)),
         "source": _MAYBE_STR,
         "windows_driver": _MAYBE_STR,
+        "platform": _MAYBE_STR,
     }
 )
 
@@ -75,13 +77,21 @@ class Host:
     # WSL2: the Windows driver nvidia-smi printed; `driver` is then the Linux driver it counts as
     # (resolve/wsl.py). None elsewhere, and then absent from to_dict().
     windows_driver: str | None = None
+    # The machine's platform (envbuilder/platforms.py): probed (platform.machine()) or given
+    # (--platform). None: not known (a host described by --driver/--gpu alone); then absent from
+    # to_dict(), and the resolver takes the platform the GPUs exist in, else linux/amd64.
+    platform: Platform | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "driver": self.driver,
-            "gpus": [g.to_dict() for g in self.gpus],
-            "source": self.source,
-        } | ({"windows_driver": self.windows_driver} if self.windows_driver else {})
+        return (
+            {
+                "driver": self.driver,
+                "gpus": [g.to_dict() for g in self.gpus],
+                "source": self.source,
+            }
+            | ({"windows_driver": self.windows_driver} if self.windows_driver else {})
+            | ({"platform": self.platform} if self.platform else {})
+        )
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Host:
@@ -94,6 +104,7 @@ class Host:
             gpus=tuple(HostGpu.from_dict(g) for g in gpus),
             source=str(d.get("source") or "given"),
             windows_driver=_optional_str(d.get("windows_driver")),
+            platform=platform_of_machine(d["platform"]) if d.get("platform") else None,
         )
 
 

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from envbuilder.host.model import Host, HostGpu
+from envbuilder.platforms import platform_of_machine
 
 Source = Literal["nvml", "nvidia-smi", "proc", "none"]
 Which = Callable[[str], str | None]
@@ -110,6 +111,7 @@ class HostReport:
     gpus: tuple[GpuInfo, ...] = ()
     attempts: tuple[str, ...] = ()  # what each probe that did not answer said, in order
     wsl: str | None = None  # WSL2: what showed it ("/proc/version says microsoft-standard-WSL2")
+    machine: str | None = None  # the CPU architecture, as `uname -m` prints it (platform.machine())
 
     def to_host(self) -> Host:
         """The resolver's view of this host."""
@@ -119,7 +121,8 @@ class HostReport:
             )
             for g in self.gpus
         )
-        return Host(driver=self.driver, gpus=gpus, source=self.source)
+        platform = platform_of_machine(self.machine) if self.machine else None
+        return Host(driver=self.driver, gpus=gpus, source=self.source, platform=platform)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -129,6 +132,7 @@ class HostReport:
             "gpus": [g.to_dict() for g in self.gpus],
             "attempts": list(self.attempts),
             "wsl": self.wsl,
+            "machine": self.machine,
         }
 
 
@@ -302,10 +306,17 @@ def probe_proc(root: Path = Path("/")) -> HostReport | str:
     return "/proc/driver/nvidia/version: no NVIDIA kernel module loaded"
 
 
-def probe_host(*, nvml: Any = None, run: Runner = run_command, root: Path = Path("/")) -> HostReport:
+def probe_host(
+    *, nvml: Any = None, run: Runner = run_command, root: Path = Path("/"), machine: str | None = None
+) -> HostReport:
     """Probe NVML (nvml=None imports pynvml), then nvidia-smi, then /proc; the first that answers
-    wins and `attempts` keeps what the others said. Never raises: no driver gives a report with
-    source "none", driver None and no GPUs."""
+    wins and `attempts` keeps what the others said. `machine` is the CPU architecture as `uname -m`
+    prints it (None: this machine's, platform.machine()). Never raises: no driver gives a report
+    with source "none", driver None and no GPUs."""
+    if machine is None:
+        import platform as _platform
+
+        machine = _platform.machine() or None
     attempts: list[str] = []
     module: Any = nvml
     if module is None:
@@ -330,11 +341,19 @@ def probe_host(*, nvml: Any = None, run: Runner = run_command, root: Path = Path
                 gpus=got.gpus,
                 attempts=tuple(attempts),
                 wsl=wsl,
+                machine=machine,
             )
         attempts.append(got if isinstance(got, str) else f"{got.source}: no GPU listed")
     got = probe_proc(root)
     if isinstance(got, HostReport):
         return HostReport(
-            source="proc", driver=got.driver, cuda_driver=None, attempts=tuple(attempts), wsl=wsl
+            source="proc",
+            driver=got.driver,
+            cuda_driver=None,
+            attempts=tuple(attempts),
+            wsl=wsl,
+            machine=machine,
         )
-    return HostReport(source="none", driver=None, cuda_driver=None, attempts=(*attempts, got), wsl=wsl)
+    return HostReport(
+        source="none", driver=None, cuda_driver=None, attempts=(*attempts, got), wsl=wsl, machine=machine
+    )

@@ -46,7 +46,7 @@ from envbuilder.image.drift import (
     provided_by_base,
     summarize,
 )
-from envbuilder.image.hints import missing_wheelhouse_hint, tls_hint
+from envbuilder.image.hints import emulation_hint, missing_wheelhouse_hint, tls_hint
 from envbuilder.image.lock import (
     BuildRecord,
     InstalledDist,
@@ -80,6 +80,7 @@ from envbuilder.image.spec import ImageSpec, parse_spec
 from envbuilder.imageref import check_registry, check_tag
 from envbuilder.lifecycle import temp_dir
 from envbuilder.matrix.model import Matrix
+from envbuilder.platforms import machine_of, platform_of_machine
 from envbuilder.resolve.model import Resolution, Stack
 from envbuilder.typed import MAX_INT
 
@@ -173,6 +174,12 @@ def _render_options(
         wheelhouse=options.wheelhouse,
         secret_ids={s.id for s in options.secrets},
     )
+
+
+def for_stack_platform(options: BuildOptions, stack: Stack) -> BuildOptions:
+    """The options installing the package lock of the platform `stack` is for (its image's FROM
+    names that platform: image/render.py): build, up and fleet build all take it from here."""
+    return replace(options, platform=machine_of(stack.platform))
 
 
 def plan_from_spec(
@@ -512,12 +519,16 @@ def secrets_redacted(secrets: Sequence[BuildSecret]) -> Iterator[None]:
 
 def failure_hint(exc: BuildFailedError, packages: PackageLock | None, options: BuildOptions) -> str | None:
     """The fix a failed BuildKit build points to, read from its log (image/hints.py): a CA
-    bundle behind a TLS-intercepting proxy; a wheelhouse for wheels the lock took from a local
-    folder; None when neither shows."""
+    bundle behind a TLS-intercepting proxy; QEMU for an image of another platform whose steps
+    could not run; a wheelhouse for wheels the lock took from a local folder; None when none shows."""
     text = "\n".join(exc.log)
     ca_given = any(s.id == SECRET_CA for s in options.secrets)
     if (tls := tls_hint(text, ca_given=ca_given)) is not None:
         return tls
+    if (
+        foreign := emulation_hint(text, platform_of_machine(options.platform) or options.platform)
+    ) is not None:
+        return foreign
     if options.wheelhouse is None:
         return missing_wheelhouse_hint(packages, exc.log)
     return None

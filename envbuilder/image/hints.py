@@ -77,3 +77,20 @@ def missing_wheelhouse_hint(lock: WheelLock | None, log: Iterable[str]) -> str |
         f"build cannot reach: build with --wheelhouse {folder}, or fill one from the lock with "
         "`envbuilder wheelhouse LOCK DIR` and give --wheelhouse DIR"
     )
+
+
+# What a RUN step prints when its binary is for another CPU and the Docker host cannot emulate it
+# (no binfmt handler): BuildKit's runc says "exec /bin/sh: exec format error".
+EMULATION_MARKER = "exec format error"
+
+
+def emulation_hint(output: str, platform: str) -> str | None:
+    """The fix when a step of a `platform` image could not run here (EMULATION_MARKER), else None."""
+    if EMULATION_MARKER not in output.casefold():
+        return None
+    return (
+        f"the image is for {platform} and this Docker host cannot run its binaries: register QEMU "
+        "for it (Debian: apt-get install qemu-user-static binfmt-support; update-binfmts --enable "
+        "qemu-aarch64; scripts/arm64-base.sh does both), or build on a machine of that platform "
+        "(docs/hosts.md, 'Building for linux/arm64 on an x86_64 machine')"
+    )

@@ -63,6 +63,7 @@ from envbuilder.image.validate import (
 )
 from envbuilder.lifecycle import OWNER_FILE, mark_temp_dir, sweep_temp_dirs, temp_dir
 from envbuilder.matrix.model import Matrix
+from envbuilder.platforms import DEFAULT_PLATFORM, machine_of
 from envbuilder.resolve.forward_compat import COMPAT_DIR
 from envbuilder.resolve.model import Stack
 
@@ -185,6 +186,8 @@ def regenerate_command(spec_path: str, host: Host, stack: Stack) -> str:
             argv += ["--gpu", gpu.model] if gpu.model else ["--cc", gpu.cc]
     if stack.cuda is None and host.gpus:
         argv.append("--cpu")
+    if stack.platform != DEFAULT_PLATFORM:
+        argv += ["--platform", stack.platform]
     return shlex.join(argv)
 
 
@@ -210,6 +213,7 @@ def render_options(
         extra_index_secret=SECRET_EXTRA_INDEX in secret_ids,
         uses_system_cuda=uses_system_cuda(matrix, stack),
         regenerate=regenerate_command(spec.path, host, stack),
+        platform=machine_of(stack.platform),
     )
 
 
@@ -442,6 +446,9 @@ def template_context(spec: ImageSpec, stack: Stack, options: RenderOptions) -> d
     return {
         "header": _header(spec, stack, options),
         "base_image": stack.base_image,
+        # FROM --platform=...: a stack for another platform than Docker's default pins its base
+        # (a plain `docker build` of the rendered file then builds for it, or fails clearly)
+        "from_platform": None if stack.platform == DEFAULT_PLATFORM else stack.platform,
         "forward_compat": _forward_compat(stack),
         "os": stack.os,
         "python": {

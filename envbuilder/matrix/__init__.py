@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +37,7 @@ from envbuilder.matrix.model import (
     RequireRule,
     WslLimit,
 )
+from envbuilder.matrix.platforms import check_platforms, load_platforms
 from envbuilder.matrix.reader import (
     Ctx,
     cc_list,
@@ -469,7 +471,7 @@ def _load(directory: Path) -> Matrix:
         "base_images.yaml",
         *(f"frameworks/{n}.yaml" for n in FRAMEWORKS),
     ]
-    files += [f for f in ("ptx_isa.yaml", "known_bad.yaml") if (directory / f).is_file()]
+    files += [f for f in ("ptx_isa.yaml", "known_bad.yaml", "platforms.yaml") if (directory / f).is_file()]
     files += [f"generated/{n}.yaml" for n in FRAMEWORKS if (directory / "generated" / f"{n}.yaml").is_file()]
     if (directory / INSTALLABLE).is_file():
         files.append(INSTALLABLE)
@@ -492,7 +494,10 @@ def _load(directory: Path) -> Matrix:
         known_bad=_load_known_bad(docs["known_bad.yaml"]) if "known_bad.yaml" in docs else (),
         installable=load_answers(docs[INSTALLABLE]) if INSTALLABLE in docs else (),
     )
+    if "platforms.yaml" in docs:
+        m = replace(m, platforms=load_platforms(docs["platforms.yaml"]))
     _check_cross(m, directory)
+    check_platforms(m, {a.cc for a in m.gpus.archs})
     return m
 
 

@@ -21,9 +21,7 @@ from envbuilder.atomic import write_text_atomic
 from envbuilder.matrix.model import InstallAnswer, Matrix
 from envbuilder.matrix.reader import Ctx, get_field, rows, version_field
 
-# The platform every fact in matrices/ describes until the platform axis lands (Docker's spelling).
-DEFAULT_PLATFORM = "linux/amd64"
-# Docker's platform -> uv's --python-platform and the words a reason uses for it.
+# Docker's platform (envbuilder/platforms.py) -> uv's --python-platform and a reason's words for it.
 UV_PLATFORMS = {"linux/amd64": "x86_64-manylinux_2_28", "linux/arm64": "aarch64-manylinux_2_28"}
 PLATFORM_WORDS = {"linux/amd64": "manylinux x86_64", "linux/arm64": "manylinux aarch64"}
 USER_FILE = "installable.json"

@@ -12,8 +12,13 @@ from envbuilder.matrix import FRAMEWORKS, framework
 from envbuilder.matrix.model import BaseImage, CudaRelease, FrameworkRelease, GpuModel, Matrix
 from envbuilder.versions import major, parse_specifier, version_matches
 
-KINDS = ("gpus", *FRAMEWORKS, "cuda", "images")
-_FILES = {"gpus": "gpus.yaml", "cuda": "cuda.yaml", "images": "base_images.yaml"}
+KINDS = ("gpus", *FRAMEWORKS, "cuda", "images", "platforms")
+_FILES = {
+    "gpus": "gpus.yaml",
+    "cuda": "cuda.yaml",
+    "images": "base_images.yaml",
+    "platforms": "platforms.yaml",
+}
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -71,6 +76,22 @@ def list_facts(m: Matrix, kind: str) -> Listing:
             for b in m.base_images
         ]
         items = [image_record(b) for b in m.base_images]
+    elif kind == "platforms":  # the framework builds of other platforms than linux/amd64
+        headers = ("PLATFORM", "FRAMEWORK", "VERSIONS", "VARIANT", "SASS", "PTX", "ARCHS FROM")
+        builds = m.platforms.builds
+        rows = [
+            (
+                b.platform,
+                b.framework,
+                b.versions or "any",
+                b.variant,
+                "(linux/amd64's)" if b.archs_from_default else " ".join(b.sass) or "-",
+                "(linux/amd64's)" if b.archs_from_default else " ".join(b.ptx) or "-",
+                f"{len(b.wheels)} wheel(s) read" if b.wheels else "curated",
+            )
+            for b in builds
+        ]
+        items = [dataclasses.asdict(b) for b in builds]
     else:
         headers = ("VERSION", "PYTHON", "VARIANTS")
         releases = framework(m, kind).releases

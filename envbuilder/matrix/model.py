@@ -172,6 +172,67 @@ class KnownBad:
     issues: tuple[str, ...]  # the reports (URLs)
 
 
+# --------------------------------------------------------------------------- matrix: platforms
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PlatformBuild:
+    """A framework build as published for a platform other than linux/amd64 (platforms.yaml)."""
+
+    platform: str  # linux/arm64
+    framework: str
+    versions: str  # PEP 440 specifier on the release
+    variant: str  # the variant of frameworks/*.yaml it is the platform's build of
+    sass: tuple[str, ...]
+    ptx: tuple[str, ...]
+    archs_from_default: bool  # the arch lists were not read for this platform: linux/amd64's are taken
+    index_url: str | None  # where pip finds it (None: PyPI) when `own_index`; else the variant's
+    own_index: bool
+    python: str | None  # PEP 440 range of the CPython wheels when it differs from the release's
+    wheels: tuple[str, ...]  # "FILE sha256:HEX" read, where one was
+    source: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PlatformAbsence:
+    """Builds known not to exist for a platform, and why (platforms.yaml `absent`)."""
+
+    platform: str
+    framework: str
+    versions: str
+    variants: tuple[str, ...]  # () = every build with CUDA
+    reason: str
+    source: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PlatformGpu:
+    """A GPU model that only exists in hosts of one platform (platforms.yaml `gpus`)."""
+
+    model: str  # GpuModel.name
+    platform: str
+    unsupported: str | None  # why no stack is given for it at all (Jetson on L4T); None: supported
+    source: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PlatformImages:
+    """Which base images are published for a platform (platforms.yaml `images`)."""
+
+    platform: str
+    slim_os: tuple[str, ...]  # OS of the python:X.Y-slim-* bases
+    cuda_os: tuple[str, ...]  # OS of the nvidia/cuda bases
+    source: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PlatformFacts:
+    builds: tuple[PlatformBuild, ...] = ()
+    absent: tuple[PlatformAbsence, ...] = ()
+    gpus: tuple[PlatformGpu, ...] = ()
+    images: tuple[PlatformImages, ...] = ()
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class InstallAnswer:
     """Whether one install set (a framework with its extras and companions, pinned) resolves to
@@ -196,5 +257,6 @@ class Matrix:
     reviewed: tuple[tuple[str, str], ...] = ()
     ptx_isa: tuple[PtxIsa, ...] = ()
     known_bad: tuple[KnownBad, ...] = ()
+    platforms: PlatformFacts = PlatformFacts()
     # uv's answers on whole install sets (generated/installable.yaml, then the user's live ones)
     installable: tuple[InstallAnswer, ...] = ()

@@ -10,6 +10,7 @@ from dataclasses import replace
 from packaging.version import Version
 
 from envbuilder.matrix.model import Matrix
+from envbuilder.platforms import DEFAULT_PLATFORM
 from envbuilder.resolve.model import Resolution
 from envbuilder.resolve.resolver import resolve
 
@@ -23,6 +24,12 @@ def no_stack_hint(matrix: Matrix, resolution: Resolution) -> str:
         return f"{_EXPLAIN}; relax the requirement"
     cause = counts.most_common(1)[0][0]
     req, host = resolution.request, resolution.host
+    on = f" on {req.platform}" if req.platform not in (None, DEFAULT_PLATFORM) else ""
+    if cause == "platform":
+        every = [r for r in resolution.rejected if r.component == "platform" and r.candidate == "every stack"]
+        if every:
+            return f"{_EXPLAIN}; {every[0].reason}"
+        return f"{_EXPLAIN}; no {req.requirement} build is published{on} (matrices/platforms.yaml)"
     if cause == "arch" and req.specifier:
         wider = resolve(matrix, replace(req, specifier=""), host)
         if wider.stack is not None:
@@ -31,9 +38,9 @@ def no_stack_hint(matrix: Matrix, resolution: Resolution) -> str:
                 f"{_EXPLAIN}; no {req.requirement} build has kernels for this GPU: the newest {s.framework} "
                 f"release that has is {s.version} (--framework '{s.framework}=={s.version}')"
             )
-        return f"{_EXPLAIN}; no {req.framework} release in the matrix has kernels for this GPU"
+        return f"{_EXPLAIN}; no {req.framework} release in the matrix has kernels for this GPU{on}"
     if cause == "arch":
-        return f"{_EXPLAIN}; no {req.framework} release in the matrix has kernels for this GPU"
+        return f"{_EXPLAIN}; no {req.framework} release in the matrix has kernels for this GPU{on}"
     if cause == "driver" and host.driver is not None:
         newest = max((c.min_driver for c in matrix.cuda.releases), key=Version)
         unlocked = resolve(matrix, req, replace(host, driver=newest))

@@ -12,6 +12,7 @@ from typing import Any, Literal
 from envbuilder.errors import EnvbuilderError
 from envbuilder.host.model import Host
 from envbuilder.matrix.model import Flavor, Strategy
+from envbuilder.platforms import DEFAULT_PLATFORM, Platform, platform_of_machine
 from envbuilder.typed import STR, check_document, list_of, map_of, obj, opt
 
 
@@ -25,6 +26,9 @@ class Request:
     flavor: Flavor = "runtime"  # for system-cuda images
     forward_compat: bool = False  # allow cuda-compat on GPUs that support it
     cpu_only: bool = False
+    # linux/amd64 | linux/arm64; None: the host's (Host.platform), else the platform the named
+    # GPUs exist in, else linux/amd64 (resolver.effective_platform). A Resolution's request has it.
+    platform: Platform | None = None
 
     @property
     def requirement(self) -> str:
@@ -39,7 +43,7 @@ class Request:
             "flavor": self.flavor,
             "forward_compat": self.forward_compat,
             "cpu_only": self.cpu_only,
-        }
+        } | ({"platform": self.platform} if self.platform else {})
 
 
 # --------------------------------------------------------------------------- resolver output
@@ -61,6 +65,7 @@ STACK_SHAPE = obj(
         "companions": map_of(STR),
         "notes": list_of(STR),
         "forward_compat": opt(obj({"package": STR, "driver": STR}, required=("package", "driver"))),
+        "platform": STR,
     },
     required=(
         "id",
@@ -104,31 +109,38 @@ class Stack:
     # (cuda-compat package, the driver its libcuda is) when the stack runs through CUDA forward
     # compatibility (resolve/forward_compat.py); None otherwise, and then absent from to_dict()
     forward_compat: tuple[str, str] | None = None
+    # the machine the image is for (envbuilder/platforms.py); absent from to_dict() for
+    # linux/amd64, so stacks (ids, labels, lock hashes) from before the platform axis read the same
+    platform: Platform = DEFAULT_PLATFORM
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "framework": {"name": self.framework, "version": self.version, "variant": self.variant},
-            "cuda": self.cuda,
-            "cudnn": self.cudnn,
-            "nccl": self.nccl,
-            "python": self.python,
-            "base_image": self.base_image,
-            "os": self.os,
-            "strategy": self.strategy,
-            "flavor": self.flavor,
-            "min_driver": self.min_driver,
-            "require_cuda": self.require_cuda,
-            "archs": {"sass": list(self.sass), "ptx": list(self.ptx)},
-            "index_url": self.index_url,
-            "packages": list(self.packages),
-            "companions": dict(self.companions),
-            "python_install": self.python_install,
-            "notes": list(self.notes),
-        } | (
-            {"forward_compat": {"package": self.forward_compat[0], "driver": self.forward_compat[1]}}
-            if self.forward_compat
-            else {}
+        return (
+            {
+                "id": self.id,
+                "framework": {"name": self.framework, "version": self.version, "variant": self.variant},
+                "cuda": self.cuda,
+                "cudnn": self.cudnn,
+                "nccl": self.nccl,
+                "python": self.python,
+                "base_image": self.base_image,
+                "os": self.os,
+                "strategy": self.strategy,
+                "flavor": self.flavor,
+                "min_driver": self.min_driver,
+                "require_cuda": self.require_cuda,
+                "archs": {"sass": list(self.sass), "ptx": list(self.ptx)},
+                "index_url": self.index_url,
+                "packages": list(self.packages),
+                "companions": dict(self.companions),
+                "python_install": self.python_install,
+                "notes": list(self.notes),
+            }
+            | (
+                {"forward_compat": {"package": self.forward_compat[0], "driver": self.forward_compat[1]}}
+                if self.forward_compat
+                else {}
+            )
+            | ({"platform": self.platform} if self.platform != DEFAULT_PLATFORM else {})
         )
 
     @classmethod
@@ -160,7 +172,20 @@ class Stack:
             python_install=d["python_install"],
             notes=tuple(d.get("notes", ())),
             forward_compat=(fc["package"], fc["driver"]) if (fc := d.get("forward_compat")) else None,
+            # a lock or label written before the platform axis: its facts were linux/amd64's
+            platform=_stack_platform(d.get("platform")),
         )
+
+
+def _stack_platform(value: str | None) -> Platform:
+    """A stack's platform as a lock or label has it; absent in those written before the platform
+    axis, whose facts were linux/amd64's. Raises ValueError for one envbuilder does not know."""
+    if value is None:
+        return DEFAULT_PLATFORM
+    found = platform_of_machine(value)
+    if found is None:
+        raise ValueError(f"stack platform {value!r} is not linux/amd64 or linux/arm64")
+    return found
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

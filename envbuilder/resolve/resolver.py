@@ -29,7 +29,7 @@ from envbuilder.archs import describe, kernel_for, matrix_targets
 from envbuilder.errors import UsageError
 from envbuilder.host.model import Host, HostGpu
 from envbuilder.matrix import framework as framework_table
-from envbuilder.matrix.installable import DEFAULT_PLATFORM, Key, answer_key, find_answer
+from envbuilder.matrix.installable import Key, answer_key, find_answer
 from envbuilder.matrix.model import (
     STRATEGIES,
     BaseImage,
@@ -38,10 +38,13 @@ from envbuilder.matrix.model import (
     Matrix,
     Strategy,
 )
+from envbuilder.matrix.platforms import images_for, variant_for_platform
+from envbuilder.platforms import DEFAULT_PLATFORM, Platform, short_name
 from envbuilder.require_cuda import Properties, parse_require_cuda, require_cuda_text
 from envbuilder.resolve import forward_compat
 from envbuilder.resolve.drivers import first_release, jit_floor, mvc_floor, native_cuda
 from envbuilder.resolve.model import Rejection, Request, Resolution, Stack
+from envbuilder.resolve.platform import effective_platform, platform_rejections
 from envbuilder.resolve.wsl import wsl_warning
 from envbuilder.versions import (
     driver_branch,
@@ -55,7 +58,7 @@ from envbuilder.versions import (
 
 MAX_ALTERNATIVES = 4
 # Rejections whose reason does not depend on the Python version: reported once per build.
-_PYTHON_INDEPENDENT = frozenset({"driver", "arch", "strategy", "known-bad"})
+_PYTHON_INDEPENDENT = frozenset({"driver", "arch", "strategy", "known-bad", "platform"})
 
 
 # --------------------------------------------------------------------------- candidates
@@ -67,11 +70,14 @@ class _Candidate:
     variant: FrameworkVariant
     strategy: Strategy
     python: str
+    platform: Platform = DEFAULT_PLATFORM
+    archs_lent: bool = False  # the platform's arch lists were not read: linux/amd64's are taken
 
     def label(self) -> str:
+        on = "" if self.platform == DEFAULT_PLATFORM else f" / {self.platform}"
         return (
             f"{self.release.framework} {self.release.version}+{self.variant.name} / "
-            f"py{self.python} / {self.strategy}"
+            f"py{self.python} / {self.strategy}{on}"
         )
 
 
@@ -129,13 +135,17 @@ def _check_gpu_support(matrix: Matrix, host: Host) -> list[Rejection]:
 def _pick_base(matrix: Matrix, request: Request, cand: _Candidate) -> tuple[BaseImage | None, str]:
     """The base image for a candidate, or None and why none fits."""
     v = cand.variant
+    published = images_for(matrix, cand.platform)
+    on = "" if published is None else f" for {cand.platform}"
     if cand.strategy == "bundled":
         pool = [b for b in matrix.base_images if b.kind == "slim" and b.python == cand.python]
+        if published is not None:
+            pool = [b for b in pool if b.os in published.slim_os]
         if request.os:
             pool = [b for b in pool if b.os == request.os]
         if not pool:
             where = f" on {request.os}" if request.os else ""
-            return None, f"no slim base image with Python {cand.python}{where}"
+            return None, f"no slim base image with Python {cand.python}{where}{on}"
         return max(pool, key=lambda b: b.os), ""
     assert v.cuda is not None
     pool = [
@@ -147,12 +157,14 @@ def _pick_base(matrix: Matrix, request: Request, cand: _Candidate) -> tuple[Base
         and b.flavor == request.flavor
         and (b.cudnn == v.needs_system_cudnn if v.needs_system_cudnn else b.cudnn is None)
     ]
+    if published is not None:
+        pool = [b for b in pool if b.os in published.cuda_os]
     if request.os:
         pool = [b for b in pool if b.os == request.os]
     if not pool:
         cudnn = f" with cuDNN {v.needs_system_cudnn}" if v.needs_system_cudnn else ""
         where = f" on {request.os}" if request.os else ""
-        return None, f"no nvidia/cuda {major_minor(v.cuda)} {request.flavor} image{cudnn}{where}"
+        return None, f"no nvidia/cuda {major_minor(v.cuda)} {request.flavor} image{cudnn}{where}{on}"
     fitting = [b for b in pool if b.python == cand.python]
     if not fitting:
         have = ", ".join(sorted({f"{b.os} (Python {b.python})" for b in pool}))
@@ -200,6 +212,11 @@ def _evaluate(matrix: Matrix, request: Request, host: Host, cand: _Candidate) ->
             f"Python {cand.python} is outside {rel.framework} {rel.version}'s supported range {rel.python}",
         )
     notes: list[str] = []
+    if cand.archs_lent and v.cuda is not None:
+        notes.append(
+            f"the {cand.platform} wheels' arch lists were not read: the linux/amd64 wheels' are taken "
+            "(same build configuration, UNCONFIRMED; matrices/platforms.yaml)"
+        )
     gpus = host.gpus
     if v.cuda is None and cand.strategy == "system-cuda":
         raise _Reject("strategy", "a CPU-only build has no CUDA for a system-cuda image")
@@ -220,7 +237,7 @@ def _evaluate(matrix: Matrix, request: Request, host: Host, cand: _Candidate) ->
             if kernel is None:
                 raise _Reject(
                     "arch",
-                    f"no kernels for {g.name} (sm_{g.cc.replace('.', '')}): the build has "
+                    f"no kernels for {g.name} (sm_{g.cc.replace('.', '')}): the {_build_on(cand)} has "
                     + describe(matrix_targets(v.sass, v.ptx)),
                 )
             bad = _known_bad(matrix, rel, v, g, kernel.kind)
@@ -258,7 +275,8 @@ def _evaluate(matrix: Matrix, request: Request, host: Host, cand: _Candidate) ->
     if cand.strategy == "system-cuda" and not v.system_packages:
         raise _Reject("strategy", f"{rel.framework} {rel.version} has no build for a system CUDA")
     packages = v.system_packages if cand.strategy == "system-cuda" else v.bundled_packages
-    answer = find_answer(matrix, install_key(packages, v.companion_packages, v.index_url, cand.python))
+    key = install_key(packages, v.companion_packages, v.index_url, cand.python, cand.platform)
+    answer = find_answer(matrix, key)
     if answer is not None and not answer.ok:
         raise _Reject("installable", f"{answer.why} ({answer.source})")
     image, why = _pick_base(matrix, request, cand)
@@ -295,18 +313,27 @@ def _evaluate(matrix: Matrix, request: Request, host: Host, cand: _Candidate) ->
     return _Verdict(stack=stack, sass_everywhere=sass_everywhere, full_driver=full_driver)
 
 
+def _build_on(cand: _Candidate) -> str:
+    """'build', or 'linux/arm64 build' where the arch lists are that platform's own wheels'."""
+    return "build" if cand.platform == DEFAULT_PLATFORM else f"{cand.platform} build"
+
+
 def install_key(
-    packages: tuple[str, ...], companions: tuple[tuple[str, str], ...], index_url: str | None, python: str
+    packages: tuple[str, ...],
+    companions: tuple[tuple[str, str], ...],
+    index_url: str | None,
+    python: str,
+    platform: Platform = DEFAULT_PLATFORM,
 ) -> Key:
     """The install set of a stack (the framework with its extras, then its companions, as a build
-    installs them) for `python` on the matrix's platform: the key of uv's answers."""
-    return answer_key((*packages, *(req for _, req in companions)), index_url, python, DEFAULT_PLATFORM)
+    installs them) for `python` on `platform`: the key of uv's answers."""
+    return answer_key((*packages, *(req for _, req in companions)), index_url, python, platform)
 
 
 def installability(matrix: Matrix, stack: Stack) -> str:
     """What is known of `stack`'s install set resolving to wheels: "resolves (SOURCE)", or
     "not checked: ..." when nobody answered (the resolver keeps such a stack: it never guesses)."""
-    key = install_key(stack.packages, stack.companions, stack.index_url, stack.python)
+    key = install_key(stack.packages, stack.companions, stack.index_url, stack.python, stack.platform)
     answer = find_answer(matrix, key)
     if answer is not None:
         return f"resolves ({answer.source})" if answer.ok else f"does not resolve: {answer.why}"
@@ -397,6 +424,8 @@ def _make_stack(
     else:
         sid = f"{rel.framework}{rel.version}-{v.name}-py{cand.python}-bundled-{image.os}"
         packages = v.bundled_packages
+    if cand.platform != DEFAULT_PLATFORM:  # linux/amd64 ids stay as they were before the axis
+        sid += f"-{short_name(cand.platform)}"
     return Stack(
         id=sid,
         framework=rel.framework,
@@ -419,6 +448,7 @@ def _make_stack(
         companions=v.companion_packages,
         python_install=image.python_install,
         notes=notes,
+        platform=cand.platform,
     )
 
 
@@ -476,19 +506,34 @@ def resolve(matrix: Matrix, request: Request, host: Host) -> Resolution:
             f"driver given as branch R{host.driver}: checked as its oldest driver ({host.driver}.0.0), "
             "the most conservative answer; give the full version (e.g. from nvidia-smi) for an exact one"
         )
-    rejected = _check_gpu_support(matrix, host)
+    platform, inferred = effective_platform(matrix, request, host)
+    request = replace(request, platform=platform)
+    if inferred is not None:
+        warnings.append(inferred)
+    rejected = _check_gpu_support(matrix, host) + platform_rejections(matrix, platform, host)
     survivors: list[_Verdict] = []
     if not rejected:
         strategies = [request.strategy] if request.strategy else list(STRATEGIES)
         for rel in reversed(releases):
-            for v in rel.variants:
-                if (v.cuda is None) != request.cpu_only:
+            for listed in rel.variants:
+                if (listed.cuda is None) != request.cpu_only:
                     continue  # CPU builds on GPU hosts (and CUDA builds with --cpu) are not candidates
+                got = variant_for_platform(matrix, platform, rel, listed)
+                if isinstance(got, str):
+                    label = f"{rel.framework} {rel.version}+{listed.name} / any Python / {platform}"
+                    rejected.append(Rejection(candidate=label, component="platform", reason=got))
+                    continue
+                v, build = got
                 for strategy in strategies:
                     for py in python_candidates(matrix, request, strategy):
                         if request.python is None and py not in parse_specifier(rel.python):
                             continue  # not a candidate at all, nothing to explain
-                        cand = _Candidate(rel, v, strategy, py)
+                        wheels_for = build.python if build is not None else None  # the platform's own range
+                        if request.python is None and wheels_for and py not in parse_specifier(wheels_for):
+                            continue
+                        # x86_64's lists taken without an aarch64 wheel read to check them: said in a note
+                        lent = build is not None and build.archs_from_default and not build.wheels
+                        cand = _Candidate(rel, v, strategy, py, platform, lent)
                         try:
                             survivors.append(_evaluate(matrix, request, host, cand))
                         except _Reject as r:

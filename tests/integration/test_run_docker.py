@@ -266,6 +266,15 @@ def test_after_a_sigkill_of_the_client_the_next_command_records_the_orphaned_run
     proc.communicate(timeout=60)
     (left,) = _run_containers(tag)  # the client is gone, the job runs on
     assert runs_log(data)[before:] == []  # and nothing could write its line
+    # Another user's envbuilder (another data folder) reaching the daemon meanwhile leaves it to
+    # this folder's own next command (issue 23 item 13: its janitor took it, and this test failed).
+    other = data.parent / "another-users-data"
+    theirs = subprocess.run(
+        [sys.executable, "-c", "from envbuilder.engine import DockerEngine; DockerEngine().ping()"],
+        env={**os.environ, "ENVBUILDER_DATA_DIR": str(other)}, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert theirs.returncode == 0 and left[:12] not in theirs.stderr, theirs.stderr
+    assert _run_containers(tag) == [left] and not (other / "runs.jsonl").exists()
     nxt = envbuilder_cli("run", tag, "--", "python3", "-c", HELLO)
     assert nxt.returncode == 0, nxt.stderr[-2000:]
     assert f"({left[:12]}, running), left by an envbuilder run that is gone" in nxt.stderr

@@ -181,3 +181,18 @@ def test_up_takes_the_ca_bundle_for_the_lock_and_the_build(
     assert options.lock_settings is not None and options.lock_settings.ca_bundle == ca
     assert [(s.id, s.src) for s in options.secrets] == [("ca", ca)]
     assert options.outputs == (tmp_path / "out",)  # its certificate and report never enter a context
+
+
+def test_a_step_of_another_platform_that_cannot_run_points_to_qemu() -> None:
+    """BuildKit's runc on a host without a binfmt handler for the image's CPU."""
+    failed = BuildFailedError(
+        "docker build failed (exit 1)",
+        log=["#5 0.104 exec /bin/sh: exec format error", "#5 ERROR: exit code: 1"],
+    )
+    hint = failure_hint(failed, None, BuildOptions(platform="aarch64"))
+    assert hint is not None and hint.startswith(
+        "the image is for linux/arm64 and this Docker host cannot run"
+    )
+    assert "qemu-user-static" in hint and "update-binfmts --enable qemu-aarch64" in hint
+    plain = BuildFailedError("docker build failed (exit 1)", log=["#5 ERROR: exit code: 2"])
+    assert failure_hint(plain, None, BuildOptions(platform="aarch64")) is None

@@ -138,8 +138,11 @@ def test_fleet_build_takes_builds_own_build_options(tmp_path: Path) -> None:
     mine = {p.name: p.to_info_dict() for p in build.params}
     fleets = {p.name: p.to_info_dict() for p in build_cmd.params}
     shared = set(BUILD_OPTION_NAMES)
-    assert {"base_image", "secrets", "pip_index_url_file", "index_url", "platform"} <= shared
+    assert {"base_image", "secrets", "pip_index_url_file", "index_url"} <= shared
     assert shared <= set(mine) & set(fleets)
+    # --platform is the target host's (host_options): build resolves for it; a fleet's classes
+    # are hosts of their own
+    assert "platform" in mine and "platform" not in shared
     assert all(mine[n] == fleets[n] for n in shared)
     spec = tmp_path / "s.yaml"
     spec.write_text("x")
@@ -149,3 +152,49 @@ def test_fleet_build_takes_builds_own_build_options(tmp_path: Path) -> None:
     for args in (["build", str(spec), *twice], ["fleet", "build", str(spec), "--slurm", *twice]):
         res = CliRunner().invoke(cli, args)
         assert res.exit_code == 2 and "envbuilder: error: secret id 'a' given twice" in res.stderr, res.output
+
+
+def test_a_class_of_aarch64_nodes_gets_an_arm64_stack_and_the_aarch64_package_lock(tmp_path: Path) -> None:
+    """GH200 nodes (Grace: aarch64) resolve for linux/arm64, and their target installs the aarch64
+    package lock (image/build.py for_stack_platform), not the x86_64 default of BuildOptions."""
+    gh200 = NodeClass(
+        name="gh200",
+        scheduler="slurm",
+        nodes=("g1",),
+        gpus_per_node=1,
+        gpu_model="NVIDIA GH200",
+        cc="9.0",
+        driver="580.95.05",
+    )
+    (target,) = plan_targets(
+        [(make_spec("train"), tmp_path / "t.yaml")], [gh200], MATRIX, BuildOptions(), tmp_path
+    )
+    assert target.plan.stack.platform == "linux/arm64"
+    assert target.options.platform == "aarch64"
+
+
+def test_a_schedulers_arch_makes_the_classes_platform_and_its_stacks() -> None:
+    """Slurm's Arch= and Kubernetes' kubernetes.io/arch say the nodes' platform: an H100 class of
+    aarch64 nodes resolves for linux/arm64 (the GPU alone would say linux/amd64), and nodes of two
+    platforms are two classes."""
+    from envbuilder.fleet import kubernetes
+    from envbuilder.fleet.slurm import parse_nodes
+
+    line = (
+        "NodeName={n} Arch={a} CPUTot=72 AvailableFeatures=nvidia_driver_580.95.05 "
+        "Gres=gpu:h100:4 State=IDLE Partitions=gpu"
+    )
+    nodes = parse_nodes("\n".join(line.format(n=n, a=a) for n, a in (("g1", "aarch64"), ("x1", "x86_64"))))
+    by_platform = {c.platform: c for c in node_classes(nodes, MATRIX)}
+    assert set(by_platform) == {"linux/arm64", "linux/amd64"}
+    arm = by_platform["linux/arm64"]
+    assert arm.nodes == ("g1",) and "platform linux/arm64: Slurm Arch=aarch64" in arm.facts
+    host = class_host(MATRIX, arm)
+    assert host.platform == "linux/arm64"
+    labels = {
+        "kubernetes.io/arch": "arm64",
+        "nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3",
+        "nvidia.com/gpu.count": "4",
+    }
+    (k8s,) = kubernetes.node_classes([kubernetes.K8sNode(name="n", labels=labels)], MATRIX)
+    assert k8s.platform == "linux/arm64" and "kubernetes.io/arch" not in k8s.labels  # affinity unchanged

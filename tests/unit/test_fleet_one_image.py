@@ -175,3 +175,14 @@ def test_fleet_build_one_image_bakes_one_target_for_the_partition(
     assert "one image: h200 alone would get " in res.stderr and "dropped: arch: no kernels for" in res.stderr
     per_class = CliRunner().invoke(cli, [*args, "--json"])
     assert per_class.exit_code == 0 and sorted(baked[-1]) == ["train-h200", "train-v100"]  # one per class
+
+
+def test_classes_of_two_platforms_cannot_share_one_image() -> None:
+    from dataclasses import replace
+
+    v100, h200 = sorted(gpu_partition(volta_cluster()), key=lambda c: c.name, reverse=True)
+    gh200 = replace(h200, name="gh200", platform="linux/arm64")
+    with pytest.raises(UsageError, match="linux/amd64 and linux/arm64 cannot share one image"):
+        one_stack(MATRIX, make_spec("t").to_request(), [replace(v100, platform="linux/amd64"), gh200])
+    host, _ = partition_host(MATRIX, [gh200])
+    assert host.platform == "linux/arm64"

@@ -321,3 +321,115 @@ def test_a_failed_build_never_removes_an_image_someone_has_tagged() -> None:
     discard_untagged(eng, NEW.id)
     assert NEW.id not in eng.images
     discard_untagged(eng, "sha256:" + "9" * 64)  # gone already: nothing to do
+
+
+def test_one_lock_file_by_any_path_is_one_output(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`--lock-out x.lock.json` from its folder, its absolute path and a symlinked folder are one
+    file: one lock."""
+    (tmp_path / "link").symlink_to(tmp_path, target_is_directory=True)
+    monkeypatch.chdir(tmp_path)
+    want = commit_mod._outputs([tmp_path / "x.lock.json"], ["team/x:1"], "D1")
+    assert commit_mod._outputs([Path("x.lock.json")], ["team/x:1"], "D1") == want
+    assert commit_mod._outputs([tmp_path / "link" / "x.lock.json"], ["team/x:1"], "D1") == want
+    assert commit_mod._outputs([], ["team/x:1"], "D2") != commit_mod._outputs([], ["team/x:1"], "D1")
+
+
+@pytest.mark.parametrize("owner", ["another-host/1/1", "live", "not a mark"])
+def test_a_journal_whose_owner_is_not_known_dead_here_is_left_alone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, owner: str
+) -> None:
+    """Only a journal whose writer is gone from this host is finished or undone: a build running
+    on another host that shares this data folder, or still running here, is not repaired."""
+    eng = FakeEngine()
+    eng.images.update({NEW.id: NEW, "team/x:1": NEW})
+    monkeypatch.setenv("ENVBUILDER_DATA_DIR", str(tmp_path / "alice"))
+    journal = commit_mod._journal_path(tmp_path / "x.lock.json")
+    mark = owner_mark() if owner == "live" else owner
+    doc = {"owner": mark, "image_id": NEW.id, "previous": {"team/x:1": None}}
+    journal.write_text(json.dumps({**doc, "lock_out": str(tmp_path / "x.lock.json"), "lock_text": "{}"}))
+    assert repair(eng, lambda _m: None) == []
+    assert journal.exists() and eng.images["team/x:1"] == NEW and not (tmp_path / "x.lock.json").exists()
+
+
+def test_an_orphans_line_is_written_only_into_this_data_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The log path rides on a container label, which anyone who can reach the daemon can set: a
+    container forged with this folder's mark and a log elsewhere is removed, its line not written."""
+    alice = tmp_path / "alice"
+    victim = tmp_path / "victim.txt"
+    victim.write_text("precious\n")
+    labels = {OWNER_LABEL: _gone_mark(), DATA_LABEL: data_mark(alice), **record_labels(victim, RECORD)}
+    client = _Client([_Container(labels, "exited", "e" * 64)])
+    notices: list[str] = []
+    monkeypatch.setenv("ENVBUILDER_DATA_DIR", str(alice))
+    engine = DockerEngine(janitor=False, notice=notices.append)
+    engine._docker = client
+    assert engine.sweep_leftovers() == ("envbuilder-run-e",)
+    assert victim.read_text() == "precious\n"
+    assert any(f"its log {victim} is not in this data folder" in n for n in notices)
+
+
+def test_a_log_in_a_folder_that_only_shares_the_data_folders_prefix_is_not_ours(tmp_path: Path) -> None:
+    from envbuilder.engine.ownership import log_is_ours
+
+    alice = tmp_path / "alice"
+    assert log_is_ours(alice / "runs.jsonl", alice)
+    assert not log_is_ours(tmp_path / "alice-evil" / "runs.jsonl", alice)
+    assert not log_is_ours(alice / "sub" / "runs.jsonl", alice)
+    assert not log_is_ours(tmp_path / "runs.jsonl", alice)
+
+
+def test_a_lock_folder_that_is_a_file_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "file").write_text("x")
+    monkeypatch.setenv("ENVBUILDER_LOCK_DIR", str(tmp_path / "file"))
+    with pytest.raises(NotADirectoryError, match="not a folder"):
+        shared_locks_dir()
+
+
+def test_a_read_only_lock_file_is_never_opened_through_a_symlink(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another user's lock file we may not write is opened read-only: still never through a link."""
+    folder = tmp_path / "locks"
+    monkeypatch.setenv("ENVBUILDER_LOCK_DIR", str(folder))
+    shared_locks_dir()
+    victim = tmp_path / "victim"
+    victim.write_text("precious\n")
+    path = folder / "planted.lock"
+    path.symlink_to(victim)
+    real_open = os.open
+
+    def no_write(p: Any, flags: int, *args: Any) -> int:
+        if flags & os.O_RDWR:
+            raise PermissionError(13, "Permission denied", str(p))  # as for another user's 0644 file
+        return real_open(p, flags, *args)
+
+    monkeypatch.setattr(os, "open", no_write)  # the module calls os.open
+    with pytest.raises(OSError):
+        commit_mod._open_lock(path)
+
+
+def test_the_holder_line_is_replaced_whole(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    folder = tmp_path / "locks"
+    monkeypatch.setenv("ENVBUILDER_LOCK_DIR", str(folder))
+    path = shared_locks_dir() / f"{commit_mod._key('tag:/team/x:1')}.lock"
+    path.write_text("envbuilder a-much-longer-host-name-than-this-one/123456789/123456789012 (0)\n" * 3)
+    with output_lock([], ["team/x:1"], lambda _m: None):
+        assert path.read_text() == f"envbuilder {owner_mark()} ({os.getuid()})\n"
+
+
+def test_a_commit_stopped_by_ctrl_c_puts_the_tags_back(tmp_path: Path) -> None:
+    class Stopping(FakeEngine):
+        def tag(self, image: str, ref: str) -> None:
+            if ref == "team/y:1":
+                raise KeyboardInterrupt
+            super().tag(image, ref)
+
+    eng = Stopping()
+    eng.images.update({NEW.id: NEW, THEIRS.id: THEIRS, "team/x:1": THEIRS})
+    (tmp_path / "x.lock.json").write_text("old\n")
+    with pytest.raises(KeyboardInterrupt):
+        commit_mod.commit(eng, NEW.id, ["team/x:1", "team/y:1"], tmp_path / "x.lock.json", "new\n")
+    assert eng.images["team/x:1"] == THEIRS and "team/y:1" not in eng.images
+    assert (tmp_path / "x.lock.json").read_text() == "old\n"

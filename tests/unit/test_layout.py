@@ -36,6 +36,7 @@ SHARED = {
     "require_cuda",
     "tables",
     "lifecycle",
+    "platforms",
 }
 FLOW = (
     "matrix",

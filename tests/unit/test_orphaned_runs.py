@@ -11,6 +11,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from envbuilder.engine import DockerEngine
 from envbuilder.engine.ownership import (
     DATA_LABEL,
@@ -56,6 +58,8 @@ def test_an_exited_orphan_keeps_the_jobs_exit_code_and_time(tmp_path: Path) -> N
 
 def test_no_record_no_line() -> None:
     assert orphan_record(box("exited", {}), {}) is None
+    assert orphan_record(box("exited", {RECORD_LABEL: json.dumps(RECORD)}), {}) is None  # no log path
+    assert orphan_record(box("exited", {LOG_LABEL: "", RECORD_LABEL: json.dumps(RECORD)}), {}) is None
     assert orphan_record(box("exited", {LOG_LABEL: "/x", RECORD_LABEL: "not json"}), {}) is None
     assert orphan_record(box("exited", {LOG_LABEL: "/x", RECORD_LABEL: "[1]"}), {}) is None
     never = orphan_record(
@@ -86,12 +90,16 @@ class _Client:
 
         class _Api:
             def remove_container(self, cid: str, force: bool) -> None:
+                assert force, "a running orphan is removed only with force (docker rm -f)"
                 client.removed.append(cid)
 
         self.containers, self.api = _Containers(), _Api()
 
 
-def test_the_janitor_writes_the_orphans_line_after_removing_it(tmp_path: Path) -> None:
+def test_the_janitor_writes_the_orphans_line_after_removing_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ENVBUILDER_DATA_DIR", str(tmp_path))
     dead = subprocess.Popen(["true"])
     dead.wait()
     gone_mark = f"{owner_mark().rsplit('/', 2)[0]}/{dead.pid}/1"  # this host, a process that is gone
@@ -111,3 +119,33 @@ def test_a_stop_ends_with_the_clis_exit_code() -> None:
     assert stop_error(KeyboardInterrupt()).exit_code == 130
     assert stop_error(Stopped(signal.SIGTERM)).exit_code == 143
     assert stop_error(Stopped(signal.SIGHUP)).message == "terminated by SIGHUP"
+
+
+def test_an_orphans_times_and_exit_code_are_never_invented(tmp_path: Path) -> None:
+    labels = record_labels(tmp_path / "r.jsonl", RECORD)
+    # A running job: Docker's ExitCode 0 is a placeholder, not the job's; the removal kills it.
+    running = orphan_record(
+        box("running", labels), {"ExitCode": 0, "StartedAt": "2026-12-01T16:00:00Z"}, now=NOW
+    )
+    assert running is not None and running[1]["exit_code"] == 137
+    # An exited job without a readable exit code, or whose clock ran backwards.
+    odd = {"ExitCode": "3", "StartedAt": "2026-12-01T16:00:10Z", "FinishedAt": "2026-12-01T16:00:00Z"}
+    got = orphan_record(box("exited", labels), odd, now=NOW)
+    assert got is not None and (got[1]["exit_code"], got[1]["seconds"]) == (137, None)
+    assert got[1]["container_status"] == "exited" and got[1]["recorded_by"] == "janitor"
+
+
+def test_a_job_that_never_started_is_not_recorded_as_a_success(tmp_path: Path) -> None:
+    zero = "0001-01-01T00:00:00Z"
+    state = {"ExitCode": 0, "StartedAt": zero, "FinishedAt": zero}
+    got = orphan_record(box("created", record_labels(tmp_path / "r.jsonl", RECORD)), state, now=NOW)
+    assert got is not None and (got[1]["exit_code"], got[1]["seconds"]) == (137, None)
+
+
+def test_a_container_purpose_is_one_short_word() -> None:
+    from envbuilder.engine.ownership import container_name
+
+    for bad in ("run\n", "run;rm", "run x", "Run", "-run", "a" * 33):
+        with pytest.raises(ValueError, match="purpose"):
+            container_name(bad)
+    assert container_name("a" * 32).startswith("envbuilder-" + "a" * 32 + "-")

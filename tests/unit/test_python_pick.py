@@ -143,3 +143,12 @@ def test_render_says_why_that_python(tmp_path: Path, wheelhouse: Path) -> None:
     assert res.stderr.splitlines()[0].startswith("python 3.12: newest with wheels for torch ")
     assert "; 3.14 lacks: nativepkg==1.0 has no wheels" in res.stderr
     assert "-py3.12-" in res.stdout
+
+
+def test_the_requirements_wheels_are_asked_for_the_stacks_platform(tmp_path: Path, wheelhouse: Path) -> None:
+    """nativepkg has x86_64 wheels only: for a linux/arm64 stack no Python has them (uv is asked
+    with --python-platform aarch64-manylinux_2_28), and the reason says so."""
+    spec = spec_file(tmp_path, "nativepkg")
+    _, res = resolve_spec(spec, None, (), (), True, settings=offline(wheelhouse), platform="linux/arm64")
+    assert res.stack is not None and res.stack.platform == "linux/arm64"
+    assert "no Python has wheels for all of nativepkg" in res.python_reason, res.python_reason

@@ -5,6 +5,8 @@ release's range, mixed GPUs) are resolver cases in tests/data/cases/."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from packaging.version import Version
 
@@ -66,3 +68,115 @@ def test_the_jit_floor_is_the_first_release_at_or_after_the_isas_cuda(matrix: Ma
         )
         assert driver == release.min_driver
     assert jit_floor(matrix, "0.0") is None
+
+
+def _verdict(version: str, *, sass: bool, full: bool, cuda: str = "12.8", python: str = "3.12") -> Any:
+    from envbuilder.resolve.model import Stack
+    from envbuilder.resolve.resolver import _Verdict
+
+    stack = Stack(
+        id=f"torch{version}-cu-{cuda}-{sass}-{full}-{python}", framework="torch", version=version,
+        variant="cu", cuda=cuda, cudnn=None, nccl=None, python=python, base_image="b", os="debian13",
+        strategy="bundled", flavor=None, min_driver="580", require_cuda=None, sass=(), ptx=(),
+        index_url=None, packages=(), companions=(), python_install="present",
+    )  # fmt: skip
+    return _Verdict(stack=stack, sass_everywhere=sass, full_driver=full)
+
+
+def test_the_ranking_key_orders_version_then_native_kernels_then_full_driver_then_cuda() -> None:
+    """The resolver's ranking (module docstring), one step of the key at a time."""
+    from envbuilder.resolve.model import Request
+    from envbuilder.resolve.resolver import _rank_key
+
+    request = Request(framework="torch", specifier="")
+    ranked = [
+        _verdict("2.8.0", sass=False, full=False),  # the newest version first, whatever else
+        _verdict("2.7.0", sass=True, full=False),  # native SASS before PTX JIT
+        _verdict("2.7.0", sass=False, full=True),
+        _verdict("2.6.0", sass=True, full=True, cuda="12.6"),  # full driver support before MVC
+        _verdict("2.6.0", sass=True, full=False, cuda="12.8"),
+        _verdict("2.5.0", sass=True, full=True, cuda="12.8"),  # then the newest CUDA
+        _verdict("2.5.0", sass=True, full=True, cuda="12.6", python="3.13"),
+        _verdict("2.4.0", sass=True, full=True, python="3.13"),  # then the newest Python
+        _verdict("2.4.0", sass=True, full=True, python="3.12"),
+    ]
+    shuffled = list(reversed(ranked))
+    shuffled.sort(key=lambda v: _rank_key(v, request), reverse=True)
+    assert [v.stack.id for v in shuffled] == [v.stack.id for v in ranked]
+
+
+def _resolve(
+    matrix: Matrix, framework: str, *, gpus: tuple[str, ...] = (), driver: str | None = None, **req: Any
+) -> Any:
+    from envbuilder.cli.options import host_from_options, request_from_options
+    from envbuilder.resolve.resolver import resolve
+
+    request = request_from_options(
+        framework, req.get("python"), req.get("strategy"), None, "runtime", bool(req.get("cpu")), False
+    )
+    return resolve(matrix, request, host_from_options(matrix, driver, gpus, ()))
+
+
+def _newest_os(names: Any) -> str:
+    return str(max(names, key=lambda o: Version(o.lstrip("abcdefghijklmnopqrstuvwxyz"))))
+
+
+@pytest.mark.parametrize(
+    ("strategy", "python"),
+    [("bundled", "3.11"), ("bundled", "3.12"), ("system-cuda", "3.12"), ("system-cuda", "3.10")],
+)
+def test_the_base_image_is_the_newest_os_with_that_python_and_the_right_cudnn(
+    matrix: Matrix, strategy: str, python: str
+) -> None:
+    from envbuilder.matrix import framework as framework_table
+
+    res = _resolve(
+        matrix, "torch", gpus=("NVIDIA H200",), driver="580.159.04", python=python, strategy=strategy
+    )
+    s = res.stack
+    assert s is not None, res.rejected
+    base = next(b for b in matrix.base_images if b.ref == s.base_image)
+    same = [b for b in matrix.base_images if b.kind == ("slim" if strategy == "bundled" else "cuda")]
+    same = [b for b in same if b.python == python]
+    if strategy == "system-cuda":
+        release = next(r for r in framework_table(matrix, "torch").releases if r.version == s.version)
+        variant = next(v for v in release.variants if v.name == s.variant)
+        assert base.cudnn == (variant.needs_system_cudnn or None)
+        same = [b for b in same if b.cuda and major_minor(b.cuda) == major_minor(s.cuda or "")]
+        same = [b for b in same if b.cudnn == base.cudnn and b.flavor == base.flavor]
+    assert base.os == _newest_os(b.os for b in same)
+
+
+def test_alternatives_are_capped_and_distinct(matrix: Matrix) -> None:
+    from envbuilder.resolve.resolver import MAX_ALTERNATIVES
+
+    res = _resolve(matrix, "torch", gpus=("NVIDIA H200",), driver="580.159.04")
+    assert len(res.alternatives) == MAX_ALTERNATIVES == 4
+    keys = [(s.version, s.variant, s.strategy) for s in (res.stack, *res.alternatives)]
+    assert len(set(keys)) == len(keys)
+
+
+def test_the_no_driver_warning_is_for_gpu_hosts_only(matrix: Matrix) -> None:
+    gpu = _resolve(matrix, "torch", gpus=("NVIDIA H200",))
+    assert any("no driver given" in w for w in gpu.warnings)
+    cpu = _resolve(matrix, "torch", cpu=True)
+    assert not any("no driver given" in w for w in cpu.warnings)
+
+
+def test_an_exemption_covers_exactly_one_driver_branch() -> None:
+    from envbuilder.require_cuda import Properties, parse_require_cuda, require_cuda_text
+
+    text = require_cuda_text("12.6", (("tesla", 535),))
+    assert text == "cuda>=12.6 brand=tesla,driver>=535,driver<536"
+    req = parse_require_cuda(text)
+    assert req.admits(Properties(cuda="12.2", driver="535.999.99", brand="tesla"))
+    assert not req.admits(Properties(cuda="12.2", driver="536.0.0", brand="tesla"))
+    assert not req.admits(Properties(cuda="12.2", driver="534.99.99", brand="tesla"))
+
+
+def test_driver_branches_are_compared_as_numbers(matrix: Matrix) -> None:
+    """A four-digit branch (a driver 1000.x) is newer than R470, the K80's last branch."""
+    res = _resolve(matrix, "torch", gpus=("Tesla K80",), driver="1000.10.1")
+    assert res.stack is None
+    assert [r.component for r in res.rejected] == ["gpu-support"]
+    assert "not supported by driver branch 1000" in res.rejected[0].reason

@@ -9,6 +9,8 @@ refused before resolving.
 `rejected_summary:` pins the one-line count ("4 candidates rejected; arch: 4", as the README shows).
 `report:` names the public report the situation comes from, where one exists.
 `host: {wsl: true}` is `resolve --wsl`: the driver is the Windows driver nvidia-smi prints in WSL2.
+`request: {platform: ...}` is `resolve --platform` (any spelling); without it a given host resolves
+for the platform its GPUs exist in, else linux/amd64.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import yaml
 from envbuilder.cli.options import host_from_options, request_from_options
 from envbuilder.errors import UsageError
 from envbuilder.matrix import load_matrix
+from envbuilder.platforms import parse_platform
 from envbuilder.resolve.model import Resolution, rejection_summary
 from envbuilder.resolve.resolver import resolve
 
@@ -64,6 +67,7 @@ def _resolve(case: dict[str, Any]) -> Resolution:
         req.get("flavor", "runtime"),
         bool(req.get("cpu", False)),
         bool(req.get("forward_compat", False)),
+        parse_platform(req["platform"]) if "platform" in req else None,
     )
     h = case["host"]
     host = host_from_options(

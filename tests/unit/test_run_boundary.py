@@ -346,3 +346,88 @@ def test_every_refusal_of_the_newest_certificate_is_shown() -> None:
     chosen, refusals = choose_certificate([c], image(image_id=TWIN_ID), host((H200,), driver="570.86.15"))
     assert chosen is c
     assert [r.reason for r in refusals] == ["image-mismatch", "gpu-model", "driver-too-old"]
+
+
+def test_every_local_certificate_of_the_image_is_a_candidate(tmp_path: Path) -> None:
+    """An image certified here on two node classes: the finder hands run both, newest first, and
+    run takes the one that covers this host."""
+    store = CertStore(tmp_path / "s.sqlite")
+    on_h200 = cert(gpus=(H200,), issued_at="2026-01-01T00:00:00Z")
+    on_rtx = cert(gpus=(RTX,), issued_at="2026-06-01T00:00:00Z")
+    store.add(on_h200)
+    store.add(on_rtx)
+    find = certificate_finder("team/train:1", store=store, policy=lambda: pytest.fail("no registry"))
+    found = find(image())
+    assert [c.content_hash for c in found] == [on_rtx.content_hash, on_h200.content_hash]
+    chosen, refusals = choose_certificate(found, image(), host((H200,)))
+    assert chosen is not None and chosen.content_hash == on_h200.content_hash and refusals == []
+
+
+def test_a_host_that_hands_in_no_gpu_is_refused_for_that_alone() -> None:
+    """GPU models, arch and driver are about the GPUs a run gets: with no GPU access there is one
+    reason (no-gpu), whatever GPUs the host has."""
+    no_access = host(gpus=(RTX, K80), access="none", requested="auto", driver="470.1.1", cuda_driver="11.4")
+    assert reasons(cert(gpus=(H200,)), image(), no_access) == ["no-gpu"]
+
+
+@pytest.mark.parametrize(
+    ("verdict", "gpu_runs", "cpu_runs"),
+    [("certified", True, True), ("certified-cpu-only", False, True), ("failed", False, False)],
+)
+def test_what_a_certificate_lets_run_start_follows_its_verdict(
+    verdict: str, gpu_runs: bool, cpu_runs: bool
+) -> None:
+    from envbuilder.run.coverage import describe_coverage
+
+    got = describe_coverage(cert(verdict, gpus=(H200,)))
+    assert (got["gpu_runs"], got["cpu_runs"]) == (gpu_runs, cpu_runs)
+    assert got["gpus"] == ([{"name": "NVIDIA H200", "cc": "9.0"}] if gpu_runs else [])
+    assert got["min_driver"] == ("580.65.06" if gpu_runs else None)
+
+
+def test_an_untagged_image_without_a_certificate_is_refused_by_its_id() -> None:
+    bare = ImageInfo(id=IMAGE_ID, tags=(), repo_digests=())
+    (r,) = check_run(None, bare, host())
+    assert r.reason == "no-certificate" and r.message == f"no certificate for image {IMAGE_ID} ({IMAGE_ID})"
+
+
+@pytest.mark.parametrize("requested", ["auto", "toolkit", "cdi", "devices"])
+def test_a_gpu_certificate_on_a_host_that_hands_in_no_gpu_is_refused_whatever_was_asked(
+    requested: str,
+) -> None:
+    assert reasons(cert(), image(), host(access="none", requested=requested)) == ["no-gpu"]
+
+
+def test_require_cuda_holds_when_gpu_access_is_given_but_no_gpu_was_listed() -> None:
+    """A GPU access mode whose GPUs the probe could not list: the requirement is still checked
+    (for a GPU of unknown brand and arch), not skipped."""
+    h = host(gpus=(), access="toolkit", requested="toolkit", driver="535.104.05", cuda_driver="12.2")
+    got = check_run(cert(gpus=(), min_driver=None), image(env=(f"NVIDIA_REQUIRE_CUDA={REQUIRE_130}",)), h)
+    assert "require-cuda" in [r.reason for r in got]
+
+
+def test_a_failed_certificate_covers_no_cpu_run_either() -> None:
+    cpu = host(gpus=(), access="none", requested="none", driver=None, cuda_driver=None)
+    assert "failed" in reasons(cert("failed"), image(), cpu)
+
+
+def test_the_newest_covering_certificate_is_the_one_chosen() -> None:
+    newer = cert(gpus=(H200,), issued_at="2026-06-01T00:00:00Z")
+    older = cert(gpus=(H200,), issued_at="2026-01-01T00:00:00Z")
+    chosen, refusals = choose_certificate([newer, older], image(), host())
+    assert chosen is newer and refusals == []
+
+
+def test_a_sealed_certificate_of_the_wrong_shape_is_refused() -> None:
+    """The hash can be recomputed by anyone: a certificate whose hash matches but whose content
+    is not a certificate (an unknown verdict) is refused all the same."""
+    from envbuilder.certify.certificate import verify_certificate
+    from envbuilder.hashing import sha256_of
+
+    doc = cert_doc()
+    doc["verdict"] = "certified-by-me"
+    body = {k: v for k, v in doc.items() if k != "content_hash"}
+    doc["content_hash"] = sha256_of(body)
+    problems = verify_certificate(doc)
+    assert problems and not any("content hash" in p for p in problems)
+    assert "tampered" in reasons(Certificate(doc), image(), host())
