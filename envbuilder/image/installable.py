@@ -21,11 +21,12 @@ from urllib.parse import urlsplit
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
-from envbuilder.image.packages import LockSettings, uv_binary
+from envbuilder.image.packages import PYTHON_PLATFORMS, LockSettings, uv_binary
 from envbuilder.image.python_pick import WheelCheck, ask_uv
 from envbuilder.lifecycle import run_child, scratch_dir
-from envbuilder.matrix.installable import PLATFORM_WORDS, UV_PLATFORMS, Key, answer_key
+from envbuilder.matrix.installable import Key, answer_key
 from envbuilder.matrix.model import InstallAnswer, Matrix
+from envbuilder.platforms import machine_of, parse_platform
 
 Asker = Callable[[Key], WheelCheck]
 # uv's "X has no wheels with a matching Python ABI tag (e.g., `cp311`)" and its siblings
@@ -49,7 +50,7 @@ def plain_reason(cause: str, python: str, platform: str) -> str:
     m = _NO_WHEEL.match(cause)
     if m is None:
         return cause
-    where = f"cp{python.replace('.', '')} {PLATFORM_WORDS.get(platform, platform)}"
+    where = f"cp{python.replace('.', '')} manylinux {machine_of(parse_platform(platform))}"
     if m["what"] is None:  # uv's "has no usable wheels": sdists only, or wheels of other tags
         return f"{m['pkg']} has no usable wheel for {where} (source distributions or other tags only)"
     return f"{m['pkg']} has no wheel for {where}"
@@ -87,13 +88,18 @@ def uv_asker(settings: LockSettings | None = None, uv_cache: Path | None = None)
     def ask(key: Key) -> WheelCheck:
         reqs, index_url, python, platform = key
         answer = ask_uv(
-            list(reqs), python, UV_PLATFORMS[platform], settings, extra_index=index_url, uv_cache=uv_cache
+            list(reqs), python, _uv_platform(platform), settings, extra_index=index_url, uv_cache=uv_cache
         )
         if answer.ok or answer.unknown:
             return answer
         return WheelCheck(ok=False, why=plain_reason(answer.why, python, platform))
 
     return ask
+
+
+def _uv_platform(platform: str) -> str:
+    """uv's --python-platform for a Docker platform: the package lock's own (packages.py)."""
+    return PYTHON_PLATFORMS[machine_of(parse_platform(platform))]
 
 
 def uv_version(settings: LockSettings | None = None) -> str:

@@ -20,10 +20,8 @@ from envbuilder import resources
 from envbuilder.atomic import write_text_atomic
 from envbuilder.matrix.model import InstallAnswer, Matrix
 from envbuilder.matrix.reader import Ctx, get_field, rows, version_field
+from envbuilder.platforms import PLATFORMS
 
-# Docker's platform (envbuilder/platforms.py) -> uv's --python-platform and a reason's words for it.
-UV_PLATFORMS = {"linux/amd64": "x86_64-manylinux_2_28", "linux/arm64": "aarch64-manylinux_2_28"}
-PLATFORM_WORDS = {"linux/amd64": "manylinux x86_64", "linux/arm64": "manylinux aarch64"}
 USER_FILE = "installable.json"
 
 Key = tuple[tuple[str, ...], str | None, str, str]
@@ -68,8 +66,8 @@ def load_answers(doc: tuple[dict[str, Any], Ctx]) -> tuple[InstallAnswer, ...]:
         if not reqs or not all(isinstance(r, str) and r.strip() for r in reqs):
             raise c.fail("requirements", "expected a non-empty list of pip requirements")
         platform = get_field(row, "platform", c, str)
-        if platform not in UV_PLATFORMS:
-            raise c.fail("platform", f"expected one of {', '.join(UV_PLATFORMS)}, got {platform!r}")
+        if platform not in PLATFORMS:
+            raise c.fail("platform", f"expected one of {', '.join(PLATFORMS)}, got {platform!r}")
         ok = row.get("ok")
         if not isinstance(ok, bool):
             raise c.fail("ok", f"expected true or false, got {ok!r}")
@@ -124,7 +122,7 @@ def read_user_answers(path: Path | None = None) -> tuple[InstallAnswer, ...]:
                 source=str(a["source"]),
             )
             for a in doc["answers"]
-            if a.get("platform") in UV_PLATFORMS
+            if a.get("platform") in PLATFORMS
         )
     except (OSError, ValueError, KeyError, TypeError):
         return ()
