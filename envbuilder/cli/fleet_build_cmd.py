@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 import click
 
 from envbuilder.cli.build_cmd import image_build_options
-from envbuilder.cli.fleet_cmd import class_names, cluster_classes, fleet, one_scheduler
+from envbuilder.cli.fleet_cmd import class_names, cluster_classes, fleet, one_scheduler, say
 
 if TYPE_CHECKING:
     from envbuilder.image.build import BuildOptions
@@ -31,6 +31,12 @@ _FILE = click.Path(exists=True, dir_okay=False, path_type=Path)
 )
 @click.option("--partition", metavar="P", help="Only the classes of this Slurm partition.")
 @click.option("--classes", "classes_text", metavar="A,B", help="Only these node classes.")
+@click.option(
+    "--one-image",
+    is_flag=True,
+    help="One image per spec for all the classes (of --partition): the newest stack that fits every "
+    "class's GPU and the oldest driver; says why each class's own newer stack was dropped.",
+)
 @image_build_options
 @click.option(
     "--out",
@@ -48,6 +54,7 @@ def build_cmd(
     nodes_file: Path | None,
     partition: str | None,
     classes_text: str | None,
+    one_image: bool,
     build_options: BuildOptions,
     out_dir: Path,
     as_json: bool,
@@ -57,6 +64,9 @@ def build_cmd(
     `docker buildx bake` (OUT/docker-bake.hcl: parallel targets, one shared BuildKit cache). Each
     image is then tagged envbuilder/NAME:STACK and envbuilder/NAME:CLASS and gets its lock
     (OUT/NAME-CLASS.lock.json), exactly as `envbuilder build` does; a failed bake tags nothing.
+
+    --one-image builds one image per spec for all those classes instead (a partition of V100 and
+    H100 nodes: the newest build with kernels for both, on the oldest driver of them).
 
     The build options are `envbuilder build`'s own (--base-image ... --network, the package
     sources). Exit codes: 0 built; 2 bad input; 4 no stack for a class; 8 no buildx; 9 the bake failed;
@@ -76,7 +86,17 @@ def build_cmd(
     classes = select_classes(found, class_names(classes_text))
     specs = [(load_spec(p), p) for p in spec_paths]
     out_dir.mkdir(parents=True, exist_ok=True)
-    targets = plan_targets(specs, classes, matrix, build_options, out_dir.resolve())
+    if one_image:
+        from envbuilder.fleet.one_image import plan_one_image_targets
+
+        targets, choices = plan_one_image_targets(
+            specs, classes, matrix, build_options, out_dir.resolve(), partition or "all"
+        )
+        for choice in choices:
+            for d in choice.dropped:
+                say(f"one image: {d.node_class} alone would get {d.stack}; dropped: {'; '.join(d.reasons)}")
+    else:
+        targets = plan_targets(specs, classes, matrix, build_options, out_dir.resolve())
     buildx = find_buildx()
     with build_progress() as progress:
         outcomes = bake(

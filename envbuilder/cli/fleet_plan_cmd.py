@@ -26,6 +26,14 @@ from envbuilder.tables import table
 @click.option(
     "--probe", is_flag=True, help="Ask one node per class (srun nvidia-smi) for its GPU and driver."
 )
+@click.option(
+    "--one-image",
+    "one_image_spec",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    metavar="SPEC",
+    help="The one stack SPEC would get for all these classes (`fleet build --one-image`), and why "
+    "each class's own newer stack was dropped.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the classes and the coverage as JSON.")
 def plan_cmd(
     image: str | None,
@@ -34,6 +42,7 @@ def plan_cmd(
     nodes_file: Path | None,
     partition: str | None,
     probe: bool,
+    one_image_spec: Path | None,
     as_json: bool,
 ) -> None:
     """The cluster's node classes (GPU model and count, driver, features, partitions, each fact
@@ -52,11 +61,21 @@ def plan_cmd(
     )
     found = find_image(image) if image else None
     coverage = [class_coverage(c, found.info, matrix) for c in classes] if found else []
+    choice = None
+    if one_image_spec is not None:
+        from envbuilder.fleet.one_image import one_stack
+        from envbuilder.image.spec import load_spec
+
+        choice = one_stack(matrix, load_spec(one_image_spec).to_request(), classes)
     if as_json:
         doc: dict[str, Any] = {
             "scheduler": "kubernetes" if use_k8s else "slurm",
             "classes": [c.to_dict() for c in classes],
         }
+        if choice is not None:
+            doc["one_image"] = choice.to_dict() | {
+                "rejected": [r.to_dict() for r in choice.resolution.rejected]
+            }
         if found:
             doc["image"] = found.to_dict()
             doc["coverage"] = [c.to_dict() for c in coverage]
@@ -67,6 +86,8 @@ def plan_cmd(
     for c in classes:
         for fact in c.facts:
             click.echo(f"  {c.name}: {fact}")
+    if choice is not None:
+        _print_one_image(choice)
     if found is None:
         return
     from envbuilder.image.metadata import read_metadata
@@ -80,3 +101,21 @@ def plan_cmd(
         indent="",
     ):
         click.echo(line)
+
+
+def _print_one_image(choice: Any) -> None:
+    """fleet plan --one-image's lines: the common stack (or why none), and each dropped one."""
+    from envbuilder.resolve.model import rejection_summary
+
+    click.echo("")
+    stack = choice.resolution.stack
+    gpus = ", ".join(f"{g.name} (sm_{g.cc.replace('.', '')})" for g in choice.host.gpus) or "no GPU"
+    click.echo(f"one image for {', '.join(choice.classes)}: {gpus}, driver {choice.host.driver or 'none'}")
+    if stack is None:
+        click.echo(f"  no stack fits every class ({rejection_summary(choice.resolution)})")
+    else:
+        click.echo(f"  stack  {stack.id}")
+    for d in choice.dropped:
+        click.echo(f"  {d.node_class} alone would get {d.stack}; dropped: {'; '.join(d.reasons)}")
+    for note in choice.notes:
+        click.echo(f"  note: {note}")

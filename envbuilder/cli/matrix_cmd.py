@@ -69,6 +69,13 @@ def check_matrix(directory: Path | None = None) -> dict[str, Any]:
             f"{len(p.absent)} known absences, {len(p.gpus)} GPUs of aarch64 hosts"
         )
         counts["platforms"] = {"builds": len(p.builds), "absent": len(p.absent), "gpus": len(p.gpus)}
+    if m.installable:
+        refused = sum(1 for a in m.installable if not a.ok)
+        lines.append(
+            f"ok  generated/installable.yaml: {len(m.installable)} install sets answered, "
+            f"{refused} do not resolve"
+        )
+        counts["installable"] = {"answered": len(m.installable), "not_resolving": refused}
     lines.append("ok  invariants: quoted versions, known CUDA and compute capabilities, no duplicates")
     return {"ok": True, "counts": counts, "reviewed": dict(m.reviewed), "lines": lines}
 
@@ -238,6 +245,12 @@ def _text(key: str, value: Any) -> str:
     default=None,
     help="Scan cache, keyed by each wheel's sha256 (default: ~/.cache/envbuilder/wheel-scans).",
 )
+@click.option(
+    "--libraries-only",
+    is_flag=True,
+    help="Only list the CUDA libraries' releases (generated/cuda_libraries.yaml): index listings, no "
+    "wheel is read (seconds, where a cold full refresh reads ~22 GB).",
+)
 @click.option("--dry-run", is_flag=True, help="Print the diff; write nothing.")
 @click.option(
     "--diff", "diff_file", type=click.Path(path_type=Path), default=None, help="Also write the diff here."
@@ -249,6 +262,7 @@ def refresh(
     wheelhouse: Path | None,
     frameworks: tuple[str, ...],
     cache: Path | None,
+    libraries_only: bool,
     dry_run: bool,
     diff_file: Path | None,
     as_json: bool,
@@ -267,7 +281,7 @@ def refresh(
         matrix_before,
         directory,
         index,
-        frameworks=frameworks or ("torch", "tensorflow", "jax"),
+        frameworks=() if libraries_only else (frameworks or ("torch", "tensorflow", "jax")),
         cache=cache,
         today=datetime.date.today().isoformat(),
         log=lambda m: click.echo(m, err=True),
@@ -301,3 +315,92 @@ def refresh(
     )
     for line in rep.skipped:
         click.echo(f"  skipped: {line}", err=True)
+
+
+@matrix.command("installable")
+@click.option(
+    "--framework",
+    "frameworks",
+    multiple=True,
+    type=click.Choice(list(FRAMEWORKS)),
+    help="Check only these frameworks (repeatable; default: all three).",
+)
+@click.option(
+    "--python", "pythons", multiple=True, metavar="X.Y", help="Check only these Pythons (repeatable)."
+)
+@click.option(
+    "--write",
+    is_flag=True,
+    help="Also write the answers into the bundled matrices/generated/installable.yaml (for a "
+    "checkout of envbuilder: the committed answers); without it they go to the user's cache.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the answers as JSON.")
+def installable(frameworks: tuple[str, ...], pythons: tuple[str, ...], write: bool, as_json: bool) -> None:
+    """Ask uv whether each candidate stack's whole install set (the framework with its extras and
+    companions) resolves to wheels for each Python it is offered with, from the index metadata
+    alone, and remember the answers: `resolve` then rejects a set that does not resolve (reason
+    `installable`) without asking any index. Sets whose index does not answer (offline,
+    download.pytorch.org unreachable) stay "not checked"."""
+    import datetime
+
+    from envbuilder.atomic import write_text_atomic
+    from envbuilder.image.installable import answer_sets, install_sets, uv_asker, uv_version
+    from envbuilder.lifecycle import scratch_dir
+    from envbuilder.matrix.installable import (
+        key_of,
+        render_answers,
+        write_user_answers,
+    )
+    from envbuilder.platforms import DEFAULT_PLATFORM
+    from envbuilder.versions import parse_python_xy
+
+    for p in pythons:
+        parse_python_xy(p)
+    m = load_matrix()
+    keys = install_sets(m, frameworks or FRAMEWORKS, DEFAULT_PLATFORM)
+    if pythons:
+        keys = [k for k in keys if k[2] in pythons]
+    source = f"{uv_version()} pip compile --only-binary :all:, PyPI"
+    with scratch_dir("installable") as tmp:
+        outcome = answer_sets(
+            keys,
+            uv_asker(uv_cache=Path(tmp) / "uv-cache"),
+            source=source,
+            log=lambda s: click.echo(s, err=True),
+        )
+    path = write_user_answers(outcome.answers)
+    if write:
+        target = resources.matrices_dir() / "generated" / "installable.yaml"
+        fresh = {key_of(a): a for a in outcome.answers}
+        kept = [
+            a
+            for a in load_matrix(resources.matrices_dir(), compiled=False).installable
+            if key_of(a) not in fresh
+        ]
+        text = render_answers(
+            [*kept, *fresh.values()], source=source, reviewed=datetime.date.today().isoformat()
+        )
+        write_text_atomic(target, text)
+        load_matrix(resources.matrices_dir(), compiled=False)  # the written file must load
+    refused = [f"{', '.join(a.requirements)} py{a.python}: {a.why}" for a in outcome.answers if not a.ok]
+    unchecked = [
+        f"{', '.join(k[0])}{f' from {k[1]}' if k[1] else ''} py{k[2]}: {why}" for k, why in outcome.unknown
+    ]
+    if as_json:
+        doc = {
+            "checked": len(outcome.answers),
+            "not_resolving": refused,
+            "not_checked": unchecked,
+            "user_cache": str(path),
+            "written": write,
+        }
+        click.echo(json.dumps(doc, indent=2))
+        return
+    click.echo(
+        f"{len(outcome.answers)} install sets answered ({len(refused)} do not resolve), "
+        f"{len(unchecked)} not checked; answers in {path}"
+    )
+    for line in refused:
+        click.echo(f"  no: {line}")
+    for line in unchecked:
+        click.echo(f"  not checked: {line}")

@@ -62,10 +62,14 @@ def resolve(
     )
     host = host_from_options(matrix, driver, gpus, ccs, wsl=wsl)
     resolution = resolve_stack(matrix, request, host)
+    from envbuilder.resolve.resolver import installability
+
+    installable = installability(matrix, resolution.stack) if resolution.stack else None
     if as_json:
-        click.echo(json.dumps(resolution.to_dict(), indent=2, sort_keys=True))
+        doc = resolution.to_dict() | ({"installable": installable} if installable else {})
+        click.echo(json.dumps(doc, indent=2, sort_keys=True))
     else:
-        _print_human(resolution, explain)
+        _print_human(resolution, explain, installable)
     if resolution.stack is None:
         from envbuilder.resolve.hint import no_stack_hint
 
@@ -89,7 +93,7 @@ def _host_line(resolution: Resolution) -> str:
     return f"host: driver {driver}, {gpus}{on} [{host.source}]"
 
 
-def _print_stack(stack: Stack, indent: str = "  ") -> None:
+def _print_stack(stack: Stack, indent: str = "  ", installable: str | None = None) -> None:
     rows = [
         ("framework", f"{stack.framework} {stack.version} ({stack.variant})"),
         ("cuda", f"{stack.cuda or '-'}   cudnn {stack.cudnn or '-'}   nccl {stack.nccl or '-'}"),
@@ -99,18 +103,20 @@ def _print_stack(stack: Stack, indent: str = "  ") -> None:
         ("archs", f"sass {' '.join(stack.sass) or '-'}   ptx {' '.join(stack.ptx) or '-'}"),
         ("install", " ".join(stack.packages) + (f"  (index {stack.index_url})" if stack.index_url else "")),
     ]
+    if installable:
+        rows.append(("wheels", installable))  # the install set resolves (resolver.installability)
     rows += [("note", n) for n in stack.notes]
     for k, v in rows:
         click.echo(f"{indent}{k:<11}{v}")
 
 
-def _print_human(resolution: Resolution, explain: bool) -> None:
+def _print_human(resolution: Resolution, explain: bool, installable: str | None = None) -> None:
     click.echo(_host_line(resolution))
     for w in resolution.warnings:
         click.echo(f"warning: {w}", err=True)
     if resolution.stack is not None:
         click.echo(f"\nstack {resolution.stack.id}")
-        _print_stack(resolution.stack)
+        _print_stack(resolution.stack, installable=installable)
     if resolution.alternatives:
         click.echo("\nalternatives (runners-up)")
         for alt in resolution.alternatives:

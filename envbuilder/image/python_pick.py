@@ -125,7 +125,7 @@ def uv_checker(
             return WheelCheck(
                 ok=False, why="uv is offline (UV_OFFLINE) with no find-links to read", unknown=True
             )
-        answer = _ask_uv(lines, python, PYTHON_PLATFORMS[platform], settings)  # type: ignore[index]
+        answer = ask_uv(lines, python, PYTHON_PLATFORMS[platform], settings)  # type: ignore[index]
         if not answer.unknown:
             with contextlib.suppress(OSError):  # an unwritable cache only costs time
                 folder.mkdir(parents=True, exist_ok=True)
@@ -172,7 +172,18 @@ def _cached(path: Path) -> WheelCheck | None:
     return None
 
 
-def _ask_uv(lines: list[str], python: str, platform: str, settings: LockSettings) -> WheelCheck:
+def ask_uv(
+    lines: list[str],
+    python: str,
+    platform: str,
+    settings: LockSettings,
+    *,
+    extra_index: str | None = None,
+    uv_cache: Path | None = None,
+) -> WheelCheck:
+    """uv's answer for `lines` on `python` and `platform` (uv's --python-platform), wheels only.
+    `extra_index`: a framework's own index (torch's), searched before the default one;
+    `uv_cache`: a uv cache folder to share between many questions (default: a fresh one)."""
     with scratch_dir("pywheels") as tmp:
         reqs = Path(tmp) / "requirements.in"
         reqs.write_text("\n".join(lines) + "\n", encoding="utf-8")
@@ -180,7 +191,10 @@ def _ask_uv(lines: list[str], python: str, platform: str, settings: LockSettings
         argv += ["--python-version", python, "--python-platform", platform, "--only-binary", ":all:"]
         # uv's cache in our own temp folder (removed with it, swept after a SIGKILL): with
         # --no-cache uv would make one in TMPDIR and leave it there when stopped (D8).
-        argv += ["--no-config", "--no-header", "--quiet", "--cache-dir", str(Path(tmp) / "uv-cache")]
+        cache = uv_cache or Path(tmp) / "uv-cache"
+        argv += ["--no-config", "--no-header", "--quiet", "--cache-dir", str(cache)]
+        if extra_index:
+            argv += ["--index", extra_index]
         if settings.default_index:
             argv += ["--default-index", settings.default_index]
         if settings.no_index:
@@ -195,13 +209,13 @@ def _ask_uv(lines: list[str], python: str, platform: str, settings: LockSettings
         return WheelCheck(ok=True)
     text = redact(proc.stderr, settings.secrets)
     if any(sign in text for sign in _UNREACHABLE):
-        return WheelCheck(ok=False, why=f"no index answered ({_first_cause(text)})", unknown=True)
+        return WheelCheck(ok=False, why=f"no index answered ({first_cause(text)})", unknown=True)
     if "No solution found" in text or "unsatisfiable" in text:
-        return WheelCheck(ok=False, why=_first_cause(text))
-    return WheelCheck(ok=False, why=f"no index answered ({_first_cause(text)})", unknown=True)
+        return WheelCheck(ok=False, why=first_cause(text))
+    return WheelCheck(ok=False, why=f"no index answered ({first_cause(text)})", unknown=True)
 
 
-def _first_cause(stderr: str) -> str:
+def first_cause(stderr: str) -> str:
     """uv's reason, shortened: its `cause:` line (`Because scipy==1.11.4 has no usable wheels and
     you require scipy==1.11.4, ...`), else its first line."""
     lines = [ln.strip(" \u2570\u2500\u25b6\u00d7") for ln in stderr.splitlines() if ln.strip()]

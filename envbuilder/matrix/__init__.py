@@ -19,6 +19,7 @@ from packaging.version import Version
 from envbuilder import resources
 from envbuilder.errors import MatrixError, UsageError
 from envbuilder.matrix.generated import overlay
+from envbuilder.matrix.installable import load_answers, with_user_answers
 from envbuilder.matrix.model import (
     ArchInfo,
     BaseImage,
@@ -51,6 +52,7 @@ from envbuilder.matrix.reader import (
 from envbuilder.versions import major_minor, parse_cc, parse_version
 
 FRAMEWORKS = ("torch", "tensorflow", "jax")
+INSTALLABLE = "generated/installable.yaml"  # uv's answers on whole install sets (matrix installable)
 Doc = tuple[dict[str, Any], Ctx]  # a parsed matrix file and its location for error messages
 
 
@@ -436,7 +438,8 @@ def load_matrix(directory: Path | None = None, *, compiled: bool = True) -> Matr
     """
     if directory is not None:
         return _load(Path(directory))
-    return _load_default() if compiled else _load(resources.matrices_dir())
+    # the user's live installability answers (matrix installable) over the committed ones
+    return with_user_answers(_load_default() if compiled else _load(resources.matrices_dir()))
 
 
 @functools.cache
@@ -470,6 +473,8 @@ def _load(directory: Path) -> Matrix:
     ]
     files += [f for f in ("ptx_isa.yaml", "known_bad.yaml", "platforms.yaml") if (directory / f).is_file()]
     files += [f"generated/{n}.yaml" for n in FRAMEWORKS if (directory / "generated" / f"{n}.yaml").is_file()]
+    if (directory / INSTALLABLE).is_file():
+        files.append(INSTALLABLE)
     docs: dict[str, Doc] = {f: read_file(directory / f) for f in files}  # each file parsed once
     for n in FRAMEWORKS:  # generated rows (matrix refresh) over the curated ones
         if f"generated/{n}.yaml" in docs:
@@ -487,6 +492,7 @@ def _load(directory: Path) -> Matrix:
         reviewed=tuple((f, str(data["reviewed"])) for f, (data, _) in docs.items()),
         ptx_isa=_load_ptx_isa(docs["ptx_isa.yaml"]) if "ptx_isa.yaml" in docs else (),
         known_bad=_load_known_bad(docs["known_bad.yaml"]) if "known_bad.yaml" in docs else (),
+        installable=load_answers(docs[INSTALLABLE]) if INSTALLABLE in docs else (),
     )
     if "platforms.yaml" in docs:
         m = replace(m, platforms=load_platforms(docs["platforms.yaml"]))

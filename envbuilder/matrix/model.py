@@ -234,6 +234,20 @@ class PlatformFacts:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class InstallAnswer:
+    """Whether one install set (a framework with its extras and companions, pinned) resolves to
+    wheels for one Python and platform: uv's answer from the index metadata (installable.yaml)."""
+
+    requirements: tuple[str, ...]  # sorted pip requirements, e.g. ("tensorflow[and-cuda]==2.14.0",)
+    index_url: str | None  # the framework's extra index (torch's); None: PyPI alone
+    python: str  # X.Y
+    platform: str  # linux/amd64 | linux/arm64 (Docker's spelling)
+    ok: bool
+    why: str  # "" when ok, else "tensorrt==8.5.3.1 has no wheel for cp311 manylinux x86_64"
+    source: str  # how and when it was answered ("uv 0.9.x pip compile, PyPI, 2026-12-04")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Matrix:
     cuda: CudaMatrix
     gpus: GpuMatrix
@@ -244,3 +258,5 @@ class Matrix:
     ptx_isa: tuple[PtxIsa, ...] = ()
     known_bad: tuple[KnownBad, ...] = ()
     platforms: PlatformFacts = PlatformFacts()
+    # uv's answers on whole install sets (generated/installable.yaml, then the user's live ones)
+    installable: tuple[InstallAnswer, ...] = ()

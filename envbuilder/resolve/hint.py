@@ -50,6 +50,13 @@ def no_stack_hint(matrix: Matrix, resolution: Resolution) -> str:
                 f"{_EXPLAIN}; driver {host.driver} is too old for {req.requirement}: "
                 f"driver >= {s.min_driver} unlocks {s.id}"
             ) + _forward_compat_hint(matrix, resolution)
+    if cause == "installable" and req.python is not None:
+        other = resolve(matrix, replace(req, python=None), host)
+        if (found := other.stack) is not None:
+            return (
+                f"{_EXPLAIN}; {req.requirement} has no wheels for all of its install set on Python "
+                f"{req.python}: Python {found.python} installs {found.id} (--python {found.python})"
+            )
     return f"{_EXPLAIN}; relax the requirement ({cause} rejected most candidates)"
 
 

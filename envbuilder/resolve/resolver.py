@@ -12,6 +12,11 @@ Ranking key (survivors are sorted by this tuple, best first; see `_rank_key`):
   5. the build's CUDA version, newest first;
   6. Python, newest first (unless requested);
   7. base image: newest OS, then newest CUDA patch (one image is chosen per candidate).
+
+A candidate whose whole install set is known not to resolve to wheels for its Python and platform
+(uv's answer in generated/installable.yaml or the user's cache) is rejected as `installable`; a
+set nobody checked is kept, and `installability` says "not checked" (the resolver never asks an
+index).
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ from envbuilder.archs import describe, kernel_for, matrix_targets
 from envbuilder.errors import UsageError
 from envbuilder.host.model import Host, HostGpu
 from envbuilder.matrix import framework as framework_table
+from envbuilder.matrix.installable import Key, answer_key, find_answer
 from envbuilder.matrix.model import (
     STRATEGIES,
     BaseImage,
@@ -268,6 +274,11 @@ def _evaluate(matrix: Matrix, request: Request, host: Host, cand: _Candidate) ->
         raise _Reject("strategy", f"{rel.framework} {rel.version} publishes no wheels that bundle CUDA")
     if cand.strategy == "system-cuda" and not v.system_packages:
         raise _Reject("strategy", f"{rel.framework} {rel.version} has no build for a system CUDA")
+    packages = v.system_packages if cand.strategy == "system-cuda" else v.bundled_packages
+    key = install_key(packages, v.companion_packages, v.index_url, cand.python, cand.platform)
+    answer = find_answer(matrix, key)
+    if answer is not None and not answer.ok:
+        raise _Reject("installable", f"{answer.why} ({answer.source})")
     image, why = _pick_base(matrix, request, cand)
     if image is None:
         raise _Reject("base-image", why)
@@ -305,6 +316,32 @@ def _evaluate(matrix: Matrix, request: Request, host: Host, cand: _Candidate) ->
 def _build_on(cand: _Candidate) -> str:
     """'build', or 'linux/arm64 build' where the arch lists are that platform's own wheels'."""
     return "build" if cand.platform == DEFAULT_PLATFORM else f"{cand.platform} build"
+
+
+def install_key(
+    packages: tuple[str, ...],
+    companions: tuple[tuple[str, str], ...],
+    index_url: str | None,
+    python: str,
+    platform: Platform = DEFAULT_PLATFORM,
+) -> Key:
+    """The install set of a stack (the framework with its extras, then its companions, as a build
+    installs them) for `python` on `platform`: the key of uv's answers."""
+    return answer_key((*packages, *(req for _, req in companions)), index_url, python, platform)
+
+
+def installability(matrix: Matrix, stack: Stack) -> str:
+    """What is known of `stack`'s install set resolving to wheels: "resolves (SOURCE)", or
+    "not checked: ..." when nobody answered (the resolver keeps such a stack: it never guesses)."""
+    key = install_key(stack.packages, stack.companions, stack.index_url, stack.python, stack.platform)
+    answer = find_answer(matrix, key)
+    if answer is not None:
+        return f"resolves ({answer.source})" if answer.ok else f"does not resolve: {answer.why}"
+    where = f" from {stack.index_url}" if stack.index_url else ""
+    return (
+        f"not checked: no known answer for {', '.join(key[0])}{where} on Python {stack.python} "
+        f"{key[3]} (`envbuilder matrix installable` asks uv and remembers the answer)"
+    )
 
 
 def _jit_floor(

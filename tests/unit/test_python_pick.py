@@ -54,7 +54,7 @@ def test_the_newest_python_with_wheels_for_every_requirement_is_chosen_and_why(
 ) -> None:
     spec = spec_file(tmp_path, "nativepkg", "purepkg")
     _, newest = resolve_spec(spec_file(tmp_path / "bare"), None, (), (), True)
-    assert newest.stack is not None and newest.stack.python == "3.14"  # the framework alone allows 3.14
+    assert newest.stack is not None and newest.stack.python == "3.15"  # the framework alone allows 3.15
     _, res = resolve_spec(spec, None, (), (), True, settings=offline(wheelhouse))
     assert res.stack is not None and res.stack.python == "3.12" and res.request.python == "3.12"
     fw = f"torch {res.stack.version}"
@@ -69,20 +69,20 @@ def test_the_newest_python_with_wheels_for_every_requirement_is_chosen_and_why(
 def test_without_requirements_the_matrix_decides_and_uv_is_not_asked(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(python_pick, "_ask_uv", lambda *a: pytest.fail("uv asked"))
+    monkeypatch.setattr(python_pick, "ask_uv", lambda *a: pytest.fail("uv asked"))
     _, res = resolve_spec(spec_file(tmp_path), None, (), (), True)
-    assert res.stack is not None and res.stack.python == "3.14"
+    assert res.stack is not None and res.stack.python == "3.15"
     assert (
         res.python_reason
-        == f"python 3.14: newest with wheels for torch {res.stack.version} (the matrix's wheel facts)"
+        == f"python 3.15: newest with wheels for torch {res.stack.version} (the matrix's wheel facts)"
     )
 
 
 def test_no_index_reachable_falls_back_to_the_frameworks_facts_and_says_so(tmp_path: Path) -> None:
     spec = spec_file(tmp_path, "nativepkg")  # UV_OFFLINE (conftest) and no find-links: nothing to ask
     _, res = resolve_spec(spec, None, (), (), True)
-    assert res.stack is not None and res.stack.python == "3.14"
-    assert res.python_reason.startswith(f"python 3.14: newest with wheels for torch {res.stack.version} ")
+    assert res.stack is not None and res.stack.python == "3.15"
+    assert res.python_reason.startswith(f"python 3.15: newest with wheels for torch {res.stack.version} ")
     assert (
         "(the matrix's wheel facts); nativepkg not checked: uv is offline (UV_OFFLINE)" in res.python_reason
     )
@@ -96,7 +96,7 @@ def test_an_unreachable_index_is_not_taken_for_missing_wheels(
     spec = spec_file(tmp_path, "nativepkg")
     closed = LockSettings(default_index="http://127.0.0.1:9/simple")  # nothing listens on port 9
     _, res = resolve_spec(spec, None, (), (), True, settings=closed)
-    assert res.stack is not None and res.stack.python == "3.14"
+    assert res.stack is not None and res.stack.python == "3.15"
     assert "nativepkg not checked: no index answered" in res.python_reason
 
 
@@ -105,7 +105,7 @@ def test_each_answer_is_asked_once_then_read_from_the_cache(
 ) -> None:
     wheelhouse = make_wheelhouse(tmp_path / "own-wheels")  # changed below: not the module's
     asked: list[str] = []
-    real = python_pick._ask_uv
+    real = python_pick.ask_uv
 
     def counting(
         lines: list[str], python: str, platform: str, settings: LockSettings
@@ -113,12 +113,12 @@ def test_each_answer_is_asked_once_then_read_from_the_cache(
         asked.append(python)
         return real(lines, python, platform, settings)
 
-    monkeypatch.setattr(python_pick, "_ask_uv", counting)
+    monkeypatch.setattr(python_pick, "ask_uv", counting)
     spec = spec_file(tmp_path, "nativepkg")
     first = resolve_spec(spec, None, (), (), True, settings=offline(wheelhouse))[1]
-    assert asked == ["3.14", "3.13", "3.12"]
+    assert asked == ["3.15", "3.14", "3.13", "3.12"]
     again = resolve_spec(spec, None, (), (), True, settings=offline(wheelhouse))[1]
-    assert asked == ["3.14", "3.13", "3.12"] and again.python_reason == first.python_reason
+    assert asked == ["3.15", "3.14", "3.13", "3.12"] and again.python_reason == first.python_reason
     make_wheel(wheelhouse, "nativepkg-1.1-cp314-cp314-manylinux_2_28_x86_64.whl")  # the folder changed
     third = resolve_spec(spec, None, (), (), True, settings=offline(wheelhouse))[1]
     assert asked[-1] == "3.14" and third.stack is not None and third.stack.python == "3.14"
