@@ -36,8 +36,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from envbuilder.certify.certificate import Certificate, build_certificate, parse_timestamp  # noqa: E402
-from envbuilder.certify.store import CertStore, StoredCert, image_query  # noqa: E402
+from envbuilder.certify.certificate import Certificate, build_certificate  # noqa: E402
+from envbuilder.certify.store import CertStore, StoredCert, image_query, newest_first  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results"
 BASELINE = "9f28a08"
@@ -84,21 +84,7 @@ def old_query(image: str, origin: str | None = None) -> tuple[str, tuple[str, ..
 
 def old_list(store: CertStore, image: str, origin: str | None = None) -> list[StoredCert]:
     """CertStore.list(image) as main 9f28a08 had it, verbatim but for the SQL built above."""
-    rows = store._query(*old_query(image, origin))
-    rows.sort(key=lambda r: -(ts.timestamp()) if (ts := parse_timestamp(r[5])) else float("inf"))
-    return [
-        StoredCert(
-            id=r[0],
-            image_id=r[1],
-            image_ref=r[2],
-            verdict=r[3],
-            host_fingerprint=r[4],
-            issued_at=r[5],
-            stored_at=r[6],
-            origin=r[7],
-        )
-        for r in rows
-    ]
+    return newest_first(store._query(*old_query(image, origin)))
 
 
 def plan(path: Path, sql: str, args: tuple[str, ...]) -> list[str]:

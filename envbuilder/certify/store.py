@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 from envbuilder.atomic import write_text_atomic
 from envbuilder.bounded import read_text_bounded
@@ -98,6 +99,26 @@ class StoredCert:
     issued_at: str
     stored_at: str
     origin: str = "local"  # one of ORIGINS
+
+
+def newest_first(rows: builtins.list[tuple[Any, ...]]) -> builtins.list[StoredCert]:
+    """Rows of (id, image_id, image_ref, verdict, host_fingerprint, issued_at, stored_at, origin)
+    as StoredCerts, newest first by the time itself; an issued_at that is no timestamp (a store
+    written before import checked it) sorts last. The sort is stable: ties keep SQL's order."""
+    rows = sorted(rows, key=lambda r: -(ts.timestamp()) if (ts := parse_timestamp(r[5])) else float("inf"))
+    return [
+        StoredCert(
+            id=r[0],
+            image_id=r[1],
+            image_ref=r[2],
+            verdict=r[3],
+            host_fingerprint=r[4],
+            issued_at=r[5],
+            stored_at=r[6],
+            origin=r[7],
+        )
+        for r in rows
+    ]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -274,23 +295,7 @@ class CertStore:
         by a registry manifest digest it was pushed or fetched as, or by the reference it was
         certified under; `origin` by where it came from. Raises StoreError."""
         sql, args = image_query(image, origin)
-        rows = self._query(sql, args)
-        # Newest first by the time itself; an issued_at that is no timestamp (a store written
-        # before import checked it) sorts last. The sort is stable: ties keep SQL's order.
-        rows.sort(key=lambda r: -(ts.timestamp()) if (ts := parse_timestamp(r[5])) else float("inf"))
-        return [
-            StoredCert(
-                id=r[0],
-                image_id=r[1],
-                image_ref=r[2],
-                verdict=r[3],
-                host_fingerprint=r[4],
-                issued_at=r[5],
-                stored_at=r[6],
-                origin=r[7],
-            )
-            for r in rows
-        ]
+        return newest_first(self._query(sql, args))
 
     def origin_of(self, ident: str) -> str:
         """Where the certificate with this id (or unique prefix) came from: one of ORIGINS.
