@@ -8,6 +8,7 @@ import os
 import signal
 import stat
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -348,6 +349,19 @@ def test_a_probe_start_failure_that_is_no_rlimit_is_no_refusal_and_a_refused_cre
         _recording_engine(_Refusing()).run(ContainerSpec(image="img"))
 
 
+@pytest.fixture
+def ctrl_c_raises() -> Iterator[None]:
+    """Ctrl-C raises KeyboardInterrupt in this process, as in a terminal. A process started in the
+    background by a non-interactive shell (a CI runner, `cmd &`) inherits SIGINT as ignored, and
+    Python then installs no handler: the tests below sent their SIGINT into the void (seen here when
+    the suite ran as `setsid bash -c 'bash .ci/run' &`)."""
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, before)
+
+
 class _Hung(_Containers):
     """The daemon makes the container, SIGINT reaches the main thread, and the create's answer
     never comes (a daemon that hangs): the name is all there is to find it by."""
@@ -374,6 +388,7 @@ class _Hung(_Containers):
         return self.by_name[name]
 
 
+@pytest.mark.usefixtures("ctrl_c_raises")
 @pytest.mark.parametrize("call", ["probe", "run"])
 @pytest.mark.parametrize("owner", ["mine", "another"])
 def test_a_create_that_never_answers_is_found_by_its_name_if_ours(
@@ -448,6 +463,7 @@ class _SlowDaemon(_Containers):
         return self.made[name]
 
 
+@pytest.mark.usefixtures("ctrl_c_raises")
 def test_a_stop_signal_waits_for_the_create_in_flight_and_removes_what_the_daemon_made() -> None:
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
     containers = _SlowDaemon()
