@@ -1590,6 +1590,7 @@ SET_G = (
         'if result.get("harness_sha256") not in (facts.harness_sha256, None):',
         "a result without a payload digest accepted",
         VERG,
+        "validate_result refuses a result whose harness_sha256 is missing or not a string first",
     ),
     m(
         "G27",
@@ -1606,6 +1607,7 @@ SET_G = (
         'result["gpu_path"] is True or result["mode"]',
         "a CPU run's result with gpu_path null not taken as a GPU claim",
         VERG,
+        "validate_result refuses a gpu_path that is not a bool first (null never reaches the check)",
     ),
     m(
         "G29",

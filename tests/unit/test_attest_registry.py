@@ -358,3 +358,26 @@ def test_a_signed_certificate_from_2099_is_refused_at_import(signer: CryptoSigne
     with pytest.raises(CertificateRefusedError, match=r"\[future-issued\]"):
         import_certificate(path, store=store, policy=lambda: trust(signer).with_max_age(86400))
     assert store.list() == []
+
+
+def test_trust_imported_never_overrides_a_signature_that_no_longer_holds(
+    signer: CryptoSigner, tmp_path: Path
+) -> None:
+    """Set G's survivor G13 (h13): --trust-imported is for unsigned files; a signed imported
+    certificate whose key left the trust policy stays refused with it."""
+    image_id = "sha256:" + "ee" * 32
+    info = ImageInfo(id=image_id, tags=("train:1",), repo_digests=())
+    subject = ImageSubject(
+        repository="reg.example/team/train", manifest_digest="sha256:" + "11" * 32, image_id=image_id
+    )
+    certificate = Certificate(cert("certified-cpu-only", gpus=(), image_id=image_id))
+    path = tmp_path / "signed.json"
+    path.write_bytes(sign_statement(certificate_statements(certificate, subject)[0], signer))
+    store = CertStore(tmp_path / "s.sqlite")
+    import_certificate(path, store=store, policy=lambda: trust(signer))
+    trusting = certificate_finder("train:1", store=store, policy=trust_none, trust_imported=True)
+    with pytest.raises(RefusedError) as refused:
+        trusting(info)
+    assert [r.reason for r in refused.value.refusals] == ["untrusted-key"]
+    still = certificate_finder("train:1", store=store, policy=lambda: trust(signer), trust_imported=True)
+    assert [c.id for c in still(info)] == [certificate.id]

@@ -153,3 +153,20 @@ def test_failed_rename_keeps_the_old_file(tmp_path: Path, monkeypatch: pytest.Mo
         write_lock(path, built_lock())
     assert path.read_text() == "old contents\n"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["smoke.lock.json"]
+
+
+def test_the_hash_covers_the_spec_and_an_empty_recorded_hash_is_refused(tmp_path: Path) -> None:
+    """Set G's survivors (h13): the spec left out of the hash, an empty lock_hash let through."""
+    stack, packages = cpu_stack(), (cpu_package_lock(),)
+    spec = make_spec().to_dict()
+    assert lock_hash(stack, {**spec, "description": "edited"}, packages) != lock_hash(stack, spec, packages)
+    assert lock_hash(stack, None, packages) != lock_hash(stack, spec, packages)
+    doc = built_lock().to_dict()
+    path = tmp_path / "x.lock.json"
+    path.write_text(json.dumps({**doc, "lock_hash": ""}))
+    with pytest.raises(SpecError, match="lock_hash"):
+        read_lock(path)
+    path.write_text(json.dumps(doc))
+    assert read_lock(path).hash == doc["lock_hash"]
+    path.write_text(json.dumps({**doc, "lock_hash": None}))  # optional: recomputed when absent
+    assert read_lock(path).hash == doc["lock_hash"]

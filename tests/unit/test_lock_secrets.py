@@ -288,3 +288,10 @@ def test_the_wheelhouse_says_a_secret_mirrors_url_is_not_recorded(tmp_path: Path
     with pytest.raises(LockError, match="a mirror given as a secret") as err:
         fill_wheelhouse(replace(lock, packages=(pkg,)), tmp_path / "wh", environ={})
     assert "--find-links" in (err.value.hint or "")
+
+
+@pytest.mark.parametrize("value", ["tok9", "abcd123", "s3cr3tX"])
+def test_a_short_secret_from_four_characters_is_redacted(value: str) -> None:
+    """Set G's survivor G46 (h13): the shortest redacted value is 4 characters, not more."""
+    assert redact(f"auth failed for {value}.", (("corp", value),)) == "auth failed for <secret:corp>."
+    assert redact("auth failed for abc.", (("corp", "abc"),)) == "auth failed for abc."  # below: words

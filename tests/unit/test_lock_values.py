@@ -201,3 +201,48 @@ def test_a_secret_reference_is_a_valid_mirror_and_round_trips(tmp_path: Path) ->
     assert lock.packages[0].default_index == "<secret:pip_index_url>"
     write_lock(tmp_path / "again.lock.json", lock)
     assert read_lock(tmp_path / "again.lock.json") == lock
+
+
+# --------------------------------------------------------------------------- set G's survivors (h13)
+
+
+@pytest.mark.parametrize(
+    ("mutate", "field"),
+    [
+        (lambda d: _pl(d)["packages"][0].update(wheel="", group="framework"), "packages.wheel"),
+        (lambda d: _pl(d)["packages"][0].update(wheel="", group="project"), "packages.wheel"),
+        (lambda d: _pl(d)["packages"][0].update(sha256="", group="framework"), "packages.sha256"),
+        (lambda d: _pl(d)["packages"][0].update(sha256="", group="project"), "packages.sha256"),
+        (
+            lambda d: _pl(d)["packages"][0].update(urls=["https://h/x-1-py3-none-any.whl", "ftp://h/x.whl"]),
+            "packages.urls",
+        ),
+        (lambda d: _pl(d).update(inputs={"sub/../../outside.txt": "4" * 64}), "inputs"),
+        (lambda d: _pl(d).update(inputs={"sub/..": "4" * 64}), "inputs"),
+    ],
+)
+def test_a_value_refused_past_the_first_item_or_outside_the_base_group(
+    tmp_path: Path, mutate: Callable[[Doc], None], field: str
+) -> None:
+    doc = _doc()
+    mutate(doc)
+    path = tmp_path / "bad.lock.json"
+    path.write_text(json.dumps(doc))
+    with pytest.raises(SpecError) as err:
+        read_lock(path)
+    assert f"field {field!r}" in err.value.message and "refused" in err.value.message
+
+
+def test_the_honest_edges_of_those_values_read(tmp_path: Path) -> None:
+    doc = _doc()
+    pkg = _pl(doc)["packages"][0]
+    base = {**pkg, "name": "numpy", "wheel": "", "sha256": "", "urls": [], "group": "base"}
+    pkg["urls"] = ["https://h/a/x-1-py3-none-any.whl", "file:///srv/wheels/x-1-py3-none-any.whl"]
+    _pl(doc)["packages"].append(base)
+    _pl(doc)["inputs"] = {"sub/dir/requirements.txt": "4" * 64, "a..b.txt": "5" * 64}
+    path = tmp_path / "ok.lock.json"
+    path.write_text(json.dumps(doc))
+    lock = read_lock(path)
+    got = lock.packages[0]
+    assert [p.group for p in got.packages][-1] == "base" and len(got.packages[0].urls) == 2
+    assert dict(got.inputs) == {"a..b.txt": "5" * 64, "sub/dir/requirements.txt": "4" * 64}

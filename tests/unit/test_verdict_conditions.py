@@ -285,3 +285,33 @@ def test_a_non_zero_exit_after_a_passing_result_fails() -> None:
     failed["steps"][4] = step("train_cpu_rn18w16_fp32_bs32", "fail")
     failed.update(verdict="failed", verdict_reason="failed steps: train_cpu_rn18w16_fp32_bs32")
     assert host_verdict(failed, cpu_facts(exit_code=1))[1] == "failed steps: train_cpu_rn18w16_fp32_bs32"
+
+
+# ------------------------------------------------------------------ set G's survivors (h13, blind mutants)
+
+
+def test_a_nonce_that_shares_a_long_prefix_with_this_runs_is_another_run() -> None:
+    twin = NONCE[:-1] + "d"  # the same first 31 characters
+    refused({**cpu_result(), "options": {"nonce": twin, "framework": "torch"}}, cpu_facts(), "nonce")
+    assert host_verdict(cpu_result(), cpu_facts())[0] == "certified-cpu-only"
+
+
+def test_zero_cpu_seconds_is_a_measure_not_an_unknown() -> None:
+    refused(cpu_result(), cpu_facts(cpu_seconds=0.0), "used 0.00 s of CPU")
+    assert host_verdict(cpu_result(), cpu_facts(cpu_seconds=None))[0] == "certified-cpu-only"
+
+
+@pytest.mark.parametrize("code", [-9, 137, 1])
+def test_a_harness_killed_by_a_signal_after_a_passing_result_fails(code: int) -> None:
+    verdict, reason = host_verdict(gpu_result(), gpu_facts(exit_code=code))
+    assert (verdict, reason) == ("failed", f"harness exited {code} after a certified result")
+    assert host_verdict(gpu_result(), gpu_facts(exit_code=0))[0] == "certified"
+
+
+@pytest.mark.parametrize("status", ["fail", "error", "skip", None])
+def test_a_project_smoke_that_did_not_pass_fails_whatever_it_says(status: str | None) -> None:
+    smoke = {"name": "project_smoke", "status": status, "reason": f"smoke: {status}"}
+    verdict, reason = host_verdict(gpu_result(), gpu_facts(project_smoke=smoke))
+    assert verdict == "failed" and reason.startswith("the project's smoke command failed"), reason
+    passed = {**smoke, "status": "pass", "reason": ""}
+    assert host_verdict(gpu_result(), gpu_facts(project_smoke=passed))[0] == "certified"
