@@ -1982,6 +1982,7 @@ SET_H = (
         "    return usable, refusals",
         "imported certificates in store order, not newest first",
         CERTG,
+        "CertStore.list already returns the rows newest first (newest_first), so the ids come in that order",
     ),
     m(
         "H27",
@@ -2022,6 +2023,7 @@ SET_H = (
         "if not parse_specifier(bad.versions).contains(rel.version):",
         "known-bad rows blind to pre-releases",
         RESG,
+        "with packaging 26 (this venv) SpecifierSet('>=2.12').contains('2.99.0rc1') admits the pre-release by default; an older packaging would tell (the test is there)",
     ),
     m(
         "H32",

@@ -170,3 +170,17 @@ def test_the_hash_covers_the_spec_and_an_empty_recorded_hash_is_refused(tmp_path
     assert read_lock(path).hash == doc["lock_hash"]
     path.write_text(json.dumps({**doc, "lock_hash": None}))  # optional: recomputed when absent
     assert read_lock(path).hash == doc["lock_hash"]
+
+
+def test_the_hash_covers_every_platforms_package_lock() -> None:
+    """Set H's survivor H20 (h13): a second platform's lock edited changes the hash too."""
+    from envbuilder.image.packages import LockedPackage
+
+    stack, spec = cpu_stack(), make_spec().to_dict()
+    x86, arm = cpu_package_lock(), cpu_package_lock("aarch64")
+    extra = LockedPackage(
+        name="numpy", version="2.0.0", wheel="", sha256="", size=None, urls=(), group="base"
+    )
+    edited = replace(arm, packages=(*arm.packages, extra))
+    assert lock_hash(stack, spec, (x86, edited)) != lock_hash(stack, spec, (x86, arm))
+    assert lock_hash(stack, spec, (x86, arm)) == lock_hash(stack, spec, (x86, arm))

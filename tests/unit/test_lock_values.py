@@ -246,3 +246,28 @@ def test_the_honest_edges_of_those_values_read(tmp_path: Path) -> None:
     got = lock.packages[0]
     assert [p.group for p in got.packages][-1] == "base" and len(got.packages[0].urls) == 2
     assert dict(got.inputs) == {"a..b.txt": "5" * 64, "sub/dir/requirements.txt": "4" * 64}
+
+
+# --------------------------------------------------------------------------- set H's survivors (h13)
+
+
+@pytest.mark.parametrize(
+    ("mutate", "field"),
+    [
+        (lambda d: _pl(d).update(inputs={"requirements.txt": "Z" * 64}), "inputs['requirements.txt']"),
+        (lambda d: _pl(d).update(inputs={"requirements.txt": "A" * 64}), "inputs['requirements.txt']"),
+        (lambda d: _pl(d)["indexes"][0].update(url="<secret:corp_url>"), "indexes[0].url"),
+        (lambda d: d["build"].update(dockerfile_sha256="3" * 64 + "0"), "build.dockerfile_sha256"),
+        (lambda d: d["build"].update(dockerfile_sha256="3" * 64 + " "), "build.dockerfile_sha256"),
+    ],
+)
+def test_values_refused_by_their_whole_shape_not_their_length_or_start(
+    tmp_path: Path, mutate: Callable[[Doc], None], field: str
+) -> None:
+    doc = _doc()
+    mutate(doc)
+    path = tmp_path / "bad.lock.json"
+    path.write_text(json.dumps(doc))
+    with pytest.raises(SpecError) as err:
+        read_lock(path)
+    assert f"field {field!r}" in err.value.message and "refused" in err.value.message

@@ -293,3 +293,30 @@ def test_cuda_bases_of_a_platform_are_its_nvidia_cuda_os_list(matrix: Matrix) ->
     assert res.stack is not None, res.rejected
     published = next(i for i in matrix.platforms.images if i.platform == "linux/arm64")
     assert res.stack.os in published.cuda_os and res.stack.os not in published.slim_os
+
+
+# --------------------------------------------------------------------------- set H's survivors (h13)
+
+
+def test_a_known_bad_row_holds_for_pre_releases_in_its_range(matrix: Matrix) -> None:
+    from dataclasses import replace
+
+    from envbuilder.matrix import framework as framework_table
+    from envbuilder.resolve.gpus import gpu_from_cc
+    from envbuilder.resolve.resolver import _known_bad
+
+    row = next(b for b in matrix.known_bad if not b.variants and b.path == "ptx" and b.versions == ">=2.12")
+    gpu = gpu_from_cc(matrix, row.ccs[0])
+    own = framework_table(matrix, row.framework).releases[-1]
+    for version, bad in (("2.99.0rc1", True), ("2.12.0rc0", False), ("2.11.0rc1", False)):
+        got = _known_bad(matrix, replace(own, version=version), own.variants[-1], gpu, "ptx")
+        assert (got is not None) == bad, version
+
+
+def test_python_candidates_come_newest_first_as_versions(matrix: Matrix) -> None:
+    from envbuilder.resolve.model import Request
+    from envbuilder.resolve.resolver import python_candidates
+
+    got = python_candidates(matrix, Request(framework="torch", specifier=">=2.0"), "bundled")
+    assert got == sorted(got, key=Version, reverse=True)
+    assert "3.9" in got and "3.13" in got and got.index("3.13") < got.index("3.9")

@@ -315,3 +315,24 @@ def test_a_project_smoke_that_did_not_pass_fails_whatever_it_says(status: str | 
     assert verdict == "failed" and reason.startswith("the project's smoke command failed"), reason
     passed = {**smoke, "status": "pass", "reason": ""}
     assert host_verdict(gpu_result(), gpu_facts(project_smoke=passed))[0] == "certified"
+
+
+# ------------------------------------------------------------------ set H's survivors (h13, blind mutants)
+
+
+@pytest.mark.parametrize("status", ["fail"])
+@pytest.mark.parametrize("name", GPU_ONLY_STEPS)
+def test_a_cpu_run_with_a_gpu_step_that_ran_and_failed_still_claims_the_gpu_path(
+    name: str, status: str
+) -> None:
+    doc = cpu_result()
+    doc["steps"] = [s for s in doc["steps"] if s["name"] != name] + [step(name, status, 0.0)]
+    refused(doc, cpu_facts(), "claims the GPU path")
+
+
+@pytest.mark.parametrize("options", [{"nonce": NONCE}, {"nonce": NONCE, "framework": None}])
+def test_a_passing_result_that_names_no_framework_is_refused(options: dict[str, Any]) -> None:
+    refused({**cpu_result(), "options": {**options, "cpu_only": True}}, cpu_facts(), "certifies 'None'")
+    refused({**gpu_result(), "options": options}, gpu_facts(), "certifies 'None'")
+    named = {**cpu_result(), "options": {**options, "framework": "torch", "cpu_only": True}}
+    assert host_verdict(named, cpu_facts())[0] == "certified-cpu-only"
