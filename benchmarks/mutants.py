@@ -2023,7 +2023,8 @@ SET_H = (
         "if not parse_specifier(bad.versions).contains(rel.version):",
         "known-bad rows blind to pre-releases",
         RESG,
-        "with packaging 26 (this venv) SpecifierSet('>=2.12').contains('2.99.0rc1') admits the pre-release by default; an older packaging would tell (the test is there)",
+        "with packaging 26 (this venv) SpecifierSet('>=2.12').contains('2.99.0rc1') admits the "
+        "pre-release by default; the packaging>=23 that pyproject allows would tell (the test is there)",
     ),
     m(
         "H32",
