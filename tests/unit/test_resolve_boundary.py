@@ -320,3 +320,22 @@ def test_python_candidates_come_newest_first_as_versions(matrix: Matrix) -> None
     got = python_candidates(matrix, Request(framework="torch", specifier=">=2.0"), "bundled")
     assert got == sorted(got, key=Version, reverse=True)
     assert "3.9" in got and "3.13" in got and got.index("3.13") < got.index("3.9")
+
+
+def test_a_python_given_outside_the_platforms_wheel_range_is_refused_not_resolved(matrix: Matrix) -> None:
+    """A real bug found by set G (h13): --python skipped the platform's own range of the wheels
+    (platforms.yaml `python`), so a linux/arm64 stack was resolved for a Python it has no wheel for."""
+    from dataclasses import replace
+
+    builds = tuple(
+        replace(b, python=">=3.10,<3.12") if (b.framework, b.variant) == ("torch", "cpu") else b
+        for b in matrix.platforms.builds
+    )
+    narrow = replace(matrix, platforms=replace(matrix.platforms, builds=builds))
+    res = _arm_cpu(narrow, python="3.13")
+    assert res.stack is None
+    assert [r.component for r in res.rejected] == ["python"]
+    assert "outside the range of torch 2.6.0's linux/arm64 wheels >=3.10,<3.12" in res.rejected[0].reason
+    inside = _arm_cpu(narrow, python="3.11")
+    assert inside.stack is not None and inside.stack.python == "3.11"
+    assert _arm_cpu(matrix, python="3.13").stack is not None  # the shipped row has no range of its own
