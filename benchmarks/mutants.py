@@ -15,7 +15,10 @@ Set A was written before the boundary tests were extended (they were then writte
 Set B was written after them, without looking back at the tests: its first run is a blind
 measure (then tests were added for its survivors). Set C was written after that, blind
 again, set D after the tests for C's survivors, set E after D's, set F after E's: each set's first run is the
-honest measure of the tests as they were then.
+honest measure of the tests as they were then. Sets G and H (h13) aim at the four boundaries of
+issue 23 item 14 (run's coverage check and certificate origins, the resolver's floors and ranges,
+the host verdict, the lock), written from the code alone: G before any test of its lines was read,
+H while G ran, first run after G's survivor tests.
 A mutant whose snippet is not found exactly once is reported `stale` (the code moved on: update
 it). Slow (one pytest process per mutant): `make mutants`, never part of `make test`.
 Stdlib only (pytest is run as a subprocess).
