@@ -717,8 +717,8 @@ SET_C: tuple[Mutant, ...] = (
     m(
         "C18",
         RES,
-        "if (v.cuda is None) != request.cpu_only:",
-        "if v.cuda is None and not request.cpu_only:",
+        "if (listed.cuda is None) != request.cpu_only:",
+        "if listed.cuda is None and not request.cpu_only:",
         "CUDA builds offered for --cpu",
         RESOLVE,
     ),
