@@ -2055,7 +2055,151 @@ SET_H = (
     ),
 )
 
-SETS = {"a": SET_A, "b": SET_B, "c": SET_C, "d": SET_D, "e": SET_E, "f": SET_F, "g": SET_G, "h": SET_H}
+# --------------------------------------------------------------------------- set I (blind, 2026-12-05)
+# A third blind set (h13), written from the code after H's survivor tests, without reading the
+# tests of these lines: lines of the same four boundaries that G and H left alone.
+SET_I = (
+    m(
+        "I01",
+        PKG,
+        'not set(item) <= {"name", "url", "username", "secret"}',
+        'not {"name", "url"} <= set(item)',
+        "a spec index with unknown keys accepted in a lock",
+        LOCKG,
+    ),
+    m(
+        "I02",
+        PKG,
+        "not USERNAME_RE.fullmatch(username)",
+        "not USERNAME_RE.match(username)",
+        "an index user name checked on its start only",
+        LOCKG,
+    ),
+    m(
+        "I03",
+        PKG,
+        "    if resolver != BASE_RESOLVER:",
+        '    if not str(resolver).startswith("none"):',
+        "any resolver text starting with none accepted",
+        LOCKG,
+    ),
+    m(
+        "I04",
+        PKG,
+        "not NAME_RE.fullmatch(name)",
+        "not NAME_RE.fullmatch(name.lower())",
+        "a package name not in canonical (lower-case) form accepted",
+        LOCKG,
+    ),
+    m(
+        "I05",
+        PKG,
+        "0 < len(value) <= limit and value.isprintable()",
+        "0 < len(value) <= limit",
+        "a find-links path with a control character or newline accepted",
+        LOCKG,
+    ),
+    m(
+        "I06",
+        LOCKF,
+        "or _IMAGE_ID_RE.fullmatch(digest))",
+        "or _IMAGE_ID_RE.match(digest))",
+        "a base image ID with trailing text accepted",
+        LOCKG,
+    ),
+    m(
+        "I07",
+        SEC,
+        "SECRET_REF_RE.fullmatch(value) is not None",
+        "SECRET_REF_RE.match(value) is not None",
+        "a secret reference with a trailing newline accepted",
+        LOCKG,
+    ),
+    m(
+        "I08",
+        SEC,
+        "    return redact(url, secrets)",
+        "    return url",
+        "an index URL not given as a secret recorded with its credentials",
+        LOCKG,
+    ),
+    m(
+        "I09",
+        VER,
+        "CPU_SHARE_MIN = 0.1",
+        "CPU_SHARE_MIN = 0.01",
+        "the CPU-time floor ten times lower",
+        VERG,
+    ),
+    m(
+        "I10",
+        VER,
+        '    if result["verdict"] == "failed":\n        return None\n    claimed',
+        '    if result["verdict"] != "certified":\n        return None\n    claimed',
+        "the work check skipped for certified-cpu-only results",
+        VERG,
+    ),
+    m(
+        "I11",
+        COV,
+        "    problems = verify_certificate(cert)\n    if not problems:",
+        "    problems = verify_certificate(cert)\n    if len(problems) <= 1:",
+        "a certificate with one failed hash taken as intact",
+        RUNG,
+    ),
+    m(
+        "I12",
+        REQ,
+        '">": c > 0',
+        '">": c >= 0',
+        "> evaluated as >=",
+        RUNG,
+    ),
+    m(
+        "I13",
+        ARCH,
+        '_NAMED = re.compile(r"^(sm|compute)_([0-9]+)([0-9])([af]?)$")',
+        '_NAMED = re.compile(r"^(sm|compute)_([0-9]+)([0-9])([af]?)")',
+        "an arch name with trailing text parsed (the end anchor dropped)",
+        RUNG,
+    ),
+    m(
+        "I14",
+        RES,
+        "fwd, min_driver = got, got.min_driver",
+        "fwd, min_driver = got, min_driver",
+        "a forward-compat stack keeps the floor the host's driver is below",
+        RESG,
+    ),
+    m(
+        "I15",
+        RES,
+        "        require = image.require_cuda\n",
+        "        require = major_minor(v.cuda) if v.cuda else image.require_cuda\n",
+        "a system-cuda stack's require_cuda is the build's CUDA, not the image's",
+        RESG,
+    ),
+    m(
+        "I16",
+        LOCKF,
+        '"flavor": "devel" if request.flavor == "devel" and stack.strategy == "system-cuda" else "runtime",',
+        '"flavor": "devel" if request.flavor == "devel" else "runtime",',
+        "a bundled resolution's spec asks for a devel flavor",
+        LOCKG,
+    ),
+)
+
+SETS = {
+    "a": SET_A,
+    "b": SET_B,
+    "c": SET_C,
+    "d": SET_D,
+    "e": SET_E,
+    "f": SET_F,
+    "g": SET_G,
+    "h": SET_H,
+    "i": SET_I,
+}
 
 
 # --------------------------------------------------------------------------- running
@@ -2166,7 +2310,7 @@ def report(results: list[tuple[Mutant, str, float, str]], sets: str) -> str:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--set", default="abcdefgh", help="which sets: any of a..h (default: abcdefgh)")
+    ap.add_argument("--set", default="abcdefghi", help="which sets: any of a..i (default: abcdefghi)")
     ap.add_argument("--only", nargs="*", default=(), help="mutant ids to run")
     ap.add_argument("--out", type=Path, help="write the markdown report here")
     ap.add_argument("--timeout", type=float, default=300.0, help="seconds per mutant")
