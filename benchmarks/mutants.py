@@ -2178,6 +2178,7 @@ SET_I = (
         "        require = major_minor(v.cuda) if v.cuda else image.require_cuda\n",
         "a system-cuda stack's require_cuda is the build's CUDA, not the image's",
         RESG,
+        "every nvidia/cuda base's require_cuda is its CUDA X.Y, and the base is picked with the build's X.Y",
     ),
     m(
         "I16",

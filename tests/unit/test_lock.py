@@ -184,3 +184,15 @@ def test_the_hash_covers_every_platforms_package_lock() -> None:
     edited = replace(arm, packages=(*arm.packages, extra))
     assert lock_hash(stack, spec, (x86, edited)) != lock_hash(stack, spec, (x86, arm))
     assert lock_hash(stack, spec, (x86, arm)) == lock_hash(stack, spec, (x86, arm))
+
+
+def test_a_resolution_spec_asks_for_devel_only_on_an_nvidia_cuda_base() -> None:
+    """Set I's survivor I16 (h13): a bundled stack's base is a slim image, which has no devel."""
+    from envbuilder.image.lock import spec_from_request
+    from envbuilder.resolve.model import Request
+
+    devel = Request(framework="torch", specifier="==2.13.0", flavor="devel")
+    assert spec_from_request(devel, replace(cpu_stack(), strategy="bundled"))["flavor"] == "runtime"
+    assert spec_from_request(devel, replace(cpu_stack(), strategy="system-cuda"))["flavor"] == "devel"
+    runtime = replace(devel, flavor="runtime")
+    assert spec_from_request(runtime, replace(cpu_stack(), strategy="system-cuda"))["flavor"] == "runtime"

@@ -336,3 +336,10 @@ def test_a_passing_result_that_names_no_framework_is_refused(options: dict[str, 
     refused({**gpu_result(), "options": options}, gpu_facts(), "certifies 'None'")
     named = {**cpu_result(), "options": {**options, "framework": "torch", "cpu_only": True}}
     assert host_verdict(named, cpu_facts())[0] == "certified-cpu-only"
+
+
+def test_the_cpu_floor_is_a_tenth_of_the_claimed_seconds() -> None:
+    """Set I's survivor I09 (h13): the documented floor (0.1 CPU s per claimed s), not a lower one."""
+    assert CPU_SHARE_MIN == 0.1
+    refused(cpu_result(), cpu_facts(cpu_seconds=0.5), "used 0.50 s of CPU")  # 5% of 10 s
+    assert host_verdict(cpu_result(), cpu_facts(cpu_seconds=1.0))[0] == "certified-cpu-only"
