@@ -528,12 +528,22 @@ def resolve(matrix: Matrix, request: Request, host: Host) -> Resolution:
                     for py in python_candidates(matrix, request, strategy):
                         if request.python is None and py not in parse_specifier(rel.python):
                             continue  # not a candidate at all, nothing to explain
-                        wheels_for = build.python if build is not None else None  # the platform's own range
-                        if request.python is None and wheels_for and py not in parse_specifier(wheels_for):
-                            continue
                         # x86_64's lists taken without an aarch64 wheel read to check them: said in a note
                         lent = build is not None and build.archs_from_default and not build.wheels
                         cand = _Candidate(rel, v, strategy, py, platform, lent)
+                        wheels_for = build.python if build is not None else None  # the platform's own range
+                        if wheels_for and py not in parse_specifier(wheels_for):
+                            if request.python is None or (v.cuda is None and strategy == "system-cuda"):
+                                continue  # not a candidate (a CPU build has no system-cuda one either)
+                            # --python outside the platform's wheels: said, as outside the release's range
+                            reason = (
+                                f"Python {py} is outside the range of {rel.framework} {rel.version}'s "
+                                f"{platform} wheels {wheels_for}"
+                            )
+                            rejection = Rejection(candidate=cand.label(), component="python", reason=reason)
+                            if rejection not in rejected:
+                                rejected.append(rejection)
+                            continue
                         try:
                             survivors.append(_evaluate(matrix, request, host, cand))
                         except _Reject as r:

@@ -140,3 +140,11 @@ def test_every_comparison_flip_breaks_a_case(copy: str) -> None:
         if not killed:
             survivors.append(where)
     assert not survivors, f"{copy}: mutants no case catches: {survivors}"
+
+
+@pytest.mark.parametrize("text", ["sm_90x", "sm_90a1", "compute_120f_extra", "sm_90 a"])
+def test_an_arch_name_with_trailing_text_is_not_a_target(text: str) -> None:
+    """Set I's survivor I13 (h13): the whole name is read, not a prefix of it."""
+    assert archs.parse_target(text) is None
+    assert archs.parse_target("sm_90a") == archs.Target("sass", (9, 0), "a")
+    assert archs.parse_target(" compute_120f ") == archs.Target("ptx", (12, 0), "f")

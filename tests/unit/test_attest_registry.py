@@ -358,3 +358,76 @@ def test_a_signed_certificate_from_2099_is_refused_at_import(signer: CryptoSigne
     with pytest.raises(CertificateRefusedError, match=r"\[future-issued\]"):
         import_certificate(path, store=store, policy=lambda: trust(signer).with_max_age(86400))
     assert store.list() == []
+
+
+def test_trust_imported_never_overrides_a_signature_that_no_longer_holds(
+    signer: CryptoSigner, tmp_path: Path
+) -> None:
+    """Set G's survivor G13 (h13): --trust-imported is for unsigned files; a signed imported
+    certificate whose key left the trust policy stays refused with it."""
+    image_id = "sha256:" + "ee" * 32
+    info = ImageInfo(id=image_id, tags=("train:1",), repo_digests=())
+    subject = ImageSubject(
+        repository="reg.example/team/train", manifest_digest="sha256:" + "11" * 32, image_id=image_id
+    )
+    certificate = Certificate(cert("certified-cpu-only", gpus=(), image_id=image_id))
+    path = tmp_path / "signed.json"
+    path.write_bytes(sign_statement(certificate_statements(certificate, subject)[0], signer))
+    store = CertStore(tmp_path / "s.sqlite")
+    import_certificate(path, store=store, policy=lambda: trust(signer))
+    trusting = certificate_finder("train:1", store=store, policy=trust_none, trust_imported=True)
+    with pytest.raises(RefusedError) as refused:
+        trusting(info)
+    assert [r.reason for r in refused.value.refusals] == ["untrusted-key"]
+    still = certificate_finder("train:1", store=store, policy=lambda: trust(signer), trust_imported=True)
+    assert [c.id for c in still(info)] == [certificate.id]
+
+
+# --------------------------------------------------------------------------- set H's survivors (h13)
+
+
+def _unsigned(tmp_path: Path, store: CertStore, image_id: str, issued_at: str) -> str:
+    path = tmp_path / f"{issued_at[:10]}.json"
+    path.write_text(json.dumps(cert("certified-cpu-only", gpus=(), image_id=image_id, issued_at=issued_at)))
+    return import_certificate(path, store=store, policy=lambda: trust_none()).id
+
+
+@pytest.mark.parametrize("older_first", [True, False])
+def test_imported_certificates_come_newest_first_whatever_the_store_order(
+    tmp_path: Path, older_first: bool
+) -> None:
+    image_id = "sha256:" + "ee" * 32
+    store = CertStore(tmp_path / "s.sqlite")
+    dates = ["2026-11-01T00:00:00Z", "2026-12-01T00:00:00Z"]
+    ids = {d: _unsigned(tmp_path, store, image_id, d) for d in (dates if older_first else dates[::-1])}
+    find = certificate_finder("train:1", store=store, policy=trust_none, trust_imported=True)
+    got = find(ImageInfo(id=image_id, tags=("train:1",), repo_digests=()))
+    assert [c.id for c in got] == [ids[dates[1]], ids[dates[0]]]
+
+
+def test_the_imported_refusals_are_kept_when_the_registry_refuses_too(tmp_path: Path) -> None:
+    from envbuilder.errors import RegistryError
+
+    image_id = "sha256:" + "ee" * 32
+    store = CertStore(tmp_path / "s.sqlite")
+    _unsigned(tmp_path, store, image_id, "2026-12-01T00:00:00Z")
+
+    def down(*_a: Any, **_kw: Any) -> Any:
+        raise RegistryError("connection refused")
+
+    info = ImageInfo(id=image_id, tags=(), repo_digests=("reg.example/team/train@sha256:" + "11" * 32,))
+    find = certificate_finder("reg.example/team/train:1", store=store, policy=trust_none, fetch=down)
+    with pytest.raises(RefusedError) as refused:
+        find(info)
+    assert [r.reason for r in refused.value.refusals] == ["imported-unsigned", "unavailable"]
+
+
+@pytest.mark.parametrize("named", ["reg.example/other/train:1", "other.example/team/train:1", "train:1"])
+def test_a_registry_digest_is_used_only_for_the_repository_named(named: str) -> None:
+    from envbuilder.run.certificates import registry_reference
+
+    digest = "sha256:" + "11" * 32
+    info = ImageInfo(id="sha256:" + "ee" * 32, tags=(), repo_digests=(f"reg.example/team/train@{digest}",))
+    assert registry_reference(named, info) is None
+    found = registry_reference("reg.example/team/train:1", info)
+    assert found is not None and found[0].name == "reg.example/team/train" and found[1] == digest

@@ -52,3 +52,14 @@ def test_which_gpus_it_applies_to() -> None:
         "GeForce RTX 4090",
         "NVIDIA RTX A6000",
     ]
+
+
+@pytest.mark.parametrize("gpu", ["RTX 4090", "RTX 3090"])
+def test_forward_compat_asked_for_on_a_geforce_gives_no_stack_through_cuda_compat(gpu: str) -> None:
+    """Set H's survivor H30 (h13): the GPU class decides before any image's cuda-compat is tried."""
+    request = request_from_options("torch==2.15.*", None, "system-cuda", None, "runtime", False, True)
+    res = resolve(MATRIX, request, host_from_options(MATRIX, "535.104.05", (gpu,), ()))
+    assert res.stack is None or res.stack.forward_compat is None
+    assert any("--forward-compat does not apply to" in r.reason for r in res.rejected)
+    h100 = resolve(MATRIX, request, host_from_options(MATRIX, "535.104.05", ("H100",), ()))
+    assert h100.stack is not None and h100.stack.forward_compat is not None

@@ -153,3 +153,46 @@ def test_failed_rename_keeps_the_old_file(tmp_path: Path, monkeypatch: pytest.Mo
         write_lock(path, built_lock())
     assert path.read_text() == "old contents\n"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["smoke.lock.json"]
+
+
+def test_the_hash_covers_the_spec_and_an_empty_recorded_hash_is_refused(tmp_path: Path) -> None:
+    """Set G's survivors (h13): the spec left out of the hash, an empty lock_hash let through."""
+    stack, packages = cpu_stack(), (cpu_package_lock(),)
+    spec = make_spec().to_dict()
+    assert lock_hash(stack, {**spec, "description": "edited"}, packages) != lock_hash(stack, spec, packages)
+    assert lock_hash(stack, None, packages) != lock_hash(stack, spec, packages)
+    doc = built_lock().to_dict()
+    path = tmp_path / "x.lock.json"
+    path.write_text(json.dumps({**doc, "lock_hash": ""}))
+    with pytest.raises(SpecError, match="lock_hash"):
+        read_lock(path)
+    path.write_text(json.dumps(doc))
+    assert read_lock(path).hash == doc["lock_hash"]
+    path.write_text(json.dumps({**doc, "lock_hash": None}))  # optional: recomputed when absent
+    assert read_lock(path).hash == doc["lock_hash"]
+
+
+def test_the_hash_covers_every_platforms_package_lock() -> None:
+    """Set H's survivor H20 (h13): a second platform's lock edited changes the hash too."""
+    from envbuilder.image.packages import LockedPackage
+
+    stack, spec = cpu_stack(), make_spec().to_dict()
+    x86, arm = cpu_package_lock(), cpu_package_lock("aarch64")
+    extra = LockedPackage(
+        name="numpy", version="2.0.0", wheel="", sha256="", size=None, urls=(), group="base"
+    )
+    edited = replace(arm, packages=(*arm.packages, extra))
+    assert lock_hash(stack, spec, (x86, edited)) != lock_hash(stack, spec, (x86, arm))
+    assert lock_hash(stack, spec, (x86, arm)) == lock_hash(stack, spec, (x86, arm))
+
+
+def test_a_resolution_spec_asks_for_devel_only_on_an_nvidia_cuda_base() -> None:
+    """Set I's survivor I16 (h13): a bundled stack's base is a slim image, which has no devel."""
+    from envbuilder.image.lock import spec_from_request
+    from envbuilder.resolve.model import Request
+
+    devel = Request(framework="torch", specifier="==2.13.0", flavor="devel")
+    assert spec_from_request(devel, replace(cpu_stack(), strategy="bundled"))["flavor"] == "runtime"
+    assert spec_from_request(devel, replace(cpu_stack(), strategy="system-cuda"))["flavor"] == "devel"
+    runtime = replace(devel, flavor="runtime")
+    assert spec_from_request(runtime, replace(cpu_stack(), strategy="system-cuda"))["flavor"] == "runtime"

@@ -288,3 +288,31 @@ def test_the_wheelhouse_says_a_secret_mirrors_url_is_not_recorded(tmp_path: Path
     with pytest.raises(LockError, match="a mirror given as a secret") as err:
         fill_wheelhouse(replace(lock, packages=(pkg,)), tmp_path / "wh", environ={})
     assert "--find-links" in (err.value.hint or "")
+
+
+@pytest.mark.parametrize("value", ["tok9", "abcd123", "s3cr3tX"])
+def test_a_short_secret_from_four_characters_is_redacted(value: str) -> None:
+    """Set G's survivor G46 (h13): the shortest redacted value is 4 characters, not more."""
+    assert redact(f"auth failed for {value}.", (("corp", value),)) == "auth failed for <secret:corp>."
+    assert redact("auth failed for abc.", (("corp", "abc"),)) == "auth failed for abc."  # below: words
+
+
+# ------------------------------------------------------------------ set H's survivors (h13)
+
+
+def test_a_percent_encoded_password_is_redacted_in_its_decoded_form_too() -> None:
+    secret = (("idx", "https://u:pa%40ss%3Aword9@h.example/simple"),)
+    out = redact("401 for user u with password pa@ss:word9 and pa%40ss%3Aword9", secret)
+    assert "pa@ss:word9" not in out and "pa%40ss%3Aword9" not in out and out.count("<secret:idx>") == 2
+
+
+def test_a_secret_url_given_with_a_trailing_slash_is_redacted_where_printed_without() -> None:
+    secret = (("idx", "https://h.example/tok-abc123/simple/"),)
+    out = redact("cannot reach https://h.example/tok-abc123/simple: timed out", secret)
+    assert "tok-abc123" not in out and out == "cannot reach <secret:idx>: timed out"
+    assert redact("fetch https://h.example/tok-abc123/simple/numpy/", secret) == "fetch <secret:idx>/numpy/"
+
+
+def test_query_values_after_a_semicolon_are_masked_too() -> None:
+    assert redact("get https://h/s?a=1;token=SEMISECRET7") == "get https://h/s?a=***;token=***"
+    assert redact("get https://h/s?a=1&b=2") == "get https://h/s?a=***&b=***"

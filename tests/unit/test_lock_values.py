@@ -15,7 +15,7 @@ from fake_engine import cpu_package_lock, make_resolution, make_spec
 
 from envbuilder.errors import LockError, SpecError
 from envbuilder.image.lock import BuildRecord, lock_from_resolution, read_lock, write_lock
-from envbuilder.image.packages import package_lock_from_dict
+from envbuilder.image.packages import BASE_RESOLVER, package_lock_from_dict
 from envbuilder.image.render import RenderOptions, render_dockerfile
 from envbuilder.image.sources import PackageIndex
 
@@ -201,3 +201,117 @@ def test_a_secret_reference_is_a_valid_mirror_and_round_trips(tmp_path: Path) ->
     assert lock.packages[0].default_index == "<secret:pip_index_url>"
     write_lock(tmp_path / "again.lock.json", lock)
     assert read_lock(tmp_path / "again.lock.json") == lock
+
+
+# --------------------------------------------------------------------------- set G's survivors (h13)
+
+
+@pytest.mark.parametrize(
+    ("mutate", "field"),
+    [
+        (lambda d: _pl(d)["packages"][0].update(wheel="", group="framework"), "packages.wheel"),
+        (lambda d: _pl(d)["packages"][0].update(wheel="", group="project"), "packages.wheel"),
+        (lambda d: _pl(d)["packages"][0].update(sha256="", group="framework"), "packages.sha256"),
+        (lambda d: _pl(d)["packages"][0].update(sha256="", group="project"), "packages.sha256"),
+        (
+            lambda d: _pl(d)["packages"][0].update(urls=["https://h/x-1-py3-none-any.whl", "ftp://h/x.whl"]),
+            "packages.urls",
+        ),
+        (lambda d: _pl(d).update(inputs={"sub/../../outside.txt": "4" * 64}), "inputs"),
+        (lambda d: _pl(d).update(inputs={"sub/..": "4" * 64}), "inputs"),
+    ],
+)
+def test_a_value_refused_past_the_first_item_or_outside_the_base_group(
+    tmp_path: Path, mutate: Callable[[Doc], None], field: str
+) -> None:
+    doc = _doc()
+    mutate(doc)
+    path = tmp_path / "bad.lock.json"
+    path.write_text(json.dumps(doc))
+    with pytest.raises(SpecError) as err:
+        read_lock(path)
+    assert f"field {field!r}" in err.value.message and "refused" in err.value.message
+
+
+def test_the_honest_edges_of_those_values_read(tmp_path: Path) -> None:
+    doc = _doc()
+    pkg = _pl(doc)["packages"][0]
+    base = {**pkg, "name": "numpy", "wheel": "", "sha256": "", "urls": [], "group": "base"}
+    pkg["urls"] = ["https://h/a/x-1-py3-none-any.whl", "file:///srv/wheels/x-1-py3-none-any.whl"]
+    _pl(doc)["packages"].append(base)
+    _pl(doc)["inputs"] = {"sub/dir/requirements.txt": "4" * 64, "a..b.txt": "5" * 64}
+    path = tmp_path / "ok.lock.json"
+    path.write_text(json.dumps(doc))
+    lock = read_lock(path)
+    got = lock.packages[0]
+    assert [p.group for p in got.packages][-1] == "base" and len(got.packages[0].urls) == 2
+    assert dict(got.inputs) == {"a..b.txt": "5" * 64, "sub/dir/requirements.txt": "4" * 64}
+
+
+# --------------------------------------------------------------------------- set H's survivors (h13)
+
+
+@pytest.mark.parametrize(
+    ("mutate", "field"),
+    [
+        (lambda d: _pl(d).update(inputs={"requirements.txt": "Z" * 64}), "inputs['requirements.txt']"),
+        (lambda d: _pl(d).update(inputs={"requirements.txt": "A" * 64}), "inputs['requirements.txt']"),
+        (lambda d: _pl(d)["indexes"][0].update(url="<secret:corp_url>"), "indexes[0].url"),
+        (lambda d: d["build"].update(dockerfile_sha256="3" * 64 + "0"), "build.dockerfile_sha256"),
+        (lambda d: d["build"].update(dockerfile_sha256="3" * 64 + " "), "build.dockerfile_sha256"),
+    ],
+)
+def test_values_refused_by_their_whole_shape_not_their_length_or_start(
+    tmp_path: Path, mutate: Callable[[Doc], None], field: str
+) -> None:
+    doc = _doc()
+    mutate(doc)
+    path = tmp_path / "bad.lock.json"
+    path.write_text(json.dumps(doc))
+    with pytest.raises(SpecError) as err:
+        read_lock(path)
+    assert f"field {field!r}" in err.value.message and "refused" in err.value.message
+
+
+# --------------------------------------------------------------------------- set I's survivors (h13)
+
+
+@pytest.mark.parametrize(
+    ("mutate", "field"),
+    [
+        (lambda d: _pl(d)["indexes"][0].update(username="u\n"), "indexes[0].username"),
+        (lambda d: _pl(d).update(resolver="none: RUN x"), "resolver"),
+        (lambda d: _pl(d).update(resolver=BASE_RESOLVER + "\nRUN x"), "resolver"),
+        (lambda d: _pl(d)["packages"][0].update(name="FileLock"), "packages.name"),
+        (lambda d: _pl(d).update(find_links=["/srv/wheels\nRUN x"]), "find_links"),
+        (lambda d: _pl(d).update(find_links=["/srv/\twheels"]), "find_links"),
+        (
+            lambda d: d["build"].update(base_image_digest="sha256:" + "2" * 64 + "\nRUN x"),
+            "build.base_image_digest",
+        ),
+        (lambda d: _pl(d).update(framework_index="<secret:pip_index_url>\n"), "framework_index"),
+    ],
+)
+def test_values_refused_to_their_end_and_in_their_canonical_form(
+    tmp_path: Path, mutate: Callable[[Doc], None], field: str
+) -> None:
+    doc = _doc()
+    mutate(doc)
+    path = tmp_path / "bad.lock.json"
+    path.write_text(json.dumps(doc))
+    with pytest.raises(SpecError) as err:
+        read_lock(path)
+    assert f"field {field!r}" in err.value.message and "refused" in err.value.message
+
+
+def test_the_honest_forms_of_those_values_read(tmp_path: Path) -> None:
+    doc = _doc()
+    _pl(doc)["indexes"][0]["username"] = "__token__"
+    _pl(doc)["resolver"] = BASE_RESOLVER
+    _pl(doc)["find_links"] = ["/srv/wheels dir"]
+    doc["build"]["base_image_digest"] = "sha256:" + "2" * 64
+    _pl(doc)["framework_index"] = "<secret:pip_index_url>"
+    path = tmp_path / "ok.lock.json"
+    path.write_text(json.dumps(doc))
+    lock = read_lock(path)
+    assert lock.packages[0].resolver == BASE_RESOLVER and lock.packages[0].find_links == ("/srv/wheels dir",)

@@ -180,3 +180,162 @@ def test_driver_branches_are_compared_as_numbers(matrix: Matrix) -> None:
     assert res.stack is None
     assert [r.component for r in res.rejected] == ["gpu-support"]
     assert "not supported by driver branch 1000" in res.rejected[0].reason
+
+
+# --------------------------------------------------------------------------- set G's survivors (h13)
+
+
+def _arm_cpu(matrix: Matrix, **req: Any) -> Any:
+    from envbuilder.host.model import Host
+    from envbuilder.resolve.model import Request
+    from envbuilder.resolve.resolver import resolve
+
+    request = Request(framework="torch", specifier="==2.6.0", cpu_only=True, platform="linux/arm64", **req)
+    return resolve(matrix, request, Host(driver=None, gpus=(), source="given"))
+
+
+@pytest.mark.parametrize("unknown_first", [True, False])
+def test_driver_branch_support_is_checked_past_a_gpu_of_unknown_model(
+    matrix: Matrix, unknown_first: bool
+) -> None:
+    from envbuilder.host.model import Host
+    from envbuilder.resolve.gpus import gpu_from_cc, gpu_from_match, lookup_gpu
+    from envbuilder.resolve.model import Request
+    from envbuilder.resolve.resolver import resolve
+
+    unknown = gpu_from_cc(matrix, "9.0")
+    assert unknown.model is None
+    k80 = gpu_from_match(matrix, lookup_gpu(matrix, "Tesla K80"))
+    gpus = (unknown, k80) if unknown_first else (k80, unknown)
+    request = Request(framework="torch", specifier=">=2.0")
+    res = resolve(matrix, request, Host(driver="580.159.04", gpus=gpus, source="given"))
+    assert res.stack is None and [r.component for r in res.rejected] == ["gpu-support"]
+    alone = resolve(matrix, request, Host(driver="580.159.04", gpus=(unknown,), source="given"))
+    assert not any(r.component == "gpu-support" for r in alone.rejected)
+
+
+def test_the_platforms_own_python_range_of_its_wheels_binds_without_python(matrix: Matrix) -> None:
+    from dataclasses import replace
+
+    free = _arm_cpu(matrix)
+    assert free.stack is not None and free.stack.python == "3.13"
+    builds = tuple(
+        replace(b, python=">=3.10,<3.12") if (b.framework, b.variant) == ("torch", "cpu") else b
+        for b in matrix.platforms.builds
+    )
+    narrow = replace(matrix, platforms=replace(matrix.platforms, builds=builds))
+    res = _arm_cpu(narrow)
+    assert res.stack is not None and res.stack.python == "3.11", res.rejected
+
+
+def test_python_candidates_are_the_strategys_own_bases(matrix: Matrix) -> None:
+    from envbuilder.resolve.model import Request
+    from envbuilder.resolve.resolver import python_candidates
+
+    request = Request(framework="torch", specifier=">=2.0")
+    for strategy, kind in (("bundled", "slim"), ("system-cuda", "cuda")):
+        want = {b.python for b in matrix.base_images if b.kind == kind}
+        assert set(python_candidates(matrix, request, strategy)) == want  # type: ignore[arg-type]
+    cuda = {b.python for b in matrix.base_images if b.kind == "cuda"}
+    assert cuda != {b.python for b in matrix.base_images}  # else the check above proves nothing
+
+
+def test_a_known_bad_row_holds_for_its_own_framework_only(matrix: Matrix) -> None:
+    from envbuilder.matrix import framework as framework_table
+    from envbuilder.resolve.gpus import gpu_from_cc
+    from envbuilder.resolve.resolver import _known_bad
+
+    row = next(b for b in matrix.known_bad if not b.variants and b.path == "ptx")
+    gpu = gpu_from_cc(matrix, row.ccs[0])
+    own = framework_table(matrix, row.framework).releases[-1]
+    assert _known_bad(matrix, own, own.variants[-1], gpu, "ptx") is not None
+    other = next(f for f in ("torch", "jax", "tensorflow") if f != row.framework)
+    for rel in framework_table(matrix, other).releases:
+        for v in rel.variants:
+            assert _known_bad(matrix, rel, v, gpu, "ptx") is None, (rel.version, v.name)
+
+
+def test_installability_is_looked_up_for_the_platform_resolved_for(matrix: Matrix) -> None:
+    from dataclasses import replace
+
+    from envbuilder.matrix.model import InstallAnswer
+    from envbuilder.resolve.resolver import install_key
+
+    bare = replace(matrix, installable=())
+    s = _arm_cpu(bare).stack
+    assert s is not None
+    key = install_key(s.packages, s.companions, s.index_url, s.python, "linux/arm64")
+    no = InstallAnswer(
+        requirements=key[0],
+        index_url=key[1],
+        python=s.python,
+        platform="linux/arm64",
+        ok=False,
+        why="x",
+        source="test",
+    )
+    refused = _arm_cpu(replace(matrix, installable=(no,)))
+    assert any(r.component == "installable" for r in refused.rejected)
+    assert refused.stack is None or refused.stack.id != s.id
+    elsewhere = _arm_cpu(replace(matrix, installable=(replace(no, platform="linux/amd64"),)))
+    assert elsewhere.stack is not None and elsewhere.stack.id == s.id
+
+
+def test_cuda_bases_of_a_platform_are_its_nvidia_cuda_os_list(matrix: Matrix) -> None:
+    from envbuilder.host.model import Host
+    from envbuilder.resolve.gpus import gpu_from_match, lookup_gpu
+    from envbuilder.resolve.model import Request
+    from envbuilder.resolve.resolver import resolve
+
+    gh200 = gpu_from_match(matrix, lookup_gpu(matrix, "NVIDIA GH200 480GB"))
+    request = Request(framework="torch", specifier=">=2.9", strategy="system-cuda", platform="linux/arm64")
+    res = resolve(matrix, request, Host(driver="580.159.04", gpus=(gh200,), source="given"))
+    assert res.stack is not None, res.rejected
+    published = next(i for i in matrix.platforms.images if i.platform == "linux/arm64")
+    assert res.stack.os in published.cuda_os and res.stack.os not in published.slim_os
+
+
+# --------------------------------------------------------------------------- set H's survivors (h13)
+
+
+def test_a_known_bad_row_holds_for_pre_releases_in_its_range(matrix: Matrix) -> None:
+    from dataclasses import replace
+
+    from envbuilder.matrix import framework as framework_table
+    from envbuilder.resolve.gpus import gpu_from_cc
+    from envbuilder.resolve.resolver import _known_bad
+
+    row = next(b for b in matrix.known_bad if not b.variants and b.path == "ptx" and b.versions == ">=2.12")
+    gpu = gpu_from_cc(matrix, row.ccs[0])
+    own = framework_table(matrix, row.framework).releases[-1]
+    for version, bad in (("2.99.0rc1", True), ("2.12.0rc0", False), ("2.11.0rc1", False)):
+        got = _known_bad(matrix, replace(own, version=version), own.variants[-1], gpu, "ptx")
+        assert (got is not None) == bad, version
+
+
+def test_python_candidates_come_newest_first_as_versions(matrix: Matrix) -> None:
+    from envbuilder.resolve.model import Request
+    from envbuilder.resolve.resolver import python_candidates
+
+    got = python_candidates(matrix, Request(framework="torch", specifier=">=2.0"), "bundled")
+    assert got == sorted(got, key=Version, reverse=True)
+    assert "3.9" in got and "3.13" in got and got.index("3.13") < got.index("3.9")
+
+
+def test_a_python_given_outside_the_platforms_wheel_range_is_refused_not_resolved(matrix: Matrix) -> None:
+    """A real bug found by set G (h13): --python skipped the platform's own range of the wheels
+    (platforms.yaml `python`), so a linux/arm64 stack was resolved for a Python it has no wheel for."""
+    from dataclasses import replace
+
+    builds = tuple(
+        replace(b, python=">=3.10,<3.12") if (b.framework, b.variant) == ("torch", "cpu") else b
+        for b in matrix.platforms.builds
+    )
+    narrow = replace(matrix, platforms=replace(matrix.platforms, builds=builds))
+    res = _arm_cpu(narrow, python="3.13")
+    assert res.stack is None
+    assert [r.component for r in res.rejected] == ["python"]
+    assert "outside the range of torch 2.6.0's linux/arm64 wheels >=3.10,<3.12" in res.rejected[0].reason
+    inside = _arm_cpu(narrow, python="3.11")
+    assert inside.stack is not None and inside.stack.python == "3.11"
+    assert _arm_cpu(matrix, python="3.13").stack is not None  # the shipped row has no range of its own

@@ -431,3 +431,32 @@ def test_a_sealed_certificate_of_the_wrong_shape_is_refused() -> None:
     problems = verify_certificate(doc)
     assert problems and not any("content hash" in p for p in problems)
     assert "tampered" in reasons(Certificate(doc), image(), host())
+
+
+# --------------------------------------------------------------------------- set G's survivors (h13)
+
+
+def test_a_model_whose_name_extends_a_certified_models_name_is_another_model() -> None:
+    h100_pcie = GpuInfo(index=0, name="NVIDIA H100", uuid="GPU-6", cc="9.0", brand="nvidia")
+    got = check_run(cert(gpus=(h100_pcie,)), image(), host(gpus=(H100,)))
+    assert [r.reason for r in got] == ["gpu-model"] and "NVIDIA H100 80GB HBM3 was not part" in got[0].message
+    assert reasons(cert(gpus=(H100,)), image(), host(gpus=(H100,))) == []
+
+
+@pytest.mark.parametrize(
+    ("value", "disabled"), [("TRUE", True), ("T", True), ("tRuE", False), ("yes", False), ("on", False)]
+)
+def test_disable_require_is_read_as_gos_parsebool_reads_it(value: str, disabled: bool) -> None:
+    env = ("NVIDIA_REQUIRE_CUDA=cuda>=13.0", f"NVIDIA_DISABLE_REQUIRE={value}")
+    got = reasons(cert(min_driver=None), image(env=env), host(cuda_driver="12.2", driver="535.104.05"))
+    assert got == ([] if disabled else ["require-cuda"])
+
+
+def test_an_empty_require_cuda_leaves_the_legacy_cuda_version_in_force() -> None:
+    """The toolkit's IsLegacy: CUDA_VERSION set and NVIDIA_REQUIRE_CUDA empty (not only unset)."""
+    legacy = image(env=("CUDA_VERSION=13.0.1", "NVIDIA_REQUIRE_CUDA="))
+    old = host(cuda_driver="12.8", driver="570.86.15")
+    assert reasons(cert(min_driver=None), legacy, old) == ["require-cuda"]
+    assert reasons(cert(min_driver=None), legacy, host()) == []
+    stated = image(env=("CUDA_VERSION=13.0.1", "NVIDIA_REQUIRE_CUDA=cuda>=12.8"))
+    assert reasons(cert(min_driver=None), stated, old) == []

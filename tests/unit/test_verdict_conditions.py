@@ -285,3 +285,61 @@ def test_a_non_zero_exit_after_a_passing_result_fails() -> None:
     failed["steps"][4] = step("train_cpu_rn18w16_fp32_bs32", "fail")
     failed.update(verdict="failed", verdict_reason="failed steps: train_cpu_rn18w16_fp32_bs32")
     assert host_verdict(failed, cpu_facts(exit_code=1))[1] == "failed steps: train_cpu_rn18w16_fp32_bs32"
+
+
+# ------------------------------------------------------------------ set G's survivors (h13, blind mutants)
+
+
+def test_a_nonce_that_shares_a_long_prefix_with_this_runs_is_another_run() -> None:
+    twin = NONCE[:-1] + "d"  # the same first 31 characters
+    refused({**cpu_result(), "options": {"nonce": twin, "framework": "torch"}}, cpu_facts(), "nonce")
+    assert host_verdict(cpu_result(), cpu_facts())[0] == "certified-cpu-only"
+
+
+def test_zero_cpu_seconds_is_a_measure_not_an_unknown() -> None:
+    refused(cpu_result(), cpu_facts(cpu_seconds=0.0), "used 0.00 s of CPU")
+    assert host_verdict(cpu_result(), cpu_facts(cpu_seconds=None))[0] == "certified-cpu-only"
+
+
+@pytest.mark.parametrize("code", [-9, 137, 1])
+def test_a_harness_killed_by_a_signal_after_a_passing_result_fails(code: int) -> None:
+    verdict, reason = host_verdict(gpu_result(), gpu_facts(exit_code=code))
+    assert (verdict, reason) == ("failed", f"harness exited {code} after a certified result")
+    assert host_verdict(gpu_result(), gpu_facts(exit_code=0))[0] == "certified"
+
+
+@pytest.mark.parametrize("status", ["fail", "error", "skip", None])
+def test_a_project_smoke_that_did_not_pass_fails_whatever_it_says(status: str | None) -> None:
+    smoke = {"name": "project_smoke", "status": status, "reason": f"smoke: {status}"}
+    verdict, reason = host_verdict(gpu_result(), gpu_facts(project_smoke=smoke))
+    assert verdict == "failed" and reason.startswith("the project's smoke command failed"), reason
+    passed = {**smoke, "status": "pass", "reason": ""}
+    assert host_verdict(gpu_result(), gpu_facts(project_smoke=passed))[0] == "certified"
+
+
+# ------------------------------------------------------------------ set H's survivors (h13, blind mutants)
+
+
+@pytest.mark.parametrize("status", ["fail"])
+@pytest.mark.parametrize("name", GPU_ONLY_STEPS)
+def test_a_cpu_run_with_a_gpu_step_that_ran_and_failed_still_claims_the_gpu_path(
+    name: str, status: str
+) -> None:
+    doc = cpu_result()
+    doc["steps"] = [s for s in doc["steps"] if s["name"] != name] + [step(name, status, 0.0)]
+    refused(doc, cpu_facts(), "claims the GPU path")
+
+
+@pytest.mark.parametrize("options", [{"nonce": NONCE}, {"nonce": NONCE, "framework": None}])
+def test_a_passing_result_that_names_no_framework_is_refused(options: dict[str, Any]) -> None:
+    refused({**cpu_result(), "options": {**options, "cpu_only": True}}, cpu_facts(), "certifies 'None'")
+    refused({**gpu_result(), "options": options}, gpu_facts(), "certifies 'None'")
+    named = {**cpu_result(), "options": {**options, "framework": "torch", "cpu_only": True}}
+    assert host_verdict(named, cpu_facts())[0] == "certified-cpu-only"
+
+
+def test_the_cpu_floor_is_a_tenth_of_the_claimed_seconds() -> None:
+    """Set I's survivor I09 (h13): the documented floor (0.1 CPU s per claimed s), not a lower one."""
+    assert CPU_SHARE_MIN == 0.1
+    refused(cpu_result(), cpu_facts(cpu_seconds=0.5), "used 0.50 s of CPU")  # 5% of 10 s
+    assert host_verdict(cpu_result(), cpu_facts(cpu_seconds=1.0))[0] == "certified-cpu-only"
