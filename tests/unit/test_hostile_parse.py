@@ -16,8 +16,9 @@ from cert_factory import cert_doc as cert
 from fake_registry import fake_registry, push_image
 from securesystemslib.dsse import Envelope
 from securesystemslib.signer import CryptoSigner
+from test_attest_registry import client, trust
 
-from envbuilder.attest import MEDIA_TYPE, TrustedKey, TrustPolicy, attach_certificates, fetch_verified
+from envbuilder.attest import MEDIA_TYPE, attach_certificates, fetch_verified
 from envbuilder.attest.envelope import verify_envelope
 from envbuilder.attest.keys import generate_key, load_signer
 from envbuilder.attest.statement import PAYLOAD_TYPE, parse_statement
@@ -25,30 +26,17 @@ from envbuilder.certify.certificate import Certificate
 from envbuilder.certify.harness_plan import parse_harness_output
 from envbuilder.certify.store import CertStore
 from envbuilder.engine import ImageInfo
-from envbuilder.engine.credentials import Credentials
 from envbuilder.errors import RegistryError
-from envbuilder.registry import RegistryClient, parse_reference
+from envbuilder.registry import parse_reference
 from envbuilder.registry.client import Manifest, _index_descriptors
 from envbuilder.run.certificates import certificate_finder
 
 DEEP = b"[" * 200_000 + b"]" * 200_000  # D6's 400 KB envelope
 
 
-def anonymous(_registry: str) -> Credentials | None:
-    return None
-
-
-def client(host: str) -> RegistryClient:
-    return RegistryClient(host, credentials=anonymous, backoff=0, retries=1)
-
-
 @pytest.fixture
 def signer(tmp_path: Path) -> CryptoSigner:
     return load_signer(generate_key("ci", directory=tmp_path / "keys"))
-
-
-def trust(signer: CryptoSigner) -> TrustPolicy:
-    return TrustPolicy(keys=(TrustedKey(name="ci", key=signer.public_key),), source="test")
 
 
 def signed(payload: bytes, signer: CryptoSigner) -> bytes:
