@@ -13,6 +13,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import Version
 
@@ -23,6 +24,7 @@ from envbuilder.matrix.installable import load_answers, with_user_answers
 from envbuilder.matrix.model import (
     ArchInfo,
     BaseImage,
+    Compiler,
     CudaMajor,
     CudaMatrix,
     CudaRelease,
@@ -31,6 +33,7 @@ from envbuilder.matrix.model import (
     FrameworkVariant,
     GpuMatrix,
     GpuModel,
+    KernelSet,
     KnownBad,
     Matrix,
     PtxIsa,
@@ -247,7 +250,39 @@ def _variant(
         default=bool(row.get("default", False)),
         ptx_isa=version_field(row, "ptx_isa", c, optional=True),
         arch_source=get_field(row, "arch_source", c, str, optional=True) or None,
+        kernel_sets=_kernel_sets(row, c),
+        compiler=_compiler(row, c),
     )
+
+
+def _kernel_sets(row: dict[str, Any], c: Ctx) -> tuple[KernelSet, ...]:
+    out = []
+    for i, ks in enumerate(get_field(row, "kernel_sets", c, list, optional=True) or ()):
+        kc = c.at(f"kernel_sets[{i}]", ks)
+        if not isinstance(ks, dict):
+            raise kc.fail(None, "each kernel set is a mapping with sass, ptx and sets")
+        sets = get_field(ks, "sets", kc, int)
+        if sets < 1:
+            raise kc.fail("sets", f"a count of kernel sets is at least 1, got {sets}")
+        out.append(KernelSet(sass=cc_list(ks, "sass", kc), ptx=cc_list(ks, "ptx", kc), sets=sets))
+    return tuple(out)
+
+
+def _compiler(row: dict[str, Any], c: Ctx) -> Compiler | None:
+    comp = get_field(row, "compiler", c, dict, optional=True)
+    if comp is None:
+        return None
+    cc = c.at("compiler", comp)
+    runs = get_field(comp, "runs", cc, str)
+    if runs not in ("always", "on-request"):
+        raise cc.fail("runs", f"expected 'always' or 'on-request', got {runs!r}")
+    ptxas = get_field(comp, "ptxas", cc, str, optional=True)
+    if ptxas is not None:
+        try:
+            Requirement(ptxas)
+        except InvalidRequirement as exc:
+            raise cc.fail("ptxas", f"not a requirement: {ptxas!r}") from exc
+    return Compiler(runs=runs, targets=cc_list(comp, "targets", cc), ptxas=ptxas)
 
 
 # --------------------------------------------------------------------------- base_images.yaml

@@ -18,6 +18,7 @@ from packaging.version import Version
 from envbuilder.matrix.reader import Ctx, get_field, rows
 
 _FROM_WHEEL = ("cuda", "cudnn", "nccl")
+_READ_ONLY_HERE = ("kernel_sets", "compiler")
 
 
 def arch_source(variant: dict[str, Any]) -> str:
@@ -30,6 +31,8 @@ def _apply(target: dict[str, Any], gen: dict[str, Any]) -> dict[str, Any]:
     out["sass"], out["ptx"] = list(gen["sass"]), list(gen["ptx"])
     out["ptx_isa"] = gen.get("ptx_isa")
     out["arch_source"] = arch_source(gen)
+    for key in _READ_ONLY_HERE:  # facts no curated row has: the wheel's, or none
+        out[key] = gen.get(key)
     for key in _FROM_WHEEL:
         if gen.get(key) is not None:
             out[key] = gen[key]
