@@ -128,10 +128,10 @@ def check_matrix(
         "wheels_read": rows.read,
         "bytes_fetched": rows.fetched,
     }
-    read = f", {rows.read} wheels read again ({rows.fetched / 2**20:.0f} MiB)" if rows.read else ""
+    again = f", {rows.read} wheels read again ({rows.fetched / 2**20:.0f} MiB)" if rows.read else ""
     lines.append(
         f"ok  generated rows: {rows.checked} of {rows.rows} re-derived by the current reader from "
-        f"{rows.from_cache} cached scans{read}, all as committed"
+        f"{rows.from_cache} cached scans{again}, all as committed"
         + (
             f"; {len(rows.unchecked)} not checked (no current scan of their wheels: "
             "`envbuilder matrix check --fetch` reads them)"

@@ -42,9 +42,9 @@ def no_stack_hint(matrix: Matrix, resolution: Resolution) -> str:
     if cause == "arch":
         return f"{_EXPLAIN}; no {req.framework} release in the matrix has kernels for this GPU{on}"
     if cause == "compiler":  # XLA's run-time compiler: a newer release may know the GPU
-        wider = resolve(matrix, replace(req, specifier=""), host) if req.specifier else None
-        if wider is not None and wider.stack is not None:
-            s = wider.stack
+        newer = resolve(matrix, replace(req, specifier=""), host) if req.specifier else None
+        if newer is not None and newer.stack is not None:
+            s = newer.stack
             return (
                 f"{_EXPLAIN}; the XLA of {req.requirement} cannot compile for this GPU: the newest "
                 f"{s.framework} release whose XLA can is {s.version} "

@@ -245,10 +245,10 @@ def _evaluate(matrix: Matrix, request: Request, host: Host, cand: _Candidate) ->
             jit = kernel if kernel.kind == "ptx" else None
             partial = ""
             if jit is None and v.kernel_sets:  # SASS for this GPU in only some kernel sets?
-                got = sass_coverage(v.kernel_sets, parse_cc(g.cc))
-                if got.partial:
+                cover = sass_coverage(v.kernel_sets, parse_cc(g.cc))
+                if cover.partial:
                     jit = kernel_for(parse_cc(g.cc), matrix_targets((), v.ptx))
-                    partial = f"{g.name} has SASS in {got.share()} of this build: "
+                    partial = f"{g.name} has SASS in {cover.share()} of this build: "
             bad = _known_bad(matrix, rel, v, g, "ptx" if jit is not None else kernel.kind)
             if bad is not None:
                 raise _Reject("known-bad", bad)
