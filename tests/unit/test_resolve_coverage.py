@@ -127,3 +127,20 @@ def test_an_xla_that_cannot_target_the_gpu_refuses_jax_and_notes_tensorflow(matr
     res = _resolve(m, f"tensorflow=={tf.version}", "B200", "580.95.05")  # PTX JIT for its kernels
     assert res.stack is not None and res.stack.version == tf.version
     assert any("cannot target NVIDIA B200" in n and "use jit_compile=False" in n for n in res.stack.notes)
+
+
+def test_a_platforms_own_arch_lists_drop_the_amd64_kernel_sets_and_compiler(matrix: Matrix) -> None:
+    from envbuilder.matrix.platforms import variant_for_platform
+
+    for table in matrix.frameworks:
+        for rel in table.releases:
+            for v in rel.variants:
+                got = variant_for_platform(matrix, "linux/arm64", rel, v)
+                if isinstance(got, str) or got[1] is None or got[1].archs_from_default:
+                    continue
+                own = replace(v, kernel_sets=TF_221, compiler=Compiler(runs="always", targets=(), ptxas=None))
+                arm = variant_for_platform(matrix, "linux/arm64", rel, own)
+                assert not isinstance(arm, str)
+                assert arm[0].kernel_sets == () and arm[0].compiler is None, (rel.version, v.name)
+                return
+    pytest.fail("no linux/arm64 build with its own arch lists in the matrix")
