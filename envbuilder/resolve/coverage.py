@@ -68,16 +68,20 @@ def _requirement(text: str) -> Requirement | None:
 
 def ptxas_cuda(matrix: Matrix, ptxas: str) -> str | None:
     """The CUDA X.Y of the ptxas a requirement such as 'nvidia-cuda-nvcc-cu12==12.5.82' installs:
-    a pin's own X.Y; for a floor (or no bound), the newest CUDA release of the package's major in
-    cuda.yaml, which is what pip installs today. None when it names no CUDA major."""
+    a pin's own X.Y; for a floor, the newest CUDA release of the package's major in cuda.yaml,
+    which is what pip installs today. None when it names no CUDA major."""
     req = _requirement(ptxas)
-    m = re.search(r"cu(\d+)$", req.name) if req is not None else None
-    if req is None or m is None:
+    if req is None:
         return None
     pins = [s.version for s in req.specifier if s.operator in ("==", "===")]
     if pins:
         return major_minor(pins[0])
-    cuda_major = int(m.group(1))
+    # the major: the name's -cuNN (CUDA 12's wheels), else its bound's (nvidia-cuda-nvcc>=13.0.48)
+    m = re.search(r"-cu(\d+)$", req.name)
+    bounds = [s.version for s in req.specifier if s.operator in (">=", "~=", ">")]
+    if m is None and not bounds:
+        return None
+    cuda_major = int(m.group(1)) if m is not None else Version(bounds[0]).release[0]
     line = [r.version for r in matrix.cuda.releases if Version(r.version).release[0] == cuda_major]
     fitting = [v for v in line if req.specifier.contains(v, prereleases=True)] or line
     return major_minor(max(fitting, key=Version)) if fitting else None

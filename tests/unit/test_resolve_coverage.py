@@ -92,6 +92,9 @@ def test_ptxas_is_the_pins_cuda_or_the_newest_of_its_major(matrix: Matrix) -> No
     assert ptxas_cuda(matrix, "nvidia-cuda-nvcc-cu12==12.5.82") == "12.5"
     newest12 = max((r.version for r in matrix.cuda.releases if r.version.startswith("12.")), key=_v)
     assert ptxas_cuda(matrix, "nvidia-cuda-nvcc-cu12>=12.5.82,<13.0") == ".".join(newest12.split(".")[:2])
+    newest13 = max((r.version for r in matrix.cuda.releases if r.version.startswith("13.")), key=_v)
+    assert ptxas_cuda(matrix, "nvidia-cuda-nvcc>=13.0.48") == ".".join(newest13.split(".")[:2])
+    assert ptxas_cuda(matrix, "nvidia-cuda-nvcc") is None
     assert ptxas_cuda(matrix, "not a requirement !!") is None
 
 
