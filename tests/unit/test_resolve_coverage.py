@@ -147,3 +147,12 @@ def test_a_platforms_own_arch_lists_drop_the_amd64_kernel_sets_and_compiler(matr
                 assert arm[0].kernel_sets == () and arm[0].compiler is None, (rel.version, v.name)
                 return
     pytest.fail("no linux/arm64 build with its own arch lists in the matrix")
+
+
+def test_the_hint_of_a_compiler_refusal_names_a_release_whose_xla_can(matrix: Matrix) -> None:
+    from envbuilder.resolve.hint import no_stack_hint
+
+    res = _resolve(matrix, "jax==0.4.26", "RTX 5090", "580.95.05")  # the real rows: up to sm_90
+    assert res.stack is None and {r.component for r in res.rejected} == {"compiler"}
+    hint = no_stack_hint(matrix, res)
+    assert "the XLA of jax==0.4.26 cannot compile for this GPU: the newest jax release whose XLA can" in hint
