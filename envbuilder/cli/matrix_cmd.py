@@ -278,6 +278,19 @@ def _print_record(record: dict[str, Any]) -> None:
         ]
         for line in table(("VARIANT", "CUDA", "CUDNN", "NCCL", "SASS", "PTX", "OWN DRIVER FLOOR"), rows):
             click.echo(line)
+        for v in record["variants"]:
+            sets = [
+                f"{k['sets']:,} with SASS {' '.join(k['sass']) or '-'}, PTX {' '.join(k['ptx']) or '-'}"
+                for k in v.get("kernel_sets") or ()
+            ]
+            if len(sets) > 1:
+                click.echo(f"  {v['name']} kernel sets: {'; '.join(sets)}")
+            if comp := v.get("compiler"):
+                newest = comp["targets"][-1] if comp["targets"] else "-"
+                click.echo(
+                    f"  {v['name']} XLA ({comp['runs']}): targets up to {newest}, ptxas from "
+                    f"{comp['ptxas'] or 'the system'}"
+                )
         return
     title = record.get("name") or record.get("ref") or record.get("version")
     click.echo(f"{kind} {title}")
