@@ -13,12 +13,12 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import Version
 
 from envbuilder import resources
 from envbuilder.errors import MatrixError, UsageError
+from envbuilder.matrix.compiler import with_ptxas_cuda
 from envbuilder.matrix.generated import overlay
 from envbuilder.matrix.installable import load_answers, with_user_answers
 from envbuilder.matrix.model import (
@@ -278,6 +278,8 @@ def _compiler(row: dict[str, Any], c: Ctx) -> Compiler | None:
         raise cc.fail("runs", f"expected 'always' or 'on-request', got {runs!r}")
     ptxas = get_field(comp, "ptxas", cc, str, optional=True)
     if ptxas is not None:
+        from packaging.requirements import InvalidRequirement, Requirement
+
         try:
             Requirement(ptxas)
         except InvalidRequirement as exc:
@@ -519,10 +521,11 @@ def _load(directory: Path) -> Matrix:
     for fw, expected in zip(frameworks, FRAMEWORKS, strict=True):
         if fw.name != expected:
             raise MatrixError(f"frameworks/{expected}.yaml: field 'framework' says {fw.name!r}")
+    cuda = _load_cuda(docs["cuda.yaml"])
     m = Matrix(
-        cuda=_load_cuda(docs["cuda.yaml"]),
+        cuda=cuda,
         gpus=_load_gpus(docs["gpus.yaml"]),
-        frameworks=frameworks,
+        frameworks=with_ptxas_cuda(cuda, frameworks),
         base_images=_load_base_images(docs["base_images.yaml"]),
         reviewed=tuple((f, str(data["reviewed"])) for f, (data, _) in docs.items()),
         ptx_isa=_load_ptx_isa(docs["ptx_isa.yaml"]) if "ptx_isa.yaml" in docs else (),

@@ -102,6 +102,7 @@ class Compiler:
     runs: str  # "always" (JAX: every jitted function) | "on-request" (TensorFlow: jit_compile)
     targets: tuple[str, ...]  # compute capabilities the NVPTX backend names
     ptxas: str | None  # e.g. "nvidia-cuda-nvcc-cu12==12.5.82"; None: the system's ptxas
+    ptxas_cuda: str | None = None  # the CUDA X.Y of the ptxas that installs (set at load)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -14,10 +14,8 @@ next to 476 that carry every arch), and counting them would call every other GPU
 from __future__ import annotations
 
 import functools
-import re
 from dataclasses import dataclass
 
-from packaging.requirements import InvalidRequirement, Requirement
 from packaging.version import Version
 
 from envbuilder.archs import matrix_targets
@@ -58,35 +56,6 @@ def sass_coverage(kernel_sets: tuple[KernelSet, ...], gpu: tuple[int, int]) -> C
     return Coverage(covered=covered, usable=usable)
 
 
-@functools.lru_cache(maxsize=256)
-def _requirement(text: str) -> Requirement | None:
-    try:
-        return Requirement(text)
-    except InvalidRequirement:
-        return None
-
-
-def ptxas_cuda(matrix: Matrix, ptxas: str) -> str | None:
-    """The CUDA X.Y of the ptxas a requirement such as 'nvidia-cuda-nvcc-cu12==12.5.82' installs:
-    a pin's own X.Y; for a floor, the newest CUDA release of the package's major in cuda.yaml,
-    which is what pip installs today. None when it names no CUDA major."""
-    req = _requirement(ptxas)
-    if req is None:
-        return None
-    pins = [s.version for s in req.specifier if s.operator in ("==", "===")]
-    if pins:
-        return major_minor(pins[0])
-    # the major: the name's -cuNN (CUDA 12's wheels), else its bound's (nvidia-cuda-nvcc>=13.0.48)
-    m = re.search(r"-cu(\d+)$", req.name)
-    bounds = [s.version for s in req.specifier if s.operator in (">=", "~=", ">")]
-    if m is None and not bounds:
-        return None
-    cuda_major = int(m.group(1)) if m is not None else Version(bounds[0]).release[0]
-    line = [r.version for r in matrix.cuda.releases if Version(r.version).release[0] == cuda_major]
-    fitting = [v for v in line if req.specifier.contains(v, prereleases=True)] or line
-    return major_minor(max(fitting, key=Version)) if fitting else None
-
-
 def compiler_gap(matrix: Matrix, compiler: Compiler, cc: str) -> str | None:
     """Why the run-time compiler cannot target compute capability `cc`, or None when it can: the
     GPU must be a target of its NVPTX backend and known to its ptxas's CUDA (cuda.yaml archs)."""
@@ -94,10 +63,8 @@ def compiler_gap(matrix: Matrix, compiler: Compiler, cc: str) -> str | None:
         newest = max(compiler.targets, key=Version, default=None)
         upto = f"up to sm_{newest.replace('.', '')}" if newest else "no sm target"
         return f"its NVPTX backend names {upto}, not sm_{cc.replace('.', '')} (read from the binary)"
-    if compiler.ptxas is None:
-        return None
-    cuda = ptxas_cuda(matrix, compiler.ptxas)
-    if cuda is None:
+    cuda = compiler.ptxas_cuda
+    if cuda is None:  # the system's ptxas, or a requirement that names no CUDA major
         return None
     archs = [r.archs for r in matrix.cuda.releases if major_minor(r.version) == cuda]
     if archs and cc not in archs[-1]:

@@ -10,8 +10,9 @@ import pytest
 
 from envbuilder.matrix import framework as framework_table
 from envbuilder.matrix import load_matrix
+from envbuilder.matrix.compiler import ptxas_cuda
 from envbuilder.matrix.model import Compiler, KernelSet, Matrix
-from envbuilder.resolve.coverage import compiler_gap, ptxas_cuda, sass_coverage
+from envbuilder.resolve.coverage import compiler_gap, sass_coverage
 
 
 @pytest.fixture(scope="module")
@@ -89,13 +90,15 @@ def test_partial_sass_needs_the_drivers_jit_for_the_rest(matrix: Matrix) -> None
 
 
 def test_ptxas_is_the_pins_cuda_or_the_newest_of_its_major(matrix: Matrix) -> None:
-    assert ptxas_cuda(matrix, "nvidia-cuda-nvcc-cu12==12.5.82") == "12.5"
+    assert ptxas_cuda(matrix.cuda, "nvidia-cuda-nvcc-cu12==12.5.82") == "12.5"
     newest12 = max((r.version for r in matrix.cuda.releases if r.version.startswith("12.")), key=_v)
-    assert ptxas_cuda(matrix, "nvidia-cuda-nvcc-cu12>=12.5.82,<13.0") == ".".join(newest12.split(".")[:2])
+    assert ptxas_cuda(matrix.cuda, "nvidia-cuda-nvcc-cu12>=12.5.82,<13.0") == ".".join(
+        newest12.split(".")[:2]
+    )
     newest13 = max((r.version for r in matrix.cuda.releases if r.version.startswith("13.")), key=_v)
-    assert ptxas_cuda(matrix, "nvidia-cuda-nvcc>=13.0.48") == ".".join(newest13.split(".")[:2])
-    assert ptxas_cuda(matrix, "nvidia-cuda-nvcc") is None
-    assert ptxas_cuda(matrix, "not a requirement !!") is None
+    assert ptxas_cuda(matrix.cuda, "nvidia-cuda-nvcc>=13.0.48") == ".".join(newest13.split(".")[:2])
+    assert ptxas_cuda(matrix.cuda, "nvidia-cuda-nvcc") is None
+    assert ptxas_cuda(matrix.cuda, "not a requirement !!") is None
 
 
 def _v(text: str) -> tuple[int, ...]:
@@ -108,10 +111,16 @@ def test_compiler_gap_names_the_nvptx_backend_or_the_ptxas(matrix: Matrix) -> No
     gap = compiler_gap(matrix, old_llvm, "12.0")
     assert gap is not None and "up to sm_90, not sm_120" in gap
     pin = "nvidia-cuda-nvcc-cu12==12.5.82"
-    new_llvm = Compiler(runs="on-request", targets=("9.0", "10.0", "12.0"), ptxas=pin)
+    new_llvm = Compiler(runs="on-request", targets=("9.0", "10.0", "12.0"), ptxas=pin, ptxas_cuda="12.5")
     gap = compiler_gap(matrix, new_llvm, "12.0")
     assert gap is not None and "ptxas (nvidia-cuda-nvcc-cu12==12.5.82: CUDA 12.5)" in gap
-    assert compiler_gap(matrix, replace(new_llvm, ptxas="nvidia-cuda-nvcc-cu12>=12.5.82,<13"), "12.0") is None
+    floor = "nvidia-cuda-nvcc-cu12>=12.5.82,<13"
+    assert (
+        compiler_gap(
+            matrix, replace(new_llvm, ptxas=floor, ptxas_cuda=ptxas_cuda(matrix.cuda, floor)), "12.0"
+        )
+        is None
+    )
 
 
 def test_an_xla_that_cannot_target_the_gpu_refuses_jax_and_notes_tensorflow(matrix: Matrix) -> None:
