@@ -58,26 +58,49 @@ def check_generated(
         if not path.is_file() or fw not in cfg:
             continue
         patterns = tuple(cfg[fw]["scan"])
-        for rel in _load(path).get("releases") or ():
-            for row in rel.get("variants") or ():
-                out.rows += 1
-                where = f"{fw} {rel['version']} {row.get('name') or '(only CUDA variant)'}"
-                scans = []
-                for wheel in row.get("wheels") or ():
-                    scan = _scan(wheel["file"], wheel["sha256"], patterns, cache, index, out, log)
-                    if scan is None:
-                        break
-                    scans.append(scan)
-                else:
-                    var = Variant(name=row.get("name"), compiler=cfg[fw].get("compiler"))
-                    for scan in scans:
-                        var.add(scan)
-                    fresh = var.row(known_cc)
-                    out.checked += 1
-                    out.differences += [f"{where}: {d}" for d in _compare(row, fresh)]
-                    continue
+        for rel, row in _variants(path, fw):
+            out.rows += 1
+            where = f"{fw} {rel} {row.get('name') or '(only CUDA variant)'}"
+            scans = [_scan(f, sha, patterns, cache, index, out, log) for f, sha in _wheels(row, where, path)]
+            if any(scan is None for scan in scans):
                 out.unchecked.append(where)
+                continue
+            var = Variant(name=row.get("name"), compiler=cfg[fw].get("compiler"))
+            for scan in scans:
+                assert scan is not None
+                var.add(scan)
+            out.checked += 1
+            out.differences += [f"{where}: {d}" for d in _compare(row, var.row(known_cc))]
     return out
+
+
+def _variants(path: Path, fw: str) -> list[tuple[str, dict[str, Any]]]:
+    """(release version, variant row) of a generated file. Raises MatrixError for a malformed one."""
+    out = []
+    for i, rel in enumerate(_load(path).get("releases") or ()):
+        if not isinstance(rel, dict) or not isinstance(rel.get("variants") or [], list):
+            raise MatrixError(f"generated/{fw}.yaml releases[{i}]: expected a mapping with a variants list")
+        for row in rel.get("variants") or ():
+            if not isinstance(row, dict):
+                raise MatrixError(
+                    f"generated/{fw}.yaml releases[{i}] ({rel.get('version')}): a variant is not a mapping"
+                )
+            out.append((str(rel.get("version")), row))
+    return out
+
+
+def _wheels(row: dict[str, Any], where: str, path: Path) -> list[tuple[str, str]]:
+    wheels = row.get("wheels") or []
+    ok = isinstance(wheels, list) and all(
+        isinstance(w, dict) and isinstance(w.get("file"), str) and isinstance(w.get("sha256"), str)
+        for w in wheels
+    )
+    if not ok:
+        raise MatrixError(
+            f"{path.name}: {where}: `wheels` must list {{file, sha256}} mappings",
+            hint="generated files are written by `envbuilder matrix refresh`, not by hand",
+        )
+    return [(w["file"], w["sha256"]) for w in wheels]
 
 
 def _scan(

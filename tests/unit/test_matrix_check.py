@@ -135,3 +135,23 @@ def test_a_change_to_the_reader_bumps_a_reader_part() -> None:
         "(cached scans that used them are then read again), then update FATBIN_SHA256 and "
         f"READER_AT_THAT_HASH here (sha256 now {digest})"
     )
+
+
+def test_a_malformed_wheels_list_is_a_one_line_matrix_error(folder: Path, tmp_path: Path) -> None:
+    from envbuilder.errors import MatrixError
+
+    _edit(folder, wheels=[{"file": "x.whl"}])
+    with pytest.raises(MatrixError) as err:
+        check_generated(folder, KNOWN_CC, tmp_path / "c")
+    assert "tensorflow 2.21.0 cuda12: `wheels` must list {file, sha256} mappings" in err.value.message
+    assert "\n" not in err.value.message
+
+
+def test_cli_check_of_a_malformed_generated_wheels_list_is_one_line(tmp_path: Path) -> None:
+    matrix = tmp_path / "m"
+    shutil.copytree(matrices_dir(), matrix)
+    _edit(matrix, wheels=[{"file": "x.whl"}])  # the first release's variant
+    res = CliRunner().invoke(cli, ["matrix", "check", "--dir", str(matrix), "--cache", str(tmp_path / "c")])
+    assert res.exit_code == 3, res.output
+    assert "field 'wheels': expected a list of {file, sha256} mappings" in res.stderr
+    assert "Traceback" not in res.output
