@@ -128,7 +128,8 @@ def check_matrix(
         "wheels_read": rows.read,
         "bytes_fetched": rows.fetched,
     }
-    again = f", {rows.read} wheels read again ({rows.fetched / 2**20:.0f} MiB)" if rows.read else ""
+    s = "" if rows.read == 1 else "s"
+    again = f", {rows.read} wheel{s} read again ({rows.fetched / 2**20:.0f} MiB)" if rows.read else ""
     lines.append(
         f"ok  generated rows: {rows.checked} of {rows.rows} re-derived by the current reader from "
         f"{rows.from_cache} cached scans{again}, all as committed"
