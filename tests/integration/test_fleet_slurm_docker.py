@@ -218,7 +218,7 @@ def test_bad_requests_fail_before_anything_is_submitted(certified_fleet: Fleet) 
     assert res.returncode == 2 and "no node class 'v100' in this cluster" in res.stderr
     assert "hint: the classes are: a100, cpu, h200" in res.stderr and "Traceback" not in res.stderr
     res = cli(certified_fleet.data, "fleet", "certify", certified_fleet.ref)
-    assert res.returncode == 2 and "say which scheduler: --slurm or --k8s" in res.stderr
+    assert res.returncode == 2 and "say which scheduler: --scheduler slurm|k8s" in res.stderr
 
 
 FORGE = """\
