@@ -17,7 +17,7 @@ import click
 
 from envbuilder.cli import cli
 from envbuilder.cli.options import passphrase_prompt
-from envbuilder.fleet.schedulers import ALL_SCHEDULERS, CHOICES, scheduler_named
+from envbuilder.fleet.schedulers import ALL_SCHEDULERS, choices, scheduler_named
 from envbuilder.fleet.status import key_throughput
 from envbuilder.tables import table
 
@@ -126,7 +126,7 @@ def scheduler_options(f: F) -> F:
     return click.option(
         "--scheduler",
         "scheduler_name",
-        type=click.Choice(CHOICES),
+        type=click.Choice(choices()),
         help="The cluster's scheduler: "
         + ", ".join(f"{s.option} ({s.source})" for s in ALL_SCHEDULERS)
         + ".",
@@ -140,9 +140,9 @@ def chosen_scheduler(scheduler_name: str | None) -> Scheduler:
     ctx = click.get_current_context(silent=True)
     named = list(ctx.meta.get(_ALIASES, ())) if ctx is not None else []
     named = list(dict.fromkeys([*([scheduler_name] if scheduler_name else []), *named]))
-    example = f"e.g. envbuilder fleet plan --scheduler {CHOICES[0]}"
+    example = f"e.g. envbuilder fleet plan --scheduler {choices()[0]}"
     if not named:
-        raise UsageError(f"say which scheduler: --scheduler {'|'.join(CHOICES)}", hint=example)
+        raise UsageError(f"say which scheduler: --scheduler {'|'.join(choices())}", hint=example)
     if len(named) > 1:
         raise UsageError(f"say one scheduler, not {' and '.join(named)}", hint=example)
     return scheduler_named(named[0])

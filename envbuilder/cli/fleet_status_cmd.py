@@ -15,7 +15,7 @@ from envbuilder.cli.fleet_cmd import (
     say,
 )
 from envbuilder.cli.options import trust_options
-from envbuilder.fleet.schedulers import CHOICES
+from envbuilder.fleet.schedulers import choices
 from envbuilder.fleet.status import key_throughput
 from envbuilder.tables import table
 
@@ -92,7 +92,7 @@ def status_cmd(
     if not rows:
         raise CertificateRefusedError(
             f"nothing certifies {image} on any node class yet",
-            hint=f"envbuilder fleet certify {image} --scheduler {'|'.join(CHOICES)}",
+            hint=f"envbuilder fleet certify {image} --scheduler {'|'.join(choices())}",
         )
     failed = [r.node_class for r in rows if r.verdict == "failed"]
     if failed:

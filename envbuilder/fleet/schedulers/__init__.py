@@ -11,8 +11,16 @@ from envbuilder.fleet.schedulers.base import Scheduler
 from envbuilder.fleet.schedulers.kubernetes import Kubernetes
 from envbuilder.fleet.schedulers.slurm import Slurm
 
-ALL_SCHEDULERS: tuple[Scheduler, ...] = (Slurm(), Kubernetes())
-CHOICES: tuple[str, ...] = tuple(s.option for s in ALL_SCHEDULERS)
+# One line per scheduler; the order is the order of --scheduler's choices and of fleet constraints.
+ALL_SCHEDULERS: tuple[Scheduler, ...] = (
+    Slurm(),
+    Kubernetes(),
+)
+
+
+def choices() -> tuple[str, ...]:
+    """The `--scheduler` choices, in registry order."""
+    return tuple(s.option for s in ALL_SCHEDULERS)
 
 
 def scheduler_named(option: str) -> Scheduler:
@@ -20,7 +28,7 @@ def scheduler_named(option: str) -> Scheduler:
     for s in ALL_SCHEDULERS:
         if option in (s.option, s.name):
             return s
-    raise UsageError(f"no scheduler {option!r}", hint=f"the schedulers are: {', '.join(CHOICES)}")
+    raise UsageError(f"no scheduler {option!r}", hint=f"the schedulers are: {', '.join(choices())}")
 
 
 def scheduler_of_run(run: FleetRun) -> Scheduler | None:
