@@ -171,8 +171,9 @@ def _knows_a_scheduler(path: Path) -> list[str]:
                 names = [node.name]
             elif isinstance(node, ast.ImportFrom) and node.module:
                 names = [node.module.split(".")[-1], *(a.name for a in node.names)]
+            line = getattr(node, "lineno", 0)
             found += [
-                f"{path.name}:{node.lineno} names {n}"
+                f"{path.name}:{line} names {n}"
                 for n in names
                 if any(re.search(rf"(^|_){re.escape(w)}(_|$)", n) for w in words)
             ]
