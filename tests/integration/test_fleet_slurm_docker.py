@@ -1,11 +1,12 @@
-"""A fleet certification through a real Slurm (Debian's slurmctld, two slurmd on one host with fake
-GPU GRES: scripts/slurm.sh): `fleet plan --scheduler slurm` reads the two node classes from
-scontrol (and, with --probe, from srun on each node); `fleet certify REF --slurm` (the hidden
-alias, kept) submits one sbatch job per class, each runs `envbuilder certify` on the CPU path in a real container, the certificates come back,
-are signed and attached to the image in the local registry; "machine B" (another data dir that
-trusts the key) reads them back with `fleet status` and `fleet constraints`. `fleet build` bakes
-two images (two specs for the cluster's CPU class) with a real `docker buildx bake` (Debian
-trixie's buildx, scripts/buildx.sh, run as a standalone binary: ENVBUILDER_BUILDX).
+"""A fleet certification through a real Slurm (Debian's slurmctld, two slurmd on one host with fake GPU
+GRES: scripts/slurm.sh): `fleet plan --scheduler slurm` reads the two node classes from scontrol
+(and, with --probe, from srun on each node); `fleet certify REF --slurm` (the hidden alias, kept)
+submits one sbatch job per class, each runs `envbuilder certify` on the CPU path in a real
+container, the certificates come back, are signed and attached to the image in the local registry;
+"machine B" (another data dir that trusts the key) reads them back with `fleet status` and `fleet
+constraints`. `fleet build` bakes two images (two specs for the cluster's CPU class) with a real
+`docker buildx bake` (Debian trixie's buildx, scripts/buildx.sh, run as a standalone binary:
+ENVBUILDER_BUILDX).
 
 Why this module takes minutes: one build (cached layers), one push, and two quick CPU-path
 certifications (`envbuilder certify --quick` in a container) running at once on two cores.
