@@ -293,3 +293,37 @@ def test_how_to_add_a_scheduler_is_in_step_with_the_registry() -> None:
     today = re.search(r"Registered today: (.*)", section)
     assert today, "the section says which schedulers are registered"
     assert re.findall(r"`(\w+)`", today.group(1)) == [s.option for s in ALL_SCHEDULERS]
+
+
+def test_constraints_print_each_schedulers_sections_in_registry_order(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """`fleet constraints` asks every registered scheduler: the sections, their JSON keys and the
+    --format choices are theirs (Slurm's sbatch options, Kubernetes' affinity, the NFD spec)."""
+    from test_fleet_k8s import gpu_cert
+    from test_fleet_slurm import fleet_image
+
+    import envbuilder.cli.fleet_constraints_cmd as cmd
+    from envbuilder.fleet.schedulers.kubernetes import NFD_ARTIFACT_TYPE
+    from envbuilder.host import GpuInfo
+
+    h200 = GpuInfo(index=0, name="NVIDIA H200", uuid="GPU-1", cc="9.0", brand="nvidia")
+    certs = [gpu_cert((h200,), "11", "h200", "2026-12-01T10:00:00Z")]
+    monkeypatch.setattr(cmd, "find_image", lambda ref: fleet_image())
+    monkeypatch.setattr(cmd, "image_certificates", lambda *a: (certs, [], []))
+    run = CliRunner()
+    doc = json.loads(run.invoke(cli, ["fleet", "constraints", "team/train:1", "--json"]).stdout)
+    assert list(doc) == ["image", "slurm", "kubernetes", "nfd"]
+    assert doc["slurm"][0]["sbatch"] == "--partition=gpu --gres=gpu:h200:8 --constraint=sm_90"
+    assert doc["kubernetes"]["affinity"]["nodeAffinity"] and doc["nfd"]["version"] == "v1alpha1"
+    text = run.invoke(cli, ["fleet", "constraints", "team/train:1"]).stdout
+    heads = [line for line in text.splitlines() if line.startswith("# ")]
+    assert heads == [
+        "# Slurm: the options each certified node class was selected by",
+        "# Kubernetes: pod spec affinity (GPU Feature Discovery labels)",
+        f"# NFD image compatibility ({NFD_ARTIFACT_TYPE})",
+    ]
+    assert "h200: sbatch --partition=gpu --gres=gpu:h200:8 --constraint=sm_90  # certified" in text
+    only = run.invoke(cli, ["fleet", "constraints", "team/train:1", "--format", "nfd"]).stdout
+    assert only.startswith(f"# NFD image compatibility ({NFD_ARTIFACT_TYPE})") and "sbatch" not in only
+    assert "envbuilder: team/train:1 (torch-2.11.0-cu130-py3.12-bundled) certified" in only
