@@ -16,9 +16,11 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal, Protocol
+from typing import TYPE_CHECKING, Literal, Protocol
 
-from packaging.requirements import Requirement
+if TYPE_CHECKING:  # resolve must not load packaging.requirements (tests/unit/test_cli_imports.py)
+    from packaging.requirements import Requirement
+
 
 RefreshKind = Literal["one_wheel", "plugins"]
 

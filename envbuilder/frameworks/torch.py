@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-
-from packaging.requirements import Requirement
+from typing import TYPE_CHECKING
 
 from envbuilder.frameworks.base import Facts, HarnessPlan, MonitorHints, VariantFacts, pinned, xy
+
+if TYPE_CHECKING:
+    from packaging.requirements import Requirement
 
 NAME = "torch"
 FACTS = Facts(

@@ -53,7 +53,7 @@ def test_the_harness_table_agrees_with_the_registry() -> None:
     """harness/frameworks.py (image-side) and each module's HARNESS name the same things."""
     assert tuple(harness_frameworks.FRAMEWORKS) == frameworks.NAMES
     assert session.FRAMEWORK_CHOICES == frameworks.NAMES
-    assert inventory.FRAMEWORK_OWNERS == frozenset(frameworks.NAMES)
+    assert frozenset(frameworks.NAMES) == inventory.FRAMEWORK_OWNERS
     for fw in frameworks.ALL_FRAMEWORK_MODULES:
         row = harness_frameworks.FRAMEWORKS[fw.NAME]
         assert row.kernel_packages == fw.HARNESS.kernel_owners
@@ -98,7 +98,7 @@ def test_no_framework_name_is_compared_outside_the_framework_modules() -> None:
     chain a new framework would have to find. Only envbuilder/frameworks/ and the image-side
     harness (which cannot import it) may spell the names as values to compare or list."""
     names = set(frameworks.NAMES)
-    compared_in_code = re.compile(r"==\s*[\"'](%s)[\"']" % "|".join(names))  # a child's program text
+    compared_in_code = re.compile(r"==\s*[\"'](" + "|".join(names) + r")[\"']")  # a child's program text
     bad = []
     for path in sorted((ROOT / "envbuilder").rglob("*.py")):
         rel = path.relative_to(ROOT).as_posix()
@@ -114,9 +114,8 @@ def test_no_framework_name_is_compared_outside_the_framework_modules() -> None:
                 consts = {e.value for e in [*elts, *inner] if isinstance(e, ast.Constant)}
                 if len(names & consts) >= 2:
                     bad.append(f"{rel}:{node.lineno} lists framework names")
-            elif isinstance(node, ast.Constant) and isinstance(node.value, str):
-                if compared_in_code.search(node.value):
-                    bad.append(f"{rel}:{node.lineno} compares with a framework name in program text")
+            elif isinstance(node, ast.Constant) and compared_in_code.search(str(node.value)):
+                bad.append(f"{rel}:{node.lineno} compares with a framework name in program text")
     assert not bad, "\n".join(bad)
 
 
