@@ -56,6 +56,7 @@ class MonitorHints:
     """What `run --monitor` (run/joblog.py, run/diagnosis.py) reads and says for it."""
 
     oom: re.Pattern[str]  # its out-of-memory message, as it prints it
+    oom_example: str  # one such message, quoted from the framework (tests/unit/test_frameworks.py)
     checkpoint: str | None = None  # its activation checkpointing API (the out-of-memory advice)
     profiler: str | None = None  # its profiler (the advice for a GPU that waits)
 

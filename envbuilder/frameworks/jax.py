@@ -27,9 +27,10 @@ HARNESS = HarnessPlan(
     # jax-cudaNN-pjrt: jax_plugins/xla_cudaNN/xla_cuda_plugin.so
     kernel_owners=("jax_cuda13_plugin", "jax_cuda12_plugin", "jax_plugins"),
 )
-# "XlaRuntimeError: RESOURCE_EXHAUSTED: Out of memory while trying to allocate N bytes."
 HINTS = MonitorHints(
     oom=re.compile(r"RESOURCE_EXHAUSTED:?\s*Out of memory", re.I),
+    oom_example="XlaRuntimeError: RESOURCE_EXHAUSTED: Out of memory while trying to allocate 8589934592 "
+    "bytes.",
     checkpoint="jax.checkpoint",
     profiler="jax.profiler",
 )

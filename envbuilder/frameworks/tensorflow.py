@@ -24,8 +24,10 @@ HARNESS = HarnessPlan(
     smoke_step="tensorflow_smoke",
     kernel_owners=("tensorflow",),
 )
-# "ResourceExhaustedError: ... OOM when allocating tensor with shape[...]"
-HINTS = MonitorHints(oom=re.compile(r"(ResourceExhaustedError|OOM when allocating tensor)"))
+HINTS = MonitorHints(
+    oom=re.compile(r"(ResourceExhaustedError|OOM when allocating tensor)"),
+    oom_example="ResourceExhaustedError: OOM when allocating tensor with shape[256,64,112,112]",
+)
 PROBE = """\
 import tensorflow as tf
 info = tf.sysconfig.get_build_info()

@@ -25,10 +25,11 @@ HARNESS = HarnessPlan(
     smoke_step="torch_smoke",
     kernel_owners=("torch",),
 )
-# "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total
-# capacity of 139.81 GiB of which 1.06 GiB is free." (torch.cuda.OutOfMemoryError before 2.3)
+# torch.cuda.OutOfMemoryError before 2.3
 HINTS = MonitorHints(
     oom=re.compile(r"(torch\.(cuda\.)?OutOfMemoryError|CUDA out of memory)", re.I),
+    oom_example="torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total "
+    "capacity of 139.81 GiB of which 1.06 GiB is free.",
     checkpoint="torch.utils.checkpoint",
     profiler="torch.profiler",
 )
