@@ -12,15 +12,14 @@ import os
 import time
 from typing import Any
 
+from .frameworks import FRAMEWORKS
 from .hostinfo import gpu_devices_present, host_record
 from .record import Recorder, log, utc_now
 from .result import Outcome
 from .session import Budget, Options, Session
 from .steps.estimates import ESTIMATE
 from .steps.inventory import kernel_inventory_step
-from .steps.jax_steps import JAX
 from .steps.smoke import cpu_check_step, cuda_smoke_step, framework_smokes
-from .steps.tf_steps import TENSORFLOW
 from .steps.xla import XlaFramework
 from .telemetry import Sampler, load_nvml
 from .thresholds import select_thresholds
@@ -35,7 +34,13 @@ TUNED_RUNS = {"resnet50": (48, 8), "resnet18": (70, 10)}
 # it too made the wait 6-10 s longer and the run 1.6 s longer).
 SERVED = ("resnet18",)
 GPU_DATA = (224, 4096, 512)  # the GPU path's synthetic set: image size, train and eval images
-XLA_FRAMEWORKS: dict[str, XlaFramework] = {"jax": JAX, "tensorflow": TENSORFLOW}  # xla_plan's
+# xla_plan's adapters, one per framework that has one (frameworks.py: steps/MODULE.py's OBJECT)
+XLA_FRAMEWORKS: dict[str, XlaFramework] = {
+    name: getattr(importlib.import_module(f".steps.{module}", __package__), obj)
+    for name, fw in FRAMEWORKS.items()
+    if fw.adapter is not None
+    for module, obj in [fw.adapter.split(":")]
+}
 NO_GPU = "CPU path: no GPU on this host, or none given to this run"  # cuda_smoke's skip reason
 # The step every path of every framework runs first: where the framework is missing it fails (it
 # never skips: certify/verdict.py refuses a result whose cpu_check did not run).
