@@ -568,14 +568,15 @@ def _xla_gpu_runs(s: Session, fw: XlaFramework, dev: Any) -> None:
         f"train_rn18_{amp}_bs32": rn(batch=32, steps=steps, amp=amp),
         f"train_rn18_{amp}_bs64": rn(batch=64, steps=steps, amp=amp),
     }
-    # The ungated runs' programs compile in a thread while the runs before them train (the
-    # adapters that can: JAX); the gated tuned runs compile in their own first step, alone.
+    # The ungated runs' programs (the accuracy runs', the telemetry A/B's) compile in threads
+    # while the runs before them train (the adapters that can: JAX); the gated tuned runs compile
+    # in their own first step, with nothing else on the GPU.
     lane = None
     if hasattr(fw, "precompile") and data is not None:
         lane = CompileLane(cast(Precompiles, fw), dev, data)
-    if lane is not None:
         for key, cfg in accuracy.items():
             lane.add(key, cfg)
+        lane.add("telemetry_overhead", overhead_config(s, fw, amp))
 
     def served(key: str) -> Any:
         return lane.serve(key, run) if lane is not None else run
@@ -595,14 +596,12 @@ def _xla_gpu_runs(s: Session, fw: XlaFramework, dev: Any) -> None:
             tuned[arch] = rn(arch, batch=TUNED_BATCH, amp=amp, steps=n, warmup=warmup, compile=fw.compile)
             name = f"{short}_{fw.tuned_tag}"
             train_step(s, data, f"tuned_{name}", tuned[arch], estimate=ESTIMATE[name], run=run)
-        if lane is not None:  # the A/B's program, while the ramp's first sizes run
-            lane.add("telemetry_overhead", overhead_config(s, fw, amp))
         # Each ramp size compiles anew (seconds): start at a quarter of what batch 32's peak predicts.
         start = 64
         if peak and free_mib > 0:
             start = max(64, 1 << max(6, int(math.log2(max(1.0, free_mib / peak * 32 / 4)))))
         reserve = ESTIMATE["overhead"] + ESTIMATE["pipeline"]
-        batch_ramp_step(s, fw, data, dev, amp, reserve=reserve, start=start, lane=lane)
+        batch_ramp_step(s, fw, data, dev, amp, reserve=reserve, start=start)
         telemetry_overhead_step(s, fw, data, dev, amp, lane=lane)
         input_pipeline_step(s, fw, data, dev, tuned["resnet50"], batches=8)
     finally:

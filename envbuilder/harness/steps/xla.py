@@ -118,15 +118,19 @@ class Precompiles(Protocol):
         """Compile what a run of cfg calls; the seconds it took."""
 
 
-class CompileLane:
-    """A thread that compiles the runs given to `add`, one after the other, while the plan's steps
-    before them use the GPU (the XLA plan's counterpart of steps/lane.py's torch.compile children).
-    Only runs whose throughput no gate judges go through it: XLA autotunes on the GPU while it
-    compiles, and a gated run's autotuning must not share the GPU with anything (`drain` before
-    them). A run waits for its own compile inside its step (`serve`); a compile that failed leaves
-    the run to compile itself, as without the lane."""
+LANE_WORKERS = 2  # compiles at once: XLA's passes are mostly single-threaded, the H200 host has 16 cores
 
-    def __init__(self, fw: Precompiles, dev: Any, data: Any) -> None:
+
+class CompileLane:
+    """Threads that compile the runs given to `add` (in that order, `workers` at a time) while the
+    plan's steps before them use the GPU (the XLA plan's counterpart of steps/lane.py's
+    torch.compile children). Only runs whose throughput no gate judges go through it: XLA autotunes
+    on the GPU while it compiles, so these compiles share the GPU with each other and with the
+    ungated runs, and a gated run's autotuning must share it with nothing (`drain` before them). A
+    run waits for its own compile inside its step (`serve`); a compile that failed leaves the run
+    to compile itself, as without the lane."""
+
+    def __init__(self, fw: Precompiles, dev: Any, data: Any, workers: int = LANE_WORKERS) -> None:
         import queue
         import threading
 
@@ -135,8 +139,12 @@ class CompileLane:
         self.done: dict[str, dict[str, Any]] = {}
         self.cond = threading.Condition()
         self.pending: list[str] = []
-        self.thread = threading.Thread(target=self._work, name="xla-compile-lane", daemon=True)
-        self.thread.start()
+        self.threads = [
+            threading.Thread(target=self._work, name=f"xla-compile-lane-{i}", daemon=True)
+            for i in range(workers)
+        ]
+        for t in self.threads:
+            t.start()
 
     def add(self, key: str, cfg: RunConfig) -> None:
         with self.cond:
@@ -190,7 +198,8 @@ class CompileLane:
         return served
 
     def close(self) -> None:
-        self.todo.put(None)
+        for _ in self.threads:
+            self.todo.put(None)
 
 
 def dataset_step(s: Session, fw: XlaFramework, size: int, n_train: int, n_eval: int, dev: Any) -> Any:
@@ -209,11 +218,6 @@ class RampsAhead(Protocol):
     def ramp_try(self, cfg: RunConfig, dev: Any, data: Dataset) -> dict[str, Any]: ...
 
 
-# The ramp's first tries may share the GPU with the compile lane; larger ones wait until it is idle,
-# so the lane's autotuning scratch never takes memory the ramp is measuring.
-RAMP_SHARED_TRIES = 2
-
-
 def batch_ramp_step(
     s: Session,
     fw: XlaFramework,
@@ -223,7 +227,6 @@ def batch_ramp_step(
     *,
     reserve: float,
     start: int,
-    lane: CompileLane | None = None,
 ) -> None:
     """ResNet-18, mixed precision: double the batch until XLA runs out of memory, back off,
     bisect. Each batch size compiles anew, so the ramp starts near what the bs64 run predicts.
@@ -238,12 +241,8 @@ def batch_ramp_step(
         from ..workloads.ramp import find_max_batch
 
         ahead = fw if hasattr(fw, "ramp_try") else None
-        tries = [0]
 
         def try_batch(b: int) -> dict[str, Any]:
-            tries[0] += 1
-            if lane is not None and tries[0] > RAMP_SHARED_TRIES:
-                lane.drain()
             cfg = RunConfig(name="ramp", batch=b, amp=amp, compile=fw.compile, device="gpu", seed=s.opts.seed)
             if ahead is not None:
                 return cast(RampsAhead, ahead).ramp_try(cfg, dev, data)
@@ -282,8 +281,8 @@ def telemetry_overhead_step(
     s: Session, fw: XlaFramework, data: Any, dev: Any, amp: str, lane: CompileLane | None = None
 ) -> None:
     """The torch step's A/B (steps/overhead.py) with the framework's ResNet-18 (jitted; XLA for
-    Keras) at batch 128. `lane`: the compile lane that compiles its program (key
-    "telemetry_overhead") while the batch ramp runs."""
+    Keras) at batch 128. `lane`: the compile lane that compiled its program (key
+    "telemetry_overhead")."""
     with s.rec.step("telemetry_overhead") as st:
         sampler, data = ab_prerequisites(s, data)
         b = OVERHEAD_BATCH
