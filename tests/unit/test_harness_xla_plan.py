@@ -409,5 +409,6 @@ def test_the_lane_reports_what_it_was_not_given() -> None:
     assert report["compile_s"] == 0.2 and report["waited_s"] >= 0.1
     lane.drain()
     lane.close()
-    lane.thread.join(5)
-    assert not lane.thread.is_alive()
+    for t in lane.threads:
+        t.join(5)
+        assert not t.is_alive()
