@@ -18,7 +18,7 @@ from .record import Recorder, log, utc_now
 from .result import Outcome
 from .session import Budget, Options, Session
 from .steps.estimates import ESTIMATE
-from .steps.inventory import kernel_inventory_step
+from .steps.inventory import kernel_inventory_step, start_scan
 from .steps.smoke import cpu_check_step, cuda_smoke_step, framework_smokes
 from .steps.xla import XlaFramework
 from .telemetry import Sampler, load_nvml
@@ -91,12 +91,13 @@ class Certification:
             from . import readahead
 
             readahead.start(self.rec, self.opts.framework)
+        scan = start_scan()  # the kernel inventory's reading, beside the host step
         lane = self._early_lane()
         try:
             self._host_step()
             if lane is not None:
                 lane.release()  # the host step has listed the GPU's processes: the children may go
-            self._run(lane)
+            self._run(lane, scan)
         finally:
             if lane is not None:
                 lane.close()
@@ -115,8 +116,8 @@ class Certification:
             TUNED_RUNS, batch=TUNED_BATCH, amp="auto", seed=o.seed, data=GPU_DATA, hold=True, served=SERVED
         )
 
-    def _run(self, lane: Any) -> None:
-        kernel_inventory_step(self.rec, self.host)  # what the libraries carry, before any GPU use
+    def _run(self, lane: Any, scan: Any) -> None:
+        kernel_inventory_step(self.rec, self.host, scan)  # what the libraries carry, before any GPU use
         self._path_notes()
         # The sampler keeps its own time under half the overhead limit the certification gates.
         max_duty = float(self.thresholds["telemetry_overhead_max"]) / 2

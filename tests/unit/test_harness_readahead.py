@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import os
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -72,3 +73,35 @@ def test_the_thread_records_the_fact(tmp_path: Path, monkeypatch: pytest.MonkeyP
     readahead.start(rec, "jax").join(10)
     assert asked == [["jaxlib", "jax_cuda13_plugin", "jax_cuda12_plugin", "jax_plugins", "nvidia"]]
     assert rec.facts["library_readahead"]["files"] == 2
+
+
+def test_the_inventory_read_early_is_judged_in_its_step(monkeypatch: pytest.MonkeyPatch) -> None:
+    """start_scan reads the libraries in a thread (beside the host step); the kernel_inventory step
+    judges what it read, and one that raised is read again inside the step, failing there."""
+    from envbuilder.harness.steps import inventory as step
+
+    calls: list[str] = []
+    started = threading.Event()
+
+    def scan(roots: Any) -> dict[str, Any]:
+        calls.append(threading.current_thread().name)
+        started.set()
+        return {"libraries": [], "libraries_scanned": 3, "seconds": 0.0, "truncated": False, "errors": []}
+
+    monkeypatch.setattr(inventory, "scan", scan)
+    result = step.start_scan()
+    assert started.wait(5)  # begun before anyone asked for it
+    rec = Recorder(out=io.StringIO())
+    step.kernel_inventory_step(rec, {"gpus": []}, result)
+    assert calls == ["kernel-inventory"] and rec.steps[0].status == "pass"
+    assert rec.steps[0].metrics["libraries_scanned"] == 3
+
+    def broken(roots: Any) -> dict[str, Any]:
+        calls.append(threading.current_thread().name)
+        raise OSError("disk gone")
+
+    monkeypatch.setattr(inventory, "scan", broken)
+    rec = Recorder(out=io.StringIO())
+    step.kernel_inventory_step(rec, {"gpus": []}, step.start_scan())
+    assert calls[-2:] == ["kernel-inventory", "MainThread"]
+    assert rec.steps[0].status == "fail" and "disk gone" in rec.steps[0].reason
