@@ -166,7 +166,8 @@ for line in open(f"{w}/runs.tsv"):
                 "cudnn_warmup", "library_readahead", "xla_lane", "largest_batch", "kernel_inventory_overlap")},
         )
     except (OSError, ValueError, KeyError, TypeError) as e:
-        r["error"] = f"no result document ({type(e).__name__}: {e})"
+        if rc != "not run":
+            r["error"] = f"no result document ({type(e).__name__}: {e})"
     runs.append(r)
 json.dump({"limit_s": int(limit), "runs": runs}, open(f"{out}/summary.json", "w"), indent=1)
 goals = {"torch-new-cold": 75, "torch-new-warm": 75, "jax-new": 100, "torch-new-quick": 20}
