@@ -105,3 +105,48 @@ def test_the_inventory_read_early_is_judged_in_its_step(monkeypatch: pytest.Monk
     step.kernel_inventory_step(rec, {"gpus": []}, step.start_scan())
     assert calls[-2:] == ["kernel-inventory", "MainThread"]
     assert rec.steps[0].status == "fail" and "disk gone" in rec.steps[0].reason
+
+
+def test_the_pipeline_images_are_encoded_beside_the_ungated_runs(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The default torch order encodes the input pipeline's JPEGs in a thread while the accuracy
+    runs train (1.8 s the GPU waited for on the H200), and has them done before the telemetry A/B."""
+    pytest.importorskip("torch")
+    import time
+
+    from envbuilder.harness import plan
+    from envbuilder.harness.session import Budget, Options, Session
+    from envbuilder.harness.steps import training
+    from envbuilder.harness.thresholds import select_thresholds
+
+    events: list[str] = []
+
+    def mark(name: str, seconds: float = 0.0) -> Any:
+        def go(*_a: Any, **_k: Any) -> None:
+            events.append(f"{name}-start")
+            time.sleep(seconds)
+            events.append(f"{name}-end")
+
+        return go
+
+    monkeypatch.setattr(training, "dataset_step", lambda *a: object())
+    monkeypatch.setattr(plan, "cpu_check_step", mark("cpu_check"))
+    for name, secs in (("accuracy_runs", 0.3), ("prepare_pipeline", 0.1), ("overhead", 0.0)):
+        monkeypatch.setattr(plan.TorchGpuPlan, name, mark(name, secs))
+    for name in ("warm_autotuner", "tuned_compiled", "tuned_eager", "ramp_overhead_pipeline"):
+        monkeypatch.setattr(plan.TorchGpuPlan, name, lambda *a, **k: None)
+
+    class Lane:
+        def wait(self, *_a: Any) -> dict[str, Any]:
+            return {}
+
+    s = Session(
+        opts=Options(),
+        rec=Recorder(out=io.StringIO()),
+        budget=Budget(1000.0, time.monotonic()),
+        thresholds=select_thresholds(None, "NVIDIA H200"),
+        device="cuda",
+        sampler=None,
+    )
+    plan.TorchGpuPlan(s, Lane()).run()
+    assert events.index("prepare_pipeline-start") < events.index("accuracy_runs-end")
+    assert events.index("prepare_pipeline-end") < events.index("overhead-start")
