@@ -163,7 +163,7 @@ for line in open(f"{w}/runs.tsv"):
             steps={s["name"]: [s["status"], round(s["seconds"], 1)] for s in doc.get("steps", [])},
             gates={g["name"]: [g["status"], g.get("reason", "")] for g in doc.get("gates", [])},
             facts={k: v for k, v in (doc.get("facts") or {}).items() if k in (
-                "cudnn_warmup", "library_readahead", "xla_lane", "largest_batch", "kernel_inventory_overlap")},
+                "cudnn_warmup", "library_readahead", "largest_batch", "pipeline_images_prepared_s")},
         )
     except (OSError, ValueError, KeyError, TypeError) as e:
         if rc != "not run":
