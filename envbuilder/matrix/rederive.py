@@ -17,6 +17,7 @@ import yaml
 from packaging.utils import parse_wheel_filename
 
 from envbuilder.errors import MatrixError
+from envbuilder.frameworks import NAMES
 from envbuilder.matrix.index import IndexFile, PackageIndex
 from envbuilder.matrix.refresh import Log, Variant, WheelScan, cached_scan, scan_wheel
 
@@ -44,7 +45,7 @@ def check_generated(
     cache: Path,
     *,
     index: PackageIndex | None = None,
-    frameworks: Iterable[str] = ("torch", "tensorflow", "jax"),
+    frameworks: Iterable[str] = NAMES,
     log: Log = lambda _m: None,
 ) -> RowCheck:
     """Re-derive every generated row under `folder` from the scans of its wheels (in `cache`;

@@ -7,6 +7,8 @@ from the drawing in design.md, and say why:
   - engine/ comes before image/: the drawing's image -> engine is build handing its Dockerfile to
     Docker, which in code is image/build.py calling engine/; engine (the one importer of docker)
     imports no stage, and every stage that drives Docker (image, certify, run, doctor) uses it.
+  - frameworks/ (not in the drawing) comes first: each framework's facts, harness plan and
+    monitor hints, read by matrix, host, image, certify, run and the CLI; it imports no stage.
   - registry/ and attest/ sit between certify/ and run/: attest signs certificates (certify's
     output) and pushes them through registry/; run verifies them before it starts an image.
 """
@@ -39,6 +41,7 @@ SHARED = {
     "platforms",
 }
 FLOW = (
+    "frameworks",  # one module per framework and their registry: facts every stage reads
     "matrix",
     "host",
     "resolve",
