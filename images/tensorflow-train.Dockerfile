@@ -4,10 +4,10 @@
 FROM python:3.13-slim-trixie
 
 # The Container Toolkit reads these at start-up: expose the GPUs and refuse a driver too old
-# for the CUDA the wheels carry (this stack needs driver >= 525.60.13).
+# for the CUDA the wheels carry (this stack needs driver >= 555.42.02).
 ENV NVIDIA_VISIBLE_DEVICES="all" \
     NVIDIA_DRIVER_CAPABILITIES="compute,utility" \
-    NVIDIA_REQUIRE_CUDA="cuda>=12.0"
+    NVIDIA_REQUIRE_CUDA="cuda>=12.5"
 
 # Python 3.13 comes with the base image.
 RUN SOURCE_DATE_EPOCH=0 python3.13 -m venv /opt/venv
@@ -56,7 +56,7 @@ ENV ENVBUILDER_HARNESS=/opt/envbuilder/harness
 # The driver check at start-up, whatever starts the container (docker run, Kubernetes, Apptainer;
 # the Toolkit's own check is skipped in CDI mode): a driver below the minimum is refused.
 COPY entrypoint.sh /opt/envbuilder/entrypoint.sh
-ENV ENVBUILDER_MIN_DRIVER="525.60.13"
+ENV ENVBUILDER_MIN_DRIVER="555.42.02"
 ENTRYPOINT ["/opt/envbuilder/entrypoint.sh"]
 CMD ["/bin/bash"]
 
@@ -66,9 +66,9 @@ WORKDIR /workspace
 LABEL io.envbuilder.archs="sm_60,sm_70,sm_80,sm_89,sm_90,compute_90" \
       io.envbuilder.certify="{\"level\":\"default\",\"thresholds\":{}}" \
       io.envbuilder.harness="/opt/envbuilder/harness" \
-      io.envbuilder.lock-hash="0a64b8d43bd4ed9be8dff4995cbcb164cb663fda11bed1091047a1298125dd95" \
-      io.envbuilder.min-driver="525.60.13" \
-      io.envbuilder.stack="{\"archs\":{\"ptx\":[\"9.0\"],\"sass\":[\"6.0\",\"7.0\",\"8.0\",\"8.9\",\"9.0\"]},\"base_image\":\"python:3.13-slim-trixie\",\"companions\":{},\"cuda\":\"12.5\",\"cudnn\":\"9.3\",\"flavor\":null,\"framework\":{\"name\":\"tensorflow\",\"variant\":\"cuda12\",\"version\":\"2.21.0\"},\"id\":\"tensorflow2.21.0-cuda12-py3.13-bundled-debian13\",\"index_url\":null,\"min_driver\":\"525.60.13\",\"nccl\":\"2.27.7\",\"notes\":[],\"os\":\"debian13\",\"packages\":[\"tensorflow[and-cuda]==2.21.0\"],\"python\":\"3.13\",\"python_install\":\"present\",\"require_cuda\":\"cuda>=12.0\",\"strategy\":\"bundled\"}" \
+      io.envbuilder.lock-hash="37840b821998c5321f79c1cd63a978eaf882072689cbd2f37f27650398756551" \
+      io.envbuilder.min-driver="555.42.02" \
+      io.envbuilder.stack="{\"archs\":{\"ptx\":[\"9.0\"],\"sass\":[\"6.0\",\"7.0\",\"8.0\",\"8.9\",\"9.0\"]},\"base_image\":\"python:3.13-slim-trixie\",\"companions\":{},\"cuda\":\"12.5\",\"cudnn\":\"9.3\",\"flavor\":null,\"framework\":{\"name\":\"tensorflow\",\"variant\":\"cuda12\",\"version\":\"2.21.0\"},\"id\":\"tensorflow2.21.0-cuda12-py3.13-bundled-debian13\",\"index_url\":null,\"min_driver\":\"555.42.02\",\"nccl\":\"2.27.7\",\"notes\":[\"NVIDIA H200 has SASS in 249 of 1,398 kernel sets (18%) of this build: the rest runs through PTX JIT (slow first start)\"],\"os\":\"debian13\",\"packages\":[\"tensorflow[and-cuda]==2.21.0\"],\"python\":\"3.13\",\"python_install\":\"present\",\"require_cuda\":\"cuda>=12.5\",\"strategy\":\"bundled\"}" \
       org.opencontainers.image.base.name="python:3.13-slim-trixie" \
       org.opencontainers.image.description="TensorFlow training (Keras)" \
       org.opencontainers.image.title="tensorflow-train" \

@@ -4,17 +4,23 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from envbuilder import resources
 from envbuilder.cli import cli
-from envbuilder.errors import UsageError
+from envbuilder.errors import MatrixError, UsageError
 from envbuilder.matrix import FRAMEWORKS, load_matrix
 from envbuilder.matrix import listing as facts
 from envbuilder.tables import table
+
+if TYPE_CHECKING:
+    from envbuilder.matrix.index import PackageIndex
+    from envbuilder.matrix.model import Matrix
+    from envbuilder.matrix.rederive import RowCheck
 
 
 @cli.group()
@@ -31,9 +37,37 @@ def matrix() -> None:
     help="Matrix folder to check (default: the bundled matrices/).",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON summary.")
-def check(directory: Path | None, as_json: bool) -> None:
-    """Load every matrix file and verify its invariants."""
-    summary = check_matrix(directory)
+@click.option(
+    "--fetch",
+    is_flag=True,
+    help="Read again the wheels whose scan is missing from the cache or was made by a reader part "
+    "that changed since (range requests to the index); without it they are listed as not checked.",
+)
+@click.option(
+    "--index-url",
+    default=None,
+    help="With --fetch: where the wheels are (a PEP 503 simple index, or a JSON API ending in /pypi). "
+    "Default: PyPI's JSON API.",
+)
+@click.option(
+    "--cache",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Scan cache of `matrix refresh` (default: ~/.cache/envbuilder/wheel-scans).",
+)
+def check(
+    directory: Path | None, as_json: bool, fetch: bool, index_url: str | None, cache: Path | None
+) -> None:
+    """Load every matrix file and verify its invariants; then re-derive each generated row
+    (matrices/generated/) from its wheels' cached scans with the current fatbin reader and fail
+    on any row that differs. Exit codes: 0 all consistent; 3 a file breaks an invariant or a
+    generated row differs from what the reader reads (the rows are named)."""
+    index = None
+    if fetch:
+        from envbuilder.matrix.index import open_index
+
+        index = open_index(index_url, None)
+    summary = check_matrix(directory, cache=cache, index=index, log=lambda m: click.echo(m, err=True))
     if as_json:
         click.echo(json.dumps(summary, indent=2, sort_keys=True))
     else:
@@ -41,8 +75,16 @@ def check(directory: Path | None, as_json: bool) -> None:
             click.echo(line)
 
 
-def check_matrix(directory: Path | None = None) -> dict[str, Any]:
-    """Load the matrix and summarise it. Raises MatrixError."""
+def check_matrix(
+    directory: Path | None = None,
+    *,
+    cache: Path | None = None,
+    index: PackageIndex | None = None,
+    log: Callable[[str], None] = lambda _m: None,
+) -> dict[str, Any]:
+    """Load the matrix, re-derive its generated rows (matrix/rederive.py) and summarise both.
+    Raises MatrixError (a broken invariant, or generated rows that differ from what the reader
+    reads), PackageIndexError (a wheel that cannot be read again)."""
     m = load_matrix(directory, compiled=False)  # a check reads and checks the YAML itself
     lines = [
         f"ok  cuda.yaml: {len(m.cuda.releases)} releases "
@@ -77,7 +119,57 @@ def check_matrix(directory: Path | None = None) -> dict[str, Any]:
         )
         counts["installable"] = {"answered": len(m.installable), "not_resolving": refused}
     lines.append("ok  invariants: quoted versions, known CUDA and compute capabilities, no duplicates")
+    rows = _check_rows(m, directory, cache, index, log)
+    counts["generated_rows"] = {
+        "rows": rows.rows,
+        "checked": rows.checked,
+        "not_checked": len(rows.unchecked),
+        "scans_from_cache": rows.from_cache,
+        "wheels_read": rows.read,
+        "bytes_fetched": rows.fetched,
+    }
+    s = "" if rows.read == 1 else "s"
+    again = f", {rows.read} wheel{s} read again ({rows.fetched / 2**20:.0f} MiB)" if rows.read else ""
+    lines.append(
+        f"ok  generated rows: {rows.checked} of {rows.rows} re-derived by the current reader from "
+        f"{rows.from_cache} cached scans{again}, all as committed"
+        + (
+            f"; {len(rows.unchecked)} not checked (no current scan of their wheels: "
+            "`envbuilder matrix check --fetch` reads them)"
+            if rows.unchecked
+            else ""
+        )
+    )
     return {"ok": True, "counts": counts, "reviewed": dict(m.reviewed), "lines": lines}
+
+
+def _check_rows(
+    m: Matrix,
+    directory: Path | None,
+    cache: Path | None,
+    index: PackageIndex | None,
+    log: Callable[[str], None],
+) -> RowCheck:
+    """The generated rows re-derived; MatrixError naming each row that differs."""
+    from envbuilder.matrix.rederive import check_generated
+    from envbuilder.matrix.refresh import cache_dir
+
+    rows = check_generated(
+        directory or resources.matrices_dir(),
+        {a.cc for a in m.gpus.archs},
+        cache or cache_dir(),
+        index=index,
+        log=log,
+    )
+    if rows.differences:
+        shown = "; ".join(rows.differences[:20])
+        more = f"; ... and {len(rows.differences) - 20} more" if len(rows.differences) > 20 else ""
+        raise MatrixError(
+            f"{len(rows.differences)} generated row fields differ from what the current reader reads "
+            f"of their wheels: {shown}{more}",
+            hint="`envbuilder matrix refresh --framework NAME` regenerates them from the wheels",
+        )
+    return rows
 
 
 @matrix.command("list")
@@ -187,6 +279,19 @@ def _print_record(record: dict[str, Any]) -> None:
         ]
         for line in table(("VARIANT", "CUDA", "CUDNN", "NCCL", "SASS", "PTX", "OWN DRIVER FLOOR"), rows):
             click.echo(line)
+        for v in record["variants"]:
+            sets = [
+                f"{k['sets']:,} with SASS {' '.join(k['sass']) or '-'}, PTX {' '.join(k['ptx']) or '-'}"
+                for k in v.get("kernel_sets") or ()
+            ]
+            if len(sets) > 1:
+                click.echo(f"  {v['name']} kernel sets: {'; '.join(sets)}")
+            if comp := v.get("compiler"):
+                newest = comp["targets"][-1] if comp["targets"] else "-"
+                click.echo(
+                    f"  {v['name']} XLA ({comp['runs']}): targets up to {newest}, ptxas from "
+                    f"{comp['ptxas'] or 'the system'}"
+                )
         return
     title = record.get("name") or record.get("ref") or record.get("version")
     click.echo(f"{kind} {title}")

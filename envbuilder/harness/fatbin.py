@@ -144,6 +144,7 @@ def _zstd_decoder() -> Callable[[bytes, int], bytes] | None:
 
 
 _ZSTD = _zstd_decoder()
+ZSTD_DECODER = _ZSTD.__qualname__.rsplit(".", 1)[-1] if _ZSTD is not None else None  # what read zstd PTX
 
 
 def _ptx_head(payload: bytes | bytearray, flags: int, compressed: int) -> tuple[bytes | None, str | None]:
@@ -279,6 +280,21 @@ def embedded_entries(data: Buffer) -> list[Entry]:
         for fb in iter_fatbins(data, off, off + size, strict=True):
             entries += fb
     return entries
+
+
+def elf_fatbins(data: Buffer) -> tuple[list[list[Entry]], list[list[Entry]]]:
+    """Every fatbin of one ELF shared object, one entry list each (one kernel set: the kernels of
+    one compilation unit, which the CUDA runtime loads as one module): those of its fatbin sections
+    (as elf_entries chooses them) and those kept in its data sections (as embedded_entries)."""
+    sections = elf_sections(data)
+    chosen = [s for s in sections if s[0] == b".nv_fatbin"] or sections
+    own = [fb for _n, off, size in chosen for fb in iter_fatbins(data, off, off + size)]
+    kept = [
+        fb
+        for _n, off, size in elf_sections(data, _DATA_SECTIONS)
+        for fb in iter_fatbins(data, off, off + size, strict=True)
+    ]
+    return own, kept
 
 
 def scan_elf(data: Buffer) -> Kernels:

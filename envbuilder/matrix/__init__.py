@@ -19,11 +19,13 @@ from packaging.version import Version
 from envbuilder import resources
 from envbuilder.errors import MatrixError, UsageError
 from envbuilder.frameworks import NAMES
+from envbuilder.matrix.compiler import with_ptxas_cuda
 from envbuilder.matrix.generated import overlay
 from envbuilder.matrix.installable import load_answers, with_user_answers
 from envbuilder.matrix.model import (
     ArchInfo,
     BaseImage,
+    Compiler,
     CudaMajor,
     CudaMatrix,
     CudaRelease,
@@ -32,6 +34,7 @@ from envbuilder.matrix.model import (
     FrameworkVariant,
     GpuMatrix,
     GpuModel,
+    KernelSet,
     KnownBad,
     Matrix,
     PtxIsa,
@@ -248,7 +251,41 @@ def _variant(
         default=bool(row.get("default", False)),
         ptx_isa=version_field(row, "ptx_isa", c, optional=True),
         arch_source=get_field(row, "arch_source", c, str, optional=True) or None,
+        kernel_sets=_kernel_sets(row, c),
+        compiler=_compiler(row, c),
     )
+
+
+def _kernel_sets(row: dict[str, Any], c: Ctx) -> tuple[KernelSet, ...]:
+    out = []
+    for i, ks in enumerate(get_field(row, "kernel_sets", c, list, optional=True) or ()):
+        kc = c.at(f"kernel_sets[{i}]", ks)
+        if not isinstance(ks, dict):
+            raise kc.fail(None, "each kernel set is a mapping with sass, ptx and sets")
+        sets = get_field(ks, "sets", kc, int)
+        if sets < 1:
+            raise kc.fail("sets", f"a count of kernel sets is at least 1, got {sets}")
+        out.append(KernelSet(sass=cc_list(ks, "sass", kc), ptx=cc_list(ks, "ptx", kc), sets=sets))
+    return tuple(out)
+
+
+def _compiler(row: dict[str, Any], c: Ctx) -> Compiler | None:
+    comp = get_field(row, "compiler", c, dict, optional=True)
+    if comp is None:
+        return None
+    cc = c.at("compiler", comp)
+    runs = get_field(comp, "runs", cc, str)
+    if runs not in ("always", "on-request"):
+        raise cc.fail("runs", f"expected 'always' or 'on-request', got {runs!r}")
+    ptxas = get_field(comp, "ptxas", cc, str, optional=True)
+    if ptxas is not None:
+        from packaging.requirements import InvalidRequirement, Requirement
+
+        try:
+            Requirement(ptxas)
+        except InvalidRequirement as exc:
+            raise cc.fail("ptxas", f"not a requirement: {ptxas!r}") from exc
+    return Compiler(runs=runs, targets=cc_list(comp, "targets", cc), ptxas=ptxas)
 
 
 # --------------------------------------------------------------------------- base_images.yaml
@@ -485,10 +522,11 @@ def _load(directory: Path) -> Matrix:
     for fw, expected in zip(frameworks, FRAMEWORKS, strict=True):
         if fw.name != expected:
             raise MatrixError(f"frameworks/{expected}.yaml: field 'framework' says {fw.name!r}")
+    cuda = _load_cuda(docs["cuda.yaml"])
     m = Matrix(
-        cuda=_load_cuda(docs["cuda.yaml"]),
+        cuda=cuda,
         gpus=_load_gpus(docs["gpus.yaml"]),
-        frameworks=frameworks,
+        frameworks=with_ptxas_cuda(cuda, frameworks),
         base_images=_load_base_images(docs["base_images.yaml"]),
         reviewed=tuple((f, str(data["reviewed"])) for f, (data, _) in docs.items()),
         ptx_isa=_load_ptx_isa(docs["ptx_isa.yaml"]) if "ptx_isa.yaml" in docs else (),

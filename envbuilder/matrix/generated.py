@@ -18,6 +18,7 @@ from packaging.version import Version
 from envbuilder.matrix.reader import Ctx, get_field, rows
 
 _FROM_WHEEL = ("cuda", "cudnn", "nccl")
+_READ_ONLY_HERE = ("kernel_sets", "compiler")
 
 
 def arch_source(variant: dict[str, Any]) -> str:
@@ -25,11 +26,23 @@ def arch_source(variant: dict[str, Any]) -> str:
     return "; ".join(f"{w['file']} sha256:{w['sha256']}" for w in variant.get("wheels") or ())
 
 
+def _check_wheels(variant: dict[str, Any], c: Ctx) -> None:
+    """A generated variant's `wheels`: a list of {file, sha256} mappings. Raises MatrixError."""
+    wheels = variant.get("wheels") or []
+    if not isinstance(wheels, list) or not all(
+        isinstance(w, dict) and isinstance(w.get("file"), str) and isinstance(w.get("sha256"), str)
+        for w in wheels
+    ):
+        raise c.fail("wheels", "expected a list of {file, sha256} mappings (matrix refresh writes them)")
+
+
 def _apply(target: dict[str, Any], gen: dict[str, Any]) -> dict[str, Any]:
     out = copy.copy(target)
     out["sass"], out["ptx"] = list(gen["sass"]), list(gen["ptx"])
     out["ptx_isa"] = gen.get("ptx_isa")
     out["arch_source"] = arch_source(gen)
+    for key in _READ_ONLY_HERE:  # facts no curated row has: the wheel's, or none
+        out[key] = gen.get(key)
     for key in _FROM_WHEEL:
         if gen.get(key) is not None:
             out[key] = gen[key]
@@ -63,6 +76,8 @@ def overlay(data: dict[str, Any], gen: dict[str, Any], gen_ctx: Ctx) -> dict[str
         c = gen_ctx.at(f"releases[{i}] ({g.get('version')})", g)
         version = str(get_field(g, "version", c, str))
         gvariants = rows(g, "variants", c)
+        for j, gv in enumerate(gvariants):
+            _check_wheels(gv, c.at(f"variants[{j}]", gv))
         row = by_version.get(version)
         if row is None:
             variants = []

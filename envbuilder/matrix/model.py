@@ -85,6 +85,27 @@ class GpuMatrix:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class KernelSet:
+    """Kernel sets (fatbins: one compilation unit's kernels, loaded as one module) of a build that
+    carry the same SASS and PTX lists, and how many there are (read from the wheel's fatbins)."""
+
+    sass: tuple[str, ...]
+    ptx: tuple[str, ...]
+    sets: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Compiler:
+    """The compiler an XLA framework runs at run time, as read from its wheels: the sm targets of
+    its NVPTX backend (names in the binary) and the requirement that brings its ptxas."""
+
+    runs: str  # "always" (JAX: every jitted function) | "on-request" (TensorFlow: jit_compile)
+    targets: tuple[str, ...]  # compute capabilities the NVPTX backend names
+    ptxas: str | None  # e.g. "nvidia-cuda-nvcc-cu12==12.5.82"; None: the system's ptxas
+    ptxas_cuda: str | None = None  # the CUDA X.Y of the ptxas that installs (set at load)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class FrameworkVariant:
     """One published build of a framework release, e.g. torch 2.11.0 + cu126."""
 
@@ -106,6 +127,8 @@ class FrameworkVariant:
     ptx_isa: str | None = None  # newest PTX ISA the build's wheels carry (None: not read from them)
     # the wheels the arch facts were read from ("FILE sha256:HEX; ..."); None: curated by hand
     arch_source: str | None = None
+    kernel_sets: tuple[KernelSet, ...] = ()  # () : not read (SASS taken as covering every kernel)
+    compiler: Compiler | None = None  # the run-time compiler of an XLA framework; None: none read
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

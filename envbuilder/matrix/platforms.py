@@ -158,6 +158,9 @@ def variant_for_platform(
             "ptx": build.ptx,
             "ptx_isa": None,
             "arch_source": "; ".join(build.wheels) or None,  # None: curated, not read from a wheel
+            # read from the linux/amd64 wheels only: not this platform's facts
+            "kernel_sets": (),
+            "compiler": None,
         }
     if build.own_index:
         fields["index_url"] = build.index_url

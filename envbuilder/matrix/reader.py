@@ -13,7 +13,7 @@ from envbuilder.versions import parse_cc, parse_driver, parse_version
 
 SCHEMA_VERSION = 1
 _INT_KEYS = frozenset(
-    {"schema_version", "major", "mvc_max_branch", "first_branch", "last_branch", "branches"}
+    {"schema_version", "major", "mvc_max_branch", "first_branch", "last_branch", "branches", "sets"}
 )
 T = TypeVar("T")
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 import difflib
 import fnmatch
 import json
-import os
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -51,6 +50,7 @@ class WheelScan:
     members: tuple[tuple[str, dict[str, Any]], ...]  # (member, fatbin.Kernels.to_dict())
     fetched: int = 0  # bytes transferred for this scan
     cached: bool = False  # True: read from the scan cache, the wheel was not opened
+    reader: tuple[tuple[str, str], ...] = ()  # (part, its version) of the reader parts it used
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -59,6 +59,7 @@ class WheelScan:
             "requires_python": self.requires_python,
             "requires_dist": list(self.requires_dist),
             "members": {m: k for m, k in self.members},
+            "reader": dict(self.reader),
         }
 
     @classmethod
@@ -70,7 +71,14 @@ class WheelScan:
             requires_dist=tuple(d.get("requires_dist", ())),
             members=tuple(sorted(d.get("members", {}).items())),
             cached=True,
+            reader=tuple(sorted((d.get("reader") or {}).items())),
         )
+
+    @property
+    def stale(self) -> bool:
+        """Would the current reader read this wheel differently? True when a part of the reader
+        this scan used has changed since (READER), or the scan predates the record."""
+        return not self.reader or any(reader_parts().get(p) != v for p, v in self.reader)
 
     def metadata(self) -> WheelMetadata:
         name, version, _b, _t = parse_wheel_filename(self.filename)
@@ -83,8 +91,8 @@ class WheelScan:
 
 
 def cache_dir() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "envbuilder" / "wheel-scans"
+    """Where wheel scans are cached (ENVBUILDER_CACHE_DIR, else ~/.cache/envbuilder: wheel-scans/)."""
+    return resources.cache_dir() / "wheel-scans"
 
 
 def scan_wheel(f: IndexFile, patterns: tuple[str, ...], cache: Path, log: Log) -> WheelScan:
@@ -95,22 +103,22 @@ def scan_wheel(f: IndexFile, patterns: tuple[str, ...], cache: Path, log: Log) -
         raise PackageIndexError(
             f"{f.filename}: the index gives no sha256", hint="use an index that publishes hashes (PEP 503)"
         )
-    key = cache / f"{f.sha256}-{_patterns_key(patterns)}.json"
-    if key.is_file():
-        try:
-            return WheelScan.from_json(json.loads(key.read_text()))
-        except (ValueError, KeyError):
-            pass  # a damaged cache entry is scanned again
+    cached = cached_scan(f.sha256, patterns, cache)
+    if cached is not None and not cached.stale:
+        return cached
     with WheelReader(f.url, f.filename) as w:
         md = w.metadata()
-        members = []
+        members, used = [], {"metadata"}
         for name in sorted(n for n in w.names() if _wanted(n, patterns)):
             log(f"  scanning {f.filename}: {name}")
             with w.extracted(name, cache / "tmp") as path:
                 try:
-                    members.append((name, fatbin.scan_file(path).to_dict()))
+                    kernels, parts = scan_member(path)
                 except fatbin.FatbinError:
                     continue  # not an ELF (a linker script named .so): no kernels
+                members.append((name, kernels))
+                used |= parts
+        current = reader_parts()
         scan = WheelScan(
             filename=f.filename,
             sha256=f.sha256,
@@ -118,10 +126,87 @@ def scan_wheel(f: IndexFile, patterns: tuple[str, ...], cache: Path, log: Log) -
             requires_dist=md.requires_dist,
             members=tuple(members),
             fetched=w.transfer.fetched,
+            reader=tuple(sorted((p, current[p]) for p in used)),
         )
     cache.mkdir(parents=True, exist_ok=True)
-    write_text_atomic(key, json.dumps(scan.to_json(), indent=1, sort_keys=True))
+    write_text_atomic(
+        _cache_file(f.sha256, patterns, cache), json.dumps(scan.to_json(), indent=1, sort_keys=True)
+    )
     return scan
+
+
+def _cache_file(sha256: str, patterns: tuple[str, ...], cache: Path) -> Path:
+    return cache / f"{sha256}-{_patterns_key(patterns)}.json"
+
+
+def cached_scan(sha256: str, patterns: tuple[str, ...], cache: Path) -> WheelScan | None:
+    """The cached scan of the wheel `sha256` for `patterns` (stale or not), or None when there is
+    none or it is damaged (it is then scanned again)."""
+    path = _cache_file(sha256, patterns, cache)
+    try:
+        return WheelScan.from_json(json.loads(path.read_text()))
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None
+
+
+# The parts of the wheel reader (envbuilder/harness/fatbin.py and scan_member below), each with
+# the version of its logic. A cached scan records the parts it used: when a part changes, bump it
+# here, and only the scans that used it are read again (`matrix check` and `matrix refresh` with a
+# warm cache stay incremental). tests/unit/test_matrix_check.py pins fatbin.py's hash to this table.
+READER: dict[str, int] = {
+    "metadata": 1,  # METADATA: Requires-Python, Requires-Dist
+    "layout": 1,  # ELF sections, fatbin and entry headers, SASS sms (elf_fatbins, read_fatbin)
+    "ptx-plain": 1,  # the `.version` line of uncompressed PTX
+    "ptx-lz4": 1,  # ... of LZ4-compressed PTX (lz4_block_decompress)
+    "ptx-zstd": 1,  # ... of zstd-compressed PTX (with the zstd decoder this Python has)
+    "embedded": 1,  # fatbins kept in data sections, their PTX ISA from the entry header
+    "kernel-sets": 1,  # the fatbins grouped by their SASS and PTX lists (coverage per kernel set)
+    "targets": 1,  # sm_XY names in the binary (the compiler targets of XLA's NVPTX backend)
+}
+
+
+def reader_parts() -> dict[str, str]:
+    """The current version of each reader part ('ptx-zstd' also names the decoder: a scan made
+    without one read the ISA from the entry header)."""
+    parts = {p: str(v) for p, v in READER.items()}
+    parts["ptx-zstd"] += f"+{fatbin.ZSTD_DECODER or 'no-decoder'}"
+    return parts
+
+
+_TARGET_NAME = re.compile(rb"sm_(\d{2,3})[af]?\x00")
+
+
+def scan_member(path: Path) -> tuple[dict[str, Any], set[str]]:
+    """What one shared object carries (fatbin.Kernels.to_dict()), with its kernel sets (its
+    fatbins grouped by their SASS and PTX sms: {"sass", "ptx", "count"}) and the sm_XY target
+    names its strings hold; and the reader parts used to read it. Raises fatbin.FatbinError for a
+    non-ELF or empty file, OSError when it cannot be read."""
+    import collections
+    import mmap
+
+    with path.open("rb") as fh:
+        try:
+            mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+        except ValueError:
+            raise fatbin.FatbinError("empty file") from None
+        with mm:
+            own, kept = fatbin.elf_fatbins(mm)
+            targets = sorted({int(m.group(1)) for m in _TARGET_NAME.finditer(mm)})
+    kernels = fatbin.summarize([e for fb in own for e in fb], [e for fb in kept for e in fb]).to_dict()
+    groups: collections.Counter[tuple[tuple[int, ...], tuple[int, ...]]] = collections.Counter()
+    for fb in (*own, *kept):
+        if fb:
+            sass = tuple(sorted({e.sm for e in fb if e.kind == "sass"}))
+            groups[(sass, tuple(sorted({e.sm for e in fb if e.kind == "ptx"})))] += 1
+    kernels["kernel_sets"] = [
+        {"sass": list(s), "ptx": list(p), "count": n} for (s, p), n in sorted(groups.items())
+    ]
+    kernels["targets"] = targets
+    used = {"layout", "kernel-sets", "targets"}
+    used |= {f"ptx-{e.compression or 'plain'}" for fb in own for e in fb if e.kind == "ptx"}
+    if kept:
+        used.add("embedded")
+    return kernels, used
 
 
 def _patterns_key(patterns: tuple[str, ...]) -> str:
@@ -218,10 +303,18 @@ class Variant:
     ptx: dict[int, str | None] = field(default_factory=dict)
     wheels: list[tuple[str, str]] = field(default_factory=list)  # (file name, sha256)
     scanned: list[str] = field(default_factory=list)
+    # kernel sets (fatbins) by their (SASS sms, PTX sms): how many of each
+    kernel_sets: dict[tuple[tuple[int, ...], tuple[int, ...]], int] = field(default_factory=dict)
+    compiler: dict[str, Any] | None = None  # refresh.yaml's `compiler` of an XLA framework
+    targets: set[int] = field(default_factory=set)  # sm names in the compiler's binary
+    ptxas: str | None = None  # the requirement that brings the compiler's ptxas
 
     def add(self, scan: WheelScan) -> None:
         self.wheels.append((scan.filename, scan.sha256))
+        members = (self.compiler or {}).get("members") or ()
         for member, kernels in scan.members:
+            if members and _wanted(member, tuple(members)):
+                self.targets |= set(kernels.get("targets") or ())
             if not kernels["sass"] and not kernels["ptx"]:
                 continue
             self.scanned.append(member)
@@ -230,6 +323,9 @@ class Variant:
                 sm, isa = int(p["arch"][len("compute_") :]), p["isa"]
                 old = self.ptx.get(sm)
                 self.ptx[sm] = max((i for i in (old, isa) if i), key=_isa_key, default=None)
+            for group in kernels.get("kernel_sets") or ():
+                key = (tuple(group["sass"]), tuple(group["ptx"]))
+                self.kernel_sets[key] = self.kernel_sets.get(key, 0) + int(group["count"])
 
     @property
     def ptx_isa(self) -> str | None:
@@ -246,12 +342,34 @@ class Variant:
             "sass": [c for c in sass if c in known_cc],
             "ptx": [c for c in ptx if c in known_cc],
             "ptx_isa": self.ptx_isa,
+        }
+        if self.kernel_sets:
+            row["kernel_sets"] = self.kernel_set_rows(known_cc)
+        if self.compiler is not None:
+            row["compiler"] = {
+                "runs": self.compiler["runs"],
+                "targets": [c for c in (_cc(t) for t in sorted(self.targets)) if c in known_cc],
+                "ptxas": self.ptxas,
+            }
+        row |= {
             "wheels": [{"file": f, "sha256": s} for f, s in self.wheels],
             "scanned": sorted(set(self.scanned)),
         }
         if unknown:
             row["unknown_archs"] = unknown  # not in gpus.yaml: left out of sass/ptx until it is
         return row
+
+    def kernel_set_rows(self, known_cc: set[str]) -> list[dict[str, Any]]:
+        """The kernel sets grouped by their (known) SASS and PTX lists, most numerous first."""
+        merged: dict[tuple[tuple[str, ...], tuple[str, ...]], int] = {}
+        for (sass, ptx), n in self.kernel_sets.items():
+            key = (
+                tuple(c for c in map(_cc, sass) if c in known_cc),
+                tuple(c for c in map(_cc, ptx) if c in known_cc),
+            )
+            merged[key] = merged.get(key, 0) + n
+        ordered = sorted(merged.items(), key=lambda kv: (-kv[1], kv[0]))
+        return [{"sass": list(s), "ptx": list(p), "sets": n} for (s, p), n in ordered]
 
 
 def _isa_key(isa: str) -> tuple[int, ...]:
@@ -349,10 +467,13 @@ class Refresher:
         read = registry.get(fw).read_variant
 
         def variant(scan: WheelScan) -> Variant | None:
-            facts = read(requirements(scan.metadata(), cfg.get("extra")))
+            reqs = requirements(scan.metadata(), cfg.get("extra"))
+            facts = read(reqs)
             if facts is None:
                 return None
-            return Variant(name=facts.name, cuda=facts.cuda, cudnn=facts.cudnn, nccl=facts.nccl)
+            var = Variant(name=facts.name, cuda=facts.cuda, cudnn=facts.cudnn, nccl=facts.nccl)
+            _with_compiler(var, cfg, reqs)  # refresh.yaml's `compiler` (tensorflow's XLA)
+            return var
 
         return self.one_wheel(fw, cfg, known, variant)
 
@@ -391,6 +512,7 @@ class Refresher:
                 with_cuda += requirements(base_md, name)
                 var.cudnn = xy(pinned(with_cuda, r"nvidia-cudnn-cu\d+"))
                 var.nccl = pinned(with_cuda, r"nvidia-nccl-cu\d+")
+                _with_compiler(var, cfg, with_cuda)
                 var.add(pscan)
                 pjrt_req = next((r for r in requirements(pscan.metadata()) if r.name == pjrt), None)
                 pjrt_v = _newest(self.by_version(pjrt), pjrt_req.specifier) if pjrt_req else None
@@ -416,6 +538,17 @@ class Refresher:
         return {n: [str(v) for v, _f in reversed(list(releases(self.files(n))))][:12] for n in names}
 
 
+def _with_compiler(var: Variant, cfg: dict[str, Any], reqs: list[Requirement]) -> None:
+    """The compiler an XLA framework runs (refresh.yaml `compiler`), with the requirement that
+    brings its ptxas (an nvidia-cuda-nvcc pin or floor)."""
+    comp = cfg.get("compiler")
+    if not comp:
+        return
+    var.compiler = comp
+    found = next((r for r in reqs if re.fullmatch(comp["ptxas"], r.name)), None)
+    var.ptxas = f"{found.name}{found.specifier}" if found is not None and found.specifier else None
+
+
 def _newest(by_version: dict[Version, list[IndexFile]], spec: SpecifierSet) -> Version | None:
     fitting = [v for v in by_version if spec.contains(v, prereleases=False)]
     return max(fitting, default=None)
@@ -436,8 +569,10 @@ def render(framework: str, rows: list[Release], known_cc: set[str], index: str, 
         "schema_version": 1,
         "framework": framework,
         "source": f"envbuilder matrix refresh from {index}: each row names the wheels it was read from "
-        "(file name and sha256); sass/ptx/ptx_isa from their .nv_fatbin sections, python from the CPython "
-        "wheels published, cuda/cudnn/nccl from their nvidia-* requirements",
+        "(file name and sha256); sass/ptx/ptx_isa/kernel_sets from their fatbins (the .nv_fatbin sections "
+        "and those kept in data sections), compiler targets from the sm_XY names in the XLA binary, "
+        "python from the CPython wheels published, cuda/cudnn/nccl and compiler ptxas from their nvidia-* "
+        "requirements",
         "reviewed": when,
         "releases": [
             {

@@ -41,6 +41,18 @@ def no_stack_hint(matrix: Matrix, resolution: Resolution) -> str:
         return f"{_EXPLAIN}; no {req.framework} release in the matrix has kernels for this GPU{on}"
     if cause == "arch":
         return f"{_EXPLAIN}; no {req.framework} release in the matrix has kernels for this GPU{on}"
+    if cause == "compiler":  # XLA's run-time compiler: a newer release may know the GPU
+        newer = resolve(matrix, replace(req, specifier=""), host) if req.specifier else None
+        if newer is not None and newer.stack is not None:
+            s = newer.stack
+            return (
+                f"{_EXPLAIN}; the XLA of {req.requirement} cannot compile for this GPU: the newest "
+                f"{s.framework} release whose XLA can is {s.version} "
+                f"(--framework '{s.framework}=={s.version}')"
+            )
+        return (
+            f"{_EXPLAIN}; no {req.framework} release in the matrix has an XLA that compiles for this GPU{on}"
+        )
     if cause == "driver" and host.driver is not None:
         newest = max((c.min_driver for c in matrix.cuda.releases), key=Version)
         unlocked = resolve(matrix, req, replace(host, driver=newest))

@@ -3,7 +3,8 @@ for every candidate it rejected. Pure and deterministic: no I/O, no clock, no Do
 
 Ranking key (survivors are sorted by this tuple, best first; see `_rank_key`):
   1. framework version, newest first (the user's specifier already bounds it);
-  2. GPU coverage: stacks with native SASS for every GPU before stacks that rely on PTX JIT;
+  2. GPU coverage: stacks with native SASS for every GPU (in every kernel set that has code for
+     it: resolve/coverage.py) before stacks that rely on PTX JIT;
   3. full driver support before minor-version compatibility (driver >= the toolkit driver of the
      build's CUDA, so PTX JIT and newer-driver APIs work), then driver-agnostic CPU builds last
      on GPU hosts;
@@ -42,6 +43,7 @@ from envbuilder.matrix.platforms import images_for, variant_for_platform
 from envbuilder.platforms import DEFAULT_PLATFORM, Platform, short_name
 from envbuilder.require_cuda import Properties, parse_require_cuda, require_cuda_text
 from envbuilder.resolve import forward_compat
+from envbuilder.resolve.coverage import compiler_gap, sass_coverage
 from envbuilder.resolve.drivers import first_release, jit_floor, mvc_floor, native_cuda
 from envbuilder.resolve.model import Rejection, Request, Resolution, Stack
 from envbuilder.resolve.platform import effective_platform, platform_rejections
@@ -58,7 +60,7 @@ from envbuilder.versions import (
 
 MAX_ALTERNATIVES = 4
 # Rejections whose reason does not depend on the Python version: reported once per build.
-_PYTHON_INDEPENDENT = frozenset({"driver", "arch", "strategy", "known-bad", "platform"})
+_PYTHON_INDEPENDENT = frozenset({"driver", "arch", "strategy", "known-bad", "platform", "compiler"})
 
 
 # --------------------------------------------------------------------------- candidates
@@ -240,15 +242,36 @@ def _evaluate(matrix: Matrix, request: Request, host: Host, cand: _Candidate) ->
                     f"no kernels for {g.name} (sm_{g.cc.replace('.', '')}): the {_build_on(cand)} has "
                     + describe(matrix_targets(v.sass, v.ptx)),
                 )
-            bad = _known_bad(matrix, rel, v, g, kernel.kind)
+            jit = kernel if kernel.kind == "ptx" else None
+            partial = ""
+            if jit is None and v.kernel_sets:  # SASS for this GPU in only some kernel sets?
+                cover = sass_coverage(v.kernel_sets, parse_cc(g.cc))
+                if cover.partial:
+                    jit = kernel_for(parse_cc(g.cc), matrix_targets((), v.ptx))
+                    partial = f"{g.name} has SASS in {cover.share()} of this build: "
+            bad = _known_bad(matrix, rel, v, g, "ptx" if jit is not None else kernel.kind)
             if bad is not None:
                 raise _Reject("known-bad", bad)
-            if kernel.kind == "ptx":
+            if v.compiler is not None and (gap := compiler_gap(matrix, v.compiler, g.cc)) is not None:
+                said = (
+                    f"{rel.framework} {rel.version}'s XLA compiles kernels at run time and cannot "
+                    f"target {g.name}: {gap}"
+                )
+                if v.compiler.runs == "always":
+                    raise _Reject("compiler", said)
+                notes.append(
+                    f"{said}; XLA runs only where asked (jit_compile=True, Keras 3's "
+                    "jit_compile='auto'): use jit_compile=False on this GPU"
+                )
+            if jit is not None:
                 sass_everywhere = False
-                notes.append(f"{g.name} runs this build through PTX JIT (slow first start)")
-                floor, why, jit_cuda = _jit_floor(matrix, v, g, kernel.name, toolkit_driver)
+                if partial:
+                    notes.append(f"{partial}the rest runs through PTX JIT (slow first start)")
+                else:
+                    notes.append(f"{g.name} runs this build through PTX JIT (slow first start)")
+                floor, why, jit_cuda = _jit_floor(matrix, v, g, jit.name, toolkit_driver, partial)
                 floors.append((floor, why))
-                if why.startswith("PTX ISA not read"):
+                if "PTX ISA not read" in why:
                     notes.append(why)
         floor, why = max(floors, key=lambda f: Version(f[0]))
         min_driver = floor
@@ -345,20 +368,22 @@ def installability(matrix: Matrix, stack: Stack) -> str:
 
 
 def _jit_floor(
-    matrix: Matrix, v: FrameworkVariant, g: HostGpu, kernel: str, toolkit_driver: str
+    matrix: Matrix, v: FrameworkVariant, g: HostGpu, kernel: str, toolkit_driver: str, partial: str = ""
 ) -> tuple[str, str, str | None]:
-    """(driver floor, why, CUDA X.Y) for a GPU that runs `v` only through its PTX `kernel`: the
-    driver must JIT-compile the PTX's ISA (ptx_isa.yaml); when the ISA was not read from the wheel,
-    the build's CUDA is assumed to have written it."""
+    """(driver floor, why, CUDA X.Y) for a GPU that runs `v` (or, `partial`, the kernel sets its
+    SASS leaves out) through its PTX `kernel`: the driver must JIT-compile the PTX's ISA
+    (ptx_isa.yaml); when the ISA was not read from the wheel, the build's CUDA is assumed to have
+    written it."""
     sm = f"sm_{g.cc.replace('.', '')}"
     found = jit_floor(matrix, v.ptx_isa) if v.ptx_isa else None
     if found is not None:
         cuda, driver = found
+        which = "which has no SASS in it" if not partial else "for the kernel sets without its SASS"
         return (
             driver,
             (
-                f"the driver must JIT-compile the build's PTX ({kernel}, PTX ISA {v.ptx_isa}, introduced by "
-                f"CUDA {cuda}) for {g.name} ({sm}), which has no SASS in it"
+                f"{partial}the driver must JIT-compile the build's PTX ({kernel}, PTX ISA {v.ptx_isa}, "
+                f"introduced by CUDA {cuda}) for {g.name} ({sm}), {which}"
             ),
             cuda,
         )
@@ -366,7 +391,7 @@ def _jit_floor(
     return (
         toolkit_driver,
         (
-            f"PTX ISA not read from the wheels: {kernel} for {g.name} ({sm}) is assumed to need the "
+            f"{partial}PTX ISA not read from the wheels: {kernel} for {g.name} ({sm}) is assumed to need the "
             f"driver of the build's CUDA {major_minor(v.cuda)} to JIT"
         ),
         major_minor(v.cuda),

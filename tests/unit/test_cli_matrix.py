@@ -73,6 +73,8 @@ def test_list_unknown_kind_is_a_usage_error() -> None:
         ("RTX 4090", "gpu GeForce RTX 4090", "cc            8.9"),
         ("NVIDIA A100-SXM4-80GB", "gpu NVIDIA A100", "brand         nvidia"),
         ("torch==2.11.0", "torch 2.11.0   python >=3.10,<3.15", "cu130*"),
+        ("tensorflow==2.21.0", "tensorflow 2.21.0   python >=3.10,<3.14", "kernel sets: 1,149 with SASS"),
+        ("jax==0.4.26", "jax 0.4.26   python >=3.9,<3.13", "XLA (always): targets up to 9.0"),
         ("cuda 12.8.1", "cuda 12.8.1", "min driver      570.124.06"),
         ("sm_90", "arch Hopper", "NVIDIA H200"),
         ("cc 10.7", "arch Rubin", "13.4.1"),
