@@ -21,6 +21,7 @@ from envbuilder.cli.options import (
     host_options,
     package_source_options,
     resolve_spec,
+    runtime_option,
     settings_from_options,
 )
 from envbuilder.cli.progress_view import build_progress
@@ -266,6 +267,7 @@ def _print_summary(d: dict[str, Any]) -> None:
     "SOURCE_DATE_EPOCH (the environment's, else the lock's, else 0), exported by buildx and loaded. "
     "Needs a builder that can rewrite file times (docs/reproducible.md). Default: as the --lock was built.",
 )
+@runtime_option("The container runtime whose engine builds the image (one with an image store).")
 @click.option("--json", "as_json", is_flag=True, help="Print the build summary as JSON.")
 def build(
     spec_path: Path | None,
@@ -279,6 +281,7 @@ def build(
     tags: tuple[str, ...],
     lock_out: Path | None,
     reproducible: bool | None,
+    runtime: str,
     as_json: bool,
 ) -> None:
     """Build images/NAME.yaml (or --lock FILE) into a tagged image and write its lock file.
@@ -323,7 +326,7 @@ def build(
     for warning in plan.warnings:
         click.echo(f"warning: {warning}", err=True)
     with build_progress() as progress:
-        outcome = run_build(plan, options, get_runtime().engine(), on_event=progress, on_message=progress.say)
+        outcome = run_build(plan, options, get_runtime(runtime).engine(), on_event=progress, on_message=progress.say)
     for warning in outcome.warnings[len(plan.warnings) :]:
         click.echo(f"warning: {warning}", err=True)
     summary = outcome_dict(outcome)

@@ -119,7 +119,9 @@ def test_apptainer_modes_are_nv_and_nvccli_on_a_contained_exec(tmp_path: Path) -
     from envbuilder.host import GpuInfo, HostReport
 
     gpu = GpuInfo(index=0, name="NVIDIA H200", uuid="GPU-0", cc="9.0", brand="nvidia")
-    app = get("apptainer", probe=lambda: HostReport(source="nvml", driver="580.1", cuda_driver="13.0", gpus=(gpu,)))
+    app = get(
+        "apptainer", probe=lambda: HostReport(source="nvml", driver="580.1", cuda_driver="13.0", gpus=(gpu,))
+    )
     nv, nvccli = app.probe_modes()
     assert (nv.name, nv.available, nvccli.name) == ("nv", True, "nvccli")
     assert choose_access(app, "auto", (nv, nvccli)).name == "nv"  # auto: nv first
