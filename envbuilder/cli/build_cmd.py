@@ -326,7 +326,9 @@ def build(
     for warning in plan.warnings:
         click.echo(f"warning: {warning}", err=True)
     with build_progress() as progress:
-        outcome = run_build(plan, options, get_runtime(runtime).engine(), on_event=progress, on_message=progress.say)
+        outcome = run_build(
+            plan, options, get_runtime(runtime).engine(), on_event=progress, on_message=progress.say
+        )
     for warning in outcome.warnings[len(plan.warnings) :]:
         click.echo(f"warning: {warning}", err=True)
     summary = outcome_dict(outcome)
