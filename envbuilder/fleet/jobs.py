@@ -91,7 +91,7 @@ def job_access(runtime: str, gpu_access: str, cls: NodeClass) -> str:
         return gpu_access
     if gpu_access != AUTO and gpu_access not in rt.modes:
         raise UsageError(
-            f"--gpu-access {gpu_access} is not a {rt.name} access mode",
+            f"--gpu-access {gpu_access} is not one of the {rt.name} runtime's modes",
             hint=f"with --runtime {rt.name} use auto, {', '.join(rt.modes)} or none",
         )
     return access_label(rt, rt.modes[0] if gpu_access == AUTO else gpu_access)

@@ -246,7 +246,7 @@ def test_the_wrong_format_or_a_docker_access_mode_is_refused(tmp_path: Path) -> 
     sif = exported_file(tmp_path, "sif")
     with pytest.raises(UsageError, match="is a sif file; --runtime enroot runs sqsh files"):
         go_hpc(tmp_path, cert(), runtime="enroot", path=sif)
-    with pytest.raises(UsageError, match="--gpu-access cdi is not a apptainer access mode"):
+    with pytest.raises(UsageError, match="--gpu-access cdi is not one of the apptainer runtime's modes"):
         go_hpc(tmp_path, cert(), path=sif, gpu_access="cdi")
     with pytest.raises(ContainerRuntimeError, match="no apptainer here"):
         run_exported(

@@ -233,5 +233,5 @@ def test_one_registry_line_carries_a_new_image_runtime_into_fleet_jobs(
     gpu_class = NodeClass(name="h200", scheduler="slurm", nodes=("n1",), gpus_per_node=8)
     assert job_access("nerd", "auto", gpu_class) == "auto"  # the node's certify chooses
     assert job_access("apptainer", "auto", gpu_class) == "apptainer --nv"
-    with pytest.raises(UsageError, match="--gpu-access cdi is not a enroot access mode"):
+    with pytest.raises(UsageError, match="--gpu-access cdi is not one of the enroot runtime's modes"):
         job_access("enroot", "cdi", gpu_class)
