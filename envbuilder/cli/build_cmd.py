@@ -267,8 +267,8 @@ def _print_summary(d: dict[str, Any]) -> None:
     "SOURCE_DATE_EPOCH (the environment's, else the lock's, else 0), exported by buildx and loaded. "
     "Needs a builder that can rewrite file times (docs/reproducible.md). Default: as the --lock was built.",
 )
-@runtime_option("The container runtime whose engine builds the image (one with an image store).")
 @click.option("--json", "as_json", is_flag=True, help="Print the build summary as JSON.")
+@runtime_option("The container runtime that builds and stores the image (one with an image store).")
 def build(
     spec_path: Path | None,
     lock_path: Path | None,
@@ -281,8 +281,8 @@ def build(
     tags: tuple[str, ...],
     lock_out: Path | None,
     reproducible: bool | None,
-    runtime: str,
     as_json: bool,
+    runtime: str,
 ) -> None:
     """Build images/NAME.yaml (or --lock FILE) into a tagged image and write its lock file.
 
@@ -293,7 +293,8 @@ def build(
     Exit codes: 0 built; 2 bad input; 4 no compatible stack; 7 Docker unreachable; 8 no BuildKit
     client (with --reproducible: no builder that can rewrite file times); 9 build failed
     (nothing tagged, lock untouched); 10 bad spec/lock; 13 push failed; 20 packages could not be
-    locked; 130 interrupted.
+    locked; 24 the runtime (--runtime podman: the podman program) is missing or failed; 130
+    interrupted.
     """
     options = replace(build_options, tags=tags, lock_out=lock_out)
     spec = load_spec(spec_path) if spec_path else None
