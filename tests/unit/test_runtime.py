@@ -235,3 +235,11 @@ def test_one_registry_line_carries_a_new_image_runtime_into_fleet_jobs(
     assert job_access("apptainer", "auto", gpu_class) == "apptainer --nv"
     with pytest.raises(UsageError, match="--gpu-access cdi is not one of the enroot runtime's modes"):
         job_access("enroot", "cdi", gpu_class)
+
+
+def test_certify_with_a_file_runtime_is_one_line_exit_24() -> None:
+    from click.testing import CliRunner
+
+    res = CliRunner().invoke(cli, ["certify", "--runtime", "apptainer", "team/train:1"])
+    assert res.exit_code == 24, res.output
+    assert "the apptainer runtime runs exported sif files" in res.output and "Traceback" not in res.output
