@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from envbuilder import frameworks
 from envbuilder.certify.certificate import VERDICTS
 from envbuilder.certify.observe import Observation
 from envbuilder.harness import HARNESS_VERSION
@@ -30,7 +31,6 @@ REFUSED = "refused: "  # the verdict_reason of a result the host does not accept
 GPU_ONLY_STEPS = ("cuda_smoke", "batch_ramp", "telemetry_overhead")  # plan.py: the GPU path's steps
 # Steps that pass without any framework in the image (plan.py): they cannot carry a verdict alone.
 FRAMEWORK_FREE_STEPS = ("host", "kernel_inventory")
-FRAMEWORKS = ("torch", "tensorflow", "jax")  # harness/session.py FRAMEWORK_CHOICES; each has NAME_smoke
 # The host's own measure of the work. The harness's steps run one after the other inside
 # the container's run, so their seconds cannot exceed the container's time by more than the two
 # clocks' slack; and on the CPU path they compute on the CPU, so its cgroup must show CPU time for
@@ -130,7 +130,7 @@ def _framework_refusal(result: Mapping[str, Any], expected: str | None) -> str |
     told = result["options"].get("framework")
     if told != expected:
         return f"the result certifies {str(told)[:40]!r}, but the image's stack names {expected!r}"
-    others = {f"{fw}_smoke" for fw in FRAMEWORKS if fw != expected}
+    others = {fw.HARNESS.smoke_step for fw in frameworks.ALL_FRAMEWORK_MODULES if expected != fw.NAME}
     ran = [
         s["name"]
         for s in result["steps"]

@@ -245,7 +245,9 @@ _COMMANDS = {
         "envbuilder gpu cdi-spec --out /etc/cdi/nvidia.yaml",
     ),
     "fleet": _Entry(
-        "fleet_cmd", "Plan, certify and build for a cluster's node classes.", "envbuilder fleet plan --slurm"
+        "fleet_cmd",
+        "Plan, certify and build for a cluster's node classes.",
+        "envbuilder fleet plan --scheduler slurm",
     ),
     "export": _Entry(
         "export_cmd",

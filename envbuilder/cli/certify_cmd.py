@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 import click
 
+from envbuilder import frameworks
 from envbuilder.certify.certificate import Certificate
 from envbuilder.certify.record import StepRecord, items, number
 from envbuilder.cli import cli
@@ -128,7 +129,7 @@ def print_summary(cert: Certificate, stored_id: str | None) -> None:
 )
 @click.option(
     "--framework",
-    type=click.Choice(["torch", "tensorflow", "jax"]),
+    type=click.Choice(frameworks.NAMES),
     help="What to certify for when IMAGE's labels do not say (an image envbuilder did not build).",
 )
 @click.option(

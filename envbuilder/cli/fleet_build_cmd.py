@@ -1,4 +1,4 @@
-"""`envbuilder fleet build SPEC... --slurm|--k8s`: one image per spec and node class, baked at once."""
+"""`envbuilder fleet build SPEC... --scheduler NAME`: one image per spec and node class, baked at once."""
 
 from __future__ import annotations
 
@@ -9,7 +9,15 @@ from typing import TYPE_CHECKING
 import click
 
 from envbuilder.cli.build_cmd import image_build_options
-from envbuilder.cli.fleet_cmd import class_names, cluster_classes, fleet, one_scheduler, say
+from envbuilder.cli.fleet_cmd import (
+    chosen_scheduler,
+    class_names,
+    cluster_classes,
+    fleet,
+    plan_hint,
+    say,
+    scheduler_options,
+)
 
 if TYPE_CHECKING:
     from envbuilder.image.build import BuildOptions
@@ -19,17 +27,14 @@ _FILE = click.Path(exists=True, dir_okay=False, path_type=Path)
 
 @fleet.command("build")
 @click.argument("spec_paths", nargs=-1, required=True, type=_FILE, metavar="SPEC...")
-@click.option("--slurm", "use_slurm", is_flag=True, help="The node classes of the Slurm cluster.")
-@click.option(
-    "--k8s", "use_k8s", is_flag=True, help="The node classes of the Kubernetes cluster (GFD labels)."
-)
+@scheduler_options
 @click.option(
     "--nodes",
     "nodes_file",
     type=_FILE,
-    help="--k8s: a `kubectl get nodes -o json` file instead of the cluster.",
+    help="k8s: a `kubectl get nodes -o json` file instead of the cluster.",
 )
-@click.option("--partition", metavar="P", help="Only the classes of this Slurm partition.")
+@click.option("--partition", metavar="P", help="slurm: only the classes of this partition.")
 @click.option("--classes", "classes_text", metavar="A,B", help="Only these node classes.")
 @click.option(
     "--one-image",
@@ -49,8 +54,7 @@ _FILE = click.Path(exists=True, dir_okay=False, path_type=Path)
 @click.option("--json", "as_json", is_flag=True, help="Print the targets and their images as JSON.")
 def build_cmd(
     spec_paths: tuple[Path, ...],
-    use_slurm: bool,
-    use_k8s: bool,
+    scheduler_name: str | None,
     nodes_file: Path | None,
     partition: str | None,
     classes_text: str | None,
@@ -75,15 +79,16 @@ def build_cmd(
     from envbuilder.cli.progress_view import build_progress
     from envbuilder.engine.buildkit import find_buildx
     from envbuilder.fleet.bake import bake, plan_targets
-    from envbuilder.fleet.slurm import select_classes
+    from envbuilder.fleet.classes import select_classes
+    from envbuilder.fleet.schedulers.base import ClassQuery
     from envbuilder.image.spec import load_spec
     from envbuilder.matrix import load_matrix
     from envbuilder.runtime import get as get_runtime
 
-    one_scheduler(use_slurm, use_k8s)
+    scheduler = chosen_scheduler(scheduler_name)
     matrix = load_matrix()
-    found = cluster_classes(matrix, use_k8s=use_k8s, nodes_file=nodes_file, partition=partition)
-    classes = select_classes(found, class_names(classes_text))
+    found = cluster_classes(scheduler, matrix, ClassQuery(nodes_file=nodes_file, partition=partition))
+    classes = select_classes(found, class_names(classes_text), plan_hint=plan_hint(scheduler))
     specs = [(load_spec(p), p) for p in spec_paths]
     out_dir.mkdir(parents=True, exist_ok=True)
     if one_image:

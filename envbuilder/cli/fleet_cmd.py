@@ -1,20 +1,23 @@
 """`envbuilder fleet ...`: an image certified across a cluster's node classes through the cluster's
-own scheduler (Slurm, Kubernetes), and what it then asks of it. The group and what its commands
-share (the image, the node classes, the tables); each subcommand lives in its own fleet_*_cmd
-module, imported when it is looked up (as the top-level commands are)."""
+own scheduler (any of fleet/schedulers/'s registry: Slurm, Kubernetes), and what it then asks of
+it. The group and what its commands share (the image, --scheduler, the node classes, the tables);
+each subcommand lives in its own fleet_*_cmd module, imported when it is looked up (as the
+top-level commands are). No command here knows one scheduler from another: each asks the one it
+was given, through the Protocol of fleet/schedulers/base.py."""
 
 from __future__ import annotations
 
 import importlib
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
 from envbuilder.cli import cli
 from envbuilder.cli.options import passphrase_prompt
+from envbuilder.fleet.schedulers import ALL_SCHEDULERS, choices, scheduler_named
 from envbuilder.fleet.status import key_throughput
 from envbuilder.tables import table
 
@@ -24,7 +27,10 @@ if TYPE_CHECKING:
     from envbuilder.fleet.classes import NodeClass
     from envbuilder.fleet.image import FleetImage
     from envbuilder.fleet.jobs import FleetRun
+    from envbuilder.fleet.schedulers.base import ClassQuery, Scheduler
     from envbuilder.matrix.model import Matrix
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 # subcommand -> module, imported on first use (a test checks the table)
 SUBCOMMANDS = {
@@ -64,37 +70,14 @@ def class_names(text: str | None) -> tuple[str, ...]:
     return tuple(c.strip() for c in (text or "").split(",") if c.strip())
 
 
-def slurm_classes(matrix: Matrix, *, probe: bool, partition: str | None) -> tuple[NodeClass, ...]:
-    """The cluster's node classes from scontrol (and, with probe, srun nvidia-smi on one node of
-    each). Raises SchedulerError."""
-    from envbuilder.fleet.slurm import node_classes, probe_class, read_nodes
-
-    classes = node_classes(read_nodes(), matrix)
-    if partition:
-        classes = tuple(c for c in classes if partition in c.partitions)
-    if probe:
-        classes = tuple(probe_class(c, partition=partition) if c.gpus_per_node else c for c in classes)
-    return classes
+def plan_hint(scheduler: Scheduler) -> str:
+    """The command that lists a scheduler's node classes (the hint of a refusal)."""
+    return f"envbuilder fleet plan --scheduler {scheduler.option}"
 
 
-def k8s_classes(matrix: Matrix, nodes_file: Path | None) -> tuple[NodeClass, ...]:
-    """Node classes from GPU Feature Discovery labels: a `kubectl get nodes -o json` file, or the
-    cluster itself (the kubernetes client, else kubectl). Raises UsageError, SchedulerError."""
-    from envbuilder.fleet.k8s_api import live_nodes
-    from envbuilder.fleet.kubernetes import node_classes, read_nodes_file
-
-    nodes = read_nodes_file(nodes_file) if nodes_file else live_nodes()
-    return node_classes(nodes, matrix)
-
-
-def cluster_classes(
-    matrix: Matrix, *, use_k8s: bool, nodes_file: Path | None, partition: str | None, probe: bool = False
-) -> tuple[NodeClass, ...]:
-    """The node classes of the scheduler the command was given (--k8s, else Slurm). Raises
-    UsageError, SchedulerError."""
-    if use_k8s:
-        return k8s_classes(matrix, nodes_file)
-    return slurm_classes(matrix, probe=probe, partition=partition)
+def cluster_classes(scheduler: Scheduler, matrix: Matrix, query: ClassQuery) -> tuple[NodeClass, ...]:
+    """The node classes of the scheduler the command was given. Raises UsageError, SchedulerError."""
+    return scheduler.node_classes(matrix, query)
 
 
 def print_classes(classes: Sequence[NodeClass]) -> None:
@@ -116,11 +99,53 @@ def print_classes(classes: Sequence[NodeClass]) -> None:
         click.echo(line)
 
 
-def one_scheduler(use_slurm: bool, use_k8s: bool) -> None:
+_ALIASES = "envbuilder.fleet.scheduler_aliases"  # ctx.meta: the schedulers named by --slurm, --k8s ...
+
+
+def scheduler_options(f: F) -> F:
+    """`--scheduler NAME` (the registry's choices) and, hidden, one flag per scheduler (`--slurm`,
+    `--k8s`: the spelling before --scheduler, kept working). chosen_scheduler() reads them."""
+
+    def alias(option: str) -> Callable[[click.Context, click.Parameter, bool], None]:
+        def remember(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
+            if value:
+                ctx.meta.setdefault(_ALIASES, []).append(option)
+
+        return remember
+
+    for s in reversed(ALL_SCHEDULERS):
+        f = click.option(
+            f"--{s.option}",
+            f"scheduler_alias_{s.option}",
+            is_flag=True,
+            hidden=True,
+            expose_value=False,
+            callback=alias(s.option),
+            help=f"The same as --scheduler {s.option}.",
+        )(f)
+    return click.option(
+        "--scheduler",
+        "scheduler_name",
+        type=click.Choice(choices()),
+        help="The cluster's scheduler: "
+        + ", ".join(f"{s.option} ({s.source})" for s in ALL_SCHEDULERS)
+        + ".",
+    )(f)
+
+
+def chosen_scheduler(scheduler_name: str | None) -> Scheduler:
+    """The one scheduler the command line named (--scheduler, or a hidden alias). Raises UsageError."""
     from envbuilder.errors import UsageError
 
-    if use_slurm == use_k8s:
-        raise UsageError("say which scheduler: --slurm or --k8s", hint="e.g. envbuilder fleet plan --slurm")
+    ctx = click.get_current_context(silent=True)
+    named = list(ctx.meta.get(_ALIASES, ())) if ctx is not None else []
+    named = list(dict.fromkeys([*([scheduler_name] if scheduler_name else []), *named]))
+    example = f"e.g. envbuilder fleet plan --scheduler {choices()[0]}"
+    if not named:
+        raise UsageError(f"say which scheduler: --scheduler {'|'.join(choices())}", hint=example)
+    if len(named) > 1:
+        raise UsageError(f"say one scheduler, not {' and '.join(named)}", hint=example)
+    return scheduler_named(named[0])
 
 
 def image_certificates(
@@ -221,7 +246,7 @@ class FleetGroup(click.Group):
 
 @cli.group(cls=FleetGroup)
 def fleet() -> None:
-    """Certify an image across a cluster's node classes (Slurm, Kubernetes) and run it there.
+    """Certify an image across a cluster's node classes (--scheduler slurm|k8s) and run it there.
 
     plan: the node classes and whether the image's stack covers each; certify: one certification
     job per class through the scheduler, the signed certificates collected; status: what came back

@@ -4,7 +4,6 @@ Kubernetes node affinity, NFD's image-compatibility artifact), from its passing 
 from __future__ import annotations
 
 import json
-import shlex
 from pathlib import Path
 from typing import Any
 
@@ -12,9 +11,9 @@ import click
 
 from envbuilder.cli.fleet_cmd import find_image, fleet, image_certificates, say
 from envbuilder.cli.options import trust_options
-from envbuilder.fleet.kubernetes import yaml_text
+from envbuilder.fleet.schedulers import ALL_SCHEDULERS, constraint_formats
 
-FORMATS = ("all", "slurm", "k8s", "nfd")
+FORMATS = ("all", *constraint_formats())
 
 
 @fleet.command("constraints")
@@ -30,11 +29,11 @@ FORMATS = ("all", "slurm", "k8s", "nfd")
 @click.option(
     "--attach",
     is_flag=True,
-    help="Attach the NFD spec to the image in its registry (artifact type "
-    "application/vnd.nfd.image-compatibility.v1alpha1).",
+    help="Attach what the constraints can carry as an artifact to the image in its registry (the "
+    "NFD spec, artifact type application/vnd.nfd.image-compatibility.v1alpha1).",
 )
 @trust_options
-@click.option("--json", "as_json", is_flag=True, help="Print all three as JSON.")
+@click.option("--json", "as_json", is_flag=True, help="Print every section as JSON.")
 def constraints_cmd(
     image: str,
     fmt: str,
@@ -57,58 +56,31 @@ def constraints_cmd(
     Exit codes: 0; 12 no passing certificate; 13/14/15 the registry.
     """
     from envbuilder.errors import CertificateRefusedError, UsageError
-    from envbuilder.fleet.constraints import (
-        NFD_ARTIFACT_TYPE,
-        NFD_SPEC_MEDIA_TYPE,
-        k8s_affinity,
-        nfd_spec,
-        nfd_yaml,
-        slurm_constraints,
-    )
+    from envbuilder.fleet.schedulers.base import PASSING
     from envbuilder.fleet.status import class_status
 
     found = find_image(image)
     local, attested, _refused = image_certificates(found, key_files, trust_file, max_age)
-    rows = [r for r in class_status(local, attested) if r.verdict in ("certified", "certified-cpu-only")]
+    rows = [r for r in class_status(local, attested) if r.verdict in PASSING]
     if not rows:
         raise CertificateRefusedError(
             f"no passing certificate for {image}: no constraint can be derived",
-            hint=f"certify it first: envbuilder fleet certify {image} --slurm (or certify {image})",
+            hint=f"certify it first: envbuilder fleet certify {image} --scheduler NAME (or certify {image})",
         )
-    certs = [r.certificate for r in rows]
-    stack = certs[0].image.stack
-    description = f"envbuilder: {image} ({stack.id if stack else 'no stack label'}) certified"
-    slurm = slurm_constraints(rows)
-    affinity = k8s_affinity(certs)
-    spec = nfd_spec(certs, description=description)
+    sections = [sec for s in ALL_SCHEDULERS for sec in s.constraints(rows, image=image)]
     if as_json:
-        doc: dict[str, Any] = {
-            "image": found.to_dict(),
-            "slurm": [s.to_dict() for s in slurm],
-            "kubernetes": {"affinity": affinity},
-            "nfd": spec,
-        }
+        doc: dict[str, Any] = {"image": found.to_dict(), **{sec.key: sec.value for sec in sections}}
         click.echo(json.dumps(doc, indent=2))
     else:
-        if fmt in ("all", "slurm"):
-            click.echo("# Slurm: the options each certified node class was selected by")
-            for s in slurm:
-                click.echo(f"{s.node_class}: sbatch {shlex.join(s.options())}  # {s.verdict}")
-            if not slurm:
-                click.echo("# (no certificate came from a Slurm job)")
-        if fmt in ("all", "k8s"):
-            click.echo("# Kubernetes: pod spec affinity (GPU Feature Discovery labels)")
-            click.echo(
-                yaml_text({"affinity": affinity}).rstrip()
-                if affinity
-                else "# (no GPU certification: the CPU path constrains no GPU node)"
-            )
-        if fmt in ("all", "nfd"):
-            click.echo(f"# NFD image compatibility ({NFD_ARTIFACT_TYPE})")
-            click.echo(nfd_yaml(spec).rstrip() if spec else "# (no GPU certification: no NFD rule)")
+        for sec in sections:
+            if fmt in ("all", sec.format):
+                for line in sec.lines:
+                    click.echo(line)
     if attach:
-        if spec is None:
-            raise UsageError("--attach: no GPU certification, so there is no NFD spec to attach")
+        attachables = [sec.attachable for sec in sections if sec.attachable is not None]
+        if not attachables:
+            why = next((sec.no_attachable for sec in sections if sec.no_attachable), "nothing to attach")
+            raise UsageError(f"--attach: {why}")
         if found.registry is None or found.digest is None:
             raise UsageError(
                 f"--attach: {image} is in no registry", hint="push it first: envbuilder push IMAGE"
@@ -117,11 +89,12 @@ def constraints_cmd(
 
         reg = RegistryClient(found.registry.registry)
         subject = reg.get_manifest(found.registry.repository, found.digest).descriptor
-        desc = reg.attach(
-            found.registry.repository,
-            subject,
-            artifact_type=NFD_ARTIFACT_TYPE,
-            blob=nfd_yaml(spec).encode(),
-            layer_media_type=NFD_SPEC_MEDIA_TYPE,
-        )
-        say(f"fleet: NFD image-compatibility spec attached to {found.pull_ref} as {desc.digest[:19]}")
+        for art in attachables:
+            desc = reg.attach(
+                found.registry.repository,
+                subject,
+                artifact_type=art.artifact_type,
+                blob=art.blob,
+                layer_media_type=art.media_type,
+            )
+            say(f"fleet: {art.title} attached to {found.pull_ref} as {desc.digest[:19]}")

@@ -8,23 +8,29 @@ from typing import Any
 
 import click
 
-from envbuilder.cli.fleet_cmd import cluster_classes, find_image, fleet, one_scheduler, print_classes
+from envbuilder.cli.fleet_cmd import (
+    chosen_scheduler,
+    cluster_classes,
+    find_image,
+    fleet,
+    print_classes,
+    scheduler_options,
+)
 from envbuilder.tables import table
 
 
 @fleet.command("plan")
 @click.argument("image", required=False)
-@click.option("--slurm", "use_slurm", is_flag=True, help="Read the node classes from Slurm (scontrol).")
-@click.option("--k8s", "use_k8s", is_flag=True, help="Read them from Kubernetes nodes' GFD labels.")
+@scheduler_options
 @click.option(
     "--nodes",
     "nodes_file",
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
-    help="--k8s: a `kubectl get nodes -o json` file instead of the cluster.",
+    help="k8s: a `kubectl get nodes -o json` file instead of the cluster.",
 )
-@click.option("--partition", metavar="P", help="Only the nodes of this Slurm partition.")
+@click.option("--partition", metavar="P", help="slurm: only the nodes of this partition.")
 @click.option(
-    "--probe", is_flag=True, help="Ask one node per class (srun nvidia-smi) for its GPU and driver."
+    "--probe", is_flag=True, help="slurm: ask one node per class (srun nvidia-smi) for its GPU and driver."
 )
 @click.option(
     "--one-image",
@@ -37,8 +43,7 @@ from envbuilder.tables import table
 @click.option("--json", "as_json", is_flag=True, help="Print the classes and the coverage as JSON.")
 def plan_cmd(
     image: str | None,
-    use_slurm: bool,
-    use_k8s: bool,
+    scheduler_name: str | None,
     nodes_file: Path | None,
     partition: str | None,
     probe: bool,
@@ -52,13 +57,13 @@ def plan_cmd(
     Exit codes: 0; 2 bad input; 23 the scheduler cannot be asked; 13/15 the image's registry.
     """
     from envbuilder.fleet.classes import class_coverage
+    from envbuilder.fleet.schedulers.base import ClassQuery
     from envbuilder.matrix import load_matrix
 
-    one_scheduler(use_slurm, use_k8s)
+    scheduler = chosen_scheduler(scheduler_name)
     matrix = load_matrix()
-    classes = cluster_classes(
-        matrix, use_k8s=use_k8s, nodes_file=nodes_file, partition=partition, probe=probe
-    )
+    query = ClassQuery(nodes_file=nodes_file, partition=partition, probe=probe)
+    classes = cluster_classes(scheduler, matrix, query)
     found = find_image(image) if image else None
     coverage = [class_coverage(c, found.info, matrix) for c in classes] if found else []
     choice = None
@@ -69,7 +74,7 @@ def plan_cmd(
         choice = one_stack(matrix, load_spec(one_image_spec).to_request(), classes)
     if as_json:
         doc: dict[str, Any] = {
-            "scheduler": "kubernetes" if use_k8s else "slurm",
+            "scheduler": scheduler.name,
             "classes": [c.to_dict() for c in classes],
         }
         if choice is not None:
@@ -81,7 +86,7 @@ def plan_cmd(
             doc["coverage"] = [c.to_dict() for c in coverage]
         click.echo(json.dumps(doc, indent=2))
         return
-    click.echo(f"{len(classes)} node class(es) ({'Kubernetes GFD labels' if use_k8s else 'Slurm scontrol'})")
+    click.echo(f"{len(classes)} node class(es) ({scheduler.source})")
     print_classes(classes)
     for c in classes:
         for fact in c.facts:

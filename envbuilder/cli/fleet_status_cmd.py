@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import click
 
@@ -15,11 +15,9 @@ from envbuilder.cli.fleet_cmd import (
     say,
 )
 from envbuilder.cli.options import trust_options
+from envbuilder.fleet.schedulers import choices
 from envbuilder.fleet.status import key_throughput
 from envbuilder.tables import table
-
-if TYPE_CHECKING:
-    pass
 
 
 @fleet.command("status")
@@ -38,16 +36,19 @@ def status_cmd(
     """
     from envbuilder.certify.store import CertStore
     from envbuilder.errors import CertificateRefusedError, CertificationFailedError
-    from envbuilder.fleet.certify import advance_recorded
     from envbuilder.fleet.jobs import load_runs, open_jobs
+    from envbuilder.fleet.schedulers import scheduler_of_run
     from envbuilder.fleet.status import class_status
 
     found = find_image(image)
     store = CertStore()
     pending: list[dict[str, Any]] = []
     for run in load_runs(found.info.id):
-        if open_jobs(run):
-            run, _ = advance_recorded(run, store=store, say=say)
+        scheduler = scheduler_of_run(run)
+        if scheduler is None:
+            say(f"fleet: run {run.run_id}: no scheduler {run.scheduler!r} here; its jobs are as recorded")
+        elif open_jobs(run):
+            run, _ = scheduler.advance(run, store=store, say=say)
         pending += [
             {"class": j.node_class, "job_id": j.job_id, "state": j.state, "run": run.run_id}
             for j in open_jobs(run)
@@ -91,7 +92,7 @@ def status_cmd(
     if not rows:
         raise CertificateRefusedError(
             f"nothing certifies {image} on any node class yet",
-            hint=f"envbuilder fleet certify {image} --slurm (or --k8s)",
+            hint=f"envbuilder fleet certify {image} --scheduler {'|'.join(choices())}",
         )
     failed = [r.node_class for r in rows if r.verdict == "failed"]
     if failed:

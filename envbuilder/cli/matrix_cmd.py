@@ -236,8 +236,8 @@ def _text(key: str, value: Any) -> str:
     "--framework",
     "frameworks",
     multiple=True,
-    type=click.Choice(["torch", "tensorflow", "jax"]),
-    help="Refresh only these frameworks (repeatable; default: all three).",
+    type=click.Choice(FRAMEWORKS),
+    help="Refresh only these frameworks (repeatable; default: all).",
 )
 @click.option(
     "--cache",
@@ -281,7 +281,7 @@ def refresh(
         matrix_before,
         directory,
         index,
-        frameworks=() if libraries_only else (frameworks or ("torch", "tensorflow", "jax")),
+        frameworks=() if libraries_only else (frameworks or FRAMEWORKS),
         cache=cache,
         today=datetime.date.today().isoformat(),
         log=lambda m: click.echo(m, err=True),
@@ -322,7 +322,7 @@ def refresh(
     "--framework",
     "frameworks",
     multiple=True,
-    type=click.Choice(list(FRAMEWORKS)),
+    type=click.Choice(FRAMEWORKS),
     help="Check only these frameworks (repeatable; default: all three).",
 )
 @click.option(

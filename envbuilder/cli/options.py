@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
+from envbuilder import frameworks
 from envbuilder.errors import UsageError
 from envbuilder.host.model import Host
 from envbuilder.matrix.model import Matrix
@@ -204,7 +205,7 @@ def request_options(func: F) -> F:
         click.option(
             "--framework",
             "framework_req",
-            default="torch",
+            default=frameworks.DEFAULT,
             show_default=True,
             metavar="REQ",
             help="Framework requirement: 'torch==2.11.*', 'tensorflow>=2.16', 'jax'.",

@@ -10,7 +10,7 @@ never guessed.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
@@ -26,7 +26,6 @@ from envbuilder.resolve.gpus import find_gpu
 from envbuilder.run.coverage import RunHost, check_gpu_arch, check_min_driver, check_require_cuda
 from envbuilder.versions import is_driver_branch, parse_driver
 
-Scheduler = Literal["slurm", "kubernetes"]
 Status = Literal["covered", "not-covered", "unknown", "no-gpu"]
 # Node features that state a fact (Slurm `Features=`; sites name them freely, these are the common
 # spellings): the driver (`nvidia_driver_580.95.05`, `driver_580`, `drv_580`) and the compute
@@ -40,7 +39,7 @@ class NodeClass:
     """Nodes a scheduler treats alike for a GPU job. `facts` says where each known value came from."""
 
     name: str
-    scheduler: Scheduler
+    scheduler: str  # the name of the scheduler that reported it (fleet/schedulers/: slurm, kubernetes)
     nodes: tuple[str, ...]
     gpus_per_node: int = 0
     gpu_type: str | None = None  # Slurm's GRES type (h200) or GFD's nvidia.com/gpu.product
@@ -194,3 +193,20 @@ def class_coverage(cls: NodeClass, image: ImageInfo, matrix: Matrix) -> Coverage
         status="covered",
         reasons=(f"sm {cls.cc} has kernels; driver {cls.driver} >= {floor}",),
     )
+
+
+def select_classes(
+    classes: Sequence[NodeClass], wanted: Sequence[str], *, plan_hint: str = "envbuilder fleet plan"
+) -> tuple[NodeClass, ...]:
+    """The classes named in `wanted` (all GPU classes when empty). Raises UsageError for a name
+    that is no class (`plan_hint`: the command that lists them)."""
+    if not wanted:
+        return tuple(c for c in classes if c.gpus_per_node)
+    by_name = {c.name: c for c in classes}
+    unknown = [w for w in wanted if w not in by_name]
+    if unknown:
+        raise UsageError(
+            f"no node class {', '.join(map(repr, unknown))} in this cluster",
+            hint=f"the classes are: {', '.join(by_name) or 'none'} ({plan_hint})",
+        )
+    return tuple(by_name[w] for w in dict.fromkeys(wanted))

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from envbuilder.errors import SchedulerError, UsageError
+from envbuilder.errors import SchedulerError
 from envbuilder.fleet.classes import NodeClass, facts_from_features, with_gpu_model
 from envbuilder.host import HostReport, Runner
 from envbuilder.host.probe import probe_nvidia_smi, run_command
@@ -191,21 +191,6 @@ def node_classes(nodes: Sequence[SlurmNode], matrix: Matrix) -> tuple[NodeClass,
             cls = with_gpu_model(cls, matrix, typ, "GRES type")
         classes.append(cls)
     return tuple(classes)
-
-
-def select_classes(classes: Sequence[NodeClass], wanted: Sequence[str]) -> tuple[NodeClass, ...]:
-    """The classes named in `wanted` (all GPU classes when empty). Raises UsageError for a name
-    that is no class."""
-    if not wanted:
-        return tuple(c for c in classes if c.gpus_per_node)
-    by_name = {c.name: c for c in classes}
-    unknown = [w for w in wanted if w not in by_name]
-    if unknown:
-        raise UsageError(
-            f"no node class {', '.join(map(repr, unknown))} in this cluster",
-            hint=f"the classes are: {', '.join(by_name) or 'none'} (envbuilder fleet plan --slurm)",
-        )
-    return tuple(by_name[w] for w in dict.fromkeys(wanted))
 
 
 # --------------------------------------------------------------------------- a probe on a node

@@ -14,22 +14,19 @@ from pathlib import Path
 from typing import Any
 
 from . import fatbin
+from .frameworks import FRAMEWORKS
 from .kernels import Target, kernel_for, parse_target, target_name
 
 # Top-level packages whose folders hold CUDA libraries, and what each belongs to.
 PACKAGES = (
-    ("torch", "torch"),
-    ("tensorflow", "tensorflow"),
-    ("jax_cuda13_plugin", "jax"),
-    ("jax_cuda12_plugin", "jax"),
-    ("jax_plugins", "jax"),  # jax-cudaNN-pjrt: jax_plugins/xla_cudaNN/xla_cuda_plugin.so
+    *((folder, name) for name, fw in FRAMEWORKS.items() for folder in fw.kernel_packages),  # frameworks.py
     ("nvidia", "nvidia"),  # cuDNN, cuBLAS, NCCL ... wheels
 )
 # A framework's own library without a kernel for the GPU fails certification; a library of the
 # nvidia-* wheels or a system CUDA is only warned about: the wheels ship more libraries than a
 # framework loads (libcufftw.so.12 of the torch 2.11 cu130 stack carries one sm_75 cubin and is
 # not loaded by torch), and the framework's GPU steps prove the ones it uses.
-FRAMEWORK_OWNERS = frozenset({"torch", "tensorflow", "jax"})
+FRAMEWORK_OWNERS = frozenset(FRAMEWORKS)
 SYSTEM_CUDA = ("/usr/local/cuda/lib64", "/usr/local/cuda/targets/x86_64-linux/lib")
 DEFAULT_BUDGET_S = 60.0
 
@@ -54,7 +51,7 @@ def system_dirs() -> list[tuple[str, Path]]:
     return [("system-cuda", Path(d)) for d in SYSTEM_CUDA if Path(d).is_dir()]
 
 
-def _libraries(root: Path) -> Iterator[Path]:
+def library_paths(root: Path) -> Iterator[Path]:
     seen: set[tuple[int, int]] = set()
     for dirpath, _dirs, files in os.walk(root):
         for name in sorted(files):
@@ -81,7 +78,7 @@ def scan(roots: list[tuple[str, Path]], budget_s: float = DEFAULT_BUDGET_S) -> d
     scanned = 0
     truncated = False
     for owner, root in roots:
-        for path in _libraries(root):
+        for path in library_paths(root):
             if time.monotonic() - t0 > budget_s:
                 truncated = True
                 break

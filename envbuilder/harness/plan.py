@@ -10,17 +10,16 @@ import importlib.util
 import math
 import os
 import time
-from typing import Any
+from typing import Any, cast
 
+from .frameworks import FRAMEWORKS
 from .hostinfo import gpu_devices_present, host_record
 from .record import Recorder, log, utc_now
 from .result import Outcome
 from .session import Budget, Options, Session
 from .steps.estimates import ESTIMATE
-from .steps.inventory import kernel_inventory_step
-from .steps.jax_steps import JAX
+from .steps.inventory import kernel_inventory_step, start_scan
 from .steps.smoke import cpu_check_step, cuda_smoke_step, framework_smokes
-from .steps.tf_steps import TENSORFLOW
 from .steps.xla import XlaFramework
 from .telemetry import Sampler, load_nvml
 from .thresholds import select_thresholds
@@ -35,7 +34,13 @@ TUNED_RUNS = {"resnet50": (48, 8), "resnet18": (70, 10)}
 # it too made the wait 6-10 s longer and the run 1.6 s longer).
 SERVED = ("resnet18",)
 GPU_DATA = (224, 4096, 512)  # the GPU path's synthetic set: image size, train and eval images
-XLA_FRAMEWORKS: dict[str, XlaFramework] = {"jax": JAX, "tensorflow": TENSORFLOW}  # xla_plan's
+# xla_plan's adapters, one per framework that has one (frameworks.py: steps/MODULE.py's OBJECT)
+XLA_FRAMEWORKS: dict[str, XlaFramework] = {
+    name: getattr(importlib.import_module(f".steps.{module}", __package__), obj)
+    for name, fw in FRAMEWORKS.items()
+    if fw.adapter is not None
+    for module, obj in [fw.adapter.split(":")]
+}
 NO_GPU = "CPU path: no GPU on this host, or none given to this run"  # cuda_smoke's skip reason
 # The step every path of every framework runs first: where the framework is missing it fails (it
 # never skips: certify/verdict.py refuses a result whose cpu_check did not run).
@@ -82,12 +87,17 @@ class Certification:
 
     # ---- the run ---------------------------------------------------------------------------
     def run(self) -> None:
+        if self.gpu_path:  # first: the disk reads then overlap the host step and the imports
+            from . import readahead
+
+            readahead.start(self.rec, self.opts.framework)
+        scan = start_scan()  # the kernel inventory's reading, beside the host step
         lane = self._early_lane()
         try:
             self._host_step()
             if lane is not None:
                 lane.release()  # the host step has listed the GPU's processes: the children may go
-            self._run(lane)
+            self._run(lane, scan)
         finally:
             if lane is not None:
                 lane.close()
@@ -106,8 +116,8 @@ class Certification:
             TUNED_RUNS, batch=TUNED_BATCH, amp="auto", seed=o.seed, data=GPU_DATA, hold=True, served=SERVED
         )
 
-    def _run(self, lane: Any) -> None:
-        kernel_inventory_step(self.rec, self.host)  # what the libraries carry, before any GPU use
+    def _run(self, lane: Any, scan: Any) -> None:
+        kernel_inventory_step(self.rec, self.host, scan)  # what the libraries carry, before any GPU use
         self._path_notes()
         # The sampler keeps its own time under half the overhead limit the certification gates.
         max_duty = float(self.thresholds["telemetry_overhead_max"]) / 2
@@ -349,13 +359,18 @@ class TorchGpuPlan:
             self.tuned_compiled("resnet18")
         else:
             # While the children compile: the ungated GPU work, and the CPU-only work the GPU
-            # would otherwise wait for (cpu_check, the input pipeline's images).
+            # would otherwise wait for (cpu_check, the input pipeline's images: encoded in a
+            # thread beside the ungated runs, done before the telemetry A/B measures anything).
+            import threading
+
+            prep = threading.Thread(target=self.prepare_pipeline, name="pipeline-images", daemon=True)
+            prep.start()
             self.accuracy_runs(autotune=False)
             self.warm_autotuner("resnet50")
             cpu_check_step(s)
+            prep.join()
             self.overhead()
             self.tuned_compiled("resnet18")  # its child is done first; a warn-only gate
-            self.prepare_pipeline()
             self.lane.wait("resnet50", max(5.0, s.remaining()))  # nothing shares the GPU from here
             self.tuned_eager()
             self.tuned_compiled("resnet50")
@@ -535,7 +550,15 @@ def _xla_cpu_runs(s: Session, fw: XlaFramework, dev: Any) -> None:
 
 def _xla_gpu_runs(s: Session, fw: XlaFramework, dev: Any) -> None:
     from .steps.training import bs64_step, train_step
-    from .steps.xla import batch_ramp_step, dataset_step, input_pipeline_step, telemetry_overhead_step
+    from .steps.xla import (
+        CompileLane,
+        Precompiles,
+        batch_ramp_step,
+        dataset_step,
+        input_pipeline_step,
+        overhead_config,
+        telemetry_overhead_step,
+    )
 
     run = fw.train_run(dev)
     steps = s.opts.steps or 200
@@ -546,25 +569,47 @@ def _xla_gpu_runs(s: Session, fw: XlaFramework, dev: Any) -> None:
     def rn(arch: str = "resnet18", **kw: Any) -> RunConfig:
         return RunConfig(name="", arch=arch, device="gpu", seed=s.opts.seed, **kw)
 
-    fp32 = train_step(
-        s, data, "train_rn18_fp32_bs32", rn(batch=32, steps=steps), estimate=ESTIMATE["fp32"], run=run
-    )
-    amp32 = rn(batch=32, steps=steps, amp=amp)
-    train_step(s, data, f"train_rn18_{amp}_bs32", amp32, estimate=ESTIMATE["amp"], run=run)
-    peak = (fp32.metrics.get("memory") or {}).get("peak_allocated_mib")
-    free_mib = fw.free_mib(s, dev)
-    cfg64 = rn(batch=64, steps=steps, amp=amp)
-    bs64_step(s, data, f"train_rn18_{amp}_bs64", cfg64, peak_mib=peak, free_mib=free_mib, run=run)
-    tuned: dict[str, RunConfig] = {}
-    for arch, short in (("resnet18", "rn18"), ("resnet50", "rn50")):
-        n, warmup = TUNED_RUNS[arch]
-        tuned[arch] = rn(arch, batch=TUNED_BATCH, amp=amp, steps=n, warmup=warmup, compile=fw.compile)
-        name = f"{short}_{fw.tuned_tag}"
-        train_step(s, data, f"tuned_{name}", tuned[arch], estimate=ESTIMATE[name], run=run)
-    # Each ramp size compiles anew (seconds): start at a quarter of what batch 32's peak predicts.
-    start = 64
-    if peak and free_mib > 0:
-        start = max(64, 1 << max(6, int(math.log2(max(1.0, free_mib / peak * 32 / 4)))))
-    batch_ramp_step(s, fw, data, dev, amp, reserve=ESTIMATE["overhead"] + ESTIMATE["pipeline"], start=start)
-    telemetry_overhead_step(s, fw, data, dev, amp)
-    input_pipeline_step(s, fw, data, dev, tuned["resnet50"], batches=8)
+    accuracy = {
+        "train_rn18_fp32_bs32": rn(batch=32, steps=steps),
+        f"train_rn18_{amp}_bs32": rn(batch=32, steps=steps, amp=amp),
+        f"train_rn18_{amp}_bs64": rn(batch=64, steps=steps, amp=amp),
+    }
+    # The ungated runs' programs (the accuracy runs', the telemetry A/B's) compile in threads
+    # while the runs before them train (the adapters that can: JAX); the gated tuned runs compile
+    # in their own first step, with nothing else on the GPU.
+    lane = None
+    if hasattr(fw, "precompile") and data is not None:
+        lane = CompileLane(cast(Precompiles, fw), dev, data)
+        for key, cfg in accuracy.items():
+            lane.add(key, cfg)
+        lane.add("telemetry_overhead", overhead_config(s, fw, amp))
+
+    def served(key: str) -> Any:
+        return lane.serve(key, run) if lane is not None else run
+
+    try:
+        (n32, cfg32), (namp, cfgamp), (n64, cfg64) = accuracy.items()
+        fp32 = train_step(s, data, n32, cfg32, estimate=ESTIMATE["fp32"], run=served(n32))
+        train_step(s, data, namp, cfgamp, estimate=ESTIMATE["amp"], run=served(namp))
+        peak = (fp32.metrics.get("memory") or {}).get("peak_allocated_mib")
+        free_mib = fw.free_mib(s, dev)
+        bs64_step(s, data, n64, cfg64, peak_mib=peak, free_mib=free_mib, run=served(n64))
+        if lane is not None:
+            lane.drain(max(5.0, s.remaining()))  # nothing else autotunes on the GPU while the gated runs do
+        tuned: dict[str, RunConfig] = {}
+        for arch, short in (("resnet18", "rn18"), ("resnet50", "rn50")):
+            n, warmup = TUNED_RUNS[arch]
+            tuned[arch] = rn(arch, batch=TUNED_BATCH, amp=amp, steps=n, warmup=warmup, compile=fw.compile)
+            name = f"{short}_{fw.tuned_tag}"
+            train_step(s, data, f"tuned_{name}", tuned[arch], estimate=ESTIMATE[name], run=run)
+        # Each ramp size compiles anew (seconds): start at a quarter of what batch 32's peak predicts.
+        start = 64
+        if peak and free_mib > 0:
+            start = max(64, 1 << max(6, int(math.log2(max(1.0, free_mib / peak * 32 / 4)))))
+        reserve = ESTIMATE["overhead"] + ESTIMATE["pipeline"]
+        batch_ramp_step(s, fw, data, dev, amp, reserve=reserve, start=start)
+        telemetry_overhead_step(s, fw, data, dev, amp, lane=lane)
+        input_pipeline_step(s, fw, data, dev, tuned["resnet50"], batches=8)
+    finally:
+        if lane is not None:
+            lane.close()

@@ -11,10 +11,11 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+from .frameworks import FRAMEWORKS
 from .record import Recorder, Step, StepSkipped
 from .telemetry import Sampler, slowdown_warnings
 
-FRAMEWORK_CHOICES = ("torch", "tensorflow", "jax")
+FRAMEWORK_CHOICES = tuple(FRAMEWORKS)  # frameworks.py
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,6 @@
-"""What a framework (torch, tensorflow, jax) importable in a Python was built for, and whether that
-build fits a host: kernels (SASS or PTX) for each GPU's compute capability, CUDA runtime vs driver.
+"""What a framework (envbuilder/frameworks/: torch, tensorflow, jax) importable in a Python was
+built for, and whether that build fits a host: kernels (SASS or PTX) for each GPU's compute
+capability, CUDA runtime vs driver.
 
 The import happens in a child interpreter with a timeout; the fit rules are pure functions.
 """
@@ -16,6 +17,7 @@ from typing import Any, Literal
 
 from packaging.version import Version
 
+from envbuilder import frameworks as registry
 from envbuilder import resources
 from envbuilder.archs import kernel_for as archs_kernel_for
 from envbuilder.archs import parse_target
@@ -24,7 +26,7 @@ from envbuilder.matrix.model import Matrix
 from envbuilder.versions import parse_cc
 
 Status = Literal["ok", "warn", "fail"]
-FRAMEWORKS = ("torch", "tensorflow", "jax")
+FRAMEWORKS = registry.NAMES
 FRAMEWORK_TIMEOUT_S = 120.0
 
 
@@ -51,47 +53,30 @@ class FrameworkBuild:
 
 
 # Runs in a child interpreter: a framework that hangs or crashes on import cannot take doctor down.
-# torch.cuda.get_arch_list() is empty without a GPU; _cuda_getArchFlags() answers anyway.
+# The framework's module (envbuilder/frameworks/) fills `out`; this wraps it.
 _PROBE = """
 import json, sys
-name, out = sys.argv[1], {}
+out = {{}}
 try:
-    if name == "torch":
-        import torch
-        out.update(version=torch.__version__, cuda=torch.version.cuda)
-        archs = torch.cuda.get_arch_list() if torch.cuda.is_available() else []
-        out["arch_source"] = "torch.cuda.get_arch_list()"
-        if not archs:
-            flags = getattr(torch._C, "_cuda_getArchFlags", lambda: None)()
-            archs, out["arch_source"] = (flags or "").split(), "torch._C._cuda_getArchFlags()"
-        out["archs"] = list(archs)
-    elif name == "tensorflow":
-        import tensorflow as tf
-        info = tf.sysconfig.get_build_info()
-        out.update(version=tf.__version__, cuda=info.get("cuda_version"),
-                   archs=list(info.get("cuda_compute_capabilities") or []),
-                   arch_source="tf.sysconfig.get_build_info()")
-    elif name == "jax":
-        import jax
-        from importlib import metadata
-        out["version"] = jax.__version__
-        for major in ("13", "12", "11"):
-            try:
-                metadata.version("jax-cuda%s-plugin" % major)
-                out["cuda"] = major
-                break
-            except metadata.PackageNotFoundError:
-                pass
-except Exception as exc:
+{body}except Exception as exc:
     out["error"] = "%s: %s" % (type(exc).__name__, exc)
 print(json.dumps(out))
 """
 
 
+def probe_source(name: str) -> str:
+    """The child's program for framework `name` (its module's PROBE). Raises UsageError for a
+    name the registry does not hold."""
+    body = registry.get(name).PROBE
+    return _PROBE.format(body="".join(f"    {line}\n" for line in body.splitlines()))
+
+
 def probe_framework(name: str, *, run: Runner = run_command, python: str = sys.executable) -> FrameworkBuild:
     """Import `name` in a child `python` (with a timeout) and read its build. Never raises: a
     failed import or probe comes back in `error`."""
-    data = _child_json(run, [python, "-c", _PROBE, name])
+    if name not in registry.REGISTRY:
+        return FrameworkBuild(name=name, error=f"envbuilder knows no framework {name!r}")
+    data = _child_json(run, [python, "-c", probe_source(name), name])
     if isinstance(data, str):
         return FrameworkBuild(name=name, error=f"probe {data}")
     cuda = data.get("cuda")
@@ -207,12 +192,13 @@ def user_python(path: str | None = None, own_prefix: str = sys.prefix) -> str:
 def frameworks_in(python: str, *, run: Runner = run_command) -> frozenset[str]:
     """Which of FRAMEWORKS `python` has installed (found, not imported: a child, fast). Never
     raises: a Python that cannot be asked has none."""
-    res = run([python, "-c", _FIND, *FRAMEWORKS], FRAMEWORK_TIMEOUT_S)
+    imports = {registry.get(n).FACTS.import_name: n for n in FRAMEWORKS}
+    res = run([python, "-c", _FIND, *imports], FRAMEWORK_TIMEOUT_S)
     try:
         found = json.loads(res.stdout.strip().splitlines()[-1]) if res.returncode == 0 else []
     except (json.JSONDecodeError, IndexError):
         found = []
-    return frozenset(str(n) for n in found if n in FRAMEWORKS) if isinstance(found, list) else frozenset()
+    return frozenset(imports[n] for n in found if n in imports) if isinstance(found, list) else frozenset()
 
 
 def probe_inventory(*, run: Runner = run_command, python: str = sys.executable) -> dict[str, Any] | str:

@@ -17,6 +17,7 @@ import yaml
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
+from envbuilder import frameworks
 from envbuilder.errors import SpecError
 from envbuilder.image.spec import NAME_RE, ImageSpec, check_spec_files, parse_spec
 
@@ -25,26 +26,15 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - Python 3.10
     import tomli as tomllib
 
-# A package that says which framework a project trains with, most telling first. The framework
+# A package that says which framework a project trains with, most telling first: the framework
 # packages themselves; then what only runs on one of them (Lightning, Flax, Keras 2's tf-keras).
+# Each framework's module names both (envbuilder/frameworks/NAME.py FACTS).
 FRAMEWORK_OF = {
-    "torch": "torch",
-    "jax": "jax",
-    "jaxlib": "jax",
-    "tensorflow": "tensorflow",
-    "tensorflow-cpu": "tensorflow",
-    "pytorch-lightning": "torch",
-    "lightning": "torch",
-    "torchvision": "torch",
-    "torchaudio": "torch",
-    "flax": "jax",
-    "optax": "jax",
-    "tf-keras": "tensorflow",
+    **{p: fw.NAME for fw in frameworks.ALL_FRAMEWORK_MODULES for p in fw.FACTS.packages},
+    **{p: fw.NAME for fw in frameworks.ALL_FRAMEWORK_MODULES for p in fw.FACTS.implied_by},
 }
-# Packages the stack pins beside its framework (spec `companions:`).
-COMPANIONS = {"torch": ("torchvision", "torchaudio")}
 ENTRY_POINTS = ("train.py", "main.py", "src/train.py", "scripts/train.py", "src/main.py")
-DEFAULT_FRAMEWORK = "torch"
+DEFAULT_FRAMEWORK = frameworks.DEFAULT
 MAX_PROJECT_FILE = 4 * 1024 * 1024
 
 
@@ -161,7 +151,7 @@ def _framework(packages: _Packages | None) -> tuple[str, tuple[str, ...], str]:
     others = sorted({f for _, f in found} - {framework})
     version = pins.get(framework, "")
     requirement = f"{framework}=={version}" if version else framework
-    companions = tuple(c for c in COMPANIONS.get(framework, ()) if c in pins)
+    companions = tuple(c for c in frameworks.get(framework).FACTS.companions if c in pins)
     why = f"framework: {requirement} (from {by} in {packages.path if packages else '-'})"
     if others:
         why += f"; also named: {', '.join(others)} (one framework per image: edit `framework:` to choose)"

@@ -18,6 +18,7 @@ from packaging.version import Version
 
 from envbuilder import resources
 from envbuilder.errors import MatrixError, UsageError
+from envbuilder.frameworks import NAMES
 from envbuilder.matrix.generated import overlay
 from envbuilder.matrix.installable import load_answers, with_user_answers
 from envbuilder.matrix.model import (
@@ -51,7 +52,7 @@ from envbuilder.matrix.reader import (
 )
 from envbuilder.versions import major_minor, parse_cc, parse_version
 
-FRAMEWORKS = ("torch", "tensorflow", "jax")
+FRAMEWORKS = NAMES  # the registry's (envbuilder/frameworks/): frameworks/NAME.yaml each
 INSTALLABLE = "generated/installable.yaml"  # uv's answers on whole install sets (matrix installable)
 Doc = tuple[dict[str, Any], Ctx]  # a parsed matrix file and its location for error messages
 

@@ -23,8 +23,13 @@ from envbuilder import resources
 from envbuilder.matrix.model import Matrix
 
 _FORMAT = 2  # bump when the JSON layout below changes
-# The code that decides what a Matrix holds: the matrix package and the version rules it applies.
-_CODE = (Path(__file__).parent, Path(__file__).parent.parent / "versions.py")
+# The code that decides what a Matrix holds: the matrix package, the version rules it applies and
+# the framework registry (which frameworks/NAME.yaml files it reads, in what order).
+_CODE = (
+    Path(__file__).parent,
+    Path(__file__).parent.parent / "versions.py",
+    Path(__file__).parent.parent / "frameworks" / "__init__.py",
+)
 
 
 def matrix_key(directory: Path) -> str:

@@ -23,9 +23,11 @@ from packaging.specifiers import SpecifierSet
 from packaging.utils import parse_wheel_filename
 from packaging.version import Version
 
+from envbuilder import frameworks as registry
 from envbuilder import resources
 from envbuilder.atomic import write_text_atomic
 from envbuilder.errors import MatrixError, PackageIndexError
+from envbuilder.frameworks.base import pinned, xy
 from envbuilder.harness import fatbin
 from envbuilder.matrix.index import IndexFile, PackageIndex, releases
 from envbuilder.matrix.model import Matrix
@@ -197,34 +199,6 @@ def requirements(md: WheelMetadata, extra: str | None = None) -> list[Requiremen
     return out
 
 
-def pinned(reqs: list[Requirement], pattern: str) -> str | None:
-    """The version a requirement whose name matches `pattern` is pinned to (==X) or floored at
-    (>=X); None when there is none."""
-    for r in reqs:
-        if re.fullmatch(pattern, r.name):
-            pins = [s.version for s in r.specifier if s.operator in ("==", "===")]
-            floors = [s.version for s in r.specifier if s.operator == ">="]
-            if pins or floors:
-                return (pins or floors)[0].split("+")[0]
-    return None
-
-
-def _xy(version: str | None) -> str | None:
-    if version is None:
-        return None
-    parts = version.split(".")
-    return ".".join(parts[:2]) if len(parts) >= 2 else None
-
-
-def _cuda_suffix(reqs: list[Requirement]) -> str | None:
-    """'12' when the CUDA runtime the wheel requires is nvidia-cuda-runtime-cu12 ..."""
-    for r in reqs:
-        m = re.fullmatch(r"nvidia-cuda-runtime-cu(\d+)", r.name)
-        if m:
-            return m.group(1)
-    return None
-
-
 def _cc(sm: int) -> str:
     return f"{sm // 10}.{sm % 10}"
 
@@ -369,53 +343,41 @@ class Refresher:
             )
         return out
 
-    # -- torch: one PyPI wheel per release, its CUDA named by its cuda-runtime / cuda-toolkit pin
-    def torch(self, cfg: dict[str, Any], known: Iterable[str]) -> list[Release]:
+    def one_wheel_framework(self, fw: str, cfg: dict[str, Any], known: Iterable[str]) -> list[Release]:
+        """A "one_wheel" framework (torch, tensorflow): its module names the variant from the
+        wheel's requirements (refresh.yaml's `extra` active where it names one)."""
+        read = registry.get(fw).read_variant
+
         def variant(scan: WheelScan) -> Variant | None:
-            reqs = requirements(scan.metadata())
-            cuda = pinned(reqs, r"cuda-toolkit|nvidia-cuda-runtime(-cu\d+)?")
-            if cuda is None:
+            facts = read(requirements(scan.metadata(), cfg.get("extra")))
+            if facts is None:
                 return None
-            var = Variant(name=f"cu{''.join(cuda.split('.')[:2])}", cuda=_xy(cuda))
-            var.cudnn = pinned(reqs, r"nvidia-cudnn-cu\d+")
-            var.nccl = pinned(reqs, r"nvidia-nccl-cu\d+")
-            return var
+            return Variant(name=facts.name, cuda=facts.cuda, cudnn=facts.cudnn, nccl=facts.nccl)
 
-        return self.one_wheel("torch", cfg, known, variant)
+        return self.one_wheel(fw, cfg, known, variant)
 
-    # -- tensorflow: the and-cuda extra names CUDA, cuDNN and NCCL (absent before 2.14)
-    def tensorflow(self, cfg: dict[str, Any], known: Iterable[str]) -> list[Release]:
-        def variant(scan: WheelScan) -> Variant:
-            reqs = requirements(scan.metadata(), cfg["extra"])
-            suffix = _cuda_suffix(reqs)
-            var = Variant(name=f"cuda{suffix}" if suffix else None)
-            var.cuda = _xy(pinned(reqs, r"nvidia-cuda-runtime-cu\d+"))
-            var.cudnn = _xy(pinned(reqs, r"nvidia-cudnn-cu\d+"))
-            var.nccl = pinned(reqs, r"nvidia-nccl-cu\d+")
-            return var
-
-        return self.one_wheel("tensorflow", cfg, known, variant)
-
-    # -- jax: jax[cudaNN] -> jax-cudaNN-plugin (+ its pjrt); CUDA from the PTX ISA it was built with
-    def jax(self, cfg: dict[str, Any], known: Iterable[str], isa_cuda: dict[str, str]) -> list[Release]:
+    # -- "plugins" (jax): jax[cudaNN] -> jax-cudaNN-plugin (+ its pjrt); CUDA from the PTX ISA it was
+    # built with
+    def plugins(
+        self, fw: str, cfg: dict[str, Any], known: Iterable[str], isa_cuda: dict[str, str]
+    ) -> list[Release]:
         out = []
-        jax_files = self.by_version(cfg["package"])
+        base_files = self.by_version(cfg["package"])
         py_files = self.by_version(cfg["python_from"])
         for v in self.versions(cfg["package"], known, cfg["since"]):
-            wheel = pick_wheel(jax_files[v])
+            wheel = pick_wheel(base_files[v])
             if wheel is None:
                 continue
-            jax_md = self.scan(wheel, ()).metadata()
+            base_md = self.scan(wheel, ()).metadata()
             variants = []
             for name, (plugin, pjrt) in sorted(cfg["plugins"].items()):
-                want = next((r for r in requirements(jax_md, name) if r.name == plugin), None)
+                want = next((r for r in requirements(base_md, name) if r.name == plugin), None)
                 if want is None:
                     continue
                 plugin_v = _newest(self.by_version(plugin), want.specifier)
                 if plugin_v is None:
-                    self.report.skipped.append(
-                        f"jax {v} {name}: no {plugin} release matches {want.specifier}"
-                    )
+                    why = f"no {plugin} release matches {want.specifier}"
+                    self.report.skipped.append(f"{fw} {v} {name}: {why}")
                     continue
                 pw = pick_wheel(self.by_version(plugin)[plugin_v])
                 if pw is None:
@@ -423,10 +385,11 @@ class Refresher:
                 pscan = self.scan(pw, tuple(cfg["scan"]))
                 var = Variant(name=name)
                 pmd = pscan.metadata()
-                # the CUDA wheels: the plugin's with-cuda extra, or (before it had one) jax's own extra
+                # the CUDA wheels: the plugin's with-cuda extra, or (before it had one) the base
+                # package's own extra
                 with_cuda = requirements(pmd, "with-cuda") or requirements(pmd, "with_cuda")
-                with_cuda += requirements(jax_md, name)
-                var.cudnn = _xy(pinned(with_cuda, r"nvidia-cudnn-cu\d+"))
+                with_cuda += requirements(base_md, name)
+                var.cudnn = xy(pinned(with_cuda, r"nvidia-cudnn-cu\d+"))
                 var.nccl = pinned(with_cuda, r"nvidia-nccl-cu\d+")
                 var.add(pscan)
                 pjrt_req = next((r for r in requirements(pscan.metadata()) if r.name == pjrt), None)
@@ -435,15 +398,15 @@ class Refresher:
                     var.add(self.scan(jw, tuple(cfg["scan"])))
                 var.cuda = isa_cuda.get(var.ptx_isa or "")
                 variants.append(var)
-            extras = [r for extra in cfg["plugins"] for r in requirements(jax_md, extra)]
-            lib = next((r for r in [*requirements(jax_md), *extras] if r.name == cfg["python_from"]), None)
+            extras = [r for extra in cfg["plugins"] for r in requirements(base_md, extra)]
+            lib = next((r for r in [*requirements(base_md), *extras] if r.name == cfg["python_from"]), None)
             lib_v = _newest(py_files, lib.specifier) if lib else None
-            python = python_range(py_files[lib_v], None) if lib_v else (jax_md.requires_python or "")
+            python = python_range(py_files[lib_v], None) if lib_v else (base_md.requires_python or "")
             out.append(
                 Release(
                     version=str(v),
                     python=python,
-                    requires_python=jax_md.requires_python,
+                    requires_python=base_md.requires_python,
                     variants=tuple(variants),
                 )
             )
@@ -519,7 +482,7 @@ def refresh_matrix(
     matrix_dir: Path | None,
     index: PackageIndex,
     *,
-    frameworks: tuple[str, ...] = ("torch", "tensorflow", "jax"),
+    frameworks: tuple[str, ...] = registry.NAMES,
     cache: Path | None = None,
     today: str,
     log: Log = lambda _m: None,
@@ -539,7 +502,10 @@ def refresh_matrix(
     for fw in frameworks:
         table = next(t for t in matrix.frameworks if t.name == fw)
         known = [rel.version for rel in table.releases if any(v.cuda for v in rel.variants)]
-        rows = r.jax(cfg[fw], known, isa_cuda) if fw == "jax" else getattr(r, fw)(cfg[fw], known)
+        if registry.get(fw).FACTS.refresh == "plugins":
+            rows = r.plugins(fw, cfg[fw], known, isa_cuda)
+        else:
+            rows = r.one_wheel_framework(fw, cfg[fw], known)
         have = {rel.version for rel in table.releases}
         r.report.new_releases += [f"{fw} {row.version}" for row in rows if row.version not in have]
         rel_path = f"{GENERATED}/{fw}.yaml"

@@ -12,6 +12,8 @@ from typing import Any
 from envbuilder.certify.certificate import Certificate, verify_certificate
 from envbuilder.certify.kernels import inventory_of
 from envbuilder.certify.record import StackRecord, StepRecord
+from envbuilder.errors import MatrixError
+from envbuilder.matrix.ceilings import Ceiling, ceiling_for, shipped_ceilings
 from envbuilder.report.charts import as_number
 from envbuilder.report.multigpu import MultiGpuView, multi_gpu_view
 
@@ -77,6 +79,10 @@ class Report:
     step_counts: str = ""  # "17 steps: 15 pass, 2 skip": what the steps table holds
     # which GPU the telemetry is of, where the host had several ("GPU 0 of 2"); "" with one GPU
     telemetry_gpu: str = ""
+    # ResNet-50 against its physical ceiling (matrices/ceilings.yaml): what the figure is, and per
+    # passing tuned ResNet-50 run (step, images/s, share of the ceiling)
+    ceiling: str = ""
+    ceiling_runs: tuple[tuple[str, float, float], ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         """The report as JSON (without the telemetry series: those stay in the certificate)."""
@@ -220,9 +226,36 @@ def _stack_rows(stack: StackRecord | None, certified_for: str | None) -> tuple[t
     )
 
 
-def build_report(cert: Certificate) -> Report:
-    """The Report of a certificate (pure). A malformed field shows as '-', never raises."""
+def _ceiling(
+    rows: Sequence[StepRow], gpu: str | None, ceilings: Sequence[Ceiling]
+) -> tuple[str, tuple[tuple[str, float, float], ...]]:
+    """The tuned ResNet-50 runs that passed as shares of the GPU's MLPerf per-GPU figure: the line
+    naming the figure and its source, and (step, images/s, share) per run; ("", ()) without a run;
+    a line saying so where the GPU has no figure on file."""
+    runs = [r for r in rows if r.name.startswith("tuned_rn50_") and r.status == "pass" and r.images_per_s]
+    if not runs or not gpu:
+        return "", ()
+    c = ceiling_for(gpu, ceilings)
+    if c is None:
+        return f"no ResNet-50 ceiling on file for {gpu} (matrices/ceilings.yaml)", ()
+    line = (
+        f"{c.benchmark}, per GPU on {c.model}: {c.images_per_s:,.0f} img/s "
+        f"(source: {c.source}; checked: {c.checked})"
+    )
+    return line, tuple(
+        (r.name, float(r.images_per_s or 0), float(r.images_per_s or 0) / c.images_per_s) for r in runs
+    )
+
+
+def build_report(cert: Certificate, ceilings: Sequence[Ceiling] | None = None) -> Report:
+    """The Report of a certificate (pure but for reading the shipped matrices/ceilings.yaml once,
+    when `ceilings` is not given). A malformed field shows as '-', never raises."""
     harness, image, host = cert.harness, cert.image, cert.host
+    if ceilings is None:
+        try:
+            ceilings = shipped_ceilings()
+        except MatrixError:  # a report of a certificate needs no matrix: shown without the share
+            ceilings = ()
     steps = cert.steps
     rows = tuple(_step_row(s) for s in steps)
     telemetry = _m(harness, "telemetry")
@@ -242,6 +275,7 @@ def build_report(cert: Certificate) -> Report:
             windows[r.name] = (t, t + r.seconds)
             t += r.seconds
     notes = harness.get("notes")
+    ceiling = _ceiling(rows, host.gpus[0].name if host.gpus else None, ceilings)
     return Report(
         id=cert.id,
         verdict=cert.verdict or "?",
@@ -267,6 +301,8 @@ def build_report(cert: Certificate) -> Report:
         kernels=_kernel_rows(harness),
         step_counts=step_counts(rows),
         telemetry_gpu=f"GPU 0 of {len(host.gpus)}" if len(host.gpus) > 1 else "",
+        ceiling=ceiling[0],
+        ceiling_runs=ceiling[1],
     )
 
 

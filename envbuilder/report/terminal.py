@@ -63,6 +63,9 @@ def format_terminal(r: Report) -> str:
     out += [f"  warning ({s.name}): {w}" for s in r.steps for w in s.warnings]  # as the HTML has them
     out += ["", "comparison (field guide: CPU vs GPU FP32 vs mixed precision; the fastest tuned runs)"]
     out += table(COMPARISON_HEADERS, [comparison_cells(c) for c in r.comparison])
+    if r.ceiling:
+        out += ["", f"ResNet-50 against its ceiling: {r.ceiling}"]
+        out += [f"  {name:<22}{ips:>9,.0f} img/s  {share:6.1%}" for name, ips, share in r.ceiling_runs]
     if r.multi_gpu is not None:
         mg = r.multi_gpu
         out += ["", f"multi-GPU: {mg.status}" + (f" ({mg.reason})" if mg.reason else "")]

@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from envbuilder import frameworks
 from envbuilder.harness.telemetry import CLOCK_EVENT_REASONS
 from envbuilder.run.joblog import JobOutput
 from envbuilder.run.processes import ProcessSeries, cpu_view
@@ -35,14 +36,17 @@ MAIN_BUSY_SHARE = 0.9  # the main process at >= 90% of one core: its own loop is
 THREADS_SHARE = 1.5  # the main process on more than 1.5 cores: its threads (tf.data, decoding) work
 WORKER_BUSY_SHARE = 0.75  # worker processes at >= 75% of a core each (mean): they cannot keep up
 H2D_BUSY_FRACTION = 0.5  # host-to-device traffic at half the link or more
+# Each framework's own tools (envbuilder/frameworks/NAME.py HINTS), in the registry's order.
+CHECKPOINT_APIS = " / ".join(h for fw in frameworks.ALL_FRAMEWORK_MODULES if (h := fw.HINTS.checkpoint))
+PROFILERS = " / ".join(h for fw in frameworks.ALL_FRAMEWORK_MODULES if (h := fw.HINTS.profiler))
 OOM_ADVICE = (
     "the field guide's first VRAM lesson: reduce the batch size{fit}; mixed precision (bf16 autocast "
     "halves activations); gradient accumulation (same effective batch, smaller steps); activation "
-    "checkpointing (torch.utils.checkpoint / jax.checkpoint); and free what the loop keeps alive"
+    f"checkpointing ({CHECKPOINT_APIS}); and free what the loop keeps alive"
 )
 WAIT_ADVICE = (
     "find where the main process blocks: `py-spy dump --pid {pid}` (or py-spy top) while it waits, "
-    "torch.profiler / jax.profiler for the gaps between kernels; sleeps, locks, disk or network "
+    f"{PROFILERS} for the gaps between kernels; sleeps, locks, disk or network "
     "reads, a collective waiting on another rank and a synchronize on another stream all look "
     "alike from the host"
 )

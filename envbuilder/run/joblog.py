@@ -1,5 +1,5 @@
 """What a job's own output says about how it died or stalled (`run --monitor` reads it beside
-NVML): CUDA out of memory in torch's, TensorFlow's and JAX/XLA's words, the batch size that last
+NVML): CUDA out of memory in each framework's words (envbuilder/frameworks/), the batch size that last
 fit where the output shows one, non-finite losses where the job prints them, NCCL timeouts.
 Pure: text in, facts out; the patterns quote the frameworks' messages."""
 
@@ -8,15 +8,12 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-# torch: "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total
-# capacity of 139.81 GiB of which 1.06 GiB is free." (torch.cuda.OutOfMemoryError before 2.3)
-# TensorFlow: "ResourceExhaustedError: ... OOM when allocating tensor with shape[...]"
-# JAX/XLA: "XlaRuntimeError: RESOURCE_EXHAUSTED: Out of memory while trying to allocate N bytes."
-# cuDNN/cuBLAS: CUDNN_STATUS_ALLOC_FAILED / CUBLAS_STATUS_ALLOC_FAILED
+from envbuilder import frameworks
+
+# Each framework's own words (envbuilder/frameworks/NAME.py HINTS.oom, in the registry's order),
+# then cuDNN/cuBLAS: CUDNN_STATUS_ALLOC_FAILED / CUBLAS_STATUS_ALLOC_FAILED
 _OOM = (
-    ("torch", re.compile(r"(torch\.(cuda\.)?OutOfMemoryError|CUDA out of memory)", re.I)),
-    ("tensorflow", re.compile(r"(ResourceExhaustedError|OOM when allocating tensor)")),
-    ("jax", re.compile(r"RESOURCE_EXHAUSTED:?\s*Out of memory", re.I)),
+    *((fw.NAME, fw.HINTS.oom) for fw in frameworks.ALL_FRAMEWORK_MODULES),
     ("cudnn/cublas", re.compile(r"(CUDNN|CUBLAS)_STATUS_ALLOC_FAILED")),
 )
 _BATCH = re.compile(r"\b(?:batch(?:[ _-]?size)?|bs)\s*[=:]?\s*(\d{1,7})\b", re.I)

@@ -1,11 +1,12 @@
-"""A fleet certification through a real Slurm (Debian's slurmctld, two slurmd on one host with fake
-GPU GRES: scripts/slurm.sh): `fleet plan` reads the two node classes from scontrol (and, with
---probe, from srun on each node); `fleet certify REF --slurm` submits one sbatch job per class,
-each runs `envbuilder certify` on the CPU path in a real container, the certificates come back,
-are signed and attached to the image in the local registry; "machine B" (another data dir that
-trusts the key) reads them back with `fleet status` and `fleet constraints`. `fleet build` bakes
-two images (two specs for the cluster's CPU class) with a real `docker buildx bake` (Debian
-trixie's buildx, scripts/buildx.sh, run as a standalone binary: ENVBUILDER_BUILDX).
+"""A fleet certification through a real Slurm (Debian's slurmctld, two slurmd on one host with fake GPU
+GRES: scripts/slurm.sh): `fleet plan --scheduler slurm` reads the two node classes from scontrol
+(and, with --probe, from srun on each node); `fleet certify REF --slurm` (the hidden alias, kept)
+submits one sbatch job per class, each runs `envbuilder certify` on the CPU path in a real
+container, the certificates come back, are signed and attached to the image in the local registry;
+"machine B" (another data dir that trusts the key) reads them back with `fleet status` and `fleet
+constraints`. `fleet build` bakes two images (two specs for the cluster's CPU class) with a real
+`docker buildx bake` (Debian trixie's buildx, scripts/buildx.sh, run as a standalone binary:
+ENVBUILDER_BUILDX).
 
 Why this module takes minutes: one build (cached layers), one push, and two quick CPU-path
 certifications (`envbuilder certify --quick` in a container) running at once on two cores.
@@ -125,8 +126,9 @@ def certified_fleet(
 
 
 def test_plan_reads_both_classes_from_slurm(slurm: None, tmp_path: Path) -> None:
-    res = cli(tmp_path, "fleet", "plan", "--slurm", "--json")
+    res = cli(tmp_path, "fleet", "plan", "--scheduler", "slurm", "--json")
     assert res.returncode == 0, res.stderr
+    assert res.stdout == cli(tmp_path, "fleet", "plan", "--slurm", "--json").stdout  # the old spelling
     classes = {c["name"]: c for c in json.loads(res.stdout)["classes"]}
     assert sorted(classes) == ["a100", "cpu", "h200"]
     assert (classes["h200"]["gpus_per_node"], classes["h200"]["gpu_model"], classes["h200"]["driver"]) == (
@@ -156,7 +158,8 @@ def test_probe_asks_each_node_through_srun(slurm: None, tmp_path: Path) -> None:
         tmp_path,
         "fleet",
         "plan",
-        "--slurm",
+        "--scheduler",
+        "slurm",
         "--probe",
         "--json",
         env={"PATH": f"{bin_dir}:{os.environ['PATH']}"},
@@ -218,7 +221,7 @@ def test_bad_requests_fail_before_anything_is_submitted(certified_fleet: Fleet) 
     assert res.returncode == 2 and "no node class 'v100' in this cluster" in res.stderr
     assert "hint: the classes are: a100, cpu, h200" in res.stderr and "Traceback" not in res.stderr
     res = cli(certified_fleet.data, "fleet", "certify", certified_fleet.ref)
-    assert res.returncode == 2 and "say which scheduler: --slurm or --k8s" in res.stderr
+    assert res.returncode == 2 and "say which scheduler: --scheduler slurm|k8s" in res.stderr
 
 
 FORGE = """\

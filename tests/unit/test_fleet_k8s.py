@@ -21,7 +21,6 @@ from test_fleet_slurm import GPU_STACK, fleet_image, harness_plan, image
 from envbuilder.certify.certificate import Certificate, build_certificate
 from envbuilder.certify.store import CertStore
 from envbuilder.errors import SchedulerError, UsageError
-from envbuilder.fleet.constraints import k8s_affinity, nfd_spec, nfd_yaml, slurm_constraints
 from envbuilder.fleet.image import FleetImage
 from envbuilder.fleet.jobs import JobRecord, load_runs, save_run
 from envbuilder.fleet.k8s_api import Kubectl
@@ -38,6 +37,8 @@ from envbuilder.fleet.kubernetes import (
     validate_manifests,
     yaml_text,
 )
+from envbuilder.fleet.schedulers.kubernetes import k8s_affinity, nfd_spec, nfd_yaml
+from envbuilder.fleet.schedulers.slurm import slurm_constraints
 from envbuilder.fleet.status import class_status
 from envbuilder.matrix import load_matrix
 from envbuilder.resources import harness_dir

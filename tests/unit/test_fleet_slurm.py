@@ -17,7 +17,7 @@ from envbuilder.certify.harness_plan import HarnessPlan
 from envbuilder.certify.scheduler import scheduler_record
 from envbuilder.engine import ImageInfo
 from envbuilder.errors import SchedulerError, UsageError
-from envbuilder.fleet.classes import NodeClass, class_coverage, facts_from_features
+from envbuilder.fleet.classes import NodeClass, class_coverage, facts_from_features, select_classes
 from envbuilder.fleet.image import FleetImage, pyxis_image, registry_reference
 from envbuilder.fleet.jobs import JobOptions, collect_job, load_runs, plan_run, save_run
 from envbuilder.fleet.slurm import (
@@ -30,7 +30,6 @@ from envbuilder.fleet.slurm import (
     parse_nodes,
     probe_class,
     read_nodes,
-    select_classes,
     submit,
 )
 from envbuilder.harness.digest import tree_digest

@@ -313,3 +313,102 @@ def test_the_payload_loads_without_numpy_or_a_framework(tmp_path: Path) -> None:
     proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.strip() == "['jax', 'tensorflow']"
+
+
+AHEAD_OOM_ABOVE = 20_000
+
+
+class FakeAheadFramework(FakeFramework):
+    """A JAX-like adapter that compiles ahead: precompile (the compile lane) and ramp_try (the ramp's
+    sizes compiled without autotuning, XLA's planned memory: 10 MiB an image over 1,000 held; out
+    of memory above AHEAD_OOM_ABOVE)."""
+
+    def __init__(self, real: XlaFramework) -> None:
+        super().__init__(real)
+        self.compiled: list[str] = []
+        self.compiling = 0
+        self.overlapped: list[str] = []  # runs that started while the lane compiled
+        self.ramp_sizes: list[tuple[int, int]] = []  # (batch, compiles in flight)
+
+    def precompile(self, cfg: RunConfig, dev: Any, data: Dataset) -> float:
+        self.compiling += 1
+        time.sleep(0.05)
+        self.compiled.append(f"{cfg.batch}:{cfg.amp}:{cfg.evaluate}")
+        self.compiling -= 1
+        if cfg.batch == 64:
+            raise RuntimeError("XLA refused")  # the run then compiles itself
+        return 0.05
+
+    def train_run(self, dev: Any) -> TrainRun:
+        inner = super().train_run(dev)
+
+        def run(cfg: RunConfig, data: Dataset, **kw: Any) -> tuple[dict[str, Any], list[str]]:
+            if self.compiling:
+                self.overlapped.append(cfg.name)
+            return inner(cfg, data, **kw)
+
+        return run
+
+    def ramp_try(self, cfg: RunConfig, dev: Any, data: Dataset) -> dict[str, Any]:
+        self.ramp_sizes.append((cfg.batch, self.compiling))
+        if cfg.batch > AHEAD_OOM_ABOVE:
+            raise RuntimeError("RESOURCE_EXHAUSTED: Out of memory while trying to allocate")
+        return {"peak_allocated_mib": 1000 + 10 * cfg.batch, "compile_s": 0.01, "autotune": "off"}
+
+    def memory(self, dev: Any) -> dict[str, float]:
+        return {"peak_allocated_mib": 100.0, "limit_mib": 1000 + 10 * AHEAD_OOM_ABOVE + 5.0}
+
+
+def test_the_compile_lane_and_the_ramp_compiled_ahead(installed: None) -> None:
+    fw = FakeAheadFramework(JAX)
+    s = session("jax", gpu=True)
+    plan.xla_plan(s, fw, mode="full")
+    assert [n for n, _ in statuses(s)][3:11] == [
+        "train_rn18_fp32_bs32",
+        "train_rn18_bf16_bs32",
+        "train_rn18_bf16_bs64",
+        "tuned_rn18_jit",
+        "tuned_rn50_jit",
+        "batch_ramp",
+        "telemetry_overhead",
+        "input_pipeline",
+    ]
+    # the ungated runs' programs, then the A/B's (no evaluation); never a tuned run's
+    assert sorted(fw.compiled) == sorted(["32:None:True", "32:bf16:True", "64:bf16:True", "128:bf16:False"])
+    assert not {"tuned_rn18_jit", "tuned_rn50_jit"} & set(fw.overlapped)
+    steps = {st.name: st for st in s.rec.steps}
+    assert steps["train_rn18_fp32_bs32"].metrics["precompile"]["compile_s"] == 0.05
+    assert "waited_s" in steps["train_rn18_bf16_bs32"].metrics["precompile"]
+    assert "XLA refused" in steps["train_rn18_bf16_bs64"].metrics["precompile"]["error"]
+    assert steps["train_rn18_bf16_bs64"].status == "pass"  # compiled by the run itself
+    assert steps["telemetry_overhead"].metrics["precompile"]["compile_s"] == 0.05
+    # the ramp: each size through ramp_try; past its first tries none shares the GPU with the lane;
+    # the planned memory predicts the limit, so it jumps there instead of doubling up to it
+    ramp = steps["batch_ramp"].metrics
+    assert ramp["sizes"].startswith("compiled ahead")
+    assert ramp["capacity_mib"] == 1000 + 10 * AHEAD_OOM_ABOVE + 5
+    assert all(busy == 0 for _, busy in fw.ramp_sizes[2:])
+    # 1024 and 2048 predict the limit; one jump below it fits, one bracket above runs out of memory
+    assert [b for b, _ in fw.ramp_sizes] == [1024, 2048, 19400, 21448]
+    assert ramp["predicted_max_batch"] == AHEAD_OOM_ABOVE
+    assert (ramp["largest_batch"], ramp["smallest_oom_batch"]) == (19400, 21448)
+
+
+def test_the_lane_reports_what_it_was_not_given() -> None:
+    from envbuilder.harness.steps.xla import CompileLane
+
+    class Slow:
+        def precompile(self, cfg: RunConfig, dev: Any, data: Any) -> float:
+            time.sleep(0.2)
+            return 0.2
+
+    lane = CompileLane(Slow(), "dev", None)
+    lane.add("a", RunConfig(name="a"))
+    assert lane.wait("b") == {"error": "not given to the compile lane"}
+    report = lane.wait("a")
+    assert report["compile_s"] == 0.2 and report["waited_s"] >= 0.1
+    lane.drain()
+    lane.close()
+    for t in lane.threads:
+        t.join(5)
+        assert not t.is_alive()

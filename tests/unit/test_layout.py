@@ -10,6 +10,8 @@ from the drawing in design.md, and say why:
   - runtime/ comes right after engine/: a runtime (Docker, Apptainer, enroot, ...) is the engine
     or a runtime program with its GPU access modes; it reads host/ (the modes' facts) and engine/,
     and everything that starts a container (image, certify, run, fleet, doctor) goes through it.
+  - frameworks/ (not in the drawing) comes first: each framework's facts, harness plan and
+    monitor hints, read by matrix, host, image, certify, run and the CLI; it imports no stage.
   - registry/ and attest/ sit between certify/ and run/: attest signs certificates (certify's
     output) and pushes them through registry/; run verifies them before it starts an image.
 """
@@ -42,6 +44,7 @@ SHARED = {
     "platforms",
 }
 FLOW = (
+    "frameworks",  # one module per framework and their registry: facts every stage reads
     "matrix",
     "host",
     "resolve",

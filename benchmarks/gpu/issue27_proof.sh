@@ -1,0 +1,211 @@
+#!/usr/bin/env bash
+# Issue 27 on the H200 test machine, one device call (<= 9 min): certification times of this
+# checkout's harness ("new") against the harness of main at a348183 ("old", today's), side by side,
+# natively (the machine's own Python, torch and jax), then the container part: the machine's
+# environment as a base image, built and certified in a container with the new harness, and
+# benchmarks/gpu/check_faults.sh against that certified image when the file exists.
+#
+# Before the device call, on the CPU machine, in the checkout (the GPU machine has no git history):
+#   mkdir -p .device/old && git archive a348183 envbuilder/harness matrices/thresholds.yaml | tar -x -C .device/old
+# and carry .device (docker26.tar.xz, whl/docker-*.whl, old/).
+#
+#   bash benchmarks/gpu/issue27_proof.sh
+#   bash benchmarks/gpu/issue27_proof.sh check-only   a second call on the still-warm machine: only
+#                                       check_faults.sh against the image the first call certified
+#                                       (its Docker, image and certificate store are still there)
+#
+# Order (the most important figures first; each later part runs only while enough of the 9 minutes
+# is left, and the summary says what was not run):
+#   1. torch default, new, COLD: the first certification after the machine started (nothing before
+#      it imports torch or jax, so the page cache is as a fresh machine leaves it)
+#   2. torch --quick, new
+#   3. torch default, old (warm)          4. torch default, new (warm): like positions, one pair
+#   5. JAX default, new (the Docker engine starts and the base image is imported meanwhile: this
+#      JAX figure is an upper bound; SERIAL=1 runs the import after it instead)
+#   6. build + `certify --gpu-access devices` of the imported environment with the new harness
+#      (the host-side verdict), then check_faults.sh TAG (issue 27 items 1-2: `envbuilder check`
+#      and its planted faults; another branch writes it), given the time left
+#   7. torch --quick, old; JAX default, old: when time is left
+# GPU busy = the mean NVML utilization the certificate's telemetry recorded over the run.
+#
+# $OUT gets at most 8 files: proof.log (what ran, when), summary.md (the table and every step's
+# seconds), summary.json (the same, for tools), raw.tar.gz (each run's result JSON and log, the
+# container certificate); check_faults.sh may add up to 4 files of its own.
+set -uo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+cd "$ROOT"
+# shellcheck source=lib.sh
+source "$ROOT/benchmarks/gpu/lib.sh"
+export PYTHONUNBUFFERED=1
+LIMIT=${LIMIT:-535}          # seconds of wall this script may take (the call's limit is 600)
+T_START=$(date +%s)
+TAG=envbuilder/issue27-proof:latest
+if [ "${1:-}" = check-only ]; then
+  eb_setup || exit 1
+  bash benchmarks/gpu/docker26.sh start .device >/dev/null 2>&1 || exit 1
+  export PATH=/opt/dkr26/usr/sbin:/opt/dkr26/usr/bin:$PATH
+  docker image inspect "$TAG" >/dev/null 2>&1 || { echo "$TAG is not on this machine: run the full proof first" >&2; exit 1; }
+  CHECK_BUDGET_S=$((LIMIT - 10)) timeout $((LIMIT - 10)) bash benchmarks/gpu/check_faults.sh "$TAG"
+  exit $?
+fi
+FINAL_OUT=$OUT
+W=$(mktemp -d /tmp/issue27.XXXXXX)   # runs write here; $OUT gets the summary and one tarball
+proof_log
+date -u +"%Y-%m-%dT%H:%M:%SZ on $(hostname), $(nproc) CPUs" >"$LOG"
+nvidia-smi --query-gpu=name,driver_version,memory.total,power.limit --format=csv,noheader >>"$LOG" 2>&1
+left() { echo $((LIMIT - ($(date +%s) - T_START))); }
+RUNS="$W/runs.tsv"
+: >"$RUNS"
+
+# The two harness trees, staged as images carry them (lib.sh stage_harness).
+stage_harness issue27-new
+NEW_STAGE=$STAGE NEW_THRESH=("${THRESH_ARGS[@]}")
+OLD_SRC=""
+if [ -d .device/old/envbuilder/harness ]; then
+  OLD_SRC=.device/old
+elif git rev-parse -q --verify a348183^{commit} >/dev/null 2>&1; then
+  mkdir -p "$W/old" && git archive a348183 envbuilder/harness matrices/thresholds.yaml | tar -x -C "$W/old" && OLD_SRC="$W/old"
+fi
+if [ -n "$OLD_SRC" ]; then
+  stage_harness issue27-old "$OLD_SRC"
+  OLD_STAGE=$STAGE OLD_THRESH=("${THRESH_ARGS[@]}")
+else
+  stamp "old harness missing (.device/old, see this script's header): the old runs are not run"
+fi
+
+#   one NAME WHICH NEED ARGS...   a native harness run of WHICH (new|old) when NEED seconds are left
+one() {
+  local name=$1 which=$2 need=$3; shift 3
+  if [ "$which" = old ] && [ -z "$OLD_SRC" ]; then
+    printf '%s\t%s\tnot run\t\t%s\n' "$name" "$which" "no old harness" >>"$RUNS"; return
+  fi
+  if [ "$(left)" -lt "$need" ]; then
+    stamp "$name: not run ($(left) s left, needs about $need s)"
+    printf '%s\t%s\tnot run\t\t%s\n' "$name" "$which" "time: $(left) s left of $LIMIT" >>"$RUNS"; return
+  fi
+  if [ "$which" = new ]; then STAGE=$NEW_STAGE THRESH_ARGS=("${NEW_THRESH[@]}"); else STAGE=$OLD_STAGE THRESH_ARGS=("${OLD_THRESH[@]}"); fi
+  local at=$(( $(date +%s) - T_START ))
+  OUT=$W run_harness "$name" "$@" 2>/dev/null
+  set +e
+  stamp "$name ($which $*): exit $rc, script wall $wall s"
+  printf '%s\t%s\t%s\t%s\t%s\n' "$name" "$which" "$rc" "$wall" "started at ${at} s${NOTE:+; $NOTE}" >>"$RUNS"
+}
+
+one torch-new-cold new 100
+one torch-new-quick new 40 --quick
+one torch-old-warm old 110
+one torch-new-warm new 100
+
+# The container part's slow start (Docker, the ~9 GB base image) beside the JAX run unless SERIAL=1.
+BASE=envbuilder-gpu/base:host
+docker_part() {
+  bash benchmarks/gpu/docker26.sh start .device >>"$W/docker.log" 2>&1 || { echo "docker start failed" >>"$W/docker.log"; return 1; }
+  export PATH=/opt/dkr26/usr/sbin:/opt/dkr26/usr/bin:$PATH
+  local t=$(date +%s)
+  import_host_base "$BASE" || { echo "import failed" >>"$W/docker.log"; return 1; }
+  echo "base imported in $(( $(date +%s) - t )) s" >>"$W/docker.log"
+}
+DOCKER_OK=0
+if eb_setup >>"$W/docker.log" 2>&1; then
+  if [ "${SERIAL:-0}" = 1 ]; then
+    one jax-new new 150 --framework jax
+    [ "$(left)" -gt 150 ] && docker_part && DOCKER_OK=1
+  else
+    docker_part & DPID=$!
+    NOTE="the base image was imported meanwhile (an upper bound)" one jax-new new 150 --framework jax
+    wait "$DPID" && DOCKER_OK=1
+  fi
+else
+  stamp "eb_setup failed (the docker SDK wheel in .device/whl?): no container part"
+  one jax-new new 150 --framework jax
+fi
+export PATH=/opt/dkr26/usr/sbin:/opt/dkr26/usr/bin:$PATH
+stamp "docker part: $(tail -1 "$W/docker.log" 2>/dev/null)"
+
+if [ "$DOCKER_OK" = 1 ] && [ "$(left)" -gt 110 ]; then
+  ENVBUILDER_DOCKER_CLI=/opt/dkr26/usr/bin/docker-20.10 eb build benchmarks/gpu/h200-proof.yaml \
+    --base-image "$BASE" --base-venv /opt/torch/.venv --network host --tag "$TAG" >"$W/build.txt" 2>&1
+  rc=$?; stamp "build exit $rc"
+  if [ $rc = 0 ]; then
+    t=$(date +%s)
+    eb certify "$TAG" --gpu-access devices --out "$W/cert-container.json" >"$W/certify-container.txt" 2>&1
+    rc=$?
+    stamp "certify --gpu-access devices (new harness, in a container) exit $rc in $(( $(date +%s) - t )) s: $(grep -m1 -iE 'certified|failed|refused' "$W/certify-container.txt" | cut -c1-160)"
+    printf '%s\t%s\t%s\t%s\t%s\n' certify-container new "$rc" "$(( $(date +%s) - t ))" "envbuilder certify --gpu-access devices (the certify command's wall)" >>"$RUNS"
+    if [ $rc = 0 ] && [ -f benchmarks/gpu/check_faults.sh ]; then
+      budget=$(( $(left) - 25 ))
+      if [ "$budget" -gt 20 ]; then
+        stamp "check_faults.sh $TAG (at most $budget s)"
+        OUT=$FINAL_OUT CHECK_BUDGET_S=$budget timeout "$budget" bash benchmarks/gpu/check_faults.sh "$TAG" >>"$W/check_faults.log" 2>&1
+        stamp "check_faults exit $?: $(tail -1 "$W/check_faults.log" | cut -c1-160)"
+      else
+        stamp "check_faults: not run ($(left) s left)"
+      fi
+    elif [ ! -f benchmarks/gpu/check_faults.sh ]; then
+      stamp "check_faults.sh not in this checkout: not run"
+    fi
+  fi
+else
+  stamp "container part: not run (docker ok: $DOCKER_OK, $(left) s left)"
+fi
+
+one torch-old-quick old 40 --quick
+one jax-old old 190 --framework jax
+
+# The summary: every run's wall, GPU busy share, verdict and step seconds.
+"$PYTHON" - "$W" "$FINAL_OUT" "$LIMIT" <<'PY'
+import json, os, sys
+w, out, limit = sys.argv[1], sys.argv[2], sys.argv[3]
+runs = []
+for line in open(f"{w}/runs.tsv"):
+    name, which, rc, wall, note = (line.rstrip("\n").split("\t") + [""] * 5)[:5]
+    r = {"name": name, "harness": which, "exit": rc, "script_wall_s": float(wall) if wall else None, "note": note}
+    path = f"{w}/cert-container.json" if name == "certify-container" else f"{w}/{name}.json"
+    try:
+        doc = json.load(open(path))
+        if "harness" in doc and "steps" not in doc:  # a certificate: the harness result inside
+            doc = doc["harness"]
+        tel = doc.get("telemetry") or {}
+        summ = tel.get("summary") or {}
+        r.update(
+            verdict=doc.get("verdict"), reason=doc.get("verdict_reason"), mode=doc.get("mode"),
+            harness_wall_s=round(doc.get("wall_seconds", 0), 1),
+            gpu_busy_pct=(summ.get("util_gpu") or {}).get("mean"), samples=summ.get("samples"),
+            steps={s["name"]: [s["status"], round(s["seconds"], 1)] for s in doc.get("steps", [])},
+            gates={g["name"]: [g["status"], g.get("reason", "")] for g in doc.get("gates", [])},
+            facts={k: v for k, v in (doc.get("facts") or {}).items() if k in (
+                "cudnn_warmup", "library_readahead", "largest_batch", "pipeline_images_prepared_s")},
+        )
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        if rc != "not run":
+            r["error"] = f"no result document ({type(e).__name__}: {e})"
+    runs.append(r)
+json.dump({"limit_s": int(limit), "runs": runs}, open(f"{out}/summary.json", "w"), indent=1)
+goals = {"torch-new-cold": 75, "torch-new-warm": 75, "jax-new": 100, "torch-new-quick": 20}
+md = ["# Issue 27 item 3: certification time, old (a348183) vs new harness, H200", "",
+      "| run | harness | verdict | harness wall | script wall | goal | GPU busy | note |",
+      "|---|---|---|---|---|---|---|---|"]
+for r in runs:
+    busy = r.get("gpu_busy_pct")
+    md.append(f"| {r['name']} | {r['harness']} | {r.get('verdict', r['exit'])} | {r.get('harness_wall_s', '-')} s | "
+              f"{r['script_wall_s'] or '-'} s | {('<= %d s' % goals[r['name']]) if r['name'] in goals else ''} | "
+              f"{'%.1f%%' % busy if isinstance(busy, (int, float)) else '-'} | {r['note']} {r.get('error', '')} |")
+md.append("")
+for r in runs:
+    if not r.get("steps"):
+        continue
+    md.append(f"## {r['name']} ({r['harness']}): {r.get('verdict')} ({r.get('reason')})")
+    md.append("")
+    md.append(" ".join(f"{k} {v[1]}" + ("" if v[0] == "pass" else f" [{v[0]}]") for k, v in r["steps"].items()))
+    md.append("")
+    for g, (st, why) in r["gates"].items():
+        md.append(f"- gate {g}: {st} {why}")
+    if r.get("facts"):
+        md.append(f"- facts: {json.dumps(r['facts'])}")
+    md.append("")
+open(f"{out}/summary.md", "w").write("\n".join(md) + "\n")
+print("\n".join(md[:4 + len(runs)]))
+PY
+tar -czf "$FINAL_OUT/raw.tar.gz" -C "$W" --exclude old --exclude '*.steps.jsonl' . 2>>"$LOG"
+bash benchmarks/gpu/docker26.sh stop >/dev/null 2>&1
+stamp "done"
