@@ -77,13 +77,13 @@ def build_cmd(
     23 the scheduler cannot be asked; 13 push failed.
     """
     from envbuilder.cli.progress_view import build_progress
-    from envbuilder.engine import DockerEngine
     from envbuilder.engine.buildkit import find_buildx
     from envbuilder.fleet.bake import bake, plan_targets
     from envbuilder.fleet.classes import select_classes
     from envbuilder.fleet.schedulers.base import ClassQuery
     from envbuilder.image.spec import load_spec
     from envbuilder.matrix import load_matrix
+    from envbuilder.runtime import get as get_runtime
 
     scheduler = chosen_scheduler(scheduler_name)
     matrix = load_matrix()
@@ -106,7 +106,7 @@ def build_cmd(
     with build_progress() as progress:
         outcomes = bake(
             targets,
-            DockerEngine(),
+            get_runtime().engine(),
             buildx,
             keep_dir=out_dir.resolve() / "contexts",
             on_event=progress,

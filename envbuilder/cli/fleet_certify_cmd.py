@@ -19,9 +19,8 @@ from envbuilder.cli.fleet_cmd import (
     say,
     scheduler_options,
 )
-from envbuilder.cli.options import check_seconds, gpu_access_option
+from envbuilder.cli.options import check_seconds, gpu_access_option, runtime_option
 from envbuilder.fleet.certify import attest_certificates
-from envbuilder.fleet.jobs import RUNTIMES
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -38,13 +37,7 @@ if TYPE_CHECKING:
 @click.option(
     "--classes", "classes_text", metavar="A,B", help="Only these node classes (default: all with GPUs)."
 )
-@click.option(
-    "--runtime",
-    type=click.Choice(RUNTIMES),
-    default="docker",
-    show_default=True,
-    help="slurm: how a job runs the image on its node.",
-)
+@runtime_option("slurm: how a job runs the image on its node.")
 @click.option(
     "--image-file", metavar="FILE", help="apptainer: a SIF; enroot: a squashfs (default: the registry)."
 )
