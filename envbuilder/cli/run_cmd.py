@@ -8,32 +8,10 @@ from pathlib import Path
 import click
 
 from envbuilder.cli import cli
-from envbuilder.cli.options import gpu_access_option, trust_options
+from envbuilder.cli.options import gpu_access_option, say, trust_options
+from envbuilder.pipeline.certificates import find_certificates
 from envbuilder.run.hpc import RUNTIMES
-from envbuilder.run.launch import IPC_MODES, FindCertificate, RunOptions, parse_options, run_image
-
-
-def find_certificates(
-    image: str,
-    key_files: tuple[Path, ...],
-    trust_file: Path | None,
-    max_age: str | None,
-    trust_imported: bool = False,
-) -> FindCertificate:
-    """Local certificates, else imported ones, else the image's signed attestations (cached,
-    else from its registry), verified against the trust policy the options name
-    (run/certificates.py)."""
-    from envbuilder.attest import choose_policy
-    from envbuilder.certify.store import CertStore
-    from envbuilder.run.certificates import certificate_finder
-
-    return certificate_finder(
-        image,
-        store=CertStore(),
-        policy=lambda: choose_policy(keys=key_files, trust=trust_file, max_age=max_age),
-        say=lambda line: click.echo(line, err=True),
-        trust_imported=trust_imported,
-    )
+from envbuilder.run.launch import IPC_MODES, RunOptions, parse_options, run_image
 
 
 def pull_if_missing(image: str) -> None:
@@ -303,7 +281,7 @@ def run(
     pull_if_missing(image)
     outcome = run_image(
         options,
-        find_certificate=find_certificates(image, key_files, trust_file, max_age, trust_imported),
+        find_certificate=find_certificates(image, key_files, trust_file, max_age, trust_imported, say),
     )
     ctx.exit(outcome.exit_code)
 
@@ -364,7 +342,7 @@ def run_with_runtime(
             tool=runtime_path,
         ),
         find_certificate=find_certificates(
-            image_ref(exported.image), key_files, trust_file, max_age, trust_imported
+            image_ref(exported.image), key_files, trust_file, max_age, trust_imported, say
         ),
     )
     return outcome.exit_code
