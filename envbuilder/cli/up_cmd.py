@@ -20,6 +20,7 @@ from envbuilder.cli.options import gpu_access_option
 from envbuilder.cli.progress_view import StepProgress
 from envbuilder.doctor.checks import DoctorInputs
 from envbuilder.errors import CertificationFailedError, NotGpuCertifiedError
+from envbuilder.pipeline.certify import keep_certificate
 from envbuilder.pipeline.resolution import resolve_spec
 from envbuilder.pipeline.up import Fallbacks, build_for_up, choose_base, offline_request
 
@@ -141,12 +142,14 @@ def up(
 
     with progress.step("certify"):
         from envbuilder.certify.certify import certify_image
-        from envbuilder.certify.store import CertStore, write_atomic
 
         cert = certify_image(image, gpu_access=gpu_access, quick=quick, progress=progress.say, eng=engine)
-        stored = CertStore().add(cert)
         cert_path = out / "certificate.json"
-        write_atomic(cert_path, cert.to_json(indent=2) + "\n")
+        kept = keep_certificate(cert, out_path=cert_path, store=True)
+        if kept.error is not None:
+            raise kept.error
+        stored = kept.stored_id
+        assert stored is not None  # else kept.error
         progress.say(f"verdict {cert.verdict}: {cert.verdict_reason}")
 
     with progress.step("report"):
