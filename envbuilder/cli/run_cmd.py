@@ -9,7 +9,7 @@ import click
 
 from envbuilder.cli import cli
 from envbuilder.cli.options import gpu_access_option, say, trust_options
-from envbuilder.pipeline.certificates import find_certificates
+from envbuilder.pipeline.certificates import find_certificates, find_exported_certificates
 from envbuilder.run.hpc import RUNTIMES
 from envbuilder.run.launch import IPC_MODES, RunOptions, parse_options, run_image
 
@@ -317,9 +317,7 @@ def run_with_runtime(
 ) -> int:
     """`run --runtime apptainer|enroot FILE`: run/hpc.py, with the certificates found as for
     the Docker image the file came from. Raises UsageError for an option only Docker has."""
-    from envbuilder.engine.hpc import read_exported
     from envbuilder.errors import UsageError
-    from envbuilder.run.coverage import image_ref
     from envbuilder.run.hpc import HpcRunOptions, run_exported
 
     given = [name for name, value in docker_only.items() if value]
@@ -328,7 +326,7 @@ def run_with_runtime(
             f"{', '.join(given)} only apply to --runtime docker",
             hint="drop them, or run the Docker image with --runtime docker",
         )
-    exported = read_exported(Path(path), check_hash=False)  # which image; run_exported checks the hash
+    find = find_exported_certificates(Path(path), key_files, trust_file, max_age, trust_imported, say)
     outcome = run_exported(
         HpcRunOptions(
             path=Path(path),
@@ -341,8 +339,6 @@ def run_with_runtime(
             workdir=workdir,
             tool=runtime_path,
         ),
-        find_certificate=find_certificates(
-            image_ref(exported.image), key_files, trust_file, max_age, trust_imported, say
-        ),
+        find_certificate=find,
     )
     return outcome.exit_code

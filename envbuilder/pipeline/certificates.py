@@ -34,3 +34,21 @@ def find_certificates(
         say=say,
         trust_imported=trust_imported,
     )
+
+
+def find_exported_certificates(
+    path: Path,
+    key_files: tuple[Path, ...] = (),
+    trust_file: Path | None = None,
+    max_age: str | None = None,
+    trust_imported: bool = False,
+    say: Callable[[str], None] = lambda _line: None,
+) -> FindCertificate:
+    """find_certificates for the Docker image a file `envbuilder export` wrote came from (its
+    sidecar names it; the file's sha256 is checked where it runs: run/hpc.py). Raises UsageError
+    (no file, no or broken sidecar)."""
+    from envbuilder.engine.hpc import read_exported
+    from envbuilder.run.coverage import image_ref
+
+    exported = read_exported(path, check_hash=False)
+    return find_certificates(image_ref(exported.image), key_files, trust_file, max_age, trust_imported, say)
