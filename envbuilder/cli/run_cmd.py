@@ -326,7 +326,6 @@ def run_with_runtime(
             f"{', '.join(given)} only apply to --runtime docker",
             hint="drop them, or run the Docker image with --runtime docker",
         )
-    find = find_exported_certificates(Path(path), key_files, trust_file, max_age, trust_imported, say)
     outcome = run_exported(
         HpcRunOptions(
             path=Path(path),
@@ -339,6 +338,6 @@ def run_with_runtime(
             workdir=workdir,
             tool=runtime_path,
         ),
-        find_certificate=find,
+        find_certificate=find_exported_certificates(key_files, trust_file, max_age, trust_imported, say),
     )
     return outcome.exit_code

@@ -4,9 +4,11 @@ policy the user named (run/certificates.py says the order and the refusals)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from envbuilder.certify.certificate import Certificate
+from envbuilder.engine import ImageInfo
 from envbuilder.run.launch import FindCertificate
 
 
@@ -37,18 +39,19 @@ def find_certificates(
 
 
 def find_exported_certificates(
-    path: Path,
     key_files: tuple[Path, ...] = (),
     trust_file: Path | None = None,
     max_age: str | None = None,
     trust_imported: bool = False,
     say: Callable[[str], None] = lambda _line: None,
 ) -> FindCertificate:
-    """find_certificates for the Docker image a file `envbuilder export` wrote came from (its
-    sidecar names it; the file's sha256 is checked where it runs: run/hpc.py). Raises UsageError
-    (no file, no or broken sidecar)."""
-    from envbuilder.engine.hpc import read_exported
+    """find_certificates for a file `envbuilder export` wrote: the Docker image its sidecar names
+    is known where the file runs (run/hpc.py reads the sidecar once, checks the file's sha256 and
+    hands the image in), so the lookup is made then, under the name a user would type for that
+    image (its first tag, else its ID)."""
     from envbuilder.run.coverage import image_ref
 
-    exported = read_exported(path, check_hash=False)
-    return find_certificates(image_ref(exported.image), key_files, trust_file, max_age, trust_imported, say)
+    def find(info: ImageInfo) -> Sequence[Certificate]:
+        return find_certificates(image_ref(info), key_files, trust_file, max_age, trust_imported, say)(info)
+
+    return find

@@ -42,13 +42,16 @@ def test_the_certificate_lookup_finds_a_local_certificate_without_reading_the_tr
     assert list(find(other)) == [] and said == []
 
 
-def test_the_certificate_lookup_of_an_exported_file_needs_its_sidecar(data_dir: Path, tmp_path: Path) -> None:
-    sif = tmp_path / "train.sif"
-    with pytest.raises(UsageError, match="is not a file"):
-        find_exported_certificates(sif)
-    sif.write_bytes(b"not a sif")
-    with pytest.raises(UsageError):  # a file without the sidecar `export` writes beside it
-        find_exported_certificates(sif)
+def test_the_certificate_lookup_of_an_exported_file_asks_under_the_image_it_is_handed(
+    data_dir: Path, tmp_path: Path
+) -> None:
+    """run --runtime apptainer|enroot: the file's sidecar is read once, where it runs; the lookup
+    takes the image it is handed (found here by its ID, the same certificate as for the image)."""
+    CertStore().add(cert())
+    find = find_exported_certificates((tmp_path / "no-such.pem",))
+    found = find(ImageInfo(id=IMAGE_ID, tags=("team/train:1",), repo_digests=()))
+    assert [c.image.id for c in found] == [IMAGE_ID]
+    assert list(find(ImageInfo(id="sha256:" + "ef" * 32, tags=(), repo_digests=()))) == []
 
 
 def test_a_build_plan_needs_a_spec_or_a_lock() -> None:
