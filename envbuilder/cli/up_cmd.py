@@ -22,7 +22,7 @@ from envbuilder.doctor.checks import DoctorInputs
 from envbuilder.errors import CertificationFailedError, NotGpuCertifiedError
 from envbuilder.pipeline.certify import keep_certificate
 from envbuilder.pipeline.resolution import resolve_spec
-from envbuilder.pipeline.up import Fallbacks, build_for_up, choose_base, offline_request
+from envbuilder.pipeline.up import build_for_up, choose_base, offline_request, resolve_for_base
 
 STEPS = ("doctor", "base", "resolve", "build", "certify", "report")
 _FILE = click.Path(exists=True, dir_okay=False, path_type=Path)
@@ -120,12 +120,10 @@ def up(
         fallbacks, request = offline_request(spec, first, fallbacks, find_links, cpu_only, progress.say)
 
     with progress.step("resolve"):
-        if request is not None:
-            matrix, resolution = resolve_spec(spec, None, (), (), cpu_only, request=request)
+        matrix, resolution = resolve_for_base(
+            spec, matrix, resolution, fallbacks, request, cpu_only, progress.say
+        )
         assert resolution.stack is not None
-        if resolution.python_reason:
-            progress.say(resolution.python_reason)
-        progress.say(stack_line(resolution.stack, first, fallbacks))
 
     with progress.step("build"):
         out.mkdir(parents=True, exist_ok=True)
@@ -191,20 +189,6 @@ def up(
             f"--require-gpu: {image} is {cert.verdict}, not GPU-certified",
             hint="check `envbuilder doctor` for the GPU access this host offers (--gpu-access)",
         )
-
-
-def stack_line(built: Any, first: Any, fallbacks: Fallbacks) -> str:
-    """The resolve step's announcement: the stack built, and when a fallback changed the spec's
-    first answer, which one it replaces and why (the base's Python and OS, the local framework)."""
-    line = f"stack {built.id}, FROM {fallbacks.base_image or built.base_image}"
-    if built.id == first.id:
-        return line
-    why = []
-    if fallbacks.base_image is not None:
-        why.append(f"the base has Python {fallbacks.base_python} on {fallbacks.base_os}")
-    if fallbacks.framework_pin is not None:
-        why.append(f"{first.framework}{fallbacks.framework_pin} from local wheels")
-    return f"{line} (instead of {first.id}: {', '.join(why) or 'a fallback'})"
 
 
 def _doctor(progress: StepProgress, given: DoctorInputs | None) -> bool:

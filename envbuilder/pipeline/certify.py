@@ -39,15 +39,16 @@ def keep_certificate(
     store: bool,
     say: Callable[[str], None] = lambda _line: None,
 ) -> Kept:
-    """Write `cert` to `out_path` (said as `wrote PATH`), then add it to the store (unless not
-    `store`). Nothing is raised: a store that refuses it (StoreError, or what the disk said) is
-    Kept.error, naming where the certificate is kept instead; else a file that could not be
-    written (OutputError, StoreError) is."""
+    """Write `cert` to `out_path`, then add it to the store (unless not `store`); the file
+    written is said (`wrote PATH`). Nothing is raised: a store that refuses it (StoreError, or
+    what the disk said) is Kept.error, naming where the certificate is kept instead; else a file
+    that could not be written (OutputError, StoreError) is."""
     kept: Path | None = None
+    replaced = False
     out_error: EnvbuilderError | None = None
     if out_path is not None:
         try:
-            say(written(out_path, write_atomic(out_path, cert.to_json(indent=2) + "\n")))
+            replaced = write_atomic(out_path, cert.to_json(indent=2) + "\n")
             kept = out_path
         except EnvbuilderError as exc:
             out_error = exc
@@ -60,6 +61,8 @@ def keep_certificate(
             store_error = exc
         except OSError as exc:  # what the disk said, should the store let it through
             store_error = StoreError(f"cannot write to the certificate store: {exc}")
+    if kept is not None:
+        say(written(kept, replaced))
     if store_error is not None:
         return Kept(stored_id, kept, _unstored(store_error, cert, kept))
     return Kept(stored_id, kept, out_error)

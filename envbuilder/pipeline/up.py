@@ -17,6 +17,7 @@ from typing import Any
 from packaging.specifiers import SpecifierSet
 
 from envbuilder.errors import LockError, RegistryError
+from envbuilder.pipeline.resolution import resolve_spec
 
 Say = Callable[[str], None]
 
@@ -124,6 +125,42 @@ def offline_request(
     return replace(
         fallbacks, framework_pin=pin, find_links=links, wheelhouse=wheelhouse, notes=tuple(notes)
     ), request
+
+
+def resolve_for_base(
+    spec: Any,
+    matrix: Any,
+    resolution: Any,
+    fallbacks: Fallbacks,
+    request: Any,
+    cpu_only: bool,
+    say: Say,
+) -> tuple[Any, Any]:
+    """`up`'s resolve step: the spec's first answer (`matrix`, `resolution`), or, when the
+    fallbacks changed the request (offline_request), that request resolved. Said: why this
+    Python (when the spec named none), and the stack built, with the first answer it replaces
+    and why (stack_line). Raises what resolve_spec raises."""
+    first = resolution.stack
+    if request is not None:
+        matrix, resolution = resolve_spec(spec, None, (), (), cpu_only, request=request)
+    if resolution.python_reason:
+        say(resolution.python_reason)
+    say(stack_line(resolution.stack, first, fallbacks))
+    return matrix, resolution
+
+
+def stack_line(built: Any, first: Any, fallbacks: Fallbacks) -> str:
+    """The resolve step's announcement: the stack built, and when a fallback changed the spec's
+    first answer, which one it replaces and why (the base's Python and OS, the local framework)."""
+    line = f"stack {built.id}, FROM {fallbacks.base_image or built.base_image}"
+    if built.id == first.id:
+        return line
+    why = []
+    if fallbacks.base_image is not None:
+        why.append(f"the base has Python {fallbacks.base_python} on {fallbacks.base_os}")
+    if fallbacks.framework_pin is not None:
+        why.append(f"{first.framework}{fallbacks.framework_pin} from local wheels")
+    return f"{line} (instead of {first.id}: {', '.join(why) or 'a fallback'})"
 
 
 def build_for_up(
