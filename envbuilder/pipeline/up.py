@@ -12,12 +12,20 @@ import textwrap
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from packaging.specifiers import SpecifierSet
 
+from envbuilder.engine import Engine
 from envbuilder.errors import LockError, RegistryError
+from envbuilder.matrix.model import Matrix
 from envbuilder.pipeline.resolution import resolve_spec
+from envbuilder.resolve.model import Request, Resolution, Stack
+
+if TYPE_CHECKING:
+    from envbuilder.engine.progress import BuildEvent
+    from envbuilder.image.build import BuildOutcome
+    from envbuilder.image.spec import ImageSpec
 
 Say = Callable[[str], None]
 
@@ -35,7 +43,7 @@ class Fallbacks:
     notes: tuple[str, ...] = ()
 
 
-def choose_base(engine: Any, stack_base: str, given: str | None, say: Say) -> Fallbacks:
+def choose_base(engine: Engine, stack_base: str, given: str | None, say: Say) -> Fallbacks:
     """The base image: the one given, the stack's (local or pulled), else a local one made here.
     A given base is used as a local one is: its Python and OS read from it (docs/up.md)."""
     if given is not None:
@@ -70,13 +78,13 @@ def choose_base(engine: Any, stack_base: str, given: str | None, say: Say) -> Fa
 
 
 def offline_request(
-    spec: Any,
-    stack: Any,
+    spec: ImageSpec,
+    stack: Stack,
     fallbacks: Fallbacks,
     given_links: tuple[Path, ...],
     cpu_only: bool,
     say: Say,
-) -> tuple[Fallbacks, Any]:
+) -> tuple[Fallbacks, Request | None]:
     """The request to resolve again, or None when nothing changes: for a local base made here,
     its Python and OS; when the framework's index does not answer (whatever the base), the
     newest framework version in local wheels (--find-links, else pip's configured find-links),
@@ -91,9 +99,9 @@ def offline_request(
     python = stack.python  # the stack's, kept while the framework version is pinned below
     request = replace(spec.to_request(cpu_only=cpu_only), python=python)
     if local_base:
-        python, os_name = fallbacks.base_python, fallbacks.base_os
-        assert python is not None and os_name is not None
-        request = replace(request, python=python, os=os_name)
+        assert fallbacks.base_python is not None and fallbacks.base_os is not None
+        python = fallbacks.base_python
+        request = replace(request, python=python, os=fallbacks.base_os)
     notes = list(fallbacks.notes)
     links: tuple[Path, ...] = ()
     pin = None
@@ -128,14 +136,14 @@ def offline_request(
 
 
 def resolve_for_base(
-    spec: Any,
-    matrix: Any,
-    resolution: Any,
+    spec: ImageSpec,
+    matrix: Matrix,
+    resolution: Resolution,
     fallbacks: Fallbacks,
-    request: Any,
+    request: Request | None,
     cpu_only: bool,
     say: Say,
-) -> tuple[Any, Any]:
+) -> tuple[Matrix, Resolution]:
     """`up`'s resolve step: the spec's first answer (`matrix`, `resolution`), or, when the
     fallbacks changed the request (offline_request), that request resolved. Said: why this
     Python (when the spec named none), and the stack built, with the first answer it replaces
@@ -143,13 +151,14 @@ def resolve_for_base(
     first = resolution.stack
     if request is not None:
         matrix, resolution = resolve_spec(spec, None, (), (), cpu_only, request=request)
+    assert first is not None and resolution.stack is not None  # resolve_spec raises otherwise
     if resolution.python_reason:
         say(resolution.python_reason)
     say(stack_line(resolution.stack, first, fallbacks))
     return matrix, resolution
 
 
-def stack_line(built: Any, first: Any, fallbacks: Fallbacks) -> str:
+def stack_line(built: Stack, first: Stack, fallbacks: Fallbacks) -> str:
     """The resolve step's announcement: the stack built, and when a fallback changed the spec's
     first answer, which one it replaces and why (the base's Python and OS, the local framework)."""
     line = f"stack {built.id}, FROM {fallbacks.base_image or built.base_image}"
@@ -164,19 +173,19 @@ def stack_line(built: Any, first: Any, fallbacks: Fallbacks) -> str:
 
 
 def build_for_up(
-    spec: Any,
+    spec: ImageSpec,
     spec_path: Path,
-    matrix: Any,
-    resolution: Any,
-    engine: Any,
+    matrix: Matrix,
+    resolution: Resolution,
+    engine: Engine,
     fallbacks: Fallbacks,
     out: Path,
     no_cache: bool,
     ca_bundle: Path | None = None,
     *,
-    on_event: Callable[[Any], None] | None = None,
+    on_event: Callable[[BuildEvent], None] | None = None,
     say: Say = lambda _line: None,
-) -> Any:
+) -> BuildOutcome:
     """Plan and build the stack resolved (lock, certificate and report of `out` kept out of the
     build context), with the base and the local wheels of `fallbacks`; when it has a wheelhouse,
     the package lock is made first and its wheels fetched into it (every sha256 as locked), and
