@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import functools
 import json
-import os
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import replace
@@ -20,8 +19,8 @@ from envbuilder.cli.options import (
     check_tags,
     host_options,
     package_source_options,
-    resolve_spec,
     runtime_option,
+    say,
     settings_from_options,
 )
 from envbuilder.cli.progress_view import build_progress
@@ -31,16 +30,12 @@ from envbuilder.errors import UsageError
 from envbuilder.image.build import (
     BuildOptions,
     BuildOutcome,
-    build_epoch,
-    for_stack_platform,
-    plan_from_lock,
-    plan_from_spec,
     run_build,
 )
 from envbuilder.image.packages import LockSettings
 from envbuilder.image.render import SECRET_CA, SECRET_INDEX
-from envbuilder.image.spec import load_spec
-from envbuilder.platforms import Platform, machine_of
+from envbuilder.pipeline.build import plan_build
+from envbuilder.platforms import Platform
 from envbuilder.runtime import get as get_runtime
 
 _FILE = click.Path(exists=True, dir_okay=False, path_type=Path)
@@ -296,34 +291,18 @@ def build(
     locked; 24 the runtime (--runtime podman: the podman program) is missing or failed; 130
     interrupted.
     """
-    options = replace(build_options, tags=tags, lock_out=lock_out)
-    spec = load_spec(spec_path) if spec_path else None
-    if lock_path is not None:
-        from envbuilder.matrix import load_matrix
-
-        plan = plan_from_lock(lock_path, options, spec, matrix=load_matrix())
-    elif spec is not None and spec_path is not None:
-        matrix, resolution = resolve_spec(
-            spec, driver, gpus, ccs, cpu_only, settings=options.lock_settings, platform=platform
-        )
-        plan = plan_from_spec(spec, resolution, options, spec_path, matrix)
-    else:
-        raise UsageError("give an image spec or --lock FILE", hint="envbuilder build images/NAME.yaml")
-    # the image installs the package lock of its stack's platform; with --lock, --platform picks
-    # another of the lock's package locks (`lock --also-platform`), as before the platform axis
-    target = platform if lock_path is not None and platform is not None else plan.stack.platform
-    if target != plan.stack.platform:
-        click.echo(
-            f"warning: {lock_path} holds a stack resolved for {plan.stack.platform}; installing its "
-            f"{machine_of(target)} package lock (the stack's arch facts are {plan.stack.platform}'s)",
-            err=True,
-        )
-    options = (
-        for_stack_platform(options, plan.stack)
-        if target == plan.stack.platform
-        else (replace(options, platform=machine_of(target)))
+    plan, options = plan_build(
+        spec_path,
+        lock_path,
+        replace(build_options, tags=tags, lock_out=lock_out),
+        driver=driver,
+        gpus=gpus,
+        ccs=ccs,
+        cpu_only=cpu_only,
+        platform=platform,
+        reproducible=reproducible,
+        say=say,
     )
-    options = replace(options, source_date_epoch=build_epoch(reproducible, plan.previous, os.environ))
     for warning in plan.warnings:
         click.echo(f"warning: {warning}", err=True)
     with build_progress() as progress:

@@ -14,8 +14,9 @@ from envbuilder import frameworks
 from envbuilder.certify.certificate import Certificate
 from envbuilder.certify.record import StepRecord, items, number
 from envbuilder.cli import cli
-from envbuilder.cli.options import check_seconds, gpu_access_option, runtime_option
-from envbuilder.errors import CertificationFailedError, EnvbuilderError, NotGpuCertifiedError, StoreError
+from envbuilder.cli.options import check_seconds, gpu_access_option, runtime_option, say
+from envbuilder.errors import CertificationFailedError, NotGpuCertifiedError
+from envbuilder.pipeline.certify import keep_certificate
 from envbuilder.tables import printable
 
 
@@ -179,9 +180,7 @@ def certify(
     --push, also those of `envbuilder push`: a failed image is not pushed, and the key is
     checked before certification starts.
     """
-    from envbuilder.atomic import written
     from envbuilder.certify.certify import certify_image
-    from envbuilder.certify.store import CertStore, write_atomic
 
     if push:
         from envbuilder.attest.keys import find_key
@@ -212,32 +211,14 @@ def certify(
         if verbose:
             for warning in cert.run.get("warnings") or ():
                 view.say(f"note: {warning}")
-    # The outputs the user named come first: a full data folder must not lose the run (D5).
-    kept: Path | None = None
-    out_error: EnvbuilderError | None = None
-    if out_path is not None:
-        try:
-            click.echo(written(out_path, write_atomic(out_path, cert.to_json(indent=2) + "\n")), err=True)
-            kept = out_path
-        except EnvbuilderError as exc:
-            out_error = exc
+    # the file the user named first, then the store (pipeline/certify.py)
+    kept = keep_certificate(cert, out_path=out_path, store=not no_store, say=say)
     if as_json:
         click.echo(cert.to_json(indent=2))
-    stored_id = None
-    store_error: EnvbuilderError | None = None
-    if not no_store:
-        try:
-            stored_id = CertStore().add(cert)
-        except StoreError as exc:
-            store_error = exc
-        except OSError as exc:  # what the disk said, should the store let it through
-            store_error = StoreError(f"cannot write to the certificate store: {exc}")
-    if not as_json:
-        print_summary(cert, stored_id)
-    if store_error is not None:
-        raise _unstored(store_error, cert, kept)
-    if out_error is not None:
-        raise out_error
+    else:
+        print_summary(cert, kept.stored_id)
+    if kept.error is not None:
+        raise kept.error
     if cert.verdict == "failed":
         raise CertificationFailedError(
             f"{image} failed certification: {cert.verdict_reason}",
@@ -256,42 +237,6 @@ def certify(
         outcome = push_with_progress(image, to=None, attest=True, key_name=key_name)
         new = sum(1 for a in outcome.attached if a.new)
         click.echo(f"pushed {outcome.reference} with {new} new attestation(s)", err=True)
-
-
-def fallback_dirs() -> tuple[Path, ...]:
-    """Where a certificate the store could not take is written instead: the temporary folder, then
-    the working directory (the data folder is what just failed)."""
-    import tempfile
-
-    return (Path(tempfile.gettempdir()), Path.cwd())
-
-
-def _unstored(exc: EnvbuilderError, cert: Certificate, kept: Path | None) -> StoreError:
-    """The store refused the certificate (a full disk, a broken file): the error names where the
-    certificate is kept instead (--out, else a fallback file written now), or says it is nowhere."""
-    from envbuilder.certify.store import write_atomic
-
-    where = f"it is kept in {kept} (--out)" if kept is not None else ""
-    tried: list[str] = []
-    for folder in () if kept is not None else fallback_dirs():
-        path = folder / f"envbuilder-certificate-{cert.id[:12]}.json"
-        try:
-            write_atomic(path, cert.to_json(indent=2) + "\n")
-        except EnvbuilderError as err:
-            tried.append(f"{path}: {err.message}")
-            continue
-        where = f"it was written to {path} instead"
-        break
-    if not where:
-        where = "and it could not be written anywhere (" + "; ".join(tried) + ")"
-    return StoreError(
-        f"the {cert.verdict} certificate was not stored: {exc.message}; {where}",
-        hint="free space in the data folder (ENVBUILDER_DATA_DIR) and certify again; or `envbuilder certs "
-        "import FILE` keeps this one, as imported (`run` uses it only with --trust-imported)"
-        if kept is not None or "instead" in where
-        else "free space, then certify again (--out PATH keeps the certificate on another disk)",
-        file=exc.file,
-    )
 
 
 if TYPE_CHECKING:

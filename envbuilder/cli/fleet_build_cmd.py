@@ -78,30 +78,27 @@ def build_cmd(
     """
     from envbuilder.cli.progress_view import build_progress
     from envbuilder.engine.buildkit import find_buildx
-    from envbuilder.fleet.bake import bake, plan_targets
+    from envbuilder.fleet.bake import bake
     from envbuilder.fleet.classes import select_classes
     from envbuilder.fleet.schedulers.base import ClassQuery
-    from envbuilder.image.spec import load_spec
     from envbuilder.matrix import load_matrix
+    from envbuilder.pipeline.fleet import plan_fleet_build
     from envbuilder.runtime import get as get_runtime
 
     scheduler = chosen_scheduler(scheduler_name)
     matrix = load_matrix()
     found = cluster_classes(scheduler, matrix, ClassQuery(nodes_file=nodes_file, partition=partition))
     classes = select_classes(found, class_names(classes_text), plan_hint=plan_hint(scheduler))
-    specs = [(load_spec(p), p) for p in spec_paths]
-    out_dir.mkdir(parents=True, exist_ok=True)
-    if one_image:
-        from envbuilder.fleet.one_image import plan_one_image_targets
-
-        targets, choices = plan_one_image_targets(
-            specs, classes, matrix, build_options, out_dir.resolve(), partition or "all"
-        )
-        for choice in choices:
-            for d in choice.dropped:
-                say(f"one image: {d.node_class} alone would get {d.stack}; dropped: {'; '.join(d.reasons)}")
-    else:
-        targets = plan_targets(specs, classes, matrix, build_options, out_dir.resolve())
+    targets = plan_fleet_build(
+        spec_paths,
+        classes,
+        matrix,
+        build_options,
+        out_dir,
+        one_image=one_image,
+        name=partition or "all",
+        say=say,
+    )
     buildx = find_buildx()
     with build_progress() as progress:
         outcomes = bake(

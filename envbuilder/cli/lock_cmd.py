@@ -13,7 +13,6 @@ from envbuilder.cli import cli
 from envbuilder.cli.options import (
     host_options,
     package_source_options,
-    resolve_spec,
     settings_from_options,
 )
 from envbuilder.cli.progress_view import task_progress
@@ -29,6 +28,7 @@ from envbuilder.image.lock import (
 from envbuilder.image.packages import LockSettings, lock_packages
 from envbuilder.image.render import RenderOptions, rendered_stack
 from envbuilder.image.spec import ImageSpec, load_spec, parse_spec
+from envbuilder.pipeline.resolution import resolve_spec
 from envbuilder.platforms import Platform, machine_of, parse_platform
 
 _FILE = click.Path(exists=True, dir_okay=False, path_type=Path)

@@ -9,7 +9,7 @@ import click
 
 from envbuilder.atomic import require_parent
 from envbuilder.cli import cli
-from envbuilder.cli.options import host_options, resolve_spec
+from envbuilder.cli.options import host_options
 from envbuilder.image.render import (
     SECRET_CA,
     SECRET_EXTRA_INDEX,
@@ -20,6 +20,7 @@ from envbuilder.image.render import (
     write_build_context,
 )
 from envbuilder.image.spec import ImageSpec, load_spec
+from envbuilder.pipeline.resolution import resolve_spec
 from envbuilder.platforms import Platform
 from envbuilder.resolve.model import Stack
 

@@ -9,8 +9,9 @@ from pathlib import Path
 import click
 
 from envbuilder.cli import cli
-from envbuilder.cli.options import host_from_options, host_options, request_from_options, request_options
+from envbuilder.cli.options import host_options, request_from_options, request_options
 from envbuilder.matrix import load_matrix
+from envbuilder.pipeline.resolution import target_host
 from envbuilder.platforms import DEFAULT_PLATFORM, Platform
 from envbuilder.resolve.model import NoCompatibleStackError, Resolution, Stack
 
@@ -60,7 +61,7 @@ def resolve(
     request = request_from_options(
         framework_req, python, strategy, os_name, flavor, cpu_only, forward_compat, platform
     )
-    host = host_from_options(matrix, driver, gpus, ccs, wsl=wsl)
+    host = target_host(matrix, driver, gpus, ccs, wsl=wsl)
     resolution = resolve_stack(matrix, request, host)
     from envbuilder.resolve.resolver import installability
 

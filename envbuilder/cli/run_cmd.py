@@ -8,32 +8,10 @@ from pathlib import Path
 import click
 
 from envbuilder.cli import cli
-from envbuilder.cli.options import gpu_access_option, runtime_option, trust_options
+from envbuilder.cli.options import gpu_access_option, runtime_option, say, trust_options
 from envbuilder.engine.interface import Engine
-from envbuilder.run.launch import IPC_MODES, FindCertificate, RunOptions, parse_options, run_image
-
-
-def find_certificates(
-    image: str,
-    key_files: tuple[Path, ...],
-    trust_file: Path | None,
-    max_age: str | None,
-    trust_imported: bool = False,
-) -> FindCertificate:
-    """Local certificates, else imported ones, else the image's signed attestations (cached,
-    else from its registry), verified against the trust policy the options name
-    (run/certificates.py)."""
-    from envbuilder.attest import choose_policy
-    from envbuilder.certify.store import CertStore
-    from envbuilder.run.certificates import certificate_finder
-
-    return certificate_finder(
-        image,
-        store=CertStore(),
-        policy=lambda: choose_policy(keys=key_files, trust=trust_file, max_age=max_age),
-        say=lambda line: click.echo(line, err=True),
-        trust_imported=trust_imported,
-    )
+from envbuilder.pipeline.certificates import find_certificates, find_exported_certificates
+from envbuilder.run.launch import IPC_MODES, RunOptions, parse_options, run_image
 
 
 def pull_if_missing(image: str, engine: Engine) -> None:
@@ -300,7 +278,7 @@ def run(
     outcome = run_image(
         options,
         runtime=rt,
-        find_certificate=find_certificates(image, key_files, trust_file, max_age, trust_imported),
+        find_certificate=find_certificates(image, key_files, trust_file, max_age, trust_imported, say),
     )
     ctx.exit(outcome.exit_code)
 
@@ -336,9 +314,7 @@ def run_with_runtime(
 ) -> int:
     """`run --runtime apptainer|enroot FILE`: run/hpc.py, with the certificates found as for
     the Docker image the file came from. Raises UsageError for an option only Docker has."""
-    from envbuilder.engine.hpc import read_exported
     from envbuilder.errors import UsageError
-    from envbuilder.run.coverage import image_ref
     from envbuilder.run.hpc import HpcRunOptions, run_exported
 
     given = [name for name, value in docker_only.items() if value]
@@ -347,7 +323,6 @@ def run_with_runtime(
             f"{', '.join(given)} only apply to --runtime docker",
             hint="drop them, or run the Docker image with --runtime docker",
         )
-    exported = read_exported(Path(path), check_hash=False)  # which image; run_exported checks the hash
     outcome = run_exported(
         HpcRunOptions(
             path=Path(path),
@@ -360,8 +335,6 @@ def run_with_runtime(
             workdir=workdir,
             tool=runtime_path,
         ),
-        find_certificate=find_certificates(
-            image_ref(exported.image), key_files, trust_file, max_age, trust_imported
-        ),
+        find_certificate=find_exported_certificates(key_files, trust_file, max_age, trust_imported, say),
     )
     return outcome.exit_code

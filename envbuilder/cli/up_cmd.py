@@ -10,19 +10,19 @@ base made with debootstrap (engine/localbase.py), the framework wheels pip is co
 from __future__ import annotations
 
 import json
-import textwrap
-from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import click
-from packaging.specifiers import SpecifierSet
 
 from envbuilder.cli import cli
-from envbuilder.cli.options import gpu_access_option, resolve_spec, runtime_option
+from envbuilder.cli.options import gpu_access_option, runtime_option
 from envbuilder.cli.progress_view import StepProgress
 from envbuilder.doctor.checks import DoctorInputs
-from envbuilder.errors import CertificationFailedError, LockError, NotGpuCertifiedError, RegistryError
+from envbuilder.errors import CertificationFailedError, NotGpuCertifiedError
+from envbuilder.pipeline.certify import keep_certificate
+from envbuilder.pipeline.resolution import resolve_spec
+from envbuilder.pipeline.up import build_for_up, choose_base, offline_request, resolve_for_base
 
 STEPS = ("doctor", "base", "resolve", "build", "certify", "report")
 _FILE = click.Path(exists=True, dir_okay=False, path_type=Path)
@@ -30,19 +30,6 @@ CPU_ONLY_NOTE = (
     "this machine has no NVIDIA GPU: the image is certified on the CPU path only "
     "(certified-cpu-only); run `envbuilder up` on a GPU host for the GPU certificate"
 )
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Fallbacks:
-    """What `up` used instead of the network it expected, each with why (shown and in --json)."""
-
-    base_image: str | None = None  # a local base made here (debootstrap), with what it carries:
-    base_python: str | None = None
-    base_os: str | None = None
-    framework_pin: str | None = None
-    find_links: tuple[Path, ...] = ()
-    wheelhouse: Path | None = None
-    notes: tuple[str, ...] = ()
 
 
 @cli.command()
@@ -130,34 +117,40 @@ def up(
     engine = rt.engine()
     with progress.step("base"):
         engine.ping()
-        fallbacks = _base(engine, first.base_image, base_image, progress)
+        fallbacks = choose_base(engine, first.base_image, base_image, progress.say)
         # whatever the base (made here, pulled or --base-image), an index that does not answer
         # falls back to local wheels (issue 23 D17: with --base-image it was never asked)
-        fallbacks, request = _offline_request(spec, first, fallbacks, find_links, cpu_only, progress)
+        fallbacks, request = offline_request(spec, first, fallbacks, find_links, cpu_only, progress.say)
 
     with progress.step("resolve"):
-        if request is not None:
-            matrix, resolution = resolve_spec(spec, None, (), (), cpu_only, request=request)
+        matrix, resolution = resolve_for_base(
+            spec, matrix, resolution, fallbacks, request, cpu_only, progress.say
+        )
         assert resolution.stack is not None
-        if resolution.python_reason:
-            progress.say(resolution.python_reason)
-        progress.say(stack_line(resolution.stack, first, fallbacks))
 
     with progress.step("build"):
         out.mkdir(parents=True, exist_ok=True)
-        outcome = _build(
-            spec, spec_path, matrix, resolution, engine, fallbacks, out, no_cache, progress, ca_bundle
-        )
+        # "Dockerfile 2/7": BuildKit's numbering, told apart from up's own [k/6] steps
+        on_event = progress.build_events()
+        try:
+            outcome = build_for_up(
+                spec, spec_path, matrix, resolution, engine, fallbacks, out, no_cache, ca_bundle,
+                on_event=on_event, say=progress.say,
+            )  # fmt: skip
+        finally:
+            on_event.finish()
         image = outcome.tags[0]
 
     with progress.step("certify"):
         from envbuilder.certify.certify import certify_image
-        from envbuilder.certify.store import CertStore, write_atomic
 
         cert = certify_image(image, gpu_access=gpu_access, quick=quick, progress=progress.say, runtime=rt)
-        stored = CertStore().add(cert)
         cert_path = out / "certificate.json"
-        write_atomic(cert_path, cert.to_json(indent=2) + "\n")
+        kept = keep_certificate(cert, out_path=cert_path, store=True)
+        if kept.error is not None:
+            raise kept.error
+        stored = kept.stored_id
+        assert stored is not None  # else kept.error
         progress.say(f"verdict {cert.verdict}: {cert.verdict_reason}")
 
     with progress.step("report"):
@@ -201,20 +194,6 @@ def up(
         )
 
 
-def stack_line(built: Any, first: Any, fallbacks: Fallbacks) -> str:
-    """The resolve step's announcement: the stack built, and when a fallback changed the spec's
-    first answer, which one it replaces and why (the base's Python and OS, the local framework)."""
-    line = f"stack {built.id}, FROM {fallbacks.base_image or built.base_image}"
-    if built.id == first.id:
-        return line
-    why = []
-    if fallbacks.base_image is not None:
-        why.append(f"the base has Python {fallbacks.base_python} on {fallbacks.base_os}")
-    if fallbacks.framework_pin is not None:
-        why.append(f"{first.framework}{fallbacks.framework_pin} from local wheels")
-    return f"{line} (instead of {first.id}: {', '.join(why) or 'a fallback'})"
-
-
 def _doctor(progress: StepProgress, given: DoctorInputs | None) -> bool:
     """Run doctor's checks (the host's own frameworks left out: the image brings its own); True
     when this machine has no GPU (a CPU-only stack, then). Tests hand in fake probes as `given`."""
@@ -236,160 +215,3 @@ def _doctor(progress: StepProgress, given: DoctorInputs | None) -> bool:
     names = ", ".join(sorted({g.name for g in gpus}))
     progress.say(f"{len(gpus)} GPU(s): {names}, driver {report.host.driver}")
     return False
-
-
-def _base(engine: Any, stack_base: str, given: str | None, progress: StepProgress) -> Fallbacks:
-    """The base image: the one given, the stack's (local or pulled), else a local one made here.
-    A given base is used as a local one is: its Python and OS read from it (docs/up.md)."""
-    if given is not None:
-        from envbuilder.engine.localbase import probe_base
-
-        if engine.inspect_image(given) is None:
-            engine.pull(given)  # RegistryError: neither here nor reachable
-        python, os_name = probe_base(engine, given, hint="give --base-image an image with python3 and venv")
-        note = f"built FROM {given} (--base-image: {os_name}, Python {python})"
-        progress.say(note)
-        return Fallbacks(base_image=given, base_python=python, base_os=os_name, notes=(note,))
-    if engine.inspect_image(stack_base) is not None:
-        progress.say(f"base {stack_base} (local)")
-        return Fallbacks()
-    try:
-        engine.pull(stack_base)
-    except RegistryError as exc:
-        from envbuilder.engine.localbase import ensure_local_base
-
-        why = textwrap.shorten(str(exc), 200, placeholder=" ...")
-        progress.say(f"cannot pull {stack_base}: {why}")
-        local = ensure_local_base(engine, on_message=progress.say)
-        made = "made here" if local.made else "made earlier"
-        note = (
-            f"no container registry is reachable (pulling {stack_base} failed): built FROM {local.ref}, "
-            f"{made} with debootstrap ({local.os}, Python {local.python})"
-        )
-        progress.say(note)
-        return Fallbacks(base_image=local.ref, base_python=local.python, base_os=local.os, notes=(note,))
-    progress.say(f"base {stack_base} (pulled)")
-    return Fallbacks()
-
-
-def _offline_request(
-    spec: Any,
-    stack: Any,
-    fallbacks: Fallbacks,
-    given_links: tuple[Path, ...],
-    cpu_only: bool,
-    progress: StepProgress,
-) -> tuple[Fallbacks, Any]:
-    """The request to resolve again, or None when nothing changes: for a local base made here,
-    its Python and OS; when the framework's index does not answer (whatever the base), the
-    newest framework version in local wheels (--find-links, else pip's configured find-links),
-    built offline from a wheelhouse filled on this host. Raises LockError."""
-    from envbuilder.image.offline import configured_find_links, index_unreachable, local_framework_versions
-    from envbuilder.resources import cache_dir
-
-    local_base = fallbacks.base_image is not None
-    why = index_unreachable(stack.index_url) if stack.index_url else None
-    if not local_base and why is None:
-        return fallbacks, None
-    python = stack.python  # the stack's, kept while the framework version is pinned below
-    request = replace(spec.to_request(cpu_only=cpu_only), python=python)
-    if local_base:
-        python, os_name = fallbacks.base_python, fallbacks.base_os
-        assert python is not None and os_name is not None
-        request = replace(request, python=python, os=os_name)
-    notes = list(fallbacks.notes)
-    links: tuple[Path, ...] = ()
-    pin = None
-    if why is not None:
-        links = given_links or configured_find_links()
-        versions = [
-            v
-            for v in local_framework_versions(links, stack.framework, python=python, variant=stack.variant)
-            if SpecifierSet(spec.specifier).contains(v, prereleases=True)
-        ]
-        if not versions:
-            where = ", ".join(map(str, links)) or "no find-links folder"
-            raise LockError(
-                f"the {stack.framework} index is unreachable ({why}) and no local {stack.framework} "
-                f"wheel for Python {python} ({stack.variant}) is in {where}",
-                hint=f"give --find-links DIR holding a {stack.framework} wheel, or a network that "
-                "reaches the index",
-            )
-        pin = f"=={versions[0].public}"
-        request = replace(request, specifier=",".join(s for s in (spec.specifier, pin) if s))
-        note = (
-            f"the {stack.framework} index is unreachable ({why}): {stack.framework}{pin} from the "
-            f"local wheels in {', '.join(map(str, links))}, the rest from PyPI"
-        )
-        progress.say(note)
-        notes.append(note)
-    wheelhouse = cache_dir() / "wheelhouse"
-    notes.append(f"built offline (--network none) from a wheelhouse filled on this host: {wheelhouse}")
-    return replace(
-        fallbacks, framework_pin=pin, find_links=links, wheelhouse=wheelhouse, notes=tuple(notes)
-    ), request
-
-
-def _build(
-    spec: Any,
-    spec_path: Path,
-    matrix: Any,
-    resolution: Any,
-    engine: Any,
-    fallbacks: Fallbacks,
-    out: Path,
-    no_cache: bool,
-    progress: StepProgress,
-    ca_bundle: Path | None = None,
-) -> Any:
-    from envbuilder.engine import BuildSecret
-    from envbuilder.image.build import (
-        BuildOptions,
-        ensure_package_lock,
-        for_stack_platform,
-        plan_from_spec,
-        run_build,
-    )
-    from envbuilder.image.packages import DEFAULT_INDEX, LockSettings
-    from envbuilder.image.render import SECRET_CA
-    from envbuilder.image.wheelhouse import fill_wheelhouse
-
-    settings = (
-        LockSettings(framework_index=DEFAULT_INDEX, find_links=fallbacks.find_links)
-        if fallbacks.find_links
-        else None
-    )
-    secrets: tuple[BuildSecret, ...] = ()
-    if ca_bundle is not None:  # as build's --ca-bundle: trusted by the lock and by the install steps
-        settings = replace(settings or LockSettings(), ca_bundle=ca_bundle)
-        secrets = (BuildSecret(id=SECRET_CA, src=ca_bundle),)
-    options = BuildOptions(
-        base_image=fallbacks.base_image,
-        secrets=secrets,
-        wheelhouse=fallbacks.wheelhouse,
-        lock_settings=settings,
-        lock_out=out / "lock.json",
-        outputs=(out,),  # its certificate and report, when --out lies in the project
-        no_cache=no_cache,
-        network="none" if fallbacks.wheelhouse else None,
-    )
-    plan = plan_from_spec(spec, resolution, options, spec_path, matrix)
-    options = for_stack_platform(options, plan.stack)
-    for warning in plan.warnings:
-        progress.say(f"warning: {warning}")
-    if fallbacks.wheelhouse is not None:
-        plan = ensure_package_lock(plan, options, engine, progress.say)
-        locked = next(p for p in plan.packages if p.platform == options.platform)
-        fetched = fill_wheelhouse(locked, fallbacks.wheelhouse, on_progress=progress.say)
-        progress.say(f"{len(fetched)} wheels in {fallbacks.wheelhouse}, every sha256 as locked")
-
-    # "Dockerfile 2/7": BuildKit's numbering, told apart from up's own [k/6] steps
-    on_event = progress.build_events()
-    try:
-        outcome = run_build(plan, options, engine, on_event=on_event, on_message=progress.say)
-    finally:
-        on_event.finish()
-    for warning in outcome.warnings[len(plan.warnings) :]:
-        progress.say(f"warning: {warning}")
-    progress.say(f"built {outcome.image.id[:19]} ({outcome.image.size / 1e6:,.0f} MB), {outcome.tags[0]}")
-    return outcome

@@ -191,7 +191,7 @@ def _full_disk(monkeypatch: pytest.MonkeyPatch, how: str) -> None:
 def test_a_full_data_folder_keeps_the_named_outputs_and_names_a_fallback(
     how: str, store_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import envbuilder.cli.certify_cmd as certify_cmd
+    import envbuilder.pipeline.certify as pipeline_certify
 
     monkeypatch.setattr(envbuilder.certify.certify, "certify_image", fake_certify("certified"))
     _full_disk(monkeypatch, how)
@@ -207,7 +207,7 @@ def test_a_full_data_folder_keeps_the_named_outputs_and_names_a_fallback(
     # nothing named: a fallback file, named in the error
     fallback = tmp_path / "tmp"
     fallback.mkdir()
-    monkeypatch.setattr(certify_cmd, "fallback_dirs", lambda: (tmp_path / "missing" / "no", fallback))
+    monkeypatch.setattr(pipeline_certify, "fallback_dirs", lambda: (tmp_path / "missing" / "no", fallback))
     (tmp_path / "missing").write_text("a file, so no folder can be made under it")
     res = run(["certify", "img:1"])
     assert res.exit_code == 17, res.output
@@ -217,6 +217,6 @@ def test_a_full_data_folder_keeps_the_named_outputs_and_names_a_fallback(
     assert "envbuilder certs import FILE" in res.stderr
 
     # nowhere to write: said so, with why
-    monkeypatch.setattr(certify_cmd, "fallback_dirs", lambda: (tmp_path / "missing" / "no",))
+    monkeypatch.setattr(pipeline_certify, "fallback_dirs", lambda: (tmp_path / "missing" / "no",))
     res = run(["certify", "img:1"])
     assert res.exit_code == 17 and "could not be written anywhere" in res.stderr, res.output

@@ -47,8 +47,8 @@ def test_store_error_exits_with_its_code_and_names_the_file(tmp_path: Path) -> N
 
 
 def test_no_compatible_stack_carries_the_resolution() -> None:
-    from envbuilder.cli.options import resolve_spec
     from envbuilder.image.spec import load_spec
+    from envbuilder.pipeline.resolution import resolve_spec
 
     spec = load_spec(ROOT / "images" / "pytorch-train.yaml")
     with pytest.raises(NoCompatibleStackError) as caught:

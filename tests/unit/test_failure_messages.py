@@ -5,7 +5,6 @@ proxy, --wheelhouse for wheels a lock took from a local folder."""
 
 from __future__ import annotations
 
-import io
 import stat
 from pathlib import Path
 from types import SimpleNamespace
@@ -16,14 +15,14 @@ from click.testing import CliRunner
 from fake_engine import FakeEngine, cpu_package_lock, make_resolution, make_spec
 from render_cases import locked, package_lock
 
-from envbuilder.cli import cli, up_cmd
-from envbuilder.cli.progress_view import StepProgress
+from envbuilder.cli import cli
 from envbuilder.engine import BuildSecret
 from envbuilder.errors import LOG_TAIL_LINES, BuildFailedError, LockError, log_tail
 from envbuilder.image.build import BuildOptions, failure_hint
 from envbuilder.image.hints import local_only, missing_wheelhouse_hint, tls_hint
 from envbuilder.image.packages import LockSettings, uv_version
 from envbuilder.matrix import load_matrix
+from envbuilder.pipeline.up import Fallbacks, build_for_up
 
 PIP_TLS = (
     "WARNING: Retrying (Retry(total=4)) after connection broken by 'SSLError(SSLCertVerificationError(1, "
@@ -172,10 +171,9 @@ def test_up_takes_the_ca_bundle_for_the_lock_and_the_build(
     spec = make_spec()
     ca = tmp_path / "proxy-ca.pem"
     ca.write_text("-----BEGIN CERTIFICATE-----\n")
-    progress = StepProgress(up_cmd.STEPS, stream=io.StringIO(), tty=False)
-    up_cmd._build(
-        spec, tmp_path / "smoke.yaml", load_matrix(), make_resolution(spec), FakeEngine(), up_cmd.Fallbacks(),
-        tmp_path / "out", False, progress, ca,
+    build_for_up(
+        spec, tmp_path / "smoke.yaml", load_matrix(), make_resolution(spec), FakeEngine(), Fallbacks(),
+        tmp_path / "out", False, ca,
     )  # fmt: skip
     (options,) = seen
     assert options.lock_settings is not None and options.lock_settings.ca_bundle == ca

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from envbuilder.cli.options import host_from_options, request_from_options
+from envbuilder.cli.options import request_from_options
 from envbuilder.matrix import load_matrix
+from envbuilder.pipeline.resolution import target_host
 from envbuilder.resolve import forward_compat
 from envbuilder.resolve.hint import no_stack_hint
 from envbuilder.resolve.resolver import resolve
@@ -17,7 +18,7 @@ CUDA13 = next(b for b in MATRIX.base_images if b.cuda == "13.0.3" and b.kind == 
 
 def _hint(gpu: str, *, strategy: str | None = None) -> str:
     request = request_from_options("torch==2.15.*", None, strategy, None, "runtime", False, False)
-    res = resolve(MATRIX, request, host_from_options(MATRIX, "535.104.05", (gpu,), ()))
+    res = resolve(MATRIX, request, target_host(MATRIX, "535.104.05", (gpu,), ()))
     assert res.stack is None
     return no_stack_hint(MATRIX, res)
 
@@ -35,7 +36,7 @@ def test_the_hint_does_not_offer_it_where_it_cannot_apply(gpu: str, strategy: st
 
 
 def test_the_package_brings_its_own_driver_and_no_more() -> None:
-    h100 = host_from_options(MATRIX, "535.104.05", ("H100",), ()).gpus
+    h100 = target_host(MATRIX, "535.104.05", ("H100",), ()).gpus
     ok = forward_compat.through_image(MATRIX, CUDA13, "535.104.05", "580", h100)
     assert isinstance(ok, forward_compat.ForwardCompat)
     assert (ok.package, ok.driver, ok.min_driver) == ("cuda-compat-13-0", "580.95.05", "535")
@@ -47,7 +48,7 @@ def test_the_package_brings_its_own_driver_and_no_more() -> None:
 
 
 def test_which_gpus_it_applies_to() -> None:
-    gpus = host_from_options(MATRIX, None, ("H100", "RTX 4090", "L40S", "RTX A6000"), ()).gpus
+    gpus = target_host(MATRIX, None, ("H100", "RTX 4090", "L40S", "RTX A6000"), ()).gpus
     assert [g.model for g in forward_compat.ineligible_gpus(MATRIX, gpus)] == [
         "GeForce RTX 4090",
         "NVIDIA RTX A6000",
@@ -58,8 +59,8 @@ def test_which_gpus_it_applies_to() -> None:
 def test_forward_compat_asked_for_on_a_geforce_gives_no_stack_through_cuda_compat(gpu: str) -> None:
     """Set H's survivor H30 (h13): the GPU class decides before any image's cuda-compat is tried."""
     request = request_from_options("torch==2.15.*", None, "system-cuda", None, "runtime", False, True)
-    res = resolve(MATRIX, request, host_from_options(MATRIX, "535.104.05", (gpu,), ()))
+    res = resolve(MATRIX, request, target_host(MATRIX, "535.104.05", (gpu,), ()))
     assert res.stack is None or res.stack.forward_compat is None
     assert any("--forward-compat does not apply to" in r.reason for r in res.rejected)
-    h100 = resolve(MATRIX, request, host_from_options(MATRIX, "535.104.05", ("H100",), ()))
+    h100 = resolve(MATRIX, request, target_host(MATRIX, "535.104.05", ("H100",), ()))
     assert h100.stack is not None and h100.stack.forward_compat is not None

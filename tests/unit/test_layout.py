@@ -14,6 +14,8 @@ from the drawing in design.md, and say why:
     monitor hints, read by matrix, host, image, certify, run and the CLI; it imports no stage.
   - registry/ and attest/ sit between certify/ and run/: attest signs certificates (certify's
     output) and pushes them through registry/; run verifies them before it starts an image.
+  - pipeline/ sits under cli/ and above every stage: spec -> resolution -> plan -> build ->
+    certify, and the certificate lookup before a run, as plain functions the commands call.
 """
 
 from __future__ import annotations
@@ -58,6 +60,7 @@ FLOW = (
     "fleet",
     "report",
     "doctor",
+    "pipeline",
     "cli",
     "__main__",
 )

@@ -11,10 +11,10 @@ from click.testing import CliRunner
 from wheel_factory import make_wheel
 
 from envbuilder.cli import cli
-from envbuilder.cli.options import resolve_spec
 from envbuilder.image import python_pick
 from envbuilder.image.packages import LockSettings
 from envbuilder.image.spec import ImageSpec, load_spec
+from envbuilder.pipeline.resolution import resolve_spec
 
 
 def spec_file(tmp_path: Path, *requirements: str) -> ImageSpec:

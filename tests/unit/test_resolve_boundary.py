@@ -108,13 +108,14 @@ def test_the_ranking_key_orders_version_then_native_kernels_then_full_driver_the
 def _resolve(
     matrix: Matrix, framework: str, *, gpus: tuple[str, ...] = (), driver: str | None = None, **req: Any
 ) -> Any:
-    from envbuilder.cli.options import host_from_options, request_from_options
+    from envbuilder.cli.options import request_from_options
+    from envbuilder.pipeline.resolution import target_host
     from envbuilder.resolve.resolver import resolve
 
     request = request_from_options(
         framework, req.get("python"), req.get("strategy"), None, "runtime", bool(req.get("cpu")), False
     )
-    return resolve(matrix, request, host_from_options(matrix, driver, gpus, ()))
+    return resolve(matrix, request, target_host(matrix, driver, gpus, ()))
 
 
 def _newest_os(names: Any) -> str:

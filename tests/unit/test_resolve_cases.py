@@ -22,9 +22,10 @@ from typing import Any
 import pytest
 import yaml
 
-from envbuilder.cli.options import host_from_options, request_from_options
+from envbuilder.cli.options import request_from_options
 from envbuilder.errors import UsageError
 from envbuilder.matrix import load_matrix
+from envbuilder.pipeline.resolution import target_host
 from envbuilder.platforms import parse_platform
 from envbuilder.resolve.model import Resolution, rejection_summary
 from envbuilder.resolve.resolver import resolve
@@ -70,7 +71,7 @@ def _resolve(case: dict[str, Any]) -> Resolution:
         parse_platform(req["platform"]) if "platform" in req else None,
     )
     h = case["host"]
-    host = host_from_options(
+    host = target_host(
         matrix, h.get("driver"), tuple(h.get("gpus", ())), tuple(h.get("ccs", ())), wsl=bool(h.get("wsl"))
     )
     if h.get("driver") is None and not h.get("gpus") and not h.get("ccs"):

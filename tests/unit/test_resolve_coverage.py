@@ -66,11 +66,12 @@ def _with_variant(matrix: Matrix, fw: str, version: str, **fields: Any) -> Matri
 
 
 def _resolve(matrix: Matrix, framework: str, gpu: str, driver: str) -> Any:
-    from envbuilder.cli.options import host_from_options, request_from_options
+    from envbuilder.cli.options import request_from_options
+    from envbuilder.pipeline.resolution import target_host
     from envbuilder.resolve.resolver import resolve
 
     request = request_from_options(framework, None, None, None, "runtime", False, False)
-    return resolve(matrix, request, host_from_options(matrix, driver, (gpu,), ()))
+    return resolve(matrix, request, target_host(matrix, driver, (gpu,), ()))
 
 
 def test_partial_sass_needs_the_drivers_jit_for_the_rest(matrix: Matrix) -> None:

@@ -250,10 +250,11 @@ def test_up_with_a_given_base_falls_back_to_local_wheels_when_the_index_does_not
     from fake_engine import FakeEngine
 
     from envbuilder.cli import up_cmd
-    from envbuilder.cli.options import resolve_spec
     from envbuilder.engine import ImageInfo, RunResult
     from envbuilder.image import offline
     from envbuilder.image.spec import load_spec
+    from envbuilder.pipeline import up as pipeline_up
+    from envbuilder.pipeline.resolution import resolve_spec
 
     monkeypatch.setenv("ENVBUILDER_CACHE_DIR", str(tmp_path / "cache"))
     spec_path = tmp_path / "kill.yaml"
@@ -269,7 +270,9 @@ def test_up_with_a_given_base_falls_back_to_local_wheels_when_the_index_does_not
     )
     engine.job = lambda spec, _on_stderr: RunResult(exit_code=0, stdout="3.11 debian12\n", stderr="")
     progress = StepProgress(up_cmd.STEPS, stream=io.StringIO(), tty=False)
-    fallbacks = up_cmd._base(engine, stack.base_image, "envbuilder-test/debian:bookworm", progress)
+    fallbacks = pipeline_up.choose_base(
+        engine, stack.base_image, "envbuilder-test/debian:bookworm", progress.say
+    )
     assert (fallbacks.base_image, fallbacks.base_python, fallbacks.base_os) == (
         "envbuilder-test/debian:bookworm",
         "3.11",
@@ -285,7 +288,7 @@ def test_up_with_a_given_base_falls_back_to_local_wheels_when_the_index_does_not
         return f"{url}: Name or service not known"
 
     monkeypatch.setattr(offline, "index_unreachable", unreachable)
-    fallbacks, request = up_cmd._offline_request(spec, stack, fallbacks, (wheels,), True, progress)
+    fallbacks, request = pipeline_up.offline_request(spec, stack, fallbacks, (wheels,), True, progress.say)
     assert asked == [stack.index_url]
     assert request is not None and f"=={Version(stack.version).public}" in request.specifier
     assert request.python == "3.11" and fallbacks.find_links == (wheels,)
@@ -295,8 +298,10 @@ def test_up_with_a_given_base_falls_back_to_local_wheels_when_the_index_does_not
     assert again.stack is not None and again.stack.python == "3.11"
     # the stack's own base and an index that answers: nothing changes, nothing is asked again
     monkeypatch.setattr(offline, "index_unreachable", lambda url, **_kw: None)
-    same, none = up_cmd._offline_request(spec, stack, up_cmd.Fallbacks(), (wheels,), True, progress)
-    assert none is None and same == up_cmd.Fallbacks()
+    same, none = pipeline_up.offline_request(
+        spec, stack, pipeline_up.Fallbacks(), (wheels,), True, progress.say
+    )
+    assert none is None and same == pipeline_up.Fallbacks()
 
 
 # --------------------------------------------------------------------------- the stack announced
@@ -336,7 +341,9 @@ def test_up_announces_the_stack_it_builds_after_the_base_fallback(
     monkeypatch.setattr(envbuilder.image.offline, "index_unreachable", lambda _url, **_kw: None)
     built: list[object] = []
 
-    def fake_build(spec: object, _path: object, _matrix: object, resolution: object, *_a: object) -> object:
+    def fake_build(
+        spec: object, _path: object, _matrix: object, resolution: object, *_a: object, **_kw: object
+    ) -> object:
         stack = resolution.stack  # type: ignore[attr-defined]
         built.append(stack)
         return SimpleNamespace(
@@ -345,7 +352,7 @@ def test_up_announces_the_stack_it_builds_after_the_base_fallback(
             lock_path=tmp_path / "lock.json",
         )
 
-    monkeypatch.setattr(up_cmd, "_build", fake_build)
+    monkeypatch.setattr(up_cmd, "build_for_up", fake_build)
     monkeypatch.setattr(
         envbuilder.certify.certify, "certify_image", lambda *_a, **_k: make("certified-cpu-only")
     )

@@ -13,13 +13,13 @@ from click.testing import CliRunner
 from fake_host import SMI_FMT, FakeGpu, FakeNvml, FakeRunner, ok
 
 from envbuilder.cli import cli
-from envbuilder.cli.options import host_from_options
 from envbuilder.doctor.checks import DoctorInputs, run_doctor
 from envbuilder.errors import UsageError
 from envbuilder.host import SMI_QUERY, probe_host
 from envbuilder.host.model import Host
 from envbuilder.host.probe import detect_wsl
 from envbuilder.matrix import load_matrix
+from envbuilder.pipeline.resolution import target_host
 from envbuilder.resolve.wsl import host_under_wsl, windows_driver
 
 MATRIX = load_matrix()
@@ -117,7 +117,7 @@ def test_a_windows_driver_older_than_any_release_is_refused() -> None:
 
 
 def test_given_wsl_host_keeps_the_windows_driver_and_round_trips() -> None:
-    host = host_from_options(MATRIX, "577.00", ("NVIDIA GeForce RTX 4090",), (), wsl=True)
+    host = target_host(MATRIX, "577.00", ("NVIDIA GeForce RTX 4090",), (), wsl=True)
     assert (host.driver, host.windows_driver) == ("575.57.08", "577.00")
     assert Host.from_dict(host.to_dict()) == host
     assert host_under_wsl(MATRIX, host) is host  # mapped once
@@ -135,7 +135,7 @@ def test_resolve_wsl_says_the_mapping_and_what_wsl2_lacks() -> None:
 
 
 def test_without_wsl_the_same_driver_is_a_linux_driver() -> None:
-    host = host_from_options(MATRIX, "577.00", ("NVIDIA GeForce RTX 4090",), ())
+    host = target_host(MATRIX, "577.00", ("NVIDIA GeForce RTX 4090",), ())
     assert (host.driver, host.windows_driver) == ("577.00", None)
 
 
