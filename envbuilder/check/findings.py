@@ -116,13 +116,17 @@ def parse_thresholds(doc: Mapping[str, Any], where: str = "matrices/thresholds.y
             raise MatrixError(f"{where}: check.{name} must be a mapping with warn_below and fail_below")
         warn, fail = num(obj, "warn_below", f"{name}."), num(obj, "fail_below", f"{name}.")
         if not fail <= warn <= 1.5:
-            raise MatrixError(f"{where}: check.{name}: fail_below {fail} must be <= warn_below {warn} (<= 1.5)")
+            raise MatrixError(
+                f"{where}: check.{name}: fail_below {fail} must be <= warn_below {warn} (<= 1.5)"
+            )
         return Band(warn_below=warn, fail_below=fail)
 
     held_warn = num(section, "memory_held_warn_fraction", "")
     held_fail = num(section, "memory_held_fail_fraction", "")
     if not held_warn <= held_fail <= 1:
-        raise MatrixError(f"{where}: check.memory_held_warn_fraction must be <= memory_held_fail_fraction <= 1")
+        raise MatrixError(
+            f"{where}: check.memory_held_warn_fraction must be <= memory_held_fail_fraction <= 1"
+        )
     target, limit = num(section, "time_target_s", ""), num(section, "time_limit_s", "")
     if not 0 < target <= limit:
         raise MatrixError(f"{where}: check.time_target_s must be > 0 and <= time_limit_s")

@@ -154,7 +154,7 @@ def check_image(
     cert, refusals = covering_certificate(info, host, find_certificate)
     findings: list[Finding] = summarise_refusals(refusals)
     if cert is not None and not refusals:
-        shown = ", ".join(sorted({g.name for g in cert.host.gpus})) or "the CPU"
+        shown = ", ".join(sorted({str(g.name) for g in cert.host.gpus})) or "the CPU"
         findings.append(
             Finding(
                 check="certificate.coverage",

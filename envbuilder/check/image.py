@@ -42,8 +42,16 @@ def gate_container(
     """The one container `check` starts: the host's harness mounted read-only, its short mode
     (gate_run.py) as the command, GPU access per `choice` (none: --cpu-only). Kept in one
     function so the container start can move to the runtime layer in one place."""
-    command = ["python3", f"{HOST_HARNESS_DIR}/gate_run.py", "--out", f"{IO_DIR}/gate.json", "--nonce", nonce,
-               "--watchdog-seconds", f"{watchdog_s:g}"]  # fmt: skip
+    command = [
+        "python3",
+        f"{HOST_HARNESS_DIR}/gate_run.py",
+        "--out",
+        f"{IO_DIR}/gate.json",
+        "--nonce",
+        nonce,
+        "--watchdog-seconds",
+        f"{watchdog_s:g}",
+    ]
     if choice.name == "none":
         command.append("--cpu-only")
     mounts = [
@@ -111,7 +119,9 @@ def certified_figures(cert: Certificate | None) -> dict[str, dict[str, float]]:
         if step.name != "gate_baseline" or step.status != "pass":
             continue
         name = step.metrics.get("device_name")
-        figures = {k: v for k in ("bf16_gemm_tflops", "copy_gbs") if (v := _num(step.metrics.get(k))) is not None}
+        figures = {
+            k: v for k in ("bf16_gemm_tflops", "copy_gbs") if (v := _num(step.metrics.get(k))) is not None
+        }
         if isinstance(name, str) and figures:
             out[name] = figures
     return out
@@ -131,28 +141,46 @@ def certified_busbw(cert: Certificate | None, world: int, nbytes: int) -> float 
 
 
 def _compare(
-    check: str, what: str, unit: str, gpu: int | None, measured: float | None, reference: float | None,
-    band: Band, model: str, remedy: str,
-) -> Finding:  # fmt: skip
+    check: str,
+    what: str,
+    unit: str,
+    gpu: int | None,
+    measured: float | None,
+    reference: float | None,
+    band: Band,
+    model: str,
+    remedy: str,
+) -> Finding:
     if measured is None:
         return Finding(check=check, status="skip", gpu=gpu, message=f"no {what} was measured")
     value = {"measured": round(measured, 2), "certified": None if reference is None else round(reference, 2)}
     if reference is None:
         return Finding(
-            check=check, status="skip", gpu=gpu, value=value,
+            check=check,
+            status="skip",
+            gpu=gpu,
+            value=value,
             message=f"{what} {measured:.1f} {unit}; the certificate records none for {model} "
             "(certified before `check` existed, or on another GPU model): not judged",
             remedy="",
-        )  # fmt: skip
+        )
     status = band.judge(measured, reference)
     value["fraction"] = round(measured / reference, 3)
-    text = f"{what} {measured:.1f} {unit} = {measured / reference:.0%} of the certified {reference:.1f} {unit}"
+    text = (
+        f"{what} {measured:.1f} {unit} = {measured / reference:.0%} of the certified {reference:.1f} {unit}"
+    )
     if status == "fail":
         text += f" (below {band.fail_below:.0%})"
     elif status == "warn":
         text += f" (below {band.warn_below:.0%})"
-    return Finding(check=check, status=status, gpu=gpu, value=value, message=text,
-                   remedy=remedy if status in ("warn", "fail") else "")  # fmt: skip
+    return Finding(
+        check=check,
+        status=status,
+        gpu=gpu,
+        value=value,
+        message=text,
+        remedy=remedy if status in ("warn", "fail") else "",
+    )
 
 
 def judge_gate(run: GateRun, cert: Certificate | None, t: CheckThresholds) -> list[Finding]:
@@ -160,13 +188,14 @@ def judge_gate(run: GateRun, cert: Certificate | None, t: CheckThresholds) -> li
     if run.doc is None:
         return [
             Finding(
-                check="image.run", status="fail",
+                check="image.run",
+                status="fail",
                 message=f"the check's harness produced no result in the image (exit {run.exit_code}): "
                 + (run.stderr_tail.splitlines()[-1][:300] if run.stderr_tail else "no output"),
                 remedy="run `envbuilder certify IMAGE --quick` on this node to see the image fail in full; "
                 "exit 124 means it ran out of time",
             )
-        ]  # fmt: skip
+        ]
     figures = certified_figures(cert)
     out: list[Finding] = []
     for step in _steps(run.doc):
@@ -176,64 +205,158 @@ def judge_gate(run: GateRun, cert: Certificate | None, t: CheckThresholds) -> li
         assert isinstance(m, Mapping)
         if name == "framework":
             if status == "fail":
-                out.append(Finding(check="image.framework", status="fail", message=reason,
-                                   remedy="rebuild the image with its framework, then certify it"))  # fmt: skip
+                out.append(
+                    Finding(
+                        check="image.framework",
+                        status="fail",
+                        message=reason,
+                        remedy="rebuild the image with its framework, then certify it",
+                    )
+                )
             else:
-                out.append(Finding(check="image.framework", status="pass", value=m.get("torch"),
-                                   message=f"torch {m.get('torch')} imports (CUDA build {m.get('cuda_build')})"))  # fmt: skip
+                out.append(
+                    Finding(
+                        check="image.framework",
+                        status="pass",
+                        value=m.get("torch"),
+                        message=f"torch {m.get('torch')} imports (CUDA build {m.get('cuda_build')})",
+                    )
+                )
         elif name in ("cuda_smoke", "allreduce_loopback") and status == "skip":
             out.append(Finding(check=f"image.{name}", status="skip", message=reason))
         elif name == "cuda_smoke" or (name.startswith("gpu") and status == "fail"):
             gpu = int(name[3:]) if name[3:].isdigit() else None
-            out.append(Finding(check="image.cuda_smoke", status="fail", gpu=gpu, message=reason,
-                               remedy="the image cannot use this GPU: `envbuilder doctor` for the node; "
-                               "re-certify the image here if the stack changed"))  # fmt: skip
+            out.append(
+                Finding(
+                    check="image.cuda_smoke",
+                    status="fail",
+                    gpu=gpu,
+                    message=reason,
+                    remedy="the image cannot use this GPU: `envbuilder doctor` for the node; "
+                    "re-certify the image here if the stack changed",
+                )
+            )
         elif name.startswith("gpu"):
             gpu = int(name[3:]) if name[3:].isdigit() else None
             model = str(m.get("device_name"))
             ref = figures.get(model, {})
-            out.append(Finding(check="image.cuda_smoke", status="pass", gpu=gpu,
-                               message=f"{model}: CUDA works, a GEMM matches the CPU"))  # fmt: skip
-            out.append(Finding(check="image.kernels", status="pass", gpu=gpu, value=m.get("arch_covered_by"),
-                               message=f"torch has a kernel for compute capability {m.get('compute_capability')}: "
-                               f"{m.get('arch_covered_by')}"))  # fmt: skip
-            slow = "the GPU computes slower than when certified: look at node.clocks and node.processes; " \
-                   "drain it if it stays so"
-            out.append(_compare("image.gemm", "bf16 GEMM", "TFLOP/s", gpu, _num(m.get("bf16_gemm_tflops")),
-                                ref.get("bf16_gemm_tflops"), t.gemm, model, slow))  # fmt: skip
-            out.append(_compare("image.copy", "device-memory copy", "GB/s", gpu, _num(m.get("copy_gbs")),
-                                ref.get("copy_gbs"), t.copy, model,
-                                "GPU memory is slower than when certified: another process, or a degraded GPU"))  # fmt: skip
+            out.append(
+                Finding(
+                    check="image.cuda_smoke",
+                    status="pass",
+                    gpu=gpu,
+                    message=f"{model}: CUDA works, a GEMM matches the CPU",
+                )
+            )
+            out.append(
+                Finding(
+                    check="image.kernels",
+                    status="pass",
+                    gpu=gpu,
+                    value=m.get("arch_covered_by"),
+                    message=f"torch has a kernel for compute capability {m.get('compute_capability')}: "
+                    f"{m.get('arch_covered_by')}",
+                )
+            )
+            slow = (
+                "the GPU computes slower than when certified: look at node.clocks and node.processes; "
+                "drain it if it stays so"
+            )
+            out.append(
+                _compare(
+                    "image.gemm",
+                    "bf16 GEMM",
+                    "TFLOP/s",
+                    gpu,
+                    _num(m.get("bf16_gemm_tflops")),
+                    ref.get("bf16_gemm_tflops"),
+                    t.gemm,
+                    model,
+                    slow,
+                )
+            )
+            out.append(
+                _compare(
+                    "image.copy",
+                    "device-memory copy",
+                    "GB/s",
+                    gpu,
+                    _num(m.get("copy_gbs")),
+                    ref.get("copy_gbs"),
+                    t.copy,
+                    model,
+                    "GPU memory is slower than when certified: another process, or a degraded GPU",
+                )
+            )
         elif name == "allreduce_loopback":
             if status == "fail":
-                out.append(Finding(check="image.allreduce", status="fail", message=reason,
-                                   remedy="NCCL cannot reduce across this node's GPUs: `nvidia-smi topo -m`, "
-                                   "NCCL_DEBUG=INFO; drain until fixed"))  # fmt: skip
+                out.append(
+                    Finding(
+                        check="image.allreduce",
+                        status="fail",
+                        message=reason,
+                        remedy="NCCL cannot reduce across this node's GPUs: `nvidia-smi topo -m`, "
+                        "NCCL_DEBUG=INFO; drain until fixed",
+                    )
+                )
                 continue
             world, nbytes = m.get("world_size"), m.get("bytes")
-            ref_bw = certified_busbw(cert, world, nbytes) if isinstance(world, int) and isinstance(nbytes, int) else None
+            ref_bw = (
+                certified_busbw(cert, world, nbytes)
+                if isinstance(world, int) and isinstance(nbytes, int)
+                else None
+            )
             model = f"{world} GPUs"
-            out.append(_compare("image.allreduce", f"all-reduce busbw ({world} GPUs)", "GB/s", None,
-                                _num(m.get("busbw_gbs")), ref_bw, t.busbw, model,
-                                "the GPUs talk slower than when certified: NVLink/PCIe topology, NCCL settings"))  # fmt: skip
+            out.append(
+                _compare(
+                    "image.allreduce",
+                    f"all-reduce busbw ({world} GPUs)",
+                    "GB/s",
+                    None,
+                    _num(m.get("busbw_gbs")),
+                    ref_bw,
+                    t.busbw,
+                    model,
+                    "the GPUs talk slower than when certified: NVLink/PCIe topology, NCCL settings",
+                )
+            )
         elif name == "watchdog":
-            out.append(Finding(check="image.run", status="fail", message=reason,
-                               remedy="a GPU step hung: the GPU may be wedged; drain and reset it"))  # fmt: skip
+            out.append(
+                Finding(
+                    check="image.run",
+                    status="fail",
+                    message=reason,
+                    remedy="a GPU step hung: the GPU may be wedged; drain and reset it",
+                )
+            )
     return out
 
 
 def gate_summary(run: GateRun | None) -> dict[str, Any] | None:
     """What --json keeps of the short mode: its steps' names, statuses, seconds and wall time."""
     if run is None or run.doc is None:
-        return None if run is None else {"exit_code": run.exit_code, "steps": [], "seconds": round(run.seconds, 2)}
-    steps = [{"name": s.get("name"), "status": s.get("status"), "seconds": s.get("seconds")} for s in _steps(run.doc)]
-    return {"exit_code": run.exit_code, "seconds": round(run.seconds, 2), "steps": steps,
-            "facts": json.loads(json.dumps(run.doc.get("facts") or {}))}  # fmt: skip
+        return (
+            None
+            if run is None
+            else {"exit_code": run.exit_code, "steps": [], "seconds": round(run.seconds, 2)}
+        )
+    steps = [
+        {"name": s.get("name"), "status": s.get("status"), "seconds": s.get("seconds")}
+        for s in _steps(run.doc)
+    ]
+    return {
+        "exit_code": run.exit_code,
+        "seconds": round(run.seconds, 2),
+        "steps": steps,
+        "facts": json.loads(json.dumps(run.doc.get("facts") or {})),
+    }
 
 
 def summarise_refusals(refusals: Sequence[Any]) -> list[Finding]:
     """run/coverage.py's refusals as failed certificate findings (same reasons, same hints)."""
     return [
-        Finding(check=f"certificate.{r.reason}", status="fail", message=r.message, remedy=r.hint, value=r.reason)
+        Finding(
+            check=f"certificate.{r.reason}", status="fail", message=r.message, remedy=r.hint, value=r.reason
+        )
         for r in refusals
     ]

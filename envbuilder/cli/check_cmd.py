@@ -30,6 +30,10 @@ def render_text(doc: dict[str, object], findings: tuple[Finding, ...]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _say(line: str) -> None:
+    click.echo(line, err=True)
+
+
 @cli.command(context_settings={"help_option_names": ["-h", "--help"]})
 @click.argument("image")
 @gpu_access_option
@@ -71,14 +75,13 @@ def check(
     from envbuilder.check import check_image
     from envbuilder.cli.run_cmd import find_certificates, pull_if_missing
 
-    say = (lambda line: click.echo(line, err=True))
     pull_if_missing(image)
     report = check_image(
         image,
         find_certificate=find_certificates(image, key_files, trust_file, max_age, trust_imported),
         gpu_access=gpu_access,
         xid_window_s=xid_window,
-        say=say,
+        say=_say,
     )
     doc = report.to_dict()
     if as_json:

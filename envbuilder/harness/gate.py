@@ -122,8 +122,11 @@ def main(argv: list[str] | None = None) -> int:
         rec.lock.acquire()  # held until os._exit: no step line may follow the document
         why = f"step {rec.current or 'between steps'} still running after {args.watchdog_seconds:.0f} s"
         rec.emit(Step(name="watchdog", status=FAIL, reason=why))
-        _write(gate_document(rec, facts, started=started, wall_s=time.monotonic() - t0, nonce=args.nonce),
-               args.out, rec)  # fmt: skip
+        _write(
+            gate_document(rec, facts, started=started, wall_s=time.monotonic() - t0, nonce=args.nonce),
+            args.out,
+            rec,
+        )
         os._exit(EXIT_WATCHDOG)
 
     timer = threading.Timer(args.watchdog_seconds, on_watchdog)

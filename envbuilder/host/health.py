@@ -6,6 +6,8 @@ hide ECC). Parsing is split from I/O so tests hand in fake NVML objects and log 
 
 from __future__ import annotations
 
+import contextlib
+import importlib
 import os
 import re
 from collections.abc import Callable, Mapping
@@ -100,7 +102,9 @@ def _ask(nvml: Any, fn: str, *args: Any) -> Query:
     try:
         return Query(value=call(*args))
     except Exception as e:  # pynvml's NVMLError_* family, whatever the driver says
-        return Query(unsupported=f"{UNSUPPORTED}: {e}" if "Not Supported" in str(e) else str(e) or type(e).__name__)
+        return Query(
+            unsupported=f"{UNSUPPORTED}: {e}" if "Not Supported" in str(e) else str(e) or type(e).__name__
+        )
 
 
 def _field(nvml: Any, handle: Any, field_id: int) -> Query:
@@ -147,13 +151,19 @@ def gpu_health(nvml: Any, index: int) -> GpuHealth:
         "ecc_uncorrected_aggregate": _ask(nvml, "nvmlDeviceGetTotalEccErrors", h, _UNCORRECTED, _AGGREGATE),
         "remapped_rows": _map(
             _ask(nvml, "nvmlDeviceGetRemappedRows", h),
-            lambda v: {"correctable": int(v[0]), "uncorrectable": int(v[1]), "pending": bool(v[2]),
-                       "failure": bool(v[3])},
-        ),  # fmt: skip
+            lambda v: {
+                "correctable": int(v[0]),
+                "uncorrectable": int(v[1]),
+                "pending": bool(v[2]),
+                "failure": bool(v[3]),
+            },
+        ),
         "retired_pages_double_bit": _map(
             _ask(nvml, "nvmlDeviceGetRetiredPages", h, _DOUBLE_BIT), lambda v: len(v)
         ),
-        "retired_pages_pending": _map(_ask(nvml, "nvmlDeviceGetRetiredPagesPendingStatus", h), lambda v: bool(v)),
+        "retired_pages_pending": _map(
+            _ask(nvml, "nvmlDeviceGetRetiredPagesPendingStatus", h), lambda v: bool(v)
+        ),
         "recovery_action": _map(
             _field(nvml, h, int(getattr(nvml, "NVML_FI_DEV_GET_GPU_RECOVERY_ACTION", FI_RECOVERY_ACTION))),
             lambda v: RECOVERY_ACTIONS.get(int(v), f"unknown ({v})"),
@@ -189,7 +199,7 @@ def read_health(nvml: Any = None) -> tuple[tuple[GpuHealth, ...], str | None]:
     `nvml`: the nvidia-ml-py module (None: import pynvml). Never raises."""
     if nvml is None:
         try:
-            import pynvml as nvml
+            nvml = importlib.import_module("pynvml")
         except ImportError as e:
             return (), f"nvidia-ml-py is not importable ({e})"
     try:
@@ -202,10 +212,8 @@ def read_health(nvml: Any = None) -> tuple[tuple[GpuHealth, ...], str | None]:
     except Exception as e:
         return (), f"NVML: {e}"
     finally:
-        try:
+        with contextlib.suppress(Exception):  # shutting down is best effort
             nvml.nvmlShutdown()
-        except Exception:  # shutting down is best effort
-            pass
 
 
 def parse_kmsg(text: str) -> tuple[KernelXid, ...]:
@@ -224,7 +232,9 @@ def parse_kmsg(text: str) -> tuple[KernelXid, ...]:
         else:
             stamp = re.match(r"^\[\s*(\d+(?:\.\d+)?)\]", line)
             seconds = float(stamp.group(1)) if stamp else None
-        out.append(KernelXid(xid=int(m.group(2)), pci=m.group(1).lower(), seconds_since_boot=seconds, line=line))
+        out.append(
+            KernelXid(xid=int(m.group(2)), pci=m.group(1).lower(), seconds_since_boot=seconds, line=line)
+        )
     return tuple(out)
 
 
@@ -257,8 +267,10 @@ def kernel_xids(read: Callable[[], str] = read_kmsg) -> XidLog:
     try:
         return XidLog(xids=parse_kmsg(read()))
     except OSError as e:
-        return XidLog(unreadable=f"the kernel log is not readable here ({e.strerror or e}): run as root, "
-                      "or set kernel.dmesg_restrict=0")  # fmt: skip
+        return XidLog(
+            unreadable=f"the kernel log is not readable here ({e.strerror or e}): run as root, "
+            "or set kernel.dmesg_restrict=0"
+        )
 
 
 def uptime_seconds(path: Path = Path("/proc/uptime")) -> float | None:

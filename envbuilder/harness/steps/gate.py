@@ -8,7 +8,6 @@ model; gate.py runs both on each GPU of the node being checked."""
 from __future__ import annotations
 
 import json
-import os
 import tempfile
 import time
 from pathlib import Path
@@ -65,7 +64,6 @@ def gpu_figures(index: int = 0, *, n: int = GEMM_N, copy_bytes: int = COPY_BYTES
         secs = _timed(lambda: torch.mm(x, y), GEMM_ITERS, dev)
         out["bf16_gemm_tflops"] = 2 * n**3 / secs / 1e12
         out["gemm_n"] = n
-        del x, y
         src = torch.empty(copy_bytes // 4, device=dev, dtype=torch.float32).fill_(1.0)
         dst = torch.empty_like(src)
         secs = _timed(lambda: dst.copy_(src), COPY_ITERS, dev)
@@ -73,7 +71,6 @@ def gpu_figures(index: int = 0, *, n: int = GEMM_N, copy_bytes: int = COPY_BYTES
         out["copy_bytes"] = copy_bytes
         if not bool((dst[:1024] == 1.0).all()):
             raise StepFailed(f"a device-memory copy on {props.name} returned wrong values")
-        del src, dst
         torch.cuda.empty_cache()
     return out
 
@@ -94,7 +91,7 @@ def _timed(fn: Any, iters: int, dev: Any) -> float:
         end.synchronize()
         times.append(start.elapsed_time(end) / 1000.0)
     times.sort()
-    return max(times[len(times) // 2], 1e-9)
+    return max(float(times[len(times) // 2]), 1e-9)
 
 
 # ---------------------------------------------------------------- all-reduce loopback
@@ -137,9 +134,13 @@ def _sync(dev: Any) -> None:
 
 
 def allreduce_loopback(
-    world: int, *, backend: str = "nccl", nbytes: int = ALLREDUCE_BYTES, iters: int = ALLREDUCE_ITERS,
+    world: int,
+    *,
+    backend: str = "nccl",
+    nbytes: int = ALLREDUCE_BYTES,
+    iters: int = ALLREDUCE_ITERS,
     timeout_s: float = 60.0,
-) -> dict[str, Any]:  # fmt: skip
+) -> dict[str, Any]:
     """An all-reduce of `nbytes` over `world` local ranks (one process per GPU; gloo on the CPU
     for the tests), its busbw (nccl-tests' definition) and whether the values were right. A rank
     still running after `timeout_s` is killed. Raises StepFailed (a rank died or hung, wrong
@@ -147,10 +148,10 @@ def allreduce_loopback(
     import torch.multiprocessing as mp
 
     with tempfile.TemporaryDirectory(prefix="envbuilder-gate-") as tmp:
-        out = os.path.join(tmp, "rank0.json")
-        ctx = mp.start_processes(
+        out = str(Path(tmp) / "rank0.json")
+        ctx = mp.start_processes(  # type: ignore[attr-defined,no-untyped-call]
             _rank,
-            args=(world, os.path.join(tmp, "store"), backend, nbytes, iters, out),
+            args=(world, str(Path(tmp) / "store"), backend, nbytes, iters, out),
             nprocs=world,
             join=False,
             start_method="spawn",
@@ -160,9 +161,9 @@ def allreduce_loopback(
             while not ctx.join(timeout=0.5):
                 if time.monotonic() > deadline:
                     raise StepFailed(f"the {world}-rank all-reduce did not finish in {timeout_s:.0f} s")
-        except mp.ProcessRaisedException as e:
+        except mp.ProcessRaisedException as e:  # type: ignore[attr-defined]
             raise StepFailed(f"an all-reduce rank failed: {str(e).strip().splitlines()[-1][:300]}") from e
-        except mp.ProcessExitedException as e:
+        except mp.ProcessExitedException as e:  # type: ignore[attr-defined]
             raise StepFailed(f"an all-reduce rank died: {e}") from e
         finally:
             for p in ctx.processes:
