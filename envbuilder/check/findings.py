@@ -180,3 +180,66 @@ def time_findings(seconds: float, t: CheckThresholds) -> list[Finding]:
             )
         ]
     return []
+
+
+# The --json document's fields and their types (docs/check.md shows one); validate_report checks
+# a document against it, so the schema written in the docs and the one produced stay one.
+REPORT_FIELDS: dict[str, tuple[type, ...]] = {
+    "kind": (str,),
+    "schema_version": (int,),
+    "verdict": (str,),
+    "exit_code": (int,),
+    "reason": (str,),
+    "image": (str,),
+    "image_id": (str, type(None)),
+    "started": (str,),
+    "node": (dict,),
+    "certificate": (dict, type(None)),
+    "findings": (list,),
+    "image_run": (dict, type(None)),
+    "timings": (dict,),
+    "limits": (dict,),
+}
+FINDING_FIELDS: dict[str, tuple[type, ...]] = {
+    "check": (str,),
+    "status": (str,),
+    "gpu": (int, type(None)),
+    "message": (str,),
+    "remedy": (str,),
+}
+
+
+def validate_report(doc: Any) -> list[str]:
+    """The problems of a `check --json` document against REPORT_FIELDS (empty: valid): every
+    field present with its type, a known verdict whose exit code matches, findings well formed and
+    the verdict the one they give."""
+    if not isinstance(doc, dict):
+        return ["not an object"]
+    problems = [
+        f"{key}: missing or not {'/'.join(t.__name__ for t in types)}"
+        for key, types in REPORT_FIELDS.items()
+        if key not in doc or not isinstance(doc[key], types) or isinstance(doc[key], bool)
+    ]
+    if problems:
+        return problems
+    if doc["kind"] != KIND or doc["schema_version"] != SCHEMA_VERSION:
+        problems.append(f"kind/schema_version: expected {KIND} {SCHEMA_VERSION}")
+    if doc["verdict"] not in VERDICTS or EXIT_CODES.get(doc["verdict"]) != doc["exit_code"]:
+        problems.append(f"verdict {doc['verdict']!r} with exit code {doc['exit_code']}")
+    statuses = []
+    for n, f in enumerate(doc["findings"]):
+        bad = [
+            k
+            for k, types in FINDING_FIELDS.items()
+            if not isinstance(f, dict) or not isinstance(f.get(k), types)
+        ]
+        if bad or f["status"] not in STATUSES or "value" not in f:
+            problems.append(f"findings[{n}]: bad {', '.join(bad) or 'status or value'}")
+        else:
+            statuses.append(Finding(check=f["check"], status=f["status"], message=f["message"]))
+    if not problems and verdict_of(statuses) != doc["verdict"]:
+        problems.append(f"verdict {doc['verdict']} is not what the findings give ({verdict_of(statuses)})")
+    for key in ("total_s",):
+        if not isinstance(doc["timings"].get(key), int | float):
+            problems.append(f"timings.{key}: missing")
+    return problems
