@@ -37,7 +37,77 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--cpu-only", action="store_true", help="no GPU steps (the CPU path)")
     p.add_argument("--watchdog-seconds", type=float, default=45.0, help="hard stop for hangs")
     p.add_argument("--allreduce-timeout", type=float, default=25.0, help="all-reduce loopback limit (s)")
+    p.add_argument(
+        "--expect",
+        help="JSON (or @FILE): the certified GPU models, their figures and the bands; with it this "
+        "mode judges itself (a Kubernetes init container: `fleet constraints` writes it) and exits "
+        "0 on PASS or WARN, 2 on FAIL",
+    )
     return p.parse_args(argv)
+
+
+def judge_share(measured: float, reference: float, warn_below: float, fail_below: float) -> str:
+    """A figure against the certified one: "fail" below fail_below x it, "warn" below warn_below
+    x it, else "pass" ("skip" without a reference). The copy of check/findings.py Band.judge the
+    image runs: tests/unit/test_check.py drives both through one case table."""
+    if reference <= 0:
+        return "skip"
+    share = measured / reference
+    if share < fail_below:
+        return "fail"
+    if share < warn_below:
+        return "warn"
+    return "pass"
+
+
+def judge_expect(steps: list[dict[str, Any]], expect: dict[str, Any]) -> list[dict[str, Any]]:
+    """The findings of an --expect run: each GPU is a certified model, its GEMM and copy within
+    the bands of the certified figures; a failed step fails."""
+    models = set(expect.get("models") or [])
+    figures = expect.get("certified") or {}
+    bands = expect.get("bands") or {}
+    out: list[dict[str, Any]] = []
+    for st in steps:
+        name, m = st["name"], st.get("metrics") or {}
+        if st["status"] == FAIL:
+            out.append({"check": name, "status": "fail", "message": st.get("reason", "")})
+            continue
+        if not name.startswith("gpu") or st["status"] != "pass":
+            continue
+        model = m.get("device_name")
+        if model not in models:
+            out.append(
+                {
+                    "check": f"{name}.model",
+                    "status": "fail",
+                    "message": f"{model} is not a GPU model the image is certified on ({sorted(models)})",
+                }
+            )
+            continue
+        for key, band in (("bf16_gemm_tflops", "gemm"), ("copy_gbs", "copy")):
+            ref, got, b = (figures.get(model) or {}).get(key), m.get(key), bands.get(band) or {}
+            if not isinstance(ref, (int, float)) or not isinstance(got, (int, float)) or not b:
+                out.append({"check": f"{name}.{band}", "status": "skip", "message": "no certified figure"})
+                continue
+            status = judge_share(float(got), float(ref), float(b["warn_below"]), float(b["fail_below"]))
+            out.append(
+                {
+                    "check": f"{name}.{band}",
+                    "status": status,
+                    "message": f"{key} {got:.1f} = {got / ref:.0%} of the certified {ref:.1f}",
+                }
+            )
+    return out
+
+
+def read_expect(text: str | None) -> dict[str, Any] | None:
+    if not text:
+        return None
+    raw = Path(text[1:]).read_text() if text.startswith("@") else text
+    doc = json.loads(raw)
+    if not isinstance(doc, dict):
+        raise ValueError("--expect must be a JSON object")
+    return doc
 
 
 def run_gate(args: argparse.Namespace, rec: Recorder) -> dict[str, Any]:
@@ -115,6 +185,11 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.monotonic()
     started = utc_now()
     args = parse_args(argv)
+    try:
+        expect = read_expect(args.expect)
+    except (OSError, ValueError) as e:
+        print(f"envbuilder_harness gate: error: --expect: {e}", file=sys.stderr)
+        return EXIT_USAGE
     rec = Recorder()
     facts: dict[str, Any] = {}
 
@@ -137,5 +212,16 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         timer.cancel()
     doc = gate_document(rec, facts, started=started, wall_s=time.monotonic() - t0, nonce=args.nonce)
+    if expect is not None:
+        findings = judge_expect(doc["steps"], expect)
+        statuses = {f["status"] for f in findings}
+        verdict = "FAIL" if "fail" in statuses else "WARN" if "warn" in statuses else "PASS"
+        doc.update(verdict=verdict, findings=findings, certificate=expect.get("certificate"))
+        for f in findings:
+            if f["status"] in ("warn", "fail"):
+                log(f"{f['status'].upper()} {f['check']}: {f['message']}")
+        _write(doc, args.out, rec)
+        log(f"verdict: {verdict}")
+        return EXIT_USAGE if verdict == "FAIL" else EXIT_OK  # exit 2 fails the init container
     _write(doc, args.out, rec)
     return EXIT_FAILED if any(s["status"] == FAIL for s in doc["steps"]) else EXIT_OK

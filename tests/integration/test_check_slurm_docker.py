@@ -18,6 +18,7 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import envbuilder_cli, unavailable
@@ -91,7 +92,7 @@ def srun_prolog(image: str, data: str, log: Path) -> subprocess.CompletedProcess
     )  # fmt: skip
 
 
-def reports(log: Path) -> list[dict[str, object]]:
+def reports(log: Path) -> list[dict[str, Any]]:
     return [json.loads(p.read_text()) for p in sorted(log.glob("check-*.json"))]
 
 
@@ -100,7 +101,7 @@ def test_a_certified_image_lets_the_job_start(slurm: None, images: dict[str, str
     assert res.returncode == 0, res.stdout + res.stderr
     (doc,) = reports(tmp_path)
     assert doc["verdict"] == "PASS" and doc["image"] == images["certified"]
-    status = {f["check"]: f["status"] for f in doc["findings"]}  # type: ignore[index]
+    status = {f["check"]: f["status"] for f in doc["findings"]}
     assert status["certificate.coverage"] == "pass" and status["node.nvml"] == "skip"
     assert status["image.cuda_smoke"] == "skip"
     assert "PASS" in res.stderr

@@ -46,8 +46,11 @@ def prolog(
         env={**base, "PATH": f"{bin_dir}:/usr/bin:/bin", "SLURMD_NODENAME": "gpu-7",
              "ENVBUILDER_CHECK_CMD": str(bin_dir / "fake-envbuilder"), **env},
     )  # fmt: skip
-    read = lambda name: (tmp_path / name).read_text().splitlines() if (tmp_path / name).exists() else []  # noqa: E731
-    return res.returncode, res.stderr, read("checked"), read("drains")
+    return res.returncode, res.stderr, lines(tmp_path / "checked"), lines(tmp_path / "drains")
+
+
+def lines(path: Path) -> list[str]:
+    return path.read_text().splitlines() if path.exists() else []
 
 
 def test_the_image_comes_from_the_setting_then_pyxis_then_the_job_comment(tmp_path: Path) -> None:
