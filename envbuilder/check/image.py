@@ -223,7 +223,8 @@ def judge_gate(run: GateRun, cert: Certificate | None, t: CheckThresholds) -> li
                     )
                 )
         elif name in ("cuda_smoke", "allreduce_loopback") and status == "skip":
-            out.append(Finding(check=f"image.{name}", status="skip", message=reason))
+            short = "allreduce" if name == "allreduce_loopback" else name
+            out.append(Finding(check=f"image.{short}", status="skip", message=reason))
         elif name == "cuda_smoke" or (name.startswith("gpu") and status == "fail"):
             gpu = int(name[3:]) if name[3:].isdigit() else None
             out.append(
