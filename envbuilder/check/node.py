@@ -24,6 +24,9 @@ RECOVERY_REMEDY = {
     "node_reboot": "reboot the node, then check again",
     "drain_p2p": "drain the node of multi-GPU (peer-to-peer) jobs, then reset the GPUs",
     "drain_and_reset": "drain the node, reset the GPU (nvidia-smi -r), then check again",
+    "bus_reset": "drain the node and reset the GPU's PCIe bus (nvidia-smi -r does it on recent drivers)",
+    "system_reboot": "reboot the node, then check again",
+    "recover_imex_domain": "recover the IMEX domain (multi-node NVLink) before the next job",
 }
 
 

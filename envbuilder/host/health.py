@@ -24,9 +24,22 @@ _MIB = 1024 * 1024
 # NVML_TEMPERATURE_GPU = 0; NVML_TEMPERATURE_THRESHOLD_SLOWDOWN = 1.
 _UNCORRECTED, _VOLATILE, _AGGREGATE, _DOUBLE_BIT = 1, 0, 1, 1
 _TEMP_GPU, _THRESHOLD_SLOWDOWN = 0, 1
-# nvml.h NVML_FI_DEV_GET_GPU_RECOVERY_ACTION (R550+) and its values (nvmlDeviceGpuRecoveryAction_t).
-FI_RECOVERY_ACTION = 271
-RECOVERY_ACTIONS = {0: "none", 1: "gpu_reset", 2: "node_reboot", 3: "drain_p2p", 4: "drain_and_reset"}
+# nvml.h NVML_FI_DEV_GET_GPU_RECOVERY_ACTION (R575+; nvidia-ml-py's constant wins where it has one)
+# and its values (nvmlDeviceGpuRecoveryAction_t, as nvidia-ml-py 13 names them).
+FI_RECOVERY_ACTION = 230
+RECOVERY_ACTIONS = {
+    0: "none",
+    1: "gpu_reset",
+    2: "node_reboot",
+    3: "drain_p2p",
+    4: "drain_and_reset",
+    5: "recover_imex_domain",
+    6: "bus_reset",
+    7: "system_reboot",
+}
+# nvmlValueType_t -> the member of the value union holding it (the union has every member: reading
+# the wrong one gives the wrong bytes).
+_VALUE_MEMBERS = {0: "dVal", 1: "uiVal", 2: "ulVal", 3: "ullVal", 4: "sllVal", 5: "siVal", 6: "usVal"}
 # The kernel's NVRM line: "NVRM: Xid (PCI:0000:18:00): 79, pid=..., GPU has fallen off the bus."
 _XID_LINE = re.compile(r"NVRM: Xid \((?:PCI:)?([0-9a-fA-F:.]+)\): (\d+)")
 
@@ -117,11 +130,11 @@ def _field(nvml: Any, handle: Any, field_id: int) -> Query:
         if int(getattr(item, "nvmlReturn", 0)) != 0:
             return Query(unsupported=f"{UNSUPPORTED}: field {field_id} returned NVML error {item.nvmlReturn}")
         value = item.value
-        for attr in ("ullVal", "uiVal", "ulVal", "sllVal", "siVal"):
-            if hasattr(value, attr):
-                return Query(value=int(getattr(value, attr)))
-        return Query(value=int(value))
-    except (IndexError, TypeError, ValueError, AttributeError) as e:
+        member = _VALUE_MEMBERS.get(int(getattr(item, "valueType", -1)))
+        if member is None:  # no type said: the one member present (a test's plain object)
+            member = next(m for m in _VALUE_MEMBERS.values() if hasattr(value, m))
+        return Query(value=int(getattr(value, member)))
+    except (IndexError, TypeError, ValueError, AttributeError, StopIteration) as e:
         return Query(unsupported=f"field {field_id}: unreadable answer ({e})")
 
 

@@ -207,6 +207,9 @@ class FakeNvml:
         return f"h{i}"
 
 
+UNION_RESET = Obj(nvmlReturn=0, valueType=1, value=Obj(uiVal=1, ullVal=(7 << 32) | 1))
+
+
 def judged(**over: Any) -> dict[str, Finding]:
     out = judge_gpu(gpu_health(FakeNvml(**over), 0), T)
     assert all(x.gpu == 0 for x in out)
@@ -267,6 +270,8 @@ def test_an_older_nvidia_ml_py_without_a_function_is_not_supported_either() -> N
         ({"nvmlDeviceGetRemappedRows": (3, 1, 0, 1)}, "node.remapped_rows", "fail", "spare rows"),
         ({"nvmlDeviceGetFieldValues": [Obj(nvmlReturn=0, value=Obj(uiVal=2))]}, "node.recovery_action",
          "fail", "node_reboot"),
+        # the union read by its type: uiVal=1 with garbage in the upper bytes of ullVal
+        ({"nvmlDeviceGetFieldValues": [UNION_RESET]}, "node.recovery_action", "fail", "gpu_reset"),
         ({"nvmlDeviceGetCurrentClocksEventReasons": 0x8}, "node.clocks", "fail", "hw_slowdown"),
         ({"nvmlDeviceGetCurrentClocksEventReasons": 0x21}, "node.clocks", "warn", "sw_thermal_slowdown"),
         ({"nvmlDeviceGetCurrPcieLinkWidth": 8}, "node.pcie", "warn", "narrower"),
@@ -619,3 +624,29 @@ def test_the_allreduce_loopback_checks_values_and_reports_busbw_gloo_on_the_cpu(
     got = allreduce_loopback(2, backend="gloo", nbytes=1 << 16, iters=2, timeout_s=120)
     assert got["values_ok"] is True and got["world_size"] == 2 and got["busbw_gbs"] > 0
     assert got["busbw_gbs"] == pytest.approx(got["algbw_gbs"])  # 2(n-1)/n = 1 at two ranks
+
+
+def test_every_nvml_call_the_node_check_makes_exists_in_nvidia_ml_py() -> None:
+    """The fake answers exactly the calls gpu_health makes: each must be a function of the real
+    nvidia-ml-py (a misspelt name would read as "not supported" on every GPU, never as a bug)."""
+    import pynvml
+
+    calls = [name for name in FakeNvml().answers if name.startswith("nvml")]
+    assert calls and [n for n in calls if not callable(getattr(pynvml, n, None))] == []
+    assert pynvml.NVML_FI_DEV_GET_GPU_RECOVERY_ACTION == 230  # FI_RECOVERY_ACTION's fallback
+
+
+def test_the_certifications_baseline_is_a_skip_never_a_failure_where_it_cannot_measure() -> None:
+    """gate_baseline runs in every GPU certification: without a usable GPU (here: torch has no
+    CUDA) it records why it measured nothing, and the certification's verdict is untouched."""
+    from envbuilder.harness.record import Recorder
+    from envbuilder.harness.steps.gate import gate_baseline_step
+
+    class S:
+        rec = Recorder(out=__import__("io").StringIO())
+
+    gate_baseline_step(S())
+    (step,) = S.rec.steps
+    assert step.status == "skip" and step.reason.startswith(
+        "not recorded: StepFailed: torch.cuda.is_available()"
+    )
