@@ -37,6 +37,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--cpu-only", action="store_true", help="no GPU steps (the CPU path)")
     p.add_argument("--watchdog-seconds", type=float, default=45.0, help="hard stop for hangs")
     p.add_argument("--allreduce-timeout", type=float, default=25.0, help="all-reduce loopback limit (s)")
+    # Tests only: the all-reduce loopback's code path with gloo and N CPU processes (the CPU path).
+    p.add_argument("--allreduce-cpu-test", type=int, default=0, metavar="N", help=argparse.SUPPRESS)
     p.add_argument(
         "--expect",
         help="JSON (or @FILE): the certified GPU models, their figures and the bands; with it this "
@@ -125,8 +127,22 @@ def run_gate(args: argparse.Namespace, rec: Recorder) -> dict[str, Any]:
         st.metrics.update(torch=torch.__version__, cuda_build=torch.version.cuda)
         facts["torch"] = torch.__version__
     if not gpu_path:
-        for name in ("cuda_smoke", "allreduce_loopback"):
-            rec.skip(name, NO_GPU)
+        rec.skip("cuda_smoke", NO_GPU)
+        if args.allreduce_cpu_test >= 2:
+            from .steps.gate import allreduce_loopback
+
+            with rec.step("allreduce_loopback") as st:
+                st.metrics.update(
+                    allreduce_loopback(
+                        args.allreduce_cpu_test,
+                        backend="gloo",
+                        nbytes=1 << 20,
+                        iters=3,
+                        timeout_s=args.allreduce_timeout,
+                    )
+                )
+        else:
+            rec.skip("allreduce_loopback", NO_GPU)
         return facts
     from .steps.gate import allreduce_loopback, gpu_figures
 

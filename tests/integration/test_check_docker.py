@@ -8,12 +8,15 @@ from __future__ import annotations
 
 import json
 import subprocess
+import tempfile
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 from conftest import envbuilder_cli
 
 from envbuilder.check.findings import validate_report
+from envbuilder.engine import DockerEngine
 
 pytestmark = pytest.mark.docker
 
@@ -87,3 +90,33 @@ def test_an_image_that_is_not_here_cannot_be_checked(
     _, env = certified
     res = envbuilder_cli("check", "envbuilder-it/no-such-image:0", env=env)
     assert res.returncode == 2 and "not found locally" in res.stderr  # UsageError: could not run
+
+
+def test_the_allreduce_loopback_runs_in_the_checks_container(cpu_image: str, engine: DockerEngine) -> None:
+    """The container `check` starts (check/image.py gate_container: the host's harness mounted
+    read-only, no network) runs the all-reduce loopback's multi-process path: spawned ranks import
+    the read-only payload by its folder name and meet through a file store (gloo, 2 CPU ranks)."""
+    from envbuilder.certify.gpu_access import AccessChoice, drop_refused_memlock
+    from envbuilder.check.image import gate_container
+
+    info = engine.inspect_image(cpu_image)
+    assert info is not None
+    with tempfile.TemporaryDirectory(prefix="check-it-") as io_dir:
+        Path(io_dir).chmod(0o777)
+        spec = gate_container(info, AccessChoice(name="none", reason="test"), io_dir=io_dir, nonce="n1",
+                              watchdog_s=170)  # fmt: skip
+        spec = replace(
+            spec, command=(*spec.command, "--allreduce-cpu-test", "2", "--allreduce-timeout", "150")
+        )
+        assert spec.network == "none" and any(
+            m.read_only and m.target.endswith("/harness") for m in spec.mounts
+        )
+        spec, _ = drop_refused_memlock(engine, spec)  # as run_gate does (nested Docker refuses memlock)
+        res = engine.run(spec, timeout_s=200)
+        doc = json.loads((Path(io_dir) / "gate.json").read_text())
+    assert res.exit_code == 0, res.stderr[-3000:]
+    steps = {s["name"]: s for s in doc["steps"]}
+    loop = steps["allreduce_loopback"]
+    assert loop["status"] == "pass", loop
+    assert loop["metrics"]["values_ok"] is True and loop["metrics"]["world_size"] == 2
+    assert doc["nonce"] == "n1"

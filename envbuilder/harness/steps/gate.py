@@ -101,11 +101,11 @@ def _rank(rank: int, world: int, store: str, backend: str, nbytes: int, iters: i
     import torch
     import torch.distributed as dist
 
+    dev = torch.device("cuda", rank) if backend == "nccl" else torch.device("cpu")
+    if dev.type == "cuda":
+        torch.cuda.set_device(dev)  # before the group: NCCL's communicator is on this rank's GPU
     dist.init_process_group(backend, init_method=f"file://{store}", rank=rank, world_size=world)
     try:
-        dev = torch.device("cuda", rank) if backend == "nccl" else torch.device("cpu")
-        if dev.type == "cuda":
-            torch.cuda.set_device(dev)
         check = torch.full((1024,), float(rank + 1), device=dev)
         dist.all_reduce(check)
         want = world * (world + 1) / 2
