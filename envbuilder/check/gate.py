@@ -104,10 +104,21 @@ def node_findings(
     uptime_s: float | None,
     xid_window_s: float | None,
 ) -> list[Finding]:
-    """The node's findings: each GPU's NVML answers, then the kernel's Xids; with no NVML or no
-    GPU, one skip that says so (the CPU path)."""
+    """The node's findings: each GPU's NVML answers, then the kernel's Xids; with no GPU, one
+    skip that says so (the CPU path); with GPUs NVML cannot be asked about, one warning."""
     if why is not None or not gpus:
         reason = why or "NVML lists no GPU"
+        if report.gpus:  # the probe saw GPUs (nvidia-smi, /proc) that NVML cannot be asked about
+            return [
+                Finding(
+                    check="node.nvml",
+                    status="warn",
+                    message=f"{len(report.gpus)} GPU(s) here, but their health cannot be read through "
+                    f"NVML ({reason}): the node checks did not run",
+                    remedy="install nvidia-ml-py beside envbuilder and check that libnvidia-ml.so.1 "
+                    "loads (envbuilder doctor)",
+                )
+            ]
         return [
             Finding(
                 check="node.nvml",

@@ -650,3 +650,16 @@ def test_the_certifications_baseline_is_a_skip_never_a_failure_where_it_cannot_m
     assert step.status == "skip" and step.reason.startswith(
         "not recorded: StepFailed: torch.cuda.is_available()"
     )
+
+
+def test_gpus_that_nvml_cannot_read_are_a_warning_not_a_cpu_node() -> None:
+    from envbuilder.check.gate import node_findings
+
+    report = HostReport(source="nvidia-smi", driver="580.159.04", cuda_driver="13.0", gpus=(H200,))
+    got = node_findings((), "nvidia-ml-py is not importable", report, T, xids=XidLog, uptime_s=None,
+                        xid_window_s=None)  # fmt: skip
+    assert [(x.check, x.status) for x in got] == [("node.nvml", "warn")] and got[0].remedy
+    cpu = HostReport(source="none", driver=None, cuda_driver=None)
+    got = node_findings((), "NVML: NVML Shared Library Not Found", cpu, T, xids=XidLog, uptime_s=None,
+                        xid_window_s=None)  # fmt: skip
+    assert [(x.check, x.status) for x in got] == [("node.nvml", "skip")] and "no NVIDIA GPU" in got[0].message
