@@ -34,7 +34,13 @@ def test_the_fault_script_on_the_cpu_path(cpu_image: str, tmp_path: Path) -> Non
              "PYTHON": sys.executable},
     )  # fmt: skip
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
-    summary = json.loads((out / "summary.json").read_text())
+    assert sorted(p.name for p in out.iterdir()) == [
+        "check-faults-raw.tar.gz",
+        "check-faults.json",
+        "check-faults.log",
+        "check-faults.md",
+    ]  # four files beside a caller's own (issue27_proof.sh shares $OUT)
+    summary = json.loads((out / "check-faults.json").read_text())
     rows = {r["case"]: r for r in summary["cases"]}
     assert summary["all_ok"] is True and summary["gpu_access"] == "none"
     assert (rows["pass"]["verdict"], rows["pass"]["exit_code"]) == ("PASS", 0)
@@ -44,10 +50,29 @@ def test_the_fault_script_on_the_cpu_path(cpu_image: str, tmp_path: Path) -> Non
     assert rows["uncertified"]["failed_checks"] == ["certificate.no-certificate"]
     assert rows["gpu-held"]["ok"] is None and rows["gpu-held"]["skipped"] == "CPU path: no GPU to hold"
     assert rows["driver-floor"]["ok"] is True and rows["driver-floor"]["verdict"] == "PASS"
-    log = (out / "proof.log").read_text()
+    log = (out / "check-faults.log").read_text()
     assert "recorded floor 1.0" in log and "driver-floor image labels: 1.0" in log, log
-    floor = json.loads((out / "check-driver-floor.json").read_text())
-    passed = json.loads((out / "check-pass.json").read_text())
+    raw = tmp_path / "raw"
+    raw.mkdir()
+    subprocess.run(["tar", "-xzf", str(out / "check-faults-raw.tar.gz"), "-C", str(raw)], check=True)
+    floor = json.loads((raw / "check-driver-floor.json").read_text())
+    passed = json.loads((raw / "check-pass.json").read_text())
     assert floor["certificate"]["id"] != passed["certificate"]["id"]  # the plant was certified itself
-    md = (out / "summary.md").read_text()
+    md = (out / "check-faults.md").read_text()
     assert "| uncertified | FAIL | FAIL | 2 (2) |" in md and "| gpu-held | FAIL | skipped |" in md
+
+
+def test_a_case_that_does_not_fit_the_budget_is_skipped_and_said(cpu_image: str, tmp_path: Path) -> None:
+    """issue27_proof.sh hands check_faults.sh what is left of its device call (CHECK_BUDGET_S):
+    cases that would not fit are skipped with the reason, never cut off by the caller's timeout."""
+    out = tmp_path / "out"
+    run = subprocess.run(
+        ["bash", str(SCRIPT), cpu_image],
+        capture_output=True, text=True, timeout=300, check=False, stdin=subprocess.DEVNULL,
+        env={**os.environ, "ENVBUILDER_DATA_DIR": str(tmp_path / "data"), "OUT": str(out), "LOCAL": "1",
+             "GPU_ACCESS": "none", "CHECK_BUDGET_S": "5", "PYTHON": sys.executable},
+    )  # fmt: skip
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    rows = {r["case"]: r for r in json.loads((out / "check-faults.json").read_text())["cases"]}
+    assert rows["pass"]["ok"] is None and rows["pass"]["skipped"].startswith("time budget: ")
+    assert rows["uncertified"]["skipped"].startswith("time budget: ")

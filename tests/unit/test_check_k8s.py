@@ -14,8 +14,9 @@ from cert_factory import H200, RTX, cert_doc
 
 from envbuilder.certify.certificate import Certificate, build_certificate
 from envbuilder.check.findings import Band
-from envbuilder.fleet.constraints import check_expectations, check_pod, k8s_affinity, k8s_check_init_container
+from envbuilder.fleet.check_init import check_expectations, check_pod, k8s_check_init_container
 from envbuilder.fleet.kubernetes import validate_manifests
+from envbuilder.fleet.schedulers.kubernetes import k8s_affinity
 from envbuilder.harness.gate import judge_expect, judge_share, main
 
 REF = "registry.example.com/team/train@sha256:" + "ef" * 32
@@ -119,3 +120,19 @@ def test_the_short_mode_with_expectations_exits_0_on_the_cpu_path_and_2_on_bad_i
     assert doc["verdict"] == "PASS" and doc["certificate"] == expect["certificate"]  # type: ignore[index]
     assert main(["--cpu-only", "--expect", "[1, 2]"]) == 2
     assert "--expect must be a JSON object" in capsys.readouterr().err
+
+
+def test_fleet_constraints_prints_the_init_container_beside_the_affinity() -> None:
+    """The Kubernetes scheduler's constraints section (what `fleet constraints` prints and puts in
+    --json under kubernetes.init_container) carries the validated init container."""
+    from envbuilder.fleet.schedulers.kubernetes import Kubernetes
+    from envbuilder.fleet.status import class_status
+
+    rows = class_status([gpu_certificate()])
+    (k8s, _nfd) = Kubernetes().constraints(rows, image=REF)
+    assert k8s.key == "kubernetes" and k8s.value["init_container"]["image"] == REF
+    text = "\n".join(k8s.lines)
+    assert "initContainers:" in text and "gate_run.py" in text and "--expect" in text
+    cpu_rows = class_status([Certificate(cert_doc("certified-cpu-only", ()))])
+    (cpu, _) = Kubernetes().constraints(cpu_rows, image=REF)
+    assert cpu.value["init_container"] is None and "no init container" in "\n".join(cpu.lines)
