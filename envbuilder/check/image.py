@@ -18,6 +18,7 @@ from envbuilder.certify.gpu_access import AccessChoice, drop_refused_memlock, tr
 from envbuilder.certify.harness_plan import HARNESS_ENV, HOST_HARNESS_DIR, IO_DIR, new_nonce
 from envbuilder.check.findings import Band, CheckThresholds, Finding
 from envbuilder.engine import ContainerSpec, Engine, ImageInfo, Mount
+from envbuilder.image.metadata import read_metadata
 from envbuilder.lifecycle import temp_dir
 from envbuilder.resources import harness_dir
 
@@ -37,7 +38,13 @@ class GateRun:
 
 
 def gate_container(
-    info: ImageInfo, choice: AccessChoice, *, io_dir: str, nonce: str, watchdog_s: float
+    info: ImageInfo,
+    choice: AccessChoice,
+    *,
+    io_dir: str,
+    nonce: str,
+    watchdog_s: float,
+    framework: str | None = None,
 ) -> ContainerSpec:
     """The one container `check` starts: the host's harness mounted read-only, its short mode
     (gate_run.py) as the command, GPU access per `choice` (none: --cpu-only). Kept in one
@@ -54,6 +61,7 @@ def gate_container(
     ]
     if choice.name == "none":
         command.append("--cpu-only")
+    command += ["--framework", framework or read_metadata(info).framework or "torch"]
     mounts = [
         Mount(source=io_dir, target=IO_DIR),
         Mount(source=str(harness_dir()), target=HOST_HARNESS_DIR, read_only=True),
@@ -213,13 +221,22 @@ def judge_gate(run: GateRun, cert: Certificate | None, t: CheckThresholds) -> li
                         remedy="rebuild the image with its framework, then certify it",
                     )
                 )
-            else:
+            elif "torch" in m:
                 out.append(
                     Finding(
                         check="image.framework",
                         status="pass",
                         value=m.get("torch"),
                         message=f"torch {m.get('torch')} imports (CUDA build {m.get('cuda_build')})",
+                    )
+                )
+            else:
+                out.append(
+                    Finding(
+                        check="image.framework",
+                        status="pass",
+                        value=m.get("version"),
+                        message=f"{m.get('framework')} {m.get('version')} imports",
                     )
                 )
         elif name in ("cuda_smoke", "allreduce_loopback") and status == "skip":

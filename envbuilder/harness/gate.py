@@ -35,6 +35,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--out", help="also write the gate document to this file")
     p.add_argument("--nonce", help="a token echoed in the document (check verifies it came from this run)")
     p.add_argument("--cpu-only", action="store_true", help="no GPU steps (the CPU path)")
+    p.add_argument(
+        "--framework",
+        default="torch",
+        help="the image's framework (its stack): it must import; the GPU figures are taken with torch",
+    )
     p.add_argument("--watchdog-seconds", type=float, default=45.0, help="hard stop for hangs")
     p.add_argument("--allreduce-timeout", type=float, default=25.0, help="all-reduce loopback limit (s)")
     # Tests only: the all-reduce loopback's code path with gloo and N CPU processes (the CPU path).
@@ -115,11 +120,18 @@ def read_expect(text: str | None) -> dict[str, Any] | None:
 def run_gate(args: argparse.Namespace, rec: Recorder) -> dict[str, Any]:
     """The steps; returns the facts the document carries (device count, torch version)."""
     facts: dict[str, Any] = {"python": sys.version.split()[0]}
-    have_torch = importlib.util.find_spec("torch") is not None
     gpu_path = not args.cpu_only and gpu_devices_present()
     facts["gpu_path"] = gpu_path
-    if not have_torch:
-        rec.fail("framework", "torch is not installed in this image: it cannot run its framework")
+    facts["framework"] = args.framework
+    if importlib.util.find_spec(args.framework) is None:
+        rec.fail("framework", f"{args.framework} is not installed in this image: it cannot run its framework")
+        return facts
+    if args.framework != "torch":  # the figures are torch's: another framework's image is not measured
+        with rec.step("framework") as st:
+            module = importlib.import_module(args.framework)
+            st.metrics.update(framework=args.framework, version=getattr(module, "__version__", None))
+        for name in ("cuda_smoke", "allreduce_loopback"):
+            rec.skip(name, f"the short mode measures with torch; this image's framework is {args.framework}")
         return facts
     with rec.step("framework") as st:
         import torch

@@ -663,3 +663,40 @@ def test_gpus_that_nvml_cannot_read_are_a_warning_not_a_cpu_node() -> None:
     got = node_findings((), "NVML: NVML Shared Library Not Found", cpu, T, xids=XidLog, uptime_s=None,
                         xid_window_s=None)  # fmt: skip
     assert [(x.check, x.status) for x in got] == [("node.nvml", "skip")] and "no NVIDIA GPU" in got[0].message
+
+
+def test_the_short_mode_checks_the_images_own_framework(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A JAX or TensorFlow image is checked for its own framework (the stack's, handed in as
+    --framework); the GPU figures are torch's, so there they are skipped with that reason."""
+    from envbuilder.harness.gate import main
+
+    assert main(["--cpu-only", "--framework", "no_such_framework_x", "--out", str(tmp_path / "a.json")]) == 1
+    doc = json.loads((tmp_path / "a.json").read_text())
+    assert (
+        doc["steps"][0]["status"] == "fail"
+        and "no_such_framework_x is not installed" in doc["steps"][0]["reason"]
+    )
+    assert main(["--framework", "json", "--out", str(tmp_path / "b.json")]) == 0  # an importable stand-in
+    doc = json.loads((tmp_path / "b.json").read_text())
+    assert [(s["name"], s["status"]) for s in doc["steps"]] == [
+        ("framework", "pass"), ("cuda_smoke", "skip"), ("allreduce_loopback", "skip"),
+    ]  # fmt: skip
+    assert doc["steps"][1]["reason"] == "the short mode measures with torch; this image's framework is json"
+    got = judge_gate(run_of({"kind": "gate_result", "steps": doc["steps"]}), None, T)
+    assert got[0].status == "pass" and got[0].message.startswith("json ")
+
+
+def test_the_container_is_told_the_images_framework() -> None:
+    from envbuilder.certify.gpu_access import AccessChoice
+    from envbuilder.check.image import gate_container
+
+    info = ImageInfo(id=IMAGE_ID, tags=(), repo_digests=())
+    spec = gate_container(
+        info, AccessChoice(name="none", reason="t"), io_dir="/tmp/x", nonce="n", watchdog_s=30
+    )
+    assert spec.command[-2:] == ("--framework", "torch")  # no stack label: torch, as certify assumes
+    none = AccessChoice(name="none", reason="t")
+    spec = gate_container(info, none, io_dir="/tmp/x", nonce="n", watchdog_s=30, framework="jax")
+    assert spec.command[-2:] == ("--framework", "jax")
