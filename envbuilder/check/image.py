@@ -18,6 +18,7 @@ from envbuilder.certify.gpu_access import AccessChoice, drop_refused_memlock, tr
 from envbuilder.certify.harness_plan import HARNESS_ENV, HOST_HARNESS_DIR, IO_DIR, new_nonce
 from envbuilder.check.findings import Band, CheckThresholds, Finding
 from envbuilder.engine import ContainerSpec, Engine, ImageInfo, Mount
+from envbuilder.frameworks import DEFAULT as DEFAULT_FRAMEWORK
 from envbuilder.image.metadata import read_metadata
 from envbuilder.lifecycle import temp_dir
 from envbuilder.resources import harness_dir
@@ -61,7 +62,7 @@ def gate_container(
     ]
     if choice.name == "none":
         command.append("--cpu-only")
-    command += ["--framework", framework or read_metadata(info).framework or "torch"]
+    command += ["--framework", framework or read_metadata(info).framework or DEFAULT_FRAMEWORK]
     mounts = [
         Mount(source=io_dir, target=IO_DIR),
         Mount(source=str(harness_dir()), target=HOST_HARNESS_DIR, read_only=True),
@@ -221,22 +222,14 @@ def judge_gate(run: GateRun, cert: Certificate | None, t: CheckThresholds) -> li
                         remedy="rebuild the image with its framework, then certify it",
                     )
                 )
-            elif "torch" in m:
-                out.append(
-                    Finding(
-                        check="image.framework",
-                        status="pass",
-                        value=m.get("torch"),
-                        message=f"torch {m.get('torch')} imports (CUDA build {m.get('cuda_build')})",
-                    )
-                )
             else:
+                build = f" (CUDA build {m.get('cuda_build')})" if "cuda_build" in m else ""
                 out.append(
                     Finding(
                         check="image.framework",
                         status="pass",
                         value=m.get("version"),
-                        message=f"{m.get('framework')} {m.get('version')} imports",
+                        message=f"{m.get('framework')} {m.get('version')} imports{build}",
                     )
                 )
         elif name in ("cuda_smoke", "allreduce_loopback") and status == "skip":

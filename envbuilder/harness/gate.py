@@ -136,7 +136,7 @@ def run_gate(args: argparse.Namespace, rec: Recorder) -> dict[str, Any]:
     with rec.step("framework") as st:
         import torch
 
-        st.metrics.update(torch=torch.__version__, cuda_build=torch.version.cuda)
+        st.metrics.update(framework="torch", version=torch.__version__, cuda_build=torch.version.cuda)
         facts["torch"] = torch.__version__
     if not gpu_path:
         rec.skip("cuda_smoke", NO_GPU)
