@@ -28,11 +28,13 @@ from envbuilder.check.findings import (
 )
 from envbuilder.check.image import GateRun, gate_summary, judge_gate, run_gate, summarise_refusals
 from envbuilder.check.node import judge_gpu, judge_xids
-from envbuilder.engine import DaemonInfo, DockerEngine, Engine
+from envbuilder.engine import DaemonInfo, Engine
 from envbuilder.host import AccessMode, HostReport
 from envbuilder.host.health import GpuHealth, XidLog, kernel_xids, read_health, uptime_seconds
 from envbuilder.run.coverage import image_ref
 from envbuilder.run.launch import FindCertificate, covering_certificate, native_cuda_of, run_host
+from envbuilder.runtime import DEFAULT as DEFAULT_RUNTIME
+from envbuilder.runtime import get as get_runtime
 
 Say = Callable[[str], None]
 IMAGE_TIMEOUT_S = 40.0  # the short mode's container limit: inside Slurm's 60 s with the rest
@@ -154,8 +156,9 @@ def check_image(
     t0 = clock()
     started = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
     t = thresholds or load_check_thresholds()
-    eng = eng or DockerEngine()
-    target = prepare_target(eng, image, gpu_access, probe=probe, access_modes=access_modes)
+    rt = get_runtime(DEFAULT_RUNTIME, engine=eng)  # the container start goes through the runtime
+    eng = rt.engine()
+    target = prepare_target(rt, image, gpu_access, probe=probe, access_modes=access_modes)
     info, choice, report = target.image, target.choice, target.host
     timings = {"probe_s": clock() - t0}
     say(f"check: {image_ref(info)} ({info.id[:19]}): GPU access {choice.name} ({choice.reason})")
@@ -198,7 +201,7 @@ def check_image(
     else:
         t3 = clock()
         say("check: running the short mode in the image")
-        gate = run_gate(eng, info, choice, timeout_s=IMAGE_TIMEOUT_S, say=say)
+        gate = run_gate(eng, info, choice, timeout_s=IMAGE_TIMEOUT_S, say=say, runtime=rt)
         findings += judge_gate(gate, cert, t)
         timings["image_s"] = clock() - t3
     timings["total_s"] = clock() - t0

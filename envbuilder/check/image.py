@@ -14,7 +14,7 @@ from typing import Any
 
 from envbuilder.bounded import load_json
 from envbuilder.certify.certificate import Certificate
-from envbuilder.certify.gpu_access import AccessChoice, drop_refused_memlock, training_container
+from envbuilder.certify.gpu_access import drop_refused_memlock, training_container
 from envbuilder.certify.harness_plan import HARNESS_ENV, HOST_HARNESS_DIR, IO_DIR, new_nonce
 from envbuilder.check.findings import Band, CheckThresholds, Finding
 from envbuilder.engine import ContainerSpec, Engine, ImageInfo, Mount
@@ -22,6 +22,7 @@ from envbuilder.frameworks import DEFAULT as DEFAULT_FRAMEWORK
 from envbuilder.image.metadata import read_metadata
 from envbuilder.lifecycle import temp_dir
 from envbuilder.resources import harness_dir
+from envbuilder.runtime import AccessChoice, Runtime
 
 GATE_KIND = "gate_result"  # harness/gate.py's document
 GATE_MAX_BYTES = 1 << 20
@@ -46,6 +47,7 @@ def gate_container(
     nonce: str,
     watchdog_s: float,
     framework: str | None = None,
+    runtime: Runtime | None = None,
 ) -> ContainerSpec:
     """The one container `check` starts: the host's harness mounted read-only, its short mode
     (gate_run.py) as the command, GPU access per `choice` (none: --cpu-only). Kept in one
@@ -67,11 +69,19 @@ def gate_container(
         Mount(source=io_dir, target=IO_DIR),
         Mount(source=str(harness_dir()), target=HOST_HARNESS_DIR, read_only=True),
     ]
-    spec = training_container(info, choice, command, env=dict(HARNESS_ENV), mounts=mounts)
+    spec = training_container(info, choice, command, runtime=runtime, env=dict(HARNESS_ENV), mounts=mounts)
     return replace(spec, purpose="check")
 
 
-def run_gate(eng: Engine, info: ImageInfo, choice: AccessChoice, *, timeout_s: float, say: Say) -> GateRun:
+def run_gate(
+    eng: Engine,
+    info: ImageInfo,
+    choice: AccessChoice,
+    *,
+    timeout_s: float,
+    say: Say,
+    runtime: Runtime | None = None,
+) -> GateRun:
     """Start the short mode, wait for it (at most `timeout_s`), read its document (the io
     folder's gate.json, else the last JSON line of stdout; both bounded, and its nonce must be
     this run's). Raises DockerUnavailableError."""
@@ -81,7 +91,9 @@ def run_gate(eng: Engine, info: ImageInfo, choice: AccessChoice, *, timeout_s: f
     tmp = temp_dir("check")
     try:
         tmp.chmod(0o777)  # the image may run as a non-root user that must write gate.json
-        spec = gate_container(info, choice, io_dir=str(tmp), nonce=nonce, watchdog_s=max(5.0, timeout_s - 5))
+        spec = gate_container(
+            info, choice, io_dir=str(tmp), nonce=nonce, watchdog_s=max(5.0, timeout_s - 5), runtime=runtime
+        )
         spec, dropped = drop_refused_memlock(eng, spec)
         if dropped is not None and not dropped.said_before:
             say(f"check: warning: {dropped.warning}")

@@ -74,13 +74,16 @@ def check(
     """
     from envbuilder.check import check_image
     from envbuilder.cli.run_cmd import find_certificates, pull_if_missing
+    from envbuilder.runtime import get as get_runtime
 
-    pull_if_missing(image)
+    eng = get_runtime().engine()
+    pull_if_missing(image, eng)
     report = check_image(
         image,
         find_certificate=find_certificates(image, key_files, trust_file, max_age, trust_imported),
         gpu_access=gpu_access,
         xid_window_s=xid_window,
+        eng=eng,
         say=_say,
     )
     doc = report.to_dict()

@@ -96,8 +96,9 @@ def test_the_allreduce_loopback_runs_in_the_checks_container(cpu_image: str, eng
     """The container `check` starts (check/image.py gate_container: the host's harness mounted
     read-only, no network) runs the all-reduce loopback's multi-process path: spawned ranks import
     the read-only payload by its folder name and meet through a file store (gloo, 2 CPU ranks)."""
-    from envbuilder.certify.gpu_access import AccessChoice, drop_refused_memlock
+    from envbuilder.certify.gpu_access import drop_refused_memlock
     from envbuilder.check.image import gate_container
+    from envbuilder.runtime import AccessChoice
 
     info = engine.inspect_image(cpu_image)
     assert info is not None

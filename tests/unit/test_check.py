@@ -689,8 +689,8 @@ def test_the_short_mode_checks_the_images_own_framework(
 
 
 def test_the_container_is_told_the_images_framework() -> None:
-    from envbuilder.certify.gpu_access import AccessChoice
     from envbuilder.check.image import gate_container
+    from envbuilder.runtime import AccessChoice
 
     info = ImageInfo(id=IMAGE_ID, tags=(), repo_digests=())
     spec = gate_container(
