@@ -73,14 +73,15 @@ def check(
     report says so when it nears Slurm's 60 s limit. Recipes: docs/check.md.
     """
     from envbuilder.check import check_image
-    from envbuilder.cli.run_cmd import find_certificates, pull_if_missing
+    from envbuilder.cli.run_cmd import pull_if_missing
+    from envbuilder.pipeline.certificates import find_certificates
     from envbuilder.runtime import get as get_runtime
 
     eng = get_runtime().engine()
     pull_if_missing(image, eng)
     report = check_image(
         image,
-        find_certificate=find_certificates(image, key_files, trust_file, max_age, trust_imported),
+        find_certificate=find_certificates(image, key_files, trust_file, max_age, trust_imported, _say),
         gpu_access=gpu_access,
         xid_window_s=xid_window,
         eng=eng,
