@@ -220,6 +220,11 @@ _COMMANDS = {
         "Run a command in a certified image, with the GPUs.",
         "envbuilder run envbuilder/pytorch-train:TAG python train.py --epochs 3",
     ),
+    "check": _Entry(
+        "check_cmd",
+        "Gate a job: image certified here, GPUs healthy, figures as certified.",
+        "envbuilder check envbuilder/pytorch-train:TAG --json",
+    ),
     "report": _Entry(
         "report_cmd",
         "Show a certificate as a table and an HTML page.",

@@ -49,9 +49,10 @@ def constraints_cmd(
 
     Slurm: per certified class, the --gres and --constraint its certification job was selected by.
     Kubernetes: a required node affinity on GPU Feature Discovery labels (nvidia.com/gpu.product,
-    compute capability, driver major/minor/rev as integers with Gt). NFD: an image-compatibility
-    spec (v1alpha1) that `nfd compat validate-node --image` checks; --attach pushes it as an OCI
-    artifact whose subject is the image.
+    compute capability, driver major/minor/rev as integers with Gt), and an init container that
+    runs `envbuilder check`'s in-image steps against the certified figures (docs/check.md).
+    NFD: an image-compatibility spec (v1alpha1) that `nfd compat validate-node --image` checks;
+    --attach pushes it as an OCI artifact whose subject is the image.
 
     Exit codes: 0; 12 no passing certificate; 13/14/15 the registry.
     """

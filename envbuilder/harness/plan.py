@@ -18,6 +18,7 @@ from .record import Recorder, log, utc_now
 from .result import Outcome
 from .session import Budget, Options, Session
 from .steps.estimates import ESTIMATE
+from .steps.gate import gate_baseline_step
 from .steps.inventory import kernel_inventory_step, start_scan
 from .steps.smoke import cpu_check_step, cuda_smoke_step, framework_smokes
 from .steps.xla import XlaFramework
@@ -249,6 +250,8 @@ def run_path(s: Session, *, mode: str, have_torch: bool, lane: Any = None) -> No
             if not overlapped:
                 cpu_check_step(s)
             smoke_ok = cuda_smoke_step(s)
+            if smoke_ok:  # what `envbuilder check` compares a node with (steps/gate.py), ~1 s
+                gate_baseline_step(s)
             framework_smokes(s, want_gpu=True)
             if plan is None:
                 return

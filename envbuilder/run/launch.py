@@ -288,6 +288,22 @@ class Admitted:
     refusals: tuple[Refusal, ...]
 
 
+def covering_certificate(
+    info: ImageInfo, host: RunHost, find_certificate: FindCertificate
+) -> tuple[Certificate | None, tuple[Refusal, ...]]:
+    """The newest certificate for the image's ID that covers `host` (no refusals), else the
+    newest and why it does not, else why none could be used (signed attestations that do not
+    hold, a tampered store entry). What `run` admits and `check` judges, one rule."""
+    try:
+        cert, found = choose_certificate(find_certificate(info), info, host)
+        return cert, tuple(found)
+    except RefusedError as exc:  # signed attestations that do not hold, each with its reason
+        return None, exc.refusals
+    except CertificateRefusedError as exc:  # the store found the newest one tampered with
+        hint = CERTIFY_HINT.format(ref=image_ref(info))
+        return None, (Refusal(reason="tampered", message=exc.message, hint=hint),)
+
+
 def admit(
     info: ImageInfo,
     host: RunHost,
@@ -304,15 +320,7 @@ def admit(
     the newest certificate for the image's ID that covers `host`, else the refusals. A refused run
     is logged (outcome "refused") and raises CertificateRefusedError unless `force`, which runs
     anyway with a warning per refusal, recorded. `extra` goes into the run log's record."""
-    try:
-        cert, found = choose_certificate(find_certificate(info), info, host)
-        refusals = tuple(found)
-    except RefusedError as exc:  # signed attestations that do not hold, each with its reason
-        cert, refusals = None, exc.refusals
-    except CertificateRefusedError as exc:  # the store found the newest one tampered with
-        cert = None
-        hint = CERTIFY_HINT.format(ref=image_ref(info))
-        refusals = (Refusal(reason="tampered", message=exc.message, hint=hint),)
+    cert, refusals = covering_certificate(info, host, find_certificate)
     run_id = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ") + "-" + secrets.token_hex(3)
     log_path = (log_dir or user_data_dir()) / RUN_LOG
     record: dict[str, Any] = {

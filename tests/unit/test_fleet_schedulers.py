@@ -321,6 +321,7 @@ def test_constraints_print_each_schedulers_sections_in_registry_order(
     assert heads == [
         "# Slurm: the options each certified node class was selected by",
         "# Kubernetes: pod spec affinity (GPU Feature Discovery labels)",
+        "# Kubernetes: pod spec initContainers (envbuilder check's in-image steps, docs/check.md)",
         f"# NFD image compatibility ({NFD_ARTIFACT_TYPE})",
     ]
     assert "h200: sbatch --partition=gpu --gres=gpu:h200:8 --constraint=sm_90  # certified" in text

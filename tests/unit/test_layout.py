@@ -57,6 +57,7 @@ FLOW = (
     "registry",
     "attest",
     "run",
+    "check",
     "fleet",
     "report",
     "doctor",

@@ -210,6 +210,7 @@ class Kubernetes:
             if affinity
             else "# (no GPU certification: the CPU path constrains no GPU node)"
         )
+        init = check_init_section(certs, image, affinity, k8s_lines)
         nfd_lines = [f"# NFD image compatibility ({NFD_ARTIFACT_TYPE})"]
         nfd_lines.append(nfd_yaml(spec).rstrip() if spec else "# (no GPU certification: no NFD rule)")
         attachable = (
@@ -224,7 +225,10 @@ class Kubernetes:
         )
         return (
             ConstraintSection(
-                format="k8s", key="kubernetes", value={"affinity": affinity}, lines=tuple(k8s_lines)
+                format="k8s",
+                key="kubernetes",
+                value={"affinity": affinity, "init_container": init},
+                lines=tuple(k8s_lines),
             ),
             ConstraintSection(
                 format="nfd",
@@ -235,3 +239,23 @@ class Kubernetes:
                 no_attachable=None if spec else "no GPU certification, so there is no NFD spec to attach",
             ),
         )
+
+
+def check_init_section(
+    certs: Sequence[Certificate], image: str, affinity: dict[str, Any] | None, lines: list[str]
+) -> dict[str, Any] | None:
+    """`envbuilder check`'s init container for `image` (fleet/check_init.py), validated offline as
+    a Pod before it is printed (never a broken snippet), its lines added to `lines`; None without
+    a GPU certification. The harness is where envbuilder's builds put it (image/render.py)."""
+    from envbuilder.fleet.check_init import check_pod, k8s_check_init_container
+    from envbuilder.fleet.kubernetes import validate_manifests
+    from envbuilder.image.render import HARNESS_DEST
+
+    init = k8s_check_init_container(certs, image=image, harness_dir=HARNESS_DEST)
+    lines.append("# Kubernetes: pod spec initContainers (envbuilder check's in-image steps, docs/check.md)")
+    if init is None:
+        lines.append("# (no GPU certification: no init container to check a GPU with)")
+        return None
+    validate_manifests([check_pod(init, affinity)])
+    lines.append(yaml_text({"initContainers": [init]}).rstrip())
+    return init

@@ -1,0 +1,702 @@
+"""`envbuilder check` (issue 27 item 1): the verdict and its exit codes, the thresholds of
+matrices/thresholds.yaml `check`, the node's NVML answers read through a fake NVML and judged, the
+kernel's Xid lines, the image's short-mode figures against the certificate's, the --json schema,
+and the whole check against the FakeEngine."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+from cert_factory import H200, IMAGE_ID, cert_doc
+from click.testing import CliRunner
+from fake_engine import FakeEngine
+
+from envbuilder.certify.certificate import Certificate, build_certificate
+from envbuilder.check.findings import (
+    Band,
+    Finding,
+    load_check_thresholds,
+    parse_thresholds,
+    time_findings,
+    validate_report,
+    verdict_of,
+    verdict_reason,
+)
+from envbuilder.check.gate import check_image
+from envbuilder.check.image import GateRun, certified_busbw, certified_figures, judge_gate
+from envbuilder.check.node import judge_gpu, judge_xids
+from envbuilder.engine import ContainerSpec, ImageInfo, RunResult
+from envbuilder.errors import MatrixError
+from envbuilder.host import AccessMode, HostReport
+from envbuilder.host.health import XidLog, bus_key, gpu_health, kernel_xids, parse_kmsg, read_health
+
+T = load_check_thresholds()
+DEVICES = AccessMode(
+    name="devices", available=True, detail="fake", devices=("/dev/nvidia0", "/dev/nvidiactl"),
+    lib_dir="/usr/local/nvidia/lib64",
+)  # fmt: skip
+
+
+# --------------------------------------------------------------------------- verdict
+
+
+def f(status: str, check: str = "x") -> Finding:
+    return Finding(check=check, status=status, message=status)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("statuses", "verdict"),
+    [
+        ((), "PASS"),
+        (("pass", "skip", "note"), "PASS"),
+        (("pass", "warn", "note"), "WARN"),
+        (("warn", "fail", "pass"), "FAIL"),
+        (("skip", "fail"), "FAIL"),
+        (("skip", "skip"), "PASS"),
+    ],
+)
+def test_the_verdict_is_the_worst_finding_and_skips_or_notes_never_change_it(
+    statuses: tuple[str, ...], verdict: str
+) -> None:
+    assert verdict_of([f(s) for s in statuses]) == verdict
+
+
+def test_the_reason_names_the_failures_before_the_warnings() -> None:
+    findings = [f("warn", "node.clocks"), f("fail", "node.ecc"), replace(f("fail", "image.gemm"), gpu=3)]
+    reason = verdict_reason(findings)
+    assert reason.startswith("node.ecc: fail; image.gemm (GPU 3): fail") and "clocks" not in reason
+    many = [f("fail", f"c{i}") for i in range(5)]
+    assert verdict_reason(many).endswith("; and 2 more")
+    assert verdict_reason([f("pass"), f("skip")]) == "1 check(s) passed, 1 skipped"
+
+
+@pytest.mark.parametrize(
+    ("measured", "status"), [(100.0, "pass"), (90.0, "pass"), (89.9, "warn"), (70.0, "warn"), (69.9, "fail")]
+)
+def test_a_band_warns_below_its_warn_share_and_fails_below_its_fail_share(
+    measured: float, status: str
+) -> None:
+    assert Band(warn_below=0.9, fail_below=0.7).judge(measured, 100.0) == status
+
+
+def test_no_reference_is_no_judgement() -> None:
+    assert Band(warn_below=0.9, fail_below=0.7).judge(1.0, 0.0) == "skip"
+
+
+# --------------------------------------------------------------------------- thresholds
+
+
+def test_the_repositorys_thresholds_file_has_a_check_section_with_its_bands() -> None:
+    assert (T.gemm.warn_below, T.gemm.fail_below) == (0.90, 0.70)
+    assert T.busbw.fail_below < T.busbw.warn_below <= 1
+    assert (T.time_target_s, T.time_limit_s) == (30.0, 60.0)
+    text = (Path(__file__).resolve().parents[2] / "matrices" / "thresholds.yaml").read_text()
+    section = text[text.index("\ncheck:") :]
+    # every number carries its reason on its line (data, with the why beside it)
+    for line in section.splitlines()[1:]:
+        if ":" in line and line.split(":", 1)[1].strip() and not line.strip().startswith("#"):
+            assert "#" in line, line
+
+
+@pytest.mark.parametrize(
+    ("change", "field"),
+    [
+        (lambda c: c.pop("gemm"), "check.gemm"),
+        (lambda c: c["copy"].update(fail_below=0.95), "fail_below 0.95 must be <= warn_below"),
+        (lambda c: c.update(memory_held_fail_fraction=0.01), "memory_held_warn_fraction"),
+        (lambda c: c.update(time_limit_s=10), "time_target_s"),
+        (lambda c: c.update(pcie_width_fail="no"), "pcie_width_fail"),
+        (lambda c: c.update(temperature_margin_c=True), "temperature_margin_c"),
+    ],
+)
+def test_a_broken_check_section_is_refused_naming_its_field(change: Callable[[Any], Any], field: str) -> None:
+    section = {
+        "gemm": {"warn_below": 0.9, "fail_below": 0.7},
+        "copy": {"warn_below": 0.9, "fail_below": 0.7},
+        "busbw": {"warn_below": 0.85, "fail_below": 0.5},
+        "memory_held_warn_fraction": 0.05,
+        "memory_held_fail_fraction": 0.5,
+        "temperature_margin_c": 5,
+        "pcie_width_fail": False,
+        "time_target_s": 30,
+        "time_limit_s": 60,
+    }
+    parse_thresholds({"check": section})  # the baseline holds
+    change(section)
+    with pytest.raises(MatrixError, match=field.replace("(", r"\(")):
+        parse_thresholds({"check": section})
+
+
+def test_time_is_a_note_past_the_target_and_a_warning_near_the_hard_limit() -> None:
+    assert time_findings(12.0, T) == []
+    assert [x.status for x in time_findings(31.0, T)] == ["note"]
+    near = time_findings(50.5, T)
+    assert [x.status for x in near] == ["warn"] and "60 s" in near[0].message
+
+
+# --------------------------------------------------------------------------- NVML, faked
+
+
+class NVMLError(Exception):
+    pass
+
+
+NOT_SUPPORTED = NVMLError("Not Supported")
+
+
+class Obj:
+    def __init__(self, **kw: Any) -> None:
+        self.__dict__.update(kw)
+
+
+class FakeNvml:
+    """nvidia-ml-py's calls `gpu_health` makes, answering from `answers` (an exception is raised)."""
+
+    def __init__(self, **over: Any) -> None:
+        gib = 1 << 30
+        self.answers: dict[str, Any] = {
+            "nvmlDeviceGetName": "NVIDIA H200",
+            "nvmlDeviceGetUUID": "GPU-1",
+            "nvmlDeviceGetPciInfo": Obj(busId=b"00000000:18:00.0"),
+            "nvmlDeviceGetMemoryInfo": Obj(total=141 * gib, used=gib // 2),
+            "nvmlDeviceGetTotalEccErrors": 0,
+            "nvmlDeviceGetRemappedRows": (0, 0, 0, 0),
+            "nvmlDeviceGetRetiredPages": [],
+            "nvmlDeviceGetRetiredPagesPendingStatus": 0,
+            "nvmlDeviceGetFieldValues": [Obj(nvmlReturn=0, value=Obj(uiVal=0))],
+            "nvmlDeviceGetCurrentClocksEventReasons": 0x1,
+            "nvmlDeviceGetCurrPcieLinkGeneration": 1,
+            "nvmlDeviceGetMaxPcieLinkGeneration": 5,
+            "nvmlDeviceGetCurrPcieLinkWidth": 16,
+            "nvmlDeviceGetMaxPcieLinkWidth": 16,
+            "nvmlDeviceGetTemperature": 31,
+            "nvmlDeviceGetTemperatureThreshold": 87,
+            "nvmlDeviceGetComputeRunningProcesses": [],
+            "nvmlDeviceGetGraphicsRunningProcesses": [],
+        }
+        self.answers.update(over)
+        self.NVMLError = NVMLError
+
+    def __getattr__(self, name: str) -> Any:
+        if name not in self.answers:
+            raise AttributeError(name)
+
+        def call(*args: Any) -> Any:
+            got = self.answers[name]
+            if isinstance(got, Exception):
+                raise got
+            return got(*args) if callable(got) and not isinstance(got, type) else got
+
+        return call
+
+    def nvmlInit(self) -> None:
+        pass
+
+    def nvmlShutdown(self) -> None:
+        pass
+
+    def nvmlDeviceGetCount(self) -> int:
+        return 1
+
+    def nvmlDeviceGetHandleByIndex(self, i: int) -> str:
+        return f"h{i}"
+
+
+UNION_RESET = Obj(nvmlReturn=0, valueType=1, value=Obj(uiVal=1, ullVal=(7 << 32) | 1))
+
+
+def judged(**over: Any) -> dict[str, Finding]:
+    out = judge_gpu(gpu_health(FakeNvml(**over), 0), T)
+    assert all(x.gpu == 0 for x in out)
+    return {x.check: x for x in out}
+
+
+def test_a_healthy_idle_gpu_passes_every_node_check() -> None:
+    got = judged()
+    assert {k: v.status for k, v in got.items()} == {
+        "node.ecc": "pass",
+        "node.remapped_rows": "pass",
+        "node.recovery_action": "pass",
+        "node.clocks": "pass",
+        "node.pcie": "pass",
+        "node.temperature": "pass",
+        "node.processes": "pass",
+    }
+    assert "power saving" in got["node.pcie"].message  # Gen1 at idle of a Gen5 link is normal
+
+
+def test_each_query_the_gpu_does_not_support_is_said_and_is_no_failure() -> None:
+    got = judged(
+        nvmlDeviceGetTotalEccErrors=NOT_SUPPORTED,
+        nvmlDeviceGetRemappedRows=NOT_SUPPORTED,
+        nvmlDeviceGetRetiredPages=NOT_SUPPORTED,
+        nvmlDeviceGetRetiredPagesPendingStatus=NOT_SUPPORTED,
+        nvmlDeviceGetFieldValues=[Obj(nvmlReturn=3, value=Obj(uiVal=0))],
+        nvmlDeviceGetCurrentClocksEventReasons=NOT_SUPPORTED,
+        nvmlDeviceGetCurrPcieLinkWidth=NOT_SUPPORTED,
+        nvmlDeviceGetTemperature=NOT_SUPPORTED,
+    )
+    notes = {k: v for k, v in got.items() if v.status == "note"}
+    want = {"node.ecc", "node.memory_repair", "node.recovery_action", "node.clocks", "node.pcie"}
+    assert set(notes) == want | {"node.temperature"}
+    assert all("not supported" in v.message.lower() for k, v in notes.items() if k != "node.recovery_action")
+    assert verdict_of(got.values()) == "PASS"
+
+
+def test_an_older_nvidia_ml_py_without_a_function_is_not_supported_either() -> None:
+    nvml = FakeNvml()
+    del nvml.answers["nvmlDeviceGetCurrentClocksEventReasons"]
+    nvml.answers["nvmlDeviceGetCurrentClocksThrottleReasons"] = 0x40  # the older name is used
+    got = {x.check: x for x in judge_gpu(gpu_health(nvml, 0), T)}
+    assert got["node.clocks"].status == "fail" and "hw_thermal_slowdown" in got["node.clocks"].message
+    del nvml.answers["nvmlDeviceGetRemappedRows"]
+    health = gpu_health(nvml, 0)
+    assert "not in this nvidia-ml-py" in str(health.get("remapped_rows").unsupported)
+
+
+@pytest.mark.parametrize(
+    ("over", "check", "status", "words"),
+    [
+        ({"nvmlDeviceGetTotalEccErrors": lambda h, kind, counter: 2}, "node.ecc", "fail",
+         "since the driver loaded"),
+        ({"nvmlDeviceGetTotalEccErrors": lambda h, kind, counter: 0 if counter == 0 else 4}, "node.ecc",
+         "warn", "lifetime"),
+        ({"nvmlDeviceGetRemappedRows": (0, 1, 1, 0)}, "node.remapped_rows", "fail", "pending"),
+        ({"nvmlDeviceGetRemappedRows": (3, 1, 0, 1)}, "node.remapped_rows", "fail", "spare rows"),
+        ({"nvmlDeviceGetFieldValues": [Obj(nvmlReturn=0, value=Obj(uiVal=2))]}, "node.recovery_action",
+         "fail", "node_reboot"),
+        # the union read by its type: uiVal=1 with garbage in the upper bytes of ullVal
+        ({"nvmlDeviceGetFieldValues": [UNION_RESET]}, "node.recovery_action", "fail", "gpu_reset"),
+        ({"nvmlDeviceGetCurrentClocksEventReasons": 0x8}, "node.clocks", "fail", "hw_slowdown"),
+        ({"nvmlDeviceGetCurrentClocksEventReasons": 0x21}, "node.clocks", "warn", "sw_thermal_slowdown"),
+        ({"nvmlDeviceGetCurrPcieLinkWidth": 8}, "node.pcie", "warn", "narrower"),
+        ({"nvmlDeviceGetTemperature": 84}, "node.temperature", "warn", "within 5 C"),
+        ({"nvmlDeviceGetTemperature": 88}, "node.temperature", "fail", "slowdown threshold (87 C)"),
+    ],
+)  # fmt: skip
+def test_each_fault_nvml_reports_is_judged_with_a_remedy(
+    over: dict[str, Any], check: str, status: str, words: str
+) -> None:
+    got = judged(**over)[check]
+    assert got.status == status and words in got.message
+    assert got.remedy
+
+
+def test_retired_pages_judge_an_older_gpu_without_a_row_remapper() -> None:
+    got = judged(nvmlDeviceGetRemappedRows=NOT_SUPPORTED, nvmlDeviceGetRetiredPagesPendingStatus=1)
+    assert got["node.retired_pages"].status == "fail" and "node.remapped_rows" not in got
+
+
+def test_a_process_holding_most_of_the_memory_fails_and_a_small_one_warns() -> None:
+    gib = 1 << 30
+    big = [Obj(pid=4242, usedGpuMemory=120 * gib)]
+    got = judged(
+        nvmlDeviceGetComputeRunningProcesses=big, nvmlDeviceGetMemoryInfo=Obj(total=141 * gib, used=121 * gib)
+    )
+    assert got["node.processes"].status == "fail" and "4242" in got["node.processes"].message
+    small = [Obj(pid=7, usedGpuMemory=2 * gib)]
+    got = judged(
+        nvmlDeviceGetComputeRunningProcesses=small, nvmlDeviceGetMemoryInfo=Obj(total=141 * gib, used=2 * gib)
+    )
+    assert got["node.processes"].status == "warn"
+    # another container's process NVML cannot name: the used memory speaks for it
+    got = judged(nvmlDeviceGetMemoryInfo=Obj(total=141 * gib, used=100 * gib))
+    assert got["node.processes"].status == "fail" and "does not list" in got["node.processes"].message
+
+
+def test_no_nvml_is_a_reason_never_a_crash() -> None:
+    class Broken(FakeNvml):
+        def nvmlInit(self) -> None:
+            raise NVMLError("NVML Shared Library Not Found")
+
+    assert read_health(Broken()) == ((), "NVML: NVML Shared Library Not Found")
+    gpus, why = read_health(FakeNvml())
+    assert (
+        why is None and [g.name for g in gpus] == ["NVIDIA H200"] and gpus[0].pci_bus_id == "00000000:18:00.0"
+    )
+
+
+# --------------------------------------------------------------------------- Xids in the kernel log
+
+KMSG = (
+    "6,1001,5000000,-;NVRM: loading NVIDIA UNIX x86_64 Kernel Module  580.159.04\n"
+    "3,1200,7200000000,-;NVRM: Xid (PCI:0000:18:00): 79, pid=1234, name=python, GPU has fallen off the bus.\n"
+    "4,1201,7300000000,-;NVRM: Xid (PCI:0000:3a:00): 13, pid=99, Graphics Exception\n"
+)
+DMESG = "[ 7201.5] NVRM: Xid (PCI:0000:18:00): 48, pid=1, DBE\n[ 9.0] usb 1-1: new device\n"
+
+
+def test_kernel_xid_lines_are_read_from_kmsg_and_dmesg_with_their_time() -> None:
+    assert [(x.xid, x.pci, x.seconds_since_boot) for x in parse_kmsg(KMSG)] == [
+        (79, "0000:18:00", 7200.0),
+        (13, "0000:3a:00", 7300.0),
+    ]
+    assert [(x.xid, x.seconds_since_boot) for x in parse_kmsg(DMESG)] == [(48, 7201.5)]
+    assert bus_key("00000000:18:00.0") == bus_key("0000:18:00") == "0000:18:00"
+
+
+def test_a_hardware_xid_fails_on_its_gpu_and_an_application_one_is_a_note() -> None:
+    gpus = read_health(FakeNvml())[0]
+    got = judge_xids(XidLog(xids=parse_kmsg(KMSG)), gpus, uptime_s=8000.0, window_s=None)
+    by_xid = {x.value["xid"]: x for x in got}
+    assert by_xid[79].status == "fail" and by_xid[79].gpu == 0 and "fallen off the bus" in by_xid[79].message
+    assert by_xid[79].remedy
+    assert by_xid[13].status == "note" and by_xid[13].gpu is None  # 0000:3a:00 is no GPU NVML listed
+
+
+def test_the_window_leaves_older_xids_out() -> None:
+    log = XidLog(xids=parse_kmsg(KMSG))
+    got = judge_xids(log, (), uptime_s=8000.0, window_s=750.0)  # since 7250 s after boot
+    assert [x.value["xid"] for x in got] == [13]
+    got = judge_xids(log, (), uptime_s=8000.0, window_s=60.0)
+    assert [x.status for x in got] == ["pass"] and "last 60 s" in got[0].message
+
+
+def test_an_unreadable_kernel_log_is_said() -> None:
+    def denied() -> str:
+        raise PermissionError(1, "Operation not permitted")
+
+    log = kernel_xids(denied)
+    assert log.unreadable is not None and "dmesg_restrict" in log.unreadable
+    assert [x.status for x in judge_xids(log, (), uptime_s=1.0, window_s=None)] == ["note"]
+
+
+# --------------------------------------------------------------------------- the image's figures
+
+
+def sealed(steps: list[dict[str, Any]], verdict: str = "certified") -> Certificate:
+    doc = cert_doc(verdict)
+    return build_certificate(
+        image=doc["image"], host=doc["host"], run={}, harness={"steps": steps, "verdict": verdict},
+        thresholds={}, verdict=verdict, verdict_reason="ok",
+    )  # fmt: skip
+
+
+BASELINE = {
+    "name": "gate_baseline", "status": "pass", "reason": "", "seconds": 1.0, "warnings": [],
+    "metrics": {"device_name": "NVIDIA H200", "bf16_gemm_tflops": 700.0, "copy_gbs": 4000.0},
+}  # fmt: skip
+MULTI = {
+    "name": "multi_gpu", "status": "pass", "reason": "", "seconds": 30.0, "warnings": [],
+    "metrics": {"world_size": 2, "sweep": [{"bytes": 1 << 28, "busbw_gbs": 300.0},
+                                           {"bytes": 1 << 30, "busbw_gbs": 330.0}]},
+}  # fmt: skip
+
+
+def gate_doc(*steps: dict[str, Any], nonce: str | None = None) -> dict[str, Any]:
+    """A short mode's document; `nonce` None: the run's own (engine_answering fills it in)."""
+    doc = {"kind": "gate_result", "facts": {}, "steps": list(steps)}
+    return doc if nonce is None else {**doc, "nonce": nonce}
+
+
+def gpu_step(i: int, tflops: float, gbs: float, name: str = "NVIDIA H200") -> dict[str, Any]:
+    return {
+        "name": f"gpu{i}", "status": "pass", "reason": "", "seconds": 1.0,
+        "metrics": {"device_name": name, "compute_capability": "9.0", "arch_covered_by": "SASS sm_90",
+                    "bf16_gemm_tflops": tflops, "copy_gbs": gbs},
+    }  # fmt: skip
+
+
+def run_of(doc: dict[str, Any] | None) -> GateRun:
+    return GateRun(doc=doc, exit_code=0, stderr_tail="", seconds=3.0)
+
+
+def test_the_certificate_keeps_its_figures_by_gpu_model() -> None:
+    c = sealed([BASELINE, MULTI])
+    assert certified_figures(c) == {"NVIDIA H200": {"bf16_gemm_tflops": 700.0, "copy_gbs": 4000.0}}
+    assert certified_busbw(c, 2, 1 << 28) == 300.0
+    assert certified_busbw(c, 4, 1 << 28) is None and certified_busbw(c, 2, 1 << 20) is None
+
+
+def test_each_gpus_gemm_and_copy_are_judged_against_the_certified_figure() -> None:
+    c = sealed([BASELINE])
+    got = judge_gate(run_of(gate_doc(gpu_step(0, 690.0, 3950.0), gpu_step(1, 560.0, 2000.0))), c, T)
+    by = {(x.check, x.gpu): x for x in got}
+    assert by[("image.gemm", 0)].status == "pass" and by[("image.copy", 0)].status == "pass"
+    assert (
+        by[("image.gemm", 1)].status == "warn"
+        and "80% of the certified 700.0" in by[("image.gemm", 1)].message
+    )
+    assert by[("image.copy", 1)].status == "fail" and by[("image.copy", 1)].remedy
+    assert by[("image.kernels", 0)].status == "pass" and "SASS sm_90" in by[("image.kernels", 0)].message
+
+
+def test_a_gpu_model_the_certificate_recorded_no_figure_for_is_not_judged() -> None:
+    got = judge_gate(
+        run_of(gate_doc(gpu_step(0, 300.0, 1000.0, name="NVIDIA H100 80GB HBM3"))), sealed([BASELINE]), T
+    )
+    gemm = next(x for x in got if x.check == "image.gemm")
+    assert gemm.status == "skip" and "records none for NVIDIA H100" in gemm.message
+    old = judge_gate(run_of(gate_doc(gpu_step(0, 300.0, 1000.0))), sealed([]), T)
+    assert {x.status for x in old if x.check in ("image.gemm", "image.copy")} == {"skip"}
+
+
+def test_the_allreduce_is_judged_against_the_certified_busbw_of_the_same_size_and_gpu_count() -> None:
+    c = sealed([BASELINE, MULTI])
+    loop = {"name": "allreduce_loopback", "status": "pass", "reason": "",
+            "metrics": {"world_size": 2, "bytes": 1 << 28, "busbw_gbs": 120.0}}  # fmt: skip
+    got = [x for x in judge_gate(run_of(gate_doc(loop)), c, T) if x.check == "image.allreduce"]
+    assert [x.status for x in got] == ["fail"] and "40% of the certified 300.0" in got[0].message
+
+
+def test_failed_and_skipped_steps_of_the_short_mode() -> None:
+    smoke = {"name": "gpu0", "status": "fail", "reason": "torch.cuda.is_available() is False", "metrics": {}}
+    skip = {"name": "cuda_smoke", "status": "skip", "reason": "CPU path: no GPU was given", "metrics": {}}
+    nofw = {"name": "framework", "status": "fail", "reason": "torch is not installed", "metrics": {}}
+    got = judge_gate(run_of(gate_doc(nofw, smoke, skip)), None, T)
+    assert [(x.check, x.status) for x in got] == [
+        ("image.framework", "fail"), ("image.cuda_smoke", "fail"), ("image.cuda_smoke", "skip"),
+    ]  # fmt: skip
+    assert got[1].gpu == 0 and got[2].message.startswith("CPU path")
+    none = judge_gate(GateRun(doc=None, exit_code=124, stderr_tail="killed", seconds=40.0), None, T)
+    assert [(x.check, x.status) for x in none] == [("image.run", "fail")] and "exit 124" in none[0].message
+
+
+# --------------------------------------------------------------------------- the whole check
+
+
+def engine_answering(doc_for: Callable[[ContainerSpec], dict[str, Any] | None]) -> FakeEngine:
+    image = ImageInfo(id=IMAGE_ID, tags=("team/train:1",), repo_digests=())
+
+    def job(spec: ContainerSpec, on_stderr: Any) -> RunResult:
+        if "--nonce" not in spec.command:
+            return RunResult(exit_code=0, stdout="", stderr="")  # the memlock probe
+        nonce = spec.command[spec.command.index("--nonce") + 1]
+        doc = doc_for(spec)
+        out = json.dumps({**doc, "nonce": doc.get("nonce", nonce)}) if doc is not None else ""
+        return RunResult(exit_code=0 if doc else 1, stdout=out + "\n", stderr="[harness] done\n")
+
+    return FakeEngine(images={"team/train:1": image, IMAGE_ID: image}, job=job)
+
+
+def healthy() -> tuple[tuple[Any, ...], str | None]:
+    return read_health(FakeNvml())
+
+
+def run_check(eng: FakeEngine, certs: list[Certificate], **kw: Any) -> Any:
+    lines: list[str] = []
+    report = check_image(
+        "team/train:1",
+        find_certificate=lambda info: certs if info.id == IMAGE_ID else [],
+        eng=eng,
+        probe=lambda: HostReport(source="nvml", driver="580.159.04", cuda_driver="13.0", gpus=(H200,)),
+        access_modes=lambda daemon: (DEVICES,),
+        health=kw.pop("health", healthy),
+        xids=lambda: XidLog(),
+        say=lines.append,
+        **kw,
+    )
+    return report, lines
+
+
+def test_a_certified_image_on_a_healthy_node_passes_and_starts_its_container_like_certify() -> None:
+    eng = engine_answering(lambda spec: gate_doc(gpu_step(0, 700.0, 4000.0)))
+    report, lines = run_check(eng, [sealed([BASELINE])])
+    doc = report.to_dict()
+    assert validate_report(doc) == [], doc
+    assert (doc["verdict"], doc["exit_code"]) == ("PASS", 0)
+    spec = eng.runs[-1]
+    assert spec.purpose == "check" and spec.network == "none" and "/dev/nvidia0" in spec.devices
+    assert spec.command[:2] == ("python3", "/opt/envbuilder-host/harness/gate_run.py")
+    assert "--cpu-only" not in spec.command
+    assert {u.name for u in spec.ulimits} >= {"stack"}
+    assert any("covers this node" in line for line in lines)
+
+
+def test_a_result_with_another_runs_nonce_is_no_result() -> None:
+    eng = engine_answering(lambda spec: gate_doc(gpu_step(0, 700.0, 4000.0), nonce="replayed"))
+    report, _ = run_check(eng, [sealed([BASELINE])])
+    assert report.verdict == "FAIL" and any(
+        x.check == "image.run" for x in report.findings if x.status == "fail"
+    )
+
+
+def test_an_uncertified_image_fails_with_the_refusal_and_runs_nothing_in_it() -> None:
+    eng = engine_answering(lambda spec: pytest.fail("no container for an uncertified image"))
+    report, _ = run_check(eng, [])
+    assert (report.verdict, report.exit_code) == ("FAIL", 2)
+    assert (
+        report.findings[0].check == "certificate.no-certificate"
+        and "envbuilder certify" in report.findings[0].remedy
+    )
+
+
+def test_a_driver_below_the_certificates_floor_fails() -> None:
+    low = Certificate(cert_doc(min_driver="999.0"))
+    eng = engine_answering(lambda spec: pytest.fail("nothing runs in the image"))
+    report, _ = run_check(eng, [low])
+    assert [x.check for x in report.findings if x.status == "fail"] == ["certificate.driver-too-old"]
+    assert report.exit_code == 2
+
+
+def test_a_gpu_held_by_another_process_fails_the_check() -> None:
+    gib = 1 << 30
+    held = FakeNvml(
+        nvmlDeviceGetComputeRunningProcesses=[Obj(pid=31337, usedGpuMemory=130 * gib)],
+        nvmlDeviceGetMemoryInfo=Obj(total=141 * gib, used=131 * gib),
+    )
+    eng = engine_answering(lambda spec: gate_doc(gpu_step(0, 690.0, 3900.0)))
+    report, _ = run_check(eng, [sealed([BASELINE])], health=lambda: read_health(held))
+    assert report.verdict == "FAIL" and "31337" in report.to_dict()["reason"]
+
+
+def test_on_a_cpu_node_the_gpu_steps_are_skipped_with_their_reason() -> None:
+    eng = engine_answering(
+        lambda spec: gate_doc(
+            {"name": "framework", "status": "pass", "reason": "", "metrics": {"torch": "2.13.0+cpu"}},
+            {"name": "cuda_smoke", "status": "skip", "reason": "CPU path: no GPU was given to this check"},
+        )
+    )
+    cpu = Certificate(cert_doc("certified-cpu-only", gpus=()))
+    lines: list[str] = []
+    report = check_image(
+        "team/train:1", find_certificate=lambda info: [cpu], eng=eng,
+        probe=lambda: HostReport(source="none", driver=None, cuda_driver=None),
+        access_modes=lambda daemon: (), health=lambda: ((), "NVML: NVML Shared Library Not Found"),
+        xids=lambda: pytest.fail("no Xids read without a GPU"), say=lines.append,
+    )  # fmt: skip
+    assert (report.verdict, report.exit_code) == ("PASS", 0)
+    assert "--cpu-only" in eng.runs[-1].command
+    statuses = {x.check: x.status for x in report.findings}
+    assert statuses["node.nvml"] == "skip" and statuses["image.cuda_smoke"] == "skip"
+    assert validate_report(report.to_dict()) == []
+
+
+def test_the_schema_validator_catches_a_wrong_document() -> None:
+    eng = engine_answering(lambda spec: gate_doc(gpu_step(0, 700.0, 4000.0)))
+    doc = run_check(eng, [sealed([BASELINE])])[0].to_dict()
+    assert validate_report(doc) == []
+    assert validate_report({**doc, "exit_code": 1}) != []
+    assert validate_report({**doc, "verdict": "FAIL", "exit_code": 2}) != []  # not what the findings give
+    assert validate_report({**doc, "findings": [{"check": "x"}]}) != []
+    bad = dict(doc)
+    del bad["timings"]
+    assert validate_report(bad) == ["timings: missing or not dict"]
+
+
+def test_the_cli_prints_findings_with_remedies_and_exits_with_the_verdict(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from envbuilder.check import gate as gate_mod
+    from envbuilder.cli import cli
+
+    def fake_check(image: str, **kw: Any) -> Any:
+        eng = engine_answering(lambda spec: gate_doc(gpu_step(0, 400.0, 4000.0)))
+        return run_check(eng, [sealed([BASELINE])])[0]
+
+    monkeypatch.setattr(gate_mod, "check_image", fake_check)
+    monkeypatch.setattr("envbuilder.check.check_image", fake_check)
+    res = CliRunner().invoke(cli, ["check", "team/train:1"])
+    assert res.exit_code == 2, res.output
+    assert "FAIL image.gemm [GPU 0]: bf16 GEMM 400.0 TFLOP/s = 57% of the certified 700.0" in res.output
+    assert "     remedy: the GPU computes slower" in res.output
+    res = CliRunner().invoke(cli, ["check", "team/train:1", "--json"])
+    assert res.exit_code == 2 and validate_report(json.loads(res.output)) == []
+
+
+# --------------------------------------------------------------------------- the harness's short mode
+
+
+def test_the_short_mode_on_the_cpu_path_skips_the_gpu_steps_with_the_reason(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from envbuilder.harness.gate import main
+
+    out = tmp_path / "gate.json"
+    assert main(["--cpu-only", "--out", str(out), "--nonce", "abc"]) == 0
+    doc = json.loads(out.read_text())
+    last = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert doc == last and doc["kind"] == "gate_result" and doc["nonce"] == "abc"
+    assert [(s["name"], s["status"]) for s in doc["steps"]] == [
+        ("framework", "pass"), ("cuda_smoke", "skip"), ("allreduce_loopback", "skip"),
+    ]  # fmt: skip
+    assert doc["steps"][1]["reason"].startswith("CPU path")
+
+
+def test_the_allreduce_loopback_checks_values_and_reports_busbw_gloo_on_the_cpu() -> None:
+    from envbuilder.harness.steps.gate import allreduce_loopback
+
+    got = allreduce_loopback(2, backend="gloo", nbytes=1 << 16, iters=2, timeout_s=120)
+    assert got["values_ok"] is True and got["world_size"] == 2 and got["busbw_gbs"] > 0
+    assert got["busbw_gbs"] == pytest.approx(got["algbw_gbs"])  # 2(n-1)/n = 1 at two ranks
+
+
+def test_every_nvml_call_the_node_check_makes_exists_in_nvidia_ml_py() -> None:
+    """The fake answers exactly the calls gpu_health makes: each must be a function of the real
+    nvidia-ml-py (a misspelt name would read as "not supported" on every GPU, never as a bug)."""
+    import pynvml
+
+    calls = [name for name in FakeNvml().answers if name.startswith("nvml")]
+    assert calls and [n for n in calls if not callable(getattr(pynvml, n, None))] == []
+    assert pynvml.NVML_FI_DEV_GET_GPU_RECOVERY_ACTION == 230  # FI_RECOVERY_ACTION's fallback
+
+
+def test_the_certifications_baseline_is_a_skip_never_a_failure_where_it_cannot_measure() -> None:
+    """gate_baseline runs in every GPU certification: without a usable GPU (here: torch has no
+    CUDA) it records why it measured nothing, and the certification's verdict is untouched."""
+    from envbuilder.harness.record import Recorder
+    from envbuilder.harness.steps.gate import gate_baseline_step
+
+    class S:
+        rec = Recorder(out=__import__("io").StringIO())
+
+    gate_baseline_step(S())
+    (step,) = S.rec.steps
+    assert step.status == "skip" and step.reason.startswith(
+        "not recorded: StepFailed: torch.cuda.is_available()"
+    )
+
+
+def test_gpus_that_nvml_cannot_read_are_a_warning_not_a_cpu_node() -> None:
+    from envbuilder.check.gate import node_findings
+
+    report = HostReport(source="nvidia-smi", driver="580.159.04", cuda_driver="13.0", gpus=(H200,))
+    got = node_findings((), "nvidia-ml-py is not importable", report, T, xids=XidLog, uptime_s=None,
+                        xid_window_s=None)  # fmt: skip
+    assert [(x.check, x.status) for x in got] == [("node.nvml", "warn")] and got[0].remedy
+    cpu = HostReport(source="none", driver=None, cuda_driver=None)
+    got = node_findings((), "NVML: NVML Shared Library Not Found", cpu, T, xids=XidLog, uptime_s=None,
+                        xid_window_s=None)  # fmt: skip
+    assert [(x.check, x.status) for x in got] == [("node.nvml", "skip")] and "no NVIDIA GPU" in got[0].message
+
+
+def test_the_short_mode_checks_the_images_own_framework(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A JAX or TensorFlow image is checked for its own framework (the stack's, handed in as
+    --framework); the GPU figures are torch's, so there they are skipped with that reason."""
+    from envbuilder.harness.gate import main
+
+    assert main(["--cpu-only", "--framework", "no_such_framework_x", "--out", str(tmp_path / "a.json")]) == 1
+    doc = json.loads((tmp_path / "a.json").read_text())
+    assert (
+        doc["steps"][0]["status"] == "fail"
+        and "no_such_framework_x is not installed" in doc["steps"][0]["reason"]
+    )
+    assert main(["--framework", "json", "--out", str(tmp_path / "b.json")]) == 0  # an importable stand-in
+    doc = json.loads((tmp_path / "b.json").read_text())
+    assert [(s["name"], s["status"]) for s in doc["steps"]] == [
+        ("framework", "pass"), ("cuda_smoke", "skip"), ("allreduce_loopback", "skip"),
+    ]  # fmt: skip
+    assert doc["steps"][1]["reason"] == "the short mode measures with torch; this image's framework is json"
+    got = judge_gate(run_of({"kind": "gate_result", "steps": doc["steps"]}), None, T)
+    assert got[0].status == "pass" and got[0].message.startswith("json ")
+
+
+def test_the_container_is_told_the_images_framework() -> None:
+    from envbuilder.check.image import gate_container
+    from envbuilder.runtime import AccessChoice
+
+    info = ImageInfo(id=IMAGE_ID, tags=(), repo_digests=())
+    spec = gate_container(
+        info, AccessChoice(name="none", reason="t"), io_dir="/tmp/x", nonce="n", watchdog_s=30
+    )
+    assert spec.command[-2:] == ("--framework", "torch")  # no stack label: torch, as certify assumes
+    none = AccessChoice(name="none", reason="t")
+    spec = gate_container(info, none, io_dir="/tmp/x", nonce="n", watchdog_s=30, framework="jax")
+    assert spec.command[-2:] == ("--framework", "jax")
