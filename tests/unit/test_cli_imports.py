@@ -26,7 +26,8 @@ import json, sys
 from envbuilder.cli import cli
 for _ in range(2):  # the first run may compile the matrix (and import yaml, and packaging.requirements
     # for the XLA compilers' nvcc pins); the second is a hit
-    for name in [m for m in sys.modules if m.split(".")[0] in ("yaml", "_yaml") or m == "packaging.requirements"]:
+    compiling = [m for m in sys.modules if m.split(".")[0] in ("yaml", "_yaml")]
+    for name in [*compiling, *[m for m in sys.modules if m == "packaging.requirements"]]:
         del sys.modules[name]
     import envbuilder.matrix as matrix_pkg
     matrix_pkg._load_default.cache_clear()
