@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from envbuilder.atomic import check_output_path, write_text_atomic
+from envbuilder.bounded import load_json, read_bounded
 from envbuilder.engine.interface import Engine
 from envbuilder.engine.model import ImageInfo
 from envbuilder.errors import ContainerRuntimeError, UsageError, log_tail
@@ -199,7 +200,7 @@ def read_exported(path: Path, *, check_hash: bool = True) -> ExportedImage:
     if not path.is_file():
         raise UsageError(f"{path} is not a file", hint="export it first: envbuilder export IMAGE --sif FILE")
     try:
-        doc = json.loads(side.read_text(encoding="utf-8"))
+        doc = load_json(read_bounded(side))  # a FIFO, a device or a huge sidecar: refused unread
         img = doc["image"]
         info = ImageInfo(
             id=str(img["id"]),

@@ -21,6 +21,7 @@ from typing import Any
 
 import yaml
 
+from envbuilder.bounded import load_yaml, read_text_bounded
 from envbuilder.errors import SchedulerError, UsageError
 from envbuilder.fleet.classes import NodeClass, with_gpu_model
 from envbuilder.matrix.model import Matrix
@@ -69,8 +70,8 @@ def nodes_from_doc(doc: Any, where: str) -> list[K8sNode]:
 def read_nodes_file(path: Path) -> list[K8sNode]:
     """Nodes from `kubectl get nodes -o json` (or -o yaml) saved to a file. Raises UsageError."""
     try:
-        doc = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError) as exc:
+        doc = load_yaml(read_text_bounded(path))  # a FIFO, a device or a huge file: refused unread
+    except (OSError, ValueError, yaml.YAMLError) as exc:
         raise UsageError(f"cannot read {path}: {exc}") from exc
     return nodes_from_doc(doc, str(path))
 

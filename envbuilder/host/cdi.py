@@ -21,6 +21,7 @@ from typing import Any
 import yaml
 
 from envbuilder.atomic import write_text_atomic
+from envbuilder.bounded import load_yaml, read_bounded
 from envbuilder.errors import NoGpuError, UsageError
 from envbuilder.host.driver_files import CONTAINER_BIN_DIR, DriverFiles, multiarch_lib_dir
 
@@ -202,8 +203,8 @@ def check_spec_file(path: str, root: Path = Path("/")) -> SpecCheck:
     driver). Never raises."""
     full = root / path.lstrip("/")
     try:
-        doc = yaml.safe_load(full.read_text(encoding="utf-8", errors="replace"))
-    except (OSError, yaml.YAMLError) as exc:
+        doc = load_yaml(read_bounded(full).decode("utf-8", errors="replace"))  # FIFO, device: refused
+    except (OSError, ValueError, yaml.YAMLError) as exc:
         return SpecCheck(path=path, devices=(), missing=(), error=f"unreadable: {exc}")
     if not isinstance(doc, dict) or not isinstance(doc.get("devices"), list):
         return SpecCheck(path=path, devices=(), missing=(), error="not a CDI spec (no devices list)")
