@@ -103,6 +103,32 @@ def require_parent(path: Path) -> None:
         )
 
 
+def make_output_dir(path: Path) -> Path:
+    """A folder the user named for several outputs (`fleet build --out`, `fleet certify --out`):
+    made if missing, but never its parents; a symlink or anything but a folder at the path is
+    refused as for a file. Raises OutputError."""
+    path = Path(path)
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        require_parent(path)
+        try:
+            path.mkdir()
+        except FileExistsError:  # made meanwhile: judged below
+            st = os.lstat(path)
+        except OSError as exc:
+            raise OutputError(f"cannot make the folder {path}: {exc.strerror}", file=str(path)) from exc
+        else:
+            return path
+    if not stat.S_ISDIR(st.st_mode):
+        raise OutputError(
+            f"refusing to write into {path}: it is {path_kind(st.st_mode)}, not a folder",
+            hint="give the path of a folder or a new one (envbuilder never writes through a link)",
+            file=str(path),
+        )
+    return path
+
+
 def path_kind(mode: int) -> str:
     """What a stat mode names, in words: 'a symbolic link', 'a FIFO', 'a character device'..."""
     for test, name in (

@@ -15,7 +15,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from envbuilder.atomic import write_text_atomic
+from envbuilder.atomic import make_output_dir, write_text_atomic
 from envbuilder.certify.certificate import Certificate
 from envbuilder.certify.harness_plan import HARNESS_ENV, IO_DIR, HarnessPlan, parse_harness_output
 from envbuilder.certify.scheduler import FLEET_RUN_ENV, NODE_CLASS_ENV
@@ -223,7 +223,7 @@ def plan_k8s_run(
     run_id = run_id or new_run_id()
     jobs = []
     try:
-        out_dir.mkdir(parents=True, exist_ok=True)
+        make_output_dir(out_dir)  # its parent must exist: no folder is made for it (docs/files.md)
         for cls in classes:
             access = job_access(gpu=gpu, dra=dra, cls=cls)
             jplan = plan.for_job(cpu=access == "none")

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from envbuilder.atomic import make_output_dir
 from envbuilder.fleet.bake import BakeTarget, plan_targets
 from envbuilder.fleet.classes import NodeClass
 from envbuilder.image.build import BuildOptions
@@ -29,7 +30,7 @@ def plan_fleet_build(
     each class whose own newer stack was dropped said with why. Raises SpecError,
     NoCompatibleStackError (naming the spec and class), UsageError."""
     specs = [(load_spec(p), p) for p in spec_paths]
-    out_dir.mkdir(parents=True, exist_ok=True)
+    make_output_dir(out_dir)  # its parent must exist: no folder is made for it (docs/files.md)
     if not one_image:
         return plan_targets(specs, classes, matrix, options, out_dir.resolve())
     from envbuilder.fleet.one_image import plan_one_image_targets

@@ -189,3 +189,33 @@ def test_build_refuses_a_lock_out_that_is_a_fifo_before_building(tmp_path: Path)
     assert res.exit_code == 18, res.output
     assert f"refusing to write {fifo}: it is a FIFO" in res.stderr
     assert stat.S_ISFIFO(fifo.lstat().st_mode)
+
+
+def test_an_output_folder_is_made_but_never_its_parents(tmp_path: Path) -> None:
+    """`fleet build --out` / `fleet certify --out`: the folder itself is made (or reused), its
+    parents never; a link (even to a folder) or a file at the path is refused and left."""
+    from envbuilder.atomic import make_output_dir
+
+    made = make_output_dir(tmp_path / "out")
+    assert made.is_dir() and make_output_dir(made) == made  # an existing folder is reused
+    with pytest.raises(OutputError, match="does not exist"):
+        make_output_dir(tmp_path / "missing" / "out")
+    assert not (tmp_path / "missing").exists()
+    (tmp_path / "real").mkdir()
+    (tmp_path / "link").symlink_to(tmp_path / "real")
+    (tmp_path / "file").write_text("mine")
+    for name, kind in (("link", "a symbolic link"), ("file", "a regular file")):
+        with pytest.raises(OutputError, match=kind):
+            make_output_dir(tmp_path / name)
+    assert (tmp_path / "link").is_symlink() and (tmp_path / "file").read_text() == "mine"
+
+
+def test_fleet_build_out_never_creates_the_folders_around_it(tmp_path: Path) -> None:
+    from envbuilder.image.build import BuildOptions
+    from envbuilder.matrix import load_matrix
+    from envbuilder.pipeline.fleet import plan_fleet_build
+
+    spec = Path(__file__).resolve().parents[2] / "images" / "pytorch-train.yaml"
+    with pytest.raises(OutputError, match="does not exist"):
+        plan_fleet_build([spec], (), load_matrix(), BuildOptions(), tmp_path / "a" / "b")
+    assert not (tmp_path / "a").exists()
