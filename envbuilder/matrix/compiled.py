@@ -89,9 +89,10 @@ def _repeated(root: Any) -> set[tuple[Any, ...]]:
     again: set[tuple[Any, ...]] = set()
 
     def walk(value: Any) -> None:
-        if dataclasses.is_dataclass(value):
-            for f in dataclasses.fields(value):
-                walk(getattr(value, f.name))
+        names = _field_names(type(value))
+        if names is not None:
+            for name in names:
+                walk(getattr(value, name))
         elif isinstance(value, tuple) and len(value) > 1:
             if value in seen:
                 again.add(value)
@@ -104,12 +105,23 @@ def _repeated(root: Any) -> set[tuple[Any, ...]]:
     return again
 
 
+_FIELD_NAMES: dict[type, tuple[str, ...] | None] = {}
+
+
+def _field_names(cls: type) -> tuple[str, ...] | None:
+    """A dataclass's field names (None for any other type), once per class: a miss encodes
+    ~16,000 values (2026-12-05), and dataclasses.fields() per value was a fifth of its time."""
+    if cls not in _FIELD_NAMES:
+        _FIELD_NAMES[cls] = (
+            tuple(f.name for f in dataclasses.fields(cls)) if dataclasses.is_dataclass(cls) else None
+        )
+    return _FIELD_NAMES[cls]
+
+
 def _encode(value: Any, repeated: set[tuple[Any, ...]], index: dict[Any, int], shared: list[Any]) -> Any:
-    if dataclasses.is_dataclass(value):
-        return {
-            f.name: _encode(getattr(value, f.name), repeated, index, shared)
-            for f in dataclasses.fields(value)
-        }
+    names = _field_names(type(value))
+    if names is not None:
+        return {name: _encode(getattr(value, name), repeated, index, shared) for name in names}
     if isinstance(value, tuple):
         if value not in repeated:
             return [_encode(v, repeated, index, shared) for v in value]
