@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from envbuilder.certify.gpu_selection import GpuSelection
+from envbuilder.runtime.gpu_selection import GpuSelection
 from envbuilder.engine import ContainerSpec, DaemonInfo, Engine, GpuRequest, ImageInfo, Mount, Ulimit
 from envbuilder.engine.container import docker_flags
 from envbuilder.errors import NoGpuError, UsageError

@@ -86,6 +86,7 @@ class ContainerSpec:
     devices: tuple[str, ...] = ()  # host device nodes, given at the same path (rwm)
     cdi_devices: tuple[str, ...] = ()  # fully qualified CDI names, e.g. nvidia.com/gpu=all
     gpus: GpuRequest | None = None  # the Container Toolkit's device request
+    gpu_flags: tuple[str, ...] = ()  # a command-line runtime's own GPU flags (Apptainer's --nv)
     mounts: tuple[Mount, ...] = ()
     ulimits: tuple[Ulimit, ...] = ()
     shm_size: int | None = None  # bytes; None: the daemon's default (or the host's with ipc=host)

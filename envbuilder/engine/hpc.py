@@ -1,6 +1,5 @@
-"""HPC container runtimes beside Docker: Apptainer and enroot (with Slurm's pyxis plugin). Their
-command lines are built here and only here (fleet jobs, `run --runtime`, `export` use them), and
-`export_image` turns a Docker image into their formats: a SIF (`apptainer build x.sif
+"""Exported images for the HPC container runtimes beside Docker (Apptainer, enroot): `export_image`
+turns a Docker image into their formats: a SIF (`apptainer build x.sif
 docker-archive://img.tar`) or a squashfs (`enroot import dockerd://IMAGE`).
 
 Each exported file gets a sidecar FILE.envbuilder.json with the Docker image it came from (ID,
@@ -17,7 +16,7 @@ import signal
 import subprocess
 import tempfile
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -29,81 +28,15 @@ from envbuilder.engine.model import ImageInfo
 from envbuilder.errors import ContainerRuntimeError, UsageError, log_tail
 
 Format = Literal["sif", "sqsh"]
-Bind = tuple[str, str, bool]  # host path, container path, read-only
 SIDECAR_SUFFIX = ".envbuilder.json"
 SIDECAR_KIND = "envbuilder-export"
 # Apptainer inside a Docker container (where no apptainer is installed): building a SIF needs the
 # user namespaces and mounts that Docker's default seccomp and AppArmor profiles forbid.
 APPTAINER_CONTAINER_SECURITY = ("seccomp=unconfined", "apparmor=unconfined")
-GPU_ENV = {"NVIDIA_VISIBLE_DEVICES": "all", "NVIDIA_DRIVER_CAPABILITIES": "compute,utility"}
 EXPORT_TIMEOUT_S = 3600.0
 
 
-# --------------------------------------------------------------------------- command lines
-
-
-def apptainer_source(pull_ref: str, image_file: str | None = None) -> str:
-    """What apptainer runs: a SIF file, else the registry image (docker://REF)."""
-    return image_file or f"docker://{pull_ref}"
-
-
-def apptainer_exec_argv(
-    source: str,
-    command: Sequence[str],
-    *,
-    nv: bool,
-    binds: Sequence[Bind] = (),
-    env: Mapping[str, str] | None = None,
-    workdir: str | None = None,
-    apptainer: str = "apptainer",
-) -> list[str]:
-    """`apptainer exec`: --containall (no host home, /tmp or environment leak in, as in a Docker
-    container), --nv for the GPUs (the host driver's libraries and devices), binds, variables."""
-    argv = [apptainer, "exec", "--containall"]
-    argv += ["--nv"] if nv else []
-    for src, dst, ro in binds:
-        argv += ["--bind", f"{src}:{dst}" + (":ro" if ro else "")]
-    for k, v in sorted((env or {}).items()):
-        argv += ["--env", f"{k}={v}"]
-    argv += ["--pwd", workdir] if workdir else []
-    return [*argv, source, *command]
-
-
-def enroot_start_argv(
-    image_file: str,
-    command: Sequence[str],
-    *,
-    gpu: bool,
-    binds: Sequence[Bind] = (),
-    env: Mapping[str, str] | None = None,
-    enroot: str = "enroot",
-) -> list[str]:
-    """`enroot start` on a squashfs image: its NVIDIA hook hands in the GPUs when
-    NVIDIA_VISIBLE_DEVICES is set, as the Container Toolkit reads it."""
-    argv = [enroot, "start"]
-    for src, dst, ro in binds:
-        argv += ["--mount", f"{src}:{dst}:" + ("none,bind,ro" if ro else "none,bind")]
-    full_env = {**(GPU_ENV if gpu else {}), **(env or {})}
-    for k, v in sorted(full_env.items()):
-        argv += ["--env", f"{k}={v}"]
-    return [*argv, image_file, *command]
-
-
-def pyxis_srun_argv(
-    image: str, command: Sequence[str], *, mounts: Sequence[Bind] = (), gpu: bool = True
-) -> list[str]:
-    """`srun --container-image=...` (Slurm's pyxis plugin, which runs enroot). `image` is pyxis's
-    syntax ([REGISTRY#]NAME[:TAG]) or a squashfs path. Slurm's GPU allocation reaches the container
-    through enroot's NVIDIA hook; with gpu=False it is hidden (NVIDIA_VISIBLE_DEVICES=void)."""
-    argv = ["srun", f"--container-image={image}", "--no-container-mount-home", "--container-workdir=/"]
-    if mounts:
-        argv.append(
-            "--container-mounts=" + ",".join(f"{s}:{d}" + (":ro" if ro else "") for s, d, ro in mounts)
-        )
-    if not gpu:
-        argv.append("--container-env=NVIDIA_VISIBLE_DEVICES")
-        return ["env", "NVIDIA_VISIBLE_DEVICES=void", *argv, *command]
-    return [*argv, *command]
+# --------------------------------------------------------------------------- the tools' command lines
 
 
 def apptainer_build_argv(out: str, archive: str, apptainer: str = "apptainer") -> list[str]:

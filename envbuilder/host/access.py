@@ -1,6 +1,6 @@
 """GPU access modes: the ways this host can hand its GPUs to a container (toolkit, cdi, devices),
 and the device nodes, driver library folder and driver programs the `devices` mode mounts. The facts
-only: what a container gets from each mode is certify/gpu_access.py's `gpu_grant`.
+only: what a container gets from each mode is its runtime's `grant` (runtime/docker.py).
 """
 
 from __future__ import annotations
@@ -11,12 +11,12 @@ import shutil
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from envbuilder.host.driver_files import abi_flag, find_programs, ldconfig_entries
 from envbuilder.host.probe import Runner, Which, run_command
 
-ModeName = Literal["toolkit", "cdi", "devices"]
+ModeName = str  # a runtime's GPU access mode (runtime/: docker's toolkit, cdi, devices; ...)
 
 
 CDI_DIRS = ("/etc/cdi", "/var/run/cdi")

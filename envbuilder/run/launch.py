@@ -26,7 +26,7 @@ from envbuilder.certify.gpu_access import (
     prepare_target,
     training_container,
 )
-from envbuilder.certify.gpu_selection import GpuSelection, parse_gpus, select_gpus
+from envbuilder.runtime.gpu_selection import GpuSelection, parse_gpus, select_gpus
 from envbuilder.engine import AttachedRun, DaemonInfo, DockerEngine, Engine, ImageInfo, Mount, PortBinding
 from envbuilder.engine.ownership import record_labels
 from envbuilder.errors import CertificateRefusedError, NoGpuError, UsageError

@@ -139,7 +139,7 @@ def test_a_gpu_subset_is_handed_in_by_the_per_index_cdi_name(d26_env: CdiHost) -
     """`run --gpus device=0` in cdi mode: the grant names nvidia.com/gpu=0 (not =all), a device the
     spec envbuilder writes (and nvidia-ctk's) defines, and the daemon hands its node in."""
     from envbuilder.certify.gpu_access import AccessChoice, training_container
-    from envbuilder.certify.gpu_selection import parse_gpus, select_gpus
+    from envbuilder.runtime.gpu_selection import parse_gpus, select_gpus
     from envbuilder.engine import ImageInfo
     from envbuilder.host import AccessMode
 

@@ -7,6 +7,9 @@ from the drawing in design.md, and say why:
   - engine/ comes before image/: the drawing's image -> engine is build handing its Dockerfile to
     Docker, which in code is image/build.py calling engine/; engine (the one importer of docker)
     imports no stage, and every stage that drives Docker (image, certify, run, doctor) uses it.
+  - runtime/ comes right after engine/: a runtime (Docker, Apptainer, enroot, ...) is the engine
+    or a runtime program with its GPU access modes; it reads host/ (the modes' facts) and engine/,
+    and everything that starts a container (image, certify, run, fleet, doctor) goes through it.
   - registry/ and attest/ sit between certify/ and run/: attest signs certificates (certify's
     output) and pushes them through registry/; run verifies them before it starts an image.
 """
@@ -43,6 +46,7 @@ FLOW = (
     "host",
     "resolve",
     "engine",
+    "runtime",
     "image",
     "certify",
     "registry",
@@ -55,9 +59,9 @@ FLOW = (
     "__main__",
 )
 HARNESS = "harness"  # the payload copied into images: imports nothing of envbuilder; anyone may read it
-# doctor checks this machine: it reads the host, the matrix, resolve and engine, and certify's
-# gpu_access (the docker flags of each GPU access mode, which it prints), nothing else.
-DOCTOR_READS = {"host", "matrix", "resolve", "engine", "certify"}
+# doctor checks this machine: it reads the host, the matrix, resolve, engine, the runtimes (each
+# GPU access mode's flags, which it prints) and certify, nothing else.
+DOCTOR_READS = {"host", "matrix", "resolve", "engine", "runtime", "certify"}
 
 
 @dataclass(frozen=True, slots=True)

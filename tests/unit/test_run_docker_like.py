@@ -14,7 +14,7 @@ from click.testing import CliRunner
 from fake_engine import FakeEngine
 
 from envbuilder.certify.certificate import Certificate
-from envbuilder.certify.gpu_selection import parse_gpus
+from envbuilder.runtime.gpu_selection import parse_gpus
 from envbuilder.cli import cli
 from envbuilder.engine import ContainerSpec, ImageInfo, PortBinding
 from envbuilder.errors import CertificateRefusedError, NoGpuError, UsageError

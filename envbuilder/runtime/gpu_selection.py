@@ -1,5 +1,5 @@
 """Which of this host's GPUs a container gets: Docker's `--gpus` syntax (all | N | device=0,2 |
-device=GPU-UUID), parsed and matched against the host probe's GPUs. gpu_access.gpu_grant hands
+device=GPU-UUID), parsed and matched against the host probe's GPUs. Each runtime's `grant` hands
 exactly these to the container in each access mode; run's certificate check covers exactly these.
 """
 

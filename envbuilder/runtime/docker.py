@@ -1,0 +1,160 @@
+"""The Docker runtime: the Docker daemon through engine/DockerEngine, and Docker's GPU access
+modes, in `auto` order:
+
+- toolkit: the NVIDIA Container Toolkit's device request (`--gpus all`, or the selected GPUs);
+- cdi: the CDI devices nvidia.com/gpu=all (or =INDEX each) that a CDI spec defines;
+- devices: the /dev/nvidia* nodes, the driver's libraries (read-only, on LD_LIBRARY_PATH) and its
+  programs (nvidia-smi, ...), mounted as the Container Toolkit would, with no toolkit at all.
+
+Which of them this host offers is host/access.py's probe (the facts); what each hands a container
+is `grant` here.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from envbuilder.engine.container import ContainerSpec, GpuRequest, Mount, docker_flags, docker_run_argv
+from envbuilder.engine.docker_engine import DockerEngine
+from envbuilder.engine.hpc import Exported
+from envbuilder.engine.interface import Engine
+from envbuilder.engine.model import BuildResult, DaemonInfo, ImageInfo, RunResult
+from envbuilder.errors import ContainerRuntimeError, EnvbuilderError
+from envbuilder.host.access import AccessMode, gpu_access_modes
+from envbuilder.host.driver_files import CONTAINER_BIN_DIR
+from envbuilder.runtime.base import Availability, GpuGrant
+from envbuilder.runtime.gpu_selection import GpuSelection
+
+CDI_KIND = "nvidia.com/gpu"
+CDI_ALL_GPUS = f"{CDI_KIND}=all"
+# devices mode: the driver's libraries go here, mounted over nothing in the container, so they never
+# shadow the image's own libraries (unless their host folder can be mounted whole at its own path).
+CONTAINER_LIB_DIR = "/usr/local/nvidia/lib64"
+_GPU_NODE = re.compile(r"^/dev/nvidia[0-9]+$")
+_SYSTEM_LIB_RE = re.compile(r"^/(usr/)?lib(32|64)?(/[a-z0-9_]+-linux-gnu[a-z]*)?/?$")
+
+
+def daemon_modes(daemon: DaemonInfo) -> tuple[AccessMode, ...]:
+    """The access modes this host offers with this daemon (host.gpu_access_modes)."""
+    return gpu_access_modes(
+        docker_reachable=True, runtimes=daemon.runtimes, cdi_spec_dirs=daemon.cdi_spec_dirs
+    )
+
+
+def docker_grant(mode: AccessMode, selection: GpuSelection | None = None) -> GpuGrant:
+    """What a Docker mode hands a container: every GPU, or only those of `selection` (`--gpus`).
+    toolkit: `--gpus all` (or the selected UUIDs/indexes, which the Toolkit turns into
+    NVIDIA_VISIBLE_DEVICES); cdi: the nvidia.com/gpu=all device (or nvidia.com/gpu=INDEX each,
+    the names nvidia-ctk and `envbuilder gpu cdi-spec` both write); devices: every /dev/nvidia*
+    node (or the control nodes and the selected GPUs' /dev/nvidiaN only), the driver's library
+    folder, read-only, on LD_LIBRARY_PATH, and the driver's programs (nvidia-smi, ...) read-only
+    at /usr/bin, as the Container Toolkit mounts them. A library folder that is a system folder (e.g.
+    /usr/lib/x86_64-linux-gnu) is not mounted whole, which would shadow the image's libc: each
+    driver library is mounted into CONTAINER_LIB_DIR instead. Raises NoGpuError (devices mode: a
+    selected GPU without a device node)."""
+    if mode.name == "toolkit":
+        return GpuGrant(gpus=GpuRequest(device_ids=selection.ids) if selection else GpuRequest())
+    if mode.name == "cdi":
+        names = tuple(f"{CDI_KIND}={i}" for i in selection.indexes) if selection else (CDI_ALL_GPUS,)
+        return GpuGrant(cdi_devices=names)
+    devices = mode.devices
+    if selection is not None:  # the control nodes, and the selected GPUs' nodes only
+        devices = (*(d for d in devices if not _GPU_NODE.match(d)), *selection.node_paths())
+    programs = tuple(
+        Mount(source=host, target=f"{CONTAINER_BIN_DIR}/{name}", read_only=True)
+        for name, host in mode.programs
+    )
+    if not mode.lib_dir:
+        return GpuGrant(devices=devices, mounts=programs)
+    if not _SYSTEM_LIB_RE.match(mode.lib_dir):
+        mounts: tuple[Mount, ...] = (Mount(source=mode.lib_dir, target=mode.lib_dir, read_only=True),)
+        lib_path = mode.lib_dir
+    else:
+        mounts = tuple(
+            Mount(source=f"{mode.lib_dir}/{lib}", target=f"{CONTAINER_LIB_DIR}/{lib}", read_only=True)
+            for lib in mode.driver_libs
+        )
+        lib_path = CONTAINER_LIB_DIR
+    return GpuGrant(devices=devices, mounts=(*mounts, *programs), env={"LD_LIBRARY_PATH": lib_path})
+
+
+def grant_docker_flags(grant: GpuGrant) -> tuple[str, ...]:
+    """The `docker run` flags of a grant alone (what `doctor` shows for each mode)."""
+    bare = ContainerSpec(
+        image="-",
+        network=None,
+        gpus=grant.gpus,
+        devices=grant.devices,
+        cdi_devices=grant.cdi_devices,
+        mounts=grant.mounts,
+        env=grant.env,
+    )
+    return tuple(docker_flags(bare))
+
+
+class DockerRuntime:
+    """Docker: images in the daemon's store; GPUs through toolkit, cdi or devices."""
+
+    name = "docker"
+    modes: tuple[str, ...] = ("toolkit", "cdi", "devices")
+    runs = "image"
+
+    def __init__(self, engine: Engine | None = None) -> None:
+        self._engine = engine
+
+    def engine(self) -> Engine:
+        if self._engine is None:
+            self._engine = DockerEngine()
+        return self._engine
+
+    def available(self) -> Availability:
+        try:
+            info = self.engine().daemon_info()
+        except EnvbuilderError as exc:
+            return Availability(ok=False, reason=exc.message)
+        return Availability(ok=True, reason=f"Docker {info.server_version}")
+
+    def probe_modes(self) -> tuple[AccessMode, ...]:
+        try:
+            daemon = self.engine().daemon_info()
+        except EnvbuilderError:
+            return gpu_access_modes(docker_reachable=False)
+        return daemon_modes(daemon)
+
+    def grant(self, mode: AccessMode, selection: GpuSelection | None = None) -> GpuGrant:
+        return docker_grant(mode, selection)
+
+    def mode_flags(self, mode: AccessMode) -> tuple[str, ...]:
+        return grant_docker_flags(docker_grant(mode)) if mode.available else ()
+
+    def build(self, context: Path, dockerfile: Path, **options: Any) -> BuildResult:
+        return self.engine().build(context, dockerfile, **options)
+
+    def inspect(self, ref: str) -> ImageInfo | None:
+        return self.engine().inspect_image(ref)
+
+    def run(
+        self,
+        spec: ContainerSpec,
+        *,
+        on_stderr: Callable[[str], None] | None = None,
+        timeout_s: float | None = None,
+    ) -> RunResult:
+        return self.engine().run(spec, on_stderr=on_stderr, timeout_s=timeout_s)
+
+    def argv(self, spec: ContainerSpec) -> list[str]:
+        return docker_run_argv(spec)
+
+    def remove(self, ref: str) -> bool:
+        return self.engine().remove_image(ref)
+
+    def export(
+        self, image: str, out: Path, *, source: Engine, say: Callable[[str], None] = lambda _l: None
+    ) -> Exported:
+        raise ContainerRuntimeError(
+            "the docker runtime runs images from the daemon's store; there is no file to export to",
+            hint="export for apptainer (--sif FILE) or enroot (--sqsh FILE)",
+        )
