@@ -16,6 +16,7 @@ from envbuilder.runtime.apptainer import ApptainerRuntime
 from envbuilder.runtime.base import AUTO, NONE, AccessChoice, Availability, GpuGrant, Runtime, access_choices
 from envbuilder.runtime.docker import DockerRuntime
 from envbuilder.runtime.enroot import EnrootRuntime
+from envbuilder.runtime.podman import PodmanRuntime
 
 # name -> the runtime's class (its keyword options: docker engine=, apptainer/enroot binary=, ...).
 # One line per runtime; the first is the default.
@@ -23,6 +24,7 @@ RUNTIMES: dict[str, Callable[..., Runtime]] = {
     "docker": DockerRuntime,
     "apptainer": ApptainerRuntime,
     "enroot": EnrootRuntime,
+    "podman": PodmanRuntime,
 }
 DEFAULT = "docker"
 
