@@ -26,7 +26,7 @@ from envbuilder.certify.observe import GpuWatch
 from envbuilder.certify.scheduler import scheduler_section
 from envbuilder.certify.smoke import run_project_smoke, smoke_container
 from envbuilder.certify.verdict import REFUSED, RunFacts, host_verdict
-from envbuilder.engine import ContainerSpec, DaemonInfo, DockerEngine, Engine, Mount, docker_run_argv
+from envbuilder.engine import ContainerSpec, DaemonInfo, Engine, Mount
 from envbuilder.errors import BuildFailedError, CertificationFailedError
 from envbuilder.host import AccessMode, HostReport, probe_host
 from envbuilder.host.collectives import collective_env
@@ -34,6 +34,8 @@ from envbuilder.image.drift import check_against_lock, parse_installed, summariz
 from envbuilder.image.lock import LockFile
 from envbuilder.image.metadata import read_metadata
 from envbuilder.lifecycle import temp_dir
+from envbuilder.runtime import DEFAULT, Runtime
+from envbuilder.runtime import get as get_runtime
 
 Progress = Callable[[str], None]
 
@@ -57,6 +59,7 @@ def certify_image(
     thresholds: Mapping[str, float] | None = None,
     progress: Progress | None = None,
     eng: Engine | None = None,
+    runtime: Runtime | None = None,
     probe: Callable[[], HostReport] | None = None,
     access_modes: Callable[[DaemonInfo], Sequence[AccessMode]] | None = None,
     mem_total: int | None = None,
@@ -83,13 +86,16 @@ def certify_image(
     else probe_host) saw of the GPUs during the run. `nonce`: the one the result must echo (a
     fleet job's, handed in by the host that submitted it), else a fresh one.
 
-    Raises UsageError (image not found), NoGpuError (an explicit mode this host lacks),
-    DockerUnavailableError, MatrixError (thresholds file), CertificationFailedError (the harness
-    produced no result: it crashed, was killed or timed out).
+    `runtime`: the container runtime (default docker, on `eng` when given: tests' fake engine).
+    Raises UsageError (image not found, a mode the runtime lacks), NoGpuError (an explicit mode
+    this host lacks), DockerUnavailableError, MatrixError (thresholds file),
+    CertificationFailedError (the harness produced no result: it crashed, was killed or timed
+    out), ContainerRuntimeError (a runtime that runs exported files: fleet certifies with those).
     """
     say = progress or (lambda _line: None)
-    eng = eng or DockerEngine()
-    target = prepare_target(eng, image_ref, gpu_access, probe=probe, access_modes=access_modes)
+    rt = runtime or get_runtime(DEFAULT, engine=eng)
+    eng = rt.engine()
+    target = prepare_target(rt, image_ref, gpu_access, probe=probe, access_modes=access_modes)
     info, choice = target.image, target.choice
     say(f"certify: GPU access {choice.name} ({choice.reason})")
     if choice.name == "none":
@@ -121,6 +127,7 @@ def certify_image(
             info,
             choice,
             command,
+            runtime=rt,
             env=dict(HARNESS_ENV),
             mounts=mounts,
             mem_total=mem_total,
@@ -145,7 +152,7 @@ def certify_image(
             say(line)
 
         started = time.monotonic()
-        res = eng.run(spec, on_stderr=on_stderr, timeout_s=plan.limit_s)
+        res = rt.run(spec, on_stderr=on_stderr, timeout_s=plan.limit_s)
         seconds = time.monotonic() - started
         observation = watch.stop() if watch is not None else None
         result = parse_harness_output(tmp, res.stdout)
@@ -162,8 +169,10 @@ def certify_image(
     smoke = meta.certify.smoke if meta.certify is not None else None
     smoke_record = None
     if smoke is not None:
-        box = smoke_container(info, choice, smoke, mem_total=mem_total, without_memlock=dropped is not None)
-        smoke_record = run_project_smoke(eng, smoke, box, say=say)
+        box = smoke_container(
+            info, choice, smoke, mem_total=mem_total, without_memlock=dropped is not None, runtime=rt
+        )
+        smoke_record = run_project_smoke(rt, smoke, box, say=say)
     facts = RunFacts(
         nonce=plan.nonce,
         harness_sha256=plan.harness_sha256,
@@ -196,7 +205,7 @@ def certify_image(
             mounts=tuple(m for m in mounts if m.target == plan.harness_dir),  # the host's copy
         )
         try:
-            installed = parse_installed(eng.run(collector, timeout_s=120).stdout, image_ref)
+            installed = parse_installed(rt.run(collector, timeout_s=120).stdout, image_ref)
         except BuildFailedError as exc:
             raise CertificationFailedError(exc.message, hint="the image's Python must run") from None
         drifts, compared = check_against_lock(installed, lock, info.id)
@@ -216,7 +225,7 @@ def certify_image(
             "quick": plan.quick,
             "exit_code": res.exit_code,
             "seconds": round(seconds, 3),
-            "docker_args": docker_run_argv(spec),
+            "docker_args": rt.argv(spec),
             "harness_dir": plan.harness_dir,
             "harness_source": "host",
             "harness_sha256": plan.harness_sha256,

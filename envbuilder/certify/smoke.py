@@ -12,9 +12,10 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-from envbuilder.certify.gpu_access import AccessChoice, training_container
-from envbuilder.engine import ContainerSpec, Engine, ImageInfo, RunResult, docker_run_argv
+from envbuilder.certify.gpu_access import training_container
+from envbuilder.engine import ContainerSpec, ImageInfo, RunResult
 from envbuilder.image.spec import ProjectSmoke
+from envbuilder.runtime import AccessChoice, Runtime
 from envbuilder.tables import printable
 
 STEP = "project_smoke"
@@ -80,19 +81,22 @@ def smoke_container(
     *,
     mem_total: int | None = None,
     without_memlock: bool = False,
+    runtime: Runtime | None = None,
 ) -> ContainerSpec:
     """The container the smoke command runs in: a training container as the harness's is
     (gpu_access.training_container: the same GPU access, shared memory, ulimits, no network, the
     host's collective settings), but with no mount of the host's (neither the harness nor its io
     folder); the image's own user, workdir and entrypoint. `without_memlock`: the runtime refused
     the memlock ulimit for the harness (drop_refused_memlock), so it goes here too."""
-    spec = training_container(image, choice, smoke.command, env=SMOKE_ENV, mem_total=mem_total)
+    spec = training_container(
+        image, choice, smoke.command, runtime=runtime, env=SMOKE_ENV, mem_total=mem_total
+    )
     spec = replace(spec, purpose="certify")
     return spec.without_ulimit("memlock") if without_memlock else spec
 
 
 def run_project_smoke(
-    eng: Engine, smoke: ProjectSmoke, spec: ContainerSpec, *, say: Callable[[str], None]
+    rt: Runtime, smoke: ProjectSmoke, spec: ContainerSpec, *, say: Callable[[str], None]
 ) -> dict[str, Any]:
     """Run `smoke` in `spec` (smoke_container) until it exits or its timeout kills it; its stderr
     lines go to `say` as they come. Returns the step record (smoke_step).
@@ -101,8 +105,8 @@ def run_project_smoke(
     """
     say(f"certify: {STEP}: {printable(shlex.join(smoke.command))} (timeout {smoke.timeout_s} s)")
     started = time.monotonic()
-    res = eng.run(spec, on_stderr=lambda line: say(f"[{STEP}] {printable(line)}"), timeout_s=smoke.timeout_s)
-    step = smoke_step(smoke, res, time.monotonic() - started, docker_run_argv(spec))
+    res = rt.run(spec, on_stderr=lambda line: say(f"[{STEP}] {printable(line)}"), timeout_s=smoke.timeout_s)
+    step = smoke_step(smoke, res, time.monotonic() - started, rt.argv(spec))
     outcome = "pass" if step["status"] == "pass" else f"FAIL: {step['reason']}"
     say(f"certify: {STEP}: {outcome} ({step['seconds']:.1f} s)")
     return step

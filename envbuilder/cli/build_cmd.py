@@ -24,7 +24,7 @@ from envbuilder.cli.options import (
     settings_from_options,
 )
 from envbuilder.cli.progress_view import build_progress
-from envbuilder.engine import BUILD_NETWORKS, BuildSecret, DockerEngine
+from envbuilder.engine import BUILD_NETWORKS, BuildSecret
 from envbuilder.engine.buildkit import secret_flag
 from envbuilder.errors import UsageError
 from envbuilder.image.build import (
@@ -40,6 +40,7 @@ from envbuilder.image.packages import LockSettings
 from envbuilder.image.render import SECRET_CA, SECRET_INDEX
 from envbuilder.image.spec import load_spec
 from envbuilder.platforms import Platform, machine_of
+from envbuilder.runtime import get as get_runtime
 
 _FILE = click.Path(exists=True, dir_okay=False, path_type=Path)
 
@@ -322,7 +323,7 @@ def build(
     for warning in plan.warnings:
         click.echo(f"warning: {warning}", err=True)
     with build_progress() as progress:
-        outcome = run_build(plan, options, DockerEngine(), on_event=progress, on_message=progress.say)
+        outcome = run_build(plan, options, get_runtime().engine(), on_event=progress, on_message=progress.say)
     for warning in outcome.warnings[len(plan.warnings) :]:
         click.echo(f"warning: {warning}", err=True)
     summary = outcome_dict(outcome)

@@ -13,7 +13,7 @@ import click
 from envbuilder.certify.certificate import Certificate
 from envbuilder.certify.record import StepRecord, items, number
 from envbuilder.cli import cli
-from envbuilder.cli.options import check_seconds, gpu_access_option
+from envbuilder.cli.options import check_seconds, gpu_access_option, runtime_option
 from envbuilder.errors import CertificationFailedError, EnvbuilderError, NotGpuCertifiedError, StoreError
 from envbuilder.tables import printable
 
@@ -89,6 +89,10 @@ def print_summary(cert: Certificate, stored_id: str | None) -> None:
 
 @cli.command()
 @click.argument("image")
+@runtime_option(
+    "The container runtime that runs the image (one with an image store: docker; the file runtimes "
+    "certify through `fleet certify --runtime`)."
+)
 @gpu_access_option
 @click.option("--quick", is_flag=True, help="Host record and smoke tests only (seconds).")
 @click.option(
@@ -148,6 +152,7 @@ def print_summary(cert: Certificate, stored_id: str | None) -> None:
 )
 def certify(
     image: str,
+    runtime: str,
     gpu_access: str,
     quick: bool,
     require_gpu: bool,
@@ -187,10 +192,12 @@ def certify(
         parse_reference(image)
         find_key(key_name)  # before the long run, not after it
     from envbuilder.cli.progress_view import task_progress
+    from envbuilder.runtime import get as get_runtime
 
     with task_progress("certify") as view:
         cert = certify_image(
             image,
+            runtime=get_runtime(runtime),
             gpu_access=gpu_access,
             quick=quick,
             progress=lambda line: view.message(line, indent="", collapse=False),

@@ -123,10 +123,10 @@ def _image_id(image: str) -> str:
     bare = image.removeprefix("sha256:")
     if len(bare) >= 12 and all(c in "0123456789abcdef" for c in bare):
         return image
-    from envbuilder.engine import DockerEngine
     from envbuilder.errors import UsageError
+    from envbuilder.runtime import get as get_runtime
 
-    info = DockerEngine().inspect_image(image)
+    info = get_runtime().inspect(image)
     if info is None:
         raise UsageError(f"image {image!r} not found locally", hint="give its ID, or build/pull it first")
     return info.id

@@ -47,36 +47,38 @@ def export(
     Exit codes: 0 written; 2 bad input or no such image; 7 Docker unreachable; 24 the runtime is
     missing or failed (its last lines shown).
     """
-    from envbuilder.engine import DockerEngine
-    from envbuilder.engine.hpc import Format, export_image, find_tool
-    from envbuilder.errors import UsageError
+    from envbuilder.errors import ContainerRuntimeError, UsageError
+    from envbuilder.runtime import DEFAULT, Runtime
+    from envbuilder.runtime import get as get_runtime
 
     if (sif is None) == (sqsh is None):
         raise UsageError(
             "give exactly one of --sif FILE or --sqsh FILE", hint="envbuilder export IMAGE --sif image.sif"
         )
-    fmt: Format
     out: Path
+    target: Runtime
     if sif is not None:
         if enroot_path:
             raise UsageError(
                 "--enroot applies to --sqsh", hint="for a SIF give --apptainer or --apptainer-image"
             )
-        fmt, out = "sif", sif
-        tool = find_tool("apptainer", path=apptainer_path, image=apptainer_image)
+        out, target = sif, get_runtime("apptainer", binary=apptainer_path, image=apptainer_image)
     else:
         if apptainer_path or apptainer_image:
             raise UsageError(
                 "--apptainer/--apptainer-image apply to --sif", hint="for a squashfs give --enroot"
             )
         assert sqsh is not None
-        fmt, out = "sqsh", sqsh
-        tool = find_tool("enroot", path=enroot_path)
-    done = export_image(DockerEngine(), image, out, fmt, tool, say=say)
+        out, target = sqsh, get_runtime("enroot", binary=enroot_path)
+    there = target.available()  # said before the image is looked for
+    if not there.ok:
+        raise ContainerRuntimeError(there.reason, hint=there.hint)
+    done = target.export(image, out, source=get_runtime(DEFAULT).engine(), say=say)
+    fmt = done.format
     if as_json:
         click.echo(json.dumps({"image": image, **done.to_dict()}, indent=2, sort_keys=True))
         return
-    runtime = "apptainer" if fmt == "sif" else "enroot"
+    runtime = target.name
     click.echo(
         f"exported {image} -> {done.path} ({fmt}, {done.size / 1e6:,.1f} MB, {done.sha256[:19]}, "
         f"{done.seconds:.1f} s, {done.tool})\n"

@@ -73,12 +73,12 @@ def build_cmd(
     23 the scheduler cannot be asked; 13 push failed.
     """
     from envbuilder.cli.progress_view import build_progress
-    from envbuilder.engine import DockerEngine
     from envbuilder.engine.buildkit import find_buildx
     from envbuilder.fleet.bake import bake, plan_targets
     from envbuilder.fleet.slurm import select_classes
     from envbuilder.image.spec import load_spec
     from envbuilder.matrix import load_matrix
+    from envbuilder.runtime import get as get_runtime
 
     one_scheduler(use_slurm, use_k8s)
     matrix = load_matrix()
@@ -101,7 +101,7 @@ def build_cmd(
     with build_progress() as progress:
         outcomes = bake(
             targets,
-            DockerEngine(),
+            get_runtime().engine(),
             buildx,
             keep_dir=out_dir.resolve() / "contexts",
             on_event=progress,

@@ -19,10 +19,10 @@ from envbuilder.cli.fleet_cmd import (
     say,
     slurm_classes,
 )
-from envbuilder.cli.options import check_seconds, gpu_access_option
+from envbuilder.cli.options import check_seconds, gpu_access_option, runtime_option
 from envbuilder.errors import UsageError
 from envbuilder.fleet.certify import attest_certificates
-from envbuilder.fleet.jobs import RUNTIMES, JobOptions
+from envbuilder.fleet.jobs import JobOptions
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -43,13 +43,7 @@ if TYPE_CHECKING:
 @click.option(
     "--classes", "classes_text", metavar="A,B", help="Only these node classes (default: all with GPUs)."
 )
-@click.option(
-    "--runtime",
-    type=click.Choice(("docker", "apptainer", "enroot")),
-    default="docker",
-    show_default=True,
-    help="How a Slurm job runs the image on its node.",
-)
+@runtime_option("How a Slurm job runs the image on its node.")
 @click.option(
     "--image-file", metavar="FILE", help="apptainer: a SIF; enroot: a squashfs (default: the registry)."
 )
@@ -172,8 +166,6 @@ def certify_cmd(
             timeout_s=timeout_s,
         )
     else:
-        if runtime not in RUNTIMES:  # click.Choice guarantees it; this narrows the type
-            raise AssertionError(runtime)
         opts = JobOptions(
             runtime=runtime,
             gpu_access=gpu_access,

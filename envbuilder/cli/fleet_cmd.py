@@ -42,11 +42,11 @@ def say(line: str) -> None:
 
 def local_engine() -> Engine | None:
     """The local Docker engine when its daemon answers; a submit host may have none."""
-    from envbuilder.engine import DockerEngine
     from envbuilder.errors import DockerUnavailableError
+    from envbuilder.runtime import get as get_runtime
 
     try:
-        eng = DockerEngine()
+        eng = get_runtime().engine()
         eng.ping()
     except DockerUnavailableError:
         return None

@@ -27,16 +27,29 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 def gpu_access_option(func: F) -> F:
-    """--gpu-access, shared by certify and run so an image runs the way it was certified."""
-    from envbuilder.certify.gpu_access import GPU_ACCESS_CHOICES
+    """--gpu-access, shared by certify and run so an image runs the way it was certified; its
+    choices are the registered runtimes' modes (envbuilder/runtime)."""
+    from envbuilder.runtime import gpu_access_choices, modes_of
 
+    per_runtime = "; ".join(f"{name}: {', '.join(modes)}" for name, modes in modes_of().items())
     return click.option(
         "--gpu-access",
-        type=click.Choice(GPU_ACCESS_CHOICES),
+        type=click.Choice(gpu_access_choices()),
         default="auto",
         show_default=True,
-        help="How the container gets the GPUs: auto picks toolkit, then cdi, then devices, else none (CPU).",
+        help="How the container gets the GPUs: auto picks the runtime's first mode this host offers, "
+        f"else none (CPU). The modes, in auto's order: {per_runtime}.",
     )(func)
+
+
+def runtime_option(help_text: str) -> Callable[[F], F]:
+    """--runtime: the container runtime, one of the registry's (envbuilder/runtime), docker by
+    default."""
+    from envbuilder.runtime import DEFAULT, names
+
+    return click.option(
+        "--runtime", type=click.Choice(names()), default=DEFAULT, show_default=True, help=help_text
+    )
 
 
 def check_platform(ctx: click.Context, param: click.Parameter, value: str | None) -> Platform | None:

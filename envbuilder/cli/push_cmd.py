@@ -19,11 +19,11 @@ def push_with_progress(image: str, *, to: str | None, attest: bool, key_name: st
     terminal, progress on stderr; shared by `push` and `certify --push`."""
     from envbuilder.attest.push import push_image
     from envbuilder.certify.store import CertStore
-    from envbuilder.engine import DockerEngine
+    from envbuilder.runtime import get as get_runtime
 
     return push_image(
         image,
-        engine=DockerEngine(),
+        engine=get_runtime().engine(),
         store=CertStore(),
         to=to,
         attest=attest,

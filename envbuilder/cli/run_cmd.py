@@ -8,8 +8,8 @@ from pathlib import Path
 import click
 
 from envbuilder.cli import cli
-from envbuilder.cli.options import gpu_access_option, trust_options
-from envbuilder.run.hpc import RUNTIMES
+from envbuilder.cli.options import gpu_access_option, runtime_option, trust_options
+from envbuilder.engine.interface import Engine
 from envbuilder.run.launch import IPC_MODES, FindCertificate, RunOptions, parse_options, run_image
 
 
@@ -36,7 +36,7 @@ def find_certificates(
     )
 
 
-def pull_if_missing(image: str) -> None:
+def pull_if_missing(image: str, engine: Engine) -> None:
     """`run REGISTRY/NAME:TAG` on a machine that lacks the image pulls it first (only when the
     reference names a registry: Docker Hub names are pulled with `docker pull` by the user).
     Raises RegistryError, DockerUnavailableError."""
@@ -50,9 +50,6 @@ def pull_if_missing(image: str) -> None:
         parse_reference(image)
     except UsageError:
         return  # run_image says the image is not found
-    from envbuilder.engine import DockerEngine
-
-    engine = DockerEngine()
     if engine.inspect_image(image) is None:
         click.echo(f"envbuilder: {image} is not here; pulling it", err=True)
         engine.pull(image)
@@ -142,13 +139,9 @@ def _options_before_dashes(rest: list[str], takes_value: dict[str, bool]) -> int
     help="Which GPUs the job gets, in Docker's syntax: all (default), 2 (the first two), "
     "device=0,2 or device=GPU-UUID; the certificate must cover exactly those.",
 )
-@click.option(
-    "--runtime",
-    type=click.Choice(RUNTIMES),
-    default="docker",
-    show_default=True,
-    help="docker: IMAGE is a Docker image; apptainer / enroot: IMAGE is the SIF / squashfs file "
-    "`envbuilder export` wrote (same certificate checks; --nv / enroot's NVIDIA hook for the GPUs).",
+@runtime_option(
+    "docker: IMAGE is a Docker image; apptainer / enroot: IMAGE is the SIF / squashfs file "
+    "`envbuilder export` wrote (same certificate checks; --nv / enroot's NVIDIA hook for the GPUs)."
 )
 @click.option("--runtime-path", metavar="PATH", help="The apptainer or enroot binary (default: on PATH).")
 @click.option("--force", is_flag=True, help="Run even if the certificate does not cover it (recorded).")
@@ -246,7 +239,10 @@ def run(
     `envbuilder export IMAGE --sif|--sqsh FILE` wrote: its sidecar names the Docker image, whose
     certificates are checked the same way; the file's sha256 must be the exported one.
     """
-    if runtime != "docker":
+    from envbuilder.runtime import get as get_runtime
+
+    rt = get_runtime(runtime)
+    if rt.runs != "image":
         ctx.exit(
             run_with_runtime(
                 image,
@@ -300,9 +296,10 @@ def run(
         name=name,
     )
     parse_options(options)  # bad options are said before an image is pulled
-    pull_if_missing(image)
+    pull_if_missing(image, rt.engine())
     outcome = run_image(
         options,
+        runtime=rt,
         find_certificate=find_certificates(image, key_files, trust_file, max_age, trust_imported),
     )
     ctx.exit(outcome.exit_code)
@@ -354,7 +351,7 @@ def run_with_runtime(
     outcome = run_exported(
         HpcRunOptions(
             path=Path(path),
-            runtime="apptainer" if runtime == "apptainer" else "enroot",
+            runtime=runtime,
             command=command,
             gpu_access=gpu_access,
             force=force,

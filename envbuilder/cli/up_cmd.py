@@ -119,12 +119,12 @@ def up(
     # The stack's base image decides what this machine can build on: the base step comes first,
     # from the spec's first answer (pure, no output), and the resolve step then names the one
     # stack that is built (issue 26: it named the first answer, replaced after a base fallback).
-    from envbuilder.engine import DockerEngine
+    from envbuilder.runtime import get as get_runtime
 
     matrix, resolution = resolve_spec(spec, None, (), (), cpu_only)
     first = resolution.stack
     assert first is not None  # resolve_spec raises otherwise
-    engine = DockerEngine()
+    engine = get_runtime().engine()
     with progress.step("base"):
         engine.ping()
         fallbacks = _base(engine, first.base_image, base_image, progress)

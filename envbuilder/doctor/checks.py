@@ -16,7 +16,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from envbuilder.certify.gpu_access import mode_docker_args
 from envbuilder.certify.kernels import judge_inventory
 from envbuilder.errors import DoctorFailedError, EnvbuilderError, NoGpuError
 from envbuilder.host import (
@@ -45,6 +44,7 @@ from envbuilder.host.frameworks import (
 )
 from envbuilder.matrix.model import Matrix
 from envbuilder.platforms import platform_of_machine
+from envbuilder.runtime import get as get_runtime
 from envbuilder.versions import major_minor
 
 Verdict = Literal["ok", "warn", "fail", "no-gpu"]
@@ -109,7 +109,10 @@ class DoctorReport:
             "schema_version": 1,
             "host": self.host.to_dict(),
             "checks": [c.to_dict() for c in self.checks],
-            "access_modes": [{**m.to_dict(), "docker_args": mode_docker_args(m)} for m in self.access_modes],
+            "access_modes": [
+                {**m.to_dict(), "docker_args": list(get_runtime("docker").mode_flags(m))}
+                for m in self.access_modes
+            ],
             "frameworks": [f.to_dict() for f in self.frameworks],
             "collectives": self.collectives.to_dict() if self.collectives else None,
             "verdict": self.verdict,
@@ -126,7 +129,7 @@ def probe_docker() -> DockerState:
     """Ask the daemon through envbuilder.engine, imported here so doctor runs without the docker SDK.
     Never raises: a missing SDK or an unreachable daemon is a state, not an error."""
     try:
-        from envbuilder import engine
+        from envbuilder import engine  # noqa: F401 (the SDK's absence is said here)
     except ImportError as exc:
         return DockerState(
             reachable=False,
@@ -134,7 +137,7 @@ def probe_docker() -> DockerState:
             fix="pip install docker",
         )
     try:
-        info = engine.DockerEngine().daemon_info()
+        info = get_runtime("docker").engine().daemon_info()
     except EnvbuilderError as exc:
         return DockerState(reachable=False, detail=exc.message, fix=exc.hint)
     except Exception as exc:  # a daemon that answers with an API error: report it, don't crash

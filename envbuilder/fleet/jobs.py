@@ -24,7 +24,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from envbuilder.atomic import write_text_atomic
 from envbuilder.certify.certificate import Certificate, verify_certificate
@@ -32,18 +32,21 @@ from envbuilder.certify.foreign import certificate_refusal, node_observation, se
 from envbuilder.certify.harness_plan import HARNESS_ENV, IO_DIR, HarnessPlan, parse_harness_output
 from envbuilder.certify.scheduler import FLEET_RUN_ENV, NODE_CLASS_ENV, SLURM_CONSTRAINT_ENV, SLURM_GRES_ENV
 from envbuilder.certify.verdict import RunFacts
-from envbuilder.engine import ImageInfo
-from envbuilder.engine.hpc import apptainer_exec_argv, apptainer_source, pyxis_srun_argv
-from envbuilder.errors import CertificateRefusedError, StoreError
+from envbuilder.engine import ContainerSpec, ImageInfo, Mount
+from envbuilder.errors import CertificateRefusedError, StoreError, UsageError
 from envbuilder.fleet.classes import NodeClass
 from envbuilder.fleet.image import FleetImage, pyxis_image
 from envbuilder.fleet.slurm import JobRequest, JobState, class_request
 from envbuilder.harness.digest import tree_digest
+from envbuilder.host.access import AccessMode
 from envbuilder.image.metadata import read_metadata
 from envbuilder.resources import user_data_dir
+from envbuilder.runtime import AUTO, NONE, names
+from envbuilder.runtime import get as get_runtime
+from envbuilder.runtime.apptainer import apptainer_source
+from envbuilder.runtime.base import access_label
 
-Runtime = Literal["docker", "apptainer", "enroot"]
-RUNTIMES: tuple[Runtime, ...] = ("docker", "apptainer", "enroot")
+RUNTIMES = names()  # `fleet certify --runtime`: the registry's
 CERT_FILE = "certificate.json"
 RESULT_FILE = "result.json"
 HARNESS_FOLDER = "harness"  # the run folder's copy of this host's payload (apptainer, enroot)
@@ -65,8 +68,8 @@ def runs_dir(data: Path | None = None) -> Path:
 class JobOptions:
     """What every job of a run shares."""
 
-    runtime: Runtime = "docker"
-    gpu_access: str = "auto"  # docker: certify's --gpu-access; others: none = the CPU path
+    runtime: str = "docker"  # a registered runtime (envbuilder/runtime)
+    gpu_access: str = "auto"  # an image runtime: certify's --gpu-access; others: one of its modes
     quick: bool = False
     exclusive: bool = True  # the certification measures the node as users get it
     time_minutes: int = 60
@@ -76,21 +79,38 @@ class JobOptions:
     budget_s: float | None = None  # the harness's time budget
 
 
-def job_access(runtime: Runtime, gpu_access: str, cls: NodeClass) -> str:
+def job_access(runtime: str, gpu_access: str, cls: NodeClass) -> str:
     """How a class's job gets its GPUs: "none" (the CPU path) for a class without GPUs or
-    --gpu-access none; docker: certify's mode (the node chooses for auto); else the runtime's."""
-    if gpu_access == "none" or not cls.gpus_per_node:
-        return "none"
-    return {"docker": gpu_access, "apptainer": "apptainer --nv", "enroot": "enroot (pyxis)"}[runtime]
+    --gpu-access none; an image runtime (docker): certify's mode (the node chooses for auto); a file
+    runtime: its mode (auto: its first), named as run logs name it (`apptainer --nv`).
+    Raises UsageError (a mode the runtime does not have)."""
+    if gpu_access == NONE or not cls.gpus_per_node:
+        return NONE
+    rt = get_runtime(runtime)
+    if rt.runs == "image":
+        return gpu_access
+    if gpu_access != AUTO and gpu_access not in rt.modes:
+        raise UsageError(
+            f"--gpu-access {gpu_access} is not a {rt.name} access mode",
+            hint=f"with --runtime {rt.name} use auto, {', '.join(rt.modes)} or none",
+        )
+    return access_label(rt, rt.modes[0] if gpu_access == AUTO else gpu_access)
+
+
+def job_mode(runtime: str, gpu_access: str) -> str:
+    """The file runtime's access mode a GPU job asks for (auto: its first)."""
+    return get_runtime(runtime).modes[0] if gpu_access == AUTO else gpu_access
 
 
 def docker_body(image: FleetImage, opts: JobOptions, job_dir: Path, *, access: str, nonce: str) -> list[str]:
-    """The docker runtime's lines: pull when the node lacks the image, then certify it there with
-    this job's nonce (the submitting host checks the result echoes it)."""
+    """An image runtime's lines (docker): pull when the node lacks the image, then certify it there
+    with this job's nonce (the submitting host checks the result echoes it)."""
     ref = shlex.quote(image.pull_ref)
+    runtime = ["--runtime", opts.runtime] if opts.runtime != "docker" else []
     argv = [
         *opts.envbuilder,
         "certify",
+        *runtime,
         image.pull_ref,
         "--gpu-access",
         access,
@@ -119,15 +139,29 @@ def stage_harness(plan: HarnessPlan, folder: Path) -> Path:
 def harness_argv(
     image: FleetImage, plan: HarnessPlan, opts: JobOptions, job_dir: Path, harness: Path, *, gpu: bool
 ) -> list[str]:
-    """The apptainer/enroot runtime's command: this host's harness (`harness`, its staged copy)
-    bound read-only where the plan runs it, the job folder as its io folder (thresholds.json in,
-    result.json out)."""
-    binds = ((str(job_dir), IO_DIR, False), (str(harness), plan.harness_dir, True))
+    """A file runtime's command (apptainer, enroot): this host's harness (`harness`, its staged
+    copy) bound read-only where the plan runs it, the job folder as its io folder (thresholds.json
+    in, result.json out), the GPUs by the runtime's mode. A runtime that starts differently under
+    Slurm (enroot: pyxis's srun) says so with a `slurm_argv`."""
+    rt = get_runtime(opts.runtime)
+    mode = job_mode(opts.runtime, opts.gpu_access)
+    grant = rt.grant(AccessMode(name=mode, available=True, detail="the node's")) if gpu else None
     if opts.runtime == "apptainer":
         source = apptainer_source(image.pull_ref, opts.image_file)
-        return apptainer_exec_argv(source, plan.command, nv=gpu, binds=binds, env=HARNESS_ENV)
-    image_ref = opts.image_file or pyxis_image(image.ref)
-    return pyxis_srun_argv(image_ref, plan.command, mounts=binds, gpu=gpu)
+    else:
+        source = opts.image_file or pyxis_image(image.ref)
+    spec = ContainerSpec(
+        image=source,
+        command=plan.command,
+        env={**HARNESS_ENV, **(grant.env if grant else {})},
+        gpu_flags=grant.flags if grant else (),
+        mounts=(
+            Mount(source=str(job_dir), target=IO_DIR),
+            Mount(source=str(harness), target=plan.harness_dir, read_only=True),
+        ),
+    )
+    start: Callable[[ContainerSpec], list[str]] = getattr(rt, "slurm_argv", rt.argv)
+    return start(spec)
 
 
 def job_script(request: JobRequest, *, title: str, env: Mapping[str, str], body: Sequence[str]) -> str:
@@ -331,7 +365,8 @@ def plan_run(
     base = work_dir / run_id
     jobs = []
     try:
-        harness = None if opts.runtime == "docker" else stage_harness(plan, base / HARNESS_FOLDER)
+        runs_images = get_runtime(opts.runtime).runs == "image"
+        harness = None if runs_images else stage_harness(plan, base / HARNESS_FOLDER)
         for cls in classes:
             access = job_access(opts.runtime, opts.gpu_access, cls)
             jplan = plan.for_job(cpu=access == "none")

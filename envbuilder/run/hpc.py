@@ -15,18 +15,10 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
 
-from envbuilder.engine.hpc import (
-    ExportedImage,
-    Tool,
-    apptainer_exec_argv,
-    enroot_start_argv,
-    find_tool,
-    read_exported,
-    run_foreground,
-)
-from envbuilder.errors import UsageError
+from envbuilder.engine.container import ContainerSpec
+from envbuilder.engine.hpc import read_exported, run_foreground
+from envbuilder.errors import ContainerRuntimeError, UsageError
 from envbuilder.host import HostReport, probe_host
 from envbuilder.run.coverage import RunHost
 from envbuilder.run.launch import (
@@ -40,19 +32,17 @@ from envbuilder.run.launch import (
     parse_volume,
     parse_workdir,
 )
-
-HpcRuntime = Literal["apptainer", "enroot"]
-RUNTIMES = ("docker", "apptainer", "enroot")  # `run --runtime`: docker is run/launch.py
-FORMAT_OF = {"apptainer": "sif", "enroot": "sqsh"}
-GPU_ACCESS = {"apptainer": "apptainer --nv", "enroot": "enroot (NVIDIA hook)"}
+from envbuilder.runtime import NONE, GpuGrant, Runtime, choose_access
+from envbuilder.runtime import get as get_runtime
+from envbuilder.runtime.base import access_label
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class HpcRunOptions:
     path: Path  # the exported SIF or squashfs file
-    runtime: HpcRuntime
+    runtime: str  # a registered runtime that runs exported files (apptainer, enroot)
     command: tuple[str, ...]
-    gpu_access: str = "auto"  # auto (the GPUs where there are any) | none
+    gpu_access: str = "auto"  # auto (the runtime's first mode this host offers) | a mode of it | none
     force: bool = False
     volumes: tuple[str, ...] = ()  # SRC:DST[:ro|rw]
     env: tuple[str, ...] = ()  # K=V
@@ -60,28 +50,18 @@ class HpcRunOptions:
     tool: str | None = None  # the runtime's binary (default: on PATH)
 
 
-def runtime_argv(opts: HpcRunOptions, exported: ExportedImage, tool: Tool, *, gpu: bool) -> list[str]:
-    """The runtime's command line for this run. Raises UsageError (bad -v/-e; -w with enroot,
-    whose `start` has no working-directory option)."""
+def job_spec(opts: HpcRunOptions, grant: GpuGrant) -> ContainerSpec:
+    """The container of this run: the file, the command, the access mode's grant, binds and
+    variables (the user's win over the grant's). Raises UsageError (bad -v/-e/-w)."""
     env = parse_env(opts.env)
-    binds = [(m.source, m.target, m.read_only) for m in (parse_volume(v) for v in opts.volumes)]
-    binary = tool.path or opts.runtime
-    if opts.runtime == "apptainer":
-        return apptainer_exec_argv(
-            str(exported.path),
-            opts.command,
-            nv=gpu,
-            binds=binds,
-            env=env,
-            workdir=parse_workdir(opts.workdir) if opts.workdir is not None else None,
-            apptainer=binary,
-        )
-    if opts.workdir:
-        raise UsageError(
-            "-w/--workdir does not apply to --runtime enroot (enroot start has no working-directory option)",
-            hint="cd in the command: -- sh -c 'cd DIR && exec python train.py'",
-        )
-    return enroot_start_argv(str(exported.path), opts.command, gpu=gpu, binds=binds, env=env, enroot=binary)
+    return ContainerSpec(
+        image=str(opts.path),
+        command=opts.command,
+        env={**grant.env, **env},
+        gpu_flags=grant.flags,
+        mounts=tuple(parse_volume(v) for v in opts.volumes),
+        workdir=parse_workdir(opts.workdir) if opts.workdir is not None else None,
+    )
 
 
 def run_exported(
@@ -94,9 +74,10 @@ def run_exported(
     launch: Callable[[Sequence[str]], int] = run_foreground,
 ) -> RunOutcome:
     """Check the exported file and its certificate, then run the job through the runtime in the
-    foreground; its exit code comes back. Raises UsageError (no command, a Docker-only access
-    mode, no or changed file, the other runtime's format), ContainerRuntimeError (no runtime
-    binary), CertificateRefusedError (not covered and not --force)."""
+    foreground; its exit code comes back. Raises UsageError (no command, an access mode that is
+    not the runtime's, no or changed file, the other runtime's format), NoGpuError (a mode this
+    host does not offer), ContainerRuntimeError (no runtime binary), CertificateRefusedError (not
+    covered and not --force)."""
     say = say or (lambda line: print(line, file=sys.stderr, flush=True))
     if not opts.command:
         raise UsageError(
@@ -104,30 +85,40 @@ def run_exported(
             "image's own CMD)",
             hint=f"write it after FILE: envbuilder run --runtime {opts.runtime} FILE python train.py",
         )
-    if opts.gpu_access not in ("auto", "none"):
+    report: HostReport | None = None
+
+    def probe_once() -> HostReport:
+        nonlocal report
+        report = report or (probe or probe_host)()
+        return report
+
+    rt: Runtime = get_runtime(opts.runtime, binary=opts.tool, probe=probe_once)
+    if opts.gpu_access not in (*rt.modes, "auto", NONE):
         raise UsageError(
-            f"--gpu-access {opts.gpu_access} is a Docker access mode; --runtime {opts.runtime} "
-            f"hands the GPUs in itself ({GPU_ACCESS[opts.runtime]})",
-            hint="use --gpu-access auto (the default) or none",
+            f"--gpu-access {opts.gpu_access} is not a {rt.name} access mode; --runtime {rt.name} "
+            f"hands the GPUs in its own way ({', '.join(rt.modes)})",
+            hint=f"use --gpu-access auto (the default), {', '.join(rt.modes)} or none",
         )
     exported = read_exported(opts.path)
-    wanted = FORMAT_OF[opts.runtime]
-    if exported.format != wanted:
+    if exported.format != rt.runs:
         raise UsageError(
-            f"{opts.path} is a {exported.format} file; --runtime {opts.runtime} runs {wanted} files",
-            hint=f"export one with envbuilder export IMAGE --{wanted} FILE",
+            f"{opts.path} is a {exported.format} file; --runtime {rt.name} runs {rt.runs} files",
+            hint=f"export one with envbuilder export IMAGE --{rt.runs} FILE",
         )
-    tool = find_tool(opts.runtime, path=opts.tool)
-    report = (probe or probe_host)()
-    gpu = opts.gpu_access != "none" and bool(report.gpus)
+    there = rt.available()
+    if not there.ok:
+        raise ContainerRuntimeError(there.reason, hint=there.hint)
+    choice = choose_access(rt, opts.gpu_access, rt.probe_modes() if opts.gpu_access != NONE else ())
+    host_report = probe_once()
+    grant = rt.grant(choice.mode) if choice.mode is not None else GpuGrant()
     host = RunHost(
-        driver=report.driver,
-        cuda_driver=report.cuda_driver or native_cuda_of(report.driver),
-        gpus=report.gpus,
-        access=GPU_ACCESS[opts.runtime] if gpu else "none",
+        driver=host_report.driver,
+        cuda_driver=host_report.cuda_driver or native_cuda_of(host_report.driver),
+        gpus=host_report.gpus,
+        access=access_label(rt, choice.name),
         requested=opts.gpu_access,
     )
-    argv = runtime_argv(opts, exported, tool, gpu=gpu)  # bad -v/-e refused before anything is logged
+    argv = rt.argv(job_spec(opts, grant))  # bad -v/-e/-w refused before anything is logged
     admitted = admit(
         exported.image,
         host,

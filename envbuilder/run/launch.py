@@ -21,13 +21,11 @@ from typing import Any
 from envbuilder.atomic import append_jsonl
 from envbuilder.certify.certificate import Certificate
 from envbuilder.certify.gpu_access import (
-    AccessChoice,
     drop_refused_memlock,
     prepare_target,
     training_container,
 )
-from envbuilder.runtime.gpu_selection import GpuSelection, parse_gpus, select_gpus
-from envbuilder.engine import AttachedRun, DaemonInfo, DockerEngine, Engine, ImageInfo, Mount, PortBinding
+from envbuilder.engine import AttachedRun, DaemonInfo, Engine, ImageInfo, Mount, PortBinding
 from envbuilder.engine.ownership import record_labels
 from envbuilder.errors import CertificateRefusedError, NoGpuError, UsageError
 from envbuilder.host import AccessMode, HostReport
@@ -46,6 +44,9 @@ from envbuilder.run.coverage import (
 from envbuilder.run.diagnosis import diagnose, format_diagnosis
 from envbuilder.run.joblog import read_job_output
 from envbuilder.run.monitor import Monitor, write_monitor_files
+from envbuilder.runtime import DEFAULT, AccessChoice, Runtime
+from envbuilder.runtime import get as get_runtime
+from envbuilder.runtime.gpu_selection import GpuSelection, parse_gpus, select_gpus
 
 RUN_LOG = "runs.jsonl"
 OUTPUT_LINES = 2000  # --monitor reads this much of the end of the job's output (where it died)
@@ -385,6 +386,7 @@ def run_image(
     *,
     find_certificate: FindCertificate,
     eng: Engine | None = None,
+    runtime: Runtime | None = None,
     probe: Callable[[], HostReport] | None = None,
     access_modes: Callable[[DaemonInfo], Sequence[AccessMode]] | None = None,
     say: Say | None = None,
@@ -407,8 +409,9 @@ def run_image(
     env, mounts, shm, ports, user, name = (
         parsed.env, parsed.mounts, parsed.shm, parsed.ports, parsed.user, parsed.name
     )  # fmt: skip
-    eng = eng or DockerEngine()
-    target = prepare_target(eng, opts.image, opts.gpu_access, probe=probe, access_modes=access_modes)
+    rt = runtime or get_runtime(DEFAULT, engine=eng)
+    eng = rt.engine()
+    target = prepare_target(rt, opts.image, opts.gpu_access, probe=probe, access_modes=access_modes)
     info, choice, report = target.image, target.choice, target.host
     selection = choose_gpus(opts, choice, report, host_root)
     host = run_host(report, choice, opts.gpu_access, native_cuda_of(report.driver))
@@ -424,7 +427,14 @@ def run_image(
     )  # fmt: skip
     spec = replace(
         training_container(
-            info, choice, opts.command, env=env, mounts=mounts, network=opts.network, gpus=selection
+            info,
+            choice,
+            opts.command,
+            runtime=rt,
+            env=env,
+            mounts=mounts,
+            network=opts.network,
+            gpus=selection,
         ),
         name=name or f"envbuilder-run-{run_id.lower()}",
         purpose="run",

@@ -13,7 +13,16 @@ from typing import Any
 
 from envbuilder.errors import UsageError
 from envbuilder.runtime.apptainer import ApptainerRuntime
-from envbuilder.runtime.base import AUTO, NONE, AccessChoice, Availability, GpuGrant, Runtime, access_choices
+from envbuilder.runtime.base import (
+    AUTO,
+    NONE,
+    AccessChoice,
+    Availability,
+    GpuGrant,
+    Runtime,
+    access_choices,
+    choose_access,
+)
 from envbuilder.runtime.docker import DockerRuntime
 from envbuilder.runtime.enroot import EnrootRuntime
 from envbuilder.runtime.podman import PodmanRuntime
@@ -61,6 +70,7 @@ __all__ = [
     "Availability",
     "GpuGrant",
     "Runtime",
+    "choose_access",
     "get",
     "gpu_access_choices",
     "modes_of",

@@ -84,7 +84,7 @@ class ApptainerRuntime:
         try:
             return Availability(ok=True, reason=self.tool().describe())
         except ContainerRuntimeError as exc:
-            return Availability(ok=False, reason=exc.message)
+            return Availability(ok=False, reason=exc.message, hint=exc.hint)
 
     def probe_modes(self) -> tuple[AccessMode, ...]:
         gpus = host_gpus(self._probe)

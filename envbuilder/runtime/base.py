@@ -38,6 +38,7 @@ class Availability:
 
     ok: bool
     reason: str
+    hint: str | None = None  # how to get it, when it is not there
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -170,3 +171,15 @@ def choose_access(runtime: Runtime, requested: str, modes: Sequence[AccessMode])
             hint="run `envbuilder doctor` to see which modes this host offers, or use --gpu-access auto",
         )
     return AccessChoice(name=mode.name, reason=f"asked for {requested}: {mode.detail}", mode=mode)
+
+
+def access_label(runtime: Runtime, mode: str) -> str:
+    """How run logs and certificates name the GPU access a container got: an image runtime's mode
+    (toolkit, cdi, ...); a file runtime's program with the mode's flags (`apptainer --nv`), else
+    with its mode (`enroot (hook)`); none for the CPU path."""
+    if mode == NONE or runtime.runs == "image":
+        return mode
+    flags = runtime.mode_flags(AccessMode(name=mode, available=True, detail=""))
+    if flags and all(f.startswith("--") and "=" not in f for f in flags):
+        return " ".join((runtime.name, *flags))
+    return f"{runtime.name} ({mode})"

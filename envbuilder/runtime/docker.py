@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import Any
 
 from envbuilder.engine.container import ContainerSpec, GpuRequest, Mount, docker_flags, docker_run_argv
-from envbuilder.engine.docker_engine import DockerEngine
 from envbuilder.engine.hpc import Exported
 from envbuilder.engine.interface import Engine
 from envbuilder.engine.model import BuildResult, DaemonInfo, ImageInfo, RunResult
@@ -51,7 +50,8 @@ def docker_grant(mode: AccessMode, selection: GpuSelection | None = None) -> Gpu
     the names nvidia-ctk and `envbuilder gpu cdi-spec` both write); devices: every /dev/nvidia*
     node (or the control nodes and the selected GPUs' /dev/nvidiaN only), the driver's library
     folder, read-only, on LD_LIBRARY_PATH, and the driver's programs (nvidia-smi, ...) read-only
-    at /usr/bin, as the Container Toolkit mounts them. A library folder that is a system folder (e.g.
+    at /usr/bin, as the Container Toolkit mounts them, with NVIDIA_VISIBLE_DEVICES and
+    NVIDIA_DRIVER_CAPABILITIES set as it would. A library folder that is a system folder (e.g.
     /usr/lib/x86_64-linux-gnu) is not mounted whole, which would shadow the image's libc: each
     driver library is mounted into CONTAINER_LIB_DIR instead. Raises NoGpuError (devices mode: a
     selected GPU without a device node)."""
@@ -67,8 +67,13 @@ def docker_grant(mode: AccessMode, selection: GpuSelection | None = None) -> Gpu
         Mount(source=host, target=f"{CONTAINER_BIN_DIR}/{name}", read_only=True)
         for name, host in mode.programs
     )
+    # As the Container Toolkit would set them (the image's CUDA reads them).
+    visible = {
+        "NVIDIA_VISIBLE_DEVICES": ",".join(selection.ids) if selection else "all",
+        "NVIDIA_DRIVER_CAPABILITIES": "compute,utility",
+    }
     if not mode.lib_dir:
-        return GpuGrant(devices=devices, mounts=programs)
+        return GpuGrant(devices=devices, mounts=programs, env=visible)
     if not _SYSTEM_LIB_RE.match(mode.lib_dir):
         mounts: tuple[Mount, ...] = (Mount(source=mode.lib_dir, target=mode.lib_dir, read_only=True),)
         lib_path = mode.lib_dir
@@ -78,7 +83,9 @@ def docker_grant(mode: AccessMode, selection: GpuSelection | None = None) -> Gpu
             for lib in mode.driver_libs
         )
         lib_path = CONTAINER_LIB_DIR
-    return GpuGrant(devices=devices, mounts=(*mounts, *programs), env={"LD_LIBRARY_PATH": lib_path})
+    return GpuGrant(
+        devices=devices, mounts=(*mounts, *programs), env={"LD_LIBRARY_PATH": lib_path, **visible}
+    )
 
 
 def grant_docker_flags(grant: GpuGrant) -> tuple[str, ...]:
@@ -107,7 +114,9 @@ class DockerRuntime:
 
     def engine(self) -> Engine:
         if self._engine is None:
-            self._engine = DockerEngine()
+            import envbuilder.engine  # its DockerEngine, looked up when first needed (tests replace it)
+
+            self._engine = envbuilder.engine.DockerEngine()
         return self._engine
 
     def available(self) -> Availability:

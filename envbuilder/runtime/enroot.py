@@ -87,7 +87,7 @@ class EnrootRuntime:
         try:
             return Availability(ok=True, reason=self.tool().describe())
         except ContainerRuntimeError as exc:
-            return Availability(ok=False, reason=exc.message)
+            return Availability(ok=False, reason=exc.message, hint=exc.hint)
 
     def probe_modes(self) -> tuple[AccessMode, ...]:
         gpus = host_gpus(self._probe)
@@ -136,6 +136,13 @@ class EnrootRuntime:
             env=spec.env,
             enroot=self._binary or "enroot",
         )
+
+    def slurm_argv(self, spec: ContainerSpec) -> list[str]:
+        """Under Slurm (fleet jobs): pyxis's `srun --container-image=...` on `spec.image` (pyxis's
+        syntax or a squashfs), the GPUs through the hook when the spec's grant set
+        NVIDIA_VISIBLE_DEVICES, else hidden. The job's own variables come from its script."""
+        gpu = spec.env.get("NVIDIA_VISIBLE_DEVICES") not in (None, "void")
+        return pyxis_srun_argv(spec.image, spec.command, mounts=binds_of(spec.mounts), gpu=gpu)
 
     def remove(self, ref: str) -> bool:
         return remove_file(ref)

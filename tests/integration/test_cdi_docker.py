@@ -138,10 +138,11 @@ def test_the_sdk_path_certify_uses_gets_the_cdi_devices(d26_env: CdiHost) -> Non
 def test_a_gpu_subset_is_handed_in_by_the_per_index_cdi_name(d26_env: CdiHost) -> None:
     """`run --gpus device=0` in cdi mode: the grant names nvidia.com/gpu=0 (not =all), a device the
     spec envbuilder writes (and nvidia-ctk's) defines, and the daemon hands its node in."""
-    from envbuilder.certify.gpu_access import AccessChoice, training_container
-    from envbuilder.runtime.gpu_selection import parse_gpus, select_gpus
+    from envbuilder.certify.gpu_access import training_container
     from envbuilder.engine import ImageInfo
     from envbuilder.host import AccessMode
+    from envbuilder.runtime import AccessChoice
+    from envbuilder.runtime.gpu_selection import parse_gpus, select_gpus
 
     gpu = GpuInfo(index=0, name="NVIDIA H200", uuid=UUID, cc="9.0", brand="nvidia")
     report = HostReport(source="nvml", driver=DRIVER, cuda_driver="13.0", gpus=(gpu,))

@@ -342,7 +342,7 @@ def test_cli_exit_codes(
     fake.images[BASE] = ImageInfo(id=BASE_ID, tags=(BASE,), repo_digests=())
     lock = resolved_lock(tmp_path)
     before = lock.read_bytes()
-    monkeypatch.setattr("envbuilder.cli.build_cmd.DockerEngine", lambda: fake)
+    monkeypatch.setattr("envbuilder.engine.DockerEngine", lambda: fake)
     result = CliRunner().invoke(cli, ["build", "--lock", str(lock), "--base-image", BASE])
     assert result.exit_code == code, result.output
     assert message in result.output
@@ -352,7 +352,7 @@ def test_cli_exit_codes(
 def test_cli_json_summary(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     fake = engine()
     lock = resolved_lock(tmp_path)
-    monkeypatch.setattr("envbuilder.cli.build_cmd.DockerEngine", lambda: fake)
+    monkeypatch.setattr("envbuilder.engine.DockerEngine", lambda: fake)
     result = CliRunner().invoke(cli, ["build", "--lock", str(lock), "--base-image", BASE, "--json"])
     assert result.exit_code == 0, result.output
     doc = json.loads(result.stdout)
@@ -468,7 +468,7 @@ def test_a_reproducible_build_records_its_epoch_and_its_lock_rebuilds_with_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     fake = engine()
-    monkeypatch.setattr("envbuilder.cli.build_cmd.DockerEngine", lambda: fake)
+    monkeypatch.setattr("envbuilder.engine.DockerEngine", lambda: fake)
     monkeypatch.setenv("SOURCE_DATE_EPOCH", "1700000000")
     lock = resolved_lock(tmp_path)
     args = ["build", "--lock", str(lock), "--base-image", BASE]
@@ -489,7 +489,7 @@ def test_a_bad_source_date_epoch_fails_before_anything_is_built(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     fake = engine()
-    monkeypatch.setattr("envbuilder.cli.build_cmd.DockerEngine", lambda: fake)
+    monkeypatch.setattr("envbuilder.engine.DockerEngine", lambda: fake)
     monkeypatch.setenv("SOURCE_DATE_EPOCH", "yesterday")
     lock = resolved_lock(tmp_path)
     before = lock.read_bytes()

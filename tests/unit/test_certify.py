@@ -15,7 +15,7 @@ from render_cases import TORCH_BUNDLED_CU130
 
 from envbuilder.certify.certificate import verify_certificate
 from envbuilder.certify.certify import certify_image
-from envbuilder.certify.gpu_access import choose_gpu_access, prepare_target, shm_bytes, training_container
+from envbuilder.certify.gpu_access import prepare_target, shm_bytes, training_container
 from envbuilder.certify.harness_plan import harness_command, load_thresholds
 from envbuilder.engine import ContainerSpec, GpuRequest, ImageInfo, Mount, RunResult, Ulimit, docker_run_argv
 from envbuilder.errors import CertificationFailedError, NoGpuError, UsageError
@@ -23,6 +23,10 @@ from envbuilder.harness import HARNESS_VERSION
 from envbuilder.harness.digest import tree_digest
 from envbuilder.host import AccessMode, CommandResult, GpuInfo, GpuProcess, HostReport, gpu_access_modes
 from envbuilder.resources import harness_dir
+from envbuilder.runtime import choose_access
+from envbuilder.runtime.docker import DockerRuntime
+
+DOCKER = DockerRuntime()  # its engine is never asked for in the tests that use it
 
 LDCONFIG = """\
 3 libs found in cache `/etc/ld.so.cache'
@@ -65,7 +69,7 @@ def devices_mode(tmp: Path) -> AccessMode:
 
 
 def mode(name: str, available: bool = True) -> AccessMode:
-    return AccessMode(name=name, available=available, detail=f"{name} detail")  # type: ignore[arg-type]
+    return AccessMode(name=name, available=available, detail=f"{name} detail")
 
 
 IMAGE = ImageInfo(
@@ -80,31 +84,6 @@ IMAGE = ImageInfo(
     },
     env=("PATH=/opt/venv/bin:/usr/bin", "LD_LIBRARY_PATH=/opt/own/lib"),
 )
-
-
-# ------------------------------------------------------------------ mode choice
-
-
-def test_auto_prefers_toolkit_then_cdi_then_devices() -> None:
-    three = [mode("toolkit"), mode("cdi"), mode("devices")]
-    assert choose_gpu_access("auto", three).name == "toolkit"
-    assert choose_gpu_access("auto", [mode("toolkit", False), *three[1:]]).name == "cdi"
-    assert choose_gpu_access("auto", [mode("toolkit", False), mode("cdi", False), three[2]]).name == "devices"
-
-
-def test_auto_without_any_mode_falls_back_to_the_cpu_path_and_says_why() -> None:
-    choice = choose_gpu_access("auto", [mode("toolkit", False), mode("cdi", False), mode("devices", False)])
-    assert choice.name == "none" and choice.mode is None
-    assert "toolkit: toolkit detail" in choice.reason and "devices: devices detail" in choice.reason
-
-
-def test_explicit_mode_that_is_not_offered_is_refused_with_exit_5() -> None:
-    with pytest.raises(NoGpuError, match=r"'cdi' is not available.*cdi detail") as err:
-        choose_gpu_access("cdi", [mode("toolkit"), mode("cdi", False)])
-    assert err.value.exit_code == 5
-    with pytest.raises(UsageError):
-        choose_gpu_access("gpus", [])
-    assert choose_gpu_access("none", [mode("toolkit")]).name == "none"
 
 
 def test_the_preamble_of_certify_and_run(tmp_path: Path) -> None:
@@ -122,17 +101,18 @@ def test_the_preamble_of_certify_and_run(tmp_path: Path) -> None:
         probed.append(1)
         return a100_host()
 
-    target = prepare_target(eng, "img:1", "auto", probe=probe, access_modes=modes)
+    rt = DockerRuntime(engine=eng)
+    target = prepare_target(rt, "img:1", "auto", probe=probe, access_modes=modes)
     assert (target.image, target.choice.name, target.host) == (IMAGE, "toolkit", a100_host())
     assert asked == [("nvidia", "runc")] and probed == [1]
-    assert prepare_target(eng, "img:1", "none", probe=probe, access_modes=modes).choice.name == "none"
+    assert prepare_target(rt, "img:1", "none", probe=probe, access_modes=modes).choice.name == "none"
     assert len(asked) == 1  # none: no mode was probed
     with pytest.raises(UsageError, match="image 'nope:1' not found locally") as err:
-        prepare_target(eng, "nope:1", "auto", probe=probe, access_modes=modes)
+        prepare_target(rt, "nope:1", "auto", probe=probe, access_modes=modes)
     assert err.value.hint == "build it, or `docker pull` it first" and err.value.exit_code == 2
     assert probed == [1, 1]
     with pytest.raises(NoGpuError):
-        prepare_target(eng, "img:1", "cdi", probe=probe, access_modes=modes)
+        prepare_target(rt, "img:1", "cdi", probe=probe, access_modes=modes)
 
 
 # ------------------------------------------------------------------ run arguments
@@ -140,7 +120,7 @@ def test_the_preamble_of_certify_and_run(tmp_path: Path) -> None:
 
 def run_for(choice_name: str, tmp: Path) -> ContainerSpec:
     modes = {"toolkit": mode("toolkit"), "cdi": mode("cdi"), "devices": devices_mode(tmp)}
-    choice = choose_gpu_access(choice_name, list(modes.values()) if choice_name != "none" else [])
+    choice = choose_access(DOCKER, choice_name, list(modes.values()) if choice_name != "none" else [])
     return training_container(
         IMAGE, choice, ("python3", "x.py"), env={"A": "1"}, mem_total=64 * 1024**3, host_env={}
     )
@@ -159,7 +139,7 @@ def test_host_collective_settings_reach_the_container(tmp_path: Path) -> None:
         "HOME": "/root",
         "CUDA_VISIBLE_DEVICES": "1",
     }
-    choice = choose_gpu_access("devices", [devices_mode(tmp_path)])
+    choice = choose_access(DOCKER, "devices", [devices_mode(tmp_path)])
     run = training_container(IMAGE, choice, ("python3",), env={"NCCL_SOCKET_IFNAME": "ib0"}, host_env=host)
     assert run.env["NCCL_NVLS_ENABLE"] == "0"
     assert run.env["NVSHMEM_DISABLE_NVLS"] == "1"

@@ -20,7 +20,6 @@ from fake_host import (
     smi_runner,
 )
 
-from envbuilder.certify.gpu_access import CONTAINER_LIB_DIR, mode_docker_args
 from envbuilder.host import (
     AccessMode,
     HostReport,
@@ -34,8 +33,16 @@ from envbuilder.host import (
     probe_proc,
     run_command,
 )
+from envbuilder.runtime.docker import CONTAINER_LIB_DIR, DockerRuntime
 
 NO_NVML = FakeNvml(init_error="NVML Shared Library Not Found")
+# devices mode sets these as the Container Toolkit would (doctor shows them with the mode's flags)
+NVIDIA_ENV = ("-e", "NVIDIA_DRIVER_CAPABILITIES=compute,utility", "-e", "NVIDIA_VISIBLE_DEVICES=all")
+
+
+def mode_docker_args(mode: AccessMode) -> list[str]:
+    """doctor --json's access_modes[].docker_args: the Docker runtime's flags of the mode."""
+    return list(DockerRuntime().mode_flags(mode))
 
 
 def _no_which(_name: str) -> str | None:
@@ -233,11 +240,12 @@ def test_devices_mode_finds_nodes_and_the_64bit_libcuda(tmp_path: Path) -> None:
     assert "libcuda.so.1" in devices.driver_libs and "libz.so.1" not in devices.driver_libs
     args = tuple(mode_docker_args(devices))
     assert args[:2] == ("--device", "/dev/nvidia0")
-    assert args[-4:] == (
+    assert args[-8:] == (
         "-v",
         "/usr/local/nvidia/lib64:/usr/local/nvidia/lib64:ro",
         "-e",
         "LD_LIBRARY_PATH=/usr/local/nvidia/lib64",
+        *NVIDIA_ENV,
     )
     assert not modes[0].available and "Docker is not reachable" in modes[0].detail
 
@@ -256,8 +264,8 @@ def test_devices_mode_mounts_the_hosts_nvidia_smi_at_usr_bin(tmp_path: Path) -> 
     assert devices.available and "nvidia-smi" in devices.detail
     assert devices.programs == (("nvidia-smi", "/usr/local/nvidia/bin/nvidia-smi"),)
     args = mode_docker_args(devices)
-    assert args[-4:-2] == ["-v", "/usr/local/nvidia/bin/nvidia-smi:/usr/bin/nvidia-smi:ro"]
-    assert args[-2:] == ["-e", "LD_LIBRARY_PATH=/usr/local/nvidia/lib64"]
+    assert args[-8:-6] == ["-v", "/usr/local/nvidia/bin/nvidia-smi:/usr/bin/nvidia-smi:ro"]
+    assert args[-6:] == ["-e", "LD_LIBRARY_PATH=/usr/local/nvidia/lib64", *NVIDIA_ENV]
     assert devices.to_dict()["programs"] == ["/usr/local/nvidia/bin/nvidia-smi"]
 
 
@@ -285,7 +293,7 @@ def test_system_lib_dir_is_never_mounted_whole(tmp_path: Path) -> None:
     args = tuple(mode_docker_args(devices))
     assert "/usr/lib/x86_64-linux-gnu:/usr/lib/x86_64-linux-gnu:ro" not in args
     assert f"/usr/lib/x86_64-linux-gnu/libcuda.so.1:{CONTAINER_LIB_DIR}/libcuda.so.1:ro" in args
-    assert args[-1] == f"LD_LIBRARY_PATH={CONTAINER_LIB_DIR}"
+    assert args[-5] == f"LD_LIBRARY_PATH={CONTAINER_LIB_DIR}"
 
 
 def test_toolkit_mode_from_runtime_or_cli(tmp_path: Path) -> None:

@@ -25,18 +25,16 @@ from envbuilder.engine.hpc import (
     Format,
     Tool,
     apptainer_build_argv,
-    apptainer_exec_argv,
     enroot_import_argv,
-    enroot_start_argv,
     export_image,
     find_tool,
-    pyxis_srun_argv,
     read_exported,
     sidecar_path,
 )
 from envbuilder.errors import CertificateRefusedError, ContainerRuntimeError, UsageError
 from envbuilder.host import GpuInfo, HostReport
 from envbuilder.run.hpc import HpcRunOptions, run_exported
+from envbuilder.runtime.enroot import pyxis_srun_argv
 
 IMAGE = ImageInfo(
     id=IMAGE_ID,
@@ -46,44 +44,6 @@ IMAGE = ImageInfo(
     env=("PATH=/usr/bin",),
     size=170_000_000,
 )
-
-
-def test_apptainer_exec_is_contained_and_takes_the_gpus_with_nv() -> None:
-    argv = apptainer_exec_argv(
-        "/shared/train.sif",
-        ["python", "train.py"],
-        nv=True,
-        binds=[("/data", "/data", True), ("/scratch/run", "/out", False)],
-        env={"EPOCHS": "3", "A": "1"},
-        workdir="/work",
-    )
-    assert argv == [
-        "apptainer", "exec", "--containall", "--nv",
-        "--bind", "/data:/data:ro", "--bind", "/scratch/run:/out",
-        "--env", "A=1", "--env", "EPOCHS=3",
-        "--pwd", "/work",
-        "/shared/train.sif", "python", "train.py",
-    ]  # fmt: skip
-    cpu = apptainer_exec_argv(
-        "docker://reg/x:1", ["true"], nv=False, apptainer="/opt/apptainer/bin/apptainer"
-    )
-    assert cpu == ["/opt/apptainer/bin/apptainer", "exec", "--containall", "docker://reg/x:1", "true"]
-
-
-def test_enroot_start_hands_the_gpus_in_through_its_nvidia_hook() -> None:
-    argv = enroot_start_argv(
-        "/shared/train.sqsh",
-        ["python", "train.py"],
-        gpu=True,
-        binds=[("/data", "/data", True)],
-        env={"X": "1"},
-    )
-    assert argv == [
-        "enroot", "start", "--mount", "/data:/data:none,bind,ro",
-        "--env", "NVIDIA_DRIVER_CAPABILITIES=compute,utility", "--env", "NVIDIA_VISIBLE_DEVICES=all",
-        "--env", "X=1", "/shared/train.sqsh", "python", "train.py",
-    ]  # fmt: skip
-    assert enroot_start_argv("t.sqsh", ["true"], gpu=False) == ["enroot", "start", "t.sqsh", "true"]
 
 
 def test_pyxis_srun_and_the_export_commands() -> None:
@@ -287,7 +247,7 @@ def test_the_wrong_format_or_a_docker_access_mode_is_refused(tmp_path: Path) -> 
     sif = exported_file(tmp_path, "sif")
     with pytest.raises(UsageError, match="is a sif file; --runtime enroot runs sqsh files"):
         go_hpc(tmp_path, cert(), runtime="enroot", path=sif)
-    with pytest.raises(UsageError, match="--gpu-access cdi is a Docker access mode"):
+    with pytest.raises(UsageError, match="--gpu-access cdi is not a apptainer access mode"):
         go_hpc(tmp_path, cert(), path=sif, gpu_access="cdi")
     with pytest.raises(ContainerRuntimeError, match="no apptainer here"):
         run_exported(

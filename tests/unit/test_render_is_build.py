@@ -47,7 +47,7 @@ def test_render_and_build_commands_write_the_same_dockerfile(
     monkeypatch.chdir(ROOT)
     rel = str(spec_file.relative_to(ROOT))
     fake = FakeEngine()
-    monkeypatch.setattr("envbuilder.cli.build_cmd.DockerEngine", lambda: fake)
+    monkeypatch.setattr("envbuilder.engine.DockerEngine", lambda: fake)
     lock = tmp_path / "x.lock.json"
     built = CliRunner().invoke(cli, ["build", rel, *HOST_ARGS, "--lock-out", str(lock), "--json"])
     assert built.exit_code == 0, built.output

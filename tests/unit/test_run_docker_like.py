@@ -14,12 +14,12 @@ from click.testing import CliRunner
 from fake_engine import FakeEngine
 
 from envbuilder.certify.certificate import Certificate
-from envbuilder.runtime.gpu_selection import parse_gpus
 from envbuilder.cli import cli
 from envbuilder.engine import ContainerSpec, ImageInfo, PortBinding
 from envbuilder.errors import CertificateRefusedError, NoGpuError, UsageError
 from envbuilder.host import AccessMode, GpuInfo, HostReport
 from envbuilder.run.launch import RunOptions, RunOutcome, parse_name, parse_publish, parse_user, run_image
+from envbuilder.runtime.gpu_selection import parse_gpus
 
 H100_UUID = "GPU-11111111-2222-3333-4444-555555555555"
 T4_UUID = "GPU-aaaaaaaa-bbbb-cccc-dddd-eeeeeeeeeeee"
@@ -325,7 +325,7 @@ def parsed(args: list[str], monkeypatch: pytest.MonkeyPatch) -> tuple[RunOptions
 
     monkeypatch.setattr(run_cmd, "run_image", fake_run_image)
     monkeypatch.setattr(run_cmd, "find_certificates", lambda *_a: None)
-    monkeypatch.setattr(run_cmd, "pull_if_missing", lambda _image: None)
+    monkeypatch.setattr(run_cmd, "pull_if_missing", lambda _image, _engine: None)
     res = CliRunner().invoke(cli, ["run", *args])
     assert res.exit_code == 0, res.output
     return seen[0], res
@@ -385,7 +385,7 @@ def test_cli_bad_gpus_and_unknown_options_exit_2(monkeypatch: pytest.MonkeyPatch
 
     pulled: list[str] = []
     monkeypatch.setattr(run_cmd, "find_certificates", lambda *_a: None)
-    monkeypatch.setattr(run_cmd, "pull_if_missing", pulled.append)
+    monkeypatch.setattr(run_cmd, "pull_if_missing", lambda image, _engine: pulled.append(image))
     res = CliRunner().invoke(cli, ["run", "--gpus", "device=x", "localhost:5000/team/train:1"])
     assert res.exit_code == 2, res.output
     assert "envbuilder: error: --gpus 'device=x': 'x' is neither a GPU index nor a GPU UUID" in res.output

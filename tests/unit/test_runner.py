@@ -289,12 +289,13 @@ def test_bad_options_are_usage_errors(tmp_path: Path) -> None:
 def test_cli_refusal_exit_code_and_message(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import envbuilder.certify.gpu_access as gpu_access
     import envbuilder.cli.run_cmd as run_cmd
-    import envbuilder.run.launch as runner
+    import envbuilder.engine
+    import envbuilder.runtime.docker
 
     monkeypatch.setenv("ENVBUILDER_DATA_DIR", str(tmp_path))
-    monkeypatch.setattr(runner, "DockerEngine", engine)
+    monkeypatch.setattr(envbuilder.engine, "DockerEngine", engine)
     monkeypatch.setattr(gpu_access, "probe_host", lambda: report(gpus=()))
-    monkeypatch.setattr(gpu_access, "gpu_access_modes", lambda **_kw: ())
+    monkeypatch.setattr(envbuilder.runtime.docker, "gpu_access_modes", lambda **_kw: ())
     monkeypatch.setattr(run_cmd, "find_certificates", lambda *_a: lambda _info: [])
     res = CliRunner().invoke(cli, ["run", "team/train:1", "--", "python", "-c", "print(1)"])
     assert res.exit_code == 12, res.output
@@ -305,10 +306,10 @@ def test_cli_refusal_exit_code_and_message(tmp_path: Path, monkeypatch: pytest.M
 def test_cli_passes_the_exit_code_through(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import envbuilder.certify.gpu_access as gpu_access
     import envbuilder.cli.run_cmd as run_cmd
-    import envbuilder.run.launch as runner
+    import envbuilder.engine
 
     monkeypatch.setenv("ENVBUILDER_DATA_DIR", str(tmp_path))
-    monkeypatch.setattr(runner, "DockerEngine", lambda: engine(exit_code=3))
+    monkeypatch.setattr(envbuilder.engine, "DockerEngine", lambda: engine(exit_code=3))
     monkeypatch.setattr(gpu_access, "probe_host", lambda: report(gpus=()))
     cpu_cert = cert("certified-cpu-only", gpus=(), cuda=None, min_driver=None)
     monkeypatch.setattr(run_cmd, "find_certificates", lambda *_a: lambda _info: [cpu_cert])
