@@ -21,6 +21,7 @@ from envbuilder.cli.options import (
     host_options,
     package_source_options,
     resolve_spec,
+    runtime_option,
     settings_from_options,
 )
 from envbuilder.cli.progress_view import build_progress
@@ -267,6 +268,7 @@ def _print_summary(d: dict[str, Any]) -> None:
     "Needs a builder that can rewrite file times (docs/reproducible.md). Default: as the --lock was built.",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the build summary as JSON.")
+@runtime_option("The container runtime that builds and stores the image (one with an image store).")
 def build(
     spec_path: Path | None,
     lock_path: Path | None,
@@ -280,6 +282,7 @@ def build(
     lock_out: Path | None,
     reproducible: bool | None,
     as_json: bool,
+    runtime: str,
 ) -> None:
     """Build images/NAME.yaml (or --lock FILE) into a tagged image and write its lock file.
 
@@ -290,7 +293,8 @@ def build(
     Exit codes: 0 built; 2 bad input; 4 no compatible stack; 7 Docker unreachable; 8 no BuildKit
     client (with --reproducible: no builder that can rewrite file times); 9 build failed
     (nothing tagged, lock untouched); 10 bad spec/lock; 13 push failed; 20 packages could not be
-    locked; 130 interrupted.
+    locked; 24 the runtime (--runtime podman: the podman program) is missing or failed; 130
+    interrupted.
     """
     options = replace(build_options, tags=tags, lock_out=lock_out)
     spec = load_spec(spec_path) if spec_path else None
@@ -323,7 +327,9 @@ def build(
     for warning in plan.warnings:
         click.echo(f"warning: {warning}", err=True)
     with build_progress() as progress:
-        outcome = run_build(plan, options, get_runtime().engine(), on_event=progress, on_message=progress.say)
+        outcome = run_build(
+            plan, options, get_runtime(runtime).engine(), on_event=progress, on_message=progress.say
+        )
     for warning in outcome.warnings[len(plan.warnings) :]:
         click.echo(f"warning: {warning}", err=True)
     summary = outcome_dict(outcome)

@@ -656,7 +656,7 @@ class PodmanRuntime:
         try:
             info = self.engine().daemon_info()
         except EnvbuilderError as exc:
-            return Availability(ok=False, reason=exc.message)
+            return Availability(ok=False, reason=exc.message, hint=exc.hint)
         return Availability(ok=True, reason=f"Podman {info.server_version} ({info.id})")
 
     def probe_modes(self) -> tuple[AccessMode, ...]:
