@@ -550,7 +550,7 @@ class PodmanEngine:
                 if proc.poll() is None:
                     with contextlib.suppress(OSError):
                         proc.kill()
-            state = self._started(name, "")
+            state = self._started(name, "(podman's reason is printed above)")
             tail = ""
             if output_lines > 0:
                 tail = self._podman("logs", "--tail", str(output_lines), name, check=False).stdout
