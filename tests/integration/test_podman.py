@@ -54,7 +54,7 @@ def certified(
 ) -> Iterator[tuple[str, dict[str, object], dict[str, object]]]:
     """(tag, build summary, certificate): the CPU image built by `envbuilder build --runtime
     podman` and certified by `envbuilder certify --runtime podman` (the full CPU path), into a
-    private data folder. Its tags are removed from Podman's store at the end."""
+    private data folder. The image is removed from Podman's store at the end."""
     work = tmp_path_factory.mktemp("podman-it")
     tag = f"envbuilder-it/podman:{run_id}"
     with pytest.MonkeyPatch.context() as mp:
@@ -73,10 +73,10 @@ def certified(
             )  # fmt: skip
             assert cert.returncode == 0, cert.stderr[-3000:]
             yield tag, json.loads(built.stdout), json.loads(cert.stdout)
-        finally:
-            listed = podman("images", "--format", "{{.Repository}}:{{.Tag}}").stdout.split()
-            for ref in [r for r in listed if run_id in r or r.endswith(f"/{tag}")]:
-                podman("rmi", "--force", ref)
+        finally:  # the image with every tag it got (build adds envbuilder/podman-it:<stack-id>)
+            found = podman("image", "inspect", "--format", "{{.Id}}", tag)
+            if found.returncode == 0:
+                podman("rmi", "--force", found.stdout.strip())
 
 
 def test_build_lands_in_podmans_store_and_the_certificate_binds_its_id(
@@ -160,3 +160,20 @@ def test_a_cdi_device_podman_cannot_resolve_is_no_gpu(podman_ready: None, run_id
     assert "unresolvable CDI devices envbuilder.test/none=all" in err.value.message
     assert err.value.exit_code == 5 and "cdi-spec" in (err.value.hint or "")
     assert podman("container", "exists", name).returncode == 1  # removed
+
+
+def test_an_image_keeps_its_id_between_docker_and_podman(podman_ready: None) -> None:
+    """scripts/podman.sh moved the base image with `docker save | podman load`: both stores give
+    it the same ID (the config digest), which is what certificates bind; envbuilder reads
+    Podman's (printed without sha256:) in Docker's form."""
+    docker = subprocess.run(
+        ["docker", "image", "inspect", "--format", "{{.Id}}", BASE_IMAGE],
+        capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    if docker.returncode != 0:
+        unavailable(f"{BASE_IMAGE} is not in Docker's store: {docker.stderr.strip()[:200]}")
+    raw = podman("image", "inspect", "--format", "{{.Id}}", BASE_IMAGE).stdout.strip()
+    assert not raw.startswith("sha256:")
+    info = PodmanEngine().inspect_image(BASE_IMAGE)
+    assert info is not None and info.id == docker.stdout.strip() == f"sha256:{raw}"
+    assert BASE_IMAGE in info.tags  # shown without Podman's localhost/
