@@ -1,5 +1,6 @@
 """`envbuilder export IMAGE --sif FILE | --sqsh FILE`: a Docker image as an Apptainer SIF or an
-enroot squashfs, for nodes without Docker (engine/hpc.py does the work)."""
+enroot squashfs, for nodes without Docker (the target runtime's `export`: runtime/apptainer.py,
+runtime/enroot.py)."""
 
 from __future__ import annotations
 

@@ -19,7 +19,7 @@ import click
 from packaging.specifiers import SpecifierSet
 
 from envbuilder.cli import cli
-from envbuilder.cli.options import gpu_access_option, resolve_spec
+from envbuilder.cli.options import gpu_access_option, resolve_spec, runtime_option
 from envbuilder.cli.progress_view import StepProgress
 from envbuilder.doctor.checks import DoctorInputs
 from envbuilder.errors import CertificationFailedError, LockError, NotGpuCertifiedError, RegistryError
@@ -47,6 +47,7 @@ class Fallbacks:
 
 @cli.command()
 @click.argument("spec_path", type=_FILE, metavar="SPEC")
+@runtime_option("The container runtime that builds and certifies (one with an image store).")
 @gpu_access_option
 @click.option(
     "--require-gpu",
@@ -82,6 +83,7 @@ class Fallbacks:
 def up(
     ctx: click.Context,
     spec_path: Path,
+    runtime: str,
     gpu_access: str,
     require_gpu: bool,
     base_image: str | None,
@@ -124,7 +126,8 @@ def up(
     matrix, resolution = resolve_spec(spec, None, (), (), cpu_only)
     first = resolution.stack
     assert first is not None  # resolve_spec raises otherwise
-    engine = get_runtime().engine()
+    rt = get_runtime(runtime)
+    engine = rt.engine()
     with progress.step("base"):
         engine.ping()
         fallbacks = _base(engine, first.base_image, base_image, progress)
@@ -151,7 +154,7 @@ def up(
         from envbuilder.certify.certify import certify_image
         from envbuilder.certify.store import CertStore, write_atomic
 
-        cert = certify_image(image, gpu_access=gpu_access, quick=quick, progress=progress.say, eng=engine)
+        cert = certify_image(image, gpu_access=gpu_access, quick=quick, progress=progress.say, runtime=rt)
         stored = CertStore().add(cert)
         cert_path = out / "certificate.json"
         write_atomic(cert_path, cert.to_json(indent=2) + "\n")

@@ -25,7 +25,6 @@ from envbuilder.host import (
     Runner,
     Which,
     collectives,
-    gpu_access_modes,
     probe_host,
     run_command,
 )
@@ -45,6 +44,7 @@ from envbuilder.host.frameworks import (
 from envbuilder.matrix.model import Matrix
 from envbuilder.platforms import platform_of_machine
 from envbuilder.runtime import get as get_runtime
+from envbuilder.runtime.docker import gpu_access_modes
 from envbuilder.versions import major_minor
 
 Verdict = Literal["ok", "warn", "fail", "no-gpu"]

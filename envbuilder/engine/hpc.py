@@ -1,6 +1,6 @@
-"""Exported images for the HPC container runtimes beside Docker (Apptainer, enroot): `export_image`
-turns a Docker image into their formats: a SIF (`apptainer build x.sif
-docker-archive://img.tar`) or a squashfs (`enroot import dockerd://IMAGE`).
+"""Exported images for the container runtimes that run files (runtime/apptainer.py: a SIF,
+runtime/enroot.py: a squashfs): `export_image` turns a Docker image into the file the runtime's
+own conversion writes, complete or not at all, with a sidecar.
 
 Each exported file gets a sidecar FILE.envbuilder.json with the Docker image it came from (ID,
 labels, environment) and the file's own sha256: `run --runtime apptainer|enroot FILE` reads it to
@@ -19,32 +19,17 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from envbuilder.atomic import check_output_path, write_text_atomic
-from envbuilder.engine.container import ContainerSpec, Mount
 from envbuilder.engine.interface import Engine
 from envbuilder.engine.model import ImageInfo
 from envbuilder.errors import ContainerRuntimeError, UsageError, log_tail
 
-Format = Literal["sif", "sqsh"]
+Format = str  # the exported file's format: a file runtime's `runs` (sif, sqsh, ...)
 SIDECAR_SUFFIX = ".envbuilder.json"
 SIDECAR_KIND = "envbuilder-export"
-# Apptainer inside a Docker container (where no apptainer is installed): building a SIF needs the
-# user namespaces and mounts that Docker's default seccomp and AppArmor profiles forbid.
-APPTAINER_CONTAINER_SECURITY = ("seccomp=unconfined", "apparmor=unconfined")
 EXPORT_TIMEOUT_S = 3600.0
-
-
-# --------------------------------------------------------------------------- the tools' command lines
-
-
-def apptainer_build_argv(out: str, archive: str, apptainer: str = "apptainer") -> list[str]:
-    return [apptainer, "build", out, f"docker-archive://{archive}"]
-
-
-def enroot_import_argv(out: str, image: str, enroot: str = "enroot") -> list[str]:
-    return [enroot, "import", "--output", out, f"dockerd://{image}"]
 
 
 # --------------------------------------------------------------------------- export
@@ -55,7 +40,7 @@ class Tool:
     """How a runtime's program is run: a binary on this host, or (Apptainer only) inside a Docker
     image that carries it."""
 
-    name: str  # apptainer | enroot
+    name: str  # the runtime's program: apptainer, enroot, ...
     path: str | None = None  # the binary
     image: str | None = None  # a Docker image with the binary in it
 
@@ -63,21 +48,18 @@ class Tool:
         return self.path or f"{self.name} in the Docker image {self.image}"
 
 
-def find_tool(name: str, *, path: str | None = None, image: str | None = None) -> Tool:
+def find_tool(
+    name: str, *, path: str | None = None, image: str | None = None, hint: str | None = None
+) -> Tool:
     """The runtime's program: `path`, else `image` (a Docker image that has it), else the one on
-    PATH. Raises ContainerRuntimeError when there is none."""
+    PATH. Raises ContainerRuntimeError (with `hint`: how to get it) when there is none."""
     if image:
         return Tool(name=name, image=image)
     found = path or shutil.which(name)
     if found and Path(found).is_file():
         return Tool(name=name, path=found)
-    hints = {
-        "apptainer": "install Apptainer (https://apptainer.org; Debian sid's apptainer package), or give "
-        "--apptainer-image IMAGE (a Docker image with apptainer in it)",
-        "enroot": "install enroot (https://github.com/NVIDIA/enroot/releases; there is no Debian package)",
-    }
     raise ContainerRuntimeError(
-        f"no {name} here" + (f" ({path} is not a file)" if path else " (not on PATH)"), hint=hints.get(name)
+        f"no {name} here" + (f" ({path} is not a file)" if path else " (not on PATH)"), hint=hint
     )
 
 
@@ -118,7 +100,9 @@ def file_sha256(path: Path) -> str:
 Run = Callable[[Sequence[str], float], "subprocess.CompletedProcess[str]"]
 
 
-def _run_tool(argv: Sequence[str], timeout: float) -> subprocess.CompletedProcess[str]:
+def run_tool(argv: Sequence[str], timeout: float) -> subprocess.CompletedProcess[str]:
+    """Run an export tool's command line to its end, its output captured. Raises
+    ContainerRuntimeError (timed out, cannot start)."""
     try:
         return subprocess.run(list(argv), capture_output=True, text=True, timeout=timeout, check=False)
     except subprocess.TimeoutExpired as exc:
@@ -127,21 +111,18 @@ def _run_tool(argv: Sequence[str], timeout: float) -> subprocess.CompletedProces
         raise ContainerRuntimeError(f"cannot run {argv[0]}: {exc}") from exc
 
 
+Convert = Callable[[ImageInfo, Path, Path], None]  # (the image, the file to write, a work folder)
+
+
 def export_image(
-    engine: Engine,
-    image: str,
-    out: Path,
-    fmt: Format,
-    tool: Tool,
-    *,
-    run: Run = _run_tool,
-    say: Callable[[str], None] = lambda _line: None,
+    engine: Engine, image: str, out: Path, fmt: Format, tool: Tool, convert: Convert
 ) -> Exported:
-    """Convert the local Docker image `image` into `out` (SIF or squashfs) and write its sidecar.
-    Built under a temporary name beside `out`, renamed only when complete: a failed or interrupted
-    export leaves no file and no sidecar. Raises UsageError (no such image), OutputError (a path
-    that is not a regular file, a missing folder), ContainerRuntimeError
-    (the tool failed; its last lines quoted), DockerUnavailableError."""
+    """Convert the local Docker image `image` into `out` (a runtime's file format `fmt`, written
+    by `convert`, the runtime's own step) and write its sidecar. Built under a temporary name
+    beside `out`, renamed only when complete: a failed or interrupted export leaves no file and no
+    sidecar. Raises UsageError (no such image), OutputError (a path that is not a regular file, a
+    missing folder), ContainerRuntimeError (the tool failed; its last lines quoted),
+    DockerUnavailableError."""
     info = engine.inspect_image(image)
     if info is None:
         raise UsageError(f"image {image!r} not found locally", hint="build it, or `docker pull` it first")
@@ -151,12 +132,7 @@ def export_image(
     started = time.monotonic()
     try:
         built = work / f"image.{fmt}"
-        if fmt == "sif":
-            _export_sif(engine, info, image, built, work, tool, run, say)
-        else:
-            say(f"export: enroot import dockerd://{image}")
-            res = run(enroot_import_argv(str(built), image, tool.path or "enroot"), EXPORT_TIMEOUT_S)
-            _check(res, tool)
+        convert(info, built, work)
         if not built.is_file():
             raise ContainerRuntimeError(f"{tool.describe()} reported success but wrote no {built.name}")
         digest = file_sha256(built)
@@ -177,44 +153,8 @@ def export_image(
     )
 
 
-def _export_sif(
-    engine: Engine,
-    info: ImageInfo,
-    image: str,
-    built: Path,
-    work: Path,
-    tool: Tool,
-    run: Run,
-    say: Callable[[str], None],
-) -> None:
-    archive = work / "image.tar"
-    say(f"export: docker save {image} ({info.size / 1e6:,.0f} MB)")
-    engine.save(info.id, archive)
-    if tool.image is None:
-        say(f"export: {tool.path} build {built.name} docker-archive://{archive.name}")
-        _check(
-            run(apptainer_build_argv(str(built), str(archive), tool.path or "apptainer"), EXPORT_TIMEOUT_S),
-            tool,
-        )
-        return
-    work.chmod(0o777)
-    spec = ContainerSpec(
-        image=tool.image,
-        command=tuple(apptainer_build_argv(f"/work/{built.name}", f"/work/{archive.name}")),
-        mounts=(Mount(source=str(work), target="/work"),),
-        security_opt=APPTAINER_CONTAINER_SECURITY,
-        network="none",
-    )
-    say(f"export: apptainer build in {tool.image} (--security-opt {' '.join(APPTAINER_CONTAINER_SECURITY)})")
-    res = engine.run(spec, timeout_s=EXPORT_TIMEOUT_S)
-    if res.exit_code != 0:
-        raise ContainerRuntimeError(
-            f"apptainer build in {tool.image} failed (exit {res.exit_code})",
-            log=log_tail([res.stderr or res.stdout]),
-        )
-
-
-def _check(res: subprocess.CompletedProcess[str], tool: Tool) -> None:
+def check_tool(res: subprocess.CompletedProcess[str], tool: Tool) -> None:
+    """Raises ContainerRuntimeError (with the tool's last lines) for a failed tool run."""
     if res.returncode != 0:
         raise ContainerRuntimeError(
             f"{tool.describe()} failed (exit {res.returncode})", log=log_tail([res.stderr or res.stdout])
@@ -275,7 +215,7 @@ def read_exported(path: Path, *, check_hash: bool = True) -> ExportedImage:
             f"{path} has no readable sidecar {side.name} ({exc}): which image it holds is unknown",
             hint="export it with envbuilder export IMAGE --sif/--sqsh FILE (which writes the sidecar)",
         ) from exc
-    if fmt not in ("sif", "sqsh") or doc.get("kind") != SIDECAR_KIND:
+    if not isinstance(fmt, str) or not fmt.isalnum() or doc.get("kind") != SIDECAR_KIND:
         raise UsageError(f"{side} is not an envbuilder export record")
     if check_hash and (now := file_sha256(path)) != recorded:
         raise UsageError(

@@ -91,7 +91,7 @@ def job_access(runtime: str, gpu_access: str, cls: NodeClass) -> str:
         return gpu_access
     if gpu_access != AUTO and gpu_access not in rt.modes:
         raise UsageError(
-            f"--gpu-access {gpu_access} is not a {rt.name} access mode",
+            f"--gpu-access {gpu_access} is not one of the {rt.name} runtime's modes",
             hint=f"with --runtime {rt.name} use auto, {', '.join(rt.modes)} or none",
         )
     return access_label(rt, rt.modes[0] if gpu_access == AUTO else gpu_access)
@@ -124,7 +124,9 @@ def docker_body(image: FleetImage, opts: JobOptions, job_dir: Path, *, access: s
         argv.append("--quick")
     if opts.budget_s is not None:
         argv += ["--budget-seconds", f"{opts.budget_s:g}"]
-    return [f"docker image inspect {ref} >/dev/null 2>&1 || docker pull {ref}", shlex.join(argv)]
+    # the image runtime's own program pulls (docker's `image inspect` and `pull`, as podman's CLI takes them)
+    tool = shlex.quote(opts.runtime)
+    return [f"{tool} image inspect {ref} >/dev/null 2>&1 || {tool} pull {ref}", shlex.join(argv)]
 
 
 def stage_harness(plan: HarnessPlan, folder: Path) -> Path:

@@ -14,7 +14,6 @@ if TYPE_CHECKING:
         ModeName,
         find_cdi_specs,
         find_libcuda,
-        gpu_access_modes,
     )
     from envbuilder.host.probe import (
         NVML_BRANDS,
@@ -36,9 +35,7 @@ if TYPE_CHECKING:
 
 # The names below are imported from their module on first use (PEP 562), so importing
 # envbuilder.host.model (as resolve does) does not load the probes (subprocess, NVML, logging).
-_IN_ACCESS = frozenset(
-    {"CDI_DIRS", "AccessMode", "ModeName", "find_cdi_specs", "find_libcuda"} | {"gpu_access_modes"}
-)
+_IN_ACCESS = frozenset({"CDI_DIRS", "AccessMode", "ModeName", "find_cdi_specs", "find_libcuda"})
 
 
 def __getattr__(name: str) -> Any:
@@ -64,7 +61,6 @@ __all__ = [
     "cuda_version_from_int",
     "find_cdi_specs",
     "find_libcuda",
-    "gpu_access_modes",
     "probe_host",
     "probe_nvidia_smi",
     "probe_nvml",

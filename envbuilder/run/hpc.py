@@ -95,8 +95,8 @@ def run_exported(
     rt: Runtime = get_runtime(opts.runtime, binary=opts.tool, probe=probe_once)
     if opts.gpu_access not in (*rt.modes, "auto", NONE):
         raise UsageError(
-            f"--gpu-access {opts.gpu_access} is not a {rt.name} access mode; --runtime {rt.name} "
-            f"hands the GPUs in its own way ({', '.join(rt.modes)})",
+            f"--gpu-access {opts.gpu_access} is not one of the {rt.name} runtime's modes; "
+            f"--runtime {rt.name} hands the GPUs in its own way ({', '.join(rt.modes)})",
             hint=f"use --gpu-access auto (the default), {', '.join(rt.modes)} or none",
         )
     exported = read_exported(opts.path)

@@ -14,11 +14,20 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from envbuilder.engine.container import ContainerSpec
-from envbuilder.engine.hpc import Exported, Tool, export_image, find_tool
+from envbuilder.engine.container import ContainerSpec, Mount
+from envbuilder.engine.hpc import (
+    EXPORT_TIMEOUT_S,
+    Exported,
+    Run,
+    Tool,
+    check_tool,
+    export_image,
+    find_tool,
+    run_tool,
+)
 from envbuilder.engine.interface import Engine
 from envbuilder.engine.model import BuildResult, ImageInfo, RunResult
-from envbuilder.errors import ContainerRuntimeError, UsageError
+from envbuilder.errors import ContainerRuntimeError, UsageError, log_tail
 from envbuilder.host.access import AccessMode
 from envbuilder.runtime.base import Availability, GpuGrant
 from envbuilder.runtime.files import (
@@ -34,6 +43,55 @@ from envbuilder.runtime.files import (
 from envbuilder.runtime.gpu_selection import GpuSelection
 
 FLAGS = {"nv": ("--nv",), "nvccli": ("--nv", "--nvccli")}
+# Apptainer inside a Docker container (where no apptainer is installed): building a SIF needs the
+# user namespaces and mounts that Docker's default seccomp and AppArmor profiles forbid.
+APPTAINER_CONTAINER_SECURITY = ("seccomp=unconfined", "apparmor=unconfined")
+HINT = (
+    "install Apptainer (https://apptainer.org; Debian sid's apptainer package), or give "
+    "--apptainer-image IMAGE (a Docker image with apptainer in it)"
+)
+
+
+def apptainer_build_argv(out: str, archive: str, apptainer: str = "apptainer") -> list[str]:
+    return [apptainer, "build", out, f"docker-archive://{archive}"]
+
+
+def export_sif(
+    engine: Engine,
+    image: str,
+    info: ImageInfo,
+    built: Path,
+    work: Path,
+    tool: Tool,
+    *,
+    run: Run = run_tool,
+    say: Callable[[str], None] = lambda _l: None,
+) -> None:
+    """`docker save` the image, then `apptainer build` the SIF from the archive: with the apptainer
+    binary, or inside `tool.image` (unconfined, no network). Raises ContainerRuntimeError."""
+    archive = work / "image.tar"
+    say(f"export: docker save {image} ({info.size / 1e6:,.0f} MB)")
+    engine.save(info.id, archive)
+    if tool.image is None:
+        say(f"export: {tool.path} build {built.name} docker-archive://{archive.name}")
+        argv = apptainer_build_argv(str(built), str(archive), tool.path or "apptainer")
+        check_tool(run(argv, EXPORT_TIMEOUT_S), tool)
+        return
+    work.chmod(0o777)
+    spec = ContainerSpec(
+        image=tool.image,
+        command=tuple(apptainer_build_argv(f"/work/{built.name}", f"/work/{archive.name}")),
+        mounts=(Mount(source=str(work), target="/work"),),
+        security_opt=APPTAINER_CONTAINER_SECURITY,
+        network="none",
+    )
+    say(f"export: apptainer build in {tool.image} (--security-opt {' '.join(APPTAINER_CONTAINER_SECURITY)})")
+    res = engine.run(spec, timeout_s=EXPORT_TIMEOUT_S)
+    if res.exit_code != 0:
+        raise ContainerRuntimeError(
+            f"apptainer build in {tool.image} failed (exit {res.exit_code})",
+            log=log_tail([res.stderr or res.stdout]),
+        )
 
 
 def apptainer_source(pull_ref: str, image_file: str | None = None) -> str:
@@ -78,7 +136,7 @@ class ApptainerRuntime:
 
     def tool(self) -> Tool:
         """Raises ContainerRuntimeError when there is no apptainer."""
-        return find_tool("apptainer", path=self._binary, image=self._image)
+        return find_tool("apptainer", path=self._binary, image=self._image, hint=HINT)
 
     def available(self) -> Availability:
         try:
@@ -140,6 +198,17 @@ class ApptainerRuntime:
         return remove_file(ref)
 
     def export(
-        self, image: str, out: Path, *, source: Engine, say: Callable[[str], None] = lambda _l: None
+        self,
+        image: str,
+        out: Path,
+        *,
+        source: Engine,
+        say: Callable[[str], None] = lambda _l: None,
+        run: Run = run_tool,
     ) -> Exported:
-        return export_image(source, image, out, "sif", self.tool(), say=say)
+        tool = self.tool()
+
+        def convert(info: ImageInfo, built: Path, work: Path) -> None:
+            export_sif(source, image, info, built, work, tool, run=run, say=say)
+
+        return export_image(source, image, out, self.runs, tool, convert)

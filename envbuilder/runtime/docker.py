@@ -6,14 +6,16 @@ modes, in `auto` order:
 - devices: the /dev/nvidia* nodes, the driver's libraries (read-only, on LD_LIBRARY_PATH) and its
   programs (nvidia-smi, ...), mounted as the Container Toolkit would, with no toolkit at all.
 
-Which of them this host offers is host/access.py's probe (the facts); what each hands a container
-is `grant` here.
+Which of them this host offers is `gpu_access_modes` here (from host/'s facts: the nvidia runtime,
+CDI specs, device nodes, the driver's libraries); what each hands a container is `grant`.
 """
 
 from __future__ import annotations
 
+import os
 import re
-from collections.abc import Callable
+import shutil
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -22,8 +24,9 @@ from envbuilder.engine.hpc import Exported
 from envbuilder.engine.interface import Engine
 from envbuilder.engine.model import BuildResult, DaemonInfo, ImageInfo, RunResult
 from envbuilder.errors import ContainerRuntimeError, EnvbuilderError
-from envbuilder.host.access import AccessMode, gpu_access_modes
-from envbuilder.host.driver_files import CONTAINER_BIN_DIR
+from envbuilder.host.access import CDI_DIRS, AccessMode, find_cdi_specs, find_libcuda
+from envbuilder.host.driver_files import CONTAINER_BIN_DIR, find_programs
+from envbuilder.host.probe import Runner, Which, run_command
 from envbuilder.runtime.base import Availability, GpuGrant
 from envbuilder.runtime.gpu_selection import GpuSelection
 
@@ -34,10 +37,73 @@ CDI_ALL_GPUS = f"{CDI_KIND}=all"
 CONTAINER_LIB_DIR = "/usr/local/nvidia/lib64"
 _GPU_NODE = re.compile(r"^/dev/nvidia[0-9]+$")
 _SYSTEM_LIB_RE = re.compile(r"^/(usr/)?lib(32|64)?(/[a-z0-9_]+-linux-gnu[a-z]*)?/?$")
+_DRIVER_LIB_RE = re.compile(r"^lib(cuda|nvidia-[a-z0-9-]+|cudadebugger|nvcuvid)\.so(\.[\d.]+)?$")
+
+
+def gpu_access_modes(
+    *,
+    docker_reachable: bool,
+    runtimes: Sequence[str] = (),
+    cdi_spec_dirs: Sequence[str] = (),
+    run: Runner = run_command,
+    which: Which = shutil.which,
+    env: Mapping[str, str] = os.environ,
+    root: Path = Path("/"),
+) -> tuple[AccessMode, ...]:
+    """All three modes in preference order (toolkit, cdi, devices), each saying whether this host
+    offers it. toolkit: the daemon has the nvidia runtime, or nvidia-container-cli is there and
+    Docker answers. cdi: a spec defines nvidia.com/gpu and the daemon reads CDI specs. devices:
+    /dev/nvidia[0-9]*, nvidiactl and nvidia-uvm exist and the loader finds libcuda.so.1 (needs
+    no Docker to detect). Never raises."""
+    cli = which("nvidia-container-cli")
+    if "nvidia" in runtimes:
+        toolkit = AccessMode(name="toolkit", available=True, detail="the daemon has the nvidia runtime")
+    elif cli and docker_reachable:
+        toolkit = AccessMode(name="toolkit", available=True, detail=f"{cli} with a reachable daemon")
+    else:
+        why = "no nvidia runtime registered" if docker_reachable else "Docker is not reachable"
+        cli_said = f"at {cli}" if cli else "not found"
+        toolkit = AccessMode(
+            name="toolkit", available=False, detail=f"{why}; nvidia-container-cli {cli_said}"
+        )
+    specs = find_cdi_specs([*CDI_DIRS, *cdi_spec_dirs], root)
+    cdi_ok = bool(specs) and bool(cdi_spec_dirs) and docker_reachable
+    cdi_why = ("spec " + ", ".join(specs) if specs else "no CDI spec for nvidia.com/gpu") + (
+        "" if cdi_spec_dirs else "; the daemon reads no CDI specs (CDISpecDirs empty or unknown)"
+    )
+    cdi = AccessMode(name="cdi", available=cdi_ok, detail=cdi_why, cdi_specs=specs)
+    dev = root / "dev"
+    numbered = sorted(
+        (p for p in dev.glob("nvidia[0-9]*") if p.name[6:].isdigit()), key=lambda p: int(p.name[6:])
+    )
+    extras = [dev / n for n in ("nvidiactl", "nvidia-uvm", "nvidia-uvm-tools", "nvidia-modeset")]
+    nodes = tuple(f"/dev/{p.name}" for p in [*numbered, *extras] if p.exists())
+    missing = [n for n in ("/dev/nvidiactl", "/dev/nvidia-uvm") if n not in nodes]
+    missing += [] if numbered else ["/dev/nvidia0"]
+    lib_dir = find_libcuda(run=run, which=which, env=env, root=root)
+    libs: tuple[str, ...] = ()
+    if lib_dir:
+        folder = root / lib_dir.lstrip("/")
+        libs = tuple(sorted(p.name for p in folder.glob("lib*.so*") if _DRIVER_LIB_RE.match(p.name)))
+    problems = [f"missing {', '.join(missing)}"] if missing else []
+    problems += [] if lib_dir else ["libcuda.so.1 not in the ldconfig cache or LD_LIBRARY_PATH"]
+    programs = find_programs(env=env, lib_dir=lib_dir, root=root)
+    found = f"{len(nodes)} device nodes, driver libraries in {lib_dir}"
+    found += f", {', '.join(n for n, _ in programs)}" if programs else ", no nvidia-smi binary"
+    devices = AccessMode(
+        name="devices",
+        available=not problems,
+        devices=nodes,
+        lib_dir=lib_dir,
+        driver_libs=libs,
+        programs=programs,
+        detail="; ".join(problems) or found,
+    )
+    return (toolkit, cdi, devices)
 
 
 def daemon_modes(daemon: DaemonInfo) -> tuple[AccessMode, ...]:
-    """The access modes this host offers with this daemon (host.gpu_access_modes)."""
+    """The access modes this host offers with this daemon (gpu_access_modes)."""
     return gpu_access_modes(
         docker_reachable=True, runtimes=daemon.runtimes, cdi_spec_dirs=daemon.cdi_spec_dirs
     )

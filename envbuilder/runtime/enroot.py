@@ -13,7 +13,16 @@ from pathlib import Path
 from typing import Any
 
 from envbuilder.engine.container import ContainerSpec
-from envbuilder.engine.hpc import Exported, Tool, export_image, find_tool
+from envbuilder.engine.hpc import (
+    EXPORT_TIMEOUT_S,
+    Exported,
+    Run,
+    Tool,
+    check_tool,
+    export_image,
+    find_tool,
+    run_tool,
+)
 from envbuilder.engine.interface import Engine
 from envbuilder.engine.model import BuildResult, ImageInfo, RunResult
 from envbuilder.errors import ContainerRuntimeError, UsageError
@@ -32,6 +41,11 @@ from envbuilder.runtime.files import (
 from envbuilder.runtime.gpu_selection import GpuSelection
 
 GPU_ENV = {"NVIDIA_VISIBLE_DEVICES": "all", "NVIDIA_DRIVER_CAPABILITIES": "compute,utility"}
+HINT = "install enroot (https://github.com/NVIDIA/enroot/releases; there is no Debian package)"
+
+
+def enroot_import_argv(out: str, image: str, enroot: str = "enroot") -> list[str]:
+    return [enroot, "import", "--output", out, f"dockerd://{image}"]
 
 
 def enroot_start_argv(
@@ -81,7 +95,7 @@ class EnrootRuntime:
 
     def tool(self) -> Tool:
         """Raises ContainerRuntimeError when there is no enroot."""
-        return find_tool("enroot", path=self._binary)
+        return find_tool("enroot", path=self._binary, hint=HINT)
 
     def available(self) -> Availability:
         try:
@@ -148,6 +162,21 @@ class EnrootRuntime:
         return remove_file(ref)
 
     def export(
-        self, image: str, out: Path, *, source: Engine, say: Callable[[str], None] = lambda _l: None
+        self,
+        image: str,
+        out: Path,
+        *,
+        source: Engine,
+        say: Callable[[str], None] = lambda _l: None,
+        run: Run = run_tool,
     ) -> Exported:
-        return export_image(source, image, out, "sqsh", self.tool(), say=say)
+        """`enroot import dockerd://IMAGE` (enroot reads the image from the Docker daemon)."""
+        tool = self.tool()
+
+        def convert(_info: ImageInfo, built: Path, _work: Path) -> None:
+            say(f"export: enroot import dockerd://{image}")
+            check_tool(
+                run(enroot_import_argv(str(built), image, tool.path or "enroot"), EXPORT_TIMEOUT_S), tool
+            )
+
+        return export_image(source, image, out, self.runs, tool, convert)

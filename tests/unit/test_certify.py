@@ -21,10 +21,10 @@ from envbuilder.engine import ContainerSpec, GpuRequest, ImageInfo, Mount, RunRe
 from envbuilder.errors import CertificationFailedError, NoGpuError, UsageError
 from envbuilder.harness import HARNESS_VERSION
 from envbuilder.harness.digest import tree_digest
-from envbuilder.host import AccessMode, CommandResult, GpuInfo, GpuProcess, HostReport, gpu_access_modes
+from envbuilder.host import AccessMode, CommandResult, GpuInfo, GpuProcess, HostReport
 from envbuilder.resources import harness_dir
 from envbuilder.runtime import choose_access
-from envbuilder.runtime.docker import DockerRuntime
+from envbuilder.runtime.docker import DockerRuntime, gpu_access_modes
 
 DOCKER = DockerRuntime()  # its engine is never asked for in the tests that use it
 

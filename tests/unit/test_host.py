@@ -26,14 +26,13 @@ from envbuilder.host import (
     Which,
     cuda_version_from_int,
     find_libcuda,
-    gpu_access_modes,
     probe_host,
     probe_nvidia_smi,
     probe_nvml,
     probe_proc,
     run_command,
 )
-from envbuilder.runtime.docker import CONTAINER_LIB_DIR, DockerRuntime
+from envbuilder.runtime.docker import CONTAINER_LIB_DIR, DockerRuntime, gpu_access_modes
 
 NO_NVML = FakeNvml(init_error="NVML Shared Library Not Found")
 # devices mode sets these as the Container Toolkit would (doctor shows them with the mode's flags)

@@ -20,21 +20,20 @@ from fake_engine import FakeEngine
 from envbuilder.certify.certificate import Certificate
 from envbuilder.cli import cli
 from envbuilder.engine import ImageInfo, RunResult
-from envbuilder.engine.hpc import (
-    APPTAINER_CONTAINER_SECURITY,
-    Format,
-    Tool,
-    apptainer_build_argv,
-    enroot_import_argv,
-    export_image,
-    find_tool,
-    read_exported,
-    sidecar_path,
-)
+from envbuilder.engine.hpc import Format, Tool, find_tool, read_exported, sidecar_path
 from envbuilder.errors import CertificateRefusedError, ContainerRuntimeError, UsageError
 from envbuilder.host import GpuInfo, HostReport
 from envbuilder.run.hpc import HpcRunOptions, run_exported
-from envbuilder.runtime.enroot import pyxis_srun_argv
+from envbuilder.runtime.apptainer import APPTAINER_CONTAINER_SECURITY, ApptainerRuntime, apptainer_build_argv
+from envbuilder.runtime.enroot import EnrootRuntime, enroot_import_argv, pyxis_srun_argv
+
+
+def export_image(eng: FakeEngine, image: str, out: Path, fmt: Format, tool: Tool, **kw: Any) -> Any:
+    """The file runtime of `fmt` exports `image` with `tool` (its binary, or apptainer's image)."""
+    if fmt == "sif":
+        return ApptainerRuntime(binary=tool.path, image=tool.image).export(image, out, source=eng, **kw)
+    return EnrootRuntime(binary=tool.path).export(image, out, source=eng, **kw)
+
 
 IMAGE = ImageInfo(
     id=IMAGE_ID,
@@ -68,7 +67,7 @@ def test_pyxis_srun_and_the_export_commands() -> None:
 
 def test_find_tool_says_how_to_get_the_runtime(tmp_path: Path) -> None:
     with pytest.raises(ContainerRuntimeError) as exc:
-        find_tool("enroot", path=str(tmp_path / "nope"))
+        EnrootRuntime(binary=str(tmp_path / "nope")).tool()
     assert "is not a file" in exc.value.message and "github.com/NVIDIA/enroot" in (exc.value.hint or "")
     assert exc.value.exit_code == 24
     assert find_tool("apptainer", image="envbuilder-test/apptainer:1.4.5").describe() == (
@@ -247,7 +246,7 @@ def test_the_wrong_format_or_a_docker_access_mode_is_refused(tmp_path: Path) -> 
     sif = exported_file(tmp_path, "sif")
     with pytest.raises(UsageError, match="is a sif file; --runtime enroot runs sqsh files"):
         go_hpc(tmp_path, cert(), runtime="enroot", path=sif)
-    with pytest.raises(UsageError, match="--gpu-access cdi is not a apptainer access mode"):
+    with pytest.raises(UsageError, match="--gpu-access cdi is not one of the apptainer runtime's modes"):
         go_hpc(tmp_path, cert(), path=sif, gpu_access="cdi")
     with pytest.raises(ContainerRuntimeError, match="no apptainer here"):
         run_exported(

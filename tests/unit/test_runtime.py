@@ -119,7 +119,9 @@ def test_apptainer_modes_are_nv_and_nvccli_on_a_contained_exec(tmp_path: Path) -
     from envbuilder.host import GpuInfo, HostReport
 
     gpu = GpuInfo(index=0, name="NVIDIA H200", uuid="GPU-0", cc="9.0", brand="nvidia")
-    app = get("apptainer", probe=lambda: HostReport(source="nvml", driver="580.1", cuda_driver="13.0", gpus=(gpu,)))
+    app = get(
+        "apptainer", probe=lambda: HostReport(source="nvml", driver="580.1", cuda_driver="13.0", gpus=(gpu,))
+    )
     nv, nvccli = app.probe_modes()
     assert (nv.name, nv.available, nvccli.name) == ("nv", True, "nvccli")
     assert choose_access(app, "auto", (nv, nvccli)).name == "nv"  # auto: nv first
@@ -198,3 +200,46 @@ def test_the_architecture_doc_names_every_runtime_and_mode_and_no_other() -> Non
     modes = {(row[0], row[1]) for row in _doc_rows("How to add a GPU access mode")}
     registered = {(name, m) for name, ms in modes_of().items() for m in ms}
     assert modes == registered, "docs/architecture.md's access mode table vs each runtime's modes"
+
+
+# ------------------------------------------------------------------ a runtime added by one line
+
+
+class _NerdRuntime(DockerRuntime):
+    """A second image runtime, registered by the test alone (as podman.py registers itself)."""
+
+    name = "nerd"
+    modes: tuple[str, ...] = ("cdi",)
+
+
+def test_one_registry_line_carries_a_new_image_runtime_into_fleet_jobs(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from envbuilder.engine import ImageInfo
+    from envbuilder.fleet.classes import NodeClass
+    from envbuilder.fleet.image import FleetImage
+    from envbuilder.fleet.jobs import JobOptions, docker_body, job_access
+
+    monkeypatch.setitem(RUNTIMES, "nerd", _NerdRuntime)
+    assert "nerd" in names() and "cdi" in gpu_access_choices()
+    image = FleetImage(
+        ref="reg:5000/team/train:1", info=ImageInfo(id="sha256:" + "a" * 64, tags=(), repo_digests=())
+    )
+    pull, certify = docker_body(image, JobOptions(runtime="nerd"), tmp_path, access="cdi", nonce="n1")
+    assert pull.startswith("nerd image inspect reg:5000/team/train:1") and "|| nerd pull " in pull
+    assert "certify --runtime nerd reg:5000/team/train:1 --gpu-access cdi" in certify
+    docker_pull, _ = docker_body(image, JobOptions(), tmp_path, access="auto", nonce="n1")
+    assert docker_pull.startswith("docker image inspect ")  # docker's script is as it was
+    gpu_class = NodeClass(name="h200", scheduler="slurm", nodes=("n1",), gpus_per_node=8)
+    assert job_access("nerd", "auto", gpu_class) == "auto"  # the node's certify chooses
+    assert job_access("apptainer", "auto", gpu_class) == "apptainer --nv"
+    with pytest.raises(UsageError, match="--gpu-access cdi is not one of the enroot runtime's modes"):
+        job_access("enroot", "cdi", gpu_class)
+
+
+def test_certify_with_a_file_runtime_is_one_line_exit_24() -> None:
+    from click.testing import CliRunner
+
+    res = CliRunner().invoke(cli, ["certify", "--runtime", "apptainer", "team/train:1"])
+    assert res.exit_code == 24, res.output
+    assert "the apptainer runtime runs exported sif files" in res.output and "Traceback" not in res.output
