@@ -44,7 +44,7 @@ from envbuilder.errors import (
     UsageError,
     log_tail,
 )
-from envbuilder.host.access import AccessMode, gpu_access_modes
+from envbuilder.host.access import AccessMode, find_cdi_specs
 from envbuilder.lifecycle import die_with_parent, kill_group, stop_signal
 from envbuilder.runtime.base import Availability, GpuGrant
 from envbuilder.runtime.docker import docker_grant, grant_docker_flags
@@ -635,6 +635,21 @@ def _refused(what: str, stderr: str) -> UsageError | NoGpuError:
     )
 
 
+def cdi_mode(podman: Availability, specs: Sequence[str]) -> AccessMode:
+    """Podman's cdi mode: offered when podman answers and a spec in CDI_SPEC_DIRS defines
+    nvidia.com/gpu (Podman reads them itself: no daemon setting to check)."""
+    found = (
+        "spec " + ", ".join(specs)
+        if specs
+        else f"no CDI spec for nvidia.com/gpu in {' or '.join(CDI_SPEC_DIRS)}"
+    )
+    if not podman.ok:
+        return AccessMode(
+            name="cdi", available=False, detail=f"{podman.reason}; {found}", cdi_specs=tuple(specs)
+        )
+    return AccessMode(name="cdi", available=bool(specs), detail=found, cdi_specs=tuple(specs))
+
+
 class PodmanRuntime:
     """Podman: images in Podman's own store (root's, or the user's when rootless); GPUs through
     CDI (`--device nvidia.com/gpu=all`, from the spec `envbuilder gpu cdi-spec` writes)."""
@@ -660,13 +675,8 @@ class PodmanRuntime:
         return Availability(ok=True, reason=f"Podman {info.server_version} ({info.id})")
 
     def probe_modes(self) -> tuple[AccessMode, ...]:
-        try:
-            dirs = self.engine().daemon_info().cdi_spec_dirs
-        except EnvbuilderError:
-            return tuple(m for m in gpu_access_modes(docker_reachable=False) if m.name in self.modes)
-        return tuple(
-            m for m in gpu_access_modes(docker_reachable=True, cdi_spec_dirs=dirs) if m.name in self.modes
-        )
+        """cdi: a spec defining nvidia.com/gpu in Podman's CDI folders, and a podman that answers."""
+        return (cdi_mode(self.available(), find_cdi_specs(CDI_SPEC_DIRS)),)
 
     def grant(self, mode: AccessMode, selection: GpuSelection | None = None) -> GpuGrant:
         """cdi: nvidia.com/gpu=all, or nvidia.com/gpu=INDEX for each selected GPU (the names

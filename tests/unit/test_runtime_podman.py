@@ -17,12 +17,14 @@ from envbuilder.engine.model import BuildSecret
 from envbuilder.errors import BuildFailedError, ContainerRuntimeError, NoGpuError, UsageError
 from envbuilder.host import GpuInfo
 from envbuilder.host.access import AccessMode
+from envbuilder.runtime.base import Availability
 from envbuilder.runtime.gpu_selection import GpuSelection
 from envbuilder.runtime.podman import (
     PODMAN_HINT,
     PodmanEngine,
     PodmanProgress,
     PodmanRuntime,
+    cdi_mode,
     find_podman,
     image_info,
     podman_build_argv,
@@ -248,3 +250,17 @@ def test_a_failed_build_says_the_step_and_keeps_the_log(tmp_path: Path) -> None:
         eng.build(tmp_path, tmp_path / "Dockerfile")
     assert err.value.message == "podman build failed (exit 1) at step [2/2] RUN false"
     assert "Error: building at STEP" in err.value.log
+
+
+def test_cdi_is_offered_with_a_spec_and_a_podman_that_answers() -> None:
+    up = Availability(ok=True, reason="Podman 4.3.1")
+    offered = cdi_mode(up, ("/etc/cdi/nvidia.yaml",))
+    assert (offered.name, offered.available, offered.detail) == ("cdi", True, "spec /etc/cdi/nvidia.yaml")
+    assert offered.cdi_specs == ("/etc/cdi/nvidia.yaml",)
+    no_spec = cdi_mode(up, ())
+    assert (
+        not no_spec.available
+        and no_spec.detail == "no CDI spec for nvidia.com/gpu in /etc/cdi or /var/run/cdi"
+    )
+    no_podman = cdi_mode(Availability(ok=False, reason="Podman is not installed"), ("/etc/cdi/nvidia.yaml",))
+    assert not no_podman.available and no_podman.detail.startswith("Podman is not installed; spec ")
