@@ -24,7 +24,12 @@ die() { printf 'podman: error: %s\n' "$*" >&2; exit 1; }
 pm() { CONTAINERS_CONF="$CONF" podman "$@"; }
 runs() { [ -f "$CONF" ] && timeout 60 env CONTAINERS_CONF="$CONF" podman run --rm --network none "$BASE_IMAGE" true >/dev/null 2>&1; }
 
-if command -v podman >/dev/null && podman image exists "$BASE_IMAGE" 2>/dev/null && runs; then
+# The base in Podman's store is Docker's (same ID: a `docker save | podman load` keeps the config digest).
+same_base() {
+  [ "sha256:$(podman image inspect --format '{{.Id}}' "$BASE_IMAGE" 2>/dev/null)" \
+    = "$(docker image inspect --format '{{.Id}}' "$BASE_IMAGE" 2>/dev/null || echo none)" ]
+}
+if command -v podman >/dev/null && same_base && runs; then
   say "$(podman --version), $BASE_IMAGE in its store, containers start (CONTAINERS_CONF=$CONF)"
   exit 0
 fi
@@ -83,7 +88,7 @@ EOF
 mv "$CONF.new" "$CONF"
 
 # 3. The base image in Podman's store (the tests build FROM it, offline).
-if ! podman image exists "$BASE_IMAGE" 2>/dev/null; then
+if ! same_base; then
   docker image inspect "$BASE_IMAGE" >/dev/null 2>&1 \
     || die "$BASE_IMAGE is not in Docker either (scripts/services.sh makes it; run it first)"
   say "loading $BASE_IMAGE into Podman's store (docker save | podman load)"
