@@ -45,7 +45,7 @@ from envbuilder.errors import (
     log_tail,
 )
 from envbuilder.host.access import AccessMode, find_cdi_specs
-from envbuilder.lifecycle import die_with_parent, kill_group, stop_signal
+from envbuilder.lifecycle import die_with_parent, kill_group, scratch_dir, stop_signal
 from envbuilder.runtime.base import Availability, GpuGrant
 from envbuilder.runtime.docker import docker_grant, grant_docker_flags
 from envbuilder.runtime.gpu_selection import GpuSelection
@@ -289,13 +289,11 @@ class PodmanEngine:
     ) -> BuildResult:
         """`podman build`, untagged. Raises ContainerRuntimeError, BuildFailedError, UsageError;
         Ctrl-C stops it (SIGINT to podman's process group) and is re-raised."""
-        import tempfile
-
         say = on_event or (lambda _e: None)
         progress = PodmanProgress.new()
         started = time.monotonic()
-        with tempfile.TemporaryDirectory(prefix="envbuilder-podman-build-") as tmp:
-            iidfile = Path(tmp) / "iid"
+        with scratch_dir("podman-build") as tmp:
+            iidfile = tmp / "iid"
             argv = podman_build_argv(
                 self.program, context, dockerfile, iidfile, secrets=secrets, build_args=build_args,
                 build_contexts=build_contexts, no_cache=no_cache, network=network,
@@ -378,10 +376,8 @@ class PodmanEngine:
     def push(self, ref: str) -> str:
         """`podman push` with Podman's credentials (auth.json, then the Docker config); the
         manifest digest. Raises RegistryError."""
-        import tempfile
-
-        with tempfile.TemporaryDirectory(prefix="envbuilder-podman-push-") as tmp:
-            digestfile = Path(tmp) / "digest"
+        with scratch_dir("podman-push") as tmp:
+            digestfile = tmp / "digest"
             proc = self._podman("push", "--digestfile", str(digestfile), ref, check=False)
             if proc.returncode != 0:
                 raise RegistryError(
