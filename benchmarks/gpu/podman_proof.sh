@@ -6,15 +6,26 @@
 # --device nvidia.com/gpu=all` with nvidia-smi, `envbuilder certify --runtime podman --gpu-access
 # cdi --quick`, and `envbuilder run --runtime podman --gpu-access cdi` (nvidia-smi, a bf16 matmul).
 #
-#   bash benchmarks/gpu/podman_proof.sh
+#   bash benchmarks/gpu/podman_proof.sh pack    # on the CPU machine (after scripts/podman.sh)
+#   bash benchmarks/gpu/podman_proof.sh         # on the GPU machine, with .device carried
 #
 # Needs, beside the checkout (carried, ignored by git): .device/podman.tar.xz (bin/podman, conmon,
-# runc, lib/ their libraries, seccomp.json; packed from the CPU machine's Debian packages) and
-# .device/whl/docker-*.whl. Writes to $OUT: podman-info.txt, cdi-spec.json, build.txt,
+# runc, lib/ their libraries, seccomp.json: `pack` makes it from this machine's Debian packages,
+# about 14 MB) and .device/whl/docker-*.whl. Writes to $OUT: podman-info.txt, cdi-spec.json, build.txt,
 # certify.txt, cert.json, run.txt, proof.log (the steps with their times).
 set -uo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$ROOT"
+if [ "${1:-}" = pack ]; then
+  work="$(mktemp -d)" && mkdir -p "$work/bin" "$work/lib" .device || exit 1
+  cp /usr/bin/podman /usr/bin/conmon "$(command -v runc)" "$work/bin/" || exit 1
+  cp /usr/share/containers/seccomp.json "$work/" || exit 1
+  for b in "$work"/bin/*; do ldd "$b" | awk '/=> \// {print $3}'; done | sort -u \
+    | grep -v -E '/(libc|libm)\.so|ld-linux' | xargs -r cp -L -t "$work/lib/"
+  tar -C "$work" -cJf .device/podman.tar.xz . && rm -rf "$work"
+  ls -la .device/podman.tar.xz
+  exit 0
+fi
 # shellcheck source=lib.sh
 source "$ROOT/benchmarks/gpu/lib.sh"
 eb_setup || exit 1
