@@ -52,13 +52,14 @@ unit: $(STAMP) ## Unit tests (offline; the harness's real torch/jax runs are lef
 test-harness: $(STAMP) ## Only the harness's real torch/jax training tests (minutes)
 	$(BIN)/pytest -q -m harness tests/unit
 
-services: ## Install and start what the docker tests need (docker.io, dockerd, base image, registry, chromium, Slurm, buildx, Apptainer image, arm64 base under QEMU); root
+services: ## Install and start what the docker tests need (docker.io, dockerd, base image, registry, chromium, Slurm, buildx, Apptainer image, arm64 base under QEMU, Podman); root
 	bash scripts/services.sh
 	bash scripts/install-chromium.sh
 	bash scripts/slurm.sh
 	bash scripts/buildx.sh
 	bash scripts/apptainer.sh
 	bash scripts/arm64-base.sh
+	bash scripts/podman.sh
 
 test: $(STAMP) services ## Everything the tests need, then all tests (unit + docker)
 	$(BIN)/pytest -q -m 'not gpu' tests

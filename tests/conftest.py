@@ -82,7 +82,9 @@ def _uv_offline_in_unit_tests(request: pytest.FixtureRequest, monkeypatch: pytes
     """Unit tests are offline: uv (the default Python's wheel check, image/python_pick.py) reads
     no index unless a test gives it find-links; tests marked docker/network/wheel/gpu keep uv's
     network."""
-    if not any(request.node.get_closest_marker(m) for m in ("docker", "network", "wheel", "gpu", "harness")):
+    if not any(
+        request.node.get_closest_marker(m) for m in ("docker", "podman", "network", "wheel", "gpu", "harness")
+    ):
         monkeypatch.setenv("UV_OFFLINE", "1")
 
 
@@ -106,13 +108,13 @@ def _is_docker_argv(args: object) -> bool:
         first = os.fsdecode(args[0])
     else:
         return False
-    return Path(first).name in {"docker", "dockerd", "docker-registry", "buildctl"}
+    return Path(first).name in {"docker", "dockerd", "docker-registry", "buildctl", "podman"}
 
 
 @pytest.fixture(autouse=True)
 def _no_docker_in_unit_tests(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Fail a unit test that touches Docker; docker/gpu-marked tests are left alone."""
-    if request.node.get_closest_marker("docker") or request.node.get_closest_marker("gpu"):
+    """Fail a unit test that touches Docker (or Podman); docker/podman/gpu-marked tests are left alone."""
+    if any(request.node.get_closest_marker(m) for m in ("docker", "podman", "gpu")):
         return
     import subprocess
 

@@ -25,6 +25,7 @@ from envbuilder.runtime.base import (
 )
 from envbuilder.runtime.docker import DockerRuntime
 from envbuilder.runtime.enroot import EnrootRuntime
+from envbuilder.runtime.podman import PodmanRuntime
 
 # name -> the runtime's class (its keyword options: docker engine=, apptainer/enroot binary=, ...).
 # One line per runtime; the first is the default.
@@ -32,6 +33,7 @@ RUNTIMES: dict[str, Callable[..., Runtime]] = {
     "docker": DockerRuntime,
     "apptainer": ApptainerRuntime,
     "enroot": EnrootRuntime,
+    "podman": PodmanRuntime,
 }
 DEFAULT = "docker"
 
