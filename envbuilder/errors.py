@@ -171,7 +171,8 @@ class SchedulerError(EnvbuilderError):
 
 
 class ContainerRuntimeError(EnvbuilderError):
-    """An HPC container runtime (Apptainer, enroot) is missing or failed (export, run)."""
+    """A container runtime other than the Docker daemon (Podman, Apptainer, enroot) is missing or
+    failed (build, certify, run, export)."""
 
     exit_code = 24
 
