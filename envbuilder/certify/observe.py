@@ -86,9 +86,9 @@ def _busy(baseline: HostReport, sample: HostReport) -> set[str]:
 
 
 class GpuWatch:
-    """`start` takes the baseline; `tick` samples (at once the first time, then at most every
-    `interval_s`: certify calls it on each line the harness prints, so samples fall while steps
-    run); `stop` says what was seen. A probe that breaks is noted in the detail, never raised."""
+    """`start` takes the baseline; `tick` samples (on every line until work is seen, then at most
+    every `interval_s`: certify calls it on each line the harness prints, so samples fall while
+    steps run); `stop` says what was seen. A probe that breaks is noted in the detail, never raised."""
 
     def __init__(
         self,
@@ -114,7 +114,12 @@ class GpuWatch:
         self._baseline = self._read()
 
     def tick(self) -> None:
-        if self._baseline is None or (self._samples and self._clock() - self._last < self._interval):
+        # Until the GPUs have shown work, every line is sampled: `certify --quick` uses the GPU
+        # for about a second between two lines, which a 2 s throttle skipped (no sample saw it,
+        # and an honest quick certification on the H200 was refused, 2026-12-05). Once work was
+        # seen, samples are throttled again (a line per batch would probe NVML for nothing).
+        throttled = self._busy and self._clock() - self._last < self._interval
+        if self._baseline is None or throttled:
             return
         self._last = self._clock()
         report = self._read()

@@ -131,3 +131,20 @@ def test_certify_refuses_the_stub_and_a_gpu_run_the_host_saw_idle() -> None:
     idle, _ = certify(engine(), observe=a100_host)  # NVML lists no process, no memory: idle GPU
     assert idle.verdict == "failed" and "saw none on the container's GPUs" in idle.data["verdict_reason"]
     assert json.dumps(idle.data["run"]["host_observation"])  # recorded in the certificate
+
+
+def test_the_watch_samples_every_line_until_it_has_seen_work() -> None:
+    """`certify --quick` on the H200 (2026-12-05): the GPU was used for about a second between
+    two harness lines; with a 2 s throttle from the first sample on, no sample fell on it and an
+    honest certification was refused. Until work is seen every line samples; after, the throttle."""
+    now = [0.0]
+    reports = [_gpu_report(), _gpu_report(), _gpu_report(used=100 + 256), _gpu_report(used=100 + 256)]
+    watch = GpuWatch(lambda: reports.pop(0), interval_s=2.0, clock=lambda: now[0])
+    watch.start()
+    watch.tick()  # t=0: idle
+    now[0] = 0.5
+    watch.tick()  # t=0.5, within the interval: sampled all the same, the GPU is busy now
+    assert watch.stop().saw_gpu_work and watch.stop().samples == 2
+    now[0] = 1.0
+    watch.tick()  # work seen: throttled again
+    assert watch.stop().samples == 2 and len(reports) == 1
