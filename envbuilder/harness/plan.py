@@ -19,7 +19,7 @@ from .result import Outcome
 from .session import Budget, Options, Session
 from .steps.estimates import ESTIMATE
 from .steps.gate import gate_baseline_step
-from .steps.inventory import kernel_inventory_step, start_scan
+from .steps.inventory import kernel_inventory_step
 from .steps.smoke import cpu_check_step, cuda_smoke_step, framework_smokes
 from .steps.xla import XlaFramework
 from .telemetry import Sampler, load_nvml
@@ -92,13 +92,12 @@ class Certification:
             from . import readahead
 
             readahead.start(self.rec, self.opts.framework)
-        scan = start_scan()  # the kernel inventory's reading, beside the host step
         lane = self._early_lane()
         try:
             self._host_step()
             if lane is not None:
                 lane.release()  # the host step has listed the GPU's processes: the children may go
-            self._run(lane, scan)
+            self._run(lane)
         finally:
             if lane is not None:
                 lane.close()
@@ -117,8 +116,8 @@ class Certification:
             TUNED_RUNS, batch=TUNED_BATCH, amp="auto", seed=o.seed, data=GPU_DATA, hold=True, served=SERVED
         )
 
-    def _run(self, lane: Any, scan: Any) -> None:
-        kernel_inventory_step(self.rec, self.host, scan)  # what the libraries carry, before any GPU use
+    def _run(self, lane: Any) -> None:
+        kernel_inventory_step(self.rec, self.host)  # what the libraries carry, before any GPU use
         self._path_notes()
         # The sampler keeps its own time under half the overhead limit the certification gates.
         max_duty = float(self.thresholds["telemetry_overhead_max"]) / 2
@@ -362,18 +361,13 @@ class TorchGpuPlan:
             self.tuned_compiled("resnet18")
         else:
             # While the children compile: the ungated GPU work, and the CPU-only work the GPU
-            # would otherwise wait for (cpu_check, the input pipeline's images: encoded in a
-            # thread beside the ungated runs, done before the telemetry A/B measures anything).
-            import threading
-
-            prep = threading.Thread(target=self.prepare_pipeline, name="pipeline-images", daemon=True)
-            prep.start()
+            # would otherwise wait for (cpu_check, the input pipeline's images).
             self.accuracy_runs(autotune=False)
             self.warm_autotuner("resnet50")
             cpu_check_step(s)
-            prep.join()
             self.overhead()
             self.tuned_compiled("resnet18")  # its child is done first; a warn-only gate
+            self.prepare_pipeline()
             self.lane.wait("resnet50", max(5.0, s.remaining()))  # nothing shares the GPU from here
             self.tuned_eager()
             self.tuned_compiled("resnet50")

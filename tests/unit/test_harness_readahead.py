@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import io
 import os
-import threading
 from pathlib import Path
 from typing import Any
 
@@ -72,82 +71,4 @@ def test_the_thread_records_the_fact(tmp_path: Path, monkeypatch: pytest.MonkeyP
     rec = Recorder(out=io.StringIO())
     readahead.start(rec, "jax").join(10)
     assert asked == [["jaxlib", "jax_cuda13_plugin", "jax_cuda12_plugin", "jax_plugins", "nvidia"]]
-    assert [n for n, _ in readahead.packages("torch")] == ["torch", "nvidia"]
     assert rec.facts["library_readahead"]["files"] == 2
-
-
-def test_the_inventory_read_early_is_judged_in_its_step(monkeypatch: pytest.MonkeyPatch) -> None:
-    """start_scan reads the libraries in a thread (beside the host step); the kernel_inventory step
-    judges what it read, and one that raised is read again inside the step, failing there."""
-    from envbuilder.harness.steps import inventory as step
-
-    calls: list[str] = []
-    started = threading.Event()
-
-    def scan(roots: Any) -> dict[str, Any]:
-        calls.append(threading.current_thread().name)
-        started.set()
-        return {"libraries": [], "libraries_scanned": 3, "seconds": 0.0, "truncated": False, "errors": []}
-
-    monkeypatch.setattr(inventory, "scan", scan)
-    result = step.start_scan()
-    assert started.wait(5)  # begun before anyone asked for it
-    rec = Recorder(out=io.StringIO())
-    step.kernel_inventory_step(rec, {"gpus": []}, result)
-    assert calls == ["kernel-inventory"] and rec.steps[0].status == "pass"
-    assert rec.steps[0].metrics["libraries_scanned"] == 3
-
-    def broken(roots: Any) -> dict[str, Any]:
-        calls.append(threading.current_thread().name)
-        raise OSError("disk gone")
-
-    monkeypatch.setattr(inventory, "scan", broken)
-    rec = Recorder(out=io.StringIO())
-    step.kernel_inventory_step(rec, {"gpus": []}, step.start_scan())
-    assert calls[-2:] == ["kernel-inventory", "MainThread"]
-    assert rec.steps[0].status == "fail" and "disk gone" in rec.steps[0].reason
-
-
-def test_the_pipeline_images_are_encoded_beside_the_ungated_runs(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The default torch order encodes the input pipeline's JPEGs in a thread while the accuracy
-    runs train (1.8 s the GPU waited for on the H200), and has them done before the telemetry A/B."""
-    pytest.importorskip("torch")
-    import time
-
-    from envbuilder.harness import plan
-    from envbuilder.harness.session import Budget, Options, Session
-    from envbuilder.harness.steps import training
-    from envbuilder.harness.thresholds import select_thresholds
-
-    events: list[str] = []
-
-    def mark(name: str, seconds: float = 0.0) -> Any:
-        def go(*_a: Any, **_k: Any) -> None:
-            events.append(f"{name}-start")
-            time.sleep(seconds)
-            events.append(f"{name}-end")
-
-        return go
-
-    monkeypatch.setattr(training, "dataset_step", lambda *a: object())
-    monkeypatch.setattr(plan, "cpu_check_step", mark("cpu_check"))
-    for name, secs in (("accuracy_runs", 0.3), ("prepare_pipeline", 0.1), ("overhead", 0.0)):
-        monkeypatch.setattr(plan.TorchGpuPlan, name, mark(name, secs))
-    for name in ("warm_autotuner", "tuned_compiled", "tuned_eager", "ramp_overhead_pipeline"):
-        monkeypatch.setattr(plan.TorchGpuPlan, name, lambda *a, **k: None)
-
-    class Lane:
-        def wait(self, *_a: Any) -> dict[str, Any]:
-            return {}
-
-    s = Session(
-        opts=Options(),
-        rec=Recorder(out=io.StringIO()),
-        budget=Budget(1000.0, time.monotonic()),
-        thresholds=select_thresholds(None, "NVIDIA H200"),
-        device="cuda",
-        sampler=None,
-    )
-    plan.TorchGpuPlan(s, Lane()).run()
-    assert events.index("prepare_pipeline-start") < events.index("accuracy_runs-end")
-    assert events.index("prepare_pipeline-end") < events.index("overhead-start")

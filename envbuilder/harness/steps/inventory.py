@@ -7,49 +7,15 @@ driver can JIT a PTX-only path is judged by `envbuilder certify`, which has the 
 
 from __future__ import annotations
 
-import contextlib
-import threading
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from .. import inventory
 from ..record import Recorder, StepFailed
 
-if TYPE_CHECKING:
-    from typing import TypeAlias  # novermin (type checkers only)
 
-Scan: TypeAlias = "Callable[[], dict[str, Any]]"
-
-
-def scan_now() -> dict[str, Any]:
-    return inventory.scan(inventory.package_dirs() + inventory.system_dirs())
-
-
-def start_scan() -> Scan:
-    """The inventory's reading (of the libraries: seconds, most of it disk on a machine that just
-    started) begun in a thread now, beside the host step; the returned call waits for it. The
-    step then judges it where it always did, before any GPU use. A scan that raised is redone
-    inside the step, so its failure is recorded there as before."""
-    box: dict[str, Any] = {}
-
-    def work() -> None:
-        with contextlib.suppress(Exception):  # the step scans again and records what goes wrong
-            box["inv"] = scan_now()
-
-    t = threading.Thread(target=work, name="kernel-inventory", daemon=True)
-    t.start()
-
-    def result() -> dict[str, Any]:
-        t.join()
-        return box["inv"] if "inv" in box else scan_now()
-
-    return result
-
-
-def kernel_inventory_step(rec: Recorder, host: dict[str, Any], scan: Scan = scan_now) -> None:
-    """`scan`: the inventory (start_scan's, begun earlier; by default read now)."""
+def kernel_inventory_step(rec: Recorder, host: dict[str, Any]) -> None:
     with rec.step("kernel_inventory") as st:
-        inv = scan()
+        inv = inventory.scan(inventory.package_dirs() + inventory.system_dirs())
         st.metrics.update(inv)
         if inv["truncated"]:
             st.warnings.append(f"stopped after {inv['seconds']} s: the inventory is incomplete")
