@@ -10,7 +10,7 @@ import importlib.util
 import math
 import os
 import time
-from typing import Any, cast
+from typing import Any
 
 from .frameworks import FRAMEWORKS
 from .hostinfo import gpu_devices_present, host_record
@@ -88,10 +88,6 @@ class Certification:
 
     # ---- the run ---------------------------------------------------------------------------
     def run(self) -> None:
-        if self.gpu_path:  # first: the disk reads then overlap the host step and the imports
-            from . import readahead
-
-            readahead.start(self.rec, self.opts.framework)
         lane = self._early_lane()
         try:
             self._host_step()
@@ -547,15 +543,7 @@ def _xla_cpu_runs(s: Session, fw: XlaFramework, dev: Any) -> None:
 
 def _xla_gpu_runs(s: Session, fw: XlaFramework, dev: Any) -> None:
     from .steps.training import bs64_step, train_step
-    from .steps.xla import (
-        CompileLane,
-        Precompiles,
-        batch_ramp_step,
-        dataset_step,
-        input_pipeline_step,
-        overhead_config,
-        telemetry_overhead_step,
-    )
+    from .steps.xla import batch_ramp_step, dataset_step, input_pipeline_step, telemetry_overhead_step
 
     run = fw.train_run(dev)
     steps = s.opts.steps or 200
@@ -566,47 +554,25 @@ def _xla_gpu_runs(s: Session, fw: XlaFramework, dev: Any) -> None:
     def rn(arch: str = "resnet18", **kw: Any) -> RunConfig:
         return RunConfig(name="", arch=arch, device="gpu", seed=s.opts.seed, **kw)
 
-    accuracy = {
-        "train_rn18_fp32_bs32": rn(batch=32, steps=steps),
-        f"train_rn18_{amp}_bs32": rn(batch=32, steps=steps, amp=amp),
-        f"train_rn18_{amp}_bs64": rn(batch=64, steps=steps, amp=amp),
-    }
-    # The ungated runs' programs (the accuracy runs', the telemetry A/B's) compile in threads
-    # while the runs before them train (the adapters that can: JAX); the gated tuned runs compile
-    # in their own first step, with nothing else on the GPU.
-    lane = None
-    if hasattr(fw, "precompile") and data is not None:
-        lane = CompileLane(cast(Precompiles, fw), dev, data)
-        for key, cfg in accuracy.items():
-            lane.add(key, cfg)
-        lane.add("telemetry_overhead", overhead_config(s, fw, amp))
-
-    def served(key: str) -> Any:
-        return lane.serve(key, run) if lane is not None else run
-
-    try:
-        (n32, cfg32), (namp, cfgamp), (n64, cfg64) = accuracy.items()
-        fp32 = train_step(s, data, n32, cfg32, estimate=ESTIMATE["fp32"], run=served(n32))
-        train_step(s, data, namp, cfgamp, estimate=ESTIMATE["amp"], run=served(namp))
-        peak = (fp32.metrics.get("memory") or {}).get("peak_allocated_mib")
-        free_mib = fw.free_mib(s, dev)
-        bs64_step(s, data, n64, cfg64, peak_mib=peak, free_mib=free_mib, run=served(n64))
-        if lane is not None:
-            lane.drain(max(5.0, s.remaining()))  # nothing else autotunes on the GPU while the gated runs do
-        tuned: dict[str, RunConfig] = {}
-        for arch, short in (("resnet18", "rn18"), ("resnet50", "rn50")):
-            n, warmup = TUNED_RUNS[arch]
-            tuned[arch] = rn(arch, batch=TUNED_BATCH, amp=amp, steps=n, warmup=warmup, compile=fw.compile)
-            name = f"{short}_{fw.tuned_tag}"
-            train_step(s, data, f"tuned_{name}", tuned[arch], estimate=ESTIMATE[name], run=run)
-        # Each ramp size compiles anew (seconds): start at a quarter of what batch 32's peak predicts.
-        start = 64
-        if peak and free_mib > 0:
-            start = max(64, 1 << max(6, int(math.log2(max(1.0, free_mib / peak * 32 / 4)))))
-        reserve = ESTIMATE["overhead"] + ESTIMATE["pipeline"]
-        batch_ramp_step(s, fw, data, dev, amp, reserve=reserve, start=start)
-        telemetry_overhead_step(s, fw, data, dev, amp, lane=lane)
-        input_pipeline_step(s, fw, data, dev, tuned["resnet50"], batches=8)
-    finally:
-        if lane is not None:
-            lane.close()
+    fp32 = train_step(
+        s, data, "train_rn18_fp32_bs32", rn(batch=32, steps=steps), estimate=ESTIMATE["fp32"], run=run
+    )
+    amp32 = rn(batch=32, steps=steps, amp=amp)
+    train_step(s, data, f"train_rn18_{amp}_bs32", amp32, estimate=ESTIMATE["amp"], run=run)
+    peak = (fp32.metrics.get("memory") or {}).get("peak_allocated_mib")
+    free_mib = fw.free_mib(s, dev)
+    cfg64 = rn(batch=64, steps=steps, amp=amp)
+    bs64_step(s, data, f"train_rn18_{amp}_bs64", cfg64, peak_mib=peak, free_mib=free_mib, run=run)
+    tuned: dict[str, RunConfig] = {}
+    for arch, short in (("resnet18", "rn18"), ("resnet50", "rn50")):
+        n, warmup = TUNED_RUNS[arch]
+        tuned[arch] = rn(arch, batch=TUNED_BATCH, amp=amp, steps=n, warmup=warmup, compile=fw.compile)
+        name = f"{short}_{fw.tuned_tag}"
+        train_step(s, data, f"tuned_{name}", tuned[arch], estimate=ESTIMATE[name], run=run)
+    # Each ramp size compiles anew (seconds): start at a quarter of what batch 32's peak predicts.
+    start = 64
+    if peak and free_mib > 0:
+        start = max(64, 1 << max(6, int(math.log2(max(1.0, free_mib / peak * 32 / 4)))))
+    batch_ramp_step(s, fw, data, dev, amp, reserve=ESTIMATE["overhead"] + ESTIMATE["pipeline"], start=start)
+    telemetry_overhead_step(s, fw, data, dev, amp)
+    input_pipeline_step(s, fw, data, dev, tuned["resnet50"], batches=8)

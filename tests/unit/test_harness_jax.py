@@ -16,15 +16,7 @@ jax = pytest.importorskip("jax")  # the dev extra installs jax[cpu]; an image ce
 from envbuilder.harness.schema import validate_result  # noqa: E402
 from envbuilder.harness.workloads.config import RunConfig  # noqa: E402
 from envbuilder.harness.workloads.jax.models import count_params, init_resnet  # noqa: E402
-from envbuilder.harness.workloads.jax.train import (  # noqa: E402
-    RAMP_COMPILER_OPTIONS,
-    platform_device,
-    precompile,
-    ramp_try,
-    timed_steps,
-    to_device,
-    train_run,
-)
+from envbuilder.harness.workloads.jax.train import platform_device, timed_steps, to_device, train_run  # noqa: E402
 from envbuilder.harness.workloads.numpy_data import NUM_CLASSES, make_dataset, render  # noqa: E402
 
 # Real torch/jax training steps on the CPU: minutes on 2 cores. `make test` runs them, `make check`
@@ -95,46 +87,6 @@ def test_jax_run_learns_and_a_diverged_run_is_caught() -> None:
     bad = RunConfig(name="t", width=8, batch=32, steps=10, warmup=2, lr=1e30, device="cpu")  # same compile
     metrics, problems = train_run(bad, data, loss_drop_min=0.2, accuracy_margin=0.2, dev=dev)
     assert any("non-finite" in p for p in problems) and "val_accuracy" not in metrics
-
-
-def _compiles() -> list[float]:
-    seen: list[float] = []
-
-    def listen(name: str, secs: float, **_kw: object) -> None:
-        if name.endswith("backend_compile_duration"):
-            seen.append(secs)
-
-    jax.monitoring.register_event_duration_secs_listener(listen)
-    return seen
-
-
-def test_a_precompiled_run_compiles_nothing_large_itself() -> None:
-    """The compile lane's precompile fills the cache the run's own calls look in: the training
-    step, the evaluation batches and the finiteness check are not compiled again by the run."""
-    dev = platform_device("cpu")
-    data = to_device(make_dataset(16, 64, 40, seed=3), dev)
-    cfg = RunConfig(name="t", width=4, batch=8, steps=6, warmup=2, device="cpu", seed=5)
-    seen = _compiles()
-    assert precompile(cfg, dev, data) > 0
-    before = len(seen)
-    metrics, problems = train_run(cfg, data, loss_drop_min=-1.0, accuracy_margin=-1.0, dev=dev)
-    assert problems == [] and "val_accuracy" in metrics
-    # what is left to the run: op-by-op helpers (the losses stacked, a key folded), each tiny
-    assert len(seen) - before <= 3 and sum(seen[before:]) < 0.5 * sum(seen[:before])
-
-
-def test_the_ramp_compiles_without_autotuning_and_plans_more_memory_for_a_larger_batch() -> None:
-    dev = platform_device("cpu")
-    data = to_device(make_dataset(16, 64, 8, seed=3), dev)
-    small, large = (
-        ramp_try(RunConfig(name="ramp", width=4, batch=b, amp="bf16", device="cpu", seed=5), dev, data)
-        for b in (8, 32)
-    )
-    assert small["autotune"] == large["autotune"] == "off" and RAMP_COMPILER_OPTIONS
-    assert 0 < small["xla_planned_mib"] <= large["xla_planned_mib"]
-    assert large["peak_allocated_mib"] - small["peak_allocated_mib"] == pytest.approx(
-        large["xla_planned_mib"] - small["xla_planned_mib"], abs=0.1
-    )
 
 
 def test_payload_jax_cpu_certification_end_to_end(tmp_path: Path) -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Protocol, cast
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..record import StepSkipped, log
 from ..session import Session
@@ -110,98 +110,6 @@ class XlaFramework(Protocol):
         """The input pipeline for cfg's batch."""
 
 
-class Precompiles(Protocol):
-    """An adapter that can compile a run's programs without running them (JAX: jax.jit's
-    lower().compile() fills the cache the run's own calls look in)."""
-
-    def precompile(self, cfg: RunConfig, dev: Any, data: Dataset) -> float:
-        """Compile what a run of cfg calls; the seconds it took."""
-
-
-LANE_WORKERS = 2  # compiles at once: XLA's passes are mostly single-threaded, the H200 host has 16 cores
-
-
-class CompileLane:
-    """Threads that compile the runs given to `add` (in that order, `workers` at a time) while the
-    plan's steps before them use the GPU (the XLA plan's counterpart of steps/lane.py's
-    torch.compile children). Only runs whose throughput no gate judges go through it: XLA autotunes
-    on the GPU while it compiles, so these compiles share the GPU with each other and with the
-    ungated runs, and a gated run's autotuning must share it with nothing (`drain` before them). A
-    run waits for its own compile inside its step (`serve`); a compile that failed leaves the run
-    to compile itself, as without the lane."""
-
-    def __init__(self, fw: Precompiles, dev: Any, data: Any, workers: int = LANE_WORKERS) -> None:
-        import queue
-        import threading
-
-        self.fw, self.dev, self.data = fw, dev, data
-        self.todo: queue.Queue[tuple[str, RunConfig] | None] = queue.Queue()
-        self.done: dict[str, dict[str, Any]] = {}
-        self.cond = threading.Condition()
-        self.pending: list[str] = []
-        self.threads = [
-            threading.Thread(target=self._work, name=f"xla-compile-lane-{i}", daemon=True)
-            for i in range(workers)
-        ]
-        for t in self.threads:
-            t.start()
-
-    def add(self, key: str, cfg: RunConfig) -> None:
-        with self.cond:
-            self.pending.append(key)
-        self.todo.put((key, cfg))
-
-    def _work(self) -> None:
-        while True:
-            item = self.todo.get()
-            if item is None:
-                return
-            key, cfg = item
-            t0 = time.monotonic()
-            try:
-                report: dict[str, Any] = {"compile_s": round(self.fw.precompile(cfg, self.dev, self.data), 3)}
-            except Exception as e:  # the run compiles itself, as without the lane
-                seconds = round(time.monotonic() - t0, 3)
-                report = {"error": f"{type(e).__name__}: {str(e)[:300]}", "seconds": seconds}
-                log(f"compile lane: {key}: {report['error']}")
-            with self.cond:
-                self.done[key] = report
-                self.pending.remove(key)
-                self.cond.notify_all()
-
-    def wait(self, key: str, timeout: float = 600.0) -> dict[str, Any]:
-        """Block until `key` is compiled; its report with the seconds waited."""
-        t0 = time.monotonic()
-        with self.cond:
-            if key not in self.done and key not in self.pending:
-                return {"error": "not given to the compile lane"}
-            self.cond.wait_for(lambda: key in self.done, timeout)
-            report = dict(self.done.get(key) or {"error": f"not compiled within {timeout:.0f} s"})
-        report["waited_s"] = round(time.monotonic() - t0, 3)
-        return report
-
-    def drain(self, timeout: float = 600.0) -> None:
-        """Block until nothing is being compiled (before a gated run)."""
-        with self.cond:
-            self.cond.wait_for(lambda: not self.pending, timeout)
-
-    def serve(self, key: str, run: TrainRun) -> TrainRun:
-        """`run` waiting first for its compile (inside its step, so the step's time holds the
-        wait); metrics["precompile"] is the lane's report."""
-
-        def served(cfg: RunConfig, data: Any, **kw: Any) -> tuple[dict[str, Any], list[str]]:
-            report = self.wait(key)
-            metrics, problems = run(cfg, data, **kw)
-            metrics["precompile"] = report
-            return metrics, problems
-
-        return served
-
-    def close(self) -> None:
-        for _ in self.threads:
-            self.todo.put(None)
-
-
 def dataset_step(s: Session, fw: XlaFramework, size: int, n_train: int, n_eval: int, dev: Any) -> Any:
     """The synthetic set, resident on dev; None when the step failed."""
     data = None
@@ -211,42 +119,21 @@ def dataset_step(s: Session, fw: XlaFramework, size: int, n_train: int, n_eval: 
     return data if s.rec.last().status == "pass" else None
 
 
-class RampsAhead(Protocol):
-    """An adapter whose ramp compiles each size ahead of time without autotuning and reports the
-    memory XLA planned for it (JAX: workloads/jax/train.py ramp_try)."""
-
-    def ramp_try(self, cfg: RunConfig, dev: Any, data: Dataset) -> dict[str, Any]: ...
-
-
 def batch_ramp_step(
-    s: Session,
-    fw: XlaFramework,
-    data: Any,
-    dev: Any,
-    amp: str,
-    *,
-    reserve: float,
-    start: int,
+    s: Session, fw: XlaFramework, data: Any, dev: Any, amp: str, *, reserve: float, start: int
 ) -> None:
     """ResNet-18, mixed precision: double the batch until XLA runs out of memory, back off,
     bisect. Each batch size compiles anew, so the ramp starts near what the bs64 run predicts.
-    Where the adapter compiles ahead (RampsAhead: JAX) each size is compiled without autotuning and
-    the memory XLA planned for it predicts the limit, so the ramp jumps near it as torch's does;
-    otherwise the plain doubling on the allocator's peak. `reserve`: seconds the steps after the
-    ramp need; the ramp gets the rest, up to its estimate."""
+    `reserve`: seconds the steps after the ramp need; the ramp gets the rest, up to its estimate."""
     with s.rec.step("batch_ramp") as st:
         if data is None:
             raise StepSkipped("no dataset (the dataset step did not pass)")
         s.need(ESTIMATE["ramp"] / 2)
         from ..workloads.ramp import find_max_batch
 
-        ahead = fw if hasattr(fw, "ramp_try") else None
-
         def try_batch(b: int) -> dict[str, Any]:
-            cfg = RunConfig(name="ramp", batch=b, amp=amp, compile=fw.compile, device="gpu", seed=s.opts.seed)
-            if ahead is not None:
-                return cast(RampsAhead, ahead).ramp_try(cfg, dev, data)
             fw.reset_peak(dev)
+            cfg = RunConfig(name="ramp", batch=b, amp=amp, compile=fw.compile, device="gpu", seed=s.opts.seed)
             tr = fw.trainer(cfg, dev, data.size)
             for i in range(2):
                 fw.wait(tr.step(data.train, i, 0.01))
@@ -255,40 +142,20 @@ def batch_ramp_step(
             return {"peak_allocated_mib": round(peak) if peak is not None else None}
 
         budget = min(ESTIMATE["ramp"], max(5.0, s.remaining() - reserve))
-        capacity = fw.memory(dev).get("limit_mib") if ahead is not None else None
         with s.window(st):
             res = find_max_batch(
-                try_batch,
-                start=start,
-                cap=RAMP_CAP,
-                after_oom=s.free,
-                deadline=time.monotonic() + budget,
-                capacity_mib=capacity,
+                try_batch, start=start, cap=RAMP_CAP, after_oom=s.free, deadline=time.monotonic() + budget
             )
-        how = "allocator peak" if ahead is None else "compiled ahead without autotuning, XLA's planned memory"
-        record_ramp(s, st, res, budget, model="resnet18", precision=amp, start_batch=start, sizes=how)
+        record_ramp(s, st, res, budget, model="resnet18", precision=amp, start_batch=start)
 
 
-def overhead_config(s: Session, fw: XlaFramework, amp: str) -> RunConfig:
-    """The A/B's run: ResNet-18 at batch 128 (no evaluation)."""
-    return RunConfig(
-        name="overhead", batch=OVERHEAD_BATCH, amp=amp, compile=fw.compile, device="gpu", seed=s.opts.seed,
-        evaluate=False,
-    )  # fmt: skip
-
-
-def telemetry_overhead_step(
-    s: Session, fw: XlaFramework, data: Any, dev: Any, amp: str, lane: CompileLane | None = None
-) -> None:
+def telemetry_overhead_step(s: Session, fw: XlaFramework, data: Any, dev: Any, amp: str) -> None:
     """The torch step's A/B (steps/overhead.py) with the framework's ResNet-18 (jitted; XLA for
-    Keras) at batch 128. `lane`: the compile lane that compiled its program (key
-    "telemetry_overhead")."""
+    Keras) at batch 128."""
     with s.rec.step("telemetry_overhead") as st:
         sampler, data = ab_prerequisites(s, data)
         b = OVERHEAD_BATCH
-        cfg = overhead_config(s, fw, amp)
-        if lane is not None:
-            st.metrics["precompile"] = lane.wait("telemetry_overhead", max(5.0, s.remaining()))
+        cfg = RunConfig(name="overhead", batch=b, amp=amp, compile=fw.compile, device="gpu", seed=s.opts.seed)
         tr = fw.trainer(cfg, dev, data.size, stream=3)
 
         def window(steps: int) -> float:

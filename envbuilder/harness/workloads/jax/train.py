@@ -6,7 +6,6 @@ is dispatched the host waits for step i-1's loss, so one step is always queued (
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from functools import partial
 from typing import Any
@@ -78,20 +77,8 @@ def _train_step(
 
 
 @partial(jax.jit, static_argnames=("dtype",))
-def _eval_batch(p: Tree, s: Tree, x: Any, y: Any, *, dtype: Any) -> tuple[Any, Any]:
-    """(summed loss, correct predictions) of one evaluation batch, in eval mode: one compiled
-    program per model, precision and batch shape (op by op, each of the softmax, gather, argmax and
-    sums compiled on its own for every shape: 9 compilations a run, seconds on a GPU)."""
-    out = apply_resnet(p, s, normalize(x, dtype), train=False, dtype=dtype)[0]
-    logp = jax.nn.log_softmax(out)
-    return -jnp.sum(jnp.take_along_axis(logp, y[:, None], axis=1)), jnp.sum(jnp.argmax(out, axis=1) == y)
-
-
-@jax.jit
-def _all_finite(tree: Tree) -> Any:
-    """Whether every leaf of a parameter tree is finite: one compiled program per model (op by op,
-    an isfinite and an all for each leaf shape: 34 compilations for ResNet-18)."""
-    return jnp.all(jnp.stack([jnp.all(jnp.isfinite(x)) for x in jax.tree_util.tree_leaves(tree)]))
+def _eval_logits(p: Tree, s: Tree, x: Any, *, dtype: Any) -> Any:
+    return apply_resnet(p, s, normalize(x, dtype), train=False, dtype=dtype)[0]
 
 
 class Trainer:
@@ -124,84 +111,15 @@ class Trainer:
         """(accuracy, mean loss) in eval mode (running batch-norm statistics)."""
         correct, loss_sum, n = 0, 0.0, len(split)
         for s in range(0, n, batch):
-            x, y = split.images[s : s + batch], split.labels[s : s + batch]
-            lsum, right = _eval_batch(self.params, self.state, x, y, dtype=self.dtype)
-            loss_sum += float(lsum)
-            correct += int(right)
+            out = _eval_logits(self.params, self.state, split.images[s : s + batch], dtype=self.dtype)
+            y = split.labels[s : s + batch]
+            logp = jax.nn.log_softmax(out)
+            loss_sum += float(-jnp.sum(jnp.take_along_axis(logp, y[:, None], axis=1)))
+            correct += int(jnp.sum(jnp.argmax(out, axis=1) == y))
         return correct / n, loss_sum / n
 
     def params_finite(self) -> bool:
-        return bool(_all_finite(self.params))
-
-
-def precompile(cfg: RunConfig, dev: Any, data: Dataset, *, eval_batch: int = 256) -> float:
-    """Compile what a run of cfg on dev calls (its training step, evaluation batch and finiteness
-    check) without running it: the run then finds each in jax's cache, as if an earlier run had
-    compiled it. The arguments are a fresh Trainer's and the dataset's own, so the cache keys are
-    the run's. XLA autotunes as it does in the run; nothing is executed. The seconds it took."""
-    t0 = time.perf_counter()
-    tr = Trainer(cfg, dev)
-    key = jax.random.fold_in(jax.random.PRNGKey(cfg.seed + 17), 0)
-    _train_step.lower(
-        tr.params, tr.state, tr.opt, data.train.images, data.train.labels, key, jnp.float32(0.1),
-        batch=cfg.batch, dtype=tr.dtype,
-    ).compile()  # fmt: skip
-    if cfg.evaluate:
-        for split in (data.val, data.test):
-            for s in range(0, len(split), eval_batch):
-                x, y = split.images[s : s + eval_batch], split.labels[s : s + eval_batch]
-                _eval_batch.lower(tr.params, tr.state, x, y, dtype=tr.dtype).compile()
-    _all_finite.lower(tr.params).compile()
-    del tr
-    return time.perf_counter() - t0
-
-
-# The batch ramp's programs: compiled without XLA's autotuning (the ramp measures memory, not speed:
-# torch's ramp turns cuDNN's autotuning off likewise); autotuning a ResNet-18 step took 10-32 s per
-# batch size on the H200 (batch 128-1024, 2026-12-01), most of the ramp's 56 s.
-RAMP_COMPILER_OPTIONS: dict[str, str | bool] = {"xla_gpu_autotune_level": "0"}
-
-
-def ramp_try(cfg: RunConfig, dev: Any, data: Dataset, *, steps: int = 2) -> dict[str, Any]:
-    """One size of the batch ramp: cfg's training step compiled ahead of time (RAMP_COMPILER_OPTIONS;
-    with XLA's defaults where this XLA refuses them), run `steps` times on dev. Returns the memory
-    the step needs at its peak: what the device holds before it (the dataset, the model, its
-    buffers) plus what XLA planned for the step itself (its temporaries and outputs not written over
-    donated inputs), so that peak grows with the batch from try to try (XLA's own peak counter is
-    the process's and never goes down). Out-of-memory errors propagate (the ramp's answer)."""
-    tr = Trainer(cfg, dev)
-    key = jax.random.PRNGKey(cfg.seed + 17)
-    lr = jnp.float32(0.01)
-    args = (tr.params, tr.state, tr.opt, data.train.images, data.train.labels, key, lr)
-    lowered = _train_step.lower(*args, batch=cfg.batch, dtype=tr.dtype)
-    t0 = time.perf_counter()
-    autotune = "off"
-    try:
-        compiled = lowered.compile(compiler_options=dict(RAMP_COMPILER_OPTIONS))
-    except Exception as e:  # an XLA without that option: compile as the runs do
-        if "out of memory" in str(e).lower():
-            raise
-        autotune = f"on (the option was refused: {str(e).splitlines()[0][:120]})"
-        compiled = lowered.compile()
-    compile_s = time.perf_counter() - t0
-    before = memory(dev).get("allocated_mib", 0.0)
-    planned = None
-    analysis = compiled.memory_analysis()
-    if analysis is not None:
-        planned = (
-            analysis.temp_size_in_bytes + max(0, analysis.output_size_in_bytes - analysis.alias_size_in_bytes)
-        ) / 2**20
-    p, s, m = tr.params, tr.state, tr.opt
-    tr.params = tr.state = tr.opt = None  # donated from here on
-    for i in range(steps):
-        images, labels = data.train.images, data.train.labels
-        p, s, m, loss = compiled(p, s, m, images, labels, jax.random.fold_in(key, i), lr)
-        loss.block_until_ready()
-    del p, s, m, tr
-    out: dict[str, Any] = {"compile_s": round(compile_s, 3), "autotune": autotune}
-    if planned is not None:
-        out.update(peak_allocated_mib=round(before + planned, 1), xla_planned_mib=round(planned, 3))
-    return out
+        return all(bool(jnp.all(jnp.isfinite(x))) for x in jax.tree_util.tree_leaves(self.params))
 
 
 def to_device(data: Dataset, dev: Any) -> Dataset:
