@@ -6,10 +6,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from envbuilder.certify.certificate import Certificate
 from envbuilder.engine import ImageInfo
 from envbuilder.run.launch import FindCertificate
+
+if TYPE_CHECKING:
+    from envbuilder.attest import TrustPolicy
 
 
 def find_certificates(
@@ -25,14 +29,18 @@ def find_certificates(
     `key_files`, `trust_file` and `max_age` (attest.choose_policy: DATA/trust.yaml, else your
     own keys), read only when an attestation must be verified. `say` hears what is fetched.
     The finder raises RefusedError (exit 12) and SigningKeyError (a broken policy)."""
-    from envbuilder.attest import choose_policy
     from envbuilder.certify.store import CertStore
     from envbuilder.run.certificates import certificate_finder
+
+    def policy() -> TrustPolicy:  # attest and its crypto load only when a signature is checked
+        from envbuilder.attest import choose_policy
+
+        return choose_policy(keys=key_files, trust=trust_file, max_age=max_age)
 
     return certificate_finder(
         image,
         store=CertStore(),
-        policy=lambda: choose_policy(keys=key_files, trust=trust_file, max_age=max_age),
+        policy=policy,
         say=say,
         trust_imported=trust_imported,
     )

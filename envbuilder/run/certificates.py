@@ -9,10 +9,8 @@ pushed to or pulled from (a local tag, an image ID) is never looked up in one (h
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
-from envbuilder.attest import AttestationReport, Refused, TrustPolicy, Verified, fetch_verified
-from envbuilder.attest.discovery import newest_first
-from envbuilder.attest.envelope import verify_envelope
 from envbuilder.certify.certificate import Certificate
 from envbuilder.certify.store import CertStore
 from envbuilder.engine import ImageInfo
@@ -20,8 +18,12 @@ from envbuilder.errors import RegistryError, UsageError
 from envbuilder.registry import Reference, parse_reference
 from envbuilder.run.coverage import Refusal, RefusedError
 
+if TYPE_CHECKING:  # attest (and the crypto it loads) only when a signature is checked: a local
+    # certificate needs neither (a node's `run` and `check`: the H200 machine has no cryptography)
+    from envbuilder.attest import AttestationReport, Refused, TrustPolicy, Verified
+
 Say = Callable[[str], None]
-Fetch = Callable[..., AttestationReport]
+Fetch = Callable[..., "AttestationReport"]
 
 _HINTS = {
     "untrusted-key": "trust the signer's public key (envbuilder keys import KEY.pub, or --key/--trust), "
@@ -74,7 +76,7 @@ def certificate_finder(
     *,
     store: CertStore,
     policy: Callable[[], TrustPolicy],
-    fetch: Fetch = fetch_verified,
+    fetch: Fetch | None = None,
     say: Say = lambda _line: None,
     trust_imported: bool = False,
 ) -> Callable[[ImageInfo], list[Certificate]]:
@@ -102,8 +104,12 @@ def certificate_finder(
             if info.repo_digests:
                 raise RefusedError([_elsewhere(image, info)])
             return []
+        if fetch is None:
+            from envbuilder.attest import fetch_verified as fetch_now
+        else:
+            fetch_now = fetch
         try:
-            return _from_registry(*where, store=store, trust=policy(), fetch=fetch, say=say, info=info)
+            return _from_registry(*where, store=store, trust=policy(), fetch=fetch_now, say=say, info=info)
         except RefusedError as exc:
             raise RefusedError([*refusals, *exc.refusals]) from exc
 
@@ -125,6 +131,9 @@ def _imported(
     for cid in ids:
         envelopes = store.envelopes(cid)
         if envelopes:
+            from envbuilder.attest import Refused, Verified
+            from envbuilder.attest.envelope import verify_envelope
+
             if not read:
                 read.append(policy())
             trust = read[0]
@@ -159,7 +168,16 @@ def _imported(
                     hint=_HINTS["imported-unsigned"],
                 )
             )
-    return newest_first(usable), refusals
+    return _newest_first(usable), refusals
+
+
+def _newest_first(certs: list[Certificate]) -> list[Certificate]:
+    """attest.discovery.newest_first, loaded only when there is something to order."""
+    if len(certs) < 2:
+        return certs
+    from envbuilder.attest.discovery import newest_first
+
+    return newest_first(certs)
 
 
 def _elsewhere(image: str, info: ImageInfo) -> Refusal:
@@ -188,6 +206,9 @@ def _from_registry(
     """The cached attestations of `digest`, verified again for `ref`'s repository (the trust
     policy's scope is the repository the user named, not the one the attestation was cached
     from); else those fetched from `ref`'s registry, cached. Raises RefusedError."""
+    from envbuilder.attest import Verified
+    from envbuilder.attest.envelope import verify_envelope
+
     cached: list[Verified] = []
     for att in store.attestations(digest):
         outcome = verify_envelope(att.envelope, repository=ref.name, digest=digest, policy=trust)
@@ -195,7 +216,7 @@ def _from_registry(
             cached.append(outcome)
     if cached:
         say(f"envbuilder: {len(cached)} cached attestation(s) of {ref.name}@{digest[:19]} verified again")
-        return newest_first(v.certificate for v in cached if v.certificate is not None)
+        return _newest_first([v.certificate for v in cached if v.certificate is not None])
     say(f"envbuilder: no local certificate; fetching the attestations of {ref.name}@{digest[:19]}")
     try:
         report = fetch(ref, policy=trust, digest=digest)

@@ -104,3 +104,29 @@ def test_the_commands_reach_the_pipeline_rules_only_through_the_pipeline() -> No
                     if a.name in PIPELINE_NAMES
                 ]
     assert not bad, "\n".join(bad)
+
+
+def test_a_local_certificate_is_found_without_the_signing_libraries(tmp_path: Path) -> None:
+    """`run` and `check` on a node: an image certified there needs no signature check, so neither
+    attest nor the crypto it loads (securesystemslib, cryptography) is imported (the H200 test
+    machine has neither: `check` died on the import there, 2026-12-05). Imports blocked in a child."""
+    import os
+    import subprocess
+    import sys
+
+    from envbuilder.certify.store import DB_NAME
+
+    CertStore(tmp_path / DB_NAME).add(cert())
+    code = f"""
+import sys
+sys.modules["securesystemslib"] = None
+sys.modules["cryptography"] = None
+from envbuilder.engine import ImageInfo
+from envbuilder.pipeline.certificates import find_certificates
+found = find_certificates("team/train:1")(ImageInfo(id={IMAGE_ID!r}, tags=(), repo_digests=()))
+print(len(found), any(m.startswith("envbuilder.attest") for m in sys.modules))
+"""
+    env = {**os.environ, "ENVBUILDER_DATA_DIR": str(tmp_path)}
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=False)
+    assert proc.returncode == 0, proc.stderr[-800:]
+    assert proc.stdout.split() == ["1", "False"]
