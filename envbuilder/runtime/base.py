@@ -24,7 +24,7 @@ from envbuilder.engine.container import ContainerSpec, GpuRequest, Mount
 from envbuilder.engine.hpc import Exported
 from envbuilder.engine.interface import Engine
 from envbuilder.engine.model import BuildResult, ImageInfo, RunResult
-from envbuilder.errors import NoGpuError, UsageError
+from envbuilder.errors import ContainerRuntimeError, NoGpuError, UsageError
 from envbuilder.host.access import AccessMode
 from envbuilder.runtime.gpu_selection import GpuSelection
 
@@ -183,3 +183,41 @@ def access_label(runtime: Runtime, mode: str) -> str:
     if flags and all(f.startswith("--") and "=" not in f for f in flags):
         return " ".join((runtime.name, *flags))
     return f"{runtime.name} ({mode})"
+
+
+class ImageStoreRuntime:
+    """What every runtime with an image store (docker, podman) does the same way: build, inspect,
+    run and remove through its Engine, and no export (the file runtimes export). A subclass says
+    `name`, `store` (for the refusal) and `engine()`."""
+
+    name: str
+    store = "its image store"
+
+    def engine(self) -> Engine:
+        raise NotImplementedError
+
+    def build(self, context: Path, dockerfile: Path, **options: Any) -> BuildResult:
+        return self.engine().build(context, dockerfile, **options)
+
+    def inspect(self, ref: str) -> ImageInfo | None:
+        return self.engine().inspect_image(ref)
+
+    def run(
+        self,
+        spec: ContainerSpec,
+        *,
+        on_stderr: Callable[[str], None] | None = None,
+        timeout_s: float | None = None,
+    ) -> RunResult:
+        return self.engine().run(spec, on_stderr=on_stderr, timeout_s=timeout_s)
+
+    def remove(self, ref: str) -> bool:
+        return self.engine().remove_image(ref)
+
+    def export(
+        self, image: str, out: Path, *, source: Engine, say: Callable[[str], None] = lambda _l: None
+    ) -> Exported:
+        raise ContainerRuntimeError(
+            f"the {self.name} runtime runs images from {self.store}; there is no file to export to",
+            hint="export for apptainer (--sif FILE) or enroot (--sqsh FILE)",
+        )

@@ -15,19 +15,17 @@ from __future__ import annotations
 import os
 import re
 import shutil
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
 from envbuilder.engine.container import ContainerSpec, GpuRequest, Mount, docker_flags, docker_run_argv
-from envbuilder.engine.hpc import Exported
 from envbuilder.engine.interface import Engine
-from envbuilder.engine.model import BuildResult, DaemonInfo, ImageInfo, RunResult
-from envbuilder.errors import ContainerRuntimeError, EnvbuilderError
+from envbuilder.engine.model import DaemonInfo
+from envbuilder.errors import EnvbuilderError
 from envbuilder.host.access import CDI_DIRS, AccessMode, find_cdi_specs, find_libcuda
 from envbuilder.host.driver_files import CONTAINER_BIN_DIR, find_programs
 from envbuilder.host.probe import Runner, Which, run_command
-from envbuilder.runtime.base import Availability, GpuGrant
+from envbuilder.runtime.base import Availability, GpuGrant, ImageStoreRuntime
 from envbuilder.runtime.gpu_selection import GpuSelection
 
 CDI_KIND = "nvidia.com/gpu"
@@ -168,12 +166,13 @@ def grant_docker_flags(grant: GpuGrant) -> tuple[str, ...]:
     return tuple(docker_flags(bare))
 
 
-class DockerRuntime:
+class DockerRuntime(ImageStoreRuntime):
     """Docker: images in the daemon's store; GPUs through toolkit, cdi or devices."""
 
     name = "docker"
     modes: tuple[str, ...] = ("toolkit", "cdi", "devices")
     runs = "image"
+    store = "the daemon's store"
 
     def __init__(self, engine: Engine | None = None) -> None:
         self._engine = engine
@@ -205,31 +204,5 @@ class DockerRuntime:
     def mode_flags(self, mode: AccessMode) -> tuple[str, ...]:
         return grant_docker_flags(docker_grant(mode)) if mode.available else ()
 
-    def build(self, context: Path, dockerfile: Path, **options: Any) -> BuildResult:
-        return self.engine().build(context, dockerfile, **options)
-
-    def inspect(self, ref: str) -> ImageInfo | None:
-        return self.engine().inspect_image(ref)
-
-    def run(
-        self,
-        spec: ContainerSpec,
-        *,
-        on_stderr: Callable[[str], None] | None = None,
-        timeout_s: float | None = None,
-    ) -> RunResult:
-        return self.engine().run(spec, on_stderr=on_stderr, timeout_s=timeout_s)
-
     def argv(self, spec: ContainerSpec) -> list[str]:
         return docker_run_argv(spec)
-
-    def remove(self, ref: str) -> bool:
-        return self.engine().remove_image(ref)
-
-    def export(
-        self, image: str, out: Path, *, source: Engine, say: Callable[[str], None] = lambda _l: None
-    ) -> Exported:
-        raise ContainerRuntimeError(
-            "the docker runtime runs images from the daemon's store; there is no file to export to",
-            hint="export for apptainer (--sif FILE) or enroot (--sqsh FILE)",
-        )

@@ -30,7 +30,6 @@ from typing import Any
 
 from envbuilder.engine.buildkit import BUILD_NETWORKS, BuildKitCli, secret_flag
 from envbuilder.engine.container import ContainerSpec, Ulimit, docker_arguments, docker_flags
-from envbuilder.engine.hpc import Exported
 from envbuilder.engine.interface import Engine
 from envbuilder.engine.model import AttachedRun, BuildResult, BuildSecret, DaemonInfo, ImageInfo, RunResult
 from envbuilder.engine.ownership import container_name, owner_labels
@@ -46,7 +45,7 @@ from envbuilder.errors import (
 )
 from envbuilder.host.access import AccessMode, find_cdi_specs
 from envbuilder.lifecycle import die_with_parent, kill_group, scratch_dir, stop_signal
-from envbuilder.runtime.base import Availability, GpuGrant
+from envbuilder.runtime.base import Availability, GpuGrant, ImageStoreRuntime
 from envbuilder.runtime.docker import docker_grant, grant_docker_flags
 from envbuilder.runtime.gpu_selection import GpuSelection
 
@@ -646,13 +645,14 @@ def cdi_mode(podman: Availability, specs: Sequence[str]) -> AccessMode:
     return AccessMode(name="cdi", available=bool(specs), detail=found, cdi_specs=tuple(specs))
 
 
-class PodmanRuntime:
+class PodmanRuntime(ImageStoreRuntime):
     """Podman: images in Podman's own store (root's, or the user's when rootless); GPUs through
     CDI (`--device nvidia.com/gpu=all`, from the spec `envbuilder gpu cdi-spec` writes)."""
 
     name = "podman"
     modes: tuple[str, ...] = ("cdi",)
     runs = "image"
+    store = "Podman's store"
 
     def __init__(self, engine: Engine | None = None, binary: str | None = None) -> None:
         self._engine = engine
@@ -687,31 +687,5 @@ class PodmanRuntime:
     def mode_flags(self, mode: AccessMode) -> tuple[str, ...]:
         return grant_docker_flags(self.grant(mode)) if mode.available and mode.name in self.modes else ()
 
-    def build(self, context: Path, dockerfile: Path, **options: Any) -> BuildResult:
-        return self.engine().build(context, dockerfile, **options)
-
-    def inspect(self, ref: str) -> ImageInfo | None:
-        return self.engine().inspect_image(ref)
-
-    def run(
-        self,
-        spec: ContainerSpec,
-        *,
-        on_stderr: Callable[[str], None] | None = None,
-        timeout_s: float | None = None,
-    ) -> RunResult:
-        return self.engine().run(spec, on_stderr=on_stderr, timeout_s=timeout_s)
-
     def argv(self, spec: ContainerSpec) -> list[str]:
         return podman_run_argv(spec)
-
-    def remove(self, ref: str) -> bool:
-        return self.engine().remove_image(ref)
-
-    def export(
-        self, image: str, out: Path, *, source: Engine, say: Callable[[str], None] = lambda _l: None
-    ) -> Exported:
-        raise ContainerRuntimeError(
-            "the podman runtime runs images from Podman's store; there is no file to export to",
-            hint="export for apptainer (--sif FILE) or enroot (--sqsh FILE)",
-        )
