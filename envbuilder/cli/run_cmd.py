@@ -220,67 +220,63 @@ def run(
     from envbuilder.runtime import get as get_runtime
 
     rt = get_runtime(runtime)
-    if rt.runs != "image":
-        ctx.exit(
-            run_with_runtime(
-                image,
-                command,
-                runtime,
-                runtime_path,
-                gpu_access,
-                force,
-                volumes,
-                env,
-                workdir,
-                key_files,
-                trust_file,
-                max_age,
-                trust_imported,
-                docker_only={
-                    "--monitor": monitor,
-                    "--monitor-dir": monitor_dir,
-                    "--shm-size": shm_size,
-                    "--ipc": ipc,
-                    "--network": network,
-                    "--interactive": interactive,
-                    "--tty/--no-tty": tty is not None,
-                    "--gpus": gpus is not None,
-                    "--publish": bool(publish),
-                    "--user": user is not None,
-                    "--name": name is not None,
-                },
-            )
+    if rt.runs == "image":
+        _note_misplaced_option(ctx, command)
+        on_terminal = sys.stdin.isatty()
+        options = RunOptions(
+            image=image,
+            command=command,
+            gpu_access=gpu_access,
+            gpus=gpus,
+            force=force,
+            monitor=monitor,
+            monitor_dir=monitor_dir,
+            volumes=volumes,
+            env=env,
+            workdir=workdir,
+            shm_size=shm_size,
+            ipc=ipc,
+            network=network,
+            interactive=interactive or on_terminal,
+            tty=(on_terminal and sys.stdout.isatty()) if tty is None else tty,
+            publish=publish,
+            user=user,
+            name=name,
         )
-    _note_misplaced_option(ctx, command)
-    on_terminal = sys.stdin.isatty()
-    options = RunOptions(
-        image=image,
-        command=command,
-        gpu_access=gpu_access,
-        gpus=gpus,
-        force=force,
-        monitor=monitor,
-        monitor_dir=monitor_dir,
-        volumes=volumes,
-        env=env,
-        workdir=workdir,
-        shm_size=shm_size,
-        ipc=ipc,
-        network=network,
-        interactive=interactive or on_terminal,
-        tty=(on_terminal and sys.stdout.isatty()) if tty is None else tty,
-        publish=publish,
-        user=user,
-        name=name,
+        parse_options(options)  # bad options are said before an image is pulled
+        pull_if_missing(image, rt.engine())
+        find_certificate = find_certificates(image, key_files, trust_file, max_age, trust_imported, say)
+        ctx.exit(run_image(options, runtime=rt, find_certificate=find_certificate).exit_code)
+    ctx.exit(
+        run_with_runtime(
+            image,
+            command,
+            runtime,
+            runtime_path,
+            gpu_access,
+            force,
+            volumes,
+            env,
+            workdir,
+            key_files,
+            trust_file,
+            max_age,
+            trust_imported,
+            docker_only={
+                "--monitor": monitor,
+                "--monitor-dir": monitor_dir,
+                "--shm-size": shm_size,
+                "--ipc": ipc,
+                "--network": network,
+                "--interactive": interactive,
+                "--tty/--no-tty": tty is not None,
+                "--gpus": gpus is not None,
+                "--publish": bool(publish),
+                "--user": user is not None,
+                "--name": name is not None,
+            },
+        )
     )
-    parse_options(options)  # bad options are said before an image is pulled
-    pull_if_missing(image, rt.engine())
-    outcome = run_image(
-        options,
-        runtime=rt,
-        find_certificate=find_certificates(image, key_files, trust_file, max_age, trust_imported, say),
-    )
-    ctx.exit(outcome.exit_code)
 
 
 def _note_misplaced_option(ctx: click.Context, command: tuple[str, ...]) -> None:
