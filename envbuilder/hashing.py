@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from pathlib import Path
 
 SHA256_PREFIX = "sha256:"
 
@@ -38,3 +39,13 @@ def sha256_of(value: object) -> str:
 def sha256_digest(data: bytes) -> str:
     """`sha256:<hex>` of raw bytes: an OCI content digest (manifests, blobs, DSSE envelopes)."""
     return SHA256_PREFIX + hashlib.sha256(data).hexdigest()
+
+
+def sha256_file(path: Path) -> str:
+    """`sha256:<hex>` of a file's bytes, read 1 MiB at a time (an exported SIF or squashfs file,
+    gigabytes). Raises OSError."""
+    digest = hashlib.sha256()
+    with path.open("rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(chunk)
+    return SHA256_PREFIX + digest.hexdigest()
