@@ -93,6 +93,7 @@ def find_max_batch(
     step: int | None = None  # set by the jump: the precision the search stops at
 
     def attempt(b: int) -> bool:
+        nonlocal deadline
         t0 = now()
         err = ""
         try:
@@ -101,8 +102,7 @@ def find_max_batch(
             if not is_oom(e):
                 raise
             err = f"{type(e).__name__}: {str(e).splitlines()[0][:200]}"
-        nonlocal deadline
-        if budget is not None and not tried:
+        if budget is not None and not tried:  # the first try's end
             deadline = now() + budget
         # Outside the except block: the exception (and the tensors its frames hold) is gone.
         if err:
