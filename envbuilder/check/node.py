@@ -81,23 +81,29 @@ def _query(name: str) -> Callable[[GpuHealth], Query]:
     return read
 
 
+def _either(first: str, second: str) -> Callable[[GpuHealth], Query]:
+    """The reader of two NVML answers either of which may be unsupported: both, as a pair,
+    unless neither is (then the first one's reason)."""
+
+    def read(gpu: GpuHealth) -> Query:
+        a, b = gpu.get(first), gpu.get(second)
+        return a if not a.ok and not b.ok else Query(value=(a, b))
+
+    return read
+
+
 # ECC: uncorrectable errors since the driver loaded fail (data may be corrupt); lifetime ones warn.
-def _read_ecc(gpu: GpuHealth) -> Query:
-    vol, agg = gpu.get("ecc_uncorrected_volatile"), gpu.get("ecc_uncorrected_aggregate")
-    if not vol.ok and not agg.ok:
-        return vol
-    return Query(value=(vol.value if vol.ok else None, agg.value if agg.ok else None))
-
-
-def _judge_ecc(counts: tuple[Any, Any], t: CheckThresholds) -> Judged:
-    vol, agg = counts
-    if vol is not None and int(vol) > 0:
-        return Judged("fail", int(vol), f"{vol} uncorrectable ECC error(s) since the driver loaded")
-    if agg is not None and int(agg) > 0:
+def _judge_ecc(queries: tuple[Query, Query], t: CheckThresholds) -> Judged:
+    vol, agg = queries
+    if vol.ok and int(vol.value) > 0:
+        return Judged(
+            "fail", int(vol.value), f"{vol.value} uncorrectable ECC error(s) since the driver loaded"
+        )
+    if agg.ok and int(agg.value) > 0:
         return Judged(
             "warn",
-            int(agg),
-            f"{agg} uncorrectable ECC error(s) in the GPU's lifetime (none since the driver loaded)",
+            int(agg.value),
+            f"{agg.value} uncorrectable ECC error(s) in the GPU's lifetime (none since the driver loaded)",
         )
     return Judged("pass", 0, "no uncorrectable ECC errors")
 
@@ -185,13 +191,6 @@ def _judge_processes(value: dict[str, Any], t: CheckThresholds) -> Judged:
 
 
 # Page retirement (parts before Ampere): judged where row remapping is not supported.
-def _read_retired_pages(gpu: GpuHealth) -> Query:
-    pages, pending = gpu.get("retired_pages_double_bit"), gpu.get("retired_pages_pending")
-    if not pages.ok and not pending.ok:
-        return pages
-    return Query(value=(pages, pending))
-
-
 def _judge_retired_pages(queries: tuple[Query, Query], t: CheckThresholds) -> Judged:
     pages, pending = queries
     value = pages.value if pages.ok else None
@@ -203,7 +202,7 @@ def _judge_retired_pages(queries: tuple[Query, Query], t: CheckThresholds) -> Ju
 
 ECC = NvmlCheck(
     "node.ecc",
-    _read_ecc,
+    _either("ecc_uncorrected_volatile", "ecc_uncorrected_aggregate"),
     _judge_ecc,
     {
         "fail": "drain the node, reset the GPU (nvidia-smi -r); if they recur, the GPU needs service (RMA)",
@@ -212,7 +211,7 @@ ECC = NvmlCheck(
 )
 RETIRED_PAGES = NvmlCheck(
     "node.retired_pages",
-    _read_retired_pages,
+    _either("retired_pages_double_bit", "retired_pages_pending"),
     _judge_retired_pages,
     {"fail": "drain the node and reset the GPU or reload the driver, then check again"},
 )

@@ -462,18 +462,27 @@ def test_failed_and_skipped_steps_of_the_short_mode() -> None:
 # --------------------------------------------------------------------------- the whole check
 
 
-def engine_answering(doc_for: Callable[[ContainerSpec], dict[str, Any] | None]) -> FakeEngine:
-    image = ImageInfo(id=IMAGE_ID, tags=("team/train:1",), repo_digests=())
+IMAGE = ImageInfo(id=IMAGE_ID, tags=("team/train:1",), repo_digests=())
+
+
+def engine_answering(
+    doc_for: Callable[[ContainerSpec], dict[str, Any] | None],
+    gate_json: Callable[[Path, str], None] | None = None,
+) -> FakeEngine:
+    """A FakeEngine whose short mode prints `doc_for(spec)` with the run's nonce (none: nothing);
+    `gate_json(path, nonce)` may first plant the io folder's gate.json."""
 
     def job(spec: ContainerSpec, on_stderr: Any) -> RunResult:
         if "--nonce" not in spec.command:
             return RunResult(exit_code=0, stdout="", stderr="")  # the memlock probe
         nonce = spec.command[spec.command.index("--nonce") + 1]
+        if gate_json is not None:
+            gate_json(next(Path(m.source) for m in spec.mounts if m.target == IO_DIR) / "gate.json", nonce)
         doc = doc_for(spec)
         out = json.dumps({**doc, "nonce": doc.get("nonce", nonce)}) if doc is not None else ""
         return RunResult(exit_code=0 if doc else 1, stdout=out + "\n", stderr="[harness] done\n")
 
-    return FakeEngine(images={"team/train:1": image, IMAGE_ID: image}, job=job)
+    return FakeEngine(images={"team/train:1": IMAGE, IMAGE_ID: IMAGE}, job=job)
 
 
 def healthy() -> tuple[tuple[Any, ...], str | None]:
@@ -525,39 +534,28 @@ def test_the_short_modes_gate_json_is_read_before_stdout_and_never_through_a_pla
     folder's gate.json first, else stdout's last JSON line; a gate.json the container made a
     link to a host file is not followed, and a document with another run's nonce is none."""
     host_file = tmp_path / "host.json"
-    image = ImageInfo(id=IMAGE_ID, tags=("team/train:1",), repo_digests=())
 
-    def run(plant: Callable[[Path, str], None], stdout: Callable[[str], str]) -> Any:
-        def job(spec: ContainerSpec, on_stderr: Any) -> RunResult:
-            if "--nonce" not in spec.command:
-                return RunResult(exit_code=0, stdout="", stderr="")  # the memlock probe
-            nonce = spec.command[spec.command.index("--nonce") + 1]
-            io_dir = next(Path(m.source) for m in spec.mounts if m.target == IO_DIR)
-            plant(io_dir / "gate.json", nonce)
-            return RunResult(exit_code=0, stdout=stdout(nonce) + "\n", stderr="")
+    def run(plant: Callable[[Path, str], None], printed: dict[str, Any] | None) -> Any:
+        eng = engine_answering(lambda spec: printed, gate_json=plant)
+        none = AccessChoice(name="none", reason="t")
+        return run_gate(eng, IMAGE, none, timeout_s=30, say=lambda _line: None).doc
 
-        eng = FakeEngine(images={"team/train:1": image, IMAGE_ID: image}, job=job)
-        choice = AccessChoice(name="none", reason="t")
-        return run_gate(eng, image, choice, timeout_s=30, say=lambda _line: None).doc
-
-    def doc(source: str, nonce: str) -> str:
-        return json.dumps({**gate_doc(nonce=nonce), "facts": {"from": source}})
+    def doc(source: str, nonce: str | None = None) -> dict[str, Any]:
+        return {**gate_doc(nonce=nonce), "facts": {"from": source}}
 
     def write(path: Path, nonce: str) -> None:
-        path.write_text(doc("file", nonce))
+        path.write_text(json.dumps(doc("file", nonce)))
 
     def link(path: Path, nonce: str) -> None:
-        host_file.write_text(doc("host", nonce))
+        host_file.write_text(json.dumps(doc("host", nonce)))
         path.symlink_to(host_file)
 
-    got = run(write, lambda nonce: doc("stdout", nonce))
+    got = run(write, doc("stdout"))
     assert got is not None and got["facts"] == {"from": "file"}
-    got = run(link, lambda nonce: "not json")
-    assert got is None
-    got = run(link, lambda nonce: doc("stdout", nonce))
+    assert run(link, None) is None
+    got = run(link, doc("stdout"))
     assert got is not None and got["facts"] == {"from": "stdout"}
-    got = run(lambda path, nonce: write(path, "replayed"), lambda nonce: doc("stdout", "replayed"))
-    assert got is None
+    assert run(lambda path, nonce: write(path, "replayed"), doc("stdout", "replayed")) is None
 
 
 def test_an_uncertified_image_fails_with_the_refusal_and_runs_nothing_in_it() -> None:
