@@ -15,6 +15,7 @@ from envbuilder.cli import cli
 from envbuilder.errors import MatrixError, UsageError
 from envbuilder.matrix import FRAMEWORKS, load_matrix
 from envbuilder.matrix import listing as facts
+from envbuilder.platforms import PLATFORMS, Platform
 from envbuilder.tables import table
 
 if TYPE_CHECKING:
@@ -351,6 +352,14 @@ def _text(key: str, value: Any) -> str:
     help="Scan cache, keyed by each wheel's sha256 (default: ~/.cache/envbuilder/wheel-scans).",
 )
 @click.option(
+    "--platform",
+    "platforms",
+    multiple=True,
+    type=click.Choice(PLATFORMS),
+    help="Read the wheels of these platforms (repeatable; default: both). linux/amd64 writes "
+    "generated/NAME.yaml, linux/arm64 generated/arm64/NAME.yaml (the manylinux aarch64 wheels).",
+)
+@click.option(
     "--libraries-only",
     is_flag=True,
     help="Only list the CUDA libraries' releases (generated/cuda_libraries.yaml): index listings, no "
@@ -367,6 +376,7 @@ def refresh(
     wheelhouse: Path | None,
     frameworks: tuple[str, ...],
     cache: Path | None,
+    platforms: tuple[Platform, ...],
     libraries_only: bool,
     dry_run: bool,
     diff_file: Path | None,
@@ -387,6 +397,7 @@ def refresh(
         directory,
         index,
         frameworks=() if libraries_only else (frameworks or FRAMEWORKS),
+        platforms=platforms or PLATFORMS,
         cache=cache,
         today=datetime.date.today().isoformat(),
         log=lambda m: click.echo(m, err=True),
