@@ -106,12 +106,25 @@ def check_matrix(
     counts["base_images"] = len(m.base_images)
     p = m.platforms
     if p.builds or p.gpus:
-        read = sum(1 for b in p.builds if b.wheels)
+        from envbuilder.matrix.platforms import disagreements
+
+        generated = sum(1 for b in p.builds if b.generated)
+        curated = len(p.builds) - generated
+        read = sum(1 for b in p.builds if b.wheels and not b.generated)
         lines.append(
-            f"ok  platforms.yaml: {len(p.builds)} linux/arm64 builds ({read} read from aarch64 wheels), "
-            f"{len(p.absent)} known absences, {len(p.gpus)} GPUs of aarch64 hosts"
+            f"ok  platforms.yaml: {curated} curated linux/arm64 builds ({read} naming aarch64 wheels read), "
+            f"{len(p.absent)} known absences, {len(p.gpus)} GPUs of aarch64 hosts; generated/arm64/: "
+            f"{generated} builds read from aarch64 wheels (they win over a curated row)"
         )
-        counts["platforms"] = {"builds": len(p.builds), "absent": len(p.absent), "gpus": len(p.gpus)}
+        differ = disagreements(m)
+        lines += [f"note  {d}" for d in differ]
+        counts["platforms"] = {
+            "builds": curated,
+            "generated_builds": generated,
+            "absent": len(p.absent),
+            "gpus": len(p.gpus),
+            "curated_vs_wheel": differ,
+        }
     if m.installable:
         refused = sum(1 for a in m.installable if not a.ok)
         lines.append(

@@ -699,6 +699,8 @@ def refresh_matrix(
             rel_path = generated_file(fw, platform)
             old_path = folder / rel_path
             old = old_path.read_text() if old_path.is_file() else ""
+            if not rows and not old and platform != DEFAULT_PLATFORM:
+                continue  # no wheel of this platform on the index: no file to start
             files.append((rel_path, old, render(fw, rows, known_cc, index.location, today, platform)))
     r = Refresher(index=index, cache=cache or cache_dir(), log=log, report=report, _files=listings)
     libs = yaml.safe_load((folder / "refresh.yaml").read_text()).get("libraries") or []
