@@ -20,6 +20,7 @@ from envbuilder.platforms import DEFAULT_PLATFORM, Platform, short_name
 
 _FROM_WHEEL = ("cuda", "cudnn", "nccl")
 GENERATED = "generated"
+CPU = "cpu"  # the variant of a CPU build's row (written off linux/amd64 only: the wheel has no CUDA)
 
 
 def generated_file(framework: str, platform: Platform = DEFAULT_PLATFORM) -> str:

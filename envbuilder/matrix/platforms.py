@@ -11,6 +11,7 @@ from typing import Any
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
 from envbuilder.matrix.compiler import ptxas_cuda
+from envbuilder.matrix.generated import CPU
 from envbuilder.matrix.model import (
     CudaMatrix,
     FrameworkMatrix,
@@ -127,10 +128,9 @@ def load_generated_builds(
                 continue
             sass, ptx = cc_list(row, "sass", vc), cc_list(row, "ptx", vc)
             cuda_x = version_field(row, "cuda", vc, optional=True)
-            if cuda_x is not None and not sass and not ptx:
-                # METADATA pins CUDA libraries but no member carries a kernel (TensorFlow's
-                # aarch64 wheels and their and-cuda extra): no GPU build; platforms.yaml's absence
-                # says why
+            if not sass and not ptx and variant != CPU:
+                # no member carries a kernel, whatever METADATA pins (TensorFlow's aarch64 wheels
+                # and their and-cuda extra): not a GPU build; platforms.yaml's absence says why
                 continue
             comp = compiler_field(row, vc)
             if comp is not None and comp.ptxas is not None:

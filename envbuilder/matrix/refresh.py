@@ -28,14 +28,13 @@ from envbuilder.atomic import write_text_atomic
 from envbuilder.errors import MatrixError, PackageIndexError
 from envbuilder.frameworks.base import pinned, xy
 from envbuilder.harness import fatbin
-from envbuilder.matrix.generated import GENERATED, generated_file
+from envbuilder.matrix.generated import CPU, GENERATED, generated_file
 from envbuilder.matrix.index import IndexFile, PackageIndex, releases
 from envbuilder.matrix.model import Matrix
 from envbuilder.matrix.wheel import WheelMetadata, WheelReader
 from envbuilder.platforms import DEFAULT_PLATFORM, Machine, Platform, machine_of
 
 Log = Callable[[str], None]
-CPU = "cpu"  # the variant name of a CPU build's row (generated off linux/amd64 only)
 
 
 def scan_patterns(cfg: dict[str, Any], *, cpu: bool) -> tuple[str, ...]:
