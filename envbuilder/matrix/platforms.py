@@ -6,7 +6,7 @@ them ("is there an aarch64 cu124 torch 2.6 for cp312" is `platform_build(...)`).
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, TypeVar
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
@@ -326,10 +326,13 @@ def _replace(variant: FrameworkVariant, fields: dict[str, Any]) -> FrameworkVari
     return _replace_any(variant, fields)
 
 
-def _replace_any(record: Any, fields: dict[str, Any]) -> Any:
+R = TypeVar("R")
+
+
+def _replace_any(record: R, fields: dict[str, Any]) -> R:
     from dataclasses import replace
 
-    return replace(record, **fields) if fields else record
+    return replace(record, **fields) if fields else record  # type: ignore[type-var]
 
 
 def _platform(row: dict[str, Any], c: Ctx) -> str:

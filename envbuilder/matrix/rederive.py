@@ -19,9 +19,9 @@ from packaging.utils import parse_wheel_filename
 
 from envbuilder.errors import MatrixError
 from envbuilder.frameworks import NAMES
-from envbuilder.matrix.generated import generated_file
+from envbuilder.matrix.generated import CPU, generated_file
 from envbuilder.matrix.index import IndexFile, PackageIndex
-from envbuilder.matrix.refresh import CPU, Log, Variant, WheelScan, cached_scan, scan_patterns, scan_wheel
+from envbuilder.matrix.refresh import Log, Variant, WheelScan, cached_scan, scan_patterns, scan_wheel
 from envbuilder.platforms import DEFAULT_PLATFORM, PLATFORMS
 
 # The fields of a generated variant that the wheel reader decides (the rest come from the index
