@@ -509,8 +509,10 @@ def _load(directory: Path) -> Matrix:
     if "platforms.yaml" in docs:
         m = replace(m, platforms=load_platforms(docs["platforms.yaml"]))
     if platform_files:  # first: a generated row wins over a curated one (platform_build takes the first)
-        read = tuple(b for f in platform_files for b in load_generated_builds(docs[f], f, cuda, m.frameworks))
-        m = replace(m, platforms=replace(m.platforms, builds=read + m.platforms.builds))
+        read = [load_generated_builds(docs[f], f, cuda, m.frameworks) for f in platform_files]
+        builds = tuple(b for bs, _ in read for b in bs) + m.platforms.builds
+        absent = tuple(a for _, gone in read for a in gone) + m.platforms.absent
+        m = replace(m, platforms=replace(m.platforms, builds=builds, absent=absent))
     _check_cross(m, directory)
     check_platforms(m, {a.cc for a in m.gpus.archs})
     return m

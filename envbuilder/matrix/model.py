@@ -235,6 +235,9 @@ class PlatformAbsence:
     variants: tuple[str, ...]  # () = every build with CUDA
     reason: str
     source: str
+    # read from the index (generated/arm64/NAME.yaml `missing`: no wheel of the platform for this
+    # release): it also rules out a curated build of platforms.yaml that says otherwise
+    generated: bool = False
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -101,11 +101,12 @@ def load_platforms(doc: Doc) -> PlatformFacts:
 
 def load_generated_builds(
     doc: Doc, where: str, cuda: CudaMatrix, frameworks: tuple[FrameworkMatrix, ...]
-) -> tuple[PlatformBuild, ...]:
+) -> tuple[tuple[PlatformBuild, ...], tuple[PlatformAbsence, ...]]:
     """The rows `matrix refresh` read from a platform's own wheels (generated/arm64/NAME.yaml, at
     `where`), as builds of that platform: one per release and variant, its arch lists, PTX ISA,
     kernel sets, compiler and CUDA pins the wheel's. A variant frameworks/NAME.yaml does not
-    name is left out (the file still records it). Raises MatrixError naming row and field."""
+    name is left out (the file still records it). And the absences it read from the index (a
+    release's `missing`: no wheel of the platform). Raises MatrixError naming row and field."""
     data, ctx = doc
     platform = _platform(data, ctx)
     name = get_field(data, "framework", ctx, str)
@@ -116,11 +117,24 @@ def load_generated_builds(
     index = get_field(data, "index", ctx, str, optional=True) or ""
     # where pip finds the wheels read: None for PyPI (its JSON API or simple index), else the index
     index_url = index if index.startswith("https://") and "pypi.org" not in index else None
-    out = []
+    out, gone = [], []
     for i, rel in enumerate(rows(data, "releases", ctx)):
         c = ctx.at(f"releases[{i}] ({rel.get('version')})", rel)
         version = version_field(rel, "version", c)
         python = _specifier(rel, "python", c) if rel.get("python") else None
+        for j, miss in enumerate(rows(rel, "missing", c) if "missing" in rel else ()):
+            mc = c.at(f"missing[{j}]", miss)
+            gone.append(
+                PlatformAbsence(
+                    platform=platform,
+                    framework=name,
+                    versions=f"=={version}",
+                    variants=(get_field(miss, "variant", mc, str),),
+                    reason=get_field(miss, "reason", mc, str),
+                    source=f"{where} (`envbuilder matrix refresh`, {data.get('reviewed')})",
+                    generated=True,
+                )
+            )
         for j, row in enumerate(rows(rel, "variants", c)):
             vc = c.at(f"variants[{j}] ({row.get('name')})", row)
             variant = get_field(row, "name", vc, str, optional=True) or _only_cuda(table, version)
@@ -166,7 +180,7 @@ def load_generated_builds(
                     nccl=version_field(row, "nccl", vc, optional=True),
                 )
             )
-    return tuple(out)
+    return tuple(out), tuple(gone)
 
 
 def _only_cuda(table: FrameworkMatrix, version: str) -> str | None:
@@ -206,10 +220,37 @@ def disagreements(m: Matrix) -> list[str]:
             out.append(
                 f"{what}: platforms.yaml ({c.versions}) says sass {list(c.sass)} ptx {list(c.ptx)}, {wheel}"
             )
-        gone = absence(m, g.platform, g.framework, version, g.variant)
-        if gone is not None and g.cuda is not None and (c is None or not c.generated):
+        gone = next(
+            (a for a in m.platforms.absent if not a.generated and _absent_covers(a, g, version)), None
+        )
+        if gone is not None and g.cuda is not None:
             out.append(f"{what}: platforms.yaml says it is absent ({gone.reason}), but the wheel was read")
+    for a in (a for a in m.platforms.absent if a.generated):
+        version = a.versions.removeprefix("==")
+        for v in a.variants:
+            c = next(
+                (
+                    b
+                    for b in curated
+                    if (b.platform, b.framework, b.variant) == (a.platform, a.framework, v)
+                    and SpecifierSet(b.versions).contains(version, prereleases=True)
+                ),
+                None,
+            )
+            if c is not None:
+                out.append(
+                    f"{a.framework} {version} {v} {a.platform}: platforms.yaml ({c.versions}) says it is "
+                    f"published, but {a.reason}; the index wins"
+                )
     return out
+
+
+def _absent_covers(a: PlatformAbsence, b: PlatformBuild, version: str) -> bool:
+    return (
+        (a.platform, a.framework) == (b.platform, b.framework)
+        and (not a.variants or b.variant in a.variants)
+        and SpecifierSet(a.versions).contains(version, prereleases=True)
+    )
 
 
 def _amd64_variant(m: Matrix, framework: str, version: str, variant: str) -> FrameworkVariant | None:
@@ -247,6 +288,7 @@ def platform_build(
     """The build of `framework` `version` `variant` for `platform` (and CPython `python`, X.Y, when
     given), or None when no fact says it exists. linux/amd64 is not asked here: its facts are the
     frameworks' own."""
+    read_absent: bool | None = None  # does the index say this release has no such wheel here?
     for b in m.platforms.builds:
         if (b.platform, b.framework, b.variant) != (platform, framework, variant):
             continue
@@ -254,6 +296,12 @@ def platform_build(
             continue
         if python is not None and b.python is not None and python not in SpecifierSet(b.python):
             continue
+        if not b.generated:
+            if read_absent is None:
+                gone = absence(m, platform, framework, version, variant)
+                read_absent = gone is not None and gone.generated
+            if read_absent:
+                return None  # the index was read: no wheel of this platform (a curated row says otherwise)
         return b
     return None
 

@@ -392,6 +392,8 @@ class Release:
     python: str
     requires_python: str | None
     variants: tuple[Variant, ...]
+    # off linux/amd64: (variant, why) of the variants the index has no wheel of this platform for
+    missing: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(slots=True)
@@ -513,7 +515,8 @@ class Refresher:
             if wheel is None:
                 continue
             base_md = self.scan(wheel, ()).metadata()
-            variants = []
+            variants: list[Variant] = []
+            missing: list[tuple[str, str]] = []
             for name, (plugin, pjrt) in sorted(cfg["plugins"].items()):
                 want = next((r for r in requirements(base_md, name, m) if r.name == plugin), None)
                 if want is None:
@@ -525,7 +528,9 @@ class Refresher:
                     continue
                 pw = pick_wheel(self.by_version(plugin)[plugin_v], m)
                 if pw is None or not _linux_wheel(pw, m):
-                    self.report.skipped.append(f"{fw} {v} {name}: {plugin} {plugin_v} has no Linux {m} wheel")
+                    why = f"{plugin} {plugin_v} has no Linux {m} wheel on {self.index.location}"
+                    self.report.skipped.append(f"{fw} {v} {name}: {why}")
+                    missing.append((name, why))
                     continue
                 pscan = self.scan(pw, tuple(cfg["scan"]))
                 var = Variant(name=name)
@@ -544,7 +549,7 @@ class Refresher:
                     var.add(self.scan(jw, tuple(cfg["scan"])))
                 var.cuda = isa_cuda.get(var.ptx_isa or "")
                 variants.append(var)
-            if not variants and self.cpu_rows:
+            if not variants and not missing and self.cpu_rows:
                 continue  # no CUDA plugin for this platform: nothing to say of the release here
             extras = [r for extra in cfg["plugins"] for r in requirements(base_md, extra, m)]
             lib_reqs = [*requirements(base_md, None, m), *extras]
@@ -557,6 +562,7 @@ class Refresher:
                     python=python,
                     requires_python=base_md.requires_python,
                     variants=tuple(variants),
+                    missing=tuple(missing) if self.cpu_rows else (),
                 )
             )
         return out
@@ -616,6 +622,7 @@ def render(
                 "requires_python": r.requires_python,
                 "variants": [v.row(known_cc) for v in r.variants],
             }
+            | ({"missing": [{"variant": n, "reason": why} for n, why in r.missing]} if r.missing else {})
             for r in sorted(rows, key=lambda r: Version(r.version))
         ],
     }

@@ -262,17 +262,43 @@ def test_an_arm64_cuda_stack_never_installs_pypis_cpu_only_aarch64_torch(version
         assert s.index_url is not None and s.index_url.startswith("https://download.pytorch.org/whl/cu"), s.id
 
 
-def test_jax_on_arm64_takes_x86_64s_lists_and_says_so_unless_an_aarch64_wheel_checked_them() -> None:
+def test_jax_on_arm64_takes_x86_64s_lists_and_says_so_unless_an_aarch64_wheel_checked_them(
+    tmp_path: Path,
+) -> None:
     matrix = load_matrix()
     host = Host(driver="580.95.05", gpus=load_host_gpus(matrix, "GH200"))
     read = resolve(matrix, Request(framework="jax", specifier="==0.11.2", platform="linux/arm64"), host)
-    lent = resolve(matrix, Request(framework="jax", specifier="==0.8.*", platform="linux/arm64"), host)
-    assert read.stack is not None and lent.stack is not None
-    assert not any("were not read" in n for n in read.stack.notes)
-    assert any("were not read" in n for n in lent.stack.notes)
+    also = resolve(matrix, Request(framework="jax", specifier="==0.8.*", platform="linux/arm64"), host)
+    assert read.stack is not None and also.stack is not None
+    # every release with an aarch64 plugin wheel is read (generated/arm64/jax.yaml)
+    assert not any("were not read" in n for n in (*read.stack.notes, *also.stack.notes))
+    built = platform_build(matrix, "linux/arm64", "jax", also.stack.version, also.stack.variant)
+    assert built is not None and built.generated and all("aarch64" in w for w in built.wheels)
+    # without the generated rows, platforms.yaml's `archs_from: linux/amd64` lends x86_64's lists
+    folder = tmp_path / "m"
+    shutil.copytree(matrices_dir(), folder)
+    (folder / "generated" / "arm64" / "jax.yaml").unlink()
+    curated = load_matrix(folder)
+    lent = resolve(curated, Request(framework="jax", specifier="==0.8.*", platform="linux/arm64"), host)
+    assert lent.stack is not None and any("were not read" in n for n in lent.stack.notes)
     tf = resolve(matrix, Request(framework="tensorflow", specifier="", platform="linux/arm64"), host)
     assert tf.stack is None and {r.component for r in tf.rejected} == {"platform"}
     assert "tensorflow/issues/121157" in tf.rejected[0].reason
+
+
+def test_a_jax_release_without_an_aarch64_plugin_wheel_is_refused_though_a_curated_row_covers_it() -> None:
+    """PyPI has no aarch64 jax-cuda12-plugin 0.4.26 (nor 0.4.38): the refresh read the listing
+    (generated/arm64/jax.yaml `missing`), which wins over platforms.yaml's `>=0.4.26` row."""
+    matrix = load_matrix()
+    assert platform_build(matrix, "linux/arm64", "jax", "0.4.30", "cuda12") is not None
+    assert platform_build(matrix, "linux/arm64", "jax", "0.4.26", "cuda12") is None
+    host = Host(driver="580.95.05", gpus=load_host_gpus(matrix, "GH200"))
+    res = resolve(matrix, Request(framework="jax", specifier="==0.4.26", platform="linux/arm64"), host)
+    assert res.stack is None
+    assert any(
+        r.component == "platform" and "jax-cuda12-plugin 0.4.26 has no Linux aarch64 wheel" in r.reason
+        for r in res.rejected
+    ), [r.reason for r in res.rejected]
 
 
 def test_matrix_list_platforms_shows_each_build_and_where_its_archs_come_from() -> None:
