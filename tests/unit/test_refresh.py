@@ -263,3 +263,56 @@ def test_refresh_reads_the_aarch64_wheels_into_their_own_file_and_they_win(
     known_cc = {a.cc for a in m.gpus.archs}
     got = check_generated(matrix_copy, known_cc, cache, frameworks=["torch"])
     assert (got.rows, got.checked, got.unchecked, got.differences) == (3, 3, [], [])
+
+
+def test_a_plugin_release_without_an_aarch64_wheel_is_missing_and_rules_out_the_curated_row(
+    matrix_copy: Path, tmp_path: Path
+) -> None:
+    house = tmp_path / "house"
+    shutil.copytree(Path(__file__).resolve().parents[1] / "data" / "rederive" / "arm64" / "wheels", house)
+    make_wheel(
+        house,
+        "jax-0.11.0-py3-none-any.whl",
+        requires_python=">=3.11",
+        requires_dist=("jaxlib==0.11.0", 'jax-cuda13-plugin[with-cuda]==0.11.0; extra == "cuda13"'),
+    )
+    make_wheel(house, "jaxlib-0.11.0-cp312-cp312-manylinux_2_27_aarch64.whl", requires_python=">=3.11")
+    # this release's plugin was published for x86_64 only
+    make_wheel(house, "jax_cuda13_plugin-0.11.0-cp312-cp312-manylinux_2_27_x86_64.whl")
+    res = CliRunner().invoke(
+        cli,
+        [
+            "matrix",
+            "refresh",
+            "--dir",
+            str(matrix_copy),
+            "--wheelhouse",
+            str(house),
+            "--framework",
+            "jax",
+            "--platform",
+            "linux/arm64",
+            "--cache",
+            str(tmp_path / "cache"),
+        ],
+    )
+    assert res.exit_code == 0, res.output
+    assert not (matrix_copy / "generated" / "jax.yaml").exists(), (
+        "--platform linux/arm64 reads no x86_64 wheel"
+    )
+    gen = yaml.safe_load((matrix_copy / "generated" / "arm64" / "jax.yaml").read_text())
+    rel = {r["version"]: r for r in gen["releases"]}
+    assert rel["0.11.0"]["variants"] == []
+    assert rel["0.11.0"]["missing"] == [
+        {"variant": "cuda13", "reason": f"jax-cuda13-plugin 0.11.0 has no Linux aarch64 wheel on {house}"}
+    ]
+    assert [v["name"] for v in rel["0.11.2"]["variants"]] == ["cuda13"]
+
+    m = load_matrix(matrix_copy)
+    assert platform_build(m, "linux/arm64", "jax", "0.11.0", "cuda13") is None  # platforms.yaml: >=0.4.26
+    built = platform_build(m, "linux/arm64", "jax", "0.11.2", "cuda13")
+    assert built is not None and built.generated
+    assert any(
+        d.startswith("jax 0.11.0 cuda13 linux/arm64: platforms.yaml (>=0.4.26) says it is published")
+        for d in disagreements(m)
+    )
