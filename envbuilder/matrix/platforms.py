@@ -295,6 +295,8 @@ def platform_build(
         if not SpecifierSet(b.versions).contains(version, prereleases=True):
             continue
         if python is not None and b.python is not None and python not in SpecifierSet(b.python):
+            if b.generated:
+                return None  # the wheels of this release were read: none for this CPython
             continue
         if not b.generated:
             if read_absent is None:

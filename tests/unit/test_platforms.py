@@ -262,6 +262,15 @@ def test_an_arm64_cuda_stack_never_installs_pypis_cpu_only_aarch64_torch(version
         assert s.index_url is not None and s.index_url.startswith("https://download.pytorch.org/whl/cu"), s.id
 
 
+def test_a_generated_rows_python_range_is_not_widened_by_a_curated_row() -> None:
+    """torch 2.15.0's aarch64 wheels start at cp311 (generated/arm64/torch.yaml); platforms.yaml's
+    `==2.15.*` cu132 row gives no range, but it does not stand in for a CPython the wheels lack."""
+    matrix = load_matrix()
+    built = platform_build(matrix, "linux/arm64", "torch", "2.15.0", "cu132", "3.12")
+    assert built is not None and built.generated and built.python == ">=3.11,<3.16"
+    assert platform_build(matrix, "linux/arm64", "torch", "2.15.0", "cu132", "3.10") is None
+
+
 def test_jax_on_arm64_takes_x86_64s_lists_and_says_so_unless_an_aarch64_wheel_checked_them(
     tmp_path: Path,
 ) -> None:
