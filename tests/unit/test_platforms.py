@@ -332,3 +332,8 @@ def test_matrix_check_reads_and_counts_platforms_yaml() -> None:
     assert code == 0
     counts = json.loads(out)["counts"]["platforms"]
     assert counts["builds"] >= 15 and counts["gpus"] >= 6
+    # the rows read from PyPI's aarch64 wheels, and where a curated row says otherwise
+    assert counts["generated_builds"] >= 50
+    assert any(
+        d.startswith("jax 0.4.26 cuda12 linux/arm64: platforms.yaml") for d in counts["curated_vs_wheel"]
+    )
