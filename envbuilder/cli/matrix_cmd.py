@@ -15,6 +15,7 @@ from envbuilder.cli import cli
 from envbuilder.errors import MatrixError, UsageError
 from envbuilder.matrix import FRAMEWORKS, load_matrix
 from envbuilder.matrix import listing as facts
+from envbuilder.platforms import PLATFORMS, Platform
 from envbuilder.tables import table
 
 if TYPE_CHECKING:
@@ -105,12 +106,25 @@ def check_matrix(
     counts["base_images"] = len(m.base_images)
     p = m.platforms
     if p.builds or p.gpus:
-        read = sum(1 for b in p.builds if b.wheels)
+        from envbuilder.matrix.platforms import disagreements
+
+        generated = sum(1 for b in p.builds if b.generated)
+        curated = len(p.builds) - generated
+        read = sum(1 for b in p.builds if b.wheels and not b.generated)
         lines.append(
-            f"ok  platforms.yaml: {len(p.builds)} linux/arm64 builds ({read} read from aarch64 wheels), "
-            f"{len(p.absent)} known absences, {len(p.gpus)} GPUs of aarch64 hosts"
+            f"ok  platforms.yaml: {curated} curated linux/arm64 builds ({read} naming aarch64 wheels read), "
+            f"{len(p.absent)} known absences, {len(p.gpus)} GPUs of aarch64 hosts; generated/arm64/: "
+            f"{generated} builds read from aarch64 wheels (they win over a curated row)"
         )
-        counts["platforms"] = {"builds": len(p.builds), "absent": len(p.absent), "gpus": len(p.gpus)}
+        differ = disagreements(m)
+        lines += [f"note  {d}" for d in differ]
+        counts["platforms"] = {
+            "builds": curated,
+            "generated_builds": generated,
+            "absent": len(p.absent),
+            "gpus": len(p.gpus),
+            "curated_vs_wheel": differ,
+        }
     if m.installable:
         refused = sum(1 for a in m.installable if not a.ok)
         lines.append(
@@ -351,6 +365,14 @@ def _text(key: str, value: Any) -> str:
     help="Scan cache, keyed by each wheel's sha256 (default: ~/.cache/envbuilder/wheel-scans).",
 )
 @click.option(
+    "--platform",
+    "platforms",
+    multiple=True,
+    type=click.Choice(PLATFORMS),
+    help="Read the wheels of these platforms (repeatable; default: both). linux/amd64 writes "
+    "generated/NAME.yaml, linux/arm64 generated/arm64/NAME.yaml (the manylinux aarch64 wheels).",
+)
+@click.option(
     "--libraries-only",
     is_flag=True,
     help="Only list the CUDA libraries' releases (generated/cuda_libraries.yaml): index listings, no "
@@ -367,6 +389,7 @@ def refresh(
     wheelhouse: Path | None,
     frameworks: tuple[str, ...],
     cache: Path | None,
+    platforms: tuple[Platform, ...],
     libraries_only: bool,
     dry_run: bool,
     diff_file: Path | None,
@@ -387,6 +410,7 @@ def refresh(
         directory,
         index,
         frameworks=() if libraries_only else (frameworks or FRAMEWORKS),
+        platforms=platforms or PLATFORMS,
         cache=cache,
         today=datetime.date.today().isoformat(),
         log=lambda m: click.echo(m, err=True),

@@ -20,12 +20,11 @@ from envbuilder import resources
 from envbuilder.errors import MatrixError, UsageError
 from envbuilder.frameworks import NAMES
 from envbuilder.matrix.compiler import with_ptxas_cuda
-from envbuilder.matrix.generated import overlay
+from envbuilder.matrix.generated import generated_file, overlay
 from envbuilder.matrix.installable import load_answers, with_user_answers
 from envbuilder.matrix.model import (
     ArchInfo,
     BaseImage,
-    Compiler,
     CudaMajor,
     CudaMatrix,
     CudaRelease,
@@ -34,25 +33,27 @@ from envbuilder.matrix.model import (
     FrameworkVariant,
     GpuMatrix,
     GpuModel,
-    KernelSet,
     KnownBad,
     Matrix,
     PtxIsa,
     RequireRule,
     WslLimit,
 )
-from envbuilder.matrix.platforms import check_platforms, load_platforms
+from envbuilder.matrix.platforms import check_platforms, load_generated_builds, load_platforms
 from envbuilder.matrix.reader import (
     Ctx,
     cc_list,
     checked_field,
+    compiler_field,
     driver_field,
     get_field,
+    kernel_sets_field,
     read_file,
     require_unique,
     rows,
     version_field,
 )
+from envbuilder.platforms import DEFAULT_PLATFORM, PLATFORMS
 from envbuilder.versions import major_minor, parse_cc, parse_version
 
 FRAMEWORKS = NAMES  # the registry's (envbuilder/frameworks/): frameworks/NAME.yaml each
@@ -251,41 +252,9 @@ def _variant(
         default=bool(row.get("default", False)),
         ptx_isa=version_field(row, "ptx_isa", c, optional=True),
         arch_source=get_field(row, "arch_source", c, str, optional=True) or None,
-        kernel_sets=_kernel_sets(row, c),
-        compiler=_compiler(row, c),
+        kernel_sets=kernel_sets_field(row, c),
+        compiler=compiler_field(row, c),
     )
-
-
-def _kernel_sets(row: dict[str, Any], c: Ctx) -> tuple[KernelSet, ...]:
-    out = []
-    for i, ks in enumerate(get_field(row, "kernel_sets", c, list, optional=True) or ()):
-        kc = c.at(f"kernel_sets[{i}]", ks)
-        if not isinstance(ks, dict):
-            raise kc.fail(None, "each kernel set is a mapping with sass, ptx and sets")
-        sets = get_field(ks, "sets", kc, int)
-        if sets < 1:
-            raise kc.fail("sets", f"a count of kernel sets is at least 1, got {sets}")
-        out.append(KernelSet(sass=cc_list(ks, "sass", kc), ptx=cc_list(ks, "ptx", kc), sets=sets))
-    return tuple(out)
-
-
-def _compiler(row: dict[str, Any], c: Ctx) -> Compiler | None:
-    comp = get_field(row, "compiler", c, dict, optional=True)
-    if comp is None:
-        return None
-    cc = c.at("compiler", comp)
-    runs = get_field(comp, "runs", cc, str)
-    if runs not in ("always", "on-request"):
-        raise cc.fail("runs", f"expected 'always' or 'on-request', got {runs!r}")
-    ptxas = get_field(comp, "ptxas", cc, str, optional=True)
-    if ptxas is not None:
-        from packaging.requirements import InvalidRequirement, Requirement
-
-        try:
-            Requirement(ptxas)
-        except InvalidRequirement as exc:
-            raise cc.fail("ptxas", f"not a requirement: {ptxas!r}") from exc
-    return Compiler(runs=runs, targets=cc_list(comp, "targets", cc), ptxas=ptxas)
 
 
 # --------------------------------------------------------------------------- base_images.yaml
@@ -511,6 +480,10 @@ def _load(directory: Path) -> Matrix:
     ]
     files += [f for f in ("ptx_isa.yaml", "known_bad.yaml", "platforms.yaml") if (directory / f).is_file()]
     files += [f"generated/{n}.yaml" for n in FRAMEWORKS if (directory / "generated" / f"{n}.yaml").is_file()]
+    # rows read from another platform's own wheels (generated/arm64/NAME.yaml)
+    platform_files = [generated_file(n, p) for p in PLATFORMS if p != DEFAULT_PLATFORM for n in FRAMEWORKS]
+    platform_files = [f for f in platform_files if (directory / f).is_file()]
+    files += platform_files
     if (directory / INSTALLABLE).is_file():
         files.append(INSTALLABLE)
     docs: dict[str, Doc] = {f: read_file(directory / f) for f in files}  # each file parsed once
@@ -535,6 +508,11 @@ def _load(directory: Path) -> Matrix:
     )
     if "platforms.yaml" in docs:
         m = replace(m, platforms=load_platforms(docs["platforms.yaml"]))
+    if platform_files:  # first: a generated row wins over a curated one (platform_build takes the first)
+        read = [load_generated_builds(docs[f], f, cuda, m.frameworks) for f in platform_files]
+        builds = tuple(b for bs, _ in read for b in bs) + m.platforms.builds
+        absent = tuple(a for _, gone in read for a in gone) + m.platforms.absent
+        m = replace(m, platforms=replace(m.platforms, builds=builds, absent=absent))
     _check_cross(m, directory)
     check_platforms(m, {a.cc for a in m.gpus.archs})
     return m

@@ -16,8 +16,21 @@ from typing import Any
 from packaging.version import Version
 
 from envbuilder.matrix.reader import Ctx, get_field, rows
+from envbuilder.platforms import DEFAULT_PLATFORM, Platform, short_name
 
 _FROM_WHEEL = ("cuda", "cudnn", "nccl")
+GENERATED = "generated"
+CPU = "cpu"  # the variant of a CPU build's row (written off linux/amd64 only: the wheel has no CUDA)
+
+
+def generated_file(framework: str, platform: Platform = DEFAULT_PLATFORM) -> str:
+    """Where `matrix refresh` writes the rows of `framework` read from `platform`'s wheels,
+    relative to matrices/: generated/torch.yaml (linux/amd64), generated/arm64/torch.yaml."""
+    if platform == DEFAULT_PLATFORM:
+        return f"{GENERATED}/{framework}.yaml"
+    return f"{GENERATED}/{short_name(platform)}/{framework}.yaml"
+
+
 _READ_ONLY_HERE = ("kernel_sets", "compiler")
 
 

@@ -87,7 +87,7 @@ def list_facts(m: Matrix, kind: str) -> Listing:
                 b.variant,
                 "(linux/amd64's)" if b.archs_from_default else " ".join(b.sass) or "-",
                 "(linux/amd64's)" if b.archs_from_default else " ".join(b.ptx) or "-",
-                f"{len(b.wheels)} wheel(s) read" if b.wheels else "curated",
+                "generated: " * b.generated + (f"{len(b.wheels)} wheel(s) read" if b.wheels else "curated"),
             )
             for b in builds
         ]

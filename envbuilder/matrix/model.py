@@ -214,6 +214,15 @@ class PlatformBuild:
     python: str | None  # PEP 440 range of the CPython wheels when it differs from the release's
     wheels: tuple[str, ...]  # "FILE sha256:HEX" read, where one was
     source: str
+    # generated rows (generated/arm64/NAME.yaml, `matrix refresh`): read from this platform's wheel,
+    # they win over the curated rows of platforms.yaml; these facts are the wheel's own
+    generated: bool = False
+    ptx_isa: str | None = None
+    kernel_sets: tuple[KernelSet, ...] = ()
+    compiler: Compiler | None = None
+    cuda: str | None = None  # from the wheel's nvidia-* requirements, where they name it
+    cudnn: str | None = None
+    nccl: str | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -226,6 +235,9 @@ class PlatformAbsence:
     variants: tuple[str, ...]  # () = every build with CUDA
     reason: str
     source: str
+    # read from the index (generated/arm64/NAME.yaml `missing`: no wheel of the platform for this
+    # release): it also rules out a curated build of platforms.yaml that says otherwise
+    generated: bool = False
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -6,11 +6,15 @@ them ("is there an aarch64 cu124 torch 2.6 for cp312" is `platform_build(...)`).
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, TypeVar
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
+from envbuilder.matrix.compiler import ptxas_cuda
+from envbuilder.matrix.generated import CPU
 from envbuilder.matrix.model import (
+    CudaMatrix,
+    FrameworkMatrix,
     FrameworkRelease,
     FrameworkVariant,
     Matrix,
@@ -20,7 +24,15 @@ from envbuilder.matrix.model import (
     PlatformGpu,
     PlatformImages,
 )
-from envbuilder.matrix.reader import Ctx, cc_list, get_field, rows
+from envbuilder.matrix.reader import (
+    Ctx,
+    cc_list,
+    compiler_field,
+    get_field,
+    kernel_sets_field,
+    rows,
+    version_field,
+)
 from envbuilder.platforms import DEFAULT_PLATFORM, PLATFORMS
 
 Doc = tuple[dict[str, Any], Ctx]
@@ -87,6 +99,169 @@ def load_platforms(doc: Doc) -> PlatformFacts:
     return PlatformFacts(builds=tuple(builds), absent=tuple(absent), gpus=tuple(gpus), images=tuple(images))
 
 
+def load_generated_builds(
+    doc: Doc, where: str, cuda: CudaMatrix, frameworks: tuple[FrameworkMatrix, ...]
+) -> tuple[tuple[PlatformBuild, ...], tuple[PlatformAbsence, ...]]:
+    """The rows `matrix refresh` read from a platform's own wheels (generated/arm64/NAME.yaml, at
+    `where`), as builds of that platform: one per release and variant, its arch lists, PTX ISA,
+    kernel sets, compiler and CUDA pins the wheel's. A variant frameworks/NAME.yaml does not
+    name is left out (the file still records it). And the absences it read from the index (a
+    release's `missing`: no wheel of the platform). Raises MatrixError naming row and field."""
+    data, ctx = doc
+    platform = _platform(data, ctx)
+    name = get_field(data, "framework", ctx, str)
+    table = next((t for t in frameworks if t.name == name), None)
+    if table is None:
+        raise ctx.fail("framework", f"unknown framework {name!r}")
+    known = {v.name for rel in table.releases for v in rel.variants}
+    index = get_field(data, "index", ctx, str, optional=True) or ""
+    # where pip finds the wheels read: None for PyPI (its JSON API or simple index), else the index
+    index_url = index if index.startswith("https://") and "pypi.org" not in index else None
+    out, gone = [], []
+    for i, rel in enumerate(rows(data, "releases", ctx)):
+        c = ctx.at(f"releases[{i}] ({rel.get('version')})", rel)
+        version = version_field(rel, "version", c)
+        python = _specifier(rel, "python", c) if rel.get("python") else None
+        for j, miss in enumerate(rows(rel, "missing", c) if "missing" in rel else ()):
+            mc = c.at(f"missing[{j}]", miss)
+            gone.append(
+                PlatformAbsence(
+                    platform=platform,
+                    framework=name,
+                    versions=f"=={version}",
+                    variants=(get_field(miss, "variant", mc, str),),
+                    reason=get_field(miss, "reason", mc, str),
+                    source=f"{where} (`envbuilder matrix refresh`, {data.get('reviewed')})",
+                    generated=True,
+                )
+            )
+        for j, row in enumerate(rows(rel, "variants", c)):
+            vc = c.at(f"variants[{j}] ({row.get('name')})", row)
+            variant = get_field(row, "name", vc, str, optional=True) or _only_cuda(table, version)
+            if variant is None or variant not in known:
+                continue
+            sass, ptx = cc_list(row, "sass", vc), cc_list(row, "ptx", vc)
+            cuda_x = version_field(row, "cuda", vc, optional=True)
+            if not sass and not ptx and variant != CPU:
+                # no member carries a kernel, whatever METADATA pins (TensorFlow's aarch64 wheels
+                # and their and-cuda extra): not a GPU build; platforms.yaml's absence says why
+                continue
+            comp = compiler_field(row, vc)
+            if comp is not None and comp.ptxas is not None:
+                comp = _replace_any(comp, {"ptxas_cuda": ptxas_cuda(cuda, comp.ptxas)})
+            wheels = get_field(row, "wheels", vc, list, optional=True) or []
+            if not all(isinstance(w, dict) and {"file", "sha256"} <= set(w) for w in wheels):
+                raise vc.fail(
+                    "wheels", "expected a list of {file, sha256} mappings (matrix refresh writes them)"
+                )
+            out.append(
+                PlatformBuild(
+                    platform=platform,
+                    framework=name,
+                    versions=f"=={version}",
+                    variant=variant,
+                    sass=sass,
+                    ptx=ptx,
+                    archs_from_default=False,
+                    # a CUDA build is installed from where its wheel was read; a CPU build (PyPI's
+                    # aarch64 torch through 2.10) keeps its variant's index, which serves it too
+                    index_url=index_url,
+                    own_index=cuda_x is not None,
+                    python=python,
+                    wheels=tuple(f"{w['file']} sha256:{w['sha256']}" for w in wheels),
+                    source=f"{where} (`envbuilder matrix refresh`, {data.get('reviewed')}): "
+                    f"read from the {platform} wheel{'s' if len(wheels) > 1 else ''}",
+                    generated=True,
+                    ptx_isa=version_field(row, "ptx_isa", vc, optional=True),
+                    kernel_sets=kernel_sets_field(row, vc),
+                    compiler=comp,
+                    cuda=cuda_x,
+                    cudnn=version_field(row, "cudnn", vc, optional=True),
+                    nccl=version_field(row, "nccl", vc, optional=True),
+                )
+            )
+    return tuple(out), tuple(gone)
+
+
+def _only_cuda(table: FrameworkMatrix, version: str) -> str | None:
+    """The name of the release's only CUDA variant (a generated row whose pins name none)."""
+    rel = next((r for r in table.releases if r.version == version), None)
+    names = [v.name for v in rel.variants if v.cuda is not None] if rel is not None else []
+    return names[0] if len(names) == 1 else None
+
+
+def disagreements(m: Matrix) -> list[str]:
+    """Where a generated row (read from the platform's wheel) says otherwise than the curated
+    platforms.yaml row it overrides, or than linux/amd64's lists that a curated row takes
+    (`archs_from`), or than a curated absence: the wheel wins; `matrix check` prints each."""
+    out = []
+    curated = [b for b in m.platforms.builds if not b.generated]
+    for g in (b for b in m.platforms.builds if b.generated):
+        version = g.versions.removeprefix("==")
+        what = f"{g.framework} {version} {g.variant} {g.platform}"
+        wheel = f"the wheel reads sass {list(g.sass)} ptx {list(g.ptx)}; the wheel wins"
+        c = next(
+            (
+                b
+                for b in curated
+                if (b.platform, b.framework, b.variant) == (g.platform, g.framework, g.variant)
+                and SpecifierSet(b.versions).contains(version, prereleases=True)
+            ),
+            None,
+        )
+        if c is not None and c.archs_from_default:
+            amd64 = _amd64_variant(m, g.framework, version, g.variant)
+            if amd64 is not None and (amd64.sass, amd64.ptx) != (g.sass, g.ptx):
+                out.append(
+                    f"{what}: platforms.yaml ({c.versions}) takes linux/amd64's sass {list(amd64.sass)} "
+                    f"ptx {list(amd64.ptx)}, {wheel}"
+                )
+        elif c is not None and (c.sass, c.ptx) != (g.sass, g.ptx):
+            out.append(
+                f"{what}: platforms.yaml ({c.versions}) says sass {list(c.sass)} ptx {list(c.ptx)}, {wheel}"
+            )
+        gone = next(
+            (a for a in m.platforms.absent if not a.generated and _absent_covers(a, g, version)), None
+        )
+        if gone is not None and g.cuda is not None:
+            out.append(f"{what}: platforms.yaml says it is absent ({gone.reason}), but the wheel was read")
+    for a in (a for a in m.platforms.absent if a.generated):
+        version = a.versions.removeprefix("==")
+        for v in a.variants:
+            c = next(
+                (
+                    b
+                    for b in curated
+                    if (b.platform, b.framework, b.variant) == (a.platform, a.framework, v)
+                    and SpecifierSet(b.versions).contains(version, prereleases=True)
+                ),
+                None,
+            )
+            if c is not None:
+                out.append(
+                    f"{a.framework} {version} {v} {a.platform}: platforms.yaml ({c.versions}) says it is "
+                    f"published, but {a.reason}; the index wins"
+                )
+    return out
+
+
+def _absent_covers(a: PlatformAbsence, b: PlatformBuild, version: str) -> bool:
+    return (
+        (a.platform, a.framework) == (b.platform, b.framework)
+        and (not a.variants or b.variant in a.variants)
+        and SpecifierSet(a.versions).contains(version, prereleases=True)
+    )
+
+
+def _amd64_variant(m: Matrix, framework: str, version: str, variant: str) -> FrameworkVariant | None:
+    for fw in m.frameworks:
+        if fw.name == framework:
+            for rel in fw.releases:
+                if rel.version == version:
+                    return next((v for v in rel.variants if v.name == variant), None)
+    return None
+
+
 def check_platforms(m: Matrix, known_cc: set[str]) -> None:
     """Cross-file checks: every framework, variant and GPU named exists in the other files, every
     compute capability is known. Raises MatrixError."""
@@ -113,13 +288,22 @@ def platform_build(
     """The build of `framework` `version` `variant` for `platform` (and CPython `python`, X.Y, when
     given), or None when no fact says it exists. linux/amd64 is not asked here: its facts are the
     frameworks' own."""
+    read_absent: bool | None = None  # does the index say this release has no such wheel here?
     for b in m.platforms.builds:
         if (b.platform, b.framework, b.variant) != (platform, framework, variant):
             continue
         if not SpecifierSet(b.versions).contains(version, prereleases=True):
             continue
         if python is not None and b.python is not None and python not in SpecifierSet(b.python):
+            if b.generated:
+                return None  # the wheels of this release were read: none for this CPython
             continue
+        if not b.generated:
+            if read_absent is None:
+                gone = absence(m, platform, framework, version, variant)
+                read_absent = gone is not None and gone.generated
+            if read_absent:
+                return None  # the index was read: no wheel of this platform (a curated row says otherwise)
         return b
     return None
 
@@ -151,7 +335,18 @@ def variant_for_platform(
             return f"{what} has no {platform} build: {gone.reason} ({gone.source})"
         return f"{what}: no fact says it is published for {platform} (matrices/platforms.yaml)"
     fields: dict[str, Any] = {}
-    if not build.archs_from_default:
+    if build.generated:
+        # the platform's own wheel, read by `matrix refresh`: every fact it carries
+        fields = {
+            "sass": build.sass,
+            "ptx": build.ptx,
+            "ptx_isa": build.ptx_isa,
+            "arch_source": "; ".join(build.wheels) or None,
+            "kernel_sets": build.kernel_sets,
+            "compiler": build.compiler,
+        }
+        fields |= {k: getattr(build, k) for k in ("cuda", "cudnn", "nccl") if getattr(build, k) is not None}
+    elif not build.archs_from_default:
         # the platform's own wheels: their arch lists, and no PTX ISA read from them
         fields = {
             "sass": build.sass,
@@ -178,9 +373,16 @@ def images_for(m: Matrix, platform: str) -> PlatformImages | None:
 
 
 def _replace(variant: FrameworkVariant, fields: dict[str, Any]) -> FrameworkVariant:
+    return _replace_any(variant, fields)
+
+
+R = TypeVar("R")
+
+
+def _replace_any(record: R, fields: dict[str, Any]) -> R:
     from dataclasses import replace
 
-    return replace(variant, **fields) if fields else variant
+    return replace(record, **fields) if fields else record  # type: ignore[type-var]
 
 
 def _platform(row: dict[str, Any], c: Ctx) -> str:

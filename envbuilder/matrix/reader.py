@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from envbuilder.errors import MatrixError, UsageError
+from envbuilder.matrix.model import Compiler, KernelSet
 from envbuilder.versions import parse_cc, parse_driver, parse_version
 
 SCHEMA_VERSION = 1
@@ -169,3 +170,37 @@ def require_unique(items: Iterable[tuple[str, Ctx]], what: str) -> None:
         if value in seen:
             raise ctx.fail(None, f"duplicate {what} {value!r} (also at line {seen[value].line})")
         seen[value] = ctx
+
+
+def kernel_sets_field(row: dict[str, Any], c: Ctx) -> tuple[KernelSet, ...]:
+    """A row's `kernel_sets` (generated: the wheel's fatbins grouped by SASS and PTX lists)."""
+    out = []
+    for i, ks in enumerate(get_field(row, "kernel_sets", c, list, optional=True) or ()):
+        kc = c.at(f"kernel_sets[{i}]", ks)
+        if not isinstance(ks, dict):
+            raise kc.fail(None, "each kernel set is a mapping with sass, ptx and sets")
+        sets = get_field(ks, "sets", kc, int)
+        if sets < 1:
+            raise kc.fail("sets", f"a count of kernel sets is at least 1, got {sets}")
+        out.append(KernelSet(sass=cc_list(ks, "sass", kc), ptx=cc_list(ks, "ptx", kc), sets=sets))
+    return tuple(out)
+
+
+def compiler_field(row: dict[str, Any], c: Ctx) -> Compiler | None:
+    """A row's `compiler` (generated: the XLA compiler's targets and the ptxas requirement)."""
+    comp = get_field(row, "compiler", c, dict, optional=True)
+    if comp is None:
+        return None
+    cc = c.at("compiler", comp)
+    runs = get_field(comp, "runs", cc, str)
+    if runs not in ("always", "on-request"):
+        raise cc.fail("runs", f"expected 'always' or 'on-request', got {runs!r}")
+    ptxas = get_field(comp, "ptxas", cc, str, optional=True)
+    if ptxas is not None:
+        from packaging.requirements import InvalidRequirement, Requirement
+
+        try:
+            Requirement(ptxas)
+        except InvalidRequirement as exc:
+            raise cc.fail("ptxas", f"not a requirement: {ptxas!r}") from exc
+    return Compiler(runs=runs, targets=cc_list(comp, "targets", cc), ptxas=ptxas)

@@ -1,5 +1,6 @@
-"""`envbuilder matrix check`'s second half: each row of matrices/generated/<framework>.yaml read
-again from its wheels' scans by the current reader, and every field the reader decides compared.
+"""`envbuilder matrix check`'s second half: each row of matrices/generated/<framework>.yaml (and of
+generated/arm64/<framework>.yaml, read from the linux/arm64 wheels) read again from its wheels'
+scans by the current reader, and every field the reader decides compared.
 
 Incremental: a wheel whose cached scan used no reader part that changed since (refresh.READER)
 is re-derived from that scan, offline; only the others are read again, by range requests, and only
@@ -18,8 +19,10 @@ from packaging.utils import parse_wheel_filename
 
 from envbuilder.errors import MatrixError
 from envbuilder.frameworks import NAMES
+from envbuilder.matrix.generated import CPU, generated_file
 from envbuilder.matrix.index import IndexFile, PackageIndex
-from envbuilder.matrix.refresh import Log, Variant, WheelScan, cached_scan, scan_wheel
+from envbuilder.matrix.refresh import Log, Variant, WheelScan, cached_scan, scan_patterns, scan_wheel
+from envbuilder.platforms import DEFAULT_PLATFORM, PLATFORMS
 
 # The fields of a generated variant that the wheel reader decides (the rest come from the index
 # listing or METADATA, which the reader does not interpret).
@@ -54,19 +57,23 @@ def check_generated(
     cannot be read."""
     cfg = _load(folder / "refresh.yaml").get("frameworks") or {}
     out = RowCheck()
-    for fw in frameworks:
-        path = folder / "generated" / f"{fw}.yaml"
+    for fw, platform in ((fw, p) for p in PLATFORMS for fw in frameworks):
+        path = folder / generated_file(fw, platform)
         if not path.is_file() or fw not in cfg:
             continue
-        patterns = tuple(cfg[fw]["scan"])
         for rel, row in _variants(path, fw):
             out.rows += 1
             where = f"{fw} {rel} {row.get('name') or '(only CUDA variant)'}"
+            if platform != DEFAULT_PLATFORM:
+                where += f" {platform}"
+            # a CPU build's row (off linux/amd64) was read from its METADATA alone
+            cpu = row.get("name") == CPU
+            patterns = scan_patterns(cfg[fw], cpu=cpu)
             scans = [_scan(f, sha, patterns, cache, index, out, log) for f, sha in _wheels(row, where, path)]
             if any(scan is None for scan in scans):
                 out.unchecked.append(where)
                 continue
-            var = Variant(name=row.get("name"), compiler=cfg[fw].get("compiler"))
+            var = Variant(name=row.get("name"), compiler=None if cpu else cfg[fw].get("compiler"))
             for scan in scans:
                 assert scan is not None
                 var.add(scan)

@@ -28,12 +28,19 @@ from envbuilder.atomic import write_text_atomic
 from envbuilder.errors import MatrixError, PackageIndexError
 from envbuilder.frameworks.base import pinned, xy
 from envbuilder.harness import fatbin
+from envbuilder.matrix.generated import CPU, GENERATED, generated_file
 from envbuilder.matrix.index import IndexFile, PackageIndex, releases
 from envbuilder.matrix.model import Matrix
 from envbuilder.matrix.wheel import WheelMetadata, WheelReader
+from envbuilder.platforms import DEFAULT_PLATFORM, Machine, Platform, machine_of
 
 Log = Callable[[str], None]
-GENERATED = "generated"
+
+
+def scan_patterns(cfg: dict[str, Any], *, cpu: bool) -> tuple[str, ...]:
+    """The members scanned for a row (refresh.yaml `scan`); a CPU build's row is read from its
+    METADATA alone (no member holds kernels), so `matrix check` looks up that scan."""
+    return () if cpu else tuple(cfg["scan"])
 
 
 # --------------------------------------------------------------------------- wheel scans
@@ -221,8 +228,9 @@ def _wanted(name: str, patterns: tuple[str, ...]) -> bool:
 # --------------------------------------------------------------------------- picking wheels
 
 
-def _linux_x86_64(f: IndexFile) -> bool:
-    return f.filename.endswith(".whl") and "manylinux" in f.filename and "x86_64" in f.filename
+def _linux_wheel(f: IndexFile, machine: Machine = "x86_64") -> bool:
+    """A manylinux wheel for `machine` (x86_64, aarch64)."""
+    return f.filename.endswith(".whl") and "manylinux" in f.filename and machine in f.filename
 
 
 def _cp_tags(files: Iterable[IndexFile]) -> list[tuple[int, int]]:
@@ -236,20 +244,20 @@ def _cp_tags(files: Iterable[IndexFile]) -> list[tuple[int, int]]:
     return sorted(found)
 
 
-def pick_wheel(files: list[IndexFile]) -> IndexFile | None:
-    """The Linux x86_64 wheel to read: the newest CPython's (the kernels do not depend on it), or a
-    pure-Python one."""
-    linux = [f for f in files if _linux_x86_64(f)]
+def pick_wheel(files: list[IndexFile], machine: Machine = "x86_64") -> IndexFile | None:
+    """The Linux wheel for `machine` to read: the newest CPython's (the kernels do not depend on
+    it), or a pure-Python one."""
+    linux = [f for f in files if _linux_wheel(f, machine)]
     if linux:
         return max(linux, key=lambda f: (max(_cp_tags([f]), default=(0, 0)), f.filename))
     pure = [f for f in files if f.filename.endswith("-none-any.whl")]
     return pure[0] if pure else None
 
 
-def python_range(files: list[IndexFile], requires_python: str | None) -> str:
-    """The CPython range wheels exist for (">=3.10,<3.15" from cp310 ... cp314 wheels), else the
-    Requires-Python of the metadata."""
-    tags = _cp_tags([f for f in files if _linux_x86_64(f)])
+def python_range(files: list[IndexFile], requires_python: str | None, machine: Machine = "x86_64") -> str:
+    """The CPython range wheels for `machine` exist for (">=3.10,<3.15" from cp310 ... cp314
+    wheels), else the Requires-Python of the metadata."""
+    tags = _cp_tags([f for f in files if _linux_wheel(f, machine)])
     if tags:
         lo, hi = tags[0], tags[-1]
         return f">={lo[0]}.{lo[1]},<{hi[0]}.{hi[1] + 1}"
@@ -259,9 +267,11 @@ def python_range(files: list[IndexFile], requires_python: str | None) -> str:
 # --------------------------------------------------------------------------- metadata rules
 
 
-def requirements(md: WheelMetadata, extra: str | None = None) -> list[Requirement]:
-    """Requires-Dist entries that apply on Linux x86_64 (with `extra` active, when given)."""
-    env = {"platform_system": "Linux", "sys_platform": "linux", "platform_machine": "x86_64"}
+def requirements(
+    md: WheelMetadata, extra: str | None = None, machine: Machine = "x86_64"
+) -> list[Requirement]:
+    """Requires-Dist entries that apply on Linux `machine` (with `extra` active, when given)."""
+    env = {"platform_system": "Linux", "sys_platform": "linux", "platform_machine": machine}
     out = []
     for text in md.requires_dist:
         try:
@@ -382,6 +392,8 @@ class Release:
     python: str
     requires_python: str | None
     variants: tuple[Variant, ...]
+    # off linux/amd64: (variant, why) of the variants the index has no wheel of this platform for
+    missing: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(slots=True)
@@ -405,6 +417,14 @@ class Refresher:
     log: Log
     report: Report = field(default_factory=Report)
     _files: dict[str, list[IndexFile]] = field(default_factory=dict)
+    # the wheels read: linux/amd64's (x86_64) or another platform's (aarch64). Off linux/amd64 a
+    # CPU build is a row too (variant `cpu`, read from METADATA alone): that the platform's wheel
+    # of the release carries no CUDA is the fact.
+    machine: Machine = "x86_64"
+
+    @property
+    def cpu_rows(self) -> bool:
+        return self.machine != machine_of(DEFAULT_PLATFORM)
 
     def files(self, project: str) -> list[IndexFile]:
         if project not in self._files:
@@ -441,21 +461,26 @@ class Refresher:
         variant: Callable[[WheelScan], Variant | None],
     ) -> list[Release]:
         """Releases of a framework whose CUDA build is one wheel per release (torch on PyPI,
-        tensorflow): that wheel scanned, its variant read by `variant` (None: not a CUDA build)."""
+        tensorflow): that wheel scanned, its variant read by `variant` (None: not a CUDA build).
+        Off linux/amd64 the METADATA is read first, and a CPU build's members are not scanned."""
         out = []
         files = self.by_version(cfg["package"])
         for v in self.versions(cfg["package"], known, cfg["since"]):
-            wheel = pick_wheel(files[v])
+            wheel = pick_wheel(files[v], self.machine)
             if wheel is None:
-                self.report.skipped.append(f"{fw} {v}: no Linux x86_64 wheel")
+                self.report.skipped.append(f"{fw} {v}: no Linux {self.machine} wheel")
                 continue
-            scan = self.scan(wheel, tuple(cfg["scan"]))
+            scan = self.scan(wheel, scan_patterns(cfg, cpu=True) if self.cpu_rows else tuple(cfg["scan"]))
             var = variant(scan)
-            if var is None:
+            if var is None and self.cpu_rows:
+                var = Variant(name=CPU)
+            elif var is None:
                 self.report.skipped.append(f"{fw} {v}: its wheel requires no CUDA (a CPU build)")
                 continue
+            elif self.cpu_rows:
+                scan = self.scan(wheel, scan_patterns(cfg, cpu=False))
             var.add(scan)
-            python = python_range(files[v], scan.requires_python)
+            python = python_range(files[v], scan.requires_python, self.machine)
             out.append(
                 Release(version=str(v), python=python, requires_python=scan.requires_python, variants=(var,))
             )
@@ -467,7 +492,7 @@ class Refresher:
         read = registry.get(fw).read_variant
 
         def variant(scan: WheelScan) -> Variant | None:
-            reqs = requirements(scan.metadata(), cfg.get("extra"))
+            reqs = requirements(scan.metadata(), cfg.get("extra"), self.machine)
             facts = read(reqs)
             if facts is None:
                 return None
@@ -482,17 +507,18 @@ class Refresher:
     def plugins(
         self, fw: str, cfg: dict[str, Any], known: Iterable[str], isa_cuda: dict[str, str]
     ) -> list[Release]:
-        out = []
+        out, m = [], self.machine
         base_files = self.by_version(cfg["package"])
         py_files = self.by_version(cfg["python_from"])
         for v in self.versions(cfg["package"], known, cfg["since"]):
-            wheel = pick_wheel(base_files[v])
+            wheel = pick_wheel(base_files[v], self.machine)
             if wheel is None:
                 continue
             base_md = self.scan(wheel, ()).metadata()
-            variants = []
+            variants: list[Variant] = []
+            missing: list[tuple[str, str]] = []
             for name, (plugin, pjrt) in sorted(cfg["plugins"].items()):
-                want = next((r for r in requirements(base_md, name) if r.name == plugin), None)
+                want = next((r for r in requirements(base_md, name, m) if r.name == plugin), None)
                 if want is None:
                     continue
                 plugin_v = _newest(self.by_version(plugin), want.specifier)
@@ -500,36 +526,43 @@ class Refresher:
                     why = f"no {plugin} release matches {want.specifier}"
                     self.report.skipped.append(f"{fw} {v} {name}: {why}")
                     continue
-                pw = pick_wheel(self.by_version(plugin)[plugin_v])
-                if pw is None:
+                pw = pick_wheel(self.by_version(plugin)[plugin_v], m)
+                if pw is None or not _linux_wheel(pw, m):
+                    why = f"{plugin} {plugin_v} has no Linux {m} wheel on {self.index.location}"
+                    self.report.skipped.append(f"{fw} {v} {name}: {why}")
+                    missing.append((name, why))
                     continue
                 pscan = self.scan(pw, tuple(cfg["scan"]))
                 var = Variant(name=name)
                 pmd = pscan.metadata()
                 # the CUDA wheels: the plugin's with-cuda extra, or (before it had one) the base
                 # package's own extra
-                with_cuda = requirements(pmd, "with-cuda") or requirements(pmd, "with_cuda")
-                with_cuda += requirements(base_md, name)
+                with_cuda = requirements(pmd, "with-cuda", m) or requirements(pmd, "with_cuda", m)
+                with_cuda += requirements(base_md, name, m)
                 var.cudnn = xy(pinned(with_cuda, r"nvidia-cudnn-cu\d+"))
                 var.nccl = pinned(with_cuda, r"nvidia-nccl-cu\d+")
                 _with_compiler(var, cfg, with_cuda)
                 var.add(pscan)
-                pjrt_req = next((r for r in requirements(pscan.metadata()) if r.name == pjrt), None)
+                pjrt_req = next((r for r in requirements(pscan.metadata(), None, m) if r.name == pjrt), None)
                 pjrt_v = _newest(self.by_version(pjrt), pjrt_req.specifier) if pjrt_req else None
-                if pjrt_v is not None and (jw := pick_wheel(self.by_version(pjrt)[pjrt_v])) is not None:
+                if pjrt_v is not None and (jw := pick_wheel(self.by_version(pjrt)[pjrt_v], m)) is not None:
                     var.add(self.scan(jw, tuple(cfg["scan"])))
                 var.cuda = isa_cuda.get(var.ptx_isa or "")
                 variants.append(var)
-            extras = [r for extra in cfg["plugins"] for r in requirements(base_md, extra)]
-            lib = next((r for r in [*requirements(base_md), *extras] if r.name == cfg["python_from"]), None)
+            if not variants and not missing and self.cpu_rows:
+                continue  # no CUDA plugin for this platform: nothing to say of the release here
+            extras = [r for extra in cfg["plugins"] for r in requirements(base_md, extra, m)]
+            lib_reqs = [*requirements(base_md, None, m), *extras]
+            lib = next((r for r in lib_reqs if r.name == cfg["python_from"]), None)
             lib_v = _newest(py_files, lib.specifier) if lib else None
-            python = python_range(py_files[lib_v], None) if lib_v else (base_md.requires_python or "")
+            python = python_range(py_files[lib_v], None, m) if lib_v else (base_md.requires_python or "")
             out.append(
                 Release(
                     version=str(v),
                     python=python,
                     requires_python=base_md.requires_python,
                     variants=tuple(variants),
+                    missing=tuple(missing) if self.cpu_rows else (),
                 )
             )
         return out
@@ -563,11 +596,19 @@ def isa_table(matrix_dir: Path) -> dict[str, str]:
     return {str(r["isa"]): str(r["cuda"]) for r in data["isa"]}
 
 
-def render(framework: str, rows: list[Release], known_cc: set[str], index: str, when: str) -> str:
+def render(
+    framework: str,
+    rows: list[Release],
+    known_cc: set[str],
+    index: str,
+    when: str,
+    platform: Platform = DEFAULT_PLATFORM,
+) -> str:
     """The generated file: deterministic (sorted, no timestamps but the review date)."""
-    doc = {
-        "schema_version": 1,
-        "framework": framework,
+    doc: dict[str, Any] = {"schema_version": 1, "framework": framework}
+    if platform != DEFAULT_PLATFORM:
+        doc |= {"platform": platform, "index": index}  # the resolver installs these rows from `index`
+    doc |= {
         "source": f"envbuilder matrix refresh from {index}: each row names the wheels it was read from "
         "(file name and sha256); sass/ptx/ptx_isa/kernel_sets from their fatbins (the .nv_fatbin sections "
         "and those kept in data sections), compiler targets from the sm_XY names in the XLA binary, "
@@ -581,12 +622,18 @@ def render(framework: str, rows: list[Release], known_cc: set[str], index: str, 
                 "requires_python": r.requires_python,
                 "variants": [v.row(known_cc) for v in r.variants],
             }
+            | ({"missing": [{"variant": n, "reason": why} for n, why in r.missing]} if r.missing else {})
             for r in sorted(rows, key=lambda r: Version(r.version))
         ],
     }
+    curated = (
+        f"matrices/frameworks/{framework}.yaml"
+        if platform == DEFAULT_PLATFORM
+        else "matrices/platforms.yaml (these rows win over its rows of the same release and variant)"
+    )
     head = (
         f"# GENERATED by `envbuilder matrix refresh` -- do not edit; rerun it (matrices/refresh.yaml says\n"
-        f"# what it reads). Curated facts for {framework} live in matrices/frameworks/{framework}.yaml.\n"
+        f"# what it reads). Curated facts for {framework} live in {curated}.\n"
     )
     return head + yaml.safe_dump(doc, sort_keys=False, width=120, default_flow_style=None)
 
@@ -618,42 +665,57 @@ def refresh_matrix(
     index: PackageIndex,
     *,
     frameworks: tuple[str, ...] = registry.NAMES,
+    platforms: tuple[Platform, ...] = (DEFAULT_PLATFORM,),
     cache: Path | None = None,
     today: str,
     log: Log = lambda _m: None,
 ) -> RefreshResult:
-    """Read the index and the wheels, and compute the generated files (nothing is written here:
-    `write_result` does that). Raises PackageIndexError when the index or a wheel cannot be read,
-    MatrixError when matrices/refresh.yaml is malformed."""
+    """Read the index and the wheels of each platform, and compute the generated files (nothing
+    is written here: `write_result` does that). Raises PackageIndexError when the index or a
+    wheel cannot be read, MatrixError when matrices/refresh.yaml is malformed."""
     folder = matrix_dir or resources.matrices_dir()
     try:
         cfg = yaml.safe_load((folder / "refresh.yaml").read_text())["frameworks"]
     except (OSError, KeyError, TypeError, yaml.YAMLError) as exc:
         raise MatrixError(f"{folder / 'refresh.yaml'} cannot be read: {exc}") from exc
-    r = Refresher(index=index, cache=cache or cache_dir(), log=log)
+    report = Report()
     known_cc = {a.cc for a in matrix.gpus.archs}
     isa_cuda = isa_table(folder)
     files = []
-    for fw in frameworks:
-        table = next(t for t in matrix.frameworks if t.name == fw)
-        known = [rel.version for rel in table.releases if any(v.cuda for v in rel.variants)]
-        if registry.get(fw).FACTS.refresh == "plugins":
-            rows = r.plugins(fw, cfg[fw], known, isa_cuda)
-        else:
-            rows = r.one_wheel_framework(fw, cfg[fw], known)
-        have = {rel.version for rel in table.releases}
-        r.report.new_releases += [f"{fw} {row.version}" for row in rows if row.version not in have]
-        rel_path = f"{GENERATED}/{fw}.yaml"
-        old_path = folder / rel_path
-        old = old_path.read_text() if old_path.is_file() else ""
-        files.append((rel_path, old, render(fw, rows, known_cc, index.location, today)))
+    listings: dict[str, list[IndexFile]] = {}  # one index listing per project, for every platform
+    for platform in platforms:
+        r = Refresher(
+            index=index,
+            cache=cache or cache_dir(),
+            log=log,
+            report=report,
+            _files=listings,
+            machine=machine_of(platform),
+        )
+        for fw in frameworks:
+            table = next(t for t in matrix.frameworks if t.name == fw)
+            known = [rel.version for rel in table.releases if any(v.cuda for v in rel.variants)]
+            if registry.get(fw).FACTS.refresh == "plugins":
+                rows = r.plugins(fw, cfg[fw], known, isa_cuda)
+            else:
+                rows = r.one_wheel_framework(fw, cfg[fw], known)
+            if platform == DEFAULT_PLATFORM:
+                have = {rel.version for rel in table.releases}
+                report.new_releases += [f"{fw} {row.version}" for row in rows if row.version not in have]
+            rel_path = generated_file(fw, platform)
+            old_path = folder / rel_path
+            old = old_path.read_text() if old_path.is_file() else ""
+            if not rows and not old and platform != DEFAULT_PLATFORM:
+                continue  # no wheel of this platform on the index: no file to start
+            files.append((rel_path, old, render(fw, rows, known_cc, index.location, today, platform)))
+    r = Refresher(index=index, cache=cache or cache_dir(), log=log, report=report, _files=listings)
     libs = yaml.safe_load((folder / "refresh.yaml").read_text()).get("libraries") or []
     if libs:
         rel_path = f"{GENERATED}/cuda_libraries.yaml"
         old_path = folder / rel_path
         old = old_path.read_text() if old_path.is_file() else ""
         files.append((rel_path, old, render_libraries(r.libraries(libs), index.location, today)))
-    return RefreshResult(files=tuple(files), report=r.report)
+    return RefreshResult(files=tuple(files), report=report)
 
 
 def render_libraries(found: dict[str, list[str]], index: str, when: str) -> str:

@@ -90,6 +90,7 @@ def test_cli_check_fails_on_a_differing_row_and_names_it(folder: Path, tmp_path:
     shutil.copy(folder / "generated" / "tensorflow.yaml", matrix / "generated" / "tensorflow.yaml")
     for other in ("torch", "jax"):
         (matrix / "generated" / f"{other}.yaml").unlink()
+    shutil.rmtree(matrix / "generated" / "arm64", ignore_errors=True)
     cache = tmp_path / "cache"
     check_generated(matrix, KNOWN_CC, cache, index=Wheelhouse(DATA / "wheels"), frameworks=["tensorflow"])
     runner = CliRunner()
@@ -155,3 +156,51 @@ def test_cli_check_of_a_malformed_generated_wheels_list_is_one_line(tmp_path: Pa
     assert res.exit_code == 3, res.output
     assert "field 'wheels': expected a list of {file, sha256} mappings" in res.stderr
     assert "Traceback" not in res.output
+
+
+# --------------------------------------------------------------------------- linux/arm64 rows
+
+ARM64 = DATA / "arm64"
+
+
+@pytest.fixture
+def arm64_folder(tmp_path: Path) -> Path:
+    """A matrix folder with the bundled refresh.yaml and the committed linux/arm64 fixture row."""
+    dest = tmp_path / "arm"
+    (dest / "generated" / "arm64").mkdir(parents=True)
+    shutil.copy(matrices_dir() / "refresh.yaml", dest / "refresh.yaml")
+    shutil.copy(ARM64 / "jax.yaml", dest / "generated" / "arm64" / "jax.yaml")
+    return dest
+
+
+def test_the_committed_arm64_fixture_row_is_what_the_reader_reads(arm64_folder: Path, tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    got = check_generated(
+        arm64_folder, KNOWN_CC, cache, index=Wheelhouse(ARM64 / "wheels"), frameworks=["jax"]
+    )
+    assert got.differences == [], got.differences
+    assert (got.rows, got.checked, got.read, got.from_cache) == (1, 1, 1, 0)
+    again = check_generated(arm64_folder, KNOWN_CC, cache, frameworks=["jax"])
+    assert (again.checked, again.read, again.from_cache, again.differences) == (1, 0, 1, [])
+    # a row that says otherwise than the aarch64 wheel is named, with its platform
+    path = arm64_folder / "generated" / "arm64" / "jax.yaml"
+    doc = yaml.safe_load(path.read_text())
+    doc["releases"][0]["variants"][0]["sass"] = ["8.0", "9.0", "10.0", "11.0", "12.0"]
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    bad = check_generated(arm64_folder, KNOWN_CC, cache, frameworks=["jax"])
+    assert bad.differences == [
+        "jax 0.11.2 cuda13 linux/arm64: sass: committed ['8.0', '9.0', '10.0', '11.0', '12.0'], "
+        "the reader reads ['7.5', '8.0', '9.0', '10.0', '11.0', '12.0']"
+    ]
+
+
+def test_an_arm64_scan_made_by_a_changed_reader_part_is_read_again(
+    arm64_folder: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cache = tmp_path / "cache"
+    check_generated(arm64_folder, KNOWN_CC, cache, index=Wheelhouse(ARM64 / "wheels"))
+    monkeypatch.setitem(refresh.READER, "ptx-zstd", refresh.READER["ptx-zstd"] + 1)  # its PTX is zstd
+    offline = check_generated(arm64_folder, KNOWN_CC, cache)
+    assert (offline.checked, offline.unchecked) == (0, ["jax 0.11.2 cuda13 linux/arm64"])
+    online = check_generated(arm64_folder, KNOWN_CC, cache, index=Wheelhouse(ARM64 / "wheels"))
+    assert (online.checked, online.read, online.differences) == (1, 1, [])

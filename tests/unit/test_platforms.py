@@ -4,6 +4,7 @@ use of them, the CLI's --platform, and what render writes for an arm64 stack."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -124,9 +125,11 @@ def test_pypis_torch_215_aarch64_wheel_serves_thor_and_not_t4g() -> None:
     assert build.sass == ("8.0", "9.0", "10.0", "10.3", "11.0", "12.0", "12.1")
     assert build.ptx == ()
     assert build.index_url is None and build.own_index  # PyPI
-    assert build.wheels == (
-        "torch-2.15.0-cp312-cp312-manylinux_2_28_aarch64.whl "
-        "sha256:9e51cf9460c5441dcd2a4f31ece207e35ea7c3d2535be0f929cca4944e2eeb18",
+    # the row `matrix refresh` read from PyPI's aarch64 wheel (generated/arm64/torch.yaml)
+    assert build.generated and build.source.startswith("generated/arm64/torch.yaml")
+    assert len(build.wheels) == 1
+    assert re.fullmatch(
+        r"torch-2\.15\.0-cp3\d+-cp3\d+-manylinux_2_28_aarch64\.whl sha256:[0-9a-f]{64}", build.wheels[0]
     )
 
 
@@ -259,17 +262,52 @@ def test_an_arm64_cuda_stack_never_installs_pypis_cpu_only_aarch64_torch(version
         assert s.index_url is not None and s.index_url.startswith("https://download.pytorch.org/whl/cu"), s.id
 
 
-def test_jax_on_arm64_takes_x86_64s_lists_and_says_so_unless_an_aarch64_wheel_checked_them() -> None:
+def test_a_generated_rows_python_range_is_not_widened_by_a_curated_row() -> None:
+    """torch 2.15.0's aarch64 wheels start at cp311 (generated/arm64/torch.yaml); platforms.yaml's
+    `==2.15.*` cu132 row gives no range, but it does not stand in for a CPython the wheels lack."""
+    matrix = load_matrix()
+    built = platform_build(matrix, "linux/arm64", "torch", "2.15.0", "cu132", "3.12")
+    assert built is not None and built.generated and built.python == ">=3.11,<3.16"
+    assert platform_build(matrix, "linux/arm64", "torch", "2.15.0", "cu132", "3.10") is None
+
+
+def test_jax_on_arm64_takes_x86_64s_lists_and_says_so_unless_an_aarch64_wheel_checked_them(
+    tmp_path: Path,
+) -> None:
     matrix = load_matrix()
     host = Host(driver="580.95.05", gpus=load_host_gpus(matrix, "GH200"))
     read = resolve(matrix, Request(framework="jax", specifier="==0.11.2", platform="linux/arm64"), host)
-    lent = resolve(matrix, Request(framework="jax", specifier="==0.8.*", platform="linux/arm64"), host)
-    assert read.stack is not None and lent.stack is not None
-    assert not any("were not read" in n for n in read.stack.notes)
-    assert any("were not read" in n for n in lent.stack.notes)
+    also = resolve(matrix, Request(framework="jax", specifier="==0.8.*", platform="linux/arm64"), host)
+    assert read.stack is not None and also.stack is not None
+    # every release with an aarch64 plugin wheel is read (generated/arm64/jax.yaml)
+    assert not any("were not read" in n for n in (*read.stack.notes, *also.stack.notes))
+    built = platform_build(matrix, "linux/arm64", "jax", also.stack.version, also.stack.variant)
+    assert built is not None and built.generated and all("aarch64" in w for w in built.wheels)
+    # without the generated rows, platforms.yaml's `archs_from: linux/amd64` lends x86_64's lists
+    folder = tmp_path / "m"
+    shutil.copytree(matrices_dir(), folder)
+    (folder / "generated" / "arm64" / "jax.yaml").unlink()
+    curated = load_matrix(folder)
+    lent = resolve(curated, Request(framework="jax", specifier="==0.8.*", platform="linux/arm64"), host)
+    assert lent.stack is not None and any("were not read" in n for n in lent.stack.notes)
     tf = resolve(matrix, Request(framework="tensorflow", specifier="", platform="linux/arm64"), host)
     assert tf.stack is None and {r.component for r in tf.rejected} == {"platform"}
     assert "tensorflow/issues/121157" in tf.rejected[0].reason
+
+
+def test_a_jax_release_without_an_aarch64_plugin_wheel_is_refused_though_a_curated_row_covers_it() -> None:
+    """PyPI has no aarch64 jax-cuda12-plugin 0.4.26 (nor 0.4.38): the refresh read the listing
+    (generated/arm64/jax.yaml `missing`), which wins over platforms.yaml's `>=0.4.26` row."""
+    matrix = load_matrix()
+    assert platform_build(matrix, "linux/arm64", "jax", "0.4.30", "cuda12") is not None
+    assert platform_build(matrix, "linux/arm64", "jax", "0.4.26", "cuda12") is None
+    host = Host(driver="580.95.05", gpus=load_host_gpus(matrix, "GH200"))
+    res = resolve(matrix, Request(framework="jax", specifier="==0.4.26", platform="linux/arm64"), host)
+    assert res.stack is None
+    assert any(
+        r.component == "platform" and "jax-cuda12-plugin 0.4.26 has no Linux aarch64 wheel" in r.reason
+        for r in res.rejected
+    ), [r.reason for r in res.rejected]
 
 
 def test_matrix_list_platforms_shows_each_build_and_where_its_archs_come_from() -> None:
@@ -294,3 +332,8 @@ def test_matrix_check_reads_and_counts_platforms_yaml() -> None:
     assert code == 0
     counts = json.loads(out)["counts"]["platforms"]
     assert counts["builds"] >= 15 and counts["gpus"] >= 6
+    # the rows read from PyPI's aarch64 wheels, and where a curated row says otherwise
+    assert counts["generated_builds"] >= 50
+    assert any(
+        d.startswith("jax 0.4.26 cuda12 linux/arm64: platforms.yaml") for d in counts["curated_vs_wheel"]
+    )

@@ -18,6 +18,8 @@ from envbuilder.cli import cli
 from envbuilder.errors import PackageIndexError
 from envbuilder.matrix import load_matrix
 from envbuilder.matrix.index import IndexFile, SimpleIndex, Wheelhouse
+from envbuilder.matrix.platforms import disagreements, platform_build
+from envbuilder.matrix.rederive import check_generated
 from envbuilder.matrix.refresh import python_range, refresh_matrix, write_result
 from envbuilder.matrix.wheel import WheelReader
 from envbuilder.resources import matrices_dir
@@ -184,3 +186,133 @@ def test_cli_refresh_dry_run_and_a_missing_wheelhouse(matrix_copy: Path, tmp_pat
     res = runner.invoke(cli, [*args, "--wheelhouse", str(tmp_path / "nowhere")])
     assert res.exit_code == 21
     assert "envbuilder: error: wheelhouse" in res.stderr and "hint:" in res.stderr
+
+
+def test_refresh_reads_the_aarch64_wheels_into_their_own_file_and_they_win(
+    matrix_copy: Path, tmp_path: Path
+) -> None:
+    house = tmp_path / "house"
+    house.mkdir()
+    x86 = _torch_wheel(house, "2.15.0")
+    # PyPI's aarch64 torch through 2.10: a CPU build (its nvidia-* pins are for x86_64 only)
+    cpu = make_wheel(
+        house,
+        "torch-2.10.0-cp312-cp312-manylinux_2_28_aarch64.whl",
+        requires_python=">=3.10",
+        requires_dist=(
+            'nvidia-cudnn-cu12==9.10.2.21; platform_system == "Linux" and platform_machine == "x86_64"',
+        ),
+        members={"torch/__init__.py": b""},
+    )
+    arm = make_wheel(
+        house,
+        "torch-2.15.0-cp313-cp313-manylinux_2_28_aarch64.whl",
+        requires_python=">=3.11",
+        requires_dist=TORCH_DIST,
+        # not byte-identical to the x86_64 wheel (scans are cached by sha256)
+        members={"torch/lib/libtorch_cuda.so": TORCH_SO, "torch/__init__.py": b"# aarch64"},
+    )
+    cache = tmp_path / "cache"
+    result = refresh_matrix(
+        load_matrix(matrix_copy),
+        matrix_copy,
+        Wheelhouse(house),
+        frameworks=("torch",),
+        platforms=("linux/amd64", "linux/arm64"),
+        cache=cache,
+        today="2026-12-05",
+    )
+    write_result(result, matrix_copy)
+    amd64 = yaml.safe_load((matrix_copy / "generated" / "torch.yaml").read_text())
+    assert [r["variants"][0]["wheels"][0]["file"] for r in amd64["releases"]] == [x86.name]
+    gen = yaml.safe_load((matrix_copy / "generated" / "arm64" / "torch.yaml").read_text())
+    assert gen["platform"] == "linux/arm64"
+    rows = {r["version"]: (r["python"], r["variants"][0]) for r in gen["releases"]}
+    assert set(rows) == {"2.10.0", "2.15.0"}
+    py, v = rows["2.10.0"]
+    assert (py, v["name"], v["cuda"], v["sass"], v["scanned"]) == (">=3.12,<3.13", "cpu", None, [], [])
+    assert v["wheels"] == [{"file": cpu.name, "sha256": hashlib.sha256(cpu.read_bytes()).hexdigest()}]
+    py, v = rows["2.15.0"]
+    assert (py, v["name"], v["cuda"]) == (">=3.13,<3.14", "cu132", "13.2")
+    assert v["sass"] == ["7.5", "8.0", "8.6", "9.0", "10.0", "12.0"]
+    assert v["scanned"] == ["torch/lib/libtorch_cuda.so"]
+
+    # the generated row wins over platforms.yaml's curated `==2.15.*` cu132 row (another sass list)
+    m = load_matrix(matrix_copy)
+    build = platform_build(m, "linux/arm64", "torch", "2.15.0", "cu132")
+    assert build is not None and build.generated and build.own_index and build.index_url is None
+    assert build.sass == ("7.5", "8.0", "8.6", "9.0", "10.0", "12.0") and build.python == ">=3.13,<3.14"
+    assert build.wheels == (f"{arm.name} sha256:{hashlib.sha256(arm.read_bytes()).hexdigest()}",)
+    curated = next(
+        b for b in m.platforms.builds if not b.generated and b.variant == "cu132" and b.versions == "==2.15.*"
+    )
+    assert "11.0" in curated.sass and "11.0" not in build.sass
+    assert any(
+        d.startswith("torch 2.15.0 cu132 linux/arm64: platforms.yaml (==2.15.*) says sass")
+        and d.endswith("the wheel wins")
+        for d in disagreements(m)
+    )
+    # a release no aarch64 wheel was read for keeps its curated row
+    older = platform_build(m, "linux/arm64", "torch", "2.14.0", "cu130")
+    assert older is not None and not older.generated
+    # the CPU row keeps its variant's index (download.pytorch.org/whl/cpu serves aarch64 too)
+    cpu_build = platform_build(m, "linux/arm64", "torch", "2.10.0", "cpu")
+    assert cpu_build is not None and cpu_build.generated and not cpu_build.own_index
+
+    # `matrix check` re-derives the arm64 rows from the cached scans (the CPU row: its METADATA scan)
+    known_cc = {a.cc for a in m.gpus.archs}
+    got = check_generated(matrix_copy, known_cc, cache, frameworks=["torch"])
+    assert (got.rows, got.checked, got.unchecked, got.differences) == (3, 3, [], [])
+
+
+def test_a_plugin_release_without_an_aarch64_wheel_is_missing_and_rules_out_the_curated_row(
+    matrix_copy: Path, tmp_path: Path
+) -> None:
+    house = tmp_path / "house"
+    shutil.copytree(Path(__file__).resolve().parents[1] / "data" / "rederive" / "arm64" / "wheels", house)
+    make_wheel(
+        house,
+        "jax-0.11.0-py3-none-any.whl",
+        requires_python=">=3.11",
+        requires_dist=("jaxlib==0.11.0", 'jax-cuda13-plugin[with-cuda]==0.11.0; extra == "cuda13"'),
+    )
+    make_wheel(house, "jaxlib-0.11.0-cp312-cp312-manylinux_2_27_aarch64.whl", requires_python=">=3.11")
+    # this release's plugin was published for x86_64 only
+    make_wheel(house, "jax_cuda13_plugin-0.11.0-cp312-cp312-manylinux_2_27_x86_64.whl")
+    res = CliRunner().invoke(
+        cli,
+        [
+            "matrix",
+            "refresh",
+            "--dir",
+            str(matrix_copy),
+            "--wheelhouse",
+            str(house),
+            "--framework",
+            "jax",
+            "--platform",
+            "linux/arm64",
+            "--cache",
+            str(tmp_path / "cache"),
+        ],
+    )
+    assert res.exit_code == 0, res.output
+    assert not (matrix_copy / "generated" / "jax.yaml").exists(), (
+        "--platform linux/arm64 reads no x86_64 wheel"
+    )
+    gen = yaml.safe_load((matrix_copy / "generated" / "arm64" / "jax.yaml").read_text())
+    rel = {r["version"]: r for r in gen["releases"]}
+    assert rel["0.11.0"]["variants"] == []
+    assert rel["0.11.0"]["missing"] == [
+        {"variant": "cuda13", "reason": f"jax-cuda13-plugin 0.11.0 has no Linux aarch64 wheel on {house}"}
+    ]
+    assert [v["name"] for v in rel["0.11.2"]["variants"]] == ["cuda13"]
+
+    m = load_matrix(matrix_copy)
+    assert platform_build(m, "linux/arm64", "jax", "0.11.0", "cuda13") is None  # platforms.yaml: >=0.4.26
+    built = platform_build(m, "linux/arm64", "jax", "0.11.2", "cuda13")
+    assert built is not None and built.generated
+    assert any(
+        d.startswith("jax 0.11.0 cuda13 linux/arm64: platforms.yaml (>=0.4.26) says it is published")
+        for d in disagreements(m)
+    )
