@@ -308,7 +308,7 @@ class DockerEngine:
             raise DockerUnavailableError(f"docker image inspect {ref} failed: {exc}") from exc
         except _SDK_ERRORS as exc:
             raise lost_daemon(f"docker image inspect {ref}", exc) from exc
-        return _image_info(img.attrs)
+        return _image_info(img.attrs).named_as(ref)
 
     def list_images(self, repository: str) -> tuple[ImageInfo, ...]:
         """The local images tagged in `repository`. Raises DockerUnavailableError."""

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from envbuilder.engine.progress import StepRecord
@@ -27,6 +27,18 @@ class ImageInfo:
     labels: Mapping[str, str] = field(default_factory=dict)
     env: tuple[str, ...] = ()
     size: int = 0  # bytes, as `docker images` reports
+
+    def named_as(self, ref: str) -> ImageInfo:
+        """This image with the tag `ref` names (as typed, or with its implied `:latest`) first among
+        its tags: messages then name the image as the user did, not by another tag that shares its
+        ID (reproducible builds give two specs that render alike one image ID). Unchanged when
+        `ref` is an ID, a digest reference or not one of its tags."""
+        tail = ref.rsplit("/", 1)[-1]
+        wanted = (ref,) if ":" in tail or "@" in tail else (ref, f"{ref}:latest")
+        first = next((t for t in self.tags if t in wanted), None)
+        if first is None or self.tags[0] == first:
+            return self
+        return replace(self, tags=(first, *(t for t in self.tags if t != first)))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -340,7 +340,7 @@ class PodmanEngine:
     def inspect_image(self, ref: str) -> ImageInfo | None:
         """The local image `ref` (name, name@digest or ID), or None."""
         found = self._inspect([ref])
-        return found[0] if found else None
+        return found[0].named_as(ref) if found else None
 
     def _inspect(self, refs: Sequence[str]) -> list[ImageInfo]:
         proc = self._podman("image", "inspect", "--format", "json", *refs, check=False)

@@ -121,3 +121,19 @@ def test_the_allreduce_loopback_runs_in_the_checks_container(cpu_image: str, eng
     assert loop["status"] == "pass", loop
     assert loop["metrics"]["values_ok"] is True and loop["metrics"]["world_size"] == 2
     assert doc["nonce"] == "n1"
+
+
+def test_an_image_with_two_tags_is_named_as_typed(engine: DockerEngine, base_image: str) -> None:
+    """Two tags of one image ID (on a shared daemon: another suite's image built alike): inspecting
+    by either tag lists that tag first, so check's and run's remedies name what the user typed
+    (the uncertified test above once named another test's tag)."""
+    suffix = tempfile.mktemp(prefix="", dir="").replace("_", "x").lower()[-8:]
+    names = [f"envbuilder-it/named-a:{suffix}", f"envbuilder-it/named-b:{suffix}"]
+    for name in names:
+        subprocess.run(["docker", "tag", base_image, name], check=True, capture_output=True)
+    try:
+        for name in names:
+            info = engine.inspect_image(name)
+            assert info is not None and info.tags[0] == name, (name, info and info.tags)
+    finally:
+        subprocess.run(["docker", "rmi", *names], capture_output=True)

@@ -471,3 +471,34 @@ def test_a_stop_signal_waits_for_the_create_in_flight_and_removes_what_the_daemo
         _recording_engine(containers).ulimit_refusal(FULL.image, FULL.ulimits)
     [made] = containers.made.values()
     assert made.removed, "the probe the daemon made after the interrupt was left behind"
+
+
+# --------------------------------------------------------------------------- the name a user typed
+
+
+def _two_tags() -> Any:
+    from envbuilder.engine.model import ImageInfo
+
+    return ImageInfo(
+        id="sha256:" + "a" * 64, tags=("other/check:1", "mine/check:2", "mine/plain:latest"), repo_digests=()
+    )
+
+
+@pytest.mark.parametrize(
+    ("typed", "first"),
+    [
+        ("mine/check:2", "mine/check:2"),  # another tag of the same ID listed first: the typed one wins
+        ("mine/plain", "mine/plain:latest"),  # the implied :latest
+        ("other/check:1", "other/check:1"),  # already first: the same object
+        ("sha256:" + "a" * 64, "other/check:1"),  # an ID names no tag: order kept
+        ("mine/check@sha256:" + "b" * 64, "other/check:1"),  # a digest reference: order kept
+        ("localhost:5000/mine", "other/check:1"),  # a registry port is no tag; not among the tags
+    ],
+)
+def test_an_inspected_image_lists_the_tag_it_was_asked_by_first(typed: str, first: str) -> None:
+    """Two tags of one image ID (reproducible builds of two specs that render alike): the remedies
+    name the image as the user typed it (a shared daemon once named another test's tag)."""
+    info = _two_tags()
+    named = info.named_as(typed)
+    assert named.tags[0] == first
+    assert sorted(named.tags) == sorted(info.tags) and named.id == info.id
