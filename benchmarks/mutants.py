@@ -2242,6 +2242,7 @@ class Target:
 HARNESS_RESULT, HARNESS_SCHEMA = "harness/result.py", "harness/schema.py"
 RUN_TESTS = (
     "test_runcheck.py",
+    "test_run_conditions.py",
     "test_require_cuda.py",
     "test_archs.py",
     "test_run_boundary.py",
@@ -2249,9 +2250,11 @@ RUN_TESTS = (
     "test_runner.py",
 )
 VERDICT_TESTS = (
+    "test_result_shape.py",
     "test_verdict_conditions.py",
     "test_verdict.py",
     "test_harness_result.py",
+    "test_harness_logic.py",
     "test_project_smoke.py",
 )
 CERT_TESTS = (
@@ -2336,7 +2339,41 @@ AREAS: dict[str, tuple[str, tuple[Target, ...]]] = {
 }
 
 # (file, old line stripped, new line stripped) -> why no input tells the mutant from the original.
-EQUIVALENT: dict[tuple[str, str, str], str] = {}
+EQUIVALENT: dict[tuple[str, str, str], str] = {
+    (
+        COV,
+        'if stack is None or host.access == "none" or floor is None:',
+        'if host.access == "none" or floor is None:',
+    ): "floor is None whenever stack is None (`floor = ... if stack is not None else None` the line "
+    "before), so the last operand returns None for a missing stack anyway",
+    (
+        REQ,
+        'end = next((i for i, c in enumerate(raw) if c in "<>=!"), -1)',
+        'end = next((i for i, c in enumerate(raw) if c in "<>=!"), -2)',
+    ): "the default is read only by `if end < 0` (the next line): any negative default takes the same branch",
+    (
+        REQ,
+        "if not all(p.isdigit() for p in parts) or not 1 <= len(parts) <= 3:",
+        "if not all(p.isdigit() for p in parts) or not 0 <= len(parts) <= 3:",
+    ): "`parts` comes from str.split('.'), which returns at least one item: len(parts) >= 1 always",
+    (REQ, "return (-1,)", "return (-0,)"): "_version_key's only caller compares two keys; every valid "
+    "key is a 3-tuple of non-negative ints, and (0,) sorts below all of them (a proper prefix of "
+    "(0, y, z), less than (x, y, z) for x > 0) and equal to itself, exactly as (-1,) does",
+    (REQ, "return (-1,)", "return (-2,)"): "as (-1,): a 1-tuple of a negative int sorts below every "
+    "valid key (3-tuples of non-negative ints) and equal to itself; only the order is ever used",
+    (
+        REQ,
+        "return tuple(nums + [0] * (3 - len(nums)))",
+        "return tuple(nums + [0] * (4 - len(nums)))",
+    ): "every valid key gets one more trailing 0 (all 4-tuples then): the order among them is "
+    "unchanged, and the unknown key (-1,) still sorts first; only _compare's order is used",
+    (
+        "certify/verdict.py",
+        'if not isinstance(options, Mapping) or options.get("nonce") != facts.nonce:',
+        'if options.get("nonce") != facts.nonce:',
+    ): "validate_result, checked first in refusal(), refuses a result whose `options` is not an "
+    "object (need(doc, 'options', dict)): past it `options` is always a dict",
+}
 
 _SWAPS: dict[type[ast.cmpop], tuple[str, str]] = {
     ast.Eq: (r"==", "!="),
