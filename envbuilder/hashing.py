@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from pathlib import Path
 
 SHA256_PREFIX = "sha256:"
 
@@ -38,3 +39,18 @@ def sha256_of(value: object) -> str:
 def sha256_digest(data: bytes) -> str:
     """`sha256:<hex>` of raw bytes: an OCI content digest (manifests, blobs, DSSE envelopes)."""
     return SHA256_PREFIX + hashlib.sha256(data).hexdigest()
+
+
+def sha256_file_hex(path: Path) -> str:
+    """Hex sha256 of a file's bytes, read 1 MiB at a time (an exported SIF or squashfs file,
+    gigabytes; a wheel, whose lock row and index entry carry bare hex). Raises OSError."""
+    digest = hashlib.sha256()
+    with path.open("rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def sha256_file(path: Path) -> str:
+    """`sha256:<hex>` of a file's bytes (sha256_file_hex). Raises OSError."""
+    return SHA256_PREFIX + sha256_file_hex(path)

@@ -1,21 +1,25 @@
 #!/usr/bin/env bash
 # Issue 27 on the H200 test machine, one device call (<= 9 min): certification times of this
-# checkout's harness ("new") against the harness of main at a348183 ("old", today's), side by side,
-# natively (the machine's own Python, torch and jax), then the container part: the machine's
-# environment as a base image, built and certified in a container with the new harness, and
-# benchmarks/gpu/check_faults.sh against that certified image when the file exists.
+# checkout's harness ("new") against the harness of main at OLD_REF ("old"; default 5a10b03, main
+# before the second certification-speed attempt), side by side, natively (the machine's own Python,
+# torch and jax), then the container part: the machine's environment as a base image, built and
+# certified in a container with the new harness, and benchmarks/gpu/check_faults.sh against that
+# certified image when the file exists.
 #
 # Before the device call, on the CPU machine, in the checkout (the GPU machine has no git history):
-#   mkdir -p .device/old && git archive a348183 envbuilder/harness matrices/thresholds.yaml | tar -x -C .device/old
-# and carry .device (docker26.tar.xz, whl/docker-*.whl, old/).
+#   rm -rf .device/old && mkdir -p .device/old && git archive 5a10b03 envbuilder/harness matrices/thresholds.yaml | tar -x -C .device/old && echo 5a10b03 >.device/old/REF
+# and carry .device (docker26.tar.xz, whl/docker-*.whl, old/). The summary names the REF it found.
 #
-#   bash benchmarks/gpu/issue27_proof.sh
+#   LIMIT=570 bash benchmarks/gpu/issue27_proof.sh
+#   CONTAINER=0 ...      the native runs only (no Docker, build, container certify, check_faults)
+#   PLAN=jax ...         the JAX pair first (new cold, old warm, new warm), then torch new and old
+#                        warm as time allows; no container part
 #   bash benchmarks/gpu/issue27_proof.sh check-only   a second call on the still-warm machine: only
 #                                       check_faults.sh against the image the first call certified
 #                                       (its Docker, image and certificate store are still there)
 #
-# Order (the most important figures first; each later part runs only while enough of the 9 minutes
-# is left, and the summary says what was not run):
+# Order of the default PLAN (the most important figures first; each later part runs only while
+# enough of the 9 minutes is left, and the summary says what was not run):
 #   1. torch default, new, COLD: the first certification after the machine started (nothing before
 #      it imports torch or jax, so the page cache is as a fresh machine leaves it)
 #   2. torch --quick, new
@@ -38,6 +42,9 @@ cd "$ROOT"
 source "$ROOT/benchmarks/gpu/lib.sh"
 export PYTHONUNBUFFERED=1
 LIMIT=${LIMIT:-535}          # seconds of wall this script may take (the call's limit is 600)
+OLD_REF=${OLD_REF:-5a10b03}  # the old harness, when .device/old is missing and git has history
+PLAN=${PLAN:-default}        # default | jax (see above)
+CONTAINER=${CONTAINER:-1}    # 0: no container part
 T_START=$(date +%s)
 TAG=envbuilder/issue27-proof:latest
 if [ "${1:-}" = check-only ]; then
@@ -63,12 +70,14 @@ NEW_STAGE=$STAGE NEW_THRESH=("${THRESH_ARGS[@]}")
 OLD_SRC=""
 if [ -d .device/old/envbuilder/harness ]; then
   OLD_SRC=.device/old
-elif git rev-parse -q --verify a348183^{commit} >/dev/null 2>&1; then
-  mkdir -p "$W/old" && git archive a348183 envbuilder/harness matrices/thresholds.yaml | tar -x -C "$W/old" && OLD_SRC="$W/old"
+  OLD_REF=$(cat .device/old/REF 2>/dev/null || echo "unknown (.device/old has no REF)")
+elif git rev-parse -q --verify "$OLD_REF^{commit}" >/dev/null 2>&1; then
+  mkdir -p "$W/old" && git archive "$OLD_REF" envbuilder/harness matrices/thresholds.yaml | tar -x -C "$W/old" && OLD_SRC="$W/old"
 fi
 if [ -n "$OLD_SRC" ]; then
   stage_harness issue27-old "$OLD_SRC"
   OLD_STAGE=$STAGE OLD_THRESH=("${THRESH_ARGS[@]}")
+  stamp "old harness: $OLD_REF; plan $PLAN, container part $CONTAINER"
 else
   stamp "old harness missing (.device/old, see this script's header): the old runs are not run"
 fi
@@ -91,6 +100,14 @@ one() {
   printf '%s\t%s\t%s\t%s\t%s\n' "$name" "$which" "$rc" "$wall" "started at ${at} s${NOTE:+; $NOTE}" >>"$RUNS"
 }
 
+if [ "$PLAN" = jax ]; then
+  CONTAINER=0
+  one jax-new-cold new 150 --framework jax
+  one jax-old-warm old 190 --framework jax
+  one jax-new-warm new 130 --framework jax
+  one torch-new-warm new 100
+  one torch-old-warm old 110
+else
 one torch-new-cold new 100
 one torch-new-quick new 40 --quick
 one torch-old-warm old 110
@@ -106,7 +123,10 @@ docker_part() {
   echo "base imported in $(( $(date +%s) - t )) s" >>"$W/docker.log"
 }
 DOCKER_OK=0
-if eb_setup >>"$W/docker.log" 2>&1; then
+if [ "$CONTAINER" = 0 ]; then
+  one jax-new new 150 --framework jax
+  one jax-old old 190 --framework jax
+elif eb_setup >>"$W/docker.log" 2>&1; then
   if [ "${SERIAL:-0}" = 1 ]; then
     one jax-new new 150 --framework jax
     [ "$(left)" -gt 150 ] && docker_part && DOCKER_OK=1
@@ -151,13 +171,41 @@ else
   stamp "container part: not run (docker ok: $DOCKER_OK, $(left) s left)"
 fi
 
-one torch-old-quick old 40 --quick
-one jax-old old 190 --framework jax
+if [ "$CONTAINER" != 0 ]; then
+  one torch-old-quick old 40 --quick
+  one jax-old old 190 --framework jax
+fi
+fi  # PLAN
 
 # The summary: every run's wall, GPU busy share, verdict and step seconds.
-"$PYTHON" - "$W" "$FINAL_OUT" "$LIMIT" <<'PY'
+"$PYTHON" - "$W" "$FINAL_OUT" "$LIMIT" "$OLD_REF" <<'PY'
 import json, os, sys
-w, out, limit = sys.argv[1], sys.argv[2], sys.argv[3]
+w, out, limit, old_ref = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
+
+
+def details(doc):
+    """What the second certification-speed attempt changed, as each run recorded it."""
+    d = {}
+    for s in doc.get("steps", []):
+        m = s.get("metrics") or {}
+        if s["name"] == "batch_ramp" and m:
+            d["ramp"] = {k: m.get(k) for k in ("largest_batch", "smallest_oom_batch", "stopped", "ramp_budget_s")}
+            d["ramp"]["tries"] = [
+                [t.get("batch"), t.get("fits"), round(t.get("seconds", 0), 1), t.get("compile_s"), t.get("autotune")]
+                for t in m.get("tried", [])
+            ]
+        elif s["name"].startswith("train_rn18_") and "first_step_s" in m:
+            d.setdefault("accuracy_runs", {})[s["name"]] = [round(s["seconds"], 1), round(m["first_step_s"], 1), m.get("xla_autotune")]
+        pre = (m.get("config") or {}).get("precompile")
+        if isinstance(pre, dict):
+            d.setdefault("compile_lane", {})[s["name"]] = {
+                k: pre.get(k) for k in ("compile_s", "done_after_s", "asked_after_s", "waited_s", "timeline_s", "compile_threads")
+            }
+            phases = pre.get("compile_phases_s") or {}
+            d["compile_lane"][s["name"]]["phases_s"] = dict(list(phases.items())[:6])
+    return d
+
+
 runs = []
 for line in open(f"{w}/runs.tsv"):
     name, which, rc, wall, note = (line.rstrip("\n").split("\t") + [""] * 5)[:5]
@@ -177,14 +225,16 @@ for line in open(f"{w}/runs.tsv"):
             gates={g["name"]: [g["status"], g.get("reason", "")] for g in doc.get("gates", [])},
             facts={k: v for k, v in (doc.get("facts") or {}).items() if k in (
                 "cudnn_warmup", "library_readahead", "largest_batch", "pipeline_images_prepared_s")},
+            details=details(doc),
         )
     except (OSError, ValueError, KeyError, TypeError) as e:
         if rc != "not run":
             r["error"] = f"no result document ({type(e).__name__}: {e})"
     runs.append(r)
-json.dump({"limit_s": int(limit), "runs": runs}, open(f"{out}/summary.json", "w"), indent=1)
-goals = {"torch-new-cold": 75, "torch-new-warm": 75, "jax-new": 100, "torch-new-quick": 20}
-md = ["# Issue 27 item 3: certification time, old (a348183) vs new harness, H200", "",
+json.dump({"limit_s": int(limit), "old_ref": old_ref, "runs": runs}, open(f"{out}/summary.json", "w"), indent=1)
+goals = {"torch-new-cold": 75, "torch-new-warm": 75, "jax-new": 100, "jax-new-cold": 100, "jax-new-warm": 100,
+         "torch-new-quick": 20}
+md = [f"# Issue 27 item 3: certification time, old ({old_ref}) vs new harness, H200", "",
       "| run | harness | verdict | harness wall | script wall | goal | GPU busy | note |",
       "|---|---|---|---|---|---|---|---|"]
 for r in runs:
@@ -204,6 +254,8 @@ for r in runs:
         md.append(f"- gate {g}: {st} {why}")
     if r.get("facts"):
         md.append(f"- facts: {json.dumps(r['facts'])}")
+    for key, value in (r.get("details") or {}).items():
+        md.append(f"- {key}: {json.dumps(value)}")
     md.append("")
 open(f"{out}/summary.md", "w").write("\n".join(md) + "\n")
 print("\n".join(md[:4 + len(runs)]))

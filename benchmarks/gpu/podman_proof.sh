@@ -39,6 +39,11 @@ date -u +"%Y-%m-%dT%H:%M:%SZ on $(hostname)" >"$LOG"
 nvidia-smi -L >>"$LOG" 2>&1
 mkdir -p "$PM" && tar -xJf .device/podman.tar.xz -C "$PM" || exit 1
 export PATH="$PM/bin:$PATH" LD_LIBRARY_PATH="$PM/lib"
+# Podman starts conmon with an environment of its own (no LD_LIBRARY_PATH): conmon gets a wrapper
+# that finds the carried libraries (the first H100 run: "conmon: libglib-2.0.so.0: cannot open").
+mv -f "$PM/bin/conmon" "$PM/bin/conmon.real"
+printf '#!/bin/sh\nLD_LIBRARY_PATH=%s/lib exec %s/bin/conmon.real "$@"\n' "$PM" "$PM" >"$PM/bin/conmon"
+chmod +x "$PM/bin/conmon"
 mkdir -p /etc/containers /var/lib/containers/storage /run/containers/storage
 [ -f /etc/containers/policy.json ] || echo '{"default": [{"type": "insecureAcceptAnything"}]}' >/etc/containers/policy.json
 write_conf() { # runtime path
@@ -67,7 +72,7 @@ eb gpu cdi-spec --out /etc/cdi/nvidia.yaml --json >"$OUT/cdi-spec.json" 2>>"$LOG
 rc=$?; stamp "gpu cdi-spec exit $rc"
 [ $rc = 0 ] || exit $rc
 
-(cd / && tar -c --exclude='usr/local/cuda*' --exclude=usr/share/doc lib lib64 bin sbin usr/bin \
+podman image exists "$BASE" 2>/dev/null || (cd / && tar -c --exclude='usr/local/cuda*' --exclude=usr/share/doc lib lib64 bin sbin usr/bin \
     usr/lib usr/lib64 usr/sbin usr/libexec usr/include etc opt/torch 2>/dev/null) \
   | podman import --change 'ENV PATH=/opt/torch/.venv/bin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' - "$BASE" >>"$LOG" 2>&1
 stamp "base image imported: $(podman image inspect --format '{{.Id}} {{.Size}}' "$BASE" 2>&1 | tail -1)"

@@ -167,25 +167,35 @@ def plan_harness(
     )
 
 
-def parse_harness_output(io_dir: Path | None, stdout: str) -> dict[str, Any] | None:
-    """The harness result: result.json in the io folder (None: there is none, e.g. a pod's log
-    alone), else the last JSON line of stdout. Both come from the image under test, so both go
-    through envbuilder.bounded (size, depth, digits) and result.json is read only as a regular
-    file the container did not swap for a symlink or a FIFO (O_NOFOLLOW, non-blocking); whatever
-    fails those is no result (the caller's "no result" failure), never a traceback or a hang."""
+def parse_harness_output(
+    io_dir: Path | None,
+    stdout: str,
+    *,
+    filename: str = "result.json",
+    kind: str = "result",
+    nonce: str | None = None,
+    max_bytes: int = RESULT_MAX_BYTES,
+) -> dict[str, Any] | None:
+    """The harness's document: `filename` in the io folder (None: there is none, e.g. a pod's
+    log alone), else the last JSON line of stdout; the first of them that is a `kind` document
+    (and, `nonce` given, carries it). certify reads the result this way, check its short mode's
+    gate.json. Both come from the image under test, so both go through envbuilder.bounded (size,
+    depth, digits) and the file is read only as a regular file the container did not swap for a
+    symlink or a FIFO (O_NOFOLLOW, non-blocking); whatever fails those is no result (the caller's
+    "no result" failure), never a traceback or a hang."""
     candidates: list[str | bytes] = []
-    out = io_dir / "result.json" if io_dir is not None else None
+    out = io_dir / filename if io_dir is not None else None
     if out is not None:
         with contextlib.suppress(OSError, Refused):
-            candidates.append(read_bounded(out, RESULT_MAX_BYTES, follow_symlinks=False))
+            candidates.append(read_bounded(out, max_bytes, follow_symlinks=False))
     candidates += [line for line in reversed(stdout.splitlines()) if line.startswith("{")][:1]
     for text in candidates:
         if isinstance(text, bytes):
             text = text.decode("utf-8", errors="replace")
         try:
-            doc = load_json(text, max_bytes=RESULT_MAX_BYTES)
+            doc = load_json(text, max_bytes=max_bytes)
         except ValueError:  # JSONDecodeError, bounded.TooLarge
             continue
-        if isinstance(doc, dict) and doc.get("kind") == "result":
+        if isinstance(doc, dict) and doc.get("kind") == kind and (nonce is None or doc.get("nonce") == nonce):
             return doc
     return None

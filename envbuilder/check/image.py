@@ -12,10 +12,15 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from envbuilder.bounded import load_json
 from envbuilder.certify.certificate import Certificate
 from envbuilder.certify.gpu_access import drop_refused_memlock, training_container
-from envbuilder.certify.harness_plan import HARNESS_ENV, HOST_HARNESS_DIR, IO_DIR, new_nonce
+from envbuilder.certify.harness_plan import (
+    HARNESS_ENV,
+    HOST_HARNESS_DIR,
+    IO_DIR,
+    new_nonce,
+    parse_harness_output,
+)
 from envbuilder.check.findings import Band, CheckThresholds, Finding
 from envbuilder.engine import ContainerSpec, Engine, ImageInfo, Mount
 from envbuilder.frameworks import DEFAULT as DEFAULT_FRAMEWORK
@@ -83,8 +88,8 @@ def run_gate(
     runtime: Runtime | None = None,
 ) -> GateRun:
     """Start the short mode, wait for it (at most `timeout_s`), read its document (the io
-    folder's gate.json, else the last JSON line of stdout; both bounded, and its nonce must be
-    this run's). Raises DockerUnavailableError."""
+    folder's gate.json, else the last JSON line of stdout, as certify reads its result:
+    parse_harness_output; its nonce must be this run's). Raises DockerUnavailableError."""
     import time
 
     nonce = new_nonce()
@@ -100,22 +105,11 @@ def run_gate(
         started = time.monotonic()
         res = eng.run(spec, on_stderr=say, timeout_s=timeout_s)
         seconds = time.monotonic() - started
-        texts = []
-        out = tmp / "gate.json"
-        if out.is_file() and not out.is_symlink():
-            texts.append(out.read_bytes()[:GATE_MAX_BYTES].decode("utf-8", errors="replace"))
-        texts += [line for line in reversed(res.stdout.splitlines()) if line.startswith("{")][:1]
+        doc = parse_harness_output(
+            tmp, res.stdout, filename="gate.json", kind=GATE_KIND, nonce=nonce, max_bytes=GATE_MAX_BYTES
+        )
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    doc = None
-    for text in texts:
-        try:
-            got = load_json(text, max_bytes=GATE_MAX_BYTES)
-        except ValueError:
-            continue
-        if isinstance(got, dict) and got.get("kind") == GATE_KIND and got.get("nonce") == nonce:
-            doc = got
-            break
     tail = "\n".join(res.stderr.splitlines()[-15:])
     return GateRun(doc=doc, exit_code=res.exit_code, stderr_tail=tail, seconds=seconds)
 

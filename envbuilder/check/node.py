@@ -4,10 +4,12 @@ failure. Pure."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
 
 from envbuilder.check.findings import CheckThresholds, Finding, Status
-from envbuilder.host.health import GpuHealth, XidLog, bus_key
+from envbuilder.host.health import GpuHealth, Query, XidLog, bus_key
 from envbuilder.run.xid import xid_meaning
 
 # Clock-event reasons (telemetry.CLOCK_EVENT_REASONS names) and what each means on an idle GPU.
@@ -30,302 +32,283 @@ RECOVERY_REMEDY = {
 }
 
 
+@dataclass(frozen=True, slots=True)
+class Judged:
+    """What a judge makes of one reading: the status, the value the finding carries, and why."""
+
+    status: Status
+    value: Any
+    message: str
+
+
+def _finding(check: str, gpu: GpuHealth, got: Judged, remedy: str) -> Finding:
+    return Finding(
+        check=check, status=got.status, gpu=gpu.index, value=got.value, message=got.message, remedy=remedy
+    )
+
+
 def _unsupported(check: str, gpu: GpuHealth, why: str | None) -> Finding:
     return Finding(
         check=check, status="note", gpu=gpu.index, message=f"NVML: {why} on {gpu.name}", value=None
     )
 
 
-def judge_gpu(gpu: GpuHealth, t: CheckThresholds) -> list[Finding]:
-    """Every NVML finding of one GPU."""
-    out: list[Finding] = []
-    i = gpu.index
+@dataclass(frozen=True, slots=True)
+class NvmlCheck:
+    """One row of the NVML table. `read`: the reading of a GPU (a Query whose `unsupported` is
+    NVML's reason: then the finding is a note); `judge`: the reading against the thresholds;
+    `remedy`: what to do, by status (nothing for a pass)."""
 
-    # ECC: uncorrectable errors since the driver loaded fail (data may be corrupt); lifetime ones warn.
-    vol, agg = gpu.get("ecc_uncorrected_volatile"), gpu.get("ecc_uncorrected_aggregate")
-    if not vol.ok and not agg.ok:
-        out.append(_unsupported("node.ecc", gpu, vol.unsupported))
-    elif vol.ok and int(vol.value) > 0:
-        out.append(
-            Finding(
-                check="node.ecc",
-                status="fail",
-                gpu=i,
-                value=int(vol.value),
-                message=f"{vol.value} uncorrectable ECC error(s) since the driver loaded",
-                remedy="drain the node, reset the GPU (nvidia-smi -r); if they recur, the GPU needs "
-                "service (RMA)",
-            )
-        )
-    elif agg.ok and int(agg.value) > 0:
-        out.append(
-            Finding(
-                check="node.ecc",
-                status="warn",
-                gpu=i,
-                value=int(agg.value),
-                message=f"{agg.value} uncorrectable ECC error(s) in the GPU's lifetime (none since the "
-                "driver loaded)",
-                remedy="watch nvidia-smi -q -d ECC; a rising count means the GPU needs service",
-            )
-        )
-    else:
-        out.append(
-            Finding(check="node.ecc", status="pass", gpu=i, message="no uncorrectable ECC errors", value=0)
-        )
+    check: str
+    read: Callable[[GpuHealth], Query]
+    judge: Callable[[Any, CheckThresholds], Judged]
+    remedy: Mapping[Status, str]
 
-    # Row remapping (Ampere and newer) and page retirement (older parts): one of them applies.
-    rows, pages, pending = (
-        gpu.get("remapped_rows"),
-        gpu.get("retired_pages_double_bit"),
-        gpu.get("retired_pages_pending"),
-    )
-    if rows.ok:
-        r = rows.value
-        if r["failure"]:
-            out.append(
-                Finding(
-                    check="node.remapped_rows",
-                    status="fail",
-                    gpu=i,
-                    value=r,
-                    message="a row remapping failed: the GPU has run out of spare rows",
-                    remedy="drain the node; the GPU needs service (RMA)",
-                )
-            )
-        elif r["pending"]:
-            out.append(
-                Finding(
-                    check="node.remapped_rows",
-                    status="fail",
-                    gpu=i,
-                    value=r,
-                    message=f"a row remapping is pending ({r['uncorrectable']} uncorrectable row(s)): not "
-                    "applied until a reset",
-                    remedy="drain the node and reset the GPU (nvidia-smi -r) to apply it, then check again",
-                )
-            )
-        else:
-            out.append(
-                Finding(
-                    check="node.remapped_rows",
-                    status="pass",
-                    gpu=i,
-                    value=r,
-                    message=f"no remapping pending ({r['correctable']} + {r['uncorrectable']} rows remapped)",
-                )
-            )
-    elif pages.ok or pending.ok:
-        if pending.ok and pending.value:
-            out.append(
-                Finding(
-                    check="node.retired_pages",
-                    status="fail",
-                    gpu=i,
-                    value=pages.value if pages.ok else None,
-                    message="a page retirement is pending: not applied until the driver reloads",
-                    remedy="drain the node and reset the GPU or reload the driver, then check again",
-                )
-            )
-        else:
-            out.append(
-                Finding(
-                    check="node.retired_pages",
-                    status="pass",
-                    gpu=i,
-                    value=pages.value if pages.ok else None,
-                    message=f"no page retirement pending ({pages.value if pages.ok else '?'} double-bit "
-                    "page(s) retired)",
-                )
-            )
-    else:
-        out.append(_unsupported("node.memory_repair", gpu, rows.unsupported))
+    def __call__(self, gpu: GpuHealth, t: CheckThresholds) -> Finding:
+        reading = self.read(gpu)
+        if not reading.ok:
+            return _unsupported(self.check, gpu, reading.unsupported)
+        got = self.judge(reading.value, t)
+        return _finding(self.check, gpu, got, self.remedy.get(got.status, ""))
 
-    # The driver's recovery action (R550+; Xid 154 announces a change).
-    action = gpu.get("recovery_action")
-    if not action.ok:
-        out.append(_unsupported("node.recovery_action", gpu, action.unsupported))
-    elif action.value == "none":
-        out.append(
-            Finding(
-                check="node.recovery_action",
-                status="pass",
-                gpu=i,
-                value="none",
-                message="no recovery action asked",
-            )
+
+def _query(name: str) -> Callable[[GpuHealth], Query]:
+    """The reader of one NVML answer as it stands."""
+
+    def read(gpu: GpuHealth) -> Query:
+        return gpu.get(name)
+
+    return read
+
+
+def _either(first: str, second: str) -> Callable[[GpuHealth], Query]:
+    """The reader of two NVML answers either of which may be unsupported: both, as a pair,
+    unless neither is (then the first one's reason)."""
+
+    def read(gpu: GpuHealth) -> Query:
+        a, b = gpu.get(first), gpu.get(second)
+        return a if not a.ok and not b.ok else Query(value=(a, b))
+
+    return read
+
+
+# ECC: uncorrectable errors since the driver loaded fail (data may be corrupt); lifetime ones warn.
+def _judge_ecc(queries: tuple[Query, Query], t: CheckThresholds) -> Judged:
+    vol, agg = queries
+    if vol.ok and int(vol.value) > 0:
+        return Judged(
+            "fail", int(vol.value), f"{vol.value} uncorrectable ECC error(s) since the driver loaded"
         )
-    else:
-        out.append(
-            Finding(
-                check="node.recovery_action",
-                status="fail",
-                gpu=i,
-                value=action.value,
-                message=f"the driver asks for a recovery action: {action.value}",
-                remedy=RECOVERY_REMEDY.get(
-                    str(action.value), "read nvidia-smi -q (GPU Recovery Action) and do that"
-                ),
-            )
+    if agg.ok and int(agg.value) > 0:
+        return Judged(
+            "warn",
+            int(agg.value),
+            f"{agg.value} uncorrectable ECC error(s) in the GPU's lifetime (none since the driver loaded)",
         )
+    return Judged("pass", 0, "no uncorrectable ECC errors")
 
-    # Clock-event (throttle) reasons now, at idle.
-    reasons = gpu.get("clock_event_reasons")
-    if not reasons.ok:
-        out.append(_unsupported("node.clocks", gpu, reasons.unsupported))
-    else:
-        bad = [r for r in reasons.value if r in FAIL_REASONS]
-        slow = [r for r in reasons.value if r in WARN_REASONS]
-        if bad:
-            out.append(
-                Finding(
-                    check="node.clocks",
-                    status="fail",
-                    gpu=i,
-                    value=list(reasons.value),
-                    message=f"the GPU is slowed by hardware: {', '.join(bad)}",
-                    remedy="check cooling, power supply and the board (nvidia-smi -q -d PERFORMANCE); "
-                    "drain until fixed",
-                )
-            )
-        elif slow:
-            out.append(
-                Finding(
-                    check="node.clocks",
-                    status="warn",
-                    gpu=i,
-                    value=list(reasons.value),
-                    message=f"the GPU's clocks are held down: {', '.join(slow)}",
-                    remedy="check the power limit (nvidia-smi -q -d POWER) and cooling",
-                )
-            )
-        else:
-            shown = ", ".join(reasons.value) or "none"
-            out.append(
-                Finding(
-                    check="node.clocks",
-                    status="pass",
-                    gpu=i,
-                    value=list(reasons.value),
-                    message=f"no slowdown ({shown})",
-                )
-            )
 
-    # PCIe link: an idle GPU trains its link down to save power (a lower generation is normal);
-    # a narrower link than the maximum is a seating, riser or slot problem.
+# Clock-event (throttle) reasons now, at idle.
+def _judge_clocks(reasons: Sequence[str], t: CheckThresholds) -> Judged:
+    value = list(reasons)
+    if bad := [r for r in reasons if r in FAIL_REASONS]:
+        return Judged("fail", value, f"the GPU is slowed by hardware: {', '.join(bad)}")
+    if slow := [r for r in reasons if r in WARN_REASONS]:
+        return Judged("warn", value, f"the GPU's clocks are held down: {', '.join(slow)}")
+    return Judged("pass", value, f"no slowdown ({', '.join(reasons) or 'none'})")
+
+
+# PCIe link: an idle GPU trains its link down to save power (a lower generation is normal);
+# a narrower link than the maximum is a seating, riser or slot problem.
+def _read_pcie(gpu: GpuHealth) -> Query:
     gen, gen_max = gpu.get("pcie_gen"), gpu.get("pcie_gen_max")
     width, width_max = gpu.get("pcie_width"), gpu.get("pcie_width_max")
     if not (width.ok and width_max.ok):
-        out.append(_unsupported("node.pcie", gpu, width.unsupported or width_max.unsupported))
-    else:
-        lanes, lanes_max = int(width.value), int(width_max.value)
-        link = {
+        return Query(unsupported=width.unsupported or width_max.unsupported)
+    return Query(
+        value={
             "gen": gen.value if gen.ok else None,
             "gen_max": gen_max.value if gen_max.ok else None,
-            "width": lanes,
-            "width_max": lanes_max,
+            "width": int(width.value),
+            "width_max": int(width_max.value),
         }
-        shown = f"Gen{link['gen'] or '?'} x{lanes} (max Gen{link['gen_max'] or '?'} x{lanes_max})"
-        if lanes < lanes_max:
-            out.append(
-                Finding(
-                    check="node.pcie",
-                    status="fail" if t.pcie_width_fail else "warn",
-                    gpu=i,
-                    value=link,
-                    message=f"PCIe link narrower than the maximum: {shown}",
-                    remedy="reseat the GPU or its riser, check the slot; host-device copies run slower "
-                    "meanwhile",
-                )
-            )
-        else:
-            note = " (a lower generation at idle is power saving)" if link["gen"] != link["gen_max"] else ""
-            out.append(
-                Finding(check="node.pcie", status="pass", gpu=i, value=link, message=f"PCIe {shown}{note}")
-            )
+    )
 
-    # Temperature at idle against the slowdown threshold.
+
+def _judge_pcie(link: dict[str, Any], t: CheckThresholds) -> Judged:
+    lanes, lanes_max = link["width"], link["width_max"]
+    shown = f"Gen{link['gen'] or '?'} x{lanes} (max Gen{link['gen_max'] or '?'} x{lanes_max})"
+    if lanes < lanes_max:
+        return Judged(
+            "fail" if t.pcie_width_fail else "warn", link, f"PCIe link narrower than the maximum: {shown}"
+        )
+    note = " (a lower generation at idle is power saving)" if link["gen"] != link["gen_max"] else ""
+    return Judged("pass", link, f"PCIe {shown}{note}")
+
+
+# Temperature at idle against the slowdown threshold.
+def _read_temperature(gpu: GpuHealth) -> Query:
     temp, slowdown = gpu.get("temperature_c"), gpu.get("temperature_slowdown_c")
     if not temp.ok:
-        out.append(_unsupported("node.temperature", gpu, temp.unsupported))
-    else:
-        c = int(temp.value)
-        limit = int(slowdown.value) if slowdown.ok else None
-        if limit is not None and c >= limit:
-            out.append(
-                Finding(
-                    check="node.temperature",
-                    status="fail",
-                    gpu=i,
-                    value=c,
-                    message=f"{c} C at idle, at or above the slowdown threshold ({limit} C)",
-                    remedy="check the node's cooling (fans, airflow, inlet temperature); drain until fixed",
-                )
-            )
-        elif limit is not None and c >= limit - t.temperature_margin_c:
-            out.append(
-                Finding(
-                    check="node.temperature",
-                    status="warn",
-                    gpu=i,
-                    value=c,
-                    message=f"{c} C at idle, within {t.temperature_margin_c:.0f} C of the slowdown "
-                    f"threshold ({limit} C)",
-                    remedy="check the node's cooling before a long job",
-                )
-            )
-        else:
-            against = (
-                f" (slowdown at {limit} C)" if limit is not None else " (no slowdown threshold from NVML)"
-            )
-            out.append(
-                Finding(check="node.temperature", status="pass", gpu=i, value=c, message=f"{c} C{against}")
-            )
-
-    out.append(judge_processes(gpu, t))
-    return out
+        return temp
+    return Query(value=(int(temp.value), int(slowdown.value) if slowdown.ok else None))
 
 
-def judge_processes(gpu: GpuHealth, t: CheckThresholds) -> Finding:
-    """Processes already holding the GPU: the memory they hold against its total."""
-    i = gpu.index
-    held = sum(p["used_mib"] or 0 for p in gpu.processes)
-    total = gpu.memory_total_mib
-    used = gpu.memory_used_mib
-    pids = ", ".join(str(p["pid"]) for p in gpu.processes)
-    value = {
-        "processes": [dict(p) for p in gpu.processes],
-        "held_mib": held,
-        "memory_used_mib": used,
-        "memory_total_mib": total,
-    }
+def _judge_temperature(reading: tuple[int, int | None], t: CheckThresholds) -> Judged:
+    c, limit = reading
+    if limit is not None and c >= limit:
+        return Judged("fail", c, f"{c} C at idle, at or above the slowdown threshold ({limit} C)")
+    if limit is not None and c >= limit - t.temperature_margin_c:
+        margin = f"{t.temperature_margin_c:.0f}"
+        return Judged("warn", c, f"{c} C at idle, within {margin} C of the slowdown threshold ({limit} C)")
+    against = f" (slowdown at {limit} C)" if limit is not None else " (no slowdown threshold from NVML)"
+    return Judged("pass", c, f"{c} C{against}")
+
+
+# Processes already holding the GPU: the memory they hold against its total.
+def _read_processes(gpu: GpuHealth) -> Query:
+    return Query(
+        value={
+            "processes": [dict(p) for p in gpu.processes],
+            "held_mib": sum(p["used_mib"] or 0 for p in gpu.processes),
+            "memory_used_mib": gpu.memory_used_mib,
+            "memory_total_mib": gpu.memory_total_mib,
+        }
+    )
+
+
+def _judge_processes(value: dict[str, Any], t: CheckThresholds) -> Judged:
+    held, used, total = value["held_mib"], value["memory_used_mib"], value["memory_total_mib"]
     # Processes of other containers may be invisible (their PIDs in another namespace, or memory
     # hidden without permission): the used memory then speaks for them.
     share = max(held, used or 0) / total if total else 0.0
-    if not gpu.processes and share < t.memory_held_warn_fraction:
-        return Finding(
-            check="node.processes", status="pass", gpu=i, value=value, message="no process holds the GPU"
-        )
+    if not value["processes"] and share < t.memory_held_warn_fraction:
+        return Judged("pass", value, "no process holds the GPU")
+    pids = ", ".join(str(p["pid"]) for p in value["processes"])
     who = f"process(es) {pids}" if pids else "something NVML does not list (another container or user)"
     message = f"{who} already hold {share:.0%} of its memory ({max(held, used or 0)} of {total} MiB)"
-    if share >= t.memory_held_fail_fraction:
-        return Finding(
-            check="node.processes",
-            status="fail",
-            gpu=i,
-            value=value,
-            message=message,
-            remedy="a previous job or a stray process is still on the GPU: stop it "
-            "(nvidia-smi --query-compute-apps=pid,used_memory --format=csv), then check again",
-        )
-    return Finding(
-        check="node.processes",
-        status="warn",
-        gpu=i,
-        value=value,
-        message=message,
-        remedy="the job gets less memory and shares the GPU's time: stop what should not run there",
-    )
+    return Judged("fail" if share >= t.memory_held_fail_fraction else "warn", value, message)
+
+
+# Page retirement (parts before Ampere): judged where row remapping is not supported.
+def _judge_retired_pages(queries: tuple[Query, Query], t: CheckThresholds) -> Judged:
+    pages, pending = queries
+    value = pages.value if pages.ok else None
+    if pending.ok and pending.value:
+        return Judged("fail", value, "a page retirement is pending: not applied until the driver reloads")
+    shown = pages.value if pages.ok else "?"
+    return Judged("pass", value, f"no page retirement pending ({shown} double-bit page(s) retired)")
+
+
+ECC = NvmlCheck(
+    "node.ecc",
+    _either("ecc_uncorrected_volatile", "ecc_uncorrected_aggregate"),
+    _judge_ecc,
+    {
+        "fail": "drain the node, reset the GPU (nvidia-smi -r); if they recur, the GPU needs service (RMA)",
+        "warn": "watch nvidia-smi -q -d ECC; a rising count means the GPU needs service",
+    },
+)
+RETIRED_PAGES = NvmlCheck(
+    "node.retired_pages",
+    _either("retired_pages_double_bit", "retired_pages_pending"),
+    _judge_retired_pages,
+    {"fail": "drain the node and reset the GPU or reload the driver, then check again"},
+)
+CLOCKS = NvmlCheck(
+    "node.clocks",
+    _query("clock_event_reasons"),
+    _judge_clocks,
+    {
+        "fail": "check cooling, power supply and the board (nvidia-smi -q -d PERFORMANCE); drain until fixed",
+        "warn": "check the power limit (nvidia-smi -q -d POWER) and cooling",
+    },
+)
+PCIE = NvmlCheck(
+    "node.pcie",
+    _read_pcie,
+    _judge_pcie,
+    dict.fromkeys(
+        ("fail", "warn"),
+        "reseat the GPU or its riser, check the slot; host-device copies run slower meanwhile",
+    ),
+)
+TEMPERATURE = NvmlCheck(
+    "node.temperature",
+    _read_temperature,
+    _judge_temperature,
+    {
+        "fail": "check the node's cooling (fans, airflow, inlet temperature); drain until fixed",
+        "warn": "check the node's cooling before a long job",
+    },
+)
+PROCESSES = NvmlCheck(
+    "node.processes",
+    _read_processes,
+    _judge_processes,
+    {
+        "fail": "a previous job or a stray process is still on the GPU: stop it "
+        "(nvidia-smi --query-compute-apps=pid,used_memory --format=csv), then check again",
+        "warn": "the job gets less memory and shares the GPU's time: stop what should not run there",
+    },
+)
+
+
+# The special cases: a remedy that depends on more than the status, or a finding whose name
+# depends on which query the GPU answers.
+
+
+def judge_memory_repair(gpu: GpuHealth, t: CheckThresholds) -> Finding:
+    """Row remapping (Ampere and newer) or, where the GPU has none, page retirement (older parts);
+    neither answered: one note. A failed remapping and a pending one fail with their own remedies."""
+    rows = gpu.get("remapped_rows")
+    if rows.ok:
+        r = rows.value
+        if r["failure"]:
+            got = Judged("fail", r, "a row remapping failed: the GPU has run out of spare rows")
+            remedy = "drain the node; the GPU needs service (RMA)"
+        elif r["pending"]:
+            why = f"a row remapping is pending ({r['uncorrectable']} uncorrectable row(s)): not applied"
+            got = Judged("fail", r, f"{why} until a reset")
+            remedy = "drain the node and reset the GPU (nvidia-smi -r) to apply it, then check again"
+        else:
+            got = Judged(
+                "pass", r, f"no remapping pending ({r['correctable']} + {r['uncorrectable']} rows remapped)"
+            )
+            remedy = ""
+        return _finding("node.remapped_rows", gpu, got, remedy)
+    if RETIRED_PAGES.read(gpu).ok:
+        return RETIRED_PAGES(gpu, t)
+    return _unsupported("node.memory_repair", gpu, rows.unsupported)
+
+
+def judge_recovery_action(gpu: GpuHealth, t: CheckThresholds) -> Finding:
+    """The driver's recovery action (R550+; Xid 154 announces a change): its remedy is the action's."""
+    action = gpu.get("recovery_action")
+    if not action.ok:
+        return _unsupported("node.recovery_action", gpu, action.unsupported)
+    if action.value == "none":
+        return _finding("node.recovery_action", gpu, Judged("pass", "none", "no recovery action asked"), "")
+    asked = Judged("fail", action.value, f"the driver asks for a recovery action: {action.value}")
+    remedy = RECOVERY_REMEDY.get(str(action.value), "read nvidia-smi -q (GPU Recovery Action) and do that")
+    return _finding("node.recovery_action", gpu, asked, remedy)
+
+
+# Every NVML finding of a GPU, in the order the report lists them.
+GPU_CHECKS: tuple[Callable[[GpuHealth, CheckThresholds], Finding], ...] = (
+    ECC,
+    judge_memory_repair,
+    judge_recovery_action,
+    CLOCKS,
+    PCIE,
+    TEMPERATURE,
+    PROCESSES,
+)
+
+
+def judge_gpu(gpu: GpuHealth, t: CheckThresholds) -> list[Finding]:
+    """Every NVML finding of one GPU (GPU_CHECKS)."""
+    return [judge(gpu, t) for judge in GPU_CHECKS]
 
 
 def judge_xids(

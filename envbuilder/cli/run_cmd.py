@@ -220,65 +220,65 @@ def run(
     from envbuilder.runtime import get as get_runtime
 
     rt = get_runtime(runtime)
-    if rt.runs != "image":
-        ctx.exit(
-            run_with_runtime(
-                image,
-                command,
-                runtime,
-                runtime_path,
-                gpu_access,
-                force,
-                volumes,
-                env,
-                workdir,
-                key_files,
-                trust_file,
-                max_age,
-                trust_imported,
-                docker_only={
-                    "--monitor": monitor,
-                    "--monitor-dir": monitor_dir,
-                    "--shm-size": shm_size,
-                    "--ipc": ipc,
-                    "--network": network,
-                    "--interactive": interactive,
-                    "--tty/--no-tty": tty is not None,
-                    "--gpus": gpus is not None,
-                    "--publish": bool(publish),
-                    "--user": user is not None,
-                    "--name": name is not None,
-                },
-            )
+    if rt.runs == "image":
+        _note_misplaced_option(ctx, command)
+        on_terminal = sys.stdin.isatty()
+        options = RunOptions(
+            image=image,
+            command=command,
+            gpu_access=gpu_access,
+            gpus=gpus,
+            force=force,
+            monitor=monitor,
+            monitor_dir=monitor_dir,
+            volumes=volumes,
+            env=env,
+            workdir=workdir,
+            shm_size=shm_size,
+            ipc=ipc,
+            network=network,
+            interactive=interactive or on_terminal,
+            tty=(on_terminal and sys.stdout.isatty()) if tty is None else tty,
+            publish=publish,
+            user=user,
+            name=name,
         )
-    _note_misplaced_option(ctx, command)
-    on_terminal = sys.stdin.isatty()
-    options = RunOptions(
-        image=image,
-        command=command,
-        gpu_access=gpu_access,
-        gpus=gpus,
-        force=force,
-        monitor=monitor,
-        monitor_dir=monitor_dir,
-        volumes=volumes,
-        env=env,
-        workdir=workdir,
-        shm_size=shm_size,
-        ipc=ipc,
-        network=network,
-        interactive=interactive or on_terminal,
-        tty=(on_terminal and sys.stdout.isatty()) if tty is None else tty,
-        publish=publish,
-        user=user,
-        name=name,
+        parse_options(options)  # bad options are said before an image is pulled
+        pull_if_missing(image, rt.engine())
+        find_certificate = find_certificates(image, key_files, trust_file, max_age, trust_imported, say)
+        ctx.exit(run_image(options, runtime=rt, find_certificate=find_certificate).exit_code)
+    # --runtime apptainer|enroot: IMAGE is the file `export` wrote (run/hpc.py), its certificates
+    # found as for the Docker image the file came from
+    from envbuilder.run.hpc import HpcRunOptions, run_exported
+
+    _refuse_docker_only(
+        {
+            "--monitor": monitor,
+            "--monitor-dir": monitor_dir,
+            "--shm-size": shm_size,
+            "--ipc": ipc,
+            "--network": network,
+            "--interactive": interactive,
+            "--tty/--no-tty": tty is not None,
+            "--gpus": gpus is not None,
+            "--publish": bool(publish),
+            "--user": user is not None,
+            "--name": name is not None,
+        }
     )
-    parse_options(options)  # bad options are said before an image is pulled
-    pull_if_missing(image, rt.engine())
-    outcome = run_image(
-        options,
-        runtime=rt,
-        find_certificate=find_certificates(image, key_files, trust_file, max_age, trust_imported, say),
+    outcome = run_exported(
+        HpcRunOptions(
+            path=Path(image),
+            runtime=runtime,
+            command=command,
+            gpu_access=gpu_access,
+            force=force,
+            volumes=volumes,
+            env=env,
+            workdir=workdir,
+            tool=runtime_path,
+        ),
+        find_certificate=find_exported_certificates(key_files, trust_file, max_age, trust_imported, say),
     )
     ctx.exit(outcome.exit_code)
 
@@ -295,46 +295,14 @@ def _note_misplaced_option(ctx: click.Context, command: tuple[str, ...]) -> None
         )
 
 
-def run_with_runtime(
-    path: str,
-    command: tuple[str, ...],
-    runtime: str,
-    runtime_path: str | None,
-    gpu_access: str,
-    force: bool,
-    volumes: tuple[str, ...],
-    env: tuple[str, ...],
-    workdir: str | None,
-    key_files: tuple[Path, ...],
-    trust_file: Path | None,
-    max_age: str | None,
-    trust_imported: bool,
-    *,
-    docker_only: dict[str, object],
-) -> int:
-    """`run --runtime apptainer|enroot FILE`: run/hpc.py, with the certificates found as for
-    the Docker image the file came from. Raises UsageError for an option only Docker has."""
+def _refuse_docker_only(options: dict[str, object]) -> None:
+    """`run --runtime apptainer|enroot` with an option only Docker has (each name -> whether it
+    was given). Raises UsageError naming them."""
     from envbuilder.errors import UsageError
-    from envbuilder.run.hpc import HpcRunOptions, run_exported
 
-    given = [name for name, value in docker_only.items() if value]
+    given = [name for name, value in options.items() if value]
     if given:
         raise UsageError(
             f"{', '.join(given)} only apply to --runtime docker",
             hint="drop them, or run the Docker image with --runtime docker",
         )
-    outcome = run_exported(
-        HpcRunOptions(
-            path=Path(path),
-            runtime=runtime,
-            command=command,
-            gpu_access=gpu_access,
-            force=force,
-            volumes=volumes,
-            env=env,
-            workdir=workdir,
-            tool=runtime_path,
-        ),
-        find_certificate=find_exported_certificates(key_files, trust_file, max_age, trust_imported, say),
-    )
-    return outcome.exit_code

@@ -9,7 +9,6 @@ apply the same certificate checks as for the Docker image, on a node that has no
 
 from __future__ import annotations
 
-import hashlib
 import json
 import shutil
 import signal
@@ -26,6 +25,7 @@ from envbuilder.bounded import load_json, read_bounded
 from envbuilder.engine.interface import Engine
 from envbuilder.engine.model import ImageInfo
 from envbuilder.errors import ContainerRuntimeError, UsageError, log_tail
+from envbuilder.hashing import sha256_file
 
 Format = str  # the exported file's format: a file runtime's `runs` (sif, sqsh, ...)
 SIDECAR_SUFFIX = ".envbuilder.json"
@@ -90,14 +90,6 @@ def sidecar_path(path: Path) -> Path:
     return path.with_name(path.name + SIDECAR_SUFFIX)
 
 
-def file_sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            h.update(chunk)
-    return "sha256:" + h.hexdigest()
-
-
 Run = Callable[[Sequence[str], float], "subprocess.CompletedProcess[str]"]
 
 
@@ -136,7 +128,7 @@ def export_image(
         convert(info, built, work)
         if not built.is_file():
             raise ContainerRuntimeError(f"{tool.describe()} reported success but wrote no {built.name}")
-        digest = file_sha256(built)
+        digest = sha256_file(built)
         built.replace(out)
     finally:
         shutil.rmtree(work, ignore_errors=True)
@@ -218,7 +210,7 @@ def read_exported(path: Path, *, check_hash: bool = True) -> ExportedImage:
         ) from exc
     if not isinstance(fmt, str) or not fmt.isalnum() or doc.get("kind") != SIDECAR_KIND:
         raise UsageError(f"{side} is not an envbuilder export record")
-    if check_hash and (now := file_sha256(path)) != recorded:
+    if check_hash and (now := sha256_file(path)) != recorded:
         raise UsageError(
             f"{path} is not the file envbuilder exported (sha256 {now[:19]}, its sidecar: {recorded[:19]})",
             hint="export the image again; a changed file is not the certified image",

@@ -32,6 +32,7 @@ from packaging.tags import Tag
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 
 from envbuilder.errors import LockError, SpecError, log_tail
+from envbuilder.hashing import sha256_file_hex
 from envbuilder.image.hints import tls_hint
 from envbuilder.image.secrets import Secrets, is_secret_ref, recorded_url, redact
 from envbuilder.image.sources import (
@@ -41,7 +42,6 @@ from envbuilder.image.sources import (
     SECRET_ID_RE,
     USERNAME_RE,
     PackageIndex,
-    file_digest,
     requirement_files,
     spec_file,
 )
@@ -440,7 +440,7 @@ def _project_inputs(
         _run(argv, what=f"uv export of {path}", cwd=project_dir, env=uv_env(settings, work))
         sources.append(exported)
         extras = ()
-    digests = [(os.path.relpath(p, base.resolve()), file_digest(p)) for p in dict.fromkeys(read)]
+    digests = [(os.path.relpath(p, base.resolve()), sha256_file_hex(p)) for p in dict.fromkeys(read)]
     return sources, extras, digests
 
 
@@ -738,6 +738,6 @@ def changed_inputs(lock: PackageLock, spec: ImageSpec) -> list[str]:
     out = []
     for rel, digest in lock.inputs:
         path = base / rel
-        if not path.is_file() or file_digest(path) != digest:
+        if not path.is_file() or sha256_file_hex(path) != digest:
             out.append(rel)
     return out

@@ -5,7 +5,6 @@ folder copied into the image. Paths are relative to the spec's folder; nothing h
 
 from __future__ import annotations
 
-import hashlib
 import re
 import shlex
 from dataclasses import dataclass
@@ -163,7 +162,3 @@ def _words(line: str, path: Path, number: int) -> list[str]:
         return shlex.split(line)
     except ValueError as exc:
         raise SpecError(f"{path}:{number}: cannot read the line ({exc})") from None
-
-
-def file_digest(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from envbuilder.errors import LockError
+from envbuilder.hashing import sha256_file_hex
 from envbuilder.image.packages import LockedPackage, PackageLock
 from envbuilder.image.secrets import is_secret_ref
 from envbuilder.image.sources import PackageIndex
@@ -55,7 +56,7 @@ def fill_wheelhouse(
     total = len(lock.packages)
     for n, pkg in enumerate(sorted(lock.packages, key=lambda p: p.name), start=1):
         dest = folder / pkg.wheel
-        if dest.is_file() and _sha256(dest) == pkg.sha256:
+        if dest.is_file() and sha256_file_hex(dest) == pkg.sha256:
             out.append(FetchedWheel(package=pkg, path=dest, source="kept", size=dest.stat().st_size))
             say(f"[{n}/{total}] {pkg.wheel}: already there, sha256 ok")
             continue
@@ -135,11 +136,3 @@ def _auth_for(url: str, indexes: tuple[PackageIndex, ...], env: Mapping[str, str
         user = env.get(f"{index.env_prefix}_USERNAME", index.username or "__token__")
         return base64.b64encode(f"{user}:{password}".encode()).decode()
     return None
-
-
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as fh:
-        while chunk := fh.read(CHUNK):
-            digest.update(chunk)
-    return digest.hexdigest()

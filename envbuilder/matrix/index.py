@@ -7,7 +7,6 @@ cannot reach: `--index-url https://download.pytorch.org/whl/cu130` works where i
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 import urllib.error
@@ -23,6 +22,7 @@ from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel
 from packaging.version import InvalidVersion, Version
 
 from envbuilder.errors import PackageIndexError
+from envbuilder.hashing import sha256_file_hex
 
 PYPI_JSON = "https://pypi.org/pypi"
 TIMEOUT_S = 60.0
@@ -178,19 +178,11 @@ class Wheelhouse:
                     IndexFile(
                         filename=path.name,
                         url=path.resolve().as_uri(),
-                        sha256=_sha256_file(path),
+                        sha256=sha256_file_hex(path),
                         size=path.stat().st_size,
                     )
                 )
         return out
-
-
-def _sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def open_index(index_url: str | None, wheelhouse: Path | None) -> PackageIndex:

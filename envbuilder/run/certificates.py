@@ -72,7 +72,7 @@ def attestation_refusal(refused: Refused, ref: Reference) -> Refusal:
 
 
 def certificate_finder(
-    image: str,
+    reference: str,
     *,
     store: CertStore,
     policy: Callable[[], TrustPolicy],
@@ -82,10 +82,11 @@ def certificate_finder(
 ) -> Callable[[ImageInfo], list[Certificate]]:
     """The find_certificate of `run`: local certificates for the image ID, newest first; else
     the imported ones that hold (signed: verified again; unsigned: only with `trust_imported`);
-    else the cached or fetched attestations of the registry digest `image` names. Raises
-    RefusedError (exit 12) when nothing holds but something was there (attestations, imported
-    certificates, a registry digest under another name), naming each reason; the trust policy
-    is read only when needed (SigningKeyError when it is broken)."""
+    else the cached or fetched attestations of the registry digest that `reference` (the name
+    the user gave the image: a tag, a digest reference, an ID) names. Raises RefusedError (exit
+    12) when nothing holds but something was there (attestations, imported certificates, a
+    registry digest under another name), naming each reason; the trust policy is read only when
+    needed (SigningKeyError when it is broken)."""
 
     def find(info: ImageInfo) -> list[Certificate]:
         rows = [r for r in store.list(image=info.id) if r.image_id == info.id]
@@ -97,12 +98,12 @@ def certificate_finder(
         )
         if imported:
             return imported
-        where = registry_reference(image, info)
+        where = registry_reference(reference, info)
         if where is None:
             if refusals:
                 raise RefusedError(refusals)
             if info.repo_digests:
-                raise RefusedError([_elsewhere(image, info)])
+                raise RefusedError([_elsewhere(reference, info)])
             return []
         if fetch is None:
             from envbuilder.attest import fetch_verified as fetch_now

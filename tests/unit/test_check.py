@@ -17,6 +17,7 @@ from click.testing import CliRunner
 from fake_engine import FakeEngine
 
 from envbuilder.certify.certificate import Certificate, build_certificate
+from envbuilder.certify.harness_plan import IO_DIR
 from envbuilder.check.findings import (
     Band,
     Finding,
@@ -28,12 +29,13 @@ from envbuilder.check.findings import (
     verdict_reason,
 )
 from envbuilder.check.gate import check_image
-from envbuilder.check.image import GateRun, certified_busbw, certified_figures, judge_gate
+from envbuilder.check.image import GateRun, certified_busbw, certified_figures, judge_gate, run_gate
 from envbuilder.check.node import judge_gpu, judge_xids
 from envbuilder.engine import ContainerSpec, ImageInfo, RunResult
 from envbuilder.errors import MatrixError
 from envbuilder.host import AccessMode, HostReport
 from envbuilder.host.health import XidLog, bus_key, gpu_health, kernel_xids, parse_kmsg, read_health
+from envbuilder.runtime import AccessChoice
 
 T = load_check_thresholds()
 DEVICES = AccessMode(
@@ -460,18 +462,27 @@ def test_failed_and_skipped_steps_of_the_short_mode() -> None:
 # --------------------------------------------------------------------------- the whole check
 
 
-def engine_answering(doc_for: Callable[[ContainerSpec], dict[str, Any] | None]) -> FakeEngine:
-    image = ImageInfo(id=IMAGE_ID, tags=("team/train:1",), repo_digests=())
+IMAGE = ImageInfo(id=IMAGE_ID, tags=("team/train:1",), repo_digests=())
+
+
+def engine_answering(
+    doc_for: Callable[[ContainerSpec], dict[str, Any] | None],
+    gate_json: Callable[[Path, str], None] | None = None,
+) -> FakeEngine:
+    """A FakeEngine whose short mode prints `doc_for(spec)` with the run's nonce (none: nothing);
+    `gate_json(path, nonce)` may first plant the io folder's gate.json."""
 
     def job(spec: ContainerSpec, on_stderr: Any) -> RunResult:
         if "--nonce" not in spec.command:
             return RunResult(exit_code=0, stdout="", stderr="")  # the memlock probe
         nonce = spec.command[spec.command.index("--nonce") + 1]
+        if gate_json is not None:
+            gate_json(next(Path(m.source) for m in spec.mounts if m.target == IO_DIR) / "gate.json", nonce)
         doc = doc_for(spec)
         out = json.dumps({**doc, "nonce": doc.get("nonce", nonce)}) if doc is not None else ""
         return RunResult(exit_code=0 if doc else 1, stdout=out + "\n", stderr="[harness] done\n")
 
-    return FakeEngine(images={"team/train:1": image, IMAGE_ID: image}, job=job)
+    return FakeEngine(images={"team/train:1": IMAGE, IMAGE_ID: IMAGE}, job=job)
 
 
 def healthy() -> tuple[tuple[Any, ...], str | None]:
@@ -514,6 +525,37 @@ def test_a_result_with_another_runs_nonce_is_no_result() -> None:
     assert report.verdict == "FAIL" and any(
         x.check == "image.run" for x in report.findings if x.status == "fail"
     )
+
+
+def test_the_short_modes_gate_json_is_read_before_stdout_and_never_through_a_planted_link(
+    tmp_path: Path,
+) -> None:
+    """run_gate reads its document as certify reads its result (parse_harness_output): the io
+    folder's gate.json first, else stdout's last JSON line; a gate.json the container made a
+    link to a host file is not followed, and a document with another run's nonce is none."""
+    host_file = tmp_path / "host.json"
+
+    def run(plant: Callable[[Path, str], None], printed: dict[str, Any] | None) -> Any:
+        eng = engine_answering(lambda spec: printed, gate_json=plant)
+        none = AccessChoice(name="none", reason="t")
+        return run_gate(eng, IMAGE, none, timeout_s=30, say=lambda _line: None).doc
+
+    def doc(source: str, nonce: str | None = None) -> dict[str, Any]:
+        return {**gate_doc(nonce=nonce), "facts": {"from": source}}
+
+    def write(path: Path, nonce: str) -> None:
+        path.write_text(json.dumps(doc("file", nonce)))
+
+    def link(path: Path, nonce: str) -> None:
+        host_file.write_text(json.dumps(doc("host", nonce)))
+        path.symlink_to(host_file)
+
+    got = run(write, doc("stdout"))
+    assert got is not None and got["facts"] == {"from": "file"}
+    assert run(link, None) is None
+    got = run(link, doc("stdout"))
+    assert got is not None and got["facts"] == {"from": "stdout"}
+    assert run(lambda path, nonce: write(path, "replayed"), doc("stdout", "replayed")) is None
 
 
 def test_an_uncertified_image_fails_with_the_refusal_and_runs_nothing_in_it() -> None:

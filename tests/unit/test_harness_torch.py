@@ -287,6 +287,9 @@ def test_held_lane_children_wait_for_the_go_and_leave_nothing_behind() -> None:
         report = lane.wait("resnet18", 240)
         assert "error" in report and report["arch"] == "resnet18"
         assert report["held_import_s"] > 0 and report["held_s"] >= report["held_import_s"]
+        # when it imported and got the go, on the lane's clock (seconds after the lane started)
+        line = report["timeline_s"]
+        assert 0 <= line["main"] <= line["imported"] <= line["go"] <= report["done_after_s"]
     finally:
         lane.close()
         unused.close()  # never released: killed
@@ -332,6 +335,13 @@ def test_the_lane_child_runs_the_timed_loop_it_compiled_and_refuses_another_run(
         report = lane.wait("resnet18", 240)
         assert report.get("ready") is True and report["compiled"] is True, report
         assert report["compile_s"] > 0 and lane.ready("resnet18")
+        # when each part of the child's work was done, on the lane's clock; torch.compile's phases
+        line = report["timeline_s"]
+        assert 0 <= line["main"] <= line["go"] <= line["data"] <= line["compile_start"] < line["compile_end"]
+        assert line["compile_end"] <= line["ready"] <= report["done_after_s"] and "cuda" not in line
+        assert line["compile_end"] - line["compile_start"] == pytest.approx(report["compile_s"], abs=0.01)
+        assert isinstance(report["compile_phases_s"], dict) and report["compile_threads"] >= 1
+        assert report["asked_after_s"] >= 0
         with pytest.raises(RuntimeError, match="prepared another configuration"):
             lane.run(cfg("resnet18", 7, 2), data, loss_drop_min=-1e9, accuracy_margin=-1.0)
         metrics, problems = lane.runner("resnet18")(

@@ -313,3 +313,108 @@ def test_the_payload_loads_without_numpy_or_a_framework(tmp_path: Path) -> None:
     proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.strip() == "['jax', 'tensorflow']"
+
+
+AHEAD_OOM_ABOVE = 12_000  # about where ResNet-18 bf16 runs out of XLA's 107 GB on the H200
+HELD_MIB = 1000.0
+
+
+class FakeAheadFramework(FakeFramework):
+    """A JAX-like adapter whose ramp compiles each size ahead (ramp_try: XLA's planned memory, 8 MiB
+    an image over HELD_MIB; out of memory above AHEAD_OOM_ABOVE), each try advancing `clock` by
+    `seconds(try number)`."""
+
+    def __init__(self, real: XlaFramework, clock: list[float], seconds: Any, planned: bool) -> None:
+        super().__init__(real)
+        self.clock, self.seconds, self.planned = clock, seconds, planned
+        self.ramp_sizes: list[int] = []
+
+    def ramp_try(self, cfg: RunConfig, dev: Any, data: Dataset) -> dict[str, Any]:
+        self.ramp_sizes.append(cfg.batch)
+        self.clock[0] += self.seconds(len(self.ramp_sizes))
+        if cfg.batch > AHEAD_OOM_ABOVE:
+            raise RuntimeError("RESOURCE_EXHAUSTED: Out of memory while trying to allocate")
+        if not self.planned:  # XLA reported no memory analysis
+            return {"compile_s": 2.7, "autotune": "off"}
+        return {"peak_allocated_mib": HELD_MIB + 8 * cfg.batch, "compile_s": 2.7, "autotune": "off"}
+
+    def memory(self, dev: Any) -> dict[str, float]:
+        return {"peak_allocated_mib": 100.0, "limit_mib": HELD_MIB + 8 * AHEAD_OOM_ABOVE + 5.0}
+
+
+def ramp_with_clock(
+    monkeypatch: pytest.MonkeyPatch, *, left: float, seconds: Any, planned: bool = True
+) -> tuple[FakeAheadFramework, dict[str, Any]]:
+    """The XLA batch ramp from batch 128 (as on the H200) on a fake clock, `left` seconds of the
+    session's budget left when it starts; the steps after it reserve 36 s."""
+    from envbuilder.harness.steps.xla import batch_ramp_step
+
+    clock = [1000.0]
+    monkeypatch.setattr(time, "monotonic", lambda: clock[0])
+    fw = FakeAheadFramework(JAX, clock, seconds, planned)
+    s = Session(
+        opts=Options(framework="jax"),
+        rec=Recorder(io.StringIO()),
+        budget=Budget(180.0, clock[0] - (180.0 - left)),
+        thresholds=select_thresholds(None, "NVIDIA H200"),
+        device="cuda",
+    )
+    batch_ramp_step(s, fw, make_dataset(8, 10, 5, seed=1), "fake:gpu", "bf16", reserve=36.0, start=128)
+    return fw, s.rec.steps[-1].metrics
+
+
+def test_the_ramp_compiled_ahead_brackets_the_real_largest_batch(monkeypatch: pytest.MonkeyPatch) -> None:
+    fw, ramp = ramp_with_clock(monkeypatch, left=100.0, seconds=lambda n: 4.0)
+    assert ramp["sizes"].startswith("compiled ahead") and ramp["capacity_mib"] == HELD_MIB + 8 * 12_000 + 5
+    # 128 and 256 predict the limit: a jump just below it fits, one bracket above runs out of memory
+    assert fw.ramp_sizes == [128, 256, 11640, 12664]
+    assert ramp["predicted_max_batch"] == AHEAD_OOM_ABOVE and not ramp["stopped"]
+    assert (ramp["largest_batch"], ramp["smallest_oom_batch"]) == (11640, 12664)
+
+
+def test_a_slow_first_try_does_not_end_the_ramp_while_time_is_left(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The first try carries one-off costs (the first trace; on the H200, 2026-12-05, a compile
+    beside it: 12 s for a 2.7 s compile): the budget counts from its end. d096d48's ramp counted it
+    from the start and stopped after a first try longer than the budget, with 44 s to spare."""
+    fw, ramp = ramp_with_clock(monkeypatch, left=80.0, seconds=lambda n: 35.0 if n == 1 else 3.0)
+    assert ramp["ramp_budget_s"] == 30
+    assert fw.ramp_sizes == [128, 256, 11640, 12664] and not ramp["stopped"]
+    assert (ramp["largest_batch"], ramp["smallest_oom_batch"]) == (11640, 12664)
+
+
+def test_past_its_budget_the_ramp_proves_the_floor_batch(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without XLA's planned memory (no prediction: the plain doubling), a budget spent at 512
+    still sees 1024 proven, the old JAX ramp's figure on the H200, when the time is there."""
+    from envbuilder.harness.steps.xla import RAMP_FLOOR_BATCH
+
+    clock_seconds = lambda n: 2.0 if n == 1 else 16.0  # noqa: E731
+    fw, ramp = ramp_with_clock(monkeypatch, left=100.0, seconds=clock_seconds, planned=False)
+    assert ramp["ramp_budget_s"] == 30 and ramp["predicted_max_batch"] is None
+    assert fw.ramp_sizes == [128, 256, 512, 1024] and ramp["largest_batch"] == RAMP_FLOOR_BATCH == 1024
+    assert "budget" in ramp["stopped"] and ramp["floor_batch"] == 1024
+
+
+def test_the_ramp_never_takes_the_time_the_steps_after_it_need(monkeypatch: pytest.MonkeyPatch) -> None:
+    # 40 s left, 36 of them reserved: the first try (12 s) reaches into the reserve; the ramp ends
+    fw, ramp = ramp_with_clock(monkeypatch, left=40.0, seconds=lambda n: 12.0)
+    assert fw.ramp_sizes == [128] and ramp["largest_batch"] == 128 and "budget" in ramp["stopped"]
+    # 60 s left: 24 s beyond the reserve: two tries of 12 s; a third would end inside the reserve
+    fw, ramp = ramp_with_clock(monkeypatch, left=60.0, seconds=lambda n: 12.0)
+    assert fw.ramp_sizes == [128, 256] and "budget" in ramp["stopped"]
+    # the floor does not override the reserve either
+    fw, ramp = ramp_with_clock(monkeypatch, left=60.0, seconds=lambda n: 12.0, planned=False)
+    assert fw.ramp_sizes == [128, 256]
+
+
+def test_the_accuracy_runs_compile_without_autotuning_the_gated_runs_with_it(installed: None) -> None:
+    fw = FakeFramework(JAX)
+    s = session("jax", gpu=True)
+    plan.xla_plan(s, fw, mode="full")
+    assert [(c.name, c.autotune) for c in fw.runs] == [
+        ("train_rn18_fp32_bs32", False),
+        ("train_rn18_bf16_bs32", False),
+        ("train_rn18_bf16_bs64", False),
+        ("tuned_rn18_jit", True),
+        ("tuned_rn50_jit", True),
+    ]
+    assert all(c.autotune for c, _ in fw.trainers)  # the ramp's fallback, the A/B, the pipeline

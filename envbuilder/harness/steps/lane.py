@@ -173,6 +173,12 @@ class CompileLane:
         res: dict[str, Any] = dict(line) if line is not None else {"error": child.gone()}
         res["waited_s"] = round(time.monotonic() - t0, 3)
         res["done_after_s"] = round(time.monotonic() - self.started, 3)
+        res["asked_after_s"] = round(t0 - self.started, 3)  # when the harness came for it
+        clock = res.pop("clock", None)
+        if isinstance(clock, dict):  # the child's time.monotonic() stamps, in seconds after the start
+            res["timeline_s"] = {
+                k: round(v - self.started, 3) for k, v in clock.items() if isinstance(v, (int, float))
+            }
         self.reports[arch] = res
         return res
 

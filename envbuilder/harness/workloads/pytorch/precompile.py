@@ -9,6 +9,8 @@ says ready and exits; the harness's own compile then loads the cache, and its cu
 (the eager runs', same shapes) is already in the harness's process. With --serve, the protocol,
 one JSON line each way:
   child -> {"arch", "ready": true, "compile_s", "compiled", ...}   after the first step (the compile)
+           (with "clock": when it imported, got the go, had CUDA, the data, began and ended the
+           compile, on time.monotonic(); "compile_phases_s": torch.compile's phases)
   harness -> {"max_seconds", "loss_drop_min", "accuracy_margin"}     when nothing else uses the GPU
   child -> {"arch", "metrics", "problems"}                           the timed run, then it exits
 or {"arch", "error"} at any point (the harness then compiles and runs the step itself). With
@@ -33,8 +35,9 @@ def _say(obj: dict[str, Any]) -> None:
     print(json.dumps(obj), flush=True)
 
 
-def prepare(a: argparse.Namespace) -> Any:
-    """The run up to the end of its first step (the compile); a train.PreparedRun."""
+def prepare(a: argparse.Namespace, clock: dict[str, float]) -> Any:
+    """The run up to the end of its first step (the compile); a train.PreparedRun. `clock` gets the
+    time.monotonic() (system-wide: the harness reads it on its own clock) when each part was done."""
     import torch
 
     from ..config import RunConfig
@@ -46,7 +49,13 @@ def prepare(a: argparse.Namespace) -> Any:
     # child leaves that to the harness process, where the tuned eager runs have done it already.
     torch.backends.cudnn.benchmark = a.serve
     size, n_train, n_eval = a.data
+    if a.device.startswith("cuda"):
+        torch.cuda.init()  # what the first CUDA call does anyway, timed on its own
+        clock["cuda"] = time.monotonic()
     data = make_dataset(size, n_train, n_eval, seed=a.seed, device=a.device)
+    if a.device.startswith("cuda"):
+        torch.cuda.synchronize()  # the first step would wait for the rendering anyway
+    clock["data"] = time.monotonic()
     extra = {} if a.backend == "inductor" else {"compile_backend": a.backend}
     cfg = RunConfig(
         name="precompile",
@@ -62,12 +71,35 @@ def prepare(a: argparse.Namespace) -> Any:
         seed=a.seed,
         extra=extra,
     )
-    return PreparedRun(cfg, data)
+    run = PreparedRun(cfg, data)
+    clock["compile_end"] = time.monotonic()
+    clock["compile_start"] = clock["compile_end"] - float(run.metrics["first_step_s"])
+    return run
 
 
-def serve(a: argparse.Namespace, held: dict[str, float]) -> dict[str, Any]:
+def compile_phases(least: float = 0.5, most: int = 12) -> dict[str, Any]:
+    """Where torch.compile's time went in this process (torch._dynamo.utils.compile_times: the
+    tracing, AOT autograd, Inductor's lowering, the wait for the Triton workers, ...): the phases
+    of at least `least` seconds, the longest `most`; with Inductor's compile worker count."""
+    out: dict[str, Any] = {}
+    try:
+        import torch
+        from torch._dynamo.utils import compile_times
+
+        names, values = compile_times(repr="csv")
+        pairs = zip(names, values)  # noqa: B905 (zip(strict=) needs 3.10)
+        phases = {n: round(sum(float(x) for x in str(v).split(",") if x.strip()), 3) for n, v in pairs}
+        top = sorted(((v, n) for n, v in phases.items() if v >= least), reverse=True)[:most]
+        out["compile_phases_s"] = {n: v for v, n in top}
+        out["compile_threads"] = torch._inductor.config.compile_threads
+    except Exception as e:  # a torch without them: the timeline still says when
+        out["compile_phases_error"] = f"{type(e).__name__}: {e}"[:200]
+    return out
+
+
+def serve(a: argparse.Namespace, held: dict[str, Any]) -> dict[str, Any]:
     """Prepare, say ready; served: wait for the order and finish. {} when nothing more is said."""
-    run = prepare(a)
+    run = prepare(a, held["clock"])
     if a.device.startswith("cuda"):
         import torch
 
@@ -79,6 +111,8 @@ def serve(a: argparse.Namespace, held: dict[str, float]) -> dict[str, Any]:
     ready["config"] = m["config"]  # the harness checks it is the run it planned
     if m.get("compile_fallback"):
         ready["compile_fallback"] = m["compile_fallback"]
+    ready.update(compile_phases())
+    held["clock"]["ready"] = time.monotonic()
     _say({**ready, **held})
     if not a.serve:
         return {}
@@ -117,7 +151,9 @@ def main(argv: list[str] | None = None) -> int:
     exit_with_parent()
     with contextlib.suppress(OSError):
         os.nice(19)  # the harness's own steps keep the CPU they need
-    held: dict[str, float] = {}
+    # When each part was done, on time.monotonic() (the harness turns it into its lane's time).
+    clock = {"main": time.monotonic()}
+    held: dict[str, Any] = {"clock": clock}
     if a.hold:
         # The imports (seconds) overlap the harness's host step; the GPU only after its go.
         t_import = time.perf_counter()
@@ -126,9 +162,11 @@ def main(argv: list[str] | None = None) -> int:
         from . import models, train  # noqa: F401
 
         held["held_import_s"] = time.perf_counter() - t_import
+        clock["imported"] = time.monotonic()
         if sys.stdin.readline().strip() != "go":
             return 0  # the harness closed the lane without using it
         held["held_s"] = time.perf_counter() - t_import
+    clock["go"] = time.monotonic()
     t0 = time.perf_counter()
     try:
         res = serve(a, held)
