@@ -1,0 +1,268 @@
+"""Where `run`'s certificates come from and which it trusts (run/certificates.py and the origin,
+import and trust decisions it calls: attest/envelope.py verify_envelope, attest/policy.py,
+attest/imported.py, certify/store.py's import, certify/certificate.py's time and ID checks):
+the conditions the automatic mutants (benchmarks/mutants.py --auto certs, 2026-12-05) found no
+test for on main. Everything is written inside tmp_path."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from cert_factory import cert_doc
+from securesystemslib.signer import CryptoSigner
+
+from envbuilder.attest import TrustedKey, TrustPolicy
+from envbuilder.attest.discovery import AttestationReport
+from envbuilder.attest.envelope import Verified, sign_statement, verify_envelope
+from envbuilder.attest.keys import generate_key, load_signer
+from envbuilder.attest.statement import ImageSubject, certificate_statements
+from envbuilder.certify.certificate import Certificate, seal
+from envbuilder.certify.store import CertStore
+from envbuilder.engine import ImageInfo
+from envbuilder.errors import RegistryError
+from envbuilder.registry import Reference
+from envbuilder.run.certificates import certificate_finder, registry_reference
+from envbuilder.run.coverage import RefusedError
+
+DIGEST = "sha256:" + "11" * 32
+OTHER_DIGEST = "sha256:" + "22" * 32
+IMAGE_ID = "sha256:" + "ee" * 32
+
+
+def info(*repo_digests: str) -> ImageInfo:
+    return ImageInfo(id=IMAGE_ID, tags=(), repo_digests=repo_digests)
+
+
+# --------------------------------------------------------------------------- registry_reference
+
+
+@pytest.mark.parametrize(
+    "before",
+    [
+        (f"other.example/team/train@{OTHER_DIGEST}",),  # another repository first
+        ("not a reference@@", f"reg.example/team/other@{OTHER_DIGEST}"),  # an unparsable one first
+    ],
+)
+def test_the_repo_digest_of_the_named_repository_is_found_wherever_it_is_listed(
+    before: tuple[str, ...],
+) -> None:
+    found = registry_reference("reg.example/team/train:1", info(*before, f"reg.example/team/train@{DIGEST}"))
+    assert found is not None and found[0].name == "reg.example/team/train" and found[1] == DIGEST
+
+
+def test_only_the_named_repositorys_digest_is_taken_when_several_are_listed() -> None:
+    both = info(f"reg.example/team/train@{DIGEST}", f"other.example/team/train@{OTHER_DIGEST}")
+    found = registry_reference("other.example/team/train:2", both)
+    assert found is not None and found[1] == OTHER_DIGEST
+
+
+@pytest.mark.parametrize("named", ["ubuntu:22.04", "docker.io/library/ubuntu:22.04", "library/ubuntu"])
+def test_a_docker_hub_repo_digest_is_matched_by_its_full_name(named: str) -> None:
+    """Docker lists a Hub image's RepoDigest by its short name (`ubuntu@sha256:...`); every
+    spelling of the reference names that repository."""
+    found = registry_reference(named, info(f"ubuntu@{DIGEST}"))
+    assert found is not None and found[0].name == "docker.io/library/ubuntu" and found[1] == DIGEST
+
+
+# --------------------------------------------------------------------------- certificate_finder
+
+
+def key(tmp_path: Path, name: str) -> CryptoSigner:
+    return load_signer(generate_key(name, directory=tmp_path / name))
+
+
+def trusting(*signers: CryptoSigner) -> TrustPolicy:
+    return TrustPolicy(keys=tuple(TrustedKey(name=f"k{i}", key=s.public_key) for i, s in enumerate(signers)))
+
+
+def cpu_cert(image_id: str = IMAGE_ID, **over: Any) -> Certificate:
+    return Certificate(cert_doc("certified-cpu-only", gpus=(), image_id=image_id, **over))
+
+
+def signed_file(tmp_path: Path, certificate: Certificate, signer: CryptoSigner, name: str) -> Path:
+    subject = ImageSubject(
+        repository="reg.example/team/train", manifest_digest=DIGEST, image_id=certificate.image.id
+    )
+    path = tmp_path / f"{name}.json"
+    path.write_bytes(sign_statement(certificate_statements(certificate, subject)[0], signer))
+    return path
+
+
+def test_the_fetch_given_is_the_one_asked(tmp_path: Path) -> None:
+    asked: list[tuple[Reference, str]] = []
+
+    def fetch(ref: Reference, *, policy: TrustPolicy, digest: str) -> Any:
+        asked.append((ref, digest))
+        raise RegistryError("offline")
+
+    find = certificate_finder(
+        "reg.example/team/train:1", store=CertStore(tmp_path / "s.sqlite"), policy=trusting, fetch=fetch
+    )
+    with pytest.raises(RefusedError) as refused:
+        find(info(f"reg.example/team/train@{DIGEST}"))
+    assert [r.reason for r in refused.value.refusals] == ["unavailable"]
+    assert [(ref.name, digest) for ref, digest in asked] == [("reg.example/team/train", DIGEST)]
+
+
+def test_a_certificate_whose_image_id_extends_this_images_is_not_this_images(tmp_path: Path) -> None:
+    """The store lists certificates by image ID, reference or digest; a certificate certified
+    under this image's ID as its reference but for a longer (another) ID is not one of them."""
+    store = CertStore(tmp_path / "s.sqlite")
+    doc = cert_doc("certified-cpu-only", gpus=(), image_id=IMAGE_ID + "00")
+    longer = Certificate(seal({**doc, "image": {**doc["image"], "ref": IMAGE_ID}}))
+    store.add(longer)
+    assert [r.id for r in store.list(image=IMAGE_ID)] == [longer.id]  # listed by its reference
+    find = certificate_finder(IMAGE_ID, store=store, policy=trusting)
+    assert find(info()) == []
+
+
+def store_envelopes(store: CertStore, certificate: Certificate, envelopes: list[bytes]) -> None:
+    """Keep `envelopes` for an imported certificate so that the store lists them in this order:
+    the first is stored last (the newest, when the clock's second turns meanwhile) and with the
+    least digest (the order within one second)."""
+    for rank, raw in reversed(list(enumerate(envelopes))):
+        store.add_imported(
+            certificate,
+            envelope=raw,
+            envelope_digest="sha256:" + str(rank) * 64,
+            repository="reg.example/team/train",
+            manifest_digest=DIGEST,
+        )
+    assert [e.envelope for e in store.envelopes(certificate.id)] == envelopes
+
+
+def statement(certificate: Certificate, which: int) -> dict[str, Any]:
+    """The certificate statement (0) or the test-result statement (1) of a certificate."""
+    subject = ImageSubject(
+        repository="reg.example/team/train", manifest_digest=DIGEST, image_id=certificate.image.id
+    )
+    return certificate_statements(certificate, subject)[which]
+
+
+def test_every_envelope_of_an_imported_certificate_is_tried(tmp_path: Path) -> None:
+    """The same certificate imported twice, signed by two keys; the policy now trusts only the
+    key of the envelope listed second."""
+    good, gone = key(tmp_path, "good"), key(tmp_path, "gone")
+    certificate = cpu_cert()
+    store = CertStore(tmp_path / "s.sqlite")
+    store_envelopes(store, certificate, [sign_statement(statement(certificate, 0), s) for s in (gone, good)])
+    find = certificate_finder("train:1", store=store, policy=lambda: trusting(good))
+    assert [c.id for c in find(info())] == [certificate.id]
+
+
+def test_a_verified_envelope_without_a_certificate_does_not_hide_one_with_it(tmp_path: Path) -> None:
+    """The test-result statement (verified, but no certificate in it) listed before the
+    certificate statement, both signed by a trusted key."""
+    signer = key(tmp_path, "ci")
+    certificate = cpu_cert()
+    store = CertStore(tmp_path / "s.sqlite")
+    store_envelopes(store, certificate, [sign_statement(statement(certificate, i), signer) for i in (1, 0)])
+    find = certificate_finder("train:1", store=store, policy=lambda: trusting(signer))
+    assert [c.id for c in find(info())] == [certificate.id]
+
+
+def test_every_refusal_of_an_imported_certificate_is_named(tmp_path: Path) -> None:
+    certificate = cpu_cert()
+    store = CertStore(tmp_path / "s.sqlite")
+    envelopes = [sign_statement(statement(certificate, 0), key(tmp_path, n)) for n in ("a", "b")]
+    store_envelopes(store, certificate, envelopes)
+    find = certificate_finder("train:1", store=store, policy=lambda: trusting(key(tmp_path, "c")))
+    with pytest.raises(RefusedError) as refused:
+        find(info())
+    assert [r.reason for r in refused.value.refusals] == ["untrusted-key", "untrusted-key"]
+
+
+def store_attested(store: CertStore, pairs: list[tuple[Certificate, bytes]]) -> None:
+    """Cache attestations of DIGEST so that the store lists them in this order (as
+    store_envelopes does)."""
+    for rank, (certificate, raw) in reversed(list(enumerate(pairs))):
+        store.add_attested(
+            certificate,
+            envelope=raw,
+            envelope_digest="sha256:" + str(rank) * 64,
+            repository="reg.example/team/train",
+            manifest_digest=DIGEST,
+            keyid="k",
+        )
+    assert [a.envelope for a in store.attestations(DIGEST)] == [raw for _, raw in pairs]
+
+
+@pytest.mark.parametrize(
+    ("cached", "expected"),
+    [
+        (["older/ci", "newer/ci"], ["newer", "older"]),
+        (["newer/ci", "newer/other"], ["newer"]),
+        (["older/ci", "newer/ci", "newer/other"], ["newer", "older"]),
+    ],
+)
+def test_cached_attestations_come_newest_first_and_each_certificate_once(
+    tmp_path: Path, cached: list[str], expected: list[str]
+) -> None:
+    """Cached in another order than their issue (the older listed first), a certificate signed
+    twice: run gets each certificate once, the newest first."""
+    signers = {"ci": key(tmp_path, "ci"), "other": key(tmp_path, "other")}
+    certs = {
+        "older": cpu_cert(issued_at="2026-11-01T00:00:00Z"),
+        "newer": cpu_cert(issued_at="2026-12-01T00:00:00Z"),
+    }
+    store = CertStore(tmp_path / "s.sqlite")
+    pairs = [(certs[c], signers[k]) for c, k in (item.split("/") for item in cached)]
+    store_attested(store, [(c, sign_statement(statement(c, 0), s)) for c, s in pairs])
+
+    def offline(*_a: Any, **_kw: Any) -> Any:
+        raise AssertionError("the cache holds them: no registry is asked")
+
+    find = certificate_finder(
+        "reg.example/team/train:1", store=store, policy=lambda: trusting(*signers.values()), fetch=offline
+    )
+    got = find(info(f"reg.example/team/train@{DIGEST}"))
+    assert [c.id for c in got] == [certs[name].id for name in expected]
+
+
+def test_a_cached_envelope_without_a_certificate_does_not_stand_for_one(tmp_path: Path) -> None:
+    """Only the test-result statement is cached for the digest: the registry is asked."""
+    signer = key(tmp_path, "ci")
+    certificate = cpu_cert()
+    store = CertStore(tmp_path / "s.sqlite")
+    store_attested(store, [(certificate, sign_statement(statement(certificate, 1), signer))])
+    asked: list[str] = []
+
+    def fetch(ref: Reference, *, policy: TrustPolicy, digest: str) -> Any:
+        asked.append(digest)
+        raise RegistryError("offline")
+
+    find = certificate_finder(
+        "reg.example/team/train:1", store=store, policy=lambda: trusting(signer), fetch=fetch
+    )
+    with pytest.raises(RefusedError) as refused:
+        find(info(f"reg.example/team/train@{DIGEST}"))
+    assert [r.reason for r in refused.value.refusals] == ["unavailable"] and asked == [DIGEST]
+
+
+def test_every_certificate_fetched_is_cached(tmp_path: Path) -> None:
+    signer = key(tmp_path, "ci")
+    policy = trusting(signer)
+    certs = [cpu_cert(issued_at=f"2026-1{m}-01T00:00:00Z") for m in (1, 2)]
+    verified = []
+    for c in certs:
+        raw = sign_statement(statement(c, 0), signer)
+        outcome = verify_envelope(raw, repository="reg.example/team/train", digest=DIGEST, policy=policy)
+        assert isinstance(outcome, Verified)
+        verified.append(outcome)
+    report = AttestationReport(
+        reference="reg.example/team/train:1",
+        repository="reg.example/team/train",
+        digest=DIGEST,
+        via="test",
+        verified=tuple(verified),
+        refused=(),
+    )
+    store = CertStore(tmp_path / "s.sqlite")
+    find = certificate_finder(
+        "reg.example/team/train:1", store=store, policy=lambda: policy, fetch=lambda *_a, **_kw: report
+    )
+    got = find(info(f"reg.example/team/train@{DIGEST}"))
+    assert [c.id for c in got] == [certs[1].id, certs[0].id]
+    assert sorted(a.cert_id for a in store.attestations(DIGEST)) == sorted(c.id for c in certs)
