@@ -6,16 +6,17 @@ test for on main. Everything is written inside tmp_path."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 from cert_factory import cert_doc
-from securesystemslib.signer import CryptoSigner
+from securesystemslib.signer import CryptoSigner, SSlibKey
 
 from envbuilder.attest import TrustedKey, TrustPolicy
 from envbuilder.attest.discovery import AttestationReport
-from envbuilder.attest.envelope import Verified, sign_statement, verify_envelope
+from envbuilder.attest.envelope import Refused, Verified, sign_statement, verify_envelope
 from envbuilder.attest.keys import generate_key, load_signer
 from envbuilder.attest.statement import ImageSubject, certificate_statements
 from envbuilder.certify.certificate import Certificate, seal
@@ -266,3 +267,158 @@ def test_every_certificate_fetched_is_cached(tmp_path: Path) -> None:
     got = find(info(f"reg.example/team/train@{DIGEST}"))
     assert [c.id for c in got] == [certs[1].id, certs[0].id]
     assert sorted(a.cert_id for a in store.attestations(DIGEST)) == sorted(c.id for c in certs)
+
+
+def test_every_refused_attestation_of_the_registry_is_named(tmp_path: Path) -> None:
+    certificate = cpu_cert()
+    nobody = TrustPolicy(keys=())
+    refused = []
+    for name in ("a", "b"):
+        raw = sign_statement(statement(certificate, 0), key(tmp_path, name))
+        outcome = verify_envelope(raw, repository="reg.example/team/train", digest=DIGEST, policy=nobody)
+        assert isinstance(outcome, Refused)
+        refused.append(outcome)
+    report = AttestationReport(
+        reference="reg.example/team/train:1",
+        repository="reg.example/team/train",
+        digest=DIGEST,
+        via="test",
+        verified=(),
+        refused=tuple(refused),
+    )
+    find = certificate_finder(
+        "reg.example/team/train:1",
+        store=CertStore(tmp_path / "s.sqlite"),
+        policy=lambda: nobody,
+        fetch=lambda *_a, **_kw: report,
+    )
+    with pytest.raises(RefusedError) as got:
+        find(info(f"reg.example/team/train@{DIGEST}"))
+    assert [r.reason for r in got.value.refusals] == ["untrusted-key", "untrusted-key"]
+
+
+# --------------------------------------------------------------------------- verify_envelope
+
+
+@pytest.mark.parametrize("bad", [5, None, ["k"]])
+def test_any_signature_whose_keyid_is_not_a_string_makes_the_envelope_malformed(
+    tmp_path: Path, bad: Any
+) -> None:
+    signer = key(tmp_path, "ci")
+    doc = json.loads(sign_statement(statement(cpu_cert(), 0), signer))
+    doc["signatures"].append({"keyid": bad, "sig": "00"})  # after a good one
+    outcome = verify_envelope(
+        json.dumps(doc).encode(), repository="reg.example/team/train", digest=DIGEST, policy=trusting(signer)
+    )
+    assert isinstance(outcome, Refused) and outcome.reason == "malformed", outcome
+
+
+def signed_by(certificate: Certificate, *signatures: tuple[CryptoSigner, bool]) -> bytes:
+    """One envelope of the certificate statement with a signature per (signer, good): a good
+    one signs the payload, a bad one is that key's signature of something else."""
+    docs = []
+    for signer, good in signatures:
+        doc = json.loads(sign_statement(statement(certificate, 0), signer))
+        if not good:
+            other = json.loads(sign_statement(statement(certificate, 1), signer))
+            doc["signatures"] = other["signatures"]
+        docs.append(doc)
+    assert len({d["payload"] for d in docs}) == 1
+    return json.dumps({**docs[0], "signatures": [s for d in docs for s in d["signatures"]]}).encode()
+
+
+def verify(raw: bytes, policy: TrustPolicy) -> Verified | Refused:
+    return verify_envelope(raw, repository="reg.example/team/train", digest=DIGEST, policy=policy)
+
+
+def test_a_signature_by_any_trusted_key_of_the_policy_holds(tmp_path: Path) -> None:
+    a, b = key(tmp_path, "a"), key(tmp_path, "b")
+    outcome = verify(signed_by(cpu_cert(), (b, True)), trusting(a, b))
+    assert isinstance(outcome, Verified) and outcome.keyid == str(b.public_key.keyid)
+
+
+def test_the_trusted_signature_counts_wherever_it_is_listed(tmp_path: Path) -> None:
+    a, b = key(tmp_path, "a"), key(tmp_path, "b")
+    outcome = verify(signed_by(cpu_cert(), (a, True), (b, True)), trusting(b))
+    assert isinstance(outcome, Verified) and outcome.keyid == str(b.public_key.keyid)
+
+
+def test_a_bad_signature_of_one_trusted_key_does_not_hide_a_good_one_of_another(tmp_path: Path) -> None:
+    a, b = key(tmp_path, "a"), key(tmp_path, "b")
+    outcome = verify(signed_by(cpu_cert(), (a, False), (b, True)), trusting(a, b))
+    assert isinstance(outcome, Verified) and outcome.keyid == str(b.public_key.keyid)
+    refused = verify(signed_by(cpu_cert(), (a, False), (b, False)), trusting(a, b))
+    assert isinstance(refused, Refused) and refused.reason == "bad-signature"
+
+
+def test_an_untrusted_key_refusal_names_every_signing_key(tmp_path: Path) -> None:
+    a, b = key(tmp_path, "a"), key(tmp_path, "b")
+    refused = verify(signed_by(cpu_cert(), (a, True), (b, True)), trusting(key(tmp_path, "c")))
+    assert isinstance(refused, Refused) and refused.reason == "untrusted-key"
+    for signer in (a, b):
+        assert str(signer.public_key.keyid)[:12] in refused.message
+
+
+def test_the_signer_named_is_the_first_trusted_key_whose_signature_holds(tmp_path: Path) -> None:
+    a, b = key(tmp_path, "a"), key(tmp_path, "b")
+    outcome = verify(signed_by(cpu_cert(), (a, True), (b, True)), trusting(a, b))
+    assert isinstance(outcome, Verified) and outcome.keyid == str(a.public_key.keyid)
+
+
+def scoped(signer: CryptoSigner, *patterns: str, keyid: str | None = None) -> TrustedKey:
+    """`signer`'s public key trusted for `patterns`; `keyid`: the same key under another keyid
+    (a policy entry that is not this key, whatever its key value)."""
+    pub = signer.public_key
+    if keyid is not None:
+        pub = SSlibKey(keyid, pub.keytype, pub.scheme, pub.keyval)
+    return TrustedKey(name=keyid or "scoped", key=pub, repositories=patterns)
+
+
+def as_file(raw: bytes, policy: TrustPolicy) -> Verified | Refused:
+    """As `certs import ENVELOPE` verifies: no repository or digest of its own."""
+    return verify_envelope(raw, repository=None, digest=None, policy=policy)
+
+
+def test_an_envelope_file_is_trusted_through_any_key_scoped_to_its_subject(tmp_path: Path) -> None:
+    a, b = key(tmp_path, "a"), key(tmp_path, "b")
+    policy = TrustPolicy(keys=(scoped(a, "reg.example/*"), scoped(b, "reg.example/*")))
+    assert isinstance(as_file(signed_by(cpu_cert(), (b, True)), policy), Verified)
+
+
+def test_an_envelope_file_is_trusted_through_any_of_its_subjects_names(tmp_path: Path) -> None:
+    signer = key(tmp_path, "ci")
+    certificate = cpu_cert()
+    doc = statement(certificate, 0)
+    doc["subject"] = [{"name": "other.example/x", "digest": {"sha256": "33" * 32}}, *doc["subject"]]
+    raw = sign_statement(doc, signer)
+    assert isinstance(as_file(raw, TrustPolicy(keys=(scoped(signer, "reg.example/team/*"),))), Verified)
+    refused = as_file(raw, TrustPolicy(keys=(scoped(signer, "third.example/*"),)))
+    assert isinstance(refused, Refused) and refused.reason == "untrusted-key"
+
+
+@pytest.mark.parametrize("twin", ["prefix", "longer"])
+def test_a_key_whose_keyid_only_resembles_the_signers_gives_it_no_scope(tmp_path: Path, twin: str) -> None:
+    """The signer's key is trusted for other.example only; another policy entry, trusted for
+    the envelope's repository, has a keyid sharing the signer's first 12 characters (or the
+    signer's keyid and more): it is not the signer's entry."""
+    signer = key(tmp_path, "ci")
+    keyid = str(signer.public_key.keyid)
+    other = keyid[:12] + "0" * (len(keyid) - 12) if twin == "prefix" else keyid + "00"
+    assert other != keyid
+    policy = TrustPolicy(
+        keys=(scoped(signer, "other.example/*"), scoped(signer, "reg.example/*", keyid=other))
+    )
+    refused = as_file(signed_by(cpu_cert(), (signer, True)), policy)
+    assert isinstance(refused, Refused) and refused.reason == "untrusted-key"
+
+
+def test_a_registry_attestation_is_judged_for_the_repository_named_not_its_subject(tmp_path: Path) -> None:
+    """Fetched for mirror.example/team/train (the reference the user named), an attestation whose
+    statement names reg.example/team/train holds when the key is trusted for the mirror."""
+    signer = key(tmp_path, "ci")
+    policy = TrustPolicy(keys=(scoped(signer, "mirror.example/*"),))
+    raw = signed_by(cpu_cert(), (signer, True))
+    outcome = verify_envelope(raw, repository="mirror.example/team/train", digest=DIGEST, policy=policy)
+    assert isinstance(outcome, Verified)
+    outcome = verify_envelope(raw, repository="reg.example/team/train", digest=DIGEST, policy=policy)
+    assert isinstance(outcome, Refused) and outcome.reason == "untrusted-key"
