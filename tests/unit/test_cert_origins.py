@@ -7,6 +7,7 @@ test for on main. Everything is written inside tmp_path."""
 from __future__ import annotations
 
 import json
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
@@ -422,3 +423,39 @@ def test_a_registry_attestation_is_judged_for_the_repository_named_not_its_subje
     assert isinstance(outcome, Verified)
     outcome = verify_envelope(raw, repository="reg.example/team/train", digest=DIGEST, policy=policy)
     assert isinstance(outcome, Refused) and outcome.reason == "untrusted-key"
+
+
+def test_a_signed_certificate_issued_at_an_unreadable_time_is_expired_under_max_age(tmp_path: Path) -> None:
+    signer = key(tmp_path, "ci")
+    raw = signed_by(cpu_cert(issued_at="yesterday"), (signer, True))
+    refused = verify(raw, trusting(signer).with_max_age(86400))
+    assert isinstance(refused, Refused) and refused.reason == "expired"
+    assert "issued yesterday, at an unreadable time" in refused.message
+
+
+@pytest.mark.parametrize(("after", "holds"), [(0, True), (1, False)])
+def test_max_age_holds_up_to_its_last_second(tmp_path: Path, after: int, holds: bool) -> None:
+    signer = key(tmp_path, "ci")
+    raw = signed_by(cpu_cert(issued_at="2026-12-01T00:00:00Z"), (signer, True))
+    now = datetime(2026, 12, 2, tzinfo=timezone.utc) + timedelta(seconds=after)
+    outcome = verify_envelope(
+        raw,
+        repository="reg.example/team/train",
+        digest=DIGEST,
+        policy=trusting(signer).with_max_age(86400),
+        now=now,
+    )
+    assert isinstance(outcome, Verified) is holds, outcome
+
+
+# --------------------------------------------------------------------------- the trust policy
+
+
+def test_a_key_covers_a_repository_matching_any_of_its_patterns(tmp_path: Path) -> None:
+    signer = key(tmp_path, "ci")
+    entry = scoped(signer, "other.example/*", "reg.example/team/*")
+    assert entry.covers("reg.example/team/train") and entry.covers("other.example/x")
+    assert not entry.covers("third.example/team/train")
+    assert scoped(signer).covers("anything.example/at/all")  # no pattern: every repository
+    policy = TrustPolicy(keys=(scoped(key(tmp_path, "a"), "other.example/*"), entry))
+    assert policy.keys_for("reg.example/team/train") == [entry]
