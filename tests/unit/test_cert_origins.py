@@ -16,8 +16,9 @@ from cert_factory import cert_doc
 from securesystemslib.signer import CryptoSigner, SSlibKey
 
 from envbuilder.attest import TrustedKey, TrustPolicy
-from envbuilder.attest.discovery import AttestationReport
+from envbuilder.attest.discovery import AttestationReport, newest_first
 from envbuilder.attest.envelope import Refused, Verified, sign_statement, verify_envelope
+from envbuilder.attest.imported import import_certificate, is_envelope
 from envbuilder.attest.keys import generate_key, load_signer
 from envbuilder.attest.statement import ImageSubject, certificate_statements
 from envbuilder.certify.certificate import Certificate, seal
@@ -81,15 +82,6 @@ def trusting(*signers: CryptoSigner) -> TrustPolicy:
 
 def cpu_cert(image_id: str = IMAGE_ID, **over: Any) -> Certificate:
     return Certificate(cert_doc("certified-cpu-only", gpus=(), image_id=image_id, **over))
-
-
-def signed_file(tmp_path: Path, certificate: Certificate, signer: CryptoSigner, name: str) -> Path:
-    subject = ImageSubject(
-        repository="reg.example/team/train", manifest_digest=DIGEST, image_id=certificate.image.id
-    )
-    path = tmp_path / f"{name}.json"
-    path.write_bytes(sign_statement(certificate_statements(certificate, subject)[0], signer))
-    return path
 
 
 def test_the_fetch_given_is_the_one_asked(tmp_path: Path) -> None:
@@ -459,3 +451,82 @@ def test_a_key_covers_a_repository_matching_any_of_its_patterns(tmp_path: Path) 
     assert scoped(signer).covers("anything.example/at/all")  # no pattern: every repository
     policy = TrustPolicy(keys=(scoped(key(tmp_path, "a"), "other.example/*"), entry))
     assert policy.keys_for("reg.example/team/train") == [entry]
+
+
+# --------------------------------------------------------------------------- certs import ENVELOPE
+
+
+def import_with_subjects(
+    tmp_path: Path, subjects: list[dict[str, Any]], policy: TrustPolicy, signer: CryptoSigner
+) -> tuple[CertStore, Certificate]:
+    certificate = cpu_cert()
+    doc = statement(certificate, 0)
+    doc["subject"] = subjects
+    path = tmp_path / "signed.json"
+    path.write_bytes(sign_statement(doc, signer))
+    store = CertStore(tmp_path / "s.sqlite")
+    done = import_certificate(path, store=store, policy=lambda: policy)
+    assert done.id == certificate.id and store.origin_of(done.id) == "imported"
+    return store, certificate
+
+
+def subject(name: str, digest: str) -> dict[str, Any]:
+    return {"name": name, "digest": {"sha256": digest.removeprefix("sha256:")}}
+
+
+def test_an_imported_envelope_is_kept_for_the_subject_its_key_is_trusted_for(tmp_path: Path) -> None:
+    """The first subject names a repository the signer is not trusted for (another entry there
+    has a keyid resembling the signer's); the envelope is kept for the repository it is."""
+    signer = key(tmp_path, "ci")
+    keyid = str(signer.public_key.keyid)
+    policy = TrustPolicy(
+        keys=(
+            scoped(signer, "other.example/*", keyid=keyid[:12] + "0" * (len(keyid) - 12)),
+            scoped(signer, "other.example/*", keyid=keyid + "00"),
+            scoped(key(tmp_path, "a"), "reg.example/*"),
+            scoped(signer, "reg.example/team/*"),
+        )
+    )
+    subjects = [
+        subject("other.example/x", "sha256:" + "33" * 32),
+        subject("reg.example/team/train", DIGEST),
+        subject("reg.example/team/train", IMAGE_ID),
+    ]
+    store, certificate = import_with_subjects(tmp_path, subjects, policy, signer)
+    (kept,) = store.envelopes(certificate.id)
+    assert kept.repository == "reg.example/team/train"
+
+
+def test_an_imported_envelope_is_kept_under_its_first_subject_that_is_not_the_image(tmp_path: Path) -> None:
+    """The image's own ID listed first, then a digest that starts with the image ID: that
+    digest is the manifest the envelope is kept under."""
+    signer = key(tmp_path, "ci")
+    longer = IMAGE_ID + "00"
+    subjects = [subject("reg.example/team/train", IMAGE_ID), subject("reg.example/team/train", longer)]
+    store, certificate = import_with_subjects(tmp_path, subjects, trusting(signer), signer)
+    (kept,) = store.envelopes(certificate.id)
+    assert kept.manifest_digest == longer
+
+
+def test_newest_first_puts_a_certificate_without_issued_at_last_and_keeps_each_once() -> None:
+    undated = Certificate(seal({**cert_doc("certified-cpu-only", gpus=()), "issued_at": None}))
+    older = cpu_cert(issued_at="2026-11-01T00:00:00Z")
+    newer = cpu_cert(issued_at="2026-12-01T00:00:00Z")
+    assert undated.issued_at is None
+    got = newest_first([undated, older, newer, older])
+    assert [c.id for c in got] == [newer.id, older.id, undated.id]
+
+
+@pytest.mark.parametrize(
+    ("doc", "envelope"),
+    [
+        ({"payloadType": "x", "signatures": []}, True),
+        ({"payloadType": "x"}, False),
+        ({"signatures": []}, False),
+        (["payloadType", "signatures"], False),
+        ("payloadType signatures", False),
+        (None, False),
+    ],
+)
+def test_an_envelope_is_an_object_with_a_payload_type_and_signatures(doc: Any, envelope: bool) -> None:
+    assert is_envelope(doc) is envelope
