@@ -21,7 +21,13 @@ from envbuilder.attest.envelope import Refused, Verified, sign_statement, verify
 from envbuilder.attest.imported import import_certificate, is_envelope
 from envbuilder.attest.keys import generate_key, load_signer
 from envbuilder.attest.statement import ImageSubject, certificate_statements
-from envbuilder.certify.certificate import Certificate, seal
+from envbuilder.certify.certificate import (
+    CLOCK_SKEW_S,
+    Certificate,
+    issued_in_future,
+    seal,
+    verify_certificate,
+)
 from envbuilder.certify.store import CertStore
 from envbuilder.engine import ImageInfo
 from envbuilder.errors import RegistryError
@@ -530,3 +536,56 @@ def test_newest_first_puts_a_certificate_without_issued_at_last_and_keeps_each_o
 )
 def test_an_envelope_is_an_object_with_a_payload_type_and_signatures(doc: Any, envelope: bool) -> None:
     assert is_envelope(doc) is envelope
+
+
+# --------------------------------------------------------------------------- the certificate's own checks
+
+
+@pytest.mark.parametrize(("ahead", "future"), [(CLOCK_SKEW_S, False), (CLOCK_SKEW_S + 1, True)])
+def test_the_clock_skew_allowed_is_exactly_clock_skew_s(ahead: int, future: bool) -> None:
+    now = datetime(2026, 12, 1, tzinfo=timezone.utc)
+    issued = (now + timedelta(seconds=ahead)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    assert (issued_in_future(issued, now) is not None) is future
+
+
+def test_a_field_named_like_content_hash_is_part_of_the_hashed_body() -> None:
+    doc = cert_doc()
+    assert verify_certificate(doc) == []
+    assert verify_certificate({**doc, "content_hash_note": "added later"}) != []
+
+
+@pytest.mark.parametrize("keep", [12, 20, 70])
+def test_a_content_hash_that_only_begins_like_the_real_one_is_a_mismatch(keep: int) -> None:
+    doc = cert_doc()
+    real = doc["content_hash"]
+    forged = real[:keep] + ("0" if real[keep : keep + 1] != "0" else "1") * (len(real) - keep)
+    assert forged != real
+    assert any("content hash mismatch" in p for p in verify_certificate({**doc, "content_hash": forged}))
+    assert any("content hash mismatch" in p for p in verify_certificate({**doc, "content_hash": real[:keep]}))
+
+
+@pytest.mark.parametrize(
+    ("given", "same"),
+    [
+        (IMAGE_ID, True),
+        (IMAGE_ID.removeprefix("sha256:"), True),
+        (IMAGE_ID[: len("sha256:") + 12], True),  # a short ID of exactly 12 hex digits
+        (IMAGE_ID[: len("sha256:") + 11], False),  # 11 are too few
+        (IMAGE_ID[: len("sha256:") + 40], True),
+        ("sha256:" + "ef" * 32, False),
+        ("sha256:" + "ee" * 31 + "ef", False),
+        ("", False),
+    ],
+)
+def test_a_certificate_is_for_an_image_given_by_its_id_or_a_prefix_of_12_or_more(
+    given: str, same: bool
+) -> None:
+    doc = cert_doc(image_id=IMAGE_ID)
+    problems = verify_certificate(doc, image_id=given)
+    assert (problems == []) is same, problems
+
+
+def test_a_short_image_id_equal_to_the_certificates_is_the_same_image() -> None:
+    doc = cert_doc(image_id="sha256:abc")
+    assert verify_certificate(doc, image_id="abc") == []
+    assert verify_certificate(doc, image_id="sha256:abd") != []
