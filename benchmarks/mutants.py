@@ -2418,6 +2418,22 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
         "if len(certs) < 1:",
     ): "the early return only skips loading attest.discovery: newest_first of one certificate is "
     "that certificate (of none, nothing), the same list",
+    (
+        "attest/imported.py",
+        'repository = (covered or [*names, ""])[0]',
+        "repository = (covered)[0]",
+    ): "verify_envelope(repository=None), called with the same policy just before, returns Verified "
+    "only when a key of some subject name is the signer's: `covered` is never empty here",
+    (
+        "certify/certificate.py",
+        "return bool(a) and bool(b) and (a == b or (len(b) >= 12 and a.startswith(b)))",
+        "return bool(a) and (a == b or (len(b) >= 12 and a.startswith(b)))",
+    ): "with b empty and a not, a == b is false and len(b) >= 12 is false: False either way",
+    (
+        "certify/certificate.py",
+        "return bool(a) and bool(b) and (a == b or (len(b) >= 12 and a.startswith(b)))",
+        "return bool(b) and (a == b or (len(b) >= 12 and a.startswith(b)))",
+    ): "with a empty and b not, a == b is false and ''.startswith(b) is false: False either way",
 }
 
 _SWAPS: dict[type[ast.cmpop], tuple[str, str]] = {

@@ -7,6 +7,7 @@ test for on main. Everything is written inside tmp_path."""
 from __future__ import annotations
 
 import json
+import sqlite3
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,7 @@ from envbuilder.attest.envelope import Refused, Verified, sign_statement, verify
 from envbuilder.attest.imported import import_certificate, is_envelope
 from envbuilder.attest.keys import generate_key, load_signer
 from envbuilder.attest.statement import ImageSubject, certificate_statements
+from envbuilder.certify import store as store_module
 from envbuilder.certify.certificate import (
     CLOCK_SKEW_S,
     Certificate,
@@ -30,7 +32,7 @@ from envbuilder.certify.certificate import (
 )
 from envbuilder.certify.store import CertStore
 from envbuilder.engine import ImageInfo
-from envbuilder.errors import RegistryError
+from envbuilder.errors import RegistryError, StoreError
 from envbuilder.registry import Reference
 from envbuilder.run.certificates import certificate_finder, registry_reference
 from envbuilder.run.coverage import RefusedError
@@ -589,3 +591,37 @@ def test_a_short_image_id_equal_to_the_certificates_is_the_same_image() -> None:
     doc = cert_doc(image_id="sha256:abc")
     assert verify_certificate(doc, image_id="abc") == []
     assert verify_certificate(doc, image_id="sha256:abd") != []
+
+
+# --------------------------------------------------------------------------- the store's import and lookup
+
+
+def test_importing_a_file_that_cannot_be_read_is_a_store_error(tmp_path: Path) -> None:
+    store = CertStore(tmp_path / "s.sqlite")
+    with pytest.raises(StoreError, match="cannot read"):
+        store.import_(tmp_path / "missing.json")
+    assert store.list() == []
+
+
+def test_a_database_error_while_importing_is_a_store_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = CertStore(tmp_path / "s.sqlite")
+
+    def broken(*_a: Any, **_kw: Any) -> None:
+        raise sqlite3.OperationalError("disk I/O error")
+
+    monkeypatch.setattr(store_module, "_insert", broken)
+    with pytest.raises(StoreError, match="disk I/O error"):
+        store.add_imported(cpu_cert())
+
+
+@pytest.mark.parametrize("typed", ["sha256:", "SHA256:", "zz", "sha256:zz"])
+def test_only_hex_digits_are_looked_up_as_an_image_id_prefix(tmp_path: Path, typed: str) -> None:
+    """An empty or non-hex ID prefix is no prefix lookup (an empty one would match every
+    certificate), even where a stored image ID is not hex."""
+    store = CertStore(tmp_path / "s.sqlite")
+    store.add(cpu_cert())
+    store.add(cpu_cert(image_id="sha256:" + "zz" * 32))
+    assert store.list(image=typed) == []
+    assert [r.image_id for r in store.list(image="eeee")] == [IMAGE_ID]
