@@ -32,7 +32,7 @@ from envbuilder.certify.certificate import (
 )
 from envbuilder.certify.store import CertStore
 from envbuilder.engine import ImageInfo
-from envbuilder.errors import RegistryError, StoreError
+from envbuilder.errors import CertificateRefusedError, RegistryError, StoreError
 from envbuilder.registry import Reference
 from envbuilder.run.certificates import certificate_finder, registry_reference
 from envbuilder.run.coverage import RefusedError
@@ -625,3 +625,25 @@ def test_only_hex_digits_are_looked_up_as_an_image_id_prefix(tmp_path: Path, typ
     store.add(cpu_cert(image_id="sha256:" + "zz" * 32))
     assert store.list(image=typed) == []
     assert [r.image_id for r in store.list(image="eeee")] == [IMAGE_ID]
+
+
+@pytest.mark.parametrize("typed", [IMAGE_ID.removeprefix("sha256:"), IMAGE_ID.upper()])
+def test_a_whole_image_id_however_spelled_is_no_prefix_of_a_longer_one(tmp_path: Path, typed: str) -> None:
+    store = CertStore(tmp_path / "s.sqlite")
+    store.add(cpu_cert())
+    store.add(cpu_cert(image_id=IMAGE_ID + "00"))
+    assert [r.image_id for r in store.list(image=typed)] == [IMAGE_ID]
+
+
+@pytest.mark.parametrize("issued_at", ["yesterday", "2026-12-01", "2026-13-01T00:00:00Z", None])
+def test_a_certificate_file_whose_issued_at_is_no_timestamp_is_not_imported(
+    tmp_path: Path, issued_at: str | None
+) -> None:
+    path = tmp_path / "c.json"
+    path.write_text(json.dumps(seal({**cert_doc("certified-cpu-only", gpus=()), "issued_at": issued_at})))
+    store = CertStore(tmp_path / "s.sqlite")
+    with pytest.raises(CertificateRefusedError, match="issued_at is not an RFC 3339 timestamp"):
+        store.import_(path)
+    with pytest.raises(CertificateRefusedError, match="issued_at is not an RFC 3339 timestamp"):
+        import_certificate(path, store=store, policy=lambda: TrustPolicy(keys=()))
+    assert store.list() == []
