@@ -647,3 +647,12 @@ def test_a_certificate_file_whose_issued_at_is_no_timestamp_is_not_imported(
     with pytest.raises(CertificateRefusedError, match="issued_at is not an RFC 3339 timestamp"):
         import_certificate(path, store=store, policy=lambda: TrustPolicy(keys=()))
     assert store.list() == []
+
+
+def test_a_mismatch_says_whether_the_content_hash_was_changed_or_is_missing() -> None:
+    doc = cert_doc()
+    changed = verify_certificate({**doc, "content_hash": "sha256:" + "0" * 64})
+    assert "content hash mismatch (tampered or corrupted; changed: content_hash or section_hashes)" in changed
+    missing = verify_certificate({k: v for k, v in doc.items() if k != "content_hash"})
+    assert "content hash mismatch (tampered or corrupted; content_hash is missing)" in missing
+    assert issued_in_future("yesterday") is None  # no timestamp: the caller's own check
