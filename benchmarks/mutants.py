@@ -2264,6 +2264,7 @@ VERDICT_TESTS = (
     "test_project_smoke.py",
 )
 CERT_TESTS = (
+    "test_cert_origins.py",
     "test_certificate.py",
     "test_attest_envelope.py",
     "test_attest_keys.py",
