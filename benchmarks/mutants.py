@@ -9,7 +9,9 @@ written, so a stale .pyc cannot hide a mutant), and reports caught / survived:
 
     python benchmarks/mutants.py                      # every set
     python benchmarks/mutants.py --set b --out benchmarks/results/mutants-DATE.md
-    python benchmarks/mutants.py --list               # the mutants, without running them
+    python benchmarks/mutants.py --list               # the mutants and the areas, without running them
+    python benchmarks/mutants.py --auto run-check --jobs 2 --out FILE   # automatic mutants of an area
+    python benchmarks/mutants.py --auto verdict --list  # each with file:line, old/new lines, tests
 
 Set A was written before the boundary tests were extended (they were then written to catch it).
 Set B was written after them, without looking back at the tests: its first run is a blind
@@ -19,6 +21,10 @@ honest measure of the tests as they were then. Sets G and H (h13) aim at the fou
 issue 23 item 14 (run's coverage check and certificate origins, the resolver's floors and ranges,
 the host verdict, the lock), written from the code alone: G before any test of its lines was read,
 H while G ran, first run after G's survivor tests.
+`--auto AREA` (2026-12-05): hand-written sets cannot reach 95% blind (each found conditions no
+test had looked at), so the automatic mode plants every one-line mutant of a fixed operator list
+in the decision functions of an area (AREAS: run-check, verdict, certs; more areas are added as
+entries there), generated with `ast` from the code as it is (see "automatic mutants" below).
 A mutant whose snippet is not found exactly once is reported `stale` (the code moved on: update
 it). Slow (one pytest process per mutant): `make mutants`, never part of `make test`.
 Stdlib only (pytest is run as a subprocess).
@@ -27,8 +33,12 @@ Stdlib only (pytest is run as a subprocess).
 from __future__ import annotations
 
 import argparse
+import ast
+import concurrent.futures
 import os
 import platform
+import queue
+import re
 import shutil
 import subprocess
 import sys
@@ -37,6 +47,7 @@ import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent  # --root: another checkout (main, to compare)
 UNIT = "tests/unit/"
@@ -57,6 +68,9 @@ class Mutant:
     why: str
     tests: tuple[str, ...]
     equivalent: str = ""  # why no test can tell it from the original (left out of the rate)
+    at: int = -1  # automatic mutants: where `old` (whole lines) starts in the file; -1: find it
+    line: int = 0  # automatic mutants: the first line of `old`
+    func: str = ""  # automatic mutants: the function it sits in
 
 
 def m(
@@ -2203,6 +2217,445 @@ SETS = {
 }
 
 
+# --------------------------------------------------------------------------- automatic mutants
+# Hand-written sets stop at the conditions their author thought of: each blind set (B-I) found
+# conditions no test had looked at. `--auto AREA` instead plants every one-line mutant of a fixed
+# list of operators in the decision functions of an area (stdlib `ast`; the source text is edited
+# in place, so the shown line is the code's own):
+#   comparison swaps (== !=, < <=, > >=, in / not in, is / is not); `and` <-> `or`; a `not`
+#   dropped; one operand of a boolean chain dropped; any <-> all; a constant flipped (True/False,
+#   a small int off by one); an iteration over the first item only (`list(X)[:1]`); `continue` ->
+#   `break` / `return None`, `break` -> `continue`; `==` on an ID (image, digest, hash, nonce) as
+#   a prefix compare (`str(a)[:12] == str(b)[:12]`, `str(a).startswith(str(b))`); a boolean
+#   `return` negated; a returned value (a refusal, a reason) replaced by None where the function
+#   also returns None; a `raise` skipped (`pass`).
+# Nothing inside an f-string or a docstring is touched. A mutant whose file no longer parses, or
+# that parses to the same tree, is dropped. EQUIVALENT names, by (file, old line, new line), each
+# mutant no input can tell from the original, with the reason a reviewer can check.
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """Decision functions of one module ("name", "Class.name"; nested functions are included)
+    and the unit test files that guard them (the fast ones first: pytest stops at the first
+    failure)."""
+
+    file: str  # under envbuilder/
+    functions: tuple[str, ...]
+    tests: tuple[str, ...]
+
+
+HARNESS_RESULT, HARNESS_SCHEMA = "harness/result.py", "harness/schema.py"
+RUN_TESTS = (
+    "test_runcheck.py",
+    "test_run_conditions.py",
+    "test_require_cuda.py",
+    "test_archs.py",
+    "test_run_boundary.py",
+    "test_attest_registry.py",
+    "test_runner.py",
+)
+VERDICT_TESTS = (
+    "test_result_shape.py",
+    "test_verdict_conditions.py",
+    "test_verdict.py",
+    "test_harness_result.py",
+    "test_harness_logic.py",
+    "test_project_smoke.py",
+)
+CERT_TESTS = (
+    "test_cert_origins.py",
+    "test_certificate.py",
+    "test_attest_envelope.py",
+    "test_attest_keys.py",
+    "test_run_boundary.py",
+    "test_attest_registry.py",
+    "test_certstore.py",
+    "test_cli_trust.py",
+)
+
+AREAS: dict[str, tuple[str, tuple[Target, ...]]] = {
+    "run-check": (
+        "RC",
+        (
+            Target(
+                COV,
+                (
+                    "_gpu_cert",
+                    "_gpu_stack",
+                    "check_present",
+                    "check_intact",
+                    "check_image",
+                    "check_verdict",
+                    "check_cpu_only",
+                    "check_gpu_present",
+                    "check_gpu_arch",
+                    "check_gpu_model",
+                    "_version",
+                    "check_min_driver",
+                    "check_require_cuda",
+                    "check_run",
+                    "choose_certificate",
+                ),
+                RUN_TESTS,
+            ),
+            Target(
+                REQ,
+                (
+                    "Properties.of",
+                    "Factor.holds",
+                    "Requirement.matching_term",
+                    "Requirement.admits",
+                    "parse_require_cuda",
+                    "_compare",
+                    "_version_key",
+                    "image_requirements",
+                ),
+                RUN_TESTS,
+            ),
+            Target(ARCH, ("Target.runs_on", "parse_target", "matrix_targets", "kernel_for"), RUN_TESTS),
+        ),
+    ),
+    "verdict": (
+        "HV",
+        (
+            Target(
+                "certify/verdict.py",
+                (
+                    "RunFacts.expected_framework",
+                    "refusal",
+                    "_framework_refusal",
+                    "claimed_seconds",
+                    "_work_refusal",
+                    "host_verdict",
+                ),
+                VERDICT_TESTS,
+            ),
+            Target(HARNESS_RESULT, ("decide_verdict",), VERDICT_TESTS),
+            Target(HARNESS_SCHEMA, ("validate_result",), VERDICT_TESTS),
+        ),
+    ),
+    "certs": (
+        "CO",
+        (
+            Target(
+                "run/certificates.py",
+                ("registry_reference", "certificate_finder", "_imported", "_newest_first", "_from_registry"),
+                CERT_TESTS,
+            ),
+            Target("attest/envelope.py", ("verify_envelope",), CERT_TESTS),
+            Target(
+                "attest/policy.py",
+                ("TrustedKey.covers", "TrustPolicy.keys_for", "TrustPolicy.with_max_age"),
+                CERT_TESTS,
+            ),
+            Target("attest/discovery.py", ("newest_first",), CERT_TESTS),
+            Target("attest/imported.py", ("is_envelope", "import_certificate", "_import_signed"), CERT_TESTS),
+            Target(
+                "certify/store.py",
+                ("CertStore.add_imported", "CertStore.import_", "image_query", "require_importable"),
+                CERT_TESTS,
+            ),
+            Target(
+                "certify/certificate.py",
+                ("parse_timestamp", "issued_in_future", "verify_certificate", "_same_image"),
+                CERT_TESTS,
+            ),
+        ),
+    ),
+}
+
+# (file, old line stripped, new line stripped) -> why no input tells the mutant from the original.
+EQUIVALENT: dict[tuple[str, str, str], str] = {
+    (
+        COV,
+        'if stack is None or host.access == "none" or floor is None:',
+        'if host.access == "none" or floor is None:',
+    ): "floor is None whenever stack is None (`floor = ... if stack is not None else None` the line "
+    "before), so the last operand returns None for a missing stack anyway",
+    (
+        REQ,
+        'end = next((i for i, c in enumerate(raw) if c in "<>=!"), -1)',
+        'end = next((i for i, c in enumerate(raw) if c in "<>=!"), -2)',
+    ): "the default is read only by `if end < 0` (the next line): any negative default takes the same branch",
+    (
+        REQ,
+        "if not all(p.isdigit() for p in parts) or not 1 <= len(parts) <= 3:",
+        "if not all(p.isdigit() for p in parts) or not 0 <= len(parts) <= 3:",
+    ): "`parts` comes from str.split('.'), which returns at least one item: len(parts) >= 1 always",
+    (REQ, "return (-1,)", "return (-0,)"): "_version_key's only caller compares two keys; every valid "
+    "key is a 3-tuple of non-negative ints, and (0,) sorts below all of them (a proper prefix of "
+    "(0, y, z), less than (x, y, z) for x > 0) and equal to itself, exactly as (-1,) does",
+    (REQ, "return (-1,)", "return (-2,)"): "as (-1,): a 1-tuple of a negative int sorts below every "
+    "valid key (3-tuples of non-negative ints) and equal to itself; only the order is ever used",
+    (
+        REQ,
+        "return tuple(nums + [0] * (3 - len(nums)))",
+        "return tuple(nums + [0] * (4 - len(nums)))",
+    ): "every valid key gets one more trailing 0 (all 4-tuples then): the order among them is "
+    "unchanged, and the unknown key (-1,) still sorts first; only _compare's order is used",
+    (
+        "certify/verdict.py",
+        'if not isinstance(options, Mapping) or options.get("nonce") != facts.nonce:',
+        'if options.get("nonce") != facts.nonce:',
+    ): "validate_result, checked first in refusal(), refuses a result whose `options` is not an "
+    "object (need(doc, 'options', dict)): past it `options` is always a dict",
+    (
+        "run/certificates.py",
+        "digests.append((ref, digest, ref.name == wanted or name == wanted))",
+        "digests.append((ref, digest, ref.name == wanted))",
+    ): "`name == wanted` implies `ref.name == wanted`: `wanted` is a parse_reference name, and "
+    "parse_reference keeps a name it made as it is (docker.io/library/x stays), so ref.name, "
+    "parsed from name@digest, is name",
+    (
+        "run/certificates.py",
+        "if good and good[0].certificate is not None:",
+        "if good:",
+    ): "`good` keeps only outcomes whose certificate is not None (the line before): good[0]'s "
+    "certificate is never None",
+    (
+        "run/certificates.py",
+        "if len(certs) < 2:",
+        "if len(certs) < 1:",
+    ): "the early return only skips loading attest.discovery: newest_first of one certificate is "
+    "that certificate (of none, nothing), the same list",
+    (
+        "attest/imported.py",
+        'repository = (covered or [*names, ""])[0]',
+        "repository = (covered)[0]",
+    ): "verify_envelope(repository=None), called with the same policy just before, returns Verified "
+    "only when a key of some subject name is the signer's: `covered` is never empty here",
+    (
+        "certify/certificate.py",
+        "return bool(a) and bool(b) and (a == b or (len(b) >= 12 and a.startswith(b)))",
+        "return bool(a) and (a == b or (len(b) >= 12 and a.startswith(b)))",
+    ): "with b empty and a not, a == b is false and len(b) >= 12 is false: False either way",
+    (
+        "certify/certificate.py",
+        "return bool(a) and bool(b) and (a == b or (len(b) >= 12 and a.startswith(b)))",
+        "return bool(b) and (a == b or (len(b) >= 12 and a.startswith(b)))",
+    ): "with a empty and b not, a == b is false and ''.startswith(b) is false: False either way",
+}
+
+_SWAPS: dict[type[ast.cmpop], tuple[str, str]] = {
+    ast.Eq: (r"==", "!="),
+    ast.NotEq: (r"!=", "=="),
+    ast.Lt: (r"<(?!=)", "<="),
+    ast.LtE: (r"<=", "<"),
+    ast.Gt: (r">(?!=)", ">="),
+    ast.GtE: (r">=", ">"),
+    ast.In: (r"\bin\b", "not in"),
+    ast.NotIn: (r"\bnot\s+in\b", "in"),
+    ast.Is: (r"\bis\b", "is not"),
+    ast.IsNot: (r"\bis\s+not\b", "is"),
+}
+_ID_WORDS = re.compile(
+    r"(?i)(^|[^a-z])(id|ids|digest|sha256|hash|nonce|keyid|fingerprint)([^a-z]|$)|_id\b|\bid_"
+)
+# Parenthesised when moved into an and/or chain or out of a `not` (what binds less tightly).
+_LOW = (ast.BoolOp, ast.IfExp, ast.Lambda, ast.NamedExpr)
+
+
+class _Source:
+    """A module's text with ast offsets (UTF-8 byte columns) turned into byte positions."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.data = text.encode()
+        self.starts = [0]
+        for line in self.data.splitlines(keepends=True):
+            self.starts.append(self.starts[-1] + len(line))
+
+    def pos(self, line: int, col: int) -> int:
+        return self.starts[line - 1] + col
+
+    def span(self, node: ast.AST) -> tuple[int, int]:
+        n: Any = node
+        return self.pos(n.lineno, n.col_offset), self.pos(n.end_lineno, n.end_col_offset)
+
+    def seg(self, node: ast.AST) -> str:
+        a, b = self.span(node)
+        return self.data[a:b].decode()
+
+    def wrapped(self, node: ast.AST) -> str:
+        text = self.seg(node)
+        return f"({text})" if isinstance(node, _LOW) else text
+
+
+Edit = tuple[int, int, str, str]  # byte start, byte end, replacement, what it does
+
+
+def _functions(tree: ast.Module, names: tuple[str, ...]) -> list[tuple[str, ast.AST]]:
+    found: dict[str, ast.AST] = {}
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            found[node.name] = node
+        elif isinstance(node, ast.ClassDef):
+            for sub in node.body:
+                if isinstance(sub, ast.FunctionDef | ast.AsyncFunctionDef):
+                    found[f"{node.name}.{sub.name}"] = sub
+    missing = [n for n in names if n not in found]
+    if missing:
+        sys.exit(f"--auto: no function {', '.join(missing)}: update AREAS")
+    return [(n, found[n]) for n in names]
+
+
+def _nodes(fn: ast.AST) -> list[ast.AST]:
+    """The nodes of a function that may be mutated: not its docstring, nothing in an f-string."""
+    out: list[ast.AST] = []
+    body = getattr(fn, "body", [])
+    doc = (
+        body[0]
+        if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant)
+        else None
+    )
+
+    def walk(node: ast.AST) -> None:
+        if node is doc or isinstance(node, ast.JoinedStr):
+            return
+        out.append(node)
+        for child in ast.iter_child_nodes(node):
+            walk(child)
+
+    for stmt in body:
+        walk(stmt)
+    return out
+
+
+def _returns_none(fn: ast.AST) -> bool:
+    return any(
+        isinstance(n, ast.Return)
+        and (n.value is None or (isinstance(n.value, ast.Constant) and n.value.value is None))
+        for n in ast.walk(fn)
+    )
+
+
+def _edits(src: _Source, fn: ast.AST) -> list[Edit]:
+    edits: list[Edit] = []
+    optional = _returns_none(fn)
+    for node in _nodes(fn):
+        if isinstance(node, ast.Compare):
+            for i, op in enumerate(node.ops):
+                left = node.left if i == 0 else node.comparators[i - 1]
+                a, b = src.span(left)[1], src.span(node.comparators[i])[0]
+                gap = src.data[a:b].decode()
+                pattern, new = _SWAPS.get(type(op), ("", ""))
+                hit = re.search(pattern, gap) if pattern else None
+                if hit is not None:
+                    at = a + len(gap[: hit.start()].encode())
+                    old = hit.group(0)
+                    edits.append((at, at + len(old.encode()), new, f"{old} -> {new}"))
+            if len(node.ops) == 1 and isinstance(node.ops[0], ast.Eq | ast.NotEq):
+                lhs, rhs = src.seg(node.left), src.seg(node.comparators[0])
+                if _ID_WORDS.search(lhs) or _ID_WORDS.search(rhs):
+                    a, b = src.span(node)
+                    neg = "not " if isinstance(node.ops[0], ast.NotEq) else ""
+                    edits.append(
+                        (a, b, f"{neg}str({lhs})[:12] == str({rhs})[:12]", "an ID compared on a prefix")
+                    )
+                    edits.append(
+                        (a, b, f"{neg}str({lhs}).startswith(str({rhs}))", "an ID compared with startswith")
+                    )
+        elif isinstance(node, ast.BoolOp):
+            a, b = src.span(node)
+            word = " and " if isinstance(node.op, ast.And) else " or "
+            other = " or " if word == " and " else " and "
+            parts = [src.wrapped(v) for v in node.values]
+            edits.append((a, b, other.join(parts), f"{word.strip()} -> {other.strip()}"))
+            for i in range(len(parts)):
+                rest = parts[:i] + parts[i + 1 :]
+                edits.append((a, b, word.join(rest), f"operand {i + 1} of {len(parts)} dropped"))
+        elif isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+            a, b = src.span(node)
+            edits.append((a, b, src.wrapped(node.operand), "`not` dropped"))
+        elif (
+            isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("any", "all")
+        ):
+            a, b = src.span(node.func)
+            new = "all" if node.func.id == "any" else "any"
+            edits.append((a, b, new, f"{node.func.id} -> {new}"))
+        elif isinstance(node, ast.Constant) and isinstance(node.value, bool):
+            a, b = src.span(node)
+            edits.append((a, b, str(not node.value), f"{node.value} -> {not node.value}"))
+        elif isinstance(node, ast.Constant) and type(node.value) is int and abs(node.value) <= 3:
+            a, b = src.span(node)
+            for new_value in (node.value + 1, node.value - 1):
+                if new_value >= 0:
+                    edits.append((a, b, str(new_value), f"{node.value} -> {new_value}"))
+        elif isinstance(node, ast.For | ast.comprehension):
+            a, b = src.span(node.iter)
+            edits.append((a, b, f"list({src.seg(node.iter)})[:1]", "the first item only"))
+        elif isinstance(node, ast.Continue):
+            a, b = src.span(node)
+            edits.append((a, b, "break", "continue -> break"))
+            edits.append((a, b, "return None", "continue -> return None"))
+        elif isinstance(node, ast.Break):
+            a, b = src.span(node)
+            edits.append((a, b, "continue", "break -> continue"))
+        elif isinstance(node, ast.Return) and node.value is not None:
+            a, b = src.span(node)
+            value = node.value
+            boolish = isinstance(value, ast.Compare | ast.BoolOp) or (
+                isinstance(value, ast.UnaryOp) and isinstance(value.op, ast.Not)
+            )
+            if isinstance(value, ast.Call) and isinstance(value.func, ast.Name):
+                boolish = boolish or value.func.id in ("any", "all", "isinstance", "bool")
+            if boolish:
+                edits.append((a, b, f"return not ({src.seg(value)})", "the opposite boolean returned"))
+            is_none = isinstance(value, ast.Constant) and value.value is None
+            if optional and not is_none:
+                edits.append((a, b, "return None", "None returned instead"))
+        elif isinstance(node, ast.Raise):
+            a, b = src.span(node)
+            edits.append((a, b, "pass", "raise skipped"))
+    return edits
+
+
+def auto_mutants(area: str) -> tuple[Mutant, ...]:
+    """Every automatic mutant of `area` (AREAS), in file and source order."""
+    prefix, targets = AREAS[area]
+    out: list[Mutant] = []
+    seen: set[str] = set()
+    for target in targets:
+        text = (ROOT / "envbuilder" / target.file).read_text()
+        src = _Source(text)
+        tree = ast.parse(text)
+        base = ast.dump(tree)
+        for func, fn in _functions(tree, target.functions):
+            for a, b, new, why in sorted(_edits(src, fn), key=lambda e: (e[0], e[1], e[2])):
+                first = src.data.rfind(b"\n", 0, a) + 1
+                end = src.data.find(b"\n", b)
+                end = len(src.data) if end < 0 else end
+                old_lines = src.data[first:end].decode()
+                new_lines = (src.data[first:a] + new.encode() + src.data[b:end]).decode()
+                whole = (src.data[:a] + new.encode() + src.data[b:]).decode()
+                try:
+                    if ast.dump(ast.parse(whole)) == base:
+                        continue
+                except SyntaxError:
+                    continue
+                if whole in seen:  # two operators that make the same code
+                    continue
+                seen.add(whole)
+                key = (target.file, old_lines.strip(), new_lines.strip())
+                line = src.data[:a].count(b"\n") + 1
+                out.append(
+                    Mutant(
+                        id=f"{prefix}{len(out) + 1:03d}",
+                        file=target.file,
+                        old=old_lines,
+                        new=new_lines,
+                        why=why,
+                        tests=target.tests,
+                        equivalent=EQUIVALENT.get(key, ""),
+                        at=len(src.data[:first].decode()),
+                        line=line,
+                        func=func,
+                    )
+                )
+    return tuple(out)
+
+
 # --------------------------------------------------------------------------- running
 
 
@@ -2231,51 +2684,79 @@ def _pytest(pkg_parent: Path, tests: list[str], timeout: float) -> tuple[str, fl
     return f"error (pytest exit {res.returncode})", took, last
 
 
-def run(mutants: tuple[Mutant, ...], timeout: float) -> list[tuple[Mutant, str, float, str]]:
-    results = []
+def _snapshot(parent: Path) -> None:
+    """A copy of the code and the tests in `parent`: edits made to the checkout meanwhile change
+    nothing."""
+    pkg = parent / "envbuilder"
+    ignore = shutil.ignore_patterns("__pycache__")
+    shutil.copytree(ROOT / "envbuilder", pkg, ignore=ignore)
+    shutil.copytree(ROOT / "tests", parent / "tests", ignore=ignore)
+    shutil.copy2(ROOT / "pyproject.toml", parent / "pyproject.toml")  # pytest's settings
+    for shipped in ("matrices", "templates", "images"):  # resources.shipped_dir looks beside it
+        (parent / shipped).symlink_to(ROOT / shipped)
+    where = subprocess.run(
+        [sys.executable, "-P", "-c", "import envbuilder; print(envbuilder.__file__)"],
+        cwd=parent,
+        env={**os.environ, "PYTHONPATH": str(parent)},
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
+    if not where.startswith(str(pkg)):
+        sys.exit(f"the tests would import envbuilder from {where!r}, not the mutated copy in {pkg}")
+
+
+def plant(original: str, mu: Mutant) -> str | None:
+    """The module's text with the mutant in it; None when its snippet is not where it was."""
+    if mu.at >= 0:
+        if original[mu.at : mu.at + len(mu.old)] != mu.old:
+            return None
+        return original[: mu.at] + mu.new + original[mu.at + len(mu.old) :]
+    if original.count(mu.old) != 1:
+        return None
+    return original.replace(mu.old, mu.new)
+
+
+def run(mutants: tuple[Mutant, ...], timeout: float, jobs: int = 1) -> list[tuple[Mutant, str, float, str]]:
+    """Each mutant planted alone in a snapshot, its guarding test files run (`jobs` snapshots,
+    one pytest process each at a time); results in the order of `mutants`."""
     with tempfile.TemporaryDirectory(prefix="envbuilder-mutants-") as scratch:
-        parent = Path(scratch)
-        pkg = parent / "envbuilder"
-        # A snapshot of the code and the tests: edits made to the checkout meanwhile change nothing.
-        ignore = shutil.ignore_patterns("__pycache__")
-        shutil.copytree(ROOT / "envbuilder", pkg, ignore=ignore)
-        shutil.copytree(ROOT / "tests", parent / "tests", ignore=ignore)
-        shutil.copy2(ROOT / "pyproject.toml", parent / "pyproject.toml")  # pytest's settings
-        for shipped in ("matrices", "templates", "images"):  # resources.shipped_dir looks beside it
-            (parent / shipped).symlink_to(ROOT / shipped)
-        where = subprocess.run(
-            [sys.executable, "-P", "-c", "import envbuilder; print(envbuilder.__file__)"],
-            cwd=parent,
-            env={**os.environ, "PYTHONPATH": str(parent)},
-            capture_output=True,
-            text=True,
-        ).stdout.strip()
-        if not where.startswith(str(pkg)):
-            sys.exit(f"the tests would import envbuilder from {where!r}, not the mutated copy in {pkg}")
+        parents = [Path(scratch) / f"w{i}" for i in range(max(1, jobs))]
+        for parent in parents:
+            _snapshot(parent)
         base_tests = sorted({t for mu in mutants for t in _tests(mu.tests)})
-        verdict, took, last = _pytest(parent, base_tests, timeout * 3)
+        verdict, took, last = _pytest(parents[0], base_tests, timeout * 3)
         if verdict != "survived":  # once more: a timing test of a loaded machine may fail once
             print(f"baseline failed, trying again: {last}", file=sys.stderr)
-            verdict, took, last = _pytest(parent, base_tests, timeout * 3)
+            verdict, took, last = _pytest(parents[0], base_tests, timeout * 3)
         if verdict != "survived":
             sys.exit(f"the unmutated code fails its own tests ({verdict}): {last}")
         print(f"baseline: {len(base_tests)} test files pass ({took:.0f} s)", file=sys.stderr)
-        for mu in mutants:
-            path = pkg / mu.file
-            original = path.read_text()
-            if original.count(mu.old) != 1:
-                results.append((mu, "stale", 0.0, f"snippet found {original.count(mu.old)} times"))
-                continue
-            path.write_text(original.replace(mu.old, mu.new))
+        free: queue.Queue[Path] = queue.Queue()
+        for parent in parents:
+            free.put(parent)
+
+        def one(mu: Mutant) -> tuple[Mutant, str, float, str]:
+            parent = free.get()
             try:
-                verdict, took, last = _pytest(parent, _tests(mu.tests), timeout)
+                path = parent / "envbuilder" / mu.file
+                original = path.read_text()
+                mutated = plant(original, mu)
+                if mutated is None:
+                    return mu, "stale", 0.0, f"snippet found {original.count(mu.old)} times"
+                path.write_text(mutated)
+                try:
+                    verdict, took, last = _pytest(parent, _tests(mu.tests), timeout)
+                finally:
+                    path.write_text(original)
+                if mu.equivalent and verdict == "survived":
+                    verdict = "equivalent"
+                print(f"{mu.id} {verdict:10} {took:5.1f}s  {mu.why}", file=sys.stderr)
+                return mu, verdict, took, last
             finally:
-                path.write_text(original)
-            if mu.equivalent and verdict == "survived":
-                verdict = "equivalent"
-            print(f"{mu.id} {verdict:10} {took:5.1f}s  {mu.why}", file=sys.stderr)
-            results.append((mu, verdict, took, last))
-    return results
+                free.put(parent)
+
+        with concurrent.futures.ThreadPoolExecutor(max_workers=len(parents)) as pool:
+            return list(pool.map(one, mutants))
 
 
 def report(results: list[tuple[Mutant, str, float, str]], sets: str) -> str:
@@ -2309,13 +2790,74 @@ def report(results: list[tuple[Mutant, str, float, str]], sets: str) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _code(lines: str) -> str:
+    """Source lines for a markdown table cell."""
+    one = " / ".join(line.strip() for line in lines.splitlines())
+    return "`" + one.replace("|", "\\|").replace("`", "'") + "`"
+
+
+def auto_report(results: list[tuple[Mutant, str, float, str]], area: str, started: float) -> str:
+    """The report of an automatic run: the figures, then every mutant with its lines."""
+    caught = [r for r in results if r[1].startswith("caught")]
+    survived = [r for r in results if r[1] == "survived"]
+    equivalent = [r for r in results if r[1] == "equivalent"]
+    other = [r for r in results if not r[1].startswith("caught") and r[1] not in ("survived", "equivalent")]
+    judged = len(caught) + len(survived)
+    rate = 100.0 * len(caught) / judged if judged else 0.0
+    files = sorted({t for mu, *_ in results for t in mu.tests})
+    lines = [
+        f"## Area {area}: automatic mutants",
+        "",
+        f"Run {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC on {platform.node()} "
+        f"({platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}), "
+        f"checkout {ROOT}, `python benchmarks/mutants.py --auto {area}`, "
+        f"{time.monotonic() - started:.0f} s in all. Tests: {', '.join(files)}.",
+        "",
+        f"**{len(caught)} of {judged} caught ({rate:.1f}%)**, {len(survived)} survived, "
+        f"{len(equivalent)} equivalent (left out), {len(other)} stale/error.",
+        "",
+    ]
+    if survived or other:
+        lines += [
+            "Survivors and errors:",
+            "",
+            "| id | where | mutant | old | new | verdict |",
+            "|---|---|---|---|---|---|",
+        ]
+        lines += [
+            f"| {mu.id} | {mu.file}:{mu.line} {mu.func} | {mu.why} | {_code(mu.old)} | {_code(mu.new)} "
+            f"| {v} |"
+            for mu, v, _, _ in survived + other
+        ]
+        lines.append("")
+    if equivalent:
+        lines += ["Equivalent mutants (no input tells them from the original):", ""]
+        lines += [
+            f"- {mu.id} ({mu.file}:{mu.line} {_code(mu.new)}): {mu.equivalent}" for mu, *_ in equivalent
+        ]
+        lines.append("")
+    lines += [
+        "Every mutant:",
+        "",
+        "| id | where | mutant | new line | verdict | s |",
+        "|---|---|---|---|---|---|",
+    ]
+    lines += [
+        f"| {mu.id} | {mu.file}:{mu.line} {mu.func} | {mu.why} | {_code(mu.new)} | {v} | {took:.1f} |"
+        for mu, v, took, _ in results
+    ]
+    return "\n".join(lines) + "\n"
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--set", default="abcdefghi", help="which sets: any of a..i (default: abcdefghi)")
+    ap.add_argument("--auto", metavar="AREA", help=f"automatic mutants of one area: {', '.join(AREAS)}")
     ap.add_argument("--only", nargs="*", default=(), help="mutant ids to run")
     ap.add_argument("--out", type=Path, help="write the markdown report here")
     ap.add_argument("--timeout", type=float, default=300.0, help="seconds per mutant")
-    ap.add_argument("--list", action="store_true", help="list the mutants and exit")
+    ap.add_argument("--jobs", type=int, default=1, help="pytest processes at a time (default 1)")
+    ap.add_argument("--list", action="store_true", help="list the mutants (and the areas) and exit")
     ap.add_argument(
         "--root", type=Path, help="the checkout whose code and tests are measured (default: this one)"
     )
@@ -2323,13 +2865,34 @@ def main() -> None:
     if args.root is not None:
         global ROOT
         ROOT = args.root.resolve()
-    mutants = tuple(mu for s in args.set for mu in SETS[s] if not args.only or mu.id in args.only)
+    started = time.monotonic()
+    if args.auto is not None:
+        if args.auto not in AREAS:
+            sys.exit(f"--auto: no area {args.auto!r}; the areas: {', '.join(AREAS)}")
+        mutants = tuple(mu for mu in auto_mutants(args.auto) if not args.only or mu.id in args.only)
+    else:
+        mutants = tuple(mu for s in args.set for mu in SETS[s] if not args.only or mu.id in args.only)
     if args.list:
+        if args.auto is None:
+            for mu in mutants:
+                print(f"{mu.id}  {mu.file:28} {mu.why}")
+            for name, (prefix, targets) in AREAS.items():
+                count = len(auto_mutants(name))
+                funcs = sum(len(t.functions) for t in targets)
+                print(
+                    f"--auto {name:10} {prefix}: {count} mutants in {funcs} functions "
+                    f"of {len(targets)} modules"
+                )
+            return
         for mu in mutants:
-            print(f"{mu.id}  {mu.file:28} {mu.why}")
+            eq = f"  [equivalent: {mu.equivalent}]" if mu.equivalent else ""
+            print(f"{mu.id}  envbuilder/{mu.file}:{mu.line} ({mu.func}): {mu.why}{eq}")
+            print("    - " + "\n    - ".join(mu.old.splitlines()))
+            print("    + " + "\n    + ".join(mu.new.splitlines()))
+            print(f"    tests: {' '.join(_tests(mu.tests))}")
         return
-    results = run(mutants, args.timeout)
-    text = report(results, args.set)
+    results = run(mutants, args.timeout, args.jobs)
+    text = auto_report(results, args.auto, started) if args.auto else report(results, args.set)
     if args.out:
         args.out.write_text(text)
     print(text)

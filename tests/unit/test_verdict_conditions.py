@@ -343,3 +343,60 @@ def test_the_cpu_floor_is_a_tenth_of_the_claimed_seconds() -> None:
     assert CPU_SHARE_MIN == 0.1
     refused(cpu_result(), cpu_facts(cpu_seconds=0.5), "used 0.50 s of CPU")  # 5% of 10 s
     assert host_verdict(cpu_result(), cpu_facts(cpu_seconds=1.0))[0] == "certified-cpu-only"
+
+
+# ------------------------------------------------------------------ automatic mutants (2026-12-05)
+# benchmarks/mutants.py --auto verdict on main: the conditions no test above had pinned.
+
+
+def test_the_framework_certify_names_wins_over_the_stacks() -> None:
+    doc = cpu_result()
+    doc["options"]["framework"] = "jax"
+    doc["steps"][4] = step("jax_smoke", seconds=6.0)
+    assert host_verdict(doc, cpu_facts(framework="jax"))[0] == "certified-cpu-only"  # stack: torch
+    refused(cpu_result(), cpu_facts(framework="jax"), "the result certifies 'torch'")
+
+
+@pytest.mark.parametrize("extra", [0, 1, 2])
+def test_a_malformed_result_counts_the_problems_it_does_not_show(extra: int) -> None:
+    doc = cpu_result()
+    for key in ("started", "finished", "host")[: extra + 1]:
+        del doc[key]
+    verdict, reason = host_verdict(doc, cpu_facts())
+    assert verdict == "failed" and "malformed: result: missing 'started'" in reason
+    assert reason.endswith(f" (+{extra} more)" if extra else "'started'")
+
+
+@pytest.mark.parametrize("digest", [SHA + "0", SHA[:-1], SHA[:20] + "0" * (len(SHA) - 20)])
+def test_a_payload_digest_that_extends_or_shares_a_prefix_with_the_mounted_one_differs(digest: str) -> None:
+    refused({**cpu_result(), "harness_sha256": digest}, cpu_facts(), "payload digest differs")
+
+
+@pytest.mark.parametrize("nonce", [NONCE + "d", NONCE[:-1]])
+def test_a_nonce_that_extends_or_cuts_this_runs_is_another_run(nonce: str) -> None:
+    refused({**cpu_result(), "options": {"nonce": nonce, "framework": "torch"}}, cpu_facts(), "nonce")
+
+
+def test_a_failed_result_keeps_its_own_reason_whatever_framework_it_names() -> None:
+    failed = cpu_result()
+    failed["options"]["framework"] = "jax"
+    failed["steps"][2:] = [step("cpu_check", "fail", 0.1)]
+    failed.update(verdict="failed", verdict_reason="failed steps: cpu_check")
+    assert host_verdict(failed, cpu_facts()) == ("failed", "failed steps: cpu_check")
+
+
+def test_only_a_gpu_verdict_is_held_to_the_gpu_work_the_host_saw() -> None:
+    idle = Observation(source="nvml", samples=3, busy=())
+    failed = gpu_result()
+    failed["steps"][2] = step("cpu_check", "fail", 0.1)
+    failed.update(verdict="failed", verdict_reason="failed steps: cpu_check")
+    assert host_verdict(failed, gpu_facts(observation=idle)) == ("failed", "failed steps: cpu_check")
+    cpu_only = cpu_result()  # a CPU stack given the GPUs: certified for the CPU, no GPU work claimed
+    assert host_verdict(cpu_only, cpu_facts(access="toolkit", observation=idle))[0] == "certified-cpu-only"
+
+
+def test_a_boolean_wall_time_is_no_number_of_seconds() -> None:
+    doc = cpu_result()
+    doc["steps"] = [step("host", seconds=0.25), step("cpu_check", seconds=0.25)]
+    assert claimed_seconds({**doc, "wall_seconds": True}) == 0.5
+    assert claimed_seconds({**doc, "wall_seconds": 2}) == 2.0

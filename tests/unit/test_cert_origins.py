@@ -1,0 +1,659 @@
+"""Where `run`'s certificates come from and which it trusts (run/certificates.py and the origin,
+import and trust decisions it calls: attest/envelope.py verify_envelope, attest/policy.py,
+attest/imported.py, certify/store.py's import, certify/certificate.py's time and ID checks):
+the conditions the automatic mutants (benchmarks/mutants.py --auto certs, 2026-12-05) found no
+test for on main. Everything is written inside tmp_path."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any
+
+import pytest
+from cert_factory import cert_doc
+from securesystemslib.signer import CryptoSigner, SSlibKey
+
+from envbuilder.attest import TrustedKey, TrustPolicy
+from envbuilder.attest.discovery import AttestationReport, newest_first
+from envbuilder.attest.envelope import Refused, Verified, sign_statement, verify_envelope
+from envbuilder.attest.imported import import_certificate, is_envelope
+from envbuilder.attest.keys import generate_key, load_signer
+from envbuilder.attest.statement import ImageSubject, certificate_statements
+from envbuilder.certify import store as store_module
+from envbuilder.certify.certificate import (
+    CLOCK_SKEW_S,
+    Certificate,
+    issued_in_future,
+    seal,
+    verify_certificate,
+)
+from envbuilder.certify.store import CertStore
+from envbuilder.engine import ImageInfo
+from envbuilder.errors import CertificateRefusedError, RegistryError, StoreError
+from envbuilder.registry import Reference
+from envbuilder.run.certificates import certificate_finder, registry_reference
+from envbuilder.run.coverage import RefusedError
+
+DIGEST = "sha256:" + "11" * 32
+OTHER_DIGEST = "sha256:" + "22" * 32
+IMAGE_ID = "sha256:" + "ee" * 32
+
+
+def info(*repo_digests: str) -> ImageInfo:
+    return ImageInfo(id=IMAGE_ID, tags=(), repo_digests=repo_digests)
+
+
+# --------------------------------------------------------------------------- registry_reference
+
+
+@pytest.mark.parametrize(
+    "before",
+    [
+        (f"other.example/team/train@{OTHER_DIGEST}",),  # another repository first
+        ("not a reference@@", f"reg.example/team/other@{OTHER_DIGEST}"),  # an unparsable one first
+    ],
+)
+def test_the_repo_digest_of_the_named_repository_is_found_wherever_it_is_listed(
+    before: tuple[str, ...],
+) -> None:
+    found = registry_reference("reg.example/team/train:1", info(*before, f"reg.example/team/train@{DIGEST}"))
+    assert found is not None and found[0].name == "reg.example/team/train" and found[1] == DIGEST
+
+
+def test_only_the_named_repositorys_digest_is_taken_when_several_are_listed() -> None:
+    both = info(f"reg.example/team/train@{DIGEST}", f"other.example/team/train@{OTHER_DIGEST}")
+    found = registry_reference("other.example/team/train:2", both)
+    assert found is not None and found[1] == OTHER_DIGEST
+
+
+@pytest.mark.parametrize("named", ["ubuntu:22.04", "docker.io/library/ubuntu:22.04", "library/ubuntu"])
+def test_a_docker_hub_repo_digest_is_matched_by_its_full_name(named: str) -> None:
+    """Docker lists a Hub image's RepoDigest by its short name (`ubuntu@sha256:...`); every
+    spelling of the reference names that repository."""
+    found = registry_reference(named, info(f"ubuntu@{DIGEST}"))
+    assert found is not None and found[0].name == "docker.io/library/ubuntu" and found[1] == DIGEST
+
+
+# --------------------------------------------------------------------------- certificate_finder
+
+
+def key(tmp_path: Path, name: str) -> CryptoSigner:
+    return load_signer(generate_key(name, directory=tmp_path / name))
+
+
+def trusting(*signers: CryptoSigner) -> TrustPolicy:
+    return TrustPolicy(keys=tuple(TrustedKey(name=f"k{i}", key=s.public_key) for i, s in enumerate(signers)))
+
+
+def cpu_cert(image_id: str = IMAGE_ID, **over: Any) -> Certificate:
+    return Certificate(cert_doc("certified-cpu-only", gpus=(), image_id=image_id, **over))
+
+
+def test_the_fetch_given_is_the_one_asked(tmp_path: Path) -> None:
+    asked: list[tuple[Reference, str]] = []
+
+    def fetch(ref: Reference, *, policy: TrustPolicy, digest: str) -> Any:
+        asked.append((ref, digest))
+        raise RegistryError("offline")
+
+    find = certificate_finder(
+        "reg.example/team/train:1", store=CertStore(tmp_path / "s.sqlite"), policy=trusting, fetch=fetch
+    )
+    with pytest.raises(RefusedError) as refused:
+        find(info(f"reg.example/team/train@{DIGEST}"))
+    assert [r.reason for r in refused.value.refusals] == ["unavailable"]
+    assert [(ref.name, digest) for ref, digest in asked] == [("reg.example/team/train", DIGEST)]
+
+
+def test_a_certificate_whose_image_id_extends_this_images_is_not_this_images(tmp_path: Path) -> None:
+    """The store lists certificates by image ID, reference or digest; a certificate certified
+    under this image's ID as its reference but for a longer (another) ID is not one of them."""
+    store = CertStore(tmp_path / "s.sqlite")
+    doc = cert_doc("certified-cpu-only", gpus=(), image_id=IMAGE_ID + "00")
+    longer = Certificate(seal({**doc, "image": {**doc["image"], "ref": IMAGE_ID}}))
+    store.add(longer)
+    assert [r.id for r in store.list(image=IMAGE_ID)] == [longer.id]  # listed by its reference
+    find = certificate_finder(IMAGE_ID, store=store, policy=trusting)
+    assert find(info()) == []
+
+
+def store_envelopes(store: CertStore, certificate: Certificate, envelopes: list[bytes]) -> None:
+    """Keep `envelopes` for an imported certificate so that the store lists them in this order:
+    the first is stored last (the newest, when the clock's second turns meanwhile) and with the
+    least digest (the order within one second)."""
+    for rank, raw in reversed(list(enumerate(envelopes))):
+        store.add_imported(
+            certificate,
+            envelope=raw,
+            envelope_digest="sha256:" + str(rank) * 64,
+            repository="reg.example/team/train",
+            manifest_digest=DIGEST,
+        )
+    assert [e.envelope for e in store.envelopes(certificate.id)] == envelopes
+
+
+def statement(certificate: Certificate, which: int) -> dict[str, Any]:
+    """The certificate statement (0) or the test-result statement (1) of a certificate."""
+    subject = ImageSubject(
+        repository="reg.example/team/train", manifest_digest=DIGEST, image_id=certificate.image.id
+    )
+    return certificate_statements(certificate, subject)[which]
+
+
+def test_every_envelope_of_an_imported_certificate_is_tried(tmp_path: Path) -> None:
+    """The same certificate imported twice, signed by two keys; the policy now trusts only the
+    key of the envelope listed second."""
+    good, gone = key(tmp_path, "good"), key(tmp_path, "gone")
+    certificate = cpu_cert()
+    store = CertStore(tmp_path / "s.sqlite")
+    store_envelopes(store, certificate, [sign_statement(statement(certificate, 0), s) for s in (gone, good)])
+    find = certificate_finder("train:1", store=store, policy=lambda: trusting(good))
+    assert [c.id for c in find(info())] == [certificate.id]
+
+
+def test_a_verified_envelope_without_a_certificate_does_not_hide_one_with_it(tmp_path: Path) -> None:
+    """The test-result statement (verified, but no certificate in it) listed before the
+    certificate statement, both signed by a trusted key."""
+    signer = key(tmp_path, "ci")
+    certificate = cpu_cert()
+    store = CertStore(tmp_path / "s.sqlite")
+    store_envelopes(store, certificate, [sign_statement(statement(certificate, i), signer) for i in (1, 0)])
+    find = certificate_finder("train:1", store=store, policy=lambda: trusting(signer))
+    assert [c.id for c in find(info())] == [certificate.id]
+
+
+def test_every_refusal_of_an_imported_certificate_is_named(tmp_path: Path) -> None:
+    certificate = cpu_cert()
+    store = CertStore(tmp_path / "s.sqlite")
+    envelopes = [sign_statement(statement(certificate, 0), key(tmp_path, n)) for n in ("a", "b")]
+    store_envelopes(store, certificate, envelopes)
+    find = certificate_finder("train:1", store=store, policy=lambda: trusting(key(tmp_path, "c")))
+    with pytest.raises(RefusedError) as refused:
+        find(info())
+    assert [r.reason for r in refused.value.refusals] == ["untrusted-key", "untrusted-key"]
+
+
+def store_attested(store: CertStore, pairs: list[tuple[Certificate, bytes]]) -> None:
+    """Cache attestations of DIGEST so that the store lists them in this order (as
+    store_envelopes does)."""
+    for rank, (certificate, raw) in reversed(list(enumerate(pairs))):
+        store.add_attested(
+            certificate,
+            envelope=raw,
+            envelope_digest="sha256:" + str(rank) * 64,
+            repository="reg.example/team/train",
+            manifest_digest=DIGEST,
+            keyid="k",
+        )
+    assert [a.envelope for a in store.attestations(DIGEST)] == [raw for _, raw in pairs]
+
+
+@pytest.mark.parametrize(
+    ("cached", "expected"),
+    [
+        (["older/ci", "newer/ci"], ["newer", "older"]),
+        (["newer/ci", "newer/other"], ["newer"]),
+        (["older/ci", "newer/ci", "newer/other"], ["newer", "older"]),
+    ],
+)
+def test_cached_attestations_come_newest_first_and_each_certificate_once(
+    tmp_path: Path, cached: list[str], expected: list[str]
+) -> None:
+    """Cached in another order than their issue (the older listed first), a certificate signed
+    twice: run gets each certificate once, the newest first."""
+    signers = {"ci": key(tmp_path, "ci"), "other": key(tmp_path, "other")}
+    certs = {
+        "older": cpu_cert(issued_at="2026-11-01T00:00:00Z"),
+        "newer": cpu_cert(issued_at="2026-12-01T00:00:00Z"),
+    }
+    store = CertStore(tmp_path / "s.sqlite")
+    pairs = [(certs[c], signers[k]) for c, k in (item.split("/") for item in cached)]
+    store_attested(store, [(c, sign_statement(statement(c, 0), s)) for c, s in pairs])
+
+    def offline(*_a: Any, **_kw: Any) -> Any:
+        raise AssertionError("the cache holds them: no registry is asked")
+
+    find = certificate_finder(
+        "reg.example/team/train:1", store=store, policy=lambda: trusting(*signers.values()), fetch=offline
+    )
+    got = find(info(f"reg.example/team/train@{DIGEST}"))
+    assert [c.id for c in got] == [certs[name].id for name in expected]
+
+
+def test_a_cached_envelope_without_a_certificate_does_not_stand_for_one(tmp_path: Path) -> None:
+    """Only the test-result statement is cached for the digest: the registry is asked."""
+    signer = key(tmp_path, "ci")
+    certificate = cpu_cert()
+    store = CertStore(tmp_path / "s.sqlite")
+    store_attested(store, [(certificate, sign_statement(statement(certificate, 1), signer))])
+    asked: list[str] = []
+
+    def fetch(ref: Reference, *, policy: TrustPolicy, digest: str) -> Any:
+        asked.append(digest)
+        raise RegistryError("offline")
+
+    find = certificate_finder(
+        "reg.example/team/train:1", store=store, policy=lambda: trusting(signer), fetch=fetch
+    )
+    with pytest.raises(RefusedError) as refused:
+        find(info(f"reg.example/team/train@{DIGEST}"))
+    assert [r.reason for r in refused.value.refusals] == ["unavailable"] and asked == [DIGEST]
+
+
+def test_every_certificate_fetched_is_cached(tmp_path: Path) -> None:
+    signer = key(tmp_path, "ci")
+    policy = trusting(signer)
+    certs = [cpu_cert(issued_at=f"2026-1{m}-01T00:00:00Z") for m in (1, 2)]
+    verified = []
+    for c in certs:
+        raw = sign_statement(statement(c, 0), signer)
+        outcome = verify_envelope(raw, repository="reg.example/team/train", digest=DIGEST, policy=policy)
+        assert isinstance(outcome, Verified)
+        verified.append(outcome)
+    report = AttestationReport(
+        reference="reg.example/team/train:1",
+        repository="reg.example/team/train",
+        digest=DIGEST,
+        via="test",
+        verified=tuple(verified),
+        refused=(),
+    )
+    store = CertStore(tmp_path / "s.sqlite")
+    find = certificate_finder(
+        "reg.example/team/train:1", store=store, policy=lambda: policy, fetch=lambda *_a, **_kw: report
+    )
+    got = find(info(f"reg.example/team/train@{DIGEST}"))
+    assert [c.id for c in got] == [certs[1].id, certs[0].id]
+    assert sorted(a.cert_id for a in store.attestations(DIGEST)) == sorted(c.id for c in certs)
+
+
+def test_every_refused_attestation_of_the_registry_is_named(tmp_path: Path) -> None:
+    certificate = cpu_cert()
+    nobody = TrustPolicy(keys=())
+    refused = []
+    for name in ("a", "b"):
+        raw = sign_statement(statement(certificate, 0), key(tmp_path, name))
+        outcome = verify_envelope(raw, repository="reg.example/team/train", digest=DIGEST, policy=nobody)
+        assert isinstance(outcome, Refused)
+        refused.append(outcome)
+    report = AttestationReport(
+        reference="reg.example/team/train:1",
+        repository="reg.example/team/train",
+        digest=DIGEST,
+        via="test",
+        verified=(),
+        refused=tuple(refused),
+    )
+    find = certificate_finder(
+        "reg.example/team/train:1",
+        store=CertStore(tmp_path / "s.sqlite"),
+        policy=lambda: nobody,
+        fetch=lambda *_a, **_kw: report,
+    )
+    with pytest.raises(RefusedError) as got:
+        find(info(f"reg.example/team/train@{DIGEST}"))
+    assert [r.reason for r in got.value.refusals] == ["untrusted-key", "untrusted-key"]
+
+
+# --------------------------------------------------------------------------- verify_envelope
+
+
+@pytest.mark.parametrize("bad", [5, None, 1.5])
+def test_any_signature_whose_keyid_is_not_a_string_makes_the_envelope_malformed(
+    tmp_path: Path, bad: Any
+) -> None:
+    signer = key(tmp_path, "ci")
+    doc = json.loads(sign_statement(statement(cpu_cert(), 0), signer))
+    doc["signatures"].append({"keyid": bad, "sig": doc["signatures"][0]["sig"]})  # after a good one
+    outcome = verify_envelope(
+        json.dumps(doc).encode(), repository="reg.example/team/train", digest=DIGEST, policy=trusting(signer)
+    )
+    assert isinstance(outcome, Refused) and outcome.reason == "malformed", outcome
+    assert "keyid is not a string" in outcome.message
+
+
+def signed_by(certificate: Certificate, *signatures: tuple[CryptoSigner, bool]) -> bytes:
+    """One envelope of the certificate statement with a signature per (signer, good): a good
+    one signs the payload, a bad one is that key's signature of something else."""
+    docs = []
+    for signer, good in signatures:
+        doc = json.loads(sign_statement(statement(certificate, 0), signer))
+        if not good:
+            other = json.loads(sign_statement(statement(certificate, 1), signer))
+            doc["signatures"] = other["signatures"]
+        docs.append(doc)
+    assert len({d["payload"] for d in docs}) == 1
+    return json.dumps({**docs[0], "signatures": [s for d in docs for s in d["signatures"]]}).encode()
+
+
+def verify(raw: bytes, policy: TrustPolicy) -> Verified | Refused:
+    return verify_envelope(raw, repository="reg.example/team/train", digest=DIGEST, policy=policy)
+
+
+def test_a_signature_by_any_trusted_key_of_the_policy_holds(tmp_path: Path) -> None:
+    a, b = key(tmp_path, "a"), key(tmp_path, "b")
+    outcome = verify(signed_by(cpu_cert(), (b, True)), trusting(a, b))
+    assert isinstance(outcome, Verified) and outcome.keyid == str(b.public_key.keyid)
+
+
+def test_the_trusted_signature_counts_wherever_it_is_listed(tmp_path: Path) -> None:
+    a, b = key(tmp_path, "a"), key(tmp_path, "b")
+    outcome = verify(signed_by(cpu_cert(), (a, True), (b, True)), trusting(b))
+    assert isinstance(outcome, Verified) and outcome.keyid == str(b.public_key.keyid)
+
+
+def test_a_bad_signature_of_one_trusted_key_does_not_hide_a_good_one_of_another(tmp_path: Path) -> None:
+    a, b = key(tmp_path, "a"), key(tmp_path, "b")
+    outcome = verify(signed_by(cpu_cert(), (a, False), (b, True)), trusting(a, b))
+    assert isinstance(outcome, Verified) and outcome.keyid == str(b.public_key.keyid)
+    refused = verify(signed_by(cpu_cert(), (a, False), (b, False)), trusting(a, b))
+    assert isinstance(refused, Refused) and refused.reason == "bad-signature"
+
+
+def test_an_untrusted_key_refusal_names_every_signing_key(tmp_path: Path) -> None:
+    a, b = key(tmp_path, "a"), key(tmp_path, "b")
+    refused = verify(signed_by(cpu_cert(), (a, True), (b, True)), trusting(key(tmp_path, "c")))
+    assert isinstance(refused, Refused) and refused.reason == "untrusted-key"
+    for signer in (a, b):
+        assert str(signer.public_key.keyid)[:12] in refused.message
+
+
+def test_the_signer_named_is_the_first_trusted_key_whose_signature_holds(tmp_path: Path) -> None:
+    a, b = key(tmp_path, "a"), key(tmp_path, "b")
+    outcome = verify(signed_by(cpu_cert(), (a, True), (b, True)), trusting(a, b))
+    assert isinstance(outcome, Verified) and outcome.keyid == str(a.public_key.keyid)
+
+
+def scoped(signer: CryptoSigner, *patterns: str, keyid: str | None = None) -> TrustedKey:
+    """`signer`'s public key trusted for `patterns`; `keyid`: the same key under another keyid
+    (a policy entry that is not this key, whatever its key value)."""
+    pub = signer.public_key
+    if keyid is not None:
+        pub = SSlibKey(keyid, pub.keytype, pub.scheme, pub.keyval)
+    return TrustedKey(name=keyid or "scoped", key=pub, repositories=patterns)
+
+
+def as_file(raw: bytes, policy: TrustPolicy) -> Verified | Refused:
+    """As `certs import ENVELOPE` verifies: no repository or digest of its own."""
+    return verify_envelope(raw, repository=None, digest=None, policy=policy)
+
+
+def test_an_envelope_file_is_trusted_through_any_key_scoped_to_its_subject(tmp_path: Path) -> None:
+    a, b = key(tmp_path, "a"), key(tmp_path, "b")
+    policy = TrustPolicy(keys=(scoped(a, "reg.example/*"), scoped(b, "reg.example/*")))
+    assert isinstance(as_file(signed_by(cpu_cert(), (b, True)), policy), Verified)
+
+
+def test_an_envelope_file_is_trusted_through_any_of_its_subjects_names(tmp_path: Path) -> None:
+    signer = key(tmp_path, "ci")
+    certificate = cpu_cert()
+    doc = statement(certificate, 0)
+    doc["subject"] = [{"name": "other.example/x", "digest": {"sha256": "33" * 32}}, *doc["subject"]]
+    raw = sign_statement(doc, signer)
+    assert isinstance(as_file(raw, TrustPolicy(keys=(scoped(signer, "reg.example/team/*"),))), Verified)
+    refused = as_file(raw, TrustPolicy(keys=(scoped(signer, "third.example/*"),)))
+    assert isinstance(refused, Refused) and refused.reason == "untrusted-key"
+
+
+@pytest.mark.parametrize("twin", ["prefix", "longer"])
+def test_a_key_whose_keyid_only_resembles_the_signers_gives_it_no_scope(tmp_path: Path, twin: str) -> None:
+    """The signer's key is trusted for other.example only; another policy entry, trusted for
+    the envelope's repository, has a keyid sharing the signer's first 12 characters (or the
+    signer's keyid and more): it is not the signer's entry."""
+    signer = key(tmp_path, "ci")
+    keyid = str(signer.public_key.keyid)
+    other = keyid[:12] + "0" * (len(keyid) - 12) if twin == "prefix" else keyid + "00"
+    assert other != keyid
+    policy = TrustPolicy(
+        keys=(scoped(signer, "other.example/*"), scoped(signer, "reg.example/*", keyid=other))
+    )
+    refused = as_file(signed_by(cpu_cert(), (signer, True)), policy)
+    assert isinstance(refused, Refused) and refused.reason == "untrusted-key"
+
+
+def test_a_registry_attestation_is_judged_for_the_repository_named_not_its_subject(tmp_path: Path) -> None:
+    """Fetched for mirror.example/team/train (the reference the user named), an attestation whose
+    statement names reg.example/team/train holds when the key is trusted for the mirror."""
+    signer = key(tmp_path, "ci")
+    policy = TrustPolicy(keys=(scoped(signer, "mirror.example/*"),))
+    raw = signed_by(cpu_cert(), (signer, True))
+    outcome = verify_envelope(raw, repository="mirror.example/team/train", digest=DIGEST, policy=policy)
+    assert isinstance(outcome, Verified)
+    outcome = verify_envelope(raw, repository="reg.example/team/train", digest=DIGEST, policy=policy)
+    assert isinstance(outcome, Refused) and outcome.reason == "untrusted-key"
+
+
+def test_a_signed_certificate_issued_at_an_unreadable_time_is_expired_under_max_age(tmp_path: Path) -> None:
+    signer = key(tmp_path, "ci")
+    raw = signed_by(cpu_cert(issued_at="yesterday"), (signer, True))
+    refused = verify(raw, trusting(signer).with_max_age(86400))
+    assert isinstance(refused, Refused) and refused.reason == "expired"
+    assert "issued yesterday, at an unreadable time" in refused.message
+
+
+@pytest.mark.parametrize(("after", "holds"), [(0, True), (1, False)])
+def test_max_age_holds_up_to_its_last_second(tmp_path: Path, after: int, holds: bool) -> None:
+    signer = key(tmp_path, "ci")
+    raw = signed_by(cpu_cert(issued_at="2026-12-01T00:00:00Z"), (signer, True))
+    now = datetime(2026, 12, 2, tzinfo=timezone.utc) + timedelta(seconds=after)
+    outcome = verify_envelope(
+        raw,
+        repository="reg.example/team/train",
+        digest=DIGEST,
+        policy=trusting(signer).with_max_age(86400),
+        now=now,
+    )
+    assert isinstance(outcome, Verified) is holds, outcome
+
+
+# --------------------------------------------------------------------------- the trust policy
+
+
+def test_a_key_covers_a_repository_matching_any_of_its_patterns(tmp_path: Path) -> None:
+    signer = key(tmp_path, "ci")
+    entry = scoped(signer, "other.example/*", "reg.example/team/*")
+    assert entry.covers("reg.example/team/train") and entry.covers("other.example/x")
+    assert not entry.covers("third.example/team/train")
+    assert scoped(signer).covers("anything.example/at/all")  # no pattern: every repository
+    policy = TrustPolicy(keys=(scoped(key(tmp_path, "a"), "other.example/*"), entry))
+    assert policy.keys_for("reg.example/team/train") == [entry]
+
+
+# --------------------------------------------------------------------------- certs import ENVELOPE
+
+
+def import_with_subjects(
+    tmp_path: Path, subjects: list[dict[str, Any]], policy: TrustPolicy, signer: CryptoSigner
+) -> tuple[CertStore, Certificate]:
+    certificate = cpu_cert()
+    doc = statement(certificate, 0)
+    doc["subject"] = subjects
+    path = tmp_path / "signed.json"
+    path.write_bytes(sign_statement(doc, signer))
+    store = CertStore(tmp_path / "s.sqlite")
+    done = import_certificate(path, store=store, policy=lambda: policy)
+    assert done.id == certificate.id and store.origin_of(done.id) == "imported"
+    return store, certificate
+
+
+def subject(name: str, digest: str) -> dict[str, Any]:
+    return {"name": name, "digest": {"sha256": digest.removeprefix("sha256:")}}
+
+
+def test_an_imported_envelope_is_kept_for_the_subject_its_key_is_trusted_for(tmp_path: Path) -> None:
+    """The first subject names a repository the signer is not trusted for (another entry there
+    has a keyid resembling the signer's); the envelope is kept for the repository it is."""
+    signer = key(tmp_path, "ci")
+    keyid = str(signer.public_key.keyid)
+    policy = TrustPolicy(
+        keys=(
+            scoped(signer, "other.example/*", keyid=keyid[:12] + "0" * (len(keyid) - 12)),
+            scoped(signer, "other.example/*", keyid=keyid + "00"),
+            scoped(key(tmp_path, "a"), "reg.example/*"),
+            scoped(signer, "reg.example/team/*"),
+        )
+    )
+    subjects = [
+        subject("other.example/x", "sha256:" + "33" * 32),
+        subject("reg.example/team/train", DIGEST),
+        subject("reg.example/team/train", IMAGE_ID),
+    ]
+    store, certificate = import_with_subjects(tmp_path, subjects, policy, signer)
+    (kept,) = store.envelopes(certificate.id)
+    assert kept.repository == "reg.example/team/train"
+
+
+def test_an_imported_envelope_is_kept_under_its_first_subject_that_is_not_the_image(tmp_path: Path) -> None:
+    """The image's own ID listed first, then a digest that starts with the image ID: that
+    digest is the manifest the envelope is kept under."""
+    signer = key(tmp_path, "ci")
+    longer = IMAGE_ID + "00"
+    subjects = [subject("reg.example/team/train", IMAGE_ID), subject("reg.example/team/train", longer)]
+    store, certificate = import_with_subjects(tmp_path, subjects, trusting(signer), signer)
+    (kept,) = store.envelopes(certificate.id)
+    assert kept.manifest_digest == longer
+
+
+def test_newest_first_puts_a_certificate_without_issued_at_last_and_keeps_each_once() -> None:
+    undated = Certificate(seal({**cert_doc("certified-cpu-only", gpus=()), "issued_at": None}))
+    older = cpu_cert(issued_at="2026-11-01T00:00:00Z")
+    newer = cpu_cert(issued_at="2026-12-01T00:00:00Z")
+    assert undated.issued_at is None
+    got = newest_first([undated, older, newer, older])
+    assert [c.id for c in got] == [newer.id, older.id, undated.id]
+
+
+@pytest.mark.parametrize(
+    ("doc", "envelope"),
+    [
+        ({"payloadType": "x", "signatures": []}, True),
+        ({"payloadType": "x"}, False),
+        ({"signatures": []}, False),
+        (["payloadType", "signatures"], False),
+        ("payloadType signatures", False),
+        (None, False),
+    ],
+)
+def test_an_envelope_is_an_object_with_a_payload_type_and_signatures(doc: Any, envelope: bool) -> None:
+    assert is_envelope(doc) is envelope
+
+
+# --------------------------------------------------------------------------- the certificate's own checks
+
+
+@pytest.mark.parametrize(("ahead", "future"), [(CLOCK_SKEW_S, False), (CLOCK_SKEW_S + 1, True)])
+def test_the_clock_skew_allowed_is_exactly_clock_skew_s(ahead: int, future: bool) -> None:
+    now = datetime(2026, 12, 1, tzinfo=timezone.utc)
+    issued = (now + timedelta(seconds=ahead)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    assert (issued_in_future(issued, now) is not None) is future
+
+
+def test_a_field_named_like_content_hash_is_part_of_the_hashed_body() -> None:
+    doc = cert_doc()
+    assert verify_certificate(doc) == []
+    assert verify_certificate({**doc, "content_hash_note": "added later"}) != []
+
+
+@pytest.mark.parametrize("keep", [12, 20, 70])
+def test_a_content_hash_that_only_begins_like_the_real_one_is_a_mismatch(keep: int) -> None:
+    doc = cert_doc()
+    real = doc["content_hash"]
+    forged = real[:keep] + ("0" if real[keep : keep + 1] != "0" else "1") * (len(real) - keep)
+    assert forged != real
+    assert any("content hash mismatch" in p for p in verify_certificate({**doc, "content_hash": forged}))
+    assert any("content hash mismatch" in p for p in verify_certificate({**doc, "content_hash": real[:keep]}))
+
+
+@pytest.mark.parametrize(
+    ("given", "same"),
+    [
+        (IMAGE_ID, True),
+        (IMAGE_ID.removeprefix("sha256:"), True),
+        (IMAGE_ID[: len("sha256:") + 12], True),  # a short ID of exactly 12 hex digits
+        (IMAGE_ID[: len("sha256:") + 11], False),  # 11 are too few
+        (IMAGE_ID[: len("sha256:") + 40], True),
+        ("sha256:" + "ef" * 32, False),
+        ("sha256:" + "ee" * 31 + "ef", False),
+        ("", False),
+    ],
+)
+def test_a_certificate_is_for_an_image_given_by_its_id_or_a_prefix_of_12_or_more(
+    given: str, same: bool
+) -> None:
+    doc = cert_doc(image_id=IMAGE_ID)
+    problems = verify_certificate(doc, image_id=given)
+    assert (problems == []) is same, problems
+
+
+def test_a_short_image_id_equal_to_the_certificates_is_the_same_image() -> None:
+    doc = cert_doc(image_id="sha256:abc")
+    assert verify_certificate(doc, image_id="abc") == []
+    assert verify_certificate(doc, image_id="sha256:abd") != []
+
+
+# --------------------------------------------------------------------------- the store's import and lookup
+
+
+def test_importing_a_file_that_cannot_be_read_is_a_store_error(tmp_path: Path) -> None:
+    store = CertStore(tmp_path / "s.sqlite")
+    with pytest.raises(StoreError, match="cannot read"):
+        store.import_(tmp_path / "missing.json")
+    assert store.list() == []
+
+
+def test_a_database_error_while_importing_is_a_store_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = CertStore(tmp_path / "s.sqlite")
+
+    def broken(*_a: Any, **_kw: Any) -> None:
+        raise sqlite3.OperationalError("disk I/O error")
+
+    monkeypatch.setattr(store_module, "_insert", broken)
+    with pytest.raises(StoreError, match="disk I/O error"):
+        store.add_imported(cpu_cert())
+
+
+@pytest.mark.parametrize("typed", ["sha256:", "SHA256:", "zz", "sha256:zz"])
+def test_only_hex_digits_are_looked_up_as_an_image_id_prefix(tmp_path: Path, typed: str) -> None:
+    """An empty or non-hex ID prefix is no prefix lookup (an empty one would match every
+    certificate), even where a stored image ID is not hex."""
+    store = CertStore(tmp_path / "s.sqlite")
+    store.add(cpu_cert())
+    store.add(cpu_cert(image_id="sha256:" + "zz" * 32))
+    assert store.list(image=typed) == []
+    assert [r.image_id for r in store.list(image="eeee")] == [IMAGE_ID]
+
+
+@pytest.mark.parametrize("typed", [IMAGE_ID.removeprefix("sha256:"), IMAGE_ID.upper()])
+def test_a_whole_image_id_however_spelled_is_no_prefix_of_a_longer_one(tmp_path: Path, typed: str) -> None:
+    store = CertStore(tmp_path / "s.sqlite")
+    store.add(cpu_cert())
+    store.add(cpu_cert(image_id=IMAGE_ID + "00"))
+    assert [r.image_id for r in store.list(image=typed)] == [IMAGE_ID]
+
+
+@pytest.mark.parametrize("issued_at", ["yesterday", "2026-12-01", "2026-13-01T00:00:00Z", None])
+def test_a_certificate_file_whose_issued_at_is_no_timestamp_is_not_imported(
+    tmp_path: Path, issued_at: str | None
+) -> None:
+    path = tmp_path / "c.json"
+    path.write_text(json.dumps(seal({**cert_doc("certified-cpu-only", gpus=()), "issued_at": issued_at})))
+    store = CertStore(tmp_path / "s.sqlite")
+    with pytest.raises(CertificateRefusedError, match="issued_at is not an RFC 3339 timestamp"):
+        store.import_(path)
+    with pytest.raises(CertificateRefusedError, match="issued_at is not an RFC 3339 timestamp"):
+        import_certificate(path, store=store, policy=lambda: TrustPolicy(keys=()))
+    assert store.list() == []
+
+
+def test_a_mismatch_says_whether_the_content_hash_was_changed_or_is_missing() -> None:
+    doc = cert_doc()
+    changed = verify_certificate({**doc, "content_hash": "sha256:" + "0" * 64})
+    assert "content hash mismatch (tampered or corrupted; changed: content_hash or section_hashes)" in changed
+    missing = verify_certificate({k: v for k, v in doc.items() if k != "content_hash"})
+    assert "content hash mismatch (tampered or corrupted; content_hash is missing)" in missing
+    assert issued_in_future("yesterday") is None  # no timestamp: the caller's own check

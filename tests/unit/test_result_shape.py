@@ -1,0 +1,125 @@
+"""The harness result's shape check (harness/schema.py validate_result) and the verdict rule
+(harness/result.py decide_verdict), which the host applies to every result (certify/verdict.py):
+each condition pinned, as the automatic mutants (benchmarks/mutants.py --auto verdict,
+2026-12-05) found them unpinned: items past the first of a list, an item that is not an object,
+a field missing (one problem, not two), the whole document not an object, the quick mode's
+reason."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from envbuilder.harness.record import Step
+from envbuilder.harness.result import decide_verdict
+from envbuilder.harness.schema import validate_result
+
+
+def step(name: str = "host", **over: Any) -> dict[str, Any]:
+    return {
+        "kind": "step",
+        "name": name,
+        "status": "pass",
+        "reason": "",
+        "seconds": 0.1,
+        "metrics": {},
+    } | over
+
+
+def doc(**over: Any) -> dict[str, Any]:
+    base: dict[str, Any] = {
+        "kind": "result",
+        "schema_version": 1,
+        "harness_version": "1.0.0",
+        "harness_sha256": "sha256:" + "0" * 64,
+        "gpu_path": False,
+        "options": {"nonce": "n"},
+        "mode": "cpu",
+        "started": "t0",
+        "finished": "t1",
+        "verdict": "certified-cpu-only",
+        "verdict_reason": "CPU path passed",
+        "thresholds": {},
+        "telemetry": {},
+        "host": {},
+        "gates": [{"name": "g", "status": "pass"}],
+        "steps": [step("host"), step("cpu_check")],
+    }
+    return base | over
+
+
+def test_the_base_document_is_valid() -> None:
+    assert validate_result(doc()) == []
+
+
+@pytest.mark.parametrize("value", ["result", [], None, 1])
+def test_a_document_that_is_not_an_object_is_one_problem(value: Any) -> None:
+    assert validate_result(value) == ["result: not an object"]
+
+
+@pytest.mark.parametrize(
+    "key", ["started", "finished", "mode", "verdict", "verdict_reason", "gates", "steps"]
+)
+def test_each_missing_field_is_exactly_one_problem(key: str) -> None:
+    d = doc()
+    del d[key]
+    assert validate_result(d) == [f"result: missing {key!r}"]
+
+
+def test_an_unknown_mode_or_verdict_is_a_problem() -> None:
+    assert validate_result(doc(mode="turbo")) == ["result.mode: 'turbo' not in ('full', 'quick', 'cpu')"]
+    assert validate_result(doc(verdict="ok"))[0].startswith("result.verdict: 'ok' not in")
+
+
+@pytest.mark.parametrize("at", [0, 1])
+def test_every_gate_is_checked_not_only_the_first(at: int) -> None:
+    gates: list[Any] = [{"name": "a", "status": "pass"}, {"name": "b", "status": "pass"}]
+    gates[at] = {"name": "x", "status": "bogus"}
+    assert validate_result(doc(gates=gates)) == [f"gates[{at}].status: 'bogus'"]
+    gates[at] = {"name": "x"}
+    assert validate_result(doc(gates=gates)) == [f"gates[{at}]: missing 'status'"]
+
+
+@pytest.mark.parametrize("at", [0, 1])
+def test_every_step_is_checked_not_only_the_first(at: int) -> None:
+    steps = [step("host"), step("cpu_check")]
+    del steps[at]["status"]
+    assert validate_result(doc(steps=steps)) == [f"steps[{at}]: missing 'status'"]
+
+
+@pytest.mark.parametrize("item", [None, 5, "name", ["name"]])
+def test_a_gate_or_step_that_is_not_an_object_is_a_problem_not_a_crash(item: Any) -> None:
+    gates = validate_result(doc(gates=[item]))
+    assert gates == ["gates[0]: missing 'name'", "gates[0]: missing 'status'"]
+    steps = validate_result(doc(steps=[item]))
+    assert "steps[0]: missing 'name'" in steps and "steps[0]: missing 'status'" in steps
+
+
+def test_a_nan_anywhere_is_not_strict_json() -> None:
+    problems = validate_result(doc(host={"x": float("nan")}))
+    assert len(problems) == 1 and problems[0].startswith("result: not strict JSON")
+
+
+def _steps(*statuses: str) -> list[Step]:
+    names = ["host", "cuda_smoke", "train"]
+    return [
+        Step(name=n, status=s, reason="" if s == "pass" else s, seconds=1.0)
+        for n, s in zip(names[: len(statuses)], statuses, strict=True)
+    ]
+
+
+def test_the_verdict_reason_says_quick_or_counts_the_checks() -> None:
+    assert decide_verdict(_steps("pass", "pass"), [], mode="quick", gpu_path=True) == (
+        "certified",
+        "quick mode: host record and smoke tests passed (no benchmark)",
+    )
+    assert decide_verdict(_steps("pass", "pass", "pass"), [], mode="full", gpu_path=True) == (
+        "certified",
+        "2 checks passed on the GPU",
+    )
+
+
+def test_the_host_record_alone_or_skipped_steps_certify_nothing() -> None:
+    assert decide_verdict(_steps("pass", "skip"), [], mode="cpu", gpu_path=False)[0] == "failed"
+    assert decide_verdict(_steps("skip", "pass"), [], mode="cpu", gpu_path=False)[0] == "certified-cpu-only"
