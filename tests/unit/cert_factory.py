@@ -3,10 +3,13 @@ code, so their hashes verify), and the GPUs they name."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from envbuilder.certify.certificate import Certificate, build_certificate
+from envbuilder.engine import ImageInfo
 from envbuilder.host import GpuInfo
+from envbuilder.run.coverage import RunHost, check_run
 
 IMAGE_ID = "sha256:" + "ab" * 32
 OTHER_ID = "sha256:" + "cd" * 32
@@ -58,3 +61,17 @@ def cert_doc(
 def cert(*args: Any, **kw: Any) -> Certificate:
     """cert_doc as a Certificate."""
     return Certificate(cert_doc(*args, **kw))
+
+
+# run's coverage check: the image and the host it is judged on
+def image(env: tuple[str, ...] = (), image_id: str = IMAGE_ID) -> ImageInfo:
+    return ImageInfo(id=image_id, tags=("team/train:1",), repo_digests=(), env=env)
+
+
+def host(gpus: tuple[GpuInfo, ...] = (H200,), access: str = "devices", **over: Any) -> RunHost:
+    base = RunHost(driver="580.159.04", cuda_driver="13.0", gpus=gpus, access=access, requested="auto")
+    return replace(base, **over)
+
+
+def reasons(c: Certificate | None, i: ImageInfo, h: RunHost) -> list[str]:
+    return [r.reason for r in check_run(c, i, h)]

@@ -8,36 +8,22 @@ from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 import pytest
-from cert_factory import H200, IMAGE_ID, K80, REQUIRE_130, RTX, cert, cert_doc
+from cert_factory import H200, IMAGE_ID, K80, REQUIRE_130, RTX, cert, cert_doc, host, image, reasons
 
 from envbuilder.certify.certificate import Certificate, build_certificate
 from envbuilder.certify.store import CertStore
 from envbuilder.engine import ImageInfo
 from envbuilder.host import GpuInfo
 from envbuilder.run.certificates import certificate_finder
-from envbuilder.run.coverage import RunHost, check_run, choose_certificate
+from envbuilder.run.coverage import check_run, choose_certificate
 
 H100 = GpuInfo(index=0, name="NVIDIA H100 80GB HBM3", uuid="GPU-4", cc="9.0", brand="nvidia")
 T4 = GpuInfo(index=1, name="Tesla T4", uuid="GPU-5", cc="7.5", brand="tesla")
 HOPPER_ONLY = {"sass": ["8.0", "9.0"], "ptx": []}  # nothing for the T4's 7.5
 # Same first 12, 19 and 63 hex digits as IMAGE_ID ("abab..."): only the last character differs.
 TWIN_ID = "sha256:" + "ab" * 31 + "ac"
-
-
-def image(env: tuple[str, ...] = (), image_id: str = IMAGE_ID) -> ImageInfo:
-    return ImageInfo(id=image_id, tags=("team/train:1",), repo_digests=(), env=env)
-
-
-def host(gpus: tuple[GpuInfo, ...] = (H200,), access: str = "devices", **over: Any) -> RunHost:
-    base = RunHost(driver="580.159.04", cuda_driver="13.0", gpus=gpus, access=access, requested="auto")
-    return replace(base, **over)
-
-
-def reasons(c: Certificate | None, i: ImageInfo, h: RunHost) -> list[str]:
-    return [r.reason for r in check_run(c, i, h)]
 
 
 # --------------------------------------------------------------------------- the image ID

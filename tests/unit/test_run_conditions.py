@@ -8,31 +8,16 @@ listed after another PTX. Pure (certificate, image, host) triples."""
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any
 
 import pytest
-from cert_factory import H200, IMAGE_ID, K80, REQUIRE_130, RTX, cert, cert_doc
+from cert_factory import H200, IMAGE_ID, K80, REQUIRE_130, RTX, cert, cert_doc, host, image, reasons
 
 from envbuilder.archs import Target, matrix_targets
 from envbuilder.certify.certificate import Certificate, seal
-from envbuilder.engine import ImageInfo
 from envbuilder.host import GpuInfo
-from envbuilder.run.coverage import RunHost, check_run
+from envbuilder.run.coverage import check_run
 
 T4 = GpuInfo(index=1, name="Tesla T4", uuid="GPU-5", cc="7.5", brand="tesla")
-
-
-def image(env: tuple[str, ...] = (), image_id: str = IMAGE_ID) -> ImageInfo:
-    return ImageInfo(id=image_id, tags=("team/train:1",), repo_digests=(), env=env)
-
-
-def host(gpus: tuple[GpuInfo, ...] = (H200,), access: str = "devices", **over: Any) -> RunHost:
-    base = RunHost(driver="580.159.04", cuda_driver="13.0", gpus=gpus, access=access, requested="auto")
-    return replace(base, **over)
-
-
-def reasons(c: Certificate | None, i: ImageInfo, h: RunHost) -> list[str]:
-    return [r.reason for r in check_run(c, i, h)]
 
 
 @pytest.mark.parametrize("cut", [19, 40, 70])

@@ -5,33 +5,16 @@ from __future__ import annotations
 
 import json
 from dataclasses import replace
-from typing import Any
 
 import pytest
-from cert_factory import H200, IMAGE_ID, K80, OTHER_ID, REQUIRE_130, RTX, cert, cert_doc
+from cert_factory import H200, IMAGE_ID, K80, OTHER_ID, REQUIRE_130, RTX, cert, cert_doc, host, image, reasons
 
 from envbuilder.certify.certificate import Certificate
-from envbuilder.engine import ImageInfo
-from envbuilder.host import GpuInfo
 from envbuilder.run.coverage import (
     CHECKS,
-    RunHost,
     check_run,
     refusal_error,
 )
-
-
-def image(env: tuple[str, ...] = (), image_id: str = IMAGE_ID) -> ImageInfo:
-    return ImageInfo(id=image_id, tags=("team/train:1",), repo_digests=(), env=env)
-
-
-def host(gpus: tuple[GpuInfo, ...] = (H200,), access: str = "devices", **over: Any) -> RunHost:
-    base = RunHost(driver="580.159.04", cuda_driver="13.0", gpus=gpus, access=access, requested="auto")
-    return replace(base, **over)
-
-
-def reasons(c: Certificate | None, i: ImageInfo, h: RunHost) -> list[str]:
-    return [r.reason for r in check_run(c, i, h)]
 
 
 def test_a_matching_certificate_is_accepted() -> None:
