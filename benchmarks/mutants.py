@@ -2557,6 +2557,96 @@ def auto_mutants(area: str) -> tuple[Mutant, ...]:
     return tuple(out)
 
 
+# The resolve and lock areas (issue 23: the resolver's floors and ranges; the lock's strings that
+# reach a template or a command line, its redaction and its hash).
+RESOLVE_TESTS = (
+    "test_versions.py",
+    "test_wsl.py",
+    "test_driver_two_part.py",
+    "test_forward_compat.py",
+    "test_resolve_coverage.py",
+    "test_resolve_boundary.py",
+    "test_resolve_cases.py",
+    "test_platforms.py",
+    "test_stale_rows.py",
+    "test_installable.py",
+    "test_cli_resolve.py",
+)
+LOCK_TESTS = (
+    "test_lock_secrets.py",
+    "test_lock_values.py",
+    "test_lock.py",
+    "test_packages.py",
+    "test_render.py",
+    "test_typed_loading.py",
+    "test_wheelhouse.py",
+    "test_output_sanitized.py",
+    "test_failure_messages.py",
+    "test_build.py",
+)
+AREAS["resolve"] = (
+    "RS",
+    (
+        Target(
+            RES,
+            (
+                "python_candidates",
+                "_check_gpu_support",
+                "_pick_base",
+                "_require_cuda_ok",
+                "_evaluate",
+                "_jit_floor",
+                "_known_bad",
+                "_rank_key",
+                "resolve",
+            ),
+            RESOLVE_TESTS,
+        ),
+        Target(DRV, ("_native_cuda", "first_release", "mvc_floor", "jit_floor"), RESOLVE_TESTS),
+        Target(
+            "versions.py",
+            ("parse_driver", "is_driver_branch", "driver_branch"),
+            RESOLVE_TESTS,
+        ),
+        Target("resolve/wsl.py", ("windows_driver", "host_under_wsl"), RESOLVE_TESTS),
+        Target("resolve/platform.py", ("effective_platform", "platform_rejections"), RESOLVE_TESTS),
+        Target("resolve/coverage.py", ("Coverage.partial", "sass_coverage", "compiler_gap"), RESOLVE_TESTS),
+    ),
+)
+AREAS["lock"] = (
+    "LK",
+    (
+        Target(
+            "image/packages.py",
+            (
+                "PackageLock.requirements",
+                "install_indexes",
+                "_framework_url",
+                "_default_url",
+                "lock_secrets",
+                "_base_lock",
+                "parse_pylock",
+                "_one_line",
+                "check_package",
+                "_is_wheel_file",
+                "_index_url",
+                "_lock_indexes",
+                "package_lock_from_dict",
+            ),
+            LOCK_TESTS,
+        ),
+        Target(
+            "image/secrets.py", ("redact", "_secret_patterns", "recorded_url", "is_secret_ref"), LOCK_TESTS
+        ),
+        Target(
+            "image/lock.py",
+            ("LockFile.package_lock", "lock_hash", "spec_from_request", "parse_lock", "_check_build"),
+            LOCK_TESTS,
+        ),
+    ),
+)
+
+
 # --------------------------------------------------------------------------- running
 
 
