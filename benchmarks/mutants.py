@@ -2568,9 +2568,6 @@ RESOLVE_TESTS = (
     "test_resolve_boundary.py",
     "test_resolve_cases.py",
     "test_platforms.py",
-    "test_stale_rows.py",
-    "test_installable.py",
-    "test_cli_resolve.py",
 )
 LOCK_TESTS = (
     "test_lock_secrets.py",
@@ -2578,11 +2575,6 @@ LOCK_TESTS = (
     "test_lock.py",
     "test_packages.py",
     "test_render.py",
-    "test_typed_loading.py",
-    "test_wheelhouse.py",
-    "test_output_sanitized.py",
-    "test_failure_messages.py",
-    "test_build.py",
 )
 AREAS["resolve"] = (
     "RS",
@@ -2592,11 +2584,8 @@ AREAS["resolve"] = (
             (
                 "python_candidates",
                 "_check_gpu_support",
-                "_pick_base",
-                "_require_cuda_ok",
                 "_evaluate",
                 "_jit_floor",
-                "_known_bad",
                 "_rank_key",
                 "resolve",
             ),
@@ -2625,7 +2614,6 @@ AREAS["lock"] = (
                 "_default_url",
                 "lock_secrets",
                 "_base_lock",
-                "parse_pylock",
                 "_one_line",
                 "check_package",
                 "_is_wheel_file",
