@@ -2560,6 +2560,7 @@ def auto_mutants(area: str) -> tuple[Mutant, ...]:
 # The resolve and lock areas (issue 23: the resolver's floors and ranges; the lock's strings that
 # reach a template or a command line, its redaction and its hash).
 RESOLVE_TESTS = (
+    "test_resolve_edges.py",
     "test_versions.py",
     "test_wsl.py",
     "test_driver_two_part.py",
@@ -2632,6 +2633,24 @@ AREAS["lock"] = (
             LOCK_TESTS,
         ),
     ),
+)
+
+
+EQUIVALENT.update(
+    {
+        (
+            RES,
+            "if jit is None and v.kernel_sets:  # SASS for this GPU in only some kernel sets?",
+            "if jit is None:  # SASS for this GPU in only some kernel sets?",
+        ): "sass_coverage((), gpu) is Coverage(0, 0), never partial: without kernel sets the branch "
+        "does nothing",
+        (
+            RES,
+            "if not (request.forward_compat and gpus and not forward_compat.ineligible_gpus(matrix, gpus)):",
+            "if not (request.forward_compat and not forward_compat.ineligible_gpus(matrix, gpus)):",
+        ): "a CUDA build is a candidate only on a host with GPUs: resolve() turns a GPU-less request "
+        "into a CPU-only one (as B21), so `gpus` is never empty here",
+    }
 )
 
 

@@ -1,0 +1,127 @@
+"""The resolver's decisions that the automatic mutants of `benchmarks/mutants.py --auto resolve`
+found unguarded (issue 23 item 14, blind run of 2026-12-05): each test pins one condition, on the
+shipped matrix where a row tells the mutant apart and on a hand-made copy of one release where none
+does (the copy changes only what the test names)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+import pytest
+
+from envbuilder.host.model import Host
+from envbuilder.matrix import framework as framework_table
+from envbuilder.matrix import load_matrix
+from envbuilder.matrix.model import KernelSet, Matrix
+from envbuilder.pipeline.resolution import target_host
+from envbuilder.resolve.model import Request, Resolution
+from envbuilder.resolve.resolver import resolve
+from envbuilder.versions import major, major_minor
+
+DRIVER = "580.159.04"  # R580, newer than every floor of CUDA 12.x and 13.0
+H100 = "NVIDIA H100 80GB HBM3"
+
+
+@pytest.fixture(scope="module")
+def matrix() -> Matrix:
+    return load_matrix()
+
+
+def _only(matrix: Matrix, fw: str, version: str, variant: str, **changes: Any) -> Matrix:
+    """The matrix with framework `fw` reduced to one release and one variant, `changes` applied."""
+    table = framework_table(matrix, fw)
+    rel = next(r for r in table.releases if r.version == version)
+    v = replace(next(v for v in rel.variants if v.name == variant), **changes)
+    tables = tuple(
+        replace(t, releases=(replace(rel, variants=(v,)),)) if t.name == fw else t for t in matrix.frameworks
+    )
+    return replace(matrix, frameworks=tables)
+
+
+def _resolve(
+    matrix: Matrix, fw: str, spec: str, gpus: tuple[str, ...], driver: str | None = DRIVER, **req: Any
+) -> Resolution:
+    return resolve(
+        matrix, Request(framework=fw, specifier=spec, **req), target_host(matrix, driver, gpus, ())
+    )
+
+
+# --------------------------------------------------------------------------- PTX JIT and kernel sets
+
+# torch 2.15.0+cu132 as if it carried sm_80 SASS and PTX only, in one kind of kernel set: an H100
+# (sm_90) runs all of it through PTX JIT.
+PTX_ONLY = {
+    "sass": ("8.0",),
+    "ptx": ("8.0",),
+    "kernel_sets": (KernelSet(sass=("8.0",), ptx=("8.0",), sets=5),),
+    "ptx_isa": "9.0",
+}
+
+
+def test_a_gpu_without_sass_in_a_build_with_kernel_sets_is_all_ptx_jit_not_partial(matrix: Matrix) -> None:
+    m = _only(matrix, "torch", "2.15.0", "cu132", **PTX_ONLY)
+    res = _resolve(m, "torch", "==2.15.0", (H100,), strategy="bundled")
+    s = res.stack
+    assert s is not None, res.rejected
+    assert f"{H100} runs this build through PTX JIT (slow first start)" in s.notes
+    assert not any("has SASS in" in n for n in s.notes), s.notes  # no kernel set has its SASS
+    # the ISA was read: its floor is in min_driver and no "PTX ISA not read" note is added
+    assert not any("PTX ISA not read" in n or "must JIT-compile" in n for n in s.notes), s.notes
+    assert s.require_cuda == "cuda>=13.0"  # PTX ISA 9.0's CUDA, not the build's 13.2
+
+
+def test_a_ptx_isa_not_read_is_said_in_a_note_and_binds_the_builds_own_cuda(matrix: Matrix) -> None:
+    m = _only(matrix, "torch", "2.15.0", "cu132", **{**PTX_ONLY, "ptx_isa": None})
+    res = _resolve(m, "torch", "==2.15.0", (H100,), strategy="bundled", forward_compat=False)
+    # CUDA 13.2's toolkit driver is above R580: the assumed JIT floor refuses this driver
+    assert res.stack is None
+    assert [r.component for r in res.rejected] == ["driver"]
+    assert "PTX ISA not read from the wheels" in res.rejected[0].reason
+    ok = _resolve(m, "torch", "==2.15.0", (H100,), driver="620.10.01", strategy="bundled")
+    assert ok.stack is not None, ok.rejected
+    assert any(n.startswith("PTX ISA not read from the wheels") for n in ok.stack.notes), ok.stack.notes
+    assert ok.stack.require_cuda == "cuda>=13.2"
+
+
+def test_a_gpu_with_sass_everywhere_asks_the_majors_x_0_of_the_toolkit(matrix: Matrix) -> None:
+    """A bundled build whose SASS covers every GPU needs only the MVC floor's CUDA X.0."""
+    res = _resolve(matrix, "torch", "==2.7.*", (H100,), strategy="bundled")
+    s = res.stack
+    assert s is not None and s.cuda is not None, res.rejected
+    assert major_minor(s.cuda) != f"{major(s.cuda)}.0"  # else X.Y and X.0 are one answer
+    assert s.require_cuda == f"cuda>={major(s.cuda)}.0"
+    assert not any("PTX JIT" in n for n in s.notes)
+
+
+# --------------------------------------------------------------------------- known-bad rows
+
+
+def test_a_ptx_only_known_bad_row_spares_a_build_with_sass_for_that_gpu(matrix: Matrix) -> None:
+    """known_bad.yaml's TensorFlow row holds on Blackwell GeForce/RTX PRO through PTX JIT only:
+    a build that carried sm_120 SASS runs natively and is not refused by it."""
+    row = next(b for b in matrix.known_bad if b.path == "ptx")
+    newest = framework_table(matrix, row.framework).releases[-1]
+    variant = next(v for v in newest.variants if v.cuda is not None)
+    gpu = "NVIDIA RTX PRO 6000 Blackwell Workstation Edition"
+    refused = _resolve(matrix, row.framework, f"=={newest.version}", (gpu,))
+    assert any(r.component == "known-bad" for r in refused.rejected)  # the row holds on PTX
+    sass = (*variant.sass, "12.0")
+    m = _only(matrix, row.framework, newest.version, variant.name, sass=sass, kernel_sets=())
+    res = _resolve(m, row.framework, f"=={newest.version}", (gpu,))
+    assert not any(r.component == "known-bad" for r in res.rejected), res.rejected
+
+
+# --------------------------------------------------------------------------- platform notes
+
+
+def test_a_cpu_build_gets_no_note_about_arch_lists_lent_from_linux_amd64(matrix: Matrix) -> None:
+    builds = tuple(
+        replace(b, archs_from_default=True, wheels=()) if (b.framework, b.variant) == ("torch", "cpu") else b
+        for b in matrix.platforms.builds
+    )
+    m = replace(matrix, platforms=replace(matrix.platforms, builds=builds))
+    request = Request(framework="torch", specifier="==2.6.0", cpu_only=True, platform="linux/arm64")
+    res = resolve(m, request, Host(driver=None, gpus=(), source="given"))
+    assert res.stack is not None, res.rejected
+    assert not any("arch lists were not read" in n for n in res.stack.notes), res.stack.notes
