@@ -2571,6 +2571,7 @@ RESOLVE_TESTS = (
     "test_platforms.py",
 )
 LOCK_TESTS = (
+    "test_lock_edges.py",
     "test_lock_secrets.py",
     "test_lock_values.py",
     "test_lock.py",
@@ -2609,15 +2610,9 @@ AREAS["lock"] = (
         Target(
             "image/packages.py",
             (
-                "PackageLock.requirements",
                 "install_indexes",
-                "_framework_url",
-                "_default_url",
                 "lock_secrets",
                 "_base_lock",
-                "_one_line",
-                "check_package",
-                "_is_wheel_file",
                 "_index_url",
                 "_lock_indexes",
                 "package_lock_from_dict",
@@ -2627,11 +2622,7 @@ AREAS["lock"] = (
         Target(
             "image/secrets.py", ("redact", "_secret_patterns", "recorded_url", "is_secret_ref"), LOCK_TESTS
         ),
-        Target(
-            "image/lock.py",
-            ("LockFile.package_lock", "lock_hash", "spec_from_request", "parse_lock", "_check_build"),
-            LOCK_TESTS,
-        ),
+        Target("image/lock.py", ("lock_hash", "parse_lock", "_check_build"), LOCK_TESTS),
     ),
 )
 
@@ -2650,6 +2641,12 @@ EQUIVALENT.update(
             "if not (request.forward_compat and not forward_compat.ineligible_gpus(matrix, gpus)):",
         ): "a CUDA build is a candidate only on a host with GPUs: resolve() turns a GPU-less request "
         "into a CPU-only one (as B21), so `gpus` is never empty here",
+        (
+            RES,
+            'require = (jit_cuda or major_minor(v.cuda)) if not sass_everywhere else f"{major(v.cuda)}.0"',
+            'require = (jit_cuda) if not sass_everywhere else f"{major(v.cuda)}.0"',
+        ): "sass_everywhere turns False only where _jit_floor has just set jit_cuda, which is always a "
+        "CUDA X.Y (its ISA's or the build's): the `or` never reaches its second operand",
     }
 )
 

@@ -125,3 +125,50 @@ def test_a_cpu_build_gets_no_note_about_arch_lists_lent_from_linux_amd64(matrix:
     res = resolve(m, request, Host(driver=None, gpus=(), source="given"))
     assert res.stack is not None, res.rejected
     assert not any("arch lists were not read" in n for n in res.stack.notes), res.stack.notes
+
+
+# --------------------------------------------------------------------------- strategies
+
+
+def test_a_build_without_a_system_cuda_package_set_is_refused_for_system_cuda(matrix: Matrix) -> None:
+    m = _only(matrix, "torch", "2.15.0", "cu130", system_packages=())
+    res = _resolve(m, "torch", "==2.15.0", (H100,), strategy="system-cuda")
+    assert res.stack is None
+    assert [(r.component, r.reason) for r in res.rejected] == [
+        ("strategy", "torch 2.15.0 has no build for a system CUDA")
+    ]
+    assert _resolve(m, "torch", "==2.15.0", (H100,), strategy="bundled").stack is not None
+
+
+@pytest.mark.parametrize("strategy", ["system-cuda", "bundled"])
+def test_installability_is_looked_up_for_the_strategys_own_package_set(matrix: Matrix, strategy: str) -> None:
+    """JAX's system-cuda set (jax[cuda13-local]) is not its bundled one (jax[cuda13]): uv's answer
+    on one says nothing of the other."""
+    from envbuilder.matrix.model import InstallAnswer
+    from envbuilder.resolve.resolver import install_key
+
+    rel = framework_table(matrix, "jax").releases[-1]
+    v = next(v for v in rel.variants if v.cuda is not None)
+    assert v.system_packages != v.bundled_packages
+    packages = v.system_packages if strategy == "system-cuda" else v.bundled_packages
+    python = "3.12"
+    key = install_key(packages, v.companion_packages, v.index_url, python)
+    no = InstallAnswer(
+        requirements=key[0], index_url=key[1], python=python, platform=key[3], ok=False, why="x", source="t"
+    )
+    m = replace(_only(matrix, "jax", rel.version, v.name), installable=(no,))
+    res = _resolve(m, "jax", f"=={rel.version}", (H100,), strategy=strategy, python=python)
+    assert res.stack is None
+    assert [r.component for r in res.rejected] == ["installable"], res.rejected
+
+
+@pytest.mark.parametrize(("fw", "second_copy"), [("torch", True), ("jax", False)])
+def test_a_system_cuda_stack_says_when_its_wheels_bring_a_second_cuda(
+    matrix: Matrix, fw: str, second_copy: bool
+) -> None:
+    """torch's wheels load their own CUDA libraries (uses_system_cuda: false), JAX's -local extra
+    the image's: only the first is told that the image's CUDA runtime is a second copy."""
+    res = _resolve(matrix, fw, "", (H100,), strategy="system-cuda")
+    assert res.stack is not None, res.rejected
+    said = any("bring their own CUDA libraries" in n for n in res.stack.notes)
+    assert said == second_copy, res.stack.notes
