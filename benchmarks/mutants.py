@@ -2647,6 +2647,12 @@ EQUIVALENT.update(
             'require = (jit_cuda) if not sass_everywhere else f"{major(v.cuda)}.0"',
         ): "sass_everywhere turns False only where _jit_floor has just set jit_cuda, which is always a "
         "CUDA X.Y (its ISA's or the build's): the `or` never reaches its second operand",
+        (
+            RES,
+            'strategy_pref = 0 if (request.strategy or "bundled") == s.strategy else 1',
+            'strategy_pref = 0 if ("bundled") == s.strategy else 1',
+        ): "with a requested strategy only that strategy's candidates are evaluated (resolve()'s "
+        "`strategies`): every survivor gets the same preference either way",
     }
 )
 

@@ -172,3 +172,47 @@ def test_a_system_cuda_stack_says_when_its_wheels_bring_a_second_cuda(
     assert res.stack is not None, res.rejected
     said = any("bring their own CUDA libraries" in n for n in res.stack.notes)
     assert said == second_copy, res.stack.notes
+
+
+def test_without_a_requested_strategy_bundled_ranks_before_system_cuda(matrix: Matrix) -> None:
+    res = _resolve(matrix, "torch", "==2.15.0", (H100,))
+    s = res.stack
+    assert s is not None and s.strategy == "bundled", res.rejected
+    system = [a for a in res.alternatives if a.strategy == "system-cuda"]
+    assert any((a.version, a.variant) == (s.version, s.variant) for a in system), res.alternatives
+
+
+# --------------------------------------------------------------------------- the JIT floor's reason
+
+
+def test_a_driver_below_the_jit_floor_is_told_which_ptx_and_why(matrix: Matrix) -> None:
+    """PTX ISA 9.0 (CUDA 13.0) JITs on 580.65.06 and newer; R580's first drivers pass the MVC floor
+    of CUDA 13 ("580") but not the JIT floor."""
+    m = _only(matrix, "torch", "2.15.0", "cu130", **PTX_ONLY)
+    res = _resolve(m, "torch", "==2.15.0", (H100,), driver="580.10.01", strategy="bundled")
+    assert res.stack is None and [r.component for r in res.rejected] == ["driver"], res.rejected
+    reason = res.rejected[0].reason
+    assert "driver 580.10.01 < 580.65.06" in reason
+    assert (
+        f"JIT-compile the build's PTX (compute_80, PTX ISA 9.0, introduced by CUDA 13.0) for {H100}" in reason
+    )
+    assert "which has no SASS in it" in reason and "has SASS in" not in reason
+
+
+def test_a_gpu_with_sass_in_some_kernel_sets_is_told_the_rest_needs_the_jit_floor(matrix: Matrix) -> None:
+    m = _only(
+        matrix, "torch", "2.15.0", "cu130",
+        sass=("8.0", "9.0"), ptx=("8.0",), ptx_isa="9.0",
+        kernel_sets=(KernelSet(sass=("9.0",), ptx=(), sets=3), KernelSet(sass=("8.0",), ptx=("8.0",), sets=1)),
+    )  # fmt: skip
+    res = _resolve(m, "torch", "==2.15.0", (H100,), driver="580.10.01", strategy="bundled")
+    assert res.stack is None and [r.component for r in res.rejected] == ["driver"], res.rejected
+    reason = res.rejected[0].reason
+    assert f"{H100} has SASS in 3 of 4 kernel sets (75%)" in reason
+    assert "for the kernel sets without its SASS" in reason and "which has no SASS in it" not in reason
+    ok = _resolve(m, "torch", "==2.15.0", (H100,), strategy="bundled")
+    assert ok.stack is not None
+    assert (
+        f"{H100} has SASS in 3 of 4 kernel sets (75%) of this build: the rest runs through PTX JIT"
+        in " ".join(ok.stack.notes)
+    )
