@@ -2653,6 +2653,11 @@ EQUIVALENT.update(
             'strategy_pref = 0 if ("bundled") == s.strategy else 1',
         ): "with a requested strategy only that strategy's candidates are evaluated (resolve()'s "
         "`strategies`): every survivor gets the same preference either way",
+        (
+            RES,
+            'strategy_pref = 0 if (request.strategy or "bundled") == s.strategy else 1',
+            'strategy_pref = 0 if (request.strategy or "bundled") == s.strategy else 2',
+        ): "the key holds -strategy_pref: 0 above -2 orders the survivors as 0 above -1 does",
     }
 )
 

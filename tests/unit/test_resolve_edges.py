@@ -200,11 +200,10 @@ def test_a_driver_below_the_jit_floor_is_told_which_ptx_and_why(matrix: Matrix) 
 
 
 def test_a_gpu_with_sass_in_some_kernel_sets_is_told_the_rest_needs_the_jit_floor(matrix: Matrix) -> None:
+    sets = (KernelSet(sass=("9.0",), ptx=(), sets=3), KernelSet(sass=("8.0",), ptx=("8.0",), sets=1))
     m = _only(
-        matrix, "torch", "2.15.0", "cu130",
-        sass=("8.0", "9.0"), ptx=("8.0",), ptx_isa="9.0",
-        kernel_sets=(KernelSet(sass=("9.0",), ptx=(), sets=3), KernelSet(sass=("8.0",), ptx=("8.0",), sets=1)),
-    )  # fmt: skip
+        matrix, "torch", "2.15.0", "cu130", sass=("8.0", "9.0"), ptx=("8.0",), ptx_isa="9.0", kernel_sets=sets
+    )
     res = _resolve(m, "torch", "==2.15.0", (H100,), driver="580.10.01", strategy="bundled")
     assert res.stack is None and [r.component for r in res.rejected] == ["driver"], res.rejected
     reason = res.rejected[0].reason
