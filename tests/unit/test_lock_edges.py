@@ -4,7 +4,13 @@ URLs go, how a secret is recorded and redacted, what the lock hash and the lock'
 
 from __future__ import annotations
 
-from envbuilder.image.packages import install_indexes
+from pathlib import Path
+
+import pytest
+from fake_engine import cpu_stack, make_spec
+
+from envbuilder.errors import LockError
+from envbuilder.image.packages import LockSettings, _base_lock, install_indexes, lock_secrets
 from envbuilder.image.sources import PackageIndex
 
 CORP = PackageIndex(name="corp", url="https://pkgs.example/simple")
@@ -29,3 +35,74 @@ def test_no_default_index_means_no_pypi_entry_in_either_group() -> None:
     assert install_indexes("project", indexes=(), framework_index=TORCH, default_index=None) == (
         ("framework", TORCH),
     )
+
+
+# --------------------------------------------------------------------------- secrets of a lock run
+
+
+def test_every_spec_index_password_is_a_secret_named_by_its_secret_id_or_its_name(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    indexes = [
+        {"name": "corp", "url": "https://pkgs.example/simple", "secret": "corp_tok"},
+        {"name": "team", "url": "https://team.example/simple"},
+        {"name": "open", "url": "https://open.example/simple"},  # no password in the environment
+    ]
+    monkeypatch.setenv("UV_INDEX_CORP_PASSWORD", "pw-of-corp")
+    monkeypatch.setenv("UV_INDEX_TEAM_PASSWORD", "pw-of-team")
+    monkeypatch.delenv("UV_INDEX_OPEN_PASSWORD", raising=False)
+    spec = make_spec(requirements=["six"], indexes=indexes)
+    mirror = ("pip_index_url", "https://mirror.example/TOKEN/simple")
+    got = lock_secrets(spec, LockSettings(secrets=(mirror,)))
+    assert got == (mirror, ("corp_tok", "pw-of-corp"), ("team", "pw-of-team"))
+
+
+# --------------------------------------------------------------------------- the lock's own record
+
+
+def test_a_mirror_given_as_a_secret_is_recorded_by_name_in_both_index_fields() -> None:
+    """Issue 23 item 5: a URL given as a secret (its token in the path or the query) is recorded
+    as <secret:NAME>, the framework mirror and the default index alike."""
+    f_url = "https://dl.example.io/T0KEN-IN-PATH/whl/cpu"
+    d_url = "https://mirror.example/simple?token=T0KEN-IN-QUERY"
+    settings = LockSettings(
+        framework_index=f_url, default_index=d_url, secrets=(("fw_mirror", f_url), ("pip_index_url", d_url))
+    )
+    base = _base_lock(make_spec(), cpu_stack(), "x86_64", "uv 0.13.9", settings)
+    assert base.framework_index == "<secret:fw_mirror>"
+    assert base.default_index == "<secret:pip_index_url>"
+    assert (base.platform, base.python_platform) == ("x86_64", "x86_64-manylinux_2_28")
+
+
+def test_a_mirror_not_given_as_a_secret_loses_its_credentials_and_query_values() -> None:
+    settings = LockSettings(default_index="https://u:pa@ss@mirror.example/simple?token=abc")
+    base = _base_lock(make_spec(), cpu_stack(), "aarch64", "uv 0.13.9", settings)
+    assert base.default_index == "https://mirror.example/simple?token=***"
+    assert base.framework_index == cpu_stack().index_url
+    assert base.python_platform == "aarch64-manylinux_2_28"
+
+
+def test_find_links_are_recorded_resolved_and_every_one_must_be_a_folder(tmp_path: Path) -> None:
+    a, b = tmp_path / "a", tmp_path / "b"
+    a.mkdir()
+    b.mkdir()
+    link = tmp_path / "link"
+    link.symlink_to(b)
+    settings = LockSettings(find_links=(a, link))
+    base = _base_lock(make_spec(), cpu_stack(), "x86_64", "uv 0.13.9", settings)
+    assert base.find_links == (str(a), str(b))
+    with pytest.raises(LockError, match=r"--find-links .*missing: not a folder"):
+        _base_lock(
+            make_spec(), cpu_stack(), "x86_64", "uv", LockSettings(find_links=(a, tmp_path / "missing"))
+        )
+
+
+def test_no_index_needs_find_links_and_an_unknown_platform_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(LockError, match="--no-index needs --find-links"):
+        _base_lock(make_spec(), cpu_stack(), "x86_64", "uv", LockSettings(no_index=True))
+    ok = _base_lock(
+        make_spec(), cpu_stack(), "x86_64", "uv", LockSettings(no_index=True, find_links=(tmp_path,))
+    )
+    assert ok.default_index is None and ok.framework_index is None
+    with pytest.raises(LockError, match="unknown platform 'riscv64'"):
+        _base_lock(make_spec(), cpu_stack(), "riscv64", "uv", LockSettings())  # type: ignore[arg-type]
