@@ -215,3 +215,25 @@ def test_a_gpu_with_sass_in_some_kernel_sets_is_told_the_rest_needs_the_jit_floo
         f"{H100} has SASS in 3 of 4 kernel sets (75%) of this build: the rest runs through PTX JIT"
         in " ".join(ok.stack.notes)
     )
+
+
+# --------------------------------------------------------------------------- releases and requests
+
+
+def test_a_pre_release_in_the_matrix_is_found_by_a_specifier_that_names_it(matrix: Matrix) -> None:
+    table = framework_table(matrix, "torch")
+    rel = next(r for r in table.releases if r.version == "2.15.0")
+    pre = replace(rel, version="2.16.0rc1", variants=tuple(v for v in rel.variants if v.cuda is None))
+    tables = tuple(
+        replace(t, releases=(*t.releases, pre)) if t.name == "torch" else t for t in matrix.frameworks
+    )
+    m = replace(matrix, frameworks=tables)
+    res = _resolve(m, "torch", "==2.16.0rc1", (), driver=None, cpu_only=True)
+    assert res.stack is not None and res.stack.version == "2.16.0rc1", res.rejected
+
+
+def test_an_unknown_strategy_is_a_usage_error(matrix: Matrix) -> None:
+    from envbuilder.errors import UsageError
+
+    with pytest.raises(UsageError, match="unknown strategy 'nope'"):
+        _resolve(matrix, "torch", "", (H100,), strategy="nope")
