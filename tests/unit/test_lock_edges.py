@@ -5,12 +5,19 @@ URLs go, how a secret is recorded and redacted, what the lock hash and the lock'
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 from fake_engine import cpu_stack, make_spec
 
 from envbuilder.errors import LockError
-from envbuilder.image.packages import LockSettings, _base_lock, install_indexes, lock_secrets
+from envbuilder.image.packages import (
+    LockSettings,
+    _base_lock,
+    install_indexes,
+    lock_secrets,
+    package_lock_from_dict,
+)
 from envbuilder.image.sources import PackageIndex
 
 CORP = PackageIndex(name="corp", url="https://pkgs.example/simple")
@@ -106,3 +113,33 @@ def test_no_index_needs_find_links_and_an_unknown_platform_is_refused(tmp_path: 
     assert ok.default_index is None and ok.framework_index is None
     with pytest.raises(LockError, match="unknown platform 'riscv64'"):
         _base_lock(make_spec(), cpu_stack(), "riscv64", "uv", LockSettings())  # type: ignore[arg-type]
+
+
+# --------------------------------------------------------------------------- index URLs of a lock
+
+
+def _raw_lock() -> dict[str, Any]:
+    from dataclasses import replace
+
+    from fake_engine import cpu_package_lock
+
+    return replace(cpu_package_lock(), indexes=(CORP,)).to_dict()
+
+
+@pytest.mark.parametrize(
+    "set_url",
+    [
+        lambda d, v: d.update(default_index=v),
+        lambda d, v: d.update(framework_index=v),
+        lambda d, v: d["indexes"][0].update(url=v),
+    ],
+    ids=["default_index", "framework_index", "indexes[0].url"],
+)
+@pytest.mark.parametrize("value", [123, ["https://pypi.org/simple"], {"url": "https://pypi.org/simple"}])
+def test_an_index_url_that_is_not_text_is_refused_with_its_field(set_url: Any, value: object) -> None:
+    raw = _raw_lock()
+    set_url(raw, value)
+    with pytest.raises(
+        LockError, match=r"field '(default_index|framework_index|indexes\[0\]\.url)'.* refused"
+    ):
+        package_lock_from_dict(raw, "w")

@@ -237,3 +237,32 @@ def test_an_unknown_strategy_is_a_usage_error(matrix: Matrix) -> None:
 
     with pytest.raises(UsageError, match="unknown strategy 'nope'"):
         _resolve(matrix, "torch", "", (H100,), strategy="nope")
+
+
+def test_a_specifier_no_release_matches_says_which_releases_are_known(matrix: Matrix) -> None:
+    from envbuilder.errors import UsageError
+
+    table = framework_table(matrix, "torch")
+    with pytest.raises(UsageError) as err:
+        _resolve(matrix, "torch", ">=99", (H100,))
+    assert "no torch release matches 'torch>=99'" in err.value.message
+    first, last = table.releases[0].version, table.releases[-1].version
+    assert err.value.hint is not None and f"envbuilder knows torch {first} .. {last}" in err.value.hint
+
+
+# --------------------------------------------------------------------------- warnings
+
+
+def test_a_cpu_request_on_a_host_without_gpus_is_not_warned_about_missing_gpus(matrix: Matrix) -> None:
+    res = _resolve(matrix, "torch", "", (), driver=None, cpu_only=True)
+    assert res.stack is not None
+    assert not any("no GPU on this host or given" in w for w in res.warnings), res.warnings
+    bare = _resolve(matrix, "torch", "", (), driver=None)
+    assert any("no GPU on this host or given" in w for w in bare.warnings)
+    assert bare.request.cpu_only and bare.stack is not None and bare.stack.cuda is None
+
+
+def test_a_gpu_host_with_its_driver_given_gets_no_driver_warning(matrix: Matrix) -> None:
+    res = _resolve(matrix, "torch", "", (H100,))
+    assert res.stack is not None
+    assert not any("driver" in w for w in res.warnings), res.warnings
