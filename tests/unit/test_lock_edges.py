@@ -143,3 +143,67 @@ def test_an_index_url_that_is_not_text_is_refused_with_its_field(set_url: Any, v
         LockError, match=r"field '(default_index|framework_index|indexes\[0\]\.url)'.* refused"
     ):
         package_lock_from_dict(raw, "w")
+
+
+def _at(path: str) -> Any:
+    """A setter of one field of a package lock's dict, by a dotted path ("indexes.0.name")."""
+
+    def put(d: dict[str, Any], v: object) -> None:
+        *parents, last = path.split(".")
+        for p in parents:
+            d = d[int(p)] if p.isdigit() else d[p]  # type: ignore[index]
+        if last.isdigit():
+            d[int(last)] = v  # type: ignore[index]
+        else:
+            d[last] = v
+
+    return put
+
+
+@pytest.mark.parametrize(
+    ("path", "value", "field"),
+    [
+        ("indexes", 5, "indexes"),
+        ("indexes", "corp", "indexes"),
+        ("indexes", {"name": "corp", "url": CORP.url}, "indexes"),
+        ("indexes.0", "corp", "indexes[0]"),
+        ("indexes.0.name", 7, "indexes[0].name"),
+        ("indexes.0.name", "framework", "indexes[0].name"),
+        ("indexes.0.username", 7, "indexes[0].username"),
+        ("indexes.0.secret", 7, "indexes[0].secret"),
+        ("indexes.0.secret", "a b", "indexes[0].secret"),
+        ("platform", None, "platform"),
+        ("python", 3.11, "python"),
+        ("python_platform", None, "python_platform"),
+        ("resolver", None, "resolver"),
+        ("resolver", 1, "resolver"),
+        ("find_links", "/srv/wheels", "find_links"),
+        ("find_links", ["/srv/a", 5], "find_links"),
+        ("find_links", ["/srv/a", "rel/b"], "find_links"),
+        ("inputs", ["requirements.txt"], "inputs"),
+        ("packages", {"name": "x"}, "packages"),
+    ],
+)
+def test_a_package_lock_value_of_the_wrong_shape_is_refused_with_its_field(
+    path: str, value: object, field: str
+) -> None:
+    raw = _raw_lock()
+    raw["indexes"][0].update(username="__token__", secret="corp_tok")
+    package_lock_from_dict(dict(raw), "w")  # reads as it is
+    _at(path)(raw, value)
+    with pytest.raises(LockError) as err:
+        package_lock_from_dict(raw, "w")
+    assert f"field {field!r}" in err.value.message and "refused" in err.value.message, err.value.message
+
+
+def test_two_indexes_of_one_name_are_refused_and_two_names_read() -> None:
+    raw = _raw_lock()
+    raw["indexes"] = [CORP.to_dict(), TEAM.to_dict()]
+    got = package_lock_from_dict(raw, "w")
+    assert [i.name for i in got.indexes] == ["corp", "team"]
+    assert [i.url for i in got.indexes] == [CORP.url, TEAM.url]
+    raw["indexes"][1]["name"] = "corp"
+    with pytest.raises(
+        LockError, match=r"field 'indexes': \['corp', 'corp'\] refused \(each index name once\)"
+    ):
+        package_lock_from_dict(raw, "w")
