@@ -207,3 +207,63 @@ def test_two_indexes_of_one_name_are_refused_and_two_names_read() -> None:
         LockError, match=r"field 'indexes': \['corp', 'corp'\] refused \(each index name once\)"
     ):
         package_lock_from_dict(raw, "w")
+
+
+# --------------------------------------------------------------------------- redaction
+
+
+def test_every_secret_given_is_redacted_and_recorded_by_its_own_name() -> None:
+    from envbuilder.image.secrets import recorded_url, redact
+
+    one = ("corp", "https://pkgs.example/T0KEN-ONE/simple")
+    two = ("team", "https://team.example/simple?token=T0KEN-TWO")
+    text = f"401 from {one[1]}/six/ and {two[1]}"
+    assert redact(text, (one, two)) == "401 from <secret:corp>/six/ and <secret:team>"
+    assert recorded_url(two[1], (one, two)) == "<secret:team>"
+    assert recorded_url(f" {two[1]} ", (one, two)) == "<secret:team>"
+    assert recorded_url("https://other.example/simple", (one, two)) == "https://other.example/simple"
+
+
+def test_a_password_with_a_raw_at_sign_is_redacted_where_printed_alone() -> None:
+    from envbuilder.image.secrets import redact
+
+    secret = (("idx", "https://user:p@ss@h.example/simple"),)
+    out = redact(
+        "login failed for user with password p@ss, see https://user:p@ss@h.example/simple/x/", secret
+    )
+    assert (
+        "p@ss" not in out and out == "login failed for user with password <secret:idx>, see <secret:idx>/x/"
+    )
+
+
+def test_a_password_or_query_of_exactly_four_characters_is_redacted_on_its_own() -> None:
+    from envbuilder.image.secrets import redact
+
+    assert redact("bad password wxyz", (("idx", "https://u:wxyz@h.example/simple"),)) == (
+        "bad password <secret:idx>"
+    )
+    assert redact("query k=vv refused", (("idx", "https://h.example/simple?k=vv"),)) == (
+        "query <secret:idx> refused"
+    )
+    # three characters would redact ordinary words: left alone
+    assert redact("bad password xyz", (("idx", "https://u:xyz@h.example/simple"),)) == "bad password xyz"
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        ("<secret:pip_index_url>", True),
+        ("<secret:a.b-c_9>", True),
+        ("<secret:pip_index_url>\n", False),
+        (" <secret:x>", False),
+        ("<secret:a b>", False),
+        ("<secret:>", False),
+        (None, False),
+        (5, False),
+        (["<secret:x>"], False),
+    ],
+)
+def test_a_secret_reference_is_exactly_secret_name_in_angle_brackets(value: object, expected: bool) -> None:
+    from envbuilder.image.secrets import is_secret_ref
+
+    assert is_secret_ref(value) is expected
