@@ -167,6 +167,8 @@ def _at(path: str) -> Any:
         ("indexes", "corp", "indexes"),
         ("indexes", {"name": "corp", "url": CORP.url}, "indexes"),
         ("indexes.0", "corp", "indexes[0]"),
+        ("indexes.0", ["name", "url"], "indexes[0]"),  # a list of the keys: not an object
+        ("indexes.0", "", "indexes[0]"),
         ("indexes.0.name", 7, "indexes[0].name"),
         ("indexes.0.name", "framework", "indexes[0].name"),
         ("indexes.0.username", 7, "indexes[0].username"),
@@ -267,3 +269,81 @@ def test_a_secret_reference_is_exactly_secret_name_in_angle_brackets(value: obje
     from envbuilder.image.secrets import is_secret_ref
 
     assert is_secret_ref(value) is expected
+
+
+# --------------------------------------------------------------------------- the lock file's own checks
+
+
+def _lock_doc() -> dict[str, Any]:
+    from dataclasses import replace
+
+    from fake_engine import cpu_package_lock, make_resolution
+
+    from envbuilder.image.lock import lock_from_resolution
+
+    spec = make_spec()
+    arm = replace(cpu_package_lock("aarch64"), python_platform="aarch64-manylinux_2_28")
+    lock = replace(
+        lock_from_resolution(make_resolution(spec), spec.to_dict()), packages=(cpu_package_lock(), arm)
+    )
+    return lock.to_dict()
+
+
+def _parse(doc: dict[str, Any]) -> Any:
+    from envbuilder.image.lock import parse_lock
+
+    return parse_lock(doc, "t.lock.json")
+
+
+def test_the_recorded_lock_hash_must_be_the_whole_hash() -> None:
+    from envbuilder.errors import SpecError
+
+    doc = _lock_doc()
+    good = doc["lock_hash"]
+    assert _parse(doc).hash == good and len(good) == 64
+    for bad in (good[:12] + ("0" if good[12] != "0" else "1") + good[13:], good + "0", good[:63], ""):
+        doc["lock_hash"] = bad
+        with pytest.raises(SpecError, match="field 'lock_hash'"):
+            _parse(doc)
+    doc["lock_hash"] = None  # optional: recomputed
+    assert _parse(doc).hash == good
+
+
+def test_every_package_lock_of_a_lock_is_checked_and_one_per_platform() -> None:
+    from envbuilder.errors import SpecError
+
+    doc = _lock_doc()
+    assert [p.platform for p in _parse(doc).packages] == ["x86_64", "aarch64"]
+    doc["packages"][1]["indexes"] = [{"name": "x\nRUN INJ", "url": CORP.url}]
+    doc["lock_hash"] = None
+    with pytest.raises(SpecError, match=r"packages\[1\]: field 'indexes\[0\]\.name'"):
+        _parse(doc)
+    doc = _lock_doc()
+    doc["packages"][1] = dict(doc["packages"][0])
+    doc["lock_hash"] = None
+    with pytest.raises(SpecError, match="field 'packages': two package locks for one platform"):
+        _parse(doc)
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "field"),
+    [
+        ("schema_version", 1, "schema_version"),
+        ("schema_version", 3, "schema_version"),
+        ("spec_dir", "/abs/specs", "spec_dir"),
+        ("resolution", {"host": {"driver": 5}}, "resolution.host.driver"),
+        ("stack", "id=5", "stack"),
+    ],
+)
+def test_a_lock_field_out_of_shape_is_refused_with_its_name(key: str, value: object, field: str) -> None:
+    from envbuilder.errors import SpecError
+
+    doc = _lock_doc()
+    doc[key] = value
+    doc["lock_hash"] = None
+    with pytest.raises(SpecError) as err:
+        _parse(doc)
+    assert err.value.message.startswith(f"t.lock.json: field {field!r}"), err.value.message
+    doc = _lock_doc()
+    doc["spec_dir"] = "../specs"
+    assert _parse(doc).spec_dir == "../specs"
