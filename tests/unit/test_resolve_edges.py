@@ -266,3 +266,20 @@ def test_a_gpu_host_with_its_driver_given_gets_no_driver_warning(matrix: Matrix)
     res = _resolve(matrix, "torch", "", (H100,))
     assert res.stack is not None
     assert not any("driver" in w for w in res.warnings), res.warnings
+
+
+@pytest.mark.parametrize(
+    ("fw", "spec", "lent"),
+    [
+        ("torch", "==2.6.*", False),  # curated aarch64 lists (no wheel read): its own, no note
+        ("jax", "==0.4.26", True),  # archs_from_default, no wheel read: linux/amd64's taken, said
+        ("jax", "==0.11.2", False),  # archs_from_default, but aarch64 wheels were read to check them
+    ],
+)
+def test_a_note_says_when_linux_amd64s_arch_lists_stand_in_unchecked(
+    matrix: Matrix, fw: str, spec: str, lent: bool
+) -> None:
+    res = _resolve(matrix, fw, spec, ("NVIDIA GH200 480GB",), platform="linux/arm64")
+    assert res.stack is not None, res.rejected
+    said = any("arch lists were not read" in n for n in res.stack.notes)
+    assert said == lent, res.stack.notes
