@@ -347,3 +347,9 @@ def test_a_lock_field_out_of_shape_is_refused_with_its_name(key: str, value: obj
     doc = _lock_doc()
     doc["spec_dir"] = "../specs"
     assert _parse(doc).spec_dir == "../specs"
+
+
+@pytest.mark.parametrize("raw", ["x86_64", ["x86_64"], None, 5])
+def test_a_package_lock_that_is_not_an_object_is_refused(raw: object) -> None:
+    with pytest.raises(LockError, match="packages\\[0\\]: expected an object"):
+        package_lock_from_dict(raw, "w: packages[0]")

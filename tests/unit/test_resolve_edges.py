@@ -283,3 +283,46 @@ def test_a_note_says_when_linux_amd64s_arch_lists_stand_in_unchecked(
     assert res.stack is not None, res.rejected
     said = any("arch lists were not read" in n for n in res.stack.notes)
     assert said == lent, res.stack.notes
+
+
+# --------------------------------------------------------------------------- the platform's own Python range
+
+
+def _narrow(matrix: Matrix, variant: str, python: str = ">=3.10,<3.12") -> Matrix:
+    """The matrix with torch's linux/arm64 `variant` wheels published for `python` only."""
+    builds = tuple(
+        replace(b, python=python) if (b.framework, b.variant) == ("torch", variant) else b
+        for b in matrix.platforms.builds
+    )
+    return replace(matrix, platforms=replace(matrix.platforms, builds=builds))
+
+
+def test_without_python_the_platforms_range_skips_pythons_silently(matrix: Matrix) -> None:
+    request = Request(framework="torch", specifier="==2.6.0", cpu_only=True, platform="linux/arm64")
+    res = resolve(_narrow(matrix, "cpu"), request, Host(driver=None, gpus=(), source="given"))
+    assert res.stack is not None and res.stack.python == "3.11"
+    assert not any(r.component == "python" for r in res.rejected), res.rejected
+
+
+def test_a_python_given_outside_the_platforms_range_is_one_rejection_of_the_cpu_bundled_build(
+    matrix: Matrix,
+) -> None:
+    request = Request(
+        framework="torch", specifier="==2.6.0", cpu_only=True, platform="linux/arm64", python="3.13"
+    )
+    res = resolve(_narrow(matrix, "cpu"), request, Host(driver=None, gpus=(), source="given"))
+    assert res.stack is None
+    assert [r.candidate for r in res.rejected] == ["torch 2.6.0+cpu / py3.13 / bundled / linux/arm64"]
+
+
+def test_a_python_given_outside_the_platforms_range_is_said_for_each_strategy_of_a_cuda_build(
+    matrix: Matrix,
+) -> None:
+    m = _narrow(matrix, "cu126")
+    res = _resolve(m, "torch", "==2.6.0", ("NVIDIA GH200 480GB",), platform="linux/arm64", python="3.13")
+    assert res.stack is None
+    python = sorted(r.candidate for r in res.rejected if r.component == "python")
+    assert python == [
+        "torch 2.6.0+cu126 / py3.13 / bundled / linux/arm64",
+        "torch 2.6.0+cu126 / py3.13 / system-cuda / linux/arm64",
+    ], res.rejected
