@@ -2658,6 +2658,20 @@ EQUIVALENT.update(
             'strategy_pref = 0 if (request.strategy or "bundled") == s.strategy else 1',
             'strategy_pref = 0 if (request.strategy or "bundled") == s.strategy else 2',
         ): "the key holds -strategy_pref: 0 above -2 orders the survivors as 0 above -1 does",
+        (
+            RES,
+            "continue  # (the loop's only Python: the one given)",
+            "break  # (the loop's only Python: the one given)",
+        ): "this rejection is reached only with --python given (else the line above continued), and "
+        "python_candidates() is then [request.python]: one Python, nothing after it to skip",
+        (
+            RES,
+            "continue  # (and so is every other Python of this build and strategy)",
+            "break  # (and so is every other Python of this build and strategy)",
+        ): "the strategy rejections of a CPU build do not depend on the Python, and resolve() drops "
+        "them: every later Python of this build and strategy would be dropped the same way",
+        (RES, "for verdict in survivors[1:]:", "for verdict in survivors[0:]:"): "survivors[0] is the "
+        "best stack, whose key is in `seen` from the start: it is skipped",
     }
 )
 

@@ -37,7 +37,7 @@ def test_every_spec_index_goes_to_the_project_group_in_order() -> None:
 def test_no_default_index_means_no_pypi_entry_in_either_group() -> None:
     """--no-index: the lock records default_index null; nothing may put ("pypi", None) on the line."""
     for group in ("framework", "project"):
-        got = install_indexes(group, indexes=(CORP,), framework_index=None, default_index=None)  # type: ignore[arg-type]
+        got = install_indexes(group, indexes=(CORP,), framework_index=None, default_index=None)
         assert got == ((("corp", CORP.url),) if group == "project" else ()), group
     assert install_indexes("project", indexes=(), framework_index=TORCH, default_index=None) == (
         ("framework", TORCH),
@@ -180,6 +180,8 @@ def _at(path: str) -> Any:
         ("resolver", None, "resolver"),
         ("resolver", 1, "resolver"),
         ("find_links", "/srv/wheels", "find_links"),
+        ("find_links", "//", "find_links"),  # text, not a list, though each character is "/"
+        ("find_links", {"/srv/a": "x"}, "find_links"),
         ("find_links", ["/srv/a", 5], "find_links"),
         ("find_links", ["/srv/a", "rel/b"], "find_links"),
         ("inputs", ["requirements.txt"], "inputs"),

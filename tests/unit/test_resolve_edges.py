@@ -326,3 +326,14 @@ def test_a_python_given_outside_the_platforms_range_is_said_for_each_strategy_of
         "torch 2.6.0+cu126 / py3.13 / bundled / linux/arm64",
         "torch 2.6.0+cu126 / py3.13 / system-cuda / linux/arm64",
     ], res.rejected
+
+
+# --------------------------------------------------------------------------- alternatives
+
+
+def test_the_runner_up_is_the_first_alternative(matrix: Matrix) -> None:
+    """With one Python and one strategy each build is one survivor: the second-ranked one (torch
+    2.15.0+cu132: only MVC support on R580) is the first alternative to the best (+cu130)."""
+    res = _resolve(matrix, "torch", "==2.15.0", (H100,), python="3.12", strategy="bundled")
+    assert res.stack is not None and (res.stack.version, res.stack.variant) == ("2.15.0", "cu130")
+    assert [(a.version, a.variant) for a in res.alternatives] == [("2.15.0", "cu132")]
