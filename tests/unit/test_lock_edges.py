@@ -185,6 +185,8 @@ def _at(path: str) -> Any:
         ("find_links", ["/srv/a", 5], "find_links"),
         ("find_links", ["/srv/a", "rel/b"], "find_links"),
         ("inputs", ["requirements.txt"], "inputs"),
+        ("inputs", {"a.txt": "4" * 64, "../b.txt": "4" * 64}, "inputs"),  # the second input too
+        ("inputs", {"a.txt": "4" * 64, "b.txt": "Z" * 64}, "inputs['b.txt']"),
         ("packages", {"name": "x"}, "packages"),
     ],
 )
