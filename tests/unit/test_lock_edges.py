@@ -187,6 +187,8 @@ def _at(path: str) -> Any:
         ("inputs", ["requirements.txt"], "inputs"),
         ("inputs", {"a.txt": "4" * 64, "../b.txt": "4" * 64}, "inputs"),  # the second input too
         ("inputs", {"a.txt": "4" * 64, "b.txt": "Z" * 64}, "inputs['b.txt']"),
+        ("inputs", {"a.txt": 5}, "inputs['a.txt']"),
+        ("packages", 5, "packages"),
         ("packages", {"name": "x"}, "packages"),
     ],
 )
@@ -357,3 +359,12 @@ def test_a_lock_field_out_of_shape_is_refused_with_its_name(key: str, value: obj
 def test_a_package_lock_that_is_not_an_object_is_refused(raw: object) -> None:
     with pytest.raises(LockError, match="packages\\[0\\]: expected an object"):
         package_lock_from_dict(raw, "w: packages[0]")
+
+
+def test_a_secret_url_without_a_host_is_redacted_as_given() -> None:
+    from envbuilder.image.secrets import redact
+
+    secret = (("wheels", "file:///srv/T0KEN/simple/"),)
+    assert (
+        redact("no wheel at file:///srv/T0KEN/simple/ today", secret) == "no wheel at <secret:wheels> today"
+    )

@@ -337,3 +337,25 @@ def test_the_runner_up_is_the_first_alternative(matrix: Matrix) -> None:
     res = _resolve(matrix, "torch", "==2.15.0", (H100,), python="3.12", strategy="bundled")
     assert res.stack is not None and (res.stack.version, res.stack.variant) == ("2.15.0", "cu130")
     assert [(a.version, a.variant) for a in res.alternatives] == [("2.15.0", "cu132")]
+
+
+# --------------------------------------------------------------------------- driver facts
+
+
+def test_a_cuda_the_matrix_does_not_know_is_an_internal_error_not_a_floor(matrix: Matrix) -> None:
+    """The matrix check guarantees every CUDA a build names exists; past it, no floor is made up."""
+    from envbuilder.resolve.drivers import first_release, mvc_floor
+
+    with pytest.raises(AssertionError, match=r"matrix check guarantees CUDA 99\.1"):
+        first_release(matrix, "99.1")
+    with pytest.raises(AssertionError, match=r"matrix check guarantees CUDA major of 99\.1"):
+        mvc_floor(matrix, "99.1")
+
+
+@pytest.mark.parametrize("value", [5, 580.65, None, b"580.65.06"])
+def test_a_driver_that_is_not_text_is_a_usage_error(value: object) -> None:
+    from envbuilder.errors import UsageError
+    from envbuilder.versions import parse_driver
+
+    with pytest.raises(UsageError, match="malformed driver version"):
+        parse_driver(value)  # type: ignore[arg-type]
