@@ -2672,6 +2672,12 @@ EQUIVALENT.update(
         "them: every later Python of this build and strategy would be dropped the same way",
         (RES, "for verdict in survivors[1:]:", "for verdict in survivors[0:]:"): "survivors[0] is the "
         "best stack, whose key is in `seen` from the start: it is skipped",
+        (
+            "image/lock.py",
+            "raise SpecError(exc.message, hint=exc.hint or _HINT) from None",
+            "raise SpecError(exc.message, hint=exc.hint) from None",
+        ): "every LockError package_lock_from_dict raises (its own, _refused's, check_package's) "
+        "carries packages._HINT: exc.hint is never empty",
     }
 )
 

@@ -368,3 +368,14 @@ def test_a_secret_url_without_a_host_is_redacted_as_given() -> None:
     assert (
         redact("no wheel at file:///srv/T0KEN/simple/ today", secret) == "no wheel at <secret:wheels> today"
     )
+
+
+def test_a_refused_package_lock_value_keeps_the_package_locks_own_hint() -> None:
+    from envbuilder.errors import SpecError
+
+    doc = _lock_doc()
+    doc["packages"][0]["python"] = "3"
+    doc["lock_hash"] = None
+    with pytest.raises(SpecError) as err:
+        _parse(doc)
+    assert err.value.hint == "re-lock: envbuilder lock SPEC (or build SPEC without --lock)"

@@ -359,3 +359,30 @@ def test_a_driver_that_is_not_text_is_a_usage_error(value: object) -> None:
 
     with pytest.raises(UsageError, match="malformed driver version"):
         parse_driver(value)  # type: ignore[arg-type]
+
+
+# --------------------------------------------------------------------------- platforms of mixed hosts
+
+
+def test_the_platform_is_inferred_from_any_gpu_that_exists_on_one_platform_only(matrix: Matrix) -> None:
+    from envbuilder.resolve.platform import effective_platform
+
+    host = target_host(matrix, DRIVER, (H100, "NVIDIA GH200 480GB", "NVIDIA GB200"), ())
+    platform, said = effective_platform(matrix, Request(framework="torch", specifier=""), host)
+    assert platform == "linux/arm64"
+    assert said is not None and "NVIDIA GB200, NVIDIA GH200 480GB is found only in linux/arm64 hosts" in said
+
+
+def test_every_gpu_of_another_platform_is_refused_past_one_without_a_platform_row(matrix: Matrix) -> None:
+    from envbuilder.resolve.platform import platform_rejections
+
+    host = target_host(matrix, DRIVER, (H100, "NVIDIA GH200 480GB", "NVIDIA GB200"), ())
+    got = platform_rejections(matrix, "linux/amd64", host)
+    assert [r.reason.split(" only exists")[0] for r in got] == ["NVIDIA GH200 480GB", "NVIDIA GB200"]
+
+
+def test_a_host_without_a_driver_is_left_as_it_is_under_wsl(matrix: Matrix) -> None:
+    from envbuilder.resolve.wsl import host_under_wsl
+
+    host = Host(driver=None, gpus=(), source="given")
+    assert host_under_wsl(matrix, host) is host
