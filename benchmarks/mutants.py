@@ -2678,6 +2678,18 @@ EQUIVALENT.update(
             "raise SpecError(exc.message, hint=exc.hint) from None",
         ): "every LockError package_lock_from_dict raises (its own, _refused's, check_package's) "
         "carries packages._HINT: exc.hint is never empty",
+        (
+            "image/lock.py",
+            "if digest is not None and not (IMAGE_REF_RE.fullmatch(digest) or _IMAGE_ID_RE.fullmatch(digest)):",
+            "if digest is not None and not (IMAGE_REF_RE.fullmatch(digest)):",
+        ): "IMAGE_REF_RE accepts every sha256:<64 hex> as the image `sha256` with a 64-character tag, "
+        "so _IMAGE_ID_RE never admits a digest IMAGE_REF_RE refuses",
+        (
+            "resolve/coverage.py",
+            'if any(t.kind == "sass" for t in runs):',
+            'if any(t.kind == "sass" for t in list(runs)[:1]):',
+        ): "matrix_targets lists every SASS target before every PTX one (the loader refuses PTX "
+        "spellings in a sass list): when any running target is SASS, the first running one is",
     }
 )
 

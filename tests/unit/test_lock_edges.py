@@ -379,3 +379,19 @@ def test_a_refused_package_lock_value_keeps_the_package_locks_own_hint() -> None
     with pytest.raises(SpecError) as err:
         _parse(doc)
     assert err.value.hint == "re-lock: envbuilder lock SPEC (or build SPEC without --lock)"
+
+
+def test_a_build_record_without_a_base_digest_reads() -> None:
+    from envbuilder.image.lock import BuildRecord
+
+    doc = _lock_doc()
+    doc["build"] = BuildRecord(
+        image_id="sha256:" + "1" * 64,
+        base_image="python:3.11-slim-bookworm",
+        base_image_digest=None,
+        dockerfile_sha256="3" * 64,
+        packages=(),
+        tags=(),
+    ).to_dict()
+    lock = _parse(doc)
+    assert lock.build is not None and lock.build.base_image_digest is None
