@@ -386,3 +386,18 @@ def test_a_host_without_a_driver_is_left_as_it_is_under_wsl(matrix: Matrix) -> N
 
     host = Host(driver=None, gpus=(), source="given")
     assert host_under_wsl(matrix, host) is host
+
+
+def test_ptxas_knows_the_archs_of_the_newest_release_of_its_cuda(matrix: Matrix) -> None:
+    """12.8.0 and 12.8.1 are both CUDA 12.8: the arch list of the newer one is what its ptxas
+    compiles for (here the newer one is made to add sm_12.1)."""
+    from envbuilder.matrix.model import Compiler
+    from envbuilder.resolve.coverage import compiler_gap
+
+    releases = tuple(
+        replace(r, archs=(*r.archs, "12.1")) if r.version == "12.8.1" else r for r in matrix.cuda.releases
+    )
+    m = replace(matrix, cuda=replace(matrix.cuda, releases=releases))
+    compiler = Compiler(runs="always", targets=("9.0", "12.1"), ptxas="nvcc", ptxas_cuda="12.8")
+    assert compiler_gap(m, compiler, "12.1") is None
+    assert compiler_gap(matrix, compiler, "12.1") == ("its ptxas (nvcc: CUDA 12.8) cannot compile for sm_121")
