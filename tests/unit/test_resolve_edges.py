@@ -248,6 +248,8 @@ def test_a_specifier_no_release_matches_says_which_releases_are_known(matrix: Ma
     assert "no torch release matches 'torch>=99'" in err.value.message
     first, last = table.releases[0].version, table.releases[-1].version
     assert err.value.hint is not None and f"envbuilder knows torch {first} .. {last}" in err.value.hint
+    newest = ", ".join(r.version for r in table.releases[-6:])
+    assert f"(newest: {newest})" in err.value.hint and len(table.releases) > 6
 
 
 # --------------------------------------------------------------------------- warnings
@@ -400,4 +402,6 @@ def test_ptxas_knows_the_archs_of_the_newest_release_of_its_cuda(matrix: Matrix)
     m = replace(matrix, cuda=replace(matrix.cuda, releases=releases))
     compiler = Compiler(runs="always", targets=("9.0", "12.1"), ptxas="nvcc", ptxas_cuda="12.8")
     assert compiler_gap(m, compiler, "12.1") is None
-    assert compiler_gap(matrix, compiler, "12.1") == ("its ptxas (nvcc: CUDA 12.8) cannot compile for sm_121")
+    assert compiler_gap(matrix, compiler, "12.1") == "its ptxas (nvcc: CUDA 12.8) cannot compile for sm_121"
+    # a ptxas of a CUDA the matrix has no release of: nothing known against it
+    assert compiler_gap(matrix, replace(compiler, ptxas_cuda="99.9"), "12.1") is None
