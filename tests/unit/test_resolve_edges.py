@@ -175,11 +175,14 @@ def test_a_system_cuda_stack_says_when_its_wheels_bring_a_second_cuda(
 
 
 def test_without_a_requested_strategy_bundled_ranks_before_system_cuda(matrix: Matrix) -> None:
-    res = _resolve(matrix, "torch", "==2.15.0", (H100,))
+    """Same build, same Python (3.12: both strategies have bases of it), same CUDA: only the
+    strategy preference orders them (the stack ids would put system-cuda's first)."""
+    res = _resolve(matrix, "torch", "==2.15.0", (H100,), python="3.12")
     s = res.stack
     assert s is not None and s.strategy == "bundled", res.rejected
     system = [a for a in res.alternatives if a.strategy == "system-cuda"]
-    assert any((a.version, a.variant) == (s.version, s.variant) for a in system), res.alternatives
+    assert [(a.version, a.variant, a.python) for a in system][:1] == [(s.version, s.variant, "3.12")]
+    assert system[0].id > s.id  # else the id, the key's last step, would order them the same way
 
 
 # --------------------------------------------------------------------------- the JIT floor's reason
