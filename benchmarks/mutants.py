@@ -2680,7 +2680,7 @@ EQUIVALENT.update(
         "carries packages._HINT: exc.hint is never empty",
         (
             "image/lock.py",
-            "if digest is not None and not (IMAGE_REF_RE.fullmatch(digest) or _IMAGE_ID_RE.fullmatch(digest)):"  # noqa: E501
+            "if digest is not None and not (IMAGE_REF_RE.fullmatch(digest) or _IMAGE_ID_RE.fullmatch(digest)):",  # noqa: E501
             "if digest is not None and not (IMAGE_REF_RE.fullmatch(digest)):",
         ): "IMAGE_REF_RE accepts every sha256:<64 hex> as the image `sha256` with a 64-character tag, "
         "so _IMAGE_ID_RE never admits a digest IMAGE_REF_RE refuses",
