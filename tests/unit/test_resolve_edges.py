@@ -363,7 +363,7 @@ def test_a_driver_that_is_not_text_is_a_usage_error(value: object) -> None:
     from envbuilder.versions import parse_driver
 
     with pytest.raises(UsageError, match="malformed driver version"):
-        parse_driver(value)  # type: ignore[arg-type]
+        parse_driver(value)
 
 
 # --------------------------------------------------------------------------- platforms of mixed hosts
