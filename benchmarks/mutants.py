@@ -2656,6 +2656,143 @@ def auto_mutants(area: str) -> tuple[Mutant, ...]:
     return tuple(out)
 
 
+# The resolve and lock areas (issue 23: the resolver's floors and ranges; the lock's strings that
+# reach a template or a command line, its redaction and its hash).
+RESOLVE_TESTS = (
+    "test_resolve_edges.py",
+    "test_versions.py",
+    "test_wsl.py",
+    "test_driver_two_part.py",
+    "test_forward_compat.py",
+    "test_resolve_coverage.py",
+    "test_resolve_boundary.py",
+    "test_resolve_cases.py",
+    "test_platforms.py",
+)
+LOCK_TESTS = (
+    "test_lock_edges.py",
+    "test_lock_secrets.py",
+    "test_lock_values.py",
+    "test_lock.py",
+    "test_packages.py",
+    "test_render.py",
+)
+AREAS["resolve"] = (
+    "RS",
+    (
+        Target(
+            RES,
+            (
+                "python_candidates",
+                "_check_gpu_support",
+                "_evaluate",
+                "_jit_floor",
+                "_rank_key",
+                "resolve",
+            ),
+            RESOLVE_TESTS,
+        ),
+        Target(DRV, ("_native_cuda", "first_release", "mvc_floor", "jit_floor"), RESOLVE_TESTS),
+        Target(
+            "versions.py",
+            ("parse_driver", "is_driver_branch", "driver_branch"),
+            RESOLVE_TESTS,
+        ),
+        Target("resolve/wsl.py", ("windows_driver", "host_under_wsl"), RESOLVE_TESTS),
+        Target("resolve/platform.py", ("effective_platform", "platform_rejections"), RESOLVE_TESTS),
+        Target("resolve/coverage.py", ("Coverage.partial", "sass_coverage", "compiler_gap"), RESOLVE_TESTS),
+    ),
+)
+AREAS["lock"] = (
+    "LK",
+    (
+        Target(
+            "image/packages.py",
+            (
+                "install_indexes",
+                "lock_secrets",
+                "_base_lock",
+                "_index_url",
+                "_lock_indexes",
+                "package_lock_from_dict",
+            ),
+            LOCK_TESTS,
+        ),
+        Target(
+            "image/secrets.py", ("redact", "_secret_patterns", "recorded_url", "is_secret_ref"), LOCK_TESTS
+        ),
+        Target("image/lock.py", ("lock_hash", "parse_lock", "_check_build"), LOCK_TESTS),
+    ),
+)
+
+
+EQUIVALENT.update(
+    {
+        (
+            RES,
+            "if jit is None and v.kernel_sets:  # SASS for this GPU in only some kernel sets?",
+            "if jit is None:  # SASS for this GPU in only some kernel sets?",
+        ): "sass_coverage((), gpu) is Coverage(0, 0), never partial: without kernel sets the branch "
+        "does nothing",
+        (
+            RES,
+            "if not (request.forward_compat and gpus and not forward_compat.ineligible_gpus(matrix, gpus)):",
+            "if not (request.forward_compat and not forward_compat.ineligible_gpus(matrix, gpus)):",
+        ): "a CUDA build is a candidate only on a host with GPUs: resolve() turns a GPU-less request "
+        "into a CPU-only one (as B21), so `gpus` is never empty here",
+        (
+            RES,
+            'require = (jit_cuda or major_minor(v.cuda)) if not sass_everywhere else f"{major(v.cuda)}.0"',
+            'require = (jit_cuda) if not sass_everywhere else f"{major(v.cuda)}.0"',
+        ): "sass_everywhere turns False only where _jit_floor has just set jit_cuda, which is always a "
+        "CUDA X.Y (its ISA's or the build's): the `or` never reaches its second operand",
+        (
+            RES,
+            'strategy_pref = 0 if (request.strategy or "bundled") == s.strategy else 1',
+            'strategy_pref = 0 if ("bundled") == s.strategy else 1',
+        ): "with a requested strategy only that strategy's candidates are evaluated (resolve()'s "
+        "`strategies`): every survivor gets the same preference either way",
+        (
+            RES,
+            'strategy_pref = 0 if (request.strategy or "bundled") == s.strategy else 1',
+            'strategy_pref = 0 if (request.strategy or "bundled") == s.strategy else 2',
+        ): "the key holds -strategy_pref: 0 above -2 orders the survivors as 0 above -1 does",
+        (
+            RES,
+            "continue  # (the loop's only Python: the one given)",
+            "break  # (the loop's only Python: the one given)",
+        ): "this rejection is reached only with --python given (else the line above continued), and "
+        "python_candidates() is then [request.python]: one Python, nothing after it to skip",
+        (
+            RES,
+            "continue  # (and so is every other Python of this build and strategy)",
+            "break  # (and so is every other Python of this build and strategy)",
+        ): "the strategy rejections of a CPU build do not depend on the Python, and resolve() drops "
+        "them: every later Python of this build and strategy would be dropped the same way",
+        (RES, "for verdict in survivors[1:]:", "for verdict in survivors[0:]:"): "survivors[0] is the "
+        "best stack, whose key is in `seen` from the start: it is skipped",
+        (
+            "image/lock.py",
+            "raise SpecError(exc.message, hint=exc.hint or _HINT) from None",
+            "raise SpecError(exc.message, hint=exc.hint) from None",
+        ): "every LockError package_lock_from_dict raises (its own, _refused's, check_package's) "
+        "carries packages._HINT: exc.hint is never empty",
+        (
+            "image/lock.py",
+            "if digest is not None and not (IMAGE_REF_RE.fullmatch(digest) or _IMAGE_ID_RE.fullmatch(digest)):",  # noqa: E501
+            "if digest is not None and not (IMAGE_REF_RE.fullmatch(digest)):",
+        ): "IMAGE_REF_RE accepts every sha256:<64 hex> as the image `sha256` with a 64-character tag, "
+        "so _IMAGE_ID_RE never admits a digest IMAGE_REF_RE refuses",
+        (
+            "resolve/coverage.py",
+            'if any(t.kind == "sass" for t in runs):',
+            'if any(t.kind == "sass" for t in list(runs)[:1]):',
+        ): "matrix_targets lists every SASS target before every PTX one (the loader refuses PTX "
+        "spellings in a sass list): when any running target is SASS, the first running one is",
+    }
+)
+
+
 # --------------------------------------------------------------------------- running
 
 

@@ -568,12 +568,12 @@ def resolve(matrix: Matrix, request: Request, host: Host) -> Resolution:
                             rejection = Rejection(candidate=cand.label(), component="python", reason=reason)
                             if rejection not in rejected:
                                 rejected.append(rejection)
-                            continue
+                            continue  # (the loop's only Python: the one given)
                         try:
                             survivors.append(_evaluate(matrix, request, host, cand))
                         except _Reject as r:
                             if r.component == "strategy" and v.cuda is None:
-                                continue
+                                continue  # (and so is every other Python of this build and strategy)
                             label = cand.label()
                             if r.component in _PYTHON_INDEPENDENT:
                                 label = label.replace(f" / py{py} / ", " / any Python / ")

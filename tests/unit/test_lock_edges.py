@@ -1,0 +1,397 @@
+"""The lock's decisions that the automatic mutants of `benchmarks/mutants.py --auto lock` found
+unguarded (issue 23 items 1, 5 and 14, blind run of 2026-12-05): where a lock's index names and
+URLs go, how a secret is recorded and redacted, what the lock hash and the lock's checks hold."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fake_engine import cpu_stack, make_spec
+
+from envbuilder.errors import LockError
+from envbuilder.image.packages import (
+    LockSettings,
+    _base_lock,
+    install_indexes,
+    lock_secrets,
+    package_lock_from_dict,
+)
+from envbuilder.image.sources import PackageIndex
+
+CORP = PackageIndex(name="corp", url="https://pkgs.example/simple")
+TEAM = PackageIndex(name="team", url="https://team.example/simple")
+TORCH = "https://download.pytorch.org/whl/cpu"
+PYPI = "https://pypi.org/simple"
+
+
+# --------------------------------------------------------------------------- install_indexes
+
+
+def test_every_spec_index_goes_to_the_project_group_in_order() -> None:
+    got = install_indexes("project", indexes=(CORP, TEAM), framework_index=TORCH, default_index=PYPI)
+    assert got == (("corp", CORP.url), ("team", TEAM.url), ("framework", TORCH), ("pypi", PYPI))
+
+
+def test_no_default_index_means_no_pypi_entry_in_either_group() -> None:
+    """--no-index: the lock records default_index null; nothing may put ("pypi", None) on the line."""
+    for group in ("framework", "project"):
+        got = install_indexes(group, indexes=(CORP,), framework_index=None, default_index=None)
+        assert got == ((("corp", CORP.url),) if group == "project" else ()), group
+    assert install_indexes("project", indexes=(), framework_index=TORCH, default_index=None) == (
+        ("framework", TORCH),
+    )
+
+
+# --------------------------------------------------------------------------- secrets of a lock run
+
+
+def test_every_spec_index_password_is_a_secret_named_by_its_secret_id_or_its_name(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    indexes = [
+        {"name": "corp", "url": "https://pkgs.example/simple", "secret": "corp_tok"},
+        {"name": "team", "url": "https://team.example/simple"},
+        {"name": "open", "url": "https://open.example/simple"},  # no password in the environment
+    ]
+    monkeypatch.setenv("UV_INDEX_CORP_PASSWORD", "pw-of-corp")
+    monkeypatch.setenv("UV_INDEX_TEAM_PASSWORD", "pw-of-team")
+    monkeypatch.delenv("UV_INDEX_OPEN_PASSWORD", raising=False)
+    spec = make_spec(requirements=["six"], indexes=indexes)
+    mirror = ("pip_index_url", "https://mirror.example/TOKEN/simple")
+    got = lock_secrets(spec, LockSettings(secrets=(mirror,)))
+    assert got == (mirror, ("corp_tok", "pw-of-corp"), ("team", "pw-of-team"))
+
+
+# --------------------------------------------------------------------------- the lock's own record
+
+
+def test_a_mirror_given_as_a_secret_is_recorded_by_name_in_both_index_fields() -> None:
+    """Issue 23 item 5: a URL given as a secret (its token in the path or the query) is recorded
+    as <secret:NAME>, the framework mirror and the default index alike."""
+    f_url = "https://dl.example.io/T0KEN-IN-PATH/whl/cpu"
+    d_url = "https://mirror.example/simple?token=T0KEN-IN-QUERY"
+    settings = LockSettings(
+        framework_index=f_url, default_index=d_url, secrets=(("fw_mirror", f_url), ("pip_index_url", d_url))
+    )
+    base = _base_lock(make_spec(), cpu_stack(), "x86_64", "uv 0.13.9", settings)
+    assert base.framework_index == "<secret:fw_mirror>"
+    assert base.default_index == "<secret:pip_index_url>"
+    assert (base.platform, base.python_platform) == ("x86_64", "x86_64-manylinux_2_28")
+
+
+def test_a_mirror_not_given_as_a_secret_loses_its_credentials_and_query_values() -> None:
+    settings = LockSettings(default_index="https://u:pa@ss@mirror.example/simple?token=abc")
+    base = _base_lock(make_spec(), cpu_stack(), "aarch64", "uv 0.13.9", settings)
+    assert base.default_index == "https://mirror.example/simple?token=***"
+    assert base.framework_index == cpu_stack().index_url
+    assert base.python_platform == "aarch64-manylinux_2_28"
+
+
+def test_find_links_are_recorded_resolved_and_every_one_must_be_a_folder(tmp_path: Path) -> None:
+    a, b = tmp_path / "a", tmp_path / "b"
+    a.mkdir()
+    b.mkdir()
+    link = tmp_path / "link"
+    link.symlink_to(b)
+    settings = LockSettings(find_links=(a, link))
+    base = _base_lock(make_spec(), cpu_stack(), "x86_64", "uv 0.13.9", settings)
+    assert base.find_links == (str(a), str(b))
+    with pytest.raises(LockError, match=r"--find-links .*missing: not a folder"):
+        _base_lock(
+            make_spec(), cpu_stack(), "x86_64", "uv", LockSettings(find_links=(a, tmp_path / "missing"))
+        )
+
+
+def test_no_index_needs_find_links_and_an_unknown_platform_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(LockError, match="--no-index needs --find-links"):
+        _base_lock(make_spec(), cpu_stack(), "x86_64", "uv", LockSettings(no_index=True))
+    ok = _base_lock(
+        make_spec(), cpu_stack(), "x86_64", "uv", LockSettings(no_index=True, find_links=(tmp_path,))
+    )
+    assert ok.default_index is None and ok.framework_index is None
+    with pytest.raises(LockError, match="unknown platform 'riscv64'"):
+        _base_lock(make_spec(), cpu_stack(), "riscv64", "uv", LockSettings())  # type: ignore[arg-type]
+
+
+# --------------------------------------------------------------------------- index URLs of a lock
+
+
+def _raw_lock() -> dict[str, Any]:
+    from dataclasses import replace
+
+    from fake_engine import cpu_package_lock
+
+    return replace(cpu_package_lock(), indexes=(CORP,)).to_dict()
+
+
+@pytest.mark.parametrize(
+    "set_url",
+    [
+        lambda d, v: d.update(default_index=v),
+        lambda d, v: d.update(framework_index=v),
+        lambda d, v: d["indexes"][0].update(url=v),
+    ],
+    ids=["default_index", "framework_index", "indexes[0].url"],
+)
+@pytest.mark.parametrize("value", [123, ["https://pypi.org/simple"], {"url": "https://pypi.org/simple"}])
+def test_an_index_url_that_is_not_text_is_refused_with_its_field(set_url: Any, value: object) -> None:
+    raw = _raw_lock()
+    set_url(raw, value)
+    with pytest.raises(
+        LockError, match=r"field '(default_index|framework_index|indexes\[0\]\.url)'.* refused"
+    ):
+        package_lock_from_dict(raw, "w")
+
+
+def _at(path: str) -> Any:
+    """A setter of one field of a package lock's dict, by a dotted path ("indexes.0.name")."""
+
+    def put(d: dict[str, Any], v: object) -> None:
+        *parents, last = path.split(".")
+        for p in parents:
+            d = d[int(p)] if p.isdigit() else d[p]  # type: ignore[index]
+        if last.isdigit():
+            d[int(last)] = v  # type: ignore[index]
+        else:
+            d[last] = v
+
+    return put
+
+
+@pytest.mark.parametrize(
+    ("path", "value", "field"),
+    [
+        ("indexes", 5, "indexes"),
+        ("indexes", "corp", "indexes"),
+        ("indexes", {"name": "corp", "url": CORP.url}, "indexes"),
+        ("indexes.0", "corp", "indexes[0]"),
+        ("indexes.0", ["name", "url"], "indexes[0]"),  # a list of the keys: not an object
+        ("indexes.0", "", "indexes[0]"),
+        ("indexes.0.name", 7, "indexes[0].name"),
+        ("indexes.0.name", "framework", "indexes[0].name"),
+        ("indexes.0.username", 7, "indexes[0].username"),
+        ("indexes.0.secret", 7, "indexes[0].secret"),
+        ("indexes.0.secret", "a b", "indexes[0].secret"),
+        ("platform", None, "platform"),
+        ("python", 3.11, "python"),
+        ("python_platform", None, "python_platform"),
+        ("resolver", None, "resolver"),
+        ("resolver", 1, "resolver"),
+        ("find_links", "/srv/wheels", "find_links"),
+        ("find_links", "//", "find_links"),  # text, not a list, though each character is "/"
+        ("find_links", {"/srv/a": "x"}, "find_links"),
+        ("find_links", ["/srv/a", 5], "find_links"),
+        ("find_links", ["/srv/a", "rel/b"], "find_links"),
+        ("inputs", ["requirements.txt"], "inputs"),
+        ("inputs", {"a.txt": "4" * 64, "../b.txt": "4" * 64}, "inputs"),  # the second input too
+        ("inputs", {"a.txt": "4" * 64, "b.txt": "Z" * 64}, "inputs['b.txt']"),
+        ("inputs", {"a.txt": 5}, "inputs['a.txt']"),
+        ("packages", 5, "packages"),
+        ("packages", {"name": "x"}, "packages"),
+    ],
+)
+def test_a_package_lock_value_of_the_wrong_shape_is_refused_with_its_field(
+    path: str, value: object, field: str
+) -> None:
+    raw = _raw_lock()
+    raw["indexes"][0].update(username="__token__", secret="corp_tok")
+    package_lock_from_dict(dict(raw), "w")  # reads as it is
+    _at(path)(raw, value)
+    with pytest.raises(LockError) as err:
+        package_lock_from_dict(raw, "w")
+    assert f"field {field!r}" in err.value.message and "refused" in err.value.message, err.value.message
+
+
+def test_two_indexes_of_one_name_are_refused_and_two_names_read() -> None:
+    raw = _raw_lock()
+    raw["indexes"] = [CORP.to_dict(), TEAM.to_dict()]
+    got = package_lock_from_dict(raw, "w")
+    assert [i.name for i in got.indexes] == ["corp", "team"]
+    assert [i.url for i in got.indexes] == [CORP.url, TEAM.url]
+    raw["indexes"][1]["name"] = "corp"
+    with pytest.raises(
+        LockError, match=r"field 'indexes': \['corp', 'corp'\] refused \(each index name once\)"
+    ):
+        package_lock_from_dict(raw, "w")
+
+
+# --------------------------------------------------------------------------- redaction
+
+
+def test_every_secret_given_is_redacted_and_recorded_by_its_own_name() -> None:
+    from envbuilder.image.secrets import recorded_url, redact
+
+    one = ("corp", "https://pkgs.example/T0KEN-ONE/simple")
+    two = ("team", "https://team.example/simple?token=T0KEN-TWO")
+    text = f"401 from {one[1]}/six/ and {two[1]}"
+    assert redact(text, (one, two)) == "401 from <secret:corp>/six/ and <secret:team>"
+    assert recorded_url(two[1], (one, two)) == "<secret:team>"
+    assert recorded_url(f" {two[1]} ", (one, two)) == "<secret:team>"
+    assert recorded_url("https://other.example/simple", (one, two)) == "https://other.example/simple"
+
+
+def test_a_password_with_a_raw_at_sign_is_redacted_where_printed_alone() -> None:
+    from envbuilder.image.secrets import redact
+
+    secret = (("idx", "https://user:p@ss@h.example/simple"),)
+    out = redact(
+        "login failed for user with password p@ss, see https://user:p@ss@h.example/simple/x/", secret
+    )
+    assert (
+        "p@ss" not in out and out == "login failed for user with password <secret:idx>, see <secret:idx>/x/"
+    )
+
+
+def test_a_password_or_query_of_exactly_four_characters_is_redacted_on_its_own() -> None:
+    from envbuilder.image.secrets import redact
+
+    assert redact("bad password wxyz", (("idx", "https://u:wxyz@h.example/simple"),)) == (
+        "bad password <secret:idx>"
+    )
+    assert redact("query k=vv refused", (("idx", "https://h.example/simple?k=vv"),)) == (
+        "query <secret:idx> refused"
+    )
+    # three characters would redact ordinary words: left alone
+    assert redact("bad password xyz", (("idx", "https://u:xyz@h.example/simple"),)) == "bad password xyz"
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        ("<secret:pip_index_url>", True),
+        ("<secret:a.b-c_9>", True),
+        ("<secret:pip_index_url>\n", False),
+        (" <secret:x>", False),
+        ("<secret:a b>", False),
+        ("<secret:>", False),
+        (None, False),
+        (5, False),
+        (["<secret:x>"], False),
+    ],
+)
+def test_a_secret_reference_is_exactly_secret_name_in_angle_brackets(value: object, expected: bool) -> None:
+    from envbuilder.image.secrets import is_secret_ref
+
+    assert is_secret_ref(value) is expected
+
+
+# --------------------------------------------------------------------------- the lock file's own checks
+
+
+def _lock_doc() -> dict[str, Any]:
+    from dataclasses import replace
+
+    from fake_engine import cpu_package_lock, make_resolution
+
+    from envbuilder.image.lock import lock_from_resolution
+
+    spec = make_spec()
+    arm = replace(cpu_package_lock("aarch64"), python_platform="aarch64-manylinux_2_28")
+    lock = replace(
+        lock_from_resolution(make_resolution(spec), spec.to_dict()), packages=(cpu_package_lock(), arm)
+    )
+    return lock.to_dict()
+
+
+def _parse(doc: dict[str, Any]) -> Any:
+    from envbuilder.image.lock import parse_lock
+
+    return parse_lock(doc, "t.lock.json")
+
+
+def test_the_recorded_lock_hash_must_be_the_whole_hash() -> None:
+    from envbuilder.errors import SpecError
+
+    doc = _lock_doc()
+    good = doc["lock_hash"]
+    assert _parse(doc).hash == good and len(good) == 64
+    for bad in (good[:12] + ("0" if good[12] != "0" else "1") + good[13:], good + "0", good[:63], ""):
+        doc["lock_hash"] = bad
+        with pytest.raises(SpecError, match="field 'lock_hash'"):
+            _parse(doc)
+    doc["lock_hash"] = None  # optional: recomputed
+    assert _parse(doc).hash == good
+
+
+def test_every_package_lock_of_a_lock_is_checked_and_one_per_platform() -> None:
+    from envbuilder.errors import SpecError
+
+    doc = _lock_doc()
+    assert [p.platform for p in _parse(doc).packages] == ["x86_64", "aarch64"]
+    doc["packages"][1]["indexes"] = [{"name": "x\nRUN INJ", "url": CORP.url}]
+    doc["lock_hash"] = None
+    with pytest.raises(SpecError, match=r"packages\[1\]: field 'indexes\[0\]\.name'"):
+        _parse(doc)
+    doc = _lock_doc()
+    doc["packages"][1] = dict(doc["packages"][0])
+    doc["lock_hash"] = None
+    with pytest.raises(SpecError, match="field 'packages': two package locks for one platform"):
+        _parse(doc)
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "field"),
+    [
+        ("schema_version", 1, "schema_version"),
+        ("schema_version", 3, "schema_version"),
+        ("spec_dir", "/abs/specs", "spec_dir"),
+        ("resolution", {"host": {"driver": 5}}, "resolution.host.driver"),
+        ("stack", "id=5", "stack"),
+    ],
+)
+def test_a_lock_field_out_of_shape_is_refused_with_its_name(key: str, value: object, field: str) -> None:
+    from envbuilder.errors import SpecError
+
+    doc = _lock_doc()
+    doc[key] = value
+    doc["lock_hash"] = None
+    with pytest.raises(SpecError) as err:
+        _parse(doc)
+    assert err.value.message.startswith(f"t.lock.json: field {field!r}"), err.value.message
+    doc = _lock_doc()
+    doc["spec_dir"] = "../specs"
+    assert _parse(doc).spec_dir == "../specs"
+
+
+@pytest.mark.parametrize("raw", ["x86_64", ["x86_64"], None, 5])
+def test_a_package_lock_that_is_not_an_object_is_refused(raw: object) -> None:
+    with pytest.raises(LockError, match="packages\\[0\\]: expected an object"):
+        package_lock_from_dict(raw, "w: packages[0]")
+
+
+def test_a_secret_url_without_a_host_is_redacted_as_given() -> None:
+    from envbuilder.image.secrets import redact
+
+    secret = (("wheels", "file:///srv/T0KEN/simple/"),)
+    assert (
+        redact("no wheel at file:///srv/T0KEN/simple/ today", secret) == "no wheel at <secret:wheels> today"
+    )
+
+
+def test_a_refused_package_lock_value_keeps_the_package_locks_own_hint() -> None:
+    from envbuilder.errors import SpecError
+
+    doc = _lock_doc()
+    doc["packages"][0]["python"] = "3"
+    doc["lock_hash"] = None
+    with pytest.raises(SpecError) as err:
+        _parse(doc)
+    assert err.value.hint == "re-lock: envbuilder lock SPEC (or build SPEC without --lock)"
+
+
+def test_a_build_record_without_a_base_digest_reads() -> None:
+    from envbuilder.image.lock import BuildRecord
+
+    doc = _lock_doc()
+    doc["build"] = BuildRecord(
+        image_id="sha256:" + "1" * 64,
+        base_image="python:3.11-slim-bookworm",
+        base_image_digest=None,
+        dockerfile_sha256="3" * 64,
+        packages=(),
+        tags=(),
+    ).to_dict()
+    lock = _parse(doc)
+    assert lock.build is not None and lock.build.base_image_digest is None

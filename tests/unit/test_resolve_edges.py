@@ -1,0 +1,410 @@
+"""The resolver's decisions that the automatic mutants of `benchmarks/mutants.py --auto resolve`
+found unguarded (issue 23 item 14, blind run of 2026-12-05): each test pins one condition, on the
+shipped matrix where a row tells the mutant apart and on a hand-made copy of one release where none
+does (the copy changes only what the test names)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+import pytest
+
+from envbuilder.host.model import Host
+from envbuilder.matrix import framework as framework_table
+from envbuilder.matrix import load_matrix
+from envbuilder.matrix.model import KernelSet, Matrix
+from envbuilder.pipeline.resolution import target_host
+from envbuilder.resolve.model import Request, Resolution
+from envbuilder.resolve.resolver import resolve
+from envbuilder.versions import major, major_minor
+
+DRIVER = "580.159.04"  # R580, newer than every floor of CUDA 12.x and 13.0
+H100 = "NVIDIA H100 80GB HBM3"
+
+
+@pytest.fixture(scope="module")
+def matrix() -> Matrix:
+    return load_matrix()
+
+
+def _only(matrix: Matrix, fw: str, version: str, variant: str, **changes: Any) -> Matrix:
+    """The matrix with framework `fw` reduced to one release and one variant, `changes` applied."""
+    table = framework_table(matrix, fw)
+    rel = next(r for r in table.releases if r.version == version)
+    v = replace(next(v for v in rel.variants if v.name == variant), **changes)
+    tables = tuple(
+        replace(t, releases=(replace(rel, variants=(v,)),)) if t.name == fw else t for t in matrix.frameworks
+    )
+    return replace(matrix, frameworks=tables)
+
+
+def _resolve(
+    matrix: Matrix, fw: str, spec: str, gpus: tuple[str, ...], driver: str | None = DRIVER, **req: Any
+) -> Resolution:
+    return resolve(
+        matrix, Request(framework=fw, specifier=spec, **req), target_host(matrix, driver, gpus, ())
+    )
+
+
+# --------------------------------------------------------------------------- PTX JIT and kernel sets
+
+# torch 2.15.0+cu132 as if it carried sm_80 SASS and PTX only, in one kind of kernel set: an H100
+# (sm_90) runs all of it through PTX JIT.
+PTX_ONLY = {
+    "sass": ("8.0",),
+    "ptx": ("8.0",),
+    "kernel_sets": (KernelSet(sass=("8.0",), ptx=("8.0",), sets=5),),
+    "ptx_isa": "9.0",
+}
+
+
+def test_a_gpu_without_sass_in_a_build_with_kernel_sets_is_all_ptx_jit_not_partial(matrix: Matrix) -> None:
+    m = _only(matrix, "torch", "2.15.0", "cu132", **PTX_ONLY)
+    res = _resolve(m, "torch", "==2.15.0", (H100,), strategy="bundled")
+    s = res.stack
+    assert s is not None, res.rejected
+    assert f"{H100} runs this build through PTX JIT (slow first start)" in s.notes
+    assert not any("has SASS in" in n for n in s.notes), s.notes  # no kernel set has its SASS
+    # the ISA was read: its floor is in min_driver and no "PTX ISA not read" note is added
+    assert not any("PTX ISA not read" in n or "must JIT-compile" in n for n in s.notes), s.notes
+    assert s.require_cuda == "cuda>=13.0"  # PTX ISA 9.0's CUDA, not the build's 13.2
+
+
+def test_a_ptx_isa_not_read_is_said_in_a_note_and_binds_the_builds_own_cuda(matrix: Matrix) -> None:
+    m = _only(matrix, "torch", "2.15.0", "cu132", **{**PTX_ONLY, "ptx_isa": None})
+    res = _resolve(m, "torch", "==2.15.0", (H100,), strategy="bundled", forward_compat=False)
+    # CUDA 13.2's toolkit driver is above R580: the assumed JIT floor refuses this driver
+    assert res.stack is None
+    assert [r.component for r in res.rejected] == ["driver"]
+    assert "PTX ISA not read from the wheels" in res.rejected[0].reason
+    ok = _resolve(m, "torch", "==2.15.0", (H100,), driver="620.10.01", strategy="bundled")
+    assert ok.stack is not None, ok.rejected
+    assert any(n.startswith("PTX ISA not read from the wheels") for n in ok.stack.notes), ok.stack.notes
+    assert ok.stack.require_cuda == "cuda>=13.2"
+
+
+def test_a_gpu_with_sass_everywhere_asks_the_majors_x_0_of_the_toolkit(matrix: Matrix) -> None:
+    """A bundled build whose SASS covers every GPU needs only the MVC floor's CUDA X.0."""
+    res = _resolve(matrix, "torch", "==2.7.*", (H100,), strategy="bundled")
+    s = res.stack
+    assert s is not None and s.cuda is not None, res.rejected
+    assert major_minor(s.cuda) != f"{major(s.cuda)}.0"  # else X.Y and X.0 are one answer
+    assert s.require_cuda == f"cuda>={major(s.cuda)}.0"
+    assert not any("PTX JIT" in n for n in s.notes)
+
+
+# --------------------------------------------------------------------------- known-bad rows
+
+
+def test_a_ptx_only_known_bad_row_spares_a_build_with_sass_for_that_gpu(matrix: Matrix) -> None:
+    """known_bad.yaml's TensorFlow row holds on Blackwell GeForce/RTX PRO through PTX JIT only:
+    a build that carried sm_120 SASS runs natively and is not refused by it."""
+    row = next(b for b in matrix.known_bad if b.path == "ptx")
+    newest = framework_table(matrix, row.framework).releases[-1]
+    variant = next(v for v in newest.variants if v.cuda is not None)
+    gpu = "NVIDIA RTX PRO 6000 Blackwell Workstation Edition"
+    refused = _resolve(matrix, row.framework, f"=={newest.version}", (gpu,))
+    assert any(r.component == "known-bad" for r in refused.rejected)  # the row holds on PTX
+    sass = (*variant.sass, "12.0")
+    m = _only(matrix, row.framework, newest.version, variant.name, sass=sass, kernel_sets=())
+    res = _resolve(m, row.framework, f"=={newest.version}", (gpu,))
+    assert not any(r.component == "known-bad" for r in res.rejected), res.rejected
+
+
+# --------------------------------------------------------------------------- platform notes
+
+
+def test_a_cpu_build_gets_no_note_about_arch_lists_lent_from_linux_amd64(matrix: Matrix) -> None:
+    builds = tuple(
+        replace(b, archs_from_default=True, wheels=()) if (b.framework, b.variant) == ("torch", "cpu") else b
+        for b in matrix.platforms.builds
+    )
+    m = replace(matrix, platforms=replace(matrix.platforms, builds=builds))
+    request = Request(framework="torch", specifier="==2.6.0", cpu_only=True, platform="linux/arm64")
+    res = resolve(m, request, Host(driver=None, gpus=(), source="given"))
+    assert res.stack is not None, res.rejected
+    assert not any("arch lists were not read" in n for n in res.stack.notes), res.stack.notes
+
+
+# --------------------------------------------------------------------------- strategies
+
+
+def test_a_build_without_a_system_cuda_package_set_is_refused_for_system_cuda(matrix: Matrix) -> None:
+    m = _only(matrix, "torch", "2.15.0", "cu130", system_packages=())
+    res = _resolve(m, "torch", "==2.15.0", (H100,), strategy="system-cuda")
+    assert res.stack is None
+    assert [(r.component, r.reason) for r in res.rejected] == [
+        ("strategy", "torch 2.15.0 has no build for a system CUDA")
+    ]
+    assert _resolve(m, "torch", "==2.15.0", (H100,), strategy="bundled").stack is not None
+
+
+@pytest.mark.parametrize("strategy", ["system-cuda", "bundled"])
+def test_installability_is_looked_up_for_the_strategys_own_package_set(matrix: Matrix, strategy: str) -> None:
+    """JAX's system-cuda set (jax[cuda13-local]) is not its bundled one (jax[cuda13]): uv's answer
+    on one says nothing of the other."""
+    from envbuilder.matrix.model import InstallAnswer
+    from envbuilder.resolve.resolver import install_key
+
+    rel = framework_table(matrix, "jax").releases[-1]
+    v = next(v for v in rel.variants if v.cuda is not None)
+    assert v.system_packages != v.bundled_packages
+    packages = v.system_packages if strategy == "system-cuda" else v.bundled_packages
+    python = "3.12"
+    key = install_key(packages, v.companion_packages, v.index_url, python)
+    no = InstallAnswer(
+        requirements=key[0], index_url=key[1], python=python, platform=key[3], ok=False, why="x", source="t"
+    )
+    m = replace(_only(matrix, "jax", rel.version, v.name), installable=(no,))
+    res = _resolve(m, "jax", f"=={rel.version}", (H100,), strategy=strategy, python=python)
+    assert res.stack is None
+    assert [r.component for r in res.rejected] == ["installable"], res.rejected
+
+
+@pytest.mark.parametrize(("fw", "second_copy"), [("torch", True), ("jax", False)])
+def test_a_system_cuda_stack_says_when_its_wheels_bring_a_second_cuda(
+    matrix: Matrix, fw: str, second_copy: bool
+) -> None:
+    """torch's wheels load their own CUDA libraries (uses_system_cuda: false), JAX's -local extra
+    the image's: only the first is told that the image's CUDA runtime is a second copy."""
+    res = _resolve(matrix, fw, "", (H100,), strategy="system-cuda")
+    assert res.stack is not None, res.rejected
+    said = any("bring their own CUDA libraries" in n for n in res.stack.notes)
+    assert said == second_copy, res.stack.notes
+
+
+def test_without_a_requested_strategy_bundled_ranks_before_system_cuda(matrix: Matrix) -> None:
+    """Same build, same Python (3.12: both strategies have bases of it), same CUDA: only the
+    strategy preference orders them (the stack ids would put system-cuda's first)."""
+    res = _resolve(matrix, "torch", "==2.15.0", (H100,), python="3.12")
+    s = res.stack
+    assert s is not None and s.strategy == "bundled", res.rejected
+    system = [a for a in res.alternatives if a.strategy == "system-cuda"]
+    assert [(a.version, a.variant, a.python) for a in system][:1] == [(s.version, s.variant, "3.12")]
+    assert system[0].id > s.id  # else the id, the key's last step, would order them the same way
+
+
+# --------------------------------------------------------------------------- the JIT floor's reason
+
+
+def test_a_driver_below_the_jit_floor_is_told_which_ptx_and_why(matrix: Matrix) -> None:
+    """PTX ISA 9.0 (CUDA 13.0) JITs on 580.65.06 and newer; R580's first drivers pass the MVC floor
+    of CUDA 13 ("580") but not the JIT floor."""
+    m = _only(matrix, "torch", "2.15.0", "cu130", **PTX_ONLY)
+    res = _resolve(m, "torch", "==2.15.0", (H100,), driver="580.10.01", strategy="bundled")
+    assert res.stack is None and [r.component for r in res.rejected] == ["driver"], res.rejected
+    reason = res.rejected[0].reason
+    assert "driver 580.10.01 < 580.65.06" in reason
+    assert (
+        f"JIT-compile the build's PTX (compute_80, PTX ISA 9.0, introduced by CUDA 13.0) for {H100}" in reason
+    )
+    assert "which has no SASS in it" in reason and "has SASS in" not in reason
+
+
+def test_a_gpu_with_sass_in_some_kernel_sets_is_told_the_rest_needs_the_jit_floor(matrix: Matrix) -> None:
+    sets = (KernelSet(sass=("9.0",), ptx=(), sets=3), KernelSet(sass=("8.0",), ptx=("8.0",), sets=1))
+    m = _only(
+        matrix, "torch", "2.15.0", "cu130", sass=("8.0", "9.0"), ptx=("8.0",), ptx_isa="9.0", kernel_sets=sets
+    )
+    res = _resolve(m, "torch", "==2.15.0", (H100,), driver="580.10.01", strategy="bundled")
+    assert res.stack is None and [r.component for r in res.rejected] == ["driver"], res.rejected
+    reason = res.rejected[0].reason
+    assert f"{H100} has SASS in 3 of 4 kernel sets (75%)" in reason
+    assert "for the kernel sets without its SASS" in reason and "which has no SASS in it" not in reason
+    ok = _resolve(m, "torch", "==2.15.0", (H100,), strategy="bundled")
+    assert ok.stack is not None
+    assert (
+        f"{H100} has SASS in 3 of 4 kernel sets (75%) of this build: the rest runs through PTX JIT"
+        in " ".join(ok.stack.notes)
+    )
+
+
+# --------------------------------------------------------------------------- releases and requests
+
+
+def test_a_pre_release_in_the_matrix_is_found_by_a_specifier_that_names_it(matrix: Matrix) -> None:
+    table = framework_table(matrix, "torch")
+    rel = next(r for r in table.releases if r.version == "2.15.0")
+    pre = replace(rel, version="2.16.0rc1", variants=tuple(v for v in rel.variants if v.cuda is None))
+    tables = tuple(
+        replace(t, releases=(*t.releases, pre)) if t.name == "torch" else t for t in matrix.frameworks
+    )
+    m = replace(matrix, frameworks=tables)
+    res = _resolve(m, "torch", "==2.16.0rc1", (), driver=None, cpu_only=True)
+    assert res.stack is not None and res.stack.version == "2.16.0rc1", res.rejected
+
+
+def test_an_unknown_strategy_is_a_usage_error(matrix: Matrix) -> None:
+    from envbuilder.errors import UsageError
+
+    with pytest.raises(UsageError, match="unknown strategy 'nope'"):
+        _resolve(matrix, "torch", "", (H100,), strategy="nope")
+
+
+def test_a_specifier_no_release_matches_says_which_releases_are_known(matrix: Matrix) -> None:
+    from envbuilder.errors import UsageError
+
+    table = framework_table(matrix, "torch")
+    with pytest.raises(UsageError) as err:
+        _resolve(matrix, "torch", ">=99", (H100,))
+    assert "no torch release matches 'torch>=99'" in err.value.message
+    first, last = table.releases[0].version, table.releases[-1].version
+    assert err.value.hint is not None and f"envbuilder knows torch {first} .. {last}" in err.value.hint
+    newest = ", ".join(r.version for r in table.releases[-6:])
+    assert f"(newest: {newest})" in err.value.hint and len(table.releases) > 6
+
+
+# --------------------------------------------------------------------------- warnings
+
+
+def test_a_cpu_request_on_a_host_without_gpus_is_not_warned_about_missing_gpus(matrix: Matrix) -> None:
+    res = _resolve(matrix, "torch", "", (), driver=None, cpu_only=True)
+    assert res.stack is not None
+    assert not any("no GPU on this host or given" in w for w in res.warnings), res.warnings
+    bare = _resolve(matrix, "torch", "", (), driver=None)
+    assert any("no GPU on this host or given" in w for w in bare.warnings)
+    assert bare.request.cpu_only and bare.stack is not None and bare.stack.cuda is None
+
+
+def test_a_gpu_host_with_its_driver_given_gets_no_driver_warning(matrix: Matrix) -> None:
+    res = _resolve(matrix, "torch", "", (H100,))
+    assert res.stack is not None
+    assert not any("driver" in w for w in res.warnings), res.warnings
+
+
+@pytest.mark.parametrize(
+    ("fw", "spec", "lent"),
+    [
+        ("torch", "==2.6.*", False),  # curated aarch64 lists (no wheel read): its own, no note
+        ("jax", "==0.4.26", True),  # archs_from_default, no wheel read: linux/amd64's taken, said
+        ("jax", "==0.11.2", False),  # archs_from_default, but aarch64 wheels were read to check them
+    ],
+)
+def test_a_note_says_when_linux_amd64s_arch_lists_stand_in_unchecked(
+    matrix: Matrix, fw: str, spec: str, lent: bool
+) -> None:
+    res = _resolve(matrix, fw, spec, ("NVIDIA GH200 480GB",), platform="linux/arm64")
+    assert res.stack is not None, res.rejected
+    said = any("arch lists were not read" in n for n in res.stack.notes)
+    assert said == lent, res.stack.notes
+
+
+# --------------------------------------------------------------------------- the platform's own Python range
+
+
+def _narrow(matrix: Matrix, variant: str, python: str = ">=3.10,<3.12") -> Matrix:
+    """The matrix with torch's linux/arm64 `variant` wheels published for `python` only."""
+    builds = tuple(
+        replace(b, python=python) if (b.framework, b.variant) == ("torch", variant) else b
+        for b in matrix.platforms.builds
+    )
+    return replace(matrix, platforms=replace(matrix.platforms, builds=builds))
+
+
+def test_without_python_the_platforms_range_skips_pythons_silently(matrix: Matrix) -> None:
+    request = Request(framework="torch", specifier="==2.6.0", cpu_only=True, platform="linux/arm64")
+    res = resolve(_narrow(matrix, "cpu"), request, Host(driver=None, gpus=(), source="given"))
+    assert res.stack is not None and res.stack.python == "3.11"
+    assert not any(r.component == "python" for r in res.rejected), res.rejected
+
+
+def test_a_python_given_outside_the_platforms_range_is_one_rejection_of_the_cpu_bundled_build(
+    matrix: Matrix,
+) -> None:
+    request = Request(
+        framework="torch", specifier="==2.6.0", cpu_only=True, platform="linux/arm64", python="3.13"
+    )
+    res = resolve(_narrow(matrix, "cpu"), request, Host(driver=None, gpus=(), source="given"))
+    assert res.stack is None
+    assert [r.candidate for r in res.rejected] == ["torch 2.6.0+cpu / py3.13 / bundled / linux/arm64"]
+
+
+def test_a_python_given_outside_the_platforms_range_is_said_for_each_strategy_of_a_cuda_build(
+    matrix: Matrix,
+) -> None:
+    m = _narrow(matrix, "cu126")
+    res = _resolve(m, "torch", "==2.6.0", ("NVIDIA GH200 480GB",), platform="linux/arm64", python="3.13")
+    assert res.stack is None
+    python = sorted(r.candidate for r in res.rejected if r.component == "python")
+    assert python == [
+        "torch 2.6.0+cu126 / py3.13 / bundled / linux/arm64",
+        "torch 2.6.0+cu126 / py3.13 / system-cuda / linux/arm64",
+    ], res.rejected
+
+
+# --------------------------------------------------------------------------- alternatives
+
+
+def test_the_runner_up_is_the_first_alternative(matrix: Matrix) -> None:
+    """With one Python and one strategy each build is one survivor: the second-ranked one (torch
+    2.15.0+cu132: only MVC support on R580) is the first alternative to the best (+cu130)."""
+    res = _resolve(matrix, "torch", "==2.15.0", (H100,), python="3.12", strategy="bundled")
+    assert res.stack is not None and (res.stack.version, res.stack.variant) == ("2.15.0", "cu130")
+    assert [(a.version, a.variant) for a in res.alternatives] == [("2.15.0", "cu132")]
+
+
+# --------------------------------------------------------------------------- driver facts
+
+
+def test_a_cuda_the_matrix_does_not_know_is_an_internal_error_not_a_floor(matrix: Matrix) -> None:
+    """The matrix check guarantees every CUDA a build names exists; past it, no floor is made up."""
+    from envbuilder.resolve.drivers import first_release, mvc_floor
+
+    with pytest.raises(AssertionError, match=r"matrix check guarantees CUDA 99\.1"):
+        first_release(matrix, "99.1")
+    with pytest.raises(AssertionError, match=r"matrix check guarantees CUDA major of 99\.1"):
+        mvc_floor(matrix, "99.1")
+
+
+@pytest.mark.parametrize("value", [5, 580.65, None, b"580.65.06"])
+def test_a_driver_that_is_not_text_is_a_usage_error(value: object) -> None:
+    from envbuilder.errors import UsageError
+    from envbuilder.versions import parse_driver
+
+    with pytest.raises(UsageError, match="malformed driver version"):
+        parse_driver(value)
+
+
+# --------------------------------------------------------------------------- platforms of mixed hosts
+
+
+def test_the_platform_is_inferred_from_any_gpu_that_exists_on_one_platform_only(matrix: Matrix) -> None:
+    from envbuilder.resolve.platform import effective_platform
+
+    host = target_host(matrix, DRIVER, (H100, "NVIDIA GH200 480GB", "NVIDIA GB200"), ())
+    platform, said = effective_platform(matrix, Request(framework="torch", specifier=""), host)
+    assert platform == "linux/arm64"
+    assert said is not None and "NVIDIA GB200, NVIDIA GH200 480GB is found only in linux/arm64 hosts" in said
+
+
+def test_every_gpu_of_another_platform_is_refused_past_one_without_a_platform_row(matrix: Matrix) -> None:
+    from envbuilder.resolve.platform import platform_rejections
+
+    host = target_host(matrix, DRIVER, (H100, "NVIDIA GH200 480GB", "NVIDIA GB200"), ())
+    got = platform_rejections(matrix, "linux/amd64", host)
+    assert [r.reason.split(" only exists")[0] for r in got] == ["NVIDIA GH200 480GB", "NVIDIA GB200"]
+
+
+def test_a_host_without_a_driver_is_left_as_it_is_under_wsl(matrix: Matrix) -> None:
+    from envbuilder.resolve.wsl import host_under_wsl
+
+    host = Host(driver=None, gpus=(), source="given")
+    assert host_under_wsl(matrix, host) is host
+
+
+def test_ptxas_knows_the_archs_of_the_newest_release_of_its_cuda(matrix: Matrix) -> None:
+    """12.8.0 and 12.8.1 are both CUDA 12.8: the arch list of the newer one is what its ptxas
+    compiles for (here the newer one is made to add sm_12.1)."""
+    from envbuilder.matrix.model import Compiler
+    from envbuilder.resolve.coverage import compiler_gap
+
+    releases = tuple(
+        replace(r, archs=(*r.archs, "12.1")) if r.version == "12.8.1" else r for r in matrix.cuda.releases
+    )
+    m = replace(matrix, cuda=replace(matrix.cuda, releases=releases))
+    compiler = Compiler(runs="always", targets=("9.0", "12.1"), ptxas="nvcc", ptxas_cuda="12.8")
+    assert compiler_gap(m, compiler, "12.1") is None
+    assert compiler_gap(matrix, compiler, "12.1") == "its ptxas (nvcc: CUDA 12.8) cannot compile for sm_121"
+    # a ptxas of a CUDA the matrix has no release of: nothing known against it
+    assert compiler_gap(matrix, replace(compiler, ptxas_cuda="99.9"), "12.1") is None
