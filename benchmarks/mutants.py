@@ -2724,6 +2724,40 @@ AREAS["lock"] = (
         Target("image/lock.py", ("lock_hash", "parse_lock", "_check_build"), LOCK_TESTS),
     ),
 )
+# The base image pick, measured apart from `resolve` (whose area was measured without it): the
+# pool filters (CUDA, flavor, cuDNN, the platform's published OSes, --os) and the OS order.
+AREAS["base"] = (
+    "RB",
+    (Target(RES, ("_pick_base", "_os_version"), ("test_resolve_edges.py", "test_resolve_cases.py")),),
+)
+_CUDA_POOL = (  # _pick_base's nvidia/cuda pool condition, as the mutant keys hold it
+    'if b.kind == "cuda"\n        and b.cuda is not None\n'
+    "        and major_minor(b.cuda) == major_minor(v.cuda)\n        and b.flavor == request.flavor\n"
+    "        and (b.cudnn == v.needs_system_cudnn if v.needs_system_cudnn else b.cudnn is None)"
+)
+_CUDNN = " and (b.cudnn == v.needs_system_cudnn if v.needs_system_cudnn else b.cudnn is None)"
+EQUIVALENT.update(
+    {
+        (
+            RES,
+            _CUDA_POOL,
+            "if b.cuda is not None and major_minor(b.cuda) == major_minor(v.cuda)"
+            " and b.flavor == request.flavor" + _CUDNN,
+        ): "the matrix loader gives every slim image cuda=None (matrix/__init__.py), so `b.cuda is not None` "
+        "already keeps cuda images only",
+        (
+            RES,
+            _CUDA_POOL,
+            'if b.kind == "cuda" and major_minor(b.cuda) == major_minor(v.cuda)'
+            " and b.flavor == request.flavor" + _CUDNN,
+        ): "the matrix loader gives every cuda image its CUDA version (a required field), never None",
+        (
+            RES,
+            'return max(fitting, key=lambda b: (_os_version(b.os), Version(b.cuda or "0"))), ""',
+            'return max(fitting, key=lambda b: (_os_version(b.os), Version(b.cuda))), ""',
+        ): "every image in `fitting` came through the cuda pool, whose images all have a CUDA version",
+    }
+)
 
 
 EQUIVALENT.update(

@@ -13,10 +13,10 @@ import pytest
 from envbuilder.host.model import Host
 from envbuilder.matrix import framework as framework_table
 from envbuilder.matrix import load_matrix
-from envbuilder.matrix.model import KernelSet, Matrix
+from envbuilder.matrix.model import BaseImage, KernelSet, Matrix
 from envbuilder.pipeline.resolution import target_host
 from envbuilder.resolve.model import Request, Resolution
-from envbuilder.resolve.resolver import resolve
+from envbuilder.resolve.resolver import _Candidate, _pick_base, resolve
 from envbuilder.versions import major, major_minor
 
 DRIVER = "580.159.04"  # R580, newer than every floor of CUDA 12.x and 13.0
@@ -412,3 +412,109 @@ def test_ptxas_knows_the_archs_of_the_newest_release_of_its_cuda(matrix: Matrix)
     assert compiler_gap(matrix, compiler, "12.1") == "its ptxas (nvcc: CUDA 12.8) cannot compile for sm_121"
     # a ptxas of a CUDA the matrix has no release of: nothing known against it
     assert compiler_gap(matrix, replace(compiler, ptxas_cuda="99.9"), "12.1") is None
+
+
+# --------------------------------------------------------------------------- the base image pick
+# The six survivors an aborted `--auto resolve` run saw in _pick_base (2026-12-05): each filter must
+# hold for every image of the pool, not the first only, and say the platform when it refuses.
+
+
+def _slim(os_name: str, python: str = "3.12") -> BaseImage:
+    return BaseImage(
+        ref=f"python:{python}-slim-{os_name}", kind="slim", cuda=None, cudnn=None, flavor=None, os=os_name,
+        python=python, python_install="present", require_cuda=None, require_rules=(),
+    )  # fmt: skip
+
+
+def _cuda(
+    os_name: str,
+    cuda: str = "12.6.3",
+    flavor: Any = "runtime",
+    cudnn: str | None = None,
+    python: str = "3.12",
+) -> BaseImage:
+    return BaseImage(
+        ref=f"nvidia/cuda:{cuda}-{flavor}-{os_name}", kind="cuda", cuda=cuda, cudnn=cudnn, flavor=flavor,
+        os=os_name, python=python, python_install="apt", require_cuda=None, require_rules=(),
+    )  # fmt: skip
+
+
+def _pick(
+    matrix: Matrix,
+    images: tuple[BaseImage, ...],
+    strategy: Any,
+    platform: Any = "linux/amd64",
+    needs_cudnn: str | None = None,
+    **req: Any,
+) -> tuple[BaseImage | None, str]:
+    rel = next(r for r in framework_table(matrix, "torch").releases if r.version == "2.14.1")
+    variant = next(v for v in rel.variants if v.name == "cu126")
+    variant = replace(variant, needs_system_cudnn=needs_cudnn)
+    cand = _Candidate(release=rel, variant=variant, strategy=strategy, python="3.12", platform=platform)
+    request = Request(framework="torch", specifier="==2.14.1", **req)
+    return _pick_base(replace(matrix, base_images=images), request, cand)
+
+
+def test_the_os_asked_for_is_found_behind_another_slim_image(matrix: Matrix) -> None:
+    base, why = _pick(matrix, (_slim("debian13"), _slim("debian12")), "bundled", os="debian12")
+    assert base is not None and base.os == "debian12", why
+
+
+def test_the_platforms_slim_oses_are_kept_wherever_they_stand_and_a_refusal_names_the_platform(
+    matrix: Matrix,
+) -> None:
+    """linux/arm64 publishes slim images for debian12 and debian13 only (matrices/platforms.yaml)."""
+    base, why = _pick(matrix, (_slim("ubuntu24.04"), _slim("debian12")), "bundled", platform="linux/arm64")
+    assert base is not None and base.os == "debian12", why
+    none, why = _pick(matrix, (_slim("ubuntu24.04"),), "bundled", platform="linux/arm64")
+    assert none is None and why.endswith(" for linux/arm64"), why
+    none, why = _pick(matrix, (_slim("debian12", "3.11"),), "bundled")
+    assert none is None and why == "no slim base image with Python 3.12", why
+
+
+def test_a_cuda_image_must_match_the_builds_cuda_the_flavor_and_carry_no_cudnn_it_does_not_need(
+    matrix: Matrix,
+) -> None:
+    right = _cuda("ubuntu22.04")
+    images = (
+        _cuda("ubuntu24.04", cuda="12.8.1"),  # another CUDA, on a newer OS
+        _cuda("ubuntu22.04", flavor="devel"),  # another flavor
+        _cuda("ubuntu24.04", cudnn="9"),  # a cuDNN the wheels bring themselves
+        right,
+    )
+    base, why = _pick(matrix, images, "system-cuda")
+    assert base == right, why
+
+
+def test_the_os_asked_for_and_the_platforms_cuda_oses_hold_for_every_cuda_image(matrix: Matrix) -> None:
+    base, why = _pick(matrix, (_cuda("ubuntu24.04"), _cuda("ubuntu22.04")), "system-cuda", os="ubuntu22.04")
+    assert base is not None and base.os == "ubuntu22.04", why
+    base, why = _pick(
+        matrix, (_cuda("rockylinux9"), _cuda("ubuntu22.04")), "system-cuda", platform="linux/arm64"
+    )
+    assert base is not None and base.os == "ubuntu22.04", why
+    none, why = _pick(matrix, (_cuda("rockylinux9"),), "system-cuda", platform="linux/arm64")
+    assert none is None and why.endswith(" for linux/arm64"), why
+
+
+def test_a_bundled_build_takes_a_slim_image_even_where_a_cuda_image_ships_its_python(matrix: Matrix) -> None:
+    base, why = _pick(matrix, (_cuda("ubuntu24.04"), _slim("debian12")), "bundled")
+    assert base is not None and base.kind == "slim", why
+
+
+def test_a_build_that_needs_the_system_cudnn_gets_an_image_with_that_cudnn(matrix: Matrix) -> None:
+    right = _cuda("ubuntu22.04", cudnn="9")
+    base, why = _pick(matrix, (_cuda("ubuntu24.04", cudnn="8"), right), "system-cuda", needs_cudnn="9")
+    assert base == right, why
+
+
+def test_no_cuda_image_with_the_python_names_every_os_and_python_it_has(matrix: Matrix) -> None:
+    images = (_cuda("ubuntu20.04", python="3.8"), _cuda("ubuntu22.04", python="3.10"))
+    none, why = _pick(matrix, images, "system-cuda")
+    assert none is None and "ubuntu20.04 (Python 3.8), ubuntu22.04 (Python 3.10)" in why, why
+
+
+def test_among_cuda_images_of_one_os_the_newest_cuda_patch_wins(matrix: Matrix) -> None:
+    newest = _cuda("ubuntu22.04", cuda="12.6.3")
+    base, why = _pick(matrix, (_cuda("ubuntu22.04", cuda="12.6.1"), newest), "system-cuda")
+    assert base == newest, why
