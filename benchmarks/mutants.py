@@ -2730,6 +2730,35 @@ AREAS["base"] = (
     "RB",
     (Target(RES, ("_pick_base", "_os_version"), ("test_resolve_edges.py", "test_resolve_cases.py")),),
 )
+# What the resolve and lock areas left out for time (their results files name it): the resolver's
+# known-bad rows and stack assembly, the lock's package rows and pylock parsing.
+AREAS["gaps"] = (
+    "GP",
+    (
+        Target(
+            RES,
+            ("_known_bad", "_make_stack"),
+            ("test_resolve_edges.py", "test_resolve_cases.py", "test_resolve_boundary.py"),
+        ),
+        Target("image/packages.py", ("check_package", "parse_pylock"), LOCK_TESTS),
+    ),
+)
+EQUIVALENT.update(
+    {
+        (
+            "image/packages.py",
+            'wheels = entry.get("wheels") or []',
+            'wheels = entry.get("wheels")',
+        ): "a missing or empty `wheels` is refused by the next line (`if not wheels`) either way",
+        (
+            "image/packages.py",
+            'by_file.setdefault(urllib.parse.unquote(str(w.get("url", "")).rsplit("/", 1)[-1]), [])'
+            ".append(w)",
+            'by_file.setdefault(urllib.parse.unquote(str(w.get("url", "")).rsplit("/", 2)[-1]), [])'
+            ".append(w)",
+        ): "rsplit's last piece is the text after the last '/' whatever the split count (>= 1)",
+    }
+)
 _CUDA_POOL = (  # _pick_base's nvidia/cuda pool condition, as the mutant keys hold it
     'if b.kind == "cuda"\n        and b.cuda is not None\n'
     "        and major_minor(b.cuda) == major_minor(v.cuda)\n        and b.flavor == request.flavor\n"

@@ -395,3 +395,99 @@ def test_a_build_record_without_a_base_digest_reads() -> None:
     ).to_dict()
     lock = _parse(doc)
     assert lock.build is not None and lock.build.base_image_digest is None
+
+
+# --------------------------------------------------------------------------- one package row, one pylock
+# What `--auto gaps` found unguarded (2026-12-05): check_package's type and range checks, and how
+# parse_pylock reads uv's pylock.toml (mirrors of one wheel, sizes, missing hashes, what is no wheel).
+
+GOOD_ROW: dict[str, Any] = {
+    "name": "protobuf",
+    "version": "5.29.0",
+    "wheel": "protobuf-5.29.0-py3-none-any.whl",
+    "sha256": "a" * 64,
+    "size": 10,
+    "urls": ["https://files.example/protobuf-5.29.0-py3-none-any.whl"],
+    "group": "project",
+}
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [
+        ("name", 5),  # not text: refused, not a TypeError
+        ("version", 5),
+        ("version", "1.0,>=0"),  # a second specifier that Requirement would parse
+        ("version", "not-a-version"),  # the characters of a version, not PEP 440
+        ("wheel", 5),
+        ("sha256", 5),
+        ("size", "12"),
+        ("size", -1),
+        ("size", True),
+        ("urls", "https://files.example/x.whl"),  # not a list
+        ("urls", {"https://files.example/x.whl": 1}),  # a JSON object of URLs: iterates as one
+        ("urls", [5]),
+    ],
+)
+def test_a_package_row_refuses_each_bad_value(key: str, value: Any) -> None:
+    from envbuilder.image.packages import check_package
+
+    with pytest.raises(LockError):
+        check_package({**GOOD_ROW, key: value}, "t")
+
+
+def test_a_package_row_takes_a_size_of_zero_and_a_base_rows_empty_wheel_and_sha_only() -> None:
+    from envbuilder.image.packages import check_package
+
+    assert check_package({**GOOD_ROW, "size": 0}, "t").size == 0
+    base = {**GOOD_ROW, "group": "base", "wheel": "", "sha256": "", "urls": []}
+    assert check_package(base, "t").sha256 == ""
+    with pytest.raises(LockError):
+        check_package({**base, "sha256": "not-hex"}, "t")  # a base row's sha: empty or a digest
+
+
+def _pylock(*entries: str) -> str:
+    return 'lock-version = "1.0"\n' + "\n".join(entries)
+
+
+def _parse_pylock(text: str) -> Any:
+    from envbuilder.image.packages import parse_pylock
+
+    return parse_pylock(text, "project", where="t", python="3.11", python_platform="x86_64-manylinux_2_28")
+
+
+WHL = "https://files.example/pkgs/sub/x-1.0-py3-none-any.whl"
+MIRROR = "https://mirror.example/simple/x/x-1.0-py3-none-any.whl"
+
+
+def test_a_pylock_that_is_not_toml_is_a_lock_error() -> None:
+    with pytest.raises(LockError, match="not valid TOML"):
+        _parse_pylock("[[packages]\nname = ")
+
+
+@pytest.mark.parametrize("kind", ["sdist", "directory", "archive", "vcs"])
+def test_a_package_without_a_wheel_is_refused_naming_what_it_is(kind: str) -> None:
+    text = _pylock("[[packages]]", 'name = "x"', 'version = "1.0"', f'{kind} = {{ url = "https://e/x" }}')
+    with pytest.raises(LockError, match=rf"\({kind}\)"):
+        _parse_pylock(text)
+
+
+def test_mirrors_of_one_wheel_share_one_digest_and_give_the_size_any_of_them_has() -> None:
+    same = _pylock(
+        "[[packages]]", 'name = "x"', 'version = "1.0"',
+        f'wheels = [{{ url = "{WHL}", hashes = {{ sha256 = "{"a" * 64}" }} }},'
+        f' {{ url = "{MIRROR}", size = 123, hashes = {{ sha256 = "{"a" * 64}" }} }}]',
+    )  # fmt: skip
+    (pkg,) = _parse_pylock(same)
+    assert pkg.wheel == "x-1.0-py3-none-any.whl" and pkg.size == 123 and pkg.urls == (WHL, MIRROR)
+    differ = same.replace(
+        f'size = 123, hashes = {{ sha256 = "{"a" * 64}"', f'size = 123, hashes = {{ sha256 = "{"b" * 64}"'
+    )
+    with pytest.raises(LockError, match="2 different sha256 digests"):
+        _parse_pylock(differ)
+
+
+def test_a_wheel_without_hashes_is_refused_not_a_crash() -> None:
+    text = _pylock("[[packages]]", 'name = "x"', 'version = "1.0"', f'wheels = [{{ url = "{WHL}" }}]')
+    with pytest.raises(LockError):
+        _parse_pylock(text)

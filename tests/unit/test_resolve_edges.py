@@ -10,13 +10,13 @@ from typing import Any
 
 import pytest
 
-from envbuilder.host.model import Host
+from envbuilder.host.model import Host, HostGpu
 from envbuilder.matrix import framework as framework_table
 from envbuilder.matrix import load_matrix
-from envbuilder.matrix.model import BaseImage, KernelSet, Matrix
+from envbuilder.matrix.model import BaseImage, KernelSet, KnownBad, Matrix
 from envbuilder.pipeline.resolution import target_host
 from envbuilder.resolve.model import Request, Resolution
-from envbuilder.resolve.resolver import _Candidate, _pick_base, resolve
+from envbuilder.resolve.resolver import _Candidate, _known_bad, _pick_base, resolve
 from envbuilder.versions import major, major_minor
 
 DRIVER = "580.159.04"  # R580, newer than every floor of CUDA 12.x and 13.0
@@ -518,3 +518,50 @@ def test_among_cuda_images_of_one_os_the_newest_cuda_patch_wins(matrix: Matrix) 
     newest = _cuda("ubuntu22.04", cuda="12.6.3")
     base, why = _pick(matrix, (_cuda("ubuntu22.04", cuda="12.6.1"), newest), "system-cuda")
     assert base == newest, why
+
+
+# --------------------------------------------------------------------------- known-bad rows
+# What `--auto gaps` found unguarded in _known_bad (2026-12-05): every row is looked at (the one that
+# holds need not be first), and each of its conditions (framework, GPU, variant, release incl.
+# pre-releases, PTX path) keeps a row from a build it does not name.
+
+GPU = HostGpu(name="NVIDIA H100 80GB HBM3", cc="9.0")
+
+
+def _bad(**over: Any) -> KnownBad:
+    row = {"framework": "torch", "versions": "", "variants": (), "ccs": ("9.0",), "path": "any",
+           "reason": "fails", "issues": ("https://example/1",)}  # fmt: skip
+    return KnownBad(**{**row, **over})
+
+
+def _verdict(
+    matrix: Matrix, rows: tuple[KnownBad, ...], how: str = "sass", version: str = "2.14.1"
+) -> str | None:
+    rel = next(r for r in framework_table(matrix, "torch").releases if r.version == "2.14.1")
+    variant = next(v for v in rel.variants if v.name == "cu126")
+    return _known_bad(replace(matrix, known_bad=rows), replace(rel, version=version), variant, GPU, how)
+
+
+@pytest.mark.parametrize(
+    "miss",
+    [
+        {"framework": "jax"},
+        {"ccs": ("8.0",)},
+        {"variants": ("cu118",)},
+        {"versions": "<2.14"},
+        {"path": "ptx"},  # the GPU runs SASS here
+    ],
+)
+def test_a_known_bad_row_that_misses_the_build_leaves_it_and_the_next_row_still_holds(
+    matrix: Matrix, miss: dict[str, Any]
+) -> None:
+    assert _verdict(matrix, (_bad(**miss),)) is None
+    said = _verdict(matrix, (_bad(**miss), _bad(reason="the second row")))
+    assert said is not None and said.startswith("the second row: NVIDIA H100 80GB HBM3 (sm_90)"), said
+
+
+def test_a_known_bad_row_holds_for_its_variant_any_path_and_a_pre_release(matrix: Matrix) -> None:
+    assert _verdict(matrix, (_bad(variants=("cu126",)),)) is not None
+    assert _verdict(matrix, (_bad(path="any"),), how="sass") is not None
+    assert _verdict(matrix, (_bad(path="ptx"),), how="ptx") is not None
+    assert _verdict(matrix, (_bad(versions=">=2.14"),), version="2.15.0rc1") is not None
