@@ -61,10 +61,10 @@ services: ## Install and start what the docker tests need (docker.io, dockerd, b
 	bash scripts/arm64-base.sh
 	bash scripts/podman.sh
 
-test: $(STAMP) services ## Everything the tests need, then all tests (unit + docker)
+test: services $(STAMP) ## Everything the tests need, then all tests (unit + docker)
 	$(BIN)/pytest -q -m 'not gpu' tests
 
-test-docker: $(STAMP) services ## Only the Docker integration tests
+test-docker: services $(STAMP) ## Only the Docker integration tests
 	$(BIN)/pytest -q -m docker tests/integration
 
 golden: $(STAMP) ## Regenerate golden Dockerfiles, the committed images/*.Dockerfile renders and images/spec.schema.json

@@ -86,6 +86,8 @@ fi
 
 # 2. dockerd (the same script `make run` starts it with).
 bash "$(dirname "$0")/dockerd.sh" || die "no Docker daemon (see above)"
+# Earlier runs' leftovers go when the disk is short (a full disk fails hundreds of tests at once).
+bash "$(dirname "$0")/reclaim-disk.sh"
 
 # 3. Base image: debootstrap + docker import (no registry is reachable to pull one).
 if ! image_up; then
@@ -119,6 +121,9 @@ fi
 # 5. Registries.
 start_registry() { # port dir [auth]
   local port=$1 dir=$2 auth=${3:-}
+  # A registry that is not up starts empty: every test pushes what it reads, under its run's ID,
+  # and the pushes of earlier runs would otherwise pile up (7.7 GB here on 2026-12-05).
+  rm -rf "$dir/data"
   mkdir -p "$dir/data"
   {
     printf 'version: 0.1\nlog: {level: warn}\n'
