@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 import torch
 import yaml
+from result_docs import result_doc
 
 from envbuilder.harness.record import FAIL, PASS, SKIP, Recorder, Step, StepFailed, StepSkipped
 from envbuilder.harness.result import decide_verdict
@@ -503,38 +504,8 @@ def test_bottleneck_naming() -> None:
 
 
 # ---------------------------------------------------------------- result schema
-def _valid_doc() -> dict[str, Any]:
-    return {
-        "kind": "result",
-        "schema_version": 1,
-        "harness_version": "1.0.0",
-        "harness_sha256": "sha256:" + "0" * 64,
-        "gpu_path": False,
-        "options": {"nonce": "n"},
-        "mode": "cpu",
-        "started": "t0",
-        "finished": "t1",
-        "verdict": "certified-cpu-only",
-        "verdict_reason": "CPU path passed",
-        "thresholds": {},
-        "telemetry": {"available": False},
-        "host": {},
-        "gates": [],
-        "steps": [
-            {
-                "kind": "step",
-                "name": "host",
-                "status": "pass",
-                "reason": "",
-                "seconds": 0.1,
-                "metrics": {},
-            }
-        ],
-    }
-
-
-def test_validate_result_accepts_a_valid_doc() -> None:
-    assert validate_result(_valid_doc()) == []
+def test_validate_result_accepts_aresult_doc() -> None:
+    assert validate_result(result_doc()) == []
 
 
 @pytest.mark.parametrize(
@@ -557,7 +528,7 @@ def test_validate_result_accepts_a_valid_doc() -> None:
     ],
 )
 def test_validate_result_rejects(mutate: Any, expect: str) -> None:
-    doc = _valid_doc()
+    doc = result_doc()
     mutate(doc)
     problems = validate_result(doc)
     assert any(expect in p for p in problems), problems

@@ -10,43 +10,12 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from result_docs import result_doc as doc
+from result_docs import result_step as step
 
 from envbuilder.harness.record import Step
 from envbuilder.harness.result import decide_verdict
 from envbuilder.harness.schema import validate_result
-
-
-def step(name: str = "host", **over: Any) -> dict[str, Any]:
-    return {
-        "kind": "step",
-        "name": name,
-        "status": "pass",
-        "reason": "",
-        "seconds": 0.1,
-        "metrics": {},
-    } | over
-
-
-def doc(**over: Any) -> dict[str, Any]:
-    base: dict[str, Any] = {
-        "kind": "result",
-        "schema_version": 1,
-        "harness_version": "1.0.0",
-        "harness_sha256": "sha256:" + "0" * 64,
-        "gpu_path": False,
-        "options": {"nonce": "n"},
-        "mode": "cpu",
-        "started": "t0",
-        "finished": "t1",
-        "verdict": "certified-cpu-only",
-        "verdict_reason": "CPU path passed",
-        "thresholds": {},
-        "telemetry": {},
-        "host": {},
-        "gates": [{"name": "g", "status": "pass"}],
-        "steps": [step("host"), step("cpu_check")],
-    }
-    return base | over
 
 
 def test_the_base_document_is_valid() -> None:
