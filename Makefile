@@ -12,17 +12,21 @@ RUN_STAMP := $(VENV)/.installed-run
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
 
+# pip's one line per index folder this machine's pip.conf names but lacks ("is ignored: it is
+# neither a file nor a directory", 80 lines) is left out: CI shows only part of what a run prints.
+PIP_QUIET := 2>&1 | { grep -v 'is ignored: it is neither a file nor a directory' || true; }
+
 # The product's own dependencies only (what `make run` needs), or those and the dev tools.
 $(RUN_STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
-	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -e .
+	set -o pipefail; $(BIN)/pip install -q --upgrade pip $(PIP_QUIET)
+	set -o pipefail; $(BIN)/pip install -q -e . $(PIP_QUIET)
 	touch $(RUN_STAMP)
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
-	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -e '.[dev]'
+	set -o pipefail; $(BIN)/pip install -q --upgrade pip $(PIP_QUIET)
+	set -o pipefail; $(BIN)/pip install -q -e '.[dev]' $(PIP_QUIET)
 	touch $(STAMP) $(RUN_STAMP)
 
 install: $(STAMP) ## Create .venv and install envbuilder with its dev tools
