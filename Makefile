@@ -72,7 +72,7 @@ test-docker: services $(STAMP) ## Only the Docker integration tests
 	$(BIN)/pytest -q -m docker tests/integration
 
 golden: $(STAMP) ## Regenerate golden Dockerfiles, the committed images/*.Dockerfile renders and images/spec.schema.json
-	$(BIN)/pytest -q tests/unit -k 'golden or image_renders' --update-golden
+	$(BIN)/pytest -q tests/unit -k 'golden or image_renders or shipped_compiled' --update-golden
 
 bench: $(STAMP) services ## Build benchmarks (cold vs warm build, image sizes) -> benchmarks/results/
 	$(BIN)/python benchmarks/build_bench.py

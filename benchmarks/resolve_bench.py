@@ -1,12 +1,13 @@
 """How long `envbuilder resolve` takes as a new process, before vs after, side by side in one run.
 
-Each round runs, in turn: the baseline revision (extracted with `git archive` into a temporary
-folder and put first on PYTHONPATH, so the same interpreter and packages run its code), this
-checkout with its compiled matrix present (what every run but the first after a matrix change
-sees), and this checkout with the compiled matrix removed (that first run). Rounds interleave the
-variants so that the load of a shared machine falls on all of them alike. Wall time and the
-child's CPU time (user + sys) are recorded per run; the host is given (--driver/--gpu), so no
-driver probe is timed.
+The baseline revision and this checkout's HEAD are extracted with `git archive` into temporary
+folders and put first on PYTHONPATH, so the same interpreter and packages run their code. Each
+round runs, in turn: `python -c pass`; each revision as a first command (no cache: what a new
+install, a new CI machine or a fresh container sees), then again with its cache present (every
+later command); and HEAD without the compiled form shipped beside its YAML (the first command
+after an edit of matrices/, before `make golden`). Rounds interleave the variants so that the load
+of a shared machine falls on all of them alike. Wall time and the child's CPU time (user + sys)
+are recorded per run; the host is given (--driver/--gpu), so no driver probe is timed.
 
     .venv/bin/python benchmarks/resolve_bench.py [--baseline REV] [--rounds N] [--realtime]
 
@@ -40,8 +41,9 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "results"
-# The last main commit before the compiled matrix and the lazy command imports (envbuilder issue 11).
-BASELINE = "0babc9d"
+# main before the compiled matrix shipped beside the YAML (2026-12-05; the arm64 rows had taken its
+# first command over 300 ms). 0babc9d is the one before the compiled matrix itself (issue 11).
+BASELINE = "7e36c25"
 ARGV = ["resolve", "--driver", "580.95.05", "--gpu", "NVIDIA H200"]
 
 
@@ -117,29 +119,40 @@ def main() -> int:
     args = ap.parse_args()
     info = {**machine(), "realtime": args.realtime}
     with tempfile.TemporaryDirectory(prefix="envbuilder-bench-") as tmp:
-        base_dir, cache = Path(tmp) / "baseline", Path(tmp) / "cache"
+        base_dir, head_dir, stale_dir = Path(tmp) / "baseline", Path(tmp) / "head", Path(tmp) / "stale"
         extract(args.baseline, base_dir)
+        extract("HEAD", head_dir)
+        extract("HEAD", stale_dir)
+        (stale_dir / "matrices" / "generated" / "compiled.json").unlink(missing_ok=True)
         clean = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "ENVBUILDER_CACHE_DIR")}
-        env_cur = {**clean, "ENVBUILDER_CACHE_DIR": str(cache)}
-        env_base = {**clean, "PYTHONPATH": str(base_dir), "ENVBUILDER_CACHE_DIR": str(cache / "baseline")}
         cmd = [sys.executable, "-m", "envbuilder", *ARGV]
         floor = [sys.executable, "-c", "pass"]
-        # Warm-up: page cache for every variant, and the compiled matrix for "after".
-        timed(cmd, env_base, base_dir, args.realtime)
-        timed(cmd, env_cur, ROOT, args.realtime)
-        samples: dict[str, list[tuple[float, float]]] = {
-            "python -c pass": [],
-            f"before ({args.baseline})": [],
-            "after, compiled matrix present": [],
-            "after, compiled matrix absent (first run)": [],
-        }
-        names = list(samples)
+        trees = {f"before ({args.baseline})": base_dir, "after": head_dir}
+        samples: dict[str, list[tuple[float, float]]] = {"python -c pass": []}
+        for name in trees:
+            samples[f"{name}, first command (no cache)"] = []
+            samples[f"{name}, cache present"] = []
+        stale = "after, no shipped form (first command after a matrix edit)"
+        samples[stale] = []
+
+        def run_in(tree: Path, cache: Path) -> tuple[float, float]:
+            env = {**clean, "PYTHONPATH": str(tree), "ENVBUILDER_CACHE_DIR": str(cache)}
+            return timed(cmd, env, tree, args.realtime)
+
+        for tree in (base_dir, head_dir, stale_dir):  # page cache for every variant
+            run_in(tree, Path(tmp) / "warmup")
         for i in range(args.rounds):
-            samples[names[0]].append(timed(floor, clean, ROOT, args.realtime))
-            samples[names[1]].append(timed(cmd, env_base, base_dir, args.realtime))
-            samples[names[2]].append(timed(cmd, env_cur, ROOT, args.realtime))
-            shutil.rmtree(cache / "matrix", ignore_errors=True)
-            samples[names[3]].append(timed(cmd, env_cur, ROOT, args.realtime))
+            samples["python -c pass"].append(timed(floor, clean, ROOT, args.realtime))
+            for name, tree in trees.items():
+                cache = Path(tmp) / "cache" / tree.name
+                shutil.rmtree(cache, ignore_errors=True)
+                samples[f"{name}, first command (no cache)"].append(run_in(tree, cache))
+                samples[f"{name}, cache present"].append(run_in(tree, cache))
+            cache = Path(tmp) / "cache" / "stale"
+            shutil.rmtree(cache, ignore_errors=True)
+            samples["after, no shipped form (first command after a matrix edit)"].append(
+                run_in(stale_dir, cache)
+            )
             log(f"round {i + 1}/{args.rounds}: " + ", ".join(f"{s[-1][0]:.3f}s" for s in samples.values()))
     info["load_average_end"] = [round(x, 2) for x in os.getloadavg()]
     result = {
@@ -149,15 +162,15 @@ def main() -> int:
         "variants": {name: summary(s) for name, s in samples.items()},
         "raw_wall_s": {name: [round(w, 4) for w, _ in s] for name, s in samples.items()},
     }
-    before = result["variants"][names[1]]["wall_median_ms"]
-    after = result["variants"][names[2]]["wall_median_ms"]
-    result["speedup_median_wall"] = round(before / after, 1)
+    before = result["variants"][f"before ({args.baseline}), first command (no cache)"]["wall_median_ms"]
+    after = result["variants"]["after, first command (no cache)"]["wall_median_ms"]
+    result["speedup_median_wall"] = round(before / after, 2)
     RESULTS.mkdir(parents=True, exist_ok=True)
     suffix = "-realtime" if args.realtime else ""
     stem = RESULTS / f"resolve-{result['date']}{suffix}"
     stem.with_suffix(".json").write_text(json.dumps(result, indent=2) + "\n")
     stem.with_suffix(".md").write_text(render(result))
-    log(f"wrote {stem}.md: before {before} ms, after {after} ms (median wall)")
+    log(f"wrote {stem}.md: first command before {before} ms, after {after} ms (median wall)")
     return 0
 
 
@@ -187,16 +200,13 @@ Timed processes ran {mode}.
 |---|---:|---:|---:|---:|---:|
 {rows}
 
-Median wall time: {r["speedup_median_wall"]}x faster with the compiled matrix present.
+Median wall time of a first command: {r["speedup_median_wall"]}x faster after.
 
-What changed: the matrix is served from a compiled JSON form keyed by the sha256 of the YAML files
-and the loader's code (envbuilder/matrix/compiled.py; repeated tuples stored once; rebuilt on a
-miss with libyaml's CSafeLoader, each file parsed once); commands are imported when invoked
-(cli/__init__.py), so `resolve` loads neither the Docker SDK nor Jinja nor the host probes nor
-packaging.requirements (cli/options.py); the version parsers are memoised. "Before" also parsed
-the old 52-model gpus.yaml; "after" serves the 218-model one.
+What changed: the compiled matrix (envbuilder/matrix/compiled.py: the checked `Matrix` as JSON,
+keyed by the sha256 of the YAML files and the loader's code) also ships beside the YAML, in
+matrices/generated/compiled.json (`make golden`, `matrix refresh` and `matrix installable --write`
+rewrite it; a unit test fails while it is stale), and is served for its own key only: a first
+command no longer parses the YAML. Before, only the user's cache held it, so the first command of
+every new install, CI machine or container parsed 16 YAML files (with the arm64 rows of
+2026-12-05, 51 KB more of them).
 """
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -400,6 +400,7 @@ def refresh(
     import datetime
 
     from envbuilder.atomic import write_text_atomic
+    from envbuilder.matrix.compiled import write_shipped
     from envbuilder.matrix.index import open_index
     from envbuilder.matrix.refresh import refresh_matrix, write_result
 
@@ -418,7 +419,9 @@ def refresh(
     diff = result.diff()
     if not dry_run:
         write_result(result, directory)
-        load_matrix(directory or resources.matrices_dir())  # the written files must load
+        written = load_matrix(directory or resources.matrices_dir())  # the written files must load
+        if result.changed and directory is None:
+            write_shipped(resources.matrices_dir(), written)
     if diff_file is not None:
         write_text_atomic(diff_file, diff)
     rep = result.report
@@ -475,6 +478,7 @@ def installable(frameworks: tuple[str, ...], pythons: tuple[str, ...], write: bo
     from envbuilder.atomic import write_text_atomic
     from envbuilder.image.installable import answer_sets, install_sets, uv_asker, uv_version
     from envbuilder.lifecycle import scratch_dir
+    from envbuilder.matrix.compiled import write_shipped
     from envbuilder.matrix.installable import (
         key_of,
         render_answers,
@@ -510,7 +514,8 @@ def installable(frameworks: tuple[str, ...], pythons: tuple[str, ...], write: bo
             [*kept, *fresh.values()], source=source, reviewed=datetime.date.today().isoformat()
         )
         write_text_atomic(target, text)
-        load_matrix(resources.matrices_dir(), compiled=False)  # the written file must load
+        written = load_matrix(resources.matrices_dir(), compiled=False)  # the written file must load
+        write_shipped(resources.matrices_dir(), written)
     refused = [f"{', '.join(a.requirements)} py{a.python}: {a.why}" for a in outcome.answers if not a.ok]
     unchecked = [
         f"{', '.join(k[0])}{f' from {k[1]}' if k[1] else ''} py{k[2]}: {why}" for k, why in outcome.unknown

@@ -438,8 +438,9 @@ def _check_cross(m: Matrix, directory: Path) -> None:
 def load_matrix(directory: Path | None = None, *, compiled: bool = True) -> Matrix:
     """Load and check every matrix file under `directory` (default: the bundled matrices/).
 
-    The bundled matrix is served from its compiled form (matrix/compiled.py) when one exists for
-    exactly these files and this code, and compiled on a miss; `compiled=False`, or another
+    The bundled matrix is served from its compiled form (matrix/compiled.py: the one shipped beside
+    the YAML, else the user's cache) when one exists for exactly these files and this code, and
+    compiled into the cache on a miss; `compiled=False`, or another
     folder, always reads and checks the YAML. Raises MatrixError naming the file, row and field of
     the first problem found.
     """
@@ -458,12 +459,12 @@ def _load_default() -> Matrix:
         key = compiled.matrix_key(directory)
     except OSError:  # an unreadable file: let the YAML reader name it
         return _load(directory)
-    path = compiled.cache_file(key)
-    cached = compiled.read_compiled(path, key)
-    if cached is not None:
-        return cached
+    for path in (compiled.shipped_file(directory), compiled.cache_file(key)):
+        cached = compiled.read_compiled(path, key)
+        if cached is not None:
+            return cached
     matrix = _load(directory)
-    compiled.write_compiled(path, key, matrix)
+    compiled.write_compiled(compiled.cache_file(key), key, matrix)
     return matrix
 
 

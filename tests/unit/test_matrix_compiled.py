@@ -1,5 +1,6 @@
 """The compiled matrix: the same Matrix as the YAML gives, served without parsing it, and never
-trusted when it is stale, truncated, of another key or not writable."""
+trusted when it is stale, truncated, of another key or not writable; the form shipped beside the
+YAML is current (`make golden` rewrites it)."""
 
 from __future__ import annotations
 
@@ -18,8 +19,10 @@ from envbuilder.matrix.model import Matrix
 
 @pytest.fixture
 def fresh(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Path]:
-    """An empty cache folder and an empty in-process memo: the next load_matrix() is a cold one."""
+    """An empty cache folder, no shipped compiled form and an empty in-process memo: the next
+    load_matrix() is a cold one."""
     monkeypatch.setenv("ENVBUILDER_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(compiled, "shipped_file", lambda directory: tmp_path / "not-shipped.json")
     matrix_pkg._load_default.cache_clear()
     yield tmp_path / "cache" / "matrix"
     matrix_pkg._load_default.cache_clear()
@@ -119,6 +122,51 @@ def test_an_unwritable_cache_only_costs_time(monkeypatch: pytest.MonkeyPatch, tm
     finally:
         matrix_pkg._load_default.cache_clear()
     assert blocker.read_text().startswith("a file")
+
+
+def test_the_shipped_compiled_form_is_current(update_golden: bool) -> None:
+    directory = resources.matrices_dir()
+    key = compiled.matrix_key(directory)
+    shipped = compiled.shipped_file(directory)
+    if update_golden:
+        compiled.write_shipped(directory, _from_yaml())
+    assert compiled.read_compiled(shipped, key) == _from_yaml(), (
+        f"{shipped} is not the compiled form of these matrices/ files and this code: run `make golden`"
+    )
+
+
+def test_a_new_install_reads_the_shipped_form(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """No cache yet (a first command): the shipped form is served, no YAML is parsed and no cache
+    entry is written."""
+    expected = _from_yaml()
+    monkeypatch.setenv("ENVBUILDER_CACHE_DIR", str(tmp_path / "cache"))
+    _no_yaml(monkeypatch)
+    matrix_pkg._load_default.cache_clear()
+    try:
+        assert matrix_pkg.load_matrix() == expected
+    finally:
+        matrix_pkg._load_default.cache_clear()
+    assert not (tmp_path / "cache").exists()
+
+
+def test_a_stale_shipped_form_is_not_served(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """A matrices/ folder whose YAML changed after the shipped form was written (a fact edited,
+    `make golden` not run): the YAML is read, and the edit is in the answer."""
+    copy = tmp_path / "m"
+    shutil.copytree(resources.matrices_dir(), copy)
+    gpus = copy / "gpus.yaml"
+    text = gpus.read_text()
+    edited = text.replace("NVIDIA H200", "NVIDIA H2O0", 1)
+    assert edited != text
+    gpus.write_text(edited)
+    monkeypatch.setattr(resources, "matrices_dir", lambda: copy)
+    monkeypatch.setenv("ENVBUILDER_CACHE_DIR", str(tmp_path / "cache"))
+    matrix_pkg._load_default.cache_clear()
+    try:
+        names = {model.name for model in matrix_pkg.load_matrix().gpus.models}
+    finally:
+        matrix_pkg._load_default.cache_clear()
+    assert "NVIDIA H2O0" in names and "NVIDIA H200" not in names
 
 
 def test_decoder_refuses_a_type_it_does_not_know() -> None:
