@@ -210,3 +210,7 @@ command no longer parses the YAML. Before, only the user's cache held it, so the
 every new install, CI machine or container parsed 16 YAML files (with the arm64 rows of
 2026-12-05, 51 KB more of them).
 """
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
