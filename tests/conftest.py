@@ -58,6 +58,22 @@ def _private_data_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None
         yield
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _private_tmpdir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """The system temp folder (TMPDIR, tempfile.gettempdir()) is one of this test session: the
+    code's sweep of dead processes' temp folders (lifecycle.sweep_temp_dirs, run by the lock, the
+    engine's janitor and render) never reaches the machine's /tmp, where another run's build keeps
+    its context. A mutated sweep run by benchmarks/mutants.py removed a CI build's folder
+    mid-build on 2026-12-05 ("open /tmp/envbuilder-build-.../.tmp-metadata.json: no such file")."""
+    import tempfile
+
+    private = tmp_path_factory.mktemp("tmp")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("TMPDIR", str(private))
+        mp.setattr(tempfile, "tempdir", str(private))
+        yield
+
+
 @pytest.fixture(autouse=True)
 def _fresh_daemon_memos() -> None:
     """Each test meets its daemon for the first time: what an earlier test's engine answered to

@@ -164,11 +164,16 @@ def test_run_publishes_a_port_under_the_name_given(certified: tuple[str, Path, P
     )  # fmt: skip
     try:
         assert proc.stdout is not None and proc.stdout.readline().strip() == "listening"
-        named = subprocess.run(
-            ["docker", "ps", "--filter", f"name=^{name}$", "--format", "{{.Names}} {{.Ports}}"],
-            capture_output=True, text=True, check=False,
-        )  # fmt: skip
-        assert named.stdout.strip() == f"{name} 127.0.0.1:{port}->8000/tcp", named.stdout
+        listed = ""
+        for _ in range(50):  # the job can print before the daemon marks its container running
+            listed = subprocess.run(
+                ["docker", "ps", "--filter", f"name=^{name}$", "--format", "{{.Names}} {{.Ports}}"],
+                capture_output=True, text=True, check=False,
+            ).stdout.strip()  # fmt: skip
+            if listed:
+                break
+            time.sleep(0.2)
+        assert listed == f"{name} 127.0.0.1:{port}->8000/tcp", listed
         got = b""
         for _ in range(50):  # the daemon's proxy may take a moment after the job listens
             try:
