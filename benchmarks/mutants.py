@@ -2856,6 +2856,68 @@ EQUIVALENT.update(
 )
 
 
+# Issue 23 item 13: whose containers, temporary folders and journals a janitor may record or
+# remove (another data folder's, another host's, a live owner's: never), and the build lock and
+# commit journal (one writer per output across users and data folders; a killed commit finished
+# or undone, never another build's tag moved).
+JANITOR_TESTS = ("test_orphaned_runs.py", "test_janitor_scope.py", "test_lifecycle.py", "test_engine.py")
+BUILDLOCK_TESTS = ("test_commit.py", "test_janitor_scope.py", "test_build.py")
+AREAS["janitor"] = (
+    "JN",
+    (
+        Target(
+            "engine/ownership.py",
+            (
+                "container_name",
+                "data_mark",
+                "owner_labels",
+                "leftovers",
+                "log_is_ours",
+                "record_labels",
+                "orphan_record",
+                "_docker_time",
+            ),
+            JANITOR_TESTS,
+        ),
+        Target(
+            "lifecycle.py",
+            ("process_start", "owner_mark", "owner_alive", "temp_dir", "_is_ours", "sweep_temp_dirs"),
+            JANITOR_TESTS,
+        ),
+        Target(
+            "engine/docker_engine.py",
+            ("DockerEngine.sweep_leftovers", "DockerEngine._record_orphan", "DockerEngine._settled_create"),
+            JANITOR_TESTS,
+        ),
+    ),
+)
+AREAS["buildlock"] = (
+    "BL",
+    (
+        Target(
+            "image/commit.py",
+            (
+                "_key",
+                "_outputs",
+                "shared_locks_dir_name",
+                "shared_locks_dir",
+                "_open_lock",
+                "_holder",
+                "context_home",
+                "output_lock",
+                "_journal_path",
+                "_undo",
+                "commit",
+                "_read_journal",
+                "repair",
+            ),
+            BUILDLOCK_TESTS,
+        ),
+        Target("image/build.py", ("outputs_held", "discard_untagged"), BUILDLOCK_TESTS),
+    ),
+)
+
+
 # --------------------------------------------------------------------------- running
 
 
