@@ -2860,7 +2860,13 @@ EQUIVALENT.update(
 # remove (another data folder's, another host's, a live owner's: never), and the build lock and
 # commit journal (one writer per output across users and data folders; a killed commit finished
 # or undone, never another build's tag moved).
-JANITOR_TESTS = ("test_orphaned_runs.py", "test_janitor_scope.py", "test_lifecycle.py", "test_engine.py")
+JANITOR_TESTS = (
+    "test_orphaned_runs.py",
+    "test_janitor_conditions.py",
+    "test_janitor_scope.py",
+    "test_lifecycle.py",
+    "test_engine.py",
+)
 BUILDLOCK_TESTS = ("test_commit.py", "test_janitor_scope.py", "test_build.py")
 AREAS["janitor"] = (
     "JN",
@@ -2915,6 +2921,62 @@ AREAS["buildlock"] = (
         ),
         Target("image/build.py", ("outputs_held", "discard_untagged"), BUILDLOCK_TESTS),
     ),
+)
+
+
+_SWEEP_SKIP = "if not entry.is_dir() or entry.is_symlink() or now - entry.lstat().st_mtime < min_age_s:"
+EQUIVALENT.update(
+    {
+        (
+            "engine/ownership.py",
+            "return {LOG_LABEL: str(log), RECORD_LABEL: json.dumps(dict(record), sort_keys=True, "
+            "allow_nan=False)}",
+            "return {LOG_LABEL: str(log), RECORD_LABEL: json.dumps(dict(record), sort_keys=False, "
+            "allow_nan=False)}",
+        ): "the label is read only by orphan_record's json.loads (a dict: key order gone) and the line is "
+        "written by append_jsonl, which sorts the keys itself",
+        (
+            "lifecycle.py",
+            "return start is not None and start == int(m.group(3))",
+            "return start == int(m.group(3))",
+        ): "for start None, `None == int(...)` is False, as the dropped operand makes it",
+        ("lifecycle.py", "if live is not None and live == start:", "if live == start:"): "for live None, "
+        "`None == start` (an int) is False, as the dropped operand makes it",
+        (
+            "lifecycle.py",
+            _SWEEP_SKIP,
+            "if entry.is_symlink() or now - entry.lstat().st_mtime < min_age_s:",
+        ): "an entry that is not a folder (a file, a FIFO) holds no OWNER_FILE: _is_ours's read fails "
+        "(NotADirectoryError, an OSError) and the entry is skipped two lines on",
+        (
+            "lifecycle.py",
+            _SWEEP_SKIP,
+            "if not entry.is_dir() or now - entry.lstat().st_mtime < min_age_s:",
+        ): "shutil.rmtree refuses a symlink (it raises 'Cannot call rmtree on a symbolic link', which "
+        "ignore_errors swallows) and the link still exists, so it is neither removed nor reported "
+        "(test_a_symlink_named_like_a_temp_folder_is_never_followed passes with it)",
+        (
+            "engine/docker_engine.py",
+            "OwnedContainer(id=c.id, name=c.name, status=c.status, labels=dict(c.labels or {}))",
+            "OwnedContainer(id=c.id, name=c.name, status=c.status, labels=dict(c.labels))",
+        ): "the docker SDK's Container.labels returns `Config.Labels or {}` (docker/models/containers.py): "
+        "never None",
+        (
+            "engine/docker_engine.py",
+            'states = {c.id: (c.attrs or {}).get("State") or {} for c in found}',
+            'states = {c.id: (c.attrs).get("State") or {} for c in found}',
+        ): "the docker SDK's Model sets attrs to {} when given None (docker/models/resource.py): never None",
+        (
+            "engine/docker_engine.py",
+            "if not done.is_set() and spec.name:",
+            "if not done.is_set():",
+        ): "_settled_create's only caller, _created, passes _named(spec): the name is always set",
+        (
+            "engine/docker_engine.py",
+            "if (found.labels or {}).get(OWNER_LABEL) == owner_mark():",
+            "if (found.labels).get(OWNER_LABEL) == owner_mark():",
+        ): "containers.get gives an SDK Container, whose labels are `Config.Labels or {}`: never None",
+    }
 )
 
 
