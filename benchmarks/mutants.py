@@ -2867,7 +2867,7 @@ JANITOR_TESTS = (
     "test_lifecycle.py",
     "test_engine.py",
 )
-BUILDLOCK_TESTS = ("test_commit.py", "test_janitor_scope.py", "test_build.py")
+BUILDLOCK_TESTS = ("test_buildlock_conditions.py", "test_commit.py", "test_janitor_scope.py", "test_build.py")
 AREAS["janitor"] = (
     "JN",
     (
@@ -2976,6 +2976,47 @@ EQUIVALENT.update(
             "if (found.labels or {}).get(OWNER_LABEL) == owner_mark():",
             "if (found.labels).get(OWNER_LABEL) == owner_mark():",
         ): "containers.get gives an SDK Container, whose labels are `Config.Labels or {}`: never None",
+    }
+)
+
+
+_FULL_IDS = (
+    "every image ID here is a full `sha256:` + 64 hex (Docker's inspect, the build's iidfile; "
+    "podman.py writes both so): of one length, startswith is equality"
+)
+EQUIVALENT.update(
+    {
+        ("image/commit.py", "os.ftruncate(fd, 0)", "os.ftruncate(fd, 1)"): "the holder line, "
+        "written at offset 0 on the next line, is longer than 1 byte: it covers the byte either "
+        "truncation keeps",
+        (
+            "image/commit.py",
+            "if now is None or now.id != image_id:",
+            "if now is None or not str(now.id).startswith(str(image_id)):",
+        ): _FULL_IDS,
+        (
+            "image/commit.py",
+            "elif old != image_id:",
+            "elif not str(old).startswith(str(image_id)):",
+        ): _FULL_IDS,
+        (
+            "image/commit.py",
+            "tagged = all((info := engine.inspect_image(t)) is not None and info.id == image_id "
+            "for t in previous)",
+            "tagged = all((info := engine.inspect_image(t)) is not None and "
+            "str(info.id).startswith(str(image_id)) for t in previous)",
+        ): _FULL_IDS,
+        (
+            "image/commit.py",
+            "write_text_atomic(journal, json.dumps(record, sort_keys=True))",
+            "write_text_atomic(journal, json.dumps(record, sort_keys=False))",
+        ): "the journal is read only by _read_journal's json.loads: the key order is lost there",
+        (
+            "image/commit.py",
+            "journal.unlink(missing_ok=True)",
+            "journal.unlink(missing_ok=False)",
+        ): "commit wrote the journal itself, under output_lock (no other commit of this lock file), and "
+        "repair leaves a journal whose owner (this process) runs: it is there to unlink",
     }
 )
 
