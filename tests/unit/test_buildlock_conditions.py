@@ -83,7 +83,7 @@ def test_a_lock_folder_root_owns_is_trusted_by_every_user(
     folder.mkdir(0o755)
     folder.chmod(0o755)
     monkeypatch.setenv("ENVBUILDER_LOCK_DIR", str(folder))
-    monkeypatch.setattr(commit_mod.os, "getuid", lambda: 4242)  # a user, not root
+    monkeypatch.setattr(os, "getuid", lambda: 4242)  # a user, not root
     assert shared_locks_dir() == folder
 
 
@@ -103,7 +103,7 @@ def _opens(monkeypatch: pytest.MonkeyPatch, *, exists_every_time: bool) -> list[
             raise FileNotFoundError(2, "No such file or directory", str(path))
         return real_open(path, flags, *args)
 
-    monkeypatch.setattr(commit_mod.os, "open", racing)
+    monkeypatch.setattr(os, "open", racing)
     return calls
 
 
@@ -335,13 +335,13 @@ def test_a_journal_another_build_repaired_meanwhile_is_no_error(
 
         monkeypatch.setattr(commit_mod, "_read_journal", read)
     else:
-        real_write = commit_mod.write_text_atomic
+        from envbuilder.atomic import write_text_atomic as real_write
 
         def write(path: Path, text: str) -> None:
             real_write(path, text)
             journal.unlink()  # the other build finished it too, and dropped it first
 
-        monkeypatch.setattr(commit_mod, "write_text_atomic", write)
+        monkeypatch.setattr("envbuilder.image.commit.write_text_atomic", write)
     lines = repair(_engine(("team/x:1", ALICE)), lambda _m: None)
     assert not journal.exists()
     assert lines == ([] if when == "before it is read" else [lines[0]])

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_orphaned_runs import RECORD, _Client, _Container
+from test_orphaned_runs import RECORD, _Container
 
 from envbuilder import lifecycle
 from envbuilder.engine import DockerEngine
@@ -155,7 +155,7 @@ def test_a_gone_processs_folder_is_swept_only_once_old_enough(
     now = 2_000_000_000
     edge = _folder(tmp_path, pid, 1, "edge0001")
     os.utime(edge, (now - 60, now - 60))
-    monkeypatch.setattr(lifecycle.time, "time", lambda: float(now))
+    monkeypatch.setattr(time, "time", lambda: float(now))  # the module lifecycle reads
     assert sweep_temp_dirs(tmp_path, min_age_s=60) == [edge]
 
 
@@ -274,23 +274,28 @@ def test_a_record_that_is_not_strict_json_is_refused_when_the_container_is_made(
 # --------------------------------------------------------------------------- the engine's janitor
 
 
-class _Daemon(_Client):
-    """_Client that lists as the daemon does: exited containers only with all=True."""
+class _Daemon:
+    """The SDK client as the janitor uses it, listing as the daemon does: exited containers only
+    with all=True (test_orphaned_runs._Client lists everything)."""
 
     def __init__(self, found: list[_Container]) -> None:
-        super().__init__(found)
-        listed = self.containers.list
+        self.removed: list[str] = []
+        client = self
 
         class _Containers:
             def list(self, **kw: Any) -> list[_Container]:
-                every = listed(**kw)
-                return every if kw.get("all") else [c for c in every if c.status == "running"]
+                return found if kw.get("all") else [c for c in found if c.status == "running"]
 
-        self.containers = _Containers()
+        class _Api:
+            def remove_container(self, cid: str, force: bool) -> None:
+                assert force, "a running orphan is removed only with force (docker rm -f)"
+                client.removed.append(cid)
+
+        self.containers, self.api = _Containers(), _Api()
 
 
 def _engine(
-    monkeypatch: pytest.MonkeyPatch, data: Path, tmp: Path, client: _Client
+    monkeypatch: pytest.MonkeyPatch, data: Path, tmp: Path, client: _Daemon
 ) -> tuple[DockerEngine, list[str]]:
     monkeypatch.setenv("ENVBUILDER_DATA_DIR", str(data))
     monkeypatch.setattr(tempfile, "tempdir", str(tmp))  # sweep_temp_dirs' default root
