@@ -176,25 +176,33 @@ def test_a_lock_whose_file_names_nobody_is_held_by_another_build(tmp_path: Path)
             os.close(fd)
 
 
+@pytest.mark.parametrize("fails", ["every time", "the first time"])
 def test_a_lock_the_file_system_cannot_take_stops_the_build(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fails: str
 ) -> None:
-    """A lock folder where flock fails (ENOLCK: an NFS mount without locking) is an error: the
-    build never goes ahead unlocked."""
+    """A lock folder where flock fails (ENOLCK: an NFS mount without locking, or its lock daemon
+    briefly away) is an error at once: the build neither goes ahead unlocked nor says it waits
+    for a holder that does not exist."""
     import errno
     import fcntl
 
     monkeypatch.setenv("ENVBUILDER_LOCK_DIR", str(tmp_path / "locks"))
+    real_flock = fcntl.flock
+    tries: list[int] = []
 
     def no_locks(fd: int, op: int) -> None:
-        raise OSError(errno.ENOLCK, os.strerror(errno.ENOLCK))
+        tries.append(op)
+        if fails == "every time" or len(tries) == 1:
+            raise OSError(errno.ENOLCK, os.strerror(errno.ENOLCK))
+        real_flock(fd, op)
 
     monkeypatch.setattr(fcntl, "flock", no_locks)
     went_ahead: list[bool] = []
-    held = outputs_held([tmp_path / "x.lock.json"], ["team/x:1"], FakeEngine(), lambda _m: None)
+    said: list[str] = []
+    held = outputs_held([tmp_path / "x.lock.json"], ["team/x:1"], FakeEngine(), said.append)
     with pytest.raises(OutputError) as err, held:
         went_ahead.append(True)
-    assert went_ahead == []
+    assert went_ahead == [] and said == [] and len(tries) == 1
     assert err.value.message == f"cannot lock the build's outputs in {tmp_path / 'locks'}: No locks available"
 
 
