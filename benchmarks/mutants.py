@@ -2856,6 +2856,171 @@ EQUIVALENT.update(
 )
 
 
+# Issue 23 item 13: whose containers, temporary folders and journals a janitor may record or
+# remove (another data folder's, another host's, a live owner's: never), and the build lock and
+# commit journal (one writer per output across users and data folders; a killed commit finished
+# or undone, never another build's tag moved).
+JANITOR_TESTS = (
+    "test_orphaned_runs.py",
+    "test_janitor_conditions.py",
+    "test_janitor_scope.py",
+    "test_lifecycle.py",
+    "test_engine.py",
+)
+BUILDLOCK_TESTS = ("test_buildlock_conditions.py", "test_commit.py", "test_janitor_scope.py", "test_build.py")
+AREAS["janitor"] = (
+    "JN",
+    (
+        Target(
+            "engine/ownership.py",
+            (
+                "container_name",
+                "data_mark",
+                "owner_labels",
+                "leftovers",
+                "log_is_ours",
+                "record_labels",
+                "orphan_record",
+                "_docker_time",
+            ),
+            JANITOR_TESTS,
+        ),
+        Target(
+            "lifecycle.py",
+            ("process_start", "owner_mark", "owner_alive", "temp_dir", "_is_ours", "sweep_temp_dirs"),
+            JANITOR_TESTS,
+        ),
+        Target(
+            "engine/docker_engine.py",
+            ("DockerEngine.sweep_leftovers", "DockerEngine._record_orphan", "DockerEngine._settled_create"),
+            JANITOR_TESTS,
+        ),
+    ),
+)
+AREAS["buildlock"] = (
+    "BL",
+    (
+        Target(
+            "image/commit.py",
+            (
+                "_key",
+                "_outputs",
+                "shared_locks_dir_name",
+                "shared_locks_dir",
+                "_open_lock",
+                "_holder",
+                "context_home",
+                "output_lock",
+                "_journal_path",
+                "_undo",
+                "commit",
+                "_read_journal",
+                "repair",
+            ),
+            BUILDLOCK_TESTS,
+        ),
+        Target("image/build.py", ("outputs_held", "discard_untagged"), BUILDLOCK_TESTS),
+    ),
+)
+
+
+_SWEEP_SKIP = "if not entry.is_dir() or entry.is_symlink() or now - entry.lstat().st_mtime < min_age_s:"
+EQUIVALENT.update(
+    {
+        (
+            "engine/ownership.py",
+            "return {LOG_LABEL: str(log), RECORD_LABEL: json.dumps(dict(record), sort_keys=True, "
+            "allow_nan=False)}",
+            "return {LOG_LABEL: str(log), RECORD_LABEL: json.dumps(dict(record), sort_keys=False, "
+            "allow_nan=False)}",
+        ): "the label is read only by orphan_record's json.loads (a dict: key order gone) and the line is "
+        "written by append_jsonl, which sorts the keys itself",
+        (
+            "lifecycle.py",
+            "return start is not None and start == int(m.group(3))",
+            "return start == int(m.group(3))",
+        ): "for start None, `None == int(...)` is False, as the dropped operand makes it",
+        ("lifecycle.py", "if live is not None and live == start:", "if live == start:"): "for live None, "
+        "`None == start` (an int) is False, as the dropped operand makes it",
+        (
+            "lifecycle.py",
+            _SWEEP_SKIP,
+            "if entry.is_symlink() or now - entry.lstat().st_mtime < min_age_s:",
+        ): "an entry that is not a folder (a file, a FIFO) holds no OWNER_FILE: _is_ours's read fails "
+        "(NotADirectoryError, an OSError) and the entry is skipped two lines on",
+        (
+            "lifecycle.py",
+            _SWEEP_SKIP,
+            "if not entry.is_dir() or now - entry.lstat().st_mtime < min_age_s:",
+        ): "shutil.rmtree refuses a symlink (it raises 'Cannot call rmtree on a symbolic link', which "
+        "ignore_errors swallows) and the link still exists, so it is neither removed nor reported "
+        "(test_a_symlink_named_like_a_temp_folder_is_never_followed passes with it)",
+        (
+            "engine/docker_engine.py",
+            "OwnedContainer(id=c.id, name=c.name, status=c.status, labels=dict(c.labels or {}))",
+            "OwnedContainer(id=c.id, name=c.name, status=c.status, labels=dict(c.labels))",
+        ): "the docker SDK's Container.labels returns `Config.Labels or {}` (docker/models/containers.py): "
+        "never None",
+        (
+            "engine/docker_engine.py",
+            'states = {c.id: (c.attrs or {}).get("State") or {} for c in found}',
+            'states = {c.id: (c.attrs).get("State") or {} for c in found}',
+        ): "the docker SDK's Model sets attrs to {} when given None (docker/models/resource.py): never None",
+        (
+            "engine/docker_engine.py",
+            "if not done.is_set() and spec.name:",
+            "if not done.is_set():",
+        ): "_settled_create's only caller, _created, passes _named(spec): the name is always set",
+        (
+            "engine/docker_engine.py",
+            "if (found.labels or {}).get(OWNER_LABEL) == owner_mark():",
+            "if (found.labels).get(OWNER_LABEL) == owner_mark():",
+        ): "containers.get gives an SDK Container, whose labels are `Config.Labels or {}`: never None",
+    }
+)
+
+
+_FULL_IDS = (
+    "every image ID here is a full `sha256:` + 64 hex (Docker's inspect, the build's iidfile; "
+    "podman.py writes both so): of one length, startswith is equality"
+)
+EQUIVALENT.update(
+    {
+        ("image/commit.py", "os.ftruncate(fd, 0)", "os.ftruncate(fd, 1)"): "the holder line, "
+        "written at offset 0 on the next line, is longer than 1 byte: it covers the byte either "
+        "truncation keeps",
+        (
+            "image/commit.py",
+            "if now is None or now.id != image_id:",
+            "if now is None or not str(now.id).startswith(str(image_id)):",
+        ): _FULL_IDS,
+        (
+            "image/commit.py",
+            "elif old != image_id:",
+            "elif not str(old).startswith(str(image_id)):",
+        ): _FULL_IDS,
+        (
+            "image/commit.py",
+            "tagged = all((info := engine.inspect_image(t)) is not None and info.id == image_id "
+            "for t in previous)",
+            "tagged = all((info := engine.inspect_image(t)) is not None and "
+            "str(info.id).startswith(str(image_id)) for t in previous)",
+        ): _FULL_IDS,
+        (
+            "image/commit.py",
+            "write_text_atomic(journal, json.dumps(record, sort_keys=True))",
+            "write_text_atomic(journal, json.dumps(record, sort_keys=False))",
+        ): "the journal is read only by _read_journal's json.loads: the key order is lost there",
+        (
+            "image/commit.py",
+            "journal.unlink(missing_ok=True)",
+            "journal.unlink(missing_ok=False)",
+        ): "commit wrote the journal itself, under output_lock (no other commit of this lock file), and "
+        "repair leaves a journal whose owner (this process) runs: it is there to unlink",
+    }
+)
+
+
 # --------------------------------------------------------------------------- running
 
 

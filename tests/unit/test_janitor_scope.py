@@ -11,6 +11,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -101,6 +102,7 @@ def test_another_data_folders_orphan_is_neither_removed_nor_recorded(
     )
     notices: list[str] = []
     monkeypatch.setenv("ENVBUILDER_DATA_DIR", str(bob))
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # its temp-folder sweep: not the real /tmp
     engine = DockerEngine(janitor=False, notice=notices.append)
     engine._docker = client
     assert engine.sweep_leftovers() == ("envbuilder-run-b",)
@@ -363,6 +365,7 @@ def test_an_orphans_line_is_written_only_into_this_data_folder(
     client = _Client([_Container(labels, "exited", "e" * 64)])
     notices: list[str] = []
     monkeypatch.setenv("ENVBUILDER_DATA_DIR", str(alice))
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # its temp-folder sweep: not the real /tmp
     engine = DockerEngine(janitor=False, notice=notices.append)
     engine._docker = client
     assert engine.sweep_leftovers() == ("envbuilder-run-e",)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import signal
 import subprocess
+import tempfile
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -107,6 +108,7 @@ def test_the_janitor_writes_the_orphans_line_after_removing_it(
     labels = {OWNER_LABEL: gone_mark, DATA_LABEL: data_mark(), **record_labels(log, RECORD)}
     client = _Client([_Container(labels, "running")])
     notices: list[str] = []
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # its temp-folder sweep: not the real /tmp
     engine = DockerEngine(janitor=False, notice=notices.append)
     engine._docker = client  # the SDK client, replaced (no daemon in unit tests)
     assert engine.sweep_leftovers() == ("envbuilder-run-d",) and client.removed == ["d" * 64]

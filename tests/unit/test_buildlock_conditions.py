@@ -1,0 +1,383 @@
+"""Issue 23 items 13 and 14: each condition of the build lock and the commit journal, pinned
+(benchmarks/mutants.py --auto buildlock found them unpinned). Every output of a build is locked,
+not the first one; where the shared lock folder is and whom it trusts; two builds creating one lock
+file at once; a planted or vanishing lock file named in the error; who holds a lock when its file
+says nothing."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import subprocess
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fake_engine import FakeEngine
+from test_janitor_scope import _hold, _wait_for
+
+from envbuilder.engine import ImageInfo
+from envbuilder.errors import OutputError
+from envbuilder.image import commit as commit_mod
+from envbuilder.image.build import outputs_held
+from envbuilder.image.commit import output_lock, repair, shared_locks_dir, shared_locks_dir_name
+from envbuilder.lifecycle import owner_mark
+from envbuilder.resources import user_data_dir
+
+
+@pytest.mark.parametrize("held", ["second lock file", "second tag"])
+def test_every_output_of_a_build_is_locked_not_only_the_first(tmp_path: Path, held: str) -> None:
+    """A fleet build writes several lock files and tags: another build holding any one of them
+    (here the last in order) makes it wait."""
+    first, second = tmp_path / "a.lock.json", tmp_path / "b.lock.json"
+    if held == "second lock file":
+        holder = _hold(tmp_path / "alice", tmp_path / "held", "team/other:1", second)
+    else:
+        holder = _hold(tmp_path / "alice", tmp_path / "held", "team/y:1")
+    said: list[str] = []
+    got: list[str] = []
+
+    def build() -> None:
+        with output_lock([first, second], ["team/x:1", "team/y:1"], said.append, daemon="D1"):
+            got.append("locked")
+
+    waiting = threading.Thread(target=build, daemon=True)
+    try:
+        _wait_for(tmp_path / "held", holder)
+        waiting.start()
+        deadline = time.monotonic() + 30
+        while not said and not got and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert got == [], "the build went ahead while another held one of its outputs"
+        (line,) = said
+        assert line.endswith(
+            "which is writing " + (str(second) if held == "second lock file" else "team/y:1")
+        )
+    finally:
+        holder.kill()
+        holder.wait()
+    waiting.join(timeout=30)
+    assert got == ["locked"]
+
+
+def test_the_lock_folder_is_the_machines_unless_one_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("ENVBUILDER_LOCK_DIR", raising=False)
+    assert shared_locks_dir_name() == Path("/tmp/envbuilder-locks")
+    monkeypatch.setenv("ENVBUILDER_LOCK_DIR", "")
+    assert shared_locks_dir_name() == Path("/tmp/envbuilder-locks")
+    monkeypatch.setenv("ENVBUILDER_LOCK_DIR", "/srv/locks")
+    assert shared_locks_dir_name() == Path("/srv/locks")
+
+
+def test_a_lock_folder_root_owns_is_trusted_by_every_user(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An administrator's lock folder (root's, not sticky) is used by any user: root can replace
+    anything anyway. Another user's non-sticky folder is refused (test_janitor_scope)."""
+    if os.getuid() != 0:
+        pytest.skip("needs a folder root owns")
+    folder = tmp_path / "locks"
+    folder.mkdir(0o755)
+    folder.chmod(0o755)
+    monkeypatch.setenv("ENVBUILDER_LOCK_DIR", str(folder))
+    monkeypatch.setattr(os, "getuid", lambda: 4242)  # a user, not root
+    assert shared_locks_dir() == folder
+
+
+def _opens(monkeypatch: pytest.MonkeyPatch, *, exists_every_time: bool) -> list[int]:
+    """os.open as two builds racing for a missing lock file see it: the create finds it made by
+    the other (once, or every time: the file keeps being removed between the two opens)."""
+    real_open = os.open
+    calls: list[int] = []
+
+    def racing(path: Any, flags: int, *args: Any) -> int:
+        calls.append(flags)
+        if flags & os.O_CREAT and (exists_every_time or len(calls) <= 2):
+            if not exists_every_time:
+                Path(path).write_text("")  # the other build's file: there to be opened
+            raise FileExistsError(17, "File exists", str(path))
+        if exists_every_time:
+            raise FileNotFoundError(2, "No such file or directory", str(path))
+        return real_open(path, flags, *args)
+
+    monkeypatch.setattr(os, "open", racing)
+    return calls
+
+
+def test_a_lock_file_another_build_creates_first_is_opened_not_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = tmp_path / "locks"
+    monkeypatch.setenv("ENVBUILDER_LOCK_DIR", str(folder))
+    shared_locks_dir()
+    calls = _opens(monkeypatch, exists_every_time=False)
+    with output_lock([], ["team/x:1"], lambda _m: None):
+        (lock,) = folder.iterdir()
+        assert lock.read_text().startswith("envbuilder ")
+    assert len(calls) == 3  # missing, created by the other build, then opened
+
+
+def test_a_lock_file_that_keeps_disappearing_is_an_error_not_a_hang(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = tmp_path / "locks"
+    monkeypatch.setenv("ENVBUILDER_LOCK_DIR", str(folder))
+    shared_locks_dir()
+    calls = _opens(monkeypatch, exists_every_time=True)
+    with pytest.raises(OSError, match="keeps disappearing"), output_lock([], ["team/x:1"], lambda _m: None):
+        pass
+    assert len(calls) == 20  # ten tries, two opens each
+
+
+@pytest.mark.parametrize("plant", ["symlink", "fifo"])
+def test_a_planted_lock_file_is_named_in_the_builds_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, plant: str
+) -> None:
+    folder = tmp_path / "locks"
+    monkeypatch.setenv("ENVBUILDER_LOCK_DIR", str(folder))
+    shared_locks_dir()
+    path = folder / f"{commit_mod._key('tag:FAKE:DAEMON/team/x:1')}.lock"
+    if plant == "symlink":
+        (tmp_path / "victim").write_text("precious\n")
+        path.symlink_to(tmp_path / "victim")
+    else:
+        os.mkfifo(path)
+    with pytest.raises(OutputError) as err, outputs_held([], ["team/x:1"], FakeEngine(), lambda _m: None):
+        pass
+    assert err.value.message == (
+        f"cannot lock the build's outputs in {path}: "
+        + ("not a plain lock file" if plant == "fifo" else "Too many levels of symbolic links")
+    )
+
+
+def test_a_lock_folder_that_cannot_be_made_is_named_in_the_builds_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ENVBUILDER_LOCK_DIR", str(tmp_path / "no" / "locks"))
+    with pytest.raises(OutputError) as err, outputs_held([], ["team/x:1"], FakeEngine(), lambda _m: None):
+        pass
+    assert err.value.message.startswith(f"cannot lock the build's outputs in {tmp_path / 'no' / 'locks'}: ")
+    assert "ENVBUILDER_LOCK_DIR" in (err.value.hint or "")
+
+
+def test_a_lock_whose_file_names_nobody_is_held_by_another_build(tmp_path: Path) -> None:
+    """The holder line is written after the lock is taken (and not at all in another user's
+    read-only file): an empty one still says who is waited for."""
+    path = tmp_path / "x.lock"
+    for text in ("", "\n  \n"):
+        path.write_text(text)
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            assert commit_mod._holder(fd) == "another build"
+        finally:
+            os.close(fd)
+
+
+@pytest.mark.parametrize("fails", ["every time", "the first time"])
+def test_a_lock_the_file_system_cannot_take_stops_the_build(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fails: str
+) -> None:
+    """A lock folder where flock fails (ENOLCK: an NFS mount without locking, or its lock daemon
+    briefly away) is an error at once: the build neither goes ahead unlocked nor says it waits
+    for a holder that does not exist."""
+    import errno
+    import fcntl
+
+    monkeypatch.setenv("ENVBUILDER_LOCK_DIR", str(tmp_path / "locks"))
+    real_flock = fcntl.flock
+    tries: list[int] = []
+
+    def no_locks(fd: int, op: int) -> None:
+        tries.append(op)
+        if fails == "every time" or len(tries) == 1:
+            raise OSError(errno.ENOLCK, os.strerror(errno.ENOLCK))
+        real_flock(fd, op)
+
+    monkeypatch.setattr(fcntl, "flock", no_locks)
+    went_ahead: list[bool] = []
+    said: list[str] = []
+    held = outputs_held([tmp_path / "x.lock.json"], ["team/x:1"], FakeEngine(), said.append)
+    with pytest.raises(OutputError) as err, held:
+        went_ahead.append(True)
+    assert went_ahead == [] and said == [] and len(tries) == 1
+    assert err.value.message == f"cannot lock the build's outputs in {tmp_path / 'locks'}: No locks available"
+
+
+def test_every_lock_is_released_when_the_build_ends(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """After the build (however it ends) each of its locks can be taken at once by the next."""
+    import fcntl
+
+    folder = tmp_path / "locks"
+    monkeypatch.setenv("ENVBUILDER_LOCK_DIR", str(folder))
+    outs = [tmp_path / "a.lock.json", tmp_path / "b.lock.json"]
+    for failing in (False, True):
+        ending = pytest.raises(RuntimeError) if failing else contextlib.nullcontext()
+        with ending, output_lock(outs, ["team/x:1", "team/y:1"], lambda _m: None):
+            assert len(list(folder.iterdir())) == 4
+            if failing:
+                raise RuntimeError("the build failed")
+        for lock in folder.iterdir():
+            fd = os.open(lock, os.O_RDONLY)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # BlockingIOError if still held
+            finally:
+                os.close(fd)
+
+
+# --------------------------------------------------------------------------- the commit journal
+
+ALICE = ImageInfo(id="sha256:ab12cd34ef56" + "0" * 52, tags=(), repo_digests=())
+BOB = ImageInfo(id="sha256:ab12cd34ef56" + "1" * 52, tags=(), repo_digests=())  # the same 12 first
+PREV = ImageInfo(id="sha256:ab12cd34ef56" + "2" * 52, tags=(), repo_digests=())
+
+
+def _gone() -> str:
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    return f"{owner_mark().rsplit('/', 2)[0]}/{dead.pid}/1"
+
+
+def _journal(lock_out: Path, image: str, previous: dict[str, str | None], **fields: Any) -> Path:
+    path = commit_mod._journal_path(lock_out)
+    doc = {"owner": _gone(), "image_id": image, "previous": previous, "lock_out": str(lock_out)}
+    path.write_text(json.dumps({**doc, "lock_text": '{"new": 1}\n', **fields}))
+    return path
+
+
+def _engine(*refs: tuple[str, ImageInfo]) -> FakeEngine:
+    eng = FakeEngine()
+    eng.images.update({i.id: i for i in (ALICE, BOB, PREV)})
+    eng.images.update(dict(refs))
+    return eng
+
+
+def test_a_tag_moved_to_an_image_sharing_the_id_prefix_is_another_builds(tmp_path: Path) -> None:
+    """alice's build was killed after tagging team/x:1; bob's build then moved the tag to his
+    image, whose ID starts like hers: the journal is undone (not finished) and bob's tag stays."""
+    lock_out = tmp_path / "x.lock.json"
+    journal = _journal(lock_out, ALICE.id, {"team/x:1": PREV.id})
+    eng = _engine(("team/x:1", BOB))
+    (line,) = repair(eng, lambda _m: None)
+    assert line.startswith("undid") and not lock_out.exists() and not journal.exists()
+    assert eng.images["team/x:1"] == BOB
+
+
+def test_undoing_puts_back_a_previous_image_sharing_the_id_prefix(tmp_path: Path) -> None:
+    lock_out = tmp_path / "x.lock.json"
+    _journal(lock_out, ALICE.id, {"team/x:1": PREV.id, "team/y:1": None})
+    eng = _engine(("team/x:1", ALICE))  # killed before team/y:1
+    (line,) = repair(eng, lambda _m: None)
+    assert line.startswith("undid")
+    assert eng.images["team/x:1"] == PREV and "team/y:1" not in eng.images
+
+
+_MALFORMED: dict[str, Any] = {
+    "a list": ([],),  # a tuple: the whole document
+    "no fields": ({},),
+    "owner missing": {"owner": None},
+    "owner a number": {"owner": 7},
+    "image missing": {"image_id": None},
+    "image a number": {"image_id": 7},
+    "lock_out missing": {"lock_out": None},
+    "lock_out a list": {"lock_out": ["x"]},
+    "lock text missing": {"lock_text": None},
+    "lock text a number": {"lock_text": 1},
+    "previous missing": {"previous": None},
+    "previous a list": {"previous": ["team/x:1"]},
+}
+
+
+@pytest.mark.parametrize("case", sorted(_MALFORMED))
+def test_a_malformed_journal_is_dropped_and_nothing_else_is_done(tmp_path: Path, case: str) -> None:
+    lock_out = tmp_path / "x.lock.json"
+    journal = _journal(lock_out, ALICE.id, {"team/x:1": None})
+    doc = json.loads(journal.read_text())
+    change = _MALFORMED[case]
+    if isinstance(change, dict):
+        doc.update(change)
+        doc = {k: v for k, v in doc.items() if v is not None}
+    else:
+        (doc,) = change
+    journal.write_text(json.dumps(doc))
+    eng = _engine(("team/x:1", ALICE))
+    assert repair(eng, lambda _m: None) == []
+    assert not journal.exists() and not lock_out.exists()
+    assert eng.images["team/x:1"] == ALICE and ("remove", "team/x:1") not in eng.calls
+
+
+def test_every_killed_commit_is_repaired_whatever_sits_before_it(tmp_path: Path) -> None:
+    """An unreadable journal and a live build's journal (sorted first) are each skipped alone."""
+    folder = user_data_dir() / "commits"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "!junk.json").write_text("{not json")
+    live = {"owner": owner_mark(), "image_id": ALICE.id, "previous": {}, "lock_out": "/x", "lock_text": ""}
+    (folder / "#live.json").write_text(json.dumps(live))
+    outs = [tmp_path / "a.lock.json", tmp_path / "b.lock.json"]
+    for out in outs:
+        _journal(out, ALICE.id, {"team/x:1": None})
+    eng = _engine(("team/x:1", ALICE))
+    lines = repair(eng, lambda _m: None)
+    assert len(lines) == 2 and all(line.startswith("finished") for line in lines)
+    assert all(out.read_text() == '{"new": 1}\n' for out in outs)
+    assert sorted(p.name for p in folder.iterdir()) == ["#live.json"]
+    (folder / "#live.json").unlink()
+
+
+@pytest.mark.parametrize("when", ["before it is read", "after the lock is written"])
+def test_a_journal_another_build_repaired_meanwhile_is_no_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, when: str
+) -> None:
+    """Two builds of one data folder (other outputs, so no shared lock) start at once: both
+    repair the same journals; the one that finds a journal gone goes on."""
+    lock_out = tmp_path / "x.lock.json"
+    journal = _journal(lock_out, ALICE.id, {"team/x:1": None})
+    if when == "before it is read":
+        real_read = commit_mod._read_journal
+
+        def read(path: Path) -> dict[str, Any] | None:
+            path.unlink()  # the other build's repair was quicker
+            return real_read(path)
+
+        monkeypatch.setattr(commit_mod, "_read_journal", read)
+    else:
+        from envbuilder.atomic import write_text_atomic as real_write
+
+        def write(path: Path, text: str) -> None:
+            real_write(path, text)
+            journal.unlink()  # the other build finished it too, and dropped it first
+
+        monkeypatch.setattr("envbuilder.image.commit.write_text_atomic", write)
+    lines = repair(_engine(("team/x:1", ALICE)), lambda _m: None)
+    assert not journal.exists()
+    assert lines == ([] if when == "before it is read" else [lines[0]])
+
+
+def test_a_killed_commit_whose_image_is_gone_is_not_finished(tmp_path: Path) -> None:
+    """No lock is written for an image that no longer exists (a build without tags whose image
+    was pruned meanwhile)."""
+    lock_out = tmp_path / "x.lock.json"
+    _journal(lock_out, "sha256:" + "9" * 64, {})
+    (line,) = repair(_engine(), lambda _m: None)
+    assert line.startswith("undid") and not lock_out.exists()
+
+
+def test_an_untagged_image_a_stopped_container_still_uses_is_removed() -> None:
+    """The installed-set check ran a container from the new image: removing the image needs
+    force (docker rmi -f), as the daemon refuses it otherwise."""
+    from envbuilder.image.build import discard_untagged
+
+    class InUse(FakeEngine):
+        def remove_image(self, ref: str, *, force: bool = False) -> bool:
+            if not force:
+                raise RuntimeError(
+                    f"conflict: unable to remove {ref}: image is being used by a stopped container"
+                )
+            return super().remove_image(ref, force=force)
+
+    eng = InUse()
+    eng.images[ALICE.id] = ALICE
+    discard_untagged(eng, ALICE.id)
+    assert ALICE.id not in eng.images
