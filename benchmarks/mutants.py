@@ -3104,6 +3104,21 @@ EQUIVALENT.update(
 )
 
 
+# The second operator set's equivalents (--ops new), with the reasons a reviewer can check.
+EQUIVALENT.update(
+    {
+        (
+            REQ,
+            'parts = (text or "").strip().split(".")',
+            'parts = (text or "").split(".")',
+        ): "_version_key reads only values without surrounding whitespace: a requirement's value has "
+        "passed _VERSION.fullmatch (digits and dots), and the host's come stripped (host/probe.py "
+        "strips every nvidia-smi cell and the /proc text, formats the NVML ones; parse_host_driver "
+        "returns --driver stripped; a GPU's cc is a fullmatched X.Y or a matrix value)",
+    }
+)
+
+
 # --------------------------------------------------------------------------- running
 
 
