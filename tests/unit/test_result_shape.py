@@ -160,3 +160,22 @@ def test_each_missing_step_field_is_exactly_one_problem(key: str) -> None:
     s = step("cpu_check")
     del s[key]
     assert validate_result(doc(steps=[step("host"), s])) == [f"steps[1]: missing {key!r}"]
+
+
+def test_a_step_of_another_kind_is_a_problem() -> None:
+    assert validate_result(doc(steps=[step("host"), step("cpu_check", kind="gate")])) == [
+        "steps[1].kind: expected 'step'"
+    ]
+
+
+@pytest.mark.parametrize("status", ["fail", "skip"])
+def test_a_failed_or_skipped_step_needs_a_reason(status: str) -> None:
+    bare = step("cpu_check", status=status, reason="")
+    assert validate_result(doc(steps=[step("host"), bare])) == [f"steps[1].reason: a {status} needs a reason"]
+    told = step("cpu_check", status=status, reason="why")
+    assert validate_result(doc(steps=[step("host"), told])) == []
+
+
+@pytest.mark.parametrize("seconds", [0, 3, 0.5])
+def test_a_steps_seconds_may_be_an_int_or_a_float(seconds: float) -> None:
+    assert validate_result(doc(steps=[step("host", seconds=seconds)])) == []
