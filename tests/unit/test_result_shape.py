@@ -179,3 +179,8 @@ def test_a_failed_or_skipped_step_needs_a_reason(status: str) -> None:
 @pytest.mark.parametrize("seconds", [0, 3, 0.5])
 def test_a_steps_seconds_may_be_an_int_or_a_float(seconds: float) -> None:
     assert validate_result(doc(steps=[step("host", seconds=seconds)])) == []
+
+
+def test_a_malformed_multi_gpu_section_is_a_problem_of_the_result() -> None:
+    assert validate_result(doc(multi_gpu=[])) == ["result.multi_gpu: not an object"]
+    assert validate_result(doc(multi_gpu={"status": "skip", "reason": "one GPU"})) == []
