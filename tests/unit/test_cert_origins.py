@@ -657,3 +657,41 @@ def test_a_mismatch_says_whether_the_content_hash_was_changed_or_is_missing() ->
     missing = verify_certificate({k: v for k, v in doc.items() if k != "content_hash"})
     assert "content hash mismatch (tampered or corrupted; content_hash is missing)" in missing
     assert issued_in_future("yesterday") is None  # no timestamp: the caller's own check
+
+
+# --------------------------------------------------------------------------- the second operator set
+# benchmarks/mutants.py --auto certs --ops new on main (2026-12-05).
+
+# Newest first by the time, not the text: ...:00Z sorts after ...:00.500Z as text, and +02:00 makes
+# 01:00 the day before's 23:00.
+FRACTION = "2026-12-01T00:00:00.500Z"
+WHOLE = "2026-12-01T00:00:00Z"
+OFFSET = "2026-12-01T01:00:00+02:00"
+
+
+def test_newest_first_orders_by_the_time_not_the_text() -> None:
+    by_time = [cpu_cert(issued_at=t) for t in (FRACTION, WHOLE, OFFSET)]
+    for given in (by_time, by_time[::-1], [by_time[1], by_time[2], by_time[0]]):
+        assert [c.issued_at for c in newest_first(given)] == [FRACTION, WHOLE, OFFSET]
+
+
+def test_run_takes_the_newest_imported_certificate_by_the_time_first(tmp_path: Path) -> None:
+    store = CertStore(tmp_path / "s.sqlite")
+    certs = [cpu_cert(issued_at=t) for t in (OFFSET, WHOLE, FRACTION)]
+    for c in certs:
+        store.add_imported(c)
+    said: list[str] = []
+    find = certificate_finder("train:1", store=store, policy=trusting, trust_imported=True, say=said.append)
+    assert [c.issued_at for c in find(info())] == [FRACTION, WHOLE, OFFSET]
+    assert all("unsigned (--trust-imported)" in line for line in said) and len(said) == 3
+
+
+def test_run_says_which_key_signed_the_imported_certificate_it_verified_again(tmp_path: Path) -> None:
+    signer = key(tmp_path, "ci")
+    certificate = cpu_cert()
+    store = CertStore(tmp_path / "s.sqlite")
+    store_envelopes(store, certificate, [sign_statement(statement(certificate, 0), signer)])
+    said: list[str] = []
+    find = certificate_finder("train:1", store=store, policy=lambda: trusting(signer), say=said.append)
+    assert [c.id for c in find(info())] == [certificate.id]
+    assert said == [f"envbuilder: imported certificate {certificate.id[:12]} signed by k0, verified again"]
