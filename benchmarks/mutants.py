@@ -3115,6 +3115,12 @@ EQUIVALENT.update(
         "passed _VERSION.fullmatch (digits and dots), and the host's come stripped (host/probe.py "
         "strips every nvidia-smi cell and the /proc text, formats the NVML ones; parse_host_driver "
         "returns --driver stripped; a GPU's cc is a fullmatched X.Y or a matrix value)",
+        (
+            "attest/envelope.py",
+            "env = Envelope.from_dict(copy.deepcopy(doc))  # from_dict rewrites the dict it is given",
+            "env = Envelope.from_dict(doc)  # from_dict rewrites the dict it is given",
+        ): "`doc` is load_json's fresh object, read by nothing after from_dict: what from_dict rewrites "
+        "in it is never seen (the copy only keeps the parsed document intact for a future reader)",
     }
 )
 

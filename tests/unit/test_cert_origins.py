@@ -14,9 +14,11 @@ from typing import Any
 
 import pytest
 from cert_factory import cert_doc
+from securesystemslib.exceptions import FormatError
 from securesystemslib.signer import CryptoSigner, SSlibKey
 
 from envbuilder.attest import TrustedKey, TrustPolicy
+from envbuilder.attest import envelope as envelope_module
 from envbuilder.attest.discovery import AttestationReport, newest_first
 from envbuilder.attest.envelope import Refused, Verified, sign_statement, verify_envelope
 from envbuilder.attest.imported import import_certificate, is_envelope
@@ -695,3 +697,75 @@ def test_run_says_which_key_signed_the_imported_certificate_it_verified_again(tm
     find = certificate_finder("train:1", store=store, policy=lambda: trusting(signer), say=said.append)
     assert [c.id for c in find(info())] == [certificate.id]
     assert said == [f"envbuilder: imported certificate {certificate.id[:12]} signed by k0, verified again"]
+
+
+@pytest.mark.parametrize(
+    "doc",
+    [
+        [],  # no object: TypeError inside from_dict
+        {"payload": "eA==", "payloadType": "x", "signatures": [5]},  # a signature that is no object
+        {"payload": "eA==", "payloadType": "x", "signatures": "ab"},  # signatures that are no list
+        {"payload": 5, "payloadType": "x", "signatures": []},  # AttributeError
+    ],
+)
+def test_an_envelope_that_securesystemslib_cannot_read_is_malformed(doc: Any) -> None:
+    outcome = verify_envelope(
+        json.dumps(doc).encode(), repository=None, digest=None, policy=TrustPolicy(keys=())
+    )
+    assert isinstance(outcome, Refused) and outcome.reason == "malformed", outcome
+    assert outcome.message.startswith("not a DSSE envelope (")
+
+
+@pytest.mark.parametrize("error", [FormatError("bad signature"), RecursionError("deep")])
+def test_every_error_envelope_reading_documents_is_malformed_not_a_crash(
+    monkeypatch: pytest.MonkeyPatch, error: Exception
+) -> None:
+    """securesystemslib documents FormatError for an incorrect signature (the installed version
+    raises others; any version within pyproject's range may raise it), and a RecursionError must
+    never escape a verification (hostile-inputs D8)."""
+
+    def unreadable(_data: Any) -> Any:
+        raise error
+
+    monkeypatch.setattr(envelope_module.Envelope, "from_dict", unreadable)
+    raw = json.dumps({"payload": "eA==", "payloadType": "x", "signatures": []}).encode()
+    outcome = verify_envelope(raw, repository=None, digest=None, policy=TrustPolicy(keys=()))
+    assert isinstance(outcome, Refused) and outcome.reason == "malformed", outcome
+    assert f"({type(error).__name__}: " in outcome.message
+
+
+def test_run_says_it_fetches_the_attestations_when_it_has_no_certificate(tmp_path: Path) -> None:
+    said: list[str] = []
+
+    def fetch(ref: Reference, *, policy: TrustPolicy, digest: str) -> Any:
+        raise RegistryError("offline")
+
+    find = certificate_finder(
+        "reg.example/team/train:1",
+        store=CertStore(tmp_path / "s.sqlite"),
+        policy=trusting,
+        fetch=fetch,
+        say=said.append,
+    )
+    with pytest.raises(RefusedError):
+        find(info(f"reg.example/team/train@{DIGEST}"))
+    assert said == [
+        f"envbuilder: no local certificate; fetching the attestations of reg.example/team/train@{DIGEST[:19]}"
+    ]
+
+
+def test_a_signed_payload_whose_reading_recurses_is_malformed_not_a_crash(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """load_json bounds the depth (a RecursionError is unreachable through it today); the catch
+    keeps any future reader's RecursionError a refusal, as hostile-inputs D8 asks."""
+    signer = key(tmp_path, "ci")
+    raw = sign_statement(statement(cpu_cert(), 0), signer)
+
+    def deep(_payload: bytes) -> Any:
+        raise RecursionError("maximum recursion depth exceeded")
+
+    monkeypatch.setattr(envelope_module, "parse_statement", deep)
+    outcome = verify(raw, trusting(signer))
+    assert isinstance(outcome, Refused) and outcome.reason == "malformed", outcome
+    assert outcome.message == "signed, but maximum recursion depth exceeded"
