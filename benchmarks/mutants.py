@@ -12,6 +12,8 @@ written, so a stale .pyc cannot hide a mutant), and reports caught / survived:
     python benchmarks/mutants.py --list               # the mutants and the areas, without running them
     python benchmarks/mutants.py --auto run-check --jobs 2 --out FILE   # automatic mutants of an area
     python benchmarks/mutants.py --auto verdict --list  # each with file:line, old/new lines, tests
+    python benchmarks/mutants.py --auto certs --ops new  # only the second operator set (RCN001...)
+    python benchmarks/mutants.py --auto lock --why 'call dropped'  # only the mutants so described
 
 Set A was written before the boundary tests were extended (they were then written to catch it).
 Set B was written after them, without looking back at the tests: its first run is a blind
@@ -25,6 +27,9 @@ H while G ran, first run after G's survivor tests.
 test had looked at), so the automatic mode plants every one-line mutant of a fixed operator list
 in the decision functions of an area (AREAS: run-check, verdict, certs; more areas are added as
 entries there), generated with `ast` from the code as it is (see "automatic mutants" below).
+`--ops new` (2026-12-05): a second operator set (dropped calls and call statements, an item removed
+from a literal, two arguments swapped), numbered apart so the first set's IDs stay (see "the
+second operator set" below); `--ops old` is the first set alone, `--ops all` (default) both.
 A mutant whose snippet is not found exactly once is reported `stale` (the code moved on: update
 it). Slow (one pytest process per mutant): `make mutants`, never part of `make test`.
 Stdlib only (pytest is run as a subprocess).
