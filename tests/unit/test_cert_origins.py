@@ -23,7 +23,7 @@ from envbuilder.attest.discovery import AttestationReport, newest_first
 from envbuilder.attest.envelope import Refused, Verified, sign_statement, verify_envelope
 from envbuilder.attest.imported import import_certificate, is_envelope
 from envbuilder.attest.keys import generate_key, load_signer
-from envbuilder.attest.statement import ImageSubject, certificate_statements
+from envbuilder.attest.statement import CERTIFICATE, ImageSubject, certificate_statements
 from envbuilder.certify import store as store_module
 from envbuilder.certify.certificate import (
     CLOCK_SKEW_S,
@@ -769,3 +769,28 @@ def test_a_signed_payload_whose_reading_recurses_is_malformed_not_a_crash(
     outcome = verify(raw, trusting(signer))
     assert isinstance(outcome, Refused) and outcome.reason == "malformed", outcome
     assert outcome.message == "signed, but maximum recursion depth exceeded"
+
+
+@pytest.mark.parametrize("case", ["file-untrusted", "subject-mismatch", "expired", "future-issued"])
+def test_a_refusal_after_the_signature_holds_names_the_keys_and_the_predicate_type(
+    tmp_path: Path, case: str
+) -> None:
+    """verify --json shows each refusal's keyids and predicate type: the signer's, the statement's."""
+    signer = key(tmp_path, "ci")
+    keyid = str(signer.public_key.keyid)
+    issued = {"expired": "2026-01-01T00:00:00Z", "future-issued": "2099-01-01T00:00:00Z"}.get(case)
+    raw = signed_by(cpu_cert(**({"issued_at": issued} if issued else {})), (signer, True))
+    if case == "file-untrusted":
+        outcome = as_file(raw, TrustPolicy(keys=(scoped(signer, "third.example/*"),)))
+    else:
+        digest = OTHER_DIGEST if case == "subject-mismatch" else DIGEST
+        outcome = verify_envelope(
+            raw,
+            repository="reg.example/team/train",
+            digest=digest,
+            policy=trusting(signer).with_max_age(86400),
+        )
+    assert isinstance(outcome, Refused), outcome
+    assert outcome.reason == ("untrusted-key" if case == "file-untrusted" else case)
+    assert outcome.to_dict()["keyids"] == [keyid]
+    assert outcome.to_dict()["predicate_type"] == CERTIFICATE
