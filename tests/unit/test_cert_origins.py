@@ -771,26 +771,51 @@ def test_a_signed_payload_whose_reading_recurses_is_malformed_not_a_crash(
     assert outcome.message == "signed, but maximum recursion depth exceeded"
 
 
-@pytest.mark.parametrize("case", ["file-untrusted", "subject-mismatch", "expired", "future-issued"])
+MESSAGES = {
+    "file-untrusted": "signed by key ",
+    "subject-mismatch": "the attestation is for ",
+    "expired": "the certificate was issued ",
+    "future-issued": "the signed certificate's ",
+    "certificate-mismatch": "the signed certificate is for image ",
+    "tampered": "the signed certificate fails its own check: ",
+    "malformed": "the certificate predicate: ",
+}
+
+
+def signed_statement(case: str, signer: CryptoSigner) -> bytes:
+    """The certificate statement, signed, with what makes `case`'s refusal."""
+    issued = {"expired": "2026-01-01T00:00:00Z", "future-issued": "2099-01-01T00:00:00Z"}
+    certificate = cpu_cert(issued_at=issued.get(case, "2026-12-01T00:00:00Z"))
+    doc = statement(certificate, 0)
+    if case == "certificate-mismatch":  # a sound certificate of another image under this subject
+        doc["predicate"]["certificate"] = cpu_cert(image_id="sha256:" + "ab" * 32).to_dict()
+    elif case == "tampered":  # changed after sealing
+        doc["predicate"]["certificate"] = {**certificate.to_dict(), "verdict_reason": "changed"}
+    elif case == "malformed":
+        doc["predicate"]["certificate"] = 5
+    return sign_statement(doc, signer)
+
+
+@pytest.mark.parametrize("case", sorted(MESSAGES))
 def test_a_refusal_after_the_signature_holds_names_the_keys_and_the_predicate_type(
     tmp_path: Path, case: str
 ) -> None:
-    """verify --json shows each refusal's keyids and predicate type: the signer's, the statement's."""
+    """verify --json shows each refusal's message, keyids and predicate type: the signer's, the
+    statement's."""
     signer = key(tmp_path, "ci")
-    keyid = str(signer.public_key.keyid)
-    issued = {"expired": "2026-01-01T00:00:00Z", "future-issued": "2099-01-01T00:00:00Z"}.get(case)
-    raw = signed_by(cpu_cert(**({"issued_at": issued} if issued else {})), (signer, True))
+    raw = signed_statement(case, signer)
     if case == "file-untrusted":
         outcome = as_file(raw, TrustPolicy(keys=(scoped(signer, "third.example/*"),)))
     else:
         digest = OTHER_DIGEST if case == "subject-mismatch" else DIGEST
+        policy = trusting(signer).with_max_age(86400 * 7)
+        now = datetime(2026, 12, 2, tzinfo=timezone.utc)
         outcome = verify_envelope(
-            raw,
-            repository="reg.example/team/train",
-            digest=digest,
-            policy=trusting(signer).with_max_age(86400),
+            raw, repository="reg.example/team/train", digest=digest, policy=policy, now=now
         )
     assert isinstance(outcome, Refused), outcome
     assert outcome.reason == ("untrusted-key" if case == "file-untrusted" else case)
-    assert outcome.to_dict()["keyids"] == [keyid]
-    assert outcome.to_dict()["predicate_type"] == CERTIFICATE
+    shown = outcome.to_dict()
+    assert isinstance(shown["message"], str) and shown["message"].startswith(MESSAGES[case]), shown
+    assert shown["keyids"] == [str(signer.public_key.keyid)]
+    assert shown["predicate_type"] == CERTIFICATE
