@@ -3126,6 +3126,23 @@ EQUIVALENT.update(
             "env = Envelope.from_dict(doc)  # from_dict rewrites the dict it is given",
         ): "`doc` is load_json's fresh object, read by nothing after from_dict: what from_dict rewrites "
         "in it is never seen (the copy only keeps the parsed document intact for a future reader)",
+        (
+            "attest/imported.py",
+            "except (ValueError, UnicodeDecodeError) as exc:",
+            "except (ValueError,) as exc:",
+        ): "UnicodeDecodeError is a subclass of ValueError: the tuple catches the same exceptions",
+        (
+            "attest/imported.py",
+            'repository = (covered or [*names, ""])[0]',
+            'repository = (covered or [""])[0]',
+        ): "as `(covered)[0]` (the first operator set's equivalent): verify_envelope(repository=None), "
+        "called with the same policy just before, returns Verified only when a key of some subject "
+        "name is the signer's, so `covered` is never empty and the fallback list is never read",
+        (
+            "attest/imported.py",
+            'repository = (covered or [*names, ""])[0]',
+            "repository = (covered or [*names])[0]",
+        ): "`covered` is never empty here (see the mutant above): the fallback list is never read",
     }
 )
 

@@ -819,3 +819,49 @@ def test_a_refusal_after_the_signature_holds_names_the_keys_and_the_predicate_ty
     assert isinstance(shown["message"], str) and shown["message"].startswith(MESSAGES[case]), shown
     assert shown["keyids"] == [str(signer.public_key.keyid)]
     assert shown["predicate_type"] == CERTIFICATE
+
+
+@pytest.mark.parametrize("issued_at", ["yesterday", None])
+def test_a_signed_certificate_whose_issued_at_is_no_timestamp_is_not_imported(
+    tmp_path: Path, issued_at: str | None
+) -> None:
+    """The signature holds (no max_age: verify_envelope does not read the time), but an issued_at
+    that is no timestamp would sort as newest forever: refused as for an unsigned file."""
+    signer = key(tmp_path, "ci")
+    certificate = Certificate(seal({**cert_doc("certified-cpu-only", gpus=()), "issued_at": issued_at}))
+    path = tmp_path / "c.dsse.json"
+    path.write_bytes(sign_statement(statement(certificate, 0), signer))
+    store = CertStore(tmp_path / "s.sqlite")
+    with pytest.raises(CertificateRefusedError, match="issued_at is not an RFC 3339 timestamp"):
+        import_certificate(path, store=store, policy=lambda: trusting(signer))
+    assert store.list() == []
+
+
+def test_the_store_refuses_to_import_a_tampered_certificate(tmp_path: Path) -> None:
+    tampered = Certificate({**cpu_cert().to_dict(), "verdict_reason": "changed after sealing"})
+    store = CertStore(tmp_path / "s.sqlite")
+    with pytest.raises(CertificateRefusedError):
+        store.add_imported(tampered, envelope=b"{}", envelope_digest="sha256:" + "0" * 64)
+    assert store.list() == []
+
+
+def test_an_imported_certificate_and_its_envelope_are_kept_together_or_not_at_all(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One write transaction: the envelope's row failing leaves no certificate behind."""
+    store = CertStore(tmp_path / "s.sqlite")
+    monkeypatch.setattr(
+        store_module, "_ADD_ATTESTATION", "INSERT INTO no_such_table VALUES (?, ?, ?, ?, ?, ?)"
+    )
+    with pytest.raises(StoreError, match="no_such_table"):
+        store.add_imported(cpu_cert(), envelope=b"{}", envelope_digest="sha256:" + "0" * 64)
+    assert store.list() == []
+
+
+def test_importing_a_file_that_is_not_utf8_is_a_store_error(tmp_path: Path) -> None:
+    path = tmp_path / "c.json"
+    path.write_bytes(b'{"kind": "\xff"}')
+    store = CertStore(tmp_path / "s.sqlite")
+    with pytest.raises(StoreError, match="cannot read"):
+        store.import_(path)
+    assert store.list() == []
