@@ -865,3 +865,10 @@ def test_importing_a_file_that_is_not_utf8_is_a_store_error(tmp_path: Path) -> N
     with pytest.raises(StoreError, match="cannot read"):
         store.import_(path)
     assert store.list() == []
+
+
+@pytest.mark.parametrize("typed", [" eeee", "eeee\n", f" {IMAGE_ID.removeprefix('sha256:')} "])
+def test_an_image_id_pasted_with_whitespace_around_it_is_still_looked_up(tmp_path: Path, typed: str) -> None:
+    store = CertStore(tmp_path / "s.sqlite")
+    store.add(cpu_cert())
+    assert [r.image_id for r in store.list(image=typed)] == [IMAGE_ID]
