@@ -872,3 +872,18 @@ def test_an_image_id_pasted_with_whitespace_around_it_is_still_looked_up(tmp_pat
     store = CertStore(tmp_path / "s.sqlite")
     store.add(cpu_cert())
     assert [r.image_id for r in store.list(image=typed)] == [IMAGE_ID]
+
+
+@pytest.mark.parametrize(
+    ("value", "why"),
+    [(float("nan"), "Out of range float values"), ({1, 2}, "Object of type set is not JSON serializable")],
+)
+def test_a_certificate_whose_hash_cannot_be_computed_is_not_intact(value: Any, why: str) -> None:
+    """A value with no JSON form (NaN: ValueError; a set: TypeError) is a problem of its own, and
+    the shape's problems found before it are kept."""
+    doc = cert_doc()
+    problems = verify_certificate({**doc, "thresholds": {"x": value}})
+    assert len(problems) == 1 and problems[0].startswith("content hash cannot be computed: " + why)
+    both = verify_certificate({**doc, "kind": 5, "thresholds": {"x": value}})
+    assert both[0] == "kind is 5, not 'envbuilder-certificate'"
+    assert len(both) == 2 and both[1].startswith("content hash cannot be computed: " + why)
