@@ -887,3 +887,14 @@ def test_a_certificate_whose_hash_cannot_be_computed_is_not_intact(value: Any, w
     both = verify_certificate({**doc, "kind": 5, "thresholds": {"x": value}})
     assert both[0] == "kind is 5, not 'envbuilder-certificate'"
     assert len(both) == 2 and both[1].startswith("content hash cannot be computed: " + why)
+
+
+def test_a_tampered_certificate_file_is_refused_naming_the_file(tmp_path: Path) -> None:
+    path = tmp_path / "c.json"
+    path.write_text(json.dumps({**cpu_cert().to_dict(), "verdict_reason": "changed after sealing"}))
+    store = CertStore(tmp_path / "s.sqlite")
+    for importing in (store.import_, lambda p: import_certificate(p, store=store, policy=trusting)):
+        with pytest.raises(CertificateRefusedError) as refused:
+            importing(path)
+        assert refused.value.message.startswith(f"{path} failed verification: content hash mismatch")
+    assert store.list() == []
