@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 from cert_factory import cert_doc
+from securesystemslib.dsse import Envelope
 from securesystemslib.exceptions import FormatError
 from securesystemslib.signer import CryptoSigner, SSlibKey
 
@@ -727,7 +728,7 @@ def test_every_error_envelope_reading_documents_is_malformed_not_a_crash(
     def unreadable(_data: Any) -> Any:
         raise error
 
-    monkeypatch.setattr(envelope_module.Envelope, "from_dict", unreadable)
+    monkeypatch.setattr(Envelope, "from_dict", unreadable)
     raw = json.dumps({"payload": "eA==", "payloadType": "x", "signatures": []}).encode()
     outcome = verify_envelope(raw, repository=None, digest=None, policy=TrustPolicy(keys=()))
     assert isinstance(outcome, Refused) and outcome.reason == "malformed", outcome

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import importlib.util
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 
@@ -50,18 +49,13 @@ def mutants() -> ModuleType:
 
 
 @pytest.fixture()
-def area(mutants: ModuleType, tmp_path: Path) -> Iterator[str]:
+def area(mutants: ModuleType, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
     (tmp_path / "envbuilder").mkdir()
     (tmp_path / "envbuilder" / "m.py").write_text(MODULE)
-    root, areas = mutants.ROOT, dict(mutants.AREAS)
-    mutants.ROOT = tmp_path
-    mutants.AREAS["t"] = ("T", (mutants.Target("m.py", ("check",), ("test_x.py",), constants=("REQUIRED",)),))
-    try:
-        yield "t"
-    finally:
-        mutants.ROOT = root
-        mutants.AREAS.clear()
-        mutants.AREAS.update(areas)
+    monkeypatch.setattr(mutants, "ROOT", tmp_path)
+    target = mutants.Target("m.py", ("check",), ("test_x.py",), constants=("REQUIRED",))
+    monkeypatch.setitem(mutants.AREAS, "t", ("T", (target,)))
+    return "t"
 
 
 def changes(mutants: ModuleType, area: str, ops: str) -> set[tuple[str, str]]:
