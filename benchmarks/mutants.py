@@ -3143,6 +3143,15 @@ EQUIVALENT.update(
             'repository = (covered or [*names, ""])[0]',
             "repository = (covered or [*names])[0]",
         ): "`covered` is never empty here (see the mutant above): the fallback list is never read",
+        (
+            "run/certificates.py",
+            "return _newest_first(usable), refusals",
+            "return usable, refusals",
+        ): "`usable` follows store.list's rows, which come newest first by certificate.newest_key, ties "
+        "in SQL's order; newest_first sorts by the same key (since this branch: it sorted the text "
+        "before, which the blind run's survivor led to fixing) and its sort is stable, and each row is "
+        "another certificate id: the same list. (A store edited by hand to hold one certificate's "
+        "envelope under another id is outside what run defends.)",
     }
 )
 
