@@ -44,6 +44,14 @@ def test_no_default_index_means_no_pypi_entry_in_either_group() -> None:
     )
 
 
+def test_a_url_listed_twice_keeps_its_first_name_and_place() -> None:
+    """A spec index that is the framework index (or PyPI) under its own name: one entry, the
+    spec's name, at the spec's place."""
+    mirror = PackageIndex(name="mirror", url=TORCH)
+    got = install_indexes("project", indexes=(mirror, CORP), framework_index=TORCH, default_index=PYPI)
+    assert got == (("mirror", TORCH), ("corp", CORP.url), ("pypi", PYPI))
+
+
 # --------------------------------------------------------------------------- secrets of a lock run
 
 
@@ -140,7 +148,8 @@ def test_an_index_url_that_is_not_text_is_refused_with_its_field(set_url: Any, v
     raw = _raw_lock()
     set_url(raw, value)
     with pytest.raises(
-        LockError, match=r"field '(default_index|framework_index|indexes\[0\]\.url)'.* refused"
+        LockError,
+        match=r"^w: field '(default_index|framework_index|indexes\[0\]\.url)': .* refused \(an https://",
     ):
         package_lock_from_dict(raw, "w")
 
@@ -202,6 +211,7 @@ def test_a_package_lock_value_of_the_wrong_shape_is_refused_with_its_field(
     with pytest.raises(LockError) as err:
         package_lock_from_dict(raw, "w")
     assert f"field {field!r}" in err.value.message and "refused" in err.value.message, err.value.message
+    assert err.value.message.startswith(f"w: field {field!r}: "), err.value.message  # where, then field
 
 
 def test_two_indexes_of_one_name_are_refused_and_two_names_read() -> None:
