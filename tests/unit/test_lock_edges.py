@@ -521,7 +521,7 @@ def test_the_password_of_a_secret_url_is_redacted_alone_even_with_regex_characte
 
 def test_a_secret_read_with_a_trailing_newline_is_redacted_and_recorded_by_name() -> None:
     assert redact("token s3cr3t-tok sent", (("s", "s3cr3t-tok\n"),)) == "token <secret:s> sent"
-    url = "https://pkgs.example/TOKEN123/simple"
+    url = "https://pkgs.example/TOKEN123/simple/"  # redact alone would leave the slash: "<secret:mirror>/"
     assert recorded_url(url, (("mirror", url + "\n"),)) == "<secret:mirror>"
 
 
