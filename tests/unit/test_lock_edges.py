@@ -443,8 +443,9 @@ GOOD_ROW: dict[str, Any] = {
 def test_a_package_row_refuses_each_bad_value(key: str, value: Any) -> None:
     from envbuilder.image.packages import check_package
 
-    with pytest.raises(LockError):
+    with pytest.raises(LockError) as err:
         check_package({**GOOD_ROW, key: value}, "t")
+    assert err.value.message.startswith(f"t: field 'packages.{key}': "), err.value.message
 
 
 def test_a_package_row_takes_a_size_of_zero_and_a_base_rows_empty_wheel_and_sha_only() -> None:
