@@ -12,6 +12,8 @@ written, so a stale .pyc cannot hide a mutant), and reports caught / survived:
     python benchmarks/mutants.py --list               # the mutants and the areas, without running them
     python benchmarks/mutants.py --auto run-check --jobs 2 --out FILE   # automatic mutants of an area
     python benchmarks/mutants.py --auto verdict --list  # each with file:line, old/new lines, tests
+    python benchmarks/mutants.py --auto certs --ops new  # only the second operator set (RCN001...)
+    python benchmarks/mutants.py --auto lock --why 'call dropped'  # only the mutants so described
 
 Set A was written before the boundary tests were extended (they were then written to catch it).
 Set B was written after them, without looking back at the tests: its first run is a blind
@@ -25,6 +27,9 @@ H while G ran, first run after G's survivor tests.
 test had looked at), so the automatic mode plants every one-line mutant of a fixed operator list
 in the decision functions of an area (AREAS: run-check, verdict, certs; more areas are added as
 entries there), generated with `ast` from the code as it is (see "automatic mutants" below).
+`--ops new` (2026-12-05): a second operator set (dropped calls and call statements, an item removed
+from a literal, two arguments swapped), numbered apart so the first set's IDs stay (see "the
+second operator set" below); `--ops old` is the first set alone, `--ops all` (default) both.
 A mutant whose snippet is not found exactly once is reported `stale` (the code moved on: update
 it). Slow (one pytest process per mutant): `make mutants`, never part of `make test`.
 Stdlib only (pytest is run as a subprocess).
@@ -34,6 +39,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import builtins
 import concurrent.futures
 import os
 import platform
@@ -2243,6 +2249,7 @@ class Target:
     file: str  # under envbuilder/
     functions: tuple[str, ...]
     tests: tuple[str, ...]
+    constants: tuple[str, ...] = ()  # module constants whose literal items `--ops new` removes
 
 
 HARNESS_RESULT, HARNESS_SCHEMA = "harness/result.py", "harness/schema.py"
@@ -2298,6 +2305,7 @@ AREAS: dict[str, tuple[str, tuple[Target, ...]]] = {
                     "choose_certificate",
                 ),
                 RUN_TESTS,
+                constants=("CHECKS",),
             ),
             Target(
                 REQ,
@@ -2312,6 +2320,7 @@ AREAS: dict[str, tuple[str, tuple[Target, ...]]] = {
                     "image_requirements",
                 ),
                 RUN_TESTS,
+                constants=("OPERATORS", "VERSION_PROPERTIES", "STRING_PROPERTIES", "TRUE_WORDS"),
             ),
             Target(ARCH, ("Target.runs_on", "parse_target", "matrix_targets", "kernel_for"), RUN_TESTS),
         ),
@@ -2330,9 +2339,10 @@ AREAS: dict[str, tuple[str, tuple[Target, ...]]] = {
                     "host_verdict",
                 ),
                 VERDICT_TESTS,
+                constants=("GPU_ONLY_STEPS", "FRAMEWORK_FREE_STEPS"),
             ),
             Target(HARNESS_RESULT, ("decide_verdict",), VERDICT_TESTS),
-            Target(HARNESS_SCHEMA, ("validate_result",), VERDICT_TESTS),
+            Target(HARNESS_SCHEMA, ("validate_result",), VERDICT_TESTS, constants=("VERDICTS", "MODES")),
         ),
     ),
     "certs": (
@@ -2360,6 +2370,7 @@ AREAS: dict[str, tuple[str, tuple[Target, ...]]] = {
                 "certify/certificate.py",
                 ("parse_timestamp", "issued_in_future", "verify_certificate", "_same_image"),
                 CERT_TESTS,
+                constants=("VERDICTS", "SECTIONS"),
             ),
         ),
     ),
@@ -2611,48 +2622,290 @@ def _edits(src: _Source, fn: ast.AST) -> list[Edit]:
     return edits
 
 
-def auto_mutants(area: str) -> tuple[Mutant, ...]:
-    """Every automatic mutant of `area` (AREAS), in file and source order."""
+# --------------------------------------------------------------------------- the second operator set
+# `--ops new` (2026-12-05): the one-line bugs the first set cannot plant, which a hidden set of
+# planted bugs may use (issue 23's done-when):
+#   a dropped call: `f(x, ...)` -> `x` where f is a function of this code or a module's, or one of
+#     the builtins that change a value (sorted, reversed, any, all, min, max, abs, round); `x.m()`
+#     (no arguments) and `x.strip(c)` / `x.removeprefix(p)` / ... -> `x`. Left out: the builtins
+#     that convert or construct (str, int, list, tuple, bool, set, dict, len, isinstance, getattr,
+#     ...): without them the value is either the same (a str already) or the first use raises, so
+#     they plant no bug a test must look for; and classes (a capitalised name: `Version(x)`, a
+#     dataclass): an object built from one of its fields fails at its first attribute.
+#   a call statement dropped: `need(doc, "harness_sha256", str, "result")` -> `pass`, and
+#     `problems.append(...)`, `os.unlink(path)` (a check, a record or a clean-up left out).
+#   an item removed from a list, tuple or set literal of >= 2 items (a required field, a variable
+#     of a list of names checked, a state of a list of allowed ones), each item once; also in the
+#     module constants a Target names (`constants`). Not a tuple being assigned to or subscripted.
+#   two positional arguments swapped, neither a constant (a constant's place is rarely the slip),
+#     each pair once; not in the symmetric builtins (min, max) nor isinstance, getattr, ...
+# Like the first set: nothing in an f-string or a docstring, nothing in an annotation; a mutant that
+# parses to the same tree or to the same code as another is dropped. Its IDs carry an N after the
+# area's prefix (RCN001), numbered apart: the first set's IDs stay as they were.
+
+_KEEP_BUILTINS = frozenset({"sorted", "reversed", "any", "all", "min", "max", "abs", "round"})
+_NO_SWAP = frozenset(
+    {"min", "max", "isinstance", "issubclass", "getattr", "setattr", "hasattr", "print", "super"}
+)
+# Methods whose result is the value itself, changed: dropping them leaves the value as it was.
+_TRANSFORMS = frozenset(
+    {
+        "strip", "lstrip", "rstrip", "lower", "upper", "casefold", "removeprefix", "removesuffix",
+        "resolve", "expanduser", "absolute", "normalize",
+    }
+)  # fmt: skip
+_BUILTINS = frozenset(dir(builtins))
+
+
+def _imported(tree: ast.Module) -> frozenset[str]:
+    """The names a module binds by import (modules, mostly): `mod.f(x)` is a function's call."""
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            names.update((a.asname or a.name).split(".")[0] for a in node.names)
+    return frozenset(names)
+
+
+def _annotations(fn: ast.AST) -> set[int]:
+    """ids of the nodes inside annotations (a type is no decision)."""
+    out: set[int] = set()
+    for node in ast.walk(fn):
+        if isinstance(node, ast.AnnAssign):
+            out.update(id(n) for n in ast.walk(node.annotation))
+    return out
+
+
+def _item_edits(src: _Source, node: ast.List | ast.Tuple | ast.Set) -> list[Edit]:
+    """Each item of a literal of >= 2 items removed once (a 1-tuple keeps its comma)."""
+    items = node.elts
+    edits: list[Edit] = []
+    if len(items) < 2:
+        return edits
+    kind = {ast.List: "list", ast.Tuple: "tuple", ast.Set: "set"}[type(node)]
+    for i, item in enumerate(items):
+        why = f"item {i + 1} of {len(items)} removed from a {kind} ({src.seg(item)[:40]})"
+        if isinstance(node, ast.Tuple) and len(items) == 2:
+            keep = items[1 - i]
+            a, b = src.span(items[0])[0], src.span(items[1])[1]
+            edits.append((a, b, src.seg(keep) + ",", why))
+        elif i + 1 < len(items):
+            edits.append((src.span(item)[0], src.span(items[i + 1])[0], "", why))
+        else:
+            edits.append((src.span(items[i - 1])[1], src.span(item)[1], "", why))
+    return edits
+
+
+_ATOMS = (ast.Name, ast.Attribute, ast.Call, ast.Subscript, ast.Constant, ast.List, ast.Tuple, ast.Dict,
+          ast.Set, ast.JoinedStr, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)  # fmt: skip
+
+
+def _atom(src: _Source, node: ast.AST) -> str:
+    """The node's text, parenthesised unless it is an atom (it takes a call's place)."""
+    text = src.seg(node)
+    return text if isinstance(node, _ATOMS) else f"({text})"
+
+
+def _call_name(func: ast.expr) -> str:
+    if isinstance(func, ast.Name):
+        return func.id
+    if isinstance(func, ast.Attribute):
+        return func.attr
+    return ""
+
+
+_SECURITY = re.compile(r"(?i)redact|secret|quote|escape")
+
+
+def _messages(fn: ast.AST) -> set[int]:
+    """ids of the nodes that only build a message: a `hint=`, the arguments of a text's
+    `.format(...)` / `.join(...)` (the shown reason, not the decision)."""
+    out: set[int] = set()
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Call):
+            func = node.func
+            if (
+                isinstance(func, ast.Attribute)
+                and func.attr in ("format", "join")
+                and (
+                    isinstance(func.value, ast.Constant)
+                    or (isinstance(func.value, ast.Name) and func.value.id.endswith("HINT"))
+                )
+            ):
+                for arg in [*node.args, *(k.value for k in node.keywords)]:
+                    out.update(id(n) for n in ast.walk(arg))
+            for k in node.keywords:
+                if k.arg == "hint":
+                    out.update(id(n) for n in ast.walk(k.value))
+    return out
+
+
+def _unpacked(fn: ast.AST) -> set[int]:
+    """ids of the tuples whose length is fixed by their use: `a, b = x, y`, `return x, y`
+    (an item removed there fails at once: no bug a test must look for)."""
+    out: set[int] = set()
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Tuple):
+            if any(isinstance(t, ast.Tuple | ast.List) for t in node.targets):
+                out.add(id(node.value))
+        elif isinstance(node, ast.Return) and isinstance(node.value, ast.Tuple):
+            out.add(id(node.value))
+    return out
+
+
+def _constant(node: ast.AST) -> bool:
+    return isinstance(node, ast.Constant) or (
+        isinstance(node, ast.UnaryOp) and isinstance(node.operand, ast.Constant)
+    )
+
+
+def _edits_new(src: _Source, fn: ast.AST, modules: frozenset[str]) -> list[Edit]:
+    edits: list[Edit] = []
+    skip = _annotations(fn) | _unpacked(fn)
+    skip.update(id(n.slice) for n in ast.walk(fn) if isinstance(n, ast.Subscript))
+    messages = _messages(fn)
+    statements = {
+        id(n.value) for n in ast.walk(fn) if isinstance(n, ast.Expr) and isinstance(n.value, ast.Call)
+    }
+    for node in _nodes(fn):
+        if id(node) in skip:
+            continue
+        if isinstance(node, ast.Call):
+            func = node.func
+            name = _call_name(func)
+            if id(node) in messages and not _SECURITY.search(name):
+                continue
+            positional = [a for a in node.args if not isinstance(a, ast.Starred)]
+            plain = len(positional) == len(node.args)
+            a, b = src.span(node)
+            if id(node) in statements:
+                edits.append((a, b, "pass", f"call statement dropped ({name})"))
+            elif isinstance(func, ast.Name) or (
+                isinstance(func, ast.Attribute)
+                and isinstance(func.value, ast.Name)
+                and func.value.id in (modules | {"self", "cls"})
+            ):
+                builtin = isinstance(func, ast.Name) and name in _BUILTINS
+                cls = name[:1].isupper()
+                if node.args and plain and not cls and (not builtin or name in _KEEP_BUILTINS):
+                    edits.append((a, b, _atom(src, node.args[0]), f"call dropped: {name}(x) -> x"))
+            elif isinstance(func, ast.Attribute) and (
+                name in _TRANSFORMS or (not node.args and not node.keywords)
+            ):
+                edits.append((a, b, _atom(src, func.value), f"call dropped: x.{name}() -> x"))
+            if plain and len(positional) >= 2 and name not in _NO_SWAP:
+                for i in range(len(positional)):
+                    for j in range(i + 1, len(positional)):
+                        x, y = positional[i], positional[j]
+                        if _constant(x) or _constant(y):
+                            continue
+                        if src.seg(x) == src.seg(y):
+                            continue
+                        (xa, xb), (ya, yb) = src.span(x), src.span(y)
+                        new = src.seg(y) + src.data[xb:ya].decode() + src.seg(x)
+                        edits.append((xa, yb, new, f"arguments {i + 1} and {j + 1} of {name} swapped"))
+        elif isinstance(node, ast.List | ast.Tuple | ast.Set) and id(node) not in messages:
+            if isinstance(getattr(node, "ctx", None), ast.Store | ast.Del):
+                continue
+            edits.extend(_item_edits(src, node))
+    return edits
+
+
+OPS = ("old", "new", "all")  # --ops: the first operator set (_edits), the second (_edits_new), both
+_OP_SETS = {
+    "old": "the first set: comparisons, ID prefixes, and/or, not, any/all, constants, first item, "
+    "continue/break, returns, raise",
+    "new": "the second set: dropped calls, dropped call statements, removed literal items, swapped arguments",
+    "all": "both sets",
+}
+
+
+def _constant_values(tree: ast.Module, names: tuple[str, ...]) -> list[tuple[str, ast.AST]]:
+    """The values of the module constants `names` (NAME = ..., NAME: T = ...)."""
+    found: dict[str, ast.AST] = {}
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            found[node.targets[0].id] = node.value
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.value is not None:
+            found[node.target.id] = node.value
+    missing = [n for n in names if n not in found]
+    if missing:
+        sys.exit(f"--auto: no module constant {', '.join(missing)}: update AREAS")
+    return [(n, found[n]) for n in names]
+
+
+def _constant_edits(src: _Source, value: ast.AST) -> list[Edit]:
+    return [
+        e
+        for node in ast.walk(value)
+        if isinstance(node, ast.List | ast.Tuple | ast.Set)
+        for e in _item_edits(src, node)
+    ]
+
+
+def auto_mutants(area: str, ops: str = "all") -> tuple[Mutant, ...]:
+    """Every automatic mutant of `area` (AREAS), in file and source order: the first operator
+    set's (ID prefix + number, as before the second set existed), then the second's (prefix + N +
+    number), each set's IDs numbered apart so that adding the second renumbers nothing."""
     prefix, targets = AREAS[area]
     out: list[Mutant] = []
     seen: set[str] = set()
-    for target in targets:
-        text = (ROOT / "envbuilder" / target.file).read_text()
-        src = _Source(text)
-        tree = ast.parse(text)
-        base = ast.dump(tree)
-        for func, fn in _functions(tree, target.functions):
-            for a, b, new, why in sorted(_edits(src, fn), key=lambda e: (e[0], e[1], e[2])):
-                first = src.data.rfind(b"\n", 0, a) + 1
-                end = src.data.find(b"\n", b)
-                end = len(src.data) if end < 0 else end
-                old_lines = src.data[first:end].decode()
-                new_lines = (src.data[first:a] + new.encode() + src.data[b:end]).decode()
-                whole = (src.data[:a] + new.encode() + src.data[b:]).decode()
-                try:
-                    if ast.dump(ast.parse(whole)) == base:
+    for which in ("old", "new"):
+        if ops not in (which, "all"):
+            continue
+        count = 0
+        for target in targets:
+            text = (ROOT / "envbuilder" / target.file).read_text()
+            src = _Source(text)
+            tree = ast.parse(text)
+            base = ast.dump(tree)
+            if which == "old":
+                places = [(func, _edits(src, fn)) for func, fn in _functions(tree, target.functions)]
+            else:
+                modules = _imported(tree)
+                places = [
+                    (func, _edits_new(src, fn, modules)) for func, fn in _functions(tree, target.functions)
+                ]
+                places += [
+                    (f"{name} (constant)", _constant_edits(src, value))
+                    for name, value in _constant_values(tree, target.constants)
+                ]
+            if which == "new" and ops == "new":  # the first set's code, left out here but not made again
+                for _, fn in _functions(tree, target.functions):
+                    for a, b, new, _ in _edits(src, fn):
+                        seen.add((src.data[:a] + new.encode() + src.data[b:]).decode())
+            for func, edits in places:
+                for a, b, new, why in sorted(edits, key=lambda e: (e[0], e[1], e[2])):
+                    first = src.data.rfind(b"\n", 0, a) + 1
+                    end = src.data.find(b"\n", b)
+                    end = len(src.data) if end < 0 else end
+                    old_lines = src.data[first:end].decode()
+                    new_lines = (src.data[first:a] + new.encode() + src.data[b:end]).decode()
+                    whole = (src.data[:a] + new.encode() + src.data[b:]).decode()
+                    try:
+                        if ast.dump(ast.parse(whole)) == base:
+                            continue
+                    except SyntaxError:
                         continue
-                except SyntaxError:
-                    continue
-                if whole in seen:  # two operators that make the same code
-                    continue
-                seen.add(whole)
-                key = (target.file, old_lines.strip(), new_lines.strip())
-                line = src.data[:a].count(b"\n") + 1
-                out.append(
-                    Mutant(
-                        id=f"{prefix}{len(out) + 1:03d}",
-                        file=target.file,
-                        old=old_lines,
-                        new=new_lines,
-                        why=why,
-                        tests=target.tests,
-                        equivalent=EQUIVALENT.get(key, ""),
-                        at=len(src.data[:first].decode()),
-                        line=line,
-                        func=func,
+                    if whole in seen:  # two operators that make the same code
+                        continue
+                    seen.add(whole)
+                    count += 1
+                    key = (target.file, old_lines.strip(), new_lines.strip())
+                    line = src.data[:a].count(b"\n") + 1
+                    out.append(
+                        Mutant(
+                            id=f"{prefix}{'N' if which == 'new' else ''}{count:03d}",
+                            file=target.file,
+                            old=old_lines,
+                            new=new_lines,
+                            why=why,
+                            tests=target.tests,
+                            equivalent=EQUIVALENT.get(key, ""),
+                            at=len(src.data[:first].decode()),
+                            line=line,
+                            func=func,
+                        )
                     )
-                )
     return tuple(out)
 
 
@@ -3021,6 +3274,53 @@ EQUIVALENT.update(
 )
 
 
+# The second operator set's equivalents (--ops new), with the reasons a reviewer can check.
+EQUIVALENT.update(
+    {
+        (
+            REQ,
+            'parts = (text or "").strip().split(".")',
+            'parts = (text or "").split(".")',
+        ): "_version_key reads only values without surrounding whitespace: a requirement's value has "
+        "passed _VERSION.fullmatch (digits and dots), and the host's come stripped (host/probe.py "
+        "strips every nvidia-smi cell and the /proc text, formats the NVML ones; parse_host_driver "
+        "returns --driver stripped; a GPU's cc is a fullmatched X.Y or a matrix value)",
+        (
+            "attest/envelope.py",
+            "env = Envelope.from_dict(copy.deepcopy(doc))  # from_dict rewrites the dict it is given",
+            "env = Envelope.from_dict(doc)  # from_dict rewrites the dict it is given",
+        ): "`doc` is load_json's fresh object, read by nothing after from_dict: what from_dict rewrites "
+        "in it is never seen (the copy only keeps the parsed document intact for a future reader)",
+        (
+            "attest/imported.py",
+            "except (ValueError, UnicodeDecodeError) as exc:",
+            "except (ValueError,) as exc:",
+        ): "UnicodeDecodeError is a subclass of ValueError: the tuple catches the same exceptions",
+        (
+            "attest/imported.py",
+            'repository = (covered or [*names, ""])[0]',
+            'repository = (covered or [""])[0]',
+        ): "as `(covered)[0]` (the first operator set's equivalent): verify_envelope(repository=None), "
+        "called with the same policy just before, returns Verified only when a key of some subject "
+        "name is the signer's, so `covered` is never empty and the fallback list is never read",
+        (
+            "attest/imported.py",
+            'repository = (covered or [*names, ""])[0]',
+            "repository = (covered or [*names])[0]",
+        ): "`covered` is never empty here (see the mutant above): the fallback list is never read",
+        (
+            "run/certificates.py",
+            "return _newest_first(usable), refusals",
+            "return usable, refusals",
+        ): "`usable` follows store.list's rows, which come newest first by certificate.newest_key, ties "
+        "in SQL's order; newest_first sorts by the same key (since this branch: it sorted the text "
+        "before, which the blind run's survivor led to fixing) and its sort is stable, and each row is "
+        "another certificate id: the same list. (A store edited by hand to hold one certificate's "
+        "envelope under another id is outside what run defends.)",
+    }
+)
+
+
 # --------------------------------------------------------------------------- running
 
 
@@ -3161,7 +3461,19 @@ def _code(lines: str) -> str:
     return "`" + one.replace("|", "\\|").replace("`", "'") + "`"
 
 
-def auto_report(results: list[tuple[Mutant, str, float, str]], area: str, started: float) -> str:
+def _selection(args: argparse.Namespace) -> str:
+    """The command line's choice of mutants, for the report."""
+    out = f"--ops {args.ops}"
+    if args.why:
+        out += f" --why {args.why!r}"
+    if args.only:
+        out += " --only " + " ".join(args.only)
+    return out
+
+
+def auto_report(
+    results: list[tuple[Mutant, str, float, str]], area: str, started: float, selection: str = "--ops all"
+) -> str:
     """The report of an automatic run: the figures, then every mutant with its lines."""
     caught = [r for r in results if r[1].startswith("caught")]
     survived = [r for r in results if r[1] == "survived"]
@@ -3175,7 +3487,8 @@ def auto_report(results: list[tuple[Mutant, str, float, str]], area: str, starte
         "",
         f"Run {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC on {platform.node()} "
         f"({platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}), "
-        f"checkout {ROOT}, `python benchmarks/mutants.py --auto {area}`, "
+        f"checkout {ROOT}, `python benchmarks/mutants.py --auto {area} {selection}` "
+        f"(operator set: {_OP_SETS[selection.split()[1]]}), "
         f"{time.monotonic() - started:.0f} s in all. Tests: {', '.join(files)}.",
         "",
         f"**{len(caught)} of {judged} caught ({rate:.1f}%)**, {len(survived)} survived, "
@@ -3218,6 +3531,15 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--set", default="abcdefghi", help="which sets: any of a..i (default: abcdefghi)")
     ap.add_argument("--auto", metavar="AREA", help=f"automatic mutants of one area: {', '.join(AREAS)}")
+    ap.add_argument(
+        "--ops",
+        choices=OPS,
+        default="all",
+        help="with --auto: the first operator set (old: comparisons, and/or, not, constants, loops, "
+        "returns, raise), the second (new: dropped calls and call statements, removed literal items, "
+        "swapped arguments) or both (default)",
+    )
+    ap.add_argument("--why", metavar="REGEX", help="with --auto: only the mutants whose description matches")
     ap.add_argument("--only", nargs="*", default=(), help="mutant ids to run")
     ap.add_argument("--out", type=Path, help="write the markdown report here")
     ap.add_argument("--timeout", type=float, default=300.0, help="seconds per mutant")
@@ -3234,7 +3556,11 @@ def main() -> None:
     if args.auto is not None:
         if args.auto not in AREAS:
             sys.exit(f"--auto: no area {args.auto!r}; the areas: {', '.join(AREAS)}")
-        mutants = tuple(mu for mu in auto_mutants(args.auto) if not args.only or mu.id in args.only)
+        mutants = tuple(
+            mu
+            for mu in auto_mutants(args.auto, args.ops)
+            if (not args.only or mu.id in args.only) and (not args.why or re.search(args.why, mu.why))
+        )
     else:
         mutants = tuple(mu for s in args.set for mu in SETS[s] if not args.only or mu.id in args.only)
     if args.list:
@@ -3242,7 +3568,7 @@ def main() -> None:
             for mu in mutants:
                 print(f"{mu.id}  {mu.file:28} {mu.why}")
             for name, (prefix, targets) in AREAS.items():
-                count = len(auto_mutants(name))
+                count = len(auto_mutants(name, args.ops))
                 funcs = sum(len(t.functions) for t in targets)
                 print(
                     f"--auto {name:10} {prefix}: {count} mutants in {funcs} functions "
@@ -3257,7 +3583,9 @@ def main() -> None:
             print(f"    tests: {' '.join(_tests(mu.tests))}")
         return
     results = run(mutants, args.timeout, args.jobs)
-    text = auto_report(results, args.auto, started) if args.auto else report(results, args.set)
+    text = (
+        auto_report(results, args.auto, started, _selection(args)) if args.auto else report(results, args.set)
+    )
     if args.out:
         args.out.write_text(text)
     print(text)

@@ -123,7 +123,9 @@ def parse_require_cuda(text: str, name: str = "NVIDIA_REQUIRE_CUDA") -> Requirem
                 continue  # the toolkit skips properties it does not know
             op = next((o for o in OPERATORS if rest.startswith(o)), "")
             value = rest[len(op) :]
-            if not op or (prop in VERSION_PROPERTIES and not _VERSION.match(value)):
+            # fullmatch: `$` would take "12.0\n" (a value ending in a newline), which the toolkit's
+            # semver.IsValid refuses, making the whole requirement invalid.
+            if not op or (prop in VERSION_PROPERTIES and not _VERSION.fullmatch(value)):
                 return Requirement(text=text, name=name, invalid=f"invalid constraint {raw!r}")
             factors.append(Factor(prop, op, value))
         if factors:

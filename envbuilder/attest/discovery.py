@@ -11,7 +11,7 @@ from typing import Any
 
 from envbuilder.attest.envelope import MEDIA_TYPE, Refused, Verified, verify_envelope
 from envbuilder.attest.policy import TrustPolicy
-from envbuilder.certify.certificate import Certificate
+from envbuilder.certify.certificate import Certificate, newest_key
 from envbuilder.errors import RegistryError
 from envbuilder.registry import OCI_MANIFEST, Descriptor, Reference, RegistryClient, parse_reference
 
@@ -47,9 +47,10 @@ class AttestationReport:
 
 
 def newest_first(certs: Iterable[Certificate]) -> list[Certificate]:
-    """Each certificate once, the newest (issued_at) first."""
+    """Each certificate once, the newest (issued_at, as a time: certificate.newest_key) first; ties
+    and certificates without a readable issued_at (last) keep their order."""
     unique = {c.id: c for c in certs}
-    return sorted(unique.values(), key=lambda c: c.issued_at or "", reverse=True)
+    return sorted(unique.values(), key=lambda c: newest_key(c.issued_at))
 
 
 Client = Callable[[str], RegistryClient]

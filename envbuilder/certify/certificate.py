@@ -87,6 +87,13 @@ def parse_timestamp(text: object) -> datetime | None:
         return None
 
 
+def newest_key(issued_at: object) -> float:
+    """The sort key of "newest first" by the time itself (not the text: `...:00Z` sorts after
+    `...:00.5Z`, and an offset moves the time); an issued_at that is no timestamp sorts last."""
+    ts = parse_timestamp(issued_at)
+    return -ts.timestamp() if ts is not None else float("inf")
+
+
 # How far a certificate's issued_at may lie ahead of this host's clock: clocks of the machine that
 # certified and of the one that checks differ (NTP keeps them within seconds; a VM resumed from a
 # snapshot, minutes). Further ahead is refused (`future-issued`), else a signer could mint a

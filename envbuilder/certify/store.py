@@ -28,6 +28,7 @@ from envbuilder.bounded import read_text_bounded
 from envbuilder.certify.certificate import (
     Certificate,
     issued_in_future,
+    newest_key,
     parse_timestamp,
     require_valid,
     verify_certificate,
@@ -105,7 +106,7 @@ def newest_first(rows: builtins.list[tuple[Any, ...]]) -> builtins.list[StoredCe
     """Rows of (id, image_id, image_ref, verdict, host_fingerprint, issued_at, stored_at, origin)
     as StoredCerts, newest first by the time itself; an issued_at that is no timestamp (a store
     written before import checked it) sorts last. The sort is stable: ties keep SQL's order."""
-    rows = sorted(rows, key=lambda r: -(ts.timestamp()) if (ts := parse_timestamp(r[5])) else float("inf"))
+    rows = sorted(rows, key=lambda r: newest_key(r[5]))
     return [
         StoredCert(
             id=r[0],

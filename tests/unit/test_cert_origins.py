@@ -14,14 +14,17 @@ from typing import Any
 
 import pytest
 from cert_factory import cert_doc
+from securesystemslib.dsse import Envelope
+from securesystemslib.exceptions import FormatError
 from securesystemslib.signer import CryptoSigner, SSlibKey
 
 from envbuilder.attest import TrustedKey, TrustPolicy
+from envbuilder.attest import envelope as envelope_module
 from envbuilder.attest.discovery import AttestationReport, newest_first
 from envbuilder.attest.envelope import Refused, Verified, sign_statement, verify_envelope
 from envbuilder.attest.imported import import_certificate, is_envelope
 from envbuilder.attest.keys import generate_key, load_signer
-from envbuilder.attest.statement import ImageSubject, certificate_statements
+from envbuilder.attest.statement import CERTIFICATE, ImageSubject, certificate_statements
 from envbuilder.certify import store as store_module
 from envbuilder.certify.certificate import (
     CLOCK_SKEW_S,
@@ -657,3 +660,242 @@ def test_a_mismatch_says_whether_the_content_hash_was_changed_or_is_missing() ->
     missing = verify_certificate({k: v for k, v in doc.items() if k != "content_hash"})
     assert "content hash mismatch (tampered or corrupted; content_hash is missing)" in missing
     assert issued_in_future("yesterday") is None  # no timestamp: the caller's own check
+
+
+# --------------------------------------------------------------------------- the second operator set
+# benchmarks/mutants.py --auto certs --ops new on main (2026-12-05).
+
+# Newest first by the time, not the text: ...:00Z sorts after ...:00.500Z as text, and +02:00 makes
+# 01:00 the day before's 23:00.
+FRACTION = "2026-12-01T00:00:00.500Z"
+WHOLE = "2026-12-01T00:00:00Z"
+OFFSET = "2026-12-01T01:00:00+02:00"
+
+
+def test_newest_first_orders_by_the_time_not_the_text() -> None:
+    by_time = [cpu_cert(issued_at=t) for t in (FRACTION, WHOLE, OFFSET)]
+    for given in (by_time, by_time[::-1], [by_time[1], by_time[2], by_time[0]]):
+        assert [c.issued_at for c in newest_first(given)] == [FRACTION, WHOLE, OFFSET]
+
+
+def test_run_takes_the_newest_imported_certificate_by_the_time_first(tmp_path: Path) -> None:
+    store = CertStore(tmp_path / "s.sqlite")
+    certs = [cpu_cert(issued_at=t) for t in (OFFSET, WHOLE, FRACTION)]
+    for c in certs:
+        store.add_imported(c)
+    said: list[str] = []
+    find = certificate_finder("train:1", store=store, policy=trusting, trust_imported=True, say=said.append)
+    assert [c.issued_at for c in find(info())] == [FRACTION, WHOLE, OFFSET]
+    assert all("unsigned (--trust-imported)" in line for line in said) and len(said) == 3
+
+
+def test_run_says_which_key_signed_the_imported_certificate_it_verified_again(tmp_path: Path) -> None:
+    signer = key(tmp_path, "ci")
+    certificate = cpu_cert()
+    store = CertStore(tmp_path / "s.sqlite")
+    store_envelopes(store, certificate, [sign_statement(statement(certificate, 0), signer)])
+    said: list[str] = []
+    find = certificate_finder("train:1", store=store, policy=lambda: trusting(signer), say=said.append)
+    assert [c.id for c in find(info())] == [certificate.id]
+    assert said == [f"envbuilder: imported certificate {certificate.id[:12]} signed by k0, verified again"]
+
+
+@pytest.mark.parametrize(
+    "doc",
+    [
+        [],  # no object: TypeError inside from_dict
+        {"payload": "eA==", "payloadType": "x", "signatures": [5]},  # a signature that is no object
+        {"payload": "eA==", "payloadType": "x", "signatures": "ab"},  # signatures that are no list
+        {"payload": 5, "payloadType": "x", "signatures": []},  # AttributeError
+    ],
+)
+def test_an_envelope_that_securesystemslib_cannot_read_is_malformed(doc: Any) -> None:
+    outcome = verify_envelope(
+        json.dumps(doc).encode(), repository=None, digest=None, policy=TrustPolicy(keys=())
+    )
+    assert isinstance(outcome, Refused) and outcome.reason == "malformed", outcome
+    assert outcome.message.startswith("not a DSSE envelope (")
+
+
+@pytest.mark.parametrize("error", [FormatError("bad signature"), RecursionError("deep")])
+def test_every_error_envelope_reading_documents_is_malformed_not_a_crash(
+    monkeypatch: pytest.MonkeyPatch, error: Exception
+) -> None:
+    """securesystemslib documents FormatError for an incorrect signature (the installed version
+    raises others; any version within pyproject's range may raise it), and a RecursionError must
+    never escape a verification (hostile-inputs D8)."""
+
+    def unreadable(_data: Any) -> Any:
+        raise error
+
+    monkeypatch.setattr(Envelope, "from_dict", unreadable)
+    raw = json.dumps({"payload": "eA==", "payloadType": "x", "signatures": []}).encode()
+    outcome = verify_envelope(raw, repository=None, digest=None, policy=TrustPolicy(keys=()))
+    assert isinstance(outcome, Refused) and outcome.reason == "malformed", outcome
+    assert f"({type(error).__name__}: " in outcome.message
+
+
+def test_run_says_it_fetches_the_attestations_when_it_has_no_certificate(tmp_path: Path) -> None:
+    said: list[str] = []
+
+    def fetch(ref: Reference, *, policy: TrustPolicy, digest: str) -> Any:
+        raise RegistryError("offline")
+
+    find = certificate_finder(
+        "reg.example/team/train:1",
+        store=CertStore(tmp_path / "s.sqlite"),
+        policy=trusting,
+        fetch=fetch,
+        say=said.append,
+    )
+    with pytest.raises(RefusedError):
+        find(info(f"reg.example/team/train@{DIGEST}"))
+    assert said == [
+        f"envbuilder: no local certificate; fetching the attestations of reg.example/team/train@{DIGEST[:19]}"
+    ]
+
+
+def test_a_signed_payload_whose_reading_recurses_is_malformed_not_a_crash(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """load_json bounds the depth (a RecursionError is unreachable through it today); the catch
+    keeps any future reader's RecursionError a refusal, as hostile-inputs D8 asks."""
+    signer = key(tmp_path, "ci")
+    raw = sign_statement(statement(cpu_cert(), 0), signer)
+
+    def deep(_payload: bytes) -> Any:
+        raise RecursionError("maximum recursion depth exceeded")
+
+    monkeypatch.setattr(envelope_module, "parse_statement", deep)
+    outcome = verify(raw, trusting(signer))
+    assert isinstance(outcome, Refused) and outcome.reason == "malformed", outcome
+    assert outcome.message == "signed, but maximum recursion depth exceeded"
+
+
+MESSAGES = {
+    "file-untrusted": "signed by key ",
+    "subject-mismatch": "the attestation is for ",
+    "expired": "the certificate was issued ",
+    "future-issued": "the signed certificate's ",
+    "certificate-mismatch": "the signed certificate is for image ",
+    "tampered": "the signed certificate fails its own check: ",
+    "malformed": "the certificate predicate: ",
+}
+
+
+def signed_statement(case: str, signer: CryptoSigner) -> bytes:
+    """The certificate statement, signed, with what makes `case`'s refusal."""
+    issued = {"expired": "2026-01-01T00:00:00Z", "future-issued": "2099-01-01T00:00:00Z"}
+    certificate = cpu_cert(issued_at=issued.get(case, "2026-12-01T00:00:00Z"))
+    doc = statement(certificate, 0)
+    if case == "certificate-mismatch":  # a sound certificate of another image under this subject
+        doc["predicate"]["certificate"] = cpu_cert(image_id="sha256:" + "ab" * 32).to_dict()
+    elif case == "tampered":  # changed after sealing
+        doc["predicate"]["certificate"] = {**certificate.to_dict(), "verdict_reason": "changed"}
+    elif case == "malformed":
+        doc["predicate"]["certificate"] = 5
+    return sign_statement(doc, signer)
+
+
+@pytest.mark.parametrize("case", sorted(MESSAGES))
+def test_a_refusal_after_the_signature_holds_names_the_keys_and_the_predicate_type(
+    tmp_path: Path, case: str
+) -> None:
+    """verify --json shows each refusal's message, keyids and predicate type: the signer's, the
+    statement's."""
+    signer = key(tmp_path, "ci")
+    raw = signed_statement(case, signer)
+    if case == "file-untrusted":
+        outcome = as_file(raw, TrustPolicy(keys=(scoped(signer, "third.example/*"),)))
+    else:
+        digest = OTHER_DIGEST if case == "subject-mismatch" else DIGEST
+        policy = trusting(signer).with_max_age(86400 * 7)
+        now = datetime(2026, 12, 2, tzinfo=timezone.utc)
+        outcome = verify_envelope(
+            raw, repository="reg.example/team/train", digest=digest, policy=policy, now=now
+        )
+    assert isinstance(outcome, Refused), outcome
+    assert outcome.reason == ("untrusted-key" if case == "file-untrusted" else case)
+    shown = outcome.to_dict()
+    assert isinstance(shown["message"], str) and shown["message"].startswith(MESSAGES[case]), shown
+    assert shown["keyids"] == [str(signer.public_key.keyid)]
+    assert shown["predicate_type"] == CERTIFICATE
+
+
+@pytest.mark.parametrize("issued_at", ["yesterday", None])
+def test_a_signed_certificate_whose_issued_at_is_no_timestamp_is_not_imported(
+    tmp_path: Path, issued_at: str | None
+) -> None:
+    """The signature holds (no max_age: verify_envelope does not read the time), but an issued_at
+    that is no timestamp would sort as newest forever: refused as for an unsigned file."""
+    signer = key(tmp_path, "ci")
+    certificate = Certificate(seal({**cert_doc("certified-cpu-only", gpus=()), "issued_at": issued_at}))
+    path = tmp_path / "c.dsse.json"
+    path.write_bytes(sign_statement(statement(certificate, 0), signer))
+    store = CertStore(tmp_path / "s.sqlite")
+    with pytest.raises(CertificateRefusedError, match="issued_at is not an RFC 3339 timestamp"):
+        import_certificate(path, store=store, policy=lambda: trusting(signer))
+    assert store.list() == []
+
+
+def test_the_store_refuses_to_import_a_tampered_certificate(tmp_path: Path) -> None:
+    tampered = Certificate({**cpu_cert().to_dict(), "verdict_reason": "changed after sealing"})
+    store = CertStore(tmp_path / "s.sqlite")
+    with pytest.raises(CertificateRefusedError):
+        store.add_imported(tampered, envelope=b"{}", envelope_digest="sha256:" + "0" * 64)
+    assert store.list() == []
+
+
+def test_an_imported_certificate_and_its_envelope_are_kept_together_or_not_at_all(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One write transaction: the envelope's row failing leaves no certificate behind."""
+    store = CertStore(tmp_path / "s.sqlite")
+    monkeypatch.setattr(
+        store_module, "_ADD_ATTESTATION", "INSERT INTO no_such_table VALUES (?, ?, ?, ?, ?, ?)"
+    )
+    with pytest.raises(StoreError, match="no_such_table"):
+        store.add_imported(cpu_cert(), envelope=b"{}", envelope_digest="sha256:" + "0" * 64)
+    assert store.list() == []
+
+
+def test_importing_a_file_that_is_not_utf8_is_a_store_error(tmp_path: Path) -> None:
+    path = tmp_path / "c.json"
+    path.write_bytes(b'{"kind": "\xff"}')
+    store = CertStore(tmp_path / "s.sqlite")
+    with pytest.raises(StoreError, match="cannot read"):
+        store.import_(path)
+    assert store.list() == []
+
+
+@pytest.mark.parametrize("typed", [" eeee", "eeee\n", f" {IMAGE_ID.removeprefix('sha256:')} "])
+def test_an_image_id_pasted_with_whitespace_around_it_is_still_looked_up(tmp_path: Path, typed: str) -> None:
+    store = CertStore(tmp_path / "s.sqlite")
+    store.add(cpu_cert())
+    assert [r.image_id for r in store.list(image=typed)] == [IMAGE_ID]
+
+
+@pytest.mark.parametrize(
+    ("value", "why"),
+    [(float("nan"), "Out of range float values"), ({1, 2}, "Object of type set is not JSON serializable")],
+)
+def test_a_certificate_whose_hash_cannot_be_computed_is_not_intact(value: Any, why: str) -> None:
+    """A value with no JSON form (NaN: ValueError; a set: TypeError) is a problem of its own, and
+    the shape's problems found before it are kept."""
+    doc = cert_doc()
+    problems = verify_certificate({**doc, "thresholds": {"x": value}})
+    assert len(problems) == 1 and problems[0].startswith("content hash cannot be computed: " + why)
+    both = verify_certificate({**doc, "kind": 5, "thresholds": {"x": value}})
+    assert both[0] == "kind is 5, not 'envbuilder-certificate'"
+    assert len(both) == 2 and both[1].startswith("content hash cannot be computed: " + why)
+
+
+def test_a_tampered_certificate_file_is_refused_naming_the_file(tmp_path: Path) -> None:
+    path = tmp_path / "c.json"
+    path.write_text(json.dumps({**cpu_cert().to_dict(), "verdict_reason": "changed after sealing"}))
+    store = CertStore(tmp_path / "s.sqlite")
+    for importing in (store.import_, lambda p: import_certificate(p, store=store, policy=trusting)):
+        with pytest.raises(CertificateRefusedError) as refused:
+            importing(path)
+        assert refused.value.message.startswith(f"{path} failed verification: content hash mismatch")
+    assert store.list() == []

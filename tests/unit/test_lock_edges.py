@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from fake_engine import cpu_stack, make_spec
 
-from envbuilder.errors import LockError
+from envbuilder.errors import LockError, SpecError
 from envbuilder.image.packages import (
     LockSettings,
     _base_lock,
@@ -18,6 +18,7 @@ from envbuilder.image.packages import (
     lock_secrets,
     package_lock_from_dict,
 )
+from envbuilder.image.secrets import recorded_url, redact
 from envbuilder.image.sources import PackageIndex
 
 CORP = PackageIndex(name="corp", url="https://pkgs.example/simple")
@@ -42,6 +43,14 @@ def test_no_default_index_means_no_pypi_entry_in_either_group() -> None:
     assert install_indexes("project", indexes=(), framework_index=TORCH, default_index=None) == (
         ("framework", TORCH),
     )
+
+
+def test_a_url_listed_twice_keeps_its_first_name_and_place() -> None:
+    """A spec index that is the framework index (or PyPI) under its own name: one entry, the
+    spec's name, at the spec's place."""
+    mirror = PackageIndex(name="mirror", url=TORCH)
+    got = install_indexes("project", indexes=(mirror, CORP), framework_index=TORCH, default_index=PYPI)
+    assert got == (("mirror", TORCH), ("corp", CORP.url), ("pypi", PYPI))
 
 
 # --------------------------------------------------------------------------- secrets of a lock run
@@ -140,7 +149,8 @@ def test_an_index_url_that_is_not_text_is_refused_with_its_field(set_url: Any, v
     raw = _raw_lock()
     set_url(raw, value)
     with pytest.raises(
-        LockError, match=r"field '(default_index|framework_index|indexes\[0\]\.url)'.* refused"
+        LockError,
+        match=r"^w: field '(default_index|framework_index|indexes\[0\]\.url)': .* refused \(an https://",
     ):
         package_lock_from_dict(raw, "w")
 
@@ -202,6 +212,7 @@ def test_a_package_lock_value_of_the_wrong_shape_is_refused_with_its_field(
     with pytest.raises(LockError) as err:
         package_lock_from_dict(raw, "w")
     assert f"field {field!r}" in err.value.message and "refused" in err.value.message, err.value.message
+    assert err.value.message.startswith(f"w: field {field!r}: "), err.value.message  # where, then field
 
 
 def test_two_indexes_of_one_name_are_refused_and_two_names_read() -> None:
@@ -432,8 +443,9 @@ GOOD_ROW: dict[str, Any] = {
 def test_a_package_row_refuses_each_bad_value(key: str, value: Any) -> None:
     from envbuilder.image.packages import check_package
 
-    with pytest.raises(LockError):
+    with pytest.raises(LockError) as err:
         check_package({**GOOD_ROW, key: value}, "t")
+    assert err.value.message.startswith(f"t: field 'packages.{key}': "), err.value.message
 
 
 def test_a_package_row_takes_a_size_of_zero_and_a_base_rows_empty_wheel_and_sha_only() -> None:
@@ -491,3 +503,62 @@ def test_a_wheel_without_hashes_is_refused_not_a_crash() -> None:
     text = _pylock("[[packages]]", 'name = "x"', 'version = "1.0"', f'wheels = [{{ url = "{WHL}" }}]')
     with pytest.raises(LockError):
         _parse_pylock(text)
+
+
+# --------------------------------------------------------------------------- the second operator set
+# benchmarks/mutants.py --auto lock --ops new on main (2026-12-05): dropped calls, swapped arguments.
+
+
+@pytest.mark.parametrize("value", ["ab+cd.ef", "p(ss[w]rd", "x" * 3 + "|" + "y" * 3])
+def test_a_secret_with_regex_characters_is_redacted_as_it_is(value: str) -> None:
+    assert redact(f"uv: {value} refused", (("tok", value),)) == "uv: <secret:tok> refused"
+
+
+def test_the_password_of_a_secret_url_is_redacted_alone_even_with_regex_characters() -> None:
+    secrets = (("idx", "https://u:pa+ss.wd@pkgs.example/simple"),)
+    assert redact("auth failed with pa+ss.wd", secrets) == "auth failed with <secret:idx>"
+    assert redact("auth failed with passswd", secrets) == "auth failed with passswd"
+
+
+def test_a_secret_read_with_a_trailing_newline_is_redacted_and_recorded_by_name() -> None:
+    assert redact("token s3cr3t-tok sent", (("s", "s3cr3t-tok\n"),)) == "token <secret:s> sent"
+    url = "https://pkgs.example/TOKEN123/simple/"  # redact alone would leave the slash: "<secret:mirror>/"
+    assert recorded_url(url, (("mirror", url + "\n"),)) == "<secret:mirror>"
+
+
+def test_a_python_platform_of_another_platform_is_refused_naming_it() -> None:
+    raw = _raw_lock()
+    raw["python_platform"] = "aarch64-manylinux_2_28"
+    with pytest.raises(LockError) as err:
+        package_lock_from_dict(raw, "w")
+    assert err.value.message == (
+        f"w: field 'python_platform': 'aarch64-manylinux_2_28' refused (a target for {raw['platform']})"
+    )
+
+
+def test_a_lock_records_its_inputs_sorted_whatever_order_the_file_gives() -> None:
+    raw = _raw_lock()
+    raw["inputs"] = {"b.txt": "b" * 64, "a.txt": "a" * 64}
+    assert package_lock_from_dict(raw, "w").inputs == (("a.txt", "a" * 64), ("b.txt", "b" * 64))
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (lambda d: d.update(schema_version="x"), "field 'schema_version': expected an integer"),
+        (lambda d: d["resolution"].update(host=5), "field 'resolution.host': expected an object"),
+        (lambda d: d.update(stack=5), "field 'stack': expected a JSON object"),
+    ],
+)
+def test_a_lock_field_of_the_wrong_type_names_the_field_and_the_type(change: Any, message: str) -> None:
+    doc = _lock_doc()
+    change(doc)
+    with pytest.raises(SpecError) as err:
+        _parse(doc)
+    assert err.value.message == f"t.lock.json: {message}"
+
+
+def test_a_lock_that_is_no_object_is_refused_as_such() -> None:
+    with pytest.raises(SpecError) as err:
+        _parse([])  # type: ignore[arg-type]
+    assert err.value.message == "t.lock.json: field '<top>': expected a JSON object"

@@ -565,3 +565,25 @@ def test_a_known_bad_row_holds_for_its_variant_any_path_and_a_pre_release(matrix
     assert _verdict(matrix, (_bad(path="any"),), how="sass") is not None
     assert _verdict(matrix, (_bad(path="ptx"),), how="ptx") is not None
     assert _verdict(matrix, (_bad(versions=">=2.14"),), version="2.15.0rc1") is not None
+
+
+def test_the_newest_os_is_picked_by_its_version_not_its_text_nor_the_cuda_patch(matrix: Matrix) -> None:
+    """rockylinux10 is newer than rockylinux9 (the text sorts it first), and a newer OS wins over a
+    newer CUDA patch of an older OS (benchmarks/mutants.py --auto base --ops new, 2026-12-05)."""
+    newer_os = _cuda("rockylinux10", cuda="12.6.1")
+    base, why = _pick(matrix, (_cuda("rockylinux9", cuda="12.6.3"), newer_os), "system-cuda")
+    assert base == newer_os, why
+
+
+def test_a_variant_whose_cuda_has_a_patch_takes_the_images_of_its_minor(matrix: Matrix) -> None:
+    """The loader takes a variant's CUDA as any version ("12.6.1"): the pool matches on X.Y."""
+    rel = next(r for r in framework_table(matrix, "torch").releases if r.version == "2.14.1")
+    variant = replace(next(v for v in rel.variants if v.name == "cu126"), cuda="12.6.1")
+    cand = _Candidate(
+        release=rel, variant=variant, strategy="system-cuda", python="3.12", platform="linux/amd64"
+    )
+    image = _cuda("ubuntu22.04", cuda="12.6.3")
+    base, why = _pick_base(
+        replace(matrix, base_images=(image,)), Request(framework="torch", specifier="==2.14.1"), cand
+    )
+    assert base == image, why

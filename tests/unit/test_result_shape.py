@@ -27,9 +27,28 @@ def test_a_document_that_is_not_an_object_is_one_problem(value: Any) -> None:
     assert validate_result(value) == ["result: not an object"]
 
 
-@pytest.mark.parametrize(
-    "key", ["started", "finished", "mode", "verdict", "verdict_reason", "gates", "steps"]
+# Every field the host relies on, written out (not read from the schema: a field dropped from the
+# checks must fail here).
+REQUIRED = (
+    "schema_version",
+    "harness_version",
+    "harness_sha256",
+    "gpu_path",
+    "options",
+    "started",
+    "finished",
+    "mode",
+    "verdict",
+    "verdict_reason",
+    "thresholds",
+    "telemetry",
+    "host",
+    "gates",
+    "steps",
 )
+
+
+@pytest.mark.parametrize("key", REQUIRED)
 def test_each_missing_field_is_exactly_one_problem(key: str) -> None:
     d = doc()
     del d[key]
@@ -92,3 +111,45 @@ def test_the_verdict_reason_says_quick_or_counts_the_checks() -> None:
 def test_the_host_record_alone_or_skipped_steps_certify_nothing() -> None:
     assert decide_verdict(_steps("pass", "skip"), [], mode="cpu", gpu_path=False)[0] == "failed"
     assert decide_verdict(_steps("skip", "pass"), [], mode="cpu", gpu_path=False)[0] == "certified-cpu-only"
+
+
+# ------------------------------------------------------------------ the second operator set (2026-12-05)
+# benchmarks/mutants.py --auto verdict --ops new on main: a dropped check, a removed item.
+
+
+@pytest.mark.parametrize("key", REQUIRED)
+def test_each_field_of_the_wrong_type_is_exactly_one_problem(key: str) -> None:
+    wrong = 1.5  # no field of a result is a float
+    problems = validate_result(doc(**{key: wrong}))
+    assert len(problems) == 1 and problems[0].startswith(f"result.{key}: expected "), problems
+
+
+@pytest.mark.parametrize("key", ["name", "status", "reason", "seconds", "metrics"])
+def test_each_missing_step_field_is_exactly_one_problem(key: str) -> None:
+    s = step("cpu_check")
+    del s[key]
+    assert validate_result(doc(steps=[step("host"), s])) == [f"steps[1]: missing {key!r}"]
+
+
+def test_a_step_of_another_kind_is_a_problem() -> None:
+    assert validate_result(doc(steps=[step("host"), step("cpu_check", kind="gate")])) == [
+        "steps[1].kind: expected 'step'"
+    ]
+
+
+@pytest.mark.parametrize("status", ["fail", "skip"])
+def test_a_failed_or_skipped_step_needs_a_reason(status: str) -> None:
+    bare = step("cpu_check", status=status, reason="")
+    assert validate_result(doc(steps=[step("host"), bare])) == [f"steps[1].reason: a {status} needs a reason"]
+    told = step("cpu_check", status=status, reason="why")
+    assert validate_result(doc(steps=[step("host"), told])) == []
+
+
+@pytest.mark.parametrize("seconds", [0, 3, 0.5])
+def test_a_steps_seconds_may_be_an_int_or_a_float(seconds: float) -> None:
+    assert validate_result(doc(steps=[step("host", seconds=seconds)])) == []
+
+
+def test_a_malformed_multi_gpu_section_is_a_problem_of_the_result() -> None:
+    assert validate_result(doc(multi_gpu=[])) == ["result.multi_gpu: not an object"]
+    assert validate_result(doc(multi_gpu={"status": "skip", "reason": "one GPU"})) == []

@@ -82,3 +82,30 @@ def test_every_ptx_target_of_a_stack_counts_not_only_the_first() -> None:
     assert matrix_targets((), ("12.0", "8.0")) == (Target("ptx", (12, 0)), Target("ptx", (8, 0)))
     jit_from_80 = cert(gpus=(RTX,), archs={"sass": ["9.0"], "ptx": ["12.0", "8.0"]})
     assert reasons(jit_from_80, image(), host(gpus=(RTX,))) == []
+
+
+# ------------------------------------------------------------------ the second operator set (2026-12-05)
+# benchmarks/mutants.py --auto run-check --ops new on main: dropped calls, removed items.
+
+
+def test_a_gpu_model_refusal_names_the_new_models_in_order() -> None:
+    """The new models are listed sorted, whatever order the host's GPUs (and a set) come in: six
+    names, so that an unsorted set comes out sorted by chance once in 720 runs at most."""
+    names = (
+        "NVIDIA H20",
+        "NVIDIA GH200 480GB",
+        "NVIDIA H100 PCIe",
+        "NVIDIA H800",
+        "NVIDIA H100 NVL",
+        "NVIDIA A",
+    )
+    gpus = tuple(replace(H200, index=i, name=n, uuid=f"GPU-{i}") for i, n in enumerate(names))
+    (r,) = check_run(cert(), image(), host(gpus=gpus))
+    assert r.reason == "gpu-model"
+    assert f"this host's {', '.join(sorted(names))} was not part" in r.message
+
+
+@pytest.mark.parametrize("value", ["1", "t", "T", "TRUE", "true", "True"])
+def test_every_word_gos_parsebool_reads_as_true_disables_the_require_check(value: str) -> None:
+    env = ("NVIDIA_REQUIRE_CUDA=cuda>=13.0", f"NVIDIA_DISABLE_REQUIRE={value}")
+    assert reasons(cert(min_driver=None), image(env=env), host(cuda_driver="12.2", driver="535.104.05")) == []
