@@ -3278,6 +3278,30 @@ EQUIVALENT.update(
 EQUIVALENT.update(
     {
         (
+            "resolve/resolver.py",
+            'require = (jit_cuda or major_minor(v.cuda)) if not sass_everywhere else f"{major(v.cuda)}.0"',
+            'require = (jit_cuda or v.cuda) if not sass_everywhere else f"{major(v.cuda)}.0"',
+        ): "the fallback is never read: sass_everywhere turns False only beside `... jit_cuda = "
+        "_jit_floor(...)`, and _jit_floor always returns a CUDA (the ISA's, else major_minor(v.cuda))",
+        (
+            "resolve/drivers.py",
+            "if parse_version(major_minor(r.version)) >= parse_version(cuda):",
+            "if parse_version(r.version) >= parse_version(cuda):",
+        ): "`cuda` is X.Y (every ptx_isa.yaml row: test_the_ptx_isa_table_names_each_cuda_as_x_y), and "
+        "for an X.Y, a.b.c >= X.Y exactly when a.b >= X.Y",
+        (
+            "versions.py",
+            "return Version(text.strip())",
+            "return Version(text)",
+        ): "packaging's Version pattern takes surrounding whitespace itself (^\\s*...\\s*$): "
+        "Version(' 580.95.05 ') == Version('580.95.05')",
+        (
+            "resolve/platform.py",
+            'platform = parse_platform(only.pop(), "platforms.yaml platform")',
+            "platform = only.pop()",
+        ): "platforms.yaml's GPU rows hold only a canonical platform (matrix/platforms.py _platform "
+        "refuses any value not in PLATFORMS), and parse_platform returns a canonical one as it is",
+        (
             REQ,
             'parts = (text or "").strip().split(".")',
             'parts = (text or "").split(".")',
@@ -3424,13 +3448,41 @@ def run(mutants: tuple[Mutant, ...], timeout: float, jobs: int = 1) -> list[tupl
             return list(pool.map(one, mutants))
 
 
+Result = tuple[Mutant, str, float, str]
+
+
+@dataclass(frozen=True)
+class _Tally:
+    """A run's results by verdict, and the figure both reports lead with."""
+
+    caught: list[Result]
+    survived: list[Result]
+    equivalent: list[Result]
+    other: list[Result]  # stale or error
+
+    @classmethod
+    def of(cls, results: list[Result]) -> _Tally:
+        def kind(verdict: str) -> str:
+            if verdict.startswith("caught"):
+                return "caught"
+            return verdict if verdict in ("survived", "equivalent") else "other"
+
+        return cls(
+            *([r for r in results if kind(r[1]) == k] for k in ("caught", "survived", "equivalent", "other"))
+        )
+
+    def headline(self) -> str:
+        judged = len(self.caught) + len(self.survived)
+        rate = 100.0 * len(self.caught) / judged if judged else 0.0
+        return (
+            f"**{len(self.caught)} of {judged} caught ({rate:.1f}%)**, {len(self.survived)} survived, "
+            f"{len(self.equivalent)} equivalent (left out), {len(self.other)} stale/error."
+        )
+
+
 def report(results: list[tuple[Mutant, str, float, str]], sets: str) -> str:
-    caught = [r for r in results if r[1].startswith("caught")]
-    survived = [r for r in results if r[1] == "survived"]
-    equivalent = [r for r in results if r[1] == "equivalent"]
-    other = [r for r in results if not r[1].startswith("caught") and r[1] not in ("survived", "equivalent")]
-    judged = len(caught) + len(survived)
-    rate = 100.0 * len(caught) / judged if judged else 0.0
+    t = _Tally.of(results)
+    survived, equivalent, other = t.survived, t.equivalent, t.other
     lines = [
         f"# Planted one-line bugs at the trust boundaries (set {sets})",
         "",
@@ -3438,8 +3490,7 @@ def report(results: list[tuple[Mutant, str, float, str]], sets: str) -> str:
         f"({platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}), "
         f"checkout {ROOT}, `python benchmarks/mutants.py` (`make mutants`).",
         "",
-        f"**{len(caught)} of {judged} caught ({rate:.1f}%)**, {len(survived)} survived, "
-        f"{len(equivalent)} equivalent (left out), {len(other)} stale/error.",
+        t.headline(),
         "",
         "| id | module | mutant | verdict | seconds |",
         "|---|---|---|---|---|",
@@ -3475,12 +3526,8 @@ def auto_report(
     results: list[tuple[Mutant, str, float, str]], area: str, started: float, selection: str = "--ops all"
 ) -> str:
     """The report of an automatic run: the figures, then every mutant with its lines."""
-    caught = [r for r in results if r[1].startswith("caught")]
-    survived = [r for r in results if r[1] == "survived"]
-    equivalent = [r for r in results if r[1] == "equivalent"]
-    other = [r for r in results if not r[1].startswith("caught") and r[1] not in ("survived", "equivalent")]
-    judged = len(caught) + len(survived)
-    rate = 100.0 * len(caught) / judged if judged else 0.0
+    t = _Tally.of(results)
+    survived, equivalent, other = t.survived, t.equivalent, t.other
     files = sorted({t for mu, *_ in results for t in mu.tests})
     lines = [
         f"## Area {area}: automatic mutants",
@@ -3491,8 +3538,7 @@ def auto_report(
         f"(operator set: {_OP_SETS[selection.split()[1]]}), "
         f"{time.monotonic() - started:.0f} s in all. Tests: {', '.join(files)}.",
         "",
-        f"**{len(caught)} of {judged} caught ({rate:.1f}%)**, {len(survived)} survived, "
-        f"{len(equivalent)} equivalent (left out), {len(other)} stale/error.",
+        t.headline(),
         "",
     ]
     if survived or other:

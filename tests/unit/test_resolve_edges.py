@@ -9,6 +9,7 @@ from dataclasses import replace
 from typing import Any
 
 import pytest
+from packaging.version import Version
 
 from envbuilder.host.model import Host, HostGpu
 from envbuilder.matrix import framework as framework_table
@@ -587,3 +588,48 @@ def test_a_variant_whose_cuda_has_a_patch_takes_the_images_of_its_minor(matrix: 
         replace(matrix, base_images=(image,)), Request(framework="torch", specifier="==2.14.1"), cand
     )
     assert base == image, why
+
+
+# --------------------------------------------------------------------------- second operator set (--ops new)
+
+
+def test_a_driver_branch_older_than_the_gpus_first_is_one_every_stack_refusal(matrix: Matrix) -> None:
+    """A GeForce RTX 5090 (Blackwell, first driven by R570) on R565: refused before any candidate,
+    saying which branch it needs."""
+    res = _resolve(matrix, "torch", "", ("NVIDIA GeForce RTX 5090",), driver="565.57.01")
+    assert res.stack is None
+    assert [(r.candidate, r.component) for r in res.rejected] == [("every stack", "gpu-support")]
+    assert "needs driver branch R570 or newer; driver 565.57.01 is too old" in res.rejected[0].reason
+
+
+def test_a_builds_own_driver_floor_above_every_other_binds_and_is_named(matrix: Matrix) -> None:
+    """A variant's own min_driver over the MVC and JIT floors refuses a driver below it, naming it."""
+    m = _only(matrix, "torch", "2.15.0", "cu132", min_driver="590.10.01")
+    res = _resolve(m, "torch", "==2.15.0", (H100,), strategy="bundled", forward_compat=False)
+    assert res.stack is None and {r.component for r in res.rejected} == {"driver"}, res.rejected
+    assert "torch cu132's own floor" in res.rejected[0].reason and "590.10.01" in res.rejected[0].reason
+    ok = _resolve(m, "torch", "==2.15.0", (H100,), driver="590.10.01", strategy="bundled")
+    assert ok.stack is not None and ok.stack.min_driver == "590.10.01", ok.rejected
+
+
+def test_a_ptx_jit_floor_asks_the_builds_cuda_as_x_y_even_when_written_with_its_patch(matrix: Matrix) -> None:
+    """A build whose PTX ISA was not read binds its own CUDA: NVIDIA_REQUIRE_CUDA names X.Y, which
+    a driver reports ("cuda>=13.2.1" would refuse a CUDA 13.2 driver)."""
+    m = _only(matrix, "torch", "2.15.0", "cu132", **{**PTX_ONLY, "ptx_isa": None, "cuda": "13.2.1"})
+    ok = _resolve(m, "torch", "==2.15.0", (H100,), driver="620.10.01", strategy="bundled")
+    assert ok.stack is not None, ok.rejected
+    assert ok.stack.require_cuda == "cuda>=13.2"
+
+
+def test_every_refused_release_is_listed_newest_first(matrix: Matrix) -> None:
+    """--explain reads the refusals in the order they are found: the newest release first, as the
+    answer prefers it."""
+    res = _resolve(matrix, "torch", ">=2.0", (H100,), driver="535.54.03", strategy="bundled")
+    versions = [Version(r.candidate.split("+")[0].split()[1]) for r in res.rejected]
+    assert len(set(versions)) > 2 and versions == sorted(versions, reverse=True)
+
+
+def test_the_ptx_isa_table_names_each_cuda_as_x_y(matrix: Matrix) -> None:
+    """drivers.jit_floor compares a release's X.Y with the CUDA that introduced an ISA: that CUDA
+    is X.Y in ptx_isa.yaml (the reason its major_minor is one of the mutants' equivalents)."""
+    assert matrix.ptx_isa and all(len(p.cuda.split(".")) == 2 for p in matrix.ptx_isa)
