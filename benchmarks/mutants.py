@@ -2810,13 +2810,99 @@ def _edits_new(src: _Source, fn: ast.AST, modules: frozenset[str]) -> list[Edit]
     return edits
 
 
-OPS = ("old", "new", "all")  # --ops: the first operator set (_edits), the second (_edits_new), both
+# The third operator set (--ops third), written after the first two were caught in full, to measure
+# again what a set of one-line bugs no test was written for finds (issue 23's done-when: a new set,
+# blind). Kinds neither set makes:
+#   an `if`/`elif` whose test is forced True or False (a guard that always or never holds: the
+#     first set only changes the parts of a test, and a bare `if x:` has none);
+#   a keyword argument dropped (`strict=True`, `check=False`, `timeout=...`), not in a message;
+#   an index taken from the other end (`x[0]` <-> `x[-1]`);
+#   an integer constant above 3 moved by one (`[:12]`, `> 16`, `64`: the first set moves 0..3 only);
+#   the other one of a pair: startswith <-> endswith, min <-> max, + <-> -, * <-> /.
+# Its IDs carry a T after the area's prefix (RCT001), numbered apart.
+_PAIRS = {"startswith": "endswith", "endswith": "startswith", "min": "max", "max": "min"}
+_ARITH: dict[type[ast.operator], tuple[str, str]] = {
+    ast.Add: ("+", "-"),
+    ast.Sub: ("-", "+"),
+    ast.Mult: ("*", "/"),
+    ast.Div: ("/", "*"),
+}
+
+
+def _edits_third(src: _Source, fn: ast.AST) -> list[Edit]:
+    edits: list[Edit] = []
+    skip = _annotations(fn)
+    messages = _messages(fn)
+    for node in _nodes(fn):
+        if id(node) in skip or id(node) in messages:
+            continue
+        if isinstance(node, ast.If):
+            a, b = src.span(node.test)
+            edits.append((a, b, "True", "an if's test forced True"))
+            edits.append((a, b, "False", "an if's test forced False"))
+        elif isinstance(node, ast.Call):
+            for k in node.keywords:
+                if k.arg is None or k.arg == "hint":
+                    continue
+                a, b = src.span(k)
+                before = src.data[:a].rstrip()
+                after = src.data[b:].lstrip()
+                if before.endswith(b","):  # `, k=v` goes with the comma before it
+                    a = len(before) - 1
+                elif after.startswith(b","):  # the first argument: `k=v, ` goes with the comma after
+                    b = len(src.data) - len(after) + 1
+                edits.append((a, b, "", f"keyword {k.arg}= dropped"))
+            name = _call_name(node.func)
+            if name in _PAIRS:
+                if isinstance(node.func, ast.Attribute):
+                    a = src.span(node.func)[1] - len(name.encode())
+                    b = src.span(node.func)[1]
+                else:
+                    a, b = src.span(node.func)
+                edits.append((a, b, _PAIRS[name], f"{name} -> {_PAIRS[name]}"))
+        elif isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load):
+            index = node.slice
+            if isinstance(index, ast.Constant) and index.value == 0 and type(index.value) is int:
+                a, b = src.span(index)
+                edits.append((a, b, "-1", "[0] -> [-1]"))
+            elif (
+                isinstance(index, ast.UnaryOp)
+                and isinstance(index.op, ast.USub)
+                and isinstance(index.operand, ast.Constant)
+                and index.operand.value == 1
+            ):
+                a, b = src.span(index)
+                edits.append((a, b, "0", "[-1] -> [0]"))
+        elif isinstance(node, ast.Constant) and type(node.value) is int and node.value > 3:
+            a, b = src.span(node)
+            for new_value in (node.value + 1, node.value - 1):
+                edits.append((a, b, str(new_value), f"{node.value} -> {new_value}"))
+        elif isinstance(node, ast.BinOp) and type(node.op) in _ARITH:
+            if any(
+                isinstance(side, ast.Constant) and isinstance(side.value, str)
+                for side in (node.left, node.right)
+            ):
+                continue  # text joined, not a number
+            old, new = _ARITH[type(node.op)]
+            la, lb = src.span(node.left)[1], src.span(node.right)[0]
+            gap = src.data[la:lb].decode()
+            at = gap.find(old)
+            if at >= 0:
+                start = la + len(gap[:at].encode())
+                edits.append((start, start + len(old), new, f"{old} -> {new}"))
+    return edits
+
+
+OPS = ("old", "new", "third", "all")  # --ops: the first set (_edits), the second (_edits_new), the third, all
 _OP_SETS = {
     "old": "the first set: comparisons, ID prefixes, and/or, not, any/all, constants, first item, "
     "continue/break, returns, raise",
     "new": "the second set: dropped calls, dropped call statements, removed literal items, swapped arguments",
-    "all": "both sets",
+    "third": "the third set: if tests forced, keyword arguments dropped, [0] <-> [-1], integers above 3 "
+    "moved by one, startswith/endswith, min/max, + -, * /",
+    "all": "every set",
 }
+_SET_MARK = {"old": "", "new": "N", "third": "T"}
 
 
 def _constant_values(tree: ast.Module, names: tuple[str, ...]) -> list[tuple[str, ast.AST]]:
@@ -2849,7 +2935,7 @@ def auto_mutants(area: str, ops: str = "all") -> tuple[Mutant, ...]:
     prefix, targets = AREAS[area]
     out: list[Mutant] = []
     seen: set[str] = set()
-    for which in ("old", "new"):
+    for which in ("old", "new", "third"):
         if ops not in (which, "all"):
             continue
         count = 0
@@ -2860,6 +2946,8 @@ def auto_mutants(area: str, ops: str = "all") -> tuple[Mutant, ...]:
             base = ast.dump(tree)
             if which == "old":
                 places = [(func, _edits(src, fn)) for func, fn in _functions(tree, target.functions)]
+            elif which == "third":
+                places = [(func, _edits_third(src, fn)) for func, fn in _functions(tree, target.functions)]
             else:
                 modules = _imported(tree)
                 places = [
@@ -2869,9 +2957,11 @@ def auto_mutants(area: str, ops: str = "all") -> tuple[Mutant, ...]:
                     (f"{name} (constant)", _constant_edits(src, value))
                     for name, value in _constant_values(tree, target.constants)
                 ]
-            if which == "new" and ops == "new":  # the first set's code, left out here but not made again
+            if which != "old" and ops == which:  # the earlier sets' code, left out here but not made again
+                modules = _imported(tree)
                 for _, fn in _functions(tree, target.functions):
-                    for a, b, new, _ in _edits(src, fn):
+                    earlier = _edits(src, fn) + (_edits_new(src, fn, modules) if which == "third" else [])
+                    for a, b, new, _ in earlier:
                         seen.add((src.data[:a] + new.encode() + src.data[b:]).decode())
             for func, edits in places:
                 for a, b, new, why in sorted(edits, key=lambda e: (e[0], e[1], e[2])):
@@ -2894,7 +2984,7 @@ def auto_mutants(area: str, ops: str = "all") -> tuple[Mutant, ...]:
                     line = src.data[:a].count(b"\n") + 1
                     out.append(
                         Mutant(
-                            id=f"{prefix}{'N' if which == 'new' else ''}{count:03d}",
+                            id=f"{prefix}{_SET_MARK[which]}{count:03d}",
                             file=target.file,
                             old=old_lines,
                             new=new_lines,
