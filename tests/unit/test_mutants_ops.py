@@ -1,6 +1,7 @@
-"""benchmarks/mutants.py's second operator set (`--auto AREA --ops new`, issue 23): the one-line
-bugs it plants in a small module of known code, and what it leaves alone (messages, annotations,
-tuples whose length their use fixes), and the first set's IDs unchanged by it."""
+"""benchmarks/mutants.py's second and third operator sets (`--auto AREA --ops new|third`, issue
+23): the one-line bugs they plant in a small module of known code, and what they leave alone
+(messages, annotations, tuples whose length their use fixes), and the earlier sets' IDs unchanged
+by them."""
 
 from __future__ import annotations
 
@@ -100,9 +101,56 @@ def test_messages_annotations_and_fixed_tuples_are_left_alone(mutants: ModuleTyp
 def test_the_first_sets_ids_stay_and_the_second_is_numbered_apart(mutants: ModuleType, area: str) -> None:
     old = mutants.auto_mutants(area, "old")
     new = mutants.auto_mutants(area, "new")
-    both = mutants.auto_mutants(area, "all")
+    third = mutants.auto_mutants(area, "third")
+    every = mutants.auto_mutants(area, "all")
     assert old and new
-    assert both == old + new
+    assert every == old + new + third  # (this module has no third-set mutant: test_the_third_set...)
     assert [mu.id for mu in new] == [f"TN{i:03d}" for i in range(1, len(new) + 1)]
     assert all(not mu.id.startswith("TN") for mu in old)
     assert mutants.auto_mutants(area, "new") == new  # deterministic
+
+
+THIRD = """\
+def pick(certs, name, size, hint):
+    if certs:
+        first = certs[0]
+    last = certs[-1]
+    head = name[:12]
+    ok = name.startswith("sha256:") and size > 64
+    run(name, check=False, timeout=30)
+    fail("refused", hint="see docs")
+    return first, last, head, ok, min(size, 8) + 1, size * 2, "a" + name
+"""
+
+
+@pytest.fixture()
+def area3(mutants: ModuleType, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    (tmp_path / "envbuilder").mkdir()
+    (tmp_path / "envbuilder" / "p.py").write_text(THIRD)
+    monkeypatch.setattr(mutants, "ROOT", tmp_path)
+    monkeypatch.setitem(mutants.AREAS, "p", ("P", (mutants.Target("p.py", ("pick",), ("test_x.py",)),)))
+    return "p"
+
+
+def test_the_third_set_forces_tests_drops_keywords_and_takes_the_other_of_a_pair(
+    mutants: ModuleType, area3: str
+) -> None:
+    third = mutants.auto_mutants(area3, "third")
+    assert [mu.id for mu in third] == [f"PT{i:03d}" for i in range(1, len(third) + 1)]
+    got = changes(mutants, area3, "third")
+    assert ("if certs:", "if True:") in got and ("if certs:", "if False:") in got
+    assert ("first = certs[0]", "first = certs[-1]") in got
+    assert ("last = certs[-1]", "last = certs[0]") in got
+    assert ("head = name[:12]", "head = name[:13]") in got and ("head = name[:12]", "head = name[:11]") in got
+    ok = 'ok = name.startswith("sha256:") and size > 64'
+    assert (ok, 'ok = name.endswith("sha256:") and size > 64') in got
+    assert (ok, 'ok = name.startswith("sha256:") and size > 65') in got
+    assert ("run(name, check=False, timeout=30)", "run(name, timeout=30)") in got
+    assert ("run(name, check=False, timeout=30)", "run(name, check=False)") in got
+    back = 'return first, last, head, ok, min(size, 8) + 1, size * 2, "a" + name'
+    assert (back, back.replace("min(size", "max(size")) in got
+    assert (back, back.replace("+ 1", "- 1")) in got and (back, back.replace("size * 2", "size / 2")) in got
+    # A hint is a message; a string joined is no number; the small integers are the first set's.
+    assert not any("hint=" in old and "hint=" not in new for old, new in got)
+    assert (back, back.replace('"a" + name', '"a" - name')) not in got
+    assert (back, back.replace("+ 1", "+ 2")) not in got
