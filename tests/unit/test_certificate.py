@@ -153,3 +153,14 @@ def test_the_typed_view_never_raises_on_a_malformed_certificate(broken: dict[str
         assert step.name == "?" and step.seconds is None and step.metric("any", "path") is None
     assert all(g.name is None for g in c.gates)
     assert verify_certificate(c)  # and it is reported as broken, not believed
+
+
+# --------------------------------------------------------------------------- third operator set (--ops third)
+
+
+def test_an_image_id_given_short_is_matched_on_its_start_not_its_end() -> None:
+    from envbuilder.certify.certificate import _same_image
+
+    full = "sha256:" + "0123456789abcdef" * 4
+    assert _same_image(full, full[:19]) and _same_image(full, full.removeprefix("sha256:")[:12])
+    assert not _same_image(full, full[-12:])

@@ -352,3 +352,16 @@ def test_finding_an_image_s_certificates_is_an_index_lookup(tmp_path: Path) -> N
         c.id for c in certs if c.image.id.startswith(target[:10])
     }
     assert store.get(certs[5].id[:6]).id == certs[5].id  # ids still resolve by prefix
+
+
+# --------------------------------------------------------------------------- third operator set (--ops third)
+
+
+@pytest.mark.parametrize("length", [12, 63])
+def test_an_image_prefix_short_of_the_full_id_finds_its_certificates(tmp_path: Path, length: int) -> None:
+    """Any prefix under the 64 hex digits of an ID is a prefix, 63 included (only 64 is exact)."""
+    store = CertStore(tmp_path / "c.sqlite")
+    cid = store.add(make(1))
+    bare = IMAGE_ID.removeprefix("sha256:")
+    assert [r.id for r in store.list(image=bare[:length])] == [cid]
+    assert [r.id for r in store.list(image="sha256:" + bare[:length])] == [cid]

@@ -315,3 +315,38 @@ def test_the_honest_forms_of_those_values_read(tmp_path: Path) -> None:
     path.write_text(json.dumps(doc))
     lock = read_lock(path)
     assert lock.packages[0].resolver == BASE_RESOLVER and lock.packages[0].find_links == ("/srv/wheels dir",)
+
+
+# --------------------------------------------------------------------------- third operator set (--ops third)
+
+
+def test_an_index_read_from_a_lock_keeps_its_user_and_its_secret() -> None:
+    """What authenticates the build's install (username, the BuildKit secret's id) survives the
+    lock's reading, as written."""
+    doc = _doc()
+    (index,) = package_lock_from_dict(_pl(doc), "x.lock.json").indexes
+    assert (index.name, index.username, index.secret) == ("corp", "u", "tok")
+
+
+@pytest.mark.parametrize(("length", "ok"), [(4096, True), (4097, False)])
+def test_a_find_links_path_is_taken_up_to_4096_characters(length: int, ok: bool) -> None:
+    """PATH_MAX (4096) is the longest folder a find-links entry names; one more is refused."""
+    doc = _doc()
+    _pl(doc)["find_links"] = ["/" + "w" * (length - 1)]
+    if ok:
+        assert package_lock_from_dict(_pl(doc), "x.lock.json").find_links == ("/" + "w" * (length - 1),)
+    else:
+        with pytest.raises(LockError, match="find_links"):
+            package_lock_from_dict(_pl(doc), "x.lock.json")
+
+
+def test_the_lock_hash_of_a_stack_without_package_locks_has_no_packages_entry() -> None:
+    """The hash of a lock with no package lock is the one images built before package locks
+    carry in their label: the spec and the stack only."""
+    from envbuilder.hashing import sha256_hex
+    from envbuilder.image.lock import lock_hash
+
+    spec = make_spec()
+    stack = make_resolution(spec).stack
+    assert stack is not None
+    assert lock_hash(stack, spec.to_dict()) == sha256_hex({"spec": spec.to_dict(), "stack": stack.to_dict()})

@@ -56,3 +56,31 @@ def test_image_requirements_follow_the_toolkits_environment_rules() -> None:
     assert image_requirements({"NVIDIA_REQUIRE_CUDA": "cuda>=99.0", "NVIDIA_DISABLE_REQUIRE": "true"}) == ()
     kept = image_requirements({"NVIDIA_REQUIRE_CUDA": "cuda>=99.0", "NVIDIA_DISABLE_REQUIRE": "no"})
     assert len(kept) == 1  # strconv.ParseBool("no") is an error, so the check stays on
+
+
+# --------------------------------------------------------------------------- third operator set (--ops third)
+
+
+@pytest.mark.parametrize("value", ["cuda12.0", "cuda>=twelve"])
+def test_an_invalid_requirement_keeps_the_name_of_its_variable(value: str) -> None:
+    """The refusal names the variable that broke (NVIDIA_REQUIRE_ARCH, not the default's CUDA)."""
+    req = parse_require_cuda(value, "NVIDIA_REQUIRE_ARCH")
+    assert req.invalid is not None and req.name == "NVIDIA_REQUIRE_ARCH"
+
+
+@pytest.mark.parametrize(
+    ("brand", "holds"), [("nvidia", True), ("tesla", False), ("titan", False), (None, True)]
+)
+def test_a_string_property_orders_as_the_toolkits_strings_do(brand: str | None, holds: bool) -> None:
+    """brand<tesla: below it in byte order ('nvidia', '' for an unknown brand), not at or above it."""
+    assert (
+        Factor("brand", "<", "tesla").holds(Properties(cuda=None, driver=None, arch=None, brand=brand))
+        is holds
+    )
+
+
+def test_every_nvidia_require_jetpack_variable_is_left_to_jetpack() -> None:
+    """The toolkit skips each variable that starts with NVIDIA_REQUIRE_JETPACK (its
+    NVIDIA_REQUIRE_JETPACK_HOST_MOUNTS among them), not only the one of that exact name."""
+    env = {"NVIDIA_REQUIRE_JETPACK_HOST_MOUNTS": "cuda>=99.0", "NVIDIA_REQUIRE_JETPACK": "cuda>=99.0"}
+    assert image_requirements(env) == ()
