@@ -17,6 +17,7 @@ from __future__ import annotations
 import builtins
 import contextlib
 import sqlite3
+import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -161,8 +162,7 @@ class CertStore:
         db = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
         try:
             db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-            if db.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
-                db.execute("PRAGMA journal_mode = WAL")
+            _use_wal(db)
             db.execute("PRAGMA synchronous = FULL")
             yield db
         finally:
@@ -382,6 +382,23 @@ class CertStore:
                 "the file may be corrupt: move it aside to start a new store",
                 file=str(self.path),
             ) from exc
+
+
+def _use_wal(db: sqlite3.Connection) -> None:
+    """Put the store in WAL mode. SQLite answers a journal-mode change with 'database is locked'
+    at once, without waiting busy_timeout, while another connection holds the write lock of a
+    store still in rollback mode (processes racing to create it; CI saw it): so try again until
+    the busy timeout has passed."""
+    deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
+    while True:
+        try:
+            if db.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+                db.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "database is locked" not in str(exc) or time.monotonic() >= deadline:
+                raise
+            time.sleep(0.02)
 
 
 @contextlib.contextmanager

@@ -10,13 +10,16 @@ import sqlite3
 import subprocess
 import sys
 import textwrap
+import threading
+import time
 from pathlib import Path
 
 import pytest
 
+from envbuilder.certify import store as store_module
 from envbuilder.certify.certificate import Certificate, build_certificate, seal
 from envbuilder.certify.store import CertStore
-from envbuilder.errors import CertificateRefusedError, UsageError
+from envbuilder.errors import CertificateRefusedError, StoreError, UsageError
 from envbuilder.resources import user_data_dir
 
 IMAGE_ID = "sha256:" + "ab" * 32
@@ -141,6 +144,43 @@ WRITER = textwrap.dedent(
 def _python(code: str, *args: str) -> subprocess.Popen[bytes]:
     script = code.format(repo=str(REPO), tests=str(Path(__file__).parent))
     return subprocess.Popen([sys.executable, "-c", script, *args], stderr=subprocess.PIPE)
+
+
+def _rollback_store_held(path: Path) -> sqlite3.Connection:
+    """A store file still in rollback mode whose write lock another connection holds: what a
+    process sees while a racing one creates the store."""
+    other = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    other.execute("CREATE TABLE t (a)")
+    other.execute("BEGIN IMMEDIATE")
+    other.execute("INSERT INTO t VALUES (1)")
+    return other
+
+
+def test_opening_waits_for_a_racing_creator(tmp_path: Path) -> None:
+    # SQLite answers the switch to WAL with "database is locked" at once, without busy_timeout,
+    # while the lock is held (CI failed test_concurrent_writers_lose_nothing on it): waited out
+    other = _rollback_store_held(tmp_path / "c.sqlite")
+    release = threading.Timer(0.5, lambda: other.execute("COMMIT"))
+    release.start()
+    started = time.monotonic()
+    store = CertStore(tmp_path / "c.sqlite")
+    release.join()
+    assert time.monotonic() - started >= 0.4
+    assert store.list() == []
+    with sqlite3.connect(tmp_path / "c.sqlite") as db:
+        assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+
+
+def test_a_lock_held_past_the_busy_timeout_is_a_store_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(store_module, "BUSY_TIMEOUT_MS", 300)
+    other = _rollback_store_held(tmp_path / "c.sqlite")
+    started = time.monotonic()
+    with pytest.raises(StoreError, match=r"cannot open the certificate store .*database is locked"):
+        CertStore(tmp_path / "c.sqlite")
+    assert time.monotonic() - started >= 0.25
+    other.execute("COMMIT")
 
 
 def test_concurrent_writers_lose_nothing(tmp_path: Path) -> None:
