@@ -554,21 +554,14 @@ def _xla_gpu_runs(s: Session, fw: XlaFramework, dev: Any) -> None:
     def rn(arch: str = "resnet18", **kw: Any) -> RunConfig:
         return RunConfig(name="", arch=arch, device="gpu", seed=s.opts.seed, **kw)
 
-    # The accuracy runs prove learning; no gate judges their speed: their programs compile without
-    # XLA's autotuning (seconds each). The tuned runs, which the throughput gates judge, keep it.
     fp32 = train_step(
-        s,
-        data,
-        "train_rn18_fp32_bs32",
-        rn(batch=32, steps=steps, autotune=False),
-        estimate=ESTIMATE["fp32"],
-        run=run,
+        s, data, "train_rn18_fp32_bs32", rn(batch=32, steps=steps), estimate=ESTIMATE["fp32"], run=run
     )
-    amp32 = rn(batch=32, steps=steps, amp=amp, autotune=False)
+    amp32 = rn(batch=32, steps=steps, amp=amp)
     train_step(s, data, f"train_rn18_{amp}_bs32", amp32, estimate=ESTIMATE["amp"], run=run)
     peak = (fp32.metrics.get("memory") or {}).get("peak_allocated_mib")
     free_mib = fw.free_mib(s, dev)
-    cfg64 = rn(batch=64, steps=steps, amp=amp, autotune=False)
+    cfg64 = rn(batch=64, steps=steps, amp=amp)
     bs64_step(s, data, f"train_rn18_{amp}_bs64", cfg64, peak_mib=peak, free_mib=free_mib, run=run)
     tuned: dict[str, RunConfig] = {}
     for arch, short in (("resnet18", "rn18"), ("resnet50", "rn50")):

@@ -16,15 +16,7 @@ jax = pytest.importorskip("jax")  # the dev extra installs jax[cpu]; an image ce
 from envbuilder.harness.schema import validate_result  # noqa: E402
 from envbuilder.harness.workloads.config import RunConfig  # noqa: E402
 from envbuilder.harness.workloads.jax.models import count_params, init_resnet  # noqa: E402
-from envbuilder.harness.workloads.jax.train import (  # noqa: E402
-    AUTOTUNE_OFF,
-    Trainer,
-    platform_device,
-    ramp_try,
-    timed_steps,
-    to_device,
-    train_run,
-)
+from envbuilder.harness.workloads.jax.train import platform_device, timed_steps, to_device, train_run  # noqa: E402
 from envbuilder.harness.workloads.numpy_data import NUM_CLASSES, make_dataset, render  # noqa: E402
 
 # Real torch/jax training steps on the CPU: minutes on 2 cores. `make test` runs them, `make check`
@@ -95,74 +87,6 @@ def test_jax_run_learns_and_a_diverged_run_is_caught() -> None:
     bad = RunConfig(name="t", width=8, batch=32, steps=10, warmup=2, lr=1e30, device="cpu")  # same compile
     metrics, problems = train_run(bad, data, loss_drop_min=0.2, accuracy_margin=0.2, dev=dev)
     assert any("non-finite" in p for p in problems) and "val_accuracy" not in metrics
-
-
-def _compiles() -> list[str]:
-    """The names of the programs XLA compiles from here on (jax.monitoring's compile events)."""
-    seen: list[str] = []
-
-    def listen(name: str, secs: float, **kw: object) -> None:
-        if name.endswith("backend_compile_duration"):
-            seen.append(str(kw.get("fun_name", "?")))
-
-    jax.monitoring.register_event_duration_secs_listener(listen)
-    return seen
-
-
-def test_evaluation_and_the_finiteness_check_are_one_program_each() -> None:
-    """Op by op they were 43 compilations a run (each softmax, gather, argmax and sum for every
-    shape; an isfinite and an all per parameter shape): seconds on a GPU. A width and split sizes
-    no other test uses, so nothing is in jax's caches yet."""
-    dev = platform_device("cpu")
-    data = to_device(make_dataset(16, 64, 37, seed=3), dev)
-    tr = Trainer(RunConfig(name="t", width=3, batch=8, device="cpu", seed=5), dev)
-    seen = _compiles()
-    acc, loss = tr.evaluate(data.val, batch=16)  # 37 images: batches of 16, 16 and 5
-    assert 0 <= acc <= 1 and loss > 0
-    assert tr.params_finite()
-    assert sorted(seen) == ["jit(_all_finite_fn)", "jit(_eval_batch_fn)", "jit(_eval_batch_fn)"], seen
-    tr.params["fc"]["w"] = tr.params["fc"]["w"].at[0, 0].set(float("nan"))
-    assert not tr.params_finite()
-
-
-def test_an_untuned_run_compiles_without_autotuning_or_falls_back_where_refused(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """The accuracy runs (cfg.autotune False) compile with AUTOTUNE_OFF, which this XLA takes (the
-    CPU backend knows the GPU's option too); an XLA that refuses it compiles with its defaults and
-    the run says so in its metrics."""
-    from envbuilder.harness.workloads.jax import train
-
-    dev = platform_device("cpu")
-    data = to_device(make_dataset(16, 64, 16, seed=3), dev)
-    cfg = RunConfig(name="t", width=4, batch=8, steps=6, warmup=2, device="cpu", seed=5, autotune=False)
-    metrics, problems = train_run(cfg, data, loss_drop_min=-1.0, accuracy_margin=-1.0, dev=dev)
-    assert problems == [] and metrics["xla_autotune"] == "off" and AUTOTUNE_OFF
-    tuned = train_run(
-        RunConfig(name="t", width=4, batch=8, steps=6, warmup=2, device="cpu", seed=5),
-        data, loss_drop_min=-1.0, accuracy_margin=-1.0, dev=dev,
-    )[0]  # fmt: skip
-    assert tuned["xla_autotune"] == "on"
-    monkeypatch.setattr(train, "UNTUNED", train._programs(compiler_options={"xla_no_such_option": "0"}))
-    metrics, problems = train_run(cfg, data, loss_drop_min=-1.0, accuracy_margin=-1.0, dev=dev)
-    assert problems == [] and "val_accuracy" in metrics
-    assert metrics["xla_autotune"].startswith("on (the option was refused: ")
-    assert "xla_no_such_option" in metrics["xla_autotune"]
-
-
-def test_the_ramp_compiles_without_autotuning_and_plans_more_memory_for_a_larger_batch() -> None:
-    dev = platform_device("cpu")
-    data = to_device(make_dataset(16, 64, 8, seed=3), dev)
-    small, large = (
-        ramp_try(RunConfig(name="ramp", width=4, batch=b, amp="bf16", device="cpu", seed=5), dev, data)
-        for b in (8, 32)
-    )
-    assert small["autotune"] == large["autotune"] == "off"
-    assert 0 < small["xla_planned_mib"] < large["xla_planned_mib"]
-    assert large["peak_allocated_mib"] - small["peak_allocated_mib"] == pytest.approx(
-        large["xla_planned_mib"] - small["xla_planned_mib"], abs=0.1
-    )
-    assert all(small[k] >= 0 for k in ("trace_s", "compile_s", "run_s"))
 
 
 def test_payload_jax_cpu_certification_end_to_end(tmp_path: Path) -> None:

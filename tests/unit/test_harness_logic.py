@@ -231,29 +231,6 @@ def test_ramp_deadline() -> None:
     assert res["largest_batch"] == 256 and "budget" in res["stopped"]
 
 
-def test_ramp_budget_counts_from_the_first_try_and_proves_the_floor() -> None:
-    now = [0.0]
-
-    def tries(first: float, then: float) -> Any:
-        def try_batch(b: int) -> dict[str, Any]:
-            now[0] += first if b == 64 else then
-            return {}
-
-        return try_batch
-
-    def ramp(first: float, then: float, **kw: Any) -> list[int]:
-        now[0] = 0.0
-        res = find_max_batch(tries(first, then), start=64, cap=65536, clock=lambda: now[0], **kw)
-        return [t["batch"] for t in res["tried"]]
-
-    # a deadline from the start: a 30 s first try ends the ramp; a budget from its end does not
-    assert ramp(30, 10, deadline=25) == [64]
-    assert ramp(30, 10, budget=25) == [64, 128, 256, 512]
-    # past the budget, on to the floor batch; never into what the hard deadline keeps
-    assert ramp(1, 10, budget=5, floor_batch=1024) == [64, 128, 256, 512, 1024]
-    assert ramp(1, 10, budget=5, floor_batch=1024, hard_deadline=25) == [64, 128, 256]
-
-
 def test_is_oom() -> None:
     assert is_oom(torch.cuda.OutOfMemoryError("x"))
     assert is_oom(RuntimeError("cuDNN error: CUDNN_STATUS_ALLOC_FAILED"))

@@ -282,12 +282,6 @@ class JaxFramework:
     def reset_peak(self, dev: Any) -> None:
         """XLA's peak is the process's: nothing to reset."""
 
-    def ramp_try(self, cfg: RunConfig, dev: Any, data: Dataset) -> dict[str, Any]:
-        """One batch size of the ramp, its program compiled without autotuning (steps/xla.py)."""
-        from ..workloads.jax.train import ramp_try
-
-        return ramp_try(cfg, dev, data)
-
     def loader(self, s: Session, data: Dataset, cfg: RunConfig, dev: Any) -> Loader:
         """Two threads on the CPU path; on the GPU one per core but one, at most eight."""
         workers = max(1, min(8, len(os.sched_getaffinity(0)) - 1)) if s.cuda else 2

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Protocol, cast
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..record import StepSkipped, log
 from ..session import Session
@@ -119,43 +119,21 @@ def dataset_step(s: Session, fw: XlaFramework, size: int, n_train: int, n_eval: 
     return data if s.rec.last().status == "pass" else None
 
 
-class RampsAhead(Protocol):
-    """An adapter whose ramp compiles each size ahead of time without autotuning and reports the
-    memory XLA planned for it (JAX: workloads/jax/train.py ramp_try)."""
-
-    def ramp_try(self, cfg: RunConfig, dev: Any, data: Dataset) -> dict[str, Any]: ...
-
-
-# What the ramp must prove before its budget may stop it (where the session has time): a batch of
-# this size fits, or the real largest batch, bracketed against an out-of-memory one. The JAX ramp
-# proved 1024 on the H200 before its sizes compiled without autotuning (2026-12-01, 56 s).
-RAMP_FLOOR_BATCH = 1024
-
-
 def batch_ramp_step(
     s: Session, fw: XlaFramework, data: Any, dev: Any, amp: str, *, reserve: float, start: int
 ) -> None:
     """ResNet-18, mixed precision: double the batch until XLA runs out of memory, back off,
     bisect. Each batch size compiles anew, so the ramp starts near what the bs64 run predicts.
-    Where the adapter compiles ahead (RampsAhead: JAX) each size is compiled without autotuning
-    (the ramp measures memory, not speed) and the memory XLA planned for it predicts the limit, so
-    the ramp jumps near it as torch's does; otherwise the plain doubling on the allocator's peak.
-    `reserve`: seconds the steps after the ramp need; the ramp gets the rest, up to its estimate,
-    and goes past that only to prove RAMP_FLOOR_BATCH (or the real largest batch), never into
-    `reserve`."""
+    `reserve`: seconds the steps after the ramp need; the ramp gets the rest, up to its estimate."""
     with s.rec.step("batch_ramp") as st:
         if data is None:
             raise StepSkipped("no dataset (the dataset step did not pass)")
         s.need(ESTIMATE["ramp"] / 2)
         from ..workloads.ramp import find_max_batch
 
-        ahead = cast(RampsAhead, fw) if hasattr(fw, "ramp_try") else None
-
         def try_batch(b: int) -> dict[str, Any]:
-            cfg = RunConfig(name="ramp", batch=b, amp=amp, compile=fw.compile, device="gpu", seed=s.opts.seed)
-            if ahead is not None:
-                return ahead.ramp_try(cfg, dev, data)
             fw.reset_peak(dev)
+            cfg = RunConfig(name="ramp", batch=b, amp=amp, compile=fw.compile, device="gpu", seed=s.opts.seed)
             tr = fw.trainer(cfg, dev, data.size)
             for i in range(2):
                 fw.wait(tr.step(data.train, i, 0.01))
@@ -163,28 +141,12 @@ def batch_ramp_step(
             del tr
             return {"peak_allocated_mib": round(peak) if peak is not None else None}
 
-        left = s.remaining() - reserve
-        budget = min(ESTIMATE["ramp"], max(5.0, left))
-        t0 = time.monotonic()
-        # Compiled ahead (seconds a size): the budget counts from the first try's end (its one-off
-        # costs), and the ramp may go past it to prove RAMP_FLOOR_BATCH, never into the reserve.
-        # Otherwise (each size compiled with autotuning) from the start, as it always did.
+        budget = min(ESTIMATE["ramp"], max(5.0, s.remaining() - reserve))
         with s.window(st):
             res = find_max_batch(
-                try_batch,
-                start=start,
-                cap=RAMP_CAP,
-                after_oom=s.free,
-                deadline=t0 + budget if ahead is None else None,
-                budget=budget if ahead is not None else None,
-                floor_batch=RAMP_FLOOR_BATCH if ahead is not None else None,
-                hard_deadline=t0 + left if ahead is not None else None,
-                capacity_mib=fw.memory(dev).get("limit_mib") if ahead is not None else None,
+                try_batch, start=start, cap=RAMP_CAP, after_oom=s.free, deadline=time.monotonic() + budget
             )
-        how = "allocator peak" if ahead is None else "compiled ahead without autotuning, XLA's planned memory"
-        record_ramp(s, st, res, budget, model="resnet18", precision=amp, start_batch=start, sizes=how)
-        if ahead is not None:
-            st.metrics["floor_batch"] = RAMP_FLOOR_BATCH
+        record_ramp(s, st, res, budget, model="resnet18", precision=amp, start_batch=start)
 
 
 def telemetry_overhead_step(s: Session, fw: XlaFramework, data: Any, dev: Any, amp: str) -> None:

@@ -27,9 +27,6 @@ class RunConfig:
     min_steps: int = 0  # the time cap never stops the loop before this many steps
     weights: str | None = None
     evaluate: bool = True
-    # XLA's autotuning of the run's programs (JAX): off for the runs whose speed no gate judges (the
-    # accuracy runs), where it costs seconds per program; the other frameworks ignore it.
-    autotune: bool = True
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property

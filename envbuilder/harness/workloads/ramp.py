@@ -59,11 +59,8 @@ def find_max_batch(
     deadline: float | None = None,
     refine: int = 3,
     multiple: int = 8,
-    clock: Callable[[], float] | None = None,
+    clock: Callable[[], float] = time.monotonic,
     capacity_mib: float | None = None,
-    budget: float | None = None,
-    floor_batch: int | None = None,
-    hard_deadline: float | None = None,
 ) -> dict[str, Any]:
     """Ramp from `start` doubling up to `cap`; on OOM call `after_oom` (free memory), then bisect
     between the last fitting and the first failing batch `refine` times.
@@ -75,15 +72,8 @@ def find_max_batch(
     fitting and an out-of-memory batch are no further apart than the plain ramp leaves them. The
     same precision, without the large batches in between, each of which costs seconds.
 
-    A non-OOM exception propagates. `deadline` (a `clock` value: time.monotonic's by default) stops
-    the ramp early; `budget` instead sets it that many seconds after the first try, whose one-off
-    costs (the first trace, a compile that shared the machine) are not the search's. Either stops
-    the ramp only once a batch of at least `floor_batch` has fit or the search has ended on its own
-    (the real largest batch, bracketed): past the deadline the ramp goes on for that. No try starts
-    that would end past `hard_deadline` (where the steps after it need the time), by what the last
-    try took. So a slow first try cannot end the ramp when time is left.
+    A non-OOM exception propagates. `deadline` (clock() value) stops the ramp early.
     """
-    now = clock or time.monotonic
     tried: list[dict[str, Any]] = []
     largest: int | None = None
     first_oom: int | None = None
@@ -93,8 +83,7 @@ def find_max_batch(
     step: int | None = None  # set by the jump: the precision the search stops at
 
     def attempt(b: int) -> bool:
-        nonlocal deadline
-        t0 = now()
+        t0 = clock()
         err = ""
         try:
             extra = try_batch(b) or {}
@@ -102,14 +91,12 @@ def find_max_batch(
             if not is_oom(e):
                 raise
             err = f"{type(e).__name__}: {str(e).splitlines()[0][:200]}"
-        if budget is not None and not tried:  # the first try's end
-            deadline = now() + budget
         # Outside the except block: the exception (and the tensors its frames hold) is gone.
         if err:
-            tried.append({"batch": b, "fits": False, "seconds": now() - t0, "error": err})
+            tried.append({"batch": b, "fits": False, "seconds": clock() - t0, "error": err})
             after_oom()
             return False
-        tried.append({"batch": b, "fits": True, "seconds": now() - t0, **extra})
+        tried.append({"batch": b, "fits": True, "seconds": clock() - t0, **extra})
         return True
 
     def width(lo: int) -> int:
@@ -121,16 +108,7 @@ def find_max_batch(
         return max(multiple, _down(x / 2**refine, multiple))
 
     def late() -> bool:
-        t = now()
-        # the next try would end past the hard deadline (it costs what the last did; the first
-        # try's one-off costs predict nothing). The first try always runs.
-        upcoming = tried[-1]["seconds"] if len(tried) > 1 else 0.0
-        if tried and hard_deadline is not None and t + upcoming > hard_deadline:
-            return True
-        if deadline is None or t <= deadline:
-            return False
-        fits = max((x["batch"] for x in tried if x["fits"]), default=0)
-        return floor_batch is None or fits >= floor_batch  # past it, only to prove floor_batch
+        return deadline is not None and clock() > deadline
 
     b = start
     while True:

@@ -6,8 +6,8 @@ is dispatched the host waits for step i-1's loss, so one step is always queued (
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 import jax
@@ -57,24 +57,12 @@ def cross_entropy(logits: Any, y: Any) -> Any:
     return -jnp.mean(jnp.take_along_axis(logp, y[:, None], axis=1))
 
 
-# XLA's autotuning off: what a program compiles with when no gate judges its speed (the accuracy
-# runs, the batch ramp). Autotuning a ResNet-18 step took 10-32 s per batch size on the H200
-# (2026-12-01) and 6-10 s of each accuracy run's first step; without it the ramp's batch 128 compiled
-# in 2.7 s (2026-12-05). torch's ramp turns cuDNN's autotuning off likewise.
-AUTOTUNE_OFF: dict[str, Any] = {"xla_gpu_autotune_level": "0"}
-
-
-def refused(exc: BaseException) -> bool:
-    """Whether a compile failed because this XLA does not take a compile option (jax: "No such
-    compile option: ..."), not for the program's own sake."""
-    text = str(exc).lower()
-    return "out of memory" not in text and "option" in text
-
-
-def _train_step_fn(
+@partial(jax.jit, static_argnames=("batch", "dtype"), donate_argnums=(0, 1, 2))
+def _train_step(
     p: Tree, s: Tree, m: Tree, images: Any, labels: Any, key: Any, lr: Any, *, batch: int, dtype: Any
 ) -> tuple[Any, ...]:
-    """One SGD step on a random batch of (images, labels), parameters, state and momentum donated."""
+    """One SGD step on a random batch of (images, labels), parameters, state and momentum donated.
+    Module level, so every Trainer of the same shapes shares one compilation."""
 
     def loss_fn(p: Tree, s: Tree, x: Any, y: Any) -> tuple[Any, Tree]:
         logits, new_s = apply_resnet(p, s, normalize(x, dtype), train=True, dtype=dtype)
@@ -88,78 +76,25 @@ def _train_step_fn(
     return p, new_s, m, loss
 
 
-def _eval_batch_fn(
-    p: Tree, s: Tree, images: Any, labels: Any, start: Any, *, size: int, dtype: Any
-) -> tuple[Any, Any]:
-    """(summed loss, correct predictions) of the evaluation batch of `size` images from `start`, in
-    eval mode: one compiled program per model, precision and batch size (op by op, the slices,
-    softmax, gather, argmax and sums were each compiled on their own for every shape)."""
-    x = jax.lax.dynamic_slice_in_dim(images, start, size)
-    y = jax.lax.dynamic_slice_in_dim(labels, start, size)
-    out = apply_resnet(p, s, normalize(x, dtype), train=False, dtype=dtype)[0]
-    logp = jax.nn.log_softmax(out)
-    return -jnp.sum(jnp.take_along_axis(logp, y[:, None], axis=1)), jnp.sum(jnp.argmax(out, axis=1) == y)
-
-
-def _all_finite_fn(tree: Tree) -> Any:
-    """Whether every leaf of a parameter tree is finite: one compiled program per model (op by op,
-    an isfinite and an all for each leaf shape)."""
-    return jnp.all(jnp.stack([jnp.all(jnp.isfinite(x)) for x in jax.tree_util.tree_leaves(tree)]))
-
-
-def _programs(**options: Any) -> dict[str, Any]:
-    """The run's jitted programs, compiled with `options` (jax.jit's compiler_options). Module
-    level, so every Trainer of the same shapes shares one compilation of each."""
-    return {
-        "train": jax.jit(
-            _train_step_fn, static_argnames=("batch", "dtype"), donate_argnums=(0, 1, 2), **options
-        ),
-        "eval": jax.jit(_eval_batch_fn, static_argnames=("size", "dtype"), **options),
-        "finite": jax.jit(_all_finite_fn, **options),
-    }
-
-
-TUNED = _programs()
-try:
-    UNTUNED = _programs(compiler_options=AUTOTUNE_OFF)
-    NO_OPTIONS = ""
-except TypeError:  # an older jax.jit, without compiler_options: XLA's defaults
-    UNTUNED, NO_OPTIONS = TUNED, "on (this jax.jit takes no compiler_options)"
-_train_step = TUNED["train"]
+@partial(jax.jit, static_argnames=("dtype",))
+def _eval_logits(p: Tree, s: Tree, x: Any, *, dtype: Any) -> Any:
+    return apply_resnet(p, s, normalize(x, dtype), train=False, dtype=dtype)[0]
 
 
 class Trainer:
-    """A ResNet, its SGD-momentum buffers and jitted programs (a donating training step, the
-    evaluation batch, the finiteness check) on one device. cfg.autotune False: the programs compile
-    with AUTOTUNE_OFF, or with XLA's defaults where this XLA refuses the option (`autotune` says
-    which: "on", "off" or "on (the option was refused: ...)")."""
+    """A ResNet, its SGD-momentum buffers and a jitted, donating training step on one device."""
 
     def __init__(self, cfg: RunConfig, dev: Any, num_classes: int = NUM_CLASSES) -> None:
         self.cfg, self.dev = cfg, dev
         self.dtype = compute_dtype(cfg.amp)
-        self.programs = TUNED if cfg.autotune else UNTUNED
-        self.autotune = "on" if cfg.autotune else NO_OPTIONS or "off"
         params, state = init_resnet(cfg.seed, cfg.arch, num_classes, cfg.width)
         self.n_params = count_params(params)
         self.params, self.state = jax.device_put((params, state), dev)
         self.opt = jax.device_put(jax.tree_util.tree_map(np.zeros_like, params), dev)
 
-    def _call(self, name: str, *args: Any, **kw: Any) -> Any:
-        if self.programs is TUNED:
-            return self.programs[name](*args, **kw)
-        try:
-            return self.programs[name](*args, **kw)
-        except Exception as e:  # refused at compile time, before anything ran (nothing donated)
-            if not refused(e):
-                raise
-            self.autotune = f"on (the option was refused: {str(e).splitlines()[0][:160]})"
-            self.programs = TUNED
-            return self.programs[name](*args, **kw)
-
     def step(self, split: Split, key: Any, lr: float) -> Any:
         """One step on a random batch of `split` (already on the device); returns the loss (async)."""
-        self.params, self.state, self.opt, loss = self._call(
-            "train",
+        self.params, self.state, self.opt, loss = _train_step(
             self.params,
             self.state,
             self.opt,
@@ -176,64 +111,15 @@ class Trainer:
         """(accuracy, mean loss) in eval mode (running batch-norm statistics)."""
         correct, loss_sum, n = 0, 0.0, len(split)
         for s in range(0, n, batch):
-            size = min(batch, n - s)
-            args = (self.params, self.state, split.images, split.labels, np.int32(s))
-            lsum, right = self._call("eval", *args, size=size, dtype=self.dtype)
-            loss_sum += float(lsum)
-            correct += int(right)
+            out = _eval_logits(self.params, self.state, split.images[s : s + batch], dtype=self.dtype)
+            y = split.labels[s : s + batch]
+            logp = jax.nn.log_softmax(out)
+            loss_sum += float(-jnp.sum(jnp.take_along_axis(logp, y[:, None], axis=1)))
+            correct += int(jnp.sum(jnp.argmax(out, axis=1) == y))
         return correct / n, loss_sum / n
 
     def params_finite(self) -> bool:
-        return bool(self._call("finite", self.params))
-
-
-def ramp_try(cfg: RunConfig, dev: Any, data: Dataset, *, steps: int = 2) -> dict[str, Any]:
-    """One size of the batch ramp: cfg's training step compiled ahead of time with AUTOTUNE_OFF
-    (with XLA's defaults where this XLA refuses it), run `steps` times on dev. Returns the memory
-    the step needs at its peak: what the device holds before it (the dataset, the model, its
-    buffers) plus what XLA planned for the step itself (its temporaries and outputs not written over
-    donated inputs), so that peak grows with the batch from try to try (XLA's own peak counter is
-    the process's and never goes down). Out-of-memory errors propagate (the ramp's answer)."""
-    t0 = time.perf_counter()
-    tr = Trainer(cfg, dev)
-    key = jax.random.PRNGKey(cfg.seed + 17)
-    lr = jnp.float32(0.01)
-    args = (tr.params, tr.state, tr.opt, data.train.images, data.train.labels, key, lr)
-    lowered = _train_step.lower(*args, batch=cfg.batch, dtype=tr.dtype)
-    t1 = time.perf_counter()
-    autotune = "off"
-    try:
-        compiled = lowered.compile(compiler_options=dict(AUTOTUNE_OFF))
-    except Exception as e:
-        if not refused(e):
-            raise
-        autotune = f"on (the option was refused: {str(e).splitlines()[0][:120]})"
-        compiled = lowered.compile()
-    t2 = time.perf_counter()
-    before = memory(dev).get("allocated_mib", 0.0)
-    planned = None
-    analysis = compiled.memory_analysis()
-    if analysis is not None:
-        planned = (
-            analysis.temp_size_in_bytes + max(0, analysis.output_size_in_bytes - analysis.alias_size_in_bytes)
-        ) / 2**20
-    p, s, m = tr.params, tr.state, tr.opt
-    tr.params = tr.state = tr.opt = None  # donated from here on
-    for i in range(steps):
-        p, s, m, loss = compiled(
-            p, s, m, data.train.images, data.train.labels, jax.random.fold_in(key, i), lr
-        )
-        loss.block_until_ready()
-    del p, s, m, tr
-    out: dict[str, Any] = {
-        "trace_s": round(t1 - t0, 3),
-        "compile_s": round(t2 - t1, 3),
-        "run_s": round(time.perf_counter() - t2, 3),
-        "autotune": autotune,
-    }
-    if planned is not None:
-        out.update(peak_allocated_mib=round(before + planned, 1), xla_planned_mib=round(planned, 3))
-    return out
+        return all(bool(jnp.all(jnp.isfinite(x))) for x in jax.tree_util.tree_leaves(self.params))
 
 
 def to_device(data: Dataset, dev: Any) -> Dataset:
@@ -287,5 +173,4 @@ def train_run(
         accuracy_margin=accuracy_margin,
         classes=NUM_CLASSES,
     )
-    metrics["xla_autotune"] = tr.autotune
     return metrics, problems
