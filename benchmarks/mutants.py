@@ -29,7 +29,9 @@ in the decision functions of an area (AREAS: run-check, verdict, certs; more are
 entries there), generated with `ast` from the code as it is (see "automatic mutants" below).
 `--ops new` (2026-12-05): a second operator set (dropped calls and call statements, an item removed
 from a literal, two arguments swapped), numbered apart so the first set's IDs stay (see "the
-second operator set" below); `--ops old` is the first set alone, `--ops all` (default) both.
+second operator set" below); `--ops old` is the first set alone, `--ops all` (default) every set.
+`--ops third` and `--ops fourth` (2026-12-05): two more sets, each written after the earlier ones
+were caught and run once blind (IDs with T and F after the prefix; see their comments below).
 A mutant whose snippet is not found exactly once is reported `stale` (the code moved on: update
 it). Slow (one pytest process per mutant): `make mutants`, never part of `make test`.
 Stdlib only (pytest is run as a subprocess).
@@ -2893,16 +2895,171 @@ def _edits_third(src: _Source, fn: ast.AST) -> list[Edit]:
     return edits
 
 
-OPS = ("old", "new", "third", "all")  # --ops: the first set (_edits), the second (_edits_new), the third, all
+# The fourth operator set (--ops fourth), written after the third set's blind run (92.3%) and the
+# tests for its survivors, to measure once more, blind, the kinds of one-line bug no earlier set makes:
+#   a string method of the other side: strip -> lstrip/rstrip, lstrip <-> rstrip, split <-> rsplit,
+#     find <-> rfind, partition <-> rpartition, lower <-> upper,
+#     removeprefix <-> removesuffix;
+#   a regular expression anchored less: fullmatch -> match, match -> search;
+#   a comprehension's filter (`if ...`) dropped; a conditional expression reduced to one branch;
+#   a type dropped from an `except (A, B)` or an isinstance/issubclass tuple;
+#   a slice's bound dropped (`x[a:b]` -> `x[:b]`, `x[a:]`);
+#   an augmented assignment made plain (`n += 1` -> `n = 1`);
+#   a `.get(key, default)`'s default dropped (not a None); a key read misspelt (`d.get("key")`:
+#     silently None, where `d["key"]` would raise at once);
+#   `sorted(...)` reversed; an operand of `|` or `&` dropped (a flag, a set);
+#   `elif` made a separate `if`; a path's `.name` <-> `.stem`, its `.parent` dropped (where the
+#     value's code names a path: path, file, dir, src, dest, out, entry, root, Path(...));
+#   a parameter's default changed (a bool flipped, an integer moved by one, a string emptied).
+# Like the earlier sets: nothing in a docstring, an f-string, an annotation or a message. IDs carry
+# an F after the area's prefix (RCF001), numbered apart.
+_OTHER_SIDE = {
+    "lstrip": ("rstrip",), "rstrip": ("lstrip",), "strip": ("lstrip", "rstrip"),
+    "split": ("rsplit",), "rsplit": ("split",), "find": ("rfind",), "rfind": ("find",),
+    "partition": ("rpartition",), "rpartition": ("partition",),
+    "lower": ("upper",), "upper": ("lower",),
+    "removeprefix": ("removesuffix",), "removesuffix": ("removeprefix",),
+    "fullmatch": ("match",), "match": ("search",),
+}  # fmt: skip
+_PATH_ATTRS = {"name": "stem", "stem": "name"}
+# A path's attributes are mutated only where the value names a path: `.name` on a certificate or a
+# key is no path, and a mutant that fails with AttributeError on any input would only show coverage.
+_PATHY = re.compile(r"(?i)path|file|dir|folder|src|dest|out|entry|root|Path\(")
+
+
+def _without_item(src: _Source, node: ast.Tuple, i: int) -> str:
+    rest = [src.seg(e) for j, e in enumerate(node.elts) if j != i]
+    return f"({rest[0]},)" if len(rest) == 1 else f"({', '.join(rest)})"
+
+
+def _edits_fourth(src: _Source, fn: ast.AST) -> list[Edit]:
+    edits: list[Edit] = []
+    skip = _annotations(fn)
+    messages = _messages(fn)
+    lines = src.data.split(b"\n")
+    for node in _nodes(fn):
+        if id(node) in skip or id(node) in messages:
+            continue
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            name = node.func.attr
+            end = src.span(node.func)[1]
+            for other in _OTHER_SIDE.get(name, ()):
+                edits.append((end - len(name.encode()), end, other, f"{name} -> {other}"))
+            if name == "get" and node.args and isinstance(node.args[0], ast.Constant):
+                key = node.args[0]
+                if isinstance(key.value, str) and key.value:
+                    a, b = src.span(key)
+                    edits.append((a, b, repr(key.value + "_"), "a key read misspelt"))
+            dflt = node.args[1] if len(node.args) == 2 else None
+            if (
+                name == "get"
+                and dflt is not None
+                and not (isinstance(dflt, ast.Constant) and dflt.value is None)
+            ):
+                a, b = src.span(node.args[0])[1], src.span(node.args[1])[1]
+                edits.append((a, b, "", ".get's default dropped"))
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+            if node.func.id == "sorted" and not any(k.arg == "reverse" for k in node.keywords):
+                b = src.span(node)[1] - 1  # before the closing parenthesis
+                edits.append((b, b, ", reverse=True", "sorted reversed"))
+            if node.func.id in ("isinstance", "issubclass") and len(node.args) == 2:
+                types = node.args[1]
+                if isinstance(types, ast.Tuple) and len(types.elts) >= 2:
+                    a, b = src.span(types)
+                    for i in range(len(types.elts)):
+                        edits.append((a, b, _without_item(src, types, i), f"type {i + 1} dropped"))
+        elif isinstance(node, ast.ExceptHandler) and isinstance(node.type, ast.Tuple):
+            types = node.type
+            if len(types.elts) >= 2:
+                a, b = src.span(types)
+                for i in range(len(types.elts)):
+                    edits.append((a, b, _without_item(src, types, i), f"exception type {i + 1} dropped"))
+        elif isinstance(node, ast.comprehension):
+            for cond in node.ifs:
+                a = src.data.rfind(b"if", src.span(node.iter)[1], src.span(cond)[0])
+                if a >= 0:
+                    edits.append((a, src.span(cond)[1], "", "a comprehension's filter dropped"))
+        elif isinstance(node, ast.IfExp):
+            a, b = src.span(node)
+            edits.append((a, b, src.wrapped(node.body), "a conditional reduced to its first branch"))
+            edits.append((a, b, src.wrapped(node.orelse), "a conditional reduced to its else"))
+        elif isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load):
+            index = node.slice
+            if isinstance(index, ast.Slice) and index.step is None:
+                a, b = src.span(index)
+                lo = src.seg(index.lower) if index.lower is not None else ""
+                hi = src.seg(index.upper) if index.upper is not None else ""
+                if lo:
+                    edits.append((a, b, f":{hi}", "a slice's start dropped"))
+                if hi:
+                    edits.append((a, b, f"{lo}:", "a slice's end dropped"))
+        elif isinstance(node, ast.AugAssign):
+            a, b = src.span(node.target)[1], src.span(node.value)[0]
+            edits.append((a, b, " = ", "an augmented assignment made plain"))
+        elif isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr | ast.BitAnd):
+            a, b = src.span(node)
+            word = "|" if isinstance(node.op, ast.BitOr) else "&"
+            edits.append((a, b, src.wrapped(node.left), f"the right operand of {word} dropped"))
+            edits.append((a, b, src.wrapped(node.right), f"the left operand of {word} dropped"))
+        elif isinstance(node, ast.If):
+            line = lines[node.lineno - 1]
+            at = src.pos(node.lineno, node.col_offset)
+            if line.lstrip().startswith(b"elif ") and src.data[at : at + 4] == b"elif":
+                edits.append((at, at + 4, "if", "elif -> if"))
+        elif (
+            isinstance(node, ast.Attribute)
+            and isinstance(node.ctx, ast.Load)
+            and _PATHY.search(src.seg(node.value))
+        ):
+            a, b = src.span(node)
+            if node.attr in _PATH_ATTRS:
+                edits.append(
+                    (
+                        b - len(node.attr.encode()),
+                        b,
+                        _PATH_ATTRS[node.attr],
+                        f".{node.attr} -> .{_PATH_ATTRS[node.attr]}",
+                    )
+                )
+            elif node.attr == "parent":
+                edits.append((a, b, src.wrapped(node.value), ".parent dropped"))
+    args = getattr(fn, "args", None)
+    if isinstance(args, ast.arguments):
+        for default in [*args.defaults, *(d for d in args.kw_defaults if d is not None)]:
+            if not isinstance(default, ast.Constant):
+                continue
+            a, b = src.span(default)
+            value = default.value
+            if isinstance(value, bool):
+                edits.append((a, b, str(not value), f"a parameter's default {value} -> {not value}"))
+            elif type(value) is int:
+                for moved in (value + 1, value - 1):
+                    edits.append((a, b, str(moved), f"a parameter's default {value} -> {moved}"))
+            elif isinstance(value, str) and value:
+                edits.append((a, b, '""', "a parameter's default string emptied"))
+    return edits
+
+
+OPS = (
+    "old",
+    "new",
+    "third",
+    "fourth",
+    "all",
+)  # --ops: the first set (_edits), the second, third, fourth, all
 _OP_SETS = {
     "old": "the first set: comparisons, ID prefixes, and/or, not, any/all, constants, first item, "
     "continue/break, returns, raise",
     "new": "the second set: dropped calls, dropped call statements, removed literal items, swapped arguments",
     "third": "the third set: if tests forced, keyword arguments dropped, [0] <-> [-1], integers above 3 "
     "moved by one, startswith/endswith, min/max, + -, * /",
+    "fourth": "the fourth set: string methods of the other side, regular expressions anchored less, "
+    "filters and branches dropped, exception and isinstance types dropped, slice bounds dropped, "
+    "plain assignments, .get defaults dropped, keys misspelt, sorted reversed, | and & operands "
+    "dropped, elif -> if, .name/.stem/.parent, parameter defaults changed",
     "all": "every set",
 }
-_SET_MARK = {"old": "", "new": "N", "third": "T"}
+_SET_MARK = {"old": "", "new": "N", "third": "T", "fourth": "F"}
 
 
 def _constant_values(tree: ast.Module, names: tuple[str, ...]) -> list[tuple[str, ast.AST]]:
@@ -2935,7 +3092,7 @@ def auto_mutants(area: str, ops: str = "all") -> tuple[Mutant, ...]:
     prefix, targets = AREAS[area]
     out: list[Mutant] = []
     seen: set[str] = set()
-    for which in ("old", "new", "third"):
+    for which in ("old", "new", "third", "fourth"):
         if ops not in (which, "all"):
             continue
         count = 0
@@ -2948,6 +3105,8 @@ def auto_mutants(area: str, ops: str = "all") -> tuple[Mutant, ...]:
                 places = [(func, _edits(src, fn)) for func, fn in _functions(tree, target.functions)]
             elif which == "third":
                 places = [(func, _edits_third(src, fn)) for func, fn in _functions(tree, target.functions)]
+            elif which == "fourth":
+                places = [(func, _edits_fourth(src, fn)) for func, fn in _functions(tree, target.functions)]
             else:
                 modules = _imported(tree)
                 places = [
@@ -2960,7 +3119,11 @@ def auto_mutants(area: str, ops: str = "all") -> tuple[Mutant, ...]:
             if which != "old" and ops == which:  # the earlier sets' code, left out here but not made again
                 modules = _imported(tree)
                 for _, fn in _functions(tree, target.functions):
-                    earlier = _edits(src, fn) + (_edits_new(src, fn, modules) if which == "third" else [])
+                    earlier = _edits(src, fn)
+                    if which in ("third", "fourth"):
+                        earlier += _edits_new(src, fn, modules)
+                    if which == "fourth":
+                        earlier += _edits_third(src, fn)
                     for a, b, new, _ in earlier:
                         seen.add((src.data[:a] + new.encode() + src.data[b:]).decode())
             for func, edits in places:

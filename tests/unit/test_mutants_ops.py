@@ -102,9 +102,10 @@ def test_the_first_sets_ids_stay_and_the_second_is_numbered_apart(mutants: Modul
     old = mutants.auto_mutants(area, "old")
     new = mutants.auto_mutants(area, "new")
     third = mutants.auto_mutants(area, "third")
+    fourth = mutants.auto_mutants(area, "fourth")
     every = mutants.auto_mutants(area, "all")
     assert old and new
-    assert every == old + new + third  # (this module has no third-set mutant: test_the_third_set...)
+    assert every == old + new + third + fourth  # (this module has no third-set mutant: test_the_third_set...)
     assert [mu.id for mu in new] == [f"TN{i:03d}" for i in range(1, len(new) + 1)]
     assert all(not mu.id.startswith("TN") for mu in old)
     assert mutants.auto_mutants(area, "new") == new  # deterministic
@@ -154,3 +155,73 @@ def test_the_third_set_forces_tests_drops_keywords_and_takes_the_other_of_a_pair
     assert not any("hint=" in old and "hint=" not in new for old, new in got)
     assert (back, back.replace('"a" + name', '"a" - name')) not in got
     assert (back, back.replace("+ 1", "+ 2")) not in got
+
+
+FOURTH = """\
+import re
+
+_ID = re.compile(r"[0-9a-f]{64}")
+
+
+def pick(certs, text, path, env, flags, quiet=False, retries=3, name="x"):
+    names = [c.name for c in certs if c.ok]
+    head = text.strip().split(" ")[0]
+    first = text[2:8]
+    shown = "on" if quiet else "off"
+    if _ID.fullmatch(text):
+        total = 0
+    elif _ID.match(text):
+        total = 1
+    total += len(names)
+    mode = flags | 4
+    owner = env.get("OWNER", "root")
+    ordered = sorted(names)
+    return head, first, shown, total, mode, owner, ordered, path.parent, path.name, certs.name
+"""
+
+
+@pytest.fixture()
+def area4(mutants: ModuleType, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    (tmp_path / "envbuilder").mkdir()
+    (tmp_path / "envbuilder" / "q.py").write_text(FOURTH)
+    monkeypatch.setattr(mutants, "ROOT", tmp_path)
+    monkeypatch.setitem(mutants.AREAS, "q", ("Q", (mutants.Target("q.py", ("pick",), ("test_x.py",)),)))
+    return "q"
+
+
+def test_the_fourth_set_plants_the_kinds_no_earlier_set_makes(mutants: ModuleType, area4: str) -> None:
+    fourth = mutants.auto_mutants(area4, "fourth")
+    assert [mu.id for mu in fourth] == [f"QF{i:03d}" for i in range(1, len(fourth) + 1)]
+    got = changes(mutants, area4, "fourth")
+    head = 'head = text.strip().split(" ")[0]'
+    assert (head, 'head = text.lstrip().split(" ")[0]') in got
+    assert (head, 'head = text.rstrip().split(" ")[0]') in got
+    assert (head, 'head = text.strip().rsplit(" ")[0]') in got
+    assert ("names = [c.name for c in certs if c.ok]", "names = [c.name for c in certs ]") in got
+    assert ("first = text[2:8]", "first = text[:8]") in got and (
+        "first = text[2:8]",
+        "first = text[2:]",
+    ) in got
+    assert ('shown = "on" if quiet else "off"', 'shown = "on"') in got
+    assert ('shown = "on" if quiet else "off"', 'shown = "off"') in got
+    assert ("if _ID.fullmatch(text):", "if _ID.match(text):") in got
+    assert ("elif _ID.match(text):", "elif _ID.search(text):") in got
+    assert ("elif _ID.match(text):", "if _ID.match(text):") in got
+    assert ("total += len(names)", "total = len(names)") in got
+    assert ("mode = flags | 4", "mode = flags") in got and ("mode = flags | 4", "mode = 4") in got
+    assert ('owner = env.get("OWNER", "root")', "owner = env.get('OWNER_', \"root\")") in got
+    assert ('owner = env.get("OWNER", "root")', 'owner = env.get("OWNER")') in got
+    assert ("ordered = sorted(names)", "ordered = sorted(names, reverse=True)") in got
+    back = "return head, first, shown, total, mode, owner, ordered, path.parent, path.name, certs.name"
+    assert (back, back.replace("path.parent", "path")) in got
+    assert (back, back.replace("path.name", "path.stem")) in got
+    assert (back, back.replace("certs.name", "certs.stem")) not in got  # no path: AttributeError only
+    signature = 'def pick(certs, text, path, env, flags, quiet=False, retries=3, name="x"):'
+    assert (signature, signature.replace("quiet=False", "quiet=True")) in got
+    assert (signature, signature.replace("retries=3", "retries=4")) in got
+    assert (signature, signature.replace('name="x"', 'name=""')) in got
+    # The earlier sets' kinds are theirs: no `if` forced, no keyword dropped, no constant moved.
+    assert not any(new.strip() in ("if True:", "if False:") for _, new in got)
+    assert (head, 'head = text.strip().split(" ")[-1]') not in got
+    every = mutants.auto_mutants(area4, "all")
+    assert every[-len(fourth) :] == fourth  # numbered apart, after the earlier sets
