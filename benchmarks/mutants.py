@@ -3609,6 +3609,22 @@ EQUIVALENT.update(
         "indexed lookup's time (benchmarks/certstore_bench.py), which no unit test times",
         (
             "run/certificates.py",
+            "if good and good[0].certificate is not None:",
+            "if good and good[-1].certificate is not None:",
+        ): "`good` keeps only outcomes whose certificate is not None (its comprehension's filter): "
+        "whenever it is non-empty, its first and its last item both hold one",
+        (
+            "run/certificates.py",
+            "usable.append(good[0].certificate)",
+            "usable.append(good[-1].certificate)",
+        ): "every envelope store.envelopes(cid) lists was stored by add_imported/add_attested under "
+        "the id of the certificate it carries (cid), verify_envelope keeps a certificate only when "
+        "verify_certificate finds its content hash (the id) right, and the hash covers every other "
+        "field: each item of `good` holds the same document. (Which envelope's signer is named, "
+        "good[0], is tested; a store edited by hand to hold another certificate's envelope under "
+        "cid is outside what run defends, as for the _newest_first entry above.)",
+        (
+            "run/certificates.py",
             "trust = read[0]",
             "trust = read[-1]",
         ): "`read` holds at most one policy: it is appended to only when empty",

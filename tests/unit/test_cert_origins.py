@@ -912,3 +912,163 @@ def test_a_max_age_not_given_keeps_the_policys_own_and_a_given_one_keeps_its_sou
     changed = policy.with_max_age(60.0)
     assert (changed.max_age_s, changed.source) == (60.0, "/etc/team/trust.yaml")
     assert changed.describe().startswith("/etc/team/trust.yaml: ")
+
+
+def test_run_looks_the_registry_up_through_fetch_verified_when_given_no_fetch(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`run REF` (no fetch injected) asks the registry REF names, through the one verified way in
+    (attest.fetch_verified), for the attestations of the image's digest there."""
+    import envbuilder.attest
+
+    asked: list[tuple[str, str]] = []
+
+    def fetch(ref: Reference, *, policy: TrustPolicy, digest: str) -> Any:
+        asked.append((ref.name, digest))
+        raise RegistryError("offline")
+
+    monkeypatch.setattr(envbuilder.attest, "fetch_verified", fetch)
+    find = certificate_finder(
+        "reg.example/team/train:1", store=CertStore(tmp_path / "s.sqlite"), policy=trusting
+    )
+    with pytest.raises(RefusedError) as refused:
+        find(info(f"reg.example/team/train@{DIGEST}"))
+    assert [r.reason for r in refused.value.refusals] == ["unavailable"]
+    assert asked == [("reg.example/team/train", DIGEST)]
+
+
+def test_the_trust_policy_is_read_once_for_every_imported_certificate_of_an_image(tmp_path: Path) -> None:
+    """Two signed imported certificates of one image: both judged by one reading of the policy
+    (one decision per `run`, whatever happens to the policy file meanwhile)."""
+    signer = key(tmp_path, "ci")
+    store = CertStore(tmp_path / "s.sqlite")
+    certificates = [cpu_cert(issued_at=f"2026-12-0{day}T00:00:00Z") for day in (1, 2)]
+    for i, certificate in enumerate(certificates):
+        store.add_imported(
+            certificate,
+            envelope=sign_statement(statement(certificate, 0), signer),
+            envelope_digest="sha256:" + str(i) * 64,
+            repository="reg.example/team/train",
+            manifest_digest=DIGEST,
+        )
+    reads: list[TrustPolicy] = []
+
+    def policy() -> TrustPolicy:
+        reads.append(trusting(signer))
+        return reads[-1]
+
+    find = certificate_finder("train:1", store=store, policy=policy)
+    assert {c.id for c in find(info())} == {c.id for c in certificates}
+    assert len(reads) == 1
+
+
+def test_the_signer_named_for_an_imported_certificate_is_its_newest_verified_envelopes(
+    tmp_path: Path,
+) -> None:
+    """One certificate imported twice, signed by two trusted keys: `run` names the signer of the
+    envelope the store lists first (the newest), and uses that certificate."""
+    a, b = key(tmp_path, "a"), key(tmp_path, "b")
+    certificate = cpu_cert()
+    store = CertStore(tmp_path / "s.sqlite")
+    store_envelopes(store, certificate, [sign_statement(statement(certificate, 0), s) for s in (b, a)])
+    said: list[str] = []
+    find = certificate_finder("train:1", store=store, policy=lambda: trusting(a, b), say=said.append)
+    assert [c.id for c in find(info())] == [certificate.id]
+    assert said == [f"envbuilder: imported certificate {certificate.id[:12]} signed by k1, verified again"]
+
+
+@pytest.mark.parametrize(("extra", "holds"), [(0, True), (1, False)])
+def test_an_envelope_holds_up_to_envelope_max_bytes(tmp_path: Path, extra: int, holds: bool) -> None:
+    """A registry attestation may weigh up to ENVELOPE_MAX_BYTES (a statement of
+    STATEMENT_MAX_BYTES in base64, and the signatures), well past the 4 MiB of other JSON; one
+    byte more is malformed, unparsed."""
+    signer = key(tmp_path, "ci")
+    raw = signed_by(cpu_cert(), (signer, True))
+    raw += b" " * (envelope_module.ENVELOPE_MAX_BYTES - len(raw) + extra)  # JSON's own whitespace
+    outcome = verify(raw, trusting(signer))
+    assert isinstance(outcome, Verified) is holds, outcome
+    if not holds:
+        assert isinstance(outcome, Refused) and outcome.reason == "malformed"
+        assert "larger than" in outcome.message
+
+
+def test_a_refused_import_names_the_file_as_its_file_field(tmp_path: Path) -> None:
+    """`certs import --json` and every caller see the file apart from the message: not JSON,
+    an envelope that does not verify, an envelope of the test-result statement."""
+    signer, stranger = key(tmp_path, "ci"), key(tmp_path, "stranger")
+    certificate = cpu_cert()
+    files = {
+        "junk.json": b"{not json",
+        "untrusted.json": sign_statement(statement(certificate, 0), stranger),
+        "result.json": sign_statement(statement(certificate, 1), signer),
+    }
+    store = CertStore(tmp_path / "s.sqlite")
+    for name, raw in files.items():
+        path = tmp_path / name
+        path.write_bytes(raw)
+        with pytest.raises(CertificateRefusedError) as refused:
+            import_certificate(path, store=store, policy=lambda: trusting(signer))
+        assert refused.value.file == str(path), name
+        assert refused.value.message.startswith(str(path)), name
+    assert store.list() == []
+
+
+def test_an_envelope_is_imported_as_of_the_clock_given(tmp_path: Path) -> None:
+    """One instant judges the signed certificate's age and issue time (the policy's max_age,
+    the clock skew), not the wall clock of the moment each check runs."""
+    signer = key(tmp_path, "ci")
+    certificate = cpu_cert(issued_at="2020-01-01T00:00:00Z")
+    path = tmp_path / "signed.json"
+    path.write_bytes(sign_statement(statement(certificate, 0), signer))
+    store = CertStore(tmp_path / "s.sqlite")
+    policy = trusting(signer).with_max_age(86400)
+    then = datetime(2020, 1, 1, 12, tzinfo=timezone.utc)
+    assert import_certificate(path, store=store, policy=lambda: policy, now=then).id == certificate.id
+    with pytest.raises(CertificateRefusedError, match=r"\[expired\]"):
+        import_certificate(path, store=CertStore(tmp_path / "t.sqlite"), policy=lambda: policy)
+
+
+def test_an_imported_envelope_is_kept_for_the_first_subject_its_key_is_trusted_for(tmp_path: Path) -> None:
+    """Two subject names the signer is trusted for: the envelope is kept for the first listed,
+    the repository the statement names first."""
+    signer = key(tmp_path, "ci")
+    policy = TrustPolicy(keys=(scoped(signer, "reg.example/*"),))
+    subjects = [
+        subject("reg.example/team/train", DIGEST),
+        subject("reg.example/team/mirror", OTHER_DIGEST),
+        subject("reg.example/team/train", IMAGE_ID),
+    ]
+    store, certificate = import_with_subjects(tmp_path, subjects, policy, signer)
+    (kept,) = store.envelopes(certificate.id)
+    assert kept.repository == "reg.example/team/train"
+
+
+def test_every_signed_envelope_imported_for_one_certificate_is_kept(tmp_path: Path) -> None:
+    """The same certificate imported as two envelopes (two signers): each is kept under its own
+    digest, so that `run` still holds one when the policy drops the other signer."""
+    a, b = key(tmp_path, "a"), key(tmp_path, "b")
+    certificate = cpu_cert()
+    store = CertStore(tmp_path / "s.sqlite")
+    envelopes = [sign_statement(statement(certificate, 0), s) for s in (a, b)]
+    for i, raw in enumerate(envelopes):
+        (tmp_path / f"{i}.json").write_bytes(raw)
+        import_certificate(tmp_path / f"{i}.json", store=store, policy=lambda: trusting(a, b))
+    assert sorted(e.envelope for e in store.envelopes(certificate.id)) == sorted(envelopes)
+    find = certificate_finder("train:1", store=store, policy=lambda: trusting(a))
+    assert [c.id for c in find(info())] == [certificate.id]
+
+
+def test_a_certificate_file_the_store_cannot_import_names_the_file(tmp_path: Path) -> None:
+    """CertStore.import_: a file it cannot read, and one that is no JSON, both name the path in
+    the message and as the error's `file`."""
+    store = CertStore(tmp_path / "s.sqlite")
+    missing = tmp_path / "missing.json"
+    with pytest.raises(StoreError) as cannot:
+        store.import_(missing)
+    assert cannot.value.file == str(missing)
+    junk = tmp_path / "junk.json"
+    junk.write_text("{not json")
+    with pytest.raises(CertificateRefusedError) as refused:
+        store.import_(junk)
+    assert refused.value.file == str(junk) and refused.value.message.startswith(f"{junk} is not valid JSON")
+    assert store.list() == []

@@ -350,3 +350,28 @@ def test_the_lock_hash_of_a_stack_without_package_locks_has_no_packages_entry() 
     stack = make_resolution(spec).stack
     assert stack is not None
     assert lock_hash(stack, spec.to_dict()) == sha256_hex({"spec": spec.to_dict(), "stack": stack.to_dict()})
+
+
+def test_a_refused_lock_names_its_file_and_field_as_fields(tmp_path: Path) -> None:
+    """`--json` errors carry the place apart from the message: the lock's path as `file`, the
+    refused field as `field` (what an editor or CI annotation jumps to)."""
+    doc = _doc()
+    doc["schema_version"] = 999
+    path = tmp_path / "old.lock.json"
+    path.write_text(json.dumps(doc))
+    with pytest.raises(SpecError) as caught:
+        read_lock(path)
+    assert caught.value.fields() == {"file": str(path), "field": "schema_version"}
+
+
+def test_a_lock_read_back_keeps_the_path_of_its_spec(tmp_path: Path) -> None:
+    """`build --lock` names the spec by the path it was read from (its errors, the rewritten
+    lock), not by the lock's own path."""
+    doc = _doc()
+    doc["spec_path"] = "images/train.yaml"
+    path = tmp_path / "train.lock.json"
+    path.write_text(json.dumps(doc))
+    lock = read_lock(path)
+    assert lock.spec_path == "images/train.yaml"
+    write_lock(tmp_path / "again.lock.json", lock)
+    assert json.loads((tmp_path / "again.lock.json").read_text())["spec_path"] == "images/train.yaml"
