@@ -2901,6 +2901,8 @@ def _edits_third(src: _Source, fn: ast.AST) -> list[Edit]:
 #     find <-> rfind, partition <-> rpartition, lower <-> upper,
 #     removeprefix <-> removesuffix;
 #   a regular expression anchored less: fullmatch -> match, match -> search;
+#   (not where the other side is the same by definition: split/rsplit without a maxsplit, match/search
+#   on a module's pattern that starts with ^ or \A)
 #   a comprehension's filter (`if ...`) dropped; a conditional expression reduced to one branch;
 #   a type dropped from an `except (A, B)` or an isinstance/issubclass tuple;
 #   a slice's bound dropped (`x[a:b]` -> `x[:b]`, `x[a:]`);
@@ -2932,7 +2934,39 @@ def _without_item(src: _Source, node: ast.Tuple, i: int) -> str:
     return f"({rest[0]},)" if len(rest) == 1 else f"({', '.join(rest)})"
 
 
-def _edits_fourth(src: _Source, fn: ast.AST) -> list[Edit]:
+def _anchored(tree: ast.Module) -> frozenset[str]:
+    """Module constants compiled from a pattern that starts with ^ or \\A: for them `match` and
+    `search` are one and the same."""
+    out: set[str] = set()
+    for node in tree.body:
+        if not (
+            isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
+        ):
+            continue
+        value = node.value
+        if (
+            isinstance(value, ast.Call)
+            and _call_name(value.func) == "compile"
+            and value.args
+            and isinstance(value.args[0], ast.Constant)
+            and str(value.args[0].value).startswith(("^", "\\A"))
+        ):
+            out.add(node.targets[0].id)
+    return frozenset(out)
+
+
+def _same_either_side(node: ast.Call, name: str, anchored: frozenset[str]) -> bool:
+    """The other side's method gives the same on every input: split/rsplit without a maxsplit,
+    match/search on a pattern anchored at its start."""
+    if name in ("split", "rsplit"):
+        return len(node.args) < 2 and not any(k.arg == "maxsplit" for k in node.keywords)
+    if name == "match" and isinstance(node.func, ast.Attribute):
+        target = node.func.value
+        return isinstance(target, ast.Name) and target.id in anchored
+    return False
+
+
+def _edits_fourth(src: _Source, fn: ast.AST, anchored: frozenset[str] = frozenset()) -> list[Edit]:
     edits: list[Edit] = []
     skip = _annotations(fn)
     messages = _messages(fn)
@@ -2943,7 +2977,7 @@ def _edits_fourth(src: _Source, fn: ast.AST) -> list[Edit]:
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
             name = node.func.attr
             end = src.span(node.func)[1]
-            for other in _OTHER_SIDE.get(name, ()):
+            for other in () if _same_either_side(node, name, anchored) else _OTHER_SIDE.get(name, ()):
                 edits.append((end - len(name.encode()), end, other, f"{name} -> {other}"))
             if name == "get" and node.args and isinstance(node.args[0], ast.Constant):
                 key = node.args[0]
@@ -3106,7 +3140,11 @@ def auto_mutants(area: str, ops: str = "all") -> tuple[Mutant, ...]:
             elif which == "third":
                 places = [(func, _edits_third(src, fn)) for func, fn in _functions(tree, target.functions)]
             elif which == "fourth":
-                places = [(func, _edits_fourth(src, fn)) for func, fn in _functions(tree, target.functions)]
+                anchored = _anchored(tree)
+                places = [
+                    (func, _edits_fourth(src, fn, anchored))
+                    for func, fn in _functions(tree, target.functions)
+                ]
             else:
                 modules = _imported(tree)
                 places = [

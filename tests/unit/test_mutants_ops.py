@@ -161,11 +161,14 @@ FOURTH = """\
 import re
 
 _ID = re.compile(r"[0-9a-f]{64}")
+_START = re.compile(r"^sha256:")
 
 
 def pick(certs, text, path, env, flags, quiet=False, retries=3, name="x"):
     names = [c.name for c in certs if c.ok]
     head = text.strip().split(" ")[0]
+    tail = text.split("/", 1)[-1]
+    marked = _START.match(text)
     first = text[2:8]
     shown = "on" if quiet else "off"
     if _ID.fullmatch(text):
@@ -176,7 +179,7 @@ def pick(certs, text, path, env, flags, quiet=False, retries=3, name="x"):
     mode = flags | 4
     owner = env.get("OWNER", "root")
     ordered = sorted(names)
-    return head, first, shown, total, mode, owner, ordered, path.parent, path.name, certs.name
+    return head, first, shown, total, mode, owner, ordered, path.parent, path.name, certs.name, tail, marked
 """
 
 
@@ -196,7 +199,10 @@ def test_the_fourth_set_plants_the_kinds_no_earlier_set_makes(mutants: ModuleTyp
     head = 'head = text.strip().split(" ")[0]'
     assert (head, 'head = text.lstrip().split(" ")[0]') in got
     assert (head, 'head = text.rstrip().split(" ")[0]') in got
-    assert (head, 'head = text.strip().rsplit(" ")[0]') in got
+    # The other side where it can differ: rsplit with a maxsplit, search on an unanchored pattern.
+    assert (head, 'head = text.strip().rsplit(" ")[0]') not in got
+    assert ('tail = text.split("/", 1)[-1]', 'tail = text.rsplit("/", 1)[-1]') in got
+    assert not any(old == "marked = _START.match(text)" for old, _ in got)
     assert ("names = [c.name for c in certs if c.ok]", "names = [c.name for c in certs ]") in got
     assert ("first = text[2:8]", "first = text[:8]") in got and (
         "first = text[2:8]",
@@ -212,7 +218,10 @@ def test_the_fourth_set_plants_the_kinds_no_earlier_set_makes(mutants: ModuleTyp
     assert ('owner = env.get("OWNER", "root")', "owner = env.get('OWNER_', \"root\")") in got
     assert ('owner = env.get("OWNER", "root")', 'owner = env.get("OWNER")') in got
     assert ("ordered = sorted(names)", "ordered = sorted(names, reverse=True)") in got
-    back = "return head, first, shown, total, mode, owner, ordered, path.parent, path.name, certs.name"
+    back = (
+        "return head, first, shown, total, mode, owner, ordered, path.parent, path.name, "
+        + "certs.name, tail, marked"
+    )
     assert (back, back.replace("path.parent", "path")) in got
     assert (back, back.replace("path.name", "path.stem")) in got
     assert (back, back.replace("certs.name", "certs.stem")) not in got  # no path: AttributeError only
