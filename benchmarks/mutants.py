@@ -2966,9 +2966,21 @@ def _same_either_side(node: ast.Call, name: str, anchored: frozenset[str]) -> bo
     return False
 
 
+def _every_annotation(fn: ast.AST) -> set[int]:
+    """ids of the nodes inside any annotation: a variable's, and the parameters' and return's of
+    the functions defined inside `fn` (the first sets looked at variables' only)."""
+    out = _annotations(fn)
+    for node in ast.walk(fn):
+        if isinstance(node, ast.arg) and node.annotation is not None:
+            out.update(id(n) for n in ast.walk(node.annotation))
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.returns is not None:
+            out.update(id(n) for n in ast.walk(node.returns))
+    return out
+
+
 def _edits_fourth(src: _Source, fn: ast.AST, anchored: frozenset[str] = frozenset()) -> list[Edit]:
     edits: list[Edit] = []
-    skip = _annotations(fn)
+    skip = _every_annotation(fn)
     messages = _messages(fn)
     lines = src.data.split(b"\n")
     for node in _nodes(fn):
@@ -3677,6 +3689,34 @@ EQUIVALENT.update(
             "if True:  # `abc...` or `SHA256:ABC...` for `sha256:abc...`",
         ): "when `full == image` the lookup added is the first one again (image_id = ?, same value): "
         "the UNION is the same set",
+    }
+)
+
+# The fourth operator set's equivalents (--ops fourth), with the reasons a reviewer can check.
+EQUIVALENT.update(
+    {
+        (
+            "require_cuda.py",
+            "if not raw.strip():",
+            "if not raw.lstrip():",
+        ): "a text is empty after strip() exactly when it is all white space, which is when lstrip() "
+        "empties it too",
+        (
+            "require_cuda.py",
+            "if not raw.strip():",
+            "if not raw.rstrip():",
+        ): "a text is empty after strip() exactly when it is all white space, which is when rstrip() "
+        "empties it too",
+        (
+            "require_cuda.py",
+            'if env.get("NVIDIA_DISABLE_REQUIRE", "") in TRUE_WORDS:',
+            'if env.get("NVIDIA_DISABLE_REQUIRE") in TRUE_WORDS:',
+        ): "TRUE_WORDS holds non-empty strings only: neither '' nor None is in it",
+        (
+            "require_cuda.py",
+            'legacy = env.get("CUDA_VERSION", "")',
+            'legacy = env.get("CUDA_VERSION")',
+        ): "`legacy` is used only behind `if legacy and ...`: '' and None are both false there",
     }
 )
 

@@ -148,3 +148,12 @@ def test_an_arch_name_with_trailing_text_is_not_a_target(text: str) -> None:
     assert archs.parse_target(text) is None
     assert archs.parse_target("sm_90a") == archs.Target("sass", (9, 0), "a")
     assert archs.parse_target(" compute_120f ") == archs.Target("ptx", (12, 0), "f")
+
+
+def test_a_gpu_runs_the_sass_it_has_before_newer_ptx() -> None:
+    # sm_80 cubins run on an 8.6 GPU as they are; PTX for 8.6 would need the driver's JIT.
+    targets = archs.parse_targets(["sm_80", "compute_86"])
+    got = archs.kernel_for((8, 6), targets)
+    assert got is not None and (got.kind, got.cc) == ("sass", (8, 0))
+    only_ptx = archs.kernel_for((8, 6), archs.parse_targets(["compute_86"]))
+    assert only_ptx is not None and only_ptx.kind == "ptx"

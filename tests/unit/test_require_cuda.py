@@ -84,3 +84,16 @@ def test_every_nvidia_require_jetpack_variable_is_left_to_jetpack() -> None:
     NVIDIA_REQUIRE_JETPACK_HOST_MOUNTS among them), not only the one of that exact name."""
     env = {"NVIDIA_REQUIRE_JETPACK_HOST_MOUNTS": "cuda>=99.0", "NVIDIA_REQUIRE_JETPACK": "cuda>=99.0"}
     assert image_requirements(env) == ()
+
+
+def test_a_requirement_parsed_alone_is_nvidia_require_cuda() -> None:
+    assert parse_require_cuda("cuda>=12.8").name == "NVIDIA_REQUIRE_CUDA"
+    assert parse_require_cuda("cuda>=").name == "NVIDIA_REQUIRE_CUDA"
+
+
+@pytest.mark.parametrize("cuda", ["12.8 ", " 12.8", "12.8\n"])
+def test_a_version_read_with_surrounding_space_compares_as_the_version(cuda: str) -> None:
+    # Host facts read from a tool's output may keep a newline; the version is what counts.
+    req = parse_require_cuda("cuda>=12.8")
+    assert req.admits(Properties(cuda=cuda)) is True
+    assert parse_require_cuda("cuda>=12.9").admits(Properties(cuda=cuda)) is False

@@ -168,3 +168,25 @@ def test_choose_certificate_takes_the_first_that_covers_this_host() -> None:
     assert chosen is on_rtx and [r.reason for r in refusals] == ["gpu-model"]
     chosen, refusals = choose_certificate([], image(), host())
     assert chosen is None and [r.reason for r in refusals] == ["no-certificate"]
+
+
+def test_a_host_with_gpus_but_no_access_mode_is_told_so() -> None:
+    got = check_run(cert(), image(), host(gpus=(RTX, RTX), access="none"))
+    assert [r.reason for r in got] == ["no-gpu"]
+    assert "this host offers 2 GPU(s) but no GPU access mode" in got[0].message
+
+
+def test_a_host_whose_driver_is_unknown_is_refused_not_crashed() -> None:
+    got = check_run(cert(), image(), host(driver=None))
+    assert [r.reason for r in got] == ["driver-too-old"]
+    assert "this host has no driver" in got[0].message
+    # A stack with no driver floor recorded asks for none.
+    assert "driver-too-old" not in reasons(cert(min_driver=None), image(), host(driver="470.57.02"))
+
+
+def test_an_unreadable_arch_entry_in_a_certificate_is_left_out_not_crashed() -> None:
+    # Certificates come from registries too: an arch list entry no reader knows is no target.
+    odd = cert(gpus=(RTX,), archs={"sass": ["8.0", "sm_eighty"], "ptx": ["x.y"]})
+    assert reasons(odd, image(), host(gpus=(RTX,))) == []
+    none_left = cert(gpus=(RTX,), archs={"sass": ["sm_eighty"], "ptx": []})
+    assert reasons(none_left, image(), host(gpus=(RTX,))) == ["gpu-arch"]

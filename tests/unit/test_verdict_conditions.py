@@ -166,6 +166,14 @@ def test_a_passing_result_whose_framework_steps_were_all_skipped_is_refused() ->
     refused(doc, cpu_facts(cpu_seconds=None), "no step of the result ran torch")
 
 
+def test_the_images_own_framework_smoke_counts_as_its_framework_having_run() -> None:
+    doc = cpu_result()
+    for s in doc["steps"][2:]:
+        s.update(status="skip", reason="time budget", seconds=0.0)
+    doc["steps"].append(step("torch_smoke"))  # torch's own smoke step: torch ran
+    assert host_verdict(doc, cpu_facts(cpu_seconds=None))[0] == "certified-cpu-only"
+
+
 def test_one_framework_step_that_ran_is_enough_and_a_failed_result_keeps_its_own_reason() -> None:
     doc = cpu_result()
     doc["steps"][4].update(status="skip", reason="time budget", seconds=0.0)
