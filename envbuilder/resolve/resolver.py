@@ -148,7 +148,7 @@ def _pick_base(matrix: Matrix, request: Request, cand: _Candidate) -> tuple[Base
         if not pool:
             where = f" on {request.os}" if request.os else ""
             return None, f"no slim base image with Python {cand.python}{where}{on}"
-        return max(pool, key=lambda b: b.os), ""
+        return max(pool, key=lambda b: _os_version(b.os)), ""  # debian10 is newer than debian9
     assert v.cuda is not None
     pool = [
         b
