@@ -43,6 +43,7 @@ import argparse
 import ast
 import builtins
 import concurrent.futures
+import importlib.metadata
 import os
 import platform
 import queue
@@ -3691,6 +3692,42 @@ EQUIVALENT.update(
         "the UNION is the same set",
     }
 )
+
+EQUIVALENT.update(
+    {
+        (
+            "resolve/coverage.py",
+            "if cuda is None:  # the system's ptxas, or a requirement that names no CUDA major",
+            "if False:  # the system's ptxas, or a requirement that names no CUDA major",
+        ): "with cuda None the next line's `archs` is empty (major_minor returns a str, never equal to "
+        "None), so `if archs and ...` falls through to the same `return None`",
+    }
+)
+# packaging 26.0 changed SpecifierSet.contains(v) with prereleases=None to match a pre-release
+# (its docstring: "a single version has no alternatives"), unless the set was built with
+# prereleases=False, which versions.parse_specifier never does: the keyword changes nothing there.
+# pyproject allows packaging>=23, where it does (test_a_pre_release_the_matrix_lists_is_a_candidate_
+# of_a_range_that_does_not_name_one and test_a_known_bad_row_holds_for_its_variant_any_path_and_a_
+# pre_release kill both under packaging 25.0): equivalent only where the installed packaging is 26+.
+if int(importlib.metadata.version("packaging").split(".")[0]) >= 26:
+    _PRE = (
+        "with packaging>=26 installed, contains(v) matches a pre-release as contains(v, "
+        "prereleases=True) does (see the comment above this entry)"
+    )
+    EQUIVALENT.update(
+        {
+            (
+                RES,
+                "releases = [r for r in table.releases if spec.contains(r.version, prereleases=True)]",
+                "releases = [r for r in table.releases if spec.contains(r.version)]",
+            ): _PRE,
+            (
+                RES,
+                "if not parse_specifier(bad.versions).contains(rel.version, prereleases=True):",
+                "if not parse_specifier(bad.versions).contains(rel.version):",
+            ): _PRE,
+        }
+    )
 
 # The fourth operator set's equivalents (--ops fourth), with the reasons a reviewer can check.
 EQUIVALENT.update(

@@ -522,7 +522,13 @@ def parse_pylock(
         digests = {str((w.get("hashes") or {}).get("sha256", "")) for w in chosen}
         if len(digests) != 1:
             raise LockError(f"{where}: {wheel} is served with {len(digests)} different sha256 digests")
-        sizes = [w.get("size") for w in chosen if isinstance(w.get("size"), int)]
+        sizes = {w["size"] for w in chosen if isinstance(w.get("size"), int)}
+        if len(sizes) > 1:  # one file (one sha256) has one size: a mirror that says otherwise is wrong
+            raise LockError(
+                f"{where}: {wheel} is served with {len(sizes)} different sizes "
+                f"({', '.join(str(n) for n in sorted(sizes))} bytes) under one sha256",
+                hint="an index or find-links folder reports a wrong size for this file: fix or drop it",
+            )
         out.append(
             check_package(
                 {
@@ -530,7 +536,7 @@ def parse_pylock(
                     "version": str(entry.get("version", "")),
                     "wheel": wheel,
                     "sha256": digests.pop(),
-                    "size": sizes[0] if sizes else None,
+                    "size": sizes.pop() if sizes else None,
                     "urls": [redact(str(w.get("url", "")), secrets) for w in chosen],
                     "group": group,
                 },

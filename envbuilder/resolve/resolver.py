@@ -148,7 +148,7 @@ def _pick_base(matrix: Matrix, request: Request, cand: _Candidate) -> tuple[Base
         if not pool:
             where = f" on {request.os}" if request.os else ""
             return None, f"no slim base image with Python {cand.python}{where}{on}"
-        return max(pool, key=lambda b: b.os), ""
+        return max(pool, key=lambda b: _os_version(b.os)), ""  # debian10 is newer than debian9
     assert v.cuda is not None
     pool = [
         b
@@ -565,10 +565,12 @@ def resolve(matrix: Matrix, request: Request, host: Host) -> Resolution:
                                 f"Python {py} is outside the range of {rel.framework} {rel.version}'s "
                                 f"{platform} wheels {wheels_for}"
                             )
-                            rejection = Rejection(candidate=cand.label(), component="python", reason=reason)
-                            if rejection not in rejected:
-                                rejected.append(rejection)
-                            continue  # (the loop's only Python: the one given)
+                            # never a repeat: the label names the release, build, strategy and
+                            # Python, and the loop's only Python is the one given
+                            rejected.append(
+                                Rejection(candidate=cand.label(), component="python", reason=reason)
+                            )
+                            continue
                         try:
                             survivors.append(_evaluate(matrix, request, host, cand))
                         except _Reject as r:

@@ -499,6 +499,30 @@ def test_mirrors_of_one_wheel_share_one_digest_and_give_the_size_any_of_them_has
         _parse_pylock(differ)
 
 
+def test_mirrors_that_disagree_on_a_wheels_size_are_refused_naming_both_sizes() -> None:
+    """One sha256 is one file of one size: the lock records facts, so a mirror whose size
+    contradicts the other's is an error, whichever is listed first (--ops third, 2026-12-05)."""
+    digest = f'hashes = {{ sha256 = "{"a" * 64}" }}'
+    for first, second in ((123, 456), (456, 123)):
+        text = _pylock(
+            "[[packages]]", 'name = "x"', 'version = "1.0"',
+            f'wheels = [{{ url = "{WHL}", size = {first}, {digest} }},'
+            f' {{ url = "{MIRROR}", size = {second}, {digest} }}]',
+        )  # fmt: skip
+        with pytest.raises(LockError) as err:
+            _parse_pylock(text)
+        assert err.value.message == (
+            "t: x-1.0-py3-none-any.whl is served with 2 different sizes (123, 456 bytes) under one sha256"
+        ), err.value.message
+        assert err.value.hint
+    agree = _pylock(
+        "[[packages]]", 'name = "x"', 'version = "1.0"',
+        f'wheels = [{{ url = "{WHL}", size = 123, {digest} }}, {{ url = "{MIRROR}", size = 123, {digest} }}]',
+    )  # fmt: skip
+    (pkg,) = _parse_pylock(agree)
+    assert pkg.size == 123 and pkg.urls == (WHL, MIRROR)
+
+
 def test_a_wheel_without_hashes_is_refused_not_a_crash() -> None:
     text = _pylock("[[packages]]", 'name = "x"', 'version = "1.0"', f'wheels = [{{ url = "{WHL}" }}]')
     with pytest.raises(LockError):

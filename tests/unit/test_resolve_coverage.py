@@ -166,3 +166,25 @@ def test_the_hint_of_a_compiler_refusal_names_a_release_whose_xla_can(matrix: Ma
     assert res.stack is None and {r.component for r in res.rejected} == {"compiler"}
     hint = no_stack_hint(matrix, res)
     assert "the XLA of jax==0.4.26 cannot compile for this GPU: the newest jax release whose XLA can" in hint
+
+
+def test_a_compiler_gap_names_the_newest_target_by_version_not_text(matrix: Matrix) -> None:
+    """sm_100 is the newest of 9.0 and 10.0 ("9.0" > "10.0" as text): the refusal says how far the
+    backend reaches (benchmarks/mutants.py --auto resolve --ops third, 2026-12-05)."""
+    llvm = Compiler(runs="always", targets=("8.0", "9.0", "10.0"), ptxas=None)
+    gap = compiler_gap(matrix, llvm, "12.0")
+    assert gap == "its NVPTX backend names up to sm_100, not sm_120 (read from the binary)", gap
+
+
+def test_a_compiler_whose_binary_named_no_target_refuses_every_gpu_and_says_so(matrix: Matrix) -> None:
+    """`matrix refresh` writes `targets: []` when no sm name of gpus.yaml is in the binary (the
+    loader takes it): every GPU is refused with that reason, not a crash."""
+    blind = Compiler(runs="always", targets=(), ptxas=None)
+    gap = compiler_gap(matrix, blind, "9.0")
+    assert gap == "its NVPTX backend names no sm target, not sm_90 (read from the binary)", gap
+    jax = framework_table(matrix, "jax").releases[-1]
+    res = _resolve(
+        _with_variant(matrix, "jax", jax.version, compiler=blind), f"jax=={jax.version}", "H100", "580.95.05"
+    )
+    hits = [r for r in res.rejected if r.component == "compiler" and jax.version in r.candidate]
+    assert hits and "names no sm target, not sm_90" in hits[0].reason, res.rejected

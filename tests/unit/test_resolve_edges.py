@@ -633,3 +633,106 @@ def test_the_ptx_isa_table_names_each_cuda_as_x_y(matrix: Matrix) -> None:
     """drivers.jit_floor compares a release's X.Y with the CUDA that introduced an ISA: that CUDA
     is X.Y in ptx_isa.yaml (the reason its major_minor is one of the mutants' equivalents)."""
     assert matrix.ptx_isa and all(len(p.cuda.split(".")) == 2 for p in matrix.ptx_isa)
+
+
+# --------------------------------------------------------------------------- third operator set (--ops third)
+# benchmarks/mutants.py --auto resolve/base/gaps --ops third (2026-12-05): floors compared as text,
+# blank notes, pre-releases, strategy refusals of CPU builds, base OSes and stack ids.
+
+
+def test_the_highest_floor_binds_by_version_where_the_text_sorts_it_lower(matrix: Matrix) -> None:
+    """525.105.17 (a build's own floor) is above CUDA 12's minor-version floor 525.60.13, though
+    "525.105.17" < "525.60.13" as text: a 525.85.12 driver is refused, naming the build's floor."""
+    m = _only(matrix, "torch", "2.14.1", "cu126", min_driver="525.105.17")
+    res = _resolve(
+        m, "torch", "==2.14.1", (H100,), driver="525.85.12", strategy="bundled", forward_compat=False
+    )
+    assert res.stack is None
+    assert [r.component for r in res.rejected] == ["driver"], res.rejected
+    assert res.rejected[0].reason.startswith(
+        "driver 525.85.12 < 525.105.17 needed by this CUDA 12.6 build (torch cu126's own floor)"
+    ), res.rejected[0].reason
+    ok = _resolve(
+        m, "torch", "==2.14.1", (H100,), driver="525.105.17", strategy="bundled", forward_compat=False
+    )
+    assert ok.stack is not None and ok.stack.min_driver == "525.105.17", ok.rejected
+
+
+def test_a_system_cuda_stack_the_toolkit_starts_plainly_has_no_blank_note(matrix: Matrix) -> None:
+    """R580 meets the image's cuda>= itself (no brand exemption to tell): nothing is added to the
+    notes, which `resolve` prints one per line."""
+    res = _resolve(matrix, "torch", "==2.14.1", (H100,), strategy="system-cuda", python="3.12")
+    assert res.stack is not None, res.rejected
+    assert res.stack.notes and all(n.strip() for n in res.stack.notes), res.stack.notes
+    assert not any("exemption" in n for n in res.stack.notes), res.stack.notes
+
+
+def _with_pre_release(matrix: Matrix, version: str = "2.16.0rc1") -> Matrix:
+    """torch with a CPU-only pre-release `version` after its newest release."""
+    table = framework_table(matrix, "torch")
+    newest = table.releases[-1]
+    pre = replace(newest, version=version, variants=tuple(v for v in newest.variants if v.cuda is None))
+    tables = tuple(
+        replace(t, releases=(*t.releases, pre)) if t.name == "torch" else t for t in matrix.frameworks
+    )
+    return replace(matrix, frameworks=tables)
+
+
+@pytest.mark.parametrize("spec", [">2.15.0", ">=2.16.0a0,<2.17", ""])
+def test_a_pre_release_the_matrix_lists_is_a_candidate_of_a_range_that_does_not_name_one(
+    matrix: Matrix, spec: str
+) -> None:
+    """A row of the curated matrix is a candidate wherever the range holds it (pip's own rule for
+    a range that only a pre-release meets): `torch>2.15.0` is not "no release matches"."""
+    res = _resolve(_with_pre_release(matrix), "torch", spec, (), driver=None, cpu_only=True)
+    assert res.stack is not None and res.stack.version == "2.16.0rc1", res.rejected
+
+
+def test_a_cpu_request_lists_no_system_cuda_refusal_of_a_cpu_build(matrix: Matrix) -> None:
+    """A CPU build has no system-cuda form: not a candidate, so --explain does not list it."""
+    res = _resolve(matrix, "torch", ">=2.13", (), driver=None, cpu_only=True)
+    assert res.stack is not None and res.stack.variant == "cpu"
+    assert not any(r.component == "strategy" for r in res.rejected), res.rejected
+    assert not any("system-cuda" in r.candidate for r in res.rejected), res.rejected
+    one = _resolve(matrix, "torch", "==2.14.1", (), driver=None, cpu_only=True, python="3.12")
+    assert one.stack is not None and one.rejected == (), one.rejected
+
+
+def test_a_system_cuda_stack_installs_the_system_package_set_under_an_id_naming_its_image(
+    matrix: Matrix,
+) -> None:
+    """jax[cuda13-local] on an nvidia/cuda image, not jax[cuda13] (pip's CUDA, the slim image's):
+    the id says which base, and locks and certificates carry that id."""
+    res = _resolve(matrix, "jax", "==0.12.0.1", (H100,), strategy="system-cuda", python="3.12")
+    s = res.stack
+    assert s is not None, res.rejected
+    assert s.packages == ("jax[cuda13-local]==0.12.0.1",), s.packages
+    assert s.strategy == "system-cuda" and s.base_image == "nvidia/cuda:13.0.3-cudnn-runtime-ubuntu24.04"
+    assert s.id == "jax0.12.0.1-cuda13-py3.12-cuda13.0.3-runtime-ubuntu24.04"
+
+
+def test_a_linux_amd64_stack_id_has_no_platform_suffix_and_another_platforms_has(matrix: Matrix) -> None:
+    """Ids from before the platform axis stay as they were (locks and certificates name them)."""
+    amd64 = _resolve(matrix, "torch", "==2.14.1", (H100,), strategy="bundled", python="3.12")
+    assert amd64.stack is not None and amd64.stack.id == "torch2.14.1-cu130-py3.12-bundled-debian13"
+    arm64 = _resolve(
+        matrix,
+        "torch",
+        "==2.14.1",
+        ("NVIDIA GH200 480GB",),
+        strategy="bundled",
+        python="3.12",
+        platform="linux/arm64",
+    )
+    assert arm64.stack is not None and arm64.stack.id == "torch2.14.1-cu130-py3.12-bundled-debian13-arm64"
+
+
+def test_a_bundled_build_takes_the_newest_slim_os_by_its_version(matrix: Matrix) -> None:
+    """debian13 over debian12 on the shipped matrix; debian10 over debian9, though the text sorts
+    "debian9" last (the rule _pick_base uses for nvidia/cuda images)."""
+    res = _resolve(matrix, "torch", "==2.14.1", (H100,), strategy="bundled", python="3.13")
+    assert res.stack is not None and res.stack.os == "debian13", res.rejected
+    base, why = _pick(matrix, (_slim("debian9"), _slim("debian10")), "bundled")
+    assert base is not None and base.os == "debian10", why
+    base, why = _pick(matrix, (_slim("debian10"), _slim("debian9")), "bundled")
+    assert base is not None and base.os == "debian10", why
