@@ -3754,6 +3754,44 @@ EQUIVALENT.update(
             'legacy = env.get("CUDA_VERSION", "")',
             'legacy = env.get("CUDA_VERSION")',
         ): "`legacy` is used only behind `if legacy and ...`: '' and None are both false there",
+        (
+            "resolve/resolver.py",
+            "and (b.cudnn == v.needs_system_cudnn if v.needs_system_cudnn else b.cudnn is None)",
+            "and (b.cudnn == v.needs_system_cudnn)",
+        ): "needs_system_cudnn is None or the major of a cuDNN version the matrix loader checked "
+        "(matrix/__init__.py), never '': when it is false it is None, and for a str | None "
+        "`b.cudnn == None` is `b.cudnn is None`",
+        (
+            "resolve/resolver.py",
+            "found = jit_floor(matrix, v.ptx_isa) if v.ptx_isa else None",
+            "found = jit_floor(matrix, v.ptx_isa)",
+        ): "jit_floor looks the ISA up among ptx_isa.yaml's rows, whose ISAs are non-empty: for None "
+        "or '' it finds none and returns None, as the else branch does",
+        (
+            "resolve/resolver.py",
+            "for verdict in survivors[1:]:",
+            "for verdict in survivors[:]:",
+        ): "survivors[0] is `best`, whose (version, variant, strategy) is put in `seen` before the "
+        "loop: the loop skips it at once",
+        (
+            "image/packages.py",
+            'wheel = choose_wheel(sorted(by_file), python, python_platform, where=f"{where}: {name}")',
+            "wheel = choose_wheel(sorted(by_file, reverse=True), python, python_platform, "
+            'where=f"{where}: {name}")',
+        ): "choose_wheel returns the only file, or the least (rank, file name) over all files: the "
+        "order it is handed them in does not change the answer",
+        (
+            "versions.py",
+            "return Version(text.strip())",
+            "return Version(text.lstrip())",
+        ): "packaging's Version ignores white space around the version (its regex is "
+        "\\s* VERSION_PATTERN \\s*), and _DRIVER_RE has accepted text.strip() just before",
+        (
+            "versions.py",
+            "return Version(text.strip())",
+            "return Version(text.rstrip())",
+        ): "packaging's Version ignores white space around the version (its regex is "
+        "\\s* VERSION_PATTERN \\s*), and _DRIVER_RE has accepted text.strip() just before",
     }
 )
 

@@ -64,3 +64,24 @@ def test_forward_compat_asked_for_on_a_geforce_gives_no_stack_through_cuda_compa
     assert any("--forward-compat does not apply to" in r.reason for r in res.rejected)
     h100 = resolve(MATRIX, request, target_host(MATRIX, "535.104.05", ("H100",), ()))
     assert h100.stack is not None and h100.stack.forward_compat is not None
+
+
+def test_a_stack_through_cuda_compat_claims_no_minor_version_compatibility() -> None:
+    # Below the floor, cuda-compat is what runs the build: the driver's own minor-version
+    # compatibility is not what it runs on, so that note would mislead.
+    request = request_from_options("torch==2.15.*", None, "system-cuda", None, "runtime", False, True)
+    res = resolve(MATRIX, request, target_host(MATRIX, "535.104.05", ("H100",), ()))
+    assert res.stack is not None and res.stack.forward_compat is not None
+    assert any("cuda-compat" in n for n in res.stack.notes), res.stack.notes
+    assert not any("minor-version compatibility" in n for n in res.stack.notes), res.stack.notes
+
+
+def test_a_system_cuda_stack_requires_what_its_base_image_requires() -> None:
+    # The toolkit checks the image's own NVIDIA_REQUIRE_CUDA (12.6 for a 12.6.3 base), not the
+    # 12.0 a bundled cu126 build with SASS for every GPU would need.
+    request = request_from_options("torch==2.14.*", None, "system-cuda", None, "runtime", False, False)
+    res = resolve(MATRIX, request, target_host(MATRIX, "560.35.03", ("H100",), ()))
+    assert res.stack is not None and res.stack.strategy == "system-cuda"
+    base = next(b for b in MATRIX.base_images if b.ref == res.stack.base_image)
+    assert (base.cuda, base.require_cuda) == ("12.6.3", "12.6")
+    assert res.stack.require_cuda == "cuda>=12.6"

@@ -586,3 +586,43 @@ def test_a_lock_that_is_no_object_is_refused_as_such() -> None:
     with pytest.raises(SpecError) as err:
         _parse([])  # type: ignore[arg-type]
     assert err.value.message == "t.lock.json: field '<top>': expected a JSON object"
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [
+        ("name", "protobuf\n"),  # `$` matches before a final newline: the whole value must match
+        ("name", "protobuf\nrequests"),
+        ("version", "5.29.0\n"),
+        ("sha256", "a" * 64 + "\n"),
+        ("sha256", "a" * 65),
+        ("urls", ["https://files.example/protobuf-5.29.0-py3-none-any.whl\n"]),
+    ],
+)
+def test_a_package_value_with_anything_after_it_is_refused(key: str, value: Any) -> None:
+    from envbuilder.image.packages import check_package
+
+    with pytest.raises(LockError) as err:
+        check_package({**GOOD_ROW, key: value}, "t")
+    assert err.value.message.startswith(f"t: field 'packages.{key}': "), err.value.message
+
+
+def test_a_pylock_without_packages_locks_none() -> None:
+    assert _parse_pylock('lock-version = "1.0"\n') == []
+
+
+@pytest.mark.parametrize("missing", ["name", "version"])
+def test_a_pylock_entry_without_its_name_or_version_is_refused(missing: str) -> None:
+    lines = {"name": 'name = "x"', "version": 'version = "1.0"'}
+    del lines[missing]
+    wheel = f'wheels = [{{ url = "{WHL}", hashes = {{ sha256 = "{"a" * 64}" }} }}]'
+    with pytest.raises(LockError) as err:
+        _parse_pylock(_pylock("[[packages]]", *lines.values(), wheel))
+    assert f"field 'packages.{missing}': ''" in err.value.message, err.value.message
+
+
+def test_a_pylock_wheel_without_a_url_or_digest_is_refused_as_empty() -> None:
+    no_digest = _pylock("[[packages]]", 'name = "x"', 'version = "1.0"', f'wheels = [{{ url = "{WHL}" }}]')
+    with pytest.raises(LockError) as err:
+        _parse_pylock(no_digest)
+    assert "field 'packages.sha256': ''" in err.value.message, err.value.message

@@ -113,6 +113,23 @@ def test_a_ptx_only_known_bad_row_spares_a_build_with_sass_for_that_gpu(matrix: 
     assert not any(r.component == "known-bad" for r in res.rejected), res.rejected
 
 
+def test_a_ptx_only_known_bad_row_holds_where_sass_covers_only_some_kernel_sets(matrix: Matrix) -> None:
+    """The sm_120 SASS in 2 of 5 kernel sets: the other 3 run through PTX JIT, where the row holds."""
+    row = next(b for b in matrix.known_bad if b.path == "ptx")
+    newest = framework_table(matrix, row.framework).releases[-1]
+    variant = next(v for v in newest.variants if v.cuda is not None)
+    gpu = "NVIDIA RTX PRO 6000 Blackwell Workstation Edition"
+    sass = (*variant.sass, "12.0")
+    sets = (
+        KernelSet(sass=sass, ptx=variant.ptx, sets=2),
+        KernelSet(sass=variant.sass, ptx=variant.ptx, sets=3),
+    )
+    m = _only(matrix, row.framework, newest.version, variant.name, sass=sass, kernel_sets=sets)
+    res = _resolve(m, row.framework, f"=={newest.version}", (gpu,))
+    bad = [r for r in res.rejected if r.component == "known-bad" and variant.name in r.candidate]
+    assert bad and row.reason in bad[0].reason, res.rejected
+
+
 # --------------------------------------------------------------------------- platform notes
 
 
@@ -389,6 +406,18 @@ def test_every_gpu_of_another_platform_is_refused_past_one_without_a_platform_ro
     host = target_host(matrix, DRIVER, (H100, "NVIDIA GH200 480GB", "NVIDIA GB200"), ())
     got = platform_rejections(matrix, "linux/amd64", host)
     assert [r.reason.split(" only exists")[0] for r in got] == ["NVIDIA GH200 480GB", "NVIDIA GB200"]
+
+
+def test_a_jetson_on_another_platform_is_refused_once_for_its_platform(matrix: Matrix) -> None:
+    from envbuilder.resolve.platform import platform_rejections
+
+    host = target_host(matrix, DRIVER, ("Jetson AGX Xavier",), ())
+    on_amd64 = platform_rejections(matrix, "linux/amd64", host)
+    assert [r.reason.split(" (")[0] for r in on_amd64] == [
+        "Jetson AGX Xavier only exists in linux/arm64 hosts, not linux/amd64"
+    ]
+    on_arm64 = platform_rejections(matrix, "linux/arm64", host)
+    assert len(on_arm64) == 1 and "only exists" not in on_arm64[0].reason
 
 
 def test_a_host_without_a_driver_is_left_as_it_is_under_wsl(matrix: Matrix) -> None:
@@ -736,3 +765,26 @@ def test_a_bundled_build_takes_the_newest_slim_os_by_its_version(matrix: Matrix)
     assert base is not None and base.os == "debian10", why
     base, why = _pick(matrix, (_slim("debian10"), _slim("debian9")), "bundled")
     assert base is not None and base.os == "debian10", why
+
+
+def test_a_missing_base_image_is_named_with_the_os_and_cudnn_asked_for(matrix: Matrix) -> None:
+    none, why = _pick(matrix, (_slim("debian12"),), "bundled", os="debian13")
+    assert none is None and why == "no slim base image with Python 3.12 on debian13", why
+    none, why = _pick(matrix, (_cuda("ubuntu24.04"),), "system-cuda", os="ubuntu22.04")
+    assert none is None and why == "no nvidia/cuda 12.6 runtime image on ubuntu22.04", why
+    none, why = _pick(matrix, (_cuda("ubuntu24.04"),), "system-cuda", needs_cudnn="9")
+    assert none is None and why == "no nvidia/cuda 12.6 runtime image with cuDNN 9", why
+
+
+def test_an_os_name_without_a_version_sorts_below_every_versioned_one(matrix: Matrix) -> None:
+    base, why = _pick(matrix, (_slim("trixie"), _slim("debian12")), "bundled")
+    assert base is not None and base.os == "debian12", why
+    base, why = _pick(matrix, (_slim("trixie"),), "bundled")
+    assert base is not None and base.os == "trixie", why
+
+
+def test_a_cpu_stack_requires_no_cuda(matrix: Matrix) -> None:
+    request = Request(framework="torch", specifier="==2.6.0", cpu_only=True)
+    res = resolve(matrix, request, Host(driver=None, gpus=(), source="given"))
+    assert res.stack is not None and res.stack.cuda is None, res.rejected
+    assert res.stack.require_cuda is None
