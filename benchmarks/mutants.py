@@ -3726,6 +3726,21 @@ if int(importlib.metadata.version("packaging").split(".")[0]) >= 26:
                 "if not parse_specifier(bad.versions).contains(rel.version, prereleases=True):",
                 "if not parse_specifier(bad.versions).contains(rel.version):",
             ): _PRE,
+            (
+                "image/packages.py",
+                "if not isinstance(version, str) or not VERSION_RE.fullmatch(version):",
+                "if not isinstance(version, str) or not VERSION_RE.match(version):",
+            ): "with packaging>=26 installed, Requirement(f'{name}=={version}') below refuses the one "
+            "text `match` lets through and `fullmatch` does not (a version and a final newline); "
+            "packaging 25.0 accepts 'x==1.0\\n', where test_a_package_value_with_anything_after_it_"
+            "is_refused kills it",
+            (
+                "run/coverage.py",
+                "return Version(text) if text else None",
+                "return Version(text)",
+            ): "with packaging>=26 installed, Version(None) and Version('') raise InvalidVersion, which "
+            "the except below turns into None as the else branch gives (older packaging raises "
+            "TypeError for None: test_a_host_whose_driver_is_unknown_is_refused_not_crashed kills it there)",
         }
     )
 
@@ -3780,6 +3795,13 @@ EQUIVALENT.update(
             'where=f"{where}: {name}")',
         ): "choose_wheel returns the only file, or the least (rank, file name) over all files: the "
         "order it is handed them in does not change the answer",
+        (
+            "image/packages.py",
+            '"urls": [redact(str(w.get("url", "")), secrets) for w in chosen],',
+            '"urls": [redact(str(w.get("url")), secrets) for w in chosen],',
+        ): "every entry of `chosen` was filed under the chosen wheel's name, taken from its own url: "
+        "an entry without a url is filed under '' (the original) and is never the chosen file, or "
+        "is the only file and check_package refuses its empty wheel name before it reads the urls",
         (
             "versions.py",
             "return Version(text.strip())",

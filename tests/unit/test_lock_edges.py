@@ -626,3 +626,22 @@ def test_a_pylock_wheel_without_a_url_or_digest_is_refused_as_empty() -> None:
     with pytest.raises(LockError) as err:
         _parse_pylock(no_digest)
     assert "field 'packages.sha256': ''" in err.value.message, err.value.message
+
+
+def test_a_package_row_without_urls_has_none() -> None:
+    from envbuilder.image.packages import check_package
+
+    row = {k: v for k, v in GOOD_ROW.items() if k != "urls"}
+    assert check_package(row, "t").urls == ()
+
+
+def test_a_pylock_wheel_without_a_url_is_refused_as_an_empty_file_name() -> None:
+    text = _pylock(
+        "[[packages]]",
+        'name = "x"',
+        'version = "1.0"',
+        f'wheels = [{{ hashes = {{ sha256 = "{"a" * 64}" }} }}]',
+    )
+    with pytest.raises(LockError) as err:
+        _parse_pylock(text)
+    assert "field 'packages.wheel': '' refused" in err.value.message, err.value.message
