@@ -3463,6 +3463,51 @@ EQUIVALENT.update(
     }
 )
 
+EQUIVALENT.update(
+    {
+        (
+            "lifecycle.py",
+            'stat = Path(f"/proc/{pid}/stat").read_text(encoding="ascii", errors="replace")',
+            'stat = Path(f"/proc/{pid}/stat").read_text( errors="replace")',
+        ): "only the text after the last ')' is parsed, and the kernel writes it in ASCII (digits, "
+        "a state letter, spaces); with errors='replace' every ASCII-compatible codec (a Linux "
+        "locale's, UTF-8 under CPython's C-locale coercion) decodes it to the same characters, "
+        "whatever bytes the command name before it holds (none of them is ')' in any such codec)",
+        (
+            "engine/docker_engine.py",
+            "for c in leftovers(owned, data=mine):",
+            "for c in leftovers(owned):",
+        ): "the default is data_mark(), the call that made `mine` a few lines up, with nothing "
+        "between that could change its inputs (ENVBUILDER_DATA_DIR, the folder's real path): the "
+        "same string",
+        (
+            "engine/docker_engine.py",
+            'worker = threading.Thread(target=create, name="envbuilder-create", daemon=True)',
+            "worker = threading.Thread(target=create, daemon=True)",
+        ): "a Python thread's name is read only by Python (CPython 3.11 sets no OS thread name) and "
+        "nothing in envbuilder reads it",
+        (
+            "engine/docker_engine.py",
+            "raise failed[0]",
+            "raise failed[-1]",
+        ): "`failed` is appended to once at most: create() runs once and appends only in its one "
+        "except clause; of a one-item list [0] and [-1] are the same item",
+        (
+            "image/commit.py",
+            "elif old != image_id:",
+            "elif True:",
+        ): "that branch runs only when the tag names `image_id` now (checked just above); with "
+        "`old == image_id` the added call tags `image_id` as that tag again, which changes nothing "
+        "on the daemon",
+        (
+            "image/commit.py",
+            "write_text_atomic(journal, json.dumps(record, sort_keys=True))",
+            "write_text_atomic(journal, json.dumps(record))",
+        ): "the journal is private to the user's data folder, removed when the commit ends, and read "
+        "only by _read_journal through json.loads into a dict: key order is no part of what it says",
+    }
+)
+
 # --------------------------------------------------------------------------- running
 
 

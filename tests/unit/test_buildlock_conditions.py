@@ -381,3 +381,67 @@ def test_an_untagged_image_a_stopped_container_still_uses_is_removed() -> None:
     eng.images[ALICE.id] = ALICE
     discard_untagged(eng, ALICE.id)
     assert ALICE.id not in eng.images
+
+
+def test_an_outputs_lock_file_is_named_by_the_first_32_hex_digits_of_its_sha256(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every user's envbuilder (every version too) must open the same lock file for the same
+    output: its name is the SHA-256 of `file:PATH` or `tag:DAEMON/TAG`, 32 hex digits, `.lock`."""
+    import hashlib
+
+    folder = tmp_path / "locks"
+    monkeypatch.setenv("ENVBUILDER_LOCK_DIR", str(folder))
+    out = tmp_path / "x.lock.json"
+    with output_lock([out], ["team/x:1"], lambda _m: None, daemon="DAEMON"):
+        names = sorted(p.name for p in folder.iterdir())
+    expected = sorted(
+        hashlib.sha256(key.encode()).hexdigest()[:32] + ".lock"
+        for key in (f"file:{out.resolve()}", "tag:DAEMON/team/x:1")
+    )
+    assert names == expected
+
+
+def test_the_lock_folder_and_a_lock_file_are_private_until_opened_to_everyone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The shared folder is made 0700 and only then made 1777 (sticky), a lock file made 0600
+    and only then 0666: until each is safe to share, no other user can plant or open anything
+    there (even with a umask of 0). What they end as is what every user's build needs."""
+    folder = tmp_path / "locks"
+    monkeypatch.setenv("ENVBUILDER_LOCK_DIR", str(folder))
+    seen: list[tuple[str, int]] = []
+    real_chmod, real_fchmod = Path.chmod, os.fchmod
+
+    def chmod(self: Path, mode: int, **kw: Any) -> None:
+        seen.append(("folder", os.lstat(self).st_mode & 0o7777))
+        real_chmod(self, mode, **kw)
+
+    def fchmod(fd: int, mode: int) -> None:
+        seen.append(("file", os.fstat(fd).st_mode & 0o7777))
+        real_fchmod(fd, mode)
+
+    monkeypatch.setattr(Path, "chmod", chmod)
+    monkeypatch.setattr(os, "fchmod", fchmod)
+    umask = os.umask(0)
+    try:
+        with output_lock([], ["team/x:1"], lambda _m: None):
+            (lock,) = folder.iterdir()
+            assert lock.stat().st_mode & 0o7777 == 0o666
+    finally:
+        os.umask(umask)
+    assert seen == [("folder", 0o700), ("file", 0o600)]
+    assert folder.stat().st_mode & 0o7777 == 0o1777
+
+
+def test_the_holder_shown_is_read_from_the_lock_files_first_200_bytes(tmp_path: Path) -> None:
+    """Anyone can write a shared lock file: what the wait notice shows of it comes from its
+    first 200 bytes only (stripped, at most 120 characters), never from the rest of a big file."""
+    path = tmp_path / "x.lock"
+    for pad in (80, 81, 100, 150):
+        path.write_bytes(b" " * pad + b"x" * 5000)
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            assert commit_mod._holder(fd) == "x" * min(120, 200 - pad)
+        finally:
+            os.close(fd)

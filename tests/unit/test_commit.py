@@ -140,3 +140,30 @@ def test_a_live_writers_journal_is_left_alone(tmp_path: Path) -> None:
     assert repair(fake(), lambda _l: None) == []
     assert sorted(p.name for p in journal_dir.iterdir()) == ["live.json"]
     (journal_dir / "live.json").unlink()
+
+
+@pytest.mark.parametrize("fails", [False, True])
+def test_a_journal_removed_during_the_commit_changes_nothing_of_its_outcome(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fails: bool
+) -> None:
+    """The data folder's `commits/` emptied while a commit runs (a user cleaning up): a commit
+    that succeeds still succeeds, one that fails still raises its own failure, tags put back."""
+    eng = fake()
+    lock_out = tmp_path / "x.lock.json"
+    lock_out.write_text('{"old": 1}\n')
+
+    def cleaned() -> None:
+        for journal in (user_data_dir() / "commits").iterdir():
+            journal.unlink()
+        if fails:
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(commit_mod, "_hold_for_tests", cleaned)
+    if fails:
+        with pytest.raises(KeyboardInterrupt):
+            commit(eng, NEW.id, ["me/x:1"], lock_out, '{"new": 1}\n')
+        assert eng.images["me/x:1"] == OLD and lock_out.read_text() == '{"old": 1}\n'
+    else:
+        commit(eng, NEW.id, ["me/x:1"], lock_out, '{"new": 1}\n')
+        assert eng.images["me/x:1"] == NEW and lock_out.read_text() == '{"new": 1}\n'
+    assert list((user_data_dir() / "commits").iterdir()) == []

@@ -502,3 +502,38 @@ def test_an_inspected_image_lists_the_tag_it_was_asked_by_first(typed: str, firs
     named = info.named_as(typed)
     assert named.tags[0] == first
     assert sorted(named.tags) == sorted(info.tags) and named.id == info.id
+
+
+def test_a_stop_signal_before_the_create_thread_runs_stops_within_a_second(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Ctrl-C while the create's thread is being started (it never runs: nothing was asked of
+    the daemon): the interrupt is re-raised after a second at most, not after the CREATE_SETTLE_S
+    a create in flight gets, and never hangs."""
+    import time
+
+    import envbuilder.engine.docker_engine as docker_engine
+
+    class _NeverStarts(threading.Thread):
+        def start(self) -> None:
+            raise KeyboardInterrupt
+
+    containers = _Hung()
+    engine = _recording_engine(containers)
+    outcome: list[BaseException] = []
+
+    def call() -> None:
+        try:
+            engine.run(ContainerSpec(image="img", purpose="certify"))
+        except BaseException as exc:
+            outcome.append(exc)
+
+    runner = threading.Thread(target=call, daemon=True)  # made before the stand-in below
+    monkeypatch.setattr(docker_engine.threading, "Thread", _NeverStarts)
+    began = time.monotonic()
+    runner.start()
+    runner.join(timeout=docker_engine.CREATE_SETTLE_S / 3)
+    assert not runner.is_alive(), "the interrupt was never re-raised"
+    assert [type(e) for e in outcome] == [KeyboardInterrupt]
+    assert time.monotonic() - began < docker_engine.CREATE_SETTLE_S / 3
+    assert containers.by_name == {}  # no create reached the daemon
