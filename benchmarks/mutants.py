@@ -3505,6 +3505,13 @@ EQUIVALENT.update(
             "write_text_atomic(journal, json.dumps(record))",
         ): "the journal is private to the user's data folder, removed when the commit ends, and read "
         "only by _read_journal through json.loads into a dict: key order is no part of what it says",
+        (
+            "lifecycle.py",
+            "if not entry.is_dir() or entry.is_symlink() or now - entry.lstat().st_mtime < min_age_s:",
+            "if not entry or entry.is_symlink() or now - entry.lstat().st_mtime < min_age_s:",
+        ): "an entry that is no folder (a file, FIFO, socket, or a dangling symlink, caught by "
+        "is_symlink) never gets further: _is_ours reads ENTRY/OWNER_FILE, which fails with "
+        "ENOTDIR (an OSError) for it, and the entry is skipped as before",
     }
 )
 

@@ -324,3 +324,27 @@ def test_a_folder_whose_owner_file_is_not_ascii_is_never_swept(
     os.utime(ours, (old, old))
     assert sweep_temp_dirs(tmp_path) == [ours]
     assert latin.is_dir() and utf8.is_dir()
+
+
+@pytest.mark.parametrize(
+    "stat_line",
+    [
+        "4242 (job) S 1 4242 4242 0 -1 4194560 100 0 0 0",  # cut short: no field 22
+        "4242 (job) S 1 4242 4242 0 -1 4194560 100 0 0 0 0 0 0 0 20 0 1 0 soon 0 0",  # not a number
+    ],
+)
+def test_a_stat_line_without_a_readable_start_is_no_start_time(
+    stat_line: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A /proc that answers a short or garbled stat line (an emulated one): no start time, so
+    the owner is not judged alive, and the janitor does not crash on it."""
+    real_read_text = Path.read_text
+
+    def read_text(self: Path, *args: object, **kwargs: object) -> str:
+        if str(self) == "/proc/4242/stat":
+            return stat_line + "\n"
+        return real_read_text(self, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(Path, "read_text", read_text)
+    assert process_start(4242) is None
+    assert owner_alive(f"{socket.gethostname()}/4242/1") is False
