@@ -529,7 +529,7 @@ def test_a_stop_signal_before_the_create_thread_runs_stops_within_a_second(
             outcome.append(exc)
 
     runner = threading.Thread(target=call, daemon=True)  # made before the stand-in below
-    monkeypatch.setattr(docker_engine.threading, "Thread", _NeverStarts)
+    monkeypatch.setattr(threading, "Thread", _NeverStarts)  # the module docker_engine uses
     began = time.monotonic()
     runner.start()
     runner.join(timeout=docker_engine.CREATE_SETTLE_S / 3)
