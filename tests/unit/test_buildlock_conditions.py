@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import subprocess
 import threading
 import time
@@ -445,3 +446,64 @@ def test_the_holder_shown_is_read_from_the_lock_files_first_200_bytes(tmp_path: 
             assert commit_mod._holder(fd) == "x" * min(120, 200 - pad)
         finally:
             os.close(fd)
+
+
+def test_a_lock_folder_of_ones_own_is_used_sticky_or_not(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """ENVBUILDER_LOCK_DIR naming a private folder of the user's own (0700, not sticky): nobody
+    else can replace its lock files, so it is used as it is."""
+    folder = tmp_path / "mine"
+    folder.mkdir()
+    folder.chmod(0o700)
+    if os.getuid() == 0:  # as root: the folder of a user, and that user running
+        os.chown(folder, 4242, -1)
+        monkeypatch.setattr(os, "getuid", lambda: 4242)
+    monkeypatch.setenv("ENVBUILDER_LOCK_DIR", str(folder))
+    assert shared_locks_dir() == folder
+    assert folder.stat().st_mode & 0o7777 == 0o700  # left as the user made it
+
+
+def test_a_lock_file_that_keeps_disappearing_is_named_in_the_builds_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = tmp_path / "locks"
+    monkeypatch.setenv("ENVBUILDER_LOCK_DIR", str(folder))
+    shared_locks_dir()
+    _opens(monkeypatch, exists_every_time=True)
+    with pytest.raises(OutputError) as err, outputs_held([], ["team/x:1"], FakeEngine(), lambda _m: None):
+        pass
+    path = folder / f"{commit_mod._key('tag:FAKE:DAEMON/team/x:1')}.lock"
+    assert err.value.message == f"cannot lock the build's outputs in {path}: the lock file keeps disappearing"
+
+
+def test_a_refused_lock_file_leaves_no_descriptor_open(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A long-lived process (`fleet build`) that meets planted lock files does not run out of
+    descriptors: the one opened to check the file is closed before the error."""
+    folder = tmp_path / "locks"
+    monkeypatch.setenv("ENVBUILDER_LOCK_DIR", str(folder))
+    shared_locks_dir()
+    os.mkfifo(folder / f"{commit_mod._key('tag:D/team/x:1')}.lock")
+    before = sorted(Path("/proc/self/fd").iterdir())
+    for _ in range(3):
+        with (
+            pytest.raises(OSError, match="not a plain lock file"),
+            output_lock([], ["team/x:1"], lambda _m: None, daemon="D"),
+        ):
+            pass
+    assert sorted(Path("/proc/self/fd").iterdir()) == before
+
+
+def test_an_outputs_build_context_has_one_folder_of_its_own(tmp_path: Path) -> None:
+    """context_home: a folder directly in the data folder's `contexts/`, named by the output's
+    key (32 hex digits), made if missing; the same one for the same output, by any path to it."""
+    from envbuilder.image.commit import context_home
+
+    out = tmp_path / "a" / "x.lock.json"
+    home = context_home(out)
+    assert home.is_dir() and home.parent == user_data_dir() / "contexts"
+    assert re.fullmatch("[0-9a-f]{32}", home.name)
+    assert context_home(tmp_path / "a" / ".." / "a" / "x.lock.json") == home
+    assert context_home(tmp_path / "y.lock.json") != home
