@@ -3512,6 +3512,18 @@ EQUIVALENT.update(
         ): "an entry that is no folder (a file, FIFO, socket, or a dangling symlink, caught by "
         "is_symlink) never gets further: _is_ours reads ENTRY/OWNER_FILE, which fails with "
         "ENOTDIR (an OSError) for it, and the entry is skipped as before",
+        (
+            "image/commit.py",
+            "if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN):",
+            "if exc.errno not in (errno.EAGAIN,):",
+        ): "errno.EWOULDBLOCK is errno.EAGAIN (11) on Linux, the only system envbuilder runs on "
+        "(it reads /proc): the tuple holds one value twice",
+        (
+            "image/commit.py",
+            "if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN):",
+            "if exc.errno not in (errno.EWOULDBLOCK,):",
+        ): "errno.EWOULDBLOCK is errno.EAGAIN (11) on Linux, the only system envbuilder runs on "
+        "(it reads /proc): the tuple holds one value twice",
     }
 )
 

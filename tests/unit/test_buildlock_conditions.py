@@ -507,3 +507,46 @@ def test_an_outputs_build_context_has_one_folder_of_its_own(tmp_path: Path) -> N
     assert re.fullmatch("[0-9a-f]{32}", home.name)
     assert context_home(tmp_path / "a" / ".." / "a" / "x.lock.json") == home
     assert context_home(tmp_path / "y.lock.json") != home
+
+
+def test_a_build_waiting_for_another_is_told_once_even_when_letting_go_is_slow(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A build holds two outputs; another waits for the first of them. When the holder ends, it
+    lets go of its outputs last-taken first: by the time the waiter has the first, the second is
+    free too, so the waiter says `waiting for` once, not again for an output nobody writes."""
+    monkeypatch.setenv("ENVBUILDER_LOCK_DIR", str(tmp_path / "locks"))
+    outs = [tmp_path / "a.lock.json", tmp_path / "b.lock.json"]
+    entered, release, got = threading.Event(), threading.Event(), threading.Event()
+    said: list[str] = []
+
+    def holder() -> None:
+        with output_lock(outs, [], lambda _m: None):
+            entered.set()
+            release.wait(10)
+
+    def waiter() -> None:
+        with output_lock(outs, [], said.append):
+            got.set()
+
+    first = threading.Thread(target=holder, daemon=True)
+    first.start()
+    assert entered.wait(10)
+    second = threading.Thread(target=waiter, daemon=True)
+    second.start()
+    deadline = time.monotonic() + 10
+    while not said:
+        assert time.monotonic() < deadline, "the waiter never said whom it waits for"
+        time.sleep(0.01)
+    real_close = os.close
+
+    def slow_close(fd: int) -> None:  # a loaded machine: each release takes a while
+        real_close(fd)
+        time.sleep(0.3)
+
+    monkeypatch.setattr(os, "close", slow_close)
+    release.set()
+    first.join(10)
+    second.join(10)
+    assert got.is_set()
+    assert len(said) == 1 and said[0].startswith("waiting for envbuilder "), said
