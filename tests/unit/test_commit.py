@@ -167,3 +167,34 @@ def test_a_journal_removed_during_the_commit_changes_nothing_of_its_outcome(
         commit(eng, NEW.id, ["me/x:1"], lock_out, '{"new": 1}\n')
         assert eng.images["me/x:1"] == NEW and lock_out.read_text() == '{"new": 1}\n'
     assert list((user_data_dir() / "commits").iterdir()) == []
+
+
+def test_a_killed_commit_of_a_relative_lock_path_is_finished_where_it_was_from_anywhere(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`envbuilder build --lock-out x.lock.json` killed mid-commit; the next build, started in
+    another folder, finishes it in the folder the first one ran in, not in its own."""
+    eng = fake()
+    monkeypatch.chdir(tmp_path)
+    Path("x.lock.json").write_text('{"old": 1}\n')
+
+    def die() -> None:
+        raise SystemExit("killed")
+
+    with monkeypatch.context() as killed:
+        killed.setattr(commit_mod, "_hold_for_tests", die)
+        killed.setattr(commit_mod, "_undo", lambda *a: None)  # a SIGKILL runs no rollback
+        killed.setattr(Path, "unlink", lambda self, missing_ok=False: None)  # nor the cleanup
+        with pytest.raises(SystemExit):
+            commit(eng, NEW.id, ["me/x:1"], Path("x.lock.json"), '{"new": 1}\n')
+    (journal,) = (user_data_dir() / "commits").iterdir()
+    doc = json.loads(journal.read_text())
+    doc["owner"] = owner_mark().rsplit("/", 2)[0] + f"/{2**22 + 12345}/1"  # above pid_max: gone
+    journal.write_text(json.dumps(doc))
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    (line,) = repair(eng, lambda _l: None)
+    assert "finished" in line
+    assert (tmp_path / "x.lock.json").read_text() == '{"new": 1}\n'
+    assert not (elsewhere / "x.lock.json").exists()
