@@ -198,3 +198,33 @@ def test_a_killed_commit_of_a_relative_lock_path_is_finished_where_it_was_from_a
     assert "finished" in line
     assert (tmp_path / "x.lock.json").read_text() == '{"new": 1}\n'
     assert not (elsewhere / "x.lock.json").exists()
+
+
+def test_the_commits_killed_builds_left_are_repaired_in_one_fixed_order(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Several killed builds (one per lock file): repair reports them in the order of their
+    journals' names, the same on every file system, whatever order the folder lists them in."""
+    eng = fake()
+    outs = [tmp_path / f"{n}.lock.json" for n in "abcdefgh"]
+
+    def die() -> None:
+        raise SystemExit("killed")
+
+    for out in outs:
+        out.write_text('{"old": 1}\n')
+        with monkeypatch.context() as killed:
+            killed.setattr(commit_mod, "_hold_for_tests", die)
+            killed.setattr(commit_mod, "_undo", lambda *a: None)  # a SIGKILL runs no rollback
+            killed.setattr(Path, "unlink", lambda self, missing_ok=False: None)  # nor the cleanup
+            with pytest.raises(SystemExit):
+                commit(eng, NEW.id, ["me/x:1"], out, '{"new": 1}\n')
+    gone = owner_mark().rsplit("/", 2)[0] + f"/{2**22 + 12345}/1"  # above pid_max: gone
+    journals = sorted((user_data_dir() / "commits").iterdir())
+    assert len(journals) == len(outs)
+    for journal in journals:
+        doc = json.loads(journal.read_text())
+        journal.write_text(json.dumps({**doc, "owner": gone}))
+    order = [json.loads(j.read_text())["lock_out"] for j in journals]
+    lines = repair(eng, lambda _l: None)
+    assert [next(o for o in order if o in line) for line in lines] == order
