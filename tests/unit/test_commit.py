@@ -228,3 +228,21 @@ def test_the_commits_killed_builds_left_are_repaired_in_one_fixed_order(
     order = [json.loads(j.read_text())["lock_out"] for j in journals]
     lines = repair(eng, lambda _l: None)
     assert [next(o for o in order if o in line) for line in lines] == order
+
+
+def test_the_next_build_finishes_a_commit_a_killed_build_left(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """outputs_held, which every build goes through, repairs first: the killed build's lock file
+    is finished and the build says so through its own notices."""
+    from envbuilder.image.build import outputs_held
+
+    eng = fake()
+    lock_out = _killed_journal(tmp_path, eng, monkeypatch)
+    said: list[str] = []
+    with outputs_held([lock_out], ["me/x:1"], eng, said.append):
+        assert lock_out.read_text() == '{"new": 1}\n'
+    assert [s for s in said if "killed mid-commit" in s] == [
+        f"finished a build that was killed mid-commit: {lock_out} now describes {NEW.id[:19]}"
+    ]
+    assert list((user_data_dir() / "commits").iterdir()) == []
