@@ -3817,6 +3817,70 @@ EQUIVALENT.update(
     }
 )
 
+EQUIVALENT.update(
+    {
+        (
+            "lifecycle.py",
+            'stat = Path(f"/proc/{pid}/stat").read_text(encoding="ascii", errors="replace")',
+            'stat = Path(f"/proc/{pid}/stat").read_text( errors="replace")',
+        ): "only the text after the last ')' is parsed, and the kernel writes it in ASCII (digits, "
+        "a state letter, spaces); with errors='replace' every ASCII-compatible codec (a Linux "
+        "locale's, UTF-8 under CPython's C-locale coercion) decodes it to the same characters, "
+        "whatever bytes the command name before it holds (none of them is ')' in any such codec)",
+        (
+            "engine/docker_engine.py",
+            "for c in leftovers(owned, data=mine):",
+            "for c in leftovers(owned):",
+        ): "the default is data_mark(), the call that made `mine` a few lines up, with nothing "
+        "between that could change its inputs (ENVBUILDER_DATA_DIR, the folder's real path): the "
+        "same string",
+        (
+            "engine/docker_engine.py",
+            'worker = threading.Thread(target=create, name="envbuilder-create", daemon=True)',
+            "worker = threading.Thread(target=create, daemon=True)",
+        ): "a Python thread's name is read only by Python (CPython 3.11 sets no OS thread name) and "
+        "nothing in envbuilder reads it",
+        (
+            "engine/docker_engine.py",
+            "raise failed[0]",
+            "raise failed[-1]",
+        ): "`failed` is appended to once at most: create() runs once and appends only in its one "
+        "except clause; of a one-item list [0] and [-1] are the same item",
+        (
+            "image/commit.py",
+            "elif old != image_id:",
+            "elif True:",
+        ): "that branch runs only when the tag names `image_id` now (checked just above); with "
+        "`old == image_id` the added call tags `image_id` as that tag again, which changes nothing "
+        "on the daemon",
+        (
+            "image/commit.py",
+            "write_text_atomic(journal, json.dumps(record, sort_keys=True))",
+            "write_text_atomic(journal, json.dumps(record))",
+        ): "the journal is private to the user's data folder, removed when the commit ends, and read "
+        "only by _read_journal through json.loads into a dict: key order is no part of what it says",
+        (
+            "lifecycle.py",
+            "if not entry.is_dir() or entry.is_symlink() or now - entry.lstat().st_mtime < min_age_s:",
+            "if not entry or entry.is_symlink() or now - entry.lstat().st_mtime < min_age_s:",
+        ): "an entry that is no folder (a file, FIFO, socket, or a dangling symlink, caught by "
+        "is_symlink) never gets further: _is_ours reads ENTRY/OWNER_FILE, which fails with "
+        "ENOTDIR (an OSError) for it, and the entry is skipped as before",
+        (
+            "image/commit.py",
+            "if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN):",
+            "if exc.errno not in (errno.EAGAIN,):",
+        ): "errno.EWOULDBLOCK is errno.EAGAIN (11) on Linux, the only system envbuilder runs on "
+        "(it reads /proc): the tuple holds one value twice",
+        (
+            "image/commit.py",
+            "if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN):",
+            "if exc.errno not in (errno.EWOULDBLOCK,):",
+        ): "errno.EWOULDBLOCK is errno.EAGAIN (11) on Linux, the only system envbuilder runs on "
+        "(it reads /proc): the tuple holds one value twice",
+    }
+)
+
 # --------------------------------------------------------------------------- running
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import subprocess
 import threading
 import time
@@ -381,3 +382,171 @@ def test_an_untagged_image_a_stopped_container_still_uses_is_removed() -> None:
     eng.images[ALICE.id] = ALICE
     discard_untagged(eng, ALICE.id)
     assert ALICE.id not in eng.images
+
+
+def test_an_outputs_lock_file_is_named_by_the_first_32_hex_digits_of_its_sha256(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every user's envbuilder (every version too) must open the same lock file for the same
+    output: its name is the SHA-256 of `file:PATH` or `tag:DAEMON/TAG`, 32 hex digits, `.lock`."""
+    import hashlib
+
+    folder = tmp_path / "locks"
+    monkeypatch.setenv("ENVBUILDER_LOCK_DIR", str(folder))
+    out = tmp_path / "x.lock.json"
+    with output_lock([out], ["team/x:1"], lambda _m: None, daemon="DAEMON"):
+        names = sorted(p.name for p in folder.iterdir())
+    expected = sorted(
+        hashlib.sha256(key.encode()).hexdigest()[:32] + ".lock"
+        for key in (f"file:{out.resolve()}", "tag:DAEMON/team/x:1")
+    )
+    assert names == expected
+
+
+def test_the_lock_folder_and_a_lock_file_are_private_until_opened_to_everyone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The shared folder is made 0700 and only then made 1777 (sticky), a lock file made 0600
+    and only then 0666: until each is safe to share, no other user can plant or open anything
+    there (even with a umask of 0). What they end as is what every user's build needs."""
+    folder = tmp_path / "locks"
+    monkeypatch.setenv("ENVBUILDER_LOCK_DIR", str(folder))
+    seen: list[tuple[str, int]] = []
+    real_chmod, real_fchmod = Path.chmod, os.fchmod
+
+    def chmod(self: Path, mode: int, **kw: Any) -> None:
+        seen.append(("folder", os.lstat(self).st_mode & 0o7777))
+        real_chmod(self, mode, **kw)
+
+    def fchmod(fd: int, mode: int) -> None:
+        seen.append(("file", os.fstat(fd).st_mode & 0o7777))
+        real_fchmod(fd, mode)
+
+    monkeypatch.setattr(Path, "chmod", chmod)
+    monkeypatch.setattr(os, "fchmod", fchmod)
+    umask = os.umask(0)
+    try:
+        with output_lock([], ["team/x:1"], lambda _m: None):
+            (lock,) = folder.iterdir()
+            assert lock.stat().st_mode & 0o7777 == 0o666
+    finally:
+        os.umask(umask)
+    assert seen == [("folder", 0o700), ("file", 0o600)]
+    assert folder.stat().st_mode & 0o7777 == 0o1777
+
+
+def test_the_holder_shown_is_read_from_the_lock_files_first_200_bytes(tmp_path: Path) -> None:
+    """Anyone can write a shared lock file: what the wait notice shows of it comes from its
+    first 200 bytes only (stripped, at most 120 characters), never from the rest of a big file."""
+    path = tmp_path / "x.lock"
+    for pad in (80, 81, 100, 150):
+        path.write_bytes(b" " * pad + b"x" * 5000)
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            assert commit_mod._holder(fd) == "x" * min(120, 200 - pad)
+        finally:
+            os.close(fd)
+
+
+def test_a_lock_folder_of_ones_own_is_used_sticky_or_not(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """ENVBUILDER_LOCK_DIR naming a private folder of the user's own (0700, not sticky): nobody
+    else can replace its lock files, so it is used as it is."""
+    folder = tmp_path / "mine"
+    folder.mkdir()
+    folder.chmod(0o700)
+    if os.getuid() == 0:  # as root: the folder of a user, and that user running
+        os.chown(folder, 4242, -1)
+        monkeypatch.setattr(os, "getuid", lambda: 4242)
+    monkeypatch.setenv("ENVBUILDER_LOCK_DIR", str(folder))
+    assert shared_locks_dir() == folder
+    assert folder.stat().st_mode & 0o7777 == 0o700  # left as the user made it
+
+
+def test_a_lock_file_that_keeps_disappearing_is_named_in_the_builds_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = tmp_path / "locks"
+    monkeypatch.setenv("ENVBUILDER_LOCK_DIR", str(folder))
+    shared_locks_dir()
+    _opens(monkeypatch, exists_every_time=True)
+    with pytest.raises(OutputError) as err, outputs_held([], ["team/x:1"], FakeEngine(), lambda _m: None):
+        pass
+    path = folder / f"{commit_mod._key('tag:FAKE:DAEMON/team/x:1')}.lock"
+    assert err.value.message == f"cannot lock the build's outputs in {path}: the lock file keeps disappearing"
+
+
+def test_a_refused_lock_file_leaves_no_descriptor_open(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A long-lived process (`fleet build`) that meets planted lock files does not run out of
+    descriptors: the one opened to check the file is closed before the error."""
+    folder = tmp_path / "locks"
+    monkeypatch.setenv("ENVBUILDER_LOCK_DIR", str(folder))
+    shared_locks_dir()
+    os.mkfifo(folder / f"{commit_mod._key('tag:D/team/x:1')}.lock")
+    before = sorted(Path("/proc/self/fd").iterdir())
+    for _ in range(3):
+        with (
+            pytest.raises(OSError, match="not a plain lock file"),
+            output_lock([], ["team/x:1"], lambda _m: None, daemon="D"),
+        ):
+            pass
+    assert sorted(Path("/proc/self/fd").iterdir()) == before
+
+
+def test_an_outputs_build_context_has_one_folder_of_its_own(tmp_path: Path) -> None:
+    """context_home: a folder directly in the data folder's `contexts/`, named by the output's
+    key (32 hex digits), made if missing; the same one for the same output, by any path to it."""
+    from envbuilder.image.commit import context_home
+
+    out = tmp_path / "a" / "x.lock.json"
+    home = context_home(out)
+    assert home.is_dir() and home.parent == user_data_dir() / "contexts"
+    assert re.fullmatch("[0-9a-f]{32}", home.name)
+    assert context_home(tmp_path / "a" / ".." / "a" / "x.lock.json") == home
+    assert context_home(tmp_path / "y.lock.json") != home
+
+
+def test_a_build_waiting_for_another_is_told_once_even_when_letting_go_is_slow(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A build holds two outputs; another waits for the first of them. When the holder ends, it
+    lets go of its outputs last-taken first: by the time the waiter has the first, the second is
+    free too, so the waiter says `waiting for` once, not again for an output nobody writes."""
+    monkeypatch.setenv("ENVBUILDER_LOCK_DIR", str(tmp_path / "locks"))
+    outs = [tmp_path / "a.lock.json", tmp_path / "b.lock.json"]
+    entered, release, got = threading.Event(), threading.Event(), threading.Event()
+    said: list[str] = []
+
+    def holder() -> None:
+        with output_lock(outs, [], lambda _m: None):
+            entered.set()
+            release.wait(10)
+
+    def waiter() -> None:
+        with output_lock(outs, [], said.append):
+            got.set()
+
+    first = threading.Thread(target=holder, daemon=True)
+    first.start()
+    assert entered.wait(10)
+    second = threading.Thread(target=waiter, daemon=True)
+    second.start()
+    deadline = time.monotonic() + 10
+    while not said:
+        assert time.monotonic() < deadline, "the waiter never said whom it waits for"
+        time.sleep(0.01)
+    real_close = os.close
+
+    def slow_close(fd: int) -> None:  # a loaded machine: each release takes a while
+        real_close(fd)
+        time.sleep(0.3)
+
+    monkeypatch.setattr(os, "close", slow_close)
+    release.set()
+    first.join(10)
+    second.join(10)
+    assert got.is_set()
+    assert len(said) == 1 and said[0].startswith("waiting for envbuilder "), said

@@ -502,3 +502,67 @@ def test_an_inspected_image_lists_the_tag_it_was_asked_by_first(typed: str, firs
     named = info.named_as(typed)
     assert named.tags[0] == first
     assert sorted(named.tags) == sorted(info.tags) and named.id == info.id
+
+
+def test_a_stop_signal_before_the_create_thread_runs_stops_within_a_second(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Ctrl-C while the create's thread is being started (it never runs: nothing was asked of
+    the daemon): the interrupt is re-raised after a second at most, not after the CREATE_SETTLE_S
+    a create in flight gets, and never hangs."""
+    import time
+
+    import envbuilder.engine.docker_engine as docker_engine
+
+    class _NeverStarts(threading.Thread):
+        def start(self) -> None:
+            raise KeyboardInterrupt
+
+    containers = _Hung()
+    engine = _recording_engine(containers)
+    outcome: list[BaseException] = []
+
+    def call() -> None:
+        try:
+            engine.run(ContainerSpec(image="img", purpose="certify"))
+        except BaseException as exc:
+            outcome.append(exc)
+
+    runner = threading.Thread(target=call, daemon=True)  # made before the stand-in below
+    monkeypatch.setattr(threading, "Thread", _NeverStarts)  # the module docker_engine uses
+    began = time.monotonic()
+    runner.start()
+    runner.join(timeout=docker_engine.CREATE_SETTLE_S / 3)
+    assert not runner.is_alive(), "the interrupt was never re-raised"
+    assert [type(e) for e in outcome] == [KeyboardInterrupt]
+    assert time.monotonic() - began < docker_engine.CREATE_SETTLE_S / 3
+    assert containers.by_name == {}  # no create reached the daemon
+
+
+class _SlowerDaemon(_SlowDaemon):
+    """As _SlowDaemon, but the container exists only 1.3 s after the interrupt and the answer
+    comes at 1.5 s: longer than a second, well within CREATE_SETTLE_S."""
+
+    def create(self, image: str, command: list[str] | None, **kwargs: Any) -> _Created:
+        import time
+
+        signal.pthread_kill(threading.main_thread().ident or 0, signal.SIGINT)
+        time.sleep(1.3)
+        made = _Containers.create(self, image, command, **kwargs)
+        self.made[kwargs["name"]] = made
+        time.sleep(0.2)
+        return made
+
+
+@pytest.mark.usefixtures("ctrl_c_raises")
+def test_a_stop_signal_waits_for_a_create_answered_after_more_than_a_second() -> None:
+    """The create had begun when Ctrl-C came: its answer is waited for (up to CREATE_SETTLE_S),
+    not only the second a create that never began gets, and what the daemon made is removed."""
+    import time
+
+    containers = _SlowerDaemon()
+    with pytest.raises(KeyboardInterrupt):
+        _recording_engine(containers).ulimit_refusal(FULL.image, FULL.ulimits)
+    time.sleep(0.5)  # were the create still running, it would have answered by now
+    [made] = containers.made.values()
+    assert made.removed, "the probe the daemon made 1.3 s after the interrupt was left behind"

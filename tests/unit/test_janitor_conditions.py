@@ -394,3 +394,36 @@ def test_a_create_that_never_answers_cannot_hold_envbuilders_exit(tmp_path: Path
         proc.communicate()
         pytest.fail("the process did not exit: the hung create's thread held it")
     assert proc.returncode == 0 and out.strip() == "stopped"
+
+
+def test_the_janitor_says_what_it_removed_and_which_line_it_could_not_write(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each removed container is named in a notice with its owner; an orphan whose line cannot be
+    written (its log is a folder, or its record label holds NaN, which no strict JSON line may)
+    is said so, and the janitor goes on to the next one."""
+    data, tmp = tmp_path / "data", tmp_path / "tmp"
+    tmp.mkdir()
+    (data / "blocked.jsonl").mkdir(parents=True)
+    log = data / "runs.jsonl"
+    gone = f"{HOST}/{_gone_pid()}/1"
+    mine = {OWNER_LABEL: gone, DATA_LABEL: data_mark(data)}
+    nan = json.dumps({**RECORD, "run_id": "R2", "gpu_util": float("nan")})  # what a hand-made label can say
+    boxes = [
+        _Container(
+            {**mine, **record_labels(data / "blocked.jsonl", {**RECORD, "run_id": "R1"})}, "exited", "1" * 64
+        ),
+        _Container({**mine, LOG_LABEL: str(log), RECORD_LABEL: nan}, "exited", "2" * 64),
+        _Container({**mine, **record_labels(log, {**RECORD, "run_id": "R3"})}, "exited", "3" * 64),
+    ]
+    engine, notices = _engine(monkeypatch, data, tmp, _Daemon(boxes))
+    assert sorted(engine.sweep_leftovers()) == [f"envbuilder-run-{n}" for n in "123"]
+    for n in "123":
+        assert (
+            f"removed envbuilder-run-{n} ({n * 12}, exited), left by an envbuilder run that is gone ({gone})"
+            in notices
+        )
+    assert any(n.startswith(f"could not record run R1 in {data / 'blocked.jsonl'}: ") for n in notices)
+    assert any(n.startswith(f"could not record run R2 in {log}: ") for n in notices)
+    assert f"recorded run R3 in {log} as orphaned" in notices
+    assert [json.loads(line)["run_id"] for line in log.read_text().splitlines()] == ["R3"]

@@ -273,3 +273,78 @@ def test_only_folders_temp_dir_made_are_swept_never_a_users_lookalike(tmp_path: 
     made = temp_dir("render", tmp_path)
     assert (made / OWNER_FILE).read_text() == owner_mark() + "\n"
     assert list(temp_dir("previousrender", tmp_path, marked=False).iterdir()) == []
+
+
+def test_a_process_start_is_its_start_time_in_clock_ticks_since_boot(tmp_path: Path) -> None:
+    """The owner mark's START is /proc/PID/stat's field 22 (starttime): a child started now reads
+    as now in ticks since boot (CLOCK_BOOTTIME), even with spaces, ')' and non-ASCII bytes in its
+    command name (what /proc/PID/stat shows first, in parentheses)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    odd = tmp_path / "sl\u00e9e p) \u00ff"  # comm: the executable's name, as bytes
+    odd.symlink_to(Path("/bin/sleep") if Path("/bin/sleep").exists() else Path("/usr/bin/sleep"))
+    child = subprocess.Popen([str(odd), "30"])
+    try:
+        assert "\u00e9".encode() in Path(f"/proc/{child.pid}/stat").read_bytes()
+        since_boot = time.clock_gettime(time.CLOCK_BOOTTIME)
+        start = process_start(child.pid)
+        assert start is not None
+        assert abs(start / tick - since_boot) < 5.0  # field 23 (vsize) or 21 would be far off
+        assert owner_mark(child.pid) == f"{socket.gethostname()}/{child.pid}/{start}"
+        assert owner_alive(owner_mark(child.pid)) is True
+    finally:
+        child.kill()
+        child.wait()
+    assert process_start(child.pid) is None
+
+
+def test_a_folder_whose_owner_file_is_not_ascii_is_never_swept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """temp_dir writes its owner mark in ASCII; an owner file with other bytes (Latin-1 or UTF-8,
+    even one that spells this host's name) was not written by it: the folder stays, and the sweep
+    goes on to the next one instead of failing."""
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    monkeypatch.setattr(socket, "gethostname", lambda: "h\u00f4te")  # a host named in UTF-8
+    latin = tmp_path / f"envbuilder-render-{dead.pid}-1-aaaa1111"
+    utf8 = tmp_path / f"envbuilder-render-{dead.pid}-1-bbbb2222"
+    ours = tmp_path / f"envbuilder-render-{dead.pid}-1-cccc3333"
+    for folder in (latin, utf8, ours):
+        folder.mkdir()
+    (latin / OWNER_FILE).write_bytes(f"h\u00f4te/{dead.pid}/1\n".encode("latin-1"))
+    (utf8 / OWNER_FILE).write_bytes(f"h\u00f4te/{dead.pid}/1\n".encode())
+    old = time.time() - 7200
+    for folder in (latin, utf8, ours):
+        os.utime(folder, (old, old))
+    assert sweep_temp_dirs(tmp_path) == []  # `ours` has no owner file yet
+    assert latin.is_dir() and utf8.is_dir()
+    monkeypatch.setattr(socket, "gethostname", lambda: "host-a")
+    (ours / OWNER_FILE).write_text(f"host-a/{dead.pid}/1\n", encoding="ascii")
+    (latin / OWNER_FILE).write_bytes(f"host-\xe9/{dead.pid}/1\n".encode("latin-1"))
+    os.utime(ours, (old, old))
+    assert sweep_temp_dirs(tmp_path) == [ours]
+    assert latin.is_dir() and utf8.is_dir()
+
+
+@pytest.mark.parametrize(
+    "stat_line",
+    [
+        "4242 (job) S 1 4242 4242 0 -1 4194560 100 0 0 0",  # cut short: no field 22
+        "4242 (job) S 1 4242 4242 0 -1 4194560 100 0 0 0 0 0 0 0 20 0 1 0 soon 0 0",  # not a number
+    ],
+)
+def test_a_stat_line_without_a_readable_start_is_no_start_time(
+    stat_line: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A /proc that answers a short or garbled stat line (an emulated one): no start time, so
+    the owner is not judged alive, and the janitor does not crash on it."""
+    real_read_text = Path.read_text
+
+    def read_text(self: Path, *args: object, **kwargs: object) -> str:
+        if str(self) == "/proc/4242/stat":
+            return stat_line + "\n"
+        return real_read_text(self, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(Path, "read_text", read_text)
+    assert process_start(4242) is None
+    assert owner_alive(f"{socket.gethostname()}/4242/1") is False

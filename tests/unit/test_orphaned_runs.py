@@ -151,3 +151,15 @@ def test_a_container_purpose_is_one_short_word() -> None:
         with pytest.raises(ValueError, match="purpose"):
             container_name(bad)
     assert container_name("a" * 32).startswith("envbuilder-" + "a" * 32 + "-")
+
+
+def test_a_records_label_is_the_same_text_whatever_order_its_fields_came_in(tmp_path: Path) -> None:
+    """The record label is canonical JSON (keys sorted), as the run log's lines are: the same
+    record gives the same label (what `docker ps --filter label=...=VALUE` and `docker inspect`
+    show), and it reads back as that record."""
+    log = tmp_path / "runs.jsonl"
+    forward = record_labels(log, {"a": 1, "b": {"y": 2, "x": 3}, "c": "é"})
+    backward = record_labels(log, {"c": "é", "b": {"x": 3, "y": 2}, "a": 1})
+    assert forward == backward
+    assert forward[RECORD_LABEL] == '{"a": 1, "b": {"x": 3, "y": 2}, "c": "\\u00e9"}'
+    assert json.loads(forward[RECORD_LABEL]) == {"a": 1, "b": {"x": 3, "y": 2}, "c": "é"}
