@@ -10,6 +10,7 @@ import contextlib
 import json
 import os
 import re
+import stat
 import subprocess
 import threading
 import time
@@ -119,6 +120,31 @@ def test_a_lock_file_another_build_creates_first_is_opened_not_refused(
         (lock,) = folder.iterdir()
         assert lock.read_text().startswith("envbuilder ")
     assert len(calls) == 3  # missing, created by the other build, then opened
+
+
+def test_a_lock_file_another_build_makes_between_the_two_opens_keeps_its_mode(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The other build creates the file right after this one found it missing: the create must
+    fail on it (O_EXCL) and this build open it as it is, never re-mode another's file."""
+    folder = tmp_path / "locks"
+    monkeypatch.setenv("ENVBUILDER_LOCK_DIR", str(folder))
+    shared_locks_dir()
+    real_open = os.open
+    first = [True]
+
+    def other_build_first(path: Any, flags: int, *args: Any) -> int:
+        if first[0] and not flags & os.O_CREAT:
+            first[0] = False
+            os.close(real_open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+            Path(path).chmod(0o640)
+            raise FileNotFoundError(2, "No such file or directory", str(path))
+        return real_open(path, flags, *args)
+
+    monkeypatch.setattr(os, "open", other_build_first)
+    with output_lock([], ["team/x:1"], lambda _m: None):
+        (lock,) = folder.iterdir()
+        assert stat.S_IMODE(lock.stat().st_mode) == 0o640
 
 
 def test_a_lock_file_that_keeps_disappearing_is_an_error_not_a_hang(
@@ -273,6 +299,27 @@ def test_undoing_puts_back_a_previous_image_sharing_the_id_prefix(tmp_path: Path
     (line,) = repair(eng, lambda _m: None)
     assert line.startswith("undid")
     assert eng.images["team/x:1"] == PREV and "team/y:1" not in eng.images
+
+
+def test_a_journals_previous_image_that_is_no_text_is_undone_as_none(tmp_path: Path) -> None:
+    """Anyone who can write the journal folder could put a number there: it names no image, so
+    the tag the killed commit set is removed, not re-tagged to it."""
+    lock_out = tmp_path / "x.lock.json"
+    _journal(lock_out, ALICE.id, {"team/x:1": 7, "team/y:1": None})  # type: ignore[dict-item]
+    eng = _engine(("team/x:1", ALICE))  # killed before team/y:1
+    (line,) = repair(eng, lambda _m: None)
+    assert line.startswith("undid")
+    assert "team/x:1" not in eng.images and ("remove", "team/x:1") in eng.calls
+
+
+def test_the_holder_shown_leaves_out_the_line_end_and_spaces_around_it(tmp_path: Path) -> None:
+    path = tmp_path / "x.lock"
+    path.write_bytes(b"  envbuilder build 4242 on host-a \r\n")
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        assert commit_mod._holder(fd) == "envbuilder build 4242 on host-a"
+    finally:
+        os.close(fd)
 
 
 _MALFORMED: dict[str, Any] = {

@@ -436,3 +436,11 @@ def test_a_commit_stopped_by_ctrl_c_puts_the_tags_back(tmp_path: Path) -> None:
         commit_mod.commit(eng, NEW.id, ["team/x:1", "team/y:1"], tmp_path / "x.lock.json", "new\n")
     assert eng.images["team/x:1"] == THEIRS and "team/y:1" not in eng.images
     assert (tmp_path / "x.lock.json").read_text() == "old\n"
+
+
+def test_a_container_of_this_data_folder_without_an_owner_mark_is_left_alone() -> None:
+    # No owner mark: whose it is cannot be told, so it is no leftover (and no crash on the real
+    # owner_alive, which reads a mark).
+    mine = data_mark()
+    unmarked = OwnedContainer(id="x", name="envbuilder-run-x", status="exited", labels={DATA_LABEL: mine})
+    assert leftovers([unmarked], data=mine) == []

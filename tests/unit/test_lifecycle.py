@@ -348,3 +348,37 @@ def test_a_stat_line_without_a_readable_start_is_no_start_time(
     monkeypatch.setattr(Path, "read_text", read_text)
     assert process_start(4242) is None
     assert owner_alive(f"{socket.gethostname()}/4242/1") is False
+
+
+def test_an_owner_mark_with_white_space_around_it_is_read_as_the_mark(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A mark rewritten by an editor or another tool (spaces around it, a CRLF line end) still
+    names its owner: the folder of a gone owner is swept."""
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    monkeypatch.setattr(socket, "gethostname", lambda: "host-a")
+    folders = [tmp_path / f"envbuilder-render-{dead.pid}-1-dddd{n}444" for n in range(2)]
+    for folder, mark in zip(folders, (f" host-a/{dead.pid}/1 \n", f"host-a/{dead.pid}/1\r\n"), strict=True):
+        folder.mkdir()
+        (folder / OWNER_FILE).write_text(mark, encoding="ascii", newline="")
+        old = time.time() - 7200
+        os.utime(folder, (old, old))
+    assert sorted(sweep_temp_dirs(tmp_path)) == sorted(folders)
+
+
+def test_a_folder_named_like_a_temp_folder_with_a_suffix_is_not_swept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`envbuilder-render-PID-N-XXXXXXXX.keep` is no folder temp_dir made (someone kept a copy):
+    it stays, whoever its owner file names."""
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    monkeypatch.setattr(socket, "gethostname", lambda: "host-a")
+    kept = tmp_path / f"envbuilder-render-{dead.pid}-1-eeee5555.keep"
+    kept.mkdir()
+    (kept / OWNER_FILE).write_text(f"host-a/{dead.pid}/1\n", encoding="ascii")
+    old = time.time() - 7200
+    os.utime(kept, (old, old))
+    assert sweep_temp_dirs(tmp_path) == []
+    assert kept.is_dir()
