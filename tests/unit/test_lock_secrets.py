@@ -316,3 +316,30 @@ def test_a_secret_url_given_with_a_trailing_slash_is_redacted_where_printed_with
 def test_query_values_after_a_semicolon_are_masked_too() -> None:
     assert redact("get https://h/s?a=1;token=SEMISECRET7") == "get https://h/s?a=***;token=***"
     assert redact("get https://h/s?a=1&b=2") == "get https://h/s?a=***&b=***"
+
+
+# ------------------------------------------------------------------ fourth operator set (--ops fourth)
+
+
+@pytest.mark.parametrize("given", ["\thunter22\n", "  hunter22", "\nhunter22\n"])
+def test_a_secret_given_with_surrounding_white_space_is_redacted_as_its_value(given: str) -> None:
+    """A secret read from a file or the environment may carry a line break or spaces around
+    it; the tool prints the value without them, and that is taken out."""
+    out = redact("401: password=hunter22 refused", (("corp", given),))
+    assert out == "401: password=<secret:corp> refused"
+
+
+@pytest.mark.parametrize("value", ["//ab@cd", "//[pass1"])
+def test_a_secret_without_a_scheme_is_redacted_as_itself_not_read_as_a_url(value: str) -> None:
+    """Only `scheme://...` is a URL: a password that begins with `//` is one word, taken out
+    whole; it names no host whose name would be taken out of ordinary words (`cd`), and no
+    character of it (`[`) makes the redaction fail."""
+    out = redact(f"cd /srv: password {value} refused", (("pw", value),))
+    assert out == "cd /srv: password <secret:pw> refused"
+
+
+def test_a_mirror_given_as_a_secret_with_surrounding_white_space_is_recorded_as_its_name() -> None:
+    """The lock records `<secret:NAME>` and nothing else (a lock value must read back) for a
+    mirror whose secret value came with a line break around it, a trailing `/` included."""
+    url = f"https://h.example/{PATH_TOKEN}/simple/"
+    assert recorded_url(url, (("pip_index_url", f"\n{url}\n"),)) == "<secret:pip_index_url>"
