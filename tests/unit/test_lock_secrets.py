@@ -343,3 +343,44 @@ def test_a_mirror_given_as_a_secret_with_surrounding_white_space_is_recorded_as_
     mirror whose secret value came with a line break around it, a trailing `/` included."""
     url = f"https://h.example/{PATH_TOKEN}/simple/"
     assert recorded_url(url, (("pip_index_url", f"\n{url}\n"),)) == "<secret:pip_index_url>"
+
+
+def test_a_mirror_url_that_does_not_parse_is_still_redacted_not_a_traceback(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A token pasted into a mirror's URL unencoded, with a `[` in it, makes the URL one that
+    Python's urlsplit refuses (an unclosed IPv6 host): the mirror file is still a secret,
+    taken out of uv's error whole, and the lock fails with its one-line error."""
+    mirror = f"http://rtuser:{TOKEN}[x@127.0.0.1:5009/{PATH_TOKEN}/simple"
+    uv = tmp_path / "uv"
+    uv.write_text(
+        FAKE_UV.format(log=tmp_path / "uv.log", url=mirror, token=f"{TOKEN}[x", wheel=WHEEL, sha="a" * 64)
+    )
+    uv.chmod(uv.stat().st_mode | stat.S_IXUSR)
+    monkeypatch.setenv("FAKE_UV_FAIL", "1")
+    _private_tmp(tmp_path, monkeypatch)
+    settings = LockSettings(
+        uv=str(uv), default_index=mirror, framework_index=mirror, secrets=(("pip_index_url", mirror),)
+    )
+    with pytest.raises(LockError) as err:
+        lock_packages(make_spec(), cpu_stack(), settings=settings)
+    _no_secret(_said(err.value))
+    assert "<secret:pip_index_url>/filelock/" in _said(err.value)
+    assert (
+        redact(f"GET {mirror}/filelock/", (("pip_index_url", mirror),))
+        == "GET <secret:pip_index_url>/filelock/"
+    )
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        f"https://u:{TOKEN}[x@h.example/{PATH_TOKEN}/simple",  # a `[` in the password
+        f"https://h[x.example/{PATH_TOKEN}/simple",  # in the host
+        f"https://u:{TOKEN}]@h.example/{PATH_TOKEN}/simple",  # a `]` alone
+        f"https://h\uff03x.example/{PATH_TOKEN}/simple",  # a character NFKC makes a `#`
+    ],
+)
+def test_a_secret_url_that_urlsplit_refuses_is_redacted_whole(value: str) -> None:
+    out = redact(f"GET {value}/filelock/ failed", (("idx", value),))
+    assert out == "GET <secret:idx>/filelock/ failed"
