@@ -5,6 +5,7 @@ secret, it writes `<secret:NAME>`."""
 
 from __future__ import annotations
 
+import contextlib
 import re
 import urllib.parse
 
@@ -42,32 +43,25 @@ def _secret_patterns(value: str) -> list[re.Pattern[str]]:
     value = value.strip()
     if len(value) < _MIN_SECRET:
         return []
-    parts, exact = _split(value)
+    parts, exact = None, True
+    if "://" in value:
+        try:
+            parts = urllib.parse.urlsplit(value)
+        except ValueError:  # a `[` or `]` out of place (a token pasted raw): read with them encoded,
+            exact = False  # for its pieces, and the value as given is one more
+            with contextlib.suppress(ValueError):
+                parts = urllib.parse.urlsplit(value.replace("[", "%5B").replace("]", "%5D"))
     if parts is None or not parts.hostname:
         return [re.compile(re.escape(value))]
     host = parts.netloc.rpartition("@")[2]
     where = host + parts.path.rstrip("/") + (f"?{parts.query}" if parts.query else "")
     out = [re.compile(r"(?:[A-Za-z][A-Za-z0-9+.-]*://)?(?:[^/?#\s]*@)?" + re.escape(where))]
-    if not exact:  # read with its brackets encoded: the value as given too
+    if not exact:
         out.insert(0, re.compile(re.escape(value)))
     for piece in (parts.password, urllib.parse.unquote(parts.password or ""), parts.query):
         if piece and len(piece) >= _MIN_SECRET:
             out.append(re.compile(re.escape(piece)))
     return out
-
-
-def _split(value: str) -> tuple[urllib.parse.SplitResult | None, bool]:
-    """`value` as a URL (None: no `scheme://`, or none urlsplit reads), and whether it was read as
-    given: one that urlsplit refuses for a `[` or `]` out of place (a token pasted raw) is read with
-    them percent-encoded, so that its pieces are still known."""
-    if "://" not in value:
-        return None, True
-    for exact, text in ((True, value), (False, value.replace("[", "%5B").replace("]", "%5D"))):
-        try:
-            return urllib.parse.urlsplit(text), exact
-        except ValueError:
-            continue
-    return None, False
 
 
 def recorded_url(url: str | None, secrets: Secrets) -> str | None:
