@@ -56,8 +56,8 @@ def _secret_patterns(value: str) -> list[re.Pattern[str]]:
     host = parts.netloc.rpartition("@")[2]
     where = host + parts.path.rstrip("/") + (f"?{parts.query}" if parts.query else "")
     out = [re.compile(r"(?:[A-Za-z][A-Za-z0-9+.-]*://)?(?:[^/?#\s]*@)?" + re.escape(where))]
-    if not exact:
-        out.insert(0, re.compile(re.escape(value)))
+    if not exact:  # after `where` (what a parsed URL gives), before its pieces take out part of it
+        out.append(re.compile(re.escape(value)))
     for piece in (parts.password, urllib.parse.unquote(parts.password or ""), parts.query):
         if piece and len(piece) >= _MIN_SECRET:
             out.append(re.compile(re.escape(piece)))
