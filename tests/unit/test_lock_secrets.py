@@ -381,9 +381,10 @@ def test_a_mirror_url_that_does_not_parse_is_still_redacted_not_a_traceback(
         f"https://h\uff03x.example/{PATH_TOKEN}/simple",  # a character NFKC makes a `#`
         f"https://u:{TOKEN}@h[x.example/{PATH_TOKEN}/simple",  # a password, and a `[` in the host
         f"https://u:{TOKEN}[x@h.example/{PATH_TOKEN}/simple/",  # given with a trailing slash
+        f"https://h.example/{PATH_TOKEN}\t2/simple",  # a tab inside, which urlsplit drops
     ],
 )
-def test_a_secret_url_that_urlsplit_refuses_is_redacted_whole(value: str) -> None:
+def test_a_secret_url_that_urlsplit_refuses_or_rewrites_is_redacted_whole(value: str) -> None:
     """As a URL urlsplit reads: the whole URL is the secret's name, and what the tool adds after
     the path (`/filelock/`) stays."""
     out = redact(f"GET {value.rstrip('/')}/filelock/ failed", (("idx", value),))
