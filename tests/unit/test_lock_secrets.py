@@ -389,3 +389,17 @@ def test_a_secret_url_that_urlsplit_refuses_or_rewrites_is_redacted_whole(value:
     the path (`/filelock/`) stays."""
     out = redact(f"GET {value.rstrip('/')}/filelock/ failed", (("idx", value),))
     assert out == "GET <secret:idx>/filelock/ failed"
+
+
+@pytest.mark.parametrize(
+    "printed",
+    [
+        "GET http://u:****@dl.example.io/simple?token=abcd1234/six/",  # pip: the password masked
+        "GET dl.example.io/simple?token=abcd1234/six/",  # without its scheme
+    ],
+)
+def test_a_secret_url_with_a_query_is_redacted_whole_in_the_forms_a_tool_prints(printed: str) -> None:
+    """The URL's `?` and `.` are its own characters, not a pattern's: the forms without the
+    value's scheme or password are taken out whole, the query's token with them."""
+    secret = (("idx", "https://u:pw12345@dl.example.io/simple?token=abcd1234"),)
+    assert redact(printed, secret) == "GET <secret:idx>/six/"
