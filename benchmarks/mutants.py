@@ -3901,6 +3901,39 @@ EQUIVALENT.update(
             "if exc.errno not in (errno.EWOULDBLOCK,):",
         ): "errno.EWOULDBLOCK is errno.EAGAIN (11) on Linux, the only system envbuilder runs on "
         "(it reads /proc): the tuple holds one value twice",
+        (
+            "image/packages.py",
+            "out += [(i.name, i.url) for i in indexes]",
+            "out = [(i.name, i.url) for i in indexes]",
+        ): "`out` is the empty list made two lines above, nothing is added to it before this line and no "
+        "other name refers to it: [] extended by the list holds what the list holds",
+        (
+            "image/packages.py",
+            'found = [(i.secret or i.name, os.environ.get(f"{i.env_prefix}_PASSWORD", "")) '
+            "for i in spec.indexes]",
+            'found = [(i.secret or i.name, os.environ.get(f"{i.env_prefix}_PASSWORD")) '
+            "for i in spec.indexes]",
+        ): "`found` is read only by the next line, behind `if value`: an unset variable gives '' or None, "
+        "both false, so the same pairs are returned",
+        (
+            "run/certificates.py",
+            'name, _, digest = item.partition("@")',
+            'name, _, digest = item.rpartition("@")',
+        ): "the two differ only on an item with two or more @; parse_reference(item) refuses every such "
+        "item (the text after its first @ must fullmatch sha256:<64 hex>, which holds no @) and the loop "
+        "`continue`s before `name` or `digest` is used",
+        (
+            "run/certificates.py",
+            "return _newest_first([v.certificate for v in cached if v.certificate is not None])",
+            "return _newest_first([v.certificate for v in cached ])",
+        ): "`cached` holds only outcomes whose certificate is not None (the loop above appends no other): "
+        "the filter keeps every item; it is there for the type checker",
+        (
+            "certify/certificate.py",
+            'have = str(doc.get("image", {}).get("id", "")) if isinstance(doc.get("image"), Mapping) else ""',
+            'have = str(doc.get("image").get("id", "")) if isinstance(doc.get("image"), Mapping) else ""',
+        ): "this branch runs only when doc.get('image') is a Mapping: the key is there, so its default "
+        "is never used",
     }
 )
 

@@ -5,6 +5,7 @@ secret, it writes `<secret:NAME>`."""
 
 from __future__ import annotations
 
+import contextlib
 import re
 import urllib.parse
 
@@ -42,12 +43,21 @@ def _secret_patterns(value: str) -> list[re.Pattern[str]]:
     value = value.strip()
     if len(value) < _MIN_SECRET:
         return []
-    parts = urllib.parse.urlsplit(value) if "://" in value else None
+    parts = None
+    if "://" in value:
+        try:
+            parts = urllib.parse.urlsplit(value)
+        except ValueError:  # a `[` or `]` out of place (a token pasted raw): read with them encoded
+            with contextlib.suppress(ValueError):
+                parts = urllib.parse.urlsplit(value.replace("[", "%5B").replace("]", "%5D"))
     if parts is None or not parts.hostname:
         return [re.compile(re.escape(value))]
     host = parts.netloc.rpartition("@")[2]
     where = host + parts.path.rstrip("/") + (f"?{parts.query}" if parts.query else "")
     out = [re.compile(r"(?:[A-Za-z][A-Za-z0-9+.-]*://)?(?:[^/?#\s]*@)?" + re.escape(where))]
+    # The value as given too, where urlsplit read it otherwise (brackets encoded above, a tab or a
+    # line break inside it dropped): after `where`, before its pieces take out part of it.
+    out.append(re.compile(re.escape(value)))
     for piece in (parts.password, urllib.parse.unquote(parts.password or ""), parts.query):
         if piece and len(piece) >= _MIN_SECRET:
             out.append(re.compile(re.escape(piece)))

@@ -1072,3 +1072,45 @@ def test_a_certificate_file_the_store_cannot_import_names_the_file(tmp_path: Pat
         store.import_(junk)
     assert refused.value.file == str(junk) and refused.value.message.startswith(f"{junk} is not valid JSON")
     assert store.list() == []
+
+
+# ------------------------------------------------------------------------- fourth operator set (--ops fourth)
+
+
+def test_the_refusals_of_every_imported_certificate_are_named(tmp_path: Path) -> None:
+    """Three imported certificates of the image, none of which holds (two signed by keys no
+    longer trusted, one unsigned): the refusal names each, not only the last one looked at."""
+    store = CertStore(tmp_path / "s.sqlite")
+    for day, signer in (("01", "gone"), ("02", "old")):
+        signed = cpu_cert(issued_at=f"2026-12-{day}T00:00:00Z")
+        store.add_imported(
+            signed,
+            envelope=sign_statement(statement(signed, 0), key(tmp_path, signer)),
+            envelope_digest="sha256:" + day * 32,
+            repository="reg.example/team/train",
+            manifest_digest=DIGEST,
+        )
+    store.add_imported(cpu_cert(issued_at="2026-11-01T00:00:00Z"))
+    find = certificate_finder("train:1", store=store, policy=lambda: trusting(key(tmp_path, "now")))
+    with pytest.raises(RefusedError) as refused:
+        find(info())
+    reasons = sorted(r.reason for r in refused.value.refusals)
+    assert reasons == ["imported-unsigned", "untrusted-key", "untrusted-key"]
+
+
+def test_a_verified_statement_without_a_certificate_is_no_refusal_of_it(tmp_path: Path) -> None:
+    """The test-result statement holds (a trusted key) and the certificate statement does not
+    (an untrusted key): the refusal names the certificate statement's reason, and the verified
+    one is neither a refusal nor a crash."""
+    trusted, other = key(tmp_path, "ci"), key(tmp_path, "other")
+    certificate = cpu_cert()
+    store = CertStore(tmp_path / "s.sqlite")
+    envelopes = [
+        sign_statement(statement(certificate, 1), trusted),
+        sign_statement(statement(certificate, 0), other),
+    ]
+    store_envelopes(store, certificate, envelopes)
+    find = certificate_finder("train:1", store=store, policy=lambda: trusting(trusted))
+    with pytest.raises(RefusedError) as refused:
+        find(info())
+    assert [r.reason for r in refused.value.refusals] == ["untrusted-key"]

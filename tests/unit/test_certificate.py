@@ -164,3 +164,34 @@ def test_an_image_id_given_short_is_matched_on_its_start_not_its_end() -> None:
     full = "sha256:" + "0123456789abcdef" * 4
     assert _same_image(full, full[:19]) and _same_image(full, full.removeprefix("sha256:")[:12])
     assert not _same_image(full, full[-12:])
+
+
+# ------------------------------------------------------------------------- fourth operator set (--ops fourth)
+
+
+@pytest.mark.parametrize(
+    "text", ["2026-12-01T15:00:00+01:00:30", "2026-12-01T15:00:00Z:30", "2026-12-01T15:00:00+01:00:30.5"]
+)
+def test_a_time_that_only_begins_as_rfc_3339_is_unreadable(text: str) -> None:
+    """An offset with seconds is Python's ISO format, not RFC 3339: an issued_at so written is
+    no time (it sorts last and never passes max_age), not a time an hour and a half off."""
+    from envbuilder.certify.certificate import newest_key, parse_timestamp
+
+    assert parse_timestamp(text) is None and newest_key(text) == float("inf")
+
+
+@pytest.mark.parametrize("image", ["not an object", ["sha256:" + "cd" * 32], None])
+def test_a_certificate_whose_image_is_no_object_is_for_no_image(image: object) -> None:
+    """verify_certificate never raises: a certificate whose `image` is not an object is for no
+    image, and says so."""
+    doc = make().to_dict()
+    doc["image"] = image
+    problems = verify_certificate(doc, image_id=IMAGE_ID)
+    assert f"certificate is for image (none), not {'cd' * 6}" in problems
+
+
+def test_a_certificate_whose_image_has_no_id_is_for_no_image() -> None:
+    doc = make().to_dict()
+    del doc["image"]["id"]
+    problems = verify_certificate(doc, image_id=IMAGE_ID)
+    assert f"certificate is for image (none), not {'cd' * 6}" in problems

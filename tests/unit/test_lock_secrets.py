@@ -316,3 +316,90 @@ def test_a_secret_url_given_with_a_trailing_slash_is_redacted_where_printed_with
 def test_query_values_after_a_semicolon_are_masked_too() -> None:
     assert redact("get https://h/s?a=1;token=SEMISECRET7") == "get https://h/s?a=***;token=***"
     assert redact("get https://h/s?a=1&b=2") == "get https://h/s?a=***&b=***"
+
+
+# ------------------------------------------------------------------ fourth operator set (--ops fourth)
+
+
+@pytest.mark.parametrize("given", ["\thunter22\n", "  hunter22", "\nhunter22\n"])
+def test_a_secret_given_with_surrounding_white_space_is_redacted_as_its_value(given: str) -> None:
+    """A secret read from a file or the environment may carry a line break or spaces around
+    it; the tool prints the value without them, and that is taken out."""
+    out = redact("401: password=hunter22 refused", (("corp", given),))
+    assert out == "401: password=<secret:corp> refused"
+
+
+@pytest.mark.parametrize("value", ["//ab@cd", "//[pass1"])
+def test_a_secret_without_a_scheme_is_redacted_as_itself_not_read_as_a_url(value: str) -> None:
+    """Only `scheme://...` is a URL: a password that begins with `//` is one word, taken out
+    whole; it names no host whose name would be taken out of ordinary words (`cd`), and no
+    character of it (`[`) makes the redaction fail."""
+    out = redact(f"cd /srv: password {value} refused", (("pw", value),))
+    assert out == "cd /srv: password <secret:pw> refused"
+
+
+def test_a_mirror_given_as_a_secret_with_surrounding_white_space_is_recorded_as_its_name() -> None:
+    """The lock records `<secret:NAME>` and nothing else (a lock value must read back) for a
+    mirror whose secret value came with a line break around it, a trailing `/` included."""
+    url = f"https://h.example/{PATH_TOKEN}/simple/"
+    assert recorded_url(url, (("pip_index_url", f"\n{url}\n"),)) == "<secret:pip_index_url>"
+
+
+def test_a_mirror_url_that_does_not_parse_is_still_redacted_not_a_traceback(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A token pasted into a mirror's URL unencoded, with a `[` in it, makes the URL one that
+    Python's urlsplit refuses (an unclosed IPv6 host): the mirror file is still a secret,
+    taken out of uv's error whole, and the lock fails with its one-line error."""
+    mirror = f"http://rtuser:{TOKEN}[x@127.0.0.1:5009/{PATH_TOKEN}/simple"
+    uv = tmp_path / "uv"
+    uv.write_text(
+        FAKE_UV.format(log=tmp_path / "uv.log", url=mirror, token=f"{TOKEN}[x", wheel=WHEEL, sha="a" * 64)
+    )
+    uv.chmod(uv.stat().st_mode | stat.S_IXUSR)
+    monkeypatch.setenv("FAKE_UV_FAIL", "1")
+    _private_tmp(tmp_path, monkeypatch)
+    settings = LockSettings(
+        uv=str(uv), default_index=mirror, framework_index=mirror, secrets=(("pip_index_url", mirror),)
+    )
+    with pytest.raises(LockError) as err:
+        lock_packages(make_spec(), cpu_stack(), settings=settings)
+    _no_secret(_said(err.value))
+    assert "<secret:pip_index_url>/filelock/" in _said(err.value)
+    assert (
+        redact(f"GET {mirror}/filelock/", (("pip_index_url", mirror),))
+        == "GET <secret:pip_index_url>/filelock/"
+    )
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        f"https://u:{TOKEN}[x@h.example/{PATH_TOKEN}/simple",  # a `[` in the password
+        f"https://h[x.example/{PATH_TOKEN}/simple",  # in the host
+        f"https://u:{TOKEN}]@h.example/{PATH_TOKEN}/simple",  # a `]` alone
+        f"https://h\uff03x.example/{PATH_TOKEN}/simple",  # a character NFKC makes a `#`
+        f"https://u:{TOKEN}@h[x.example/{PATH_TOKEN}/simple",  # a password, and a `[` in the host
+        f"https://u:{TOKEN}[x@h.example/{PATH_TOKEN}/simple/",  # given with a trailing slash
+        f"https://h.example/{PATH_TOKEN}\t2/simple",  # a tab inside, which urlsplit drops
+    ],
+)
+def test_a_secret_url_that_urlsplit_refuses_or_rewrites_is_redacted_whole(value: str) -> None:
+    """As a URL urlsplit reads: the whole URL is the secret's name, and what the tool adds after
+    the path (`/filelock/`) stays."""
+    out = redact(f"GET {value.rstrip('/')}/filelock/ failed", (("idx", value),))
+    assert out == "GET <secret:idx>/filelock/ failed"
+
+
+@pytest.mark.parametrize(
+    "printed",
+    [
+        "GET http://u:****@dl.example.io/simple?token=abcd1234/six/",  # pip: the password masked
+        "GET dl.example.io/simple?token=abcd1234/six/",  # without its scheme
+    ],
+)
+def test_a_secret_url_with_a_query_is_redacted_whole_in_the_forms_a_tool_prints(printed: str) -> None:
+    """The URL's `?` and `.` are its own characters, not a pattern's: the forms without the
+    value's scheme or password are taken out whole, the query's token with them."""
+    secret = (("idx", "https://u:pw12345@dl.example.io/simple?token=abcd1234"),)
+    assert redact(printed, secret) == "GET <secret:idx>/six/"

@@ -14,7 +14,7 @@ import pytest
 from fake_engine import cpu_package_lock, make_resolution, make_spec
 
 from envbuilder.errors import LockError, SpecError
-from envbuilder.image.lock import BuildRecord, lock_from_resolution, read_lock, write_lock
+from envbuilder.image.lock import BuildRecord, lock_from_resolution, parse_lock, read_lock, write_lock
 from envbuilder.image.packages import BASE_RESOLVER, package_lock_from_dict
 from envbuilder.image.render import RenderOptions, render_dockerfile
 from envbuilder.image.sources import PackageIndex
@@ -375,3 +375,119 @@ def test_a_lock_read_back_keeps_the_path_of_its_spec(tmp_path: Path) -> None:
     assert lock.spec_path == "images/train.yaml"
     write_lock(tmp_path / "again.lock.json", lock)
     assert json.loads((tmp_path / "again.lock.json").read_text())["spec_path"] == "images/train.yaml"
+
+
+# ------------------------------------------------------------------------- fourth operator set (--ops fourth)
+
+# A valid value followed by a line break (what `$` lets through before the text's last newline)
+# or by more text: each reaches a Dockerfile or uv's command line, so the whole value is checked.
+GOOD = "4" * 64
+
+
+@pytest.mark.parametrize(
+    ("mutate", "field"),
+    [
+        (lambda d: _pl(d)["indexes"][0].update(url="https://pkgs.example/simple\n"), "indexes[0].url"),
+        (lambda d: _pl(d).update(default_index="https://pypi.org/simple\n"), "default_index"),
+        (lambda d: _pl(d).update(framework_index="https://pypi.org/simple\nRUN curl x"), "framework_index"),
+        (lambda d: _pl(d)["indexes"][0].update(name="corp\n"), "indexes[0].name"),
+        (lambda d: _pl(d)["indexes"][0].update(secret="tok\n"), "indexes[0].secret"),
+        (lambda d: _pl(d).update(python="3.11\n"), "python"),
+        (lambda d: _pl(d).update(python_platform="x86_64-manylinux_2_28\n"), "python_platform"),
+        (lambda d: _pl(d).update(resolver="uv 0.13.9\n"), "resolver"),
+        (lambda d: _pl(d).update(inputs={"requirements.txt\n": GOOD}), "inputs"),
+        (lambda d: _pl(d).update(inputs={"requirements.txt": GOOD + "\n"}), "inputs['requirements.txt']"),
+        (lambda d: _pl(d)["packages"][0].update(sha256=GOOD + "\n"), "packages.sha256"),
+        (lambda d: d["build"].update(image_id="sha256:" + "1" * 64 + "\nRUN x"), "build.image_id"),
+        (lambda d: d["build"].update(image_id="sha256:" + "1" * 64 + "0"), "build.image_id"),
+        (lambda d: d["build"].update(image_id="sha256:" + "1" * 64 + "\n"), "build.image_id"),
+    ],
+)
+def test_a_valid_value_followed_by_a_line_break_or_more_text_is_refused(
+    tmp_path: Path, mutate: Callable[[Doc], None], field: str
+) -> None:
+    doc = _doc()
+    mutate(doc)
+    path = tmp_path / "bad.lock.json"
+    path.write_text(json.dumps(doc))
+    with pytest.raises(SpecError) as err:
+        read_lock(path)
+    message = err.value.message
+    assert f"field {field!r}" in message and "refused" in message and "\n" not in message
+    assert err.value.exit_code == 10
+
+
+def test_an_index_url_refusal_names_a_secret_reference_only_where_one_is_allowed() -> None:
+    """A spec index's URL is an https:// URL, never `<secret:NAME>` (the build could not fill
+    it in); a mirror (framework_index, default_index) may be either: the message says which."""
+    doc = _doc()
+    _pl(doc)["indexes"][0]["url"] = "ftp://pkgs.example/simple"
+    with pytest.raises(LockError) as err:
+        package_lock_from_dict(_pl(doc), "x.lock.json")
+    assert "refused (an https:// index URL without credentials or query)" in err.value.message
+    assert "secret" not in err.value.message
+    doc = _doc()
+    _pl(doc)["default_index"] = "ftp://pypi.example/simple"
+    with pytest.raises(LockError) as err:
+        package_lock_from_dict(_pl(doc), "x.lock.json")
+    assert "(an https:// index URL without credentials or query or <secret:NAME>)" in err.value.message
+
+
+def test_a_lock_made_without_indexes_reads_with_none() -> None:
+    """`--no-index` (find-links only) records no framework or default index: null in the lock."""
+    doc = _doc()
+    _pl(doc).update(framework_index=None, default_index=None)
+    got = package_lock_from_dict(_pl(doc), "x.lock.json")
+    assert (got.framework_index, got.default_index) == (None, None)
+
+
+def test_a_package_lock_without_the_optional_lists_reads_with_them_empty() -> None:
+    """indexes, find_links and inputs came after the first package locks: a lock without them
+    (or hand-trimmed) reads as one with none, not as a refused or crashed lock."""
+    doc = _doc()
+    for key in ("indexes", "find_links", "inputs"):
+        del _pl(doc)[key]
+    got = package_lock_from_dict(_pl(doc), "x.lock.json")
+    assert (got.indexes, got.find_links, got.inputs) == ((), (), ())
+    assert got.packages[0].name == _pl(doc)["packages"][0]["name"]
+
+
+@pytest.mark.parametrize("entry", ["filelock", 7, ["filelock"], None])
+def test_a_package_entry_that_is_no_object_is_refused_in_one_line(tmp_path: Path, entry: object) -> None:
+    doc = _doc()
+    _pl(doc)["packages"].append(entry)
+    path = tmp_path / "bad.lock.json"
+    path.write_text(json.dumps(doc))
+    with pytest.raises(SpecError) as err:
+        read_lock(path)
+    assert "field 'packages.group'" in err.value.message and "\n" not in err.value.message
+
+
+def test_a_lock_without_package_locks_reads(tmp_path: Path) -> None:
+    """`resolve --lock` locks a stack only: no `packages` key at all, as before package locks."""
+    doc = _doc()
+    del doc["packages"]
+    path = tmp_path / "stack.lock.json"
+    path.write_text(json.dumps(doc))
+    assert read_lock(path).packages == ()
+
+
+def test_a_lock_with_its_stack_inside_the_resolution_reads(tmp_path: Path) -> None:
+    """A lock whose stack sits only in its `resolution` (where `resolve --json` puts it, as the
+    first locks did) reads the stack from there."""
+    doc = _doc()
+    stack = doc.pop("stack")
+    doc["resolution"]["stack"] = stack
+    path = tmp_path / "old.lock.json"
+    path.write_text(json.dumps(doc))
+    assert read_lock(path).stack.to_dict() == stack
+
+
+def test_a_lock_document_read_from_no_file_is_named_lock_in_its_errors() -> None:
+    """parse_lock of a document with no file behind it (a lock carried in another document) names
+    it `<lock>`, so the message never starts with a bare `: field`."""
+    doc = _doc()
+    doc["schema_version"] = 999
+    with pytest.raises(SpecError) as err:
+        parse_lock(doc)
+    assert err.value.message.startswith("<lock>: field 'schema_version'")
