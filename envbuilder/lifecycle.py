@@ -260,7 +260,7 @@ def sweep_temp_dirs(root: Path | None = None, *, min_age_s: float = 60.0) -> lis
         return removed
     now = time.time()
     for entry in entries:
-        m = _TEMP_RE.match(entry.name)
+        m = _TEMP_RE.fullmatch(entry.name)  # `$` would take a name with a final line break
         if m is None:
             continue
         pid, start = int(m.group(1)), int(m.group(2))

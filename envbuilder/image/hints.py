@@ -69,7 +69,10 @@ def missing_wheelhouse_hint(lock: WheelLock | None, log: Iterable[str]) -> str |
     named = [p for p in local_only(lock) if p.name.lower() in text or p.wheel.lower() in text]
     if not named:
         return None
-    path = urllib.request.url2pathname(urllib.parse.urlparse(named[0].urls[0]).path)
+    try:
+        path = urllib.request.url2pathname(urllib.parse.urlparse(named[0].urls[0]).path)
+    except ValueError:  # a URL urlparse refuses ('file://[x/...': a bracket taken as an IPv6 host)
+        return None
     folder = Path(path).parent
     more = f" and {len(named) - 1} more" if len(named) > 1 else ""
     return (

@@ -82,7 +82,7 @@ def gpu_access_modes(
     libs: tuple[str, ...] = ()
     if lib_dir:
         folder = root / lib_dir.lstrip("/")
-        libs = tuple(sorted(p.name for p in folder.glob("lib*.so*") if _DRIVER_LIB_RE.match(p.name)))
+        libs = tuple(sorted(p.name for p in folder.glob("lib*.so*") if _DRIVER_LIB_RE.fullmatch(p.name)))
     problems = [f"missing {', '.join(missing)}"] if missing else []
     problems += [] if lib_dir else ["libcuda.so.1 not in the ldconfig cache or LD_LIBRARY_PATH"]
     programs = find_programs(env=env, lib_dir=lib_dir, root=root)
@@ -138,7 +138,7 @@ def docker_grant(mode: AccessMode, selection: GpuSelection | None = None) -> Gpu
     }
     if not mode.lib_dir:
         return GpuGrant(devices=devices, mounts=programs, env=visible)
-    if not _SYSTEM_LIB_RE.match(mode.lib_dir):
+    if not _SYSTEM_LIB_RE.fullmatch(mode.lib_dir):
         mounts: tuple[Mount, ...] = (Mount(source=mode.lib_dir, target=mode.lib_dir, read_only=True),)
         lib_path = mode.lib_dir
     else:

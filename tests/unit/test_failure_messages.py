@@ -127,6 +127,17 @@ def test_a_lock_from_find_links_built_without_a_wheelhouse_says_so_with_the_fix(
     assert missing_wheelhouse_hint(package_lock(), log) is None  # every wheel from an index
 
 
+def test_a_local_wheel_url_that_does_not_parse_gives_no_hint_and_no_crash() -> None:
+    # The lock takes any printable URL; urlparse refuses a '[' it reads as an IPv6 host.
+    torch = locked("torch", "2.13.0+cpu")
+    odd = type(torch)(
+        **{**torch.to_dict(), "urls": ("file://[srv/wheels/torch-2.13.0%2Bcpu-py3-none-any.whl",)}
+    )
+    lock = package_lock(framework=(odd,))
+    log = ["#8 0.9 error: Distribution not found: torch==2.13.0+cpu", "#8 ERROR: exit code: 1"]
+    assert missing_wheelhouse_hint(lock, log) is None
+
+
 def test_the_build_picks_the_hint_from_its_log_and_options() -> None:
     lock = local_lock()
     failed = BuildFailedError("docker build failed (exit 1)", log=["error: torch==2.13.0+cpu not found"])

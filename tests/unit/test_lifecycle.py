@@ -382,3 +382,18 @@ def test_a_folder_named_like_a_temp_folder_with_a_suffix_is_not_swept(
     os.utime(kept, (old, old))
     assert sweep_temp_dirs(tmp_path) == []
     assert kept.is_dir()
+
+
+def test_a_folder_named_like_a_temp_folder_with_a_line_break_after_it_is_not_swept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    monkeypatch.setattr(socket, "gethostname", lambda: "host-a")
+    odd = tmp_path / f"envbuilder-render-{dead.pid}-1-ffff6666\n"
+    odd.mkdir()
+    (odd / OWNER_FILE).write_text(f"host-a/{dead.pid}/1\n", encoding="ascii")
+    old = time.time() - 7200
+    os.utime(odd, (old, old))
+    assert sweep_temp_dirs(tmp_path) == []
+    assert odd.is_dir()
