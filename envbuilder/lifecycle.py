@@ -225,11 +225,9 @@ def mark_temp_dir(path: Path) -> None:
 
 def _is_ours(entry: Path, pid: int, start: int) -> bool:
     """Whether a folder whose name matches temp_dir's was made by temp_dir for that process: it
-    holds OWNER_FILE naming this host, that pid and that start time."""
-    try:
-        mark = (entry / OWNER_FILE).read_text(encoding="ascii", errors="replace").strip()
-    except OSError:
-        return False
+    holds OWNER_FILE naming this host, that pid and that start time. Raises OSError (no owner
+    file, or one that cannot be read: the sweep skips the folder)."""
+    mark = (entry / OWNER_FILE).read_text(encoding="ascii", errors="replace").strip()
     m = _MARK_RE.match(mark)
     if m is None or m.group(1) != socket.gethostname():
         return False

@@ -422,6 +422,14 @@ def test_the_imported_refusals_are_kept_when_the_registry_refuses_too(tmp_path: 
     assert [r.reason for r in refused.value.refusals] == ["imported-unsigned", "unavailable"]
 
 
+def test_a_name_that_is_no_reference_asks_no_registry() -> None:
+    from envbuilder.run.certificates import registry_reference
+
+    digest = "sha256:" + "11" * 32
+    info = ImageInfo(id="sha256:" + "ee" * 32, tags=(), repo_digests=(f"reg.example/team/train@{digest}",))
+    assert registry_reference("Team/Train:1", info) is None  # upper case: no reference, no error
+
+
 @pytest.mark.parametrize("named", ["reg.example/other/train:1", "other.example/team/train:1", "train:1"])
 def test_a_registry_digest_is_used_only_for_the_repository_named(named: str) -> None:
     from envbuilder.run.certificates import registry_reference

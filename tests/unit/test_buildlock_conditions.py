@@ -597,3 +597,37 @@ def test_a_build_waiting_for_another_is_told_once_even_when_letting_go_is_slow(
     second.join(10)
     assert got.is_set()
     assert len(said) == 1 and said[0].startswith("waiting for envbuilder "), said
+
+
+def test_another_users_lock_file_we_may_only_read_still_locks_the_build(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A lock file another user made and did not open to us: opened read-only (flock works on it
+    all the same); writing our name into it fails and is left out, the build goes on."""
+    folder = tmp_path / "locks"
+    monkeypatch.setenv("ENVBUILDER_LOCK_DIR", str(folder))
+    shared_locks_dir()
+    (output,) = commit_mod._outputs([], ["team/x:1"])
+    lock = folder / f"{commit_mod._key(output)}.lock"
+    lock.write_text("envbuilder other-host/1/1 (4242)\n")
+    real_open = os.open
+
+    def not_writable(path: Any, flags: int, *args: Any) -> int:
+        if Path(path) == lock and flags & (os.O_RDWR | os.O_WRONLY):
+            raise PermissionError(13, "Permission denied", str(path))  # as a non-root user sees it
+        return real_open(path, flags, *args)
+
+    monkeypatch.setattr(os, "open", not_writable)
+    with output_lock([], ["team/x:1"], lambda _m: None):
+        assert list(folder.iterdir()) == [lock]  # the other user's file, not one of our own
+    assert lock.read_text() == "envbuilder other-host/1/1 (4242)\n"  # left as the other wrote it
+
+
+def test_a_data_folder_that_is_no_folder_repairs_nothing_and_says_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    data = tmp_path / "data"
+    data.write_text("a file where the data folder should be")
+    monkeypatch.setenv("ENVBUILDER_DATA_DIR", str(data))
+    notices: list[str] = []
+    assert repair(FakeEngine(), notices.append) == [] and notices == []

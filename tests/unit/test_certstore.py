@@ -405,3 +405,12 @@ def test_an_image_prefix_short_of_the_full_id_finds_its_certificates(tmp_path: P
     bare = IMAGE_ID.removeprefix("sha256:")
     assert [r.id for r in store.list(image=bare[:length])] == [cid]
     assert [r.id for r in store.list(image="sha256:" + bare[:length])] == [cid]
+
+
+def test_a_store_file_that_became_no_database_is_a_store_error_for_every_write(tmp_path: Path) -> None:
+    store = CertStore(tmp_path / "c.sqlite")
+    (tmp_path / "c.sqlite").write_bytes(b"not a database at all, " * 200)  # another tool wrote it
+    with pytest.raises(StoreError, match=r"certificate store .*not a database"):
+        store.add(make(1))
+    with pytest.raises(StoreError, match=r"certificate store .*not a database"):
+        store.add_imported(make(2))

@@ -427,3 +427,93 @@ def test_the_janitor_says_what_it_removed_and_which_line_it_could_not_write(
     assert any(n.startswith(f"could not record run R2 in {log}: ") for n in notices)
     assert f"recorded run R3 in {log} as orphaned" in notices
     assert [json.loads(line)["run_id"] for line in log.read_text().splitlines()] == ["R3"]
+
+
+# --------------------------------------------------------------------------- what the janitor never raises
+# (the fifth operator set, 2026-12-05: handlers narrowed to a subclass or re-raising survived)
+
+
+def test_an_owner_file_that_is_a_folder_is_not_ours_and_the_sweep_goes_on(tmp_path: Path) -> None:
+    pid = _gone_pid()
+    odd = _folder(tmp_path, pid, 1, "aaaa0001")
+    (odd / OWNER_FILE).unlink()
+    (odd / OWNER_FILE).mkdir()  # read_text: IsADirectoryError, an OSError but no FileNotFoundError
+    os.utime(odd, (OLD, OLD))
+    gone = _folder(tmp_path, pid, 1, "aaaa0002")
+    assert sweep_temp_dirs(tmp_path) == [gone]
+    assert odd.is_dir()
+
+
+def test_a_sweep_of_a_root_that_is_no_folder_removes_nothing(tmp_path: Path) -> None:
+    root = tmp_path / "a-file"
+    root.write_text("x")
+    assert sweep_temp_dirs(root) == []  # NotADirectoryError, not a traceback
+    assert root.read_text() == "x"
+
+
+def test_an_entry_the_sweep_may_not_look_at_is_skipped_and_the_others_swept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pid = _gone_pid()
+    hidden = _folder(tmp_path, pid, 1, "bbbb0001")
+    gone = _folder(tmp_path, pid, 1, "bbbb0002")
+    real_lstat = Path.lstat
+
+    def lstat(self: Path) -> os.stat_result:
+        if self == hidden:
+            raise PermissionError(13, "Permission denied", str(self))
+        return real_lstat(self)
+
+    monkeypatch.setattr(Path, "lstat", lstat)
+    assert sweep_temp_dirs(tmp_path) == [gone]
+    monkeypatch.undo()
+    assert hidden.is_dir()
+
+
+def test_a_process_whose_stat_cannot_be_read_has_no_start_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    real_read = Path.read_text
+
+    def read_text(self: Path, *args: Any, **kw: Any) -> str:
+        if str(self) == "/proc/4242/stat":
+            raise PermissionError(13, "Permission denied", str(self))  # hidepid=2, say
+        return real_read(self, *args, **kw)
+
+    monkeypatch.setattr(Path, "read_text", read_text)
+    assert lifecycle.process_start(4242) is None
+
+
+def test_an_orphan_whose_times_docker_cannot_give_is_recorded_without_seconds(tmp_path: Path) -> None:
+    log = tmp_path / "runs.jsonl"
+    box = _Container({OWNER_LABEL: "h/1/1", **record_labels(log, RECORD)}, "exited", "5" * 64)
+    owned = OwnedContainer(id=box.id, name=box.name, status=box.status, labels=box.labels)
+    state = {"Status": "exited", "ExitCode": 0, "StartedAt": "2026-13-45T25:61:00Z", "FinishedAt": "soon"}
+    got = orphan_record(owned, state)
+    assert got is not None and got[1]["seconds"] is None and got[1]["exit_code"] == 0
+
+
+def test_a_daemon_that_refuses_one_removal_or_the_listing_never_stops_envbuilder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import docker.errors
+
+    data, tmp = tmp_path / "data", tmp_path / "tmp"
+    tmp.mkdir()
+    mine = {OWNER_LABEL: f"{HOST}/{_gone_pid()}/1", DATA_LABEL: data_mark(data)}
+    boxes = [_Container(dict(mine), "exited", n * 64) for n in "12"]
+    client = _Daemon(boxes)
+    real_remove = client.api.remove_container
+
+    def remove(cid: str, force: bool) -> None:
+        if cid.startswith("1"):
+            raise docker.errors.APIError("409 Conflict: removal of container is already in progress")
+        real_remove(cid, force)
+
+    monkeypatch.setattr(client.api, "remove_container", remove)
+    engine, _ = _engine(monkeypatch, data, tmp, client)
+    assert tuple(engine.sweep_leftovers()) == ("envbuilder-run-2",)  # 1 stays; no traceback
+
+    def refuse(**kw: Any) -> list[_Container]:
+        raise docker.errors.APIError("500 Server Error")
+
+    monkeypatch.setattr(client.containers, "list", refuse)
+    assert tuple(engine.sweep_leftovers()) == ()

@@ -103,9 +103,12 @@ def test_the_first_sets_ids_stay_and_the_second_is_numbered_apart(mutants: Modul
     new = mutants.auto_mutants(area, "new")
     third = mutants.auto_mutants(area, "third")
     fourth = mutants.auto_mutants(area, "fourth")
+    fifth = mutants.auto_mutants(area, "fifth")
     every = mutants.auto_mutants(area, "all")
     assert old and new
-    assert every == old + new + third + fourth  # (this module has no third-set mutant: test_the_third_set...)
+    assert (
+        every == old + new + third + fourth + fifth
+    )  # (this module has no third-set mutant: test_the_third_set...)
     assert [mu.id for mu in new] == [f"TN{i:03d}" for i in range(1, len(new) + 1)]
     assert all(not mu.id.startswith("TN") for mu in old)
     assert mutants.auto_mutants(area, "new") == new  # deterministic
@@ -234,3 +237,69 @@ def test_the_fourth_set_plants_the_kinds_no_earlier_set_makes(mutants: ModuleTyp
     assert (head, 'head = text.strip().split(" ")[-1]') not in got
     every = mutants.auto_mutants(area4, "all")
     assert every[-len(fourth) :] == fourth  # numbered apart, after the earlier sets
+
+
+FIFTH = """\
+import contextlib
+import os
+
+
+def keep(path, pairs, n):
+    try:
+        fd = os.open(path, os.O_RDWR, 0o600)
+    except OSError:
+        return None
+    finally:
+        os.close(3)
+        os.close(4)
+    try:
+        with open(path, "w") as f, contextlib.suppress(ValueError):
+            f.write("x")
+    except (OSError, ValueError):
+        raise
+    for k, v in pairs:
+        first, second = k, v
+    for i, item in enumerate(pairs):
+        pass
+    return [i for i in range(n)], fd, first, second
+"""
+
+
+@pytest.fixture()
+def area5(mutants: ModuleType, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    (tmp_path / "envbuilder").mkdir()
+    (tmp_path / "envbuilder" / "r.py").write_text(FIFTH)
+    monkeypatch.setattr(mutants, "ROOT", tmp_path)
+    monkeypatch.setitem(mutants.AREAS, "r", ("R", (mutants.Target("r.py", ("keep",), ("test_x.py",)),)))
+    return "r"
+
+
+def test_the_fifth_set_narrows_handlers_skips_cleanups_and_swaps_what_was_paired(
+    mutants: ModuleType, area5: str
+) -> None:
+    fifth = mutants.auto_mutants(area5, "fifth")
+    assert [mu.id for mu in fifth] == [f"RV{i:03d}" for i in range(1, len(fifth) + 1)]
+    got = changes(mutants, area5, "fifth")
+    assert ("except OSError:", "except FileNotFoundError:") in got
+    assert ("return None", "raise") in got  # the handler's body re-raises
+    assert (
+        "os.close(3)\n        os.close(4)",
+        "pass",
+    ) in got  # the finally body (one call: the second set's)
+    assert ("fd = os.open(path, os.O_RDWR, 0o600)", "fd = os.open(path, os.O_RDWR, 0o644)") in got
+    opened = 'with open(path, "w") as f, contextlib.suppress(ValueError):'
+    assert (opened, opened.replace('"w"', "'a'")) in got
+    assert (
+        opened,
+        opened.replace("contextlib.suppress(ValueError)", '__import__("contextlib").nullcontext()'),
+    ) in got
+    assert ("for k, v in pairs:", "for v, k in pairs:") in got
+    assert ("first, second = k, v", "second, first = k, v") in got
+    back = "return [i for i in range(n)], fd, first, second"
+    assert (back, back.replace("range(n)", "range(n + 1)")) in got
+    assert (back, back.replace("range(n)", "range(n - 1)")) in got
+    # Not made: os.open's flags are no mode, an enumerate's index and item, a bare re-raise, a tuple
+    assert not any(old.startswith("for i, item") for old, _ in got)
+    assert not any(old == "raise" for old, _ in got)
+    assert not any("except (OSError, ValueError)" in old for old, _ in got)
+    assert not any("O_RDWR" in new and "O_RDWR" not in old for old, new in got)
