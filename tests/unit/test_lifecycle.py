@@ -367,33 +367,19 @@ def test_an_owner_mark_with_white_space_around_it_is_read_as_the_mark(
     assert sorted(sweep_temp_dirs(tmp_path)) == sorted(folders)
 
 
-def test_a_folder_named_like_a_temp_folder_with_a_suffix_is_not_swept(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize("after", [".keep", "\n"], ids=["a suffix", "a line break"])
+def test_a_folder_named_like_a_temp_folder_with_more_after_it_is_not_swept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, after: str
 ) -> None:
-    """`envbuilder-render-PID-N-XXXXXXXX.keep` is no folder temp_dir made (someone kept a copy):
-    it stays, whoever its owner file names."""
+    """`envbuilder-render-PID-N-XXXXXXXX.keep` (someone kept a copy), or the name with a final line
+    break (`$` would take it), is no folder temp_dir made: it stays, whoever its owner file names."""
     dead = subprocess.Popen(["true"])
     dead.wait()
     monkeypatch.setattr(socket, "gethostname", lambda: "host-a")
-    kept = tmp_path / f"envbuilder-render-{dead.pid}-1-eeee5555.keep"
+    kept = tmp_path / f"envbuilder-render-{dead.pid}-1-eeee5555{after}"
     kept.mkdir()
     (kept / OWNER_FILE).write_text(f"host-a/{dead.pid}/1\n", encoding="ascii")
     old = time.time() - 7200
     os.utime(kept, (old, old))
     assert sweep_temp_dirs(tmp_path) == []
     assert kept.is_dir()
-
-
-def test_a_folder_named_like_a_temp_folder_with_a_line_break_after_it_is_not_swept(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    dead = subprocess.Popen(["true"])
-    dead.wait()
-    monkeypatch.setattr(socket, "gethostname", lambda: "host-a")
-    odd = tmp_path / f"envbuilder-render-{dead.pid}-1-ffff6666\n"
-    odd.mkdir()
-    (odd / OWNER_FILE).write_text(f"host-a/{dead.pid}/1\n", encoding="ascii")
-    old = time.time() - 7200
-    os.utime(odd, (old, old))
-    assert sweep_temp_dirs(tmp_path) == []
-    assert odd.is_dir()
