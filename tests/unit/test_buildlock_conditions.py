@@ -14,6 +14,7 @@ import stat
 import subprocess
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -89,13 +90,31 @@ def test_a_lock_folder_root_owns_is_trusted_by_every_user(
     assert shared_locks_dir() == folder
 
 
+def _shared_locks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The shared lock folder, made in tmp_path (ENVBUILDER_LOCK_DIR)."""
+    folder = tmp_path / "locks"
+    monkeypatch.setenv("ENVBUILDER_LOCK_DIR", str(folder))
+    return shared_locks_dir()
+
+
+def _before_open(monkeypatch: pytest.MonkeyPatch, hook: Callable[[Any, int], None]) -> None:
+    """os.open with `hook(path, flags)` run first: it may raise what the real open would, or
+    change the file system as another build would meanwhile."""
+    real_open = os.open
+
+    def opened(path: Any, flags: int, *args: Any) -> int:
+        hook(path, flags)
+        return real_open(path, flags, *args)
+
+    monkeypatch.setattr(os, "open", opened)
+
+
 def _opens(monkeypatch: pytest.MonkeyPatch, *, exists_every_time: bool) -> list[int]:
     """os.open as two builds racing for a missing lock file see it: the create finds it made by
     the other (once, or every time: the file keeps being removed between the two opens)."""
-    real_open = os.open
     calls: list[int] = []
 
-    def racing(path: Any, flags: int, *args: Any) -> int:
+    def racing(path: Any, flags: int) -> None:
         calls.append(flags)
         if flags & os.O_CREAT and (exists_every_time or len(calls) <= 2):
             if not exists_every_time:
@@ -103,18 +122,15 @@ def _opens(monkeypatch: pytest.MonkeyPatch, *, exists_every_time: bool) -> list[
             raise FileExistsError(17, "File exists", str(path))
         if exists_every_time:
             raise FileNotFoundError(2, "No such file or directory", str(path))
-        return real_open(path, flags, *args)
 
-    monkeypatch.setattr(os, "open", racing)
+    _before_open(monkeypatch, racing)
     return calls
 
 
 def test_a_lock_file_another_build_creates_first_is_opened_not_refused(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    folder = tmp_path / "locks"
-    monkeypatch.setenv("ENVBUILDER_LOCK_DIR", str(folder))
-    shared_locks_dir()
+    folder = _shared_locks(tmp_path, monkeypatch)
     calls = _opens(monkeypatch, exists_every_time=False)
     with output_lock([], ["team/x:1"], lambda _m: None):
         (lock,) = folder.iterdir()
@@ -127,21 +143,17 @@ def test_a_lock_file_another_build_makes_between_the_two_opens_keeps_its_mode(
 ) -> None:
     """The other build creates the file right after this one found it missing: the create must
     fail on it (O_EXCL) and this build open it as it is, never re-mode another's file."""
-    folder = tmp_path / "locks"
-    monkeypatch.setenv("ENVBUILDER_LOCK_DIR", str(folder))
-    shared_locks_dir()
-    real_open = os.open
+    folder = _shared_locks(tmp_path, monkeypatch)
     first = [True]
 
-    def other_build_first(path: Any, flags: int, *args: Any) -> int:
+    def other_build_first(path: Any, flags: int) -> None:
         if first[0] and not flags & os.O_CREAT:
             first[0] = False
-            os.close(real_open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+            Path(path).touch(0o600, exist_ok=False)  # the other build (first is False by now)
             Path(path).chmod(0o640)
             raise FileNotFoundError(2, "No such file or directory", str(path))
-        return real_open(path, flags, *args)
 
-    monkeypatch.setattr(os, "open", other_build_first)
+    _before_open(monkeypatch, other_build_first)
     with output_lock([], ["team/x:1"], lambda _m: None):
         (lock,) = folder.iterdir()
         assert stat.S_IMODE(lock.stat().st_mode) == 0o640
@@ -150,9 +162,7 @@ def test_a_lock_file_another_build_makes_between_the_two_opens_keeps_its_mode(
 def test_a_lock_file_that_keeps_disappearing_is_an_error_not_a_hang(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    folder = tmp_path / "locks"
-    monkeypatch.setenv("ENVBUILDER_LOCK_DIR", str(folder))
-    shared_locks_dir()
+    _shared_locks(tmp_path, monkeypatch)
     calls = _opens(monkeypatch, exists_every_time=True)
     with pytest.raises(OSError, match="keeps disappearing"), output_lock([], ["team/x:1"], lambda _m: None):
         pass
@@ -163,9 +173,7 @@ def test_a_lock_file_that_keeps_disappearing_is_an_error_not_a_hang(
 def test_a_planted_lock_file_is_named_in_the_builds_error(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, plant: str
 ) -> None:
-    folder = tmp_path / "locks"
-    monkeypatch.setenv("ENVBUILDER_LOCK_DIR", str(folder))
-    shared_locks_dir()
+    folder = _shared_locks(tmp_path, monkeypatch)
     path = folder / f"{commit_mod._key('tag:FAKE:DAEMON/team/x:1')}.lock"
     if plant == "symlink":
         (tmp_path / "victim").write_text("precious\n")
@@ -514,9 +522,7 @@ def test_a_lock_folder_of_ones_own_is_used_sticky_or_not(
 def test_a_lock_file_that_keeps_disappearing_is_named_in_the_builds_error(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    folder = tmp_path / "locks"
-    monkeypatch.setenv("ENVBUILDER_LOCK_DIR", str(folder))
-    shared_locks_dir()
+    folder = _shared_locks(tmp_path, monkeypatch)
     _opens(monkeypatch, exists_every_time=True)
     with pytest.raises(OutputError) as err, outputs_held([], ["team/x:1"], FakeEngine(), lambda _m: None):
         pass
@@ -529,9 +535,7 @@ def test_a_refused_lock_file_leaves_no_descriptor_open(
 ) -> None:
     """A long-lived process (`fleet build`) that meets planted lock files does not run out of
     descriptors: the one opened to check the file is closed before the error."""
-    folder = tmp_path / "locks"
-    monkeypatch.setenv("ENVBUILDER_LOCK_DIR", str(folder))
-    shared_locks_dir()
+    folder = _shared_locks(tmp_path, monkeypatch)
     os.mkfifo(folder / f"{commit_mod._key('tag:D/team/x:1')}.lock")
     before = sorted(Path("/proc/self/fd").iterdir())
     for _ in range(3):
@@ -604,20 +608,16 @@ def test_another_users_lock_file_we_may_only_read_still_locks_the_build(
 ) -> None:
     """A lock file another user made and did not open to us: opened read-only (flock works on it
     all the same); writing our name into it fails and is left out, the build goes on."""
-    folder = tmp_path / "locks"
-    monkeypatch.setenv("ENVBUILDER_LOCK_DIR", str(folder))
-    shared_locks_dir()
+    folder = _shared_locks(tmp_path, monkeypatch)
     (output,) = commit_mod._outputs([], ["team/x:1"])
     lock = folder / f"{commit_mod._key(output)}.lock"
     lock.write_text("envbuilder other-host/1/1 (4242)\n")
-    real_open = os.open
 
-    def not_writable(path: Any, flags: int, *args: Any) -> int:
+    def not_writable(path: Any, flags: int) -> None:
         if Path(path) == lock and flags & (os.O_RDWR | os.O_WRONLY):
             raise PermissionError(13, "Permission denied", str(path))  # as a non-root user sees it
-        return real_open(path, flags, *args)
 
-    monkeypatch.setattr(os, "open", not_writable)
+    _before_open(monkeypatch, not_writable)
     with output_lock([], ["team/x:1"], lambda _m: None):
         assert list(folder.iterdir()) == [lock]  # the other user's file, not one of our own
     assert lock.read_text() == "envbuilder other-host/1/1 (4242)\n"  # left as the other wrote it

@@ -907,11 +907,11 @@ def test_a_tampered_certificate_file_is_refused_naming_the_file(tmp_path: Path) 
 def test_a_max_age_not_given_keeps_the_policys_own_and_a_given_one_keeps_its_source() -> None:
     """`verify --max-age` absent: the policy file's own max_age stays; given: it replaces the age
     only, and messages still name the file the keys came from."""
-    policy = TrustPolicy(keys=(), max_age_s=3600.0, source="/etc/team/trust.yaml")
+    policy = TrustPolicy(keys=(), max_age_s=3600.0, source="team/trust.yaml")
     assert policy.with_max_age(None) == policy
     changed = policy.with_max_age(60.0)
-    assert (changed.max_age_s, changed.source) == (60.0, "/etc/team/trust.yaml")
-    assert changed.describe().startswith("/etc/team/trust.yaml: ")
+    assert (changed.max_age_s, changed.source) == (60.0, "team/trust.yaml")
+    assert changed.describe().startswith("team/trust.yaml: ")
 
 
 def test_run_looks_the_registry_up_through_fetch_verified_when_given_no_fetch(
