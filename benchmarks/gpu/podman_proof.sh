@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # GPU access through CDI under Podman on the H200 test machine (issue 25, item 2), in one device
 # call: Debian 12's podman 4.3.1, conmon and runc with their libraries (carried: no network there),
-# `envbuilder gpu cdi-spec --out /etc/cdi/nvidia.yaml`, the machine's own environment imported as a
+# `envbuilder gpu cdi-spec --out /etc/cdi/nvidia.yaml`; first a tiny image (/bin/sh, ls, cat and the
+# C library from the machine, a few MB, nothing of NVIDIA's) run with the CDI device by plain podman
+# and by `envbuilder run --runtime podman --gpu-access cdi --force` (nvidia-smi -L: what the spec
+# mounted); then (unless TINY_ONLY=1) the machine's own environment imported as a
 # base image (`podman import`), `envbuilder build --runtime podman` on it, plain `podman run
 # --device nvidia.com/gpu=all` with nvidia-smi, `envbuilder certify --runtime podman --gpu-access
 # cdi --quick`, and `envbuilder run --runtime podman --gpu-access cdi` (nvidia-smi, a bf16 matmul).
@@ -11,8 +14,10 @@
 #
 # Needs, beside the checkout (carried, ignored by git): .device/podman.tar.xz (bin/podman, conmon,
 # runc, lib/ their libraries, seccomp.json: `pack` makes it from this machine's Debian packages,
-# about 14 MB) and .device/whl/docker-*.whl. Writes to $OUT: podman-info.txt, cdi-spec.json, build.txt,
-# certify.txt, cert.json, run.txt, proof.log (the steps with their times).
+# about 14 MB) and .device/whl/docker-*.whl. FREE_DOCKER=1: Docker 26's store from an earlier call
+# (/var/lib/dkr26, ~20 GB after check_faults.sh) is removed before the 10 GB import. Writes to $OUT:
+# podman-info.txt, cdi-spec.json, run-tiny.txt, build.txt, certify.txt, cert.json, run.txt,
+# proof.log (the steps with their times and the free disk).
 set -uo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$ROOT"
@@ -72,10 +77,44 @@ eb gpu cdi-spec --out /etc/cdi/nvidia.yaml --json >"$OUT/cdi-spec.json" 2>>"$LOG
 rc=$?; stamp "gpu cdi-spec exit $rc"
 [ $rc = 0 ] || exit $rc
 
+# The CDI proof first, on an image of a few MB: /bin/sh, ls, cat and the C library, nothing of
+# NVIDIA's (ldd's lines naming nvidia or cuda are left out): whatever nvidia-smi finds in the
+# container, the CDI spec put there. Then the full proof on the machine's environment (10 GB).
+TINY=envbuilder-gpu/tiny:host
+tiny="$(mktemp -d)"
+mkdir -p "$tiny/bin" "$tiny/usr/bin" "$tiny/etc" "$tiny/tmp"
+for b in sh ls cat; do cp -L "$(command -v "$b")" "$tiny/bin/"; done
+for b in "$tiny"/bin/* "$(command -v nvidia-smi)"; do ldd "$b"; done \
+  | awk '/=> \// {print $3} /^[[:space:]]*\/[^ ]*ld-linux/ {print $1}' | grep -v -E 'nvidia|cuda' | sort -u \
+  | while read -r lib; do mkdir -p "$tiny$(dirname "$lib")" && cp -L "$lib" "$tiny$lib"; done
+tar -C "$tiny" -c . | podman import - "$TINY" >>"$LOG" 2>&1
+stamp "tiny image $TINY ($(du -sh "$tiny" | cut -f1)): import exit $?"
+rm -rf "$tiny"
+podman_runs() { # IMAGE FILE: plain podman with the CDI device, then envbuilder's run (--force: uncertified)
+  {
+    echo "\$ podman run --rm --network none --device nvidia.com/gpu=all $1 nvidia-smi -L   # plain podman, the spec alone"
+    timeout 120 podman run --rm --network none --device nvidia.com/gpu=all "$1" nvidia-smi -L; echo "exit $?"
+    echo "\$ podman run --rm --network none $1 ls /dev   # no CDI device: no GPU"
+    timeout 120 podman run --rm --network none "$1" ls /dev; echo "exit $?"
+    echo; echo "\$ envbuilder run --runtime podman --gpu-access cdi --force --network none $1 -- nvidia-smi -L"
+    timeout 120 "$PYTHON" -m envbuilder run --runtime podman --gpu-access cdi --force --network none "$1" -- nvidia-smi -L; echo "exit $?"
+  } >"$2" 2>&1
+}
+podman_runs "$TINY" "$OUT/run-tiny.txt"
+stamp "tiny image under CDI: $(grep -c '^exit 0' "$OUT/run-tiny.txt") of 3 commands exited 0; $(grep -c '^GPU [0-9]' "$OUT/run-tiny.txt") GPU lines"
+[ "${TINY_ONLY:-0}" = 1 ] && { stamp "done (TINY_ONLY)"; exit 0; }
+
+# The machine's environment is 10 GB in Podman's store on top of what Docker 26 may have kept from
+# an earlier call (check_faults.sh): with FREE_DOCKER=1 that is removed first.
+if [ "${FREE_DOCKER:-0}" = 1 ] && [ -d /var/lib/dkr26 ]; then
+  bash benchmarks/gpu/docker26.sh stop >>"$LOG" 2>&1; rm -rf /var/lib/dkr26
+fi
+stamp "disk: $(df -h --output=avail,size / | tail -1)"
+
 podman image exists "$BASE" 2>/dev/null || (cd / && tar -c --exclude='usr/local/cuda*' --exclude=usr/share/doc lib lib64 bin sbin usr/bin \
     usr/lib usr/lib64 usr/sbin usr/libexec usr/include etc opt/torch 2>/dev/null) \
   | podman import --change 'ENV PATH=/opt/torch/.venv/bin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' - "$BASE" >>"$LOG" 2>&1
-stamp "base image imported: $(podman image inspect --format '{{.Id}} {{.Size}}' "$BASE" 2>&1 | tail -1)"
+stamp "base image imported: $(podman image inspect --format '{{.Id}} {{.Size}}' "$BASE" 2>&1 | tail -1); disk: $(df -h --output=avail / | tail -1)"
 if ! podman run --rm --network none "$BASE" true >>"$LOG" 2>&1; then
   # As on the CPU machines (scripts/podman.sh): a sandbox that refuses Podman's rlimits.
   cat >"$PM/runc-norlimits" <<EOF
@@ -100,7 +139,7 @@ fi
 
 eb build benchmarks/gpu/h200-proof.yaml --runtime podman --base-image "$BASE" --base-venv /opt/torch/.venv \
     --network host --tag "$TAG" >"$OUT/build.txt" 2>&1
-rc=$?; stamp "build --runtime podman exit $rc"; tail -8 "$OUT/build.txt" >>"$LOG"
+rc=$?; stamp "build --runtime podman exit $rc; disk: $(df -h --output=avail / | tail -1)"; tail -8 "$OUT/build.txt" >>"$LOG"
 [ $rc = 0 ] || exit $rc
 
 {
