@@ -90,6 +90,27 @@ for b in "$tiny"/bin/* "$(command -v nvidia-smi)"; do ldd "$b"; done \
 tar -C "$tiny" -c . | podman import - "$TINY" >>"$LOG" 2>&1
 stamp "tiny image $TINY ($(du -sh "$tiny" | cut -f1)): import exit $?"
 rm -rf "$tiny"
+if ! podman run --rm --network none "$TINY" ls / >>"$LOG" 2>&1; then
+  # As on the CPU machines (scripts/podman.sh): a sandbox that refuses Podman's rlimits.
+  cat >"$PM/runc-norlimits" <<EOF
+#!/usr/bin/python3
+import json, os, sys
+args = sys.argv[1:]
+if "create" in args or "run" in args:
+    b = os.getcwd()
+    for i, a in enumerate(args):
+        if a in ("--bundle", "-b") and i + 1 < len(args):
+            b = args[i + 1]
+    p = os.path.join(b, "config.json")
+    c = json.load(open(p))
+    if c.get("process", {}).pop("rlimits", None) is not None:
+        json.dump(c, open(p, "w"))
+os.execv("$PM/bin/runc", ["runc", *args])
+EOF
+  chmod +x "$PM/runc-norlimits"; write_conf "$PM/runc-norlimits"
+  podman run --rm --network none "$TINY" ls / >>"$LOG" 2>&1
+  stamp "podman run needed the rlimits left out here: now exit $?"
+fi
 podman_runs() { # IMAGE FILE: plain podman with the CDI device, then envbuilder's run (--force: uncertified)
   {
     echo "\$ podman run --rm --network none --device nvidia.com/gpu=all $1 nvidia-smi -L   # plain podman, the spec alone"
@@ -115,27 +136,6 @@ podman image exists "$BASE" 2>/dev/null || (cd / && tar -c --exclude='usr/local/
     usr/lib usr/lib64 usr/sbin usr/libexec usr/include etc opt/torch 2>/dev/null) \
   | podman import --change 'ENV PATH=/opt/torch/.venv/bin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' - "$BASE" >>"$LOG" 2>&1
 stamp "base image imported: $(podman image inspect --format '{{.Id}} {{.Size}}' "$BASE" 2>&1 | tail -1); disk: $(df -h --output=avail / | tail -1)"
-if ! podman run --rm --network none "$BASE" true >>"$LOG" 2>&1; then
-  # As on the CPU machines (scripts/podman.sh): a sandbox that refuses Podman's rlimits.
-  cat >"$PM/runc-norlimits" <<EOF
-#!/usr/bin/python3
-import json, os, sys
-args = sys.argv[1:]
-if "create" in args or "run" in args:
-    b = os.getcwd()
-    for i, a in enumerate(args):
-        if a in ("--bundle", "-b") and i + 1 < len(args):
-            b = args[i + 1]
-    p = os.path.join(b, "config.json")
-    c = json.load(open(p))
-    if c.get("process", {}).pop("rlimits", None) is not None:
-        json.dump(c, open(p, "w"))
-os.execv("$PM/bin/runc", ["runc", *args])
-EOF
-  chmod +x "$PM/runc-norlimits"; write_conf "$PM/runc-norlimits"
-  podman run --rm --network none "$BASE" true >>"$LOG" 2>&1
-  stamp "podman run needed the rlimits left out here: now exit $?"
-fi
 
 eb build benchmarks/gpu/h200-proof.yaml --runtime podman --base-image "$BASE" --base-venv /opt/torch/.venv \
     --network host --tag "$TAG" >"$OUT/build.txt" 2>&1
