@@ -7,7 +7,7 @@
 # mounted); then (unless TINY_ONLY=1) the machine's own environment imported as a
 # base image (`podman import`), `envbuilder build --runtime podman` on it, plain `podman run
 # --device nvidia.com/gpu=all` with nvidia-smi, `envbuilder certify --runtime podman --gpu-access
-# cdi --quick`, and `envbuilder run --runtime podman --gpu-access cdi` (nvidia-smi, a bf16 matmul).
+# cdi --quick` (CERTIFY_ARGS), and `envbuilder run --runtime podman --gpu-access cdi` (nvidia-smi, a bf16 matmul).
 #
 #   bash benchmarks/gpu/podman_proof.sh pack    # on the CPU machine (after scripts/podman.sh)
 #   bash benchmarks/gpu/podman_proof.sh         # on the GPU machine, with .device carried
@@ -38,6 +38,7 @@ proof_log
 TAG=envbuilder/podman-proof:latest
 BASE=envbuilder-gpu/base:host
 PM=/opt/podman
+CERTIFY_ARGS="${CERTIFY_ARGS:---quick}"   # e.g. "--timeout 420": a default-level certification
 SMOKE="import torch; print('cuda available:', torch.cuda.is_available()); print('device:', torch.cuda.get_device_name(0)); x = torch.randn(4096, 4096, device='cuda', dtype=torch.bfloat16); print('bf16 matmul ok:', bool(torch.isfinite(x @ x).all()))"
 
 date -u +"%Y-%m-%dT%H:%M:%SZ on $(hostname)" >"$LOG"
@@ -148,8 +149,9 @@ rc=$?; stamp "build --runtime podman exit $rc; disk: $(df -h --output=avail / | 
 } >"$OUT/run.txt" 2>&1
 stamp "plain podman run with the CDI device: $(tail -1 "$OUT/run.txt")"
 
-eb certify "$TAG" --runtime podman --gpu-access cdi --quick --out "$OUT/cert.json" >"$OUT/certify.txt" 2>&1
-rc=$?; stamp "certify --runtime podman --gpu-access cdi --quick exit $rc: $(grep -m1 -E 'certified|failed' "$OUT/certify.txt" | cut -c1-160)"
+# shellcheck disable=SC2086 # CERTIFY_ARGS is a word list
+eb certify "$TAG" --runtime podman --gpu-access cdi $CERTIFY_ARGS --out "$OUT/cert.json" >"$OUT/certify.txt" 2>&1
+rc=$?; stamp "certify --runtime podman --gpu-access cdi $CERTIFY_ARGS exit $rc: $(grep -m1 -E 'certified|failed' "$OUT/certify.txt" | cut -c1-160)"
 
 {
   echo; echo "\$ envbuilder run --runtime podman $TAG --gpu-access cdi --network none -- nvidia-smi -L"
