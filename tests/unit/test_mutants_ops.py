@@ -104,10 +104,11 @@ def test_the_first_sets_ids_stay_and_the_second_is_numbered_apart(mutants: Modul
     third = mutants.auto_mutants(area, "third")
     fourth = mutants.auto_mutants(area, "fourth")
     fifth = mutants.auto_mutants(area, "fifth")
+    sixth = mutants.auto_mutants(area, "sixth")
     every = mutants.auto_mutants(area, "all")
     assert old and new
     assert (
-        every == old + new + third + fourth + fifth
+        every == old + new + third + fourth + fifth + sixth
     )  # (this module has no third-set mutant: test_the_third_set...)
     assert [mu.id for mu in new] == [f"TN{i:03d}" for i in range(1, len(new) + 1)]
     assert all(not mu.id.startswith("TN") for mu in old)
@@ -236,7 +237,7 @@ def test_the_fourth_set_plants_the_kinds_no_earlier_set_makes(mutants: ModuleTyp
     assert not any(new.strip() in ("if True:", "if False:") for _, new in got)
     assert (head, 'head = text.strip().split(" ")[-1]') not in got
     every = mutants.auto_mutants(area4, "all")
-    assert every[-len(fourth) :] == fourth  # numbered apart, after the earlier sets
+    assert tuple(mu for mu in every if mu.id.startswith("QF")) == fourth  # numbered apart
 
 
 FIFTH = """\
@@ -303,3 +304,68 @@ def test_the_fifth_set_narrows_handlers_skips_cleanups_and_swaps_what_was_paired
     assert not any(old == "raise" for old, _ in got)
     assert not any("except (OSError, ValueError)" in old for old, _ in got)
     assert not any("O_RDWR" in new and "O_RDWR" not in old for old, new in got)
+
+
+SIXTH = """\
+import math
+import os
+import re
+
+
+def keep(path, tmp, lock, extra, data, items, n):
+    m = re.match("x", data)
+    if m is None or lock is not None:
+        return None
+    with lock.held(path):
+        ok = path.is_file() and os.path.realpath(path) and not path.is_symlink()
+    os.replace(tmp, path)
+    tmp.replace(path)
+    merged = {**extra, **{"a": 1}}
+    for item in items:
+        pass
+    else:
+        n = 0
+    text = data.decode() + path.read_text(encoding="utf-8")
+    return ok, merged, items[:n], round(n), math.ceil(n), text, extra | {"b": 2}
+"""
+
+
+@pytest.fixture()
+def area6(mutants: ModuleType, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    (tmp_path / "envbuilder").mkdir()
+    (tmp_path / "envbuilder" / "s.py").write_text(SIXTH)
+    monkeypatch.setattr(mutants, "ROOT", tmp_path)
+    monkeypatch.setitem(mutants.AREAS, "s", ("S", (mutants.Target("s.py", ("keep",), ("test_x.py",)),)))
+    return "s"
+
+
+def test_the_sixth_set_loosens_checks_where_outside_input_and_the_file_system_come_in(
+    mutants: ModuleType, area6: str
+) -> None:
+    sixth = mutants.auto_mutants(area6, "sixth")
+    assert [mu.id for mu in sixth] == [f"SS{i:03d}" for i in range(1, len(sixth) + 1)]
+    got = changes(mutants, area6, "sixth")
+    guard = "if m is None or lock is not None:"
+    assert (guard, guard.replace("lock is not None", "bool(lock)")) in got
+    assert (guard, guard.replace("m is None", "(not m)")) not in got  # a match is never falsy
+    held = "with lock.held(path):"
+    assert (held, 'with __import__("contextlib").nullcontext(lock.held(path)):') in got
+    ok = "ok = path.is_file() and os.path.realpath(path) and not path.is_symlink()"
+    assert (ok, ok.replace("is_file", "exists")) in got
+    assert (ok, ok.replace("realpath", "abspath")) in got
+    assert (ok, ok.replace("path.is_symlink()", "False")) in got
+    assert ("os.replace(tmp, path)", '__import__("shutil").copyfile(tmp, path)') in got
+    assert ("tmp.replace(path)", '__import__("shutil").copyfile(tmp, path)') in got
+    assert ('merged = {**extra, **{"a": 1}}', 'merged = {**{"a": 1}, **extra}') in got
+    assert ("n = 0", "pass") in got  # the for's else body
+    text = 'text = data.decode() + path.read_text(encoding="utf-8")'
+    assert (text, text.replace("data.decode()", 'data.decode(errors="replace")')) in got
+    assert (text, text.replace('encoding="utf-8")', 'encoding="utf-8", errors="replace")')) in got
+    back = 'return ok, merged, items[:n], round(n), math.ceil(n), text, extra | {"b": 2}'
+    assert (back, back.replace("items[:n]", "items[:n + 1]")) in got
+    assert (back, back.replace("items[:n]", "items[:n - 1]")) in got
+    assert (back, back.replace("round(n)", "int(n)")) in got
+    assert (back, back.replace("math.ceil", "math.floor")) in got
+    assert (back, back.replace('extra | {"b": 2}', '{"b": 2} | extra')) in got
+    every = mutants.auto_mutants(area6, "all")
+    assert every[-len(sixth) :] == sixth  # numbered apart, after the earlier sets
