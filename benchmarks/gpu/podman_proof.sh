@@ -91,7 +91,7 @@ for b in "$tiny"/bin/* "$(command -v nvidia-smi)"; do ldd "$b"; done \
 tar -C "$tiny" -c . | podman import - "$TINY" >>"$LOG" 2>&1
 stamp "tiny image $TINY ($(du -sh "$tiny" | cut -f1)): import exit $?"
 rm -rf "$tiny"
-if ! podman run --rm --network none "$TINY" ls / >>"$LOG" 2>&1; then
+if ! podman run --rm --network none "$TINY" sh -c : >>"$LOG" 2>&1; then
   # As on the CPU machines (scripts/podman.sh): a sandbox that refuses Podman's rlimits.
   cat >"$PM/runc-norlimits" <<EOF
 #!/usr/bin/python3
@@ -109,15 +109,15 @@ if "create" in args or "run" in args:
 os.execv("$PM/bin/runc", ["runc", *args])
 EOF
   chmod +x "$PM/runc-norlimits"; write_conf "$PM/runc-norlimits"
-  podman run --rm --network none "$TINY" ls / >>"$LOG" 2>&1
+  podman run --rm --network none "$TINY" sh -c : >>"$LOG" 2>&1
   stamp "podman run needed the rlimits left out here: now exit $?"
 fi
 podman_runs() { # IMAGE FILE: plain podman with the CDI device, then envbuilder's run (--force: uncertified)
   {
     echo "\$ podman run --rm --network none --device nvidia.com/gpu=all $1 nvidia-smi -L   # plain podman, the spec alone"
     timeout 120 podman run --rm --network none --device nvidia.com/gpu=all "$1" nvidia-smi -L; echo "exit $?"
-    echo "\$ podman run --rm --network none $1 ls /dev   # no CDI device: no GPU"
-    timeout 120 podman run --rm --network none "$1" ls /dev; echo "exit $?"
+    echo "\$ podman run --rm --network none $1 sh -c 'echo /dev/*'   # no CDI device: no GPU"
+    timeout 120 podman run --rm --network none "$1" sh -c 'echo /dev/*'; echo "exit $?"
     echo; echo "\$ envbuilder run --runtime podman --gpu-access cdi --force --network none $1 -- nvidia-smi -L"
     timeout 120 "$PYTHON" -m envbuilder run --runtime podman --gpu-access cdi --force --network none "$1" -- nvidia-smi -L; echo "exit $?"
   } >"$2" 2>&1
