@@ -4210,6 +4210,127 @@ if sys.version_info >= (3, 11):
         }
     )
 
+# The sixth set on janitor and buildlock (2026-12-05): values that are never falsy unless None.
+_INFO = "an ImageInfo is a dataclass without __bool__ or __len__: truthy whenever it is not None"
+_TICK0 = (
+    "differs only for a process that started in the first clock tick after boot (start time 0): "
+    "the kernel's init, never an envbuilder process (in a container its start counts from the host's boot)"
+)
+EQUIVALENT.update(
+    {
+        (
+            "engine/ownership.py",
+            "path = os.path.realpath(data_dir if data_dir is not None else user_data_dir())",
+            "path = os.path.realpath(data_dir if bool(data_dir) else user_data_dir())",
+        ): "data_dir is a Path (no __bool__: truthy; Path('') is '.') or None",
+        (
+            "engine/ownership.py",
+            "folder = data_dir if data_dir is not None else user_data_dir()",
+            "folder = data_dir if bool(data_dir) else user_data_dir()",
+        ): "data_dir is a Path (no __bool__: truthy) or None",
+        (
+            "engine/ownership.py",
+            "data = data_mark() if data is None else data",
+            "data = data_mark() if (not data) else data",
+        ): "its one caller (DockerEngine.sweep_leftovers) passes data_mark(): 16 hex digits, never empty",
+        (
+            "engine/ownership.py",
+            '"seconds": seconds if seconds is None or seconds >= 0 else None,',
+            '"seconds": seconds if (not seconds) or seconds >= 0 else None,',
+        ): "the only falsy number is 0, which both keep (0 >= 0)",
+        (
+            "lifecycle.py",
+            "pid = os.getpid() if pid is None else pid",
+            "pid = os.getpid() if (not pid) else pid",
+        ): "no caller passes a pid (all take this process's); pid 0 is no process either way",
+        (
+            "lifecycle.py",
+            "return start is not None and start == int(m.group(3))",
+            "return bool(start) and start == int(m.group(3))",
+        ): _TICK0,
+        (
+            "lifecycle.py",
+            "if live is not None and live == start:",
+            "if bool(live) and live == start:",
+        ): _TICK0,
+        (
+            "lifecycle.py",
+            "base = Path(root) if root is not None else Path(tempfile.gettempdir())",
+            "base = Path(root) if bool(root) else Path(tempfile.gettempdir())",
+        ): "every caller passes a Path (truthy) or nothing",
+        (
+            "lifecycle.py",
+            "if not entry.is_dir() or entry.is_symlink() or now - entry.lstat().st_mtime < min_age_s:",
+            "if not entry.exists() or entry.is_symlink() or now - entry.lstat().st_mtime < min_age_s:",
+        ): "a file named like a temp folder then fails _is_ours's read of FILE/OWNER_FILE with "
+        "NotADirectoryError, an OSError the loop skips on (test_lifecycle has the file case)",
+        (
+            "lifecycle.py",
+            "if not entry.is_dir() or entry.is_symlink() or now - entry.lstat().st_mtime < min_age_s:",
+            "if not entry.is_dir() or False or now - entry.lstat().st_mtime < min_age_s:",
+        ): "shutil.rmtree refuses a symlink itself (ignore_errors swallows its OSError) and the link "
+        "still exists, so it is neither removed nor reported "
+        "(test_a_symlink_named_like_a_temp_folder_is_never_followed passes both ways)",
+        (
+            "lifecycle.py",
+            "if not entry.is_dir() or entry.is_symlink() or now - entry.lstat().st_mtime < min_age_s:",
+            "if not entry.is_dir() or entry.is_symlink() or now - entry.stat().st_mtime < min_age_s:",
+        ): "symlinks are skipped just before: for anything else stat and lstat agree",
+        (
+            "lifecycle.py",
+            "if entry.lstat().st_uid != os.getuid() or not _is_ours(entry, pid, start):",
+            "if entry.stat().st_uid != os.getuid() or not _is_ours(entry, pid, start):",
+        ): "symlinks are skipped on the line before: for anything else stat and lstat agree",
+        (
+            "engine/docker_engine.py",
+            "if orphan is not None and log_is_ours(orphan[0]):",
+            "if bool(orphan) and log_is_ours(orphan[0]):",
+        ): "orphan_record returns None or a 2-tuple (truthy)",
+        (
+            "engine/docker_engine.py",
+            "elif orphan is not None:",
+            "elif bool(orphan):",
+        ): "orphan_record returns None or a 2-tuple (truthy)",
+        (
+            "image/commit.py",
+            "if now is None or now.id != image_id:",
+            "if (not now) or now.id != image_id:",
+        ): _INFO,
+        (
+            "image/commit.py",
+            "previous[t] = info.id if info is not None else None",
+            "previous[t] = info.id if bool(info) else None",
+        ): _INFO,
+        (
+            "image/commit.py",
+            "tagged = all((info := engine.inspect_image(t)) is not None and info.id == image_id "
+            "for t in previous)",
+            "tagged = all(bool(info := engine.inspect_image(t)) and info.id == image_id for t in previous)",
+        ): _INFO,
+        (
+            "image/commit.py",
+            "if tagged and engine.inspect_image(image_id) is not None:",
+            "if tagged and bool(engine.inspect_image(image_id)):",
+        ): _INFO,
+        (
+            "image/build.py",
+            "if info is not None and not info.tags:",
+            "if bool(info) and not info.tags:",
+        ): _INFO,
+        (
+            "image/commit.py",
+            "if old is None:",
+            "if (not old):",
+        ): "repair keeps a previous image only when it is an image ID (sha256: and 64 digits), "
+        "else None: the empty string never reaches _undo",
+        (
+            "image/commit.py",
+            "if doc is None:",
+            "if (not doc):",
+        ): "_read_journal returns None or a dict holding the five required fields (never empty)",
+    }
+)
+
 # --------------------------------------------------------------------------- running
 
 

@@ -29,6 +29,7 @@ from typing import Any
 
 from envbuilder.atomic import write_text_atomic
 from envbuilder.engine import Engine
+from envbuilder.imageref import DIGEST_RE
 from envbuilder.lifecycle import owner_alive, owner_mark
 from envbuilder.resources import user_data_dir
 
@@ -222,7 +223,7 @@ def _read_journal(path: Path) -> dict[str, Any] | None:
         return None
     ok = isinstance(doc, dict) and all(isinstance(doc.get(k), str) for k in ("owner", "image_id", "lock_out"))
     ok = ok and isinstance(doc.get("lock_text"), str) and isinstance(doc.get("previous"), dict)
-    return doc if ok else None
+    return doc if ok and DIGEST_RE.fullmatch(doc["image_id"]) else None
 
 
 def repair(engine: Engine, notice: Notice) -> list[str]:
@@ -241,7 +242,12 @@ def repair(engine: Engine, notice: Notice) -> list[str]:
         if owner_alive(doc["owner"]) is not False:
             continue
         image_id, lock_out = doc["image_id"], Path(doc["lock_out"])
-        previous = {str(k): (v if isinstance(v, str) else None) for k, v in doc["previous"].items()}
+        # commit writes image IDs (or None: the tag was new). Anything else (a damaged or edited
+        # journal) names no image: that tag is removed, never re-tagged to whatever it names.
+        previous = {
+            str(k): (v if isinstance(v, str) and DIGEST_RE.fullmatch(v) else None)
+            for k, v in doc["previous"].items()
+        }
         tagged = all((info := engine.inspect_image(t)) is not None and info.id == image_id for t in previous)
         if tagged and engine.inspect_image(image_id) is not None:
             write_text_atomic(lock_out, doc["lock_text"])

@@ -309,15 +309,20 @@ def test_undoing_puts_back_a_previous_image_sharing_the_id_prefix(tmp_path: Path
     assert eng.images["team/x:1"] == PREV and "team/y:1" not in eng.images
 
 
-def test_a_journals_previous_image_that_is_no_text_is_undone_as_none(tmp_path: Path) -> None:
-    """Anyone who can write the journal folder could put a number there: it names no image, so
-    the tag the killed commit set is removed, not re-tagged to it."""
+@pytest.mark.parametrize("named", [7, "", "evil/image:latest", PREV.id[:19], PREV.id.upper()])
+def test_a_journals_previous_image_that_is_no_image_id_is_undone_as_none(
+    tmp_path: Path, named: object
+) -> None:
+    """Anyone who can write the journal folder could put a number, an empty string or another
+    image's name there (commit writes an image ID or null): it names no image this commit saw,
+    so the tag the killed commit set is removed, never re-tagged to what it names."""
     lock_out = tmp_path / "x.lock.json"
-    _journal(lock_out, ALICE.id, {"team/x:1": 7, "team/y:1": None})  # type: ignore[dict-item]
-    eng = _engine(("team/x:1", ALICE))  # killed before team/y:1
+    _journal(lock_out, ALICE.id, {"team/x:1": named, "team/y:1": None})  # type: ignore[dict-item]
+    eng = _engine(("team/x:1", ALICE), ("evil/image:latest", BOB))  # killed before team/y:1
     (line,) = repair(eng, lambda _m: None)
     assert line.startswith("undid")
     assert "team/x:1" not in eng.images and ("remove", "team/x:1") in eng.calls
+    assert not any(call[0] == "tag" for call in eng.calls)
 
 
 def test_the_holder_shown_leaves_out_the_line_end_and_spaces_around_it(tmp_path: Path) -> None:
@@ -337,6 +342,8 @@ _MALFORMED: dict[str, Any] = {
     "owner a number": {"owner": 7},
     "image missing": {"image_id": None},
     "image a number": {"image_id": 7},
+    "image no ID": {"image_id": "team/x:1"},
+    "image an ID's prefix": {"image_id": ALICE.id[:19]},
     "lock_out missing": {"lock_out": None},
     "lock_out a list": {"lock_out": ["x"]},
     "lock text missing": {"lock_text": None},

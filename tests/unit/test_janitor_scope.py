@@ -383,6 +383,24 @@ def test_a_log_in_a_folder_that_only_shares_the_data_folders_prefix_is_not_ours(
     assert not log_is_ours(tmp_path / "runs.jsonl", alice)
 
 
+def test_a_data_folder_reached_through_a_symlink_is_the_same_folder(tmp_path: Path) -> None:
+    """ENVBUILDER_DATA_DIR may name a symlink (a home folder on another disk): a run's log written
+    through the link and a janitor that knows the real path (or the other way round) agree that
+    the log is this folder's; a link to another folder is not."""
+    from envbuilder.engine.ownership import log_is_ours
+
+    real = tmp_path / "disk" / "alice"
+    real.mkdir(parents=True)
+    link = tmp_path / "alice"
+    link.symlink_to(real)
+    assert log_is_ours(link / "runs.jsonl", real)
+    assert log_is_ours(real / "runs.jsonl", link)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (tmp_path / "evil").symlink_to(elsewhere)
+    assert not log_is_ours(tmp_path / "evil" / "runs.jsonl", link)
+
+
 def test_a_lock_folder_that_is_a_file_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     (tmp_path / "file").write_text("x")
     monkeypatch.setenv("ENVBUILDER_LOCK_DIR", str(tmp_path / "file"))
@@ -436,6 +454,57 @@ def test_a_commit_stopped_by_ctrl_c_puts_the_tags_back(tmp_path: Path) -> None:
         commit_mod.commit(eng, NEW.id, ["team/x:1", "team/y:1"], tmp_path / "x.lock.json", "new\n")
     assert eng.images["team/x:1"] == THEIRS and "team/y:1" not in eng.images
     assert (tmp_path / "x.lock.json").read_text() == "old\n"
+
+
+def test_a_killed_commit_is_finished_where_the_lock_was_not_where_a_link_points_now(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The journal names the lock file by its real path at commit time: a folder link on the way
+    that is pointed elsewhere before the repair (by anyone who can write where the link lives)
+    does not carry the repair's write there."""
+    monkeypatch.setenv("ENVBUILDER_DATA_DIR", str(tmp_path / "data"))
+    project, other = tmp_path / "project", tmp_path / "other"
+    project.mkdir()
+    other.mkdir()
+    link = tmp_path / "link"
+    link.symlink_to(project)
+    left: list[str] = []
+
+    class Killed(FakeEngine):  # the journal as a SIGKILL right after the first tag leaves it
+        def tag(self, image: str, ref: str) -> None:
+            super().tag(image, ref)
+            if not left:
+                left.append(commit_mod._journal_path(link / "x.lock.json").read_text())
+
+    eng = Killed()
+    eng.images.update({NEW.id: NEW})
+    commit_mod.commit(eng, NEW.id, ["team/x:1"], link / "x.lock.json", "new\n")
+    (project / "x.lock.json").unlink()
+    journal = commit_mod._journal_path(link / "x.lock.json")
+    journal.write_text(json.dumps({**json.loads(left[0]), "owner": _gone_mark()}))
+    link.unlink()
+    link.symlink_to(other)
+    (line,) = repair(eng, lambda _m: None)
+    assert line.startswith("finished a build that was killed mid-commit")
+    assert (project / "x.lock.json").read_text() == "new\n"
+    assert list(other.iterdir()) == []
+
+
+def test_a_journal_that_is_not_utf8_is_removed_unread(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """commit writes its journal as ASCII JSON: one with bytes that are not UTF-8 was damaged, and
+    its lock text (whatever a lenient decoding would make of it) is never written anywhere."""
+    eng = FakeEngine()
+    eng.images.update({NEW.id: NEW, "team/x:1": NEW})
+    monkeypatch.setenv("ENVBUILDER_DATA_DIR", str(tmp_path / "alice"))
+    journal = commit_mod._journal_path(tmp_path / "x.lock.json")
+    doc = {"owner": _gone_mark(), "image_id": NEW.id, "previous": {"team/x:1": None}}
+    text = json.dumps({**doc, "lock_out": str(tmp_path / "x.lock.json"), "lock_text": "LOCK"})
+    journal.write_bytes(text.encode().replace(b"LOCK", b"\xff\xfe{}"))
+    assert repair(eng, lambda _m: None) == []
+    assert not journal.exists() and not (tmp_path / "x.lock.json").exists()
+    assert eng.images["team/x:1"] == NEW
 
 
 def test_a_container_of_this_data_folder_without_an_owner_mark_is_left_alone() -> None:
