@@ -4185,6 +4185,137 @@ EQUIVALENT.update(
     }
 )
 
+# The sixth operator set's equivalents in run-check and verdict (--ops sixth): `is None` made a
+# truth test where no input can give a falsy value other than None. Each object named below is an
+# instance of a plain dataclass (no __bool__, no __len__: always true), or a string every producer
+# of which writes non-empty text. A falsy value an input CAN give (a "" mode, a 0.0 s run, a
+# framework "" in a stack label, a lock's "size": false) has its test instead.
+_DATACLASS = (
+    "{what} is a {cls} (a plain dataclass: no __bool__ or __len__, so every instance is true) or None"
+)
+_STACK_RECORD = _DATACLASS.format(what="the certificate's stack", cls="certify.record.StackRecord")
+_CERT = _DATACLASS.format(what="cert", cls="certify.certificate.Certificate (loaded, or none found)")
+EQUIVALENT.update(
+    {
+        (
+            COV,
+            "stack = cert.image.stack if cert is not None else None",
+            "stack = cert.image.stack if bool(cert) else None",
+        ): _CERT,
+        (COV, "if cert is not None:", "if bool(cert):"): _CERT,
+        (COV, "if cert is None:", "if (not cert):"): _CERT,
+        (
+            COV,
+            'if cert is None or cert.verdict != "failed":',
+            'if (not cert) or cert.verdict != "failed":',
+        ): _CERT,
+        (
+            COV,
+            'if cert is None or cert.verdict != "certified-cpu-only" or host.access == "none":',
+            'if (not cert) or cert.verdict != "certified-cpu-only" or host.access == "none":',
+        ): _CERT,
+        (
+            COV,
+            'if cert is None or not _gpu_cert(cert) or host.access != "none" or host.requested == "none":',
+            'if (not cert) or not _gpu_cert(cert) or host.access != "none" or host.requested == "none":',
+        ): _CERT,
+        (
+            COV,
+            'if cert is None or host.access == "none" or not _gpu_cert(cert):',
+            'if (not cert) or host.access == "none" or not _gpu_cert(cert):',
+        ): _CERT,
+        (
+            COV,
+            "return stack if stack is not None and stack.cuda else None",
+            "return stack if bool(stack) and stack.cuda else None",
+        ): _STACK_RECORD,
+        (
+            COV,
+            'if stack is None or host.access == "none":',
+            'if (not stack) or host.access == "none":',
+        ): _STACK_RECORD,
+        (
+            COV,
+            "floor = _version(stack.min_driver) if stack is not None else None",
+            "floor = _version(stack.min_driver) if bool(stack) else None",
+        ): _STACK_RECORD,
+        (
+            COV,
+            'if stack is None or host.access == "none" or floor is None:',
+            'if (not stack) or host.access == "none" or floor is None:',
+        ): _STACK_RECORD,
+        (
+            COV,
+            'if stack is None or host.access == "none" or floor is None:',
+            'if stack is None or host.access == "none" or (not floor):',
+        ): "floor is a packaging Version or None (_version); Version defines no __bool__ or __len__, "
+        "so every Version is true, Version('0') included",
+        (COV, "if have is not None and have >= floor:", "if bool(have) and have >= floor:"): "have is a "
+        "packaging Version or None (_version); Version defines no __bool__ or __len__, so every "
+        "Version is true, Version('0') included",
+        (
+            COV,
+            "bad = [g for g in host.gpus if g.cc and kernel_for(parse_cc(g.cc), targets) is None]",
+            "bad = [g for g in host.gpus if g.cc and (not kernel_for(parse_cc(g.cc), targets))]",
+        ): _DATACLASS.format(what="kernel_for's answer", cls="archs.Target"),
+        (
+            ARCH,
+            "return tuple(t for t in found if t is not None)",
+            "return tuple(t for t in found if bool(t))",
+        ): (_DATACLASS.format(what="each parse_target answer", cls="archs.Target")),
+        (
+            COV,
+            "return [r for check in CHECKS if (r := check(cert, image, host)) is not None]",
+            "return [r for check in CHECKS if bool(r := check(cert, image, host))]",
+        ): _DATACLASS.format(what="each check's answer", cls="run.coverage.Refusal"),
+        (COV, "if req.invalid is not None:", "if bool(req.invalid):"): "Requirement.invalid is set only by "
+        'parse_require_cuda, always to non-empty text ("invalid constraint ..."); else it is None',
+        (REQ, "if self.invalid is not None:", "if bool(self.invalid):"): "Requirement.invalid is set only "
+        'by parse_require_cuda, always to non-empty text ("invalid constraint ..."); else it is None',
+        (COV, "elif host.cuda_driver is None:", "elif (not host.cuda_driver):"): "RunHost.cuda_driver is "
+        "never \"\": its producers are the probe's (NVML: cuda_version_from_int, 'X.Y'; nvidia-smi: "
+        "a \\d+.\\d+ match; /proc: None), with `or` the matrix's native_cuda (major_minor, 'X.Y', or "
+        "None) in run_host and hpc, and native_cuda alone in fleet.class_host",
+        (
+            REQ,
+            "arch=gpu.cc if gpu is not None else None,",
+            "arch=gpu.cc if bool(gpu) else None,",
+        ): _DATACLASS.format(what="gpu", cls="host.GpuInfo (run) or host.HostGpu (resolve)"),
+        (REQ, "brand=gpu.brand if gpu is not None else None,", "brand=gpu.brand if bool(gpu) else None,"): (
+            _DATACLASS.format(what="gpu", cls="host.GpuInfo (run) or host.HostGpu (resolve)")
+        ),
+        (
+            "certify/verdict.py",
+            "return self.framework or (self.stack.framework if self.stack is not None else None)",
+            "return self.framework or (self.stack.framework if bool(self.stack) else None)",
+        ): _DATACLASS.format(what="RunFacts.stack", cls="resolve.model.Stack"),
+        (
+            "certify/verdict.py",
+            'if verdict == "certified-cpu-only" and facts.access != "none"'
+            " and stack is not None and stack.cuda:",
+            'if verdict == "certified-cpu-only" and facts.access != "none" and bool(stack) and stack.cuda:',
+        ): _DATACLASS.format(what="RunFacts.stack", cls="resolve.model.Stack"),
+        (
+            "certify/verdict.py",
+            'if result["verdict"] == "certified" and obs is not None'
+            " and obs.samples and not obs.saw_gpu_work:",
+            'if result["verdict"] == "certified" and bool(obs) and obs.samples and not obs.saw_gpu_work:',
+        ): _DATACLASS.format(what="RunFacts.observation", cls="certify.observe.Observation"),
+        ("certify/verdict.py", "if why is not None:", "if bool(why):"): "`why` is the answer of "
+        "_framework_refusal, _work_refusal or refusal, each of which returns None or a message that "
+        'starts with fixed non-empty text ("the result ...", "no step ...", "the harness result is '
+        'malformed: ...", "the container had no GPU ...")',
+        (
+            "certify/verdict.py",
+            'if verdict != "failed" and smoke is not None and smoke.get("status") != "pass":',
+            'if verdict != "failed" and bool(smoke) and smoke.get("status") != "pass":',
+        ): "RunFacts.project_smoke is never an empty mapping: certify passes run_project_smoke's step "
+        "record (smoke_step: name, status, ...), and a node's certificate (foreign.certificate_refusal) "
+        "is read by Certificate.from_json, whose shape check requires run.project_smoke's name and "
+        "status (a `{}` record is refused at load)",
+    }
+)
+
 # The fifth operator set's equivalents (--ops fifth), with the reasons a reviewer can check.
 EQUIVALENT.update(
     {

@@ -161,6 +161,9 @@ def test_the_d1_index_name_never_reaches_a_dockerfile(tmp_path: Path) -> None:
         (lambda d: _pl(d)["packages"][0].update(sha256="A" * 64), "packages.sha256"),
         (lambda d: _pl(d)["packages"][0].update(urls=["ftp://h/x.whl"]), "packages.urls"),
         (lambda d: _pl(d)["packages"][0].update(size=True), "packages.size"),
+        # falsy, but not absent: a lock's "size": false or "" is no number of bytes (issue 23)
+        (lambda d: _pl(d)["packages"][0].update(size=False), "packages.size"),
+        (lambda d: _pl(d)["packages"][0].update(size=""), "packages.size"),
         (lambda d: d["build"].update(base_image="Bad Image"), "build.base_image"),
     ],
 )

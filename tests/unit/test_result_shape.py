@@ -153,3 +153,15 @@ def test_a_steps_seconds_may_be_an_int_or_a_float(seconds: float) -> None:
 def test_a_malformed_multi_gpu_section_is_a_problem_of_the_result() -> None:
     assert validate_result(doc(multi_gpu=[])) == ["result.multi_gpu: not an object"]
     assert validate_result(doc(multi_gpu={"status": "skip", "reason": "one GPU"})) == []
+
+
+# An empty string is a value the image's result can carry, not a field left out: the host must
+# refuse it as it refuses any other unknown mode, verdict or status (issue 23, --ops sixth).
+def test_an_empty_mode_verdict_or_status_is_a_problem_not_an_absent_field() -> None:
+    assert validate_result(doc(mode="")) == ["result.mode: '' not in ('full', 'quick', 'cpu')"]
+    assert validate_result(doc(verdict="")) == [
+        "result.verdict: '' not in ('certified', 'certified-cpu-only', 'failed')"
+    ]
+    assert validate_result(doc(gates=[{"name": "g", "status": ""}])) == ["gates[0].status: ''"]
+    steps = [step("host"), step("cpu_check", status="")]
+    assert validate_result(doc(steps=steps)) == ["steps[1].status: '' not in ('pass', 'fail', 'skip')"]

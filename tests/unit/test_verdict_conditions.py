@@ -6,6 +6,7 @@ of its pair; inverting it (or moving its edge) fails the second (issue 23, item 
 from __future__ import annotations
 
 import copy
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -410,3 +411,19 @@ def test_a_boolean_wall_time_is_no_number_of_seconds() -> None:
     doc["steps"] = [step("host", seconds=0.25), step("cpu_check", seconds=0.25)]
     assert claimed_seconds({**doc, "wall_seconds": True}) == 0.5
     assert claimed_seconds({**doc, "wall_seconds": 2}) == 2.0
+
+
+# ------------------------------------------------------------------ falsy facts are facts (issue 23)
+
+
+def test_a_container_that_ran_zero_seconds_cannot_account_for_any_claimed_work() -> None:
+    # 0.0 s by the host's clock is a measure (nothing ran), not an unknown (None).
+    refused(cpu_result(), cpu_facts(container_seconds=0.0), "but the container ran 0.0 s")
+    refused(gpu_result(), gpu_facts(container_seconds=0.0), "but the container ran 0.0 s")
+
+
+def test_a_stack_label_that_names_an_empty_framework_certifies_no_framework() -> None:
+    # The image's stack label is input: a framework name "" is a framework no result can be for,
+    # not "no framework expected" (which would let any result through unchecked).
+    blank = replace(cpu_stack(), framework="")
+    refused(cpu_result(), cpu_facts(framework=None, stack=blank), "the image's stack names ''")
