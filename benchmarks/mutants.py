@@ -4204,8 +4204,9 @@ _ALWAYS_TRUE_CERT = (
     "__len__) is always true: `is not None` and `bool()` agree"
 )
 _VERIFIED_ENVELOPE = (
-    "the only caller (attest/imported.py _import_signed) passes Verified.envelope, bytes that "
-    "verify_envelope parsed as a DSSE JSON object: never empty, so never b'' nor ''"
+    "envelope is None (store.import_, import_certificate's unsigned file) or, from _import_signed "
+    "(the one caller that passes one), Verified.envelope: bytes verify_envelope parsed as a DSSE "
+    "JSON object, never empty; so never b'' nor ''"
 )
 _FUTURE = "issued_in_future returns None or a non-empty f-string (`issued_at ... lies in the future`)"
 _DATETIME = "parse_timestamp returns a datetime or None, and every datetime is true"
