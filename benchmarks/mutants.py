@@ -4327,6 +4327,174 @@ EQUIVALENT.update(
     }
 )
 
+# The sixth operator set's equivalents (--ops sixth: `is None` made a truth test) in the certs,
+# lock and base areas: where no input gives the value a falsy value other than None. Each reason
+# names why; the others of the blind run (2026-12-05) got tests or fixes instead.
+_ALWAYS_TRUE_CERT = (
+    "o.certificate is a Certificate | None, and Certificate (a frozen dataclass with no __bool__ or "
+    "__len__) is always true: `is not None` and `bool()` agree"
+)
+_VERIFIED_ENVELOPE = (
+    "envelope is None (store.import_, import_certificate's unsigned file) or, from _import_signed "
+    "(the one caller that passes one), Verified.envelope: bytes verify_envelope parsed as a DSSE "
+    "JSON object, never empty; so never b'' nor ''"
+)
+_FUTURE = "issued_in_future returns None or a non-empty f-string (`issued_at ... lies in the future`)"
+_DATETIME = "parse_timestamp returns a datetime or None, and every datetime is true"
+_FROZEN = "{what} is a frozen dataclass with no __bool__ or __len__ (always true) or None"
+_MAX_AGE = (
+    "max_age_s is None or the result of parse_duration (load_policy, choose_policy: the only "
+    "ways to set it), which refuses a duration <= 0: never 0"
+)
+_LOCK_INDEX = (
+    "an index URL reaching this is None or a non-empty URL: a package lock's are read through "
+    '_index_url (which refuses "" and any non-URL), a new lock\'s are `settings.X or` a default or '
+    "the stack's index_url, which the matrix loader leaves None for none and parse_lock refuses "
+    'when it is no URL ("" included, since this branch)'
+)
+EQUIVALENT.update(
+    {
+        ("run/certificates.py", "if where is None:", "if (not where):"): "registry_reference returns "
+        "None or a (Reference, digest) pair: a non-empty tuple, always true",
+        ("run/certificates.py", "if fetch is None:", "if (not fetch):"): "fetch is None or a function "
+        "(attest.fetch_verified, or a test's stand-in): a function is always true",
+        (
+            "run/certificates.py",
+            "good = [o for o in outcomes if isinstance(o, Verified) and o.certificate is not None]",
+            "good = [o for o in outcomes if isinstance(o, Verified) and bool(o.certificate)]",
+        ): _ALWAYS_TRUE_CERT,
+        (
+            "run/certificates.py",
+            "if good and good[0].certificate is not None:",
+            "if good and bool(good[0].certificate):",
+        ): _ALWAYS_TRUE_CERT,
+        (
+            "run/certificates.py",
+            "if isinstance(outcome, Verified) and outcome.certificate is not None:",
+            "if isinstance(outcome, Verified) and bool(outcome.certificate):",
+        ): _ALWAYS_TRUE_CERT,
+        (
+            "run/certificates.py",
+            "return _newest_first([v.certificate for v in cached if v.certificate is not None])",
+            "return _newest_first([v.certificate for v in cached if bool(v.certificate)])",
+        ): _ALWAYS_TRUE_CERT,
+        (
+            "run/certificates.py",
+            "verified = [(v, v.certificate) for v in report.verified if v.certificate is not None]",
+            "verified = [(v, v.certificate) for v in report.verified if bool(v.certificate)]",
+        ): _ALWAYS_TRUE_CERT,
+        ("attest/imported.py", "if cert is None:", "if (not cert):"): _ALWAYS_TRUE_CERT,
+        ("attest/envelope.py", "if signer is None:", "if (not signer):"): _FROZEN.format(
+            what="signer (a TrustedKey)"
+        ),
+        (
+            "attest/envelope.py",
+            "if repository is None and not any(",
+            "if (not repository) and not any(",
+        ): 'repository is "" only for an envelope `certs import` stored whose first subject its key '
+        'was trusted for has no name (covered[0] == ""); then the signer was found among '
+        'keys_for("") and the statement names "": the added check passes (a narrowed key is '
+        "refused before it, test_an_envelope_imported_for_a_subject_without_a_name_...)",
+        (
+            "attest/envelope.py",
+            "if digest is not None and digest not in parsed.subject_digests:",
+            "if bool(digest) and digest not in parsed.subject_digests:",
+        ): "digest is None (certs import) or non-empty: discovery's `digest or ref.digest or` the sha256 "
+        "of a manifest; run's repo digest, from a RepoDigest parse_reference read (`name@` is none); "
+        "run's image ID for an imported row with envelopes, whose certificate's image ID is one of its "
+        "statement's `sha256:` subject digests (verify_envelope's certificate-mismatch check): never ''",
+        ("attest/envelope.py", "if future is not None:", "if bool(future):"): _FUTURE,
+        ("attest/envelope.py", "if policy.max_age_s is not None:", "if bool(policy.max_age_s):"): _MAX_AGE,
+        (
+            "attest/envelope.py",
+            '+ (f"{_human(age)} ago" if age is not None else "at an unreadable time")',
+            '+ (f"{_human(age)} ago" if bool(age) else "at an unreadable time")',
+        ): "reached only when `age is None or age > policy.max_age_s`, and max_age_s > 0 (parse_duration): "
+        "age is None or positive there, never 0",
+        ("attest/policy.py", "if max_age_s is None:", "if (not max_age_s):"): _MAX_AGE,
+        (
+            "certify/store.py",
+            "text = None if envelope is None else _envelope_text(envelope)",
+            "text = None if (not envelope) else _envelope_text(envelope)",
+        ): _VERIFIED_ENVELOPE,
+        ("certify/store.py", "if text is not None:", "if bool(text):"): _VERIFIED_ENVELOPE,
+        (
+            "certify/store.py",
+            "if parse_timestamp(cert.issued_at) is None:",
+            "if (not parse_timestamp(cert.issued_at)):",
+        ): _DATETIME,
+        ("certify/store.py", "if future is not None:", "if bool(future):"): _FUTURE,
+        (
+            "certify/certificate.py",
+            "if issued is None or (issued - current).total_seconds() <= CLOCK_SKEW_S:",
+            "if (not issued) or (issued - current).total_seconds() <= CLOCK_SKEW_S:",
+        ): _DATETIME,
+        # lock
+        ("image/packages.py", "if framework_index is not None:", "if bool(framework_index):"): _LOCK_INDEX,
+        (
+            "image/packages.py",
+            'if default_index is not None and (group == "project" or framework_index is None):',
+            'if bool(default_index) and (group == "project" or framework_index is None):',
+        ): _LOCK_INDEX,
+        (
+            "image/packages.py",
+            'if default_index is not None and (group == "project" or framework_index is None):',
+            'if default_index is not None and (group == "project" or (not framework_index)):',
+        ): _LOCK_INDEX,
+        ("image/secrets.py", "if url is None:", "if (not url):"): _LOCK_INDEX
+        + " (_framework_url, _default_url: the only callers)",
+        (
+            "image/secrets.py",
+            "if parts is None or not parts.hostname:",
+            "if (not parts) or not parts.hostname:",
+        ): "parts is None or a urllib SplitResult, a 5-field named tuple: always true",
+        (
+            "image/secrets.py",
+            "return isinstance(value, str) and SECRET_REF_RE.fullmatch(value) is not None",
+            "return isinstance(value, str) and bool(SECRET_REF_RE.fullmatch(value))",
+        ): "re.Match objects are always true",
+        (
+            "image/lock.py",
+            "if spec_dir is not None and Path(spec_dir).is_absolute():",
+            "if bool(spec_dir) and Path(spec_dir).is_absolute():",
+        ): "spec_dir is a str or null (_LOCK_SHAPE's _MAYBE_STR, checked first); the one falsy str, "
+        "\"\", is Path('.'), never absolute: both skip the refusal",
+        ("image/lock.py", "if build is not None:", "if bool(build):"): "build is null or an object "
+        "with image_id, base_image and dockerfile_sha256 required (_BUILD_SHAPE, checked first): never {}",
+        (
+            "image/lock.py",
+            "build=_build_record(build) if build is not None else None,",
+            "build=_build_record(build) if bool(build) else None,",
+        ): "build is null or an object with image_id, base_image and dockerfile_sha256 required "
+        "(_BUILD_SHAPE, checked first): never {}",
+        (
+            "image/lock.py",
+            "if digest is not None and not "
+            "(IMAGE_REF_RE.fullmatch(digest) or _IMAGE_ID_RE.fullmatch(digest)):",
+            "if bool(digest) and not (IMAGE_REF_RE.fullmatch(digest) or _IMAGE_ID_RE.fullmatch(digest)):",
+        ): "build.base_image_digest is null or TEXT, a non-empty string (_BUILD_SHAPE, checked first)",
+        # base
+        (
+            "resolve/resolver.py",
+            'on = "" if published is None else f" for {cand.platform}"',
+            'on = "" if (not published) else f" for {cand.platform}"',
+        ): _FROZEN.format(what="published (a PlatformImages)"),
+        ("resolve/resolver.py", "if published is not None:", "if bool(published):"): _FROZEN.format(
+            what="published (a PlatformImages)"
+        ),
+        ("resolve/resolver.py", "assert v.cuda is not None", "assert bool(v.cuda)"): "a variant's cuda "
+        'is None or a version the matrix loader checked (version_field: parse_version refuses "")',
+        ("resolve/resolver.py", "and b.cuda is not None", "and bool(b.cuda)"): "a base image's cuda is "
+        "None (slim) or its cuda_images row's, a version the loader checked (version_field)",
+        (
+            "resolve/resolver.py",
+            "and (b.cudnn == v.needs_system_cudnn if v.needs_system_cudnn else b.cudnn is None)",
+            "and (b.cudnn == v.needs_system_cudnn if v.needs_system_cudnn else (not b.cudnn))",
+        ): "a base image's cudnn is None or its row's cudnn.major, which the matrix loader refuses "
+        'unless it is digits (since this branch: "" was loaded before)',
+    }
+)
+
 # Python 3.11's datetime.fromisoformat reads a final "Z" itself (3.10's does not): there, whether
 # _docker_time removes it first changes nothing; on 3.10 the existing tests of Docker's times fail.
 if sys.version_info >= (3, 11):

@@ -66,7 +66,13 @@ def import_certificate(
     raw = _read(src)
     try:
         doc = load_json(raw.decode("utf-8"))
-    except (ValueError, UnicodeDecodeError) as exc:
+    except UnicodeDecodeError as exc:  # never read leniently: the bytes are what was signed and hashed
+        raise CertificateRefusedError(
+            f"{src} is not UTF-8 text (byte {exc.start}): not a certificate",
+            hint="import a certificate file (`certs export`) or a signed attestation envelope",
+            file=str(src),
+        ) from None
+    except ValueError as exc:
         raise CertificateRefusedError(
             f"{src} is not valid JSON: {str(exc)[:200]}",
             hint="import a certificate file (`certs export`) or a signed attestation envelope",

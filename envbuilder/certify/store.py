@@ -35,6 +35,7 @@ from envbuilder.certify.certificate import (
     verify_certificate,
 )
 from envbuilder.errors import CertificateRefusedError, StoreError, UsageError
+from envbuilder.hashing import sha256_digest
 from envbuilder.resources import user_data_dir
 
 DB_NAME = "certs.sqlite"
@@ -199,11 +200,11 @@ class CertStore:
         signed envelope it came in (None: it came unsigned), in one transaction; return its id.
         A certificate already stored keeps its origin. Raises CertificateRefusedError, StoreError."""
         require_valid(cert)
+        text = None if envelope is None else _envelope_text(envelope)
         try:
             with self._connect() as db, _write(db):
                 _insert(db, cert, "imported")
-                if envelope is not None:
-                    text = envelope.decode("utf-8")
+                if text is not None:
                     db.execute(
                         _ADD_ATTESTATION, (envelope_digest, cert.id, repository, manifest_digest, keyid, text)
                     )
@@ -235,13 +236,13 @@ class CertStore:
         manifest digest, in one transaction; return its id. A certificate already stored keeps
         its origin. Raises CertificateRefusedError (tampered), StoreError."""
         require_valid(cert)
+        text = _envelope_text(envelope)
         try:
             with self._connect() as db, _write(db):
                 _insert(db, cert, "attestation")
                 db.execute(_ADD_DIGEST, (cert.id, repository, manifest_digest))
                 db.execute(
-                    _ADD_ATTESTATION,
-                    (envelope_digest, cert.id, repository, manifest_digest, keyid, envelope.decode("utf-8")),
+                    _ADD_ATTESTATION, (envelope_digest, cert.id, repository, manifest_digest, keyid, text)
                 )
         except sqlite3.Error as exc:
             raise StoreError(f"cannot write to the certificate store {self.path}: {exc}") from exc
@@ -488,6 +489,20 @@ def image_query(image: str | None, origin: str | None = None) -> tuple[str, tupl
     if where:
         sql += " WHERE " + " AND ".join(where)
     return sql + " ORDER BY issued_at DESC, stored_at DESC, id", args
+
+
+def _envelope_text(envelope: bytes) -> str:
+    """An envelope as the store keeps it: its exact text, encoded back to the same bytes when it
+    is verified again. Bytes that are not UTF-8 would come back otherwise (never stored lossily).
+    Raises CertificateRefusedError."""
+    try:
+        return envelope.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise CertificateRefusedError(
+            f"the signed attestation {sha256_digest(envelope)[:19]} is not UTF-8 text (byte {exc.start}): "
+            "not stored",
+            hint="an envelope is the JSON `push --attest` attached; fetch or import it again",
+        ) from None
 
 
 def require_importable(cert: Certificate, where: str, now: datetime | None = None) -> None:

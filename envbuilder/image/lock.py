@@ -23,6 +23,7 @@ from envbuilder.errors import LockError, SpecError
 from envbuilder.hashing import sha256_hex
 from envbuilder.host.model import Host
 from envbuilder.image.packages import PackageLock, package_lock_from_dict
+from envbuilder.image.sources import INDEX_URL_RE
 from envbuilder.image.validate import IMAGE_REF_RE
 from envbuilder.resolve.model import Request, Resolution, Stack
 from envbuilder.typed import (
@@ -273,6 +274,9 @@ def parse_lock(raw: object, where: str = "<lock>") -> LockFile:
         stack = Stack.from_dict(as_json_object(stack_raw))
     except WrongType as exc:
         raise fail(f"stack.{exc.path}".removesuffix(".<top>"), f"expected {exc.expected}") from None
+    if stack.index_url is not None and not INDEX_URL_RE.fullmatch(stack.index_url):
+        # the framework index a re-lock (`envbuilder lock LOCK`) resolves from: the package lock's rule
+        raise fail("stack.index_url", f"{stack.index_url[:80]!r} refused (an https:// index URL or null)")
     spec_dir = doc.get("spec_dir")
     if spec_dir is not None and Path(spec_dir).is_absolute():
         raise fail("spec_dir", "expected a relative path or null")

@@ -290,12 +290,12 @@ def _load_base_images(doc: Doc) -> tuple[BaseImage, ...]:
                 variants: list[tuple[str | None, str]] = [(None, f"{cuda}-{flavor}-{os_name}")]
                 if cudnn and _cudnn_tag_ok(flavor, get_field(cudnn, "flavors", c, list)):
                     tag = get_field(cudnn, "tag", c.at("cudnn"), str)
-                    variants.append(
-                        (
-                            get_field(cudnn, "major", c.at("cudnn"), str),
-                            f"{cuda}-{tag}-{flavor}-{os_name}",
+                    major = get_field(cudnn, "major", c.at("cudnn"), str)
+                    if not (major.isascii() and major.isdigit()):  # matched against a stack's cuDNN major
+                        raise c.at("cudnn").fail(
+                            "major", f'expected a cuDNN major version like "9", got {major!r}'
                         )
-                    )
+                    variants.append((major, f"{cuda}-{tag}-{flavor}-{os_name}"))
                 for cudnn_major, tag in variants:
                     images.append(
                         (

@@ -1114,3 +1114,91 @@ def test_a_verified_statement_without_a_certificate_is_no_refusal_of_it(tmp_path
     with pytest.raises(RefusedError) as refused:
         find(info())
     assert [r.reason for r in refused.value.refusals] == ["untrusted-key"]
+
+
+# --------------------------------------------------------------------------- bytes that are not UTF-8
+
+
+def test_a_certificate_file_that_is_not_utf8_is_refused_never_read_with_replacements(tmp_path: Path) -> None:
+    """A byte that is not UTF-8 where a sealed certificate holds U+FFFD (what lenient decoding
+    would read it as): the file is not the certificate its hashes were computed over. The same
+    document in UTF-8 imports."""
+    doc = seal({**cert_doc("certified-cpu-only", gpus=()), "verdict_reason": "3 checks passed \ufffd"})
+    text = json.dumps(doc, ensure_ascii=False).encode("utf-8")
+    good, bad = tmp_path / "good.json", tmp_path / "bad.json"
+    good.write_bytes(text)
+    bad.write_bytes(text.replace("\ufffd".encode(), b"\xff"))
+    store = CertStore(tmp_path / "s.sqlite")
+    with pytest.raises(CertificateRefusedError) as refused:
+        import_certificate(bad, store=store, policy=lambda: TrustPolicy(keys=()))
+    at = text.index("\ufffd".encode())
+    assert refused.value.message == f"{bad} is not UTF-8 text (byte {at}): not a certificate"
+    assert refused.value.file == str(bad) and "certs export" in (refused.value.hint or "")
+    assert store.list() == []
+    assert (
+        import_certificate(good, store=store, policy=lambda: TrustPolicy(keys=())).id == Certificate(doc).id
+    )
+
+
+@pytest.mark.parametrize("origin", ["imported", "attestation"])
+def test_an_envelope_that_is_not_utf8_is_not_stored(tmp_path: Path, origin: str) -> None:
+    """The store keeps an envelope's text, encoded back to verify it again: bytes that would not
+    come back the same are refused, and its certificate is not stored without it."""
+    store = CertStore(tmp_path / "s.sqlite")
+    raw = b'{"payload": "\xff"}'
+    with pytest.raises(CertificateRefusedError, match=r"is not UTF-8 text \(byte 13\): not stored"):
+        if origin == "imported":
+            store.add_imported(cpu_cert(), envelope=raw, envelope_digest="sha256:" + "0" * 64)
+        else:
+            store.add_attested(
+                cpu_cert(),
+                envelope=raw,
+                envelope_digest="sha256:" + "0" * 64,
+                repository="reg.example/team/train",
+                manifest_digest=DIGEST,
+                keyid="k",
+            )
+    assert store.list() == []
+
+
+# --------------------------------------------------------------------------- edges of the trust rules
+
+
+def test_an_envelope_imported_for_a_subject_without_a_name_is_trusted_only_to_unscoped_keys(
+    tmp_path: Path,
+) -> None:
+    """A statement whose subject names no repository, imported while its key was trusted for
+    every repository: once the key is trusted for `reg.example/*` only, it no longer vouches for
+    it (the empty name is no repository of reg.example)."""
+    signer = key(tmp_path, "ci")
+    nameless = [{"digest": {"sha256": IMAGE_ID.removeprefix("sha256:")}}]
+    store, certificate = import_with_subjects(tmp_path, nameless, trusting(signer), signer)
+    assert [
+        c.id for c in certificate_finder("train:1", store=store, policy=lambda: trusting(signer))(info())
+    ] == [certificate.id]
+    narrowed = TrustPolicy(keys=(scoped(signer, "reg.example/*"),))
+    with pytest.raises(RefusedError) as refused:
+        certificate_finder("train:1", store=store, policy=lambda: narrowed)(info())
+    assert [r.reason for r in refused.value.refusals] == ["untrusted-key"]
+
+
+def test_a_certificate_checked_the_second_it_was_issued_is_not_expired(tmp_path: Path) -> None:
+    """Age 0 (verified within the second it was issued) is younger than any max_age."""
+    signer = key(tmp_path, "ci")
+    certificate = cpu_cert(issued_at="2020-01-01T00:00:00Z")
+    raw = sign_statement(statement(certificate, 0), signer)
+    at_once = datetime(2020, 1, 1, tzinfo=timezone.utc)
+    policy = trusting(signer).with_max_age(60)
+    outcome = verify_envelope(
+        raw, repository="reg.example/team/train", digest=DIGEST, policy=policy, now=at_once
+    )
+    assert isinstance(outcome, Verified) and outcome.certificate is not None
+    assert outcome.certificate.id == certificate.id
+    later = verify_envelope(
+        raw,
+        repository="reg.example/team/train",
+        digest=DIGEST,
+        policy=policy,
+        now=at_once + timedelta(seconds=61),
+    )
+    assert isinstance(later, Refused) and later.reason == "expired"

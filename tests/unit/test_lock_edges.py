@@ -107,10 +107,12 @@ def test_find_links_are_recorded_resolved_and_every_one_must_be_a_folder(tmp_pat
     settings = LockSettings(find_links=(a, link))
     base = _base_lock(make_spec(), cpu_stack(), "x86_64", "uv 0.13.9", settings)
     assert base.find_links == (str(a), str(b))
-    with pytest.raises(LockError, match=r"--find-links .*missing: not a folder"):
-        _base_lock(
-            make_spec(), cpu_stack(), "x86_64", "uv", LockSettings(find_links=(a, tmp_path / "missing"))
-        )
+    wheel = tmp_path / "torch-2.11.0-cp312-none-linux_x86_64.whl"
+    wheel.write_bytes(b"PK")  # a wheel given as --find-links (its folder was meant): no folder
+    for wrong in (tmp_path / "missing", wheel):
+        with pytest.raises(LockError) as err:
+            _base_lock(make_spec(), cpu_stack(), "x86_64", "uv", LockSettings(find_links=(a, wrong)))
+        assert err.value.message == f"--find-links {wrong}: not a folder"
 
 
 def test_no_index_needs_find_links_and_an_unknown_platform_is_refused(tmp_path: Path) -> None:
@@ -182,6 +184,16 @@ def _at(path: str) -> Any:
         ("indexes.0.name", 7, "indexes[0].name"),
         ("indexes.0.name", "framework", "indexes[0].name"),
         ("indexes.0.username", 7, "indexes[0].username"),
+        # empty or false is no user name, secret or index URL (null is "none")
+        ("indexes.0.username", "", "indexes[0].username"),
+        ("indexes.0.username", False, "indexes[0].username"),
+        ("indexes.0.username", 0, "indexes[0].username"),
+        ("indexes.0.secret", "", "indexes[0].secret"),
+        ("indexes.0.secret", [], "indexes[0].secret"),
+        ("framework_index", "", "framework_index"),
+        ("framework_index", False, "framework_index"),
+        ("default_index", "", "default_index"),
+        ("default_index", 0, "default_index"),
         ("indexes.0.secret", 7, "indexes[0].secret"),
         ("indexes.0.secret", "a b", "indexes[0].secret"),
         ("platform", None, "platform"),

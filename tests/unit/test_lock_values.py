@@ -165,6 +165,10 @@ def test_the_d1_index_name_never_reaches_a_dockerfile(tmp_path: Path) -> None:
         (lambda d: _pl(d)["packages"][0].update(size=False), "packages.size"),
         (lambda d: _pl(d)["packages"][0].update(size=""), "packages.size"),
         (lambda d: d["build"].update(base_image="Bad Image"), "build.base_image"),
+        # the framework index `envbuilder lock LOCK` resolves from again (it wrote "" into the
+        # package lock, which reading refused; null is "none")
+        (lambda d: d["stack"].update(index_url=""), "stack.index_url"),
+        (lambda d: d["stack"].update(index_url="https://u:pw@download.example/whl"), "stack.index_url"),
     ],
 )
 def test_values_the_spec_would_refuse_are_refused_in_a_lock(

@@ -5,12 +5,15 @@ does (the copy changes only what the test names)."""
 
 from __future__ import annotations
 
+import shutil
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import pytest
 from packaging.version import Version
 
+from envbuilder.errors import MatrixError
 from envbuilder.host.model import Host, HostGpu
 from envbuilder.matrix import framework as framework_table
 from envbuilder.matrix import load_matrix
@@ -18,6 +21,7 @@ from envbuilder.matrix.model import BaseImage, KernelSet, KnownBad, Matrix
 from envbuilder.pipeline.resolution import target_host
 from envbuilder.resolve.model import Request, Resolution
 from envbuilder.resolve.resolver import _Candidate, _known_bad, _pick_base, resolve
+from envbuilder.resources import matrices_dir
 from envbuilder.versions import major, major_minor
 
 DRIVER = "580.159.04"  # R580, newer than every floor of CUDA 12.x and 13.0
@@ -788,3 +792,20 @@ def test_a_cpu_stack_requires_no_cuda(matrix: Matrix) -> None:
     res = resolve(matrix, request, Host(driver=None, gpus=(), source="given"))
     assert res.stack is not None and res.stack.cuda is None, res.rejected
     assert res.stack.require_cuda is None
+
+
+@pytest.mark.parametrize("major", ["", "9.1", "nine"])
+def test_a_cuda_image_whose_cudnn_major_is_no_number_is_refused_at_load(tmp_path: Path, major: str) -> None:
+    """The base picked for a stack that needs no system cuDNN is one with none (cudnn null):
+    an empty major would read as none there and put a cuDNN image under it."""
+    root = tmp_path / "matrices"
+    shutil.copytree(matrices_dir(), root)
+    text = (root / "base_images.yaml").read_text(encoding="utf-8")
+    assert 'major: "8"' in text
+    (root / "base_images.yaml").write_text(
+        text.replace('major: "8"', f'major: "{major}"', 1), encoding="utf-8"
+    )
+    with pytest.raises(MatrixError) as err:
+        load_matrix(root)
+    assert "base_images.yaml" in err.value.message and "cudnn" in err.value.message
+    assert f'expected a cuDNN major version like "9", got {major!r}' in err.value.message
