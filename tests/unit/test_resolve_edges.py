@@ -861,3 +861,23 @@ def test_a_driver_that_is_empty_never_reads_as_no_driver_in_the_resolver(matrix:
             Request(framework="torch", specifier="==2.11.*"),
             Host(driver="", gpus=target_host(matrix, None, (H100,), ()).gpus),
         )
+
+
+def test_every_gpu_model_has_a_name_and_real_driver_branches(matrix: Matrix) -> None:
+    """What the resolver's driver-branch check (_check_gpu_support) takes from gpus.yaml: a host
+    GPU's model is a model's name, never '' (that would skip the check), and a last branch is a
+    driver branch, never 0 (that would refuse every driver: 'its last driver branch is R0')."""
+    for m in matrix.gpus.models:
+        assert m.name.strip(), m
+        for branch in (m.first_branch, m.last_branch):
+            assert branch is None or (type(branch) is int and 100 <= branch <= 9999), m
+    # a model's last branch refuses a newer driver and keeps its own (Kepler: R470)
+    kepler = next(m for m in matrix.gpus.models if m.last_branch == 470)
+    on = {d: target_host(matrix, d, (kepler.name,), ()) for d in ("470.256.02", "535.104.05")}
+    req = Request(framework="torch", specifier="")
+
+    def refused(driver: str) -> list[str]:
+        return [r.reason for r in resolve(matrix, req, on[driver]).rejected if r.component == "gpu-support"]
+
+    assert refused("470.256.02") == []
+    assert "its last driver branch is R470" in " ".join(refused("535.104.05")), refused("535.104.05")
