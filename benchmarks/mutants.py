@@ -3593,6 +3593,250 @@ EQUIVALENT.update(
     }
 )
 
+# The sixth operator set's equivalents in resolve (--auto resolve --ops sixth): `is None` made a
+# truth test where no producer gives a falsy value other than None, and a slice bound.
+_HOST_DRIVER = (
+    "a host driver is None or a version: target_host parses a given one (parse_host_driver) "
+    "and a probed one (_check_probed_driver), fleet classes read theirs with a driver "
+    "pattern or from a node's nvidia-smi (`report.driver or cls.driver`: '' is not kept); "
+    "and resolve() parses any other at `is_driver_branch(host.driver)` before "
+    "_check_gpu_support and _evaluate run, so '' raises UsageError('malformed driver "
+    "version') there (test_a_driver_that_is_empty_never_reads_as_no_driver_in_the_resolver)"
+)
+_VARIANT_CUDA = (
+    "a variant's cuda is None or a version the matrix loader parsed (version_field: "
+    "parse_version refuses ''), in frameworks/*.yaml, the generated rows and platforms.yaml "
+    "builds alike (variant_for_platform copies a build's cuda only when it is not None): "
+    "never ''"
+)
+_OBJECT = ": a slots dataclass without __bool__ or __len__ (always true), or None"
+_REQUEST_PYTHON = (
+    "request.python is None or X.Y from every producer: --python through parse_python_xy, a "
+    "spec's through PYTHON_RE, python_pick's candidates are base images' Pythons, up's base "
+    "probe a word of python3's answer (str.split: never ''): never ''"
+)
+EQUIVALENT.update(
+    {
+        (RES, "if host.driver is None:", "if (not host.driver):"): _HOST_DRIVER + ": this line never sees ''",
+        (RES, "if g.model is None:", "if (not g.model):"): (
+            "a host GPU's model is None or a GpuModel's name (gpu_from_match; enrich_host copies it),"
+            " and every model of gpus.yaml has a name "
+            "(test_every_gpu_model_has_a_name_and_real_driver_branches): never ''"
+        ),
+        (
+            RES,
+            "if model.last_branch is not None and branch > model.last_branch:",
+            "if bool(model.last_branch) and branch > model.last_branch:",
+        ): (
+            "a model's last_branch is None or a driver branch of gpus.yaml, never 0 "
+            "(test_every_gpu_model_has_a_name_and_real_driver_branches): `is not None` and bool() "
+            "agree"
+        ),
+        (
+            RES,
+            "if model.first_branch is not None and branch < model.first_branch:",
+            "if bool(model.first_branch) and branch < model.first_branch:",
+        ): (
+            "for first_branch 0 `branch < 0` is false (driver_branch is an int >= 0), as the mutant's"
+            " skip; for None and every other branch both agree: no value tells them apart"
+        ),
+        (
+            RES,
+            "if cand.archs_lent and v.cuda is not None:",
+            "if cand.archs_lent and bool(v.cuda):",
+        ): _VARIANT_CUDA,
+        (
+            RES,
+            'if v.cuda is None and cand.strategy == "system-cuda":',
+            'if (not v.cuda) and cand.strategy == "system-cuda":',
+        ): _VARIANT_CUDA,
+        (RES, "if v.cuda is not None:", "if bool(v.cuda):"): _VARIANT_CUDA,
+        (RES, "if kernel is None:", "if (not kernel):"): "kernel_for returns an archs.Target" + _OBJECT,
+        (
+            RES,
+            "if jit is None and v.kernel_sets:  # SASS for this GPU in only some kernel sets?",
+            "if (not jit) and v.kernel_sets:  # SASS for this GPU in only some kernel sets?",
+        ): "`jit` is `kernel` or kernel_for's answer: an archs.Target" + _OBJECT,
+        (
+            RES,
+            'bad = _known_bad(matrix, rel, v, g, "ptx" if jit is not None else kernel.kind)',
+            'bad = _known_bad(matrix, rel, v, g, "ptx" if bool(jit) else kernel.kind)',
+        ): "`jit` is `kernel` or kernel_for's answer: an archs.Target" + _OBJECT,
+        (RES, "if bad is not None:", "if bool(bad):"): (
+            "_known_bad returns None or an f-string that goes on after the row's reason with ': GPU "
+            "(sm_XY); reported in URL': never ''"
+        ),
+        (
+            RES,
+            "if v.compiler is not None and (gap := compiler_gap(matrix, v.compiler, g.cc)) is not None:",
+            "if bool(v.compiler) and (gap := compiler_gap(matrix, v.compiler, g.cc)) is not None:",
+        ): "a variant's compiler is a matrix.model.Compiler" + _OBJECT,
+        (
+            RES,
+            "if v.compiler is not None and (gap := compiler_gap(matrix, v.compiler, g.cc)) is not None:",
+            "if v.compiler is not None and bool(gap := compiler_gap(matrix, v.compiler, g.cc)):",
+        ): "compiler_gap returns None or a sentence (f-strings of its two refusals): never ''",
+        (
+            RES,
+            "if jit is not None:",
+            "if bool(jit):",
+        ): "`jit` is `kernel` or kernel_for's answer: an archs.Target" + _OBJECT,
+        (RES, "if host.driver is not None:", "if bool(host.driver):"): _HOST_DRIVER
+        + ": this line never sees ''",
+        (
+            RES,
+            "if answer is not None and not answer.ok:",
+            "if bool(answer) and not answer.ok:",
+        ): "find_answer returns an InstallAnswer" + _OBJECT,
+        (RES, "if image is None:", "if (not image):"): "_pick_base returns a BaseImage" + _OBJECT,
+        (
+            RES,
+            "if fwd_floor is not None:",
+            "if bool(fwd_floor):",
+        ): "`fwd_floor` is None or the 2-tuple (floor, reason): a non-empty tuple is true",
+        (RES, "assert host.driver is not None", "assert bool(host.driver)"): _HOST_DRIVER
+        + ": this line never sees ''",
+        (RES, "elif v.cuda is not None:", "elif bool(v.cuda):"): _VARIANT_CUDA,
+        (RES, "if fwd is not None:", "if bool(fwd):"): "`fwd` is forward_compat.through_image's ForwardCompat"
+        + _OBJECT,
+        (
+            RES,
+            "if found is not None:",
+            "if bool(found):",
+        ): "drivers.jit_floor returns None or the 2-tuple (cuda, driver): a non-empty tuple is true",
+        (RES, "assert v.cuda is not None", "assert bool(v.cuda)"): _VARIANT_CUDA,
+        (
+            RES,
+            "if request.strategy is not None and request.strategy not in STRATEGIES:",
+            "if bool(request.strategy) and request.strategy not in STRATEGIES:",
+        ): (
+            "request.strategy is None, 'bundled' or 'system-cuda' from every producer: --strategy is "
+            "a click.Choice of the two, a spec's strategy is refused unless one of them "
+            "(image/spec.py), resolve/hint.py names 'system-cuda': never ''"
+        ),
+        (RES, "if host.gpus and host.driver is None:", "if host.gpus and (not host.driver):"): _HOST_DRIVER
+        + ": for '' the warning the mutant adds is lost with that UsageError two lines on",
+        (
+            RES,
+            "if (wsl := wsl_warning(matrix, host)) is not None:",
+            "if bool(wsl := wsl_warning(matrix, host)):",
+        ): "wsl_warning returns None or its 'WSL2: driver ...' sentence: never ''",
+        (
+            RES,
+            "if host.driver is not None and is_driver_branch(host.driver):",
+            "if bool(host.driver) and is_driver_branch(host.driver):",
+        ): _HOST_DRIVER
+        + (
+            ": for '' the mutant skips this parse, and _check_gpu_support's driver_branch raises the "
+            "same UsageError a few lines on, with nothing observable (no I/O, no output) between"
+        ),
+        (
+            RES,
+            "if inferred is not None:",
+            "if bool(inferred):",
+        ): "effective_platform's second item is None or its 'resolving for ...' sentence: never ''",
+        (
+            RES,
+            "if (listed.cuda is None) != request.cpu_only:",
+            "if ((not listed.cuda)) != request.cpu_only:",
+        ): _VARIANT_CUDA,
+        (
+            RES,
+            "if request.python is None and py not in parse_specifier(rel.python):",
+            "if (not request.python) and py not in parse_specifier(rel.python):",
+        ): _REQUEST_PYTHON,
+        (
+            RES,
+            "lent = build is not None and build.archs_from_default and not build.wheels",
+            "lent = bool(build) and build.archs_from_default and not build.wheels",
+        ): "variant_for_platform's build is a PlatformBuild" + _OBJECT,
+        (
+            RES,
+            "wheels_for = build.python if build is not None else None  # the platform's own range",
+            "wheels_for = build.python if bool(build) else None  # the platform's own range",
+        ): "variant_for_platform's build is a PlatformBuild" + _OBJECT,
+        (
+            RES,
+            'if request.python is None or (v.cuda is None and strategy == "system-cuda"):',
+            'if (not request.python) or (v.cuda is None and strategy == "system-cuda"):',
+        ): _REQUEST_PYTHON,
+        (
+            RES,
+            'if request.python is None or (v.cuda is None and strategy == "system-cuda"):',
+            'if request.python is None or ((not v.cuda) and strategy == "system-cuda"):',
+        ): _VARIANT_CUDA,
+        (
+            RES,
+            'if r.component == "strategy" and v.cuda is None:',
+            'if r.component == "strategy" and (not v.cuda):',
+        ): _VARIANT_CUDA,
+        (RES, "for verdict in survivors[1:]:", "for verdict in survivors[1 - 1:]:"): (
+            "survivors[0] is `best`, whose (version, variant, strategy) is already in `seen`: the "
+            "loop from 0 meets it first and skips it (`continue`), adding nothing"
+        ),
+        (DRV, "if cuda is None:", "if (not cuda):"): (
+            "`cuda` is None (no row) or a ptx_isa.yaml cuda the loader parsed (version_field: "
+            "parse_version refuses ''): never ''"
+        ),
+        (
+            "resolve/wsl.py",
+            "r for r in releases if r.windows_driver is not None and parse_driver(r.windows_driver) <= have",
+            "r for r in releases if bool(r.windows_driver) and parse_driver(r.windows_driver) <= have",
+        ): (
+            "cuda.yaml's windows_driver is read by driver_field (parse_driver refuses ''): None or a version"
+        ),
+        (
+            "resolve/wsl.py",
+            "if by_branch is not None:",
+            "if bool(by_branch):",
+        ): "`by_branch` is a CudaRelease of the matrix" + _OBJECT,
+        (
+            "resolve/wsl.py",
+            "if host.driver is None or host.windows_driver is not None:",
+            "if (not host.driver) or host.windows_driver is not None:",
+        ): (
+            "host_under_wsl's only caller is target_host, whose driver is None or a version "
+            "parse_host_driver accepted (given: parsed; probed: _check_probed_driver), never ''"
+        ),
+        (
+            "resolve/wsl.py",
+            "if host.driver is None or host.windows_driver is not None:",
+            "if host.driver is None or bool(host.windows_driver):",
+        ): (
+            "host_under_wsl's only caller, target_host, builds hosts without a windows_driver "
+            "(Host(...) of a given host, HostReport.to_host of a probed one; enrich_host keeps it): "
+            "None there, never ''"
+        ),
+        ("resolve/wsl.py", "if got is None:", "if (not got):"): "windows_driver returns a WindowsDriver"
+        + _OBJECT,
+        ("resolve/platform.py", "if request.platform is not None:", "if bool(request.platform):"): (
+            "request.platform is None or a Platform: --platform through parse_platform "
+            "(check_platform), which answers 'linux/amd64' or 'linux/arm64' or raises: never ''"
+        ),
+        ("resolve/platform.py", "if host.platform is not None:", "if bool(host.platform):"): (
+            "host.platform is None or platform_of_machine's Platform (HostReport.to_host, "
+            "Host.from_dict and fleet classes all take it from there, and --platform goes to the "
+            "request): never ''"
+        ),
+        (
+            "resolve/platform.py",
+            "only = {row.platform for _, row in rows if row is not None}",
+            "only = {row.platform for _, row in rows if bool(row)}",
+        ): "gpu_platform returns a PlatformGpu" + _OBJECT,
+        ("resolve/platform.py", "if row is None:", "if (not row):"): "gpu_platform returns a PlatformGpu"
+        + _OBJECT,
+        (
+            "resolve/coverage.py",
+            "if cuda is None:  # the system's ptxas, or a requirement that names no CUDA major",
+            "if (not cuda):  # the system's ptxas, or a requirement that names no CUDA major",
+        ): (
+            "for cuda '' as for None, `archs` below is empty (major_minor never returns ''), so `if "
+            "archs and ...` falls through to the same `return None`; ptxas_cuda is None or 'X.Y' "
+            "besides"
+        ),
+    }
+)
+
 
 EQUIVALENT.update(
     {

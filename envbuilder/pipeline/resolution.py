@@ -7,13 +7,14 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from envbuilder.errors import UsageError
 from envbuilder.host.model import Host
 from envbuilder.matrix.model import Matrix
 from envbuilder.platforms import Platform, machine_of
 from envbuilder.resolve.gpus import enrich_host, gpu_from_cc, gpu_from_match, lookup_gpu
 from envbuilder.resolve.model import NoCompatibleStackError, Request, Resolution
 from envbuilder.resolve.wsl import host_under_wsl
-from envbuilder.versions import parse_host_driver
+from envbuilder.versions import parse_host_driver, quote_input
 
 if TYPE_CHECKING:  # image.* reads YAML: not loaded by commands that need no spec
     from envbuilder.image.packages import LockSettings
@@ -28,12 +29,16 @@ def target_host(
     the Windows driver nvidia-smi prints, checked as the Linux driver of the same CUDA
     (resolve/wsl.py).
 
-    Raises UsageError for a malformed driver, an unknown GPU name or compute capability.
+    Raises UsageError for a malformed driver, an unknown GPU name or compute capability, and for
+    a probe that read a driver version that is none ('' or '[N/A]' from nvidia-smi): the host is
+    then described with --driver and --gpu/--cc.
     """
     if driver is None and not gpus and not ccs:
         from envbuilder.host import probe_host  # lazy: probing touches NVML / nvidia-smi
 
         report = probe_host()
+        if report.driver is not None:
+            _check_probed_driver(report.driver, report.source)
         host = enrich_host(matrix, report.to_host())
         return host_under_wsl(matrix, host) if (wsl or report.wsl) else host
     if driver is not None:
@@ -42,6 +47,19 @@ def target_host(
     given += [gpu_from_cc(matrix, cc) for cc in ccs]
     host = Host(driver=driver, gpus=tuple(given), source="given")
     return host_under_wsl(matrix, host) if wsl else host
+
+
+def _check_probed_driver(driver: str, source: str) -> None:
+    """The driver a probe read is checked as a given one is (versions.parse_host_driver). Raises
+    UsageError naming where it came from: the user typed nothing."""
+    try:
+        parse_host_driver(driver)
+    except UsageError:
+        raise UsageError(
+            f"this host's driver version {quote_input(driver)}, as {source} reported it, is not a "
+            "driver version",
+            hint="describe the host instead: --driver VERSION (e.g. 580.95.05) with --gpu NAME or --cc X.Y",
+        ) from None
 
 
 def resolve_spec(

@@ -254,13 +254,23 @@ def gpu_from_cc(matrix: Matrix, cc: str) -> HostGpu:
 def enrich_host(matrix: Matrix, host: Host) -> Host:
     """Fill brand/segment/model of probed GPUs from the matrix when NVML's name fits a model (or
     several of one compute capability: the facts they share). The probed name and compute
-    capability stay as probed."""
+    capability stay as probed; a compute capability the probe could not read ('', from
+    nvidia-smi's [N/A]) is the model's. Raises UsageError for a GPU of neither: no rule of the
+    resolver can be checked without its compute capability."""
     gpus = []
     for g in host.gpus:
         try:
             known = gpu_from_match(matrix, lookup_gpu(matrix, g.name))
         except UsageError:
+            if not g.cc:
+                raise UsageError(
+                    f"the compute capability of GPU {quote_input(g.name)} was not read by the probe, "
+                    "and no known model has that name",
+                    hint="describe the host instead: --gpu NAME (the model) or --cc X.Y, with --driver "
+                    "VERSION; `envbuilder matrix list gpus` lists the known models",
+                ) from None
             gpus.append(g)
             continue
-        gpus.append(replace(g, brand=g.brand or known.brand, segment=known.segment, model=known.model))
+        cc = g.cc or known.cc
+        gpus.append(replace(g, cc=cc, brand=g.brand or known.brand, segment=known.segment, model=known.model))
     return replace(host, gpus=tuple(gpus))

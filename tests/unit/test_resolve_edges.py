@@ -13,7 +13,8 @@ from typing import Any
 import pytest
 from packaging.version import Version
 
-from envbuilder.errors import MatrixError
+from envbuilder.errors import MatrixError, UsageError
+from envbuilder.host import GpuInfo, HostReport
 from envbuilder.host.model import Host, HostGpu
 from envbuilder.matrix import framework as framework_table
 from envbuilder.matrix import load_matrix
@@ -809,3 +810,94 @@ def test_a_cuda_image_whose_cudnn_major_is_no_number_is_refused_at_load(tmp_path
         load_matrix(root)
     assert "base_images.yaml" in err.value.message and "cudnn" in err.value.message
     assert f'expected a cuDNN major version like "9", got {major!r}' in err.value.message
+
+
+# --------------------------------------------------------------------------- what a probe reads
+# The sixth operator set (`is None` made a truth test) asked which empty values reach the resolver:
+# the driver and the compute capability come from nvidia-smi's cells unchecked, and an empty one
+# ('' from a blank cell, None read as '' by HostReport.to_host) reached it. The host this machine
+# probes is faked here (target_host probes when nothing is given).
+
+
+def _probed(monkeypatch: pytest.MonkeyPatch, driver: str | None, *gpus: tuple[str, str | None]) -> None:
+    report = HostReport(
+        source="nvidia-smi",
+        driver=driver,
+        cuda_driver=None,
+        gpus=tuple(GpuInfo(index=i, name=n, uuid=None, cc=cc, brand=None) for i, (n, cc) in enumerate(gpus)),
+    )
+    monkeypatch.setattr("envbuilder.host.probe_host", lambda: report)
+
+
+def test_a_probed_gpu_whose_compute_capability_was_not_read_is_its_models(
+    matrix: Matrix, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """nvidia-smi's compute_cap [N/A] for an H100: the matrix knows the model's 9.0 (before: the
+    resolver refused "malformed compute capability ''", asking for a --cc nobody typed)."""
+    _probed(monkeypatch, DRIVER, (H100, None))
+    host = target_host(matrix, None, (), ())
+    assert [(g.name, g.cc, g.model) for g in host.gpus] == [(H100, "9.0", "NVIDIA H100")]
+    res = resolve(matrix, Request(framework="torch", specifier="==2.11.*"), host)
+    assert res.stack is not None and "9.0" in res.stack.sass, res.rejected
+    # a compute capability the probe did read stays as read
+    _probed(monkeypatch, DRIVER, (H100, "9.0"))
+    assert target_host(matrix, None, (), ()).gpus[0].cc == "9.0"
+
+
+def test_a_probed_gpu_of_no_known_name_and_no_compute_capability_is_refused_naming_it(
+    matrix: Matrix, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _probed(monkeypatch, DRIVER, ("NVIDIA Prototype X9", None))
+    with pytest.raises(UsageError) as err:
+        target_host(matrix, None, (), ())
+    assert "'NVIDIA Prototype X9'" in err.value.message and "compute capability" in err.value.message
+    assert "--cc X.Y" in (err.value.hint or "") and "--driver" in (err.value.hint or "")
+    # its compute capability read, an unknown name is resolved by it as before
+    _probed(monkeypatch, DRIVER, ("NVIDIA Prototype X9", "9.0"))
+    host = target_host(matrix, None, (), ())
+    assert [(g.cc, g.model) for g in host.gpus] == [("9.0", None)]
+    assert resolve(matrix, Request(framework="torch", specifier="==2.11.*"), host).stack is not None
+
+
+@pytest.mark.parametrize("driver", ["", "[N/A]", " "])
+def test_a_probed_driver_that_is_no_version_is_refused_saying_where_it_came_from(
+    matrix: Matrix, monkeypatch: pytest.MonkeyPatch, driver: str
+) -> None:
+    """Not read as "no driver" (which resolves without checking the driver at all): refused, the
+    message naming the probe, the hint how to describe the host instead."""
+    _probed(monkeypatch, driver, (H100, "9.0"))
+    with pytest.raises(UsageError) as err:
+        target_host(matrix, None, (), ())
+    assert f"driver version {driver!r}, as nvidia-smi reported it" in err.value.message
+    assert "--driver VERSION" in (err.value.hint or "")
+
+
+def test_a_driver_that_is_empty_never_reads_as_no_driver_in_the_resolver(matrix: Matrix) -> None:
+    """The resolver parses every host driver that is not None before it looks at a candidate: an
+    empty one (a host built by hand) is a malformed version, never "no driver given"."""
+    with pytest.raises(UsageError, match="malformed driver version ''"):
+        resolve(
+            matrix,
+            Request(framework="torch", specifier="==2.11.*"),
+            Host(driver="", gpus=target_host(matrix, None, (H100,), ()).gpus),
+        )
+
+
+def test_every_gpu_model_has_a_name_and_real_driver_branches(matrix: Matrix) -> None:
+    """What the resolver's driver-branch check (_check_gpu_support) takes from gpus.yaml: a host
+    GPU's model is a model's name, never '' (that would skip the check), and a last branch is a
+    driver branch, never 0 (that would refuse every driver: 'its last driver branch is R0')."""
+    for m in matrix.gpus.models:
+        assert m.name.strip(), m
+        for branch in (m.first_branch, m.last_branch):
+            assert branch is None or (type(branch) is int and 100 <= branch <= 9999), m
+    # a model's last branch refuses a newer driver and keeps its own (Kepler: R470)
+    kepler = next(m for m in matrix.gpus.models if m.last_branch == 470)
+    on = {d: target_host(matrix, d, (kepler.name,), ()) for d in ("470.256.02", "535.104.05")}
+    req = Request(framework="torch", specifier="")
+
+    def refused(driver: str) -> list[str]:
+        return [r.reason for r in resolve(matrix, req, on[driver]).rejected if r.component == "gpu-support"]
+
+    assert refused("470.256.02") == []
+    assert "its last driver branch is R470" in " ".join(refused("535.104.05")), refused("535.104.05")
