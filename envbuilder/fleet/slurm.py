@@ -14,12 +14,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from envbuilder.errors import SchedulerError
+from envbuilder.errors import SchedulerError, UsageError
 from envbuilder.fleet.classes import NodeClass, facts_from_features, with_gpu_model
 from envbuilder.host import HostReport, Runner
 from envbuilder.host.probe import probe_nvidia_smi, run_command
 from envbuilder.matrix.model import Matrix
 from envbuilder.platforms import platform_of_machine
+from envbuilder.versions import parse_host_driver, quote_input
 
 SLURM_TIMEOUT_S = 30.0
 PROBE_TIMEOUT_S = 120.0
@@ -227,10 +228,19 @@ def probe_class(cls: NodeClass, run: Runner = run_command, partition: str | None
         f"probe on {cls.nodes[0]} (srun nvidia-smi): {gpu.name}, compute capability {gpu.cc}, "
         f"driver {report.driver}"
     ]
+    driver = report.driver
+    try:
+        parse_host_driver(driver)
+    except UsageError:  # a blank or [N/A] cell: what the class assumed stands, and says why
+        facts.append(
+            f"probe on {cls.nodes[0]}: driver {quote_input(driver)} is no driver version; "
+            f"the class's {cls.driver or 'unknown driver'} stands"
+        )
+        driver = ""
     return replace(
         cls,
         cc=gpu.cc or cls.cc,
-        driver=report.driver or cls.driver,
+        driver=driver or cls.driver,
         nvml_names=(gpu.name, *[n for n in cls.nvml_names if n != gpu.name]),
         facts=(*cls.facts, *facts),
     )

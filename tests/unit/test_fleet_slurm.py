@@ -164,6 +164,20 @@ def test_probe_replaces_guesses_with_what_nvidia_smi_said_on_the_node() -> None:
     assert failed.driver == "580.95.05" and "probe on h200-0 failed: nvidia-smi: exit 127" in failed.facts[-1]
 
 
+@pytest.mark.parametrize("cell", ["[N/A]", ""])
+def test_a_probed_driver_that_is_no_version_leaves_the_classs_and_says_which_node(cell: str) -> None:
+    """nvidia-smi prints [N/A] (or nothing) for a driver it cannot read: the class keeps the driver
+    its features named, and its facts say which node gave what, instead of a later
+    'malformed driver version' that names no node."""
+    h200 = node_classes(read_nodes(cluster()), MATRIX)[2]
+    row = f"NVIDIA H200, GPU-1, 9.0, {cell}, 0, 143771, 30, 70.5, 700.00\n"
+    probed = probe_class(h200, FakeSlurm().on("srun", stdout=row))
+    assert probed.driver == h200.driver == "580.95.05" and probed.nvml_names[0] == "NVIDIA H200"
+    assert (
+        f"probe on h200-0: driver {cell!r} is no driver version; the class's 580.95.05 stands" in probed.facts
+    )
+
+
 def test_job_states_from_scontrol_then_sacct() -> None:
     fake = FakeSlurm().on("scontrol", "show", "job", "5", stdout=recorded("scontrol-show-job-failed.txt"))
     failed = job_state("5", fake)
