@@ -228,7 +228,7 @@ def probe_class(cls: NodeClass, run: Runner = run_command, partition: str | None
         f"probe on {cls.nodes[0]} (srun nvidia-smi): {gpu.name}, compute capability {gpu.cc}, "
         f"driver {report.driver}"
     ]
-    driver = report.driver
+    driver = report.driver or ""
     try:
         parse_host_driver(driver)
     except UsageError:  # a blank or [N/A] cell: what the class assumed stands, and says why
