@@ -3620,17 +3620,15 @@ EQUIVALENT.update(
         (RES, "if host.driver is None:", "if (not host.driver):"): _HOST_DRIVER + ": this line never sees ''",
         (RES, "if g.model is None:", "if (not g.model):"): (
             "a host GPU's model is None or a GpuModel's name (gpu_from_match; enrich_host copies it),"
-            " and every model of gpus.yaml has a name "
-            "(test_every_gpu_model_has_a_name_and_real_driver_branches): never ''"
+            " and the matrix loader refuses a blank model name: never ''"
         ),
         (
             RES,
             "if model.last_branch is not None and branch > model.last_branch:",
             "if bool(model.last_branch) and branch > model.last_branch:",
         ): (
-            "a model's last_branch is None or a driver branch of gpus.yaml, never 0 "
-            "(test_every_gpu_model_has_a_name_and_real_driver_branches): `is not None` and bool() "
-            "agree"
+            "a model's last_branch is None or a positive driver branch (the matrix loader refuses 0, "
+            "negatives and YAML booleans): `is not None` and bool() agree"
         ),
         (
             RES,

@@ -42,6 +42,7 @@ from envbuilder.matrix.model import (
 from envbuilder.matrix.platforms import check_platforms, load_generated_builds, load_platforms
 from envbuilder.matrix.reader import (
     Ctx,
+    branch_field,
     cc_list,
     checked_field,
     compiler_field,
@@ -73,7 +74,7 @@ def _load_cuda(doc: Doc) -> CudaMatrix:
             CudaMajor(
                 major=get_field(row, "major", c, int),
                 mvc_min_driver=driver_field(row, "mvc_min_driver", c),
-                mvc_max_branch=get_field(row, "mvc_max_branch", c, int, optional=True),
+                mvc_max_branch=branch_field(row, "mvc_max_branch", c),
             )
         )
     fwd = get_field(data, "forward_compat", ctx, dict)
@@ -154,16 +155,19 @@ def _load_gpus(doc: Doc) -> GpuMatrix:
             raise c.fail("cc", f"{cc!r} is not a known compute capability (add it under archs)")
         nvml = tuple(str(n) for n in get_field(row, "nvml_names", c, list))
         aliases = tuple(str(n) for n in get_field(row, "aliases", c, list, optional=True) or ())
+        name = get_field(row, "name", c, str)
+        if not name.strip():
+            raise c.fail("name", "empty: a model needs the name users give (--gpu)")
         model = GpuModel(
-            name=get_field(row, "name", c, str),
+            name=name,
             nvml_names=nvml,
             aliases=aliases,
             cc=cc,
             family=family_of[cc],
             brand=get_field(row, "brand", c, str),
             segment=get_field(row, "segment", c, str),
-            first_branch=get_field(row, "first_branch", c, int, optional=True),
-            last_branch=get_field(row, "last_branch", c, int, optional=True),
+            first_branch=branch_field(row, "first_branch", c),
+            last_branch=branch_field(row, "last_branch", c),
         )
         models.append(model)
         names += [(n.casefold(), c) for n in {model.name, *nvml, *aliases}]

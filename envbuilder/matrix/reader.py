@@ -122,8 +122,16 @@ def get_field(row: dict[str, Any], key: str, ctx: Ctx, kind: type[T], *, optiona
             return None  # type: ignore[return-value]
         raise ctx.fail(key, "missing")
     value = row[key]
-    if not isinstance(value, kind):
+    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):  # YAML's yes is no number
         raise ctx.fail(key, f"expected {kind.__name__}, got {type(value).__name__} {value!r}")
+    return value
+
+
+def branch_field(row: dict[str, Any], key: str, ctx: Ctx) -> int | None:
+    """An optional driver branch (580): a positive whole number."""
+    value = get_field(row, key, ctx, int, optional=True)
+    if value is not None and value <= 0:
+        raise ctx.fail(key, f"expected a driver branch like 580, got {value!r}")
     return value
 
 

@@ -795,6 +795,31 @@ def test_a_cpu_stack_requires_no_cuda(matrix: Matrix) -> None:
     assert res.stack.require_cuda is None
 
 
+@pytest.mark.parametrize(
+    ("old", "new", "said"),
+    [
+        ("last_branch: 470}", "last_branch: 0}", "expected a driver branch like 580, got 0"),
+        ("last_branch: 470}", "last_branch: true}", "expected int, got bool True"),
+        ("last_branch: 470}", "last_branch: -470}", "expected a driver branch like 580, got -470"),
+        ('name: "Tesla K80"', 'name: " "', "empty: a model needs the name users give (--gpu)"),
+    ],
+)
+def test_a_gpu_models_branches_and_name_are_checked_at_load(
+    tmp_path: Path, old: str, new: str, said: str
+) -> None:
+    """A branch of 0 or a YAML yes (read as 1 by Python) would be a "last supported branch" every
+    driver is past: each GPU of that generation refused on any host. A blank name is no name a
+    user can give."""
+    root = tmp_path / "matrices"
+    shutil.copytree(matrices_dir(), root)
+    text = (root / "gpus.yaml").read_text(encoding="utf-8")
+    assert old in text
+    (root / "gpus.yaml").write_text(text.replace(old, new, 1), encoding="utf-8")
+    with pytest.raises(MatrixError) as err:
+        load_matrix(root)
+    assert "gpus.yaml" in err.value.message and said in err.value.message
+
+
 @pytest.mark.parametrize("major", ["", "9.1", "nine"])
 def test_a_cuda_image_whose_cudnn_major_is_no_number_is_refused_at_load(tmp_path: Path, major: str) -> None:
     """The base picked for a stack that needs no system cuDNN is one with none (cudnn null):
