@@ -810,31 +810,29 @@ def test_a_gpu_models_branches_and_name_are_checked_at_load(
     """A branch of 0 or a YAML yes (read as 1 by Python) would be a "last supported branch" every
     driver is past: each GPU of that generation refused on any host. A blank name is no name a
     user can give."""
-    root = tmp_path / "matrices"
-    shutil.copytree(matrices_dir(), root)
-    text = (root / "gpus.yaml").read_text(encoding="utf-8")
-    assert old in text
-    (root / "gpus.yaml").write_text(text.replace(old, new, 1), encoding="utf-8")
-    with pytest.raises(MatrixError) as err:
-        load_matrix(root)
-    assert "gpus.yaml" in err.value.message and said in err.value.message
+    err = _load_edited(tmp_path, "gpus.yaml", old, new)
+    assert "gpus.yaml" in err.message and said in err.message
 
 
 @pytest.mark.parametrize("major", ["", "9.1", "nine"])
 def test_a_cuda_image_whose_cudnn_major_is_no_number_is_refused_at_load(tmp_path: Path, major: str) -> None:
     """The base picked for a stack that needs no system cuDNN is one with none (cudnn null):
     an empty major would read as none there and put a cuDNN image under it."""
+    err = _load_edited(tmp_path, "base_images.yaml", 'major: "8"', f'major: "{major}"')
+    assert "base_images.yaml" in err.message and "cudnn" in err.message
+    assert f'expected a cuDNN major version like "9", got {major!r}' in err.message
+
+
+def _load_edited(tmp_path: Path, name: str, old: str, new: str) -> MatrixError:
+    """The shipped matrices with the first `old` of file `name` made `new`: the loader's refusal."""
     root = tmp_path / "matrices"
     shutil.copytree(matrices_dir(), root)
-    text = (root / "base_images.yaml").read_text(encoding="utf-8")
-    assert 'major: "8"' in text
-    (root / "base_images.yaml").write_text(
-        text.replace('major: "8"', f'major: "{major}"', 1), encoding="utf-8"
-    )
+    text = (root / name).read_text(encoding="utf-8")
+    assert old in text
+    (root / name).write_text(text.replace(old, new, 1), encoding="utf-8")
     with pytest.raises(MatrixError) as err:
         load_matrix(root)
-    assert "base_images.yaml" in err.value.message and "cudnn" in err.value.message
-    assert f'expected a cuDNN major version like "9", got {major!r}' in err.value.message
+    return err.value
 
 
 # --------------------------------------------------------------------------- what a probe reads
