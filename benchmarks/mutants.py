@@ -2367,7 +2367,7 @@ AREAS: dict[str, tuple[str, tuple[Target, ...]]] = {
             Target("attest/imported.py", ("is_envelope", "import_certificate", "_import_signed"), CERT_TESTS),
             Target(
                 "certify/store.py",
-                ("CertStore.add_imported", "CertStore.import_", "image_query", "require_importable"),
+                ("CertStore.add_imported", "image_query", "require_importable"),
                 CERT_TESTS,
             ),
             Target(
@@ -4577,7 +4577,7 @@ _ALWAYS_TRUE_CERT = (
     "__len__) is always true: `is not None` and `bool()` agree"
 )
 _VERIFIED_ENVELOPE = (
-    "envelope is None (store.import_, import_certificate's unsigned file) or, from _import_signed "
+    "envelope is None (import_certificate's unsigned file) or, from _import_signed "
     "(the one caller that passes one), Verified.envelope: bytes verify_envelope parsed as a DSSE "
     "JSON object, never empty; so never b'' nor ''"
 )

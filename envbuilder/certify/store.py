@@ -339,19 +339,6 @@ class CertStore:
         write_atomic(Path(dest), cert.to_json(indent=2) + "\n")
         return Path(dest)
 
-    def import_(self, src: Path) -> str:
-        """Read a certificate file, verify it, store it with origin 'imported' (unsigned: `run`
-        uses it only when told to trust imported certificates); return its id. A signed envelope
-        is envbuilder.attest.imported's. Raises StoreError (cannot read), CertificateRefusedError
-        (not a certificate, tampered, issued in the future)."""
-        try:  # bounded: a FIFO or /dev/zero is refused unread, a file over the limit unread past it
-            text = read_text_bounded(src)
-        except (OSError, ValueError) as exc:  # UnicodeDecodeError, bounded.Refused
-            raise StoreError(f"cannot read {src}: {_reason(exc)}", "check the path", file=str(src)) from None
-        cert = Certificate.from_json(text, where=str(src))
-        require_importable(cert, str(src))
-        return self.add_imported(cert)
-
     def integrity_check(self) -> str:
         """SQLite's own check of the file ("ok" when sound). Raises StoreError."""
         return str(self._query("PRAGMA integrity_check", ())[0][0])

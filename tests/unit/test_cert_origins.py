@@ -603,7 +603,7 @@ def test_a_short_image_id_equal_to_the_certificates_is_the_same_image() -> None:
 def test_importing_a_file_that_cannot_be_read_is_a_store_error(tmp_path: Path) -> None:
     store = CertStore(tmp_path / "s.sqlite")
     with pytest.raises(StoreError, match="cannot read"):
-        store.import_(tmp_path / "missing.json")
+        import_certificate(tmp_path / "missing.json", store=store, policy=lambda: TrustPolicy(keys=()))
     assert store.list() == []
 
 
@@ -646,8 +646,6 @@ def test_a_certificate_file_whose_issued_at_is_no_timestamp_is_not_imported(
     path = tmp_path / "c.json"
     path.write_text(json.dumps(seal({**cert_doc("certified-cpu-only", gpus=()), "issued_at": issued_at})))
     store = CertStore(tmp_path / "s.sqlite")
-    with pytest.raises(CertificateRefusedError, match="issued_at is not an RFC 3339 timestamp"):
-        store.import_(path)
     with pytest.raises(CertificateRefusedError, match="issued_at is not an RFC 3339 timestamp"):
         import_certificate(path, store=store, policy=lambda: TrustPolicy(keys=()))
     assert store.list() == []
@@ -859,15 +857,6 @@ def test_an_imported_certificate_and_its_envelope_are_kept_together_or_not_at_al
     assert store.list() == []
 
 
-def test_importing_a_file_that_is_not_utf8_is_a_store_error(tmp_path: Path) -> None:
-    path = tmp_path / "c.json"
-    path.write_bytes(b'{"kind": "\xff"}')
-    store = CertStore(tmp_path / "s.sqlite")
-    with pytest.raises(StoreError, match="cannot read"):
-        store.import_(path)
-    assert store.list() == []
-
-
 @pytest.mark.parametrize("typed", [" eeee", "eeee\n", f" {IMAGE_ID.removeprefix('sha256:')} "])
 def test_an_image_id_pasted_with_whitespace_around_it_is_still_looked_up(tmp_path: Path, typed: str) -> None:
     store = CertStore(tmp_path / "s.sqlite")
@@ -894,10 +883,9 @@ def test_a_tampered_certificate_file_is_refused_naming_the_file(tmp_path: Path) 
     path = tmp_path / "c.json"
     path.write_text(json.dumps({**cpu_cert().to_dict(), "verdict_reason": "changed after sealing"}))
     store = CertStore(tmp_path / "s.sqlite")
-    for importing in (store.import_, lambda p: import_certificate(p, store=store, policy=trusting)):
-        with pytest.raises(CertificateRefusedError) as refused:
-            importing(path)
-        assert refused.value.message.startswith(f"{path} failed verification: content hash mismatch")
+    with pytest.raises(CertificateRefusedError) as refused:
+        import_certificate(path, store=store, policy=trusting)
+    assert refused.value.message.startswith(f"{path} failed verification: content hash mismatch")
     assert store.list() == []
 
 
@@ -1059,17 +1047,17 @@ def test_every_signed_envelope_imported_for_one_certificate_is_kept(tmp_path: Pa
 
 
 def test_a_certificate_file_the_store_cannot_import_names_the_file(tmp_path: Path) -> None:
-    """CertStore.import_: a file it cannot read, and one that is no JSON, both name the path in
-    the message and as the error's `file`."""
+    """`certs import`: a file it cannot read, and one that is no JSON, both name the path in the
+    message and as the error's `file`."""
     store = CertStore(tmp_path / "s.sqlite")
     missing = tmp_path / "missing.json"
     with pytest.raises(StoreError) as cannot:
-        store.import_(missing)
+        import_certificate(missing, store=store, policy=lambda: TrustPolicy(keys=()))
     assert cannot.value.file == str(missing)
     junk = tmp_path / "junk.json"
     junk.write_text("{not json")
     with pytest.raises(CertificateRefusedError) as refused:
-        store.import_(junk)
+        import_certificate(junk, store=store, policy=lambda: TrustPolicy(keys=()))
     assert refused.value.file == str(junk) and refused.value.message.startswith(f"{junk} is not valid JSON")
     assert store.list() == []
 

@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from envbuilder.attest import TrustPolicy
+from envbuilder.attest.imported import import_certificate
 from envbuilder.certify import store as store_module
 from envbuilder.certify.certificate import Certificate, build_certificate, seal
 from envbuilder.certify.store import CertStore
@@ -24,6 +26,11 @@ from envbuilder.resources import user_data_dir
 
 IMAGE_ID = "sha256:" + "ab" * 32
 REPO = Path(__file__).resolve().parents[2]
+
+
+def _import(store: CertStore, path: Path) -> str:
+    """`certs import` of an unsigned certificate file (no trusted keys needed): its id."""
+    return import_certificate(path, store=store, policy=lambda: TrustPolicy(keys=())).id
 
 
 def make(n: int = 0, image_id: str = IMAGE_ID, verdict: str = "certified-cpu-only") -> Certificate:
@@ -115,14 +122,14 @@ def test_export_import_and_a_tampered_file(tmp_path: Path) -> None:
     assert json.loads(out.read_text())["content_hash"] == f"sha256:{cid}"
     assert not list((tmp_path / "sub").glob(".*tmp"))  # no temp file left behind
     other = CertStore(tmp_path / "b.sqlite")
-    assert other.import_(out) == cid and other.verify(cid) == []
+    assert _import(other, out) == cid and other.verify(cid) == []
     doc = json.loads(out.read_text())
     doc["image"]["id"] = "sha256:" + "99" * 32
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps(doc))
     third = CertStore(tmp_path / "c.sqlite")
     with pytest.raises(CertificateRefusedError, match=r"content hash mismatch.*changed: image"):
-        third.import_(bad)
+        _import(third, bad)
     assert third.list() == []
 
 
@@ -293,7 +300,7 @@ def test_import_marks_certificates_imported_and_keeps_a_local_one_local(tmp_path
     store.add(made_here)
     for cert in (made_here, other):
         (tmp_path / f"{cert.id}.json").write_text(cert.to_json())
-        assert store.import_(tmp_path / f"{cert.id}.json") == cert.id
+        assert _import(store, tmp_path / f"{cert.id}.json") == cert.id
     assert {r.id: r.origin for r in store.list()} == {made_here.id: "local", other.id: "imported"}
     assert store.origin_of(other.id[:8]) == "imported" and store.envelopes(other.id) == []
 
@@ -315,9 +322,9 @@ def test_import_refuses_a_certificate_issued_in_the_future(tmp_path: Path) -> No
         path.write_text(json.dumps(seal(doc)))
         if refused:
             with pytest.raises(CertificateRefusedError, match=r"future-issued.*lies in the future"):
-                store.import_(path)
+                _import(store, path)
         else:
-            assert store.import_(path)
+            assert _import(store, path)
     assert [r.issued_at for r in store.list()] == [when]  # only the one within the skew
 
 
@@ -352,7 +359,7 @@ def test_a_version_1_store_is_migrated_and_keeps_working(tmp_path: Path) -> None
     assert {"certificates_ref", "attestations_digest", "image_digests_digest"} <= indexes
     other = make(5, image_id="sha256:" + "cd" * 32)
     (tmp_path / "o.json").write_text(other.to_json())
-    store.import_(tmp_path / "o.json")
+    _import(store, tmp_path / "o.json")
     assert store.origin_of(other.id) == "imported"
 
 
