@@ -9,8 +9,9 @@ sampler cost nothing:
   busy-bs128    the same while CPU burners spin on all but two cores (as the compile children do
                 while the default-level A/B runs)
   quiet-bs512   batch 512, 40 steps (about the same seconds per window; more GPU work per launch)
+  busy-bs512    the same with the CPU burners
 
-  PYTHONPATH=<a folder holding envbuilder_harness/> python3 benchmarks/gpu/ab_noise.py OUT.json
+  PYTHONPATH=<folder with envbuilder_harness/> python3 benchmarks/gpu/ab_noise.py OUT.json [CONDITION ...]
 
 Writes OUT.json: per condition the window means (ms per step), the pair ratios, their standard
 deviation, and the half-width a 6-pair A/B's one-sided 95% bound would have at that noise
@@ -91,11 +92,14 @@ def main() -> None:
     trainer = SyntheticTrainer(data, dtype)
     burners = max(0, (os.cpu_count() or 2) - 2)
     doc: dict[str, object] = {"gpu": torch.cuda.get_device_name(0), "torch": torch.__version__, "amp": dtype}
-    for name, batch, steps, burn_n in (
+    conditions = (
         ("quiet-bs128", 128, 150, 0),
         ("busy-bs128", 128, 150, burners),
         ("quiet-bs512", 512, 40, 0),
-    ):
+        ("busy-bs512", 512, 40, burners),
+    )
+    only = sys.argv[2:]  # condition names (default: all)
+    for name, batch, steps, burn_n in (c for c in conditions if not only or c[0] in only):
         got = condition(trainer, batch, steps, burn_n)
         doc[name] = got
         print(name, json.dumps({k: v for k, v in got.items() if k != "window_ms_per_step"}), flush=True)
