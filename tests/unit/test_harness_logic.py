@@ -21,7 +21,10 @@ from envbuilder.harness.record import FAIL, PASS, SKIP, Recorder, Step, StepFail
 from envbuilder.harness.result import decide_verdict
 from envbuilder.harness.schema import validate_result
 from envbuilder.harness.steps.overhead import (
+    OVERHEAD_PAIRS,
+    TORCH_OVERHEAD_BATCHES,
     ab_windows,
+    fitting_batch,
     judge_overhead_measurement,
     measure_overhead,
     needs_confirmation,
@@ -604,6 +607,9 @@ class _Session:
         self.facts.update(kw)
 
 
+SET = 2 * OVERHEAD_PAIRS  # the windows of one set of pairs
+
+
 def _ab(slow_on: list[float], duty: float = 0.001) -> tuple[Any, int]:
     """ab_windows over windows where "on" is slower by slow_on[k] in the k-th set of pairs."""
     from envbuilder.harness.record import Step
@@ -611,7 +617,7 @@ def _ab(slow_on: list[float], duty: float = 0.001) -> tuple[Any, int]:
     sampler, calls = _Sampler(duty), {"windows": 0}
 
     def window(steps: int) -> float:
-        k = min(calls["windows"] // 12, len(slow_on) - 1)
+        k = min(calls["windows"] // SET, len(slow_on) - 1)
         calls["windows"] += 1
         jitter = 1 + 0.001 * (calls["windows"] % 3)
         return 0.01 * jitter * (1 + slow_on[k] if sampler.on else 1)
@@ -624,14 +630,60 @@ def _ab(slow_on: list[float], duty: float = 0.001) -> tuple[Any, int]:
     return st, calls["windows"]
 
 
+def test_the_torch_ab_trains_at_the_largest_batch_that_fits() -> None:
+    """Batch 512 makes the window GPU-bound (0.01% pair noise against 3-6.5% at 128, measured):
+    a GPU that cannot hold it falls back to 256, then 128; an OOM at 128 is the step's failure,
+    and an error that is no OOM is never taken for one."""
+    import torch
+
+    def on_a_gpu_of(largest: int) -> tuple[int | Exception, list[str]]:
+        seen: list[str] = []
+
+        def warm(b: int) -> None:
+            seen.append(f"warm {b}")
+            if b > largest:
+                raise torch.cuda.OutOfMemoryError("CUDA out of memory")
+
+        try:
+            return fitting_batch(TORCH_OVERHEAD_BATCHES, warm, lambda: seen.append("freed")), seen
+        except Exception as exc:
+            return exc, seen
+
+    assert on_a_gpu_of(1024) == (512, ["warm 512"])
+    assert on_a_gpu_of(300) == (256, ["warm 512", "freed", "warm 256"])
+    got, seen = on_a_gpu_of(64)
+    assert isinstance(got, torch.cuda.OutOfMemoryError) and seen[-1] == "warm 128"
+
+    def broken(b: int) -> None:
+        raise RuntimeError("cuDNN error: CUDNN_STATUS_EXECUTION_FAILED")
+
+    with pytest.raises(RuntimeError, match="CUDNN_STATUS_EXECUTION_FAILED"):
+        fitting_batch(TORCH_OVERHEAD_BATCHES, broken, lambda: None)
+
+
+def test_an_ab_window_spans_more_than_one_sampler_period() -> None:
+    """The window's steps come from the sampler's period (1.2 periods), not from a fixed count:
+    at batch 512 (a step of ~40 ms) 30 steps, each "on" window still holding a sample."""
+    seen: list[int] = []
+
+    def window(steps: int) -> float:
+        seen.append(steps)
+        return 0.04
+
+    from envbuilder.harness.record import Step
+
+    ab_windows(_Session(), Step("telemetry_overhead"), _Sampler(0.001), window, 0.04, batch=512)  # type: ignore[arg-type]
+    assert set(seen) == {30} and len(seen) == 2 * OVERHEAD_PAIRS
+
+
 def test_a_failing_ab_is_confirmed_by_a_second_set_of_pairs_before_it_fails() -> None:
     noise_then_clean, windows = _ab([0.05, 0.0])
-    assert windows == 24 and noise_then_clean.status != "fail"  # the spike did not repeat
+    assert windows == 2 * SET and noise_then_clean.status != "fail"  # the spike did not repeat
     assert noise_then_clean.metrics["unconfirmed_first_pairs"]["overhead_lower_95"] >= 0.01
     real, windows = _ab([0.05, 0.05])
-    assert windows == 24 and real.status == "fail" and "95% bound" in real.reason
+    assert windows == 2 * SET and real.status == "fail" and "95% bound" in real.reason
     clean, windows = _ab([0.0])
-    assert windows == 12 and "unconfirmed_first_pairs" not in clean.metrics
+    assert windows == SET and "unconfirmed_first_pairs" not in clean.metrics
     # The sampler's own measured time past the limit fails at once: nothing to confirm.
     assert not needs_confirmation({"overhead_lower_95": 0.05}, 0.02, 0.01)
     assert needs_confirmation({"overhead_lower_95": 0.05}, 0.001, 0.01)

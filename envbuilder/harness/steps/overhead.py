@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from ..record import Step, StepFailed, StepSkipped
 from ..session import Session
 from ..telemetry import Sampler
+from ..workloads.ramp import is_oom
 from .estimates import ESTIMATE
 
 if TYPE_CHECKING:
@@ -27,9 +28,9 @@ def measure_overhead(
     `window()` returns the mean step time (s) of one window. Each pair's ratio on/off compares two
     adjacent windows, so drift (clocks, temperature) cancels. Reported: the mean ratio - 1 as the
     overhead estimate, and its one-sided 95% lower bound (Student t over the pairs): the
-    overhead the data *shows* for certain. On the H200 VM single windows vary by up to 15%, so an
-    estimate alone cannot resolve 1%; `judge_overhead_measurement` combines the bound with the
-    sampler's own measured cost.
+    overhead the data *shows* for certain. How fine that is depends on the window: see
+    TORCH_OVERHEAD_BATCHES. `judge_overhead_measurement` combines the bound with the sampler's
+    own measured cost.
     """
     off: list[float] = []
     on: list[float] = []
@@ -116,9 +117,19 @@ def _median(xs: list[float]) -> float:
     return xs[n // 2] if n % 2 else (xs[n // 2 - 1] + xs[n // 2]) / 2
 
 
-OVERHEAD_PAIRS = 6  # 12 windows of >= 150 steps: 20-26 s for ResNet-18 at batch 128 on an H200
-OVERHEAD_MIN_STEPS = 150
-OVERHEAD_BATCH = 128  # the A/B's ResNet-18 batch, whatever the framework
+# The A/B's window, measured with no sampler at all (benchmarks/gpu/ab_noise.py; H100, 2026-12-05,
+# benchmarks/results/issue27-ab-noise-h100-2026-12-05/): the standard deviation of the ratio of two
+# adjacent windows, i.e. what a pair shows when the sampler costs nothing. torch's eager ResNet-18
+# at batch 128 (150 steps) is bound by the CPU's kernel launches: 3.1%, and 6.5% with the CPUs busy
+# as the compile children keep them, so a 6-pair A/B could not show less than ~5-10% (its 95%
+# bounds in the certificates of that day: -15.8% and -17.6%). At batch 512 (40 steps, the same
+# seconds) the GPU sets the pace: 0.010%, and 0.012% with every other CPU busy. JAX's jitted
+# window is GPU-bound at batch 128 already (0.066%, H200, 2026-12-01) and keeps it (a new batch
+# would be a new XLA compilation).
+TORCH_OVERHEAD_BATCHES = (512, 256, 128)  # the first that fits in memory
+OVERHEAD_BATCH = 128  # the XLA frameworks' A/B batch
+OVERHEAD_PAIRS = 4  # at 0.012% noise a pair set's 95% half-width is ~0.014%, far below the 1% limit
+OVERHEAD_MIN_STEPS = 20  # the window's length is set by the sampler's period (ab_windows)
 
 
 def ab_prerequisites(s: Session, data: D | None) -> tuple[Sampler, D]:
@@ -140,7 +151,6 @@ def telemetry_overhead_step(s: Session, data: Dataset | None, amp: str) -> None:
         from ..workloads.pytorch.train import SyntheticTrainer, event_seconds, free_device_memory
 
         free_device_memory()
-        b = OVERHEAD_BATCH
         trainer = SyntheticTrainer(dataset, amp)
 
         def window(steps: int) -> float:
@@ -158,11 +168,37 @@ def telemetry_overhead_step(s: Session, data: Dataset | None, amp: str) -> None:
         # H200, 2026-12-01) all five A/Bs came out 2.7-23.6% slower with the sampler on, one
         # past the bound; with autotuning they spread around zero, as before.
         t0 = time.monotonic()
-        for _ in range(8):
-            trainer.step(b)
+
+        def warm(b: int) -> None:
+            for _ in range(8):
+                trainer.step(b)
+            torch.cuda.synchronize()
+
+        def after_oom() -> None:
+            trainer.drop_grads()
+            free_device_memory()
+
+        b = fitting_batch(TORCH_OVERHEAD_BATCHES, warm, after_oom)
         step_s = window(20)
         st.metrics["setup_s"] = round(time.monotonic() - t0, 3)
         ab_windows(s, st, sampler, window, step_s, batch=b)
+
+
+def fitting_batch(
+    batches: tuple[int, ...], warm: Callable[[int], None], after_oom: Callable[[], None]
+) -> int:
+    """The first of `batches` whose warm-up steps (`warm(b)`) fit in the GPU's memory; an
+    out-of-memory error at the last propagates."""
+    for b in batches[:-1]:
+        try:
+            warm(b)
+            return b
+        except Exception as exc:
+            if not is_oom(exc):
+                raise
+            after_oom()
+    warm(batches[-1])
+    return batches[-1]
 
 
 def ab_windows(
