@@ -30,20 +30,14 @@ from pathlib import Path
 
 import torch
 from envbuilder_harness.workloads.pytorch.data import make_dataset
-from envbuilder_harness.workloads.pytorch.train import SyntheticTrainer, event_seconds
+from envbuilder_harness.workloads.pytorch.train import SyntheticTrainer, mean_step_seconds
 
 WINDOWS = 24  # 12 pairs
 T95_5 = 2.015  # one-sided 95% Student t, 5 degrees of freedom (the A/B's 6 pairs)
 
 
 def window(trainer: SyntheticTrainer, batch: int, steps: int) -> float:
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    start.record()
-    for _ in range(steps):
-        trainer.step(batch)
-    end.record()
-    end.synchronize()
-    return event_seconds(start, end) / steps
+    return mean_step_seconds(lambda: trainer.step(batch), steps)
 
 
 def burn(stop: float) -> None:

@@ -148,26 +148,10 @@ def telemetry_overhead_step(s: Session, data: Dataset | None, amp: str) -> None:
         sampler, dataset = ab_prerequisites(s, data)
         import torch
 
-        from ..workloads.pytorch.train import SyntheticTrainer, event_seconds, free_device_memory
+        from ..workloads.pytorch.train import SyntheticTrainer, free_device_memory, mean_step_seconds
 
         free_device_memory()
         trainer = SyntheticTrainer(dataset, amp)
-
-        def window(steps: int) -> float:
-            # The mean step time from two CUDA events, not a median: a sample's cost lands on a
-            # few steps, a median would hide it.
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            start.record()
-            for _ in range(steps):
-                trainer.step(b)
-            end.record()
-            end.synchronize()
-            return event_seconds(start, end) / steps
-
-        # cuDNN autotuning stays as the plan set it: with its heuristics instead (tried on the
-        # H200, 2026-12-01) all five A/Bs came out 2.7-23.6% slower with the sampler on, one
-        # past the bound; with autotuning they spread around zero, as before.
-        t0 = time.monotonic()
 
         def warm(b: int) -> None:
             for _ in range(8):
@@ -178,7 +162,15 @@ def telemetry_overhead_step(s: Session, data: Dataset | None, amp: str) -> None:
             trainer.drop_grads()
             free_device_memory()
 
+        # cuDNN autotuning stays as the plan set it: with its heuristics instead (tried on the
+        # H200, 2026-12-01) all five A/Bs came out 2.7-23.6% slower with the sampler on, one
+        # past the bound; with autotuning they spread around zero, as before.
+        t0 = time.monotonic()
         b = fitting_batch(TORCH_OVERHEAD_BATCHES, warm, after_oom)
+
+        def window(steps: int) -> float:
+            return mean_step_seconds(lambda: trainer.step(b), steps)
+
         step_s = window(20)
         st.metrics["setup_s"] = round(time.monotonic() - t0, 3)
         ab_windows(s, st, sampler, window, step_s, batch=b)

@@ -104,6 +104,18 @@ def event_seconds(start: torch.cuda.Event, end: torch.cuda.Event) -> float:
     return float(start.elapsed_time(end)) / 1000
 
 
+def mean_step_seconds(step: Callable[[], object], steps: int) -> float:
+    """The mean seconds of `steps` calls of `step` on the GPU, from two CUDA events around them
+    (a mean, not a median: a cost that lands on a few steps, such as an NVML sample's, counts)."""
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    for _ in range(steps):
+        step()
+    end.record()
+    end.synchronize()
+    return event_seconds(start, end) / steps
+
+
 def train_run(
     cfg: RunConfig, data: Dataset, *, loss_drop_min: float, accuracy_margin: float
 ) -> tuple[dict[str, Any], list[str]]:
