@@ -15,6 +15,7 @@ import sys
 import tempfile
 import textwrap
 import time
+from collections.abc import Callable
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
@@ -199,14 +200,9 @@ def test_one_odd_entry_never_stops_the_sweep_of_the_others(
         skipped.append(path)
     gone = [_folder(tmp_path, pid, 1, tail) for tail in _tails(12, "gone")]
     if odd == "vanishing":
-        real_lstat = Path.lstat
-
-        def lstat(self: Path) -> os.stat_result:
-            if "skip" in self.name:
-                raise FileNotFoundError(2, "No such file or directory", str(self))
-            return real_lstat(self)
-
-        monkeypatch.setattr(Path, "lstat", lstat)
+        _lstat_fails(
+            monkeypatch, lambda p: "skip" in p.name, FileNotFoundError(2, "No such file or directory")
+        )
     assert sorted(sweep_temp_dirs(tmp_path)) == sorted(gone)
     monkeypatch.undo()
     assert all(p.is_dir() for p in skipped) and not any(p.exists() for p in gone)
@@ -457,14 +453,7 @@ def test_an_entry_the_sweep_may_not_look_at_is_skipped_and_the_others_swept(
     pid = _gone_pid()
     hidden = _folder(tmp_path, pid, 1, "bbbb0001")
     gone = _folder(tmp_path, pid, 1, "bbbb0002")
-    real_lstat = Path.lstat
-
-    def lstat(self: Path) -> os.stat_result:
-        if self == hidden:
-            raise PermissionError(13, "Permission denied", str(self))
-        return real_lstat(self)
-
-    monkeypatch.setattr(Path, "lstat", lstat)
+    _lstat_fails(monkeypatch, lambda p: p == hidden, PermissionError(13, "Permission denied"))
     assert sweep_temp_dirs(tmp_path) == [gone]
     monkeypatch.undo()
     assert hidden.is_dir()
@@ -517,3 +506,15 @@ def test_a_daemon_that_refuses_one_removal_or_the_listing_never_stops_envbuilder
 
     monkeypatch.setattr(client.containers, "list", refuse)
     assert tuple(engine.sweep_leftovers()) == ()
+
+
+def _lstat_fails(monkeypatch: pytest.MonkeyPatch, which: Callable[[Path], bool], error: OSError) -> None:
+    """Path.lstat raises `error` (with the path as its filename) for the entries `which` picks."""
+    real_lstat = Path.lstat
+
+    def lstat(self: Path) -> os.stat_result:
+        if which(self):
+            raise type(error)(error.errno, error.strerror, str(self))
+        return real_lstat(self)
+
+    monkeypatch.setattr(Path, "lstat", lstat)
