@@ -72,7 +72,9 @@ def find_max_batch(
     fitting and an out-of-memory batch are no further apart than the plain ramp leaves them. The
     same precision, without the large batches in between, each of which costs seconds.
 
-    A non-OOM exception propagates. `deadline` (clock() value) stops the ramp early.
+    A non-OOM exception propagates. `deadline` (clock() value) stops the ramp early, and so does a
+    batch predicted to end past it (`too_slow`): JAX compiles each new batch anew, and its batch
+    1024 took 28.9 s of a 30 s budget that it overran (H100, 2026-12-05).
     """
     tried: list[dict[str, Any]] = []
     largest: int | None = None
@@ -110,10 +112,25 @@ def find_max_batch(
     def late() -> bool:
         return deadline is not None and clock() > deadline
 
+    def too_slow(b: int) -> str:
+        """Why batch b is not tried: the last fitting try's seconds, scaled by the batch (the
+        compile and the steps grow with it), end past the deadline; "" when it may be tried."""
+        done = [t for t in tried if t["fits"]]
+        if deadline is None or not done:
+            return ""
+        eta = done[-1]["seconds"] * b / done[-1]["batch"]
+        left = deadline - clock()
+        if eta <= left:
+            return ""
+        return f"time budget for the ramp spent: batch {b} would take about {eta:.0f} s, {left:.0f} s left"
+
     b = start
     while True:
         if late():
             stopped = "time budget for the ramp spent"
+            break
+        stopped = too_slow(b)
+        if stopped:
             break
         if not attempt(b):
             first_oom = b
@@ -144,6 +161,10 @@ def find_max_batch(
                 break
             mid = (lo + hi) // 2 // multiple * multiple
             if mid <= lo or mid >= hi:
+                break
+            stopped = too_slow(mid)
+            if stopped:
+                stopped += " (during back-off)"
                 break
             if attempt(mid):
                 lo = mid
