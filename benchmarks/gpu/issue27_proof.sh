@@ -178,9 +178,10 @@ fi
 fi  # PLAN
 
 # The summary: every run's wall, GPU busy share, verdict and step seconds.
-"$PYTHON" - "$W" "$FINAL_OUT" "$LIMIT" "$OLD_REF" <<'PY'
+GPU_NAME=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)
+"$PYTHON" - "$W" "$FINAL_OUT" "$LIMIT" "$OLD_REF" "${GPU_NAME:-unknown GPU}" <<'PY'
 import json, os, sys
-w, out, limit, old_ref = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
+w, out, limit, old_ref, gpu = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5]
 
 
 def details(doc):
@@ -194,6 +195,9 @@ def details(doc):
                 [t.get("batch"), t.get("fits"), round(t.get("seconds", 0), 1), t.get("compile_s"), t.get("autotune")]
                 for t in m.get("tried", [])
             ]
+        elif s["name"] == "telemetry_overhead" and m:
+            d["ab"] = {k: m.get(k) for k in ("batch", "window_steps", "pair_ratios", "pairs_disturbed",
+                                             "pairs_judged", "overhead", "overhead_lower_95")}
         elif s["name"].startswith("train_rn18_") and "first_step_s" in m:
             d.setdefault("accuracy_runs", {})[s["name"]] = [round(s["seconds"], 1), round(m["first_step_s"], 1), m.get("xla_autotune")]
         pre = (m.get("config") or {}).get("precompile")
@@ -234,7 +238,7 @@ for line in open(f"{w}/runs.tsv"):
 json.dump({"limit_s": int(limit), "old_ref": old_ref, "runs": runs}, open(f"{out}/summary.json", "w"), indent=1)
 goals = {"torch-new-cold": 75, "torch-new-warm": 75, "jax-new": 100, "jax-new-cold": 100, "jax-new-warm": 100,
          "torch-new-quick": 20}
-md = [f"# Issue 27 item 3: certification time, old ({old_ref}) vs new harness, H200", "",
+md = [f"# Issue 27 item 3: certification time, old ({old_ref}) vs new harness, {gpu}", "",
       "| run | harness | verdict | harness wall | script wall | goal | GPU busy | note |",
       "|---|---|---|---|---|---|---|---|"]
 for r in runs:
