@@ -37,7 +37,7 @@ def measure_overhead(
     own measured cost.
 
     Another process's work on the GPU (the compile lane's children run their first steps there
-    while the A/B runs) slows single windows by 2-40% (seen on the H100, 2026-12-05). A pair with
+    while the A/B runs) slowed single windows by 2-65% (seen on the H100, 2026-12-05). A pair with
     a window slowed more than DISTURBED past the fastest window *of its own kind* is left out, and
     more pairs run, up to `max_pairs`, until `pairs` undisturbed ones are there; with fewer, every
     pair counts (a window that is noisy by nature, as at batch 128, is judged as before). A
@@ -81,7 +81,7 @@ def measure_overhead(
 
 # A window this much slower than the fastest of its kind shared the GPU: 40 times the noise of a
 # quiet pair at batch 512 (0.012%, benchmarks/results/issue27-ab-noise-h100-2026-12-05/); the
-# windows another process slowed in the certifications of 2026-12-05 (H100) were 2.2-41% slower.
+# windows another process slowed in the certifications of 2026-12-05 (H100) were 2.2-65% slower.
 DISTURBED = 0.005
 
 
