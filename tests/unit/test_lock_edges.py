@@ -657,3 +657,91 @@ def test_a_pylock_wheel_without_a_url_is_refused_as_an_empty_file_name() -> None
     with pytest.raises(LockError) as err:
         _parse_pylock(text)
     assert "field 'packages.wheel': '' refused" in err.value.message, err.value.message
+
+
+# --------------------------------------------------------------------------- the seventh operator set
+# benchmarks/mutants.py --auto gaps --ops seventh (2026-12-05): wrong types, bounds, defaults.
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "x = " + "1" * 5000,  # past Python's digit limit: a plain ValueError, not TOMLDecodeError
+        "x = " + "[" * 5000 + "]" * 5000,  # past the interpreter's stack: RecursionError
+    ],
+)
+def test_a_pylock_tomllib_cannot_read_is_a_lock_error_not_a_traceback(text: str) -> None:
+    with pytest.raises(LockError, match="^t: not valid TOML"):
+        _parse_pylock(_pylock(text))
+
+
+GOOD_WHEEL = f'{{ url = "{WHL}", size = 3, hashes = {{ sha256 = "{"a" * 64}" }} }}'
+
+
+@pytest.mark.parametrize(
+    ("lines", "what"),
+    [
+        (['packages = "x"'], "packages is not an array of tables"),
+        (["packages = [1]"], "packages[0] is not a table"),
+        (["[[packages]]", "name = 12", f"wheels = [{GOOD_WHEEL}]"], "packages[0].name is not a string"),
+        (["[[packages]]", 'name = "x"', "version = 1.0", f"wheels = [{GOOD_WHEEL}]"], "version is not"),
+        (["[[packages]]", 'name = "x"', 'wheels = "x.whl"'], "packages[0].wheels is not an array"),
+        (["[[packages]]", 'name = "x"', "wheels = [1]"], "packages[0].wheels[0] is not a table"),
+        (["[[packages]]", 'name = "x"', "wheels = [{ url = 5 }]"], "wheels[0].url is not a string"),
+        (["[[packages]]", 'name = "x"', f'wheels = [{{ url = "{WHL}", hashes = "a" }}]'], "hashes is not"),
+        (["[[packages]]", 'name = "x"', f'wheels = [{{ url = "{WHL}", hashes = {{ sha256 = 5 }} }}]'], "hashes"),
+        (["[[packages]]", 'name = "x"', f'wheels = [{{ url = "{WHL}", size = 1.5 }}]'], "size is not a number"),
+        (["[[packages]]", 'name = "x"', f'wheels = [{{ url = "{WHL}", size = -1 }}]'], "size is not a number"),
+        (["[[packages]]", 'name = "x"', f'wheels = [{{ url = "{WHL}", size = true }}]'], "size is not a number"),
+    ],
+)
+def test_a_pylock_of_the_wrong_types_is_refused_by_name_not_a_traceback(lines: list[str], what: str) -> None:
+    """A pylock.toml uv did not write (damaged, edited): a string where an array of tables is
+    read, a number where a string is, a fraction of a byte. Each was an AttributeError or
+    TypeError traceback, or a package named "12" (2026-12-05, --ops seventh)."""
+    with pytest.raises(LockError, match="^t: not a pylock.toml as uv writes it: ") as err:
+        _parse_pylock(_pylock(*lines))
+    assert what in err.value.message
+
+
+def test_a_package_with_neither_a_wheel_nor_a_source_is_said_to_have_no_wheel() -> None:
+    with pytest.raises(LockError, match=r"is not locked to a wheel \(no wheel\)"):
+        _parse_pylock(_pylock("[[packages]]", 'name = "x"', 'version = "1.0"'))
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [
+        ("sha256", "a" * 63),
+        ("sha256", "a" * 65),
+        ("name", "x-"),  # a dash with nothing after it
+        ("version", "1" + ".0" * 32),  # 65 characters: a valid PEP 440 version, past the cap
+        ("size", 1.5),
+        ("urls", None),  # a null is no list (it was read as none)
+        ("urls", ""),  # nor is an empty string (it iterates as no URL)
+        ("urls", ["https://"]),  # a scheme with nothing after it
+        ("urls", ["https://" + "x" * 2001]),  # past the 2000 characters after the scheme
+        ("urls", ["<secret:>/simple/x.whl"]),  # a secret of no name
+        ("urls", ["<secret:" + "s" * 65 + ">/x.whl"]),  # a secret name past 64 characters
+    ],
+)
+def test_a_package_row_refuses_each_value_past_a_bound(key: str, value: Any) -> None:
+    from envbuilder.image.packages import check_package
+
+    with pytest.raises(LockError) as err:
+        check_package({**GOOD_ROW, key: value}, "t")
+    assert err.value.message.startswith(f"t: field 'packages.{key}': "), err.value.message
+
+
+def test_a_package_row_takes_each_value_at_its_bound() -> None:
+    from envbuilder.image.packages import check_package
+
+    for key, value in (
+        ("version", "1" + ".0" * 31 + "1"),  # 64 characters
+        ("urls", ["https://" + "x" * 2000]),
+        ("urls", ["<secret:" + "s" * 64 + ">/x.whl"]),
+        ("urls", ["<secret:s>/x.whl"]),
+    ):
+        assert getattr(check_package({**GOOD_ROW, key: value}, "t"), key) == (
+            tuple(value) if isinstance(value, list) else value
+        )
