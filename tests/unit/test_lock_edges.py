@@ -689,10 +689,22 @@ GOOD_WHEEL = f'{{ url = "{WHL}", size = 3, hashes = {{ sha256 = "{"a" * 64}" }} 
         (["[[packages]]", 'name = "x"', "wheels = [1]"], "packages[0].wheels[0] is not a table"),
         (["[[packages]]", 'name = "x"', "wheels = [{ url = 5 }]"], "wheels[0].url is not a string"),
         (["[[packages]]", 'name = "x"', f'wheels = [{{ url = "{WHL}", hashes = "a" }}]'], "hashes is not"),
-        (["[[packages]]", 'name = "x"', f'wheels = [{{ url = "{WHL}", hashes = {{ sha256 = 5 }} }}]'], "hashes"),
-        (["[[packages]]", 'name = "x"', f'wheels = [{{ url = "{WHL}", size = 1.5 }}]'], "size is not a number"),
-        (["[[packages]]", 'name = "x"', f'wheels = [{{ url = "{WHL}", size = -1 }}]'], "size is not a number"),
-        (["[[packages]]", 'name = "x"', f'wheels = [{{ url = "{WHL}", size = true }}]'], "size is not a number"),
+        (
+            ["[[packages]]", 'name = "x"', f'wheels = [{{ url = "{WHL}", hashes = {{ sha256 = 5 }} }}]'],
+            "hashes",
+        ),
+        (
+            ["[[packages]]", 'name = "x"', f'wheels = [{{ url = "{WHL}", size = 1.5 }}]'],
+            "size is not a number",
+        ),
+        (
+            ["[[packages]]", 'name = "x"', f'wheels = [{{ url = "{WHL}", size = -1 }}]'],
+            "size is not a number",
+        ),
+        (
+            ["[[packages]]", 'name = "x"', f'wheels = [{{ url = "{WHL}", size = true }}]'],
+            "size is not a number",
+        ),
     ],
 )
 def test_a_pylock_of_the_wrong_types_is_refused_by_name_not_a_traceback(lines: list[str], what: str) -> None:

@@ -228,7 +228,9 @@ def test_a_leftover_whose_state_is_null_is_removed_and_recorded_without_times(
     dead.wait()
     gone_mark = f"{owner_mark().rsplit('/', 2)[0]}/{dead.pid}/1"
     log = tmp_path / "runs.jsonl"
-    box_ = _Container({OWNER_LABEL: gone_mark, DATA_LABEL: data_mark(), **record_labels(log, RECORD)}, "exited")
+    box_ = _Container(
+        {OWNER_LABEL: gone_mark, DATA_LABEL: data_mark(), **record_labels(log, RECORD)}, "exited"
+    )
     box_.attrs = {"State": None}  # type: ignore[dict-item]
     client = _Client([box_])
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
