@@ -85,9 +85,7 @@ def parse_timestamp(text: object) -> datetime | None:
         return datetime.fromisoformat(text.replace("Z", "+00:00")).astimezone(timezone.utc)
     except ValueError:  # month 13, February 30
         return None
-    except (
-        OverflowError
-    ):  # 0001-01-01T00:00:00+01:00 is before year 1 in UTC (9999-12-31...-01:00 after 9999)
+    except OverflowError:  # 0001-01-01T00:00:00+01:00 is before year 1 in UTC (9999-12-31, after)
         return None
 
 

@@ -197,7 +197,7 @@ def test_a_certificate_whose_image_has_no_id_is_for_no_image() -> None:
     assert f"certificate is for image (none), not {'cd' * 6}" in problems
 
 
-# ------------------------------------------------------------------------ seventh operator set (--ops seventh)
+# ---------------------------------------------------------------------- seventh operator set (--ops seventh)
 
 
 @pytest.mark.parametrize("text", ["0001-01-01T00:00:00+01:00", "9999-12-31T23:59:59-01:00"])

@@ -499,7 +499,7 @@ def test_a_package_without_a_wheel_is_refused_naming_what_it_is(kind: str) -> No
 def test_mirrors_of_one_wheel_share_one_digest_and_give_the_size_any_of_them_has() -> None:
     same = _pylock(
         "[[packages]]", 'name = "x"', 'version = "1.0"',
-        f'wheels = [{{ url = "{WHL}", hashes = {{ sha256 = "{"a" * 64}" }} }},'
+        f'wheels = [{{ {URL}, hashes = {{ sha256 = "{"a" * 64}" }} }},'
         f' {{ url = "{MIRROR}", size = 123, hashes = {{ sha256 = "{"a" * 64}" }} }}]',
     )  # fmt: skip
     (pkg,) = _parse_pylock(same)
@@ -518,7 +518,7 @@ def test_mirrors_that_disagree_on_a_wheels_size_are_refused_naming_both_sizes() 
     for first, second in ((123, 456), (456, 123)):
         text = _pylock(
             "[[packages]]", 'name = "x"', 'version = "1.0"',
-            f'wheels = [{{ url = "{WHL}", size = {first}, {digest} }},'
+            f'wheels = [{{ {URL}, size = {first}, {digest} }},'
             f' {{ url = "{MIRROR}", size = {second}, {digest} }}]',
         )  # fmt: skip
         with pytest.raises(LockError) as err:
@@ -529,7 +529,7 @@ def test_mirrors_that_disagree_on_a_wheels_size_are_refused_naming_both_sizes() 
         assert err.value.hint
     agree = _pylock(
         "[[packages]]", 'name = "x"', 'version = "1.0"',
-        f'wheels = [{{ url = "{WHL}", size = 123, {digest} }}, {{ url = "{MIRROR}", size = 123, {digest} }}]',
+        f'wheels = [{{ {URL}, size = 123, {digest} }}, {{ url = "{MIRROR}", size = 123, {digest} }}]',
     )  # fmt: skip
     (pkg,) = _parse_pylock(agree)
     assert pkg.size == 123 and pkg.urls == (WHL, MIRROR)
@@ -627,7 +627,7 @@ def test_a_pylock_without_packages_locks_none() -> None:
 def test_a_pylock_entry_without_its_name_or_version_is_refused(missing: str) -> None:
     lines = {"name": 'name = "x"', "version": 'version = "1.0"'}
     del lines[missing]
-    wheel = f'wheels = [{{ url = "{WHL}", hashes = {{ sha256 = "{"a" * 64}" }} }}]'
+    wheel = f'wheels = [{{ {URL}, hashes = {{ sha256 = "{"a" * 64}" }} }}]'
     with pytest.raises(LockError) as err:
         _parse_pylock(_pylock("[[packages]]", *lines.values(), wheel))
     assert f"field 'packages.{missing}': ''" in err.value.message, err.value.message
@@ -671,11 +671,12 @@ def test_a_pylock_wheel_without_a_url_is_refused_as_an_empty_file_name() -> None
     ],
 )
 def test_a_pylock_tomllib_cannot_read_is_a_lock_error_not_a_traceback(text: str) -> None:
-    with pytest.raises(LockError, match="^t: not valid TOML"):
+    with pytest.raises(LockError, match=r"^t: not valid TOML"):
         _parse_pylock(_pylock(text))
 
 
-GOOD_WHEEL = f'{{ url = "{WHL}", size = 3, hashes = {{ sha256 = "{"a" * 64}" }} }}'
+URL = f'url = "{WHL}"'
+GOOD_WHEEL = f'{{ {URL}, size = 3, hashes = {{ sha256 = "{"a" * 64}" }} }}'
 
 
 @pytest.mark.parametrize(
@@ -688,21 +689,21 @@ GOOD_WHEEL = f'{{ url = "{WHL}", size = 3, hashes = {{ sha256 = "{"a" * 64}" }} 
         (["[[packages]]", 'name = "x"', 'wheels = "x.whl"'], "packages[0].wheels is not an array"),
         (["[[packages]]", 'name = "x"', "wheels = [1]"], "packages[0].wheels[0] is not a table"),
         (["[[packages]]", 'name = "x"', "wheels = [{ url = 5 }]"], "wheels[0].url is not a string"),
-        (["[[packages]]", 'name = "x"', f'wheels = [{{ url = "{WHL}", hashes = "a" }}]'], "hashes is not"),
+        (["[[packages]]", 'name = "x"', f'wheels = [{{ {URL}, hashes = "a" }}]'], "hashes is not"),
         (
-            ["[[packages]]", 'name = "x"', f'wheels = [{{ url = "{WHL}", hashes = {{ sha256 = 5 }} }}]'],
+            ["[[packages]]", 'name = "x"', f"wheels = [{{ {URL}, hashes = {{ sha256 = 5 }} }}]"],
             "hashes",
         ),
         (
-            ["[[packages]]", 'name = "x"', f'wheels = [{{ url = "{WHL}", size = 1.5 }}]'],
+            ["[[packages]]", 'name = "x"', f"wheels = [{{ {URL}, size = 1.5 }}]"],
             "size is not a number",
         ),
         (
-            ["[[packages]]", 'name = "x"', f'wheels = [{{ url = "{WHL}", size = -1 }}]'],
+            ["[[packages]]", 'name = "x"', f"wheels = [{{ {URL}, size = -1 }}]"],
             "size is not a number",
         ),
         (
-            ["[[packages]]", 'name = "x"', f'wheels = [{{ url = "{WHL}", size = true }}]'],
+            ["[[packages]]", 'name = "x"', f"wheels = [{{ {URL}, size = true }}]"],
             "size is not a number",
         ),
     ],
@@ -711,7 +712,7 @@ def test_a_pylock_of_the_wrong_types_is_refused_by_name_not_a_traceback(lines: l
     """A pylock.toml uv did not write (damaged, edited): a string where an array of tables is
     read, a number where a string is, a fraction of a byte. Each was an AttributeError or
     TypeError traceback, or a package named "12" (2026-12-05, --ops seventh)."""
-    with pytest.raises(LockError, match="^t: not a pylock.toml as uv writes it: ") as err:
+    with pytest.raises(LockError, match=r"^t: not a pylock\.toml as uv writes it: ") as err:
         _parse_pylock(_pylock(*lines))
     assert what in err.value.message
 
