@@ -712,3 +712,28 @@ def test_a_tag_that_begins_with_characters_of_the_daemon_id_is_shown_whole(tmp_p
         holder.wait()
     waiting.join(timeout=30)
     assert got == ["locked"]
+
+
+def test_a_user_without_a_home_folder_is_told_so_by_repair_not_given_a_traceback(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """HOME unset and no passwd entry for the uid (a container's arbitrary uid): Path.home()
+    raises RuntimeError, which reached the user as a traceback from the build's repair (and from
+    every use of the data or cache folder); it is a one-line UsageError naming what to set, and
+    repair does not take it for "no journals"."""
+    import pwd
+
+    from envbuilder.errors import UsageError
+    from envbuilder.resources import cache_dir
+
+    for name in ("HOME", "ENVBUILDER_DATA_DIR", "XDG_DATA_HOME", "ENVBUILDER_CACHE_DIR", "XDG_CACHE_HOME"):
+        monkeypatch.delenv(name, raising=False)
+
+    def no_entry(uid: int) -> Any:
+        raise KeyError(uid)
+
+    monkeypatch.setattr(pwd, "getpwuid", no_entry)
+    for call in (user_data_dir, cache_dir, lambda: repair(FakeEngine(), lambda _m: None)):
+        with pytest.raises(UsageError, match="cannot tell this user's home folder") as err:
+            call()
+        assert "ENVBUILDER_DATA_DIR" in (err.value.hint or "")

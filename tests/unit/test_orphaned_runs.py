@@ -193,6 +193,9 @@ def test_an_orphans_times_written_with_an_offset_are_read_in_utc(
     [
         ("2026-12-01T11:00:00.0001-05:00", datetime(2026, 12, 1, 16, 0, 0, 100, tzinfo=timezone.utc)),
         ("2026-12-01T16:00:00.123456789Z", datetime(2026, 12, 1, 16, 0, 0, 123456, tzinfo=timezone.utc)),
+        ("2026-12-01T16:00:00.123456789+01:00", datetime(2026, 12, 1, 15, 0, 0, 123456, tzinfo=timezone.utc)),
+        ("2026-12-01T16:00:00.Z", None),  # a point with no digits
+        ("2026-12-01T16:00:00.1234567891Z", None),  # past nanoseconds
         ("0001-01-01T00:00:00Z", None),  # the zero time: never started
         ("9999-12-31T23:00:00-05:00", None),  # past year 9999 in UTC: no time, not an OverflowError
         ("2026-02-30T16:00:00Z", None),
