@@ -5126,6 +5126,270 @@ EQUIVALENT.update(
 # --------------------------------------------------------------------------- running
 
 
+# The seventh operator set's equivalents (--ops seventh, 2026-12-05): each survivor of the blind run
+# and of the tests written after it that no input can tell from the code; the producers traced.
+_PYLOCK_SHAPED = (
+    "_pylock_shape has refused, before this loop, every value of a type this line would treat otherwise: "
+    "packages an array of tables, each name and version a str, wheels an array of tables, each url a "
+    "str, hashes a table of str, size an int >= 0 (not a bool); and TOML has no null: str() of a str is "
+    "it, `x or v` is x unless x is '' / [] / {}, which v equals"
+)
+EQUIVALENT.update(
+    {
+        (  # RCE003
+            "run/coverage.py",
+            "except InvalidVersion:",
+            "except ValueError:",
+        ): "Version(text) is given a str (a stack's min_driver, the host's driver; None and '' skipped "
+        "by `if text`): packaging raises only InvalidVersion for a str it cannot read (its pattern "
+        "did not match), no other ValueError",
+        (  # RCE012
+            "require_cuda.py",
+            "if not all(p.isascii() and p.isdigit() for p in parts) or not 1 <= len(parts) <= 3:",
+            "if not all(p.isascii() and p.isnumeric() for p in parts) or not 1 <= len(parts) <= 3:",
+        ): "`p.isascii()` holds first: among ASCII characters the numeric ones are the digits 0-9, "
+        "isnumeric and isdigit agree",
+        (  # HVE001
+            "certify/verdict.py",
+            'if not isinstance(options, Mapping) or options.get("nonce") != facts.nonce:',
+            'if not isinstance(options, (Mapping, list)) or options.get("nonce") != facts.nonce:',
+        ): "validate_result, run first in refusal(), refuses a result whose `options` is not an object "
+        "(need(doc, 'options', dict)): past it `options` is a dict, never a list",
+        (  # HVE002
+            "certify/verdict.py",
+            (
+                '_steps(result), result["gates"], mode=str(result["mode"]), '
+                'gpu_path=result.get("gpu_path") is True'
+            ),
+            ('_steps(result), result["gates"], mode=result["mode"], gpu_path=result.get("gpu_path") is True'),
+        ): "validate_result, run first in refusal(), refuses a result whose mode is not a str in MODES: "
+        "str() of it is it",
+        (  # HVE005
+            "certify/verdict.py",
+            'verdict, reason = str(result["verdict"]), str(result["verdict_reason"])',
+            'verdict, reason = result["verdict"], str(result["verdict_reason"])',
+        ): "host_verdict returns before this line for any result refusal() refuses, and refusal runs "
+        "validate_result, which refuses a verdict that is not a str in VERDICTS",
+        (  # HVE006
+            "certify/verdict.py",
+            'verdict, reason = str(result["verdict"]), str(result["verdict_reason"])',
+            'verdict, reason = str(result["verdict"]), result["verdict_reason"]',
+        ): "host_verdict returns before this line for any result refusal() refuses, and refusal runs "
+        "validate_result, which refuses a verdict_reason that is not a str (need(doc, "
+        "'verdict_reason', str))",
+        (  # HVE007
+            "harness/result.py",
+            'bad_gates = [str(g["name"]) for g in gates if g.get("status") == FAIL]',
+            'bad_gates = [g["name"] for g in gates if g.get("status") == FAIL]',
+        ): "decide_verdict's callers give gates whose names are str: refusal() after validate_result "
+        "(need(g, 'name', str) for each gate) and the harness's result(), whose gates it names itself",
+        (  # HVE011
+            "harness/schema.py",
+            "except ValueError as e:",
+            "except Exception as e:",
+        ): "validate_result's one caller (refusal) gives a document json-decoded by bounded.load_json "
+        "(certify's parse_harness_output; a certificate's harness section, Certificate.from_json / "
+        "import's load_json), nested <= 64: json.dumps of JSON types raises only ValueError there "
+        "(NaN or Infinity under allow_nan=False)",
+        (  # COE004
+            "attest/imported.py",
+            "except ValueError as exc:",
+            "except Exception as exc:",
+        ): "load_json of a str raises only ValueError: JSONDecodeError, bounded.TooLarge (a ValueError) "
+        "and the digit-limit ValueError; it turns RecursionError into TooLarge",
+        (  # COE008
+            "certify/certificate.py",
+            'r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(?:\\.[0-9]{1,6})?(?:Z|[+-][0-9]{2}:[0-9]{2})",',
+            'r"[0-9]{3,4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(?:\\.[0-9]{1,6})?(?:Z|[+-][0-9]{2}:[0-9]{2})",',
+        ): "a year of 3 digits passes the pattern but not datetime.fromisoformat on the next line "
+        "(ValueError -> None): None either way",
+        (  # COE009
+            "certify/certificate.py",
+            'r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(?:\\.[0-9]{1,6})?(?:Z|[+-][0-9]{2}:[0-9]{2})",',
+            'r"[0-9]{4,5}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(?:\\.[0-9]{1,6})?(?:Z|[+-][0-9]{2}:[0-9]{2})",',
+        ): "a year of 5 digits passes the pattern but not datetime.fromisoformat on the next line "
+        "(ValueError -> None): None either way",
+        (  # COE013
+            "certify/certificate.py",
+            "except ValueError:  # month 13, February 30",
+            "except Exception:  # month 13, February 30",
+        ): "the try body raises ValueError (fromisoformat) or OverflowError (astimezone), and the next "
+        "clause returns None for OverflowError: None either way",
+        (  # LKE016
+            "image/packages.py",
+            'if not python_platform.startswith(f"{platform}-"):',
+            'if not (f"{platform}-" in python_platform):',
+        ): "python_platform has matched PYTHON_PLATFORM_RE (^(?:x86_64|aarch64)-manylinux_2_N$) and "
+        "platform is one of PLATFORMS (x86_64, aarch64): 'x86_64-' or 'aarch64-' can occur in such a "
+        "text only at its start",
+        (  # LKE027
+            "image/secrets.py",
+            "except ValueError:  # a `[` or `]` out of place (a token pasted raw): read with them encoded",
+            "except Exception:  # a `[` or `]` out of place (a token pasted raw): read with them encoded",
+        ): "urllib.parse.urlsplit of a str (value.strip()'s) raises only ValueError (a bracket out of "
+        "place); nothing else in the try",
+        (  # LKE037
+            "image/lock.py",
+            'for i, p in enumerate(doc.get("packages", []))',
+            'for i, p in enumerate((doc.get("packages") or []))',
+        ): "check_document(doc, _LOCK_SHAPE) has refused a `packages` that is not a list (null "
+        "included): it is a list, and an empty list `or []` is an empty list",
+        (  # RSE003, RSE004
+            "resolve/resolver.py",
+            "if isinstance(got, str):",
+            "if isinstance(got, (str, int, float)):",
+        ): "forward_compat.through_image returns a str (why not) or a ForwardImage, never an int or a "
+        "float; variant_for_platform returns a str (why not) or a (variant, build) tuple, never an "
+        "int or a float",
+        (  # RSE013
+            "versions.py",
+            "return Version(text.strip())",
+            'return Version(text.strip(" "))',
+        ): "the text has passed _DRIVER_RE after .strip() the line before, and packaging's Version "
+        "ignores white space around a version (its pattern is wrapped in \\s*): Version(text.strip(' "
+        "')) == Version(text.strip())",
+        (  # GPE005
+            "image/packages.py",
+            'VERSION_RE = re.compile(r"^[A-Za-z0-9.+!_-]{1,64}$")',
+            'VERSION_RE = re.compile(r"^[A-Za-z0-9.+!_-]{0,64}$")',
+        ): "an empty version passes VERSION_RE{0,64} but not Requirement(f'{name}==') below, which "
+        "raises the same refusal ('a PEP 440 version')",
+        (  # GPE019
+            "image/packages.py",
+            'for entry in doc.get("packages", []):',
+            'for entry in (doc.get("packages") or []):',
+        ): _PYLOCK_SHAPED,
+        (  # GPE020
+            "image/packages.py",
+            'name = canonicalize_name(str(entry.get("name", "")))',
+            'name = canonicalize_name(entry.get("name", ""))',
+        ): _PYLOCK_SHAPED,
+        (  # GPE021
+            "image/packages.py",
+            'name = canonicalize_name(str(entry.get("name", "")))',
+            'name = canonicalize_name(str((entry.get("name") or "")))',
+        ): _PYLOCK_SHAPED,
+        (  # GPE022
+            "image/packages.py",
+            'wheels = entry.get("wheels") or []',
+            'wheels = entry.get("wheels", [])',
+        ): _PYLOCK_SHAPED,
+        (  # GPE024
+            "image/packages.py",
+            (
+                'by_file.setdefault(urllib.parse.unquote(str(w.get("url", "")).rsplit("/", 1)[-1]), '
+                "[]).append(w)"
+            ),
+            ('by_file.setdefault(urllib.parse.unquote(w.get("url", "").rsplit("/", 1)[-1]), []).append(w)'),
+        ): _PYLOCK_SHAPED,
+        (  # GPE025
+            "image/packages.py",
+            (
+                'by_file.setdefault(urllib.parse.unquote(str(w.get("url", "")).rsplit("/", 1)[-1]), '
+                "[]).append(w)"
+            ),
+            ('by_file.setdefault(urllib.parse.unquote(str(w.get("url", "")).rsplit("/")[-1]), []).append(w)'),
+        ): "the last item of text.rsplit('/') and of text.rsplit('/', 1) is the same (what follows the "
+        "last '/'), and only [-1] is read",
+        (  # GPE026
+            "image/packages.py",
+            (
+                'by_file.setdefault(urllib.parse.unquote(str(w.get("url", "")).rsplit("/", 1)[-1]), '
+                "[]).append(w)"
+            ),
+            (
+                'by_file.setdefault(urllib.parse.unquote(str((w.get("url") or "")).rsplit("/", '
+                "1)[-1]), []).append(w)"
+            ),
+        ): _PYLOCK_SHAPED,
+        (  # GPE027
+            "image/packages.py",
+            'digests = {str((w.get("hashes") or {}).get("sha256", "")) for w in chosen}',
+            'digests = {(w.get("hashes") or {}).get("sha256", "") for w in chosen}',
+        ): _PYLOCK_SHAPED,
+        (  # GPE028
+            "image/packages.py",
+            'digests = {str((w.get("hashes") or {}).get("sha256", "")) for w in chosen}',
+            'digests = {str(((w.get("hashes") or {}).get("sha256") or "")) for w in chosen}',
+        ): _PYLOCK_SHAPED,
+        (  # GPE029
+            "image/packages.py",
+            'digests = {str((w.get("hashes") or {}).get("sha256", "")) for w in chosen}',
+            'digests = {str((w.get("hashes", {})).get("sha256", "")) for w in chosen}',
+        ): _PYLOCK_SHAPED,
+        (  # GPE030
+            "image/packages.py",
+            'sizes = {w["size"] for w in chosen if isinstance(w.get("size"), int)}',
+            'sizes = {w["size"] for w in chosen if isinstance(w.get("size"), (int, float))}',
+        ): _PYLOCK_SHAPED,
+        (  # GPE031
+            "image/packages.py",
+            '"version": str(entry.get("version", "")),',
+            '"version": entry.get("version", ""),',
+        ): _PYLOCK_SHAPED,
+        (  # GPE032
+            "image/packages.py",
+            '"version": str(entry.get("version", "")),',
+            '"version": str((entry.get("version") or "")),',
+        ): _PYLOCK_SHAPED,
+        (  # GPE033
+            "image/packages.py",
+            '"urls": [redact(str(w.get("url", "")), secrets) for w in chosen],',
+            '"urls": [redact(w.get("url", ""), secrets) for w in chosen],',
+        ): _PYLOCK_SHAPED,
+        (  # GPE034
+            "image/packages.py",
+            '"urls": [redact(str(w.get("url", "")), secrets) for w in chosen],',
+            '"urls": [redact(str((w.get("url") or "")), secrets) for w in chosen],',
+        ): _PYLOCK_SHAPED,
+        (  # JNE004
+            "engine/ownership.py",
+            'r"([0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2})(?:\\.([0-9]{1,9}))?(Z|[+-][0-9]{2}:[0-9]{2})?",',
+            'r"([0-9]{3,4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2})(?:\\.([0-9]{1,9}))?(Z|[+-][0-9]{2}:[0-9]{2})?",',
+        ): "a year of 3 digits passes _DOCKER_TIME_RE but not datetime.fromisoformat below (ValueError "
+        "-> None): None either way",
+        (  # JNE005
+            "engine/ownership.py",
+            'r"([0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2})(?:\\.([0-9]{1,9}))?(Z|[+-][0-9]{2}:[0-9]{2})?",',
+            'r"([0-9]{4,5}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2})(?:\\.([0-9]{1,9}))?(Z|[+-][0-9]{2}:[0-9]{2})?",',
+        ): "a year of 5 digits passes _DOCKER_TIME_RE but not datetime.fromisoformat below (ValueError "
+        "-> None): None either way",
+        (  # JNE010, JNE023, JNE024
+            "lifecycle.py",
+            "except OSError:",
+            "except Exception:",
+        ): "read_text(encoding='ascii', errors='replace') of a /proc path raises only OSError (no "
+        "UnicodeDecodeError with errors='replace'); Path.iterdir() raises only OSError (list() of it "
+        "included); the try body raises only OSError: is_dir/is_symlink/lstat, and _is_ours "
+        "(read_text with errors='replace'; int() of regex groups of 1-20 ASCII digits; gethostname)",
+        (  # JNE012
+            "lifecycle.py",
+            '_MARK_RE = re.compile(r"^(.+)/([0-9]{1,10})/([0-9]{1,20})$", re.ASCII)',
+            '_MARK_RE = re.compile(r"^(.*)/([0-9]{1,10})/([0-9]{1,20})$", re.ASCII)',
+        ): "an empty host part is never this host: owner_alive compares it to `host or "
+        "socket.gethostname()` and _is_ours to socket.gethostname(), and a host name is never empty",
+        (  # JNE026
+            "engine/docker_engine.py",
+            "orphan = orphan_record(c, states.get(c.id, {}))",
+            "orphan = orphan_record(c, (states.get(c.id) or {}))",
+        ): "every value of `states` is a dict (`... or {}` the line before) and a missing id gives {}: "
+        "`x or {}` is x, or {} for an empty one",
+        (  # BLE007
+            "image/commit.py",
+            "except OSError as exc:",
+            "except Exception as exc:",
+        ): "fcntl.flock(int, int) raises only OSError",
+        (  # BLE015
+            "image/build.py",
+            "except OSError as exc:",
+            "except Exception as exc:",
+        ): "output_lock raises only OSError before its yield (enter_context covers no more): "
+        "shared_locks_dir, _open_lock, flock, pread, ftruncate/pwrite (suppressed), owner_mark, and "
+        "the notice: the CLI's print to stderr, whose errors handler is backslashreplace",
+    }
+)
+
+
 def _tests(names: tuple[str, ...]) -> list[str]:
     return [UNIT + n for n in names if (ROOT / UNIT / n).exists()]
 

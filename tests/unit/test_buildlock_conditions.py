@@ -675,7 +675,7 @@ def test_a_lock_file_that_cannot_be_created_says_why_at_once(
             raise FileNotFoundError(2, "No such file or directory", str(path))
         return real(path, flags, *a)
 
-    monkeypatch.setattr(commit_mod.os, "open", fake)
+    monkeypatch.setattr(os, "open", fake)  # the os module commit.py calls
     with pytest.raises(PermissionError):
         commit_mod._open_lock(tmp_path / "x.lock")
     assert len(calls) == 2
