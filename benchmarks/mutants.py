@@ -30,9 +30,9 @@ entries there), generated with `ast` from the code as it is (see "automatic muta
 `--ops new` (2026-12-05): a second operator set (dropped calls and call statements, an item removed
 from a literal, two arguments swapped), numbered apart so the first set's IDs stay (see "the
 second operator set" below); `--ops old` is the first set alone, `--ops all` (default) every set.
-`--ops third`, `--ops fourth`, `--ops fifth` and `--ops sixth` (2026-12-05): four more sets, each
-written after the earlier ones were caught and run once blind (IDs with T, F, V and S after the
-prefix; see their comments below).
+`--ops third`, `--ops fourth`, `--ops fifth`, `--ops sixth` and `--ops seventh` (2026-12-05): five
+more sets, each written after the earlier ones were caught and run once blind (IDs with T, F, V, S
+and E after the prefix; see their comments below).
 A mutant whose snippet is not found exactly once is reported `stale` (the code moved on: update
 it). Slow (one pytest process per mutant): `make mutants`, never part of `make test`.
 Stdlib only (pytest is run as a subprocess).
@@ -3326,8 +3326,247 @@ def _call_edits_sixth(src: _Source, node: ast.Call) -> list[Edit]:
     return out
 
 
+# The seventh operator set (--ops seventh), written after the sixth set's blind run (14.1%, most of
+# its mutants `is None` made a truth test, nearly all equivalent) and the tests for its survivors,
+# from kinds no earlier set plants, aimed at what comes in from outside (probe outputs, damaged
+# files, JSON and YAML of the wrong types) and at the checks that meet it:
+#   an isinstance check widened to a type a damaged file may hold (str -> (str, int, float): a
+#     number where a string is expected; dict/Mapping -> (..., list); list/tuple -> (..., str): a
+#     string iterated per character; int -> (int, float));
+#   an `except` widened to its parent class (FileNotFoundError -> OSError, KeyError -> LookupError,
+#     UnicodeDecodeError -> ValueError, ValueError/TypeError/OSError -> Exception, ...; the fifth set
+#     narrows them);
+#   an optional argument dropped: a maxsplit given by position (`split(x, 1)` -> `split(x)`), a
+#     strip's characters (`rstrip("/")` -> `rstrip()`), next's, getattr's and pop's default (the
+#     third set drops keywords only);
+#   whitespace taken as one space: `.split()` -> `.split(" ")`, `.strip()` -> `.strip(" ")` (and
+#     lstrip/rstrip), `.splitlines()` -> `.split("\n")` (a tab, a newline or a doubled space stays);
+#   `float(x)` -> `int(x)` (a fraction refused or cut; `int` -> `float` is left out: where these
+#     areas call int() the text was matched to digits first, and 9.0 == 9);
+#   a character test loosened: isdigit/isdecimal -> isnumeric ("½" passes), `x.isascii()` -> True;
+#   a prefix or suffix removal made a character strip (removeprefix -> lstrip, removesuffix -> rstrip);
+#   a prefix or suffix test made a substring test (`x.startswith(y)` -> `y in x`);
+#   an explicit null read as the default, and a falsy value as missing: `d.get(k) or v` <->
+#     `d.get(k, v)` (the second not on str -> str maps, the environment, labels, a module constant's
+#     table, where only "" is falsy and `"" or ""` is "");
+#   a document's value used unconverted: `str(d[k])` / `str(d.get(k, ...))` -> the value itself;
+#   versions compared as text: `Version(a) < Version(b)` -> `str(a) < str(b)` ("10.0" < "9.0");
+#   a pattern loosened: in a raw regular expression (inline, or a module constant `NAME =
+#     re.compile(r"...")` the function uses), a repetition's upper bound + 1 or its lower bound - 1
+#     (`{64}` -> `{63,64}`, `{1,64}` -> `{1,65}`), `+` -> `*` (an empty part passes).
+# Like the earlier sets: nothing in a docstring, an f-string, an annotation or a message. IDs carry
+# an E after the area's prefix (RCE001), numbered apart.
+_WIDER_TYPES = {
+    "str": "(str, int, float)", "dict": "(dict, list)", "Mapping": "(Mapping, list)",
+    "list": "(list, str)", "tuple": "(tuple, str)", "int": "(int, float)",
+}  # fmt: skip
+_PARENT = {
+    "FileNotFoundError": "OSError", "FileExistsError": "OSError", "PermissionError": "OSError",
+    "IsADirectoryError": "OSError", "NotADirectoryError": "OSError", "KeyError": "LookupError",
+    "IndexError": "LookupError", "UnicodeDecodeError": "ValueError", "json.JSONDecodeError": "ValueError",
+    "InvalidVersion": "ValueError", "tomllib.TOMLDecodeError": "ValueError", "ValueError": "Exception",
+    "TypeError": "Exception", "OSError": "Exception",
+    "subprocess.CalledProcessError": "subprocess.SubprocessError",
+    "subprocess.TimeoutExpired": "subprocess.SubprocessError",
+}  # fmt: skip
+_DEFAULTED = {"next": 2, "getattr": 3, "pop": 2}  # the call's last positional argument is a default
+_STR_MAPS = re.compile(r"(^|\.)(env|environ|labels)$|(^|\.)_?[A-Z][A-Z0-9_]*$")
+_REGEX_CALLS = frozenset({"compile", "match", "fullmatch", "search", "sub", "subn", "findall", "finditer"})
+_BOUND = re.compile(r"\{(\d*)(,?)(\d*)\}")
+
+
+def _regex_edits(src: _Source, node: ast.Constant) -> list[Edit]:
+    """A raw pattern's repetitions loosened: an upper bound + 1, a lower bound - 1, `+` -> `*`."""
+    a, b = src.span(node)
+    text = src.data[a:b].decode()
+    if text[:1] not in ("r", "R") or "\n" in text:
+        return []
+    out: list[Edit] = []
+    in_class, i, prev = False, 2, ""
+    while i < len(text) - 1:
+        c = text[i]
+        at = a + len(text[:i].encode())
+        if c == "\\":
+            i, prev = i + 2, "x"
+            continue
+        if in_class:
+            if c == "]":
+                in_class = False
+        elif c == "[":
+            in_class = True
+            if text[i + 1 : i + 3].startswith(("]", "^]")):
+                i += 2 if text[i + 1] == "^" else 1
+        elif c == "+" and prev not in ("", "*", "+", "?", "}", "(", "|"):
+            out.append((at, at + 1, "*", "a pattern's `+` made `*`"))
+        elif c == "{" and (hit := _BOUND.match(text, i)) is not None and (hit.group(1) or hit.group(3)):
+            lo, comma, hi = hit.group(1), hit.group(2), hit.group(3)
+            end = at + len(hit.group(0))
+            if not comma and int(lo) <= 2:
+                pass  # a date's or a version's two digits: the parse that follows refuses one or three
+            elif not comma:
+                n = int(lo)
+                out.append((at, end, f"{{{max(n - 1, 0)},{n}}}", f"a pattern's {{{n}}} takes {n - 1} too"))
+                out.append((at, end, f"{{{n},{n + 1}}}", f"a pattern's {{{n}}} takes {n + 1} too"))
+            else:
+                if lo and int(lo) > 0:
+                    out.append((at, end, f"{{{int(lo) - 1},{hi}}}", "a pattern's lower bound - 1"))
+                if hi:
+                    out.append((at, end, f"{{{lo},{int(hi) + 1}}}", "a pattern's upper bound + 1"))
+            i += len(hit.group(0))
+            prev = "}"
+            continue
+        prev = c
+        i += 1
+    return out
+
+
+def _patterns(tree: ast.Module) -> dict[str, ast.Constant]:
+    """Module constants compiled from one raw string literal: NAME = re.compile(r"...", ...)."""
+    out: dict[str, ast.Constant] = {}
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            value = node.value
+            if (
+                isinstance(value, ast.Call)
+                and _call_name(value.func) == "compile"
+                and value.args
+                and isinstance(value.args[0], ast.Constant)
+                and isinstance(value.args[0].value, str)
+            ):
+                out[node.targets[0].id] = value.args[0]
+    return out
+
+
+def _edits_seventh(src: _Source, fn: ast.AST, patterns: dict[str, ast.Constant] | None = None) -> list[Edit]:
+    edits: list[Edit] = []
+    skip = _every_annotation(fn)
+    messages = _messages(fn)
+    used: set[str] = set()
+    for node in _nodes(fn):
+        if id(node) in skip or id(node) in messages:
+            continue
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+            used.add(node.id)
+        elif isinstance(node, ast.ExceptHandler) and node.type is not None:
+            caught = src.seg(node.type)
+            if caught in _PARENT:
+                a, b = src.span(node.type)
+                edits.append((a, b, _PARENT[caught], f"except {caught} -> {_PARENT[caught]}"))
+        elif isinstance(node, ast.Call):
+            edits.extend(_call_edits_seventh(src, node))
+        elif (
+            isinstance(node, ast.BoolOp)
+            and isinstance(node.op, ast.Or)
+            and len(node.values) == 2
+            and isinstance(node.values[0], ast.Call)
+            and isinstance(node.values[0].func, ast.Attribute)
+            and node.values[0].func.attr == "get"
+            and len(node.values[0].args) == 1
+            and not node.values[0].keywords
+        ):
+            get, default = node.values
+            a, b = src.span(node)
+            key = src.seg(get.args[0])
+            new = f"{src.seg(get.func)}({key}, {src.seg(default)})"
+            edits.append((a, b, new, "`.get(k) or v` made `.get(k, v)`: a null is kept"))
+        elif (
+            isinstance(node, ast.Compare)
+            and len(node.ops) == 1
+            and isinstance(node.ops[0], ast.Lt | ast.LtE | ast.Gt | ast.GtE)
+            and all(
+                isinstance(s, ast.Call) and _call_name(s.func) == "Version" and len(s.args) == 1
+                for s in (node.left, node.comparators[0])
+            )
+        ):
+            left, right = node.left, node.comparators[0]
+            assert isinstance(left, ast.Call) and isinstance(right, ast.Call)
+            la, lb = src.span(left)
+            ra, rb = src.span(right)
+            new = f"str({src.seg(left.args[0])}){src.data[lb:ra].decode()}str({src.seg(right.args[0])})"
+            edits.append((la, rb, new, "versions compared as text"))
+    for name in sorted(used & set(patterns or {})):
+        edits.extend(_regex_edits(src, (patterns or {})[name]))
+    return edits
+
+
+def _call_edits_seventh(src: _Source, node: ast.Call) -> list[Edit]:
+    func, name = node.func, _call_name(node.func)
+    out: list[Edit] = []
+    a, b = src.span(node)
+    args, plain = node.args, not node.keywords and not any(isinstance(x, ast.Starred) for x in node.args)
+    if isinstance(func, ast.Name):
+        if name == "isinstance" and len(args) == 2 and src.seg(args[1]) in _WIDER_TYPES:
+            ta, tb = src.span(args[1])
+            wider = _WIDER_TYPES[src.seg(args[1])]
+            out.append((ta, tb, wider, f"isinstance {src.seg(args[1])} -> {wider}"))
+        elif name in ("next", "getattr") and plain and len(args) == _DEFAULTED[name]:
+            new = f"{name}({', '.join(src.seg(x) for x in args[:-1])})"
+            out.append((a, b, new, f"{name}'s default dropped"))
+        elif name == "float" and plain and len(args) == 1:
+            fa, fb = src.span(func)
+            out.append((fa, fb, "int", "float(x) -> int(x)"))
+        elif (
+            name == "str"
+            and plain
+            and len(args) == 1
+            and (
+                isinstance(args[0], ast.Subscript)
+                or (isinstance(args[0], ast.Call) and _call_name(args[0].func) == "get")
+            )
+        ):
+            out.append((a, b, _atom(src, args[0]), "a document's value used unconverted (str dropped)"))
+        return out
+    if not isinstance(func, ast.Attribute):
+        return out
+    recv = src.seg(func.value)
+    end = src.span(func)[1]
+    at = end - len(name.encode())
+    if name in ("split", "rsplit") and plain and len(args) == 2:
+        out.append((a, b, f"{src.seg(func)}({src.seg(args[0])})", f"{name}'s maxsplit dropped"))
+    elif name == "split" and not args and not node.keywords:
+        out.append((a, b, f'{src.seg(func)}(" ")', "whitespace split on one space"))
+    elif name == "splitlines" and not args and not node.keywords:
+        out.append((a, b, f'{_atom(src, func.value)}.split("\\n")', 'splitlines -> split("\\n")'))
+    elif name in ("strip", "lstrip", "rstrip") and not node.keywords:
+        if not args:
+            out.append((a, b, f'{src.seg(func)}(" ")', f"{name}() strips spaces only"))
+        elif len(args) == 1 and not (isinstance(args[0], ast.Constant) and args[0].value is None):
+            out.append((a, b, f"{src.seg(func)}()", f"{name}'s characters dropped"))
+    elif name == "pop" and plain and len(args) == _DEFAULTED["pop"]:
+        out.append((a, b, f"{src.seg(func)}({src.seg(args[0])})", "pop's default dropped"))
+    elif name in ("isdigit", "isdecimal") and not args:
+        out.append((at, end, "isnumeric", f"{name} -> isnumeric"))
+    elif name == "isascii" and not args:
+        out.append((a, b, "True", "isascii() -> True"))
+    elif name in ("removeprefix", "removesuffix") and plain and len(args) == 1:
+        other = "lstrip" if name == "removeprefix" else "rstrip"
+        out.append((at, end, other, f"{name} -> {other}"))
+    elif name in ("startswith", "endswith") and plain and len(args) == 1:
+        what = args[0]
+        if isinstance(what, ast.Tuple):
+            new = f"any(_s in {_atom(src, func.value)} for _s in {src.seg(what)})"
+        else:
+            new = f"({_atom(src, what)} in {_atom(src, func.value)})"
+        out.append((a, b, new, f"{name} -> in"))
+    elif name == "get" and plain and len(args) == 2 and not _STR_MAPS.search(recv):
+        dflt = args[1]
+        if not (isinstance(dflt, ast.Constant) and dflt.value is None):
+            new = f"({src.seg(func)}({src.seg(args[0])}) or {src.seg(dflt)})"
+            out.append((a, b, new, "`.get(k, v)` made `.get(k) or v`: a falsy value is missing"))
+    elif (
+        name in _REGEX_CALLS
+        and isinstance(func.value, ast.Name)
+        and func.value.id == "re"
+        and args
+        and isinstance(args[0], ast.Constant)
+        and isinstance(args[0].value, str)
+    ):
+        out.extend(_regex_edits(src, args[0]))
+    return out
+
+
 # --ops: one set (in the order written), or all
-OPS = ("old", "new", "third", "fourth", "fifth", "sixth", "all")
+OPS = ("old", "new", "third", "fourth", "fifth", "sixth", "seventh", "all")
 _OP_SETS = {
     "old": "the first set: comparisons, ID prefixes, and/or, not, any/all, constants, first item, "
     "continue/break, returns, raise",
@@ -3344,9 +3583,13 @@ _OP_SETS = {
     "sixth": "the sixth set: `is None` made a truth test, looser file-system predicates, atomic "
     "renames made copies, locks taken no more, merged mappings swapped, slice bounds by one, else "
     "bodies skipped, lenient decoding, rounding of the other kind",
+    "seventh": "the seventh set: isinstance and except widened, optional arguments dropped, "
+    "whitespace taken as one space, float -> int, character tests loosened, removeprefix -> lstrip, "
+    "startswith -> in, `.get(k) or v` <-> `.get(k, v)`, str() of a document's value dropped, "
+    "versions compared as text, patterns' repetitions loosened",
     "all": "every set",
 }
-_SET_MARK = {"old": "", "new": "N", "third": "T", "fourth": "F", "fifth": "V", "sixth": "S"}
+_SET_MARK = {"old": "", "new": "N", "third": "T", "fourth": "F", "fifth": "V", "sixth": "S", "seventh": "E"}
 
 
 def _constant_values(tree: ast.Module, names: tuple[str, ...]) -> list[tuple[str, ast.AST]]:
@@ -3379,7 +3622,7 @@ def auto_mutants(area: str, ops: str = "all") -> tuple[Mutant, ...]:
     prefix, targets = AREAS[area]
     out: list[Mutant] = []
     seen: set[str] = set()
-    for which in ("old", "new", "third", "fourth", "fifth", "sixth"):
+    for which in ("old", "new", "third", "fourth", "fifth", "sixth", "seventh"):
         if ops not in (which, "all"):
             continue
         count = 0
@@ -3396,6 +3639,12 @@ def auto_mutants(area: str, ops: str = "all") -> tuple[Mutant, ...]:
                 places = [(func, _edits_fifth(src, fn)) for func, fn in _functions(tree, target.functions)]
             elif which == "sixth":
                 places = [(func, _edits_sixth(src, fn)) for func, fn in _functions(tree, target.functions)]
+            elif which == "seventh":
+                patterns = _patterns(tree)
+                places = [
+                    (func, _edits_seventh(src, fn, patterns))
+                    for func, fn in _functions(tree, target.functions)
+                ]
             elif which == "fourth":
                 anchored = _anchored(tree)
                 places = [
@@ -3415,14 +3664,16 @@ def auto_mutants(area: str, ops: str = "all") -> tuple[Mutant, ...]:
                 modules = _imported(tree)
                 for _, fn in _functions(tree, target.functions):
                     earlier = _edits(src, fn)
-                    if which in ("third", "fourth", "fifth", "sixth"):
+                    if which in ("third", "fourth", "fifth", "sixth", "seventh"):
                         earlier += _edits_new(src, fn, modules)
-                    if which in ("fourth", "fifth", "sixth"):
+                    if which in ("fourth", "fifth", "sixth", "seventh"):
                         earlier += _edits_third(src, fn)
-                    if which in ("fifth", "sixth"):
+                    if which in ("fifth", "sixth", "seventh"):
                         earlier += _edits_fourth(src, fn, _anchored(tree))
-                    if which == "sixth":
+                    if which in ("sixth", "seventh"):
                         earlier += _edits_fifth(src, fn)
+                    if which == "seventh":
+                        earlier += _edits_sixth(src, fn)
                     for a, b, new, _ in earlier:
                         seen.add((src.data[:a] + new.encode() + src.data[b:]).decode())
             for func, edits in places:
@@ -4873,6 +5124,270 @@ EQUIVALENT.update(
 )
 
 # --------------------------------------------------------------------------- running
+
+
+# The seventh operator set's equivalents (--ops seventh, 2026-12-05): each survivor of the blind run
+# and of the tests written after it that no input can tell from the code; the producers traced.
+_PYLOCK_SHAPED = (
+    "_pylock_shape has refused, before this loop, every value of a type this line would treat otherwise: "
+    "packages an array of tables, each name and version a str, wheels an array of tables, each url a "
+    "str, hashes a table of str, size an int >= 0 (not a bool); and TOML has no null: str() of a str is "
+    "it, `x or v` is x unless x is '' / [] / {}, which v equals"
+)
+EQUIVALENT.update(
+    {
+        (  # RCE003
+            "run/coverage.py",
+            "except InvalidVersion:",
+            "except ValueError:",
+        ): "Version(text) is given a str (a stack's min_driver, the host's driver; None and '' skipped "
+        "by `if text`): packaging raises only InvalidVersion for a str it cannot read (its pattern "
+        "did not match), no other ValueError",
+        (  # RCE012
+            "require_cuda.py",
+            "if not all(p.isascii() and p.isdigit() for p in parts) or not 1 <= len(parts) <= 3:",
+            "if not all(p.isascii() and p.isnumeric() for p in parts) or not 1 <= len(parts) <= 3:",
+        ): "`p.isascii()` holds first: among ASCII characters the numeric ones are the digits 0-9, "
+        "isnumeric and isdigit agree",
+        (  # HVE001
+            "certify/verdict.py",
+            'if not isinstance(options, Mapping) or options.get("nonce") != facts.nonce:',
+            'if not isinstance(options, (Mapping, list)) or options.get("nonce") != facts.nonce:',
+        ): "validate_result, run first in refusal(), refuses a result whose `options` is not an object "
+        "(need(doc, 'options', dict)): past it `options` is a dict, never a list",
+        (  # HVE002
+            "certify/verdict.py",
+            (
+                '_steps(result), result["gates"], mode=str(result["mode"]), '
+                'gpu_path=result.get("gpu_path") is True'
+            ),
+            ('_steps(result), result["gates"], mode=result["mode"], gpu_path=result.get("gpu_path") is True'),
+        ): "validate_result, run first in refusal(), refuses a result whose mode is not a str in MODES: "
+        "str() of it is it",
+        (  # HVE005
+            "certify/verdict.py",
+            'verdict, reason = str(result["verdict"]), str(result["verdict_reason"])',
+            'verdict, reason = result["verdict"], str(result["verdict_reason"])',
+        ): "host_verdict returns before this line for any result refusal() refuses, and refusal runs "
+        "validate_result, which refuses a verdict that is not a str in VERDICTS",
+        (  # HVE006
+            "certify/verdict.py",
+            'verdict, reason = str(result["verdict"]), str(result["verdict_reason"])',
+            'verdict, reason = str(result["verdict"]), result["verdict_reason"]',
+        ): "host_verdict returns before this line for any result refusal() refuses, and refusal runs "
+        "validate_result, which refuses a verdict_reason that is not a str (need(doc, "
+        "'verdict_reason', str))",
+        (  # HVE007
+            "harness/result.py",
+            'bad_gates = [str(g["name"]) for g in gates if g.get("status") == FAIL]',
+            'bad_gates = [g["name"] for g in gates if g.get("status") == FAIL]',
+        ): "decide_verdict's callers give gates whose names are str: refusal() after validate_result "
+        "(need(g, 'name', str) for each gate) and the harness's result(), whose gates it names itself",
+        (  # HVE011
+            "harness/schema.py",
+            "except ValueError as e:",
+            "except Exception as e:",
+        ): "validate_result's one caller (refusal) gives a document json-decoded by bounded.load_json "
+        "(certify's parse_harness_output; a certificate's harness section, Certificate.from_json / "
+        "import's load_json), nested <= 64: json.dumps of JSON types raises only ValueError there "
+        "(NaN or Infinity under allow_nan=False)",
+        (  # COE004
+            "attest/imported.py",
+            "except ValueError as exc:",
+            "except Exception as exc:",
+        ): "load_json of a str raises only ValueError: JSONDecodeError, bounded.TooLarge (a ValueError) "
+        "and the digit-limit ValueError; it turns RecursionError into TooLarge",
+        (  # COE008
+            "certify/certificate.py",
+            'r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(?:\\.[0-9]{1,6})?(?:Z|[+-][0-9]{2}:[0-9]{2})",',
+            'r"[0-9]{3,4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(?:\\.[0-9]{1,6})?(?:Z|[+-][0-9]{2}:[0-9]{2})",',
+        ): "a year of 3 digits passes the pattern but not datetime.fromisoformat on the next line "
+        "(ValueError -> None): None either way",
+        (  # COE009
+            "certify/certificate.py",
+            'r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(?:\\.[0-9]{1,6})?(?:Z|[+-][0-9]{2}:[0-9]{2})",',
+            'r"[0-9]{4,5}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(?:\\.[0-9]{1,6})?(?:Z|[+-][0-9]{2}:[0-9]{2})",',
+        ): "a year of 5 digits passes the pattern but not datetime.fromisoformat on the next line "
+        "(ValueError -> None): None either way",
+        (  # COE013
+            "certify/certificate.py",
+            "except ValueError:  # month 13, February 30",
+            "except Exception:  # month 13, February 30",
+        ): "the try body raises ValueError (fromisoformat) or OverflowError (astimezone), and the next "
+        "clause returns None for OverflowError: None either way",
+        (  # LKE016
+            "image/packages.py",
+            'if not python_platform.startswith(f"{platform}-"):',
+            'if not (f"{platform}-" in python_platform):',
+        ): "python_platform has matched PYTHON_PLATFORM_RE (^(?:x86_64|aarch64)-manylinux_2_N$) and "
+        "platform is one of PLATFORMS (x86_64, aarch64): 'x86_64-' or 'aarch64-' can occur in such a "
+        "text only at its start",
+        (  # LKE027
+            "image/secrets.py",
+            "except ValueError:  # a `[` or `]` out of place (a token pasted raw): read with them encoded",
+            "except Exception:  # a `[` or `]` out of place (a token pasted raw): read with them encoded",
+        ): "urllib.parse.urlsplit of a str (value.strip()'s) raises only ValueError (a bracket out of "
+        "place); nothing else in the try",
+        (  # LKE037
+            "image/lock.py",
+            'for i, p in enumerate(doc.get("packages", []))',
+            'for i, p in enumerate((doc.get("packages") or []))',
+        ): "check_document(doc, _LOCK_SHAPE) has refused a `packages` that is not a list (null "
+        "included): it is a list, and an empty list `or []` is an empty list",
+        (  # RSE003, RSE004
+            "resolve/resolver.py",
+            "if isinstance(got, str):",
+            "if isinstance(got, (str, int, float)):",
+        ): "forward_compat.through_image returns a str (why not) or a ForwardImage, never an int or a "
+        "float; variant_for_platform returns a str (why not) or a (variant, build) tuple, never an "
+        "int or a float",
+        (  # RSE013
+            "versions.py",
+            "return Version(text.strip())",
+            'return Version(text.strip(" "))',
+        ): "the text has passed _DRIVER_RE after .strip() the line before, and packaging's Version "
+        "ignores white space around a version (its pattern is wrapped in \\s*): Version(text.strip(' "
+        "')) == Version(text.strip())",
+        (  # GPE005
+            "image/packages.py",
+            'VERSION_RE = re.compile(r"^[A-Za-z0-9.+!_-]{1,64}$")',
+            'VERSION_RE = re.compile(r"^[A-Za-z0-9.+!_-]{0,64}$")',
+        ): "an empty version passes VERSION_RE{0,64} but not Requirement(f'{name}==') below, which "
+        "raises the same refusal ('a PEP 440 version')",
+        (  # GPE019
+            "image/packages.py",
+            'for entry in doc.get("packages", []):',
+            'for entry in (doc.get("packages") or []):',
+        ): _PYLOCK_SHAPED,
+        (  # GPE020
+            "image/packages.py",
+            'name = canonicalize_name(str(entry.get("name", "")))',
+            'name = canonicalize_name(entry.get("name", ""))',
+        ): _PYLOCK_SHAPED,
+        (  # GPE021
+            "image/packages.py",
+            'name = canonicalize_name(str(entry.get("name", "")))',
+            'name = canonicalize_name(str((entry.get("name") or "")))',
+        ): _PYLOCK_SHAPED,
+        (  # GPE022
+            "image/packages.py",
+            'wheels = entry.get("wheels") or []',
+            'wheels = entry.get("wheels", [])',
+        ): _PYLOCK_SHAPED,
+        (  # GPE024
+            "image/packages.py",
+            (
+                'by_file.setdefault(urllib.parse.unquote(str(w.get("url", "")).rsplit("/", 1)[-1]), '
+                "[]).append(w)"
+            ),
+            ('by_file.setdefault(urllib.parse.unquote(w.get("url", "").rsplit("/", 1)[-1]), []).append(w)'),
+        ): _PYLOCK_SHAPED,
+        (  # GPE025
+            "image/packages.py",
+            (
+                'by_file.setdefault(urllib.parse.unquote(str(w.get("url", "")).rsplit("/", 1)[-1]), '
+                "[]).append(w)"
+            ),
+            ('by_file.setdefault(urllib.parse.unquote(str(w.get("url", "")).rsplit("/")[-1]), []).append(w)'),
+        ): "the last item of text.rsplit('/') and of text.rsplit('/', 1) is the same (what follows the "
+        "last '/'), and only [-1] is read",
+        (  # GPE026
+            "image/packages.py",
+            (
+                'by_file.setdefault(urllib.parse.unquote(str(w.get("url", "")).rsplit("/", 1)[-1]), '
+                "[]).append(w)"
+            ),
+            (
+                'by_file.setdefault(urllib.parse.unquote(str((w.get("url") or "")).rsplit("/", '
+                "1)[-1]), []).append(w)"
+            ),
+        ): _PYLOCK_SHAPED,
+        (  # GPE027
+            "image/packages.py",
+            'digests = {str((w.get("hashes") or {}).get("sha256", "")) for w in chosen}',
+            'digests = {(w.get("hashes") or {}).get("sha256", "") for w in chosen}',
+        ): _PYLOCK_SHAPED,
+        (  # GPE028
+            "image/packages.py",
+            'digests = {str((w.get("hashes") or {}).get("sha256", "")) for w in chosen}',
+            'digests = {str(((w.get("hashes") or {}).get("sha256") or "")) for w in chosen}',
+        ): _PYLOCK_SHAPED,
+        (  # GPE029
+            "image/packages.py",
+            'digests = {str((w.get("hashes") or {}).get("sha256", "")) for w in chosen}',
+            'digests = {str((w.get("hashes", {})).get("sha256", "")) for w in chosen}',
+        ): _PYLOCK_SHAPED,
+        (  # GPE030
+            "image/packages.py",
+            'sizes = {w["size"] for w in chosen if isinstance(w.get("size"), int)}',
+            'sizes = {w["size"] for w in chosen if isinstance(w.get("size"), (int, float))}',
+        ): _PYLOCK_SHAPED,
+        (  # GPE031
+            "image/packages.py",
+            '"version": str(entry.get("version", "")),',
+            '"version": entry.get("version", ""),',
+        ): _PYLOCK_SHAPED,
+        (  # GPE032
+            "image/packages.py",
+            '"version": str(entry.get("version", "")),',
+            '"version": str((entry.get("version") or "")),',
+        ): _PYLOCK_SHAPED,
+        (  # GPE033
+            "image/packages.py",
+            '"urls": [redact(str(w.get("url", "")), secrets) for w in chosen],',
+            '"urls": [redact(w.get("url", ""), secrets) for w in chosen],',
+        ): _PYLOCK_SHAPED,
+        (  # GPE034
+            "image/packages.py",
+            '"urls": [redact(str(w.get("url", "")), secrets) for w in chosen],',
+            '"urls": [redact(str((w.get("url") or "")), secrets) for w in chosen],',
+        ): _PYLOCK_SHAPED,
+        (  # JNE004
+            "engine/ownership.py",
+            'r"([0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2})(?:\\.([0-9]{1,9}))?(Z|[+-][0-9]{2}:[0-9]{2})?",',
+            'r"([0-9]{3,4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2})(?:\\.([0-9]{1,9}))?(Z|[+-][0-9]{2}:[0-9]{2})?",',
+        ): "a year of 3 digits passes _DOCKER_TIME_RE but not datetime.fromisoformat below (ValueError "
+        "-> None): None either way",
+        (  # JNE005
+            "engine/ownership.py",
+            'r"([0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2})(?:\\.([0-9]{1,9}))?(Z|[+-][0-9]{2}:[0-9]{2})?",',
+            'r"([0-9]{4,5}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2})(?:\\.([0-9]{1,9}))?(Z|[+-][0-9]{2}:[0-9]{2})?",',
+        ): "a year of 5 digits passes _DOCKER_TIME_RE but not datetime.fromisoformat below (ValueError "
+        "-> None): None either way",
+        (  # JNE010, JNE023, JNE024
+            "lifecycle.py",
+            "except OSError:",
+            "except Exception:",
+        ): "read_text(encoding='ascii', errors='replace') of a /proc path raises only OSError (no "
+        "UnicodeDecodeError with errors='replace'); Path.iterdir() raises only OSError (list() of it "
+        "included); the try body raises only OSError: is_dir/is_symlink/lstat, and _is_ours "
+        "(read_text with errors='replace'; int() of regex groups of 1-20 ASCII digits; gethostname)",
+        (  # JNE012
+            "lifecycle.py",
+            '_MARK_RE = re.compile(r"^(.+)/([0-9]{1,10})/([0-9]{1,20})$", re.ASCII)',
+            '_MARK_RE = re.compile(r"^(.*)/([0-9]{1,10})/([0-9]{1,20})$", re.ASCII)',
+        ): "an empty host part is never this host: owner_alive compares it to `host or "
+        "socket.gethostname()` and _is_ours to socket.gethostname(), and a host name is never empty",
+        (  # JNE026
+            "engine/docker_engine.py",
+            "orphan = orphan_record(c, states.get(c.id, {}))",
+            "orphan = orphan_record(c, (states.get(c.id) or {}))",
+        ): "every value of `states` is a dict (`... or {}` the line before) and a missing id gives {}: "
+        "`x or {}` is x, or {} for an empty one",
+        (  # BLE007
+            "image/commit.py",
+            "except OSError as exc:",
+            "except Exception as exc:",
+        ): "fcntl.flock(int, int) raises only OSError",
+        (  # BLE015
+            "image/build.py",
+            "except OSError as exc:",
+            "except Exception as exc:",
+        ): "output_lock raises only OSError before its yield (enter_context covers no more): "
+        "shared_locks_dir, _open_lock, flock, pread, ftruncate/pwrite (suppressed), owner_mark, and "
+        "the notice: the CLI's print to stderr, whose errors handler is backslashreplace",
+    }
+)
 
 
 def _tests(names: tuple[str, ...]) -> list[str]:

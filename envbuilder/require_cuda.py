@@ -154,7 +154,8 @@ def _version_key(text: str | None) -> tuple[int, ...]:
     """A semantic-version sort key: X.Y is X.Y.0; unknown or malformed sorts below every version
     (golang.org/x/mod/semver orders an invalid version before all valid ones)."""
     parts = (text or "").strip().split(".")
-    if not all(p.isdigit() for p in parts) or not 1 <= len(parts) <= 3:
+    # ASCII digits: "²".isdigit() holds, and int("²") raises (semver reads 0-9 only)
+    if not all(p.isascii() and p.isdigit() for p in parts) or not 1 <= len(parts) <= 3:
         return (-1,)
     nums = [int(p) for p in parts]  # the driver's "04" is 4, as the toolkit normalises it
     return tuple(nums + [0] * (3 - len(nums)))

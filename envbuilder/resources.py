@@ -8,6 +8,8 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
+from envbuilder.errors import UsageError
+
 _PACKAGE_DIR = Path(__file__).resolve().parent
 
 
@@ -37,22 +39,34 @@ def harness_dir() -> Path:
     return _PACKAGE_DIR / "harness"
 
 
+def _home() -> Path:
+    """The user's home folder. Raises UsageError where there is none to tell (HOME unset and no
+    passwd entry for this uid, as for a container's arbitrary uid: Path.home() raises RuntimeError)."""
+    try:
+        return Path.home()
+    except RuntimeError:
+        raise UsageError(
+            f"cannot tell this user's home folder: HOME is not set and uid {os.getuid()} has no passwd entry",
+            hint="set HOME, or ENVBUILDER_DATA_DIR and ENVBUILDER_CACHE_DIR",
+        ) from None
+
+
 def cache_dir() -> Path:
     """ENVBUILDER_CACHE_DIR, else $XDG_CACHE_HOME/envbuilder, else ~/.cache/envbuilder: what can be
     rebuilt at any time (the compiled matrix)."""
     if os.environ.get("ENVBUILDER_CACHE_DIR"):
         return Path(os.environ["ENVBUILDER_CACHE_DIR"])
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    base = os.environ.get("XDG_CACHE_HOME") or str(_home() / ".cache")
     return Path(base) / "envbuilder"
 
 
 def user_data_dir(env: Mapping[str, str] | None = None) -> Path:
     """The user's envbuilder folder: ENVBUILDER_DATA_DIR, else $XDG_DATA_HOME/envbuilder, else
-    ~/.local/share/envbuilder."""
+    ~/.local/share/envbuilder. Raises UsageError where there is no home folder to tell."""
     env = os.environ if env is None else env
     if env.get("ENVBUILDER_DATA_DIR"):
         return Path(env["ENVBUILDER_DATA_DIR"])
-    base = env.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    base = env.get("XDG_DATA_HOME") or str(_home() / ".local" / "share")
     return Path(base) / "envbuilder"
 
 

@@ -85,6 +85,8 @@ def parse_timestamp(text: object) -> datetime | None:
         return datetime.fromisoformat(text.replace("Z", "+00:00")).astimezone(timezone.utc)
     except ValueError:  # month 13, February 30
         return None
+    except OverflowError:  # 0001-01-01T00:00:00+01:00 is before year 1 in UTC (9999-12-31, after)
+        return None
 
 
 def newest_key(issued_at: object) -> float:
@@ -318,7 +320,7 @@ def verify_certificate(cert: Certificate | Mapping[str, Any], *, image_id: str |
             what = "content_hash is missing"
         problems.append(f"content hash mismatch (tampered or corrupted; {what})")
     if image_id is not None:
-        have = str(doc.get("image", {}).get("id", "")) if isinstance(doc.get("image"), Mapping) else ""
+        have = str(doc["image"].get("id") or "") if isinstance(doc.get("image"), Mapping) else ""
         if not _same_image(have, image_id):
             problems.append(f"certificate is for image {_short(have)}, not {_short(image_id)}")
     return problems

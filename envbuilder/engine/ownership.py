@@ -113,7 +113,7 @@ def orphan_record(
         return None
     try:
         record = json.loads(raw)
-    except ValueError:
+    except (ValueError, RecursionError):  # a label nested past the interpreter's stack
         return None
     if not isinstance(record, dict):
         return None
@@ -121,7 +121,8 @@ def orphan_record(
     started = _docker_time(state.get("StartedAt"))
     finished = _docker_time(state.get("FinishedAt")) if ended else now or datetime.now(timezone.utc)
     seconds = round((finished - started).total_seconds(), 3) if started and finished else None
-    code = state.get("ExitCode") if ended and isinstance(state.get("ExitCode"), int) else 137
+    exit_code = state.get("ExitCode")  # an int; a true, 3.0 or "3" is no exit code (137 then)
+    code = exit_code if ended and isinstance(exit_code, int) and not isinstance(exit_code, bool) else 137
     return Path(log), {
         **record,
         "outcome": ORPHANED,
@@ -132,14 +133,26 @@ def orphan_record(
     }
 
 
+_DOCKER_TIME_RE = re.compile(
+    r"([0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2})(?:\.([0-9]{1,9}))?(Z|[+-][0-9]{2}:[0-9]{2})?",
+    re.ASCII,
+)
+
+
 def _docker_time(text: object) -> datetime | None:
-    """Docker's RFC 3339 time with nanoseconds (`2026-12-01T16:00:00.123456789Z`); None for its
-    zero time (never started) or anything unreadable."""
+    """Docker's RFC 3339 time with nanoseconds (`2026-12-01T16:00:00.123456789Z`), in UTC; an
+    offset is honoured (an engine may write the host's own zone: Podman's compatible API,
+    podman#10267; testcontainers-java#3055 met `+02:00`), none read as UTC. None for the zero
+    time (never started) or anything unreadable."""
     if not isinstance(text, str) or text.startswith("0001-"):
         return None
-    head, dot, frac = text.removesuffix("Z").partition(".")
-    try:
-        when = datetime.fromisoformat(head + (f".{frac[:6]}" if dot else ""))
-    except ValueError:
+    m = _DOCKER_TIME_RE.fullmatch(text)
+    if m is None:
         return None
-    return when.replace(tzinfo=timezone.utc)
+    head, frac, zone = m.groups()
+    offset = "+00:00" if zone in (None, "Z") else zone
+    try:
+        when = datetime.fromisoformat(head + (f".{frac[:6]}" if frac else "") + offset)
+        return when.astimezone(timezone.utc)
+    except (ValueError, OverflowError):  # February 30; 9999-12-31T23:00:00-05:00 is past year 9999 in UTC
+        return None

@@ -501,8 +501,12 @@ def parse_pylock(
     kept (choose_wheel), with its one sha256; its URLs without secrets (redact). Raises LockError."""
     try:
         doc = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise LockError(f"{where}: not valid TOML ({exc})") from None
+    except (ValueError, RecursionError) as exc:  # TOMLDecodeError; an integer past Python's digit
+        # limit (a plain ValueError); arrays or tables nested past the interpreter's stack
+        raise LockError(f"{where}: not valid TOML ({str(exc)[:200]})") from None
+    bad = _pylock_shape(doc)
+    if bad:
+        raise LockError(f"{where}: not a pylock.toml as uv writes it: {bad}")
     out: list[LockedPackage] = []
     for entry in doc.get("packages", []):
         name = canonicalize_name(str(entry.get("name", "")))
@@ -544,6 +548,37 @@ def parse_pylock(
             )
         )
     return out
+
+
+def _pylock_shape(doc: dict[str, Any]) -> str:
+    """What of a parsed pylock.toml is not of the type parse_pylock reads ("" when all is): the
+    packages an array of tables, each one's name and version strings, its wheels an array of
+    tables, each wheel's url a string, its hashes a table of strings, its size a number of bytes.
+    A file uv did not write that way (damaged, edited) is refused by name, not a traceback."""
+    packages = doc.get("packages", [])
+    if not isinstance(packages, list):
+        return "packages is not an array of tables"
+    for i, entry in enumerate(packages):
+        at = f"packages[{i}]"
+        if not isinstance(entry, dict):
+            return f"{at} is not a table"
+        for key in ("name", "version"):
+            if not isinstance(entry.get(key, ""), str):
+                return f"{at}.{key} is not a string"
+        wheels = entry.get("wheels", [])
+        if not isinstance(wheels, list):
+            return f"{at}.wheels is not an array of tables"
+        for j, w in enumerate(wheels):
+            if not isinstance(w, dict):
+                return f"{at}.wheels[{j}] is not a table"
+            hashes, size = w.get("hashes", {}), w.get("size", 0)
+            if not isinstance(w.get("url", ""), str):
+                return f"{at}.wheels[{j}].url is not a string"
+            if not isinstance(hashes, dict) or not all(isinstance(v, str) for v in hashes.values()):
+                return f"{at}.wheels[{j}].hashes is not a table of strings"
+            if type(size) is not int or size < 0:
+                return f"{at}.wheels[{j}].size is not a number of bytes"
+    return ""
 
 
 def target_tags(python: str, python_platform: str) -> list[Tag]:

@@ -157,3 +157,18 @@ def test_a_gpu_runs_the_sass_it_has_before_newer_ptx() -> None:
     assert got is not None and (got.kind, got.cc) == ("sass", (8, 0))
     only_ptx = archs.kernel_for((8, 6), archs.parse_targets(["compute_86"]))
     assert only_ptx is not None and only_ptx.kind == "ptx"
+
+
+# --------------------------------------------------------------------------- the seventh operator set
+
+
+@pytest.mark.parametrize("text", [".0", "sm_", "9.", ""])
+def test_a_target_with_a_part_missing_is_none(text: str) -> None:
+    assert archs.parse_target(text) is None
+
+
+@pytest.mark.parametrize("text", ["sm_90\n", "\tsm_90", "sm_90\r\n", "9.0\n"])
+def test_a_target_read_with_white_space_around_it_is_the_target(text: str) -> None:
+    """Torch's arch list and TensorFlow's build info are read from a program's output: a tab, a
+    line break or a CRLF around a name is not part of it."""
+    assert archs.parse_target(text) == archs.Target("sass", (9, 0), "")

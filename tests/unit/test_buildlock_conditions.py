@@ -638,3 +638,102 @@ def test_a_data_folder_that_is_no_folder_repairs_nothing_and_says_nothing(
     monkeypatch.setenv("ENVBUILDER_DATA_DIR", str(data))
     notices: list[str] = []
     assert repair(FakeEngine(), notices.append) == [] and notices == []
+
+
+# --------------------------------------------------------------------------- the seventh operator set
+# benchmarks/mutants.py --auto buildlock --ops seventh (2026-12-05): errors widened, a prefix stripped.
+
+
+def test_a_lock_folder_that_cannot_be_made_says_why_not_that_it_is_missing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """mkdir's own error (a parent we may not write, a read-only file system) is the one told:
+    taken for "it exists already", it became "No such file or directory" from the lstat after."""
+    monkeypatch.setenv("ENVBUILDER_LOCK_DIR", str(tmp_path / "locks"))
+
+    def refused(self: Path, *a: Any, **kw: Any) -> None:
+        raise PermissionError(13, "Permission denied", str(self))
+
+    monkeypatch.setattr(Path, "mkdir", refused)
+    with pytest.raises(PermissionError):
+        shared_locks_dir()
+
+
+def test_a_lock_file_that_cannot_be_created_says_why_at_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Only "another build created it first" is tried again: a refusal to create it is told as it
+    is, not after ten tries as "the lock file keeps disappearing"."""
+    real = os.open
+    calls: list[int] = []
+
+    def fake(path: Any, flags: int, *a: Any) -> int:
+        calls.append(flags)
+        if flags & os.O_CREAT:
+            raise PermissionError(13, "Permission denied", str(path))
+        if len(calls) < 30:
+            raise FileNotFoundError(2, "No such file or directory", str(path))
+        return real(path, flags, *a)
+
+    monkeypatch.setattr(os, "open", fake)  # the os module commit.py calls
+    with pytest.raises(PermissionError):
+        commit_mod._open_lock(tmp_path / "x.lock")
+    assert len(calls) == 2
+
+
+def test_a_folder_in_a_lock_files_place_is_refused_as_a_folder(tmp_path: Path) -> None:
+    (tmp_path / "x.lock").mkdir()
+    with pytest.raises(IsADirectoryError):
+        commit_mod._open_lock(tmp_path / "x.lock")
+
+
+def test_a_tag_that_begins_with_characters_of_the_daemon_id_is_shown_whole(tmp_path: Path) -> None:
+    """The daemon's part is removed from the shown tag as a prefix, not as a set of characters
+    (`D1/1d/app:1` showed `d/app:1`)."""
+    holder = _hold(tmp_path / "alice", tmp_path / "held", "1d/app:1")  # the holder's daemon: D1
+    said: list[str] = []
+    got: list[str] = []
+
+    def build() -> None:
+        with output_lock([], ["1d/app:1"], said.append, daemon="D1"):
+            got.append("locked")
+
+    waiting = threading.Thread(target=build, daemon=True)
+    try:
+        _wait_for(tmp_path / "held", holder)
+        waiting.start()
+        deadline = time.monotonic() + 30
+        while not said and time.monotonic() < deadline:
+            time.sleep(0.05)
+        (line,) = said
+        assert line.endswith("which is writing 1d/app:1"), line
+    finally:
+        holder.kill()
+        holder.wait()
+    waiting.join(timeout=30)
+    assert got == ["locked"]
+
+
+def test_a_user_without_a_home_folder_is_told_so_by_repair_not_given_a_traceback(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """HOME unset and no passwd entry for the uid (a container's arbitrary uid): Path.home()
+    raises RuntimeError, which reached the user as a traceback from the build's repair (and from
+    every use of the data or cache folder); it is a one-line UsageError naming what to set, and
+    repair does not take it for "no journals"."""
+    import pwd
+
+    from envbuilder.errors import UsageError
+    from envbuilder.resources import cache_dir
+
+    for name in ("HOME", "ENVBUILDER_DATA_DIR", "XDG_DATA_HOME", "ENVBUILDER_CACHE_DIR", "XDG_CACHE_HOME"):
+        monkeypatch.delenv(name, raising=False)
+
+    def no_entry(uid: int) -> Any:
+        raise KeyError(uid)
+
+    monkeypatch.setattr(pwd, "getpwuid", no_entry)
+    for call in (user_data_dir, cache_dir, lambda: repair(FakeEngine(), lambda _m: None)):
+        with pytest.raises(UsageError, match="cannot tell this user's home folder") as err:
+            call()
+        assert "ENVBUILDER_DATA_DIR" in (err.value.hint or "")

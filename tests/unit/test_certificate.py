@@ -195,3 +195,59 @@ def test_a_certificate_whose_image_has_no_id_is_for_no_image() -> None:
     del doc["image"]["id"]
     problems = verify_certificate(doc, image_id=IMAGE_ID)
     assert f"certificate is for image (none), not {'cd' * 6}" in problems
+
+
+# ---------------------------------------------------------------------- seventh operator set (--ops seventh)
+
+
+@pytest.mark.parametrize("text", ["0001-01-01T00:00:00+01:00", "9999-12-31T23:59:59-01:00"])
+def test_a_time_out_of_range_once_in_utc_is_unreadable_not_a_crash(text: str) -> None:
+    """A year-1 time east of UTC (a year-9999 one west of it) is before year 1 (after 9999) in UTC:
+    datetime raises OverflowError there, not ValueError; an issued_at so written is no time
+    (it was a traceback from `certs import`, `certs list` and the run's certificate choice)."""
+    from envbuilder.certify.certificate import newest_key, parse_timestamp
+
+    assert parse_timestamp(text) is None and newest_key(text) == float("inf")
+
+
+def test_a_certificate_issued_out_of_range_is_refused_by_certs_import(tmp_path: Any) -> None:
+    from envbuilder.attest.imported import import_certificate
+    from envbuilder.certify.store import CertStore
+
+    path = tmp_path / "cert.json"
+    path.write_text(make(issued_at="0001-01-01T00:00:00+01:00").to_json())
+    with pytest.raises(CertificateRefusedError, match="issued_at is not an RFC 3339 timestamp"):
+        import_certificate(path, store=CertStore(tmp_path / "s.sqlite"), policy=lambda: None)  # type: ignore[arg-type,return-value]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "2026-12-01T15:00:00.Z",  # a point with no digits
+        "2026-12-01T15:00:00.1234567Z",  # a seventh digit of a second
+        "202-12-01T15:00:00Z",
+        "20261-12-01T15:00:00Z",
+    ],
+)
+def test_a_timestamp_past_the_patterns_bounds_is_unreadable(text: str) -> None:
+    from envbuilder.certify.certificate import parse_timestamp
+
+    assert parse_timestamp(text) is None
+    assert parse_timestamp("2026-12-01T15:00:00.123456Z") is not None  # six digits are read
+
+
+@pytest.mark.parametrize("issued_at", [20261201, 2026.12, ["2026-12-01T15:00:00Z"]])
+def test_an_issued_at_that_is_no_string_is_no_time(issued_at: object) -> None:
+    from envbuilder.certify.certificate import parse_timestamp
+
+    assert parse_timestamp(issued_at) is None
+
+
+@pytest.mark.parametrize("image_id", [5, 0, None, False])
+def test_a_certificate_whose_image_id_is_no_string_is_for_that_image_not_a_crash(image_id: object) -> None:
+    """verify_certificate never raises: an image ID that is a number is shown as it is, and an
+    empty one (null, false, 0 read as none) as (none)."""
+    doc = make().to_dict()
+    doc["image"]["id"] = image_id
+    shown = str(image_id) if image_id else "(none)"
+    assert f"certificate is for image {shown}, not {'cd' * 6}" in verify_certificate(doc, image_id=IMAGE_ID)

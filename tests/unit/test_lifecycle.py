@@ -386,3 +386,44 @@ def test_a_folder_named_like_a_temp_folder_with_more_after_it_is_not_swept(
     os.utime(kept, (old, old))
     assert sweep_temp_dirs(tmp_path) == []
     assert kept.is_dir()
+
+
+# --------------------------------------------------------------------------- the seventh operator set
+# benchmarks/mutants.py --auto janitor --ops seventh (2026-12-05): the marks' and names' bounds.
+
+
+def test_an_owner_mark_whose_pid_or_start_is_empty_or_too_long_is_malformed() -> None:
+    host = socket.gethostname()
+    pid = os.getpid()
+    for malformed in (
+        f"{host}//1",  # no pid
+        f"{host}/{pid}/",  # no start
+        f"{host}/12345678901/1",  # a pid of 11 digits
+        f"{host}/{pid}/" + "1" * 21,  # a start of 21 digits
+    ):
+        assert owner_alive(malformed) is None, malformed
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "envbuilder--{pid}-1-abcd1234",  # no purpose
+        "envbuilder-render--1-abcd1234",  # no pid
+        "envbuilder-render-{pid}--abcd1234",  # no start
+        "envbuilder-render-{pid}-1-abcd123",  # a suffix of 7
+        "envbuilder-render-{pid}-1-abcd12345",  # a suffix of 9
+    ],
+)
+def test_a_folder_named_almost_as_temp_dir_names_them_is_not_swept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str
+) -> None:
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    monkeypatch.setattr(socket, "gethostname", lambda: "host-a")
+    kept = tmp_path / name.format(pid=dead.pid)
+    kept.mkdir()
+    (kept / OWNER_FILE).write_text(f"host-a/{dead.pid}/1\n", encoding="ascii")
+    old = time.time() - 7200
+    os.utime(kept, (old, old))
+    assert sweep_temp_dirs(tmp_path) == []
+    assert kept.is_dir()

@@ -499,7 +499,7 @@ def test_a_package_without_a_wheel_is_refused_naming_what_it_is(kind: str) -> No
 def test_mirrors_of_one_wheel_share_one_digest_and_give_the_size_any_of_them_has() -> None:
     same = _pylock(
         "[[packages]]", 'name = "x"', 'version = "1.0"',
-        f'wheels = [{{ url = "{WHL}", hashes = {{ sha256 = "{"a" * 64}" }} }},'
+        f'wheels = [{{ {URL}, hashes = {{ sha256 = "{"a" * 64}" }} }},'
         f' {{ url = "{MIRROR}", size = 123, hashes = {{ sha256 = "{"a" * 64}" }} }}]',
     )  # fmt: skip
     (pkg,) = _parse_pylock(same)
@@ -518,7 +518,7 @@ def test_mirrors_that_disagree_on_a_wheels_size_are_refused_naming_both_sizes() 
     for first, second in ((123, 456), (456, 123)):
         text = _pylock(
             "[[packages]]", 'name = "x"', 'version = "1.0"',
-            f'wheels = [{{ url = "{WHL}", size = {first}, {digest} }},'
+            f'wheels = [{{ {URL}, size = {first}, {digest} }},'
             f' {{ url = "{MIRROR}", size = {second}, {digest} }}]',
         )  # fmt: skip
         with pytest.raises(LockError) as err:
@@ -529,7 +529,7 @@ def test_mirrors_that_disagree_on_a_wheels_size_are_refused_naming_both_sizes() 
         assert err.value.hint
     agree = _pylock(
         "[[packages]]", 'name = "x"', 'version = "1.0"',
-        f'wheels = [{{ url = "{WHL}", size = 123, {digest} }}, {{ url = "{MIRROR}", size = 123, {digest} }}]',
+        f'wheels = [{{ {URL}, size = 123, {digest} }}, {{ url = "{MIRROR}", size = 123, {digest} }}]',
     )  # fmt: skip
     (pkg,) = _parse_pylock(agree)
     assert pkg.size == 123 and pkg.urls == (WHL, MIRROR)
@@ -627,7 +627,7 @@ def test_a_pylock_without_packages_locks_none() -> None:
 def test_a_pylock_entry_without_its_name_or_version_is_refused(missing: str) -> None:
     lines = {"name": 'name = "x"', "version": 'version = "1.0"'}
     del lines[missing]
-    wheel = f'wheels = [{{ url = "{WHL}", hashes = {{ sha256 = "{"a" * 64}" }} }}]'
+    wheel = f'wheels = [{{ {URL}, hashes = {{ sha256 = "{"a" * 64}" }} }}]'
     with pytest.raises(LockError) as err:
         _parse_pylock(_pylock("[[packages]]", *lines.values(), wheel))
     assert f"field 'packages.{missing}': ''" in err.value.message, err.value.message
@@ -657,3 +657,104 @@ def test_a_pylock_wheel_without_a_url_is_refused_as_an_empty_file_name() -> None
     with pytest.raises(LockError) as err:
         _parse_pylock(text)
     assert "field 'packages.wheel': '' refused" in err.value.message, err.value.message
+
+
+# --------------------------------------------------------------------------- the seventh operator set
+# benchmarks/mutants.py --auto gaps --ops seventh (2026-12-05): wrong types, bounds, defaults.
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "x = " + "1" * 5000,  # past Python's digit limit: a plain ValueError, not TOMLDecodeError
+        "x = " + "[" * 5000 + "]" * 5000,  # past the interpreter's stack: RecursionError
+    ],
+)
+def test_a_pylock_tomllib_cannot_read_is_a_lock_error_not_a_traceback(text: str) -> None:
+    with pytest.raises(LockError, match=r"^t: not valid TOML"):
+        _parse_pylock(_pylock(text))
+
+
+URL = f'url = "{WHL}"'
+GOOD_WHEEL = f'{{ {URL}, size = 3, hashes = {{ sha256 = "{"a" * 64}" }} }}'
+
+
+@pytest.mark.parametrize(
+    ("lines", "what"),
+    [
+        (['packages = "x"'], "packages is not an array of tables"),
+        (["packages = [1]"], "packages[0] is not a table"),
+        (["[[packages]]", "name = 12", f"wheels = [{GOOD_WHEEL}]"], "packages[0].name is not a string"),
+        (["[[packages]]", 'name = "x"', "version = 1.0", f"wheels = [{GOOD_WHEEL}]"], "version is not"),
+        (["[[packages]]", 'name = "x"', 'wheels = "x.whl"'], "packages[0].wheels is not an array"),
+        (["[[packages]]", 'name = "x"', "wheels = [1]"], "packages[0].wheels[0] is not a table"),
+        (["[[packages]]", 'name = "x"', "wheels = [{ url = 5 }]"], "wheels[0].url is not a string"),
+        (["[[packages]]", 'name = "x"', f'wheels = [{{ {URL}, hashes = "a" }}]'], "hashes is not"),
+        (
+            ["[[packages]]", 'name = "x"', f"wheels = [{{ {URL}, hashes = {{ sha256 = 5 }} }}]"],
+            "hashes",
+        ),
+        (
+            ["[[packages]]", 'name = "x"', f"wheels = [{{ {URL}, size = 1.5 }}]"],
+            "size is not a number",
+        ),
+        (
+            ["[[packages]]", 'name = "x"', f"wheels = [{{ {URL}, size = -1 }}]"],
+            "size is not a number",
+        ),
+        (
+            ["[[packages]]", 'name = "x"', f"wheels = [{{ {URL}, size = true }}]"],
+            "size is not a number",
+        ),
+    ],
+)
+def test_a_pylock_of_the_wrong_types_is_refused_by_name_not_a_traceback(lines: list[str], what: str) -> None:
+    """A pylock.toml uv did not write (damaged, edited): a string where an array of tables is
+    read, a number where a string is, a fraction of a byte. Each was an AttributeError or
+    TypeError traceback, or a package named "12" (2026-12-05, --ops seventh)."""
+    with pytest.raises(LockError, match=r"^t: not a pylock\.toml as uv writes it: ") as err:
+        _parse_pylock(_pylock(*lines))
+    assert what in err.value.message
+
+
+def test_a_package_with_neither_a_wheel_nor_a_source_is_said_to_have_no_wheel() -> None:
+    with pytest.raises(LockError, match=r"is not locked to a wheel \(no wheel\)"):
+        _parse_pylock(_pylock("[[packages]]", 'name = "x"', 'version = "1.0"'))
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [
+        ("sha256", "a" * 63),
+        ("sha256", "a" * 65),
+        ("name", "x-"),  # a dash with nothing after it
+        ("version", "1" + ".0" * 32),  # 65 characters: a valid PEP 440 version, past the cap
+        ("size", 1.5),
+        ("urls", None),  # a null is no list (it was read as none)
+        ("urls", ""),  # nor is an empty string (it iterates as no URL)
+        ("urls", ["https://"]),  # a scheme with nothing after it
+        ("urls", ["https://" + "x" * 2001]),  # past the 2000 characters after the scheme
+        ("urls", ["<secret:>/simple/x.whl"]),  # a secret of no name
+        ("urls", ["<secret:" + "s" * 65 + ">/x.whl"]),  # a secret name past 64 characters
+    ],
+)
+def test_a_package_row_refuses_each_value_past_a_bound(key: str, value: Any) -> None:
+    from envbuilder.image.packages import check_package
+
+    with pytest.raises(LockError) as err:
+        check_package({**GOOD_ROW, key: value}, "t")
+    assert err.value.message.startswith(f"t: field 'packages.{key}': "), err.value.message
+
+
+def test_a_package_row_takes_each_value_at_its_bound() -> None:
+    from envbuilder.image.packages import check_package
+
+    for key, value in (
+        ("version", "1" + ".0" * 31 + "1"),  # 64 characters
+        ("urls", ["https://" + "x" * 2000]),
+        ("urls", ["<secret:" + "s" * 64 + ">/x.whl"]),
+        ("urls", ["<secret:s>/x.whl"]),
+    ):
+        assert getattr(check_package({**GOOD_ROW, key: value}, "t"), key) == (
+            tuple(value) if isinstance(value, list) else value
+        )

@@ -499,3 +499,62 @@ def test_a_lock_document_read_from_no_file_is_named_lock_in_its_errors() -> None
     with pytest.raises(SpecError) as err:
         parse_lock(doc)
     assert err.value.message.startswith("<lock>: field 'schema_version'")
+
+
+# --------------------------------------------------------------------------- the seventh operator set
+# benchmarks/mutants.py --auto lock --ops seventh (2026-12-05): values one past their patterns'
+# bounds, a null where a list or an object is read, an empty object where a section is.
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("python", "3."),
+        ("python", "3.123"),
+        ("python_platform", "x86_64-manylinux_2_"),
+        ("python_platform", "x86_64-manylinux_2_1234"),
+        ("resolver", "uv 1" + "a" * 41),
+        ("default_index", "<secret:" + "s" * 65 + ">"),
+        ("inputs['requirements.txt']", "4" * 63),
+        ("build.image_id", "sha256:" + "1" * 63),
+        ("build.dockerfile_sha256", "3" * 63),
+    ],
+)
+def test_a_value_one_past_its_bound_is_refused(tmp_path: Path, field: str, value: str) -> None:
+    err = _refusal(tmp_path, lambda d: FIELDS[field](d, value))
+    assert f"field {field!r}" in err.message, err.message
+
+
+def test_each_value_at_its_bound_reads(tmp_path: Path) -> None:
+    for field, value in (
+        ("python", "3.12"),
+        ("python_platform", "x86_64-manylinux_2_123"),
+        ("resolver", "uv 1" + "a" * 40),
+        ("default_index", "<secret:" + "s" * 64 + ">"),
+    ):
+        doc = _doc()
+        FIELDS[field](doc, value)
+        path = tmp_path / "ok.lock.json"
+        path.write_text(json.dumps(doc))
+        read_lock(path)
+
+
+@pytest.mark.parametrize(
+    ("field", "mutate"),
+    [
+        ("find_links", lambda d: _pl(d).update(find_links=None)),
+        ("inputs", lambda d: _pl(d).update(inputs=None)),
+        ("indexes", lambda d: _pl(d).update(indexes=None)),
+        ("packages", lambda d: _pl(d).update(packages="")),  # a string iterates as no package
+        ("stack", lambda d: d.update(stack=None)),  # not the resolution's stack instead
+        ("stack.archs", lambda d: d.update(stack={})),
+        ("stack.framework.variant", lambda d: d["stack"]["framework"].update(variant=5)),
+    ],
+)
+def test_a_null_or_an_empty_value_where_a_list_or_an_object_is_read_is_refused(
+    tmp_path: Path, field: str, mutate: Callable[[Doc], None]
+) -> None:
+    """A null is no empty list: a lock that says `find_links: null` was edited or damaged, and is
+    refused as one of the wrong type is, naming its field (whole: `variant`, not `varian`)."""
+    err = _refusal(tmp_path, mutate)
+    assert f"field {field!r}" in err.message, err.message

@@ -105,10 +105,11 @@ def test_the_first_sets_ids_stay_and_the_second_is_numbered_apart(mutants: Modul
     fourth = mutants.auto_mutants(area, "fourth")
     fifth = mutants.auto_mutants(area, "fifth")
     sixth = mutants.auto_mutants(area, "sixth")
+    seventh = mutants.auto_mutants(area, "seventh")
     every = mutants.auto_mutants(area, "all")
     assert old and new
     assert (
-        every == old + new + third + fourth + fifth + sixth
+        every == old + new + third + fourth + fifth + sixth + seventh
     )  # (this module has no third-set mutant: test_the_third_set...)
     assert [mu.id for mu in new] == [f"TN{i:03d}" for i in range(1, len(new) + 1)]
     assert all(not mu.id.startswith("TN") for mu in old)
@@ -369,3 +370,82 @@ def test_the_sixth_set_loosens_checks_where_outside_input_and_the_file_system_co
     assert (back, back.replace('extra | {"b": 2}', '{"b": 2} | extra')) in got
     every = mutants.auto_mutants(area6, "all")
     assert every[-len(sixth) :] == sixth  # numbered apart, after the earlier sets
+
+
+SEVENTH = """\
+import re
+
+_ID = re.compile(r"^[0-9a-f]{64}$")
+_PART = re.compile(r"^[a-z]+-[0-9]{1,3}$")
+
+
+def read(doc, text, env, items):
+    try:
+        first = next((i for i in items if i), None)
+    except FileNotFoundError:
+        return None
+    name, rest = text.split("=", 1)
+    cells = text.strip().split()
+    lines = text.splitlines()
+    tail = text.rstrip("/")
+    ok = isinstance(doc, dict) and isinstance(doc.get("name"), str) and text.isdigit()
+    bare = text.removeprefix("sha256:")
+    seconds = float(doc["seconds"])
+    wheels = doc.get("wheels") or []
+    size = doc.get("size", 0)
+    user = env.get("USER", "")
+    shown = str(doc.get("name", ""))
+    newer = Version(text) < Version(name)
+    valid = _ID.fullmatch(bare) and _PART.match(tail) and text.startswith("nvidia")
+    raise ValueError("no", hint=f"{str(doc['x'])}")
+"""
+
+
+@pytest.fixture()
+def area7(mutants: ModuleType, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    (tmp_path / "envbuilder").mkdir()
+    (tmp_path / "envbuilder" / "e.py").write_text(SEVENTH)
+    monkeypatch.setattr(mutants, "ROOT", tmp_path)
+    monkeypatch.setitem(mutants.AREAS, "e", ("E", (mutants.Target("e.py", ("read",), ("test_x.py",)),)))
+    return "e"
+
+
+def test_the_seventh_set_widens_types_and_handlers_and_loosens_what_reads_outside_input(
+    mutants: ModuleType, area7: str
+) -> None:
+    seventh = mutants.auto_mutants(area7, "seventh")
+    assert [mu.id for mu in seventh] == [f"EE{i:03d}" for i in range(1, len(seventh) + 1)]
+    got = changes(mutants, area7, "seventh")
+    assert ("except FileNotFoundError:", "except OSError:") in got
+    assert (
+        "first = next((i for i in items if i), None)",
+        "first = next((i for i in items if i))",
+    ) in got
+    assert ('name, rest = text.split("=", 1)', 'name, rest = text.split("=")') in got
+    assert ("cells = text.strip().split()", 'cells = text.strip(" ").split()') in got
+    assert ("cells = text.strip().split()", 'cells = text.strip().split(" ")') in got
+    assert ("lines = text.splitlines()", 'lines = text.split("\\n")') in got
+    assert ('tail = text.rstrip("/")', "tail = text.rstrip()") in got
+    ok = 'ok = isinstance(doc, dict) and isinstance(doc.get("name"), str) and text.isdigit()'
+    assert (ok, ok.replace("(doc, dict)", "(doc, (dict, list))")) in got
+    assert (ok, ok.replace('"name"), str)', '"name"), (str, int, float))')) in got
+    assert (ok, ok.replace("isdigit", "isnumeric")) in got
+    assert ('bare = text.removeprefix("sha256:")', 'bare = text.lstrip("sha256:")') in got
+    assert ('seconds = float(doc["seconds"])', 'seconds = int(doc["seconds"])') in got
+    assert ('wheels = doc.get("wheels") or []', 'wheels = doc.get("wheels", [])') in got
+    assert ('size = doc.get("size", 0)', 'size = (doc.get("size") or 0)') in got
+    assert not any(old.startswith("user = env.get") for old, _ in got)  # a str -> str map
+    assert ('shown = str(doc.get("name", ""))', 'shown = doc.get("name", "")') in got
+    assert ("newer = Version(text) < Version(name)", "newer = str(text) < str(name)") in got
+    valid = 'valid = _ID.fullmatch(bare) and _PART.match(tail) and text.startswith("nvidia")'
+    assert (valid, valid.replace('text.startswith("nvidia")', '("nvidia" in text)')) in got
+    pattern = '_ID = re.compile(r"^[0-9a-f]{64}$")'
+    assert (pattern, pattern.replace("{64}", "{63,64}")) in got
+    assert (pattern, pattern.replace("{64}", "{64,65}")) in got
+    part = '_PART = re.compile(r"^[a-z]+-[0-9]{1,3}$")'
+    assert (part, part.replace("[a-z]+", "[a-z]*")) in got
+    assert (part, part.replace("{1,3}", "{0,3}")) in got
+    assert (part, part.replace("{1,3}", "{1,4}")) in got
+    assert not any("hint" in old for old, _ in got)  # a message is left alone
+    every = mutants.auto_mutants(area7, "all")
+    assert every[-len(seventh) :] == seventh  # numbered apart, after the earlier sets

@@ -163,3 +163,82 @@ def test_a_records_label_is_the_same_text_whatever_order_its_fields_came_in(tmp_
     assert forward == backward
     assert forward[RECORD_LABEL] == '{"a": 1, "b": {"x": 3, "y": 2}, "c": "\\u00e9"}'
     assert json.loads(forward[RECORD_LABEL]) == {"a": 1, "b": {"x": 3, "y": 2}, "c": "é"}
+
+
+# --------------------------------------------------------------------------- the seventh operator set
+# benchmarks/mutants.py --auto janitor --ops seventh (2026-12-05): what an engine's inspect feeds in.
+
+
+@pytest.mark.parametrize(
+    ("started", "finished"),
+    [
+        ("2026-12-01T17:00:00+01:00", "2026-12-01T16:00:42.5Z"),
+        ("2026-12-01T11:00:00.000000001-05:00", "2026-12-01T17:00:42.500000001+01:00"),
+        ("2026-12-01T16:00:00", "2026-12-01T16:00:42.5"),  # no zone: UTC, as before
+    ],
+)
+def test_an_orphans_times_written_with_an_offset_are_read_in_utc(
+    tmp_path: Path, started: str, finished: str
+) -> None:
+    """An engine may write the host's own zone (Podman's compatible API: podman#10267): the offset
+    was dropped, so a job that ran 42.5 s was recorded with no time (an hour negative), or with
+    an hour too many the other way."""
+    state = {"ExitCode": 3, "StartedAt": started, "FinishedAt": finished}
+    got = orphan_record(box("exited", record_labels(tmp_path / "r.jsonl", RECORD)), state, now=NOW)
+    assert got is not None and got[1]["seconds"] == 42.5
+
+
+@pytest.mark.parametrize(
+    ("text", "when"),
+    [
+        ("2026-12-01T11:00:00.0001-05:00", datetime(2026, 12, 1, 16, 0, 0, 100, tzinfo=timezone.utc)),
+        ("2026-12-01T16:00:00.123456789Z", datetime(2026, 12, 1, 16, 0, 0, 123456, tzinfo=timezone.utc)),
+        ("2026-12-01T16:00:00.123456789+01:00", datetime(2026, 12, 1, 15, 0, 0, 123456, tzinfo=timezone.utc)),
+        ("2026-12-01T16:00:00.Z", None),  # a point with no digits
+        ("2026-12-01T16:00:00.1234567891Z", None),  # past nanoseconds
+        ("0001-01-01T00:00:00Z", None),  # the zero time: never started
+        ("9999-12-31T23:00:00-05:00", None),  # past year 9999 in UTC: no time, not an OverflowError
+        ("2026-02-30T16:00:00Z", None),
+        ("2026-12-01T16:00:00Zjunk", None),
+        (1764604800, None),  # a number: no time, not an AttributeError
+        (None, None),
+    ],
+)
+def test_an_engines_time_is_read_or_is_no_time(text: object, when: datetime | None) -> None:
+    from envbuilder.engine.ownership import _docker_time
+
+    assert _docker_time(text) == when
+
+
+@pytest.mark.parametrize("exit_code", [True, 3.0, "3", None])
+def test_an_exit_code_that_is_no_integer_is_no_exit_code(tmp_path: Path, exit_code: object) -> None:
+    """A true (JSON's, which Python counts as the int 1) was recorded as the job's exit code."""
+    state = {"ExitCode": exit_code, "StartedAt": "2026-12-01T16:00:00Z", "FinishedAt": "2026-12-01T16:00:01Z"}
+    got = orphan_record(box("exited", record_labels(tmp_path / "r.jsonl", RECORD)), state, now=NOW)
+    assert got is not None and got[1]["exit_code"] == 137
+
+
+def test_a_record_label_nested_past_the_stack_is_no_record() -> None:
+    deep = "[" * 100_000 + "]" * 100_000  # json.loads raises RecursionError, not ValueError
+    assert orphan_record(box("exited", {LOG_LABEL: "/x", RECORD_LABEL: deep}), {}) is None
+
+
+def test_a_leftover_whose_state_is_null_is_removed_and_recorded_without_times(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ENVBUILDER_DATA_DIR", str(tmp_path))
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    gone_mark = f"{owner_mark().rsplit('/', 2)[0]}/{dead.pid}/1"
+    log = tmp_path / "runs.jsonl"
+    box_ = _Container(
+        {OWNER_LABEL: gone_mark, DATA_LABEL: data_mark(), **record_labels(log, RECORD)}, "exited"
+    )
+    box_.attrs = {"State": None}  # type: ignore[dict-item]
+    client = _Client([box_])
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    engine = DockerEngine(janitor=False, notice=lambda _: None)
+    engine._docker = client
+    assert engine.sweep_leftovers() == ("envbuilder-run-d",)
+    (line,) = [json.loads(x) for x in log.read_text().splitlines()]
+    assert (line["exit_code"], line["seconds"]) == (137, None)

@@ -97,3 +97,34 @@ def test_a_version_read_with_surrounding_space_compares_as_the_version(cuda: str
     req = parse_require_cuda("cuda>=12.8")
     assert req.admits(Properties(cuda=cuda)) is True
     assert parse_require_cuda("cuda>=12.9").admits(Properties(cuda=cuda)) is False
+
+
+# --------------------------------------------------------------------------- the seventh operator set
+# benchmarks/mutants.py --auto run-check --ops seventh (2026-12-05): what a probe and an image feed in.
+
+
+@pytest.mark.parametrize("driver", ["580.²", "5½0.95.05", "五八〇", "580.65.\u0660\u0665"])
+def test_a_host_version_with_digits_that_are_not_ascii_is_unknown_not_a_crash(driver: str) -> None:
+    """nvidia-smi's driver cell reaches the check as printed. A superscript digit passed
+    str.isdigit and then failed int() (a ValueError out of the requirement check); an Arabic-Indic
+    one was read as its digit. Any digit but 0-9 makes the version unknown, which sorts below
+    every version, as semver has it."""
+    assert parse_require_cuda("driver>=500").admits(Properties(driver=driver)) is False
+    assert parse_require_cuda("driver<500").admits(Properties(driver=driver)) is True
+
+
+def test_a_string_value_holding_another_operator_keeps_its_own() -> None:
+    """The operator is the one the value starts with (the toolkit's order), not the first of the
+    list found anywhere in it."""
+    (term,) = parse_require_cuda("brand=a<=b").terms
+    assert term == (Factor("brand", "=", "a<=b"),)
+    assert parse_require_cuda("brand!<=x").invalid is not None  # `!<` is no operator
+
+
+def test_only_variables_that_start_with_nvidia_require_are_requirements() -> None:
+    env = {
+        "X_NVIDIA_REQUIRE_CUDA": "cuda>=99.0",  # the prefix inside a name: not read
+        "NVIDIA_REQUIRE_X_NVIDIA_REQUIRE_JETPACK": "cuda>=99.0",  # read: only a JETPACK start is skipped
+    }
+    (req,) = image_requirements(env)
+    assert req.name == "NVIDIA_REQUIRE_X_NVIDIA_REQUIRE_JETPACK"

@@ -427,3 +427,15 @@ def test_a_stack_label_that_names_an_empty_framework_certifies_no_framework() ->
     # not "no framework expected" (which would let any result through unchecked).
     blank = replace(cpu_stack(), framework="")
     refused(cpu_result(), cpu_facts(framework=None, stack=blank), "the image's stack names ''")
+
+
+# --------------------------------------------------------------------------- the seventh operator set
+
+
+def test_a_results_own_wall_time_counts_with_its_fraction() -> None:
+    """A wall time of 2.9 s claims 2.9 s, not 2 (a whole-second cut lets a replayed result claim
+    up to a second less than it says)."""
+    from envbuilder.certify.verdict import claimed_seconds
+
+    assert claimed_seconds({"steps": [], "wall_seconds": 2.9}) == 2.9
+    assert claimed_seconds({"steps": [{"status": "pass", "seconds": 1.25}], "wall_seconds": 1}) == 1.25

@@ -127,3 +127,23 @@ def test_only_ascii_digits_and_the_message_names_the_character(
 ) -> None:
     with pytest.raises(UsageError, match=r"non-ASCII character '.' U\+[0-9A-F]{4}"):
         parse(text)
+
+
+# --------------------------------------------------------------------------- the seventh operator set
+
+
+@pytest.mark.parametrize("text", ["550.54.14\r\n", "\t550.54.14", "550.54.14\t\n"])
+def test_a_driver_read_with_a_crlf_or_a_tab_around_it_is_the_driver(text: str) -> None:
+    """nvidia-smi.exe under WSL2 ends its lines with CRLF; a tab may come with a table's cell."""
+    from envbuilder.versions import parse_driver
+
+    assert parse_driver(text) == parse_driver("550.54.14")
+
+
+@pytest.mark.parametrize("text", ["10000", "10000.1", "99", "550.1234", "550.1.2.3"])
+def test_a_driver_of_more_or_fewer_digits_than_a_branch_has_is_malformed(text: str) -> None:
+    from envbuilder.errors import UsageError
+    from envbuilder.versions import parse_driver
+
+    with pytest.raises(UsageError, match="malformed driver version"):
+        parse_driver(text)
