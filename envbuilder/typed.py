@@ -23,6 +23,16 @@ MAX_INT = 2**63
 _UNSAID = object()
 
 
+def ascii_int(text: object) -> int | None:
+    """A count, ID, PID or exit code as a program prints it: ASCII digits only, below MAX_INT; else
+    None. Not `str.isdigit()` then `int()`: "²".isdigit() holds and int("²") raises ValueError
+    (a traceback from one odd cell of nvidia-smi, sacct or podman), and int() reads "٣" as 3."""
+    if not isinstance(text, str) or not (text.isascii() and text.isdigit()):
+        return None
+    value = int(text)
+    return value if value < MAX_INT else None
+
+
 class WrongType(ValueError):
     """A field of the wrong type; `path` is dotted ("harness.steps[3].seconds"), "" the top."""
 

@@ -28,6 +28,7 @@ from envbuilder.image.metadata import read_metadata
 from envbuilder.lifecycle import temp_dir
 from envbuilder.resources import harness_dir
 from envbuilder.runtime import AccessChoice, Runtime
+from envbuilder.typed import ascii_int
 
 GATE_KIND = "gate_result"  # harness/gate.py's document
 GATE_MAX_BYTES = 1 << 20
@@ -242,7 +243,7 @@ def judge_gate(run: GateRun, cert: Certificate | None, t: CheckThresholds) -> li
             short = "allreduce" if name == "allreduce_loopback" else name
             out.append(Finding(check=f"image.{short}", status="skip", message=reason))
         elif name == "cuda_smoke" or (name.startswith("gpu") and status == "fail"):
-            gpu = int(name[3:]) if name[3:].isdigit() else None
+            gpu = ascii_int(name[3:])
             out.append(
                 Finding(
                     check="image.cuda_smoke",
@@ -254,7 +255,7 @@ def judge_gate(run: GateRun, cert: Certificate | None, t: CheckThresholds) -> li
                 )
             )
         elif name.startswith("gpu"):
-            gpu = int(name[3:]) if name[3:].isdigit() else None
+            gpu = ascii_int(name[3:])
             model = str(m.get("device_name"))
             ref = figures.get(model, {})
             out.append(

@@ -47,6 +47,7 @@ from envbuilder.errors import (
     UsageError,
 )
 from envbuilder.lifecycle import die_with_parent, owner_mark, scratch_dir, stop_signal, sweep_temp_dirs
+from envbuilder.typed import ascii_int
 
 # The SDK is a dependency, but a broken or partial install must not take down the commands that never
 # talk to Docker (doctor, resolve, render, matrix): they import this package too.
@@ -669,7 +670,8 @@ class DockerEngine:
         if "PID" not in titles:
             return ()
         col = titles.index("PID")
-        return tuple(int(row[col]) for row in listing.get("Processes") or () if str(row[col]).isdigit())
+        rows = listing.get("Processes") or ()
+        return tuple(pid for row in rows if (pid := ascii_int(str(row[col]))) is not None)
 
     def ulimit_refusal(self, image: str, ulimits: Sequence[Ulimit]) -> str | None:
         """Whether the runtime refuses these ulimits (rootless or nested Docker cannot raise

@@ -45,6 +45,7 @@ from envbuilder.runtime import AUTO, NONE, names
 from envbuilder.runtime import get as get_runtime
 from envbuilder.runtime.apptainer import apptainer_source
 from envbuilder.runtime.base import access_label
+from envbuilder.typed import ascii_int
 
 RUNTIMES = names()  # `fleet certify --runtime`: the registry's
 CERT_FILE = "certificate.json"
@@ -447,9 +448,10 @@ class Collected:
 def _exit_status(exit_code: str | None) -> int:
     """Slurm's CODE:SIGNAL -> the job's exit status (128+signal when killed)."""
     code, _, sig = (exit_code or "0:0").partition(":")
-    if sig.isdigit() and int(sig):
-        return 128 + int(sig)
-    return int(code) if code.isdigit() else 1
+    signal, status = ascii_int(sig), ascii_int(code)
+    if signal:
+        return 128 + signal
+    return 1 if status is None else status
 
 
 def run_facts(run: FleetRun, job: JobRecord, *, exit_code: int, access: str | None = None) -> RunFacts:

@@ -26,6 +26,7 @@ from envbuilder.errors import SchedulerError, UsageError
 from envbuilder.fleet.classes import NodeClass, with_gpu_model
 from envbuilder.matrix.model import Matrix
 from envbuilder.platforms import platform_of_machine
+from envbuilder.typed import ascii_int
 from envbuilder.versions import parse_driver
 
 PRODUCT = "nvidia.com/gpu.product"
@@ -77,8 +78,7 @@ def read_nodes_file(path: Path) -> list[K8sNode]:
 
 
 def _int_label(labels: Mapping[str, str], key: str) -> int | None:
-    value = labels.get(key, "")
-    return int(value) if value.isdigit() else None
+    return ascii_int(labels.get(key, ""))
 
 
 def class_name(product: str) -> str:
@@ -111,7 +111,7 @@ def node_classes(nodes: Sequence[K8sNode], matrix: Matrix) -> tuple[NodeClass, .
             facts.append(f"compute capability {cc}: labels {CC_MAJOR}/{CC_MINOR}")
         driver = None
         parts = [labels.get(k, "") for k in (DRV_MAJOR, DRV_MINOR, DRV_REV)]
-        if all(p.isdigit() for p in parts):
+        if all(ascii_int(p) is not None for p in parts):
             driver = f"{parts[0]}.{parts[1]}.{parts[2].zfill(2)}"
             facts.append(f"driver {driver}: labels {DRV_MAJOR}/{DRV_MINOR}/{DRV_REV}")
         count = _int_label(labels, COUNT) or 1

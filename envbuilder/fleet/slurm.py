@@ -20,6 +20,7 @@ from envbuilder.host import HostReport, Runner
 from envbuilder.host.probe import probe_nvidia_smi, run_command
 from envbuilder.matrix.model import Matrix
 from envbuilder.platforms import platform_of_machine
+from envbuilder.typed import ascii_int
 from envbuilder.versions import parse_host_driver, quote_input
 
 SLURM_TIMEOUT_S = 30.0
@@ -73,8 +74,9 @@ def parse_gres(text: str) -> tuple[Gres, ...]:
             continue
         count = int(m.group("count")) if m.group("count") else 1
         typ: str | None = m.group("type")
-        if typ is not None and typ.isdigit() and m.group("count") is None:  # gpu:4
-            count, typ = int(typ), None
+        bare = ascii_int(typ) if m.group("count") is None else None
+        if bare is not None:  # gpu:4
+            count, typ = bare, None
         out.append(Gres(name=m.group("name"), type=typ, count=count))
     return tuple(out)
 
@@ -119,7 +121,7 @@ def parse_nodes(text: str) -> tuple[SlurmNode, ...]:
                 gres=parse_gres(f.get("Gres", "")),
                 features=_split(f.get("AvailableFeatures") or f.get("Features")),
                 state=f.get("State", "UNKNOWN"),
-                cpus=int(cpus) if cpus.isdigit() else None,
+                cpus=ascii_int(cpus),
                 arch=f.get("Arch") if f.get("Arch") not in (None, "", "(null)", "N/A") else None,
             )
         )
@@ -296,7 +298,7 @@ def submit(script: str, run: Runner = run_command) -> str:
     """`sbatch --parsable SCRIPT` -> the job id. Raises SchedulerError naming Slurm's refusal."""
     out = _run(run, ["sbatch", "--parsable", script])
     job_id = out.strip().split(";")[0]
-    if not job_id.isdigit():
+    if ascii_int(job_id) is None:
         raise SchedulerError(f"sbatch answered {out.strip()!r}, not a job id", hint=slurm_hint("sbatch"))
     return job_id
 

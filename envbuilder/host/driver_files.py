@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from envbuilder.host.probe import HostReport, Runner, Which, run_command
+from envbuilder.typed import ascii_int
 
 CONTROL_NODES = ("nvidiactl", "nvidia-uvm", "nvidia-uvm-tools", "nvidia-modeset")
 PROGRAMS = (
@@ -217,7 +218,7 @@ def gpu_nodes(report: HostReport, root: Path = Path("/")) -> tuple[tuple[GpuNode
 
 def _gpu_nodes(report: HostReport, root: Path, notes: list[str]) -> tuple[GpuNode, ...]:
     dev = root / "dev"
-    numbered = sorted(int(p.name[6:]) for p in dev.glob("nvidia[0-9]*") if p.name[6:].isdigit())
+    numbered = sorted(n for p in dev.glob("nvidia[0-9]*") if (n := ascii_int(p.name[6:])) is not None)
     minors = gpu_minors(root)
     nodes = []
     for pos, gpu in enumerate(report.gpus):

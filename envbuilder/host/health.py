@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from envbuilder.harness.telemetry import decode_reasons
+from envbuilder.typed import ascii_int
 
 UNSUPPORTED = "not supported"
 _MIB = 1024 * 1024
@@ -240,8 +241,9 @@ def parse_kmsg(text: str) -> tuple[KernelXid, ...]:
         seconds: float | None = None
         head, semi, _ = line.partition(";")
         parts = head.split(",")
-        if semi and len(parts) >= 3 and parts[2].isdigit():
-            seconds = int(parts[2]) / 1e6
+        usec = ascii_int(parts[2]) if semi and len(parts) >= 3 else None
+        if usec is not None:
+            seconds = usec / 1e6
         else:
             stamp = re.match(r"^\[\s*(\d+(?:\.\d+)?)\]", line)
             seconds = float(stamp.group(1)) if stamp else None

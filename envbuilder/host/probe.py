@@ -17,6 +17,7 @@ from typing import Any, Literal
 
 from envbuilder.host.model import Host, HostGpu
 from envbuilder.platforms import platform_of_machine
+from envbuilder.typed import ascii_int
 
 Source = Literal["nvml", "nvidia-smi", "proc", "none"]
 Which = Callable[[str], str | None]
@@ -258,10 +259,9 @@ def probe_nvidia_smi(run: Runner = run_command, exe: str = "nvidia-smi") -> Host
     procs: dict[str, list[GpuProcess]] = {}
     for line in apps.stdout.splitlines() if apps.returncode == 0 else ():
         cells = [c.strip() for c in line.split(",")]
-        if len(cells) == 4 and cells[1].isdigit():
-            proc = GpuProcess(
-                pid=int(cells[1]), name=cells[2] or None, used_mib=_int(cells[3]), kind="compute"
-            )
+        pid = ascii_int(cells[1]) if len(cells) == 4 else None
+        if pid is not None:
+            proc = GpuProcess(pid=pid, name=cells[2] or None, used_mib=_int(cells[3]), kind="compute")
             procs.setdefault(cells[0], []).append(proc)
     gpus = tuple(
         GpuInfo(

@@ -27,6 +27,7 @@ from envbuilder.host.driver_files import CONTAINER_BIN_DIR, find_programs
 from envbuilder.host.probe import Runner, Which, run_command
 from envbuilder.runtime.base import Availability, GpuGrant, ImageStoreRuntime
 from envbuilder.runtime.gpu_selection import GpuSelection
+from envbuilder.typed import ascii_int
 
 CDI_KIND = "nvidia.com/gpu"
 CDI_ALL_GPUS = f"{CDI_KIND}=all"
@@ -72,7 +73,8 @@ def gpu_access_modes(
     cdi = AccessMode(name="cdi", available=cdi_ok, detail=cdi_why, cdi_specs=specs)
     dev = root / "dev"
     numbered = sorted(
-        (p for p in dev.glob("nvidia[0-9]*") if p.name[6:].isdigit()), key=lambda p: int(p.name[6:])
+        (p for p in dev.glob("nvidia[0-9]*") if ascii_int(p.name[6:]) is not None),
+        key=lambda p: int(p.name[6:]),
     )
     extras = [dev / n for n in ("nvidiactl", "nvidia-uvm", "nvidia-uvm-tools", "nvidia-modeset")]
     nodes = tuple(f"/dev/{p.name}" for p in [*numbered, *extras] if p.exists())

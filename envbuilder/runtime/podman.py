@@ -48,6 +48,7 @@ from envbuilder.lifecycle import die_with_parent, kill_group, scratch_dir, stop_
 from envbuilder.runtime.base import Availability, GpuGrant, ImageStoreRuntime
 from envbuilder.runtime.docker import docker_grant, grant_docker_flags
 from envbuilder.runtime.gpu_selection import GpuSelection
+from envbuilder.typed import ascii_int
 
 PODMAN_HINT = (
     "install Podman (Debian/Ubuntu: apt-get install podman; RHEL/Fedora: dnf install podman), "
@@ -511,7 +512,7 @@ class PodmanEngine:
             "stats", "--no-stream", "--no-reset", "--format", "{{.CPUNano}}", name, check=False, timeout=30
         )
         text = proc.stdout.strip()
-        return int(text) if proc.returncode == 0 and text.isdigit() else None
+        return ascii_int(text) if proc.returncode == 0 else None
 
     def run_attached(
         self, spec: ContainerSpec, *, stop_timeout_s: float = 10.0, output_lines: int = 0
@@ -558,7 +559,7 @@ class PodmanEngine:
         proc = self._podman("top", name, "hpid", check=False, timeout=60)
         if proc.returncode != 0:
             return ()
-        return tuple(int(w) for w in proc.stdout.split()[1:] if w.isdigit())
+        return tuple(pid for w in proc.stdout.split()[1:] if (pid := ascii_int(w)) is not None)
 
     def ulimit_refusal(self, image: str, ulimits: Sequence[Ulimit]) -> str | None:
         """Podman's refusal of these ulimits (rootless Podman cannot raise RLIMIT_MEMLOCK past the
