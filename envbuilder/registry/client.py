@@ -28,6 +28,7 @@ from envbuilder.errors import RegistryAuthError, RegistryError, RegistryNotFound
 from envbuilder.hashing import sha256_digest
 from envbuilder.registry.auth import TokenCache, basic_header, fetch_token, parse_challenge, read_head
 from envbuilder.registry.reference import Reference
+from envbuilder.typed import ascii_int
 
 OCI_MANIFEST = "application/vnd.oci.image.manifest.v1+json"
 OCI_INDEX = "application/vnd.oci.image.index.v1+json"
@@ -473,10 +474,10 @@ def _index_descriptors(body: bytes, where: str) -> list[Descriptor]:
 def _read_capped(resp: requests.Response, limit: int, what: str) -> bytes:
     """The body, at most `limit` bytes of it: a declared length over it is refused unread, and a
     streamed body (no length, chunked) is read only to limit+1 bytes. Raises RegistryError."""
-    declared = resp.headers.get("Content-Length")
-    if declared and declared.isdigit() and len(declared) < 20 and int(declared) > limit:
+    declared = ascii_int(resp.headers.get("Content-Length"))
+    if declared is not None and declared > limit:
         resp.close()
-        raise RegistryError(f"{what} is {int(declared):,} bytes, over the {limit:,}-byte limit")
+        raise RegistryError(f"{what} is {declared:,} bytes, over the {limit:,}-byte limit")
     try:
         data = read_head(resp, limit + 1)
     except requests.RequestException as exc:

@@ -1,19 +1,22 @@
 """Numbers as other programs print them (nvidia-smi's PID cell, the kernel log's time, sacct's
-exit code, sbatch's job ID, Podman's and Docker's PIDs): ASCII digits only (typed.ascii_int). Each
-site read `str.isdigit()` and then `int()`, and "²".isdigit() holds while int("²") raises: one odd
-cell was a ValueError traceback (found by the seventh mutant set's survivors in run check)."""
+exit code, sbatch's job ID, Podman's and Docker's PIDs, a registry's Content-Length): ASCII digits
+only (typed.ascii_int). Each site read `str.isdigit()` and then `int()`, and "²".isdigit() holds
+while int("²") raises: one odd cell was a ValueError traceback (the pattern found by the seventh
+mutant set's survivors in run check)."""
 
 from __future__ import annotations
 
 import pytest
+import requests
 from fake_host import SMI_APPS_ARGV, FakeRunner, data, ok, smi_runner
 
-from envbuilder.errors import SchedulerError
+from envbuilder.errors import RegistryError, SchedulerError
 from envbuilder.fleet.jobs import _exit_status
 from envbuilder.fleet.slurm import submit
 from envbuilder.host import HostReport
 from envbuilder.host.health import parse_kmsg
 from envbuilder.host.probe import probe_nvidia_smi
+from envbuilder.registry.client import _read_capped
 from envbuilder.typed import MAX_INT, ascii_int
 
 
@@ -55,3 +58,19 @@ def test_sbatch_answering_other_digits_is_refused() -> None:
     run = FakeRunner({("sbatch", "*"): ok("4²\n")})
     with pytest.raises(SchedulerError, match="not a job id"):
         submit("job.sh", run)
+
+
+def _answer(length: str, body: bytes) -> requests.Response:
+    resp = requests.Response()
+    resp.status_code, resp._content = 200, body
+    resp._content_consumed = True  # type: ignore[attr-defined]  # read already: not streamed
+    resp.headers["Content-Length"] = length  # HTTP headers are Latin-1: '\xb2' is '²'
+    return resp
+
+
+def test_a_registry_content_length_of_other_digits_is_no_length() -> None:
+    """A registry's Content-Length of '²' was read with int() after isdigit(): a traceback. Now it
+    declares nothing: the body is read to the limit, as for a streamed answer."""
+    assert _read_capped(_answer("\xb2", b"{}"), 10, "the manifest") == b"{}"
+    with pytest.raises(RegistryError, match="is 99 bytes, over the 10-byte limit"):
+        _read_capped(_answer("99", b"{}"), 10, "the manifest")
