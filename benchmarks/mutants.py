@@ -2939,22 +2939,7 @@ def _without_item(src: _Source, node: ast.Tuple, i: int) -> str:
 def _anchored(tree: ast.Module) -> frozenset[str]:
     """Module constants compiled from a pattern that starts with ^ or \\A: for them `match` and
     `search` are one and the same."""
-    out: set[str] = set()
-    for node in tree.body:
-        if not (
-            isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
-        ):
-            continue
-        value = node.value
-        if (
-            isinstance(value, ast.Call)
-            and _call_name(value.func) == "compile"
-            and value.args
-            and isinstance(value.args[0], ast.Constant)
-            and str(value.args[0].value).startswith(("^", "\\A"))
-        ):
-            out.add(node.targets[0].id)
-    return frozenset(out)
+    return frozenset(name for name, c in _patterns(tree).items() if c.value.startswith(("^", "\\A")))
 
 
 def _same_either_side(node: ast.Call, name: str, anchored: frozenset[str]) -> bool:

@@ -376,16 +376,23 @@ def test_a_folder_named_like_a_temp_folder_with_more_after_it_is_not_swept(
 ) -> None:
     """`envbuilder-render-PID-N-XXXXXXXX.keep` (someone kept a copy), or the name with a final line
     break (`$` would take it), is no folder temp_dir made: it stays, whoever its owner file names."""
+    kept = _old_folder_of_a_dead_owner(tmp_path, monkeypatch, "envbuilder-render-{pid}-1-eeee5555" + after)
+    assert sweep_temp_dirs(tmp_path) == []
+    assert kept.is_dir()
+
+
+def _old_folder_of_a_dead_owner(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str) -> Path:
+    """A folder named `name` ({pid}: a process that has exited), two hours old, whose owner file
+    names that process on this host: what the sweep removes when the name is temp_dir's."""
     dead = subprocess.Popen(["true"])
     dead.wait()
     monkeypatch.setattr(socket, "gethostname", lambda: "host-a")
-    kept = tmp_path / f"envbuilder-render-{dead.pid}-1-eeee5555{after}"
+    kept = tmp_path / name.format(pid=dead.pid)
     kept.mkdir()
     (kept / OWNER_FILE).write_text(f"host-a/{dead.pid}/1\n", encoding="ascii")
     old = time.time() - 7200
     os.utime(kept, (old, old))
-    assert sweep_temp_dirs(tmp_path) == []
-    assert kept.is_dir()
+    return kept
 
 
 # --------------------------------------------------------------------------- the seventh operator set
@@ -417,13 +424,6 @@ def test_an_owner_mark_whose_pid_or_start_is_empty_or_too_long_is_malformed() ->
 def test_a_folder_named_almost_as_temp_dir_names_them_is_not_swept(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str
 ) -> None:
-    dead = subprocess.Popen(["true"])
-    dead.wait()
-    monkeypatch.setattr(socket, "gethostname", lambda: "host-a")
-    kept = tmp_path / name.format(pid=dead.pid)
-    kept.mkdir()
-    (kept / OWNER_FILE).write_text(f"host-a/{dead.pid}/1\n", encoding="ascii")
-    old = time.time() - 7200
-    os.utime(kept, (old, old))
+    kept = _old_folder_of_a_dead_owner(tmp_path, monkeypatch, name)
     assert sweep_temp_dirs(tmp_path) == []
     assert kept.is_dir()
