@@ -40,30 +40,41 @@ def test_every_output_of_a_build_is_locked_not_only_the_first(tmp_path: Path, he
         holder = _hold(tmp_path / "alice", tmp_path / "held", "team/other:1", second)
     else:
         holder = _hold(tmp_path / "alice", tmp_path / "held", "team/y:1")
+    said, while_held, got = _build_behind(
+        holder, tmp_path / "held", [first, second], ["team/x:1", "team/y:1"]
+    )
+    assert while_held == [], "the build went ahead while another held one of its outputs"
+    (line,) = said
+    assert line.endswith("which is writing " + (str(second) if held == "second lock file" else "team/y:1"))
+    assert got == ["locked"]
+
+
+def _build_behind(
+    holder: subprocess.Popen[str], held: Path, files: list[Path], tags: list[str]
+) -> tuple[list[str], list[str], list[str]]:
+    """A build of `files` and `tags` (daemon D1) started once `holder` holds one of them: what the
+    build said while it waited, what it had got by then, and what it got once the holder was
+    killed (the build then goes on)."""
     said: list[str] = []
     got: list[str] = []
 
     def build() -> None:
-        with output_lock([first, second], ["team/x:1", "team/y:1"], said.append, daemon="D1"):
+        with output_lock(files, tags, said.append, daemon="D1"):
             got.append("locked")
 
     waiting = threading.Thread(target=build, daemon=True)
     try:
-        _wait_for(tmp_path / "held", holder)
+        _wait_for(held, holder)
         waiting.start()
         deadline = time.monotonic() + 30
         while not said and not got and time.monotonic() < deadline:
             time.sleep(0.05)
-        assert got == [], "the build went ahead while another held one of its outputs"
-        (line,) = said
-        assert line.endswith(
-            "which is writing " + (str(second) if held == "second lock file" else "team/y:1")
-        )
+        while_held = list(got)
     finally:
         holder.kill()
         holder.wait()
     waiting.join(timeout=30)
-    assert got == ["locked"]
+    return said, while_held, got
 
 
 def test_the_lock_folder_is_the_machines_unless_one_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -691,26 +702,9 @@ def test_a_tag_that_begins_with_characters_of_the_daemon_id_is_shown_whole(tmp_p
     """The daemon's part is removed from the shown tag as a prefix, not as a set of characters
     (`D1/1d/app:1` showed `d/app:1`)."""
     holder = _hold(tmp_path / "alice", tmp_path / "held", "1d/app:1")  # the holder's daemon: D1
-    said: list[str] = []
-    got: list[str] = []
-
-    def build() -> None:
-        with output_lock([], ["1d/app:1"], said.append, daemon="D1"):
-            got.append("locked")
-
-    waiting = threading.Thread(target=build, daemon=True)
-    try:
-        _wait_for(tmp_path / "held", holder)
-        waiting.start()
-        deadline = time.monotonic() + 30
-        while not said and time.monotonic() < deadline:
-            time.sleep(0.05)
-        (line,) = said
-        assert line.endswith("which is writing 1d/app:1"), line
-    finally:
-        holder.kill()
-        holder.wait()
-    waiting.join(timeout=30)
+    said, _, got = _build_behind(holder, tmp_path / "held", [], ["1d/app:1"])
+    (line,) = said
+    assert line.endswith("which is writing 1d/app:1"), line
     assert got == ["locked"]
 
 
