@@ -214,7 +214,7 @@ def test_the_gpu_sequence(real: XlaFramework, installed: None) -> None:
     ramp_cfgs = [c for c, _ in fw.trainers if c.name == "ramp"]
     assert ramp_cfgs and all(c.compile is xla and c.amp == "bf16" for c in ramp_cfgs)
     overhead = [(c, k) for c, k in fw.trainers if c.name == "overhead"]
-    assert [(c.batch, c.compile, k) for c, k in overhead] == [(128, xla, 3)]
+    assert [(c.batch, c.compile, k) for c, k in overhead] == [(256, xla, 3)]  # the tuned runs' batch
     assert next(st for st in s.rec.steps if st.name == "telemetry_overhead").metrics["window_steps"] >= 150
     # the input pipeline feeds the tuned ResNet-50's configuration, from a started and closed loader
     piped = [(c, k) for c, k in fw.trainers if c.arch == "resnet50"]
@@ -223,6 +223,41 @@ def test_the_gpu_sequence(real: XlaFramework, installed: None) -> None:
     pipe = next(st for st in s.rec.steps if st.name == "input_pipeline").metrics
     assert pipe["codec"] == "fake" and pipe["model"] == "resnet50" and pipe["bottleneck"]
     assert s.rec.facts["amp"] == "bf16" and s.rec.facts["allocator"] == "fake"
+
+
+@pytest.mark.parametrize("tuned_ok", [True, False], ids=["tuned-passed", "tuned-failed"])
+def test_the_ramp_starts_at_the_tuned_batch_that_ran_below_it(tuned_ok: bool, installed: None) -> None:
+    # 4,000 MiB free at 500 MiB for batch 32 predicts 64: below the tuned runs' batch (256), which
+    # fits and is compiled when the tuned ResNet-18 passed; a failed one proves nothing of the kind
+    class SmallGpu(FakeFramework):
+        def free_mib(self, s: Session, dev: Any) -> float:
+            return 4_000.0
+
+        def train_run(self, dev: Any) -> TrainRun:
+            run = super().train_run(dev)
+
+            def maybe_failing(cfg: RunConfig, data: Dataset, **kw: float) -> tuple[dict[str, Any], list[str]]:
+                metrics, problems = run(cfg, data, **kw)
+                if cfg.name == f"tuned_rn18_{JAX.tuned_tag}" and not tuned_ok:
+                    problems = ["loss did not drop"]
+                return metrics, problems
+
+            return maybe_failing
+
+    fw = SmallGpu(JAX)
+    s = session("jax", gpu=True)
+    plan.xla_plan(s, fw, mode="full")
+    assert dict(statuses(s))[f"tuned_rn18_{JAX.tuned_tag}"] == ("pass" if tuned_ok else "fail")
+    ramp = next(st for st in s.rec.steps if st.name == "batch_ramp")
+    assert ramp.metrics["start_batch"] == (plan.TUNED_BATCH if tuned_ok else 64)
+    assert next(c.batch for c, _ in fw.trainers if c.name == "ramp") == ramp.metrics["start_batch"]
+
+
+def test_the_overhead_batch_is_the_tuned_runs_batch() -> None:
+    # what spares JAX the A/B's own compile: the size the tuned ResNet-18 compiled
+    from envbuilder.harness.steps.overhead import OVERHEAD_BATCH
+
+    assert OVERHEAD_BATCH == plan.TUNED_BATCH
 
 
 @pytest.mark.parametrize("real", [JAX, TENSORFLOW], ids=["jax", "tensorflow"])

@@ -161,7 +161,9 @@ def _median(xs: list[float]) -> float:
 # window is GPU-bound at batch 128 already (0.066%, H200, 2026-12-01) and keeps it (a new batch
 # would be a new XLA compilation).
 TORCH_OVERHEAD_BATCHES = (512, 256, 128)  # the first that fits in memory
-OVERHEAD_BATCH = 128  # the XLA frameworks' A/B batch
+# The XLA frameworks' A/B batch: the tuned runs' (plan.TUNED_BATCH), so JAX's ResNet-18 step at
+# that size is compiled already (the tuned run and the batch ramp's first size); GPU-bound there.
+OVERHEAD_BATCH = 256
 OVERHEAD_PAIRS = 4  # at 0.012% noise a pair set's 95% half-width is ~0.014%, far below the 1% limit
 OVERHEAD_MAX_PAIRS = 8  # while pairs are disturbed (measure_overhead): ~2 s more each at batch 512
 OVERHEAD_MIN_STEPS = 20  # the window's length is set by the sampler's period (ab_windows)

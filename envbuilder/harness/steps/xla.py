@@ -151,7 +151,7 @@ def batch_ramp_step(
 
 def telemetry_overhead_step(s: Session, fw: XlaFramework, data: Any, dev: Any, amp: str) -> None:
     """The torch step's A/B (steps/overhead.py) with the framework's ResNet-18 (jitted; XLA for
-    Keras) at batch 128."""
+    Keras) at the tuned runs' batch (OVERHEAD_BATCH)."""
     with s.rec.step("telemetry_overhead") as st:
         sampler, data = ab_prerequisites(s, data)
         b = OVERHEAD_BATCH
