@@ -5780,6 +5780,7 @@ def _snapshot(parent: Path) -> None:
     shutil.copy2(ROOT / "pyproject.toml", parent / "pyproject.toml")  # pytest's settings
     for shipped in ("matrices", "templates", "images"):  # resources.shipped_dir looks beside it
         (parent / shipped).symlink_to(ROOT / shipped)
+    (parent / "scripts").symlink_to(ROOT / "scripts")  # test_check_prolog.py runs the Slurm recipe
     where = subprocess.run(
         [sys.executable, "-P", "-c", "import envbuilder; print(envbuilder.__file__)"],
         cwd=parent,
