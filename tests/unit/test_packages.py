@@ -70,6 +70,15 @@ def test_choose_wheel_refuses_a_platform_mismatch() -> None:
                         "x86_64-manylinux_2_28", where="t") == "a-1-py3-none-any.whl"  # fmt: skip
 
 
+def test_choose_wheel_ranks_a_wheel_by_its_best_tag() -> None:
+    # a wheel tagged for two manylinux levels installs by its newer one (2_28, the target's own):
+    # it beats a wheel of 2_17 alone, in either order, although its other tag (2_5) ranks below 2_17
+    both = "a-1-cp311-cp311-manylinux_2_28_x86_64.manylinux_2_5_x86_64.whl"
+    old = "a-1-cp311-cp311-manylinux_2_17_x86_64.whl"
+    for files in ([old, both], [both, old]):
+        assert choose_wheel(files, "3.11", "x86_64-manylinux_2_28", where="t") == both
+
+
 def test_requirement_files_follow_includes_and_refuse_index_options(tmp_path: Path) -> None:
     (tmp_path / "sub").mkdir()
     (tmp_path / "requirements.txt").write_text("six==1.16.0  # pinned\n-r sub/more.txt\n-c sub/c.txt\n")
