@@ -2354,7 +2354,7 @@ SET_J = (
         CHKI,
         '        if name == "framework":\n            if status == "fail":',
         '        if name == "framework":\n            if status == "failed":',
-        "a framework that failed to import reported as a pass (the certificate's word, not the step's)",
+        "a framework that failed to import reported as a pass (`failed`, the verdict's word, for `fail`)",
         CHECKJ,
     ),
     m(
