@@ -23,6 +23,11 @@ honest measure of the tests as they were then. Sets G and H (h13) aim at the fou
 issue 23 item 14 (run's coverage check and certificate origins, the resolver's floors and ranges,
 the host verdict, the lock), written from the code alone: G before any test of its lines was read,
 H while G ran, first run after G's survivor tests.
+Set J (2026-12-06) was written blind again, from the code alone: the same boundaries and
+`envbuilder check`'s verdict (check/), with slips the earlier sets rarely planted (a field of the
+wrong record, a loop's outer variable, the first item only, an early return, a wrong unit, a
+default that skips a check, a normalisation on one side only); none equals a mutant of a..i or
+`--auto` (same file, same tree after planting).
 `--auto AREA` (2026-12-05): hand-written sets cannot reach 95% blind (each found conditions no
 test had looked at), so the automatic mode plants every one-line mutant of a fixed operator list
 in the decision functions of an area (AREAS: run-check, verdict, certs; more areas are added as
@@ -2214,6 +2219,370 @@ SET_I = (
     ),
 )
 
+# --------------------------------------------------------------------------- set J (blind, 2026-12-06)
+# Written from the code alone, before any test of these lines was read (issue 23 hardening): the
+# same boundaries, plus `envbuilder check`'s verdict (check/: no set had planted there), aimed at
+# kinds of slip the earlier sets rarely planted: a field of the right type but the wrong record, the
+# outer variable of a loop for the inner one, the first or last item only, an early return, a wrong
+# unit, a string compare of versions, a default that silently skips a check, a normalisation on one
+# side only, a timezone dropped.
+CHKF, CHKN, CHKI, CHKG = "check/findings.py", "check/node.py", "check/image.py", "check/gate.py"
+CHECKJ = ("test_check.py", "test_check_prolog.py", "test_check_k8s.py")
+# The guards of the automatic areas (defined with them below), by name here: the same files.
+VERJ = (
+    "test_result_shape.py",
+    "test_verdict_conditions.py",
+    "test_verdict.py",
+    "test_harness_result.py",
+    "test_harness_logic.py",
+    "test_project_smoke.py",
+)
+RUNJ = (*RUN, "test_run_conditions.py", "test_attest_registry.py", "test_runner.py")
+CERTJ = (
+    "test_cert_origins.py",
+    "test_certificate.py",
+    "test_attest_envelope.py",
+    "test_attest_keys.py",
+    "test_run_boundary.py",
+    "test_attest_registry.py",
+    "test_certstore.py",
+    "test_cli_trust.py",
+)
+RESJ = (
+    "test_resolve_edges.py",
+    "test_versions.py",
+    "test_wsl.py",
+    "test_driver_two_part.py",
+    "test_forward_compat.py",
+    "test_resolve_coverage.py",
+    "test_resolve_boundary.py",
+    "test_resolve_cases.py",
+    "test_platforms.py",
+)
+LOCKJ = (*LOCKG, "test_lock_edges.py", "test_render.py")
+SET_J = (
+    m(
+        "J01",
+        CHKG,
+        "        out += judge_gpu(g, t)",
+        "        out += judge_gpu(gpus[0], t)",
+        "check judges the first GPU once per GPU (the loop's variable unused)",
+        CHECKJ,
+    ),
+    m(
+        "J02",
+        CHKG,
+        "        if report.gpus:  # the probe saw",
+        "        if gpus:  # the probe saw",
+        "GPUs the probe saw but NVML cannot read are a skip, not a warning",
+        CHECKJ,
+    ),
+    m(
+        "J03",
+        CHKF,
+        "        if share < self.fail_below:",
+        "        if share < self.warn_below:",
+        "a figure below the warn band fails (the warn threshold read for the fail one)",
+        CHECKJ,
+    ),
+    m(
+        "J04",
+        CHKF,
+        "    if seconds >= t.time_limit_s - 10:",
+        "    if seconds >= t.time_target_s - 10:",
+        "the check's time warned against its target, not Slurm's hard limit",
+        CHECKJ,
+    ),
+    m(
+        "J05",
+        CHKF,
+        'warn, fail = num(obj, "warn_below", f"{name}."), num(obj, "fail_below", f"{name}.")',
+        'warn, fail = num(obj, "warn_below", f"{name}."), num(obj, "warn_below", f"{name}.")',
+        "a band's fail_below read from its warn_below (copy-paste key)",
+        CHECKJ,
+    ),
+    m(
+        "J06",
+        CHKN,
+        "    vol, agg = queries",
+        "    agg, vol = queries",
+        "ECC: lifetime errors fail and errors since the driver loaded only warn",
+        CHECKJ,
+    ),
+    m(
+        "J07",
+        CHKN,
+        '"width_max": int(width_max.value),',
+        '"width_max": int(width.value),',
+        "PCIe: the link's maximum width read from its current width (never narrower)",
+        CHECKJ,
+    ),
+    m(
+        "J08",
+        CHKN,
+        'if not value["processes"] and share < t.memory_held_warn_fraction:',
+        'if not value["processes"] and share < t.memory_held_fail_fraction:',
+        "memory held by invisible processes passes up to the fail fraction",
+        CHECKJ,
+    ),
+    m(
+        "J09",
+        CHKN,
+        "gpus_hit = sorted({by_bus.get(bus_key(x.pci)) for x in hits}",
+        "gpus_hit = sorted({by_bus.get(x.pci) for x in hits}",
+        "an Xid's PCI address looked up unnormalised (the GPUs' keys are bus_key'd)",
+        CHECKJ,
+    ),
+    m(
+        "J10",
+        CHKI,
+        '                    ref.get("bf16_gemm_tflops"),',
+        '                    ref.get("copy_gbs"),',
+        "the GEMM figure judged against the certified copy bandwidth",
+        CHECKJ,
+    ),
+    m(
+        "J11",
+        CHKI,
+        'model = str(m.get("device_name"))',
+        'model = str(step.get("device_name"))',
+        "the GPU model read from the step, not its metrics (no certified figure found)",
+        CHECKJ,
+    ),
+    m(
+        "J12",
+        CHKI,
+        '        if name == "framework":\n            if status == "fail":',
+        '        if name == "framework":\n            if status == "failed":',
+        "a framework that failed to import reported as a pass (`failed`, the verdict's word, for `fail`)",
+        CHECKJ,
+    ),
+    m(
+        "J13",
+        CHKI,
+        "kind=GATE_KIND, nonce=nonce, max_bytes=GATE_MAX_BYTES",
+        "kind=GATE_KIND, max_bytes=GATE_MAX_BYTES",
+        "check's short mode reads a document without its nonce checked (a replayed gate.json)",
+        CHECKJ,
+    ),
+    m(
+        "J14",
+        VER,
+        'if not isinstance(options, Mapping) or options.get("nonce") != facts.nonce:',
+        'if not isinstance(options, Mapping) or options.get("nonce", facts.nonce) != facts.nonce:',
+        "a result without a nonce taken as this run's (the default fills it in)",
+        VERJ,
+    ),
+    m(
+        "J15",
+        VER,
+        "    ran = facts.container_seconds",
+        "    ran = facts.cpu_seconds",
+        "claimed work compared with the CPU time, not the container's wall time",
+        VERJ,
+    ),
+    m(
+        "J16",
+        VER,
+        'mode=str(result["mode"]), gpu_path=result.get("gpu_path") is True',
+        'mode=str(result["mode"]), gpu_path=facts.access != "none"',
+        "the verdict re-derived with the host's GPU access, not the path the result ran",
+        VERJ,
+    ),
+    m(
+        "J17",
+        COV,
+        "    floor = _version(stack.min_driver) if stack is not None else None",
+        "    floor = _version(cert.host.driver) if stack is not None else None",
+        "the driver floor taken from the certifying host's driver, not the stack's floor",
+        RUNJ,
+    ),
+    m(
+        "J18",
+        COV,
+        "    certified = {str(g.name) for g in cert.host.gpus}",
+        "    certified = {str(g.name) for g in host.gpus}",
+        "the certified GPU models read from this host (every model covered)",
+        RUNJ,
+    ),
+    m(
+        "J19",
+        CERTF,
+        "        wanted = parse_reference(image).name",
+        "        wanted = image",
+        "the user's reference compared unparsed with the RepoDigests' names (a tag never matches)",
+        CERTJ,
+    ),
+    m(
+        "J20",
+        CERTF,
+        "report = fetch(ref, policy=trust, digest=digest)",
+        "report = fetch(ref, policy=trust, digest=info.id)",
+        "the registry asked for the image ID's attestations, not the manifest digest's",
+        CERTJ,
+    ),
+    m(
+        "J21",
+        CERTF,
+        "rows = [r for r in store.list(image=info.id) if r.image_id == info.id]",
+        "rows = store.list(image=info.id)",
+        "local certificates found by the store's loose match (prefix, manifest digest, reference)",
+        CERTJ,
+    ),
+    m(
+        "J22",
+        "certify/certificate.py",
+        'return datetime.fromisoformat(text.replace("Z", "+00:00")).astimezone(timezone.utc)',
+        'return datetime.fromisoformat(text.replace("Z", "+00:00")).replace(tzinfo=timezone.utc)',
+        "an issued_at with an offset read as UTC (the offset dropped, not applied)",
+        CERTJ,
+    ),
+    m(
+        "J23",
+        "certify/certificate.py",
+        "(issued - current).total_seconds() <= CLOCK_SKEW_S:",
+        "(issued - current).total_seconds() <= CLOCK_SKEW_S * 60:",
+        "clock skew read as minutes: a certificate 4 hours in the future accepted",
+        CERTJ,
+    ),
+    m(
+        "J24",
+        "attest/envelope.py",
+        "k.keyid == signer.keyid for name in parsed.subject_names for k in policy.keys_for(name)",
+        "k.keyid == signer.keyid for name in parsed.subject_names for k in policy.keys",
+        "an imported envelope's signer trusted whatever repositories its key is scoped to",
+        CERTJ,
+    ),
+    m(
+        "J25",
+        "attest/envelope.py",
+        "key.key.verify_signature(env.signatures[key.keyid], pae)",
+        "key.key.verify_signature(env.signatures[keyids[0]], pae)",
+        "each trusted key checked against the first signature, not its own",
+        CERTJ,
+    ),
+    m(
+        "J26",
+        "attest/policy.py",
+        '"m": 60,',
+        '"m": 30 * 86400,',
+        "max_age `m` read as months, not minutes",
+        CERTJ,
+    ),
+    m(
+        "J27",
+        "attest/policy.py",
+        "any(fnmatch.fnmatchcase(repository, p) for p in self.repositories)",
+        'any(repository.startswith(p.rstrip("*")) for p in self.repositories)',
+        "a key's repository scope as a prefix (team/app covers team/app-evil)",
+        CERTJ,
+    ),
+    m(
+        "J28",
+        "resolve/coverage.py",
+        '        if any(t.kind == "sass" for t in runs):',
+        '        if any(t.kind == "sass" for t in targets):',
+        "a kernel set counted as SASS-covered by SASS for another GPU (outer list for inner)",
+        RESJ,
+    ),
+    m(
+        "J29",
+        "resolve/coverage.py",
+        "        covered += ks.sets",
+        "        covered += 1",
+        "covered kernel sets counted by rows, usable ones by sets (units differ)",
+        RESJ,
+    ),
+    m(
+        "J30",
+        "resolve/coverage.py",
+        "        if not runs:",
+        "        if not targets:",
+        "kernel sets with no code for the GPU counted as usable (the outer list tested)",
+        RESJ,
+    ),
+    m(
+        "J31",
+        DRV,
+        "            best = major_minor(r.version)",
+        "            return major_minor(r.version)",
+        "a driver's native CUDA is the first release it runs, not the newest (early return)",
+        RESJ,
+    ),
+    m(
+        "J32",
+        RES,
+        "cover = sass_coverage(v.kernel_sets, parse_cc(g.cc))",
+        "cover = sass_coverage(v.kernel_sets, parse_cc(gpus[0].cc))",
+        "each GPU's SASS coverage read for the first GPU (a mixed host's second GPU not JIT-floored)",
+        RESJ,
+    ),
+    m(
+        "J33",
+        "versions.py",
+        "    return f[: len(p)] == p",
+        "    return full.startswith(prefix)",
+        "a release line matched as a text prefix (12.4 matches 12.40)",
+        RESJ,
+    ),
+    m(
+        "J34",
+        SEC,
+        '    for piece in (parts.password, urllib.parse.unquote(parts.password or ""), parts.query):',
+        '    for piece in (parts.username, urllib.parse.unquote(parts.password or ""), parts.query):',
+        "a secret URL's user name redacted on its own instead of its password",
+        LOCKJ,
+    ),
+    m(
+        "J35",
+        SEC,
+        '_USERINFO_RE = re.compile(r"((?:https?|file)://)[^/?#\\s]*@")',
+        '_USERINFO_RE = re.compile(r"((?:https?|file)://)[^/?#\\s]*?@")',
+        "credentials removed up to the first @ only (the rest of a password with a raw @ kept)",
+        LOCKJ,
+    ),
+    m(
+        "J36",
+        PKG,
+        "    names = [i.name for i in out]",
+        "    names = [i.url for i in out]",
+        "two lock indexes of one name accepted when their URLs differ",
+        LOCKJ,
+    ),
+    m(
+        "J37",
+        LOCKF,
+        '    doc: dict[str, Any] = {"spec": spec, "stack": stack.to_dict()}',
+        '    doc: dict[str, Any] = {"spec": spec, "stack": stack.id}',
+        "the lock hash covers the stack's id only (an edited floor or package keeps the hash)",
+        LOCKJ,
+    ),
+    m(
+        "J38",
+        PKG,
+        "        score = min((rank[t] for t in wheel_tags if t in rank), default=None)",
+        "        score = max((rank[t] for t in wheel_tags if t in rank), default=None)",
+        "a wheel ranked by its worst tag, not its best",
+        LOCKJ,
+    ),
+    m(
+        "J39",
+        LOCKF,
+        "    platforms = [p.platform for p in packages]",
+        "    platforms = [p.python_platform for p in packages]",
+        "two package locks for one platform accepted when their manylinux targets differ",
+        LOCKJ,
+    ),
+    m(
+        "J40",
+        LOCKF,
+        "        return next((p for p in self.packages if p.platform == platform), None)",
+        "        return next(iter(self.packages), None)",
+        "a lock's package lock for a platform is its first one, whatever the platform",
+        LOCKJ,
+    ),
+)
+
 SETS = {
     "a": SET_A,
     "b": SET_B,
@@ -2224,6 +2593,7 @@ SETS = {
     "g": SET_G,
     "h": SET_H,
     "i": SET_I,
+    "j": SET_J,
 }
 
 
@@ -5410,6 +5780,7 @@ def _snapshot(parent: Path) -> None:
     shutil.copy2(ROOT / "pyproject.toml", parent / "pyproject.toml")  # pytest's settings
     for shipped in ("matrices", "templates", "images"):  # resources.shipped_dir looks beside it
         (parent / shipped).symlink_to(ROOT / shipped)
+    (parent / "scripts").symlink_to(ROOT / "scripts")  # test_check_prolog.py runs the Slurm recipe
     where = subprocess.run(
         [sys.executable, "-P", "-c", "import envbuilder; print(envbuilder.__file__)"],
         cwd=parent,
@@ -5602,7 +5973,7 @@ def auto_report(
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--set", default="abcdefghi", help="which sets: any of a..i (default: abcdefghi)")
+    ap.add_argument("--set", default="abcdefghij", help="which sets: any of a..j (default: abcdefghij)")
     ap.add_argument("--auto", metavar="AREA", help=f"automatic mutants of one area: {', '.join(AREAS)}")
     ap.add_argument(
         "--ops",

@@ -116,6 +116,21 @@ def test_policy_file_keys_repositories_and_max_age(tmp_path: Path) -> None:
     assert choose_policy(trust=policy_file, max_age="1h").max_age_s == 3600
 
 
+def test_a_keys_repository_patterns_match_the_whole_name_never_a_prefix(tmp_path: Path) -> None:
+    ci = generate_key("ci", directory=tmp_path / "k")
+    policy_file = tmp_path / "trust.yaml"
+    patterns = ["reg.example/team/app", "reg.example/*/model", "reg.example/ci/job-?"]
+    keys = [{"name": "ci", "public_key": "k/ci.pub", "repositories": patterns}]
+    policy_file.write_text(yaml.safe_dump({"schema_version": 1, "keys": keys}))
+    key = load_policy(policy_file).keys[0]
+    assert key.keyid == ci.keyid
+    for covered in ("reg.example/team/app", "reg.example/team/model", "reg.example/ci/job-1"):
+        assert key.covers(covered), covered
+    others = ("reg.example/team/app-evil", "reg.example/team/apps", "reg.example/ci/job-12", "reg.example/x")
+    for other in others:
+        assert not key.covers(other), other
+
+
 @pytest.mark.parametrize(
     ("doc", "message"),
     [

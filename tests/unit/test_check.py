@@ -309,6 +309,11 @@ def test_a_process_holding_most_of_the_memory_fails_and_a_small_one_warns() -> N
     # another container's process NVML cannot name: the used memory speaks for it
     got = judged(nvmlDeviceGetMemoryInfo=Obj(total=141 * gib, used=100 * gib))
     assert got["node.processes"].status == "fail" and "does not list" in got["node.processes"].message
+    # ... and below the fail fraction but past the warn one, it warns (no listed process needed)
+    share = (T.memory_held_warn_fraction + T.memory_held_fail_fraction) / 2
+    got = judged(nvmlDeviceGetMemoryInfo=Obj(total=100 * gib, used=int(share * 100) * gib))
+    assert T.memory_held_warn_fraction < int(share * 100) / 100 < T.memory_held_fail_fraction
+    assert got["node.processes"].status == "warn" and "does not list" in got["node.processes"].message
 
 
 def test_no_nvml_is_a_reason_never_a_crash() -> None:
@@ -349,6 +354,15 @@ def test_a_hardware_xid_fails_on_its_gpu_and_an_application_one_is_a_note() -> N
     assert by_xid[79].status == "fail" and by_xid[79].gpu == 0 and "fallen off the bus" in by_xid[79].message
     assert by_xid[79].remedy
     assert by_xid[13].status == "note" and by_xid[13].gpu is None  # 0000:3a:00 is no GPU NVML listed
+
+
+@pytest.mark.parametrize("pci", ["0000:18:00.0", "00000000:18:00.0", "0000:18:00"])
+def test_an_xid_is_put_on_its_gpu_whichever_form_the_kernel_writes_its_address_in(pci: str) -> None:
+    # the Xid line's address and NVML's are compared as bus_key reduces them, not as written
+    gpus = read_health(FakeNvml())[0]  # NVML: 00000000:18:00.0
+    xids = parse_kmsg(f"[ 7201.5] NVRM: Xid (PCI:{pci}): 79, pid=1, GPU has fallen off the bus.\n")
+    got = judge_xids(XidLog(xids=xids), gpus, uptime_s=8000.0, window_s=None)
+    assert [(x.status, x.gpu) for x in got] == [("fail", 0)] and "GPU 0" in got[0].message
 
 
 def test_the_window_leaves_older_xids_out() -> None:
@@ -705,6 +719,18 @@ def test_gpus_that_nvml_cannot_read_are_a_warning_not_a_cpu_node() -> None:
     got = node_findings((), "NVML: NVML Shared Library Not Found", cpu, T, xids=XidLog, uptime_s=None,
                         xid_window_s=None)  # fmt: skip
     assert [(x.check, x.status) for x in got] == [("node.nvml", "skip")] and "no NVIDIA GPU" in got[0].message
+
+
+def test_each_gpu_of_the_node_is_judged_on_its_own_readings() -> None:
+    from envbuilder.check.gate import node_findings
+
+    # GPU 1 is hot, GPU 0 is not: the finding of GPU 1 fails, GPU 0's passes (not GPU 0's twice)
+    gpus = (gpu_health(FakeNvml(), 0), gpu_health(FakeNvml(nvmlDeviceGetTemperature=88), 1))
+    report = HostReport(source="nvml", driver="580.159.04", cuda_driver="13.0", gpus=(H200, H200))
+    got = node_findings(gpus, None, report, T, xids=XidLog, uptime_s=None, xid_window_s=None)
+    temps = {x.gpu: x.status for x in got if x.check == "node.temperature"}
+    assert temps == {0: "pass", 1: "fail"}
+    assert verdict_of(got) == "FAIL"
 
 
 def test_the_short_mode_checks_the_images_own_framework(

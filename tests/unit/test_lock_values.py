@@ -189,6 +189,27 @@ def _refusal(tmp_path: Path, mutate: Callable[[Doc], None]) -> SpecError:
     return err.value
 
 
+def test_two_package_locks_for_one_platform_are_refused_whatever_their_targets(tmp_path: Path) -> None:
+    # the same platform locked twice (manylinux_2_28 and manylinux_2_17): the build could install
+    # either, so the lock is refused by its platform, not by the resolver's target
+    def twice(doc: Doc) -> None:
+        doc["packages"].append({**_pl(doc), "python_platform": "x86_64-manylinux_2_17"})
+
+    assert "two package locks for one platform" in _refusal(tmp_path, twice).message
+
+
+def test_a_locks_package_lock_is_the_one_of_the_platform_asked_for(tmp_path: Path) -> None:
+    doc = _doc()
+    doc["packages"].append({**_pl(doc), "platform": "aarch64", "python_platform": "aarch64-manylinux_2_28"})
+    path = tmp_path / "two.lock.json"
+    path.write_text(json.dumps(doc))
+    lock = read_lock(path)
+    for platform, target in (("x86_64", "x86_64-manylinux_2_28"), ("aarch64", "aarch64-manylinux_2_28")):
+        got = lock.package_lock(platform)
+        assert got is not None and (got.platform, got.python_platform) == (platform, target)
+    assert lock.package_lock("riscv64") is None
+
+
 def test_package_lock_from_dict_raises_lock_error_with_the_field() -> None:
     raw = _pl(_doc())
     raw["indexes"][0]["name"] = "x\nRUN INJ"

@@ -14,7 +14,7 @@ from envbuilder.errors import LockError, SpecError
 from envbuilder.harness import installed as collector  # the stdlib module the image runs
 from envbuilder.image.drift import drift_from_build, drift_from_lock, parse_installed
 from envbuilder.image.lock import InstalledDist
-from envbuilder.image.packages import choose_wheel, install_indexes, parse_pylock
+from envbuilder.image.packages import changed_inputs, choose_wheel, install_indexes, parse_pylock
 from envbuilder.image.secrets import redact
 from envbuilder.image.sources import PackageIndex, requirement_files
 
@@ -68,6 +68,37 @@ def test_choose_wheel_refuses_a_platform_mismatch() -> None:
                      "x86_64-manylinux_2_28", where="t")  # fmt: skip
     assert choose_wheel(["a-1-cp311-cp311-manylinux_2_34_x86_64.whl", "a-1-py3-none-any.whl"], "3.11",
                         "x86_64-manylinux_2_28", where="t") == "a-1-py3-none-any.whl"  # fmt: skip
+
+
+def test_changed_inputs_are_the_files_under_the_specs_folder_that_differ_or_are_gone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from dataclasses import replace
+
+    from fake_engine import cpu_package_lock, make_spec
+
+    from envbuilder.hashing import sha256_file_hex
+
+    (tmp_path / "spec" / "sub").mkdir(parents=True)
+    (tmp_path / "spec" / "requirements.txt").write_text("six==1.16.0\n")
+    (tmp_path / "spec" / "sub" / "more.txt").write_text("idna==3.10\n")
+    spec = replace(make_spec(), base_dir=str(tmp_path / "spec"))
+    inputs = {rel: sha256_file_hex(tmp_path / "spec" / rel) for rel in ("requirements.txt", "sub/more.txt")}
+    lock = replace(cpu_package_lock(), inputs=(*sorted(inputs.items()), ("gone.txt", "0" * 64)))
+    monkeypatch.chdir(tmp_path)  # the working folder holds other files of the same names: not read
+    (tmp_path / "requirements.txt").write_text("something else\n")
+    assert changed_inputs(lock, spec) == ["gone.txt"]
+    (tmp_path / "spec" / "sub" / "more.txt").write_text("idna==3.11\n")
+    assert changed_inputs(lock, spec) == ["sub/more.txt", "gone.txt"]
+
+
+def test_choose_wheel_ranks_a_wheel_by_its_best_tag() -> None:
+    # a wheel tagged for two manylinux levels installs by its newer one (2_28, the target's own):
+    # it beats a wheel of 2_17 alone, in either order, although its other tag (2_5) ranks below 2_17
+    both = "a-1-cp311-cp311-manylinux_2_28_x86_64.manylinux_2_5_x86_64.whl"
+    old = "a-1-cp311-cp311-manylinux_2_17_x86_64.whl"
+    for files in ([old, both], [both, old]):
+        assert choose_wheel(files, "3.11", "x86_64-manylinux_2_28", where="t") == both
 
 
 def test_requirement_files_follow_includes_and_refuse_index_options(tmp_path: Path) -> None:

@@ -90,6 +90,23 @@ def test_partial_sass_needs_the_drivers_jit_for_the_rest(matrix: Matrix) -> None
     assert reasons and all("249 of 1,398 kernel sets (18%)" in r and "PTX ISA 8.5" in r for r in reasons)
 
 
+def test_each_gpu_of_a_mixed_host_is_judged_on_its_own_sass_coverage(matrix: Matrix) -> None:
+    # the A100 (sm_80) has SASS in every kernel set, the H100 in 249 of 1,398: listed after the
+    # A100, the H100 still needs the driver's JIT for the rest (its own coverage, not the first GPU's)
+    from envbuilder.cli.options import request_from_options
+    from envbuilder.pipeline.resolution import target_host
+    from envbuilder.resolve.resolver import resolve
+
+    m = _with_variant(matrix, "tensorflow", "2.21.0", kernel_sets=TF_221)
+    request = request_from_options("tensorflow==2.21.0", None, None, None, "runtime", False, False)
+    alone = resolve(m, request, target_host(m, "535.104.05", ("A100",), ()))
+    assert alone.stack is not None
+    mixed = resolve(m, request, target_host(m, "535.104.05", ("A100", "H100"), ()))
+    assert mixed.stack is None
+    reasons = [r.reason for r in mixed.rejected if r.component == "driver"]
+    assert reasons and all("249 of 1,398 kernel sets (18%)" in r for r in reasons)
+
+
 def test_ptxas_is_the_pins_cuda_or_the_newest_of_its_major(matrix: Matrix) -> None:
     assert ptxas_cuda(matrix.cuda, "nvidia-cuda-nvcc-cu12==12.5.82") == "12.5"
     newest12 = max((r.version for r in matrix.cuda.releases if r.version.startswith("12.")), key=_v)
