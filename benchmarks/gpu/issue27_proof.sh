@@ -16,6 +16,8 @@
 #                        warm as time allows; no container part
 #   PLAN=short ...       one of each in ~6 min (a machine that was hard to get): JAX new (cold),
 #                        torch new, torch old, JAX old (warm); no container part
+#   PLAN=torch ...       torch new (cold), old and new (warm), then JAX new (warm): ~6 min; no
+#                        container part
 #   bash benchmarks/gpu/issue27_proof.sh check-only   a second call on the still-warm machine: only
 #                                       check_faults.sh against the image the first call certified
 #                                       (its Docker, image and certificate store are still there)
@@ -45,7 +47,7 @@ source "$ROOT/benchmarks/gpu/lib.sh"
 export PYTHONUNBUFFERED=1
 LIMIT=${LIMIT:-535}          # seconds of wall this script may take (the call's limit is 600)
 OLD_REF=${OLD_REF:-5a10b03}  # the old harness, when .device/old is missing and git has history
-PLAN=${PLAN:-default}        # default | jax | short (see above)
+PLAN=${PLAN:-default}        # default | jax | short | torch (see above)
 CONTAINER=${CONTAINER:-1}    # 0: no container part
 T_START=$(date +%s)
 TAG=envbuilder/issue27-proof:latest
@@ -108,6 +110,12 @@ if [ "$PLAN" = short ]; then
   one torch-new-warm new 75
   one torch-old-warm old 80
   one jax-old-warm old 130 --framework jax
+elif [ "$PLAN" = torch ]; then
+  CONTAINER=0
+  one torch-new-cold new 90
+  one torch-old-warm old 80
+  one torch-new-warm new 80
+  one jax-new-warm new 110 --framework jax
 elif [ "$PLAN" = jax ]; then
   CONTAINER=0
   one jax-new-cold new 150 --framework jax
