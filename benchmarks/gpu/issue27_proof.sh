@@ -16,7 +16,7 @@
 #                        warm as time allows; no container part
 #   PLAN=short ...       one of each in ~6 min (a machine that was hard to get): JAX new (cold),
 #                        torch new, torch old, JAX old (warm); no container part
-#   PLAN=torch ...       torch new (cold), old and new (warm), then JAX new (warm): ~6 min; no
+#   PLAN=torch ...       torch new (cold), JAX new (warm), torch old and new (warm): ~6 min; no
 #                        container part
 #   bash benchmarks/gpu/issue27_proof.sh check-only   a second call on the still-warm machine: only
 #                                       check_faults.sh against the image the first call certified
@@ -113,9 +113,9 @@ if [ "$PLAN" = short ]; then
 elif [ "$PLAN" = torch ]; then
   CONTAINER=0
   one torch-new-cold new 90
+  one jax-new-warm new 110 --framework jax
   one torch-old-warm old 80
   one torch-new-warm new 80
-  one jax-new-warm new 110 --framework jax
 elif [ "$PLAN" = jax ]; then
   CONTAINER=0
   one jax-new-cold new 150 --framework jax
