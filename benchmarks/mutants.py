@@ -28,6 +28,10 @@ Set J (2026-12-06) was written blind again, from the code alone: the same bounda
 wrong record, a loop's outer variable, the first item only, an early return, a wrong unit, a
 default that skips a check, a normalisation on one side only); none equals a mutant of a..i or
 `--auto` (same file, same tree after planting).
+Set K (2026-12-06) was written blind the same way, where J left off: `envbuilder check`'s command
+line and --json document, the certificate store's lookups, attestation verification and the
+registry fetch, the replay evidence and the harness's result, the output policy, bounded reads,
+redaction and the lock's inputs; none equals a mutant of a..j or `--auto`.
 `--auto AREA` (2026-12-05): hand-written sets cannot reach 95% blind (each found conditions no
 test had looked at), so the automatic mode plants every one-line mutant of a fixed operator list
 in the decision functions of an area (AREAS: run-check, verdict, certs; more areas are added as
@@ -2583,6 +2587,377 @@ SET_J = (
     ),
 )
 
+# --------------------------------------------------------------------------- set K (blind, 2026-12-06)
+# Written from the code alone, before any test of these lines was read (issue 23 hardening), where
+# set J left off or barely reached: `envbuilder check`'s command line and its --json document, the
+# certificate store's lookups, attestation verification and the registry fetch, the host verdict's
+# replay evidence and the harness's result, the output policy, bounded reads, redaction, the lock's
+# inputs. The same kinds of slip as J (a field of the wrong record, the first item only, a default
+# that skips a check, a normalisation on one side only, a flag dropped, `>=` for `>` at a size
+# limit, an off-by-one in a bound); none equals a mutant of a..j or `--auto` (same tree after
+# planting). The Slurm prolog and the Kubernetes recipe are shell (scripts/, linked into the
+# snapshot, never copied): a mutant there would edit the checkout itself, so none is planted.
+CHKC = "cli/check_cmd.py"
+STORE, ENV, DISC = "certify/store.py", "attest/envelope.py", "attest/discovery.py"
+HRES, HSCH, PLAN = "harness/result.py", "harness/schema.py", "certify/harness_plan.py"
+STOREK = (
+    "test_certstore.py",
+    "test_cert_origins.py",
+    "test_run_boundary.py",
+    "test_attest_registry.py",
+    "test_runner.py",
+    "test_pipeline.py",
+)
+ATTK = (
+    "test_attest_envelope.py",
+    "test_attest_registry.py",
+    "test_cert_origins.py",
+    "test_cli_trust.py",
+    "test_hostile_parse.py",
+    "test_run_boundary.py",
+)
+HARNK = (
+    "test_harness_result.py",
+    "test_harness_logic.py",
+    "test_result_shape.py",
+    "test_harness_multigpu.py",
+    "test_harness_xla_plan.py",
+    "test_verdict.py",
+)
+PLANK = ("test_certify.py", "test_check.py", "test_hostile_parse.py", "test_fleet_slurm.py")
+OUTK = ("test_output_policy.py", "test_outputs_kept.py", "test_certstore.py", "test_lock.py", "test_build.py")
+BOUNDK = (
+    "test_bounded.py",
+    "test_bounded_outside_readers.py",
+    "test_hostile_parse.py",
+    "test_spec_no_echo.py",
+)
+SECK = ("test_lock_secrets.py", "test_lock_edges.py", "test_packages.py", "test_failure_messages.py")
+PKGK = ("test_packages.py", "test_lock.py", "test_lock_edges.py", "test_lock_values.py", "test_build.py")
+LOCKK = ("test_lock.py", "test_lock_edges.py", "test_lock_values.py", "test_render.py", "test_certificate.py")
+SET_K = (
+    m(
+        "K01",
+        CHKC,
+        'where = "" if f.gpu is None else f" [GPU {f.gpu}]"',
+        'where = "" if not f.gpu else f" [GPU {f.gpu}]"',
+        "check's text report names no GPU for GPU 0's findings (0 read as no GPU)",
+        CHECKJ,
+    ),
+    m(
+        "K02",
+        CHKC,
+        'if f.remedy and f.status in ("warn", "fail"):',
+        'if f.remedy and f.status == "fail":',
+        "check's text report shows a failure's remedy but not a warning's",
+        CHECKJ,
+    ),
+    m(
+        "K03",
+        CHKC,
+        "click.echo(json.dumps(doc, indent=1, sort_keys=True))",
+        "click.echo(json.dumps(doc, indent=1, sort_keys=True), err=True)",
+        "check --json prints its document to stderr (the prolog reads stdout)",
+        CHECKJ,
+    ),
+    m(
+        "K04",
+        CHKF,
+        '    return shown + (f"; and {len(hits) - 3} more" if len(hits) > 3 else "")',
+        '    return shown + (f"; and {len(hits) - 3} more" if len(hits) >= 3 else "")',
+        'the verdict\'s reason says "and 0 more" after exactly three findings (off by one)',
+        CHECKJ,
+    ),
+    m(
+        "K05",
+        CHKF,
+        '        ran = sum(1 for f in findings if f.status == "pass")',
+        "        ran = len(findings)",
+        "a PASS reason counts skipped and noted findings as passed checks",
+        CHECKJ,
+    ),
+    m(
+        "K06",
+        CHKF,
+        "    hits = [f for f in findings if f.status == worst]",
+        '    hits = [f for f in findings if f.status in ("fail", "warn")]',
+        "a FAIL's reason lists the warnings too (the worst status not the one filtered on)",
+        CHECKJ,
+    ),
+    m(
+        "K07",
+        CHKF,
+        "if key not in doc or not isinstance(doc[key], types) or isinstance(doc[key], bool)",
+        "if key not in doc or not isinstance(doc[key], types)",
+        "a --json document whose exit_code or schema_version is true/false passes validate_report",
+        CHECKJ,
+    ),
+    m(
+        "K08",
+        CHKF,
+        '        if bad or f["status"] not in STATUSES or "value" not in f:',
+        '        if bad or f["status"] not in STATUSES:',
+        "a finding without its value passes validate_report",
+        CHECKJ,
+    ),
+    m(
+        "K09",
+        CHKG,
+        '"limits": {"target_s": self.thresholds.time_target_s, "hard_s": self.thresholds.time_limit_s},',
+        '"limits": {"target_s": self.thresholds.time_target_s, "hard_s": self.thresholds.time_target_s},',
+        "check's --json reports the time target as Slurm's hard limit (copy-paste field)",
+        CHECKJ,
+    ),
+    m(
+        "K10",
+        STORE,
+        '"SELECT id FROM certificates WHERE id >= ? AND id < ? LIMIT 3"',
+        '"SELECT id FROM certificates WHERE id >= ? AND id < ? LIMIT 1"',
+        "an id prefix that matches several certificates gives the first one (never ambiguous)",
+        STOREK,
+    ),
+    m(
+        "K11",
+        STORE,
+        '        bare = ident.strip().lower().removeprefix("sha256:")',
+        '        bare = ident.strip().removeprefix("sha256:")',
+        "a certificate id typed in upper case is refused (ids are stored lower case: one side normalised)",
+        STOREK,
+    ),
+    m(
+        "K12",
+        STORE,
+        "                args = (*args, full, _prefix_end(full))",
+        "                args = (*args, bare, _prefix_end(bare))",
+        "a short image ID looked up without its sha256: prefix (stored IDs carry it: no match)",
+        STOREK,
+    ),
+    m(
+        "K13",
+        STORE,
+        '            "SELECT cert_id FROM image_digests WHERE manifest_digest = ?",',
+        '            "SELECT cert_id FROM image_digests WHERE repository = ?",',
+        "certificates by manifest digest looked up in the repository column (wrong field)",
+        STOREK,
+    ),
+    m(
+        "K14",
+        STORE,
+        "    rows = sorted(rows, key=lambda r: newest_key(r[5]))",
+        "    rows = sorted(rows, key=lambda r: newest_key(r[6]))",
+        "the store lists newest first by when a certificate was stored, not issued (wrong column)",
+        STOREK,
+    ),
+    m(
+        "K15",
+        STORE,
+        "        if content_hash != cert.content_hash or cid != cert.id:",
+        "        if content_hash != cert.content_hash:",
+        "a stored row whose id is not its certificate's id is read as intact",
+        STOREK,
+    ),
+    m(
+        "K16",
+        ENV,
+        "        image_id = cert.image.id\n",
+        "        image_id = parsed.subject_digests[0]\n",
+        "the signed certificate's image read from the statement's subject (never a mismatch)",
+        ATTK,
+    ),
+    m(
+        "K17",
+        ENV,
+        "    if digest is not None and digest not in parsed.subject_digests:",
+        "    if digest is not None and digest != parsed.subject_digests[0]:",
+        "an attestation bound to the image by its first subject only (the image ID subject refused)",
+        ATTK,
+    ),
+    m(
+        "K18",
+        ENV,
+        "age = ((now or datetime.now(timezone.utc)) - issued).total_seconds() if issued else None",
+        "age = (issued - (now or datetime.now(timezone.utc))).total_seconds() if issued else None",
+        "a certificate's age computed backwards (negative): max_age never expires one",
+        ATTK,
+    ),
+    m(
+        "K19",
+        ENV,
+        "ENVELOPE_MAX_BYTES = STATEMENT_MAX_BYTES * 4 // 3 + 64 * 1024",
+        "ENVELOPE_MAX_BYTES = STATEMENT_MAX_BYTES + 64 * 1024",
+        "the envelope's bound forgets base64's 4/3 (a large valid statement's envelope refused)",
+        ATTK,
+    ),
+    m(
+        "K20",
+        DISC,
+        "    target = digest or ref.digest or reg.resolve(ref).digest",
+        "    target = ref.digest or digest or reg.resolve(ref).digest",
+        "the reference's digest verified against, not the digest of the image actually pulled",
+        ATTK,
+    ),
+    m(
+        "K21",
+        DISC,
+        "layer = layers[0] if isinstance(layers, list) and len(layers) == 1 else None",
+        "layer = layers[0] if isinstance(layers, list) and len(layers) >= 1 else None",
+        "a referrer of several layers read by its first (not one DSSE envelope layer)",
+        ATTK,
+    ),
+    m(
+        "K22",
+        DISC,
+        "    return verify_envelope(raw, repository=ref.name, digest=target, policy=policy, now=now)",
+        "    return verify_envelope(raw, repository=ref.repository, digest=target, policy=policy, now=now)",
+        "a fetched attestation's key scope checked against the path without the registry (wrong field)",
+        ATTK,
+    ),
+    m(
+        "K23",
+        CERTF,
+        "        return list(report.certificates)",
+        "        return [cert for _, cert in verified]",
+        "fetched certificates returned in the registry's order, not newest first",
+        ATTK,
+    ),
+    m(
+        "K24",
+        CERTF,
+        "verify_envelope(e.envelope, repository=e.repository, digest=info.id, policy=trust)",
+        "verify_envelope(e.envelope, repository=e.repository, digest=None, policy=trust)",
+        "an imported envelope verified again without binding it to the image being run",
+        ATTK,
+    ),
+    m(
+        "K25",
+        VER,
+        '    steps = sum(float(s["seconds"]) for s in result["steps"] if s["status"] != SKIP)',
+        '    steps = max((float(s["seconds"]) for s in result["steps"] if s["status"] != SKIP), default=0.0)',
+        "the work a result claims is its longest step, not its steps' sum",
+        VERJ,
+    ),
+    m(
+        "K26",
+        HRES,
+        '    bad_gates = [str(g["name"]) for g in gates if g.get("status") == FAIL]',
+        '    bad_gates = [str(g["name"]) for g in gates if g.get("status") == "failed"]',
+        "a failed gate never fails the verdict (the verdict's word for a gate's `fail`)",
+        HARNK,
+    ),
+    m(
+        "K27",
+        HRES,
+        '            if spec.get("framework", "torch") == o.framework',
+        '            if spec.get("framework") == o.framework',
+        "the throughput entries without a framework (torch's) never judged (the default dropped)",
+        HARNK,
+    ),
+    m(
+        "K28",
+        HSCH,
+        '        if st in (FAIL, SKIP) and reason == "":',
+        '        if st == FAIL and reason == "":',
+        "a skipped step without a reason passes the result's schema",
+        HARNK,
+    ),
+    m(
+        "K29",
+        PLAN,
+        'candidates += [line for line in reversed(stdout.splitlines()) if line.startswith("{")][:1]',
+        'candidates += [line for line in stdout.splitlines() if line.startswith("{")][:1]',
+        "the harness's result read from stdout's first JSON line, not its last",
+        PLANK,
+    ),
+    m(
+        "K30",
+        PLAN,
+        "candidates.append(read_bounded(out, max_bytes, follow_symlinks=False))",
+        "candidates.append(read_bounded(out, max_bytes))",
+        "the container's result file followed through a symlink (O_NOFOLLOW dropped)",
+        PLANK,
+    ),
+    m(
+        "K31",
+        "atomic.py",
+        "    try:\n        st = os.lstat(path)\n    except FileNotFoundError:\n        st = None\n",
+        "    try:\n        st = os.stat(path)\n    except FileNotFoundError:\n        st = None\n",
+        "the output policy examines the path after resolving it (a symlink to a file accepted)",
+        OUTK,
+    ),
+    m(
+        "K32",
+        "atomic.py",
+        "        mode = existing if existing is not None else default_mode()",
+        "        mode = default_mode()",
+        "a replaced file gets the default permissions, not its own (a 0600 export turns 0644)",
+        OUTK,
+    ),
+    m(
+        "K33",
+        "bounded.py",
+        "        left = max_bytes + 1",
+        "        left = max_bytes",
+        "a file that grew past the limit after its fstat read to the limit and accepted (off by one)",
+        BOUNDK,
+    ),
+    m(
+        "K34",
+        "bounded.py",
+        '        if token in (b"[", b"{"):',
+        '        if token == b"[":',
+        "JSON objects not counted in the depth limit (only arrays)",
+        BOUNDK,
+    ),
+    m(
+        "K35",
+        PKG,
+        "        if not path.is_file() or sha256_file_hex(path) != digest:",
+        "        if path.is_file() and sha256_file_hex(path) != digest:",
+        "a lock input that is gone is not reported as changed",
+        PKGK,
+    ),
+    m(
+        "K36",
+        PKG,
+        "            out.append(rel)",
+        "            return [rel]",
+        "changed_inputs names the first changed input only (early return in the loop)",
+        PKGK,
+    ),
+    m(
+        "K37",
+        LOCKF,
+        "        return lock_hash(self.stack, self.spec, self.packages)",
+        "        return lock_hash(self.stack, self.spec)",
+        "a lock file's hash leaves its package locks out (the argument's default)",
+        LOCKK,
+    ),
+    m(
+        "K38",
+        PKG,
+        "        read += requirement_files(path, root=base, where=spec.path)",
+        "        read.append(path)",
+        "the files a requirements file includes (-r, -c) not recorded as lock inputs",
+        PKGK,
+    ),
+    m(
+        "K39",
+        "atomic.py",
+        "    return existing is not None",
+        "    return before is None",
+        "an atomic write reports `replaced` for a new file and `wrote` over an old one (inverted)",
+        OUTK,
+    ),
+    m(
+        "K40",
+        "attest/imported.py",
+        '    repository = (covered or [*names, ""])[0]',
+        '    repository = (names or [""])[0]',
+        "an imported envelope cached under its first subject's repository, not one its key is trusted for",
+        ATTK,
+    ),
+)
+
 SETS = {
     "a": SET_A,
     "b": SET_B,
@@ -2594,6 +2969,7 @@ SETS = {
     "h": SET_H,
     "i": SET_I,
     "j": SET_J,
+    "k": SET_K,
 }
 
 
@@ -5973,7 +6349,7 @@ def auto_report(
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--set", default="abcdefghij", help="which sets: any of a..j (default: abcdefghij)")
+    ap.add_argument("--set", default="abcdefghijk", help="which sets: any of a..k (default: abcdefghijk)")
     ap.add_argument("--auto", metavar="AREA", help=f"automatic mutants of one area: {', '.join(AREAS)}")
     ap.add_argument(
         "--ops",

@@ -440,8 +440,20 @@ def _project_inputs(
         _run(argv, what=f"uv export of {path}", cwd=project_dir, env=uv_env(settings, work))
         sources.append(exported)
         extras = ()
-    digests = [(os.path.relpath(p, base.resolve()), sha256_file_hex(p)) for p in dict.fromkeys(read)]
-    return sources, extras, digests
+    digests = {_under_spec(p, base): sha256_file_hex(p) for p in read}
+    return sources, extras, list(digests.items())
+
+
+def _under_spec(path: Path, base: Path) -> str:
+    """`path` relative to the spec's folder `base`, as changed_inputs reads it back (`base / it`):
+    a file the spec names (`base / rel`, as written) against `base` as written, a file
+    requirement_files found (resolved) against `base` resolved. One resolved side alone gave
+    `../link/pyproject.toml` for a spec whose folder was named through a symlink (/home linked
+    to /mnt/home, say), and the lock's reader refuses a path that climbs out."""
+    here = base.absolute()
+    if path.absolute().is_relative_to(here):
+        return os.path.relpath(path, here)
+    return os.path.relpath(path, base.resolve())
 
 
 def _compile(

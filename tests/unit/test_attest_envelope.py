@@ -20,13 +20,15 @@ from envbuilder.attest.keys import generate_key, load_signer
 from envbuilder.attest.policy import TrustedKey, TrustPolicy
 from envbuilder.attest.statement import (
     CERTIFICATE,
+    STATEMENT_MAX_BYTES,
     TEST_RESULT,
     ImageSubject,
     certificate_statements,
+    encode,
     result_predicate,
     statement,
 )
-from envbuilder.certify.certificate import Certificate, build_certificate
+from envbuilder.certify.certificate import Certificate, build_certificate, seal
 
 REPO = "reg.example/team/train"
 MANIFEST = "sha256:" + "11" * 32
@@ -226,3 +228,16 @@ def test_an_envelope_file_needs_a_key_trusted_for_the_repository_it_names(signer
     elsewhere = TrustPolicy(keys=(TrustedKey(name="ci", key=signer.public_key, repositories=("other/*",)),))
     out = verify_envelope(raw, repository=None, digest=None, policy=elsewhere)
     assert isinstance(out, Refused) and out.reason == "untrusted-key" and REPO in out.message
+
+
+def test_a_statement_near_its_size_limit_fits_its_envelope(signer: CryptoSigner, policy: TrustPolicy) -> None:
+    """An envelope carries its statement in base64 (4/3 of it): the envelope's bound must leave
+    room for the largest statement parse_statement accepts."""
+    body = {k: v for k, v in cert().items() if k not in ("content_hash", "section_hashes")}
+    body["run"] = {**body["run"], "log": "x" * (STATEMENT_MAX_BYTES * 9 // 10)}
+    doc = certificate_statements(Certificate(seal(body)), SUBJECT)[0]
+    assert STATEMENT_MAX_BYTES * 8 // 10 < len(encode(doc)) <= STATEMENT_MAX_BYTES
+    raw = sign_statement(doc, signer)
+    assert len(raw) > STATEMENT_MAX_BYTES
+    got = _verify(raw, policy)
+    assert isinstance(got, Verified), got

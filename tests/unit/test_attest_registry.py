@@ -6,6 +6,7 @@ refuses with each reason; `push` checks everything before it pushes."""
 from __future__ import annotations
 
 import json
+import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -86,6 +87,64 @@ def test_never_signs_a_certificate_onto_another_image(signer: CryptoSigner) -> N
             attach_certificates(
                 reg, ref, digest=digest, image_id=image_id, certificates=[other], signer=signer
             )
+
+
+def test_the_digest_given_is_verified_against_even_for_a_reference_with_a_digest(
+    signer: CryptoSigner,
+) -> None:
+    """fetch_verified's `digest` is the image actually pulled: it wins over a digest the reference
+    names (a tag moved, or the pull resolved to another platform's manifest)."""
+    with fake_registry() as (host, _state):
+        reg = client(host)
+        named = {}
+        for tag in ("1", "2"):
+            digest, image_id = push_image(reg, "team/train", tag)
+            certificate = Certificate(cert("certified-cpu-only", gpus=(), image_id=image_id))
+            attach_certificates(
+                reg,
+                parse_reference(f"{host}/team/train:{tag}"),
+                digest=digest,
+                image_id=image_id,
+                certificates=[certificate],
+                signer=signer,
+            )
+            named[tag] = (digest, certificate.id)
+        report = fetch_verified(
+            f"{host}/team/train@{named['1'][0]}", policy=trust(signer), digest=named["2"][0], client=client
+        )
+        assert report.digest == named["2"][0]
+        assert [c.id for c in report.certificates] == [named["2"][1]]
+
+
+def test_a_referrer_of_more_than_one_layer_is_refused_as_malformed(signer: CryptoSigner) -> None:
+    """A referrer is one DSSE envelope layer: a manifest with another layer beside it is no
+    attestation of ours, whatever its first layer holds."""
+
+    class ExtraLayer:
+        def __init__(self, reg: RegistryClient) -> None:
+            self.reg = reg
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(self.reg, name)
+
+        def get_manifest(self, *a: Any, **kw: Any) -> Any:
+            doc = self.reg.get_manifest(*a, **kw).json()
+            doc["layers"] = [*doc["layers"], {**doc["layers"][0], "mediaType": "application/octet-stream"}]
+            return type("Got", (), {"json": lambda _self: doc})()
+
+    with fake_registry() as (host, _state):
+        reg = client(host)
+        digest, image_id = push_image(reg, "team/train", "1")
+        certificate = Certificate(cert("certified-cpu-only", gpus=(), image_id=image_id))
+        ref = parse_reference(f"{host}/team/train:1")
+        attach_certificates(
+            reg, ref, digest=digest, image_id=image_id, certificates=[certificate], signer=signer
+        )
+        assert len(fetch_verified(ref, policy=trust(signer), client=client).verified) == 2  # as attached
+        report = fetch_verified(ref, policy=trust(signer), client=lambda h: ExtraLayer(client(h)))  # type: ignore[arg-type,return-value]
+        assert report.verified == () and len(report.refused) == 2
+        assert {r.reason for r in report.refused} == {"malformed"}
+        assert all("not one DSSE envelope layer" in r.message for r in report.refused)
 
 
 def _info(host: str, digest: str, image_id: str) -> ImageInfo:
@@ -439,3 +498,32 @@ def test_a_registry_digest_is_used_only_for_the_repository_named(named: str) -> 
     assert registry_reference(named, info) is None
     found = registry_reference("reg.example/team/train:1", info)
     assert found is not None and found[0].name == "reg.example/team/train" and found[1] == digest
+
+
+def test_an_imported_envelope_holds_only_for_the_image_it_was_signed_for(
+    signer: CryptoSigner, tmp_path: Path
+) -> None:
+    """Each use verifies an imported envelope again for the image being run: an envelope of
+    another image kept under this certificate (a store edited, rows mixed up) is refused, never
+    its certificate handed to run as this image's."""
+    ours, theirs = "sha256:" + "ee" * 32, "sha256:" + "dd" * 32
+    store = CertStore(tmp_path / "s.sqlite")
+    envelopes = {}
+    for image_id, manifest in ((ours, "11"), (theirs, "22")):
+        subject = ImageSubject(
+            repository="reg.example/team/train", manifest_digest="sha256:" + manifest * 32, image_id=image_id
+        )
+        certificate = Certificate(cert("certified-cpu-only", gpus=(), image_id=image_id))
+        path = tmp_path / f"{manifest}.json"
+        path.write_bytes(sign_statement(certificate_statements(certificate, subject)[0], signer))
+        envelopes[image_id] = path.read_text()
+        if image_id == ours:
+            done = import_certificate(path, store=store, policy=lambda: trust(signer))
+    info = ImageInfo(id=ours, tags=("train:1",), repo_digests=())
+    find = certificate_finder("train:1", store=store, policy=lambda: trust(signer))
+    assert [c.image.id for c in find(info)] == [ours]
+    with sqlite3.connect(store.path) as db:
+        db.execute("UPDATE attestations SET envelope = ? WHERE cert_id = ?", (envelopes[theirs], done.id))
+    with pytest.raises(RefusedError) as refused:
+        find(info)
+    assert [r.reason for r in refused.value.refusals] == ["subject-mismatch"]

@@ -55,6 +55,11 @@ def test_ordinary_documents_pass_and_json_is_bounded_too() -> None:
     assert load_json('{"a": ["[[[[", {"b": 1}]}') == {"a": ["[[[[", {"b": 1}]}
     with pytest.raises(TooLarge, match="nested deeper than 64 levels"):
         load_json("[" * 100_000 + "]" * 100_000)
+    # Objects count as arrays do, alone or mixed with them, whatever a key holds.
+    for deep in ('{"a": ' * 65 + "1" + "}" * 65, '[{"[": ' * 33 + "1" + "}]" * 33):
+        with pytest.raises(TooLarge, match="nested deeper than 64 levels"):
+            load_json(deep)
+    assert load_json('{"a": ' * 64 + "1" + "}" * 64) is not None
     with pytest.raises(TooLarge, match="larger than"):
         load_json(" " * 10, max_bytes=5)
 

@@ -100,6 +100,27 @@ def test_tampered_rows_are_detected_and_named(tmp_path: Path) -> None:
     assert "row edited" in store.verify(good.id[:6])[0]
 
 
+def test_an_id_is_found_whatever_its_case_and_with_its_sha256_prefix(tmp_path: Path) -> None:
+    store = CertStore(tmp_path / "c.sqlite")
+    cid = store.add(make(1))
+    assert cid == cid.lower()
+    for typed in (cid[:8].upper(), "SHA256:" + cid.upper(), f"  sha256:{cid[:10]} "):
+        assert store.get(typed).id == cid, typed
+    assert store.origin_of(cid[:6].upper()) == "local"
+
+
+def test_newest_first_is_by_when_each_was_issued_never_when_it_was_stored(tmp_path: Path) -> None:
+    store = CertStore(tmp_path / "c.sqlite")
+    older, newer = make(1), make(2)
+    store.add(older)
+    store.add(newer)
+    with sqlite3.connect(store.path) as db:  # the older one stored last (imported later, say)
+        db.execute("UPDATE certificates SET stored_at = '2026-12-05T00:00:00Z' WHERE id = ?", (older.id,))
+        db.execute("UPDATE certificates SET stored_at = '2026-12-01T00:00:00Z' WHERE id = ?", (newer.id,))
+    assert [r.id for r in store.list()] == [newer.id, older.id]
+    assert [r.id for r in store.list(image=IMAGE_ID)] == [newer.id, older.id]
+
+
 def test_ambiguous_prefix(tmp_path: Path) -> None:
     store = CertStore(tmp_path / "c.sqlite")
     cid = store.add(make(1))

@@ -77,6 +77,21 @@ def test_the_reason_names_the_failures_before_the_warnings() -> None:
     assert verdict_reason([f("pass"), f("skip")]) == "1 check(s) passed, 1 skipped"
 
 
+def test_the_reason_says_how_many_more_only_past_the_three_it_shows() -> None:
+    three = [f("fail", f"c{i}") for i in range(3)]
+    assert verdict_reason(three) == "c0: fail; c1: fail; c2: fail"
+    assert verdict_reason([*three, f("fail", "c3")]).endswith("c2: fail; and 1 more")
+
+
+def test_a_pass_reason_counts_the_checks_that_passed_not_the_skips_or_notes() -> None:
+    assert verdict_reason([f("pass"), f("pass"), f("skip"), f("note")]) == "2 check(s) passed, 1 skipped"
+
+
+def test_a_fail_reason_names_the_failures_alone_however_many_warnings() -> None:
+    reason = verdict_reason([f("warn", "node.clocks"), f("fail", "node.ecc"), f("warn", "node.pcie")])
+    assert reason == "node.ecc: fail"
+
+
 @pytest.mark.parametrize(
     ("measured", "status"), [(100.0, "pass"), (90.0, "pass"), (89.9, "warn"), (70.0, "warn"), (69.9, "fail")]
 )
@@ -635,6 +650,48 @@ def test_the_schema_validator_catches_a_wrong_document() -> None:
     assert validate_report(bad) == ["timings: missing or not dict"]
 
 
+@pytest.mark.parametrize("field", ["exit_code", "schema_version"])
+def test_the_schema_validator_takes_no_boolean_for_a_number(field: str) -> None:
+    eng = engine_answering(lambda spec: gate_doc(gpu_step(0, 700.0, 4000.0)))
+    doc = run_check(eng, [sealed([BASELINE])])[0].to_dict()
+    assert doc[field] in (0, 1)  # PASS's 0 and schema 1: equal to False and True in Python
+    assert validate_report({**doc, field: bool(doc[field])}) == [f"{field}: missing or not int"]
+
+
+def test_the_schema_validator_wants_each_findings_value_even_a_null_one() -> None:
+    eng = engine_answering(lambda spec: gate_doc(gpu_step(0, 700.0, 4000.0)))
+    doc = run_check(eng, [sealed([BASELINE])])[0].to_dict()
+    first = {k: v for k, v in doc["findings"][0].items() if k != "value"}
+    problems = validate_report({**doc, "findings": [first, *doc["findings"][1:]]})
+    assert problems == ["findings[0]: bad status or value"]
+    assert validate_report({**doc, "findings": [{**first, "value": None}, *doc["findings"][1:]]}) == []
+
+
+def test_the_json_document_gives_the_time_target_and_slurms_hard_limit_each_its_own() -> None:
+    eng = engine_answering(lambda spec: gate_doc(gpu_step(0, 700.0, 4000.0)))
+    doc = run_check(eng, [sealed([BASELINE])])[0].to_dict()
+    assert T.time_target_s != T.time_limit_s
+    assert doc["limits"] == {"target_s": T.time_target_s, "hard_s": T.time_limit_s}
+
+
+def test_the_text_report_gives_a_warnings_remedy_and_names_gpu_0() -> None:
+    from envbuilder.cli.check_cmd import render_text
+
+    findings = (
+        Finding(check="node.clocks", status="warn", message="throttled", remedy="cool it", gpu=0),
+        Finding(check="node.ecc", status="pass", message="no errors", remedy="nothing to do", gpu=1),
+        Finding(check="node.xid", status="note", message="none", remedy="read dmesg"),
+    )
+    text = render_text({"verdict": "WARN", "reason": "x", "timings": {"total_s": 1.5}}, findings)
+    assert text.splitlines() == [
+        "WARN node.clocks [GPU 0]: throttled",
+        "     remedy: cool it",
+        "ok   node.ecc [GPU 1]: no errors",
+        "note node.xid: none",
+        "WARN: x (1.5 s)",
+    ]
+
+
 def test_the_cli_prints_findings_with_remedies_and_exits_with_the_verdict(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -653,6 +710,8 @@ def test_the_cli_prints_findings_with_remedies_and_exits_with_the_verdict(
     assert "     remedy: the GPU computes slower" in res.output
     res = CliRunner().invoke(cli, ["check", "team/train:1", "--json"])
     assert res.exit_code == 2 and validate_report(json.loads(res.output)) == []
+    # The document alone on stdout (the Slurm prolog reads it from there), nothing of it on stderr.
+    assert validate_report(json.loads(res.stdout)) == [] and '"verdict"' not in res.stderr
 
 
 # --------------------------------------------------------------------------- the harness's short mode

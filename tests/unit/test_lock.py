@@ -72,6 +72,13 @@ def test_hash_covers_stack_spec_and_packages_and_matches_the_image_label() -> No
     assert a.hash == replace(a, build=None).hash  # the build record does not change the hash
 
 
+def test_a_lock_files_hash_is_the_one_its_image_is_labelled_with_package_locks_and_all() -> None:
+    a = built_lock()
+    assert a.packages and a.spec is not None
+    assert a.hash == lock_hash(a.stack, a.spec, a.packages)  # what render writes as the label
+    assert a.hash != replace(a, packages=()).hash
+
+
 def test_resolution_lock_embeds_a_buildable_spec(tmp_path: Path) -> None:
     path = tmp_path / "stack.lock.json"
     write_resolution_lock(path, make_resolution(make_spec()))

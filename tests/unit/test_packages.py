@@ -171,3 +171,45 @@ def test_the_collector_digest_ignores_what_installers_write() -> None:
     doc = collector.installed_set()  # this environment: pytest is in it, with a RECORD
     assert any(d["name"] == "pytest" and d["record_sha256"] for d in doc)
     assert parse_installed(json.dumps({"distributions": doc}))
+
+
+@pytest.mark.parametrize("through", ["real", "link", "relative"])
+def test_a_locks_inputs_are_every_file_it_read_each_relative_to_the_specs_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, through: str
+) -> None:
+    """The lock records each file its project packages were read from (the requirements file,
+    the files it includes with -r/-c, the pyproject) by its path under the spec's folder, however
+    that folder was named: through a symlink, or relative to the working folder (a spec loaded as
+    `link/spec.yaml`), the paths stay the spec's own, never a climb out of it that the lock's
+    reader refuses."""
+    from dataclasses import replace
+
+    from fake_engine import cpu_package_lock, make_spec
+
+    from envbuilder.hashing import sha256_file_hex
+    from envbuilder.image.packages import LockSettings, _project_inputs, package_lock_from_dict
+    from envbuilder.image.sources import ProjectFile
+
+    real = tmp_path / "real"
+    (real / "sub").mkdir(parents=True)
+    (real / "requirements.txt").write_text("-r sub/more.txt\nsix==1.16.0\n")
+    (real / "sub" / "more.txt").write_text("-c ../pins.txt\nidna\n")
+    (real / "pins.txt").write_text("idna==3.10\n")
+    (real / "pyproject.toml").write_text('[project]\nname = "x"\nversion = "1"\n')
+    (tmp_path / "link").symlink_to(real)
+    monkeypatch.chdir(tmp_path)
+    base = {"real": str(real), "link": str(tmp_path / "link"), "relative": "link"}[through]
+    spec = replace(
+        make_spec(),
+        base_dir=base,
+        requirements_file="requirements.txt",
+        pyproject=ProjectFile(path="pyproject.toml"),
+    )
+    work = tmp_path / "work"
+    work.mkdir()
+    _sources, _extras, inputs = _project_inputs("uv", spec, work, LockSettings())
+    names = ("requirements.txt", "sub/more.txt", "pins.txt", "pyproject.toml")
+    assert sorted(inputs) == sorted((n, sha256_file_hex(real / n)) for n in names)
+    raw = json.loads(json.dumps(cpu_package_lock().to_dict()))
+    raw["inputs"] = dict(inputs)
+    assert package_lock_from_dict(raw, "w").inputs == tuple(sorted(inputs))  # its reader takes them
