@@ -96,7 +96,11 @@ def _size(n: int) -> str:
 
 
 def _check_size(text: str | bytes, max_bytes: int) -> None:
-    if len(text) > max_bytes:
+    """Bytes as UTF-8 writes them: a character may take four (encoded only once the character
+    count is within the limit, so an oversized text is never copied)."""
+    if len(text) > max_bytes or (
+        isinstance(text, str) and len(text.encode("utf-8", "surrogatepass")) > max_bytes
+    ):
         raise TooLarge(f"larger than {_size(max_bytes)}")
 
 

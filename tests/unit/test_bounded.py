@@ -62,6 +62,12 @@ def test_ordinary_documents_pass_and_json_is_bounded_too() -> None:
     assert load_json('{"a": ' * 64 + "1" + "}" * 64) is not None
     with pytest.raises(TooLarge, match="larger than"):
         load_json(" " * 10, max_bytes=5)
+    # the limit is in bytes, as the text is written: 4 characters of 4 bytes each are 16 bytes
+    # (it counted characters: a text of max_bytes 4-byte characters passed at 4x the limit)
+    assert load_json('"\U0001f600"', max_bytes=6) == "\U0001f600"  # 1 + 4 + 1 bytes
+    for loader in (load_json, load_yaml):
+        with pytest.raises(TooLarge, match="larger than"):
+            loader('"' + "\U0001f600" * 4 + '"', max_bytes=10)
 
 
 # ---- issue 23 item 9 (reproducers D11, D12): cyclic aliases, big integers, non-regular files
