@@ -43,7 +43,8 @@ second operator set" below); `--ops old` is the first set alone, `--ops all` (de
 more sets, each written after the earlier ones were caught and run once blind (IDs with T, F, V, S
 and E after the prefix; see their comments below).
 A mutant whose snippet is not found exactly once is reported `stale` (the code moved on: update
-it). Slow (one pytest process per mutant): `make mutants`, never part of `make test`.
+it; tests/unit/test_mutants_ops.py fails on a stale hand-written one, so `make check` says so).
+Slow (one pytest process per mutant): `make mutants`, never part of `make test`.
 Stdlib only (pytest is run as a subprocess).
 """
 
