@@ -151,7 +151,7 @@ def test_a_mirror_given_as_a_secret_is_recorded_as_its_name(
     assert err.value.exit_code == 2 and "--pip-index-url-file" in (err.value.hint or "")
 
 
-def _said(exc: LockError) -> str:
+def _said(exc: LockError | BuildFailedError) -> str:
     """All an error prints: its line, its hint and the tool's lines kept below it."""
     return "\n".join([exc.message, exc.hint or "", *exc.log])
 
