@@ -32,6 +32,10 @@ Set K (2026-12-06) was written blind the same way, where J left off: `envbuilder
 line and --json document, the certificate store's lookups, attestation verification and the
 registry fetch, the replay evidence and the harness's result, the output policy, bounded reads,
 redaction and the lock's inputs; none equals a mutant of a..j or `--auto`.
+Set L (2026-12-06) was written blind the same way, where J and K did not reach: secrets given as
+files, imported certificates, the cached attestations' scope, the janitor's ownership, uv's temp
+folder and process group, the run's GPU selection, the host probe, WSL2's driver, the platform and
+the installability step; none equals a mutant of a..k or `--auto`.
 `--auto AREA` (2026-12-05): hand-written sets cannot reach 95% blind (each found conditions no
 test had looked at), so the automatic mode plants every one-line mutant of a fixed operator list
 in the decision functions of an area (AREAS: run-check, verdict, certs; more areas are added as
@@ -2960,6 +2964,366 @@ SET_K = (
     ),
 )
 
+# --------------------------------------------------------------------------- set L (blind, 2026-12-06)
+# Written from the code alone, before any test of these lines was read (issue 23 hardening), where
+# sets J and K did not reach: secrets given as files (the lock's <secret:NAME>, every message
+# redacted), imported certificates (signed or --trust-imported, a future issued_at), the cached
+# attestation path's repository scope and the registry reference looked up, the janitor's ownership
+# (data folder, owner marks, the records it writes), uv's temp folder and process group, the run's
+# GPU selection, the host probe's readings, WSL2's driver, the platform and the installability
+# step. The same kinds of slip as J and K (a field of the wrong record, the first item only, a
+# default that skips a check, a normalisation on one side only, a unit forgotten, a timezone
+# dropped, a prefix match for a whole name); none equals a mutant of a..k or `--auto` (same tree
+# after planting).
+SECRET_L = (
+    "test_lock_secrets.py",
+    "test_lock_edges.py",
+    "test_packages.py",
+    "test_failure_messages.py",
+    "test_build.py",
+    "test_python_pick.py",
+    "test_input_checks.py",
+)
+IMPORT_L = (
+    "test_attest_registry.py",
+    "test_cert_origins.py",
+    "test_certificate.py",
+    "test_certstore.py",
+    "test_run_boundary.py",
+    "test_cli_trust.py",
+    "test_hostile_parse.py",
+    "test_runner.py",
+)
+JANITOR_L = (
+    "test_lifecycle.py",
+    "test_janitor_scope.py",
+    "test_janitor_conditions.py",
+    "test_orphaned_runs.py",
+    "test_engine.py",
+    "test_lock_interrupted.py",
+    "test_commit.py",
+    "test_buildlock_conditions.py",
+)
+GPU_L = (
+    "test_run_docker_like.py",
+    "test_runtime_podman.py",
+    "test_runner.py",
+    "test_input_checks.py",
+    "test_up.py",
+)
+HOST_L = (
+    "test_host.py",
+    "test_wsl.py",
+    "test_program_digits.py",
+    "test_entrypoint.py",
+    "test_resolve_edges.py",
+    "test_platforms.py",
+    "test_resolve_cases.py",
+    "test_versions.py",
+)
+CERTS_L, OWNER_L, PROBE_L, WSL_L = (
+    "run/certificates.py",
+    "engine/ownership.py",
+    "host/probe.py",
+    "resolve/wsl.py",
+)
+SET_L = (
+    m(
+        "L01",
+        "image/secrets.py",
+        '    where = host + parts.path.rstrip("/")',
+        '    where = (parts.hostname or host) + parts.path.rstrip("/")',
+        "a secret URL's host taken lower-cased and without its port (urlsplit's hostname), so a tool's "
+        "printing of it (port kept) is not redacted",
+        SECRET_L,
+    ),
+    m(
+        "L02",
+        "image/build.py",
+        "        exc.log = tuple(redact(line, values) for line in exc.log)",
+        "        exc.log = tuple(redact(line) for line in exc.log)",
+        "a failed build's log lines lose credentials and query values only, not the secrets' values",
+        SECRET_L,
+    ),
+    m(
+        "L03",
+        "image/build.py",
+        "        exc.hint = None if exc.hint is None else redact(exc.hint, values)",
+        "        exc.hint = exc.hint",
+        "a failed build's hint keeps a secret's value (message and log redacted, hint not)",
+        SECRET_L,
+    ),
+    m(
+        "L04",
+        "image/packages.py",
+        "    return (*settings.secrets, *((name, value) for name, value in found if value))",
+        "    return tuple((name, value) for name, value in found if value)",
+        "the lock's uv runs redact the spec's index passwords but not the mirror given as a secret file",
+        SECRET_L,
+    ),
+    m(
+        "L05",
+        "image/packages.py",
+        "env=uv_env(settings, out.parent), secrets=secrets)",
+        "env=uv_env(settings, out.parent))",
+        "uv pip compile's failure log is not redacted of the secrets' values (credentials only)",
+        SECRET_L,
+    ),
+    m(
+        "L06",
+        "image/packages.py",
+        '    env["TMPDIR"] = str(tmp)',
+        '    env.setdefault("TMPDIR", str(tmp))',
+        "uv's TMPDIR left at the user's own when set: what a stopped uv leaves is outside the swept folder",
+        SECRET_L,
+    ),
+    m(
+        "L07",
+        "image/python_pick.py",
+        "    text = redact(proc.stderr, settings.secrets)",
+        "    text = redact(proc.stderr)",
+        "the Python wheel check's uv output keeps the secrets' values (credentials only taken out)",
+        SECRET_L,
+    ),
+    m(
+        "L08",
+        "cli/build_cmd.py",
+        "        secrets=((SECRET_INDEX, mirror),) if mirror else (),",
+        "        secrets=settings.secrets,",
+        "--pip-index-url-file's URL serves the lock without being named a secret (recorded by value, "
+        "not as <secret:pip_index_url>)",
+        SECRET_L,
+    ),
+    m(
+        "L09",
+        "certify/certificate.py",
+        "    if issued is None or (issued - current).total_seconds() <= CLOCK_SKEW_S:",
+        "    if issued is None or (issued - current).seconds <= CLOCK_SKEW_S:",
+        "the future-issued check reads timedelta.seconds (days dropped): a day and a minute ahead passes",
+        IMPORT_L,
+    ),
+    m(
+        "L10",
+        "attest/imported.py",
+        "    require_importable(cert, str(src), now)\n    names = outcome.subject_names",
+        "    require_importable(cert, str(src))\n    names = outcome.subject_names",
+        "an imported envelope's certificate judged against this host's clock, not the `now` given",
+        IMPORT_L,
+    ),
+    m(
+        "L11",
+        "attest/imported.py",
+        "covered = [n for n in names if any(k.keyid == outcome.keyid for k in policy.keys_for(n))]",
+        "covered = [n for n in names if any(k.keyid == outcome.keyid for k in policy.keys_for(names[0]))]",
+        "an imported envelope's repositories judged by the first subject's keys for every subject",
+        IMPORT_L,
+    ),
+    m(
+        "L12",
+        "attest/imported.py",
+        "    manifest = next((d for d in outcome.subject_digests if d != cert.image.id), cert.image.id)",
+        "    manifest = next((d for d in outcome.subject_digests if d != cert.id), cert.image.id)",
+        "an imported envelope's manifest digest told from the image ID by the certificate's id (wrong field)",
+        IMPORT_L,
+    ),
+    m(
+        "L13",
+        CERTS_L,
+        "good = [o for o in outcomes if isinstance(o, Verified) and o.certificate is not None]",
+        "good = [o for o in outcomes[:1] if isinstance(o, Verified) and o.certificate is not None]",
+        "an imported certificate's envelopes: only the first verified again (a later good one ignored)",
+        IMPORT_L,
+    ),
+    m(
+        "L14",
+        CERTS_L,
+        "    for att in store.attestations(digest):",
+        "    for att in store.attestations(info.id):",
+        "the cached attestations looked up by the image ID, not the manifest digest they are stored under",
+        IMPORT_L,
+    ),
+    m(
+        "L15",
+        OWNER_L,
+        "    return os.path.realpath(Path(log).parent) == os.path.realpath(folder)",
+        "    return os.path.realpath(log).startswith(os.path.realpath(folder))",
+        "the janitor writes an orphan's line to any log under the data folder's path prefix (a subfolder, "
+        "a sibling folder data-other)",
+        JANITOR_L,
+    ),
+    m(
+        "L16",
+        OWNER_L,
+        "        return when.astimezone(timezone.utc)",
+        "        return when.replace(tzinfo=timezone.utc)",
+        "Docker's time with an offset (Podman's) read as UTC: an orphan's seconds off by the offset",
+        JANITOR_L,
+    ),
+    m(
+        "L17",
+        OWNER_L,
+        '    ended = c.status == "exited"',
+        '    ended = c.status != "running"',
+        "a leftover that never started (created) recorded as ended with its ExitCode 0, not 137",
+        JANITOR_L,
+    ),
+    m(
+        "L18",
+        "lifecycle.py",
+        "    return (int(m.group(2)), int(m.group(3))) == (pid, start)",
+        "    return int(m.group(2)) == pid",
+        "a temp folder's owner file matched on the pid alone (a reused pid's folder taken for the name's)",
+        JANITOR_L,
+    ),
+    m(
+        "L19",
+        "lifecycle.py",
+        '    return f"{socket.gethostname()}/{pid}/{process_start(pid) or 0}"',
+        '    return f"{socket.gethostname()}/{pid}/{process_start(os.getpid()) or 0}"',
+        "an owner mark for another pid carries this process's start time",
+        JANITOR_L,
+    ),
+    m(
+        "L20",
+        "lifecycle.py",
+        "            os.killpg(proc.pid, sig)",
+        "            os.kill(proc.pid, sig)",
+        "a stopped child is signalled alone, not its process group (uv's own children left running)",
+        JANITOR_L,
+    ),
+    m(
+        "L21",
+        "lifecycle.py",
+        "        except BaseException:\n            kill_group(proc)",
+        "        except Exception:\n            kill_group(proc)",
+        "a child's group not ended on Ctrl-C or a stop signal (Stopped is a KeyboardInterrupt)",
+        JANITOR_L,
+    ),
+    m(
+        "L22",
+        "lifecycle.py",
+        "        return int(fields[19])",
+        "        return int(fields[21])",
+        "a process's start time read from /proc/PID/stat's field 24 (counted from the whole line), not 22",
+        JANITOR_L,
+    ),
+    m(
+        "L23",
+        "runtime/gpu_selection.py",
+        "            gpu = by_index.get(i) if _INDEX.match(i) else by_uuid.get(i.lower())",
+        "            gpu = by_index.get(i) if _INDEX.match(i) else by_uuid.get(i)",
+        "--gpus device=GPU-UUID in upper case not found (the host's UUIDs lower-cased, the one typed not)",
+        GPU_L,
+    ),
+    m(
+        "L24",
+        "runtime/gpu_selection.py",
+        "    have = tuple(sorted(report.gpus, key=lambda g: g.index))",
+        "    have = tuple(report.gpus)",
+        "--gpus N takes the first N GPUs in the probe's order, not by index",
+        GPU_L,
+    ),
+    m(
+        "L25",
+        "runtime/gpu_selection.py",
+        "        return uuids if len(uuids) == len(self.gpus) else self.indexes",
+        "        return uuids or self.indexes",
+        "the Toolkit told the UUIDs that were read when some GPU has none (fewer GPUs than selected)",
+        GPU_L,
+    ),
+    m(
+        "L26",
+        "run/launch.py",
+        "        cuda_driver=report.cuda_driver or cuda_fallback,",
+        "        cuda_driver=cuda_fallback or report.cuda_driver,",
+        "the run's driver CUDA taken from the matrix before the probe's own reading",
+        GPU_L,
+    ),
+    m(
+        "L27",
+        PROBE_L,
+        "                    power_limit_w=None if limit is None else limit / 1000.0,",
+        "                    power_limit_w=None if limit is None else float(limit),",
+        "NVML's power limit kept in milliwatts (the unit forgotten)",
+        HOST_L,
+    ),
+    m(
+        "L28",
+        PROBE_L,
+        "                    memory_used_mib=None if mem is None else int(mem.used) // _MIB,",
+        "                    memory_used_mib=None if mem is None else int(mem.total) // _MIB,",
+        "NVML's memory used read from the total (wrong field)",
+        HOST_L,
+    ),
+    m(
+        "L29",
+        PROBE_L,
+        "            processes=tuple(procs.get(r[1], ())),",
+        "            processes=tuple(procs.get(r[0], ())),",
+        "nvidia-smi's compute apps matched to a GPU by its name, not its UUID",
+        HOST_L,
+    ),
+    m(
+        "L30",
+        WSL_L,
+        "    release, how = max(picks, key=lambda p: parse_driver(p[0].min_driver))",
+        "    release, how = picks[0]",
+        "a Windows driver counted as the Table 3 release even when its branch gives a newer one",
+        HOST_L,
+    ),
+    m(
+        "L31",
+        WSL_L,
+        "    got = windows_driver(matrix, host.windows_driver)",
+        "    got = windows_driver(matrix, host.driver)",
+        "the WSL2 warning maps the Linux driver again, not the Windows one (wrong field)",
+        HOST_L,
+    ),
+    m(
+        "L32",
+        "resolve/platform.py",
+        "    if len(only) == 1:",
+        "    if only:",
+        "GPUs of two platforms' hosts: the platform inferred from either, not left to the default",
+        HOST_L,
+    ),
+    m(
+        "L33",
+        "image/installable.py",
+        "                    for py in pythons[kind]:",
+        '                    for py in pythons["slim"]:',
+        "the installability step asks a CUDA base image's set for the slim images' Pythons",
+        ("test_installable.py",),
+    ),
+    m(
+        "L34",
+        "versions.py",
+        "    parse_driver(text)\n    return text.strip()",
+        "    parse_driver(text)\n    return text",
+        "a host driver given with spaces (a fleet node's label) kept with them after the check",
+        HOST_L,
+    ),
+    m(
+        "L35",
+        CERTS_L,
+        "                verify_envelope(e.envelope, repository=e.repository, digest=info.id, policy=trust)",
+        "                verify_envelope(e.envelope, repository=None, digest=info.id, policy=trust)",
+        "an imported envelope verified again at each use without its repository (any repository the key "
+        "is trusted for)",
+        IMPORT_L,
+    ),
+    m(
+        "L36",
+        "image/secrets.py",
+        "        for pattern in _secret_patterns(value):",
+        "        for pattern in _secret_patterns(value)[:1]:",
+        "a secret's value redacted in its first form only (the URL as written; not its password or "
+        "query alone)",
+        SECRET_L,
+    ),
+)
+
+
 SETS = {
     "a": SET_A,
     "b": SET_B,
@@ -2972,6 +3336,7 @@ SETS = {
     "i": SET_I,
     "j": SET_J,
     "k": SET_K,
+    "l": SET_L,
 }
 
 
@@ -6351,7 +6716,7 @@ def auto_report(
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--set", default="abcdefghijk", help="which sets: any of a..k (default: abcdefghijk)")
+    ap.add_argument("--set", default="abcdefghijkl", help="which sets: any of a..l (default: abcdefghijkl)")
     ap.add_argument("--auto", metavar="AREA", help=f"automatic mutants of one area: {', '.join(AREAS)}")
     ap.add_argument(
         "--ops",

@@ -1190,3 +1190,51 @@ def test_a_certificate_checked_the_second_it_was_issued_is_not_expired(tmp_path:
         now=at_once + timedelta(seconds=61),
     )
     assert isinstance(later, Refused) and later.reason == "expired"
+
+
+# --------------------------------------------------------------------------- set L (2026-12-06)
+
+
+def test_a_signed_envelope_is_imported_by_the_clock_it_is_given_in_each_of_its_checks(tmp_path: Path) -> None:
+    """`certs import` at a `now` of its own (import_certificate's `now`): the envelope's checks
+    and the certificate's (require_importable) judge the issued_at by that clock alike. A
+    certificate issued in 2099 is imported at a `now` a day after, refused at one a day before."""
+    signer = key(tmp_path, "ci")
+    certificate = cpu_cert(issued_at="2099-01-01T00:00:00Z")
+    path = tmp_path / "signed.json"
+    path.write_bytes(sign_statement(statement(certificate, 0), signer))
+    store = CertStore(tmp_path / "s.sqlite")
+    before = datetime(2098, 12, 31, tzinfo=timezone.utc)
+    with pytest.raises(CertificateRefusedError, match=r"future-issued"):
+        import_certificate(path, store=store, policy=lambda: trusting(signer), now=before)
+    after = datetime(2099, 1, 2, tzinfo=timezone.utc)
+    done = import_certificate(path, store=store, policy=lambda: trusting(signer), now=after)
+    assert done.id == certificate.id and done.signed_by is not None
+
+
+def test_an_imported_envelope_holds_only_while_its_key_is_trusted_for_the_repository_it_was_kept_under(
+    tmp_path: Path,
+) -> None:
+    """An envelope of two subjects, imported while its key was trusted for reg.example/team/*
+    (kept under reg.example/team/train). Today's policy trusts that key for other.example/* only:
+    at `run` it is refused (untrusted-key), not held through its other subject's name."""
+    signer = key(tmp_path, "ci")
+    subjects = [
+        subject("reg.example/team/train", DIGEST),
+        subject("other.example/x", "sha256:" + "33" * 32),
+        subject("reg.example/team/train", IMAGE_ID),
+    ]
+    store, certificate = import_with_subjects(
+        tmp_path, subjects, TrustPolicy(keys=(scoped(signer, "reg.example/team/*"),)), signer
+    )
+    (kept,) = store.envelopes(certificate.id)
+    assert kept.repository == "reg.example/team/train"
+    same = certificate_finder(
+        "train:1", store=store, policy=lambda: TrustPolicy(keys=(scoped(signer, "reg.example/*"),))
+    )
+    assert [c.id for c in same(info())] == [certificate.id]
+    moved = TrustPolicy(keys=(scoped(signer, "other.example/*"),))
+    find = certificate_finder("train:1", store=store, policy=lambda: moved)
+    with pytest.raises(RefusedError) as refused:
+        find(info())
+    assert [r.reason for r in refused.value.refusals] == ["untrusted-key"]

@@ -300,3 +300,31 @@ def test_matrix_installable_remembers_answers_in_the_user_cache(
     assert len(saved) == doc["checked"] and all(a.source.startswith("uv 0.0.0 ") for a in saved)
     bad = CliRunner().invoke(cli, ["matrix", "installable", "--python", "three"])
     assert bad.exit_code == 2 and "Traceback" not in bad.output
+
+
+# --------------------------------------------------------------------------- set L (2026-12-06)
+
+
+def test_each_install_set_is_asked_for_the_pythons_of_its_own_kind_of_base_image(matrix: Matrix) -> None:
+    """A variant's system-CUDA set is installed on a CUDA base image, its bundled set on a slim
+    one: each is asked for the Pythons of its own images. With the CUDA images left out, no
+    system set is asked at all (the slim images' Pythons are not theirs)."""
+    from envbuilder.matrix.installable import answer_key
+
+    slim_only = replace(matrix, base_images=tuple(b for b in matrix.base_images if b.kind == "slim"))
+    keys = set(live.install_sets(slim_only, ["torch", "tensorflow"], "linux/amd64"))
+    system = {
+        answer_key(
+            (*v.system_packages, *(r for _, r in v.companion_packages)), v.index_url, py, "linux/amd64"
+        )
+        for table in matrix.frameworks
+        if table.name in ("torch", "tensorflow")
+        for rel in table.releases
+        for v in rel.variants
+        if v.system_packages and v.cuda is not None and v.system_packages != v.bundled_packages
+        for py in sorted({b.python for b in matrix.base_images})
+    }
+    assert system, "the matrix has system-CUDA sets"
+    assert keys and not (keys & system)
+    every = set(live.install_sets(matrix, ["torch", "tensorflow"], "linux/amd64"))
+    assert every & system and keys < every

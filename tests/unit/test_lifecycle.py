@@ -31,6 +31,7 @@ from envbuilder.lifecycle import (
     owner_alive,
     owner_mark,
     process_start,
+    run_child,
     stop_signal,
     sweep_temp_dirs,
     temp_dir,
@@ -427,3 +428,52 @@ def test_a_folder_named_almost_as_temp_dir_names_them_is_not_swept(
     kept = _old_folder_of_a_dead_owner(tmp_path, monkeypatch, name)
     assert sweep_temp_dirs(tmp_path) == []
     assert kept.is_dir()
+
+
+# --------------------------------------------------------------------------- set L (2026-12-06)
+# run_child (uv's way of running): the child's whole process group ends with envbuilder's wait.
+
+
+def _gone(pid: int, within: float = 10.0) -> bool:
+    """Whether `pid` ends (or is a zombie) within `within` seconds."""
+    deadline = time.monotonic() + within
+    while process_start(pid) is not None and _state(pid) != "Z":
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
+
+
+def test_a_child_that_times_out_is_ended_with_what_it_started(tmp_path: Path) -> None:
+    """uv's own children (its resolver's threads are in-process; a build backend it starts is
+    not): the timeout ends the child's whole group, not the child alone."""
+    pidfile = tmp_path / "grandchild.pid"
+    script = f"sleep 60 & echo $! > {tmp_path}/gc.tmp && mv {tmp_path}/gc.tmp {pidfile}; wait"
+    with pytest.raises(subprocess.TimeoutExpired):
+        run_child(["sh", "-c", script], timeout=2.0)
+    grandchild = int(pidfile.read_text())
+    try:
+        assert _gone(grandchild), "the child's own child outlived the timeout"
+    finally:
+        if process_start(grandchild) is not None and _state(grandchild) != "Z":
+            os.kill(grandchild, signal.SIGKILL)
+
+
+def test_a_child_is_ended_when_a_ctrl_c_interrupts_the_wait(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A KeyboardInterrupt (Ctrl-C; Stopped is one too) while envbuilder waits on the child: the
+    child's group is ended before the interrupt goes on, as for any exception."""
+    started: list[int] = []
+
+    def interrupted(self: subprocess.Popen[str], *_args: object, **_kw: object) -> tuple[str, str]:
+        started.append(self.pid)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(subprocess.Popen, "communicate", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        run_child(["sleep", "60"])
+    (child,) = started
+    try:
+        assert _gone(child, within=5.0), "the child outlived the interrupt"
+    finally:
+        if process_start(child) is not None and _state(child) != "Z":
+            os.kill(child, signal.SIGKILL)

@@ -151,7 +151,7 @@ def test_a_mirror_given_as_a_secret_is_recorded_as_its_name(
     assert err.value.exit_code == 2 and "--pip-index-url-file" in (err.value.hint or "")
 
 
-def _said(exc: LockError) -> str:
+def _said(exc: LockError | BuildFailedError) -> str:
     """All an error prints: its line, its hint and the tool's lines kept below it."""
     return "\n".join([exc.message, exc.hint or "", *exc.log])
 
@@ -230,10 +230,32 @@ def test_a_failed_builds_message_loses_every_secret_value(tmp_path: Path) -> Non
     tail = f"#9 0.8 error: Failed to fetch: http://127.0.0.1:5009/{PATH_TOKEN}/simple/filelock/\n"
     tail += "#9 auth corp-token-77"
     with pytest.raises(BuildFailedError) as err, secrets_redacted(secrets):
-        raise BuildFailedError(f"docker build failed (exit 1)\n{tail}", hint=f"retry {MIRROR}")
-    _no_secret(err.value.message + str(err.value) + (err.value.hint or ""))
-    assert "corp-token-77" not in err.value.message and "<secret:corp>" in err.value.message
+        raise BuildFailedError(
+            f"docker build failed (exit 1)\n{tail}", hint=f"retry {MIRROR}", log=tuple(tail.splitlines())
+        )
+    _no_secret(_said(err.value) + str(err.value))
+    assert "corp-token-77" not in _said(err.value) and "<secret:corp>" in err.value.message
     assert "Failed to fetch: <secret:pip_index_url>/filelock/" in err.value.message
+    # the log's lines too, each by its secret's name (not only their credentials and query values)
+    assert err.value.log == (
+        "#9 0.8 error: Failed to fetch: <secret:pip_index_url>/filelock/",
+        "#9 auth <secret:corp>",
+    )
+
+
+def test_the_python_checks_uv_answer_loses_every_secret_value(
+    fake_uv: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The wheel check (python_pick.ask_uv, the installability step's uv) with the mirror given
+    as a secret: uv's reason keeps the secret's name, never its path token."""
+    from envbuilder.image.python_pick import ask_uv
+
+    monkeypatch.setenv("FAKE_UV_FAIL", "1")
+    _private_tmp(tmp_path, monkeypatch)
+    got = ask_uv(["filelock"], "3.12", "x86_64-manylinux_2_28", _settings(fake_uv[0]))
+    assert not got.ok
+    _no_secret(got.why)
+    assert "<secret:pip_index_url>/filelock/" in got.why
 
 
 def test_the_build_options_record_the_mirror_file_as_a_secret(tmp_path: Path) -> None:

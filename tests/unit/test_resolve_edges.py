@@ -405,6 +405,24 @@ def test_the_platform_is_inferred_from_any_gpu_that_exists_on_one_platform_only(
     assert said is not None and "NVIDIA GB200, NVIDIA GH200 480GB is found only in linux/arm64 hosts" in said
 
 
+def test_gpus_found_only_on_two_different_platforms_infer_neither(matrix: Matrix) -> None:
+    """The one platform every named GPU exists in: a GH200 (linux/arm64 hosts only) beside a GPU
+    that a matrix places in linux/amd64 hosts only leaves no such platform (the default, no
+    warning), never either one of them. The shipped rows are all linux/arm64, so the second row
+    is added here."""
+    from envbuilder.matrix.model import PlatformGpu
+    from envbuilder.resolve.platform import effective_platform
+
+    amd64_only = PlatformGpu(
+        model="NVIDIA H100", platform="linux/amd64", unsupported=None, source="a test row"
+    )
+    mixed = replace(matrix, platforms=replace(matrix.platforms, gpus=(*matrix.platforms.gpus, amd64_only)))
+    host = target_host(mixed, DRIVER, (H100, "NVIDIA GH200 480GB"), ())
+    assert effective_platform(mixed, Request(framework="torch", specifier=""), host) == ("linux/amd64", None)
+    alone = target_host(mixed, DRIVER, ("NVIDIA GH200 480GB",), ())
+    assert effective_platform(mixed, Request(framework="torch", specifier=""), alone)[0] == "linux/arm64"
+
+
 def test_every_gpu_of_another_platform_is_refused_past_one_without_a_platform_row(matrix: Matrix) -> None:
     from envbuilder.resolve.platform import platform_rejections
 

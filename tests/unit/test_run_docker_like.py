@@ -402,3 +402,36 @@ def test_docker_only_options_are_refused_with_another_runtime(monkeypatch: pytes
         res = CliRunner().invoke(cli, ["run", "--runtime", "apptainer", *extra, "job.sif", "true"])
         assert res.exit_code == 2, res.output
         assert "only apply to --runtime docker" in res.output
+
+
+# --------------------------------------------------------------------------- set L (2026-12-06)
+
+
+def test_the_first_n_gpus_are_the_lowest_indexes_whatever_order_the_probe_listed_them(tmp_path: Path) -> None:
+    from envbuilder.runtime.gpu_selection import select_gpus
+
+    report = HostReport(source="nvml", driver="570.86.15", cuda_driver="12.8", gpus=(T4, H100))
+    got = select_gpus(parse_gpus("1"), report, root=tmp_path)
+    assert got.gpus == (H100,) and got.indexes == ("0",)
+    assert select_gpus(parse_gpus("device=1,0"), report, root=tmp_path).gpus == (H100, T4)
+
+
+def test_the_toolkit_is_told_indexes_unless_every_selected_gpus_uuid_was_read() -> None:
+    from dataclasses import replace
+
+    from envbuilder.runtime.gpu_selection import GpuSelection
+
+    assert GpuSelection(text="all", gpus=(H100, T4)).ids == (H100_UUID, T4_UUID)
+    unread = replace(T4, uuid=None)
+    assert GpuSelection(text="all", gpus=(H100, unread)).ids == ("0", "1")
+
+
+def test_the_runs_driver_cuda_is_the_probes_reading_before_the_matrixs_fallback() -> None:
+    from envbuilder.run.launch import run_host
+    from envbuilder.runtime.base import AccessChoice
+
+    choice = AccessChoice(name="toolkit", reason="the daemon has it", mode=TOOLKIT)
+    read = HostReport(source="nvml", driver="570.86.15", cuda_driver="12.8", gpus=(H100,))
+    assert run_host(read, choice, "auto", "12.4").cuda_driver == "12.8"
+    unread = HostReport(source="proc", driver="570.86.15", cuda_driver=None)
+    assert run_host(unread, choice, "auto", "12.4").cuda_driver == "12.4"

@@ -20,7 +20,7 @@ from envbuilder.host.model import Host
 from envbuilder.host.probe import detect_wsl
 from envbuilder.matrix import load_matrix
 from envbuilder.pipeline.resolution import target_host
-from envbuilder.resolve.wsl import host_under_wsl, windows_driver
+from envbuilder.resolve.wsl import host_under_wsl, windows_driver, wsl_warning
 
 MATRIX = load_matrix()
 WSL_KERNEL = (
@@ -132,6 +132,18 @@ def test_resolve_wsl_says_the_mapping_and_what_wsl2_lacks() -> None:
     assert "host: driver 577.00 (Windows, WSL2; as Linux 575.57.08), " in res.output
     assert "WSL2: driver 577.00 is the Windows driver; it supports CUDA 12.9" in res.output
     assert "no MIG" in res.output and "no /dev/nvidia*" in res.output
+
+
+def test_the_wsl_warning_says_what_the_windows_driver_supports_and_why() -> None:
+    """The warning maps the Windows driver (577.00: Table 3's 12.9 Update 1 column), not the Linux
+    driver it counts as (575.57.08, whose branch alone would give 12.9.0 and another reason)."""
+    host = target_host(MATRIX, "577.00", ("NVIDIA GeForce RTX 4090",), (), wsl=True)
+    said = wsl_warning(MATRIX, host)
+    assert said is not None and said.startswith(
+        "WSL2: driver 577.00 is the Windows driver; it supports CUDA 12.9 (the Windows driver of CUDA "
+        "12.9 Update 1 is 576.57) and is checked as the Linux driver 575.57.08."
+    )
+    assert wsl_warning(MATRIX, Host(driver="575.57.08")) is None
 
 
 def test_without_wsl_the_same_driver_is_a_linux_driver() -> None:
