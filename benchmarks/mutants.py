@@ -2238,8 +2238,8 @@ SET_I = (
 # side only, a timezone dropped.
 CHKF, CHKN, CHKI, CHKG = "check/findings.py", "check/node.py", "check/image.py", "check/gate.py"
 CHECKJ = ("test_check.py", "test_check_prolog.py", "test_check_k8s.py")
-# The guards of the automatic areas (defined with them below), by name here: the same files.
-VERJ = (
+# The guards of the automatic areas (used with them below), the same files by name here.
+VERDICT_TESTS = (
     "test_result_shape.py",
     "test_verdict_conditions.py",
     "test_verdict.py",
@@ -2247,8 +2247,9 @@ VERJ = (
     "test_harness_logic.py",
     "test_project_smoke.py",
 )
+VERJ = VERDICT_TESTS
 RUNJ = (*RUN, "test_run_conditions.py", "test_attest_registry.py", "test_runner.py")
-CERTJ = (
+CERT_TESTS = (
     "test_cert_origins.py",
     "test_certificate.py",
     "test_attest_envelope.py",
@@ -2258,7 +2259,9 @@ CERTJ = (
     "test_certstore.py",
     "test_cli_trust.py",
 )
-RESJ = (
+CERTJ = CERT_TESTS
+# Every resolver test file (set J and the automatic resolve area, below).
+RESOLVE_TESTS = (
     "test_resolve_edges.py",
     "test_versions.py",
     "test_wsl.py",
@@ -2269,6 +2272,7 @@ RESJ = (
     "test_resolve_cases.py",
     "test_platforms.py",
 )
+RESJ = RESOLVE_TESTS
 LOCKJ = (*LOCKG, "test_lock_edges.py", "test_render.py")
 SET_J = (
     m(
@@ -3378,24 +3382,6 @@ RUN_TESTS = (
     "test_run_boundary.py",
     "test_attest_registry.py",
     "test_runner.py",
-)
-VERDICT_TESTS = (
-    "test_result_shape.py",
-    "test_verdict_conditions.py",
-    "test_verdict.py",
-    "test_harness_result.py",
-    "test_harness_logic.py",
-    "test_project_smoke.py",
-)
-CERT_TESTS = (
-    "test_cert_origins.py",
-    "test_certificate.py",
-    "test_attest_envelope.py",
-    "test_attest_keys.py",
-    "test_run_boundary.py",
-    "test_attest_registry.py",
-    "test_certstore.py",
-    "test_cli_trust.py",
 )
 
 AREAS: dict[str, tuple[str, tuple[Target, ...]]] = {
@@ -4812,17 +4798,6 @@ def auto_mutants(area: str, ops: str = "all") -> tuple[Mutant, ...]:
 
 # The resolve and lock areas (issue 23: the resolver's floors and ranges; the lock's strings that
 # reach a template or a command line, its redaction and its hash).
-RESOLVE_TESTS = (
-    "test_resolve_edges.py",
-    "test_versions.py",
-    "test_wsl.py",
-    "test_driver_two_part.py",
-    "test_forward_compat.py",
-    "test_resolve_coverage.py",
-    "test_resolve_boundary.py",
-    "test_resolve_cases.py",
-    "test_platforms.py",
-)
 LOCK_TESTS = (
     "test_lock_edges.py",
     "test_lock_secrets.py",

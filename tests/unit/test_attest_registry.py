@@ -116,6 +116,16 @@ def test_the_digest_given_is_verified_against_even_for_a_reference_with_a_digest
         assert [c.id for c in report.certificates] == [named["2"][1]]
 
 
+def _attached(reg: RegistryClient, host: str, signer: CryptoSigner) -> tuple[str, str, Any, Certificate]:
+    """team/train:1 pushed to the fake registry with its CPU certificate attached, signed by
+    `signer`: (manifest digest, image ID, reference, certificate)."""
+    digest, image_id = push_image(reg, "team/train", "1")
+    certificate = Certificate(cert("certified-cpu-only", gpus=(), image_id=image_id))
+    ref = parse_reference(f"{host}/team/train:1")
+    attach_certificates(reg, ref, digest=digest, image_id=image_id, certificates=[certificate], signer=signer)
+    return digest, image_id, ref, certificate
+
+
 def test_a_referrer_of_more_than_one_layer_is_refused_as_malformed(signer: CryptoSigner) -> None:
     """A referrer is one DSSE envelope layer: a manifest with another layer beside it is no
     attestation of ours, whatever its first layer holds."""
@@ -134,12 +144,7 @@ def test_a_referrer_of_more_than_one_layer_is_refused_as_malformed(signer: Crypt
 
     with fake_registry() as (host, _state):
         reg = client(host)
-        digest, image_id = push_image(reg, "team/train", "1")
-        certificate = Certificate(cert("certified-cpu-only", gpus=(), image_id=image_id))
-        ref = parse_reference(f"{host}/team/train:1")
-        attach_certificates(
-            reg, ref, digest=digest, image_id=image_id, certificates=[certificate], signer=signer
-        )
+        _digest, _image_id, ref, _certificate = _attached(reg, host, signer)
         assert len(fetch_verified(ref, policy=trust(signer), client=client).verified) == 2  # as attached
         report = fetch_verified(ref, policy=trust(signer), client=lambda h: ExtraLayer(client(h)))  # type: ignore[arg-type,return-value]
         assert report.verified == () and len(report.refused) == 2
@@ -158,12 +163,7 @@ def test_finder_fetches_caches_and_verifies_the_cache_again(signer: CryptoSigner
     lines: list[str] = []
     with fake_registry() as (host, _state):
         reg = client(host)
-        digest, image_id = push_image(reg, "team/train", "1")
-        certificate = Certificate(cert("certified-cpu-only", gpus=(), image_id=image_id))
-        ref = parse_reference(f"{host}/team/train:1")
-        attach_certificates(
-            reg, ref, digest=digest, image_id=image_id, certificates=[certificate], signer=signer
-        )
+        digest, image_id, _ref, certificate = _attached(reg, host, signer)
         policy = trust(signer)
         find = certificate_finder(
             f"{host}/team/train:1",
@@ -258,12 +258,7 @@ def test_a_cached_attestation_holds_only_for_a_repository_its_key_is_trusted_for
     lines: list[str] = []
     with fake_registry() as (host, _state):
         reg = client(host)
-        digest, image_id = push_image(reg, "team/train", "1")
-        certificate = Certificate(cert("certified-cpu-only", gpus=(), image_id=image_id))
-        ref = parse_reference(f"{host}/team/train:1")
-        attach_certificates(
-            reg, ref, digest=digest, image_id=image_id, certificates=[certificate], signer=signer
-        )
+        digest, image_id, _ref, certificate = _attached(reg, host, signer)
         scoped = TrustPolicy(
             keys=(TrustedKey(name="ci", key=signer.public_key, repositories=(f"{host}/team/*",)),)
         )
@@ -300,12 +295,7 @@ def test_a_local_tag_or_id_is_never_looked_up_in_a_registry(signer: CryptoSigner
     store = CertStore(tmp_path / "b.sqlite")
     with fake_registry() as (host, state):
         reg = client(host)
-        digest, image_id = push_image(reg, "team/train", "1")
-        certificate = Certificate(cert("certified-cpu-only", gpus=(), image_id=image_id))
-        ref = parse_reference(f"{host}/team/train:1")
-        attach_certificates(
-            reg, ref, digest=digest, image_id=image_id, certificates=[certificate], signer=signer
-        )
+        digest, image_id, _ref, certificate = _attached(reg, host, signer)
         info = ImageInfo(
             id=image_id,
             tags=("envbuilder-test/debian:bookworm", f"{host}/team/train:1"),
