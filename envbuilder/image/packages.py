@@ -440,7 +440,7 @@ def _project_inputs(
         _run(argv, what=f"uv export of {path}", cwd=project_dir, env=uv_env(settings, work))
         sources.append(exported)
         extras = ()
-    digests = {_under_spec(p, base): sha256_file_hex(p) for p in read}
+    digests = {_under_spec(p, base): sha256_file_hex(p) for p in dict.fromkeys(read)}  # each file hashed once
     return sources, extras, list(digests.items())
 
 
