@@ -27,7 +27,7 @@ fi
 say "${before} GB free (< ${MIN_FREE_GB}): removing test leftovers older than an hour"
 cutoff=$(date -d '1 hour ago' +%s)
 docker image ls --format '{{.Repository}}:{{.Tag}}|{{.CreatedAt}}' \
-  | grep -E '([-:/])[0-9a-f]{6}([-:/]|\||$)' \
+  | { grep -E '([-:/])[0-9a-f]{6}([-:/]|\||$)' || true; } \
   | while IFS='|' read -r ref created; do
       case "$ref" in *'<none>'*) continue ;; esac
       # CreatedAt: "2026-12-05 08:22:11 +0000 UTC"; date reads it without the zone name.
