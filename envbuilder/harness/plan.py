@@ -19,7 +19,7 @@ from .result import Outcome
 from .session import Budget, Options, Session
 from .steps.estimates import ESTIMATE
 from .steps.gate import gate_baseline_step
-from .steps.inventory import kernel_inventory_step
+from .steps.inventory import InventoryScan, kernel_inventory_step
 from .steps.smoke import cpu_check_step, cuda_smoke_step, framework_smokes
 from .steps.xla import XlaFramework
 from .telemetry import Sampler, load_nvml
@@ -89,11 +89,12 @@ class Certification:
     # ---- the run ---------------------------------------------------------------------------
     def run(self) -> None:
         lane = self._early_lane()
+        scan = InventoryScan()  # the libraries read beside the host step (steps/inventory.py)
         try:
             self._host_step()
             if lane is not None:
                 lane.release()  # the host step has listed the GPU's processes: the children may go
-            self._run(lane)
+            self._run(lane, scan)
         finally:
             if lane is not None:
                 lane.close()
@@ -112,8 +113,8 @@ class Certification:
             TUNED_RUNS, batch=TUNED_BATCH, amp="auto", seed=o.seed, data=GPU_DATA, hold=True, served=SERVED
         )
 
-    def _run(self, lane: Any) -> None:
-        kernel_inventory_step(self.rec, self.host)  # what the libraries carry, before any GPU use
+    def _run(self, lane: Any, scan: InventoryScan) -> None:
+        kernel_inventory_step(self.rec, self.host, scan)  # what the libraries carry, before any GPU use
         self._path_notes()
         # The sampler keeps its own time under half the overhead limit the certification gates.
         max_duty = float(self.thresholds["telemetry_overhead_max"]) / 2

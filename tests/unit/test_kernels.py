@@ -170,3 +170,34 @@ def test_the_harness_step_fails_only_for_the_framework_s_own_libraries(
     step.kernel_inventory_step(rec, h200)
     assert rec.steps[1].status == "fail" and "torch/lib/libtorch_fake.so" in (rec.steps[1].reason or "")
     assert "libcufftw" not in (rec.steps[1].reason or "")
+
+
+def test_the_libraries_are_read_beside_the_host_step_not_after_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Cold, the inventory's first read of the libraries is most of its time: the harness starts
+    it before the host step (which waits on the driver and imports) and judges it after."""
+    import io
+    import threading
+    import time
+
+    from envbuilder.harness import plan
+    from envbuilder.harness.record import Recorder
+    from envbuilder.harness.session import Options
+
+    scanning = threading.Event()
+
+    def scan(_roots: object) -> dict[str, object]:
+        scanning.set()
+        return {"libraries": [], "errors": [], "truncated": False, "seconds": 0.0}
+
+    def host_record(_nvml: object, _why: str) -> dict[str, object]:
+        assert scanning.wait(10), "the inventory did not start before the host step ended"
+        return {"gpus": []}
+
+    judged: list[str] = []
+    monkeypatch.setattr(inventory, "scan", scan)
+    monkeypatch.setattr(plan, "host_record", host_record)
+    monkeypatch.setattr(plan, "run_path", lambda *_a, **_k: judged.append("path"))
+    rec = Recorder(io.StringIO())
+    plan.Certification(Options(cpu_only=True), None, rec, started=time.monotonic()).run()
+    assert [s.name for s in rec.steps] == ["host", "kernel_inventory"]
+    assert [s.status for s in rec.steps] == ["pass", "pass"] and judged == ["path"]
