@@ -7,7 +7,7 @@ is dispatched the host waits for step i-1's loss, so one step is always queued (
 from __future__ import annotations
 
 from collections.abc import Callable
-from functools import lru_cache, partial
+from functools import cache, partial
 from typing import Any
 
 import jax
@@ -86,7 +86,7 @@ _train_step = _jit_step()
 AUTOTUNE_OFF = {"xla_gpu_autotune_level": 0}
 
 
-@lru_cache(maxsize=None)  # noqa: UP033 (functools.cache needs Python 3.9; the harness runs on 3.8)
+@cache
 def _step_without_autotuning() -> tuple[Any, str]:
     """The jitted step with AUTOTUNE_OFF, and "heuristics"; a jax whose jit has no
     compiler_options (older than the per-function options) gets the autotuned one, "autotuned"."""
