@@ -7,7 +7,7 @@ is dispatched the host waits for step i-1's loss, so one step is always queued (
 from __future__ import annotations
 
 from collections.abc import Callable
-from functools import cache, partial
+from functools import partial
 from typing import Any
 
 import jax
@@ -84,16 +84,19 @@ _train_step = _jit_step()
 # runs take cuDNN's (the ungated runs; the tuned, gated ones autotune). Each accuracy run is a
 # compile of its own, most of its first step's seconds (4.7-7.3 s each on an H100, 2026-12-06).
 AUTOTUNE_OFF = {"xla_gpu_autotune_level": 0}
+_heuristic_step: Any = None
 
 
-@cache
 def _step_without_autotuning() -> tuple[Any, str]:
     """The jitted step with AUTOTUNE_OFF, and "heuristics"; a jax whose jit has no
     compiler_options (older than the per-function options) gets the autotuned one, "autotuned"."""
-    try:
-        return _jit_step(compiler_options=AUTOTUNE_OFF), "heuristics"
-    except TypeError:
-        return _train_step, "autotuned"
+    global _heuristic_step
+    if _heuristic_step is None:
+        try:
+            _heuristic_step = _jit_step(compiler_options=AUTOTUNE_OFF)
+        except TypeError:
+            _heuristic_step = _train_step
+    return _heuristic_step, "heuristics" if _heuristic_step is not _train_step else "autotuned"
 
 
 @partial(jax.jit, static_argnames=("dtype",))
