@@ -558,20 +558,14 @@ def _xla_gpu_runs(s: Session, fw: XlaFramework, dev: Any) -> None:
     def rn(arch: str = "resnet18", **kw: Any) -> RunConfig:
         return RunConfig(name="", arch=arch, device="gpu", seed=s.opts.seed, **kw)
 
-    extra = dict(fw.accuracy_extra)  # the accuracy runs are not gated: no autotuning where it costs
     fp32 = train_step(
-        s,
-        data,
-        "train_rn18_fp32_bs32",
-        rn(batch=32, steps=steps, extra=extra),
-        estimate=ESTIMATE["fp32"],
-        run=run,
+        s, data, "train_rn18_fp32_bs32", rn(batch=32, steps=steps), estimate=ESTIMATE["fp32"], run=run
     )
-    amp32 = rn(batch=32, steps=steps, amp=amp, extra=extra)
+    amp32 = rn(batch=32, steps=steps, amp=amp)
     train_step(s, data, f"train_rn18_{amp}_bs32", amp32, estimate=ESTIMATE["amp"], run=run)
     peak = (fp32.metrics.get("memory") or {}).get("peak_allocated_mib")
     free_mib = fw.free_mib(s, dev)
-    cfg64 = rn(batch=64, steps=steps, amp=amp, extra=extra)
+    cfg64 = rn(batch=64, steps=steps, amp=amp)
     bs64_step(s, data, f"train_rn18_{amp}_bs64", cfg64, peak_mib=peak, free_mib=free_mib, run=run)
     tuned: dict[str, RunConfig] = {}
     passed: dict[str, bool] = {}

@@ -89,26 +89,6 @@ def test_jax_run_learns_and_a_diverged_run_is_caught() -> None:
     assert any("non-finite" in p for p in problems) and "val_accuracy" not in metrics
 
 
-def test_a_run_without_xla_autotuning_is_compiled_apart_and_learns_the_same() -> None:
-    # the accuracy runs' step (xla_autotune False): a jit of its own with XLA's autotuning off,
-    # recorded as "heuristics"; the same seeded run, so the same losses on the CPU (no algorithms
-    # to pick there); the default step stays the autotuned one
-    from envbuilder.harness.workloads.jax import train
-
-    dev = platform_device("cpu")
-    data = to_device(make_dataset(32, 256, 64, seed=7), dev)
-    runs = {}
-    for extra in ({}, {"xla_autotune": False}):
-        cfg = RunConfig(name="t", width=8, batch=16, steps=12, warmup=2, device="cpu", extra=extra)
-        tr = train.Trainer(cfg, dev)
-        assert (tr._step is train._train_step) == (not extra)
-        runs[tr.algorithms], _ = train_run(cfg, data, loss_drop_min=-1.0, accuracy_margin=-1.0, dev=dev)
-    assert runs["heuristics"]["config"]["xla_algorithms"] == "heuristics"
-    assert runs["autotuned"]["config"]["xla_algorithms"] == "autotuned"
-    assert runs["heuristics"]["loss_first"] == pytest.approx(runs["autotuned"]["loss_first"], rel=1e-5)
-    assert train.AUTOTUNE_OFF == {"xla_gpu_autotune_level": 0}
-
-
 def test_payload_jax_cpu_certification_end_to_end(tmp_path: Path) -> None:
     stage = tmp_path / "opt"
     shutil.copytree(HARNESS, stage / "envbuilder_harness", ignore=shutil.ignore_patterns("__py*"))

@@ -8,9 +8,7 @@ import math
 import os
 import queue
 import threading
-from collections.abc import Mapping
 from functools import partial
-from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from ..record import StepFailed
@@ -226,7 +224,6 @@ class JaxFramework:
     env = JAX_ENV
     tuned_tag = "jit"
     compile = False
-    accuracy_extra: Mapping[str, Any] = MappingProxyType({"xla_autotune": False})
 
     cpu_check = staticmethod(cpu_check_step)
     gpu_smoke = staticmethod(gpu_smoke_step)

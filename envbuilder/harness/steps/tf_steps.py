@@ -7,9 +7,7 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Mapping
 from functools import partial
-from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from ..record import StepFailed
@@ -213,7 +211,6 @@ class TensorFlowFramework:
     env = TF_ENV
     tuned_tag = "xla"
     compile = True
-    accuracy_extra: Mapping[str, Any] = MappingProxyType({})  # not XLA-compiled (RunConfig.compile False)
 
     cpu_check = staticmethod(cpu_check_step)
     gpu_smoke = staticmethod(gpu_smoke_step)

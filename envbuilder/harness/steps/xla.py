@@ -73,11 +73,6 @@ class XlaFramework(Protocol):
     def compile(self) -> bool:
         """RunConfig.compile of the tuned, ramp and overhead runs (what selects XLA)."""
 
-    @property
-    def accuracy_extra(self) -> Mapping[str, Any]:
-        """What the three accuracy runs' RunConfig.extra holds (they are not gated: JAX compiles
-        them with XLA's heuristics instead of autotuning, as torch's take cuDNN's)."""
-
     def cpu_check(self, s: Session) -> None:
         """The cpu_check step."""
 

@@ -57,11 +57,12 @@ def cross_entropy(logits: Any, y: Any) -> Any:
     return -jnp.mean(jnp.take_along_axis(logp, y[:, None], axis=1))
 
 
-def _sgd_step(
+@partial(jax.jit, static_argnames=("batch", "dtype"), donate_argnums=(0, 1, 2))
+def _train_step(
     p: Tree, s: Tree, m: Tree, images: Any, labels: Any, key: Any, lr: Any, *, batch: int, dtype: Any
 ) -> tuple[Any, ...]:
     """One SGD step on a random batch of (images, labels), parameters, state and momentum donated.
-    Jitted at module level (_train_step), so every Trainer of the same shapes shares one compilation."""
+    Module level, so every Trainer of the same shapes shares one compilation."""
 
     def loss_fn(p: Tree, s: Tree, x: Any, y: Any) -> tuple[Any, Tree]:
         logits, new_s = apply_resnet(p, s, normalize(x, dtype), train=True, dtype=dtype)
@@ -75,30 +76,6 @@ def _sgd_step(
     return p, new_s, m, loss
 
 
-def _jit_step(**options: Any) -> Any:
-    return jax.jit(_sgd_step, static_argnames=("batch", "dtype"), donate_argnums=(0, 1, 2), **options)
-
-
-_train_step = _jit_step()
-# XLA's autotuning off: the GEMM and convolution algorithms from its heuristics, as torch's accuracy
-# runs take cuDNN's (the ungated runs; the tuned, gated ones autotune). Each accuracy run is a
-# compile of its own, most of its first step's seconds (4.7-7.3 s each on an H100, 2026-12-06).
-AUTOTUNE_OFF = {"xla_gpu_autotune_level": 0}
-_heuristic_step: Any = None
-
-
-def _step_without_autotuning() -> tuple[Any, str]:
-    """The jitted step with AUTOTUNE_OFF, and "heuristics"; a jax whose jit has no
-    compiler_options (older than the per-function options) gets the autotuned one, "autotuned"."""
-    global _heuristic_step
-    if _heuristic_step is None:
-        try:
-            _heuristic_step = _jit_step(compiler_options=AUTOTUNE_OFF)
-        except TypeError:
-            _heuristic_step = _train_step
-    return _heuristic_step, "heuristics" if _heuristic_step is not _train_step else "autotuned"
-
-
 @partial(jax.jit, static_argnames=("dtype",))
 def _eval_logits(p: Tree, s: Tree, x: Any, *, dtype: Any) -> Any:
     return apply_resnet(p, s, normalize(x, dtype), train=False, dtype=dtype)[0]
@@ -109,10 +86,6 @@ class Trainer:
 
     def __init__(self, cfg: RunConfig, dev: Any, num_classes: int = NUM_CLASSES) -> None:
         self.cfg, self.dev = cfg, dev
-        # cfg.extra["xla_autotune"] False: the accuracy runs (XLA's heuristics, where this jax can)
-        self._step, self.algorithms = _train_step, "autotuned"
-        if cfg.extra.get("xla_autotune") is False:
-            self._step, self.algorithms = _step_without_autotuning()
         self.dtype = compute_dtype(cfg.amp)
         params, state = init_resnet(cfg.seed, cfg.arch, num_classes, cfg.width)
         self.n_params = count_params(params)
@@ -121,7 +94,7 @@ class Trainer:
 
     def step(self, split: Split, key: Any, lr: float) -> Any:
         """One step on a random batch of `split` (already on the device); returns the loss (async)."""
-        self.params, self.state, self.opt, loss = self._step(
+        self.params, self.state, self.opt, loss = _train_step(
             self.params,
             self.state,
             self.opt,
@@ -178,14 +151,7 @@ def train_run(
     train_run. Exceptions (out of memory, XLA errors) propagate."""
     tr = Trainer(cfg, dev)
     model = {"arch": cfg.arch, "width": cfg.width, "num_classes": NUM_CLASSES, "source": "built-in (jax)"}
-    config = {
-        **cfg.to_json(),
-        "image_size": data.size,
-        "jit": True,
-        "donate_buffers": True,
-        "layout": "NHWC",
-        "xla_algorithms": tr.algorithms,
-    }
+    config = {**cfg.to_json(), "image_size": data.size, "jit": True, "donate_buffers": True, "layout": "NHWC"}
     metrics: dict[str, Any] = {"model": {**model, "parameters": tr.n_params}, "config": config}
     base = jax.random.PRNGKey(cfg.seed + 17)
     warm_lr, lr = cfg.lr_warmup_steps(), cfg.learning_rate()
