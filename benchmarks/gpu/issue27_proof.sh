@@ -18,6 +18,7 @@
 #                        torch new, torch old, JAX old (warm); no container part
 #   PLAN=torch ...       torch new (cold), JAX new (warm), torch old and new (warm): ~6 min; no
 #                        container part
+#   PLAN=torchab ...     torch only, new (cold), old, new, old (warm): two like-position pairs, ~6 min
 #   bash benchmarks/gpu/issue27_proof.sh check-only   a second call on the still-warm machine: only
 #                                       check_faults.sh against the image the first call certified
 #                                       (its Docker, image and certificate store are still there)
@@ -116,6 +117,12 @@ elif [ "$PLAN" = torch ]; then
   one jax-new-warm new 110 --framework jax
   one torch-old-warm old 80
   one torch-new-warm new 80
+elif [ "$PLAN" = torchab ]; then
+  CONTAINER=0
+  one torch-new-cold new 90
+  one torch-old-warm old 90
+  one torch-new-warm new 90
+  one torch-old-warm2 old 90
 elif [ "$PLAN" = jax ]; then
   CONTAINER=0
   one jax-new-cold new 150 --framework jax

@@ -362,12 +362,9 @@ class TorchGpuPlan:
             self.accuracy_runs(autotune=False)
             self.warm_autotuner("resnet50")
             cpu_check_step(s)
-            self.prepare_pipeline()
-            self.tuned_compiled("resnet18")  # its child is done first; a warn-only gate
-            # The A/B once the ResNet-18 child is done: run before it, its first three pairs came
-            # out 32-36% lopsided while that child finished its compiled first step (H100,
-            # 2026-12-06), and replacing them cost 6.8 s.
             self.overhead()
+            self.tuned_compiled("resnet18")  # its child is done first; a warn-only gate
+            self.prepare_pipeline()
             self.lane.wait("resnet50", max(5.0, s.remaining()))  # nothing shares the GPU from here
             self.tuned_eager()
             self.tuned_compiled("resnet50")
