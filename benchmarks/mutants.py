@@ -4671,7 +4671,8 @@ def _call_edits_seventh(src: _Source, node: ast.Call) -> list[Edit]:
 #     same base (`doc["platform"]` -> `doc["python_platform"]`), each ordered pair once;
 #   `a or b` -> `b or a` for two operands next to each other, neither a constant nor a literal
 #     (`uuids or indexes`: which one wins when both are given), nor a test (a comparison, a `not`,
-#     an isinstance/any/all/is...() call: two tests are the same either way round);
+#     an isinstance/any/all/is...() call: two tests are the same either way round; nor two names
+#     where the and/or is read only for its truth, an if's or a filter's test);
 # and two kinds of our choosing, both common where envbuilder meets the operating system and
 # the caller:
 #   a parameter confused with another of the same annotation (`def f(wanted: str, found: str)`:
@@ -4775,6 +4776,14 @@ def _edits_eighth(src: _Source, fn: ast.AST, modules: frozenset[str] = frozenset
     called = {id(n.func) for n in ast.walk(fn) if isinstance(n, ast.Call)}
     attrs: dict[str, list[ast.Attribute]] = {}
     keys: dict[str, list[ast.Constant]] = {}
+    tested: set[int] = set()  # an and/or read only for its truth: `a or b` of names is `b or a` there
+    for n in ast.walk(fn):
+        if isinstance(n, ast.If | ast.While | ast.IfExp | ast.Assert):
+            tested.add(id(n.test))
+        elif isinstance(n, ast.comprehension):
+            tested.update(id(t) for t in n.ifs)
+        elif isinstance(n, ast.UnaryOp) and isinstance(n.op, ast.Not):
+            tested.add(id(n.operand))
     for node in _nodes(fn):
         if id(node) not in allowed:
             continue
@@ -4818,6 +4827,8 @@ def _edits_eighth(src: _Source, fn: ast.AST, modules: frozenset[str] = frozenset
             for i in range(len(values) - 1):
                 if any(_literal(v) or _truth(v) for v in values[i : i + 2]):
                     continue
+                if id(node) in tested and all(isinstance(v, ast.Name) for v in values[i : i + 2]):
+                    continue  # two names tested for truth: the same either way round
                 order = [*values[:i], values[i + 1], values[i], *values[i + 2 :]]
                 a, b = src.span(node)
                 new = " or ".join(src.wrapped(v) for v in order)
@@ -6719,6 +6730,40 @@ EQUIVALENT.update(
         ): "output_lock raises only OSError before its yield (enter_context covers no more): "
         "shared_locks_dir, _open_lock, flock, pread, ftruncate/pwrite (suppressed), owner_mark, and "
         "the notice: the CLI's print to stderr, whose errors handler is backslashreplace",
+    }
+)
+
+# The eighth set's equivalents (--ops eighth; the blind run's IDs, 2026-12-06).
+EQUIVALENT.update(
+    {
+        (  # HVH005
+            "certify/verdict.py",
+            '_steps(result), result["gates"], mode=str(result["mode"]), '
+            'gpu_path=result.get("gpu_path") is True',
+            '_steps(result), result["gates"], mode=None, gpu_path=result.get("gpu_path") is True',
+        ): "decide_verdict reads `mode` only to choose the reason's text (`mode == 'quick'`, both "
+        "branches return 'certified'), and refusal keeps only the verdict (`derived, _ = ...`)",
+        (  # HVH017
+            "harness/result.py",
+            'passed = [s.name for s in steps if s.status == PASS and s.name != "host"]',
+            'passed = [next(iter(steps)).name for s in steps if s.status == PASS and s.name != "host"]',
+        ): "`passed` is read only for its truth and its len() (`if not passed`, `len(passed) checks "
+        "passed`): the same number of items either way",
+        (  # COH003
+            "run/certificates.py",
+            "rows = [r for r in store.list(image=info.id) if r.image_id == info.id]",
+            "rows = [r for r in store.list(image=None) if r.image_id == info.id]",
+        ): "store.list(image=None) lists every certificate, newest first; the filter that follows keeps "
+        "those whose image_id is info.id, which image_query(info.id)'s own `image_id = ?` lookup "
+        "returns too (the other lookups only add rows the filter drops): the same rows, in the same "
+        "order (newest_first), only read from a longer list",
+        (  # COH033
+            "run/certificates.py",
+            "return _newest_first([v.certificate for v in cached if v.certificate is not None])",
+            "return _newest_first([v.certificate for v in cached "
+            "if next(iter(cached)).certificate is not None])",
+        ): "`cached` holds only outcomes whose certificate is not None (the loop above appends no "
+        "other): the filter is true for each, the first's as much as its own",
     }
 )
 

@@ -491,10 +491,11 @@ def pick(gpus: list, wanted: str, found: str, cert, doc, uuids, indexes, now=Non
     kind = doc["platform"] or doc.get("python_platform", "")
     chosen = uuids or indexes or []
     either = wanted == found or not gpus
+    kept = [g for g in gpus if uuids or indexes]
     os.kill(cert.pid, 9)
     started = time.time()
     stamp = datetime.now(timezone.utc)
-    return names, shown, when, kind, chosen, either, started, stamp, f"{gpu}"
+    return names, shown, when, kind, chosen, either, kept, started, stamp, f"{gpu}"
 """
 
 
@@ -534,6 +535,7 @@ def test_the_eighth_set_takes_a_wrong_value_of_the_right_type_from_close_by(
     assert ("chosen = uuids or indexes or []", "chosen = indexes or uuids or []") in got
     assert not any(old.startswith("chosen =") and new.endswith("[] or indexes") for old, new in got)
     assert not any(old.startswith("either =") and "not gpus or" in new for old, new in got)
+    assert not any(old.startswith("kept =") and "indexes or uuids" in new for old, new in got)  # a test
     # A parameter read as the other of its annotation; the OS's and the clock's siblings.
     assert ("judge(gpu, wanted)", "judge(gpu, found)") in got
     assert ("os.kill(cert.pid, 9)", "os.killpg(cert.pid, 9)") in got
