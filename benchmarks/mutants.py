@@ -4672,7 +4672,8 @@ def _call_edits_seventh(src: _Source, node: ast.Call) -> list[Edit]:
 #   `a or b` -> `b or a` for two operands next to each other, neither a constant nor a literal
 #     (`uuids or indexes`: which one wins when both are given), nor a test (a comparison, a `not`,
 #     an isinstance/any/all/is...() call: two tests are the same either way round; nor two names
-#     where the and/or is read only for its truth, an if's or a filter's test);
+#     or two regular expressions' matches of a name where the and/or is read only for its truth,
+#     an if's or a filter's test);
 # and two kinds of our choosing, both common where envbuilder meets the operating system and
 # the caller:
 #   a parameter confused with another of the same annotation (`def f(wanted: str, found: str)`:
@@ -4728,6 +4729,17 @@ def _truth(node: ast.AST) -> bool:
         return True
     return isinstance(node, ast.Call) and (
         _call_name(node.func) in _TESTS or _call_name(node.func).startswith("is")
+    )
+
+
+def _pure(node: ast.AST) -> bool:
+    """A name, or a regular expression's match of one: read in either order, the same."""
+    if isinstance(node, ast.Name):
+        return True
+    return (
+        isinstance(node, ast.Call)
+        and _call_name(node.func) in ("fullmatch", "match", "search")
+        and all(isinstance(a, ast.Name | ast.Constant) for a in node.args)
     )
 
 
@@ -4827,8 +4839,8 @@ def _edits_eighth(src: _Source, fn: ast.AST, modules: frozenset[str] = frozenset
             for i in range(len(values) - 1):
                 if any(_literal(v) or _truth(v) for v in values[i : i + 2]):
                     continue
-                if id(node) in tested and all(isinstance(v, ast.Name) for v in values[i : i + 2]):
-                    continue  # two names tested for truth: the same either way round
+                if id(node) in tested and all(_pure(v) for v in values[i : i + 2]):
+                    continue  # two names or matches tested for truth: the same either way round
                 order = [*values[:i], values[i + 1], values[i], *values[i + 2 :]]
                 a, b = src.span(node)
                 new = " or ".join(src.wrapped(v) for v in order)

@@ -6,6 +6,7 @@ test for on main. Everything is written inside tmp_path."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import sqlite3
 from datetime import datetime, timedelta, timezone
@@ -262,13 +263,13 @@ def store_attested(store: CertStore, pairs: list[tuple[Certificate, bytes]]) -> 
 
 
 def test_a_cached_attestation_of_another_digest_is_not_taken_for_this_one(tmp_path: Path) -> None:
-    """A row cached under DIGEST whose signed statement is about another image (the store edited,
-    or a row written under the wrong digest): verified again for the digest asked, it is refused
-    and the registry is asked."""
+    """A row cached under DIGEST whose signed statement is about another manifest of the same image
+    (the store edited, or a row written under the wrong digest): verified again for the digest
+    asked, it is refused and the registry is asked."""
     signer = key(tmp_path, "ci")
     certificate = cpu_cert()
     other = ImageSubject(
-        repository="reg.example/team/train", manifest_digest=OTHER_DIGEST, image_id="sha256:" + "77" * 32
+        repository="reg.example/team/train", manifest_digest=OTHER_DIGEST, image_id=certificate.image.id
     )
     raw = sign_statement(certificate_statements(certificate, other)[0], signer)
     store = CertStore(tmp_path / "s.sqlite")
@@ -534,6 +535,31 @@ def test_a_registry_attestation_is_judged_for_the_repository_named_not_its_subje
     assert isinstance(outcome, Refused) and outcome.reason == "untrusted-key"
 
 
+def test_the_digest_asked_for_is_checked_with_or_without_a_repository(tmp_path: Path) -> None:
+    signer = key(tmp_path, "ci")
+    certificate = cpu_cert()
+    raw = signed_by(certificate, (signer, True))
+    policy = trusting(signer)
+    for repository in (None, "reg.example/team/train"):
+        wrong = verify_envelope(raw, repository=repository, digest=OTHER_DIGEST, policy=policy)
+        assert isinstance(wrong, Refused) and wrong.reason == "subject-mismatch", repository
+        # no digest asked: the subject is not checked against one
+        assert isinstance(verify_envelope(raw, repository=repository, digest=None, policy=policy), Verified)
+
+
+def test_what_a_verified_envelope_carries(tmp_path: Path) -> None:
+    """The envelope's own digest (the store's key for it), the statement's predicate, the key."""
+    signer = key(tmp_path, "ci")
+    certificate = cpu_cert()
+    raw = signed_by(certificate, (signer, True))
+    policy = trusting(signer)
+    outcome = verify_envelope(raw, repository="reg.example/team/train", digest=DIGEST, policy=policy)
+    assert isinstance(outcome, Verified)
+    assert outcome.envelope_digest == "sha256:" + hashlib.sha256(raw).hexdigest()
+    assert outcome.predicate == statement(certificate, 0)["predicate"]
+    assert outcome.keyid == str(signer.public_key.keyid) and outcome.envelope == raw
+
+
 def test_a_signed_certificate_issued_at_an_unreadable_time_is_expired_under_max_age(tmp_path: Path) -> None:
     signer = key(tmp_path, "ci")
     raw = signed_by(cpu_cert(issued_at="yesterday"), (signer, True))
@@ -623,6 +649,11 @@ def test_an_imported_envelope_is_kept_under_its_first_subject_that_is_not_the_im
     store, certificate = import_with_subjects(tmp_path, subjects, trusting(signer), signer)
     (kept,) = store.envelopes(certificate.id)
     assert kept.manifest_digest == longer
+    # keyed by its envelope's digest (importing it again replaces the row), naming its key
+    raw = (tmp_path / "signed.json").read_bytes()
+    with sqlite3.connect(tmp_path / "s.sqlite") as db:
+        rows = set(db.execute("SELECT envelope_digest, keyid FROM attestations"))
+    assert rows == {("sha256:" + hashlib.sha256(raw).hexdigest(), str(signer.public_key.keyid))}
 
 
 def test_newest_first_puts_a_certificate_without_issued_at_last_and_keeps_each_once() -> None:

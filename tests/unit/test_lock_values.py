@@ -319,6 +319,7 @@ def test_values_refused_by_their_whole_shape_not_their_length_or_start(
         (lambda d: _pl(d)["packages"][0].update(name="FileLock"), "packages.name"),
         (lambda d: _pl(d).update(find_links=["/srv/wheels\nRUN x"]), "find_links"),
         (lambda d: _pl(d).update(find_links=["/srv/\twheels"]), "find_links"),
+        (lambda d: _pl(d).update(find_links=["/srv/wheels", "/srv/2nd\nRUN x"]), "find_links"),  # each one
         (
             lambda d: d["build"].update(base_image_digest="sha256:" + "2" * 64 + "\nRUN x"),
             "build.base_image_digest",

@@ -492,10 +492,11 @@ def pick(gpus: list, wanted: str, found: str, cert, doc, uuids, indexes, now=Non
     chosen = uuids or indexes or []
     either = wanted == found or not gpus
     kept = [g for g in gpus if uuids or indexes]
+    plain = not (P.fullmatch(wanted) or Q.fullmatch(wanted))
     os.kill(cert.pid, 9)
     started = time.time()
     stamp = datetime.now(timezone.utc)
-    return names, shown, when, kind, chosen, either, kept, started, stamp, f"{gpu}"
+    return names, shown, when, kind, chosen, either, kept, plain, started, stamp, f"{gpu}"
 """
 
 
@@ -536,6 +537,7 @@ def test_the_eighth_set_takes_a_wrong_value_of_the_right_type_from_close_by(
     assert not any(old.startswith("chosen =") and new.endswith("[] or indexes") for old, new in got)
     assert not any(old.startswith("either =") and "not gpus or" in new for old, new in got)
     assert not any(old.startswith("kept =") and "indexes or uuids" in new for old, new in got)  # a test
+    assert not any(old.startswith("plain =") and "(Q.fullmatch" in new for old, new in got)
     # A parameter read as the other of its annotation; the OS's and the clock's siblings.
     assert ("judge(gpu, wanted)", "judge(gpu, found)") in got
     assert ("os.kill(cert.pid, 9)", "os.killpg(cert.pid, 9)") in got
