@@ -6776,6 +6776,19 @@ EQUIVALENT.update(
             "if next(iter(cached)).certificate is not None])",
         ): "`cached` holds only outcomes whose certificate is not None (the loop above appends no "
         "other): the filter is true for each, the first's as much as its own",
+        (  # RSH085
+            "resolve/wsl.py",
+            "return WindowsDriver(windows=windows, linux=release.min_driver, release=release, how=how)",
+            "return WindowsDriver(windows=None, linux=release.min_driver, release=release, how=how)",
+        ): "WindowsDriver.windows is read by nothing: windows_driver's three callers (host_under_wsl, "
+        "wsl_warning, doctor's _wsl_check) read .linux, .release and .how, and take the Windows "
+        "driver from the host they passed in",
+        (  # RSH105
+            "resolve/coverage.py",
+            'if any(t.kind == "sass" for t in runs):',
+            'if any(next(iter(runs)).kind == "sass" for t in runs):',
+        ): "`runs` keeps the order of archs.matrix_targets(ks.sass, ks.ptx), every SASS target before "
+        "every PTX one: the first that runs on the GPU is a SASS target exactly when any is",
     }
 )
 

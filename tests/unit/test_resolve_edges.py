@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
 from envbuilder.errors import MatrixError, UsageError
@@ -63,6 +64,55 @@ PTX_ONLY = {
     "kernel_sets": (KernelSet(sass=("8.0",), ptx=("8.0",), sets=5),),
     "ptx_isa": "9.0",
 }
+
+
+def test_a_prerelease_the_matrix_lists_is_a_candidate_for_a_plain_specifier(
+    matrix: Matrix, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A release row is a candidate whatever its version: a prerelease the matrix holds (a row
+    written by hand ahead of the final release) is matched by `>=2.15` as by `==2.16.0rc1`, under
+    every packaging the project allows (>=23: before 25, a specifier set left to its default
+    refuses a prerelease; the resolver asks for them itself)."""
+    from envbuilder.resolve import resolver
+
+    monkeypatch.setattr(
+        resolver, "parse_specifier", lambda text, what="": SpecifierSet(text, prereleases=False)
+    )
+    table = framework_table(matrix, "torch")
+    rel = next(r for r in table.releases if r.version == "2.15.0")
+    early = replace(rel, version="2.16.0rc1")
+    tables = tuple(replace(t, releases=(rel, early)) if t.name == "torch" else t for t in matrix.frameworks)
+    res = _resolve(replace(matrix, frameworks=tables), "torch", ">=2.15", (H100,), strategy="bundled")
+    assert res.stack is not None and res.stack.version == "2.16.0rc1", res
+
+
+def test_each_strategy_takes_the_pythons_of_its_own_base_images(matrix: Matrix) -> None:
+    """No slim image of Python 3.10 (the bundled strategy's bases), nvidia/cuda ones as shipped:
+    tensorflow 2.12 (no bundled wheels) is still found for the system-cuda strategy on 3.10."""
+    m = replace(
+        matrix,
+        base_images=tuple(b for b in matrix.base_images if not (b.kind == "slim" and b.python == "3.10")),
+    )
+    res = _resolve(m, "tensorflow", "==2.12.*", ("NVIDIA A100-SXM4-80GB",), driver="535.104.05")
+    assert res.stack is not None and (res.stack.strategy, res.stack.python) == ("system-cuda", "3.10"), res
+
+
+def test_a_build_with_sass_for_every_gpu_ranks_above_a_newer_cuda_through_ptx_jit(matrix: Matrix) -> None:
+    """torch 2.15.0's cu132 as PTX_ONLY for the H100, its cu130 as shipped (sm_90 SASS): the ranking
+    key puts SASS everywhere before the newer CUDA (module docstring), so cu130 is chosen."""
+    table = framework_table(matrix, "torch")
+    rel = next(r for r in table.releases if r.version == "2.15.0")
+    names = {v.name for v in rel.variants}
+    assert {"cu130", "cu132"} <= names
+    variants = tuple(replace(v, **PTX_ONLY) if v.name == "cu132" else v for v in rel.variants)
+    tables = tuple(
+        replace(t, releases=(replace(rel, variants=variants),)) if t.name == "torch" else t
+        for t in matrix.frameworks
+    )
+    # a driver new enough for both CUDAs in full (595.58.03: CUDA 13.2 Update 1), so that only SASS decides
+    m = replace(matrix, frameworks=tables)
+    res = _resolve(m, "torch", "==2.15.0", (H100,), driver="595.58.03", strategy="bundled")
+    assert res.stack is not None and res.stack.variant == "cu130", (res.stack, res.rejected)
 
 
 def test_a_gpu_without_sass_in_a_build_with_kernel_sets_is_all_ptx_jit_not_partial(matrix: Matrix) -> None:
