@@ -251,6 +251,7 @@ def test_a_secret_reference_is_a_valid_mirror_and_round_trips(tmp_path: Path) ->
             lambda d: _pl(d)["packages"][0].update(urls=["https://h/x-1-py3-none-any.whl", "ftp://h/x.whl"]),
             "packages.urls",
         ),
+        (lambda d: _pl(d)["packages"][0].update(urls=["https://h/x-1-py3-none-any.whl", 5]), "packages.urls"),
         (lambda d: _pl(d).update(inputs={"sub/../../outside.txt": "4" * 64}), "inputs"),
         (lambda d: _pl(d).update(inputs={"sub/..": "4" * 64}), "inputs"),
     ],
