@@ -6789,6 +6789,19 @@ EQUIVALENT.update(
             'if any(next(iter(runs)).kind == "sass" for t in runs):',
         ): "`runs` keeps the order of archs.matrix_targets(ks.sass, ks.ptx), every SASS target before "
         "every PTX one: the first that runs on the GPU is a SASS target exactly when any is",
+        (  # JNH036
+            "engine/docker_engine.py",
+            "for c in leftovers(owned, data=mine):",
+            "for c in leftovers(owned, data=None):",
+        ): "leftovers(data=None) takes data_mark() itself: the mark `mine` holds, computed three lines "
+        "before from the same folder in the same call; and `owned` is what the daemon listed under the "
+        "filter DATA_LABEL=mine, so every container of it carries that mark either way",
+        (  # JNH039
+            "engine/docker_engine.py",
+            'worker = threading.Thread(target=create, name="envbuilder-create", daemon=True)',
+            "worker = threading.Thread(target=create, name=None, daemon=True)",
+        ): "the worker thread's name is read by nothing (no code looks a thread up by name; it shows "
+        "only in a debugger's or faulthandler's dump)",
     }
 )
 
