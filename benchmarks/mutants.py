@@ -45,7 +45,10 @@ from a literal, two arguments swapped), numbered apart so the first set's IDs st
 second operator set" below); `--ops old` is the first set alone, `--ops all` (default) every set.
 `--ops third`, `--ops fourth`, `--ops fifth`, `--ops sixth` and `--ops seventh` (2026-12-05): five
 more sets, each written after the earlier ones were caught and run once blind (IDs with T, F, V, S
-and E after the prefix; see their comments below).
+and E after the prefix; see their comments below). `--ops eighth` (2026-12-06): a wrong value of
+the right type taken from close by (the first item in its loop, a keyword passed as None, a sibling
+attribute or key, `a or b` swapped, a parameter confused; IDs with H), written after the
+hand-written blind sets J, K and L.
 A mutant whose snippet is not found exactly once is reported `stale` (the code moved on: update
 it; tests/unit/test_mutants_ops.py fails on a stale hand-written one, so `make check` says so).
 Slow (one pytest process per mutant): `make mutants`, never part of `make test`.
@@ -59,6 +62,7 @@ import ast
 import builtins
 import concurrent.futures
 import importlib.metadata
+import json
 import os
 import platform
 import queue
@@ -4649,8 +4653,274 @@ def _call_edits_seventh(src: _Source, node: ast.Call) -> list[Edit]:
     return out
 
 
+# The eighth operator set (--ops eighth), written after the hand-written blind sets J, K and L
+# (62-80% caught where every automatic set was killed at 100%): their survivors were mostly of
+# kinds no earlier operator plants, a wrong value of the right type taken from close by:
+#   the first item used inside a loop over the items (`for gpu in gpus: judge(gpu)` ->
+#     `judge(next(iter(gpus)))`; `next(iter(X))` rather than `X[0]`: it is the first item of a
+#     list, a set or a dict's keys alike, and runs where an index would only raise), in `for`
+#     loops and comprehensions over a name or an attribute;
+#   a keyword argument passed as None (`verify(..., repository=None)`: the callee's "not given";
+#     not where None is already the value, not a `False`, which a None reads as, not `encoding=` /
+#     `errors=`, whose None is the locale's UTF-8 in every test process; a keyword dropped is the
+#     third set's);
+#   a sibling attribute read: `base.a` -> `base.b`, where `b` is another attribute the function
+#     reads (not calls) on the same name (`c.issued_at` -> `c.stored_at`), each ordered pair once,
+#     at the first read of `a`; not on an imported module's name;
+#   a sibling key read: `d["k"]` / `d.get("k", ...)` -> another string key the function reads on the
+#     same base (`doc["platform"]` -> `doc["python_platform"]`), each ordered pair once;
+#   `a or b` -> `b or a` for two operands next to each other, neither a constant nor a literal
+#     (`uuids or indexes`: which one wins when both are given), nor a test (a comparison, a `not`,
+#     an isinstance/any/all/is...() call: two tests are the same either way round; nor two names
+#     or two regular expressions' matches of a name where the and/or is read only for its truth,
+#     an if's or a filter's test);
+# and two kinds of our choosing, both common where envbuilder meets the operating system and
+# the caller:
+#   a parameter confused with another of the same annotation (`def f(wanted: str, found: str)`:
+#     `wanted` read as `found`; of three or more, only two names that share a word), each ordered
+#     pair once, at the first read: the hand-written
+#     "wrong one of two same-typed arguments" inside the callee, where the second set's swap of a
+#     call's arguments does not reach;
+#   a sibling of the operating system's or the clock's API: `os.kill` <-> `os.killpg` (the process
+#     alone, not its group), `time.time` <-> `time.monotonic` (a wall-clock time compared with a
+#     monotonic one, or the reverse), `os.getpid` -> `os.getppid`, and a time made naive
+#     (`datetime.now(tz)` / `datetime.fromtimestamp(t, tz)` with the zone dropped).
+# Like the earlier sets: nothing in a docstring, an f-string, an annotation or a message. IDs carry
+# an H after the area's prefix (RCH001), numbered apart.
+_SIBLING_CALLS = {
+    ("os", "kill"): "killpg", ("os", "killpg"): "kill", ("os", "getpid"): "getppid",
+    ("time", "time"): "monotonic", ("time", "monotonic"): "time",
+}  # fmt: skip
+_NO_NONE = frozenset({"encoding", "errors", "hint"})
+
+
+def _literal(node: ast.AST) -> bool:
+    """A constant, or a literal container built of constants: `x or []` is a default, not a choice."""
+    if _constant(node):
+        return True
+    if isinstance(node, ast.List | ast.Tuple | ast.Set):
+        return all(_literal(e) for e in node.elts)
+    if isinstance(node, ast.Dict):
+        return all(
+            k is not None and _literal(k) and _literal(v) for k, v in zip(node.keys, node.values, strict=True)
+        )
+    return False
+
+
+def _alike(a: str, b: str) -> bool:
+    """Two names a hand could take one for the other: one holds the other, or they share a word
+    (`issued_at` / `stored_at`, `platform` / `python_platform`); not every pair of a record's
+    fields (`c.image` / `c.stack`, a different type, which a test meets at once)."""
+    words = {w for w in a.lower().split("_") if w} & {w for w in b.lower().split("_") if w}
+    return bool(words) or (a.lower() in b.lower() or b.lower() in a.lower())
+
+
+_TESTS = frozenset(
+    {"isinstance", "issubclass", "any", "all", "bool", "callable", "hasattr", "startswith", "endswith"}
+)
+
+
+def _truth(node: ast.AST) -> bool:
+    """An operand that is a test (a comparison, a `not`, an and/or, a predicate's call): `a or b`
+    of two tests is the same either way round unless the first guards the second."""
+    if isinstance(node, ast.Compare | ast.BoolOp):
+        return True
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+        return True
+    return isinstance(node, ast.Call) and (
+        _call_name(node.func) in _TESTS or _call_name(node.func).startswith("is")
+    )
+
+
+def _pure(node: ast.AST) -> bool:
+    """A name, or a regular expression's match of one: read in either order, the same."""
+    if isinstance(node, ast.Name):
+        return True
+    return (
+        isinstance(node, ast.Call)
+        and _call_name(node.func) in ("fullmatch", "match", "search")
+        and all(isinstance(a, ast.Name | ast.Constant) for a in node.args)
+    )
+
+
+def _key_literal(text: str) -> str:
+    return json.dumps(text)  # a valid Python string literal for any str
+
+
+def _loop_edits(src: _Source, fn: ast.AST, allowed: set[int]) -> list[Edit]:
+    """Each read of a loop's variable replaced by the first item of what it loops over."""
+    out: list[Edit] = []
+    for node in ast.walk(fn):
+        loops: list[tuple[ast.expr, ast.expr, list[ast.AST]]] = []
+        if isinstance(node, ast.For | ast.AsyncFor):
+            loops.append((node.target, node.iter, list(node.body)))
+        elif isinstance(node, ast.ListComp | ast.SetComp | ast.GeneratorExp | ast.DictComp):
+            tail: list[ast.AST] = [node.key, node.value] if isinstance(node, ast.DictComp) else [node.elt]
+            for i, gen in enumerate(node.generators):
+                later: list[ast.AST] = []
+                for g in node.generators[i + 1 :]:
+                    later += [g.iter, *g.ifs]
+                loops.append((gen.target, gen.iter, [*gen.ifs, *later, *tail]))
+        for target, over, body in loops:
+            if not isinstance(target, ast.Name) or not isinstance(over, ast.Name | ast.Attribute):
+                continue
+            if id(over) not in allowed:
+                continue
+            uses = [
+                n for part in body for n in ast.walk(part) if isinstance(n, ast.Name) and n.id == target.id
+            ]
+            if any(not isinstance(n.ctx, ast.Load) for n in uses):
+                continue  # the variable is bound again inside: its reads are not all the item's
+            first = f"next(iter({src.seg(over)}))"
+            for use in uses:
+                if id(use) in allowed:
+                    a, b = src.span(use)
+                    out.append((a, b, first, f"the first of {src.seg(over)[:30]} used in its loop"))
+    return out
+
+
+def _edits_eighth(src: _Source, fn: ast.AST, modules: frozenset[str] = frozenset()) -> list[Edit]:
+    edits: list[Edit] = []
+    skip = _every_annotation(fn)
+    messages = _messages(fn)
+    allowed = {id(n) for n in _nodes(fn)} - skip - messages
+    edits += _loop_edits(src, fn, allowed)
+    called = {id(n.func) for n in ast.walk(fn) if isinstance(n, ast.Call)}
+    attrs: dict[str, list[ast.Attribute]] = {}
+    keys: dict[str, list[ast.Constant]] = {}
+    tested: set[int] = set()  # an and/or read only for its truth: `a or b` of names is `b or a` there
+    for n in ast.walk(fn):
+        if isinstance(n, ast.If | ast.While | ast.IfExp | ast.Assert):
+            tested.add(id(n.test))
+        elif isinstance(n, ast.comprehension):
+            tested.update(id(t) for t in n.ifs)
+        elif isinstance(n, ast.UnaryOp) and isinstance(n.op, ast.Not):
+            tested.add(id(n.operand))
+    for node in _nodes(fn):
+        if id(node) not in allowed:
+            continue
+        if (
+            isinstance(node, ast.Attribute)
+            and isinstance(node.ctx, ast.Load)
+            and isinstance(node.value, ast.Name)
+            and node.value.id not in modules
+            and id(node) not in called
+        ):
+            attrs.setdefault(node.value.id, []).append(node)
+        elif (
+            isinstance(node, ast.Subscript)
+            and isinstance(node.ctx, ast.Load)
+            and isinstance(node.value, ast.Name | ast.Attribute)
+            and isinstance(node.slice, ast.Constant)
+            and isinstance(node.slice.value, str)
+        ):
+            keys.setdefault(src.seg(node.value), []).append(node.slice)
+        elif isinstance(node, ast.Call):
+            func = node.func
+            if (
+                isinstance(func, ast.Attribute)
+                and func.attr == "get"
+                and isinstance(func.value, ast.Name | ast.Attribute)
+                and node.args
+                and isinstance(node.args[0], ast.Constant)
+                and isinstance(node.args[0].value, str)
+            ):
+                keys.setdefault(src.seg(func.value), []).append(node.args[0])
+            for k in node.keywords:
+                if k.arg is None or k.arg in _NO_NONE or id(k.value) not in allowed:
+                    continue
+                if isinstance(k.value, ast.Constant) and k.value.value in (None, False):
+                    continue
+                a, b = src.span(k.value)
+                edits.append((a, b, "None", f"keyword {k.arg}= passed as None"))
+            edits.extend(_call_edits_eighth(src, node))
+        elif isinstance(node, ast.BoolOp) and isinstance(node.op, ast.Or):
+            values = node.values
+            for i in range(len(values) - 1):
+                if any(_literal(v) or _truth(v) for v in values[i : i + 2]):
+                    continue
+                if id(node) in tested and all(_pure(v) for v in values[i : i + 2]):
+                    continue  # two names or matches tested for truth: the same either way round
+                order = [*values[:i], values[i + 1], values[i], *values[i + 2 :]]
+                a, b = src.span(node)
+                new = " or ".join(src.wrapped(v) for v in order)
+                edits.append((a, b, new, "`a or b` -> `b or a`"))
+    for base, reads in attrs.items():
+        names = list(dict.fromkeys(n.attr for n in reads))
+        for node in reads:
+            if node is not next(n for n in reads if n.attr == node.attr):
+                continue  # each pair once, at the first read
+            a, b = src.span(node)
+            for other in names:
+                if other != node.attr and _alike(node.attr, other):
+                    why = f"{base}.{node.attr} -> {base}.{other} (a sibling)"
+                    edits.append((a, b, f"{base}.{other}", why))
+    for base, found in keys.items():
+        names = list(dict.fromkeys(str(k.value) for k in found))
+        done: set[str] = set()
+        for key in found:
+            if key.value in done:
+                continue
+            done.add(str(key.value))
+            a, b = src.span(key)
+            for other in names:
+                if other != key.value and _alike(str(key.value), other):
+                    why = f"key {key.value!r} -> {other!r} on {base[:30]}"
+                    edits.append((a, b, _key_literal(other), why))
+    edits += _parameter_edits(src, fn, allowed)
+    return edits
+
+
+def _parameter_edits(src: _Source, fn: ast.AST, allowed: set[int]) -> list[Edit]:
+    """The first read of a parameter replaced by another parameter of the same annotation."""
+    if not isinstance(fn, ast.FunctionDef | ast.AsyncFunctionDef):
+        return []
+    params = [*fn.args.posonlyargs, *fn.args.args, *fn.args.kwonlyargs]
+    groups: dict[str, list[str]] = {}
+    for p in params:
+        if p.annotation is not None and p.arg not in ("self", "cls"):
+            groups.setdefault(ast.dump(p.annotation), []).append(p.arg)
+    out: list[Edit] = []
+    reads = [
+        n for n in _nodes(fn) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and id(n) in allowed
+    ]
+    for names in groups.values():
+        for name in names:
+            first = next((n for n in reads if n.id == name), None)
+            if first is None:
+                continue
+            a, b = src.span(first)
+            for other in names:
+                if other != name and (len(names) == 2 or _alike(name, other)):
+                    out.append((a, b, other, f"parameter {name} read as {other} (the same type)"))
+    return out
+
+
+def _call_edits_eighth(src: _Source, node: ast.Call) -> list[Edit]:
+    func, name = node.func, _call_name(node.func)
+    out: list[Edit] = []
+    if not isinstance(func, ast.Attribute):
+        return out
+    end = src.span(func)[1]
+    at = end - len(name.encode())
+    if isinstance(func.value, ast.Name) and (func.value.id, name) in _SIBLING_CALLS:
+        other = _SIBLING_CALLS[(func.value.id, name)]
+        out.append((at, end, other, f"{func.value.id}.{name} -> {func.value.id}.{other}"))
+    elif name == "now" and len(node.args) == 1 and not node.keywords:
+        a, b = src.span(node)
+        out.append((a, b, f"{src.seg(func)}()", "a time made naive (now's zone dropped)"))
+    elif name == "fromtimestamp" and len(node.args) == 2 and not node.keywords:
+        a, b = src.span(node)
+        out.append((a, b, f"{src.seg(func)}({src.seg(node.args[0])})", "a time made naive (zone dropped)"))
+    elif name in ("now", "fromtimestamp") and len(node.keywords) == 1 and node.keywords[0].arg == "tz":
+        a, b = src.span(node)
+        rest = ", ".join(src.seg(x) for x in node.args)
+        out.append((a, b, f"{src.seg(func)}({rest})", "a time made naive (tz= dropped)"))
+    return out
+
+
 # --ops: one set (in the order written), or all
-OPS = ("old", "new", "third", "fourth", "fifth", "sixth", "seventh", "all")
+OPS = ("old", "new", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "all")
 _OP_SETS = {
     "old": "the first set: comparisons, ID prefixes, and/or, not, any/all, constants, first item, "
     "continue/break, returns, raise",
@@ -4671,9 +4941,15 @@ _OP_SETS = {
     "whitespace taken as one space, float -> int, character tests loosened, removeprefix -> lstrip, "
     "startswith -> in, `.get(k) or v` <-> `.get(k, v)`, str() of a document's value dropped, "
     "versions compared as text, patterns' repetitions loosened",
+    "eighth": "the eighth set: the first item used in its loop, keyword arguments passed as None, "
+    "sibling attributes and keys read, `a or b` swapped, a parameter read as another of its type, "
+    "os.kill <-> killpg, time.time <-> monotonic, times made naive",
     "all": "every set",
 }
-_SET_MARK = {"old": "", "new": "N", "third": "T", "fourth": "F", "fifth": "V", "sixth": "S", "seventh": "E"}
+_SET_MARK = {
+    "old": "", "new": "N", "third": "T", "fourth": "F", "fifth": "V", "sixth": "S", "seventh": "E",
+    "eighth": "H",
+}  # fmt: skip
 
 
 def _constant_values(tree: ast.Module, names: tuple[str, ...]) -> list[tuple[str, ast.AST]]:
@@ -4706,7 +4982,7 @@ def auto_mutants(area: str, ops: str = "all") -> tuple[Mutant, ...]:
     prefix, targets = AREAS[area]
     out: list[Mutant] = []
     seen: set[str] = set()
-    for which in ("old", "new", "third", "fourth", "fifth", "sixth", "seventh"):
+    for which in ("old", "new", "third", "fourth", "fifth", "sixth", "seventh", "eighth"):
         if ops not in (which, "all"):
             continue
         count = 0
@@ -4729,6 +5005,11 @@ def auto_mutants(area: str, ops: str = "all") -> tuple[Mutant, ...]:
                     (func, _edits_seventh(src, fn, patterns))
                     for func, fn in _functions(tree, target.functions)
                 ]
+            elif which == "eighth":
+                modules = _imported(tree)
+                places = [
+                    (func, _edits_eighth(src, fn, modules)) for func, fn in _functions(tree, target.functions)
+                ]
             elif which == "fourth":
                 anchored = _anchored(tree)
                 places = [
@@ -4748,16 +5029,18 @@ def auto_mutants(area: str, ops: str = "all") -> tuple[Mutant, ...]:
                 modules = _imported(tree)
                 for _, fn in _functions(tree, target.functions):
                     earlier = _edits(src, fn)
-                    if which in ("third", "fourth", "fifth", "sixth", "seventh"):
+                    if which in ("third", "fourth", "fifth", "sixth", "seventh", "eighth"):
                         earlier += _edits_new(src, fn, modules)
-                    if which in ("fourth", "fifth", "sixth", "seventh"):
+                    if which in ("fourth", "fifth", "sixth", "seventh", "eighth"):
                         earlier += _edits_third(src, fn)
-                    if which in ("fifth", "sixth", "seventh"):
+                    if which in ("fifth", "sixth", "seventh", "eighth"):
                         earlier += _edits_fourth(src, fn, _anchored(tree))
-                    if which in ("sixth", "seventh"):
+                    if which in ("sixth", "seventh", "eighth"):
                         earlier += _edits_fifth(src, fn)
-                    if which == "seventh":
+                    if which in ("seventh", "eighth"):
                         earlier += _edits_sixth(src, fn)
+                    if which == "eighth":
+                        earlier += _edits_seventh(src, fn, _patterns(tree))
                     for a, b, new, _ in earlier:
                         seen.add((src.data[:a] + new.encode() + src.data[b:]).decode())
             for func, edits in places:
@@ -6459,6 +6742,72 @@ EQUIVALENT.update(
         ): "output_lock raises only OSError before its yield (enter_context covers no more): "
         "shared_locks_dir, _open_lock, flock, pread, ftruncate/pwrite (suppressed), owner_mark, and "
         "the notice: the CLI's print to stderr, whose errors handler is backslashreplace",
+    }
+)
+
+# The eighth set's equivalents (--ops eighth; the blind run's IDs, 2026-12-06).
+EQUIVALENT.update(
+    {
+        (  # HVH005
+            "certify/verdict.py",
+            '_steps(result), result["gates"], mode=str(result["mode"]), '
+            'gpu_path=result.get("gpu_path") is True',
+            '_steps(result), result["gates"], mode=None, gpu_path=result.get("gpu_path") is True',
+        ): "decide_verdict reads `mode` only to choose the reason's text (`mode == 'quick'`, both "
+        "branches return 'certified'), and refusal keeps only the verdict (`derived, _ = ...`)",
+        (  # HVH017
+            "harness/result.py",
+            'passed = [s.name for s in steps if s.status == PASS and s.name != "host"]',
+            'passed = [next(iter(steps)).name for s in steps if s.status == PASS and s.name != "host"]',
+        ): "`passed` is read only for its truth and its len() (`if not passed`, `len(passed) checks "
+        "passed`): the same number of items either way",
+        (  # COH003
+            "run/certificates.py",
+            "rows = [r for r in store.list(image=info.id) if r.image_id == info.id]",
+            "rows = [r for r in store.list(image=None) if r.image_id == info.id]",
+        ): "store.list(image=None) lists every certificate, newest first; the filter that follows keeps "
+        "those whose image_id is info.id, which image_query(info.id)'s own `image_id = ?` lookup "
+        "returns too (the other lookups only add rows the filter drops): the same rows, in the same "
+        "order (newest_first), only read from a longer list",
+        (  # COH033
+            "run/certificates.py",
+            "return _newest_first([v.certificate for v in cached if v.certificate is not None])",
+            "return _newest_first([v.certificate for v in cached "
+            "if next(iter(cached)).certificate is not None])",
+        ): "`cached` holds only outcomes whose certificate is not None (the loop above appends no "
+        "other): the filter is true for each, the first's as much as its own",
+        (  # RSH085
+            "resolve/wsl.py",
+            "return WindowsDriver(windows=windows, linux=release.min_driver, release=release, how=how)",
+            "return WindowsDriver(windows=None, linux=release.min_driver, release=release, how=how)",
+        ): "WindowsDriver.windows is read by nothing: windows_driver's three callers (host_under_wsl, "
+        "wsl_warning, doctor's _wsl_check) read .linux, .release and .how, and take the Windows "
+        "driver from the host they passed in",
+        (  # RSH105
+            "resolve/coverage.py",
+            'if any(t.kind == "sass" for t in runs):',
+            'if any(next(iter(runs)).kind == "sass" for t in runs):',
+        ): "`runs` keeps the order of archs.matrix_targets(ks.sass, ks.ptx), every SASS target before "
+        "every PTX one: the first that runs on the GPU is a SASS target exactly when any is",
+        (  # JNH036
+            "engine/docker_engine.py",
+            "for c in leftovers(owned, data=mine):",
+            "for c in leftovers(owned, data=None):",
+        ): "leftovers(data=None) takes data_mark() itself: the mark `mine` holds, computed three lines "
+        "before from the same folder in the same call; and `owned` is what the daemon listed under the "
+        "filter DATA_LABEL=mine, so every container of it carries that mark either way",
+        (  # JNH039
+            "engine/docker_engine.py",
+            'worker = threading.Thread(target=create, name="envbuilder-create", daemon=True)',
+            "worker = threading.Thread(target=create, name=None, daemon=True)",
+        ): "the worker thread's name is read by nothing (no code looks a thread up by name; it shows "
+        "only in a debugger's or faulthandler's dump)",
+        (  # BLH012
+            "image/commit.py",
+            "write_text_atomic(journal, json.dumps(record, sort_keys=True))",
+            "write_text_atomic(journal, json.dumps(record, sort_keys=None))",
+        ): "the journal is read only by _read_journal, through json.loads into a dict whose keys are "
+        "looked up by name: the order they were written in is never read",
     }
 )
 

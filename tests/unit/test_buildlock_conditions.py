@@ -383,10 +383,12 @@ def test_a_malformed_journal_is_dropped_and_nothing_else_is_done(tmp_path: Path,
 
 
 def test_every_killed_commit_is_repaired_whatever_sits_before_it(tmp_path: Path) -> None:
-    """An unreadable journal and a live build's journal (sorted first) are each skipped alone."""
+    """An unreadable journal and a live build's journal (sorted first) are each skipped alone; an
+    unreadable one sorted after the live one is removed itself, not the first journal found."""
     folder = user_data_dir() / "commits"
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "!junk.json").write_text("{not json")
+    (folder / "$junk.json").write_text("[]")
     live = {"owner": owner_mark(), "image_id": ALICE.id, "previous": {}, "lock_out": "/x", "lock_text": ""}
     (folder / "#live.json").write_text(json.dumps(live))
     outs = [tmp_path / "a.lock.json", tmp_path / "b.lock.json"]

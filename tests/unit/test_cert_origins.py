@@ -6,6 +6,7 @@ test for on main. Everything is written inside tmp_path."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import sqlite3
 from datetime import datetime, timedelta, timezone
@@ -123,6 +124,50 @@ def test_a_certificate_whose_image_id_extends_this_images_is_not_this_images(tmp
     assert find(info()) == []
 
 
+def test_every_local_certificate_of_the_image_is_found_newest_first(tmp_path: Path) -> None:
+    store = CertStore(tmp_path / "s.sqlite")
+    older = cpu_cert(issued_at="2026-01-01T00:00:00+00:00")
+    newer = cpu_cert(issued_at="2026-02-01T00:00:00+00:00")
+    for c in (older, newer):
+        store.add(c)
+    find = certificate_finder(IMAGE_ID, store=store, policy=trusting)
+    assert [c.id for c in find(info())] == [newer.id, older.id]
+
+
+def test_local_certificates_stand_alone_whatever_else_is_stored_for_the_image(tmp_path: Path) -> None:
+    store = CertStore(tmp_path / "s.sqlite")
+    imported = cpu_cert(issued_at="2026-01-01T00:00:00+00:00")
+    local = cpu_cert(issued_at="2026-02-01T00:00:00+00:00")
+    store.add_imported(imported)
+    store.add(local)
+    find = certificate_finder(IMAGE_ID, store=store, policy=trusting, trust_imported=True)
+    assert [c.id for c in find(info())] == [local.id]
+
+
+def test_only_imported_certificates_are_judged_as_imported(tmp_path: Path) -> None:
+    """No local certificate: the imported one is used (unsigned, --trust-imported), not the
+    older attestation cached for the image beside it, though its signature holds."""
+    signer = key(tmp_path, "ci")
+    store = CertStore(tmp_path / "s.sqlite")
+    attested = cpu_cert(issued_at="2026-01-01T00:00:00+00:00")
+    imported = cpu_cert(issued_at="2026-02-01T00:00:00+00:00")
+    store_attested(store, [(attested, sign_statement(statement(attested, 0), signer))])
+    store.add_imported(imported)
+    assert [r.origin for r in store.list(image=IMAGE_ID)] == ["imported", "attestation"]
+    find = certificate_finder(IMAGE_ID, store=store, policy=lambda: trusting(signer), trust_imported=True)
+    assert [c.id for c in find(info())] == [imported.id]
+
+
+def test_every_unsigned_imported_certificate_is_found_with_trust_imported(tmp_path: Path) -> None:
+    store = CertStore(tmp_path / "s.sqlite")
+    older = cpu_cert(issued_at="2026-01-01T00:00:00+00:00")
+    newer = cpu_cert(issued_at="2026-02-01T00:00:00+00:00")
+    for c in (older, newer):
+        store.add_imported(c)
+    find = certificate_finder(IMAGE_ID, store=store, policy=trusting, trust_imported=True)
+    assert [c.id for c in find(info())] == [newer.id, older.id]
+
+
 def store_envelopes(store: CertStore, certificate: Certificate, envelopes: list[bytes]) -> None:
     """Keep `envelopes` for an imported certificate so that the store lists them in this order:
     the first is stored last (the newest, when the clock's second turns meanwhile) and with the
@@ -154,6 +199,29 @@ def test_every_envelope_of_an_imported_certificate_is_tried(tmp_path: Path) -> N
     store = CertStore(tmp_path / "s.sqlite")
     store_envelopes(store, certificate, [sign_statement(statement(certificate, 0), s) for s in (gone, good)])
     find = certificate_finder("train:1", store=store, policy=lambda: trusting(good))
+    assert [c.id for c in find(info())] == [certificate.id]
+
+
+def test_each_envelope_of_an_imported_certificate_is_judged_for_its_own_repository(tmp_path: Path) -> None:
+    """The same certificate imported twice, from two repositories; the key trusted only for the
+    second repository signed the second envelope (the first one's repository is not the one the
+    second is judged for)."""
+    good, gone = key(tmp_path, "good"), key(tmp_path, "gone")
+    certificate = cpu_cert()
+    store = CertStore(tmp_path / "s.sqlite")
+    signed = [sign_statement(statement(certificate, 0), s) for s in (gone, good)]
+    repos = ["reg.example/other/train", "reg.example/team/train"]
+    for rank in (1, 0):  # listed in this order (see store_envelopes)
+        store.add_imported(
+            certificate,
+            envelope=signed[rank],
+            envelope_digest="sha256:" + str(rank) * 64,
+            repository=repos[rank],
+            manifest_digest=DIGEST,
+        )
+    assert [e.repository for e in store.envelopes(certificate.id)] == repos
+    policy = TrustPolicy(keys=(scoped(good, "reg.example/team/*"),))
+    find = certificate_finder("train:1", store=store, policy=lambda: policy)
     assert [c.id for c in find(info())] == [certificate.id]
 
 
@@ -192,6 +260,32 @@ def store_attested(store: CertStore, pairs: list[tuple[Certificate, bytes]]) -> 
             keyid="k",
         )
     assert [a.envelope for a in store.attestations(DIGEST)] == [raw for _, raw in pairs]
+
+
+def test_a_cached_attestation_of_another_digest_is_not_taken_for_this_one(tmp_path: Path) -> None:
+    """A row cached under DIGEST whose signed statement is about another manifest of the same image
+    (the store edited, or a row written under the wrong digest): verified again for the digest
+    asked, it is refused and the registry is asked."""
+    signer = key(tmp_path, "ci")
+    certificate = cpu_cert()
+    other = ImageSubject(
+        repository="reg.example/team/train", manifest_digest=OTHER_DIGEST, image_id=certificate.image.id
+    )
+    raw = sign_statement(certificate_statements(certificate, other)[0], signer)
+    store = CertStore(tmp_path / "s.sqlite")
+    store_attested(store, [(certificate, raw)])
+    asked: list[str] = []
+
+    def offline(ref: Reference, *, policy: TrustPolicy, digest: str) -> Any:
+        asked.append(digest)
+        raise RegistryError("offline")
+
+    find = certificate_finder(
+        "reg.example/team/train:1", store=store, policy=lambda: trusting(signer), fetch=offline
+    )
+    with pytest.raises(RefusedError):
+        find(info(f"reg.example/team/train@{DIGEST}"))
+    assert asked == [DIGEST]
 
 
 @pytest.mark.parametrize(
@@ -271,6 +365,11 @@ def test_every_certificate_fetched_is_cached(tmp_path: Path) -> None:
     got = find(info(f"reg.example/team/train@{DIGEST}"))
     assert [c.id for c in got] == [certs[1].id, certs[0].id]
     assert sorted(a.cert_id for a in store.attestations(DIGEST)) == sorted(c.id for c in certs)
+    # Each row is keyed by its envelope's digest (caching the same envelope again replaces it; a
+    # row without one is never replaced) and names the key that signed it.
+    with sqlite3.connect(tmp_path / "s.sqlite") as db:
+        rows = set(db.execute("SELECT envelope_digest, keyid FROM attestations"))
+    assert rows == {(v.envelope_digest, v.keyid) for v in verified}
 
 
 def test_every_refused_attestation_of_the_registry_is_named(tmp_path: Path) -> None:
@@ -299,6 +398,10 @@ def test_every_refused_attestation_of_the_registry_is_named(tmp_path: Path) -> N
     with pytest.raises(RefusedError) as got:
         find(info(f"reg.example/team/train@{DIGEST}"))
     assert [r.reason for r in got.value.refusals] == ["untrusted-key", "untrusted-key"]
+    # each named by its own envelope (the two differ: signed by two keys)
+    assert refused[0].envelope_digest != refused[1].envelope_digest
+    for r, outcome in zip(got.value.refusals, refused, strict=True):
+        assert outcome.envelope_digest[:19] in r.message
 
 
 # --------------------------------------------------------------------------- verify_envelope
@@ -427,6 +530,34 @@ def test_a_registry_attestation_is_judged_for_the_repository_named_not_its_subje
     assert isinstance(outcome, Verified)
     outcome = verify_envelope(raw, repository="reg.example/team/train", digest=DIGEST, policy=policy)
     assert isinstance(outcome, Refused) and outcome.reason == "untrusted-key"
+    # The scope holds whether or not a digest is asked for as well.
+    outcome = verify_envelope(raw, repository="reg.example/team/train", digest=None, policy=policy)
+    assert isinstance(outcome, Refused) and outcome.reason == "untrusted-key"
+
+
+def test_the_digest_asked_for_is_checked_with_or_without_a_repository(tmp_path: Path) -> None:
+    signer = key(tmp_path, "ci")
+    certificate = cpu_cert()
+    raw = signed_by(certificate, (signer, True))
+    policy = trusting(signer)
+    for repository in (None, "reg.example/team/train"):
+        wrong = verify_envelope(raw, repository=repository, digest=OTHER_DIGEST, policy=policy)
+        assert isinstance(wrong, Refused) and wrong.reason == "subject-mismatch", repository
+        # no digest asked: the subject is not checked against one
+        assert isinstance(verify_envelope(raw, repository=repository, digest=None, policy=policy), Verified)
+
+
+def test_what_a_verified_envelope_carries(tmp_path: Path) -> None:
+    """The envelope's own digest (the store's key for it), the statement's predicate, the key."""
+    signer = key(tmp_path, "ci")
+    certificate = cpu_cert()
+    raw = signed_by(certificate, (signer, True))
+    policy = trusting(signer)
+    outcome = verify_envelope(raw, repository="reg.example/team/train", digest=DIGEST, policy=policy)
+    assert isinstance(outcome, Verified)
+    assert outcome.envelope_digest == "sha256:" + hashlib.sha256(raw).hexdigest()
+    assert outcome.predicate == statement(certificate, 0)["predicate"]
+    assert outcome.keyid == str(signer.public_key.keyid) and outcome.envelope == raw
 
 
 def test_a_signed_certificate_issued_at_an_unreadable_time_is_expired_under_max_age(tmp_path: Path) -> None:
@@ -518,6 +649,11 @@ def test_an_imported_envelope_is_kept_under_its_first_subject_that_is_not_the_im
     store, certificate = import_with_subjects(tmp_path, subjects, trusting(signer), signer)
     (kept,) = store.envelopes(certificate.id)
     assert kept.manifest_digest == longer
+    # keyed by its envelope's digest (importing it again replaces the row), naming its key
+    raw = (tmp_path / "signed.json").read_bytes()
+    with sqlite3.connect(tmp_path / "s.sqlite") as db:
+        rows = set(db.execute("SELECT envelope_digest, keyid FROM attestations"))
+    assert rows == {("sha256:" + hashlib.sha256(raw).hexdigest(), str(signer.public_key.keyid))}
 
 
 def test_newest_first_puts_a_certificate_without_issued_at_last_and_keeps_each_once() -> None:

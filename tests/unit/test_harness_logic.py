@@ -94,6 +94,13 @@ def test_verdict(
         assert "NOT a GPU certification" in reason
 
 
+def test_the_failed_reason_names_the_steps_that_failed_not_the_first() -> None:
+    # The certificate's verdict_reason is what a reader acts on: the host record (always first,
+    # and passed) is never the step to look at.
+    steps = [*_steps(PASS, FAIL, PASS, FAIL)]
+    assert decide_verdict(steps, [], mode="full", gpu_path=True) == ("failed", "failed steps: s1, s3")
+
+
 def test_recorder_turns_exceptions_into_steps() -> None:
     out = io.StringIO()
     rec = Recorder(out)

@@ -141,6 +141,7 @@ def test_a_mirror_given_as_a_secret_is_recorded_as_its_name(
     (pkg,) = locked.packages
     assert pkg.urls == (f"<secret:pip_index_url>/filelock/{WHEEL}",)
     _no_secret(json.dumps(locked.to_dict()))
+    assert locked.resolver == "uv 0.13.9"  # the uv that locked it, as `uv --version` says
     # The build reads the mirror from its secret again; without it, render says so.
     options = RenderOptions(package_locks=(locked,), index_secret=True)
     text = render_dockerfile(make_spec(), cpu_stack(), options)

@@ -251,6 +251,7 @@ def test_a_secret_reference_is_a_valid_mirror_and_round_trips(tmp_path: Path) ->
             lambda d: _pl(d)["packages"][0].update(urls=["https://h/x-1-py3-none-any.whl", "ftp://h/x.whl"]),
             "packages.urls",
         ),
+        (lambda d: _pl(d)["packages"][0].update(urls=["https://h/x-1-py3-none-any.whl", 5]), "packages.urls"),
         (lambda d: _pl(d).update(inputs={"sub/../../outside.txt": "4" * 64}), "inputs"),
         (lambda d: _pl(d).update(inputs={"sub/..": "4" * 64}), "inputs"),
     ],
@@ -319,6 +320,7 @@ def test_values_refused_by_their_whole_shape_not_their_length_or_start(
         (lambda d: _pl(d)["packages"][0].update(name="FileLock"), "packages.name"),
         (lambda d: _pl(d).update(find_links=["/srv/wheels\nRUN x"]), "find_links"),
         (lambda d: _pl(d).update(find_links=["/srv/\twheels"]), "find_links"),
+        (lambda d: _pl(d).update(find_links=["/srv/wheels", "/srv/2nd\nRUN x"]), "find_links"),  # each one
         (
             lambda d: d["build"].update(base_image_digest="sha256:" + "2" * 64 + "\nRUN x"),
             "build.base_image_digest",

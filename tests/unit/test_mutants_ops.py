@@ -106,10 +106,11 @@ def test_the_first_sets_ids_stay_and_the_second_is_numbered_apart(mutants: Modul
     fifth = mutants.auto_mutants(area, "fifth")
     sixth = mutants.auto_mutants(area, "sixth")
     seventh = mutants.auto_mutants(area, "seventh")
+    eighth = mutants.auto_mutants(area, "eighth")
     every = mutants.auto_mutants(area, "all")
     assert old and new
     assert (
-        every == old + new + third + fourth + fifth + sixth + seventh
+        every == old + new + third + fourth + fifth + sixth + seventh + eighth
     )  # (this module has no third-set mutant: test_the_third_set...)
     assert [mu.id for mu in new] == [f"TN{i:03d}" for i in range(1, len(new) + 1)]
     assert all(not mu.id.startswith("TN") for mu in old)
@@ -448,7 +449,8 @@ def test_the_seventh_set_widens_types_and_handlers_and_loosens_what_reads_outsid
     assert (part, part.replace("{1,3}", "{1,4}")) in got
     assert not any("hint" in old for old, _ in got)  # a message is left alone
     every = mutants.auto_mutants(area7, "all")
-    assert every[-len(seventh) :] == seventh  # numbered apart, after the earlier sets
+    later = len(mutants.auto_mutants(area7, "eighth"))
+    assert every[len(every) - later - len(seventh) : len(every) - later] == seventh  # numbered apart
 
 
 def test_every_hand_written_mutant_still_plants_on_todays_code(mutants: ModuleType) -> None:
@@ -472,3 +474,76 @@ def test_every_hand_written_mutant_still_plants_on_todays_code(mutants: ModuleTy
             if missing:
                 problems.append(f"{name}/{mu.id}: no guard test file {', '.join(missing)}")
     assert problems == []
+
+
+EIGHTH = """\
+import os
+import time
+from datetime import datetime, timezone
+
+
+def pick(gpus: list, wanted: str, found: str, cert, doc, uuids, indexes, now=None):
+    for gpu in gpus:
+        judge(gpu, wanted)
+    names = [g.name for g in cert.gpus if g.ok]
+    shown = verify(cert, repository=cert.repo, hint=describe(gpus), quiet=False, encoding="utf-8")
+    when = cert.issued_at if cert.stored_at else cert.image
+    kind = doc["platform"] or doc.get("python_platform", "")
+    chosen = uuids or indexes or []
+    either = wanted == found or not gpus
+    kept = [g for g in gpus if uuids or indexes]
+    plain = not (P.fullmatch(wanted) or Q.fullmatch(wanted))
+    os.kill(cert.pid, 9)
+    started = time.time()
+    stamp = datetime.now(timezone.utc)
+    return names, shown, when, kind, chosen, either, kept, plain, started, stamp, f"{gpu}"
+"""
+
+
+@pytest.fixture()
+def area8(mutants: ModuleType, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    (tmp_path / "envbuilder").mkdir()
+    (tmp_path / "envbuilder" / "h.py").write_text(EIGHTH)
+    monkeypatch.setattr(mutants, "ROOT", tmp_path)
+    monkeypatch.setitem(mutants.AREAS, "h", ("H", (mutants.Target("h.py", ("pick",), ("test_x.py",)),)))
+    return "h"
+
+
+def test_the_eighth_set_takes_a_wrong_value_of_the_right_type_from_close_by(
+    mutants: ModuleType, area8: str
+) -> None:
+    eighth = mutants.auto_mutants(area8, "eighth")
+    assert [mu.id for mu in eighth] == [f"HH{i:03d}" for i in range(1, len(eighth) + 1)]
+    got = changes(mutants, area8, "eighth")
+    # The first item used inside the loop over the items (a for loop and a comprehension).
+    assert ("judge(gpu, wanted)", "judge(next(iter(gpus)), wanted)") in got
+    names = "names = [g.name for g in cert.gpus if g.ok]"
+    assert (names, "names = [next(iter(cert.gpus)).name for g in cert.gpus if g.ok]") in got
+    assert (names, "names = [g.name for g in cert.gpus if next(iter(cert.gpus)).ok]") in got
+    # A keyword passed as None; not a hint, a False or an encoding.
+    shown = 'shown = verify(cert, repository=cert.repo, hint=describe(gpus), quiet=False, encoding="utf-8")'
+    assert (shown, shown.replace("repository=cert.repo", "repository=None")) in got
+    assert not any(old == shown and "None" in new and "repository=None" not in new for old, new in got)
+    # A sibling attribute (names that share a word) and a sibling key of the same base.
+    when = "when = cert.issued_at if cert.stored_at else cert.image"
+    assert (when, "when = cert.stored_at if cert.stored_at else cert.image") in got
+    assert (when, "when = cert.issued_at if cert.issued_at else cert.image") in got
+    assert not any(old == when and "cert.repo" in new for old, new in got)  # no word shared
+    kind = 'kind = doc["platform"] or doc.get("python_platform", "")'
+    assert (kind, 'kind = doc["python_platform"] or doc.get("python_platform", "")') in got
+    assert (kind, 'kind = doc["platform"] or doc.get("platform", "")') in got
+    # `a or b` swapped for two values, not for a constant or literal default, not for two tests.
+    assert ("chosen = uuids or indexes or []", "chosen = indexes or uuids or []") in got
+    assert not any(old.startswith("chosen =") and new.endswith("[] or indexes") for old, new in got)
+    assert not any(old.startswith("either =") and "not gpus or" in new for old, new in got)
+    assert not any(old.startswith("kept =") and "indexes or uuids" in new for old, new in got)  # a test
+    assert not any(old.startswith("plain =") and "(Q.fullmatch" in new for old, new in got)
+    # A parameter read as the other of its annotation; the OS's and the clock's siblings.
+    assert ("judge(gpu, wanted)", "judge(gpu, found)") in got
+    assert ("os.kill(cert.pid, 9)", "os.killpg(cert.pid, 9)") in got
+    assert ("started = time.time()", "started = time.monotonic()") in got
+    assert ("stamp = datetime.now(timezone.utc)", "stamp = datetime.now()") in got
+    assert not any("describe" in old and "describe" not in new for old, new in got)  # a message
+    assert not any('f"{' in old and 'f"{gpu}"' not in new for old, new in got)  # an f-string
+    every = mutants.auto_mutants(area8, "all")
+    assert every[-len(eighth) :] == eighth  # numbered apart, after the earlier sets

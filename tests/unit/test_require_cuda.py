@@ -63,9 +63,10 @@ def test_image_requirements_follow_the_toolkits_environment_rules() -> None:
 
 @pytest.mark.parametrize("value", ["cuda12.0", "cuda>=twelve"])
 def test_an_invalid_requirement_keeps_the_name_of_its_variable(value: str) -> None:
-    """The refusal names the variable that broke (NVIDIA_REQUIRE_ARCH, not the default's CUDA)."""
+    """The refusal names the variable that broke (NVIDIA_REQUIRE_ARCH, not the default's CUDA),
+    and shows its value as written (the run's refusal prints it: `{name}={text} is malformed`)."""
     req = parse_require_cuda(value, "NVIDIA_REQUIRE_ARCH")
-    assert req.invalid is not None and req.name == "NVIDIA_REQUIRE_ARCH"
+    assert req.invalid is not None and req.name == "NVIDIA_REQUIRE_ARCH" and req.text == value
 
 
 @pytest.mark.parametrize(

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
 from envbuilder.errors import MatrixError, UsageError
@@ -65,6 +66,65 @@ PTX_ONLY = {
 }
 
 
+def test_a_prerelease_the_matrix_lists_is_a_candidate_for_a_plain_specifier(
+    matrix: Matrix, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A release row is a candidate whatever its version: a prerelease the matrix holds (a row
+    written by hand ahead of the final release) is matched by `>=2.15` as by `==2.16.0rc1`, under
+    every packaging the project allows (>=23: before 25, a specifier set left to its default
+    refuses a prerelease; the resolver asks for them itself)."""
+    from envbuilder.resolve import resolver
+
+    monkeypatch.setattr(
+        resolver, "parse_specifier", lambda text, what="": SpecifierSet(text, prereleases=False)
+    )
+    table = framework_table(matrix, "torch")
+    rel = next(r for r in table.releases if r.version == "2.15.0")
+    early = replace(rel, version="2.16.0rc1")
+    tables = tuple(replace(t, releases=(rel, early)) if t.name == "torch" else t for t in matrix.frameworks)
+    res = _resolve(replace(matrix, frameworks=tables), "torch", ">=2.15", (H100,), strategy="bundled")
+    assert res.stack is not None and res.stack.version == "2.16.0rc1", res
+
+
+def test_the_base_image_rows_may_come_in_any_order(matrix: Matrix) -> None:
+    """base_images.yaml with its slim rows first: the system-cuda strategy still finds its
+    nvidia/cuda image (each row is judged by its own kind)."""
+    rows = sorted(matrix.base_images, key=lambda b: b.kind != "slim")
+    assert rows[0].kind == "slim"
+    m = replace(matrix, base_images=tuple(rows))
+    res = _resolve(m, "tensorflow", "==2.12.*", ("NVIDIA A100-SXM4-80GB",), driver="535.104.05")
+    assert res.stack is not None and (res.stack.strategy, res.stack.python) == ("system-cuda", "3.10"), res
+
+
+def test_each_strategy_takes_the_pythons_of_its_own_base_images(matrix: Matrix) -> None:
+    """No slim image of Python 3.10 (the bundled strategy's bases), nvidia/cuda ones as shipped:
+    tensorflow 2.12 (no bundled wheels) is still found for the system-cuda strategy on 3.10."""
+    m = replace(
+        matrix,
+        base_images=tuple(b for b in matrix.base_images if not (b.kind == "slim" and b.python == "3.10")),
+    )
+    res = _resolve(m, "tensorflow", "==2.12.*", ("NVIDIA A100-SXM4-80GB",), driver="535.104.05")
+    assert res.stack is not None and (res.stack.strategy, res.stack.python) == ("system-cuda", "3.10"), res
+
+
+def test_a_build_with_sass_for_every_gpu_ranks_above_a_newer_cuda_through_ptx_jit(matrix: Matrix) -> None:
+    """torch 2.15.0's cu132 as PTX_ONLY for the H100, its cu130 as shipped (sm_90 SASS): the ranking
+    key puts SASS everywhere before the newer CUDA (module docstring), so cu130 is chosen."""
+    table = framework_table(matrix, "torch")
+    rel = next(r for r in table.releases if r.version == "2.15.0")
+    names = {v.name for v in rel.variants}
+    assert {"cu130", "cu132"} <= names
+    variants = tuple(replace(v, **PTX_ONLY) if v.name == "cu132" else v for v in rel.variants)
+    tables = tuple(
+        replace(t, releases=(replace(rel, variants=variants),)) if t.name == "torch" else t
+        for t in matrix.frameworks
+    )
+    # a driver new enough for both CUDAs in full (595.58.03: CUDA 13.2 Update 1), so that only SASS decides
+    m = replace(matrix, frameworks=tables)
+    res = _resolve(m, "torch", "==2.15.0", (H100,), driver="595.58.03", strategy="bundled")
+    assert res.stack is not None and res.stack.variant == "cu130", (res.stack, res.rejected)
+
+
 def test_a_gpu_without_sass_in_a_build_with_kernel_sets_is_all_ptx_jit_not_partial(matrix: Matrix) -> None:
     m = _only(matrix, "torch", "2.15.0", "cu132", **PTX_ONLY)
     res = _resolve(m, "torch", "==2.15.0", (H100,), strategy="bundled")
@@ -116,6 +176,63 @@ def test_a_ptx_only_known_bad_row_spares_a_build_with_sass_for_that_gpu(matrix: 
     m = _only(matrix, row.framework, newest.version, variant.name, sass=sass, kernel_sets=())
     res = _resolve(m, row.framework, f"=={newest.version}", (gpu,))
     assert not any(r.component == "known-bad" for r in res.rejected), res.rejected
+
+
+def test_a_known_bad_row_is_read_for_its_own_variants_and_its_release_prereleases_too(
+    matrix: Matrix, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """known_bad.yaml's TensorFlow row limited to the newest release's variant, after a row of
+    another framework limited to another variant; the release a prerelease (a row written ahead
+    of the final one), the specifier left to packaging < 25's default (prereleases refused)."""
+    from envbuilder.resolve import resolver
+
+    monkeypatch.setattr(
+        resolver, "parse_specifier", lambda text, what="": SpecifierSet(text, prereleases=False)
+    )
+    row = next(b for b in matrix.known_bad if b.path == "ptx")
+    newest = framework_table(matrix, row.framework).releases[-1]
+    variant = next(v for v in newest.variants if v.cuda is not None)
+    other = replace(row, framework="torch", variants=("cu999",))
+    m = _only(matrix, row.framework, newest.version, variant.name)
+    early = f"{newest.version}rc1"
+    tables = tuple(
+        replace(t, releases=(replace(t.releases[0], version=early),)) if t.name == row.framework else t
+        for t in m.frameworks
+    )
+    m = replace(m, frameworks=tables, known_bad=(other, replace(row, variants=(variant.name,))))
+    res = _resolve(m, row.framework, f"=={early}", ("NVIDIA RTX PRO 6000 Blackwell Workstation Edition",))
+    assert res.stack is None and any(r.component == "known-bad" for r in res.rejected), res.rejected
+
+
+def test_a_stack_carries_its_builds_own_values(matrix: Matrix) -> None:
+    """The chosen stack's framework, cuDNN, NCCL and packages are the variant's, its flavor the
+    image's (TensorFlow: the bundled wheels' extra is not the system-CUDA build's package)."""
+    tf = framework_table(matrix, "tensorflow")
+    rel = next(
+        r for r in reversed(tf.releases) if any(v.bundled_packages != v.system_packages for v in r.variants)
+    )
+    v = next(v for v in rel.variants if v.cuda is not None and v.bundled_packages != v.system_packages)
+    res = _resolve(matrix, "tensorflow", f"=={rel.version}", (H100,), strategy="bundled", flavor="runtime")
+    s = res.stack
+    assert s is not None and s.variant == v.name, res.rejected
+    assert (s.framework, s.cudnn, s.nccl, s.flavor) == ("tensorflow", v.cudnn, v.nccl, None)  # slim: none
+    assert s.packages == v.bundled_packages
+
+
+def test_an_image_without_its_own_require_cuda_gives_a_stack_without_one(matrix: Matrix) -> None:
+    """An nvidia/cuda row without NVIDIA_REQUIRE_CUDA (the type allows it): the system-cuda stack
+    carries none, not `cuda>=None`, though it has a driver floor."""
+    m = replace(
+        matrix,
+        base_images=tuple(
+            replace(b, require_cuda=None) if b.kind == "cuda" else b for b in matrix.base_images
+        ),
+    )
+    res = _resolve(m, "tensorflow", "==2.12.*", ("NVIDIA A100-SXM4-80GB",), driver="535.104.05")
+    s = res.stack
+    assert s is not None and s.strategy == "system-cuda" and s.min_driver is not None, res.rejected
+    image = next(b for b in m.base_images if b.ref == s.base_image)
+    assert s.require_cuda is None and (s.flavor, s.python_install) == ("runtime", image.python_install)
 
 
 def test_a_ptx_only_known_bad_row_holds_where_sass_covers_only_some_kernel_sets(matrix: Matrix) -> None:
