@@ -5411,6 +5411,77 @@ AREAS["attest"] = (
 )
 
 
+_QUOTES = 'body = raw[1:-1] if len(raw) >= 2 and raw[0] == raw[-1] and raw[0] in "\\"\'" else raw'
+_SORTED_SETS = 'return sorted(keys, key=lambda k: (k[0], k[1] or "", Version(k[2]), k[3]))'
+EQUIVALENT.update(
+    {
+        (
+            "runtime/gpu_selection.py",
+            _QUOTES,
+            _QUOTES.replace(">= 2", "> 2"),
+        ): "differs only for a value of two characters that are both one quote (`\"\"`, `''`): the "
+        "original's body is empty, the mutant's the two quotes; either is read as a count, neither "
+        "matches _INDEX, and both raise the same UsageError, which shows `raw`, not `body`",
+        (
+            "runtime/gpu_selection.py",
+            _QUOTES,
+            _QUOTES.replace(">= 2", ">= 1"),
+        ): "differs only for a one-character quote (`\"`): the mutant's body is empty, the original's the "
+        "quote; both are read as a count, neither matches _INDEX: the same UsageError, which shows `raw`",
+        (
+            "runtime/gpu_selection.py",
+            _QUOTES,
+            _QUOTES.replace(">= 2", ">= 3"),
+        ): "differs only for two matching quotes (`\"\"`, `''`): as `> 2` above, the same UsageError",
+        (
+            "attest/discovery.py",
+            "return next(v for v in self.verified if v.certificate is not None and "
+            "v.certificate.id == cert.id)",
+            "return next(v for v in self.verified if v.certificate is not None and "
+            "str(v.certificate.id).startswith(str(cert.id)))",
+        ): "every certificate in `verified` passed verify_certificate in verify_envelope, which "
+        "recomputes its content hash (sha256: + 64 hex), and `cert` is one of them "
+        "(report.certificates, its only callers' argument): two IDs of 64 characters start one "
+        "with the other only when equal",
+        (
+            "image/installable.py",
+            "kind: sorted({b.python for b in matrix.base_images if b.kind == kind}, key=Version)",
+            "kind: {b.python for b in matrix.base_images if b.kind == kind}",
+        ): "the Pythons of each kind are only iterated to add keys to a set (`keys`), returned "
+        "through sorted() on the keys: the order they are visited in changes nothing",
+        (
+            "image/installable.py",
+            "kind: sorted({b.python for b in matrix.base_images if b.kind == kind}, key=Version)",
+            "kind: sorted({b.python for b in matrix.base_images if b.kind == kind})",
+        ): "as the sorted() dropped: the order the Pythons are visited in only fills a set",
+        (
+            "runtime/gpu_selection.py",
+            _QUOTES,
+            _QUOTES.replace('and raw[0] in "', 'and raw[-1] in "'),
+        ): "past `raw[0] == raw[-1]` (the operand before), raw[-1] is raw[0]",
+        (
+            "attest/discovery.py",
+            "layer = layers[0] if isinstance(layers, list) and len(layers) == 1 else None",
+            "layer = layers[-1] if isinstance(layers, list) and len(layers) == 1 else None",
+        ): "read only when the list has one item (`len(layers) == 1`): layers[-1] is layers[0]",
+        (
+            "image/installable.py",
+            _SORTED_SETS,
+            _SORTED_SETS.replace(", k[3]))", "))"),
+        ): "k[3] is the `platform` argument in every key (answer_key(..., platform), the only add): "
+        "the last item of the sort key never orders two keys",
+        (
+            "image/installable.py",
+            _SORTED_SETS,
+            _SORTED_SETS.replace("k[3]))", "k[2]))"),
+        ): "k[3] is the `platform` argument in every key (answer_key(..., platform), the only add): it "
+        "orders nothing; k[2] as text orders only two keys equal in all else whose Pythons are equal "
+        "as versions but not as text, which the original leaves in the set's iteration order "
+        "(string hashes, randomised per process): the mutant's order is one the original can give",
+    }
+)
+
+
 _SWEEP_SKIP = "if not entry.is_dir() or entry.is_symlink() or now - entry.lstat().st_mtime < min_age_s:"
 EQUIVALENT.update(
     {

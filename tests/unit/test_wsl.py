@@ -144,6 +144,8 @@ def test_the_wsl_warning_says_what_the_windows_driver_supports_and_why() -> None
         "12.9 Update 1 is 576.57) and is checked as the Linux driver 575.57.08."
     )
     assert wsl_warning(MATRIX, Host(driver="575.57.08")) is None
+    # a host document with a Windows driver and no driver (Host.from_dict reads either alone): no warning
+    assert wsl_warning(MATRIX, Host.from_dict({"windows_driver": "577.00", "gpus": []})) is None
 
 
 def test_without_wsl_the_same_driver_is_a_linux_driver() -> None:
