@@ -5455,10 +5455,50 @@ EQUIVALENT.update(
             "kind: sorted({b.python for b in matrix.base_images if b.kind == kind})",
         ): "as the sorted() dropped: the order the Pythons are visited in only fills a set",
         (
+            "image/installable.py",
+            "kind: sorted({b.python for b in matrix.base_images if b.kind == kind}, key=Version)",
+            "kind: sorted({b.python for b in matrix.base_images if b.kind == kind}, key=Version, "
+            "reverse=True)",
+        ): "as the sorted() dropped: the order the Pythons are visited in only fills a set",
+        (
+            "image/installable.py",
+            'if not packages or (kind == "cuda" and v.cuda is None):',
+            'if not packages or (kind == "cuda" and (not v.cuda)):',
+        ): "a variant's `cuda` is None or a version the matrix loader parsed (version_field: "
+        "parse_version refuses an empty string): never a false string",
+        (
+            "runtime/gpu_selection.py",
+            "elif spec.count is not None:",
+            "elif bool(spec.count):",
+        ): "GpuSpec is made by parse_gpus alone (grep `GpuSpec(`), which refuses a count of 0 "
+        "('a whole number from 1'): a count is None or >= 1",
+        (
+            "runtime/gpu_selection.py",
+            "if gpu is None:",
+            "if (not gpu):",
+        ): "`gpu` is None or a GpuInfo, a dataclass with no __bool__ or __len__: always true",
+        (
+            "attest/discovery.py",
+            "return newest_first(v.certificate for v in self.verified if v.certificate is not None)",
+            "return newest_first(v.certificate for v in self.verified if bool(v.certificate))",
+        ): "a Certificate is a dataclass with no __bool__ or __len__: true whenever not None",
+        (
+            "attest/discovery.py",
+            "return next(v for v in self.verified if v.certificate is not None and "
+            "v.certificate.id == cert.id)",
+            "return next(v for v in self.verified if bool(v.certificate) and v.certificate.id == cert.id)",
+        ): "a Certificate is a dataclass with no __bool__ or __len__: true whenever not None",
+        (
             "runtime/gpu_selection.py",
             _QUOTES,
             _QUOTES.replace('and raw[0] in "', 'and raw[-1] in "'),
         ): "past `raw[0] == raw[-1]` (the operand before), raw[-1] is raw[0]",
+        (
+            "runtime/gpu_selection.py",
+            "canon = [i if _INDEX.match(i) else i.lower() for i in ids]",
+            "canon = [i.lower() for i in ids]",
+        ): "an ID _INDEX matches is ASCII digits only (`^[0-9]{1,4}$`, re.ASCII), which lower() "
+        "returns as they are",
         (
             "attest/discovery.py",
             "layer = layers[0] if isinstance(layers, list) and len(layers) == 1 else None",

@@ -491,10 +491,12 @@ def test_one_gpu_named_by_its_index_and_by_its_uuid_is_refused_as_named_twice(tm
 def test_gpus_reads_spaces_count_all_and_a_uuid_in_either_case_as_docker_does() -> None:
     assert parse_gpus(" 2 ").count == 2
     assert parse_gpus("count=all").all and parse_gpus("count=all").count is None
-    assert parse_gpus("device=0, 1").ids == ("0", "1")
+    assert parse_gpus("device=0 , 1").ids == ("0", "1")
     shouted = "GPU-" + T4_UUID.removeprefix("GPU-").upper()  # the same UUID, its hex digits in upper case
-    with pytest.raises(UsageError, match="listed twice"):
+    with pytest.raises(UsageError, match=f"{T4_UUID.lower()} listed twice"):  # named as compared
         parse_gpus(f"device={T4_UUID},{shouted}")
+    with pytest.raises(UsageError, match="whole number from 1"):  # the first `=` splits
+        parse_gpus("count=device=1")
 
 
 def test_gpus_listed_twice_are_named_in_order() -> None:
@@ -523,3 +525,39 @@ def test_all_selects_every_gpu_in_index_order(tmp_path: Path) -> None:
 
     report = HostReport(source="nvml", driver="580.159.04", cuda_driver="13.0", gpus=(T4, H100))
     assert select_gpus(parse_gpus("all"), report, root=tmp_path).gpus == (H100, T4)
+
+
+def test_a_gpu_whose_uuid_was_not_read_is_still_selected_by_its_index(tmp_path: Path) -> None:
+    from dataclasses import replace
+
+    from envbuilder.runtime.gpu_selection import select_gpus
+
+    unread = replace(T4, uuid=None)
+    report = HostReport(source="proc", driver="580.159.04", cuda_driver=None, gpus=(H100, unread))
+    assert select_gpus(parse_gpus("device=1"), report, root=tmp_path).gpus == (unread,)
+    assert select_gpus(parse_gpus(f"device={H100_UUID}"), report, root=tmp_path).gpus == (H100,)
+
+
+@pytest.mark.parametrize(
+    "uuid",
+    [
+        "GPU-1111111-2222-3333-4444-555555555555",
+        "GPU-111111111-2222-3333-4444-555555555555",
+        "GPU-11111111-222-3333-4444-555555555555",
+        "GPU-11111111-22222-3333-4444-555555555555",
+        "GPU-11111111-2222-3333-555555555555",
+        "GPU-11111111-2222-3333-4444-5555-555555555555",
+        "GPU-11111111-2222-3333-4444-55555555555",
+        "GPU-11111111-2222-3333-4444-5555555555555",
+        "12345",
+        "GPU-MIG-0",
+    ],
+)
+def test_gpus_takes_only_nvmls_uuid_shape_and_an_index_of_at_most_four_digits(uuid: str) -> None:
+    with pytest.raises(UsageError, match="neither a GPU index nor a GPU UUID"):
+        parse_gpus(f"device={uuid}")
+
+
+def test_gpus_strips_tabs_and_newlines_as_well_as_spaces() -> None:
+    assert parse_gpus("\t2").count == 2
+    assert parse_gpus("device=0,\t1\n").ids == ("0", "1")
