@@ -5505,6 +5505,18 @@ EQUIVALENT.update(
             "layer = layers[-1] if isinstance(layers, list) and len(layers) == 1 else None",
         ): "read only when the list has one item (`len(layers) == 1`): layers[-1] is layers[0]",
         (
+            "attest/discovery.py",
+            "layer = layers[0] if isinstance(layers, list) and len(layers) == 1 else None",
+            "layer = layers[0] if isinstance(layers, (list, str)) and len(layers) == 1 else None",
+        ): "a one-character string's layers[0] is a str: refused `malformed` by the next line "
+        "(`not isinstance(layer, dict)`), as the None the original gives is",
+        (
+            "attest/discovery.py",
+            "ref = parse_reference(reference) if isinstance(reference, str) else reference",
+            "ref = parse_reference(reference) if isinstance(reference, (str, int, float)) else reference",
+        ): "`reference` is `str | Reference` (mypy strict over every caller): an int or a float never "
+        "reaches it",
+        (
             "image/installable.py",
             _SORTED_SETS,
             _SORTED_SETS.replace(", k[3]))", "))"),

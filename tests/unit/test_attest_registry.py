@@ -541,8 +541,9 @@ def test_a_reference_by_digest_is_verified_against_that_digest_without_asking_fo
         lambda ls: {"0": ls[0]},
         lambda _ls: "x",
         lambda ls: [{**ls[0], "mediaType": "text/plain"}],
+        lambda ls: [ls],
     ],
-    ids=["missing", "an-object", "a-string", "another-media-type"],
+    ids=["missing", "an-object", "a-string", "another-media-type", "a-list-in-a-list"],
 )
 def test_a_referrer_that_is_not_one_dsse_layer_is_refused_as_malformed(
     signer: CryptoSigner, odd: Any
@@ -664,3 +665,28 @@ def test_the_registrys_certificates_are_judged_by_the_clock_given(signer: Crypto
             ref, policy=trust(signer), client=client, now=datetime(2098, 12, 1, tzinfo=timezone.utc)
         )
         assert before.certificates == [] and "future-issued" in {r.reason for r in before.refused}
+
+
+def test_a_layer_whose_digest_is_no_string_is_refused_even_where_the_registry_serves_it(
+    signer: CryptoSigner,
+) -> None:
+    """A hostile registry's referrer names its layer's digest as null and serves bytes at
+    /blobs/None: a refusal (the bytes do not hash to "None"), never a crash."""
+
+    class NullDigest:
+        def __init__(self, reg: RegistryClient) -> None:
+            self.reg = reg
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(self.reg, name)
+
+        def get_manifest(self, *a: Any, **kw: Any) -> Any:
+            doc = self.reg.get_manifest(*a, **kw).json()
+            doc["layers"] = [{**doc["layers"][0], "digest": None}]
+            return type("Got", (), {"json": lambda _self: doc})()
+
+    with fake_registry() as (host, state):
+        _digest, _image_id, ref, _certificate = _attached(client(host), host, signer)
+        state.blobs["None"] = b"{}"
+        report = fetch_verified(ref, policy=trust(signer), client=lambda h: NullDigest(client(h)))  # type: ignore[arg-type,return-value]
+        assert report.verified == () and {r.reason for r in report.refused} == {"unavailable"}
