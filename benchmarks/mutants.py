@@ -5310,7 +5310,6 @@ IO_TESTS = (
     "test_spec_no_echo.py",
     "test_lock_secrets.py",
     "test_lifecycle.py",
-    "test_fuzz_loaders.py",
 )
 ATTEST_TESTS = (
     "test_run_docker_like.py",
