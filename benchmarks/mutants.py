@@ -5493,6 +5493,17 @@ EQUIVALENT.update(
             _QUOTES.replace('and raw[0] in "', 'and raw[-1] in "'),
         ): "past `raw[0] == raw[-1]` (the operand before), raw[-1] is raw[0]",
         (
+            "check/findings.py",
+            'if doc["verdict"] not in VERDICTS or EXIT_CODES.get(doc["verdict"]) != doc["exit_code"]:',
+            'if EXIT_CODES.get(doc["verdict"]) != doc["exit_code"]:',
+        ): "EXIT_CODES's keys are VERDICTS, and `exit_code` is an int here (REPORT_FIELDS, checked "
+        "first, returns early otherwise): an unknown verdict's .get() is None, never equal to it",
+        (
+            "check/findings.py",
+            'for key in ("total_s",):',
+            'for key in list(("total_s",))[:1]:',
+        ): "a tuple of one item: its first item is every item",
+        (
             "runtime/gpu_selection.py",
             "canon = [i if _INDEX.match(i) else i.lower() for i in ids]",
             "canon = [i.lower() for i in ids]",

@@ -827,3 +827,93 @@ def test_the_container_is_told_the_images_framework() -> None:
     none = AccessChoice(name="none", reason="t")
     spec = gate_container(info, none, io_dir="/tmp/x", nonce="n", watchdog_s=30, framework="jax")
     assert spec.command[-2:] == ("--framework", "jax")
+
+
+# --------------------------------------------------------------------------- --auto check (2026-12-06)
+
+
+def test_a_pass_reason_counts_each_pass_and_each_skip_apart() -> None:
+    assert verdict_reason([f("pass"), f("pass"), f("pass"), f("skip")]) == "3 check(s) passed, 1 skipped"
+    assert verdict_reason([f("note"), f("pass")]) == "1 check(s) passed"
+
+
+def test_a_reference_below_one_is_still_judged_only_zero_is_none() -> None:
+    band = Band(warn_below=0.9, fail_below=0.7)
+    assert (
+        band.judge(0.8, 0.8) == "pass" and band.judge(0.5, 0.8) == "fail" and band.judge(0.3, 1.0) == "fail"
+    )
+
+
+def test_the_time_finding_carries_the_seconds_to_the_hundredth() -> None:
+    (late,) = time_findings(T.time_limit_s + 1.2345, T)
+    assert late.value == round(T.time_limit_s + 1.23, 2)
+    (slow,) = time_findings(T.time_target_s + 0.4567, T)
+    assert slow.value == round(T.time_target_s + 0.46, 2)
+
+
+def test_time_warns_from_exactly_ten_seconds_before_the_limit_and_notes_only_past_the_target() -> None:
+    assert [x.status for x in time_findings(T.time_limit_s - 10, T)] == ["warn"]
+    assert time_findings(T.time_target_s, T) == []
+
+
+def _valid_doc() -> dict[str, Any]:
+    eng = engine_answering(lambda spec: gate_doc(gpu_step(0, 700.0, 4000.0)))
+    doc: dict[str, Any] = run_check(eng, [sealed([BASELINE])])[0].to_dict()
+    assert validate_report(doc) == []
+    return doc
+
+
+def test_the_schema_validator_wants_each_field_of_its_type_and_its_kind_and_schema_each() -> None:
+    doc = _valid_doc()
+    assert validate_report({**doc, "image": 5}) == ["image: missing or not str"]
+    assert validate_report({**doc, "kind": "other"}) == ["kind/schema_version: expected envbuilder-check 1"]
+    assert validate_report({**doc, "schema_version": 2}) == [
+        "kind/schema_version: expected envbuilder-check 1"
+    ]
+
+
+def test_the_schema_validator_names_a_finding_that_is_no_object_or_of_no_known_status() -> None:
+    doc = _valid_doc()
+    first, rest = doc["findings"][0], doc["findings"][1:]
+    assert validate_report({**doc, "findings": ["node.ecc", *rest]}) == [
+        "findings[0]: bad check, status, gpu, message, remedy"
+    ]
+    assert validate_report({**doc, "findings": [{**first, "status": "ok"}, *rest]}) == [
+        "findings[0]: bad status or value"
+    ]
+
+
+def test_a_malformed_finding_is_the_one_problem_even_where_the_verdict_rests_on_it() -> None:
+    doc = _valid_doc()
+    first, rest = doc["findings"][0], doc["findings"][1:]
+    failed = {**doc, "verdict": "FAIL", "exit_code": 2, "findings": [{**first, "status": "failed"}, *rest]}
+    assert validate_report(failed) == ["findings[0]: bad status or value"]
+
+
+def _ecc(volatile: int | None, aggregate: int | None) -> Finding:
+    def total(_handle: Any, _kind: Any, counter: int) -> int:
+        got = volatile if counter == 0 else aggregate
+        if got is None:
+            raise NOT_SUPPORTED
+        return got
+
+    return judged(nvmlDeviceGetTotalEccErrors=total)["node.ecc"]
+
+
+def test_ecc_is_judged_on_whichever_of_its_two_counters_the_gpu_answers() -> None:
+    assert (_ecc(None, 3).status, _ecc(None, 3).value) == ("warn", 3)  # lifetime errors only
+    assert (_ecc(None, 0).status, _ecc(0, None).status) == ("pass", "pass")
+    assert (_ecc(2, None).status, _ecc(2, None).value) == ("fail", 2)
+    assert (_ecc(1, 0).status, _ecc(0, 1).status) == ("fail", "warn")  # one error is one too many
+    assert _ecc(None, None).status == "note"
+
+
+def test_a_clean_ecc_reading_carries_zero_and_any_hardware_reason_fails_the_clocks() -> None:
+    assert _ecc(0, 0).value == 0
+    got = judged(nvmlDeviceGetCurrentClocksEventReasons=0x1 | 0x8)["node.clocks"]  # gpu_idle, hw_slowdown
+    assert got.status == "fail" and "hw_slowdown" in got.message and got.value[0] != "hw_slowdown"
+
+
+def test_a_pcie_link_whose_maximum_width_nvml_cannot_read_is_a_note_saying_so() -> None:
+    got = judged(nvmlDeviceGetMaxPcieLinkWidth=NOT_SUPPORTED)["node.pcie"]
+    assert got.status == "note" and "not supported" in got.message.lower()
