@@ -5504,6 +5504,13 @@ EQUIVALENT.update(
             'for key in list(("total_s",))[:1]:',
         ): "a tuple of one item: its first item is every item",
         (
+            "check/node.py",
+            "share = max(held, used or 0) / total if total else 0.0",
+            "share = max(held, used) / total if total else 0.0",
+        ): "memory_used_mib and memory_total_mib are set together from one nvmlDeviceGetMemoryInfo "
+        "answer (host/health.py gpu_health, GpuHealth's only maker): `used` is None only when "
+        "`total` is, and then the conditional returns 0.0 without evaluating max()",
+        (
             "runtime/gpu_selection.py",
             "canon = [i if _INDEX.match(i) else i.lower() for i in ids]",
             "canon = [i.lower() for i in ids]",

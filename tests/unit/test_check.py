@@ -917,3 +917,57 @@ def test_a_clean_ecc_reading_carries_zero_and_any_hardware_reason_fails_the_cloc
 def test_a_pcie_link_whose_maximum_width_nvml_cannot_read_is_a_note_saying_so() -> None:
     got = judged(nvmlDeviceGetMaxPcieLinkWidth=NOT_SUPPORTED)["node.pcie"]
     assert got.status == "note" and "not supported" in got.message.lower()
+
+
+def test_temperature_fails_at_the_threshold_warns_from_its_margin_and_passes_without_one() -> None:
+    limit, margin = 87, int(T.temperature_margin_c)
+    status = {
+        c: judged(nvmlDeviceGetTemperature=c)["node.temperature"]
+        for c in (limit, limit - margin, limit - margin - 1)
+    }
+    assert [status[c].status for c in (limit, limit - margin, limit - margin - 1)] == ["fail", "warn", "pass"]
+    assert status[limit - margin - 1].message.endswith(f"(slowdown at {limit} C)")
+    unknown = judged(nvmlDeviceGetTemperature=95, nvmlDeviceGetTemperatureThreshold=NOT_SUPPORTED)[
+        "node.temperature"
+    ]
+    assert unknown.status == "pass" and unknown.message == "95 C (no slowdown threshold from NVML)"
+
+
+def test_every_process_on_the_gpu_is_listed_and_its_memory_counted_one_hidden_as_none() -> None:
+    gib = 1 << 30
+    procs = [
+        Obj(pid=7, usedGpuMemory=2 * gib),
+        Obj(pid=8, usedGpuMemory=None),
+        Obj(pid=9, usedGpuMemory=3 * gib),
+    ]
+    got = judged(
+        nvmlDeviceGetComputeRunningProcesses=procs, nvmlDeviceGetMemoryInfo=Obj(total=141 * gib, used=gib)
+    )
+    held = got["node.processes"]
+    assert [p["pid"] for p in held.value["processes"]] == [7, 8, 9] and held.value["held_mib"] == 5 * 1024
+    assert (
+        held.status == "warn" and "process(es) 7, 8, 9 already hold 4% of its memory (5120 of" in held.message
+    )
+
+
+def test_the_memory_shares_bounds_warn_and_fail_at_exactly_their_fractions() -> None:
+    from envbuilder.check.node import PROCESSES
+
+    def status(used: int, total: int, processes: tuple[dict[str, Any], ...] = ()) -> str:
+        value = {
+            "processes": list(processes),
+            "held_mib": 0,
+            "memory_used_mib": used,
+            "memory_total_mib": total,
+        }
+        return PROCESSES.judge(value, T).status
+
+    warn, fail = round(T.memory_held_warn_fraction * 1000), round(T.memory_held_fail_fraction * 1000)
+    assert (warn / 1000, fail / 1000) == (T.memory_held_warn_fraction, T.memory_held_fail_fraction)
+    assert [status(n, 1000) for n in (warn - 1, warn, fail - 1, fail)] == ["pass", "warn", "warn", "fail"]
+    assert status(0, 1) == "pass"  # a GPU using none of its memory is clear, however small
+
+
+def test_retired_pages_pass_when_none_is_pending() -> None:
+    got = judged(nvmlDeviceGetRemappedRows=NOT_SUPPORTED, nvmlDeviceGetRetiredPagesPendingStatus=0)
+    assert got["node.retired_pages"].status == "pass"

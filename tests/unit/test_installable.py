@@ -395,7 +395,9 @@ def test_the_install_sets_come_by_requirements_then_index_then_python_as_a_versi
     mixed = replace(
         matrix,
         frameworks=tuple(
-            replace(t, releases=(replace(rel, variants=(*rel.variants, on_pypi)),)) if t is torch else t
+            replace(t, releases=(replace(rel, variants=(*rel.variants, on_pypi)), *t.releases[1:]))
+            if t is torch
+            else t
             for t in matrix.frameworks
         ),
     )
