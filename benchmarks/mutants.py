@@ -5505,6 +5505,12 @@ EQUIVALENT.update(
         ): "a tuple of one item: its first item is every item",
         (
             "check/node.py",
+            "if pending.ok and pending.value:",
+            "if pending.value:",
+        ): "a Query that is not ok has value None (host/health.py: every Query(unsupported=...) "
+        "sets no value, and _map returns such a query as it is): falsy either way",
+        (
+            "check/node.py",
             "share = max(held, used or 0) / total if total else 0.0",
             "share = max(held, used) / total if total else 0.0",
         ): "memory_used_mib and memory_total_mib are set together from one nvmlDeviceGetMemoryInfo "

@@ -971,3 +971,35 @@ def test_the_memory_shares_bounds_warn_and_fail_at_exactly_their_fractions() -> 
 def test_retired_pages_pass_when_none_is_pending() -> None:
     got = judged(nvmlDeviceGetRemappedRows=NOT_SUPPORTED, nvmlDeviceGetRetiredPagesPendingStatus=0)
     assert got["node.retired_pages"].status == "pass"
+
+
+def test_a_window_without_the_uptime_judges_every_xid_since_boot() -> None:
+    got = judge_xids(XidLog(xids=parse_kmsg(KMSG)), (), uptime_s=None, window_s=60.0)
+    assert sorted(x.value["xid"] for x in got) == [13, 79] and "since boot" in got[0].message
+
+
+def test_the_window_keeps_an_xid_at_its_start_and_one_without_a_time_and_each_goes_on_its_gpu() -> None:
+    second = gpu_health(FakeNvml(nvmlDeviceGetPciInfo=Obj(busId=b"00000000:3A:00.0")), 1)
+    gpus = (gpu_health(FakeNvml(), 0), second)
+    xids = parse_kmsg(KMSG)  # 79 at 7200 s on 0000:18:00 (GPU 0), 13 at 7300 s on 0000:3a:00 (GPU 1)
+    got = judge_xids(XidLog(xids=xids), gpus, uptime_s=8000.0, window_s=800.0)  # since 7200 s
+    assert {x.value["xid"]: x.gpu for x in got} == {79: 0, 13: 1}
+    untimed = replace(xids[0], seconds_since_boot=None)
+    got = judge_xids(XidLog(xids=(untimed,)), gpus, uptime_s=8000.0, window_s=60.0)
+    assert [(x.value["xid"], x.gpu) for x in got] == [(79, 0)]
+
+
+def test_one_xid_on_two_gpus_is_counted_twice_and_put_on_neither_alone() -> None:
+    second = gpu_health(FakeNvml(nvmlDeviceGetPciInfo=Obj(busId=b"00000000:3A:00.0")), 1)
+    gpus = (gpu_health(FakeNvml(), 0), second)
+    lines = (
+        "[ 10.0] NVRM: Xid (PCI:0000:3a:00): 48, pid=1, DBE\n"
+        "[ 20.0] NVRM: Xid (PCI:0000:18:00): 48, pid=1, DBE\n"
+        "[ 30.0] NVRM: Xid (PCI:0000:18:00): 79, pid=1, GPU has fallen off the bus.\n"
+    )
+    got = {
+        x.value["xid"]: x
+        for x in judge_xids(XidLog(xids=parse_kmsg(lines)), gpus, uptime_s=99.0, window_s=None)
+    }
+    assert got[48].gpu is None and got[48].value["count"] == 2 and " x2 " in got[48].message
+    assert "on GPU 0, GPU 1:" in got[48].message and got[79].value["count"] == 1 and got[79].gpu == 0
