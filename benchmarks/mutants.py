@@ -5504,6 +5504,20 @@ EQUIVALENT.update(
             'for key in list(("total_s",))[:1]:',
         ): "a tuple of one item: its first item is every item",
         (
+            "check/gate.py",
+            "if why is not None or not gpus:",
+            "if not gpus:",
+        ): "(gpus, why) is `health()`'s answer, read_health unless a test passes another (the CLI "
+        "passes none): it returns GPUs with why None, or () with a reason, never both",
+        (
+            "check/node.py",
+            "gpus_hit = sorted({by_bus.get(bus_key(x.pci)) for x in hits}, key=lambda v: -1 if v is None "
+            "else v)",
+            "gpus_hit = sorted({by_bus.get(bus_key(x.pci)) for x in hits}, key=lambda v: -2 if v is None "
+            "else v)",
+        ): "the other keys are NVML indexes (>= 0), and the set holds one None at most: -2 sorts it "
+        "first as -1 does",
+        (
             "check/node.py",
             "if pending.ok and pending.value:",
             "if pending.value:",

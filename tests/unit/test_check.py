@@ -1003,3 +1003,24 @@ def test_one_xid_on_two_gpus_is_counted_twice_and_put_on_neither_alone() -> None
     }
     assert got[48].gpu is None and got[48].value["count"] == 2 and " x2 " in got[48].message
     assert "on GPU 0, GPU 1:" in got[48].message and got[79].value["count"] == 1 and got[79].gpu == 0
+    assert got[48].value["pci"] == ["0000:18:00", "0000:3a:00"]
+
+
+def test_an_xid_on_a_gpu_nvml_does_not_list_and_on_one_it_does_names_the_unknown_first() -> None:
+    lines = "[ 10.0] NVRM: Xid (PCI:0000:18:00): 48, pid=1, DBE\n[ 20.0] NVRM: Xid (PCI:0000:99:00): 48, pid=1, DBE\n"
+    (got,) = judge_xids(
+        XidLog(xids=parse_kmsg(lines)), (gpu_health(FakeNvml(), 0),), uptime_s=99.0, window_s=None
+    )
+    assert got.gpu is None and "x2 since boot on GPU ?, GPU 0:" in got.message
+
+
+def test_nvml_listing_no_gpu_without_a_reason_is_one_skip_and_no_xid_read() -> None:
+    from envbuilder.check.gate import node_findings
+
+    cpu = HostReport(source="none", driver=None, cuda_driver=None)
+    got = node_findings(
+        (), None, cpu, T, xids=lambda: pytest.fail("no Xids without a GPU"), uptime_s=None, xid_window_s=None
+    )
+    assert [(x.check, x.status) for x in got] == [("node.nvml", "skip")] and "NVML lists no GPU" in got[
+        0
+    ].message
