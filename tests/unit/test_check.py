@@ -1024,3 +1024,27 @@ def test_nvml_listing_no_gpu_without_a_reason_is_one_skip_and_no_xid_read() -> N
     assert [(x.check, x.status) for x in got] == [("node.nvml", "skip")] and "NVML lists no GPU" in got[
         0
     ].message
+
+
+def test_a_refused_certificate_gives_no_coverage_pass_beside_its_refusal() -> None:
+    low = Certificate(cert_doc(min_driver="999.0"))
+    eng = engine_answering(lambda spec: pytest.fail("nothing runs in the image"))
+    report, lines = run_check(eng, [low])
+    assert "certificate.coverage" not in {x.check for x in report.findings}
+    assert any("REFUSED" in line for line in lines)
+
+
+def test_the_thresholds_given_are_the_ones_judged_with() -> None:
+    strict = replace(T, gemm=Band(warn_below=1.5, fail_below=0.7))
+    eng = engine_answering(lambda spec: gate_doc(gpu_step(0, 700.0, 4000.0)))
+    report, _ = run_check(eng, [sealed([BASELINE])], thresholds=strict)
+    assert {x.check: x.status for x in report.findings}["image.gemm"] == "warn"
+
+
+def test_no_gpu_through_nvml_says_nvmls_own_reason() -> None:
+    from envbuilder.check.gate import node_findings
+
+    cpu = HostReport(source="none", driver=None, cuda_driver=None)
+    why = "NVML: NVML Shared Library Not Found"
+    (got,) = node_findings((), why, cpu, T, xids=lambda: XidLog(), uptime_s=None, xid_window_s=None)
+    assert got.status == "skip" and f"({why}; driver none)" in got.message
