@@ -5505,6 +5505,13 @@ EQUIVALENT.update(
         ): "a tuple of one item: its first item is every item",
         (
             "check/gate.py",
+            "if cert is not None and not refusals:",
+            "if not refusals:",
+        ): "covering_certificate (run/launch.py) returns no certificate only with a refusal: "
+        "choose_certificate's None comes with its no-certificate refusal, and both except branches "
+        "return refusals; with none, `cert` is never None",
+        (
+            "check/gate.py",
             "if why is not None or not gpus:",
             "if not gpus:",
         ): "(gpus, why) is `health()`'s answer, read_health unless a test passes another (the CLI "

@@ -1048,3 +1048,25 @@ def test_no_gpu_through_nvml_says_nvmls_own_reason() -> None:
     why = "NVML: NVML Shared Library Not Found"
     (got,) = node_findings((), why, cpu, T, xids=lambda: XidLog(), uptime_s=None, xid_window_s=None)
     assert got.status == "skip" and f"({why}; driver none)" in got.message
+
+
+def test_the_coverage_pass_names_every_certified_gpu_model_or_the_cpu() -> None:
+    from cert_factory import RTX
+
+    def coverage(certificate: Certificate, **kw: Any) -> Finding:
+        eng = engine_answering(lambda spec: gate_doc(gpu_step(0, 700.0, 4000.0)))
+        report, _ = run_check(eng, [certificate], **kw)
+        return next(x for x in report.findings if x.check == "certificate.coverage")
+
+    two = coverage(Certificate(cert_doc(gpus=(RTX, H200))))
+    assert two.status == "pass" and "on NVIDIA GeForce RTX 3090, NVIDIA H200, driver" in two.message
+    assert two.message.endswith("covers this node")
+    eng = engine_answering(lambda spec: gate_doc())
+    report = check_image(
+        "team/train:1", find_certificate=lambda info: [Certificate(cert_doc("certified-cpu-only", gpus=()))],
+        eng=eng, probe=lambda: HostReport(source="none", driver=None, cuda_driver=None),
+        access_modes=lambda daemon: (), health=lambda: ((), "NVML: NVML Shared Library Not Found"),
+        xids=lambda: XidLog(),
+    )  # fmt: skip
+    cpu = next(x for x in report.findings if x.check == "certificate.coverage")
+    assert cpu.status == "pass" and ", on the CPU, driver" in cpu.message
