@@ -1070,3 +1070,33 @@ def test_the_coverage_pass_names_every_certified_gpu_model_or_the_cpu() -> None:
     )  # fmt: skip
     cpu = next(x for x in report.findings if x.check == "certificate.coverage")
     assert cpu.status == "pass" and ", on the CPU, driver" in cpu.message
+
+
+def test_the_progress_says_how_many_gpus_nvml_read_or_why_it_read_none() -> None:
+    eng = engine_answering(lambda spec: gate_doc(gpu_step(0, 700.0, 4000.0)))
+    _, lines = run_check(eng, [sealed([BASELINE])])
+    assert "check: node: 1 GPU(s) read through NVML" in lines
+    _, lines = run_check(
+        engine_answering(lambda spec: gate_doc()), [sealed([BASELINE])], health=lambda: ((), "NVML: gone")
+    )
+    assert "check: node: NVML: gone" in lines
+
+
+def test_the_certified_figures_are_every_passed_baseline_step_of_a_named_gpu_and_nothing_else() -> None:
+    h100 = {**BASELINE, "metrics": {**BASELINE["metrics"], "device_name": "NVIDIA H100", "copy_gbs": 3000.0}}
+    other = {**BASELINE, "name": "training", "metrics": {**BASELINE["metrics"], "device_name": "NVIDIA B200"}}
+    skipped = {**BASELINE, "status": "skip", "metrics": {**BASELINE["metrics"], "device_name": "NVIDIA A100"}}
+    unnamed = {**BASELINE, "metrics": {"bf16_gemm_tflops": 1.0, "copy_gbs": 1.0}}
+    got = certified_figures(sealed([MULTI, other, skipped, unnamed, BASELINE, h100]))
+    assert got == {
+        "NVIDIA H200": {"bf16_gemm_tflops": 700.0, "copy_gbs": 4000.0},
+        "NVIDIA H100": {"bf16_gemm_tflops": 700.0, "copy_gbs": 3000.0},
+    }
+
+
+def test_the_json_document_lists_every_gpu_nvml_read() -> None:
+    two = FakeNvml()
+    two.nvmlDeviceGetCount = lambda: 2  # type: ignore[method-assign]
+    eng = engine_answering(lambda spec: gate_doc(gpu_step(0, 700.0, 4000.0)))
+    report, _ = run_check(eng, [sealed([BASELINE])], health=lambda: read_health(two))
+    assert [g["index"] for g in report.to_dict()["node"]["gpus"]] == [0, 1]
