@@ -1087,7 +1087,8 @@ def test_the_certified_figures_are_every_passed_baseline_step_of_a_named_gpu_and
     other = {**BASELINE, "name": "training", "metrics": {**BASELINE["metrics"], "device_name": "NVIDIA B200"}}
     skipped = {**BASELINE, "status": "skip", "metrics": {**BASELINE["metrics"], "device_name": "NVIDIA A100"}}
     unnamed = {**BASELINE, "metrics": {"bf16_gemm_tflops": 1.0, "copy_gbs": 1.0}}
-    got = certified_figures(sealed([MULTI, other, skipped, unnamed, BASELINE, h100]))
+    unmeasured = {**BASELINE, "metrics": {"device_name": "NVIDIA L4"}}
+    got = certified_figures(sealed([MULTI, other, skipped, unnamed, unmeasured, BASELINE, h100]))
     assert got == {
         "NVIDIA H200": {"bf16_gemm_tflops": 700.0, "copy_gbs": 4000.0},
         "NVIDIA H100": {"bf16_gemm_tflops": 700.0, "copy_gbs": 3000.0},
@@ -1100,3 +1101,15 @@ def test_the_json_document_lists_every_gpu_nvml_read() -> None:
     eng = engine_answering(lambda spec: gate_doc(gpu_step(0, 700.0, 4000.0)))
     report, _ = run_check(eng, [sealed([BASELINE])], health=lambda: read_health(two))
     assert [g["index"] for g in report.to_dict()["node"]["gpus"]] == [0, 1]
+
+
+def test_the_certified_busbw_is_the_multi_gpu_steps_row_of_that_size() -> None:
+    other = {
+        **MULTI,
+        "name": "training",
+        "metrics": {**MULTI["metrics"], "sweep": [{"bytes": 1 << 20, "busbw_gbs": 9.0}]},
+    }
+    c = sealed([other, MULTI])
+    assert certified_busbw(c, 2, 1 << 30) == 330.0 and certified_busbw(c, 2, 1 << 20) is None
+    odd = {**MULTI, "metrics": {**MULTI["metrics"], "sweep": ["a row", 7, *MULTI["metrics"]["sweep"]]}}
+    assert certified_busbw(sealed([odd]), 2, 1 << 28) == 300.0  # a row that is no object is passed over
