@@ -1113,3 +1113,12 @@ def test_the_certified_busbw_is_the_multi_gpu_steps_row_of_that_size() -> None:
     assert certified_busbw(c, 2, 1 << 30) == 330.0 and certified_busbw(c, 2, 1 << 20) is None
     odd = {**MULTI, "metrics": {**MULTI["metrics"], "sweep": ["a row", 7, *MULTI["metrics"]["sweep"]]}}
     assert certified_busbw(sealed([odd]), 2, 1 << 28) == 300.0  # a row that is no object is passed over
+
+
+def test_a_judged_figure_carries_the_measured_and_certified_to_the_hundredth_and_the_share_to_the_thousandth() -> (
+    None
+):
+    base = {**BASELINE, "metrics": {**BASELINE["metrics"], "bf16_gemm_tflops": 700.456}}
+    got = judge_gate(run_of(gate_doc(gpu_step(0, 691.234, 4000.0))), sealed([base]), T)
+    gemm = next(x for x in got if x.check == "image.gemm")
+    assert gemm.value == {"measured": 691.23, "certified": 700.46, "fraction": 0.987}
