@@ -1122,3 +1122,21 @@ def test_a_judged_figure_carries_the_measured_and_certified_to_the_hundredth_and
     got = judge_gate(run_of(gate_doc(gpu_step(0, 691.234, 4000.0))), sealed([base]), T)
     gemm = next(x for x in got if x.check == "image.gemm")
     assert gemm.value == {"measured": 691.23, "certified": 700.46, "fraction": 0.987}
+
+
+def test_a_judged_figure_says_which_share_it_fell_below_and_a_pass_says_none() -> None:
+    got = judge_gate(
+        run_of(gate_doc(gpu_step(0, 690.0, 2000.0), gpu_step(1, 560.0, 4000.0))), sealed([BASELINE]), T
+    )
+    by = {(x.check, x.gpu): x.message for x in got}
+    assert by[("image.copy", 0)].endswith("(below 70%)") and by[("image.gemm", 1)].endswith("(below 90%)")
+    assert "below" not in by[("image.gemm", 0)]
+
+
+def test_a_harness_without_a_result_is_told_by_its_last_line_and_a_step_without_reason_by_none() -> None:
+    none = judge_gate(
+        GateRun(doc=None, exit_code=1, stderr_tail="starting\nImportError: no torch", seconds=1.0), None, T
+    )
+    assert none[0].message.endswith("(exit 1): ImportError: no torch")
+    bare = {"name": "cuda_smoke", "status": "skip", "metrics": {}}
+    assert [x.message for x in judge_gate(run_of(gate_doc(bare)), None, T)] == [""]
