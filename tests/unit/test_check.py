@@ -1140,3 +1140,21 @@ def test_a_harness_without_a_result_is_told_by_its_last_line_and_a_step_without_
     assert none[0].message.endswith("(exit 1): ImportError: no torch")
     bare = {"name": "cuda_smoke", "status": "skip", "metrics": {}}
     assert [x.message for x in judge_gate(run_of(gate_doc(bare)), None, T)] == [""]
+
+
+def test_the_short_modes_framework_smoke_and_unknown_steps_are_judged_as_they_say() -> None:
+    framework = {
+        "name": "framework",
+        "status": "pass",
+        "reason": "",
+        "metrics": {"framework": "torch", "version": "2.9.0"},
+    }
+    built = {**framework, "metrics": {**framework["metrics"], "cuda_build": "12.8"}}
+    smoke = {"name": "cuda_smoke", "status": "fail", "reason": "no CUDA device is visible", "metrics": {}}
+    newer = {"name": "a_newer_step", "status": "skip", "reason": "not here", "metrics": {}}
+    got = judge_gate(run_of(gate_doc(framework, built, smoke, newer)), None, T)
+    assert [(x.check, x.status, x.gpu, x.message) for x in got] == [
+        ("image.framework", "pass", None, "torch 2.9.0 imports"),
+        ("image.framework", "pass", None, "torch 2.9.0 imports (CUDA build 12.8)"),
+        ("image.cuda_smoke", "fail", None, "no CUDA device is visible"),
+    ]
