@@ -1158,3 +1158,23 @@ def test_the_short_modes_framework_smoke_and_unknown_steps_are_judged_as_they_sa
         ("image.framework", "pass", None, "torch 2.9.0 imports (CUDA build 12.8)"),
         ("image.cuda_smoke", "fail", None, "no CUDA device is visible"),
     ]
+
+
+def test_a_failed_allreduce_and_a_watchdog_after_it_are_each_their_own_failure() -> None:
+    loop = {"name": "allreduce_loopback", "status": "fail", "reason": "NCCL error", "metrics": {}}
+    hung = {"name": "watchdog", "status": "fail", "reason": "gpu0 hung", "metrics": {}}
+    got = judge_gate(run_of(gate_doc(loop, hung)), None, T)
+    assert [(x.check, x.status, x.message) for x in got] == [
+        ("image.allreduce", "fail", "NCCL error"),
+        ("image.run", "fail", "gpu0 hung"),
+    ]
+
+
+@pytest.mark.parametrize(("world", "nbytes"), [(2.0, 1 << 28), (2, float(1 << 28))])
+def test_an_allreduce_whose_size_or_gpu_count_is_no_whole_number_is_not_judged(
+    world: Any, nbytes: Any
+) -> None:
+    loop = {"name": "allreduce_loopback", "status": "pass", "reason": "",
+            "metrics": {"world_size": world, "bytes": nbytes, "busbw_gbs": 120.0}}  # fmt: skip
+    (got,) = judge_gate(run_of(gate_doc(loop)), sealed([BASELINE, MULTI]), T)
+    assert (got.check, got.status) == ("image.allreduce", "skip")
