@@ -1178,3 +1178,26 @@ def test_an_allreduce_whose_size_or_gpu_count_is_no_whole_number_is_not_judged(
             "metrics": {"world_size": world, "bytes": nbytes, "busbw_gbs": 120.0}}  # fmt: skip
     (got,) = judge_gate(run_of(gate_doc(loop)), sealed([BASELINE, MULTI]), T)
     assert (got.check, got.status) == ("image.allreduce", "skip")
+
+
+def test_every_refusal_is_a_failed_certificate_finding_and_a_failure_without_remedy_prints_none() -> None:
+    from envbuilder.check.image import summarise_refusals
+    from envbuilder.cli.check_cmd import render_text
+    from envbuilder.run.coverage import Refusal
+
+    two = [
+        Refusal(reason="driver-too-old", message="old", hint="update"),
+        Refusal(reason="gpu", message="T4", hint=""),
+    ]
+    got = summarise_refusals(two)
+    assert [(x.check, x.status, x.remedy) for x in got] == [
+        ("certificate.driver-too-old", "fail", "update"),
+        ("certificate.gpu", "fail", ""),
+    ]
+    text = render_text({"verdict": "FAIL", "reason": "x", "timings": {"total_s": 1.0}}, tuple(got))
+    assert text.splitlines() == [
+        "FAIL certificate.driver-too-old: old",
+        "     remedy: update",
+        "FAIL certificate.gpu: T4",
+        "FAIL: x (1.0 s)",
+    ]
