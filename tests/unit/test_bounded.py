@@ -230,3 +230,78 @@ def test_a_lock_file_that_is_a_fifo_is_one_line(tmp_path: Path) -> None:
     with pytest.raises(SpecError) as caught:  # hung before
         read_lock(fifo)
     assert caught.value.message == f"{fifo}: not a lock file: a FIFO, not a regular file"
+
+
+# --------------------------------------------------------------------------- --auto io (2026-12-06)
+
+
+def test_a_missing_a_looping_or_a_nul_path_is_an_oserror_never_a_refusal(tmp_path: Path) -> None:
+    import errno
+
+    missing = tmp_path / "missing.yaml"
+    for follow in (True, False):
+        with pytest.raises(FileNotFoundError):
+            read_bounded(missing, follow_symlinks=follow)
+    loop = tmp_path / "loop"
+    loop.symlink_to(loop)
+    with pytest.raises(OSError) as err:
+        read_bounded(loop)  # followed: the loop is the kernel's ELOOP, not "a symbolic link"
+    assert err.value.errno == errno.ELOOP
+    with pytest.raises(OSError) as err:
+        read_bounded(tmp_path / "a\0b")
+    assert err.value.errno == errno.EINVAL
+
+
+def test_a_link_or_a_fifo_swapped_in_after_the_first_look_is_refused_and_other_errors_pass_through(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import errno
+
+    from envbuilder import bounded
+
+    class Unseen:  # the first look (a stat) finds nothing: what is opened is judged on its own
+        def __init__(self, path: Any) -> None:
+            pass
+
+        def stat(self, **_kw: Any) -> Any:
+            raise FileNotFoundError(errno.ENOENT, "not yet")
+
+    monkeypatch.setattr(bounded, "Path", Unseen)
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    with pytest.raises(NotRegularFile, match="a FIFO"):
+        read_bounded(fifo)
+    real_open = os.open
+
+    def opening(err: int) -> Any:
+        def fake(path: Any, flags: int, *a: Any) -> int:
+            raise OSError(err, os.strerror(err), str(path))
+
+        return fake
+
+    monkeypatch.setattr(bounded.os, "open", opening(errno.ELOOP))
+    with pytest.raises(NotRegularFile, match="a symbolic link"):
+        read_bounded(tmp_path / "link", follow_symlinks=False)
+    monkeypatch.setattr(bounded.os, "open", opening(errno.EACCES))
+    with pytest.raises(PermissionError):
+        read_bounded(tmp_path / "private", follow_symlinks=False)
+    monkeypatch.setattr(bounded.os, "open", real_open)
+
+
+def test_a_file_of_exactly_the_limit_is_read_and_one_over_it_is_refused_before_a_byte_is_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from envbuilder import bounded
+
+    exact = tmp_path / "exact"
+    exact.write_bytes(b"x" * 100)
+    assert read_bounded(exact, 100) == b"x" * 100
+    over = tmp_path / "over"
+    over.write_bytes(b"x" * 101)
+
+    def no_read(*_a: Any) -> bytes:
+        raise AssertionError("read before the size was judged")
+
+    monkeypatch.setattr(bounded.os, "read", no_read)
+    with pytest.raises(TooLarge, match="larger than 100 bytes"):
+        read_bounded(over, 100)
