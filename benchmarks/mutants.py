@@ -5504,6 +5504,18 @@ EQUIVALENT.update(
             'for key in list(("total_s",))[:1]:',
         ): "a tuple of one item: its first item is every item",
         (
+            "bounded.py",
+            "while left > 0:",
+            "while left >= 0:",
+        ): "at left == 0 the extra turn reads os.read(fd, 0) of a regular file (checked just "
+        "before), which returns b'' and breaks the loop: the same bytes",
+        (
+            "bounded.py",
+            "chunk = os.read(fd, min(left, 1 << 20))",
+            "chunk = os.read(fd, min(left, 2 << 20))",
+        ): "the chunk size only changes how many reads take the same bytes: the loop reads until "
+        "`left` (max_bytes + 1 in all) or the end of the file either way",
+        (
             "check/gate.py",
             "if cert is not None and not refusals:",
             "if not refusals:",

@@ -305,3 +305,21 @@ def test_a_file_of_exactly_the_limit_is_read_and_one_over_it_is_refused_before_a
     monkeypatch.setattr(bounded.os, "read", no_read)
     with pytest.raises(TooLarge, match="larger than 100 bytes"):
         read_bounded(over, 100)
+
+
+def test_a_file_that_grew_past_the_limit_after_its_size_was_read_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from envbuilder import bounded
+
+    grown = tmp_path / "grown"
+    grown.write_bytes(b"x" * 101)
+    real_fstat = os.fstat
+
+    def older(fd: int) -> Any:  # the size as it was a moment before the file grew
+        st = real_fstat(fd)
+        return os.stat_result((st.st_mode, *st[1:6], 100, *st[7:]))
+
+    monkeypatch.setattr(bounded.os, "fstat", older)
+    with pytest.raises(TooLarge, match="larger than 100 bytes"):
+        read_bounded(grown, 100)
