@@ -1007,7 +1007,10 @@ def test_one_xid_on_two_gpus_is_counted_twice_and_put_on_neither_alone() -> None
 
 
 def test_an_xid_on_a_gpu_nvml_does_not_list_and_on_one_it_does_names_the_unknown_first() -> None:
-    lines = "[ 10.0] NVRM: Xid (PCI:0000:18:00): 48, pid=1, DBE\n[ 20.0] NVRM: Xid (PCI:0000:99:00): 48, pid=1, DBE\n"
+    lines = (
+        "[ 10.0] NVRM: Xid (PCI:0000:18:00): 48, pid=1, DBE\n"
+        "[ 20.0] NVRM: Xid (PCI:0000:99:00): 48, pid=1, DBE\n"
+    )
     (got,) = judge_xids(
         XidLog(xids=parse_kmsg(lines)), (gpu_health(FakeNvml(), 0),), uptime_s=99.0, window_s=None
     )
@@ -1115,9 +1118,7 @@ def test_the_certified_busbw_is_the_multi_gpu_steps_row_of_that_size() -> None:
     assert certified_busbw(sealed([odd]), 2, 1 << 28) == 300.0  # a row that is no object is passed over
 
 
-def test_a_judged_figure_carries_the_measured_and_certified_to_the_hundredth_and_the_share_to_the_thousandth() -> (
-    None
-):
+def test_a_judged_figure_carries_its_figures_to_the_hundredth_and_its_share_to_the_thousandth() -> None:
     base = {**BASELINE, "metrics": {**BASELINE["metrics"], "bf16_gemm_tflops": 700.456}}
     got = judge_gate(run_of(gate_doc(gpu_step(0, 691.234, 4000.0))), sealed([base]), T)
     gemm = next(x for x in got if x.check == "image.gemm")
