@@ -323,3 +323,11 @@ def test_a_file_that_grew_past_the_limit_after_its_size_was_read_is_refused(
     monkeypatch.setattr(bounded.os, "fstat", older)
     with pytest.raises(TooLarge, match="larger than 100 bytes"):
         read_bounded(grown, 100)
+
+
+def test_a_document_of_exactly_the_limit_loads_and_one_byte_more_of_bytes_or_text_is_refused() -> None:
+    assert load_json("7" * 100, max_bytes=100) == int("7" * 100)
+    assert load_json(b"7" * 100, max_bytes=100) == int("7" * 100)
+    for over in ("7" * 101, b"7" * 101, "\u00e9" * 51):  # 51 characters, 102 bytes as UTF-8
+        with pytest.raises(TooLarge, match="larger than 100 bytes"):
+            load_json(over, max_bytes=100)
