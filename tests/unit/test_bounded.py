@@ -331,3 +331,22 @@ def test_a_document_of_exactly_the_limit_loads_and_one_byte_more_of_bytes_or_tex
     for over in ("7" * 101, b"7" * 101, "\u00e9" * 51):  # 51 characters, 102 bytes as UTF-8
         with pytest.raises(TooLarge, match="larger than 100 bytes"):
             load_json(over, max_bytes=100)
+
+
+def test_yaml_nested_exactly_max_depth_loads_and_one_deeper_is_refused() -> None:
+    assert load_yaml("[" * 4 + "]" * 4, max_depth=4) == [[[[]]]]
+    with pytest.raises(TooLarge, match="nested deeper than 4 levels"):
+        load_yaml("[" * 5 + "]" * 5, max_depth=4)
+
+
+def test_yaml_nesting_is_counted_down_one_level_per_close_however_many_siblings_came_before() -> None:
+    deep_after_siblings = "[" + "[]," * 3000 + "[" * 2000 + "]" * 2000 + "]"
+    with pytest.raises(TooLarge, match="nested deeper than 64 levels$"):
+        load_yaml(deep_after_siblings)
+
+
+def test_a_quoted_number_tagged_int_past_the_digit_limit_is_too_large() -> None:
+    from envbuilder.bounded import MAX_DIGITS
+
+    with pytest.raises(TooLarge, match="digits"):
+        load_yaml('n: !!int "' + "1" * (MAX_DIGITS + 100) + '"')
