@@ -350,3 +350,11 @@ def test_a_quoted_number_tagged_int_past_the_digit_limit_is_too_large() -> None:
 
     with pytest.raises(TooLarge, match="digits"):
         load_yaml('n: !!int "' + "1" * (MAX_DIGITS + 100) + '"')
+
+
+def test_a_value_yaml_cannot_build_is_a_constructor_error_and_a_long_plain_word_is_no_number() -> None:
+    import yaml
+
+    with pytest.raises(yaml.constructor.ConstructorError, match="a value that cannot be read"):
+        load_yaml("a: !!float 1:" + "59:" * 600 + "1.5")  # sexagesimal: an int too large for a float
+    assert load_yaml("a: " + "x" * 5000) == {"a": "x" * 5000}
