@@ -358,3 +358,10 @@ def test_a_value_yaml_cannot_build_is_a_constructor_error_and_a_long_plain_word_
     with pytest.raises(yaml.constructor.ConstructorError, match="a value that cannot be read"):
         load_yaml("a: !!float 1:" + "59:" * 600 + "1.5")  # sexagesimal: an int too large for a float
     assert load_yaml("a: " + "x" * 5000) == {"a": "x" * 5000}
+
+
+def test_a_quoted_string_of_digits_is_text_and_a_number_of_exactly_the_digit_limit_loads() -> None:
+    from envbuilder.bounded import MAX_DIGITS
+
+    assert load_yaml('a: "' + "1" * 5000 + '"') == {"a": "1" * 5000}
+    assert load_yaml("a: " + "1" * MAX_DIGITS) == {"a": int("1" * MAX_DIGITS)}
