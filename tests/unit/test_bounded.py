@@ -365,3 +365,18 @@ def test_a_quoted_string_of_digits_is_text_and_a_number_of_exactly_the_digit_lim
 
     assert load_yaml('a: "' + "1" * 5000 + '"') == {"a": "1" * 5000}
     assert load_yaml("a: " + "1" * MAX_DIGITS) == {"a": int("1" * MAX_DIGITS)}
+
+
+def test_a_yaml_errors_problem_keeps_harmless_punctuation_in_either_quotes_and_elides_the_rest() -> None:
+    from envbuilder.bounded import yaml_error_message
+
+    class Err(Exception):
+        def __init__(self, problem: str | None) -> None:
+            super().__init__("x")
+            self.problem = problem
+
+    assert yaml_error_message(Err(None)) == "malformed document"
+    assert yaml_error_message(Err('expected "," or "]"')) == 'expected "," or "]"'
+    assert (
+        yaml_error_message(Err("found '' and \"token\" and 'hunter2'")) == "found '...' and '...' and '...'"
+    )
