@@ -376,6 +376,9 @@ def test_a_yaml_errors_problem_keeps_harmless_punctuation_in_either_quotes_and_e
             self.problem = problem
 
     assert yaml_error_message(Err(None)) == "malformed document"
+    where = Err("bad")
+    where.context_mark = type("Mark", (), {"line": 2, "column": 4})()  # type: ignore[attr-defined]
+    assert yaml_error_message(where) == "line 3, column 5: bad"  # the context's place, without a problem's
     assert yaml_error_message(Err('expected "," or "]"')) == 'expected "," or "]"'
     assert (
         yaml_error_message(Err("found '' and \"token\" and 'hunter2'")) == "found '...' and '...' and '...'"
