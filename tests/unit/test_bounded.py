@@ -383,3 +383,14 @@ def test_a_yaml_errors_problem_keeps_harmless_punctuation_in_either_quotes_and_e
     assert (
         yaml_error_message(Err("found '' and \"token\" and 'hunter2'")) == "found '...' and '...' and '...'"
     )
+
+
+def test_a_document_of_exactly_max_nodes_values_loads_and_one_more_is_refused(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from envbuilder import bounded
+
+    monkeypatch.setattr(bounded, "MAX_NODES", 10)
+    assert load_yaml("[" + ", ".join("1" * 9) + "]") == [1] * 9  # the list and its 9 items: 10 values
+    with pytest.raises(TooLarge, match="more than 10 values"):
+        load_yaml("a: &a [1, 2, 3, 4]\nb: *a\n")  # 1 + 2 keys + 2 x (1 + 4) expanded = 13
