@@ -394,3 +394,8 @@ def test_a_document_of_exactly_max_nodes_values_loads_and_one_more_is_refused(
     assert load_yaml("[" + ", ".join("1" * 9) + "]") == [1] * 9  # the list and its 9 items: 10 values
     with pytest.raises(TooLarge, match="more than 10 values"):
         load_yaml("a: &a [1, 2, 3, 4]\nb: *a\n")  # 1 + 2 keys + 2 x (1 + 4) expanded = 13
+
+
+def test_a_value_nested_deep_only_once_its_alias_is_expanded_is_refused_wherever_it_sits() -> None:
+    with pytest.raises(TooLarge, match="nested deeper than 4 levels once its aliases are expanded"):
+        load_yaml("a: &x [[[1]]]\nb: [1, [*x]]\n", max_depth=4)
