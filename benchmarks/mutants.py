@@ -5505,6 +5505,15 @@ EQUIVALENT.update(
         ): "a tuple of one item: its first item is every item",
         (
             "bounded.py",
+            'raise TooLarge("an alias inside the value it names (a cycle, infinite once expanded)")',
+            "pass",
+        ): "_count_expanded has the cycle check twice, each the other's backstop: skipped where a "
+        "popped node is open (the loop's top), the child check raises the same TooLarge when that "
+        "node was pushed (a node is open only while its own subtree is walked, so it is pushed "
+        "again only as its own descendant's child); skipped at the push, the open child is pushed "
+        "(not in `sizes`) and popped next, where the top check raises it",
+        (
+            "bounded.py",
             "while left > 0:",
             "while left >= 0:",
         ): "at left == 0 the extra turn reads os.read(fd, 0) of a regular file (checked just "
