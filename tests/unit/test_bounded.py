@@ -399,3 +399,10 @@ def test_a_document_of_exactly_max_nodes_values_loads_and_one_more_is_refused(
 def test_a_value_nested_deep_only_once_its_alias_is_expanded_is_refused_wherever_it_sits() -> None:
     with pytest.raises(TooLarge, match="nested deeper than 4 levels once its aliases are expanded"):
         load_yaml("a: &x [[[1]]]\nb: [1, [*x]]\n", max_depth=4)
+
+
+def test_json_depth_counts_down_at_each_close_so_many_shallow_siblings_pass() -> None:
+    from envbuilder.bounded import check_json_depth
+
+    check_json_depth("[" + "[]," * 100 + "[]]", max_depth=2)
+    assert load_json("[" + "{}," * 100 + "{}]", max_depth=2) == [{}] * 101
