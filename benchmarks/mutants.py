@@ -5505,6 +5505,13 @@ EQUIVALENT.update(
         ): "a tuple of one item: its first item is every item",
         (
             "bounded.py",
+            'raise TooLarge(f"nested deeper than {max_depth} levels") from None',
+            "pass",
+        ): "load_json's RecursionError branch: every caller uses the default max_depth (64; grep "
+        "`max_depth=`: none outside bounded.py), check_json_depth refuses anything deeper first, "
+        "and json.loads reaches 64 levels without a RecursionError",
+        (
+            "bounded.py",
             'raise TooLarge("an alias inside the value it names (a cycle, infinite once expanded)")',
             "pass",
         ): "_count_expanded has the cycle check twice, each the other's backstop: skipped where a "

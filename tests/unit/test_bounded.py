@@ -406,3 +406,16 @@ def test_json_depth_counts_down_at_each_close_so_many_shallow_siblings_pass() ->
 
     check_json_depth("[" + "[]," * 100 + "[]]", max_depth=2)
     assert load_json("[" + "{}," * 100 + "{}]", max_depth=2) == [{}] * 101
+
+
+def test_json_that_is_malformed_too_deep_after_siblings_or_of_too_many_digits_is_refused() -> None:
+    import json
+
+    from envbuilder.bounded import MAX_DIGITS, check_json_depth
+
+    with pytest.raises(json.JSONDecodeError):
+        load_json("{")
+    with pytest.raises(TooLarge, match="nested deeper than 3 levels"):
+        check_json_depth("[" + "[]," * 10 + "[[[]]]]", max_depth=3)
+    with pytest.raises(TooLarge, match="digits"):
+        load_json("1" * (MAX_DIGITS + 10), max_bytes=MAX_DIGITS + 10)
