@@ -477,3 +477,22 @@ def test_a_child_is_ended_when_a_ctrl_c_interrupts_the_wait(monkeypatch: pytest.
     finally:
         if process_start(child) is not None and _state(child) != "Z":
             os.kill(child, signal.SIGKILL)
+
+
+# --------------------------------------------------------------------------- --auto io (2026-12-06)
+
+
+def test_a_stops_error_keeps_the_message_given_and_the_first_signal_stops_at_once() -> None:
+    import pytest
+
+    from envbuilder import lifecycle
+
+    assert lifecycle.stop_error(KeyboardInterrupt(), "build stopped").message == "build stopped"
+    assert lifecycle.stop_error(lifecycle.Stopped(signal.SIGTERM), "run stopped").message == "run stopped"
+    lifecycle._received.clear()
+    try:
+        with pytest.raises(lifecycle.Stopped):
+            lifecycle._on_signal(signal.SIGTERM, None)
+        assert lifecycle._on_signal(signal.SIGTERM, None) is None  # the second: noted, cleanup goes on
+    finally:
+        lifecycle._received.clear()
