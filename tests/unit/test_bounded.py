@@ -341,7 +341,7 @@ def test_yaml_nested_exactly_max_depth_loads_and_one_deeper_is_refused() -> None
 
 def test_yaml_nesting_is_counted_down_one_level_per_close_however_many_siblings_came_before() -> None:
     deep_after_siblings = "[" + "[]," * 3000 + "[" * 2000 + "]" * 2000 + "]"
-    with pytest.raises(TooLarge, match="nested deeper than 64 levels$"):
+    with pytest.raises(TooLarge, match=r"nested deeper than 64 levels$"):
         load_yaml(deep_after_siblings)
 
 

@@ -251,5 +251,5 @@ def test_a_folder_that_cannot_be_made_is_an_output_error(
         raise PermissionError(13, "Permission denied", str(self))
 
     monkeypatch.setattr(Path, "mkdir", denied)
-    with pytest.raises(OutputError, match="cannot make the folder .*: Permission denied"):
+    with pytest.raises(OutputError, match=r"cannot make the folder .*: Permission denied"):
         atomic.make_output_dir(tmp_path / "out")
