@@ -496,3 +496,19 @@ def test_a_stops_error_keeps_the_message_given_and_the_first_signal_stops_at_onc
         assert lifecycle._on_signal(signal.SIGTERM, None) is None  # the second: noted, cleanup goes on
     finally:
         lifecycle._received.clear()
+
+
+def test_a_child_that_ignores_sigterm_is_killed_and_run_child_gives_text_from_a_group_of_its_own() -> None:
+    import pytest
+
+    from envbuilder.lifecycle import kill_group, run_child
+
+    proc = subprocess.Popen(["sh", "-c", "trap '' TERM; sleep 30"], start_new_session=True)
+    time.sleep(0.2)
+    kill_group(proc, wait_s=0.5)
+    assert proc.poll() is not None  # SIGKILL after the ignored SIGTERM
+    code = "import os; print(os.getpgid(0) == os.getpid())"
+    done = run_child([sys.executable, "-c", code])
+    assert done.stdout == "True\n"
+    with pytest.raises(subprocess.TimeoutExpired):
+        run_child(["sleep", "5"], timeout=0.3)
