@@ -323,6 +323,12 @@ def test_a_file_that_grew_past_the_limit_after_its_size_was_read_is_refused(
     monkeypatch.setattr(bounded.os, "fstat", older)
     with pytest.raises(TooLarge, match="larger than 100 bytes"):
         read_bounded(grown, 100)
+    real_read = os.read
+    monkeypatch.setattr(
+        bounded.os, "read", lambda fd, n: real_read(fd, min(n, 50))
+    )  # short reads (FUSE, NFS)
+    with pytest.raises(TooLarge, match="larger than 100 bytes"):
+        read_bounded(grown, 100)  # the 101st byte is read, however the reads are cut
 
 
 def test_a_document_of_exactly_the_limit_loads_and_one_byte_more_of_bytes_or_text_is_refused() -> None:
