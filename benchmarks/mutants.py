@@ -5504,6 +5504,18 @@ EQUIVALENT.update(
             'for key in list(("total_s",))[:1]:',
         ): "a tuple of one item: its first item is every item",
         (
+            "lifecycle.py",
+            "text=True,",
+            "text=False,",
+        ): "run_child's Popen is also given errors='replace', and subprocess opens its pipes in text "
+        "mode when `errors` (or `encoding`) is given, whatever `text` says",
+        (
+            "lifecycle.py",
+            "if len(_received) == 1:",
+            "if len(_received) == 0:",
+        ): "after the append len(_received) >= 1: the first signal then reaches the last line, "
+        "the same `raise Stopped(signum)` as the branch never taken (len 1 is not 2)",
+        (
             "bounded.py",
             'raise TooLarge(f"nested deeper than {max_depth} levels") from None',
             "pass",

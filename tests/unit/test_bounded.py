@@ -404,7 +404,7 @@ def test_a_document_of_exactly_max_nodes_values_loads_and_one_more_is_refused(
 
 def test_a_value_nested_deep_only_once_its_alias_is_expanded_is_refused_wherever_it_sits() -> None:
     with pytest.raises(TooLarge, match="nested deeper than 4 levels once its aliases are expanded"):
-        load_yaml("a: &x [[[1]]]\nb: [1, [*x]]\n", max_depth=4)
+        load_yaml("a: &x [[[1]]]\nb: [1, *x]\n", max_depth=4)
 
 
 def test_json_depth_counts_down_at_each_close_so_many_shallow_siblings_pass() -> None:
