@@ -5577,6 +5577,329 @@ AREAS["buildlock"] = (
     ),
 )
 
+# The trust boundaries no area above reached, where the hand-written blind sets J, K and L were
+# caught at only 62-80% (2026-12-06): `envbuilder check`'s verdict (its findings, the node's NVML
+# and Xid judges, the image's short mode against the certificate, the CLI's report); the input
+# and output boundaries (bounded reads and parsing, the output policy, a YAML error without its
+# content, the secrets out of a build's error, a child's process group and the stop signals); the
+# registry's attestations and the run's GPUs (the referrer fetch, `--gpus`, WSL2's warning, the
+# installability step's sets).
+CHECK_TESTS = ("test_check.py", "test_check_prolog.py", "test_check_k8s.py")
+IO_TESTS = (
+    "test_bounded.py",
+    "test_output_policy.py",
+    "test_outputs_kept.py",
+    "test_bounded_outside_readers.py",
+    "test_spec_no_echo.py",
+    "test_lock_secrets.py",
+    "test_lifecycle.py",
+)
+ATTEST_TESTS = (
+    "test_run_docker_like.py",
+    "test_wsl.py",
+    "test_attest_registry.py",
+    "test_cert_origins.py",
+    "test_hostile_parse.py",
+    "test_installable.py",
+)
+AREAS["check"] = (
+    "CK",
+    (
+        Target(
+            "check/findings.py",
+            ("verdict_of", "verdict_reason", "Band.judge", "time_findings", "validate_report"),
+            CHECK_TESTS,
+            constants=("STATUSES", "VERDICTS"),
+        ),
+        Target(
+            "check/node.py",
+            (
+                "NvmlCheck.__call__",
+                "_either",
+                "_judge_ecc",
+                "_judge_clocks",
+                "_read_pcie",
+                "_judge_pcie",
+                "_read_temperature",
+                "_judge_temperature",
+                "_read_processes",
+                "_judge_processes",
+                "_judge_retired_pages",
+                "judge_memory_repair",
+                "judge_recovery_action",
+                "judge_xids",
+            ),
+            CHECK_TESTS,
+            constants=("FAIL_REASONS", "WARN_REASONS", "NOTE_XIDS", "WARN_XIDS"),
+        ),
+        Target("check/gate.py", ("node_findings", "check_image"), CHECK_TESTS),
+        Target(
+            "check/image.py",
+            ("certified_figures", "certified_busbw", "_compare", "judge_gate", "summarise_refusals"),
+            CHECK_TESTS,
+        ),
+        Target("cli/check_cmd.py", ("render_text",), CHECK_TESTS),
+    ),
+)
+AREAS["io"] = (
+    "IO",
+    (
+        Target(
+            "bounded.py",
+            (
+                "read_bounded",
+                "_check_size",
+                "load_yaml",
+                "_big_integer",
+                "yaml_error_message",
+                "_count_expanded",
+                "check_json_depth",
+                "load_json",
+            ),
+            IO_TESTS,
+        ),
+        Target(
+            "atomic.py",
+            ("write_bytes_atomic", "check_output_path", "require_parent", "make_output_dir", "default_mode"),
+            IO_TESTS,
+        ),
+        Target("image/build.py", ("secrets_redacted",), IO_TESTS),
+        Target(
+            "lifecycle.py", ("stop_signal", "stop_error", "_on_signal", "kill_group", "run_child"), IO_TESTS
+        ),
+    ),
+)
+AREAS["attest"] = (
+    "AT",
+    (
+        Target(
+            "runtime/gpu_selection.py",
+            ("GpuSelection.ids", "GpuSelection.node_paths", "parse_gpus", "select_gpus"),
+            ATTEST_TESTS,
+        ),
+        Target("resolve/wsl.py", ("wsl_warning",), ATTEST_TESTS),
+        Target(
+            "attest/discovery.py",
+            (
+                "AttestationReport.certificates",
+                "AttestationReport.signer_of",
+                "fetch_verified",
+                "_verify_referrer",
+            ),
+            ATTEST_TESTS,
+        ),
+        Target("image/installable.py", ("install_sets",), ATTEST_TESTS),
+    ),
+)
+
+
+_QUOTES = 'body = raw[1:-1] if len(raw) >= 2 and raw[0] == raw[-1] and raw[0] in "\\"\'" else raw'
+_SORTED_SETS = 'return sorted(keys, key=lambda k: (k[0], k[1] or "", Version(k[2]), k[3]))'
+EQUIVALENT.update(
+    {
+        (
+            "runtime/gpu_selection.py",
+            _QUOTES,
+            _QUOTES.replace(">= 2", "> 2"),
+        ): "differs only for a value of two characters that are both one quote (`\"\"`, `''`): the "
+        "original's body is empty, the mutant's the two quotes; either is read as a count, neither "
+        "matches _INDEX, and both raise the same UsageError, which shows `raw`, not `body`",
+        (
+            "runtime/gpu_selection.py",
+            _QUOTES,
+            _QUOTES.replace(">= 2", ">= 1"),
+        ): "differs only for a one-character quote (`\"`): the mutant's body is empty, the original's the "
+        "quote; both are read as a count, neither matches _INDEX: the same UsageError, which shows `raw`",
+        (
+            "runtime/gpu_selection.py",
+            _QUOTES,
+            _QUOTES.replace(">= 2", ">= 3"),
+        ): "differs only for two matching quotes (`\"\"`, `''`): as `> 2` above, the same UsageError",
+        (
+            "attest/discovery.py",
+            "return next(v for v in self.verified if v.certificate is not None and "
+            "v.certificate.id == cert.id)",
+            "return next(v for v in self.verified if v.certificate is not None and "
+            "str(v.certificate.id).startswith(str(cert.id)))",
+        ): "every certificate in `verified` passed verify_certificate in verify_envelope, which "
+        "recomputes its content hash (sha256: + 64 hex), and `cert` is one of them "
+        "(report.certificates, its only callers' argument): two IDs of 64 characters start one "
+        "with the other only when equal",
+        (
+            "image/installable.py",
+            "kind: sorted({b.python for b in matrix.base_images if b.kind == kind}, key=Version)",
+            "kind: {b.python for b in matrix.base_images if b.kind == kind}",
+        ): "the Pythons of each kind are only iterated to add keys to a set (`keys`), returned "
+        "through sorted() on the keys: the order they are visited in changes nothing",
+        (
+            "image/installable.py",
+            "kind: sorted({b.python for b in matrix.base_images if b.kind == kind}, key=Version)",
+            "kind: sorted({b.python for b in matrix.base_images if b.kind == kind})",
+        ): "as the sorted() dropped: the order the Pythons are visited in only fills a set",
+        (
+            "image/installable.py",
+            "kind: sorted({b.python for b in matrix.base_images if b.kind == kind}, key=Version)",
+            "kind: sorted({b.python for b in matrix.base_images if b.kind == kind}, key=Version, "
+            "reverse=True)",
+        ): "as the sorted() dropped: the order the Pythons are visited in only fills a set",
+        (
+            "image/installable.py",
+            'if not packages or (kind == "cuda" and v.cuda is None):',
+            'if not packages or (kind == "cuda" and (not v.cuda)):',
+        ): "a variant's `cuda` is None or a version the matrix loader parsed (version_field: "
+        "parse_version refuses an empty string): never a false string",
+        (
+            "runtime/gpu_selection.py",
+            "elif spec.count is not None:",
+            "elif bool(spec.count):",
+        ): "GpuSpec is made by parse_gpus alone (grep `GpuSpec(`), which refuses a count of 0 "
+        "('a whole number from 1'): a count is None or >= 1",
+        (
+            "runtime/gpu_selection.py",
+            "if gpu is None:",
+            "if (not gpu):",
+        ): "`gpu` is None or a GpuInfo, a dataclass with no __bool__ or __len__: always true",
+        (
+            "attest/discovery.py",
+            "return newest_first(v.certificate for v in self.verified if v.certificate is not None)",
+            "return newest_first(v.certificate for v in self.verified if bool(v.certificate))",
+        ): "a Certificate is a dataclass with no __bool__ or __len__: true whenever not None",
+        (
+            "attest/discovery.py",
+            "return next(v for v in self.verified if v.certificate is not None and "
+            "v.certificate.id == cert.id)",
+            "return next(v for v in self.verified if bool(v.certificate) and v.certificate.id == cert.id)",
+        ): "a Certificate is a dataclass with no __bool__ or __len__: true whenever not None",
+        (
+            "runtime/gpu_selection.py",
+            _QUOTES,
+            _QUOTES.replace('and raw[0] in "', 'and raw[-1] in "'),
+        ): "past `raw[0] == raw[-1]` (the operand before), raw[-1] is raw[0]",
+        (
+            "check/findings.py",
+            'if doc["verdict"] not in VERDICTS or EXIT_CODES.get(doc["verdict"]) != doc["exit_code"]:',
+            'if EXIT_CODES.get(doc["verdict"]) != doc["exit_code"]:',
+        ): "EXIT_CODES's keys are VERDICTS, and `exit_code` is an int here (REPORT_FIELDS, checked "
+        "first, returns early otherwise): an unknown verdict's .get() is None, never equal to it",
+        (
+            "check/findings.py",
+            'for key in ("total_s",):',
+            'for key in list(("total_s",))[:1]:',
+        ): "a tuple of one item: its first item is every item",
+        (
+            "lifecycle.py",
+            "text=True,",
+            "text=False,",
+        ): "run_child's Popen is also given errors='replace', and subprocess opens its pipes in text "
+        "mode when `errors` (or `encoding`) is given, whatever `text` says",
+        (
+            "lifecycle.py",
+            "if len(_received) == 1:",
+            "if len(_received) == 0:",
+        ): "after the append len(_received) >= 1: the first signal then reaches the last line, "
+        "the same `raise Stopped(signum)` as the branch never taken (len 1 is not 2)",
+        (
+            "bounded.py",
+            'raise TooLarge(f"nested deeper than {max_depth} levels") from None',
+            "pass",
+        ): "load_json's RecursionError branch: every caller uses the default max_depth (64; grep "
+        "`max_depth=`: none outside bounded.py), check_json_depth refuses anything deeper first, "
+        "and json.loads reaches 64 levels without a RecursionError",
+        (
+            "bounded.py",
+            'raise TooLarge("an alias inside the value it names (a cycle, infinite once expanded)")',
+            "pass",
+        ): "_count_expanded has the cycle check twice, each the other's backstop: skipped where a "
+        "popped node is open (the loop's top), the child check raises the same TooLarge when that "
+        "node was pushed (a node is open only while its own subtree is walked, so it is pushed "
+        "again only as its own descendant's child); skipped at the push, the open child is pushed "
+        "(not in `sizes`) and popped next, where the top check raises it",
+        (
+            "bounded.py",
+            "while left > 0:",
+            "while left >= 0:",
+        ): "at left == 0 the extra turn reads os.read(fd, 0) of a regular file (checked just "
+        "before), which returns b'' and breaks the loop: the same bytes",
+        (
+            "bounded.py",
+            "chunk = os.read(fd, min(left, 1 << 20))",
+            "chunk = os.read(fd, min(left, 2 << 20))",
+        ): "the chunk size only changes how many reads take the same bytes: the loop reads until "
+        "`left` (max_bytes + 1 in all) or the end of the file either way",
+        (
+            "check/gate.py",
+            "if cert is not None and not refusals:",
+            "if not refusals:",
+        ): "covering_certificate (run/launch.py) returns no certificate only with a refusal: "
+        "choose_certificate's None comes with its no-certificate refusal, and both except branches "
+        "return refusals; with none, `cert` is never None",
+        (
+            "check/gate.py",
+            "if why is not None or not gpus:",
+            "if not gpus:",
+        ): "(gpus, why) is `health()`'s answer, read_health unless a test passes another (the CLI "
+        "passes none): it returns GPUs with why None, or () with a reason, never both",
+        (
+            "check/node.py",
+            "gpus_hit = sorted({by_bus.get(bus_key(x.pci)) for x in hits}, key=lambda v: -1 if v is None "
+            "else v)",
+            "gpus_hit = sorted({by_bus.get(bus_key(x.pci)) for x in hits}, key=lambda v: -2 if v is None "
+            "else v)",
+        ): "the other keys are NVML indexes (>= 0), and the set holds one None at most: -2 sorts it "
+        "first as -1 does",
+        (
+            "check/node.py",
+            "if pending.ok and pending.value:",
+            "if pending.value:",
+        ): "a Query that is not ok has value None (host/health.py: every Query(unsupported=...) "
+        "sets no value, and _map returns such a query as it is): falsy either way",
+        (
+            "check/node.py",
+            "share = max(held, used or 0) / total if total else 0.0",
+            "share = max(held, used) / total if total else 0.0",
+        ): "memory_used_mib and memory_total_mib are set together from one nvmlDeviceGetMemoryInfo "
+        "answer (host/health.py gpu_health, GpuHealth's only maker): `used` is None only when "
+        "`total` is, and then the conditional returns 0.0 without evaluating max()",
+        (
+            "runtime/gpu_selection.py",
+            "canon = [i if _INDEX.match(i) else i.lower() for i in ids]",
+            "canon = [i.lower() for i in ids]",
+        ): "an ID _INDEX matches is ASCII digits only (`^[0-9]{1,4}$`, re.ASCII), which lower() "
+        "returns as they are",
+        (
+            "attest/discovery.py",
+            "layer = layers[0] if isinstance(layers, list) and len(layers) == 1 else None",
+            "layer = layers[-1] if isinstance(layers, list) and len(layers) == 1 else None",
+        ): "read only when the list has one item (`len(layers) == 1`): layers[-1] is layers[0]",
+        (
+            "attest/discovery.py",
+            "layer = layers[0] if isinstance(layers, list) and len(layers) == 1 else None",
+            "layer = layers[0] if isinstance(layers, (list, str)) and len(layers) == 1 else None",
+        ): "a one-character string's layers[0] is a str: refused `malformed` by the next line "
+        "(`not isinstance(layer, dict)`), as the None the original gives is",
+        (
+            "attest/discovery.py",
+            "ref = parse_reference(reference) if isinstance(reference, str) else reference",
+            "ref = parse_reference(reference) if isinstance(reference, (str, int, float)) else reference",
+        ): "`reference` is `str | Reference` (mypy strict over every caller): an int or a float never "
+        "reaches it",
+        (
+            "image/installable.py",
+            _SORTED_SETS,
+            _SORTED_SETS.replace(", k[3]))", "))"),
+        ): "k[3] is the `platform` argument in every key (answer_key(..., platform), the only add): "
+        "the last item of the sort key never orders two keys",
+        (
+            "image/installable.py",
+            _SORTED_SETS,
+            _SORTED_SETS.replace("k[3]))", "k[2]))"),
+        ): "k[3] is the `platform` argument in every key (answer_key(..., platform), the only add): it "
+        "orders nothing; k[2] as text orders only two keys equal in all else whose Pythons are equal "
+        "as versions but not as text, which the original leaves in the set's iteration order "
+        "(string hashes, randomised per process): the mutant's order is one the original can give",
+    }
+)
+
 
 _SWEEP_SKIP = "if not entry.is_dir() or entry.is_symlink() or now - entry.lstat().st_mtime < min_age_s:"
 EQUIVALENT.update(

@@ -517,3 +517,176 @@ def test_an_imported_envelope_holds_only_for_the_image_it_was_signed_for(
     with pytest.raises(RefusedError) as refused:
         find(info)
     assert [r.reason for r in refused.value.refusals] == ["subject-mismatch"]
+
+
+# --------------------------------------------------------------------------- --auto attest (2026-12-06)
+
+
+def test_a_reference_by_digest_is_verified_against_that_digest_without_asking_for_its_manifest(
+    signer: CryptoSigner,
+) -> None:
+    with fake_registry() as (host, state):
+        reg = client(host)
+        digest, _image_id, _ref, certificate = _attached(reg, host, signer)
+        del state.requests[:]
+        report = fetch_verified(f"{host}/team/train@{digest}", policy=trust(signer), client=client)
+        assert report.digest == digest and [c.id for c in report.certificates] == [certificate.id]
+        assert ("GET", f"/v2/team/train/manifests/{digest}") not in state.requests
+
+
+@pytest.mark.parametrize(
+    "odd",
+    [
+        lambda _ls: None,
+        lambda ls: {"0": ls[0]},
+        lambda _ls: "x",
+        lambda ls: [{**ls[0], "mediaType": "text/plain"}],
+        lambda ls: [ls],
+    ],
+    ids=["missing", "an-object", "a-string", "another-media-type", "a-list-in-a-list"],
+)
+def test_a_referrer_that_is_not_one_dsse_layer_is_refused_as_malformed(
+    signer: CryptoSigner, odd: Any
+) -> None:
+    """Layers that are no list (never read as one), or one layer of another media type (never
+    verified, even where its blob is an envelope): `malformed`."""
+
+    class OddLayers:
+        def __init__(self, reg: RegistryClient) -> None:
+            self.reg = reg
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(self.reg, name)
+
+        def get_manifest(self, *a: Any, **kw: Any) -> Any:
+            doc = self.reg.get_manifest(*a, **kw).json()
+            doc["layers"] = odd(doc["layers"])
+            return type("Got", (), {"json": lambda _self: doc})()
+
+    with fake_registry() as (host, _state):
+        _digest, _image_id, ref, _certificate = _attached(client(host), host, signer)
+        report = fetch_verified(ref, policy=trust(signer), client=lambda h: OddLayers(client(h)))  # type: ignore[arg-type,return-value]
+        assert report.verified == () and {r.reason for r in report.refused} == {"malformed"}
+
+
+def test_the_signer_of_a_certificate_is_the_one_that_signed_that_certificate() -> None:
+    """verify and `fleet` name each certificate's signer: the attestation of that certificate
+    (its whole ID), past an attestation of no certificate and another's of a like ID."""
+    from envbuilder.attest.discovery import AttestationReport
+    from envbuilder.attest.envelope import Verified
+
+    first = Certificate(cert("certified-cpu-only", gpus=()))
+    like = Certificate({**first.data, "content_hash": "sha256:" + first.id[:12] + "0" * 52})
+    assert like.id != first.id and like.id[:12] == first.id[:12]
+
+    def signed(c: Certificate | None, key: str) -> Verified:
+        return Verified(
+            predicate_type=CERTIFICATE if c is not None else TEST_RESULT,
+            predicate={},
+            keyid=key,
+            key_name=key,
+            envelope_digest="sha256:" + "e" * 64,
+            subject_digests=(),
+            certificate=c,
+            envelope=b"",
+        )
+
+    report = AttestationReport(
+        reference="reg.example/team/train:1",
+        repository="reg.example/team/train",
+        digest="sha256:" + "d" * 64,
+        via="referrers",
+        verified=(signed(None, "tests"), signed(first, "ci"), signed(like, "release")),
+        refused=(),
+    )
+    assert report.signer_of(like).key_name == "release"
+    assert report.signer_of(first).key_name == "ci"
+
+
+@pytest.mark.parametrize("api", [False, True], ids=["fallback-tag", "referrers-api"])
+def test_another_kind_of_artifact_attached_to_the_image_is_neither_verified_nor_refused(
+    signer: CryptoSigner, api: bool
+) -> None:
+    """An SBOM (or any artifact of another type) beside the attestations is not one: only DSSE
+    envelopes are asked for, so it is no `malformed` refusal."""
+    with fake_registry(referrers_api=api) as (host, _state):
+        reg = client(host)
+        digest, _image_id, ref, _certificate = _attached(reg, host, signer)
+        image = reg.resolve(ref).descriptor
+        reg.attach("team/train", image, artifact_type="application/spdx+json", blob=b"{}")
+        report = fetch_verified(ref, policy=trust(signer), client=client)
+        assert len(report.verified) == 2 and report.refused == () and report.digest == digest
+
+
+def test_each_referrer_is_asked_for_as_an_oci_manifest(signer: CryptoSigner) -> None:
+    """A referrer is an OCI image manifest (one DSSE layer): it is asked for as that alone."""
+    from envbuilder.registry import OCI_MANIFEST
+
+    asked: list[Any] = []
+
+    class Recording:
+        def __init__(self, reg: RegistryClient) -> None:
+            self.reg = reg
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(self.reg, name)
+
+        def get_manifest(self, repo: str, ref: str, **kw: Any) -> Any:
+            asked.append((ref, kw.get("accept")))
+            return self.reg.get_manifest(repo, ref, **kw)
+
+    with fake_registry() as (host, _state):
+        reg = client(host)
+        digest, _image_id, ref, _certificate = _attached(reg, host, signer)
+        referrers = {
+            d.digest for d in reg.referrers("team/train", digest, artifact_type=MEDIA_TYPE).descriptors
+        }
+        report = fetch_verified(ref, policy=trust(signer), client=lambda h: Recording(client(h)))  # type: ignore[arg-type,return-value]
+    assert len(report.verified) == len(referrers) == 2
+    assert [a for r, a in asked if r in referrers] == [(OCI_MANIFEST,)] * 2
+
+
+def test_the_registrys_certificates_are_judged_by_the_clock_given(signer: CryptoSigner) -> None:
+    from datetime import datetime, timezone
+
+    with fake_registry() as (host, _state):
+        reg = client(host)
+        digest, image_id = push_image(reg, "team/train", "1")
+        later = Certificate(
+            cert("certified-cpu-only", gpus=(), image_id=image_id, issued_at="2099-01-01T00:00:00Z")
+        )
+        ref = parse_reference(f"{host}/team/train:1")
+        attach_certificates(reg, ref, digest=digest, image_id=image_id, certificates=[later], signer=signer)
+        after = fetch_verified(
+            ref, policy=trust(signer), client=client, now=datetime(2099, 1, 2, tzinfo=timezone.utc)
+        )
+        assert [c.id for c in after.certificates] == [later.id]
+        before = fetch_verified(
+            ref, policy=trust(signer), client=client, now=datetime(2098, 12, 1, tzinfo=timezone.utc)
+        )
+        assert before.certificates == [] and "future-issued" in {r.reason for r in before.refused}
+
+
+def test_a_layer_whose_digest_is_no_string_is_refused_even_where_the_registry_serves_it(
+    signer: CryptoSigner,
+) -> None:
+    """A hostile registry's referrer names its layer's digest as null and serves bytes at
+    /blobs/None: a refusal (the bytes do not hash to "None"), never a crash."""
+
+    class NullDigest:
+        def __init__(self, reg: RegistryClient) -> None:
+            self.reg = reg
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(self.reg, name)
+
+        def get_manifest(self, *a: Any, **kw: Any) -> Any:
+            doc = self.reg.get_manifest(*a, **kw).json()
+            doc["layers"] = [{**doc["layers"][0], "digest": None}]
+            return type("Got", (), {"json": lambda _self: doc})()
+
+    with fake_registry() as (host, state):
+        _digest, _image_id, ref, _certificate = _attached(client(host), host, signer)
+        state.blobs["None"] = b"{}"
+        report = fetch_verified(ref, policy=trust(signer), client=lambda h: NullDigest(client(h)))  # type: ignore[arg-type,return-value]
+        assert report.verified == () and {r.reason for r in report.refused} == {"unavailable"}

@@ -230,3 +230,198 @@ def test_a_lock_file_that_is_a_fifo_is_one_line(tmp_path: Path) -> None:
     with pytest.raises(SpecError) as caught:  # hung before
         read_lock(fifo)
     assert caught.value.message == f"{fifo}: not a lock file: a FIFO, not a regular file"
+
+
+# --------------------------------------------------------------------------- --auto io (2026-12-06)
+
+
+def test_a_missing_a_looping_or_a_nul_path_is_an_oserror_never_a_refusal(tmp_path: Path) -> None:
+    import errno
+
+    missing = tmp_path / "missing.yaml"
+    for follow in (True, False):
+        with pytest.raises(FileNotFoundError):
+            read_bounded(missing, follow_symlinks=follow)
+    loop = tmp_path / "loop"
+    loop.symlink_to(loop)
+    with pytest.raises(OSError) as err:
+        read_bounded(loop)  # followed: the loop is the kernel's ELOOP, not "a symbolic link"
+    assert err.value.errno == errno.ELOOP
+    with pytest.raises(OSError) as err:
+        read_bounded(tmp_path / "a\0b")
+    assert err.value.errno == errno.EINVAL
+
+
+def test_a_link_or_a_fifo_swapped_in_after_the_first_look_is_refused_and_other_errors_pass_through(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import errno
+
+    from envbuilder import bounded
+
+    class Unseen:  # the first look (a stat) finds nothing: what is opened is judged on its own
+        def __init__(self, path: Any) -> None:
+            pass
+
+        def stat(self, **_kw: Any) -> Any:
+            raise FileNotFoundError(errno.ENOENT, "not yet")
+
+    monkeypatch.setattr(bounded, "Path", Unseen)
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    with pytest.raises(NotRegularFile, match="a FIFO"):
+        read_bounded(fifo)
+    real_open = os.open
+
+    def opening(err: int) -> Any:
+        def fake(path: Any, flags: int, *a: Any) -> int:
+            raise OSError(err, os.strerror(err), str(path))
+
+        return fake
+
+    monkeypatch.setattr(bounded.os, "open", opening(errno.ELOOP))
+    with pytest.raises(NotRegularFile, match="a symbolic link"):
+        read_bounded(tmp_path / "link", follow_symlinks=False)
+    monkeypatch.setattr(bounded.os, "open", opening(errno.EACCES))
+    with pytest.raises(PermissionError):
+        read_bounded(tmp_path / "private", follow_symlinks=False)
+    monkeypatch.setattr(bounded.os, "open", real_open)
+
+
+def test_a_file_of_exactly_the_limit_is_read_and_one_over_it_is_refused_before_a_byte_is_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from envbuilder import bounded
+
+    exact = tmp_path / "exact"
+    exact.write_bytes(b"x" * 100)
+    assert read_bounded(exact, 100) == b"x" * 100
+    over = tmp_path / "over"
+    over.write_bytes(b"x" * 101)
+
+    def no_read(*_a: Any) -> bytes:
+        raise AssertionError("read before the size was judged")
+
+    monkeypatch.setattr(bounded.os, "read", no_read)
+    with pytest.raises(TooLarge, match="larger than 100 bytes"):
+        read_bounded(over, 100)
+
+
+def test_a_file_that_grew_past_the_limit_after_its_size_was_read_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from envbuilder import bounded
+
+    grown = tmp_path / "grown"
+    grown.write_bytes(b"x" * 101)
+    real_fstat = os.fstat
+
+    def older(fd: int) -> Any:  # the size as it was a moment before the file grew
+        st = real_fstat(fd)
+        return os.stat_result((st.st_mode, *st[1:6], 100, *st[7:]))
+
+    monkeypatch.setattr(bounded.os, "fstat", older)
+    with pytest.raises(TooLarge, match="larger than 100 bytes"):
+        read_bounded(grown, 100)
+    real_read = os.read
+    monkeypatch.setattr(
+        bounded.os, "read", lambda fd, n: real_read(fd, min(n, 50))
+    )  # short reads (FUSE, NFS)
+    with pytest.raises(TooLarge, match="larger than 100 bytes"):
+        read_bounded(grown, 100)  # the 101st byte is read, however the reads are cut
+
+
+def test_a_document_of_exactly_the_limit_loads_and_one_byte_more_of_bytes_or_text_is_refused() -> None:
+    assert load_json("7" * 100, max_bytes=100) == int("7" * 100)
+    assert load_json(b"7" * 100, max_bytes=100) == int("7" * 100)
+    for over in ("7" * 101, b"7" * 101, "\u00e9" * 51):  # 51 characters, 102 bytes as UTF-8
+        with pytest.raises(TooLarge, match="larger than 100 bytes"):
+            load_json(over, max_bytes=100)
+
+
+def test_yaml_nested_exactly_max_depth_loads_and_one_deeper_is_refused() -> None:
+    assert load_yaml("[" * 4 + "]" * 4, max_depth=4) == [[[[]]]]
+    with pytest.raises(TooLarge, match="nested deeper than 4 levels"):
+        load_yaml("[" * 5 + "]" * 5, max_depth=4)
+
+
+def test_yaml_nesting_is_counted_down_one_level_per_close_however_many_siblings_came_before() -> None:
+    deep_after_siblings = "[" + "[]," * 3000 + "[" * 2000 + "]" * 2000 + "]"
+    with pytest.raises(TooLarge, match=r"nested deeper than 64 levels$"):
+        load_yaml(deep_after_siblings)
+
+
+def test_a_quoted_number_tagged_int_past_the_digit_limit_is_too_large() -> None:
+    from envbuilder.bounded import MAX_DIGITS
+
+    with pytest.raises(TooLarge, match="digits"):
+        load_yaml('n: !!int "' + "1" * (MAX_DIGITS + 100) + '"')
+
+
+def test_a_value_yaml_cannot_build_is_a_constructor_error_and_a_long_plain_word_is_no_number() -> None:
+    import yaml
+
+    with pytest.raises(yaml.constructor.ConstructorError, match="a value that cannot be read"):
+        load_yaml("a: !!float 1:" + "59:" * 600 + "1.5")  # sexagesimal: an int too large for a float
+    assert load_yaml("a: " + "x" * 5000) == {"a": "x" * 5000}
+
+
+def test_a_quoted_string_of_digits_is_text_and_a_number_of_exactly_the_digit_limit_loads() -> None:
+    from envbuilder.bounded import MAX_DIGITS
+
+    assert load_yaml('a: "' + "1" * 5000 + '"') == {"a": "1" * 5000}
+    assert load_yaml("a: " + "1" * MAX_DIGITS) == {"a": int("1" * MAX_DIGITS)}
+
+
+def test_a_yaml_errors_problem_keeps_harmless_punctuation_in_either_quotes_and_elides_the_rest() -> None:
+    from envbuilder.bounded import yaml_error_message
+
+    class Err(Exception):
+        def __init__(self, problem: str | None) -> None:
+            super().__init__("x")
+            self.problem = problem
+
+    assert yaml_error_message(Err(None)) == "malformed document"
+    where = Err("bad")
+    where.context_mark = type("Mark", (), {"line": 2, "column": 4})()  # type: ignore[attr-defined]
+    assert yaml_error_message(where) == "line 3, column 5: bad"  # the context's place, without a problem's
+    assert yaml_error_message(Err('expected "," or "]"')) == 'expected "," or "]"'
+    assert (
+        yaml_error_message(Err("found '' and \"token\" and 'hunter2'")) == "found '...' and '...' and '...'"
+    )
+
+
+def test_a_document_of_exactly_max_nodes_values_loads_and_one_more_is_refused(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from envbuilder import bounded
+
+    monkeypatch.setattr(bounded, "MAX_NODES", 10)
+    assert load_yaml("[" + ", ".join("1" * 9) + "]") == [1] * 9  # the list and its 9 items: 10 values
+    with pytest.raises(TooLarge, match="more than 10 values"):
+        load_yaml("a: &a [1, 2, 3, 4]\nb: *a\n")  # 1 + 2 keys + 2 x (1 + 4) expanded = 13
+
+
+def test_a_value_nested_deep_only_once_its_alias_is_expanded_is_refused_wherever_it_sits() -> None:
+    with pytest.raises(TooLarge, match="nested deeper than 4 levels once its aliases are expanded"):
+        load_yaml("a: &x [[[1]]]\nb: [1, *x]\n", max_depth=4)
+
+
+def test_json_depth_counts_down_at_each_close_so_many_shallow_siblings_pass() -> None:
+    from envbuilder.bounded import check_json_depth
+
+    check_json_depth("[" + "[]," * 100 + "[]]", max_depth=2)
+    assert load_json("[" + "{}," * 100 + "{}]", max_depth=2) == [{}] * 101
+
+
+def test_json_that_is_malformed_too_deep_after_siblings_or_of_too_many_digits_is_refused() -> None:
+    import json
+
+    from envbuilder.bounded import MAX_DIGITS, check_json_depth
+
+    with pytest.raises(json.JSONDecodeError):
+        load_json("{")
+    with pytest.raises(TooLarge, match="nested deeper than 3 levels"):
+        check_json_depth("[" + "[]," * 10 + "[[[]]]]", max_depth=3)
+    with pytest.raises(TooLarge, match="digits"):
+        load_json("1" * (MAX_DIGITS + 10), max_bytes=MAX_DIGITS + 10)

@@ -827,3 +827,378 @@ def test_the_container_is_told_the_images_framework() -> None:
     none = AccessChoice(name="none", reason="t")
     spec = gate_container(info, none, io_dir="/tmp/x", nonce="n", watchdog_s=30, framework="jax")
     assert spec.command[-2:] == ("--framework", "jax")
+
+
+# --------------------------------------------------------------------------- --auto check (2026-12-06)
+
+
+def test_a_pass_reason_counts_each_pass_and_each_skip_apart() -> None:
+    assert verdict_reason([f("pass"), f("pass"), f("pass"), f("skip")]) == "3 check(s) passed, 1 skipped"
+    assert verdict_reason([f("note"), f("pass")]) == "1 check(s) passed"
+
+
+def test_a_reference_below_one_is_still_judged_only_zero_is_none() -> None:
+    band = Band(warn_below=0.9, fail_below=0.7)
+    assert (
+        band.judge(0.8, 0.8) == "pass" and band.judge(0.5, 0.8) == "fail" and band.judge(0.3, 1.0) == "fail"
+    )
+
+
+def test_the_time_finding_carries_the_seconds_to_the_hundredth() -> None:
+    (late,) = time_findings(T.time_limit_s + 1.2345, T)
+    assert late.value == round(T.time_limit_s + 1.23, 2)
+    (slow,) = time_findings(T.time_target_s + 0.4567, T)
+    assert slow.value == round(T.time_target_s + 0.46, 2)
+
+
+def test_time_warns_from_exactly_ten_seconds_before_the_limit_and_notes_only_past_the_target() -> None:
+    assert [x.status for x in time_findings(T.time_limit_s - 10, T)] == ["warn"]
+    assert time_findings(T.time_target_s, T) == []
+
+
+def _valid_doc() -> dict[str, Any]:
+    eng = engine_answering(lambda spec: gate_doc(gpu_step(0, 700.0, 4000.0)))
+    doc: dict[str, Any] = run_check(eng, [sealed([BASELINE])])[0].to_dict()
+    assert validate_report(doc) == []
+    return doc
+
+
+def test_the_schema_validator_wants_each_field_of_its_type_and_its_kind_and_schema_each() -> None:
+    doc = _valid_doc()
+    assert validate_report({**doc, "image": 5}) == ["image: missing or not str"]
+    assert validate_report({**doc, "kind": "other"}) == ["kind/schema_version: expected envbuilder-check 1"]
+    assert validate_report({**doc, "schema_version": 2}) == [
+        "kind/schema_version: expected envbuilder-check 1"
+    ]
+
+
+def test_the_schema_validator_names_a_finding_that_is_no_object_or_of_no_known_status() -> None:
+    doc = _valid_doc()
+    first, rest = doc["findings"][0], doc["findings"][1:]
+    assert validate_report({**doc, "findings": ["node.ecc", *rest]}) == [
+        "findings[0]: bad check, status, gpu, message, remedy"
+    ]
+    assert validate_report({**doc, "findings": [{**first, "status": "ok"}, *rest]}) == [
+        "findings[0]: bad status or value"
+    ]
+
+
+def test_a_malformed_finding_is_the_one_problem_even_where_the_verdict_rests_on_it() -> None:
+    doc = _valid_doc()
+    first, rest = doc["findings"][0], doc["findings"][1:]
+    failed = {**doc, "verdict": "FAIL", "exit_code": 2, "findings": [{**first, "status": "failed"}, *rest]}
+    assert validate_report(failed) == ["findings[0]: bad status or value"]
+
+
+def _ecc(volatile: int | None, aggregate: int | None) -> Finding:
+    def total(_handle: Any, _kind: Any, counter: int) -> int:
+        got = volatile if counter == 0 else aggregate
+        if got is None:
+            raise NOT_SUPPORTED
+        return got
+
+    return judged(nvmlDeviceGetTotalEccErrors=total)["node.ecc"]
+
+
+def test_ecc_is_judged_on_whichever_of_its_two_counters_the_gpu_answers() -> None:
+    assert (_ecc(None, 3).status, _ecc(None, 3).value) == ("warn", 3)  # lifetime errors only
+    assert (_ecc(None, 0).status, _ecc(0, None).status) == ("pass", "pass")
+    assert (_ecc(2, None).status, _ecc(2, None).value) == ("fail", 2)
+    assert (_ecc(1, 0).status, _ecc(0, 1).status) == ("fail", "warn")  # one error is one too many
+    assert _ecc(None, None).status == "note"
+
+
+def test_a_clean_ecc_reading_carries_zero_and_any_hardware_reason_fails_the_clocks() -> None:
+    assert _ecc(0, 0).value == 0
+    got = judged(nvmlDeviceGetCurrentClocksEventReasons=0x1 | 0x8)["node.clocks"]  # gpu_idle, hw_slowdown
+    assert got.status == "fail" and "hw_slowdown" in got.message and got.value[0] != "hw_slowdown"
+
+
+def test_a_pcie_link_whose_maximum_width_nvml_cannot_read_is_a_note_saying_so() -> None:
+    got = judged(nvmlDeviceGetMaxPcieLinkWidth=NOT_SUPPORTED)["node.pcie"]
+    assert got.status == "note" and "not supported" in got.message.lower()
+
+
+def test_temperature_fails_at_the_threshold_warns_from_its_margin_and_passes_without_one() -> None:
+    limit, margin = 87, int(T.temperature_margin_c)
+    status = {
+        c: judged(nvmlDeviceGetTemperature=c)["node.temperature"]
+        for c in (limit, limit - margin, limit - margin - 1)
+    }
+    assert [status[c].status for c in (limit, limit - margin, limit - margin - 1)] == ["fail", "warn", "pass"]
+    assert status[limit - margin - 1].message.endswith(f"(slowdown at {limit} C)")
+    unknown = judged(nvmlDeviceGetTemperature=95, nvmlDeviceGetTemperatureThreshold=NOT_SUPPORTED)[
+        "node.temperature"
+    ]
+    assert unknown.status == "pass" and unknown.message == "95 C (no slowdown threshold from NVML)"
+
+
+def test_every_process_on_the_gpu_is_listed_and_its_memory_counted_one_hidden_as_none() -> None:
+    gib = 1 << 30
+    procs = [
+        Obj(pid=7, usedGpuMemory=2 * gib),
+        Obj(pid=8, usedGpuMemory=None),
+        Obj(pid=9, usedGpuMemory=3 * gib),
+    ]
+    got = judged(
+        nvmlDeviceGetComputeRunningProcesses=procs, nvmlDeviceGetMemoryInfo=Obj(total=141 * gib, used=gib)
+    )
+    held = got["node.processes"]
+    assert [p["pid"] for p in held.value["processes"]] == [7, 8, 9] and held.value["held_mib"] == 5 * 1024
+    assert (
+        held.status == "warn" and "process(es) 7, 8, 9 already hold 4% of its memory (5120 of" in held.message
+    )
+
+
+def test_the_memory_shares_bounds_warn_and_fail_at_exactly_their_fractions() -> None:
+    from envbuilder.check.node import PROCESSES
+
+    def status(used: int, total: int, processes: tuple[dict[str, Any], ...] = ()) -> str:
+        value = {
+            "processes": list(processes),
+            "held_mib": 0,
+            "memory_used_mib": used,
+            "memory_total_mib": total,
+        }
+        return PROCESSES.judge(value, T).status
+
+    warn, fail = round(T.memory_held_warn_fraction * 1000), round(T.memory_held_fail_fraction * 1000)
+    assert (warn / 1000, fail / 1000) == (T.memory_held_warn_fraction, T.memory_held_fail_fraction)
+    assert [status(n, 1000) for n in (warn - 1, warn, fail - 1, fail)] == ["pass", "warn", "warn", "fail"]
+    assert status(0, 1) == "pass"  # a GPU using none of its memory is clear, however small
+
+
+def test_retired_pages_pass_when_none_is_pending() -> None:
+    got = judged(nvmlDeviceGetRemappedRows=NOT_SUPPORTED, nvmlDeviceGetRetiredPagesPendingStatus=0)
+    assert got["node.retired_pages"].status == "pass"
+
+
+def test_a_window_without_the_uptime_judges_every_xid_since_boot() -> None:
+    got = judge_xids(XidLog(xids=parse_kmsg(KMSG)), (), uptime_s=None, window_s=60.0)
+    assert sorted(x.value["xid"] for x in got) == [13, 79] and "since boot" in got[0].message
+
+
+def test_the_window_keeps_an_xid_at_its_start_and_one_without_a_time_and_each_goes_on_its_gpu() -> None:
+    second = gpu_health(FakeNvml(nvmlDeviceGetPciInfo=Obj(busId=b"00000000:3A:00.0")), 1)
+    gpus = (gpu_health(FakeNvml(), 0), second)
+    xids = parse_kmsg(KMSG)  # 79 at 7200 s on 0000:18:00 (GPU 0), 13 at 7300 s on 0000:3a:00 (GPU 1)
+    got = judge_xids(XidLog(xids=xids), gpus, uptime_s=8000.0, window_s=800.0)  # since 7200 s
+    assert {x.value["xid"]: x.gpu for x in got} == {79: 0, 13: 1}
+    untimed = replace(xids[0], seconds_since_boot=None)
+    got = judge_xids(XidLog(xids=(untimed,)), gpus, uptime_s=8000.0, window_s=60.0)
+    assert [(x.value["xid"], x.gpu) for x in got] == [(79, 0)]
+
+
+def test_one_xid_on_two_gpus_is_counted_twice_and_put_on_neither_alone() -> None:
+    second = gpu_health(FakeNvml(nvmlDeviceGetPciInfo=Obj(busId=b"00000000:3A:00.0")), 1)
+    gpus = (gpu_health(FakeNvml(), 0), second)
+    lines = (
+        "[ 10.0] NVRM: Xid (PCI:0000:3a:00): 48, pid=1, DBE\n"
+        "[ 20.0] NVRM: Xid (PCI:0000:18:00): 48, pid=1, DBE\n"
+        "[ 30.0] NVRM: Xid (PCI:0000:18:00): 79, pid=1, GPU has fallen off the bus.\n"
+    )
+    got = {
+        x.value["xid"]: x
+        for x in judge_xids(XidLog(xids=parse_kmsg(lines)), gpus, uptime_s=99.0, window_s=None)
+    }
+    assert got[48].gpu is None and got[48].value["count"] == 2 and " x2 " in got[48].message
+    assert "on GPU 0, GPU 1:" in got[48].message and got[79].value["count"] == 1 and got[79].gpu == 0
+    assert got[48].value["pci"] == ["0000:18:00", "0000:3a:00"]
+
+
+def test_an_xid_on_a_gpu_nvml_does_not_list_and_on_one_it_does_names_the_unknown_first() -> None:
+    lines = (
+        "[ 10.0] NVRM: Xid (PCI:0000:18:00): 48, pid=1, DBE\n"
+        "[ 20.0] NVRM: Xid (PCI:0000:99:00): 48, pid=1, DBE\n"
+    )
+    (got,) = judge_xids(
+        XidLog(xids=parse_kmsg(lines)), (gpu_health(FakeNvml(), 0),), uptime_s=99.0, window_s=None
+    )
+    assert got.gpu is None and "x2 since boot on GPU ?, GPU 0:" in got.message
+
+
+def test_nvml_listing_no_gpu_without_a_reason_is_one_skip_and_no_xid_read() -> None:
+    from envbuilder.check.gate import node_findings
+
+    cpu = HostReport(source="none", driver=None, cuda_driver=None)
+    got = node_findings(
+        (), None, cpu, T, xids=lambda: pytest.fail("no Xids without a GPU"), uptime_s=None, xid_window_s=None
+    )
+    assert [(x.check, x.status) for x in got] == [("node.nvml", "skip")] and "NVML lists no GPU" in got[
+        0
+    ].message
+
+
+def test_a_refused_certificate_gives_no_coverage_pass_beside_its_refusal() -> None:
+    low = Certificate(cert_doc(min_driver="999.0"))
+    eng = engine_answering(lambda spec: pytest.fail("nothing runs in the image"))
+    report, lines = run_check(eng, [low])
+    assert "certificate.coverage" not in {x.check for x in report.findings}
+    assert any("REFUSED" in line for line in lines)
+
+
+def test_the_thresholds_given_are_the_ones_judged_with() -> None:
+    strict = replace(T, gemm=Band(warn_below=1.5, fail_below=0.7))
+    eng = engine_answering(lambda spec: gate_doc(gpu_step(0, 700.0, 4000.0)))
+    report, _ = run_check(eng, [sealed([BASELINE])], thresholds=strict)
+    assert {x.check: x.status for x in report.findings}["image.gemm"] == "warn"
+
+
+def test_no_gpu_through_nvml_says_nvmls_own_reason() -> None:
+    from envbuilder.check.gate import node_findings
+
+    cpu = HostReport(source="none", driver=None, cuda_driver=None)
+    why = "NVML: NVML Shared Library Not Found"
+    (got,) = node_findings((), why, cpu, T, xids=lambda: XidLog(), uptime_s=None, xid_window_s=None)
+    assert got.status == "skip" and f"({why}; driver none)" in got.message
+
+
+def test_the_coverage_pass_names_every_certified_gpu_model_or_the_cpu() -> None:
+    from cert_factory import RTX
+
+    def coverage(certificate: Certificate, **kw: Any) -> Finding:
+        eng = engine_answering(lambda spec: gate_doc(gpu_step(0, 700.0, 4000.0)))
+        report, _ = run_check(eng, [certificate], **kw)
+        return next(x for x in report.findings if x.check == "certificate.coverage")
+
+    two = coverage(Certificate(cert_doc(gpus=(RTX, H200))))
+    assert two.status == "pass" and "on NVIDIA GeForce RTX 3090, NVIDIA H200, driver" in two.message
+    assert two.message.endswith("covers this node")
+    eng = engine_answering(lambda spec: gate_doc())
+    report = check_image(
+        "team/train:1", find_certificate=lambda info: [Certificate(cert_doc("certified-cpu-only", gpus=()))],
+        eng=eng, probe=lambda: HostReport(source="none", driver=None, cuda_driver=None),
+        access_modes=lambda daemon: (), health=lambda: ((), "NVML: NVML Shared Library Not Found"),
+        xids=lambda: XidLog(),
+    )  # fmt: skip
+    cpu = next(x for x in report.findings if x.check == "certificate.coverage")
+    assert cpu.status == "pass" and ", on the CPU, driver" in cpu.message
+
+
+def test_the_progress_says_how_many_gpus_nvml_read_or_why_it_read_none() -> None:
+    eng = engine_answering(lambda spec: gate_doc(gpu_step(0, 700.0, 4000.0)))
+    _, lines = run_check(eng, [sealed([BASELINE])])
+    assert "check: node: 1 GPU(s) read through NVML" in lines
+    _, lines = run_check(
+        engine_answering(lambda spec: gate_doc()), [sealed([BASELINE])], health=lambda: ((), "NVML: gone")
+    )
+    assert "check: node: NVML: gone" in lines
+
+
+def test_the_certified_figures_are_every_passed_baseline_step_of_a_named_gpu_and_nothing_else() -> None:
+    h100 = {**BASELINE, "metrics": {**BASELINE["metrics"], "device_name": "NVIDIA H100", "copy_gbs": 3000.0}}
+    other = {**BASELINE, "name": "training", "metrics": {**BASELINE["metrics"], "device_name": "NVIDIA B200"}}
+    skipped = {**BASELINE, "status": "skip", "metrics": {**BASELINE["metrics"], "device_name": "NVIDIA A100"}}
+    unnamed = {**BASELINE, "metrics": {"bf16_gemm_tflops": 1.0, "copy_gbs": 1.0}}
+    unmeasured = {**BASELINE, "metrics": {"device_name": "NVIDIA L4"}}
+    got = certified_figures(sealed([MULTI, other, skipped, unnamed, unmeasured, BASELINE, h100]))
+    assert got == {
+        "NVIDIA H200": {"bf16_gemm_tflops": 700.0, "copy_gbs": 4000.0},
+        "NVIDIA H100": {"bf16_gemm_tflops": 700.0, "copy_gbs": 3000.0},
+    }
+
+
+def test_the_json_document_lists_every_gpu_nvml_read() -> None:
+    two = FakeNvml()
+    two.nvmlDeviceGetCount = lambda: 2  # type: ignore[method-assign]
+    eng = engine_answering(lambda spec: gate_doc(gpu_step(0, 700.0, 4000.0)))
+    report, _ = run_check(eng, [sealed([BASELINE])], health=lambda: read_health(two))
+    assert [g["index"] for g in report.to_dict()["node"]["gpus"]] == [0, 1]
+
+
+def test_the_certified_busbw_is_the_multi_gpu_steps_row_of_that_size() -> None:
+    other = {
+        **MULTI,
+        "name": "training",
+        "metrics": {**MULTI["metrics"], "sweep": [{"bytes": 1 << 20, "busbw_gbs": 9.0}]},
+    }
+    c = sealed([other, MULTI])
+    assert certified_busbw(c, 2, 1 << 30) == 330.0 and certified_busbw(c, 2, 1 << 20) is None
+    odd = {**MULTI, "metrics": {**MULTI["metrics"], "sweep": ["a row", 7, *MULTI["metrics"]["sweep"]]}}
+    assert certified_busbw(sealed([odd]), 2, 1 << 28) == 300.0  # a row that is no object is passed over
+
+
+def test_a_judged_figure_carries_its_figures_to_the_hundredth_and_its_share_to_the_thousandth() -> None:
+    base = {**BASELINE, "metrics": {**BASELINE["metrics"], "bf16_gemm_tflops": 700.456}}
+    got = judge_gate(run_of(gate_doc(gpu_step(0, 691.234, 4000.0))), sealed([base]), T)
+    gemm = next(x for x in got if x.check == "image.gemm")
+    assert gemm.value == {"measured": 691.23, "certified": 700.46, "fraction": 0.987}
+
+
+def test_a_judged_figure_says_which_share_it_fell_below_and_a_pass_says_none() -> None:
+    got = judge_gate(
+        run_of(gate_doc(gpu_step(0, 690.0, 2000.0), gpu_step(1, 560.0, 4000.0))), sealed([BASELINE]), T
+    )
+    by = {(x.check, x.gpu): x.message for x in got}
+    assert by[("image.copy", 0)].endswith("(below 70%)") and by[("image.gemm", 1)].endswith("(below 90%)")
+    assert "below" not in by[("image.gemm", 0)]
+
+
+def test_a_harness_without_a_result_is_told_by_its_last_line_and_a_step_without_reason_by_none() -> None:
+    none = judge_gate(
+        GateRun(doc=None, exit_code=1, stderr_tail="starting\nImportError: no torch", seconds=1.0), None, T
+    )
+    assert none[0].message.endswith("(exit 1): ImportError: no torch")
+    bare = {"name": "cuda_smoke", "status": "skip", "metrics": {}}
+    assert [x.message for x in judge_gate(run_of(gate_doc(bare)), None, T)] == [""]
+
+
+def test_the_short_modes_framework_smoke_and_unknown_steps_are_judged_as_they_say() -> None:
+    framework = {
+        "name": "framework",
+        "status": "pass",
+        "reason": "",
+        "metrics": {"framework": "torch", "version": "2.9.0"},
+    }
+    built = {**framework, "metrics": {**framework["metrics"], "cuda_build": "12.8"}}
+    smoke = {"name": "cuda_smoke", "status": "fail", "reason": "no CUDA device is visible", "metrics": {}}
+    newer = {"name": "a_newer_step", "status": "skip", "reason": "not here", "metrics": {}}
+    got = judge_gate(run_of(gate_doc(framework, built, smoke, newer)), None, T)
+    assert [(x.check, x.status, x.gpu, x.message) for x in got] == [
+        ("image.framework", "pass", None, "torch 2.9.0 imports"),
+        ("image.framework", "pass", None, "torch 2.9.0 imports (CUDA build 12.8)"),
+        ("image.cuda_smoke", "fail", None, "no CUDA device is visible"),
+    ]
+
+
+def test_a_failed_allreduce_and_a_watchdog_after_it_are_each_their_own_failure() -> None:
+    loop = {"name": "allreduce_loopback", "status": "fail", "reason": "NCCL error", "metrics": {}}
+    hung = {"name": "watchdog", "status": "fail", "reason": "gpu0 hung", "metrics": {}}
+    got = judge_gate(run_of(gate_doc(loop, hung)), None, T)
+    assert [(x.check, x.status, x.message) for x in got] == [
+        ("image.allreduce", "fail", "NCCL error"),
+        ("image.run", "fail", "gpu0 hung"),
+    ]
+
+
+@pytest.mark.parametrize(("world", "nbytes"), [(2.0, 1 << 28), (2, float(1 << 28))])
+def test_an_allreduce_whose_size_or_gpu_count_is_no_whole_number_is_not_judged(
+    world: Any, nbytes: Any
+) -> None:
+    loop = {"name": "allreduce_loopback", "status": "pass", "reason": "",
+            "metrics": {"world_size": world, "bytes": nbytes, "busbw_gbs": 120.0}}  # fmt: skip
+    (got,) = judge_gate(run_of(gate_doc(loop)), sealed([BASELINE, MULTI]), T)
+    assert (got.check, got.status) == ("image.allreduce", "skip")
+
+
+def test_every_refusal_is_a_failed_certificate_finding_and_a_failure_without_remedy_prints_none() -> None:
+    from envbuilder.check.image import summarise_refusals
+    from envbuilder.cli.check_cmd import render_text
+    from envbuilder.run.coverage import Refusal
+
+    two = [
+        Refusal(reason="driver-too-old", message="old", hint="update"),
+        Refusal(reason="gpu", message="T4", hint=""),
+    ]
+    got = summarise_refusals(two)
+    assert [(x.check, x.status, x.remedy) for x in got] == [
+        ("certificate.driver-too-old", "fail", "update"),
+        ("certificate.gpu", "fail", ""),
+    ]
+    text = render_text({"verdict": "FAIL", "reason": "x", "timings": {"total_s": 1.0}}, tuple(got))
+    assert text.splitlines() == [
+        "FAIL certificate.driver-too-old: old",
+        "     remedy: update",
+        "FAIL certificate.gpu: T4",
+        "FAIL: x (1.0 s)",
+    ]

@@ -328,3 +328,85 @@ def test_each_install_set_is_asked_for_the_pythons_of_its_own_kind_of_base_image
     assert keys and not (keys & system)
     every = set(live.install_sets(matrix, ["torch", "tensorflow"], "linux/amd64"))
     assert every & system and keys < every
+
+
+# --------------------------------------------------------------------------- --auto attest (2026-12-06)
+
+
+def test_the_install_sets_are_every_variants_sets_with_all_their_companions(matrix: Matrix) -> None:
+    """install_sets' rule spelled out: each variant of each release of the frameworks asked (every
+    one, not the first), its bundled set on each slim image's Python and its system set (only a
+    CUDA build's) on each CUDA image's, inside the release's range, with every companion."""
+    from packaging.specifiers import SpecifierSet
+
+    from envbuilder.matrix.installable import answer_key
+
+    pythons = {k: {b.python for b in matrix.base_images if b.kind == k} for k in ("slim", "cuda")}
+    want = {
+        answer_key((*packages, *(r for _, r in v.companion_packages)), v.index_url, py, "linux/arm64")
+        for table in matrix.frameworks
+        if table.name in ("torch", "jax", "tensorflow")
+        for rel in table.releases
+        for v in rel.variants
+        for packages, kind in ((v.bundled_packages, "slim"), (v.system_packages, "cuda"))
+        if packages and (kind == "slim" or v.cuda is not None)
+        for py in pythons[kind]
+        if py in SpecifierSet(rel.python)
+    }
+    assert any(
+        len(v.companion_packages) > 1 for t in matrix.frameworks for r in t.releases for v in r.variants
+    )
+    assert any(
+        not v.bundled_packages and v.system_packages
+        for t in matrix.frameworks
+        for r in t.releases
+        for v in r.variants
+    )
+    assert set(live.install_sets(matrix, ["jax", "tensorflow", "torch"], "linux/arm64")) == want
+
+
+def test_a_cpu_builds_set_is_never_asked_for_a_cuda_base_images_python(matrix: Matrix) -> None:
+    cuda_only = replace(matrix, base_images=tuple(b for b in matrix.base_images if b.kind == "cuda"))
+    cpu_indexes = {
+        v.index_url for t in matrix.frameworks if t.name == "torch" for r in t.releases for v in r.variants
+    }
+    cpu_indexes -= {
+        v.index_url
+        for t in matrix.frameworks
+        if t.name == "torch"
+        for r in t.releases
+        for v in r.variants
+        if v.cuda is not None
+    }
+    assert cpu_indexes, "torch has CPU builds on their own index"
+    keys = live.install_sets(cuda_only, ["torch"], "linux/amd64")
+    assert keys and not [k for k in keys if k[1] in cpu_indexes]
+
+
+def test_the_install_sets_come_by_requirements_then_index_then_python_as_a_version(matrix: Matrix) -> None:
+    """One order, whatever the set's: the requirements, then the index (PyPI's None first, never
+    compared with a URL), then the Python as a version (3.9 before 3.10)."""
+    from packaging.version import Version
+
+    torch = next(t for t in matrix.frameworks if t.name == "torch")
+    rel = torch.releases[0]
+    cpu = next(v for v in rel.variants if v.cuda is None)
+    on_pypi = replace(cpu, index_url=None)  # the CPU build's set from PyPI as well as its own index
+    mixed = replace(
+        matrix,
+        frameworks=tuple(
+            replace(t, releases=(replace(rel, variants=(*rel.variants, on_pypi)), *t.releases[1:]))
+            if t is torch
+            else t
+            for t in matrix.frameworks
+        ),
+    )
+    keys = live.install_sets(mixed, ["torch"], "linux/amd64")
+    first = [k for k in keys if k[0] == keys[0][0]]
+    indexes = list(dict.fromkeys(k[1] for k in first))
+    assert indexes[0] is None and indexes[1:] == sorted(i for i in indexes if i is not None)
+    assert len(indexes) == len(rel.variants) + 1
+    for index in indexes:
+        pythons = [k[2] for k in first if k[1] == index]
+        assert pythons == sorted(pythons, key=Version) and pythons != sorted(pythons)
+    assert keys == sorted(keys, key=lambda k: (k[0], k[1] or "", Version(k[2])))

@@ -477,3 +477,38 @@ def test_a_child_is_ended_when_a_ctrl_c_interrupts_the_wait(monkeypatch: pytest.
     finally:
         if process_start(child) is not None and _state(child) != "Z":
             os.kill(child, signal.SIGKILL)
+
+
+# --------------------------------------------------------------------------- --auto io (2026-12-06)
+
+
+def test_a_stops_error_keeps_the_message_given_and_the_first_signal_stops_at_once() -> None:
+    import pytest
+
+    from envbuilder import lifecycle
+
+    assert lifecycle.stop_error(KeyboardInterrupt(), "build stopped").message == "build stopped"
+    assert lifecycle.stop_error(lifecycle.Stopped(signal.SIGTERM), "run stopped").message == "run stopped"
+    lifecycle._received.clear()
+    try:
+        with pytest.raises(lifecycle.Stopped):
+            lifecycle._on_signal(signal.SIGTERM, None)
+        assert lifecycle._on_signal(signal.SIGTERM, None) is None  # the second: noted, cleanup goes on
+    finally:
+        lifecycle._received.clear()
+
+
+def test_a_child_that_ignores_sigterm_is_killed_and_run_child_gives_text_from_a_group_of_its_own() -> None:
+    import pytest
+
+    from envbuilder.lifecycle import kill_group, run_child
+
+    proc = subprocess.Popen(["sh", "-c", "trap '' TERM; sleep 30"], start_new_session=True)
+    time.sleep(0.2)
+    kill_group(proc, wait_s=0.5)
+    assert proc.poll() is not None  # SIGKILL after the ignored SIGTERM
+    code = "import os; print(os.getpgid(0) == os.getpid())"
+    done = run_child([sys.executable, "-c", code])
+    assert done.stdout == "True\n"
+    with pytest.raises(subprocess.TimeoutExpired):
+        run_child(["sleep", "5"], timeout=0.3)

@@ -426,3 +426,11 @@ def test_a_secret_url_with_a_query_is_redacted_whole_in_the_forms_a_tool_prints(
     value's scheme or password are taken out whole, the query's token with them."""
     secret = (("idx", "https://u:pw12345@dl.example.io/simple?token=abcd1234"),)
     assert redact(printed, secret) == "GET <secret:idx>/six/"
+
+
+def test_a_failed_builds_missing_hint_stays_missing_once_its_secrets_are_redacted(tmp_path: Path) -> None:
+    token_file = tmp_path / "token"
+    token_file.write_text("corp-token-77\n")
+    with pytest.raises(BuildFailedError) as err, secrets_redacted([BuildSecret(id="corp", src=token_file)]):
+        raise BuildFailedError("docker build failed (exit 1)")
+    assert err.value.hint is None

@@ -219,3 +219,37 @@ def test_fleet_build_out_never_creates_the_folders_around_it(tmp_path: Path) -> 
     with pytest.raises(OutputError, match="does not exist"):
         plan_fleet_build([spec], (), load_matrix(), BuildOptions(), tmp_path / "a" / "b")
     assert not (tmp_path / "a").exists()
+
+
+# --------------------------------------------------------------------------- --auto io (2026-12-06)
+
+
+def test_a_failed_write_raises_leaves_the_old_file_and_no_temp_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from envbuilder import atomic
+
+    target = tmp_path / "lock.json"
+    target.write_text("old")
+
+    def full(_fd: int) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(atomic.os, "fsync", full)
+    with pytest.raises(OSError, match="No space left"):
+        atomic.write_bytes_atomic(target, b"new")
+    assert target.read_text() == "old" and sorted(p.name for p in tmp_path.iterdir()) == ["lock.json"]
+
+
+def test_a_folder_that_cannot_be_made_is_an_output_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from envbuilder import atomic
+    from envbuilder.errors import OutputError
+
+    def denied(self: Path, *a: object, **kw: object) -> None:
+        raise PermissionError(13, "Permission denied", str(self))
+
+    monkeypatch.setattr(Path, "mkdir", denied)
+    with pytest.raises(OutputError, match=r"cannot make the folder .*: Permission denied"):
+        atomic.make_output_dir(tmp_path / "out")

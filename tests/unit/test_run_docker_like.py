@@ -196,6 +196,8 @@ def test_gpus_parses_dockers_syntax() -> None:
         ("device=GPU-1", "neither a GPU index nor a GPU UUID"),
         ("device=0,0", "listed twice"),
         ("device=MIG-11111111-2222-3333-4444-555555555555", "MIG devices"),
+        ("device=0:1", "MIG devices"),  # a MIG device by its GPU and instance index
+        ("device=0,1,1", "1 listed twice"),  # not only the first ID is looked for again
         ("capabilities=compute", "reads all, N, count=N or device"),
         ("driver=nvidia,count=1", "reads all, N, count=N or device"),
     ],
@@ -435,3 +437,127 @@ def test_the_runs_driver_cuda_is_the_probes_reading_before_the_matrixs_fallback(
     assert run_host(read, choice, "auto", "12.4").cuda_driver == "12.8"
     unread = HostReport(source="proc", driver="570.86.15", cuda_driver=None)
     assert run_host(unread, choice, "auto", "12.4").cuda_driver == "12.4"
+
+
+# --------------------------------------------------------------------------- --auto attest (2026-12-06)
+
+
+@pytest.mark.parametrize(
+    ("text", "count", "said"),
+    [
+        ("11", 11, None),  # the same first and last character, not a quote: kept whole
+        ("'2'", 2, None),  # single quotes are taken off like double ones
+        ("", None, "whole number from 1"),  # nothing: refused, never an IndexError
+        ("\"all'", None, "whole number from 1"),  # mismatched quotes are kept, so refused
+        ("'2\"", None, "whole number from 1"),
+    ],
+)
+def test_gpus_takes_off_one_pair_of_matching_quotes_only(
+    text: str, count: int | None, said: str | None
+) -> None:
+    if said is None:
+        assert parse_gpus(text).count == count
+    else:
+        with pytest.raises(UsageError, match=said):
+            parse_gpus(text)
+
+
+def test_devices_mode_hands_in_the_node_of_every_selected_gpu_and_names_each_one_missing(
+    tmp_path: Path,
+) -> None:
+    both = _spec_in(tmp_path, DEVICES, "2")  # the H100 (index 0) is /dev/nvidia1, the T4 /dev/nvidia0
+    assert both.devices == (*CONTROL, "/dev/nvidia1", "/dev/nvidia0")
+    root = two_gpu_host(tmp_path / "bare")
+    (root / "dev" / "nvidia0").unlink()  # the T4's node, the second GPU selected
+    from envbuilder.runtime.gpu_selection import select_gpus
+
+    report = HostReport(source="nvml", driver="580.159.04", cuda_driver="13.0", gpus=(H100, T4))
+    with pytest.raises(NoGpuError, match=r"for GPU 1 \(Tesla T4\)$"):
+        select_gpus(parse_gpus("2"), report, root=root).node_paths()
+    (root / "dev" / "nvidia1").unlink()
+    with pytest.raises(NoGpuError, match=r"for GPU 0 \(NVIDIA H100 80GB HBM3\), 1 \(Tesla T4\)$"):
+        select_gpus(parse_gpus("2"), report, root=root).node_paths()
+
+
+def test_one_gpu_named_by_its_index_and_by_its_uuid_is_refused_as_named_twice(tmp_path: Path) -> None:
+    from envbuilder.runtime.gpu_selection import select_gpus
+
+    report = HostReport(source="nvml", driver="580.159.04", cuda_driver="13.0", gpus=(H100, T4))
+    spec = parse_gpus(f"device=0,{H100_UUID.upper()}")  # two IDs to the parser, one GPU on the host
+    with pytest.raises(UsageError, match="GPU 0 is named twice"):
+        select_gpus(spec, report, root=tmp_path)
+
+
+def test_gpus_reads_spaces_count_all_and_a_uuid_in_either_case_as_docker_does() -> None:
+    assert parse_gpus(" 2 ").count == 2
+    assert parse_gpus("count=all").all and parse_gpus("count=all").count is None
+    assert parse_gpus("device=0 , 1").ids == ("0", "1")
+    shouted = "GPU-" + T4_UUID.removeprefix("GPU-").upper()  # the same UUID, its hex digits in upper case
+    with pytest.raises(UsageError, match=f"{T4_UUID.lower()} listed twice"):  # named as compared
+        parse_gpus(f"device={T4_UUID},{shouted}")
+    with pytest.raises(UsageError, match="whole number from 1"):  # the first `=` splits
+        parse_gpus("count=device=1")
+
+
+def test_gpus_listed_twice_are_named_in_order() -> None:
+    eight = ",".join(str(i) for i in (7, 3, 5, 1, 6, 0, 4, 2))
+    with pytest.raises(UsageError, match="0, 1, 2, 3, 4, 5, 6, 7 listed twice"):
+        parse_gpus(f"device={eight},{eight}")
+
+
+def test_a_selection_keeps_the_device_nodes_of_its_own_gpus_only(tmp_path: Path) -> None:
+    from envbuilder.runtime.gpu_selection import select_gpus
+
+    root = two_gpu_host(tmp_path / "host")
+    report = HostReport(source="nvml", driver="580.159.04", cuda_driver="13.0", gpus=(H100, T4))
+    assert select_gpus(parse_gpus("device=0"), report, root=root).nodes == ((0, "/dev/nvidia1"),)
+    assert select_gpus(parse_gpus(f"device={T4_UUID}"), report, root=root).nodes == ((1, "/dev/nvidia0"),)
+
+
+def test_a_long_gpus_value_is_shown_in_its_first_80_characters() -> None:
+    with pytest.raises(UsageError) as err:
+        parse_gpus("12345678" * 12)
+    assert f"--gpus {('12345678' * 10)!r}:" in err.value.message
+
+
+def test_all_selects_every_gpu_in_index_order(tmp_path: Path) -> None:
+    from envbuilder.runtime.gpu_selection import select_gpus
+
+    report = HostReport(source="nvml", driver="580.159.04", cuda_driver="13.0", gpus=(T4, H100))
+    assert select_gpus(parse_gpus("all"), report, root=tmp_path).gpus == (H100, T4)
+
+
+def test_a_gpu_whose_uuid_was_not_read_is_still_selected_by_its_index(tmp_path: Path) -> None:
+    from dataclasses import replace
+
+    from envbuilder.runtime.gpu_selection import select_gpus
+
+    unread = replace(T4, uuid=None)
+    report = HostReport(source="proc", driver="580.159.04", cuda_driver=None, gpus=(H100, unread))
+    assert select_gpus(parse_gpus("device=1"), report, root=tmp_path).gpus == (unread,)
+    assert select_gpus(parse_gpus(f"device={H100_UUID}"), report, root=tmp_path).gpus == (H100,)
+
+
+@pytest.mark.parametrize(
+    "uuid",
+    [
+        "GPU-1111111-2222-3333-4444-555555555555",
+        "GPU-111111111-2222-3333-4444-555555555555",
+        "GPU-11111111-222-3333-4444-555555555555",
+        "GPU-11111111-22222-3333-4444-555555555555",
+        "GPU-11111111-2222-3333-555555555555",
+        "GPU-11111111-2222-3333-4444-5555-555555555555",
+        "GPU-11111111-2222-3333-4444-55555555555",
+        "GPU-11111111-2222-3333-4444-5555555555555",
+        "12345",
+        "GPU-MIG-0",
+    ],
+)
+def test_gpus_takes_only_nvmls_uuid_shape_and_an_index_of_at_most_four_digits(uuid: str) -> None:
+    with pytest.raises(UsageError, match="neither a GPU index nor a GPU UUID"):
+        parse_gpus(f"device={uuid}")
+
+
+def test_gpus_strips_tabs_and_newlines_as_well_as_spaces() -> None:
+    assert parse_gpus("\t2").count == 2
+    assert parse_gpus("device=0,\t1\n").ids == ("0", "1")

@@ -144,6 +144,17 @@ def test_the_wsl_warning_says_what_the_windows_driver_supports_and_why() -> None
         "12.9 Update 1 is 576.57) and is checked as the Linux driver 575.57.08."
     )
     assert wsl_warning(MATRIX, Host(driver="575.57.08")) is None
+    # a host document with a Windows driver and no driver (Host.from_dict reads either alone): no warning
+    assert wsl_warning(MATRIX, Host.from_dict({"windows_driver": "577.00", "gpus": []})) is None
+    # a Windows driver older than any CUDA release (a host document; host_under_wsl refuses it):
+    # said as given, never a crash
+    old = wsl_warning(MATRIX, Host(driver="575.57.08", windows_driver="400.00"))
+    assert old is not None and "it supports CUDA ? (given)" in old
+    # an empty Windows driver (a hand-written document) is a malformed driver, never "not WSL2";
+    # an empty Linux driver beside a Windows one still gets the warning
+    with pytest.raises(UsageError, match="malformed driver version"):
+        wsl_warning(MATRIX, Host(driver="575.57.08", windows_driver=""))
+    assert wsl_warning(MATRIX, Host(driver="", windows_driver="577.00")) is not None
 
 
 def test_without_wsl_the_same_driver_is_a_linux_driver() -> None:
