@@ -231,7 +231,7 @@ def validate_report(doc: Any) -> list[str]:
         bad = [
             k
             for k, types in FINDING_FIELDS.items()
-            if not isinstance(f, dict) or not isinstance(f.get(k), types)
+            if not isinstance(f, dict) or not isinstance(f.get(k), types) or isinstance(f.get(k), bool)
         ]
         if bad or f["status"] not in STATUSES or "value" not in f:
             problems.append(f"findings[{n}]: bad {', '.join(bad) or 'status or value'}")
@@ -240,6 +240,7 @@ def validate_report(doc: Any) -> list[str]:
     if not problems and verdict_of(statuses) != doc["verdict"]:
         problems.append(f"verdict {doc['verdict']} is not what the findings give ({verdict_of(statuses)})")
     for key in ("total_s",):
-        if not isinstance(doc["timings"].get(key), int | float):
+        total = doc["timings"].get(key)
+        if not isinstance(total, int | float) or isinstance(total, bool):
             problems.append(f"timings.{key}: missing")
     return problems

@@ -658,6 +658,21 @@ def test_the_schema_validator_takes_no_boolean_for_a_number(field: str) -> None:
     assert validate_report({**doc, field: bool(doc[field])}) == [f"{field}: missing or not int"]
 
 
+def test_the_schema_validator_takes_no_boolean_for_a_findings_gpu_or_the_total_time() -> None:
+    """A finding's `gpu` is an index and `timings.total_s` seconds: true and false are no numbers,
+    though Python takes them for 1 and 0 (seen by the io/check areas' helper, 2026-12-06)."""
+    eng = engine_answering(lambda spec: gate_doc(gpu_step(0, 700.0, 4000.0)))
+    doc = run_check(eng, [sealed([BASELINE])])[0].to_dict()
+    assert validate_report(doc) == []
+    first = doc["findings"][0]
+    for gpu in (True, False):
+        findings = [{**first, "gpu": gpu}, *doc["findings"][1:]]
+        assert validate_report({**doc, "findings": findings}) == ["findings[0]: bad gpu"]
+    assert validate_report({**doc, "findings": [{**first, "gpu": 0}, *doc["findings"][1:]]}) == []
+    timings = {**doc["timings"], "total_s": True}
+    assert validate_report({**doc, "timings": timings}) == ["timings.total_s: missing"]
+
+
 def test_the_schema_validator_wants_each_findings_value_even_a_null_one() -> None:
     eng = engine_answering(lambda spec: gate_doc(gpu_step(0, 700.0, 4000.0)))
     doc = run_check(eng, [sealed([BASELINE])])[0].to_dict()
