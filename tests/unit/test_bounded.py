@@ -279,19 +279,18 @@ def test_a_link_or_a_fifo_swapped_in_after_the_first_look_is_refused_and_other_e
 
         return fake
 
-    monkeypatch.setattr(bounded.os, "open", opening(errno.ELOOP))
+    monkeypatch.setattr("envbuilder.bounded.os.open", opening(errno.ELOOP))
     with pytest.raises(NotRegularFile, match="a symbolic link"):
         read_bounded(tmp_path / "link", follow_symlinks=False)
-    monkeypatch.setattr(bounded.os, "open", opening(errno.EACCES))
+    monkeypatch.setattr("envbuilder.bounded.os.open", opening(errno.EACCES))
     with pytest.raises(PermissionError):
         read_bounded(tmp_path / "private", follow_symlinks=False)
-    monkeypatch.setattr(bounded.os, "open", real_open)
+    monkeypatch.setattr("envbuilder.bounded.os.open", real_open)
 
 
 def test_a_file_of_exactly_the_limit_is_read_and_one_over_it_is_refused_before_a_byte_is_read(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from envbuilder import bounded
 
     exact = tmp_path / "exact"
     exact.write_bytes(b"x" * 100)
@@ -302,7 +301,7 @@ def test_a_file_of_exactly_the_limit_is_read_and_one_over_it_is_refused_before_a
     def no_read(*_a: Any) -> bytes:
         raise AssertionError("read before the size was judged")
 
-    monkeypatch.setattr(bounded.os, "read", no_read)
+    monkeypatch.setattr("envbuilder.bounded.os.read", no_read)
     with pytest.raises(TooLarge, match="larger than 100 bytes"):
         read_bounded(over, 100)
 
@@ -310,7 +309,6 @@ def test_a_file_of_exactly_the_limit_is_read_and_one_over_it_is_refused_before_a
 def test_a_file_that_grew_past_the_limit_after_its_size_was_read_is_refused(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from envbuilder import bounded
 
     grown = tmp_path / "grown"
     grown.write_bytes(b"x" * 101)
@@ -320,12 +318,12 @@ def test_a_file_that_grew_past_the_limit_after_its_size_was_read_is_refused(
         st = real_fstat(fd)
         return os.stat_result((st.st_mode, *st[1:6], 100, *st[7:]))
 
-    monkeypatch.setattr(bounded.os, "fstat", older)
+    monkeypatch.setattr("envbuilder.bounded.os.fstat", older)
     with pytest.raises(TooLarge, match="larger than 100 bytes"):
         read_bounded(grown, 100)
     real_read = os.read
     monkeypatch.setattr(
-        bounded.os, "read", lambda fd, n: real_read(fd, min(n, 50))
+        "envbuilder.bounded.os.read", lambda fd, n: real_read(fd, min(n, 50))
     )  # short reads (FUSE, NFS)
     with pytest.raises(TooLarge, match="larger than 100 bytes"):
         read_bounded(grown, 100)  # the 101st byte is read, however the reads are cut

@@ -408,11 +408,11 @@ def sealed(steps: list[dict[str, Any]], verdict: str = "certified") -> Certifica
     )  # fmt: skip
 
 
-BASELINE = {
+BASELINE: dict[str, Any] = {
     "name": "gate_baseline", "status": "pass", "reason": "", "seconds": 1.0, "warnings": [],
     "metrics": {"device_name": "NVIDIA H200", "bf16_gemm_tflops": 700.0, "copy_gbs": 4000.0},
 }  # fmt: skip
-MULTI = {
+MULTI: dict[str, Any] = {
     "name": "multi_gpu", "status": "pass", "reason": "", "seconds": 30.0, "warnings": [],
     "metrics": {"world_size": 2, "sweep": [{"bytes": 1 << 28, "busbw_gbs": 300.0},
                                            {"bytes": 1 << 30, "busbw_gbs": 330.0}]},
@@ -1074,7 +1074,8 @@ def test_the_coverage_pass_names_every_certified_gpu_model_or_the_cpu() -> None:
     def coverage(certificate: Certificate, **kw: Any) -> Finding:
         eng = engine_answering(lambda spec: gate_doc(gpu_step(0, 700.0, 4000.0)))
         report, _ = run_check(eng, [certificate], **kw)
-        return next(x for x in report.findings if x.check == "certificate.coverage")
+        found: Finding = next(x for x in report.findings if x.check == "certificate.coverage")
+        return found
 
     two = coverage(Certificate(cert_doc(gpus=(RTX, H200))))
     assert two.status == "pass" and "on NVIDIA GeForce RTX 3090, NVIDIA H200, driver" in two.message
@@ -1159,7 +1160,7 @@ def test_a_harness_without_a_result_is_told_by_its_last_line_and_a_step_without_
 
 
 def test_the_short_modes_framework_smoke_and_unknown_steps_are_judged_as_they_say() -> None:
-    framework = {
+    framework: dict[str, Any] = {
         "name": "framework",
         "status": "pass",
         "reason": "",

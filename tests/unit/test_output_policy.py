@@ -235,7 +235,7 @@ def test_a_failed_write_raises_leaves_the_old_file_and_no_temp_file(
     def full(_fd: int) -> None:
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(atomic.os, "fsync", full)
+    monkeypatch.setattr("envbuilder.atomic.os.fsync", full)
     with pytest.raises(OSError, match="No space left"):
         atomic.write_bytes_atomic(target, b"new")
     assert target.read_text() == "old" and sorted(p.name for p in tmp_path.iterdir()) == ["lock.json"]

@@ -58,7 +58,7 @@ def _resolve(
 
 # torch 2.15.0+cu132 as if it carried sm_80 SASS and PTX only, in one kind of kernel set: an H100
 # (sm_90) runs all of it through PTX JIT.
-PTX_ONLY = {
+PTX_ONLY: dict[str, Any] = {
     "sass": ("8.0",),
     "ptx": ("8.0",),
     "kernel_sets": (KernelSet(sass=("8.0",), ptx=("8.0",), sets=5),),
