@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -126,11 +127,11 @@ def _attached(reg: RegistryClient, host: str, signer: CryptoSigner) -> tuple[str
     return digest, image_id, ref, certificate
 
 
-def test_a_referrer_of_more_than_one_layer_is_refused_as_malformed(signer: CryptoSigner) -> None:
-    """A referrer is one DSSE envelope layer: a manifest with another layer beside it is no
-    attestation of ours, whatever its first layer holds."""
+def layers_rewritten(rewrite: Callable[[list[Any]], Any]) -> Any:
+    """A `client` for fetch_verified: the fake registry's, with each manifest's layers replaced by
+    `rewrite(layers)` (a hostile registry's referrers)."""
 
-    class ExtraLayer:
+    class Rewritten:
         def __init__(self, reg: RegistryClient) -> None:
             self.reg = reg
 
@@ -139,14 +140,25 @@ def test_a_referrer_of_more_than_one_layer_is_refused_as_malformed(signer: Crypt
 
         def get_manifest(self, *a: Any, **kw: Any) -> Any:
             doc = self.reg.get_manifest(*a, **kw).json()
-            doc["layers"] = [*doc["layers"], {**doc["layers"][0], "mediaType": "application/octet-stream"}]
+            doc["layers"] = rewrite(doc["layers"])
             return type("Got", (), {"json": lambda _self: doc})()
+
+    return lambda host: Rewritten(client(host))
+
+
+def extra_layer(layers: list[Any]) -> list[Any]:
+    return [*layers, {**layers[0], "mediaType": "application/octet-stream"}]
+
+
+def test_a_referrer_of_more_than_one_layer_is_refused_as_malformed(signer: CryptoSigner) -> None:
+    """A referrer is one DSSE envelope layer: a manifest with another layer beside it is no
+    attestation of ours, whatever its first layer holds."""
 
     with fake_registry() as (host, _state):
         reg = client(host)
         _digest, _image_id, ref, _certificate = _attached(reg, host, signer)
         assert len(fetch_verified(ref, policy=trust(signer), client=client).verified) == 2  # as attached
-        report = fetch_verified(ref, policy=trust(signer), client=lambda h: ExtraLayer(client(h)))  # type: ignore[arg-type,return-value]
+        report = fetch_verified(ref, policy=trust(signer), client=layers_rewritten(extra_layer))
         assert report.verified == () and len(report.refused) == 2
         assert {r.reason for r in report.refused} == {"malformed"}
         assert all("not one DSSE envelope layer" in r.message for r in report.refused)
@@ -551,21 +563,9 @@ def test_a_referrer_that_is_not_one_dsse_layer_is_refused_as_malformed(
     """Layers that are no list (never read as one), or one layer of another media type (never
     verified, even where its blob is an envelope): `malformed`."""
 
-    class OddLayers:
-        def __init__(self, reg: RegistryClient) -> None:
-            self.reg = reg
-
-        def __getattr__(self, name: str) -> Any:
-            return getattr(self.reg, name)
-
-        def get_manifest(self, *a: Any, **kw: Any) -> Any:
-            doc = self.reg.get_manifest(*a, **kw).json()
-            doc["layers"] = odd(doc["layers"])
-            return type("Got", (), {"json": lambda _self: doc})()
-
     with fake_registry() as (host, _state):
         _digest, _image_id, ref, _certificate = _attached(client(host), host, signer)
-        report = fetch_verified(ref, policy=trust(signer), client=lambda h: OddLayers(client(h)))  # type: ignore[arg-type,return-value]
+        report = fetch_verified(ref, policy=trust(signer), client=layers_rewritten(odd))
         assert report.verified == () and {r.reason for r in report.refused} == {"malformed"}
 
 
@@ -673,20 +673,10 @@ def test_a_layer_whose_digest_is_no_string_is_refused_even_where_the_registry_se
     """A hostile registry's referrer names its layer's digest as null and serves bytes at
     /blobs/None: a refusal (the bytes do not hash to "None"), never a crash."""
 
-    class NullDigest:
-        def __init__(self, reg: RegistryClient) -> None:
-            self.reg = reg
-
-        def __getattr__(self, name: str) -> Any:
-            return getattr(self.reg, name)
-
-        def get_manifest(self, *a: Any, **kw: Any) -> Any:
-            doc = self.reg.get_manifest(*a, **kw).json()
-            doc["layers"] = [{**doc["layers"][0], "digest": None}]
-            return type("Got", (), {"json": lambda _self: doc})()
-
     with fake_registry() as (host, state):
         _digest, _image_id, ref, _certificate = _attached(client(host), host, signer)
         state.blobs["None"] = b"{}"
-        report = fetch_verified(ref, policy=trust(signer), client=lambda h: NullDigest(client(h)))  # type: ignore[arg-type,return-value]
+        report = fetch_verified(
+            ref, policy=trust(signer), client=layers_rewritten(lambda layers: [{**layers[0], "digest": None}])
+        )
         assert report.verified == () and {r.reason for r in report.refused} == {"unavailable"}

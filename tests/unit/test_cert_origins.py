@@ -92,6 +92,16 @@ def trusting(*signers: CryptoSigner) -> TrustPolicy:
     return TrustPolicy(keys=tuple(TrustedKey(name=f"k{i}", key=s.public_key) for i, s in enumerate(signers)))
 
 
+def offline_asking(asked: list[str]) -> Any:
+    """A registry fetch that notes the digest it is asked for and fails as an offline one does."""
+
+    def fetch(ref: Reference, *, policy: TrustPolicy, digest: str) -> Any:
+        asked.append(digest)
+        raise RegistryError("offline")
+
+    return fetch
+
+
 def cpu_cert(image_id: str = IMAGE_ID, **over: Any) -> Certificate:
     return Certificate(cert_doc("certified-cpu-only", gpus=(), image_id=image_id, **over))
 
@@ -276,12 +286,8 @@ def test_a_cached_attestation_of_another_digest_is_not_taken_for_this_one(tmp_pa
     store_attested(store, [(certificate, raw)])
     asked: list[str] = []
 
-    def offline(ref: Reference, *, policy: TrustPolicy, digest: str) -> Any:
-        asked.append(digest)
-        raise RegistryError("offline")
-
     find = certificate_finder(
-        "reg.example/team/train:1", store=store, policy=lambda: trusting(signer), fetch=offline
+        "reg.example/team/train:1", store=store, policy=lambda: trusting(signer), fetch=offline_asking(asked)
     )
     with pytest.raises(RefusedError):
         find(info(f"reg.example/team/train@{DIGEST}"))
@@ -328,12 +334,8 @@ def test_a_cached_envelope_without_a_certificate_does_not_stand_for_one(tmp_path
     store_attested(store, [(certificate, sign_statement(statement(certificate, 1), signer))])
     asked: list[str] = []
 
-    def fetch(ref: Reference, *, policy: TrustPolicy, digest: str) -> Any:
-        asked.append(digest)
-        raise RegistryError("offline")
-
     find = certificate_finder(
-        "reg.example/team/train:1", store=store, policy=lambda: trusting(signer), fetch=fetch
+        "reg.example/team/train:1", store=store, policy=lambda: trusting(signer), fetch=offline_asking(asked)
     )
     with pytest.raises(RefusedError) as refused:
         find(info(f"reg.example/team/train@{DIGEST}"))
