@@ -150,6 +150,46 @@ def extra_layer(layers: list[Any]) -> list[Any]:
     return [*layers, {**layers[0], "mediaType": "application/octet-stream"}]
 
 
+def serving(raw: bytes) -> Any:
+    """A `client` for fetch_verified: the fake registry's, serving `raw` as every referrer's
+    envelope (a statement signed elsewhere and pushed beside the image by whoever can push)."""
+
+    class Serving:
+        def __init__(self, reg: RegistryClient) -> None:
+            self.reg = reg
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(self.reg, name)
+
+        def get_blob(self, *_a: Any, **_kw: Any) -> bytes:
+            return raw
+
+    return lambda host: Serving(client(host))
+
+
+def test_a_statement_is_verified_for_the_repository_and_digest_it_was_fetched_for(
+    signer: CryptoSigner,
+) -> None:
+    """A key trusted for team/other only signs a statement about team/other (at this image's
+    digest) and pushes it beside team/train's image: fetched for team/train it is refused, though
+    its signature holds for the repository it names. And a statement about another digest of
+    team/train is refused for this one (an attestation copied from another image)."""
+    with fake_registry() as (host, _state):
+        digest, image_id, ref, certificate = _attached(client(host), host, signer)
+        other_repo = ImageSubject(repository=f"{host}/team/other", manifest_digest=digest, image_id=image_id)
+        raw = sign_statement(certificate_statements(certificate, other_repo)[0], signer)
+        scoped = TrustPolicy(
+            keys=(TrustedKey(name="ci", key=signer.public_key, repositories=(f"{host}/team/other",)),)
+        )
+        report = fetch_verified(ref, policy=scoped, client=serving(raw))
+        assert report.verified == () and {r.reason for r in report.refused} == {"untrusted-key"}
+        other_digest = "sha256:" + "77" * 32
+        copied = ImageSubject(repository=ref.name, manifest_digest=other_digest, image_id=image_id)
+        raw = sign_statement(certificate_statements(certificate, copied)[0], signer)
+        report = fetch_verified(ref, policy=trust(signer), client=serving(raw))
+        assert report.verified == () and {r.reason for r in report.refused} == {"subject-mismatch"}
+
+
 def test_a_referrer_of_more_than_one_layer_is_refused_as_malformed(signer: CryptoSigner) -> None:
     """A referrer is one DSSE envelope layer: a manifest with another layer beside it is no
     attestation of ours, whatever its first layer holds."""
