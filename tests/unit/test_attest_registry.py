@@ -127,11 +127,12 @@ def _attached(reg: RegistryClient, host: str, signer: CryptoSigner) -> tuple[str
     return digest, image_id, ref, certificate
 
 
-def layers_rewritten(rewrite: Callable[[list[Any]], Any]) -> Any:
+def hostile(*, rewrite: Callable[[list[Any]], Any] | None = None, blob: bytes | None = None) -> Any:
     """A `client` for fetch_verified: the fake registry's, with each manifest's layers replaced by
-    `rewrite(layers)` (a hostile registry's referrers)."""
+    `rewrite(layers)` (a hostile registry's referrers) and/or `blob` served as every referrer's
+    envelope (a statement signed elsewhere and pushed beside the image by whoever can push)."""
 
-    class Rewritten:
+    class Hostile:
         def __init__(self, reg: RegistryClient) -> None:
             self.reg = reg
 
@@ -139,32 +140,21 @@ def layers_rewritten(rewrite: Callable[[list[Any]], Any]) -> Any:
             return getattr(self.reg, name)
 
         def get_manifest(self, *a: Any, **kw: Any) -> Any:
-            doc = self.reg.get_manifest(*a, **kw).json()
+            got = self.reg.get_manifest(*a, **kw)
+            if rewrite is None:
+                return got
+            doc = got.json()
             doc["layers"] = rewrite(doc["layers"])
             return type("Got", (), {"json": lambda _self: doc})()
 
-    return lambda host: Rewritten(client(host))
+        def get_blob(self, *a: Any, **kw: Any) -> bytes:
+            return self.reg.get_blob(*a, **kw) if blob is None else blob
+
+    return lambda host: Hostile(client(host))
 
 
 def extra_layer(layers: list[Any]) -> list[Any]:
     return [*layers, {**layers[0], "mediaType": "application/octet-stream"}]
-
-
-def serving(raw: bytes) -> Any:
-    """A `client` for fetch_verified: the fake registry's, serving `raw` as every referrer's
-    envelope (a statement signed elsewhere and pushed beside the image by whoever can push)."""
-
-    class Serving:
-        def __init__(self, reg: RegistryClient) -> None:
-            self.reg = reg
-
-        def __getattr__(self, name: str) -> Any:
-            return getattr(self.reg, name)
-
-        def get_blob(self, *_a: Any, **_kw: Any) -> bytes:
-            return raw
-
-    return lambda host: Serving(client(host))
 
 
 def test_a_statement_is_verified_for_the_repository_and_digest_it_was_fetched_for(
@@ -181,12 +171,12 @@ def test_a_statement_is_verified_for_the_repository_and_digest_it_was_fetched_fo
         scoped = TrustPolicy(
             keys=(TrustedKey(name="ci", key=signer.public_key, repositories=(f"{host}/team/other",)),)
         )
-        report = fetch_verified(ref, policy=scoped, client=serving(raw))
+        report = fetch_verified(ref, policy=scoped, client=hostile(blob=raw))
         assert report.verified == () and {r.reason for r in report.refused} == {"untrusted-key"}
         other_digest = "sha256:" + "77" * 32
         copied = ImageSubject(repository=ref.name, manifest_digest=other_digest, image_id=image_id)
         raw = sign_statement(certificate_statements(certificate, copied)[0], signer)
-        report = fetch_verified(ref, policy=trust(signer), client=serving(raw))
+        report = fetch_verified(ref, policy=trust(signer), client=hostile(blob=raw))
         assert report.verified == () and {r.reason for r in report.refused} == {"subject-mismatch"}
 
 
@@ -198,7 +188,7 @@ def test_a_referrer_of_more_than_one_layer_is_refused_as_malformed(signer: Crypt
         reg = client(host)
         _digest, _image_id, ref, _certificate = _attached(reg, host, signer)
         assert len(fetch_verified(ref, policy=trust(signer), client=client).verified) == 2  # as attached
-        report = fetch_verified(ref, policy=trust(signer), client=layers_rewritten(extra_layer))
+        report = fetch_verified(ref, policy=trust(signer), client=hostile(rewrite=extra_layer))
         assert report.verified == () and len(report.refused) == 2
         assert {r.reason for r in report.refused} == {"malformed"}
         assert all("not one DSSE envelope layer" in r.message for r in report.refused)
@@ -605,7 +595,7 @@ def test_a_referrer_that_is_not_one_dsse_layer_is_refused_as_malformed(
 
     with fake_registry() as (host, _state):
         _digest, _image_id, ref, _certificate = _attached(client(host), host, signer)
-        report = fetch_verified(ref, policy=trust(signer), client=layers_rewritten(odd))
+        report = fetch_verified(ref, policy=trust(signer), client=hostile(rewrite=odd))
         assert report.verified == () and {r.reason for r in report.refused} == {"malformed"}
 
 
@@ -717,6 +707,6 @@ def test_a_layer_whose_digest_is_no_string_is_refused_even_where_the_registry_se
         _digest, _image_id, ref, _certificate = _attached(client(host), host, signer)
         state.blobs["None"] = b"{}"
         report = fetch_verified(
-            ref, policy=trust(signer), client=layers_rewritten(lambda layers: [{**layers[0], "digest": None}])
+            ref, policy=trust(signer), client=hostile(rewrite=lambda layers: [{**layers[0], "digest": None}])
         )
         assert report.verified == () and {r.reason for r in report.refused} == {"unavailable"}
