@@ -100,7 +100,8 @@ def nccl_version() -> str | None:
 
 
 def host_record(nvml: Any, nvml_why: str) -> dict[str, Any]:
-    """Everything the certificate binds to: machine, driver, GPUs, software."""
+    """What the certificate binds to: machine, driver, GPUs (with the processes already on them),
+    package versions; torch's build facts are torch_record()'s."""
     rec: dict[str, Any] = {
         "hostname": platform.node(),
         "os": platform.platform(),
@@ -124,12 +125,19 @@ def host_record(nvml: Any, nvml_why: str) -> dict[str, Any]:
         v = _try(nvml.nvmlSystemGetCudaDriverVersion)
         rec["cuda_driver_version"] = f"{v // 1000}.{(v % 1000) // 10}" if v else None
         rec["gpus"] = nvml_gpus(nvml)
-    if importlib.util.find_spec("torch") is not None:
-        try:
-            rec["torch"] = torch_build_info()
-        except Exception as e:
-            rec["torch"] = {"error": f"{type(e).__name__}: {e}"}
     return rec
+
+
+def torch_record() -> dict[str, Any]:
+    """{"torch": torch_build_info()} when torch is installed, else {}: the host record's framework
+    part, read apart from it because importing torch and loading cuDNN and NCCL take seconds on a
+    cold machine (the compile lane's children may use the GPU meanwhile: plan.py)."""
+    if importlib.util.find_spec("torch") is None:
+        return {}
+    try:
+        return {"torch": torch_build_info()}
+    except Exception as e:
+        return {"torch": {"error": f"{type(e).__name__}: {e}"}}
 
 
 def _shm_mib() -> int | None:

@@ -13,7 +13,7 @@ import time
 from typing import Any
 
 from .frameworks import FRAMEWORKS
-from .hostinfo import gpu_devices_present, host_record
+from .hostinfo import gpu_devices_present, host_record, torch_record
 from .record import Recorder, log, utc_now
 from .result import Outcome
 from .session import Budget, Options, Session
@@ -91,9 +91,7 @@ class Certification:
         lane = self._early_lane()
         scan = InventoryScan()  # the libraries read beside the host step (steps/inventory.py)
         try:
-            self._host_step()
-            if lane is not None:
-                lane.release()  # the host step has listed the GPU's processes: the children may go
+            self._host_step(lane)
             self._run(lane, scan)
         finally:
             if lane is not None:
@@ -101,8 +99,8 @@ class Certification:
 
     def _early_lane(self) -> Any:
         """The compile lane of the default torch GPU order, started before the host step: its
-        children import torch (seconds) beside the harness's own import there, and wait for it
-        to finish before they touch the GPU. None where that order does not run."""
+        children import torch (seconds) beside the harness's own import there, and wait until NVML
+        has listed the GPU's processes before they touch it. None where that order does not run."""
         o = self.opts
         torch_gpu = self.gpu_path and self.mode == "full" and self.have_torch
         if not torch_gpu or o.level == "full" or o.framework != "torch" or o.multi_gpu_cpu_test:
@@ -137,9 +135,14 @@ class Certification:
             if self.sampler is not None:
                 self.sampler.stop()
 
-    def _host_step(self) -> None:
+    def _host_step(self, lane: Any) -> None:
         with self.rec.step("host") as st:
             self.host = host_record(self.nvml, self.nvml_why)
+            if lane is not None:
+                # NVML has listed the GPU's processes: the children may go, while torch's own
+                # facts are read (its import, cuDNN and NCCL loaded: 10 s on a cold machine).
+                lane.release()
+            self.host.update(torch_record())
             st.metrics.update(self.host)
             gpus = self.host.get("gpus") or []
             gpu_name = gpus[0].get("name") if gpus else None
