@@ -789,3 +789,46 @@ def test_a_failing_ab_is_confirmed_by_a_second_set_of_pairs_before_it_fails() ->
     # The sampler's own measured time past the limit fails at once: nothing to confirm.
     assert not needs_confirmation({"overhead_lower_95": 0.05}, 0.02, 0.01)
     assert needs_confirmation({"overhead_lower_95": 0.05}, 0.001, 0.01)
+
+
+def test_the_default_order_runs_the_telemetry_ab_before_the_childrens_first_steps_can_share_the_gpu(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """While the compile lane's children compile, the A/B comes first (they use only the CPU
+    then; their first compiled steps, at each compile's end, shared the GPU and disturbed the A/B's
+    windows), then the ungated accuracy runs; the gated runs wait for the ResNet-50 child."""
+    from envbuilder.harness import plan
+    from envbuilder.harness.record import Recorder
+    from envbuilder.harness.session import Budget, Options, Session
+    from envbuilder.harness.steps import real_data, training
+
+    ran: list[str] = []
+
+    class Lane:
+        def wait(self, arch: str, _timeout: float) -> dict[str, Any]:
+            ran.append(f"wait {arch}")
+            return {}
+
+    def did(name: str) -> Any:
+        return lambda *_a, **_k: ran.append(name)
+
+    monkeypatch.setattr(training, "dataset_step", did("dataset"))
+    monkeypatch.setattr(real_data, "real_data_step", did("real_data"))
+    monkeypatch.setattr(plan, "cpu_check_step", did("cpu_check"))
+    for method in ("overhead", "accuracy_runs", "warm_autotuner", "prepare_pipeline", "tuned_eager"):
+        monkeypatch.setattr(plan.TorchGpuPlan, method, did(method))
+    monkeypatch.setattr(
+        plan.TorchGpuPlan, "tuned_compiled", lambda _self, arch: ran.append(f"compiled {arch}")
+    )
+    monkeypatch.setattr(plan.TorchGpuPlan, "ramp_overhead_pipeline", did("ramp, pipeline"))
+    s = Session(
+        opts=Options(),
+        rec=Recorder(io.StringIO()),
+        budget=Budget(180.0, time.monotonic()),
+        thresholds={},
+        device="cuda",
+        sampler=None,
+    )
+    plan.TorchGpuPlan(s, lane=Lane()).run()
+    assert ran.index("overhead") < ran.index("accuracy_runs") < ran.index("compiled resnet18")
+    assert ran.index("compiled resnet18") < ran.index("wait resnet50") < ran.index("tuned_eager")
