@@ -306,8 +306,8 @@ class TorchGpuPlan:
     `full` (--level full) is the long version: every step in the harness process, one after the
     other, cuDNN autotuning in every run. The default order keeps the same steps, gates and window
     sizes, and takes the GPU's idle time out: torch.compile of the tuned models runs in child
-    processes on the CPU cores (steps/lane.py) while the telemetry A/B and the accuracy runs use
-    the GPU (the A/B first: the children's first compiled steps come later and share the GPU); the ResNet-18 child runs its timed loop itself (nothing traced twice), the ResNet-50
+    processes on the CPU cores (steps/lane.py) while the accuracy runs and the telemetry A/B use
+    the GPU; the ResNet-18 child runs its timed loop itself (nothing traced twice), the ResNet-50
     child fills the Inductor cache the harness's own compiled run loads; cpu_check and the input
     pipeline's image encoding (CPU work) fill the wait too. The accuracy runs use cuDNN's
     heuristics instead of autotuning (they are not gated; the tuned runs still autotune). The
@@ -360,15 +360,12 @@ class TorchGpuPlan:
             self.ramp_overhead_pipeline(overhead=True)
             self.tuned_compiled("resnet18")
         else:
-            # While the children compile: the telemetry A/B first, while they work on the CPU
-            # only (their first compiled steps, at the end of each compile, share the GPU and
-            # slowed single windows by 2-65%: H100, 2026-12-05/06), then the ungated GPU work
-            # (no window to disturb) and the CPU-only work the GPU would otherwise wait for
-            # (cpu_check, the input pipeline's images).
-            self.overhead()
+            # While the children compile: the ungated GPU work, and the CPU-only work the GPU
+            # would otherwise wait for (cpu_check, the input pipeline's images).
             self.accuracy_runs(autotune=False)
             self.warm_autotuner("resnet50")
             cpu_check_step(s)
+            self.overhead()
             self.tuned_compiled("resnet18")  # its child is done first; a warn-only gate
             self.prepare_pipeline()
             self.lane.wait("resnet50", max(5.0, s.remaining()))  # nothing shares the GPU from here

@@ -199,10 +199,9 @@ def telemetry_overhead_step(s: Session, data: Dataset | None, amp: str) -> None:
             trainer.drop_grads()
             free_device_memory()
 
-        # cuDNN autotunes the A/B's convolutions (whichever step ran before it): with its
-        # heuristics instead (tried on the H200, 2026-12-01) all five A/Bs came out 2.7-23.6%
-        # slower with the sampler on, one past the bound; autotuned, they spread around zero.
-        torch.backends.cudnn.benchmark = True
+        # cuDNN autotuning stays as the plan set it: with its heuristics instead (tried on the
+        # H200, 2026-12-01) all five A/Bs came out 2.7-23.6% slower with the sampler on, one
+        # past the bound; with autotuning they spread around zero, as before.
         t0 = time.monotonic()
         b = fitting_batch(TORCH_OVERHEAD_BATCHES, warm, after_oom)
 
