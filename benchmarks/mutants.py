@@ -36,6 +36,11 @@ Set L (2026-12-06) was written blind the same way, where J and K did not reach: 
 files, imported certificates, the cached attestations' scope, the janitor's ownership, uv's temp
 folder and process group, the run's GPU selection, the host probe, WSL2's driver, the platform and
 the installability step; none equals a mutant of a..k or `--auto`.
+Set M (2026-12-06) was written blind the same way, where J, K, L and `--auto` planted least: the
+trust policy's file, the signed statements and what `attest` signs, the lock's and the spec's
+values that reach the Dockerfile, the host's evidence of GPU work and the host verdict's CPU path,
+the resolver's GPU names, forward compatibility's GPU classes, `check`'s figures and bands, the run
+log's appends; none equals a mutant of a..l or `--auto`.
 `--auto AREA` (2026-12-05): hand-written sets cannot reach 95% blind (each found conditions no
 test had looked at), so the automatic mode plants every one-line mutant of a fixed operator list
 in the decision functions of an area (AREAS: run-check, verdict, certs; more areas are added as
@@ -3332,6 +3337,375 @@ SET_L = (
 )
 
 
+# --------------------------------------------------------------------------- set M (blind, 2026-12-06)
+# Written from the code alone, before any test of these lines was read (issue 23 hardening), where
+# sets J, K, L and `--auto` planted least (functions with no planted mutant before): the trust
+# policy's file (a key's repositories, public_key or pem, max_age and --max-age, a trusted key's
+# name), the statements a certificate is signed as (their result, their subjects) and what `attest`
+# signs, the lock's and the spec's values that reach the Dockerfile (full match, the label's
+# quoting, the companions' pins and PTX archs, a user's uid, a relative path, reserved variables),
+# the host's evidence of GPU work (a process already there, the memory baseline, the sampling
+# before work is seen), the host verdict's CPU path and the work a result claims,
+# NVIDIA_REQUIRE_CUDA on every GPU, the resolver's GPU names (laptop, ambiguous and full-width
+# names, the probed compute capability), forward compatibility's GPU classes, `check`'s figures
+# and bands, the run log's appends. The same kinds of slip as J, K and L (a field of the wrong
+# record, the first item only, a default that skips a check, a check on one side only, a string
+# tested as if it were None, a subset taken the wrong way round, a prefix compare, a flag
+# forgotten); none equals a mutant of a..l or `--auto` (same tree after planting: 7 of the 43
+# drafts did and were dropped, see benchmarks/results/mutants-setm-2026-12-06.md).
+TRUST_M = (
+    "test_attest_keys.py",
+    "test_attest_envelope.py",
+    "test_cli_trust.py",
+    "test_attest_registry.py",
+    "test_cert_origins.py",
+    "test_hostile_parse.py",
+    "test_bounded.py",
+)
+VALID_M = (
+    "test_lock_edges.py",
+    "test_lock_values.py",
+    "test_lock.py",
+    "test_render.py",
+    "test_spec.py",
+    "test_spec_schema.py",
+    "test_image_renders.py",
+    "test_render_cli.py",
+    "test_golden.py",
+)
+VERDICT_M = ("test_verdict.py", "test_verdict_conditions.py", "test_project_smoke.py", "test_certify.py")
+FIND_M = (
+    "test_run_boundary.py",
+    "test_cert_origins.py",
+    "test_runner.py",
+    "test_attest_registry.py",
+    "test_pipeline.py",
+    "test_certstore.py",
+    "test_certificate.py",
+    "test_hostile_parse.py",
+)
+GPUS_M = (
+    "test_gpu_names.py",
+    "test_resolve_boundary.py",
+    "test_platforms.py",
+    "test_installable.py",
+    "test_stale_rows.py",
+    "test_forward_compat.py",
+    "test_render_forward_compat.py",
+    "test_resolve_cases.py",
+    "test_resolve_edges.py",
+    "test_host.py",
+)
+CHECK_M = ("test_check.py", "test_check_prolog.py", "test_check_k8s.py")
+LOG_M = (
+    "test_joblog.py",
+    "test_engine.py",
+    "test_run_docker_like.py",
+    "test_output_policy.py",
+    "test_outputs_kept.py",
+)
+POLICY_M, STATEMENT_M, SPEC_M, VALIDATE_M, OBSERVE_M, GPUS_FILE_M = (
+    "attest/policy.py",
+    "attest/statement.py",
+    "image/spec.py",
+    "image/validate.py",
+    "certify/observe.py",
+    "resolve/gpus.py",
+)
+SET_M = (
+    m(
+        "M01",
+        POLICY_M,
+        '    repos = entry.get("repositories", [])',
+        '    repos = entry.get("repository", [])',
+        "a policy key's `repositories` read under another name: the key trusted for every repository",
+        TRUST_M,
+    ),
+    m(
+        "M02",
+        POLICY_M,
+        '    if ("public_key" in entry) == ("pem" in entry):',
+        '    if "public_key" not in entry and "pem" not in entry:',
+        "a policy key with both public_key and pem accepted (the pem taken, the file beside it ignored)",
+        TRUST_M,
+    ),
+    m(
+        "M03",
+        POLICY_M,
+        "    if seconds <= 0:",
+        "    if seconds < 0:",
+        "a max_age of 0 (or 0d) accepted as a duration",
+        TRUST_M,
+    ),
+    m(
+        "M04",
+        POLICY_M,
+        "        return TrustPolicy(keys=self.keys, max_age_s=max_age_s, source=self.source)",
+        "        return TrustPolicy(keys=self.keys, max_age_s=self.max_age_s or max_age_s, "
+        "source=self.source)",
+        "--max-age only fills in a policy without max_age: the policy's own one is not overridden",
+        TRUST_M,
+    ),
+    m(
+        "M05",
+        POLICY_M,
+        "    name = check_name(name or Path(public_key).stem)",
+        "    name = name or Path(public_key).stem",
+        "`trust add --name` not checked as a file name: ../x writes the key outside DATA/keys/trusted",
+        TRUST_M,
+    ),
+    m(
+        "M06",
+        STATEMENT_M,
+        '    elif warned or cert.verdict == "certified-cpu-only":',
+        "    elif warned:",
+        "the test-result predicate of a CPU-only certificate says PASSED (it is no GPU certification)",
+        TRUST_M,
+    ),
+    m(
+        "M07",
+        STATEMENT_M,
+        '    if cert.verdict == "failed":',
+        "    if failed:",
+        "the test-result predicate of a failed certificate whose steps passed (host refused) says PASSED",
+        TRUST_M,
+    ),
+    m(
+        "M08",
+        STATEMENT_M,
+        '                "digest": {"sha256": _hex(self.image_id)},',
+        '                "digest": {"sha256": _hex(self.manifest_digest)},',
+        "a statement's second subject names the manifest digest again, not the image ID (wrong field)",
+        TRUST_M,
+    ),
+    m(
+        "M09",
+        STATEMENT_M,
+        "        subject_names=tuple(dict.fromkeys(names)),",
+        "        subject_names=tuple(dict.fromkeys(names))[:1],",
+        "a statement's subjects' repositories: the first one only",
+        TRUST_M,
+    ),
+    m(
+        "M10",
+        "attest/publish.py",
+        "        if cert.image.id != image_id:",
+        "        if cert.image.id[:19] != image_id[:19]:",
+        "`attest` signs a certificate whose image ID shares the short ID's 12 digits with the pushed image",
+        TRUST_M,
+    ),
+    m(
+        "M11",
+        "attest/publish.py",
+        "        repository=ref.name,",
+        "        repository=ref.repository,",
+        "a signed statement's subject names the repository without its registry (the trust policy's "
+        "patterns name both)",
+        TRUST_M,
+    ),
+    m(
+        "M12",
+        VALIDATE_M,
+        "    if value is not None and (not isinstance(value, str) or not regex.fullmatch(value)):",
+        "    if value is not None and (not isinstance(value, str) or not regex.match(value)):",
+        "a lock's stack value checked by its prefix only: `torch==2.5.1` and a second Dockerfile line pass",
+        VALID_M,
+    ),
+    m(
+        "M13",
+        VALIDATE_M,
+        '    escaped = text.replace("\\\\", "\\\\\\\\").replace(\'"\', \'\\\\"\').replace("$", "\\\\$")',
+        '    escaped = text.replace(\'"\', \'\\\\"\').replace("\\\\", "\\\\\\\\").replace("$", "\\\\$")',
+        "a label's quotes escaped before its backslashes: the quote's own backslash doubled, the quote ends "
+        "the string",
+        VALID_M,
+    ),
+    m(
+        "M14",
+        VALIDATE_M,
+        '    escaped = text.replace("\\\\", "\\\\\\\\").replace(\'"\', \'\\\\"\').replace("$", "\\\\$")',
+        '    escaped = text.replace("\\\\", "\\\\\\\\").replace(\'"\', \'\\\\"\')',
+        "a label's `$` left unescaped: BuildKit expands $HOME in the value",
+        VALID_M,
+    ),
+    m(
+        "M15",
+        VALIDATE_M,
+        "    if len(text) > MAX_LABEL_VALUE or not text.isprintable():",
+        '    if len(text) > MAX_LABEL_VALUE or "\\n" in text:',
+        "a label refused for a newline only: a carriage return or another control character passes",
+        VALID_M,
+    ),
+    m(
+        "M16",
+        VALIDATE_M,
+        "    for pin in (*stack.packages, *(req for _, req in stack.companions)):",
+        "    for pin in stack.packages:",
+        "a lock's companion pins (torchvision==...) reach the Dockerfile unchecked",
+        VALID_M,
+    ),
+    m(
+        "M17",
+        VALIDATE_M,
+        '    for field in ("sass", "ptx"):',
+        '    for field in ("sass",):',
+        "a lock's PTX archs reach the Dockerfile unchecked",
+        VALID_M,
+    ),
+    m(
+        "M18",
+        SPEC_M,
+        "        if not regex.fullmatch(text):",
+        "        if not regex.match(text):",
+        "a spec's patterned values matched from the start only: `$` lets a trailing newline through",
+        VALID_M,
+    ),
+    m(
+        "M19",
+        SPEC_M,
+        "    if not isinstance(uid, int) or isinstance(uid, bool) or not 1 <= uid <= 65533:",
+        "    if not isinstance(uid, int) or isinstance(uid, bool) or not 0 <= uid <= 65533:",
+        "a spec's user uid 0 accepted: the image runs as root",
+        VALID_M,
+    ),
+    m(
+        "M20",
+        SPEC_M,
+        '    if not REL_PATH_RE.fullmatch(text) or ".." in text.split("/"):',
+        '    if not REL_PATH_RE.fullmatch(text) or text.startswith(".."):',
+        "a spec's relative path with `..` after its first part (a/../../x) accepted",
+        VALID_M,
+    ),
+    m(
+        "M21",
+        SPEC_M,
+        '        if key in RESERVED_ENV or key.startswith("ENVBUILDER_"):',
+        "        if key in RESERVED_ENV:",
+        "a spec's env may set ENVBUILDER_* variables (envbuilder's own, read by the entrypoint)",
+        VALID_M,
+    ),
+    m(
+        "M22",
+        OBSERVE_M,
+        "        if any(p.pid not in old_pids for p in g.processes):",
+        "        if g.processes:",
+        "a GPU busy with a process that was there before the run counts as the container's GPU work",
+        VERDICT_M,
+    ),
+    m(
+        "M23",
+        OBSERVE_M,
+        "        if g.memory_used_mib is not None and g.memory_used_mib - base_mem >= MEMORY_RISE_MIB:",
+        "        if g.memory_used_mib is not None and g.memory_used_mib >= MEMORY_RISE_MIB:",
+        "a GPU's memory in use counts as the container's work without its baseline taken off",
+        VERDICT_M,
+    ),
+    m(
+        "M24",
+        OBSERVE_M,
+        "        throttled = self._busy and self._clock() - self._last < self._interval",
+        "        throttled = self._clock() - self._last < self._interval",
+        "the host's GPU samples throttled before any work was seen (a quick run's second of work missed)",
+        VERDICT_M,
+    ),
+    m(
+        "M25",
+        "certify/verdict.py",
+        '    cpu_run = facts.access == "none"',
+        "    cpu_run = not facts.access",
+        "the CPU path's checks test the access mode as if it were None (it is the string 'none')",
+        VERDICT_M,
+    ),
+    m(
+        "M26",
+        "certify/verdict.py",
+        '    steps = sum(float(s["seconds"]) for s in result["steps"] if s["status"] != SKIP)',
+        '    steps = sum(float(s["seconds"]) for s in result["steps"] if s["status"] == "pass")',
+        "the work a result claims leaves out its warned steps' seconds",
+        VERDICT_M,
+    ),
+    m(
+        "M27",
+        RES,
+        "    gpus: tuple[HostGpu | None, ...] = host.gpus or (None,)",
+        "    gpus: tuple[HostGpu | None, ...] = host.gpus[:1] or (None,)",
+        "NVIDIA_REQUIRE_CUDA judged for the first GPU only (a host with GPUs of two brands)",
+        GPUS_M,
+    ),
+    m(
+        "M28",
+        GPUS_FILE_M,
+        "        frozenset(model for words, model in index.words if set(wanted) <= words),",
+        "        frozenset(model for words, model in index.words if words <= set(wanted)),",
+        "a GPU name's words matched the wrong way round: 'RTX 4090 Laptop GPU' fits the desktop RTX 4090",
+        GPUS_M,
+    ),
+    m(
+        "M29",
+        GPUS_FILE_M,
+        "        cc = g.cc or known.cc",
+        "        cc = known.cc or g.cc",
+        "a probed GPU's compute capability replaced by its model's (the board's own reading lost)",
+        GPUS_M,
+    ),
+    m(
+        "M30",
+        GPUS_FILE_M,
+        "        model=m.name if len(branches) == 1 and len(models) == len(match.candidates) else None,",
+        "        model=m.name,",
+        "a GPU name several models fit takes the first model's driver branches",
+        GPUS_M,
+    ),
+    m(
+        "M31",
+        GPUS_FILE_M,
+        "            return GpuMatch(model=index.by_name[names[0]], name=name, candidates=tuple(names))",
+        "            return GpuMatch(model=index.by_name[names[0]], name=names[0])",
+        "a GPU name several models of one compute capability fit taken as the first of them",
+        GPUS_M,
+    ),
+    m(
+        "M32",
+        "resolve/forward_compat.py",
+        "    return tuple(g for g in gpus if g.segment not in segments)",
+        "    return tuple(g for g in gpus if g.segment and g.segment not in segments)",
+        "a GPU of unknown class taken as eligible for forward compatibility",
+        GPUS_M,
+    ),
+    m(
+        "M33",
+        "check/image.py",
+        "    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None",
+        "    return float(value) if isinstance(value, int | float) else None",
+        "a figure of the image's gate given as true read as 1.0",
+        CHECK_M,
+    ),
+    m(
+        "M34",
+        "atomic.py",
+        "    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)",
+        "    fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o644)",
+        "a JSON-lines log written from its start: each record overwrites the first line",
+        LOG_M,
+    ),
+    m(
+        "M35",
+        "check/findings.py",
+        "        if not fail <= warn <= 1.5:",
+        "        if not warn <= fail <= 1.5:",
+        "a check band's order inverted: a fail_below above its warn_below accepted (the right one refused)",
+        CHECK_M,
+    ),
+    m(
+        "M36",
+        GPUS_FILE_M,
+        '    text = unicodedata.normalize("NFKC", name).casefold()',
+        "    text = name.casefold()",
+        "a GPU name in full-width letters or digits (pasted from a wide font) no longer matches its model",
+        GPUS_M,
+    ),
+)
+
 SETS = {
     "a": SET_A,
     "b": SET_B,
@@ -3345,6 +3719,7 @@ SETS = {
     "j": SET_J,
     "k": SET_K,
     "l": SET_L,
+    "m": SET_M,
 }
 
 
@@ -7363,7 +7738,7 @@ def auto_report(
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--set", default="abcdefghijkl", help="which sets: any of a..l (default: abcdefghijkl)")
+    ap.add_argument("--set", default="abcdefghijklm", help="which sets: any of a..m (default: abcdefghijklm)")
     ap.add_argument("--auto", metavar="AREA", help=f"automatic mutants of one area: {', '.join(AREAS)}")
     ap.add_argument(
         "--ops",

@@ -157,11 +157,18 @@ def instructions(dockerfile: str) -> list[str]:
 
 def label_values(dockerfile: str) -> dict[str, str]:
     """The LABEL values as BuildKit's word lexer reads a double-quoted word: backslash before
-    a backslash, `"` or `$` stands for that character, any other backslash for itself (moby
-    frontend/dockerfile/shell/lex.go, processDoubleQuote)."""
+    a backslash, `"` or `$` stands for that character, any other backslash for itself, and an
+    unescaped `$NAME` or `${NAME}` is a variable, expanded (moby frontend/dockerfile/shell/lex.go,
+    processDoubleQuote, processDollar)."""
     text = dockerfile[dockerfile.index("\nLABEL ") :].replace("\\\n", " ")
     pairs = re.findall(r'([a-z0-9.-]+)="((?:[^"\\]|\\.)*)"', text)
-    return {k: re.sub(r'\\([\\"$])', r"\1", v) for k, v in pairs}
+    return {k: _BUILDKIT_WORD.sub(lambda m: m.group(1) or "", v) for k, v in pairs}
+
+
+# An escaped `\\`, `"` or `$` stands for itself; an unescaped `$NAME` or `${...}` is expanded by
+# BuildKit (to the build's value, "" where unset: read here as ""), so the label Docker records
+# is not the text.
+_BUILDKIT_WORD = re.compile(r'\\([\\"$])|\$(?:\{[^}]*\}|[A-Za-z_][A-Za-z0-9_]*)')
 
 
 def locked(name: str, version: str, group: str = "framework", digit: str = "a") -> LockedPackage:

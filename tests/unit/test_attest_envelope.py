@@ -97,6 +97,17 @@ def test_test_result_predicate_from_steps_and_gates() -> None:
     assert result_predicate(Certificate(cert("certified-cpu-only")))["result"] == "WARNED"
 
 
+def test_a_failed_certificate_is_a_failed_test_result_whatever_its_steps_say() -> None:
+    # The host fails a result whose steps all passed (a refused result, a non-zero exit, the
+    # project's smoke command): the certificate's verdict decides, never the steps' statuses.
+    body = {k: v for k, v in cert().items() if k not in ("content_hash", "section_hashes")}
+    body["harness"] = {"steps": [{"name": "cpu_check", "status": "pass"}], "gates": []}
+    sections = {k: body[k] for k in ("image", "host", "run", "harness", "thresholds")}
+    failed = build_certificate(**sections, verdict="failed", verdict_reason="harness exited 1 after a pass")
+    pred = result_predicate(failed)
+    assert (pred["result"], pred["passedTests"], pred["failedTests"]) == ("FAILED", ["cpu_check"], [])
+
+
 def test_signed_certificate_verifies(signer: CryptoSigner, policy: TrustPolicy) -> None:
     out = _verify(_signed(signer), policy)
     assert isinstance(out, Verified), out

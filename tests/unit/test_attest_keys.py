@@ -140,6 +140,10 @@ def test_a_keys_repository_patterns_match_the_whole_name_never_a_prefix(tmp_path
         ({"schema_version": 1, "keys": {}}, "`keys` must be a list"),
         ({"schema_version": 1, "keys": [{"public_key": "x.pub"}]}, r"keys\[0\]: `name` is missing"),
         ({"schema_version": 1, "keys": [{"name": "a"}]}, "give exactly one of public_key"),
+        (
+            {"schema_version": 1, "keys": [{"name": "a", "public_key": "a.pub", "pem": "junk"}]},
+            "give exactly one of public_key",
+        ),
         ({"schema_version": 1, "keys": [{"name": "a", "pem": "junk"}]}, "is not a PEM public key"),
         (
             {"schema_version": 1, "keys": [{"name": "a", "public_key": "none.pub"}]},
@@ -167,6 +171,16 @@ def test_default_policy_trusts_own_keys_until_a_policy_file_exists(tmp_path: Pat
     assert [k.name for k in policy.keys_for("reg/other/x")] == ["mine"]
     with pytest.raises(SigningKeyError, match="already trusts a key named 'theirs'"):
         import_trusted_key(theirs.public_path, base=tmp_path)
+
+
+@pytest.mark.parametrize("name", ["../outside", "a/b", ".hidden"])
+def test_a_trusted_keys_name_is_a_plain_file_name_or_nothing_is_written(tmp_path: Path, name: str) -> None:
+    # The name becomes DATA/keys/trusted/NAME.pub: `../outside` would write beside the folder.
+    theirs = generate_key("theirs", directory=tmp_path / "elsewhere")
+    before = sorted(p for p in tmp_path.rglob("*"))
+    with pytest.raises(SigningKeyError, match="is not a key name"):
+        import_trusted_key(theirs.public_path, name=name, base=tmp_path / "data")
+    assert sorted(p for p in tmp_path.rglob("*")) == before
 
 
 def test_choose_policy_key_and_trust_are_exclusive(tmp_path: Path) -> None:

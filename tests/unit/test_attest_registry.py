@@ -88,6 +88,29 @@ def test_never_signs_a_certificate_onto_another_image(signer: CryptoSigner) -> N
             attach_certificates(
                 reg, ref, digest=digest, image_id=image_id, certificates=[other], signer=signer
             )
+        # An image ID that shares the short ID (its first 12 digits) is another image all the same.
+        twin = image_id[:19] + ("0" if image_id[19] != "0" else "1") + image_id[20:]
+        alike = Certificate(cert(image_id=twin))
+        with pytest.raises(CertificateRefusedError, match="is for image"):
+            attach_certificates(
+                reg, ref, digest=digest, image_id=image_id, certificates=[alike], signer=signer
+            )
+
+
+def test_a_signed_statement_names_the_registry_and_repository_a_scoped_key_is_trusted_for(
+    signer: CryptoSigner,
+) -> None:
+    # A policy's patterns name registry/repository (docs/trust.md): the statement's subjects must
+    # name the same, or a key trusted for this registry's team/* holds for nothing it signed.
+    with fake_registry() as (host, _state):
+        reg = client(host)
+        *_, certificate = _attached(reg, host, signer)
+        scoped = TrustPolicy(
+            keys=(TrustedKey(name="ci", key=signer.public_key, repositories=(f"{host}/team/*",)),), source="t"
+        )
+        report = fetch_verified(f"{host}/team/train:1", policy=scoped, client=client)
+        assert report.refused == () and [c.id for c in report.certificates] == [certificate.id]
+        assert {name for v in report.verified for name in v.subject_names} == {f"{host}/team/train"}
 
 
 def test_the_digest_given_is_verified_against_even_for_a_reference_with_a_digest(

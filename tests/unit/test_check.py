@@ -467,6 +467,16 @@ def test_a_gpu_model_the_certificate_recorded_no_figure_for_is_not_judged() -> N
     assert {x.status for x in old if x.check in ("image.gemm", "image.copy")} == {"skip"}
 
 
+def test_a_figure_the_image_gives_as_a_boolean_is_no_measure() -> None:
+    # gate.json comes from the image under test: `true` is not 1.0 TFLOP/s (Python takes it for 1),
+    # nor is a certificate's `true` a figure to judge against.
+    got = judge_gate(run_of(gate_doc(gpu_step(0, True, 3950.0))), sealed([BASELINE]), T)
+    gemm = next(x for x in got if x.check == "image.gemm")
+    assert (gemm.status, gemm.message) == ("skip", "no bf16 GEMM was measured")
+    flagged = {**BASELINE, "metrics": {**BASELINE["metrics"], "copy_gbs": True}}
+    assert certified_figures(sealed([flagged])) == {"NVIDIA H200": {"bf16_gemm_tflops": 700.0}}
+
+
 def test_the_allreduce_is_judged_against_the_certified_busbw_of_the_same_size_and_gpu_count() -> None:
     c = sealed([BASELINE, MULTI])
     loop = {"name": "allreduce_loopback", "status": "pass", "reason": "",

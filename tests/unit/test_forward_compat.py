@@ -55,6 +55,14 @@ def test_which_gpus_it_applies_to() -> None:
     ]
 
 
+def test_a_gpu_known_only_by_its_compute_capability_is_not_taken_as_eligible() -> None:
+    # Its class (data center, workstation, consumer) is unknown: forward compatibility is offered
+    # only to the classes matrices/cuda.yaml names, never to a GPU whose class was not read.
+    gpus = target_host(MATRIX, None, (), ("9.0",)).gpus
+    assert gpus[0].segment is None
+    assert forward_compat.ineligible_gpus(MATRIX, gpus) == gpus
+
+
 @pytest.mark.parametrize("gpu", ["RTX 4090", "RTX 3090"])
 def test_forward_compat_asked_for_on_a_geforce_gives_no_stack_through_cuda_compat(gpu: str) -> None:
     """Set H's survivor H30 (h13): the GPU class decides before any image's cuda-compat is tried."""

@@ -5,12 +5,15 @@ board. And every name in gpus.yaml reaches its own model."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from envbuilder.errors import UsageError
 from envbuilder.fleet.classes import NodeClass, with_gpu_model
+from envbuilder.host.model import Host, HostGpu
 from envbuilder.matrix import load_matrix
-from envbuilder.resolve.gpus import gpu_from_match, lookup_gpu
+from envbuilder.resolve.gpus import enrich_host, gpu_from_match, lookup_gpu
 
 MATRIX = load_matrix()
 
@@ -52,6 +55,7 @@ MATRIX = load_matrix()
         ("GeForce GTX 1080", "GeForce GTX 1080", "6.1"),  # the pre-R495 NVML form, without "NVIDIA "
         ("NVIDIA GeForce GTX 1060 with Max-Q Design", "GeForce GTX 1060", "6.1"),
         ("\uff32\uff34\uff38 4090", "GeForce RTX 4090", "8.9"),  # full-width letters, NFKC-folded
+        ("RTX 4090 \uff2c\uff41\uff50\uff54\uff4f\uff50", "GeForce RTX 4090 Laptop GPU", "8.9"),  # Laptop
         ("  nvidia   h200 ", "NVIDIA H200", "9.0"),
     ],
 )
@@ -147,6 +151,32 @@ def test_several_models_of_one_compute_capability_are_accepted_and_said(
     gpu = gpu_from_match(MATRIX, match)
     assert gpu.cc == cc
     assert f"any of {count} models of compute capability {cc}: " in gpu.name
+
+
+def test_several_models_give_their_driver_branches_only_where_they_agree() -> None:
+    # `4090` fits three models of one capability and one branch range: the model stands for their
+    # branch checks. Were one of them (the 4090 D) sold from another branch, none may.
+    match = lookup_gpu(MATRIX, "4090")
+    assert gpu_from_match(MATRIX, match).model == "GeForce RTX 4090"
+    models = tuple(
+        replace(m, first_branch=525) if m.name == "GeForce RTX 4090 D" else m for m in MATRIX.gpus.models
+    )
+    other = replace(MATRIX, gpus=replace(MATRIX.gpus, models=models))
+    gpu = gpu_from_match(other, lookup_gpu(other, "4090"))
+    assert (gpu.cc, gpu.brand, gpu.model) == ("8.9", "geforce", None)
+
+
+def test_a_probed_gpu_keeps_the_compute_capability_the_probe_read() -> None:
+    # The matrix fills what the probe could not read (nvidia-smi's [N/A]); it never overrides a
+    # reading (a board the matrix takes for another model's name is what it says it is).
+    host = Host(
+        driver="580.65.06",
+        gpus=(HostGpu(name="NVIDIA H100 80GB HBM3", cc="9.1"), HostGpu(name="NVIDIA H100 80GB HBM3", cc="")),
+        source="nvml",
+    )
+    read, unread = enrich_host(MATRIX, host).gpus
+    assert (read.cc, read.model) == ("9.1", "NVIDIA H100")
+    assert (unread.cc, unread.model) == ("9.0", "NVIDIA H100")
 
 
 @pytest.mark.parametrize(

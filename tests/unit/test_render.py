@@ -292,6 +292,7 @@ def test_base_image_override_is_recorded() -> None:
         ("require_cuda", "cuda>=13.0 $(id)"),
         ("min_driver", "580'"),
         ("sass", ("9.0\n",)),
+        ("ptx", ("12.0\nRUN x",)),
         ("id", "x y"),
         ("strategy", "other"),
     ],
@@ -300,6 +301,20 @@ def test_stack_values_from_a_lock_are_validated(field: str, value: object) -> No
     with pytest.raises(SpecError, match=field.split("_")[0]):
         changes: dict[str, Any] = {field: value}
         render_dockerfile(spec(), replace(TORCH_BUNDLED_CU130, **changes))
+
+
+def test_a_lock_s_companion_pins_are_checked_as_its_packages_are() -> None:
+    # A companion's requirement reaches the same pip install line as the framework's pins.
+    companions = (("torchvision", "torchvision==0.26.0 && curl evil"),)
+    with pytest.raises(SpecError, match="packages"):
+        render_dockerfile(spec(), replace(TORCH_BUNDLED_CU130, companions=companions))
+
+
+@pytest.mark.parametrize("text", ["two\nlines", "carriage\rreturn", "escape\x1b[31m", "tab\there", "nul\x00"])
+def test_a_label_is_one_line_of_printable_text(text: str) -> None:
+    # A carriage return or an escape is no newline, but no label is one line of text with it.
+    with pytest.raises(SpecError, match=r"label a\.b.: value .* refused"):
+        render_dockerfile(spec(), TORCH_BUNDLED_CU130, RenderOptions(labels=(("a.b", text),)))
 
 
 def test_bad_options_refused() -> None:

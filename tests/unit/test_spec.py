@@ -186,6 +186,8 @@ def test_env_int_becomes_string() -> None:
         {"indexes": [{"name": "a", "url": "https://a.example", "password": "x"}]},
         {"indexes": [{"name": "a", "url": "https://a.example", "secret": "a,src=/etc/shadow"}]},
         {"context": "../up"},
+        {"context": "sub/../../up"},
+        {"requirements": "deps/../../outside.txt"},
         {"context": "/abs"},
         {"cmd": []},
         {"cmd": ["python", "a\nRUN evil"]},

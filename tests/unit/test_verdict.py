@@ -90,6 +90,14 @@ def test_the_watch_sees_a_new_process_or_memory_rising_and_survives_a_broken_pro
     assert watch.stop() == Observation(source="nvml", samples=1, busy=())
     watch.tick()
     assert watch.stop().busy == ("GPU-1",)
+    # Memory another process held before the run is the baseline, not the container's work.
+    held = [_gpu_report(used=8000), _gpu_report(used=8000 + 255), _gpu_report(used=8000 + 256)]
+    watch = GpuWatch(lambda: held.pop(0), interval_s=0.0)
+    watch.start()
+    watch.tick()
+    assert not watch.stop().saw_gpu_work
+    watch.tick()
+    assert watch.stop().busy == ("GPU-1",)
     old = GpuProcess(pid=7, used_mib=10, kind="compute")
     seq = [_gpu_report((old,)), _gpu_report((old,)), _gpu_report((old, replace(old, pid=8)))]
     watch = GpuWatch(lambda: seq.pop(0), interval_s=0.0)

@@ -212,6 +212,8 @@ def test_claimed_work_is_the_steps_that_ran_or_the_wall_time_if_longer() -> None
     doc = cpu_result()
     doc["steps"][3]["seconds"] = 3.0  # a skipped step's seconds do not count
     assert claimed_seconds(doc) == 10.0  # 1 + 1 + 2 + 6
+    doc["steps"][2] = step("cpu_check", "warn", 2.0)  # a step that warned ran all the same
+    assert claimed_seconds(doc) == 10.0
     doc["wall_seconds"] = 30.0
     assert claimed_seconds(doc) == 30.0
     doc["wall_seconds"] = True  # not a number
