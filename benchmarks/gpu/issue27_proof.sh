@@ -22,6 +22,7 @@
 #   PLAN=coldab ...      torch only, new, old, new, old, each after the page cache is dropped
 #                        (/proc/sys/vm/drop_caches, as root): cold runs side by side, ~8 min; the
 #                        note says when the cache could not be dropped (then the later runs are warm)
+#   PLAN=jaxcold ...     JAX only, new then old, each after the page cache is dropped, ~5 min
 #   bash benchmarks/gpu/issue27_proof.sh check-only   a second call on the still-warm machine: only
 #                                       check_faults.sh against the image the first call certified
 #                                       (its Docker, image and certificate store are still there)
@@ -51,7 +52,7 @@ source "$ROOT/benchmarks/gpu/lib.sh"
 export PYTHONUNBUFFERED=1
 LIMIT=${LIMIT:-535}          # seconds of wall this script may take (the call's limit is 600)
 OLD_REF=${OLD_REF:-5a10b03}  # the old harness, when .device/old is missing and git has history
-PLAN=${PLAN:-default}        # default | jax | short | torch | torchab | coldab (see above)
+PLAN=${PLAN:-default}        # default | jax | short | torch | torchab | coldab | jaxcold (see above)
 CONTAINER=${CONTAINER:-1}    # 0: no container part
 T_START=$(date +%s)
 TAG=envbuilder/issue27-proof:latest
@@ -126,14 +127,19 @@ elif [ "$PLAN" = torchab ]; then
   one torch-old-warm old 90
   one torch-new-warm new 90
   one torch-old-warm2 old 90
-elif [ "$PLAN" = coldab ]; then
+elif [ "$PLAN" = coldab ] || [ "$PLAN" = jaxcold ]; then
   CONTAINER=0
   # Cold like a fresh machine's first run: the libraries (torch, cuDNN, ...) read from disk again.
   dropped() { sync; if echo 3 >/proc/sys/vm/drop_caches 2>/dev/null; then echo "page cache dropped"; else echo "page cache NOT dropped"; fi; }
+  if [ "$PLAN" = jaxcold ]; then
+    NOTE=$(dropped) one jax-new-cold new 120 --framework jax
+    NOTE=$(dropped) one jax-old-cold old 150 --framework jax
+  else
   NOTE=$(dropped) one torch-new-cold new 100
   NOTE=$(dropped) one torch-old-cold old 100
   NOTE=$(dropped) one torch-new-cold2 new 100
   NOTE=$(dropped) one torch-old-cold2 old 100
+  fi
 elif [ "$PLAN" = jax ]; then
   CONTAINER=0
   one jax-new-cold new 150 --framework jax
