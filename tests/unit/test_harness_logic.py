@@ -789,3 +789,45 @@ def test_a_failing_ab_is_confirmed_by_a_second_set_of_pairs_before_it_fails() ->
     # The sampler's own measured time past the limit fails at once: nothing to confirm.
     assert not needs_confirmation({"overhead_lower_95": 0.05}, 0.02, 0.01)
     assert needs_confirmation({"overhead_lower_95": 0.05}, 0.001, 0.01)
+
+
+def test_the_compile_lane_goes_once_nvml_has_listed_the_gpus_processes_not_after_torchs_facts(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The lane's children may touch the GPU once NVML has listed the processes on it (so they are
+    never among them); torch's facts (its import, cuDNN and NCCL loaded: about 10 s of a cold host
+    step) are read after the go, not before it."""
+    from envbuilder.harness import inventory as harness_inventory
+    from envbuilder.harness import plan
+    from envbuilder.harness.record import Recorder
+    from envbuilder.harness.session import Options
+
+    said: list[str] = []
+
+    class Lane:
+        def release(self) -> None:
+            said.append("go")
+
+        def close(self) -> None:
+            said.append("closed")
+
+    def host_record(_nvml: object, _why: str) -> dict[str, object]:
+        said.append("nvml listed")
+        return {"gpus": [{"index": 0, "name": "NVIDIA H200", "processes": []}]}
+
+    def torch_record() -> dict[str, object]:
+        said.append("torch read")
+        return {"torch": {"version": "2.9.1"}}
+
+    monkeypatch.setattr(
+        harness_inventory, "scan", lambda _roots: {"libraries": [], "errors": [], "truncated": False}
+    )
+    monkeypatch.setattr(plan, "host_record", host_record)
+    monkeypatch.setattr(plan, "torch_record", torch_record)
+    monkeypatch.setattr(plan, "run_path", lambda *_a, **_k: said.append("path"))
+    monkeypatch.setattr(plan.Certification, "_early_lane", lambda _self: Lane())
+    rec = Recorder(io.StringIO())
+    plan.Certification(Options(cpu_only=True), None, rec, started=time.monotonic()).run()
+    assert said == ["nvml listed", "go", "torch read", "path", "closed"]
+    host = rec.steps[0]
+    assert host.name == "host" and host.metrics["torch"] == {"version": "2.9.1"} and "gpus" in host.metrics
