@@ -7991,6 +7991,8 @@ def _snapshot(parent: Path) -> None:
     for shipped in ("matrices", "templates", "images"):  # resources.shipped_dir looks beside it
         (parent / shipped).symlink_to(ROOT / shipped)
     (parent / "scripts").symlink_to(ROOT / "scripts")  # test_check_prolog.py runs the Slurm recipe
+    (parent / "benchmarks").symlink_to(ROOT / "benchmarks")  # test_fuzz_loaders.py reads results/
+    (parent / "docs").symlink_to(ROOT / "docs")  # test_fleet_schedulers.py reads architecture.md
     where = subprocess.run(
         [sys.executable, "-P", "-c", "import envbuilder; print(envbuilder.__file__)"],
         cwd=parent,
