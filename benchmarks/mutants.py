@@ -3887,6 +3887,12 @@ SET_N = (
         "    fwd_ok = not forward_compat.ineligible_gpus(matrix, gpus)",
         "a driver too old and no GPU given: forward compatibility said to apply (no GPU is ineligible)",
         RESOLVE_N,
+        "_driver_reason runs only in _evaluate's `if v.cuda is not None` branch, with gpus = host.gpus; "
+        "resolve() makes a request on a host without GPUs cpu_only (resolver.py: `if not host.gpus and "
+        "not request.cpu_only`) and then skips every variant with a CUDA (`(listed.cuda is None) != "
+        "request.cpu_only`), and a CPU variant gets a CUDA only from a platforms.yaml row that names one "
+        "(variant_for_platform), which no CPU row does (matrix refresh writes `cuda` from a wheel's CUDA "
+        "pins): where it runs, gpus is never empty and bool(gpus) always true",
     ),
     m(
         "N08",
