@@ -7131,6 +7131,13 @@ EQUIVALENT.update(
             "write_text_atomic(journal, json.dumps(record, sort_keys=None))",
         ): "the journal is read only by _read_journal, through json.loads into a dict whose keys are "
         "looked up by name: the order they were written in is never read",
+        (  # ATH065
+            "image/installable.py",
+            "kind: sorted({b.python for b in matrix.base_images if b.kind == kind}, key=Version)",
+            "kind: sorted({b.python for b in matrix.base_images if b.kind == kind}, key=None)",
+        ): "as the sorted() dropped (AT137's siblings): the Pythons of each kind are only iterated to "
+        "add keys to a set (`keys`), returned through sorted() on the keys with Version(k[2]): the "
+        "order they are visited in changes nothing",
     }
 )
 
