@@ -7138,6 +7138,26 @@ EQUIVALENT.update(
         ): "as the sorted() dropped (AT137's siblings): the Pythons of each kind are only iterated to "
         "add keys to a set (`keys`), returned through sorted() on the keys with Version(k[2]): the "
         "order they are visited in changes nothing",
+        (  # CKH019
+            "check/findings.py",
+            'statuses.append(Finding(check=f["check"], status=f["status"], message=f["message"]))',
+            'statuses.append(Finding(check=None, status=f["status"], message=f["message"]))',
+        ): "validate_report's `statuses` are read only by verdict_of (twice, in the verdict line), "
+        "which reads each Finding's .status alone: the check name is never read",
+        (  # CKH021
+            "check/findings.py",
+            'statuses.append(Finding(check=f["check"], status=f["status"], message=f["message"]))',
+            'statuses.append(Finding(check=f["check"], status=f["status"], message=None))',
+        ): "as CKH019: verdict_of reads each Finding's .status alone, never its message",
+        (  # CKH117
+            "check/gate.py",
+            "gate = run_gate(eng, info, choice, timeout_s=IMAGE_TIMEOUT_S, say=say, runtime=rt)",
+            "gate = run_gate(eng, info, choice, timeout_s=IMAGE_TIMEOUT_S, say=say, runtime=None)",
+        ): "run_gate hands `runtime` to gate_container -> training_container, which reads it only for "
+        "`rt.grant(choice.mode, gpus)`, taking `get_runtime()` (the DEFAULT runtime) for None; `rt` is "
+        "get_runtime(DEFAULT_RUNTIME, engine=eng), the same runtime class, and its grant "
+        "(docker_grant(mode, selection)) reads no engine: the same spec; the container itself is "
+        "started by run_gate's own `eng`",
     }
 )
 
