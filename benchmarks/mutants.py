@@ -7158,6 +7158,34 @@ EQUIVALENT.update(
         "get_runtime(DEFAULT_RUNTIME, engine=eng), the same runtime class, and its grant "
         "(docker_grant(mode, selection)) reads no engine: the same spec; the container itself is "
         "started by run_gate's own `eng`",
+        (  # IOH008
+            "bounded.py",
+            'lambda m: m.group(0) if _HARMLESS.fullmatch(m.group(1) or m.group(2) or "") '
+            "else \"'...'\", problem",
+            'lambda m: m.group(0) if _HARMLESS.fullmatch(m.group(2) or m.group(1) or "") '
+            "else \"'...'\", problem",
+        ): "_QUOTED is one alternation of two groups ('...' or \"...\"): in a match exactly one takes "
+        "part and the other is None, so `a or b or ''` and `b or a or ''` are the same text",
+        (  # IOH020
+            "atomic.py",
+            'fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)',
+            'fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=None, dir=path.parent)',
+        ): "the temp file's name is read by nothing: write_bytes_atomic uses the `tmp` mkstemp returns "
+        "for the link, rename and unlink, and no code looks for *.tmp files (the prefix keeps it hidden "
+        "and apart from the target either way)",
+        (  # IOH030
+            "lifecycle.py",
+            "flush=True,",
+            "flush=None,",
+        ): "the line goes to sys.stderr, which Python (>= 3.9; pyproject requires 3.10) line-buffers "
+        "whether or not it is a terminal, and print ends it with a newline: it is flushed either way",
+        (  # IOH037
+            "lifecycle.py",
+            "text=True,",
+            "text=None,",
+        ): "subprocess.Popen opens its pipes as text when any of encoding, errors or text is given "
+        "(`self.text_mode = encoding or errors or text`); run_child gives errors='replace': text "
+        "either way, with the same locale encoding",
     }
 )
 

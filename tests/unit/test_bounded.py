@@ -423,3 +423,24 @@ def test_json_that_is_malformed_too_deep_after_siblings_or_of_too_many_digits_is
         check_json_depth("[" + "[]," * 10 + "[[[]]]]", max_depth=3)
     with pytest.raises(TooLarge, match="digits"):
         load_json("1" * (MAX_DIGITS + 10), max_bytes=MAX_DIGITS + 10)
+
+
+# ---------------------------------------------------------------------- --auto io, eighth set (2026-12-06)
+
+
+def test_each_child_of_a_value_is_measured_by_itself() -> None:
+    """A value measured already (the alias after it was met first) does not stand for its
+    siblings: the 2 beside it is counted too, never a KeyError."""
+    assert load_yaml("x: [[&a [1], 2], *a]\n") == {"x": [[[1], 2], [1]]}
+
+
+def test_a_cycle_is_named_as_one_wherever_it_sits_among_its_siblings() -> None:
+    """An alias to its own enclosing value, second of three: the cycle is named, before the
+    sibling after it (too many values once expanded) is measured."""
+    laughs = "".join(
+        f"b{i + 1}: &b{i + 1} [*b{i}, *b{i}, *b{i}, *b{i}, *b{i}, *b{i}, *b{i}, *b{i}, *b{i}, *b{i}]\n"
+        for i in range(6)
+    )
+    text = "b0: &b0 [1]\n" + laughs + "x: &x [0, *x, *b6]\n"
+    with pytest.raises(TooLarge, match="a cycle"):
+        load_yaml(text)

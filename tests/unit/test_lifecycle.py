@@ -512,3 +512,82 @@ def test_a_child_that_ignores_sigterm_is_killed_and_run_child_gives_text_from_a_
     assert done.stdout == "True\n"
     with pytest.raises(subprocess.TimeoutExpired):
         run_child(["sleep", "5"], timeout=0.3)
+
+
+# ---------------------------------------------------------------------- --auto io, eighth set (2026-12-06)
+
+
+def test_kill_group_never_waits_without_a_bound(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A group that outlives SIGKILL (a process in uninterruptible sleep) or that envbuilder may
+    not signal: each wait lasts `wait_s` at most, and kill_group returns."""
+    from envbuilder.lifecycle import kill_group
+
+    class Stuck:
+        pid = 4242
+
+        def __init__(self) -> None:
+            self.waits: list[float | None] = []
+
+        def wait(self, timeout: float | None = None) -> int:
+            self.waits.append(timeout)
+            if timeout is None:
+                pytest.fail("kill_group waited without a bound")
+            raise subprocess.TimeoutExpired("stuck", timeout)
+
+    sent: list[int] = []
+    monkeypatch.setattr(os, "killpg", lambda pid, sig: sent.append(sig))
+    stuck = Stuck()
+    kill_group(stuck, wait_s=0.01)  # type: ignore[arg-type]
+    assert sent == [signal.SIGTERM, signal.SIGKILL] and stuck.waits == [0.01, 0.01, 0.01]
+
+    def refused(pid: int, sig: int) -> None:
+        raise PermissionError(1, "Operation not permitted")
+
+    monkeypatch.setattr(os, "killpg", refused)
+    other = Stuck()
+    kill_group(other, wait_s=0.01)  # type: ignore[arg-type]
+    assert other.waits == [0.01]
+
+
+def test_run_childs_child_reads_no_stdin_and_runs_in_the_folder_given(tmp_path: Path) -> None:
+    """The child's stdin is /dev/null (never envbuilder's own: a tool that asks waits on nobody),
+    even when envbuilder's stdin is a pipe; and it runs in `cwd`."""
+    code = "import os; print(os.readlink('/proc/self/fd/0')); print(os.getcwd())"
+    saved = os.dup(0)
+    read_end, write_end = os.pipe()
+    try:
+        os.dup2(read_end, 0)
+        done = run_child([sys.executable, "-c", code], cwd=tmp_path)
+    finally:
+        os.dup2(saved, 0)
+        for fd in (saved, read_end, write_end):
+            os.close(fd)
+    assert done.stdout.splitlines() == ["/dev/null", str(tmp_path)]
+
+
+def test_run_childs_child_dies_with_envbuilder_even_on_sigkill(tmp_path: Path) -> None:
+    pidfile = tmp_path / "child.pid"
+    code = f"import os, time; open({str(pidfile)!r} + '.tmp', 'w').write(str(os.getpid())); " + (
+        f"os.rename({str(pidfile)!r} + '.tmp', {str(pidfile)!r}); time.sleep(60)"
+    )
+    parent = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sys; from envbuilder.lifecycle import run_child; "
+            f"run_child([sys.executable, '-c', {code!r}])",
+        ]
+    )
+    try:
+        _wait_for(pidfile)
+        child = int(pidfile.read_text())
+        parent.kill()
+        parent.wait(timeout=10)
+        try:
+            assert _gone(child), "run_child's child outlived its SIGKILLed parent"
+        finally:
+            if process_start(child) is not None and _state(child) != "Z":
+                os.kill(child, signal.SIGKILL)
+    finally:
+        if parent.poll() is None:
+            parent.kill()

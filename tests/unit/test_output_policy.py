@@ -253,3 +253,47 @@ def test_a_folder_that_cannot_be_made_is_an_output_error(
     monkeypatch.setattr(Path, "mkdir", denied)
     with pytest.raises(OutputError, match=r"cannot make the folder .*: Permission denied"):
         atomic.make_output_dir(tmp_path / "out")
+
+
+# ---------------------------------------------------------------------- --auto io, eighth set (2026-12-06)
+
+
+def test_each_refused_output_names_its_file(tmp_path: Path) -> None:
+    """OutputError names the file (its `file` field, EnvbuilderError.fields()) for each refusal:
+    a link at the path, a missing folder, a folder that cannot be made, a file where a folder
+    is asked for."""
+    from envbuilder.atomic import make_output_dir, require_parent
+
+    link = tmp_path / "link"
+    link.symlink_to(tmp_path / "elsewhere")
+    cases: list[tuple[Any, Path]] = [
+        (check_output_path, link),
+        (require_parent, tmp_path / "no-such" / "out.json"),
+        (make_output_dir, link),
+    ]
+    for call, path in cases:
+        with pytest.raises(OutputError) as err:
+            call(path)
+        assert err.value.file == str(path)
+
+    def refused(self: Path, *_a: Any, **_kw: Any) -> None:
+        raise PermissionError(13, "Permission denied")
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(Path, "mkdir", refused)  # a folder it may not write into (root may write anywhere)
+        with pytest.raises(OutputError, match="cannot make the folder") as err:
+            make_output_dir(tmp_path / "out")
+    assert err.value.file == str(tmp_path / "out")
+
+
+def test_the_temp_file_is_made_beside_the_target_not_in_the_systems_temp_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The rename is atomic only within one file system: the temp file is made in the target's
+    own folder, whatever TMPDIR says."""
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "no-such-temp"))
+    target = tmp_path / "out.json"
+    write_bytes_atomic(target, b"{}")
+    assert target.read_bytes() == b"{}"
