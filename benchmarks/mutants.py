@@ -7186,6 +7186,12 @@ EQUIVALENT.update(
         ): "subprocess.Popen opens its pipes as text when any of encoding, errors or text is given "
         "(`self.text_mode = encoding or errors or text`); run_child gives errors='replace': text "
         "either way, with the same locale encoding",
+        (  # ION052
+            "atomic.py",
+            "os.fsync(fh.fileno())",
+            "os.fsync(fh)",
+        ): "os.fsync takes a file descriptor or any object with a fileno() method, and calls it "
+        "(PyObject_AsFileDescriptor): the same descriptor is synced",
     }
 )
 

@@ -28,6 +28,18 @@ def bomb(levels: int) -> str:
     return "schema_version: 1\nname: x\nframework: torch\n" + "\n".join(lines) + f"\nenv: *a{levels}\n"
 
 
+def test_small_documents_with_aliases_are_measured_before_any_bomb() -> None:
+    """The count on documents whose nodes print small: shared values load, bomb(6) (10**6
+    values) and a cycle are refused. First in this file: a count that breaks fails here at once,
+    where pytest's traceback (which prints each function's arguments, the composed node among
+    them) would print bomb(9)'s nodes expanded and fill the memory."""
+    assert load_yaml("a: &a [1, 2]\nb: [*a, *a]\n") == {"a": [1, 2], "b": [[1, 2], [1, 2]]}
+    with pytest.raises(TooLarge, match="more than 200000 values"):
+        load_yaml(bomb(6))
+    with pytest.raises(TooLarge, match="a cycle"):
+        load_yaml("&a [1, *a]\n")
+
+
 @pytest.mark.parametrize(
     ("text", "why"),
     [
@@ -444,3 +456,63 @@ def test_a_cycle_is_named_as_one_wherever_it_sits_among_its_siblings() -> None:
     text = "b0: &b0 [1]\n" + laughs + "x: &x [0, *x, *b6]\n"
     with pytest.raises(TooLarge, match="a cycle"):
         load_yaml(text)
+
+
+def test_a_file_is_read_in_chunks_of_at_most_one_mib_and_its_descriptor_closed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A high limit is no buffer of that size: each read asks for 1 MiB at most. And each read,
+    refused or not, closes the file it opened."""
+    from envbuilder.bounded import read_bounded as read
+
+    small = tmp_path / "small.yaml"
+    small.write_bytes(b"a: 1\n")
+    asked: list[int] = []
+    real_read = os.read
+
+    def counted(fd: int, n: int) -> bytes:
+        asked.append(n)
+        return real_read(fd, n)
+
+    with monkeypatch.context() as mp:
+        mp.setattr(os, "read", counted)
+        assert read(small, 1 << 30) == b"a: 1\n"
+    assert asked and max(asked) == 1 << 20
+    big = tmp_path / "big.yaml"
+    big.write_bytes(b"#" * 2048)
+    opened: list[int] = []
+    closed: list[int] = []
+    real_open, real_close = os.open, os.close
+
+    def opening(*args: Any, **kw: Any) -> int:
+        opened.append(real_open(*args, **kw))
+        return opened[-1]
+
+    def closing(fd: int) -> None:
+        closed.append(fd)
+        real_close(fd)
+
+    monkeypatch.setattr(os, "open", opening)
+    monkeypatch.setattr(os, "close", closing)
+    read(small, 1024)
+    with pytest.raises(TooLarge):
+        read(big, 1024)
+    assert len(opened) == 2 and opened == closed
+
+
+def test_a_recursion_error_while_building_a_document_is_a_constructor_error(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """No caller ever sees a RecursionError or an OverflowError from load_yaml: each is a value
+    that cannot be read (yaml.YAMLError, which every caller turns into its own refusal)."""
+    import yaml
+
+    for exc in (RecursionError("maximum recursion depth exceeded"), OverflowError("too big")):
+
+        def raising(_text: str, exc: BaseException = exc) -> Any:
+            raise exc
+
+        with monkeypatch.context() as mp:
+            mp.setattr(yaml, "safe_load", raising)
+            with pytest.raises(yaml.constructor.ConstructorError, match="a value that cannot be read"):
+                load_yaml("a: 1\n")

@@ -550,19 +550,21 @@ def test_kill_group_never_waits_without_a_bound(monkeypatch: pytest.MonkeyPatch)
 
 
 def test_run_childs_child_reads_no_stdin_and_runs_in_the_folder_given(tmp_path: Path) -> None:
-    """The child's stdin is /dev/null (never envbuilder's own: a tool that asks waits on nobody),
-    even when envbuilder's stdin is a pipe; and it runs in `cwd`."""
-    code = "import os; print(os.readlink('/proc/self/fd/0')); print(os.getcwd())"
+    """The child's stdin is empty (/dev/null, never envbuilder's own: a tool that asks waits on
+    nobody), even when envbuilder's stdin is a pipe with something in it; and it runs in `cwd`."""
+    code = "import os, sys; print(repr(sys.stdin.read())); print(os.getcwd())"
     saved = os.dup(0)
     read_end, write_end = os.pipe()
+    os.write(write_end, b"typed\n")
+    os.close(write_end)
     try:
         os.dup2(read_end, 0)
-        done = run_child([sys.executable, "-c", code], cwd=tmp_path)
+        done = run_child([sys.executable, "-c", code], cwd=tmp_path, timeout=30)
     finally:
         os.dup2(saved, 0)
-        for fd in (saved, read_end, write_end):
-            os.close(fd)
-    assert done.stdout.splitlines() == ["/dev/null", str(tmp_path)]
+        os.close(saved)
+        os.close(read_end)
+    assert done.stdout.splitlines() == ["''", str(tmp_path)]
 
 
 def test_run_childs_child_dies_with_envbuilder_even_on_sigkill(tmp_path: Path) -> None:
@@ -591,3 +593,14 @@ def test_run_childs_child_dies_with_envbuilder_even_on_sigkill(tmp_path: Path) -
     finally:
         if parent.poll() is None:
             parent.kill()
+
+
+def test_kill_group_of_a_child_already_gone_returns_quietly() -> None:
+    """The group ended (and was reaped) before envbuilder's stop reached it: no signal to send,
+    no error, nothing to wait for."""
+    from envbuilder.lifecycle import kill_group
+
+    proc = subprocess.Popen(["true"], start_new_session=True)
+    proc.wait(timeout=30)
+    kill_group(proc, wait_s=0.1)
+    assert proc.returncode == 0

@@ -297,3 +297,75 @@ def test_the_temp_file_is_made_beside_the_target_not_in_the_systems_temp_folder(
     target = tmp_path / "out.json"
     write_bytes_atomic(target, b"{}")
     assert target.read_bytes() == b"{}"
+
+
+def test_an_exclusive_write_makes_a_new_file_whole_and_never_replaces_one(tmp_path: Path) -> None:
+    """`exclusive` (a new signing key, `init`'s files): the file is made with its bytes and mode,
+    no temp file is left beside it; a second write finds it there, raises FileExistsError and
+    leaves it as it was."""
+    key = tmp_path / "ci.key"
+    assert write_bytes_atomic(key, b"private", mode=0o600, exclusive=True) is False
+    assert key.read_bytes() == b"private" and stat.S_IMODE(key.stat().st_mode) == 0o600
+    with pytest.raises(FileExistsError):
+        write_bytes_atomic(key, b"another", mode=0o600, exclusive=True)
+    assert key.read_bytes() == b"private"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ci.key"]
+
+
+def test_the_bytes_are_in_the_file_before_it_is_synced_and_the_folder_is_synced_after(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """fsync makes durable what the file holds: Python's buffer is flushed into it first, so the
+    sync covers every byte; then the folder is synced (the rename itself durable) and the
+    descriptor opened for it closed."""
+    synced: list[Any] = []
+    opened: list[int] = []
+    closed: list[int] = []
+    real_fsync, real_open, real_close = os.fsync, os.open, os.close
+
+    def fsync(fd: Any) -> None:
+        number = fd if isinstance(fd, int) else fd.fileno()
+        st = os.fstat(number)
+        synced.append(st.st_size if stat.S_ISREG(st.st_mode) else "folder")
+        real_fsync(fd)
+
+    def opening(*args: Any, **kw: Any) -> int:
+        opened.append(real_open(*args, **kw))
+        return opened[-1]
+
+    def closing(fd: int) -> None:
+        closed.append(fd)
+        real_close(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    monkeypatch.setattr(os, "open", opening)
+    monkeypatch.setattr(os, "close", closing)
+    write_bytes_atomic(tmp_path / "lock.json", b"x" * 100)
+    assert synced == [100, "folder"]
+    assert opened and set(opened) <= set(closed)
+
+
+def test_a_folder_made_meanwhile_by_another_process_is_judged_as_found(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """make_output_dir's race: the folder appears between its look and its mkdir. A folder is
+    taken; a file made there meanwhile is refused as one found there would be."""
+    from envbuilder.atomic import make_output_dir
+
+    real_mkdir = Path.mkdir
+
+    def raced(kind: str) -> Any:
+        def mkdir(self: Path, *a: Any, **kw: Any) -> None:
+            if kind == "folder":
+                real_mkdir(self)
+            else:
+                self.write_text("")
+            raise FileExistsError(17, "File exists")
+
+        return mkdir
+
+    monkeypatch.setattr(Path, "mkdir", raced("folder"))
+    assert make_output_dir(tmp_path / "out") == tmp_path / "out"
+    monkeypatch.setattr(Path, "mkdir", raced("file"))
+    with pytest.raises(OutputError, match="not a folder"):
+        make_output_dir(tmp_path / "other")
