@@ -7166,13 +7166,6 @@ EQUIVALENT.update(
             "else \"'...'\", problem",
         ): "_QUOTED is one alternation of two groups ('...' or \"...\"): in a match exactly one takes "
         "part and the other is None, so `a or b or ''` and `b or a or ''` are the same text",
-        (  # IOH020
-            "atomic.py",
-            'fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)',
-            'fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=None, dir=path.parent)',
-        ): "the temp file's name is read by nothing: write_bytes_atomic uses the `tmp` mkstemp returns "
-        "for the link, rename and unlink, and no code looks for *.tmp files (the prefix keeps it hidden "
-        "and apart from the target either way)",
         (  # IOH030
             "lifecycle.py",
             "flush=True,",
@@ -7192,6 +7185,81 @@ EQUIVALENT.update(
             "os.fsync(fh)",
         ): "os.fsync takes a file descriptor or any object with a fileno() method, and calls it "
         "(PyObject_AsFileDescriptor): the same descriptor is synced",
+    }
+)
+
+# The third set on the io area (the blind run of 2026-12-06, 08:14 UTC).
+EQUIVALENT.update(
+    {
+        (  # IOT022
+            "bounded.py",
+            "for event in yaml.parse(text, Loader=yaml.SafeLoader):  # iterative: no recursion yet",
+            "for event in yaml.parse(text):  # iterative: no recursion yet",
+        ): "yaml.parse's default Loader is yaml.Loader, built of the same Reader, Scanner and Parser "
+        "as SafeLoader (yaml/loader.py); only their constructors differ, and parse constructs "
+        "nothing: the same events",
+        (  # IOT031
+            "bounded.py",
+            "node = yaml.compose(text, Loader=yaml.SafeLoader)  # recursive, but at most max_depth deep",
+            "node = yaml.compose(text)  # recursive, but at most max_depth deep",
+        ): "yaml.compose's default yaml.Loader composes with the same Composer and Resolver as "
+        "SafeLoader (yaml/loader.py), and envbuilder adds no resolver to either (its one "
+        "add_constructor is on matrix/reader.py's own loader): the same node tree",
+        (  # IOT032
+            "bounded.py",
+            "if node is None:",
+            "if False:",
+        ): "compose gives None only for a stream without a document; _count_expanded(None) finds no "
+        "children (None is no collection node) and counts one value, within every limit, and "
+        "yaml.safe_load of the same text returns None: the same result",
+        (  # IOT053
+            "bounded.py",
+            "if key in sizes:",
+            "if False:",
+        ): "a node popped again once measured is measured again: it is not in open_ (discarded at "
+        "its done marker), its children are all in sizes (its own done needed them), so none is "
+        "pushed and its (values, depth) comes out the same: the same sizes and refusals, a few "
+        "steps more per alias",
+        (  # IOT055
+            "bounded.py",
+            "if key in open_:",
+            "if False:",
+        ): "unreachable while the child loop's own check stands: open_ is the DFS path (a node is "
+        "added when popped unmeasured, discarded at its done marker), a child already on it raises "
+        "in the loop before it is pushed, and a node pushed while closed that a later sibling's "
+        "subtree opens is measured and closed there, so its own entry finds it in sizes",
+        (  # IOT060
+            "bounded.py",
+            "if id(child) not in sizes:",
+            "if True:",
+        ): "a child already measured is pushed as well, and skipped when popped (`if key in sizes: "
+        "continue`): the same sizes and refusals",
+        (  # IOT070
+            "bounded.py",
+            'if "digits" in str(exc):',
+            "if True:",
+        ): "past the JSONDecodeError clause, json.loads of a str (bytes are decoded above) raises "
+        "ValueError only from int() past the digit limit, whose message names 'digits' (its "
+        "scanner raises JSONDecodeError for every malformed document; floats overflow to inf, "
+        "NaN and Infinity are accepted): the test is true for every ValueError that reaches it",
+        (  # IOT096
+            "lifecycle.py",
+            "if len(_received) == 1:",
+            "if False:",
+        ): "the first signal then falls past the second's branch (len 1 is not 2) to the function's "
+        "last line, `raise Stopped(signum)`: the same exception the branch raises",
+        (  # IOT101
+            "lifecycle.py",
+            "file=sys.stderr,\n            flush=True,",
+            "file=sys.stderr,",
+        ): "as IOH030: sys.stderr is line-buffered (Python >= 3.9) and print ends the line with a "
+        "newline: flushed either way",
+        (  # IOT107
+            "lifecycle.py",
+            "stdin=subprocess.DEVNULL,\n        text=True,",
+            "stdin=subprocess.DEVNULL,",
+        ): "as IOH037: Popen is in text mode when any of encoding, errors or text is given, and "
+        "errors='replace' still is",
     }
 )
 

@@ -516,3 +516,22 @@ def test_a_recursion_error_while_building_a_document_is_a_constructor_error(
             mp.setattr(yaml, "safe_load", raising)
             with pytest.raises(yaml.constructor.ConstructorError, match="a value that cannot be read"):
                 load_yaml("a: 1\n")
+
+
+def test_a_link_is_refused_as_a_link_whatever_it_points_to(tmp_path: Path) -> None:
+    """With follow_symlinks=False the path itself is looked at: a link to a FIFO is named a
+    link (what is there), not a FIFO (what it points to)."""
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    link = tmp_path / "result.json"
+    link.symlink_to(fifo)
+    with pytest.raises(NotRegularFile, match=r"^a symbolic link, not a regular file$"):
+        read_bounded(link, 1024, follow_symlinks=False)
+
+
+def test_json_bytes_are_read_as_utf_8_only() -> None:
+    """load_json's bytes must be UTF-8 (as its docstring says): UTF-16 with its BOM, which
+    json.loads would detect and take, is a UnicodeDecodeError."""
+    assert load_json(b'{"a": 1}') == {"a": 1}
+    with pytest.raises(UnicodeDecodeError):
+        load_json('{"a": 1}'.encode("utf-16"))

@@ -604,3 +604,17 @@ def test_kill_group_of_a_child_already_gone_returns_quietly() -> None:
     proc.wait(timeout=30)
     kill_group(proc, wait_s=0.1)
     assert proc.returncode == 0
+
+
+def test_run_child_reads_output_that_is_not_utf_8_without_failing() -> None:
+    """A tool's output is text with undecodable bytes replaced (a wheel name or a path in
+    another encoding), never a UnicodeDecodeError that loses the whole answer."""
+    import locale
+
+    code = "import sys; sys.stdout.buffer.write(b'caf\\xe9\\n'); sys.stderr.buffer.write(b'\\xff\\n')"
+    done = run_child([sys.executable, "-c", code])
+    encoding = locale.getpreferredencoding(False)  # what text mode decodes with (UTF-8 here)
+    assert (done.stdout, done.stderr) == (
+        b"caf\xe9\n".decode(encoding, "replace"),
+        b"\xff\n".decode(encoding, "replace"),
+    )

@@ -369,3 +369,25 @@ def test_a_folder_made_meanwhile_by_another_process_is_judged_as_found(
     monkeypatch.setattr(Path, "mkdir", raced("file"))
     with pytest.raises(OutputError, match="not a folder"):
         make_output_dir(tmp_path / "other")
+
+
+def test_the_temp_file_is_hidden_and_named_after_its_target(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """While the bytes are written the temp file is a dot file (a reader that lists the folder,
+    glob('*'), never sees the half-written file) named `.TARGET.XXXX.tmp` (a leftover after a
+    SIGKILL says whose it is)."""
+    import re
+
+    seen: list[list[str]] = []
+    real_fsync = os.fsync
+
+    def fsync(fd: Any) -> None:
+        seen.append(sorted(p.name for p in tmp_path.iterdir()))
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    write_bytes_atomic(tmp_path / "lock.json", b"{}")
+    (during, *_rest) = seen
+    assert len(during) == 1 and re.fullmatch(r"\.lock\.json\.[^.]+\.tmp", during[0]), during
+    assert [p.name for p in tmp_path.glob("*")] == ["lock.json"]
