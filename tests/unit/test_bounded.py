@@ -535,3 +535,50 @@ def test_json_bytes_are_read_as_utf_8_only() -> None:
     assert load_json(b'{"a": 1}') == {"a": 1}
     with pytest.raises(UnicodeDecodeError):
         load_json('{"a": 1}'.encode("utf-16"))
+
+
+def test_a_link_swapped_in_after_the_first_look_is_not_followed_by_the_open(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """follow_symlinks=False holds at the open itself (O_NOFOLLOW), not only at the first look:
+    a link that appears in between (the first look found nothing) is refused, its target unread."""
+    import errno
+
+    from envbuilder import bounded
+
+    class Unseen:
+        def __init__(self, path: Any) -> None:
+            pass
+
+        def stat(self, **_kw: Any) -> Any:
+            raise FileNotFoundError(errno.ENOENT, "not yet")
+
+    secret = tmp_path / "secret"
+    secret.write_text("s3cret")
+    link = tmp_path / "result.json"
+    link.symlink_to(secret)
+    monkeypatch.setattr(bounded, "Path", Unseen)
+    with pytest.raises(NotRegularFile, match="a symbolic link"):
+        read_bounded(link, follow_symlinks=False)
+
+
+def test_yaml_nesting_is_counted_down_to_the_level_closed_not_to_the_top() -> None:
+    """60 levels, one more opened and closed, then 10 more: 70 levels as written, refused by the
+    first (event) count, so the message does not speak of aliases the document lacks."""
+    text = "[" * 60 + "[]," + "[" * 10 + "]" * 10 + "]" * 60
+    with pytest.raises(TooLarge) as err:
+        load_yaml(text)
+    assert str(err.value) == "nested deeper than 64 levels"
+
+
+def test_a_long_plain_word_that_starts_with_digits_is_text() -> None:
+    """Only a whole scalar in an integer form is a number: 5,000 digits and then a letter is a
+    string, loaded as one."""
+    word = "1" * 5000 + "x"
+    assert load_yaml(f"x: {word}\n") == {"x": word}
+
+
+def test_json_nesting_is_counted_down_to_the_level_closed_not_to_the_top() -> None:
+    text = "[" * 60 + "[]," + "[" * 10 + "]" * 10 + "]" * 60
+    with pytest.raises(TooLarge, match=r"^nested deeper than 64 levels$"):
+        load_json(text)
