@@ -7310,6 +7310,26 @@ EQUIVALENT.update(
     }
 )
 
+# The fifth set on the io area (the blind run of 2026-12-06, 08:34 UTC).
+EQUIVALENT.update(
+    {
+        (  # IOV001
+            "bounded.py",
+            "except OSError:",
+            "except FileNotFoundError:",
+        ): "the first look (a stat of the same path, following links as the open does) fails only "
+        "where the open that follows fails for the same cause with the same errno (missing, a "
+        "loop, a folder not searchable, a name too long, a file used as a folder): the same "
+        "OSError subclass and errno reach the caller, raised one line earlier",
+        (  # IOV013
+            "atomic.py",
+            'with os.fdopen(fd, "wb") as fh:',
+            "with os.fdopen(fd, 'ab') as fh:",
+        ): "fd is mkstemp's new, empty file (O_CREAT | O_EXCL): appending writes the same bytes at "
+        "offset 0 as writing does",
+    }
+)
+
 
 def _tests(names: tuple[str, ...]) -> list[str]:
     return [UNIT + n for n in names if (ROOT / UNIT / n).exists()]

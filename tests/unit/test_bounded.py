@@ -582,3 +582,15 @@ def test_json_nesting_is_counted_down_to_the_level_closed_not_to_the_top() -> No
     text = "[" * 60 + "[]," + "[" * 10 + "]" * 10 + "]" * 60
     with pytest.raises(TooLarge, match=r"^nested deeper than 64 levels$"):
         load_json(text)
+
+
+def test_a_recursion_error_in_json_loads_is_too_large(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No caller of load_json ever sees a RecursionError: it is the nesting refusal."""
+    import json
+
+    def deep(_text: str) -> Any:
+        raise RecursionError("maximum recursion depth exceeded")
+
+    monkeypatch.setattr(json, "loads", deep)
+    with pytest.raises(TooLarge, match=r"^nested deeper than 64 levels$"):
+        load_json("[1]")

@@ -391,3 +391,43 @@ def test_the_temp_file_is_hidden_and_named_after_its_target(
     (during, *_rest) = seen
     assert len(during) == 1 and re.fullmatch(r"\.lock\.json\.[^.]+\.tmp", during[0]), during
     assert [p.name for p in tmp_path.glob("*")] == ["lock.json"]
+
+
+def test_a_failed_write_raises_its_own_error_even_where_the_cleanup_fails_too(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The disk fills during the write and the temp file cannot be removed either: the caller
+    learns of the full disk (its OSError), not of the cleanup's."""
+    import errno
+
+    def full(_fd: Any) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    def stuck(self: Path, *_a: Any, **_kw: Any) -> None:
+        raise PermissionError(errno.EACCES, "Permission denied")
+
+    monkeypatch.setattr(os, "fsync", full)
+    monkeypatch.setattr(Path, "unlink", stuck)
+    with pytest.raises(OSError) as err:
+        write_bytes_atomic(tmp_path / "lock.json", b"{}")
+    assert err.value.errno == errno.ENOSPC
+
+
+def test_a_folder_that_cannot_be_synced_does_not_fail_a_write_already_made(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Some file systems refuse fsync on a folder (EINVAL): the file is in place by then, so the
+    write succeeds."""
+    import errno
+
+    real_fsync = os.fsync
+
+    def fsync(fd: Any) -> None:
+        number = fd if isinstance(fd, int) else fd.fileno()
+        if stat.S_ISDIR(os.fstat(number).st_mode):
+            raise OSError(errno.EINVAL, "Invalid argument")
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    write_bytes_atomic(tmp_path / "lock.json", b"{}")
+    assert (tmp_path / "lock.json").read_bytes() == b"{}"
