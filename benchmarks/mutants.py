@@ -7330,6 +7330,48 @@ EQUIVALENT.update(
     }
 )
 
+# The sixth set on the io area (the blind run of 2026-12-06, 08:37 UTC).
+EQUIVALENT.update(
+    {
+        (  # IOS001
+            "bounded.py",
+            "if before is not None and not stat.S_ISREG(before.st_mode):",
+            "if bool(before) and not stat.S_ISREG(before.st_mode):",
+        ): "`before` is None or an os.stat_result, a non-empty tuple: always true",
+        (  # IOS002
+            "bounded.py",
+            "if node is None:",
+            "if (not node):",
+        ): "`node` is None or a yaml Node, which defines neither __bool__ nor __len__: always true",
+        (  # IOS003
+            "bounded.py",
+            "return event.style is None and len(value) > MAX_DIGITS and _DIGITS.fullmatch(value) is not None",
+            "return (not event.style) and len(value) > MAX_DIGITS and _DIGITS.fullmatch(value) is not None",
+        ): "a ScalarEvent's style is None (plain) or the one character of its quoting or block form "
+        "(PyYAML's scanner: ' \" | >), never an empty string",
+        (  # IOS004
+            "bounded.py",
+            "return event.style is None and len(value) > MAX_DIGITS and _DIGITS.fullmatch(value) is not None",
+            "return event.style is None and len(value) > MAX_DIGITS and bool(_DIGITS.fullmatch(value))",
+        ): "fullmatch gives None or a re.Match, which is always true",
+        (  # IOS005
+            "bounded.py",
+            "if mark is None:",
+            "if (not mark):",
+        ): "`mark` is None or a yaml Mark, which defines neither __bool__ nor __len__",
+        (  # IOS007
+            "atomic.py",
+            "existing = stat.S_IMODE(before.st_mode) if before is not None else None",
+            "existing = stat.S_IMODE(before.st_mode) if bool(before) else None",
+        ): "`before` is None or an os.stat_result, a non-empty tuple: always true",
+        (  # IOS013
+            "atomic.py",
+            "if st is not None:",
+            "if bool(st):",
+        ): "`st` is None or an os.stat_result, a non-empty tuple: always true",
+    }
+)
+
 
 def _tests(names: tuple[str, ...]) -> list[str]:
     return [UNIT + n for n in names if (ROOT / UNIT / n).exists()]

@@ -446,3 +446,9 @@ def test_a_redacted_hint_keeps_what_it_says_around_the_secret(tmp_path: Path) ->
     ):
         raise BuildFailedError("docker build failed (exit 1)", hint=f"check that {MIRROR} answers")
     assert err.value.hint == "check that <secret:pip_index_url> answers"
+
+
+def test_an_empty_hint_is_kept_as_given() -> None:
+    with pytest.raises(BuildFailedError) as err, secrets_redacted([]):
+        raise BuildFailedError("docker build failed (exit 1)", hint="")
+    assert err.value.hint == ""

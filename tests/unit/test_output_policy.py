@@ -431,3 +431,65 @@ def test_a_folder_that_cannot_be_synced_does_not_fail_a_write_already_made(
     monkeypatch.setattr(os, "fsync", fsync)
     write_bytes_atomic(tmp_path / "lock.json", b"{}")
     assert (tmp_path / "lock.json").read_bytes() == b"{}"
+
+
+def test_a_replaced_file_keeps_even_mode_0_and_a_write_of_mode_0_is_mode_0(tmp_path: Path) -> None:
+    """The mode kept or given is used as it is, 0 included (a number, never a truth value); the
+    return says a file was replaced."""
+    locked = tmp_path / "locked.json"
+    locked.write_bytes(b"old")
+    locked.chmod(0)
+    assert write_bytes_atomic(locked, b"new") is True
+    assert stat.S_IMODE(locked.stat().st_mode) == 0
+    fresh = tmp_path / "fresh.json"
+    assert write_bytes_atomic(fresh, b"x", mode=0) is False
+    assert stat.S_IMODE(fresh.stat().st_mode) == 0
+
+
+def test_a_write_replaces_the_file_whole_and_leaves_nothing_beside_it(tmp_path: Path) -> None:
+    """A reader that opened the old file keeps reading the old bytes (the new file is another
+    inode, renamed over it), and only the target is left in the folder, dot files included."""
+    target = tmp_path / "lock.json"
+    target.write_bytes(b"old")
+    with target.open("rb") as reader:
+        write_bytes_atomic(target, b"new")
+        assert reader.read() == b"old"
+    assert target.read_bytes() == b"new"
+    assert [p.name for p in tmp_path.iterdir()] == ["lock.json"]
+
+
+def test_a_parent_that_is_a_file_is_no_folder(tmp_path: Path) -> None:
+    from envbuilder.atomic import require_parent
+
+    (tmp_path / "file").write_text("")
+    with pytest.raises(OutputError, match="does not exist"):
+        require_parent(tmp_path / "file" / "out.json")
+
+
+def test_an_output_folder_is_made_and_a_link_to_a_folder_is_refused(tmp_path: Path) -> None:
+    """make_output_dir makes a new folder; a link at the path is refused even where it points to
+    a folder (envbuilder never writes through a link)."""
+    from envbuilder.atomic import make_output_dir
+
+    assert make_output_dir(tmp_path / "new") == tmp_path / "new" and (tmp_path / "new").is_dir()
+    (tmp_path / "real").mkdir()
+    link = tmp_path / "link"
+    link.symlink_to(tmp_path / "real")
+    with pytest.raises(OutputError, match="symbolic link"):
+        make_output_dir(link)
+
+
+def test_a_link_to_a_folder_made_meanwhile_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from envbuilder.atomic import make_output_dir
+
+    (tmp_path / "real").mkdir()
+
+    def linked(self: Path, *_a: Any, **_kw: Any) -> None:
+        self.symlink_to(tmp_path / "real")
+        raise FileExistsError(17, "File exists")
+
+    monkeypatch.setattr(Path, "mkdir", linked)
+    with pytest.raises(OutputError, match="symbolic link"):
+        make_output_dir(tmp_path / "out")
