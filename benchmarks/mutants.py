@@ -7372,6 +7372,78 @@ EQUIVALENT.update(
     }
 )
 
+# The seventh set on the io area (the blind run of 2026-12-06, 08:39 UTC).
+EQUIVALENT.update(
+    {
+        (  # IOE001
+            "bounded.py",
+            "except OSError:",
+            "except Exception:",
+        ): "past the NUL check above it, Path(path).stat raises only OSError for a path of the "
+        "signature's types (Path | str; mypy --strict holds the callers to them)",
+        (  # IOE002
+            "bounded.py",
+            "except OSError as exc:",
+            "except Exception as exc:",
+        ): "past the NUL check, os.open of a Path or str raises only OSError: the clause sees the "
+        "same exceptions",
+        (  # IOE003
+            "bounded.py",
+            'isinstance(text, str) and len(text.encode("utf-8", "surrogatepass")) > max_bytes',
+            'isinstance(text, (str, int, float)) and len(text.encode("utf-8", "surrogatepass")) > max_bytes',
+        ): "_check_size's callers (load_yaml, load_json) pass str or bytes (typed str | bytes): never "
+        "an int or a float",
+        (  # IOE016
+            "bounded.py",
+            'data = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text',
+            'data = text.encode("utf-8", "surrogatepass") if isinstance(text, (str, int, float)) else text',
+        ): "check_json_depth's one caller, load_json, passes a str: never an int or a float",
+        (  # IOE018
+            "bounded.py",
+            "except ValueError as exc:  # int() past the digit limit",
+            "except Exception as exc:  # int() past the digit limit",
+        ): "the clause re-raises whatever does not name 'digits', and json.loads of a str raises "
+        "nothing but JSONDecodeError and RecursionError (both handled above) and the digit "
+        "limit's ValueError: the same exceptions leave",
+        (  # IOE023
+            "atomic.py",
+            "except OSError as exc:",
+            "except Exception as exc:",
+        ): "the try holds `path.mkdir()` alone, which raises only OSError (its FileExistsError is "
+        "taken by the clause before)",
+        (  # IOE024
+            "lifecycle.py",
+            "except subprocess.TimeoutExpired:",
+            "except subprocess.SubprocessError:",
+        ): "Popen.wait raises no SubprocessError but TimeoutExpired (CalledProcessError comes only "
+        "from run/check_call/check_output)",
+        (  # IOE005
+            "bounded.py",
+            '_DIGITS = re.compile(r"[-+]?(?:0x[0-9a-fA-F_]+|0o?[0-7_]+|0b[01_]+|[0-9][0-9_:]*)")',
+            '_DIGITS = re.compile(r"[-+]?(?:0x[0-9a-fA-F_]*|0o?[0-7_]+|0b[01_]+|[0-9][0-9_:]*)")',
+        ): "the two forms differ only on the prefix alone (0x, 0o, 0b or 0: two characters at "
+        "most), which the test's `len(value) > MAX_DIGITS` (4300) has refused before",
+        (  # IOE006
+            "bounded.py",
+            '_DIGITS = re.compile(r"[-+]?(?:0x[0-9a-fA-F_]+|0o?[0-7_]+|0b[01_]+|[0-9][0-9_:]*)")',
+            '_DIGITS = re.compile(r"[-+]?(?:0x[0-9a-fA-F_]+|0o?[0-7_]*|0b[01_]+|[0-9][0-9_:]*)")',
+        ): "the two forms differ only on the prefix alone (0x, 0o, 0b or 0: two characters at "
+        "most), which the test's `len(value) > MAX_DIGITS` (4300) has refused before",
+        (  # IOE007
+            "bounded.py",
+            '_DIGITS = re.compile(r"[-+]?(?:0x[0-9a-fA-F_]+|0o?[0-7_]+|0b[01_]+|[0-9][0-9_:]*)")',
+            '_DIGITS = re.compile(r"[-+]?(?:0x[0-9a-fA-F_]+|0o?[0-7_]+|0b[01_]*|[0-9][0-9_:]*)")',
+        ): "the two forms differ only on the prefix alone (0x, 0o, 0b or 0: two characters at "
+        "most), which the test's `len(value) > MAX_DIGITS` (4300) has refused before",
+        (  # IOE008
+            "bounded.py",
+            '_HARMLESS = re.compile(r"<[a-z ]+>|[^A-Za-z0-9]{1,3}|\\\\(?:[a-z]|x[0-9a-f]{2}|u[0-9a-f]{4})")',
+            '_HARMLESS = re.compile(r"<[a-z ]*>|[^A-Za-z0-9]{1,3}|\\\\(?:[a-z]|x[0-9a-f]{2}|u[0-9a-f]{4})")',
+        ): "'<>', the one text the new form adds, is two characters outside [A-Za-z0-9]: harmless "
+        "by the second alternative already",
+    }
+)
+
 
 def _tests(names: tuple[str, ...]) -> list[str]:
     return [UNIT + n for n in names if (ROOT / UNIT / n).exists()]

@@ -594,3 +594,44 @@ def test_a_recursion_error_in_json_loads_is_too_large(monkeypatch: pytest.Monkey
     monkeypatch.setattr(json, "loads", deep)
     with pytest.raises(TooLarge, match=r"^nested deeper than 64 levels$"):
         load_json("[1]")
+
+
+def test_a_tag_safe_load_refuses_keeps_pyyamls_error_with_its_place() -> None:
+    """Only a ValueError of construction becomes "a value that cannot be read": PyYAML's own
+    ConstructorError (a tag the safe loader refuses) reaches the caller as PyYAML raised it,
+    with its line and column."""
+    import yaml
+
+    with pytest.raises(yaml.constructor.ConstructorError) as err:
+        load_yaml("a: 1\nb: !!python/name:os.system\n")
+    assert err.value.problem_mark is not None and err.value.problem_mark.line == 1
+
+
+def test_a_yaml_errors_problem_keeps_only_up_to_three_punctuation_characters_and_whole_escapes() -> None:
+    from envbuilder.bounded import yaml_error_message
+
+    class Err(Exception):
+        problem_mark = None
+        context_mark = None
+
+        def __init__(self, problem: str) -> None:
+            super().__init__("x")
+            self.problem = problem
+
+    assert yaml_error_message(Err("found '!@#' and '!@#$'")) == "found '!@#' and '...'"
+    assert yaml_error_message(Err("found '\\u00e9' and '\\u12e' and '\\u12345'")) == (
+        "found '\\u00e9' and '...' and '...'"
+    )
+
+
+def test_a_yaml_error_without_a_problem_or_a_place_is_a_malformed_document() -> None:
+    """PyYAML's ReaderError (a control character in the document) carries no `problem` and no
+    marks: it is said as a malformed document, never an AttributeError."""
+    import yaml
+
+    from envbuilder.bounded import yaml_error_message
+
+    with pytest.raises(yaml.YAMLError) as err:
+        load_yaml("a: \x07\n")
+    assert not hasattr(err.value, "problem")
+    assert yaml_error_message(err.value) == "malformed document"

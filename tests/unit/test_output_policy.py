@@ -493,3 +493,13 @@ def test_a_link_to_a_folder_made_meanwhile_is_refused(
     monkeypatch.setattr(Path, "mkdir", linked)
     with pytest.raises(OutputError, match="symbolic link"):
         make_output_dir(tmp_path / "out")
+
+
+def test_a_path_that_cannot_be_examined_is_an_oserror_not_a_new_file(tmp_path: Path) -> None:
+    """Only a missing path is "nothing there yet": one whose name is too long to look at raises
+    (check_output_path's docstring: OSError, the path cannot be examined)."""
+    import errno
+
+    with pytest.raises(OSError) as err:
+        check_output_path(tmp_path / ("x" * 300))
+    assert err.value.errno == errno.ENAMETOOLONG
