@@ -7957,6 +7957,316 @@ EQUIVALENT.update(
             "write_text_atomic(journal, json.dumps(record, sort_keys=None))",
         ): "the journal is read only by _read_journal, through json.loads into a dict whose keys are "
         "looked up by name: the order they were written in is never read",
+        (  # ATH065
+            "image/installable.py",
+            "kind: sorted({b.python for b in matrix.base_images if b.kind == kind}, key=Version)",
+            "kind: sorted({b.python for b in matrix.base_images if b.kind == kind}, key=None)",
+        ): "as the sorted() dropped (AT137's siblings): the Pythons of each kind are only iterated to "
+        "add keys to a set (`keys`), returned through sorted() on the keys with Version(k[2]): the "
+        "order they are visited in changes nothing",
+        (  # CKH019
+            "check/findings.py",
+            'statuses.append(Finding(check=f["check"], status=f["status"], message=f["message"]))',
+            'statuses.append(Finding(check=None, status=f["status"], message=f["message"]))',
+        ): "validate_report's `statuses` are read only by verdict_of (twice, in the verdict line), "
+        "which reads each Finding's .status alone: the check name is never read",
+        (  # CKH021
+            "check/findings.py",
+            'statuses.append(Finding(check=f["check"], status=f["status"], message=f["message"]))',
+            'statuses.append(Finding(check=f["check"], status=f["status"], message=None))',
+        ): "as CKH019: verdict_of reads each Finding's .status alone, never its message",
+        (  # CKH117
+            "check/gate.py",
+            "gate = run_gate(eng, info, choice, timeout_s=IMAGE_TIMEOUT_S, say=say, runtime=rt)",
+            "gate = run_gate(eng, info, choice, timeout_s=IMAGE_TIMEOUT_S, say=say, runtime=None)",
+        ): "run_gate hands `runtime` to gate_container -> training_container, which reads it only for "
+        "`rt.grant(choice.mode, gpus)`, taking `get_runtime()` (the DEFAULT runtime) for None; `rt` is "
+        "get_runtime(DEFAULT_RUNTIME, engine=eng), the same runtime class, and its grant "
+        "(docker_grant(mode, selection)) reads no engine: the same spec; the container itself is "
+        "started by run_gate's own `eng`",
+        (  # IOH008
+            "bounded.py",
+            'lambda m: m.group(0) if _HARMLESS.fullmatch(m.group(1) or m.group(2) or "") '
+            "else \"'...'\", problem",
+            'lambda m: m.group(0) if _HARMLESS.fullmatch(m.group(2) or m.group(1) or "") '
+            "else \"'...'\", problem",
+        ): "_QUOTED is one alternation of two groups ('...' or \"...\"): in a match exactly one takes "
+        "part and the other is None, so `a or b or ''` and `b or a or ''` are the same text",
+        (  # IOH030
+            "lifecycle.py",
+            "flush=True,",
+            "flush=None,",
+        ): "the line goes to sys.stderr, which Python (>= 3.9; pyproject requires 3.10) line-buffers "
+        "whether or not it is a terminal, and print ends it with a newline: it is flushed either way",
+        (  # IOH037
+            "lifecycle.py",
+            "text=True,",
+            "text=None,",
+        ): "subprocess.Popen opens its pipes as text when any of encoding, errors or text is given "
+        "(`self.text_mode = encoding or errors or text`); run_child gives errors='replace': text "
+        "either way, with the same locale encoding",
+        (  # ION052
+            "atomic.py",
+            "os.fsync(fh.fileno())",
+            "os.fsync(fh)",
+        ): "os.fsync takes a file descriptor or any object with a fileno() method, and calls it "
+        "(PyObject_AsFileDescriptor): the same descriptor is synced",
+    }
+)
+
+# The third set on the io area (the blind run of 2026-12-06, 08:14 UTC).
+EQUIVALENT.update(
+    {
+        (  # IOT022
+            "bounded.py",
+            "for event in yaml.parse(text, Loader=yaml.SafeLoader):  # iterative: no recursion yet",
+            "for event in yaml.parse(text):  # iterative: no recursion yet",
+        ): "yaml.parse's default Loader is yaml.Loader, built of the same Reader, Scanner and Parser "
+        "as SafeLoader (yaml/loader.py); only their constructors differ, and parse constructs "
+        "nothing: the same events",
+        (  # IOT031
+            "bounded.py",
+            "node = yaml.compose(text, Loader=yaml.SafeLoader)  # recursive, but at most max_depth deep",
+            "node = yaml.compose(text)  # recursive, but at most max_depth deep",
+        ): "yaml.compose's default yaml.Loader composes with the same Composer and Resolver as "
+        "SafeLoader (yaml/loader.py), and envbuilder adds no resolver to either (its one "
+        "add_constructor is on matrix/reader.py's own loader): the same node tree",
+        (  # IOT032
+            "bounded.py",
+            "if node is None:",
+            "if False:",
+        ): "compose gives None only for a stream without a document; _count_expanded(None) finds no "
+        "children (None is no collection node) and counts one value, within every limit, and "
+        "yaml.safe_load of the same text returns None: the same result",
+        (  # IOT053
+            "bounded.py",
+            "if key in sizes:",
+            "if False:",
+        ): "a node popped again once measured is measured again: it is not in open_ (discarded at "
+        "its done marker), its children are all in sizes (its own done needed them), so none is "
+        "pushed and its (values, depth) comes out the same: the same sizes and refusals, a few "
+        "steps more per alias",
+        (  # IOT055
+            "bounded.py",
+            "if key in open_:",
+            "if False:",
+        ): "unreachable while the child loop's own check stands: open_ is the DFS path (a node is "
+        "added when popped unmeasured, discarded at its done marker), a child already on it raises "
+        "in the loop before it is pushed, and a node pushed while closed that a later sibling's "
+        "subtree opens is measured and closed there, so its own entry finds it in sizes",
+        (  # IOT060
+            "bounded.py",
+            "if id(child) not in sizes:",
+            "if True:",
+        ): "a child already measured is pushed as well, and skipped when popped (`if key in sizes: "
+        "continue`): the same sizes and refusals",
+        (  # IOT070
+            "bounded.py",
+            'if "digits" in str(exc):',
+            "if True:",
+        ): "past the JSONDecodeError clause, json.loads of a str (bytes are decoded above) raises "
+        "ValueError only from int() past the digit limit, whose message names 'digits' (its "
+        "scanner raises JSONDecodeError for every malformed document; floats overflow to inf, "
+        "NaN and Infinity are accepted): the test is true for every ValueError that reaches it",
+        (  # IOT096
+            "lifecycle.py",
+            "if len(_received) == 1:",
+            "if False:",
+        ): "the first signal then falls past the second's branch (len 1 is not 2) to the function's "
+        "last line, `raise Stopped(signum)`: the same exception the branch raises",
+        (  # IOT101
+            "lifecycle.py",
+            "file=sys.stderr,\n            flush=True,",
+            "file=sys.stderr,",
+        ): "as IOH030: sys.stderr is line-buffered (Python >= 3.9) and print ends the line with a "
+        "newline: flushed either way",
+        (  # IOT107
+            "lifecycle.py",
+            "stdin=subprocess.DEVNULL,\n        text=True,",
+            "stdin=subprocess.DEVNULL,",
+        ): "as IOH037: Popen is in text mode when any of encoding, errors or text is given, and "
+        "errors='replace' still is",
+    }
+)
+
+# The fourth set on the io area (the blind run of 2026-12-06, 08:28 UTC).
+EQUIVALENT.update(
+    {
+        (  # IOF002
+            "bounded.py",
+            "flags = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | (0 if follow_symlinks else os.O_NOFOLLOW)",
+            "flags = os.O_NONBLOCK | os.O_CLOEXEC | (0 if follow_symlinks else os.O_NOFOLLOW)",
+        ): "os.O_RDONLY is 0 on Linux (the only platform envbuilder runs on): the same flags",
+        (  # IOF005
+            "bounded.py",
+            "flags = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | (0 if follow_symlinks else os.O_NOFOLLOW)",
+            "flags = os.O_RDONLY | os.O_NONBLOCK | (0 if follow_symlinks else os.O_NOFOLLOW)",
+        ): "os.open makes every descriptor non-inheritable itself (PEP 446: it adds O_CLOEXEC on "
+        "Linux): the descriptor is close-on-exec either way",
+        (  # IOF012
+            "bounded.py",
+            "elif isinstance(event, yaml.CollectionEndEvent):",
+            "if isinstance(event, yaml.CollectionEndEvent):",
+        ): "PyYAML's CollectionStartEvent and CollectionEndEvent are disjoint classes: an event "
+        "that took the first branch never takes the second or the third",
+        (  # IOF014
+            "bounded.py",
+            "elif isinstance(event, yaml.ScalarEvent) and _big_integer(event):",
+            "if isinstance(event, yaml.ScalarEvent) and _big_integer(event):",
+        ): "a ScalarEvent is neither a CollectionStartEvent nor a CollectionEndEvent (disjoint "
+        "classes): the same branch is taken either way",
+        (  # IOF019
+            "bounded.py",
+            "elif isinstance(node, yaml.MappingNode):",
+            "if isinstance(node, yaml.MappingNode):",
+        ): "SequenceNode and MappingNode are disjoint classes (both CollectionNode): a node is at "
+        "most one of them",
+        (  # IOF021
+            "bounded.py",
+            'data = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text',
+            'data = text.encode("utf-8", "surrogatepass")',
+        ): "check_json_depth's one caller, load_json, decodes bytes to str before it calls it: the "
+        "text is always a str",
+        (  # IOF023
+            "bounded.py",
+            'elif token in (b"]", b"}"):',
+            'if token in (b"]", b"}"):',
+        ): "a token that opened a level ([ or {) is not a closing one: the second test is false for "
+        "every token the first took",
+    }
+)
+
+# The fifth set on the io area (the blind run of 2026-12-06, 08:34 UTC).
+EQUIVALENT.update(
+    {
+        (  # IOV001
+            "bounded.py",
+            "except OSError:",
+            "except FileNotFoundError:",
+        ): "the first look (a stat of the same path, following links as the open does) fails only "
+        "where the open that follows fails for the same cause with the same errno (missing, a "
+        "loop, a folder not searchable, a name too long, a file used as a folder): the same "
+        "OSError subclass and errno reach the caller, raised one line earlier",
+        (  # IOV013
+            "atomic.py",
+            'with os.fdopen(fd, "wb") as fh:',
+            "with os.fdopen(fd, 'ab') as fh:",
+        ): "fd is mkstemp's new, empty file (O_CREAT | O_EXCL): appending writes the same bytes at "
+        "offset 0 as writing does",
+    }
+)
+
+# The sixth set on the io area (the blind run of 2026-12-06, 08:37 UTC).
+EQUIVALENT.update(
+    {
+        (  # IOS001
+            "bounded.py",
+            "if before is not None and not stat.S_ISREG(before.st_mode):",
+            "if bool(before) and not stat.S_ISREG(before.st_mode):",
+        ): "`before` is None or an os.stat_result, a non-empty tuple: always true",
+        (  # IOS002
+            "bounded.py",
+            "if node is None:",
+            "if (not node):",
+        ): "`node` is None or a yaml Node, which defines neither __bool__ nor __len__: always true",
+        (  # IOS003
+            "bounded.py",
+            "return event.style is None and len(value) > MAX_DIGITS and _DIGITS.fullmatch(value) is not None",
+            "return (not event.style) and len(value) > MAX_DIGITS and _DIGITS.fullmatch(value) is not None",
+        ): "a ScalarEvent's style is None (plain) or the one character of its quoting or block form "
+        "(PyYAML's scanner: ' \" | >), never an empty string",
+        (  # IOS004
+            "bounded.py",
+            "return event.style is None and len(value) > MAX_DIGITS and _DIGITS.fullmatch(value) is not None",
+            "return event.style is None and len(value) > MAX_DIGITS and bool(_DIGITS.fullmatch(value))",
+        ): "fullmatch gives None or a re.Match, which is always true",
+        (  # IOS005
+            "bounded.py",
+            "if mark is None:",
+            "if (not mark):",
+        ): "`mark` is None or a yaml Mark, which defines neither __bool__ nor __len__",
+        (  # IOS007
+            "atomic.py",
+            "existing = stat.S_IMODE(before.st_mode) if before is not None else None",
+            "existing = stat.S_IMODE(before.st_mode) if bool(before) else None",
+        ): "`before` is None or an os.stat_result, a non-empty tuple: always true",
+        (  # IOS013
+            "atomic.py",
+            "if st is not None:",
+            "if bool(st):",
+        ): "`st` is None or an os.stat_result, a non-empty tuple: always true",
+    }
+)
+
+# The seventh set on the io area (the blind run of 2026-12-06, 08:39 UTC).
+EQUIVALENT.update(
+    {
+        (  # IOE001
+            "bounded.py",
+            "except OSError:",
+            "except Exception:",
+        ): "past the NUL check above it, Path(path).stat raises only OSError for a path of the "
+        "signature's types (Path | str; mypy --strict holds the callers to them)",
+        (  # IOE002
+            "bounded.py",
+            "except OSError as exc:",
+            "except Exception as exc:",
+        ): "past the NUL check, os.open of a Path or str raises only OSError: the clause sees the "
+        "same exceptions",
+        (  # IOE003
+            "bounded.py",
+            'isinstance(text, str) and len(text.encode("utf-8", "surrogatepass")) > max_bytes',
+            'isinstance(text, (str, int, float)) and len(text.encode("utf-8", "surrogatepass")) > max_bytes',
+        ): "_check_size's callers (load_yaml, load_json) pass str or bytes (typed str | bytes): never "
+        "an int or a float",
+        (  # IOE016
+            "bounded.py",
+            'data = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text',
+            'data = text.encode("utf-8", "surrogatepass") if isinstance(text, (str, int, float)) else text',
+        ): "check_json_depth's one caller, load_json, passes a str: never an int or a float",
+        (  # IOE018
+            "bounded.py",
+            "except ValueError as exc:  # int() past the digit limit",
+            "except Exception as exc:  # int() past the digit limit",
+        ): "the clause re-raises whatever does not name 'digits', and json.loads of a str raises "
+        "nothing but JSONDecodeError and RecursionError (both handled above) and the digit "
+        "limit's ValueError: the same exceptions leave",
+        (  # IOE023
+            "atomic.py",
+            "except OSError as exc:",
+            "except Exception as exc:",
+        ): "the try holds `path.mkdir()` alone, which raises only OSError (its FileExistsError is "
+        "taken by the clause before)",
+        (  # IOE024
+            "lifecycle.py",
+            "except subprocess.TimeoutExpired:",
+            "except subprocess.SubprocessError:",
+        ): "Popen.wait raises no SubprocessError but TimeoutExpired (CalledProcessError comes only "
+        "from run/check_call/check_output)",
+        (  # IOE005
+            "bounded.py",
+            '_DIGITS = re.compile(r"[-+]?(?:0x[0-9a-fA-F_]+|0o?[0-7_]+|0b[01_]+|[0-9][0-9_:]*)")',
+            '_DIGITS = re.compile(r"[-+]?(?:0x[0-9a-fA-F_]*|0o?[0-7_]+|0b[01_]+|[0-9][0-9_:]*)")',
+        ): "the two forms differ only on the prefix alone (0x, 0o, 0b or 0: two characters at "
+        "most), which the test's `len(value) > MAX_DIGITS` (4300) has refused before",
+        (  # IOE006
+            "bounded.py",
+            '_DIGITS = re.compile(r"[-+]?(?:0x[0-9a-fA-F_]+|0o?[0-7_]+|0b[01_]+|[0-9][0-9_:]*)")',
+            '_DIGITS = re.compile(r"[-+]?(?:0x[0-9a-fA-F_]+|0o?[0-7_]*|0b[01_]+|[0-9][0-9_:]*)")',
+        ): "the two forms differ only on the prefix alone (0x, 0o, 0b or 0: two characters at "
+        "most), which the test's `len(value) > MAX_DIGITS` (4300) has refused before",
+        (  # IOE007
+            "bounded.py",
+            '_DIGITS = re.compile(r"[-+]?(?:0x[0-9a-fA-F_]+|0o?[0-7_]+|0b[01_]+|[0-9][0-9_:]*)")',
+            '_DIGITS = re.compile(r"[-+]?(?:0x[0-9a-fA-F_]+|0o?[0-7_]+|0b[01_]*|[0-9][0-9_:]*)")',
+        ): "the two forms differ only on the prefix alone (0x, 0o, 0b or 0: two characters at "
+        "most), which the test's `len(value) > MAX_DIGITS` (4300) has refused before",
+        (  # IOE008
+            "bounded.py",
+            '_HARMLESS = re.compile(r"<[a-z ]+>|[^A-Za-z0-9]{1,3}|\\\\(?:[a-z]|x[0-9a-f]{2}|u[0-9a-f]{4})")',
+            '_HARMLESS = re.compile(r"<[a-z ]*>|[^A-Za-z0-9]{1,3}|\\\\(?:[a-z]|x[0-9a-f]{2}|u[0-9a-f]{4})")',
+        ): "'<>', the one text the new form adds, is two characters outside [A-Za-z0-9]: harmless "
+        "by the second alternative already",
     }
 )
 

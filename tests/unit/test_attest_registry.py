@@ -733,3 +733,32 @@ def test_a_layer_whose_digest_is_no_string_is_refused_even_where_the_registry_se
             ref, policy=trust(signer), client=hostile(rewrite=lambda layers: [{**layers[0], "digest": None}])
         )
         assert report.verified == () and {r.reason for r in report.refused} == {"unavailable"}
+
+
+# --------------------------------------------------------------------- --auto attest, eighth set (2026-12-06)
+
+
+@pytest.mark.parametrize("api", [False, True], ids=["fallback-tag", "referrers-api"])
+def test_a_report_names_the_reference_how_its_referrers_were_found_and_each_refused_one(
+    signer: CryptoSigner, api: bool
+) -> None:
+    """`verify` prints the report's reference and `via`, and names each refusal by its referrer's
+    digest (`verify --json` and `fleet` too): a malformed referrer and an unreadable one alike."""
+    from envbuilder.registry.client import fallback_tag
+
+    with fake_registry(referrers_api=api) as (host, _state):
+        reg = client(host)
+        digest, _image_id, ref, _certificate = _attached(reg, host, signer)
+        found = reg.referrers("team/train", digest, artifact_type=MEDIA_TYPE)
+        referrers = {d.digest for d in found.descriptors}
+        report = fetch_verified(f"{host}/team/train:1", policy=trust(signer), client=client)
+        assert report.reference == f"{host}/team/train:1"
+        assert report.via == ("referrers API" if api else f"fallback tag {fallback_tag(digest)}")
+        malformed = fetch_verified(ref, policy=trust(signer), client=hostile(rewrite=extra_layer))
+        assert {r.envelope_digest for r in malformed.refused} == referrers and len(referrers) == 2
+        gone = "sha256:" + "0" * 64  # a layer the registry does not hold
+        unreadable = fetch_verified(
+            ref, policy=trust(signer), client=hostile(rewrite=lambda layers: [{**layers[0], "digest": gone}])
+        )
+        assert {r.reason for r in unreadable.refused} == {"unavailable"}
+        assert {r.envelope_digest for r in unreadable.refused} == referrers

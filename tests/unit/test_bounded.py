@@ -28,6 +28,18 @@ def bomb(levels: int) -> str:
     return "schema_version: 1\nname: x\nframework: torch\n" + "\n".join(lines) + f"\nenv: *a{levels}\n"
 
 
+def test_small_documents_with_aliases_are_measured_before_any_bomb() -> None:
+    """The count on documents whose nodes print small: shared values load, bomb(6) (10**6
+    values) and a cycle are refused. First in this file: a count that breaks fails here at once,
+    where pytest's traceback (which prints each function's arguments, the composed node among
+    them) would print bomb(9)'s nodes expanded and fill the memory."""
+    assert load_yaml("a: &a [1, 2]\nb: [*a, *a]\n") == {"a": [1, 2], "b": [[1, 2], [1, 2]]}
+    with pytest.raises(TooLarge, match="more than 200000 values"):
+        load_yaml(bomb(6))
+    with pytest.raises(TooLarge, match="a cycle"):
+        load_yaml("&a [1, *a]\n")
+
+
 @pytest.mark.parametrize(
     ("text", "why"),
     [
@@ -423,3 +435,203 @@ def test_json_that_is_malformed_too_deep_after_siblings_or_of_too_many_digits_is
         check_json_depth("[" + "[]," * 10 + "[[[]]]]", max_depth=3)
     with pytest.raises(TooLarge, match="digits"):
         load_json("1" * (MAX_DIGITS + 10), max_bytes=MAX_DIGITS + 10)
+
+
+# ---------------------------------------------------------------------- --auto io, eighth set (2026-12-06)
+
+
+def test_each_child_of_a_value_is_measured_by_itself() -> None:
+    """A value measured already (the alias after it was met first) does not stand for its
+    siblings: the 2 beside it is counted too, never a KeyError."""
+    assert load_yaml("x: [[&a [1], 2], *a]\n") == {"x": [[[1], 2], [1]]}
+
+
+def test_a_cycle_is_named_as_one_wherever_it_sits_among_its_siblings() -> None:
+    """An alias to its own enclosing value, second of three: the cycle is named, before the
+    sibling after it (too many values once expanded) is measured."""
+    laughs = "".join(
+        f"b{i + 1}: &b{i + 1} [*b{i}, *b{i}, *b{i}, *b{i}, *b{i}, *b{i}, *b{i}, *b{i}, *b{i}, *b{i}]\n"
+        for i in range(6)
+    )
+    text = "b0: &b0 [1]\n" + laughs + "x: &x [0, *x, *b6]\n"
+    with pytest.raises(TooLarge, match="a cycle"):
+        load_yaml(text)
+
+
+def test_a_file_is_read_in_chunks_of_at_most_one_mib_and_its_descriptor_closed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A high limit is no buffer of that size: each read asks for 1 MiB at most. And each read,
+    refused or not, closes the file it opened."""
+    from envbuilder.bounded import read_bounded as read
+
+    small = tmp_path / "small.yaml"
+    small.write_bytes(b"a: 1\n")
+    asked: list[int] = []
+    real_read = os.read
+
+    def counted(fd: int, n: int) -> bytes:
+        asked.append(n)
+        return real_read(fd, n)
+
+    with monkeypatch.context() as mp:
+        mp.setattr(os, "read", counted)
+        assert read(small, 1 << 30) == b"a: 1\n"
+    assert asked and max(asked) == 1 << 20
+    big = tmp_path / "big.yaml"
+    big.write_bytes(b"#" * 2048)
+    opened: list[int] = []
+    closed: list[int] = []
+    real_open, real_close = os.open, os.close
+
+    def opening(*args: Any, **kw: Any) -> int:
+        opened.append(real_open(*args, **kw))
+        return opened[-1]
+
+    def closing(fd: int) -> None:
+        closed.append(fd)
+        real_close(fd)
+
+    monkeypatch.setattr(os, "open", opening)
+    monkeypatch.setattr(os, "close", closing)
+    read(small, 1024)
+    with pytest.raises(TooLarge):
+        read(big, 1024)
+    assert len(opened) == 2 and opened == closed
+
+
+def test_a_recursion_error_while_building_a_document_is_a_constructor_error(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """No caller ever sees a RecursionError or an OverflowError from load_yaml: each is a value
+    that cannot be read (yaml.YAMLError, which every caller turns into its own refusal)."""
+    import yaml
+
+    for exc in (RecursionError("maximum recursion depth exceeded"), OverflowError("too big")):
+
+        def raising(_text: str, exc: BaseException = exc) -> Any:
+            raise exc
+
+        with monkeypatch.context() as mp:
+            mp.setattr(yaml, "safe_load", raising)
+            with pytest.raises(yaml.constructor.ConstructorError, match="a value that cannot be read"):
+                load_yaml("a: 1\n")
+
+
+def test_a_link_is_refused_as_a_link_whatever_it_points_to(tmp_path: Path) -> None:
+    """With follow_symlinks=False the path itself is looked at: a link to a FIFO is named a
+    link (what is there), not a FIFO (what it points to)."""
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    link = tmp_path / "result.json"
+    link.symlink_to(fifo)
+    with pytest.raises(NotRegularFile, match=r"^a symbolic link, not a regular file$"):
+        read_bounded(link, 1024, follow_symlinks=False)
+
+
+def test_json_bytes_are_read_as_utf_8_only() -> None:
+    """load_json's bytes must be UTF-8 (as its docstring says): UTF-16 with its BOM, which
+    json.loads would detect and take, is a UnicodeDecodeError."""
+    assert load_json(b'{"a": 1}') == {"a": 1}
+    with pytest.raises(UnicodeDecodeError):
+        load_json('{"a": 1}'.encode("utf-16"))
+
+
+def test_a_link_swapped_in_after_the_first_look_is_not_followed_by_the_open(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """follow_symlinks=False holds at the open itself (O_NOFOLLOW), not only at the first look:
+    a link that appears in between (the first look found nothing) is refused, its target unread."""
+    import errno
+
+    from envbuilder import bounded
+
+    class Unseen:
+        def __init__(self, path: Any) -> None:
+            pass
+
+        def stat(self, **_kw: Any) -> Any:
+            raise FileNotFoundError(errno.ENOENT, "not yet")
+
+    secret = tmp_path / "secret"
+    secret.write_text("s3cret")
+    link = tmp_path / "result.json"
+    link.symlink_to(secret)
+    monkeypatch.setattr(bounded, "Path", Unseen)
+    with pytest.raises(NotRegularFile, match="a symbolic link"):
+        read_bounded(link, follow_symlinks=False)
+
+
+def test_yaml_nesting_is_counted_down_to_the_level_closed_not_to_the_top() -> None:
+    """60 levels, one more opened and closed, then 10 more: 70 levels as written, refused by the
+    first (event) count, so the message does not speak of aliases the document lacks."""
+    text = "[" * 60 + "[]," + "[" * 10 + "]" * 10 + "]" * 60
+    with pytest.raises(TooLarge) as err:
+        load_yaml(text)
+    assert str(err.value) == "nested deeper than 64 levels"
+
+
+def test_a_long_plain_word_that_starts_with_digits_is_text() -> None:
+    """Only a whole scalar in an integer form is a number: 5,000 digits and then a letter is a
+    string, loaded as one."""
+    word = "1" * 5000 + "x"
+    assert load_yaml(f"x: {word}\n") == {"x": word}
+
+
+def test_json_nesting_is_counted_down_to_the_level_closed_not_to_the_top() -> None:
+    text = "[" * 60 + "[]," + "[" * 10 + "]" * 10 + "]" * 60
+    with pytest.raises(TooLarge, match=r"^nested deeper than 64 levels$"):
+        load_json(text)
+
+
+def test_a_recursion_error_in_json_loads_is_too_large(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No caller of load_json ever sees a RecursionError: it is the nesting refusal."""
+    import json
+
+    def deep(_text: str) -> Any:
+        raise RecursionError("maximum recursion depth exceeded")
+
+    monkeypatch.setattr(json, "loads", deep)
+    with pytest.raises(TooLarge, match=r"^nested deeper than 64 levels$"):
+        load_json("[1]")
+
+
+def test_a_tag_safe_load_refuses_keeps_pyyamls_error_with_its_place() -> None:
+    """Only a ValueError of construction becomes "a value that cannot be read": PyYAML's own
+    ConstructorError (a tag the safe loader refuses) reaches the caller as PyYAML raised it,
+    with its line and column."""
+    import yaml
+
+    with pytest.raises(yaml.constructor.ConstructorError) as err:
+        load_yaml("a: 1\nb: !!python/name:os.system\n")
+    assert err.value.problem_mark is not None and err.value.problem_mark.line == 1
+
+
+def test_a_yaml_errors_problem_keeps_only_up_to_three_punctuation_characters_and_whole_escapes() -> None:
+    from envbuilder.bounded import yaml_error_message
+
+    class Err(Exception):
+        problem_mark = None
+        context_mark = None
+
+        def __init__(self, problem: str) -> None:
+            super().__init__("x")
+            self.problem = problem
+
+    assert yaml_error_message(Err("found '!@#' and '!@#$'")) == "found '!@#' and '...'"
+    assert yaml_error_message(Err("found '\\u00e9' and '\\u12e' and '\\u12345'")) == (
+        "found '\\u00e9' and '...' and '...'"
+    )
+
+
+def test_a_yaml_error_without_a_problem_or_a_place_is_a_malformed_document() -> None:
+    """PyYAML's ReaderError (a control character in the document) carries no `problem` and no
+    marks: it is said as a malformed document, never an AttributeError."""
+    import yaml
+
+    from envbuilder.bounded import yaml_error_message
+
+    with pytest.raises(yaml.YAMLError) as err:
+        load_yaml("a: \x07\n")
+    assert not hasattr(err.value, "problem")
+    assert yaml_error_message(err.value) == "malformed document"

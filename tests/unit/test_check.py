@@ -538,7 +538,7 @@ def run_check(eng: FakeEngine, certs: list[Certificate], **kw: Any) -> Any:
         probe=lambda: HostReport(source="nvml", driver="580.159.04", cuda_driver="13.0", gpus=(H200,)),
         access_modes=lambda daemon: (DEVICES,),
         health=kw.pop("health", healthy),
-        xids=lambda: XidLog(),
+        xids=kw.pop("xids", XidLog),
         say=lines.append,
         **kw,
     )
@@ -1245,3 +1245,205 @@ def test_every_refusal_is_a_failed_certificate_finding_and_a_failure_without_rem
         "FAIL certificate.gpu: T4",
         "FAIL: x (1.0 s)",
     ]
+
+
+# --------------------------------------------------------------------- --auto check, eighth set (2026-12-06)
+
+
+def well_formed(findings: list[Finding]) -> None:
+    """Each finding as --json writes it: a check name, a known status, a message, a remedy that is
+    text; and a warning or failure of the check itself says what to do."""
+    from envbuilder.check.findings import STATUSES
+
+    for x in findings:
+        d = x.to_dict()
+        assert isinstance(d["check"], str) and d["check"].count(".") == 1, d
+        assert d["status"] in STATUSES and isinstance(d["message"], str) and d["message"], d
+        assert isinstance(d["remedy"], str) and (d["remedy"] != "") == (d["status"] in ("warn", "fail")), d
+
+
+def test_the_checks_own_time_is_named_check_time_and_a_warning_says_what_to_do() -> None:
+    (note,) = time_findings(31.0, T)
+    (near,) = time_findings(50.5, T)
+    assert (note.check, note.status, note.value) == ("check.time", "note", 31.0)
+    assert (near.check, near.status, near.value) == ("check.time", "warn", 50.5)
+    assert "pull the image before the job" in near.remedy
+    well_formed([note, near])
+
+
+def test_the_pcie_link_is_read_from_its_own_four_answers() -> None:
+    """Gen4 x8 of a Gen5 x16 link: each figure from its own NVML call; a full link at its
+    maximum generation is said without the power-saving note."""
+    narrow = judged(
+        nvmlDeviceGetCurrPcieLinkGeneration=4,
+        nvmlDeviceGetMaxPcieLinkGeneration=5,
+        nvmlDeviceGetCurrPcieLinkWidth=8,
+        nvmlDeviceGetMaxPcieLinkWidth=16,
+    )["node.pcie"]
+    assert narrow.value == {"gen": 4, "gen_max": 5, "width": 8, "width_max": 16}
+    assert narrow.message == "PCIe link narrower than the maximum: Gen4 x8 (max Gen5 x16)"
+    full = judged(nvmlDeviceGetCurrPcieLinkGeneration=5)["node.pcie"]
+    assert (full.status, full.message) == ("pass", "PCIe Gen5 x16 (max Gen5 x16)")
+
+
+def test_a_pcie_width_neither_answer_reads_is_said_with_the_current_widths_reason() -> None:
+    nvml = FakeNvml(nvmlDeviceGetCurrPcieLinkWidth=NOT_SUPPORTED)
+    del nvml.answers["nvmlDeviceGetMaxPcieLinkWidth"]  # an older nvidia-ml-py: another reason
+    pcie = {x.check: x for x in judge_gpu(gpu_health(nvml, 0), T)}["node.pcie"]
+    assert pcie.status == "note" and "not supported" in pcie.message.lower()
+    assert "not in this nvidia-ml-py" not in pcie.message
+
+
+def test_the_xid_findings_are_node_xid_with_what_they_found() -> None:
+    log = XidLog(xids=parse_kmsg(KMSG))
+    gpus = read_health(FakeNvml())[0]
+    hits = judge_xids(log, gpus, uptime_s=8000.0, window_s=None)
+    assert {x.check for x in hits} == {"node.xid"}
+    well_formed(hits)
+    (clean,) = judge_xids(XidLog(), gpus, uptime_s=8000.0, window_s=None)
+    assert (clean.check, clean.status, clean.value) == ("node.xid", "pass", [])
+    (unread,) = judge_xids(
+        XidLog(unreadable="dmesg: read kernel buffer failed"), gpus, uptime_s=1.0, window_s=None
+    )
+    assert (unread.check, unread.status, unread.message) == (
+        "node.xid",
+        "note",
+        "dmesg: read kernel buffer failed",
+    )
+
+
+def test_the_window_judges_each_xid_by_its_own_time() -> None:
+    """An Xid line without a time is kept (it may be recent); one before the window is left out,
+    whatever the line before it."""
+    from envbuilder.host.health import KernelXid
+
+    untimed = KernelXid(xid=79, pci="0000:18:00", seconds_since_boot=None, line="")
+    old = KernelXid(xid=48, pci="0000:18:00", seconds_since_boot=100.0, line="")
+    got = judge_xids(XidLog(xids=(untimed, old)), (), uptime_s=8000.0, window_s=750.0)
+    assert [x.value["xid"] for x in got] == [79]
+
+
+def test_the_node_and_the_whole_check_read_xids_in_the_window_given_from_the_uptime(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """KMSG: Xid 79 at 7200 s after boot, Xid 13 at 7300 s; up 8000 s, a 750 s window keeps 13."""
+    from envbuilder.check import gate
+    from envbuilder.check.gate import node_findings
+
+    gpus = read_health(FakeNvml())[0]
+    report = HostReport(source="nvml", driver="580.159.04", cuda_driver="13.0", gpus=(H200,))
+
+    def kmsg() -> XidLog:
+        return XidLog(xids=parse_kmsg(KMSG))
+
+    got = node_findings(gpus, None, report, T, xids=kmsg, uptime_s=8000.0, xid_window_s=750.0)
+    assert [x.value["xid"] for x in got if x.check == "node.xid"] == [13]
+    monkeypatch.setattr(gate, "uptime_seconds", lambda: 8000.0)
+    eng = engine_answering(lambda spec: gate_doc(gpu_step(0, 700.0, 4000.0)))
+    whole, _ = run_check(eng, [sealed([BASELINE])], xids=kmsg, xid_window_s=750.0)
+    assert [x.value["xid"] for x in whole.findings if x.check == "node.xid"] == [13]
+
+
+@pytest.fixture
+def east_of_utc(monkeypatch: pytest.MonkeyPatch) -> Any:
+    """This process's local time 5:30 ahead of UTC (a POSIX TZ rule: no zone files needed)."""
+    import time
+
+    monkeypatch.setenv("TZ", "XST-5:30")
+    time.tzset()
+    yield
+    monkeypatch.undo()
+    time.tzset()
+
+
+@pytest.mark.usefixtures("east_of_utc")
+def test_the_report_is_started_in_utc_whatever_the_local_zone() -> None:
+    from datetime import datetime, timezone
+
+    eng = engine_answering(lambda spec: gate_doc(gpu_step(0, 700.0, 4000.0)))
+    report, _ = run_check(eng, [sealed([BASELINE])])
+    started = datetime.strptime(report.started, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=timezone.utc)
+    assert abs((datetime.now(timezone.utc) - started).total_seconds()) < 600
+
+
+def test_the_report_document_carries_what_the_check_found() -> None:
+    """--json: the image's ID, the certificate that covers, the host's driver and GPU access
+    mode, the short mode's steps, and the coverage finding's certificate ID; the harness's stderr
+    reaches `say` as it comes."""
+
+    def job(spec: ContainerSpec, on_stderr: Any) -> RunResult:
+        if "--nonce" not in spec.command:
+            return RunResult(exit_code=0, stdout="", stderr="")
+        if on_stderr is not None:
+            on_stderr("[harness] gpu0: bf16 GEMM")
+        nonce = spec.command[spec.command.index("--nonce") + 1]
+        out = json.dumps({**gate_doc(gpu_step(0, 700.0, 4000.0)), "nonce": nonce})
+        return RunResult(exit_code=0, stdout=out + "\n", stderr="")
+
+    c = sealed([BASELINE])
+    report, lines = run_check(FakeEngine(images={"team/train:1": IMAGE, IMAGE_ID: IMAGE}, job=job), [c])
+    doc = report.to_dict()
+    assert doc["image_id"] == IMAGE_ID and doc["certificate"]["id"] == c.id
+    assert (doc["node"]["driver"], doc["node"]["gpu_access"]) == ("580.159.04", "devices")
+    assert [s["name"] for s in doc["image_run"]["steps"]] == ["gpu0"]
+    coverage = next(x for x in report.findings if x.check == "certificate.coverage")
+    assert coverage.value == c.id[:12]
+    assert "[harness] gpu0: bf16 GEMM" in lines
+
+
+def test_an_uncertified_image_says_its_steps_did_not_run() -> None:
+    eng = engine_answering(lambda spec: pytest.fail("no container for an uncertified image"))
+    report, _ = run_check(eng, [])
+    (skipped,) = [x for x in report.findings if x.check == "image.run"]
+    assert skipped.status == "skip" and "in-image steps did not run" in skipped.message
+
+
+def test_each_short_mode_finding_is_well_formed_on_its_own_gpu() -> None:
+    """Every branch of judge_gate: the figures not measured or not certified are skips of their
+    GPU (with what was measured); failures say what to do; passes carry their figure."""
+    c = sealed([BASELINE, MULTI])
+    unmeasured = {**gpu_step(1, 700.0, 4000.0)}
+    unmeasured["metrics"] = {**unmeasured["metrics"], "copy_gbs": None}
+    other = gpu_step(2, 300.0, 1000.0, name="NVIDIA H100 80GB HBM3")
+    framework = {
+        "name": "framework",
+        "status": "pass",
+        "reason": "",
+        "metrics": {"framework": "torch", "version": "2.9.1"},
+    }
+    got = judge_gate(run_of(gate_doc(framework, gpu_step(0, 700.0, 4000.0), unmeasured, other)), c, T)
+    well_formed(got)
+    by = {(x.check, x.gpu): x for x in got}
+    assert by[("image.framework", None)].value == "2.9.1"
+    assert by[("image.cuda_smoke", 0)].status == "pass" and by[("image.kernels", 0)].value == "SASS sm_90"
+    assert by[("image.gemm", 0)].value == {"measured": 700.0, "certified": 700.0, "fraction": 1.0}
+    assert (by[("image.copy", 1)].status, by[("image.copy", 1)].message) == (
+        "skip",
+        "no device-memory copy was measured",
+    )
+    assert by[("image.gemm", 2)].status == "skip" and by[("image.gemm", 2)].value == {
+        "measured": 300.0,
+        "certified": None,
+    }
+    failing = [
+        {"name": "framework", "status": "fail", "reason": "torch is not installed", "metrics": {}},
+        {"name": "gpu0", "status": "fail", "reason": "no CUDA", "metrics": {}},
+        {"name": "allreduce_loopback", "status": "fail", "reason": "NCCL error", "metrics": {}},
+        {"name": "watchdog", "status": "fail", "reason": "gpu1 hung", "metrics": {}},
+    ]
+    failed = judge_gate(run_of(gate_doc(*failing)), c, T)
+    well_formed(failed)
+    assert [x.message for x in failed] == ["torch is not installed", "no CUDA", "NCCL error", "gpu1 hung"]
+    none = judge_gate(GateRun(doc=None, exit_code=124, stderr_tail="killed", seconds=40.0), None, T)
+    well_formed(none)
+
+
+def test_each_refusal_keeps_its_own_reason_as_its_value() -> None:
+    from envbuilder.check.image import summarise_refusals
+    from envbuilder.run.coverage import Refusal
+
+    two = [
+        Refusal(reason="driver-too-old", message="old", hint="update"),
+        Refusal(reason="gpu-model", message="T4", hint="certify here"),
+    ]
+    assert [x.value for x in summarise_refusals(two)] == ["driver-too-old", "gpu-model"]

@@ -427,3 +427,29 @@ def test_the_install_sets_come_by_requirements_then_index_then_python_as_a_versi
         pythons = [k[2] for k in first if k[1] == index]
         assert pythons == sorted(pythons, key=Version) and pythons != sorted(pythons)
     assert keys == sorted(keys, key=lambda k: (k[0], k[1] or "", Version(k[2])))
+
+
+def test_each_variant_is_asked_with_its_own_companions(matrix: Matrix) -> None:
+    """A variant may override the release's companions (the loader merges a variant's install keys
+    over the framework's): its sets carry its own, not the first variant's."""
+    from packaging.specifiers import SpecifierSet
+
+    from envbuilder.matrix.installable import answer_key
+
+    torch = next(t for t in matrix.frameworks if t.name == "torch")
+    rel = next(r for r in torch.releases if len(r.variants) > 1 and r.variants[0].companion_packages)
+    alone = replace(rel.variants[1], companion_packages=())  # this build installs torch by itself
+    own = replace(rel, variants=(rel.variants[0], alone, *rel.variants[2:]))
+    mixed = replace(matrix, frameworks=(replace(torch, releases=(own,)),))
+    pythons = {k: {b.python for b in matrix.base_images if b.kind == k} for k in ("slim", "cuda")}
+    want = {
+        answer_key((*packages, *(r for _, r in v.companion_packages)), v.index_url, py, "linux/amd64")
+        for v in own.variants
+        for packages, kind in ((v.bundled_packages, "slim"), (v.system_packages, "cuda"))
+        if packages and (kind == "slim" or v.cuda is not None)
+        for py in pythons[kind]
+        if py in SpecifierSet(own.python)
+    }
+    alone_sets = {k for k in want if k[1] == alone.index_url}
+    assert alone_sets and all(not any(r.startswith("torchvision") for r in k[0]) for k in alone_sets)
+    assert set(live.install_sets(mixed, ["torch"], "linux/amd64")) == want

@@ -521,3 +521,109 @@ def test_a_child_that_ignores_sigterm_is_killed_and_run_child_gives_text_from_a_
     assert done.stdout == "True\n"
     with pytest.raises(subprocess.TimeoutExpired):
         run_child(["sleep", "5"], timeout=0.3)
+
+
+# ---------------------------------------------------------------------- --auto io, eighth set (2026-12-06)
+
+
+def test_kill_group_never_waits_without_a_bound(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A group that outlives SIGKILL (a process in uninterruptible sleep) or that envbuilder may
+    not signal: each wait lasts `wait_s` at most, and kill_group returns."""
+    from envbuilder.lifecycle import kill_group
+
+    class Stuck:
+        pid = 4242
+
+        def __init__(self) -> None:
+            self.waits: list[float | None] = []
+
+        def wait(self, timeout: float | None = None) -> int:
+            self.waits.append(timeout)
+            if timeout is None:
+                pytest.fail("kill_group waited without a bound")
+            raise subprocess.TimeoutExpired("stuck", timeout)
+
+    sent: list[int] = []
+    monkeypatch.setattr(os, "killpg", lambda pid, sig: sent.append(sig))
+    stuck = Stuck()
+    kill_group(stuck, wait_s=0.01)  # type: ignore[arg-type]
+    assert sent == [signal.SIGTERM, signal.SIGKILL] and stuck.waits == [0.01, 0.01, 0.01]
+
+    def refused(pid: int, sig: int) -> None:
+        raise PermissionError(1, "Operation not permitted")
+
+    monkeypatch.setattr(os, "killpg", refused)
+    other = Stuck()
+    kill_group(other, wait_s=0.01)  # type: ignore[arg-type]
+    assert other.waits == [0.01]
+
+
+def test_run_childs_child_reads_no_stdin_and_runs_in_the_folder_given(tmp_path: Path) -> None:
+    """The child's stdin is empty (/dev/null, never envbuilder's own: a tool that asks waits on
+    nobody), even when envbuilder's stdin is a pipe with something in it; and it runs in `cwd`."""
+    code = "import os, sys; print(repr(sys.stdin.read())); print(os.getcwd())"
+    saved = os.dup(0)
+    read_end, write_end = os.pipe()
+    os.write(write_end, b"typed\n")
+    os.close(write_end)
+    try:
+        os.dup2(read_end, 0)
+        done = run_child([sys.executable, "-c", code], cwd=tmp_path, timeout=30)
+    finally:
+        os.dup2(saved, 0)
+        os.close(saved)
+        os.close(read_end)
+    assert done.stdout.splitlines() == ["''", str(tmp_path)]
+
+
+def test_run_childs_child_dies_with_envbuilder_even_on_sigkill(tmp_path: Path) -> None:
+    pidfile = tmp_path / "child.pid"
+    code = f"import os, time; open({str(pidfile)!r} + '.tmp', 'w').write(str(os.getpid())); " + (
+        f"os.rename({str(pidfile)!r} + '.tmp', {str(pidfile)!r}); time.sleep(60)"
+    )
+    parent = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sys; from envbuilder.lifecycle import run_child; "
+            f"run_child([sys.executable, '-c', {code!r}])",
+        ]
+    )
+    try:
+        _wait_for(pidfile)
+        child = int(pidfile.read_text())
+        parent.kill()
+        parent.wait(timeout=10)
+        try:
+            assert _gone(child), "run_child's child outlived its SIGKILLed parent"
+        finally:
+            if process_start(child) is not None and _state(child) != "Z":
+                os.kill(child, signal.SIGKILL)
+    finally:
+        if parent.poll() is None:
+            parent.kill()
+
+
+def test_kill_group_of_a_child_already_gone_returns_quietly() -> None:
+    """The group ended (and was reaped) before envbuilder's stop reached it: no signal to send,
+    no error, nothing to wait for."""
+    from envbuilder.lifecycle import kill_group
+
+    proc = subprocess.Popen(["true"], start_new_session=True)
+    proc.wait(timeout=30)
+    kill_group(proc, wait_s=0.1)
+    assert proc.returncode == 0
+
+
+def test_run_child_reads_output_that_is_not_utf_8_without_failing() -> None:
+    """A tool's output is text with undecodable bytes replaced (a wheel name or a path in
+    another encoding), never a UnicodeDecodeError that loses the whole answer."""
+    import locale
+
+    code = "import sys; sys.stdout.buffer.write(b'caf\\xe9\\n'); sys.stderr.buffer.write(b'\\xff\\n')"
+    done = run_child([sys.executable, "-c", code])
+    encoding = locale.getpreferredencoding(False)  # what text mode decodes with (UTF-8 here)
+    assert (done.stdout, done.stderr) == (
+        b"caf\xe9\n".decode(encoding, "replace"),
+        b"\xff\n".decode(encoding, "replace"),
+    )

@@ -434,3 +434,21 @@ def test_a_failed_builds_missing_hint_stays_missing_once_its_secrets_are_redacte
     with pytest.raises(BuildFailedError) as err, secrets_redacted([BuildSecret(id="corp", src=token_file)]):
         raise BuildFailedError("docker build failed (exit 1)")
     assert err.value.hint is None
+
+
+def test_a_redacted_hint_keeps_what_it_says_around_the_secret(tmp_path: Path) -> None:
+    """The hint is redacted, not dropped: what to do is still said, the secret's value is not."""
+    url_file = tmp_path / "url"
+    url_file.write_text(MIRROR + "\n")
+    with (
+        pytest.raises(BuildFailedError) as err,
+        secrets_redacted([BuildSecret(id="pip_index_url", src=url_file)]),
+    ):
+        raise BuildFailedError("docker build failed (exit 1)", hint=f"check that {MIRROR} answers")
+    assert err.value.hint == "check that <secret:pip_index_url> answers"
+
+
+def test_an_empty_hint_is_kept_as_given() -> None:
+    with pytest.raises(BuildFailedError) as err, secrets_redacted([]):
+        raise BuildFailedError("docker build failed (exit 1)", hint="")
+    assert err.value.hint == ""

@@ -253,3 +253,253 @@ def test_a_folder_that_cannot_be_made_is_an_output_error(
     monkeypatch.setattr(Path, "mkdir", denied)
     with pytest.raises(OutputError, match=r"cannot make the folder .*: Permission denied"):
         atomic.make_output_dir(tmp_path / "out")
+
+
+# ---------------------------------------------------------------------- --auto io, eighth set (2026-12-06)
+
+
+def test_each_refused_output_names_its_file(tmp_path: Path) -> None:
+    """OutputError names the file (its `file` field, EnvbuilderError.fields()) for each refusal:
+    a link at the path, a missing folder, a folder that cannot be made, a file where a folder
+    is asked for."""
+    from envbuilder.atomic import make_output_dir, require_parent
+
+    link = tmp_path / "link"
+    link.symlink_to(tmp_path / "elsewhere")
+    cases: list[tuple[Any, Path]] = [
+        (check_output_path, link),
+        (require_parent, tmp_path / "no-such" / "out.json"),
+        (make_output_dir, link),
+    ]
+    for call, path in cases:
+        with pytest.raises(OutputError) as err:
+            call(path)
+        assert err.value.file == str(path)
+
+    def refused(self: Path, *_a: Any, **_kw: Any) -> None:
+        raise PermissionError(13, "Permission denied")
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(Path, "mkdir", refused)  # a folder it may not write into (root may write anywhere)
+        with pytest.raises(OutputError, match="cannot make the folder") as err:
+            make_output_dir(tmp_path / "out")
+    assert err.value.file == str(tmp_path / "out")
+
+
+def test_the_temp_file_is_made_beside_the_target_not_in_the_systems_temp_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The rename is atomic only within one file system: the temp file is made in the target's
+    own folder, whatever TMPDIR says."""
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "no-such-temp"))
+    target = tmp_path / "out.json"
+    write_bytes_atomic(target, b"{}")
+    assert target.read_bytes() == b"{}"
+
+
+def test_an_exclusive_write_makes_a_new_file_whole_and_never_replaces_one(tmp_path: Path) -> None:
+    """`exclusive` (a new signing key, `init`'s files): the file is made with its bytes and mode,
+    no temp file is left beside it; a second write finds it there, raises FileExistsError and
+    leaves it as it was."""
+    key = tmp_path / "ci.key"
+    assert write_bytes_atomic(key, b"private", mode=0o600, exclusive=True) is False
+    assert key.read_bytes() == b"private" and stat.S_IMODE(key.stat().st_mode) == 0o600
+    with pytest.raises(FileExistsError):
+        write_bytes_atomic(key, b"another", mode=0o600, exclusive=True)
+    assert key.read_bytes() == b"private"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ci.key"]
+
+
+def test_the_bytes_are_in_the_file_before_it_is_synced_and_the_folder_is_synced_after(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """fsync makes durable what the file holds: Python's buffer is flushed into it first, so the
+    sync covers every byte; then the folder is synced (the rename itself durable) and the
+    descriptor opened for it closed."""
+    synced: list[Any] = []
+    opened: list[int] = []
+    closed: list[int] = []
+    real_fsync, real_open, real_close = os.fsync, os.open, os.close
+
+    def fsync(fd: Any) -> None:
+        number = fd if isinstance(fd, int) else fd.fileno()
+        st = os.fstat(number)
+        synced.append(st.st_size if stat.S_ISREG(st.st_mode) else "folder")
+        real_fsync(fd)
+
+    def opening(*args: Any, **kw: Any) -> int:
+        opened.append(real_open(*args, **kw))
+        return opened[-1]
+
+    def closing(fd: int) -> None:
+        closed.append(fd)
+        real_close(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    monkeypatch.setattr(os, "open", opening)
+    monkeypatch.setattr(os, "close", closing)
+    write_bytes_atomic(tmp_path / "lock.json", b"x" * 100)
+    assert synced == [100, "folder"]
+    assert opened and set(opened) <= set(closed)
+
+
+def test_a_folder_made_meanwhile_by_another_process_is_judged_as_found(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """make_output_dir's race: the folder appears between its look and its mkdir. A folder is
+    taken; a file made there meanwhile is refused as one found there would be."""
+    from envbuilder.atomic import make_output_dir
+
+    real_mkdir = Path.mkdir
+
+    def raced(kind: str) -> Any:
+        def mkdir(self: Path, *a: Any, **kw: Any) -> None:
+            if kind == "folder":
+                real_mkdir(self)
+            else:
+                self.write_text("")
+            raise FileExistsError(17, "File exists")
+
+        return mkdir
+
+    monkeypatch.setattr(Path, "mkdir", raced("folder"))
+    assert make_output_dir(tmp_path / "out") == tmp_path / "out"
+    monkeypatch.setattr(Path, "mkdir", raced("file"))
+    with pytest.raises(OutputError, match="not a folder"):
+        make_output_dir(tmp_path / "other")
+
+
+def test_the_temp_file_is_hidden_and_named_after_its_target(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """While the bytes are written the temp file is a dot file (a reader that lists the folder,
+    glob('*'), never sees the half-written file) named `.TARGET.XXXX.tmp` (a leftover after a
+    SIGKILL says whose it is)."""
+    import re
+
+    seen: list[list[str]] = []
+    real_fsync = os.fsync
+
+    def fsync(fd: Any) -> None:
+        seen.append(sorted(p.name for p in tmp_path.iterdir()))
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    write_bytes_atomic(tmp_path / "lock.json", b"{}")
+    (during, *_rest) = seen
+    assert len(during) == 1 and re.fullmatch(r"\.lock\.json\.[^.]+\.tmp", during[0]), during
+    assert [p.name for p in tmp_path.glob("*")] == ["lock.json"]
+
+
+def test_a_failed_write_raises_its_own_error_even_where_the_cleanup_fails_too(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The disk fills during the write and the temp file cannot be removed either: the caller
+    learns of the full disk (its OSError), not of the cleanup's."""
+    import errno
+
+    def full(_fd: Any) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    def stuck(self: Path, *_a: Any, **_kw: Any) -> None:
+        raise PermissionError(errno.EACCES, "Permission denied")
+
+    monkeypatch.setattr(os, "fsync", full)
+    monkeypatch.setattr(Path, "unlink", stuck)
+    with pytest.raises(OSError) as err:
+        write_bytes_atomic(tmp_path / "lock.json", b"{}")
+    assert err.value.errno == errno.ENOSPC
+
+
+def test_a_folder_that_cannot_be_synced_does_not_fail_a_write_already_made(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Some file systems refuse fsync on a folder (EINVAL): the file is in place by then, so the
+    write succeeds."""
+    import errno
+
+    real_fsync = os.fsync
+
+    def fsync(fd: Any) -> None:
+        number = fd if isinstance(fd, int) else fd.fileno()
+        if stat.S_ISDIR(os.fstat(number).st_mode):
+            raise OSError(errno.EINVAL, "Invalid argument")
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    write_bytes_atomic(tmp_path / "lock.json", b"{}")
+    assert (tmp_path / "lock.json").read_bytes() == b"{}"
+
+
+def test_a_replaced_file_keeps_even_mode_0_and_a_write_of_mode_0_is_mode_0(tmp_path: Path) -> None:
+    """The mode kept or given is used as it is, 0 included (a number, never a truth value); the
+    return says a file was replaced."""
+    locked = tmp_path / "locked.json"
+    locked.write_bytes(b"old")
+    locked.chmod(0)
+    assert write_bytes_atomic(locked, b"new") is True
+    assert stat.S_IMODE(locked.stat().st_mode) == 0
+    fresh = tmp_path / "fresh.json"
+    assert write_bytes_atomic(fresh, b"x", mode=0) is False
+    assert stat.S_IMODE(fresh.stat().st_mode) == 0
+
+
+def test_a_write_replaces_the_file_whole_and_leaves_nothing_beside_it(tmp_path: Path) -> None:
+    """A reader that opened the old file keeps reading the old bytes (the new file is another
+    inode, renamed over it), and only the target is left in the folder, dot files included."""
+    target = tmp_path / "lock.json"
+    target.write_bytes(b"old")
+    with target.open("rb") as reader:
+        write_bytes_atomic(target, b"new")
+        assert reader.read() == b"old"
+    assert target.read_bytes() == b"new"
+    assert [p.name for p in tmp_path.iterdir()] == ["lock.json"]
+
+
+def test_a_parent_that_is_a_file_is_no_folder(tmp_path: Path) -> None:
+    from envbuilder.atomic import require_parent
+
+    (tmp_path / "file").write_text("")
+    with pytest.raises(OutputError, match="does not exist"):
+        require_parent(tmp_path / "file" / "out.json")
+
+
+def test_an_output_folder_is_made_and_a_link_to_a_folder_is_refused(tmp_path: Path) -> None:
+    """make_output_dir makes a new folder; a link at the path is refused even where it points to
+    a folder (envbuilder never writes through a link)."""
+    from envbuilder.atomic import make_output_dir
+
+    assert make_output_dir(tmp_path / "new") == tmp_path / "new" and (tmp_path / "new").is_dir()
+    (tmp_path / "real").mkdir()
+    link = tmp_path / "link"
+    link.symlink_to(tmp_path / "real")
+    with pytest.raises(OutputError, match="symbolic link"):
+        make_output_dir(link)
+
+
+def test_a_link_to_a_folder_made_meanwhile_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from envbuilder.atomic import make_output_dir
+
+    (tmp_path / "real").mkdir()
+
+    def linked(self: Path, *_a: Any, **_kw: Any) -> None:
+        self.symlink_to(tmp_path / "real")
+        raise FileExistsError(17, "File exists")
+
+    monkeypatch.setattr(Path, "mkdir", linked)
+    with pytest.raises(OutputError, match="symbolic link"):
+        make_output_dir(tmp_path / "out")
+
+
+def test_a_path_that_cannot_be_examined_is_an_oserror_not_a_new_file(tmp_path: Path) -> None:
+    """Only a missing path is "nothing there yet": one whose name is too long to look at raises
+    (check_output_path's docstring: OSError, the path cannot be examined)."""
+    import errno
+
+    with pytest.raises(OSError) as err:
+        check_output_path(tmp_path / ("x" * 300))
+    assert err.value.errno == errno.ENAMETOOLONG

@@ -566,3 +566,40 @@ def test_gpus_takes_only_nvmls_uuid_shape_and_an_index_of_at_most_four_digits(uu
 def test_gpus_strips_tabs_and_newlines_as_well_as_spaces() -> None:
     assert parse_gpus("\t2").count == 2
     assert parse_gpus("device=0,\t1\n").ids == ("0", "1")
+
+
+# --------------------------------------------------------------------- --auto attest, eighth set (2026-12-06)
+
+
+def test_each_gpus_refusal_names_the_value_as_given(tmp_path: Path) -> None:
+    """Every refusal of select_gpus and node_paths starts with `--gpus VALUE:`, the value the user
+    wrote, whichever of its forms (all, a count, a device list) was read."""
+    from envbuilder.runtime.gpu_selection import select_gpus
+
+    both = HostReport(source="nvml", driver="580.159.04", cuda_driver="13.0", gpus=(H100, T4))
+    none = HostReport(source="nvml", driver="580.159.04", cuda_driver="13.0", gpus=())
+    with pytest.raises(NoGpuError) as no_gpu:
+        select_gpus(parse_gpus("all"), none, root=tmp_path)
+    assert no_gpu.value.message.startswith("--gpus all: the host probe lists no NVIDIA GPU")
+    with pytest.raises(UsageError) as too_many:
+        select_gpus(parse_gpus("3"), both, root=tmp_path)
+    assert too_many.value.message == "--gpus 3: this host has 2 GPU(s)"
+    with pytest.raises(UsageError) as lacking:
+        select_gpus(parse_gpus("device=0,7"), both, root=tmp_path)
+    assert lacking.value.message == "--gpus device=0,7: this host has no GPU 7"
+    root = two_gpu_host(tmp_path / "host")
+    (root / "dev" / "nvidia1").unlink()  # the H100's node
+    with pytest.raises(NoGpuError) as no_node:
+        select_gpus(parse_gpus("device=0"), both, root=root).node_paths()
+    assert no_node.value.message.startswith("--gpus device=0: no /dev/nvidia device node found")
+
+
+def test_every_id_of_a_device_list_is_read_by_itself(tmp_path: Path) -> None:
+    """A MIG device after a whole GPU is refused as one (by its UUID or by GPU:instance); a UUID
+    after an index is compared in lower case, so named twice in two cases it is refused."""
+    for mig in ("MIG-11111111-2222-3333-4444-555555555555", "0:1"):
+        with pytest.raises(UsageError, match="MIG devices are not supported"):
+            parse_gpus(f"device=1,{mig}")
+    shouted = "GPU-" + T4_UUID.removeprefix("GPU-").upper()
+    with pytest.raises(UsageError, match=f"{T4_UUID.lower()} listed twice"):
+        parse_gpus(f"device=0,{T4_UUID},{shouted}")
