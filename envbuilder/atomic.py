@@ -111,6 +111,14 @@ def make_output_dir(path: Path) -> Path:
     try:
         st = os.lstat(path)
     except FileNotFoundError:
+        st = None
+    except OSError as exc:  # a name too long, a folder that cannot be searched, a file as a parent
+        raise OutputError(
+            f"cannot use the folder {path}: {exc.strerror}",
+            hint="give the path of a folder you can write in",
+            file=str(path),
+        ) from exc
+    if st is None:
         require_parent(path)
         try:
             path.mkdir()

@@ -503,3 +503,19 @@ def test_a_path_that_cannot_be_examined_is_an_oserror_not_a_new_file(tmp_path: P
     with pytest.raises(OSError) as err:
         check_output_path(tmp_path / ("x" * 300))
     assert err.value.errno == errno.ENAMETOOLONG
+
+
+def test_an_output_folder_that_cannot_be_examined_is_an_output_error(tmp_path: Path) -> None:
+    """`fleet build --out` with a name too long, or a file where a parent folder should be: the
+    folder cannot even be looked at; that is OutputError (exit 18, the file named), not a raw
+    OSError (IOE021 of the io area's seventh set); nothing is made."""
+    from envbuilder.atomic import make_output_dir
+
+    (tmp_path / "file").write_text("mine")
+    for path, why in ((tmp_path / ("x" * 300), "too long"), (tmp_path / "file" / "out", "Not a directory")):
+        with pytest.raises(OutputError, match=f"cannot use the folder .*{why}") as err:
+            make_output_dir(path)
+        assert err.value.fields()["file"] == str(path)
+    assert (
+        sorted(p.name for p in tmp_path.iterdir()) == ["file"] and (tmp_path / "file").read_text() == "mine"
+    )
