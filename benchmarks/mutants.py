@@ -41,6 +41,13 @@ trust policy's file, the signed statements and what `attest` signs, the lock's a
 values that reach the Dockerfile, the host's evidence of GPU work and the host verdict's CPU path,
 the resolver's GPU names, forward compatibility's GPU classes, `check`'s figures and bands, the run
 log's appends; none equals a mutant of a..l or `--auto`.
+Set N (2026-12-06) was written blind the same way, in functions and lines no earlier set or operator
+had planted in: what `verify` says a certificate covers, `run`'s refusal, run log and -w/-u values,
+the resolver's arm64 installability, forward compatibility, vGPU boards and aliases, the probe's
+platform, WSL2 and two-part driver, the host verdict's steps and a node's certificate, the lock's
+values, signing keys and the trust policy, the statements' subjects, `check`'s harness mount, the
+umask, the typed loader, a tag's path, the janitor's labels and mounts; none equals a mutant of
+a..m or `--auto`.
 Set O (2026-12-06), the session's final blind measure, was written from the code alone as an
 outside reviewer would plant, at the decisions of each boundary whether or not an earlier set had
 planted in the same function: run's coverage and NVIDIA_REQUIRE_CUDA, the arch rule, the resolver's
@@ -3712,6 +3719,448 @@ SET_M = (
     ),
 )
 
+# --------------------------------------------------------------------------- set N (blind, 2026-12-06)
+# Written from the code alone, before any test of these lines was read (issue 23 hardening), in
+# functions and lines no earlier set or operator had planted in (counted over the 7,503 mutants of
+# sets a..m and `--auto` of every area with `--ops all`, by function and by line): what `verify`
+# says a certificate covers and `run`'s refusal and run log, the -w and -u values a container gets,
+# the resolver's installability on linux/arm64, its driver reason without a GPU, forward
+# compatibility through an image's cuda-compat, vGPU boards and aliases, the probe's platform, WSL2
+# and a two-part driver from /sys, the host verdict's steps and a node's certificate, the lock's os,
+# NVIDIA_REQUIRE_CUDA and build platform, signing keys (mode, curve, the pair, the default) and the
+# trust policy's schema and folder, the statements' subjects, `check`'s harness mount and memory
+# fractions, the umask, the typed loader's objects, lists, minimums and integers, a tag's path, the
+# janitor's labels, a bind mount's read-only flag and a scratch folder's parent. The same kinds of
+# slip as J..M (a field of the wrong record, the first item only, a default that skips a check, a
+# check on one side only, an off-by-one at a limit, an escape or refusal missing for one character
+# class, a scope dropped); none equals a mutant of a..m or `--auto` (same tree after planting, see
+# benchmarks/results/mutants-setn-2026-12-06.md).
+RUN_N = (
+    "test_runcheck.py",
+    "test_run_boundary.py",
+    "test_run_conditions.py",
+    "test_run_docker_like.py",
+    "test_runner.py",
+    "test_input_checks.py",
+    "test_up.py",
+    "test_cert_origins.py",
+    "test_attest_registry.py",
+    "test_check.py",
+    "test_cli_trust.py",
+    "test_certify.py",
+    "test_orphaned_runs.py",
+)
+RESOLVE_N = (
+    "test_resolve_edges.py",
+    "test_resolve_boundary.py",
+    "test_resolve_cases.py",
+    "test_resolve_coverage.py",
+    "test_forward_compat.py",
+    "test_render_forward_compat.py",
+    "test_installable.py",
+    "test_platforms.py",
+    "test_gpu_names.py",
+    "test_stale_rows.py",
+    "test_cli_resolve.py",
+    "test_driver_two_part.py",
+    "test_versions.py",
+)
+HOST_N = (
+    "test_host.py",
+    "test_wsl.py",
+    "test_program_digits.py",
+    "test_driver_two_part.py",
+    "test_platforms.py",
+    "test_doctor.py",
+    "test_resolve_edges.py",
+)
+VERDICT_N = (
+    "test_verdict.py",
+    "test_verdict_conditions.py",
+    "test_project_smoke.py",
+    "test_certify.py",
+    "test_result_shape.py",
+    "test_fleet_slurm.py",
+    "test_fleet_schedulers.py",
+    "test_fleet_k8s.py",
+    "test_hpc_runtimes.py",
+)
+LOCK_N = (
+    "test_lock_edges.py",
+    "test_lock_values.py",
+    "test_lock.py",
+    "test_render.py",
+    "test_golden.py",
+    "test_fuzz_render.py",
+    "test_image_renders.py",
+    "test_typed_loading.py",
+    "test_fuzz_loaders.py",
+    "test_image_metadata.py",
+    "test_build.py",
+    "test_certify.py",
+)
+TRUST_N = (
+    "test_attest_keys.py",
+    "test_attest_envelope.py",
+    "test_attest_registry.py",
+    "test_cli_trust.py",
+    "test_cert_origins.py",
+    "test_hostile_parse.py",
+    "test_fuzz_loaders.py",
+    "test_bounded.py",
+)
+CHECK_N = ("test_check.py", "test_check_prolog.py", "test_check_k8s.py")
+IO_N = (
+    "test_typed_loading.py",
+    "test_program_digits.py",
+    "test_fuzz_loaders.py",
+    "test_hostile_parse.py",
+    "test_bounded.py",
+    "test_bounded_outside_readers.py",
+    "test_certificate.py",
+    "test_lock_edges.py",
+    "test_output_policy.py",
+    "test_outputs_kept.py",
+    "test_attest_keys.py",
+    "test_build.py",
+    "test_buildlock_conditions.py",
+    "test_input_checks.py",
+    "test_registry.py",
+)
+JANITOR_N = (
+    "test_engine.py",
+    "test_janitor_conditions.py",
+    "test_janitor_scope.py",
+    "test_orphaned_runs.py",
+    "test_lifecycle.py",
+    "test_input_checks.py",
+)
+LAUNCH_N, KEYS_N, TYPED_N = "run/launch.py", "attest/keys.py", "typed.py"
+SET_N = (
+    m(
+        "N01",
+        "run/coverage.py",
+        '        "gpu_runs": verdict == "certified",',
+        '        "gpu_runs": verdict in ("certified", "certified-cpu-only"),',
+        "`verify` says a CPU-only certificate covers GPU runs (the next line's tuple copied)",
+        RUN_N,
+    ),
+    m(
+        "N02",
+        "run/coverage.py",
+        '    msg = "; ".join(f"{r.message} [{r.reason}]" for r in refusals)',
+        '    msg = "; ".join(f"{r.message} [{r.reason}]" for r in refusals[:1])',
+        "`run`'s refusal names only the first reason (a second refusal's reason is never said)",
+        RUN_N,
+    ),
+    m(
+        "N03",
+        LAUNCH_N,
+        '        "forced": bool(refusals) and force,',
+        '        "forced": force,',
+        "the run log records a covered run given --force as forced (nothing was overridden)",
+        RUN_N,
+    ),
+    m(
+        "N04",
+        LAUNCH_N,
+        '    if not text.startswith("/") or any(c in text for c in "\\n\\r\\x00"):',
+        '    if not text.startswith("/") or any(c in text for c in "\\n\\x00"):',
+        "-w refuses a newline and NUL but takes a carriage return",
+        RUN_N,
+    ),
+    m(
+        "N05",
+        LAUNCH_N,
+        '    ids = [p for p in text.split(":") if p.isdigit()]',
+        '    ids = [p for p in text.split(":")[:1] if p.isdigit()]',
+        "-u checks the user ID's bound only: a group ID of 4294967295 ((gid_t)-1) accepted",
+        RUN_N,
+    ),
+    m(
+        "N06",
+        "resolve/resolver.py",
+        "    key = install_key(stack.packages, stack.companions, stack.index_url, stack.python, "
+        "stack.platform)",
+        "    key = install_key(stack.packages, stack.companions, stack.index_url, stack.python)",
+        "a linux/arm64 stack's installability looked up as linux/amd64's (the platform left at its default)",
+        RESOLVE_N,
+    ),
+    m(
+        "N07",
+        "resolve/resolver.py",
+        "    fwd_ok = bool(gpus) and not forward_compat.ineligible_gpus(matrix, gpus)",
+        "    fwd_ok = not forward_compat.ineligible_gpus(matrix, gpus)",
+        "a driver too old and no GPU given: forward compatibility said to apply (no GPU is ineligible)",
+        RESOLVE_N,
+        "_driver_reason runs only in _evaluate's `if v.cuda is not None` branch, with gpus = host.gpus; "
+        "resolve() makes a request on a host without GPUs cpu_only (resolver.py: `if not host.gpus and "
+        "not request.cpu_only`) and then skips every variant with a CUDA (`(listed.cuda is None) != "
+        "request.cpu_only`), and a CPU variant gets a CUDA only from a platforms.yaml row that names one "
+        "(variant_for_platform), which no CPU row does (matrix refresh writes `cuda` from a wheel's CUDA "
+        "pins): where it runs, gpus is never empty and bool(gpus) always true",
+    ),
+    m(
+        "N08",
+        "resolve/forward_compat.py",
+        "    if Version(compat_driver) < Version(floor):",
+        "    if Version(compat_driver) <= Version(floor):",
+        "a cuda-compat package whose driver is exactly the build's floor refused",
+        RESOLVE_N,
+    ),
+    m(
+        "N09",
+        "resolve/forward_compat.py",
+        "        min_driver=str(branches[0]),",
+        "        min_driver=str(branches[-1]),",
+        "forward compatibility's lowest supported branch taken from the wrong end (the newest branch)",
+        RESOLVE_N,
+    ),
+    m(
+        "N10",
+        "resolve/gpus.py",
+        "    for board, what in setting:",
+        "    for board, what in setting[:1]:",
+        "a vGPU profile's board tried as printed only: 'NVIDIA H100XM-80C' never falls back to the H100",
+        RESOLVE_N,
+    ),
+    m(
+        "N11",
+        "resolve/gpus.py",
+        "        for n in (m.name, *m.nvml_names, *m.aliases):\n            w = _words(n)",
+        "        for n in (m.name, *m.nvml_names):\n            w = _words(n)",
+        "aliases left out of the word index: 'H100-SXM5' (an alias with other punctuation) is unknown",
+        RESOLVE_N,
+    ),
+    m(
+        "N12",
+        "host/probe.py",
+        "        return Host(driver=self.driver, gpus=gpus, source=self.source, platform=platform)",
+        "        return Host(driver=self.driver, gpus=gpus, source=self.source)",
+        "the probe's machine (aarch64) never reaches the resolver's host: its platform left unknown",
+        HOST_N,
+    ),
+    m(
+        "N13",
+        "host/probe.py",
+        '    if re.search(r"microsoft|WSL", version, re.IGNORECASE):',
+        '    if re.search(r"microsoft|WSL", version):',
+        "WSL told by /proc/version in lower case only: a kernel that says 'Microsoft' is not WSL",
+        HOST_N,
+    ),
+    m(
+        "N14",
+        "host/probe.py",
+        '        if re.fullmatch(r"\\d{3,4}\\.\\d{1,3}(\\.\\d{1,3})?", text):',
+        '        if re.fullmatch(r"\\d{3,4}\\.\\d{1,3}\\.\\d{1,3}", text):',
+        "a two-part driver version in /sys/module/nvidia/version (470.86) refused: no driver found",
+        HOST_N,
+    ),
+    m(
+        "N15",
+        "certify/verdict.py",
+        '        for s in result["steps"]\n    ]',
+        '        for s in result["steps"][:1]\n    ]',
+        "the host re-derives the verdict from the first step only: a later failed step passes",
+        VERDICT_N,
+    ),
+    m(
+        "N16",
+        "certify/foreign.py",
+        "    if verdict != cert.verdict:",
+        '    if verdict == "failed":',
+        "a node's certificate that claims more than its own result gives here (certified for cpu-only) kept",
+        VERDICT_N,
+    ),
+    m(
+        "N17",
+        "certify/foreign.py",
+        '        {"name": text(g.get("name")), "uuid": text(g.get("uuid")), '
+        '"cc": text(g.get("compute_capability"))}',
+        '        {"name": text(g.get("name")), "uuid": text(g.get("uuid")), "cc": text(g.get("cc"))}',
+        "a node's GPUs read without their compute capability (another key): no kernel inventory judged",
+        VERDICT_N,
+    ),
+    m(
+        "N18",
+        "image/validate.py",
+        '    check("os", stack.os, TOKEN_RE, lock_hint)',
+        '    check("os", stack.variant, TOKEN_RE, lock_hint)',
+        "a lock's os checked as its variant (the line above copied): a newline in it reaches the Dockerfile",
+        LOCK_N,
+    ),
+    m(
+        "N19",
+        "image/validate.py",
+        "        VERSION_RE.fullmatch(stack.require_cuda) or REQUIRE_CUDA_RE.fullmatch(stack.require_cuda)",
+        "        VERSION_RE.fullmatch(stack.require_cuda) or REQUIRE_CUDA_RE.match(stack.require_cuda)",
+        "a lock's NVIDIA_REQUIRE_CUDA matched as a prefix: anything after 'cuda>=12.4' reaches the ENV line",
+        LOCK_N,
+    ),
+    m(
+        "N20",
+        "image/lock.py",
+        '        platform=raw.get("platform"),\n',
+        "",
+        "a lock's build platform not read back: an aarch64 build is checked against the x86_64 package lock",
+        LOCK_N,
+    ),
+    m(
+        "N21",
+        KEYS_N,
+        "        write_bytes_atomic(private_path, pem, mode=0o600, exclusive=True)",
+        "        write_bytes_atomic(private_path, pem, mode=0o644, exclusive=True)",
+        "a new private key written readable by everyone (the public key's mode on the line below)",
+        TRUST_N,
+    ),
+    m(
+        "N22",
+        KEYS_N,
+        "    if isinstance(crypto_key, ec.EllipticCurvePublicKey) and "
+        "not isinstance(crypto_key.curve, ec.SECP256R1):",
+        "    if isinstance(crypto_key, ec.EllipticCurvePublicKey) and crypto_key.curve.key_size < 256:",
+        "an ECDSA key judged by its curve's size: P-384, P-521 and secp256k1 keys accepted",
+        TRUST_N,
+    ),
+    m(
+        "N23",
+        KEYS_N,
+        "        return CryptoSigner(private, load_public_key(info.public_path))",
+        "        return CryptoSigner(private)",
+        "a private key not checked against its .pub: attest signs with a key other than the one shown",
+        TRUST_N,
+    ),
+    m(
+        "N24",
+        KEYS_N,
+        "    if len(keys) == 1:",
+        "    if keys:",
+        "several signing keys and no --sign-key: the first by name signs, not the one named default",
+        TRUST_N,
+    ),
+    m(
+        "N25",
+        "attest/policy.py",
+        '    if doc.get("schema_version") != SCHEMA_VERSION:',
+        '    if doc.get("schema_version", SCHEMA_VERSION) != SCHEMA_VERSION:',
+        "a trust policy without schema_version taken as version 1",
+        TRUST_N,
+    ),
+    m(
+        "N26",
+        "attest/policy.py",
+        "    return parse_policy(doc, where=str(path), base=Path(path).parent)",
+        "    return parse_policy(doc, where=str(path), base=Path.cwd())",
+        "a policy's public_key paths read from the working folder, not beside the policy file",
+        TRUST_N,
+    ),
+    m(
+        "N27",
+        "attest/statement.py",
+        '        "subject": subject.descriptors(),',
+        '        "subject": subject.descriptors()[:1],',
+        "a signed statement names the manifest digest only, not the image ID (config digest)",
+        TRUST_N,
+    ),
+    m(
+        "N28",
+        "check/image.py",
+        "        Mount(source=str(harness_dir()), target=HOST_HARNESS_DIR, read_only=True),",
+        "        Mount(source=str(harness_dir()), target=HOST_HARNESS_DIR),",
+        "`check` mounts the host's harness writable: the image under test can rewrite it",
+        CHECK_N,
+    ),
+    m(
+        "N29",
+        "check/findings.py",
+        "    if not held_warn <= held_fail <= 1:",
+        "    if not held_warn <= held_fail:",
+        "a memory-held fail fraction above 1 accepted (the check can then never fail)",
+        CHECK_N,
+    ),
+    m(
+        "N30",
+        "atomic.py",
+        "                return int(line.split()[1], 8)",
+        "                return int(line.split()[1])",
+        "the umask from /proc read as decimal (0022 as 22 = 0o26): new files get 0640, not 0644",
+        IO_N,
+    ),
+    m(
+        "N31",
+        TYPED_N,
+        "            self.fields.get(key, self.others).check(item, _join(path, str(key)))",
+        "            self.fields.get(key, ANY).check(item, _join(path, str(key)))",
+        "an object's other keys never checked: map_of(STR) takes any value (a lock's companions)",
+        IO_N,
+    ),
+    m(
+        "N32",
+        TYPED_N,
+        "        for i, item in enumerate(value):",
+        "        for i, item in enumerate(value[:1]):",
+        "a list's first item only checked: sass ['8.0', null] passes",
+        IO_N,
+    ),
+    m(
+        "N33",
+        TYPED_N,
+        "(self.minimum is not None and value < self.minimum)",
+        "(self.minimum is not None and value <= self.minimum)",
+        "a minimum taken as exclusive: a positive integer of 1, a non-negative one of 0 refused",
+        IO_N,
+    ),
+    m(
+        "N34",
+        TYPED_N,
+        "            if not -MAX_INT <= v <= MAX_INT:",
+        "            if not v <= MAX_INT:",
+        "integers bounded above only: a 5,000-digit negative number passes the loader",
+        IO_N,
+    ),
+    m(
+        "N35",
+        TYPED_N,
+        "    return value if value < MAX_INT else None",
+        "    return value if value <= MAX_INT else None",
+        "a program's number of exactly 2**63 taken (one past int64, SQLite's limit)",
+        IO_N,
+    ),
+    m(
+        "N36",
+        "imageref.py",
+        '        and all(COMPONENT_RE.fullmatch(c) for c in path.split("/"))',
+        '        and all(COMPONENT_RE.fullmatch(c) for c in path.split("/")[:1])',
+        "--tag checks the first path component only: myorg/Train or myorg/a..b accepted",
+        IO_N,
+    ),
+    m(
+        "N37",
+        "engine/docker_engine.py",
+        '            "labels": owner_labels(spec.purpose, spec.labels),',
+        '            "labels": dict(spec.labels),',
+        "a container created without its owner, data and purpose labels: no janitor ever finds it",
+        JANITOR_N,
+    ),
+    m(
+        "N38",
+        "engine/docker_engine.py",
+        '                docker.types.Mount(target=m.target, source=m.source, type="bind", '
+        "read_only=m.read_only)",
+        '                docker.types.Mount(target=m.target, source=m.source, type="bind")',
+        "every bind mount writable: -v SRC:DST:ro and the harness mounts lose read-only",
+        JANITOR_N,
+    ),
+    m(
+        "N39",
+        "lifecycle.py",
+        "    path = temp_dir(purpose, parent)",
+        "    path = temp_dir(purpose)",
+        "a scratch folder made in the system temp folder, not in the parent asked for",
+        JANITOR_N,
+    ),
+)
+
 
 # --------------------------------------------------------------------------- set O (blind, 2026-12-06)
 # The final blind measure of the session (issue 23 hardening), written from the code alone, before
@@ -4155,6 +4604,7 @@ SETS = {
     "k": SET_K,
     "l": SET_L,
     "m": SET_M,
+    "n": SET_N,
     "o": SET_O,
 }
 
@@ -7982,6 +8432,8 @@ def _snapshot(parent: Path) -> None:
     for shipped in ("matrices", "templates", "images"):  # resources.shipped_dir looks beside it
         (parent / shipped).symlink_to(ROOT / shipped)
     (parent / "scripts").symlink_to(ROOT / "scripts")  # test_check_prolog.py runs the Slurm recipe
+    (parent / "benchmarks").symlink_to(ROOT / "benchmarks")  # test_fuzz_loaders.py reads results/
+    (parent / "docs").symlink_to(ROOT / "docs")  # test_fleet_schedulers.py reads architecture.md
     where = subprocess.run(
         [sys.executable, "-P", "-c", "import envbuilder; print(envbuilder.__file__)"],
         cwd=parent,
@@ -8175,7 +8627,7 @@ def auto_report(
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument(
-        "--set", default="abcdefghijklmo", help="which sets: any of a..o (default: abcdefghijklmo)"
+        "--set", default="abcdefghijklmno", help="which sets: any of a..o (default: abcdefghijklmno)"
     )
     ap.add_argument("--auto", metavar="AREA", help=f"automatic mutants of one area: {', '.join(AREAS)}")
     ap.add_argument(

@@ -27,7 +27,7 @@ from envbuilder.resources import user_data_dir
 KEY_TYPES = ("ecdsa", "ed25519")  # ecdsa: NIST P-256 with SHA-256
 DEFAULT_NAME = "default"
 PASSPHRASE_ENV = "ENVBUILDER_KEY_PASSPHRASE"
-_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")  # fullmatch: `$` alone takes a final line break
 
 Passphrase = Callable[[str], bytes | None]  # asked with the key's name; None: no passphrase
 
@@ -65,7 +65,7 @@ def keys_dir(base: Path | None = None) -> Path:
 
 def check_name(name: str) -> str:
     """Raises SigningKeyError for a name that is not a plain file name."""
-    if not _NAME.match(name):
+    if not _NAME.fullmatch(name):
         raise SigningKeyError(
             f"{name!r} is not a key name",
             hint="use letters, digits, '.', '_' and '-' (at most 64, starting with a letter or digit)",

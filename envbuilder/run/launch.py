@@ -52,6 +52,7 @@ RUN_LOG = "runs.jsonl"
 OUTPUT_LINES = 2000  # --monitor reads this much of the end of the job's output (where it died)
 RUN_LABEL = "io.envbuilder.run"  # on every container `run` starts
 IPC_MODES = ("private", "shareable", "host")
+# -e, -u, --name: each matched whole (fullmatch): `$` alone also matches before a final line break.
 _ENV_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _SIZE = re.compile(r"([0-9]{1,20})([bkmg]?)b?", re.IGNORECASE | re.ASCII)
 _SIZE_MAX = (1 << 63) - 1  # Docker's HostConfig.ShmSize is an int64
@@ -132,7 +133,7 @@ def parse_env(items: Sequence[str]) -> dict[str, str]:
     out: dict[str, str] = {}
     for item in items:
         key, sep, value = item.partition("=")
-        if not sep or not _ENV_KEY.match(key):
+        if not sep or not _ENV_KEY.fullmatch(key):
             raise UsageError(f"malformed -e {item!r}", hint="write -e NAME=VALUE (NAME: letters, digits, _)")
         out[key] = value
     return out
@@ -201,7 +202,7 @@ def parse_user(text: str) -> str:
     """-u UID[:GID] or NAME[:GROUP] (a name must exist in the image; docker says so at start).
     Raises UsageError."""
     ids = [p for p in text.split(":") if p.isdigit()]
-    if not _USER.match(text) or any(int(i) > _ID_MAX for i in ids):
+    if not _USER.fullmatch(text) or any(int(i) > _ID_MAX for i in ids):
         raise UsageError(
             f"malformed -u {text[:80]!a}",
             hint="write -u UID[:GID] or -u NAME[:GROUP]; -u $(id -u):$(id -g) runs the job as you "
@@ -212,7 +213,7 @@ def parse_user(text: str) -> str:
 
 def parse_name(text: str) -> str:
     """--name: docker's rule for container names. Raises UsageError."""
-    if not _NAME.match(text):
+    if not _NAME.fullmatch(text):
         raise UsageError(
             f"malformed --name {text[:80]!a}",
             hint="2-128 characters: letters, digits, _ . - (not first), as docker allows",

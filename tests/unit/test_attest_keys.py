@@ -8,8 +8,17 @@ from pathlib import Path
 
 import pytest
 import yaml
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import ec
 
-from envbuilder.attest.keys import find_key, generate_key, list_keys, load_signer
+from envbuilder.attest.keys import (
+    find_key,
+    generate_key,
+    list_keys,
+    load_public_key,
+    load_signer,
+    public_key_from_pem,
+)
 from envbuilder.attest.policy import (
     choose_policy,
     default_policy,
@@ -42,10 +51,36 @@ def test_generate_never_overwrites(tmp_path: Path) -> None:
     assert info.value.exit_code == 16 and first.public_path.read_bytes() == before
 
 
-@pytest.mark.parametrize("name", ["../evil", "", "a b", "x" * 65])
+@pytest.mark.parametrize("name", ["../evil", "", "a b", "x" * 65, "ci\n"])
 def test_generate_refuses_bad_names(tmp_path: Path, name: str) -> None:
     with pytest.raises(SigningKeyError, match="is not a key name"):
         generate_key(name, directory=tmp_path)
+
+
+@pytest.mark.parametrize("curve", [ec.SECP384R1(), ec.SECP521R1(), ec.SECP256K1()])
+def test_an_ecdsa_key_on_another_curve_than_p256_is_refused(tmp_path: Path, curve: ec.EllipticCurve) -> None:
+    pem = (
+        ec.generate_private_key(curve)
+        .public_key()
+        .public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
+    )
+    with pytest.raises(SigningKeyError, match=f"must be on P-256, not {curve.name}"):
+        public_key_from_pem(pem, "other.pub")
+    (tmp_path / "other.pub").write_bytes(pem)
+    with pytest.raises(SigningKeyError, match="must be on P-256"):
+        load_public_key(tmp_path / "other.pub")
+
+
+def test_a_private_key_that_does_not_match_its_public_half_never_signs(tmp_path: Path) -> None:
+    """The .pub is what others trust and what `keys list` shows: a private key beside another
+    pair's .pub (a copy gone wrong) is refused, not used to sign under a key nobody trusts."""
+    a = generate_key("a", directory=tmp_path / "k")
+    b = generate_key("b", directory=tmp_path / "k")
+    a.public_path.write_bytes(b.public_path.read_bytes())
+    swapped = find_key("a", directory=tmp_path / "k")
+    assert swapped.keyid == b.keyid
+    with pytest.raises(SigningKeyError, match="does not match"):
+        load_signer(swapped)
 
 
 def test_passphrase_protected_key(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -136,6 +171,8 @@ def test_a_keys_repository_patterns_match_the_whole_name_never_a_prefix(tmp_path
     [
         ([], "a trust policy is a mapping"),
         ({"schema_version": 2, "keys": []}, "schema_version must be 1"),
+        ({"keys": []}, "schema_version must be 1"),  # a file without it is not taken as version 1
+        ({"schema_version": "1", "keys": []}, "schema_version must be 1"),
         ({"schema_version": 1, "keys": [], "extra": 1}, r"unknown field\(s\) extra"),
         ({"schema_version": 1, "keys": {}}, "`keys` must be a list"),
         ({"schema_version": 1, "keys": [{"public_key": "x.pub"}]}, r"keys\[0\]: `name` is missing"),

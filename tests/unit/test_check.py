@@ -126,6 +126,7 @@ def test_the_repositorys_thresholds_file_has_a_check_section_with_its_bands() ->
         (lambda c: c.pop("gemm"), "check.gemm"),
         (lambda c: c["copy"].update(fail_below=0.95), "fail_below 0.95 must be <= warn_below"),
         (lambda c: c.update(memory_held_fail_fraction=0.01), "memory_held_warn_fraction"),
+        (lambda c: c.update(memory_held_fail_fraction=1.5), "memory_held_fail_fraction <= 1"),
         (lambda c: c.update(time_limit_s=10), "time_target_s"),
         (lambda c: c.update(pcie_width_fail="no"), "pcie_width_fail"),
         (lambda c: c.update(temperature_margin_c=True), "temperature_margin_c"),
@@ -852,6 +853,22 @@ def test_the_container_is_told_the_images_framework() -> None:
     none = AccessChoice(name="none", reason="t")
     spec = gate_container(info, none, io_dir="/tmp/x", nonce="n", watchdog_s=30, framework="jax")
     assert spec.command[-2:] == ("--framework", "jax")
+
+
+def test_the_image_under_check_gets_the_hosts_harness_read_only() -> None:
+    # The harness that judges the image is the host's: the image must not rewrite it for the next
+    # check (a bind mount's writes reach the host's own files); only its io folder is writable.
+    from envbuilder.check.image import gate_container
+    from envbuilder.resources import harness_dir
+    from envbuilder.runtime import AccessChoice
+
+    info = ImageInfo(id=IMAGE_ID, tags=(), repo_digests=())
+    spec = gate_container(
+        info, AccessChoice(name="none", reason="t"), io_dir="/tmp/x", nonce="n", watchdog_s=30
+    )
+    by_source = {m.source: m for m in spec.mounts}
+    assert by_source[str(harness_dir())].read_only
+    assert not by_source["/tmp/x"].read_only
 
 
 # --------------------------------------------------------------------------- --auto check (2026-12-06)

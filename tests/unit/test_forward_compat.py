@@ -43,6 +43,8 @@ def test_the_package_brings_its_own_driver_and_no_more() -> None:
     # PTX of a newer ISA needs a driver above the package's: not helped
     too_new = forward_compat.through_image(MATRIX, CUDA13, "535.104.05", "590.44.01", h100)
     assert too_new == "cuda-compat-13-0 brings driver 580.95.05, below the 590.44.01 this build needs"
+    exact = forward_compat.through_image(MATRIX, CUDA13, "535.104.05", "580.95.05", h100)
+    assert isinstance(exact, forward_compat.ForwardCompat)  # a floor of exactly the package's driver
     other = forward_compat.through_image(MATRIX, CUDA13, "545.23.06", "580", h100)
     assert isinstance(other, str) and other.endswith("(its NVIDIA_REQUIRE_CUDA), not R545")
 

@@ -197,6 +197,14 @@ def test_sys_module_version_when_proc_is_absent(tmp_path: Path) -> None:
     assert report.driver == "580.159.04"
 
 
+def test_a_two_part_driver_version_in_sys_module_is_a_driver(tmp_path: Path) -> None:
+    # NVIDIA numbers some Linux drivers X.Y (470.86, 550.135): /sys/module/nvidia/version says so.
+    (tmp_path / "sys/module/nvidia").mkdir(parents=True)
+    (tmp_path / "sys/module/nvidia/version").write_text("470.86\n")
+    report = probe_proc(tmp_path)
+    assert isinstance(report, HostReport) and report.driver == "470.86"
+
+
 def test_no_driver_anywhere_is_a_report_not_an_exception(tmp_path: Path) -> None:
     report = probe_host(nvml=NO_NVML, run=FakeRunner(), root=tmp_path)
     assert (report.source, report.driver, report.cuda_driver, report.gpus) == ("none", None, None, ())

@@ -111,7 +111,14 @@ def test_sizes_and_workdirs() -> None:
     with pytest.raises(UsageError):
         parse_size(str(1 << 63))
     assert parse_workdir("/workspace") == "/workspace"
-    for bad in ("", "work", "/a\nb"):
+    for bad in (
+        "",
+        "work",
+        "/a\nb",
+        "/a\rb",
+        "/a\x00b",
+        "/work\r",
+    ):  # each control character docker splits on
         with pytest.raises(UsageError):
             parse_workdir(bad)
 

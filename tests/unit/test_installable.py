@@ -131,6 +131,23 @@ def test_the_key_is_the_whole_install_set_with_companions_and_index(matrix: Matr
     assert any(r.component == "installable" and r.reason == "x (test)" for r in refused.rejected)
 
 
+def test_an_arm64_stacks_install_set_is_known_only_by_an_answer_for_arm64(matrix: Matrix) -> None:
+    """The aarch64 wheels are other files than the x86_64 ones: uv's answer for linux/amd64 says
+    nothing of a linux/arm64 stack's set."""
+    req = Request(framework="torch", specifier="==2.15.*", platform="linux/arm64", cpu_only=True)
+    res = resolve(replace(matrix, installable=()), req, Host(driver=None))
+    stack = res.stack
+    assert stack is not None and stack.platform == "linux/arm64"
+    key = install_key(stack.packages, stack.companions, stack.index_url, stack.python, "linux/amd64")
+    amd = replace(answer(key[0], stack.python, ok=True), index_url=key[1])
+    said = installability(replace(matrix, installable=(amd,)), stack)
+    assert said.startswith("not checked: ") and f"on Python {stack.python} linux/arm64" in said
+    arm = replace(amd, platform="linux/arm64", ok=False, why="no aarch64 wheel")
+    assert (
+        installability(replace(matrix, installable=(amd, arm)), stack) == "does not resolve: no aarch64 wheel"
+    )
+
+
 def test_a_later_answer_wins_so_the_users_live_answer_overrides_the_committed_one(matrix: Matrix) -> None:
     later = answer((TF_214,), "3.11", ok=True)
     fixed = replace(matrix, installable=(*matrix.installable, later))

@@ -32,6 +32,7 @@ from envbuilder.lifecycle import (
     owner_mark,
     process_start,
     run_child,
+    scratch_dir,
     stop_signal,
     sweep_temp_dirs,
     temp_dir,
@@ -219,6 +220,14 @@ def test_the_janitor_picks_only_containers_of_gone_owners() -> None:
     assert container_name("pip-freeze").startswith("envbuilder-pip-freeze-")
     with pytest.raises(ValueError, match="purpose"):
         container_name("Bad Purpose")
+
+
+def test_a_scratch_folder_is_made_in_the_parent_asked_for_and_removed_on_the_way_out(tmp_path: Path) -> None:
+    with pytest.raises(RuntimeError), scratch_dir("unit", tmp_path) as path:
+        assert path.parent == tmp_path and path.name.startswith("envbuilder-unit-")
+        assert (path / OWNER_FILE).is_file()  # marked: swept if this process is killed
+        raise RuntimeError("the block fails")
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_temp_folders_of_gone_runs_are_swept_never_a_live_ones(tmp_path: Path) -> None:

@@ -273,6 +273,24 @@ def test_a_node_certificate_that_passes_over_a_failed_smoke_step_is_refused() ->
     assert why is not None and "smoke command failed" in why
 
 
+def test_a_node_certificate_that_claims_more_than_its_result_gives_here_is_refused() -> None:
+    """Not only a failure: a node's `certified` whose own result gives `certified-cpu-only` on this
+    host's facts (a class without GPUs) claims a GPU certification and is refused."""
+
+    def sealed(verdict: str, harness: dict[str, Any]) -> Certificate:
+        return build_certificate(
+            image={"id": IMAGE.id}, host={}, run={}, harness=harness, thresholds={},
+            verdict=verdict, verdict_reason="the node says so",
+        )  # fmt: skip
+
+    cpu = result("certified-cpu-only")
+    why = certificate_refusal(sealed("certified", cpu), facts("none", None))
+    assert why is not None and why.startswith(
+        "it says certified, but its own result gives certified-cpu-only"
+    )
+    assert certificate_refusal(sealed("certified-cpu-only", cpu), facts("none", None)) is None
+
+
 def test_the_summary_and_the_report_show_the_step() -> None:
     eng = project_engine()
     cert, _ = certify(eng)

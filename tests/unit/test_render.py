@@ -295,6 +295,12 @@ def test_base_image_override_is_recorded() -> None:
         ("ptx", ("12.0\nRUN x",)),
         ("id", "x y"),
         ("strategy", "other"),
+        # each a value of its own (the os reaches the Python install's comment line)
+        ("os", "ubuntu24.04\nRUN curl evil"),
+        ("variant", "cu130\nRUN x"),
+        ("framework", "torch x"),
+        ("version", "2.11.0\nRUN x"),
+        ("nccl", "2.27.3\nRUN x"),
     ],
 )
 def test_stack_values_from_a_lock_are_validated(field: str, value: object) -> None:

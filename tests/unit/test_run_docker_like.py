@@ -164,12 +164,17 @@ def test_publish_needs_a_network_that_publishes(tmp_path: Path) -> None:
 def test_user_and_name_are_validated() -> None:
     for good in ("1000", "1000:1000", "0:0", "ubuntu", "ubuntu:users", "_svc.x-1"):
         assert parse_user(good) == good
-    for bad in ("", ":", "1000:", "-1", "a b", "user;rm", "99999999999", "4294967295", "1:2:3"):
+    # Each part is checked: a group ID of (gid_t)-1 is refused as a user ID of it is; and the whole
+    # value is matched, a final line break included (`$` alone would take "ubuntu\n").
+    for bad in (
+        *("", ":", "1000:", "-1", "a b", "user;rm", "99999999999", "4294967295", "1:2:3"),
+        *("1000:4294967295", "ubuntu:4294967295", "ubuntu\n", "1000:1000\n"),
+    ):
         with pytest.raises(UsageError, match="malformed -u") as err:
             parse_user(bad)
         assert "$(id -u):$(id -g)" in (err.value.hint or "")
     assert parse_name("my-job_1.a") == "my-job_1.a"
-    for bad in ("x", "-job", "a/b", "job name", "j" * 129):
+    for bad in ("x", "-job", "a/b", "job name", "j" * 129, "job\n"):
         with pytest.raises(UsageError, match="malformed --name"):
             parse_name(bad)
 

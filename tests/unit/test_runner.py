@@ -117,6 +117,13 @@ def test_force_runs_anyway_and_records_it(tmp_path: Path) -> None:
     assert entry["forced"] is True and entry["refusals"][0]["reason"] == "no-certificate"
 
 
+def test_force_on_a_covered_run_overrides_nothing_and_is_not_recorded_as_forced(tmp_path: Path) -> None:
+    outcome, lines = go(tmp_path, engine(exit_code=0), cert(), force=True)
+    assert not outcome.forced and outcome.refusals == ()
+    assert log(tmp_path)[0]["forced"] is False and log(tmp_path)[0]["refusals"] == []
+    assert not any("--force" in line for line in lines)
+
+
 def test_a_refused_memlock_ulimit_is_dropped_and_said(tmp_path: Path) -> None:
     eng = engine(refuse_memlock=True)
     outcome, lines = go(tmp_path, eng, cert())
@@ -274,8 +281,9 @@ def test_bad_options_are_usage_errors(tmp_path: Path) -> None:
     with pytest.raises(UsageError, match="malformed size"):
         parse_size("lots")
     assert parse_size("512m") == 512 * 1024**2 and parse_size("65536") == 65536
-    with pytest.raises(UsageError, match="malformed -e"):
-        go(tmp_path, engine(), cert(), env=("1BAD=x",))
+    for item in ("1BAD=x", "BAD\n=x", "NOEQUALS"):  # a key's final line break is no letter either
+        with pytest.raises(UsageError, match="malformed -e"):
+            go(tmp_path, engine(), cert(), env=(item,))
     with pytest.raises(UsageError, match="not found locally"):
         run_image(
             RunOptions(image="nope", command=("x",)),

@@ -19,7 +19,19 @@ from envbuilder.certify.certificate import Certificate, seal
 from envbuilder.cli import cli
 from envbuilder.errors import CertificateRefusedError, SpecError
 from envbuilder.image.lock import read_lock
-from envbuilder.typed import INT, MAX_INT, STR, WrongType, check_document, list_of, obj, opt
+from envbuilder.typed import (
+    INT,
+    MAX_INT,
+    NONNEGATIVE,
+    POSITIVE,
+    STR,
+    WrongType,
+    check_document,
+    list_of,
+    map_of,
+    obj,
+    opt,
+)
 
 DATA = Path(__file__).parent.parent / "data"
 REPO = Path(__file__).parent.parent.parent
@@ -62,6 +74,20 @@ def test_check_document_names_the_field_and_the_type_never_the_value() -> None:
         check_document({"a": {"b": [True]}}, shape)  # a bool is no integer here
 
 
+def test_a_minimum_is_inclusive_and_every_value_of_a_mapping_is_checked() -> None:
+    check_document(1, POSITIVE)
+    check_document(0, NONNEGATIVE)
+    with pytest.raises(WrongType, match="expected a positive integer"):
+        check_document(0, POSITIVE)
+    with pytest.raises(WrongType, match="expected a non-negative integer"):
+        check_document(-1, NONNEGATIVE)
+    check_document({"a": "x"}, map_of(STR))
+    with pytest.raises(WrongType, match=r"'b': expected a string, got a number"):
+        check_document({"a": "x", "b": 1}, map_of(STR))
+    with pytest.raises(WrongType, match=r"'extra': expected an integer, got a string"):
+        check_document({"a": 1, "extra": "x"}, obj({"a": INT}, others=INT))
+
+
 @pytest.mark.parametrize(
     ("value", "expected"),
     [
@@ -102,6 +128,7 @@ def test_every_json_value_is_checked_wherever_it_is(value: object, expected: str
         (lambda d: d.update(spec_path=["a"]), "spec_path"),
         (lambda d: d.update(schema_version="2"), "schema_version"),
         (lambda d: d["stack"].update(cuda=2**70), "stack.cuda"),
+        (lambda d: d["stack"].update(companions={"torchvision": 1}), "stack.companions.torchvision"),
         (lambda d: d.update(spec_path="\ud800"), "spec_path"),
     ],
 )

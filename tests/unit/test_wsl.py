@@ -43,6 +43,12 @@ def test_wsl_is_detected_from_proc_version(tmp_path: Path) -> None:
     assert detect_wsl(wsl_root(tmp_path)) == "/proc/version says 5.15.167.4-microsoft-standard-WSL2"
 
 
+def test_proc_version_names_microsoft_in_any_case(tmp_path: Path) -> None:
+    # Microsoft's kernels have spelled it both ways (4.4.0-19041-Microsoft, ...-microsoft-standard-WSL2).
+    capital = "Linux version 4.19.128-Microsoft-standard (oe-user@oe-host) (gcc version 8.2.0 (GCC)) #1 SMP\n"
+    assert detect_wsl(wsl_root(tmp_path, version=capital)) == "/proc/version says 4.19.128-Microsoft-standard"
+
+
 def test_wsl_is_detected_from_dxg_or_the_driver_folder(tmp_path: Path) -> None:
     plain = "Linux version 6.8.0-49-generic (buildd@lcy02-amd64-103) #49-Ubuntu SMP\n"
     assert detect_wsl(wsl_root(tmp_path / "a", version=plain)) is None
