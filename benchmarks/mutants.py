@@ -48,6 +48,12 @@ platform, WSL2 and two-part driver, the host verdict's steps and a node's certif
 values, signing keys and the trust policy, the statements' subjects, `check`'s harness mount, the
 umask, the typed loader, a tag's path, the janitor's labels and mounts; none equals a mutant of
 a..m or `--auto`.
+Set O (2026-12-06), the session's final blind measure, was written from the code alone as an
+outside reviewer would plant, at the decisions of each boundary whether or not an earlier set had
+planted in the same function: run's coverage and NVIDIA_REQUIRE_CUDA, the arch rule, the resolver's
+driver floor, base image and forward compatibility, the host verdict and the certificate's image,
+the lock's and the spec's values, secrets, signed attestations, `check`'s judgements, the bounded
+loaders and the JSON-lines writer; none equals a mutant of a..n or `--auto`.
 `--auto AREA` (2026-12-05): hand-written sets cannot reach 95% blind (each found conditions no
 test had looked at), so the automatic mode plants every one-line mutant of a fixed operator list
 in the decision functions of an area (AREAS: run-check, verdict, certs; more areas are added as
@@ -4156,6 +4162,434 @@ SET_N = (
 )
 
 
+# --------------------------------------------------------------------------- set O (blind, 2026-12-06)
+# The final blind measure of the session (issue 23 hardening), written from the code alone, before
+# any test of these lines was read, as an outside reviewer would plant: at the decisions of each
+# trust boundary, whether or not an earlier set planted in the same function (run's coverage and
+# NVIDIA_REQUIRE_CUDA, the arch rule, the resolver's driver floor, base image and forward
+# compatibility, the host verdict and the certificate's image, the lock and the values that reach
+# the Dockerfile, the spec and secrets, signed attestations, `check`'s judgements, the bounded
+# loaders and the JSON-lines writer). The kinds: two values swapped (SASS and PTX lists), a
+# comparison made loose (a major `<=`, driver versions compared as text, a CUDA major for its
+# X.Y, a newer schema accepted), a pattern widened (one digit, any hex length, `~=`, a leading
+# `.`, `$` let in, `@` in the password), a default argument forgotten (PTX read as SASS, the
+# secrets, `now`, `allow_nan`), a truthiness test for a word list, a wrong variable (the
+# floor for the toolkit driver, the host's driver for the package's, the window for the time
+# since boot), the first item only, a check skipped for one case (no framework named, a CPU-only
+# result, an unreadable time, a digest given), a unit inverted (reference / measured). None equals
+# a mutant of sets a..n or `--auto` (every area, every operator set): each was planted and its
+# module's tree compared (`ast.dump`); see benchmarks/results/mutants-seto-2026-12-06.md for the
+# drafts dropped (equal to an earlier mutant, or equivalent).
+RUN_O = (
+    "test_runcheck.py",
+    "test_run_boundary.py",
+    "test_run_conditions.py",
+    "test_cert_origins.py",
+    "test_check.py",
+)
+REQ_O = (
+    "test_require_cuda.py",
+    "test_runcheck.py",
+    "test_run_conditions.py",
+    "test_resolve_boundary.py",
+    "test_resolve_cases.py",
+)
+ARCH_O = (
+    "test_archs.py",
+    "test_kernels.py",
+    "test_run_conditions.py",
+    "test_runcheck.py",
+    "test_resolve_coverage.py",
+    "test_resolve_cases.py",
+    "test_resolve_boundary.py",
+)
+RESOLVE_O = (
+    "test_resolve_boundary.py",
+    "test_resolve_cases.py",
+    "test_resolve_edges.py",
+    "test_resolve_coverage.py",
+    "test_forward_compat.py",
+    "test_render_forward_compat.py",
+    "test_installable.py",
+    "test_platforms.py",
+    "test_stale_rows.py",
+    "test_require_cuda.py",
+)
+CERT_O = (
+    "test_certificate.py",
+    "test_certstore.py",
+    "test_cert_origins.py",
+    "test_run_boundary.py",
+    "test_fleet_slurm.py",
+    "test_fleet_k8s.py",
+)
+LOCK_O = (
+    "test_lock.py",
+    "test_lock_edges.py",
+    "test_lock_values.py",
+    "test_typed_loading.py",
+    "test_fuzz_loaders.py",
+    "test_bounded.py",
+    "test_build.py",
+)
+SPEC_O = (
+    "test_spec.py",
+    "test_spec_schema.py",
+    "test_render.py",
+    "test_lock.py",
+    "test_golden.py",
+    "test_init.py",
+    "test_up.py",
+)
+IO_O = (
+    "test_bounded.py",
+    "test_bounded_outside_readers.py",
+    "test_fuzz_loaders.py",
+    "test_hostile_parse.py",
+    "test_spec_no_echo.py",
+)
+COV_O, VERDICT_FILE_O, ENVELOPE_O, NODE_O = (
+    "run/coverage.py",
+    "certify/verdict.py",
+    "attest/envelope.py",
+    "check/node.py",
+)
+SET_O = (
+    m(
+        "O01",
+        COV_O,
+        "    sass, ptx = stack.sass, stack.ptx",
+        "    sass, ptx = stack.ptx, stack.sass",
+        "run's arch check reads the stack's SASS list as its PTX and the PTX as SASS (sm_80 SASS taken "
+        "to JIT on a 9.0 GPU)",
+        RUN_O + ARCH_O,
+    ),
+    m(
+        "O02",
+        ARCH,
+        "            return self.cc[0] == gpu[0] and self.cc[1] <= gpu[1]",
+        "            return self.cc[0] <= gpu[0] and self.cc[1] <= gpu[1]",
+        "SASS sm_XY taken to run on a newer major (sm_80 on compute capability 9.0)",
+        ARCH_O,
+    ),
+    m(
+        "O03",
+        ARCH,
+        '_NAMED = re.compile(r"^(sm|compute)_([0-9]+)([0-9])([af]?)$")',
+        '_NAMED = re.compile(r"^(sm|compute)_([0-9])([0-9])([af]?)$")',
+        "a three-digit arch name (sm_100, sm_120a, compute_120) not read: its kernels are dropped",
+        ARCH_O,
+    ),
+    m(
+        "O04",
+        REQ,
+        '    if env.get("NVIDIA_DISABLE_REQUIRE", "") in TRUE_WORDS:',
+        '    if env.get("NVIDIA_DISABLE_REQUIRE"):',
+        "NVIDIA_DISABLE_REQUIRE=false (any non-empty value) taken as true: the image's requirements "
+        "unchecked",
+        REQ_O,
+    ),
+    m(
+        "O05",
+        ARCH,
+        '    found = [parse_target(s, "sass") for s in sass] + [parse_target(p, "ptx") for p in ptx]',
+        '    found = [parse_target(s, "sass") for s in sass] + [parse_target(p) for p in ptx]',
+        "a matrix row's dotted PTX list read as SASS (the default kind): PTX 9.0 no longer JITs on 10.0",
+        ARCH_O,
+    ),
+    m(
+        "O06",
+        REQ,
+        '        if name.startswith("NVIDIA_REQUIRE_") and not name.startswith("NVIDIA_REQUIRE_JETPACK")',
+        '        if name == "NVIDIA_REQUIRE_CUDA"',
+        "only NVIDIA_REQUIRE_CUDA checked: an image's NVIDIA_REQUIRE_ARCH (or another) ignored, the "
+        "toolkit refuses what run let through",
+        REQ_O,
+    ),
+    m(
+        "O07",
+        RES,
+        "            if Version(host.driver) < Version(floor):",
+        "            if host.driver < floor:",
+        "the host driver compared with the stack's floor as text: 535.54 >= 535.104 (too old, accepted)",
+        RESOLVE_O,
+    ),
+    m(
+        "O08",
+        RES,
+        "        and major_minor(b.cuda) == major_minor(v.cuda)",
+        "        and major(b.cuda) == major(v.cuda)",
+        "a system-cuda build's base image picked by its CUDA major: a cu124 build on a CUDA 12.8 image",
+        RESOLVE_O,
+    ),
+    m(
+        "O09",
+        RES,
+        "    matched = [(g, requirement.matching_term(Properties.of(native, host.driver, g))) for g in gpus]",
+        "    matched = [(g, requirement.matching_term(Properties.of(native, host.driver, None))) "
+        "for g in gpus]",
+        "the base image's NVIDIA_REQUIRE_CUDA judged without the GPU: its brand/driver exemption never "
+        "matches (a data-center GPU on an older branch refused)",
+        RESOLVE_O,
+    ),
+    m(
+        "O10",
+        RES,
+        "            elif Version(host.driver) < Version(toolkit_driver):",
+        "            elif Version(host.driver) < Version(floor):",
+        "minor-version compatibility never seen (the floor compared again, not the toolkit driver): full "
+        "driver support claimed, the note lost, the ranking wrong",
+        RESOLVE_O,
+    ),
+    m(
+        "O11",
+        RES,
+        "                if not (request.forward_compat and gpus and not "
+        "forward_compat.ineligible_gpus(matrix, gpus)):",
+        "                if not (request.forward_compat and gpus and not "
+        "forward_compat.ineligible_gpus(matrix, gpus[:1])):",
+        "--forward-compat judged on the first GPU only: a host with a data-center GPU and a GeForce takes "
+        "cuda-compat for both",
+        RESOLVE_O,
+    ),
+    m(
+        "O12",
+        "resolve/forward_compat.py",
+        "    if Version(compat_driver) < Version(floor):",
+        "    if Version(driver) < Version(floor):",
+        "the host's driver compared with the floor, not the cuda-compat package's: forward compatibility "
+        "never applies",
+        RESOLVE_O,
+    ),
+    m(
+        "O13",
+        "resolve/forward_compat.py",
+        "    release = next((r for r in matrix.cuda.releases if r.version == image.cuda), None)",
+        "    release = next((r for r in matrix.cuda.releases if major_minor(r.version) == "
+        "major_minor(image.cuda)), None)",
+        "cuda-compat's driver taken from the first release of the image's CUDA X.Y, not its own patch "
+        "release",
+        RESOLVE_O,
+    ),
+    m(
+        "O14",
+        VERDICT_FILE_O,
+        "    if told != expected:",
+        "    if told and told != expected:",
+        "a passing result that names no framework in its options accepted for the image's stack",
+        VERDICT_M,
+    ),
+    m(
+        "O15",
+        VERDICT_FILE_O,
+        "    others = {fw.HARNESS.smoke_step for fw in frameworks.ALL_FRAMEWORK_MODULES "
+        "if expected != fw.NAME}",
+        "    others = {fw.NAME for fw in frameworks.ALL_FRAMEWORK_MODULES if expected != fw.NAME}",
+        "another framework's smoke step counted as the image's framework running (the names of the "
+        "others left out, not their steps)",
+        VERDICT_M,
+    ),
+    m(
+        "O16",
+        VERDICT_FILE_O,
+        '    if facts.access == "none" and facts.cpu_seconds is not None and facts.cpu_seconds < need:',
+        '    if facts.access == "none" and facts.cpu_seconds is not None and '
+        "facts.cpu_seconds < CPU_SHARE_MIN:",
+        "the CPU path's cgroup time compared with the share alone (0.1 s), not the share of the claimed "
+        "seconds: a replay claiming minutes passes",
+        VERDICT_M,
+    ),
+    m(
+        "O17",
+        VERDICT_FILE_O,
+        '    if verdict != "failed" and facts.exit_code != 0:',
+        '    if verdict == "certified" and facts.exit_code != 0:',
+        "a CPU-only result followed by a non-zero exit of the harness kept",
+        VERDICT_M,
+    ),
+    m(
+        "O18",
+        "certify/certificate.py",
+        "    return bool(a) and bool(b) and (a == b or (len(b) >= 12 and a.startswith(b)))",
+        "    return bool(a) and bool(b) and (a == b or a.startswith(b[:12]))",
+        "a certificate taken as for an image whose full ID shares only its first 12 digits",
+        CERT_O,
+    ),
+    m(
+        "O19",
+        "image/lock.py",
+        '    if doc["schema_version"] != LOCK_SCHEMA_VERSION:',
+        '    if doc["schema_version"] < LOCK_SCHEMA_VERSION:',
+        "a lock of a newer schema read as this one",
+        LOCK_O,
+    ),
+    m(
+        "O20",
+        "image/lock.py",
+        '_IMAGE_ID_RE = re.compile(r"sha256:[0-9a-f]{64}")',
+        '_IMAGE_ID_RE = re.compile(r"sha256:[0-9a-f]+")',
+        "a lock's build image ID (and a base digest given as an ID) of any length accepted",
+        LOCK_O,
+    ),
+    m(
+        "O21",
+        VALIDATE_M,
+        'PIN_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*(?:\\[[A-Za-z0-9._,-]+\\])?==[A-Za-z0-9.+!_-]+")',
+        'PIN_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*(?:\\[[A-Za-z0-9._,-]+\\])?[=~]=[A-Za-z0-9.+!_-]+")',
+        "a lock's package pin `torch~=2.5` (a range) accepted as an exact pin",
+        VALID_M,
+    ),
+    m(
+        "O22",
+        VALIDATE_M,
+        "    if value is not None and (not isinstance(value, str) or not regex.fullmatch(value)):",
+        "    if value and (not isinstance(value, str) or not regex.fullmatch(value)):",
+        "a lock's stack value given as an empty string passes unchecked (an empty os, base image, version)",
+        VALID_M,
+    ),
+    m(
+        "O23",
+        VALIDATE_M,
+        'TOKEN_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]{0,127}")',
+        'TOKEN_RE = re.compile(r"[A-Za-z0-9._+-]{1,128}")',
+        "a lock's token (id, variant, os, a companion's name) may start with `-`, `.` or `..`",
+        VALID_M,
+    ),
+    m(
+        "O24",
+        SPEC_M,
+        'ENV_VALUE_RE = re.compile(r"^[\\x20-\\x21\\x23\\x25-\\x5b\\x5d-\\x5f\\x61-\\x7e]{0,4096}$")',
+        'ENV_VALUE_RE = re.compile(r"^[\\x20-\\x21\\x23-\\x5b\\x5d-\\x5f\\x61-\\x7e]{0,4096}$")',
+        "a spec's env value may hold `$` (the range written from # to [ ): expanded in the Dockerfile's ENV",
+        SPEC_O,
+    ),
+    m(
+        "O25",
+        SPEC_M,
+        "        if name in reserved:",
+        "        if req.name in reserved:",
+        "a spec requirement `Torch>=2` (not the canonical name) passes beside the stack's own torch",
+        SPEC_O,
+    ),
+    m(
+        "O26",
+        "image/secrets.py",
+        "    return redact(url, secrets)",
+        "    return redact(url)",
+        "a lock records an index URL without the given secrets' values taken out (a token in its path)",
+        SECRET_L,
+    ),
+    m(
+        "O27",
+        SPEC_M,
+        "    if again != canonical or Counter(_squeeze(text)) != Counter(_squeeze(canonical)):",
+        "    if again != canonical or set(_squeeze(text)) != set(_squeeze(canonical)):",
+        "a requirement's round trip compared as a set of characters: one packaging drops (a repeated "
+        "specifier) passes",
+        SPEC_O,
+    ),
+    m(
+        "O28",
+        ENVELOPE_O,
+        "            if age is None or age > policy.max_age_s:",
+        "            if age is not None and age > policy.max_age_s:",
+        "a signed certificate whose issued_at is no timestamp passes the policy's max_age",
+        TRUST_M,
+    ),
+    m(
+        "O29",
+        ENVELOPE_O,
+        "        if image_id not in parsed.subject_digests:",
+        "        if digest is None and image_id not in parsed.subject_digests:",
+        "a signed certificate for another image than the statement's subjects accepted when a digest is "
+        "given (the registry path)",
+        TRUST_M,
+    ),
+    m(
+        "O30",
+        ENVELOPE_O,
+        "        future = issued_in_future(cert.issued_at, now)",
+        "        future = issued_in_future(cert.issued_at)",
+        "a signed certificate's issue time judged against this host's clock, not the `now` given",
+        TRUST_M,
+    ),
+    m(
+        "O31",
+        "attest/statement.py",
+        '        digests.append("sha256:" + digest["sha256"])',
+        '        digests.append(digest["sha256"])',
+        "a statement's subject digests read without their sha256: prefix (no image ever matches)",
+        TRUST_M,
+    ),
+    m(
+        "O32",
+        NODE_O,
+        '        status: Status = "note" if xid in NOTE_XIDS else "warn" if xid in WARN_XIDS else "fail"',
+        '        status: Status = "note" if xid in NOTE_XIDS else "warn" if xid in WARN_XIDS else "warn"',
+        "an Xid of no known class only warns (the default should fail)",
+        CHECK_M,
+    ),
+    m(
+        "O33",
+        "check/findings.py",
+        "    if seconds >= t.time_limit_s - 10:",
+        "    if seconds >= t.time_limit_s:",
+        "the check's time warns only past Slurm's limit, not within 10 s of it",
+        CHECK_M,
+    ),
+    m(
+        "O34",
+        "check/findings.py",
+        "        share = measured / reference",
+        "        share = reference / measured",
+        "a band judged on reference / measured: a GPU slower than certified passes, a faster one fails",
+        CHECK_M,
+    ),
+    m(
+        "O35",
+        NODE_O,
+        "    since = None if window_s is None or uptime_s is None else uptime_s - window_s",
+        "    since = None if window_s is None or uptime_s is None else window_s",
+        "the Xid window's start taken as the window's length (seconds since boot): old Xids counted, "
+        "new ones missed",
+        CHECK_M,
+    ),
+    m(
+        "O36",
+        "check/image.py",
+        "            ref = figures.get(model, {})",
+        "            ref = next(iter(figures.values()), {})",
+        "a GPU's figures judged against the first certified model's, whatever model it is",
+        CHECK_M,
+    ),
+    m(
+        "O37",
+        "bounded.py",
+        "            total = 1 + sum(k[0] for k in known)",
+        "            total = 1 + len(known)",
+        "a YAML document's values counted without its aliases expanded: a billion-laughs bomb passes",
+        IO_O,
+    ),
+    m(
+        "O38",
+        "bounded.py",
+        "    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | (0 if follow_symlinks else os.O_NOFOLLOW)",
+        "    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | (os.O_NOFOLLOW if follow_symlinks else 0)",
+        "O_NOFOLLOW on the wrong side: a user's file reached by a symlink refused, a container's symlink "
+        "swapped in after the stat followed",
+        IO_O,
+    ),
+    m(
+        "O39",
+        "atomic.py",
+        '    line = (json.dumps(dict(record), sort_keys=True, allow_nan=False) + "\\n").encode("utf-8")',
+        '    line = (json.dumps(dict(record), sort_keys=True) + "\\n").encode("utf-8")',
+        "a JSON-lines record holding NaN or Infinity written as a line no JSON reader takes",
+        LOG_M,
+    ),
+)
+
+
 SETS = {
     "a": SET_A,
     "b": SET_B,
@@ -4171,6 +4605,7 @@ SETS = {
     "l": SET_L,
     "m": SET_M,
     "n": SET_N,
+    "o": SET_O,
 }
 
 
@@ -8502,7 +8937,7 @@ def auto_report(
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument(
-        "--set", default="abcdefghijklmn", help="which sets: any of a..n (default: abcdefghijklmn)"
+        "--set", default="abcdefghijklmno", help="which sets: any of a..o (default: abcdefghijklmno)"
     )
     ap.add_argument("--auto", metavar="AREA", help=f"automatic mutants of one area: {', '.join(AREAS)}")
     ap.add_argument(

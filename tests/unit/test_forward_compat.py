@@ -76,6 +76,16 @@ def test_forward_compat_asked_for_on_a_geforce_gives_no_stack_through_cuda_compa
     assert h100.stack is not None and h100.stack.forward_compat is not None
 
 
+def test_forward_compat_on_a_host_with_a_geforce_beside_a_data_center_gpu_gives_no_stack_through_it() -> None:
+    """Set O's survivor O11: every GPU the container gets must be of a class cuda-compat supports,
+    not only the first one listed."""
+    request = request_from_options("torch==2.15.*", None, "system-cuda", None, "runtime", False, True)
+    for gpus in (("H100", "RTX 4090"), ("RTX 4090", "H100")):
+        res = resolve(MATRIX, request, target_host(MATRIX, "535.104.05", gpus, ()))
+        assert res.stack is None or res.stack.forward_compat is None, gpus
+        assert any("--forward-compat does not apply to" in r.reason for r in res.rejected), gpus
+
+
 def test_a_stack_through_cuda_compat_claims_no_minor_version_compatibility() -> None:
     # Below the floor, cuda-compat is what runs the build: the driver's own minor-version
     # compatibility is not what it runs on, so that note would mislead.

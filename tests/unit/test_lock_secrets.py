@@ -81,6 +81,11 @@ def test_recorded_url_names_the_secret_never_its_value() -> None:
     assert recorded_url(f"{MIRROR}\n", SECRETS) == "<secret:pip_index_url>"
     assert recorded_url("https://u:p@m.example/simple", ()) == "https://m.example/simple"
     assert recorded_url(None, SECRETS) is None
+    # Set O's survivor O26: the mirror's URL without its credentials (another form of the secret,
+    # its token in the path) is the secret too, never recorded as written.
+    bare = recorded_url(f"http://127.0.0.1:5009/{PATH_TOKEN}/simple", SECRETS)
+    assert bare == "<secret:pip_index_url>"
+    _no_secret(bare)
 
 
 # ---------------------------------------------------------------------------------- fake uv

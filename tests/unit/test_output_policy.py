@@ -16,7 +16,13 @@ import pytest
 from cert_factory import cert
 from click.testing import CliRunner
 
-from envbuilder.atomic import check_output_path, path_kind, write_bytes_atomic, write_text_atomic
+from envbuilder.atomic import (
+    append_jsonl,
+    check_output_path,
+    path_kind,
+    write_bytes_atomic,
+    write_text_atomic,
+)
 from envbuilder.certify.store import CertStore
 from envbuilder.cli import cli
 from envbuilder.errors import OutputError
@@ -519,3 +525,16 @@ def test_an_output_folder_that_cannot_be_examined_is_an_output_error(tmp_path: P
     assert (
         sorted(p.name for p in tmp_path.iterdir()) == ["file"] and (tmp_path / "file").read_text() == "mine"
     )
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), float("-inf")])
+def test_a_json_lines_record_that_is_no_json_is_refused_and_nothing_is_written(
+    tmp_path: Path, bad: float
+) -> None:
+    # Set O's survivor O39: json.dumps writes NaN and Infinity unless told not to, and no JSON reader
+    # takes that line (the janitor's orphan record comes from a label json.loads read, NaN allowed).
+    log = tmp_path / "runs.jsonl"
+    append_jsonl(log, {"run_id": "a", "seconds": 1.5})
+    with pytest.raises(ValueError):
+        append_jsonl(log, {"run_id": "b", "seconds": bad})
+    assert log.read_text(encoding="utf-8") == '{"run_id": "a", "seconds": 1.5}\n'

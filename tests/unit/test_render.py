@@ -301,6 +301,13 @@ def test_base_image_override_is_recorded() -> None:
         ("framework", "torch x"),
         ("version", "2.11.0\nRUN x"),
         ("nccl", "2.27.3\nRUN x"),
+        # set O's survivors: a range is no exact pin (O21); an empty value is no value (O22); a
+        # token starts with a letter or digit, never `-` or `.` (O23)
+        ("packages", ("torch~=2.11",)),
+        ("os", ""),
+        ("cuda", ""),
+        ("os", "-ubuntu24.04"),
+        ("variant", ".."),
     ],
 )
 def test_stack_values_from_a_lock_are_validated(field: str, value: object) -> None:
