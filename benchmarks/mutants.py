@@ -2911,8 +2911,8 @@ SET_K = (
     m(
         "K31",
         "atomic.py",
-        "    try:\n        st = os.lstat(path)\n    except FileNotFoundError:\n        st = None\n",
-        "    try:\n        st = os.stat(path)\n    except FileNotFoundError:\n        st = None\n",
+        "        st = os.lstat(path)\n    except FileNotFoundError:\n        st = None\n    except NotADirectoryError:",
+        "        st = os.stat(path)\n    except FileNotFoundError:\n        st = None\n    except NotADirectoryError:",
         "the output policy examines the path after resolving it (a symlink to a file accepted)",
         OUTK,
     ),
