@@ -2911,8 +2911,8 @@ SET_K = (
     m(
         "K31",
         "atomic.py",
-        "        st = os.lstat(path)\n    except FileNotFoundError:\n        st = None\n    except NotADirectoryError:",
-        "        st = os.stat(path)\n    except FileNotFoundError:\n        st = None\n    except NotADirectoryError:",
+        "        st = os.lstat(path)\n    except FileNotFoundError:\n        st = None\n    except NotADir",
+        "        st = os.stat(path)\n    except FileNotFoundError:\n        st = None\n    except NotADir",
         "the output policy examines the path after resolving it (a symlink to a file accepted)",
         OUTK,
     ),
