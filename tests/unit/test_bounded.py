@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fd_count import count_descriptors
 
 from envbuilder.attest.policy import load_policy
 from envbuilder.bounded import NotRegularFile, TooLarge, load_json, load_yaml, read_bounded
@@ -480,24 +481,11 @@ def test_a_file_is_read_in_chunks_of_at_most_one_mib_and_its_descriptor_closed(
     assert asked and max(asked) == 1 << 20
     big = tmp_path / "big.yaml"
     big.write_bytes(b"#" * 2048)
-    opened: list[int] = []
-    closed: list[int] = []
-    real_open, real_close = os.open, os.close
-
-    def opening(*args: Any, **kw: Any) -> int:
-        opened.append(real_open(*args, **kw))
-        return opened[-1]
-
-    def closing(fd: int) -> None:
-        closed.append(fd)
-        real_close(fd)
-
-    monkeypatch.setattr(os, "open", opening)
-    monkeypatch.setattr(os, "close", closing)
+    descriptors = count_descriptors(monkeypatch)
     read(small, 1024)
     with pytest.raises(TooLarge):
         read(big, 1024)
-    assert len(opened) == 2 and opened == closed
+    assert len(descriptors.opened) == 2 and descriptors.opened == descriptors.closed
 
 
 def test_a_recursion_error_while_building_a_document_is_a_constructor_error(

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 from cert_factory import cert
 from click.testing import CliRunner
+from fd_count import count_descriptors
 
 from envbuilder.atomic import (
     append_jsonl,
@@ -325,9 +326,7 @@ def test_the_bytes_are_in_the_file_before_it_is_synced_and_the_folder_is_synced_
     sync covers every byte; then the folder is synced (the rename itself durable) and the
     descriptor opened for it closed."""
     synced: list[Any] = []
-    opened: list[int] = []
-    closed: list[int] = []
-    real_fsync, real_open, real_close = os.fsync, os.open, os.close
+    real_fsync = os.fsync
 
     def fsync(fd: Any) -> None:
         number = fd if isinstance(fd, int) else fd.fileno()
@@ -335,20 +334,11 @@ def test_the_bytes_are_in_the_file_before_it_is_synced_and_the_folder_is_synced_
         synced.append(st.st_size if stat.S_ISREG(st.st_mode) else "folder")
         real_fsync(fd)
 
-    def opening(*args: Any, **kw: Any) -> int:
-        opened.append(real_open(*args, **kw))
-        return opened[-1]
-
-    def closing(fd: int) -> None:
-        closed.append(fd)
-        real_close(fd)
-
     monkeypatch.setattr(os, "fsync", fsync)
-    monkeypatch.setattr(os, "open", opening)
-    monkeypatch.setattr(os, "close", closing)
+    descriptors = count_descriptors(monkeypatch)
     write_bytes_atomic(tmp_path / "lock.json", b"x" * 100)
     assert synced == [100, "folder"]
-    assert opened and set(opened) <= set(closed)
+    assert descriptors.opened and set(descriptors.opened) <= set(descriptors.closed)
 
 
 def test_a_folder_made_meanwhile_by_another_process_is_judged_as_found(
