@@ -2719,7 +2719,7 @@ SET_K = (
     m(
         "K07",
         CHKF,
-        "if key not in doc or not isinstance(doc[key], types) or isinstance(doc[key], bool)",
+        "if key not in doc or not _typed(doc[key], types)",
         "if key not in doc or not isinstance(doc[key], types)",
         "a --json document whose exit_code or schema_version is true/false passes validate_report",
         CHECKJ,

@@ -109,6 +109,10 @@ one() {
   printf '%s\t%s\t%s\t%s\t%s\n' "$name" "$which" "$rc" "$wall" "started at ${at} s${NOTE:+; $NOTE}" >>"$RUNS"
 }
 
+# The page cache dropped (as root), so the next run reads torch, cuDNN, ... from disk as a fresh
+# machine's first run does; prints what happened, for the run's note.
+dropped() { sync; if echo 3 >/proc/sys/vm/drop_caches 2>/dev/null; then echo "page cache dropped"; else echo "page cache NOT dropped"; fi; }
+
 if [ "$PLAN" = short ]; then
   CONTAINER=0
   one jax-new-cold new 110 --framework jax
@@ -127,19 +131,16 @@ elif [ "$PLAN" = torchab ]; then
   one torch-old-warm old 90
   one torch-new-warm new 90
   one torch-old-warm2 old 90
-elif [ "$PLAN" = coldab ] || [ "$PLAN" = jaxcold ]; then
+elif [ "$PLAN" = coldab ]; then
   CONTAINER=0
-  # Cold like a fresh machine's first run: the libraries (torch, cuDNN, ...) read from disk again.
-  dropped() { sync; if echo 3 >/proc/sys/vm/drop_caches 2>/dev/null; then echo "page cache dropped"; else echo "page cache NOT dropped"; fi; }
-  if [ "$PLAN" = jaxcold ]; then
-    NOTE=$(dropped) one jax-new-cold new 120 --framework jax
-    NOTE=$(dropped) one jax-old-cold old 150 --framework jax
-  else
   NOTE=$(dropped) one torch-new-cold new 100
   NOTE=$(dropped) one torch-old-cold old 100
   NOTE=$(dropped) one torch-new-cold2 new 100
   NOTE=$(dropped) one torch-old-cold2 old 100
-  fi
+elif [ "$PLAN" = jaxcold ]; then
+  CONTAINER=0
+  NOTE=$(dropped) one jax-new-cold new 120 --framework jax
+  NOTE=$(dropped) one jax-old-cold old 150 --framework jax
 elif [ "$PLAN" = jax ]; then
   CONTAINER=0
   one jax-new-cold new 150 --framework jax

@@ -209,6 +209,11 @@ FINDING_FIELDS: dict[str, tuple[type, ...]] = {
 }
 
 
+def _typed(value: Any, types: Any) -> bool:
+    """isinstance(value, types), a bool never counting as a number (Python's bool is an int)."""
+    return isinstance(value, types) and not isinstance(value, bool)
+
+
 def validate_report(doc: Any) -> list[str]:
     """The problems of a `check --json` document against REPORT_FIELDS (empty: valid): every
     field present with its type, a known verdict whose exit code matches, findings well formed and
@@ -218,7 +223,7 @@ def validate_report(doc: Any) -> list[str]:
     problems = [
         f"{key}: missing or not {'/'.join(t.__name__ for t in types)}"
         for key, types in REPORT_FIELDS.items()
-        if key not in doc or not isinstance(doc[key], types) or isinstance(doc[key], bool)
+        if key not in doc or not _typed(doc[key], types)
     ]
     if problems:
         return problems
@@ -229,9 +234,7 @@ def validate_report(doc: Any) -> list[str]:
     statuses = []
     for n, f in enumerate(doc["findings"]):
         bad = [
-            k
-            for k, types in FINDING_FIELDS.items()
-            if not isinstance(f, dict) or not isinstance(f.get(k), types) or isinstance(f.get(k), bool)
+            k for k, types in FINDING_FIELDS.items() if not isinstance(f, dict) or not _typed(f.get(k), types)
         ]
         if bad or f["status"] not in STATUSES or "value" not in f:
             problems.append(f"findings[{n}]: bad {', '.join(bad) or 'status or value'}")
@@ -240,7 +243,6 @@ def validate_report(doc: Any) -> list[str]:
     if not problems and verdict_of(statuses) != doc["verdict"]:
         problems.append(f"verdict {doc['verdict']} is not what the findings give ({verdict_of(statuses)})")
     for key in ("total_s",):
-        total = doc["timings"].get(key)
-        if not isinstance(total, int | float) or isinstance(total, bool):
+        if not _typed(doc["timings"].get(key), int | float):
             problems.append(f"timings.{key}: missing")
     return problems
