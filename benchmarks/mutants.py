@@ -8763,8 +8763,14 @@ EQUIVALENT.update(
             "check/node.py",
             "if limit is not None and c >= limit - t.temperature_margin_c:",
             "if bool(limit) and c >= limit - t.temperature_margin_c:",
-        ): "they differ at limit 0 alone, where the line before (`c >= limit`) has already returned "
+        ): "they differ at limit 0 alone, where the fail branch (`c >= limit`) has already returned "
         "for every c NVML gives: nvmlDeviceGetTemperature's value is an unsigned int",
+        (  # CKS003
+            "check/node.py",
+            'against = f" (slowdown at {limit} C)" '
+            'if limit is not None else " (no slowdown threshold from NVML)"',
+            'against = f" (slowdown at {limit} C)" if bool(limit) else " (no slowdown threshold from NVML)"',
+        ): "as CKS002: at limit 0 the fail branch (`c >= limit`) has returned for every c NVML gives",
         (  # CKS004
             "check/node.py",
             "if log.unreadable is not None:",
