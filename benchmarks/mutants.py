@@ -6845,7 +6845,7 @@ AREAS["buildlock"] = (
 # content, the secrets out of a build's error, a child's process group and the stop signals); the
 # registry's attestations and the run's GPUs (the referrer fetch, `--gpus`, WSL2's warning, the
 # installability step's sets).
-CHECK_TESTS = ("test_check.py", "test_check_prolog.py", "test_check_k8s.py")
+CHECK_TESTS = ("test_check_node.py", "test_check.py", "test_check_prolog.py", "test_check_k8s.py")
 IO_TESTS = (
     "test_bounded.py",
     "test_output_policy.py",
@@ -8702,6 +8702,120 @@ EQUIVALENT.update(
             '_HARMLESS = re.compile(r"<[a-z ]*>|[^A-Za-z0-9]{1,3}|\\\\(?:[a-z]|x[0-9a-f]{2}|u[0-9a-f]{4})")',
         ): "'<>', the one text the new form adds, is two characters outside [A-Za-z0-9]: harmless "
         "by the second alternative already",
+    }
+)
+
+
+# The sets new, third, fourth, sixth and seventh on the check area, judged (the blind run of
+# 2026-12-06, 09:23-09:46 UTC): node.py, findings.py, gate.py and cli/check_cmd.py. IDs as at 1797f5b.
+_NOT_OK = (
+    "a Query that is not ok has value None: every producer that sets `unsupported` leaves `value` "
+    "at its default (host/health.py _ask, _field, _map, GpuHealth.get; node.py _read_pcie)"
+)
+_TIMINGS = (
+    "render_text's one caller (cli/check_cmd.py `check`) hands it report.to_dict(), whose "
+    '"timings" is always a dict (a comprehension over CheckReport.timings)'
+)
+_WHY = (
+    "`why` comes from health(), read_health in the product (check_image's default; the CLI gives "
+    "no other): None, or a reason that starts with text ('nvidia-ml-py is not importable (...)', "
+    "'NVML: ...'), never an empty string"
+)
+EQUIVALENT.update(
+    {
+        (  # CKT109
+            "check/node.py",
+            "gpu=gpus_hit[0] if len(gpus_hit) == 1 else None,",
+            "gpu=gpus_hit[-1] if len(gpus_hit) == 1 else None,",
+        ): "read only where gpus_hit has one item: its first is its last",
+        (  # CKT150
+            "check/gate.py",
+            "gate = run_gate(eng, info, choice, timeout_s=IMAGE_TIMEOUT_S, say=say, runtime=rt)",
+            "gate = run_gate(eng, info, choice, timeout_s=IMAGE_TIMEOUT_S, say=say)",
+        ): "run_gate's runtime defaults to None: as CKH117 (runtime=None), training_container then "
+        "takes get_runtime(), the DEFAULT runtime that `rt` is too, whose grant reads no engine",
+        (  # CKF024
+            "check/node.py",
+            '"gen": gen.value if gen.ok else None,',
+            '"gen": gen.value,',
+        ): _NOT_OK,
+        (  # CKF026
+            "check/node.py",
+            '"gen_max": gen_max.value if gen_max.ok else None,',
+            '"gen_max": gen_max.value,',
+        ): _NOT_OK,
+        (  # CKF044
+            "check/node.py",
+            "value = pages.value if pages.ok else None",
+            "value = pages.value",
+        ): _NOT_OK,
+        (  # CKF136
+            "cli/check_cmd.py",
+            'total = timings.get("total_s") if isinstance(timings, dict) else None',
+            'total = timings.get("total_s")',
+        ): _TIMINGS,
+        (  # CKE019
+            "cli/check_cmd.py",
+            'total = timings.get("total_s") if isinstance(timings, dict) else None',
+            'total = timings.get("total_s") if isinstance(timings, (dict, list)) else None',
+        ): _TIMINGS,
+        (  # CKS002
+            "check/node.py",
+            "if limit is not None and c >= limit - t.temperature_margin_c:",
+            "if bool(limit) and c >= limit - t.temperature_margin_c:",
+        ): "they differ at limit 0 alone, where the fail branch (`c >= limit`) has already returned "
+        "for every c NVML gives: nvmlDeviceGetTemperature's value is an unsigned int",
+        (  # CKS003
+            "check/node.py",
+            'against = f" (slowdown at {limit} C)" '
+            'if limit is not None else " (no slowdown threshold from NVML)"',
+            'against = f" (slowdown at {limit} C)" if bool(limit) else " (no slowdown threshold from NVML)"',
+        ): "as CKS002: at limit 0 the fail branch (`c >= limit`) has returned for every c NVML gives",
+        (  # CKS004
+            "check/node.py",
+            "if log.unreadable is not None:",
+            "if bool(log.unreadable):",
+        ): "`unreadable` is None or kernel_xids' reason ('the kernel log is not readable here "
+        "(...)'), its one producer: never an empty string",
+        (  # CKS005
+            "check/node.py",
+            "since = None if window_s is None or uptime_s is None else uptime_s - window_s",
+            "since = None if (not window_s) or uptime_s is None else uptime_s - window_s",
+        ): "window_s is check's --xid-window (click.FloatRange(min=1)) or None, through "
+        "check_image and node_findings, its only path: never 0",
+        (  # CKS007
+            "check/node.py",
+            "x for x in log.xids if since is None or x.seconds_since_boot is None "
+            "or x.seconds_since_boot >= since",
+            "x for x in log.xids if (not since) or x.seconds_since_boot is None "
+            "or x.seconds_since_boot >= since",
+        ): "they differ at since == 0 alone, where `seconds_since_boot >= 0` holds for every time "
+        "parse_kmsg (KernelXid's one producer) reads: ASCII digits (ascii_int) or `\\d+(\\.\\d+)?`, "
+        "never negative; the span's words are decided on another line",
+        (  # CKS011
+            "check/gate.py",
+            "if why is not None or not gpus:",
+            "if bool(why) or not gpus:",
+        ): _WHY,
+        (  # CKS012
+            "check/gate.py",
+            "if cert is not None and not refusals:",
+            "if bool(cert) and not refusals:",
+        ): "`cert` is None or a Certificate, a dataclass with neither __bool__ nor __len__: always true",
+        (  # CKS015
+            "check/gate.py",
+            'say(f"check: node: {len(gpus)} GPU(s) read through NVML" '
+            'if why is None else f"check: node: {why}")',
+            'say(f"check: node: {len(gpus)} GPU(s) read through NVML" '
+            'if (not why) else f"check: node: {why}")',
+        ): _WHY,
+        (  # CKE003
+            "check/node.py",
+            'return _finding(self.check, gpu, got, self.remedy.get(got.status, ""))',
+            'return _finding(self.check, gpu, got, (self.remedy.get(got.status) or ""))',
+        ): "the NvmlCheck tables (ECC, RETIRED_PAGES, CLOCKS, PCIE, TEMPERATURE, PROCESSES: module "
+        "constants, no other is made) hold non-empty strings alone: `.get(k) or ''` and "
+        "`.get(k, '')` agree on those and on a missing status",
     }
 )
 
