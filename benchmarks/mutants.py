@@ -6845,7 +6845,7 @@ AREAS["buildlock"] = (
 # content, the secrets out of a build's error, a child's process group and the stop signals); the
 # registry's attestations and the run's GPUs (the referrer fetch, `--gpus`, WSL2's warning, the
 # installability step's sets).
-CHECK_TESTS = ("test_check.py", "test_check_prolog.py", "test_check_k8s.py")
+CHECK_TESTS = ("test_check.py", "test_check_prolog.py", "test_check_k8s.py", "test_check_image.py")
 IO_TESTS = (
     "test_bounded.py",
     "test_output_policy.py",
