@@ -3688,8 +3688,8 @@ SET_M = (
     m(
         "M33",
         "check/image.py",
-        "    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None",
-        "    return float(value) if isinstance(value, int | float) else None",
+        "    if isinstance(value, bool) or not isinstance(value, int | float):",
+        "    if not isinstance(value, int | float):",
         "a figure of the image's gate given as true read as 1.0",
         CHECK_M,
     ),
