@@ -3688,8 +3688,8 @@ SET_M = (
     m(
         "M33",
         "check/image.py",
-        "    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None",
-        "    return float(value) if isinstance(value, int | float) else None",
+        "    if isinstance(value, bool) or not isinstance(value, int | float):",
+        "    if not isinstance(value, int | float):",
         "a figure of the image's gate given as true read as 1.0",
         CHECK_M,
     ),
@@ -6845,7 +6845,13 @@ AREAS["buildlock"] = (
 # content, the secrets out of a build's error, a child's process group and the stop signals); the
 # registry's attestations and the run's GPUs (the referrer fetch, `--gpus`, WSL2's warning, the
 # installability step's sets).
-CHECK_TESTS = ("test_check_node.py", "test_check.py", "test_check_prolog.py", "test_check_k8s.py")
+CHECK_TESTS = (
+    "test_check.py",
+    "test_check_node.py",
+    "test_check_image.py",
+    "test_check_prolog.py",
+    "test_check_k8s.py",
+)
 IO_TESTS = (
     "test_bounded.py",
     "test_output_policy.py",
@@ -8568,6 +8574,89 @@ EQUIVALENT.update(
             'if token in (b"]", b"}"):',
         ): "a token that opened a level ([ or {) is not a closing one: the second test is false for "
         "every token the first took",
+    }
+)
+
+# The sets new..seventh on the check area, check/image.py's survivors (the blind run of 2026-12-06,
+# 09:23-09:46 UTC; benchmarks/results/mutants-check-judged-image-2026-12-06.md).
+EQUIVALENT.update(
+    {
+        (  # CKT185
+            CHKI,
+            '"(certified before `check` existed, or on another GPU model): not judged",\n'
+            '            remedy="",',
+            '"(certified before `check` existed, or on another GPU model): not judged",',
+        ): 'Finding\'s remedy defaults to "" (check/findings.py): the keyword gives it the default',
+        (  # CKF094
+            CHKI,
+            'elif status == "warn":',
+            'if status == "warn":',
+        ): 'the `if` before it tests `status == "fail"`: no status takes both branches',
+        (  # CKF111
+            CHKI,
+            'elif name in ("cuda_smoke", "allreduce_loopback") and status == "skip":',
+            'if name in ("cuda_smoke", "allreduce_loopback") and status == "skip":',
+        ): 'the one branch before it takes `name == "framework"`, which no branch of the chain it '
+        "would start takes (each tests another name, or the `gpu` prefix)",
+        (  # CKF131
+            CHKI,
+            'elif name == "watchdog":',
+            'if name == "watchdog":',
+        ): "no branch before it takes a step named `watchdog` (each tests another name, or the `gpu` "
+        "prefix): no step reaches both",
+        (  # CKS016, CKS018 (the same line in certified_figures and certified_busbw)
+            CHKI,
+            "for step in cert.steps if cert is not None else ():",
+            "for step in cert.steps if bool(cert) else ():",
+        ): "a Certificate is a dataclass with no __bool__ or __len__: true whenever not None",
+        (  # CKS017
+            CHKI,
+            "if (v := _reference(step.metrics.get(k))) is not None",
+            "if bool(v := _reference(step.metrics.get(k)))",
+        ): "_reference returns None or a positive float (`number > 0`), never a falsy number",
+        (  # CKS020
+            CHKI,
+            'value = {"measured": round(measured, 2), "certified": None if reference is None else '
+            "round(reference, 2)}",
+            'value = {"measured": round(measured, 2), "certified": None if (not reference) else '
+            "round(reference, 2)}",
+        ): "_compare's references are judge_gate's, read by certified_figures and certified_busbw "
+        "through _reference: None or a positive float, never 0.0",
+        (  # CKS021
+            CHKI,
+            "if reference is None:",
+            "if (not reference):",
+        ): "as CKS020: a reference is None or a positive float (_reference)",
+        (  # CKS022
+            CHKI,
+            "if run.doc is None:",
+            "if (not run.doc):",
+        ): "GateRun's one maker, run_gate, takes its doc from parse_harness_output, which returns None "
+        "or a dict whose `kind` is gate_result: never an empty one",
+        (  # CKE005
+            CHKI,
+            "for row in rows if isinstance(rows, list) else ():",
+            "for row in rows if isinstance(rows, (list, str)) else ():",
+        ): "a str's items are str, which the loop's `isinstance(row, Mapping)` passes over: no row, "
+        "None, as for the () it replaces",
+        (  # CKE009
+            CHKI,
+            'name, status = str(step.get("name")), str(step.get("status"))',
+            'name, status = str(step.get("name")), step.get("status")',
+        ): '`status` is only compared with `== "fail"` and `== "skip"`, and the only JSON value '
+        "whose str() is one of them is that string itself",
+        (  # CKE012
+            CHKI,
+            "assert isinstance(m, Mapping)",
+            "assert isinstance(m, (Mapping, list))",
+        ): "the line before makes `m` the step's metrics when a Mapping, else {}: a Mapping either "
+        "way, which the wider assert admits as the narrower does (it is there for mypy)",
+        (  # CKE016
+            CHKI,
+            "ref = figures.get(model, {})",
+            "ref = (figures.get(model) or {})",
+        ): "certified_figures stores a model's figures only when there are some (`if isinstance(name, "
+        "str) and figures`): a value is never an empty dict, so `or` replaces None alone",
     }
 )
 
