@@ -4620,7 +4620,7 @@ RENDER_Q = (
     "test_lock.py",
 )
 SECRETS_Q = ("test_lock_secrets.py", "test_lock_edges.py", "test_packages.py", "test_spec_no_echo.py")
-SPEC_Q = (*SPEC_O, "test_fuzz_loaders.py", "test_errors.py")
+SPEC_Q = (*SPEC_O, "test_fuzz_loaders.py")
 CHECK_Q = (
     "test_check.py",
     "test_check_node.py",
