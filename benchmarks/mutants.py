@@ -4642,7 +4642,6 @@ RESOLVE_P = (
     "test_stale_rows.py",
     "test_wsl.py",
 )
-RESOLVE_P_INST = ("test_installable.py", *RESOLVE_P)
 VERDICT_P = (
     "test_verdict.py",
     "test_verdict_conditions.py",
@@ -4828,7 +4827,7 @@ SET_P = (
         "    index = {key_of(a): a for a in reversed(answers)}",
         "the first of two installability answers for one key wins (the user's live answer no longer "
         "replaces the committed one)",
-        RESOLVE_P_INST,
+        RESOLVE_P,
     ),
     m(
         "P13",
