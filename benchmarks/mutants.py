@@ -3694,8 +3694,8 @@ SET_M = (
     m(
         "M33",
         "check/image.py",
-        "    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None",
-        "    return float(value) if isinstance(value, int | float) else None",
+        "    if isinstance(value, bool) or not isinstance(value, int | float):",
+        "    if not isinstance(value, int | float):",
         "a figure of the image's gate given as true read as 1.0",
         CHECK_M,
     ),
@@ -7366,7 +7366,13 @@ AREAS["buildlock"] = (
 # content, the secrets out of a build's error, a child's process group and the stop signals); the
 # registry's attestations and the run's GPUs (the referrer fetch, `--gpus`, WSL2's warning, the
 # installability step's sets).
-CHECK_TESTS = ("test_check.py", "test_check_prolog.py", "test_check_k8s.py")
+CHECK_TESTS = (
+    "test_check.py",
+    "test_check_node.py",
+    "test_check_image.py",
+    "test_check_prolog.py",
+    "test_check_k8s.py",
+)
 IO_TESTS = (
     "test_bounded.py",
     "test_output_policy.py",
@@ -9092,6 +9098,89 @@ EQUIVALENT.update(
     }
 )
 
+# The sets new..seventh on the check area, check/image.py's survivors (the blind run of 2026-12-06,
+# 09:23-09:46 UTC; benchmarks/results/mutants-check-judged-image-2026-12-06.md).
+EQUIVALENT.update(
+    {
+        (  # CKT185
+            CHKI,
+            '"(certified before `check` existed, or on another GPU model): not judged",\n'
+            '            remedy="",',
+            '"(certified before `check` existed, or on another GPU model): not judged",',
+        ): 'Finding\'s remedy defaults to "" (check/findings.py): the keyword gives it the default',
+        (  # CKF094
+            CHKI,
+            'elif status == "warn":',
+            'if status == "warn":',
+        ): 'the `if` before it tests `status == "fail"`: no status takes both branches',
+        (  # CKF111
+            CHKI,
+            'elif name in ("cuda_smoke", "allreduce_loopback") and status == "skip":',
+            'if name in ("cuda_smoke", "allreduce_loopback") and status == "skip":',
+        ): 'the one branch before it takes `name == "framework"`, which no branch of the chain it '
+        "would start takes (each tests another name, or the `gpu` prefix)",
+        (  # CKF131
+            CHKI,
+            'elif name == "watchdog":',
+            'if name == "watchdog":',
+        ): "no branch before it takes a step named `watchdog` (each tests another name, or the `gpu` "
+        "prefix): no step reaches both",
+        (  # CKS016, CKS018 (the same line in certified_figures and certified_busbw)
+            CHKI,
+            "for step in cert.steps if cert is not None else ():",
+            "for step in cert.steps if bool(cert) else ():",
+        ): "a Certificate is a dataclass with no __bool__ or __len__: true whenever not None",
+        (  # CKS017
+            CHKI,
+            "if (v := _reference(step.metrics.get(k))) is not None",
+            "if bool(v := _reference(step.metrics.get(k)))",
+        ): "_reference returns None or a positive float (`number > 0`), never a falsy number",
+        (  # CKS020
+            CHKI,
+            'value = {"measured": round(measured, 2), "certified": None if reference is None else '
+            "round(reference, 2)}",
+            'value = {"measured": round(measured, 2), "certified": None if (not reference) else '
+            "round(reference, 2)}",
+        ): "_compare's references are judge_gate's, read by certified_figures and certified_busbw "
+        "through _reference: None or a positive float, never 0.0",
+        (  # CKS021
+            CHKI,
+            "if reference is None:",
+            "if (not reference):",
+        ): "as CKS020: a reference is None or a positive float (_reference)",
+        (  # CKS022
+            CHKI,
+            "if run.doc is None:",
+            "if (not run.doc):",
+        ): "GateRun's one maker, run_gate, takes its doc from parse_harness_output, which returns None "
+        "or a dict whose `kind` is gate_result: never an empty one",
+        (  # CKE005
+            CHKI,
+            "for row in rows if isinstance(rows, list) else ():",
+            "for row in rows if isinstance(rows, (list, str)) else ():",
+        ): "a str's items are str, which the loop's `isinstance(row, Mapping)` passes over: no row, "
+        "None, as for the () it replaces",
+        (  # CKE009
+            CHKI,
+            'name, status = str(step.get("name")), str(step.get("status"))',
+            'name, status = str(step.get("name")), step.get("status")',
+        ): '`status` is only compared with `== "fail"` and `== "skip"`, and the only JSON value '
+        "whose str() is one of them is that string itself",
+        (  # CKE012
+            CHKI,
+            "assert isinstance(m, Mapping)",
+            "assert isinstance(m, (Mapping, list))",
+        ): "the line before makes `m` the step's metrics when a Mapping, else {}: a Mapping either "
+        "way, which the wider assert admits as the narrower does (it is there for mypy)",
+        (  # CKE016
+            CHKI,
+            "ref = figures.get(model, {})",
+            "ref = (figures.get(model) or {})",
+        ): "certified_figures stores a model's figures only when there are some (`if isinstance(name, "
+        "str) and figures`): a value is never an empty dict, so `or` replaces None alone",
+    }
+)
+
 # The fifth set on the io area (the blind run of 2026-12-06, 08:34 UTC).
 EQUIVALENT.update(
     {
@@ -9223,6 +9312,120 @@ EQUIVALENT.update(
             '_HARMLESS = re.compile(r"<[a-z ]*>|[^A-Za-z0-9]{1,3}|\\\\(?:[a-z]|x[0-9a-f]{2}|u[0-9a-f]{4})")',
         ): "'<>', the one text the new form adds, is two characters outside [A-Za-z0-9]: harmless "
         "by the second alternative already",
+    }
+)
+
+
+# The sets new, third, fourth, sixth and seventh on the check area, judged (the blind run of
+# 2026-12-06, 09:23-09:46 UTC): node.py, findings.py, gate.py and cli/check_cmd.py. IDs as at 1797f5b.
+_NOT_OK = (
+    "a Query that is not ok has value None: every producer that sets `unsupported` leaves `value` "
+    "at its default (host/health.py _ask, _field, _map, GpuHealth.get; node.py _read_pcie)"
+)
+_TIMINGS = (
+    "render_text's one caller (cli/check_cmd.py `check`) hands it report.to_dict(), whose "
+    '"timings" is always a dict (a comprehension over CheckReport.timings)'
+)
+_WHY = (
+    "`why` comes from health(), read_health in the product (check_image's default; the CLI gives "
+    "no other): None, or a reason that starts with text ('nvidia-ml-py is not importable (...)', "
+    "'NVML: ...'), never an empty string"
+)
+EQUIVALENT.update(
+    {
+        (  # CKT109
+            "check/node.py",
+            "gpu=gpus_hit[0] if len(gpus_hit) == 1 else None,",
+            "gpu=gpus_hit[-1] if len(gpus_hit) == 1 else None,",
+        ): "read only where gpus_hit has one item: its first is its last",
+        (  # CKT150
+            "check/gate.py",
+            "gate = run_gate(eng, info, choice, timeout_s=IMAGE_TIMEOUT_S, say=say, runtime=rt)",
+            "gate = run_gate(eng, info, choice, timeout_s=IMAGE_TIMEOUT_S, say=say)",
+        ): "run_gate's runtime defaults to None: as CKH117 (runtime=None), training_container then "
+        "takes get_runtime(), the DEFAULT runtime that `rt` is too, whose grant reads no engine",
+        (  # CKF024
+            "check/node.py",
+            '"gen": gen.value if gen.ok else None,',
+            '"gen": gen.value,',
+        ): _NOT_OK,
+        (  # CKF026
+            "check/node.py",
+            '"gen_max": gen_max.value if gen_max.ok else None,',
+            '"gen_max": gen_max.value,',
+        ): _NOT_OK,
+        (  # CKF044
+            "check/node.py",
+            "value = pages.value if pages.ok else None",
+            "value = pages.value",
+        ): _NOT_OK,
+        (  # CKF136
+            "cli/check_cmd.py",
+            'total = timings.get("total_s") if isinstance(timings, dict) else None',
+            'total = timings.get("total_s")',
+        ): _TIMINGS,
+        (  # CKE019
+            "cli/check_cmd.py",
+            'total = timings.get("total_s") if isinstance(timings, dict) else None',
+            'total = timings.get("total_s") if isinstance(timings, (dict, list)) else None',
+        ): _TIMINGS,
+        (  # CKS002
+            "check/node.py",
+            "if limit is not None and c >= limit - t.temperature_margin_c:",
+            "if bool(limit) and c >= limit - t.temperature_margin_c:",
+        ): "they differ at limit 0 alone, where the fail branch (`c >= limit`) has already returned "
+        "for every c NVML gives: nvmlDeviceGetTemperature's value is an unsigned int",
+        (  # CKS003
+            "check/node.py",
+            'against = f" (slowdown at {limit} C)" '
+            'if limit is not None else " (no slowdown threshold from NVML)"',
+            'against = f" (slowdown at {limit} C)" if bool(limit) else " (no slowdown threshold from NVML)"',
+        ): "as CKS002: at limit 0 the fail branch (`c >= limit`) has returned for every c NVML gives",
+        (  # CKS004
+            "check/node.py",
+            "if log.unreadable is not None:",
+            "if bool(log.unreadable):",
+        ): "`unreadable` is None or kernel_xids' reason ('the kernel log is not readable here "
+        "(...)'), its one producer: never an empty string",
+        (  # CKS005
+            "check/node.py",
+            "since = None if window_s is None or uptime_s is None else uptime_s - window_s",
+            "since = None if (not window_s) or uptime_s is None else uptime_s - window_s",
+        ): "window_s is check's --xid-window (click.FloatRange(min=1)) or None, through "
+        "check_image and node_findings, its only path: never 0",
+        (  # CKS007
+            "check/node.py",
+            "x for x in log.xids if since is None or x.seconds_since_boot is None "
+            "or x.seconds_since_boot >= since",
+            "x for x in log.xids if (not since) or x.seconds_since_boot is None "
+            "or x.seconds_since_boot >= since",
+        ): "they differ at since == 0 alone, where `seconds_since_boot >= 0` holds for every time "
+        "parse_kmsg (KernelXid's one producer) reads: ASCII digits (ascii_int) or `\\d+(\\.\\d+)?`, "
+        "never negative; the span's words are decided on another line",
+        (  # CKS011
+            "check/gate.py",
+            "if why is not None or not gpus:",
+            "if bool(why) or not gpus:",
+        ): _WHY,
+        (  # CKS012
+            "check/gate.py",
+            "if cert is not None and not refusals:",
+            "if bool(cert) and not refusals:",
+        ): "`cert` is None or a Certificate, a dataclass with neither __bool__ nor __len__: always true",
+        (  # CKS015
+            "check/gate.py",
+            'say(f"check: node: {len(gpus)} GPU(s) read through NVML" '
+            'if why is None else f"check: node: {why}")',
+            'say(f"check: node: {len(gpus)} GPU(s) read through NVML" '
+            'if (not why) else f"check: node: {why}")',
+        ): _WHY,
+        (  # CKE003
+            "check/node.py",
+            'return _finding(self.check, gpu, got, self.remedy.get(got.status, ""))',
+            'return _finding(self.check, gpu, got, (self.remedy.get(got.status) or ""))',
+        ): "the NvmlCheck tables (ECC, RETIRED_PAGES, CLOCKS, PCIE, TEMPERATURE, PROCESSES: module "
+        "constants, no other is made) hold non-empty strings alone: `.get(k) or ''` and "
+        "`.get(k, '')` agree on those and on a missing status",
     }
 )
 

@@ -23,6 +23,8 @@
 #                        (/proc/sys/vm/drop_caches, as root): cold runs side by side, ~8 min; the
 #                        note says when the cache could not be dropped (then the later runs are warm)
 #   PLAN=jaxcold ...     JAX only, new then old, each after the page cache is dropped, ~5 min
+#   PLAN=jaxcoldab ...   JAX only, new, old, new, old, each after the page cache is dropped, ~8 min
+#   PLAN=jaxcoldba ...   JAX only, old then new (the other order), each after the page cache is dropped
 #   bash benchmarks/gpu/issue27_proof.sh check-only   a second call on the still-warm machine: only
 #                                       check_faults.sh against the image the first call certified
 #                                       (its Docker, image and certificate store are still there)
@@ -52,7 +54,7 @@ source "$ROOT/benchmarks/gpu/lib.sh"
 export PYTHONUNBUFFERED=1
 LIMIT=${LIMIT:-535}          # seconds of wall this script may take (the call's limit is 600)
 OLD_REF=${OLD_REF:-5a10b03}  # the old harness, when .device/old is missing and git has history
-PLAN=${PLAN:-default}        # default | jax | short | torch | torchab | coldab | jaxcold (see above)
+PLAN=${PLAN:-default}        # default | jax | short | torch | torchab | coldab | jaxcold | jaxcoldab | jaxcoldba
 CONTAINER=${CONTAINER:-1}    # 0: no container part
 T_START=$(date +%s)
 TAG=envbuilder/issue27-proof:latest
@@ -141,6 +143,16 @@ elif [ "$PLAN" = jaxcold ]; then
   CONTAINER=0
   NOTE=$(dropped) one jax-new-cold new 120 --framework jax
   NOTE=$(dropped) one jax-old-cold old 150 --framework jax
+elif [ "$PLAN" = jaxcoldba ]; then
+  CONTAINER=0
+  NOTE=$(dropped) one jax-old-cold old 150 --framework jax
+  NOTE=$(dropped) one jax-new-cold new 120 --framework jax
+elif [ "$PLAN" = jaxcoldab ]; then
+  CONTAINER=0
+  NOTE=$(dropped) one jax-new-cold new 120 --framework jax
+  NOTE=$(dropped) one jax-old-cold old 150 --framework jax
+  NOTE=$(dropped) one jax-new-cold2 new 120 --framework jax
+  NOTE=$(dropped) one jax-old-cold2 old 150 --framework jax
 elif [ "$PLAN" = jax ]; then
   CONTAINER=0
   one jax-new-cold new 150 --framework jax

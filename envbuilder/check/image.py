@@ -7,6 +7,7 @@ multi_gpu sweep for the all-reduce)."""
 from __future__ import annotations
 
 import json
+import math
 import shutil
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -124,7 +125,24 @@ def _steps(doc: Mapping[str, Any]) -> list[Mapping[str, Any]]:
 
 
 def _num(value: Any) -> float | None:
-    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+    """A figure of a document: a finite number, never a bool (JSON's `true` is no 1.0). gate.json
+    comes from the image under test and meets no typed check (certificates do: typed.check_json):
+    Python's json reads NaN and Infinity, which no band fails (NaN < x is false), and integers
+    past a float's range, which float() refuses with an OverflowError."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    try:
+        number = float(value)
+    except OverflowError:
+        return None
+    return number if math.isfinite(number) else None
+
+
+def _reference(value: Any) -> float | None:
+    """A certificate's figure to judge against: a positive number (zero or below measured nothing:
+    Band.judge takes it for none, and no share of it exists)."""
+    number = _num(value)
+    return number if number is not None and number > 0 else None
 
 
 def certified_figures(cert: Certificate | None) -> dict[str, dict[str, float]]:
@@ -136,7 +154,9 @@ def certified_figures(cert: Certificate | None) -> dict[str, dict[str, float]]:
             continue
         name = step.metrics.get("device_name")
         figures = {
-            k: v for k in ("bf16_gemm_tflops", "copy_gbs") if (v := _num(step.metrics.get(k))) is not None
+            k: v
+            for k in ("bf16_gemm_tflops", "copy_gbs")
+            if (v := _reference(step.metrics.get(k))) is not None
         }
         if isinstance(name, str) and figures:
             out[name] = figures
@@ -152,7 +172,7 @@ def certified_busbw(cert: Certificate | None, world: int, nbytes: int) -> float 
         rows = step.metrics.get("sweep")
         for row in rows if isinstance(rows, list) else ():
             if isinstance(row, Mapping) and row.get("bytes") == nbytes:
-                return _num(row.get("busbw_gbs"))
+                return _reference(row.get("busbw_gbs"))
     return None
 
 

@@ -1447,3 +1447,89 @@ def test_each_refusal_keeps_its_own_reason_as_its_value() -> None:
         Refusal(reason="gpu-model", message="T4", hint="certify here"),
     ]
     assert [x.value for x in summarise_refusals(two)] == ["driver-too-old", "gpu-model"]
+
+
+# ------------------------------------------------------------- --auto check, sets new..seventh (2026-12-06)
+
+
+def test_a_warning_report_is_a_valid_document_whose_reason_names_the_warnings() -> None:
+    eng = engine_answering(lambda spec: gate_doc(gpu_step(0, 560.0, 4000.0)))  # GEMM at 80%: a warning
+    report, _ = run_check(eng, [sealed([BASELINE])])
+    doc = report.to_dict()
+    assert (doc["verdict"], doc["exit_code"]) == ("WARN", 1) and validate_report(doc) == []
+    assert doc["reason"].startswith("image.gemm (GPU 0): bf16 GEMM 560.0 TFLOP/s = 80% of the certified")
+    assert verdict_reason([f("pass"), f("warn", "node.clocks"), f("note")]) == "node.clocks: warn"
+
+
+def test_time_is_only_a_note_until_ten_seconds_before_the_limit() -> None:
+    assert [x.status for x in time_findings(T.time_limit_s - 10.5, T)] == ["note"]
+
+
+def test_the_schema_validator_answers_a_document_that_is_no_object_in_one_line() -> None:
+    for doc in ([], [{"kind": "envbuilder-check"}], None, "PASS", 0):
+        assert validate_report(doc) == ["not an object"], doc
+
+
+def test_the_schema_validator_names_a_finding_that_is_a_list_and_takes_whole_seconds() -> None:
+    doc = _valid_doc()
+    assert validate_report({**doc, "findings": [[], *doc["findings"][1:]]}) == [
+        "findings[0]: bad check, status, gpu, message, remedy"
+    ]
+    # JSON has one kind of number: a total of 12 seconds written `12` is seconds all the same
+    assert validate_report({**doc, "timings": {**doc["timings"], "total_s": 12}}) == []
+
+
+def test_the_report_times_each_phase_of_the_check() -> None:
+    ticks = iter([100.0, 100.5, 101.0, 102.0, 103.0, 104.5, 105.0, 111.0, 112.0])
+    eng = engine_answering(lambda spec: gate_doc(gpu_step(0, 700.0, 4000.0)))
+    report, _ = run_check(eng, [sealed([BASELINE])], clock=lambda: next(ticks))
+    assert report.to_dict()["timings"] == {
+        "probe_s": 0.5,
+        "certificate_s": 1.0,
+        "node_s": 1.5,
+        "image_s": 6.0,
+        "total_s": 12.0,
+    }
+
+
+def test_a_driver_whose_cuda_the_probe_could_not_tell_is_judged_by_the_matrixs_cuda_of_it() -> None:
+    """A /proc probe gives the driver without its CUDA version: the certificate's coverage is
+    judged with the matrix's CUDA of that driver (580 -> 13.0), as `run` does."""
+
+    def check(require: str) -> Any:
+        image = replace(IMAGE, env=(f"NVIDIA_REQUIRE_CUDA={require}",))
+        eng = engine_answering(lambda spec: gate_doc(gpu_step(0, 700.0, 4000.0)))
+        eng.images = {"team/train:1": image, IMAGE_ID: image}
+        return check_image(
+            "team/train:1", find_certificate=lambda info: [sealed([BASELINE])], eng=eng,
+            probe=lambda: HostReport(source="proc", driver="580.159.04", cuda_driver=None, gpus=(H200,)),
+            access_modes=lambda daemon: (DEVICES,), health=healthy, xids=XidLog,
+        )  # fmt: skip
+
+    assert "certificate.coverage" in {x.check for x in check("cuda>=13.0").findings}
+    (refused,) = [x for x in check("cuda>=13.1").findings if x.status == "fail"]
+    assert refused.check == "certificate.require-cuda"
+    assert "driver 580.159.04 supports CUDA 13.0" in refused.message
+
+
+def test_the_progress_goes_to_stderr_and_never_into_the_json(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The image, its GPU access and the short mode's start are said as the check goes (a
+    prolog's log shows where a slow check spent its time), on stderr: stdout is --json's alone."""
+    from envbuilder.cli import cli
+
+    def real_check(image: str, **kw: Any) -> Any:
+        eng = engine_answering(lambda spec: gate_doc(gpu_step(0, 700.0, 4000.0)))
+        return check_image(
+            image, find_certificate=lambda info: [sealed([BASELINE])], eng=eng,
+            probe=lambda: HostReport(source="nvml", driver="580.159.04", cuda_driver="13.0", gpus=(H200,)),
+            access_modes=lambda daemon: (DEVICES,), health=healthy, xids=XidLog, say=kw["say"],
+        )  # fmt: skip
+
+    monkeypatch.setattr("envbuilder.check.check_image", real_check)
+    res = CliRunner().invoke(cli, ["check", "team/train:1", "--json"])
+    assert res.exit_code == 0, res.output
+    assert validate_report(json.loads(res.stdout)) == []
+    said = res.stderr.splitlines()
+    assert f"check: team/train:1 ({IMAGE_ID[:19]}): GPU access devices (" in res.stderr
+    assert "check: running the short mode in the image" in said
+    assert "check: " not in res.stdout

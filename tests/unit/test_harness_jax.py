@@ -16,7 +16,13 @@ jax = pytest.importorskip("jax")  # the dev extra installs jax[cpu]; an image ce
 from envbuilder.harness.schema import validate_result  # noqa: E402
 from envbuilder.harness.workloads.config import RunConfig  # noqa: E402
 from envbuilder.harness.workloads.jax.models import count_params, init_resnet  # noqa: E402
-from envbuilder.harness.workloads.jax.train import platform_device, timed_steps, to_device, train_run  # noqa: E402
+from envbuilder.harness.workloads.jax.train import (  # noqa: E402
+    Trainer,
+    platform_device,
+    timed_steps,
+    to_device,
+    train_run,
+)
 from envbuilder.harness.workloads.numpy_data import NUM_CLASSES, make_dataset, render  # noqa: E402
 
 # Real torch/jax training steps on the CPU: minutes on 2 cores. `make test` runs them, `make check`
@@ -87,6 +93,32 @@ def test_jax_run_learns_and_a_diverged_run_is_caught() -> None:
     bad = RunConfig(name="t", width=8, batch=32, steps=10, warmup=2, lr=1e30, device="cpu")  # same compile
     metrics, problems = train_run(bad, data, loss_drop_min=0.2, accuracy_margin=0.2, dev=dev)
     assert any("non-finite" in p for p in problems) and "val_accuracy" not in metrics
+
+
+def test_the_evaluation_is_every_image_once_in_eval_mode() -> None:
+    # Trainer.evaluate (one compiled program a batch size) against the model applied to the whole
+    # split at once: 40 images in batches of 16 are two full batches and one of 8, none twice.
+    import jax.numpy as jnp
+    import numpy as np
+
+    from envbuilder.harness.workloads.jax.models import apply_resnet
+    from envbuilder.harness.workloads.jax.train import normalize
+
+    dev = platform_device("cpu")
+    split = to_device(make_dataset(32, 8, 40, seed=11), dev).val
+    tr = Trainer(RunConfig(name="t", width=8, batch=8, device="cpu", seed=2), dev)
+    tr.step(split, jax.random.PRNGKey(0), 0.5)  # a step away from the initial weights
+    logits = apply_resnet(tr.params, tr.state, normalize(split.images, jnp.float32), train=False)[0]
+    logp = np.asarray(jax.nn.log_softmax(logits))
+    labels = np.asarray(split.labels)
+    accuracy, loss = tr.evaluate(split, batch=16)
+    assert accuracy == np.mean(np.argmax(logp, axis=1) == labels)
+    assert loss == pytest.approx(-np.mean(logp[np.arange(40), labels]), rel=1e-5)
+    # a batch that reached past the end, or started at the wrong image, would not give these
+    assert tr.evaluate(split, batch=40) == pytest.approx((accuracy, loss), rel=1e-5)
+    assert tr.params_finite()
+    tr.params["stem"]["w"] = tr.params["stem"]["w"].at[0, 0, 0, 0].set(jnp.nan)
+    assert not tr.params_finite()
 
 
 def test_payload_jax_cpu_certification_end_to_end(tmp_path: Path) -> None:

@@ -76,9 +76,25 @@ def _train_step(
     return p, new_s, m, loss
 
 
-@partial(jax.jit, static_argnames=("dtype",))
-def _eval_logits(p: Tree, s: Tree, x: Any, *, dtype: Any) -> Any:
-    return apply_resnet(p, s, normalize(x, dtype), train=False, dtype=dtype)[0]
+@partial(jax.jit, static_argnames=("size", "dtype"))
+def _eval_batch(
+    p: Tree, s: Tree, images: Any, labels: Any, start: Any, *, size: int, dtype: Any
+) -> tuple[Any, Any]:
+    """(correct predictions, summed loss) of the `size` images from `start` in eval mode: one
+    compiled program per batch size, where the eager slices and reductions were an XLA compilation
+    each (per operation and shape) on a run's first evaluation."""
+    x = jax.lax.dynamic_slice_in_dim(images, start, size)
+    y = jax.lax.dynamic_slice_in_dim(labels, start, size)
+    out = apply_resnet(p, s, normalize(x, dtype), train=False, dtype=dtype)[0]
+    logp = jax.nn.log_softmax(out)
+    loss_sum = -jnp.sum(jnp.take_along_axis(logp, y[:, None], axis=1))
+    return jnp.sum(jnp.argmax(out, axis=1) == y), loss_sum
+
+
+@jax.jit
+def _all_finite(tree: Tree) -> Any:
+    """Every parameter finite, as one program (not a compilation per parameter shape)."""
+    return jnp.all(jnp.stack([jnp.all(jnp.isfinite(x)) for x in jax.tree_util.tree_leaves(tree)]))
 
 
 class Trainer:
@@ -111,15 +127,16 @@ class Trainer:
         """(accuracy, mean loss) in eval mode (running batch-norm statistics)."""
         correct, loss_sum, n = 0, 0.0, len(split)
         for s in range(0, n, batch):
-            out = _eval_logits(self.params, self.state, split.images[s : s + batch], dtype=self.dtype)
-            y = split.labels[s : s + batch]
-            logp = jax.nn.log_softmax(out)
-            loss_sum += float(-jnp.sum(jnp.take_along_axis(logp, y[:, None], axis=1)))
-            correct += int(jnp.sum(jnp.argmax(out, axis=1) == y))
+            size = min(batch, n - s)
+            right, loss = _eval_batch(
+                self.params, self.state, split.images, split.labels, s, size=size, dtype=self.dtype
+            )
+            correct += int(right)
+            loss_sum += float(loss)
         return correct / n, loss_sum / n
 
     def params_finite(self) -> bool:
-        return all(bool(jnp.all(jnp.isfinite(x))) for x in jax.tree_util.tree_leaves(self.params))
+        return bool(_all_finite(self.params))
 
 
 def to_device(data: Dataset, dev: Any) -> Dataset:
@@ -167,7 +184,7 @@ def train_run(
         dispatch,
         lambda loss: loss.block_until_ready(),
         memory=lambda: memory(dev),
-        stack=lambda losses: np.asarray(jnp.stack(losses)),
+        stack=lambda losses: np.asarray(jax.device_get(losses)),  # no concatenation to compile
         compiled=True,  # jax.jit: the first step compiles
         loss_drop_min=loss_drop_min,
         accuracy_margin=accuracy_margin,
