@@ -186,7 +186,9 @@ def _judge_processes(value: dict[str, Any], t: CheckThresholds) -> Judged:
         return Judged("pass", value, "no process holds the GPU")
     pids = ", ".join(str(p["pid"]) for p in value["processes"])
     who = f"process(es) {pids}" if pids else "something NVML does not list (another container or user)"
-    message = f"{who} already hold {share:.0%} of its memory ({max(held, used or 0)} of {total} MiB)"
+    amount = max(held, used or 0)
+    of = f"{share:.0%} of its memory ({amount} of {total} MiB)" if total else f"{amount} MiB of its memory"
+    message = f"{who} already hold {of}"
     return Judged("fail" if share >= t.memory_held_fail_fraction else "warn", value, message)
 
 

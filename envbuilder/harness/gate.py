@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
+import math
 import os
 import sys
 import threading
@@ -67,6 +68,19 @@ def judge_share(measured: float, reference: float, warn_below: float, fail_below
     return "pass"
 
 
+def _figure(value: Any) -> float | None:
+    """A finite number of a document, never a bool (JSON's `true` is no 1.0), else None: NaN passes
+    every band (NaN < x is false) and an integer past a float's range cannot be divided. The copy
+    of check/image.py `_num` the image runs (an --expect may be written by hand)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    try:
+        number = float(value)
+    except OverflowError:
+        return None
+    return number if math.isfinite(number) else None
+
+
 def judge_expect(steps: list[dict[str, Any]], expect: dict[str, Any]) -> list[dict[str, Any]]:
     """The findings of an --expect run: each GPU is a certified model, its GEMM and copy within
     the bands of the certified figures; a failed step fails."""
@@ -92,11 +106,15 @@ def judge_expect(steps: list[dict[str, Any]], expect: dict[str, Any]) -> list[di
             )
             continue
         for key, band in (("bf16_gemm_tflops", "gemm"), ("copy_gbs", "copy")):
-            ref, got, b = (figures.get(model) or {}).get(key), m.get(key), bands.get(band) or {}
-            if not isinstance(ref, (int, float)) or not isinstance(got, (int, float)) or not b:
+            ref, got = _figure((figures.get(model) or {}).get(key)), _figure(m.get(key))
+            b = bands.get(band) or {}
+            if ref is None or ref <= 0 or not b:
                 out.append({"check": f"{name}.{band}", "status": "skip", "message": "no certified figure"})
                 continue
-            status = judge_share(float(got), float(ref), float(b["warn_below"]), float(b["fail_below"]))
+            if got is None:
+                out.append({"check": f"{name}.{band}", "status": "skip", "message": f"{key} not measured"})
+                continue
+            status = judge_share(got, ref, float(b["warn_below"]), float(b["fail_below"]))
             out.append(
                 {
                     "check": f"{name}.{band}",

@@ -142,7 +142,8 @@ class Certification:
                 # NVML has listed the GPU's processes: the children may go, while torch's own
                 # facts are read (its import, cuDNN and NCCL loaded: 10 s on a cold machine).
                 lane.release()
-            self.host.update(torch_record())
+            if self.opts.framework == "torch":  # another framework's image may carry torch too:
+                self.host.update(torch_record())  # its facts are not this certification's
             st.metrics.update(self.host)
             gpus = self.host.get("gpus") or []
             gpu_name = gpus[0].get("name") if gpus else None

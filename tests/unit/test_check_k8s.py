@@ -109,6 +109,31 @@ def test_the_short_mode_judges_itself_against_the_expectations() -> None:
     assert broken == [{"check": "gpu0", "status": "fail", "message": "no kernel image"}]
 
 
+@pytest.mark.parametrize(
+    ("ref", "got", "message"),
+    [
+        (0.0, 690.0, "no certified figure"),  # was a ZeroDivisionError in the message
+        (-700.0, 690.0, "no certified figure"),
+        (float("nan"), 690.0, "no certified figure"),
+        (True, 690.0, "no certified figure"),  # JSON's true is no figure
+        (10**400, 690.0, "no certified figure"),  # past a float's range: was an OverflowError
+        (700.0, float("nan"), "bf16_gemm_tflops not measured"),  # NaN passed every band
+        (700.0, float("inf"), "bf16_gemm_tflops not measured"),
+        (700.0, True, "bf16_gemm_tflops not measured"),
+    ],
+)
+def test_the_short_mode_judges_only_finite_figures(ref: Any, got: Any, message: str) -> None:
+    # An --expect can be written by hand, and the figures come from the image under test.
+    expect = check_expectations([gpu_certificate()])
+    assert expect is not None
+    expect["certified"]["NVIDIA H200"]["bf16_gemm_tflops"] = ref
+    step = gpu_step("NVIDIA H200", 0.0, 3990.0)
+    step["metrics"]["bf16_gemm_tflops"] = got
+    gemm, copy = judge_expect([step], expect)
+    assert (gemm["check"], gemm["status"], gemm["message"]) == ("gpu0.gemm", "skip", message)
+    assert copy["status"] == "pass"
+
+
 def test_the_short_mode_with_expectations_exits_0_on_the_cpu_path_and_2_on_bad_input(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -831,3 +831,32 @@ def test_the_compile_lane_goes_once_nvml_has_listed_the_gpus_processes_not_after
     assert said == ["nvml listed", "go", "torch read", "path", "closed"]
     host = rec.steps[0]
     assert host.name == "host" and host.metrics["torch"] == {"version": "2.9.1"} and "gpus" in host.metrics
+
+
+@pytest.mark.parametrize("framework", ["jax", "tensorflow"])
+def test_a_certification_for_another_framework_does_not_read_torchs_facts(
+    framework: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An image for JAX or TensorFlow may carry torch too: importing it and loading its cuDNN and
+    NCCL (about 10 s of a cold host step) says nothing of the framework certified."""
+    from envbuilder.harness import inventory as harness_inventory
+    from envbuilder.harness import plan
+    from envbuilder.harness.record import Recorder
+    from envbuilder.harness.session import Options
+
+    read: list[str] = []
+    monkeypatch.setattr(
+        harness_inventory, "scan", lambda _roots: {"libraries": [], "errors": [], "truncated": False}
+    )
+    monkeypatch.setattr(plan, "host_record", lambda _nvml, _why: {"gpus": []})
+
+    def torch_record() -> dict[str, object]:
+        read.append("torch")
+        return {"torch": {"version": "2.9.1"}}
+
+    monkeypatch.setattr(plan, "torch_record", torch_record)
+    monkeypatch.setattr(plan, "run_path", lambda *_a, **_k: None)
+    rec = Recorder(io.StringIO())
+    plan.Certification(Options(cpu_only=True, framework=framework), None, rec, started=time.monotonic()).run()
+    host = rec.steps[0]
+    assert host.name == "host" and "torch" not in host.metrics and read == []
