@@ -4906,6 +4906,8 @@ SET_P = (
         "IMAGE_REF_RE.fullmatch(digest) or _HEX_RE.fullmatch(digest)",
         "a lock's base_image_digest taken as bare 64 hex digits (neither NAME@sha256: nor an image ID)",
         LOCK_P,
+        "every string _HEX_RE takes (64 of [0-9a-f]) IMAGE_REF_RE takes too (a name of [a-z0-9]+, "
+        "no tag or digest), so the `or` is true for the same strings (found after the blind run)",
     ),
     m(
         "P22",
