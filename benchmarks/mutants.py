@@ -54,6 +54,12 @@ planted in the same function: run's coverage and NVIDIA_REQUIRE_CUDA, the arch r
 driver floor, base image and forward compatibility, the host verdict and the certificate's image,
 the lock's and the spec's values, secrets, signed attestations, `check`'s judgements, the bounded
 loaders and the JSON-lines writer; none equals a mutant of a..n or `--auto`.
+Set P (2026-12-06), a new blind measure, was written the same way as O, from the code alone, at
+the decisions of every boundary: run's coverage and NVIDIA_REQUIRE_*, the resolver's floors,
+forward compatibility, coverage and installability, the host verdict, its replay evidence and the
+certificate's times, the lock's values that reach the Dockerfile and uv's inputs, the spec and
+secrets, signed attestations and the trust policy, `check`'s judgements, the bounded loaders and
+the output writers; none equals a mutant of a..o or `--auto`.
 Set Q (2026-12-06) was written blind the same way, as an outside reviewer would plant, while set P
 was written beside it: run's coverage and NVIDIA_REQUIRE_*, the resolver's floors, exemptions and
 forward compatibility, the host verdict and the GPU watch, the lock's values reaching the
@@ -4595,6 +4601,522 @@ SET_O = (
 )
 
 
+# --------------------------------------------------------------------------- set P (blind, 2026-12-06)
+# A new blind measure (issue 23: planted bugs at the trust boundaries, not shown before), written
+# from the code under envbuilder/ alone, before any test was read, as an outside reviewer would
+# plant them, at the decisions of each boundary whether or not an earlier set planted in the same
+# function: run's coverage check and NVIDIA_REQUIRE_* (7), the resolver's floors, forward
+# compatibility, coverage and installability (7), the host verdict, its replay evidence and the
+# certificate's times and image (6), the lock's values that reach the Dockerfile and uv's inputs
+# (6), the spec and secrets (4), signed attestations and the trust policy (5), `check`'s
+# judgements (5), the bounded loaders and the output writers (5). The kinds: a comparison made
+# loose (a suffix or a reversed prefix for an ID, text for a version, a range for a list of
+# branches, `match` for `fullmatch`), the first item only, a field of the wrong record (the
+# driver's CUDA for the driver, the reference's digest for the image's, the host's access for the
+# result's path), a wrong default (`auto` for the user's choice, a fixed umask, `not x` for
+# `x is None`), a unit wrong (timedelta.seconds, rows for sets), a check skipped in one branch, a
+# pattern widened or an escape dropped, a normalisation dropped (surrogatepass), two values read
+# the wrong way round. None equals a mutant of sets a..o or `--auto` (every area, `--ops all`):
+# each was planted and its module's tree compared (`ast.dump`); the guarding test files were
+# picked by file name and by which test files import the module. See
+# benchmarks/results/mutants-setp-2026-12-06.md for the drafts dropped.
+RUN_P = (
+    "test_runcheck.py",
+    "test_run_boundary.py",
+    "test_run_conditions.py",
+    "test_cert_origins.py",
+    "test_check.py",
+    "test_attest_registry.py",
+)
+REQ_P = (
+    "test_require_cuda.py",
+    "test_resolve_boundary.py",
+    "test_runcheck.py",
+    "test_run_conditions.py",
+    "test_resolve_cases.py",
+)
+RESOLVE_P = (
+    "test_resolve_boundary.py",
+    "test_resolve_cases.py",
+    "test_resolve_edges.py",
+    "test_resolve_coverage.py",
+    "test_forward_compat.py",
+    "test_render_forward_compat.py",
+    "test_installable.py",
+    "test_platforms.py",
+    "test_stale_rows.py",
+    "test_wsl.py",
+)
+VERDICT_P = (
+    "test_verdict.py",
+    "test_verdict_conditions.py",
+    "test_project_smoke.py",
+    "test_certify.py",
+    "test_fleet_slurm.py",
+    "test_fleet_k8s.py",
+)
+CERT_P = (
+    "test_certificate.py",
+    "test_cert_origins.py",
+    "test_certstore.py",
+    "test_attest_envelope.py",
+    "test_attest_registry.py",
+    "test_run_boundary.py",
+)
+LOCK_P = (
+    "test_lock.py",
+    "test_lock_edges.py",
+    "test_lock_values.py",
+    "test_packages.py",
+    "test_typed_loading.py",
+    "test_fuzz_loaders.py",
+    "test_wheelhouse.py",
+    "test_build.py",
+    "test_render.py",
+)
+RENDER_P = (
+    "test_render.py",
+    "test_render_forward_compat.py",
+    "test_lock_values.py",
+    "test_golden.py",
+    "test_fuzz_render.py",
+    "test_image_renders.py",
+    "test_render_is_build.py",
+    "test_lock.py",
+    "test_build.py",
+)
+SPEC_P = (
+    "test_spec.py",
+    "test_spec_schema.py",
+    "test_spec_no_echo.py",
+    "test_init.py",
+    "test_fuzz_loaders.py",
+    "test_render.py",
+    "test_golden.py",
+    "test_up.py",
+)
+SECRET_P = (
+    "test_lock_secrets.py",
+    "test_lock_edges.py",
+    "test_packages.py",
+    "test_failure_messages.py",
+    "test_output_sanitized.py",
+)
+ATTEST_P = (
+    "test_attest_envelope.py",
+    "test_attest_keys.py",
+    "test_attest_registry.py",
+    "test_cert_origins.py",
+    "test_cli_trust.py",
+    "test_hostile_parse.py",
+    "test_fuzz_loaders.py",
+)
+CHECK_P = ("test_check.py", "test_check_prolog.py", "test_check_k8s.py")
+IO_P = (
+    "test_bounded.py",
+    "test_bounded_outside_readers.py",
+    "test_spec_no_echo.py",
+    "test_fuzz_loaders.py",
+    "test_hostile_parse.py",
+    "test_typed_loading.py",
+)
+IO_P_TYPED = (*IO_P, "test_program_digits.py")
+OUT_P = (
+    "test_output_policy.py",
+    "test_outputs_kept.py",
+    "test_lock.py",
+    "test_certstore.py",
+    "test_build.py",
+    "test_buildlock_conditions.py",
+)
+SET_P = (
+    m(
+        "P01",
+        "run/coverage.py",
+        '    if have.removeprefix("sha256:") == image.id.removeprefix("sha256:"):',
+        '    if image.id.removeprefix("sha256:").endswith(have.removeprefix("sha256:")):',
+        "run's image check by suffix: a certificate whose image ID is empty (or a tail of this image's) "
+        "covers the image",
+        RUN_P,
+    ),
+    m(
+        "P02",
+        "run/coverage.py",
+        "    for cert in certs:\n        if not check_run(cert, image, host):",
+        "    for cert in certs[:1]:\n        if not check_run(cert, image, host):",
+        "only the newest certificate tried: an image certified on two node classes runs only on the "
+        "newest one's",
+        RUN_P,
+    ),
+    m(
+        "P03",
+        "run/coverage.py",
+        "    have = _version(host.driver)\n",
+        "    have = _version(host.cuda_driver)\n",
+        "the driver floor compared with the driver's CUDA version (13.0), not the driver (580.x)",
+        RUN_P,
+    ),
+    m(
+        "P04",
+        "run/coverage.py",
+        '    if cert is None or not _gpu_cert(cert) or host.access != "none" or host.requested == "none":',
+        '    if cert is None or not _gpu_cert(cert) or host.access != "none" or not host.gpus:',
+        "a GPU certificate refused for want of GPU access only where the host has GPUs: a GPU-less "
+        "host runs it",
+        RUN_P,
+    ),
+    m(
+        "P05",
+        "require_cuda.py",
+        "            if not op or (prop in VERSION_PROPERTIES and not _VERSION.fullmatch(value)):",
+        '            if not op or (prop in ("cuda", "driver") and not _VERSION.fullmatch(value)):',
+        "an `arch` value of NVIDIA_REQUIRE_* not checked as a version (arch>=9.0a makes no requirement "
+        "invalid)",
+        REQ_P,
+    ),
+    m(
+        "P06",
+        "require_cuda.py",
+        "        if factors:\n            terms.append(tuple(factors))",
+        "        if raw_term:\n            terms.append(tuple(factors))",
+        "a term whose factors all name unknown properties kept as an empty term, which every host meets",
+        REQ_P,
+    ),
+    m(
+        "P07",
+        "require_cuda.py",
+        'and not name.startswith("NVIDIA_REQUIRE_JETPACK")',
+        'and name != "NVIDIA_REQUIRE_JETPACK"',
+        "only NVIDIA_REQUIRE_JETPACK itself left out: NVIDIA_REQUIRE_JETPACK_HOST_MOUNTS read as "
+        "a requirement",
+        REQ_P,
+    ),
+    m(
+        "P08",
+        "resolve/resolver.py",
+        "    key = install_key(packages, v.companion_packages, v.index_url, cand.python, cand.platform)",
+        "    key = install_key(packages, v.companion_packages, v.index_url, cand.python)",
+        "the resolver's installability key without the platform: linux/arm64 read from the amd64 answer",
+        RESOLVE_P,
+    ),
+    m(
+        "P09",
+        "resolve/resolver.py",
+        "        Version(s.version),\n",
+        "        s.version,\n",
+        "framework versions ranked as text: 2.9 ranked above 2.10",
+        RESOLVE_P,
+    ),
+    m(
+        "P10",
+        "resolve/forward_compat.py",
+        "    if branch not in branches:",
+        "    if not branches or branch < branches[0]:",
+        "cuda-compat's driver branches taken as a range: a branch between two exempted ones (R545) "
+        "let through",
+        RESOLVE_P,
+    ),
+    m(
+        "P11",
+        "resolve/coverage.py",
+        "        usable += ks.sets",
+        "        usable += 1",
+        "kernel sets counted one per row, not by their `sets`, against SASS counted by `sets`: partial "
+        "coverage misjudged",
+        RESOLVE_P,
+    ),
+    m(
+        "P12",
+        "matrix/installable.py",
+        "    index = {key_of(a): a for a in answers}",
+        "    index = {key_of(a): a for a in reversed(answers)}",
+        "the first of two installability answers for one key wins (the user's live answer no longer "
+        "replaces the committed one)",
+        RESOLVE_P,
+    ),
+    m(
+        "P13",
+        "resolve/resolver.py",
+        "        fwd, min_driver = got, got.min_driver",
+        "        fwd, min_driver = got, got.driver",
+        "a forward-compatible stack's minimum driver set to cuda-compat's driver, not the oldest "
+        "branch it supports",
+        RESOLVE_P,
+    ),
+    m(
+        "P14",
+        "resolve/resolver.py",
+        '        require = (jit_cuda or major_minor(v.cuda)) if not sass_everywhere else f"{major(v'
+        '.cuda)}.0"',
+        "        require = (jit_cuda or major_minor(v.cuda)) if not sass_everywhere else major_minor(v.cuda)",
+        "a bundled build with SASS for every GPU requires its CUDA X.Y, not X.0 (minor-version comp"
+        "atibility "
+        "lost)",
+        RESOLVE_P,
+    ),
+    m(
+        "P15",
+        "certify/verdict.py",
+        'gpu_path=result.get("gpu_path") is True',
+        "gpu_path=not cpu_run",
+        "the verdict re-derived with the host's GPU access, not the result's own gpu_path",
+        VERDICT_P,
+    ),
+    m(
+        "P16",
+        "certify/verdict.py",
+        'smoke.get("status") != "pass":',
+        'smoke.get("status") not in ("pass", "skip"):',
+        "a project smoke step recorded as skipped accepted (a node's certificate may carry one)",
+        VERDICT_P,
+    ),
+    m(
+        "P17",
+        "certify/observe.py",
+        "        throttled = self._busy and self._clock() - self._last < self._interval",
+        "        throttled = self._samples and self._clock() - self._last < self._interval",
+        "the GPU watch throttled after its first sample, before any work was seen (a quick GPU step "
+        "between two samples missed)",
+        VERDICT_P,
+    ),
+    m(
+        "P18",
+        "certify/certificate.py",
+        '    return -ts.timestamp() if ts is not None else float("inf")',
+        '    return -ts.timestamp() if ts is not None else -float("inf")',
+        "a certificate whose issued_at is no timestamp sorts as the newest, not the oldest",
+        CERT_P,
+    ),
+    m(
+        "P19",
+        "certify/certificate.py",
+        "(len(b) >= 12 and a.startswith(b))",
+        "(len(b) >= 12 and b.startswith(a))",
+        "an image ID prefix compared the wrong way round: a certificate naming a short ID covers "
+        "every image it starts",
+        CERT_P,
+    ),
+    m(
+        "P20",
+        "certify/certificate.py",
+        '(?:Z|[+-][0-9]{2}:[0-9]{2})",',
+        '(?:Z|[+-][0-9]{2}:[0-9]{2})?",',
+        "a timestamp without Z or an offset accepted (read in the local zone)",
+        CERT_P,
+    ),
+    m(
+        "P21",
+        "image/lock.py",
+        "IMAGE_REF_RE.fullmatch(digest) or _IMAGE_ID_RE.fullmatch(digest)",
+        "IMAGE_REF_RE.fullmatch(digest) or _HEX_RE.fullmatch(digest)",
+        "a lock's base_image_digest taken as bare 64 hex digits (neither NAME@sha256: nor an image ID)",
+        LOCK_P,
+        "every string _HEX_RE takes (64 of [0-9a-f]) IMAGE_REF_RE takes too (a name of [a-z0-9]+, "
+        "no tag or digest), so the `or` is true for the same strings (found after the blind run)",
+    ),
+    m(
+        "P22",
+        "image/lock.py",
+        "        return next((p for p in self.packages if p.platform == platform), None)",
+        "        return self.packages[0] if self.packages else None",
+        "the lock's first package lock used whatever platform is asked for",
+        LOCK_P,
+    ),
+    m(
+        "P23",
+        "image/packages.py",
+        '            f"{p.pin} --hash=sha256:{p.sha256}\\n" for p in sorted(self.group(group), key=lambda '
+        "p: p.name)",
+        '            f"{p.pin} --hash=sha256:{p.sha256}\\n" for p in sorted(self.packages, key=lambda '
+        "p: p.name)",
+        "a group's requirements file lists every group's packages",
+        LOCK_P,
+    ),
+    m(
+        "P24",
+        "image/packages.py",
+        "    if len(files) == 1:\n        return files[0]",
+        "    if files:\n        return files[0]",
+        "the first wheel file taken where uv lists several, not the best-ranked tag for the target",
+        LOCK_P,
+    ),
+    m(
+        "P25",
+        "image/render.py",
+        "    if not (_COMPAT_PACKAGE_RE.fullmatch(package) and DRIVER_RE.fullmatch(driver)):",
+        "    if not (_COMPAT_PACKAGE_RE.match(package) and DRIVER_RE.fullmatch(driver)):",
+        "the cuda-compat package name matched as a prefix: anything after cuda-compat-X-Y reaches "
+        "the Dockerfile",
+        RENDER_P,
+    ),
+    m(
+        "P26",
+        "image/render.py",
+        "    if options.regenerate and REGENERATE_RE.fullmatch(options.regenerate):",
+        "    if options.regenerate and REGENERATE_RE.match(options.regenerate):",
+        "the header's regenerate command matched as a prefix: a line break after it reaches the Dockerfile",
+        RENDER_P,
+    ),
+    m(
+        "P27",
+        "image/spec.py",
+        "names.count(n) > 1}",
+        "names.count(n) > 2}",
+        "a spec index name given twice passes (count > 2)",
+        SPEC_P,
+    ),
+    m(
+        "P28",
+        "image/spec.py",
+        "        if key.startswith(RESERVED_ENV_PREFIX):",
+        '        if key.startswith("NVIDIA_REQUIRE_"):',
+        "only NVIDIA_REQUIRE_* kept out of a spec's env: NVIDIA_DISABLE_REQUIRE (and the rest of "
+        "NVIDIA_*) let in",
+        SPEC_P,
+    ),
+    m(
+        "P29",
+        "image/secrets.py",
+        "    for name, value in secrets:\n        for pattern in _secret_patterns(value):",
+        "    for name, value in secrets[:1]:\n        for pattern in _secret_patterns(value):",
+        "only the first secret taken out of a message or lock",
+        SECRET_P,
+    ),
+    m(
+        "P30",
+        "image/secrets.py",
+        '    if "://" in value:\n',
+        '    if value.startswith("https://"):\n',
+        "only an https:// secret read as a URL: an http:// or file:// one redacted only where it "
+        "appears whole",
+        SECRET_P,
+    ),
+    m(
+        "P31",
+        "attest/policy.py",
+        "        return TrustPolicy(keys=self.keys, max_age_s=max_age_s, source=self.source)",
+        "        return TrustPolicy(keys=self.keys, max_age_s=self.max_age_s, source=self.source)",
+        "--max-age ignored where the trust policy has its own (or none)",
+        ATTEST_P,
+    ),
+    m(
+        "P32",
+        "attest/policy.py",
+        '        max_age_s=None if max_age is None else parse_duration(max_age, f"{where}: max_age"),',
+        '        max_age_s=None if not max_age else parse_duration(max_age, f"{where}: max_age"),',
+        "a policy's max_age of 0 (or '') read as no limit, not refused",
+        ATTEST_P,
+    ),
+    m(
+        "P33",
+        "attest/envelope.py",
+        "        if image_id not in parsed.subject_digests:",
+        "        if digest is not None and image_id not in parsed.subject_digests:",
+        "an envelope given as a file: its certificate not checked to be for one of the statement's subjects",
+        ATTEST_P,
+    ),
+    m(
+        "P34",
+        "attest/envelope.py",
+        "            age = ((now or datetime.now(timezone.utc)) - issued).total_seconds() if issued "
+        "else None",
+        "            age = ((now or datetime.now(timezone.utc)) - issued).seconds if issued else None",
+        "a certificate's age taken as timedelta.seconds (days dropped): a 40-day-old one passes max_age 30d",
+        ATTEST_P,
+    ),
+    m(
+        "P35",
+        "attest/discovery.py",
+        "    return verify_envelope(raw, repository=ref.name, digest=target, policy=policy, now=now)",
+        "    return verify_envelope(raw, repository=ref.name, digest=ref.digest, policy=policy, now=now)",
+        "a registry referrer verified against the digest the user's reference names (none for a tag), "
+        "not the image's",
+        ATTEST_P,
+    ),
+    m(
+        "P36",
+        "check/node.py",
+        "    if bad := [r for r in reasons if r in FAIL_REASONS]:",
+        "    if bad := [r for r in reasons[:1] if r in FAIL_REASONS]:",
+        "only the first clock-event reason judged: hw_slowdown after sw_power_cap only warns",
+        CHECK_P,
+    ),
+    m(
+        "P37",
+        "check/node.py",
+        '            "fail" if t.pcie_width_fail else "warn", link,',
+        '            "warn" if t.pcie_width_fail else "fail", link,',
+        "pcie_width_fail read the wrong way round",
+        CHECK_P,
+    ),
+    m(
+        "P38",
+        "check/node.py",
+        '            "held_mib": sum(p["used_mib"] or 0 for p in gpu.processes),',
+        '            "held_mib": max((p["used_mib"] or 0 for p in gpu.processes), default=0),',
+        "the memory processes hold taken as the largest one's, not their sum",
+        CHECK_P,
+    ),
+    m(
+        "P39",
+        "check/gate.py",
+        "    for g in gpus:\n        out += judge_gpu(g, t)",
+        "    for g in gpus[:1]:\n        out += judge_gpu(g, t)",
+        "only the first GPU's NVML findings judged",
+        CHECK_P,
+    ),
+    m(
+        "P40",
+        "check/gate.py",
+        "    host = run_host(report, choice, gpu_access, native_cuda_of(report.driver))",
+        '    host = run_host(report, choice, "auto", native_cuda_of(report.driver))',
+        "`check` judges coverage as if --gpu-access were auto (a --gpu-access none check refused for no GPU)",
+        CHECK_P,
+    ),
+    m(
+        "P41",
+        "bounded.py",
+        '_JSON_TOKENS = re.compile(rb\'"[^"\\\\]*(?:\\\\.[^"\\\\]*)*"?|[\\[\\]{}]\', re.DOTALL)',
+        '_JSON_TOKENS = re.compile(rb\'"[^"]*"?|[\\[\\]{}]\', re.DOTALL)',
+        "JSON depth counted without a string's escapes: a string holding \\\" ends early and its brackets "
+        "lower the depth",
+        IO_P,
+    ),
+    m(
+        "P42",
+        "bounded.py",
+        "            children = [n for pair in node.value for n in pair]",
+        "            children = [value for _, value in node.value]",
+        "a YAML mapping's keys not counted once aliases are expanded: a bomb in the keys passes",
+        IO_P,
+    ),
+    m(
+        "P43",
+        "typed.py",
+        '        text.encode("utf-8")\n',
+        '        text.encode("utf-8", "surrogatepass")\n',
+        "a lone surrogate taken as text (encoded with surrogatepass)",
+        IO_P_TYPED,
+    ),
+    m(
+        "P44",
+        "atomic.py",
+        "        if not stat.S_ISREG(st.st_mode):\n            raise OutputError(",
+        "        if stat.S_ISLNK(st.st_mode):\n            raise OutputError(",
+        "only a symlink refused as an output path: a FIFO, a device or a folder written over",
+        OUT_P,
+    ),
+    m(
+        "P45",
+        "atomic.py",
+        "    return (0o777 if directory else 0o666) & ~_umask()",
+        "    return (0o777 if directory else 0o666) & ~0o022",
+        "a new output file's mode from a fixed umask of 022, not the process's",
+        OUT_P,
+    ),
+)
+
+
 # --------------------------------------------------------------------------- set Q (blind, 2026-12-06)
 # Written from the code alone, as an outside reviewer would plant, before any test of these lines
 # was read; the guard files picked by name and by which test files import the module.
@@ -4963,6 +5485,7 @@ SETS = {
     "m": SET_M,
     "n": SET_N,
     "o": SET_O,
+    "p": SET_P,
     "q": SET_Q,
 }
 
@@ -9498,7 +10021,7 @@ def auto_report(
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument(
-        "--set", default="abcdefghijklmno", help="which sets: any of a..o (default: abcdefghijklmno)"
+        "--set", default="abcdefghijklmnop", help="which sets: any of a..p (default: abcdefghijklmnop)"
     )
     ap.add_argument("--auto", metavar="AREA", help=f"automatic mutants of one area: {', '.join(AREAS)}")
     ap.add_argument(

@@ -241,6 +241,18 @@ def test_an_envelope_file_needs_a_key_trusted_for_the_repository_it_names(signer
     assert isinstance(out, Refused) and out.reason == "untrusted-key" and REPO in out.message
 
 
+def test_an_envelope_file_whose_certificate_is_for_no_subject_of_its_statement_is_refused(
+    signer: CryptoSigner, policy: TrustPolicy
+) -> None:
+    """`certs import ENVELOPE` gives no digest: the certificate must still be for one of the
+    statement's own subjects (set P: P33)."""
+    wrong = ImageSubject(repository=REPO, manifest_digest=MANIFEST, image_id=OTHER_ID)
+    out = verify_envelope(_signed(signer, subject=wrong), repository=None, digest=None, policy=policy)
+    assert isinstance(out, Refused) and out.reason == "certificate-mismatch"
+    out = verify_envelope(_signed(signer), repository=None, digest=None, policy=policy)
+    assert isinstance(out, Verified)
+
+
 def test_a_statement_near_its_size_limit_fits_its_envelope(signer: CryptoSigner, policy: TrustPolicy) -> None:
     """An envelope carries its statement in base64 (4/3 of it): the envelope's bound must leave
     room for the largest statement parse_statement accepts."""

@@ -187,6 +187,9 @@ def test_a_keys_repository_patterns_match_the_whole_name_never_a_prefix(tmp_path
             "cannot read the public key",
         ),
         ({"schema_version": 1, "max_age": "ever", "keys": []}, "max_age 'ever' is not a duration"),
+        # a falsy max_age is a value given, refused, never read as "no limit" (set P: P32)
+        ({"schema_version": 1, "max_age": 0, "keys": []}, "max_age 0 must be positive"),
+        ({"schema_version": 1, "max_age": "", "keys": []}, "max_age '' is not a duration"),
     ],
 )
 def test_policy_errors_name_the_field(tmp_path: Path, doc: object, message: str) -> None:

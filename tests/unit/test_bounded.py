@@ -73,6 +73,11 @@ def test_ordinary_documents_pass_and_json_is_bounded_too() -> None:
         with pytest.raises(TooLarge, match="nested deeper than 64 levels"):
             load_json(deep)
     assert load_json('{"a": ' * 64 + "1" + "}" * 64) is not None
+    # A string's escaped quote does not end it: its brackets count for nothing (set P: P41).
+    hidden = '["\\"' + "]" * 100 + '", ' + "[" * 150 + "]" * 150 + "]"
+    with pytest.raises(TooLarge, match="nested deeper than 64 levels"):
+        load_json(hidden)
+    assert load_json('["\\"' + "]" * 100 + '"]') == ['"' + "]" * 100]
     with pytest.raises(TooLarge, match="larger than"):
         load_json(" " * 10, max_bytes=5)
     # the limit is in bytes, as the text is written: 4 characters of 4 bytes each are 16 bytes

@@ -236,6 +236,15 @@ def test_a_timestamp_past_the_patterns_bounds_is_unreadable(text: str) -> None:
     assert parse_timestamp("2026-12-01T15:00:00.123456Z") is not None  # six digits are read
 
 
+@pytest.mark.parametrize("text", ["2026-12-01T15:00:00", "2026-12-01T15:00:00.5", "2026-12-01T15:00:00+0100"])
+def test_a_timestamp_without_its_zone_is_unreadable(text: str) -> None:
+    """Without Z or an offset the time would be read in this host's own zone (set P: P20)."""
+    from envbuilder.certify.certificate import parse_timestamp
+
+    assert parse_timestamp(text) is None
+    assert parse_timestamp(text[:19] + "Z") is not None
+
+
 @pytest.mark.parametrize("issued_at", [20261201, 2026.12, ["2026-12-01T15:00:00Z"]])
 def test_an_issued_at_that_is_no_string_is_no_time(issued_at: object) -> None:
     from envbuilder.certify.certificate import parse_timestamp

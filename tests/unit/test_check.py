@@ -649,6 +649,23 @@ def test_on_a_cpu_node_the_gpu_steps_are_skipped_with_their_reason() -> None:
     assert validate_report(report.to_dict()) == []
 
 
+def test_gpu_access_none_on_a_gpu_node_is_judged_as_the_user_asked_not_as_auto() -> None:
+    """`check --gpu-access none` on a GPU node: the GPU certificate covers the CPU run the user asked
+    for (run's rule: no no-gpu refusal when --gpu-access none), and the short mode runs on the CPU
+    (set P: P40)."""
+    eng = engine_answering(
+        lambda spec: gate_doc(
+            {"name": "framework", "status": "pass", "reason": "", "metrics": {"torch": "2.13.0"}},
+            {"name": "cuda_smoke", "status": "skip", "reason": "CPU path: no GPU was given to this check"},
+        )
+    )
+    report, _ = run_check(eng, [sealed([BASELINE])], gpu_access="none")
+    checks = {x.check: x.status for x in report.findings}
+    assert "certificate.no-gpu" not in checks, report.findings
+    assert checks["certificate.coverage"] == "pass"
+    assert "--cpu-only" in eng.runs[-1].command
+
+
 def test_the_schema_validator_catches_a_wrong_document() -> None:
     eng = engine_answering(lambda spec: gate_doc(gpu_step(0, 700.0, 4000.0)))
     doc = run_check(eng, [sealed([BASELINE])])[0].to_dict()

@@ -129,3 +129,11 @@ def test_only_variables_that_start_with_nvidia_require_are_requirements() -> Non
     }
     (req,) = image_requirements(env)
     assert req.name == "NVIDIA_REQUIRE_X_NVIDIA_REQUIRE_JETPACK"
+
+
+@pytest.mark.parametrize("value", ["arch>=9.0a", "arch=sm_90", "cuda>=12.0 arch>=9.0.0.1"])
+def test_an_arch_that_is_no_version_makes_the_requirement_invalid(value: str) -> None:
+    """`arch` is a version property as `cuda` and `driver` are: a value that is not X, X.Y or X.Y.Z
+    makes the whole requirement invalid, as the toolkit refuses it (set P: P05)."""
+    assert parse_require_cuda(value, "NVIDIA_REQUIRE_ARCH").invalid is not None
+    assert parse_require_cuda("arch>=9.0", "NVIDIA_REQUIRE_ARCH").invalid is None
