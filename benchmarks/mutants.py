@@ -5269,6 +5269,8 @@ SET_Q = (
         '    if result.get("harness_sha256", facts.harness_sha256) != facts.harness_sha256:',
         "a result without a payload digest taken as coming from the harness certify mounted",
         VERDICT_Q,
+        "refusal() runs validate_result first, whose need(doc, 'harness_sha256', str) refuses a result "
+        "without the key, so the default is never read (judged after the blind run)",
     ),
     m(
         "Q12",

@@ -47,6 +47,9 @@ def _no_secret(text: str) -> None:
         ("get https://h/s/?access_token=abc#frag end", "get https://h/s/?access_token=***#frag end"),
         ("s3 https://b.s3/k.whl?X-Amz-Signature=deadbeef", "s3 https://b.s3/k.whl?X-Amz-Signature=***"),
         ("mail a@b.c and https://h/p/a@b", "mail a@b.c and https://h/p/a@b"),  # `@` in a path stays
+        # a file:// URL (a find-links or a wheel a tool names) loses its credentials too (set Q's Q20)
+        ("no file://user:tok@nas/wheels/x.whl", "no file://nas/wheels/x.whl"),
+        ("get file://nas/w?sig=abc", "get file://nas/w?sig=***"),
     ],
 )
 def test_redact_takes_credentials_and_query_values_out_of_urls(text: str, expected: str) -> None:
