@@ -5327,8 +5327,8 @@ SET_Q = (
         RENDER_FILE_Q,
         "    secret = next((url for _, url in indexes if is_secret_ref(url)), None)",
         "    secret = next((url for _, url in indexes[:1] if is_secret_ref(url)), None)",
-        "only the lock's first index checked for a mirror given as a secret: a later <secret:NAME> "
-        "reaches the install line",
+        "only the lock's first index checked for a mirror given as a secret: a later <secret:NAME> is "
+        "refused as a malformed index URL (SpecError), not asked for as the secret the build needs",
         RENDER_Q,
     ),
     m(
