@@ -60,6 +60,11 @@ forward compatibility, coverage and installability, the host verdict, its replay
 certificate's times, the lock's values that reach the Dockerfile and uv's inputs, the spec and
 secrets, signed attestations and the trust policy, `check`'s judgements, the bounded loaders and
 the output writers; none equals a mutant of a..o or `--auto`.
+Set Q (2026-12-06) was written blind the same way, as an outside reviewer would plant, while set P
+was written beside it: run's coverage and NVIDIA_REQUIRE_*, the resolver's floors, exemptions and
+forward compatibility, the host verdict and the GPU watch, the lock's values reaching the
+Dockerfile, the spec and secrets, attestations and the trust policy, `check`'s judgements and the
+bounded loaders; none equals a mutant of a..p or `--auto`.
 `--auto AREA` (2026-12-05): hand-written sets cannot reach 95% blind (each found conditions no
 test had looked at), so the automatic mode plants every one-line mutant of a fixed operator list
 in the decision functions of an area (AREAS: run-check, verdict, certs; more areas are added as
@@ -5112,6 +5117,360 @@ SET_P = (
 )
 
 
+# --------------------------------------------------------------------------- set Q (blind, 2026-12-06)
+# Written from the code alone, as an outside reviewer would plant, before any test of these lines
+# was read; the guard files picked by name and by which test files import the module.
+RUN_Q = (
+    "test_runcheck.py",
+    "test_run_boundary.py",
+    "test_run_conditions.py",
+    "test_cert_origins.py",
+    "test_check.py",
+    "test_attest_registry.py",
+    "test_entrypoint.py",
+)
+VERDICT_Q = ("test_verdict.py", "test_verdict_conditions.py", "test_project_smoke.py", "test_certify.py")
+RENDER_Q = (
+    "test_render.py",
+    "test_render_base_venv.py",
+    "test_lock_values.py",
+    "test_lock_secrets.py",
+    "test_image_renders.py",
+    "test_golden.py",
+    "test_fuzz_render.py",
+    "test_context.py",
+    "test_lock.py",
+)
+SECRETS_Q = ("test_lock_secrets.py", "test_lock_edges.py", "test_packages.py", "test_spec_no_echo.py")
+SPEC_Q = (*SPEC_O, "test_fuzz_loaders.py")
+CHECK_Q = (
+    "test_check.py",
+    "test_check_node.py",
+    "test_check_image.py",
+    "test_check_prolog.py",
+    "test_check_k8s.py",
+)
+OUT_Q = (*LOG_M, "test_buildlock_conditions.py", "test_certstore.py", "test_hpc_runtimes.py")
+(
+    FWD_Q,
+    OBSERVE_Q,
+    LOCK_FILE_Q,
+    RENDER_FILE_Q,
+    SECRETS_FILE_Q,
+    POLICY_Q,
+    GATE_Q,
+    FINDINGS_Q,
+    CHECK_IMAGE_Q,
+) = (
+    "resolve/forward_compat.py",
+    "certify/observe.py",
+    "image/lock.py",
+    "image/render.py",
+    "image/secrets.py",
+    "attest/policy.py",
+    "harness/gate.py",
+    "check/findings.py",
+    "check/image.py",
+)
+
+SET_Q = (
+    # run's certificate coverage check and NVIDIA_REQUIRE_*
+    m(
+        "Q01",
+        COV,
+        '    if have.removeprefix("sha256:") == image.id.removeprefix("sha256:"):',
+        '    if have.removeprefix("sha256:") in image.id.removeprefix("sha256:"):',
+        "the certificate's image ID matched as a substring of this image's: an empty or partial ID "
+        "covers the image",
+        RUN_Q,
+    ),
+    m(
+        "Q02",
+        COV,
+        '        "gpus": gpus if verdict == "certified" else [],',
+        '        "gpus": gpus,',
+        "what verify says a CPU-only or failed certificate covers lists its host's GPUs as covered",
+        RUN_Q,
+    ),
+    m(
+        "Q03",
+        COV,
+        '    if host.access == "none":\n        return None\n    gpus: Sequence[GpuInfo | None]',
+        "    if not host.gpus:\n        return None\n    gpus: Sequence[GpuInfo | None]",
+        "run's NVIDIA_REQUIRE_* not checked where the probe listed no GPU although the container gets "
+        "GPU access (the driver's CUDA is still what the toolkit checks)",
+        RUN_Q,
+    ),
+    m(
+        "Q04",
+        REQ,
+        '        out.append(parse_require_cuda("cuda>=" + ".".join(legacy.split(".")[:2]), "CUDA_VERSION"))',
+        '        out.append(parse_require_cuda("cuda>=" + legacy.rsplit(".", 1)[0], "CUDA_VERSION"))',
+        "a legacy image's CUDA_VERSION=12.4 read as cuda>=12 (the last part cut, not kept to X.Y)",
+        REQ_O,
+    ),
+    m(
+        "Q05",
+        REQ,
+        '_VERSION = re.compile(r"^(0|[1-9][0-9]*)(?:\\.(0|[1-9][0-9]*)){0,2}$")',
+        '_VERSION = re.compile(r"^([0-9]+)(?:\\.([0-9]+)){0,2}$")',
+        "a requirement's version with a leading zero (cuda>=12.08) taken as valid; the toolkit's "
+        "semver refuses it and the image with it",
+        REQ_O,
+    ),
+    # the resolver: driver floors, base image, exemptions, forward compatibility, installability
+    m(
+        "Q06",
+        RES,
+        "        floor, why = max(floors, key=lambda f: Version(f[0]))",
+        "        floor, why = floors[-1]",
+        "the last floor found binds, not the highest: a PTX JIT floor below the framework's own floor wins",
+        RESOLVE_O,
+    ),
+    m(
+        "Q07",
+        RES,
+        "    fitting = [b for b in pool if b.python == cand.python]",
+        "    fitting = [b for b in pool if b.python[:3] == cand.python[:3]]",
+        "a CUDA base image's Python compared by its first three characters: Python 3.1x taken for 3.12",
+        RESOLVE_O,
+    ),
+    m(
+        "Q08",
+        RES,
+        "    exemptions = tuple((r.brand, r.branch) for r in image.require_rules)",
+        "    exemptions = tuple((r.brand, r.branch) for r in image.require_rules[:1])",
+        "only the image's first brand/branch exemption of NVIDIA_REQUIRE_CUDA taken into account",
+        RESOLVE_O,
+    ),
+    m(
+        "Q09",
+        RES,
+        "    key = install_key(stack.packages, stack.companions, stack.index_url,",
+        "    key = install_key(stack.packages, (), stack.index_url,",
+        "a stack's installability looked up without its companions: the framework alone's answer "
+        "reported for the whole install set",
+        RESOLVE_O,
+    ),
+    m(
+        "Q10",
+        FWD_Q,
+        "    if Version(compat_driver) < Version(floor):",
+        "    if Version(compat_driver) < Version(driver):",
+        "cuda-compat's driver compared with the host's driver, not the build's floor: a build that "
+        "needs more than the package brings accepted",
+        RESOLVE_O,
+    ),
+    # the host verdict on a harness result and the GPU watch's evidence
+    m(
+        "Q11",
+        VERDICT_FILE_O,
+        '    if result.get("harness_sha256") != facts.harness_sha256:',
+        '    if result.get("harness_sha256", facts.harness_sha256) != facts.harness_sha256:',
+        "a result without a payload digest taken as coming from the harness certify mounted",
+        VERDICT_Q,
+        "refusal() runs validate_result first, whose need(doc, 'harness_sha256', str) refuses a result "
+        "without the key, so the default is never read (judged after the blind run)",
+    ),
+    m(
+        "Q12",
+        OBSERVE_Q,
+        "        old_pids = {p.pid for p in old.processes} if old else set()",
+        "        old_pids = {p.pid for p in g.processes} if old else set()",
+        "the GPU watch's baseline processes read from the sample itself: a new compute process never "
+        "counts as work",
+        VERDICT_Q,
+    ),
+    m(
+        "Q13",
+        OBSERVE_Q,
+        "g.memory_used_mib - base_mem >= MEMORY_RISE_MIB:",
+        "g.memory_used_mib - base_mem >= MEMORY_RISE_MIB * 1024:",
+        "the memory rise compared in the wrong unit (256 GiB for 256 MiB): a GPU's memory rise never seen",
+        VERDICT_Q,
+    ),
+    # the lock file's values reaching the Dockerfile
+    m(
+        "Q14",
+        VALIDATE_M,
+        'INDEX_URL_RE = re.compile(r"https://[A-Za-z0-9.-]+(?::[0-9]{1,5})?(?:/[A-Za-z0-9._~%+-]*)*")',
+        'INDEX_URL_RE = re.compile(r"https?://[A-Za-z0-9.-]+(?::[0-9]{1,5})?(?:/[A-Za-z0-9._~%+-]*)*")',
+        "a plain http:// index URL from a lock or a spec reaches the Dockerfile",
+        VALID_M,
+    ),
+    m(
+        "Q15",
+        VALIDATE_M,
+        '    for name, _ in stack.companions:\n        check("companions", name, TOKEN_RE, lock_hint)',
+        '    for _, name in stack.companions:\n        check("companions", name, TOKEN_RE, lock_hint)',
+        "a companion's requirement checked as its name (the name itself never checked)",
+        VALID_M,
+    ),
+    m(
+        "Q16",
+        LOCK_FILE_Q,
+        "    if recorded is not None and recorded != lock.hash:",
+        "    if recorded is not None and not lock.hash.startswith(recorded):",
+        "a lock's recorded hash matched as a prefix: an empty or cut lock_hash passes an edited lock",
+        LOCK_O,
+    ),
+    m(
+        "Q17",
+        LOCK_FILE_Q,
+        '_IMAGE_ID_RE = re.compile(r"sha256:[0-9a-f]{64}")',
+        '_IMAGE_ID_RE = re.compile(r"(?:sha256:)?[0-9a-f]{64}")',
+        "a lock's build image_id (and base digest) taken as bare hex without sha256:",
+        LOCK_O,
+    ),
+    m(
+        "Q18",
+        RENDER_FILE_Q,
+        "    secret = next((url for _, url in indexes if is_secret_ref(url)), None)",
+        "    secret = next((url for _, url in indexes[:1] if is_secret_ref(url)), None)",
+        "only the lock's first index checked for a mirror given as a secret: a later <secret:NAME> is "
+        "refused as a malformed index URL (SpecError), not asked for as the secret the build needs",
+        RENDER_Q,
+    ),
+    m(
+        "Q19",
+        RENDER_FILE_Q,
+        'BASE_VENV_RE = re.compile(r"/[A-Za-z0-9._-]+(?:/[A-Za-z0-9._-]+)*")',
+        'BASE_VENV_RE = re.compile(r"/[A-Za-z0-9._ -]+(?:/[A-Za-z0-9._ -]+)*")',
+        "a --base-venv holding a space reaches the Dockerfile (its venv path and every RUN that names it)",
+        RENDER_Q,
+    ),
+    # spec validation and secrets
+    m(
+        "Q20",
+        SECRETS_FILE_Q,
+        '_USERINFO_RE = re.compile(r"((?:https?|file)://)[^/?#\\s]*@")',
+        '_USERINFO_RE = re.compile(r"(https?://)[^/?#\\s]*@")',
+        "credentials in a file:// URL (a tool's message) not removed",
+        SECRETS_Q,
+    ),
+    m(
+        "Q21",
+        SPEC_M,
+        "    return tuple(sorted({canonicalize_name(n) for n in names}))",
+        "    return tuple(sorted({n.lower() for n in names}))",
+        "a spec's companions lower-cased, not canonicalised: torch_audio is not torchaudio",
+        SPEC_Q,
+    ),
+    m(
+        "Q22",
+        SPEC_M,
+        "    return canonicalize_name(req.name), str(req.specifier)",
+        "    return req.name, str(req.specifier)",
+        "a spec's framework kept as written (Torch), not canonicalised",
+        SPEC_Q,
+    ),
+    # signed attestations and the trust policy
+    m(
+        "Q23",
+        ENVELOPE_O,
+        "        k.keyid == signer.keyid for name in parsed.subject_names for k in policy.keys_for(name)",
+        "        k.keyid in keyids for name in parsed.subject_names for k in policy.keys_for(name)",
+        "an imported envelope's key for its subject checked over every keyid it lists, not the one "
+        "whose signature verified",
+        TRUST_M,
+    ),
+    m(
+        "Q24",
+        POLICY_Q,
+        '    repos = entry.get("repositories", [])',
+        '    repos = entry.get("repositories") or []',
+        'a trusted key\'s repositories given as null or "" read as none: the key trusted for every '
+        "repository",
+        TRUST_M,
+    ),
+    m(
+        "Q25",
+        POLICY_Q,
+        '_DURATION = re.compile(r"^\\s*(\\d+(?:\\.\\d+)?)\\s*([smhdw]?)\\s*$")',
+        '_DURATION = re.compile(r"^\\s*(\\d+(?:\\.\\d+)?)\\s*([a-z]?)\\s*$")',
+        "a max_age with an unknown unit (30y) read past the pattern: a KeyError, not SigningKeyError",
+        TRUST_M,
+    ),
+    m(
+        "Q26",
+        POLICY_Q,
+        "    if load_policy(path).keys[-1].keyid != key.keyid:",
+        "    if load_policy(path).keys[0].keyid != key.keyid:",
+        "the trusted key just imported checked against the policy's first key, not the one added",
+        TRUST_M,
+    ),
+    # `envbuilder check`'s judgements
+    m(
+        "Q27",
+        GATE_Q,
+        "        if model not in models:",
+        "        if models and model not in models:",
+        "an --expect with no certified models takes any GPU model",
+        CHECK_Q,
+    ),
+    m(
+        "Q28",
+        GATE_Q,
+        "            ref, got = _figure((figures.get(model) or {}).get(key)), _figure(m.get(key))",
+        "            ref, got = _figure((figures.get(name) or {}).get(key)), _figure(m.get(key))",
+        "the image-side judge looks up the certified figures by step name, not the GPU model: never judged",
+        CHECK_Q,
+    ),
+    m(
+        "Q29",
+        FINDINGS_Q,
+        "    if seconds >= t.time_limit_s - 10:",
+        "    if seconds - 10 >= t.time_limit_s:",
+        "check's own time warned only 10 s past the hard limit, not within 10 s of it",
+        CHECK_Q,
+    ),
+    m(
+        "Q30",
+        CHECK_IMAGE_Q,
+        "            ref = figures.get(model, {})",
+        "            ref = figures.get(model) or next(iter(figures.values()), {})",
+        "a GPU model the certificate has no figures for judged against another model's figures",
+        CHECK_Q,
+    ),
+    # the bounded loaders
+    m(
+        "Q31",
+        "bounded.py",
+        "            children = [n for pair in node.value for n in pair]",
+        "            children = [v for _, v in node.value]",
+        "a mapping's keys not counted once aliases are expanded: a billion-laughs bomb in keys passes",
+        IO_O,
+    ),
+    m(
+        "Q32",
+        "bounded.py",
+        "        if isinstance(event, yaml.CollectionStartEvent):",
+        "        if isinstance(event, yaml.SequenceStartEvent):",
+        "a YAML document's nesting counted over lists only: mappings nested 100,000 deep reach compose's "
+        "recursion",
+        IO_O,
+    ),
+    m(
+        "Q33",
+        "bounded.py",
+        "            depth = 1 + max((k[1] for k in known), default=0)",
+        "            depth = max((k[1] for k in known), default=1)",
+        "a YAML node's depth once aliases are expanded not grown per level: nesting built of aliases "
+        "past the limit passes",
+        IO_O,
+    ),
+    m(
+        "Q34",
+        "bounded.py",
+        '_HARMLESS = re.compile(r"<[a-z ]+>|[^A-Za-z0-9]{1,3}|\\\\(?:[a-z]|x[0-9a-f]{2}|u[0-9a-f]{4})")',
+        '_HARMLESS = re.compile(r"<[^>]+>|[^A-Za-z0-9]{1,3}|\\\\(?:[a-z]|x[0-9a-f]{2}|u[0-9a-f]{4})")',
+        "a YAML error quoting a word in angle brackets (<the-token>) echoes it: the content kept as a "
+        "token name",
+        IO_O,
+    ),
+)
+
+
 SETS = {
     "a": SET_A,
     "b": SET_B,
@@ -5129,6 +5488,7 @@ SETS = {
     "n": SET_N,
     "o": SET_O,
     "p": SET_P,
+    "q": SET_Q,
 }
 
 

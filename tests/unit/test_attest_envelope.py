@@ -264,3 +264,28 @@ def test_a_statement_near_its_size_limit_fits_its_envelope(signer: CryptoSigner,
     assert len(raw) > STATEMENT_MAX_BYTES
     got = _verify(raw, policy)
     assert isinstance(got, Verified), got
+
+
+# --------------------------------------------------------------------------- set Q's survivors
+
+
+def test_an_envelope_file_is_trusted_for_its_repository_by_the_key_whose_signature_holds(
+    signer: CryptoSigner, tmp_path: Path
+) -> None:
+    """A signature that does not verify lends its key's scope to nothing: an envelope signed by a
+    key trusted only elsewhere, with a second (forged) signature under the keyid of a key trusted
+    for its repository, is refused as untrusted for that repository."""
+    team = load_signer(generate_key("team", directory=tmp_path / "keys"))
+    raw = _signed(signer)
+    env = json.loads(raw)
+    (real,) = env["signatures"]
+    env["signatures"] = [{"keyid": team.public_key.keyid, "sig": real["sig"]}, real]
+    forged = json.dumps(env).encode()
+    policy = TrustPolicy(
+        keys=(
+            TrustedKey(name="ci", key=signer.public_key, repositories=("other/*",)),
+            TrustedKey(name="team", key=team.public_key, repositories=("reg.example/team/*",)),
+        )
+    )
+    out = verify_envelope(forged, repository=None, digest=None, policy=policy)
+    assert isinstance(out, Refused) and out.reason == "untrusted-key" and REPO in out.message

@@ -228,3 +228,20 @@ def test_choose_policy_key_and_trust_are_exclusive(tmp_path: Path) -> None:
     assert [t.keyid for t in choose_policy(keys=[k.public_path]).keys] == [k.keyid]
     with pytest.raises(SigningKeyError, match="not both"):
         choose_policy(keys=[k.public_path], trust=tmp_path / "t.yaml")
+
+
+# --------------------------------------------------------------------------- set Q's survivors
+
+
+@pytest.mark.parametrize("repositories", [None, "", "reg.example/team/*"])
+def test_a_keys_repositories_that_are_no_list_of_patterns_are_refused_not_read_as_every_one(
+    tmp_path: Path, repositories: object
+) -> None:
+    """Leaving `repositories` out trusts the key for every repository; writing it as null, ""
+    or one pattern without the list is a mistake, refused: never read as that trust."""
+    generate_key("ci", directory=tmp_path / "k")
+    policy_file = tmp_path / "trust.yaml"
+    keys = [{"name": "ci", "public_key": "k/ci.pub", "repositories": repositories}]
+    policy_file.write_text(yaml.safe_dump({"schema_version": 1, "keys": keys}))
+    with pytest.raises(SigningKeyError, match="repositories must be a list of patterns"):
+        load_policy(policy_file)

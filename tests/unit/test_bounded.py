@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from fd_count import count_descriptors
 
 from envbuilder.attest.policy import load_policy
@@ -628,3 +629,20 @@ def test_a_yaml_error_without_a_problem_or_a_place_is_a_malformed_document() -> 
         load_yaml("a: \x07\n")
     assert not hasattr(err.value, "problem")
     assert yaml_error_message(err.value) == "malformed document"
+
+
+# --------------------------------------------------------------------------- set Q's survivors
+
+
+def test_a_yaml_error_quoting_the_documents_own_text_in_angle_brackets_elides_it() -> None:
+    """PyYAML's token names look like '<stream end>'; a tag the document wrote as %3C...%3E is
+    quoted as '<...>' too, and is the document's text: elided, never echoed."""
+    from envbuilder.bounded import yaml_error_message
+
+    with pytest.raises(yaml.YAMLError) as err:
+        load_yaml("a: !<%3Chunter2-Tok3n%3E> x")
+    message = yaml_error_message(err.value)
+    assert "hunter2" not in message and "Tok3n" not in message and "'...'" in message
+    with pytest.raises(yaml.YAMLError) as err:
+        load_yaml("a: [1\n")
+    assert "'<stream end>'" in yaml_error_message(err.value)  # a token name stays

@@ -161,3 +161,17 @@ def test_fleet_constraints_prints_the_init_container_beside_the_affinity() -> No
     cpu_rows = class_status([Certificate(cert_doc("certified-cpu-only", ()))])
     (cpu, _) = Kubernetes().constraints(cpu_rows, image=REF)
     assert cpu.value["init_container"] is None and "no init container" in "\n".join(cpu.lines)
+
+
+# --------------------------------------------------------------------------- set Q's survivors
+
+
+@pytest.mark.parametrize("models", [[], None])
+def test_the_short_mode_with_no_certified_model_takes_no_gpu(models: Any) -> None:
+    """An --expect that lists no certified GPU model (a hand-written one, or a certificate of the
+    CPU path) certifies no GPU: every GPU the pod got fails its model check, none passes unjudged."""
+    expect = check_expectations([gpu_certificate()])
+    assert expect is not None
+    expect["models"] = models
+    found = judge_expect([gpu_step("NVIDIA H200", 690.0, 3990.0)], expect)
+    assert [(f["check"], f["status"]) for f in found] == [("gpu0.model", "fail")]

@@ -5,6 +5,7 @@ script (LockSettings.uv) that records how it was started and answers as the test
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import stat
 import tempfile
@@ -47,6 +48,9 @@ def _no_secret(text: str) -> None:
         ("get https://h/s/?access_token=abc#frag end", "get https://h/s/?access_token=***#frag end"),
         ("s3 https://b.s3/k.whl?X-Amz-Signature=deadbeef", "s3 https://b.s3/k.whl?X-Amz-Signature=***"),
         ("mail a@b.c and https://h/p/a@b", "mail a@b.c and https://h/p/a@b"),  # `@` in a path stays
+        # a file:// URL (a find-links or a wheel a tool names) loses its credentials too (set Q's Q20)
+        ("no file://user:tok@nas/wheels/x.whl", "no file://nas/wheels/x.whl"),
+        ("get file://nas/w?sig=abc", "get file://nas/w?sig=***"),
     ],
 )
 def test_redact_takes_credentials_and_query_values_out_of_urls(text: str, expected: str) -> None:
@@ -457,3 +461,26 @@ def test_an_empty_hint_is_kept_as_given() -> None:
     with pytest.raises(BuildFailedError) as err, secrets_redacted([]):
         raise BuildFailedError("docker build failed (exit 1)", hint="")
     assert err.value.hint == ""
+
+
+# --------------------------------------------------------------------------- set Q's survivors
+
+
+def test_a_mirror_given_as_a_secret_after_another_index_is_asked_for_too(
+    fake_uv: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The default index's mirror was a secret, the framework index a plain URL: the secret comes
+    second in a group's indexes, and render still says the build needs it (not a refused URL)."""
+    _private_tmp(tmp_path, monkeypatch)
+    spec = make_spec(requirements=["filelock"])
+    locked = lock_packages(make_spec(), cpu_stack(), settings=_settings(fake_uv[0]))
+    (pkg,) = locked.packages  # the project's group: the same wheel, for the test's sake
+    plain_first = dataclasses.replace(
+        locked,
+        framework_index="https://download.pytorch.org/whl/cpu",
+        packages=(pkg, dataclasses.replace(pkg, group="project")),
+    )
+    assert [url for _, url in plain_first.index_urls("project")][1] == "<secret:pip_index_url>"
+    with pytest.raises(UsageError, match="given as a secret") as err:
+        render_dockerfile(spec, cpu_stack(), RenderOptions(package_locks=(plain_first,)))
+    assert err.value.exit_code == 2 and "--pip-index-url-file" in (err.value.hint or "")

@@ -581,3 +581,13 @@ def test_a_null_or_an_empty_value_where_a_list_or_an_object_is_read_is_refused(
     refused as one of the wrong type is, naming its field (whole: `variant`, not `varian`)."""
     err = _refusal(tmp_path, mutate)
     assert f"field {field!r}" in err.message, err.message
+
+
+# --------------------------------------------------------------------------- set Q's survivors
+
+
+def test_a_build_image_id_without_its_sha256_prefix_is_refused(tmp_path: Path) -> None:
+    """A build's image_id is what docker prints, sha256:HEX: 64 hex digits alone are no image ID
+    (a certificate's image, compared whole, would never match it)."""
+    refused = _refusal(tmp_path, lambda d: d["build"].update(image_id="1" * 64))
+    assert "field 'build.image_id'" in refused.message and "refused" in refused.message

@@ -137,3 +137,22 @@ def test_an_arch_that_is_no_version_makes_the_requirement_invalid(value: str) ->
     makes the whole requirement invalid, as the toolkit refuses it (set P: P05)."""
     assert parse_require_cuda(value, "NVIDIA_REQUIRE_ARCH").invalid is not None
     assert parse_require_cuda("arch>=9.0", "NVIDIA_REQUIRE_ARCH").invalid is None
+
+
+# --------------------------------------------------------------------------- set Q's survivors
+
+
+def test_a_legacy_cuda_version_of_two_parts_requires_that_x_y() -> None:
+    """The toolkit reads CUDA_VERSION's major and minor (cuda>=X.Y) whether it has two parts or
+    three: 12.4 is cuda>=12.4, never cuda>=12."""
+    for value, text in (("12.4", "cuda>=12.4"), ("12.4.1", "cuda>=12.4"), ("11.8.0", "cuda>=11.8")):
+        (req,) = image_requirements({"CUDA_VERSION": value})
+        assert (req.name, req.text) == ("CUDA_VERSION", text)
+
+
+@pytest.mark.parametrize("value", ["cuda>=12.08", "cuda>=012.8", "driver>=535.0104"])
+def test_a_version_with_a_leading_zero_makes_the_requirement_invalid(value: str) -> None:
+    """Semantic versions have no leading zeros (the toolkit's semver refuses 12.08), so the whole
+    requirement is invalid: the toolkit would refuse every container of the image."""
+    req = parse_require_cuda(value)
+    assert req.invalid is not None and not req.admits(Properties(cuda="13.0", driver="580.65.06"))

@@ -205,3 +205,18 @@ def test_a_compiler_whose_binary_named_no_target_refuses_every_gpu_and_says_so(m
     )
     hits = [r for r in res.rejected if r.component == "compiler" and jax.version in r.candidate]
     assert hits and "names no sm target, not sm_90" in hits[0].reason, res.rejected
+
+
+# --------------------------------------------------------------------------- set Q's survivors
+
+
+def test_the_highest_floor_binds_whichever_was_found_last(matrix: Matrix) -> None:
+    """A build's own driver floor above the floor of its PTX JIT (found after it, for the GPU that
+    runs the PTX) still binds: the stack's minimum driver is the highest of them."""
+    m = _with_variant(matrix, "tensorflow", "2.21.0", kernel_sets=TF_221, min_driver="575.51.03")
+    ok = _resolve(m, "tensorflow==2.21.0", "H100", "580.95.05")
+    assert ok.stack is not None and ok.stack.min_driver == "575.51.03"
+    assert any("PTX JIT" in n for n in ok.stack.notes)  # the JIT floor was found, below it
+    old = _resolve(m, "tensorflow==2.21.0", "H100", "560.35.03")
+    assert old.stack is None
+    assert any("575.51.03" in r.reason for r in old.rejected if r.component == "driver")

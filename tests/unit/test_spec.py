@@ -262,3 +262,15 @@ def test_to_dict_is_canonical() -> None:
     a = parse_spec({"name": "x", "framework": "jax", "apt": ["b-1", "a-1"]})
     b = parse_spec({"name": "x", "framework": "jax", "apt": ["a-1", "b-1"]}, "elsewhere.yaml")
     assert a.to_dict() == b.to_dict()
+
+
+# --------------------------------------------------------------------------- set Q's survivors
+
+
+def test_the_framework_and_companions_are_read_as_canonical_project_names() -> None:
+    """`Torch`, `torch_audio` and `torch.vision` name the projects torch, torch-audio and
+    torch-vision (PEP 503): the stack's companions are keyed by that name, so a spec that spells
+    one otherwise gets the same image as one that spells it canonically."""
+    s = parse_spec({"name": "x", "framework": "Torch==2.11.*", "companions": ["torch_audio", "torch.vision"]})
+    assert s.framework == "torch" and s.specifier == "==2.11.*"
+    assert s.companions == ("torch-audio", "torch-vision")
