@@ -7,7 +7,6 @@ multi_gpu sweep for the all-reduce)."""
 from __future__ import annotations
 
 import json
-import math
 import shutil
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -25,6 +24,7 @@ from envbuilder.certify.harness_plan import (
 from envbuilder.check.findings import Band, CheckThresholds, Finding
 from envbuilder.engine import ContainerSpec, Engine, ImageInfo, Mount
 from envbuilder.frameworks import DEFAULT as DEFAULT_FRAMEWORK
+from envbuilder.harness.gate import finite_figure
 from envbuilder.image.metadata import read_metadata
 from envbuilder.lifecycle import temp_dir
 from envbuilder.resources import harness_dir
@@ -124,24 +124,10 @@ def _steps(doc: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     return [s for s in steps if isinstance(s, Mapping)] if isinstance(steps, list) else []
 
 
-def _num(value: Any) -> float | None:
-    """A figure of a document: a finite number, never a bool (JSON's `true` is no 1.0). gate.json
-    comes from the image under test and meets no typed check (certificates do: typed.check_json):
-    Python's json reads NaN and Infinity, which no band fails (NaN < x is false), and integers
-    past a float's range, which float() refuses with an OverflowError."""
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    try:
-        number = float(value)
-    except OverflowError:
-        return None
-    return number if math.isfinite(number) else None
-
-
 def _reference(value: Any) -> float | None:
     """A certificate's figure to judge against: a positive number (zero or below measured nothing:
     Band.judge takes it for none, and no share of it exists)."""
-    number = _num(value)
+    number = finite_figure(value)
     return number if number is not None and number > 0 else None
 
 
@@ -306,7 +292,7 @@ def judge_gate(run: GateRun, cert: Certificate | None, t: CheckThresholds) -> li
                     "bf16 GEMM",
                     "TFLOP/s",
                     gpu,
-                    _num(m.get("bf16_gemm_tflops")),
+                    finite_figure(m.get("bf16_gemm_tflops")),
                     ref.get("bf16_gemm_tflops"),
                     t.gemm,
                     model,
@@ -319,7 +305,7 @@ def judge_gate(run: GateRun, cert: Certificate | None, t: CheckThresholds) -> li
                     "device-memory copy",
                     "GB/s",
                     gpu,
-                    _num(m.get("copy_gbs")),
+                    finite_figure(m.get("copy_gbs")),
                     ref.get("copy_gbs"),
                     t.copy,
                     model,
@@ -351,7 +337,7 @@ def judge_gate(run: GateRun, cert: Certificate | None, t: CheckThresholds) -> li
                     f"all-reduce busbw ({world} GPUs)",
                     "GB/s",
                     None,
-                    _num(m.get("busbw_gbs")),
+                    finite_figure(m.get("busbw_gbs")),
                     ref_bw,
                     t.busbw,
                     model,

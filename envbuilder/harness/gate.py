@@ -68,10 +68,12 @@ def judge_share(measured: float, reference: float, warn_below: float, fail_below
     return "pass"
 
 
-def _figure(value: Any) -> float | None:
-    """A finite number of a document, never a bool (JSON's `true` is no 1.0), else None: NaN passes
-    every band (NaN < x is false) and an integer past a float's range cannot be divided. The copy
-    of check/image.py `_num` the image runs (an --expect may be written by hand)."""
+def finite_figure(value: Any) -> float | None:
+    """A figure of a document as a finite float, else None: never a bool (JSON's `true` is no
+    1.0); NaN and Infinity, which Python's json reads, are none (no band fails NaN: NaN < x is
+    false), and an integer past a float's range too (float() raises). The one rule for the figures
+    of gate.json (from the image under test), of an --expect (may be written by hand) and of a
+    certificate (check/image.py)."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
     try:
@@ -106,7 +108,7 @@ def judge_expect(steps: list[dict[str, Any]], expect: dict[str, Any]) -> list[di
             )
             continue
         for key, band in (("bf16_gemm_tflops", "gemm"), ("copy_gbs", "copy")):
-            ref, got = _figure((figures.get(model) or {}).get(key)), _figure(m.get(key))
+            ref, got = finite_figure((figures.get(model) or {}).get(key)), finite_figure(m.get(key))
             b = bands.get(band) or {}
             if ref is None or ref <= 0 or not b:
                 out.append({"check": f"{name}.{band}", "status": "skip", "message": "no certified figure"})

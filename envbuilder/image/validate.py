@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 
 from envbuilder.errors import SpecError
+from envbuilder.image.sources import INDEX_URL_RE
 from envbuilder.resolve.model import Stack
 
 # Patterns for values that come from a stack / lock file (render refuses, never escapes).
@@ -18,7 +19,6 @@ IMAGE_REF_RE = re.compile(
     r"(?:/[a-z0-9]+(?:[._-]+[a-z0-9]+)*)*"
     r"(?::[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?(?:@sha256:[0-9a-f]{64})?"
 )
-INDEX_URL_RE = re.compile(r"https://[A-Za-z0-9.-]+(?::[0-9]{1,5})?(?:/[A-Za-z0-9._~%+-]*)*")
 PIN_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*(?:\[[A-Za-z0-9._,-]+\])?==[A-Za-z0-9.+!_-]+")
 VERSION_RE = re.compile(r"[0-9]+(?:\.[0-9]+){0,3}")
 DRIVER_RE = re.compile(r"[0-9]{3,4}(?:\.[0-9]{1,3}){0,2}")
@@ -72,7 +72,8 @@ def validate_stack(stack: Stack) -> None:
         "index_url",
         stack.index_url,
         INDEX_URL_RE,
-        "an https:// index URL without credentials or query; pass tokens as a build secret",
+        "an https:// index URL (http:// only for a loopback mirror) without credentials or query; "
+        "pass tokens as a build secret",
     )
     check("python", stack.python, re.compile(r"3\.[0-9]{1,2}"), lock_hint)
     for name in ("cuda", "cudnn", "nccl"):

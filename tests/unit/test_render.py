@@ -316,6 +316,16 @@ def test_stack_values_from_a_lock_are_validated(field: str, value: object) -> No
         render_dockerfile(spec(), replace(TORCH_BUNDLED_CU130, **changes))
 
 
+@pytest.mark.parametrize("url", ["http://127.0.0.1:3141/root/pypi/+simple", "http://localhost/simple"])
+def test_a_stack_index_on_a_loopback_mirror_renders_as_the_spec_and_lock_allow_it(url: str) -> None:
+    # One rule for an index URL (image/sources.py INDEX_URL_RE): the spec and the lock admitted a
+    # loopback http:// mirror that render then refused for the stack's index (set Q, Q14).
+    text = render_dockerfile(spec(), replace(TORCH_BUNDLED_CU130, index_url=url))
+    assert url in text
+    with pytest.raises(SpecError, match="index_url"):
+        render_dockerfile(spec(), replace(TORCH_BUNDLED_CU130, index_url="http://mirror.example/simple"))
+
+
 def test_a_lock_s_companion_pins_are_checked_as_its_packages_are() -> None:
     # A companion's requirement reaches the same pip install line as the framework's pins.
     companions = (("torchvision", "torchvision==0.26.0 && curl evil"),)
