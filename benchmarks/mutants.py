@@ -5445,8 +5445,8 @@ SET_Q = (
     m(
         "Q34",
         "bounded.py",
-        '_HARMLESS = re.compile(r"<[a-z ]+>|[^A-Za-z0-9]{1,3}|\\\\(?:[a-z]|x[0-9a-f]{2}|u[0-9a-f]{4})")',
-        '_HARMLESS = re.compile(r"<[^>]+>|[^A-Za-z0-9]{1,3}|\\\\(?:[a-z]|x[0-9a-f]{2}|u[0-9a-f]{4})")',
+        '    "<(?:" + "|".join(_TOKENS) + r")>|[^A-Za-z0-9]{1,3}|',
+        '    "<[^>]+>" + r"|[^A-Za-z0-9]{1,3}|',
         "a YAML error quoting a word in angle brackets (<the-token>) echoes it: the content kept as a "
         "token name",
         IO_O,
@@ -9651,12 +9651,6 @@ EQUIVALENT.update(
             '_DIGITS = re.compile(r"[-+]?(?:0x[0-9a-fA-F_]+|0o?[0-7_]+|0b[01_]*|[0-9][0-9_:]*)")',
         ): "the two forms differ only on the prefix alone (0x, 0o, 0b or 0: two characters at "
         "most), which the test's `len(value) > MAX_DIGITS` (4300) has refused before",
-        (  # IOE008
-            "bounded.py",
-            '_HARMLESS = re.compile(r"<[a-z ]+>|[^A-Za-z0-9]{1,3}|\\\\(?:[a-z]|x[0-9a-f]{2}|u[0-9a-f]{4})")',
-            '_HARMLESS = re.compile(r"<[a-z ]*>|[^A-Za-z0-9]{1,3}|\\\\(?:[a-z]|x[0-9a-f]{2}|u[0-9a-f]{4})")',
-        ): "'<>', the one text the new form adds, is two characters outside [A-Za-z0-9]: harmless "
-        "by the second alternative already",
     }
 )
 

@@ -156,7 +156,15 @@ def _first(exc: BaseException) -> str:
 # PyYAML quotes what it found: a token name ('<scalar>'), punctuation it expected (',' or ']'),
 # a character (repr'd: '\t'), or a word of the document (an alias name). Only the last is elided.
 _QUOTED = re.compile(r"'([^']*)'|\"([^\"]*)\"")
-_HARMLESS = re.compile(r"<[a-z ]+>|[^A-Za-z0-9]{1,3}|\\(?:[a-z]|x[0-9a-f]{2}|u[0-9a-f]{4})")
+# The token names PyYAML's messages quote (yaml/tokens.py ids), not any <words>: a verbatim tag of
+# the document (`!<%3Cmy secret%3E>`) is quoted as '<my secret>'.
+_TOKENS = (
+    "directive", "document start", "document end", "stream start", "stream end", "block sequence start",
+    "block mapping start", "block end", "alias", "anchor", "tag", "scalar",
+)  # fmt: skip
+_HARMLESS = re.compile(
+    "<(?:" + "|".join(_TOKENS) + r")>|[^A-Za-z0-9]{1,3}|\\(?:[a-z]|x[0-9a-f]{2}|u[0-9a-f]{4})"
+)
 
 
 def yaml_error_message(exc: Exception) -> str:

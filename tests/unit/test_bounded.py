@@ -618,6 +618,23 @@ def test_a_yaml_errors_problem_keeps_only_up_to_three_punctuation_characters_and
     )
 
 
+def test_a_yaml_error_elides_a_verbatim_tag_that_looks_like_a_token_name() -> None:
+    # PyYAML quotes its own token names ('<stream end>') and, for a tag it cannot construct, the
+    # document's tag: `!<%3Cmy secret%3E>` is quoted as '<my secret>', which looked like one.
+    import yaml
+
+    from envbuilder.bounded import yaml_error_message
+
+    with pytest.raises(yaml.YAMLError) as err:
+        load_yaml("a: !<%3Cmy%20secret%3E> x\n")
+    assert yaml_error_message(err.value) == (
+        "line 1, column 4: could not determine a constructor for the tag '...'"
+    )
+    with pytest.raises(yaml.YAMLError) as err:
+        load_yaml("a: [1, 2\n")
+    assert yaml_error_message(err.value) == "line 2, column 1: expected ',' or ']', but got '<stream end>'"
+
+
 def test_a_yaml_error_without_a_problem_or_a_place_is_a_malformed_document() -> None:
     """PyYAML's ReaderError (a control character in the document) carries no `problem` and no
     marks: it is said as a malformed document, never an AttributeError."""

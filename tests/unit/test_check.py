@@ -1361,6 +1361,26 @@ def test_the_node_and_the_whole_check_read_xids_in_the_window_given_from_the_upt
     assert [x.value["xid"] for x in whole.findings if x.check == "node.xid"] == [13]
 
 
+def test_the_xid_windows_now_is_the_kernel_logs_clock_not_a_containers_uptime(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Under LXCFS a container's /proc/uptime is its own (here 100 s), while /dev/kmsg stamps its
+    records from the host's boot: a 750 s window would keep every Xid of the host's days of uptime."""
+    import time
+    from pathlib import Path
+
+    from envbuilder.host.health import uptime_seconds
+
+    real = Path.read_text
+
+    def lxcfs(self: Path, *a: Any, **k: Any) -> str:
+        return "100.00 90.00\n" if str(self) == "/proc/uptime" else real(self, *a, **k)
+
+    monkeypatch.setattr(Path, "read_text", lxcfs)
+    before = time.clock_gettime(time.CLOCK_MONOTONIC)
+    assert before <= uptime_seconds() <= time.clock_gettime(time.CLOCK_MONOTONIC)
+
+
 @pytest.fixture
 def east_of_utc(monkeypatch: pytest.MonkeyPatch) -> Any:
     """This process's local time 5:30 ahead of UTC (a POSIX TZ rule: no zone files needed)."""
