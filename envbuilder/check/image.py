@@ -24,14 +24,13 @@ from envbuilder.certify.harness_plan import (
 from envbuilder.check.findings import Band, CheckThresholds, Finding
 from envbuilder.engine import ContainerSpec, Engine, ImageInfo, Mount
 from envbuilder.frameworks import DEFAULT as DEFAULT_FRAMEWORK
-from envbuilder.harness.gate import finite_figure
+from envbuilder.harness.gate import GATE_KIND, finite_figure
 from envbuilder.image.metadata import read_metadata
 from envbuilder.lifecycle import temp_dir
 from envbuilder.resources import harness_dir
 from envbuilder.runtime import AccessChoice, Runtime
 from envbuilder.typed import ascii_int
 
-GATE_KIND = "gate_result"  # harness/gate.py's document
 GATE_MAX_BYTES = 1 << 20
 Say = Callable[[str], None]
 
