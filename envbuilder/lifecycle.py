@@ -147,7 +147,7 @@ except (OSError, AttributeError, ImportError):
     pass
 if os.getppid() != parent:
     os._exit(1)
-for name in ("SIGPIPE", "SIGXFZ", "SIGXFSZ"):
+for name in ("SIGPIPE", "SIGXFSZ"):
     if hasattr(signal, name):
         signal.signal(getattr(signal, name), signal.SIG_DFL)
 os.set_inheritable(errfd, False)
