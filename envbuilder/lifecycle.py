@@ -4,7 +4,7 @@ SIGINT, SIGTERM and SIGHUP become an exception in the main thread (`Stopped`, a 
 so every `finally` and every Ctrl-C handler runs: containers are stopped and removed, the build's
 process group is killed, temporary folders go, the run-log line is written). A second signal while
 that cleanup runs is noted, not raised, so it cannot cut the cleanup short; a third one gives up
-on it. Children started with `die_with_parent` get SIGKILL when envbuilder dies, even by SIGKILL.
+on it. Children started with `start_child` get SIGKILL when envbuilder dies, even by SIGKILL.
 
 What a SIGKILL leaves (a container, a temporary folder) is found by its owner mark
 (`owner_mark`: host, pid and the process's start time, so a reused pid is not taken for the
@@ -14,6 +14,7 @@ owner) and removed at the next start (engine's janitor, `sweep_temp_dirs`).
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import re
 import shutil
@@ -23,7 +24,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from types import FrameType
 from typing import Any
@@ -38,7 +39,6 @@ _TEMP_RE = re.compile(r"^envbuilder-[a-z0-9]+-(\d+)-(\d+)-[a-z0-9_]{8}$", re.ASC
 # names, is envbuilder's to sweep; a user's folder that merely looks like one is never touched.
 OWNER_FILE = ".envbuilder-owner"
 _MARK_RE = re.compile(r"^(.+)/([0-9]{1,10})/([0-9]{1,20})$", re.ASCII)
-_PR_SET_PDEATHSIG = 1
 
 
 class Stopped(KeyboardInterrupt):
@@ -131,24 +131,84 @@ def owner_alive(mark: str, host: str | None = None) -> bool | None:
 # ---------------------------------------------------------------------------------- children
 
 
-def die_with_parent() -> Callable[[], None]:
-    """A `preexec_fn` for subprocess.Popen: the child gets SIGKILL when this process dies, however
-    it dies (prctl PR_SET_PDEATHSIG), and exits at once if this process is already gone."""
-    import ctypes  # here: only commands that start children pay for it
+# What a child started by `start_child` runs before the program asked for: its own short Python
+# program (python -I -S -c), exec'd by subprocess with no code of envbuilder's between the fork and
+# the exec. It asks for SIGKILL when envbuilder dies (prctl PR_SET_PDEATHSIG, kept across the exec),
+# exits at once if envbuilder is already gone, gives back the signals Python's start-up ignores
+# (SIGPIPE, SIGXFSZ: what subprocess's restore_signals gives back), then execs the program in the
+# same process; an exec that fails sends its errno on ERRFD (closed by an exec that works).
+_ARM = """\
+import os, signal, sys
+parent, errfd, argv = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3:]
+try:
+    import ctypes
+    ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGKILL), 0, 0, 0)  # PR_SET_PDEATHSIG
+except (OSError, AttributeError, ImportError):
+    pass
+if os.getppid() != parent:
+    os._exit(1)
+for name in ("SIGPIPE", "SIGXFSZ"):
+    if hasattr(signal, name):
+        signal.signal(getattr(signal, name), signal.SIG_DFL)
+os.set_inheritable(errfd, False)
+try:
+    os.execvp(argv[0], argv)
+except OSError as e:
+    os.write(errfd, str(e.errno or 0).encode())
+os._exit(127)
+"""
 
-    parent = os.getpid()
-    libc: ctypes.CDLL | None = None
-    if sys.platform.startswith("linux"):
-        with contextlib.suppress(OSError):
-            libc = ctypes.CDLL(None, use_errno=True)  # loaded before the fork, not in the child
 
-    def _arm() -> None:
-        if libc is not None:
-            libc.prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
-        if os.getppid() != parent:  # the parent died before the prctl took effect
-            os._exit(1)
+def start_child(argv: Sequence[str], **popen: Any) -> subprocess.Popen[Any]:
+    """subprocess.Popen(argv, **popen) for a child that gets SIGKILL when this process dies,
+    however it dies (prctl PR_SET_PDEATHSIG), and exits at once if this process is already gone.
+    Raises what Popen raises (OSError: cannot start it, a program not found included).
 
-    return _arm
+    No Python code runs in the child between the fork and the exec (no `preexec_fn`): a process
+    with threads (envbuilder's own meters, tickers and readers; a test process with JAX's or
+    torch's threads) may fork only into code that needs none of their locks. A `preexec_fn`
+    forks with Python code to run, and runs every at-fork hook (JAX warns from its own: "os.fork()
+    was called ... this will likely lead to a deadlock"). Here subprocess execs a fresh Python,
+    which arms the death signal and execs `argv`: same process, same pid, one start-up of Python
+    (about 10 ms) more."""
+    argv = [os.fspath(a) for a in argv]
+    if not sys.platform.startswith("linux") or not sys.executable:
+        return subprocess.Popen(argv, **popen)  # no death signal to arm there
+    read_end, write_end = os.pipe()
+    try:
+        popen["pass_fds"] = (*popen.get("pass_fds", ()), write_end)
+        arm = [sys.executable, "-I", "-S", "-c", _ARM, str(os.getpid()), str(write_end)]
+        proc = subprocess.Popen([*arm, *argv], **popen)
+    except BaseException:
+        os.close(read_end)
+        raise
+    finally:
+        os.close(write_end)
+    try:
+        with os.fdopen(read_end, "rb") as errors:  # EOF once the program is exec'd (or the child is gone)
+            said = errors.read()
+    except BaseException:
+        _discard(proc)
+        raise
+    if said:
+        _discard(proc)
+        try:
+            code = int(said)
+        except ValueError:
+            code = errno.EIO
+        raise OSError(code, os.strerror(code), argv[0])
+    return proc
+
+
+def _discard(proc: subprocess.Popen[Any]) -> None:
+    """A child that never became its program: killed, reaped, its pipes closed."""
+    with contextlib.suppress(OSError):
+        proc.kill()
+    proc.wait()
+    for stream in (proc.stdin, proc.stdout, proc.stderr):
+        if stream is not None:
+            with contextlib.suppress(OSError):
+                stream.close()
 
 
 def kill_group(proc: subprocess.Popen[Any], first: int = signal.SIGTERM, wait_s: float = 5.0) -> None:
@@ -179,11 +239,11 @@ def run_child(
     """subprocess.run (output captured as text, no stdin) for a tool envbuilder waits on, such
     as uv: in a process group of its own that is ended whole when envbuilder stops (a stop
     signal's `Stopped`, a timeout, any exception), and killed with envbuilder on a SIGKILL
-    (die_with_parent). A terminal's Ctrl-C reaches envbuilder alone, which then ends the group
+    (start_child). A terminal's Ctrl-C reaches envbuilder alone, which then ends the group
     before its `finally` blocks remove the child's folders. Raises OSError (cannot start it),
     subprocess.TimeoutExpired."""
-    with subprocess.Popen(
-        list(argv),
+    with start_child(
+        argv,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         stdin=subprocess.DEVNULL,
@@ -192,7 +252,6 @@ def run_child(
         cwd=cwd,
         env=env,
         start_new_session=True,
-        preexec_fn=die_with_parent(),
     ) as proc:
         try:
             out, err = proc.communicate(timeout=timeout)

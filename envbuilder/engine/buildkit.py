@@ -22,7 +22,7 @@ from typing import Literal
 from envbuilder.engine.model import BuildResult, BuildSecret
 from envbuilder.engine.progress import BuildEvent, ProgressParser, step_instruction
 from envbuilder.errors import BuildFailedError, BuildKitMissingError, UsageError, log_tail
-from envbuilder.lifecycle import die_with_parent, kill_group, scratch_dir
+from envbuilder.lifecycle import kill_group, scratch_dir, start_child
 
 BUILDKIT_HINT = (
     "install the buildx plugin (Docker's `docker-buildx-plugin`, or `docker-buildx` on Debian 13+), "
@@ -341,7 +341,7 @@ def _run_streaming(
     env = {**base, "DOCKER_BUILDKIT": "1", "BUILDKIT_PROGRESS": "plain"}
     # Own process group: Ctrl-C (or SIGTERM, lifecycle.Stopped) reaches us, and we stop the whole
     # build ourselves; and the client dies with us even on SIGKILL (BuildKit then cancels it).
-    proc = subprocess.Popen(
+    proc = start_child(
         argv,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
@@ -351,7 +351,6 @@ def _run_streaming(
         errors="replace",
         bufsize=1,
         start_new_session=True,
-        preexec_fn=die_with_parent(),
     )
     try:
         assert proc.stdout is not None

@@ -46,7 +46,7 @@ from envbuilder.errors import (
     RegistryError,
     UsageError,
 )
-from envbuilder.lifecycle import die_with_parent, owner_mark, scratch_dir, stop_signal, sweep_temp_dirs
+from envbuilder.lifecycle import owner_mark, scratch_dir, start_child, stop_signal, sweep_temp_dirs
 from envbuilder.typed import ascii_int
 
 # The SDK is a dependency, but a broken or partial install must not take down the commands that never
@@ -605,11 +605,10 @@ class DockerEngine:
         proc: subprocess.Popen[bytes] | None = None
         try:
             start = [cli, "start", "--attach", *(["--interactive"] if spec.interactive else []), container.id]
-            proc = subprocess.Popen(
+            proc = start_child(
                 start,
                 stdin=None if spec.interactive else subprocess.DEVNULL,
                 env=engine_cli_env(),  # the daemon where _create made the container
-                preexec_fn=die_with_parent(),
             )
             try:
                 proc.wait()

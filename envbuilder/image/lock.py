@@ -323,7 +323,11 @@ def _check_build(raw: Mapping[str, Any], fail: Callable[[str, str], SpecError]) 
     if not IMAGE_REF_RE.fullmatch(raw["base_image"]):
         raise refused("base_image", raw["base_image"], "a Docker image reference")
     digest = raw.get("base_image_digest")
-    if digest is not None and not (IMAGE_REF_RE.fullmatch(digest) or _IMAGE_ID_RE.fullmatch(digest)):
+    # what build.py's _pin_base records: the base pinned by its registry digest, or its image ID;
+    # a reference without a digest (`evil/base:latest`) pins nothing and is no digest
+    if digest is not None and not (
+        ("@sha256:" in digest and IMAGE_REF_RE.fullmatch(digest)) or _IMAGE_ID_RE.fullmatch(digest)
+    ):
         raise refused("base_image_digest", digest, "NAME@sha256:DIGEST or an image ID")
     if not _IMAGE_ID_RE.fullmatch(raw["image_id"]):
         raise refused("image_id", raw["image_id"], "an image ID sha256:HEX")

@@ -44,7 +44,7 @@ from envbuilder.errors import (
     log_tail,
 )
 from envbuilder.host.access import AccessMode, find_cdi_specs
-from envbuilder.lifecycle import die_with_parent, kill_group, scratch_dir, stop_signal
+from envbuilder.lifecycle import kill_group, scratch_dir, start_child, stop_signal
 from envbuilder.runtime.base import Availability, GpuGrant, ImageStoreRuntime
 from envbuilder.runtime.docker import docker_grant, grant_docker_flags
 from envbuilder.runtime.gpu_selection import GpuSelection
@@ -233,10 +233,16 @@ class PodmanEngine:
         exit, with podman's first error line)."""
         argv = [self.program, *args]
         try:
-            proc = subprocess.run(
-                argv, capture_output=True, text=True, errors="replace", timeout=timeout, check=False,
-                stdin=subprocess.DEVNULL, preexec_fn=die_with_parent(),
-            )  # fmt: skip
+            with start_child(
+                argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, errors="replace",
+                stdin=subprocess.DEVNULL,
+            ) as child:  # fmt: skip
+                try:
+                    out, err = child.communicate(timeout=timeout)
+                except BaseException:  # a timeout included: as subprocess.run, killed (and reaped)
+                    child.kill()
+                    raise
+            proc = subprocess.CompletedProcess(argv, child.returncode, out, err)
         except subprocess.TimeoutExpired as exc:
             raise ContainerRuntimeError(f"podman {args[0]} did not answer within {timeout:g} s") from exc
         except OSError as exc:
@@ -299,9 +305,9 @@ class PodmanEngine:
                 build_contexts=build_contexts, no_cache=no_cache, network=network,
                 source_date_epoch=source_date_epoch,
             )  # fmt: skip
-            proc = subprocess.Popen(
+            proc = start_child(
                 argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, text=True,
-                errors="replace", bufsize=1, start_new_session=True, preexec_fn=die_with_parent(),
+                errors="replace", bufsize=1, start_new_session=True,
             )  # fmt: skip
             try:
                 assert proc.stdout is not None
@@ -454,9 +460,9 @@ class PodmanEngine:
         with self._created(spec) as name:
             timed_out = threading.Event()
             meter = _CpuMeter(lambda: self._cpu_nano(name))
-            proc = subprocess.Popen(
+            proc = start_child(
                 [self.program, "start", "--attach", name], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                stdin=subprocess.DEVNULL, start_new_session=True, preexec_fn=die_with_parent(),
+                stdin=subprocess.DEVNULL, start_new_session=True,
             )  # fmt: skip
             err_lines: list[str] = []
             out_chunks: list[bytes] = []
@@ -528,9 +534,7 @@ class PodmanEngine:
                 *(["--interactive"] if spec.interactive else []),
                 name,
             ]
-            proc = subprocess.Popen(
-                start, stdin=None if spec.interactive else subprocess.DEVNULL, preexec_fn=die_with_parent()
-            )
+            proc = start_child(start, stdin=None if spec.interactive else subprocess.DEVNULL)
             try:
                 proc.wait()
             except KeyboardInterrupt as stop:

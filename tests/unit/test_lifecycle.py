@@ -164,9 +164,8 @@ def test_children_die_with_their_parent_even_on_sigkill(tmp_path: Path) -> None:
             textwrap.dedent(
                 f"""
                 import subprocess, time
-                from envbuilder.lifecycle import die_with_parent
-                child = subprocess.Popen(["sleep", "60"], preexec_fn=die_with_parent(),
-                                         start_new_session=True)
+                from envbuilder.lifecycle import start_child
+                child = start_child(["sleep", "60"], start_new_session=True)
                 open({str(pidfile)!r} + ".tmp", "w").write(str(child.pid))
                 import os; os.rename({str(pidfile)!r} + ".tmp", {str(pidfile)!r})  # whole, or absent
                 time.sleep(60)
@@ -627,3 +626,116 @@ def test_run_child_reads_output_that_is_not_utf_8_without_failing() -> None:
         b"caf\xe9\n".decode(encoding, "replace"),
         b"\xff\n".decode(encoding, "replace"),
     )
+
+
+# ------------------------------------------------------------- no fork with Python code (2026-12-06)
+# CI's full run warned "os.fork() was called ... JAX is multithreaded, so this will likely lead to
+# a deadlock": test_harness_jax.py had started JAX's threads in the pytest process, and every later
+# child started through die_with_parent (a preexec_fn) was a real fork() that ran Python code, and
+# every at-fork hook, in the child. envbuilder's own processes have threads too (the podman CPU
+# meter starts `podman stats` from its thread while the main thread reads the container's output).
+
+
+def _this_envbuilder() -> dict[str, str]:
+    """The environment for a child Python that imports the envbuilder under test (this checkout's,
+    whatever the virtual environment's editable install points at)."""
+    import envbuilder
+
+    return {**os.environ, "PYTHONPATH": str(Path(envbuilder.__file__).resolve().parents[1])}
+
+
+def test_no_python_code_runs_in_a_child_between_its_fork_and_its_exec(tmp_path: Path) -> None:
+    """A process with a thread of its own and at-fork hooks (as JAX's and logging's): starting
+    children with run_child and start_child runs none of the hooks, in the parent or the child.
+    In a child Python of its own: an at-fork hook cannot be taken back from the pytest process."""
+    seen = tmp_path / "hooks"
+    code = textwrap.dedent(
+        f"""
+        import os, threading, time
+        from envbuilder.lifecycle import run_child, start_child
+        def note(where):
+            with open({str(seen)!r}, "a") as f:
+                f.write(where + "\\n")
+        os.register_at_fork(before=lambda: note("before"), after_in_child=lambda: note("child"))
+        threading.Thread(target=time.sleep, args=(30,), daemon=True).start()
+        assert run_child(["true"], timeout=30).returncode == 0
+        assert start_child(["true"]).wait(timeout=30) == 0
+        print("started")
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, env=_this_envbuilder()
+    )
+    assert done.returncode == 0 and done.stdout == "started\n", done.stderr[-2000:]
+    assert not seen.exists(), f"at-fork hooks ran: {seen.read_text().split()}"
+
+
+def test_a_process_with_jax_started_starts_children_without_jaxs_fork_warning(tmp_path: Path) -> None:
+    """CI's warning itself, in a child Python of its own (JAX's threads stay out of pytest's)."""
+    pytest.importorskip("jax")
+    code = textwrap.dedent(
+        """
+        import jax.numpy as jnp
+        jnp.ones(3).block_until_ready()  # JAX's backend: its threads, its at-fork hook
+        from envbuilder.lifecycle import run_child
+        assert run_child(["true"], timeout=60).returncode == 0
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-W", "error::RuntimeWarning", "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+        env={**_this_envbuilder(), "JAX_PLATFORMS": "cpu"},
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "fork" not in done.stderr, done.stderr[-2000:]
+
+
+def test_start_childs_child_is_the_program_with_the_signals_a_program_expects() -> None:
+    """The pid Popen gives is the program's own (the arming Python execs it in place), and the
+    program gets SIGPIPE and SIGXFSZ at their defaults, which the arming Python's start-up ignored:
+    `yes | head` ends, a full disk's file ends the writer, as under subprocess alone."""
+    from envbuilder.lifecycle import start_child
+
+    code = "import os; print(os.getpid())"
+    with start_child([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True) as proc:
+        out, _ = proc.communicate(timeout=30)
+    assert int(out) == proc.pid and proc.returncode == 0
+    status = run_child(["cat", "/proc/self/status"], timeout=30).stdout
+    ignored = int(next(line.split()[1] for line in status.splitlines() if line.startswith("SigIgn:")), 16)
+    for sig in (signal.SIGPIPE, signal.SIGXFSZ):
+        assert not ignored & (1 << (sig - 1)), f"{sig.name} is ignored in the child"
+
+
+def test_start_child_raises_as_popen_does_for_a_program_that_cannot_start(tmp_path: Path) -> None:
+    from envbuilder.lifecycle import start_child
+
+    with pytest.raises(FileNotFoundError) as missing:
+        start_child([str(tmp_path / "no-such-program")], stdout=subprocess.PIPE)
+    assert missing.value.filename == str(tmp_path / "no-such-program")
+    with pytest.raises(FileNotFoundError):
+        run_child(["envbuilder-no-such-program-anywhere"], env={"PATH": str(tmp_path)})
+    script = tmp_path / "not-executable"
+    script.write_text("#!/bin/sh\n")
+    with pytest.raises(PermissionError):
+        start_child([str(script)])
+
+
+def test_no_module_of_envbuilder_passes_a_preexec_fn() -> None:
+    """A preexec_fn is Python code in a forked child of a process that may have threads (the
+    subprocess documentation: "not safe to use in the presence of threads"); start_child arms
+    what one did in a process of its own."""
+    import ast
+
+    import envbuilder
+
+    root = Path(envbuilder.__file__).parent
+    found = [
+        f"{path.relative_to(root)}:{node.lineno}"
+        for path in sorted(root.rglob("*.py"))
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.keyword) and node.arg == "preexec_fn"
+    ]
+    assert found == []

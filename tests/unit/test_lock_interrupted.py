@@ -86,7 +86,7 @@ def test_a_stopped_lock_leaves_no_uv_cache_in_tmpdir(
 
 
 def test_a_lock_killed_with_sigkill_is_swept_by_the_next_one(tmp_path: Path, wheelhouse: Path) -> None:
-    """SIGKILL: no cleanup can run; uv dies with envbuilder (die_with_parent) and its folder,
+    """SIGKILL: no cleanup can run; uv dies with envbuilder (lifecycle.start_child) and its folder,
     envbuilder's own, is removed by the next envbuilder command (sweep_temp_dirs)."""
     tmp = tmp_path / "tmp"
     tmp.mkdir()

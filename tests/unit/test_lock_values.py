@@ -325,6 +325,17 @@ def test_values_refused_by_their_whole_shape_not_their_length_or_start(
             lambda d: d["build"].update(base_image_digest="sha256:" + "2" * 64 + "\nRUN x"),
             "build.base_image_digest",
         ),
+        # a reference that pins nothing is no digest (seen in the blind sets: 4 mutants there)
+        (lambda d: d["build"].update(base_image_digest="evil/base:latest"), "build.base_image_digest"),
+        (
+            lambda d: d["build"].update(base_image_digest="python:3.11-slim-bookworm"),
+            "build.base_image_digest",
+        ),
+        (lambda d: d["build"].update(base_image_digest="2" * 64), "build.base_image_digest"),  # no sha256:
+        (
+            lambda d: d["build"].update(base_image_digest="base@sha256:" + "2" * 64 + " ; RUN x"),
+            "build.base_image_digest",
+        ),
         (lambda d: _pl(d).update(framework_index="<secret:pip_index_url>\n"), "framework_index"),
     ],
 )
@@ -351,6 +362,9 @@ def test_the_honest_forms_of_those_values_read(tmp_path: Path) -> None:
     path.write_text(json.dumps(doc))
     lock = read_lock(path)
     assert lock.packages[0].resolver == BASE_RESOLVER and lock.packages[0].find_links == ("/srv/wheels dir",)
+    doc["build"]["base_image_digest"] = "127.0.0.1:5000/base:1@sha256:" + "2" * 64  # what _pin_base writes
+    path.write_text(json.dumps(doc))
+    assert read_lock(path).build is not None
 
 
 # --------------------------------------------------------------------------- third operator set (--ops third)
