@@ -65,6 +65,12 @@ was written beside it: run's coverage and NVIDIA_REQUIRE_*, the resolver's floor
 forward compatibility, the host verdict and the GPU watch, the lock's values reaching the
 Dockerfile, the spec and secrets, attestations and the trust policy, `check`'s judgements and the
 bounded loaders; none equals a mutant of a..p or `--auto`.
+Set R (2026-12-06) was written blind the same way, weighted toward where P and Q did worst: the
+spec, its requirement files and secrets (redaction, what uv's messages and the lock are cleaned of),
+the lock's values that reach the Dockerfile or a command (render's labels, indexes, companions,
+base venv, project copy and output folder; uv's inputs), the trust policy, keys and certs import,
+the output policy, the bounded loaders, where `run` finds its certificates and `check`'s figures;
+none equals a mutant of a..q or `--auto`.
 `--auto AREA` (2026-12-05): hand-written sets cannot reach 95% blind (each found conditions no
 test had looked at), so the automatic mode plants every one-line mutant of a fixed operator list
 in the decision functions of an area (AREAS: run-check, verdict, certs; more areas are added as
@@ -5453,6 +5459,427 @@ SET_Q = (
     ),
 )
 
+# --------------------------------------------------------------------------- set R (blind, 2026-12-06)
+# Written from the code alone, as an outside reviewer would plant, before any test was read; the
+# guard files picked by name and by which test files import the module. Weighted toward where sets
+# P and Q did worst: the spec, its sources and secrets, the lock's values that reach the Dockerfile
+# or a command, attestations and the trust policy.
+SPEC_R = SPEC_P
+SOURCES_R = (
+    "test_packages.py",
+    "test_lock_edges.py",
+    "test_lock_values.py",
+    "test_spec.py",
+    "test_wheelhouse.py",
+    "test_lock.py",
+    "test_render.py",
+    "test_input_checks.py",
+)
+SECRET_R = (*SECRET_P, "test_lock_values.py")
+PKG_R = (
+    "test_packages.py",
+    "test_lock.py",
+    "test_lock_edges.py",
+    "test_lock_values.py",
+    "test_lock_secrets.py",
+    "test_wheelhouse.py",
+    "test_build.py",
+    "test_failure_messages.py",
+)
+RENDER_R = (
+    *RENDER_P,
+    "test_context.py",
+    "test_render_base_venv.py",
+    "test_lock_secrets.py",
+    "test_image_metadata.py",
+)
+VALID_R = (*VALID_M, "test_input_checks.py", "test_fuzz_render.py")
+ATTEST_R = ATTEST_P
+KEYS_R = (
+    "test_attest_keys.py",
+    "test_cli_trust.py",
+    "test_attest_envelope.py",
+    "test_attest_registry.py",
+    "test_cert_origins.py",
+    "test_output_policy.py",
+)
+OUT_R = (*OUT_P, "test_attest_keys.py")
+IO_R = IO_P
+RUNCERT_R = (
+    "test_run_boundary.py",
+    "test_cert_origins.py",
+    "test_attest_registry.py",
+    "test_runner.py",
+    "test_hostile_parse.py",
+    "test_pipeline.py",
+)
+RUN_R = RUN_P
+CHECK_R = (
+    "test_check.py",
+    "test_check_node.py",
+    "test_check_image.py",
+    "test_check_prolog.py",
+    "test_check_k8s.py",
+)
+
+SET_R = (
+    # the spec, its sources and secrets
+    m(
+        "R01",
+        "image/spec.py",
+        "    if len(text) > limit or not text.isprintable():",
+        '    if len(text) > limit or "\\n" in text:',
+        "a spec's free text (description, cmd words) refused only for a newline: a carriage return, "
+        "tab or escape character passes",
+        SPEC_R,
+    ),
+    m(
+        "R02",
+        "image/spec.py",
+        "    if again != canonical or Counter(_squeeze(text)) != Counter(_squeeze(canonical)):",
+        "    if again != canonical:",
+        "a requirement that packaging reads otherwise than written (something dropped or "
+        "reinterpreted) accepted: only the canonical form's own round trip checked",
+        SPEC_R,
+    ),
+    m(
+        "R03",
+        "image/spec.py",
+        "    if req.extras or req.marker:",
+        "    if req.marker:",
+        "the framework's extras (torch[...]) taken from the spec, not chosen by the stack",
+        SPEC_R,
+    ),
+    m(
+        "R04",
+        "image/spec.py",
+        "    if spec.context is not None and not (base / spec.context).is_dir():",
+        "    if spec.context is not None and not (base / spec.context).exists():",
+        "a spec's context that is a file (not a folder) accepted",
+        SPEC_R,
+    ),
+    m(
+        "R05",
+        "image/spec.py",
+        '    if ".." in workdir.split("/"):',
+        '    if "/../" in workdir:',
+        "a workdir ending in /.. (/app/..) accepted: only a `..` between two names refused",
+        SPEC_R,
+    ),
+    m(
+        "R06",
+        "image/spec.py",
+        'APT_RE = re.compile(r"^[a-z0-9][a-z0-9+.-]{1,62}(=[0-9][A-Za-z0-9.+~:-]{0,127})?$")',
+        'APT_RE = re.compile(r"^[a-z0-9][a-z0-9+.-]{1,62}(=\\S{1,128})?$")',
+        "an apt package's =version pin any non-space text: `;`, `$(...)` reach apt-get install",
+        SPEC_R,
+    ),
+    m(
+        "R07",
+        "image/spec.py",
+        'WORKDIR_RE = re.compile(r"^(/[A-Za-z0-9._-]+)+$|^/$")',
+        'WORKDIR_RE = re.compile(r"^(/[A-Za-z0-9._ -]+)+$|^/$")',
+        "a workdir holding a space reaches the Dockerfile's WORKDIR and the user's folder",
+        SPEC_R,
+    ),
+    m(
+        "R08",
+        "image/sources.py",
+        '    r"^(?:https://[A-Za-z0-9.-]+|http://(?:127\\.0\\.0\\.1|localhost))(?::[0-9]{1,5})?(?:/[A-Za-z0-9._~%+-]*)*$"',
+        '    r"^(?:https://[A-Za-z0-9.-]+|http://(?:127\\.0\\.0\\.1|localhost))(?::[0-9]{1,5})?(?:/[A-Za-z0-9._~%+=?&-]*)*$"',
+        "an index URL with a query (?token=...) accepted: the token lands in the lock and the image",
+        SOURCES_R,
+    ),
+    m(
+        "R09",
+        "image/sources.py",
+        "                if root not in included.parents:",
+        "                if not str(included).startswith(str(root)):",
+        "an included requirements file judged inside the spec's folder by a text prefix: a sibling "
+        "folder (/specs-other/...) of /specs passes",
+        SOURCES_R,
+    ),
+    m(
+        "R10",
+        "image/sources.py",
+        "                head, inline = word[:2], word[2:]",
+        '                head, inline = word, ""',
+        "a short option glued to its value (-ihttps://..., -rother.txt) not recognised: an index "
+        "option in a requirements file slips through",
+        SOURCES_R,
+    ),
+    m(
+        "R11",
+        "image/sources.py",
+        '    "-f",\n    "--find-links",\n',
+        '    "--find-links",\n',
+        "`-f URL` in a requirements file not refused: uv takes wheels from a folder or page the spec "
+        "does not name",
+        SOURCES_R,
+    ),
+    m(
+        "R12",
+        "image/secrets.py",
+        '_QUERY_VALUE_RE = re.compile(r"((?:^|[&;])[^=&;]*=)[^&;]*")',
+        '_QUERY_VALUE_RE = re.compile(r"((?:^|[&;])[^=&;]*=)[A-Za-z0-9]*")',
+        "a URL's query value masked only up to its first character that is no letter or digit: the "
+        "rest of a token (after a - . _ or %) kept",
+        SECRET_R,
+    ),
+    m(
+        "R13",
+        "image/secrets.py",
+        '    host = parts.netloc.rpartition("@")[2]',
+        '    host = parts.hostname or ""',
+        "a secret URL looked for by its host name alone: as printed with its port (or upper case) it "
+        "is not replaced",
+        SECRET_R,
+    ),
+    m(
+        "R14",
+        "image/packages.py",
+        "    return (*settings.secrets, *((name, value) for name, value in found if value))",
+        "    return tuple(settings.secrets)",
+        "the spec's index passwords (UV_INDEX_<NAME>_PASSWORD) not among what uv's messages are cleaned of",
+        PKG_R,
+    ),
+    m(
+        "R15",
+        "image/packages.py",
+        '            f"{what} failed", hint=_uv_hint(proc.stderr), log=log_tail([redact(proc.stderr, secrets)])',  # noqa: E501
+        '            f"{what} failed", hint=_uv_hint(proc.stderr), log=log_tail([redact(proc.stderr)])',
+        "uv's failure output cleaned of URL credentials only, not of the values given as secrets",
+        PKG_R,
+    ),
+    m(
+        "R16",
+        "image/packages.py",
+        '                    "urls": [redact(str(w.get("url", "")), secrets) for w in chosen],',
+        '                    "urls": [redact(str(w.get("url", ""))) for w in chosen],',
+        "a wheel's URL in the lock cleaned of credentials and query only: a secret in its path kept",
+        PKG_R,
+    ),
+    # the lock's values that reach the Dockerfile or a command
+    m(
+        "R17",
+        "image/validate.py",
+        'PIN_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*(?:\\[[A-Za-z0-9._,-]+\\])?==[A-Za-z0-9.+!_-]+")',
+        'PIN_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*(?:\\[[A-Za-z0-9._,-]+\\])?==\\S+")',
+        "a stack pin's version any non-space text: `;`, `$(...)`, quotes reach the install command",
+        VALID_R,
+    ),
+    m(
+        "R18",
+        "image/render.py",
+        '        if key in labels or key.startswith("io.envbuilder."):',
+        "        if key in labels:",
+        "an extra label under io.envbuilder. that envbuilder does not set itself "
+        "(io.envbuilder.certified) taken from the user",
+        RENDER_R,
+    ),
+    m(
+        "R19",
+        "image/render.py",
+        "        LABEL_LOCK_HASH: lock_hash(stack, spec.to_dict(), options.package_locks),",
+        "        LABEL_LOCK_HASH: lock_hash(stack, spec.to_dict()),",
+        "the image's lock-hash label computed without the package locks: it differs from the lock's hash",
+        RENDER_R,
+    ),
+    m(
+        "R20",
+        "image/render.py",
+        "        words = [f'\"$(cat /run/secrets/{SECRET_INDEX})\"']\n        indexes = []\n",
+        "        words = [f'\"$(cat /run/secrets/{SECRET_INDEX})\"']\n",
+        "a private mirror given as a secret added to the lock's indexes instead of replacing them",
+        RENDER_R,
+    ),
+    m(
+        "R21",
+        "image/render.py",
+        "    chosen = tuple(sorted(offered[c] for c in spec.companions))",
+        "    chosen = tuple(sorted(offered.values()))",
+        "every companion the stack offers installed, not the spec's",
+        RENDER_R,
+    ),
+    m(
+        "R22",
+        "image/render.py",
+        "    if not BASE_VENV_RE.fullmatch(options.base_venv):",
+        "    if not BASE_VENV_RE.match(options.base_venv):",
+        "a --base-venv checked for its start only: `/opt/venv;...` reaches every RUN that names it",
+        RENDER_R,
+    ),
+    m(
+        "R23",
+        "image/render.py",
+        "        if source.is_symlink():",
+        "        if source.is_symlink() and source.is_dir():",
+        "a symlink to a file in the project folder copied as the file it points at (a secret outside "
+        "the folder lands in the image)",
+        RENDER_R,
+    ),
+    m(
+        "R24",
+        "image/render.py",
+        "    if out_dir.exists() and not (out_dir / RENDER_MARKER).is_file():",
+        "    if out_dir.exists() and not out_dir.is_dir():",
+        "an existing folder envbuilder did not write replaced by a render (its files removed)",
+        RENDER_R,
+    ),
+    m(
+        "R25",
+        "image/packages.py",
+        '            f"{p.pin} --hash=sha256:{p.sha256}\\n" for p in sorted(self.group(group), key=lambda p: p.name)',  # noqa: E501
+        '            f"{p.pin}\\n" for p in sorted(self.group(group), key=lambda p: p.name)',
+        "the installer's requirements written without the locked sha256 of each wheel",
+        (*PKG_R, "test_render.py"),  # test_render.py added after the blind run: it holds the test
+    ),
+    m(
+        "R26",
+        "image/packages.py",
+        '        digests = {str((w.get("hashes") or {}).get("sha256", "")) for w in chosen}',
+        '        digests = {str((w.get("hashes") or {}).get("sha256", "")) for w in chosen[:1]}',
+        "one wheel file served with two sha256 digests (two mirrors disagreeing) not seen: the first taken",
+        PKG_R,
+    ),
+    m(
+        "R27",
+        "image/packages.py",
+        "            p_indexes = [(i.name, i.url) for i in spec.indexes] + f_indexes",
+        "            p_indexes = f_indexes + [(i.name, i.url) for i in spec.indexes]",
+        "the framework index put before the spec's own indexes for the project group (first match wins)",
+        PKG_R,
+    ),
+    m(
+        "R28",
+        "image/packages.py",
+        '    argv += ["--only-binary", ":all:", "--no-config", "--no-header", "--quiet"]',
+        '    argv += ["--no-config", "--no-header", "--quiet"]',
+        "uv allowed to resolve source distributions (their build scripts run at lock time)",
+        PKG_R,
+    ),
+    # signed attestations, the trust policy, keys and certs import
+    m(
+        "R29",
+        "attest/policy.py",
+        '            key = load_public_key(base / str(entry["public_key"]))',
+        '            key = load_public_key(Path(str(entry["public_key"])))',
+        "a policy's public_key path read from the working folder, not the policy's own folder",
+        ATTEST_R,
+    ),
+    m(
+        "R30",
+        "attest/envelope.py",
+        "        keyid=signer.keyid,",
+        "        keyid=keyids[0],",
+        "a verified attestation recorded as signed by the first keyid it lists, not the key whose "
+        "signature held",
+        ATTEST_R,
+    ),
+    m(
+        "R31",
+        "attest/policy.py",
+        '    if ("public_key" in entry) == ("pem" in entry):',
+        '    if "public_key" in entry and "pem" in entry:',
+        "a policy key with neither public_key nor pem not refused by name (a KeyError)",
+        ATTEST_R,
+    ),
+    m(
+        "R32",
+        "attest/keys.py",
+        '    return [key_info(p) for p in sorted(folder.glob("*.pub")) if p.with_suffix(".key").is_file()]',
+        '    return [key_info(p) for p in sorted(folder.glob("*.pub"))]',
+        "any public key file dropped into DATA/keys taken as the user's own (trusted for every repository)",
+        KEYS_R,
+    ),
+    m(
+        "R33",
+        "attest/imported.py",
+        "    covered = [n for n in names if any(k.keyid == outcome.keyid for k in policy.keys_for(n))]",
+        "    covered = list(names)",
+        "an imported envelope stored under the statement's first repository, not one its signer is "
+        "trusted for (it is verified again for that one at each run)",
+        ATTEST_R,
+    ),
+    m(
+        "R34",
+        "attest/imported.py",
+        "    require_importable(cert, str(src), now)\n    names = outcome.subject_names",
+        "    names = outcome.subject_names",
+        "a signed envelope imported without the certificate's own import checks (issued in the future)",
+        ATTEST_R,
+    ),
+    # the output writers and the bounded loaders
+    m(
+        "R35",
+        "atomic.py",
+        "        if not stat.S_ISREG(st.st_mode):",
+        "        if stat.S_ISLNK(st.st_mode) or stat.S_ISDIR(st.st_mode):",
+        "an output path refused only when it is a link or a folder: a FIFO, a device or a socket written",
+        OUT_R,
+    ),
+    m(
+        "R36",
+        "bounded.py",
+        '_DIGITS = re.compile(r"[-+]?(?:0x[0-9a-fA-F_]+|0o?[0-7_]+|0b[01_]+|[0-9][0-9_:]*)")',
+        '_DIGITS = re.compile(r"[-+]?(?:0x[0-9a-fA-F_]+|0o?[0-7_]+|0b[01_]+|[0-9][0-9_]*)")',
+        "YAML's sexagesimal integers (1:2:3...) not counted as integers: one past the digit limit is built",
+        IO_R,
+    ),
+    m(
+        "R37",
+        "bounded.py",
+        '        text = text.decode("utf-8")',
+        '        text = text.decode("utf-8", "replace")',
+        "bytes that are not UTF-8 read leniently as JSON (U+FFFD for each bad byte), not refused",
+        IO_R,
+    ),
+    # run's certificate coverage and where its certificates come from
+    m(
+        "R38",
+        "run/certificates.py",
+        "        digests.append((ref, digest, ref.name == wanted or name == wanted))",
+        "        digests.append((ref, digest, wanted is None or ref.name == wanted or name == wanted))",
+        "an image ID or a local name that names no registry looked up in the registry of its first "
+        "RepoDigest",
+        RUNCERT_R,
+    ),
+    m(
+        "R39",
+        "run/certificates.py",
+        "        rows = [r for r in store.list(image=info.id) if r.image_id == info.id]",
+        "        rows = list(store.list(image=info.id))",
+        "the store's rows for the image taken as the lookup gives them, not only those of this exact "
+        "image ID",
+        RUNCERT_R,
+    ),
+    m(
+        "R40",
+        "run/coverage.py",
+        '        "gpu_runs": verdict == "certified",',
+        '        "gpu_runs": verdict != "failed",',
+        "what verify says a CPU-only certificate covers: GPU runs too",
+        RUN_R,
+    ),
+    # `envbuilder check`'s judgements
+    m(
+        "R41",
+        "check/image.py",
+        '                    ref.get("copy_gbs"),',
+        '                    ref.get("bf16_gemm_tflops"),',
+        "the measured copy GB/s judged against the certified GEMM TFLOP/s",
+        CHECK_R,
+    ),
+    m(
+        "R42",
+        "harness/gate.py",
+        '        for key, band in (("bf16_gemm_tflops", "gemm"), ("copy_gbs", "copy")):',
+        '        for key, band in (("bf16_gemm_tflops", "gemm"), ("copy_gbs", "gemm")):',
+        "the short mode's copy figure judged with the GEMM band",
+        CHECK_R,
+    ),
+)
+
 
 SETS = {
     "a": SET_A,
@@ -5472,6 +5899,7 @@ SETS = {
     "o": SET_O,
     "p": SET_P,
     "q": SET_Q,
+    "r": SET_R,
 }
 
 

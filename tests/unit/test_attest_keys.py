@@ -213,6 +213,17 @@ def test_default_policy_trusts_own_keys_until_a_policy_file_exists(tmp_path: Pat
         import_trusted_key(theirs.public_path, base=tmp_path)
 
 
+def test_a_public_key_without_its_private_half_is_not_one_of_your_own(tmp_path: Path) -> None:
+    """Your own keys are the pairs in DATA/keys; a bare NAME.pub dropped there (someone else's key)
+    is not one, so the default policy does not trust it for every repository (set R's R32: every
+    *.pub was listed)."""
+    own = generate_key("mine", directory=tmp_path / "keys")
+    theirs = generate_key("theirs", directory=tmp_path / "elsewhere")
+    (tmp_path / "keys" / "theirs.pub").write_bytes(theirs.public_path.read_bytes())
+    assert [k.name for k in list_keys(tmp_path / "keys")] == ["mine"]
+    assert [k.keyid for k in default_policy(tmp_path).keys] == [own.keyid]
+
+
 @pytest.mark.parametrize("name", ["../outside", "a/b", ".hidden"])
 def test_a_trusted_keys_name_is_a_plain_file_name_or_nothing_is_written(tmp_path: Path, name: str) -> None:
     # The name becomes DATA/keys/trusted/NAME.pub: `../outside` would write beside the folder.

@@ -109,6 +109,19 @@ def test_the_short_mode_judges_itself_against_the_expectations() -> None:
     assert broken == [{"check": "gpu0", "status": "fail", "message": "no kernel image"}]
 
 
+def test_the_short_mode_judges_each_figure_with_its_own_band() -> None:
+    # The copy figure against the copy band, the GEMM's against the GEMM band (set R's R42 judged
+    # the copy with the GEMM band; the shipped bands are equal, so these are not).
+    expect = check_expectations([gpu_certificate()])
+    assert expect is not None
+    expect["bands"]["gemm"] = {"warn_below": 0.9, "fail_below": 0.7}
+    expect["bands"]["copy"] = {"warn_below": 0.5, "fail_below": 0.3}
+    found = judge_expect([gpu_step("NVIDIA H200", 560.0, 2400.0)], expect)  # 80% and 60%
+    assert [(f["check"], f["status"]) for f in found] == [("gpu0.gemm", "warn"), ("gpu0.copy", "pass")]
+    found = judge_expect([gpu_step("NVIDIA H200", 700.0, 1000.0)], expect)  # 100% and 25%
+    assert [(f["check"], f["status"]) for f in found] == [("gpu0.gemm", "pass"), ("gpu0.copy", "fail")]
+
+
 @pytest.mark.parametrize(
     ("ref", "got", "message"),
     [

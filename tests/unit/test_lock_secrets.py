@@ -26,6 +26,7 @@ PATH_TOKEN = "SECRETMARKER_PATH_5678"
 # The form of a Cloudsmith entitlement URL: the token in the path, and one in the userinfo.
 MIRROR = f"http://rtuser:{TOKEN}@127.0.0.1:5009/{PATH_TOKEN}/simple"
 SECRETS = (("pip_index_url", MIRROR),)
+FRAMEWORK = "https://download.pytorch.org/whl/cpu"
 WHEEL = "filelock-3.20.0-py3-none-any.whl"
 
 
@@ -51,6 +52,9 @@ def _no_secret(text: str) -> None:
         # a file:// URL (a find-links or a wheel a tool names) loses its credentials too (set Q's Q20)
         ("no file://user:tok@nas/wheels/x.whl", "no file://nas/wheels/x.whl"),
         ("get file://nas/w?sig=abc", "get file://nas/w?sig=***"),
+        # a query value is masked whole, whatever it holds (set R's R12: only up to a `-`)
+        ("get https://h/s?token=ab-cd_ef.gh%2Fij~k", "get https://h/s?token=***"),
+        ("get https://h/s?a=x.y&sig=p+q/r", "get https://h/s?a=***&sig=***"),
     ],
 )
 def test_redact_takes_credentials_and_query_values_out_of_urls(text: str, expected: str) -> None:
@@ -222,6 +226,30 @@ def test_uv_caches_and_temp_files_stay_in_envbuilders_own_temp_folder(
     for line in tmpdirs[1:]:  # every run but `uv --version`
         assert Path(line.removeprefix("TMPDIR=")).parent.name.startswith("envbuilder-lock-")
     assert list(tmp.iterdir()) == []  # the folder went with the lock
+
+
+def test_uv_locks_wheels_only_and_the_spec_indexes_come_first_for_the_project(
+    fake_uv: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Both compiles take wheels only (`--only-binary :all:`: no source distribution is built, so
+    no package's build script runs at lock time: set R's R28), and the project group asks the
+    spec's own indexes before the framework's, in the spec's order (uv's unsafe-first-match takes
+    the first index that has a name: R27 put the framework index first)."""
+    _private_tmp(tmp_path, monkeypatch)
+    uv, log = fake_uv
+    a = {"name": "corp", "url": "https://pkgs.example/simple"}
+    b = {"name": "mirror", "url": "https://mirror.example/simple"}
+    spec = make_spec(requirements=["six"], indexes=[a, b])
+    lock_packages(spec, cpu_stack(), settings=LockSettings(uv=str(uv), framework_index=FRAMEWORK))
+    calls = [line.split() for line in log.read_text().splitlines() if line.startswith("pip compile")]
+    assert len(calls) == 2  # framework, project
+    for call in calls:
+        at = call.index("--only-binary")
+        assert call[at + 1] == ":all:"
+    project = calls[1]
+    named = [project[i + 1] for i, word in enumerate(project) if word == "--index"]
+    assert named == [f"corp={a['url']}", f"mirror={b['url']}", f"framework={FRAMEWORK}"]
+    assert project[project.index("--index-strategy") + 1] == "unsafe-first-match"
 
 
 def test_a_failed_builds_message_loses_every_secret_value(tmp_path: Path) -> None:

@@ -125,6 +125,27 @@ def test_requirement_files_follow_includes_and_refuse_index_options(tmp_path: Pa
         requirement_files(tmp_path / "up.txt", root=tmp_path, where="spec")
 
 
+def test_an_include_in_a_sibling_folder_whose_name_starts_like_the_specs_is_outside(
+    tmp_path: Path,
+) -> None:
+    """Inside the spec's folder means under it, not a path whose text starts with its path: set R's
+    R09 (`str(included).startswith(str(root))`) took /x/specs-other/more.txt for /x/specs."""
+    root, sibling = tmp_path / "specs", tmp_path / "specs-other"
+    root.mkdir()
+    sibling.mkdir()
+    (sibling / "more.txt").write_text("six\n")
+    (root / "requirements.txt").write_text("-r ../specs-other/more.txt\n")
+    with pytest.raises(SpecError, match="outside"):
+        requirement_files(root / "requirements.txt", root=root, where="spec")
+    (root / "sub").mkdir()
+    (root / "sub" / "more.txt").write_text("six\n")
+    (root / "requirements.txt").write_text("-r sub/more.txt\n")
+    assert [p.name for p in requirement_files(root / "requirements.txt", root=root, where="spec")] == [
+        "requirements.txt",
+        "more.txt",
+    ]
+
+
 def test_install_indexes_order_and_names() -> None:
     corp = PackageIndex(name="corp", url="https://pkgs.example/simple")
     kw = {

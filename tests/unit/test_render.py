@@ -333,6 +333,19 @@ def test_a_lock_s_companion_pins_are_checked_as_its_packages_are() -> None:
         render_dockerfile(spec(), replace(TORCH_BUNDLED_CU130, companions=companions))
 
 
+@pytest.mark.parametrize(
+    "pin", ["torch==2.11.0;touch${IFS}/x", "torch==$(id)", 'torch==2.1"', "torch==2.11.0`id`", "torch==2|x"]
+)
+def test_a_pins_version_of_shell_characters_without_a_space_is_refused(pin: str) -> None:
+    # A stack's pin is NAME[extras]==VERSION of version characters only: one without a space
+    # still reaches the install line whole (set R's R17: `==\S+` took these).
+    with pytest.raises(SpecError, match="packages"):
+        render_dockerfile(spec(), replace(TORCH_BUNDLED_CU130, packages=(pin,)))
+    companions = (("torchvision", pin.replace("torch==", "torchvision==")),)
+    with pytest.raises(SpecError, match="packages"):
+        render_dockerfile(spec(), replace(TORCH_BUNDLED_CU130, companions=companions))
+
+
 @pytest.mark.parametrize("text", ["two\nlines", "carriage\rreturn", "escape\x1b[31m", "tab\there", "nul\x00"])
 def test_a_label_is_one_line_of_printable_text(text: str) -> None:
     # A carriage return or an escape is no newline, but no label is one line of text with it.

@@ -166,6 +166,7 @@ def test_env_int_becomes_string() -> None:
         {"user": {"gid": 5}},
         {"workdir": "relative"},
         {"workdir": "/a/../etc"},
+        {"workdir": "/app/.."},  # set R's R05: a `..` at the end, not between two names
         {"workdir": "/a b"},
         {"certify": {"level": "extreme"}},
         {"certify": {"thresholds": {"min_tflops": -1}}},
@@ -238,6 +239,21 @@ def test_load_spec_checks_the_files_it_names(tmp_path: Path) -> None:
         load_spec(path)
     (tmp_path / "requirements.txt").write_text("six\n", encoding="utf-8")
     assert load_spec(path).base_dir == str(tmp_path)
+
+
+def test_a_context_that_is_a_file_is_refused(tmp_path: Path) -> None:
+    """`context:` is the project folder copied into the image: a file of that name is refused at
+    load, as a missing folder is (set R's R04: `.exists()` took the file)."""
+    path = tmp_path / "x.yaml"
+    path.write_text("name: x\nframework: torch\ncontext: project\n", encoding="utf-8")
+    with pytest.raises(SpecError, match=r"field 'context': 'project' is not a folder"):
+        load_spec(path)
+    (tmp_path / "project").write_text("a file, not a folder\n", encoding="utf-8")
+    with pytest.raises(SpecError, match=r"field 'context': 'project' is not a folder"):
+        load_spec(path)
+    (tmp_path / "project").unlink()
+    (tmp_path / "project").mkdir()
+    assert load_spec(path).context == "project"
 
 
 def test_certify_thresholds() -> None:
