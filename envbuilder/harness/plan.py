@@ -10,7 +10,6 @@ import importlib.util
 import math
 import os
 import time
-from collections.abc import Callable
 from typing import Any
 
 from .frameworks import FRAMEWORKS
@@ -113,7 +112,7 @@ class Certification:
         )
 
     def _run(self, lane: Any, scan: InventoryScan) -> None:
-        inventory = _Once(lambda: kernel_inventory_step(self.rec, self.host, scan))
+        kernel_inventory_step(self.rec, self.host, scan)  # what the libraries carry, before any GPU use
         self._path_notes()
         # The sampler keeps its own time under half the overhead limit the certification gates.
         max_duty = float(self.thresholds["telemetry_overhead_max"]) / 2
@@ -131,8 +130,7 @@ class Certification:
             sampler=self.sampler,
         )
         try:
-            run_path(session, mode=self.mode, have_torch=self.have_torch, lane=lane, inventory=inventory)
-            inventory()  # every path records it, one that ended early too
+            run_path(session, mode=self.mode, have_torch=self.have_torch, lane=lane)
         finally:
             if self.sampler is not None:
                 self.sampler.stop()
@@ -203,18 +201,6 @@ class Certification:
         )
 
 
-class _Once:
-    """A step the path takes where it fits (run_path's `inventory`), recorded once."""
-
-    def __init__(self, step: Callable[[], None]) -> None:
-        self._step: Callable[[], None] | None = step
-
-    def __call__(self) -> None:
-        step, self._step = self._step, None
-        if step is not None:
-            step()
-
-
 def _nvml_count(nvml: Any) -> int:
     if nvml is None:
         return 0
@@ -236,21 +222,16 @@ def _start_sampler(nvml: Any, interval: float, max_duty: float) -> Sampler | Non
 
 
 # ---- the paths ---------------------------------------------------------------------------------
-def run_path(
-    s: Session, *, mode: str, have_torch: bool, lane: Any = None, inventory: Callable[[], None] = lambda: None
-) -> None:
+def run_path(s: Session, *, mode: str, have_torch: bool, lane: Any = None) -> None:
     """The steps of the chosen path, in order; a failed prerequisite skips what depends on it.
-    `lane`: the compile lane Certification started early (the default torch GPU order).
-    `inventory`: the kernel_inventory step, which waits for the libraries' scan (steps/inventory.py):
-    torch's paths take it first, before any GPU use; xla_plan after its smoke."""
+    `lane`: the compile lane Certification started early (the default torch GPU order)."""
     from .multigpu.step import multi_gpu_step
 
     rec = s.rec
     xla = XLA_FRAMEWORKS.get(s.opts.framework)
     if xla is not None and not s.opts.multi_gpu_cpu_test:
-        xla_plan(s, xla, mode=mode, inventory=inventory)
+        xla_plan(s, xla, mode=mode)
         return
-    inventory()
     if not have_torch:
         missing_framework(rec, "torch")
         framework_smokes(s, want_gpu=s.cuda)
@@ -517,37 +498,25 @@ class TorchGpuPlan:
         input_pipeline_step(self.s, self.data, cfg, batches=8, prepared=self.pipeline_images)
 
 
-def xla_plan(
-    s: Session, fw: XlaFramework, *, mode: str, inventory: Callable[[], None] = lambda: None
-) -> None:
+def xla_plan(s: Session, fw: XlaFramework, *, mode: str) -> None:
     """The JAX and TensorFlow certification: the torch plan's steps with the framework's own
     workloads (fw: jax_steps.JAX, tf_steps.TENSORFLOW; NHWC, bf16 mixed precision). No
     torch.compile or cuDNN flags; the tuned runs are bs256 bf16 ones (jax.jit with donated buffers;
     Keras jit_compile=True), gated as tuned_rn18_<tag>, tuned_rn50_<tag> (TensorFlow's H200 anchors
     are UNCONFIRMED: warn only). The CPU path trains a narrow ResNet-18 in FP32 (and XLA-compiled
-    where that is a different run: Keras) and runs the host-fed input pipeline.
-
-    `inventory` (the kernel_inventory step) runs after the smoke: on a cold machine the framework's
-    import in cpu_check and the smoke read the same libraries the inventory's scan reads, which it
-    waited for alone before (10.4 s, JAX on an H100, 2026-12-06). A smoke that fails for want of a
-    kernel is still explained: the inventory's step follows it and names the library."""
+    where that is a different run: Keras) and runs the host-fed input pipeline."""
     for key, value in fw.env.items():
         os.environ.setdefault(key, value)
     if importlib.util.find_spec(fw.name) is None:
-        inventory()
         missing_framework(s.rec, fw.name)
         return
     fw.cpu_check(s)
     if s.cuda:
-        smoke_ok = fw.gpu_smoke(s)
-        smoke_passed = s.rec.last().status == "pass"
-        inventory()
-        if not smoke_ok or mode == "quick":
-            if not smoke_passed:
+        if not fw.gpu_smoke(s) or mode == "quick":
+            if s.rec.last().status != "pass":
                 s.rec.skip("benchmarks", "the CUDA smoke test failed: no GPU benchmark was run")
             return
     else:
-        inventory()
         s.rec.skip("cuda_smoke", NO_GPU)
         if mode == "quick":
             return

@@ -173,21 +173,15 @@ def statuses(s: Session) -> list[tuple[str, str]]:
     return [(st.name, st.status) for st in s.rec.steps]
 
 
-def inventory_step(s: Session) -> Any:
-    """The kernel_inventory step as Certification hands it to the plan (recorded where it is taken)."""
-    return lambda: s.rec.emit(Step(name="kernel_inventory"))
-
-
 @pytest.mark.parametrize("real", [JAX, TENSORFLOW], ids=["jax", "tensorflow"])
 def test_the_gpu_sequence(real: XlaFramework, installed: None) -> None:
     fw = FakeFramework(real)
     s = session(real.name, gpu=True)
-    plan.xla_plan(s, fw, mode="full", inventory=inventory_step(s))
+    plan.xla_plan(s, fw, mode="full")
     tag = real.tuned_tag
     assert [n for n, _ in statuses(s)] == [
         "cpu_check",
         "cuda_smoke",
-        "kernel_inventory",  # after the smoke: the framework's import read the libraries meanwhile
         "dataset",
         "train_rn18_fp32_bs32",
         "train_rn18_bf16_bs32",
@@ -270,11 +264,10 @@ def test_the_overhead_batch_is_the_tuned_runs_batch() -> None:
 def test_the_cpu_sequence(real: XlaFramework, installed: None) -> None:
     fw = FakeFramework(real)
     s = session(real.name, gpu=False)
-    plan.xla_plan(s, fw, mode="cpu", inventory=inventory_step(s))
+    plan.xla_plan(s, fw, mode="cpu")
     tuned = [(f"tuned_cpu_rn18w16_{real.tuned_tag}", "pass")] if real.compile else []
     assert statuses(s) == [
         ("cpu_check", "pass"),
-        ("kernel_inventory", "pass"),
         ("cuda_smoke", "skip"),
         ("dataset", "pass"),
         ("train_cpu_rn18w16_fp32_bs32", "pass"),
@@ -283,7 +276,7 @@ def test_the_cpu_sequence(real: XlaFramework, installed: None) -> None:
         ("telemetry_overhead", "skip"),
         ("multi_gpu", "skip"),
     ]
-    assert s.rec.steps[2].reason == plan.NO_GPU
+    assert s.rec.steps[1].reason == plan.NO_GPU
     learn = fw.runs[0]
     # the CPU certificate's proof of learning is never cut short of its steps
     assert (learn.width, learn.batch, learn.steps, learn.min_steps, learn.compile) == (16, 32, 60, 60, False)
@@ -296,27 +289,9 @@ def test_the_cpu_sequence(real: XlaFramework, installed: None) -> None:
 def test_a_failed_smoke_stops_before_the_benchmarks(installed: None) -> None:
     fw = FakeFramework(JAX, smoke_ok=False)
     s = session("jax", gpu=True)
-    plan.xla_plan(s, fw, mode="full", inventory=inventory_step(s))
-    # the inventory follows the failed smoke, which it may explain (a library without this GPU's kernels)
-    assert statuses(s) == [
-        ("cpu_check", "pass"),
-        ("cuda_smoke", "fail"),
-        ("kernel_inventory", "pass"),
-        ("benchmarks", "skip"),
-    ]
+    plan.xla_plan(s, fw, mode="full")
+    assert statuses(s) == [("cpu_check", "pass"), ("cuda_smoke", "fail"), ("benchmarks", "skip")]
     assert fw.runs == [] and fw.datasets == []
-
-
-@pytest.mark.parametrize("gpu", [False, True], ids=["cpu", "gpu"])
-def test_quick_takes_the_inventory_too(gpu: bool, installed: None) -> None:
-    s = session("jax", gpu=gpu)
-    plan.xla_plan(s, FakeFramework(JAX), mode="quick", inventory=inventory_step(s))
-    order = (
-        ["cpu_check", "cuda_smoke", "kernel_inventory"]
-        if gpu
-        else ["cpu_check", "kernel_inventory", "cuda_smoke"]
-    )
-    assert [n for n, _ in statuses(s)] == order
 
 
 def test_the_framework_certified_for_but_not_installed_fails(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -325,9 +300,8 @@ def test_the_framework_certified_for_but_not_installed_fails(monkeypatch: pytest
     monkeypatch.delenv("TF_CPP_MIN_LOG_LEVEL", raising=False)
     monkeypatch.delenv("TF_FORCE_GPU_ALLOW_GROWTH", raising=False)
     s = session("tensorflow", gpu=True)
-    plan.xla_plan(s, FakeFramework(TENSORFLOW), mode="full", inventory=inventory_step(s))
+    plan.xla_plan(s, FakeFramework(TENSORFLOW), mode="full")
     got = [(st.name, st.status, st.reason) for st in s.rec.steps]
-    assert got.pop(0)[:2] == ("kernel_inventory", "pass")
     assert got[0][:2] == ("cpu_check", "fail") and "tensorflow is not installed, but this" in got[0][2]
     assert got[1:] == [("cuda_smoke", "skip", "tensorflow is not installed")]
     verdict, reason = decide_verdict(s.rec.steps, [], mode="cpu", gpu_path=False)
@@ -338,9 +312,8 @@ def test_the_framework_certified_for_but_not_installed_fails(monkeypatch: pytest
 def test_torch_certified_for_but_not_installed_fails(gpu: bool) -> None:
     s = session("torch", gpu=gpu)
     s.rec.emit(Step(name="host"))
-    # taken first on torch's paths; it passes without any framework: it cannot carry a verdict
-    plan.run_path(s, mode="quick", have_torch=False, inventory=inventory_step(s))
-    assert statuses(s)[1] == ("kernel_inventory", "pass")
+    s.rec.emit(Step(name="kernel_inventory"))  # passes without any framework: it cannot carry a verdict
+    plan.run_path(s, mode="quick", have_torch=False)
     assert statuses(s)[2:4] == [("cpu_check", "fail"), ("cuda_smoke", "skip")]
     assert "torch is not installed, but this certification is for torch" in s.rec.steps[2].reason
     assert decide_verdict(s.rec.steps, [], mode="quick", gpu_path=gpu)[0] == "failed"
