@@ -5881,6 +5881,463 @@ SET_R = (
 )
 
 
+# --------------------------------------------------------------------------- set S (blind, 2026-12-06)
+# Forty more one-line bugs at the trust boundaries, written as an outsider from envbuilder/ alone,
+# before any file under tests/ was opened (benchmarks/results/mutants-sets-2026-12-06.md). Guards
+# picked by file name and by which test files import the module (`grep -l`, names only).
+SPEC_S = (*SPEC_R, "test_packages.py", "test_lock_secrets.py")
+REQ_S = (
+    "test_require_cuda.py",
+    "test_resolve_boundary.py",
+    "test_run_boundary.py",
+    "test_runcheck.py",
+    "test_run_conditions.py",
+)
+COV_S = (
+    "test_run_boundary.py",
+    "test_run_conditions.py",
+    "test_runcheck.py",
+    "test_cert_origins.py",
+    "test_check.py",
+    "test_attest_registry.py",
+    "test_entrypoint.py",
+    "test_fleet_schedulers.py",
+)
+ENV_S = (
+    "test_attest_envelope.py",
+    "test_attest_registry.py",
+    "test_cert_origins.py",
+    "test_cli_trust.py",
+    "test_fuzz_loaders.py",
+    "test_hostile_parse.py",
+)
+POL_S = (*ENV_S, "test_attest_keys.py", "test_bounded.py")
+KEYS_S = (
+    "test_attest_keys.py",
+    "test_attest_envelope.py",
+    "test_attest_registry.py",
+    "test_cert_origins.py",
+    "test_cli_trust.py",
+    "test_output_policy.py",
+    "test_hostile_parse.py",
+)
+IMP_S = (
+    "test_attest_registry.py",
+    "test_cert_origins.py",
+    "test_certificate.py",
+    "test_certstore.py",
+    "test_fuzz_loaders.py",
+    "test_cli_trust.py",
+)
+DISCOVERY_S = (
+    "test_attest_registry.py",
+    "test_registry.py",
+    "test_cert_origins.py",
+    "test_run_boundary.py",
+    "test_hostile_parse.py",
+)
+STORE_S = (
+    "test_certstore.py",
+    "test_certificate.py",
+    "test_cert_origins.py",
+    "test_attest_registry.py",
+    "test_cli_certify.py",
+    "test_run_boundary.py",
+    "test_output_policy.py",
+    "test_hostile_parse.py",
+    "test_report.py",
+)
+CERT_S = (
+    "test_certificate.py",
+    "test_certstore.py",
+    "test_attest_envelope.py",
+    "test_cert_origins.py",
+    "test_run_boundary.py",
+    "test_runcheck.py",
+    "test_hostile_parse.py",
+    "test_report.py",
+)
+OUT_S = (
+    "test_output_policy.py",
+    "test_outputs_kept.py",
+    "test_build.py",
+    "test_buildlock_conditions.py",
+    "test_attest_keys.py",
+    "test_certstore.py",
+    "test_fleet_bake.py",
+    "test_fleet_k8s.py",
+    "test_fleet_slurm.py",
+)
+OBS_S = ("test_verdict.py", "test_verdict_conditions.py", "test_certify.py", "test_cli_certify.py")
+KERNELS_S = (
+    "test_kernels.py",
+    "test_certify.py",
+    "test_doctor.py",
+    "test_fatbin.py",
+    "test_cli_certify.py",
+    "test_hpc_runtimes.py",
+)
+FLEET_S = (
+    "test_fleet_schedulers.py",
+    "test_fleet_slurm.py",
+    "test_fleet_k8s.py",
+    "test_fleet_one_image.py",
+    "test_fleet_bake.py",
+    "test_driver_two_part.py",
+    "test_gpu_names.py",
+    "test_runtime.py",
+)
+FWD_S = (*RESOLVE_P, "test_render_forward_compat.py")
+
+SET_S = (
+    # the spec, its requirement files and secrets
+    m(
+        "S01",
+        "image/spec.py",
+        "        if key.startswith(RESERVED_ENV_PREFIX):",
+        '        if key in ("NVIDIA_DISABLE_REQUIRE", "NVIDIA_REQUIRE_CUDA"):',
+        "only the two NVIDIA_* variables that steer the driver check refused in a spec's env: "
+        "NVIDIA_VISIBLE_DEVICES, NVIDIA_REQUIRE_DRIVER and the rest reach the image",
+        SPEC_R,
+    ),
+    m(
+        "S02",
+        "image/spec.py",
+        '    dupes = sorted({n for n in names if names.count(n) > 1} | ({"framework", "pypi"} & set(names)))',
+        "    dupes = sorted({n for n in names if names.count(n) > 1})",
+        "a spec's index named framework or pypi accepted (it takes the place of the framework index or PyPI)",
+        SPEC_S,
+    ),
+    m(
+        "S03",
+        "image/sources.py",
+        '    "--no-index",\n    "--trusted-host",\n)',
+        '    "--no-index",\n)',
+        "`--trusted-host` in a requirements file not refused (TLS checks dropped for a host)",
+        SOURCES_R,
+    ),
+    m(
+        "S04",
+        "image/sources.py",
+        '_INCLUDE_OPTIONS = ("-r", "--requirement", "-c", "--constraint")',
+        '_INCLUDE_OPTIONS = ("-r", "--requirement", "--constraint")',
+        "a `-c FILE` constraints include not followed: a file outside the spec's folder is not refused",
+        SOURCES_R,
+    ),
+    m(
+        "S05",
+        "image/secrets.py",
+        '_QUERY_RE = re.compile(r"((?:https?|file)://[^?#\\s]*\\?)([^#\\s]*)")',
+        '_QUERY_RE = re.compile(r"((?:https?|file)://[^?#\\s]*\\?)([^#\\s&]*)")',
+        "only a URL's first query value masked: the second (&sig=...) kept in a lock or a message",
+        SECRET_R,
+    ),
+    # the lock's and the stack's values reaching the Dockerfile
+    m(
+        "S06",
+        "image/validate.py",
+        'REQUIRE_CUDA_RE = re.compile(r"cuda>=[0-9]+\\.[0-9]+(?: brand=[a-z]+,driver>=[0-9]{3,4},driver<[0-9]{3,4})*")',  # noqa: E501
+        'REQUIRE_CUDA_RE = re.compile(r"cuda>=[0-9]+\\.[0-9]+(?: brand=[^,]+,driver>=[0-9]{3,4},driver<[0-9]{3,4})*")',  # noqa: E501
+        "a stack's require_cuda brand any text but a comma: quotes, `$` or a newline reach the "
+        "Dockerfile's ENV",
+        VALID_R,
+    ),
+    m(
+        "S07",
+        "image/validate.py",
+        '    r"(?::[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?(?:@sha256:[0-9a-f]{64})?"',
+        '    r"(?::\\S{1,128})?(?:@sha256:[0-9a-f]{64})?"',
+        "a base image's tag any non-space text: `;`, `$`, quotes reach FROM",
+        VALID_R,
+    ),
+    m(
+        "S08",
+        "image/validate.py",
+        'DRIVER_RE = re.compile(r"[0-9]{3,4}(?:\\.[0-9]{1,3}){0,2}")',
+        'DRIVER_RE = re.compile(r"[0-9][0-9.]*")',
+        "a stack's min_driver any digits and dots (5, 1.2.3.4.5) reaches the image's label and ENV",
+        VALID_R,
+    ),
+    m(
+        "S09",
+        "image/render.py",
+        "    stack = _select_companions(spec, effective_stack(stack, options))\n    validate_stack(stack)",
+        "    stack = _select_companions(spec, effective_stack(stack, options))",
+        "the stack is not validated again after the command line's overrides (--base-image) are applied: "
+        "an override reaches FROM unchecked",
+        RENDER_R,
+    ),
+    m(
+        "S10",
+        "image/render.py",
+        '    spec_ref = spec.path if re.fullmatch(r"[A-Za-z0-9._/-]{1,200}", spec.path) else spec.name',
+        '    spec_ref = spec.path if re.match(r"[A-Za-z0-9._/-]{1,200}", spec.path) else spec.name',
+        "a spec path checked for its start only: a path with a newline reaches the Dockerfile's header "
+        "comment (a new instruction)",
+        RENDER_R,
+    ),
+    m(
+        "S11",
+        "image/render.py",
+        "        if canonicalize_name(Requirement(req).name) in pinned:",
+        "        if Requirement(req).name in pinned:",
+        "a spec requirement that names a stack-pinned package otherwise spelt (Torch, torch_vision) not "
+        "refused: it overrides the stack's pin",
+        RENDER_R,
+    ),
+    m(
+        "S12",
+        "image/render.py",
+        '        if key in labels or key.startswith("io.envbuilder."):',
+        '        if key.startswith("io.envbuilder."):',
+        "a user's extra label replaces one envbuilder sets outside io.envbuilder. "
+        "(org.opencontainers.image.base.name)",
+        RENDER_R,
+    ),
+    m(
+        "S13",
+        "image/render.py",
+        '        require = stack.require_cuda or ".".join(stack.cuda.split(".")[:2])',
+        "        require = stack.require_cuda or stack.cuda",
+        "a bundled image's NVIDIA_REQUIRE_CUDA written with the build's X.Y.Z (cuda>=12.8.1): a 12.8 "
+        "driver refused",
+        RENDER_R,
+    ),
+    # the trust policy, keys, signed attestations, certs import and the certificate store
+    m(
+        "S14",
+        "attest/policy.py",
+        "    if not isinstance(repos, list) or not all(isinstance(r, str) and r for r in repos):",
+        "    if not isinstance(repos, list | str) or not all(isinstance(r, str) and r for r in repos):",
+        "a policy key's repositories written as one string accepted: its characters become patterns (a "
+        "`*` trusts the key everywhere)",
+        POL_S,
+    ),
+    m(
+        "S15",
+        "attest/envelope.py",
+        "    if env.payload_type != PAYLOAD_TYPE:",
+        "    if not env.payload_type:",
+        "an envelope of any payload type verified as an in-toto statement",
+        ENV_S,
+    ),
+    m(
+        "S16",
+        "attest/envelope.py",
+        "        if image_id not in parsed.subject_digests:",
+        "        if image_id and image_id not in parsed.subject_digests:",
+        "a signed certificate with an empty image id taken as for the statement's subject",
+        ENV_S,
+    ),
+    m(
+        "S17",
+        "attest/discovery.py",
+        "        layer = layers[0] if isinstance(layers, list) and len(layers) == 1 else None",
+        "        layer = layers[0] if isinstance(layers, list) and layers else None",
+        "an attestation manifest with several layers read by its first (a second layer never verified)",
+        DISCOVERY_S,
+    ),
+    m(
+        "S18",
+        "attest/keys.py",
+        "    if isinstance(crypto_key, ec.EllipticCurvePublicKey) and not isinstance(crypto_key.curve, ec.SECP256R1):",  # noqa: E501
+        "    if isinstance(crypto_key, ec.EllipticCurvePublicKey) and not isinstance(crypto_key.curve, ec.SECP256R1 | ec.SECP384R1 | ec.SECP521R1):",  # noqa: E501
+        "an ECDSA public key on P-384 or P-521 accepted as a trusted key",
+        KEYS_S,
+    ),
+    m(
+        "S19",
+        "attest/keys.py",
+        "        folder.mkdir(parents=True, exist_ok=True, mode=0o700)",
+        "        folder.mkdir(parents=True, exist_ok=True)",
+        "the keys folder made with the umask's mode (0755), not 0700",
+        KEYS_S,
+    ),
+    m(
+        "S20",
+        "attest/keys.py",
+        "    if private_path.exists() or public_path.exists():",
+        "    if private_path.exists():",
+        "a key generated where only NAME.pub exists: the private key is written, then the public write "
+        "fails, leaving a private key without its half",
+        KEYS_S,
+    ),
+    m(
+        "S21",
+        "attest/imported.py",
+        "    manifest = next((d for d in outcome.subject_digests if d != cert.image.id), cert.image.id)",
+        "    manifest = outcome.subject_digests[0]",
+        "an imported envelope's manifest digest taken as the statement's first subject, which may be the "
+        "image ID",
+        IMP_S,
+    ),
+    m(
+        "S22",
+        "certify/store.py",
+        "        if len(rows) > 1:",
+        "        if len(rows) > 2:",
+        "an id prefix that two certificates share taken as the first of them (certs remove/export the "
+        "wrong one)",
+        STORE_S,
+    ),
+    m(
+        "S23",
+        "certify/store.py",
+        "            if len(bare) >= 64:",
+        "            if len(bare) >= 12:",
+        "an image ID prefix of 12 or more digits looked up as a whole ID (no certificate found for "
+        "`docker images`' ID)",
+        STORE_S,
+    ),
+    m(
+        "S24",
+        "certify/store.py",
+        '        return envelope.decode("utf-8")',
+        '        return envelope.decode("utf-8", "replace")',
+        "a signed envelope that is not UTF-8 stored lossily (it no longer verifies, or verifies as other "
+        "bytes)",
+        STORE_S,
+    ),
+    m(
+        "S25",
+        "certify/certificate.py",
+        '    return -ts.timestamp() if ts is not None else float("inf")',
+        '    return -ts.timestamp() if ts is not None else float("-inf")',
+        "a certificate whose issued_at is no timestamp sorts as the newest (chosen first)",
+        CERT_S,
+    ),
+    # the output policy and the bounded loaders
+    m(
+        "S26",
+        "atomic.py",
+        "    if not stat.S_ISDIR(st.st_mode):",
+        "    if not path.is_dir():",
+        "an output folder that is a symlink to a folder accepted (written through the link)",
+        OUT_S,
+    ),
+    m(
+        "S27",
+        "atomic.py",
+        "    return (0o777 if directory else 0o666) & ~_umask()",
+        "    return 0o755 if directory else 0o644",
+        "new outputs get 0644/0755 whatever the umask: a user's umask 077 not honoured",
+        OUT_S,
+    ),
+    m(
+        "S28",
+        "bounded.py",
+        '        isinstance(text, str) and len(text.encode("utf-8", "surrogatepass")) > max_bytes',
+        "        False",
+        "a text's size counted in characters only: four-byte characters take a document 4x past its byte "
+        "limit",
+        IO_R,
+    ),
+    m(
+        "S29",
+        "bounded.py",
+        '    return read_bounded(path, max_bytes, follow_symlinks=follow_symlinks).decode("utf-8")',
+        '    return read_bounded(path, max_bytes, follow_symlinks=follow_symlinks).decode("utf-8", "replace")',  # noqa: E501
+        "a text file that is not UTF-8 read leniently (U+FFFD), not refused",
+        IO_R,
+    ),
+    # where run's certificate covers it, NVIDIA_REQUIRE_*
+    m(
+        "S30",
+        "run/coverage.py",
+        '    if have.removeprefix("sha256:") == image.id.removeprefix("sha256:"):',
+        '    if have.removeprefix("sha256:") in image.id:',
+        "a certificate whose image id is empty or a fragment of this image's ID taken as for it",
+        COV_S,
+    ),
+    m(
+        "S31",
+        "require_cuda.py",
+        '_VERSION = re.compile(r"^(0|[1-9][0-9]*)(?:\\.(0|[1-9][0-9]*)){0,2}$")',
+        '_VERSION = re.compile(r"^[0-9]+(?:\\.[0-9]+){0,2}$")',
+        "a requirement version with leading zeros (cuda>=012.0) taken as valid: the toolkit refuses every"
+        " container of the image",
+        REQ_S,
+    ),
+    # certify's evidence: the host's GPU watch, the image's kernel inventory
+    m(
+        "S32",
+        "certify/observe.py",
+        "        if report is not None and report.gpus:",
+        "        if report is not None:",
+        "a probe that saw no GPU counted as a sample: a GPU verdict refused as unseen",
+        OBS_S,
+    ),
+    m(
+        "S33",
+        "certify/observe.py",
+        "        old_pids = {p.pid for p in old.processes} if old else set()",
+        "        old_pids = set()",
+        "a compute process already on the GPU before the run (another tenant's) taken as the container's "
+        "work",
+        OBS_S,
+    ),
+    m(
+        "S34",
+        "certify/kernels.py",
+        "            elif driver is not None and _newer(found[1], driver):",
+        "            elif driver is not None and _newer(driver, found[1]):",
+        "the PTX JIT floor compared the wrong way round: a driver too old to JIT a library's PTX passes "
+        "(and a newer one fails)",
+        KERNELS_S,
+    ),
+    m(
+        "S35",
+        "certify/kernels.py",
+        "        return Version(a) > Version(b)",
+        "        return a > b",
+        "driver versions compared as text in the kernel inventory's JIT check (1000.x below 580.x)",
+        KERNELS_S,
+    ),
+    # check's and fleet's judgements
+    m(
+        "S36",
+        "check/gate.py",
+        '                    status="warn",\n                    message=f"{len(report.gpus)} GPU(s) here',
+        '                    status="skip",\n                    message=f"{len(report.gpus)} GPU(s) here',
+        "a node whose GPUs' health NVML cannot read is skipped, not warned: check passes it",
+        CHECK_R,
+    ),
+    m(
+        "S37",
+        "fleet/classes.py",
+        '    if reasons:\n        return Coverage(node_class=cls.name, status="not-covered"',
+        '    if reasons and not unknown:\n        return Coverage(node_class=cls.name, status="not-covered"',
+        "a class whose arch check fails but whose driver is unknown is 'unknown', not 'not-covered'",
+        FLEET_S,
+    ),
+    m(
+        "S38",
+        "fleet/one_image.py",
+        "    oldest, who = min(drivers, key=lambda d: parse_driver(d[0]))",
+        "    oldest, who = min(drivers)",
+        "the partition's oldest driver picked by comparing driver versions as text",
+        FLEET_S,
+    ),
+    m(
+        "S39",
+        "fleet/classes.py",
+        "        if (m := _DRIVER_FEATURE.match(f)) and driver is None:",
+        "        if m := _DRIVER_FEATURE.match(f):",
+        "a class with two driver features takes the last one stated, not the first",
+        FLEET_S,
+    ),
+    # the resolver's forward compatibility
+    m(
+        "S40",
+        "resolve/forward_compat.py",
+        "    release = next((r for r in matrix.cuda.releases if r.version == image.cuda), None)",
+        "    release = None",
+        "the cuda-compat driver taken from the first release of the image's CUDA X.Y, not its own X.Y.Z",
+        FWD_S,
+    ),
+)
+
+
 SETS = {
     "a": SET_A,
     "b": SET_B,
@@ -5900,6 +6357,7 @@ SETS = {
     "p": SET_P,
     "q": SET_Q,
     "r": SET_R,
+    "s": SET_S,
 }
 
 

@@ -253,6 +253,16 @@ def test_an_envelope_file_whose_certificate_is_for_no_subject_of_its_statement_i
     assert isinstance(out, Verified)
 
 
+def test_a_signed_certificate_without_an_image_id_is_for_no_subject(
+    signer: CryptoSigner, policy: TrustPolicy
+) -> None:
+    """An empty image id names no image: it is not the statement's subject, from a registry or
+    from a file (set S's S16 let an empty id through the certificate-mismatch check)."""
+    raw = _signed(signer, cert(image_id=""))
+    for out in (_verify(raw, policy), verify_envelope(raw, repository=None, digest=None, policy=policy)):
+        assert isinstance(out, Refused) and out.reason == "certificate-mismatch"
+
+
 def test_a_statement_near_its_size_limit_fits_its_envelope(signer: CryptoSigner, policy: TrustPolicy) -> None:
     """An envelope carries its statement in base64 (4/3 of it): the envelope's bound must leave
     room for the largest statement parse_statement accepts."""

@@ -51,6 +51,16 @@ def test_generate_never_overwrites(tmp_path: Path) -> None:
     assert info.value.exit_code == 16 and first.public_path.read_bytes() == before
 
 
+def test_generate_writes_nothing_where_only_the_public_half_exists(tmp_path: Path) -> None:
+    # A NAME.pub alone (a key someone else's, copied in) is a key of that name: no NAME.key is
+    # written beside it (set S's S20 looked for NAME.key only, wrote it, then failed on NAME.pub)
+    other = generate_key("ci", directory=tmp_path / "other")
+    (tmp_path / "ci.pub").write_bytes(other.public_path.read_bytes())
+    with pytest.raises(SigningKeyError, match="already exists"):
+        generate_key("ci", directory=tmp_path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ci.pub", "other"]
+
+
 @pytest.mark.parametrize("name", ["../evil", "", "a b", "x" * 65, "ci\n"])
 def test_generate_refuses_bad_names(tmp_path: Path, name: str) -> None:
     with pytest.raises(SigningKeyError, match="is not a key name"):

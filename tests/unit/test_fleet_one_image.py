@@ -122,6 +122,20 @@ def test_cpu_classes_bring_no_gpu_and_an_all_cpu_partition_gets_a_cpu_stack() ->
     assert cpu_only.resolution.stack is not None and cpu_only.resolution.stack.cuda is None
 
 
+def test_the_partitions_oldest_driver_is_the_oldest_version_not_the_first_text() -> None:
+    # 535.54.03 is older than 535.104.05, though its text sorts after it (set S's S38 took the
+    # text's minimum: the newer driver, so stacks were checked against a driver some nodes lack)
+    from dataclasses import replace
+
+    from fake_slurm import cluster
+
+    gpu = [c for c in node_classes(read_nodes(cluster()), MATRIX) if c.gpus_per_node][:2]
+    classes = [replace(gpu[0], driver="535.104.05"), replace(gpu[1], driver="535.54.03")]
+    host, notes = partition_host(MATRIX, classes)
+    assert host.driver == "535.54.03"
+    assert any(n.startswith(f"driver 535.54.03 ({gpu[1].name}) is the oldest") for n in notes)
+
+
 def test_fleet_plan_one_image_prints_the_stack_and_the_dropped_ones(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -133,6 +133,9 @@ def test_features_state_driver_and_compute_capability() -> None:
     assert facts_from_features(("sm_120", "driver_580.95.05"))[:2] == ("580.95.05", "12.0")
     assert facts_from_features(("sm_100", "ib"))[:2] == (None, "10.0")
     assert facts_from_features(("nvme",))[:2] == (None, None)
+    # two driver features: the first stated is the class's driver, as for two sm_ features (set
+    # S's S39 took the last driver)
+    assert facts_from_features(("driver_580.95.05", "driver_550.54.14"))[:2] == ("580.95.05", None)
 
 
 def test_coverage_is_runs_own_checks_applied_to_the_class() -> None:
@@ -148,6 +151,11 @@ def test_coverage_is_runs_own_checks_applied_to_the_class() -> None:
     assert class_coverage(blind, image(), MATRIX).status == "unknown"
     assert class_coverage(h200, image(cpu_stack()), MATRIX).reasons == ("a CPU-only stack: no GPU runs",)
     assert class_coverage(h200, image(None), MATRIX).status == "unknown"
+    # a check that fails is not-covered even where another fact is unknown: no driver can give
+    # an sm_90 GPU the kernels an sm_80-only build lacks (set S's S37 said unknown)
+    no_driver = class_coverage(replace(h200, driver=None), image(sm80_only), MATRIX)
+    assert no_driver.status == "not-covered" and "[gpu-arch]" in no_driver.reasons[0]
+    assert any("driver unknown" in r for r in no_driver.reasons)
 
 
 def test_probe_replaces_guesses_with_what_nvidia_smi_said_on_the_node() -> None:

@@ -96,6 +96,10 @@ def test_ptx_the_driver_cannot_jit_fails_with_its_isa(inv: dict[str, Any]) -> No
         "jax_cuda12_plugin/_prng.so runs on NVIDIA GeForce RTX 5090 (sm_120) only through PTX compute_90 "
         "of ISA 8.3 (CUDA 12.3): driver 535.104.05 < 545.23.06 cannot JIT-compile it",
     )
+    # driver versions compare as versions: 545.100.01 (a three-digit minor, as 535.104.05 has) is
+    # newer than 545.23.06, though its text sorts first (set S's S35 compared the text)
+    newer = judge_inventory(m, inv, [("NVIDIA GeForce RTX 5090", "12.0")], "545.100.01")
+    assert newer.failures == ()
 
 
 def test_an_unreadable_isa_is_a_warning_not_a_guess() -> None:

@@ -114,6 +114,8 @@ def test_requirement_files_follow_includes_and_refuse_index_options(tmp_path: Pa
         "--extra-index-url=https://x",
         "-f ./w",
         "--no-index",
+        "--trusted-host x",  # set S's S03: TLS checks off for a host, from a requirements file
+        "--trusted-host=x",
     ):
         (tmp_path / "bad.txt").write_text(f"six\n{line}\n")
         with pytest.raises(SpecError, match=r"bad\.txt:2: .* is refused") as err:

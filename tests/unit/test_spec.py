@@ -130,6 +130,11 @@ def test_apt_version_pin_allowed() -> None:
         "PATH",
         "LD_LIBRARY_PATH",
         "NVIDIA_REQUIRE_CUDA",
+        # every NVIDIA_* steers the Container Toolkit, not only the two of the driver check
+        # (set S's S01 refused NVIDIA_DISABLE_REQUIRE and NVIDIA_REQUIRE_CUDA alone)
+        "NVIDIA_VISIBLE_DEVICES",
+        "NVIDIA_DRIVER_CAPABILITIES",
+        "NVIDIA_REQUIRE_DRIVER",
         "ENVBUILDER_HARNESS",
         "A" * 65,
     ],

@@ -117,6 +117,19 @@ def test_the_watch_sees_a_new_process_or_memory_rising_and_survives_a_broken_pro
     assert obs.samples == 0 and "NVML went away" in obs.detail
 
 
+def test_a_probe_that_lists_no_gpu_is_no_sample() -> None:
+    # A read that lists no GPU saw nothing of the container's GPUs: counted as a sample, a GPU
+    # verdict would be refused as "saw none in N samples" (set S's S32 counted it)
+    empty = replace(_gpu_report(), gpus=())
+    reports = [_gpu_report(), empty, empty]
+    watch = GpuWatch(lambda: reports.pop(0), interval_s=0.0)
+    watch.start()
+    watch.tick()
+    watch.tick()
+    assert watch.stop() == Observation(source="nvml", samples=0, busy=())
+    assert host_verdict(result(), facts(observation=watch.stop()))[0] == "certified"
+
+
 def test_certify_runs_the_hosts_harness_even_when_the_image_has_its_own() -> None:
     eng = engine()  # IMAGE's label says /opt/envbuilder/harness
     cert, _ = certify(eng)
