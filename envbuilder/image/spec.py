@@ -283,7 +283,9 @@ def validate_requirement(check: _Checker, field: str, value: object) -> Requirem
         canonical = str(req)
         again = str(Requirement(canonical))
     except InvalidRequirement as exc:
-        raise check.fail(field, text, f"not a PEP 508 requirement ({exc})", hint) from None
+        # packaging's message is three lines (the text again, a caret under the error): its first
+        why = str(exc).splitlines()[0] if str(exc) else "unreadable"
+        raise check.fail(field, text, f"not a PEP 508 requirement ({why})", hint) from None
     if req.url:
         raise check.fail(field, text, "direct URL references are refused", hint)
     if again != canonical or Counter(_squeeze(text)) != Counter(_squeeze(canonical)):
