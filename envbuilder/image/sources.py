@@ -22,7 +22,8 @@ URL_PATH = r"(?:/(?!(?:\.|%2[eE]){1,2}(?:/|$))[A-Za-z0-9._~%+-]*)*"
 INDEX_URL_RE = re.compile(
     r"^(?:https://[A-Za-z0-9.-]+|http://(?:127\.0\.0\.1|localhost))(?::[0-9]{1,5})?" + URL_PATH + "$"
 )
-SECRET_ID_RE = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
+# A BuildKit secret id, also the file name under /run/secrets/ the build reads: not `.` or `..`.
+SECRET_ID_RE = re.compile(r"^(?!\.\.?$)[A-Za-z0-9_.-]{1,64}$")
 USERNAME_RE = re.compile(r"^[A-Za-z0-9_.@+-]{1,128}$")
 # A relative path of plain segments (no `..`, no leading `/`): it names a file beside the spec.
 REL_PATH_RE = re.compile(r"^(?!/)(?:[A-Za-z0-9_.+-]+/)*[A-Za-z0-9_.+-]+/?$")
