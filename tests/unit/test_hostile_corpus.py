@@ -40,7 +40,14 @@ from envbuilder.image.spec import load_spec, parse_spec
 from envbuilder.image.validate import validate_stack
 from envbuilder.imageref import check_registry, check_tag
 from envbuilder.require_cuda import parse_require_cuda
-from envbuilder.run.launch import parse_env, parse_name, parse_publish, parse_size, parse_user
+from envbuilder.run.launch import (
+    parse_env,
+    parse_name,
+    parse_publish,
+    parse_size,
+    parse_user,
+    parse_workdir,
+)
 from envbuilder.versions import parse_cc, parse_host_driver, parse_python_xy, parse_version
 
 # The same glyphs, other code points (Cyrillic): written as escapes, so no look-alike is in the source.
@@ -223,6 +230,7 @@ def _publish_port(value: str) -> object:
 # --------------------------------------------------------------------------- the checks
 ESCAPED = 'free text: render writes it as one double-quoted Dockerfile word, \\ " $ escaped'
 EXEC_FORM = "an argument of CMD's exec form (a JSON array, no shell), any printable text"
+IN_CONTAINER = "a folder inside the user's own container, one argv word of docker's -w (no shell)"
 STRIPPED = "surrounding whitespace is stripped: what the parser returns has none"
 CANONICAL = "packaging drops it: the spec keeps str(Requirement), which has none"
 JOINED = "a name of a file beside the spec, joined to its folder by envbuilder, never an argv word"
@@ -820,6 +828,18 @@ CHECKS: dict[str, Check] = {
     ),
     "run.parse_publish.PORT": Check(
         _publish_port, ("8888", "5353"), UsageError, {"zero": "0", "big": "65536", "range": "80-90"}
+    ),
+    "run.parse_workdir": Check(
+        parse_workdir,
+        ("/workspace", "/data/run 1"),
+        UsageError,
+        {"relative": "workspace"},
+        accepted={  # it refuses what would break the line (newline, CR, NUL) and a relative path
+            m: IN_CONTAINER
+            for m in MUTATIONS
+            if m not in ("newline-end", "newline-start", "newline-inside", "cr-end", "nul")
+            and m not in ("space-start", "dash-lead", "empty")
+        },
     ),
     "run.parse_size": Check(
         parse_size,
