@@ -719,9 +719,15 @@ CHECKS: dict[str, Check] = {
     # ---- NVIDIA_REQUIRE_* as an image carries it: invalid is refused (a bool: valid or not)
     "require_cuda.parse": Check(
         lambda v: parse_require_cuda(v).invalid is None,
-        ("cuda>=12.6", "cuda>=12.6 brand=tesla,driver>=470,driver<471"),
+        ("cuda>=12.6", "cuda>=12.6 brand=tesla,driver>=470,driver<471", "cuda>=12.6,arch>=9.0"),
         None,
-        {"zero": "cuda>=012.6", "no-op": "cuda12.6", "four-parts": "cuda>=12.6.1.1"},
+        {
+            "zero": "cuda>=012.6",
+            "no-op": "cuda12.6",
+            "four-parts": "cuda>=12.6.1.1",
+            "arch-suffix": "cuda>=12.6,arch>=9.0a",
+            "driver-text": "cuda>=12.6 brand=tesla,driver>=470.x,driver<471",
+        },
         accepted=SKIPPED,
     ),
     # ---- versions given on the command line: UsageError, exit 2
