@@ -8258,34 +8258,35 @@ AREAS["attest"] = (
 # parsers, the versions given on a command line, the trust policy's max_age and key names, a
 # certificate's issued_at (the functions of these checks that hold the decisions, without
 # imageref's, the probe's, the spec's free text and argv, kept out for time). Its guards are the
-# test files that named these functions before tests/unit/test_hostile_corpus.py (kept last: the
-# results file compares the survivors without and with it).
+# test files that named these functions and tests/unit/test_hostile_corpus.py (first: it holds
+# every check's cases, and pytest stops at the first failure; the results file compares the
+# survivors without and with it). Not test_errors.py: it reads README.md,
+# which a mutant's snapshot has not.
 HOSTILE_CORPUS = "test_hostile_corpus.py"
 SPEC_VALUE_TESTS = (
+    HOSTILE_CORPUS,
     "test_spec.py",
     "test_spec_no_echo.py",
     "test_spec_schema.py",
     "test_render.py",
     "test_lock_values.py",
-    "test_errors.py",
-    HOSTILE_CORPUS,
 )
 RENDER_VALUE_TESTS = (
+    HOSTILE_CORPUS,
     "test_render_base_venv.py",
     "test_render_forward_compat.py",
     "test_render.py",
     "test_lock_values.py",
-    HOSTILE_CORPUS,
 )
-RUN_VALUE_TESTS = ("test_run_docker_like.py", "test_input_checks.py", "test_run_boundary.py", HOSTILE_CORPUS)
-TRUST_VALUE_TESTS = ("test_attest_keys.py", "test_cli_trust.py", "test_certificate.py", HOSTILE_CORPUS)
+RUN_VALUE_TESTS = (HOSTILE_CORPUS, "test_run_docker_like.py", "test_input_checks.py", "test_run_boundary.py")
+TRUST_VALUE_TESTS = (HOSTILE_CORPUS, "test_attest_keys.py", "test_cli_trust.py", "test_certificate.py")
 VERSION_VALUE_TESTS = (
+    HOSTILE_CORPUS,
     "test_versions.py",
     "test_input_checks.py",
     "test_archs.py",
     "test_host.py",
     "test_driver_two_part.py",
-    HOSTILE_CORPUS,
 )
 AREAS["values"] = (
     "VL",
