@@ -113,6 +113,8 @@ class Check:
 
 # --------------------------------------------------------------------------- doors
 
+FIRST_INDEX = {"name": "first", "url": "https://first.example/simple"}  # a list's value goes second
+FIRST_URL = "https://files.example/f/filelock-4.3.1-py3-none-any.whl"
 SPEC = {"schema_version": 1, "name": "smoke", "framework": "torch==2.13.0", "python": "3.11"}
 
 
@@ -131,7 +133,10 @@ def _top(key: str) -> Door:
 
 def _stack(name: str, *, tuple_field: bool = False) -> Door:
     def door(value: str) -> object:
-        changes: dict[str, Any] = {name: (value,) if tuple_field else value}
+        # a tuple's hostile item second: a check of the first item only is no check
+        changes: dict[str, Any] = {
+            name: (getattr(TORCH_BUNDLED_CU130, name)[0], value) if tuple_field else value
+        }
         validate_stack(replace(TORCH_BUNDLED_CU130, **changes))
         return None
 
@@ -300,7 +305,7 @@ CHECKS: dict[str, Check] = {
         accepted={"space-end": CANONICAL},
     ),
     "spec.requirements[]": Check(
-        _spec(lambda raw, v: raw.update({"requirements": [v]})),
+        _spec(lambda raw, v: raw.update({"requirements": ["attrs>=23", v]})),
         ("pillow>=10", "numpy==2.1.*", "pywin32>=306; sys_platform == 'win32'"),
         SpecError,
         {
@@ -312,19 +317,19 @@ CHECKS: dict[str, Check] = {
         accepted={"space-end": CANONICAL},
     ),
     "spec.companions[]": Check(
-        _spec(lambda raw, v: raw.update({"companions": [v]})),
+        _spec(lambda raw, v: raw.update({"companions": ["torchaudio", v]})),
         ("torchvision",),
         SpecError,
         {"upper": "TorchVision"},
     ),
     "spec.apt[]": Check(
-        _spec(lambda raw, v: raw.update({"apt": [v]})),
+        _spec(lambda raw, v: raw.update({"apt": ["curl", v]})),
         ("libgl1", "git=1:2.39.5-0+deb12u1"),
         SpecError,
         {"upper": "LibGL1", "option": "-o=APT::x", "long": "a" * 64},
     ),
     "spec.env.KEY": Check(
-        _spec(lambda raw, v: raw.update({"env": {v: "1"}})),
+        _spec(lambda raw, v: raw.update({"env": {"AN_HONEST_KEY": "1", v: "1"}})),
         ("MY_FLAG", "HF_HOME"),
         SpecError,
         {"lower": "my_flag", "reserved": "PATH", "nvidia": "NVIDIA_DISABLE_REQUIRE", "long": "A" * 65},
@@ -381,13 +386,13 @@ CHECKS: dict[str, Check] = {
         accepted={"dash-lead": JOINED},
     ),
     "spec.pyproject.extras[]": Check(
-        _spec(lambda raw, v: raw.update({"pyproject": {"path": "pyproject.toml", "extras": [v]}})),
+        _spec(lambda raw, v: raw.update({"pyproject": {"path": "pyproject.toml", "extras": ["docs", v]}})),
         ("dev", "gpu_extra"),
         SpecError,
         {"long": "a" * 65},
     ),
     "spec.indexes.url": Check(
-        _spec(lambda raw, v: raw.update({"indexes": [{"name": "corp", "url": v}]})),
+        _spec(lambda raw, v: raw.update({"indexes": [FIRST_INDEX, {"name": "corp", "url": v}]})),
         ("https://pkgs.example/simple", "http://127.0.0.1:8080/simple"),
         SpecError,
         {
@@ -398,7 +403,11 @@ CHECKS: dict[str, Check] = {
         },
     ),
     "spec.indexes.name": Check(
-        _spec(lambda raw, v: raw.update({"indexes": [{"name": v, "url": "https://pkgs.example/simple"}]})),
+        _spec(
+            lambda raw, v: raw.update(
+                {"indexes": [FIRST_INDEX, {"name": v, "url": "https://pkgs.example/simple"}]}
+            )
+        ),
         ("corp", "team-a"),
         SpecError,
         {"upper": "Corp", "reserved": "pypi", "long": "a" * 33},
@@ -406,7 +415,12 @@ CHECKS: dict[str, Check] = {
     "spec.indexes.username": Check(
         _spec(
             lambda raw, v: raw.update(
-                {"indexes": [{"name": "corp", "url": "https://pkgs.example/simple", "username": v}]}
+                {
+                    "indexes": [
+                        FIRST_INDEX,
+                        {"name": "corp", "url": "https://pkgs.example/simple", "username": v},
+                    ]
+                }
             )
         ),
         ("__token__", "ci.bot@example.com"),
@@ -417,7 +431,12 @@ CHECKS: dict[str, Check] = {
     "spec.indexes.secret": Check(
         _spec(
             lambda raw, v: raw.update(
-                {"indexes": [{"name": "corp", "url": "https://pkgs.example/simple", "secret": v}]}
+                {
+                    "indexes": [
+                        FIRST_INDEX,
+                        {"name": "corp", "url": "https://pkgs.example/simple", "secret": v},
+                    ]
+                }
             )
         ),
         ("corp_token", "tok"),
@@ -435,7 +454,11 @@ CHECKS: dict[str, Check] = {
     "stack.ptx[]": Check(_stack("ptx", tuple_field=True), ("12.0",), SpecError, {"compute": "compute_120"}),
     "stack.python_install": Check(_stack("python_install"), ("apt", "present"), SpecError, {"upper": "Apt"}),
     "stack.companions.pin": Check(
-        lambda v: validate_stack(replace(TORCH_BUNDLED_CU130, companions=(("torchvision", v),))),
+        lambda v: validate_stack(
+            replace(
+                TORCH_BUNDLED_CU130, companions=(("torchaudio", "torchaudio==2.11.0"), ("torchvision", v))
+            )
+        ),
         ("torchvision==0.26.0",),
         SpecError,
         {"range": "torchvision>=0.26"},
@@ -496,7 +519,12 @@ CHECKS: dict[str, Check] = {
         },
     ),
     "stack.companions.name": Check(
-        lambda v: validate_stack(replace(TORCH_BUNDLED_CU130, companions=((v, "torchvision==0.26.0"),))),
+        lambda v: validate_stack(
+            replace(
+                TORCH_BUNDLED_CU130,
+                companions=(("torchaudio", "torchaudio==2.11.0"), (v, "torchvision==0.26.0")),
+            )
+        ),
         ("torchvision",),
         SpecError,
     ),
@@ -548,7 +576,7 @@ CHECKS: dict[str, Check] = {
         _pl("resolver"), ("uv 0.13.9",), SpecError, {"two-spaces": "uv  0.13.9", "pip": "pip 24.0"}
     ),
     "lock.packages.find_links[]": Check(
-        _lock(lambda d, v: d["packages"][0].update({"find_links": [v]})),
+        _lock(lambda d, v: d["packages"][0].update({"find_links": ["/srv/first", v]})),
         ("/srv/wheels", "/tmp/envbuilder-wheels/x86_64"),
         SpecError,
         {"relative": "srv/wheels", "url": "https://evil/wheels"},
@@ -557,7 +585,7 @@ CHECKS: dict[str, Check] = {
         },
     ),
     "lock.packages.inputs.FILE": Check(
-        _lock(lambda d, v: d["packages"][0].update({"inputs": {v: "4" * 64}})),
+        _lock(lambda d, v: d["packages"][0].update({"inputs": {"first.txt": "4" * 64, v: "4" * 64}})),
         ("requirements.txt", "deps/base.txt"),
         SpecError,
         {"absolute": "/etc/passwd", "dotdot": "../x"},
@@ -628,7 +656,7 @@ CHECKS: dict[str, Check] = {
         {"upper-hex": "A" * 64, "prefixed": "sha256:" + "1" * 64},
     ),
     "lock.packages.packages.urls[]": Check(
-        _lock(lambda d, v: d["packages"][0]["packages"][0].update({"urls": [v]})),
+        _lock(lambda d, v: d["packages"][0]["packages"][0].update({"urls": [FIRST_URL, v]})),
         (
             "file:///wheelhouse/filelock-4.3.1-py3-none-any.whl",
             "https://files.example/f/filelock-4.3.1-py3-none-any.whl",
@@ -666,7 +694,7 @@ CHECKS: dict[str, Check] = {
         accepted={"empty": "an empty --base-image is no override (the default)"},
     ),
     "render.labels.KEY": Check(
-        _render(lambda v: RenderOptions(labels=((v, "x"),))),
+        _render(lambda v: RenderOptions(labels=(("org.example.first", "x"), (v, "x")))),
         ("org.example.team", "owner"),
         SpecError,
         {"upper": "Owner", "envbuilder": "io.envbuilder.stack", "long": "a" * 129},
