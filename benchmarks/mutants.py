@@ -3968,8 +3968,8 @@ SET_N = (
     m(
         "N14",
         "host/probe.py",
-        '        if re.fullmatch(r"\\d{3,4}\\.\\d{1,3}(\\.\\d{1,3})?", text):',
-        '        if re.fullmatch(r"\\d{3,4}\\.\\d{1,3}\\.\\d{1,3}", text):',
+        '        if re.fullmatch(r"[0-9]{3,4}\\.[0-9]{1,3}(\\.[0-9]{1,3})?", text):',
+        '        if re.fullmatch(r"[0-9]{3,4}\\.[0-9]{1,3}\\.[0-9]{1,3}", text):',
         "a two-part driver version in /sys/module/nvidia/version (470.86) refused: no driver found",
         HOST_N,
     ),
@@ -5323,8 +5323,8 @@ SET_Q = (
     m(
         "Q19",
         RENDER_FILE_Q,
-        'BASE_VENV_RE = re.compile(r"/[A-Za-z0-9._-]+(?:/[A-Za-z0-9._-]+)*")',
-        'BASE_VENV_RE = re.compile(r"/[A-Za-z0-9._ -]+(?:/[A-Za-z0-9._ -]+)*")',
+        'BASE_VENV_RE = re.compile(r"(?:/(?!\\.\\.?(?:/|$))[A-Za-z0-9._-]+)+")',
+        'BASE_VENV_RE = re.compile(r"(?:/(?!\\.\\.?(?:/|$))[A-Za-z0-9._ -]+)+")',
         "a --base-venv holding a space reaches the Dockerfile (its venv path and every RUN that names it)",
         RENDER_Q,
     ),
@@ -5375,8 +5375,8 @@ SET_Q = (
     m(
         "Q25",
         POLICY_Q,
-        '_DURATION = re.compile(r"^\\s*(\\d+(?:\\.\\d+)?)\\s*([smhdw]?)\\s*$")',
-        '_DURATION = re.compile(r"^\\s*(\\d+(?:\\.\\d+)?)\\s*([a-z]?)\\s*$")',
+        '_DURATION = re.compile(r"\\s*([0-9]+(?:\\.[0-9]+)?)\\s*([smhdw]?)\\s*", re.ASCII)',
+        '_DURATION = re.compile(r"\\s*([0-9]+(?:\\.[0-9]+)?)\\s*([a-z]?)\\s*", re.ASCII)',
         "a max_age with an unknown unit (30y) read past the pattern: a KeyError, not SigningKeyError",
         TRUST_M,
     ),
@@ -5585,8 +5585,8 @@ SET_R = (
     m(
         "R08",
         "image/sources.py",
-        '    r"^(?:https://[A-Za-z0-9.-]+|http://(?:127\\.0\\.0\\.1|localhost))(?::[0-9]{1,5})?(?:/[A-Za-z0-9._~%+-]*)*$"',
-        '    r"^(?:https://[A-Za-z0-9.-]+|http://(?:127\\.0\\.0\\.1|localhost))(?::[0-9]{1,5})?(?:/[A-Za-z0-9._~%+=?&-]*)*$"',
+        'URL_PATH = r"(?:/(?!(?:\\.|%2[eE]){1,2}(?:/|$))[A-Za-z0-9._~%+-]*)*"',
+        'URL_PATH = r"(?:/(?!(?:\\.|%2[eE]){1,2}(?:/|$))[A-Za-z0-9._~%+=?&-]*)*"',
         "an index URL with a query (?token=...) accepted: the token lands in the lock and the image",
         SOURCES_R,
     ),
@@ -9066,6 +9066,75 @@ AREAS["attest"] = (
             ATTEST_TESTS,
         ),
         Target("image/installable.py", ("install_sets",), ATTEST_TESTS),
+    ),
+)
+
+# The value checks at the trust boundaries that no area planted in (2026-12-06, issue 23's hostile
+# corpus): the spec's and the stack's values, the spec's files, render's options, run's option
+# parsers, the versions given on a command line, the trust policy's max_age and key names, a
+# certificate's issued_at (the functions of these checks that hold the decisions, without
+# imageref's, the probe's, the spec's free text and argv, kept out for time). Its guards are the
+# test files that named these functions and tests/unit/test_hostile_corpus.py (first: it holds
+# every check's cases, and pytest stops at the first failure; the results file compares the
+# survivors without and with it). Not test_errors.py: it reads README.md,
+# which a mutant's snapshot has not.
+HOSTILE_CORPUS = "test_hostile_corpus.py"
+SPEC_VALUE_TESTS = (
+    HOSTILE_CORPUS,
+    "test_spec.py",
+    "test_spec_no_echo.py",
+    "test_spec_schema.py",
+    "test_render.py",
+    "test_lock_values.py",
+)
+RENDER_VALUE_TESTS = (
+    HOSTILE_CORPUS,
+    "test_render_base_venv.py",
+    "test_render_forward_compat.py",
+    "test_render.py",
+    "test_lock_values.py",
+)
+RUN_VALUE_TESTS = (HOSTILE_CORPUS, "test_run_docker_like.py", "test_input_checks.py", "test_run_boundary.py")
+TRUST_VALUE_TESTS = (HOSTILE_CORPUS, "test_attest_keys.py", "test_cli_trust.py", "test_certificate.py")
+VERSION_VALUE_TESTS = (
+    HOSTILE_CORPUS,
+    "test_versions.py",
+    "test_input_checks.py",
+    "test_archs.py",
+    "test_host.py",
+    "test_driver_two_part.py",
+)
+AREAS["values"] = (
+    "VL",
+    (
+        Target("image/validate.py", ("check", "validate_stack", "dockerfile_string"), SPEC_VALUE_TESTS),
+        Target(
+            "image/spec.py",
+            (
+                "_Checker.pattern",
+                "validate_requirement",
+                "check_spec_files",
+                "_rel_path",
+                "_indexes",
+                "_companions",
+                "_apt",
+                "_env",
+            ),
+            SPEC_VALUE_TESTS,
+        ),
+        Target("image/sources.py", ("spec_file",), SPEC_VALUE_TESTS),
+        Target("image/render.py", ("venv_path", "_forward_compat"), RENDER_VALUE_TESTS),
+        Target(
+            "run/launch.py", ("parse_size", "parse_env", "_port", "parse_user", "parse_name"), RUN_VALUE_TESTS
+        ),
+        Target("attest/policy.py", ("parse_duration",), TRUST_VALUE_TESTS),
+        Target("attest/keys.py", ("check_name",), TRUST_VALUE_TESTS),
+        Target("certify/certificate.py", ("parse_timestamp",), TRUST_VALUE_TESTS),
+        Target(
+            "versions.py",
+            ("parse_driver", "parse_host_driver", "parse_python_xy", "parse_cc"),
+            VERSION_VALUE_TESTS,
+        ),
     ),
 )
 

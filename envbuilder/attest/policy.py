@@ -36,7 +36,8 @@ from envbuilder.resources import user_data_dir
 SCHEMA_VERSION = 1
 POLICY_NAME = "trust.yaml"
 POLICY_MAX_BYTES = 256 * 1024  # a policy lists keys: anything bigger is a mistake or an attack
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw]?)\s*$")
+# [0-9], not \d: \d takes any script's digits (float() reads an Arabic-Indic 3 as 3); ASCII \s.
+_DURATION = re.compile(r"\s*([0-9]+(?:\.[0-9]+)?)\s*([smhdw]?)\s*", re.ASCII)
 _MAX_AGE_S = 100 * 365 * 86400
 _UNIT_S = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 
@@ -80,7 +81,7 @@ def parse_duration(text: str | int | float, where: str = "max_age") -> float:
     if isinstance(text, int | float) and not isinstance(text, bool):
         seconds = float(text) if abs(text) < 1e300 else math.inf  # float(10**400): OverflowError
     else:
-        m = _DURATION.match(str(text))
+        m = _DURATION.fullmatch(str(text))
         if not m:
             raise SigningKeyError(
                 f"{where} {_shown(text)} is not a duration", hint="write it like 30d, 12h, 90m, 45s or 2w"

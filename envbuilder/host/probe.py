@@ -284,7 +284,7 @@ def probe_nvidia_smi(run: Runner = run_command, exe: str = "nvidia-smi") -> Host
     )
 
 
-_NVRM_RE = re.compile(r"NVRM version:.*?\s(\d{3,4}\.\d{1,3}(?:\.\d{1,3})?)\s")
+_NVRM_RE = re.compile(r"NVRM version:.*?\s([0-9]{3,4}\.[0-9]{1,3}(?:\.[0-9]{1,3})?)\s")
 
 
 def probe_proc(root: Path = Path("/")) -> HostReport | str:
@@ -299,7 +299,7 @@ def probe_proc(root: Path = Path("/")) -> HostReport | str:
         pass
     try:
         text = sysmod.read_text().strip()
-        if re.fullmatch(r"\d{3,4}\.\d{1,3}(\.\d{1,3})?", text):
+        if re.fullmatch(r"[0-9]{3,4}\.[0-9]{1,3}(\.[0-9]{1,3})?", text):  # [0-9]: not any script's
             return HostReport(source="proc", driver=text, cuda_driver=None)
     except OSError:
         pass

@@ -72,7 +72,9 @@ from envbuilder.resolve.model import Stack
 # time at install) would make two builds' layers differ (the venv layer did, measured).
 HASHED_PYC_ENV = "SOURCE_DATE_EPOCH=0"
 VENV = "/opt/venv"
-BASE_VENV_RE = re.compile(r"/[A-Za-z0-9._-]+(?:/[A-Za-z0-9._-]+)*")
+# An absolute path of plain segments, none `.` or `..` (as the spec's workdir: the folder named is
+# the folder written into ENV VIRTUAL_ENV, PATH and the install steps).
+BASE_VENV_RE = re.compile(r"(?:/(?!\.\.?(?:/|$))[A-Za-z0-9._-]+)+")
 HARNESS_DEST = "/opt/envbuilder/harness"
 ENTRYPOINT_SOURCE = "entrypoint.sh"  # in the build context
 ENTRYPOINT_DEST = "/opt/envbuilder/entrypoint.sh"

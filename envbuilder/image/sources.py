@@ -14,11 +14,16 @@ from typing import Any
 from envbuilder.errors import SpecError
 
 INDEX_NAME_RE = re.compile(r"^[a-z][a-z0-9-]{0,31}$")
+# A URL's path: segments of unreserved characters and %-escapes, none of them `.` or `..` (also
+# escaped, %2e): a client resolves those away (RFC 3986 5.2.4), so what is recorded would not be
+# what is fetched. Shared by the index URLs and a spec's `source:`.
+URL_PATH = r"(?:/(?!(?:\.|%2[eE]){1,2}(?:/|$))[A-Za-z0-9._~%+-]*)*"
 # https:// without credentials, query or fragment; http:// only for a loopback mirror.
 INDEX_URL_RE = re.compile(
-    r"^(?:https://[A-Za-z0-9.-]+|http://(?:127\.0\.0\.1|localhost))(?::[0-9]{1,5})?(?:/[A-Za-z0-9._~%+-]*)*$"
+    r"^(?:https://[A-Za-z0-9.-]+|http://(?:127\.0\.0\.1|localhost))(?::[0-9]{1,5})?" + URL_PATH + "$"
 )
-SECRET_ID_RE = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
+# A BuildKit secret id, also the file name under /run/secrets/ the build reads: not `.` or `..`.
+SECRET_ID_RE = re.compile(r"^(?!\.\.?$)[A-Za-z0-9_.-]{1,64}$")
 USERNAME_RE = re.compile(r"^[A-Za-z0-9_.@+-]{1,128}$")
 # A relative path of plain segments (no `..`, no leading `/`): it names a file beside the spec.
 REL_PATH_RE = re.compile(r"^(?!/)(?:[A-Za-z0-9_.+-]+/)*[A-Za-z0-9_.+-]+/?$")

@@ -28,6 +28,7 @@ from envbuilder.image.sources import (
     INDEX_URL_RE,
     REL_PATH_RE,
     SECRET_ID_RE,
+    URL_PATH,
     USERNAME_RE,
     PackageIndex,
     ProjectFile,
@@ -56,7 +57,7 @@ MAX_ARGV = 64
 USER_RE = re.compile(r"^[a-z_][a-z0-9_-]{0,31}$")
 WORKDIR_RE = re.compile(r"^(/[A-Za-z0-9._-]+)+$|^/$")
 THRESHOLD_KEY_RE = re.compile(r"^[a-z][a-z0-9_.]{0,63}$")
-SOURCE_RE = re.compile(r"^https://[A-Za-z0-9.-]+(:[0-9]{1,5})?(/[A-Za-z0-9._~%+-]*)*$")
+SOURCE_RE = re.compile(r"^https://[A-Za-z0-9.-]+(:[0-9]{1,5})?" + URL_PATH + "$")
 # Requirement head (name, extras, specifiers): no spaces, quotes or shell metacharacters.
 _REQ_HEAD_RE = re.compile(
     r"^[A-Za-z0-9][A-Za-z0-9._-]*(\[[A-Za-z0-9._,-]+\])?([<>=!~][<>=!~A-Za-z0-9.*+,_-]*)?$"
@@ -283,7 +284,9 @@ def validate_requirement(check: _Checker, field: str, value: object) -> Requirem
         canonical = str(req)
         again = str(Requirement(canonical))
     except InvalidRequirement as exc:
-        raise check.fail(field, text, f"not a PEP 508 requirement ({exc})", hint) from None
+        # packaging's message is three lines (the text again, a caret under the error): its first
+        why = str(exc).splitlines()[0] if str(exc) else "unreadable"
+        raise check.fail(field, text, f"not a PEP 508 requirement ({why})", hint) from None
     if req.url:
         raise check.fail(field, text, "direct URL references are refused", hint)
     if again != canonical or Counter(_squeeze(text)) != Counter(_squeeze(canonical)):

@@ -14,8 +14,10 @@ from envbuilder.resolve.model import Stack
 
 # Patterns for values that come from a stack / lock file (render refuses, never escapes).
 # Digits are [0-9], not \d (which also matches full-width and other Unicode digits).
+# The registry host starts with a letter or digit, as Docker's grammar (imageref.DOMAIN_RE) has
+# it: `-nvidia/cuda:12` is no reference, and a tool given it as a word would read options.
 IMAGE_REF_RE = re.compile(
-    r"(?:[a-z0-9.-]+(?::[0-9]{1,5})?/)?[a-z0-9]+(?:[._-]+[a-z0-9]+)*"
+    r"(?:[a-z0-9][a-z0-9.-]*(?::[0-9]{1,5})?/)?[a-z0-9]+(?:[._-]+[a-z0-9]+)*"
     r"(?:/[a-z0-9]+(?:[._-]+[a-z0-9]+)*)*"
     r"(?::[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?(?:@sha256:[0-9a-f]{64})?"
 )

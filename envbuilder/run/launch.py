@@ -52,7 +52,8 @@ RUN_LOG = "runs.jsonl"
 OUTPUT_LINES = 2000  # --monitor reads this much of the end of the job's output (where it died)
 RUN_LABEL = "io.envbuilder.run"  # on every container `run` starts
 IPC_MODES = ("private", "shareable", "host")
-# -e, -u, --name: each matched whole (fullmatch): `$` alone also matches before a final line break.
+# -e, -u, --name and -p's ports: each matched whole (fullmatch): `$` alone also matches before
+# a final line break.
 _ENV_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _SIZE = re.compile(r"([0-9]{1,20})([bkmg]?)b?", re.IGNORECASE | re.ASCII)
 _SIZE_MAX = (1 << 63) - 1  # Docker's HostConfig.ShmSize is an int64
@@ -154,7 +155,7 @@ def parse_volume(item: str, cwd: Path | None = None) -> Mount:
 
 
 def _port(text: str, item: str) -> int:
-    if not _PORT.match(text) or not 1 <= int(text) <= 65535:
+    if not _PORT.fullmatch(text) or not 1 <= int(text) <= 65535:
         hint = "one port per -p (docker's ranges are not taken)" if "-" in text else "a port is 1-65535"
         raise UsageError(f"-p {item[:80]!r}: {text[:20]!r} is not a port", hint=hint)
     return int(text)
