@@ -6341,22 +6341,30 @@ SET_S = (
 # --------------------------------------------------------------------------- set T (blind, 2026-12-06)
 # Forty more one-line bugs at the trust boundaries, written as an outsider from envbuilder/ alone,
 # before any file under tests/ was opened (benchmarks/results/mutants-sett-2026-12-06.md). Guards
-# picked by file name and by which test files import the module (`grep -l`, names only).
-VALID_T = VALID_R
-RENDER_T = RENDER_R
-LOCK_T = (*LOCK_P, "test_image_metadata.py", "test_certify.py", "test_bounded.py")
-SOURCES_T = SOURCES_R
-SPEC_T = SPEC_S
-VERDICT_T = (*VERDICT_P, "test_cli_certify.py", "test_result_shape.py", "test_runner.py")
-KEYS_T = KEYS_S
-CHECK_T = (*CHECK_R, "test_xid.py")
+# picked by file name and by which test files import the module (`grep -l`, names only), and the
+# table-driven hostile-value corpus (test_hostile_corpus.py, by name) for every mutant.
+CORPUS_T = "test_hostile_corpus.py"
+VALID_T = (*VALID_R, CORPUS_T)
+RENDER_T = (*RENDER_R, CORPUS_T)
+LOCK_T = (*LOCK_P, "test_image_metadata.py", "test_certify.py", "test_bounded.py", CORPUS_T)
+SOURCES_T = (*SOURCES_R, CORPUS_T)
+SPEC_T = (*SPEC_S, CORPUS_T)
+SECRET_T = (*SECRET_R, "test_spec_no_echo.py", CORPUS_T)
+KEYS_T = (*KEYS_S, CORPUS_T)
+OBS_T = (*OBS_S, CORPUS_T)
+KERNELS_T = (*KERNELS_S, CORPUS_T)
+VERDICT_T = (*VERDICT_P, "test_cli_certify.py", "test_result_shape.py", "test_runner.py", CORPUS_T)
+IMP_T = (*IMP_S, CORPUS_T)
+COV_T = (*COV_S, CORPUS_T)
+CHECK_T = (*CHECK_R, "test_xid.py", CORPUS_T)
+FLEET_T = (*FLEET_S, CORPUS_T)
 
 SET_T = (
     # the lock's and the stack's values reaching the Dockerfile or a command
     m(
         "T01",
         "image/validate.py",
-        '    r"(?:[a-z0-9.-]+(?::[0-9]{1,5})?/)?[a-z0-9]+(?:[._-]+[a-z0-9]+)*"',
+        '    r"(?:[a-z0-9][a-z0-9.-]*(?::[0-9]{1,5})?/)?[a-z0-9]+(?:[._-]+[a-z0-9]+)*"',
         '    r"(?:[^/]+(?::[0-9]{1,5})?/)?[a-z0-9]+(?:[._-]+[a-z0-9]+)*"',
         "a base image's registry host any text but `/`: `$(id)`, `;` or quotes before the first `/` reach"
         " FROM",
@@ -6424,14 +6432,6 @@ SET_T = (
     m(
         "T09",
         "image/render.py",
-        "    if not (_COMPAT_PACKAGE_RE.fullmatch(package) and DRIVER_RE.fullmatch(driver)):",
-        "    if not (_COMPAT_PACKAGE_RE.fullmatch(package) and DRIVER_RE.match(driver)):",
-        "a lock's forward_compat driver checked for its start only: `580.65.06; evil` reaches the entrypoint",
-        RENDER_T,
-    ),
-    m(
-        "T10",
-        "image/render.py",
         "        if source.is_symlink():\n            target.parent.mkdir",
         "        if source.is_symlink() and not source.is_file():\n            target.parent.mkdir",
         "a project's symlink to a file is copied as its target's content: a link to ~/.ssh/id_rsa puts "
@@ -6439,56 +6439,60 @@ SET_T = (
         RENDER_T,
     ),
     m(
-        "T11",
+        "T10",
         "image/render.py",
         "    if options.regenerate and REGENERATE_RE.fullmatch(options.regenerate):",
         "    if options.regenerate and REGENERATE_RE.search(options.regenerate):",
-        "a regenerate command with any plain run in it is written into the header: a newline in it starts a Dockerfile line",  # noqa: E501
+        "a regenerate command with any plain run in it is written into the header: a newline in it starts"
+        " a Dockerfile line",
         RENDER_T,
     ),
     m(
-        "T12",
+        "T11",
         "image/sources.py",
-        '    r"^(?:https://[A-Za-z0-9.-]+|http://(?:127\\.0\\.0\\.1|localhost))(?::[0-9]{1,5})?(?:/[A-Za-z0-9._~%+-]*)*$"',
-        '    r"^(?:https://[^/:]+|http://(?:127\\.0\\.0\\.1|localhost))(?::[0-9]{1,5})?(?:/[A-Za-z0-9._~%+-]*)*$"',
+        '    r"^(?:https://[A-Za-z0-9.-]+|http://(?:127\\.0\\.0\\.1|localhost))(?::[0-9]{1,5})?" + URL_PATH + "$"',  # noqa: E501
+        '    r"^(?:https://[^/:]+|http://(?:127\\.0\\.0\\.1|localhost))(?::[0-9]{1,5})?" + URL_PATH + "$"',
         "an index URL's host any text but `/` and `:`: `https://token@host` (credentials) or `$(id)` "
         "accepted",
         SOURCES_T,
     ),
     m(
+        "T12",
+        "image/sources.py",
+        '    r"^(?:https://[A-Za-z0-9.-]+|http://(?:127\\.0\\.0\\.1|localhost))(?::[0-9]{1,5})?" + URL_PATH + "$"',  # noqa: E501
+        '    r"^(?:https://[A-Za-z0-9.-]+|http://(?:127\\.0\\.0\\.1|localhost)[A-Za-z0-9.-]*)(?::[0-9]{1,5})?" + URL_PATH + "$"',  # noqa: E501
+        "plain http:// to any host whose name starts like a loopback one (localhost.evil.com, "
+        "127.0.0.1.nip.io)",
+        SOURCES_T,
+    ),
+    m(
         "T13",
         "image/sources.py",
-        '    r"^(?:https://[A-Za-z0-9.-]+|http://(?:127\\.0\\.0\\.1|localhost))(?::[0-9]{1,5})?(?:/[A-Za-z0-9._~%+-]*)*$"',
-        '    r"^(?:https://[A-Za-z0-9.-]+|http://(?:127\\.0\\.0\\.1|localhost)[A-Za-z0-9.-]*)(?::[0-9]{1,5})?(?:/[A-Za-z0-9._~%+-]*)*$"',
-        "plain http:// to any host whose name starts like a loopback one (localhost.evil.com, 127.0.0.1.nip.io)",  # noqa: E501
+        'SECRET_ID_RE = re.compile(r"^(?!\\.\\.?$)[A-Za-z0-9_.-]{1,64}$")',
+        'SECRET_ID_RE = re.compile(r"^(?!\\.\\.?$)[^,\\s]{1,64}$")',
+        "an index's secret id any text but a comma or space: `$`, quotes reach `--mount=type=secret,id=...`",
         SOURCES_T,
     ),
     m(
         "T14",
         "image/sources.py",
-        'SECRET_ID_RE = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")',
-        'SECRET_ID_RE = re.compile(r"^[^,\\s]{1,64}$")',
-        "an index's secret id any text but a comma or space: `$`, quotes reach `--mount=type=secret,id=...`",
+        '            elif word.startswith("-"):',
+        '            elif word.startswith("-") and len(word) == 2:',
+        "a short option joined to its value (`-ihttps://evil/simple`, `-rother.txt`) is not read: neither"
+        " refused nor followed",
         SOURCES_T,
     ),
     m(
         "T15",
         "image/sources.py",
-        '            elif word.startswith("-"):',
-        '            elif word.startswith("-") and len(word) == 2:',
-        "a short option joined to its value (`-ihttps://evil/simple`, `-rother.txt`) is not read: neither refused nor followed",  # noqa: E501
+        "        return shlex.split(line)",
+        "        return line.split()",
+        'a requirements line read by spaces, not as pip reads it: a quoted `"--index-url" URL` is not '
+        "refused",
         SOURCES_T,
     ),
     m(
         "T16",
-        "image/sources.py",
-        "        return shlex.split(line)",
-        "        return line.split()",
-        'a requirements line read by spaces, not as pip reads it: a quoted `"--index-url" URL` is not refused',  # noqa: E501
-        SOURCES_T,
-    ),
-    m(
-        "T17",
         "image/render.py",
         '        lines.append("--require-hashes --no-deps --compile-bytecode")',
         '        lines.append("--no-deps --compile-bytecode")',
@@ -6496,7 +6500,7 @@ SET_T = (
         RENDER_T,
     ),
     m(
-        "T18",
+        "T17",
         "image/render.py",
         '        lines = [f"{python} -m pip install --require-hashes --no-deps"]',
         '        lines = [f"{python} -m pip install --no-deps"]',
@@ -6504,7 +6508,7 @@ SET_T = (
         RENDER_T,
     ),
     m(
-        "T19",
+        "T18",
         "image/render.py",
         "    return shlex.join(argv)",
         '    return " ".join(argv)',
@@ -6513,7 +6517,7 @@ SET_T = (
         RENDER_T,
     ),
     m(
-        "T20",
+        "T19",
         "image/lock.py",
         '        "source_date_epoch": opt(NONNEGATIVE),',
         '        "source_date_epoch": opt(INT),',
@@ -6521,7 +6525,7 @@ SET_T = (
         LOCK_T,
     ),
     m(
-        "T21",
+        "T20",
         "image/sources.py",
         'USERNAME_RE = re.compile(r"^[A-Za-z0-9_.@+-]{1,128}$")',
         'USERNAME_RE = re.compile(r"^[^:\\s]{1,128}$")',
@@ -6530,7 +6534,7 @@ SET_T = (
         SOURCES_T,
     ),
     m(
-        "T22",
+        "T21",
         "image/sources.py",
         'INDEX_NAME_RE = re.compile(r"^[a-z][a-z0-9-]{0,31}$")',
         'INDEX_NAME_RE = re.compile(r"^[a-z]\\S{0,31}$")',
@@ -6538,7 +6542,7 @@ SET_T = (
         SOURCES_T,
     ),
     m(
-        "T23",
+        "T22",
         "image/render.py",
         '                env = [*env, f"{prefix}_USERNAME={user}", f\'{prefix}_PASSWORD="{password}"\']',
         '                env = [*env, f"{prefix}_USERNAME={user}", f"{prefix}_PASSWORD={password}"]',
@@ -6548,7 +6552,7 @@ SET_T = (
     ),
     # the spec and secrets
     m(
-        "T24",
+        "T23",
         "image/spec.py",
         'APT_RE = re.compile(r"^[a-z0-9][a-z0-9+.-]{1,62}(=[0-9][A-Za-z0-9.+~:-]{0,127})?$")',
         'APT_RE = re.compile(r"^[a-z0-9][a-z0-9+.-]{1,62}(=[0-9]\\S{0,127})?$")',
@@ -6556,7 +6560,7 @@ SET_T = (
         SPEC_T,
     ),
     m(
-        "T25",
+        "T24",
         "image/spec.py",
         'NAME_RE = re.compile(r"^[a-z0-9][a-z0-9._-]{0,62}$")',
         'NAME_RE = re.compile(r"^[a-z0-9._-]{1,63}$")',
@@ -6564,7 +6568,7 @@ SET_T = (
         SPEC_T,
     ),
     m(
-        "T26",
+        "T25",
         "image/spec.py",
         'PYTHON_RE = re.compile(r"^3\\.[0-9]{1,2}$")',
         'PYTHON_RE = re.compile(r"^3\\.\\d{1,2}$")',
@@ -6572,12 +6576,20 @@ SET_T = (
         SPEC_T,
     ),
     m(
-        "T27",
+        "T26",
         "image/spec.py",
         'ENV_VALUE_RE = re.compile(r"^[\\x20-\\x21\\x23\\x25-\\x5b\\x5d-\\x5f\\x61-\\x7e]{0,4096}$")',
         'ENV_VALUE_RE = re.compile(r"^[\\x20-\\x21\\x23\\x25-\\x5b\\x5d-\\x7e]{0,4096}$")',
         "a spec's env value may hold a backtick",
         SPEC_T,
+    ),
+    m(
+        "T27",
+        "image/secrets.py",
+        '_QUERY_VALUE_RE = re.compile(r"((?:^|[&;])[^=&;]*=)[^&;]*")',
+        '_QUERY_VALUE_RE = re.compile(r"((?:^|&)[^=&;]*=)[^&;]*")',
+        "a URL's query value after a `;` separator (`?a=1;token=abc`) not masked in a lock or a message",
+        SECRET_T,
     ),
     # certify's evidence
     m(
@@ -6587,7 +6599,7 @@ SET_T = (
         "            busy=tuple(str(b) for b in busy) if busy else (),",
         "a node's recorded busy_gpus that is a string (or a mapping) taken item by item: any text shows "
         "GPU work",
-        OBS_S,
+        OBS_T,
     ),
     m(
         "T29",
@@ -6595,7 +6607,7 @@ SET_T = (
         '        if isinstance(p, Mapping) and p.get("arch") == arch and p.get("isa"):',
         '        if isinstance(p, Mapping) and p.get("isa"):',
         "the PTX JIT floor taken from the library's first PTX of any arch, not the one the GPU runs",
-        KERNELS_S,
+        KERNELS_T,
     ),
     m(
         "T30",
@@ -6612,7 +6624,7 @@ SET_T = (
         "        old = before.get(str(g.index))",
         "a sample's GPU looked up in the baseline by index, not UUID: another tenant's processes and "
         "memory count as the container's work",
-        OBS_S,
+        OBS_T,
     ),
     m(
         "T32",
@@ -6620,7 +6632,7 @@ SET_T = (
         "    if have_sass == want_sass and have_ptx == want_ptx:",
         "    if have_sass == want_sass:",
         "the matrix row and the image's libraries compared by SASS only: a PTX disagreement not warned",
-        KERNELS_S,
+        KERNELS_T,
     ),
     m(
         "T33",
@@ -6638,23 +6650,23 @@ SET_T = (
         '    repository = (covered or [*names, ""])[0]',
         '    repository = (names or ("",))[0]',
         "an imported envelope stored under its first named repository, not one its signer is trusted for",
-        IMP_S,
+        IMP_T,
     ),
     m(
         "T35",
-        "attest/keys.py",
-        "    if not _NAME.fullmatch(name):",
-        "    if not _NAME.match(name):",
-        "a key name by `match`: `$` takes a final newline (`ci\\n`), a name that writes `ci\\n.key`",
-        KEYS_T,
-    ),
-    m(
-        "T36",
         "attest/envelope.py",
         "        k.keyid == signer.keyid for name in parsed.subject_names for k in policy.keys_for(name)",
         "        k.name == signer.name for name in parsed.subject_names for k in policy.keys_for(name)",
         "an imported envelope's signer matched to the statement's repository by key name, not keyid: "
         "another key of that name is trusted",
+        KEYS_T,
+    ),
+    m(
+        "T36",
+        "attest/policy.py",
+        '    return policy.with_max_age(parse_duration(max_age, "--max-age") if max_age is not None else None)',  # noqa: E501
+        '    return policy.with_max_age(parse_duration(max_age, "--max-age") if max_age else None)',
+        '`--max-age ""` taken as no --max-age (the policy\'s own, or none), not refused as no duration',
         KEYS_T,
     ),
     # run's coverage, check's and fleet's judgements
@@ -6663,7 +6675,8 @@ SET_T = (
         "check/node.py",
         "        x for x in log.xids if since is None or x.seconds_since_boot is None or x.seconds_since_boot >= since",  # noqa: E501
         "        x for x in log.xids if since is None or (x.seconds_since_boot or 0) >= since",
-        "an Xid without a readable time left out of a --xid-window check (taken as at boot): a failing GPU passes",  # noqa: E501
+        "an Xid without a readable time left out of a --xid-window check (taken as at boot): a failing "
+        "GPU passes",
         CHECK_T,
     ),
     m(
@@ -6673,7 +6686,7 @@ SET_T = (
         "        for check in (check_min_driver,):",
         "a class's driver held against the stack's floor only, not NVIDIA_REQUIRE_CUDA: a class the "
         "toolkit refuses is covered",
-        FLEET_S,
+        FLEET_T,
     ),
     m(
         "T39",
@@ -6689,11 +6702,9 @@ SET_T = (
         "    have = _version(host.driver)",
         '    have = _version((host.driver or "").split(".")[0])',
         "the host driver compared with the floor by its major only: 535.54 passes a 535.104 floor",
-        COV_S,
+        COV_T,
     ),
-    # the bounded loaders and atomic writes
 )
-
 
 SETS = {
     "a": SET_A,
