@@ -6428,6 +6428,10 @@ SET_T = (
         "a spec requirement that re-pins a chosen companion (torchvision) is not refused: it overrides "
         "the stack's",
         RENDER_T,
+        "every ImageSpec comes from parse_spec, whose _requirements already refuses a requirement "
+        "naming a chosen companion (`{framework, *companions}` reserved, the requirement "
+        "canonicalised); a companion spelt otherwise is refused by _select_companions: render's "
+        "own check is a second guard no parsed spec reaches (traced after the blind run)",
     ),
     m(
         "T09",
