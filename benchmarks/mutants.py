@@ -6338,6 +6338,378 @@ SET_S = (
 )
 
 
+# --------------------------------------------------------------------------- set T (blind, 2026-12-06)
+# Forty more one-line bugs at the trust boundaries, written as an outsider from envbuilder/ alone,
+# before any file under tests/ was opened (benchmarks/results/mutants-sett-2026-12-06.md). Guards
+# picked by file name and by which test files import the module (`grep -l`, names only), and the
+# table-driven hostile-value corpus (test_hostile_corpus.py, by name) for every mutant.
+CORPUS_T = "test_hostile_corpus.py"
+VALID_T = (*VALID_R, CORPUS_T)
+RENDER_T = (*RENDER_R, CORPUS_T)
+LOCK_T = (*LOCK_P, "test_image_metadata.py", "test_certify.py", "test_bounded.py", CORPUS_T)
+SOURCES_T = (*SOURCES_R, CORPUS_T)
+SPEC_T = (*SPEC_S, CORPUS_T)
+SECRET_T = (*SECRET_R, "test_spec_no_echo.py", CORPUS_T)
+KEYS_T = (*KEYS_S, CORPUS_T)
+OBS_T = (*OBS_S, CORPUS_T)
+KERNELS_T = (*KERNELS_S, CORPUS_T)
+VERDICT_T = (*VERDICT_P, "test_cli_certify.py", "test_result_shape.py", "test_runner.py", CORPUS_T)
+IMP_T = (*IMP_S, CORPUS_T)
+COV_T = (*COV_S, CORPUS_T)
+CHECK_T = (*CHECK_R, "test_xid.py", CORPUS_T)
+FLEET_T = (*FLEET_S, CORPUS_T)
+
+SET_T = (
+    # the lock's and the stack's values reaching the Dockerfile or a command
+    m(
+        "T01",
+        "image/validate.py",
+        '    r"(?:[a-z0-9][a-z0-9.-]*(?::[0-9]{1,5})?/)?[a-z0-9]+(?:[._-]+[a-z0-9]+)*"',
+        '    r"(?:[^/]+(?::[0-9]{1,5})?/)?[a-z0-9]+(?:[._-]+[a-z0-9]+)*"',
+        "a base image's registry host any text but `/`: `$(id)`, `;` or quotes before the first `/` reach"
+        " FROM",
+        VALID_T,
+    ),
+    m(
+        "T02",
+        "image/validate.py",
+        'PIN_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*(?:\\[[A-Za-z0-9._,-]+\\])?==[A-Za-z0-9.+!_-]+")',
+        'PIN_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*(?:\\[[^\\]]+\\])?==[A-Za-z0-9.+!_-]+")',
+        "a stack pin's extras any text but `]`: `torch[$(id)]==2.5` or a quote reaches the install step",
+        VALID_T,
+    ),
+    m(
+        "T03",
+        "image/validate.py",
+        'VERSION_RE = re.compile(r"[0-9]+(?:\\.[0-9]+){0,3}")',
+        'VERSION_RE = re.compile(r"\\d+(?:\\.\\d+){0,3}")',
+        "a stack's cuda/cudnn/nccl version of Unicode digits (full-width 12.8) reaches the Dockerfile",
+        VALID_T,
+    ),
+    m(
+        "T04",
+        "image/validate.py",
+        'CC_RE = re.compile(r"[0-9]{1,2}\\.[0-9]")',
+        'CC_RE = re.compile(r"[0-9]{1,2}\\.[0-9a-z]+")',
+        "a stack's sass/ptx compute capability with any letters after the dot (9.0abc) reaches the archs "
+        "label",
+        VALID_T,
+    ),
+    m(
+        "T05",
+        "image/validate.py",
+        '    escaped = text.replace("\\\\", "\\\\\\\\").replace(\'"\', \'\\\\"\').replace("$", "\\\\$")',
+        '    escaped = text.replace(\'"\', \'\\\\"\').replace("$", "\\\\$")',
+        "a label's backslash not escaped: a value ending in `\\` escapes the closing quote (the LABEL runs"
+        " on)",
+        VALID_T,
+    ),
+    m(
+        "T06",
+        "image/validate.py",
+        '    check("python", stack.python, re.compile(r"3\\.[0-9]{1,2}"), lock_hint)',
+        '    check("python", stack.python, re.compile(r"3\\.[0-9]+.*"), lock_hint)',
+        "a stack's python any text after 3.N: `3.12 evil` reaches the apt packages and the venv's path",
+        VALID_T,
+    ),
+    m(
+        "T07",
+        "image/validate.py",
+        '    for name, _ in stack.companions:\n        check("companions", name, TOKEN_RE, lock_hint)',
+        '    for name, _ in stack.companions[:1]:\n        check("companions", name, TOKEN_RE, lock_hint)',
+        "only the first companion's name checked: a second companion named with shell characters passes",
+        VALID_T,
+    ),
+    m(
+        "T08",
+        "image/render.py",
+        "    pinned = {canonicalize_name(Requirement(p).name) for p in framework_pins}",
+        "    pinned = {canonicalize_name(Requirement(p).name) for p in stack.packages}",
+        "a spec requirement that re-pins a chosen companion (torchvision) is not refused: it overrides "
+        "the stack's",
+        RENDER_T,
+        "every ImageSpec comes from parse_spec, whose _requirements already refuses a requirement "
+        "naming a chosen companion (`{framework, *companions}` reserved, the requirement "
+        "canonicalised); a companion spelt otherwise is refused by _select_companions: render's "
+        "own check is a second guard no parsed spec reaches (traced after the blind run)",
+    ),
+    m(
+        "T09",
+        "image/render.py",
+        "        if source.is_symlink():\n            target.parent.mkdir",
+        "        if source.is_symlink() and not source.is_file():\n            target.parent.mkdir",
+        "a project's symlink to a file is copied as its target's content: a link to ~/.ssh/id_rsa puts "
+        "the key in the context",
+        RENDER_T,
+    ),
+    m(
+        "T10",
+        "image/render.py",
+        "    if options.regenerate and REGENERATE_RE.fullmatch(options.regenerate):",
+        "    if options.regenerate and REGENERATE_RE.search(options.regenerate):",
+        "a regenerate command with any plain run in it is written into the header: a newline in it starts"
+        " a Dockerfile line",
+        RENDER_T,
+    ),
+    m(
+        "T11",
+        "image/sources.py",
+        '    r"^(?:https://[A-Za-z0-9.-]+|http://(?:127\\.0\\.0\\.1|localhost))(?::[0-9]{1,5})?" + URL_PATH + "$"',  # noqa: E501
+        '    r"^(?:https://[^/:]+|http://(?:127\\.0\\.0\\.1|localhost))(?::[0-9]{1,5})?" + URL_PATH + "$"',
+        "an index URL's host any text but `/` and `:`: `https://token@host` (credentials) or `$(id)` "
+        "accepted",
+        SOURCES_T,
+    ),
+    m(
+        "T12",
+        "image/sources.py",
+        '    r"^(?:https://[A-Za-z0-9.-]+|http://(?:127\\.0\\.0\\.1|localhost))(?::[0-9]{1,5})?" + URL_PATH + "$"',  # noqa: E501
+        '    r"^(?:https://[A-Za-z0-9.-]+|http://(?:127\\.0\\.0\\.1|localhost)[A-Za-z0-9.-]*)(?::[0-9]{1,5})?" + URL_PATH + "$"',  # noqa: E501
+        "plain http:// to any host whose name starts like a loopback one (localhost.evil.com, "
+        "127.0.0.1.nip.io)",
+        SOURCES_T,
+    ),
+    m(
+        "T13",
+        "image/sources.py",
+        'SECRET_ID_RE = re.compile(r"^(?!\\.\\.?$)[A-Za-z0-9_.-]{1,64}$")',
+        'SECRET_ID_RE = re.compile(r"^(?!\\.\\.?$)[^,\\s]{1,64}$")',
+        "an index's secret id any text but a comma or space: `$`, quotes reach `--mount=type=secret,id=...`",
+        SOURCES_T,
+    ),
+    m(
+        "T14",
+        "image/sources.py",
+        '            elif word.startswith("-"):',
+        '            elif word.startswith("-") and len(word) == 2:',
+        "a short option joined to its value (`-ihttps://evil/simple`, `-rother.txt`) is not read: neither"
+        " refused nor followed",
+        SOURCES_T,
+    ),
+    m(
+        "T15",
+        "image/sources.py",
+        "        return shlex.split(line)",
+        "        return line.split()",
+        'a requirements line read by spaces, not as pip reads it: a quoted `"--index-url" URL` is not '
+        "refused",
+        SOURCES_T,
+    ),
+    m(
+        "T16",
+        "image/render.py",
+        '        lines.append("--require-hashes --no-deps --compile-bytecode")',
+        '        lines.append("--no-deps --compile-bytecode")',
+        "uv installs without --require-hashes: a wheel whose sha256 differs from the lock's is installed",
+        RENDER_T,
+    ),
+    m(
+        "T17",
+        "image/render.py",
+        '        lines = [f"{python} -m pip install --require-hashes --no-deps"]',
+        '        lines = [f"{python} -m pip install --no-deps"]',
+        "pip installs without --require-hashes: a wheel whose sha256 differs from the lock's is installed",
+        RENDER_T,
+    ),
+    m(
+        "T18",
+        "image/render.py",
+        "    return shlex.join(argv)",
+        '    return " ".join(argv)',
+        "the header's regenerate command joined unquoted: a spec path with a space or a quote gives "
+        "another command",
+        RENDER_T,
+    ),
+    m(
+        "T19",
+        "image/lock.py",
+        '        "source_date_epoch": opt(NONNEGATIVE),',
+        '        "source_date_epoch": opt(INT),',
+        "a lock's build source_date_epoch may be negative: SOURCE_DATE_EPOCH=-1 reaches a rebuild",
+        LOCK_T,
+    ),
+    m(
+        "T20",
+        "image/sources.py",
+        'USERNAME_RE = re.compile(r"^[A-Za-z0-9_.@+-]{1,128}$")',
+        'USERNAME_RE = re.compile(r"^[^:\\s]{1,128}$")',
+        "an index's username any text but `:` or space: `$(id)` reaches the install RUN's "
+        "UV_INDEX_*_USERNAME= unquoted",
+        SOURCES_T,
+    ),
+    m(
+        "T21",
+        "image/sources.py",
+        'INDEX_NAME_RE = re.compile(r"^[a-z][a-z0-9-]{0,31}$")',
+        'INDEX_NAME_RE = re.compile(r"^[a-z]\\S{0,31}$")',
+        "an index's name any non-space text: `corp;id` reaches `--index NAME=URL` in the install RUN",
+        SOURCES_T,
+    ),
+    m(
+        "T22",
+        "image/render.py",
+        '                env = [*env, f"{prefix}_USERNAME={user}", f\'{prefix}_PASSWORD="{password}"\']',
+        '                env = [*env, f"{prefix}_USERNAME={user}", f"{prefix}_PASSWORD={password}"]',
+        "the index password's `$(cat /run/secrets/...)` unquoted in the RUN: a token with a space or `*` "
+        "is split or globbed",
+        RENDER_T,
+    ),
+    # the spec and secrets
+    m(
+        "T23",
+        "image/spec.py",
+        'APT_RE = re.compile(r"^[a-z0-9][a-z0-9+.-]{1,62}(=[0-9][A-Za-z0-9.+~:-]{0,127})?$")',
+        'APT_RE = re.compile(r"^[a-z0-9][a-z0-9+.-]{1,62}(=[0-9]\\S{0,127})?$")',
+        "an apt package's version any non-space text: `libgl1=1;curl$IFS...` reaches the apt-get RUN line",
+        SPEC_T,
+    ),
+    m(
+        "T24",
+        "image/spec.py",
+        'NAME_RE = re.compile(r"^[a-z0-9][a-z0-9._-]{0,62}$")',
+        'NAME_RE = re.compile(r"^[a-z0-9._-]{1,63}$")',
+        "a spec's name may start with `-` or `.`: an image tag that reads as an option (`-t -x`) or `..`",
+        SPEC_T,
+    ),
+    m(
+        "T25",
+        "image/spec.py",
+        'PYTHON_RE = re.compile(r"^3\\.[0-9]{1,2}$")',
+        'PYTHON_RE = re.compile(r"^3\\.\\d{1,2}$")',
+        "a spec's python of full-width digits (U+FF10-FF19) accepted",
+        SPEC_T,
+    ),
+    m(
+        "T26",
+        "image/spec.py",
+        'ENV_VALUE_RE = re.compile(r"^[\\x20-\\x21\\x23\\x25-\\x5b\\x5d-\\x5f\\x61-\\x7e]{0,4096}$")',
+        'ENV_VALUE_RE = re.compile(r"^[\\x20-\\x21\\x23\\x25-\\x5b\\x5d-\\x7e]{0,4096}$")',
+        "a spec's env value may hold a backtick",
+        SPEC_T,
+    ),
+    m(
+        "T27",
+        "image/secrets.py",
+        '_QUERY_VALUE_RE = re.compile(r"((?:^|[&;])[^=&;]*=)[^&;]*")',
+        '_QUERY_VALUE_RE = re.compile(r"((?:^|&)[^=&;]*=)[^&;]*")',
+        "a URL's query value after a `;` separator (`?a=1;token=abc`) not masked in a lock or a message",
+        SECRET_T,
+    ),
+    # certify's evidence
+    m(
+        "T28",
+        "certify/observe.py",
+        "            busy=tuple(str(b) for b in busy) if isinstance(busy, list) else (),",
+        "            busy=tuple(str(b) for b in busy) if busy else (),",
+        "a node's recorded busy_gpus that is a string (or a mapping) taken item by item: any text shows "
+        "GPU work",
+        OBS_T,
+    ),
+    m(
+        "T29",
+        "certify/kernels.py",
+        '        if isinstance(p, Mapping) and p.get("arch") == arch and p.get("isa"):',
+        '        if isinstance(p, Mapping) and p.get("isa"):',
+        "the PTX JIT floor taken from the library's first PTX of any arch, not the one the GPU runs",
+        KERNELS_T,
+    ),
+    m(
+        "T30",
+        "certify/verdict.py",
+        '    if result.get("harness_sha256") != facts.harness_sha256:',
+        '    if result.get("harness_sha256") and result.get("harness_sha256") != facts.harness_sha256:',
+        "a result without the payload digest (null or empty) accepted as the mounted harness's",
+        VERDICT_T,
+    ),
+    m(
+        "T31",
+        "certify/observe.py",
+        "        old = before.get(_key(g))",
+        "        old = before.get(str(g.index))",
+        "a sample's GPU looked up in the baseline by index, not UUID: another tenant's processes and "
+        "memory count as the container's work",
+        OBS_T,
+    ),
+    m(
+        "T32",
+        "certify/kernels.py",
+        "    if have_sass == want_sass and have_ptx == want_ptx:",
+        "    if have_sass == want_sass:",
+        "the matrix row and the image's libraries compared by SASS only: a PTX disagreement not warned",
+        KERNELS_T,
+    ),
+    m(
+        "T33",
+        "certify/verdict.py",
+        '    if result["verdict"] == "certified" and obs is not None and obs.samples and not obs.saw_gpu_work:',  # noqa: E501
+        '    if result["verdict"] == "certified" and obs is not None and obs.source == "nvml" and obs.samples and not obs.saw_gpu_work:',  # noqa: E501
+        "the host's watch held against a GPU verdict only when NVML made it: an nvidia-smi watch that saw"
+        " no work is ignored",
+        VERDICT_T,
+    ),
+    # attestations, keys and the trust policy
+    m(
+        "T34",
+        "attest/imported.py",
+        '    repository = (covered or [*names, ""])[0]',
+        '    repository = (names or ("",))[0]',
+        "an imported envelope stored under its first named repository, not one its signer is trusted for",
+        IMP_T,
+    ),
+    m(
+        "T35",
+        "attest/envelope.py",
+        "        k.keyid == signer.keyid for name in parsed.subject_names for k in policy.keys_for(name)",
+        "        k.name == signer.name for name in parsed.subject_names for k in policy.keys_for(name)",
+        "an imported envelope's signer matched to the statement's repository by key name, not keyid: "
+        "another key of that name is trusted",
+        KEYS_T,
+    ),
+    m(
+        "T36",
+        "attest/policy.py",
+        '    return policy.with_max_age(parse_duration(max_age, "--max-age") if max_age is not None else None)',  # noqa: E501
+        '    return policy.with_max_age(parse_duration(max_age, "--max-age") if max_age else None)',
+        '`--max-age ""` taken as no --max-age (the policy\'s own, or none), not refused as no duration',
+        KEYS_T,
+    ),
+    # run's coverage, check's and fleet's judgements
+    m(
+        "T37",
+        "check/node.py",
+        "        x for x in log.xids if since is None or x.seconds_since_boot is None or x.seconds_since_boot >= since",  # noqa: E501
+        "        x for x in log.xids if since is None or (x.seconds_since_boot or 0) >= since",
+        "an Xid without a readable time left out of a --xid-window check (taken as at boot): a failing "
+        "GPU passes",
+        CHECK_T,
+    ),
+    m(
+        "T38",
+        "fleet/classes.py",
+        "        for check in (check_min_driver, check_require_cuda):",
+        "        for check in (check_min_driver,):",
+        "a class's driver held against the stack's floor only, not NVIDIA_REQUIRE_CUDA: a class the "
+        "toolkit refuses is covered",
+        FLEET_T,
+    ),
+    m(
+        "T39",
+        "check/node.py",
+        "    if lanes < lanes_max:",
+        "    if lanes * 2 <= lanes_max:",
+        "a PCIe link narrower than its maximum passes unless it is at most half width (x12 of x16)",
+        CHECK_T,
+    ),
+    m(
+        "T40",
+        "run/coverage.py",
+        "    have = _version(host.driver)",
+        '    have = _version((host.driver or "").split(".")[0])',
+        "the host driver compared with the floor by its major only: 535.54 passes a 535.104 floor",
+        COV_T,
+    ),
+)
+
 SETS = {
     "a": SET_A,
     "b": SET_B,
@@ -6358,6 +6730,7 @@ SETS = {
     "q": SET_Q,
     "r": SET_R,
     "s": SET_S,
+    "t": SET_T,
 }
 
 

@@ -299,3 +299,19 @@ def test_an_envelope_file_is_trusted_for_its_repository_by_the_key_whose_signatu
     )
     out = verify_envelope(forged, repository=None, digest=None, policy=policy)
     assert isinstance(out, Refused) and out.reason == "untrusted-key" and REPO in out.message
+
+
+def test_an_envelope_files_signer_is_trusted_by_its_keyid_never_by_a_shared_key_name(
+    signer: CryptoSigner, tmp_path: Path
+) -> None:
+    """Set T's T35 matched the signer to the repository's keys by name: a key named `ci` trusted only
+    elsewhere signed, and another key also named `ci` (trusted for the repository) let it in."""
+    other = load_signer(generate_key("other", directory=tmp_path / "keys"))
+    policy = TrustPolicy(
+        keys=(
+            TrustedKey(name="ci", key=signer.public_key, repositories=("other/*",)),
+            TrustedKey(name="ci", key=other.public_key, repositories=("reg.example/team/*",)),
+        )
+    )
+    out = verify_envelope(_signed(signer), repository=None, digest=None, policy=policy)
+    assert isinstance(out, Refused) and out.reason == "untrusted-key" and REPO in out.message

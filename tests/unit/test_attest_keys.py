@@ -159,6 +159,9 @@ def test_policy_file_keys_repositories_and_max_age(tmp_path: Path) -> None:
     assert [k.keyid for k in policy.keys_for("reg.example/team/train")] == [ci.keyid, other.keyid]
     assert [k.keyid for k in policy.keys_for("reg.example/elsewhere/train")] == [other.keyid]
     assert choose_policy(trust=policy_file, max_age="1h").max_age_s == 3600
+    # set T's T36: an empty --max-age is no duration, not "no --max-age" (the policy's 7d or none)
+    with pytest.raises(SigningKeyError, match="not a duration"):
+        choose_policy(trust=policy_file, max_age="")
 
 
 def test_a_keys_repository_patterns_match_the_whole_name_never_a_prefix(tmp_path: Path) -> None:

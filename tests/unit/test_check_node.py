@@ -157,6 +157,10 @@ def test_a_narrow_pcie_link_fails_where_the_thresholds_say_so() -> None:
     got = {x.check: x for x in judge_gpu(gpu_health(FakeNvml(nvmlDeviceGetCurrPcieLinkWidth=8), 0), strict)}
     assert got["node.pcie"].status == "fail" and got["node.pcie"].remedy
     assert judged(nvmlDeviceGetCurrPcieLinkWidth=8)["node.pcie"].status == "warn"  # T: false
+    # set T's T39: any width below the maximum counts, not only half of it or less
+    for lanes in (12, 15):
+        assert judged(nvmlDeviceGetCurrPcieLinkWidth=lanes)["node.pcie"].status == "warn", lanes
+    assert judged(nvmlDeviceGetCurrPcieLinkWidth=16)["node.pcie"].status == "pass"
 
 
 def test_a_slowdown_threshold_nvml_gives_is_judged_as_given_never_said_to_be_missing() -> None:

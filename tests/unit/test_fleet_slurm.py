@@ -156,6 +156,11 @@ def test_coverage_is_runs_own_checks_applied_to_the_class() -> None:
     no_driver = class_coverage(replace(h200, driver=None), image(sm80_only), MATRIX)
     assert no_driver.status == "not-covered" and "[gpu-arch]" in no_driver.reasons[0]
     assert any("driver unknown" in r for r in no_driver.reasons)
+    # the image's NVIDIA_REQUIRE_CUDA is run's check too (set T's T38 held the driver against the
+    # stack's floor only): a class whose driver's CUDA is older than the image requires is refused
+    strict = replace(image(), env=("NVIDIA_REQUIRE_CUDA=cuda>=99.0",))
+    required = class_coverage(h200, strict, MATRIX)
+    assert required.status == "not-covered" and "[require-cuda]" in required.reasons[0], required.reasons
 
 
 def test_probe_replaces_guesses_with_what_nvidia_smi_said_on_the_node() -> None:

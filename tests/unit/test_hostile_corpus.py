@@ -399,6 +399,8 @@ CHECKS: dict[str, Check] = {
             "http": "http://pkgs.example/simple",
             "query": "https://pkgs.example/simple?token=x",
             "creds": "https://u:t@pkgs.example/simple",
+            "token-creds": "https://t0ken@pkgs.example/simple",  # a token alone: no `:` before the `@`
+            "shell-host": "https://$(id).pkgs.example/simple",
             "file": "file:///srv/wheels",
         },
     ),
@@ -488,6 +490,8 @@ CHECKS: dict[str, Check] = {
             "http": "http://download.pytorch.org/whl/cu130",
             "query": "https://x.org/s?t=1",
             "creds": "https://u:p@x.org/s",
+            "token-creds": "https://t0ken@x.org/s",
+            "quote-host": 'https://x"y.org/s',
             "http-lookalike-loopback": "http://127.0.0.1.evil.org/s",
         },
     ),
@@ -504,7 +508,10 @@ CHECKS: dict[str, Check] = {
         {"upper": "CUDA>=13.0", "unknown-term": "cuda>=13.0 x=1"},
     ),
     "stack.sass[]": Check(
-        _stack("sass", tuple_field=True), ("8.6", "10.0"), SpecError, {"three-digits": "100.0", "sm": "sm_86"}
+        _stack("sass", tuple_field=True),
+        ("8.6", "10.0"),
+        SpecError,
+        {"three-digits": "100.0", "sm": "sm_86", "suffix": "9.0a", "two-digit-minor": "9.10"},
     ),
     "stack.strategy": Check(_stack("strategy"), ("bundled", "system-cuda"), SpecError, {"upper": "Bundled"}),
     "stack.packages[]": Check(

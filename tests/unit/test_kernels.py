@@ -102,6 +102,16 @@ def test_ptx_the_driver_cannot_jit_fails_with_its_isa(inv: dict[str, Any]) -> No
     assert newer.failures == ()
 
 
+def test_the_jit_floor_is_the_isa_of_the_ptx_the_gpu_runs_not_of_another_arch() -> None:
+    """Set T's T29 read the ISA of the library's first PTX whatever its arch: compute_80's 7.0
+    (any driver JITs it) stood for the compute_90 PTX of ISA 8.3 an sm_90 GPU runs."""
+    ptx = [{"arch": "compute_80", "isa": "7.0"}, {"arch": "compute_90", "isa": "8.3"}]
+    inv = {"libraries": [{"library": "libx.so", "owner": "torch", "sass": [], "ptx": ptx}]}
+    v = judge_inventory(load_matrix(), inv, [("NVIDIA H100 80GB HBM3", "9.0")], "535.104.05")
+    assert "libx.so: compute_90 on NVIDIA H100 80GB HBM3" in v.covered
+    assert len(v.failures) == 1 and "compute_90 of ISA 8.3" in v.failures[0], v.failures
+
+
 def test_an_unreadable_isa_is_a_warning_not_a_guess() -> None:
     inv = {
         "libraries": [

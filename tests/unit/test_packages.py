@@ -116,6 +116,8 @@ def test_requirement_files_follow_includes_and_refuse_index_options(tmp_path: Pa
         "--no-index",
         "--trusted-host x",  # set S's S03: TLS checks off for a host, from a requirements file
         "--trusted-host=x",
+        '"--index-url" https://x/simple',  # set T's T15: quoted, as pip (shlex) reads it still an option
+        "'-i' https://x/simple",
     ):
         (tmp_path / "bad.txt").write_text(f"six\n{line}\n")
         with pytest.raises(SpecError, match=r"bad\.txt:2: .* is refused") as err:

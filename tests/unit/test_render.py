@@ -430,6 +430,17 @@ def test_requirement_pinned_by_stack_refused() -> None:
             render_dockerfile(spec(framework="jax", companions=[], requirements=[name]), stack)
 
 
+def test_a_requirement_that_repins_a_chosen_companion_is_refused() -> None:
+    """The stack pins its chosen companions too (torchvision==0.26.0): a spec requirement naming
+    one is refused. parse_spec refuses it first, so render's own check of the companions' pins
+    (set T's T08 left them out) is a second guard that no parsed spec reaches: T08 is equivalent."""
+    for req in ("torchvision>=0.20", "TorchVision"):
+        with pytest.raises(SpecError, match="pinned by the stack"):
+            render_dockerfile(spec(companions=["torchvision"], requirements=[req]), TORCH_BUNDLED_CU130)
+    # a companion the spec did not choose is not installed by the stack: the spec may ask for it
+    render_dockerfile(spec(companions=["torchvision"], requirements=["torchaudio"]), TORCH_BUNDLED_CU130)
+
+
 def test_uses_system_cuda_lookup() -> None:
     variant = FrameworkVariant(
         name="cuda12",

@@ -57,6 +57,7 @@ STUB = {"kind": "result", "verdict": "certified"}  # what issue 18's stub image 
         (result(options={"nonce": "replayed"}), "toolkit", "nonce"),
         (result(options={}), "toolkit", "nonce"),
         (result(harness_sha256="sha256:" + "0" * 64), "toolkit", "payload digest"),
+        (result(harness_sha256=""), "toolkit", "payload digest"),  # set T's T30: none is no match
         (result(harness_version="9.9.9"), "toolkit", "names harness"),
         (result(), "none", "claims the GPU path"),
         (result("certified-cpu-only", steps=[*result()["steps"]]), "none", "claims the GPU path"),
@@ -75,6 +76,20 @@ def test_a_gpu_verdict_the_hosts_nvml_never_saw_is_refused() -> None:
     assert verdict == "failed" and "host's nvml saw none" in reason
     # no sample fell inside the run (too short to watch): the step records decide alone
     assert host_verdict(result(), facts(observation=replace(IDLE, samples=0)))[0] == "certified"
+    # set T's T33: a watch through nvidia-smi (no NVML), or a node's own, holds as much as NVML's
+    for source in ("nvidia-smi", "node nvml"):
+        verdict, reason = host_verdict(result(), facts(observation=replace(IDLE, source=source)))
+        assert verdict == "failed" and f"host's {source} saw none" in reason, reason
+
+
+def test_a_recorded_observation_whose_busy_gpus_is_no_list_shows_no_work() -> None:
+    """Set T's T28: a node's record whose busy_gpus is a string (or a mapping) is no list of GPUs:
+    read item by item, any text would show GPU work."""
+    for busy in ("GPU-1", {"GPU-1": True}, 1):
+        seen = Observation.from_json({"source": "nvml", "samples": 3, "busy_gpus": busy}, seen_by="node")
+        assert seen is not None and seen.busy == () and not seen.saw_gpu_work, busy
+    listed = Observation.from_json({"source": "nvml", "samples": 3, "busy_gpus": ["GPU-1"]}, seen_by="node")
+    assert listed is not None and listed.busy == ("GPU-1",)
 
 
 def _gpu_report(processes: tuple[GpuProcess, ...] = (), used: int | None = 100) -> HostReport:
