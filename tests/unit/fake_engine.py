@@ -14,6 +14,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 from envbuilder.engine import (
     AttachedRun,
@@ -30,7 +31,9 @@ from envbuilder.engine import (
 from envbuilder.engine.progress import BuildEvent, ProgressParser
 from envbuilder.errors import BuildFailedError, DockerUnavailableError, RegistryError, log_tail
 from envbuilder.host.model import Host
+from envbuilder.image.lock import BuildRecord, lock_from_resolution
 from envbuilder.image.packages import LockedPackage, PackageLock
+from envbuilder.image.sources import PackageIndex
 from envbuilder.image.spec import ImageSpec, parse_spec
 from envbuilder.resolve.model import Resolution, Stack
 
@@ -325,3 +328,30 @@ def fake_lock_packages(
         urls=("file:///wheelhouse/numpy-2.1.0-py3-none-any.whl",), group="project",
     )  # fmt: skip
     return replace(lock, packages=(*lock.packages, extra))
+
+
+def lock_doc() -> dict[str, Any]:
+    """A lock file's document with every value a hostile lock could carry set (an index with its
+    user and secret, find-links, an input, a build record), its optional lock_hash left out: what
+    the lock-value tests mutate one field at a time."""
+    spec = make_spec()
+    packages = replace(
+        cpu_package_lock(),
+        indexes=(PackageIndex(name="corp", url="https://pkgs.example/simple", username="u", secret="tok"),),
+        find_links=("/srv/wheels",),
+        inputs=(("requirements.txt", "4" * 64),),
+    )
+    lock = replace(lock_from_resolution(make_resolution(spec), spec.to_dict()), packages=(packages,))
+    lock = lock.with_build(
+        BuildRecord(
+            image_id="sha256:" + "1" * 64,
+            base_image="python:3.11-slim-bookworm",
+            base_image_digest="python:3.11-slim-bookworm@sha256:" + "2" * 64,
+            dockerfile_sha256="3" * 64,
+            packages=("filelock==4.3.1",),
+            tags=("smoke:1",),
+        )
+    )
+    doc = lock.to_dict()
+    doc.pop("lock_hash")  # optional and recomputable: it protects nothing (D1)
+    return doc

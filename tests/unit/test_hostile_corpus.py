@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fake_engine import cpu_package_lock, make_resolution, make_spec
+from fake_engine import lock_doc
 from render_cases import TORCH_BUNDLED_CU130, TORCH_SYSTEM_CU126
 from render_cases import spec as render_spec
 
@@ -32,10 +32,9 @@ from envbuilder.attest.policy import parse_duration
 from envbuilder.certify.certificate import parse_timestamp
 from envbuilder.errors import EnvbuilderError, OutputError, SigningKeyError, SpecError, UsageError
 from envbuilder.host.probe import probe_proc
-from envbuilder.image.lock import BuildRecord, lock_from_resolution, parse_lock
+from envbuilder.image.lock import parse_lock
 from envbuilder.image.render import RenderOptions, render_dockerfile
 from envbuilder.image.secrets import is_secret_ref
-from envbuilder.image.sources import PackageIndex
 from envbuilder.image.spec import load_spec, parse_spec
 from envbuilder.image.validate import validate_stack
 from envbuilder.imageref import check_registry, check_tag
@@ -143,31 +142,7 @@ def _stack(name: str, *, tuple_field: bool = False) -> Door:
     return door
 
 
-def _lock_doc() -> dict[str, Any]:
-    spec = make_spec()
-    packages = replace(
-        cpu_package_lock(),
-        indexes=(PackageIndex(name="corp", url="https://pkgs.example/simple", username="u", secret="tok"),),
-        find_links=("/srv/wheels",),
-        inputs=(("requirements.txt", "4" * 64),),
-    )
-    lock = replace(lock_from_resolution(make_resolution(spec), spec.to_dict()), packages=(packages,))
-    lock = lock.with_build(
-        BuildRecord(
-            image_id="sha256:" + "1" * 64,
-            base_image="python:3.11-slim-bookworm",
-            base_image_digest="python:3.11-slim-bookworm@sha256:" + "2" * 64,
-            dockerfile_sha256="3" * 64,
-            packages=("filelock==4.3.1",),
-            tags=("smoke:1",),
-        )
-    )
-    doc = lock.to_dict()
-    doc.pop("lock_hash")
-    return doc
-
-
-LOCK = _lock_doc()
+LOCK = lock_doc()
 
 
 def _lock(put: Callable[[dict[str, Any], str], None]) -> Door:

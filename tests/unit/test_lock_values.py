@@ -6,18 +6,16 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
-from fake_engine import cpu_package_lock, make_resolution, make_spec
+from fake_engine import lock_doc, make_resolution, make_spec
 
 from envbuilder.errors import LockError, SpecError
-from envbuilder.image.lock import BuildRecord, lock_from_resolution, parse_lock, read_lock, write_lock
+from envbuilder.image.lock import parse_lock, read_lock, write_lock
 from envbuilder.image.packages import BASE_RESOLVER, package_lock_from_dict
 from envbuilder.image.render import RenderOptions, render_dockerfile
-from envbuilder.image.sources import PackageIndex
 
 # What the fuzzer injected with (D1): a new instruction, a closed JSON array then one, a bare
 # newline (a bogus instruction), a shell command inside the RUN.
@@ -27,27 +25,7 @@ Doc = dict[str, Any]
 
 
 def _doc() -> Doc:
-    spec = make_spec()
-    packages = replace(
-        cpu_package_lock(),
-        indexes=(PackageIndex(name="corp", url="https://pkgs.example/simple", username="u", secret="tok"),),
-        find_links=("/srv/wheels",),
-        inputs=(("requirements.txt", "4" * 64),),
-    )
-    lock = replace(lock_from_resolution(make_resolution(spec), spec.to_dict()), packages=(packages,))
-    lock = lock.with_build(
-        BuildRecord(
-            image_id="sha256:" + "1" * 64,
-            base_image="python:3.11-slim-bookworm",
-            base_image_digest="python:3.11-slim-bookworm@sha256:" + "2" * 64,
-            dockerfile_sha256="3" * 64,
-            packages=("filelock==4.3.1",),
-            tags=("smoke:1",),
-        )
-    )
-    doc = lock.to_dict()
-    doc.pop("lock_hash")  # optional and recomputable: it protects nothing (D1)
-    return doc
+    return lock_doc()
 
 
 def _pl(doc: Doc) -> Doc:
