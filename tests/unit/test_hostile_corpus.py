@@ -350,7 +350,8 @@ CHECKS: dict[str, Check] = {
         _top("requirements"),
         ("requirements.txt", "deps/base.txt"),
         SpecError,
-        {"absolute": "/etc/passwd", "dotdot-lead": "../x.txt", "long-name": "a" * 256},
+        # parse_spec only reads the dict: no file is opened, let alone written
+        {"absolute": "/nonexistent/requirements.txt", "dotdot-lead": "../x.txt", "long-name": "a" * 256},
         accepted={"dash-lead": JOINED},
     ),
     "spec.context": Check(
@@ -570,7 +571,7 @@ CHECKS: dict[str, Check] = {
         _lock(lambda d, v: d["packages"][0].update({"inputs": {"first.txt": "4" * 64, v: "4" * 64}})),
         ("requirements.txt", "deps/base.txt"),
         SpecError,
-        {"absolute": "/etc/passwd", "dotdot": "../x"},
+        {"absolute": "/nonexistent/requirements.txt", "dotdot": "../x"},  # parse_lock reads no file
         accepted={"dash-lead": JOINED},
     ),
     "lock.packages.inputs.DIGEST": Check(
