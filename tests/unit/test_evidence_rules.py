@@ -1271,3 +1271,26 @@ def test_copy_of_the_result_is_not_changed_by_judging() -> None:
     judge_kernels(doc, gpus=[A100, H100], driver=NEW_DRIVER, access="toolkit", stack=CUDA_STACK)
     host_verdict(doc, gpu_facts())
     assert doc == before
+
+
+# =========================================================================== verdict: CPU floor, any access
+
+
+@pytest.mark.parametrize("access", ["toolkit", "cdi", "devices"])
+@pytest.mark.parametrize("stack", [cpu_stack(), None], ids=["cpu-stack", "no-stack"])
+def test_a_cpu_path_result_on_a_host_that_gave_the_gpus_is_held_to_the_cpu_floor(
+    access: str, stack: Any
+) -> None:
+    """A CPU stack (or an image with no stack label) certified on a GPU host gets the GPUs, and its
+    harness runs the CPU path (gpu_path false, certified-cpu-only): its steps computed on the CPU as
+    on `--gpu-access none`, and no GPU watch holds a CPU verdict. A D3 replay there (a `python3`
+    that sleeps, then prints a recorded result with this run's nonce) used 0.02 s of CPU: refused
+    as on the CPU path, not let through because the access mode was not `none`."""
+    idle = Observation("nvml", 3, ())
+    facts = cpu_facts(access=access, stack=stack, observation=idle)
+    reason = refused_for(cpu_result(), replace(facts, cpu_seconds=0.02))
+    assert "the container's cgroup used 0.02 s of CPU" in reason
+    edge = CPU_SHARE_MIN * 10.0
+    assert accepted(cpu_result(), replace(facts, cpu_seconds=edge)) == "certified-cpu-only"
+    refused_for(cpu_result(), replace(facts, cpu_seconds=edge - 0.01))
+    assert accepted(cpu_result(), replace(facts, cpu_seconds=None)) == "certified-cpu-only"  # unmeasured
