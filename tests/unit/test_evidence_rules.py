@@ -1294,3 +1294,26 @@ def test_a_cpu_path_result_on_a_host_that_gave_the_gpus_is_held_to_the_cpu_floor
     assert accepted(cpu_result(), replace(facts, cpu_seconds=edge)) == "certified-cpu-only"
     refused_for(cpu_result(), replace(facts, cpu_seconds=edge - 0.01))
     assert accepted(cpu_result(), replace(facts, cpu_seconds=None)) == "certified-cpu-only"  # unmeasured
+
+
+@pytest.mark.parametrize(
+    "busy",
+    [
+        pytest.param([None], id="null"),
+        pytest.param([""], id="empty-string"),
+        pytest.param([{}], id="mapping"),
+        pytest.param([[]], id="list"),
+        pytest.param([False], id="false"),
+        pytest.param([0], id="int"),
+    ],
+)
+def test_a_recorded_busy_gpu_that_names_no_gpu_shows_no_work(busy: list[Any]) -> None:
+    """A node's busy_gpus holds the UUIDs (or indexes) its watch saw work on, always as text
+    (observe.py _key). An entry that names no GPU (null, "", a mapping) is no GPU that showed work:
+    read through str() it was "None" or "", and a GPU verdict the node never saw work for stood."""
+    seen = Observation.from_json({"source": "nvml", "samples": 3, "busy_gpus": busy}, seen_by="node")
+    assert seen is not None and seen.busy == () and not seen.saw_gpu_work
+    verdict, reason = host_verdict(gpu_result(), gpu_facts(observation=seen))
+    assert verdict == "failed" and "saw none on the container's GPUs in 3 samples" in reason
+    kept = Observation.from_json({"source": "nvml", "samples": 3, "busy_gpus": [*busy, "GPU-2"]}, seen_by="n")
+    assert kept is not None and kept.busy == ("GPU-2",)
