@@ -1173,7 +1173,7 @@ def test_a_disagreement_names_at_most_three_libraries() -> None:
 
 def with_inventory(libraries: list[Doc], at: int = 1) -> Doc:
     doc = gpu_result()
-    doc["steps"][at] = step("kernel_inventory") | {"metrics": {"libraries": libraries}}
+    doc["steps"][at] = step("kernel_inventory", seconds=1.0) | {"metrics": {"libraries": libraries}}
     return doc
 
 
@@ -1317,3 +1317,156 @@ def test_a_recorded_busy_gpu_that_names_no_gpu_shows_no_work(busy: list[Any]) ->
     assert verdict == "failed" and "saw none on the container's GPUs in 3 samples" in reason
     kept = Observation.from_json({"source": "nvml", "samples": 3, "busy_gpus": [*busy, "GPU-2"]}, seen_by="n")
     assert kept is not None and kept.busy == ("GPU-2",)
+
+
+# =========================================================================== a failed claim, an empty read
+
+
+def test_a_failed_result_that_claims_the_gpu_on_a_cpu_run_is_refused_not_taken_as_its_own() -> None:
+    doc = cpu_result()
+    doc["steps"][4] = step("train_cpu_rn18w16_fp32_bs32", "fail", 6.0)
+    doc.update(verdict="failed", verdict_reason="failed steps: train_cpu_rn18w16_fp32_bs32", gpu_path=True)
+    assert "claims the GPU path" in refused_for(doc, cpu_facts())
+
+
+def test_a_read_that_lists_no_gpu_is_no_sample_between_two_that_do() -> None:
+    seen = watched(report(gpu("GPU-1")), report(), report(gpu("GPU-1")), report())
+    assert (seen.samples, seen.busy) == (1, ())
+
+
+# =========================================================================== foreign.py: a node's run
+
+
+def node_result(gpus: list[tuple[str, str]], libraries: list[Doc]) -> Doc:
+    """The honest GPU result of a fleet job: its host record lists the node's GPUs (NVML inside the
+    job), its kernel_inventory step the image's libraries."""
+    doc = with_inventory(libraries)
+    doc["host"] = {
+        "driver_version": NEW_DRIVER,
+        "cuda_driver_version": "13.0",
+        "gpus": [{"name": n, "uuid": f"GPU-{i}", "compute_capability": cc} for i, (n, cc) in enumerate(gpus)],
+    }
+    return doc
+
+
+def sealed_node_run(doc: Doc) -> Any:
+    from test_certify import IMAGE
+
+    from envbuilder.certify.foreign import seal_foreign_run
+
+    facts = gpu_facts(observation=None, container_seconds=None, cpu_seconds=None)  # a fleet job's
+    return seal_foreign_run(
+        image=IMAGE, image_ref="img:1", result=doc, facts=facts, where="node1", thresholds={}, run={}
+    )
+
+
+@pytest.mark.parametrize(
+    ("gpus", "fails"),
+    [
+        pytest.param([H100], False, id="one-covered"),
+        pytest.param([H100, A100], False, id="two-covered"),
+        pytest.param([H100, A100, GTX1080], True, id="the-third-uncovered"),
+        pytest.param([GTX1080, H100], True, id="the-first-uncovered"),
+        pytest.param([A100, GTX1080], True, id="the-second-uncovered"),
+    ],
+)
+def test_a_node_run_is_judged_against_every_gpu_its_host_record_names(
+    gpus: list[tuple[str, str]], fails: bool
+) -> None:
+    cert = sealed_node_run(node_result(gpus, [lib("libtorch_cuda.so", ["sm_80", "sm_90"])]))
+    if fails:
+        assert cert.verdict == "failed"
+        assert cert.data["verdict_reason"].startswith(
+            "kernel inventory: libtorch_cuda.so has no kernel for NVIDIA GeForce GTX 1080"
+        )
+    else:
+        assert cert.verdict == "certified", cert.data["verdict_reason"]
+    assert cert.data["run"]["host_observation"]["source"] == "none"  # the node's GPUs: not observed here
+
+
+def node_certificate(verdict: str, harness: Doc, run: Doc | None = None) -> Any:
+    from envbuilder.certify.certificate import build_certificate
+
+    return build_certificate(
+        image={"id": "sha256:" + "ab" * 32}, host={}, run=run or {}, harness=harness, thresholds={},
+        verdict=verdict, verdict_reason="the node says so",
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("said", "harness", "facts", "refused"),
+    [
+        pytest.param("certified", gpu_result(), gpu_facts(), False, id="certified-as-its-result"),
+        pytest.param("certified-cpu-only", cpu_result(), cpu_facts(), False, id="cpu-only-as-its-result"),
+        pytest.param("certified", cpu_result(), cpu_facts(), True, id="certified-over-a-cpu-result"),
+        pytest.param("certified-cpu-only", gpu_result(), gpu_facts(), True, id="cpu-only-over-a-gpu-result"),
+        pytest.param("certified", gpu_result(), gpu_facts(nonce="e" * 32), True, id="another-runs-nonce"),
+        pytest.param(
+            "certified",
+            gpu_result(),
+            gpu_facts(harness_sha256="sha256:" + "0" * 64),
+            True,
+            id="another-payload",
+        ),
+        pytest.param(
+            "certified",
+            gpu_result(),
+            gpu_facts(observation=Observation("the node's nvml", 3, ())),
+            True,
+            id="the-node-saw-no-gpu-work",
+        ),
+        pytest.param("failed", {"kind": "stub"}, gpu_facts(), False, id="a-failed-one-claims-nothing"),
+    ],
+)
+def test_a_node_certificate_is_re_judged_on_this_hosts_facts(
+    said: str, harness: Doc, facts: RunFacts, refused: bool
+) -> None:
+    from envbuilder.certify.foreign import certificate_refusal
+
+    why = certificate_refusal(node_certificate(said, harness), facts)
+    assert (why is not None) is refused, why
+    if refused:
+        assert why is not None and why.startswith(f"it says {said}, but its own result gives ")
+
+
+@pytest.mark.parametrize(
+    ("smoke", "refused"),
+    [
+        pytest.param({"status": "pass", "reason": ""}, False, id="passed"),
+        pytest.param({"status": "fail", "reason": "boom"}, True, id="failed"),
+        pytest.param({"status": "PASS", "reason": ""}, True, id="upper-case-pass"),
+        pytest.param({}, True, id="empty-record"),
+    ],
+)
+def test_a_node_certificates_own_smoke_record_counts_here(smoke: Doc, refused: bool) -> None:
+    from envbuilder.certify.foreign import certificate_refusal
+
+    cert = node_certificate("certified", gpu_result(), run={"project_smoke": smoke})
+    why = certificate_refusal(cert, gpu_facts())
+    assert (why is not None) is refused, why
+    if refused:
+        assert why is not None and "the project's smoke command failed" in why
+
+
+@pytest.mark.parametrize(
+    ("recorded", "refused"),
+    [
+        pytest.param({"source": "nvml", "samples": 3, "busy_gpus": []}, True, id="idle"),
+        pytest.param(
+            {"source": "nvml", "samples": 3, "busy_gpus": ["GPU-2"]}, False, id="the-second-gpu-busy"
+        ),
+        pytest.param({"source": "nvml", "samples": 0, "busy_gpus": []}, False, id="no-sample"),
+        pytest.param({"source": "nvml", "samples": 3, "busy_gpus": [None]}, True, id="a-null-gpu"),
+        pytest.param({"source": "nvml", "samples": 3, "busy_gpus": "GPU-1"}, True, id="a-string"),
+        pytest.param(None, False, id="none-recorded"),
+    ],
+)
+def test_a_node_certificate_is_held_to_its_own_watch(recorded: Any, refused: bool) -> None:
+    from envbuilder.certify.foreign import certificate_refusal, node_observation
+
+    cert = node_certificate("certified", gpu_result(), run={"host_observation": recorded})
+    facts = gpu_facts(observation=node_observation(cert))
+    why = certificate_refusal(cert, facts)
+    assert (why is not None) is refused, why
+    if refused:
+        assert why is not None and "the host's the node's nvml saw none" in why
