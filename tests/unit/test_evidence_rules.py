@@ -1470,3 +1470,79 @@ def test_a_node_certificate_is_held_to_its_own_watch(recorded: Any, refused: boo
     assert (why is not None) is refused, why
     if refused:
         assert why is not None and "the host's the node's nvml saw none" in why
+
+
+# =========================================================================== the cgroup's CPU time
+
+
+def _stats(usage: Any, read: str = "2026-12-04T23:00:00Z") -> Doc:
+    return {"read": read, "cpu_stats": {"cpu_usage": {"total_usage": usage}}}
+
+
+@pytest.mark.parametrize(
+    ("readings", "seconds", "samples"),
+    [
+        pytest.param([_stats(1_500_000_000)], 1.5, 1, id="nanoseconds-to-seconds"),
+        pytest.param([_stats(5_000_000_000), _stats(3_000_000_000)], 5.0, 2, id="the-highest-not-the-last"),
+        pytest.param([_stats(1_000_000_000), _stats(2_000_000_000)], 2.0, 2, id="the-highest-not-the-sum"),
+        pytest.param([_stats(0)], 0.0, 1, id="a-zero-reading-is-a-measure"),
+        pytest.param([_stats(0, read="0001-01-01T00:00:00Z")], None, 0, id="a-gone-container-is-no-reading"),
+        pytest.param(
+            [_stats(2_000_000_000), _stats(9_000_000_000, read="0001-01-01T00:00:00Z")],
+            2.0,
+            1,
+            id="a-gone-containers-reading-never-counts",
+        ),
+        pytest.param([_stats(None), _stats("2000000000"), _stats(2.5e9)], None, 0, id="usage-not-an-int"),
+        pytest.param([{"read": "2026-12-04T23:00:00Z"}], None, 0, id="no-cpu-stats"),
+        pytest.param([{"read": "2026-12-04T23:00:00Z", "cpu_stats": None}], None, 0, id="cpu-stats-null"),
+        pytest.param([OSError("gone"), _stats(3_000_000_000)], 3.0, 1, id="a-failed-read-then-one"),
+        pytest.param([], None, 0, id="never-read"),
+    ],
+)
+def test_the_docker_cpu_meter_reads_the_cgroups_cpu_time(
+    readings: list[Any], seconds: float | None, samples: int
+) -> None:
+    from envbuilder.engine.docker_engine import CpuMeter
+
+    queue = list(readings)
+
+    def read() -> Any:
+        got = queue.pop(0)
+        if isinstance(got, Exception):
+            raise got
+        return got
+
+    meter = CpuMeter(read)
+    for _ in readings:
+        meter.sample()
+    assert (meter.cpu_seconds, meter.samples) == (seconds, samples)
+
+
+@pytest.mark.parametrize(
+    ("readings", "seconds", "samples"),
+    [
+        pytest.param([1_500_000_000], 1.5, 1, id="nanoseconds-to-seconds"),
+        pytest.param([5_000_000_000, 3_000_000_000], 5.0, 2, id="the-highest-not-the-last"),
+        pytest.param([1_000_000_000, 2_000_000_000], 2.0, 2, id="the-highest-not-the-sum"),
+        pytest.param([None, 3_000_000_000], 3.0, 1, id="no-reading-then-one"),
+        pytest.param([None], None, 0, id="no-reading"),
+    ],
+)
+def test_the_podman_cpu_meter_reads_the_cgroups_cpu_time(
+    readings: list[int | None], seconds: float | None, samples: int
+) -> None:
+    from envbuilder.runtime.podman import _CpuMeter
+
+    queue = list(readings)
+    meter = _CpuMeter(lambda: queue.pop(0), interval_s=0.0)
+
+    def read() -> int | None:
+        got = queue.pop(0)
+        if not queue:
+            meter._done.set()  # the container ended after this reading
+        return got
+
+    meter._read = read
+    meter._loop()
+    assert (meter.cpu_seconds, meter.samples) == (seconds, samples)
