@@ -1546,3 +1546,27 @@ def test_the_podman_cpu_meter_reads_the_cgroups_cpu_time(
     meter._read = read
     meter._loop()
     assert (meter.cpu_seconds, meter.samples) == (seconds, samples)
+
+
+# =========================================================================== kernels: an unreadable cc
+
+
+@pytest.mark.parametrize("cc", ["9", "x", "", "9.0.1", "sm_90"])
+def test_a_gpu_whose_compute_capability_is_unreadable_is_a_warning_and_the_others_are_judged(cc: str) -> None:
+    """judge_inventory never raises (its docstring; certify, doctor and a fleet's collector call it):
+    a node's host record is the job's own output, and a compute capability there of "9" raised
+    UsageError out of seal_foreign_run, ending the fleet's collection of every job."""
+    v = judge(inv(lib("libtorch_cuda.so", ["sm_90"])), [("NVIDIA Odd", cc), GTX1080, H100])
+    assert v.warnings == (
+        f"NVIDIA Odd: compute capability {cc!r} could not be read: the kernel inventory is not judged for it",
+    )
+    assert len(v.failures) == 1 and "has no kernel for NVIDIA GeForce GTX 1080" in v.failures[0]
+    assert v.covered == ("libtorch_cuda.so: sm_90 on NVIDIA H100 80GB HBM3",)
+
+
+def test_a_node_run_whose_host_record_has_an_unreadable_compute_capability_is_sealed() -> None:
+    doc = node_result([H100], [lib("libtorch_cuda.so", ["sm_90"])])
+    doc["host"]["gpus"].append({"name": "NVIDIA Odd", "uuid": "GPU-9", "compute_capability": "9"})
+    cert = sealed_node_run(doc)
+    assert cert.verdict == "certified"
+    assert any("compute capability '9' could not be read" in w for w in cert.data["run"]["warnings"])
