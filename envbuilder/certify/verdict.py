@@ -166,10 +166,10 @@ def _work_refusal(result: Mapping[str, Any], facts: RunFacts) -> str | None:
             "clock: a result not computed in this run (replayed)"
         )
     need = CPU_SHARE_MIN * claimed
-    # The CPU path's work is the result's, whatever the access: a CPU stack (or an image with no
-    # stack label) given the GPUs runs the CPU path too, and no GPU watch holds its verdict.
-    cpu_work = facts.access == "none" or result["gpu_path"] is not True
-    if cpu_work and facts.cpu_seconds is not None and facts.cpu_seconds < need:
+    # The CPU path is the result's, whatever the access: a CPU stack (or an image with no stack
+    # label) given the GPUs runs it too, and no GPU watch holds its verdict. (On --gpu-access none
+    # a result that says gpu_path true was refused before: refusal's GPU claims.)
+    if result["gpu_path"] is not True and facts.cpu_seconds is not None and facts.cpu_seconds < need:
         return (
             f"the result's steps took {claimed:.1f} s of CPU-path work, but the container's cgroup "
             f"used {facts.cpu_seconds:.2f} s of CPU (read by the host; at least {need:.2f} s "
