@@ -1570,3 +1570,30 @@ def test_a_node_run_whose_host_record_has_an_unreadable_compute_capability_is_se
     cert = sealed_node_run(doc)
     assert cert.verdict == "certified"
     assert any("compute capability '9' could not be read" in w for w in cert.data["run"]["warnings"])
+
+
+def test_an_owners_library_without_device_code_is_not_compared() -> None:
+    assert disagreements(["8.0"], [], "row", inv(lib("a.so", []), lib("b.so", ["sm_80"])), "torch") == []
+    assert disagreements(["8.0"], [], "row", inv(lib("a.so", [])), "torch") == []
+
+
+def test_a_disagreement_lists_the_compute_capabilities_in_numeric_order() -> None:
+    (line,) = disagreements(["10.0", "9.0", "12.0a"], ["12.0"], "row", inv(lib("a.so", ["sm_80"])), "torch")
+    assert "says SASS 9.0, 10.0, 12.0a and PTX 12.0;" in line and "carry SASS 8.0 and PTX none" in line
+
+
+def test_a_matrix_that_does_not_load_is_a_warning_not_a_pass_or_a_crash(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from envbuilder.certify import kernels
+    from envbuilder.errors import MatrixError
+
+    def broken() -> Any:
+        raise MatrixError("matrices/cuda.yaml: unreadable")
+
+    monkeypatch.setattr(kernels, "load_matrix", broken)
+    doc = with_inventory([lib("libtorch_cuda.so", ["sm_75"])])
+    v = judge_kernels(doc, gpus=[H100], driver=NEW_DRIVER, access="toolkit", stack=CUDA_STACK)
+    assert v.failures == () and v.covered == ()
+    assert v.warnings[-1] == "kernel inventory not judged: matrices/cuda.yaml: unreadable"
+    assert v.warnings[0].startswith("the matrix (matrix row torch 2.11.0+cu130)")  # said before the load
