@@ -1597,3 +1597,60 @@ def test_a_matrix_that_does_not_load_is_a_warning_not_a_pass_or_a_crash(
     assert v.failures == () and v.covered == ()
     assert v.warnings[-1] == "kernel inventory not judged: matrices/cuda.yaml: unreadable"
     assert v.warnings[0].startswith("the matrix (matrix row torch 2.11.0+cu130)")  # said before the load
+
+
+# =========================================================================== auto mutants missed alone
+
+
+@pytest.mark.parametrize(
+    "facts",
+    [
+        pytest.param(cpu_facts(container_seconds=0.0), id="no-container-time"),
+        pytest.param(cpu_facts(cpu_seconds=0.0), id="no-cpu-time"),
+    ],
+)
+def test_a_failed_result_is_not_judged_on_the_work_it_claims(facts: RunFacts) -> None:
+    doc = cpu_result()
+    doc["steps"][4] = step("train_cpu_rn18w16_fp32_bs32", "fail", 6.0)
+    doc.update(verdict="failed", verdict_reason="failed steps: train_cpu_rn18w16_fp32_bs32")
+    assert host_verdict(doc, facts) == ("failed", "failed steps: train_cpu_rn18w16_fp32_bs32")
+
+
+@pytest.mark.parametrize(
+    ("seconds", "wall", "edge"),
+    [
+        pytest.param([2.9, 2.9], None, 5.8, id="step-fractions-add-up"),
+        pytest.param([0.5], 5.9, 5.9, id="a-wall-times-fraction"),
+    ],
+)
+def test_claimed_seconds_keep_their_fractions(seconds: list[float], wall: float | None, edge: float) -> None:
+    doc = cpu_result()
+    doc["steps"] = [step("host", seconds=0.0)] + [
+        step(f"cpu_check{i}", seconds=s) for i, s in enumerate(seconds)
+    ]
+    doc["wall_seconds"] = wall
+    facts = cpu_facts(framework=None, stack=None, cpu_seconds=None)
+    assert accepted(doc, replace(facts, container_seconds=edge - CLOCK_SLACK_S))
+    refused_for(doc, replace(facts, container_seconds=edge - CLOCK_SLACK_S - 0.05))
+
+
+def test_an_empty_expected_framework_is_one_no_result_is_for() -> None:
+    refused_for(cpu_result(), cpu_facts(framework=None, stack=replace(cpu_stack(), framework="")))
+
+
+@pytest.mark.parametrize(("missing", "tail"), [(1, "'started'"), (2, " (+1 more)"), (3, " (+2 more)")])
+def test_a_malformed_results_reason_counts_what_it_does_not_show(missing: int, tail: str) -> None:
+    doc = cpu_result()
+    for key in ("started", "finished", "host")[:missing]:
+        del doc[key]
+    assert refused_for(doc, cpu_facts()).endswith(tail)
+
+
+@pytest.mark.parametrize("wall", [True, False])
+def test_a_boolean_wall_time_claims_no_second(wall: bool) -> None:
+    doc = cpu_result()
+    doc["steps"] = [step("host", seconds=0.25), step("cpu_check", seconds=0.25)]
+    doc["wall_seconds"] = wall
+    facts = cpu_facts(framework=None, stack=None, container_seconds=None)
+    assert accepted(doc, replace(facts, cpu_seconds=CPU_SHARE_MIN * 0.5))  # True read as 1 s needs 0.1
+    refused_for(doc, replace(facts, cpu_seconds=CPU_SHARE_MIN * 0.5 - 0.001))
