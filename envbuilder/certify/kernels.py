@@ -13,7 +13,7 @@ from typing import Any
 from packaging.version import InvalidVersion, Version
 
 from envbuilder.archs import describe, kernel_for, parse_targets
-from envbuilder.errors import MatrixError
+from envbuilder.errors import MatrixError, UsageError
 from envbuilder.harness.inventory import FRAMEWORK_OWNERS
 from envbuilder.matrix import load_matrix
 from envbuilder.matrix.model import Matrix
@@ -73,18 +73,27 @@ def judge_inventory(
     """For each GPU (name, compute capability X.Y) and each library of `inventory` with device
     code: a failure when none of its kernels runs on the GPU (a warning for a library that is not
     the framework's own: FRAMEWORK_OWNERS), or when the only one is PTX of an ISA
-    newer than `driver` can JIT (ptx_isa.yaml); a warning when that ISA is unknown. Never raises."""
+    newer than `driver` can JIT (ptx_isa.yaml); a warning when that ISA is unknown, or when a GPU's
+    compute capability cannot be read (that GPU is not judged). Never raises."""
     failures: list[str] = []
     warnings: list[str] = []
     covered: list[str] = []
     for name, cc in gpus:
         sm = f"sm_{cc.replace('.', '')}"
+        try:
+            gpu = parse_cc(cc)
+        except UsageError:  # a node's host record is the job's output: said, never raised
+            warnings.append(
+                f"{name}: compute capability {cc!r} could not be read: "
+                "the kernel inventory is not judged for it"
+            )
+            continue
         for lib in _libraries(inventory):
             targets = parse_targets(_names(lib))
             if not targets:
                 continue
             where = str(lib.get("library"))
-            got = kernel_for(parse_cc(cc), targets)
+            got = kernel_for(gpu, targets)
             if got is None:
                 text = f"{where} has no kernel for {name} ({sm}): {describe(targets)}"
                 if lib.get("owner") in FRAMEWORK_OWNERS:

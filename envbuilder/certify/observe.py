@@ -42,7 +42,8 @@ class Observation:
         return cls(
             source=f"{seen_by} {doc.get('source')}",
             samples=doc["samples"],
-            busy=tuple(str(b) for b in busy) if isinstance(busy, list) else (),
+            # a GPU is named by text (_key): an entry that is not (null, "", a mapping) names none
+            busy=tuple(b for b in busy if isinstance(b, str) and b) if isinstance(busy, list) else (),
             detail=str(doc.get("detail") or ""),
         )
 

@@ -153,7 +153,9 @@ def _work_refusal(result: Mapping[str, Any], facts: RunFacts) -> str | None:
     an image whose `python3` replays a recorded result with this run's nonce): more seconds than
     the container ran (any path: the harness records its steps one after the other), or, on the
     CPU path, less CPU time than its steps imply (on the GPU path the host's NVML view is the
-    evidence, and how little host CPU a GPU step may use is not measured)."""
+    evidence, and how little host CPU a GPU step may use is not measured). The CPU path is the
+    result's (gpu_path false) as well as the host's (access none): a CPU stack given the GPUs
+    runs it too, and no GPU watch holds a certified-cpu-only verdict."""
     if result["verdict"] == "failed":
         return None
     claimed = claimed_seconds(result)
@@ -164,7 +166,10 @@ def _work_refusal(result: Mapping[str, Any], facts: RunFacts) -> str | None:
             "clock: a result not computed in this run (replayed)"
         )
     need = CPU_SHARE_MIN * claimed
-    if facts.access == "none" and facts.cpu_seconds is not None and facts.cpu_seconds < need:
+    # The CPU path is the result's, whatever the access: a CPU stack (or an image with no stack
+    # label) given the GPUs runs it too, and no GPU watch holds its verdict. (On --gpu-access none
+    # a result that says gpu_path true was refused before: refusal's GPU claims.)
+    if result["gpu_path"] is not True and facts.cpu_seconds is not None and facts.cpu_seconds < need:
         return (
             f"the result's steps took {claimed:.1f} s of CPU-path work, but the container's cgroup "
             f"used {facts.cpu_seconds:.2f} s of CPU (read by the host; at least {need:.2f} s "
