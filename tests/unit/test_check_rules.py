@@ -621,3 +621,14 @@ def test_the_short_mode_step_rules(step: dict[str, Any], check: str, status: str
 def test_a_short_mode_without_a_document_fails() -> None:
     (got,) = judge_gate(run_of(None), sealed([BASELINE]), T)
     assert (got.check, got.status) == ("image.run", "fail")
+
+
+@pytest.mark.parametrize("status", ["skip", "error", None, ""], ids=["skip", "error", "none", "empty"])
+def test_a_gpu_step_that_did_not_pass_never_reads_as_cuda_working(status: str | None) -> None:
+    """A gpuN step is judged a working GPU only when it passed: a step of any other status
+    (the harness writes pass or fail; anything else is a document it did not write whole) fails
+    the GPU's smoke finding, never `CUDA works, a GEMM matches the CPU` with its kernels passed."""
+    step = {**gpu_step(1, 700.0, 4000.0), "status": status, "reason": ""}
+    got = judge_gate(run_of(gate_doc(gpu_step(0, 700.0, 4000.0), step)), sealed([BASELINE]), T)
+    assert [(f.check, f.status) for f in got if f.gpu == 1] == [("image.cuda_smoke", "fail")]
+    assert verdict_of(got) == "FAIL"
