@@ -8,15 +8,24 @@ cert_factory."""
 
 from __future__ import annotations
 
+import base64
+import json
 from dataclasses import replace
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
 from typing import Any
 
 import pytest
-from cert_factory import IMAGE_ID, OTHER_ID, cert, host, image, reasons
+from cert_factory import IMAGE_ID, OTHER_ID, cert, cert_doc, host, image, reasons
 from fake_engine import cpu_stack
+from test_attest_envelope import MANIFEST, REPO, _signed
 from test_fleet_slurm import GPU_STACK, MATRIX
 from test_fleet_slurm import image as labelled_image
 
+from envbuilder.attest.envelope import Refused, Verified, verify_envelope
+from envbuilder.attest.keys import KeyInfo, generate_key, load_signer
+from envbuilder.attest.policy import TrustedKey, TrustPolicy, choose_policy, parse_duration
+from envbuilder.errors import SigningKeyError
 from envbuilder.fleet.classes import NodeClass, class_coverage, facts_from_features
 from envbuilder.host import GpuInfo
 from envbuilder.image.metadata import LABEL_STACK
@@ -503,3 +512,199 @@ def test_the_classes_certificate_view_reads_the_images_own_stack() -> None:
     strict = stack_image(min_driver="590.0")
     assert class_coverage(H200_CLASS, strict, MATRIX).status == "not-covered"
     assert class_coverage(H200_CLASS, stack_image(), MATRIX).status == "covered"
+
+
+# --------------------------------------------------------------------------- attest: whose signature
+# covers what. The trust policy's scope per repository, the signer matched by keyid (never by its key name),
+# max_age at its edge, and --max-age (attest/policy.py, attest/envelope.py).
+
+NOW = datetime(2026, 12, 6, 12, 0, 0, tzinfo=timezone.utc)
+
+
+@pytest.mark.parametrize(
+    ("patterns", "repository", "covered"),
+    [
+        pytest.param((), "any.example/x", True, id="no-patterns-all"),
+        pytest.param(("reg.example/team/*",), REPO, True, id="wildcard"),
+        pytest.param(("reg.example/team/train",), REPO, True, id="exact"),
+        pytest.param(("reg.example/team/train",), REPO + "2", False, id="prefix-sharing-repo"),
+        pytest.param(("reg.example/team/train2",), REPO, False, id="pattern-extends-repo"),
+        pytest.param(("reg.example/team/train",), "reg.example/team", False, id="parent-repo"),
+        pytest.param(("reg.example/team/*",), "Reg.example/team/train", False, id="case-differs"),
+        pytest.param(("reg.example/team/*",), "reg.example/teams/train", False, id="sibling-namespace"),
+        pytest.param(("other/*", "reg.example/team/*"), REPO, True, id="second-pattern"),
+        pytest.param(("other/*", "more/*", "reg.example/*"), REPO, True, id="third-pattern"),
+        pytest.param(("other/*", "more/*"), REPO, False, id="none-of-two"),
+    ],
+)
+def test_the_key_scope_rule(patterns: tuple[str, ...], repository: str, covered: bool, signer: Any) -> None:
+    key = TrustedKey(name="ci", key=signer.public_key, repositories=patterns)
+    assert key.covers(repository) is covered
+    policy = TrustPolicy(keys=(TrustedKey(name="x", key=signer.public_key, repositories=("nowhere/*",)), key))
+    assert policy.keys_for(repository) == ([key] if covered else [])
+
+
+@pytest.fixture(scope="module")
+def ci_key(tmp_path_factory: pytest.TempPathFactory) -> KeyInfo:
+    return generate_key("ci", directory=tmp_path_factory.mktemp("keys"))
+
+
+@pytest.fixture(scope="module")
+def signer(ci_key: KeyInfo) -> Any:
+    return load_signer(ci_key)
+
+
+@pytest.fixture(scope="module")
+def other(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    return load_signer(generate_key("other", directory=tmp_path_factory.mktemp("keys")))
+
+
+# (name, which key, repositories) per trusted key: "signer" signed, "other" did not
+KEYS_FOR = {
+    "all": (("ci", "signer", ()),),
+    "repo": (("ci", "signer", ("reg.example/team/*",)),),
+    "elsewhere": (("ci", "signer", ("other/*",)),),
+    "prefix-sharing": (("ci", "signer", ("reg.example/team/train2",)),),
+    "shared-name-elsewhere": (("ci", "signer", ("other/*",)), ("ci", "other", ("reg.example/team/*",))),
+    "shared-name-here": (("ci", "other", ("other/*",)), ("ci", "signer", ("reg.example/team/*",))),
+    "other-key-only": (("ci", "other", ()),),
+    "second-key": (("a", "other", ()), ("b", "signer", ("reg.example/*",))),
+    "third-key": (("a", "other", ()), ("b", "other", ("x/*",)), ("c", "signer", ())),
+    "none": (),
+}
+
+
+@pytest.mark.parametrize("repository", [REPO, None], ids=["pull", "file-import"])
+@pytest.mark.parametrize(
+    ("keys", "want"),
+    [
+        pytest.param("all", "ci", id="all"),
+        pytest.param("repo", "ci", id="repo"),
+        pytest.param("elsewhere", "untrusted-key", id="elsewhere"),
+        pytest.param("prefix-sharing", "untrusted-key", id="prefix-sharing"),
+        pytest.param("shared-name-elsewhere", "untrusted-key", id="shared-name-elsewhere"),
+        pytest.param("shared-name-here", "ci", id="shared-name-here"),
+        pytest.param("other-key-only", "untrusted-key", id="other-key-only"),
+        pytest.param("second-key", "b", id="second-key"),
+        pytest.param("third-key", "c", id="third-key"),
+        pytest.param("none", "untrusted-key", id="no-keys"),
+    ],
+)
+def test_the_signer_rule(keys: str, want: str, repository: str | None, signer: Any, other: Any) -> None:
+    """The signer is the trusted key whose keyid signed, for the repository asked (a pull) or a
+    repository the statement names (a file): its name is only what the policy calls it."""
+    by = {"signer": signer, "other": other}
+    policy = TrustPolicy(
+        keys=tuple(TrustedKey(name=n, key=by[k].public_key, repositories=r) for n, k, r in KEYS_FOR[keys])
+    )
+    raw = _signed(signer)
+    out = verify_envelope(raw, repository=repository, digest=MANIFEST if repository else None, policy=policy)
+    if want == "untrusted-key":
+        assert isinstance(out, Refused) and out.reason == want, out
+    else:
+        assert isinstance(out, Verified), out
+        assert (out.key_name, out.keyid) == (want, signer.public_key.keyid)
+
+
+@pytest.mark.parametrize(
+    ("issued", "max_age_s", "refused"),
+    [
+        pytest.param(NOW - timedelta(days=30), 30 * 86400, False, id="at-max-age"),
+        pytest.param(NOW - timedelta(days=30, seconds=1), 30 * 86400, True, id="a-second-past"),
+        pytest.param(NOW - timedelta(days=29, hours=23), 30 * 86400, False, id="inside"),
+        pytest.param(NOW - timedelta(days=400), None, False, id="no-max-age"),
+    ],
+)
+def test_the_max_age_rule(
+    issued: datetime | None, max_age_s: float | None, refused: bool, signer: Any
+) -> None:
+    stamp = issued.strftime("%Y-%m-%dT%H:%M:%SZ") if issued else None
+    policy = TrustPolicy(keys=(TrustedKey(name="ci", key=signer.public_key),)).with_max_age(max_age_s)
+    out = verify_envelope(
+        _signed(signer, cert_doc(issued_at=stamp)), repository=REPO, digest=MANIFEST, policy=policy, now=NOW
+    )
+    assert (isinstance(out, Refused) and out.reason == "expired") is refused, out
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds"),
+    [
+        pytest.param("30d", 30 * 86400.0, id="days"),
+        pytest.param("2w", 14 * 86400.0, id="weeks"),
+        pytest.param("90m", 5400.0, id="minutes"),
+        pytest.param("12h", 43200.0, id="hours"),
+        pytest.param("45", 45.0, id="bare-seconds"),
+        pytest.param(" 1.5h ", 5400.0, id="fraction-spaces"),
+        pytest.param(60, 60.0, id="a-number"),
+        pytest.param("36500d", 36500 * 86400.0, id="100-years"),
+        pytest.param("36501d", None, id="past-100-years"),
+        pytest.param("0", None, id="zero"),
+        pytest.param("0d", None, id="zero-days"),
+        pytest.param(0, None, id="zero-number"),
+        pytest.param(-5, None, id="negative-number"),
+        pytest.param("-5d", None, id="negative"),
+        pytest.param("", None, id="empty"),
+        pytest.param(" ", None, id="space"),
+        pytest.param("1y", None, id="years"),
+        pytest.param("1e3", None, id="exponent"),
+        pytest.param("30 d x", None, id="trailing"),
+        pytest.param("\u0663d", None, id="arabic-digit"),
+        pytest.param(True, None, id="bool"),
+        pytest.param(float("nan"), None, id="nan"),
+        pytest.param(float("inf"), None, id="inf"),
+    ],
+)
+def test_the_duration_rule(text: Any, seconds: float | None) -> None:
+    if seconds is None:
+        with pytest.raises(SigningKeyError):
+            parse_duration(text)
+    else:
+        assert parse_duration(text) == seconds
+
+
+@pytest.mark.parametrize(
+    ("max_age", "want"),
+    [
+        pytest.param(None, 7 * 86400.0, id="the-policys-own"),
+        pytest.param("1d", 86400.0, id="overridden"),
+        pytest.param("", SigningKeyError, id="empty-refused"),
+        pytest.param("0", SigningKeyError, id="zero-refused"),
+        pytest.param(" ", SigningKeyError, id="space-refused"),
+    ],
+)
+def test_the_max_age_option_rule(max_age: str | None, want: Any, ci_key: KeyInfo, tmp_path: Path) -> None:
+    pub = tmp_path / "ci.pub"
+    pub.write_bytes(ci_key.public_path.read_bytes())
+    trust = tmp_path / "trust.yaml"
+    trust.write_text("schema_version: 1\nmax_age: 7d\nkeys:\n  - name: ci\n    public_key: ci.pub\n")
+    if want is SigningKeyError:
+        with pytest.raises(SigningKeyError):
+            choose_policy(trust=trust, max_age=max_age)
+    else:
+        assert choose_policy(trust=trust, max_age=max_age).max_age_s == want
+    with pytest.raises(SigningKeyError):
+        choose_policy(keys=(pub,), trust=trust, max_age=max_age)
+
+
+def with_signatures_before(raw: bytes, *keyids: str) -> bytes:
+    """The envelope with a signature of each of `keyids` (of nothing: it never verifies) before
+    its own."""
+    doc = json.loads(raw)
+    junk = base64.b64encode(b"\x30\x06\x02\x01\x01\x02\x01\x01").decode()
+    doc["signatures"] = [{"keyid": k, "sig": junk} for k in keyids] + doc["signatures"]
+    return json.dumps(doc).encode()
+
+
+@pytest.mark.parametrize("first", ["untrusted", "trusted-bad"])
+def test_the_signer_is_any_signature_of_a_trusted_key_not_only_the_first(
+    first: str, signer: Any, other: Any
+) -> None:
+    """An envelope signed twice: the first signature by a key the policy does not trust, or by
+    a trusted key whose signature does not verify; the second by the trusted signer. The
+    signer's signature is found (each keyid, each candidate), and named by its own key."""
+    keys = (TrustedKey(name="other", key=other.public_key), TrustedKey(name="ci", key=signer.public_key))
+    policy = TrustPolicy(keys=keys if first == "trusted-bad" else keys[1:])
+    raw = with_signatures_before(_signed(signer), other.public_key.keyid)
+    out = verify_envelope(raw, repository=REPO, digest=MANIFEST, policy=policy)
+    assert isinstance(out, Verified), out
+    assert (out.key_name, out.keyid) == ("ci", signer.public_key.keyid)
