@@ -107,6 +107,24 @@ def test_a_cpu_only_certificate_is_not_judged_on_the_gpu_models_it_never_saw() -
     assert reasons(cert("certified-cpu-only", gpus=()), image(), host(gpus=(H200, RTX))) == ["cpu-only"]
 
 
+@pytest.mark.parametrize(
+    "host_over",
+    [
+        pytest.param({"gpus": (RTX,)}, id="uncertified-model"),
+        pytest.param({"gpus": (T4,)}, id="uncovered-arch"),
+        pytest.param({"driver": None, "cuda_driver": None}, id="no-driver"),
+        pytest.param({"driver": "470.1", "cuda_driver": "11.4"}, id="old-driver"),
+        pytest.param({"gpus": (H200, RTX, T4), "driver": None}, id="all-at-once"),
+    ],
+)
+def test_a_run_on_the_cpu_is_held_to_no_gpu_rule(host_over: dict[str, Any]) -> None:
+    """--gpu-access none: no GPU is handed in, so neither the models, the archs, the driver floor
+    nor NVIDIA_REQUIRE_* apply to the GPUs or driver the host happens to have."""
+    c = cert(gpus=(H200,), archs={"sass": ["9.0"], "ptx": []})
+    cpu = host(access="none", requested="none", **host_over)
+    assert reasons(c, image(env=("NVIDIA_REQUIRE_CUDA=cuda>=99.0",)), cpu) == []
+
+
 # --------------------------------------------------------------------------- the arch of every GPU
 
 
