@@ -25,6 +25,7 @@ from test_fleet_slurm import image as labelled_image
 from envbuilder.attest.envelope import Refused, Verified, verify_envelope
 from envbuilder.attest.keys import KeyInfo, generate_key, load_signer
 from envbuilder.attest.policy import TrustedKey, TrustPolicy, choose_policy, parse_duration
+from envbuilder.certify.certificate import Certificate
 from envbuilder.errors import SigningKeyError
 from envbuilder.fleet.classes import NodeClass, class_coverage, facts_from_features
 from envbuilder.host import GpuInfo
@@ -72,6 +73,32 @@ HEX = IMAGE_ID.removeprefix("sha256:")
 def test_the_image_id_rule(cert_id: str, image_id: str, covered: bool) -> None:
     got = reasons(cert(image_id=cert_id), image(image_id=image_id), host())
     assert got == ([] if covered else ["image-mismatch"])
+
+
+# --------------------------------------------------------------------------- the seal
+
+
+@pytest.mark.parametrize(
+    ("path", "value", "want"),
+    [
+        pytest.param(("verdict_reason",), "all good", ["tampered"], id="reason"),
+        pytest.param(("host", "driver"), "999.0", ["tampered"], id="host-driver"),
+        pytest.param(("host", "gpus"), [], ["tampered", "gpu-model"], id="host-gpus"),
+        pytest.param(("image", "stack", "min_driver"), "1.0", ["tampered"], id="stack-floor"),
+        pytest.param(("image", "stack", "archs", "sass"), ["9.0", "7.5"], ["tampered"], id="stack-archs"),
+        pytest.param(("image", "id"), OTHER_ID, ["tampered", "image-mismatch"], id="image-id"),
+        pytest.param(("verdict",), "failed", ["tampered", "failed"], id="verdict"),
+    ],
+)
+def test_an_edited_certificate_is_refused_whatever_field(
+    path: tuple[str, ...], value: Any, want: list[str]
+) -> None:
+    doc = cert_doc()
+    node = doc
+    for key in path[:-1]:
+        node = node[key]
+    node[path[-1]] = value
+    assert reasons(Certificate(doc), image(), host()) == want
 
 
 # --------------------------------------------------------------------------- verdict and GPU access
