@@ -25,9 +25,10 @@ from test_fleet_slurm import image as labelled_image
 from envbuilder.attest.envelope import Refused, Verified, verify_envelope
 from envbuilder.attest.keys import KeyInfo, generate_key, load_signer
 from envbuilder.attest.policy import TrustedKey, TrustPolicy, choose_policy, parse_duration
-from envbuilder.certify.certificate import Certificate
+from envbuilder.certify.certificate import Certificate, seal
 from envbuilder.errors import SigningKeyError
 from envbuilder.fleet.classes import NodeClass, class_coverage, facts_from_features
+from envbuilder.fleet.status import class_status
 from envbuilder.host import GpuInfo
 from envbuilder.image.metadata import LABEL_STACK
 from envbuilder.run.coverage import check_run, choose_certificate, describe_coverage
@@ -753,3 +754,54 @@ def test_the_signer_is_any_signature_of_a_trusted_key_not_only_the_first(
     out = verify_envelope(raw, repository=REPO, digest=MANIFEST, policy=policy)
     assert isinstance(out, Verified), out
     assert (out.key_name, out.keyid) == ("ci", signer.public_key.keyid)
+
+
+# --------------------------------------------------------------------------- fleet: the newest per class
+
+
+def class_cert(node_class: str | None, day: int, verdict: str = "certified") -> Certificate:
+    """A certificate of `node_class` (None: made outside a fleet) issued on December `day`."""
+    doc = cert_doc(verdict, issued_at=f"2026-12-{day:02d}T00:00:00Z")
+    run = {"scheduler": {"class": node_class, "name": "slurm"}} if node_class else {}
+    return Certificate(seal({**doc, "run": run}))
+
+
+@pytest.mark.parametrize(
+    ("made", "want"),
+    [
+        pytest.param([("h200", 1), ("h200", 3)], {"h200": 3}, id="newer-second"),
+        pytest.param([("h200", 3), ("h200", 1)], {"h200": 3}, id="newer-first"),
+        pytest.param([("h200", 1), ("h200", 2), ("h200", 5)], {"h200": 5}, id="newest-third"),
+        pytest.param(
+            [("a100", 4), ("h200", 1), ("a100", 2), ("h200", 3)], {"a100": 4, "h200": 3}, id="two-classes"
+        ),
+        pytest.param([("h200", 2), ("h200x", 3)], {"h200": 2, "h200x": 3}, id="class-names-sharing-a-prefix"),
+        pytest.param([(None, 1), ("h200", 2)], {"host:00": 1, "h200": 2}, id="outside-a-fleet"),
+        pytest.param([("", 1)], {"host:00": 1}, id="empty-class"),
+    ],
+)
+def test_the_newest_certificate_of_each_class_rule(
+    made: list[tuple[str | None, int]], want: dict[str, int]
+) -> None:
+    got = class_status([class_cert(c, d) for c, d in made])
+    assert [s.node_class for s in got] == sorted(want)
+    assert {s.node_class: s.issued_at for s in got} == {
+        k: f"2026-12-{d:02d}T00:00:00Z" for k, d in want.items()
+    }
+
+
+@pytest.mark.parametrize(
+    ("local", "signed", "source"),
+    [
+        pytest.param([1], [], "local store", id="local"),
+        pytest.param([], [1], "signed by ci", id="signed"),
+        pytest.param([1], [1], "signed by ci", id="both"),
+        pytest.param([1], [3], "signed by ci", id="signed-newer"),
+        pytest.param([3], [1], "local store", id="local-newer"),
+    ],
+)
+def test_the_source_of_a_class_status_rule(local: list[int], signed: list[int], source: str) -> None:
+    got = class_status(
+        [class_cert("h200", d) for d in local], [(class_cert("h200", d), "ci") for d in signed]
+    )
+    assert [(s.node_class, s.source) for s in got] == [("h200", source)]
