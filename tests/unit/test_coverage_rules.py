@@ -22,11 +22,14 @@ from test_attest_envelope import MANIFEST, REPO, _signed
 from test_fleet_slurm import GPU_STACK, MATRIX
 from test_fleet_slurm import image as labelled_image
 
-from envbuilder.attest.envelope import Refused, Verified, verify_envelope
+from envbuilder.attest.envelope import Refused, Verified, sign_statement, verify_envelope
+from envbuilder.attest.imported import import_certificate
 from envbuilder.attest.keys import KeyInfo, generate_key, load_signer
 from envbuilder.attest.policy import TrustedKey, TrustPolicy, choose_policy, parse_duration
+from envbuilder.attest.statement import ImageSubject, certificate_statements
 from envbuilder.certify.certificate import Certificate, seal
-from envbuilder.errors import SigningKeyError
+from envbuilder.certify.store import CertStore
+from envbuilder.errors import CertificateRefusedError, SigningKeyError
 from envbuilder.fleet.classes import NodeClass, class_coverage, facts_from_features
 from envbuilder.fleet.status import class_status
 from envbuilder.host import GpuInfo
@@ -805,3 +808,48 @@ def test_the_source_of_a_class_status_rule(local: list[int], signed: list[int], 
         [class_cert("h200", d) for d in local], [(class_cert("h200", d), "ci") for d in signed]
     )
     assert [(s.node_class, s.source) for s in got] == [("h200", source)]
+
+
+# --------------------------------------------------------------------------- an imported envelope's name
+
+NAMES = ("reg.example/team/train", "reg.example/team/train2", "reg.example/lab/train")
+
+
+@pytest.mark.parametrize(
+    ("keys", "stored"),
+    [
+        pytest.param((("ci", "signer", ()),), NAMES[0], id="all-first-name"),
+        pytest.param((("ci", "signer", (NAMES[1],)),), NAMES[1], id="second-name"),
+        pytest.param((("ci", "signer", ("reg.example/lab/*",)),), NAMES[2], id="third-name"),
+        pytest.param((("ci", "signer", (NAMES[1], NAMES[2])),), NAMES[1], id="first-covered"),
+        pytest.param((("ci", "other", (NAMES[0],)), ("ci", "signer", (NAMES[2],))), NAMES[2], id="by-keyid"),
+        pytest.param((("ci", "signer", ("reg.example/team/train2*",)),), NAMES[1], id="prefix-sharing"),
+        pytest.param((("ci", "signer", ("elsewhere/*",)),), None, id="none-covered"),
+    ],
+)
+def test_an_imported_envelope_is_stored_under_a_name_its_signer_is_trusted_for(
+    keys: tuple[tuple[str, str, tuple[str, ...]], ...],
+    stored: str | None,
+    signer: Any,
+    other: Any,
+    tmp_path: Path,
+) -> None:
+    """A signed statement naming three repositories: the envelope is kept under the first name
+    the signer's key (by keyid) is trusted for, never merely the first name."""
+    by = {"signer": signer, "other": other}
+    policy = TrustPolicy(
+        keys=tuple(TrustedKey(name=n, key=by[k].public_key, repositories=r) for n, k, r in keys)
+    )
+    certificate = Certificate(cert_doc())
+    subjects = [ImageSubject(repository=n, manifest_digest=MANIFEST, image_id=IMAGE_ID) for n in NAMES]
+    doc = certificate_statements(certificate, subjects[0])[0]
+    doc["subject"] = [d for s in subjects for d in s.descriptors()]
+    path = tmp_path / "signed.json"
+    path.write_bytes(sign_statement(doc, signer))
+    store = CertStore(tmp_path / "store.sqlite")
+    if stored is None:
+        with pytest.raises(CertificateRefusedError, match=r"\[untrusted-key\]"):
+            import_certificate(path, store=store, policy=lambda: policy)
+        return
+    done = import_certificate(path, store=store, policy=lambda: policy)
+    assert [e.repository for e in store.envelopes(done.id)] == [stored]
