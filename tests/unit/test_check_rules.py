@@ -26,7 +26,7 @@ from envbuilder.check.findings import (
     verdict_of,
     verdict_reason,
 )
-from envbuilder.check.gate import node_findings
+from envbuilder.check.gate import CheckReport, node_findings
 from envbuilder.check.image import certified_busbw, certified_figures, judge_gate
 from envbuilder.check.node import judge_gpu, judge_xids
 from envbuilder.host import HostReport
@@ -632,3 +632,24 @@ def test_a_gpu_step_that_did_not_pass_never_reads_as_cuda_working(status: str | 
     got = judge_gate(run_of(gate_doc(gpu_step(0, 700.0, 4000.0), step)), sealed([BASELINE]), T)
     assert [(f.check, f.status) for f in got if f.gpu == 1] == [("image.cuda_smoke", "fail")]
     assert verdict_of(got) == "FAIL"
+
+
+@pytest.mark.parametrize(
+    ("statuses", "verdict", "code"),
+    [
+        pytest.param(("pass", "skip", "note"), "PASS", 0, id="pass"),
+        pytest.param(("pass", "note", "warn"), "WARN", 1, id="warn-last"),
+        pytest.param(("warn", "pass", "fail", "skip"), "FAIL", 2, id="fail-third"),
+        pytest.param(("skip",), "PASS", 0, id="only-skipped"),
+    ],
+)
+def test_the_reports_verdict_and_exit_code(statuses: tuple[str, ...], verdict: str, code: int) -> None:
+    findings = tuple(Finding(check=f"c{i}", status=s, message="m") for i, s in enumerate(statuses))  # type: ignore[arg-type]
+    report = CheckReport(
+        image="i", image_id=None, findings=findings, certificate=None, host=None, gpu_access="none",
+        timings={"total_s": 1.0}, thresholds=T, started="s",
+    )  # fmt: skip
+    doc = report.to_dict()
+    assert (report.verdict, report.exit_code) == (verdict, code)
+    assert (doc["verdict"], doc["exit_code"]) == (verdict, code)
+    assert validate_report(doc) == []
