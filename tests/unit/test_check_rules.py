@@ -283,6 +283,11 @@ def proc(pid: int, mib: int | None) -> dict[str, Any]:
 def test_the_processes_rule(processes: tuple[dict[str, Any], ...], used: int | None, status: str) -> None:
     got = finding("node.processes", health(processes=processes, used=used))
     assert got.status == status
+    held = sum(p["used_mib"] or 0 for p in processes)  # a process hiding its memory holds none we know of
+    assert (len(got.value["processes"]), got.value["held_mib"]) == (len(processes), held)
+    if status != "pass":
+        assert f"({max(held, used or 0)} of {TOTAL_MIB} MiB)" in got.message
+        assert ", ".join(str(p["pid"]) for p in processes) in got.message
 
 
 def test_a_gpu_whose_total_memory_is_unknown_warns_on_a_listed_process_only() -> None:
@@ -290,6 +295,8 @@ def test_a_gpu_whose_total_memory_is_unknown_warns_on_a_listed_process_only() ->
     assert finding("node.processes", blind).status == "pass"
     held = replace(health(processes=(proc(7, 900),), used=900), memory_total_mib=None)
     assert finding("node.processes", held).status == "warn"
+    small = replace(health(used=None), memory_total_mib=20)  # used unknown: no memory held, not 1 MiB
+    assert finding("node.processes", small).status == "pass"
 
 
 # --------------------------------------------------------------------------- every GPU of the node
@@ -380,6 +387,7 @@ def test_the_xid_window_rule(
         pytest.param((0x19, 0x19), 1, id="twice-on-one"),
         pytest.param((0x18, 0x1A), None, id="two-gpus"),
         pytest.param((0x77,), None, id="no-such-gpu"),
+        pytest.param((0x18, 0x77), None, id="known-and-unknown-bus"),
     ],
 )
 def test_an_xid_is_put_on_the_gpu_of_its_bus(buses: tuple[int, ...], gpu: int | None) -> None:
@@ -387,6 +395,10 @@ def test_an_xid_is_put_on_the_gpu_of_its_bus(buses: tuple[int, ...], gpu: int | 
     log = XidLog(xids=tuple(xid(48, 10.0 + n, bus) for n, bus in enumerate(buses)))
     (got,) = judge_xids(log, gpus, uptime_s=None, window_s=None)
     assert (got.gpu, got.value["count"]) == (gpu, len(buses))
+    assert len(got.value["pci"]) == len(set(buses))
+    known = sorted({b - 0x18 for b in buses if b - 0x18 in (0, 1, 2)})
+    shown = ["GPU ?"] * (len(set(buses)) > len(known)) + [f"GPU {g}" for g in known]
+    assert f"since boot on {', '.join(shown)}:" in got.message
 
 
 @pytest.mark.parametrize(
@@ -401,7 +413,9 @@ def test_an_xid_is_put_on_the_gpu_of_its_bus(buses: tuple[int, ...], gpu: int | 
 )
 def test_the_xid_statuses_make_the_verdict(xids: tuple[int, ...], verdict: str) -> None:
     log = XidLog(xids=tuple(xid(n, 10.0 + i) for i, n in enumerate(xids)))
-    assert verdict_of(judge_xids(log, (health(0),), uptime_s=None, window_s=None)) == verdict
+    got = judge_xids(log, (health(0),), uptime_s=None, window_s=None)
+    assert verdict_of(got) == verdict
+    assert all(bool(f.remedy) == (f.status != "note") for f in got)
 
 
 def test_an_unreadable_kernel_log_is_a_note() -> None:
