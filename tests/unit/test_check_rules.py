@@ -136,6 +136,12 @@ def test_the_memory_repair_rule(over: dict[str, Any], check: str, status: str, r
         if f.check.startswith(("node.remapped", "node.retired", "node.memory"))
     ]
     assert [(f.check, f.status) for f in got] == [(check, status)]
+    readings = {**HEALTHY, **over}
+    if check == "node.remapped_rows":
+        assert got[0].value == readings["remapped_rows"] and isinstance(got[0].message, str)
+    elif check == "node.retired_pages":
+        pages = readings["retired_pages_double_bit"]
+        assert got[0].value == (None if pages is NO else pages) and isinstance(got[0].message, str)
     assert remedy in got[0].remedy and bool(got[0].remedy) == bool(remedy)
 
 
@@ -161,6 +167,8 @@ def test_the_memory_repair_rule(over: dict[str, Any], check: str, status: str, r
 def test_the_recovery_action_rule(action: Any, status: str, remedy: str) -> None:
     got = finding("node.recovery_action", health(recovery_action=action))
     assert got.status == status
+    if status != "note":
+        assert got.value == action and isinstance(got.message, str) and got.message != action
     assert remedy in got.remedy and bool(got.remedy) == bool(remedy)
 
 
@@ -214,6 +222,14 @@ def test_the_pcie_rule(width: Any, width_max: Any, gen: Any, gen_max: Any, stric
     got = finding("node.pcie", gpu, t)
     assert got.status == status
     assert bool(got.remedy) == (status in ("fail", "warn"))
+    if status != "note":  # the link is the finding's value, the words its message (never swapped)
+        assert got.value == {
+            "gen": None if gen is NO else gen,
+            "gen_max": None if gen_max is NO else gen_max,
+            "width": width,
+            "width_max": width_max,
+        }
+        assert f"x{width} (max Gen" in got.message
 
 
 def test_a_pcie_pass_says_a_lower_generation_is_power_saving_only_when_it_is_lower() -> None:
@@ -243,6 +259,8 @@ MARGIN = int(T.temperature_margin_c)
 def test_the_temperature_rule(celsius: Any, limit: Any, status: str) -> None:
     got = finding("node.temperature", health(temperature_c=celsius, temperature_slowdown_c=limit))
     assert got.status == status
+    if status != "note":
+        assert got.value == celsius and got.message.startswith(f"{celsius} C")
 
 
 def test_the_temperature_margin_is_the_thresholds_not_a_constant() -> None:
@@ -352,8 +370,8 @@ def test_the_node_without_nvml_rule(gpus: Any, why: str | None, probe_gpus: Any,
 # --------------------------------------------------------------------------- Xids
 
 
-def xid(number: int, at: float | None, bus: int = 0x18) -> KernelXid:
-    return KernelXid(xid=number, pci=f"0000:{bus:02x}:00", seconds_since_boot=at, line="")
+def xid(number: int, at: float | None, bus: int = 0x18, form: str = "0000:{:02x}:00") -> KernelXid:
+    return KernelXid(xid=number, pci=form.format(bus), seconds_since_boot=at, line="")
 
 
 @pytest.mark.parametrize(
@@ -376,6 +394,7 @@ def test_the_xid_window_rule(
 ) -> None:
     got = judge_xids(XidLog(xids=(xid(79, at),)), (), uptime_s=uptime, window_s=window)
     assert [f.status for f in got] == (["fail"] if kept else ["pass"])
+    assert got[0].value == ({"xid": 79, "count": 1, "pci": ["0000:18:00"]} if kept else [])
 
 
 @pytest.mark.parametrize(
@@ -388,6 +407,7 @@ def test_the_xid_window_rule(
         pytest.param((0x18, 0x1A), None, id="two-gpus"),
         pytest.param((0x77,), None, id="no-such-gpu"),
         pytest.param((0x18, 0x77), None, id="known-and-unknown-bus"),
+        pytest.param((0x1A, 0x18), None, id="two-gpus-last-first"),
     ],
 )
 def test_an_xid_is_put_on_the_gpu_of_its_bus(buses: tuple[int, ...], gpu: int | None) -> None:
@@ -395,7 +415,7 @@ def test_an_xid_is_put_on_the_gpu_of_its_bus(buses: tuple[int, ...], gpu: int | 
     log = XidLog(xids=tuple(xid(48, 10.0 + n, bus) for n, bus in enumerate(buses)))
     (got,) = judge_xids(log, gpus, uptime_s=None, window_s=None)
     assert (got.gpu, got.value["count"]) == (gpu, len(buses))
-    assert len(got.value["pci"]) == len(set(buses))
+    assert got.value["pci"] == sorted({f"0000:{b:02x}:00" for b in buses})
     known = sorted({b - 0x18 for b in buses if b - 0x18 in (0, 1, 2)})
     shown = ["GPU ?"] * (len(set(buses)) > len(known)) + [f"GPU {g}" for g in known]
     assert f"since boot on {', '.join(shown)}:" in got.message
@@ -667,3 +687,26 @@ def test_the_reports_verdict_and_exit_code(statuses: tuple[str, ...], verdict: s
     assert (report.verdict, report.exit_code) == (verdict, code)
     assert (doc["verdict"], doc["exit_code"]) == (verdict, code)
     assert validate_report(doc) == []
+
+
+@pytest.mark.parametrize("form", ["0000:{:02x}:00.0", "00000000:{:02x}:00.0", "{:02x}:00.0"], ids=str)
+def test_an_xid_is_put_on_its_gpu_whatever_form_its_address_takes(form: str) -> None:
+    gpus = (health(0), health(1), health(2))
+    (got,) = judge_xids(XidLog(xids=(xid(79, 1.0, 0x19, form),)), gpus, uptime_s=None, window_s=None)
+    assert got.gpu == (None if form.startswith("{") else 1)
+
+
+@pytest.mark.parametrize(
+    ("number", "status"),
+    [(13, "note"), (31, "note"), (43, "note"), (45, "note"), (154, "note"), (63, "warn"), (92, "warn"),
+     (48, "fail"), (79, "fail"), (94, "fail"), (95, "fail"), (119, "fail"), (1, "fail")],
+)  # fmt: skip
+def test_each_xids_status(number: int, status: str) -> None:
+    (got,) = judge_xids(XidLog(xids=(xid(number, 1.0),)), (health(0),), uptime_s=None, window_s=None)
+    assert got.status == status
+
+
+def test_the_xids_are_listed_by_number() -> None:
+    log = XidLog(xids=tuple(xid(n, 1.0 + i) for i, n in enumerate((79, 13, 48, 13, 154, 63))))
+    got = judge_xids(log, (health(0),), uptime_s=None, window_s=None)
+    assert [(f.value["xid"], f.value["count"]) for f in got] == [(13, 2), (48, 1), (63, 1), (79, 1), (154, 1)]
