@@ -28,7 +28,7 @@ from envbuilder.check.findings import (
 )
 from envbuilder.check.gate import CheckReport, node_findings
 from envbuilder.check.image import certified_busbw, certified_figures, judge_gate
-from envbuilder.check.node import judge_gpu, judge_xids
+from envbuilder.check.node import FAIL_REASONS, WARN_REASONS, judge_gpu, judge_xids
 from envbuilder.host import HostReport
 from envbuilder.host.health import GpuHealth, KernelXid, Query, XidLog
 
@@ -192,6 +192,9 @@ def test_the_recovery_action_rule(action: Any, status: str, remedy: str) -> None
 def test_the_clock_rule(reasons: Any, status: str) -> None:
     got = finding("node.clocks", health(clock_event_reasons=reasons))
     assert got.status == status
+    named = {"fail": FAIL_REASONS, "warn": WARN_REASONS}.get(status, ())
+    if named:
+        assert got.message.endswith(": " + ", ".join(r for r in reasons if r in named))
     if status != "note":
         assert got.value == list(reasons)
 
@@ -252,6 +255,7 @@ MARGIN = int(T.temperature_margin_c)
         pytest.param(LIMIT - MARGIN, LIMIT, "warn", id="at-margin"),
         pytest.param(LIMIT - MARGIN - 1, LIMIT, "pass", id="below-margin"),
         pytest.param(31, LIMIT, "pass", id="cool"),
+        pytest.param(31, 0, "fail", id="a-threshold-of-0"),
         pytest.param(200, NO, "pass", id="no-threshold"),
         pytest.param(NO, LIMIT, "note", id="no-temperature"),
     ],
@@ -302,7 +306,7 @@ def test_the_processes_rule(processes: tuple[dict[str, Any], ...], used: int | N
     got = finding("node.processes", health(processes=processes, used=used))
     assert got.status == status
     held = sum(p["used_mib"] or 0 for p in processes)  # a process hiding its memory holds none we know of
-    assert (len(got.value["processes"]), got.value["held_mib"]) == (len(processes), held)
+    assert (got.value["processes"], got.value["held_mib"]) == (list(processes), held)
     if status != "pass":
         assert f"({max(held, used or 0)} of {TOTAL_MIB} MiB)" in got.message
         assert ", ".join(str(p["pid"]) for p in processes) in got.message
@@ -395,6 +399,8 @@ def test_the_xid_window_rule(
     got = judge_xids(XidLog(xids=(xid(79, at),)), (), uptime_s=uptime, window_s=window)
     assert [f.status for f in got] == (["fail"] if kept else ["pass"])
     assert got[0].value == ({"xid": 79, "count": 1, "pci": ["0000:18:00"]} if kept else [])
+    span = "since boot" if window is None or uptime is None else f"in the last {window:.0f} s"
+    assert got[0].check == "node.xid" and span in got[0].message
 
 
 @pytest.mark.parametrize(
@@ -414,7 +420,7 @@ def test_an_xid_is_put_on_the_gpu_of_its_bus(buses: tuple[int, ...], gpu: int | 
     gpus = (health(0), health(1), health(2))
     log = XidLog(xids=tuple(xid(48, 10.0 + n, bus) for n, bus in enumerate(buses)))
     (got,) = judge_xids(log, gpus, uptime_s=None, window_s=None)
-    assert (got.gpu, got.value["count"]) == (gpu, len(buses))
+    assert (got.check, got.gpu, got.value["count"]) == ("node.xid", gpu, len(buses))
     assert got.value["pci"] == sorted({f"0000:{b:02x}:00" for b in buses})
     known = sorted({b - 0x18 for b in buses if b - 0x18 in (0, 1, 2)})
     shown = ["GPU ?"] * (len(set(buses)) > len(known)) + [f"GPU {g}" for g in known]
@@ -440,7 +446,7 @@ def test_the_xid_statuses_make_the_verdict(xids: tuple[int, ...], verdict: str) 
 
 def test_an_unreadable_kernel_log_is_a_note() -> None:
     (got,) = judge_xids(XidLog(unreadable="no permission"), (), uptime_s=None, window_s=None)
-    assert (got.status, got.message) == ("note", "no permission")
+    assert (got.check, got.status, got.message) == ("node.xid", "note", "no permission")
 
 
 # --------------------------------------------------------------------------- bands, verdict, exit code
@@ -710,3 +716,20 @@ def test_the_xids_are_listed_by_number() -> None:
     log = XidLog(xids=tuple(xid(n, 1.0 + i) for i, n in enumerate((79, 13, 48, 13, 154, 63))))
     got = judge_xids(log, (health(0),), uptime_s=None, window_s=None)
     assert [(f.value["xid"], f.value["count"]) for f in got] == [(13, 2), (48, 1), (63, 1), (79, 1), (154, 1)]
+
+
+@pytest.mark.parametrize(
+    ("times", "kept"),
+    [
+        pytest.param((10.0, 990.0), [990.0], id="old-then-recent"),
+        pytest.param((990.0, 10.0), [990.0], id="recent-then-old"),
+        pytest.param((None, 10.0, 995.0), [None, 995.0], id="untimed-first"),
+        pytest.param((10.0, None), [None], id="untimed-second"),
+    ],
+)
+def test_the_window_judges_each_xid_by_its_own_time(
+    times: tuple[float | None, ...], kept: list[float | None]
+) -> None:
+    log = XidLog(xids=tuple(xid(79, at) for at in times))
+    (got,) = judge_xids(log, (health(0),), uptime_s=1000.0, window_s=60.0)
+    assert got.value["count"] == len(kept)
