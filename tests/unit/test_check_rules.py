@@ -549,6 +549,9 @@ OTHER_BASELINE = {
     [
         pytest.param([BASELINE], {"NVIDIA H200": {"bf16_gemm_tflops": 700.0, "copy_gbs": 4000.0}}, id="one"),
         pytest.param([OTHER_BASELINE, BASELINE], {"NVIDIA H100", "NVIDIA H200"}, id="second-model"),
+        pytest.param(
+            [MULTI, {**BASELINE, "status": "skip"}, BASELINE], {"NVIDIA H200"}, id="after-other-steps",
+        ),
         pytest.param([{**BASELINE, "status": "fail"}], {}, id="failed-step"),
         pytest.param([{**BASELINE, "name": "gate_baseline_x"}], {}, id="other-step"),
         pytest.param(
@@ -611,6 +614,9 @@ def test_each_gpus_figure_is_judged_against_its_own_models(gpu1: dict[str, Any],
     got = judge_gate(run_of(doc), cert, T)
     gemm = {f.gpu: f.status for f in got if f.check == "image.gemm"}
     assert gemm == {0: "pass", 1: status1, 2: "pass"}
+    (second,) = [f for f in got if f.check == "image.gemm" and f.gpu == 1]
+    measured = gpu1["metrics"]["bf16_gemm_tflops"]
+    assert second.value["measured"] == measured
 
 
 @pytest.mark.parametrize(
@@ -733,3 +739,46 @@ def test_the_window_judges_each_xid_by_its_own_time(
     log = XidLog(xids=tuple(xid(79, at) for at in times))
     (got,) = judge_xids(log, (health(0),), uptime_s=1000.0, window_s=60.0)
     assert got.value["count"] == len(kept)
+
+
+ROW_256M = {"bytes": 1 << 28, "busbw_gbs": 1.5}
+
+
+@pytest.mark.parametrize(
+    ("steps", "want"),
+    [
+        pytest.param([{**MULTI, "name": "multi_gpu_x"}, MULTI], 300.0, id="other-step-first"),
+        pytest.param([{**MULTI, "name": "multi_gpu_x"}], None, id="other-step-only"),
+        pytest.param(
+            [{**MULTI, "metrics": {"world_size": 2, "sweep": ["x", None, ROW_256M]}}], 1.5,
+            id="rows-that-are-no-mapping",
+        ),
+        pytest.param([{**MULTI, "metrics": {"world_size": 2, "sweep": "x"}}], None, id="sweep-no-list"),
+        pytest.param(
+            [{**MULTI, "metrics": {"world_size": 2, "sweep": [{"bytes": 1 << 28, "busbw_gbs": 0}]}}], None,
+            id="zero-busbw",
+        ),
+    ],
+)  # fmt: skip
+def test_the_certified_busbw_is_the_multi_gpu_steps_row(
+    steps: list[dict[str, Any]], want: float | None
+) -> None:
+    assert certified_busbw(sealed(steps), 2, 1 << 28) == want
+
+
+@pytest.mark.parametrize(
+    ("measured", "reference"),
+    [(123.456, 700.0), (699.994, 700.0), (0.005, 700.0), (700.0, 654.321)],
+    ids=["three-decimals", "just-below", "tiny", "odd-reference"],
+)
+def test_a_figures_value_is_the_measured_and_certified_figures_to_two_decimals(
+    measured: float, reference: float
+) -> None:
+    baseline = {**BASELINE, "metrics": {**BASELINE["metrics"], "bf16_gemm_tflops": reference}}
+    got = judge_gate(run_of(gate_doc(gpu_step(0, measured, 4000.0))), sealed([baseline]), T)
+    (gemm,) = [f for f in got if f.check == "image.gemm"]
+    assert gemm.value == {
+        "measured": round(measured, 2),
+        "certified": round(reference, 2),
+        "fraction": round(measured / reference, 3),
+    }
