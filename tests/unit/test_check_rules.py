@@ -617,6 +617,10 @@ def test_each_gpus_figure_is_judged_against_its_own_models(gpu1: dict[str, Any],
     (second,) = [f for f in got if f.check == "image.gemm" and f.gpu == 1]
     measured = gpu1["metrics"]["bf16_gemm_tflops"]
     assert second.value["measured"] == measured
+    assert bool(second.remedy) == (status1 in ("warn", "fail"))
+    below = {"warn": f"(below {T.gemm.warn_below:.0%})", "fail": f"(below {T.gemm.fail_below:.0%})"}
+    for band, words in below.items():
+        assert (words in second.message) == (status1 == band), second.message
 
 
 @pytest.mark.parametrize(
@@ -662,6 +666,7 @@ def test_the_allreduce_rule(metrics: dict[str, Any], status: str) -> None:
 def test_the_short_mode_step_rules(step: dict[str, Any], check: str, status: str) -> None:
     got = judge_gate(run_of(gate_doc(step)), sealed([BASELINE]), T)
     assert [(f.check, f.status) for f in got] == [(check, status)]
+    assert got[0].message == step["reason"]
 
 
 def test_a_short_mode_without_a_document_fails() -> None:
@@ -674,9 +679,11 @@ def test_a_gpu_step_that_did_not_pass_never_reads_as_cuda_working(status: str | 
     """A gpuN step is judged a working GPU only when it passed: a step of any other status
     (the harness writes pass or fail; anything else is a document it did not write whole) fails
     the GPU's smoke finding, never `CUDA works, a GEMM matches the CPU` with its kernels passed."""
-    step = {**gpu_step(1, 700.0, 4000.0), "status": status, "reason": ""}
+    step = {**gpu_step(1, 700.0, 4000.0), "status": status, "reason": None}
     got = judge_gate(run_of(gate_doc(gpu_step(0, 700.0, 4000.0), step)), sealed([BASELINE]), T)
     assert [(f.check, f.status) for f in got if f.gpu == 1] == [("image.cuda_smoke", "fail")]
+    (smoke,) = [f for f in got if f.gpu == 1]
+    assert smoke.message == f"the step gpu1 ended {str(status)!r} without a reason"
     assert verdict_of(got) == "FAIL"
 
 
