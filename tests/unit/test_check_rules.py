@@ -27,10 +27,11 @@ from envbuilder.check.findings import (
     verdict_reason,
 )
 from envbuilder.check.gate import CheckReport, node_findings
-from envbuilder.check.image import certified_busbw, certified_figures, judge_gate
+from envbuilder.check.image import certified_busbw, certified_figures, judge_gate, summarise_refusals
 from envbuilder.check.node import FAIL_REASONS, WARN_REASONS, judge_gpu, judge_xids
 from envbuilder.host import HostReport
 from envbuilder.host.health import GpuHealth, KernelXid, Query, XidLog
+from envbuilder.run.coverage import Refusal
 
 NO = Query(unsupported="not supported: Not Supported")
 HEALTHY: dict[str, Any] = {
@@ -789,3 +790,58 @@ def test_a_figures_value_is_the_measured_and_certified_figures_to_two_decimals(
         "certified": round(reference, 2),
         "fraction": round(measured / reference, 3),
     }
+
+
+@pytest.mark.parametrize(
+    "figure",
+    [True, "700", float("nan"), float("inf"), None, [700.0]],
+    ids=["bool", "text", "nan", "inf", "null", "list"],
+)
+@pytest.mark.parametrize("key", ["bf16_gemm_tflops", "copy_gbs"])
+def test_a_figure_the_image_gives_that_is_no_finite_number_is_not_measured(key: str, figure: Any) -> None:
+    """The image's gate.json is read, not trusted: a figure that is no finite number is a skip
+    ("not measured"), never compared (NaN < x is false: it would pass every band)."""
+    step = gpu_step(0, 700.0, 4000.0)
+    step["metrics"] = {**step["metrics"], key: figure}
+    got = judge_gate(run_of(gate_doc(step)), sealed([BASELINE]), T)
+    check = {"bf16_gemm_tflops": "image.gemm", "copy_gbs": "image.copy"}[key]
+    (judged,) = [f for f in got if f.check == check]
+    assert judged.status == "skip" and judged.message.startswith("no ")
+
+
+@pytest.mark.parametrize("figure", [True, "300", float("nan"), None], ids=["bool", "text", "nan", "null"])
+def test_an_allreduce_figure_that_is_no_finite_number_is_not_measured(figure: Any) -> None:
+    metrics = {"world_size": 2, "bytes": 1 << 28, "busbw_gbs": figure}
+    step = {"name": "allreduce_loopback", "status": "pass", "reason": "", "seconds": 1.0, "metrics": metrics}
+    (got,) = judge_gate(run_of(gate_doc(step)), sealed([BASELINE, MULTI]), T)
+    assert (got.check, got.status) == ("image.allreduce", "skip") and got.message.startswith("no ")
+
+
+def test_every_refusal_is_a_failed_certificate_finding_with_its_words() -> None:
+    refusals = [
+        Refusal(reason="driver-too-old", message="m1", hint="h1"),
+        Refusal(reason="gpu-model", message="m2", hint="h2"),
+        Refusal(reason="require-cuda", message="m3", hint="h3"),
+    ]
+    got = summarise_refusals(refusals)
+    assert [(f.check, f.status, f.message, f.remedy, f.value) for f in got] == [
+        (f"certificate.{r.reason}", "fail", r.message, r.hint, r.reason) for r in refusals
+    ]
+
+
+def test_the_steps_after_a_failed_allreduce_are_judged_too() -> None:
+    failed = {"name": "allreduce_loopback", "status": "fail", "reason": "nccl", "metrics": {}}
+    hung = {"name": "watchdog", "status": "fail", "reason": "hung"}
+    got = judge_gate(run_of(gate_doc(failed, hung)), sealed([BASELINE]), T)
+    assert [(f.check, f.status) for f in got] == [("image.allreduce", "fail"), ("image.run", "fail")]
+
+
+def test_a_passing_gpu_steps_findings_carry_what_the_image_said() -> None:
+    framework = {"name": "framework", "status": "pass", "reason": "",
+                 "metrics": {"framework": "torch", "version": "2.11.0", "cuda_build": "13.0"}}  # fmt: skip
+    slow_copy = gpu_step(0, 700.0, 3000.0)  # 75% of the certified 4000 GB/s
+    got = {f.check: f for f in judge_gate(run_of(gate_doc(framework, slow_copy)), sealed([BASELINE]), T)}
+    assert (got["image.framework"].status, got["image.framework"].value) == ("pass", "2.11.0")
+    assert got["image.framework"].message == "torch 2.11.0 imports (CUDA build 13.0)"
+    assert got["image.kernels"].value == "SASS sm_90"
+    assert (got["image.copy"].status, got["image.copy"].value["certified"]) == ("warn", 4000.0)
