@@ -247,14 +247,16 @@ def judge_gate(run: GateRun, cert: Certificate | None, t: CheckThresholds) -> li
         elif name in ("cuda_smoke", "allreduce_loopback") and status == "skip":
             short = "allreduce" if name == "allreduce_loopback" else name
             out.append(Finding(check=f"image.{short}", status="skip", message=reason))
-        elif name == "cuda_smoke" or (name.startswith("gpu") and status == "fail"):
+        elif name == "cuda_smoke" or (name.startswith("gpu") and status != "pass"):
+            # a GPU step that did not pass (the harness writes pass or fail; any other status is
+            # a document it did not write whole) is never a GPU that works
             gpu = ascii_int(name[3:])
             out.append(
                 Finding(
                     check="image.cuda_smoke",
                     status="fail",
                     gpu=gpu,
-                    message=reason,
+                    message=reason or f"the step {name} ended {status!r} without a reason",
                     remedy="the image cannot use this GPU: `envbuilder doctor` for the node; "
                     "re-certify the image here if the stack changed",
                 )
