@@ -2,8 +2,8 @@
 from the host side, outside the container, so an image cannot make it up.
 
 `GpuWatch` takes a baseline before the container starts, samples while it runs, and says whether
-any of the GPUs the container got showed work: a compute process that was not there before, or
-memory in use above the baseline. certify refuses a GPU verdict that the host never saw.
+any of the GPUs the container got showed work: a compute process that no GPU had before (in the
+baseline), or memory in use above the baseline. certify refuses a GPU verdict that the host never saw.
 """
 
 from __future__ import annotations
@@ -74,10 +74,12 @@ def _key(g: Any) -> str:
 
 def _busy(baseline: HostReport, sample: HostReport) -> set[str]:
     before = {_key(g): g for g in baseline.gpus}
+    # A process is new only if no GPU's baseline listed it: one that ran before the container
+    # started (another tenant's) and turns up on another GPU is not the container's work.
+    old_pids = {p.pid for g in baseline.gpus for p in g.processes}
     busy: set[str] = set()
     for g in sample.gpus:
         old = before.get(_key(g))
-        old_pids = {p.pid for p in old.processes} if old else set()
         if any(p.pid not in old_pids for p in g.processes):
             busy.add(_key(g))
         base_mem = (old.memory_used_mib if old else None) or 0

@@ -801,6 +801,26 @@ RISE = MEMORY_RISE_MIB
             ("GPU-2",),
             id="a-gpu-not-in-the-baseline",
         ),
+        # A process is new only if no GPU's baseline listed it: one that ran before the container
+        # (another tenant's) and turns up on another GPU is not the container's work (issue 23).
+        pytest.param(
+            (gpu("GPU-1", 0, pids=(7,)), gpu("GPU-2", 1)),
+            (gpu("GPU-1", 0), gpu("GPU-2", 1, pids=(7,))),
+            (),
+            id="a-process-of-the-baseline-moved-to-another-gpu",
+        ),
+        pytest.param(
+            (gpu("GPU-1", 0), gpu("GPU-2", 1), gpu("GPU-3", 2, pids=(7,))),
+            (gpu("GPU-1", 0, pids=(7,)), gpu("GPU-2", 1, pids=(7,)), gpu("GPU-3", 2, pids=(7,))),
+            (),
+            id="a-process-of-the-third-baseline-spread-to-every-gpu",
+        ),
+        pytest.param(
+            (gpu("GPU-1", 0, pids=(7,)), gpu("GPU-2", 1, pids=(8,))),
+            (gpu("GPU-1", 0, pids=(8,)), gpu("GPU-2", 1, pids=(7, 9))),
+            ("GPU-2",),
+            id="processes-swapped-and-one-new",
+        ),
     ],
 )
 def test_the_gpus_that_showed_work(
