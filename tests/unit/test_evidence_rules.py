@@ -795,11 +795,53 @@ RISE = MEMORY_RISE_MIB
         pytest.param(
             (gpu("GPU-1", pids=(7,)),), (gpu("GPU-1", pids=(9, 7)),), ("GPU-1",), id="new-listed-first"
         ),
+        # A GPU whose baseline is unknown shows no work: memory another tenant already held there
+        # (or all of it, counted from 0) is not the container's, and neither is a process that may
+        # have run there before (NVML names host pids, never the container: the watch cannot tell).
         pytest.param(
             (gpu("GPU-1"),),
             (gpu("GPU-1"), gpu("GPU-2", 1, pids=(9,))),
-            ("GPU-2",),
-            id="a-gpu-not-in-the-baseline",
+            (),
+            id="a-gpu-not-in-the-baseline-a-process",
+        ),
+        pytest.param(
+            (gpu("GPU-1"),),
+            (gpu("GPU-1"), gpu("GPU-2", 1, mem=40_000)),
+            (),
+            id="a-gpu-not-in-the-baseline-memory",
+        ),
+        pytest.param(
+            (gpu("GPU-1", 0), gpu("GPU-2", 1)),
+            (gpu("GPU-1", 0), gpu("GPU-2", 1), gpu("GPU-3", 2, pids=(9,)), gpu("GPU-4", 3, pids=(10,))),
+            (),
+            id="the-third-and-fourth-not-in-the-baseline",
+        ),
+        pytest.param(
+            (gpu("GPU-1"),),
+            (gpu("GPU-1", mem=100 + RISE), gpu("GPU-2", 1, pids=(9,))),
+            ("GPU-1",),
+            id="a-gpu-not-in-the-baseline-and-work-on-one-that-is",
+        ),
+        pytest.param(
+            (gpu("GPU-1", mem=None),), (gpu("GPU-1", mem=40_000),), (), id="memory-unread-in-the-baseline"
+        ),
+        pytest.param(
+            (gpu("GPU-1", 0), gpu("GPU-2", 1, mem=None)),
+            (gpu("GPU-1", 0), gpu("GPU-2", 1, mem=RISE)),
+            (),
+            id="memory-unread-in-the-second-baseline",
+        ),
+        pytest.param(
+            (gpu("GPU-1", mem=None),),
+            (gpu("GPU-1", mem=40_000, pids=(9,)),),
+            ("GPU-1",),
+            id="memory-unread-in-the-baseline-but-a-new-process",
+        ),
+        pytest.param(
+            (gpu(None, 0),),
+            (gpu("GPU-1", 0, mem=100 + RISE, pids=(9,)),),
+            (),
+            id="a-uuid-unread-in-the-baseline-is-another-key",
         ),
         # A process is new only if no GPU's baseline listed it: one that ran before the container
         # (another tenant's) and turns up on another GPU is not the container's work (issue 23).
@@ -867,6 +909,43 @@ def test_the_source_is_the_baselines_and_a_failed_baseline_takes_no_sample() -> 
     watch.tick()
     seen = watch.stop()
     assert (seen.source, seen.samples, seen.busy) == ("none", 0, ()) and "no NVML" in seen.detail
+
+
+def test_a_baseline_that_lists_no_gpu_is_no_baseline() -> None:
+    """Like a failed baseline (above): nothing to compare with, so no sample is taken and the
+    detail says why (before, each GPU's memory was counted from 0 MiB: any GPU with 256 MiB in use,
+    another tenant's, showed work)."""
+    queue = [report(source="proc"), report(gpu("GPU-1", mem=40_000, pids=(9,)))]
+    watch = GpuWatch(lambda: queue.pop(0), interval_s=0.0)
+    watch.start()
+    watch.tick()
+    seen = watch.stop()
+    assert (seen.source, seen.samples, seen.busy) == ("none", 0, ())
+    assert "the baseline (proc) listed no GPU" in seen.detail
+
+
+@pytest.mark.parametrize(
+    ("baseline", "sample", "said"),
+    [
+        pytest.param((gpu("GPU-1"),), (gpu("GPU-1"),), "", id="every-gpu-in-the-baseline"),
+        pytest.param(
+            (gpu("GPU-1"),),
+            (gpu("GPU-3", 2), gpu("GPU-1"), gpu("GPU-2", 1)),
+            "no baseline for GPU-2, GPU-3: their work is not counted",
+            id="gpus-not-in-the-baseline",
+        ),
+        pytest.param(
+            (gpu("GPU-1", mem=None), gpu("GPU-2", 1)),
+            (gpu("GPU-1"), gpu("GPU-2", 1)),
+            "no baseline memory reading for GPU-1: its memory is not counted",
+            id="memory-unread-in-the-baseline",
+        ),
+    ],
+)
+def test_the_detail_names_the_gpus_whose_work_is_not_counted(
+    baseline: tuple[GpuInfo, ...], sample: tuple[GpuInfo, ...], said: str
+) -> None:
+    assert watched(report(*baseline), report(*sample)).detail == said
 
 
 def test_a_sample_that_fails_is_no_sample_and_the_next_one_counts() -> None:
