@@ -1597,6 +1597,9 @@ def _stats(usage: Any, read: str = "2026-12-04T23:00:00Z") -> Doc:
         pytest.param([{"read": "2026-12-04T23:00:00Z", "cpu_stats": None}], None, 0, id="cpu-stats-null"),
         pytest.param([OSError("gone"), _stats(3_000_000_000)], 3.0, 1, id="a-failed-read-then-one"),
         pytest.param([], None, 0, id="never-read"),
+        pytest.param([_stats(True)], None, 0, id="usage-a-bool"),
+        pytest.param([_stats(-5)], None, 0, id="usage-negative"),
+        pytest.param([_stats(0), _stats(2_000_000_000)], 2.0, 2, id="a-zero-then-one"),
     ],
 )
 def test_the_docker_cpu_meter_reads_the_cgroups_cpu_time(
@@ -1626,17 +1629,23 @@ def test_the_docker_cpu_meter_reads_the_cgroups_cpu_time(
         pytest.param([1_000_000_000, 2_000_000_000], 2.0, 2, id="the-highest-not-the-sum"),
         pytest.param([None, 3_000_000_000], 3.0, 1, id="no-reading-then-one"),
         pytest.param([None], None, 0, id="no-reading"),
+        # One rule with Docker's (cpu_reading): a reading of 0 is a measure. Skipped, a cgroup that
+        # read 0 throughout left cpu_seconds None, and None holds no CPU floor (verdict.py).
+        pytest.param([0], 0.0, 1, id="a-zero-reading-is-a-measure"),
+        pytest.param([0, 2_000_000_000], 2.0, 2, id="a-zero-then-one"),
+        pytest.param([True], None, 0, id="a-bool"),
+        pytest.param([-5], None, 0, id="negative"),
     ],
 )
 def test_the_podman_cpu_meter_reads_the_cgroups_cpu_time(
-    readings: list[int | None], seconds: float | None, samples: int
+    readings: list[Any], seconds: float | None, samples: int
 ) -> None:
     from envbuilder.runtime.podman import _CpuMeter
 
     queue = list(readings)
     meter = _CpuMeter(lambda: queue.pop(0), interval_s=0.0)
 
-    def read() -> int | None:
+    def read() -> Any:  # what `podman stats` gave, as parsed (typed int | None; a slip may not be)
         got = queue.pop(0)
         if not queue:
             meter._done.set()  # the container ended after this reading
@@ -1645,6 +1654,27 @@ def test_the_podman_cpu_meter_reads_the_cgroups_cpu_time(
     meter._read = read
     meter._loop()
     assert (meter.cpu_seconds, meter.samples) == (seconds, samples)
+
+
+@pytest.mark.parametrize(
+    ("value", "ns"),
+    [
+        pytest.param(0, 0, id="zero-is-a-reading"),
+        pytest.param(1, 1, id="one"),
+        pytest.param(9_000_000_000_000, 9_000_000_000_000, id="large"),
+        pytest.param(-1, None, id="negative"),
+        pytest.param(None, None, id="none"),
+        pytest.param(True, None, id="true"),
+        pytest.param(False, None, id="false"),
+        pytest.param(1.5e9, None, id="float"),
+        pytest.param("2000000000", None, id="text"),
+    ],
+)
+def test_one_rule_for_a_cgroup_cpu_reading(value: Any, ns: int | None) -> None:
+    """The rule both runtimes' meters use (Docker's CpuMeter, Podman's _CpuMeter)."""
+    from envbuilder.engine.model import cpu_reading
+
+    assert cpu_reading(value) == ns and (ns is None or type(cpu_reading(value)) is int)
 
 
 # =========================================================================== kernels: an unreadable cc
