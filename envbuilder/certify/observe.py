@@ -2,8 +2,8 @@
 from the host side, outside the container, so an image cannot make it up.
 
 `GpuWatch` takes a baseline before the container starts, samples while it runs, and says whether
-any of the GPUs the container got showed work: a compute process that was not there before, or
-memory in use above the baseline. certify refuses a GPU verdict that the host never saw.
+any of the GPUs the container got showed work: a compute process that no GPU had before (in the
+baseline), or memory in use above the baseline. certify refuses a GPU verdict that the host never saw.
 """
 
 from __future__ import annotations
@@ -74,16 +74,36 @@ def _key(g: Any) -> str:
 
 def _busy(baseline: HostReport, sample: HostReport) -> set[str]:
     before = {_key(g): g for g in baseline.gpus}
+    # A process is new only if no GPU's baseline listed it: one that ran before the container
+    # started (another tenant's) and turns up on another GPU is not the container's work.
+    old_pids = {p.pid for g in baseline.gpus for p in g.processes}
     busy: set[str] = set()
     for g in sample.gpus:
         old = before.get(_key(g))
-        old_pids = {p.pid for p in old.processes} if old else set()
+        # A GPU the baseline did not list shows no work: whatever ran there before the container
+        # (another tenant's memory, a process only there) is unknown, and NVML names a process by
+        # its host pid, never by container, so the watch cannot tell the container's own from it.
+        if old is None:
+            continue
         if any(p.pid not in old_pids for p in g.processes):
             busy.add(_key(g))
-        base_mem = (old.memory_used_mib if old else None) or 0
-        if g.memory_used_mib is not None and g.memory_used_mib - base_mem >= MEMORY_RISE_MIB:
+        # Memory only against a baseline reading: from 0 MiB, memory in use before would count.
+        if (
+            old.memory_used_mib is not None
+            and g.memory_used_mib is not None
+            and g.memory_used_mib - old.memory_used_mib >= MEMORY_RISE_MIB
+        ):
             busy.add(_key(g))
     return busy
+
+
+def _uncounted(baseline: HostReport, sample: HostReport) -> tuple[set[str], set[str]]:
+    """The sample's GPUs the baseline did not list, and those whose baseline memory is unread:
+    work there is not counted (_busy), and the observation's detail says so."""
+    before = {_key(g): g for g in baseline.gpus}
+    missing = {_key(g) for g in sample.gpus if _key(g) not in before}
+    unread = {k for k, g in before.items() if g.memory_used_mib is None}
+    return missing, unread
 
 
 class GpuWatch:
@@ -102,6 +122,8 @@ class GpuWatch:
         self._last = 0.0
         self._samples = 0
         self._busy: set[str] = set()
+        self._missing: set[str] = set()  # GPUs sampled that the baseline did not list
+        self._unread: set[str] = set()  # GPUs whose baseline memory is unread
         self._error = ""
 
     def _read(self) -> HostReport | None:
@@ -112,7 +134,11 @@ class GpuWatch:
             return None
 
     def start(self) -> None:
-        self._baseline = self._read()
+        baseline = self._read()
+        if baseline is not None and not baseline.gpus:  # nothing to compare with: no baseline
+            self._error = f"the baseline ({baseline.source}) listed no GPU: no sample taken"
+            baseline = None
+        self._baseline = baseline
 
     def tick(self) -> None:
         # Until the GPUs have shown work, every line is sampled: `certify --quick` uses the GPU
@@ -127,9 +153,19 @@ class GpuWatch:
         if report is not None and report.gpus:
             self._samples += 1
             self._busy |= _busy(self._baseline, report)
+            missing, unread = _uncounted(self._baseline, report)
+            self._missing |= missing
+            self._unread |= unread
 
     def stop(self) -> Observation:
         source = self._baseline.source if self._baseline is not None else "none"
+        notes = [self._error] if self._error else []
+        if self._missing:
+            notes.append(f"no baseline for {', '.join(sorted(self._missing))}: their work is not counted")
+        if self._unread:
+            notes.append(
+                f"no baseline memory reading for {', '.join(sorted(self._unread))}: its memory is not counted"
+            )
         return Observation(
-            source=source, samples=self._samples, busy=tuple(sorted(self._busy)), detail=self._error
+            source=source, samples=self._samples, busy=tuple(sorted(self._busy)), detail="; ".join(notes)
         )

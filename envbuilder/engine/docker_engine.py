@@ -25,7 +25,15 @@ from envbuilder.engine.buildkit import (
     find_buildx,
 )
 from envbuilder.engine.container import ContainerSpec, PortBinding, Ulimit
-from envbuilder.engine.model import AttachedRun, BuildResult, BuildSecret, DaemonInfo, ImageInfo, RunResult
+from envbuilder.engine.model import (
+    AttachedRun,
+    BuildResult,
+    BuildSecret,
+    DaemonInfo,
+    ImageInfo,
+    RunResult,
+    cpu_reading,
+)
 from envbuilder.engine.ownership import (
     DATA_LABEL,
     OWNER_LABEL,
@@ -712,7 +720,7 @@ class CpuMeter:
     thread of its own, so that the host has its own measure of the work done inside; the
     container cannot write it. The cgroup goes when the container ends, so the last reading is
     up to one interval short of the total. `read` returns the stats document; a failed reading
-    is skipped."""
+    is skipped, and a usage counts by cpu_reading's rule (0 included), Podman's meter's too."""
 
     def __init__(self, read: Callable[[], Mapping[str, Any]], interval_s: float = 0.5) -> None:
         self._read, self._interval = read, interval_s
@@ -726,8 +734,8 @@ class CpuMeter:
             doc = self._read()
         except Exception:  # a reading that fails (the container just ended) is no reading
             return
-        usage = ((doc.get("cpu_stats") or {}).get("cpu_usage") or {}).get("total_usage")
-        if str(doc.get("read", "")).startswith(_NEVER_STARTED) or not isinstance(usage, int):
+        usage = cpu_reading(((doc.get("cpu_stats") or {}).get("cpu_usage") or {}).get("total_usage"))
+        if str(doc.get("read", "")).startswith(_NEVER_STARTED) or usage is None:
             return  # the daemon's answer for a container that is gone: zeros
         self._max_ns = max(self._max_ns, usage)
         self.samples += 1

@@ -75,6 +75,17 @@ class RunResult:
     cpu_samples: int = 0
 
 
+def cpu_reading(value: object) -> int | None:
+    """One reading of a container cgroup's CPU time, as every runtime's meter counts it (Docker's
+    CpuMeter, Podman's _CpuMeter): nanoseconds as an int >= 0, 0 included (a cgroup that has used no
+    CPU yet is a measure: skipped, one that read 0 throughout would leave cpu_seconds None, which
+    holds no CPU floor in certify's verdict); anything else (None, a bool, a negative, a float,
+    text) is no reading."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        return None
+    return value
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class AttachedRun:
     """A container that ran in the foreground: its exit code, the tail of its output as the daemon

@@ -43,8 +43,11 @@ XLA_FRAMEWORKS: dict[str, XlaFramework] = {
     for module, obj in [fw.adapter.split(":")]
 }
 NO_GPU = "CPU path: no GPU on this host, or none given to this run"  # cuda_smoke's skip reason
-# The step every path of every framework runs first: where the framework is missing it fails (it
-# never skips: certify/verdict.py refuses a result whose cpu_check did not run).
+# The step every path of every framework runs first: where the framework is missing it fails, and
+# never skips (a failed step fails the verdict, with the reason). A skip is no safe default either:
+# certify/verdict.py refuses a passing result in which no step of the framework ran (each skipped, or
+# only the framework-free steps and other frameworks' smoke steps ran), not one whose cpu_check
+# alone did not run.
 FRAMEWORK_STEP = "cpu_check"
 
 

@@ -31,7 +31,15 @@ from typing import Any
 from envbuilder.engine.buildkit import BUILD_NETWORKS, BuildKitCli, secret_flag
 from envbuilder.engine.container import ContainerSpec, Ulimit, docker_arguments, docker_flags
 from envbuilder.engine.interface import Engine
-from envbuilder.engine.model import AttachedRun, BuildResult, BuildSecret, DaemonInfo, ImageInfo, RunResult
+from envbuilder.engine.model import (
+    AttachedRun,
+    BuildResult,
+    BuildSecret,
+    DaemonInfo,
+    ImageInfo,
+    RunResult,
+    cpu_reading,
+)
 from envbuilder.engine.ownership import container_name, owner_labels
 from envbuilder.engine.progress import BuildEvent, StepRecord
 from envbuilder.errors import (
@@ -579,7 +587,8 @@ class PodmanEngine:
 
 class _CpuMeter:
     """The container cgroup's CPU time (`podman stats` CPUNano), read every `interval_s` while it
-    runs; the last reading is up to one interval short of the total."""
+    runs; the last reading is up to one interval short of the total. A reading counts by
+    cpu_reading's rule (0 included), Docker's meter's too."""
 
     def __init__(self, read: Callable[[], int | None], interval_s: float = 0.5) -> None:
         self._read, self._interval = read, interval_s
@@ -591,8 +600,8 @@ class _CpuMeter:
     def _loop(self) -> None:
         while not self._done.is_set():
             with contextlib.suppress(Exception):
-                ns = self._read()
-                if ns:
+                ns = cpu_reading(self._read())
+                if ns is not None:
                     self._max_ns = max(self._max_ns, ns)
                     self.samples += 1
             self._done.wait(self._interval)

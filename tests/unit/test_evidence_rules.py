@@ -795,11 +795,73 @@ RISE = MEMORY_RISE_MIB
         pytest.param(
             (gpu("GPU-1", pids=(7,)),), (gpu("GPU-1", pids=(9, 7)),), ("GPU-1",), id="new-listed-first"
         ),
+        # A GPU whose baseline is unknown shows no work: memory another tenant already held there
+        # (or all of it, counted from 0) is not the container's, and neither is a process that may
+        # have run there before (NVML names host pids, never the container: the watch cannot tell).
         pytest.param(
             (gpu("GPU-1"),),
             (gpu("GPU-1"), gpu("GPU-2", 1, pids=(9,))),
+            (),
+            id="a-gpu-not-in-the-baseline-a-process",
+        ),
+        pytest.param(
+            (gpu("GPU-1"),),
+            (gpu("GPU-1"), gpu("GPU-2", 1, mem=40_000)),
+            (),
+            id="a-gpu-not-in-the-baseline-memory",
+        ),
+        pytest.param(
+            (gpu("GPU-1", 0), gpu("GPU-2", 1)),
+            (gpu("GPU-1", 0), gpu("GPU-2", 1), gpu("GPU-3", 2, pids=(9,)), gpu("GPU-4", 3, pids=(10,))),
+            (),
+            id="the-third-and-fourth-not-in-the-baseline",
+        ),
+        pytest.param(
+            (gpu("GPU-1"),),
+            (gpu("GPU-1", mem=100 + RISE), gpu("GPU-2", 1, pids=(9,))),
+            ("GPU-1",),
+            id="a-gpu-not-in-the-baseline-and-work-on-one-that-is",
+        ),
+        pytest.param(
+            (gpu("GPU-1", mem=None),), (gpu("GPU-1", mem=40_000),), (), id="memory-unread-in-the-baseline"
+        ),
+        pytest.param(
+            (gpu("GPU-1", 0), gpu("GPU-2", 1, mem=None)),
+            (gpu("GPU-1", 0), gpu("GPU-2", 1, mem=RISE)),
+            (),
+            id="memory-unread-in-the-second-baseline",
+        ),
+        pytest.param(
+            (gpu("GPU-1", mem=None),),
+            (gpu("GPU-1", mem=40_000, pids=(9,)),),
+            ("GPU-1",),
+            id="memory-unread-in-the-baseline-but-a-new-process",
+        ),
+        pytest.param(
+            (gpu(None, 0),),
+            (gpu("GPU-1", 0, mem=100 + RISE, pids=(9,)),),
+            (),
+            id="a-uuid-unread-in-the-baseline-is-another-key",
+        ),
+        # A process is new only if no GPU's baseline listed it: one that ran before the container
+        # (another tenant's) and turns up on another GPU is not the container's work (issue 23).
+        pytest.param(
+            (gpu("GPU-1", 0, pids=(7,)), gpu("GPU-2", 1)),
+            (gpu("GPU-1", 0), gpu("GPU-2", 1, pids=(7,))),
+            (),
+            id="a-process-of-the-baseline-moved-to-another-gpu",
+        ),
+        pytest.param(
+            (gpu("GPU-1", 0), gpu("GPU-2", 1), gpu("GPU-3", 2, pids=(7,))),
+            (gpu("GPU-1", 0, pids=(7,)), gpu("GPU-2", 1, pids=(7,)), gpu("GPU-3", 2, pids=(7,))),
+            (),
+            id="a-process-of-the-third-baseline-spread-to-every-gpu",
+        ),
+        pytest.param(
+            (gpu("GPU-1", 0, pids=(7,)), gpu("GPU-2", 1, pids=(8,))),
+            (gpu("GPU-1", 0, pids=(8,)), gpu("GPU-2", 1, pids=(7, 9))),
             ("GPU-2",),
-            id="a-gpu-not-in-the-baseline",
+            id="processes-swapped-and-one-new",
         ),
     ],
 )
@@ -847,6 +909,43 @@ def test_the_source_is_the_baselines_and_a_failed_baseline_takes_no_sample() -> 
     watch.tick()
     seen = watch.stop()
     assert (seen.source, seen.samples, seen.busy) == ("none", 0, ()) and "no NVML" in seen.detail
+
+
+def test_a_baseline_that_lists_no_gpu_is_no_baseline() -> None:
+    """Like a failed baseline (above): nothing to compare with, so no sample is taken and the
+    detail says why (before, each GPU's memory was counted from 0 MiB: any GPU with 256 MiB in use,
+    another tenant's, showed work)."""
+    queue = [report(source="proc"), report(gpu("GPU-1", mem=40_000, pids=(9,)))]
+    watch = GpuWatch(lambda: queue.pop(0), interval_s=0.0)
+    watch.start()
+    watch.tick()
+    seen = watch.stop()
+    assert (seen.source, seen.samples, seen.busy) == ("none", 0, ())
+    assert "the baseline (proc) listed no GPU" in seen.detail
+
+
+@pytest.mark.parametrize(
+    ("baseline", "sample", "said"),
+    [
+        pytest.param((gpu("GPU-1"),), (gpu("GPU-1"),), "", id="every-gpu-in-the-baseline"),
+        pytest.param(
+            (gpu("GPU-1"),),
+            (gpu("GPU-3", 2), gpu("GPU-1"), gpu("GPU-2", 1)),
+            "no baseline for GPU-2, GPU-3: their work is not counted",
+            id="gpus-not-in-the-baseline",
+        ),
+        pytest.param(
+            (gpu("GPU-1", mem=None), gpu("GPU-2", 1)),
+            (gpu("GPU-1"), gpu("GPU-2", 1)),
+            "no baseline memory reading for GPU-1: its memory is not counted",
+            id="memory-unread-in-the-baseline",
+        ),
+    ],
+)
+def test_the_detail_names_the_gpus_whose_work_is_not_counted(
+    baseline: tuple[GpuInfo, ...], sample: tuple[GpuInfo, ...], said: str
+) -> None:
+    assert watched(report(*baseline), report(*sample)).detail == said
 
 
 def test_a_sample_that_fails_is_no_sample_and_the_next_one_counts() -> None:
@@ -1498,6 +1597,9 @@ def _stats(usage: Any, read: str = "2026-12-04T23:00:00Z") -> Doc:
         pytest.param([{"read": "2026-12-04T23:00:00Z", "cpu_stats": None}], None, 0, id="cpu-stats-null"),
         pytest.param([OSError("gone"), _stats(3_000_000_000)], 3.0, 1, id="a-failed-read-then-one"),
         pytest.param([], None, 0, id="never-read"),
+        pytest.param([_stats(True)], None, 0, id="usage-a-bool"),
+        pytest.param([_stats(-5)], None, 0, id="usage-negative"),
+        pytest.param([_stats(0), _stats(2_000_000_000)], 2.0, 2, id="a-zero-then-one"),
     ],
 )
 def test_the_docker_cpu_meter_reads_the_cgroups_cpu_time(
@@ -1527,17 +1629,23 @@ def test_the_docker_cpu_meter_reads_the_cgroups_cpu_time(
         pytest.param([1_000_000_000, 2_000_000_000], 2.0, 2, id="the-highest-not-the-sum"),
         pytest.param([None, 3_000_000_000], 3.0, 1, id="no-reading-then-one"),
         pytest.param([None], None, 0, id="no-reading"),
+        # One rule with Docker's (cpu_reading): a reading of 0 is a measure. Skipped, a cgroup that
+        # read 0 throughout left cpu_seconds None, and None holds no CPU floor (verdict.py).
+        pytest.param([0], 0.0, 1, id="a-zero-reading-is-a-measure"),
+        pytest.param([0, 2_000_000_000], 2.0, 2, id="a-zero-then-one"),
+        pytest.param([True], None, 0, id="a-bool"),
+        pytest.param([-5], None, 0, id="negative"),
     ],
 )
 def test_the_podman_cpu_meter_reads_the_cgroups_cpu_time(
-    readings: list[int | None], seconds: float | None, samples: int
+    readings: list[Any], seconds: float | None, samples: int
 ) -> None:
     from envbuilder.runtime.podman import _CpuMeter
 
     queue = list(readings)
     meter = _CpuMeter(lambda: queue.pop(0), interval_s=0.0)
 
-    def read() -> int | None:
+    def read() -> Any:  # what `podman stats` gave, as parsed (typed int | None; a slip may not be)
         got = queue.pop(0)
         if not queue:
             meter._done.set()  # the container ended after this reading
@@ -1546,6 +1654,27 @@ def test_the_podman_cpu_meter_reads_the_cgroups_cpu_time(
     meter._read = read
     meter._loop()
     assert (meter.cpu_seconds, meter.samples) == (seconds, samples)
+
+
+@pytest.mark.parametrize(
+    ("value", "ns"),
+    [
+        pytest.param(0, 0, id="zero-is-a-reading"),
+        pytest.param(1, 1, id="one"),
+        pytest.param(9_000_000_000_000, 9_000_000_000_000, id="large"),
+        pytest.param(-1, None, id="negative"),
+        pytest.param(None, None, id="none"),
+        pytest.param(True, None, id="true"),
+        pytest.param(False, None, id="false"),
+        pytest.param(1.5e9, None, id="float"),
+        pytest.param("2000000000", None, id="text"),
+    ],
+)
+def test_one_rule_for_a_cgroup_cpu_reading(value: Any, ns: int | None) -> None:
+    """The rule both runtimes' meters use (Docker's CpuMeter, Podman's _CpuMeter)."""
+    from envbuilder.engine.model import cpu_reading
+
+    assert cpu_reading(value) == ns and (ns is None or type(cpu_reading(value)) is int)
 
 
 # =========================================================================== kernels: an unreadable cc
