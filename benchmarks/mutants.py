@@ -3625,8 +3625,8 @@ SET_M = (
     m(
         "M23",
         OBSERVE_M,
-        "        if g.memory_used_mib is not None and g.memory_used_mib - base_mem >= MEMORY_RISE_MIB:",
-        "        if g.memory_used_mib is not None and g.memory_used_mib >= MEMORY_RISE_MIB:",
+        "            and g.memory_used_mib - old.memory_used_mib >= MEMORY_RISE_MIB",
+        "            and g.memory_used_mib >= MEMORY_RISE_MIB",
         "a GPU's memory in use counts as the container's work without its baseline taken off",
         VERDICT_M,
     ),
@@ -4409,8 +4409,8 @@ SET_O = (
     m(
         "O16",
         VERDICT_FILE_O,
-        '    if facts.access == "none" and facts.cpu_seconds is not None and facts.cpu_seconds < need:',
-        '    if facts.access == "none" and facts.cpu_seconds is not None and '
+        '    if result["gpu_path"] is not True and facts.cpu_seconds is not None and facts.cpu_seconds < need:',
+        '    if result["gpu_path"] is not True and facts.cpu_seconds is not None and '
         "facts.cpu_seconds < CPU_SHARE_MIN:",
         "the CPU path's cgroup time compared with the share alone (0.1 s), not the share of the claimed "
         "seconds: a replay claiming minutes passes",
@@ -5262,8 +5262,8 @@ SET_Q = (
     m(
         "Q12",
         OBSERVE_Q,
-        "        old_pids = {p.pid for p in old.processes} if old else set()",
-        "        old_pids = {p.pid for p in g.processes} if old else set()",
+        "    old_pids = {p.pid for g in baseline.gpus for p in g.processes}",
+        "    old_pids = {p.pid for g in sample.gpus for p in g.processes}",
         "the GPU watch's baseline processes read from the sample itself: a new compute process never "
         "counts as work",
         VERDICT_Q,
@@ -5271,8 +5271,8 @@ SET_Q = (
     m(
         "Q13",
         OBSERVE_Q,
-        "g.memory_used_mib - base_mem >= MEMORY_RISE_MIB:",
-        "g.memory_used_mib - base_mem >= MEMORY_RISE_MIB * 1024:",
+        "g.memory_used_mib - old.memory_used_mib >= MEMORY_RISE_MIB",
+        "g.memory_used_mib - old.memory_used_mib >= MEMORY_RISE_MIB * 1024",
         "the memory rise compared in the wrong unit (256 GiB for 256 MiB): a GPU's memory rise never seen",
         VERDICT_Q,
     ),
@@ -6270,8 +6270,8 @@ SET_S = (
     m(
         "S33",
         "certify/observe.py",
-        "        old_pids = {p.pid for p in old.processes} if old else set()",
-        "        old_pids = set()",
+        "    old_pids = {p.pid for g in baseline.gpus for p in g.processes}",
+        "    old_pids: set[int] = set()",
         "a compute process already on the GPU before the run (another tenant's) taken as the container's "
         "work",
         OBS_S,
@@ -6599,8 +6599,8 @@ SET_T = (
     m(
         "T28",
         "certify/observe.py",
-        "            busy=tuple(str(b) for b in busy) if isinstance(busy, list) else (),",
-        "            busy=tuple(str(b) for b in busy) if busy else (),",
+        "            busy=tuple(b for b in busy if isinstance(b, str) and b) if isinstance(busy, list) else (),",
+        "            busy=tuple(b for b in busy if isinstance(b, str) and b) if busy else (),",
         "a node's recorded busy_gpus that is a string (or a mapping) taken item by item: any text shows "
         "GPU work",
         OBS_T,
