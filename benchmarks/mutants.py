@@ -71,6 +71,12 @@ the lock's values that reach the Dockerfile or a command (render's labels, index
 base venv, project copy and output folder; uv's inputs), the trust policy, keys and certs import,
 the output policy, the bounded loaders, where `run` finds its certificates and `check`'s figures;
 none equals a mutant of a..q or `--auto`.
+Set U (2026-12-06) was written blind the same way, as an outside reviewer would plant, and
+registered before it was run: certify's evidence (the verdict, the host's GPU watch, the kernel
+inventory, the cgroup's CPU time), run's coverage and NVIDIA_REQUIRE_*, `check`'s node judgements
+and bands, fleet classes, the resolver's floors, base images and installability, the lock's and
+the stack's values reaching the Dockerfile, signed attestations and statements, the bounded
+loaders, the output writers and the janitor's ownership; none equals a mutant of a..t or `--auto`.
 `--auto AREA` (2026-12-05): hand-written sets cannot reach 95% blind (each found conditions no
 test had looked at), so the automatic mode plants every one-line mutant of a fixed operator list
 in the decision functions of an area (AREAS: run-check, verdict, certs; more areas are added as
@@ -6710,6 +6716,399 @@ SET_T = (
     ),
 )
 
+# --------------------------------------------------------------------------- set U (blind, 2026-12-06)
+# Forty more one-line bugs at the trust boundaries, written as an outsider from envbuilder/ alone,
+# before any file under tests/ was opened, and not run before it was registered. Guards picked by
+# file name and by which test files import the module (`grep -l`, names only): the lists of sets
+# P-T where they fit, the hostile-value corpus (test_hostile_corpus.py), and the rule tests named
+# by area that land before the run (test_evidence_rules.py, test_coverage_rules.py,
+# test_check_rules.py, test_value_bounds.py; `_tests` leaves out a file that does not exist).
+EVIDENCE_U = "test_evidence_rules.py"
+COVERAGE_U, CHECKS_U = "test_coverage_rules.py", "test_check_rules.py"
+VALUES_U = "test_value_bounds.py"
+VERDICT_U = (*VERDICT_T, EVIDENCE_U)
+OBS_U = (*OBS_S, CORPUS_T, EVIDENCE_U)
+KERNELS_U = (*KERNELS_S, CORPUS_T, EVIDENCE_U)
+CPU_U = (
+    "test_engine.py",
+    "test_verdict.py",
+    "test_verdict_conditions.py",
+    "test_runtime_podman.py",
+    CORPUS_T,
+    EVIDENCE_U,
+)
+COV_U = (*COV_S, "test_require_cuda.py", CORPUS_T, COVERAGE_U, CHECKS_U)
+REQ_U = (*REQ_S, "test_resolve_edges.py", "test_forward_compat.py", CORPUS_T, COVERAGE_U, CHECKS_U)
+CHECK_U = (*CHECK_R, "test_xid.py", CORPUS_T, CHECKS_U, COVERAGE_U)
+FLEET_U = (*FLEET_S, CORPUS_T, COVERAGE_U, CHECKS_U)
+RESOLVE_U = (*RESOLVE_P, CORPUS_T)
+VALID_U = (*VALID_R, CORPUS_T, VALUES_U)
+RENDER_U = (*RENDER_R, CORPUS_T, VALUES_U)
+SOURCES_U = (*SOURCES_R, CORPUS_T, VALUES_U)
+LOCK_U = (*LOCK_T, VALUES_U)
+SPEC_U = (*SPEC_S, CORPUS_T, VALUES_U)
+SECRET_U = (*SECRET_R, "test_spec_no_echo.py", CORPUS_T, VALUES_U)
+ENV_U = (*ENV_S, "test_attest_keys.py", CORPUS_T, COVERAGE_U, CHECKS_U)
+KEYS_U = (*KEYS_S, CORPUS_T, COVERAGE_U, CHECKS_U)
+IO_U = (*IO_P, "test_output_policy.py", CORPUS_T)
+OUT_U = (*OUT_R, "test_joblog.py", "test_runner.py", CORPUS_T)
+JANITOR_U = (*JANITOR_L, CORPUS_T)
+
+SET_U = (
+    # certify's evidence: the verdict, the host's GPU watch, the kernel inventory, the cgroup's CPU time
+    m(
+        "U01",
+        "certify/verdict.py",
+        "    return max(steps, float(wall) if isinstance(wall, int | float) and not isinstance(wall, bool) else 0.0)",  # noqa: E501
+        "    return max(steps, float(wall) if isinstance(wall, float) else 0.0)",
+        "a result's whole-number wall_seconds ignored: a replay claiming `wall_seconds: 600` over "
+        "short steps passes the host's clock check",
+        VERDICT_U,
+    ),
+    m(
+        "U02",
+        "certify/verdict.py",
+        "    why = _framework_refusal(result, facts.expected_framework)",
+        "    why = _framework_refusal(result, facts.framework)",
+        "the framework check asked only when certify named --framework: with the stack's own "
+        "framework (the default) a result for another framework, or with all its steps skipped, is "
+        "accepted",
+        VERDICT_U,
+    ),
+    m(
+        "U03",
+        "certify/observe.py",
+        "        if g.memory_used_mib is not None and g.memory_used_mib - base_mem >= MEMORY_RISE_MIB:",
+        "        if g.memory_used_mib is not None and abs(g.memory_used_mib - base_mem) >= MEMORY_RISE_MIB:",
+        "memory freed on a GPU (another job ending) counts as the container's GPU work",
+        OBS_U,
+    ),
+    m(
+        "U04",
+        "certify/observe.py",
+        "            busy=tuple(str(b) for b in busy) if isinstance(busy, list) else (),",
+        "            busy=tuple(str(b) for b in busy) if isinstance(busy, list | str) else (),",
+        "a node's recorded busy_gpus given as a string is read as GPUs that showed work (one per character)",
+        OBS_U,
+    ),
+    m(
+        "U05",
+        "certify/kernels.py",
+        "            elif driver is not None and _newer(found[1], driver):",
+        "            elif driver is not None and _newer(found[0], driver):",
+        "the JIT floor's CUDA version (12.8) compared with the driver (580), not its driver floor: a "
+        "driver too old to JIT the PTX passes",
+        KERNELS_U,
+    ),
+    m(
+        "U06",
+        "certify/kernels.py",
+        '    return [str(s) for s in lib.get("sass") or ()] + ptx',
+        '    return [str(s) for s in lib.get("sass") or ()]',
+        "a library's PTX left out of its kernels: a GPU that runs it through PTX is judged to have no kernel",
+        KERNELS_U,
+    ),
+    m(
+        "U07",
+        "engine/docker_engine.py",
+        "        self._max_ns = max(self._max_ns, usage)",
+        "        self._max_ns += usage",
+        "the cgroup's cumulative CPU counter summed over the readings: a replay that used 0.02 s of "
+        "CPU shows many times that",
+        CPU_U,
+    ),
+    m(
+        "U08",
+        "engine/docker_engine.py",
+        "        return self._max_ns / 1e9 if self.samples else None",
+        "        return self._max_ns / 1e6 if self.samples else None",
+        "the cgroup's CPU nanoseconds divided as microseconds: the host's CPU time is 1000x what was used",
+        CPU_U,
+    ),
+    # run's coverage and NVIDIA_REQUIRE_*, check's node judgements and bands, fleet classes
+    m(
+        "U09",
+        "run/coverage.py",
+        "        refused = [g for g in gpus if not req.admits(Properties.of(host.cuda_driver, host.driver, g))]",  # noqa: E501
+        "        refused = [g for g in gpus if not req.admits(Properties.of(host.cuda_driver, host.driver, gpus[0]))]",  # noqa: E501
+        "every GPU judged by GPU 0's brand and compute capability (the toolkit's shortcut): a mixed "
+        "host's other GPUs are never refused",
+        COV_U,
+    ),
+    m(
+        "U10",
+        "require_cuda.py",
+        '        out.append(parse_require_cuda("cuda>=" + ".".join(legacy.split(".")[:2]), "CUDA_VERSION"))',
+        '        out.append(parse_require_cuda("cuda>=" + legacy.split(".")[0], "CUDA_VERSION"))',
+        "a legacy image's CUDA_VERSION 12.8.1 read as cuda>=12: a driver of CUDA 12.2 passes",
+        REQ_U,
+    ),
+    m(
+        "U11",
+        "check/node.py",
+        '        elif r["pending"]:',
+        '        elif r["pending"] and r["uncorrectable"]:',
+        "a pending row remapping passes when NVML counts no uncorrectable row (a correctable one pending)",
+        CHECK_U,
+    ),
+    m(
+        "U12",
+        "check/gate.py",
+        "        if report.gpus:  # the probe",
+        "        if report.gpus and why is not None:  # the probe",
+        "NVML reads fine but lists no GPU while the probe sees GPUs: the node checks are skipped, not"
+        " a warning",
+        CHECK_U,
+    ),
+    m(
+        "U13",
+        "check/findings.py",
+        "        if not fail <= warn <= 1.5:",
+        "        if not warn <= 1.5:",
+        "a band's fail_below above its warn_below is accepted from thresholds.yaml (WARN never given)",
+        CHECK_U,
+    ),
+    m(
+        "U14",
+        "fleet/classes.py",
+        '_CC_FEATURE = re.compile(r"^sm_?(\\d+)(\\d)$", re.IGNORECASE)',
+        '_CC_FEATURE = re.compile(r"^sm_?(\\d)(\\d)", re.IGNORECASE)',
+        "a node feature's compute capability read as two digits, anything after ignored: sm_120 is "
+        "1.2, sm_90a is 9.0",
+        FLEET_U,
+    ),
+    m(
+        "U15",
+        "fleet/classes.py",
+        "        brand=model.brand,",
+        "        brand=cls.brand,",
+        "a class's GPU brand taken from the class (unset), not the matrix's model: a brand exemption "
+        "of NVIDIA_REQUIRE_CUDA never matches",
+        FLEET_U,
+    ),
+    m(
+        "U16",
+        "fleet/classes.py",
+        "        return tuple(c for c in classes if c.gpus_per_node)",
+        "        return tuple(classes)",
+        "with no class named, CPU-only classes are selected too",
+        FLEET_U,
+    ),
+    # the resolver's floors, base images and installability
+    m(
+        "U17",
+        "resolve/resolver.py",
+        "        floor, why = max(floors, key=lambda f: Version(f[0]))",
+        "        floor, why = max(floors, key=lambda f: f[0])",
+        "the binding driver floor picked by comparing the versions as text: 535.54 beats 535.104",
+        RESOLVE_U,
+    ),
+    m(
+        "U18",
+        "resolve/resolver.py",
+        '    return max(fitting, key=lambda b: (_os_version(b.os), Version(b.cuda or "0"))), ""',
+        '    return max(fitting, key=lambda b: _os_version(b.os)), ""',
+        "among base images of one OS, the CUDA patch release no longer decides: an older X.Y.Z base "
+        "may be picked",
+        RESOLVE_U,
+    ),
+    m(
+        "U19",
+        "resolve/resolver.py",
+        "    return answer_key((*packages, *(req for _, req in companions)), index_url, python, platform)",
+        "    return answer_key(packages, index_url, python, platform)",
+        "the install set's key leaves the companions out: a stack whose torchvision pin cannot "
+        "install is taken as installable",
+        RESOLVE_U,
+    ),
+    m(
+        "U20",
+        "resolve/resolver.py",
+        "        toolkit_driver = first_release(matrix, v.cuda).min_driver",
+        "        toolkit_driver = mvc_floor(matrix, v.cuda)",
+        "the build's toolkit driver taken as the major's minor-version-compatibility floor: the JIT "
+        "floor of unread PTX and the full-support note fall to the MVC driver",
+        RESOLVE_U,
+    ),
+    m(
+        "U21",
+        "resolve/resolver.py",
+        "    gpus: tuple[HostGpu | None, ...] = host.gpus or (None,)",
+        "    gpus: tuple[HostGpu | None, ...] = host.gpus",
+        "a host given by its driver alone (no GPU listed) never has its base image's "
+        "NVIDIA_REQUIRE_CUDA checked",
+        RESOLVE_U,
+    ),
+    # the lock's and the stack's values reaching the Dockerfile, the spec, secrets
+    m(
+        "U22",
+        "image/validate.py",
+        'REQUIRE_CUDA_RE = re.compile(r"cuda>=[0-9]+\\.[0-9]+(?: brand=[a-z]+,driver>=[0-9]{3,4},driver<[0-9]{3,4})*")',  # noqa: E501
+        'REQUIRE_CUDA_RE = re.compile(r"cuda>=[0-9]+\\.[0-9]+(?: brand=\\S+,driver>=[0-9]{3,4},driver<[0-9]{3,4})*")',  # noqa: E501
+        "a stack's require_cuda brand any non-space text: `brand=$(id),driver>=...` reaches ENV",
+        VALID_U,
+    ),
+    m(
+        "U23",
+        "image/validate.py",
+        "        for cc in getattr(stack, field):",
+        "        for cc in getattr(stack, field)[:1]:",
+        "only the first compute capability of a stack's sass and ptx checked: the rest reach the archs label",
+        VALID_U,
+    ),
+    m(
+        "U24",
+        "image/render.py",
+        "        words.insert(max(len(words) - 1, 0), f'\"$(cat /run/secrets/{SECRET_EXTRA_INDEX})\"')",
+        "        words.append(f'\"$(cat /run/secrets/{SECRET_EXTRA_INDEX})\"')",
+        "the extra index given as a secret put last: with uv it becomes the default index, the lock's"
+        " last index an extra one",
+        RENDER_U,
+    ),
+    m(
+        "U25",
+        "image/render.py",
+        'BASE_VENV_RE = re.compile(r"(?:/(?!\\.\\.?(?:/|$))[A-Za-z0-9._-]+)+")',
+        'BASE_VENV_RE = re.compile(r"(?:/[A-Za-z0-9._-]+)+")',
+        "a --base-venv with `.` or `..` segments (/opt/../etc) reaches ENV VIRTUAL_ENV and the install steps",
+        RENDER_U,
+    ),
+    m(
+        "U26",
+        "image/sources.py",
+        "                included = (current.parent / target).resolve()",
+        "                included = current.parent / target",
+        "an included requirements file's path not resolved: `-r ../../elsewhere.txt` passes the "
+        "beside-the-spec check",
+        SOURCES_U,
+    ),
+    m(
+        "U27",
+        "image/sources.py",
+        '    r"^(?:https://[A-Za-z0-9.-]+|http://(?:127\\.0\\.0\\.1|localhost))(?::[0-9]{1,5})?" + URL_PATH + "$"',  # noqa: E501
+        '    r"^(?:https?://[A-Za-z0-9.-]+|http://(?:127\\.0\\.0\\.1|localhost))(?::[0-9]{1,5})?" + URL_PATH + "$"',  # noqa: E501
+        "an index URL over plain http to any host is accepted (not only a loopback mirror)",
+        SOURCES_U,
+    ),
+    m(
+        "U28",
+        "image/lock.py",
+        "    if recorded is not None and recorded != lock.hash:",
+        '    if recorded is not None and recorded != lock_hash(stack, doc.get("spec")):',
+        "a lock's recorded hash checked against the stack and spec without the package locks: every "
+        "locked lock is refused as edited",
+        LOCK_U,
+    ),
+    m(
+        "U29",
+        "image/spec.py",
+        '    if not REL_PATH_RE.fullmatch(text) or ".." in text.split("/"):',
+        '    if not REL_PATH_RE.fullmatch(text) or ".." in text.split("/")[:1]:',
+        "only a leading `..` refused in a spec's relative path: `a/../../x` leaves the spec's folder",
+        SPEC_U,
+    ),
+    m(
+        "U30",
+        "image/secrets.py",
+        "    value = value.strip()",
+        '    value = value.rstrip("\\n")',
+        "a secret's value stripped of its final line break only: a value with a trailing `\\r` or "
+        "spaces (a file saved on Windows) is never found, so never redacted",
+        SECRET_U,
+    ),
+    # signed attestations, statements and keys
+    m(
+        "U31",
+        "attest/envelope.py",
+        "            age = ((now or datetime.now(timezone.utc)) - issued).total_seconds() if issued else None",  # noqa: E501
+        "            age = ((now or datetime.now(timezone.utc)) - issued).days if issued else None",
+        "a signed certificate's age in days compared with max_age in seconds: a year-old certificate passes",
+        ENV_U,
+    ),
+    m(
+        "U32",
+        "attest/envelope.py",
+        "    if env.payload_type != PAYLOAD_TYPE:",
+        '    if not env.payload_type.startswith("application/vnd.in-toto"):',
+        "any payloadType that starts like in-toto's is read as a statement (another type a trusted "
+        "key signed for another purpose, or `application/vnd.in-toto+json; x`)",
+        ENV_U,
+    ),
+    m(
+        "U33",
+        "attest/keys.py",
+        '            encrypted = b"ENCRYPTED" in private_path.read_bytes()[:64]',
+        '            encrypted = b"ENCRYPTED" in private_path.read_bytes()[:16]',
+        "an encrypted private key seen as unencrypted (the marker sits past byte 16): no passphrase is asked",
+        KEYS_U,
+    ),
+    m(
+        "U34",
+        "attest/envelope.py",
+        "    candidates = [trusted[k] for k in keyids if k in trusted]",
+        "    candidates = [trusted[k] for k in keyids[:1] if k in trusted]",
+        "only the envelope's first signature's key considered: an attestation signed by an untrusted "
+        "key and a trusted one is refused",
+        ENV_U,
+    ),
+    m(
+        "U35",
+        "attest/statement.py",
+        "    for s in subjects:\n        digest =",
+        "    for s in subjects[:1]:\n        digest =",
+        "only a statement's first subject read: an attestation whose certificate is for its second "
+        "subject is refused (certificate-mismatch), and its other names go unchecked",
+        ENV_U,
+    ),
+    # bounded loaders, output writers, the janitor's ownership
+    m(
+        "U36",
+        "bounded.py",
+        '    "<(?:" + "|".join(_TOKENS) + r")>|[^A-Za-z0-9]{1,3}|\\\\(?:[a-z]|x[0-9a-f]{2}|u[0-9a-f]{4})"',
+        '    "<(?:" + "|".join(_TOKENS) + r")>|\\S{1,3}|\\\\(?:[a-z]|x[0-9a-f]{2}|u[0-9a-f]{4})"',
+        "a YAML error message keeps any quoted word of up to three non-space characters of the "
+        "document (a short secret)",
+        IO_U,
+    ),
+    m(
+        "U37",
+        "bounded.py",
+        '_QUOTED = re.compile(r"\'([^\']*)\'|\\"([^\\"]*)\\"")',
+        "_QUOTED = re.compile(r\"'([^']*)'\")",
+        "a double-quoted word of the document in PyYAML's message is not elided (a spec that is a "
+        "symlink to a secret prints it)",
+        IO_U,
+    ),
+    m(
+        "U38",
+        "bounded.py",
+        "    if len(data) > max_bytes:  # grew since the fstat",
+        "    if len(data) > max_bytes + 1:  # grew since the fstat",
+        "a file that grew past the limit after its size was read is returned with one byte too many, "
+        "not refused",
+        IO_U,
+    ),
+    m(
+        "U39",
+        "atomic.py",
+        "    path.parent.mkdir(parents=True, exist_ok=True)\n    line =",
+        "    path.parent.mkdir(exist_ok=True)\n    line =",
+        "a JSON-lines log in a folder whose parent is missing cannot be written (FileNotFoundError): "
+        "the record is lost",
+        OUT_U,
+    ),
+    m(
+        "U40",
+        "lifecycle.py",
+        "    if m is None or m.group(1) != (host or socket.gethostname()):",
+        "    if m is None or not (host or socket.gethostname()).startswith(m.group(1)):",
+        "an owner mark of host `node1` taken as this host's on `node10`: its pid read here, another "
+        "host's live run's container removed",
+        JANITOR_U,
+    ),
+)
+
+
 SETS = {
     "a": SET_A,
     "b": SET_B,
@@ -6731,6 +7130,7 @@ SETS = {
     "r": SET_R,
     "s": SET_S,
     "t": SET_T,
+    "u": SET_U,
 }
 
 
