@@ -2291,6 +2291,7 @@ VERDICT_TESTS = (
     "test_harness_result.py",
     "test_harness_logic.py",
     "test_project_smoke.py",
+    "test_evidence_rules.py",
 )
 VERJ = VERDICT_TESTS
 RUNJ = (*RUN, "test_run_conditions.py", "test_attest_registry.py", "test_runner.py")
@@ -2303,6 +2304,7 @@ CERT_TESTS = (
     "test_attest_registry.py",
     "test_certstore.py",
     "test_cli_trust.py",
+    "test_coverage_rules.py",
 )
 CERTJ = CERT_TESTS
 # Every resolver test file (set J and the automatic resolve area, below).
@@ -4415,9 +4417,8 @@ SET_O = (
     m(
         "O16",
         VERDICT_FILE_O,
-        '    if result["gpu_path"] is not True and facts.cpu_seconds is not None and facts.cpu_seconds < need:',
-        '    if result["gpu_path"] is not True and facts.cpu_seconds is not None and '
-        "facts.cpu_seconds < CPU_SHARE_MIN:",
+        "facts.cpu_seconds is not None and facts.cpu_seconds < need:",
+        "facts.cpu_seconds is not None and facts.cpu_seconds < CPU_SHARE_MIN:",
         "the CPU path's cgroup time compared with the share alone (0.1 s), not the share of the claimed "
         "seconds: a replay claiming minutes passes",
         VERDICT_M,
@@ -6605,8 +6606,8 @@ SET_T = (
     m(
         "T28",
         "certify/observe.py",
-        "            busy=tuple(b for b in busy if isinstance(b, str) and b) if isinstance(busy, list) else (),",
-        "            busy=tuple(b for b in busy if isinstance(b, str) and b) if busy else (),",
+        "busy=tuple(b for b in busy if isinstance(b, str) and b) if isinstance(busy, list) else (),",
+        "busy=tuple(b for b in busy if isinstance(b, str) and b) if busy else (),",
         "a node's recorded busy_gpus that is a string (or a mapping) taken item by item: any text shows "
         "GPU work",
         OBS_T,
@@ -6778,16 +6779,16 @@ SET_U = (
     m(
         "U03",
         "certify/observe.py",
-        "        if g.memory_used_mib is not None and g.memory_used_mib - base_mem >= MEMORY_RISE_MIB:",
-        "        if g.memory_used_mib is not None and abs(g.memory_used_mib - base_mem) >= MEMORY_RISE_MIB:",
+        "            and g.memory_used_mib - old.memory_used_mib >= MEMORY_RISE_MIB",
+        "            and abs(g.memory_used_mib - old.memory_used_mib) >= MEMORY_RISE_MIB",
         "memory freed on a GPU (another job ending) counts as the container's GPU work",
         OBS_U,
     ),
     m(
         "U04",
         "certify/observe.py",
-        "            busy=tuple(str(b) for b in busy) if isinstance(busy, list) else (),",
-        "            busy=tuple(str(b) for b in busy) if isinstance(busy, list | str) else (),",
+        "busy=tuple(b for b in busy if isinstance(b, str) and b) if isinstance(busy, list) else (),",
+        "busy=tuple(b for b in busy if isinstance(b, str) and b) if isinstance(busy, list | str) else (),",
         "a node's recorded busy_gpus given as a string is read as GPUs that showed work (one per character)",
         OBS_U,
     ),
@@ -7172,6 +7173,7 @@ RUN_TESTS = (
     "test_run_boundary.py",
     "test_attest_registry.py",
     "test_runner.py",
+    "test_coverage_rules.py",
 )
 
 AREAS: dict[str, tuple[str, tuple[Target, ...]]] = {
@@ -9376,6 +9378,7 @@ CHECK_TESTS = (
     "test_check_image.py",
     "test_check_prolog.py",
     "test_check_k8s.py",
+    "test_check_rules.py",
 )
 IO_TESTS = (
     "test_bounded.py",
