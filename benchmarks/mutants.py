@@ -9557,6 +9557,203 @@ AREAS["values"] = (
 )
 
 
+# The values area's survivors proved equivalent after tests/unit/test_value_bounds.py (2026-12-06,
+# benchmarks/results/values-survivors-2026-12-06.md): each differs from the original for no value
+# that reaches the line, or only in which of two raises with the same message is taken.
+_VL_URL_UNREACHABLE = (
+    "unreachable: a direct URL reference needs `@` (PEP 508 `name @ url`), which _FORBIDDEN refuses "
+    "(with `/` and `:`) before packaging reads the text: req.url is never set here"
+)
+_VL_PRINTABLE = (
+    "the text is printable ASCII by then (line 270): the space is the only whitespace character in it, "
+    "so strip() and strip(' ') give the same"
+)
+EQUIVALENT.update(
+    {
+        (  # VL066
+            "image/spec.py",
+            'if sep and (not marker.strip() or ";" in marker or not _REQ_MARKER_RE.fullmatch(marker)):',
+            "if sep and (not marker.strip() or not _REQ_MARKER_RE.fullmatch(marker)):",
+        ): (
+            "`;` is not in _REQ_MARKER_RE's character class: a marker holding one fails the pattern in "
+            "the same `if` (the same raise, the same message)"
+        ),
+        (  # VL074
+            "image/spec.py",
+            'raise check.fail(field, text, "direct URL references are refused", hint)',
+            "pass",
+        ): _VL_URL_UNREACHABLE,
+        (  # VLT026
+            "image/spec.py",
+            "if req.url:",
+            "if False:",
+        ): _VL_URL_UNREACHABLE,
+        (  # VLN121
+            "image/spec.py",
+            'raise check.fail(field, text, "direct URL references are refused", hint)',
+            'raise check.fail(text, field, "direct URL references are refused", hint)',
+        ): _VL_URL_UNREACHABLE,
+        (  # VLN122
+            "image/spec.py",
+            'raise check.fail(field, text, "direct URL references are refused", hint)',
+            'raise check.fail(hint, text, "direct URL references are refused", field)',
+        ): _VL_URL_UNREACHABLE,
+        (  # VLN123
+            "image/spec.py",
+            'raise check.fail(field, text, "direct URL references are refused", hint)',
+            'raise check.fail(field, hint, "direct URL references are refused", text)',
+        ): _VL_URL_UNREACHABLE,
+        (  # VL155
+            "run/launch.py",
+            'power = "bkmg".index((m.group(2) or "b").lower())',
+            'power = "bkmg".index((m.group(2)).lower())',
+        ): (
+            "group 2, `([bkmg]?)`, always takes part in a match: it is '' (never None), and "
+            "\"bkmg\".index('') is 0, as index('b')"
+        ),
+        (  # VL201
+            "attest/policy.py",
+            "seconds = float(text) if abs(text) < 1e300 else math.inf  # float(10**400): OverflowError",
+            "seconds = float(text) if abs(text) <= 1e300 else math.inf  # float(10**400): OverflowError",
+        ): (
+            "differs only at exactly 1e300 (float(1e300), not inf): both above the century, the same "
+            "refusal and message"
+        ),
+        (  # VL211
+            "attest/policy.py",
+            "if not math.isfinite(seconds) or seconds > _MAX_AGE_S:",
+            "if seconds > _MAX_AGE_S:",
+        ): (
+            "seconds is never nan: a number's nan fails `abs(text) < 1e300` and becomes inf, the "
+            "pattern takes only digits (finite or inf), and inf > _MAX_AGE_S refuses it with the same "
+            "message"
+        ),
+        (  # VLT035
+            "image/spec.py",
+            'if text == ".":',
+            "if False:",
+        ): (
+            "'.' matches REL_PATH_RE, has no '..' part, is one character and rstrip('/') leaves it "
+            "'.': the general path returns the same"
+        ),
+        (  # VLF007
+            "image/spec.py",
+            "if not _REQ_HEAD_RE.fullmatch(head.strip()) or head.strip() != head.rstrip():",
+            "if not _REQ_HEAD_RE.match(head.strip()) or head.strip() != head.rstrip():",
+        ): (
+            "_REQ_HEAD_RE is anchored ^...$: match differs from fullmatch only before a final newline, "
+            "and the head is stripped (a newline is refused before anyway)"
+        ),
+        (  # VLF009
+            "image/spec.py",
+            "if not _REQ_HEAD_RE.fullmatch(head.strip()) or head.strip() != head.rstrip():",
+            "if not _REQ_HEAD_RE.fullmatch(head.rstrip()) or head.strip() != head.rstrip():",
+        ): (
+            "differs only for a head with leading whitespace, where the second operand (strip() != "
+            "rstrip()) is true: the same raise"
+        ),
+        (  # VLF013
+            "image/spec.py",
+            'if sep and (not marker.strip() or ";" in marker or not _REQ_MARKER_RE.fullmatch(marker)):',
+            'if sep and (not marker.lstrip() or ";" in marker or not _REQ_MARKER_RE.fullmatch(marker)):',
+        ): "a string is whitespace only exactly when its lstrip() is empty, as its strip()",
+        (  # VLF014
+            "image/spec.py",
+            'if sep and (not marker.strip() or ";" in marker or not _REQ_MARKER_RE.fullmatch(marker)):',
+            'if sep and (not marker.rstrip() or ";" in marker or not _REQ_MARKER_RE.fullmatch(marker)):',
+        ): "a string is whitespace only exactly when its rstrip() is empty, as its strip()",
+        (  # VLF015
+            "image/spec.py",
+            'if sep and (not marker.strip() or ";" in marker or not _REQ_MARKER_RE.fullmatch(marker)):',
+            'if sep and (not marker.strip() or ";" in marker or not _REQ_MARKER_RE.match(marker)):',
+        ): (
+            "_REQ_MARKER_RE is anchored ^...$: match differs from fullmatch only before a final "
+            "newline, refused before (not printable, and in _FORBIDDEN)"
+        ),
+        (  # VLS003
+            "image/spec.py",
+            "if rel is not None:",
+            "if bool(rel):",
+        ): (
+            "a spec's file path is never '': _rel_path refuses an empty string (REL_PATH_RE needs a "
+            "character)"
+        ),
+        (  # VLS004
+            "image/spec.py",
+            "if spec.context is not None and not (base / spec.context).is_dir():",
+            "if bool(spec.context) and not (base / spec.context).is_dir():",
+        ): (
+            "a spec's context is never '': _rel_path refuses an empty string (REL_PATH_RE needs a character)"
+        ),
+        (  # VLS011
+            "image/render.py",
+            "if stack.forward_compat is None:",
+            "if (not stack.forward_compat):",
+        ): (
+            "forward_compat is None or a (package, driver) pair (Stack.from_dict, the resolver): a "
+            "two-item tuple is always true"
+        ),
+        (  # VLE025
+            "image/spec.py",
+            '_REQ_MARKER_RE = re.compile(r"^[A-Za-z0-9_.<>=!~()\'\\" -]+$")',
+            '_REQ_MARKER_RE = re.compile(r"^[A-Za-z0-9_.<>=!~()\'\\" -]*$")',
+        ): ("an empty marker is refused by `not marker.strip()` in the same `if` before the pattern is read"),
+        (  # VLE027
+            "image/spec.py",
+            "if not _REQ_HEAD_RE.fullmatch(head.strip()) or head.strip() != head.rstrip():",
+            'if not _REQ_HEAD_RE.fullmatch(head.strip(" ")) or head.strip() != head.rstrip():',
+        ): _VL_PRINTABLE,
+        (  # VLE028
+            "image/spec.py",
+            "if not _REQ_HEAD_RE.fullmatch(head.strip()) or head.strip() != head.rstrip():",
+            'if not _REQ_HEAD_RE.fullmatch(head.strip()) or head.strip(" ") != head.rstrip():',
+        ): _VL_PRINTABLE,
+        (  # VLE029
+            "image/spec.py",
+            "if not _REQ_HEAD_RE.fullmatch(head.strip()) or head.strip() != head.rstrip():",
+            'if not _REQ_HEAD_RE.fullmatch(head.strip()) or head.strip() != head.rstrip(" "):',
+        ): _VL_PRINTABLE,
+        (  # VLE030
+            "image/spec.py",
+            'if sep and (not marker.strip() or ";" in marker or not _REQ_MARKER_RE.fullmatch(marker)):',
+            'if sep and (not marker.strip(" ") or ";" in marker or not _REQ_MARKER_RE.fullmatch(marker)):',
+        ): _VL_PRINTABLE,
+        (  # VLE031
+            "image/spec.py",
+            'why = str(exc).splitlines()[0] if str(exc) else "unreadable"',
+            'why = str(exc).split("\\n")[0] if str(exc) else "unreadable"',
+        ): (
+            "the text is printable ASCII (line 270) and packaging's messages are ASCII: '\\n' is the "
+            "only line break str(exc) can hold"
+        ),
+        (  # VLE043
+            "image/sources.py",
+            "except OSError:  # a name the file system refuses (too long): not a file of the spec's either",
+            (
+                "except Exception:  # a name the file system refuses (too long): not a file of the spec's "
+                "either"
+            ),
+        ): (
+            "Path.is_file() lets nothing but an OSError out (a ValueError for an unrepresentable name "
+            "is answered False): `except Exception` catches the same"
+        ),
+        (  # VLE055
+            "run/launch.py",
+            'ids = [p for p in text.split(":") if p.isdigit()]',
+            'ids = [p for p in text.split(":") if p.isnumeric()]',
+        ): (
+            "ids are read only after _USER matched (the `or` stops first), and _USER (re.ASCII, [0-9]) "
+            "admits ASCII digits only, for which isnumeric() is isdigit()"
+        ),
+        (  # VLH004
+            "image/validate.py",
+            "VERSION_RE.fullmatch(stack.require_cuda) or REQUIRE_CUDA_RE.fullmatch(stack.require_cuda)",
+            "REQUIRE_CUDA_RE.fullmatch(stack.require_cuda) or VERSION_RE.fullmatch(stack.require_cuda)",
+        ): "two pure fullmatch calls joined by `or`: the truth of the test is the same in either order",
+    }
+)
+
+
 _QUOTES = 'body = raw[1:-1] if len(raw) >= 2 and raw[0] == raw[-1] and raw[0] in "\\"\'" else raw'
 _SORTED_SETS = 'return sorted(keys, key=lambda k: (k[0], k[1] or "", Version(k[2]), k[3]))'
 EQUIVALENT.update(

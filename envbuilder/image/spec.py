@@ -568,8 +568,10 @@ def _indexes(check: _Checker, value: object) -> tuple[PackageIndex, ...]:
         return ()
     if not isinstance(value, list):
         raise check.fail("indexes", value, "expected a list", "write indexes as a list of {name, url}")
+    if len(value) > MAX_ITEMS:  # as every other list of a spec (the schema's maxItems): never cut short
+        raise check.fail("indexes", f"{len(value)} items", f"more than {MAX_ITEMS} items")
     out: list[PackageIndex] = []
-    for i, item in enumerate(value[:MAX_ITEMS]):
+    for i, item in enumerate(value):
         field = f"indexes[{i}]"
         data = check.mapping(field, item)
         extra = sorted(set(data) - {"name", "url", "username", "secret"})
