@@ -9497,7 +9497,9 @@ AREAS["attest"] = (
 # survivors without and with it). Not test_errors.py: it reads README.md,
 # which a mutant's snapshot has not.
 HOSTILE_CORPUS = "test_hostile_corpus.py"
+VALUE_BOUNDS = "test_value_bounds.py"
 SPEC_VALUE_TESTS = (
+    VALUE_BOUNDS,
     HOSTILE_CORPUS,
     "test_spec.py",
     "test_spec_no_echo.py",
@@ -9506,15 +9508,29 @@ SPEC_VALUE_TESTS = (
     "test_lock_values.py",
 )
 RENDER_VALUE_TESTS = (
+    VALUE_BOUNDS,
     HOSTILE_CORPUS,
     "test_render_base_venv.py",
     "test_render_forward_compat.py",
     "test_render.py",
     "test_lock_values.py",
 )
-RUN_VALUE_TESTS = (HOSTILE_CORPUS, "test_run_docker_like.py", "test_input_checks.py", "test_run_boundary.py")
-TRUST_VALUE_TESTS = (HOSTILE_CORPUS, "test_attest_keys.py", "test_cli_trust.py", "test_certificate.py")
+RUN_VALUE_TESTS = (
+    VALUE_BOUNDS,
+    HOSTILE_CORPUS,
+    "test_run_docker_like.py",
+    "test_input_checks.py",
+    "test_run_boundary.py",
+)
+TRUST_VALUE_TESTS = (
+    VALUE_BOUNDS,
+    HOSTILE_CORPUS,
+    "test_attest_keys.py",
+    "test_cli_trust.py",
+    "test_certificate.py",
+)
 VERSION_VALUE_TESTS = (
+    VALUE_BOUNDS,
     HOSTILE_CORPUS,
     "test_versions.py",
     "test_input_checks.py",
