@@ -184,6 +184,7 @@ def certify_image(
         container_seconds=seconds,
         cpu_seconds=res.cpu_seconds,
         project_smoke=smoke_record,
+        gpus_given=len(target.host.gpus) if choice.name != "none" else None,  # all: no selection
     )
     verdict, reason = host_verdict(result, facts)
     if reason.startswith(REFUSED):

@@ -57,6 +57,9 @@ class RunFacts:
     # The project's own smoke command's step (certify/smoke.py), run and recorded by the host
     # after the harness; None: the image's spec asks for none.
     project_smoke: Mapping[str, Any] | None = None
+    # How many GPUs the container was given (certify hands in every GPU the probe lists); None:
+    # not known here (a fleet job's node judged its own run), or the CPU path.
+    gpus_given: int | None = None
 
     @property
     def expected_framework(self) -> str | None:
@@ -181,7 +184,8 @@ def _work_refusal(result: Mapping[str, Any], facts: RunFacts) -> str | None:
 def host_verdict(result: Mapping[str, Any], facts: RunFacts) -> tuple[str, str]:
     """The certificate's verdict and reason: refused results fail; otherwise the harness's verdict
     made stricter (a GPU stack that ran only on the CPU although the container got the GPUs fails,
-    a non-zero exit after a passing result fails, and so does the project's own smoke command
+    so does a GPU run that saw fewer GPUs than it was given (gpus_unseen), a non-zero exit after a
+    passing result fails, and so does the project's own smoke command
     when it did not pass: the user's code counts as much as the stack)."""
     why = refusal(result, facts)
     if why is not None:
@@ -194,9 +198,35 @@ def host_verdict(result: Mapping[str, Any], facts: RunFacts) -> tuple[str, str]:
             f"the container got the GPUs ({facts.access}) but the {stack.id} stack "
             "only ran on the CPU: the framework does not see the GPU inside this image"
         )
+    unseen = gpus_unseen(result, facts)
+    if verdict != "failed" and unseen is not None:
+        return "failed", unseen
     if verdict != "failed" and facts.exit_code != 0:
         return "failed", f"harness exited {facts.exit_code} after a {verdict} result"
     smoke = facts.project_smoke
     if verdict != "failed" and smoke is not None and smoke.get("status") != "pass":
         return "failed", f"the project's smoke command failed: {smoke.get('reason') or 'no reason recorded'}"
     return verdict, reason
+
+
+def gpus_unseen(result: Mapping[str, Any], facts: RunFacts) -> str | None:
+    """Why a GPU run saw fewer GPUs than the container was given, or None: the host record's torch
+    device_count (harness/hostinfo.py) below `facts.gpus_given`. An image whose ENV sets
+    CUDA_VISIBLE_DEVICES runs its steps (and the multi_gpu all-reduce) on the GPUs it shows itself
+    only, while the certificate would name every GPU of the host, and `check` fails it on such a
+    node. Not judged without a count (a JAX or TensorFlow certification records none; torch
+    without CUDA is the CPU path, judged by host_verdict), nor on the CPU path."""
+    given = facts.gpus_given
+    if not given or result.get("gpu_path") is not True:  # (a GPU claim on the CPU path: refused)
+        return None
+    host = result.get("host")
+    torch = host.get("torch") if isinstance(host, Mapping) else None
+    seen = torch.get("device_count") if isinstance(torch, Mapping) else None
+    if not isinstance(seen, int) or isinstance(seen, bool) or seen >= given:
+        return None
+    hidden = host.get("cuda_visible_devices") if isinstance(host, Mapping) else None
+    where = f" (CUDA_VISIBLE_DEVICES={hidden} in the image)" if isinstance(hidden, str) else ""
+    return (
+        f"the image saw {max(seen, 0)} of {given} GPUs handed in{where}: its steps ran on those only; "
+        "remove CUDA_VISIBLE_DEVICES (or NVIDIA_VISIBLE_DEVICES) from the image's ENV and certify again"
+    )

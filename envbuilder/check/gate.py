@@ -135,6 +135,15 @@ def node_findings(
     return out
 
 
+def gpus_handed_in(access: str, report: HostReport, gpus: Sequence[GpuHealth]) -> int | None:
+    """How many GPUs the short mode's container is given: None on the CPU path (access none);
+    else every GPU of the node (run_gate selects none: training_container hands in all), as many
+    as the probe or NVML lists, whichever lists more (0: neither lists one)."""
+    if access == "none":
+        return None
+    return max(len(report.gpus), len(gpus))
+
+
 def check_image(
     image: str,
     *,
@@ -202,7 +211,17 @@ def check_image(
         t3 = clock()
         say("check: running the short mode in the image")
         gate = run_gate(eng, info, choice, timeout_s=IMAGE_TIMEOUT_S, say=say, runtime=rt)
-        findings += judge_gate(gate, cert, t)
+        handed_in = gpus_handed_in(choice.name, report, gpus)
+        if handed_in == 0:
+            findings.append(
+                Finding(
+                    check="image.gpus",
+                    status="skip",
+                    message=f"GPU access {choice.name}, but neither the probe nor NVML lists a GPU: "
+                    "how many GPUs the image was given is not known, so not judged",
+                )
+            )
+        findings += judge_gate(gate, cert, t, handed_in=handed_in)
         timings["image_s"] = clock() - t3
     timings["total_s"] = clock() - t0
     findings += time_findings(timings["total_s"], t)

@@ -204,8 +204,94 @@ def _compare(
     )
 
 
-def judge_gate(run: GateRun, cert: Certificate | None, t: CheckThresholds) -> list[Finding]:
-    """The findings of the image's short mode, against the certificate's figures."""
+HIDDEN_REMEDY = (
+    "the image hides GPUs from its own processes: remove CUDA_VISIBLE_DEVICES (and "
+    "NVIDIA_VISIBLE_DEVICES) from the image's ENV (`docker inspect IMAGE --format "
+    "'{{.Config.Env}}'`), rebuild and certify it; a job picks its GPUs itself. If it saw no GPU, "
+    "image.cuda_smoke says why"
+)
+
+
+def _count(value: Any) -> int | None:
+    """facts.device_count as a count: a JSON integer of 0 or more (never a bool), else None."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+
+
+def judge_seen(doc: Mapping[str, Any], handed_in: int) -> Finding:
+    """Did the image's short mode see, and step on, every GPU handed in (`handed_in`, 1 or more)?
+    It sees fewer where the image's ENV sets CUDA_VISIBLE_DEVICES (or its runtime hides some):
+    its figures then speak for those GPUs only, so fewer is a failure of the image. Its count is
+    facts.device_count (torch.cuda.device_count() in the image), and gpuN steps must exist for
+    GPUs 0..handed_in-1. A GPU run that does not say its count is not taken as having seen them:
+    a failure, except an image whose framework is not torch (the short mode measures with torch
+    only and says so): a warning, since none of its GPUs was looked at."""
+    facts = doc.get("facts") if isinstance(doc.get("facts"), Mapping) else {}
+    assert isinstance(facts, Mapping)
+    stepped = {
+        i
+        for s in _steps(doc)
+        if str(s.get("name")).startswith("gpu") and (i := ascii_int(str(s.get("name"))[3:])) is not None
+    }
+    hidden = facts.get("cuda_visible_devices")
+    where = f" (CUDA_VISIBLE_DEVICES={hidden} in the image)" if isinstance(hidden, str) else ""
+    if facts.get("gpu_path") is False:
+        where = " (it found no GPU device node, /dev/nvidia*, and took the CPU path)"
+    framework = facts.get("framework")
+    count = 0 if facts.get("gpu_path") is False else _count(facts.get("device_count"))
+    value: dict[str, Any] = {"handed_in": handed_in, "seen": count, "stepped": len(stepped)}
+    if count is None and isinstance(framework, str) and framework != "torch":
+        return Finding(
+            check="image.gpus",
+            status="warn",
+            value=value,
+            message=f"the image's run looked at none of the {handed_in} GPU(s) handed in: the short "
+            f"mode measures with torch, the image's framework is {framework}",
+            remedy="the certificate's figures are not checked on this node for a non-torch image; "
+            "`envbuilder certify IMAGE --quick` runs its framework on every GPU",
+        )
+    if count is None:
+        return Finding(
+            check="image.gpus",
+            status="fail",
+            value=value,
+            message=f"the image's run did not say how many GPUs it saw (facts.device_count "
+            f"{facts.get('device_count')!r}): none of the {handed_in} GPU(s) handed in is taken as seen",
+            remedy="run `envbuilder certify IMAGE --quick` on this node to see the image run in full",
+        )
+    if count < handed_in:
+        return Finding(
+            check="image.gpus",
+            status="fail",
+            value=value,
+            message=f"the image saw {count} of {handed_in} GPUs handed in{where}: the others were "
+            "neither smoke-tested nor measured",
+            remedy=HIDDEN_REMEDY,
+        )
+    missing = [i for i in range(handed_in) if i not in stepped]
+    if missing:
+        return Finding(
+            check="image.gpus",
+            status="fail",
+            value=value,
+            message=f"the image saw {count} GPUs but its run has no step for GPU "
+            f"{', '.join(map(str, missing))} of the {handed_in} handed in: those were not tested",
+            remedy="run the check again; if it recurs, `envbuilder certify IMAGE --quick` on this node",
+        )
+    more = f" (it saw {count})" if count > handed_in else ""
+    return Finding(
+        check="image.gpus",
+        status="pass",
+        value=value,
+        message=f"the image saw and tested all {handed_in} GPU(s) handed in{more}",
+    )
+
+
+def judge_gate(
+    run: GateRun, cert: Certificate | None, t: CheckThresholds, *, handed_in: int | None = None
+) -> list[Finding]:
+    """The findings of the image's short mode, against the certificate's figures. `handed_in`:
+    the GPUs the container was given (None: the CPU path, or not judged); with 1 or more, the
+    run must have seen and stepped on each (judge_seen)."""
     if run.doc is None:
         return [
             Finding(
@@ -354,6 +440,8 @@ def judge_gate(run: GateRun, cert: Certificate | None, t: CheckThresholds) -> li
                     remedy="a GPU step hung: the GPU may be wedged; drain and reset it",
                 )
             )
+    if handed_in is not None and handed_in > 0:
+        out.append(judge_seen(run.doc, handed_in))
     return out
 
 

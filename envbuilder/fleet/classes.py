@@ -18,12 +18,19 @@ from envbuilder.certify.certificate import Certificate
 from envbuilder.engine import ImageInfo
 from envbuilder.errors import UsageError
 from envbuilder.host import GpuInfo
-from envbuilder.image.metadata import read_metadata
+from envbuilder.image.metadata import image_env, read_metadata
 from envbuilder.matrix.model import Matrix
 from envbuilder.platforms import Platform
+from envbuilder.require_cuda import image_requirements
 from envbuilder.resolve.drivers import native_cuda
 from envbuilder.resolve.gpus import find_gpu
-from envbuilder.run.coverage import RunHost, check_gpu_arch, check_min_driver, check_require_cuda
+from envbuilder.run.coverage import (
+    Refusal,
+    RunHost,
+    check_gpu_arch,
+    check_min_driver,
+    check_require_cuda,
+)
 from envbuilder.versions import is_driver_branch, parse_driver
 
 Status = Literal["covered", "not-covered", "unknown", "no-gpu"]
@@ -152,10 +159,39 @@ def class_host(cls: NodeClass, matrix: Matrix) -> RunHost:
     return RunHost(driver=cls.driver, cuda_driver=cuda, gpus=(gpu,), access="devices", requested="devices")
 
 
+def brand_decides(view: Certificate, image: ImageInfo, host: RunHost) -> tuple[str, ...]:
+    """The brands the image's NVIDIA_REQUIRE_* name (`brand=tesla,driver>=535,...` exemptions)
+    under which check_require_cuda would decide otherwise than for `host`'s GPU, whose brand is
+    unknown (empty: the outcome does not depend on the brand). An unknown brand compares as "" in
+    the toolkit's evaluator, so it never matches a brand exemption: a class whose model is unknown
+    would be refused for a brand it may well have."""
+    named = sorted(
+        {
+            f.value
+            for req in image_requirements(image_env(image))
+            for term in req.terms
+            for f in term
+            if f.prop == "brand"
+        }
+    )
+    refused = check_require_cuda(view, image, host) is not None
+    return tuple(
+        b
+        for b in named
+        if (
+            check_require_cuda(view, image, replace(host, gpus=tuple(replace(g, brand=b) for g in host.gpus)))
+            is not None
+        )
+        != refused
+    )
+
+
 def class_coverage(cls: NodeClass, image: ImageInfo, matrix: Matrix) -> Coverage:
     """Can `image` run on `cls`? run's arch, driver-floor and NVIDIA_REQUIRE_CUDA checks, applied to
     the stack the image's label names (what a certificate of the image would carry). Unknown where
-    the class does not say its GPU or driver; no-gpu for a class without GPUs. Pure."""
+    the class does not say its GPU or driver, or where the image's NVIDIA_REQUIRE_* holds for some
+    brands only and the class's brand is unknown (brand_decides); not-covered where a check fails
+    whatever the unknowns; no-gpu for a class without GPUs. Pure."""
     meta = read_metadata(image)
     if cls.gpus_per_node == 0:
         return Coverage(node_class=cls.name, status="no-gpu", reasons=("the class has no GPUs",))
@@ -180,9 +216,18 @@ def class_coverage(cls: NodeClass, image: ImageInfo, matrix: Matrix) -> Coverage
     if cls.driver is None:
         unknown.append("driver unknown (no node feature or label states it; --probe asks the nodes)")
     else:
-        for check in (check_min_driver, check_require_cuda):
-            if (r := check(view, image, host)) is not None:
-                reasons.append(f"{r.message} [{r.reason}]")
+        if (r := check_min_driver(view, image, host)) is not None:
+            reasons.append(f"{r.message} [{r.reason}]")
+        req: Refusal | None = check_require_cuda(view, image, host)
+        decides = brand_decides(view, image, host) if cls.brand is None else ()
+        if decides:  # the outcome turns on a brand nobody stated: unknown, not refused
+            said = f"{req.message} [{req.reason}]; " if req is not None else ""
+            unknown.append(
+                f"{said}GPU brand unknown (no known GPU model): the image's NVIDIA_REQUIRE_* "
+                f"decides otherwise for brand {', '.join(decides)}"
+            )
+        elif req is not None:
+            reasons.append(f"{req.message} [{req.reason}]")
     if reasons:
         return Coverage(node_class=cls.name, status="not-covered", reasons=tuple(reasons + unknown))
     if unknown:

@@ -180,6 +180,7 @@ def run_gate(args: argparse.Namespace, rec: Recorder) -> dict[str, Any]:
 
     count = torch.cuda.device_count() if torch.cuda.is_available() else 0
     facts["device_count"] = count
+    facts["cuda_visible_devices"] = os.environ.get("CUDA_VISIBLE_DEVICES")  # what hides GPUs from it
     if count == 0:
         rec.fail(
             "cuda_smoke",

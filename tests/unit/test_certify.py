@@ -362,6 +362,30 @@ def test_failed_harness_gives_a_failed_certificate() -> None:
     assert verify_certificate(cert) == []
 
 
+def test_an_image_that_hides_gpus_from_itself_is_not_certified_on_them() -> None:
+    """certify hands in every GPU the probe lists; an image whose ENV sets CUDA_VISIBLE_DEVICES=0
+    ran its steps on one of two: failed, with the count (RunFacts.gpus_given from the probe)."""
+    two = a100_host()
+    two = replace(two, gpus=(*two.gpus, replace(two.gpus[0], index=1, uuid="GPU-2")))
+
+    def run(seen: int) -> Any:
+        result = harness_result()
+        result["host"] = {"torch": {"device_count": seen}, "cuda_visible_devices": "0"}
+        modes = [mode("toolkit"), mode("cdi", False), mode("devices", False)]
+        return certify_image(
+            "img:1", eng=engine(result=result), probe=lambda: two, observe=busy_gpu(),
+            progress=lambda _l: None, mem_total=2**34, access_modes=lambda _d: modes,
+        )  # fmt: skip
+
+    hid = run(1)
+    assert hid.verdict == "failed"
+    assert (
+        "the image saw 1 of 2 GPUs handed in (CUDA_VISIBLE_DEVICES=0 in the image)"
+        in hid.data["verdict_reason"]
+    )
+    assert run(2).verdict == "certified"
+
+
 def test_gpu_stack_that_only_saw_the_cpu_fails() -> None:
     cert, _ = certify(engine(result=harness_result("certified-cpu-only")))
     assert cert.verdict == "failed" and "does not see the GPU" in cert.data["verdict_reason"]

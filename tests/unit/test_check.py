@@ -420,9 +420,16 @@ MULTI: dict[str, Any] = {
 }  # fmt: skip
 
 
-def gate_doc(*steps: dict[str, Any], nonce: str | None = None) -> dict[str, Any]:
-    """A short mode's document; `nonce` None: the run's own (engine_answering fills it in)."""
-    doc = {"kind": "gate_result", "facts": {}, "steps": list(steps)}
+def gate_doc(
+    *steps: dict[str, Any], nonce: str | None = None, facts: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """A short mode's document; `nonce` None: the run's own (engine_answering fills it in).
+    `facts` None: as the harness writes them, with a device count of its gpuN steps when it has
+    any (torch's device_count on the GPU path), none without."""
+    if facts is None:
+        n = sum(1 for s in steps if str(s.get("name")).startswith("gpu"))
+        facts = {"framework": "torch", "gpu_path": True, "device_count": n} if n else {}
+    doc = {"kind": "gate_result", "facts": facts, "steps": list(steps)}
     return doc if nonce is None else {**doc, "nonce": nonce}
 
 

@@ -26,8 +26,8 @@ from envbuilder.check.findings import (
     verdict_of,
     verdict_reason,
 )
-from envbuilder.check.gate import CheckReport, node_findings
-from envbuilder.check.image import certified_busbw, certified_figures, judge_gate, summarise_refusals
+from envbuilder.check.gate import CheckReport, check_image, gpus_handed_in, node_findings
+from envbuilder.check.image import GateRun, certified_busbw, certified_figures, judge_gate, summarise_refusals
 from envbuilder.check.node import FAIL_REASONS, WARN_REASONS, judge_gpu, judge_xids
 from envbuilder.host import HostReport
 from envbuilder.host.health import GpuHealth, KernelXid, Query, XidLog
@@ -845,3 +845,126 @@ def test_a_passing_gpu_steps_findings_carry_what_the_image_said() -> None:
     assert got["image.framework"].message == "torch 2.11.0 imports (CUDA build 13.0)"
     assert got["image.kernels"].value == "SASS sm_90"
     assert (got["image.copy"].status, got["image.copy"].value["certified"]) == ("warn", 4000.0)
+
+
+# --------------------------------------------------------------------------- the GPUs the image saw
+
+TORCH_GPU: dict[str, Any] = {"framework": "torch", "gpu_path": True}
+SMOKE_FAILED = {"name": "cuda_smoke", "status": "fail", "reason": "torch.cuda.is_available() is False"}
+SMOKE_SKIPPED = {"name": "cuda_smoke", "status": "skip", "reason": "CPU path: no GPU was given to this check"}
+
+
+def gpus(n: int) -> list[dict[str, Any]]:
+    return [gpu_step(i, 700.0, 4000.0) for i in range(n)]
+
+
+@pytest.mark.parametrize(
+    ("facts", "steps", "handed_in", "status", "words"),
+    [
+        pytest.param({**TORCH_GPU, "device_count": 2}, gpus(2), 2, "pass", "saw and tested all 2 GPU(s)",
+                     id="all-seen"),
+        pytest.param({**TORCH_GPU, "device_count": 1, "cuda_visible_devices": "0"}, gpus(1), 8, "fail",
+                     "the image saw 1 of 8 GPUs handed in (CUDA_VISIBLE_DEVICES=0 in the image)",
+                     id="env-hides-seven"),
+        pytest.param({**TORCH_GPU, "device_count": 7}, gpus(7), 8, "fail", "saw 7 of 8 GPUs", id="one-short"),
+        pytest.param({**TORCH_GPU, "device_count": 0}, [SMOKE_FAILED], 1, "fail", "saw 0 of 1 GPUs",
+                     id="saw-none"),
+        pytest.param({**TORCH_GPU, "gpu_path": False}, [SMOKE_SKIPPED], 2, "fail",
+                     "saw 0 of 2 GPUs handed in (it found no GPU device node", id="took-the-cpu-path"),
+        pytest.param({**TORCH_GPU, "gpu_path": False, "device_count": 2}, gpus(2), 2, "fail", "saw 0 of 2",
+                     id="cpu-path-whatever-the-count"),
+        pytest.param(TORCH_GPU, gpus(1), 1, "fail", "did not say how many GPUs it saw", id="count-missing"),
+        pytest.param({**TORCH_GPU, "device_count": True}, gpus(1), 1, "fail", "device_count True",
+                     id="count-bool"),
+        pytest.param({**TORCH_GPU, "device_count": "1"}, gpus(1), 1, "fail", "device_count '1'",
+                     id="count-text"),
+        pytest.param({**TORCH_GPU, "device_count": 1.0}, gpus(1), 1, "fail", "device_count 1.0",
+                     id="count-float"),
+        pytest.param({**TORCH_GPU, "device_count": -1}, gpus(1), 1, "fail", "device_count -1",
+                     id="count-negative"),
+        pytest.param({**TORCH_GPU, "device_count": None}, gpus(1), 1, "fail", "did not say", id="count-null"),
+        pytest.param([], gpus(1), 1, "fail", "did not say", id="facts-not-an-object"),
+        pytest.param({"framework": "jax", "gpu_path": True}, [SMOKE_SKIPPED], 4, "warn",
+                     "none of the 4 GPU(s) handed in", id="not-torch"),
+        pytest.param({"gpu_path": True}, [SMOKE_SKIPPED], 4, "fail", "did not say", id="framework-unsaid"),
+        pytest.param({**TORCH_GPU, "device_count": 2}, gpus(1), 2, "fail", "no step for GPU 1 of the 2",
+                     id="a-step-missing"),
+        pytest.param({**TORCH_GPU, "device_count": 3}, [gpus(3)[0], gpus(3)[2]], 3, "fail",
+                     "no step for GPU 1", id="a-middle-step-missing"),
+        pytest.param({**TORCH_GPU, "device_count": 1}, [{**gpu_step(0, 1.0, 1.0), "name": "gpu\u0660"}], 1,
+                     "fail", "no step for GPU 0", id="step-of-no-ascii-index"),
+        pytest.param({**TORCH_GPU, "device_count": 2}, [gpu_step(0, 700.0, 4000.0), {**SMOKE_FAILED,
+                     "name": "gpu1"}], 2, "pass", "all 2", id="a-failed-step-is-a-step"),
+        pytest.param({**TORCH_GPU, "device_count": 2}, gpus(2), 1, "pass", "(it saw 2)", id="saw-more"),
+    ],
+)  # fmt: skip
+def test_the_image_must_see_and_step_on_every_gpu_handed_in(
+    facts: Any, steps: list[dict[str, Any]], handed_in: int, status: str, words: str
+) -> None:
+    run = run_of(gate_doc(*steps, facts=facts))
+    got = [f for f in judge_gate(run, sealed([BASELINE]), T, handed_in=handed_in) if f.check == "image.gpus"]
+    assert [(f.status, f.gpu) for f in got] == [(status, None)], got
+    assert words in got[0].message, got[0].message
+    assert bool(got[0].remedy) == (status != "pass")
+    if status == "fail" and "of" in words and "saw" in words:
+        assert "CUDA_VISIBLE_DEVICES" in got[0].remedy and "NVIDIA_VISIBLE_DEVICES" in got[0].remedy
+    assert verdict_of(got) == {"pass": "PASS", "warn": "WARN", "fail": "FAIL"}[status]
+
+
+@pytest.mark.parametrize("handed_in", [None, 0])
+def test_a_run_given_no_gpu_is_not_judged_on_gpus(handed_in: int | None) -> None:
+    """The CPU path (--gpu-access none, a node without GPUs): no image.gpus finding at all."""
+    doc = gate_doc({"name": "framework", "status": "pass", "reason": "", "metrics": {}}, SMOKE_SKIPPED,
+                   facts={"framework": "torch", "gpu_path": False})  # fmt: skip
+    got = judge_gate(run_of(doc), sealed([BASELINE]), T, handed_in=handed_in)
+    assert "image.gpus" not in {f.check for f in got}
+    assert verdict_of(got) == "PASS"
+
+
+def test_no_result_is_judged_once_not_again_on_its_gpus() -> None:
+    none = GateRun(doc=None, exit_code=124, stderr_tail="killed", seconds=40.0)
+    assert [f.check for f in judge_gate(none, None, T, handed_in=8)] == ["image.run"]
+
+
+@pytest.mark.parametrize(
+    ("access", "probed", "nvml", "want"),
+    [
+        pytest.param("none", 8, 8, None, id="cpu-path"),
+        pytest.param("devices", 8, 8, 8, id="both-list-all"),
+        pytest.param("toolkit", 8, 0, 8, id="nvml-unreadable"),
+        pytest.param("cdi", 1, 2, 2, id="nvml-lists-more"),
+        pytest.param("devices", 0, 0, 0, id="none-listed"),
+    ],
+)
+def test_the_gpus_handed_in_are_every_gpu_of_the_node(
+    access: str, probed: int, nvml: int, want: int | None
+) -> None:
+    report = HostReport(source="nvml", driver="580.95.05", cuda_driver="13.0", gpus=(H200_INFO,) * probed)
+    assert gpus_handed_in(access, report, [health(i) for i in range(nvml)]) == want
+
+
+def test_an_image_that_hides_gpus_fails_the_whole_check_with_the_reason() -> None:
+    """End to end: the probe lists 2 GPUs, the image's ENV sets CUDA_VISIBLE_DEVICES=0, so its short
+    mode sees 1 and measures GPU 0 only: FAIL, not a PASS on a GPU nobody tested."""
+    from test_check import DEVICES, engine_answering, healthy
+
+    def check(count: int, probed: int, nvml: Any = healthy) -> Any:
+        facts = {**TORCH_GPU, "device_count": count, "cuda_visible_devices": "0"}
+        eng = engine_answering(lambda spec: gate_doc(*gpus(count), facts=facts))
+        return check_image(
+            "team/train:1", find_certificate=lambda info: [sealed([BASELINE])], eng=eng,
+            probe=lambda: HostReport(source="nvml", driver="580.159.04", cuda_driver="13.0",
+                                     gpus=(H200_INFO,) * probed),
+            access_modes=lambda daemon: (DEVICES,), health=nvml, xids=XidLog,
+        )  # fmt: skip
+
+    hid = check(1, 2)
+    assert (hid.verdict, hid.exit_code) == ("FAIL", 2)
+    reason = hid.to_dict()["reason"]
+    assert "the image saw 1 of 2 GPUs handed in (CUDA_VISIBLE_DEVICES=0 in the image)" in reason
+    assert validate_report(hid.to_dict()) == []
+    assert check(2, 2).verdict == "PASS"
+    assert check(1, 0).verdict == "PASS"  # the probe lists none, NVML one: one handed in, one seen
+    unknown = check(1, 0, nvml=lambda: ((), "NVML: gone"))
+    (skip,) = [f for f in unknown.findings if f.check == "image.gpus"]
+    assert skip.status == "skip" and "not known" in skip.message

@@ -441,6 +441,11 @@ H200_CLASS = NodeClass(
 )
 
 
+# a class of GPUs no known model names (fleet/classes.py: its compute capability from a node
+# feature such as sm_90): no model, no NVML name, no brand
+NO_BRAND: dict[str, Any] = {"gpu_model": None, "nvml_names": (), "brand": None, "gpu_type": None}
+
+
 def stack_image(env: tuple[str, ...] = (), **stack_over: Any) -> Any:
     return replace(labelled_image(replace(GPU_STACK, **stack_over)), env=env)
 
@@ -474,6 +479,37 @@ def stack_image(env: tuple[str, ...] = (), **stack_over: Any) -> Any:
         pytest.param(
             {"driver": "570.1"}, {}, ("NVIDIA_REQUIRE_CUDA=cuda>=99.0",),
             "not-covered", ["[driver-too-old]", "[require-cuda]"], id="floor-and-require",
+        ),
+        # a class whose GPU model is unknown (compute capability from a node feature) has no brand:
+        # unknown where a brand exemption would decide, refused where none would
+        pytest.param(
+            NO_BRAND, {}, ("NVIDIA_REQUIRE_CUDA=cuda>=99.0 brand=nvidia,driver>=580,driver<581",),
+            "unknown", ["brand unknown"], id="require-brand-unknown",
+        ),
+        pytest.param(
+            NO_BRAND, {},
+            ("NVIDIA_REQUIRE_CUDA=cuda>=99.0 brand=tesla,driver>=580 brand=nvidia,driver>=580",),
+            "unknown", ["brand nvidia, tesla"], id="require-brand-unknown-two-brands",
+        ),
+        pytest.param(NO_BRAND, {}, ("NVIDIA_REQUIRE_CUDA=cuda>=99.0",), "not-covered", ["[require-cuda]"],
+                     id="require-no-brand-named-brand-unknown"),
+        pytest.param(
+            NO_BRAND, {}, ("NVIDIA_REQUIRE_CUDA=cuda>=99.0 brand=nvidia,driver>=570,driver<571",),
+            "not-covered", ["[require-cuda]"], id="require-exemption-of-another-driver-brand-unknown",
+        ),
+        pytest.param(
+            NO_BRAND, {}, ("NVIDIA_REQUIRE_CUDA=cuda>=12.0 brand=nvidia,driver>=580,driver<581",),
+            "covered", [], id="require-holds-whatever-the-brand",
+        ),
+        pytest.param(NO_BRAND, {}, (), "covered", [], id="no-requirement-brand-unknown"),
+        pytest.param(
+            {**NO_BRAND, "driver": "570.1"}, {},
+            ("NVIDIA_REQUIRE_CUDA=cuda>=99.0 brand=nvidia,driver>=570,driver<571",),
+            "not-covered", ["[driver-too-old]", "brand unknown"], id="floor-fails-brand-unknown",
+        ),
+        pytest.param(
+            NO_BRAND, {}, ("NVIDIA_REQUIRE_CUDA=cuda>=12.0", "NVIDIA_REQUIRE_ZZ=driver>=999 brand=nvidia"),
+            "unknown", ["brand unknown"], id="require-later-variable-brand-unknown",
         ),
         pytest.param({"cc": None}, {}, (), "unknown", ["compute capability unknown"], id="cc-unknown"),
         pytest.param({"driver": None}, {}, (), "unknown", ["driver unknown"], id="driver-unknown"),

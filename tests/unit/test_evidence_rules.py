@@ -645,6 +645,52 @@ def test_a_cuda_stack_that_ran_only_on_the_cpu_with_the_gpus_given_fails(
         assert verdict == "certified-cpu-only", reason
 
 
+def seeing(count: Any, hidden: str | None = "0", path: str = "gpu") -> Doc:
+    """The honest result of `path` whose host record says torch saw `count` GPUs (missing: no
+    torch record), with the image's CUDA_VISIBLE_DEVICES."""
+    doc = gpu_result() if path == "gpu" else cpu_result()
+    torch = {} if count == "missing" else {"device_count": count}
+    doc["host"] = {"torch": torch, "cuda_visible_devices": hidden}
+    return doc
+
+
+@pytest.mark.parametrize(
+    ("doc", "given", "words"),
+    [
+        pytest.param(seeing(1), 8, "saw 1 of 8 GPUs handed in (CUDA_VISIBLE_DEVICES=0 in the image)",
+                     id="env-hides-seven"),
+        pytest.param(seeing(7, None), 8, "the image saw 7 of 8 GPUs handed in: ", id="one-short-unsaid"),
+        pytest.param(seeing(0), 2, "saw 0 of 2", id="saw-none"),
+        pytest.param(seeing(1), 2, "saw 1 of 2", id="one-of-two"),
+        pytest.param(seeing(8), 8, None, id="all-seen"),
+        pytest.param(seeing(9), 8, None, id="saw-more"),
+        pytest.param(seeing(1), 1, None, id="one-of-one"),
+        pytest.param(seeing(1), None, None, id="given-unknown"),
+        pytest.param(seeing(1), 0, None, id="none-listed"),
+        pytest.param(seeing("missing"), 8, None, id="no-count-not-judged"),
+        pytest.param(seeing(True), 8, None, id="count-bool-not-a-count"),
+        pytest.param(seeing("1"), 8, None, id="count-text-not-a-count"),
+        pytest.param(seeing(1.0), 8, None, id="count-float-not-a-count"),
+        pytest.param({**gpu_result(), "host": {"torch": "1"}}, 8, None, id="torch-record-not-an-object"),
+    ],
+)  # fmt: skip
+def test_a_gpu_run_must_see_every_gpu_it_was_given(doc: Doc, given: int | None, words: str | None) -> None:
+    verdict, reason = host_verdict(doc, gpu_facts(gpus_given=given))
+    if words is None:
+        assert verdict == "certified", reason
+    else:
+        assert verdict == "failed" and words in reason and not reason.startswith(REFUSED), reason
+        assert "CUDA_VISIBLE_DEVICES" in reason and "NVIDIA_VISIBLE_DEVICES" in reason
+
+
+def test_the_cpu_path_and_a_failed_run_are_not_judged_on_the_gpus_seen() -> None:
+    assert host_verdict(seeing(1, path="cpu"), cpu_facts(gpus_given=8))[0] == "certified-cpu-only"
+    failed = seeing(1)
+    failed["steps"][3] = step("cuda_smoke", "fail")
+    failed.update(verdict="failed", verdict_reason="failed steps: cuda_smoke")
+    assert host_verdict(failed, gpu_facts(gpus_given=8)) == ("failed", "failed steps: cuda_smoke")
+
+
 @PATHS
 @pytest.mark.parametrize("code", [1, 2, 124, 137, 255, -1, -15])
 def test_any_non_zero_exit_after_a_passing_result_fails(path: str, code: int) -> None:
