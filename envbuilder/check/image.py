@@ -223,8 +223,9 @@ def judge_seen(doc: Mapping[str, Any], handed_in: int) -> Finding:
     its figures then speak for those GPUs only, so fewer is a failure of the image. Its count is
     facts.device_count (torch.cuda.device_count() in the image), and gpuN steps must exist for
     GPUs 0..handed_in-1. A GPU run that does not say its count is not taken as having seen them:
-    a failure, except an image whose framework is not torch (the short mode measures with torch
-    only and says so): a warning, since none of its GPUs was looked at."""
+    a failure, except where the short mode says it measured nothing (`facts.measured` false: the
+    image's framework is not torch, and the figures are torch's): a warning, since none of its
+    GPUs was looked at."""
     facts = doc.get("facts") if isinstance(doc.get("facts"), Mapping) else {}
     assert isinstance(facts, Mapping)
     stepped = {
@@ -239,7 +240,7 @@ def judge_seen(doc: Mapping[str, Any], handed_in: int) -> Finding:
     framework = facts.get("framework")
     count = 0 if facts.get("gpu_path") is False else _count(facts.get("device_count"))
     value: dict[str, Any] = {"handed_in": handed_in, "seen": count, "stepped": len(stepped)}
-    if count is None and isinstance(framework, str) and framework != "torch":
+    if count is None and facts.get("measured") is False:
         return Finding(
             check="image.gpus",
             status="warn",

@@ -861,6 +861,7 @@ def test_the_short_mode_checks_the_images_own_framework(
         ("framework", "pass"), ("cuda_smoke", "skip"), ("allreduce_loopback", "skip"),
     ]  # fmt: skip
     assert doc["steps"][1]["reason"] == "the short mode measures with torch; this image's framework is json"
+    assert doc["facts"]["measured"] is False  # what check's image.gpus reads: a warning, not a failure
     got = judge_gate(run_of({"kind": "gate_result", "steps": doc["steps"]}), None, T)
     assert got[0].status == "pass" and got[0].message.startswith("json ")
 
