@@ -6693,8 +6693,8 @@ SET_T = (
     m(
         "T38",
         "fleet/classes.py",
-        "        for check in (check_min_driver, check_require_cuda):",
-        "        for check in (check_min_driver,):",
+        "        req: Refusal | None = check_require_cuda(view, image, host)",
+        "        req: Refusal | None = None",
         "a class's driver held against the stack's floor only, not NVIDIA_REQUIRE_CUDA: a class the "
         "toolkit refuses is covered",
         FLEET_T,

@@ -203,6 +203,27 @@ def test_malformed_envelopes(raw: bytes, policy: TrustPolicy) -> None:
     assert isinstance(out, Refused) and out.reason == "malformed"
 
 
+@pytest.mark.parametrize(
+    "payload_type",
+    ["application/vnd.in-toto+json; x", "application/vnd.in-toto+jsonl", "application/vnd.in-toto.other"],
+)
+def test_a_signed_envelope_of_another_payload_type_is_malformed(
+    signer: CryptoSigner, policy: TrustPolicy, payload_type: str
+) -> None:
+    """Set U's survivor U32: the payloadType must be in-toto's exactly. A trusted key's signature
+    over the very statement under a type that merely begins like it (signed for another purpose)
+    is not read as a statement."""
+    from securesystemslib.dsse import Envelope
+
+    doc = certificate_statements(Certificate(cert()), SUBJECT)[0]
+    env = Envelope(payload=encode(doc), payload_type=payload_type, signatures={})
+    env.sign(signer)  # a valid signature: PAE covers this payloadType
+    out = _verify(json.dumps(env.to_dict()).encode(), policy)
+    assert isinstance(out, Refused) and out.reason == "malformed", out
+    assert payload_type in out.message
+    assert isinstance(_verify(_signed(signer), policy), Verified)  # the same statement, in-toto's type
+
+
 def test_signed_non_statement_is_malformed(signer: CryptoSigner, policy: TrustPolicy) -> None:
     doc = statement(SUBJECT, CERTIFICATE, {"certificate": cert()})
     doc["_type"] = "https://example.com/not-in-toto"

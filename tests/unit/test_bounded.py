@@ -627,6 +627,31 @@ def test_a_yaml_errors_problem_keeps_only_up_to_three_punctuation_characters_and
     )
 
 
+def test_a_yaml_error_elides_a_short_quoted_word_of_the_document() -> None:
+    """Set U's survivor U36: only punctuation of up to three characters is kept; a quoted word of
+    one to three letters or digits (a short secret: a tag `!pw`, a PIN) is elided like a long one."""
+    import yaml
+
+    from envbuilder.bounded import yaml_error_message
+
+    class Err(Exception):
+        problem_mark = None
+        context_mark = None
+
+        def __init__(self, problem: str) -> None:
+            super().__init__("x")
+            self.problem = problem
+
+    for word in ("a", "42", "pw1", "!pw", "x:"):
+        assert yaml_error_message(Err(f"found '{word}' and \"{word}\"")) == "found '...' and '...'", word
+    with pytest.raises(yaml.YAMLError) as err:
+        load_yaml("a: !pw x\n")
+    assert (
+        yaml_error_message(err.value)
+        == "line 1, column 4: could not determine a constructor for the tag '...'"
+    )
+
+
 def test_a_yaml_error_elides_a_verbatim_tag_that_looks_like_a_token_name() -> None:
     # PyYAML quotes its own token names ('<stream end>') and, for a tag it cannot construct, the
     # document's tag: `!<%3Cmy secret%3E>` is quoted as '<my secret>', which looked like one.

@@ -37,6 +37,7 @@ from envbuilder.hashing import canonical_json
 from envbuilder.host import SMI_QUERY
 from envbuilder.image.metadata import LABEL_HARNESS, LABEL_STACK
 from envbuilder.matrix import load_matrix
+from envbuilder.resolve.gpus import find_gpu
 from envbuilder.resources import harness_dir
 
 MATRIX = load_matrix()
@@ -161,6 +162,24 @@ def test_coverage_is_runs_own_checks_applied_to_the_class() -> None:
     strict = replace(image(), env=("NVIDIA_REQUIRE_CUDA=cuda>=99.0",))
     required = class_coverage(h200, strict, MATRIX)
     assert required.status == "not-covered" and "[require-cuda]" in required.reasons[0], required.reasons
+
+
+def test_a_class_whose_gpu_model_the_matrix_knows_has_that_models_brand_for_require_cuda() -> None:
+    """Set U's survivor U15: a class read from a GRES type the matrix knows takes the model's
+    brand, so an image whose NVIDIA_REQUIRE_CUDA exempts that brand on the class's driver branch
+    is covered there (not 'unknown' for a brand nobody stated), and one that exempts another
+    brand is refused."""
+    _, _, h200 = node_classes(read_nodes(cluster()), MATRIX)
+    match = find_gpu(MATRIX, h200.gpu_model or "")
+    assert match is not None
+    model = match.model
+    assert model.brand and h200.brand == model.brand
+    exempt = f"NVIDIA_REQUIRE_CUDA=cuda>=99.0 brand={model.brand},driver>=580,driver<581"
+    covered = class_coverage(h200, replace(image(), env=(exempt,)), MATRIX)
+    assert covered.status == "covered", covered.reasons
+    other = "NVIDIA_REQUIRE_CUDA=cuda>=99.0 brand=geforce,driver>=580,driver<581"
+    refused = class_coverage(h200, replace(image(), env=(other,)), MATRIX)
+    assert refused.status == "not-covered" and "[require-cuda]" in refused.reasons[0], refused.reasons
 
 
 def test_probe_replaces_guesses_with_what_nvidia_smi_said_on_the_node() -> None:

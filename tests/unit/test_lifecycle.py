@@ -205,6 +205,17 @@ def test_owner_marks_tell_a_live_owner_from_a_gone_one() -> None:
         assert owner_alive(malformed) is None
 
 
+def test_an_owner_mark_of_a_host_whose_name_begins_this_ones_is_another_hosts() -> None:
+    """Set U's survivor U40: the mark's host must be this host's whole name. `node1`'s mark on
+    `node10` (or `node10`'s on `node1`) names a process this machine cannot see: None, never its
+    pid read here (a live run of node1 would be judged gone and its container removed)."""
+    _, pid, start = owner_mark().rsplit("/", 2)
+    assert owner_alive(f"node1/{pid}/{start}", host="node1") is True
+    assert owner_alive(f"node1/{pid}/{start}", host="node10") is None
+    assert owner_alive(f"node10/{pid}/{start}", host="node1") is None
+    assert owner_alive(f"node1/{pid}/{int(start) + 1}", host="node10") is None  # not False: unseen
+
+
 def test_the_janitor_picks_only_containers_of_gone_owners() -> None:
     def box(mark: str) -> OwnedContainer:
         return OwnedContainer(

@@ -528,3 +528,12 @@ def test_a_json_lines_record_that_is_no_json_is_refused_and_nothing_is_written(
     with pytest.raises(ValueError):
         append_jsonl(log, {"run_id": "b", "seconds": bad})
     assert log.read_text(encoding="utf-8") == '{"run_id": "a", "seconds": 1.5}\n'
+
+
+def test_a_json_lines_record_is_written_in_a_folder_whose_parents_are_missing_too(tmp_path: Path) -> None:
+    # Set U's survivor U39: a run log under a state folder not made yet (a fresh
+    # $XDG_STATE_HOME/envbuilder/runs/) is made with its parents, never lost to FileNotFoundError.
+    log = tmp_path / "state" / "envbuilder" / "runs" / "runs.jsonl"
+    append_jsonl(log, {"run_id": "a"})
+    append_jsonl(log, {"run_id": "b"})
+    assert log.read_text(encoding="utf-8") == '{"run_id": "a"}\n{"run_id": "b"}\n'
