@@ -6939,6 +6939,9 @@ SET_U = (
         "a host given by its driver alone (no GPU listed) never has its base image's "
         "NVIDIA_REQUIRE_CUDA checked",
         RESOLVE_U,
+        "resolve() turns a host with no GPU into a CPU-only request before _evaluate, and a CPU build "
+        "never takes an nvidia/cuda base: no NVIDIA_REQUIRE_CUDA is checked for a GPU-less host on either "
+        "code, the (None,) fallback is unreachable (traced after the blind run)",
     ),
     # the lock's and the stack's values reaching the Dockerfile, the spec, secrets
     m(
