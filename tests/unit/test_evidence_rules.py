@@ -751,6 +751,19 @@ def report(*gpus: GpuInfo, source: Source = "nvml") -> HostReport:
     return replace(a100_host(), source=source, gpus=gpus)
 
 
+def scripted(*answers: HostReport | Exception) -> Callable[[], HostReport]:
+    """A probe that gives `answers` in turn, raising those that are exceptions (a failed read)."""
+    queue = list(answers)
+
+    def probe() -> HostReport:
+        got = queue.pop(0)
+        if isinstance(got, Exception):
+            raise got
+        return got
+
+    return probe
+
+
 def watched(*reports: HostReport) -> Observation:
     """What a watch saw: the first report is the baseline, each further one a sample."""
     queue = list(reports)
@@ -942,14 +955,7 @@ def test_the_source_is_the_baselines_and_a_failed_baseline_takes_no_sample() -> 
         watched(report(gpu("GPU-1"), source="nvidia-smi"), report(gpu("GPU-1", pids=(9,)))).source
         == "nvidia-smi"
     )
-    calls: list[HostReport | Exception] = [RuntimeError("no NVML"), report(gpu("GPU-1", pids=(9,)))]
-
-    def probe() -> HostReport:
-        got = calls.pop(0)
-        if isinstance(got, Exception):
-            raise got
-        return got
-
+    probe = scripted(RuntimeError("no NVML"), report(gpu("GPU-1", pids=(9,))))
     watch = GpuWatch(probe, interval_s=0.0)
     watch.start()
     watch.tick()
@@ -995,18 +1001,7 @@ def test_the_detail_names_the_gpus_whose_work_is_not_counted(
 
 
 def test_a_sample_that_fails_is_no_sample_and_the_next_one_counts() -> None:
-    queue: list[HostReport | Exception] = [
-        report(gpu("GPU-1")),
-        OSError("NVML busy"),
-        report(gpu("GPU-1", pids=(9,))),
-    ]
-
-    def probe() -> HostReport:
-        got = queue.pop(0)
-        if isinstance(got, Exception):
-            raise got
-        return got
-
+    probe = scripted(report(gpu("GPU-1")), OSError("NVML busy"), report(gpu("GPU-1", pids=(9,))))
     watch = GpuWatch(probe, interval_s=0.0)
     watch.start()
     watch.tick()
