@@ -7347,10 +7347,10 @@ SET_V = (
     m(
         "V26",
         "image/render.py",
-        '                word = f\'"{scheme}://{urllib.parse.quote(user, safe="")}:{password}@{rest}"\'',
-        "                word = f'\"{scheme}://{user}:{password}@{rest}\"'",
-        "a pip index username not percent-encoded: a user with `@`, `:` or `/` sends the credentials to "
-        "another host",
+        '        check("base_image", options.base_image, IMAGE_REF_RE, "a Docker image reference")',
+        '        check("base_image", stack.base_image, IMAGE_REF_RE, "a Docker image reference")',
+        "an overriding base image (--base-image) is not checked, the resolved one is: a reference with a "
+        "line break and a Dockerfile instruction reaches FROM",
         RENDER_U,
     ),
     m(
