@@ -77,6 +77,13 @@ inventory, the cgroup's CPU time), run's coverage and NVIDIA_REQUIRE_*, `check`'
 and bands, fleet classes, the resolver's floors, base images and installability, the lock's and
 the stack's values reaching the Dockerfile, signed attestations and statements, the bounded
 loaders, the output writers and the janitor's ownership; none equals a mutant of a..t or `--auto`.
+Set V (2026-12-06) was written blind the same way, as an outside reviewer would plant, and
+registered before it was run: certify's evidence (the verdict's GPU count and CPU floor, the GPU
+watch's baseline, the kernel inventory, a node's own certificate, the cgroup's CPU reading), run's
+coverage, `check`'s bands and GPU count, fleet classes and status, the resolver's GPU names, driver
+floors, forward compatibility and platforms, the lock's, stack's and spec's values reaching the
+Dockerfile (labels, env, index flags, image metadata), statements, keys and imports, the bounded
+loaders, the output policy of exports and the janitor's dates; none equals a mutant of a..u or `--auto`.
 `--auto AREA` (2026-12-05): hand-written sets cannot reach 95% blind (each found conditions no
 test had looked at), so the automatic mode plants every one-line mutant of a fixed operator list
 in the decision functions of an area (AREAS: run-check, verdict, certs; more areas are added as
@@ -7113,6 +7120,367 @@ SET_U = (
 )
 
 
+# --------------------------------------------------------------------------- set V (blind, 2026-12-06)
+# Forty more one-line bugs at the trust boundaries, written as an outsider from envbuilder/ alone
+# (no file under tests/ opened or searched), and not run before it was registered. Guards: the
+# set U lists of each area (the rule tables and the hostile-value corpus included), chosen by file
+# name and by which test files import the module (`grep -l`, names only).
+SET_V = (
+    # certify's evidence: the verdict, the host's GPU watch, the kernel inventory, a node's own
+    # certificate, the cgroup's CPU reading
+    m(
+        "V01",
+        "certify/verdict.py",
+        "    if not isinstance(seen, int) or isinstance(seen, bool) or seen >= given:",
+        "    if not isinstance(seen, int) or isinstance(seen, bool) or seen + 1 >= given:",
+        "a GPU run whose framework saw one GPU fewer than certify handed in (a GPU hidden by the image's "
+        "CUDA_VISIBLE_DEVICES) is certified",
+        VERDICT_U,
+    ),
+    m(
+        "V02",
+        "certify/verdict.py",
+        '    if result["gpu_path"] is not True and facts.cpu_seconds is not None and facts.cpu_seconds < need:',  # noqa: E501
+        '    if facts.access == "none" and facts.cpu_seconds is not None and facts.cpu_seconds < need:',
+        "the CPU-time floor held only on --gpu-access none: a CPU stack given the GPUs replays a recorded"
+        " CPU-path result with almost no CPU used",
+        VERDICT_U,
+    ),
+    m(
+        "V03",
+        "certify/observe.py",
+        "        if any(p.pid not in old_pids for p in g.processes):",
+        "        if any(p.pid not in {q.pid for q in old.processes} for p in g.processes):",
+        "a process is new unless this GPU's own baseline listed it: another tenant's process that moved "
+        "to another GPU counts as the container's GPU work",
+        OBS_U,
+    ),
+    m(
+        "V04",
+        "certify/kernels.py",
+        '    libs = [lib for lib in _libraries(inventory) if lib.get("owner") == owner and _names(lib)]',
+        "    libs = [lib for lib in _libraries(inventory) if _names(lib)]",
+        "the stack's arch list compared with every library (nvidia-* wheels too), not the framework's "
+        "own: a warning for a stack whose framework matches",
+        KERNELS_U,
+    ),
+    m(
+        "V05",
+        "certify/foreign.py",
+        '    if cert.verdict == "failed":',
+        '    if cert.verdict != "certified":',
+        "a node's certificate saying certified-cpu-only is accepted as it stands, never re-derived from "
+        "its result with this host's nonce and payload digest",
+        VERDICT_U,
+    ),
+    m(
+        "V06",
+        "certify/foreign.py",
+        '    gpus = [(str(g["name"]), str(g["cc"])) for g in host["gpus"] if g["name"] and g["cc"]]',
+        '    gpus = [(str(g["name"]), str(g["cc"])) for g in host["gpus"][:1] if g["name"] and g["cc"]]',
+        "a foreign run's kernel inventory judged against the node's first GPU only: a mixed node's second"
+        " GPU with no kernel is certified",
+        VERDICT_U,
+    ),
+    m(
+        "V07",
+        "engine/model.py",
+        "    if isinstance(value, bool) or not isinstance(value, int) or value < 0:",
+        "    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:",
+        "a cgroup CPU reading of 0 is no reading: a container that used no CPU leaves cpu_seconds None, "
+        "and certify's CPU floor is not held for a replayed result",
+        CPU_U,
+    ),
+    # run's coverage, `check`'s node and image judgements and bands, fleet classes and status
+    m(
+        "V08",
+        "run/coverage.py",
+        "    targets = matrix_targets(sass, ptx)",
+        "    targets = matrix_targets(sass, sass)",
+        "the stack's SASS list also read as its PTX: a build without PTX (sm_80 only) is taken to run on "
+        "a newer GPU (an H100) by JIT",
+        COV_U,
+    ),
+    m(
+        "V09",
+        "check/findings.py",
+        "        if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:",
+        "        if not isinstance(value, int | float) or value < 0:",
+        "a threshold given as `true` in thresholds.yaml is read as 1.0",
+        CHECK_U,
+    ),
+    m(
+        "V10",
+        "check/gate.py",
+        "    return max(len(report.gpus), len(gpus))",
+        "    return len(gpus)",
+        "the GPUs handed in counted from NVML alone: a GPU the probe sees but NVML does not is not "
+        "expected in the image check",
+        CHECK_U,
+    ),
+    m(
+        "V11",
+        "check/node.py",
+        "        x for x in log.xids if since is None or x.seconds_since_boot is None or x.seconds_since_boot >= since",  # noqa: E501
+        "        x for x in log.xids if since is None or x.seconds_since_boot is not None and x.seconds_since_boot >= since",  # noqa: E501
+        "an XID whose time cannot be read is dropped from the window: a fatal XID of unknown age passes",
+        CHECK_U,
+    ),
+    m(
+        "V12",
+        "fleet/status.py",
+        "    everything = newest_first([*local, *(c for c, _ in attested)])",
+        "    everything = [*local, *(c for c, _ in attested)]",
+        "a class's status shows the first certificate found (an old local one), not its newest",
+        FLEET_U,
+    ),
+    m(
+        "V13",
+        "fleet/status.py",
+        '        if step.status == "pass" and ips is not None and (best is None or ips > best[0]):',
+        "        if ips is not None and (best is None or ips > best[0]):",
+        "a failed step's throughput shown as the class's key throughput",
+        FLEET_U,
+    ),
+    m(
+        "V14",
+        "fleet/classes.py",
+        "    if match.candidates:  # several models of one compute capability: that much is known",
+        "    if len(match.candidates) > 2:  # several models of one compute capability: that much is known",
+        "a GPU name that fits two models is taken as the first: its model (and NVML names, brand) stated "
+        "as known",
+        FLEET_U,
+    ),
+    m(
+        "V15",
+        "fleet/classes.py",
+        "    by_name = {c.name: c for c in classes}",
+        "    by_name = {c.name.lower(): c for c in classes}",
+        "class names matched lower-case on one side only: `--class A100-Nodes` is reported as no class",
+        FLEET_U,
+    ),
+    # the resolver: driver branches, floors, GPU names, forward compatibility, platforms
+    m(
+        "V16",
+        "resolve/gpus.py",
+        "            if len({index.by_name[n].cc for n in names}) > 1:",
+        "            if len({index.by_name[n].cc for n in names}) > 2:",
+        "a GPU name that fits models of two compute capabilities is taken as one of them",
+        RESOLVE_U,
+    ),
+    m(
+        "V17",
+        "resolve/gpus.py",
+        "        brand=brands.pop() if len(brands) == 1 else None,",
+        "        brand=brands.pop() if brands else None,",
+        "a GPU name that fits models of several brands gets one of their brands: NVIDIA_REQUIRE_CUDA's "
+        "brand terms decided for a brand nobody stated",
+        RESOLVE_U,
+    ),
+    m(
+        "V18",
+        "resolve/gpus.py",
+        "        frozenset(model for words, model in index.words if set(wanted) <= words),",
+        "        frozenset(model for words, model in index.words if set(wanted) & words),",
+        "a GPU name matches any model that shares one word with it (`A100 PCIe` fits every PCIe model)",
+        RESOLVE_U,
+    ),
+    m(
+        "V19",
+        "resolve/resolver.py",
+        "        if v.min_driver:",
+        "        if v.min_driver and not floors:",
+        "the variant's own driver floor never joins the floors: a driver below it is accepted",
+        RESOLVE_U,
+    ),
+    m(
+        "V20",
+        "resolve/forward_compat.py",
+        "    return tuple(g for g in gpus if g.segment not in segments)",
+        "    return tuple(g for g in gpus if g.segment is not None and g.segment not in segments)",
+        "a GPU whose market segment is unknown counts as eligible for forward compatibility: "
+        "--forward-compat admits a driver below the floor on a GeForce the matrix does not class",
+        RESOLVE_U,
+    ),
+    m(
+        "V21",
+        "resolve/platform.py",
+        "    for g in host.gpus:\n        row = gpu_platform(matrix, g.model)\n        if row is None:\n            continue",  # noqa: E501
+        "    for g in host.gpus[:1]:\n        row = gpu_platform(matrix, g.model)\n        if row is None:\n            continue",  # noqa: E501
+        "only the host's first GPU checked for its platform: a second GPU that exists only in arm64 hosts"
+        " (GH200) gets an amd64 stack",
+        RESOLVE_U,
+    ),
+    # the lock's, stack's and spec's values reaching the Dockerfile or a command
+    m(
+        "V22",
+        "image/render.py",
+        '        "nvidia_env": [(k, json.dumps(v)) for k, v in nvidia_env],',
+        '        "nvidia_env": [(k, v) for k, v in nvidia_env],',
+        "NVIDIA_* values written unquoted in ENV: NVIDIA_REQUIRE_CUDA's `cuda>=12.8 brand=...` becomes "
+        "several variables",
+        RENDER_U,
+    ),
+    m(
+        "V23",
+        "image/spec.py",
+        "        if key.startswith(RESERVED_ENV_PREFIX):",
+        '        if key.startswith(RESERVED_ENV_PREFIX + "REQUIRE_"):',
+        "a spec env NVIDIA_DISABLE_REQUIRE (or NVIDIA_VISIBLE_DEVICES-like names) accepted: the toolkit's"
+        " CUDA check switched off from the spec",
+        SPEC_U,
+    ),
+    m(
+        "V24",
+        "image/spec.py",
+        '        if key in RESERVED_ENV or key.startswith("ENVBUILDER_"):',
+        '        if key in RESERVED_ENV or key == "ENVBUILDER_":',
+        "a spec env ENVBUILDER_* variable accepted: the harness's own settings overridden from the spec",
+        SPEC_U,
+    ),
+    m(
+        "V25",
+        "image/render.py",
+        '        check("index_url", url, INDEX_URL_RE, "an https:// index URL without credentials or query")',
+        '        check("index_url", indexes[0][1], INDEX_URL_RE, "an https:// index URL without credentials or query")',  # noqa: E501
+        "only the first index URL of a group checked before it reaches the Dockerfile: a later one with "
+        "credentials or a line break is written",
+        RENDER_U,
+    ),
+    m(
+        "V26",
+        "image/render.py",
+        '        check("base_image", options.base_image, IMAGE_REF_RE, "a Docker image reference")',
+        '        check("base_image", stack.base_image, IMAGE_REF_RE, "a Docker image reference")',
+        "an overriding base image (--base-image) is not checked, the resolved one is: a reference with a "
+        "line break and a Dockerfile instruction reaches FROM",
+        RENDER_U,
+    ),
+    m(
+        "V27",
+        "image/metadata.py",
+        '    return dict(item.split("=", 1) for item in info.env if "=" in item)',
+        '    return dict(item.split("=") for item in info.env if "=" in item)',
+        "an image's env read with every `=` split: NVIDIA_REQUIRE_CUDA's `driver>=535` breaks reading the"
+        " image",
+        LOCK_U,
+    ),
+    m(
+        "V28",
+        "image/metadata.py",
+        "    return value if value and value != NONE else None",
+        "    return value if value else None",
+        "a label that says `none` (a CPU stack's min-driver) read as the value `none`",
+        LOCK_U,
+    ),
+    m(
+        "V29",
+        "image/render.py",
+        '        require = stack.require_cuda or ".".join(stack.cuda.split(".")[:2])',
+        '        require = stack.require_cuda or ".".join(stack.cuda.split(".")[:1])',
+        "a bundled image's NVIDIA_REQUIRE_CUDA names the CUDA major only (cuda>=12): the toolkit starts a"
+        " CUDA 12.8 build on a 12.2 driver",
+        RENDER_U,
+    ),
+    # attestations, statements, keys and the trust policy
+    m(
+        "V30",
+        "attest/policy.py",
+        "        return not self.repositories or any(fnmatch.fnmatchcase(repository, p) for p in self.repositories)",  # noqa: E501
+        "        return not self.repositories or any(repository.startswith(p) for p in self.repositories)",
+        "a key trusted for `ghcr.io/acme/app` trusted for `ghcr.io/acme/app-evil` too",
+        ENV_U,
+    ),
+    m(
+        "V31",
+        "attest/imported.py",
+        "    covered = [n for n in names if any(k.keyid == outcome.keyid for k in policy.keys_for(n))]",
+        "    covered = [n for n in names if any(k.keyid == outcome.keyid for k in policy.keys)]",
+        "an imported attestation's repositories taken as covered by a key trusted only for another "
+        "repository",
+        ENV_U,
+    ),
+    m(
+        "V32",
+        "attest/keys.py",
+        "    if isinstance(crypto_key, ec.EllipticCurvePublicKey) and not isinstance(crypto_key.curve, ec.SECP256R1):",  # noqa: E501
+        "    if isinstance(crypto_key, ec.EllipticCurvePublicKey) and isinstance(crypto_key.curve, ec.SECP192R1):",  # noqa: E501
+        "an ECDSA key on a curve other than P-256 (P-384, secp256k1) accepted as a trusted key",
+        KEYS_U,
+    ),
+    m(
+        "V33",
+        "attest/push.py",
+        '    rows = [r for r in store.list(image=info.id, origin="local") if r.image_id == info.id]',
+        "    rows = [r for r in store.list(image=info.id) if r.image_id == info.id]",
+        "push --attest signs imported certificates too: another party's (or a hostile registry's) "
+        "certificate attested with your key",
+        ENV_U,
+    ),
+    m(
+        "V34",
+        "attest/keys.py",
+        "            if k.name == name:",
+        "            if k.name.startswith(name):",
+        "`--key prod` signs with the first key whose name starts with it (`prod-old`)",
+        KEYS_U,
+    ),
+    # bounded loaders, the output policy and atomic writes, the janitor's ownership
+    m(
+        "V35",
+        "bounded.py",
+        '        isinstance(text, str) and len(text.encode("utf-8", "surrogatepass")) > max_bytes',
+        "        isinstance(text, bytes) and len(text) > max_bytes",
+        "a text's size counted in characters: a file of four-byte characters passes at four times the "
+        "byte limit",
+        IO_U,
+    ),
+    m(
+        "V36",
+        "atomic.py",
+        "        if not stat.S_ISREG(st.st_mode):",
+        "        if stat.S_ISDIR(st.st_mode):",
+        "the output policy refuses only a folder: a FIFO or device at the output path is written to",
+        OUT_U,
+    ),
+    m(
+        "V37",
+        "engine/ownership.py",
+        '    if not isinstance(text, str) or text.startswith("0001-"):',
+        '    if not isinstance(text, str) or text == "0001-":',
+        "Docker's zero time (never started) read as a real time: an orphan's log line records a run of "
+        "two thousand years",
+        JANITOR_U,
+    ),
+    m(
+        "V38",
+        "engine/hpc.py",
+        "    check_output_path(out)  # envbuilder.atomic's output policy: a regular file or a new one",
+        "    check_output_path(out.resolve())  # envbuilder.atomic's output policy: a regular file or a new one",  # noqa: E501
+        "the export's output path checked after its symlink is followed: `--sif link` replaces the link's"
+        " target",
+        OUT_U,
+    ),
+    m(
+        "V39",
+        "engine/hpc.py",
+        "        doc = load_json(read_bounded(side))  # a FIFO, a device or a huge sidecar: refused unread",
+        "        doc = json.loads(side.read_text())  # a FIFO, a device or a huge sidecar: refused unread",
+        "an export's sidecar read unbounded: a FIFO hangs the run, a huge one is read whole",
+        IO_U,
+    ),
+    m(
+        "V40",
+        "engine/hpc.py",
+        '    write_text_atomic(path, json.dumps(doc, indent=2, sort_keys=True) + "\\n")',
+        '    path.write_text(json.dumps(doc, indent=2, sort_keys=True) + "\\n")',
+        "an export's sidecar written in place, outside the output policy: a symlink or FIFO at "
+        "FILE.envbuilder.json is written through, and a crash leaves half a record",
+        OUT_U,
+    ),
+)
+
+
 SETS = {
     "a": SET_A,
     "b": SET_B,
@@ -7135,6 +7503,7 @@ SETS = {
     "s": SET_S,
     "t": SET_T,
     "u": SET_U,
+    "v": SET_V,
 }
 
 
