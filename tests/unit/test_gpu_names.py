@@ -10,7 +10,7 @@ from dataclasses import replace
 import pytest
 
 from envbuilder.errors import UsageError
-from envbuilder.fleet.classes import NodeClass, select_classes, with_gpu_model
+from envbuilder.fleet.classes import NodeClass, with_gpu_model
 from envbuilder.host.model import Host, HostGpu
 from envbuilder.matrix import load_matrix
 from envbuilder.resolve.gpus import enrich_host, gpu_from_match, lookup_gpu
@@ -278,18 +278,6 @@ def test_a_fleet_class_named_by_a_name_two_models_fit_gets_no_model_nor_its_nvml
     got = with_gpu_model(cls, MATRIX, "A2000", "GRES type")
     assert (got.gpu_model, got.nvml_names, got.brand, got.cc) == (None, (), None, "8.6")
     assert got.facts[-1].startswith("GPU model: GRES type 'A2000' fits 2 models of compute capability 8.6 (")
-
-
-def test_class_names_are_matched_as_written() -> None:
-    classes = (
-        NodeClass(name="A100-Nodes", scheduler="slurm", nodes=("n1",), gpus_per_node=8),
-        NodeClass(name="h100", scheduler="slurm", nodes=("n2",), gpus_per_node=8),
-    )
-    assert [c.name for c in select_classes(classes, ["A100-Nodes"])] == ["A100-Nodes"]
-    assert [c.name for c in select_classes(classes, ["h100", "A100-Nodes", "h100"])] == ["h100", "A100-Nodes"]
-    with pytest.raises(UsageError, match="no node class 'a100-nodes'") as err:
-        select_classes(classes, ["a100-nodes"])
-    assert err.value.hint is not None and err.value.hint.startswith("the classes are: A100-Nodes, h100 (")
 
 
 @pytest.mark.parametrize("typed", ["RTX " * 5000, "A" * 100_000])
