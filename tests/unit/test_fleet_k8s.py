@@ -39,7 +39,7 @@ from envbuilder.fleet.kubernetes import (
 )
 from envbuilder.fleet.schedulers.kubernetes import k8s_affinity, nfd_spec, nfd_yaml
 from envbuilder.fleet.schedulers.slurm import slurm_constraints
-from envbuilder.fleet.status import class_status
+from envbuilder.fleet.status import class_status, key_throughput
 from envbuilder.matrix import load_matrix
 from envbuilder.resources import harness_dir
 
@@ -541,3 +541,35 @@ def test_without_the_k8s_extra_validation_says_what_to_install(monkeypatch: pyte
         validate_manifests([{"kind": "Job", "metadata": {"name": "x"}}])
     assert "kubernetes-validate" in err.value.message
     assert err.value.hint is not None and "gpu-envbuilder[k8s]" in err.value.hint
+
+
+def test_a_failed_steps_throughput_is_never_the_classs_key_throughput() -> None:
+    # A step that failed (a wrong loss, a crash after the timed window) may still have measured a
+    # rate: it is no throughput the class is certified for.
+    base = cert("certified", (H200,), issued_at="2026-01-01T00:00:00Z")
+    body = {k: v for k, v in base.data.items() if k not in ("content_hash", "section_hashes")}
+    steps = [
+        {"name": "train_fp32", "status": "pass", "metrics": {"images_per_s": 1200.0}},
+        {
+            "name": "train_amp",
+            "status": "fail",
+            "reason": "loss diverged",
+            "metrics": {"images_per_s": 3900.0},
+        },
+    ]
+    c = build_certificate(
+        **{k: body[k] for k in ("image", "host", "run", "thresholds")},
+        harness={"steps": steps, "verdict": "certified"},
+        verdict="certified",
+        verdict_reason="ok",
+        issued_at="2026-01-01T00:00:00Z",
+    )
+    assert key_throughput(c) == "1,200 img/s (train_fp32)"
+    failed_only = build_certificate(
+        **{k: body[k] for k in ("image", "host", "run", "thresholds")},
+        harness={"steps": steps[1:], "verdict": "failed"},
+        verdict="failed",
+        verdict_reason="failed steps: train_amp",
+        issued_at="2026-01-01T00:00:00Z",
+    )
+    assert key_throughput(failed_only) == "-"

@@ -130,6 +130,18 @@ def test_classes_split_by_count_skip_unusable_nodes_and_keep_cpu_nodes() -> None
         select_classes(tuple(classes.values()), ["v100"])
 
 
+def test_class_names_are_matched_as_written() -> None:
+    classes = (
+        NodeClass(name="A100-Nodes", scheduler="slurm", nodes=("n1",), gpus_per_node=8),
+        NodeClass(name="h100", scheduler="slurm", nodes=("n2",), gpus_per_node=8),
+    )
+    assert [c.name for c in select_classes(classes, ["A100-Nodes"])] == ["A100-Nodes"]
+    assert [c.name for c in select_classes(classes, ["h100", "A100-Nodes", "h100"])] == ["h100", "A100-Nodes"]
+    with pytest.raises(UsageError, match="no node class 'a100-nodes'") as err:
+        select_classes(classes, ["a100-nodes"])
+    assert err.value.hint is not None and err.value.hint.startswith("the classes are: A100-Nodes, h100 (")
+
+
 def test_features_state_driver_and_compute_capability() -> None:
     assert facts_from_features(("sm_120", "driver_580.95.05"))[:2] == ("580.95.05", "12.0")
     assert facts_from_features(("sm_100", "ib"))[:2] == (None, "10.0")

@@ -92,6 +92,8 @@ def test_the_name_shown_is_the_nvml_name_that_matched_else_the_model() -> None:
                 "Quadro RTX 5000",
             ],
         ),
+        # two models of two compute capabilities (7.5, 8.9): as refused as three or more
+        ("RTX 3000", ["NVIDIA RTX 3000 Ada Generation Laptop GPU", "Quadro RTX 3000"]),
     ],
 )
 def test_several_models_are_listed_never_one_picked(typed: str, expected: list[str]) -> None:
@@ -164,6 +166,15 @@ def test_several_models_give_their_driver_branches_only_where_they_agree() -> No
     other = replace(MATRIX, gpus=replace(MATRIX.gpus, models=models))
     gpu = gpu_from_match(other, lookup_gpu(other, "4090"))
     assert (gpu.cc, gpu.brand, gpu.model) == ("8.9", "geforce", None)
+
+
+def test_several_models_of_different_brands_give_no_brand() -> None:
+    # `24GB` fits the Quadro M6000 24GB and the Tesla M40 (both 5.2): the brand decides
+    # NVIDIA_REQUIRE_CUDA's brand terms, and neither brand is the one this GPU has for sure.
+    match = lookup_gpu(MATRIX, "24GB")
+    assert match.candidates == ("Quadro M6000 24GB", "Tesla M40")
+    gpu = gpu_from_match(MATRIX, match)
+    assert (gpu.cc, gpu.brand, gpu.segment) == ("5.2", None, None)
 
 
 def test_a_probed_gpu_keeps_the_compute_capability_the_probe_read() -> None:
@@ -259,6 +270,14 @@ def test_a_fleet_class_named_by_an_ambiguous_short_name_gets_the_capability_not_
     got = with_gpu_model(cls, MATRIX, "4090", "GRES type")
     assert (got.gpu_model, got.cc) == (None, "8.9")
     assert got.facts[-1].startswith("GPU model: GRES type '4090' fits 3 models of compute capability 8.9 (")
+
+
+def test_a_fleet_class_named_by_a_name_two_models_fit_gets_no_model_nor_its_nvml_names_or_brand() -> None:
+    # Two candidates are as many as three: neither the first (by name) nor any is the class's model.
+    cls = NodeClass(name="gpu", scheduler="slurm", nodes=("n1",), gpu_type="a2000")
+    got = with_gpu_model(cls, MATRIX, "A2000", "GRES type")
+    assert (got.gpu_model, got.nvml_names, got.brand, got.cc) == (None, (), None, "8.6")
+    assert got.facts[-1].startswith("GPU model: GRES type 'A2000' fits 2 models of compute capability 8.6 (")
 
 
 @pytest.mark.parametrize("typed", ["RTX " * 5000, "A" * 100_000])
