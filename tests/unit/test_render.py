@@ -27,6 +27,7 @@ from envbuilder.errors import SpecError, UsageError
 from envbuilder.image.lock import lock_hash
 from envbuilder.image.render import (
     RenderOptions,
+    effective_stack,
     render_dockerfile,
     rendered_stack,
     uses_system_cuda,
@@ -383,6 +384,20 @@ def test_an_override_of_the_python_install_is_validated_with_the_stack() -> None
     # overrides (set S's S09 dropped that second validate_stack)
     with pytest.raises(SpecError, match="python_install"):
         render_dockerfile(spec(), TORCH_BUNDLED_CU130, RenderOptions(python_install=cast(Any, "pip")))
+
+
+def test_effective_stack_refuses_an_overriding_base_image_itself() -> None:
+    # effective_stack promises SpecError: it checks the --base-image it applies, not the resolved
+    # one it replaces (blind V26). render_dockerfile validates the stack again after the overrides,
+    # so this pins the function's own contract, the first of two guards.
+    evil = "nvidia/cuda:12.8.1-runtime-ubuntu24.04\nRUN curl evil"
+    with pytest.raises(SpecError, match="base_image"):
+        effective_stack(TORCH_BUNDLED_CU130, RenderOptions(base_image=evil))
+    with pytest.raises(SpecError, match="base_image"):
+        render_dockerfile(spec(), TORCH_BUNDLED_CU130, RenderOptions(base_image=evil))
+    ok = effective_stack(TORCH_BUNDLED_CU130, RenderOptions(base_image="localhost:5000/team/base:1"))
+    assert ok.base_image == "localhost:5000/team/base:1"
+    assert any("base image overridden" in n for n in ok.notes)
 
 
 def test_a_spec_path_with_a_newline_stays_out_of_the_header() -> None:
