@@ -153,6 +153,19 @@ def test_the_lock_decides_the_indexes_and_whether_there_is_a_project_step() -> N
     assert "lock/project" not in render_dockerfile(spec(requirements=[]), TORCH_BUNDLED_CU130)
 
 
+@pytest.mark.parametrize(
+    "bad", ["https://user:token@pypi.example/simple", "https://pypi.example/simple\nRUN curl evil"]
+)
+def test_every_index_of_a_group_is_checked_not_only_the_first(bad: str) -> None:
+    # The project group installs from the framework index, then the default one: the second is
+    # checked before it is written too (blind V25 checked the first only). The lock loader, the
+    # spec and the CLI options refuse such a URL first: this pins render_dockerfile's own promise
+    # (SpecError on a refused value) for a PackageLock given in memory.
+    lock = replace(package_lock(), default_index=bad)
+    with pytest.raises(SpecError, match="index_url"):
+        render_dockerfile(spec(), TORCH_BUNDLED_CU130, RenderOptions(package_locks=(lock,)))
+
+
 def test_no_index_flag_without_stack_index() -> None:
     s = spec(framework="jax", companions=[], requirements=[])
     text = render_dockerfile(s, JAX_BUNDLED)
