@@ -122,6 +122,17 @@ def test_find_key_rules(tmp_path: Path) -> None:
     assert [k.name for k in list_keys(tmp_path)] == ["a", "b", "default"]
 
 
+def test_find_key_matches_the_whole_name_never_a_prefix(tmp_path: Path) -> None:
+    """`--key prod` signs with `prod`, never with `prod-old` (listed first: '-' sorts before '.')."""
+    old = generate_key("prod-old", directory=tmp_path)
+    prod = generate_key("prod", directory=tmp_path)
+    assert [k.name for k in list_keys(tmp_path)] == ["prod-old", "prod"]
+    assert find_key("prod", directory=tmp_path) == prod
+    assert find_key("prod-old", directory=tmp_path) == old
+    with pytest.raises(SigningKeyError, match="no signing key named 'pro'"):
+        find_key("pro", directory=tmp_path)
+
+
 # --------------------------------------------------------------------------- policy
 
 

@@ -762,3 +762,26 @@ def test_a_report_names_the_reference_how_its_referrers_were_found_and_each_refu
         )
         assert {r.reason for r in unreadable.refused} == {"unavailable"}
         assert {r.envelope_digest for r in unreadable.refused} == referrers
+
+
+def test_push_attest_signs_only_local_certificates_never_an_imported_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An imported certificate is another party's word: push --attest never signs it with your
+    key (blind V33 listed every origin). With only an imported one, there is nothing to attest."""
+    monkeypatch.setenv("ENVBUILDER_DATA_DIR", str(tmp_path))
+    monkeypatch.delenv("ENVBUILDER_KEY_PASSPHRASE", raising=False)
+    generate_key("ci")  # a key that would sign: only the origin stops it
+    image_id = "sha256:" + "ee" * 32
+    info = ImageInfo(id=image_id, tags=(), repo_digests=())
+    eng = FakeEngine(images={"reg.lan/team/train:1": info, image_id: info}, push_digest="sha256:" + "12" * 32)
+    store = CertStore(tmp_path / "s.sqlite")
+    done = import_certificate(_forged(tmp_path, image_id), store=store, policy=lambda: trust_none())
+    assert store.origin_of(done.id) == "imported"
+
+    def no_registry(host: str) -> RegistryClient:
+        raise AssertionError(f"registry {host} contacted to attest an imported certificate")
+
+    with pytest.raises(CertificateRefusedError, match="no certificate for image"):
+        push_attested("reg.lan/team/train:1", attest=True, engine=eng, store=store, client=no_registry)
+    assert [c for c in eng.calls if c[0] in ("tag", "push")] == []  # nothing left the machine

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 from cert_factory import cert
 from click.testing import CliRunner
+from fake_engine import FakeEngine
 from fd_count import count_descriptors
 
 from envbuilder.atomic import (
@@ -26,6 +27,8 @@ from envbuilder.atomic import (
 )
 from envbuilder.certify.store import CertStore
 from envbuilder.cli import cli
+from envbuilder.engine import ImageInfo
+from envbuilder.engine.hpc import Format, export_image, find_tool, sidecar_path
 from envbuilder.errors import OutputError
 from envbuilder.report.html import write_html
 
@@ -155,6 +158,48 @@ def test_cli_outputs_refuse_each_with_exit_18(tmp_path: Path, monkeypatch: pytes
     res = CliRunner().invoke(cli, ["certs", "export", cid[:12], str(tmp_path / "missing" / "c.json")])
     assert res.exit_code == 18 and "the folder" in res.stderr and not (tmp_path / "missing").exists()
     assert (tmp_path / "target.json").read_text() == "the target\n"
+
+
+def _export(tmp_path: Path, out: Path, fmt: Format, converted: list[Path]) -> Any:
+    """engine.hpc.export_image of a fake image, its runtime's step writing a small file."""
+    info = ImageInfo(id="sha256:" + "ab" * 32, tags=("team/train:1",), repo_digests=())
+    binary = tmp_path / "tool"
+    binary.write_text("#!/bin/sh\nexit 0\n")
+    binary.chmod(0o755)
+
+    def convert(_info: ImageInfo, built: Path, _work: Path) -> None:
+        converted.append(built)
+        built.write_bytes(b"hsqs" + b"\0" * 60)
+
+    tool = find_tool("apptainer", path=str(binary))
+    return export_image(FakeEngine(images={"team/train:1": info}), "team/train:1", out, fmt, tool, convert)
+
+
+def test_an_export_never_writes_through_a_link_at_its_output_path(tmp_path: Path) -> None:
+    # The output policy looks at the path given, not where its link leads (blind V38 checked the
+    # resolved path: `export --sif link` replaced the link's target). Refused before any step runs.
+    victim = tmp_path / "victim.sif"
+    victim.write_bytes(b"mine")
+    link = tmp_path / "train.sif"
+    link.symlink_to(victim)
+    converted: list[Path] = []
+    with pytest.raises(OutputError, match="refusing to write"):
+        _export(tmp_path, link, "sif", converted)
+    assert converted == [] and victim.read_bytes() == b"mine" and link.is_symlink()
+    assert not sidecar_path(link).exists() and not sidecar_path(victim).exists()
+
+
+def test_an_export_never_writes_its_sidecar_through_a_link(tmp_path: Path) -> None:
+    # The sidecar is an output too: written under the output policy, atomically (blind V40 wrote
+    # it in place, through a link at FILE.envbuilder.json: the link's target was replaced).
+    out = tmp_path / "train.sqsh"
+    side = sidecar_path(out)
+    victim = tmp_path / "victim.json"
+    victim.write_text("mine")
+    side.symlink_to(victim)
+    with pytest.raises(OutputError, match="refusing to write"):
+        _export(tmp_path, out, "sqsh", [])
+    assert victim.read_text() == "mine" and side.is_symlink()
 
 
 def test_report_html_and_keys_export_follow_the_policy(tmp_path: Path) -> None:

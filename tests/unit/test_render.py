@@ -27,6 +27,7 @@ from envbuilder.errors import SpecError, UsageError
 from envbuilder.image.lock import lock_hash
 from envbuilder.image.render import (
     RenderOptions,
+    effective_stack,
     render_dockerfile,
     rendered_stack,
     uses_system_cuda,
@@ -150,6 +151,19 @@ def test_the_lock_decides_the_indexes_and_whether_there_is_a_project_step() -> N
         spec(), TORCH_BUNDLED_CU130, RenderOptions(package_locks=(package_lock(),))
     )
     assert "lock/project" not in render_dockerfile(spec(requirements=[]), TORCH_BUNDLED_CU130)
+
+
+@pytest.mark.parametrize(
+    "bad", ["https://user:token@pypi.example/simple", "https://pypi.example/simple\nRUN curl evil"]
+)
+def test_every_index_of_a_group_is_checked_not_only_the_first(bad: str) -> None:
+    # The project group installs from the framework index, then the default one: the second is
+    # checked before it is written too (blind V25 checked the first only). The lock loader, the
+    # spec and the CLI options refuse such a URL first: this pins render_dockerfile's own promise
+    # (SpecError on a refused value) for a PackageLock given in memory.
+    lock = replace(package_lock(), default_index=bad)
+    with pytest.raises(SpecError, match="index_url"):
+        render_dockerfile(spec(), TORCH_BUNDLED_CU130, RenderOptions(package_locks=(lock,)))
 
 
 def test_no_index_flag_without_stack_index() -> None:
@@ -383,6 +397,20 @@ def test_an_override_of_the_python_install_is_validated_with_the_stack() -> None
     # overrides (set S's S09 dropped that second validate_stack)
     with pytest.raises(SpecError, match="python_install"):
         render_dockerfile(spec(), TORCH_BUNDLED_CU130, RenderOptions(python_install=cast(Any, "pip")))
+
+
+def test_effective_stack_refuses_an_overriding_base_image_itself() -> None:
+    # effective_stack promises SpecError: it checks the --base-image it applies, not the resolved
+    # one it replaces (blind V26). render_dockerfile validates the stack again after the overrides,
+    # so this pins the function's own contract, the first of two guards.
+    evil = "nvidia/cuda:12.8.1-runtime-ubuntu24.04\nRUN curl evil"
+    with pytest.raises(SpecError, match="base_image"):
+        effective_stack(TORCH_BUNDLED_CU130, RenderOptions(base_image=evil))
+    with pytest.raises(SpecError, match="base_image"):
+        render_dockerfile(spec(), TORCH_BUNDLED_CU130, RenderOptions(base_image=evil))
+    ok = effective_stack(TORCH_BUNDLED_CU130, RenderOptions(base_image="localhost:5000/team/base:1"))
+    assert ok.base_image == "localhost:5000/team/base:1"
+    assert any("base image overridden" in n for n in ok.notes)
 
 
 def test_a_spec_path_with_a_newline_stays_out_of_the_header() -> None:
