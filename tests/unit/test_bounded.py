@@ -610,19 +610,22 @@ def test_a_tag_safe_load_refuses_keeps_pyyamls_error_with_its_place() -> None:
     assert err.value.problem_mark is not None and err.value.problem_mark.line == 1
 
 
+class _YamlProblem(Exception):
+    """A YAML error as yaml_error_message reads it: its problem text, no marks."""
+
+    problem_mark = None
+    context_mark = None
+
+    def __init__(self, problem: str) -> None:
+        super().__init__("x")
+        self.problem = problem
+
+
 def test_a_yaml_errors_problem_keeps_only_up_to_three_punctuation_characters_and_whole_escapes() -> None:
     from envbuilder.bounded import yaml_error_message
 
-    class Err(Exception):
-        problem_mark = None
-        context_mark = None
-
-        def __init__(self, problem: str) -> None:
-            super().__init__("x")
-            self.problem = problem
-
-    assert yaml_error_message(Err("found '!@#' and '!@#$'")) == "found '!@#' and '...'"
-    assert yaml_error_message(Err("found '\\u00e9' and '\\u12e' and '\\u12345'")) == (
+    assert yaml_error_message(_YamlProblem("found '!@#' and '!@#$'")) == "found '!@#' and '...'"
+    assert yaml_error_message(_YamlProblem("found '\\u00e9' and '\\u12e' and '\\u12345'")) == (
         "found '\\u00e9' and '...' and '...'"
     )
 
@@ -634,16 +637,10 @@ def test_a_yaml_error_elides_a_short_quoted_word_of_the_document() -> None:
 
     from envbuilder.bounded import yaml_error_message
 
-    class Err(Exception):
-        problem_mark = None
-        context_mark = None
-
-        def __init__(self, problem: str) -> None:
-            super().__init__("x")
-            self.problem = problem
-
     for word in ("a", "42", "pw1", "!pw", "x:"):
-        assert yaml_error_message(Err(f"found '{word}' and \"{word}\"")) == "found '...' and '...'", word
+        assert (
+            yaml_error_message(_YamlProblem(f"found '{word}' and \"{word}\"")) == "found '...' and '...'"
+        ), word
     with pytest.raises(yaml.YAMLError) as err:
         load_yaml("a: !pw x\n")
     assert (

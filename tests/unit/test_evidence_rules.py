@@ -23,7 +23,7 @@ from __future__ import annotations
 import copy
 from collections.abc import Callable
 from dataclasses import replace
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 from fake_engine import cpu_stack
@@ -55,6 +55,7 @@ from envbuilder.host.probe import Source
 from envbuilder.matrix import load_matrix
 
 Doc = dict[str, Any]
+T = TypeVar("T")
 Change = Callable[[Doc], Any]
 
 
@@ -751,11 +752,12 @@ def report(*gpus: GpuInfo, source: Source = "nvml") -> HostReport:
     return replace(a100_host(), source=source, gpus=gpus)
 
 
-def scripted(*answers: HostReport | Exception) -> Callable[[], HostReport]:
-    """A probe that gives `answers` in turn, raising those that are exceptions (a failed read)."""
+def scripted(*answers: T | Exception) -> Callable[[], T]:
+    """A reader (a probe, a cgroup's CPU time) that gives `answers` in turn, raising those that are
+    exceptions (a failed read)."""
     queue = list(answers)
 
-    def probe() -> HostReport:
+    def probe() -> T:
         got = queue.pop(0)
         if isinstance(got, Exception):
             raise got
@@ -1648,15 +1650,7 @@ def test_the_docker_cpu_meter_reads_the_cgroups_cpu_time(
 ) -> None:
     from envbuilder.engine.docker_engine import CpuMeter
 
-    queue = list(readings)
-
-    def read() -> Any:
-        got = queue.pop(0)
-        if isinstance(got, Exception):
-            raise got
-        return got
-
-    meter = CpuMeter(read)
+    meter = CpuMeter(scripted(*readings))
     for _ in readings:
         meter.sample()
     assert (meter.cpu_seconds, meter.samples) == (seconds, samples)
