@@ -9945,6 +9945,321 @@ AREAS["values"] = (
 )
 
 
+# Area "evidence" (2026-12-06, issue 23): certify evidence read from outside the image: foreign node runs,
+# the GPU watch, kernel inventories, the cgroup CPU meter, the host probe.
+_EVIDENCE_TESTS = (
+    "test_evidence_rules.py",
+    "test_kernels.py",
+    "test_verdict.py",
+    "test_verdict_conditions.py",
+    "test_engine.py",
+    "test_wsl.py",
+    "test_program_digits.py",
+)
+AREAS["evidence"] = (
+    "EV",
+    (
+        Target(
+            "certify/foreign.py",
+            (
+                "host_from_result",
+                "seal_foreign_run",
+                "node_observation",
+                "certificate_refusal",
+            ),
+            _EVIDENCE_TESTS,
+        ),
+        Target(
+            "certify/observe.py",
+            (
+                "Observation.saw_gpu_work",
+                "Observation.from_json",
+                "Observation.to_json",
+                "not_observed",
+                "_key",
+                "_busy",
+                "_uncounted",
+                "GpuWatch.__init__",
+                "GpuWatch._read",
+                "GpuWatch.start",
+                "GpuWatch.tick",
+                "GpuWatch.stop",
+            ),
+            _EVIDENCE_TESTS,
+        ),
+        Target(
+            "certify/kernels.py",
+            (
+                "inventory_of",
+                "_libraries",
+                "_names",
+                "_isa",
+                "_newer",
+                "judge_inventory",
+                "disagreements",
+                "judge_kernels",
+            ),
+            _EVIDENCE_TESTS,
+        ),
+        Target(
+            "engine/model.py",
+            (
+                "ImageInfo.named_as",
+                "BuildResult.cached_steps",
+                "cpu_reading",
+            ),
+            _EVIDENCE_TESTS,
+        ),
+        Target(
+            "host/probe.py",
+            (
+                "run_command",
+                "GpuInfo.to_dict",
+                "HostReport.to_host",
+                "HostReport.to_dict",
+                "_text",
+                "cuda_version_from_int",
+                "probe_nvml",
+                "_mib",
+                "_comm",
+                "_num",
+                "_int",
+                "detect_wsl",
+                "probe_nvidia_smi",
+                "probe_proc",
+                "probe_host",
+            ),
+            _EVIDENCE_TESTS,
+        ),
+    ),
+)
+
+# Area "fleet" (2026-12-06, issue 23): fleet classes and status, GPU name lookups, forward compatibility,
+# the K8s check init container.
+_FLEET_TESTS = (
+    "test_coverage_rules.py",
+    "test_gpu_names.py",
+    "test_forward_compat.py",
+    "test_check_k8s.py",
+    "test_fleet_k8s.py",
+    "test_driver_two_part.py",
+    "test_fleet_slurm.py",
+)
+AREAS["fleet"] = (
+    "FL",
+    (
+        Target(
+            "fleet/status.py",
+            (
+                "certificate_class",
+                "key_throughput",
+                "ClassStatus.verdict",
+                "ClassStatus.gpus",
+                "ClassStatus.driver",
+                "ClassStatus.issued_at",
+                "ClassStatus.to_dict",
+                "class_status",
+            ),
+            _FLEET_TESTS,
+        ),
+        Target(
+            "fleet/classes.py",
+            (
+                "NodeClass.to_dict",
+                "facts_from_features",
+                "with_gpu_model",
+                "Coverage.to_dict",
+                "class_host",
+                "brand_decides",
+                "class_coverage",
+                "select_classes",
+            ),
+            _FLEET_TESTS,
+        ),
+        Target(
+            "resolve/gpus.py",
+            (
+                "_words",
+                "_key",
+                "_exact_index",
+                "_word_index",
+                "lookup_gpu",
+                "find_gpu",
+                "_setting_form",
+                "_find_board",
+                "suggest_gpus",
+                "_ambiguous",
+                "gpu_from_match",
+                "gpu_from_cc",
+                "enrich_host",
+            ),
+            _FLEET_TESTS,
+        ),
+        Target(
+            "resolve/forward_compat.py",
+            (
+                "ineligible_gpus",
+                "not_applicable",
+                "through_image",
+            ),
+            _FLEET_TESTS,
+        ),
+        Target(
+            "fleet/check_init.py",
+            (
+                "check_expectations",
+                "k8s_check_init_container",
+                "check_pod",
+            ),
+            _FLEET_TESTS,
+        ),
+    ),
+)
+
+# Area "publish" (2026-12-06, issue 23): what envbuilder publishes or reads back by name: push, attached
+# attestations, statements, image metadata labels, references.
+_PUBLISH_TESTS = (
+    "test_attest_envelope.py",
+    "test_image_metadata.py",
+    "test_input_checks.py",
+    "test_cert_origins.py",
+    "test_attest_registry.py",
+)
+AREAS["publish"] = (
+    "PB",
+    (
+        Target(
+            "attest/push.py",
+            (
+                "PushOutcome.to_dict",
+                "push_image",
+            ),
+            _PUBLISH_TESTS,
+        ),
+        Target(
+            "attest/publish.py",
+            (
+                "Attached.to_dict",
+                "image_subject",
+                "attach_certificates",
+                "_short_type",
+            ),
+            _PUBLISH_TESTS,
+        ),
+        Target(
+            "attest/statement.py",
+            (
+                "ImageSubject.descriptors",
+                "_hex",
+                "result_predicate",
+                "statement",
+                "certificate_statements",
+                "encode",
+                "parse_statement",
+                "_get",
+                "covers_digest",
+            ),
+            _PUBLISH_TESTS,
+        ),
+        Target(
+            "image/metadata.py",
+            (
+                "ImageMetadata.framework",
+                "archs_label",
+                "image_env",
+                "read_metadata",
+                "_text",
+                "_json_label",
+            ),
+            _PUBLISH_TESTS,
+        ),
+        Target(
+            "imageref.py",
+            (
+                "check_tag",
+                "check_registry",
+            ),
+            _PUBLISH_TESTS,
+        ),
+        Target(
+            "registry/reference.py",
+            (
+                "Reference.name",
+                "Reference.api_host",
+                "Reference.ref",
+                "Reference.with_digest",
+                "Reference.__str__",
+                "parse_reference",
+                "_bad",
+            ),
+            _PUBLISH_TESTS,
+        ),
+    ),
+)
+
+# Area "export" (2026-12-06, issue 23): exported images (Apptainer/enroot files): export, sidecar, read
+# back, run; hashing of files.
+_EXPORT_TESTS = (
+    "test_hpc_runtimes.py",
+    "test_output_policy.py",
+    "test_bounded_outside_readers.py",
+    "test_hashing.py",
+)
+AREAS["export"] = (
+    "EX",
+    (
+        Target(
+            "engine/hpc.py",
+            (
+                "Tool.describe",
+                "find_tool",
+                "Exported.to_dict",
+                "sidecar_path",
+                "run_tool",
+                "export_image",
+                "check_tool",
+                "write_sidecar",
+                "read_exported",
+                "run_foreground",
+            ),
+            _EXPORT_TESTS,
+        ),
+        Target(
+            "run/hpc.py",
+            (
+                "job_spec",
+                "run_exported",
+            ),
+            _EXPORT_TESTS,
+        ),
+        Target(
+            "runtime/files.py",
+            (
+                "no_engine",
+                "inspect_file",
+                "remove_file",
+                "run_argv",
+                "host_gpus",
+                "binds_of",
+            ),
+            _EXPORT_TESTS,
+        ),
+        Target(
+            "hashing.py",
+            (
+                "canonical_json",
+                "sha256_text",
+                "sha256_hex",
+                "sha256_of",
+                "sha256_digest",
+                "sha256_file_hex",
+                "sha256_file",
+            ),
+            _EXPORT_TESTS,
+        ),
+    ),
+)
+
 # The values area's survivors proved equivalent after tests/unit/test_value_bounds.py (2026-12-06,
 # benchmarks/results/values-survivors-2026-12-06.md): each differs from the original for no value
 # that reaches the line, or only in which of two raises with the same message is taken.
