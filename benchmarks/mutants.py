@@ -84,6 +84,14 @@ coverage, `check`'s bands and GPU count, fleet classes and status, the resolver'
 floors, forward compatibility and platforms, the lock's, stack's and spec's values reaching the
 Dockerfile (labels, env, index flags, image metadata), statements, keys and imports, the bounded
 loaders, the output policy of exports and the janitor's dates; none equals a mutant of a..u or `--auto`.
+Set W (2026-12-06) was written blind the same way by an outside reviewer, from envbuilder/ alone,
+and registered before it was run: the verdict's CPU floor and re-derived verdict, a node's kernel
+judgement, the GPU watch and the probe, run's coverage and NVIDIA_REQUIRE_*, `check`'s image
+judgements, fleet classes, the resolver's NVIDIA_REQUIRE_CUDA, SASS coverage, native CUDA, GPU names
+and stack record, render's install lines and files, the spec's patterns, references, the store's
+origins, keys and the order of verified certificates, atomic writes, bounded reads, a child's death
+signal, file hashes and exports; none equals a mutant of a..v or `--auto` on any area (the block
+beside the area "export" defines it, with guards that add the new areas' test lists).
 `--auto AREA` (2026-12-05): hand-written sets cannot reach 95% blind (each found conditions no
 test had looked at), so the automatic mode plants every one-line mutant of a fixed operator list
 in the decision functions of an area (AREAS: run-check, verdict, certs; more areas are added as
@@ -10259,6 +10267,414 @@ AREAS["export"] = (
         ),
     ),
 )
+
+
+# --------------------------------------------------------------------------- set W (blind, 2026-12-06)
+# Forty more one-line bugs at the trust boundaries (issue 23 item 14), written by an outside reviewer
+# from envbuilder/ alone: no file under tests/ opened, read or searched (guard files chosen by name
+# and by which test files import the module, `grep -l`, names only), and not run before it was
+# registered. Boundaries as set V's: certify's evidence 7, run's coverage, `check` and fleet 8, the
+# resolver 6, values reaching a Dockerfile or a command 8, attestations, keys and the trust policy 5,
+# loaders, output writers and the janitor 6. None equals an earlier mutant: 134 drafts were compared
+# (`ast.dump` of the whole planted module) with every mutant of sets a..v and of `--auto AREA --ops
+# all` for every area (evidence, fleet, publish and export included); 83 equalled one, one more
+# named an import its module lacks (a NameError, not a plausible bug); 40 of the other 50 were kept.
+# The set sits here, after the area blocks, because its guards add the new areas' test lists
+# (_EVIDENCE_TESTS, _FLEET_TESTS, _PUBLISH_TESTS, _EXPORT_TESTS), defined only above; it joins SETS
+# below.
+def _w(*groups: tuple[str, ...] | str) -> tuple[str, ...]:
+    """Guard files of several lists, each once, in order."""
+    names = (n for g in groups for n in ((g,) if isinstance(g, str) else g))
+    return tuple(dict.fromkeys(names))
+
+
+VERDICT_W = _w(VERDICT_U, _EVIDENCE_TESTS)
+OBS_W = _w(OBS_U, _EVIDENCE_TESTS)
+PROBE_W = _w(OBS_U, _EVIDENCE_TESTS, "test_host.py", "test_entrypoint.py", "test_resolve_edges.py")
+FLEET_W = _w(FLEET_U, _FLEET_TESTS)
+GPUS_W = _w(RESOLVE_U, _FLEET_TESTS)
+STACK_W = _w(RESOLVE_U, LOCK_U)  # resolve/model.py: the stack as a lock and a label record it
+REF_W = _w(VALID_U, _PUBLISH_TESTS)
+STORE_W = _w(ENV_U, CERTS, _PUBLISH_TESTS, "test_certstore.py", "test_certificate.py", "test_cli_certify.py")
+KEYS_W = _w(KEYS_U, _PUBLISH_TESTS)
+DISCOVERY_W = _w(ENV_U, _PUBLISH_TESTS)
+BOUNDED_W = _w(IO_U, _EXPORT_TESTS)
+HASHING_W = _w(
+    _EXPORT_TESTS, "test_certificate.py", "test_run_boundary.py", "test_lock_values.py", "test_packages.py"
+)
+HPC_W = _w(OUT_U, _EXPORT_TESTS)
+
+SET_W = (
+    # certify's evidence: the verdict's CPU floor and re-derived verdict, a node's kernel judgement,
+    # the GPU watch, the probe
+    m(
+        "W01",
+        "certify/verdict.py",
+        "    need = CPU_SHARE_MIN * claimed",
+        "    need = CPU_SHARE_MIN",
+        "the CPU-time floor a fixed 0.1 s whatever the claimed work: a replayed CPU-path result claiming "
+        "600 s passes with 0.2 s of CPU",
+        VERDICT_W,
+    ),
+    m(
+        "W02",
+        "certify/verdict.py",
+        '    if result["verdict"] != derived:',
+        '    if result["verdict"] != derived and derived == "failed":',
+        "a result claiming `certified` whose step records give only certified-cpu-only is accepted as a "
+        "GPU certification",
+        VERDICT_W,
+    ),
+    m(
+        "W03",
+        "certify/foreign.py",
+        '        result, gpus=gpus, driver=host["driver"], access=facts.access, stack=meta.stack_record',
+        '        result, gpus=gpus, driver=host["cuda_driver"], access=facts.access, stack=meta.stack_record',
+        "a foreign run's PTX judged against the node's CUDA version (12.8) as its driver: a node driver "
+        "too old to JIT the image's PTX is certified",
+        VERDICT_W,
+    ),
+    m(
+        "W04",
+        "certify/observe.py",
+        "        old = before.get(_key(g))",
+        "        old = before.get(_key(g), g)",
+        "a GPU the baseline did not list is compared with itself: another tenant's process on a GPU that "
+        "appeared after the baseline (a MIG instance made meanwhile) counts as the container's GPU work",
+        OBS_W,
+    ),
+    m(
+        "W05",
+        "certify/observe.py",
+        "            and g.memory_used_mib - old.memory_used_mib >= MEMORY_RISE_MIB",
+        "            and g.memory_used_mib - old.memory_used_mib > 0",
+        "any memory rise on a GPU (a few MiB another tenant allocated) counts as the container's GPU work",
+        OBS_W,
+    ),
+    m(
+        "W06",
+        "host/probe.py",
+        "                    memory_used_mib=None if mem is None else int(mem.used) // _MIB,",
+        "                    memory_used_mib=None if mem is None else int(mem.used) // 1024,",
+        "NVML's used memory read in KiB as MiB: a 1 MiB rise (another tenant's allocation) passes the GPU "
+        "watch's 256 MiB work threshold",
+        PROBE_W,
+    ),
+    m(
+        "W07",
+        "host/probe.py",
+        "    if not rows or any(len(r) != 9 for r in rows):",
+        "    if not rows or any(len(r) < 9 for r in rows):",
+        "an nvidia-smi row with more cells than asked (a GPU name holding a comma) accepted with its "
+        "columns shifted: its UUID, compute capability and driver read from the wrong cells",
+        PROBE_W,
+    ),
+    # run's coverage and NVIDIA_REQUIRE_*, `check`'s image judgements, fleet classes
+    m(
+        "W08",
+        "run/coverage.py",
+        "    bad = [g for g in host.gpus if g.cc and kernel_for(parse_cc(g.cc), targets) is None]",
+        "    bad = [g for g in cert.host.gpus if g.cc and kernel_for(parse_cc(g.cc), targets) is None]",
+        "the arch check run on the certificate's GPUs, not on this host's: a host GPU with no kernel in "
+        "the build passes",
+        COV_U,
+    ),
+    m(
+        "W09",
+        "require_cuda.py",
+        '    for raw_term in text.split(" "):',
+        "    for raw_term in text.split():",
+        "NVIDIA_REQUIRE_CUDA split on any whitespace, not on spaces: a value with a tab or a line break, "
+        "which the toolkit refuses as invalid, is read as valid terms",
+        REQ_U,
+    ),
+    m(
+        "W10",
+        "require_cuda.py",
+        "        if factors:",
+        "        if factors or raw_term:",
+        "a term of unknown properties only (`foo>=1`), which the toolkit drops, is kept as an empty term "
+        "that admits every host",
+        REQ_U,
+    ),
+    m(
+        "W11",
+        "require_cuda.py",
+        '        if name.startswith("NVIDIA_REQUIRE_") and not name.startswith("NVIDIA_REQUIRE_JETPACK")',
+        '        if name.startswith("NVIDIA_REQUIRE_CUDA") and not name.startswith("NVIDIA_REQUIRE_JETPACK")',
+        "only NVIDIA_REQUIRE_CUDA checked: an image's NVIDIA_REQUIRE_DRIVER or _ARCH, which the toolkit "
+        "enforces too, is ignored by run",
+        REQ_U,
+    ),
+    m(
+        "W12",
+        "require_cuda.py",
+        '    terms = [f"cuda>={cuda}", *(f"brand={b},driver>={n},driver<{n + 1}" for b, n in exemptions)]',
+        '    terms = [f"cuda>={cuda}", *(f"brand={b},driver>={n},driver<{n + 10}" for b, n in exemptions)]',
+        "a base image's brand exemption read as spanning ten driver branches: the resolver picks a "
+        "system-cuda image for an R536-R544 driver on which the toolkit refuses to start it",
+        REQ_U,
+    ),
+    m(
+        "W13",
+        "check/image.py",
+        '        elif name == "cuda_smoke" or (name.startswith("gpu") and status != "pass"):',
+        '        elif name == "cuda_smoke" or (name.startswith("gpu") and status == "fail"):',
+        "a GPU step whose status is neither pass nor fail (a document not written whole) is judged a "
+        "working GPU",
+        CHECK_U,
+    ),
+    m(
+        "W14",
+        "check/image.py",
+        "    missing = [i for i in range(handed_in) if i not in stepped]",
+        "    missing = [i for i in range(len(stepped)) if i not in stepped]",
+        "the GPU steps checked against those the run stepped on, not those handed in: a run that tested "
+        "GPU 0 of eight passes the step count",
+        CHECK_U,
+    ),
+    m(
+        "W15",
+        "fleet/classes.py",
+        '    return RunHost(driver=cls.driver, cuda_driver=cuda, gpus=(gpu,), access="devices", requested="devices")',  # noqa: E501
+        '    return RunHost(driver=cls.driver, cuda_driver=cuda, gpus=(gpu,), access="none", requested="devices")',  # noqa: E501
+        "a class's host seen as handing in no GPU: run's arch, driver-floor and NVIDIA_REQUIRE_CUDA "
+        "checks all skip, and every GPU class is covered",
+        FLEET_W,
+    ),
+    # the resolver: a bundled image's NVIDIA_REQUIRE_CUDA, SASS coverage, native CUDA, GPU names,
+    # the stack record
+    m(
+        "W16",
+        "resolve/resolver.py",
+        '        require = (jit_cuda or major_minor(v.cuda)) if not sass_everywhere else f"{major(v.cuda)}.0"',  # noqa: E501
+        '        require = (jit_cuda or major_minor(v.cuda)) if not full_driver else f"{major(v.cuda)}.0"',
+        "the bundled image's NVIDIA_REQUIRE_CUDA chosen by full driver support, not by SASS coverage: a "
+        "GPU that needs PTX JIT gets cuda>=X.0 and starts on a driver that cannot JIT",
+        RESOLVE_U,
+    ),
+    m(
+        "W17",
+        "resolve/resolver.py",
+        "                if cover.partial:",
+        "                if cover.partial and not cover.covered:",
+        "a GPU whose SASS is in only some of a build's kernel sets treated as fully covered: no JIT floor "
+        "is held, and a driver too old to JIT the rest is accepted",
+        RESOLVE_U,
+    ),
+    m(
+        "W18",
+        "resolve/drivers.py",
+        "        if parse_driver(r.min_driver) <= parse_driver(driver):",
+        "        if major(r.min_driver) <= major(driver):",
+        "the driver's native CUDA judged by its branch: 575.51.03 taken to support CUDA 12.9, whose "
+        "toolkit driver is 575.57.08",
+        RESOLVE_U,
+    ),
+    m(
+        "W19",
+        "resolve/gpus.py",
+        "        segment=segments.pop() if len(segments) == 1 else None,",
+        "        segment=segments.pop() if segments else None,",
+        "a GPU name that fits models of several market segments gets one of them: --forward-compat "
+        "admitted for a name that also fits a GeForce",
+        GPUS_W,
+    ),
+    m(
+        "W20",
+        "resolve/model.py",
+        '            forward_compat=(fc["package"], fc["driver"]) if (fc := d.get("forward_compat")) else None,',  # noqa: E501
+        "            forward_compat=None,",
+        "a locked stack's forward compatibility dropped on reading: an image built from the lock has no "
+        "cuda-compat, and a driver below the floor cannot start it",
+        STACK_W,
+    ),
+    m(
+        "W21",
+        "resolve/model.py",
+        '            | ({"platform": self.platform} if self.platform != DEFAULT_PLATFORM else {})',
+        '            | ({"platform": self.platform} if self.platform == DEFAULT_PLATFORM else {})',
+        "a stack's platform written only for linux/amd64: an arm64 stack's lock and image label read back "
+        "as linux/amd64, and its rebuild pulls amd64 wheels",
+        STACK_W,
+    ),
+    # values reaching the Dockerfile or a command: render's install lines and files, the spec's
+    # patterns, references
+    m(
+        "W22",
+        "image/render.py",
+        '        "env": [(k, json.dumps(v)) for k, v in spec.env],',
+        '        "env": [(k, v) for k, v in spec.env],',
+        "a spec env value written unquoted in ENV: a value with a space (`1 NVIDIA_DISABLE_REQUIRE=1`) "
+        "sets a second variable the spec may not set",
+        RENDER_U,
+    ),
+    m(
+        "W23",
+        "image/render.py",
+        "        if source.is_symlink():",
+        "        if source.is_symlink() and not source.exists():",
+        "a live symlink in the project folder copied as its target's content: a link to a key outside the "
+        "project puts the key in the image",
+        RENDER_U,
+    ),
+    m(
+        "W24",
+        "image/render.py",
+        "        entrypoint.chmod(0o755)  # COPY keeps the mode: the image's user runs it",
+        "        entrypoint.chmod(0o777)  # COPY keeps the mode: the image's user runs it",
+        "the entrypoint copied world-writable: any user in the container can replace the driver check",
+        RENDER_U,
+    ),
+    m(
+        "W25",
+        "image/render.py",
+        '        lines = [f"{TOOLS_MOUNT}/uv pip install --python {python} --no-config --link-mode copy"]',
+        '        lines = [f"{TOOLS_MOUNT}/uv pip install --python {python} --link-mode copy"]',
+        "uv reads configuration files during the install (a uv.toml or pyproject in the copied project): "
+        "a project file chooses indexes or install settings the lock did not",
+        RENDER_U,
+    ),
+    m(
+        "W26",
+        "image/render.py",
+        '        lines.append(f"--no-index --find-links {WHEELHOUSE_MOUNT}{offline}")',
+        '        lines.append(f"--find-links {WHEELHOUSE_MOUNT}{offline}")',
+        "a pip build given a wheelhouse still reaches an index (PyPI, or pip.conf's): a wheel missing "
+        "from the wheelhouse is downloaded during an offline build",
+        RENDER_U,
+    ),
+    m(
+        "W27",
+        "image/spec.py",
+        'ENV_VALUE_RE = re.compile(r"^[\\x20-\\x21\\x23\\x25-\\x5b\\x5d-\\x5f\\x61-\\x7e]{0,4096}$")',
+        'ENV_VALUE_RE = re.compile(r"^[\\x20-\\x21\\x23\\x24-\\x5b\\x5d-\\x5f\\x61-\\x7e]{0,4096}$")',
+        "`$` accepted in a spec env value: Docker expands `$VAR` and `${VAR:-...}` inside the ENV's "
+        "quotes, so the image's variable is not what the spec says",
+        SPEC_U,
+    ),
+    m(
+        "W28",
+        "image/spec.py",
+        'APT_RE = re.compile(r"^[a-z0-9][a-z0-9+.-]{1,62}(=[0-9][A-Za-z0-9.+~:-]{0,127})?$")',
+        'APT_RE = re.compile(r"^[a-z0-9][a-z0-9+.-]{1,62}(=[0-9][A-Za-z0-9.+~: -]{0,127})?$")',
+        "a space accepted in an apt version pin: `libgl1=1 --allow-unauthenticated` adds apt-get options "
+        "to the RUN line",
+        SPEC_U,
+    ),
+    m(
+        "W29",
+        "imageref.py",
+        'COMPONENT_RE = re.compile(r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*", re.ASCII)',
+        'COMPONENT_RE = re.compile(r"[a-z0-9._-]+", re.ASCII)',
+        "a repository path component `..` accepted: `push host/team/../other` addresses another "
+        "repository's registry API path",
+        REF_W,
+    ),
+    # attestations, keys and the trust policy: the store's origins, key files and names, the order
+    # of verified certificates
+    m(
+        "W30",
+        "certify/store.py",
+        '                _insert(db, cert, "imported")',
+        '                _insert(db, cert, "local")',
+        "an imported certificate stored as local: `run` uses it as if certified here, without a signature "
+        "or --trust-imported",
+        STORE_W,
+    ),
+    m(
+        "W31",
+        "certify/store.py",
+        '                _insert(db, cert, "attestation")',
+        '                _insert(db, cert, "local")',
+        "a certificate cached from a registry attestation stored as local: `run` uses it without "
+        "verifying its signature again against today's trust policy",
+        STORE_W,
+    ),
+    m(
+        "W32",
+        "attest/keys.py",
+        "        serialization.BestAvailableEncryption(passphrase) if passphrase else serialization.NoEncryption()",  # noqa: E501
+        "        serialization.NoEncryption()",
+        "a passphrase given to `keys generate` ignored: the private key is written unencrypted",
+        KEYS_W,
+    ),
+    m(
+        "W33",
+        "attest/keys.py",
+        '_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")  # fullmatch: `$` alone takes a final line break',  # noqa: E501
+        '_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_./-]{0,63}$")  # fullmatch: `$` alone takes a final line break',  # noqa: E501
+        "a key name holding `/` accepted: `keys generate --name trusted/../../x` (or `keys import "
+        "--name`) writes a key outside the keys folder",
+        KEYS_W,
+    ),
+    m(
+        "W34",
+        "attest/discovery.py",
+        "    return sorted(unique.values(), key=lambda c: newest_key(c.issued_at))",
+        "    return sorted(unique.values(), key=lambda c: -newest_key(c.issued_at))",
+        "verified certificates ordered oldest first, undated ones first of all: run and fleet status take "
+        "a stale certificate over the newest",
+        DISCOVERY_W,
+    ),
+    # loaders, output writers and the janitor: atomic writes, modes, bounded reads, a child's death
+    # signal, file hashes, exports
+    m(
+        "W35",
+        "atomic.py",
+        "            os.link(tmp, path)  # fails when `path` exists, unlike a rename",
+        "            os.replace(tmp, path)  # fails when `path` exists, unlike a rename",
+        "an exclusive write replaces what is there: a key made meanwhile under the same name (or a file "
+        "an attacker placed) is overwritten, not refused",
+        OUT_U,
+    ),
+    m(
+        "W36",
+        "atomic.py",
+        "    return (0o777 if directory else 0o666) & ~_umask()",
+        "    return (0o666 if directory else 0o777) & ~_umask()",
+        "new output files get 0777 less the umask (executable by all) and new folders 0666 (not searchable)",
+        OUT_U,
+    ),
+    m(
+        "W37",
+        "bounded.py",
+        "    if before is not None and not stat.S_ISREG(before.st_mode):",
+        "    if before is not None and stat.S_ISFIFO(before.st_mode):",
+        "a socket, device or folder named as an input is opened before it is refused: a socket raises "
+        "OSError instead of the refusal, a tape rewinds, a tty is taken",
+        BOUNDED_W,
+    ),
+    m(
+        "W38",
+        "lifecycle.py",
+        "    ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGKILL), 0, 0, 0)  # PR_SET_PDEATHSIG",
+        "    ctypes.CDLL(None, use_errno=True).prctl(1, 0, 0, 0, 0)  # PR_SET_PDEATHSIG",
+        "a child's death signal armed as 0 (none): uv and the other tools outlive a SIGKILLed envbuilder "
+        "and keep writing into folders the next start sweeps",
+        JANITOR_U,
+    ),
+    m(
+        "W39",
+        "hashing.py",
+        '        for chunk in iter(lambda: fh.read(1 << 20), b""):',
+        "        for chunk in (fh.read(1 << 20),):",
+        "only a file's first MiB is hashed: an exported SIF changed after its first MiB still matches its "
+        "sidecar, and `run` takes it for the certified image",
+        HASHING_W,
+    ),
+    m(
+        "W40",
+        "engine/hpc.py",
+        "        built.replace(out)",
+        "        shutil.copyfile(built, out)",
+        "the export copied over FILE instead of renamed onto it: a symlink placed at FILE after the check "
+        "is written through, and an interrupted export leaves half a file",
+        HPC_W,
+    ),
+)
+SETS["w"] = SET_W
+
 
 # The values area's survivors proved equivalent after tests/unit/test_value_bounds.py (2026-12-06,
 # benchmarks/results/values-survivors-2026-12-06.md): each differs from the original for no value
