@@ -31,7 +31,7 @@ def library_files(roots: Iterable[tuple[str, Path]]) -> list[Path]:
     """The shared libraries under roots (each once, symlinks folded), in the order given."""
     out: list[Path] = []
     for _owner, root in roots:
-        out.extend(inventory.library_paths(root))
+        out.extend(inventory.libraries(root))
     return out
 
 

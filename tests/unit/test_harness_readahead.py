@@ -73,14 +73,3 @@ def test_the_thread_records_the_fact(tmp_path: Path, monkeypatch: pytest.MonkeyP
     assert asked == [["jaxlib", "jax_cuda13_plugin", "jax_cuda12_plugin", "jax_plugins", "nvidia"]]
     assert [n for n, _ in readahead.packages("torch")] == ["torch", "nvidia"]
     assert rec.facts["library_readahead"]["files"] == 2
-
-
-def test_the_inventory_scan_and_the_readahead_walk_the_same_libraries(tmp_path: Path) -> None:
-    # Both read the files inventory.library_paths lists; a name clash in scan (its result list was
-    # once called like that function) made every scan raise.
-    root = _tree(tmp_path)
-    listed = sorted(p.name for p in inventory.library_paths(root))
-    out = inventory.scan([("pkg", root)])
-    assert listed == ["libbig.so", "libother.so"]  # one per inode; stubs, FIFOs and notes left out
-    assert out["libraries_scanned"] == 2
-    assert out["libraries"] == []  # none carries device code
