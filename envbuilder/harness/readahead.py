@@ -18,12 +18,20 @@ from pathlib import Path
 from typing import Any
 
 from . import inventory
-from .frameworks import FRAMEWORKS
 from .record import Recorder, log
 
-# Besides a framework's kernel packages (frameworks.py) and the nvidia-* wheels: the packages whose
-# libraries it loads that carry no kernels of their own (jaxlib: XLA itself).
-LOADED_TOO = {"jax": ("jaxlib",)}
+# What each framework's certification loads (inventory.PACKAGES' names, plus jaxlib's own XLA).
+FRAMEWORK_PACKAGES = {
+    "torch": (("torch", "torch"), ("nvidia", "nvidia")),
+    "jax": (
+        ("jaxlib", "jax"),
+        ("jax_cuda13_plugin", "jax"),
+        ("jax_cuda12_plugin", "jax"),
+        ("jax_plugins", "jax"),
+        ("nvidia", "nvidia"),
+    ),
+    "tensorflow": (("tensorflow", "tensorflow"), ("nvidia", "nvidia")),
+}
 CAP_BYTES = 16 * 2**30  # at most this much is hinted (the libraries of one stack are 3-8 GB)
 
 
@@ -66,20 +74,13 @@ def readahead(paths: Iterable[Path], cap_bytes: int = CAP_BYTES) -> dict[str, An
     }
 
 
-def packages(framework: str) -> tuple[tuple[str, str], ...]:
-    """(package, owner) of what a certification for `framework` loads (torch's when unknown)."""
-    fw = FRAMEWORKS.get(framework) or FRAMEWORKS["torch"]
-    names = (*LOADED_TOO.get(framework, ()), *fw.kernel_packages)
-    return (*((n, framework) for n in names), ("nvidia", "nvidia"))
-
-
 def start(rec: Recorder, framework: str) -> threading.Thread:
     """Hint the framework's libraries from a daemon thread; the fact library_readahead records what
     was hinted and how long issuing it took."""
 
     def work() -> None:
         try:
-            roots = inventory.package_dirs(packages(framework))
+            roots = inventory.package_dirs(FRAMEWORK_PACKAGES.get(framework, FRAMEWORK_PACKAGES["torch"]))
             res = readahead(library_files(roots + inventory.system_dirs()))
         except Exception as e:  # a hint: never a failure of the run
             log(f"library readahead: {type(e).__name__}: {e}")
