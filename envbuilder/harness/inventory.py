@@ -51,7 +51,7 @@ def system_dirs() -> list[tuple[str, Path]]:
     return [("system-cuda", Path(d)) for d in SYSTEM_CUDA if Path(d).is_dir()]
 
 
-def libraries(root: Path) -> Iterator[Path]:
+def _libraries(root: Path) -> Iterator[Path]:
     seen: set[tuple[int, int]] = set()
     for dirpath, _dirs, files in os.walk(root):
         for name in sorted(files):
@@ -78,7 +78,7 @@ def scan(roots: list[tuple[str, Path]], budget_s: float = DEFAULT_BUDGET_S) -> d
     scanned = 0
     truncated = False
     for owner, root in roots:
-        for path in libraries(root):
+        for path in _libraries(root):
             if time.monotonic() - t0 > budget_s:
                 truncated = True
                 break

@@ -91,10 +91,6 @@ class Certification:
 
     # ---- the run ---------------------------------------------------------------------------
     def run(self) -> None:
-        if self.gpu_path:  # first: the disk reads then overlap the host step and the imports
-            from . import readahead
-
-            readahead.start(self.rec, self.opts.framework)
         lane = self._early_lane()
         scan = InventoryScan()  # the libraries read beside the host step (steps/inventory.py)
         try:
