@@ -96,6 +96,7 @@ def test_push_attest_signs_keys_and_reports_every_certificate_of_the_image(data_
         f"push: signing with key ci ({find_key('ci').keyid[:12]})",
         f"push: {host}/team/train:1",
     ]
+    assert [c for c in eng.calls if c[0] in ("tag", "push")] == [("push", f"{host}/team/train:1")]  # no retag
     assert set(out.certificates) == ids
     assert {a.certificate for a in out.attached} == ids and len(out.attached) == 4
     doc = out.to_dict()
