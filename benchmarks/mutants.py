@@ -10126,12 +10126,18 @@ AREAS["fleet"] = (
 
 # Area "publish" (2026-12-06, issue 23): what envbuilder publishes or reads back by name: push, attached
 # attestations, statements, image metadata labels, references.
+# Fast files first (seconds alone, 2-core VM): publish_area 2.6 (the area's rule tables, written
+# after the blind run: benchmarks/results/mutants-area-publish-2026-12-06.md), input_checks 1.1,
+# image_metadata 1.1, registry 2.5 (parse_reference's own tests, which import it through
+# envbuilder.registry), attest_envelope 3.0, attest_registry 7.8, cert_origins 9.0.
 _PUBLISH_TESTS = (
-    "test_attest_envelope.py",
-    "test_image_metadata.py",
+    "test_publish_area.py",
     "test_input_checks.py",
-    "test_cert_origins.py",
+    "test_image_metadata.py",
+    "test_registry.py",
+    "test_attest_envelope.py",
     "test_attest_registry.py",
+    "test_cert_origins.py",
 )
 AREAS["publish"] = (
     "PB",
@@ -10203,6 +10209,63 @@ AREAS["publish"] = (
             _PUBLISH_TESTS,
         ),
     ),
+)
+
+# The publish area's equivalents (blind run 2026-12-06,
+# benchmarks/results/mutants-area-publish-2026-12-06.md).
+_PB_STACK_SHAPE = (
+    "Stack.from_dict checks the record against STACK_SHAPE first (a WrongType, a ValueError): every "
+    "key it then subscripts is required there (id, framework.name/version/variant, python, base_image, "
+    "os, strategy, archs.sass/ptx, packages, python_install; forward_compat's package and driver), "
+    "each of the type it is used as (objects, lists of strings, companions a map of strings), and "
+    "the platform is a string, which _stack_platform refuses with ValueError: no KeyError or "
+    "TypeError is left for the except to catch"
+)
+EQUIVALENT.update(
+    {
+        (  # PB058
+            "attest/statement.py",
+            '"name": str((thresholds or {}).get("source_path") or "thresholds")',
+            '"name": str((thresholds).get("source_path") or "thresholds")',
+        ): "the line is the true branch of `... if isinstance(thresholds, Mapping) else ...`, whose test "
+        "runs first: `thresholds or {}` differs from `thresholds` only for an empty mapping, and then "
+        '.get("source_path") is None for both',
+        (  # PB130
+            "imageref.py",
+            'has_domain = bool(slash) and ("." in first or ":" in first or first == "localhost")'
+            "  # as docker reads it",
+            'has_domain = bool(slash) and ("." in first or ":" in first)  # as docker reads it',
+        ): "check_tag only: `localhost` matches DOMAIN_RE and COMPONENT_RE both, so `localhost/REST` is "
+        "accepted exactly when REST's components are, read as a domain or as the first path component "
+        "(the length check counts the same name either way)",
+        (  # PB136
+            "imageref.py",
+            "bool(text)\n        and (not has_domain or DOMAIN_RE.fullmatch(first) is not None)\n"
+            "        and len(name) <= NAME_MAX\n"
+            "        and (tag is None or TAG_RE.fullmatch(tag) is not None)\n"
+            '        and all(COMPONENT_RE.fullmatch(c) for c in path.split("/"))',
+            "(not has_domain or DOMAIN_RE.fullmatch(first) is not None) and len(name) <= NAME_MAX and "
+            "(tag is None or TAG_RE.fullmatch(tag) is not None) and "
+            'all(COMPONENT_RE.fullmatch(c) for c in path.split("/"))',
+        ): 'the empty text has no tag and no domain, so its path is "": `"".split("/")` is [""], which '
+        "COMPONENT_RE does not match, and the last operand refuses it anyway",
+        (  # PBN077
+            "image/metadata.py",
+            "except (KeyError, TypeError, ValueError) as exc:",
+            "except (TypeError, ValueError) as exc:",
+        ): _PB_STACK_SHAPE,
+        (  # PBN078
+            "image/metadata.py",
+            "except (KeyError, TypeError, ValueError) as exc:",
+            "except (KeyError, ValueError) as exc:",
+        ): _PB_STACK_SHAPE,
+        (  # PB207
+            "registry/reference.py",
+            'if not path or not all(_COMPONENT.fullmatch(c) for c in path.split("/")):',
+            'if not all(_COMPONENT.fullmatch(c) for c in path.split("/")):',
+        ): 'an empty path splits to [""], which _COMPONENT does not match: the second operand raises the '
+        "same _bad (same message) for it",
+    }
 )
 
 # Area "export" (2026-12-06, issue 23): exported images (Apptainer/enroot files): export, sidecar, read

@@ -5,11 +5,11 @@ image's environment. certify and run read images only through `read_metadata`.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from envbuilder.bounded import load_json
 from envbuilder.engine import ImageInfo
 from envbuilder.errors import SpecError
 from envbuilder.image.spec import CertifySettings, parse_certify_settings
@@ -95,13 +95,14 @@ def _text(value: str | None) -> str | None:
 
 
 def _json_label(labels: Mapping[str, str], key: str, problems: list[str]) -> dict[str, Any] | None:
-    """A JSON label as a dict; {"unparsed": text} when it is not a JSON object (kept as evidence)."""
+    """A JSON label as a dict; {"unparsed": text} when it is not a JSON object (kept as evidence).
+    Read within envbuilder.bounded's limits: an image (a foreign one too) chooses its labels."""
     raw = labels.get(key)
     if raw is None:
         return None
     try:
-        value = json.loads(raw)
-    except ValueError as exc:
+        value = load_json(raw)
+    except ValueError as exc:  # JSONDecodeError, bounded.TooLarge (size, depth)
         problems.append(f"label {key} is not JSON ({exc})")
         return {"unparsed": raw}
     if not isinstance(value, dict):

@@ -59,3 +59,15 @@ def test_malformed_labels_are_problems_kept_as_evidence() -> None:
     assert (
         partial.stack is None and partial.stack_record == {"id": "x"} and "not a stack" in partial.problems[0]
     )
+
+
+def test_a_label_nested_past_the_json_limits_is_a_problem_not_a_traceback() -> None:
+    # Before: json.loads recursed into the label and read_metadata (which "never raises") raised
+    # RecursionError; a foreign image (certify/foreign.py) chooses its own labels.
+    deep = "[" * 100_000 + "]" * 100_000
+    meta = read_metadata(image(**{LABEL_STACK: deep, LABEL_CERTIFY: "[" * 100_000}))
+    assert meta.stack is None and meta.stack_record == {"unparsed": deep} and meta.certify is None
+    assert [p.split(" (")[0] for p in meta.problems] == [
+        f"label {LABEL_STACK} is not JSON",
+        f"label {LABEL_CERTIFY} is not JSON",
+    ]
