@@ -13,10 +13,14 @@ from typing import Any
 import pytest
 from cert_factory import H200, RTX, cert_doc
 from test_check_k8s import REF, gpu_certificate
+from test_coverage_rules import H200_CLASS, NO_BRAND, stack_image
+from test_fleet_slurm import MATRIX
 
 from envbuilder.certify.certificate import Certificate
 from envbuilder.fleet.check_init import check_expectations, k8s_check_init_container
+from envbuilder.fleet.classes import class_coverage
 from envbuilder.harness.gate import judge_expected_gpus, read_expect
+from envbuilder.run.coverage import check_require_cuda
 
 
 def gpus_of(n: int, gpu: Any = H200) -> tuple[Any, ...]:
@@ -111,3 +115,26 @@ def test_an_expectation_whose_count_is_no_count_is_refused(gpus: Any) -> None:
 @pytest.mark.parametrize("gpus", [1, 2, 8])
 def test_an_expectation_with_a_count_is_read(gpus: int) -> None:
     assert read_expect(json.dumps({"gpus": gpus})) == {"gpus": gpus}
+
+
+# --------------------------------------------------------------------------- class coverage
+
+
+UNKNOWN_BRAND = replace(H200_CLASS, **NO_BRAND)
+TWO_BRANDS = ("NVIDIA_REQUIRE_CUDA=cuda>=99.0 brand=tesla,driver>=580 brand=nvidia,driver>=580",)
+
+
+def test_the_class_hosts_require_cuda_is_judged_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Defect (b): brand_decides asked check_require_cuda again for the class's own host, right
+    after class_coverage had: once for the host, then once per brand the image names."""
+    real = check_require_cuda
+    asked: list[tuple[str | None, ...]] = []
+
+    def counting(view: Any, image: Any, host: Any) -> Any:
+        asked.append(tuple(g.brand for g in host.gpus))
+        return real(view, image, host)
+
+    monkeypatch.setattr("envbuilder.fleet.classes.check_require_cuda", counting)
+    got = class_coverage(UNKNOWN_BRAND, stack_image(TWO_BRANDS), MATRIX)
+    assert got.status == "unknown" and "brand nvidia, tesla" in got.reasons[0]
+    assert asked == [(None,), ("nvidia",), ("tesla",)]
