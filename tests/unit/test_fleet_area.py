@@ -15,11 +15,26 @@ from cert_factory import H200, RTX, cert_doc
 from test_check_k8s import REF, gpu_certificate
 from test_coverage_rules import H200_CLASS, NO_BRAND, stack_image
 from test_fleet_slurm import MATRIX
+from test_forward_compat import CUDA13
+from test_forward_compat import MATRIX as FC_MATRIX
 
-from envbuilder.certify.certificate import Certificate
+from envbuilder.certify.certificate import Certificate, build_certificate, seal
+from envbuilder.errors import UsageError
 from envbuilder.fleet.check_init import check_expectations, k8s_check_init_container
-from envbuilder.fleet.classes import class_coverage
+from envbuilder.fleet.classes import (
+    NodeClass,
+    class_coverage,
+    class_host,
+    facts_from_features,
+    with_gpu_model,
+)
+from envbuilder.fleet.status import certificate_class, class_status, key_throughput
 from envbuilder.harness.gate import judge_expected_gpus, read_expect
+from envbuilder.host.model import Host, HostGpu
+from envbuilder.matrix.model import RequireRule
+from envbuilder.pipeline.resolution import target_host
+from envbuilder.resolve import forward_compat
+from envbuilder.resolve.gpus import enrich_host, find_gpu, gpu_from_cc, gpu_from_match
 from envbuilder.run.coverage import check_require_cuda
 
 
@@ -57,8 +72,10 @@ def test_the_expectation_carries_the_gpu_count_the_init_container_asks_for(
 
 def test_a_cpu_certificate_beside_gpu_ones_adds_no_count() -> None:
     cpu = Certificate(cert_doc("certified-cpu-only", gpus_of(8)))
-    expect = check_expectations([cpu, gpu_certificate(gpus_of(2))])
-    assert expect is not None and expect["gpus"] == 2
+    made = [cpu, gpu_certificate(gpus_of(2))]
+    expect, init = check_expectations(made), k8s_check_init_container(made, image=REF, harness_dir="/h")
+    assert expect is not None and init is not None
+    assert expect["gpus"] == 2 == init["resources"]["limits"]["nvidia.com/gpu"]  # FL201 (blind): 8
 
 
 TORCH = {"framework": "torch", "gpu_path": True}
@@ -138,3 +155,423 @@ def test_the_class_hosts_require_cuda_is_judged_once(monkeypatch: pytest.MonkeyP
     got = class_coverage(UNKNOWN_BRAND, stack_image(TWO_BRANDS), MATRIX)
     assert got.status == "unknown" and "brand nvidia, tesla" in got.reasons[0]
     assert asked == [(None,), ("nvidia",), ("tesla",)]
+
+
+# --------------------------------------------------------------------------- class status
+
+
+def with_steps(steps: list[dict[str, Any]], gpus: tuple[Any, ...] = (H200,)) -> Certificate:
+    doc = cert_doc("certified", gpus)
+    return build_certificate(
+        image=doc["image"], host=doc["host"], run={}, harness={"steps": steps, "verdict": "certified"},
+        thresholds={}, verdict="certified", verdict_reason="ok",
+    )  # fmt: skip
+
+
+def ips(name: str, value: Any, status: str = "pass") -> dict[str, Any]:
+    return {"name": name, "status": status, "metrics": {} if value is None else {"images_per_s": value}}
+
+
+@pytest.mark.parametrize(
+    ("steps", "want"),
+    [
+        pytest.param([ips("a", 100.0), ips("b", 300.0), ips("c", 200.0)], "300 img/s (b)", id="2nd"),
+        pytest.param([ips("a", 100.0), ips("b", 200.0), ips("c", 300.0)], "300 img/s (c)", id="3rd"),
+        pytest.param([ips("a", 300.0), ips("b", 100.0)], "300 img/s (a)", id="fastest-first"),
+        pytest.param([ips("a", 300.0), ips("b", 300.0)], "300 img/s (a)", id="a-tie-names-the-first"),
+        pytest.param([ips("a", None)], "-", id="no-rate"),
+        pytest.param([ips("a", None), ips("b", 50.0)], "50 img/s (b)", id="no-rate-then-one"),
+        pytest.param([ips("a", 50.0), ips("b", None)], "50 img/s (a)", id="one-then-no-rate"),
+        pytest.param([ips("a", "900")], "-", id="rate-as-text"),
+        pytest.param([ips("a", 900.0, "fail"), ips("b", 50.0)], "50 img/s (b)", id="failed-faster"),
+        pytest.param([ips("a", 900.0, "skip")], "-", id="skipped"),
+        pytest.param([], "-", id="no-steps"),
+    ],
+)  # fmt: skip
+def test_the_key_throughput_rule(steps: list[dict[str, Any]], want: str) -> None:
+    """FL004 (a step without a rate compared), FL005 (the last passing rate, not the fastest),
+    FL009 (the first), FL013 (`>=`: the last of a tie)."""
+    assert key_throughput(with_steps(steps)) == want
+
+
+@pytest.mark.parametrize(
+    ("gpus", "want"),
+    [
+        pytest.param((H200,), "1x NVIDIA H200", id="one"),
+        pytest.param(gpus_of(2), "2x NVIDIA H200", id="two-of-one-model"),
+        pytest.param((replace(H200, name=None),), "1x ?", id="unnamed"),
+        pytest.param((H200, replace(RTX, index=1)), "2x NVIDIA GeForce RTX 3090, NVIDIA H200",
+                     id="two-models"),
+        pytest.param(tuple(replace(H200, index=i, name=n) for i, n in enumerate("EDCBA")), "5x A, B, C, D, E",
+                     id="five-models-sorted"),
+        pytest.param((replace(H200, name=None), replace(RTX, index=1)), "2x ?, NVIDIA GeForce RTX 3090",
+                     id="named-and-unnamed"),
+        pytest.param((), "none (CPU path)", id="cpu-path"),
+    ],
+)  # fmt: skip
+def test_a_class_status_names_its_gpus(gpus: tuple[Any, ...], want: str) -> None:
+    """FL015 (every name '?'), FL016 (an unnamed GPU: sorted() of None), FL017 (`and`: named ones '?')."""
+    (row,) = class_status([Certificate(cert_doc("certified", gpus))])
+    assert row.gpus == want
+
+
+# --------------------------------------------------------------------------- node features
+
+
+@pytest.mark.parametrize(
+    ("features", "driver", "cc"),
+    [
+        pytest.param(("driver_58", "sm_90"), None, "9.0", id="bad-driver-then-cc"),
+        pytest.param(("driver_58", "driver_580"), "580", None, id="bad-driver-then-driver"),
+        pytest.param(("drv_58000", "sm_80", "driver_570.1"), "570.1", "8.0", id="bad-1st-of-3"),
+        pytest.param(("sm_90", "driver_580.1234", "driver_550"), "550", "9.0", id="bad-2nd-of-3"),
+    ],
+)  # fmt: skip
+def test_a_driver_feature_that_is_no_driver_is_passed_over(
+    features: tuple[str, ...], driver: str | None, cc: str | None
+) -> None:
+    """FL033 (`break`: the features after it unread), FL034 (`return None`)."""
+    got_driver, got_cc, facts = facts_from_features(features)
+    assert (got_driver, got_cc) == (driver, cc)
+    assert len(facts) == (driver is not None) + (cc is not None)
+
+
+# --------------------------------------------------------------------------- a class's GPU model
+
+BARE = NodeClass(name="gpu", scheduler="slurm", nodes=("n1",), gpus_per_node=8, facts=("earlier fact",))
+
+
+@pytest.mark.parametrize(
+    ("cc", "name", "model", "want_cc", "facts"),
+    [
+        pytest.param(None, "h200", "NVIDIA H200", "9.0",
+                     ["GPU model NVIDIA H200: GRES type 'h200' in the matrix",
+                      "compute capability 9.0: the matrix's NVIDIA H200"], id="cc-from-the-model"),
+        pytest.param("9.0", "h200", "NVIDIA H200", "9.0",
+                     ["GPU model NVIDIA H200: GRES type 'h200' in the matrix"], id="cc-stated-agrees"),
+        pytest.param("8.0", "h200", "NVIDIA H200", "8.0",
+                     ["GPU model NVIDIA H200: GRES type 'h200' in the matrix",
+                      "warning: the class states compute capability 8.0, the matrix's NVIDIA H200 has 9.0"],
+                     id="cc-stated-disagrees"),
+        pytest.param(None, "4090", None, "8.9", ["fits 3 models of compute capability 8.9"],
+                     id="several-models-give-their-cc"),
+        pytest.param("8.0", "4090", None, "8.0", ["fits 3 models of compute capability 8.9"],
+                     id="several-models-keep-a-stated-cc"),
+        pytest.param("8.0", "zz-no-such-gpu", None, "8.0", ["is no model the matrix knows"], id="unknown"),
+    ],
+)  # fmt: skip
+def test_a_classs_gpu_model_and_compute_capability(
+    cc: str | None, name: str, model: str | None, want_cc: str, facts: list[str]
+) -> None:
+    """FL044 (a stated compute capability replaced by the candidates'), FL045 (`is not`: a stated
+    one replaced by the model's, the model's dropped where none was stated)."""
+    got = with_gpu_model(replace(BARE, cc=cc), MATRIX, name, "GRES type")
+    assert (got.gpu_model, got.cc) == (model, want_cc)
+    assert got.facts[0] == "earlier fact" and len(got.facts) == 1 + len(facts), got.facts
+    for said, want in zip(got.facts[1:], facts, strict=True):
+        assert want in said, got.facts
+    assert got.brand == ("nvidia" if model else None)
+
+
+@pytest.mark.parametrize(
+    ("over", "name"),
+    [
+        pytest.param({}, "NVIDIA H200", id="its-nvml-name"),
+        pytest.param({"nvml_names": ("NVIDIA H200 NVL", "NVIDIA H200")}, "NVIDIA H200 NVL",
+                     id="the-first-nvml-name"),
+        pytest.param({**NO_BRAND, "gpu_type": "h200"}, "h200", id="its-gres-type"),
+        pytest.param({**NO_BRAND, "gpu_type": ""}, "GPU", id="an-empty-type"),
+        pytest.param(NO_BRAND, "GPU", id="nothing-named"),
+    ],
+)  # fmt: skip
+def test_the_gpu_a_class_is_judged_as(over: dict[str, Any], name: str) -> None:
+    """FL052 (a GRES type never the name), FL053 (no name: None), FL054 (`and`: 'GPU' for a type)."""
+    host = class_host(replace(H200_CLASS, **over), MATRIX)
+    (gpu,) = host.gpus
+    assert (gpu.name, gpu.cc, gpu.brand) == (name, H200_CLASS.cc, over.get("brand", "nvidia"))
+    assert (host.driver, host.access) == (H200_CLASS.driver, "devices")
+
+
+@pytest.mark.parametrize(
+    ("env", "starts"),
+    [
+        pytest.param(TWO_BRANDS, "the image requires cuda>=99.0", id="refused-unless-a-brand"),
+        # the toolkit compares a brand with any operator: `brand!=tesla` holds for the unknown ""
+        pytest.param(("NVIDIA_REQUIRE_CUDA=cuda>=12.0", "NVIDIA_REQUIRE_ZZ=brand!=tesla"),
+                     "GPU brand unknown", id="allowed-unless-a-brand"),
+    ],
+)  # fmt: skip
+def test_an_unknown_brand_says_what_the_brandless_host_got(env: tuple[str, ...], starts: str) -> None:
+    """FL077 (`is None`: the refusal of the brandless host left out of the reason, and a crash
+    where there is none)."""
+    got = class_coverage(UNKNOWN_BRAND, stack_image(env), MATRIX)
+    (reason,) = got.reasons
+    assert (
+        got.status == "unknown" and reason.startswith(starts) and "tesla" in reason.split("for brand")[-1]
+    ), reason
+    assert ("[require-cuda]; GPU brand unknown" in reason) == (env == TWO_BRANDS), reason
+
+
+@pytest.mark.parametrize(
+    ("name", "nvml"),
+    [
+        pytest.param("Tesla K40", ("Tesla K40m", "Tesla K40c", "Tesla K40s"), id="its-nvml-names"),
+        pytest.param("Jetson TX2", ("Jetson TX2",), id="none-listed-its-own-name"),
+    ],
+)
+def test_a_classs_gpu_is_named_as_nvml_names_it(name: str, nvml: tuple[str, ...]) -> None:
+    """FL048 (a model the matrix lists no NVML name for: the class's GPU named nothing, so
+    class_host falls back to the GRES type, not the model)."""
+    got = with_gpu_model(replace(BARE, gpu_type="x"), MATRIX, name, "GRES type")
+    assert got.nvml_names == nvml
+    assert class_host(got, MATRIX).gpus[0].name == nvml[0]
+
+
+# --------------------------------------------------------------------------- GPU names
+
+
+@pytest.mark.parametrize(
+    ("typed", "model"),
+    [
+        pytest.param("Quadro K6000", "Quadro K6000", id="as-listed"),
+        pytest.param("quadro k6000", "Quadro K6000", id="lower-case"),
+        pytest.param("QUADRO K6000", "Quadro K6000", id="upper-case"),
+        pytest.param("K6000 Quadro", "Quadro K6000", id="words-in-another-order"),
+        pytest.param("Z TITAN GTX", "GeForce GTX TITAN Z", id="three-words-reversed"),
+        pytest.param("K5000 Quadro", "Quadro K5000", id="another-model-of-the-family"),
+    ],
+)
+def test_a_gpu_is_found_by_its_words_in_any_order(typed: str, model: str) -> None:
+    """FL116 (`<`: a name whose words are all of a model's, in another order, found only where some
+    other name has more words)."""
+    match = find_gpu(MATRIX, typed)
+    assert match is not None and (match.model.name, match.candidates) == (model, ())
+
+
+def zz_matrix(n: int, ccs: tuple[str, ...] = ("9.0",)) -> Any:
+    """MATRIX with `n` more models named 'ZZ Board 1'..n (compute capabilities taken in turn from
+    `ccs`), which the name 'ZZ Board' fits all of."""
+    base = next(m for m in MATRIX.gpus.models if m.name == "NVIDIA H200")
+    extra = tuple(
+        replace(base, name=f"ZZ Board {i}", nvml_names=(), aliases=(), cc=ccs[i % len(ccs)])
+        for i in range(1, n + 1)
+    )
+    return replace(MATRIX, gpus=replace(MATRIX.gpus, models=(*MATRIX.gpus.models, *extra)))
+
+
+@pytest.mark.parametrize(("n", "more"), [(7, ""), (8, ""), (9, " and 1 more"), (10, " and 2 more")])
+def test_the_models_a_name_fits_are_listed_up_to_eight(n: int, more: str) -> None:
+    """FL141 (`>=`: ' and 0 more' after exactly eight), FL135 (the same in the ambiguity error)."""
+    matrix = zz_matrix(n)
+    match = find_gpu(matrix, "ZZ Board")
+    assert match is not None and len(match.candidates) == n
+    named = gpu_from_match(matrix, match).name
+    listed = ", ".join(sorted(f"ZZ Board {i}" for i in range(1, n + 1))[:8])
+    assert named.endswith(f"compute capability 9.0: {listed}{more})"), named
+    two = zz_matrix(n, ("9.0", "8.0"))
+    with pytest.raises(UsageError) as err:
+        find_gpu(two, "ZZ Board")
+    assert err.value.message.endswith(f"fits {n} models: {', '.join(map(repr, listed.split(', ')))}{more}")
+
+
+def test_a_match_naming_a_model_this_matrix_lacks_names_no_model() -> None:
+    """FL151 (the model named where one of the candidates is not in the matrix at hand: a match
+    made against another matrix)."""
+    match = find_gpu(zz_matrix(3), "ZZ Board")
+    assert match is not None
+    assert gpu_from_match(zz_matrix(3), match).model == "ZZ Board 1"
+    assert gpu_from_match(zz_matrix(2), match).model is None
+
+
+@pytest.mark.parametrize(
+    ("cc", "known"),
+    [
+        pytest.param("9.0", True, id="hopper"),
+        pytest.param("12.0", True, id="two-digit-major"),
+        pytest.param("3.7", True, id="an-old-one"),
+        pytest.param("9.9", False, id="no-such-minor"),
+        pytest.param("4.0", False, id="between-known-ones"),
+        pytest.param("99.0", False, id="far-above"),
+    ],
+)
+def test_a_gpu_known_by_its_compute_capability_only_if_the_matrix_knows_it(cc: str, known: bool) -> None:
+    """FL160 (an unknown compute capability taken as a GPU)."""
+    if known:
+        assert gpu_from_cc(MATRIX, cc).cc == cc
+        return
+    with pytest.raises(UsageError, match=f"unknown compute capability '{cc}'"):
+        gpu_from_cc(MATRIX, cc)
+
+
+MYSTERY = HostGpu(name="Mystery Board", cc="9.0")
+PROBED_H200 = HostGpu(name="NVIDIA H200", cc="")
+
+
+@pytest.mark.parametrize(
+    "gpus",
+    [
+        pytest.param((MYSTERY, PROBED_H200), id="unknown-first"),
+        pytest.param((PROBED_H200, MYSTERY), id="unknown-second"),
+        pytest.param((PROBED_H200, PROBED_H200, MYSTERY, PROBED_H200), id="unknown-third-of-four"),
+        pytest.param((MYSTERY, MYSTERY, PROBED_H200), id="two-unknown"),
+    ],
+)
+def test_every_probed_gpu_is_kept_and_each_known_one_filled_in(gpus: tuple[HostGpu, ...]) -> None:
+    """FL164 (`break`: the GPUs after one of no known name dropped), FL165 (`return None`)."""
+    got = enrich_host(MATRIX, Host(driver="580.65.06", gpus=gpus, source="nvml")).gpus
+    assert [g.name for g in got] == [g.name for g in gpus]
+    assert [(g.cc, g.model) for g in got] == [
+        ("9.0", None) if g is MYSTERY else ("9.0", "NVIDIA H200") for g in gpus
+    ]
+
+
+# --------------------------------------------------------------------------- forward compatibility
+
+
+@pytest.mark.parametrize(
+    ("branches", "listed"),
+    [
+        pytest.param(None, "R535, R550, R565, R570, R575", id="the-image's-branches"),
+        pytest.param((), "none", id="no-branch"),
+        pytest.param((535, 550), "R535, R550", id="two-branches"),
+    ],
+)
+def test_a_driver_branch_the_package_does_not_support_names_those_it_does(
+    branches: tuple[int, ...] | None, listed: str
+) -> None:
+    """FL178 (no branch: an empty list), FL179 (`and`: 'none' for every list), FL180 ('none' always)."""
+    image = CUDA13
+    if branches is not None:
+        rules = tuple(RequireRule(brand=b, branch=n) for n in branches for b in ("tesla", "nvidia"))
+        image = replace(CUDA13, require_rules=rules)
+    h100 = target_host(FC_MATRIX, "545.23.06", ("H100",), ()).gpus
+    got = forward_compat.through_image(FC_MATRIX, image, "545.23.06", "580", h100)
+    assert got == (
+        f"the cuda-compat-13-0 of {CUDA13.ref} supports driver branches {listed} (its "
+        "NVIDIA_REQUIRE_CUDA), not R545"
+    )
+
+
+@pytest.mark.parametrize(
+    ("cuda", "driver"),
+    [
+        pytest.param("13.0.3", "580.95.05", id="a-release-of-the-matrix"),
+        pytest.param("13.0.0", "580.65.06", id="the-first-release"),
+        pytest.param("13.0.1", "580.82.07", id="a-middle-release"),
+        pytest.param("13.0.9", "580.65.06", id="a-release-the-matrix-lacks-its-minor's-first"),
+    ],
+)
+def test_the_package_brings_the_driver_of_its_cuda_release(cuda: str, driver: str) -> None:
+    """FL185 (a CUDA release the matrix does not list: `None.min_driver`, not its minor's first)."""
+    h100 = target_host(FC_MATRIX, "535.104.05", ("H100",), ()).gpus
+    got = forward_compat.through_image(FC_MATRIX, replace(CUDA13, cuda=cuda), "535.104.05", "580", h100)
+    assert isinstance(got, forward_compat.ForwardCompat), got
+    assert (got.package, got.driver) == ("cuda-compat-13-0", driver)
+
+
+# --------------------------------------------------------------------------- probed GPUs: the probe read wins
+
+
+@pytest.mark.parametrize(
+    ("probed", "brand"),
+    [
+        pytest.param(HostGpu(name="NVIDIA H200", cc=""), "nvidia", id="unread-the-models"),
+        pytest.param(HostGpu(name="NVIDIA H200", cc="9.0", brand="tesla"), "tesla", id="read-kept"),
+        pytest.param(HostGpu(name="NVIDIA H200", cc="9.0", brand=""), "nvidia", id="read-empty"),
+    ],
+)
+def test_a_probed_gpus_brand_is_the_probes_else_the_models(probed: HostGpu, brand: str) -> None:
+    """FL169 (the model's brand never filled in), FL170 (`and`), FL171 (the probe's brand overridden)."""
+    (got,) = enrich_host(MATRIX, Host(driver="580.65.06", gpus=(probed,), source="nvml")).gpus
+    assert (got.brand, got.model, got.segment) == (brand, "NVIDIA H200", "datacenter")
+
+
+@pytest.mark.parametrize("name", ["Mystery Board", "NVIDIA H200 Mystery Edition"])
+def test_a_probed_gpu_of_no_known_name_and_no_compute_capability_is_refused(name: str) -> None:
+    """FL163 (refused no longer: a GPU no rule can be checked for, taken as it is)."""
+    host = Host(driver="580.65.06", gpus=(PROBED_H200, HostGpu(name=name, cc="")), source="nvml")
+    with pytest.raises(UsageError, match="was not read by the probe, and no known model has that name"):
+        enrich_host(MATRIX, host)
+
+
+def test_the_init_containers_expectation_is_written_with_sorted_keys() -> None:
+    """FL205 (sort_keys dropped: the --expect text follows the certificates' order)."""
+    init = k8s_check_init_container([gpu_certificate(), gpu_certificate((RTX,))], image=REF, harness_dir="/h")
+    assert init is not None
+    text = init["command"][init["command"].index("--expect") + 1]
+    assert text == json.dumps(json.loads(text), sort_keys=True, separators=(",", ":"))
+    assert list(json.loads(text)) == ["bands", "certificate", "certified", "gpus", "models"]
+
+
+# --------------------------------------------------------------------------- a certificate's class
+
+
+def run_cert(run: dict[str, Any], fingerprint: str | None = "sha256:" + "ab" * 32, **kw: Any) -> Certificate:
+    doc = cert_doc("certified", **kw)
+    doc["host"]["fingerprint"] = fingerprint
+    return Certificate(seal({**doc, "run": run}))
+
+
+@pytest.mark.parametrize(
+    ("run", "fingerprint", "want"),
+    [
+        pytest.param({"scheduler": {"class": "h200"}}, None, "h200", id="its-class"),
+        pytest.param({"scheduler": {"class": 5}}, None, "5", id="a-number-as-text"),
+        pytest.param({"scheduler": {"class": ""}}, "sha256:" + "ab" * 32, "host:" + "ab" * 6, id="empty"),
+        pytest.param({"scheduler": {"class": None}}, "sha256:" + "ab" * 32, "host:" + "ab" * 6, id="null"),
+        pytest.param({"scheduler": "h200"}, "sha256:" + "ab" * 32, "host:" + "ab" * 6, id="scheduler-text"),
+        pytest.param({}, "cd" * 32, "host:" + "cd" * 6, id="fingerprint-unprefixed"),
+        pytest.param({}, None, "host:unknown", id="no-fingerprint"),
+    ],
+)  # fmt: skip
+def test_the_class_a_certificate_covers(run: dict[str, Any], fingerprint: str | None, want: str) -> None:
+    """FLN002 (a class given as a number kept a number: no text to sort or print)."""
+    assert certificate_class(run_cert(run, fingerprint)) == want
+
+
+def test_classes_of_any_json_type_sort_as_text() -> None:
+    """FLN002: a class stated as a number sorts beside the named ones (it raised TypeError)."""
+    rows = class_status([run_cert({"scheduler": {"class": 5}}), run_cert({"scheduler": {"class": "h200"}})])
+    assert [r.node_class for r in rows] == ["5", "h200"]
+
+
+@pytest.mark.parametrize(
+    ("scheduler", "said"),
+    [
+        pytest.param({"class": "h200", "name": "slurm"}, {"class": "h200", "name": "slurm"}, id="an-object"),
+        pytest.param("slurm", {}, id="text"),
+        pytest.param(["slurm"], {}, id="a-list"),
+        pytest.param(None, {}, id="null"),
+    ],
+)
+def test_a_class_status_as_json(scheduler: Any, said: dict[str, Any]) -> None:
+    """FLN007 (a scheduler record that is no object: dict('slurm') raised), FLN008 (the whole
+    certificate as the throughput)."""
+    steps = [ips("train_amp", 3900.0)]
+    doc = with_steps(steps).to_dict()
+    cert = Certificate(seal({**{k: v for k, v in doc.items() if k not in ("content_hash", "section_hashes")},
+                             "run": {"scheduler": scheduler}}))  # fmt: skip
+    (row,) = class_status([cert])
+    got = row.to_dict()
+    assert got["throughput"] == "3,900 img/s (train_amp)" and got["scheduler"] == said
+    assert (got["verdict"], got["certificate"], got["source"]) == ("certified", cert.id, "local store")
+    assert got["gpus"] == [{"name": "NVIDIA H200", "cc": "9.0"}]
+
+
+@pytest.mark.parametrize(
+    ("matrix", "name", "said"),
+    [
+        pytest.param(zz_matrix(3, ("9.0", "8.0")), "ZZ Board", "fits 3 models", id="models-of-two-ccs"),
+        pytest.param(
+            MATRIX, "MIG 1g.10gb", "names a MIG instance's profile but not its GPU", id="a-bare-mig"
+        ),
+    ],
+)
+def test_a_class_named_by_a_name_refused_says_why_and_stays_unknown(
+    matrix: Any, name: str, said: str
+) -> None:
+    """FLN020 (the class returned without the fact: nobody told why its model is unknown)."""
+    got = with_gpu_model(BARE, matrix, name, "product label")
+    assert (got.gpu_model, got.cc, got.brand, got.nvml_names) == (None, None, None, ())
+    assert got.facts[:1] == ("earlier fact",) and len(got.facts) == 2
+    assert got.facts[1].startswith(f"GPU model: product label {name!r}: ") and said in got.facts[1]
