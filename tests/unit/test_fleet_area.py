@@ -575,3 +575,11 @@ def test_a_class_named_by_a_name_refused_says_why_and_stays_unknown(
     assert (got.gpu_model, got.cc, got.brand, got.nvml_names) == (None, None, None, ())
     assert got.facts[:1] == ("earlier fact",) and len(got.facts) == 2
     assert got.facts[1].startswith(f"GPU model: product label {name!r}: ") and said in got.facts[1]
+
+
+def test_the_brands_that_decide_are_named_in_order() -> None:
+    """FLN036 (sorted dropped: the brands in a set's order, which changes from run to run)."""
+    brands = ("titan", "tesla", "quadro", "nvidia", "geforce")
+    env = ("NVIDIA_REQUIRE_CUDA=cuda>=99.0 " + " ".join(f"brand={b},driver>=580" for b in brands),)
+    (reason,) = class_coverage(UNKNOWN_BRAND, stack_image(env), MATRIX).reasons
+    assert reason.endswith("decides otherwise for brand geforce, nvidia, quadro, tesla, titan"), reason
