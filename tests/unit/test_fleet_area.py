@@ -587,3 +587,14 @@ def test_the_brands_that_decide_are_named_in_order() -> None:
     env = ("NVIDIA_REQUIRE_CUDA=cuda>=99.0 " + " ".join(f"brand={b},driver>=580" for b in brands),)
     (reason,) = class_coverage(UNKNOWN_BRAND, stack_image(env), MATRIX).reasons
     assert reason.endswith("decides otherwise for brand geforce, nvidia, quadro, tesla, titan"), reason
+
+
+@pytest.mark.parametrize(
+    "typed",
+    ["NVIDIA H100 80GB HBM3", "nvidia h100 80gb hbm3", "NVIDIA  H100 80GB   HBM3", "NVIDIA H100 80GB hbm3"],
+)
+def test_an_nvml_name_in_any_case_or_spacing_is_that_nvml_name(typed: str) -> None:
+    """FLN076 (casefold dropped from step 1: another case falls to step 2, which answers the model's
+    name, not the NVML name the GPU is known by)."""
+    match = find_gpu(MATRIX, typed)
+    assert match is not None and (match.model.name, match.name) == ("NVIDIA H100", "NVIDIA H100 80GB HBM3")
