@@ -372,10 +372,13 @@ def test_the_models_a_name_fits_are_listed_up_to_eight(n: int, more: str) -> Non
     named = gpu_from_match(matrix, match).name
     listed = ", ".join(sorted(f"ZZ Board {i}" for i in range(1, n + 1))[:8])
     assert named.endswith(f"compute capability 9.0: {listed}{more})"), named
-    two = zz_matrix(n, ("9.0", "8.0"))
+    assert gpu_from_match(matrix, match).segment == "datacenter"  # FLN128: {'datacenter'}
+    two = zz_matrix(n, ("9.0", "8.0", "12.0", "10.0"))
     with pytest.raises(UsageError) as err:
         find_gpu(two, "ZZ Board")
     assert err.value.message.endswith(f"fits {n} models: {', '.join(map(repr, listed.split(', ')))}{more}")
+    # FLN124: the capabilities in numeric order (a set's order, or text order: 10.0 before 8.0)
+    assert err.value.hint is not None and "differ (8.0, 9.0, 10.0, 12.0)" in err.value.hint
 
 
 def test_a_match_naming_a_model_this_matrix_lacks_names_no_model() -> None:
@@ -388,23 +391,30 @@ def test_a_match_naming_a_model_this_matrix_lacks_names_no_model() -> None:
 
 
 @pytest.mark.parametrize(
-    ("cc", "known"),
+    ("cc", "refused"),
     [
-        pytest.param("9.0", True, id="hopper"),
-        pytest.param("12.0", True, id="two-digit-major"),
-        pytest.param("3.7", True, id="an-old-one"),
-        pytest.param("9.9", False, id="no-such-minor"),
-        pytest.param("4.0", False, id="between-known-ones"),
-        pytest.param("99.0", False, id="far-above"),
+        pytest.param("9.0", None, id="hopper"),
+        pytest.param("12.0", None, id="two-digit-major"),
+        pytest.param("3.7", None, id="an-old-one"),
+        pytest.param("9.9", "unknown compute capability '9.9'", id="no-such-minor"),
+        pytest.param("4.0", "unknown compute capability '4.0'", id="between-known-ones"),
+        pytest.param("99.0", "unknown compute capability '99.0'", id="far-above"),
+        pytest.param("9", "malformed compute capability", id="no-minor"),
+        pytest.param("9.0.1", "malformed compute capability", id="three-parts"),
+        pytest.param("sm_90", "malformed compute capability", id="a-feature-name"),
     ],
 )
-def test_a_gpu_known_by_its_compute_capability_only_if_the_matrix_knows_it(cc: str, known: bool) -> None:
-    """FL160 (an unknown compute capability taken as a GPU)."""
-    if known:
+def test_a_gpu_known_by_its_compute_capability_only_if_the_matrix_knows_it(
+    cc: str, refused: str | None
+) -> None:
+    """FL160 (an unknown compute capability taken as a GPU), FLN129 (a malformed one called
+    unknown, not malformed: parse_cc dropped)."""
+    if refused is None:
         assert gpu_from_cc(MATRIX, cc).cc == cc
         return
-    with pytest.raises(UsageError, match=f"unknown compute capability '{cc}'"):
+    with pytest.raises(UsageError) as err:
         gpu_from_cc(MATRIX, cc)
+    assert err.value.message.startswith(refused), err.value.message
 
 
 MYSTERY = HostGpu(name="Mystery Board", cc="9.0")
