@@ -34,7 +34,14 @@ from envbuilder.host.model import Host, HostGpu
 from envbuilder.matrix.model import RequireRule
 from envbuilder.pipeline.resolution import target_host
 from envbuilder.resolve import forward_compat
-from envbuilder.resolve.gpus import enrich_host, find_gpu, gpu_from_cc, gpu_from_match
+from envbuilder.resolve.gpus import (
+    enrich_host,
+    find_gpu,
+    gpu_from_cc,
+    gpu_from_match,
+    lookup_gpu,
+    suggest_gpus,
+)
 from envbuilder.run.coverage import check_require_cuda
 
 
@@ -608,3 +615,17 @@ def test_an_nvml_name_in_any_case_or_spacing_is_that_nvml_name(typed: str) -> No
     name, not the NVML name the GPU is known by)."""
     match = find_gpu(MATRIX, typed)
     assert match is not None and (match.model.name, match.name) == ("NVIDIA H100", "NVIDIA H100 80GB HBM3")
+
+
+@pytest.mark.parametrize("typed", ["NVIDIA", "GeForce", "Tesla", "nvidia tesla", "--"])
+def test_a_name_of_filler_words_only_is_offered_nothing(typed: str) -> None:
+    """FLT132 (the no-words guard of suggest_gpus forced off: a name of NVIDIA/GeForce/Tesla alone
+    is 'near' any name of no other word, here an alias 'NVIDIA GeForce', since difflib rates two
+    empty strings 1.0)."""
+    base = next(m for m in MATRIX.gpus.models if m.name == "NVIDIA H200")
+    odd = replace(base, name="ZZ Board 1", nvml_names=(), aliases=("NVIDIA GeForce",))
+    matrix = replace(MATRIX, gpus=replace(MATRIX.gpus, models=(*MATRIX.gpus.models, odd)))
+    assert suggest_gpus(matrix, typed) == []
+    with pytest.raises(UsageError) as err:
+        lookup_gpu(matrix, typed)
+    assert err.value.hint is not None and "did you mean" not in err.value.hint
