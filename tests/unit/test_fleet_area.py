@@ -629,3 +629,11 @@ def test_a_name_of_filler_words_only_is_offered_nothing(typed: str) -> None:
     with pytest.raises(UsageError) as err:
         lookup_gpu(matrix, typed)
     assert err.value.hint is not None and "did you mean" not in err.value.hint
+
+
+def test_a_cpu_image_brings_no_cuda_compat() -> None:
+    """FLT161 (the CPU image's guard forced off: major_minor(None) raised). No caller passes one
+    (system-cuda images have a CUDA); the function says so rather than raise."""
+    h100 = target_host(FC_MATRIX, "535.104.05", ("H100",), ()).gpus
+    got = forward_compat.through_image(FC_MATRIX, replace(CUDA13, cuda=None), "535.104.05", "580", h100)
+    assert got == "a CPU image has no cuda-compat"
