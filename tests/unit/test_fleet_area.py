@@ -20,7 +20,7 @@ from test_forward_compat import MATRIX as FC_MATRIX
 
 from envbuilder.certify.certificate import Certificate, build_certificate, seal
 from envbuilder.errors import UsageError
-from envbuilder.fleet.check_init import check_expectations, k8s_check_init_container
+from envbuilder.fleet.check_init import check_expectations, check_pod, k8s_check_init_container
 from envbuilder.fleet.classes import (
     NodeClass,
     class_coverage,
@@ -637,3 +637,22 @@ def test_a_cpu_image_brings_no_cuda_compat() -> None:
     h100 = target_host(FC_MATRIX, "535.104.05", ("H100",), ()).gpus
     got = forward_compat.through_image(FC_MATRIX, replace(CUDA13, cuda=None), "535.104.05", "580", h100)
     assert got == "a CPU image has no cuda-compat"
+
+
+@pytest.mark.parametrize(
+    "affinity",
+    [
+        pytest.param(None, id="none"),
+        pytest.param({}, id="empty"),
+        pytest.param({"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {}}}, id="given"),
+    ],
+)
+def test_the_check_pod_carries_the_affinity_only_when_there_is_one(affinity: dict[str, Any] | None) -> None:
+    """FLT183 (the affinity never set), FLT184 (always set: `affinity: null` or `{}` in the Pod)."""
+    init = k8s_check_init_container([gpu_certificate(gpus_of(2))], image=REF, harness_dir="/h")
+    assert init is not None
+    spec = check_pod(init, affinity)["spec"]
+    assert spec.get("affinity", "absent") == (affinity or "absent")
+    assert spec["initContainers"] == [init] and spec["restartPolicy"] == "Never"
+    (job,) = spec["containers"]
+    assert (job["image"], job["resources"]) == (REF, {"limits": {"nvidia.com/gpu": 2}})
