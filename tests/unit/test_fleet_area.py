@@ -569,14 +569,18 @@ def test_a_class_status_as_json(scheduler: Any, said: dict[str, Any]) -> None:
     """FLN007 (a scheduler record that is no object: dict('slurm') raised), FLN008 (the whole
     certificate as the throughput)."""
     steps = [ips("train_amp", 3900.0)]
-    doc = with_steps(steps).to_dict()
+    doc = with_steps(steps, (H200, replace(RTX, index=1))).to_dict()
     cert = Certificate(seal({**{k: v for k, v in doc.items() if k not in ("content_hash", "section_hashes")},
                              "run": {"scheduler": scheduler}}))  # fmt: skip
     (row,) = class_status([cert])
     got = row.to_dict()
     assert got["throughput"] == "3,900 img/s (train_amp)" and got["scheduler"] == said
     assert (got["verdict"], got["certificate"], got["source"]) == ("certified", cert.id, "local store")
-    assert got["gpus"] == [{"name": "NVIDIA H200", "cc": "9.0"}]
+    # the first set's FL019 (run after these tests): the second GPU left out
+    assert got["gpus"] == [
+        {"name": "NVIDIA H200", "cc": "9.0"},
+        {"name": "NVIDIA GeForce RTX 3090", "cc": "8.6"},
+    ]
 
 
 @pytest.mark.parametrize(
@@ -656,3 +660,11 @@ def test_the_check_pod_carries_the_affinity_only_when_there_is_one(affinity: dic
     assert spec["initContainers"] == [init] and spec["restartPolicy"] == "Never"
     (job,) = spec["containers"]
     assert (job["image"], job["resources"]) == (REF, {"limits": {"nvidia.com/gpu": 2}})
+
+
+def test_each_signed_certificate_says_its_own_signer() -> None:
+    """The first set's FL020 (run after these tests): only the first attested certificate's signer
+    kept, the second class said to come from the local store."""
+    h200, a100 = run_cert({"scheduler": {"class": "h200"}}), run_cert({"scheduler": {"class": "a100"}})
+    rows = class_status([a100], [(h200, "ci"), (a100, "lab")])
+    assert [(r.node_class, r.source) for r in rows] == [("a100", "signed by lab"), ("h200", "signed by ci")]
