@@ -663,8 +663,9 @@ def test_the_check_pod_carries_the_affinity_only_when_there_is_one(affinity: dic
 
 
 def test_each_signed_certificate_says_its_own_signer() -> None:
-    """The first set's FL020 (run after these tests): only the first attested certificate's signer
-    kept, the second class said to come from the local store), FL021 (the second one dropped)."""
+    """FL020 (only the first attested certificate's signer kept: the second class said to come from
+    the local store) and FL021 (the second one dropped), of the old set's first-item-only part, run
+    after these tests."""
     h200, a100 = run_cert({"scheduler": {"class": "h200"}}), run_cert({"scheduler": {"class": "a100"}})
     rows = class_status([], [(h200, "ci"), (a100, "lab")])
     assert [(r.node_class, r.source) for r in rows] == [("a100", "signed by lab"), ("h200", "signed by ci")]
