@@ -23,14 +23,17 @@ from envbuilder.errors import UsageError
 from envbuilder.fleet.check_init import check_expectations, check_pod, k8s_check_init_container
 from envbuilder.fleet.classes import (
     NodeClass,
+    brand_decides,
     class_coverage,
     class_host,
     facts_from_features,
+    select_classes,
     with_gpu_model,
 )
 from envbuilder.fleet.status import certificate_class, class_status, key_throughput
 from envbuilder.harness.gate import judge_expected_gpus, read_expect
 from envbuilder.host.model import Host, HostGpu
+from envbuilder.image.metadata import read_metadata
 from envbuilder.matrix.model import RequireRule
 from envbuilder.pipeline.resolution import target_host
 from envbuilder.resolve import forward_compat
@@ -669,3 +672,48 @@ def test_each_signed_certificate_says_its_own_signer() -> None:
     h200, a100 = run_cert({"scheduler": {"class": "h200"}}), run_cert({"scheduler": {"class": "a100"}})
     rows = class_status([], [(h200, "ci"), (a100, "lab")])
     assert [(r.node_class, r.source) for r in rows] == [("a100", "signed by lab"), ("h200", "signed by ci")]
+
+
+def test_a_brand_named_after_another_property_of_its_term_decides_too() -> None:
+    """FL057 (only a term's first property read for brands: `driver>=580,brand=tesla`'s brand
+    missed, the brandless class refused), of the old set's first-item-only part, run after these
+    tests."""
+    env = ("NVIDIA_REQUIRE_CUDA=cuda>=99.0 driver>=580,brand=tesla",)
+    got = class_coverage(UNKNOWN_BRAND, stack_image(env), MATRIX)
+    assert got.status == "unknown" and got.reasons[0].endswith("decides otherwise for brand tesla")
+
+
+def test_brand_decides_gives_every_gpu_of_the_host_the_brand() -> None:
+    """FL061 (only the host's first GPU given the brand: a second, brandless, still refused)."""
+    image = stack_image(TWO_BRANDS)
+    view = Certificate({"image": {"stack": dict(read_metadata(image).stack_record or {})}})
+    one = class_host(UNKNOWN_BRAND, MATRIX)
+    two = replace(one, gpus=(one.gpus[0], replace(one.gpus[0], index=1)))
+    for host in (one, two):
+        refusal = check_require_cuda(view, image, host)
+        assert refusal is not None and brand_decides(view, image, host, refusal) == ("nvidia", "tesla")
+
+
+@pytest.mark.parametrize(
+    ("wanted", "got", "unknown"),
+    [
+        pytest.param([], ["h200", "a100"], None, id="all-gpu-classes"),
+        pytest.param(["a100"], ["a100"], None, id="one"),
+        pytest.param(["a100", "h200", "a100"], ["a100", "h200"], None, id="each-once-in-order"),
+        pytest.param(["nope"], None, "'nope'", id="unknown"),
+        pytest.param(["h200", "nope"], None, "'nope'", id="the-second-unknown"),
+        pytest.param(["h200", "a100", "x", "y"], None, "'x', 'y'", id="two-unknown"),
+        pytest.param(["H200"], None, "'H200'", id="another-case"),
+        pytest.param(["h20"], None, "'h20'", id="a-prefix"),
+    ],
+)
+def test_the_classes_selected(wanted: list[str], got: list[str] | None, unknown: str | None) -> None:
+    """FL082 (only the first name checked: a later unknown one passed over, then KeyError), of the
+    old set's first-item-only part, run after these tests."""
+    classes = (H200_CLASS, replace(H200_CLASS, name="a100"), replace(H200_CLASS, name="cpu", gpus_per_node=0))
+    if got is not None:
+        assert [c.name for c in select_classes(classes, wanted)] == got
+        return
+    with pytest.raises(UsageError) as err:
+        select_classes(classes, wanted)
+    assert err.value.message == f"no node class {unknown} in this cluster"
