@@ -717,3 +717,15 @@ def test_the_classes_selected(wanted: list[str], got: list[str] | None, unknown:
     with pytest.raises(UsageError) as err:
         select_classes(classes, wanted)
     assert err.value.message == f"no node class {unknown} in this cluster"
+
+
+def test_a_typo_is_offered_the_nearest_names_by_any_name_of_a_model() -> None:
+    """FL130 (only a model's own name compared: a typo of its NVML name offered nothing) and FL133
+    (only the nearest offered, not three), of the old set's first-item-only part, run after these
+    tests."""
+    base = next(m for m in MATRIX.gpus.models if m.name == "NVIDIA H200")
+    odd = replace(base, name="ZZ Board 9", nvml_names=("ZZ Quantum Accelerator",), aliases=())
+    matrix = replace(MATRIX, gpus=replace(MATRIX.gpus, models=(*MATRIX.gpus.models, odd)))
+    assert suggest_gpus(matrix, "ZZ Quantum Acelerator") == ["ZZ Board 9"]
+    near = suggest_gpus(zz_matrix(5), "ZZ Bord 1")
+    assert len(near) == 3 and near[0] == "ZZ Board 1" and set(near) <= {f"ZZ Board {i}" for i in range(1, 6)}
