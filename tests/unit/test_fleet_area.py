@@ -729,3 +729,16 @@ def test_a_typo_is_offered_the_nearest_names_by_any_name_of_a_model() -> None:
     assert suggest_gpus(matrix, "ZZ Quantum Acelerator") == ["ZZ Board 9"]
     near = suggest_gpus(zz_matrix(5), "ZZ Bord 1")
     assert len(near) == 3 and near[0] == "ZZ Board 1" and set(near) <= {f"ZZ Board {i}" for i in range(1, 6)}
+
+
+def test_forward_compat_names_every_gpu_it_does_not_apply_to() -> None:
+    """FL174 (only the first named), of the old set's first-item-only part, run after these tests."""
+    gpus = (
+        HostGpu(name="NVIDIA H100", cc="9.0", segment="datacenter"),
+        HostGpu(name="GeForce RTX 4090", cc="8.9", segment="consumer"),
+        HostGpu(name="Mystery Board", cc="9.0"),
+    )
+    said = forward_compat.not_applicable(FC_MATRIX, gpus)
+    assert said.startswith(
+        "--forward-compat does not apply to GeForce RTX 4090 (consumer), Mystery Board (unknown class): "
+    ), said
