@@ -742,3 +742,33 @@ def test_forward_compat_names_every_gpu_it_does_not_apply_to() -> None:
     assert said.startswith(
         "--forward-compat does not apply to GeForce RTX 4090 (consumer), Mystery Board (unknown class): "
     ), said
+
+
+def test_the_expectation_carries_every_certified_models_figures() -> None:
+    """FL193 (the first certificate's figures only), FL194 (a certificate's first model only), of
+    the old set's first-item-only part, run after these tests."""
+    two = gpu_certificate((H200,), tflops=700.0, gbs=4000.0)
+    rtx = gpu_certificate((RTX,), tflops=140.0, gbs=850.0)
+    doc = cert_doc("certified", (H200, replace(RTX, index=1)))
+    both = build_certificate(
+        image=doc["image"], host=doc["host"], run={}, thresholds={}, verdict="certified", verdict_reason="ok",
+        harness={"verdict": "certified", "steps": [
+            {"name": "gate_baseline", "status": "pass",
+             "metrics": {"device_name": g.name, "bf16_gemm_tflops": t, "copy_gbs": c}}
+            for g, t, c in ((H200, 700.0, 4000.0), (RTX, 140.0, 850.0))]},
+    )  # fmt: skip
+    want = {
+        "NVIDIA H200": {"bf16_gemm_tflops": 700.0, "copy_gbs": 4000.0},
+        "NVIDIA GeForce RTX 3090": {"bf16_gemm_tflops": 140.0, "copy_gbs": 850.0},
+    }
+    for certs in ([two, rtx], [both]):
+        expect = check_expectations(certs)
+        assert expect is not None and expect["certified"] == want
+
+
+def test_forward_compat_names_every_gpu_it_runs_on() -> None:
+    """FL188 (only the first GPU named in the note), of the old set's first-item-only part."""
+    gpus = target_host(FC_MATRIX, "535.104.05", ("H100", "H200"), ()).gpus
+    got = forward_compat.through_image(FC_MATRIX, CUDA13, "535.104.05", "580", gpus)
+    assert isinstance(got, forward_compat.ForwardCompat)
+    assert f"on the R535 driver of {gpus[0].name}, {gpus[1].name};" in got.note, got.note
