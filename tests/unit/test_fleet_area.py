@@ -745,8 +745,9 @@ def test_forward_compat_names_every_gpu_it_does_not_apply_to() -> None:
 
 
 def test_the_expectation_carries_every_certified_models_figures() -> None:
-    """FL193 (the first certificate's figures only), FL194 (a certificate's first model only), of
-    the old set's first-item-only part, run after these tests."""
+    """FL193 (the first certificate's figures only), FL194 (a certificate's first model only),
+    FL198 (the models of each certificate's first GPU only), of the old set's first-item-only part,
+    run after these tests."""
     two = gpu_certificate((H200,), tflops=700.0, gbs=4000.0)
     rtx = gpu_certificate((RTX,), tflops=140.0, gbs=850.0)
     doc = cert_doc("certified", (H200, replace(RTX, index=1)))
@@ -764,6 +765,7 @@ def test_the_expectation_carries_every_certified_models_figures() -> None:
     for certs in ([two, rtx], [both]):
         expect = check_expectations(certs)
         assert expect is not None and expect["certified"] == want
+        assert expect["models"] == ["NVIDIA GeForce RTX 3090", "NVIDIA H200"]  # FL198: the second GPU's
 
 
 def test_forward_compat_names_every_gpu_it_runs_on() -> None:
