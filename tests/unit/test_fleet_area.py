@@ -692,6 +692,12 @@ def test_brand_decides_gives_every_gpu_of_the_host_the_brand() -> None:
     for host in (one, two):
         refusal = check_require_cuda(view, image, host)
         assert refusal is not None and brand_decides(view, image, host, refusal) == ("nvidia", "tesla")
+    # a second GPU the brand's exemption does not admit (its arch): the brand decides nothing
+    image = stack_image(("NVIDIA_REQUIRE_CUDA=cuda>=99.0 brand=tesla,arch>=9.0",))
+    mixed = replace(one, gpus=(one.gpus[0], replace(one.gpus[0], index=1, cc="8.0")))
+    refusal = check_require_cuda(view, image, mixed)
+    assert refusal is not None and brand_decides(view, image, mixed, refusal) == ()
+    assert brand_decides(view, image, one, check_require_cuda(view, image, one)) == ("tesla",)
 
 
 @pytest.mark.parametrize(
