@@ -10044,14 +10044,15 @@ AREAS["evidence"] = (
 
 # Area "fleet" (2026-12-06, issue 23): fleet classes and status, GPU name lookups, forward compatibility,
 # the K8s check init container.
-_FLEET_TESTS = (
-    "test_coverage_rules.py",
+_FLEET_TESTS = (  # the fast files first: pytest stops at the first failure
+    "test_fleet_area.py",
     "test_gpu_names.py",
     "test_forward_compat.py",
+    "test_driver_two_part.py",
+    "test_coverage_rules.py",
+    "test_fleet_slurm.py",
     "test_check_k8s.py",
     "test_fleet_k8s.py",
-    "test_driver_two_part.py",
-    "test_fleet_slurm.py",
 )
 AREAS["fleet"] = (
     "FL",

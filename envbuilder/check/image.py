@@ -24,7 +24,7 @@ from envbuilder.certify.harness_plan import (
 from envbuilder.check.findings import Band, CheckThresholds, Finding
 from envbuilder.engine import ContainerSpec, Engine, ImageInfo, Mount
 from envbuilder.frameworks import DEFAULT as DEFAULT_FRAMEWORK
-from envbuilder.harness.gate import GATE_KIND, finite_figure
+from envbuilder.harness.gate import GATE_KIND, finite_figure, judge_gpus
 from envbuilder.image.metadata import read_metadata
 from envbuilder.lifecycle import temp_dir
 from envbuilder.resources import harness_dir
@@ -212,79 +212,19 @@ HIDDEN_REMEDY = (
 )
 
 
-def _count(value: Any) -> int | None:
-    """facts.device_count as a count: a JSON integer of 0 or more (never a bool), else None."""
-    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
-
-
 def judge_seen(doc: Mapping[str, Any], handed_in: int) -> Finding:
     """Did the image's short mode see, and step on, every GPU handed in (`handed_in`, 1 or more)?
-    It sees fewer where the image's ENV sets CUDA_VISIBLE_DEVICES (or its runtime hides some):
-    its figures then speak for those GPUs only, so fewer is a failure of the image. Its count is
-    facts.device_count (torch.cuda.device_count() in the image), and gpuN steps must exist for
-    GPUs 0..handed_in-1. A GPU run that does not say its count is not taken as having seen them:
-    a failure, except where the short mode says it measured nothing (`facts.measured` false: the
-    image's framework is not torch, and the figures are torch's): a warning, since none of its
-    GPUs was looked at."""
-    facts = doc.get("facts") if isinstance(doc.get("facts"), Mapping) else {}
-    assert isinstance(facts, Mapping)
-    stepped = {
-        i
-        for s in _steps(doc)
-        if str(s.get("name")).startswith("gpu") and (i := ascii_int(str(s.get("name"))[3:])) is not None
-    }
-    hidden = facts.get("cuda_visible_devices")
-    where = f" (CUDA_VISIBLE_DEVICES={hidden} in the image)" if isinstance(hidden, str) else ""
-    if facts.get("gpu_path") is False:
-        where = " (it found no GPU device node, /dev/nvidia*, and took the CPU path)"
-    framework = facts.get("framework")
-    count = 0 if facts.get("gpu_path") is False else _count(facts.get("device_count"))
-    value: dict[str, Any] = {"handed_in": handed_in, "seen": count, "stepped": len(stepped)}
-    if count is None and facts.get("measured") is False:
-        return Finding(
-            check="image.gpus",
-            status="warn",
-            value=value,
-            message=f"the image's run looked at none of the {handed_in} GPU(s) handed in: the short "
-            f"mode measures with torch, the image's framework is {framework}",
-            remedy="the certificate's figures are not checked on this node for a non-torch image; "
-            "`envbuilder certify IMAGE --quick` runs its framework on every GPU",
-        )
-    if count is None:
-        return Finding(
-            check="image.gpus",
-            status="fail",
-            value=value,
-            message=f"the image's run did not say how many GPUs it saw (facts.device_count "
-            f"{facts.get('device_count')!r}): none of the {handed_in} GPU(s) handed in is taken as seen",
-            remedy="run `envbuilder certify IMAGE --quick` on this node to see the image run in full",
-        )
-    if count < handed_in:
-        return Finding(
-            check="image.gpus",
-            status="fail",
-            value=value,
-            message=f"the image saw {count} of {handed_in} GPUs handed in{where}: the others were "
-            "neither smoke-tested nor measured",
-            remedy=HIDDEN_REMEDY,
-        )
-    missing = [i for i in range(handed_in) if i not in stepped]
-    if missing:
-        return Finding(
-            check="image.gpus",
-            status="fail",
-            value=value,
-            message=f"the image saw {count} GPUs but its run has no step for GPU "
-            f"{', '.join(map(str, missing))} of the {handed_in} handed in: those were not tested",
-            remedy="run the check again; if it recurs, `envbuilder certify IMAGE --quick` on this node",
-        )
-    more = f" (it saw {count})" if count > handed_in else ""
-    return Finding(
-        check="image.gpus",
-        status="pass",
-        value=value,
-        message=f"the image saw and tested all {handed_in} GPU(s) handed in{more}",
-    )
+    harness/gate.py judge_gpus's rule (the same one the Kubernetes init container judges itself
+    by), with the remedy for each way it fails."""
+    status, why, message, value = judge_gpus(doc.get("facts"), doc.get("steps"), handed_in)
+    remedy = {
+        "unmeasured": "the certificate's figures are not checked on this node for a non-torch image; "
+        "`envbuilder certify IMAGE --quick` runs its framework on every GPU",
+        "unsaid": "run `envbuilder certify IMAGE --quick` on this node to see the image run in full",
+        "fewer": HIDDEN_REMEDY,
+        "unstepped": "run the check again; if it recurs, `envbuilder certify IMAGE --quick` on this node",
+    }.get(why, "")
+    return Finding(check="image.gpus", status=status, value=value, message=message, remedy=remedy)
 
 
 def judge_gate(

@@ -16,8 +16,10 @@ CHECK_INIT_NAME = "envbuilder-check"
 
 def check_expectations(certs: Sequence[Certificate]) -> dict[str, Any] | None:
     """What the in-image short mode judges itself against (its --expect): the GPU models the
-    GPU certifications ran on, their recorded figures (check/image.py certified_figures) and the
-    check's bands. None when no certificate is a GPU certification."""
+    GPU certifications ran on, their recorded figures (check/image.py certified_figures), the
+    check's bands and `gpus`, the GPUs a certification ran on (the most of any: the count the
+    init container asks for, and the short mode must see and step on each, harness/gate.py
+    judge_gpus). None when no certificate is a GPU certification."""
     from envbuilder.check.findings import load_check_thresholds
     from envbuilder.check.image import certified_figures
 
@@ -33,6 +35,7 @@ def check_expectations(certs: Sequence[Certificate]) -> dict[str, Any] | None:
         "certificate": gpu[0].id[:12],
         "models": sorted({str(g.name) for c in gpu for g in c.host.gpus if g.name}),
         "certified": figures,
+        "gpus": max(1, *(len(c.host.gpus) for c in gpu)),
         "bands": {
             "gemm": {"warn_below": t.gemm.warn_below, "fail_below": t.gemm.fail_below},
             "copy": {"warn_below": t.copy.warn_below, "fail_below": t.copy.fail_below},
@@ -53,7 +56,6 @@ def k8s_check_init_container(
     expect = check_expectations(certs)
     if expect is None:
         return None
-    gpus = max((len(c.host.gpus) for c in certs if c.verdict == "certified"), default=1)
     return {
         "name": CHECK_INIT_NAME,
         "image": image,
@@ -69,7 +71,7 @@ def k8s_check_init_container(
             {"name": "PYTHONDONTWRITEBYTECODE", "value": "1"},
             {"name": "PYTHONUNBUFFERED", "value": "1"},
         ],
-        "resources": {"limits": {"nvidia.com/gpu": gpus}},
+        "resources": {"limits": {"nvidia.com/gpu": expect["gpus"]}},
     }
 
 

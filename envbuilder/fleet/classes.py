@@ -159,12 +159,15 @@ def class_host(cls: NodeClass, matrix: Matrix) -> RunHost:
     return RunHost(driver=cls.driver, cuda_driver=cuda, gpus=(gpu,), access="devices", requested="devices")
 
 
-def brand_decides(view: Certificate, image: ImageInfo, host: RunHost) -> tuple[str, ...]:
+def brand_decides(
+    view: Certificate, image: ImageInfo, host: RunHost, refusal: Refusal | None
+) -> tuple[str, ...]:
     """The brands the image's NVIDIA_REQUIRE_* name (`brand=tesla,driver>=535,...` exemptions)
     under which check_require_cuda would decide otherwise than for `host`'s GPU, whose brand is
-    unknown (empty: the outcome does not depend on the brand). An unknown brand compares as "" in
-    the toolkit's evaluator, so it never matches a brand exemption: a class whose model is unknown
-    would be refused for a brand it may well have."""
+    unknown (empty: the outcome does not depend on the brand). `refusal`: what check_require_cuda
+    said for `host` itself (the caller has it; it is not asked twice). An unknown brand compares
+    as "" in the toolkit's evaluator, so it never matches a brand exemption: a class whose model
+    is unknown would be refused for a brand it may well have."""
     named = sorted(
         {
             f.value
@@ -174,7 +177,7 @@ def brand_decides(view: Certificate, image: ImageInfo, host: RunHost) -> tuple[s
             if f.prop == "brand"
         }
     )
-    refused = check_require_cuda(view, image, host) is not None
+    refused = refusal is not None
     return tuple(
         b
         for b in named
@@ -219,7 +222,7 @@ def class_coverage(cls: NodeClass, image: ImageInfo, matrix: Matrix) -> Coverage
         if (r := check_min_driver(view, image, host)) is not None:
             reasons.append(f"{r.message} [{r.reason}]")
         req: Refusal | None = check_require_cuda(view, image, host)
-        decides = brand_decides(view, image, host) if cls.brand is None else ()
+        decides = brand_decides(view, image, host, req) if cls.brand is None else ()
         if decides:  # the outcome turns on a brand nobody stated: unknown, not refused
             said = f"{req.message} [{req.reason}]; " if req is not None else ""
             unknown.append(

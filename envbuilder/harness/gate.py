@@ -18,8 +18,9 @@ import os
 import sys
 import threading
 import time
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from . import HARNESS_VERSION
 from .hostinfo import gpu_devices_present
@@ -83,6 +84,64 @@ def finite_figure(value: Any) -> float | None:
     return number if math.isfinite(number) else None
 
 
+def device_count(value: Any) -> int | None:
+    """facts.device_count as a count: a JSON integer of 0 or more (never a bool), else None."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+
+
+def judge_gpus(
+    facts: Any, steps: Any, handed_in: int
+) -> tuple[Literal["pass", "warn", "fail"], str, str, dict[str, Any]]:
+    """(status, why, message, value): did the short mode see, and step on, each of the
+    `handed_in` GPUs (1 or more) its container was given? The one rule of `envbuilder check`'s
+    image.gpus (check/image.py judge_seen, on a node) and of an --expect run's own `gpus` finding
+    (judge_expect, the Kubernetes init container, with the count the certification ran on).
+    It sees fewer where the image's ENV sets CUDA_VISIBLE_DEVICES (or its runtime hides some):
+    its figures then speak for those GPUs only, so fewer is a failure of the image. Its count is
+    facts.device_count (torch.cuda.device_count() in the image; 0 where it took the CPU path),
+    and gpuN steps must exist for GPUs 0..handed_in-1. A GPU run that does not say its count is
+    not taken as having seen them: a failure, except where the short mode says it measured
+    nothing (`facts.measured` false: the image's framework is not torch, and the figures are
+    torch's): a warning, since none of its GPUs was looked at. `why`: seen, unmeasured, unsaid,
+    fewer or unstepped."""
+    facts = facts if isinstance(facts, Mapping) else {}
+    named = {s.get("name") for s in steps if isinstance(s, Mapping)} if isinstance(steps, list) else set()
+    stepped = [i for i in range(handed_in) if f"gpu{i}" in named]
+    hidden = facts.get("cuda_visible_devices")
+    where = f" (CUDA_VISIBLE_DEVICES={hidden} in the image)" if isinstance(hidden, str) else ""
+    if facts.get("gpu_path") is False:
+        where = " (it found no GPU device node, /dev/nvidia*, and took the CPU path)"
+    count = 0 if facts.get("gpu_path") is False else device_count(facts.get("device_count"))
+    value: dict[str, Any] = {"handed_in": handed_in, "seen": count, "stepped": len(stepped)}
+    if count is None and facts.get("measured") is False:
+        said = (
+            f"the image's run looked at none of the {handed_in} GPU(s) handed in: the short mode "
+            f"measures with torch, the image's framework is {facts.get('framework')}"
+        )
+        return "warn", "unmeasured", said, value
+    if count is None:
+        said = (
+            f"the image's run did not say how many GPUs it saw (facts.device_count "
+            f"{facts.get('device_count')!r}): none of the {handed_in} GPU(s) handed in is taken as seen"
+        )
+        return "fail", "unsaid", said, value
+    if count < handed_in:
+        said = (
+            f"the image saw {count} of {handed_in} GPUs handed in{where}: the others were "
+            "neither smoke-tested nor measured"
+        )
+        return "fail", "fewer", said, value
+    missing = [i for i in range(handed_in) if i not in stepped]
+    if missing:
+        said = (
+            f"the image saw {count} GPUs but its run has no step for GPU "
+            f"{', '.join(map(str, missing))} of the {handed_in} handed in: those were not tested"
+        )
+        return "fail", "unstepped", said, value
+    more = f" (it saw {count})" if count > handed_in else ""
+    return "pass", "seen", f"the image saw and tested all {handed_in} GPU(s) handed in{more}", value
+
+
 def judge_expect(steps: list[dict[str, Any]], expect: dict[str, Any]) -> list[dict[str, Any]]:
     """The findings of an --expect run: each GPU is a certified model, its GEMM and copy within
     the bands of the certified figures; a failed step fails."""
@@ -127,6 +186,17 @@ def judge_expect(steps: list[dict[str, Any]], expect: dict[str, Any]) -> list[di
     return out
 
 
+def judge_expected_gpus(doc: dict[str, Any], expect: dict[str, Any]) -> list[dict[str, Any]]:
+    """The `gpus` finding of an --expect run: the short mode saw and stepped on as many GPUs as
+    the certification ran on (expect's `gpus`: the count the init container asks for), by
+    judge_gpus; none where the expectation states no count (one written before it did)."""
+    want = expect.get("gpus")
+    if want is None:
+        return []
+    status, _, message, _ = judge_gpus(doc.get("facts"), doc.get("steps"), want)
+    return [{"check": "gpus", "status": status, "message": message}]
+
+
 def read_expect(text: str | None) -> dict[str, Any] | None:
     if not text:
         return None
@@ -134,6 +204,8 @@ def read_expect(text: str | None) -> dict[str, Any] | None:
     doc = json.loads(raw)
     if not isinstance(doc, dict):
         raise ValueError("--expect must be a JSON object")
+    if "gpus" in doc and not (device_count(doc["gpus"]) or 0) >= 1:
+        raise ValueError(f"--expect's gpus must be a count of 1 or more, not {doc['gpus']!r}")
     return doc
 
 
@@ -263,7 +335,7 @@ def main(argv: list[str] | None = None) -> int:
         timer.cancel()
     doc = gate_document(rec, facts, started=started, wall_s=time.monotonic() - t0, nonce=args.nonce)
     if expect is not None:
-        findings = judge_expect(doc["steps"], expect)
+        findings = judge_expect(doc["steps"], expect) + judge_expected_gpus(doc, expect)
         statuses = {f["status"] for f in findings}
         verdict = "FAIL" if "fail" in statuses else "WARN" if "warn" in statuses else "PASS"
         doc.update(verdict=verdict, findings=findings, certificate=expect.get("certificate"))

@@ -68,7 +68,7 @@ def test_the_init_container_carries_the_certified_models_figures_and_bands() -> 
     assert expect["models"] == ["NVIDIA GeForce RTX 3090", "NVIDIA H200"]
     assert expect["certified"]["NVIDIA H200"] == {"bf16_gemm_tflops": 700.0, "copy_gbs": 4000.0}
     assert expect["bands"]["gemm"] == {"warn_below": 0.9, "fail_below": 0.7}
-    assert init["resources"] == {"limits": {"nvidia.com/gpu": 1}}
+    assert init["resources"] == {"limits": {"nvidia.com/gpu": 1}} and expect["gpus"] == 1
     assert k8s_check_init_container([Certificate(cert_doc("certified-cpu-only", ()))], image=REF,
                                     harness_dir="/h") is None  # fmt: skip
 
@@ -147,15 +147,19 @@ def test_the_short_mode_judges_only_finite_figures(ref: Any, got: Any, message: 
     assert copy["status"] == "pass"
 
 
-def test_the_short_mode_with_expectations_exits_0_on_the_cpu_path_and_2_on_bad_input(
+def test_the_short_mode_with_expectations_fails_on_the_cpu_path_and_exits_2_on_bad_input(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    # The certification ran on 1 GPU: a pod whose image finds no GPU (the CPU path) is no PASS
+    # (it was, before the expectation carried the count: no GPU step, nothing judged).
     expect = check_expectations([gpu_certificate()])
     path = tmp_path / "expect.json"
     path.write_text(json.dumps(expect))
-    assert main(["--cpu-only", "--expect", f"@{path}", "--out", str(tmp_path / "g.json")]) == 0
+    assert main(["--cpu-only", "--expect", f"@{path}", "--out", str(tmp_path / "g.json")]) == 2
     doc = json.loads((tmp_path / "g.json").read_text())
-    assert doc["verdict"] == "PASS" and doc["certificate"] == expect["certificate"]  # type: ignore[index]
+    assert doc["verdict"] == "FAIL" and doc["certificate"] == expect["certificate"]  # type: ignore[index]
+    assert [(f["check"], f["status"]) for f in doc["findings"]] == [("gpus", "fail")]
+    assert "saw 0 of 1 GPUs handed in" in doc["findings"][0]["message"]
     assert main(["--cpu-only", "--expect", "[1, 2]"]) == 2
     assert "--expect must be a JSON object" in capsys.readouterr().err
 
