@@ -10490,7 +10490,7 @@ SET_W = (
     ),
     m(
         "W14",
-        "check/image.py",
+        "harness/gate.py",  # moved from check/image.py (judge_gpus, 2026-12-06) after W was written
         "    missing = [i for i in range(handed_in) if i not in stepped]",
         "    missing = [i for i in range(len(stepped)) if i not in stepped]",
         "the GPU steps checked against those the run stepped on, not those handed in: a run that tested "
