@@ -1,0 +1,200 @@
+"""Evidence read from outside the image (mutants area "evidence", issue 23): the host probe's GPU
+process lists and what certify's GPU watch makes of them, the foreign node's record, the kernel
+inventory, the cgroup CPU meter. One table row per condition, on the record a slip would miss (the
+second GPU, another order, a field missing, null or of another type, both sides of a bound)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fake_host import SMI_APPS_ARGV, FakeGpu, FakeNvml, FakeNVMLError, smi_runner
+from test_evidence_rules import RISE, gpu, report, watched
+
+from envbuilder.doctor.checks import _gpu_checks
+from envbuilder.host import CommandResult, GpuInfo, HostReport
+from envbuilder.host.probe import probe_nvidia_smi, probe_nvml
+
+Doc = dict[str, Any]
+
+# =========================================================================== unread process lists
+
+
+class _Unlisting(FakeNvml):
+    """NVML that cannot list one kind of process (`fails`: compute | graphics) on the GPUs whose
+    index is in `on`: an NVMLError (no permission, a driver without the call)."""
+
+    def __init__(self, gpus: list[FakeGpu], fails: str, on: tuple[int, ...]) -> None:
+        super().__init__(gpus)
+        self.fails, self.on = fails, on
+
+    def _listed(self, g: FakeGpu, kind: str) -> list[Any]:
+        if kind == self.fails and self.gpus.index(g) in self.on:
+            raise FakeNVMLError("Insufficient Permissions")
+        return getattr(super(), f"nvmlDeviceGet{kind.title()}RunningProcesses")(g)  # type: ignore[no-any-return]
+
+    def nvmlDeviceGetComputeRunningProcesses(self, g: FakeGpu) -> list[Any]:
+        return self._listed(g, "compute")
+
+    def nvmlDeviceGetGraphicsRunningProcesses(self, g: FakeGpu) -> list[Any]:
+        return self._listed(g, "graphics")
+
+
+def _two() -> list[FakeGpu]:
+    return [FakeGpu(uuid="GPU-1", compute=[(7, None)]), FakeGpu(uuid="GPU-2", graphics=[(8, None)])]
+
+
+@pytest.mark.parametrize(
+    ("fails", "on", "pids"),
+    [
+        pytest.param("none", (), [(7,), (8,)], id="both-lists-read"),
+        pytest.param("compute", (0,), [None, (8,)], id="compute-unread-on-the-first"),
+        pytest.param("graphics", (1,), [(7,), None], id="graphics-unread-on-the-second"),
+        pytest.param("compute", (1,), [(7,), None], id="compute-unread-on-the-second-an-empty-one"),
+        pytest.param("graphics", (0, 1), [None, None], id="graphics-unread-on-both"),
+    ],
+)
+def test_an_nvml_process_list_that_fails_is_unread_not_empty(
+    tmp_path: Path, fails: str, on: tuple[int, ...], pids: list[tuple[int, ...] | None]
+) -> None:
+    """Was `opt(fn) or ()`: a list NVML refused read as no process, and certify's watch took a
+    process that ran before the run (another tenant's) for the container's (issue 23 item 14)."""
+    got = probe_nvml(_Unlisting(_two(), fails, on), root=tmp_path)
+    assert isinstance(got, HostReport)
+    seen = [None if g.processes is None else tuple(p.pid for p in g.processes) for g in got.gpus]
+    assert seen == pids
+
+
+@pytest.mark.parametrize(
+    ("apps", "processes"),
+    [
+        pytest.param(CommandResult(returncode=0, stdout="", stderr=""), [(), ()], id="no-process"),
+        pytest.param(
+            CommandResult(returncode=6, stdout="", stderr="No permission"), [None, None], id="failed"
+        ),
+        pytest.param(CommandResult(returncode=127, stdout="", stderr="gone"), [None, None], id="not-run"),
+    ],
+)
+def test_nvidia_smis_compute_apps_that_fail_are_unread_for_every_gpu(
+    apps: CommandResult, processes: list[tuple[()] | None]
+) -> None:
+    run = smi_runner("2gpu")
+    run.table[SMI_APPS_ARGV] = apps
+    got = probe_nvidia_smi(run)
+    assert isinstance(got, HostReport)
+    assert [g.processes for g in got.gpus] == processes
+
+
+def unlisted(g: GpuInfo) -> GpuInfo:
+    return replace(g, processes=None)
+
+
+@pytest.mark.parametrize(
+    ("baseline", "sample", "busy"),
+    [
+        # Process 9 may have run on GPU-2 before the container (its list is unread): turning up on
+        # GPU-1 it is no new process, whichever GPU's list was unread and wherever it turns up.
+        pytest.param(
+            (gpu("GPU-1", 0), unlisted(gpu("GPU-2", 1))),
+            (gpu("GPU-1", 0, pids=(9,)), gpu("GPU-2", 1, pids=(9,))),
+            (),
+            id="the-second-baselines-list-unread",
+        ),
+        pytest.param(
+            (unlisted(gpu("GPU-1", 0)), gpu("GPU-2", 1), gpu("GPU-3", 2)),
+            (gpu("GPU-1", 0), gpu("GPU-2", 1), gpu("GPU-3", 2, pids=(9,))),
+            (),
+            id="the-first-unread-a-process-on-the-third",
+        ),
+        pytest.param(
+            (unlisted(gpu("GPU-1", 0)),),
+            (gpu("GPU-1", 0, pids=(9,)),),
+            (),
+            id="the-only-gpus-list-unread",
+        ),
+        # Memory is still read against the baseline.
+        pytest.param(
+            (gpu("GPU-1", 0), unlisted(gpu("GPU-2", 1))),
+            (gpu("GPU-1", 0), gpu("GPU-2", 1, mem=100 + RISE, pids=(9,))),
+            ("GPU-2",),
+            id="unread-list-memory-rise",
+        ),
+        pytest.param(
+            (gpu("GPU-1", 0), unlisted(gpu("GPU-2", 1))),
+            (gpu("GPU-1", 0, mem=100 + RISE - 1), gpu("GPU-2", 1, pids=(9,))),
+            (),
+            id="unread-list-memory-one-below-the-rise",
+        ),
+        # A sample's list unread shows no process; every baseline list read, the rule holds.
+        pytest.param(
+            (gpu("GPU-1", 0), gpu("GPU-2", 1)),
+            (unlisted(gpu("GPU-1", 0)), gpu("GPU-2", 1, pids=(9,))),
+            ("GPU-2",),
+            id="a-samples-list-unread",
+        ),
+        pytest.param(
+            (gpu("GPU-1", 0), gpu("GPU-2", 1)),
+            (gpu("GPU-1", 0), unlisted(gpu("GPU-2", 1))),
+            (),
+            id="a-samples-list-unread-nothing-new",
+        ),
+        # A GPU the baseline did not list, its list unread, takes nothing from the others.
+        pytest.param(
+            (gpu("GPU-1", 0),),
+            (gpu("GPU-1", 0, pids=(9,)), unlisted(gpu("GPU-2", 1))),
+            ("GPU-1",),
+            id="an-unread-gpu-not-in-the-baseline",
+        ),
+    ],
+)
+def test_no_process_is_new_against_a_baseline_whose_list_is_unread(
+    baseline: tuple[GpuInfo, ...], sample: tuple[GpuInfo, ...], busy: tuple[str, ...]
+) -> None:
+    seen = watched(report(*baseline), report(*sample))
+    assert seen.busy == busy and seen.samples == 1
+
+
+@pytest.mark.parametrize(
+    ("baseline", "said"),
+    [
+        pytest.param((gpu("GPU-1", 0), gpu("GPU-2", 1)), "", id="every-list-read"),
+        pytest.param(
+            (unlisted(gpu("GPU-3", 0)), gpu("GPU-1", 1), unlisted(gpu("GPU-2", 2))),
+            "no baseline process list for GPU-2, GPU-3: no process is counted as new on any GPU",
+            id="two-unread",
+        ),
+    ],
+)
+def test_the_detail_names_the_gpus_whose_process_list_is_unread(
+    baseline: tuple[GpuInfo, ...], said: str
+) -> None:
+    sample = tuple(replace(g, processes=()) for g in baseline)
+    assert watched(report(*baseline), report(*sample)).detail == said
+
+
+@pytest.mark.parametrize(
+    ("processes", "status", "detail"),
+    [
+        pytest.param(None, "warn", "its processes could not be listed", id="unread"),
+        pytest.param((), "ok", "no process holds VRAM", id="none"),
+    ],
+)
+def test_doctor_says_an_unread_process_list_is_unknown(processes: Any, status: str, detail: str) -> None:
+    vram = _gpu_checks(replace(gpu("GPU-1"), processes=processes))[-1]
+    assert (vram.name, vram.status, vram.detail) == ("gpu0 vram", status, detail)
+
+
+def test_another_tenants_process_nvml_could_not_list_in_the_baseline_is_no_work(tmp_path: Path) -> None:
+    """The defect end to end: process 9 ran on GPU-2 before the run, NVML refused GPU-2's compute
+    list at the baseline, and 9 then used GPU-1 too. Read as no process, 9 was new on both GPUs."""
+    before = _Unlisting([FakeGpu(uuid="GPU-1"), FakeGpu(uuid="GPU-2", compute=[(9, None)])], "compute", (1,))
+    during = FakeNvml(
+        [FakeGpu(uuid="GPU-1", compute=[(9, None)]), FakeGpu(uuid="GPU-2", compute=[(9, None)])]
+    )
+    reads = [probe_nvml(before, root=tmp_path), probe_nvml(during, root=tmp_path)]
+    assert all(isinstance(r, HostReport) for r in reads)
+    seen = watched(*(r for r in reads if isinstance(r, HostReport)))
+    assert (seen.busy, seen.samples) == ((), 1)
+    assert "no baseline process list for GPU-2" in seen.detail
