@@ -11,9 +11,13 @@ from typing import Any
 
 import pytest
 from fake_host import SMI_APPS_ARGV, FakeGpu, FakeNvml, FakeNVMLError, smi_runner
-from test_evidence_rules import RISE, gpu, report, watched
+from test_certify import IMAGE
+from test_evidence_rules import H100, RISE, gpu, lib, node_result, report, watched
+from test_verdict_conditions import gpu_facts
 
+from envbuilder.certify.foreign import seal_foreign_run
 from envbuilder.doctor.checks import _gpu_checks
+from envbuilder.engine import ImageInfo
 from envbuilder.host import CommandResult, GpuInfo, HostReport
 from envbuilder.host.probe import probe_nvidia_smi, probe_nvml
 
@@ -198,3 +202,87 @@ def test_another_tenants_process_nvml_could_not_list_in_the_baseline_is_no_work(
     seen = watched(*(r for r in reads if isinstance(r, HostReport)))
     assert (seen.busy, seen.samples) == ((), 1)
     assert "no baseline process list for GPU-2" in seen.detail
+
+
+def sealed(doc: Doc, image: ImageInfo = IMAGE, **facts: Any) -> Any:
+    """seal_foreign_run of a fleet job's result `doc` (a GPU run; `facts` change its RunFacts)."""
+    base: Doc = {"observation": None, "container_seconds": None, "cpu_seconds": None}
+    return seal_foreign_run(
+        image=image,
+        image_ref="img:1",
+        result=doc,
+        facts=gpu_facts(**{**base, **facts}),
+        where="node1",
+        thresholds={},
+        run={},
+    )
+
+
+@pytest.mark.parametrize(
+    ("record", "verdict", "said"),
+    [
+        pytest.param(
+            {"name": "NVIDIA Odd", "uuid": "GPU-9", "compute_capability": ""},
+            "certified",
+            "NVIDIA Odd: compute capability '' could not be read",
+            id="an-empty-cc-is-said",
+        ),
+        pytest.param(
+            {"name": "NVIDIA Odd", "uuid": "GPU-9", "compute_capability": None},
+            "certified",
+            "NVIDIA Odd: compute capability '' could not be read",
+            id="a-null-cc-is-said",
+        ),
+        pytest.param(
+            {"name": "NVIDIA Odd", "uuid": "GPU-9"},
+            "certified",
+            "compute capability '' could not",
+            id="no-cc",
+        ),
+        pytest.param(
+            {"name": "", "uuid": "GPU-9", "compute_capability": "6.1"},
+            "failed",
+            "has no kernel for GPU-9 (sm_61)",
+            id="a-nameless-gpu-is-judged-by-its-uuid",
+        ),
+        pytest.param(
+            {"name": None, "uuid": None, "compute_capability": "6.1"},
+            "failed",
+            "has no kernel for GPU 1 (sm_61)",
+            id="nameless-and-no-uuid-by-its-place",
+        ),
+    ],
+)
+def test_every_gpu_of_a_nodes_host_record_is_judged_or_said_not_judged(
+    record: Doc, verdict: str, said: str
+) -> None:
+    """Was `if g["name"] and g["cc"]`: a GPU of the job's host record without a compute capability
+    (or a name) was left out silently, so its kernels were never judged and nothing said so."""
+    doc = node_result([H100], [lib("libtorch_cuda.so", ["sm_90"])])
+    doc["host"]["gpus"].append(record)
+    cert = sealed(doc)
+    assert cert.verdict == verdict
+    assert said in " | ".join([cert.data["verdict_reason"], *cert.data["run"]["warnings"]])
+
+
+def test_a_host_gpu_whose_compute_capability_the_probe_could_not_read_is_said_not_judged() -> None:
+    """certify's own run, the same rule: was `if g.cc`, a GPU left out of the kernel judgement
+    without a word."""
+    from test_certify import _inventory_step, _lib, a100_host, busy_gpu, engine, harness_result, mode
+
+    from envbuilder.certify.certify import certify_image
+
+    host = a100_host()
+    unread = replace(host, gpus=(replace(host.gpus[0], cc=None),))
+    libs = [_lib("torch/lib/libtorch_cuda.so", ["sm_90"], [])]
+    cert = certify_image(
+        "img:1",
+        eng=engine(result=harness_result(steps=[_inventory_step(libs)])),
+        probe=lambda: unread,
+        observe=busy_gpu(),
+        access_modes=lambda _d: [mode("toolkit")],
+        progress=lambda _line: None,
+        mem_total=2**34,
+    )
+    said = "NVIDIA A100-SXM4-80GB: compute capability '' could not be read"
+    assert any(said in w for w in cert.data["run"]["warnings"]), cert.data["run"]["warnings"]
