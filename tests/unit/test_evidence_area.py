@@ -16,10 +16,12 @@ from test_evidence_rules import H100, RISE, gpu, lib, node_result, report, watch
 from test_verdict_conditions import gpu_facts
 
 from envbuilder.certify.foreign import seal_foreign_run
+from envbuilder.certify.kernels import judge_inventory
 from envbuilder.doctor.checks import _gpu_checks
 from envbuilder.engine import ImageInfo
 from envbuilder.host import CommandResult, GpuInfo, HostReport
 from envbuilder.host.probe import probe_nvidia_smi, probe_nvml
+from envbuilder.matrix import load_matrix
 
 Doc = dict[str, Any]
 
@@ -286,3 +288,27 @@ def test_a_host_gpu_whose_compute_capability_the_probe_could_not_read_is_said_no
     )
     said = "NVIDIA A100-SXM4-80GB: compute capability '' could not be read"
     assert any(said in w for w in cert.data["run"]["warnings"]), cert.data["run"]["warnings"]
+
+
+@pytest.mark.parametrize(
+    ("driver", "said"),
+    [
+        pytest.param(None, "the driver (unknown) could not be read", id="null"),
+        pytest.param("", "the driver (unknown) could not be read", id="empty"),
+        pytest.param("R580", "the driver (R580) could not be read", id="no-version"),
+        pytest.param("580.159.04", "", id="read"),
+    ],
+)
+def test_ptx_on_a_driver_that_cannot_be_read_is_a_warning_not_a_pass(driver: str | None, said: str) -> None:
+    """Was `driver is not None and _newer(...)`, _newer False for what Version cannot read: the JIT
+    floor was skipped without a word, where an unknown ISA is a warning."""
+    ptx = [{"arch": "compute_90", "isa": "8.3"}]
+    v = judge_inventory(load_matrix(), {"libraries": [lib("a.so", [], ptx)]}, [("RTX 5090", "12.0")], driver)
+    assert v.failures == () and v.covered == ("a.so: compute_90 on RTX 5090",)
+    if said:
+        assert v.warnings == (
+            "a.so runs on RTX 5090 (sm_120) only through PTX compute_90 of ISA 8.3 (CUDA 12.3, driver "
+            f"545.23.06): {said}: the JIT is not checked",
+        )
+    else:
+        assert v.warnings == ()
