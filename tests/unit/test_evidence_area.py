@@ -5,22 +5,33 @@ second GPU, another order, a field missing, null or of another type, both sides 
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
-from fake_host import SMI_APPS_ARGV, FakeGpu, FakeNvml, FakeNVMLError, smi_runner
+from fake_host import (
+    SMI_APPS_ARGV,
+    SMI_QUERY_ARGV,
+    FakeGpu,
+    FakeNvml,
+    FakeNVMLError,
+    FakeRunner,
+    ok,
+    smi_runner,
+)
 from test_certify import IMAGE
-from test_evidence_rules import H100, RISE, gpu, lib, node_result, report, watched
+from test_evidence_rules import A100, H100, NEW_DRIVER, RISE, gpu, lib, node_result, report, watched
 from test_verdict_conditions import gpu_facts
 
 from envbuilder.certify.foreign import seal_foreign_run
-from envbuilder.certify.kernels import judge_inventory
+from envbuilder.certify.kernels import disagreements, inventory_of, judge_inventory, judge_kernels
+from envbuilder.certify.observe import Observation, not_observed
 from envbuilder.doctor.checks import _gpu_checks
 from envbuilder.engine import ImageInfo
 from envbuilder.host import CommandResult, GpuInfo, HostReport
-from envbuilder.host.probe import probe_nvidia_smi, probe_nvml
+from envbuilder.host.probe import probe_host, probe_nvidia_smi, probe_nvml, probe_proc
 from envbuilder.matrix import load_matrix
 
 Doc = dict[str, Any]
@@ -206,6 +217,9 @@ def test_another_tenants_process_nvml_could_not_list_in_the_baseline_is_no_work(
     assert "no baseline process list for GPU-2" in seen.detail
 
 
+# =========================================================================== a foreign node's run
+
+
 def sealed(doc: Doc, image: ImageInfo = IMAGE, **facts: Any) -> Any:
     """seal_foreign_run of a fleet job's result `doc` (a GPU run; `facts` change its RunFacts)."""
     base: Doc = {"observation": None, "container_seconds": None, "cpu_seconds": None}
@@ -218,6 +232,121 @@ def sealed(doc: Doc, image: ImageInfo = IMAGE, **facts: Any) -> Any:
         thresholds={},
         run={},
     )
+
+
+def test_the_nodes_observation_is_recorded_when_there_is_one_else_not_observed() -> None:
+    doc = node_result([H100], [lib("libtorch_cuda.so", ["sm_90"])])
+    seen = Observation("the node's nvml", 4, ("GPU-0",), "its detail")
+    assert sealed(doc, observation=seen).data["run"]["host_observation"] == seen.to_json()
+    unseen = sealed(doc).data["run"]["host_observation"]
+    assert unseen == not_observed("node1").to_json()
+    assert (unseen["source"], unseen["samples"], unseen["busy_gpus"]) == ("none", 0, [])
+
+
+def _uncovered(n: int) -> list[Doc]:
+    return [lib(f"lib{i}_cuda.so", ["sm_90"]) for i in range(n)]
+
+
+@pytest.mark.parametrize("n", [1, 3, 4, 5])
+def test_a_kernel_failure_reason_names_the_first_three(n: int) -> None:
+    cert = sealed(node_result([A100], _uncovered(n)))
+    reason = cert.data["verdict_reason"]
+    assert cert.verdict == "failed" and reason.startswith("kernel inventory: lib0_cuda.so has no kernel")
+    assert [f"lib{i}_cuda.so" in reason for i in range(n)] == [i < 3 for i in range(n)]
+    assert reason.count("; ") == min(n, 3) - 1
+
+
+def test_a_run_that_failed_keeps_its_own_reason_over_a_kernel_failure() -> None:
+    cert = sealed(node_result([A100], _uncovered(1)), exit_code=1)
+    assert cert.verdict == "failed"
+    assert not cert.data["verdict_reason"].startswith("kernel inventory")
+
+
+def _certify_label(label: Doc | None) -> ImageInfo:
+    labels = {k: v for k, v in IMAGE.labels.items() if k != "io.envbuilder.certify"}
+    if label is not None:
+        labels["io.envbuilder.certify"] = json.dumps(label)
+    return ImageInfo(id=IMAGE.id, tags=(), repo_digests=(), labels=labels)
+
+
+@pytest.mark.parametrize(
+    ("label", "warned"),
+    [
+        pytest.param(None, False, id="no-certify-label"),
+        pytest.param({"level": "default", "thresholds": {}}, False, id="a-label-without-smoke"),
+        pytest.param({"level": "default", "thresholds": {}, "smoke": ["true"]}, True, id="a-smoke-command"),
+    ],
+)
+def test_a_node_run_says_the_smoke_command_did_not_run_only_when_the_image_has_one(
+    label: Doc | None, warned: bool
+) -> None:
+    doc = node_result([H100], [lib("libtorch_cuda.so", ["sm_90"])])
+    warnings = sealed(doc, _certify_label(label)).data["run"]["warnings"]
+    assert any("certify.smoke) did not run" in w for w in warnings) is warned
+
+
+# =========================================================================== a recorded observation
+
+
+@pytest.mark.parametrize(
+    "entry",
+    [None, "", 7, 1.5, True, ["GPU-1"], {"uuid": "GPU-1"}],
+    ids=["null", "empty", "int", "float", "true", "list", "mapping"],
+)
+def test_a_recorded_busy_entry_that_is_no_gpu_name_is_dropped_and_the_others_kept(entry: Any) -> None:
+    doc = {"source": "nvml", "samples": 2, "busy_gpus": [entry, "GPU-2"]}
+    got = Observation.from_json(doc, seen_by="the node's")
+    assert got is not None and got.busy == ("GPU-2",)
+    alone = Observation.from_json({**doc, "busy_gpus": [entry]}, seen_by="the node's")
+    assert alone is not None and (alone.busy, alone.saw_gpu_work) == ((), False)
+
+
+# =========================================================================== the watch
+
+
+@pytest.mark.parametrize(
+    ("baseline", "sample", "busy"),
+    [
+        pytest.param(
+            (gpu("GPU-2", 1),),
+            (gpu("GPU-1", 0, pids=(9,)), gpu("GPU-2", 1, pids=(9,))),
+            ("GPU-2",),
+            id="a-gpu-not-in-the-baseline-listed-first",
+        ),
+        pytest.param(
+            (gpu("GPU-3", 2),),
+            (gpu("GPU-1", 0), gpu("GPU-2", 1), gpu("GPU-3", 2, mem=100 + RISE)),
+            ("GPU-3",),
+            id="two-gpus-not-in-the-baseline-listed-first",
+        ),
+    ],
+)
+def test_a_gpu_without_baseline_skips_only_itself(
+    baseline: tuple[GpuInfo, ...], sample: tuple[GpuInfo, ...], busy: tuple[str, ...]
+) -> None:
+    assert watched(report(*baseline), report(*sample)).busy == busy
+
+
+@pytest.mark.parametrize(
+    ("baseline", "said"),
+    [
+        pytest.param(
+            (gpu("GPU-1", 0), gpu("GPU-2", 1, mem=None)),
+            "no baseline memory reading for GPU-2: its memory is not counted",
+            id="the-second-unread",
+        ),
+        pytest.param(
+            (gpu("GPU-1", 0), gpu("GPU-2", 1), gpu("GPU-3", 2, mem=None), gpu("GPU-4", 3, mem=None)),
+            "no baseline memory reading for GPU-3, GPU-4: its memory is not counted",
+            id="the-third-and-fourth-unread",
+        ),
+    ],
+)
+def test_the_detail_names_every_gpu_whose_baseline_memory_is_unread(
+    baseline: tuple[GpuInfo, ...], said: str
+) -> None:
+    sample = tuple(replace(g, memory_used_mib=100) for g in baseline)
+    assert watched(report(*baseline), report(*sample)).detail == said
 
 
 @pytest.mark.parametrize(
@@ -290,6 +419,67 @@ def test_a_host_gpu_whose_compute_capability_the_probe_could_not_read_is_said_no
     assert any(said in w for w in cert.data["run"]["warnings"]), cert.data["run"]["warnings"]
 
 
+# =========================================================================== the kernel inventory
+
+
+def _inventory(metrics: Doc) -> Doc:
+    return {"kind": "step", "name": "kernel_inventory", "status": "pass", "metrics": metrics}
+
+
+@pytest.mark.parametrize(
+    "before",
+    [[], ["kernel_inventory"], [None, 3], [["kernel_inventory"]], [{"name": "host"}]],
+    ids=["first", "a-string-before", "null-and-int-before", "a-list-before", "another-step-before"],
+)
+def test_the_inventory_step_is_found_past_records_that_are_no_step(before: list[Any]) -> None:
+    metrics = {"libraries": [lib("a.so", ["sm_90"])]}
+    assert inventory_of({"steps": [*before, _inventory(metrics)]}) == metrics
+
+
+@pytest.mark.parametrize(
+    ("entry", "covered", "warned"),
+    [
+        pytest.param({"sass": ["sm_90"]}, "a.so: sm_90 on H100", "", id="sass-no-ptx-key"),
+        pytest.param({"sass": ["sm_90"], "ptx": None}, "a.so: sm_90 on H100", "", id="sass-ptx-null"),
+        pytest.param(
+            {"ptx": [{"arch": "compute_90", "isa": "8.0"}]},
+            "a.so: compute_90 on H100",
+            "",
+            id="ptx-no-sass-key",
+        ),
+        pytest.param(
+            {"sass": None, "ptx": [{"arch": "compute_90", "isa": "8.0"}]},
+            "a.so: compute_90 on H100",
+            "",
+            id="ptx-sass-null",
+        ),
+        pytest.param(
+            {"sass": ["compute_90"]},
+            "a.so: compute_90 on H100",
+            "only through PTX compute_90, whose ISA could not be read",
+            id="ptx-named-in-sass-no-ptx-key",
+        ),
+    ],
+)
+def test_a_library_with_one_kind_of_device_code_is_judged_on_it(
+    entry: Doc, covered: str, warned: str
+) -> None:
+    v = judge_inventory(
+        load_matrix(),
+        {"libraries": [{"library": "a.so", "owner": "torch", **entry}]},
+        [("H100", "9.0")],
+        NEW_DRIVER,
+    )
+    assert (v.failures, v.covered) == ((), (covered,))
+    assert (warned in " ".join(v.warnings)) and bool(v.warnings) is bool(warned), v.warnings
+
+
+def test_the_isa_is_read_past_ptx_records_that_are_no_mapping() -> None:
+    ptx: list[Any] = ["compute_90", None, {"arch": "compute_90", "isa": "8.3"}]
+    v = judge_inventory(load_matrix(), {"libraries": [lib("a.so", [], ptx)]}, [("H100", "9.0")], NEW_DRIVER)
+    assert (v.failures, v.warnings, v.covered) == ((), (), ("a.so: compute_90 on H100",))
+
+
 @pytest.mark.parametrize(
     ("driver", "said"),
     [
@@ -312,3 +502,195 @@ def test_ptx_on_a_driver_that_cannot_be_read_is_a_warning_not_a_pass(driver: str
         )
     else:
         assert v.warnings == ()
+
+
+@pytest.mark.parametrize("ptx", [["9.0", "12.0"], ["12.0", "9.0"]], ids=["in-order", "another-order"])
+def test_the_matrix_rows_ptx_is_compared_as_a_whole(ptx: list[str]) -> None:
+    code = lib("a.so", ["sm_80"], [{"arch": "compute_90"}, {"arch": "compute_120"}])
+    assert disagreements(["8.0"], ptx, "row", {"libraries": [code]}, "torch") == []
+    assert disagreements(["8.0"], ptx[:1], "row", {"libraries": [code]}, "torch") != []
+
+
+def test_no_gpu_judges_no_kernel_and_needs_no_matrix(monkeypatch: pytest.MonkeyPatch) -> None:
+    import envbuilder.certify.kernels as kernels
+    from envbuilder.errors import MatrixError
+
+    def broken() -> Any:
+        raise MatrixError("the matrix did not load")
+
+    monkeypatch.setattr(kernels, "load_matrix", broken)
+    doc = node_result([], [lib("libtorch_cuda.so", ["sm_90"])])
+    got = judge_kernels(doc, gpus=[], driver=NEW_DRIVER, access="toolkit", stack=None)
+    assert (got.failures, got.warnings, got.covered) == ((), (), ())
+    said = judge_kernels(doc, gpus=[H100], driver=NEW_DRIVER, access="toolkit", stack=None)
+    assert said.warnings == ("kernel inventory not judged: the matrix did not load",)
+
+
+# =========================================================================== the name a user typed
+
+
+@pytest.mark.parametrize(
+    ("typed", "first"),
+    [
+        pytest.param(
+            "localhost:5000/mine", "localhost:5000/mine:latest", id="a-port-then-the-implied-latest"
+        ),
+        pytest.param("localhost:5000/mine:2", "localhost:5000/mine:2", id="a-port-and-a-tag"),
+        pytest.param("reg.io:443/team/mine", "reg.io:443/team/mine:latest", id="a-port-two-levels-up"),
+    ],
+)
+def test_a_registry_port_is_no_tag_of_the_name_typed(typed: str, first: str) -> None:
+    info = ImageInfo(
+        id="sha256:" + "a" * 64,
+        tags=(
+            "other/check:1",
+            "localhost:5000/mine:2",
+            "localhost:5000/mine:latest",
+            "reg.io:443/team/mine:latest",
+        ),
+        repo_digests=(),
+    )
+    named = info.named_as(typed)
+    assert named.tags[0] == first and sorted(named.tags) == sorted(info.tags)
+
+
+# =========================================================================== the host probe
+
+
+def _smi(query: str, apps: str = "", *, code: int = 0, stderr: str = "") -> Any:
+    """probe_nvidia_smi answering `query` (exit `code`, `stderr`) and the compute apps `apps`."""
+    run = FakeRunner(
+        {
+            SMI_QUERY_ARGV: CommandResult(returncode=code, stdout=query, stderr=stderr),
+            ("nvidia-smi",): ok(
+                "| NVIDIA-SMI 580.159.04   Driver Version: 580.159.04   CUDA Version: 13.0 |\n"
+            ),
+            SMI_APPS_ARGV: ok(apps),
+        }
+    )
+    return probe_nvidia_smi(run)
+
+
+ROW = "NVIDIA X, GPU-u, 9.0, 580.159.04, 10, 20, 30, 40.5, 50.5"
+ROW2 = "NVIDIA Y, GPU-v, 8.0, 580.159.04, 11, 21, 31, 41.5, 51.5"
+
+
+@pytest.mark.parametrize(
+    ("code", "stdout", "stderr", "said"),
+    [
+        pytest.param(9, "first\nsecond", "err", "nvidia-smi: exit 9: first", id="stdout-first-line"),
+        pytest.param(9, "", "boom\nmore", "nvidia-smi: exit 9: boom", id="stderr-when-no-stdout"),
+        pytest.param(9, "  \n", "", "nvidia-smi: exit 9: no output", id="neither"),
+    ],
+)
+def test_what_a_failed_nvidia_smi_said(code: int, stdout: str, stderr: str, said: str) -> None:
+    assert _smi(stdout, code=code, stderr=stderr) == said
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        pytest.param("", id="no-row"),
+        pytest.param("\n \n", id="blank-rows-only"),
+        pytest.param(f"{ROW}\n{ROW2.rsplit(',', 1)[0]}\n", id="the-second-row-short"),
+        pytest.param(f"{ROW.rsplit(',', 1)[0]}\n{ROW2}\n", id="the-first-row-short"),
+        pytest.param(f"{ROW}\n{ROW2}\n{ROW2}, 1\n", id="the-third-row-long"),
+    ],
+)
+def test_an_nvidia_smi_table_not_of_nine_cells_a_row_is_refused(query: str) -> None:
+    said = _smi(query)
+    assert isinstance(said, str) and said.startswith("nvidia-smi: unexpected --query-gpu output")
+
+
+def test_every_cell_of_every_nvidia_smi_row_is_read_from_its_column() -> None:
+    got = _smi(f"{ROW}\n\n{ROW2}\n", "GPU-v, 77, python3, 900\nGPU-u, 78, , 5\n")
+    assert isinstance(got, HostReport)
+    assert (got.driver, got.cuda_driver) == ("580.159.04", "13.0")
+    cells = [(g.index, g.name, g.uuid, g.cc, g.memory_used_mib, g.memory_total_mib) for g in got.gpus]
+    more = [(g.temperature_c, g.power_draw_w, g.power_limit_w) for g in got.gpus]
+    procs = [[(p.pid, p.name, p.used_mib) for p in g.processes or ()] for g in got.gpus]
+    fields = [(*c, *m, ps) for c, m, ps in zip(cells, more, procs, strict=True)]
+    assert fields == [
+        (0, "NVIDIA X", "GPU-u", "9.0", 10, 20, 30, 40.5, 50.5, [(78, None, 5)]),
+        (1, "NVIDIA Y", "GPU-v", "8.0", 11, 21, 31, 41.5, 51.5, [(77, "python3", 900)]),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("uuid", "cc", "want"),
+    [
+        pytest.param("", "9.0", (None, "9.0"), id="no-uuid"),
+        pytest.param("GPU-u", "[N/A]", ("GPU-u", None), id="cc-not-available"),
+        pytest.param("GPU-u", "9", ("GPU-u", None), id="cc-one-number"),
+    ],
+)
+def test_an_nvidia_smi_cell_it_cannot_read_is_none(uuid: str, cc: str, want: tuple[Any, Any]) -> None:
+    got = _smi(f"NVIDIA X, {uuid}, {cc}, 580.159.04, 10, 20, 30, 40.5, 50.5\n")
+    assert isinstance(got, HostReport) and [(g.uuid, g.cc) for g in got.gpus] == [want]
+
+
+def test_every_nvml_gpu_is_read_each_its_own(tmp_path: Path) -> None:
+    nvml = FakeNvml(
+        [FakeGpu(uuid="GPU-1"), FakeGpu(name="NVIDIA H100", uuid="GPU-2", cc=(9, 0), used_mib=7, temp_c=40)]
+    )
+    got = probe_nvml(nvml, root=tmp_path)
+    assert isinstance(got, HostReport)
+    assert [(g.index, g.name, g.uuid, g.memory_used_mib, g.temperature_c) for g in got.gpus] == [
+        (0, "NVIDIA H200", "GPU-1", 0, 31),
+        (1, "NVIDIA H100", "GPU-2", 7, 40),
+    ]
+    assert got.to_dict()["gpus"][1]["uuid"] == "GPU-2" and len(got.to_dict()["gpus"]) == 2
+
+
+class _Breaks(FakeNvml):
+    def nvmlDeviceGetCount(self) -> int:
+        raise FakeNVMLError("GPU is lost")
+
+
+def test_an_nvml_error_after_init_is_said_not_raised(tmp_path: Path) -> None:
+    nvml = _Breaks([FakeGpu()])
+    assert probe_nvml(nvml, root=tmp_path) == "NVML: GPU is lost" and nvml.shutdowns == 1
+
+
+@pytest.mark.parametrize(
+    ("comm", "name"), [("python3\n", "python3"), ("\n", None), (None, None)], ids=["named", "blank", "absent"]
+)
+def test_an_nvml_processs_name_is_its_comm_file(tmp_path: Path, comm: str | None, name: str | None) -> None:
+    if comm is not None:
+        (tmp_path / "proc/42").mkdir(parents=True)
+        (tmp_path / "proc/42/comm").write_text(comm)
+    got = probe_nvml(FakeNvml([FakeGpu(compute=[(42, None)])]), root=tmp_path)
+    assert isinstance(got, HostReport) and [p.name for p in got.gpus[0].processes or ()] == [name]
+
+
+def test_the_resolvers_view_keeps_every_gpu_and_an_unread_cc_is_empty() -> None:
+    two = (replace(gpu("GPU-1"), cc=None), replace(gpu("GPU-2", 1), cc="9.0"))
+    host = report(*two).to_host()
+    assert [(g.uuid, g.cc) for g in host.gpus] == [("GPU-1", ""), ("GPU-2", "9.0")]
+
+
+@pytest.mark.parametrize(
+    ("given", "platform", "machine"),
+    [
+        pytest.param(None, "aarch64", "aarch64", id="this-machines"),
+        pytest.param(None, "", None, id="this-machine-says-nothing"),
+        pytest.param("x86_64", "aarch64", "x86_64", id="the-one-given"),
+    ],
+)
+def test_the_probes_machine(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, given: str | None, platform: str, machine: str | None
+) -> None:
+    import platform as platform_module
+
+    monkeypatch.setattr(platform_module, "machine", lambda: platform)
+    got = probe_host(nvml=FakeNvml([FakeGpu()]), run=FakeRunner(), root=tmp_path, machine=given)
+    assert got.machine == machine
+
+
+def test_the_proc_driver_is_the_version_alone(tmp_path: Path) -> None:
+    (tmp_path / "proc/driver/nvidia").mkdir(parents=True)
+    (tmp_path / "proc/driver/nvidia/version").write_text(
+        "NVRM version: NVIDIA UNIX x86_64 Kernel Module  580.159.04  Release Build  (dvs-builder@U22)\n"
+    )
+    got = probe_proc(tmp_path)
+    assert isinstance(got, HostReport) and got.driver == "580.159.04"
