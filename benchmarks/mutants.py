@@ -9961,18 +9961,18 @@ _EVIDENCE_TESTS = (
 # mutant on the shared 2-core VM; 305 mutants would not fit the session). After the blind run:
 # test_evidence_area.py (its survivors' tests), and two files that import the module but were in no
 # tuple: test_project_smoke.py (seal_foreign_run's smoke warning), test_host.py (the probes).
-_EV_FOREIGN = ("test_evidence_rules.py", "test_evidence_area.py", "test_project_smoke.py")
+_EV_FOREIGN = ("test_evidence_area.py", "test_evidence_rules.py", "test_project_smoke.py")
 _EV_OBSERVE = (
-    "test_evidence_rules.py",
     "test_evidence_area.py",
+    "test_evidence_rules.py",
     "test_verdict.py",
     "test_verdict_conditions.py",
 )
-_EV_KERNELS = ("test_evidence_rules.py", "test_evidence_area.py", "test_kernels.py")
-_EV_MODEL = ("test_evidence_rules.py", "test_evidence_area.py", "test_engine.py")
+_EV_KERNELS = ("test_evidence_area.py", "test_evidence_rules.py", "test_kernels.py")
+_EV_MODEL = ("test_evidence_area.py", "test_evidence_rules.py", "test_engine.py")
 _EV_PROBE = (
-    "test_evidence_rules.py",
     "test_evidence_area.py",
+    "test_evidence_rules.py",
     "test_host.py",
     "test_wsl.py",
     "test_program_digits.py",
