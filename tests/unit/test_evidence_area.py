@@ -25,7 +25,7 @@ from test_certify import IMAGE
 from test_evidence_rules import A100, H100, NEW_DRIVER, RISE, gpu, lib, node_result, report, watched
 from test_verdict_conditions import gpu_facts
 
-from envbuilder.certify.foreign import seal_foreign_run
+from envbuilder.certify.foreign import host_from_result, seal_foreign_run
 from envbuilder.certify.kernels import disagreements, inventory_of, judge_inventory, judge_kernels
 from envbuilder.certify.observe import Observation, not_observed
 from envbuilder.doctor.checks import _gpu_checks
@@ -694,3 +694,56 @@ def test_the_proc_driver_is_the_version_alone(tmp_path: Path) -> None:
     )
     got = probe_proc(tmp_path)
     assert isinstance(got, HostReport) and got.driver == "580.159.04"
+
+
+# =========================================================================== second operator set's survivors
+
+
+def test_a_node_host_record_is_read_as_text_whatever_its_json_types() -> None:
+    doc = {
+        "host": {
+            "driver_version": 580,
+            "cuda_driver_version": 13.0,
+            "gpus": [{"name": 5090, "uuid": 7, "compute_capability": 12.0}, {"name": None}],
+        }
+    }
+    host = host_from_result(doc, "toolkit")
+    assert (host["driver"], host["cuda_driver"]) == ("580", "13.0")
+    assert host["gpus"] == [
+        {"name": "5090", "uuid": "7", "cc": "12.0"},
+        {"name": None, "uuid": None, "cc": None},
+    ]
+
+
+def test_judge_kernels_holds_ptx_to_the_driver_it_is_given() -> None:
+    doc = node_result([], [lib("libx.so", [], [{"arch": "compute_90", "isa": "8.3"}])])
+    got = judge_kernels(doc, gpus=[("RTX 5090", "12.0")], driver="535.104.05", access="toolkit", stack=None)
+    assert got.failures == (
+        "libx.so runs on RTX 5090 (sm_120) only through PTX compute_90 of ISA 8.3 (CUDA 12.3): driver "
+        "535.104.05 < 545.23.06 cannot JIT-compile it",
+    )
+
+
+def test_nvmls_bytes_are_text(tmp_path: Path) -> None:
+    raw = FakeGpu()
+    raw.name, raw.uuid = b"NVIDIA H200", b"GPU-1"  # type: ignore[assignment]  # older nvidia-ml-py: bytes
+    got = probe_nvml(FakeNvml([raw], driver=b"580.159.04"), root=tmp_path)
+    assert isinstance(got, HostReport) and got.driver == "580.159.04"
+    assert [(g.name, g.uuid) for g in got.gpus] == [("NVIDIA H200", "GPU-1")]
+
+
+@pytest.mark.parametrize("cell", ["[N/A]", "[Not Supported]", "", "-1", "1e3"])
+def test_an_nvidia_smi_number_it_cannot_read_is_none(cell: str) -> None:
+    got = _smi(f"NVIDIA X, GPU-u, 9.0, 580.159.04, {cell}, {cell}, {cell}, {cell}, {cell}\n")
+    assert isinstance(got, HostReport)
+    (g,) = got.gpus
+    assert (g.memory_used_mib, g.memory_total_mib, g.temperature_c, g.power_draw_w, g.power_limit_w) == (
+        (None,) * 5
+    )
+
+
+@pytest.mark.parametrize("text", ["garbage", "580", "580.159.04.1", "v580.159.04"])
+def test_a_sys_module_version_that_is_no_driver_version_is_no_driver(tmp_path: Path, text: str) -> None:
+    (tmp_path / "sys/module/nvidia").mkdir(parents=True)
+    (tmp_path / "sys/module/nvidia/version").write_text(text + "\n")
+    assert isinstance(probe_proc(tmp_path), str)
