@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 from fake_host import (
+    MIB,
     SMI_APPS_ARGV,
     SMI_QUERY_ARGV,
     FakeGpu,
@@ -747,3 +748,15 @@ def test_a_sys_module_version_that_is_no_driver_version_is_no_driver(tmp_path: P
     (tmp_path / "sys/module/nvidia").mkdir(parents=True)
     (tmp_path / "sys/module/nvidia/version").write_text(text + "\n")
     assert isinstance(probe_proc(tmp_path), str)
+
+
+def test_every_process_of_each_nvml_list_is_kept(tmp_path: Path) -> None:
+    raw = FakeGpu(compute=[(7, None), (8, 2 * MIB)], graphics=[(9, None), (10, None)])
+    got = probe_nvml(FakeNvml([raw]), root=tmp_path)
+    assert isinstance(got, HostReport)
+    assert [(p.pid, p.kind, p.used_mib) for p in got.gpus[0].processes or ()] == [
+        (7, "compute", None),
+        (8, "compute", 2),
+        (9, "graphics", None),
+        (10, "graphics", None),
+    ]
