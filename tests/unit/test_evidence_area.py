@@ -23,10 +23,21 @@ from fake_host import (
     smi_runner,
 )
 from test_certify import IMAGE
-from test_evidence_rules import A100, H100, NEW_DRIVER, RISE, gpu, lib, node_result, report, watched
-from test_verdict_conditions import gpu_facts
+from test_evidence_rules import (
+    A100,
+    H100,
+    NEW_DRIVER,
+    RISE,
+    gpu,
+    lib,
+    node_certificate,
+    node_result,
+    report,
+    watched,
+)
+from test_verdict_conditions import gpu_facts, gpu_result
 
-from envbuilder.certify.foreign import host_from_result, seal_foreign_run
+from envbuilder.certify.foreign import certificate_refusal, host_from_result, seal_foreign_run
 from envbuilder.certify.kernels import disagreements, inventory_of, judge_inventory, judge_kernels
 from envbuilder.certify.observe import Observation, not_observed
 from envbuilder.doctor.checks import _gpu_checks
@@ -760,3 +771,20 @@ def test_every_process_of_each_nvml_list_is_kept(tmp_path: Path) -> None:
         (9, "graphics", None),
         (10, "graphics", None),
     ]
+
+
+# =========================================================================== third operator set's survivors
+
+
+def test_a_failed_node_certificate_stands_even_over_a_passing_result() -> None:
+    """The node may have judged more strictly (kernels, package drift): failed claims nothing."""
+    assert certificate_refusal(node_certificate("failed", gpu_result()), gpu_facts()) is None
+
+
+@pytest.mark.parametrize("smoke", ["pass", ["pass"], 1, None], ids=["text", "list", "int", "null"])
+def test_a_node_smoke_record_that_is_no_mapping_is_no_record(smoke: Any) -> None:
+    cert = node_certificate("certified", gpu_result(), run={"project_smoke": smoke})
+    assert certificate_refusal(cert, gpu_facts()) is None
+    failed = gpu_facts(project_smoke={"status": "fail", "reason": "boom"})  # this host's own record
+    why = certificate_refusal(cert, failed)
+    assert why is not None and "the project's smoke command failed" in why
