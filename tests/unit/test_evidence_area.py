@@ -788,3 +788,12 @@ def test_a_node_smoke_record_that_is_no_mapping_is_no_record(smoke: Any) -> None
     failed = gpu_facts(project_smoke={"status": "fail", "reason": "boom"})  # this host's own record
     why = certificate_refusal(cert, failed)
     assert why is not None and "the project's smoke command failed" in why
+
+
+def test_a_proc_version_that_names_no_driver_falls_back_to_sys_module(tmp_path: Path) -> None:
+    (tmp_path / "proc/driver/nvidia").mkdir(parents=True)
+    (tmp_path / "proc/driver/nvidia/version").write_text("NVRM version: something else entirely\n")
+    (tmp_path / "sys/module/nvidia").mkdir(parents=True)
+    (tmp_path / "sys/module/nvidia/version").write_text("580.159.04\n")
+    got = probe_proc(tmp_path)
+    assert isinstance(got, HostReport) and got.driver == "580.159.04"
