@@ -797,3 +797,19 @@ def test_a_proc_version_that_names_no_driver_falls_back_to_sys_module(tmp_path: 
     (tmp_path / "sys/module/nvidia/version").write_text("580.159.04\n")
     got = probe_proc(tmp_path)
     assert isinstance(got, HostReport) and got.driver == "580.159.04"
+
+
+def test_without_an_nvml_module_given_the_probe_imports_pynvml(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import importlib
+
+    asked: list[str] = []
+
+    def imported(name: str) -> Any:
+        asked.append(name)
+        return FakeNvml([FakeGpu(uuid="GPU-1")])
+
+    monkeypatch.setattr(importlib, "import_module", imported)
+    got = probe_host(run=FakeRunner(), root=tmp_path, machine="x86_64")
+    assert (asked, got.source, [g.uuid for g in got.gpus]) == (["pynvml"], "nvml", ["GPU-1"])
