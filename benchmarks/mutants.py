@@ -9963,6 +9963,28 @@ _EVIDENCE_TESTS = (
     "test_engine.py",
     "test_wsl.py",
     "test_program_digits.py",
+    "test_evidence_area.py",
+)
+# Each module's tests: of _EVIDENCE_TESTS, the files that import it (a survivor ran all seven, 20 s a
+# mutant on the shared 2-core VM; 305 mutants would not fit the session). After the blind run:
+# test_evidence_area.py (its survivors' tests), and two files that import the module but were in no
+# tuple: test_project_smoke.py (seal_foreign_run's smoke warning), test_host.py (the probes).
+_EV_FOREIGN = ("test_evidence_area.py", "test_evidence_rules.py", "test_project_smoke.py")
+_EV_OBSERVE = (
+    "test_evidence_area.py",
+    "test_evidence_rules.py",
+    "test_verdict.py",
+    "test_verdict_conditions.py",
+)
+_EV_KERNELS = ("test_evidence_area.py", "test_evidence_rules.py", "test_kernels.py")
+_EV_MODEL = ("test_evidence_area.py", "test_evidence_rules.py", "test_engine.py")
+_EV_PROBE = (
+    "test_evidence_area.py",
+    "test_evidence_rules.py",
+    "test_host.py",
+    "test_wsl.py",
+    "test_program_digits.py",
+    "test_verdict.py",
 )
 AREAS["evidence"] = (
     "EV",
@@ -9975,7 +9997,7 @@ AREAS["evidence"] = (
                 "node_observation",
                 "certificate_refusal",
             ),
-            _EVIDENCE_TESTS,
+            _EV_FOREIGN,
         ),
         Target(
             "certify/observe.py",
@@ -9985,6 +10007,7 @@ AREAS["evidence"] = (
                 "Observation.to_json",
                 "not_observed",
                 "_key",
+                "_old_pids",
                 "_busy",
                 "_uncounted",
                 "GpuWatch.__init__",
@@ -9993,7 +10016,7 @@ AREAS["evidence"] = (
                 "GpuWatch.tick",
                 "GpuWatch.stop",
             ),
-            _EVIDENCE_TESTS,
+            _EV_OBSERVE,
         ),
         Target(
             "certify/kernels.py",
@@ -10007,7 +10030,7 @@ AREAS["evidence"] = (
                 "disagreements",
                 "judge_kernels",
             ),
-            _EVIDENCE_TESTS,
+            _EV_KERNELS,
         ),
         Target(
             "engine/model.py",
@@ -10016,7 +10039,7 @@ AREAS["evidence"] = (
                 "BuildResult.cached_steps",
                 "cpu_reading",
             ),
-            _EVIDENCE_TESTS,
+            _EV_MODEL,
         ),
         Target(
             "host/probe.py",
@@ -10037,9 +10060,50 @@ AREAS["evidence"] = (
                 "probe_proc",
                 "probe_host",
             ),
-            _EVIDENCE_TESTS,
+            _EV_PROBE,
         ),
     ),
+)
+
+# ImageInfo.tags are RepoTags as the daemon (or Podman) reports them: NAME:TAG, each once; a tag's
+# last path part has exactly one ':' and no '@'.
+_EV_NAMED = "a ref whose last path part has ':' or '@' gains the wanted ref `REF:latest`, whose last part "
+_EV_NAMED += "then has two ':' or an '@': no tag is one, so `first` is the same"
+EQUIVALENT.update(
+    {
+        (  # EV179
+            "engine/model.py",
+            'tail = ref.rsplit("/", 1)[-1]',
+            'tail = ref.rsplit("/", 2)[-1]',
+        ): "the last item of a right split is the text after the last '/' for any maxsplit >= 1",
+        (  # EV182
+            "engine/model.py",
+            'wanted = (ref,) if ":" in tail or "@" in tail else (ref, f"{ref}:latest")',
+            'wanted = (ref,) if ":" in tail else (ref, f"{ref}:latest")',
+        ): _EV_NAMED,
+        (  # EV183
+            "engine/model.py",
+            'wanted = (ref,) if ":" in tail or "@" in tail else (ref, f"{ref}:latest")',
+            'wanted = (ref,) if ":" in tail and "@" in tail else (ref, f"{ref}:latest")',
+        ): _EV_NAMED,
+        (  # EV184
+            "engine/model.py",
+            'wanted = (ref,) if ":" in tail or "@" in tail else (ref, f"{ref}:latest")',
+            'wanted = (ref,) if "@" in tail else (ref, f"{ref}:latest")',
+        ): _EV_NAMED,
+        (  # EV189
+            "engine/model.py",
+            "if first is None or self.tags[0] == first:",
+            "if first is None:",
+        ): "with the wanted tag already first, the replace gives (first, *the others): the same tags in "
+        "the same order, as no tag repeats (RepoTags): an equal ImageInfo (no caller compares identity)",
+        (  # EV051 (after the fix of item 14's unread process lists)
+            "certify/observe.py",
+            "return {p.pid for g in baseline.gpus for p in g.processes or ()}",
+            "return {p.pid for g in baseline.gpus for p in g.processes}",
+        ): "the line runs only when no baseline GPU's processes is None (the `any(... is None)` above "
+        "returns first): `or ()` is there for the type checker",
+    }
 )
 
 # Area "fleet" (2026-12-06, issue 23): fleet classes and status, GPU name lookups, forward compatibility,

@@ -189,7 +189,7 @@ def certify_image(
     verdict, reason = host_verdict(result, facts)
     if reason.startswith(REFUSED):
         say(f"certify: {reason}")
-    gpus = [(g.name, g.cc) for g in target.host.gpus if g.cc]
+    gpus = [(g.name, g.cc or "") for g in target.host.gpus]  # an unread cc: judge_inventory warns
     judged = judge_kernels(
         result, gpus=gpus, driver=target.host.driver, access=choice.name, stack=meta.stack_record
     )

@@ -59,8 +59,9 @@ def seal_foreign_run(
     observation = facts.observation or not_observed(where)
     verdict, reason = host_verdict(result, facts)
     host = host_from_result(result, facts.access)
-    # The kernel inventory against the node's GPUs and driver as its own host record states them.
-    gpus = [(str(g["name"]), str(g["cc"])) for g in host["gpus"] if g["name"] and g["cc"]]
+    # The kernel inventory against the node's GPUs and driver as its own host record states them:
+    # every GPU, one without a compute capability too (judge_inventory says it is not judged).
+    gpus = [(g["name"] or g["uuid"] or f"GPU {i}", g["cc"] or "") for i, g in enumerate(host["gpus"])]
     judged = judge_kernels(
         result, gpus=gpus, driver=host["driver"], access=facts.access, stack=meta.stack_record
     )

@@ -60,11 +60,12 @@ def _isa(lib: Mapping[str, Any], arch: str) -> str | None:
     return None
 
 
-def _newer(a: str, b: str) -> bool:
+def _newer(a: str, b: str | None) -> bool | None:
+    """Whether version `a` is newer than `b`; None when either cannot be read."""
     try:
-        return Version(a) > Version(b)
+        return Version(a) > Version(b) if b else None
     except InvalidVersion:
-        return False
+        return None
 
 
 def judge_inventory(
@@ -73,8 +74,8 @@ def judge_inventory(
     """For each GPU (name, compute capability X.Y) and each library of `inventory` with device
     code: a failure when none of its kernels runs on the GPU (a warning for a library that is not
     the framework's own: FRAMEWORK_OWNERS), or when the only one is PTX of an ISA
-    newer than `driver` can JIT (ptx_isa.yaml); a warning when that ISA is unknown, or when a GPU's
-    compute capability cannot be read (that GPU is not judged). Never raises."""
+    newer than `driver` can JIT (ptx_isa.yaml); a warning when that ISA or the driver is unknown, or
+    when a GPU's compute capability cannot be read (that GPU is not judged). Never raises."""
     failures: list[str] = []
     warnings: list[str] = []
     covered: list[str] = []
@@ -111,7 +112,13 @@ def judge_inventory(
                     f"{where} runs on {name} ({sm}) only through PTX {got.name}, whose ISA "
                     f"{isa or 'could not be read'} is not in ptx_isa.yaml: the JIT is not checked"
                 )
-            elif driver is not None and _newer(found[1], driver):
+            elif (newer := _newer(found[1], driver)) is None:  # unknown: said, as an unknown ISA is
+                warnings.append(
+                    f"{where} runs on {name} ({sm}) only through PTX {got.name} of ISA {isa} (CUDA "
+                    f"{found[0]}, driver {found[1]}): the driver ({driver or 'unknown'}) could not be read: "
+                    "the JIT is not checked"
+                )
+            elif newer:
                 failures.append(
                     f"{where} runs on {name} ({sm}) only through PTX {got.name} of ISA {isa} (CUDA "
                     f"{found[0]}): driver {driver} < {found[1]} cannot JIT-compile it"

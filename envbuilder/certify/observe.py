@@ -72,11 +72,19 @@ def _key(g: Any) -> str:
     return str(g.uuid or g.index)
 
 
+def _old_pids(baseline: HostReport) -> set[int] | None:
+    """The pids of every GPU's baseline process list. A process is new only if no GPU's baseline
+    listed it: one that ran before the container started (another tenant's) and turns up on another
+    GPU is not the container's work. So one GPU's list unread (an NVML error) leaves every process
+    unknown: None, and no process counts as new on any GPU (memory still does)."""
+    if any(g.processes is None for g in baseline.gpus):
+        return None
+    return {p.pid for g in baseline.gpus for p in g.processes or ()}
+
+
 def _busy(baseline: HostReport, sample: HostReport) -> set[str]:
     before = {_key(g): g for g in baseline.gpus}
-    # A process is new only if no GPU's baseline listed it: one that ran before the container
-    # started (another tenant's) and turns up on another GPU is not the container's work.
-    old_pids = {p.pid for g in baseline.gpus for p in g.processes}
+    old_pids = _old_pids(baseline)
     busy: set[str] = set()
     for g in sample.gpus:
         old = before.get(_key(g))
@@ -85,7 +93,7 @@ def _busy(baseline: HostReport, sample: HostReport) -> set[str]:
         # its host pid, never by container, so the watch cannot tell the container's own from it.
         if old is None:
             continue
-        if any(p.pid not in old_pids for p in g.processes):
+        if old_pids is not None and any(p.pid not in old_pids for p in g.processes or ()):
             busy.add(_key(g))
         # Memory only against a baseline reading: from 0 MiB, memory in use before would count.
         if (
@@ -97,13 +105,15 @@ def _busy(baseline: HostReport, sample: HostReport) -> set[str]:
     return busy
 
 
-def _uncounted(baseline: HostReport, sample: HostReport) -> tuple[set[str], set[str]]:
-    """The sample's GPUs the baseline did not list, and those whose baseline memory is unread:
-    work there is not counted (_busy), and the observation's detail says so."""
+def _uncounted(baseline: HostReport, sample: HostReport) -> tuple[set[str], set[str], set[str]]:
+    """The sample's GPUs the baseline did not list, those whose baseline memory is unread, and
+    those whose baseline process list is unread: work there is not counted (_busy, _old_pids), and
+    the observation's detail says so."""
     before = {_key(g): g for g in baseline.gpus}
     missing = {_key(g) for g in sample.gpus if _key(g) not in before}
     unread = {k for k, g in before.items() if g.memory_used_mib is None}
-    return missing, unread
+    unlisted = {k for k, g in before.items() if g.processes is None}
+    return missing, unread, unlisted
 
 
 class GpuWatch:
@@ -124,6 +134,7 @@ class GpuWatch:
         self._busy: set[str] = set()
         self._missing: set[str] = set()  # GPUs sampled that the baseline did not list
         self._unread: set[str] = set()  # GPUs whose baseline memory is unread
+        self._unlisted: set[str] = set()  # GPUs whose baseline process list is unread
         self._error = ""
 
     def _read(self) -> HostReport | None:
@@ -153,9 +164,10 @@ class GpuWatch:
         if report is not None and report.gpus:
             self._samples += 1
             self._busy |= _busy(self._baseline, report)
-            missing, unread = _uncounted(self._baseline, report)
+            missing, unread, unlisted = _uncounted(self._baseline, report)
             self._missing |= missing
             self._unread |= unread
+            self._unlisted |= unlisted
 
     def stop(self) -> Observation:
         source = self._baseline.source if self._baseline is not None else "none"
@@ -165,6 +177,11 @@ class GpuWatch:
         if self._unread:
             notes.append(
                 f"no baseline memory reading for {', '.join(sorted(self._unread))}: its memory is not counted"
+            )
+        if self._unlisted:
+            notes.append(
+                f"no baseline process list for {', '.join(sorted(self._unlisted))}: no process is counted "
+                "as new on any GPU"
             )
         return Observation(
             source=source, samples=self._samples, busy=tuple(sorted(self._busy)), detail="; ".join(notes)

@@ -258,6 +258,8 @@ def _gpu_checks(g: GpuInfo) -> list[Check]:
         fix = "the GPU is hot at rest: check its cooling before training (it will throttle)"
     name = f"gpu{g.index}"
     out = [Check(name=name, status="warn" if fix else "ok", detail=f"{g.name}, {', '.join(facts)}", fix=fix)]
+    if g.processes is None:  # unread: not "no process" (host/probe.py)
+        return [*out, Check(name=f"{name} vram", status="warn", detail="its processes could not be listed")]
     if not g.processes:
         return [*out, Check(name=f"{name} vram", status="ok", detail="no process holds VRAM")]
     total = sum(p.used_mib or 0 for p in g.processes)

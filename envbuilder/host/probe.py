@@ -98,7 +98,9 @@ class GpuInfo:
     temperature_c: int | None = None
     power_draw_w: float | None = None
     power_limit_w: float | None = None
-    processes: tuple[GpuProcess, ...] = ()
+    # None: unread (NVML failed to list them, nvidia-smi's compute-apps query failed), never ()
+    # for it: certify's GPU watch would take a process that ran before the run for a new one
+    processes: tuple[GpuProcess, ...] | None = ()
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -173,11 +175,16 @@ def probe_nvml(nvml: Any, root: Path = Path("/")) -> HostReport | str:
             cc, mem = opt("nvmlDeviceGetCudaComputeCapability", h), opt("nvmlDeviceGetMemoryInfo", h)
             brand, uuid = opt("nvmlDeviceGetBrand", h), opt("nvmlDeviceGetUUID", h)
             power, limit = opt("nvmlDeviceGetPowerUsage", h), opt("nvmlDeviceGetEnforcedPowerLimit", h)
-            procs = [
-                GpuProcess(pid=int(p.pid), kind=kind, used_mib=_mib(p), name=_comm(root, int(p.pid)))
-                for kind, fn in _NVML_PROCS
-                for p in opt(fn, h) or ()
-            ]
+            lists = [(kind, opt(fn, h)) for kind, fn in _NVML_PROCS]
+            procs = (
+                None  # a list NVML did not give: the GPU's processes are unknown, not none
+                if any(got is None for _, got in lists)
+                else tuple(
+                    GpuProcess(pid=int(p.pid), kind=kind, used_mib=_mib(p), name=_comm(root, int(p.pid)))
+                    for kind, got in lists
+                    for p in got
+                )
+            )
             gpus.append(
                 GpuInfo(
                     index=i,
@@ -190,7 +197,7 @@ def probe_nvml(nvml: Any, root: Path = Path("/")) -> HostReport | str:
                     temperature_c=opt("nvmlDeviceGetTemperature", h, 0),  # 0: NVML_TEMPERATURE_GPU
                     power_draw_w=None if power is None else power / 1000.0,
                     power_limit_w=None if limit is None else limit / 1000.0,
-                    processes=tuple(procs),
+                    processes=procs,
                 )
             )
     except nvml_error as exc:
@@ -257,7 +264,8 @@ def probe_nvidia_smi(run: Runner = run_command, exe: str = "nvidia-smi") -> Host
     m = re.search(r"CUDA Version:\s*(\d+\.\d+)", header.stdout)
     apps = run([exe, "--query-compute-apps=gpu_uuid,pid,process_name,used_memory", fmt], SMI_TIMEOUT_S)
     procs: dict[str, list[GpuProcess]] = {}
-    for line in apps.stdout.splitlines() if apps.returncode == 0 else ():
+    listed = apps.returncode == 0  # else every GPU's processes are unread (None), not none
+    for line in apps.stdout.splitlines() if listed else ():
         cells = [c.strip() for c in line.split(",")]
         pid = ascii_int(cells[1]) if len(cells) == 4 else None
         if pid is not None:
@@ -275,7 +283,7 @@ def probe_nvidia_smi(run: Runner = run_command, exe: str = "nvidia-smi") -> Host
             temperature_c=_int(r[6]),
             power_draw_w=_num(r[7]),
             power_limit_w=_num(r[8]),
-            processes=tuple(procs.get(r[1], ())),
+            processes=tuple(procs.get(r[1], ())) if listed else None,
         )
         for i, r in enumerate(rows)
     )

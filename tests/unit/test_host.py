@@ -77,7 +77,7 @@ def test_nvml_processes_compute_and_graphics_with_names(tmp_path: Path) -> None:
     gpu = FakeGpu(compute=[(4242, 8000 * MIB)], graphics=[(1312, None)])
     report = probe_nvml(FakeNvml([gpu]), root=tmp_path)
     assert isinstance(report, HostReport)
-    procs = {(p.pid, p.kind, p.used_mib, p.name) for p in report.gpus[0].processes}
+    procs = {(p.pid, p.kind, p.used_mib, p.name) for p in report.gpus[0].processes or ()}
     assert procs == {(4242, "compute", 8000, "python3"), (1312, "graphics", None, None)}
 
 
@@ -137,7 +137,7 @@ def test_nvidia_smi_rtx3090_on_535_with_a_process() -> None:
     (gpu,) = report.gpus
     assert (gpu.name, gpu.cc, gpu.brand) == ("NVIDIA GeForce RTX 3090", "8.6", None)
     assert (gpu.memory_used_mib, gpu.memory_total_mib, gpu.temperature_c) == (1843, 24576, 48)
-    assert [(p.pid, p.name, p.used_mib) for p in gpu.processes] == [(2207, "python3", 1402)]
+    assert [(p.pid, p.name, p.used_mib) for p in gpu.processes or ()] == [(2207, "python3", 1402)]
 
 
 def test_nvidia_smi_two_gpus_keeps_processes_on_their_gpu() -> None:
@@ -145,7 +145,7 @@ def test_nvidia_smi_two_gpus_keeps_processes_on_their_gpu() -> None:
     assert isinstance(report, HostReport)
     assert [g.index for g in report.gpus] == [0, 1]
     assert report.gpus[0].processes == ()
-    assert [p.pid for p in report.gpus[1].processes] == [48213]
+    assert [p.pid for p in report.gpus[1].processes or ()] == [48213]
     assert report.gpus[1].memory_used_mib == 81920
 
 

@@ -38,7 +38,7 @@ def test_a_pid_cell_that_is_no_ascii_number_is_no_process() -> None:
     run.table[SMI_APPS_ARGV] = ok(f"{uuid}, ², python, 100\n{uuid}, 4242, python, 200\n")
     report = probe_nvidia_smi(run)
     assert isinstance(report, HostReport)
-    assert [(p.pid, p.used_mib) for g in report.gpus for p in g.processes] == [(4242, 200)]
+    assert [(p.pid, p.used_mib) for g in report.gpus for p in g.processes or ()] == [(4242, 200)]
 
 
 def test_a_kmsg_time_that_is_no_ascii_number_is_no_time() -> None:
