@@ -3324,8 +3324,8 @@ SET_L = (
     m(
         "L29",
         PROBE_L,
-        "            processes=tuple(procs.get(r[1], ())),",
-        "            processes=tuple(procs.get(r[0], ())),",
+        "            processes=tuple(procs.get(r[1], ())) if listed else None,",
+        "            processes=tuple(procs.get(r[0], ())) if listed else None,",
         "nvidia-smi's compute apps matched to a GPU by its name, not its UUID",
         HOST_L,
     ),
@@ -3640,7 +3640,7 @@ SET_M = (
     m(
         "M22",
         OBSERVE_M,
-        "        if any(p.pid not in old_pids for p in g.processes):",
+        "        if old_pids is not None and any(p.pid not in old_pids for p in g.processes or ()):",
         "        if g.processes:",
         "a GPU busy with a process that was there before the run counts as the container's GPU work",
         VERDICT_M,
@@ -5284,8 +5284,8 @@ SET_Q = (
     m(
         "Q12",
         OBSERVE_Q,
-        "    old_pids = {p.pid for g in baseline.gpus for p in g.processes}",
-        "    old_pids = {p.pid for g in sample.gpus for p in g.processes}",
+        "    old_pids = _old_pids(baseline)",
+        "    old_pids = _old_pids(sample)",
         "the GPU watch's baseline processes read from the sample itself: a new compute process never "
         "counts as work",
         VERDICT_Q,
@@ -6292,8 +6292,8 @@ SET_S = (
     m(
         "S33",
         "certify/observe.py",
-        "    old_pids = {p.pid for g in baseline.gpus for p in g.processes}",
-        "    old_pids: set[int] = set()",
+        "    return {p.pid for g in baseline.gpus for p in g.processes or ()}",
+        "    return set()",
         "a compute process already on the GPU before the run (another tenant's) taken as the container's "
         "work",
         OBS_S,
@@ -6301,8 +6301,8 @@ SET_S = (
     m(
         "S34",
         "certify/kernels.py",
-        "            elif driver is not None and _newer(found[1], driver):",
-        "            elif driver is not None and _newer(driver, found[1]):",
+        "            elif (newer := _newer(found[1], driver)) is None:  # unknown: said, as an unknown ISA is",  # noqa: E501
+        "            elif (newer := _newer(driver, found[1])) is None:  # unknown: said, as an unknown ISA is",  # noqa: E501
         "the PTX JIT floor compared the wrong way round: a driver too old to JIT a library's PTX passes "
         "(and a newer one fails)",
         KERNELS_S,
@@ -6810,8 +6810,8 @@ SET_U = (
     m(
         "U05",
         "certify/kernels.py",
-        "            elif driver is not None and _newer(found[1], driver):",
-        "            elif driver is not None and _newer(found[0], driver):",
+        "            elif (newer := _newer(found[1], driver)) is None:  # unknown: said, as an unknown ISA is",  # noqa: E501
+        "            elif (newer := _newer(found[0], driver)) is None:  # unknown: said, as an unknown ISA is",  # noqa: E501
         "the JIT floor's CUDA version (12.8) compared with the driver (580), not its driver floor: a "
         "driver too old to JIT the PTX passes",
         KERNELS_U,
@@ -7157,8 +7157,8 @@ SET_V = (
     m(
         "V03",
         "certify/observe.py",
-        "        if any(p.pid not in old_pids for p in g.processes):",
-        "        if any(p.pid not in {q.pid for q in old.processes} for p in g.processes):",
+        "        if old_pids is not None and any(p.pid not in old_pids for p in g.processes or ()):",
+        "        if old_pids is not None and any(p.pid not in {q.pid for q in old.processes or ()} for p in g.processes or ()):",  # noqa: E501
         "a process is new unless this GPU's own baseline listed it: another tenant's process that moved "
         "to another GPU counts as the container's GPU work",
         OBS_U,
@@ -7184,8 +7184,8 @@ SET_V = (
     m(
         "V06",
         "certify/foreign.py",
-        '    gpus = [(str(g["name"]), str(g["cc"])) for g in host["gpus"] if g["name"] and g["cc"]]',
-        '    gpus = [(str(g["name"]), str(g["cc"])) for g in host["gpus"][:1] if g["name"] and g["cc"]]',
+        '    gpus = [(g["name"] or g["uuid"] or f"GPU {i}", g["cc"] or "") for i, g in enumerate(host["gpus"])]',  # noqa: E501
+        '    gpus = [(g["name"] or g["uuid"] or f"GPU {i}", g["cc"] or "") for i, g in enumerate(host["gpus"][:1])]',  # noqa: E501
         "a foreign run's kernel inventory judged against the node's first GPU only: a mixed node's second"
         " GPU with no kernel is certified",
         VERDICT_U,
