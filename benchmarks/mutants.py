@@ -10204,6 +10204,7 @@ _EXPORT_TESTS = (
     "test_output_policy.py",
     "test_bounded_outside_readers.py",
     "test_hashing.py",
+    "test_export_area.py",
 )
 AREAS["export"] = (
     "EX",

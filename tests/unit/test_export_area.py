@@ -1,0 +1,540 @@
+"""The export area (issue 23 item 14; benchmarks/mutants.py --auto export, blind results in
+benchmarks/results/mutants-area-export-2026-12-06.md): an exported image (engine/hpc.py), its
+sidecar read back (read_exported), the run of an exported file (run/hpc.py), what the file
+runtimes share (runtime/files.py) and the digests of files (hashing.py). Each rule is a table or
+a small test that failed with a mutant that survived the blind run (named at each test).
+Everything is written inside tmp_path; the commands run are this Python."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from cert_factory import H200, IMAGE_ID, cert
+from fake_engine import FakeEngine
+
+from envbuilder.certify.certificate import Certificate
+from envbuilder.engine import ImageInfo
+from envbuilder.engine.container import Mount
+from envbuilder.engine.hpc import (
+    SIDECAR_KIND,
+    Exported,
+    Tool,
+    check_tool,
+    export_image,
+    find_tool,
+    read_exported,
+    run_foreground,
+    run_tool,
+    sidecar_path,
+)
+from envbuilder.errors import CertificateRefusedError, ContainerRuntimeError, UsageError
+from envbuilder.hashing import sha256_digest, sha256_file
+from envbuilder.host import GpuInfo, HostReport
+from envbuilder.run.hpc import HpcRunOptions, run_exported
+from envbuilder.runtime.files import binds_of, host_gpus, inspect_file, remove_file, run_argv
+
+PY = sys.executable
+IMAGE = ImageInfo(
+    id=IMAGE_ID,
+    tags=("team/train:1", "team/train:latest"),
+    repo_digests=("127.0.0.1:5000/team/train@sha256:" + "12" * 32,),
+    labels={"io.envbuilder.stack": "{}", "org.opencontainers.image.title": "train"},
+    env=("PATH=/usr/bin", "NVIDIA_REQUIRE_CUDA=cuda>=13.0"),
+    size=170_000_000,
+)
+CONTENT = b"hsqs" + b"\0" * 60
+
+
+def binary(tmp_path: Path, name: str) -> Path:
+    path = tmp_path / name
+    path.write_text("#!/bin/sh\nexit 0\n")
+    path.chmod(0o755)
+    return path
+
+
+def tool(tmp_path: Path, name: str = "apptainer") -> Tool:
+    return find_tool(name, path=str(binary(tmp_path, name)))
+
+
+def writes(content: bytes | None = CONTENT) -> Callable[[ImageInfo, Path, Path], None]:
+    """A runtime's conversion step that writes `content` (None: nothing) where it is told."""
+
+    def convert(_info: ImageInfo, built: Path, _work: Path) -> None:
+        if content is not None:
+            built.write_bytes(content)
+
+    return convert
+
+
+def export(tmp_path: Path, out: Path, fmt: str = "sif", convert: Any = None) -> Exported:
+    eng = FakeEngine(images={"team/train:1": IMAGE})
+    return export_image(eng, "team/train:1", out, fmt, tool(tmp_path), convert or writes())
+
+
+# --------------------------------------------------------------------------- the tool
+
+
+def test_find_tool_takes_the_path_given_else_the_one_on_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # EX002: a tool found by its path describes itself by that path (messages, the sidecar's tool)
+    given = binary(tmp_path, "apptainer")
+    assert find_tool("apptainer", path=str(given)).describe() == str(given)
+    # EX005, EXN001: without a path, the one on PATH
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    on_path = binary(bindir, "enroot")
+    monkeypatch.setenv("PATH", str(bindir))
+    assert find_tool("enroot") == Tool(name="enroot", path=str(on_path))
+    # EX008: none on PATH is the runtime error with its hint, not a TypeError
+    with pytest.raises(ContainerRuntimeError, match=r"no apptainer here \(not on PATH\)") as exc:
+        find_tool("apptainer", hint="install it")
+    assert exc.value.hint == "install it"
+    # EXN002: a folder at the path is not the binary
+    with pytest.raises(ContainerRuntimeError, match="is not a file"):
+        find_tool("enroot", path=str(bindir))
+
+
+def test_exported_to_dict_names_every_field() -> None:
+    # EX012, EX013, EXN003: the seconds to two decimals
+    done = Exported(
+        path=Path("/x/t.sif"),
+        sidecar=Path("/x/t.sif.envbuilder.json"),
+        format="sif",
+        size=64,
+        sha256="sha256:" + "ab" * 32,
+        seconds=12.34567,
+        tool="/x/apptainer",
+    )
+    assert done.to_dict() == {
+        "path": "/x/t.sif",
+        "sidecar": "/x/t.sif.envbuilder.json",
+        "format": "sif",
+        "size_bytes": 64,
+        "sha256": "sha256:" + "ab" * 32,
+        "seconds": 12.35,
+        "tool": "/x/apptainer",
+    }
+
+
+def test_run_tool_captures_text_and_passes_a_failure_back(tmp_path: Path) -> None:
+    # EX014, EX015, EX016: output captured as text; a failed tool is check_tool's to judge
+    res = run_tool(
+        [PY, "-c", "import sys; print('out'); sys.stderr.write('FATAL: no space\\n'); sys.exit(3)"], 30
+    )
+    assert (res.returncode, res.stdout, res.stderr) == (3, "out\n", "FATAL: no space\n")
+    # EX017: a tool past its time is a runtime error, not a result
+    with pytest.raises(ContainerRuntimeError, match=r"timed out after 0\.3 s"):
+        run_tool([PY, "-c", "import time; time.sleep(20)"], 0.3)
+    # EX018: a tool that cannot start
+    with pytest.raises(ContainerRuntimeError, match="cannot run"):
+        run_tool([str(tmp_path / "missing")], 30)
+
+
+@pytest.mark.parametrize(
+    ("stdout", "stderr", "shown"),
+    [("", "FATAL: no space left\n", "FATAL: no space left"), ("only on stdout\n", "", "only on stdout")],
+)
+def test_check_tool_quotes_the_tools_last_lines(stdout: str, stderr: str, shown: str) -> None:
+    # EX027, EXN021: a tool that says why on stdout only is quoted too
+    res = subprocess.CompletedProcess(["apptainer"], 255, stdout, stderr)
+    with pytest.raises(ContainerRuntimeError, match=r"/x/apptainer failed \(exit 255\)") as exc:
+        check_tool(res, Tool(name="apptainer", path="/x/apptainer"))
+    assert list(exc.value.log) == [shown]
+    check_tool(subprocess.CompletedProcess(["apptainer"], 0, "", "warning"), Tool(name="apptainer"))
+
+
+# --------------------------------------------------------------------------- export_image
+
+
+def test_a_conversion_that_writes_nothing_fails_and_leaves_nothing(tmp_path: Path) -> None:
+    # EX022, EXN011: "success" without the file is an error, nothing renamed, no sidecar
+    out = tmp_path / "train.sif"
+    with pytest.raises(ContainerRuntimeError, match=r"reported success but wrote no image\.sif"):
+        export(tmp_path, out, convert=writes(None))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["apptainer"]
+
+
+def test_a_work_folder_that_cannot_be_removed_does_not_fail_a_finished_export(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # EX023: the conversion's leftovers may not be this user's to remove (apptainer in a Docker
+    # image writes as root into the work folder); the export itself is complete
+    real_rmtree = __import__("shutil").rmtree
+
+    def rmtree(path: Any, ignore_errors: bool = False, onerror: Any = None) -> None:
+        if not ignore_errors:
+            raise PermissionError(13, "Permission denied", str(path))
+        real_rmtree(path, ignore_errors=True)
+
+    monkeypatch.setattr("envbuilder.engine.hpc.shutil.rmtree", rmtree)
+    done = export(tmp_path, tmp_path / "train.sif")
+    assert done.path.read_bytes() == CONTENT and read_exported(done.path).image.id == IMAGE_ID
+
+
+def test_the_sidecar_is_stable_sorted_indented_json(tmp_path: Path) -> None:
+    # EX030, EX031, EX032, EXN024: the sidecar's exact text (diffable, one field a line)
+    out = tmp_path / "t.sif"
+    done = export(tmp_path, out)
+    assert done.sidecar == sidecar_path(out) == tmp_path / "t.sif.envbuilder.json"
+    assert done.size == len(CONTENT) and done.sha256 == sha256_digest(CONTENT) == sha256_file(out)
+    assert done.sidecar.read_text() == (
+        "{\n"
+        '  "exported_from": "team/train:1",\n'
+        '  "format": "sif",\n'
+        '  "image": {\n'
+        '    "env": [\n'
+        '      "PATH=/usr/bin",\n'
+        '      "NVIDIA_REQUIRE_CUDA=cuda>=13.0"\n'
+        "    ],\n"
+        f'    "id": "{IMAGE_ID}",\n'
+        '    "labels": {\n'
+        '      "io.envbuilder.stack": "{}",\n'
+        '      "org.opencontainers.image.title": "train"\n'
+        "    },\n"
+        '    "repo_digests": [\n'
+        f'      "{IMAGE.repo_digests[0]}"\n'
+        "    ],\n"
+        '    "tags": [\n'
+        '      "team/train:1",\n'
+        '      "team/train:latest"\n'
+        "    ]\n"
+        "  },\n"
+        f'  "kind": "{SIDECAR_KIND}",\n'
+        f'  "sha256": "{done.sha256}",\n'
+        f'  "tool": "{tmp_path / "apptainer"}"\n'
+        "}\n"
+    )
+
+
+# --------------------------------------------------------------------------- the sidecar read back
+
+
+def test_every_field_of_the_image_is_read_back(tmp_path: Path) -> None:
+    # EX035, EX043, EX044: tags, labels and env come back as exported
+    back = read_exported(export(tmp_path, tmp_path / "t.sif").path)
+    assert back.image == ImageInfo(
+        id=IMAGE.id, tags=IMAGE.tags, repo_digests=IMAGE.repo_digests, labels=IMAGE.labels, env=IMAGE.env
+    )
+    assert back.format == "sif" and back.sha256 == sha256_digest(CONTENT)
+
+
+def _set(*keys: str, value: Any) -> Callable[[dict[str, Any]], None]:
+    def edit(doc: dict[str, Any]) -> None:
+        *path, last = keys
+        for key in path:
+            doc = doc[key]
+        doc[last] = value
+
+    return edit
+
+
+def _drop(*keys: str) -> Callable[[dict[str, Any]], None]:
+    def edit(doc: dict[str, Any]) -> None:
+        *path, last = keys
+        for key in path:
+            doc = doc[key]
+        del doc[last]
+
+    return edit
+
+
+NOT_READABLE = "has no readable sidecar"
+NOT_RECORD = "is not an envbuilder export record"
+NOT_FILE = "is not the file envbuilder exported"
+DIGEST = sha256_digest(CONTENT)
+SIDECAR_CASES: list[tuple[str, Callable[[dict[str, Any]], None], str]] = [
+    ("kind missing", _drop("kind"), NOT_RECORD),  # EX052
+    ("kind another", _set("kind", value="docker-archive"), NOT_RECORD),  # EX050, EX052, EX055
+    ("format missing", _drop("format"), NOT_READABLE),  # EXN031
+    ("format null", _set("format", value=None), NOT_RECORD),  # EX049
+    ("format a number", _set("format", value=5), NOT_RECORD),  # EX049
+    ("format a path", _set("format", value="../sif"), NOT_RECORD),  # EX051, EXN033
+    ("format empty", _set("format", value=""), NOT_RECORD),
+    ("sha256 missing", _drop("sha256"), NOT_READABLE),
+    ("sha256 another file's", _set("sha256", value="sha256:" + "0" * 64), NOT_FILE),
+    ("sha256 empty", _set("sha256", value=""), NOT_FILE),  # EX059
+    ("sha256 cut short", _set("sha256", value=DIGEST[:19]), NOT_FILE),  # EX059
+    ("sha256 the same first 12", _set("sha256", value=DIGEST[:12] + "0" * 59), NOT_FILE),  # EX060
+    ("image missing", _drop("image"), NOT_READABLE),
+    ("image a list", _set("image", value=[IMAGE_ID]), NOT_READABLE),  # EXN032
+    ("image id missing", _drop("image", "id"), NOT_READABLE),
+    ("labels not a mapping", _set("image", "labels", value=["a"]), NOT_READABLE),  # EXN030
+]
+
+
+@pytest.mark.parametrize(
+    ("edit", "refusal"), [c[1:] for c in SIDECAR_CASES], ids=[c[0] for c in SIDECAR_CASES]
+)
+def test_a_sidecar_field_missing_or_wrong_is_refused(
+    tmp_path: Path, edit: Callable[[dict[str, Any]], None], refusal: str
+) -> None:
+    out = export(tmp_path, tmp_path / "t.sif").path
+    side = sidecar_path(out)
+    doc = json.loads(side.read_text())
+    edit(doc)
+    side.write_text(json.dumps(doc))
+    with pytest.raises(UsageError, match=refusal):
+        read_exported(out)
+
+
+@pytest.mark.parametrize(
+    ("text", "refusal"),
+    [
+        (None, NOT_READABLE),  # EXN029: no sidecar (OSError)
+        ("{not json", NOT_READABLE),  # EXN030 (ValueError)
+        ("[]", NOT_READABLE),  # EXN032 (TypeError)
+    ],
+    ids=["missing", "not-json", "a-list"],
+)
+def test_a_sidecar_that_is_not_one_is_refused(tmp_path: Path, text: str | None, refusal: str) -> None:
+    out = export(tmp_path, tmp_path / "t.sif").path
+    side = sidecar_path(out)
+    side.unlink()
+    if text is not None:
+        side.write_text(text)
+    with pytest.raises(UsageError, match=refusal):
+        read_exported(out)
+
+
+def test_optional_image_fields_may_be_null_or_missing(tmp_path: Path) -> None:
+    out = export(tmp_path, tmp_path / "t.sif").path
+    side = sidecar_path(out)
+    doc = json.loads(side.read_text())
+    doc["image"] = {"id": IMAGE_ID, "tags": None, "labels": None}
+    side.write_text(json.dumps(doc))
+    assert read_exported(out).image == ImageInfo(id=IMAGE_ID, tags=(), repo_digests=())
+
+
+# --------------------------------------------------------------------------- a foreground run
+
+
+def test_run_foreground_passes_the_exit_code_back_in_this_process_group(tmp_path: Path) -> None:
+    # EX063: the job stays in this terminal's process group (Ctrl-C reaches it), EXN035
+    seen = tmp_path / "pgid"
+    code = run_foreground(
+        [PY, "-c", f"import os; open({str(seen)!r}, 'w').write(str(os.getpgid(0))); raise SystemExit(5)"]
+    )
+    assert code == 5 and int(seen.read_text()) == os.getpgrp()
+    # EX064: a command that cannot start
+    with pytest.raises(ContainerRuntimeError, match="cannot start"):
+        run_foreground([str(tmp_path / "missing")])
+
+
+_INTERRUPTS_ITS_PARENT = """
+import os, signal, sys, time
+def stop(*_):
+    open(sys.argv[1], "w").write("SIGINT")
+    raise SystemExit(0)
+signal.signal(signal.SIGINT, stop if sys.argv[2] == "stops" else signal.SIG_IGN)
+os.kill(os.getppid(), signal.SIGINT)
+time.sleep(10)
+"""
+
+
+@pytest.mark.parametrize("child", ["stops", "ignores"])
+def test_ctrl_c_reaches_the_job_then_is_raised(tmp_path: Path, child: str) -> None:
+    # EX065, EXN036..EXN038: Ctrl-C (here the job sends it to this process) is passed on as
+    # SIGINT; a job that ignores it is killed after the stop timeout; then it is raised again
+    seen = tmp_path / "seen"
+    started = time.monotonic()
+    with pytest.raises(KeyboardInterrupt):
+        run_foreground([PY, "-c", _INTERRUPTS_ITS_PARENT, str(seen), child], stop_timeout_s=0.5)
+    assert time.monotonic() - started < 8
+    assert seen.exists() == (child == "stops")
+
+
+# --------------------------------------------------------------------------- run --runtime
+
+
+def host(cuda_driver: str | None = "13.0", driver: str = "580.159.04") -> HostReport:
+    return HostReport(source="nvml", driver=driver, cuda_driver=cuda_driver, gpus=(H200,))
+
+
+def go(
+    tmp_path: Path,
+    certificate: Certificate | None = None,
+    *,
+    report: HostReport | None = None,
+    probes: list[int] | None = None,
+    **opts: Any,
+) -> tuple[Any, list[list[str]], list[str]]:
+    out = tmp_path / "train.sif"
+    if not out.exists():
+        export(tmp_path, out)
+    launched: list[list[str]] = []
+    lines: list[str] = []
+
+    def probe() -> HostReport:
+        if probes is not None:
+            probes.append(1)
+        return report or host()
+
+    kw: dict[str, Any] = {"say": lines.append, "probe": probe}
+    kw.update({k: opts.pop(k) for k in ("say", "probe") if k in opts})
+    outcome = run_exported(
+        HpcRunOptions(
+            path=out,
+            runtime="apptainer",
+            command=opts.pop("command", ("python", "train.py")),
+            tool=str(tmp_path / "apptainer"),
+            **opts,
+        ),
+        find_certificate=lambda info: [certificate or cert()] if info.id == IMAGE_ID else [],
+        log_dir=tmp_path,
+        launch=lambda argv: launched.append(list(argv)) or 0,  # type: ignore[func-returns-value]
+        **kw,
+    )
+    return outcome, launched, lines
+
+
+def run_log(tmp_path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in (tmp_path / "runs.jsonl").read_text().splitlines()]
+
+
+def test_every_volume_goes_in_and_the_host_is_probed_once(tmp_path: Path) -> None:
+    # EX066, EX074: two -v binds both reach the command line; one host probe per run
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    probes: list[int] = []
+    _, launched, _ = go(tmp_path, volumes=(f"{tmp_path}/a:/a:ro", f"{tmp_path}/b:/b"), probes=probes)
+    assert f"{tmp_path}/a:/a:ro" in launched[0] and f"{tmp_path}/b:/b" in launched[0]
+    assert probes == [1]
+
+
+def test_no_command_is_refused_before_anything(tmp_path: Path) -> None:
+    # EX073
+    with pytest.raises(UsageError, match="no command given: --runtime apptainer needs one"):
+        go(tmp_path, command=())
+    assert not (tmp_path / "runs.jsonl").exists()
+
+
+def test_without_say_or_probe_the_defaults_are_used(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # EX069, EX070: lines go to stderr; EX077: the host probe is this host's (here a fake)
+    monkeypatch.setattr("envbuilder.run.hpc.probe_host", host)
+    go(tmp_path, say=None, probe=None)
+    err = capsys.readouterr().err
+    assert "covers this run" in err and "envbuilder: " in err
+
+
+@pytest.mark.parametrize(
+    ("report", "covered"),
+    [
+        (host(cuda_driver=None), True),  # EX088, EX089: the driver's own CUDA from the matrix
+        (host(cuda_driver="12.8"), False),  # EX090: the probe's word first
+    ],
+    ids=["unknown-cuda", "probed-cuda"],
+)
+def test_the_hosts_cuda_is_the_probes_else_the_drivers(
+    tmp_path: Path, report: HostReport, covered: bool
+) -> None:
+    if covered:
+        outcome, launched, _ = go(tmp_path, report=report)
+        assert outcome.refusals == () and len(launched) == 1
+    else:
+        with pytest.raises(CertificateRefusedError, match=r"requires cuda>=13\.0"):
+            go(tmp_path, report=report)
+
+
+def test_the_run_log_records_seconds_to_the_millisecond(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # EX091, EX092, EXN065
+    ticks = iter([100.0, 101.23456])
+
+    class Clock:
+        @staticmethod
+        def monotonic() -> float:
+            return next(ticks)
+
+    monkeypatch.setattr("envbuilder.run.hpc.time", Clock)
+    go(tmp_path)
+    (entry,) = run_log(tmp_path)
+    assert entry["seconds"] == 1.235 and entry["outcome"] == "exited"
+
+
+# --------------------------------------------------------------------------- runtime/files.py
+
+
+def test_inspect_file_reads_the_sidecar_without_hashing(tmp_path: Path) -> None:
+    # EX093, EX094, EX095
+    assert inspect_file(str(tmp_path / "missing.sif")) is None
+    assert inspect_file(str(tmp_path)) is None  # a folder is not an exported file
+    out = export(tmp_path, tmp_path / "t.sif").path
+    out.write_bytes(b"changed since")  # the hash is run's to check, not inspect's
+    info = inspect_file(str(out))
+    assert info is not None and info.id == IMAGE_ID
+    sidecar_path(out).unlink()
+    with pytest.raises(UsageError, match=NOT_READABLE):
+        inspect_file(str(out))
+
+
+def test_remove_file_removes_the_file_and_its_sidecar(tmp_path: Path) -> None:
+    # EX096..EX099, EXN072..EXN075
+    assert remove_file(str(tmp_path / "missing.sif")) is False
+    folder = tmp_path / "f.sif"
+    folder.mkdir()
+    assert remove_file(str(folder)) is False and folder.is_dir()
+    out = export(tmp_path, tmp_path / "t.sif").path
+    assert remove_file(str(out)) is True
+    assert not out.exists() and not sidecar_path(out).exists()
+    bare = tmp_path / "bare.sif"
+    bare.write_bytes(b"no sidecar")
+    assert remove_file(str(bare)) is True and not bare.exists()
+
+
+def test_run_argv_returns_text_and_each_stderr_line(tmp_path: Path) -> None:
+    # EX100..EX102, EX110, EX111, EXN076..EXN078
+    lines: list[str] = []
+    res = run_argv(
+        [PY, "-c", "import sys; print('out'); sys.stderr.write('one\\ntwo\\n'); sys.exit(4)"],
+        on_stderr=lines.append,
+    )
+    assert (res.exit_code, res.stdout, res.stderr) == (4, "out\n", "one\ntwo\n")
+    assert lines == ["one", "two"]
+    # EX109: cannot start
+    with pytest.raises(ContainerRuntimeError, match="cannot run"):
+        run_argv([str(tmp_path / "missing")])
+
+
+@pytest.mark.parametrize(
+    ("script", "stdout", "stderr"),
+    [
+        ("import time; time.sleep(20)", "", ""),  # EX104, EX105, EX107, EX108: no output is ""
+        (
+            "import sys, time; print('partial', flush=True); sys.stderr.write('e\\n'); sys.stderr.flush(); "
+            "time.sleep(20)",
+            "partial\n",
+            "e\n",
+        ),
+    ],
+    ids=["silent", "partial"],
+)
+def test_run_argv_past_its_time_is_124_with_what_it_printed(script: str, stdout: str, stderr: str) -> None:
+    res = run_argv([PY, "-c", script], timeout_s=1.0)
+    assert (res.exit_code, res.stdout, res.stderr) == (124, stdout, stderr)
+
+
+def test_host_gpus_and_binds(monkeypatch: pytest.MonkeyPatch) -> None:
+    # EX112: no probe given is this host's probe (here a fake); EX115, EXN079..EXN081
+    two = HostReport(
+        source="nvml",
+        driver="580.159.04",
+        cuda_driver="13.0",
+        gpus=(H200, GpuInfo(index=1, name="NVIDIA H200", uuid="GPU-2", cc="9.0", brand="nvidia")),
+    )
+    assert host_gpus(lambda: two) == 2
+    monkeypatch.setattr("envbuilder.runtime.files.probe_host", lambda: two)
+    assert host_gpus(None) == 2
+    mounts = [Mount(source="/d", target="/data", read_only=True), Mount(source="/s", target="/scratch")]
+    assert binds_of(mounts) == [("/d", "/data", True), ("/s", "/scratch", False)]
