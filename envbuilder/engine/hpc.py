@@ -113,13 +113,15 @@ def export_image(
     """Convert the local Docker image `image` into `out` (a runtime's file format `fmt`, written
     by `convert`, the runtime's own step) and write its sidecar. Built under a temporary name
     beside `out`, renamed only when complete: a failed or interrupted export leaves no file and no
-    sidecar. Raises UsageError (no such image), OutputError (a path that is not a regular file, a
-    missing folder), ContainerRuntimeError (the tool failed; its last lines quoted),
+    sidecar. Raises UsageError (no such image), OutputError (the file's or its sidecar's path is
+    not a regular file, a missing folder: checked before the conversion starts, nothing written),
+    ContainerRuntimeError (the tool failed; its last lines quoted),
     DockerUnavailableError."""
     info = engine.inspect_image(image)
     if info is None:
         raise UsageError(f"image {image!r} not found locally", hint="build it, or `docker pull` it first")
-    check_output_path(out)  # envbuilder.atomic's output policy: a regular file or a new one
+    for path in (out, sidecar_path(out)):  # both outputs, before any step: a refused one writes nothing
+        check_output_path(path)  # envbuilder.atomic's output policy: a regular file or a new one
     out = out.resolve()
     work = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
     started = time.monotonic()

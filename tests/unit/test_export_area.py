@@ -35,7 +35,7 @@ from envbuilder.engine.hpc import (
     run_tool,
     sidecar_path,
 )
-from envbuilder.errors import CertificateRefusedError, ContainerRuntimeError, UsageError
+from envbuilder.errors import CertificateRefusedError, ContainerRuntimeError, OutputError, UsageError
 from envbuilder.hashing import sha256_digest, sha256_file
 from envbuilder.host import GpuInfo, HostReport
 from envbuilder.run.hpc import HpcRunOptions, run_exported
@@ -538,3 +538,57 @@ def test_host_gpus_and_binds(monkeypatch: pytest.MonkeyPatch) -> None:
     assert host_gpus(None) == 2
     mounts = [Mount(source="/d", target="/data", read_only=True), Mount(source="/s", target="/scratch")]
     assert binds_of(mounts) == [("/d", "/data", True), ("/s", "/scratch", False)]
+
+
+# --------------------------------------------------------------------------- refused outputs
+
+
+def _link_to_a_file(path: Path) -> None:
+    victim = path.parent / "victim"
+    victim.write_bytes(b"mine")
+    path.symlink_to(victim)
+
+
+def _dangling_link(path: Path) -> None:
+    path.symlink_to(path.parent / "nowhere")
+
+
+def _fifo(path: Path) -> None:
+    os.mkfifo(path)
+
+
+def _folder(path: Path) -> None:
+    path.mkdir()
+
+
+HOSTILE = {"link": _link_to_a_file, "dangling": _dangling_link, "fifo": _fifo, "folder": _folder}
+
+
+@pytest.mark.parametrize("which", ["file", "sidecar"])
+@pytest.mark.parametrize("kind", list(HOSTILE))
+def test_a_refused_output_path_writes_nothing(tmp_path: Path, kind: str, which: str) -> None:
+    # Both outputs of an export, the file and its sidecar, are checked before the conversion
+    # starts (the output policy of envbuilder.atomic): a refused sidecar path left the converted
+    # file behind without its sidecar, which read_exported then refused.
+    work = tmp_path / "w"
+    work.mkdir()
+    out = work / "train.sif"
+    HOSTILE[kind](out if which == "file" else sidecar_path(out))
+    before = sorted(p.name for p in work.iterdir())
+    converted: list[Path] = []
+
+    def convert(_info: ImageInfo, built: Path, _work: Path) -> None:
+        converted.append(built)
+        built.write_bytes(CONTENT)
+
+    with pytest.raises(OutputError, match="refusing to write"):
+        export(tmp_path, out, convert=convert)
+    assert converted == [] and sorted(p.name for p in work.iterdir()) == before
+
+
+@pytest.mark.parametrize("which", ["file", "sidecar"])
+def test_a_missing_folder_writes_nothing(tmp_path: Path, which: str) -> None:
+    out = tmp_path / "missing" / "train.sif"
+    with pytest.raises(OutputError, match="does not exist"):
+        export(tmp_path, out)
+    assert not out.parent.exists()
