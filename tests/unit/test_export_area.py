@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
+import signal
 import subprocess
 import sys
 import time
@@ -332,6 +334,7 @@ def test_run_foreground_passes_the_exit_code_back_in_this_process_group(tmp_path
 _INTERRUPTS_ITS_PARENT = """
 import os, signal, sys, time
 def stop(*_):
+    time.sleep(0.3)  # a job that takes a moment to stop is waited for
     open(sys.argv[1], "w").write("SIGINT")
     raise SystemExit(0)
 signal.signal(signal.SIGINT, stop if sys.argv[2] == "stops" else signal.SIG_IGN)
@@ -346,10 +349,28 @@ def test_ctrl_c_reaches_the_job_then_is_raised(tmp_path: Path, child: str) -> No
     # SIGINT; a job that ignores it is killed after the stop timeout; then it is raised again
     seen = tmp_path / "seen"
     started = time.monotonic()
-    with pytest.raises(KeyboardInterrupt):
-        run_foreground([PY, "-c", _INTERRUPTS_ITS_PARENT, str(seen), child], stop_timeout_s=0.5)
+    # Python's own SIGINT handler, also where this test runs with SIGINT ignored (started in the
+    # background by a shell without job control, as benchmarks/mutants.py is)
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            run_foreground(
+                [PY, "-c", _INTERRUPTS_ITS_PARENT, str(seen), child],
+                stop_timeout_s=5.0 if child == "stops" else 0.5,
+            )
+    finally:
+        signal.signal(signal.SIGINT, before)
     assert time.monotonic() - started < 8
     assert seen.exists() == (child == "stops")
+    # EXN039: the killed job is waited for, no zombie left (this test process has no other child)
+    deadline = time.monotonic() + 2
+    while time.monotonic() < deadline:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            break
+        assert pid == 0, "the job was left behind unwaited for"
+        time.sleep(0.05)
 
 
 # --------------------------------------------------------------------------- run --runtime
@@ -405,7 +426,8 @@ def test_every_volume_goes_in_and_the_host_is_probed_once(tmp_path: Path) -> Non
     (tmp_path / "a").mkdir()
     (tmp_path / "b").mkdir()
     probes: list[int] = []
-    _, launched, _ = go(tmp_path, volumes=(f"{tmp_path}/a:/a:ro", f"{tmp_path}/b:/b"), probes=probes)
+    _, launched, lines = go(tmp_path, volumes=(f"{tmp_path}/a:/a:ro", f"{tmp_path}/b:/b"), probes=probes)
+    assert lines[-1] == f"envbuilder: {shlex.join(launched[0])}"  # EXN063: the command line said first
     assert f"{tmp_path}/a:/a:ro" in launched[0] and f"{tmp_path}/b:/b" in launched[0]
     assert probes == [1]
 
@@ -432,18 +454,28 @@ def test_without_say_or_probe_the_defaults_are_used(
     [
         (host(cuda_driver=None), True),  # EX088, EX089: the driver's own CUDA from the matrix
         (host(cuda_driver="12.8"), False),  # EX090: the probe's word first
+        (host(cuda_driver=None, driver="570.86.10"), False),  # EXN054: 12.8, not "570.86.10"
     ],
-    ids=["unknown-cuda", "probed-cuda"],
+    ids=["unknown-cuda", "probed-cuda", "older-driver"],
 )
 def test_the_hosts_cuda_is_the_probes_else_the_drivers(
     tmp_path: Path, report: HostReport, covered: bool
 ) -> None:
+    certificate = cert(min_driver="535.54.03")  # only NVIDIA_REQUIRE_CUDA decides here
     if covered:
-        outcome, launched, _ = go(tmp_path, report=report)
+        outcome, launched, _ = go(tmp_path, certificate, report=report)
         assert outcome.refusals == () and len(launched) == 1
     else:
         with pytest.raises(CertificateRefusedError, match=r"requires cuda>=13\.0"):
-            go(tmp_path, report=report)
+            go(tmp_path, certificate, report=report)
+
+
+def test_the_runtimes_own_mode_is_taken_and_a_relative_workdir_refused(tmp_path: Path) -> None:
+    # EXN044: --gpu-access nv is apptainer's; EXN042: -w is checked as for a Docker run
+    _, launched, _ = go(tmp_path, gpu_access="nv")
+    assert "--nv" in launched[0]
+    with pytest.raises(UsageError, match="the working directory must be an absolute path"):
+        go(tmp_path, workdir="w")
 
 
 def test_the_run_log_records_seconds_to_the_millisecond(
@@ -461,6 +493,41 @@ def test_the_run_log_records_seconds_to_the_millisecond(
     go(tmp_path)
     (entry,) = run_log(tmp_path)
     assert entry["seconds"] == 1.235 and entry["outcome"] == "exited"
+
+
+def test_an_interrupted_run_is_logged_as_130(tmp_path: Path) -> None:
+    # EXT086, EXT087: Ctrl-C during the job: the log says so, with the shell's 128 + SIGINT
+    export(tmp_path, tmp_path / "train.sif")
+
+    def interrupted(_argv: Any) -> int:
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        run_exported(
+            HpcRunOptions(
+                path=tmp_path / "train.sif",
+                runtime="apptainer",
+                command=("true",),
+                tool=str(tmp_path / "apptainer"),
+            ),
+            find_certificate=lambda info: [cert()],
+            probe=host,
+            say=lambda _line: None,
+            log_dir=tmp_path,
+            launch=interrupted,
+        )
+    (entry,) = run_log(tmp_path)
+    assert (entry["outcome"], entry["exit_code"]) == ("interrupted", 130)
+
+
+def test_an_export_names_its_file_by_its_absolute_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # EXN006: a relative FILE is reported (and its sidecar named) by where it is
+    monkeypatch.chdir(tmp_path)
+    done = export(tmp_path, Path("t.sif"))
+    assert done.path == tmp_path / "t.sif" and done.sidecar == tmp_path / "t.sif.envbuilder.json"
+    assert done.to_dict()["path"] == str(tmp_path / "t.sif")
 
 
 # --------------------------------------------------------------------------- runtime/files.py
@@ -512,10 +579,10 @@ def test_run_argv_returns_text_and_each_stderr_line(tmp_path: Path) -> None:
     [
         ("import time; time.sleep(20)", "", ""),  # EX104, EX105, EX107, EX108: no output is ""
         (
-            "import sys, time; print('partial', flush=True); sys.stderr.write('e\\n'); sys.stderr.flush(); "
-            "time.sleep(20)",
-            "partial\n",
-            "e\n",
+            # EXT103, EXT104: bytes that are not UTF-8 are replaced, not a UnicodeDecodeError
+            "import os, time; os.write(1, b'partial \\xff\\n'); os.write(2, b'e \\xfe\\n'); time.sleep(20)",
+            "partial \ufffd\n",
+            "e \ufffd\n",
         ),
     ],
     ids=["silent", "partial"],
