@@ -10206,6 +10206,13 @@ _EXPORT_TESTS = (
     "test_hashing.py",
     "test_export_area.py",
 )
+_EXPORT_IO_TESTS = (
+    "test_bounded.py",
+    "test_output_policy.py",
+    "test_outputs_kept.py",
+    "test_bounded_outside_readers.py",
+    "test_export_area.py",
+)
 AREAS["export"] = (
     "EX",
     (
@@ -10258,6 +10265,15 @@ AREAS["export"] = (
             ),
             _EXPORT_TESTS,
         ),
+        # The writers and readers of atomic.py and bounded.py that AREAS["io"] names no function
+        # of (2026-12-06): guarded by the io area's fast test files (not test_lifecycle.py,
+        # test_spec_no_echo.py, test_lock_secrets.py: 40 s a mutant on the shared VM) and ours.
+        Target(
+            "atomic.py",
+            ("path_kind", "write_text_atomic", "written", "_umask", "append_jsonl"),
+            _EXPORT_IO_TESTS,
+        ),
+        Target("bounded.py", ("read_text_bounded", "_size", "_first"), _EXPORT_IO_TESTS),
     ),
 )
 
