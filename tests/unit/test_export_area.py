@@ -182,6 +182,31 @@ def test_a_work_folder_that_cannot_be_removed_does_not_fail_a_finished_export(
     assert done.path.read_bytes() == CONTENT and read_exported(done.path).image.id == IMAGE_ID
 
 
+def test_the_conversion_works_in_a_hidden_folder_beside_the_file_and_is_timed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # EXT017: the work folder is .FILE.XXXX beside FILE (same file system: the rename is atomic;
+    # hidden, named after what it builds); EXT023: the seconds are the conversion's
+    ticks = iter([100.0, 102.5])
+
+    class Clock:
+        @staticmethod
+        def monotonic() -> float:
+            return next(ticks)
+
+    monkeypatch.setattr("envbuilder.engine.hpc.time", Clock)
+    works: list[Path] = []
+
+    def convert(_info: ImageInfo, built: Path, work: Path) -> None:
+        works.append(work)
+        built.write_bytes(CONTENT)
+
+    done = export(tmp_path, tmp_path / "train.sif", convert=convert)
+    (work,) = works
+    assert work.parent == tmp_path and work.name.startswith(".train.sif.") and not work.exists()
+    assert done.seconds == 2.5
+
+
 def test_the_sidecar_is_stable_sorted_indented_json(tmp_path: Path) -> None:
     # EX030, EX031, EX032, EXN024: the sidecar's exact text (diffable, one field a line)
     out = tmp_path / "t.sif"
