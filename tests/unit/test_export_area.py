@@ -295,6 +295,18 @@ SIDECAR_CASES: list[tuple[str, Callable[[dict[str, Any]], None], str]] = [
     ("image a list", _set("image", value=[IMAGE_ID]), NOT_READABLE),  # EXN032
     ("image id missing", _drop("image", "id"), NOT_READABLE),
     ("labels not a mapping", _set("image", "labels", value=["a"]), NOT_READABLE),  # EXN030
+    # a field of the wrong type is refused, never read as something else (the ID "None", a tag
+    # per character of a string)
+    ("sha256 a number", _set("sha256", value=5), NOT_READABLE),
+    ("image id null", _set("image", "id", value=None), NOT_READABLE),
+    ("image id a number", _set("image", "id", value=5), NOT_READABLE),
+    ("image id empty", _set("image", "id", value=""), NOT_READABLE),
+    ("tags a string", _set("image", "tags", value="team/train:1"), NOT_READABLE),
+    ("repo_digests of numbers", _set("image", "repo_digests", value=[1]), NOT_READABLE),
+    ("env a string", _set("image", "env", value="PATH=/usr/bin"), NOT_READABLE),
+    ("env a mapping", _set("image", "env", value={"PATH": "/usr/bin"}), NOT_READABLE),
+    ("labels of numbers", _set("image", "labels", value={"a": 1}), NOT_READABLE),
+    ("labels a string", _set("image", "labels", value="a=1"), NOT_READABLE),
 ]
 
 
