@@ -10277,6 +10277,61 @@ AREAS["export"] = (
     ),
 )
 
+# The export area's survivors proved equivalent (2026-12-06, benchmarks/results/
+# mutants-area-export-2026-12-06.md): each differs from the original for no input that reaches it.
+_EX_STDERR_LINES = (
+    "sys.stderr is line-buffered (Python 3.9+, a terminal or not) and print() ends each line in a "
+    "newline: the line is written at once with or without flush"
+)
+_EX_BLOCK = "the block size changes how the file is read, not which bytes are hashed: the same digest"
+_EX_CHECK = "check=False is subprocess.run's default"
+_EX_TIMEOUT_OUTPUT = (
+    "on POSIX subprocess.run's TimeoutExpired holds bytes or None (Popen._check_timeout: "
+    "b''.join(chunks) if any else None), never text: the else branch sees only None, and None or "
+    '"" is ""'
+)
+_EX_FOR = 'for chunk in iter(lambda: fh.read(1 << 20), b""):'
+_EX_SAY = "say = say or (lambda line: print(line, file=sys.stderr, flush=True))"
+EQUIVALENT.update(
+    {
+        ("run/hpc.py", _EX_SAY, "say = say or (lambda line: print(line, file=sys.stderr, flush=False))"): (
+            _EX_STDERR_LINES
+        ),
+        ("run/hpc.py", _EX_SAY, "say = say or (lambda line: print(line, file=sys.stderr))"): _EX_STDERR_LINES,
+        ("hashing.py", _EX_FOR, 'for chunk in iter(lambda: fh.read(2 << 20), b""):'): _EX_BLOCK,
+        ("hashing.py", _EX_FOR, 'for chunk in iter(lambda: fh.read(1 << 19), b""):'): _EX_BLOCK,
+        ("hashing.py", _EX_FOR, 'for chunk in iter(lambda: fh.read(1 << 21), b""):'): _EX_BLOCK,
+        (
+            "engine/hpc.py",
+            "return subprocess.run(list(argv), capture_output=True, text=True, timeout=timeout, check=False)",
+            "return subprocess.run(list(argv), capture_output=True, text=True, timeout=timeout)",
+        ): _EX_CHECK,
+        (
+            "runtime/files.py",
+            "done = subprocess.run(list(argv), capture_output=True, text=True, timeout=timeout_s, "
+            "check=False)",
+            "done = subprocess.run(list(argv), capture_output=True, text=True, timeout=timeout_s)",
+        ): _EX_CHECK,
+        (
+            "engine/hpc.py",
+            "proc = subprocess.Popen(list(argv), start_new_session=False)",
+            "proc = subprocess.Popen(list(argv))",
+        ): "start_new_session=False is Popen's default",
+        (
+            "runtime/files.py",
+            'out = exc.stdout.decode(errors="replace") if isinstance(exc.stdout, bytes) else '
+            'exc.stdout or ""',
+            'out = exc.stdout.decode(errors="replace") if isinstance(exc.stdout, bytes) else ""',
+        ): _EX_TIMEOUT_OUTPUT,
+        (
+            "runtime/files.py",
+            'err = exc.stderr.decode(errors="replace") if isinstance(exc.stderr, bytes) else '
+            'exc.stderr or ""',
+            'err = exc.stderr.decode(errors="replace") if isinstance(exc.stderr, bytes) else ""',
+        ): _EX_TIMEOUT_OUTPUT,
+    }
+)
+
 # The values area's survivors proved equivalent after tests/unit/test_value_bounds.py (2026-12-06,
 # benchmarks/results/values-survivors-2026-12-06.md): each differs from the original for no value
 # that reaches the line, or only in which of two raises with the same message is taken.
