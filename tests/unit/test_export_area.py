@@ -469,6 +469,15 @@ def test_every_volume_goes_in_and_the_host_is_probed_once(tmp_path: Path) -> Non
     assert probes == [1]
 
 
+def test_a_cpu_run_of_a_gpu_image_is_the_users_choice_and_force_is_recorded(tmp_path: Path) -> None:
+    # EXT079: --gpu-access none is what the user asked for: no "no GPU" refusal
+    outcome, launched, _ = go(tmp_path, gpu_access="none")
+    assert outcome.refusals == () and "--nv" not in launched[0]
+    # EXT091: a forced run hands its refusals back
+    outcome, launched, _ = go(tmp_path, cert(min_driver="999.0"), force=True)
+    assert [r.reason for r in outcome.refusals] == ["driver-too-old"] and outcome.forced and launched
+
+
 def test_no_command_is_refused_before_anything(tmp_path: Path) -> None:
     # EX073
     with pytest.raises(UsageError, match="no command given: --runtime apptainer needs one"):
@@ -606,6 +615,8 @@ def test_run_argv_returns_text_and_each_stderr_line(tmp_path: Path) -> None:
     )
     assert (res.exit_code, res.stdout, res.stderr) == (4, "out\n", "one\ntwo\n")
     assert lines == ["one", "two"]
+    # EXT111: without on_stderr the lines are only returned
+    assert run_argv([PY, "-c", "import sys; sys.stderr.write('said\\n')"]).stderr == "said\n"
     # EX109: cannot start
     with pytest.raises(ContainerRuntimeError, match="cannot run"):
         run_argv([str(tmp_path / "missing")])
