@@ -10329,6 +10329,11 @@ EQUIVALENT.update(
             'exc.stderr or ""',
             'err = exc.stderr.decode(errors="replace") if isinstance(exc.stderr, bytes) else ""',
         ): _EX_TIMEOUT_OUTPUT,
+        (
+            "hashing.py",
+            'return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=False)',
+            'return json.dumps(value, sort_keys=True, separators=(",", ":"), allow_nan=False)',
+        ): "ensure_ascii=True is json.dumps's default",
     }
 )
 
