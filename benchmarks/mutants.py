@@ -10331,7 +10331,8 @@ EQUIVALENT.update(
         ): _EX_TIMEOUT_OUTPUT,
         (
             "hashing.py",
-            'return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=False)',
+            'return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=True, '
+            "allow_nan=False)",
             'return json.dumps(value, sort_keys=True, separators=(",", ":"), allow_nan=False)',
         ): "ensure_ascii=True is json.dumps's default",
     }
