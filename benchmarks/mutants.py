@@ -10228,6 +10228,7 @@ AREAS["export"] = (
                 "check_tool",
                 "write_sidecar",
                 "read_exported",
+                "_sidecar_image",
                 "run_foreground",
             ),
             _EXPORT_TESTS,
