@@ -7,12 +7,15 @@ Everything is written inside tmp_path; the commands run are this Python."""
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import shlex
 import signal
+import stat
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -21,7 +24,11 @@ from typing import Any
 import pytest
 from cert_factory import H200, IMAGE_ID, cert
 from fake_engine import FakeEngine
+from fd_count import count_descriptors
 
+from envbuilder import atomic, bounded
+from envbuilder.atomic import append_jsonl, default_mode, path_kind, write_text_atomic, written
+from envbuilder.bounded import NotRegularFile, TooLarge, read_bounded, read_text_bounded
 from envbuilder.certify.certificate import Certificate
 from envbuilder.engine import ImageInfo
 from envbuilder.engine.container import Mount
@@ -707,3 +714,135 @@ def test_a_missing_folder_writes_nothing(tmp_path: Path, which: str) -> None:
     with pytest.raises(OutputError, match="does not exist"):
         export(tmp_path, out)
     assert not out.parent.exists()
+
+
+# --------------------------------------------------------------------------- atomic.py, bounded.py
+# The writers and readers the io area names no function of (path_kind, write_text_atomic,
+# written, _umask, append_jsonl, read_text_bounded, _size, _first).
+
+
+def test_the_umask_is_read_without_being_set(monkeypatch: pytest.MonkeyPatch) -> None:
+    # EX114, EX115 (blind io): Linux says the umask (/proc): setting it to read it would change it
+    # for a moment for every thread of the process
+    real_umask = os.umask
+    before = real_umask(0o027)
+    try:
+
+        def umask(_mask: int) -> int:
+            raise AssertionError("the umask was set to be read")
+
+        monkeypatch.setattr(os, "umask", umask)
+        assert default_mode() == 0o640 and default_mode(directory=True) == 0o750
+    finally:
+        monkeypatch.undo()
+        real_umask(before)
+
+
+def test_the_umask_read_by_setting_it_is_put_back(monkeypatch: pytest.MonkeyPatch) -> None:
+    # where the process status cannot be read: set, read, put back
+    class Unreadable:
+        def __init__(self, *_args: Any) -> None:
+            pass
+
+        def read_text(self) -> str:
+            raise OSError("no process status here")
+
+    before = os.umask(0o027)
+    try:
+        monkeypatch.setattr(atomic, "Path", Unreadable)
+        assert atomic._umask() == 0o027
+        monkeypatch.undo()
+        assert os.umask(0o027) == 0o027  # put back as it was
+    finally:
+        os.umask(before)
+
+
+def test_a_json_lines_record_is_one_sorted_line_under_a_lock_synced_and_closed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    log = tmp_path / "runs.jsonl"
+    before = os.umask(0o022)
+    try:
+        append_jsonl(log, {"seconds": 1.5, "run_id": "a"})  # EX119 (blind io): keys sorted
+    finally:
+        os.umask(before)
+    assert log.read_text(encoding="utf-8") == '{"run_id": "a", "seconds": 1.5}\n'
+    assert stat.S_IMODE(log.stat().st_mode) == 0o644
+    synced: list[int] = []
+    real_fsync = os.fsync
+
+    def fsync(fd: int) -> None:
+        synced.append(fd)
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    seen = count_descriptors(monkeypatch)
+    append_jsonl(log, {"run_id": "b"})
+    assert len(seen.opened) == 1 and seen.closed == seen.opened and synced == seen.opened
+    # a writer holding the lock keeps the next one waiting
+    with log.open("a") as held:
+        fcntl.flock(held.fileno(), fcntl.LOCK_EX)
+        writer = threading.Thread(target=append_jsonl, args=(log, {"run_id": "c"}))
+        writer.start()
+        writer.join(0.5)
+        waited = writer.is_alive()
+        fcntl.flock(held.fileno(), fcntl.LOCK_UN)
+    writer.join(10)
+    assert waited and log.read_text(encoding="utf-8").splitlines()[-1] == '{"run_id": "c"}'
+
+
+def test_write_text_atomic_and_written(tmp_path: Path) -> None:
+    out = tmp_path / "report.txt"
+    assert write_text_atomic(out, "héllo\n") is False and out.read_bytes() == "héllo\n".encode()
+    assert written(out, False) == f"wrote {out}"
+    assert write_text_atomic(out, "again\n") is True and written(out, True) == f"replaced {out}"
+
+
+def test_path_kind_names_each_kind(tmp_path: Path) -> None:
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    link = tmp_path / "link"
+    link.symlink_to(fifo)
+    kinds = {p.name: path_kind(p.lstat().st_mode) for p in (fifo, link, tmp_path)}
+    assert kinds == {"fifo": "a FIFO", "link": "a symbolic link", tmp_path.name: "a folder"}
+    assert path_kind(0) == "not a regular file"
+
+
+def test_read_text_bounded_decodes_follows_links_unless_told(tmp_path: Path) -> None:
+    text = tmp_path / "spec.yaml"
+    text.write_bytes("name: é\n".encode())
+    link = tmp_path / "link.yaml"
+    link.symlink_to(text)
+    assert read_text_bounded(link) == "name: é\n"  # a link is followed by default
+    with pytest.raises(NotRegularFile, match="a symbolic link"):
+        read_text_bounded(link, follow_symlinks=False)
+    text.write_bytes(b"name: \xff\n")
+    with pytest.raises(UnicodeDecodeError):
+        read_text_bounded(text)
+
+
+@pytest.mark.parametrize(
+    ("limit", "said"),
+    [(1023, "1023 bytes"), (1024, "1 KiB"), (1025, "1 KiB"), (2047, "1 KiB"), (2048, "2 KiB")],
+)
+def test_a_size_limit_is_said_in_bytes_below_one_kib_then_in_kib(
+    tmp_path: Path, limit: int, said: str
+) -> None:
+    big = tmp_path / "big"
+    big.write_bytes(b"x" * (limit + 1))
+    with pytest.raises(TooLarge, match=f"^larger than {said}$"):
+        read_bounded(big, limit)
+
+
+@pytest.mark.parametrize(
+    ("exc", "said"),
+    [
+        (ValueError("first line\nsecond line"), "first line"),
+        (ValueError("x" * 200), "x" * 120),
+        (ValueError(""), "ValueError"),
+        (OverflowError("a\nb\nc"), "a"),
+    ],
+    ids=["first-line", "cut", "empty", "three-lines"],
+)
+def test_an_error_is_said_by_its_first_line_cut_or_its_type(exc: Exception, said: str) -> None:
+    assert bounded._first(exc) == said
