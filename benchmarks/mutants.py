@@ -10336,6 +10336,16 @@ EQUIVALENT.update(
             "allow_nan=False)",
             'return json.dumps(value, sort_keys=True, separators=(",", ":"), allow_nan=False)',
         ): "ensure_ascii=True is json.dumps's default",
+        (
+            "run/hpc.py",
+            "choice = choose_access(rt, opts.gpu_access, rt.probe_modes() if opts.gpu_access != NONE "
+            "else ())",
+            "choice = choose_access(rt, opts.gpu_access, rt.probe_modes())",
+        ): (
+            "with --gpu-access none choose_access returns before it reads the modes; probing them has no "
+            "effect: both file runtimes' probe_modes ask host_gpus(probe_once), the probe run_exported "
+            "runs (once, cached) on the next line anyway, and look up PATH"
+        ),
     }
 )
 
