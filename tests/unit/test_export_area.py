@@ -143,9 +143,10 @@ def test_run_tool_captures_text_and_passes_a_failure_back(tmp_path: Path) -> Non
     # EX017: a tool past its time is a runtime error, not a result
     with pytest.raises(ContainerRuntimeError, match=r"timed out after 0\.3 s"):
         run_tool([PY, "-c", "import time; time.sleep(20)"], 0.3)
-    # EX018: a tool that cannot start
-    with pytest.raises(ContainerRuntimeError, match="cannot run"):
-        run_tool([str(tmp_path / "missing")], 30)
+    # EX018, EXV002, EXV003: a tool that cannot start (missing; a folder: PermissionError)
+    for argv0 in (tmp_path / "missing", tmp_path):
+        with pytest.raises(ContainerRuntimeError, match="cannot run"):
+            run_tool([str(argv0)], 30)
 
 
 @pytest.mark.parametrize(
@@ -370,9 +371,10 @@ def test_run_foreground_passes_the_exit_code_back_in_this_process_group(tmp_path
         [PY, "-c", f"import os; open({str(seen)!r}, 'w').write(str(os.getpgid(0))); raise SystemExit(5)"]
     )
     assert code == 5 and int(seen.read_text()) == os.getpgrp()
-    # EX064: a command that cannot start
-    with pytest.raises(ContainerRuntimeError, match="cannot start"):
-        run_foreground([str(tmp_path / "missing")])
+    # EX064, EXV005, EXV006: a command that cannot start (missing; a folder: PermissionError)
+    for argv0 in (tmp_path / "missing", tmp_path):
+        with pytest.raises(ContainerRuntimeError, match="cannot start"):
+            run_foreground([str(argv0)])
 
 
 _INTERRUPTS_ITS_PARENT = """
@@ -624,9 +626,10 @@ def test_run_argv_returns_text_and_each_stderr_line(tmp_path: Path) -> None:
     assert lines == ["one", "two"]
     # EXT111: without on_stderr the lines are only returned
     assert run_argv([PY, "-c", "import sys; sys.stderr.write('said\\n')"]).stderr == "said\n"
-    # EX109: cannot start
-    with pytest.raises(ContainerRuntimeError, match="cannot run"):
-        run_argv([str(tmp_path / "missing")])
+    # EX109, EXV012, EXV013: cannot start (missing; a folder: PermissionError)
+    for argv0 in (tmp_path / "missing", tmp_path):
+        with pytest.raises(ContainerRuntimeError, match="cannot run"):
+            run_argv([str(argv0)])
 
 
 @pytest.mark.parametrize(
