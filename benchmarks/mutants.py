@@ -10346,6 +10346,18 @@ EQUIVALENT.update(
             "effect: both file runtimes' probe_modes ask host_gpus(probe_once), the probe run_exported "
             "runs (once, cached) on the next line anyway, and look up PATH"
         ),
+        ("engine/hpc.py", "if info is None:", "if (not info):"): (
+            "Engine.inspect_image returns an ImageInfo or None; ImageInfo (a dataclass) has no __bool__ "
+            "or __len__: every one is true"
+        ),
+        (
+            "run/hpc.py",
+            "grant = rt.grant(choice.mode) if choice.mode is not None else GpuGrant()",
+            "grant = rt.grant(choice.mode) if bool(choice.mode) else GpuGrant()",
+        ): "choice.mode is an AccessMode or None; AccessMode (a dataclass) has no __bool__ or __len__",
+        ("runtime/files.py", "if on_stderr is not None:", "if bool(on_stderr):"): (
+            "on_stderr is None or a function (a lambda, a bound method: every caller's): a function is true"
+        ),
     }
 )
 

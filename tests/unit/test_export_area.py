@@ -18,6 +18,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -47,7 +48,8 @@ from envbuilder.engine.hpc import (
 from envbuilder.errors import CertificateRefusedError, ContainerRuntimeError, OutputError, UsageError
 from envbuilder.hashing import sha256_digest, sha256_file
 from envbuilder.host import GpuInfo, HostReport
-from envbuilder.run.hpc import HpcRunOptions, run_exported
+from envbuilder.run.hpc import HpcRunOptions, job_spec, run_exported
+from envbuilder.runtime import GpuGrant
 from envbuilder.runtime.files import binds_of, host_gpus, inspect_file, remove_file, run_argv
 
 PY = sys.executable
@@ -215,6 +217,36 @@ def test_the_conversion_works_in_a_hidden_folder_beside_the_file_and_is_timed(
     assert done.seconds == 2.5
 
 
+def test_a_conversion_that_writes_a_folder_fails(tmp_path: Path) -> None:
+    # EXS004: a folder where the file should be is not the file
+    def convert(_info: ImageInfo, built: Path, _work: Path) -> None:
+        built.mkdir()
+
+    with pytest.raises(ContainerRuntimeError, match=r"reported success but wrote no image\.sif"):
+        export(tmp_path, tmp_path / "train.sif", convert=convert)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["apptainer"]
+
+
+def test_an_export_is_named_by_its_resolved_path(tmp_path: Path) -> None:
+    # EXS003: `..` and a linked folder resolved (the path the sidecar is read back by)
+    real = tmp_path / "real"
+    real.mkdir()
+    (tmp_path / "linked").symlink_to(real)
+    assert export(tmp_path, tmp_path / "linked" / "t.sif").path == real / "t.sif"
+    assert export(tmp_path, real / ".." / "u.sif").path == tmp_path / "u.sif"
+
+
+def test_a_new_export_replaces_the_old_file_never_writes_into_it(tmp_path: Path) -> None:
+    # EXS005: renamed over the old file, not copied into it: a hard link to the old export (or a
+    # run reading it) keeps the old bytes
+    out = tmp_path / "train.sif"
+    export(tmp_path, out, convert=writes(b"old image"))
+    kept = tmp_path / "kept.sif"
+    os.link(out, kept)
+    export(tmp_path, out)
+    assert out.read_bytes() == CONTENT and kept.read_bytes() == b"old image"
+
+
 def test_the_sidecar_is_stable_sorted_indented_json(tmp_path: Path) -> None:
     # EX030, EX031, EX032, EXN024: the sidecar's exact text (diffable, one field a line)
     out = tmp_path / "t.sif"
@@ -331,6 +363,14 @@ def test_a_sidecar_field_missing_or_wrong_is_refused(
     side.write_text(json.dumps(doc))
     with pytest.raises(UsageError, match=refusal):
         read_exported(out)
+
+
+def test_a_folder_is_not_an_exported_file(tmp_path: Path) -> None:
+    # EXS006: refused as no file, before its sidecar is looked for
+    folder = tmp_path / "t.sif"
+    folder.mkdir()
+    with pytest.raises(UsageError, match="is not a file"):
+        read_exported(folder)
 
 
 @pytest.mark.parametrize(
@@ -485,6 +525,18 @@ def test_a_cpu_run_of_a_gpu_image_is_the_users_choice_and_force_is_recorded(tmp_
     # EXT091: a forced run hands its refusals back
     outcome, launched, _ = go(tmp_path, cert(min_driver="999.0"), force=True)
     assert [r.reason for r in outcome.refusals] == ["driver-too-old"] and outcome.forced and launched
+
+
+def test_job_spec_the_users_variables_win_and_an_empty_workdir_is_refused(tmp_path: Path) -> None:
+    opts = HpcRunOptions(
+        path=tmp_path / "t.sqsh", runtime="enroot", command=("true",), env=("NVIDIA_VISIBLE_DEVICES=0",)
+    )
+    grant = GpuGrant(env={"NVIDIA_VISIBLE_DEVICES": "all", "NVIDIA_DRIVER_CAPABILITIES": "compute,utility"})
+    spec = job_spec(opts, grant)  # EXS007: -e wins over the grant's variable
+    assert spec.env == {"NVIDIA_VISIBLE_DEVICES": "0", "NVIDIA_DRIVER_CAPABILITIES": "compute,utility"}
+    assert spec.workdir is None
+    with pytest.raises(UsageError, match="must be an absolute path"):  # EXS008: -w "" is refused
+        job_spec(replace(opts, workdir=""), grant)
 
 
 def test_no_command_is_refused_before_anything(tmp_path: Path) -> None:
