@@ -10291,6 +10291,17 @@ _EX_TIMEOUT_OUTPUT = (
     "b''.join(chunks) if any else None), never text: the else branch sees only None, and None or "
     '"" is ""'
 )
+_EX_ONLY_TIMEOUT = (
+    "subprocess.run with check=False and no preexec_fn raises no other SubprocessError than "
+    "TimeoutExpired (CalledProcessError needs check=True)"
+)
+_EX_ONLY_OSERROR = (
+    "what reaches subprocess here is a list of str without NUL (the runtime's binary, envbuilder's "
+    "own arguments, the user's command line and environment, which execve cannot pass a NUL in; a "
+    "sidecar's strings reach no file runtime's argv: their grants carry no LD_LIBRARY_PATH for "
+    "gpu_access.py to extend): Popen raises only OSError for it (ValueError/TypeError need a NUL or "
+    "a non-str argument)"
+)
 _EX_FOR = 'for chunk in iter(lambda: fh.read(1 << 20), b""):'
 _EX_SAY = "say = say or (lambda line: print(line, file=sys.stderr, flush=True))"
 EQUIVALENT.update(
@@ -10358,6 +10369,21 @@ EQUIVALENT.update(
         ("runtime/files.py", "if on_stderr is not None:", "if bool(on_stderr):"): (
             "on_stderr is None or a function (a lambda, a bound method: every caller's): a function is true"
         ),
+        (
+            "engine/hpc.py",
+            "except subprocess.TimeoutExpired as exc:",
+            "except subprocess.SubprocessError as exc:",
+        ): (_EX_ONLY_TIMEOUT),
+        (
+            "runtime/files.py",
+            "except subprocess.TimeoutExpired as exc:",
+            "except subprocess.SubprocessError as exc:",
+        ): (_EX_ONLY_TIMEOUT),
+        ("engine/hpc.py", "except subprocess.TimeoutExpired:", "except subprocess.SubprocessError:"): (
+            "Popen.wait(timeout=...) raises no other SubprocessError than TimeoutExpired"
+        ),
+        ("engine/hpc.py", "except OSError as exc:", "except Exception as exc:"): _EX_ONLY_OSERROR,
+        ("runtime/files.py", "except OSError as exc:", "except Exception as exc:"): _EX_ONLY_OSERROR,
     }
 )
 
