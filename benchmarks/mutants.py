@@ -10310,6 +10310,9 @@ EQUIVALENT.update(
             _EX_STDERR_LINES
         ),
         ("run/hpc.py", _EX_SAY, "say = say or (lambda line: print(line, file=sys.stderr))"): _EX_STDERR_LINES,
+        ("run/hpc.py", _EX_SAY, "say = say or (lambda line: print(line, file=sys.stderr, flush=None))"): (
+            _EX_STDERR_LINES
+        ),
         ("hashing.py", _EX_FOR, 'for chunk in iter(lambda: fh.read(2 << 20), b""):'): _EX_BLOCK,
         ("hashing.py", _EX_FOR, 'for chunk in iter(lambda: fh.read(1 << 19), b""):'): _EX_BLOCK,
         ("hashing.py", _EX_FOR, 'for chunk in iter(lambda: fh.read(1 << 21), b""):'): _EX_BLOCK,

@@ -105,6 +105,8 @@ def test_find_tool_takes_the_path_given_else_the_one_on_path(
     on_path = binary(bindir, "enroot")
     monkeypatch.setenv("PATH", str(bindir))
     assert find_tool("enroot") == Tool(name="enroot", path=str(on_path))
+    # EXH004: a path given wins over the one on PATH
+    assert find_tool("enroot", path=str(given)) == Tool(name="enroot", path=str(given))
     # EX008: none on PATH is the runtime error with its hint, not a TypeError
     with pytest.raises(ContainerRuntimeError, match=r"no apptainer here \(not on PATH\)") as exc:
         find_tool("apptainer", hint="install it")
