@@ -155,10 +155,14 @@ def test_run_tool_captures_text_and_passes_a_failure_back(tmp_path: Path) -> Non
 
 @pytest.mark.parametrize(
     ("stdout", "stderr", "shown"),
-    [("", "FATAL: no space left\n", "FATAL: no space left"), ("only on stdout\n", "", "only on stdout")],
+    [
+        ("", "FATAL: no space left\n", "FATAL: no space left"),
+        ("only on stdout\n", "", "only on stdout"),
+        ("progress\n", "FATAL: x\n", "FATAL: x"),
+    ],
 )
 def test_check_tool_quotes_the_tools_last_lines(stdout: str, stderr: str, shown: str) -> None:
-    # EX027, EXN021: a tool that says why on stdout only is quoted too
+    # EX027, EXN021: a tool that says why on stdout only is quoted too; EXH026: stderr first
     res = subprocess.CompletedProcess(["apptainer"], 255, stdout, stderr)
     with pytest.raises(ContainerRuntimeError, match=r"/x/apptainer failed \(exit 255\)") as exc:
         check_tool(res, Tool(name="apptainer", path="/x/apptainer"))
@@ -294,6 +298,7 @@ def test_every_field_of_the_image_is_read_back(tmp_path: Path) -> None:
         id=IMAGE.id, tags=IMAGE.tags, repo_digests=IMAGE.repo_digests, labels=IMAGE.labels, env=IMAGE.env
     )
     assert back.format == "sif" and back.sha256 == sha256_digest(CONTENT)
+    assert back.path == tmp_path / "t.sif"  # EXH034
 
 
 def _set(*keys: str, value: Any) -> Callable[[dict[str, Any]], None]:
