@@ -604,9 +604,11 @@ def test_the_run_log_records_seconds_to_the_millisecond(
             return next(ticks)
 
     monkeypatch.setattr("envbuilder.run.hpc.time", Clock)
-    go(tmp_path)
+    outcome, _, _ = go(tmp_path)
     (entry,) = run_log(tmp_path)
     assert entry["seconds"] == 1.235 and entry["outcome"] == "exited"
+    # EXH060, EXH069: the log names the file run, and the run's ID is the one handed back
+    assert entry["ref"] == str(tmp_path / "train.sif") and entry["run_id"] == outcome.run_id
 
 
 def test_an_interrupted_run_is_logged_as_130(tmp_path: Path) -> None:
