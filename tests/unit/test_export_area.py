@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cert_factory import H200, IMAGE_ID, cert
+from cert_factory import H200, IMAGE_ID, RTX, cert
 from fake_engine import FakeEngine
 from fd_count import count_descriptors
 
@@ -582,6 +582,13 @@ def test_the_hosts_cuda_is_the_probes_else_the_drivers(
     else:
         with pytest.raises(CertificateRefusedError, match=r"requires cuda>=13\.0"):
             go(tmp_path, certificate, report=report)
+
+
+def test_the_gpus_judged_are_the_probes(tmp_path: Path) -> None:
+    # EXT077 (blind): a certificate of the H200 does not cover this host's RTX 3090
+    report = HostReport(source="nvml", driver="580.159.04", cuda_driver="13.0", gpus=(RTX,))
+    with pytest.raises(CertificateRefusedError, match="RTX 3090"):
+        go(tmp_path, report=report)
 
 
 def test_the_runtimes_own_mode_is_taken_and_a_relative_workdir_refused(tmp_path: Path) -> None:
