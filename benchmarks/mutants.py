@@ -10302,6 +10302,14 @@ _EX_ONLY_OSERROR = (
     "gpu_access.py to extend): Popen raises only OSError for it (ValueError/TypeError need a NUL or "
     "a non-str argument)"
 )
+_EX_FIRST = 'return str(exc).split("\\n", 1)[0][:120] or type(exc).__name__'
+_EX_SPLIT = (
+    "the first item of a split on newlines is the text before the first newline, whatever maxsplit (>= 1)"
+)
+_EX_UMASK_SET = (
+    "the umask set there is put back on the next line: _umask returns the one it replaced, whatever "
+    "value stood in for it"
+)
 _EX_FOR = 'for chunk in iter(lambda: fh.read(1 << 20), b""):'
 _EX_SAY = "say = say or (lambda line: print(line, file=sys.stderr, flush=True))"
 EQUIVALENT.update(
@@ -10387,6 +10395,47 @@ EQUIVALENT.update(
         ),
         ("engine/hpc.py", "except OSError as exc:", "except Exception as exc:"): _EX_ONLY_OSERROR,
         ("runtime/files.py", "except OSError as exc:", "except Exception as exc:"): _EX_ONLY_OSERROR,
+        # atomic.py's and bounded.py's functions the io area names none of (Targets in AREAS["export"])
+        (
+            "bounded.py",
+            _EX_FIRST,
+            'return str(exc).split("\\n", 2)[0][:120] or type(exc).__name__',
+        ): _EX_SPLIT,
+        ("bounded.py", _EX_FIRST, 'return str(exc).split("\\n")[0][:120] or type(exc).__name__'): _EX_SPLIT,
+        (
+            "atomic.py",
+            "with contextlib.suppress(OSError, ValueError):",
+            "with contextlib.suppress(ValueError, OSError):",
+        ): ("the order of the exception types suppress() is given changes nothing"),
+        (
+            "atomic.py",
+            "current = os.umask(0o022)  # elsewhere the only way to read it is to set it",
+            "current = os.umask(17)  # elsewhere the only way to read it is to set it",
+        ): _EX_UMASK_SET,
+        (
+            "atomic.py",
+            "current = os.umask(0o022)  # elsewhere the only way to read it is to set it",
+            "current = os.umask(19)  # elsewhere the only way to read it is to set it",
+        ): _EX_UMASK_SET,
+        (
+            "atomic.py",
+            'for line in Path("/proc/self/status").read_text().splitlines():',
+            'for line in Path("/proc/self/status").read_text(errors="replace").splitlines():',
+        ): (
+            "the same umask either way: the status is ASCII but for the process's own name; a name that "
+            "is not UTF-8 makes the strict read fall back to setting the umask and putting it back, "
+            "which reads the same number"
+        ),
+        (
+            "atomic.py",
+            'for line in Path("/proc/self/status").read_text().splitlines():',
+            'for line in Path("/proc/self/status").read_text().split("\\n"):',
+        ): 'split("\\n") adds only an empty last item, which does not start with "Umask:"',
+        ("atomic.py", 'if line.startswith("Umask:"):', 'if ("Umask:" in line):'): (
+            'the same umask either way: only the Name line could hold "Umask:" elsewhere (a process '
+            "named so), whose second word int() refuses (ValueError, suppressed): the fallback reads "
+            "the same number"
+        ),
     }
 )
 
