@@ -339,7 +339,7 @@ SIDECAR_CASES: list[tuple[str, Callable[[dict[str, Any]], None], str]] = [
     ("sha256 cut short", _set("sha256", value=DIGEST[:19]), NOT_FILE),  # EX059
     ("sha256 the same first 12", _set("sha256", value=DIGEST[:12] + "0" * 59), NOT_FILE),  # EX060
     ("image missing", _drop("image"), NOT_READABLE),
-    ("image a list", _set("image", value=[IMAGE_ID]), NOT_READABLE),  # EXN032
+    ("image a list", _set("image", value=[IMAGE_ID]), NOT_READABLE + r".*image is not an object"),  # EXN032
     ("image id missing", _drop("image", "id"), NOT_READABLE),
     ("labels not a mapping", _set("image", "labels", value=["a"]), NOT_READABLE),  # EXN030
     # a field of the wrong type is refused, never read as something else (the ID "None", a tag
@@ -354,6 +354,8 @@ SIDECAR_CASES: list[tuple[str, Callable[[dict[str, Any]], None], str]] = [
     ("env a mapping", _set("image", "env", value={"PATH": "/usr/bin"}), NOT_READABLE),
     ("labels of numbers", _set("image", "labels", value={"a": 1}), NOT_READABLE),
     ("labels a string", _set("image", "labels", value="a=1"), NOT_READABLE),
+    ("tags, the second a number", _set("image", "tags", value=["team/train:1", 5]), NOT_READABLE),
+    ("labels, the second a number", _set("image", "labels", value={"a": "1", "b": 2}), NOT_READABLE),
 ]
 
 
