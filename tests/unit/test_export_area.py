@@ -259,6 +259,7 @@ def test_the_sidecar_is_stable_sorted_indented_json(tmp_path: Path) -> None:
     done = export(tmp_path, out)
     assert done.sidecar == sidecar_path(out) == tmp_path / "t.sif.envbuilder.json"
     assert done.size == len(CONTENT) and done.sha256 == sha256_digest(CONTENT) == sha256_file(out)
+    assert done.format == "sif" and done.path == out  # EXH020
     assert done.sidecar.read_text() == (
         "{\n"
         '  "exported_from": "team/train:1",\n'
