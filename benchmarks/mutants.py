@@ -7463,8 +7463,8 @@ SET_V = (
     m(
         "V38",
         "engine/hpc.py",
-        "    check_output_path(out)  # envbuilder.atomic's output policy: a regular file or a new one",
-        "    check_output_path(out.resolve())  # envbuilder.atomic's output policy: a regular file or a new one",  # noqa: E501
+        "        check_output_path(path)  # envbuilder.atomic's output policy: a regular file or a new one",
+        "        check_output_path(path.resolve())  # envbuilder.atomic's output policy: a regular file or a new one",  # noqa: E501
         "the export's output path checked after its symlink is followed: `--sif link` replaces the link's"
         " target",
         OUT_U,
@@ -10340,6 +10340,14 @@ _EXPORT_TESTS = (
     "test_output_policy.py",
     "test_bounded_outside_readers.py",
     "test_hashing.py",
+    "test_export_area.py",
+)
+_EXPORT_IO_TESTS = (
+    "test_bounded.py",
+    "test_output_policy.py",
+    "test_outputs_kept.py",
+    "test_bounded_outside_readers.py",
+    "test_export_area.py",
 )
 AREAS["export"] = (
     "EX",
@@ -10356,6 +10364,7 @@ AREAS["export"] = (
                 "check_tool",
                 "write_sidecar",
                 "read_exported",
+                "_sidecar_image",
                 "run_foreground",
             ),
             _EXPORT_TESTS,
@@ -10393,7 +10402,177 @@ AREAS["export"] = (
             ),
             _EXPORT_TESTS,
         ),
+        # The writers and readers of atomic.py and bounded.py that AREAS["io"] names no function
+        # of (2026-12-06): guarded by the io area's fast test files (not test_lifecycle.py,
+        # test_spec_no_echo.py, test_lock_secrets.py: 40 s a mutant on the shared VM) and ours.
+        Target(
+            "atomic.py",
+            ("path_kind", "write_text_atomic", "written", "_umask", "append_jsonl"),
+            _EXPORT_IO_TESTS,
+        ),
+        Target("bounded.py", ("read_text_bounded", "_size", "_first"), _EXPORT_IO_TESTS),
     ),
+)
+
+# The export area's survivors proved equivalent (2026-12-06, benchmarks/results/
+# mutants-area-export-2026-12-06.md): each differs from the original for no input that reaches it.
+_EX_STDERR_LINES = (
+    "sys.stderr is line-buffered (Python 3.9+, a terminal or not) and print() ends each line in a "
+    "newline: the line is written at once with or without flush"
+)
+_EX_BLOCK = "the block size changes how the file is read, not which bytes are hashed: the same digest"
+_EX_CHECK = "check=False is subprocess.run's default"
+_EX_TIMEOUT_OUTPUT = (
+    "on POSIX subprocess.run's TimeoutExpired holds bytes or None (Popen._check_timeout: "
+    "b''.join(chunks) if any else None), never text: the else branch sees only None, and None or "
+    '"" is ""'
+)
+_EX_ONLY_TIMEOUT = (
+    "subprocess.run with check=False and no preexec_fn raises no other SubprocessError than "
+    "TimeoutExpired (CalledProcessError needs check=True)"
+)
+_EX_ONLY_OSERROR = (
+    "what reaches subprocess here is a list of str without NUL (the runtime's binary, envbuilder's "
+    "own arguments, the user's command line and environment, which execve cannot pass a NUL in; a "
+    "sidecar's strings reach no file runtime's argv: their grants carry no LD_LIBRARY_PATH for "
+    "gpu_access.py to extend): Popen raises only OSError for it (ValueError/TypeError need a NUL or "
+    "a non-str argument)"
+)
+_EX_FIRST = 'return str(exc).split("\\n", 1)[0][:120] or type(exc).__name__'
+_EX_SPLIT = (
+    "the first item of a split on newlines is the text before the first newline, whatever maxsplit (>= 1)"
+)
+_EX_UMASK_SET = (
+    "the umask set there is put back on the next line: _umask returns the one it replaced, whatever "
+    "value stood in for it"
+)
+_EX_FOR = 'for chunk in iter(lambda: fh.read(1 << 20), b""):'
+_EX_SAY = "say = say or (lambda line: print(line, file=sys.stderr, flush=True))"
+EQUIVALENT.update(
+    {
+        ("run/hpc.py", _EX_SAY, "say = say or (lambda line: print(line, file=sys.stderr, flush=False))"): (
+            _EX_STDERR_LINES
+        ),
+        ("run/hpc.py", _EX_SAY, "say = say or (lambda line: print(line, file=sys.stderr))"): _EX_STDERR_LINES,
+        ("run/hpc.py", _EX_SAY, "say = say or (lambda line: print(line, file=sys.stderr, flush=None))"): (
+            _EX_STDERR_LINES
+        ),
+        ("hashing.py", _EX_FOR, 'for chunk in iter(lambda: fh.read(2 << 20), b""):'): _EX_BLOCK,
+        ("hashing.py", _EX_FOR, 'for chunk in iter(lambda: fh.read(1 << 19), b""):'): _EX_BLOCK,
+        ("hashing.py", _EX_FOR, 'for chunk in iter(lambda: fh.read(1 << 21), b""):'): _EX_BLOCK,
+        (
+            "engine/hpc.py",
+            "return subprocess.run(list(argv), capture_output=True, text=True, timeout=timeout, check=False)",
+            "return subprocess.run(list(argv), capture_output=True, text=True, timeout=timeout)",
+        ): _EX_CHECK,
+        (
+            "runtime/files.py",
+            "done = subprocess.run(list(argv), capture_output=True, text=True, timeout=timeout_s, "
+            "check=False)",
+            "done = subprocess.run(list(argv), capture_output=True, text=True, timeout=timeout_s)",
+        ): _EX_CHECK,
+        (
+            "engine/hpc.py",
+            "proc = subprocess.Popen(list(argv), start_new_session=False)",
+            "proc = subprocess.Popen(list(argv))",
+        ): "start_new_session=False is Popen's default",
+        (
+            "runtime/files.py",
+            'out = exc.stdout.decode(errors="replace") if isinstance(exc.stdout, bytes) else '
+            'exc.stdout or ""',
+            'out = exc.stdout.decode(errors="replace") if isinstance(exc.stdout, bytes) else ""',
+        ): _EX_TIMEOUT_OUTPUT,
+        (
+            "runtime/files.py",
+            'err = exc.stderr.decode(errors="replace") if isinstance(exc.stderr, bytes) else '
+            'exc.stderr or ""',
+            'err = exc.stderr.decode(errors="replace") if isinstance(exc.stderr, bytes) else ""',
+        ): _EX_TIMEOUT_OUTPUT,
+        (
+            "hashing.py",
+            'return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=True, '
+            "allow_nan=False)",
+            'return json.dumps(value, sort_keys=True, separators=(",", ":"), allow_nan=False)',
+        ): "ensure_ascii=True is json.dumps's default",
+        (
+            "run/hpc.py",
+            "choice = choose_access(rt, opts.gpu_access, rt.probe_modes() if opts.gpu_access != NONE "
+            "else ())",
+            "choice = choose_access(rt, opts.gpu_access, rt.probe_modes())",
+        ): (
+            "with --gpu-access none choose_access returns before it reads the modes; probing them has no "
+            "effect: both file runtimes' probe_modes ask host_gpus(probe_once), the probe run_exported "
+            "runs (once, cached) on the next line anyway, and look up PATH"
+        ),
+        ("engine/hpc.py", "if info is None:", "if (not info):"): (
+            "Engine.inspect_image returns an ImageInfo or None; ImageInfo (a dataclass) has no __bool__ "
+            "or __len__: every one is true"
+        ),
+        (
+            "run/hpc.py",
+            "grant = rt.grant(choice.mode) if choice.mode is not None else GpuGrant()",
+            "grant = rt.grant(choice.mode) if bool(choice.mode) else GpuGrant()",
+        ): "choice.mode is an AccessMode or None; AccessMode (a dataclass) has no __bool__ or __len__",
+        ("runtime/files.py", "if on_stderr is not None:", "if bool(on_stderr):"): (
+            "on_stderr is None or a function (a lambda, a bound method: every caller's): a function is true"
+        ),
+        (
+            "engine/hpc.py",
+            "except subprocess.TimeoutExpired as exc:",
+            "except subprocess.SubprocessError as exc:",
+        ): (_EX_ONLY_TIMEOUT),
+        (
+            "runtime/files.py",
+            "except subprocess.TimeoutExpired as exc:",
+            "except subprocess.SubprocessError as exc:",
+        ): (_EX_ONLY_TIMEOUT),
+        ("engine/hpc.py", "except subprocess.TimeoutExpired:", "except subprocess.SubprocessError:"): (
+            "Popen.wait(timeout=...) raises no other SubprocessError than TimeoutExpired"
+        ),
+        ("engine/hpc.py", "except OSError as exc:", "except Exception as exc:"): _EX_ONLY_OSERROR,
+        ("runtime/files.py", "except OSError as exc:", "except Exception as exc:"): _EX_ONLY_OSERROR,
+        # atomic.py's and bounded.py's functions the io area names none of (Targets in AREAS["export"])
+        (
+            "bounded.py",
+            _EX_FIRST,
+            'return str(exc).split("\\n", 2)[0][:120] or type(exc).__name__',
+        ): _EX_SPLIT,
+        ("bounded.py", _EX_FIRST, 'return str(exc).split("\\n")[0][:120] or type(exc).__name__'): _EX_SPLIT,
+        (
+            "atomic.py",
+            "with contextlib.suppress(OSError, ValueError):",
+            "with contextlib.suppress(ValueError, OSError):",
+        ): ("the order of the exception types suppress() is given changes nothing"),
+        (
+            "atomic.py",
+            "current = os.umask(0o022)  # elsewhere the only way to read it is to set it",
+            "current = os.umask(17)  # elsewhere the only way to read it is to set it",
+        ): _EX_UMASK_SET,
+        (
+            "atomic.py",
+            "current = os.umask(0o022)  # elsewhere the only way to read it is to set it",
+            "current = os.umask(19)  # elsewhere the only way to read it is to set it",
+        ): _EX_UMASK_SET,
+        (
+            "atomic.py",
+            'for line in Path("/proc/self/status").read_text().splitlines():',
+            'for line in Path("/proc/self/status").read_text(errors="replace").splitlines():',
+        ): (
+            "the same umask either way: the status is ASCII but for the process's own name; a name that "
+            "is not UTF-8 makes the strict read fall back to setting the umask and putting it back, "
+            "which reads the same number"
+        ),
+        (
+            "atomic.py",
+            'for line in Path("/proc/self/status").read_text().splitlines():',
+            'for line in Path("/proc/self/status").read_text().split("\\n"):',
+        ): 'split("\\n") adds only an empty last item, which does not start with "Umask:"',
+        ("atomic.py", 'if line.startswith("Umask:"):', 'if ("Umask:" in line):'): (
+            'the same umask either way: only the Name line could hold "Umask:" elsewhere (a process '
+            "named so), whose second word int() refuses (ValueError, suppressed): the fallback reads "
+            "the same number"
+        ),
+    }
 )
 
 

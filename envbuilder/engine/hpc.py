@@ -113,13 +113,15 @@ def export_image(
     """Convert the local Docker image `image` into `out` (a runtime's file format `fmt`, written
     by `convert`, the runtime's own step) and write its sidecar. Built under a temporary name
     beside `out`, renamed only when complete: a failed or interrupted export leaves no file and no
-    sidecar. Raises UsageError (no such image), OutputError (a path that is not a regular file, a
-    missing folder), ContainerRuntimeError (the tool failed; its last lines quoted),
+    sidecar. Raises UsageError (no such image), OutputError (the file's or its sidecar's path is
+    not a regular file, a missing folder: checked before the conversion starts, nothing written),
+    ContainerRuntimeError (the tool failed; its last lines quoted),
     DockerUnavailableError."""
     info = engine.inspect_image(image)
     if info is None:
         raise UsageError(f"image {image!r} not found locally", hint="build it, or `docker pull` it first")
-    check_output_path(out)  # envbuilder.atomic's output policy: a regular file or a new one
+    for path in (out, sidecar_path(out)):  # both outputs, before any step: a refused one writes nothing
+        check_output_path(path)  # envbuilder.atomic's output policy: a regular file or a new one
     out = out.resolve()
     work = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
     started = time.monotonic()
@@ -193,16 +195,11 @@ def read_exported(path: Path, *, check_hash: bool = True) -> ExportedImage:
         raise UsageError(f"{path} is not a file", hint="export it first: envbuilder export IMAGE --sif FILE")
     try:
         doc = load_json(read_bounded(side))  # a FIFO, a device or a huge sidecar: refused unread
-        img = doc["image"]
-        info = ImageInfo(
-            id=str(img["id"]),
-            tags=tuple(img.get("tags") or ()),
-            repo_digests=tuple(img.get("repo_digests") or ()),
-            labels=dict(img.get("labels") or {}),
-            env=tuple(img.get("env") or ()),
-        )
+        info = _sidecar_image(doc["image"])
         fmt = doc["format"]
-        recorded = str(doc["sha256"])
+        recorded = doc["sha256"]
+        if not isinstance(recorded, str):
+            raise TypeError("sha256 is not a string")
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise UsageError(
             f"{path} has no readable sidecar {side.name} ({exc}): which image it holds is unknown",
@@ -216,6 +213,34 @@ def read_exported(path: Path, *, check_hash: bool = True) -> ExportedImage:
             hint="export the image again; a changed file is not the certified image",
         )
     return ExportedImage(path=path, format=fmt, sha256=recorded, image=info)
+
+
+def _sidecar_image(img: Any) -> ImageInfo:
+    """A sidecar's image record, each field of the type write_sidecar writes: the ID a string;
+    tags, repo_digests and env lists of strings and labels an object of strings, each of these
+    four missing or null when empty. Never read as something else (an ID of null as "None", a
+    tag per character of a string). Raises KeyError (no ID), TypeError (a field's type)."""
+    if not isinstance(img, dict):
+        raise TypeError("image is not an object")
+    image_id = img["id"]
+    if not isinstance(image_id, str) or not image_id:
+        raise TypeError("image.id is not an image ID")
+    lists: dict[str, tuple[str, ...]] = {}
+    for name in ("tags", "repo_digests", "env"):
+        value = img.get(name) or []
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise TypeError(f"image.{name} is not a list of strings")
+        lists[name] = tuple(value)
+    labels = img.get("labels") or {}
+    if not isinstance(labels, dict) or not all(isinstance(v, str) for v in labels.values()):
+        raise TypeError("image.labels is not an object of strings")
+    return ImageInfo(
+        id=image_id,
+        tags=lists["tags"],
+        repo_digests=lists["repo_digests"],
+        labels=dict(labels),
+        env=lists["env"],
+    )
 
 
 # --------------------------------------------------------------------------- a foreground run
