@@ -1526,6 +1526,30 @@ def test_a_node_run_is_judged_against_every_gpu_its_host_record_names(
     assert cert.data["run"]["host_observation"]["source"] == "none"  # the node's GPUs: not observed here
 
 
+@pytest.mark.parametrize(
+    ("driver", "cuda_driver", "fails"),
+    [
+        pytest.param(NEW_DRIVER, "13.0", False, id="driver-above-the-floor"),
+        pytest.param("545.23.06", "12.3", False, id="driver-at-the-floor"),
+        pytest.param("535.104.05", "12.2", True, id="driver-below-the-floor"),
+    ],
+)
+def test_a_node_run_s_ptx_is_held_to_the_node_s_driver_not_its_cuda_version(
+    driver: str, cuda_driver: str, fails: bool
+) -> None:
+    # The RTX 5090 runs the image only through PTX of ISA 8.3, whose JIT needs driver 545.23.06:
+    # judged against the driver the node's host record states, never its CUDA version (set W's
+    # W03: "13.0" read as a driver is below every floor, "12.2" too, so both would fail).
+    doc = node_result([RTX5090], [lib("libtorch_cuda.so", [], [PTX90])])
+    doc["host"].update(driver_version=driver, cuda_driver_version=cuda_driver)
+    cert = sealed_node_run(doc)
+    if fails:
+        assert cert.verdict == "failed"
+        assert f"driver {driver} < 545.23.06 cannot JIT-compile it" in cert.data["verdict_reason"]
+    else:
+        assert cert.verdict == "certified", cert.data["verdict_reason"]
+
+
 def node_certificate(verdict: str, harness: Doc, run: Doc | None = None) -> Any:
     from envbuilder.certify.certificate import build_certificate
 
