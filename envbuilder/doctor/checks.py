@@ -409,7 +409,7 @@ def _inventory_check(inventory: Mapping[str, Any] | str, host: HostReport, matri
     if isinstance(inventory, str) or matrix is None:
         why = inventory if isinstance(inventory, str) else "the matrix did not load"
         return Check(name=name, status="warn", detail=f"not read: {why}", fix=None)
-    gpus = [(g.name, g.cc) for g in host.gpus if g.cc]
+    gpus = [(g.name, g.cc or "") for g in host.gpus]  # an unread cc: judge_inventory warns (as certify)
     verdict = judge_inventory(matrix, inventory, gpus, host.driver)
     libs = inventory.get("libraries") or []
     said = f"{len(libs)} CUDA libraries with device code read in {inventory.get('seconds', '?')} s"

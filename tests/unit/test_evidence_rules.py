@@ -1752,6 +1752,32 @@ def test_a_gpu_whose_compute_capability_is_unreadable_is_a_warning_and_the_other
     assert v.covered == ("libtorch_cuda.so: sm_90 on NVIDIA H100 80GB HBM3",)
 
 
+@pytest.mark.parametrize("cc", [None, ""])
+def test_doctor_says_a_gpu_whose_compute_capability_it_could_not_read_was_not_judged(cc: str | None) -> None:
+    # doctor judged only the GPUs with a compute capability, and said "every GPU has a kernel it
+    # runs" of a host whose second GPU it never looked at.
+    from envbuilder.doctor.checks import DockerState, assess_host
+
+    gpus = (
+        GpuInfo(index=0, name=H100[0], uuid="GPU-0", cc=H100[1], brand=None),
+        GpuInfo(index=1, name="NVIDIA Odd", uuid="GPU-1", cc=cc, brand=None),
+    )
+    host = HostReport(source="nvml", driver=NEW_DRIVER, cuda_driver="13.0", machine="x86_64", gpus=gpus)
+    report = assess_host(
+        host=host,
+        docker=DockerState(reachable=False, detail="no daemon"),
+        tools={},
+        modes=(),
+        frameworks=(),
+        matrix=load_matrix(),
+        python="3.12",
+        inventory=inv(lib("libtorch_cuda.so", ["sm_90"])),
+    )
+    check = next(c for c in report.checks if c.name == "kernel inventory")
+    assert check.status == "warn"
+    assert "NVIDIA Odd: compute capability '' could not be read" in check.detail
+
+
 def test_a_node_run_whose_host_record_has_an_unreadable_compute_capability_is_sealed() -> None:
     doc = node_result([H100], [lib("libtorch_cuda.so", ["sm_90"])])
     doc["host"]["gpus"].append({"name": "NVIDIA Odd", "uuid": "GPU-9", "compute_capability": "9"})
