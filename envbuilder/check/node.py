@@ -173,6 +173,7 @@ def _read_processes(gpu: GpuHealth) -> Query:
             "held_mib": sum(p["used_mib"] or 0 for p in gpu.processes),
             "memory_used_mib": gpu.memory_used_mib,
             "memory_total_mib": gpu.memory_total_mib,
+            "unread": list(gpu.processes_unread),
         }
     )
 
@@ -183,6 +184,12 @@ def _judge_processes(value: dict[str, Any], t: CheckThresholds) -> Judged:
     # hidden without permission): the used memory then speaks for them.
     share = max(held, used or 0) / total if total else 0.0
     if not value["processes"] and share < t.memory_held_warn_fraction:
+        if value.get("unread"):  # not "none": NVML could not list them; the memory speaks alone
+            said = (
+                f"{used} of {total} MiB in use" if used is not None and total else "its memory in use unknown"
+            )
+            unread = "; ".join(value["unread"])
+            return Judged("note", value, f"NVML could not list the GPU's processes ({unread}); {said}")
         return Judged("pass", value, "no process holds the GPU")
     pids = ", ".join(str(p["pid"]) for p in value["processes"])
     who = f"process(es) {pids}" if pids else "something NVML does not list (another container or user)"

@@ -68,6 +68,9 @@ class GpuHealth:
     memory_used_mib: int | None = None
     queries: Mapping[str, Query] = field(default_factory=dict)
     processes: tuple[Mapping[str, Any], ...] = ()  # {"pid", "used_mib"}
+    # NVML's words for each process list it could not give (compute, graphics): then `processes`
+    # is what the others listed, not "none", and check's node.processes says so
+    processes_unread: tuple[str, ...] = ()
 
     def get(self, name: str) -> Query:
         return self.queries.get(name) or Query(unsupported="not asked")
@@ -81,6 +84,7 @@ class GpuHealth:
             "memory_total_mib": self.memory_total_mib,
             "memory_used_mib": self.memory_used_mib,
             "processes": [dict(p) for p in self.processes],
+            "processes_unread": list(self.processes_unread),
             **{k: (q.value if q.ok else {"unsupported": q.unsupported}) for k, q in self.queries.items()},
         }
 
@@ -191,9 +195,11 @@ def gpu_health(nvml: Any, index: int) -> GpuHealth:
         "temperature_c": _ask(nvml, "nvmlDeviceGetTemperature", h, _TEMP_GPU),
         "temperature_slowdown_c": _ask(nvml, "nvmlDeviceGetTemperatureThreshold", h, _THRESHOLD_SLOWDOWN),
     }
-    procs = []
+    procs, unread = [], []
     for fn in ("nvmlDeviceGetComputeRunningProcesses", "nvmlDeviceGetGraphicsRunningProcesses"):
         got = _ask(nvml, fn, h)
+        if not got.ok:
+            unread.append(f"{fn}: {got.unsupported}")
         for p in got.value or () if got.ok else ():
             used = getattr(p, "usedGpuMemory", None)  # None when the driver hides it
             procs.append({"pid": int(p.pid), "used_mib": None if used is None else int(used) // _MIB})
@@ -206,6 +212,7 @@ def gpu_health(nvml: Any, index: int) -> GpuHealth:
         memory_used_mib=int(mem.value.used) // _MIB if mem.ok else None,
         queries=queries,
         processes=tuple(procs),
+        processes_unread=tuple(unread),
     )
 
 

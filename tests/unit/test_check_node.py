@@ -181,3 +181,18 @@ def test_a_gpu_whose_memory_nvml_cannot_read_is_judged_on_its_processes_alone() 
     )["node.processes"]
     assert held.status == "warn"
     assert held.message == "process(es) 7 already hold 2048 MiB of its memory"  # no "of None MiB"
+
+
+def test_a_process_list_nvml_refuses_is_recorded_as_unread_not_as_none() -> None:
+    # NVML refusing the compute list (no permission in a container, an older driver) read as "no
+    # process" and check said "no process holds the GPU"; now the reason is kept and said.
+    gpu = gpu_health(FakeNvml(nvmlDeviceGetComputeRunningProcesses=NOT_SUPPORTED), 0)
+    assert len(gpu.processes_unread) == 1
+    assert gpu.processes_unread[0].startswith("nvmlDeviceGetComputeRunningProcesses: ")
+    assert gpu.to_dict()["processes_unread"] == list(gpu.processes_unread)
+    got = judged(nvmlDeviceGetComputeRunningProcesses=NOT_SUPPORTED)["node.processes"]
+    assert got.status == "note"
+    assert got.message.startswith(
+        "NVML could not list the GPU's processes (nvmlDeviceGetComputeRunningProcesses: "
+    )
+    assert gpu_health(FakeNvml(), 0).processes_unread == ()  # both lists read: nothing unread

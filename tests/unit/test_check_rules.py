@@ -313,6 +313,33 @@ def test_the_processes_rule(processes: tuple[dict[str, Any], ...], used: int | N
         assert ", ".join(str(p["pid"]) for p in processes) in got.message
 
 
+@pytest.mark.parametrize(
+    ("unread", "processes", "used", "status"),
+    [
+        pytest.param(("compute: NoPermission",), (), 0, "note", id="compute-list-unread"),
+        pytest.param(("compute: x", "graphics: y"), (), None, "note", id="both-unread-memory-unknown"),
+        pytest.param(
+            ("graphics: Not Supported",), (proc(7, 1),), 1, "warn", id="a-listed-process-still-warns"
+        ),
+        pytest.param(("compute: x",), (), FAIL_MIB, "fail", id="memory-still-fails"),
+        pytest.param((), (), 0, "pass", id="both-read-and-empty"),
+    ],
+)
+def test_a_process_list_nvml_could_not_give_is_not_read_as_none(
+    unread: tuple[str, ...], processes: tuple[dict[str, Any], ...], used: int | None, status: str
+) -> None:
+    # An unread list said "no process holds the GPU"; now the finding says NVML could not list
+    # them (a note: the memory in use still warns and fails as before).
+    got = finding("node.processes", replace(health(processes=processes, used=used), processes_unread=unread))
+    assert got.status == status
+    assert got.value["unread"] == list(unread)
+    if status == "note":
+        assert got.message.startswith(f"NVML could not list the GPU's processes ({'; '.join(unread)});")
+        assert ("0 of 1000 MiB in use" in got.message) == (used == 0)
+    if status == "pass":
+        assert got.message == "no process holds the GPU"
+
+
 def test_a_gpu_whose_total_memory_is_unknown_warns_on_a_listed_process_only() -> None:
     blind = replace(health(used=900), memory_total_mib=None)
     assert finding("node.processes", blind).status == "pass"
