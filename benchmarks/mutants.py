@@ -10983,6 +10983,227 @@ SET_W = (
 SETS["w"] = SET_W
 
 
+# --------------------------------------------------------------------------- set X (blind, 2026-12-06)
+# Twenty more one-line bugs at the trust boundaries (issue 23 item 14), written by an outside reviewer
+# from envbuilder/ alone: no file under tests/ opened, read or searched (guard files chosen by name and
+# by which test files import the module, `grep -l`, names only), no result under benchmarks/results
+# read, and not run before it was registered. Boundaries as set W's: certify's evidence 4, run's
+# coverage, `check` and fleet 4, the resolver 3, values reaching a Dockerfile or a command 4,
+# attestations, keys and the trust policy 3, loaders, output writers and the janitor 2. None equals an
+# earlier mutant: 76 drafts were compared (`ast.dump` of the whole planted module) with every mutant of
+# sets a..w and of `--auto AREA --ops all` for every area; 52 equalled one; of the other 24, one was
+# equivalent (resolver.py's `strategy != "system-cuda"` as `== "bundled"`: STRATEGIES has only the two)
+# and three were left over once their boundaries had their count; 20 were kept.
+REQ_X = _w(REQ_U, _FLEET_TESTS)
+GATE_X = _w(CHECK_U, "test_check.py", "test_check_k8s.py", _FLEET_TESTS)
+INIT_X = _w(FLEET_W, "test_check_k8s.py")
+RCOV_X = _w(RESOLVE_U, "test_resolve_coverage.py", "test_resolve_edges.py")
+SOURCES_X = _w(SOURCES_U, "test_packages.py", "test_lock_edges.py")
+REFNAME_X = _w(
+    REF_W, "test_registry.py", "test_attest_registry.py", "test_cert_origins.py", "test_cli_trust.py"
+)
+POLICY_X = _w(
+    KEYS_W,
+    "test_attest_envelope.py",
+    "test_attest_keys.py",
+    "test_attest_registry.py",
+    "test_cert_origins.py",
+    "test_value_bounds.py",
+)
+CERT_X = _w(STORE_W, "test_certificate.py", "test_cert_origins.py")
+OWN_X = _w(JANITOR_U, "test_janitor_scope.py", "test_janitor_conditions.py", "test_orphaned_runs.py")
+
+SET_X = (
+    # certify's evidence: a node run's kernel failures, the result's nonce, the GPU watch, the probe
+    m(
+        "X01",
+        "certify/foreign.py",
+        '    if judged.failures and verdict != "failed":',
+        '    if judged.failures and verdict == "certified":',
+        "a node's certified-cpu-only run whose kernel inventory fails on the node's GPUs keeps its verdict: "
+        "a certificate naming the GPUs is sealed for an image with no kernel for them",
+        VERDICT_W,
+    ),
+    m(
+        "X02",
+        "certify/verdict.py",
+        '    if not isinstance(options, Mapping) or options.get("nonce") != facts.nonce:',
+        '    if not isinstance(options, Mapping) or options.get("nonce") not in (facts.nonce, None):',
+        "a result with no nonce in its options accepted: a result recorded before (or made by an image's own"
+        " python3 without the nonce) is not tied to this run",
+        VERDICT_W,
+    ),
+    m(
+        "X03",
+        "certify/observe.py",
+        "        if old_pids is not None and any(p.pid not in old_pids for p in g.processes or ()):",
+        "        if old_pids is not None and any(p.pid not in old_pids for p in old.processes or ()):",
+        "the baseline's own processes compared with the baseline: a process the container started is never "
+        "new, and GPU work is seen only through memory",
+        OBS_W,
+    ),
+    m(
+        "X04",
+        "host/probe.py",
+        '    return f"{value // 1000}.{(value % 1000) // 10}"',
+        '    return f"{value // 1000}.{(value % 100) // 10}"',
+        "the driver's CUDA version read from two digits: 12100 (CUDA 12.10) reads 12.0, 13020 still 13.2: a "
+        "newer driver's CUDA taken for an old one in the host record",
+        PROBE_W,
+    ),
+    # run's NVIDIA_REQUIRE_* properties, fleet classes and check's in-image bands
+    m(
+        "X05",
+        "require_cuda.py",
+        '{"cuda": self.cuda, "driver": self.driver, "arch": self.arch,',
+        '{"cuda": self.cuda, "driver": self.cuda, "arch": self.arch,',
+        "a `driver>=N` factor compared with the host's CUDA version: brand exemptions "
+        "(`brand=tesla,driver>=535,driver<536`) never hold, and a `driver<N` upper bound always does",
+        REQ_X,
+    ),
+    m(
+        "X06",
+        "fleet/classes.py",
+        "    cc = cls.cc\n    if cc is None:",
+        "    cc = model.cc\n    if cc is None:",
+        "a class's own stated compute capability (a node feature) replaced by the matrix's for its GRES "
+        "type's name: coverage judged for a GPU the nodes do not have, and the mismatch warning never given",
+        FLEET_W,
+    ),
+    m(
+        "X07",
+        "harness/gate.py",
+        '            status = judge_share(got, ref, float(b["warn_below"]), float(b["fail_below"]))',
+        '            status = judge_share(got, ref, float(b["fail_below"]), float(b["warn_below"]))',
+        "the warn and fail bands swapped: a GPU below the fail band only warns, and one within the warn band"
+        " fails",
+        GATE_X,
+    ),
+    m(
+        "X08",
+        "fleet/check_init.py",
+        '        "gpus": max(1, *(len(c.host.gpus) for c in gpu)),',
+        '        "gpus": max(1, len(gpu[0].host.gpus)),',
+        "the init container asks for the first certificate's GPU count, not the most of any: an image "
+        "certified on 8 GPUs is checked on 1 when a 1-GPU certificate comes first, and the short mode never "
+        "sees the rest",
+        INIT_X,
+    ),
+    # the resolver: partial SASS coverage, kernel sets reached by PTX, a stack read back
+    m(
+        "X09",
+        "resolve/resolver.py",
+        "                    jit = kernel_for(parse_cc(g.cc), matrix_targets((), v.ptx))",
+        "                    jit = kernel_for(parse_cc(g.cc), matrix_targets(v.sass, v.ptx))",
+        "a GPU with SASS in only some kernel sets judged by its SASS again: the PTX JIT floor of the rest is"
+        " never applied, and an older driver is resolved a build whose other kernels it cannot JIT",
+        RESOLVE_U,
+    ),
+    m(
+        "X10",
+        "resolve/coverage.py",
+        "        targets = matrix_targets(ks.sass, ks.ptx)",
+        "        targets = matrix_targets(ks.sass, ())",
+        "kernel sets that reach a GPU only through PTX not counted as usable: a build with SASS in some sets"
+        " is taken as SASS everywhere, and the PTX JIT floor for the rest is never applied",
+        RCOV_X,
+    ),
+    m(
+        "X11",
+        "resolve/model.py",
+        '            ptx=tuple(d["archs"]["ptx"]),',
+        '            ptx=tuple(d["archs"]["sass"]),',
+        "a stack read back from a lock or label with its SASS list as its PTX: a build's PTX for newer GPUs "
+        "(compute_120) is lost, so run and fleet refuse GPUs it runs on, and old SASS counts as PTX",
+        STACK_W,
+    ),
+    # values reaching a Dockerfile or a command: index credentials, requirements options, references, paths
+    m(
+        "X12",
+        "image/render.py",
+        '                word = f\'"{scheme}://{urllib.parse.quote(user, safe="")}:{password}@{rest}"\'',
+        "                word = f'\"{scheme}://{user}:{password}@{rest}\"'",
+        "an index username put into the URL unescaped: a name holding `@`, `/` or `:` moves the host part, "
+        "sending the secret token to another host",
+        RENDER_U,
+    ),
+    m(
+        "X13",
+        "image/sources.py",
+        '                head, _, inline = word.partition("=")',
+        '                head, _, inline = word.rpartition("=")',
+        "an option split at its last `=`: `--index-url=https://evil/?a=b` is not seen as --index-url and "
+        "reaches pip past the spec's indexes",
+        SOURCES_X,
+    ),
+    m(
+        "X14",
+        "registry/reference.py",
+        '        return f"{self.registry}/{self.repository}"',
+        "        return self.repository",
+        "a reference's name without its registry: a key trusted for docker.io/org/app vouches for "
+        "evil.io/org/app, and the store files both under one name",
+        REFNAME_X,
+    ),
+    m(
+        "X15",
+        "image/spec.py",
+        '    if not REL_PATH_RE.fullmatch(text) or ".." in text.split("/"):',
+        '    if not REL_PATH_RE.fullmatch(text) or "../" in text:',
+        "a spec path checked for `../` only: `..` or `sub/..` as the context or a requirements file names "
+        "the spec folder's parent, sent to the build or read into the lock",
+        SPEC_U,
+    ),
+    # attestations, keys and the trust policy: max_age's unit, the future check, newest first
+    m(
+        "X16",
+        "attest/policy.py",
+        "        seconds = float(m.group(1)) * _UNIT_S[m.group(2)]",
+        "        seconds = float(m.group(1))",
+        "a max_age's unit dropped: `30d` is 30 seconds, and every attestation is refused as expired",
+        POLICY_X,
+    ),
+    m(
+        "X17",
+        "certify/certificate.py",
+        "    if issued is None or (issued - current).total_seconds() <= CLOCK_SKEW_S:",
+        "    if issued is None or (current - issued).total_seconds() <= CLOCK_SKEW_S:",
+        "the future check reversed: a certificate dated years ahead (never expiring under max_age) is "
+        "accepted, and one issued more than the skew ago is refused as future",
+        CERT_X,
+    ),
+    m(
+        "X18",
+        "certify/certificate.py",
+        '    return -ts.timestamp() if ts is not None else float("inf")',
+        '    return ts.timestamp() if ts is not None else float("inf")',
+        "certificates ordered oldest first: run and fleet take an old passing certificate over the newer "
+        "failed re-certification of the same image",
+        CERT_X,
+    ),
+    # the janitor: whose containers are leftovers, where an orphan's line is written
+    m(
+        "X19",
+        "engine/ownership.py",
+        '        if c.labels.get(DATA_LABEL) == data and alive(c.labels.get(OWNER_LABEL, "")) is False',
+        '        if c.labels.get(DATA_LABEL) == data and not alive(c.labels.get(OWNER_LABEL, ""))',
+        "an owner whose liveness cannot be told (another host's, a malformed mark) taken as dead: the "
+        "janitor removes containers of runs still going on another host",
+        OWN_X,
+    ),
+    m(
+        "X20",
+        "engine/ownership.py",
+        "    return os.path.realpath(Path(log).parent) == os.path.realpath(folder)",
+        "    return os.path.realpath(Path(log)).startswith(os.path.realpath(folder))",
+        "a leftover's log path checked by a text prefix: a container label naming `DATA-other/x` or a file "
+        "in a subfolder makes the janitor write a line into it",
+        OWN_X,
+    ),
+)
+SETS["x"] = SET_X
+
+
 # The values area's survivors proved equivalent after tests/unit/test_value_bounds.py (2026-12-06,
 # benchmarks/results/values-survivors-2026-12-06.md): each differs from the original for no value
 # that reaches the line, or only in which of two raises with the same message is taken.
