@@ -484,6 +484,22 @@ def test_a_library_without_a_kernel_for_the_gpu_fails_the_certificate_naming_it(
     )
 
 
+def test_a_cpu_path_certification_given_the_gpus_fails_on_a_library_without_their_kernel() -> None:
+    # A CPU stack certified with the GPUs handed in passes the host's verdict as certified-cpu-only;
+    # a library of the framework with no kernel for the host's A100 fails it, as every verdict but
+    # "failed" (the rule foreign.py's node runs follow too: set X's X01 there).
+    labels = {**IMAGE.labels, "io.envbuilder.stack": json.dumps(CPU_STACK)}
+    image = ImageInfo(id=IMAGE.id, tags=(), repo_digests=(), labels=labels)
+    torch_lib = "torch/lib/libtorch_cuda.so"
+    for sass, verdict in ((["sm_90"], "failed"), (["sm_80"], "certified-cpu-only")):
+        steps = [_inventory_step([_lib(torch_lib, sass, [])])]
+        cert, _ = certify(engine(image, result=harness_result("certified-cpu-only", steps=steps)))
+        assert cert.host.gpu_access == "toolkit"  # the GPUs were handed in
+        assert cert.verdict == verdict, cert.data["verdict_reason"]
+        named = cert.data["verdict_reason"].startswith(f"kernel inventory: {torch_lib} has no kernel")
+        assert named == (verdict == "failed")
+
+
 def test_inventory_and_matrix_disagreeing_is_a_warning_naming_both() -> None:
     steps = [_inventory_step([_lib("torch/lib/libtorch_cuda.so", ["sm_80", "sm_90"], [])])]
     stack = {**GPU_STACK, "framework": {"name": "torch", "version": "2.11.0", "variant": "cu130"},

@@ -1526,6 +1526,38 @@ def test_a_node_run_is_judged_against_every_gpu_its_host_record_names(
     assert cert.data["run"]["host_observation"]["source"] == "none"  # the node's GPUs: not observed here
 
 
+def test_a_node_run_on_the_cpu_path_whose_libraries_have_no_kernel_for_the_node_s_gpu_fails() -> None:
+    # A CPU stack's job on a GPU node (the GPUs handed in) passes the host's verdict as
+    # certified-cpu-only; its image's CUDA library with no kernel for the node's H100 fails the
+    # certificate all the same, as every verdict but "failed" does (set X's X01: only "certified"
+    # was failed, and a certificate naming the H100 was sealed).
+    doc = cpu_result()
+    doc["steps"][1] = step("kernel_inventory", seconds=1.0) | {
+        "metrics": {"libraries": [lib("libtorch_cuda.so", ["sm_80"])]}
+    }
+    doc["host"] = node_result([H100], [])["host"]
+    facts = gpu_facts(observation=None, container_seconds=None, cpu_seconds=None, stack=cpu_stack())
+    from test_certify import IMAGE
+
+    from envbuilder.certify.foreign import seal_foreign_run
+
+    cert = seal_foreign_run(
+        image=IMAGE, image_ref="img:1", result=doc, facts=facts, where="node1", thresholds={}, run={}
+    )
+    assert cert.verdict == "failed"
+    assert cert.data["verdict_reason"] == (
+        "kernel inventory: libtorch_cuda.so has no kernel for NVIDIA H100 80GB HBM3 (sm_90): "
+        "SASS for 8.0 and PTX for none"
+    )
+    doc["steps"][1]["metrics"]["libraries"] = [lib("libtorch_cuda.so", ["sm_90"])]  # the same run, covered
+    assert (
+        seal_foreign_run(
+            image=IMAGE, image_ref="img:1", result=doc, facts=facts, where="node1", thresholds={}, run={}
+        ).verdict
+        == "certified-cpu-only"
+    )
+
+
 @pytest.mark.parametrize(
     ("driver", "cuda_driver", "fails"),
     [

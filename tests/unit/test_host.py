@@ -101,7 +101,15 @@ def test_nvml_brand_maps_to_toolkit_names(tmp_path: Path, brand: int, name: str)
 
 
 @pytest.mark.parametrize(
-    ("value", "text"), [(13000, "13.0"), (12020, "12.2"), (11080, "11.8"), (12090, "12.9")]
+    ("value", "text"),
+    [
+        (13000, "13.0"),
+        (12020, "12.2"),
+        (11080, "11.8"),
+        (12090, "12.9"),
+        (12100, "12.10"),  # NVML's 1000 * major + 10 * minor: a two-digit minor (set X's X04)
+        (13110, "13.11"),
+    ],
 )
 def test_cuda_version_from_int(value: int, text: str) -> None:
     assert cuda_version_from_int(value) == text
