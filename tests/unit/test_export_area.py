@@ -352,7 +352,7 @@ SIDECAR_CASES: list[tuple[str, Callable[[dict[str, Any]], None], str]] = [
     ("tags a string", _set("image", "tags", value="team/train:1"), NOT_READABLE),
     ("repo_digests of numbers", _set("image", "repo_digests", value=[1]), NOT_READABLE),
     ("env a string", _set("image", "env", value="PATH=/usr/bin"), NOT_READABLE),
-    ("env a mapping", _set("image", "env", value={"PATH": "/usr/bin"}), NOT_READABLE),
+    ("env a mapping", _set("image", "env", value={"PATH": "/nonexistent/bin"}), NOT_READABLE),
     ("labels of numbers", _set("image", "labels", value={"a": 1}), NOT_READABLE),
     ("labels a string", _set("image", "labels", value="a=1"), NOT_READABLE),
     ("tags, the second a number", _set("image", "tags", value=["team/train:1", 5]), NOT_READABLE),
