@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from envbuilder.harness.telemetry import decode_reasons
+from envbuilder.host.probe import nvml_processes
 from envbuilder.typed import ascii_int
 
 UNSUPPORTED = "not supported"
@@ -195,14 +196,7 @@ def gpu_health(nvml: Any, index: int) -> GpuHealth:
         "temperature_c": _ask(nvml, "nvmlDeviceGetTemperature", h, _TEMP_GPU),
         "temperature_slowdown_c": _ask(nvml, "nvmlDeviceGetTemperatureThreshold", h, _THRESHOLD_SLOWDOWN),
     }
-    procs, unread = [], []
-    for fn in ("nvmlDeviceGetComputeRunningProcesses", "nvmlDeviceGetGraphicsRunningProcesses"):
-        got = _ask(nvml, fn, h)
-        if not got.ok:
-            unread.append(f"{fn}: {got.unsupported}")
-        for p in got.value or () if got.ok else ():
-            used = getattr(p, "usedGpuMemory", None)  # None when the driver hides it
-            procs.append({"pid": int(p.pid), "used_mib": None if used is None else int(used) // _MIB})
+    procs, unread = nvml_processes(nvml, h)
     return GpuHealth(
         index=index,
         name=_text(name.value) if name.ok else "unknown",
@@ -211,8 +205,8 @@ def gpu_health(nvml: Any, index: int) -> GpuHealth:
         memory_total_mib=int(mem.value.total) // _MIB if mem.ok else None,
         memory_used_mib=int(mem.value.used) // _MIB if mem.ok else None,
         queries=queries,
-        processes=tuple(procs),
-        processes_unread=tuple(unread),
+        processes=tuple({"pid": p.pid, "used_mib": p.used_mib} for p in procs),
+        processes_unread=unread,
     )
 
 

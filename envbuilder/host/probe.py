@@ -159,7 +159,7 @@ def probe_nvml(nvml: Any, root: Path = Path("/")) -> HostReport | str:
     def opt(name: str, *args: Any) -> Any:
         try:
             return getattr(nvml, name)(*args)
-        except nvml_error:
+        except (nvml_error, AttributeError):  # AttributeError: a function this nvidia-ml-py lacks
             return None
 
     try:
@@ -175,16 +175,8 @@ def probe_nvml(nvml: Any, root: Path = Path("/")) -> HostReport | str:
             cc, mem = opt("nvmlDeviceGetCudaComputeCapability", h), opt("nvmlDeviceGetMemoryInfo", h)
             brand, uuid = opt("nvmlDeviceGetBrand", h), opt("nvmlDeviceGetUUID", h)
             power, limit = opt("nvmlDeviceGetPowerUsage", h), opt("nvmlDeviceGetEnforcedPowerLimit", h)
-            lists = [(kind, opt(fn, h)) for kind, fn in _NVML_PROCS]
-            procs = (
-                None  # a list NVML did not give: the GPU's processes are unknown, not none
-                if any(got is None for _, got in lists)
-                else tuple(
-                    GpuProcess(pid=int(p.pid), kind=kind, used_mib=_mib(p), name=_comm(root, int(p.pid)))
-                    for kind, got in lists
-                    for p in got
-                )
-            )
+            listed, unread = nvml_processes(nvml, h, root)
+            procs = None if unread else listed  # a list NVML refused: unknown, not none
             gpus.append(
                 GpuInfo(
                     index=i,
@@ -206,6 +198,31 @@ def probe_nvml(nvml: Any, root: Path = Path("/")) -> HostReport | str:
         opt("nvmlShutdown")
     cuda = None if cuda_int is None else cuda_version_from_int(int(cuda_int))
     return HostReport(source="nvml", driver=driver, cuda_driver=cuda, gpus=tuple(gpus))
+
+
+def nvml_processes(
+    nvml: Any, handle: Any, root: Path | None = None
+) -> tuple[tuple[GpuProcess, ...], tuple[str, ...]]:
+    """One GPU's processes from NVML's compute and graphics lists, for every reader of them (this
+    probe: doctor, certify's GPU watch; check's node health): what NVML listed, and its words for
+    each list it refused ("FUNCTION: why"). A refused list leaves the GPU's processes unknown, not
+    none: each caller says so. `root`: where /proc is, to name each process (None: unnamed)."""
+    procs: list[GpuProcess] = []
+    unread: list[str] = []
+    for kind, fn in _NVML_PROCS:
+        call = getattr(nvml, fn, None)
+        if call is None:
+            unread.append(f"{fn}: not in this nvidia-ml-py")
+            continue
+        try:
+            listed = call(handle)
+        except Exception as e:  # pynvml's NVMLError family, whatever the driver says
+            unread.append(f"{fn}: {str(e) or type(e).__name__}")
+            continue
+        for p in listed or ():
+            name = None if root is None else _comm(root, int(p.pid))
+            procs.append(GpuProcess(pid=int(p.pid), kind=kind, used_mib=_mib(p), name=name))
+    return tuple(procs), tuple(unread)
 
 
 def _mib(proc: Any) -> int | None:

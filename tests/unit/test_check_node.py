@@ -196,3 +196,55 @@ def test_a_process_list_nvml_refuses_is_recorded_as_unread_not_as_none() -> None
         "NVML could not list the GPU's processes (nvmlDeviceGetComputeRunningProcesses: "
     )
     assert gpu_health(FakeNvml(), 0).processes_unread == ()  # both lists read: nothing unread
+
+
+@pytest.mark.parametrize(
+    "refused",
+    ["nvmlDeviceGetComputeRunningProcesses", "nvmlDeviceGetGraphicsRunningProcesses"],
+)
+def test_the_probe_and_check_read_nvmls_process_lists_through_one_reader(refused: str) -> None:
+    # host/probe.py (doctor, certify's GPU watch) and host/health.py (check) each read NVML's two
+    # lists and modelled a refused one two ways; one reader now (probe.nvml_processes): both see
+    # the same processes, and a refused list of either kind is unknown in both, never "none".
+    from envbuilder.host.probe import nvml_processes, probe_nvml
+
+    gib = 1 << 30
+    both = {
+        "nvmlDeviceGetComputeRunningProcesses": [Obj(pid=7, usedGpuMemory=2 * gib)],
+        "nvmlDeviceGetGraphicsRunningProcesses": [Obj(pid=9, usedGpuMemory=None)],
+        "nvmlSystemGetDriverVersion": "580.95.05",
+        "nvmlSystemGetCudaDriverVersion": 13000,
+    }
+    report = probe_nvml(FakeNvml(**both))
+    assert not isinstance(report, str)
+    read = report.gpus[0].processes
+    assert read is not None and [(p.pid, p.kind, p.used_mib) for p in read] == [
+        (7, "compute", 2048),
+        (9, "graphics", None),  # memory the driver hides is unknown, not 0
+    ]
+    assert [dict(p) for p in gpu_health(FakeNvml(**both), 0).processes] == [
+        {"pid": 7, "used_mib": 2048},
+        {"pid": 9, "used_mib": None},
+    ]
+    nvml = FakeNvml(**{**both, refused: NOT_SUPPORTED})
+    listed, unread = nvml_processes(nvml, "h0")
+    assert len(unread) == 1 and unread[0].startswith(f"{refused}: ")
+    assert len(listed) == 1  # what the other list gave is kept
+    report = probe_nvml(nvml)
+    assert not isinstance(report, str) and report.gpus[0].processes is None
+    assert gpu_health(nvml, 0).processes_unread == unread
+
+
+def test_an_nvidia_ml_py_without_a_function_the_probe_asks_is_no_crash() -> None:
+    # An older nvidia-ml-py without a function the probe asks (the CUDA version, the graphics
+    # list): probe_host promises never to raise, but the AttributeError went out of probe_nvml.
+    # Now an optional field stays None and a missing process list is unread, with why.
+    from envbuilder.host.probe import nvml_processes, probe_host
+
+    nvml = FakeNvml(nvmlSystemGetDriverVersion="470.82.01")
+    del nvml.answers["nvmlDeviceGetGraphicsRunningProcesses"]
+    listed, unread = nvml_processes(nvml, "h0")
+    assert listed == () and unread == ("nvmlDeviceGetGraphicsRunningProcesses: not in this nvidia-ml-py",)
+    report = probe_host(nvml=nvml, machine="x86_64")
+    assert report.source == "nvml" and report.driver == "470.82.01" and report.cuda_driver is None
+    assert report.gpus[0].processes is None
