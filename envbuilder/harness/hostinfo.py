@@ -33,7 +33,7 @@ def nvml_gpus(nvml: Any) -> list[dict[str, Any]]:
         h = nvml.nvmlDeviceGetHandleByIndex(i)
         mem = _try(nvml.nvmlDeviceGetMemoryInfo, h)
         cc = _try(nvml.nvmlDeviceGetCudaComputeCapability, h)
-        procs = _try(nvml.nvmlDeviceGetComputeRunningProcesses, h) or []
+        procs = _try(nvml.nvmlDeviceGetComputeRunningProcesses, h)  # None: NVML refused the list
         power = _try(nvml.nvmlDeviceGetPowerUsage, h)
         limit = _try(nvml.nvmlDeviceGetEnforcedPowerLimit, h)
         out.append(
@@ -49,12 +49,17 @@ def nvml_gpus(nvml: Any) -> list[dict[str, Any]]:
                 "power_w": power / 1000 if power is not None else None,
                 "power_limit_w": limit / 1000 if limit is not None else None,
                 "sm_clock_max_mhz": _try(nvml.nvmlDeviceGetMaxClockInfo, h, 1),
-                "processes": [
-                    {"pid": p.pid, "used_mib": round((p.usedGpuMemory or 0) / 2**20)} for p in procs
-                ],
+                # None when NVML refused the list (unknown, not "none"); used_mib None when the
+                # driver hides a process's memory (as host/probe.py reads them)
+                "processes": None if procs is None else [_process(p) for p in procs],
             }
         )
     return out
+
+
+def _process(p: Any) -> dict[str, Any]:
+    used = getattr(p, "usedGpuMemory", None)
+    return {"pid": p.pid, "used_mib": None if used is None else round(used / 2**20)}
 
 
 def framework_versions() -> dict[str, Any]:

@@ -152,7 +152,12 @@ class Certification:
             gpu_name = gpus[0].get("name") if gpus else None
             self.thresholds = select_thresholds(self._doc, gpu_name)
             for g in gpus:
-                if g.get("processes"):
+                if g.get("processes") is None:
+                    st.warnings.append(
+                        f"GPU {g['index']}: NVML did not list its processes: another process may "
+                        "share it, and numbers may be lower"
+                    )
+                elif g["processes"]:
                     st.warnings.append(
                         f"GPU {g['index']} already runs {len(g['processes'])} "
                         "process(es): numbers may be lower"

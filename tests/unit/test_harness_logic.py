@@ -860,3 +860,56 @@ def test_a_certification_for_another_framework_does_not_read_torchs_facts(
     plan.Certification(Options(cpu_only=True, framework=framework), None, rec, started=time.monotonic()).run()
     host = rec.steps[0]
     assert host.name == "host" and "torch" not in host.metrics and read == []
+
+
+def test_the_host_record_keeps_a_refused_process_list_unknown_and_says_so(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The in-image host record read a process list NVML refused as [] ("nothing on the GPU")
+    and a process whose memory the driver hides as 0 MiB; host/probe.py reads them as unknown.
+    Now the record says None for both, and the host step warns that the GPU may be shared."""
+    from envbuilder.harness import inventory as harness_inventory
+    from envbuilder.harness import plan
+    from envbuilder.harness.hostinfo import nvml_gpus
+    from envbuilder.harness.record import Recorder
+    from envbuilder.harness.session import Options
+
+    class Refused(Exception):
+        pass
+
+    class Nvml:
+        def __init__(self, procs: object) -> None:
+            self.procs = procs
+
+        def nvmlDeviceGetCount(self) -> int:
+            return 1
+
+        def nvmlDeviceGetHandleByIndex(self, i: int) -> str:
+            return f"h{i}"
+
+        def nvmlDeviceGetComputeRunningProcesses(self, _h: str) -> object:
+            if isinstance(self.procs, Exception):
+                raise self.procs
+            return self.procs
+
+        def __getattr__(self, name: str) -> object:
+            def refused(*_a: object) -> object:
+                raise Refused(name)
+
+            return refused
+
+    hidden = type("P", (), {"pid": 41, "usedGpuMemory": None})()
+    assert nvml_gpus(Nvml([hidden]))[0]["processes"] == [{"pid": 41, "used_mib": None}]
+    assert nvml_gpus(Nvml([]))[0]["processes"] == []
+    gpus = nvml_gpus(Nvml(Refused("Insufficient Permissions")))
+    assert gpus[0]["processes"] is None
+
+    monkeypatch.setattr(
+        harness_inventory, "scan", lambda _roots: {"libraries": [], "errors": [], "truncated": False}
+    )
+    monkeypatch.setattr(plan, "host_record", lambda _nvml, _why: {"gpus": gpus})
+    monkeypatch.setattr(plan, "torch_record", lambda: {})
+    monkeypatch.setattr(plan, "run_path", lambda *_a, **_k: None)
+    rec = Recorder(io.StringIO())
+    plan.Certification(Options(cpu_only=True), None, rec, started=time.monotonic()).run()
+    assert any("NVML did not list its processes" in w for w in rec.steps[0].warnings)
