@@ -913,3 +913,48 @@ def test_the_host_record_keeps_a_refused_process_list_unknown_and_says_so(
     rec = Recorder(io.StringIO())
     plan.Certification(Options(cpu_only=True), None, rec, started=time.monotonic()).run()
     assert any("NVML did not list its processes" in w for w in rec.steps[0].warnings)
+
+
+# NVML's compute list as each reader must take it: the host's (host/probe.nvml_processes: doctor,
+# certify's watch, check) and the image's copy (harness/hostinfo.nvml_gpus, which cannot import
+# envbuilder). One table drives both: (what NVML answers, the (pid, used MiB) read, or None: unknown).
+_GIB = 1 << 30
+PROCESS_LIST_CASES = [
+    ([], []),
+    ([(7, 2 * _GIB)], [(7, 2048)]),
+    ([(9, None)], [(9, None)]),  # memory the driver hides: unknown, never 0
+    (RuntimeError("Insufficient Permissions"), None),  # a refused list: unknown, never "none"
+]
+
+
+@pytest.mark.parametrize(("answer", "read"), PROCESS_LIST_CASES)
+def test_the_host_and_the_image_read_nvmls_process_list_alike(answer: object, read: object) -> None:
+    from envbuilder.harness.hostinfo import nvml_gpus
+    from envbuilder.host.probe import nvml_processes
+
+    class Nvml:
+        def nvmlDeviceGetCount(self) -> int:
+            return 1
+
+        def nvmlDeviceGetHandleByIndex(self, _i: int) -> str:
+            return "h0"
+
+        def nvmlDeviceGetComputeRunningProcesses(self, _h: str) -> object:
+            if isinstance(answer, Exception):
+                raise answer
+            return [type("P", (), {"pid": pid, "usedGpuMemory": used})() for pid, used in answer]  # type: ignore[attr-defined]
+
+        def nvmlDeviceGetGraphicsRunningProcesses(self, _h: str) -> list[object]:
+            return []
+
+        def __getattr__(self, name: str) -> object:
+            def refused(*_a: object) -> object:
+                raise RuntimeError(name)
+
+            return refused
+
+    listed, unread = nvml_processes(Nvml(), "h0")
+    host = None if unread else [(p.pid, p.used_mib) for p in listed]
+    image = nvml_gpus(Nvml())[0]["processes"]
+    assert host == read
+    assert (None if image is None else [(p["pid"], p["used_mib"]) for p in image]) == read
