@@ -282,12 +282,21 @@ def probe_nvidia_smi(run: Runner = run_command, exe: str = "nvidia-smi") -> Host
     apps = run([exe, "--query-compute-apps=gpu_uuid,pid,process_name,used_memory", fmt], SMI_TIMEOUT_S)
     procs: dict[str, list[GpuProcess]] = {}
     listed = apps.returncode == 0  # else every GPU's processes are unread (None), not none
+    unread: set[str] = set()  # GPUs with a row whose process cannot be read: unknown, not none
     for line in apps.stdout.splitlines() if listed else ():
+        if not line.strip():
+            continue
         cells = [c.strip() for c in line.split(",")]
-        pid = ascii_int(cells[1]) if len(cells) == 4 else None
-        if pid is not None:
-            proc = GpuProcess(pid=pid, name=cells[2] or None, used_mib=_int(cells[3]), kind="compute")
-            procs.setdefault(cells[0], []).append(proc)
+        if len(cells) < 4:  # a row not in the asked shape: no GPU's list can be trusted
+            listed = False
+            break
+        # the name is every cell between the pid and the memory: a process name may hold a comma
+        pid, name = ascii_int(cells[1]), ", ".join(cells[2:-1]) or None
+        if pid is None:  # "[N/A]" (another PID namespace, no permission): a process, not none
+            unread.add(cells[0])
+            continue
+        proc = GpuProcess(pid=pid, name=name, used_mib=_int(cells[-1]), kind="compute")
+        procs.setdefault(cells[0], []).append(proc)
     gpus = tuple(
         GpuInfo(
             index=i,
@@ -300,7 +309,7 @@ def probe_nvidia_smi(run: Runner = run_command, exe: str = "nvidia-smi") -> Host
             temperature_c=_int(r[6]),
             power_draw_w=_num(r[7]),
             power_limit_w=_num(r[8]),
-            processes=tuple(procs.get(r[1], ())) if listed else None,
+            processes=tuple(procs.get(r[1], ())) if listed and r[1] not in unread else None,
         )
         for i, r in enumerate(rows)
     )

@@ -813,3 +813,26 @@ def test_without_an_nvml_module_given_the_probe_imports_pynvml(
     monkeypatch.setattr(importlib, "import_module", imported)
     got = probe_host(run=FakeRunner(), root=tmp_path, machine="x86_64")
     assert (asked, got.source, [g.uuid for g in got.gpus]) == (["pynvml"], "nvml", ["GPU-1"])
+
+
+@pytest.mark.parametrize(
+    ("apps", "processes"),
+    [
+        # a row whose pid nvidia-smi cannot show: that GPU's processes are unknown, not none
+        pytest.param("GPU-u, [N/A], python3, 900\n", [None, ()], id="pid-unreadable"),
+        # a process name with a comma in it: the name is what lies between the pid and the memory
+        pytest.param(
+            "GPU-v, 77, train, resnet, 900\n", [(), [(77, "train, resnet", 900)]], id="comma-in-name"
+        ),
+        # a row not in the asked shape: no GPU's list can be trusted
+        pytest.param("GPU-v, 77\n", [None, None], id="short-row"),
+    ],
+)
+def test_an_nvidia_smi_compute_app_row_is_never_dropped_silently(apps: str, processes: list[Any]) -> None:
+    got = _smi(f"{ROW}\n{ROW2}\n", apps)
+    assert isinstance(got, HostReport)
+    seen = [
+        None if g.processes is None else [(p.pid, p.name, p.used_mib) for p in g.processes] or ()
+        for g in got.gpus
+    ]
+    assert seen == processes
