@@ -3324,8 +3324,8 @@ SET_L = (
     m(
         "L29",
         PROBE_L,
-        "            processes=tuple(procs.get(r[1], ())) if listed else None,",
-        "            processes=tuple(procs.get(r[0], ())) if listed else None,",
+        "            processes=tuple(procs.get(r[1], ())) if listed and r[1] not in unread else None,",
+        "            processes=tuple(procs.get(r[0], ())) if listed and r[1] not in unread else None,",
         "nvidia-smi's compute apps matched to a GPU by its name, not its UUID",
         HOST_L,
     ),

@@ -30,12 +30,17 @@ def test_ascii_int(text: object, value: int | None) -> None:
     assert ascii_int(text) == value
 
 
-def test_a_pid_cell_that_is_no_ascii_number_is_no_process() -> None:
-    """nvidia-smi's compute apps: a row whose PID cell is '²' is left out; the other rows stay
-    (it was a ValueError traceback from `doctor` and every probe)."""
+def test_a_pid_cell_that_is_no_ascii_number_is_no_pid() -> None:
+    """nvidia-smi's compute apps: a row whose PID cell is '²' is no number (it was a ValueError
+    traceback from `doctor` and every probe), but it is a process: that GPU's processes are
+    unknown (None), not the other rows alone (test_evidence_area: never dropped silently)."""
     run = smi_runner("h200")
     uuid = data("smi-h200-query.csv").split(",")[1].strip()
     run.table[SMI_APPS_ARGV] = ok(f"{uuid}, ², python, 100\n{uuid}, 4242, python, 200\n")
+    report = probe_nvidia_smi(run)
+    assert isinstance(report, HostReport)
+    assert [g.processes for g in report.gpus] == [None]
+    run.table[SMI_APPS_ARGV] = ok(f"{uuid}, 4242, python, 200\n")
     report = probe_nvidia_smi(run)
     assert isinstance(report, HostReport)
     assert [(p.pid, p.used_mib) for g in report.gpus for p in g.processes or ()] == [(4242, 200)]
