@@ -11082,11 +11082,11 @@ SET_X = (
     m(
         "X08",
         "fleet/check_init.py",
-        '        "gpus": max(1, *(len(c.host.gpus) for c in gpu)),',
+        '        "gpus": max(1, min(len(c.host.gpus) for c in gpu)),',
         '        "gpus": max(1, len(gpu[0].host.gpus)),',
-        "the init container asks for the first certificate's GPU count, not the most of any: an image "
-        "certified on 8 GPUs is checked on 1 when a 1-GPU certificate comes first, and the short mode never "
-        "sees the rest",
+        "the init container asks for the first certificate's GPU count, not the fewest of any: with an "
+        "8-GPU certificate first, a pod of a mixed fleet is never placed on its 2-GPU class (refreshed "
+        "2026-12-06 when the count became the fewest; before, the most)",
         INIT_X,
     ),
     # the resolver: partial SASS coverage, kernel sets reached by PTX, a stack read back

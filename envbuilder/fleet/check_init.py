@@ -17,9 +17,11 @@ CHECK_INIT_NAME = "envbuilder-check"
 def check_expectations(certs: Sequence[Certificate]) -> dict[str, Any] | None:
     """What the in-image short mode judges itself against (its --expect): the GPU models the
     GPU certifications ran on, their recorded figures (check/image.py certified_figures), the
-    check's bands and `gpus`, the GPUs a certification ran on (the most of any: the count the
-    init container asks for, and the short mode must see and step on each, harness/gate.py
-    judge_gpus). None when no certificate is a GPU certification."""
+    check's bands and `gpus`, the count the init container asks for, which the short mode must
+    see and step on each of (harness/gate.py judge_gpus): the fewest GPUs any certification ran
+    on, so the pod can be placed on every certified class (asking for the most, a pod of a mixed
+    fleet could not be scheduled on its smaller classes). None when no certificate is a GPU
+    certification."""
     from envbuilder.check.findings import load_check_thresholds
     from envbuilder.check.image import certified_figures
 
@@ -35,7 +37,7 @@ def check_expectations(certs: Sequence[Certificate]) -> dict[str, Any] | None:
         "certificate": gpu[0].id[:12],
         "models": sorted({str(g.name) for c in gpu for g in c.host.gpus if g.name}),
         "certified": figures,
-        "gpus": max(1, *(len(c.host.gpus) for c in gpu)),
+        "gpus": max(1, min(len(c.host.gpus) for c in gpu)),
         "bands": {
             "gemm": {"warn_below": t.gemm.warn_below, "fail_below": t.gemm.fail_below},
             "copy": {"warn_below": t.copy.warn_below, "fail_below": t.copy.fail_below},

@@ -60,9 +60,9 @@ def gpus_of(n: int, gpu: Any = H200) -> tuple[Any, ...]:
     [
         pytest.param([(1, H200)], 1, id="one-gpu"),
         pytest.param([(8, H200)], 8, id="eight-gpus"),
-        pytest.param([(2, H200), (8, RTX)], 8, id="the-most-is-the-second"),
-        pytest.param([(8, RTX), (2, H200)], 8, id="the-most-is-the-first"),
-        pytest.param([(1, RTX), (4, H200), (2, H200)], 4, id="the-most-is-in-the-middle"),
+        pytest.param([(2, H200), (8, RTX)], 2, id="the-fewest-is-the-first"),
+        pytest.param([(8, RTX), (2, H200)], 2, id="the-fewest-is-the-second"),
+        pytest.param([(4, RTX), (1, H200), (2, H200)], 1, id="the-fewest-is-in-the-middle"),
     ],
 )
 def test_the_expectation_carries_the_gpu_count_the_init_container_asks_for(
@@ -70,7 +70,9 @@ def test_the_expectation_carries_the_gpu_count_the_init_container_asks_for(
 ) -> None:
     """Defect (a): the init container asked for N GPUs but its --expect never said N, so an image
     that saw fewer (or none: the CPU path) passed. The count is the expectation's, and the limit
-    is that same number (one place)."""
+    is that same number (one place). It is the fewest any certification ran on: asking for the
+    most (8 of an 8-GPU class), a pod of a mixed fleet could never be placed on a 2-GPU class
+    its affinity admits."""
     made = [gpu_certificate(gpus_of(n, g)) for n, g in certs]
     expect = check_expectations(made)
     assert expect is not None and expect["gpus"] == want
@@ -80,8 +82,9 @@ def test_the_expectation_carries_the_gpu_count_the_init_container_asks_for(
     assert sent["gpus"] == want == init["resources"]["limits"]["nvidia.com/gpu"]
 
 
-def test_a_cpu_certificate_beside_gpu_ones_adds_no_count() -> None:
-    cpu = Certificate(cert_doc("certified-cpu-only", gpus_of(8)))
+@pytest.mark.parametrize("cpu_gpus", [8, 1])  # more or fewer than the GPU certification's 2
+def test_a_cpu_certificate_beside_gpu_ones_adds_no_count(cpu_gpus: int) -> None:
+    cpu = Certificate(cert_doc("certified-cpu-only", gpus_of(cpu_gpus)))
     made = [cpu, gpu_certificate(gpus_of(2))]
     expect, init = check_expectations(made), k8s_check_init_container(made, image=REF, harness_dir="/h")
     assert expect is not None and init is not None
