@@ -287,12 +287,9 @@ def test_held_lane_children_wait_for_the_go_and_leave_nothing_behind() -> None:
         report = lane.wait("resnet18", 240)
         assert "error" in report and report["arch"] == "resnet18"
         assert report["held_import_s"] > 0 and report["held_s"] >= report["held_import_s"]
-        # Dynamo and Inductor imported (and Inductor's pool started, where Triton is) while held
-        assert report["warm_compiler_s"] > 0, report.get("warm_compiler_error")
-        # when it imported, warmed the compiler and got the go, on the lane's clock (seconds
-        # after the lane started)
+        # when it imported and got the go, on the lane's clock (seconds after the lane started)
         line = report["timeline_s"]
-        assert 0 <= line["main"] <= line["imported"] <= line["warmed"] <= line["go"] <= report["done_after_s"]
+        assert 0 <= line["main"] <= line["imported"] <= line["go"] <= report["done_after_s"]
     finally:
         lane.close()
         unused.close()  # never released: killed

@@ -14,8 +14,7 @@ one JSON line each way:
   harness -> {"max_seconds", "loss_drop_min", "accuracy_margin"}     when nothing else uses the GPU
   child -> {"arch", "metrics", "problems"}                           the timed run, then it exits
 or {"arch", "error"} at any point (the harness then compiles and runs the step itself). With
---hold the child imports torch, Dynamo and Inductor and starts Inductor's compile workers first
-(warm_compiler), and waits for a "go" line before it touches the GPU. The
+--hold the child imports torch first and waits for a "go" line before it touches the GPU. The
 timed loop runs in the process that compiled the model: nothing is traced or loaded twice.
 """
 
@@ -76,26 +75,6 @@ def prepare(a: argparse.Namespace, clock: dict[str, float]) -> Any:
     clock["compile_end"] = time.monotonic()
     clock["compile_start"] = clock["compile_end"] - float(run.metrics["first_step_s"])
     return run
-
-
-def warm_compiler(backend: str) -> dict[str, Any]:
-    """What torch.compile does first, done while the child is held (no GPU touched): Dynamo and
-    Inductor imported, and Inductor's compile-worker pool started. Inductor starts that pool itself
-    only when the first graph reaches it (torch/_dynamo/backends/inductor.py), so on a cold machine
-    its workers were still importing torch while the first kernels compiled. {"warm_compiler_s"}, or
-    {"warm_compiler_error"} (a torch without these names: the compile starts them as before)."""
-    if backend != "inductor":
-        return {}
-    t0 = time.perf_counter()
-    try:
-        import torch._dynamo  # noqa: F401
-        from torch._inductor import compile_fx  # noqa: F401
-        from torch._inductor.async_compile import maybe_warm_pool
-
-        maybe_warm_pool()  # no-op where the pool is off (TORCH_WARM_POOL=0, no Triton, 1 thread)
-    except Exception as e:
-        return {"warm_compiler_error": f"{type(e).__name__}: {e}"[:200]}
-    return {"warm_compiler_s": round(time.perf_counter() - t0, 3)}
 
 
 def compile_phases(least: float = 0.5, most: int = 12) -> dict[str, Any]:
@@ -184,8 +163,6 @@ def main(argv: list[str] | None = None) -> int:
 
         held["held_import_s"] = time.perf_counter() - t_import
         clock["imported"] = time.monotonic()
-        held.update(warm_compiler(a.backend))
-        clock["warmed"] = time.monotonic()
         if sys.stdin.readline().strip() != "go":
             return 0  # the harness closed the lane without using it
         held["held_s"] = time.perf_counter() - t_import
