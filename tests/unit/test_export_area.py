@@ -20,6 +20,7 @@ import time
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -198,19 +199,18 @@ def test_a_work_folder_that_cannot_be_removed_does_not_fail_a_finished_export(
     assert done.path.read_bytes() == CONTENT and read_exported(done.path).image.id == IMAGE_ID
 
 
+def ticking(monkeypatch: pytest.MonkeyPatch, module: str, *ticks: float) -> None:
+    """`module`'s time.monotonic() answers `ticks` in turn (what a conversion or a run times)."""
+    it = iter(ticks)
+    monkeypatch.setattr(f"{module}.time", SimpleNamespace(monotonic=lambda: next(it)))
+
+
 def test_the_conversion_works_in_a_hidden_folder_beside_the_file_and_is_timed(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # EXT017: the work folder is .FILE.XXXX beside FILE (same file system: the rename is atomic;
     # hidden, named after what it builds); EXT023: the seconds are the conversion's
-    ticks = iter([100.0, 102.5])
-
-    class Clock:
-        @staticmethod
-        def monotonic() -> float:
-            return next(ticks)
-
-    monkeypatch.setattr("envbuilder.engine.hpc.time", Clock)
+    ticking(monkeypatch, "envbuilder.engine.hpc", 100.0, 102.5)
     works: list[Path] = []
 
     def convert(_info: ImageInfo, built: Path, work: Path) -> None:
@@ -606,14 +606,7 @@ def test_the_run_log_records_seconds_to_the_millisecond(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # EX091, EX092, EXN065
-    ticks = iter([100.0, 101.23456])
-
-    class Clock:
-        @staticmethod
-        def monotonic() -> float:
-            return next(ticks)
-
-    monkeypatch.setattr("envbuilder.run.hpc.time", Clock)
+    ticking(monkeypatch, "envbuilder.run.hpc", 100.0, 101.23456)
     outcome, _, _ = go(tmp_path)
     (entry,) = run_log(tmp_path)
     assert entry["seconds"] == 1.235 and entry["outcome"] == "exited"
