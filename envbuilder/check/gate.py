@@ -144,6 +144,22 @@ def gpus_handed_in(access: str, report: HostReport, gpus: Sequence[GpuHealth]) -
     return max(len(report.gpus), len(gpus))
 
 
+def mig_not_counted(mig: Sequence[int]) -> Finding:
+    """image.gpus on a node whose GPUs `mig` are split into MIG instances: a CUDA process
+    enumerates one MIG device only, whatever it is handed (NVIDIA MIG user guide, "CUDA Device
+    Enumeration": https://docs.nvidia.com/datacenter/tesla/mig-user-guide/mig-device-names.html;
+    torch's device_count is 1 on a MIG A100, pytorch/pytorch#102715), so the image's count cannot be
+    held against the node's; skipped with that reason. CUDA names a MIG device by its profile
+    ("NVIDIA A100-SXM4-40GB MIG 1g.5gb"), so its GEMM and copy find no certified figure either."""
+    shown = ", ".join(map(str, mig))
+    return Finding(
+        check="image.gpus",
+        status="skip",
+        message=f"GPU {shown} in MIG mode: a CUDA process sees one MIG device only (NVIDIA's MIG user "
+        "guide), so how many GPUs the image saw is not judged; its figures are that MIG device's",
+    )
+
+
 def check_image(
     image: str,
     *,
@@ -212,7 +228,11 @@ def check_image(
         say("check: running the short mode in the image")
         gate = run_gate(eng, info, choice, timeout_s=IMAGE_TIMEOUT_S, say=say, runtime=rt)
         handed_in = gpus_handed_in(choice.name, report, gpus)
-        if handed_in == 0:
+        mig = [g.index for g in gpus if g.in_mig_mode]
+        if handed_in and mig:
+            findings.append(mig_not_counted(mig))
+            handed_in = None
+        elif handed_in == 0:
             findings.append(
                 Finding(
                     check="image.gpus",

@@ -24,9 +24,10 @@ UNSUPPORTED = "not supported"
 _MIB = 1024 * 1024
 # nvml.h: nvmlMemoryErrorType_t UNCORRECTED = 1, nvmlEccCounterType_t VOLATILE = 0 (since the last
 # driver load) / AGGREGATE = 1 (lifetime); nvmlPageRetirementCause_t DOUBLE_BIT = 1;
-# NVML_TEMPERATURE_GPU = 0; NVML_TEMPERATURE_THRESHOLD_SLOWDOWN = 1.
+# NVML_TEMPERATURE_GPU = 0; NVML_TEMPERATURE_THRESHOLD_SLOWDOWN = 1; NVML_DEVICE_MIG_ENABLE = 1.
 _UNCORRECTED, _VOLATILE, _AGGREGATE, _DOUBLE_BIT = 1, 0, 1, 1
 _TEMP_GPU, _THRESHOLD_SLOWDOWN = 0, 1
+_MIG_ENABLE = 1
 # nvml.h NVML_FI_DEV_GET_GPU_RECOVERY_ACTION (R575+; nvidia-ml-py's constant wins where it has one)
 # and its values (nvmlDeviceGpuRecoveryAction_t, as nvidia-ml-py 13 names them).
 FI_RECOVERY_ACTION = 230
@@ -75,6 +76,12 @@ class GpuHealth:
 
     def get(self, name: str) -> Query:
         return self.queries.get(name) or Query(unsupported="not asked")
+
+    @property
+    def in_mig_mode(self) -> bool:
+        """NVML says the GPU is split into MIG instances now (a GPU without MIG: False)."""
+        mig = self.get("mig_mode")
+        return mig.ok and mig.value is True
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -195,6 +202,8 @@ def gpu_health(nvml: Any, index: int) -> GpuHealth:
         "pcie_width_max": _ask(nvml, "nvmlDeviceGetMaxPcieLinkWidth", h),
         "temperature_c": _ask(nvml, "nvmlDeviceGetTemperature", h, _TEMP_GPU),
         "temperature_slowdown_c": _ask(nvml, "nvmlDeviceGetTemperatureThreshold", h, _THRESHOLD_SLOWDOWN),
+        # (current, pending): the mode now, and the one after the next GPU reset
+        "mig_mode": _map(_ask(nvml, "nvmlDeviceGetMigMode", h), lambda v: int(v[0]) == _MIG_ENABLE),
     }
     procs, unread = nvml_processes(nvml, h)
     return GpuHealth(

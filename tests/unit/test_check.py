@@ -278,6 +278,25 @@ def test_an_older_nvidia_ml_py_without_a_function_is_not_supported_either() -> N
 
 
 @pytest.mark.parametrize(
+    ("answer", "mig"),
+    [
+        pytest.param((1, 1), True, id="enabled"),
+        pytest.param((0, 1), False, id="pending-only"),
+        pytest.param((0, 0), False, id="disabled"),
+        pytest.param(NOT_SUPPORTED, False, id="no-mig-on-this-gpu"),
+        pytest.param(None, False, id="older-nvidia-ml-py"),
+    ],
+)
+def test_mig_mode_is_the_current_mode_and_no_node_finding(answer: Any, mig: bool) -> None:
+    nvml = FakeNvml(nvmlDeviceGetMigMode=answer)
+    if answer is None:
+        del nvml.answers["nvmlDeviceGetMigMode"]
+    gpu = gpu_health(nvml, 0)
+    assert gpu.in_mig_mode is mig
+    assert not [f for f in judge_gpu(gpu, T) if "mig" in f.check]  # check/gate.py judges it
+
+
+@pytest.mark.parametrize(
     ("over", "check", "status", "words"),
     [
         ({"nvmlDeviceGetTotalEccErrors": lambda h, kind, counter: 2}, "node.ecc", "fail",

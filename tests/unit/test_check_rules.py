@@ -999,3 +999,26 @@ def test_an_image_that_hides_gpus_fails_the_whole_check_with_the_reason() -> Non
     unknown = check(1, 0, nvml=lambda: ((), "NVML: gone"))
     (skip,) = [f for f in unknown.findings if f.check == "image.gpus"]
     assert skip.status == "skip" and "not known" in skip.message
+
+
+@pytest.mark.parametrize(("mig", "verdict"), [(True, "PASS"), (False, "FAIL")])
+def test_a_mig_node_is_not_held_to_its_gpu_count(mig: bool, verdict: str) -> None:
+    """A node whose 2 GPUs are in MIG mode: the image's CUDA enumerates one MIG device, so its
+    count of 1 is no fault of the image: image.gpus is skipped with the reason, not a FAIL that
+    would drain every MIG node. The same count with MIG off still fails."""
+    from test_check import DEVICES, engine_answering
+
+    eng = engine_answering(lambda spec: gate_doc(*gpus(1), facts={**TORCH_GPU, "device_count": 1}))
+    report = check_image(
+        "team/train:1", find_certificate=lambda info: [sealed([BASELINE])], eng=eng,
+        probe=lambda: HostReport(source="nvml", driver="580.159.04", cuda_driver="13.0",
+                                 gpus=(H200_INFO,) * 2),
+        access_modes=lambda daemon: (DEVICES,),
+        health=lambda: (tuple(health(i, mig_mode=mig) for i in range(2)), None), xids=XidLog,
+    )  # fmt: skip
+    (seen,) = [f for f in report.findings if f.check == "image.gpus"]
+    assert report.verdict == verdict
+    if mig:
+        assert seen.status == "skip" and seen.message.startswith("GPU 0, 1 in MIG mode")
+    else:
+        assert seen.status == "fail" and "saw 1 of 2" in seen.message
