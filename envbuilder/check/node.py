@@ -174,6 +174,7 @@ def _read_processes(gpu: GpuHealth) -> Query:
             "memory_used_mib": gpu.memory_used_mib,
             "memory_total_mib": gpu.memory_total_mib,
             "unread": list(gpu.processes_unread),
+            "mig_mode": gpu.in_mig_mode,
         }
     )
 
@@ -196,6 +197,11 @@ def _judge_processes(value: dict[str, Any], t: CheckThresholds) -> Judged:
     amount = max(held, used or 0)
     of = f"{share:.0%} of its memory ({amount} of {total} MiB)" if total else f"{amount} MiB of its memory"
     message = f"{who} already hold {of}"
+    if value.get("mig_mode"):
+        # Its MIG instances are other jobs' by design, and which one this job gets is the
+        # scheduler's choice: what they hold says nothing against the node.
+        mig = f"in MIG mode: {message} across its MIG instances (other jobs'): not judged"
+        return Judged("note", value, mig)
     return Judged("fail" if share >= t.memory_held_fail_fraction else "warn", value, message)
 
 

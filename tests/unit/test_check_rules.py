@@ -340,6 +340,26 @@ def test_a_process_list_nvml_could_not_give_is_not_read_as_none(
         assert got.message == "no process holds the GPU"
 
 
+@pytest.mark.parametrize(
+    ("processes", "used", "status"),
+    [
+        pytest.param((), 0, "pass", id="idle"),
+        pytest.param((proc(7, 1),), 1, "note", id="a-process-on-an-instance"),
+        pytest.param((), FAIL_MIB, "note", id="other-instances-hold-most"),
+    ],
+)
+def test_a_gpu_in_mig_mode_is_not_judged_on_what_its_instances_hold(
+    processes: tuple[dict[str, Any], ...], used: int, status: str
+) -> None:
+    """Other jobs on its other MIG instances are the design, not a stray process: a note, never
+    a warning or a FAIL that drains the node; the same readings without MIG still fail."""
+    got = finding("node.processes", health(processes=processes, used=used, mig_mode=True))
+    assert (got.status, got.value["mig_mode"]) == (status, True)
+    if status == "note":
+        assert got.message.startswith("in MIG mode: ") and got.message.endswith("not judged")
+        assert finding("node.processes", health(processes=processes, used=used)).status != "note"
+
+
 def test_a_gpu_whose_total_memory_is_unknown_warns_on_a_listed_process_only() -> None:
     blind = replace(health(used=900), memory_total_mib=None)
     assert finding("node.processes", blind).status == "pass"
