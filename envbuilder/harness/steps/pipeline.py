@@ -25,8 +25,9 @@ def prepare_images(s: Session, src_size: int, n: int) -> Images:
     """The step's source images, rendered and encoded (the plan may do it earlier). Rendered on the
     session's device: on the CPU, rendering and encoding took 5.5 s of the H200's cold certification
     (2026-12-06, 16 cores busy with the ResNet-50 compile; uncontended on a 2-core VM: 2.7 s to
-    render, 0.4 s to encode), so on the GPU path only the JPEG encoding stays CPU work (the time on
-    a GPU: the fact pipeline_images_prepared_s). The images differ from the CPU path's in their
+    render, 0.4 s to encode), so on the GPU path only the JPEG encoding stays CPU work: 0.47-0.49 s
+    in all (the fact pipeline_images_prepared_s) on an H100, 2026-12-07
+    (benchmarks/results/issue27-h100-2026-12-07/). The images differ from the CPU path's in their
     noise only."""
     from ..workloads.pytorch.data import render
     from ..workloads.pytorch.loader import encode_split
