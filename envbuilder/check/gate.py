@@ -144,20 +144,31 @@ def gpus_handed_in(access: str, report: HostReport, gpus: Sequence[GpuHealth]) -
     return max(len(report.gpus), len(gpus))
 
 
-def mig_not_counted(mig: Sequence[int]) -> Finding:
-    """image.gpus on a node whose GPUs `mig` are split into MIG instances: a CUDA process
-    enumerates one MIG device only, whatever it is handed (NVIDIA MIG user guide, "CUDA Device
-    Enumeration": https://docs.nvidia.com/datacenter/tesla/mig-user-guide/mig-device-names.html;
-    torch's device_count is 1 on a MIG A100, pytorch/pytorch#102715), so the image's count cannot be
-    held against the node's; skipped with that reason. CUDA names a MIG device by its profile
-    ("NVIDIA A100-SXM4-40GB MIG 1g.5gb"), so its GEMM and copy find no certified figure either."""
-    shown = ", ".join(map(str, mig))
-    return Finding(
-        check="image.gpus",
-        status="skip",
-        message=f"GPU {shown} in MIG mode: a CUDA process sees one MIG device only (NVIDIA's MIG user "
-        "guide), so how many GPUs the image saw is not judged; its figures are that MIG device's",
-    )
+def gpus_to_judge(
+    access: str, report: HostReport, gpus: Sequence[GpuHealth]
+) -> tuple[int | None, Finding | None]:
+    """The number of GPUs the image's run is held to (image.gpus: judge_seen), or None with the
+    image.gpus skip that says why not: no GPU listed (how many were handed in is not known), or a
+    GPU in MIG mode: a CUDA process enumerates one MIG device only, whatever it is handed (NVIDIA
+    MIG user guide, "CUDA Device Enumeration":
+    https://docs.nvidia.com/datacenter/tesla/mig-user-guide/mig-device-names.html; torch's
+    device_count is 1 on a MIG A100, pytorch/pytorch#102715). CUDA names a MIG device by its
+    profile ("NVIDIA A100-SXM4-40GB MIG 1g.5gb"), so its GEMM and copy find no certified figure
+    either. (None, None) on the CPU path."""
+    handed_in = gpus_handed_in(access, report, gpus)
+    if handed_in == 0:
+        why = (
+            f"GPU access {access}, but neither the probe nor NVML lists a GPU: "
+            "how many GPUs the image was given is not known, so not judged"
+        )
+    elif handed_in and (mig := [g.index for g in gpus if g.in_mig_mode]):
+        why = (
+            f"GPU {', '.join(map(str, mig))} in MIG mode: a CUDA process sees one MIG device only (NVIDIA's "
+            "MIG user guide), so how many GPUs the image saw is not judged; its figures are that MIG device's"
+        )
+    else:
+        return handed_in, None
+    return None, Finding(check="image.gpus", status="skip", message=why)
 
 
 def check_image(
@@ -227,20 +238,9 @@ def check_image(
         t3 = clock()
         say("check: running the short mode in the image")
         gate = run_gate(eng, info, choice, timeout_s=IMAGE_TIMEOUT_S, say=say, runtime=rt)
-        handed_in = gpus_handed_in(choice.name, report, gpus)
-        mig = [g.index for g in gpus if g.in_mig_mode]
-        if handed_in and mig:
-            findings.append(mig_not_counted(mig))
-            handed_in = None
-        elif handed_in == 0:
-            findings.append(
-                Finding(
-                    check="image.gpus",
-                    status="skip",
-                    message=f"GPU access {choice.name}, but neither the probe nor NVML lists a GPU: "
-                    "how many GPUs the image was given is not known, so not judged",
-                )
-            )
+        handed_in, skipped = gpus_to_judge(choice.name, report, gpus)
+        if skipped is not None:
+            findings.append(skipped)
         findings += judge_gate(gate, cert, t, handed_in=handed_in)
         timings["image_s"] = clock() - t3
     timings["total_s"] = clock() - t0

@@ -22,13 +22,10 @@ Images: TypeAlias = "tuple[list[bytes], list[int], str]"  # encoded images, labe
 
 
 def prepare_images(s: Session, src_size: int, n: int) -> Images:
-    """The step's source images, rendered and encoded (the plan may do it earlier). Rendered on the
-    session's device: on the CPU, rendering and encoding took 5.5 s of the H200's cold certification
-    (2026-12-06, 16 cores busy with the ResNet-50 compile; uncontended on a 2-core VM: 2.7 s to
-    render, 0.4 s to encode), so on the GPU path only the JPEG encoding stays CPU work: 0.47-0.49 s
-    in all (the fact pipeline_images_prepared_s) on an H100, 2026-12-07
-    (benchmarks/results/issue27-h100-2026-12-07/). The images differ from the CPU path's in their
-    noise only."""
+    """The step's source images (the plan may prepare them earlier): rendered on the session's
+    device, JPEG-encoded on the CPU. On an H100 both took 0.47-0.49 s, where the CPU alone took
+    5.5-7.2 s on an H200 (benchmarks/results/issue27-h100-2026-12-07/). The images differ from the
+    CPU path's in their noise only."""
     from ..workloads.pytorch.data import render
     from ..workloads.pytorch.loader import encode_split
 
