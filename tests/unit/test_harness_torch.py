@@ -67,6 +67,17 @@ def test_dataset_is_learnable_and_run_metrics() -> None:
     st = metrics["step_time"]
     assert 0 < st["min_ms"] <= st["p50_ms"] <= st["p95_ms"] <= st["max_ms"]
     assert metrics["config"]["precision"] == "fp32" and metrics["model"]["source"] == "built-in"
+    # where the run's time went besides the timed loop; an eager run counts no graphs
+    assert metrics["setup_s"] > 0 and metrics["warmup_s"] > 0 and metrics["evaluate_s"] > 0
+    assert "graphs_compiled_after_first_step" not in metrics
+
+
+def test_the_compiler_import_is_timed() -> None:
+    from envbuilder.harness.workloads.pytorch.train import import_compiler
+
+    res = import_compiler()
+    assert res.get("compiler_import_s", -1) >= 0, res
+    assert "torch._dynamo" in sys.modules and "torch._inductor.compile_fx" in sys.modules
 
 
 def test_divergence_is_caught() -> None:
@@ -344,10 +355,15 @@ def test_the_lane_child_runs_the_timed_loop_it_compiled_and_refuses_another_run(
         assert report["asked_after_s"] >= 0
         with pytest.raises(RuntimeError, match="prepared another configuration"):
             lane.run(cfg("resnet18", 7, 2), data, loss_drop_min=-1e9, accuracy_margin=-1.0)
-        metrics, problems = lane.runner("resnet18")(
+        # the harness's own work while the child runs (it has its order and is still there)
+        meanwhile: list[int | None] = []
+        metrics, problems = lane.runner("resnet18", lambda: meanwhile.append(lane.procs["resnet18"].poll()))(
             cfg("resnet18", 6, 2), data, loss_drop_min=-1e9, accuracy_margin=-1.0
         )
+        assert meanwhile == [None]
         assert metrics["steps_done"] == 6 and metrics["steps_timed"] == 4 and metrics["compiled"]
+        # the steps after the first reuse the graph the child compiled: no recompile
+        assert metrics["graphs_compiled_after_first_step"] == 0
         assert "compile lane child" in metrics["ran_in"] and metrics["config"]["image_size"] == 32
         assert isinstance(problems, list)
         assert lane.procs["resnet18"].poll() is not None  # it exited after its run: memory free

@@ -17,6 +17,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
@@ -182,21 +183,32 @@ class CompileLane:
         self.reports[arch] = res
         return res
 
-    def runner(self, arch: str) -> Any:
-        """A training step's `run` (steps/training.py TrainRun) that runs on the ready child."""
+    def runner(self, arch: str, meanwhile: Callable[[], object] | None = None) -> Any:
+        """A training step's `run` (steps/training.py TrainRun) that runs on the ready child;
+        `meanwhile`: see run()."""
 
         def run(
             cfg: RunConfig, data: Any, *, loss_drop_min: float, accuracy_margin: float
         ) -> tuple[dict[str, Any], list[str]]:
-            return self.run(cfg, data, loss_drop_min=loss_drop_min, accuracy_margin=accuracy_margin)
+            return self.run(
+                cfg, data, loss_drop_min=loss_drop_min, accuracy_margin=accuracy_margin, meanwhile=meanwhile
+            )
 
         return run
 
     def run(
-        self, cfg: RunConfig, data: Any, *, loss_drop_min: float, accuracy_margin: float
+        self,
+        cfg: RunConfig,
+        data: Any,
+        *,
+        loss_drop_min: float,
+        accuracy_margin: float,
+        meanwhile: Callable[[], object] | None = None,
     ) -> tuple[dict[str, Any], list[str]]:
         """The timed run on the child that prepared cfg.arch (ready: wait() said so first);
-        RuntimeError when it cannot, or when cfg is not the run the child prepared."""
+        RuntimeError when it cannot, or when cfg is not the run the child prepared. The harness
+        calls `meanwhile()` once the child has its order: CPU work that needs no GPU, done while
+        the harness would only wait (it must not raise)."""
         child = self.children[cfg.arch]
         if cfg.arch not in self.served:
             raise RuntimeError(f"the compile child for {cfg.arch} only fills the Inductor cache")
@@ -211,6 +223,8 @@ class CompileLane:
         }
         if not child.say(json.dumps(order)):
             raise RuntimeError(f"the compile child for {cfg.arch} is gone ({child.gone()})")
+        if meanwhile is not None:
+            meanwhile()
         try:
             line = child.next_line(max(30.0, cfg.max_seconds * 3))
         except TimeoutError:

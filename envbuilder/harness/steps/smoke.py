@@ -3,6 +3,7 @@ has kernels for it, and the model, the batch and the gradients really live on it
 
 from __future__ import annotations
 
+import time
 from typing import TYPE_CHECKING, Any
 
 from ..kernels import arch_covered
@@ -105,6 +106,9 @@ def cuda_smoke(size: int = 224, batch: int = 16) -> dict[str, Any]:
             "nodes, the driver libraries in the container and the CUDA build of torch."
         )
     dev = torch.device("cuda", 0)
+    t0 = time.perf_counter()
+    torch.cuda.init()  # torch's CUDA state, timed on its own (0 where an earlier step made it)
+    phases = {"cuda_init": time.perf_counter() - t0}
     props = torch.cuda.get_device_properties(dev)
     cc = (props.major, props.minor)
     arch_list = torch.cuda.get_arch_list()
@@ -124,21 +128,29 @@ def cuda_smoke(size: int = 224, batch: int = 16) -> dict[str, Any]:
         raise StepFailed(f"this torch build cannot run on the GPU: {how} (built for {arch_list})")
     torch.cuda.reset_peak_memory_stats()
     base = torch.cuda.memory_allocated()
+    t0 = time.perf_counter()
     model, info = build_model("resnet18", NUM_CLASSES)
     model = model.to(dev)
     after_model = torch.cuda.memory_allocated()
+    phases["model"] = time.perf_counter() - t0  # the first model: torchvision's import
+    t0 = time.perf_counter()
     split = render(batch, size, seed=7, device=dev)
+    phases["batch"] = time.perf_counter() - t0
     x, y = normalize(split.images), split.labels
     where = {p.device.type for p in model.parameters()} | {x.device.type, y.device.type}
     if where != {"cuda"}:
         raise StepFailed(f"parameters/batch not all on cuda: {sorted(where)}")
+    t0 = time.perf_counter()
     metrics.update(model=info, batch=batch, image_size=size, **one_batch(model, x, y))
     torch.cuda.synchronize()
+    phases["first_batch"] = time.perf_counter() - t0  # cuDNN's and cuBLAS's first use
     grads_on = {p.grad.device.type for p in model.parameters() if p.grad is not None}
     # A GEMM checked against the CPU: catches a broken kernel or a bad device.
     a = torch.randn(512, 512, generator=torch.Generator().manual_seed(1))
     b = torch.randn(512, 512, generator=torch.Generator().manual_seed(2))
+    t0 = time.perf_counter()
     diff = float(((a.to(dev) @ b.to(dev)).cpu() - a @ b).abs().max())
+    phases["gemm_check"] = time.perf_counter() - t0
     mib = 2**20
     metrics.update(
         gradients_on=sorted(grads_on),
@@ -147,6 +159,7 @@ def cuda_smoke(size: int = 224, batch: int = 16) -> dict[str, Any]:
         memory_peak_allocated_mib=torch.cuda.max_memory_allocated() / mib,
         memory_reserved_mib=torch.cuda.memory_reserved() / mib,
         matmul_max_abs_diff_vs_cpu=diff,
+        phases_s={k: round(v, 3) for k, v in phases.items()},
     )
     param_mib = sum(p.numel() * p.element_size() for p in model.parameters()) / mib
     if after_model - base < 0.9 * param_mib * mib:

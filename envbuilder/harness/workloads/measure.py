@@ -182,8 +182,10 @@ def record_run(
     if not params_finite():
         problems.append("non-finite parameters after training")
     if cfg.evaluate and not problems:
+        t0 = time.perf_counter()
         val_acc, val_loss, test_acc = evaluate()
         metrics.update(val_accuracy=val_acc, val_loss=val_loss, test_accuracy=test_acc)
+        metrics["evaluate_s"] = round(time.perf_counter() - t0, 3)
         metrics["accuracy_required"] = 1.0 / classes + accuracy_margin
         problems += accuracy_problems(val_acc, classes, accuracy_margin, done=done, planned=cfg.steps)
     if not all(math.isfinite(v) for v in losses):

@@ -99,6 +99,31 @@ def free_device_memory() -> None:
         torch.cuda.reset_peak_memory_stats()
 
 
+def dynamo_graphs() -> int | None:
+    """How many graphs torch.compile (Dynamo) has compiled in this process; None where this torch
+    does not count them."""
+    try:
+        from torch._dynamo.utils import counters
+    except ImportError:
+        return None
+    return int(counters["stats"]["unique_graphs"])
+
+
+def import_compiler() -> dict[str, Any]:
+    """torch.compile's modules (Dynamo; Inductor's compile_fx, which its first graph loads)
+    imported now: a process's first torch.compile() spent 2.5-2.8 s importing them (the ResNet-50
+    compiled run's setup took 2.9-3.2 s, the eager one's 0.4 s; H100, 2026-12-07).
+    {"compiler_import_s"}, or {"compiler_import_error"} (the compile then imports them itself,
+    and fails there if it must)."""
+    t0 = time.perf_counter()
+    try:
+        import torch._dynamo  # noqa: F401
+        from torch._inductor import compile_fx  # noqa: F401
+    except Exception as e:
+        return {"compiler_import_error": f"{type(e).__name__}: {e}"[:200]}
+    return {"compiler_import_s": round(time.perf_counter() - t0, 3)}
+
+
 def event_seconds(start: torch.cuda.Event, end: torch.cuda.Event) -> float:
     """Seconds between two recorded CUDA events."""
     return float(start.elapsed_time(end)) / 1000
@@ -133,6 +158,7 @@ class PreparedRun:
     finishes only when the harness gives it the GPU, so nothing is compiled twice."""
 
     def __init__(self, cfg: RunConfig, data: Dataset) -> None:
+        t_setup = time.perf_counter()
         self.cfg, self.data = cfg, data
         torch.manual_seed(cfg.seed)
         if cfg.cuda:
@@ -158,6 +184,7 @@ class PreparedRun:
         self.losses = torch.zeros(cfg.steps, device=cfg.device)
         # First step alone: lazy init, cuDNN autotune, compilation. A failed compile falls back.
         t0 = time.perf_counter()
+        self.metrics["setup_s"] = round(t0 - t_setup, 3)
         try:
             self.one_step(0)
             self.sync()
@@ -170,6 +197,8 @@ class PreparedRun:
             self.sync()
         self.metrics["compiled"] = cfg.compile and "compile_fallback" not in self.metrics
         self.metrics["first_step_s"] = time.perf_counter() - t0
+        # (only for a compiled run: torch._dynamo takes seconds to import)
+        self.graphs_at_first_step = dynamo_graphs() if cfg.compile else None
 
     def one_step(self, i: int) -> None:
         cfg, train = self.cfg, self.data.train
@@ -201,9 +230,11 @@ class PreparedRun:
         cfg, metrics, cuda = self.cfg, self.metrics, self.cfg.cuda
         cap = cfg.max_seconds if max_seconds is None else max_seconds
         warm = max(1, min(cfg.warmup, cfg.steps - 2))
+        t_warm = time.perf_counter()
         for i in range(1, warm):
             self.one_step(i)
         self.sync()
+        metrics["warmup_s"] = round(time.perf_counter() - t_warm, 3)
         # Timed loop: CUDA events between steps on the GPU (no sync), wall clock on the CPU.
         events: list[torch.cuda.Event] = []
         stamps: list[float] = []
@@ -229,6 +260,10 @@ class PreparedRun:
             stamps.append(time.perf_counter())
             times = [stamps[j + 1] - stamps[j] for j in range(len(stamps) - 1)]
         wall = time.perf_counter() - wall0
+        if cfg.compile and self.graphs_at_first_step is not None:
+            # A graph compiled after the first step is a recompile the first step did not pay
+            # for (and the compile lane's child, which runs only that step, did not cache).
+            metrics["graphs_compiled_after_first_step"] = (dynamo_graphs() or 0) - self.graphs_at_first_step
 
         def evaluated() -> tuple[float, float, float]:
             val_acc, val_loss = evaluate(self.model, self.data.val, cfg)
