@@ -73,7 +73,10 @@ start)
     echo "docker26: dockerd is not answering (exited, or not within 90 s); its log:" >&2
     tail -40 /tmp/dockerd26.log >&2; exit 1
   fi
-  docker info --format '{{.ServerVersion}} {{.Driver}} cgroup v{{.CgroupVersion}}, CDI specs in {{.CDISpecDirs}}' ;;
+  # CDISpecDirs is in the API from Docker 27 on: a 26 CLI's template stops at it, so without it there.
+  info=$(docker info --format '{{.ServerVersion}} {{.Driver}} cgroup v{{.CgroupVersion}}, CDI specs in {{.CDISpecDirs}}' 2>/dev/null) ||
+    info=$(docker info --format '{{.ServerVersion}} {{.Driver}} cgroup v{{.CgroupVersion}}')
+  echo "$info" ;;
 stop)
   [ -f /var/run/dkr26.pid ] && kill "$(cat /var/run/dkr26.pid)" && echo "docker26: stopped" ;;
 *) echo "usage: $0 pack DIR | start DIR | stop" >&2; exit 2 ;;
