@@ -22,6 +22,8 @@
 #   PLAN=coldab ...      torch only, new, old, new, old, each after the page cache is dropped
 #                        (/proc/sys/vm/drop_caches, as root): cold runs side by side, ~8 min; the
 #                        note says when the cache could not be dropped (then the later runs are warm)
+#   BYTECODE=0 ...       do not compile the machine's site-packages to bytecode before the runs (the
+#                        default does, as images carry it; see below; timed in proof.log)
 #   PLAN=jaxcold ...     JAX only, new then old, each after the page cache is dropped, ~5 min
 #   PLAN=jaxcoldab ...   JAX only, new, old, new, old, each after the page cache is dropped, ~8 min
 #   PLAN=jaxcoldba ...   JAX only, old then new (the other order), each after the page cache is dropped
@@ -73,6 +75,19 @@ date -u +"%Y-%m-%dT%H:%M:%SZ on $(hostname), $(nproc) CPUs" >"$LOG"
 nvidia-smi --query-gpu=name,driver_version,memory.total,power.limit --format=csv,noheader >>"$LOG" 2>&1
 left() { echo $((LIMIT - ($(date +%s) - T_START))); }
 RUNS="$W/runs.tsv"
+# BYTECODE=1 (the default since 2026-12-07; 0: as before): compile the machine's site-packages to
+# bytecode first, as envbuilder's images carry
+# them (`uv pip install --compile-bytecode`, image/render.py). The GPU machine's torch venv has
+# none for torch, sympy or triton (benchmarks/results/issue27-h100-2026-12-07-d/import-costs.md), and the harness runs with
+# PYTHONDONTWRITEBYTECODE=1 as in images: without it every process compiles torch, Dynamo,
+# Inductor, sympy and triton from source on each run, which no envbuilder image does.
+if [ "${BYTECODE:-1}" = 1 ]; then
+  t_bc=$(date +%s)
+  site=$("$PYTHON" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+  "$PYTHON" -m compileall -q -j 0 "$site" >/dev/null 2>&1
+  rc_bc=$?
+  echo "bytecode: compileall over $site in $(( $(date +%s) - t_bc )) s (exit $rc_bc)" >>"$LOG"
+fi
 : >"$RUNS"
 
 # The two harness trees, staged as images carry them (lib.sh stage_harness).

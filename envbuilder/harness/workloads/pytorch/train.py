@@ -111,8 +111,9 @@ def dynamo_graphs() -> int | None:
 
 def import_compiler() -> dict[str, Any]:
     """torch.compile's modules (Dynamo; Inductor's compile_fx, which its first graph loads)
-    imported now: a process's first torch.compile() spent 2.5-2.8 s importing them (the ResNet-50
-    compiled run's setup took 2.9-3.2 s, the eager one's 0.4 s; H100, 2026-12-07).
+    imported now: a process's first torch.compile() spent 2.5-2.8 s importing them where the
+    packages carry no bytecode (the ResNet-50 compiled run's setup took 2.9-3.2 s, the eager one's
+    0.4 s), 0.8-0.9 s where they do, as in images (H100s, 2026-12-07).
     {"compiler_import_s"}, or {"compiler_import_error"} (the compile then imports them itself,
     and fails there if it must)."""
     t0 = time.perf_counter()
