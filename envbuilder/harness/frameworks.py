@@ -15,11 +15,17 @@ class HarnessFramework(NamedTuple):
     adapter: str | None
     # Top-level package folders whose CUDA libraries are its own kernels (inventory.py).
     kernel_packages: tuple[str, ...]
+    # The Python packages its training process imports, the largest first: whether they carry
+    # compiled bytecode (bytecode.py).
+    python_packages: tuple[str, ...]
 
 
 FRAMEWORKS: dict[str, HarnessFramework] = {
-    "torch": HarnessFramework(None, ("torch",)),
-    "tensorflow": HarnessFramework("tf_steps:TENSORFLOW", ("tensorflow",)),
+    # torchvision's models import Dynamo, which imports sympy; torch.compile's Inductor, triton
+    "torch": HarnessFramework(None, ("torch",), ("torch", "torchvision", "sympy", "triton")),
+    "tensorflow": HarnessFramework("tf_steps:TENSORFLOW", ("tensorflow",), ("tensorflow", "keras")),
     # jax-cudaNN-pjrt: jax_plugins/xla_cudaNN/xla_cuda_plugin.so
-    "jax": HarnessFramework("jax_steps:JAX", ("jax_cuda13_plugin", "jax_cuda12_plugin", "jax_plugins")),
+    "jax": HarnessFramework(
+        "jax_steps:JAX", ("jax_cuda13_plugin", "jax_cuda12_plugin", "jax_plugins"), ("jax", "jaxlib")
+    ),
 }

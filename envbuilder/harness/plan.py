@@ -92,7 +92,9 @@ class Certification:
     # ---- the run ---------------------------------------------------------------------------
     def run(self) -> None:
         lane = self._early_lane()
-        scan = InventoryScan()  # the libraries read beside the host step (steps/inventory.py)
+        # the libraries (and the framework's bytecode) read beside the host step (steps/inventory.py)
+        fw = FRAMEWORKS.get(self.opts.framework)
+        scan = InventoryScan(fw.python_packages if fw else ())
         try:
             self._host_step(lane)
             self._run(lane, scan)

@@ -110,7 +110,7 @@ def add_paddle(tree: Path) -> None:
     edit(
         tree / "envbuilder/harness/frameworks.py",
         "\n}",
-        '\n    "paddle": HarnessFramework("paddle_steps:PADDLE", ("paddle",)),\n}',
+        '\n    "paddle": HarnessFramework("paddle_steps:PADDLE", ("paddle",), ("paddle",)),\n}',
     )
     smokes = tree / "envbuilder/harness/steps/frameworks.py"
     edit(smokes, 'FRAMEWORKS = ("tensorflow", "jax")', 'FRAMEWORKS = ("tensorflow", "jax", "paddle")')

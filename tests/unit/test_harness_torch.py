@@ -241,6 +241,11 @@ def test_payload_cpu_certification_end_to_end(tmp_path: Path) -> None:
     assert pipe["metrics"]["bottleneck"] and pipe["metrics"]["loader_only_img_s"] > 0
     assert result["thresholds"]["source"] == "built-in defaults"
     assert result["budget_seconds"] == 600 and result["wall_seconds"] > 0
+    # the framework's packages and their bytecode (this environment's torch carries it: no warning)
+    inv = next(s for s in result["steps"] if s["name"] == "kernel_inventory")
+    torch_bc = inv["metrics"]["bytecode"]["packages"]["torch"]
+    assert torch_bc["modules"] > 1000 and torch_bc["compiled"] > 0.5 * torch_bc["modules"]
+    assert not any("bytecode" in w for w in inv["warnings"])
 
 
 def test_payload_quick_by_file_path_with_thresholds(tmp_path: Path) -> None:
