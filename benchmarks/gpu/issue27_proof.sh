@@ -75,10 +75,11 @@ date -u +"%Y-%m-%dT%H:%M:%SZ on $(hostname), $(nproc) CPUs" >"$LOG"
 nvidia-smi --query-gpu=name,driver_version,memory.total,power.limit --format=csv,noheader >>"$LOG" 2>&1
 left() { echo $((LIMIT - ($(date +%s) - T_START))); }
 RUNS="$W/runs.tsv"
+: >"$RUNS"
 # BYTECODE=1 (the default since 2026-12-07; 0: as before): compile the machine's site-packages to
-# bytecode first, as envbuilder's images carry
-# them (`uv pip install --compile-bytecode`, image/render.py). The GPU machine's torch venv has
-# none for torch, sympy or triton (benchmarks/results/issue27-h100-2026-12-07-d/import-costs.md), and the harness runs with
+# bytecode first, as envbuilder's images carry them (`uv pip install --compile-bytecode`,
+# image/render.py). The GPU machine's torch venv has none for torch, sympy or triton
+# (benchmarks/results/issue27-h100-2026-12-07-d/import-costs.md), and the harness runs with
 # PYTHONDONTWRITEBYTECODE=1 as in images: without it every process compiles torch, Dynamo,
 # Inductor, sympy and triton from source on each run, which no envbuilder image does.
 if [ "${BYTECODE:-1}" = 1 ]; then
@@ -88,7 +89,6 @@ if [ "${BYTECODE:-1}" = 1 ]; then
   rc_bc=$?
   echo "bytecode: compileall over $site in $(( $(date +%s) - t_bc )) s (exit $rc_bc)" >>"$LOG"
 fi
-: >"$RUNS"
 
 # The two harness trees, staged as images carry them (lib.sh stage_harness).
 stage_harness issue27-new

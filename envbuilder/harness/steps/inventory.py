@@ -26,7 +26,7 @@ class InventoryScan:
         self._inventory: dict[str, Any] | None = None
         self._error: BaseException | None = None
         self._python_packages = python_packages
-        self.bytecode: dict[str, Any] | None = None  # None: not read (an error, see the step)
+        self.bytecode: dict[str, Any] | None = None  # None: not read (an odd package layout)
         self._thread = threading.Thread(target=self._scan, name="kernel-inventory", daemon=True)
         self._thread.start()
 
