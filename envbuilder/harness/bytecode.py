@@ -59,16 +59,19 @@ def _count(root: str, tag: str) -> tuple[int, int]:
 
 
 def bytecode_warnings(record: dict[str, Any]) -> list[str]:
-    """One line per package with fewer than MOSTLY_COMPILED of its modules compiled."""
-    out = []
-    for name, p in sorted((record.get("packages") or {}).items()):
-        if p["modules"] and p["compiled"] < MOSTLY_COMPILED * p["modules"]:
-            out.append(
-                f"{name}: {p['compiled']} of {p['modules']} modules carry compiled bytecode for "
-                f"{record.get('cache_tag')}: every process that imports it compiles the rest from "
-                "source first (seconds: 2.8-3.5 s for torch alone on an H100 machine), each time where "
-                "bytecode is not written (PYTHONDONTWRITEBYTECODE, a read-only image), once per "
-                "container otherwise; install with `uv pip install --compile-bytecode` or run "
-                "`python -m compileall` over site-packages in the image"
-            )
-    return out
+    """One line naming every package with fewer than MOSTLY_COMPILED of its modules compiled (none
+    when all have enough): one remedy covers them all."""
+    short = [
+        f"{name} {p['compiled']} of {p['modules']}"
+        for name, p in sorted((record.get("packages") or {}).items())
+        if p["modules"] and p["compiled"] < MOSTLY_COMPILED * p["modules"]
+    ]
+    if not short:
+        return []
+    return [
+        f"modules with compiled bytecode for {record.get('cache_tag')}: {', '.join(short)}: every "
+        "process that imports them compiles the rest from source first (seconds: 2.8-3.5 s for torch "
+        "alone on an H100 machine), each time where bytecode is not written (PYTHONDONTWRITEBYTECODE, "
+        "a read-only image), once per container otherwise; install with `uv pip install "
+        "--compile-bytecode` or run `python -m compileall` over site-packages in the image"
+    ]
