@@ -120,10 +120,14 @@ one() {
   fi
   if [ "$which" = new ]; then STAGE=$NEW_STAGE THRESH_ARGS=("${NEW_THRESH[@]}"); else STAGE=$OLD_STAGE THRESH_ARGS=("${OLD_THRESH[@]}"); fi
   local at=$(( $(date +%s) - T_START ))
+  # The CUDA driver's JIT cache as the run finds it: empty, cuDNN's first autotuning compiles its
+  # kernels (10-12 s more on an H100, benchmarks/results/issue27-h100-2026-12-07-f/)
+  local jit
+  jit=$(find "${CUDA_CACHE_PATH:-$HOME/.nv/ComputeCache}" -type f 2>/dev/null | wc -l)
   OUT=$W run_harness "$name" "$@" 2>/dev/null
   set +e
   stamp "$name ($which $*): exit $rc, script wall $wall s"
-  printf '%s\t%s\t%s\t%s\t%s\n' "$name" "$which" "$rc" "$wall" "started at ${at} s${NOTE:+; $NOTE}" >>"$RUNS"
+  printf '%s\t%s\t%s\t%s\t%s\n' "$name" "$which" "$rc" "$wall" "started at ${at} s; JIT cache ${jit} files${NOTE:+; $NOTE}" >>"$RUNS"
 }
 
 # The page cache dropped (as root), so the next run reads torch, cuDNN, ... from disk as a fresh
