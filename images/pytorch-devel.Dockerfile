@@ -52,11 +52,12 @@ RUN --mount=type=cache,target=/root/.cache/uv \
         -r /tmp/envbuilder-lock/requirements.txt
 
 # A non-root user (uid 1000); an existing account with that uid (ubuntu's) is replaced.
+# It owns the working folder and the CUDA JIT cache's folder, where certify and run mount a volume.
 RUN if id -u 1000 >/dev/null 2>&1; then userdel "$(id -nu 1000)"; fi \
  && if ! getent group 1000 >/dev/null; then groupadd --gid 1000 trainer; fi \
  && useradd --uid 1000 --gid 1000 --create-home --shell /bin/bash trainer \
- && mkdir -p /workspace \
- && chown 1000:1000 /workspace
+ && mkdir -p /workspace /var/cache/envbuilder/cuda-jit \
+ && chown 1000:1000 /workspace /var/cache/envbuilder/cuda-jit
 
 # The certification harness (`envbuilder certify` runs it inside this image).
 COPY harness /opt/envbuilder/harness
@@ -75,6 +76,7 @@ WORKDIR /workspace
 
 LABEL io.envbuilder.archs="sm_75,sm_80,sm_86,sm_89,sm_90,sm_100,sm_103,sm_120,sm_121" \
       io.envbuilder.certify="{\"level\":\"quick\",\"thresholds\":{}}" \
+      io.envbuilder.cuda-jit-cache="/var/cache/envbuilder/cuda-jit" \
       io.envbuilder.harness="/opt/envbuilder/harness" \
       io.envbuilder.lock-hash="b46ba14721f49f6e4ad940f59d23f24330b79a14d1baa62bb1896011116929cb" \
       io.envbuilder.min-driver="580" \

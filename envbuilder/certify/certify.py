@@ -56,6 +56,7 @@ def certify_image(
     *,
     gpu_access: str = "auto",
     quick: bool = False,
+    jit_cache: bool = True,
     thresholds: Mapping[str, float] | None = None,
     progress: Progress | None = None,
     eng: Engine | None = None,
@@ -84,7 +85,8 @@ def certify_image(
     that runs is the host's own copy, mounted read-only; the verdict is the host's
     (certify/verdict.py), from the result's step records and what `observe` (default: `probe`,
     else probe_host) saw of the GPUs during the run. `nonce`: the one the result must echo (a
-    fleet job's, handed in by the host that submitted it), else a fresh one.
+    fleet job's, handed in by the host that submitted it), else a fresh one. `jit_cache`: the
+    GPU containers keep the image's CUDA JIT cache volume (certify/jit_cache.py).
 
     `runtime`: the container runtime (default docker, on `eng` when given: tests' fake engine).
     Raises UsageError (image not found, a mode the runtime lacks), NoGpuError (an explicit mode
@@ -131,6 +133,7 @@ def certify_image(
             env=dict(HARNESS_ENV),
             mounts=mounts,
             mem_total=mem_total,
+            jit_cache=jit_cache,
         )
         spec = replace(spec, purpose="certify")
         passed = [f"{k}={v}" for k, v in collective_env(spec.env).items()]
@@ -170,7 +173,13 @@ def certify_image(
     smoke_record = None
     if smoke is not None:
         box = smoke_container(
-            info, choice, smoke, mem_total=mem_total, without_memlock=dropped is not None, runtime=rt
+            info,
+            choice,
+            smoke,
+            mem_total=mem_total,
+            without_memlock=dropped is not None,
+            runtime=rt,
+            jit_cache=jit_cache,
         )
         smoke_record = run_project_smoke(rt, smoke, box, say=say)
     facts = RunFacts(

@@ -16,6 +16,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from envbuilder.certify.jit_cache import CACHE_ENV, jit_cache_volume
 from envbuilder.engine import ContainerSpec, DaemonInfo, Engine, ImageInfo, Mount, Ulimit
 from envbuilder.errors import UsageError
 from envbuilder.host import AccessMode, HostReport, probe_host
@@ -96,14 +97,17 @@ def training_container(
     mem_total: int | None = None,
     host_env: Mapping[str, str] | None = None,
     gpus: GpuSelection | None = None,
+    jit_cache: bool = False,
+    user: str | None = None,
 ) -> ContainerSpec:
     """A container for training work on `image`: GPU access per `choice` (the runtime's grant,
     default docker's), shared memory for DataLoader workers, memlock=-1 and stack=64 MiB ulimits,
     no network unless asked, and the host's collective settings (`collective_env(host_env)`,
     default os.environ). `env` wins over those; the access mode's variables win over both (nothing
     may hide the GPUs by accident), except that a grant's LD_LIBRARY_PATH keeps the image's own
-    after it. `gpus`: only those GPUs (`--gpus`; None: all). Raises NoGpuError (a selected GPU the
-    mode cannot hand in)."""
+    after it. `gpus`: only those GPUs (`--gpus`; None: all). `jit_cache`: the image's CUDA JIT
+    cache volume where it applies (jit_cache.py). `user`: run as this user, not the image's.
+    Raises NoGpuError (a selected GPU the mode cannot hand in)."""
     rt = runtime or get_runtime()
     grant = rt.grant(choice.mode, gpus) if choice.mode is not None else GpuGrant()
     grant_env = dict(grant.env)
@@ -111,18 +115,22 @@ def training_container(
     if own and "LD_LIBRARY_PATH" in grant_env:
         grant_env["LD_LIBRARY_PATH"] += f":{own}"
     forwarded = collective_env(os.environ if host_env is None else host_env)
+    volume = jit_cache_volume(image, rt, choice, env or {}, user=user) if jit_cache else None
+    cache_env = {CACHE_ENV: volume.target} if volume is not None else {}
     return ContainerSpec(
         image=image.id,
         command=tuple(command),
-        env={**forwarded, **(env or {}), **grant_env},
+        env={**forwarded, **cache_env, **(env or {}), **grant_env},
         gpus=grant.gpus,
         devices=grant.devices,
         cdi_devices=grant.cdi_devices,
         gpu_flags=grant.flags,
         mounts=(*grant.mounts, *mounts),
+        volumes=(volume,) if volume is not None else (),
         shm_size=shm_bytes(mem_total),
         ulimits=TRAINING_ULIMITS,
         network=network,
+        user=user,
     )
 
 

@@ -82,14 +82,16 @@ def smoke_container(
     mem_total: int | None = None,
     without_memlock: bool = False,
     runtime: Runtime | None = None,
+    jit_cache: bool = False,
 ) -> ContainerSpec:
     """The container the smoke command runs in: a training container as the harness's is
     (gpu_access.training_container: the same GPU access, shared memory, ulimits, no network, the
     host's collective settings), but with no mount of the host's (neither the harness nor its io
     folder); the image's own user, workdir and entrypoint. `without_memlock`: the runtime refused
-    the memlock ulimit for the harness (drop_refused_memlock), so it goes here too."""
+    the memlock ulimit for the harness (drop_refused_memlock), so it goes here too. `jit_cache`:
+    the image's CUDA JIT cache volume, as the harness's container has it."""
     spec = training_container(
-        image, choice, smoke.command, runtime=runtime, env=SMOKE_ENV, mem_total=mem_total
+        image, choice, smoke.command, runtime=runtime, env=SMOKE_ENV, mem_total=mem_total, jit_cache=jit_cache
     )
     spec = replace(spec, purpose="certify")
     return spec.without_ulimit("memlock") if without_memlock else spec

@@ -14,7 +14,7 @@ from envbuilder import frameworks
 from envbuilder.certify.certificate import Certificate
 from envbuilder.certify.record import StepRecord, items, number
 from envbuilder.cli import cli
-from envbuilder.cli.options import check_seconds, gpu_access_option, runtime_option, say
+from envbuilder.cli.options import check_seconds, gpu_access_option, jit_cache_option, runtime_option, say
 from envbuilder.errors import CertificationFailedError, NotGpuCertifiedError
 from envbuilder.pipeline.certify import keep_certificate
 from envbuilder.tables import printable
@@ -96,6 +96,7 @@ def print_summary(cert: Certificate, stored_id: str | None) -> None:
     "certify through `fleet certify --runtime`)."
 )
 @gpu_access_option
+@jit_cache_option
 @click.option("--quick", is_flag=True, help="Host record and smoke tests only (seconds).")
 @click.option(
     "--require-gpu",
@@ -156,6 +157,7 @@ def certify(
     image: str,
     runtime: str,
     gpu_access: str,
+    jit_cache: bool,
     quick: bool,
     require_gpu: bool,
     as_json: bool,
@@ -200,6 +202,7 @@ def certify(
             runtime=get_runtime(runtime),
             gpu_access=gpu_access,
             quick=quick,
+            jit_cache=jit_cache,
             progress=lambda line: view.message(line, indent="", collapse=False),
             budget_s=budget_seconds,
             steps=steps,

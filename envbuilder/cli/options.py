@@ -37,6 +37,18 @@ def gpu_access_option(func: F) -> F:
     )(func)
 
 
+def jit_cache_option(func: F) -> F:
+    """--jit-cache/--no-jit-cache, shared by certify and run (certify/jit_cache.py)."""
+    return click.option(
+        "--jit-cache/--no-jit-cache",
+        default=True,
+        show_default=True,
+        help="Keep the CUDA driver's JIT cache in a volume of this image's own (envbuilder-cuda-jit-ID), "
+        "so cuDNN's autotuning does not compile its kernels again in every container; "
+        "--no-jit-cache starts it empty, as a fresh container does.",
+    )(func)
+
+
 def runtime_option(help_text: str) -> Callable[[F], F]:
     """--runtime: the container runtime, one of the registry's (envbuilder/runtime), docker by
     default."""

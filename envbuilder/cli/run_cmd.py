@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from envbuilder.cli import cli
-from envbuilder.cli.options import gpu_access_option, runtime_option, say, trust_options
+from envbuilder.cli.options import gpu_access_option, jit_cache_option, runtime_option, say, trust_options
 from envbuilder.engine.interface import Engine
 from envbuilder.pipeline.certificates import find_certificates, find_exported_certificates
 from envbuilder.run.launch import IPC_MODES, RunOptions, parse_options, run_image
@@ -111,6 +111,7 @@ def _options_before_dashes(rest: list[str], takes_value: dict[str, bool]) -> int
 @click.argument("image")
 @click.argument("command", nargs=-1)
 @gpu_access_option
+@jit_cache_option
 @click.option(
     "--gpus",
     metavar="all|N|device=ID,...",
@@ -170,6 +171,7 @@ def run(
     image: str,
     command: tuple[str, ...],
     gpu_access: str,
+    jit_cache: bool,
     gpus: str | None,
     runtime: str,
     runtime_path: str | None,
@@ -227,6 +229,7 @@ def run(
             image=image,
             command=command,
             gpu_access=gpu_access,
+            jit_cache=jit_cache,
             gpus=gpus,
             force=force,
             monitor=monitor,

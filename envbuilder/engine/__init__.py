@@ -14,6 +14,7 @@ from envbuilder.engine.container import (
     Mount,
     PortBinding,
     Ulimit,
+    Volume,
     docker_run_argv,
 )
 from envbuilder.engine.docker_engine import DockerEngine
@@ -36,6 +37,7 @@ __all__ = [
     "PortBinding",
     "RunResult",
     "Ulimit",
+    "Volume",
     "docker_run_argv",
     "find_buildkit_cli",
 ]

@@ -14,6 +14,7 @@ from types import MappingProxyType
 
 # A fully qualified CDI device name, `vendor/class=name` (CDI spec, "Fully-qualified device name";
 # https://github.com/cncf-tags/container-device-interface/blob/main/SPEC.md).
+_VOLUME_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")  # Docker's rule for volume names
 _CDI_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9_-]*=[A-Za-z0-9][A-Za-z0-9_.:-]*$")
 
 
@@ -28,6 +29,24 @@ class Mount:
     def __post_init__(self) -> None:
         if not (self.source.startswith("/") and self.target.startswith("/")):
             raise ValueError(f"bind mount paths must be absolute: {self.source!r} -> {self.target!r}")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Volume:
+    """A named volume of the engine (docker/podman `--mount type=volume`): created empty on first
+    use, kept across containers. Mounted over a folder the image has, it starts with that folder's
+    owner and content (both engines copy them in), so the image's own user can write to it."""
+
+    name: str
+    target: str  # absolute container path
+
+    def __post_init__(self) -> None:
+        if not _VOLUME_NAME.match(self.name):
+            raise ValueError(
+                f"{self.name!r} is not a volume name (letters, digits, _.- ; a letter or digit first)"
+            )
+        if not self.target.startswith("/"):
+            raise ValueError(f"volume target must be absolute: {self.target!r}")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -88,6 +107,7 @@ class ContainerSpec:
     gpus: GpuRequest | None = None  # the Container Toolkit's device request
     gpu_flags: tuple[str, ...] = ()  # a command-line runtime's own GPU flags (Apptainer's --nv)
     mounts: tuple[Mount, ...] = ()
+    volumes: tuple[Volume, ...] = ()  # named volumes (the image runtimes only: runtime/base.py)
     ulimits: tuple[Ulimit, ...] = ()
     shm_size: int | None = None  # bytes; None: the daemon's default (or the host's with ipc=host)
     network: str | None = "none"  # None: the daemon's default network
@@ -144,6 +164,8 @@ def docker_flags(spec: ContainerSpec) -> list[str]:
         argv += ["--device", d]
     for m in spec.mounts:
         argv += ["-v", f"{m.source}:{m.target}" + (":ro" if m.read_only else "")]
+    for vol in spec.volumes:
+        argv += ["--mount", f"type=volume,source={vol.name},target={vol.target}"]
     for k, v in sorted(spec.env.items()):
         argv += ["-e", f"{k}={v}"]
     if spec.entrypoint is not None:

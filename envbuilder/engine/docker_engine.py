@@ -421,7 +421,8 @@ class DockerEngine:
             "mounts": [
                 docker.types.Mount(target=m.target, source=m.source, type="bind", read_only=m.read_only)
                 for m in spec.mounts
-            ],
+            ]
+            + [docker.types.Mount(target=v.target, source=v.name, type="volume") for v in spec.volumes],
             "ulimits": [docker.types.Ulimit(name=u.name, soft=u.soft, hard=u.hard) for u in spec.ulimits]
             or None,
             "shm_size": spec.shm_size,

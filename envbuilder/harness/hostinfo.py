@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import os
 import platform
@@ -120,6 +121,7 @@ def host_record(nvml: Any, nvml_why: str) -> dict[str, Any]:
         "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
         "packages": framework_versions(),
         "shm_mib": _shm_mib(),
+        "cuda_jit_cache": cuda_jit_cache(),
     }
     if nvml is None:
         rec["nvml"] = {"available": False, "reason": nvml_why}
@@ -131,6 +133,30 @@ def host_record(nvml: Any, nvml_why: str) -> dict[str, Any]:
         rec["cuda_driver_version"] = f"{v // 1000}.{(v % 1000) // 10}" if v else None
         rec["gpus"] = nvml_gpus(nvml)
     return rec
+
+
+def cuda_jit_cache(env: Any = None) -> dict[str, Any]:
+    """The CUDA driver's JIT cache as this run finds it: its folder (CUDA_CACHE_PATH, else the
+    driver's default ~/.nv/ComputeCache), whether it is disabled, and the files and bytes in it.
+    Empty, the first cuDNN autotuning compiles its kernels first (10-12 s more on an H100,
+    benchmarks/results/issue27-h100-2026-12-07-f/): a certificate says which it was."""
+    env = os.environ if env is None else env
+    path = env.get("CUDA_CACHE_PATH") or str(
+        Path(env.get("HOME") or "~").expanduser() / ".nv" / "ComputeCache"
+    )
+    files = size = 0
+    for dirpath, _dirs, names in os.walk(path):
+        for name in names:
+            files += 1
+            with contextlib.suppress(OSError):
+                size += (Path(dirpath) / name).stat().st_size
+    return {
+        "path": path,
+        "set_by": "CUDA_CACHE_PATH" if env.get("CUDA_CACHE_PATH") else "default",
+        "disabled": env.get("CUDA_CACHE_DISABLE") == "1",
+        "files": files,
+        "bytes": size,
+    }
 
 
 def torch_record() -> dict[str, Any]:

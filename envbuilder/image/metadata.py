@@ -21,7 +21,13 @@ LABEL_ARCHS = "io.envbuilder.archs"  # "sm_90,...,compute_120", or "none"
 LABEL_LOCK_HASH = "io.envbuilder.lock-hash"  # image.lock.lock_hash of the stack and the spec
 LABEL_CERTIFY = "io.envbuilder.certify"  # the spec's certify settings as canonical JSON
 LABEL_HARNESS = "io.envbuilder.harness"  # where the harness lies inside the image
+LABEL_JIT_CACHE = "io.envbuilder.cuda-jit-cache"  # JIT_CACHE_DIR: the image has it, its user's
 NONE = "none"  # the label value for "not applicable"
+# The folder an envbuilder image has for the CUDA driver's JIT cache, owned by the image's user
+# (templates/_user.j2), so that a named volume mounted over it starts writable by that user
+# (certify/jit_cache.py). The image does not set CUDA_CACHE_PATH: only a container that mounts the
+# volume points the driver at it; elsewhere the driver's default (~/.nv/ComputeCache) applies.
+JIT_CACHE_DIR = "/var/cache/envbuilder/cuda-jit"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -37,6 +43,7 @@ class ImageMetadata:
     lock_hash: str | None = None
     certify: CertifySettings | None = None
     harness: str | None = None
+    jit_cache: str | None = None  # JIT_CACHE_DIR when the image declares it (no other value is used)
     env: Mapping[str, str] = field(default_factory=dict)
     problems: tuple[str, ...] = ()
 
@@ -77,6 +84,12 @@ def read_metadata(info: ImageInfo) -> ImageMetadata:
         except SpecError as exc:
             problems.append(exc.message)
     archs = labels.get(LABEL_ARCHS, NONE)
+    jit_cache = _text(labels.get(LABEL_JIT_CACHE))
+    if jit_cache is not None and jit_cache != JIT_CACHE_DIR:
+        problems.append(
+            f"label {LABEL_JIT_CACHE} is {jit_cache!r}, not {JIT_CACHE_DIR}: no JIT cache is mounted"
+        )
+        jit_cache = None
     return ImageMetadata(
         stack=stack,
         stack_record=record,
@@ -85,6 +98,7 @@ def read_metadata(info: ImageInfo) -> ImageMetadata:
         lock_hash=_text(labels.get(LABEL_LOCK_HASH)),
         certify=certify,
         harness=_text(labels.get(LABEL_HARNESS)),
+        jit_cache=jit_cache,
         env=image_env(info),
         problems=tuple(problems),
     )

@@ -30,9 +30,11 @@ from envbuilder.hashing import canonical_json, sha256_text
 from envbuilder.host.model import Host
 from envbuilder.image.lock import lock_hash
 from envbuilder.image.metadata import (
+    JIT_CACHE_DIR,
     LABEL_ARCHS,
     LABEL_CERTIFY,
     LABEL_HARNESS,
+    LABEL_JIT_CACHE,
     LABEL_LOCK_HASH,
     LABEL_MIN_DRIVER,
     LABEL_STACK,
@@ -231,6 +233,7 @@ def _labels(spec: ImageSpec, stack: Stack, options: RenderOptions) -> list[tuple
         LABEL_LOCK_HASH: lock_hash(stack, spec.to_dict(), options.package_locks),
         LABEL_CERTIFY: canonical_json(spec.certify.to_dict()),
         LABEL_HARNESS: HARNESS_DEST,
+        LABEL_JIT_CACHE: JIT_CACHE_DIR,
     }
     if spec.source:
         labels["org.opencontainers.image.source"] = spec.source
@@ -477,6 +480,7 @@ def template_context(spec: ImageSpec, stack: Stack, options: RenderOptions) -> d
         "cmd": _exec_form(spec.cmd or ("/bin/bash",)),
         "user": {"name": spec.user, "uid": spec.uid, "gid": spec.uid},
         "workdir": spec.workdir,
+        "jit_cache_dir": JIT_CACHE_DIR,
         "harness": {"source": "harness", "dest": HARNESS_DEST},
         # The driver check at start-up: refuses a driver below the stack's minimum whatever
         # starts the container (env None: a CPU stack, nothing to check).

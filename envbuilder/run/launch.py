@@ -74,6 +74,7 @@ class RunOptions:
     image: str
     command: tuple[str, ...] = ()  # empty: the image's own CMD (behind its ENTRYPOINT)
     gpu_access: str = "auto"
+    jit_cache: bool = True  # the image's CUDA JIT cache volume (certify/jit_cache.py)
     gpus: str | None = None  # docker's --gpus: all | N | device=0,2 | device=GPU-UUID; None: all
     force: bool = False
     monitor: bool = False
@@ -445,6 +446,8 @@ def run_image(
             mounts=mounts,
             network=opts.network,
             gpus=selection,
+            jit_cache=opts.jit_cache,
+            user=user,
         ),
         name=name or f"envbuilder-run-{run_id.lower()}",
         purpose="run",
@@ -455,7 +458,6 @@ def run_image(
         interactive=opts.interactive,
         tty=opts.tty,
         ports=ports,
-        user=user,
     )
     if opts.ipc == "host":
         spec = replace(spec, shm_size=None)  # the host's /dev/shm is shared: no size of its own

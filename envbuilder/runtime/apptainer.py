@@ -37,6 +37,7 @@ from envbuilder.runtime.files import (
     host_gpus,
     inspect_file,
     no_engine,
+    refuse_volumes,
     remove_file,
     run_argv,
 )
@@ -126,6 +127,7 @@ class ApptainerRuntime:
     name = "apptainer"
     modes: tuple[str, ...] = ("nv", "nvccli")
     runs = "sif"
+    volumes = False  # exec --containall, no named volumes: a CUDA JIT cache starts empty each time
 
     def __init__(
         self, binary: str | None = None, image: str | None = None, probe: HostProbe | None = None
@@ -184,6 +186,7 @@ class ApptainerRuntime:
         return run_argv(self.argv(spec), on_stderr=on_stderr, timeout_s=timeout_s)
 
     def argv(self, spec: ContainerSpec) -> list[str]:
+        refuse_volumes(self.name, spec)
         return apptainer_exec_argv(
             spec.image,
             spec.command,

@@ -57,11 +57,14 @@ class GpuGrant:
 class Runtime(Protocol):
     """One container runtime. `name`: its registry key and `--runtime` choice. `modes`: its GPU
     access modes in `auto` order (without `none`). `runs`: what it starts, "image" (an image in
-    its own store, by name or ID) or the format of the file `export` writes ("sif", "sqsh")."""
+    its own store, by name or ID) or the format of the file `export` writes ("sif", "sqsh").
+    `volumes`: whether its containers take named volumes (ContainerSpec.volumes: the engine's
+    volumes, kept across containers); a runtime without them refuses a spec that has some."""
 
     name: str
     modes: tuple[str, ...]
     runs: str
+    volumes: bool
 
     def available(self) -> Availability:
         """Whether this host has the runtime (its program, its daemon), and why not. Never raises."""
@@ -192,6 +195,7 @@ class ImageStoreRuntime:
 
     name: str
     store = "its image store"
+    volumes = True  # the engine's named volumes (docker/podman `--mount type=volume`)
 
     def engine(self) -> Engine:
         raise NotImplementedError

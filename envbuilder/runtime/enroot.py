@@ -35,6 +35,7 @@ from envbuilder.runtime.files import (
     host_gpus,
     inspect_file,
     no_engine,
+    refuse_volumes,
     remove_file,
     run_argv,
 )
@@ -88,6 +89,7 @@ class EnrootRuntime:
     name = "enroot"
     modes: tuple[str, ...] = ("hook",)
     runs = "sqsh"
+    volumes = False
 
     def __init__(self, binary: str | None = None, probe: HostProbe | None = None) -> None:
         """`binary`: the enroot program (default: on PATH); `probe`: the host probe."""
@@ -137,6 +139,7 @@ class EnrootRuntime:
         return run_argv(self.argv(spec), on_stderr=on_stderr, timeout_s=timeout_s)
 
     def argv(self, spec: ContainerSpec) -> list[str]:
+        refuse_volumes(self.name, spec)
         if spec.workdir:
             raise UsageError(
                 "-w/--workdir does not apply to --runtime enroot "

@@ -8,7 +8,7 @@ import subprocess
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from envbuilder.engine.container import Mount
+from envbuilder.engine.container import ContainerSpec, Mount
 from envbuilder.engine.hpc import read_exported, sidecar_path
 from envbuilder.engine.model import ImageInfo, RunResult
 from envbuilder.errors import ContainerRuntimeError
@@ -64,6 +64,14 @@ def run_argv(
 def host_gpus(probe: HostProbe | None) -> int:
     """How many NVIDIA GPUs this host has (the host probe's)."""
     return len((probe or probe_host)().gpus)
+
+
+def refuse_volumes(name: str, spec: ContainerSpec) -> None:
+    """A file runtime has no named volumes (its `volumes` is False): a spec with some is a caller's
+    mistake, refused rather than run without them. Raises ContainerRuntimeError."""
+    if spec.volumes:
+        names = ", ".join(v.name for v in spec.volumes)
+        raise ContainerRuntimeError(f"the {name} runtime has no named volumes ({names})")
 
 
 def binds_of(mounts: Sequence[Mount]) -> list[Bind]:

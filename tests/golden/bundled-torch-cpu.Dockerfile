@@ -37,11 +37,12 @@ RUN --mount=type=cache,target=/root/.cache/uv \
         -r /tmp/envbuilder-lock/requirements.txt
 
 # A non-root user (uid 1000); an existing account with that uid (ubuntu's) is replaced.
+# It owns the working folder and the CUDA JIT cache's folder, where certify and run mount a volume.
 RUN if id -u 1000 >/dev/null 2>&1; then userdel "$(id -nu 1000)"; fi \
  && if ! getent group 1000 >/dev/null; then groupadd --gid 1000 trainer; fi \
  && useradd --uid 1000 --gid 1000 --create-home --shell /bin/bash trainer \
- && mkdir -p /workspace \
- && chown 1000:1000 /workspace
+ && mkdir -p /workspace /var/cache/envbuilder/cuda-jit \
+ && chown 1000:1000 /workspace /var/cache/envbuilder/cuda-jit
 
 # The certification harness (`envbuilder certify` runs it inside this image).
 COPY harness /opt/envbuilder/harness
@@ -59,6 +60,7 @@ WORKDIR /workspace
 
 LABEL io.envbuilder.archs="none" \
       io.envbuilder.certify="{\"level\":\"default\",\"thresholds\":{}}" \
+      io.envbuilder.cuda-jit-cache="/var/cache/envbuilder/cuda-jit" \
       io.envbuilder.harness="/opt/envbuilder/harness" \
       io.envbuilder.lock-hash="ab3686d7afed58098e314ed8e3d3f0c4245150fb6cff3948c2d1583497b4f7f9" \
       io.envbuilder.min-driver="none" \

@@ -44,11 +44,12 @@ RUN --mount=type=cache,target=/root/.cache/uv \
         -r /tmp/envbuilder-lock/requirements.txt
 
 # A non-root user (uid 1000); an existing account with that uid (ubuntu's) is replaced.
+# It owns the working folder and the CUDA JIT cache's folder, where certify and run mount a volume.
 RUN if id -u 1000 >/dev/null 2>&1; then userdel "$(id -nu 1000)"; fi \
  && if ! getent group 1000 >/dev/null; then groupadd --gid 1000 trainer; fi \
  && useradd --uid 1000 --gid 1000 --create-home --shell /bin/bash trainer \
- && mkdir -p /workspace \
- && chown 1000:1000 /workspace
+ && mkdir -p /workspace /var/cache/envbuilder/cuda-jit \
+ && chown 1000:1000 /workspace /var/cache/envbuilder/cuda-jit
 
 # The certification harness (`envbuilder certify` runs it inside this image).
 COPY harness /opt/envbuilder/harness
@@ -67,6 +68,7 @@ WORKDIR /workspace
 
 LABEL io.envbuilder.archs="sm_75,sm_80,sm_86,sm_90,sm_100,sm_120,compute_120" \
       io.envbuilder.certify="{\"level\":\"default\",\"thresholds\":{}}" \
+      io.envbuilder.cuda-jit-cache="/var/cache/envbuilder/cuda-jit" \
       io.envbuilder.harness="/opt/envbuilder/harness" \
       io.envbuilder.lock-hash="5a0920207b9f62c5a43f2d09e79bb0357ce4c3a332594b3ba4361159fcd82d2e" \
       io.envbuilder.min-driver="580.65.06" \

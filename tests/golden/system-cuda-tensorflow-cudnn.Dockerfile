@@ -41,11 +41,12 @@ RUN --mount=type=cache,target=/root/.cache/uv \
         -r /tmp/envbuilder-lock/requirements.txt
 
 # A non-root user (uid 1000); an existing account with that uid (ubuntu's) is replaced.
+# It owns the working folder and the CUDA JIT cache's folder, where certify and run mount a volume.
 RUN if id -u 1000 >/dev/null 2>&1; then userdel "$(id -nu 1000)"; fi \
  && if ! getent group 1000 >/dev/null; then groupadd --gid 1000 trainer; fi \
  && useradd --uid 1000 --gid 1000 --create-home --shell /bin/bash trainer \
- && mkdir -p /workspace \
- && chown 1000:1000 /workspace
+ && mkdir -p /workspace /var/cache/envbuilder/cuda-jit \
+ && chown 1000:1000 /workspace /var/cache/envbuilder/cuda-jit
 
 # The certification harness (`envbuilder certify` runs it inside this image).
 COPY harness /opt/envbuilder/harness
@@ -63,6 +64,7 @@ WORKDIR /workspace
 
 LABEL io.envbuilder.archs="sm_60,sm_70,sm_80,sm_89,compute_90" \
       io.envbuilder.certify="{\"level\":\"default\",\"thresholds\":{}}" \
+      io.envbuilder.cuda-jit-cache="/var/cache/envbuilder/cuda-jit" \
       io.envbuilder.harness="/opt/envbuilder/harness" \
       io.envbuilder.lock-hash="4f296c2a3ecd96e84f0671622b065a2fb44f3d04224570602d41c1a211a131ec" \
       io.envbuilder.min-driver="525.60.13" \

@@ -18,8 +18,10 @@ from pathlib import Path
 import pytest
 from conftest import BASE_IMAGE, STATE, envbuilder_cli, unavailable, write_spec
 
-from envbuilder.engine.container import ContainerSpec
+from envbuilder.certify.jit_cache import CACHE_ENV, volume_name
+from envbuilder.engine.container import ContainerSpec, Volume
 from envbuilder.errors import NoGpuError
+from envbuilder.image.metadata import JIT_CACHE_DIR
 from envbuilder.runtime.podman import PodmanEngine
 
 pytestmark = pytest.mark.podman
@@ -105,6 +107,31 @@ def test_run_under_podman_checks_the_certificate_then_runs(
     assert f"certificate {short} covers this run (certified-cpu-only)" in res.stderr
     failing = envbuilder_cli("run", "--runtime", "podman", tag, "--", "python3", "-c", "raise SystemExit(7)")
     assert failing.returncode == 7  # the job's own exit code, passed through
+
+
+def test_the_jit_cache_volume_under_podman_is_the_images_users_and_kept(
+    certified: tuple[str, dict[str, object], dict[str, object]],
+) -> None:
+    """As test_run_docker.py's twin, through Podman's `--mount type=volume` (podman_flags): the
+    volume starts as the image's folder (uid 1000's) and keeps what a container wrote there."""
+    tag, built, _ = certified
+    image_id = str(built["image_id"])
+    vol = Volume(name=volume_name(image_id), target=JIT_CACHE_DIR)
+    eng = PodmanEngine()
+    write = f'touch "${CACHE_ENV}/entry"; id -u'
+    env = {CACHE_ENV: JIT_CACHE_DIR}
+    try:
+        first = eng.run(
+            ContainerSpec(image=tag, command=("sh", "-c", write), env=env, volumes=(vol,)), timeout_s=120
+        )
+        assert first.exit_code == 0 and first.stdout.split() == ["1000"], first.stderr[-2000:]
+        second = eng.run(
+            ContainerSpec(image=tag, command=("ls", "-ln", JIT_CACHE_DIR), volumes=(vol,)), timeout_s=120
+        )
+        (line,) = [x for x in second.stdout.splitlines() if x.endswith(" entry")]
+        assert line.split()[2:4] == ["1000", "1000"]
+    finally:
+        podman("volume", "rm", "--force", vol.name)
 
 
 def test_run_refuses_an_image_without_a_certificate(podman_ready: None, tmp_path: Path) -> None:

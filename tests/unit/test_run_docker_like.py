@@ -603,3 +603,37 @@ def test_every_id_of_a_device_list_is_read_by_itself(tmp_path: Path) -> None:
     shouted = "GPU-" + T4_UUID.removeprefix("GPU-").upper()
     with pytest.raises(UsageError, match=f"{T4_UUID.lower()} listed twice"):
         parse_gpus(f"device=0,{T4_UUID},{shouted}")
+
+
+# --------------------------------------------------------------------------- the CUDA JIT cache
+
+
+@pytest.mark.parametrize(
+    ("opts", "mounted"),
+    [
+        ({}, True),
+        ({"jit_cache": False}, False),
+        ({"user": "4242:4242"}, False),
+        ({"gpu_access": "none"}, False),
+    ],
+)
+def test_a_gpu_job_of_a_declaring_image_gets_its_jit_cache_volume(
+    tmp_path: Path, opts: dict[str, Any], mounted: bool
+) -> None:
+    """run hands training_container the choice (certify/jit_cache.py decides): the image's volume and
+    CUDA_CACHE_PATH by default; none with --no-jit-cache, -u (the folder is the image user's) or no GPU."""
+    from envbuilder.certify.jit_cache import CACHE_ENV, volume_name
+    from envbuilder.engine import Volume
+    from envbuilder.image.metadata import JIT_CACHE_DIR, LABEL_JIT_CACHE
+
+    image = ImageInfo(
+        id=IMAGE_ID, tags=("team/train:1",), repo_digests=(), labels={LABEL_JIT_CACHE: JIT_CACHE_DIR}
+    )
+    eng = FakeEngine(images={"team/train:1": image, IMAGE_ID: image})
+    cpu = opts.get("gpu_access") == "none"
+    go(tmp_path, eng, cert(gpus=() if cpu else (H100, T4)), force=cpu, **opts)
+    (spec,) = eng.runs
+    want = (Volume(name=volume_name(IMAGE_ID), target=JIT_CACHE_DIR),) if mounted else ()
+    assert spec.volumes == want
+    assert (spec.env.get(CACHE_ENV) == JIT_CACHE_DIR) is mounted
+    assert spec.user == opts.get("user")

@@ -1,0 +1,59 @@
+"""The CUDA driver's JIT cache, kept per image on the host.
+
+The driver compiles PTX it has no machine code for when a kernel is first loaded, and keeps the
+result in its JIT cache (`CUDA_CACHE_PATH`, default ~/.nv/ComputeCache; NVIDIA, CUDA Programming
+Guide, "CUDA Environment Variables":
+https://docs.nvidia.com/cuda/cuda-programming-guide/05-appendices/environment-variables.html).
+cuDNN's autotuning loads such kernels: on an H100 one autotuned ResNet-50 bf16 step took 12.1-14.6 s
+with the cache empty and 3.2-3.9 s with it filled, the harness's cudnn_warmup 15.3 against 3.7 s
+(benchmarks/results/issue27-h100-2026-12-07-f/). A container starts with an empty cache, so every
+certification and every training job paid that again, however often the host had run the image.
+
+Where a GPU container of `certify` or `run` gets it: an engine volume named after the image's full
+ID, mounted at the folder the image keeps for it (image/metadata.py JIT_CACHE_DIR, owned by the
+image's user: the volume starts as that folder, so that user can write it), and CUDA_CACHE_PATH
+pointing there. One volume per image ID, never shared between images: what one image's processes
+compiled is only ever loaded by the same image (a cache another image could write would be a way
+into its kernels). Not where the runtime has no named volumes (runtime/base.py `volumes`: the file
+runtimes), the image does not declare the folder (an image envbuilder did not build), the job
+runs as another user than the image's (`run --user`: the folder is not theirs), the caller sets
+CUDA_CACHE_PATH or CUDA_CACHE_DISABLE itself, or there is no GPU access.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from envbuilder.engine import ImageInfo, Volume
+from envbuilder.image.metadata import read_metadata
+from envbuilder.runtime import AccessChoice, Runtime
+
+VOLUME_PREFIX = "envbuilder-cuda-jit-"  # `docker volume ls --filter name=envbuilder-cuda-jit-`
+CACHE_ENV = "CUDA_CACHE_PATH"
+_CALLERS_OWN = (CACHE_ENV, "CUDA_CACHE_DISABLE")
+
+
+def volume_name(image_id: str) -> str:
+    """The JIT cache volume of one image: its full ID's hex digits after the prefix."""
+    return VOLUME_PREFIX + image_id.removeprefix("sha256:")
+
+
+def jit_cache_volume(
+    image: ImageInfo,
+    runtime: Runtime,
+    choice: AccessChoice,
+    env: Mapping[str, str],
+    *,
+    user: str | None = None,
+) -> Volume | None:
+    """The JIT cache volume a GPU container of `image` gets, or None (the module's docstring says
+    when). `env`: the variables the caller sets; `user`: the user the job runs as, when not the
+    image's own."""
+    if choice.mode is None or not runtime.volumes or user is not None:
+        return None
+    if any(k in env for k in _CALLERS_OWN):
+        return None
+    folder = read_metadata(image).jit_cache
+    if folder is None:
+        return None
+    return Volume(name=volume_name(image.id), target=folder)
