@@ -86,7 +86,7 @@ def certify_image(
     (certify/verdict.py), from the result's step records and what `observe` (default: `probe`,
     else probe_host) saw of the GPUs during the run. `nonce`: the one the result must echo (a
     fleet job's, handed in by the host that submitted it), else a fresh one. `jit_cache`: the
-    GPU containers keep the image's CUDA JIT cache volume (certify/jit_cache.py).
+    GPU containers keep certify's CUDA JIT cache volume of the image (certify/jit_cache.py).
 
     `runtime`: the container runtime (default docker, on `eng` when given: tests' fake engine).
     Raises UsageError (image not found, a mode the runtime lacks), NoGpuError (an explicit mode
@@ -133,7 +133,7 @@ def certify_image(
             env=dict(HARNESS_ENV),
             mounts=mounts,
             mem_total=mem_total,
-            jit_cache=jit_cache,
+            jit_cache="certify" if jit_cache else None,
         )
         spec = replace(spec, purpose="certify")
         passed = [f"{k}={v}" for k, v in collective_env(spec.env).items()]

@@ -97,7 +97,7 @@ def training_container(
     mem_total: int | None = None,
     host_env: Mapping[str, str] | None = None,
     gpus: GpuSelection | None = None,
-    jit_cache: bool = False,
+    jit_cache: str | None = None,
     user: str | None = None,
 ) -> ContainerSpec:
     """A container for training work on `image`: GPU access per `choice` (the runtime's grant,
@@ -105,8 +105,9 @@ def training_container(
     no network unless asked, and the host's collective settings (`collective_env(host_env)`,
     default os.environ). `env` wins over those; the access mode's variables win over both (nothing
     may hide the GPUs by accident), except that a grant's LD_LIBRARY_PATH keeps the image's own
-    after it. `gpus`: only those GPUs (`--gpus`; None: all). `jit_cache`: the image's CUDA JIT
-    cache volume where it applies (jit_cache.py). `user`: run as this user, not the image's.
+    after it. `gpus`: only those GPUs (`--gpus`; None: all). `jit_cache`: "certify" or "run": that
+    one's CUDA JIT cache volume of the image, where it applies (jit_cache.py); None: none. `user`:
+    run as this user, not the image's.
     Raises NoGpuError (a selected GPU the mode cannot hand in)."""
     rt = runtime or get_runtime()
     grant = rt.grant(choice.mode, gpus) if choice.mode is not None else GpuGrant()
@@ -115,7 +116,9 @@ def training_container(
     if own and "LD_LIBRARY_PATH" in grant_env:
         grant_env["LD_LIBRARY_PATH"] += f":{own}"
     forwarded = collective_env(os.environ if host_env is None else host_env)
-    volume = jit_cache_volume(image, rt, choice, env or {}, user=user) if jit_cache else None
+    volume = None
+    if jit_cache is not None:
+        volume = jit_cache_volume(image, rt, choice, env or {}, owner=jit_cache, user=user)
     cache_env = {CACHE_ENV: volume.target} if volume is not None else {}
     return ContainerSpec(
         image=image.id,

@@ -12,9 +12,11 @@ certification and every training job paid that again, however often the host had
 Where a GPU container of `certify` or `run` gets it: an engine volume named after the image's full
 ID, mounted at the folder the image keeps for it (image/metadata.py JIT_CACHE_DIR, owned by the
 image's user: the volume starts as that folder, so that user can write it), and CUDA_CACHE_PATH
-pointing there. One volume per image ID, never shared between images: what one image's processes
-compiled is only ever loaded by the same image (a cache another image could write would be a way
-into its kernels). Not where the runtime has no named volumes (runtime/base.py `volumes`: the file
+pointing there. Never shared between images (a cache another image could write would be a way into
+its kernels), nor between certify and run: run's jobs execute code that is not the image's (the
+user's command, mounted folders), and what they compiled must not become kernels a certification
+measures; certify's volume holds what the harness and the image's own smoke command compiled. Not
+where the runtime has no named volumes (runtime/base.py `volumes`: the file
 runtimes), the image does not declare the folder (an image envbuilder did not build), the job
 runs as another user than the image's (`run --user`: the folder is not theirs), the caller sets
 CUDA_CACHE_PATH or CUDA_CACHE_DISABLE itself, or there is no GPU access.
@@ -30,12 +32,16 @@ from envbuilder.runtime import AccessChoice, Runtime
 
 VOLUME_PREFIX = "envbuilder-cuda-jit-"  # `docker volume ls --filter name=envbuilder-cuda-jit-`
 CACHE_ENV = "CUDA_CACHE_PATH"
+USERS = ("certify", "run")  # whose volume: each has its own per image
 _CALLERS_OWN = (CACHE_ENV, "CUDA_CACHE_DISABLE")
 
 
-def volume_name(image_id: str) -> str:
-    """The JIT cache volume of one image: its full ID's hex digits after the prefix."""
-    return VOLUME_PREFIX + image_id.removeprefix("sha256:")
+def volume_name(image_id: str, user: str) -> str:
+    """The JIT cache volume of one image for `user` (one of USERS): envbuilder-cuda-jit-USER-HEX,
+    HEX the image ID's full digest."""
+    if user not in USERS:
+        raise ValueError(f"JIT cache volumes are {USERS}'s, not {user!r}'s")
+    return f"{VOLUME_PREFIX}{user}-{image_id.removeprefix('sha256:')}"
 
 
 def jit_cache_volume(
@@ -44,11 +50,12 @@ def jit_cache_volume(
     choice: AccessChoice,
     env: Mapping[str, str],
     *,
+    owner: str,
     user: str | None = None,
 ) -> Volume | None:
-    """The JIT cache volume a GPU container of `image` gets, or None (the module's docstring says
-    when). `env`: the variables the caller sets; `user`: the user the job runs as, when not the
-    image's own."""
+    """The JIT cache volume a GPU container of `image` gets from `owner` (certify or run), or None
+    (the module's docstring says when). `env`: the variables the caller sets; `user`: the user the
+    job runs as, when not the image's own."""
     if choice.mode is None or not runtime.volumes or user is not None:
         return None
     if any(k in env for k in _CALLERS_OWN):
@@ -56,4 +63,4 @@ def jit_cache_volume(
     folder = read_metadata(image).jit_cache
     if folder is None:
         return None
-    return Volume(name=volume_name(image.id), target=folder)
+    return Volume(name=volume_name(image.id, owner), target=folder)

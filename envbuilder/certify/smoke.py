@@ -91,7 +91,13 @@ def smoke_container(
     the memlock ulimit for the harness (drop_refused_memlock), so it goes here too. `jit_cache`:
     the image's CUDA JIT cache volume, as the harness's container has it."""
     spec = training_container(
-        image, choice, smoke.command, runtime=runtime, env=SMOKE_ENV, mem_total=mem_total, jit_cache=jit_cache
+        image,
+        choice,
+        smoke.command,
+        runtime=runtime,
+        env=SMOKE_ENV,
+        mem_total=mem_total,
+        jit_cache="certify" if jit_cache else None,
     )
     spec = replace(spec, purpose="certify")
     return spec.without_ulimit("memlock") if without_memlock else spec

@@ -43,7 +43,7 @@ def jit_cache_option(func: F) -> F:
         "--jit-cache/--no-jit-cache",
         default=True,
         show_default=True,
-        help="Keep the CUDA driver's JIT cache in a volume of this image's own (envbuilder-cuda-jit-ID), "
+        help="Keep the CUDA driver's JIT cache in a volume of this image's own (envbuilder-cuda-jit-*-ID), "
         "so cuDNN's autotuning does not compile its kernels again in every container; "
         "--no-jit-cache starts it empty, as a fresh container does.",
     )(func)

@@ -43,7 +43,7 @@ class Volume:
     def __post_init__(self) -> None:
         if not _VOLUME_NAME.match(self.name):
             raise ValueError(
-                f"{self.name!r} is not a volume name (letters, digits, _.- ; a letter or digit first)"
+                f"{self.name!r} is not a volume name (letters, digits, _.-; a letter or digit first)"
             )
         if not self.target.startswith("/"):
             raise ValueError(f"volume target must be absolute: {self.target!r}")

@@ -446,7 +446,7 @@ def run_image(
             mounts=mounts,
             network=opts.network,
             gpus=selection,
-            jit_cache=opts.jit_cache,
+            jit_cache="run" if opts.jit_cache else None,
             user=user,
         ),
         name=name or f"envbuilder-run-{run_id.lower()}",

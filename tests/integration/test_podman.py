@@ -116,7 +116,7 @@ def test_the_jit_cache_volume_under_podman_is_the_images_users_and_kept(
     volume starts as the image's folder (uid 1000's) and keeps what a container wrote there."""
     tag, built, _ = certified
     image_id = str(built["image_id"])
-    vol = Volume(name=volume_name(image_id), target=JIT_CACHE_DIR)
+    vol = Volume(name=volume_name(image_id, "run"), target=JIT_CACHE_DIR)
     eng = PodmanEngine()
     write = f'touch "${CACHE_ENV}/entry"; id -u'
     env = {CACHE_ENV: JIT_CACHE_DIR}

@@ -153,7 +153,7 @@ def test_the_images_jit_cache_volume_is_its_users_and_outlives_the_container(
     tag, _, _ = certified
     info = engine.inspect_image(tag)
     assert info is not None and read_metadata(info).jit_cache == JIT_CACHE_DIR
-    vol = Volume(name=volume_name(info.id), target=JIT_CACHE_DIR)
+    vol = Volume(name=volume_name(info.id, "run"), target=JIT_CACHE_DIR)
     write = f'id -u; touch "${CACHE_ENV}/entry"; ls "${CACHE_ENV}"'
     env = {CACHE_ENV: JIT_CACHE_DIR}
     spec = ContainerSpec(image=info.id, command=("sh", "-c", write), env=env, volumes=(vol,))

@@ -33,13 +33,16 @@ def gpu(tmp: Path) -> AccessChoice:
 
 def test_a_gpu_container_of_a_declaring_image_gets_its_own_volume(tmp_path: Path) -> None:
     choice = gpu(tmp_path)
-    vol = jit_cache_volume(DECLARED, DOCKER, choice, {})
-    assert vol == Volume(name=VOLUME_PREFIX + "ab" * 32, target=JIT_CACHE_DIR)
-    assert volume_name("sha256:" + "cd" * 32) == VOLUME_PREFIX + "cd" * 32  # one per image ID
-    spec = training_container(DECLARED, choice, ("python3",), env={"A": "1"}, jit_cache=True, host_env={})
+    vol = jit_cache_volume(DECLARED, DOCKER, choice, {}, owner="run")
+    assert vol == Volume(name=VOLUME_PREFIX + "run-" + "ab" * 32, target=JIT_CACHE_DIR)
+    # one per image ID, and certify's is not run's (a job's code must not plant what certify measures)
+    assert volume_name("sha256:" + "cd" * 32, "certify") == VOLUME_PREFIX + "certify-" + "cd" * 32
+    with pytest.raises(ValueError, match="not 'check'"):
+        volume_name(IMAGE.id, "check")
+    spec = training_container(DECLARED, choice, ("python3",), env={"A": "1"}, jit_cache="run", host_env={})
     assert spec.volumes == (vol,) and spec.env[CACHE_ENV] == JIT_CACHE_DIR and spec.env["A"] == "1"
     argv = docker_run_argv(spec)
-    mount = f"type=volume,source={VOLUME_PREFIX}{'ab' * 32},target={JIT_CACHE_DIR}"
+    mount = f"type=volume,source={VOLUME_PREFIX}run-{'ab' * 32},target={JIT_CACHE_DIR}"
     assert argv[argv.index("--mount") + 1] == mount
     assert f"{CACHE_ENV}={JIT_CACHE_DIR}" in argv
     # Podman takes the same flag (its --mount has no volume labels, so none are given)
@@ -52,9 +55,10 @@ def test_a_gpu_container_of_a_declaring_image_gets_its_own_volume(tmp_path: Path
     ["not asked", "no GPU", "undeclared image", "another folder", "another user", "caller's path", "off"],
 )
 def test_where_no_volume_is_mounted(why: str, tmp_path: Path) -> None:
-    image, choice, env, user, asked = DECLARED, gpu(tmp_path), {}, None, True
+    image, choice, env, user = DECLARED, gpu(tmp_path), {}, None
+    asked: str | None = "run"
     if why == "not asked":
-        asked = False
+        asked = None
     elif why == "no GPU":
         choice = NONE
     elif why == "undeclared image":
@@ -80,7 +84,7 @@ def test_the_file_runtimes_have_no_volumes_and_refuse_a_spec_with_one(tmp_path: 
     choice = gpu(tmp_path)
     for rt in (ApptainerRuntime(binary="/bin/true"), EnrootRuntime(binary="/bin/true")):
         assert rt.volumes is False
-        assert jit_cache_volume(DECLARED, rt, choice, {}) is None
+        assert jit_cache_volume(DECLARED, rt, choice, {}, owner="run") is None
         spec = ContainerSpec(image="/x.sif", command=("true",), volumes=(Volume(name="v", target="/c"),))
         with pytest.raises(ContainerRuntimeError, match=rf"the {rt.name} runtime has no named volumes \(v\)"):
             rt.argv(spec)
@@ -100,7 +104,7 @@ def test_certify_mounts_the_volume_in_its_gpu_container_unless_told_not_to() -> 
     eng = engine(DECLARED)
     certify(eng)
     (harness,) = [s for s in eng.runs if s.purpose == "certify"]
-    assert harness.volumes == (Volume(name=VOLUME_PREFIX + "ab" * 32, target=JIT_CACHE_DIR),)
+    assert harness.volumes == (Volume(name=VOLUME_PREFIX + "certify-" + "ab" * 32, target=JIT_CACHE_DIR),)
     assert harness.env[CACHE_ENV] == JIT_CACHE_DIR
     eng = engine(DECLARED)
     certify(eng, jit_cache=False)

@@ -633,7 +633,7 @@ def test_a_gpu_job_of_a_declaring_image_gets_its_jit_cache_volume(
     cpu = opts.get("gpu_access") == "none"
     go(tmp_path, eng, cert(gpus=() if cpu else (H100, T4)), force=cpu, **opts)
     (spec,) = eng.runs
-    want = (Volume(name=volume_name(IMAGE_ID), target=JIT_CACHE_DIR),) if mounted else ()
+    want = (Volume(name=volume_name(IMAGE_ID, "run"), target=JIT_CACHE_DIR),) if mounted else ()
     assert spec.volumes == want
     assert (spec.env.get(CACHE_ENV) == JIT_CACHE_DIR) is mounted
     assert spec.user == opts.get("user")
