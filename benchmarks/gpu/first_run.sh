@@ -9,9 +9,8 @@
 # Order: cuDNN probe A (all cold), page cache dropped, probe B (guest page cache cold, the disk's
 # blocks read once before), memory first touch of MEM_GB twice (first touch against re-touch), page
 # cache dropped, probe C, D (warm), then the CUDA JIT cache: F (an empty CUDA_CACHE_PATH), G (the
-# folder F filled), H (CUDA_CACHE_DISABLE=1). A probe is a fresh process: import torch and torchvision's ResNet-50,
-# then one bf16 channels-last training step at batch 256 with cuDNN autotuning (what the harness's
-# warm_autotuner does), then a second step.
+# folder F filled), H (CUDA_CACHE_DISABLE=1). A probe is benchmarks/gpu/autotune_probe.py in a fresh
+# process (one cuDNN-autotuned ResNet-50 bf16 step at batch 256, as warm_autotuner, then a second).
 set -uo pipefail
 PYTHON="${PYTHON:-python3}"
 OUT=${OUT:-out}; mkdir -p "$OUT"
@@ -20,30 +19,9 @@ MEM_GB=${MEM_GB:-24}
 export PYTHONDONTWRITEBYTECODE=1
 meminfo() { awk '/^(MemTotal|MemFree|Cached):/ {printf "%s %d MiB; ", $1, $2/1024}' /proc/meminfo; echo; }
 drop() { sync; echo 3 >/proc/sys/vm/drop_caches 2>/dev/null && echo "page cache dropped" || echo "page cache NOT dropped (not root?)"; }
-probe() {
-  "$PYTHON" - "$1" <<'PY'
-import sys, time
-t0 = time.monotonic()
-import torch, torchvision
-t_import = time.monotonic() - t0
-torch.backends.cudnn.benchmark = True
-m = torchvision.models.resnet50(num_classes=5).cuda().to(memory_format=torch.channels_last)
-opt = torch.optim.SGD(m.parameters(), lr=0.01)
-x = torch.randn(256, 3, 224, 224, device="cuda").to(memory_format=torch.channels_last)
-y = torch.randint(0, 5, (256,), device="cuda")
-torch.cuda.synchronize()
-t_setup = time.monotonic() - t0 - t_import
-def step():
-    t = time.monotonic()
-    with torch.autocast("cuda", dtype=torch.bfloat16):
-        loss = torch.nn.functional.cross_entropy(m(x), y)
-    loss.backward(); opt.step(); opt.zero_grad(set_to_none=True)
-    torch.cuda.synchronize()
-    return time.monotonic() - t
-first, second = step(), step()
-print(f"| {sys.argv[1]} | {t_import:.2f} | {t_setup:.2f} | {first:.2f} | {second:.3f} | {time.monotonic() - t0:.2f} |")
-PY
-}
+# a fresh process: one cuDNN-autotuned ResNet-50 step and a second (benchmarks/gpu/autotune_probe.py)
+probe() { "$PYTHON" "$(dirname "${BASH_SOURCE[0]}")/autotune_probe.py" "$1"; }
+header() { "$PYTHON" "$(dirname "${BASH_SOURCE[0]}")/autotune_probe.py" --header; }
 touch_mem() {
   "$PYTHON" - "$MEM_GB" <<'PY'
 import mmap, sys, time
@@ -62,8 +40,7 @@ PY
   echo "# First runs after a machine start, $(hostname), $(date -u +%FT%TZ)"
   echo; nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
   echo "uptime: $(cut -d' ' -f1 /proc/uptime) s; $(nproc) CPUs"; echo "memory at start: $(meminfo)"
-  echo; echo "| probe | import s | model+data s | first step (autotune) s | second step s | total s |"
-  echo "|---|---|---|---|---|---|"
+  echo; header
   probe "A: first process after the start"
   echo "<!-- $(drop) -->"
   probe "B: page cache dropped"
@@ -71,8 +48,7 @@ PY
   touch_mem
   echo "memory after: $(meminfo)"
   echo; echo "<!-- $(drop) -->"
-  echo "| probe | import s | model+data s | first step (autotune) s | second step s | total s |"
-  echo "|---|---|---|---|---|---|"
+  header
   probe "C: page cache dropped, after the memory touch"
   probe "D: warm (nothing dropped)"
   # The CUDA driver's JIT cache (default ~/.nv/ComputeCache; dropping the page cache keeps it):

@@ -34,43 +34,21 @@ ENVBUILDER_DOCKER_CLI=/opt/dkr26/usr/bin/docker-20.10 eb build benchmarks/gpu/h2
 note "built $TAG: $(docker image inspect --format '{{.Id}} {{index .Config.Labels "io.envbuilder.cuda-jit-cache"}}' "$TAG")"
 eb certify "$TAG" --gpu-access devices --quick >>"$L" 2>&1 || { note "certify failed"; exit 1; }
 note "certified (--quick)"
-PROBE='
-import os, time
-t0 = time.monotonic()
-import torch, torchvision
-torch.backends.cudnn.benchmark = True
-m = torchvision.models.resnet50(num_classes=5).cuda().to(memory_format=torch.channels_last)
-opt = torch.optim.SGD(m.parameters(), lr=0.01)
-x = torch.randn(256, 3, 224, 224, device="cuda").to(memory_format=torch.channels_last)
-y = torch.randint(0, 5, (256,), device="cuda")
-torch.cuda.synchronize()
-def step():
-    t = time.monotonic()
-    with torch.autocast("cuda", dtype=torch.bfloat16):
-        loss = torch.nn.functional.cross_entropy(m(x), y)
-    loss.backward(); opt.step(); opt.zero_grad(set_to_none=True)
-    torch.cuda.synchronize()
-    return time.monotonic() - t
-first, second = step(), step()
-path = os.environ.get("CUDA_CACHE_PATH") or "(default: ~/.nv/ComputeCache)"
-print(f"PROBE first {first:.2f} second {second:.3f} total {time.monotonic() - t0:.2f} cache {path}")
-'
 {
   echo "# The per-image CUDA JIT cache volume, $(hostname), $(date -u +%FT%TZ)"
   echo; nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
-  echo; echo "Each job a fresh container (\`envbuilder run --gpu-access devices\`): one cuDNN-autotuned ResNet-50 bf16 step at batch 256, then a second."
-  echo; echo "| job | first step (autotune) s | second step s | process s | CUDA_CACHE_PATH | job wall s |"
-  echo "|---|---|---|---|---|---|"
+  echo; echo "Each job a fresh container (\`envbuilder run --gpu-access devices\`) running benchmarks/gpu/autotune_probe.py."
+  echo; "$PYTHON" benchmarks/gpu/autotune_probe.py --header
 } >"$R"
 job() {  # LABEL RUN-OPTIONS...
   local label=$1; shift
-  local t=$(date +%s.%N) out
-  out=$(eb run --gpu-access devices "$@" "$TAG" python3 -c "$PROBE" 2>>"$L" | grep '^PROBE' | tail -1)
-  local wall=$(awk -v a="$t" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
-  note "$label: ${out:-no PROBE line (see the log)} (wall $wall s)"
-  # shellcheck disable=SC2086
-  set -- $out
-  echo "| $label | ${3:--} | ${5:--} | ${7:--} | ${9:--} | $wall |" >>"$R"
+  local t row wall
+  t=$(date +%s.%N)
+  row=$(eb run --gpu-access devices -v "$ROOT/benchmarks/gpu:/probe:ro" "$@" "$TAG" \
+    python3 /probe/autotune_probe.py "$label" 2>>"$L" | grep '^| ' | tail -1)
+  wall=$(awk -v a="$t" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
+  note "$label: ${row:-no row (see the log)} (job wall $wall s)"
+  echo "${row:-| $label | no result: see jit-volume.log | | | | | |}" >>"$R"
 }
 job "1: the image's volume, new"
 job "2: the image's volume again"
@@ -78,8 +56,9 @@ job "3: --no-jit-cache (a fresh container, as before)" --no-jit-cache
 {
   echo; echo "Volumes after the jobs:"; echo '```'
   docker volume ls --filter name=envbuilder-cuda-jit- 2>&1
-  v=$(docker volume ls -q --filter name=envbuilder-cuda-jit- | head -1)
-  [ -n "$v" ] && du -sh "$(docker volume inspect --format '{{.Mountpoint}}' "$v")" 2>&1
+  for v in $(docker volume ls -q --filter name=envbuilder-cuda-jit-); do
+    echo "$v: $(du -sh "$(docker volume inspect --format '{{.Mountpoint}}' "$v")" 2>&1 | cut -f1)"
+  done
   echo '```'
 } >>"$R"
 cat "$R"
