@@ -21,7 +21,7 @@ LABEL_ARCHS = "io.envbuilder.archs"  # "sm_90,...,compute_120", or "none"
 LABEL_LOCK_HASH = "io.envbuilder.lock-hash"  # image.lock.lock_hash of the stack and the spec
 LABEL_CERTIFY = "io.envbuilder.certify"  # the spec's certify settings as canonical JSON
 LABEL_HARNESS = "io.envbuilder.harness"  # where the harness lies inside the image
-LABEL_JIT_CACHE = "io.envbuilder.cuda-jit-cache"  # JIT_CACHE_DIR: the image has it, its user's
+LABEL_JIT_CACHE = "io.envbuilder.cuda-jit-cache"  # JIT_CACHE_DIR: the image has it, owned by its user
 NONE = "none"  # the label value for "not applicable"
 # The folder an envbuilder image has for the CUDA driver's JIT cache, owned by the image's user
 # (templates/_user.j2), so that a named volume mounted over it starts writable by that user
