@@ -103,6 +103,7 @@ def certify_image(
     if choice.name == "none":
         say("certify: CPU path: the result will NOT be a GPU certification")
     meta = read_metadata(info)
+    jit_owner = "certify" if jit_cache else None  # the harness's and the smoke's volume (jit_cache.py)
     # The image's own copy (meta.harness) never runs: the host's is mounted read-only and checked.
     plan = plan_harness(
         meta,
@@ -133,7 +134,7 @@ def certify_image(
             env=dict(HARNESS_ENV),
             mounts=mounts,
             mem_total=mem_total,
-            jit_cache="certify" if jit_cache else None,
+            jit_cache=jit_owner,
         )
         spec = replace(spec, purpose="certify")
         passed = [f"{k}={v}" for k, v in collective_env(spec.env).items()]
@@ -179,7 +180,7 @@ def certify_image(
             mem_total=mem_total,
             without_memlock=dropped is not None,
             runtime=rt,
-            jit_cache=jit_cache,
+            jit_cache=jit_owner,
         )
         smoke_record = run_project_smoke(rt, smoke, box, say=say)
     facts = RunFacts(

@@ -82,14 +82,14 @@ def smoke_container(
     mem_total: int | None = None,
     without_memlock: bool = False,
     runtime: Runtime | None = None,
-    jit_cache: bool = False,
+    jit_cache: str | None = None,
 ) -> ContainerSpec:
     """The container the smoke command runs in: a training container as the harness's is
     (gpu_access.training_container: the same GPU access, shared memory, ulimits, no network, the
     host's collective settings), but with no mount of the host's (neither the harness nor its io
     folder); the image's own user, workdir and entrypoint. `without_memlock`: the runtime refused
     the memlock ulimit for the harness (drop_refused_memlock), so it goes here too. `jit_cache`:
-    the image's CUDA JIT cache volume, as the harness's container has it."""
+    whose CUDA JIT cache volume of the image it mounts ("certify": the harness's), or none."""
     spec = training_container(
         image,
         choice,
@@ -97,7 +97,7 @@ def smoke_container(
         runtime=runtime,
         env=SMOKE_ENV,
         mem_total=mem_total,
-        jit_cache="certify" if jit_cache else None,
+        jit_cache=jit_cache,
     )
     spec = replace(spec, purpose="certify")
     return spec.without_ulimit("memlock") if without_memlock else spec

@@ -7,6 +7,7 @@ import importlib.util
 import os
 import platform
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -135,7 +136,7 @@ def host_record(nvml: Any, nvml_why: str) -> dict[str, Any]:
     return rec
 
 
-def cuda_jit_cache(env: Any = None) -> dict[str, Any]:
+def cuda_jit_cache(env: Mapping[str, str] | None = None) -> dict[str, Any]:
     """The CUDA driver's JIT cache as this run finds it: its folder (CUDA_CACHE_PATH, else the
     driver's default ~/.nv/ComputeCache), whether it is disabled, and the files and bytes in it.
     Empty, the first cuDNN autotuning compiles its kernels first (10-12 s more on an H100,
