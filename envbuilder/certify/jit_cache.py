@@ -15,11 +15,13 @@ image's user: the volume starts as that folder, so that user can write it), and 
 pointing there. Never shared between images (a cache another image could write would be a way into
 its kernels), nor between certify and run: run's jobs execute code that is not the image's (the
 user's command, mounted folders), and what they compiled must not become kernels a certification
-measures; certify's volume holds what the harness and the image's own smoke command compiled. Not
-where the runtime has no named volumes (runtime/base.py `volumes`: the file
-runtimes), the image does not declare the folder (an image envbuilder did not build), the job
-runs as another user than the image's (`run --user`: the folder is not theirs), the caller sets
-CUDA_CACHE_PATH or CUDA_CACHE_DISABLE itself, or there is no GPU access.
+measures; certify's volume holds what the harness and the image's own smoke command compiled.
+The runtime decides what a volume is (runtime/base.py `volumes`): the engine's named volume
+(docker, podman), a folder of the calling user's (Apptainer, enroot: runtime/files.py
+volume_binds). Not where the runtime has none, the image does not declare the folder (an image
+envbuilder did not build), the job runs as another user than the image's (`run --user`: the
+folder is not theirs), the caller sets CUDA_CACHE_PATH or CUDA_CACHE_DISABLE itself, or there is
+no GPU access.
 """
 
 from __future__ import annotations

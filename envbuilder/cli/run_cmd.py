@@ -276,6 +276,7 @@ def run(
             command=command,
             gpu_access=gpu_access,
             force=force,
+            jit_cache=jit_cache,
             volumes=volumes,
             env=env,
             workdir=workdir,

@@ -16,7 +16,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from envbuilder.engine.container import ContainerSpec
+from envbuilder.certify.jit_cache import CACHE_ENV, jit_cache_volume
+from envbuilder.engine.container import ContainerSpec, Volume
 from envbuilder.engine.hpc import read_exported, run_foreground
 from envbuilder.errors import ContainerRuntimeError, UsageError
 from envbuilder.host import HostReport, probe_host
@@ -44,22 +45,26 @@ class HpcRunOptions:
     command: tuple[str, ...]
     gpu_access: str = "auto"  # auto (the runtime's first mode this host offers) | a mode of it | none
     force: bool = False
+    jit_cache: bool = True  # the image's CUDA JIT cache, a folder of the user's (certify/jit_cache.py)
     volumes: tuple[str, ...] = ()  # SRC:DST[:ro|rw]
     env: tuple[str, ...] = ()  # K=V
     workdir: str | None = None
     tool: str | None = None  # the runtime's binary (default: on PATH)
 
 
-def job_spec(opts: HpcRunOptions, grant: GpuGrant) -> ContainerSpec:
+def job_spec(opts: HpcRunOptions, grant: GpuGrant, jit_cache: Volume | None = None) -> ContainerSpec:
     """The container of this run: the file, the command, the access mode's grant, binds and
-    variables (the user's win over the grant's). Raises UsageError (bad -v/-e/-w)."""
+    variables (the user's win over the grant's); `jit_cache`: the image's CUDA JIT cache volume
+    (jit_cache.jit_cache_volume), with CUDA_CACHE_PATH there. Raises UsageError (bad -v/-e/-w)."""
     env = parse_env(opts.env)
+    cache_env = {CACHE_ENV: jit_cache.target} if jit_cache is not None else {}
     return ContainerSpec(
         image=str(opts.path),
         command=opts.command,
-        env={**grant.env, **env},
+        env={**cache_env, **grant.env, **env},
         gpu_flags=grant.flags,
         mounts=tuple(parse_volume(v) for v in opts.volumes),
+        volumes=(jit_cache,) if jit_cache is not None else (),
         workdir=parse_workdir(opts.workdir) if opts.workdir is not None else None,
     )
 
@@ -118,7 +123,10 @@ def run_exported(
         access=access_label(rt, choice.name),
         requested=opts.gpu_access,
     )
-    argv = rt.argv(job_spec(opts, grant))  # bad -v/-e/-w refused before anything is logged
+    jit_cache = None
+    if opts.jit_cache:  # where it applies: a GPU, the image's folder, not the caller's own cache
+        jit_cache = jit_cache_volume(exported.image, rt, choice, parse_env(opts.env), owner="run")
+    argv = rt.argv(job_spec(opts, grant, jit_cache))  # bad -v/-e/-w refused before anything is logged
     admitted = admit(
         exported.image,
         host,

@@ -37,9 +37,9 @@ from envbuilder.runtime.files import (
     host_gpus,
     inspect_file,
     no_engine,
-    refuse_volumes,
     remove_file,
     run_argv,
+    volume_binds,
 )
 from envbuilder.runtime.gpu_selection import GpuSelection
 
@@ -127,7 +127,7 @@ class ApptainerRuntime:
     name = "apptainer"
     modes: tuple[str, ...] = ("nv", "nvccli")
     runs = "sif"
-    volumes = False  # exec --containall, no named volumes: a CUDA JIT cache starts empty each time
+    volumes = True  # a folder of the user's each (files.volume_binds), bound in
 
     def __init__(
         self, binary: str | None = None, image: str | None = None, probe: HostProbe | None = None
@@ -186,12 +186,11 @@ class ApptainerRuntime:
         return run_argv(self.argv(spec), on_stderr=on_stderr, timeout_s=timeout_s)
 
     def argv(self, spec: ContainerSpec) -> list[str]:
-        refuse_volumes(self.name, spec)
         return apptainer_exec_argv(
             spec.image,
             spec.command,
             gpu_flags=spec.gpu_flags,
-            binds=binds_of(spec.mounts),
+            binds=[*binds_of(spec.mounts), *volume_binds(spec)],
             env=spec.env,
             workdir=spec.workdir,
             apptainer=self._binary or "apptainer",

@@ -58,8 +58,9 @@ class Runtime(Protocol):
     """One container runtime. `name`: its registry key and `--runtime` choice. `modes`: its GPU
     access modes in `auto` order (without `none`). `runs`: what it starts, "image" (an image in
     its own store, by name or ID) or the format of the file `export` writes ("sif", "sqsh").
-    `volumes`: whether its containers take named volumes (ContainerSpec.volumes: the engine's
-    volumes, kept across containers); a runtime without them refuses a spec that has some."""
+    `volumes`: whether its containers take named volumes (ContainerSpec.volumes), kept across
+    containers: the engine's volumes (docker, podman), a folder of the user's each (the file
+    runtimes: files.volume_binds); a runtime without them refuses a spec that has some."""
 
     name: str
     modes: tuple[str, ...]

@@ -38,6 +38,7 @@ from envbuilder.runtime.files import (
     refuse_volumes,
     remove_file,
     run_argv,
+    volume_binds,
 )
 from envbuilder.runtime.gpu_selection import GpuSelection
 
@@ -89,7 +90,7 @@ class EnrootRuntime:
     name = "enroot"
     modes: tuple[str, ...] = ("hook",)
     runs = "sqsh"
-    volumes = False
+    volumes = True  # a folder of the user's each (files.volume_binds), bound in
 
     def __init__(self, binary: str | None = None, probe: HostProbe | None = None) -> None:
         """`binary`: the enroot program (default: on PATH); `probe`: the host probe."""
@@ -139,7 +140,6 @@ class EnrootRuntime:
         return run_argv(self.argv(spec), on_stderr=on_stderr, timeout_s=timeout_s)
 
     def argv(self, spec: ContainerSpec) -> list[str]:
-        refuse_volumes(self.name, spec)
         if spec.workdir:
             raise UsageError(
                 "-w/--workdir does not apply to --runtime enroot "
@@ -149,7 +149,7 @@ class EnrootRuntime:
         return enroot_start_argv(
             spec.image,
             spec.command,
-            binds=binds_of(spec.mounts),
+            binds=[*binds_of(spec.mounts), *volume_binds(spec)],
             env=spec.env,
             enroot=self._binary or "enroot",
         )
@@ -158,6 +158,7 @@ class EnrootRuntime:
         """Under Slurm (fleet jobs): pyxis's `srun --container-image=...` on `spec.image` (pyxis's
         syntax or a squashfs), the GPUs through the hook when the spec's grant set
         NVIDIA_VISIBLE_DEVICES, else hidden. The job's own variables come from its script."""
+        refuse_volumes(self.name, spec, "under Slurm")
         gpu = spec.env.get("NVIDIA_VISIBLE_DEVICES") not in (None, "void")
         return pyxis_srun_argv(spec.image, spec.command, mounts=binds_of(spec.mounts), gpu=gpu)
 

@@ -13,6 +13,7 @@ from envbuilder.engine.hpc import read_exported, sidecar_path
 from envbuilder.engine.model import ImageInfo, RunResult
 from envbuilder.errors import ContainerRuntimeError
 from envbuilder.host.probe import HostReport, probe_host
+from envbuilder.resources import cache_dir
 
 Bind = tuple[str, str, bool]  # host path, container path, read-only
 HostProbe = Callable[[], HostReport]
@@ -66,12 +67,38 @@ def host_gpus(probe: HostProbe | None) -> int:
     return len((probe or probe_host)().gpus)
 
 
-def refuse_volumes(name: str, spec: ContainerSpec) -> None:
-    """A file runtime has no named volumes (its `volumes` is False): a spec with some is a caller's
-    mistake, refused rather than run without them. Raises ContainerRuntimeError."""
+def volumes_dir() -> Path:
+    """Where a file runtime keeps its named volumes: one folder each, CACHE/volumes/NAME
+    (ENVBUILDER_CACHE_DIR, else the XDG cache folder: what they hold can be rebuilt)."""
+    return cache_dir() / "volumes"
+
+
+def volume_binds(spec: ContainerSpec) -> list[Bind]:
+    """A file runtime's named volumes (ContainerSpec.volumes): each a folder of the calling user's
+    under volumes_dir(), made (mode 0700: the runtime runs the job as that user, and nobody else
+    may plant files in it) when the command line is, and bound read-write at its target.
+    Raises ContainerRuntimeError (the folder cannot be made)."""
+    binds: list[Bind] = []
+    for vol in spec.volumes:
+        folder = volumes_dir() / vol.name
+        try:
+            folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        except OSError as exc:
+            raise ContainerRuntimeError(
+                f"cannot make the folder of volume {vol.name} ({folder}): {exc.strerror or exc}",
+                hint="point ENVBUILDER_CACHE_DIR at a writable folder, or run with --no-jit-cache",
+            ) from exc
+        binds.append((str(folder), vol.target, False))
+    return binds
+
+
+def refuse_volumes(name: str, spec: ContainerSpec, where: str) -> None:
+    """Named volumes cannot go `where` (pyxis's srun, started on the submitting host: a folder made
+    here is not the node's): a spec with some is a caller's mistake, refused rather than run
+    without them. Raises ContainerRuntimeError."""
     if spec.volumes:
         names = ", ".join(v.name for v in spec.volumes)
-        raise ContainerRuntimeError(f"the {name} runtime has no named volumes ({names})")
+        raise ContainerRuntimeError(f"the {name} runtime takes no named volumes {where} ({names})")
 
 
 def binds_of(mounts: Sequence[Mount]) -> list[Bind]:

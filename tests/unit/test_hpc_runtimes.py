@@ -6,6 +6,7 @@ builds a real SIF); what starts is recorded, not run."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import subprocess
 from collections.abc import Sequence
@@ -18,11 +19,13 @@ from click.testing import CliRunner
 from fake_engine import FakeEngine
 
 from envbuilder.certify.certificate import Certificate
+from envbuilder.certify.jit_cache import CACHE_ENV, volume_name
 from envbuilder.cli import cli
 from envbuilder.engine import ImageInfo, RunResult
 from envbuilder.engine.hpc import Format, Tool, find_tool, read_exported, sidecar_path
 from envbuilder.errors import CertificateRefusedError, ContainerRuntimeError, UsageError
 from envbuilder.host import GpuInfo, HostReport
+from envbuilder.image.metadata import JIT_CACHE_DIR, LABEL_JIT_CACHE
 from envbuilder.run.hpc import HpcRunOptions, run_exported
 from envbuilder.runtime.apptainer import APPTAINER_CONTAINER_SECURITY, ApptainerRuntime, apptainer_build_argv
 from envbuilder.runtime.enroot import EnrootRuntime, enroot_import_argv, pyxis_srun_argv
@@ -163,11 +166,11 @@ def test_a_changed_file_or_a_missing_sidecar_is_refused(tmp_path: Path) -> None:
 # --------------------------------------------------------------------------- run --runtime
 
 
-def exported_file(tmp_path: Path, fmt: Format = "sif") -> Path:
+def exported_file(tmp_path: Path, fmt: Format = "sif", image: ImageInfo = IMAGE) -> Path:
     out = tmp_path / f"train.{fmt}"
     tool = fake_tool(tmp_path, "apptainer" if fmt == "sif" else "enroot")
     export_image(
-        FakeEngine(images={"team/train:1": IMAGE}), "team/train:1", out, fmt, tool, run=writes_output([])
+        FakeEngine(images={"team/train:1": image}), "team/train:1", out, fmt, tool, run=writes_output([])
     )
     return out
 
@@ -240,6 +243,31 @@ def test_enroot_runs_a_squashfs_with_its_hook_or_without_gpus(tmp_path: Path) ->
     ]
     with pytest.raises(UsageError, match="enroot start has no working-directory option"):
         go_hpc(tmp_path, cert(), runtime="enroot", workdir="/w")
+
+
+def test_a_gpu_job_keeps_the_images_jit_cache_in_a_folder_of_the_users(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # an image envbuilder built declares the folder (certify/jit_cache.py); the sidecar keeps its labels
+    monkeypatch.setenv("ENVBUILDER_CACHE_DIR", str(tmp_path / "cache"))
+    declared = dataclasses.replace(IMAGE, labels={**IMAGE.labels, LABEL_JIT_CACHE: JIT_CACHE_DIR})
+    folder = tmp_path / "cache" / "volumes" / volume_name(IMAGE_ID, "run")
+    for runtime, fmt, flag, value in (
+        ("apptainer", "sif", "--bind", f"{folder}:{JIT_CACHE_DIR}"),
+        ("enroot", "sqsh", "--mount", f"{folder}:{JIT_CACHE_DIR}:none,bind"),
+    ):
+        path = exported_file(tmp_path, fmt, declared)
+        (argv,) = go_hpc(tmp_path, cert(), runtime=runtime, path=path)[1]
+        assert argv[argv.index(flag) + 1] == value and f"{CACHE_ENV}={JIT_CACHE_DIR}" in argv
+        assert folder.is_dir()
+        # not asked, no GPU, or the caller's own cache: no folder, no variable
+        for opts in ({"jit_cache": False}, {"gpu_access": "none"}, {"env": (f"{CACHE_ENV}=/scratch/jit",)}):
+            certificate = cert("certified-cpu-only", gpus=()) if opts.get("gpu_access") else cert()
+            (argv,) = go_hpc(tmp_path, certificate, runtime=runtime, path=path, **opts)[1]
+            assert flag not in argv and f"{CACHE_ENV}={JIT_CACHE_DIR}" not in argv
+    # an image that does not declare it (one envbuilder did not build): as before
+    (argv,) = go_hpc(tmp_path, cert())[1]
+    assert "--bind" not in argv and not any(a.startswith(CACHE_ENV) for a in argv)
 
 
 def test_the_wrong_format_or_a_docker_access_mode_is_refused(tmp_path: Path) -> None:

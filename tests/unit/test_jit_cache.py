@@ -7,6 +7,7 @@ test_podman.py."""
 from __future__ import annotations
 
 import dataclasses
+import stat
 from pathlib import Path
 
 import pytest
@@ -14,7 +15,7 @@ from test_certify import DOCKER, IMAGE, certify, devices_mode, engine
 
 from envbuilder.certify.gpu_access import training_container
 from envbuilder.certify.jit_cache import CACHE_ENV, VOLUME_PREFIX, jit_cache_volume, volume_name
-from envbuilder.engine import ContainerSpec, Volume, docker_run_argv
+from envbuilder.engine import ContainerSpec, Mount, Volume, docker_run_argv
 from envbuilder.errors import ContainerRuntimeError
 from envbuilder.harness.hostinfo import cuda_jit_cache
 from envbuilder.image.metadata import JIT_CACHE_DIR, LABEL_JIT_CACHE, read_metadata
@@ -80,15 +81,45 @@ def test_where_no_volume_is_mounted(why: str, tmp_path: Path) -> None:
     assert spec.user == user
 
 
-def test_the_file_runtimes_have_no_volumes_and_refuse_a_spec_with_one(tmp_path: Path) -> None:
+def test_the_file_runtimes_keep_a_volume_in_a_folder_of_the_users(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ENVBUILDER_CACHE_DIR", str(tmp_path / "cache"))
     choice = gpu(tmp_path)
-    for rt in (ApptainerRuntime(binary="/bin/true"), EnrootRuntime(binary="/bin/true")):
-        assert rt.volumes is False
-        assert jit_cache_volume(DECLARED, rt, choice, {}, owner="run") is None
-        spec = ContainerSpec(image="/x.sif", command=("true",), volumes=(Volume(name="v", target="/c"),))
-        with pytest.raises(ContainerRuntimeError, match=rf"the {rt.name} runtime has no named volumes \(v\)"):
-            rt.argv(spec)
-    assert DOCKER.volumes is True
+    apptainer, enroot = ApptainerRuntime(binary="/bin/true"), EnrootRuntime(binary="/bin/true")
+    for rt in (apptainer, enroot, DOCKER):
+        assert rt.volumes is True
+        assert jit_cache_volume(DECLARED, rt, choice, {}, owner="run") == Volume(
+            name=volume_name(DECLARED.id, "run"), target=JIT_CACHE_DIR
+        )
+    spec = ContainerSpec(
+        image="/x.sif",
+        command=("true",),
+        mounts=(Mount(source="/d", target="/data", read_only=True),),
+        volumes=(Volume(name="v", target="/c"),),
+    )
+    folder = tmp_path / "cache" / "volumes" / "v"
+    argv = apptainer.argv(spec)
+    assert argv[argv.index("--bind") :][:4] == ["--bind", "/d:/data:ro", "--bind", f"{folder}:/c"]
+    # the job runs as the calling user: the folder is theirs alone (nobody else plants kernels in it)
+    assert folder.is_dir() and stat.S_IMODE(folder.stat().st_mode) == 0o700
+    (folder / "kept").write_text("x")
+    argv = enroot.argv(spec)  # the same folder again, as it was
+    assert argv[argv.index("--mount") :][:4] == [
+        "--mount",
+        "/d:/data:none,bind,ro",
+        "--mount",
+        f"{folder}:/c:none,bind",
+    ]
+    assert (folder / "kept").read_text() == "x"
+    # under Slurm pyxis starts the job on a node: a folder made here would not be the node's
+    with pytest.raises(ContainerRuntimeError, match=r"takes no named volumes under Slurm \(v\)"):
+        enroot.slurm_argv(spec)
+    (tmp_path / "a-file").write_text("")
+    monkeypatch.setenv("ENVBUILDER_CACHE_DIR", str(tmp_path / "a-file"))
+    with pytest.raises(ContainerRuntimeError, match="cannot make the folder of volume v") as exc:
+        apptainer.argv(spec)
+    assert "ENVBUILDER_CACHE_DIR" in (exc.value.hint or "")
 
 
 def test_a_volume_is_a_plain_name_at_an_absolute_path() -> None:
