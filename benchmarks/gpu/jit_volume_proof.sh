@@ -9,6 +9,10 @@
 #   3. --no-jit-cache: a fresh container as before this change (empty again)
 # One device call, about 3-4 minutes (carry .device: docker26.tar.xz, whl/docker-*.whl):
 #   bash benchmarks/gpu/jit_volume_proof.sh      -> $OUT/jit-volume.md, $OUT/jit-volume.log
+# JOBS=certify: instead of the run jobs, three default-level certifications of the image
+# (`envbuilder certify --gpu-access devices`): certify's volume new, again, and --no-jit-cache;
+# each one's certify wall, harness wall, cudnn_warmup and the JIT cache the harness found
+# (about 6 minutes on an H100; $OUT/cert-N.json are the certificates' harness results).
 set -uo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$ROOT"
@@ -32,6 +36,43 @@ ENVBUILDER_DOCKER_CLI=/opt/dkr26/usr/bin/docker-20.10 eb build benchmarks/gpu/h2
   --base-image "$BASE" --base-venv /opt/torch/.venv --network host --tag "$TAG" >>"$L" 2>&1 \
   || { note "build failed"; exit 1; }
 note "built $TAG: $(docker image inspect --format '{{.Id}} {{index .Config.Labels "io.envbuilder.cuda-jit-cache"}}' "$TAG")"
+if [ "${JOBS:-run}" = certify ]; then
+  {
+    echo "# certify with the per-image CUDA JIT cache volume, $(hostname), $(date -u +%FT%TZ)"
+    echo; nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
+    echo; echo "Each a default-level \`envbuilder certify --gpu-access devices\` of $TAG."
+    echo; echo "| certification | certify wall s | harness wall s | verdict | cudnn_warmup s | JIT cache found (files, bytes) |"
+    echo "|---|---|---|---|---|---|"
+  } >"$R"
+  cert() {  # N LABEL CERTIFY-OPTIONS...
+    local n=$1 label=$2; shift 2
+    local t wall
+    t=$(date +%s.%N)
+    eb certify "$TAG" --gpu-access devices --out "$OUT/cert-$n.json" "$@" >>"$L" 2>&1
+    wall=$(awk -v a="$t" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
+    row=$("$PYTHON" - "$OUT/cert-$n.json" <<'PY'
+import json, sys
+try:
+    d = json.load(open(sys.argv[1]))
+except (OSError, ValueError) as e:
+    print(f"| no result ({type(e).__name__}) | | | |"); sys.exit()
+h = d.get("harness", d)
+warm = (h.get("facts") or {}).get("cudnn_warmup") or {}
+jit = (h.get("host") or {}).get("cuda_jit_cache") or {}
+print(f"| {h.get('wall_seconds', 0):.1f} | {h.get('verdict')} | {warm.get('seconds', '-')} "
+      f"| {jit.get('path')}: {jit.get('files')}, {jit.get('bytes')} |")
+PY
+)
+    note "$label: certify $wall s $row"
+    echo "| $label | $wall $row" >>"$R"
+  }
+  cert 1 "1: certify's volume, new"
+  cert 2 "2: certify's volume again"
+  cert 3 "3: --no-jit-cache (a fresh container, as before)" --no-jit-cache
+  { echo; echo "Volumes after:"; echo '```'; docker volume ls --filter name=envbuilder-cuda-jit- 2>&1; echo '```'; } >>"$R"
+  cat "$R"
+  exit 0
+fi
 eb certify "$TAG" --gpu-access devices --quick >>"$L" 2>&1 || { note "certify failed"; exit 1; }
 note "certified (--quick)"
 {
