@@ -10,6 +10,9 @@
 #                           usr/bin/docker-20.10 (it builds with DOCKER_BUILDKIT=1; the 26 CLI needs
 #                           the buildx plugin for that), and this machine's copies of the libraries
 #                           they load, used only where the GPU machine lacks one.
+#                           DOCKER26_NO_CLI26=1: usr/bin/docker is the 20.10 CLI too (one hard link,
+#                           48 MB): for the proofs that need no CDI, so the checkout and the pack
+#                           stay under a device call's 64 MiB (the 26 CLI alone is 30 MB unpacked).
 #   docker26.sh start DIR   on the GPU machine, as root: unpacks to /opt/dkr26, enables CDI in
 #                           /opt/dkr26/daemon.json (specs in /etc/cdi and /var/run/cdi), starts
 #                           dockerd (no iptables, no bridge: use --network host or none), waits.
@@ -48,7 +51,12 @@ pack)
     case "$(basename "$lib")" in libc.so.*|ld-linux*) continue ;; esac
     cp -L "$lib" "$work/x/lib/fallback/"
   done
-  (cd "$work/x" && tar -cf - "${BINS[@]}" usr/bin/docker-20.10 lib/fallback | xz -T0 -9 >"$dir/docker26.tar.xz")
+  if [ -n "${DOCKER26_NO_CLI26:-}" ]; then
+    ln -f "$work/x/usr/bin/docker-20.10" "$work/x/usr/bin/docker"  # tar keeps it once
+  fi
+  # In this order xz packs it smaller (48.1 against 51.6 MB with DOCKER26_NO_CLI26, 2026-12-07).
+  (cd "$work/x" && tar -cf - usr/sbin/dockerd usr/sbin/runc usr/bin/containerd usr/bin/containerd-shim-runc-v2 \
+    usr/bin/docker-20.10 usr/bin/docker lib/fallback | xz -T0 -9 >"$dir/docker26.tar.xz")
   ls -la "$dir/docker26.tar.xz" ;;
 start)
   [ -n "$dir" ] || { echo "usage: $0 start DIR" >&2; exit 2; }
