@@ -1,6 +1,7 @@
 """The CUDA JIT cache kept per image (certify/jit_cache.py): which GPU containers get the image's
-volume and CUDA_CACHE_PATH, how the engines are told, what the harness records of the cache, and
-that certify hands it to its containers. run's share: test_run_docker_like.py; the volume on real
+volume and CUDA_CACHE_PATH, how the engines (and the file runtimes, as a folder of the user's) are
+told, what the harness records of the cache, and that certify hands it to its containers. run's
+share: test_run_docker_like.py, test_hpc_runtimes.py (Apptainer, enroot); the volume on real
 engines (the image's user owns it, it outlives the container): integration/test_run_docker.py and
 test_podman.py."""
 
