@@ -13,6 +13,11 @@
 # (`envbuilder certify --gpu-access devices`): certify's volume new, again, and --no-jit-cache;
 # each one's certify wall, harness wall, cudnn_warmup and the JIT cache the harness found
 # (about 6 minutes on an H100; $OUT/cert-N.json are the certificates' harness results).
+# JOBS=compile: the run jobs run benchmarks/gpu/compile_probe.py (a torch.compile'd ResNet-50 step:
+# its first step is the compile, or the load from the image's Inductor cache in the run volume),
+# the volume new and again, then two default-level certifications, certify's volume new and again
+# (the compile lane's ResNet-50 child's compile_s and the Inductor cache the harness found); about
+# 6 minutes on an H100.
 set -uo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$ROOT"
@@ -36,36 +41,45 @@ ENVBUILDER_DOCKER_CLI=/opt/dkr26/usr/bin/docker-20.10 eb build benchmarks/gpu/h2
   --base-image "$BASE" --base-venv /opt/torch/.venv --network host --tag "$TAG" >>"$L" 2>&1 \
   || { note "build failed"; exit 1; }
 note "built $TAG: $(docker image inspect --format '{{.Id}} {{index .Config.Labels "io.envbuilder.cuda-jit-cache"}}' "$TAG")"
-if [ "${JOBS:-run}" = certify ]; then
-  {
-    echo "# certify with the per-image CUDA JIT cache volume, $(hostname), $(date -u +%FT%TZ)"
-    echo; nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
-    echo; echo "Each a default-level \`envbuilder certify --gpu-access devices\` of $TAG."
-    echo; echo "| certification | certify wall s | harness wall s | verdict | cudnn_warmup s | JIT cache found (files, bytes) |"
-    echo "|---|---|---|---|---|---|"
-  } >"$R"
-  cert() {  # N LABEL CERTIFY-OPTIONS...
-    local n=$1 label=$2; shift 2
-    local t wall
-    t=$(date +%s.%N)
-    eb certify "$TAG" --gpu-access devices --out "$OUT/cert-$n.json" "$@" >>"$L" 2>&1
-    wall=$(awk -v a="$t" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
-    row=$("$PYTHON" - "$OUT/cert-$n.json" <<'PY'
+CERT_HEADER="| certification | certify wall s | harness wall s | verdict | cudnn_warmup s | JIT cache found (files, bytes) | RN50 child compile s | Inductor cache found (files, bytes) |"
+cert() {  # N LABEL CERTIFY-OPTIONS...: one default-level certification, one table row
+  local n=$1 label=$2; shift 2
+  local t wall row
+  t=$(date +%s.%N)
+  eb certify "$TAG" --gpu-access devices --out "$OUT/cert-$n.json" "$@" >>"$L" 2>&1
+  wall=$(awk -v a="$t" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
+  row=$("$PYTHON" - "$OUT/cert-$n.json" <<'PY'
 import json, sys
 try:
     d = json.load(open(sys.argv[1]))
 except (OSError, ValueError) as e:
-    print(f"| no result ({type(e).__name__}) | | | |"); sys.exit()
+    print(f"| no result ({type(e).__name__}) | | | | | |"); sys.exit()
 h = d.get("harness", d)
 warm = (h.get("facts") or {}).get("cudnn_warmup") or {}
-jit = (h.get("host") or {}).get("cuda_jit_cache") or {}
+host = h.get("host") or {}
+jit = host.get("cuda_jit_cache") or {}
+ind = (host.get("compile_caches") or {}).get("TORCHINDUCTOR_CACHE_DIR") or {}
+pre = {}
+for s in h.get("steps") or []:
+    if s.get("name") == "tuned_rn50_compiled":
+        pre = ((s.get("metrics") or {}).get("config") or {}).get("precompile") or {}
+compile_s = pre.get("compile_s")
 print(f"| {h.get('wall_seconds', 0):.1f} | {h.get('verdict')} | {warm.get('seconds', '-')} "
-      f"| {jit.get('path')}: {jit.get('files')}, {jit.get('bytes')} |")
+      f"| {jit.get('path')}: {jit.get('files')}, {jit.get('bytes')} "
+      f"| {'%.1f' % compile_s if isinstance(compile_s, (int, float)) else '-'} "
+      f"| {ind.get('path', 'not given')}: {ind.get('files', '-')}, {ind.get('bytes', '-')} |")
 PY
 )
-    note "$label: certify $wall s $row"
-    echo "| $label | $wall $row" >>"$R"
-  }
+  note "$label: certify $wall s $row"
+  echo "| $label | $wall $row" >>"$R"
+}
+if [ "${JOBS:-run}" = certify ]; then
+  {
+    echo "# certify with the per-image JIT cache volume, $(hostname), $(date -u +%FT%TZ)"
+    echo; nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
+    echo; echo "Each a default-level \`envbuilder certify --gpu-access devices\` of $TAG."
+    echo; echo "$CERT_HEADER"; echo "|---|---|---|---|---|---|---|---|"
+  } >"$R"
   cert 1 "1: certify's volume, new"
   cert 2 "2: certify's volume again"
   cert 3 "3: --no-jit-cache (a fresh container, as before)" --no-jit-cache
@@ -75,25 +89,36 @@ PY
 fi
 eb certify "$TAG" --gpu-access devices --quick >>"$L" 2>&1 || { note "certify failed"; exit 1; }
 note "certified (--quick)"
+PROBE=autotune_probe.py
+[ "${JOBS:-run}" = compile ] && PROBE=compile_probe.py
 {
   echo "# The per-image CUDA JIT cache volume, $(hostname), $(date -u +%FT%TZ)"
   echo; nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
-  echo; echo "Each job a fresh container (\`envbuilder run --gpu-access devices\`) running benchmarks/gpu/autotune_probe.py."
-  echo; "$PYTHON" benchmarks/gpu/autotune_probe.py --header
+  echo; echo "Each job a fresh container (\`envbuilder run --gpu-access devices\`) running benchmarks/gpu/$PROBE."
+  echo; "$PYTHON" "benchmarks/gpu/$PROBE" --header
 } >"$R"
 job() {  # LABEL RUN-OPTIONS...
   local label=$1; shift
   local t row wall
   t=$(date +%s.%N)
   row=$(eb run --gpu-access devices -v "$ROOT/benchmarks/gpu:/probe:ro" "$@" "$TAG" \
-    python3 /probe/autotune_probe.py "$label" 2>>"$L" | grep '^| ' | tail -1)
+    python3 "/probe/$PROBE" "$label" 2>>"$L" | grep '^| ' | tail -1)
   wall=$(awk -v a="$t" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
   note "$label: ${row:-no row (see the log)} (job wall $wall s)"
   echo "${row:-| $label | no result: see jit-volume.log | | | | | |}" >>"$R"
 }
 job "1: the image's volume, new"
 job "2: the image's volume again"
-job "3: --no-jit-cache (a fresh container, as before)" --no-jit-cache
+if [ "${JOBS:-run}" = compile ]; then
+  # torch.compile in certify: the compile lane's children and the harness's own compile use the
+  # image's Inductor cache in certify's volume (certify's volume is new: --quick compiled nothing)
+  { echo; echo "Default-level \`envbuilder certify --gpu-access devices\` of $TAG:"
+    echo; echo "$CERT_HEADER"; echo "|---|---|---|---|---|---|---|---|"; } >>"$R"
+  cert 1 "1: certify's volume, new"
+  cert 2 "2: certify's volume again"
+else
+  job "3: --no-jit-cache (a fresh container, as before)" --no-jit-cache
+fi
 {
   echo; echo "Volumes after the jobs:"; echo '```'
   docker volume ls --filter name=envbuilder-cuda-jit- 2>&1

@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from envbuilder.certify.jit_cache import CACHE_ENV, jit_cache_volume
+from envbuilder.certify.jit_cache import jit_cache_volume
 from envbuilder.engine import ContainerSpec, DaemonInfo, Engine, ImageInfo, Mount, Ulimit
 from envbuilder.errors import UsageError
 from envbuilder.host import AccessMode, HostReport, probe_host
@@ -106,7 +106,7 @@ def training_container(
     default os.environ). `env` wins over those; the access mode's variables win over both (nothing
     may hide the GPUs by accident), except that a grant's LD_LIBRARY_PATH keeps the image's own
     after it. `gpus`: only those GPUs (`--gpus`; None: all). `jit_cache`: "certify" or "run": that
-    one's CUDA JIT cache volume of the image, where it applies (jit_cache.py); None: none. `user`:
+    one's JIT cache volume of the image, where it applies (jit_cache.py); None: none. `user`:
     run as this user, not the image's.
     Raises NoGpuError (a selected GPU the mode cannot hand in)."""
     rt = runtime or get_runtime()
@@ -116,20 +116,19 @@ def training_container(
     if own and "LD_LIBRARY_PATH" in grant_env:
         grant_env["LD_LIBRARY_PATH"] += f":{own}"
     forwarded = collective_env(os.environ if host_env is None else host_env)
-    volume = None
+    cache = None
     if jit_cache is not None:
-        volume = jit_cache_volume(image, rt, choice, env or {}, owner=jit_cache, user=user)
-    cache_env = {CACHE_ENV: volume.target} if volume is not None else {}
+        cache = jit_cache_volume(image, rt, choice, env or {}, owner=jit_cache, user=user)
     return ContainerSpec(
         image=image.id,
         command=tuple(command),
-        env={**forwarded, **cache_env, **(env or {}), **grant_env},
+        env={**forwarded, **(cache.env if cache else {}), **(env or {}), **grant_env},
         gpus=grant.gpus,
         devices=grant.devices,
         cdi_devices=grant.cdi_devices,
         gpu_flags=grant.flags,
         mounts=(*grant.mounts, *mounts),
-        volumes=(volume,) if volume is not None else (),
+        volumes=(cache.volume,) if cache is not None else (),
         shm_size=shm_bytes(mem_total),
         ulimits=TRAINING_ULIMITS,
         network=network,

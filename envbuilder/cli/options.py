@@ -43,10 +43,11 @@ def jit_cache_option(func: F) -> F:
         "--jit-cache/--no-jit-cache",
         default=True,
         show_default=True,
-        help="Keep the CUDA driver's JIT cache in a volume of this image's own (envbuilder-cuda-jit-*-ID; "
+        help="Keep the CUDA driver's JIT cache and the frameworks' compile caches (torch.compile's "
+        "Inductor and Triton, JAX's) in a volume of this image's own (envbuilder-cuda-jit-*-ID; "
         "Apptainer and enroot: a folder of yours, ENVBUILDER_CACHE_DIR/volumes/...), "
-        "so cuDNN's autotuning does not compile its kernels again in every container; "
-        "--no-jit-cache starts it empty, as a fresh container does.",
+        "so what one container compiled the next loads instead of compiling again; "
+        "--no-jit-cache starts them empty, as a fresh container does.",
     )(func)
 
 

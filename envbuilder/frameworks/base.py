@@ -62,6 +62,17 @@ class MonitorHints:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class CompileCache:
+    """A cache on disk of what the framework compiles (kernels, graphs), named by one environment
+    variable: certify and run point it into the image's JIT cache volume (certify/jit_cache.py),
+    so a container starts with what earlier containers of that image compiled on this host."""
+
+    env: str  # the variable that names its folder
+    folder: str  # its folder's name inside the volume (below the CUDA driver's cache, at the top)
+    source: str  # where the framework documents the variable
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class VariantFacts:
     """A CUDA build as its wheel's requirements name it (`matrix refresh`)."""
 
@@ -78,6 +89,7 @@ class Framework(Protocol):
     FACTS: Facts
     HARNESS: HarnessPlan
     HINTS: MonitorHints
+    COMPILE_CACHES: tuple[CompileCache, ...]  # () where it keeps none across processes
     # Python run in a child interpreter (host/frameworks.py): it imports the framework and fills
     # the dict `out` with version, cuda (X.Y), archs (sm_XY/compute_XY) and arch_source.
     PROBE: str

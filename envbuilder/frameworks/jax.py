@@ -8,7 +8,7 @@ import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from envbuilder.frameworks.base import Facts, HarnessPlan, MonitorHints, VariantFacts
+from envbuilder.frameworks.base import CompileCache, Facts, HarnessPlan, MonitorHints, VariantFacts
 
 if TYPE_CHECKING:
     from packaging.requirements import Requirement
@@ -33,6 +33,15 @@ HINTS = MonitorHints(
     "bytes.",
     checkpoint="jax.checkpoint",
     profiler="jax.profiler",
+)
+# Setting the folder turns JAX's persistent compilation cache on (jit-compiled programs, and XLA's
+# GPU autotuning results with them); the docs warn it is trusted: it is never shared between images.
+COMPILE_CACHES: tuple[CompileCache, ...] = (
+    CompileCache(
+        env="JAX_COMPILATION_CACHE_DIR",
+        folder="jax",
+        source="https://docs.jax.dev/en/latest/persistent_compilation_cache.html",
+    ),
 )
 PROBE = """\
 import jax

@@ -7,12 +7,23 @@ import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from envbuilder.frameworks.base import Facts, HarnessPlan, MonitorHints, VariantFacts, cuda_suffix, pinned, xy
+from envbuilder.frameworks.base import (
+    CompileCache,
+    Facts,
+    HarnessPlan,
+    MonitorHints,
+    VariantFacts,
+    cuda_suffix,
+    pinned,
+    xy,
+)
 
 if TYPE_CHECKING:
     from packaging.requirements import Requirement
 
 NAME = "tensorflow"
+# XLA's persistent cache is a TF_XLA_FLAGS switch the user's own flags would mix with: none kept.
+COMPILE_CACHES: tuple[CompileCache, ...] = ()
 FACTS = Facts(
     packages=("tensorflow", "tensorflow-cpu"),
     implied_by=("tf-keras",),

@@ -7,7 +7,15 @@ import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from envbuilder.frameworks.base import Facts, HarnessPlan, MonitorHints, VariantFacts, pinned, xy
+from envbuilder.frameworks.base import (
+    CompileCache,
+    Facts,
+    HarnessPlan,
+    MonitorHints,
+    VariantFacts,
+    pinned,
+    xy,
+)
 
 if TYPE_CHECKING:
     from packaging.requirements import Requirement
@@ -32,6 +40,14 @@ HINTS = MonitorHints(
     "capacity of 139.81 GiB of which 1.06 GiB is free.",
     checkpoint="torch.utils.checkpoint",
     profiler="torch.profiler",
+)
+# torch.compile writes its FX graphs, AOT autograd artifacts, Triton kernels and autotuning results
+# to TORCHINDUCTOR_CACHE_DIR (default /tmp/torchinductor_USER: gone with the container); Triton
+# kernels compiled outside Inductor go to TRITON_CACHE_DIR (default ~/.triton/cache).
+_CACHING = "https://docs.pytorch.org/tutorials/recipes/torch_compile_caching_configuration_tutorial.html"
+COMPILE_CACHES: tuple[CompileCache, ...] = (
+    CompileCache(env="TORCHINDUCTOR_CACHE_DIR", folder="torchinductor", source=_CACHING),
+    CompileCache(env="TRITON_CACHE_DIR", folder="triton", source=_CACHING),
 )
 # torch.cuda.get_arch_list() is empty without a GPU; _cuda_getArchFlags() answers anyway.
 PROBE = """\

@@ -18,14 +18,25 @@ class HarnessFramework(NamedTuple):
     # The Python packages its training process imports, the largest first: whether they carry
     # compiled bytecode (bytecode.py).
     python_packages: tuple[str, ...]
+    # The variables naming its compile caches' folders (the host's frameworks/NAME.py
+    # COMPILE_CACHES): what the host record says of them (hostinfo.compile_caches).
+    compile_caches: tuple[str, ...] = ()
 
 
 FRAMEWORKS: dict[str, HarnessFramework] = {
     # torchvision's models import Dynamo, which imports sympy; torch.compile's Inductor, triton
-    "torch": HarnessFramework(None, ("torch",), ("torch", "torchvision", "sympy", "triton")),
+    "torch": HarnessFramework(
+        None,
+        ("torch",),
+        ("torch", "torchvision", "sympy", "triton"),
+        ("TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR"),
+    ),
     "tensorflow": HarnessFramework("tf_steps:TENSORFLOW", ("tensorflow",), ("tensorflow", "keras")),
     # jax-cudaNN-pjrt: jax_plugins/xla_cudaNN/xla_cuda_plugin.so
     "jax": HarnessFramework(
-        "jax_steps:JAX", ("jax_cuda13_plugin", "jax_cuda12_plugin", "jax_plugins"), ("jax", "jaxlib")
+        "jax_steps:JAX",
+        ("jax_cuda13_plugin", "jax_cuda12_plugin", "jax_plugins"),
+        ("jax", "jaxlib"),
+        ("JAX_COMPILATION_CACHE_DIR",),
     ),
 }

@@ -123,6 +123,7 @@ def host_record(nvml: Any, nvml_why: str) -> dict[str, Any]:
         "packages": framework_versions(),
         "shm_mib": _shm_mib(),
         "cuda_jit_cache": cuda_jit_cache(),
+        "compile_caches": compile_caches(),
     }
     if nvml is None:
         rec["nvml"] = {"available": False, "reason": nvml_why}
@@ -136,21 +137,36 @@ def host_record(nvml: Any, nvml_why: str) -> dict[str, Any]:
     return rec
 
 
+def _compile_cache_vars() -> tuple[str, ...]:
+    from .frameworks import FRAMEWORKS
+
+    return tuple(v for fw in FRAMEWORKS.values() for v in fw.compile_caches)
+
+
+def _files_and_bytes(path: str, skip: tuple[Path, ...] = ()) -> tuple[int, int]:
+    """The files under `path` and their bytes, not counting the folders in `skip`."""
+    files = size = 0
+    for dirpath, dirs, names in os.walk(path):
+        dirs[:] = [d for d in dirs if Path(dirpath) / d not in skip]
+        for name in names:
+            files += 1
+            with contextlib.suppress(OSError):
+                size += (Path(dirpath) / name).stat().st_size
+    return files, size
+
+
 def cuda_jit_cache(env: Mapping[str, str] | None = None) -> dict[str, Any]:
     """The CUDA driver's JIT cache as this run finds it: its folder (CUDA_CACHE_PATH, else the
-    driver's default ~/.nv/ComputeCache), whether it is disabled, and the files and bytes in it.
+    driver's default ~/.nv/ComputeCache), whether it is disabled, and the files and bytes in it
+    (not counting the frameworks' compile caches, which the JIT cache volume keeps below it).
     Empty, the first cuDNN autotuning compiles its kernels first (10-12 s more on an H100,
     benchmarks/results/issue27-h100-2026-12-07-f/): a certificate says which it was."""
     env = os.environ if env is None else env
     path = env.get("CUDA_CACHE_PATH") or str(
         Path(env.get("HOME") or "~").expanduser() / ".nv" / "ComputeCache"
     )
-    files = size = 0
-    for dirpath, _dirs, names in os.walk(path):
-        for name in names:
-            files += 1
-            with contextlib.suppress(OSError):
-                size += (Path(dirpath) / name).stat().st_size
+    nested = tuple(Path(env[v]) for v in _compile_cache_vars() if env.get(v))
+    files, size = _files_and_bytes(path, nested)
     return {
         "path": path,
         "set_by": "CUDA_CACHE_PATH" if env.get("CUDA_CACHE_PATH") else "default",
@@ -158,6 +174,21 @@ def cuda_jit_cache(env: Mapping[str, str] | None = None) -> dict[str, Any]:
         "files": files,
         "bytes": size,
     }
+
+
+def compile_caches(env: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """The frameworks' compile caches this run was pointed at (frameworks.py compile_caches: the
+    variable set), as it finds them: {VARIABLE: {"path", "files", "bytes"}}. Filled, a compile
+    loads what an earlier run of the image compiled here (torch.compile's compile_s is then
+    seconds): a certificate says which it was."""
+    env = os.environ if env is None else env
+    out: dict[str, Any] = {}
+    for var in _compile_cache_vars():
+        path = env.get(var)
+        if path:
+            files, size = _files_and_bytes(path)
+            out[var] = {"path": path, "files": files, "bytes": size}
+    return out
 
 
 def torch_record() -> dict[str, Any]:

@@ -16,8 +16,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from envbuilder.certify.jit_cache import CACHE_ENV, jit_cache_volume
-from envbuilder.engine.container import ContainerSpec, Volume
+from envbuilder.certify.jit_cache import JitCache, jit_cache_volume
+from envbuilder.engine.container import ContainerSpec
 from envbuilder.engine.hpc import read_exported, run_foreground
 from envbuilder.errors import ContainerRuntimeError, UsageError
 from envbuilder.host import HostReport, probe_host
@@ -45,26 +45,26 @@ class HpcRunOptions:
     command: tuple[str, ...]
     gpu_access: str = "auto"  # auto (the runtime's first mode this host offers) | a mode of it | none
     force: bool = False
-    jit_cache: bool = True  # the image's CUDA JIT cache, a folder of the user's (certify/jit_cache.py)
+    jit_cache: bool = True  # the image's JIT caches, a folder of the user's (certify/jit_cache.py)
     volumes: tuple[str, ...] = ()  # SRC:DST[:ro|rw]
     env: tuple[str, ...] = ()  # K=V
     workdir: str | None = None
     tool: str | None = None  # the runtime's binary (default: on PATH)
 
 
-def job_spec(opts: HpcRunOptions, grant: GpuGrant, jit_cache: Volume | None = None) -> ContainerSpec:
+def job_spec(opts: HpcRunOptions, grant: GpuGrant, jit_cache: JitCache | None = None) -> ContainerSpec:
     """The container of this run: the file, the command, the access mode's grant, binds and
-    variables (the user's win over the grant's); `jit_cache`: the image's CUDA JIT cache volume
-    (jit_cache.jit_cache_volume), with CUDA_CACHE_PATH there. Raises UsageError (bad -v/-e/-w)."""
+    variables (the user's win over the grant's); `jit_cache`: the image's JIT cache volume and
+    the variables that point the caches there (jit_cache.jit_cache_volume). Raises UsageError
+    (bad -v/-e/-w)."""
     env = parse_env(opts.env)
-    cache_env = {CACHE_ENV: jit_cache.target} if jit_cache is not None else {}
     return ContainerSpec(
         image=str(opts.path),
         command=opts.command,
-        env={**cache_env, **grant.env, **env},
+        env={**(jit_cache.env if jit_cache else {}), **grant.env, **env},
         gpu_flags=grant.flags,
         mounts=tuple(parse_volume(v) for v in opts.volumes),
-        volumes=(jit_cache,) if jit_cache is not None else (),
+        volumes=(jit_cache.volume,) if jit_cache is not None else (),
         workdir=parse_workdir(opts.workdir) if opts.workdir is not None else None,
     )
 

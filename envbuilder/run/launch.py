@@ -74,7 +74,7 @@ class RunOptions:
     image: str
     command: tuple[str, ...] = ()  # empty: the image's own CMD (behind its ENTRYPOINT)
     gpu_access: str = "auto"
-    jit_cache: bool = True  # the image's CUDA JIT cache volume (certify/jit_cache.py)
+    jit_cache: bool = True  # the image's JIT cache volume: CUDA's and the frameworks' (certify/jit_cache.py)
     gpus: str | None = None  # docker's --gpus: all | N | device=0,2 | device=GPU-UUID; None: all
     force: bool = False
     monitor: bool = False

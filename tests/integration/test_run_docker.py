@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 from conftest import envbuilder_cli, write_spec
 
-from envbuilder.certify.jit_cache import CACHE_ENV, volume_name
+from envbuilder.certify.jit_cache import CACHE_ENV, cache_env, volume_name
 from envbuilder.engine import ContainerSpec, DockerEngine, Volume
 from envbuilder.image.metadata import JIT_CACHE_DIR, read_metadata
 
@@ -148,24 +148,31 @@ def test_the_images_jit_cache_volume_is_its_users_and_outlives_the_container(
     """What certify and run mount in a GPU container (certify/jit_cache.py), on the real daemon and
     the image the real CLI built: the image declares its JIT cache folder and its user owns it, so
     the volume named after the image's ID starts writable by uid 1000, and what one container
-    writes there the next finds. (The GPU grant itself needs a GPU: the spec here is the volume
-    and variable training_container adds, on a container without GPUs.)"""
+    writes there the next finds, the frameworks' cache folders below it too. (The GPU grant itself
+    needs a GPU: the spec here is the volume and variables training_container adds, on a container
+    without GPUs.)"""
     tag, _, _ = certified
     info = engine.inspect_image(tag)
     assert info is not None and read_metadata(info).jit_cache == JIT_CACHE_DIR
     vol = Volume(name=volume_name(info.id, "run"), target=JIT_CACHE_DIR)
-    write = f'id -u; touch "${CACHE_ENV}/entry"; ls "${CACHE_ENV}"'
-    env = {CACHE_ENV: JIT_CACHE_DIR}
+    # the variables training_container sets: CUDA's cache at the top, torch.compile's below it
+    # (which Inductor makes as it does /tmp/torchinductor_USER)
+    env = cache_env(JIT_CACHE_DIR, {})
+    write = (
+        f'id -u; touch "${CACHE_ENV}/entry"; mkdir -p "$TORCHINDUCTOR_CACHE_DIR"; '
+        f'touch "$TORCHINDUCTOR_CACHE_DIR/graph"; ls "${CACHE_ENV}"'
+    )
     spec = ContainerSpec(image=info.id, command=("sh", "-c", write), env=env, volumes=(vol,))
     try:
         first = engine.run(spec, timeout_s=120)
         assert first.exit_code == 0, first.stderr[-2000:]
-        assert first.stdout.split() == ["1000", "entry"]
-        read = ContainerSpec(image=info.id, command=("ls", "-ln", JIT_CACHE_DIR), volumes=(vol,))
+        assert first.stdout.split() == ["1000", "entry", "torchinductor"]
+        read = ContainerSpec(image=info.id, command=("ls", "-lnR", JIT_CACHE_DIR), volumes=(vol,), env=env)
         second = engine.run(read, timeout_s=120)
         assert second.exit_code == 0, second.stderr[-2000:]
-        (line,) = [x for x in second.stdout.splitlines() if x.endswith(" entry")]
-        assert line.split()[2:4] == ["1000", "1000"]  # written by the image's user, kept
+        for name in (" entry", " graph"):
+            (line,) = [x for x in second.stdout.splitlines() if x.endswith(name)]
+            assert line.split()[2:4] == ["1000", "1000"]  # written by the image's user, kept
     finally:
         subprocess.run(["docker", "volume", "rm", "-f", vol.name], capture_output=True, check=False)
 

@@ -23,12 +23,15 @@ import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from envbuilder.frameworks.base import Facts, HarnessPlan, MonitorHints, VariantFacts, pinned, xy
+from envbuilder.frameworks.base import (
+    CompileCache, Facts, HarnessPlan, MonitorHints, VariantFacts, pinned, xy,
+)
 
 if TYPE_CHECKING:
     from packaging.requirements import Requirement
 
 NAME = "paddle"
+COMPILE_CACHES: tuple[CompileCache, ...] = ()
 FACTS = Facts(packages=("paddlepaddle-gpu", "paddlepaddle"), import_name="paddle")
 HARNESS = HarnessPlan(
     plan="xla", steps_module="steps/paddle_steps.py", smoke_step="paddle_smoke", kernel_owners=("paddle",)

@@ -22,7 +22,7 @@ from envbuilder.run.joblog import read_job_output
 
 ROOT = Path(__file__).resolve().parents[2]
 DOC = ROOT / "docs" / "architecture.md"
-MEMBERS = ("NAME", "FACTS", "HARNESS", "HINTS", "PROBE", "read_variant")  # base.Framework's
+MEMBERS = ("NAME", "FACTS", "HARNESS", "HINTS", "COMPILE_CACHES", "PROBE", "read_variant")  # base.Framework's
 
 
 def section(title: str) -> str:
@@ -58,6 +58,7 @@ def test_the_harness_table_agrees_with_the_registry() -> None:
     for fw in frameworks.ALL_FRAMEWORK_MODULES:
         row = harness_frameworks.FRAMEWORKS[fw.NAME]
         assert row.kernel_packages == fw.HARNESS.kernel_owners
+        assert row.compile_caches == tuple(c.env for c in fw.COMPILE_CACHES)  # hostinfo.compile_caches
         assert {folder for folder, owner in inventory.PACKAGES if owner == fw.NAME} == set(
             row.kernel_packages
         )

@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -310,6 +311,26 @@ def test_held_lane_children_wait_for_the_go_and_leave_nothing_behind() -> None:
         lane.close()
         unused.close()  # never released: killed
     assert all(p.poll() is not None for p in (*lane.procs.values(), *unused.procs.values()))
+
+
+def test_the_lane_compiles_into_the_inductor_cache_the_container_was_given(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # certify points TORCHINDUCTOR_CACHE_DIR into the image's JIT cache volume (certify/jit_cache.py):
+    # the children and the harness's own compile use it; without one, a new folder for this run
+    from envbuilder.harness.steps.lane import CompileLane
+
+    runs = {"resnet18": (6, 2)}
+    given = tmp_path / "volume" / "torchinductor"
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(given))
+    lane = CompileLane(runs, batch=8, amp="auto", seed=1, data=(32, 64, 16), hold=True)
+    lane.close()
+    assert lane.cache == given
+    monkeypatch.delenv("TORCHINDUCTOR_CACHE_DIR")
+    fresh = CompileLane(runs, batch=8, amp="auto", seed=1, data=(32, 64, 16), hold=True)
+    fresh.close()
+    assert fresh.cache != given and fresh.cache.name.startswith("envbuilder-inductor-")
+    assert os.environ["TORCHINDUCTOR_CACHE_DIR"] == str(fresh.cache)  # the harness's own compile's
 
 
 def test_the_lane_child_runs_the_timed_loop_it_compiled_and_refuses_another_run() -> None:

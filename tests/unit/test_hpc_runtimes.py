@@ -252,6 +252,7 @@ def test_a_gpu_job_keeps_the_images_jit_cache_in_a_folder_of_the_users(
     monkeypatch.setenv("ENVBUILDER_CACHE_DIR", str(tmp_path / "cache"))
     declared = dataclasses.replace(IMAGE, labels={**IMAGE.labels, LABEL_JIT_CACHE: JIT_CACHE_DIR})
     folder = tmp_path / "cache" / "volumes" / volume_name(IMAGE_ID, "run")
+    inductor = f"TORCHINDUCTOR_CACHE_DIR={JIT_CACHE_DIR}/torchinductor"
     for runtime, fmt, flag, value in (
         ("apptainer", "sif", "--bind", f"{folder}:{JIT_CACHE_DIR}"),
         ("enroot", "sqsh", "--mount", f"{folder}:{JIT_CACHE_DIR}:none,bind"),
@@ -259,12 +260,16 @@ def test_a_gpu_job_keeps_the_images_jit_cache_in_a_folder_of_the_users(
         path = exported_file(tmp_path, fmt, declared)
         (argv,) = go_hpc(tmp_path, cert(), runtime=runtime, path=path)[1]
         assert argv[argv.index(flag) + 1] == value and f"{CACHE_ENV}={JIT_CACHE_DIR}" in argv
+        assert inductor in argv  # torch.compile's cache in its folder of the same volume
         assert folder.is_dir()
-        # not asked, no GPU, or the caller's own cache: no folder, no variable
-        for opts in ({"jit_cache": False}, {"gpu_access": "none"}, {"env": (f"{CACHE_ENV}=/scratch/jit",)}):
+        # not asked or no GPU: no folder, no variable
+        for opts in ({"jit_cache": False}, {"gpu_access": "none"}):
             certificate = cert("certified-cpu-only", gpus=()) if opts.get("gpu_access") else cert()
             (argv,) = go_hpc(tmp_path, certificate, runtime=runtime, path=path, **opts)[1]
-            assert flag not in argv and f"{CACHE_ENV}={JIT_CACHE_DIR}" not in argv
+            assert flag not in argv and f"{CACHE_ENV}={JIT_CACHE_DIR}" not in argv and inductor not in argv
+        # the caller's own CUDA cache stays theirs; torch.compile's still goes to the folder
+        (argv,) = go_hpc(tmp_path, cert(), runtime=runtime, path=path, env=(f"{CACHE_ENV}=/scratch/jit",))[1]
+        assert flag in argv and inductor in argv and f"{CACHE_ENV}={JIT_CACHE_DIR}" not in argv
     # an image that does not declare it (one envbuilder did not build): as before
     (argv,) = go_hpc(tmp_path, cert())[1]
     assert "--bind" not in argv and not any(a.startswith(CACHE_ENV) for a in argv)

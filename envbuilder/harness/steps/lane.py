@@ -114,8 +114,11 @@ class CompileLane:
         backend: str = "inductor",
         width: int = 64,
     ) -> None:
-        self.cache = Path(tempfile.mkdtemp(prefix="envbuilder-inductor-"))
-        # The harness's own torch.compile reads the same cache (Inductor reads this at compile time).
+        # The harness's own torch.compile reads the same cache (Inductor reads this at compile time):
+        # the image's, kept on the host, where the container was given one (certify/jit_cache.py;
+        # what it held is the host record's compile_caches), else a new one for this run.
+        given = os.environ.get("TORCHINDUCTOR_CACHE_DIR")
+        self.cache = Path(given) if given else Path(tempfile.mkdtemp(prefix="envbuilder-inductor-"))
         os.environ["TORCHINDUCTOR_CACHE_DIR"] = str(self.cache)
         # The same Inductor configuration as the harness's own compile (the cache key holds it), so
         # no TORCHINDUCTOR_* of our own; the children (and their compile workers) run niced instead.
