@@ -15,12 +15,13 @@ image's user: the volume starts as that folder, so that user can write it), and 
 pointing there. The frameworks' own compile caches live in folders of the same volume
 (frameworks/NAME.py COMPILE_CACHES: torch.compile's Inductor and Triton caches, JAX's persistent
 compilation cache), each variable pointing at its folder: a certification or job that compiles
-what an earlier container of the image compiled on this host loads it instead (torch.compile's
-compile of ResNet-50 took 38-55 s per certification on the H200 and H100 machines). Never shared
-between images (a cache another image could write would be a way into its kernels; JAX's docs warn
-its cache is trusted code), nor between certify and run: run's jobs execute code that is not the image's (the
-user's command, mounted folders), and what they compiled must not become kernels a certification
-measures; certify's volume holds what the harness and the image's own smoke command compiled.
+what an earlier container of the image compiled on this host loads it instead (the compile of the
+certification's ResNet-50 took 38-42 s on the H200 machine, benchmarks/results/issue27-h200-2026-12-06-g/,
+and 52-55 s on an H100, issue27-h100-2026-12-07-h/). Never shared between images (a cache another
+image could write would be a way into its kernels; JAX's docs call its cache trusted code), nor
+between certify and run: run's jobs execute code that is not the image's (the user's command,
+mounted folders), and what they compiled must not become kernels a certification measures;
+certify's volume holds what the harness and the image's own smoke command compiled.
 The runtime decides what a volume is (runtime/base.py `volumes`): the engine's named volume
 (docker, podman), a folder of the calling user's (Apptainer, enroot: runtime/files.py
 volume_binds). Not where the runtime has none, the image does not declare the folder (an image

@@ -11,6 +11,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from .frameworks import FRAMEWORKS
+
 
 def _s(v: Any) -> Any:
     return v.decode() if isinstance(v, bytes) else v
@@ -138,8 +140,6 @@ def host_record(nvml: Any, nvml_why: str) -> dict[str, Any]:
 
 
 def _compile_cache_vars() -> tuple[str, ...]:
-    from .frameworks import FRAMEWORKS
-
     return tuple(v for fw in FRAMEWORKS.values() for v in fw.compile_caches)
 
 
@@ -179,8 +179,8 @@ def cuda_jit_cache(env: Mapping[str, str] | None = None) -> dict[str, Any]:
 def compile_caches(env: Mapping[str, str] | None = None) -> dict[str, Any]:
     """The frameworks' compile caches this run was pointed at (frameworks.py compile_caches: the
     variable set), as it finds them: {VARIABLE: {"path", "files", "bytes"}}. Filled, a compile
-    loads what an earlier run of the image compiled here (torch.compile's compile_s is then
-    seconds): a certificate says which it was."""
+    loads what an earlier run of the image compiled here instead of compiling it: a certificate
+    says which it was."""
     env = os.environ if env is None else env
     out: dict[str, Any] = {}
     for var in _compile_cache_vars():
