@@ -13,11 +13,11 @@
 # (`envbuilder certify --gpu-access devices`): certify's volume new, again, and --no-jit-cache;
 # each one's certify wall, harness wall, cudnn_warmup and the JIT cache the harness found
 # (about 6 minutes on an H100; $OUT/cert-N.json are the certificates' harness results).
-# JOBS=compile: the run jobs run benchmarks/gpu/compile_probe.py (a torch.compile'd ResNet-50 step:
-# its first step is the compile, or the load from the image's Inductor cache in the run volume),
-# the volume new and again, then two default-level certifications, certify's volume new and again
-# (the compile lane's ResNet-50 child's compile_s and the Inductor cache the harness found); about
-# 6 minutes on an H100.
+# JOBS=compile: two default-level certifications first, certify's volume new and again (the
+# compile lane's ResNet-50 child's compile_s and the Inductor cache the harness found), then the
+# run jobs run benchmarks/gpu/compile_probe.py (a torch.compile'd ResNet-50 step: its first step is
+# the compile, or the load from the image's Inductor cache in the run volume), the volume new and
+# again; about 6 minutes on an H100.
 set -uo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$ROOT"
@@ -87,16 +87,28 @@ if [ "${JOBS:-run}" = certify ]; then
   cat "$R"
   exit 0
 fi
-eb certify "$TAG" --gpu-access devices --quick >>"$L" 2>&1 || { note "certify failed"; exit 1; }
-note "certified (--quick)"
 PROBE=autotune_probe.py
 [ "${JOBS:-run}" = compile ] && PROBE=compile_probe.py
 {
-  echo "# The per-image CUDA JIT cache volume, $(hostname), $(date -u +%FT%TZ)"
+  echo "# The per-image JIT cache volume, $(hostname), $(date -u +%FT%TZ)"
   echo; nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
+} >"$R"
+if [ "${JOBS:-run}" = compile ]; then
+  # torch.compile in certify first (the most important part, and a default-level certificate lets
+  # `run` admit the image): the compile lane's children and the harness's own compile use the
+  # image's Inductor cache in certify's volume
+  { echo; echo "Default-level \`envbuilder certify --gpu-access devices\` of $TAG:"
+    echo; echo "$CERT_HEADER"; echo "|---|---|---|---|---|---|---|---|"; } >>"$R"
+  cert 1 "1: certify's volume, new"
+  cert 2 "2: certify's volume again"
+else
+  eb certify "$TAG" --gpu-access devices --quick >>"$L" 2>&1 || { note "certify failed"; exit 1; }
+  note "certified (--quick)"
+fi
+{
   echo; echo "Each job a fresh container (\`envbuilder run --gpu-access devices\`) running benchmarks/gpu/$PROBE."
   echo; "$PYTHON" "benchmarks/gpu/$PROBE" --header
-} >"$R"
+} >>"$R"
 job() {  # LABEL RUN-OPTIONS...
   local label=$1; shift
   local t row wall
@@ -109,16 +121,7 @@ job() {  # LABEL RUN-OPTIONS...
 }
 job "1: the image's volume, new"
 job "2: the image's volume again"
-if [ "${JOBS:-run}" = compile ]; then
-  # torch.compile in certify: the compile lane's children and the harness's own compile use the
-  # image's Inductor cache in certify's volume (certify's volume is new: --quick compiled nothing)
-  { echo; echo "Default-level \`envbuilder certify --gpu-access devices\` of $TAG:"
-    echo; echo "$CERT_HEADER"; echo "|---|---|---|---|---|---|---|---|"; } >>"$R"
-  cert 1 "1: certify's volume, new"
-  cert 2 "2: certify's volume again"
-else
-  job "3: --no-jit-cache (a fresh container, as before)" --no-jit-cache
-fi
+[ "${JOBS:-run}" = compile ] || job "3: --no-jit-cache (a fresh container, as before)" --no-jit-cache
 {
   echo; echo "Volumes after the jobs:"; echo '```'
   docker volume ls --filter name=envbuilder-cuda-jit- 2>&1
