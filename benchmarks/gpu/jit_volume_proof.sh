@@ -15,7 +15,7 @@
 # (about 6 minutes on an H100; $OUT/cert-N.json are the certificates' harness results).
 # JOBS=compile: two default-level certifications first, certify's volume new and again (the
 # compile lane's ResNet-50 child's compile_s and the Inductor cache the harness found), then the
-# run jobs run benchmarks/gpu/compile_probe.py (a torch.compile'd ResNet-50 step: its first step is
+# run jobs run benchmarks/gpu/autotune_probe.py --compile (a torch.compile'd ResNet-50 step: its first step is
 # the compile, or the load from the image's Inductor cache in the run volume), the volume new and
 # again; about 6 minutes on an H100.
 set -uo pipefail
@@ -87,8 +87,8 @@ if [ "${JOBS:-run}" = certify ]; then
   cat "$R"
   exit 0
 fi
-PROBE=autotune_probe.py
-[ "${JOBS:-run}" = compile ] && PROBE=compile_probe.py
+PROBE=(autotune_probe.py)
+[ "${JOBS:-run}" = compile ] && PROBE=(autotune_probe.py --compile)
 {
   echo "# The per-image JIT cache volume, $(hostname), $(date -u +%FT%TZ)"
   echo; nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
@@ -106,15 +106,15 @@ else
   note "certified (--quick)"
 fi
 {
-  echo; echo "Each job a fresh container (\`envbuilder run --gpu-access devices\`) running benchmarks/gpu/$PROBE."
-  echo; "$PYTHON" "benchmarks/gpu/$PROBE" --header
+  echo; echo "Each job a fresh container (\`envbuilder run --gpu-access devices\`) running benchmarks/gpu/${PROBE[*]}."
+  echo; "$PYTHON" benchmarks/gpu/autotune_probe.py --header
 } >>"$R"
 job() {  # LABEL RUN-OPTIONS...
   local label=$1; shift
   local t row wall
   t=$(date +%s.%N)
   row=$(eb run --gpu-access devices -v "$ROOT/benchmarks/gpu:/probe:ro" "$@" "$TAG" \
-    python3 "/probe/$PROBE" "$label" 2>>"$L" | grep '^| ' | tail -1)
+    python3 "/probe/${PROBE[0]}" "${PROBE[@]:1}" "$label" 2>>"$L" | grep '^| ' | tail -1)
   wall=$(awk -v a="$t" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
   note "$label: ${row:-no row (see the log)} (job wall $wall s)"
   echo "${row:-| $label | no result: see jit-volume.log | | | | | |}" >>"$R"
