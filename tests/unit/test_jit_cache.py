@@ -110,6 +110,7 @@ def test_a_variable_the_caller_sets_is_theirs_and_the_other_caches_still_use_the
     expected = {k: v for k, v in left.items() if k not in callers}
     assert {k: spec.env[k] for k in expected} == expected
     assert {k: spec.env[k] for k in callers} == callers  # never overwritten
+    assert not ({CACHE_ENV, *FRAMEWORK_CACHES} - set(left) - set(callers)) & set(spec.env)  # disabled: unset
 
 
 def test_each_frameworks_cache_has_its_own_folder_and_a_documented_variable() -> None:
