@@ -20,31 +20,13 @@ TORCHINDUCTOR_CACHE_DIR="$(mktemp -d)/torchinductor"
   echo "# The harness with a kept Inductor cache, natively, $(hostname), $(date -u +%FT%TZ)"
   echo; nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
   echo; echo "Default-level certifications (torch), TORCHINDUCTOR_CACHE_DIR=$TORCHINDUCTOR_CACHE_DIR for both."
-  echo; echo "| run | script wall s | harness wall s | verdict | RN50 child compile s | RN18 child compile s | Inductor cache found (files, bytes) | GPU busy % |"
-  echo "|---|---|---|---|---|---|---|---|"
+  echo; echo "| run | script wall s | $("$PYTHON" benchmarks/gpu/cert_row.py --header)"
+  echo "|---|---|---|---|---|---|---|---|---|"
 } >"$R"
 for n in 1 2; do
   run_harness "native-$n" 2>/dev/null
   set +e
-  row=$("$PYTHON" - "$OUT/native-$n.json" <<'PY'
-import json, sys
-try:
-    h = json.load(open(sys.argv[1]))
-except (OSError, ValueError) as e:
-    print(f"| no result ({type(e).__name__}) | | | | | |"); sys.exit()
-def child(step):
-    for s in h.get("steps") or []:
-        if s.get("name") == step:
-            pre = ((s.get("metrics") or {}).get("config") or {}).get("precompile") or {}
-            v = pre.get("compile_s")
-            return "%.1f" % v if isinstance(v, (int, float)) else "-"
-    return "-"
-ind = ((h.get("host") or {}).get("compile_caches") or {}).get("TORCHINDUCTOR_CACHE_DIR") or {}
-busy = (((h.get("telemetry") or {}).get("summary") or {}).get("util_gpu") or {}).get("mean")
-print(f"| {h.get('wall_seconds', 0):.1f} | {h.get('verdict')} | {child('tuned_rn50_compiled')} "
-      f"| {child('tuned_rn18_compiled')} | {ind.get('files', '-')}, {ind.get('bytes', '-')} | {busy} |")
-PY
-)
+  row=$("$PYTHON" benchmarks/gpu/cert_row.py "$OUT/native-$n.json")
   echo "| $n | $wall $row" | tee -a "$R"
 done
 echo; cat "$R"

@@ -41,35 +41,15 @@ ENVBUILDER_DOCKER_CLI=/opt/dkr26/usr/bin/docker-20.10 eb build benchmarks/gpu/h2
   --base-image "$BASE" --base-venv /opt/torch/.venv --network host --tag "$TAG" >>"$L" 2>&1 \
   || { note "build failed"; exit 1; }
 note "built $TAG: $(docker image inspect --format '{{.Id}} {{index .Config.Labels "io.envbuilder.cuda-jit-cache"}}' "$TAG")"
-CERT_HEADER="| certification | certify wall s | harness wall s | verdict | cudnn_warmup s | JIT cache found (files, bytes) | RN50 child compile s | Inductor cache found (files, bytes) |"
+CERT_HEADER="| certification | certify wall s | $("$PYTHON" benchmarks/gpu/cert_row.py --header)"
+CERT_RULE="|---|---|---|---|---|---|---|---|---|"
 cert() {  # N LABEL CERTIFY-OPTIONS...: one default-level certification, one table row
   local n=$1 label=$2; shift 2
   local t wall row
   t=$(date +%s.%N)
   eb certify "$TAG" --gpu-access devices --out "$OUT/cert-$n.json" "$@" >>"$L" 2>&1
   wall=$(awk -v a="$t" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
-  row=$("$PYTHON" - "$OUT/cert-$n.json" <<'PY'
-import json, sys
-try:
-    d = json.load(open(sys.argv[1]))
-except (OSError, ValueError) as e:
-    print(f"| no result ({type(e).__name__}) | | | | | |"); sys.exit()
-h = d.get("harness", d)
-warm = (h.get("facts") or {}).get("cudnn_warmup") or {}
-host = h.get("host") or {}
-jit = host.get("cuda_jit_cache") or {}
-ind = (host.get("compile_caches") or {}).get("TORCHINDUCTOR_CACHE_DIR") or {}
-pre = {}
-for s in h.get("steps") or []:
-    if s.get("name") == "tuned_rn50_compiled":
-        pre = ((s.get("metrics") or {}).get("config") or {}).get("precompile") or {}
-compile_s = pre.get("compile_s")
-print(f"| {h.get('wall_seconds', 0):.1f} | {h.get('verdict')} | {warm.get('seconds', '-')} "
-      f"| {jit.get('path')}: {jit.get('files')}, {jit.get('bytes')} "
-      f"| {'%.1f' % compile_s if isinstance(compile_s, (int, float)) else '-'} "
-      f"| {ind.get('path', 'not given')}: {ind.get('files', '-')}, {ind.get('bytes', '-')} |")
-PY
-)
+  row=$("$PYTHON" benchmarks/gpu/cert_row.py "$OUT/cert-$n.json")
   note "$label: certify $wall s $row"
   echo "| $label | $wall $row" >>"$R"
 }
@@ -78,7 +58,7 @@ if [ "${JOBS:-run}" = certify ]; then
     echo "# certify with the per-image JIT cache volume, $(hostname), $(date -u +%FT%TZ)"
     echo; nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
     echo; echo "Each a default-level \`envbuilder certify --gpu-access devices\` of $TAG."
-    echo; echo "$CERT_HEADER"; echo "|---|---|---|---|---|---|---|---|"
+    echo; echo "$CERT_HEADER"; echo "$CERT_RULE"
   } >"$R"
   cert 1 "1: certify's volume, new"
   cert 2 "2: certify's volume again"
@@ -98,7 +78,7 @@ if [ "${JOBS:-run}" = compile ]; then
   # `run` admit the image): the compile lane's children and the harness's own compile use the
   # image's Inductor cache in certify's volume
   { echo; echo "Default-level \`envbuilder certify --gpu-access devices\` of $TAG:"
-    echo; echo "$CERT_HEADER"; echo "|---|---|---|---|---|---|---|---|"; } >>"$R"
+    echo; echo "$CERT_HEADER"; echo "$CERT_RULE"; } >>"$R"
   cert 1 "1: certify's volume, new"
   cert 2 "2: certify's volume again"
 else
