@@ -27,6 +27,10 @@
 #   PLAN=jaxcold ...     JAX only, new then old, each after the page cache is dropped, ~5 min
 #   PLAN=jaxcoldab ...   JAX only, new, old, new, old, each after the page cache is dropped, ~8 min
 #   PLAN=jaxcoldba ...   JAX only, old then new (the other order), each after the page cache is dropped
+#   KEEP_COMPILE_CACHES=0 ...  each new run compiles into a new Inductor (JAX) cache, as the old
+#                        harness does; the default (1) keeps one set for the new runs, as certify's
+#                        JIT cache volume does for the certifications of one image on one host: the
+#                        first new run of a framework fills it, the later ones load from it
 #   bash benchmarks/gpu/issue27_proof.sh check-only   a second call on the still-warm machine: only
 #                                       check_faults.sh against the image the first call certified
 #                                       (its Docker, image and certificate store are still there)
@@ -58,6 +62,7 @@ LIMIT=${LIMIT:-535}          # seconds of wall this script may take (the call's 
 OLD_REF=${OLD_REF:-5a10b03}  # the old harness, when .device/old is missing and git has history
 PLAN=${PLAN:-default}        # default | jax | short | torch | torchab | coldab | jaxcold | jaxcoldab | jaxcoldba
 CONTAINER=${CONTAINER:-1}    # 0: no container part
+KEEP_COMPILE_CACHES=${KEEP_COMPILE_CACHES:-1}  # 0: each new run compiles into a cache of its own
 T_START=$(date +%s)
 TAG=envbuilder/issue27-proof:latest
 if [ "${1:-}" = check-only ]; then
@@ -75,6 +80,7 @@ date -u +"%Y-%m-%dT%H:%M:%SZ on $(hostname), $(nproc) CPUs" >"$LOG"
 nvidia-smi --query-gpu=name,driver_version,memory.total,power.limit --format=csv,noheader >>"$LOG" 2>&1
 left() { echo $((LIMIT - ($(date +%s) - T_START))); }
 RUNS="$W/runs.tsv"
+KEPT="$W/compile-caches"  # the new harness's kept compile caches (KEEP_COMPILE_CACHES=1)
 : >"$RUNS"
 # BYTECODE=1 (the default since 2026-12-07; 0: as before): compile the machine's site-packages to
 # bytecode first, as envbuilder's images carry them (`uv pip install --compile-bytecode`,
@@ -122,12 +128,20 @@ one() {
   local at=$(( $(date +%s) - T_START ))
   # The CUDA driver's JIT cache as the run finds it: empty, cuDNN's first autotuning compiles its
   # kernels (10-12 s more on an H100, benchmarks/results/issue27-h100-2026-12-07-f/)
-  local jit
+  local jit kept=""
   jit=$(find "${CUDA_CACHE_PATH:-$HOME/.nv/ComputeCache}" -type f 2>/dev/null | wc -l)
-  OUT=$W run_harness "$name" "$@" 2>/dev/null
+  if [ "$which" = new ] && [ "$KEEP_COMPILE_CACHES" = 1 ]; then
+    # As certify gives each certification of one image on one host (certify/jit_cache.py): the
+    # frameworks' compile caches kept between the new harness's runs (the old one made its own).
+    kept="; compile caches kept: $(find "$KEPT" -type f 2>/dev/null | wc -l) files"
+    TORCHINDUCTOR_CACHE_DIR=$KEPT/torchinductor TRITON_CACHE_DIR=$KEPT/triton \
+      JAX_COMPILATION_CACHE_DIR=$KEPT/jax OUT=$W run_harness "$name" "$@" 2>/dev/null
+  else
+    OUT=$W run_harness "$name" "$@" 2>/dev/null
+  fi
   set +e
   stamp "$name ($which $*): exit $rc, script wall $wall s"
-  printf '%s\t%s\t%s\t%s\t%s\n' "$name" "$which" "$rc" "$wall" "started at ${at} s; JIT cache ${jit} files${NOTE:+; $NOTE}" >>"$RUNS"
+  printf '%s\t%s\t%s\t%s\t%s\n' "$name" "$which" "$rc" "$wall" "started at ${at} s; JIT cache ${jit} files$kept${NOTE:+; $NOTE}" >>"$RUNS"
 }
 
 # The page cache dropped (as root), so the next run reads torch, cuDNN, ... from disk as a fresh
@@ -261,7 +275,9 @@ def details(doc):
     d = {}
     for s in doc.get("steps", []):
         m = s.get("metrics") or {}
-        if s["name"] == "batch_ramp" and m:
+        if s["name"] == "host" and m:  # what the run found in its JIT and compile caches
+            d["caches"] = {k: m.get(k) for k in ("cuda_jit_cache", "compile_caches") if m.get(k)}
+        elif s["name"] == "batch_ramp" and m:
             d["ramp"] = {k: m.get(k) for k in ("largest_batch", "smallest_oom_batch", "stopped", "ramp_budget_s")}
             d["ramp"]["tries"] = [
                 [t.get("batch"), t.get("fits"), round(t.get("seconds", 0), 1), t.get("compile_s"), t.get("autotune")]
