@@ -291,7 +291,7 @@ def details(doc):
         pre = (m.get("config") or {}).get("precompile")
         if isinstance(pre, dict):
             d.setdefault("compile_lane", {})[s["name"]] = {
-                k: pre.get(k) for k in ("compile_s", "done_after_s", "asked_after_s", "waited_s", "timeline_s", "compile_threads")
+                k: pre.get(k) for k in ("compile_s", "setup_s", "done_after_s", "asked_after_s", "waited_s", "timeline_s", "compile_threads")
             }
             phases = pre.get("compile_phases_s") or {}
             d["compile_lane"][s["name"]]["phases_s"] = dict(list(phases.items())[:6])

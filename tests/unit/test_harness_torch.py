@@ -377,6 +377,7 @@ def test_the_lane_child_runs_the_timed_loop_it_compiled_and_refuses_another_run(
         assert 0 <= line["main"] <= line["go"] <= line["data"] <= line["compile_start"] < line["compile_end"]
         assert line["compile_end"] <= line["ready"] <= report["done_after_s"] and "cuda" not in line
         assert line["compile_end"] - line["compile_start"] == pytest.approx(report["compile_s"], abs=0.01)
+        assert 0 < report["setup_s"] <= line["compile_start"] - line["data"] + 0.01  # model, torch.compile
         assert isinstance(report["compile_phases_s"], dict) and report["compile_threads"] >= 1
         assert report["asked_after_s"] >= 0
         with pytest.raises(RuntimeError, match="prepared another configuration"):

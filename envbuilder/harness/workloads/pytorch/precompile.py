@@ -8,7 +8,7 @@ Without --serve the child only fills the Inductor cache the harness shares (TORC
 says ready and exits; the harness's own compile then loads the cache, and its cuDNN autotuning
 (the eager runs', same shapes) is already in the harness's process. With --serve, the protocol,
 one JSON line each way:
-  child -> {"arch", "ready": true, "compile_s", "compiled", ...}   after the first step (the compile)
+  child -> {"arch", "ready": true, "compile_s", "setup_s", "compiled", ...}   after the first step
            (with "clock": when it imported, got the go, had CUDA, the data, began and ended the
            compile, on time.monotonic(); "compile_phases_s": torch.compile's phases)
   harness -> {"max_seconds", "loss_drop_min", "accuracy_margin"}     when nothing else uses the GPU
@@ -108,6 +108,7 @@ def serve(a: argparse.Namespace, held: dict[str, Any]) -> dict[str, Any]:
         torch.cuda.empty_cache()
     m = run.metrics
     ready = {"arch": a.arch, "ready": True, "compile_s": m["first_step_s"], "compiled": m["compiled"]}
+    ready["setup_s"] = m.get("setup_s")  # the model built and placed, torch.compile's modules imported
     ready["config"] = m["config"]  # the harness checks it is the run it planned
     if m.get("compile_fallback"):
         ready["compile_fallback"] = m["compile_fallback"]
