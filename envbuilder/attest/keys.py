@@ -233,15 +233,28 @@ def load_signer(info: KeyInfo, passphrase: Passphrase | None = None) -> CryptoSi
     try:
         private = serialization.load_pem_private_key(pem, secret)
     except (ValueError, TypeError) as exc:
-        wrong = info.encrypted and any(w in str(exc).lower() for w in ("password", "decrypt"))
         raise SigningKeyError(
-            f"cannot unlock key {info.name!r}: " + ("wrong passphrase" if wrong else str(exc)),
+            f"cannot unlock key {info.name!r}: {_unlock_failure(info.encrypted, exc)}",
             hint=f"check {PASSPHRASE_ENV} or the passphrase typed" if info.encrypted else None,
         ) from exc
     try:
         return CryptoSigner(private, load_public_key(info.public_path))
     except ValueError as exc:  # securesystemslib's KeyMismatchError is one
         raise SigningKeyError(f"{info.private_path} does not match {info.public_path}: {exc}") from exc
+
+
+def _unlock_failure(encrypted: bool, exc: Exception) -> str:
+    """Why a private key did not load. An encrypted key's wrong passphrase mostly fails the
+    decryption's padding check ("Incorrect password"), but about one in 300 decrypts to bytes
+    with valid padding that then fail to parse as a key (7 of 2,000 wrong passphrases, this
+    checkout's cryptography, 2026-12-07): the same cause, which the library cannot tell from a
+    damaged file."""
+    detail = str(exc)
+    if not encrypted:
+        return detail
+    if any(w in detail.lower() for w in ("password", "decrypt")):
+        return "wrong passphrase"
+    return f"wrong passphrase, or a damaged key file ({detail})"
 
 
 def env_passphrase(_name: str) -> bytes | None:

@@ -106,6 +106,31 @@ def test_passphrase_protected_key(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     assert load_signer(info).public_key.keyid == info.keyid
 
 
+def test_a_wrong_passphrase_that_decrypts_to_garbage_is_still_called_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # about one wrong passphrase in 300 passes the padding check and fails as key data instead
+    # (this test's neighbour failed that way once); the error says what the user most likely did
+    from cryptography.hazmat.primitives import serialization
+
+    info = generate_key("ci", passphrase=b"correct horse", directory=tmp_path)
+    garbage = (
+        "Could not deserialize key data. The data may be in an incorrect format, it may be "
+        "encrypted with an unsupported algorithm, ... Details: ASN.1 parsing error: invalid length"
+    )
+
+    def load(_pem: bytes, _secret: bytes | None) -> None:
+        raise ValueError(garbage)
+
+    monkeypatch.setattr(serialization, "load_pem_private_key", load)
+    with pytest.raises(SigningKeyError, match=r"wrong passphrase, or a damaged key file \(Could not") as e:
+        load_signer(info, lambda _name: b"wrong")
+    assert e.value.hint is not None and "ENVBUILDER_KEY_PASSPHRASE" in e.value.hint
+    plain = generate_key("plain", directory=tmp_path / "p")  # unencrypted: the library's words
+    with pytest.raises(SigningKeyError, match="cannot unlock key 'plain': Could not deserialize"):
+        load_signer(plain)
+
+
 def test_find_key_rules(tmp_path: Path) -> None:
     with pytest.raises(SigningKeyError, match="no signing key in"):
         find_key(directory=tmp_path)
