@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from envbuilder.harness.schema import validate_result
+from envbuilder.harness.steps.pipeline import WORKER_SECONDS
 
 if importlib.util.find_spec("jax") is None:  # the dev extra installs jax[cpu]; an image has its own
     pytest.skip("jax is not installed", allow_module_level=True)
@@ -62,3 +63,5 @@ def test_payload_jax_cpu_certification_end_to_end(tmp_path: Path) -> None:
     assert train["metrics"]["model"]["source"] == "built-in (jax)"
     pipe = next(s for s in result["steps"] if s["name"] == "input_pipeline")
     assert pipe["metrics"]["loader_only_img_s"] > 0 and pipe["metrics"]["bottleneck"]
+    m = pipe["metrics"]  # the thread loader's rate from what each batch took its thread
+    assert m["loader_rate_from"] == WORKER_SECONDS and m["worker_kind"] == "threads"

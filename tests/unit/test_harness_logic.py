@@ -32,7 +32,7 @@ from envbuilder.harness.steps.overhead import (
     overhead_detail,
     undisturbed_pairs,
 )
-from envbuilder.harness.steps.pipeline import name_bottleneck
+from envbuilder.harness.steps.pipeline import loader_rate, name_bottleneck
 from envbuilder.harness.telemetry import Sampler, decode_reasons, slowdown_warnings
 from envbuilder.harness.thresholds import (
     BUILTIN_DEFAULTS,
@@ -583,6 +583,18 @@ def test_bottleneck_naming() -> None:
     assert none.startswith("none")
     h2d, _ = name_bottleneck(loader_only=9000, fed=2000, resident=4700, workers=16)
     assert h2d.startswith("host-to-device")
+    # batches the workers prepared before the window: the fed run looks as fast as the model
+    queued, _ = name_bottleneck(loader_only=2900, fed=4650, resident=4700, workers=16)
+    assert queued.startswith("CPU input pipeline") and "2900 img/s" in queued
+    cpu_side, _ = name_bottleneck(loader_only=900, fed=300, resident=400, workers=2, device="cpu")
+    assert cpu_side.startswith("CPU contention")
+
+
+def test_loader_rate_is_workers_times_a_batch_over_the_median_seconds() -> None:
+    assert loader_rate([0.5, 0.4, 9.0], 256, 16) == pytest.approx(16 * 256 / 0.5)
+    assert loader_rate([0.5], 8, 0) == pytest.approx(16)  # no workers: the main process's rate
+    with pytest.raises(ValueError, match="no batch"):
+        loader_rate([], 8, 2)
 
 
 # ---------------------------------------------------------------- result schema

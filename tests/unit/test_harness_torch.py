@@ -10,6 +10,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -17,10 +18,19 @@ import pytest
 import torch
 
 from envbuilder.harness.schema import validate_result
+from envbuilder.harness.steps.pipeline import WORKER_SECONDS, loader_rate
 from envbuilder.harness.steps.smoke import cpu_check
 from envbuilder.harness.workloads.config import RunConfig
 from envbuilder.harness.workloads.pytorch.data import NUM_CLASSES, make_dataset, normalize, render
-from envbuilder.harness.workloads.pytorch.loader import HAVE_PIL, DecodeAugment, encode_split, make_loader
+from envbuilder.harness.workloads.pytorch.loader import (
+    HAVE_PIL,
+    PREFETCH_FACTOR,
+    DecodeAugment,
+    encode_split,
+    make_loader,
+    make_timed_loader,
+    without_seconds,
+)
 from envbuilder.harness.workloads.pytorch.models import build_model, builtin_resnet, load_weights
 from envbuilder.harness.workloads.pytorch.train import train_run
 
@@ -158,6 +168,39 @@ def test_loader_decodes_and_augments_with_workers() -> None:
     assert sum(len(b[1]) for b in make_loader(val, 8, 0, pin=False, infinite=False)) == 24
 
 
+ITEM_S = 0.01  # _SlowItems: the least time one item takes a worker
+
+
+class _SlowItems(DecodeAugment):
+    """A worker takes at least ITEM_S per item, whatever the machine: two workers can make at
+    most 2 / ITEM_S items per second."""
+
+    def __getitem__(self, i: int) -> tuple[torch.Tensor, int]:
+        time.sleep(ITEM_S)
+        return super().__getitem__(i)
+
+
+def test_the_loader_rate_is_the_workers_not_the_rate_its_queue_empties_at() -> None:
+    split = render(16, 48, seed=2)
+    blobs, labels, codec = encode_split(split)
+    raw_hw = None if codec == "jpeg" else (48, 48)
+    ds = _SlowItems(blobs, labels, 32, train=True, raw_hw=raw_hw)
+    seconds: list[float] = []
+    it = without_seconds(iter(make_timed_loader(ds, 8, 2, pin=False)), seconds)
+    x, y = next(it)
+    assert x.shape == (8, 3, 32, 32) and x.dtype == torch.uint8 and y.dtype == torch.long
+    time.sleep(1.5)  # meanwhile the workers fill the queue: 2 x PREFETCH_FACTOR batches
+    t0 = time.perf_counter()
+    for _ in range(2 * PREFETCH_FACTOR - 1):
+        next(it)
+    drained = 8 * (2 * PREFETCH_FACTOR - 1) / (time.perf_counter() - t0)
+    ceiling = 2 / ITEM_S
+    assert len(seconds) == 2 * PREFETCH_FACTOR and min(seconds) >= 8 * ITEM_S
+    # what the step measured before: the queue, many times faster than two workers can be
+    assert drained > 2 * ceiling
+    assert 0 < loader_rate(seconds, 8, 2) <= ceiling
+
+
 def test_real_data_run(tmp_path: Path) -> None:
     from envbuilder.harness.workloads.pytorch.feed import real_data_run
 
@@ -239,7 +282,9 @@ def test_payload_cpu_certification_end_to_end(tmp_path: Path) -> None:
     assert train["metrics"]["steps_done"] == 60 and train["metrics"]["truncated"] is False
     assert result["facts"]["omp_wait_policy"] == "PASSIVE"  # the harness set it: not in _run's env
     pipe = next(s for s in result["steps"] if s["name"] == "input_pipeline")
-    assert pipe["metrics"]["bottleneck"] and pipe["metrics"]["loader_only_img_s"] > 0
+    m = pipe["metrics"]
+    assert m["bottleneck"] and m["loader_rate_from"] == WORKER_SECONDS and m["loader_only_img_s"] > 0
+    assert len(m["worker_batch_s"]) == 9 and min(m["worker_batch_s"]) > 0  # the first, 2 + 6 fed (CPU)
     assert result["thresholds"]["source"] == "built-in defaults"
     assert result["budget_seconds"] == 600 and result["wall_seconds"] > 0
     # the framework's packages and their bytecode (this environment's torch carries it: no warning)

@@ -22,6 +22,7 @@ from envbuilder.harness.record import Recorder, Step
 from envbuilder.harness.result import decide_verdict
 from envbuilder.harness.session import Budget, Options, Session
 from envbuilder.harness.steps.jax_steps import JAX
+from envbuilder.harness.steps.pipeline import WORKER_SECONDS
 from envbuilder.harness.steps.tf_steps import TENSORFLOW
 from envbuilder.harness.steps.training import TrainRun
 from envbuilder.harness.steps.xla import Loader, Loop, XlaFramework
@@ -50,6 +51,7 @@ class FakeLoader:
 
     def __init__(self, data: Dataset) -> None:
         self.data, self.started, self.closed = data, False, False
+        self.batch_seconds = [0.25, 1.0, 0.5]  # what its batches took its two threads
 
     def start(self) -> None:
         self.started = True
@@ -222,6 +224,8 @@ def test_the_gpu_sequence(real: XlaFramework, installed: None) -> None:
     assert fw.loaders[0].started and fw.loaders[0].closed
     pipe = next(st for st in s.rec.steps if st.name == "input_pipeline").metrics
     assert pipe["codec"] == "fake" and pipe["model"] == "resnet50" and pipe["bottleneck"]
+    # the loader's rate: two workers, a batch of 256 in the median 0.5 s each
+    assert pipe["loader_rate_from"] == WORKER_SECONDS and pipe["loader_only_img_s"] == pytest.approx(1024)
     assert s.rec.facts["amp"] == "bf16" and s.rec.facts["allocator"] == "fake"
 
 

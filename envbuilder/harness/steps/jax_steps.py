@@ -8,6 +8,7 @@ import math
 import os
 import queue
 import threading
+import time
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
@@ -164,6 +165,7 @@ class _ThreadLoader:
             "prefetch": 2 * workers,
         }
         self.queue: queue.Queue[tuple[Any, Any]] = queue.Queue(maxsize=2 * workers)
+        self.batch_seconds: list[float] = []  # what each batch took its thread (Loader)
         self.stop = threading.Event()
         self.threads: list[threading.Thread] = []
 
@@ -184,7 +186,9 @@ class _ThreadLoader:
 
         rng = np.random.default_rng(seed)
         while not self.stop.is_set():
+            t0 = time.perf_counter()
             item = self._make_batch(rng)
+            self.batch_seconds.append(time.perf_counter() - t0)
             while not self.stop.is_set():
                 try:
                     self.queue.put(item, timeout=0.1)

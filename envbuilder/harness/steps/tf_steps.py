@@ -182,6 +182,7 @@ class _TfDataLoader:
             "jit_compile": cfg.compile,
         }
         self.it: Any = None
+        self.batch_seconds: list[float] = []  # tf.data does not say what a batch took its threads
 
     def start(self) -> None:
         self.it = iter(self.ds)

@@ -13,7 +13,7 @@ from ..session import Session
 from ..workloads.config import RunConfig
 from .estimates import ESTIMATE
 from .overhead import OVERHEAD_BATCH, ab_prerequisites, ab_windows
-from .pipeline import throughputs
+from .pipeline import WORKER_SECONDS, loader_rate, throughputs
 from .ramp import RAMP_CAP, record_ramp
 from .training import TrainRun
 
@@ -46,6 +46,11 @@ class Loader(Protocol):
 
     def host_batch(self) -> Any:
         """The next batch, in host memory."""
+
+    @property
+    def batch_seconds(self) -> list[float]:
+        """The seconds a worker took for each batch it made (steps/pipeline.py loader_rate); empty
+        where the pipeline does not say (tf.data): the step then times host_batch() instead."""
 
     def device_batch(self) -> Split:
         """The next batch, copied to the device."""
@@ -207,12 +212,17 @@ def input_pipeline_step(
                 fed = run(loader.device_batch, batches, 2)
             finally:
                 loader.close()
+            rate_from = f"{batches} host batches timed after the pipeline started"
+            if loader.batch_seconds:
+                loader_only = loader_rate(list(loader.batch_seconds), cfg.batch, loader.workers)
+                rate_from = WORKER_SECONDS
         st.metrics.update(
             loader.description,
             batch=cfg.batch,
             model=cfg.arch,
             precision=cfg.amp or "fp32",
             augmentation=PIPELINE_AUGMENTATION,
+            loader_rate_from=rate_from,
         )
         st.metrics.update(throughputs(loader_only, fed, resident, loader.workers, s.device))
         log(f"input pipeline ({fw.name}): host {loader_only:.0f}, fed {fed:.0f}, resident {resident:.0f}")

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import torch
-from torch.utils.data import DataLoader, RandomSampler
+from torch.utils.data import BatchSampler, DataLoader, RandomSampler
 
 from .data import Split
 
@@ -123,13 +123,19 @@ def encode_split(split: Split, quality: int = 90) -> tuple[list[bytes], list[int
     return blobs, labels, ("jpeg" if HAVE_PIL else "raw")
 
 
+PREFETCH_FACTOR = 4  # batches each worker prepares ahead
+
+
+def _worker_options(workers: int) -> dict[str, Any]:
+    if workers <= 0:
+        return {}
+    return {"prefetch_factor": PREFETCH_FACTOR, "persistent_workers": True, "timeout": 300}
+
+
 def make_loader(
     ds: DecodeAugment, batch: int, workers: int, *, pin: bool, infinite: bool = True
 ) -> DataLoader[Any]:
     sampler = RandomSampler(ds, replacement=True, num_samples=10**8) if infinite else None
-    kw: dict[str, Any] = {}
-    if workers > 0:
-        kw = {"prefetch_factor": 4, "persistent_workers": True, "timeout": 300}
     return DataLoader(
         ds,
         batch_size=batch,
@@ -138,16 +144,47 @@ def make_loader(
         num_workers=workers,
         pin_memory=pin,
         drop_last=infinite,
-        **kw,
+        **_worker_options(workers),
     )
 
 
-def loader_throughput(it: Iterator[Any], batches: int, batch: int) -> float:
-    """Images/s of the loader alone (the first batch, worker start-up, excluded by the caller)."""
-    t0 = time.perf_counter()
-    for _ in range(batches):
-        next(it)
-    return batch * batches / (time.perf_counter() - t0)
+class TimedBatches(_ItemDataset):
+    """A DecodeAugment read a batch at a time (the sampler gives each worker a list of indices):
+    (images, labels, the seconds the worker took to decode, augment and stack them)."""
+
+    def __init__(self, ds: DecodeAugment) -> None:
+        self.ds = ds
+
+    def __len__(self) -> int:
+        return len(self.ds)
+
+    def __getitem__(self, indices: Any) -> Any:
+        t0 = time.perf_counter()
+        items = [self.ds[i] for i in indices]
+        x = torch.stack([im for im, _ in items])
+        y = torch.tensor([label for _, label in items], dtype=torch.long)
+        return x, y, time.perf_counter() - t0
+
+
+def make_timed_loader(ds: DecodeAugment, batch: int, workers: int, *, pin: bool) -> DataLoader[Any]:
+    """make_loader's pipeline (same workers, pinning and prefetch, endless random batches), each
+    batch with the seconds its worker took (TimedBatches), for steps/pipeline.py loader_rate."""
+    sampler = BatchSampler(RandomSampler(ds, replacement=True, num_samples=10**8), batch, drop_last=True)
+    return DataLoader(
+        TimedBatches(ds),
+        batch_size=None,  # the sampler's lists reach TimedBatches whole: no collation
+        sampler=sampler,
+        num_workers=workers,
+        pin_memory=pin,
+        **_worker_options(workers),
+    )
+
+
+def without_seconds(it: Iterator[Any], seconds: list[float]) -> Iterator[tuple[Any, Any]]:
+    """A timed loader's batches as (images, labels); each batch's worker seconds go to `seconds`."""
+    for x, y, took in it:
+        seconds.append(float(took))
+        yield x, y
 
 
 def default_workers() -> int:
