@@ -970,3 +970,17 @@ def test_the_host_and_the_image_read_nvmls_process_list_alike(answer: object, re
     image = nvml_gpus(Nvml())[0]["processes"]
     assert host == read
     assert (None if image is None else [(p["pid"], p["used_mib"]) for p in image]) == read
+
+
+# ---------------------------------------------------------------- the compile lane child's exit
+def test_a_child_leaves_with_its_code_and_every_line_it_wrote() -> None:
+    # exit_now skips Python's shutdown (os._exit): what sits in the buffers must be out first
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; from envbuilder.harness.workloads.pytorch.precompile import exit_now; "
+        "sys.stdout.write('{\"last\": 1}'); sys.stderr.write('said'); exit_now(3)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert (out.returncode, out.stdout, out.stderr) == (3, '{"last": 1}', "said")
