@@ -17,15 +17,15 @@ jit_volume_proof.sh JOBS=compile on a GPU machine.
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import json
 import os
-import platform
 import statistics
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
+
+from results_io import machine, today, write
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -71,25 +71,19 @@ def main() -> int:
                 {"empty": empty, "kept": warm, "ratio": warm["first_step_s"] / empty["first_step_s"]}
             )
     ratios = [r["ratio"] for r in rounds]
-    today = dt.date.today().isoformat()
+    m = machine()
     doc = {
-        "date": today,
-        "machine": {
-            "platform": platform.platform(),
-            "cpus": os.cpu_count(),
-            "python": platform.python_version(),
-        },
+        "date": today(),
+        "machine": m,
         "torch": filled["torch"],
         "fill": filled,
         "rounds": rounds,
         "ratio_median": statistics.median(ratios),
     }
-    res = ROOT / "benchmarks" / "results"
-    (res / f"compile-cache-{today}.json").write_text(json.dumps(doc, indent=1) + "\n")
     lines = [
-        f"# torch.compile with a kept Inductor cache vs an empty one, {today}",
+        f"# torch.compile with a kept Inductor cache vs an empty one, {doc['date']}",
         "",
-        f"{doc['machine']['platform']}, {doc['machine']['cpus']} CPUs, torch {doc['torch']} (CPU), "
+        f"{m['platform']}, {m['cpus']} CPUs, torch {filled['torch']} (CPU), "
         "benchmarks/compile_cache_bench.py: a small MLP's first compiled step (forward and backward) "
         "in a fresh process, interleaved round by round.",
         "",
@@ -108,8 +102,7 @@ def main() -> int:
         f"Median kept / empty: **{doc['ratio_median']:.3f}**. The run that filled the kept "
         f"folder took {filled['first_step_s']:.2f} s.",
     ]
-    (res / f"compile-cache-{today}.md").write_text("\n".join(lines) + "\n")
-    print("\n".join(lines))
+    write("compile-cache", doc, lines)
     return 0
 
 

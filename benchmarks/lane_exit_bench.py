@@ -19,10 +19,8 @@ teardown as well) comes from the served step's seconds in a GPU certification.
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import json
 import os
-import platform
 import statistics
 import sys
 import tempfile
@@ -32,6 +30,8 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+from results_io import machine, today, write  # noqa: E402
 
 from envbuilder.harness.steps.lane import _Child  # noqa: E402
 
@@ -71,19 +71,16 @@ def main() -> int:
             for how in ("shutdown", "exit_now"):
                 rows.append({"round": i + 1, "how": how, **one(how, cache)})
                 print(json.dumps(rows[-1]), flush=True)
-    today = dt.date.today().isoformat()
     med = {
         h: statistics.median(float(r["exit_s"]) for r in rows if r["how"] == h)
         for h in ("shutdown", "exit_now")
     }
-    machine = {"platform": platform.platform(), "cpus": os.cpu_count(), "python": platform.python_version()}
-    doc = {"date": today, "machine": machine, "rows": rows, "median_exit_s": med}
-    res = ROOT / "benchmarks" / "results"
-    (res / f"lane-exit-{today}.json").write_text(json.dumps(doc, indent=1) + "\n")
+    m = machine()
+    doc = {"date": today(), "machine": m, "rows": rows, "median_exit_s": med}
     lines = [
-        f"# A served compile-lane child's exit after its last line, {today}",
+        f"# A served compile-lane child's exit after its last line, {doc['date']}",
         "",
-        f"{machine['platform']}, {machine['cpus']} CPUs, CPU torch; benchmarks/lane_exit_bench.py "
+        f"{m['platform']}, {m['cpus']} CPUs, CPU torch; benchmarks/lane_exit_bench.py "
         "(a narrow ResNet-18 from a kept Inductor cache, served: the order, the timed loop, the metrics).",
         "",
         "| round | exit | compile s | order to metrics s | metrics to exit s |",
@@ -98,8 +95,7 @@ def main() -> int:
         f"Median metrics to exit: Python's shutdown **{med['shutdown']:.3f} s**, "
         f"exit_now **{med['exit_now']:.3f} s**.",
     ]
-    (res / f"lane-exit-{today}.md").write_text("\n".join(lines) + "\n")
-    print("\n".join(lines))
+    write("lane-exit", doc, lines)
     return 0
 
 

@@ -26,10 +26,7 @@ benchmarks/results/loader-rate-DATE.json and .md.
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import json
-import os
-import platform
 import statistics
 import sys
 import time
@@ -37,6 +34,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+from results_io import machine, today, write  # noqa: E402
 
 from envbuilder.harness.steps.pipeline import PIPELINE_IMAGES, loader_rate  # noqa: E402
 from envbuilder.harness.workloads.pytorch.data import render  # noqa: E402
@@ -90,29 +89,24 @@ def main() -> int:
             r = one_round(ds, w, a.batch)
             rows.append({"workers": w, "round": i + 1, **r})
             print(json.dumps(rows[-1]), flush=True)
-    today = dt.date.today().isoformat()
     summary = {}
     for w in a.workers:
         mine = [r for r in rows if r["workers"] == w]
         summary[str(w)] = {k: statistics.median(r[k] / r["truth"] for r in mine) for k in ("old", "new")}
+    m = machine()
+    images = f"{n} JPEGs (q90) of {size}x{size}, decoded and augmented to 224x224"
     doc = {
-        "date": today,
-        "machine": {
-            "platform": platform.platform(),
-            "cpus": os.cpu_count(),
-            "python": platform.python_version(),
-        },
+        "date": today(),
+        "machine": m,
         "batch": a.batch,
-        "images": f"{n} JPEGs (q90) of {size}x{size}, decoded and augmented to 224x224",
+        "images": images,
         "rows": rows,
         "median_over_truth": summary,
     }
-    res = ROOT / "benchmarks" / "results"
-    (res / f"loader-rate-{today}.json").write_text(json.dumps(doc, indent=1) + "\n")
     lines = [
-        f"# The input_pipeline step's loader rate, old and new reading against the sustained rate, {today}",
+        f"# The input_pipeline step's loader rate, two readings against the sustained rate, {doc['date']}",
         "",
-        f"{doc['machine']['platform']}, {doc['machine']['cpus']} CPUs, batch {a.batch}, {doc['images']};"
+        f"{m['platform']}, {m['cpus']} CPUs, batch {a.batch}, {images};"
         " benchmarks/loader_rate_bench.py. img/s; the ratio is the reading over the truth.",
         "",
         "| workers | round | old (8 batches after the first) | new (workers' median) | truth (drained) "
@@ -127,8 +121,7 @@ def main() -> int:
     lines.append("")
     for w, s in summary.items():
         lines.append(f"- {w} workers: median old / truth **{s['old']:.2f}**, new / truth **{s['new']:.2f}**")
-    (res / f"loader-rate-{today}.md").write_text("\n".join(lines) + "\n")
-    print("\n".join(lines))
+    write("loader-rate", doc, lines)
     return 0
 
 
