@@ -10,8 +10,8 @@ the volume keeps it). The ratio is the kept folder's time over the empty one's, 
     .venv/bin/python benchmarks/compile_cache_bench.py [--rounds 3]
 
 Needs a C++ compiler (Inductor's CPU backend). Writes benchmarks/results/compile-cache-DATE.json
-and .md. The GPU figures (ResNet-50, Triton) come from benchmarks/gpu/inductor_cache_native.sh and
-jit_volume_proof.sh JOBS=compile on a GPU machine.
+and .md. The GPU figures (ResNet-50, Triton) come from benchmarks/gpu/issue27_proof.sh (its new
+harness's runs keep one set of compile caches) and jit_volume_proof.sh JOBS=compile.
 """
 
 from __future__ import annotations

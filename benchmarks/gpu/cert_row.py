@@ -1,6 +1,5 @@
-"""One Markdown table row of a certification's figures, for the GPU proof scripts
-(jit_volume_proof.sh, inductor_cache_native.sh): FILE is a certificate (`certify --out`) or a
-harness result (`python -m envbuilder_harness --out`).
+"""One Markdown table row of a certification's figures, for jit_volume_proof.sh: FILE is a
+certificate (`certify --out`) or a harness result (`python -m envbuilder_harness --out`).
 
     python3 benchmarks/gpu/cert_row.py --header     the header (after the scripts' own first columns)
     python3 benchmarks/gpu/cert_row.py FILE         "| harness wall | verdict | ... |"
