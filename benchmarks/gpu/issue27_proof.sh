@@ -283,6 +283,12 @@ def details(doc):
                 [t.get("batch"), t.get("fits"), round(t.get("seconds", 0), 1), t.get("compile_s"), t.get("autotune")]
                 for t in m.get("tried", [])
             ]
+        elif s["name"] == "input_pipeline" and m:  # the loader's rate from its workers' seconds
+            d["pipeline"] = {k: m.get(k) for k in ("workers", "loader_rate_from", "loader_only_img_s",
+                                                   "loader_fed_img_s", "resident_img_s", "bottleneck",
+                                                   "first_batch_s")}
+            secs = m.get("worker_batch_s") or []
+            d["pipeline"]["worker_batch_s"] = [secs[0], secs[len(secs) // 2], secs[-1]] if secs else None
         elif s["name"] == "telemetry_overhead" and m:
             d["ab"] = {k: m.get(k) for k in ("batch", "window_steps", "pair_ratios", "pairs_disturbed",
                                              "pairs_judged", "overhead", "overhead_lower_95")}
@@ -352,6 +358,7 @@ for r in runs:
 open(f"{out}/summary.md", "w").write("\n".join(md) + "\n")
 print("\n".join(md[:4 + len(runs)]))
 PY
-tar -czf "$FINAL_OUT/raw.tar.gz" -C "$W" --exclude old --exclude '*.steps.jsonl' . 2>>"$LOG"
+# Not the kept compile caches (~90 MB after one torch and one JAX run: over what a call brings back).
+tar -czf "$FINAL_OUT/raw.tar.gz" -C "$W" --exclude old --exclude compile-caches --exclude '*.steps.jsonl' . 2>>"$LOG"
 bash benchmarks/gpu/docker26.sh stop >/dev/null 2>&1
 stamp "done"
